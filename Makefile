@@ -1,0 +1,24 @@
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+
+.PHONY: test demo bench clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+
+test: $(PY)
+	$(PIP) install --quiet -e '.[test]'
+	$(PY) -m pytest
+
+demo: $(PY)
+	$(PIP) install --quiet -e '.[demo]'
+	$(PY) -m hookgrad demo
+
+bench: $(PY)
+	$(PIP) install --quiet -e '.[bench]'
+	$(PY) -m hookgrad bench
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache runs

@@ -1,0 +1,85 @@
+"""RemovableHandle: the object every ``register_*`` call returns.
+
+A handle remembers which registry (a dict keyed by hook id) it was put in, by weak reference,
+so that holding a handle never keeps a module or tensor alive. Ids come from one counter shared
+by every kind of hook, which makes them usable as a global registration order.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+__all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks"]
+
+
+class RemovableHandle:
+    """Removes one hook from its registry (and from any companion registries) on ``remove()``.
+
+    ``extra_dict`` is a dict or a list of dicts that are keyed by the same id and must forget it
+    together with ``hooks_dict`` (for example the set of hooks registered with ``with_kwargs``).
+    Also a context manager: the hook is removed when the ``with`` block ends.
+    """
+
+    id: int
+    next_id: int = 0
+
+    def __init__(self, hooks_dict: Any, *, extra_dict: Any = None) -> None:
+        self.hooks_dict_ref = weakref.ref(hooks_dict)
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
+        if isinstance(extra_dict, dict):
+            self.extra_dict_ref: tuple = (weakref.ref(extra_dict),)
+        elif isinstance(extra_dict, list):
+            self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
+        else:
+            self.extra_dict_ref = ()
+
+    def remove(self) -> None:
+        """Unregister the hook. Calling it again, or after the owner is gone, does nothing."""
+        for ref in (self.hooks_dict_ref, *self.extra_dict_ref):
+            registry = ref()
+            if registry is not None:
+                registry.pop(self.id, None)
+
+    def __getstate__(self):
+        return (self.hooks_dict_ref(), self.id, tuple(ref() for ref in self.extra_dict_ref))
+
+    def __setstate__(self, state) -> None:
+        # A dead registry is replaced by a fresh empty one so that remove() stays harmless.
+        self.hooks_dict_ref = weakref.ref(state[0] if state[0] is not None else OrderedDict())
+        self.id = state[1]
+        # Ids must stay unique after unpickling a handle made in another process.
+        RemovableHandle.next_id = max(RemovableHandle.next_id, self.id + 1)
+        extras = state[2] if len(state) > 2 and state[2] is not None else ()
+        self.extra_dict_ref = tuple(weakref.ref(d) for d in extras if d is not None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.remove()
+
+    def __repr__(self) -> str:
+        alive = self.hooks_dict_ref() is not None and self.id in self.hooks_dict_ref()
+        return f"<RemovableHandle id={self.id} {'active' if alive else 'removed'}>"
+
+
+def unserializable_hook(fn):
+    """Mark ``fn`` as a hook that is knowingly lost on serialization (silences the warning)."""
+    fn.__torch_unserializable__ = True
+    return fn
+
+
+def warn_if_has_hooks(tensor) -> None:
+    """Warn for each tensor hook that serialization will drop."""
+    hooks = getattr(tensor, "_backward_hooks", None)
+    for hook in (hooks or {}).values():
+        if not hasattr(hook, "__torch_unserializable__"):
+            warnings.warn(
+                f"backward hook {hook!r} on tensor will not be serialized. If this is expected, "
+                "decorate the function with @hookgrad.utils.hooks.unserializable_hook to "
+                "suppress this warning",
+                stacklevel=2,
+            )
