@@ -1,0 +1,720 @@
+"""Side-by-side benchmarks: hookgrad against torch, in one process.
+
+Every workload is written once, against a framework module ``T`` (``torch`` or ``hookgrad``),
+and built on both frameworks with identical weights (generated in NumPy and loaded with
+``load_state_dict``). Before anything is timed, each workload runs a couple of steps on both
+frameworks and checks that the losses (and gradient sums where there is no optimizer step) agree
+to a loose tolerance, so the two sides really compute the same thing.
+
+Timing, per workload:
+
+1. warm-up: every step function is called a few times (and for at least ``warmup_s`` seconds);
+2. calibration: each step function gets its own inner loop count, so that one sample lasts
+   about ``sample_s`` seconds (at least one call);
+3. measurement: ``repeats`` rounds; each round takes one sample of every variant of the
+   workload, hookgrad then torch, so the two frameworks are interleaved and share whatever
+   the machine was doing at that moment.
+
+Reported: the median per-call time of each framework, and the median and interquartile range
+of the per-round ratio hookgrad/torch. Workloads with hooks also report each framework's own
+hook overhead (the hooked step over the same framework's plain step, per round).
+
+Threads: ``torch.set_num_threads`` is deliberately left at torch's default (reported in the
+header), and NumPy's BLAS runs with its own default thread count; this compares the two
+libraries as a user would get them out of the box. To compare single-threaded, set
+``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` in the environment before starting Python.
+
+The garbage collector stays enabled during timing, as in a real training loop; the median is
+robust to the occasional collection pause that lands inside a sample.
+
+Entry point: ``main(argv)`` (``python -m hookgrad bench [options]`` or ``benchmarks/run.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["main", "run_benchmarks", "WORKLOADS", "machine_info", "numpy_weights", "load_weights",
+           "build_mlp_step"]
+
+# Loose agreement tolerance for the pre-timing check (float32, different summation orders).
+CHECK_RTOL = 2e-3
+CHECK_ATOL = 1e-4
+
+
+# ----------------------------------------------------------------------------------------------
+# identical weights on both frameworks
+# ----------------------------------------------------------------------------------------------
+
+def numpy_weights(model: Any, tag: str) -> dict[str, np.ndarray]:
+    """Deterministic NumPy values for every entry of ``model.state_dict()``.
+
+    Each entry's values depend only on ``tag``, its name and its shape, so they are the same
+    whichever framework built the model. Matrices and kernels get U(-1/sqrt(fan_in), +...),
+    1-D weights (norm layers) get values near one, biases small values.
+    """
+    out = {}
+    for name, t in model.state_dict().items():
+        shape = tuple(t.shape)
+        rng = np.random.default_rng(zlib.crc32(f"{tag}/{name}".encode()))
+        if not t.is_floating_point():
+            out[name] = np.zeros(shape, dtype=np.int64)
+            continue
+        if len(shape) >= 2:
+            fan_in = int(np.prod(shape[1:]))
+            bound = 1.0 / math.sqrt(fan_in)
+            arr = rng.uniform(-bound, bound, size=shape)
+        elif name.endswith("weight"):
+            arr = 1.0 + rng.uniform(-0.1, 0.1, size=shape)
+        else:
+            arr = rng.uniform(-0.05, 0.05, size=shape)
+        out[name] = arr.astype(np.float32)
+    return out
+
+
+def load_weights(T: Any, model: Any, weights: dict[str, np.ndarray]) -> None:
+    """Copy NumPy arrays into ``model`` through the public ``load_state_dict`` API."""
+    model.load_state_dict({k: T.tensor(v) for k, v in weights.items()})
+
+
+class _WeightStore:
+    """Weights generated from the first model built under a tag, reused for the others."""
+
+    def __init__(self) -> None:
+        self._by_tag: dict[str, dict[str, np.ndarray]] = {}
+
+    def apply(self, T: Any, model: Any, tag: str) -> Any:
+        if tag not in self._by_tag:
+            self._by_tag[tag] = numpy_weights(model, tag)
+        load_weights(T, model, self._by_tag[tag])
+        return model
+
+
+def _data(tag: str, shape: tuple, kind: str = "normal", high: int = 10) -> np.ndarray:
+    rng = np.random.default_rng(zlib.crc32(tag.encode()))
+    if kind == "int":
+        return rng.integers(0, high, size=shape).astype(np.int64)
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+# ----------------------------------------------------------------------------------------------
+# workloads, written once against T
+# ----------------------------------------------------------------------------------------------
+
+def _mlp(T: Any) -> Any:
+    nn = T.nn
+    return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def _cnn(T: Any) -> Any:
+    nn = T.nn
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 7 * 7, 10),
+    )
+
+
+def _train_step(T: Any, model: Any, x: Any, y: Any) -> Callable[[], Any]:
+    opt = T.optim.SGD(model.parameters(), lr=0.01)
+    crit = T.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        out = model(x)
+        loss = crit(out, y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
+def _losses(step: Callable[[], Any], n: int = 2) -> list[float]:
+    return [step().item() for _ in range(n)]
+
+
+def build_mlp_step(T: Any, ws: _WeightStore | None = None) -> Callable[[], Any]:
+    """One MLP 784-256-10 SGD training step on a fixed batch of 64 (also used by memory.py)."""
+    ws = ws or _WeightStore()
+    model = ws.apply(T, _mlp(T), "mlp")
+    x = T.tensor(_data("mlp/x", (64, 784)))
+    y = T.tensor(_data("mlp/y", (64,), "int"))
+    return _train_step(T, model, x, y)
+
+
+@dataclass
+class Built:
+    """What a workload builder returns for one framework."""
+    steps: dict[str, Callable[[], Any]]  # variant name -> step; the first is the primary
+    check: Callable[[], list[float]]     # values compared across frameworks before timing
+
+
+def w_mlp(T, ws):
+    step = build_mlp_step(T, ws)
+    return Built({"step": step}, lambda: _losses(step))
+
+
+def _hooked_mlp(T, ws, install):
+    plain = build_mlp_step(T, ws)
+    model = ws.apply(T, _mlp(T), "mlp")
+    x = T.tensor(_data("mlp/x", (64, 784)))
+    y = T.tensor(_data("mlp/y", (64,), "int"))
+    calls = install(model)
+    hooked = _train_step(T, model, x, y)
+
+    def check():
+        values = _losses(hooked)
+        # the number of hook calls per step must match too
+        before = calls[0]
+        hooked()
+        return values + [float(calls[0] - before)]
+
+    return Built({"hooked": hooked, "plain": plain}, check)
+
+
+def w_mlp_backward_hooks(T, ws):
+    def install(model):
+        calls = [0]
+
+        def hook(module, grad_input, grad_output):
+            calls[0] += 1
+
+        for m in model.modules():  # the Sequential and each of its layers
+            m.register_full_backward_hook(hook)
+        return calls
+
+    return _hooked_mlp(T, ws, install)
+
+
+def w_mlp_forward_tensor_hooks(T, ws):
+    def install(model):
+        calls = [0]
+
+        def tensor_hook(grad):
+            calls[0] += 1
+
+        def forward_hook(module, inputs, output):
+            calls[0] += 1
+            output.register_hook(tensor_hook)
+
+        for m in model.children():  # every layer
+            m.register_forward_hook(forward_hook)
+        return calls
+
+    return _hooked_mlp(T, ws, install)
+
+
+def w_elementwise(T, ws):
+    x = T.tensor(_data("ew/x", (4, 4)), requires_grad=True)
+    c = T.tensor(_data("ew/c", (4, 4)))
+
+    def step():
+        x.grad = None
+        y = x * c           # 1
+        y = y + 0.5         # 2
+        y = y.tanh()        # 3
+        y = y * x           # 4
+        y = y - c           # 5
+        y = y.sigmoid()     # 6
+        y = y / 1.5         # 7
+        y = y.exp()         # 8
+        y = y.sin()         # 9
+        y = y.relu()        # 10
+        loss = y.sum()
+        loss.backward()
+        return loss
+
+    def check():
+        loss = step()
+        return [loss.item(), x.grad.sum().item(), x.grad.abs().sum().item()]
+
+    return Built({"step": step}, check)
+
+
+def w_cnn(T, ws):
+    model = ws.apply(T, _cnn(T), "cnn")
+    x = T.tensor(_data("cnn/x", (64, 1, 28, 28)))
+    y = T.tensor(_data("cnn/y", (64,), "int"))
+    step = _train_step(T, model, x, y)
+    return Built({"step": step}, lambda: _losses(step))
+
+
+def _fwd_bwd(model, run):
+    params = list(model.parameters())
+
+    def step():
+        model.zero_grad()
+        loss = run()
+        loss.backward()
+        return loss
+
+    def check():
+        loss = step()
+        return [loss.item(), sum(p.grad.abs().sum().item() for p in params)]
+
+    return Built({"step": step}, check)
+
+
+def w_transformer(T, ws):
+    # dropout=0 so that both frameworks compute the same function; train mode (no fast path)
+    layer = T.nn.TransformerEncoderLayer(d_model=128, nhead=4, dropout=0.0, batch_first=True)
+    ws.apply(T, layer, "transformer")
+    x = T.tensor(_data("transformer/x", (16, 64, 128)))
+
+    def run():
+        out = layer(x)
+        return (out * out).mean()
+
+    return _fwd_bwd(layer, run)
+
+
+def w_lstm(T, ws):
+    lstm = ws.apply(T, T.nn.LSTM(64, 128), "lstm")
+    x = T.tensor(_data("lstm/x", (32, 32, 64)))  # (seq, batch, input)
+
+    def run():
+        out, (h, c) = lstm(x)
+        return (out * out).mean()
+
+    return _fwd_bwd(lstm, run)
+
+
+def w_cnn_inference(T, ws):
+    model = ws.apply(T, _cnn(T), "cnn")
+    x = T.tensor(_data("cnn/x256", (256, 1, 28, 28)))
+
+    def step():
+        with T.no_grad():
+            return model(x)
+
+    def check():
+        out = step()
+        return [(out * out).mean().item(), out.abs().sum().item()]
+
+    return Built({"step": step}, check)
+
+
+N_CALLS = 1000
+
+
+def w_module_call(T, ws):
+    class Ident(T.nn.Module):
+        def forward(self, x):
+            return x
+
+    m = Ident()
+    x = T.tensor(_data("call/x", (4,)))
+    forward = m.forward
+
+    def call():
+        for _ in range(N_CALLS):
+            m(x)
+
+    def direct():
+        for _ in range(N_CALLS):
+            forward(x)
+
+    def check():
+        return [float(m(x) is x), float(forward(x) is x)]
+
+    return Built({"call": call, "forward": direct}, check)
+
+
+@dataclass
+class Workload:
+    number: int
+    name: str
+    title: str
+    build: Callable[[Any, _WeightStore], Built]
+    target: float | None = None          # limit for the median ratio hookgrad/torch
+    own_overhead_target: float | None = None  # limit for hookgrad's hooked/plain ratio
+
+
+WORKLOADS = [
+    Workload(1, "mlp", "MLP 784-256-10 train step, batch 64", w_mlp, target=1.0),
+    Workload(2, "mlp_backward_hooks", "MLP step, full backward hook on every module",
+             w_mlp_backward_hooks, own_overhead_target=1.10),
+    Workload(3, "mlp_forward_tensor_hooks", "MLP step, forward hook + tensor hook per layer",
+             w_mlp_forward_tensor_hooks, own_overhead_target=1.10),
+    Workload(4, "elementwise", "10 elementwise ops on 4x4, fwd+bwd", w_elementwise, target=3.0),
+    Workload(5, "cnn", "CNN train step, batch 64 of 28x28", w_cnn, target=1.5),
+    Workload(6, "transformer", "TransformerEncoderLayer d128 h4 seq64 b16, fwd+bwd",
+             w_transformer, target=1.5),
+    Workload(7, "lstm", "LSTM in64 h128 seq32 b32, fwd+bwd", w_lstm, target=2.0),
+    Workload(8, "cnn_inference", "CNN inference (no_grad), batch 256", w_cnn_inference,
+             target=1.5),
+    Workload(9, "module_call", f"module __call__ x{N_CALLS}, no hooks (vs forward)",
+             w_module_call),
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# machine description
+# ----------------------------------------------------------------------------------------------
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _numpy_blas() -> str:
+    try:
+        cfg = np.show_config(mode="dicts")
+        blas = cfg["Build Dependencies"]["blas"]
+        text = f"{blas.get('name')} {blas.get('version')}"
+        extra = blas.get("openblas configuration")
+        return f"{text} ({extra})" if extra else text
+    except Exception as exc:  # noqa: BLE001 - old NumPy or a build without the dict
+        return f"unknown ({type(exc).__name__})"
+
+
+def _git_commit() -> str | None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here,
+                             capture_output=True, text=True, timeout=5)
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=here, capture_output=True, text=True, timeout=5)
+        return rev.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def machine_info(frameworks: dict[str, Any] | None = None) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpu": _cpu_model(),
+        "logical_cpus": os.cpu_count(),
+        "usable_cpus": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "numpy_blas": _numpy_blas(),
+        "thread_env": {k: os.environ[k] for k in
+                       ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+                       if k in os.environ},
+        "git_commit": _git_commit(),
+    }
+    for label, T in (frameworks or {}).items():
+        if T is None:
+            continue
+        info[f"{label}_version"] = getattr(T, "__version__", "unknown")
+        if T.__name__ == "torch":
+            info["torch_num_threads"] = T.get_num_threads()
+            info["torch_num_interop_threads"] = T.get_num_interop_threads()
+    return info
+
+
+# ----------------------------------------------------------------------------------------------
+# timing
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Settings:
+    repeats: int = 21
+    warmup_calls: int = 3
+    warmup_s: float = 0.2
+    sample_s: float = 0.05
+
+
+def _warm_and_calibrate(fn: Callable[[], Any], s: Settings) -> int:
+    t0 = time.perf_counter()
+    calls = 0
+    while calls < s.warmup_calls or time.perf_counter() - t0 < s.warmup_s:
+        fn()
+        calls += 1
+    best = math.inf
+    for _ in range(3):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return max(1, int(round(s.sample_s / max(best, 1e-9))))
+
+
+def _sample(fn: Callable[[], Any], number: int) -> float:
+    perf = time.perf_counter
+    t0 = perf()
+    for _ in range(number):
+        fn()
+    return (perf() - t0) / number
+
+
+def _summary(values: list[float]) -> dict[str, float]:
+    q25, q50, q75 = np.percentile(np.asarray(values, dtype=np.float64), [25, 50, 75])
+    return {"median": float(q50), "q25": float(q25), "q75": float(q75),
+            "iqr": float(q75 - q25), "n": len(values)}
+
+
+def _close(a: list[float], b: list[float]) -> bool:
+    return len(a) == len(b) and all(
+        math.isfinite(x) and math.isfinite(y) and abs(x - y) <= CHECK_ATOL + CHECK_RTOL * abs(y)
+        for x, y in zip(a, b))
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}".rstrip(": ")
+
+
+def run_workload(w: Workload, subject: Any, baseline: Any, s: Settings,
+                 subject_error: str | None = None) -> dict[str, Any]:
+    res: dict[str, Any] = {"number": w.number, "name": w.name, "title": w.title,
+                           "target": w.target, "own_overhead_target": w.own_overhead_target}
+    ws = _WeightStore()
+    try:
+        base = w.build(baseline, ws)
+    except Exception as exc:  # noqa: BLE001
+        res.update(status="error", reason=f"baseline failed to build: {_reason(exc)}")
+        return res
+    if subject is None:
+        res.update(status="unavailable", reason=subject_error or "subject not importable")
+        return res
+    try:
+        subj = w.build(subject, ws)
+        subj_check = subj.check()
+    except Exception as exc:  # noqa: BLE001 - missing pieces must not crash the run
+        res.update(status="unavailable", reason=_reason(exc))
+        return res
+    base_check = base.check()
+    res["check"] = {"subject": subj_check, "baseline": base_check,
+                    "rtol": CHECK_RTOL, "atol": CHECK_ATOL}
+    if not _close(subj_check, base_check):
+        res.update(status="mismatch",
+                   reason=f"check values differ: subject {subj_check} vs baseline {base_check}")
+        return res
+
+    variants = list(base.steps)
+    sides = (("subject", subj), ("baseline", base))
+    try:
+        numbers = {(side, v): _warm_and_calibrate(b.steps[v], s)
+                   for v in variants for side, b in sides}
+        times: dict[tuple[str, str], list[float]] = {k: [] for k in numbers}
+        for _ in range(s.repeats):
+            for v in variants:
+                for side, b in sides:  # interleaved: subject, baseline, subject, baseline, ...
+                    times[(side, v)].append(_sample(b.steps[v], numbers[(side, v)]))
+    except Exception as exc:  # noqa: BLE001
+        res.update(status="error", reason=f"failed while timing: {_reason(exc)}")
+        return res
+
+    primary = variants[0]
+    res["status"] = "ok"
+    res["variants"] = variants
+    res["numbers"] = {f"{side}/{v}": n for (side, v), n in numbers.items()}
+    res["times"] = {side: {v: _summary(times[(side, v)]) for v in variants}
+                    for side, _ in sides}
+    res["samples"] = {side: {v: times[(side, v)] for v in variants} for side, _ in sides}
+    ratios = [a / b for a, b in zip(times[("subject", primary)], times[("baseline", primary)])]
+    res["ratio"] = _summary(ratios)
+    if len(variants) > 1:
+        second = variants[1]
+        res["own_overhead"] = {
+            side: _summary([a / b for a, b in zip(times[(side, primary)], times[(side, second)])])
+            for side, _ in sides}
+    if w.target is not None:
+        res["pass"] = res["ratio"]["median"] <= w.target
+    elif w.own_overhead_target is not None:
+        res["pass"] = res["own_overhead"]["subject"]["median"] <= w.own_overhead_target
+    else:
+        res["pass"] = None
+    return res
+
+
+def _import(name: str) -> tuple[Any, str | None]:
+    try:
+        T = importlib.import_module(name)
+        for sub in ("nn", "optim"):
+            importlib.import_module(f"{name}.{sub}")
+        return T, None
+    except Exception as exc:  # noqa: BLE001
+        return None, f"cannot import {name}: {_reason(exc)}"
+
+
+def select(only: list[str] | None) -> list[Workload]:
+    if not only:
+        return list(WORKLOADS)
+    wanted = [n.strip() for item in only for n in item.split(",") if n.strip()]
+    chosen = []
+    for n in wanted:
+        match = [w for w in WORKLOADS if w.name == n or str(w.number) == n]
+        if not match:
+            names = ", ".join(f"{w.number}={w.name}" for w in WORKLOADS)
+            raise SystemExit(f"unknown workload {n!r}; choose from {names}")
+        if match[0] not in chosen:
+            chosen.append(match[0])
+    return chosen
+
+
+def run_benchmarks(workloads: list[Workload], subject_name: str = "hookgrad",
+                   baseline_name: str = "torch", settings: Settings | None = None,
+                   progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    s = settings or Settings()
+    baseline, err = _import(baseline_name)
+    if baseline is None:
+        raise SystemExit(err)
+    subject, subject_error = _import(subject_name)
+    report: dict[str, Any] = {
+        "subject": subject_name, "baseline": baseline_name,
+        "machine": machine_info({"subject": subject, "baseline": baseline}),
+        "settings": {"repeats": s.repeats, "warmup_calls": s.warmup_calls,
+                     "warmup_s": s.warmup_s, "sample_s": s.sample_s,
+                     "torch_threads": "left at torch's default", "gc": "enabled"},
+        "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "workloads": [],
+    }
+    for w in workloads:
+        if progress:
+            progress(f"[{w.number}] {w.name} ...")
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            # the hooked root module sees an input that does not require grad; both frameworks
+            # warn about it (the cost of the check stays in the timing, only the text is hidden)
+            warnings.filterwarnings("ignore", message="Full backward hook is firing")
+            res = run_workload(w, subject, baseline, s, subject_error)
+        res["wall_s"] = round(time.perf_counter() - t0, 2)
+        report["workloads"].append(res)
+    return report
+
+
+# ----------------------------------------------------------------------------------------------
+# report
+# ----------------------------------------------------------------------------------------------
+
+def _fmt_time(sec: float) -> str:
+    if sec >= 1.0:
+        return f"{sec:.3f} s"
+    if sec >= 1e-3:
+        return f"{sec * 1e3:.3f} ms"
+    return f"{sec * 1e6:.2f} us"
+
+
+def _fmt_ratio(r: dict[str, float]) -> str:
+    return f"{r['median']:.2f} [{r['q25']:.2f}-{r['q75']:.2f}]"
+
+
+def format_report(rep: dict[str, Any]) -> str:
+    m = rep["machine"]
+    sname, bname = rep["subject"], rep["baseline"]
+    if sname == bname:
+        sname = f"{sname}(subject)"
+    lines = [
+        f"hookgrad benchmarks: {sname} vs {bname}, one process, interleaved "
+        f"({rep['settings']['repeats']} rounds; started {rep['started_utc']})",
+        f"machine: {m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable), "
+        f"{m['platform']}",
+        f"python {m['python']}, numpy {m['numpy']} [{m['numpy_blas']}], "
+        f"{bname} {m.get('baseline_version')}, {sname} {m.get('subject_version')}, "
+        f"commit {m.get('git_commit')}",
+        f"torch threads: {m.get('torch_num_threads')} intra-op / "
+        f"{m.get('torch_num_interop_threads')} inter-op (defaults, not changed); "
+        f"thread env: {m['thread_env'] or 'none set'}",
+        "",
+    ]
+    hdr = (f"{'#':>2}  {'workload':<26} {sname:>12} {bname:>12}  "
+           f"{'ratio [IQR]':<18} {'target':<14} result")
+    lines += [hdr, "-" * len(hdr)]
+    for r in rep["workloads"]:
+        head = f"{r['number']:>2}  {r['name']:<26}"
+        if r["status"] != "ok":
+            lines.append(f"{head} {r['status']}: {r['reason']}")
+            continue
+        primary = r["variants"][0]
+        ts, tb = r["times"]["subject"][primary], r["times"]["baseline"][primary]
+        if r["target"] is not None:
+            target = f"<= {r['target']:.1f}"
+        elif r["own_overhead_target"] is not None:
+            target = f"own <= +{(r['own_overhead_target'] - 1) * 100:.0f}%"
+        else:
+            target = "-"
+        result = "-" if r["pass"] is None else ("PASS" if r["pass"] else "FAIL")
+        lines.append(f"{head} {_fmt_time(ts['median']):>12} {_fmt_time(tb['median']):>12}  "
+                     f"{_fmt_ratio(r['ratio']):<18} {target:<14} {result}")
+        if "own_overhead" in r:
+            oo = r["own_overhead"]
+            second = r["variants"][1]
+            if r["name"] == "module_call":
+                per = {side: (r["times"][side][primary]["median"],
+                              r["times"][side][second]["median"]) for side in oo}
+                lines.append(
+                    "      per call: " + "; ".join(
+                        f"{lab} {c / N_CALLS * 1e6:.2f} us vs forward {f / N_CALLS * 1e6:.2f} us "
+                        f"(+{(c - f) / N_CALLS * 1e6:.2f} us, x{oo[side]['median']:.2f})"
+                        for side, lab in (("subject", sname), ("baseline", bname))
+                        for c, f in [per[side]]))
+            else:
+                lines.append(
+                    f"      own hook overhead ({primary}/{second}): " + "; ".join(
+                        f"{lab} {(oo[side]['median'] - 1) * 100:+.1f}% "
+                        f"[{(oo[side]['q25'] - 1) * 100:+.1f}%..{(oo[side]['q75'] - 1) * 100:+.1f}%]"
+                        for side, lab in (("subject", sname), ("baseline", bname))))
+    lines += ["",
+              "times: median per call; ratio: median of per-round ratios "
+              f"{sname}/{bname} with its interquartile range; own hook overhead: hooked step "
+              "over the same framework's plain step, per round."]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m hookgrad bench",
+        description="Time the same workloads on hookgrad and torch in one process, interleaved.")
+    p.add_argument("--only", action="append", metavar="NAME",
+                   help="workload name or number (comma-separated or repeated); default: all")
+    p.add_argument("--repeats", type=int, default=None,
+                   help="measurement rounds per workload (default 21, 5 with --quick)")
+    p.add_argument("--quick", action="store_true",
+                   help="short warm-up and short samples: a smoke run, not a measurement")
+    p.add_argument("--json", action="store_true", help="print the full report as JSON")
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--subject", default="hookgrad", help=argparse.SUPPRESS)
+    p.add_argument("--baseline", default="torch", help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+
+    if args.list:
+        for w in WORKLOADS:
+            print(f"{w.number}  {w.name:<26} {w.title}")
+        return 0
+    if args.quick:
+        s = Settings(repeats=5, warmup_calls=1, warmup_s=0.0, sample_s=0.002)
+    else:
+        s = Settings()
+    if args.repeats is not None:
+        if args.repeats < 1:
+            p.error("--repeats must be at least 1")
+        s.repeats = args.repeats
+    workloads = select(args.only)
+
+    def progress(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    rep = run_benchmarks(workloads, args.subject, args.baseline, s, progress)
+    if args.json:
+        print(json.dumps(rep, indent=1))
+    else:
+        print(format_report(rep))
+    return 1 if any(r["status"] in ("mismatch", "error") for r in rep["workloads"]) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

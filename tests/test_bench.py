@@ -1,0 +1,92 @@
+"""Smoke tests of the benchmark harness: it runs with tiny repeat counts and its JSON has the
+documented structure. Nothing here asserts anything about speed."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+try:
+    import hookgrad._bench as bench
+except ImportError:  # a checkout that is not installed
+    sys.path.insert(0, os.path.join(ROOT, "src"))
+    import hookgrad._bench as bench
+
+STATUSES = {"ok", "unavailable", "mismatch", "error"}
+
+
+def _run_json(capsys, argv):
+    rc = bench.main(argv + ["--json"])
+    out = capsys.readouterr().out
+    return rc, json.loads(out)
+
+
+def _check_ok_workload(w):
+    variants = w["variants"]
+    assert variants and set(w["times"]) == {"subject", "baseline"}
+    for side in ("subject", "baseline"):
+        for v in variants:
+            t = w["times"][side][v]
+            assert t["median"] > 0 and t["q25"] <= t["median"] <= t["q75"]
+    r = w["ratio"]
+    assert r["q25"] <= r["median"] <= r["q75"] and r["iqr"] >= 0
+    assert w["pass"] in (True, False, None)
+    if len(variants) > 1:
+        assert set(w["own_overhead"]) == {"subject", "baseline"}
+
+
+def test_hookgrad_vs_torch_structure(capsys):
+    names = ["mlp", "mlp_backward_hooks", "elementwise", "module_call"]
+    rc, rep = _run_json(capsys, ["--quick", "--repeats", "2", "--only", ",".join(names)])
+    assert rc in (0, 1)
+    assert rep["subject"] == "hookgrad" and rep["baseline"] == "torch"
+    for key in ("cpu", "logical_cpus", "numpy", "numpy_blas", "python", "torch_num_threads"):
+        assert key in rep["machine"]
+    assert rep["settings"]["repeats"] == 2
+    assert [w["name"] for w in rep["workloads"]] == names
+    for w in rep["workloads"]:
+        assert w["status"] in STATUSES
+        if w["status"] == "ok":
+            _check_ok_workload(w)
+            assert len(w["samples"]["subject"][w["variants"][0]]) == 2
+        else:
+            assert w["reason"]
+    assert "workload" in bench.format_report(rep)
+
+
+def test_timing_path_with_torch_on_both_sides(capsys):
+    # torch against itself exercises the whole timing path whatever state hookgrad is in
+    rc, rep = _run_json(capsys, ["--quick", "--repeats", "3", "--only", "3,9",
+                                 "--subject", "torch"])
+    assert rc == 0
+    for w in rep["workloads"]:
+        assert w["status"] == "ok", w.get("reason")
+        _check_ok_workload(w)
+        assert w["check"]["subject"] == pytest.approx(w["check"]["baseline"], rel=1e-5)
+    hooks, call = rep["workloads"]
+    assert hooks["own_overhead_target"] == 1.10 and hooks["check"]["subject"][-1] > 0
+    assert call["variants"] == ["call", "forward"]
+    text = bench.format_report(rep)
+    assert "own hook overhead" in text and "per call" in text
+
+
+def test_unknown_workload_is_refused():
+    with pytest.raises(SystemExit):
+        bench.main(["--only", "no_such_workload"])
+
+
+def test_memory_script_json():
+    proc = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "benchmarks", "memory.py"), "--subject", "torch",
+         "--steps", "3", "--mark", "1", "--json"],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    rep = json.loads(proc.stdout)
+    assert len(rep["results"]) == 2
+    for r in rep["results"]:
+        assert r["status"] == "ok"
+        assert r["steps"] == 3 and r["baseline_kib"] > 0 and r["peak_delta_kib"] >= 0
+        assert "growth_kib" in r
+    assert rep.get("peak_delta_ratio", 1.0) > 0
