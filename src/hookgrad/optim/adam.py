@@ -1,0 +1,145 @@
+"""Adam (and, with ``decoupled_weight_decay=True``, AdamW), following PyTorch's single-tensor
+update rule step for step, so that results agree to float rounding:
+
+    step += 1;  g = -grad if maximize else grad
+    weight decay: p *= 1 - lr * wd (decoupled)  or  g += wd * p
+    m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+    v_max = max(v_max, v) (amsgrad)
+    p += -(lr / (1 - beta1**step)) * m / (sqrt(v or v_max) / sqrt(1 - beta2**step) + eps)
+
+State per parameter (as in PyTorch): ``step`` (a 0-d float tensor), ``exp_avg``, ``exp_avg_sq``
+and, with amsgrad, ``max_exp_avg_sq``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _new_step_counter, _no_grad_step,
+                        _tensor_cls, _wrap)
+
+__all__ = ["Adam"]
+
+
+def _lerp_(start: np.ndarray, end: np.ndarray, weight: float) -> None:
+    """``start`` moved toward ``end`` by ``weight``, in place, with the two-sided formula that
+    PyTorch's kernel uses (it is exact at both ends)."""
+    w = start.dtype.type(weight)
+    if abs(weight) < 0.5:
+        start += w * (end - start)
+    else:
+        diff = end - start
+        diff *= start.dtype.type(1) - w
+        np.subtract(end, diff, out=start)
+
+
+def _check_hyperparameters(lr, betas, eps, weight_decay):
+    tensor_cls = _tensor_cls()
+    if isinstance(lr, tensor_cls) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
+            or (isinstance(betas[0], tensor_cls) and isinstance(betas[1], tensor_cls))):
+        raise ValueError("betas must be either both floats or both Tensors")
+
+
+class Adam(Optimizer):
+    """Adam with PyTorch's options and defaults (``lr=1e-3, betas=(0.9, 0.999), eps=1e-8``)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
+                 foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
+                 decoupled_weight_decay=False):
+        _check_hyperparameters(lr, betas, eps, weight_decay)
+        betas = tuple(betas)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
+                        maximize=maximize, foreach=foreach, capturable=capturable,
+                        differentiable=differentiable, fused=fused,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("fused", None)
+            for p in group["params"]:
+                p_state = self.state.get(p, [])
+                if len(p_state) != 0 and not isinstance(p_state["step"], _tensor_cls()):
+                    counter = _new_step_counter()
+                    counter._data[...] = float(p_state["step"])
+                    p_state["step"] = counter
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one was given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = (_as_float(b) for b in group["betas"])
+            lr = _as_float(group["lr"])
+            weight_decay = _as_float(group["weight_decay"])
+            eps = group["eps"]
+            amsgrad = group["amsgrad"]
+            maximize = group["maximize"]
+            decoupled = group.get("decoupled_weight_decay", False)
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step_counter()
+                    state["exp_avg"] = _wrap(np.zeros_like(p._data))
+                    state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+                param = p._data
+                grad = p.grad._data
+                if maximize:
+                    grad = -grad
+                step_t = state["step"]
+                step_t._data += 1
+                _bump(step_t)
+                if weight_decay != 0:
+                    if decoupled:
+                        param *= 1 - lr * weight_decay
+                    else:
+                        grad = grad + weight_decay * param
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                m, v = exp_avg._data, exp_avg_sq._data
+                _lerp_(m, grad, 1 - beta1)
+                v *= beta2
+                v += (1 - beta2) * grad * grad
+                _bump(exp_avg)
+                _bump(exp_avg_sq)
+
+                step = float(step_t._data)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = bias_correction2 ** 0.5
+                if amsgrad:
+                    max_sq = state["max_exp_avg_sq"]
+                    np.maximum(max_sq._data, v, out=max_sq._data)
+                    _bump(max_sq)
+                    denom = np.sqrt(max_sq._data)
+                else:
+                    denom = np.sqrt(v)
+                denom /= bias_correction2_sqrt
+                denom += eps
+                update = m * -step_size
+                update /= denom
+                param += update
+                _bump(p)
+        return loss

@@ -1,0 +1,79 @@
+"""Stochastic gradient descent, optionally with momentum, dampening, Nesterov momentum, weight
+decay and maximization, with PyTorch's update rule:
+
+    g = -grad if maximize else grad;  g += weight_decay * p
+    buf = g (first step)  or  buf = momentum * buf + (1 - dampening) * g
+    g = g + momentum * buf (nesterov)  or  g = buf
+    p -= lr * g
+"""
+from __future__ import annotations
+
+from .optimizer import Optimizer, _as_float, _bump, _call_closure, _no_grad_step, _tensor_cls, _wrap
+
+__all__ = ["SGD"]
+
+
+class SGD(Optimizer):
+    """SGD with PyTorch's options and defaults (``lr=1e-3``)."""
+
+    def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
+                 maximize=False, foreach=None, differentiable=False, fused=None):
+        if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                        nesterov=nesterov, maximize=maximize, foreach=foreach,
+                        differentiable=differentiable, fused=fused)
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("nesterov", False)
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", False)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one was given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            lr = _as_float(group["lr"])
+            weight_decay = _as_float(group["weight_decay"])
+            momentum = group["momentum"]
+            dampening = group["dampening"]
+            nesterov = group["nesterov"]
+            maximize = group["maximize"]
+            for p in group["params"]:
+                grad = p.grad
+                if grad is None:
+                    continue
+                d_p = grad._data
+                if maximize:
+                    d_p = -d_p
+                if weight_decay != 0:
+                    d_p = d_p + weight_decay * p._data
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = _wrap(d_p.copy())
+                    else:
+                        b = buf._data
+                        b *= momentum
+                        b += (1 - dampening) * d_p
+                        _bump(buf)
+                    state["momentum_buffer"] = buf
+                    d_p = d_p + momentum * buf._data if nesterov else buf._data
+                p._data -= lr * d_p
+                _bump(p)
+        return loss
