@@ -675,6 +675,57 @@ def format_report(rep: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# ----------------------------------------------------------------------------------------------
+# profiling one side
+# ----------------------------------------------------------------------------------------------
+
+def _short_path(path: str) -> str:
+    for marker in ("site-packages/", "/src/", "/lib/python"):
+        i = path.rfind(marker)
+        if i >= 0:
+            return path[i + len(marker):]
+    return path
+
+
+def profile_workload(w: Workload, framework: str = "hookgrad", seconds: float = 2.0,
+                     top: int = 25) -> str:
+    """cProfile the primary step of ``w`` on one framework; a table of the hotspots.
+
+    Shares are of the total profiled time: ``cum`` includes callees, ``own`` does not.
+    """
+    import cProfile
+    import pstats
+
+    T, err = _import(framework)
+    if T is None:
+        return f"[{w.number}] {w.name}: {err}"
+    try:
+        built = w.build(T, _WeightStore())
+    except Exception as exc:  # noqa: BLE001
+        return f"[{w.number}] {w.name}: unavailable: {_reason(exc)}"
+    fn = next(iter(built.steps.values()))
+    number = _warm_and_calibrate(fn, Settings(sample_s=seconds))
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(number):
+        fn()
+    prof.disable()
+    raw = pstats.Stats(prof).stats  # (file, line, func) -> (prim calls, calls, own, cum, callers)
+    total = sum(v[2] for v in raw.values()) or 1e-12
+    rows = []
+    for (file, line, func), (_, ncalls, own, cum, _) in raw.items():
+        where = func if file == "~" else f"{_short_path(file)}:{line}({func})"
+        rows.append((where, ncalls / number, own / total, cum / total))
+    out = [f"[{w.number}] {w.name} on {framework}: {number} calls profiled, "
+           f"{total / number * 1e3:.3f} ms per call under the profiler"]
+    for title, key in (("by cumulative share", 3), ("by own share", 2)):
+        out.append(f"  {title}:")
+        out.append(f"    {'cum':>6} {'own':>6} {'calls/step':>10}  function")
+        for where, calls, own, cum in sorted(rows, key=lambda r: -r[key])[:top]:
+            out.append(f"    {cum:6.1%} {own:6.1%} {calls:10.1f}  {where}")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m hookgrad bench",
@@ -687,6 +738,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="short warm-up and short samples: a smoke run, not a measurement")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--profile", action="store_true",
+                   help="instead of timing, cProfile hookgrad's side of the selected workloads")
+    p.add_argument("--profile-top", type=int, default=25, metavar="N",
+                   help="rows per profile table (default 25)")
     p.add_argument("--subject", default="hookgrad", help=argparse.SUPPRESS)
     p.add_argument("--baseline", default="torch", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -704,6 +759,11 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--repeats must be at least 1")
         s.repeats = args.repeats
     workloads = select(args.only)
+    if args.profile:
+        for w in workloads:
+            print(profile_workload(w, args.subject, seconds=0.2 if args.quick else 2.0,
+                                   top=args.profile_top), flush=True)
+        return 0
 
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
