@@ -1,0 +1,409 @@
+"""HookTrace: record every hook that fires (kind, owner, order, duration) and write a Chrome trace.
+
+How hooks are seen, per framework:
+
+* A framework whose module file offers ``_set_hook_observer(callback)`` (hookgrad) reports every
+  module hook it dispatches, including hooks registered before the trace started.
+* Everything else (all of torch, and hookgrad's tensor, autograd-node and optimizer hooks) is seen
+  by wrapping: while a trace is active, the public ``register_*`` methods and functions are
+  replaced by versions that register a timing wrapper around the given hook. Hooks registered
+  before the trace started are therefore invisible on torch, which has no public way to list the
+  hooks in place. Hooks registered during a trace keep their wrapper after it ends; it then only
+  forwards the call. torch's autograd nodes (``grad_fn.register_hook``) are C++ objects whose
+  methods cannot be wrapped, so node hooks are seen on hookgrad only.
+
+The frameworks come from the objects given (a model, an optimizer, or a framework package
+itself); with none given, every framework already imported (``hookgrad``, ``torch``) is watched.
+Nothing is imported that the program had not imported.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import json
+import os
+import sys
+import threading
+import time
+import types
+import weakref
+from typing import Any, Callable
+
+from ._common import describe, format_table, is_tensor, label
+
+__all__ = ["HookTrace"]
+
+# Registration entry points and the kind of hook each one registers. Module kinds use the names
+# hookgrad's hook observer reports, so both ways of seeing hooks give the same kinds.
+MODULE_METHODS = {
+    "register_forward_pre_hook": "forward_pre_hook",
+    "register_forward_hook": "forward_hook",
+    "register_full_backward_pre_hook": "full_backward_pre_hook",
+    "register_full_backward_hook": "full_backward_hook",
+    "register_backward_hook": "backward_hook",
+    "register_state_dict_pre_hook": "state_dict_pre_hook",
+    "register_state_dict_post_hook": "state_dict_hook",
+    "register_load_state_dict_pre_hook": "load_state_dict_pre_hook",
+    "register_load_state_dict_post_hook": "load_state_dict_post_hook",
+}
+MODULE_FUNCTIONS = {
+    "register_module_forward_pre_hook": "forward_pre_hook",
+    "register_module_forward_hook": "forward_hook",
+    "register_module_full_backward_pre_hook": "full_backward_pre_hook",
+    "register_module_full_backward_hook": "full_backward_hook",
+    "register_module_backward_hook": "backward_hook",
+    "register_module_buffer_registration_hook": "buffer_registration_hook",
+    "register_module_module_registration_hook": "module_registration_hook",
+    "register_module_parameter_registration_hook": "parameter_registration_hook",
+}
+TENSOR_METHODS = {
+    "register_hook": "tensor_hook",
+    "register_post_accumulate_grad_hook": "post_accumulate_grad_hook",
+}
+NODE_METHODS = {"register_hook": "node_hook", "register_prehook": "node_pre_hook"}
+OPTIMIZER_METHODS = {
+    "register_step_pre_hook": "optimizer_step_pre_hook",
+    "register_step_post_hook": "optimizer_step_post_hook",
+    "register_state_dict_pre_hook": "optimizer_state_dict_pre_hook",
+    "register_state_dict_post_hook": "optimizer_state_dict_post_hook",
+    "register_load_state_dict_pre_hook": "optimizer_load_state_dict_pre_hook",
+    "register_load_state_dict_post_hook": "optimizer_load_state_dict_post_hook",
+}
+OPTIMIZER_FUNCTIONS = {
+    "register_optimizer_step_pre_hook": "optimizer_step_pre_hook",
+    "register_optimizer_step_post_hook": "optimizer_step_post_hook",
+}
+KNOWN_FRAMEWORKS = ("hookgrad", "torch")
+
+# ---- process-wide state: the active traces and the patches they share -----------------------
+_lock = threading.RLock()
+_active: list["HookTrace"] = []
+_patches: dict[tuple[int, str], list] = {}      # (id(target), attr) -> [target, original, users]
+_observers: dict[int, list] = {}                # id(setter) -> [setter, previous observer, users]
+
+
+def _report(kind: str, owner: Any, hook: Callable, start: float, end: float) -> None:
+    for trace in tuple(_active):
+        trace._record(kind, owner, start, end)
+
+
+def _traced(hook: Callable, kind: str, owner: Any) -> Callable:
+    """``hook`` wrapped so that each call is timed and reported to the active traces."""
+    if not callable(hook) or getattr(hook, "_hooktrace_kind", None) is not None:
+        return hook
+    try:
+        owner_ref: Callable[[], Any] = weakref.ref(owner) if owner is not None else (lambda: None)
+    except TypeError:  # an owner that takes no weak references is kept by the wrapper
+        owner_ref = lambda owner=owner: owner  # noqa: E731
+
+    @functools.wraps(hook)
+    def traced(*args, **kwargs):
+        if not _active:
+            return hook(*args, **kwargs)
+        start = time.perf_counter()
+        try:
+            return hook(*args, **kwargs)
+        finally:
+            who = owner_ref()
+            if who is None and args:  # global module and optimizer hooks: the object they fire for
+                who = args[0]
+            _report(kind, who, hook, start, time.perf_counter())
+
+    traced._hooktrace_kind = kind
+    return traced
+
+
+def _patched_method(original: Callable, kind: str) -> Callable:
+    @functools.wraps(original)
+    def register(self, *args, **kwargs):
+        if args:
+            args = (_traced(args[0], kind, self),) + args[1:]
+        elif "hook" in kwargs:
+            kwargs["hook"] = _traced(kwargs["hook"], kind, self)
+        return original(self, *args, **kwargs)
+    return register
+
+
+def _patched_function(original: Callable, kind: str) -> Callable:
+    @functools.wraps(original)
+    def register(*args, **kwargs):
+        if args:
+            args = (_traced(args[0], kind, None),) + args[1:]
+        elif "hook" in kwargs:
+            kwargs["hook"] = _traced(kwargs["hook"], kind, None)
+        return original(*args, **kwargs)
+    return register
+
+
+def _observer(kind: str, module: Any, hook: Callable, start: float, end: float) -> None:
+    _report(kind, module, hook, start, end)
+
+
+# ---- finding what to patch ----------------------------------------------------------------------
+def _submodule(package: types.ModuleType, name: str) -> Any:
+    try:
+        return importlib.import_module(f"{package.__name__}.{name}")
+    except Exception:  # noqa: BLE001 - a part the framework lacks (or cannot import) is not traced
+        return None
+
+
+def _defining_class(cls: Any, attr: str) -> Any:
+    for klass in getattr(cls, "__mro__", ()):
+        if attr in vars(klass):
+            return klass
+    return None
+
+
+def _framework_of(obj: Any) -> types.ModuleType | None:
+    """The top-level package of the framework an object belongs to (its class's first ancestor
+    defined in a package that has a ``Tensor``), or the package itself when given one."""
+    if isinstance(obj, types.ModuleType):
+        return sys.modules.get(obj.__name__.split(".")[0])
+    for klass in type(obj).__mro__:
+        package = sys.modules.get(klass.__module__.split(".")[0])
+        if package is not None and hasattr(package, "Tensor"):
+            return package
+    return None
+
+
+def _plan(framework: types.ModuleType) -> tuple[list[tuple[Any, str, Callable]], Callable | None]:
+    """The patches (target, attribute, replacement maker) and the observer setter for one framework."""
+    patches: list[tuple[Any, str, Callable]] = []
+    setter = None
+
+    def methods(cls: Any, table: dict[str, str]) -> None:
+        for attr, kind in table.items():
+            owner = _defining_class(cls, attr)
+            if owner is not None and inspect.isfunction(vars(owner)[attr]):
+                patches.append((owner, attr, functools.partial(_patched_method, kind=kind)))
+
+    def functions(module: Any, table: dict[str, str]) -> None:
+        for attr, kind in table.items():
+            original = vars(module).get(attr)
+            if original is None:
+                continue
+            prefix = framework.__name__ + "."
+            for name, mod in list(sys.modules.items()):  # every namespace that re-exports it
+                if mod is not None and (name == framework.__name__ or name.startswith(prefix)) \
+                        and vars(mod).get(attr) is original:
+                    patches.append((mod, attr, functools.partial(_patched_function, kind=kind)))
+
+    nn = _submodule(framework, "nn")
+    module_cls = getattr(nn, "Module", None)
+    if module_cls is not None:
+        home = sys.modules.get(module_cls.__module__)
+        setter = getattr(home, "_set_hook_observer", None)
+        if setter is None:
+            methods(module_cls, MODULE_METHODS)
+            functions(home, MODULE_FUNCTIONS)
+    tensor_cls = getattr(framework, "Tensor", None)
+    if tensor_cls is not None:
+        methods(tensor_cls, TENSOR_METHODS)
+    graph = _submodule(framework, "autograd.graph")
+    node_cls = getattr(graph, "Node", None)
+    if node_cls is not None:
+        methods(node_cls, NODE_METHODS)
+    optim = _submodule(framework, "optim")
+    optimizer_cls = getattr(optim, "Optimizer", None)
+    if optimizer_cls is not None:
+        methods(optimizer_cls, OPTIMIZER_METHODS)
+        functions(sys.modules.get(optimizer_cls.__module__), OPTIMIZER_FUNCTIONS)
+    return patches, setter
+
+
+class HookTrace:
+    """Record every hook that fires: its kind, its owner's qualified name, the order, the duration.
+
+    ``HookTrace(*roots)``: ``roots`` are models (their modules and parameters are named by
+    qualified name), optimizers, or framework packages; they also choose the frameworks watched
+    (with no roots: every framework already imported). Active from construction until
+    ``close()`` (or the end of a ``with`` block, exception or not), which restores every method it
+    replaced. Hooks that fire while it is active are recorded, up to ``max_events`` events
+    (``None``: no limit; ``counts`` keep counting past it).
+
+    ``save(path)`` writes a Chrome trace (JSON, ``traceEvents`` of ``"ph": "X"`` complete events,
+    ``ts``/``dur`` in microseconds) that Perfetto (ui.perfetto.dev) and chrome://tracing open;
+    ``table()`` sums it up per hook. ``mark(name)`` adds an instant event (a step boundary, say).
+    """
+
+    def __init__(self, *roots: Any, max_events: int | None = None) -> None:
+        if max_events is not None and (not isinstance(max_events, int) or max_events < 0):
+            raise ValueError(f"HookTrace: max_events must be a non-negative int or None, got {max_events!r}")
+        frameworks = []
+        for root in roots:
+            framework = _framework_of(root)
+            if framework is None:
+                raise TypeError(f"HookTrace: cannot tell the framework of {type(root).__name__}; pass a "
+                                "model, an optimizer or a framework package")
+            if framework not in frameworks:
+                frameworks.append(framework)
+        if not roots:
+            frameworks = [sys.modules[n] for n in KNOWN_FRAMEWORKS if n in sys.modules]
+        self.frameworks = [f.__name__ for f in frameworks]
+        self.roots = roots
+        self.max_events = max_events
+        self.events: list[tuple[int, str, str, float, float, int]] = []
+        self.dropped = 0
+        self.counts: dict[tuple[str, str], list] = {}    # (kind, owner) -> [first order, count, total s, max s]
+        self._marks: list[tuple[str, float]] = []
+        self._order = 0
+        self._names: dict[int, str] = {}
+        self._threads: dict[int, int] = {}
+        self._name_roots()
+        self._held: list[tuple[Any, ...]] = []
+        self._closed = False
+        self.t0 = time.perf_counter()
+        with _lock:
+            try:
+                for framework in frameworks:
+                    self._acquire(framework)
+            except BaseException:
+                self._release()
+                raise
+            _active.append(self)
+
+    # ---- patches and observers, shared between traces ---------------------------------------
+    def _acquire(self, framework: types.ModuleType) -> None:
+        patches, setter = _plan(framework)
+        for target, attr, make in patches:
+            key = (id(target), attr)
+            entry = _patches.get(key)
+            if entry is None:
+                original = vars(target)[attr]
+                entry = _patches[key] = [target, original, 0]
+                setattr(target, attr, make(original))
+            entry[2] += 1
+            self._held.append(("patch", key))
+        if setter is not None:
+            key = id(setter)
+            entry = _observers.get(key)
+            if entry is None:
+                entry = _observers[key] = [setter, None, 0]
+                entry[1] = setter(_observer)
+            entry[2] += 1
+            self._held.append(("observer", key))
+
+    def _release(self) -> None:
+        held, self._held = self._held, []
+        for what, key in reversed(held):
+            table = _patches if what == "patch" else _observers
+            entry = table[key]
+            entry[2] -= 1
+            if entry[2] == 0:
+                del table[key]
+                if what == "patch":
+                    setattr(entry[0], key[1], entry[1])
+                else:
+                    entry[0](entry[1])
+
+    def close(self) -> None:
+        """Stop recording and put back everything replaced. Calling it again does nothing."""
+        if self._closed:
+            return
+        with _lock:
+            if self in _active:
+                _active.remove(self)
+            self._release()
+        self._closed = True
+
+    def __enter__(self) -> "HookTrace":
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    # ---- recording ---------------------------------------------------------------------------
+    def _name_roots(self) -> None:
+        for root in self.roots:
+            if hasattr(root, "named_modules"):
+                for name, module in root.named_modules():
+                    self._names.setdefault(id(module), label(name))
+                for name, p in root.named_parameters():
+                    self._names.setdefault(id(p), name)
+            elif hasattr(root, "param_groups"):
+                self._names.setdefault(id(root), f"optimizer ({type(root).__name__})")
+
+    def _name_of(self, owner: Any) -> str:
+        name = self._names.get(id(owner))
+        if name is not None:
+            return name
+        if owner is None:
+            return "?"
+        if hasattr(owner, "named_modules"):  # a module added after the trace started?
+            self._name_roots()
+            return self._names.get(id(owner), type(owner).__name__)
+        if hasattr(owner, "param_groups"):
+            return type(owner).__name__
+        if is_tensor(owner):
+            return f"tensor {describe(owner)}"
+        if callable(getattr(owner, "name", None)):  # an autograd node
+            return owner.name()
+        return type(owner).__name__
+
+    def _record(self, kind: str, owner: Any, start: float, end: float) -> None:
+        order = self._order
+        self._order += 1
+        name = self._name_of(owner)
+        entry = self.counts.get((kind, name))
+        if entry is None:
+            entry = self.counts[(kind, name)] = [order, 0, 0.0, 0.0]
+        entry[1] += 1
+        entry[2] += end - start
+        entry[3] = max(entry[3], end - start)
+        if self.max_events is not None and len(self.events) >= self.max_events:
+            self.dropped += 1
+            return
+        thread = threading.get_ident()
+        tid = self._threads.setdefault(thread, len(self._threads) + 1)
+        self.events.append((order, kind, name, start, end, tid))
+
+    def mark(self, name: str) -> None:
+        """Add an instant event named ``name`` at the current time."""
+        self._marks.append((str(name), time.perf_counter()))
+
+    def __len__(self) -> int:
+        return self._order
+
+    # ---- output ------------------------------------------------------------------------------
+    def chrome_trace(self) -> dict[str, Any]:
+        """The trace as a Chrome trace-event dictionary (what ``save`` writes)."""
+        pid = os.getpid()
+        us = 1e6
+        out: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+                                      "args": {"name": "hooks (" + ", ".join(self.frameworks) + ")"}}]
+        for thread, tid in self._threads.items():
+            out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
+                        "args": {"name": "main thread" if thread == threading.main_thread().ident else f"thread {tid}"}})
+        for order, kind, name, start, end, tid in self.events:
+            out.append({"name": f"{kind} {name}", "cat": kind, "ph": "X", "pid": pid, "tid": tid,
+                        "ts": round((start - self.t0) * us, 3), "dur": round((end - start) * us, 3),
+                        "args": {"order": order, "kind": kind, "owner": name}})
+        for name, at in self._marks:
+            out.append({"name": name, "cat": "mark", "ph": "i", "s": "g", "pid": pid, "tid": 1,
+                        "ts": round((at - self.t0) * us, 3)})
+        return {"traceEvents": out, "displayTimeUnit": "ms",
+                "otherData": {"producer": "hookgrad.tools.HookTrace", "hooks_fired": self._order,
+                              "events_dropped": self.dropped}}
+
+    def save(self, path: str) -> str:
+        """Write the Chrome trace JSON to ``path``; returns ``path``."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.chrome_trace(), f)
+        return path
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per (kind, owner), in the order each first fired: count and time spent."""
+        rows = []
+        for (kind, name), (first, count, total, longest) in sorted(self.counts.items(), key=lambda kv: kv[1][0]):
+            rows.append({"kind": kind, "owner": name, "first": first, "count": count,
+                         "total_ms": total * 1e3, "mean_us": total / count * 1e6, "max_us": longest * 1e6})
+        return rows
+
+    def table(self) -> str:
+        """A text table of ``summary()`` with a total line."""
+        rows = [[str(r["first"]), r["kind"], r["owner"], str(r["count"]), f"{r['total_ms']:.3f}",
+                 f"{r['mean_us']:.1f}", f"{r['max_us']:.1f}"] for r in self.summary()]
+        total = sum(r["total_ms"] for r in self.summary())
+        rows.append(["", "all", "", str(self._order), f"{total:.3f}", "", ""])
+        return format_table(["first", "kind", "owner", "count", "total ms", "mean us", "max us"], rows)
