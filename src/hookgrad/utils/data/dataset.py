@@ -1,0 +1,124 @@
+"""Datasets: the map-style and iterable-style bases, TensorDataset, ConcatDataset, Subset and
+random_split, with PyTorch's behaviour."""
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+import warnings
+
+from ._random import randperm
+
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"]
+
+
+class Dataset:
+    """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``)."""
+
+    def __getitem__(self, index):
+        raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
+
+    def __add__(self, other: "Dataset") -> "ConcatDataset":
+        return ConcatDataset([self, other])
+
+
+class IterableDataset(Dataset):
+    """An iterable-style dataset: subclasses implement ``__iter__``."""
+
+    def __iter__(self):
+        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+    def __add__(self, other):
+        raise TypeError("ConcatDataset does not support IterableDataset; chain iterables instead")
+
+
+class TensorDataset(Dataset):
+    """Samples are ``tuple(t[index] for t in tensors)``; all tensors share their first dimension."""
+
+    def __init__(self, *tensors) -> None:
+        assert all(tensors[0].size(0) == t.size(0) for t in tensors), "Size mismatch between tensors"
+        self.tensors = tensors
+
+    def __getitem__(self, index):
+        return tuple(t[index] for t in self.tensors)
+
+    def __len__(self) -> int:
+        return self.tensors[0].size(0)
+
+
+class ConcatDataset(Dataset):
+    """The concatenation of several map-style datasets."""
+
+    @staticmethod
+    def cumsum(sequence):
+        out, total = [], 0
+        for d in sequence:
+            total += len(d)
+            out.append(total)
+        return out
+
+    def __init__(self, datasets) -> None:
+        self.datasets = list(datasets)
+        assert len(self.datasets) > 0, "datasets should not be an empty iterable"
+        for d in self.datasets:
+            assert not isinstance(d, IterableDataset), "ConcatDataset does not support IterableDataset"
+        self.cumulative_sizes = self.cumsum(self.datasets)
+
+    def __len__(self) -> int:
+        return self.cumulative_sizes[-1]
+
+    def __getitem__(self, idx):
+        if idx < 0:
+            if -idx > len(self):
+                raise ValueError("absolute value of index should not exceed dataset length")
+            idx = len(self) + idx
+        which = bisect.bisect_right(self.cumulative_sizes, idx)
+        start = 0 if which == 0 else self.cumulative_sizes[which - 1]
+        return self.datasets[which][idx - start]
+
+
+class Subset(Dataset):
+    """The samples of ``dataset`` at ``indices``, in that order."""
+
+    def __init__(self, dataset, indices) -> None:
+        self.dataset = dataset
+        self.indices = indices
+
+    def __getitem__(self, idx):
+        if isinstance(idx, list):
+            return self.dataset[[self.indices[i] for i in idx]]
+        return self.dataset[self.indices[idx]]
+
+    def __getitems__(self, indices: list) -> list:
+        inner = getattr(self.dataset, "__getitems__", None)
+        if callable(inner):
+            return inner([self.indices[i] for i in indices])
+        return [self.dataset[self.indices[i]] for i in indices]
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+def random_split(dataset, lengths, generator=None) -> list:
+    """Split ``dataset`` into non-overlapping random subsets of the given lengths, or fractions
+    of its length (the remainder is spread one by one over the first splits)."""
+    lengths = list(lengths)
+    if math.isclose(sum(lengths), 1) and sum(lengths) <= 1:
+        sizes = []
+        for i, frac in enumerate(lengths):
+            if frac < 0 or frac > 1:
+                raise ValueError(f"Fraction at index {i} is not between 0 and 1")
+            sizes.append(int(math.floor(len(dataset) * frac)))
+        remainder = len(dataset) - sum(sizes)
+        for i in range(remainder):
+            sizes[i % len(sizes)] += 1
+        lengths = sizes
+        for i, length in enumerate(lengths):
+            if length == 0:
+                warnings.warn(f"Length of split at index {i} is 0. This might result in an empty dataset.",
+                              stacklevel=2)
+    if sum(lengths) != len(dataset):
+        raise ValueError("Sum of input lengths does not equal the length of the input dataset!")
+    indices = randperm(sum(lengths), generator)
+    return [Subset(dataset, indices[offset - length:offset])
+            for offset, length in zip(itertools.accumulate(lengths), lengths)]
