@@ -7,7 +7,7 @@ from typing import Any, Iterable, NamedTuple
 
 import numpy as np
 
-from ._common import HookTool, check_choice, fmt, format_table, iter_tensors, label, pyplot, select_modules, to_numpy
+from ._common import HookTool, check_choice, fmt, format_table, iter_tensors, label, pyplot, plot_line, select_modules, to_numpy
 
 __all__ = ["ActivationCapture", "Activation"]
 
@@ -139,10 +139,7 @@ class ActivationCapture(HookTool):
             for ax, key, ylabel, log in ((axes[0], "std", "std of the layer's output\n(log scale)", True),
                                          (axes[1], "frac_zero", "fraction of output\nvalues exactly 0", False)):
                 for name, (steps, values) in self.per_step(key).items():
-                    pts = [(s, v) for s, v in zip(steps, values) if math.isfinite(v) and (v > 0 or not log)]
-                    if pts:
-                        xs, ys = zip(*pts)
-                        ax.plot(xs, ys, label=f"{label(name)} ({self.types[name]})", linewidth=1.2)
+                    plot_line(ax, steps, values, f"{label(name)} ({self.types[name]})", log=log)
                 if log and ax.lines:
                     ax.set_yscale("log")
                 if ax.lines:
@@ -151,7 +148,7 @@ class ActivationCapture(HookTool):
                 ax.grid(True, alpha=0.3)
             axes[1].set_ylim(-0.02, 1.02)
             axes[1].set_xlabel("training step")
-            axes[0].set_title(title)
+            axes[0].set_title(title + "\n(faint: every step; solid: moving average)", fontsize=11)
             fig.tight_layout()
         fig.savefig(path, dpi=120)
         plt.close(fig)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ._common import HookTool, fmt, format_table, label, norm, pyplot, select_modules
+from ._common import HookTool, fmt, format_table, label, norm, plot_line, pyplot, select_modules
 
 __all__ = ["GradientFlow"]
 
@@ -154,14 +154,9 @@ class GradientFlow(HookTool):
         panels = [("grad_output", "‖∂loss/∂output‖₂ of the layer"), ("param", "‖∂loss/∂parameters‖₂ of the layer")]
         fig, axes = plt.subplots(len(panels), 1, figsize=(10, 7.5), sharex=True)
         for ax, (key, ylabel) in zip(axes, panels):
-            drawn = 0
             for name, values in self.series(key).items():
-                points = [(i, v) for i, v in enumerate(values) if v is not None and v > 0 and math.isfinite(v)]
-                if points:
-                    xs, ys = zip(*points)
-                    ax.plot(xs, ys, label=f"{label(name)} ({self.types[name]})", linewidth=1.2)
-                    drawn += 1
-            if drawn:
+                plot_line(ax, list(range(len(values))), values, f"{label(name)} ({self.types[name]})", log=True)
+            if ax.lines:
                 ax.set_yscale("log")
                 ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
             else:
@@ -169,7 +164,7 @@ class GradientFlow(HookTool):
             ax.set_ylabel(ylabel + "\n(log scale)", fontsize=9)
             ax.grid(True, which="major", alpha=0.3)
         axes[-1].set_xlabel("training step")
-        axes[0].set_title(title)
+        axes[0].set_title(title + "\n(faint: every step; solid: moving average)", fontsize=11)
         fig.tight_layout()
         fig.savefig(path, dpi=120)
         plt.close(fig)

@@ -50,8 +50,9 @@ class NonFiniteSentinel(HookTool):
 
     A module is blamed when what it produced is non-finite while what it received was finite:
     in the forward pass its output against its positional inputs, in the backward pass its
-    ``grad_input`` against its ``grad_output``, and a parameter's accumulated ``.grad`` (blamed on
-    the module owning the parameter). A module that only passes on values that were non-finite
+    ``grad_input`` against its ``grad_output`` (a full backward pre-hook reads ``grad_output`` before
+    the module's backward runs), and a parameter's accumulated ``.grad`` (blamed on the module owning
+    the parameter, when that module received a finite ``grad_output``). A module that only passes on values that were non-finite
     already is not blamed; so when a NaN comes from plain code in a parent's ``forward`` (not from
     a child module), the parent is named. Non-finite model inputs are blamed on the model itself
     (tensor ``input[...]``), a non-finite gradient arriving from the loss on the model itself
@@ -79,11 +80,13 @@ class NonFiniteSentinel(HookTool):
         self.events: list[NonFiniteEvent] = []
         self._root = model
         self._seen: set[tuple[int, str]] = set()
+        self._tainted: set[str] = set()   # modules that received a non-finite gradient this pass
         try:
             for name, module in self.modules:
                 if check in ("both", "forward"):
                     self._register(module.register_forward_hook, self._forward_hook(name))
                 if check in ("both", "backward"):
+                    self._register(module.register_full_backward_pre_hook, self._backward_pre_hook(name))
                     self._register(module.register_full_backward_hook, self._backward_hook(name))
                     for pname, p in module.named_parameters(recurse=False):
                         register = getattr(p, "register_post_accumulate_grad_hook", None)
@@ -92,6 +95,11 @@ class NonFiniteSentinel(HookTool):
         except BaseException:
             self.close()
             raise
+
+    def step(self) -> None:
+        """Mark the end of a training step."""
+        self._tainted.clear()
+        super().step()
 
     @property
     def first(self) -> NonFiniteEvent | None:
@@ -117,27 +125,38 @@ class NonFiniteSentinel(HookTool):
                 self._found(name, module, "forward", bad_input + " (the model's input)")
         return hook
 
-    def _backward_hook(self, name: str):
-        def hook(module, grad_input, grad_output):
+    def _backward_pre_hook(self, name: str):
+        def hook(module, grad_output):
             if not self.enabled:
                 return
-            bad_out = _first_nonfinite(grad_output, "grad_output")
-            if bad_out is None:
-                bad = _first_nonfinite(grad_input, "grad_input")
-                if bad is not None:
-                    self._found(name, module, "backward", bad)
-            elif module is self._root:
-                self._found(name, module, "backward", bad_out + " (the gradient arriving from the loss)")
+            if module is self._root:
+                self._tainted.clear()           # the model's pre-hook is the first of a backward pass
+            bad = _first_nonfinite(grad_output, "grad_output")
+            if bad is None:
+                return
+            if module is self._root:
+                self._found(name, module, "backward", bad + " (the gradient arriving from the loss)")
+            self._tainted.add(name)              # its parameters' gradients will be non-finite too
+        return hook
+
+    def _backward_hook(self, name: str):
+        def hook(module, grad_input, grad_output):
+            if not self.enabled or _first_nonfinite(grad_output, "grad_output") is not None:
+                return
+            bad = _first_nonfinite(grad_input, "grad_input")
+            if bad is not None:
+                self._found(name, module, "backward", bad)
         return hook
 
     def _param_hook(self, name: str, pname: str):
+        owner = dict(self.modules)[name]
+
         def hook(param):
-            if not self.enabled:
+            if not self.enabled or name in self._tainted:
                 return
             bad = _first_nonfinite(param.grad, f"{pname}.grad")
             if bad is not None:
                 self._found(name, owner, "backward", bad)
-        owner = dict(self.modules)[name]
         return hook
 
     def _found(self, name: str, module: Any, phase: str, tensor: str) -> None:

@@ -1,0 +1,83 @@
+"""The demo on a small budget: its outputs, the sentinel stopping an injected NaN, and (the full
+budget, on torch and on hookgrad) the held-out accuracy it promises."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+
+import hookgrad
+from hookgrad.demo import NAN_TARGETS, make_parser, run_demo
+from test_tools import FRAMEWORKS, needs_hookgrad
+
+
+@pytest.fixture(params=FRAMEWORKS)
+def T(request):
+    return {"torch": torch, "hookgrad": hookgrad}[request.param]
+
+
+def small(tmp_path, *extra):
+    return ["--epochs", "1", "--no-plots", "--no-progress", "--out", str(tmp_path), *extra]
+
+
+def test_small_run_writes_trace_and_report(T, tmp_path, capsys):
+    result = run_demo(T, small(tmp_path))
+    assert result.exit_code == 0 and result.stopped is None
+    assert result.steps == 45 and 0.5 < result.accuracy <= 1.0
+    assert sorted(os.listdir(tmp_path)) == ["hook_trace.json", "report.md"]
+    trace = json.load(open(tmp_path / "hook_trace.json"))
+    spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert spans and all(e["dur"] >= 0 for e in spans)
+    assert {"forward_hook", "full_backward_hook", "post_accumulate_grad_hook"} <= {e["cat"] for e in spans}
+    report = (tmp_path / "report.md").read_text()
+    assert "Held-out accuracy" in report and "## Per layer" in report and "## What was measured" in report
+    for layer in ("conv1", "conv2", "pool", "act", "flatten", "fc1", "fc2"):
+        assert f"| `{layer}` |" in report
+    assert "| `act` | ReLU | 3 |" in report            # one ReLU module, three calls per step
+    out = capsys.readouterr().out
+    assert str(tmp_path) in out and "report.md" in out and "held-out accuracy" in out
+
+
+def test_plots_are_written(tmp_path):
+    pytest.importorskip("matplotlib")
+    result = run_demo(torch, ["--epochs", "1", "--no-progress", "--out", str(tmp_path)])
+    for name in ("gradient_flow.png", "activations.png"):
+        assert (tmp_path / name).read_bytes()[:4] == b"\x89PNG"
+    assert set(result.files) == {"gradient_flow", "activations", "hook_trace", "report"}
+
+
+@pytest.mark.parametrize("phase", ["forward", "backward"])
+def test_injected_nan_is_caught_and_named(T, tmp_path, phase, capsys):
+    result = run_demo(T, small(tmp_path, "--epochs", "2", "--inject-nan", phase))
+    assert result.exit_code == 0
+    assert result.steps == 45                           # stopped halfway through 2 x 45 steps
+    assert f"module {NAN_TARGETS[phase]!r}" in result.stopped and f"{phase} " in result.stopped
+    assert "at step 45" in result.stopped
+    assert "Training stopped by the non-finite sentinel" in (tmp_path / "report.md").read_text()
+    assert "Stopped:" in capsys.readouterr().err
+
+
+def test_full_demo_reaches_95_percent(T, tmp_path):
+    result = run_demo(T, ["--no-plots", "--no-progress", "--out", str(tmp_path)])
+    assert result.exit_code == 0 and result.accuracy >= 0.95
+
+
+@needs_hookgrad
+def test_cli_demo_runs_on_hookgrad(tmp_path):
+    from hookgrad.cli import main
+    assert main(["demo", *small(tmp_path)]) == 0
+    assert (tmp_path / "report.md").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--epochs", "0"], "expected a positive integer"),
+    (["--epochs", "two"], "expected a positive integer"),
+    (["--lr", "-1"], "expected a positive number"),
+    (["--inject-nan", "sideways"], "invalid choice"),
+])
+def test_bad_options(argv, message, capsys):
+    with pytest.raises(SystemExit) as info:
+        make_parser().parse_args(argv)
+    assert info.value.code == 2 and message in capsys.readouterr().err
