@@ -69,7 +69,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="halfway through training make a layer emit NaN in the forward pass (default) or "
                              "the backward pass, to watch the sentinel catch it")
     parser.add_argument("--batch-size", type=_positive_int, default=32, help="images per step (default 32)")
-    parser.add_argument("--lr", type=_positive_float, default=3e-3, help="Adam learning rate (default 0.003)")
+    parser.add_argument("--lr", type=_positive_float, default=5e-3, help="Adam learning rate (default 0.005)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, one line per epoch")
     return parser
 

@@ -9,7 +9,8 @@ How hooks are seen, per framework:
   replaced by versions that register a timing wrapper around the given hook. Hooks registered
   before the trace started are therefore invisible on torch, which has no public way to list the
   hooks in place. Hooks registered during a trace keep their wrapper after it ends; it then only
-  forwards the call. torch's autograd nodes (``grad_fn.register_hook``) are C++ objects whose
+  forwards the call. Hooks that the framework's own code registers (its machinery, not the
+  user's) are left unwrapped. torch's autograd nodes (``grad_fn.register_hook``) are C++ objects whose
   methods cannot be wrapped, so node hooks are seen on hookgrad only.
 
 The frameworks come from the objects given (a model, an optimizer, or a framework package
@@ -75,6 +76,7 @@ OPTIMIZER_FUNCTIONS = {
     "register_optimizer_step_post_hook": "optimizer_step_post_hook",
 }
 KNOWN_FRAMEWORKS = ("hookgrad", "torch")
+_TOOLS = __name__.rsplit(".", 1)[0]       # this package: its hooks are traced like the user's
 
 # ---- process-wide state: the active traces and the patches they share -----------------------
 _lock = threading.RLock()
@@ -114,9 +116,19 @@ def _traced(hook: Callable, kind: str, owner: Any) -> Callable:
     return traced
 
 
-def _patched_method(original: Callable, kind: str) -> Callable:
+def _from_framework(framework: str) -> bool:
+    """True when the code calling a registration function (two frames up) belongs to the framework
+    itself: hooks a framework installs for its own machinery are not traced (on torch most of them
+    live in C++ out of reach anyway). The tools package counts as user code."""
+    caller = sys._getframe(2).f_globals.get("__name__", "")
+    return (caller == framework or caller.startswith(framework + ".")) and not caller.startswith(_TOOLS)
+
+
+def _patched_method(original: Callable, kind: str, framework: str) -> Callable:
     @functools.wraps(original)
     def register(self, *args, **kwargs):
+        if _from_framework(framework):
+            return original(self, *args, **kwargs)
         if args:
             args = (_traced(args[0], kind, self),) + args[1:]
         elif "hook" in kwargs:
@@ -125,9 +137,11 @@ def _patched_method(original: Callable, kind: str) -> Callable:
     return register
 
 
-def _patched_function(original: Callable, kind: str) -> Callable:
+def _patched_function(original: Callable, kind: str, framework: str) -> Callable:
     @functools.wraps(original)
     def register(*args, **kwargs):
+        if _from_framework(framework):
+            return original(*args, **kwargs)
         if args:
             args = (_traced(args[0], kind, None),) + args[1:]
         elif "hook" in kwargs:
@@ -176,7 +190,7 @@ def _plan(framework: types.ModuleType) -> tuple[list[tuple[Any, str, Callable]],
         for attr, kind in table.items():
             owner = _defining_class(cls, attr)
             if owner is not None and inspect.isfunction(vars(owner)[attr]):
-                patches.append((owner, attr, functools.partial(_patched_method, kind=kind)))
+                patches.append((owner, attr, functools.partial(_patched_method, kind=kind, framework=framework.__name__)))
 
     def functions(module: Any, table: dict[str, str]) -> None:
         for attr, kind in table.items():
@@ -187,7 +201,7 @@ def _plan(framework: types.ModuleType) -> tuple[list[tuple[Any, str, Callable]],
             for name, mod in list(sys.modules.items()):  # every namespace that re-exports it
                 if mod is not None and (name == framework.__name__ or name.startswith(prefix)) \
                         and vars(mod).get(attr) is original:
-                    patches.append((mod, attr, functools.partial(_patched_function, kind=kind)))
+                    patches.append((mod, attr, functools.partial(_patched_function, kind=kind, framework=framework.__name__)))
 
     nn = _submodule(framework, "nn")
     module_cls = getattr(nn, "Module", None)
