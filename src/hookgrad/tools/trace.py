@@ -234,7 +234,8 @@ class HookTrace:
     (with no roots: every framework already imported). Active from construction until
     ``close()`` (or the end of a ``with`` block, exception or not), which restores every method it
     replaced. Hooks that fire while it is active are recorded, up to ``max_events`` events
-    (``None``: no limit; ``counts`` keep counting past it).
+    (``None``: no limit; ``counts`` keep counting past it). ``order`` numbers hook calls in the
+    order they return (a hook that itself runs a hooked module returns after the inner hooks).
 
     ``save(path)`` writes a Chrome trace (JSON, ``traceEvents`` of ``"ph": "X"`` complete events,
     ``ts``/``dur`` in microseconds) that Perfetto (ui.perfetto.dev) and chrome://tracing open;
@@ -263,6 +264,7 @@ class HookTrace:
         self._marks: list[tuple[str, float]] = []
         self._order = 0
         self._names: dict[int, str] = {}
+        self._outside: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # modules of no root
         self._threads: dict[int, int] = {}
         self._name_roots()
         self._held: list[tuple[Any, ...]] = []
@@ -344,9 +346,14 @@ class HookTrace:
             return name
         if owner is None:
             return "?"
-        if hasattr(owner, "named_modules"):  # a module added after the trace started?
-            self._name_roots()
-            return self._names.get(id(owner), type(owner).__name__)
+        if hasattr(owner, "named_modules"):
+            name = self._outside.get(owner)
+            if name is None:
+                self._name_roots()           # a module added to a root after the trace started?
+                name = self._names.get(id(owner), type(owner).__name__)
+                if id(owner) not in self._names:
+                    self._outside[owner] = name
+            return name
         if hasattr(owner, "param_groups"):
             return type(owner).__name__
         if is_tensor(owner):
