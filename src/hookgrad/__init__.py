@@ -1,0 +1,121 @@
+"""hookgrad: PyTorch's API on NumPy, with PyTorch 2.13's hook system, exactly.
+
+``import hookgrad as torch`` runs ordinary PyTorch code on the CPU. See README.md.
+"""
+from __future__ import annotations
+
+import builtins as _builtins
+import importlib as _importlib
+
+from . import _dtype
+from ._device import device
+from ._dtype import (Size, bool, complex64, complex128, double, dtype, finfo, float, float16, float32, float64,
+                     get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
+                     set_default_dtype, short, uint8)
+from ._format import set_printoptions
+from ._tensor import Tensor
+from . import _ops
+from ._ops import *  # noqa: F401,F403 - the torch.* function namespace
+from ._ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - torch's names shadow builtins
+from ._ops.creation import (Generator, arange, as_tensor, asarray, default_generator, diag, empty, empty_like, eye,
+                            from_numpy, full, full_like, get_rng_state, initial_seed, linspace, logspace,
+                            manual_seed, meshgrid, normal, ones, ones_like, rand, rand_like, randint, randint_like,
+                            randn, randn_like, randperm, seed, set_rng_state, tensor, tril_indices, triu_indices,
+                            zeros, zeros_like, bernoulli, multinomial)
+from ._ops.creation import range_ as range  # noqa: A001
+from ._ops.linalg import det, inv as inverse, slogdet
+from ._ops.shape import to_dtype as _to_dtype
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import is_inference_mode_enabled
+from . import autograd, linalg, utils
+
+__version__ = "0.1.0"
+FloatTensor = DoubleTensor = LongTensor = Tensor  # legacy names, for isinstance-free uses
+strided = "torch.strided"
+contiguous_format = preserve_format = channels_last = "torch.contiguous_format"
+
+
+def is_tensor(obj) -> _builtins.bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t) -> _builtins.bool:
+    return t.is_floating_point()
+
+
+def is_complex(t) -> _builtins.bool:
+    return t.is_complex()
+
+
+def numel(t) -> _builtins.int:
+    return t.numel()
+
+
+def can_cast(from_, to) -> _builtins.bool:
+    import numpy as np
+    return _builtins.bool(np.can_cast(_dtype.to_dtype(from_).np, _dtype.to_dtype(to).np, "same_kind"))
+
+
+def result_type(a, b):
+    return _dtype.result_type(a, b)
+
+
+def broadcast_shapes(*shapes):
+    import numpy as np
+    return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, _builtins.int) else (s,) for s in shapes]))
+
+
+def broadcast_tensors(*tensors):
+    shape = broadcast_shapes(*[t.shape for t in tensors])
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def numel_of(t):
+    return t.numel()
+
+
+def compile(model=None, **kwargs):
+    """No compiler here: returns the model (or a decorator that does) unchanged."""
+    if model is None:
+        return lambda m: m
+    return model
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    return None
+
+
+def set_num_threads(n):
+    return None
+
+
+def get_num_threads():
+    return 1
+
+
+def is_storage(obj):
+    return False
+
+
+def cdist(x1, x2, p=2.0):
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return diff.abs().pow(p).sum(-1).pow(1.0 / p) if p != 2.0 else (diff * diff).sum(-1).sqrt()
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    num = (x1 * x2).sum(dim)
+    den = (x1.norm(dim=dim).clamp(min=eps) * x2.norm(dim=dim).clamp(min=eps))
+    return num / den
+
+
+_LAZY = {"nn", "optim", "tools", "serialization", "testing"}
+
+
+def __getattr__(name):
+    # nn, optim and friends load on first use: ``import hookgrad`` stays light
+    if name in _LAZY:
+        return _importlib.import_module(f".{name}", __name__)
+    if name in ("save", "load"):
+        return getattr(_importlib.import_module(".serialization", __name__), name)
+    raise AttributeError(f"module 'hookgrad' has no attribute '{name}'. hookgrad implements the parts of torch listed "
+                         "in its README; this one is not among them.")

@@ -1,0 +1,192 @@
+"""dtypes, the default dtype, and PyTorch's type-promotion rules on top of NumPy dtypes."""
+from __future__ import annotations
+
+import builtins as _builtins
+
+import numpy as np
+
+_py_float, _py_int, _py_bool = _builtins.float, _builtins.int, _builtins.bool
+
+__all__ = ["dtype", "Size", "float16", "half", "float32", "float", "float64", "double", "int8", "int16",
+           "short", "int32", "int", "int64", "long", "uint8", "bool", "complex64", "complex128",
+           "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "to_dtype", "finfo", "iinfo"]
+
+
+class dtype:
+    """A tensor element type; wraps a NumPy dtype and prints as ``hookgrad.float32``."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_category")
+
+    def __init__(self, name: str, np_dtype):
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        kind = self.np.kind
+        self.is_floating_point = kind == "f"
+        self.is_complex = kind == "c"
+        self.is_signed = kind in "fic"
+        self.itemsize = self.np.itemsize
+        # bool < integer < floating < complex: the categories of type promotion
+        self._category = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[kind]
+
+    def __repr__(self):
+        return f"hookgrad.{self.name}"
+
+    def __reduce__(self):
+        return (to_dtype, (self.name,))
+
+    def to_real(self):
+        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+
+
+float16 = half = dtype("float16", np.float16)
+float32 = float = dtype("float32", np.float32)
+float64 = double = dtype("float64", np.float64)
+int8 = dtype("int8", np.int8)
+int16 = short = dtype("int16", np.int16)
+int32 = int = dtype("int32", np.int32)
+int64 = long = dtype("int64", np.int64)
+uint8 = dtype("uint8", np.uint8)
+bool = dtype("bool", np.bool_)
+complex64 = dtype("complex64", np.complex64)
+complex128 = dtype("complex128", np.complex128)
+
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128)
+_BY_NP = {d.np: d for d in _ALL}
+_BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    return _default[0]
+
+
+def set_default_dtype(d) -> None:
+    d = to_dtype(d)
+    if not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    try:
+        return _BY_NP[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(f"can't convert NumPy dtype {np.dtype(np_dtype)} to a hookgrad dtype; "
+                        "supported: " + ", ".join(d.name for d in _ALL)) from None
+
+
+def to_dtype(d) -> dtype:
+    """Accept a hookgrad dtype, its name, a NumPy dtype, a Python type, or a torch dtype."""
+    if isinstance(d, dtype):
+        return d
+    if isinstance(d, str):
+        key = d.rsplit(".", 1)[-1]
+        if key in _BY_NAME:
+            return _BY_NAME[key]
+        raise TypeError(f"unknown dtype {d!r}")
+    if d is _py_float:
+        return get_default_dtype()
+    if d is _py_int:
+        return int64
+    if d is _py_bool:
+        return bool
+    if type(d).__module__ == "torch":  # a torch.dtype passed by code that mixes the two
+        return to_dtype(str(d))
+    return from_numpy_dtype(d)
+
+
+def promote_types(a, b) -> dtype:
+    """The smallest dtype both ``a`` and ``b`` convert to without losing category (torch's table)."""
+    a, b = to_dtype(a), to_dtype(b)
+    if a is b:
+        return a
+    if (a is uint8 and b is int8) or (a is int8 and b is uint8):
+        return int16
+    return from_numpy_dtype(np.promote_types(a.np, b.np))
+
+
+def scalar_dtype(x) -> dtype:
+    """The dtype a bare Python number would get as a tensor."""
+    if isinstance(x, _py_bool):
+        return bool
+    if isinstance(x, _py_int):
+        return int64
+    if isinstance(x, complex):
+        return complex64 if get_default_dtype() is float32 else complex128
+    return get_default_dtype()
+
+
+def result_type(*operands) -> dtype:
+    """torch's promotion: dimensioned tensors outrank 0-d tensors, which outrank Python scalars,
+    unless a lower-priority operand belongs to a higher category (bool < int < float < complex)."""
+    dims, zero_dims, scalars = [], [], []
+    for x in operands:
+        d = getattr(x, "dtype", None)
+        if isinstance(d, dtype):
+            (dims if x.ndim else zero_dims).append(d)
+        elif isinstance(x, np.ndarray):
+            (dims if x.ndim else zero_dims).append(from_numpy_dtype(x.dtype))
+        else:
+            scalars.append(scalar_dtype(x))
+    result = None
+    for group in (dims, zero_dims, scalars):
+        if not group:
+            continue
+        best = group[0]
+        for d in group[1:]:
+            best = promote_types(best, d)
+        if result is None:
+            result = best
+        elif best._category > result._category:
+            # a Python scalar of a higher category lifts to that category's default type
+            result = best if group is not scalars else {1: int64, 2: get_default_dtype()}.get(best._category, best)
+    return result
+
+
+class finfo:
+    """Machine limits of a floating dtype (``eps``, ``max``, ``min``, ``tiny``, ``resolution``)."""
+
+    def __init__(self, d=None):
+        d = to_dtype(d) if d is not None else get_default_dtype()
+        info = np.finfo(d.np)
+        self.dtype = d
+        self.bits = info.bits
+        self.eps = _py_float(info.eps)
+        self.max = _py_float(info.max)
+        self.min = _py_float(info.min)
+        self.tiny = self.smallest_normal = _py_float(info.tiny)
+        self.resolution = _py_float(info.resolution)
+
+
+class iinfo:
+    """Limits of an integer dtype (``max``, ``min``, ``bits``)."""
+
+    def __init__(self, d):
+        d = to_dtype(d)
+        info = np.iinfo(d.np)
+        self.dtype = d
+        self.bits = info.bits
+        self.max = _py_int(info.max)
+        self.min = _py_int(info.min)
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints as ``hookgrad.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"hookgrad.Size({list(self)})"
+
+    def numel(self) -> _py_int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __getitem__(self, item):
+        out = tuple.__getitem__(self, item)
+        return Size(out) if isinstance(item, slice) else out
+
+    def __add__(self, other):
+        return Size(tuple(self) + tuple(other))

@@ -1,0 +1,106 @@
+"""Shared plumbing for op definitions: operand coercion, graph recording, broadcasting sums."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor, wrap
+from ..autograd import grad_mode
+from ..autograd.graph import Node
+
+GRAD = grad_mode.STATE
+NONE_EDGE = (None, 0)
+
+
+def edge(t) -> tuple:
+    """The graph edge for ``t`` as an op input: where its gradient must be sent."""
+    if t is None or not t._requires_grad:
+        return NONE_EDGE
+    fn = t._grad_fn
+    if t._base is not None:
+        fn = t.grad_fn
+    if fn is not None:
+        return (fn, t._output_nr)
+    return (t._grad_accumulator(), 0)
+
+
+def any_requires_grad(*tensors) -> bool:
+    if not GRAD.enabled:
+        return False
+    for t in tensors:
+        if t is not None and t._requires_grad:
+            return True
+    return False
+
+
+def record(node: Node, *outputs: Tensor) -> None:
+    """Make ``node`` the grad_fn of ``outputs`` (output_nr in order)."""
+    for i, out in enumerate(outputs):
+        out._grad_fn = node
+        out._output_nr = i
+        out._requires_grad = True
+
+
+def as_tensor_arg(x, like: Tensor | None = None) -> Tensor:
+    """A Tensor for an op argument; numbers become 0-d tensors of the promoted dtype."""
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, np.ndarray):
+        return wrap(x)
+    if like is not None:
+        dt = _dtype.result_type(like, x)
+        return wrap(np.asarray(x, dtype=dt.np))
+    return wrap(np.asarray(x, dtype=_dtype.scalar_dtype(x).np if isinstance(x, numbers.Number) else None))
+
+
+def is_number(x) -> bool:
+    return isinstance(x, (numbers.Number, np.generic)) and not isinstance(x, Tensor)
+
+
+def result_np_dtype(a, b) -> np.dtype:
+    """NumPy dtype of torch's promotion of ``a`` and ``b`` (fast path for the common cases)."""
+    if type(b) is float and a._data.dtype.kind == "f":
+        return a._data.dtype
+    if isinstance(b, Tensor) and isinstance(a, Tensor) and a._data.dtype is b._data.dtype:
+        return a._data.dtype
+    return _dtype.result_type(a, b).np
+
+
+def data_of(x, np_dtype):
+    """The raw operand for NumPy: an array in ``np_dtype`` (no copy when already there) or a scalar."""
+    if isinstance(x, Tensor):
+        d = x._data
+        return d if d.dtype == np_dtype else d.astype(np_dtype)
+    if isinstance(x, np.ndarray):
+        return x.astype(np_dtype, copy=False)
+    return np_dtype.type(x) if np_dtype.kind != "b" else x
+
+
+def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
+    """Reduce a broadcast gradient back to ``shape`` (sum over the broadcast dimensions)."""
+    gshape = g._data.shape
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    if dims:
+        g = g.sum(dims, keepdim=True) if lead == 0 else g.sum(dims, keepdim=True)
+    if lead:
+        g = g.reshape(shape)
+    elif g._data.shape != shape:
+        g = g.reshape(shape)
+    return g
+
+
+def float_dtype_for(t: Tensor) -> np.dtype:
+    """Ops like exp and sqrt promote integer inputs to the default float dtype."""
+    kind = t._data.dtype.kind
+    if kind in "fc":
+        return t._data.dtype
+    return _dtype.get_default_dtype().np
+
+
+def zeros_like_data(t: Tensor) -> Tensor:
+    return wrap(np.zeros(t._data.shape, dtype=t._data.dtype))

@@ -1,0 +1,408 @@
+"""Indexing: ``x[...]``, index assignment, gather/scatter, index_select, masked_fill."""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .._tensor import Tensor, _wrap_dim, wrap
+from ..autograd.graph import Node
+from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, record, sum_to_shape
+from .views import apply_inplace, basic_index, check_inplace
+
+
+def _is_basic(item) -> bool:
+    return item is None or item is Ellipsis or isinstance(item, slice) or (
+        isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool)) or (
+        isinstance(item, Tensor) and item._data.ndim == 0 and item._data.dtype.kind in "iu")
+
+
+def _normalize_index(index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    return tuple(int(i.item()) if isinstance(i, Tensor) and i._data.ndim == 0 and i._data.dtype.kind in "iu"
+                 else i for i in index)
+
+
+def _np_index(index):
+    """The index as NumPy understands it (tensors -> arrays; lists stay lists of ints/bools)."""
+    out = []
+    for item in index:
+        if isinstance(item, Tensor):
+            arr = item._data
+            if arr.dtype.kind not in "iub":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            out.append(arr)
+        elif isinstance(item, (list, tuple)):
+            arr = np.asarray([i._data if isinstance(i, Tensor) else i for i in item])
+            if arr.dtype.kind not in "iub":
+                raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            out.append(arr)
+        else:
+            out.append(item)
+    return tuple(out)
+
+
+class IndexBackward0(Node):
+    __slots__ = ("in_shape", "index")
+
+    def apply(self, grads):
+        return (index_put_accumulate(grads[0], self.in_shape, self.index),)
+
+
+class IndexPutAccumulateNode(Node):
+    __slots__ = ("index",)
+
+    def name(self):
+        return "IndexPutBackward0"
+
+    def apply(self, grads):
+        return (wrap(np.ascontiguousarray(grads[0]._data[self.index])),)
+
+
+def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
+    """zeros(shape) with ``g`` added at ``index`` (repeated indices add up); differentiable."""
+    buf = np.zeros(shape, dtype=g._data.dtype)
+    np.add.at(buf, index, g._data)
+    out = wrap(buf)
+    if GRAD.enabled and g._requires_grad:
+        node = IndexPutAccumulateNode((edge(g),))
+        node.index = index
+        record(node, out)
+    return out
+
+
+def getitem(x: Tensor, index) -> Tensor:
+    index = _normalize_index(index)
+    if all(_is_basic(i) for i in index):
+        return basic_index(x, index)
+    npi = _np_index(index)
+    try:
+        data = x._data[npi]
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    result = wrap(np.array(data, copy=True))
+    if GRAD.enabled and x._requires_grad:
+        node = IndexBackward0((edge(x),))
+        node.in_shape, node.index = x._data.shape, npi
+        record(node, result)
+    return result
+
+
+class IndexPutBackward0(Node):
+    __slots__ = ("index", "value_shape", "accumulate")
+
+    def apply(self, grads):
+        g = grads[0]
+        gx = gv = None
+        if self.next_functions[0][0] is not None:
+            gx = g if self.accumulate else index_put_zero(g, self.index)
+        if self.next_functions[1][0] is not None:
+            gv = sum_to_shape(wrap(np.ascontiguousarray(g._data[self.index])), self.value_shape)
+        return gx, gv
+
+
+def _index_put(x: Tensor, index, value, accumulate=False) -> Tensor:
+    """Out-of-place ``index_put``: a copy of ``x`` with ``value`` written (or added) at ``index``."""
+    value_t = value if isinstance(value, Tensor) else None
+    vdata = value._data if value_t is not None else value
+    data = x._data.copy()
+    if accumulate:
+        np.add.at(data, index, vdata)
+    else:
+        data[index] = vdata
+    result = wrap(data)
+    if GRAD.enabled and (x._requires_grad or (value_t is not None and value_t._requires_grad)):
+        node = IndexPutBackward0((edge(x), edge(value_t) if value_t is not None else NONE_EDGE))
+        node.index = index
+        node.value_shape = value_t._data.shape if value_t is not None else ()
+        node.accumulate = accumulate
+        record(node, result)
+    return result
+
+
+def index_put_zero(g: Tensor, index) -> Tensor:
+    return _index_put(g, index, 0.0)
+
+
+def setitem(x: Tensor, index, value) -> None:
+    index = _normalize_index(index)
+    if isinstance(value, Tensor) and value._data.dtype != x._data.dtype:
+        value = value.to(x.dtype)
+    if all(_is_basic(i) for i in index):
+        target = basic_index(x, index)
+        if isinstance(value, Tensor):
+            target.copy_(value)
+        else:
+            target.fill_(value)
+        return
+    check_inplace(x)
+    npi = _np_index(index)
+    apply_inplace(x, _index_put, npi, value, saves_self=False)
+
+
+def index_put_(x, indices, values, accumulate=False):
+    npi = _np_index(tuple(indices))
+    return apply_inplace(x, _index_put, npi, values, accumulate, saves_self=False)
+
+
+def index_put(x, indices, values, accumulate=False):
+    return _index_put(x, _np_index(tuple(indices)), values, accumulate)
+
+
+# ---- gather / scatter ----------------------------------------------------------------------
+class GatherBackward0(Node):
+    __slots__ = ("dim", "in_shape")
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        zeros = wrap(np.zeros(self.in_shape, dtype=grads[0]._data.dtype))
+        return (zeros.scatter_add(self.dim, index, grads[0]),)
+
+
+def _check_index(index, name):
+    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+
+
+def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
+    _check_index(index, "gather")
+    d = _wrap_dim(dim, x._data.ndim)
+    if index._data.ndim != x._data.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    idx = index._data
+    if idx.size and (idx.min() < -x._data.shape[d] or idx.max() >= x._data.shape[d]):
+        raise RuntimeError(f"index {int(idx.max())} is out of bounds for dimension {d} with size {x._data.shape[d]}")
+    src = x._data[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(idx.shape))]
+    result = wrap(np.take_along_axis(src, idx, axis=d))
+    if GRAD.enabled and x._requires_grad:
+        node = GatherBackward0((edge(x),))
+        node.dim, node.in_shape = d, x._data.shape
+        node.save(index)
+        record(node, result)
+    return result
+
+
+def take_along_dim(x, indices, dim=None):
+    if dim is None:
+        return gather(x.reshape(-1), 0, indices.reshape(-1))
+    return gather(x, dim, indices.expand(*[max(a, b) if i != _wrap_dim(dim, x.ndim) else b for i, (a, b) in
+                                            enumerate(zip(x.shape, indices.shape))]))
+
+
+def _scatter_positions(index: np.ndarray, d: int):
+    """Full index tuples addressing, for each element of ``index``, its target in the output."""
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[d] = index
+    return tuple(grids)
+
+
+class ScatterBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        g = grads[0]
+        gx = gs = None
+        if self.next_functions[0][0] is not None:
+            gx = g.scatter(self.dim, index, 0.0)
+        if len(self.next_functions) > 1 and self.next_functions[1][0] is not None:
+            gs = g.gather(self.dim, index)
+        return gx, gs
+
+
+class ScatterBackward1(ScatterBackward0):
+    __slots__ = ()
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        return (grads[0].scatter(self.dim, index, 0.0),)
+
+
+class ScatterAddBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        g = grads[0]
+        gs = g.gather(self.dim, index) if self.next_functions[1][0] is not None else None
+        return g if self.next_functions[0][0] is not None else None, gs
+
+
+def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+    _check_index(index, "scatter")
+    if src is None:
+        src = value
+    d = _wrap_dim(dim, x._data.ndim)
+    data = x._data.copy()
+    pos = _scatter_positions(index._data, d)
+    if isinstance(src, Tensor):
+        sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
+        if reduce == "add":
+            np.add.at(data, pos, sdata)
+        elif reduce == "multiply":
+            np.multiply.at(data, pos, sdata)
+        else:
+            data[pos] = sdata
+    else:
+        if reduce == "add":
+            np.add.at(data, pos, src)
+        elif reduce == "multiply":
+            np.multiply.at(data, pos, src)
+        else:
+            data[pos] = src
+    result = wrap(data)
+    src_t = src if isinstance(src, Tensor) else None
+    if GRAD.enabled and (x._requires_grad or (src_t is not None and src_t._requires_grad)):
+        if src_t is not None:
+            node = ScatterBackward0((edge(x), edge(src_t)))
+        else:
+            node = ScatterBackward1((edge(x),))
+        node.dim = d
+        node.save(index)
+        record(node, result)
+    return result
+
+
+def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    _check_index(index, "scatter_add")
+    d = _wrap_dim(dim, x._data.ndim)
+    data = x._data.copy()
+    sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
+    np.add.at(data, _scatter_positions(index._data, d), sdata)
+    result = wrap(data)
+    if GRAD.enabled and (x._requires_grad or src._requires_grad):
+        node = ScatterAddBackward0((edge(x), edge(src)))
+        node.dim = d
+        node.save(index)
+        record(node, result)
+    return result
+
+
+def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
+    if reduce == "sum":
+        return scatter_add(x, dim, index, src)
+    raise NotImplementedError(f"hookgrad: scatter_reduce with reduce={reduce!r} is not implemented")
+
+
+class IndexSelectBackward0(Node):
+    __slots__ = ("dim", "in_shape")
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        zeros = wrap(np.zeros(self.in_shape, dtype=grads[0]._data.dtype))
+        return (zeros.index_add(self.dim, index, grads[0]),)
+
+
+def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim)
+    if index._data.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if index._data.dtype.kind not in "iu":
+        raise IndexError("index_select(): Expected dtype int32/int64 for index")
+    result = wrap(np.take(x._data, index._data.reshape(-1), axis=d) if x._data.ndim else x._data.copy())
+    if GRAD.enabled and x._requires_grad:
+        node = IndexSelectBackward0((edge(x),))
+        node.dim, node.in_shape = d, x._data.shape
+        node.save(index)
+        record(node, result)
+    return result
+
+
+class IndexAddBackward0(Node):
+    __slots__ = ("dim", "alpha")
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        g = grads[0]
+        gs = g.index_select(self.dim, index) * self.alpha if self.next_functions[1][0] is not None else None
+        return g if self.next_functions[0][0] is not None else None, gs
+
+
+def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim)
+    data = x._data.copy()
+    moved = np.moveaxis(data, d, 0)
+    np.add.at(moved, index._data.reshape(-1), np.moveaxis(source._data * alpha if alpha != 1 else source._data, d, 0))
+    result = wrap(data)
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = IndexAddBackward0((edge(x), edge(source)))
+        node.dim, node.alpha = d, alpha
+        node.save(index)
+        record(node, result)
+    return result
+
+
+class MaskedFillBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        return (grads[0].masked_fill(mask, 0.0),)
+
+
+class MaskedFillBackward1(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        g = grads[0]
+        gx = g.masked_fill(mask, 0.0) if self.next_functions[0][0] is not None else None
+        gv = (g * mask).sum() if self.next_functions[1][0] is not None else None
+        return gx, gv
+
+
+def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
+    mask = as_tensor_arg(mask)
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype}".replace("hookgrad.", ""))
+    vt = value if isinstance(value, Tensor) else None
+    if vt is not None and vt._data.ndim != 0:
+        raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{vt._data.ndim} dimension(s).")
+    v = vt._data if vt is not None else value
+    data = np.where(mask._data, np.asarray(v).astype(x._data.dtype), x._data)
+    if data.shape != x._data.shape:
+        raise RuntimeError(f"The size of the mask ({mask._data.shape}) must match the tensor ({x._data.shape})")
+    result = wrap(np.ascontiguousarray(data))
+    if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
+        if vt is not None:
+            node = MaskedFillBackward1((edge(x), edge(vt)))
+        else:
+            node = MaskedFillBackward0((edge(x),))
+        node.save(mask)
+        record(node, result)
+    return result
+
+
+class MaskedSelectBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        m = np.broadcast_to(mask._data, self.in_shape)
+        return (index_put_accumulate(grads[0], self.in_shape, np.nonzero(m)),)
+
+
+def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    m = np.broadcast_to(mask._data, np.broadcast_shapes(mask._data.shape, x._data.shape))
+    xd = np.broadcast_to(x._data, m.shape)
+    result = wrap(xd[m].copy())
+    if GRAD.enabled and x._requires_grad:
+        node = MaskedSelectBackward0((edge(x),))
+        node.in_shape = x._data.shape
+        node.save(mask)
+        record(node, result)
+    return result
+
+
+def nonzero(x, *, as_tuple=False):
+    idx = np.nonzero(x._data)
+    if as_tuple:
+        return tuple(wrap(i.astype(np.int64)) for i in idx)
+    return wrap(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
+
+
+def argwhere(x):
+    return nonzero(x)

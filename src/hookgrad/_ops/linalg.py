@@ -1,0 +1,476 @@
+"""Matrix products and linear algebra: mm, mv, bmm, dot, matmul, addmm, einsum, inv, det, solve."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor, wrap
+from ..autograd.graph import Node
+from ._base import GRAD, as_tensor_arg, edge, record
+
+
+def _check_same_dtype(a, b, what):
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
+                           .replace("hookgrad.", "") if what == "mm" else
+                           f"expected scalar type {a.dtype} but found {b.dtype}".replace("hookgrad.", ""))
+
+
+class MmBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        a, b = self.saved()
+        g = grads[0]
+        ga = mm(g, b.t()) if self.next_functions[0][0] is not None else None
+        gb = mm(a.t(), g) if self.next_functions[1][0] is not None else None
+        return ga, gb
+
+
+def mm(a: Tensor, b: Tensor) -> Tensor:
+    if a._data.ndim != 2 or b._data.ndim != 2:
+        raise RuntimeError(f"{'self' if a._data.ndim != 2 else 'mat2'} must be a matrix")
+    if a._data.shape[1] != b._data.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
+                           f"{b._data.shape[0]}x{b._data.shape[1]})")
+    _check_same_dtype(a, b, "mm")
+    result = wrap(a._data @ b._data)
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = MmBackward0((edge(a), edge(b)))
+        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+        record(node, result)
+    return result
+
+
+class AddmmBackward0(Node):
+    __slots__ = ("bias_shape", "beta", "alpha")
+
+    def apply(self, grads):
+        a, b = self.saved()
+        g = grads[0]
+        gbias = ga = gb = None
+        if self.next_functions[0][0] is not None:
+            from ._base import sum_to_shape
+            gbias = sum_to_shape(g, self.bias_shape)
+            if self.beta != 1:
+                gbias = gbias * self.beta
+        if self.next_functions[1][0] is not None:
+            ga = mm(g, b.t())
+            if self.alpha != 1:
+                ga = ga * self.alpha
+        if self.next_functions[2][0] is not None:
+            gb = mm(a.t(), g)
+            if self.alpha != 1:
+                gb = gb * self.alpha
+        return gbias, ga, gb
+
+
+def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
+    """``beta * bias + alpha * (a @ b)`` in one node (what ``F.linear`` records)."""
+    if a._data.shape[1] != b._data.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
+                           f"{b._data.shape[0]}x{b._data.shape[1]})")
+    _check_same_dtype(a, b, "mm")
+    out = a._data @ b._data
+    if alpha != 1:
+        out *= alpha
+    out += bias._data if beta == 1 else beta * bias._data
+    result = wrap(out)
+    if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
+        node = AddmmBackward0((edge(bias), edge(a), edge(b)))
+        node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
+        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+        record(node, result)
+    return result
+
+
+class MvBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        a, v = self.saved()
+        g = grads[0]
+        ga = outer(g, v) if self.next_functions[0][0] is not None else None
+        gv = mv(a.t(), g) if self.next_functions[1][0] is not None else None
+        return ga, gv
+
+
+def mv(a: Tensor, v: Tensor) -> Tensor:
+    if a._data.ndim != 2 or v._data.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim}")
+    if a._data.shape[1] != v._data.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a._data.shape[0]}), mat ({a._data.shape[0]}x"
+                           f"{a._data.shape[1]}), vec ({v._data.shape[0]})")
+    _check_same_dtype(a, v, "mv")
+    result = wrap(a._data @ v._data)
+    if GRAD.enabled and (a._requires_grad or v._requires_grad):
+        node = MvBackward0((edge(a), edge(v)))
+        node.save(a if v._requires_grad else None, v if a._requires_grad else None)
+        record(node, result)
+    return result
+
+
+class DotBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        a, b = self.saved()
+        g = grads[0]
+        return (b * g if self.next_functions[0][0] is not None else None,
+                a * g if self.next_functions[1][0] is not None else None)
+
+
+def dot(a: Tensor, b: Tensor) -> Tensor:
+    if a._data.ndim != 1 or b._data.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
+    if a._data.shape != b._data.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._data.shape[0]}] and src "
+                           f"[{b._data.shape[0]}] to have the same number of elements, but got "
+                           f"{a._data.shape[0]} and {b._data.shape[0]} elements respectively")
+    _check_same_dtype(a, b, "dot")
+    result = wrap(np.asarray(a._data @ b._data))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = DotBackward0((edge(a), edge(b)))
+        node.save(a, b)
+        record(node, result)
+    return result
+
+
+inner = dot
+
+
+def vdot(a, b):
+    return dot(a, b)
+
+
+class BmmBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        a, b = self.saved()
+        g = grads[0]
+        ga = bmm(g, b.transpose(1, 2)) if self.next_functions[0][0] is not None else None
+        gb = bmm(a.transpose(1, 2), g) if self.next_functions[1][0] is not None else None
+        return ga, gb
+
+
+def bmm(a: Tensor, b: Tensor) -> Tensor:
+    if a._data.ndim != 3 or b._data.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if a._data.ndim != 3 else "batch2 must be a 3D tensor")
+    if a._data.shape[0] != b._data.shape[0] or a._data.shape[2] != b._data.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{a._data.shape[0]}, {a._data.shape[2]}] but got: [{b._data.shape[0]}, {b._data.shape[1]}].")
+    _check_same_dtype(a, b, "mm")
+    result = wrap(np.matmul(a._data, b._data))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = BmmBackward0((edge(a), edge(b)))
+        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+        record(node, result)
+    return result
+
+
+class UnsafeViewBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def apply(self, grads):
+        return (grads[0].reshape(self.in_shape),)
+
+
+class SqueezeBackward4(UnsafeViewBackward0):
+    __slots__ = ()
+
+
+def _unsafe_view(x: Tensor, shape, node_cls=UnsafeViewBackward0) -> Tensor:
+    """Reshape of a fresh result; recorded as its own node (not a view) like torch's _unsafe_view."""
+    result = wrap(x._data.reshape(shape))
+    if GRAD.enabled and x._requires_grad:
+        node = node_cls((edge(x),))
+        node.in_shape = x._data.shape
+        record(node, result)
+    return result
+
+
+def matmul(a, b) -> Tensor:
+    a, b = as_tensor_arg(a), as_tensor_arg(b)
+    da, db = a._data.ndim, b._data.ndim
+    if da == 0 or db == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    if da == 1 and db == 1:
+        return dot(a, b)
+    if da == 2 and db == 1:
+        return mv(a, b)
+    if da == 1 and db == 2:
+        if a._data.shape[0] != b._data.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied (1x{a._data.shape[0]} and "
+                               f"{b._data.shape[0]}x{b._data.shape[1]})")
+        return _unsafe_view(mm(a.unsqueeze(0), b), (b._data.shape[1],), SqueezeBackward4)
+    if da == 2 and db == 2:
+        return mm(a, b)
+    if da >= 3 and db <= 2:
+        # fold the batch into the rows: one BLAS call
+        lead = a._data.shape[:-1]
+        folded = a.reshape(-1, a._data.shape[-1])
+        out = mv(folded, b) if db == 1 else mm(folded, b)
+        return _unsafe_view(out, lead if db == 1 else lead + (b._data.shape[-1],))
+    # general batched case: broadcast the batch dims, then bmm
+    a2 = a.unsqueeze(0) if da == 1 else a
+    b2 = b.unsqueeze(-1) if db == 1 else b
+    batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    if a2._data.shape[-1] != b2._data.shape[-2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{int(np.prod(batch))}, {a2._data.shape[-1]}] but got: "
+                           f"[{int(np.prod(batch))}, {b2._data.shape[-2]}].")
+    n, m, p = a2._data.shape[-2], a2._data.shape[-1], b2._data.shape[-1]
+    a3 = a2.expand(batch + (n, m)).reshape(-1, n, m)
+    b3 = b2.expand(batch + (m, p)).reshape(-1, m, p)
+    out_shape = batch + (n, p)
+    if da == 1:
+        out_shape = batch + (p,)
+    elif db == 1:
+        out_shape = batch + (n,)
+    return _unsafe_view(bmm(a3, b3), out_shape)
+
+
+def outer(a: Tensor, b: Tensor) -> Tensor:
+    return a.reshape(-1, 1) * b
+
+
+ger = outer
+
+
+def addmv(bias, mat, vec, *, beta=1, alpha=1):
+    return bias * beta + mv(mat, vec) * alpha
+
+
+def baddbmm(bias, a, b, *, beta=1, alpha=1):
+    return bias * beta + bmm(a, b) * alpha
+
+
+# ---- einsum -----------------------------------------------------------------------------------
+class EinsumBackward(Node):
+    __slots__ = ("inputs_subs", "out_subs", "sizes")
+
+    def name(self):
+        return "EinsumBackward0"
+
+    def apply(self, grads):
+        g = grads[0]
+        operands = self.saved()
+        outs = []
+        for i, subs in enumerate(self.inputs_subs):
+            if self.next_functions[i][0] is None:
+                outs.append(None)
+                continue
+            others = [(s, operands[j]) for j, s in enumerate(self.inputs_subs) if j != i]
+            present = set(self.out_subs).union(*[set(s) for s, _ in others])
+            missing = "".join(c for c in dict.fromkeys(subs) if c not in present)
+            terms = [self.out_subs] + [s for s, _ in others]
+            tensors = [g] + [t for _, t in others]
+            if missing:
+                terms.append(missing)
+                tensors.append(wrap(np.ones([self.sizes[c] for c in missing], dtype=g._data.dtype)))
+            target = "".join(dict.fromkeys(subs))
+            gi = einsum(",".join(terms) + "->" + target, *tensors)
+            if target != subs:
+                # repeated index (a diagonal) in the operand: place the gradient on that diagonal
+                gi = _undiagonal(gi, target, subs, self.sizes)
+            outs.append(gi)
+        return tuple(outs)
+
+
+def _undiagonal(g, target, subs, sizes):
+    full = np.zeros([sizes[c] for c in subs], dtype=g._data.dtype)
+    idx = np.indices([sizes[c] for c in target])
+    pos = tuple(idx[target.index(c)] for c in subs)
+    full[pos] = g._data
+    return wrap(full)
+
+
+def _parse_einsum(equation, operands):
+    """Subscripts per operand and for the output, with any ellipsis spelled out as letters."""
+    import string
+    eq = equation.replace(" ", "")
+    lhs, out = eq.split("->") if "->" in eq else (eq, None)
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
+                           if len(operands) > len(ins) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    ell = ""
+    if "..." in eq:
+        free = [c for c in string.ascii_letters if c not in eq]
+        n_ell = max((t._data.ndim - (len(s) - 3) for s, t in zip(ins, operands) if "..." in s), default=0)
+        ell = "".join(free[:n_ell])
+        ins = [s.replace("...", ell[n_ell - (t._data.ndim - (len(s) - 3)):]) if "..." in s else s
+               for s, t in zip(ins, operands)]
+        if out is not None:
+            out = out.replace("...", ell)
+    if out is None:
+        letters = "".join(ins)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return ins, out
+
+
+def einsum(equation, *operands) -> Tensor:
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    operands = tuple(as_tensor_arg(t) for t in operands)
+    ins, out = _parse_einsum(equation, operands)
+    sizes = {}
+    for s, t in zip(ins, operands):
+        if len(s) != t._data.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
+                               f"number of dimensions ({t._data.ndim}) for operand 0 and no ellipsis was given")
+        for c, n in zip(s, t._data.shape):
+            if sizes.get(c, n) != n and n != 1 and sizes.get(c) != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped)")
+            sizes[c] = max(sizes.get(c, 1), n)
+    dt = _dtype.result_type(*operands).np
+    result = wrap(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._data.astype(dt, copy=False) for t in operands],
+                                       optimize=len(operands) > 2)))
+    if GRAD.enabled and any(t._requires_grad for t in operands):
+        node = EinsumBackward(tuple(edge(t) for t in operands))
+        node.inputs_subs, node.out_subs, node.sizes = ins, out, sizes
+        node.save(*operands)
+        record(node, result)
+    return result
+
+
+def tensordot(a, b, dims=2):
+    if isinstance(dims, int):
+        da = list(range(a.ndim - dims, a.ndim))
+        db = list(range(dims))
+    else:
+        da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
+    letters = iter("abcdefghijklmnopqrstuvwxyz")
+    sa = [next(letters) for _ in range(a.ndim)]
+    sb = [next(letters) for _ in range(b.ndim)]
+    for i, j in zip(da, db):
+        sb[j] = sa[i]
+    out = [c for i, c in enumerate(sa) if i not in da] + [c for j, c in enumerate(sb) if j not in db]
+    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+
+
+# ---- linear algebra ---------------------------------------------------------------------------
+class LinalgInvExBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        (inv_a,) = self.saved()
+        inv_t = inv_a.mT
+        return (-(inv_t @ grads[0] @ inv_t),)
+
+
+def inv(a: Tensor) -> Tensor:
+    _square(a, "linalg.inv")
+    try:
+        data = np.linalg.inv(a._data)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
+                           "because the input matrix is singular.") from None
+    result = wrap(data.astype(a._data.dtype, copy=False))
+    if GRAD.enabled and a._requires_grad:
+        node = LinalgInvExBackward0((edge(a),))
+        record(node, result)
+        node.save(output=result)
+    return result
+
+
+def _square(a, name):
+    if a._data.ndim < 2 or a._data.shape[-1] != a._data.shape[-2]:
+        raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                           f"{a._data.shape[-2] if a._data.ndim >= 2 else 1} by {a._data.shape[-1]} matrices")
+
+
+class LinalgDetBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        a, det_a = self.saved()
+        g = (grads[0] * det_a).unsqueeze(-1).unsqueeze(-1)
+        return (g * inv(a).mT,)
+
+
+def det(a: Tensor) -> Tensor:
+    _square(a, "linalg.det")
+    result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
+    if GRAD.enabled and a._requires_grad:
+        node = LinalgDetBackward0((edge(a),))
+        record(node, result)
+        node.save(a, output=result)
+    return result
+
+
+class LinalgSlogdetBackward0(Node):
+    __slots__ = ("_num_outputs",)
+
+    def apply(self, grads):
+        (a,) = self.saved()
+        g = grads[1]
+        if g is None:
+            return (wrap(np.zeros(a._data.shape, dtype=a._data.dtype)),)
+        return (g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
+
+
+def slogdet(a: Tensor):
+    _square(a, "linalg.slogdet")
+    sign, logabs = np.linalg.slogdet(a._data)
+    s = wrap(np.asarray(sign, dtype=a._data.dtype))
+    la = wrap(np.asarray(logabs, dtype=a._data.dtype))
+    if GRAD.enabled and a._requires_grad:
+        node = LinalgSlogdetBackward0((edge(a),))
+        node._num_outputs = 2
+        node.save(a)
+        record(node, s, la)
+    from collections import namedtuple
+    return namedtuple("slogdet", ["sign", "logabsdet"])(s, la)
+
+
+class LinalgSolveExBackward0(Node):
+    __slots__ = ("vector",)
+
+    def apply(self, grads):
+        a, x = self.saved()
+        g = grads[0]
+        gb = solve(a.mT, g)
+        ga = None
+        if self.next_functions[0][0] is not None:
+            if self.vector:
+                ga = -outer(gb, x) if gb.ndim == 1 else -(gb.unsqueeze(-1) @ x.unsqueeze(-2))
+            else:
+                ga = -(gb @ x.mT)
+        return ga, gb if self.next_functions[1][0] is not None else None
+
+
+def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
+    _square(a, "linalg.solve")
+    vector = b._data.ndim == a._data.ndim - 1
+    try:
+        data = np.linalg.solve(a._data, b._data[..., None] if vector else b._data)
+    except np.linalg.LinAlgError:
+        raise RuntimeError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+    if vector:
+        data = data[..., 0]
+    result = wrap(data.astype(a._data.dtype, copy=False))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = LinalgSolveExBackward0((edge(a), edge(b)))
+        node.vector = vector
+        record(node, result)
+        node.save(a, output=result)
+    return result
+
+
+def matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False):
+    from .reduce import vector_norm
+    if ord != "fro":
+        raise NotImplementedError(f"hookgrad: matrix_norm(ord={ord!r}) is not implemented")
+    return vector_norm(a, 2, dim, keepdim)
+
+
+def linalg_norm(a, ord=None, dim=None, keepdim=False, *, dtype=None):
+    from .reduce import vector_norm
+    if ord is None or (isinstance(ord, (int, float)) and (dim is None or isinstance(dim, int) or len(dim) == 1)):
+        if ord is None and dim is not None and not isinstance(dim, int) and len(dim) == 2:
+            return matrix_norm(a, "fro", dim, keepdim)
+        return vector_norm(a, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+    return matrix_norm(a, ord, dim if dim is not None else (-2, -1), keepdim)

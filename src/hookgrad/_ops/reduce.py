@@ -1,0 +1,695 @@
+"""Reductions and scans: sum, mean, prod, max/min, var/std, norm, logsumexp, softmax, cumsum, ..."""
+from __future__ import annotations
+
+import builtins
+from collections import namedtuple
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor, _wrap_dim, wrap
+from ..autograd.graph import Node
+from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
+
+_err = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+
+
+def norm_dims(dim, ndim):
+    """None (all dims) or a sorted tuple of non-negative dims."""
+    if dim is None:
+        return None
+    if isinstance(dim, (list, tuple)):
+        if len(dim) == 0:
+            return None
+        dims = tuple(sorted({_wrap_dim(int(d), ndim) for d in dim}))
+        if len(dims) != len(dim):
+            raise RuntimeError("dim appears multiple times in the list of dims")
+        return dims
+    return (_wrap_dim(int(dim), ndim),)
+
+
+def _keep_shape(in_shape, dims):
+    """The reduced shape with keepdim=True."""
+    if dims is None:
+        return (1,) * len(in_shape)
+    return tuple(1 if i in dims else s for i, s in enumerate(in_shape))
+
+
+def _expand_grad(g: Tensor, in_shape, dims, keepdim):
+    """Undo a reduction's shape change on the gradient: reshape to keepdim form, then expand."""
+    if not keepdim:
+        g = g.reshape(_keep_shape(in_shape, dims))
+    return g.expand(in_shape)
+
+
+class SumBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def apply(self, grads):
+        return (grads[0].expand(self.in_shape),)
+
+
+class SumBackward1(Node):
+    __slots__ = ("in_shape", "dims", "keepdim")
+
+    def apply(self, grads):
+        return (_expand_grad(grads[0], self.in_shape, self.dims, self.keepdim),)
+
+
+def _sum_dtype(x, dtype):
+    if dtype is not None:
+        return _dtype.to_dtype(dtype).np
+    k = x._data.dtype.kind
+    return np.dtype(np.int64) if k in "iub" else x._data.dtype
+
+
+def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if not isinstance(x, Tensor):
+        x = as_tensor_arg(x)
+    data = x._data
+    dims = norm_dims(dim, data.ndim)
+    out_dt = _sum_dtype(x, dtype)
+    if dims is None and dim is None:
+        result = wrap(np.asarray(data.sum(dtype=out_dt)))
+        if GRAD.enabled and x._requires_grad:
+            node = SumBackward0((edge(x),))
+            node.in_shape = data.shape
+            record(node, result)
+        return result
+    result = wrap(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)))
+    if GRAD.enabled and x._requires_grad:
+        node = SumBackward1((edge(x),))
+        node.in_shape, node.dims, node.keepdim = data.shape, dims, keepdim
+        record(node, result)
+    return result
+
+
+def nansum(x, dim=None, keepdim=False, *, dtype=None):
+    return sum(x.masked_fill(x.isnan(), 0), dim, keepdim, dtype=dtype)
+
+
+class MeanBackward0(Node):
+    __slots__ = ("in_shape", "count")
+
+    def apply(self, grads):
+        return ((grads[0] / self.count).expand(self.in_shape),)
+
+
+class MeanBackward1(Node):
+    __slots__ = ("in_shape", "dims", "keepdim", "count")
+
+    def apply(self, grads):
+        return (_expand_grad(grads[0] / self.count, self.in_shape, self.dims, self.keepdim),)
+
+
+def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    data = x._data
+    if data.dtype.kind not in "fc" and dtype is None:
+        raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
+                           f"complex dtype. Got: {_dtype.from_numpy_dtype(data.dtype).name.capitalize()}")
+    if dtype is not None:
+        data = data.astype(_dtype.to_dtype(dtype).np)
+    dims = norm_dims(dim, data.ndim)
+    with _err:
+        if dims is None and dim is None:
+            result = wrap(np.asarray(data.mean(), dtype=data.dtype))
+        else:
+            result = wrap(np.asarray(data.mean(axis=dims, keepdims=keepdim), dtype=data.dtype))
+    if GRAD.enabled and x._requires_grad:
+        count = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
+        if dim is None:
+            node = MeanBackward0((edge(x),))
+            node.in_shape, node.count = data.shape, count
+        else:
+            node = MeanBackward1((edge(x),))
+            node.in_shape, node.dims, node.keepdim, node.count = data.shape, dims, keepdim, count
+        record(node, result)
+    return result
+
+
+def nanmean(x, dim=None, keepdim=False):
+    mask = ~x.isnan()
+    return sum(x.masked_fill(~mask, 0), dim, keepdim) / sum(mask, dim, keepdim)
+
+
+class ProdBackward0(Node):
+    __slots__ = ("dims", "keepdim")
+
+    def apply(self, grads):
+        x, result = self.saved()
+        g = grads[0]
+        dims = self.dims
+        if not self.keepdim and dims is not None:
+            g = g.reshape(_keep_shape(x._data.shape, dims))
+            result = result.reshape(_keep_shape(x._data.shape, dims))
+        elif dims is None:
+            g = g.reshape((1,) * x._data.ndim)
+            result = result.reshape((1,) * x._data.ndim)
+        if not (x._data == 0).any():
+            return (g * result / x,)
+        # with zeros: product of all the other elements, computed without dividing
+        return (g * _prod_others(x, dims),)
+
+
+class ProdBackward1(ProdBackward0):
+    __slots__ = ()
+
+
+def _prod_others(x: Tensor, dims):
+    """For each element, the product of the others along ``dims`` (differentiable, no division)."""
+    if dims is None:
+        flat = x.reshape(-1)
+        others = _prod_others(flat, (0,))
+        return others.reshape(x._data.shape)
+    out = x
+    for d in dims:
+        n = x._data.shape[d]
+        ones_shape = list(x._data.shape)
+        ones_shape[d] = 1
+        ones = wrap(np.ones(ones_shape, dtype=x._data.dtype))
+        if n == 1:
+            out = ones
+            continue
+        from .shape import cat
+        # exclusive cumulative products from the left and from the right
+        left = cat([ones, out.narrow(d, 0, n - 1).cumprod(d)], d)
+        right = cat([out.flip(d).narrow(d, 0, n - 1).cumprod(d).flip(d), ones], d)
+        out = left * right
+    return out
+
+
+def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    data = x._data
+    out_dt = _sum_dtype(x, dtype)
+    if dim is None:
+        result = wrap(np.asarray(data.prod(dtype=out_dt)))
+        dims = None
+        node_cls = ProdBackward0
+    else:
+        dims = norm_dims(dim, data.ndim)
+        result = wrap(np.asarray(data.prod(axis=dims, keepdims=keepdim, dtype=out_dt)))
+        node_cls = ProdBackward1
+    if GRAD.enabled and x._requires_grad:
+        node = node_cls((edge(x),))
+        node.dims, node.keepdim = dims, keepdim
+        record(node, result)
+        node.save(x, output=result)
+    return result
+
+
+def _cumprod_np(data, d):
+    return np.cumprod(data, axis=d)
+
+
+class CumprodBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        x, out = self.saved()
+        g = grads[0]
+        d = self.dim
+        if not (x._data == 0).any():
+            return ((g * out).flip(d).cumsum(d).flip(d) / x,)
+        # with zeros: d out_j / d x_i is the cumulative product with x_i replaced by 1 (j >= i)
+        from .shape import cat
+        n = x._data.shape[d]
+        parts = []
+        for i in range(n):
+            keep = np.ones(x._data.shape, dtype=bool)
+            keep[(slice(None),) * d + (i,)] = False
+            cp = x.where(wrap(keep), wrap(np.ones((), dtype=x._data.dtype))).cumprod(d)
+            parts.append((g.narrow(d, i, n - i) * cp.narrow(d, i, n - i)).sum(d, keepdim=True))
+        return (cat(parts, d),)
+
+
+def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim)
+    data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
+    result = wrap(_cumprod_np(data, d))
+    if GRAD.enabled and x._requires_grad:
+        node = CumprodBackward0((edge(x),))
+        node.dim = d
+        record(node, result)
+        node.save(x, output=result)
+    return result
+
+
+class CumsumBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        return (grads[0].flip(self.dim).cumsum(self.dim).flip(self.dim),)
+
+
+def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim)
+    out_dt = _sum_dtype(x, dtype)
+    result = wrap(np.cumsum(x._data, axis=d, dtype=out_dt) if x._data.ndim else x._data.astype(out_dt).copy())
+    if GRAD.enabled and x._requires_grad:
+        node = CumsumBackward0((edge(x),))
+        node.dim = d
+        record(node, result)
+    return result
+
+
+# ---- max / min ----------------------------------------------------------------------------
+_ValuesIndices = {}
+
+
+def _return_type(name):
+    cls = _ValuesIndices.get(name)
+    if cls is None:
+        cls = namedtuple(name, ["values", "indices"])
+        _ValuesIndices[name] = cls
+    return cls
+
+
+class MaxBackward1(Node):
+    """Gradient of a full max/min: shared evenly among the elements that tie for it."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        x, result = self.saved()
+        mask = (x == result)
+        count = mask.sum()
+        return ((grads[0] / count) * mask,)
+
+
+class MinBackward1(MaxBackward1):
+    __slots__ = ()
+
+
+class MaxBackward0(Node):
+    """Gradient of max/min along a dim: goes to the index that was returned."""
+
+    __slots__ = ("in_shape", "dim", "keepdim")
+
+    def apply(self, grads):
+        (indices,) = self.saved()
+        g = grads[0]
+        if not self.keepdim:
+            g = g.unsqueeze(self.dim)
+            indices = indices.unsqueeze(self.dim)
+        zeros = wrap(np.zeros(self.in_shape, dtype=g._data.dtype))
+        return (zeros.scatter(self.dim, indices, g),)
+
+
+class MinBackward0(MaxBackward0):
+    __slots__ = ()
+
+
+def _extreme(x, dim, keepdim, is_max, name):
+    data = x._data
+    if dim is None:
+        if data.size == 0:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        result = wrap(np.asarray(data.max() if is_max else data.min()))
+        if GRAD.enabled and x._requires_grad:
+            node = (MaxBackward1 if is_max else MinBackward1)((edge(x),))
+            record(node, result)
+            node.save(x, output=result)
+        return result
+    if isinstance(dim, Tensor):
+        return (maximum_ if is_max else minimum_)(x, dim)
+    d = _wrap_dim(dim, data.ndim)
+    if data.ndim == 0:
+        idx = np.zeros((), dtype=np.int64)
+        values = data.copy()
+    else:
+        if data.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+        idx = np.argmax(data, axis=d) if is_max else np.argmin(data, axis=d)
+        if data.dtype.kind == "f":
+            nan_any = np.isnan(data).any(axis=d)
+            if nan_any.any():
+                idx = np.where(nan_any, np.argmax(np.isnan(data), axis=d), idx)
+        values = np.take_along_axis(data, np.expand_dims(idx, d), d)
+        idx = np.expand_dims(idx, d) if keepdim else idx
+        values = values if keepdim else np.squeeze(values, d)
+    vals = wrap(np.asarray(values))
+    inds = wrap(np.asarray(idx, dtype=np.int64))
+    if GRAD.enabled and x._requires_grad:
+        node = (MaxBackward0 if is_max else MinBackward0)((edge(x),))
+        node.in_shape, node.dim, node.keepdim = data.shape, d, keepdim
+        node.save(inds)
+        record(node, vals)
+    return _return_type("max" if is_max else "min")(vals, inds)
+
+
+def maximum_(a, b):
+    from .pointwise import maximum
+    return maximum(a, b)
+
+
+def minimum_(a, b):
+    from .pointwise import minimum
+    return minimum(a, b)
+
+
+def max(x: Tensor, dim=None, keepdim: bool = False):
+    return _extreme(x, dim, keepdim, True, "max")
+
+
+def min(x: Tensor, dim=None, keepdim: bool = False):
+    return _extreme(x, dim, keepdim, False, "min")
+
+
+class AmaxBackward0(Node):
+    __slots__ = ("dims", "keepdim")
+
+    def apply(self, grads):
+        x, result = self.saved()
+        g = grads[0]
+        if not self.keepdim:
+            shape = _keep_shape(x._data.shape, self.dims)
+            g = g.reshape(shape)
+            result = result.reshape(shape)
+        mask = (x == result)
+        count = mask.sum(self.dims, keepdim=True) if self.dims is not None else mask.sum()
+        return ((g / count) * mask,)
+
+
+class AminBackward0(AmaxBackward0):
+    __slots__ = ()
+
+
+def _amax(x, dim, keepdim, is_max):
+    data = x._data
+    dims = norm_dims(dim if dim != () else None, data.ndim)
+    fn = np.max if is_max else np.min
+    result = wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim)))
+    if GRAD.enabled and x._requires_grad:
+        node = (AmaxBackward0 if is_max else AminBackward0)((edge(x),))
+        node.dims, node.keepdim = dims, keepdim
+        record(node, result)
+        node.save(x, output=result)
+    return result
+
+
+def amax(x, dim=(), keepdim=False):
+    return _amax(x, dim, keepdim, True)
+
+
+def amin(x, dim=(), keepdim=False):
+    return _amax(x, dim, keepdim, False)
+
+
+def aminmax(x, *, dim=None, keepdim=False):
+    rt = namedtuple("aminmax", ["min", "max"])
+    return rt(amin(x, dim if dim is not None else (), keepdim), amax(x, dim if dim is not None else (), keepdim))
+
+
+def argmax(x, dim=None, keepdim=False):
+    data = x._data
+    if dim is None:
+        out = np.asarray(np.argmax(data), dtype=np.int64)
+        return wrap(out.reshape((1,) * data.ndim) if keepdim else out)
+    d = _wrap_dim(dim, data.ndim)
+    out = np.argmax(data, axis=d) if data.ndim else np.zeros((), np.int64)
+    return wrap(np.asarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
+
+
+def argmin(x, dim=None, keepdim=False):
+    data = x._data
+    if dim is None:
+        out = np.asarray(np.argmin(data), dtype=np.int64)
+        return wrap(out.reshape((1,) * data.ndim) if keepdim else out)
+    d = _wrap_dim(dim, data.ndim)
+    out = np.argmin(data, axis=d) if data.ndim else np.zeros((), np.int64)
+    return wrap(np.asarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
+
+
+def all(x, dim=None, keepdim=False):
+    data = x._data
+    if dim is None:
+        return wrap(np.asarray(data.all()))
+    return wrap(np.asarray(data.all(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+
+
+def any(x, dim=None, keepdim=False):
+    data = x._data
+    if dim is None:
+        return wrap(np.asarray(data.any()))
+    return wrap(np.asarray(data.any(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+
+
+def count_nonzero(x, dim=None):
+    return wrap(np.asarray(np.count_nonzero(x._data, axis=norm_dims(dim, x._data.ndim)), dtype=np.int64))
+
+
+# ---- variance and friends ------------------------------------------------------------------
+class VarBackward0(Node):
+    __slots__ = ("dims", "keepdim", "correction")
+
+    def apply(self, grads):
+        (x,) = self.saved()
+        g = grads[0]
+        dims = self.dims
+        n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
+        mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
+        if not self.keepdim:
+            g = g.reshape(_keep_shape(x._data.shape, dims))
+        return (g * (x - mu) * (2.0 / builtins.max(n - self.correction, 0)),)
+
+
+class StdBackward0(Node):
+    __slots__ = ("dims", "keepdim", "correction")
+
+    def apply(self, grads):
+        x, result = self.saved()
+        g = grads[0]
+        dims = self.dims
+        n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
+        mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
+        if not self.keepdim:
+            shape = _keep_shape(x._data.shape, dims)
+            g = g.reshape(shape)
+            result = result.reshape(shape)
+        return (g * (x - mu) / (result * builtins.max(n - self.correction, 0)),)
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    if unbiased is None:
+        return 1
+    return 1 if unbiased else 0
+
+
+def _var_args(dim, unbiased, keepdim, correction):
+    # var(x, True) is the old ``unbiased`` positional form
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return dim, _correction(unbiased, correction), keepdim
+
+
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
+    data = x._data
+    dims = norm_dims(dim, data.ndim)
+    n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
+    with _err:
+        out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / builtins.max(n - corr, 0)) \
+            if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
+    result = wrap(np.asarray(out, dtype=data.dtype))
+    if GRAD.enabled and x._requires_grad:
+        node = VarBackward0((edge(x),))
+        node.dims, node.keepdim, node.correction = dims, keepdim, corr
+        node.save(x)
+        record(node, result)
+    return result
+
+
+def _out_shape(shape, dims, keepdim):
+    if dims is None:
+        return (1,) * len(shape) if keepdim else ()
+    return tuple(1 if i in dims else s for i, s in enumerate(shape) if keepdim or i not in dims)
+
+
+def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
+    data = x._data
+    dims = norm_dims(dim, data.ndim)
+    n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
+    with _err:
+        out = np.sqrt(np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))) if n - corr > 0 \
+            else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
+    result = wrap(np.asarray(out, dtype=data.dtype))
+    if GRAD.enabled and x._requires_grad:
+        node = StdBackward0((edge(x),))
+        node.dims, node.keepdim, node.correction = dims, keepdim, corr
+        record(node, result)
+        node.save(x, output=result)
+    return result
+
+
+def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
+
+
+def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
+
+
+class LinalgVectorNormBackward0(Node):
+    __slots__ = ("ord", "dims", "keepdim")
+
+    def apply(self, grads):
+        x, result = self.saved()
+        g = grads[0]
+        dims = self.dims
+        if not self.keepdim and dims is not None:
+            shape = _keep_shape(x._data.shape, dims)
+            g = g.reshape(shape)
+            result = result.reshape(shape)
+        p = self.ord
+        if p == 2:
+            scale = (g / result).masked_fill(result == 0, 0.0)
+            return (x * scale,)
+        if p == 1:
+            return (g * x.sign(),)
+        if p == float("inf") or p == float("-inf"):
+            mask = (x.abs() == result)
+            count = mask.sum(dims, keepdim=True) if dims is not None else mask.sum()
+            return (g * x.sign() * mask / count,)
+        if p == 0:
+            return (x * 0,)
+        # general p: |x|^(p-1) sign(x) / ||x||^(p-1)
+        scale = (g / result.pow(p - 1)).masked_fill(result == 0, 0.0)
+        return (x.sign() * x.abs().pow(p - 1) * scale,)
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    data = x._data
+    if dtype is not None:
+        data = data.astype(_dtype.to_dtype(dtype).np)
+    if data.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype.from_numpy_dtype(data.dtype).name.capitalize()}")
+    dims = norm_dims(dim, data.ndim)
+    a = np.abs(data)
+    with _err:
+        if ord == 2:
+            out = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
+        elif ord == float("inf"):
+            out = np.max(a, axis=dims, keepdims=keepdim)
+        elif ord == float("-inf"):
+            out = np.min(a, axis=dims, keepdims=keepdim)
+        elif ord == 0:
+            out = np.sum(a != 0, axis=dims, keepdims=keepdim).astype(data.dtype)
+        elif ord == 1:
+            out = np.sum(a, axis=dims, keepdims=keepdim)
+        else:
+            out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
+    result = wrap(np.asarray(out, dtype=data.dtype))
+    if GRAD.enabled and x._requires_grad:
+        node = LinalgVectorNormBackward0((edge(x),))
+        node.ord, node.dims, node.keepdim = ord, dims, keepdim
+        record(node, result)
+        node.save(x, output=result)
+    return result
+
+
+def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
+    if p == "fro" or p is None:
+        p = 2
+    if p == "nuc":
+        raise NotImplementedError("hookgrad: the nuclear norm is not implemented")
+    return vector_norm(x, p, dim, keepdim, dtype=dtype)
+
+
+class LogsumexpBackward0(Node):
+    __slots__ = ("dims", "keepdim")
+
+    def apply(self, grads):
+        x, result = self.saved()
+        g = grads[0]
+        if not self.keepdim:
+            shape = _keep_shape(x._data.shape, self.dims)
+            g = g.reshape(shape)
+            result = result.reshape(shape)
+        return (g * (x - result).exp(),)
+
+
+def logsumexp(x, dim, keepdim=False):
+    data = x._data
+    if data.dtype.kind not in "fc":
+        data = data.astype(float_dtype_for(x))
+    dims = norm_dims(dim, data.ndim)
+    with _err:
+        m = np.max(data, axis=dims, keepdims=True) if data.size else np.zeros(_keep_shape(data.shape, dims), data.dtype)
+        m = np.where(np.isfinite(m), m, 0)
+        out = np.log(np.sum(np.exp(data - m), axis=dims, keepdims=True)) + m
+    if not keepdim:
+        out = out.reshape(_out_shape(data.shape, dims, False))
+    result = wrap(np.asarray(out, dtype=data.dtype))
+    if GRAD.enabled and x._requires_grad:
+        node = LogsumexpBackward0((edge(x),))
+        node.dims, node.keepdim = dims, keepdim
+        record(node, result)
+        node.save(x, output=result)
+    return result
+
+
+# ---- softmax family --------------------------------------------------------------------------
+class SoftmaxBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        (y,) = self.saved()
+        g = grads[0]
+        gy = g * y
+        return (gy - y * gy.sum(self.dim, keepdim=True),)
+
+
+class LogSoftmaxBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        (y,) = self.saved()
+        g = grads[0]
+        return (g - y.exp() * g.sum(self.dim, keepdim=True),)
+
+
+def _softmax_np(data, d):
+    m = np.max(data, axis=d, keepdims=True)
+    e = np.exp(data - m)
+    e /= np.sum(e, axis=d, keepdims=True)
+    return e
+
+
+def _log_softmax_np(data, d):
+    m = np.max(data, axis=d, keepdims=True)
+    shifted = data - m
+    shifted -= np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+    return shifted
+
+
+def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
+    data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
+    if data.dtype.kind not in "fc":
+        raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for \'Long\'')
+    d = _wrap_dim(dim if dim is not None else -1, data.ndim)
+    with _err:
+        result = wrap(_softmax_np(data, d) if data.ndim else np.ones_like(data))
+    if GRAD.enabled and x._requires_grad:
+        node = SoftmaxBackward0((edge(x),))
+        node.dim = d
+        record(node, result)
+        node.save(output=result)
+    return result
+
+
+def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
+    data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
+    d = _wrap_dim(dim if dim is not None else -1, data.ndim)
+    with _err:
+        result = wrap(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data))
+    if GRAD.enabled and x._requires_grad:
+        node = LogSoftmaxBackward0((edge(x),))
+        node.dim = d
+        record(node, result)
+        node.save(output=result)
+    return result

@@ -1,0 +1,313 @@
+"""Ops that copy while rearranging: cat, stack, repeat, flip, roll, tril/triu, clone, dtype casts."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor, _wrap_dim, wrap
+from ..autograd.graph import Node
+from ._base import GRAD, as_tensor_arg, edge, record
+
+
+class CatBackward0(Node):
+    __slots__ = ("dim", "sizes", "shapes")
+
+    def apply(self, grads):
+        g = grads[0]
+        out = []
+        start = 0
+        for (node, _), size, shape in zip(self.next_functions, self.sizes, self.shapes):
+            if node is not None:
+                piece = g.narrow(self.dim, start, size)
+                out.append(piece.reshape(shape) if piece._data.shape != shape else piece)
+            else:
+                out.append(None)
+            start += size
+        return tuple(out)
+
+
+def cat(tensors, dim: int = 0) -> Tensor:
+    tensors = [as_tensor_arg(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    # torch skips legacy empty 1-D tensors of size 0
+    parts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
+    ref = parts[0]._data
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, ref.ndim)
+    for i, t in enumerate(parts):
+        s = t._data.shape
+        if len(s) != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(s, ref.shape)) if j != d):
+            raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                               f"{ref.shape[1 - d] if ref.ndim > 1 else ref.shape[0]} but got size "
+                               f"{s[1 - d] if len(s) > 1 else s[0]} for tensor number {i} in the list.")
+    dt = _dtype.result_type(*parts).np
+    result = wrap(np.concatenate([t._data for t in parts], axis=d).astype(dt, copy=False))
+    if GRAD.enabled and any(t._requires_grad for t in tensors):
+        node = CatBackward0(tuple(edge(t) for t in tensors))
+        node.dim = d
+        node.sizes = [t._data.shape[d] if t in parts else 0 for t in tensors]
+        node.shapes = [t._data.shape for t in tensors]
+        record(node, result)
+    return result
+
+
+concat = concatenate = cat
+
+
+class StackBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        pieces = grads[0].unbind(self.dim)
+        return tuple(p if n is not None else None for p, (n, _) in zip(pieces, self.next_functions))
+
+
+def stack(tensors, dim: int = 0) -> Tensor:
+    tensors = [as_tensor_arg(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 and "
+                               f"{list(t._data.shape)} at entry {i}")
+    d = _wrap_dim(dim, len(shape) + 1)
+    dt = _dtype.result_type(*tensors).np
+    result = wrap(np.stack([t._data for t in tensors], axis=d).astype(dt, copy=False))
+    if GRAD.enabled and any(t._requires_grad for t in tensors):
+        node = StackBackward0(tuple(edge(t) for t in tensors))
+        node.dim = d
+        record(node, result)
+    return result
+
+
+def hstack(tensors):
+    tensors = [as_tensor_arg(t) for t in tensors]
+    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
+
+
+class RepeatBackward0(Node):
+    __slots__ = ("in_shape", "repeats")
+
+    def apply(self, grads):
+        g = grads[0]
+        lead = len(self.repeats) - len(self.in_shape)
+        shape = (1,) * lead + tuple(self.in_shape)
+        # view the gradient as (r0, s0, r1, s1, ...) and sum the repeat axes
+        split = []
+        for r, s in zip(self.repeats, shape):
+            split += [r, s]
+        g = g.reshape(split).sum(tuple(range(0, 2 * len(shape), 2)))
+        return (g.reshape(self.in_shape),)
+
+
+def repeat(x: Tensor, *sizes) -> Tensor:
+    sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
+    if len(sizes) < x._data.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
+    result = wrap(np.tile(x._data, sizes))
+    if GRAD.enabled and x._requires_grad:
+        node = RepeatBackward0((edge(x),))
+        node.in_shape, node.repeats = x._data.shape, sizes
+        record(node, result)
+    return result
+
+
+def tile(x, dims):
+    dims = tuple(dims)
+    if len(dims) < x._data.ndim:
+        dims = (1,) * (x._data.ndim - len(dims)) + dims
+    return repeat(x, dims)
+
+
+class RepeatInterleaveBackward(Node):
+    __slots__ = ("dim", "repeats", "in_shape")
+
+    def name(self):
+        return "IndexSelectBackward0"
+
+    def apply(self, grads):
+        g = grads[0]
+        idx = np.repeat(np.arange(self.in_shape[self.dim]), self.repeats)
+        out = np.zeros(self.in_shape, dtype=g._data.dtype)
+        np.add.at(np.moveaxis(out, self.dim, 0), idx, np.moveaxis(g._data, self.dim, 0))
+        return (wrap(out),)
+
+
+def repeat_interleave(x, repeats, dim=None):
+    if dim is None:
+        x = x.reshape(-1)
+        dim = 0
+    d = _wrap_dim(dim, x._data.ndim)
+    reps = repeats._data if isinstance(repeats, Tensor) else repeats
+    result = wrap(np.repeat(x._data, reps, axis=d))
+    if GRAD.enabled and x._requires_grad:
+        node = RepeatInterleaveBackward((edge(x),))
+        node.dim, node.repeats, node.in_shape = d, reps, x._data.shape
+        record(node, result)
+    return result
+
+
+class FlipBackward0(Node):
+    __slots__ = ("dims",)
+
+    def apply(self, grads):
+        return (grads[0].flip(self.dims),)
+
+
+def flip(x: Tensor, dims) -> Tensor:
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims)
+    result = wrap(np.flip(x._data, dims).copy())
+    if GRAD.enabled and x._requires_grad:
+        node = FlipBackward0((edge(x),))
+        node.dims = dims
+        record(node, result)
+    return result
+
+
+def fliplr(x):
+    return flip(x, 1)
+
+
+def flipud(x):
+    return flip(x, 0)
+
+
+class RollBackward0(Node):
+    __slots__ = ("shifts", "dims")
+
+    def apply(self, grads):
+        neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
+        return (grads[0].roll(neg, self.dims),)
+
+
+def roll(x: Tensor, shifts, dims=None) -> Tensor:
+    if isinstance(shifts, list):
+        shifts = tuple(shifts)
+    if isinstance(dims, list):
+        dims = tuple(dims)
+    if dims is None:
+        result = wrap(np.roll(x._data.reshape(-1), shifts).reshape(x._data.shape))
+    else:
+        result = wrap(np.roll(x._data, shifts, dims))
+    if GRAD.enabled and x._requires_grad:
+        node = RollBackward0((edge(x),))
+        node.shifts, node.dims = shifts, dims
+        record(node, result)
+    return result
+
+
+class TrilBackward0(Node):
+    __slots__ = ("diagonal",)
+
+    def apply(self, grads):
+        return (grads[0].tril(self.diagonal),)
+
+
+class TriuBackward0(Node):
+    __slots__ = ("diagonal",)
+
+    def apply(self, grads):
+        return (grads[0].triu(self.diagonal),)
+
+
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    result = wrap(np.tril(x._data, diagonal))
+    if GRAD.enabled and x._requires_grad:
+        node = TrilBackward0((edge(x),))
+        node.diagonal = diagonal
+        record(node, result)
+    return result
+
+
+def triu(x: Tensor, diagonal: int = 0) -> Tensor:
+    result = wrap(np.triu(x._data, diagonal))
+    if GRAD.enabled and x._requires_grad:
+        node = TriuBackward0((edge(x),))
+        node.diagonal = diagonal
+        record(node, result)
+    return result
+
+
+class CloneBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        return (grads[0],)
+
+
+def clone(x: Tensor, *, memory_format=None) -> Tensor:
+    result = wrap(np.array(x._data, copy=True))
+    if GRAD.enabled and x._requires_grad:
+        record(CloneBackward0((edge(x),)), result)
+    return result
+
+
+def contiguous(x: Tensor, memory_format=None) -> Tensor:
+    if x._data.flags.c_contiguous:
+        return x
+    return clone(x)
+
+
+class ToCopyBackward0(Node):
+    __slots__ = ("dtype",)
+
+    def apply(self, grads):
+        return (grads[0].to(self.dtype),)
+
+
+def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
+    dt = _dtype.to_dtype(dtype)
+    if x._data.dtype == dt.np and not copy:
+        return x
+    data = x._data
+    if dt.np.kind in "iub" and data.dtype.kind == "f":
+        with np.errstate(invalid="ignore"):
+            new = data.astype(dt.np)
+    else:
+        new = data.astype(dt.np)
+    result = wrap(new)
+    if GRAD.enabled and x._requires_grad and dt.np.kind in "fc":
+        node = ToCopyBackward0((edge(x),))
+        node.dtype = _dtype.from_numpy_dtype(data.dtype)
+        record(node, result)
+    return result
+
+
+def to(x: Tensor, *args, **kwargs) -> Tensor:
+    """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; copy=, non_blocking= accepted."""
+    dtype = kwargs.pop("dtype", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    device = kwargs.pop("device", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {list(kwargs)}")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, _dtype.dtype) or (type(a).__name__ == "dtype"):
+            dtype = a
+        elif isinstance(a, (str,)) or type(a).__name__ == "device":
+            device = a
+        elif isinstance(a, bool):
+            pass
+        elif a is not None:
+            raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
+    if device is not None:
+        from .._device import device as _dev
+        _dev(device)  # raises for anything but the CPU
+    if dtype is None:
+        return clone(x) if copy else x
+    return to_dtype(x, dtype, copy)
+
+
+def type_as(x, other):
+    return to_dtype(x, other.dtype)

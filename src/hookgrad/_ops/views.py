@@ -1,0 +1,747 @@
+"""View ops (results share memory with their input) and in-place ops (which rewrite history).
+
+A view keeps ``_base`` (the tensor owning the memory) and shares its version counter. An
+in-place op on a view rewrites the base's history with a CopySlices node, exactly like torch,
+and the views' grad_fn is regenerated lazily (AsStridedBackward0) when their version moved on.
+"""
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from .._tensor import Tensor, _wrap_dim, wrap
+from ..autograd.graph import Node
+from ._base import GRAD, NONE_EDGE, edge, record, sum_to_shape
+
+
+def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
+    """A Tensor over ``data`` (a NumPy view of ``x``'s memory) registered as a view of ``x``."""
+    out = wrap(data)
+    out._base = x._base if x._base is not None else x
+    out._version_counter = x._version_counter
+    out._view_version = x._version_counter[0]
+    if node_cls is not None and GRAD.enabled and x._requires_grad:
+        node = node_cls((edge(x),))
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        record(node, out)
+    return out
+
+
+# ---- reshaping views --------------------------------------------------------------------------
+class ViewBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def apply(self, grads):
+        return (grads[0].reshape(self.in_shape),)
+
+
+def _infer_shape(shape, numel):
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _shape_args(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        return tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def view(x: Tensor, *shape) -> Tensor:
+    if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)) and not isinstance(shape[0], Tensor):
+        from .. import _dtype
+        return view_dtype(x, _dtype.to_dtype(shape[0]))
+    shape = _infer_shape(_shape_args(shape), x._data.size)
+    data = x._data
+    try:
+        new = data.view()
+        new.shape = shape  # raises instead of copying when the strides do not allow a view
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least one "
+                           "dimension spans across two contiguous subspaces). Use .reshape(...) instead.") from None
+    return make_view(x, new, ViewBackward0, in_shape=data.shape)
+
+
+def view_dtype(x, dt):
+    return make_view(x, x._data.view(dt.np))
+
+
+def reshape(x: Tensor, *shape) -> Tensor:
+    shape = _infer_shape(_shape_args(shape), x._data.size)
+    data = x._data
+    if data.shape == shape:
+        return view(x, shape)
+    try:
+        new = data.view()
+        new.shape = shape
+        return make_view(x, new, ViewBackward0, in_shape=data.shape)
+    except AttributeError:
+        # not expressible as a view: torch copies (clone) and then views the copy
+        return view(x.clone(), shape)
+
+
+def view_as(x, other):
+    return view(x, other._data.shape)
+
+
+def reshape_as(x, other):
+    return reshape(x, other._data.shape)
+
+
+def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
+    nd = x._data.ndim
+    if nd == 0:
+        return reshape(x, (1,))
+    s, e = _wrap_dim(start_dim, nd), _wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return x
+    shape = x._data.shape
+    return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
+
+
+def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim)
+    shape = x._data.shape
+    sizes = _infer_shape(tuple(sizes), shape[d])
+    return view(x, shape[:d] + sizes + shape[d + 1:])
+
+
+class SqueezeBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def apply(self, grads):
+        return (grads[0].reshape(self.in_shape),)
+
+
+class SqueezeBackward1(SqueezeBackward0):
+    __slots__ = ()
+
+
+class SqueezeBackward2(SqueezeBackward0):
+    __slots__ = ()
+
+
+def squeeze(x: Tensor, dim=None) -> Tensor:
+    shape = x._data.shape
+    if dim is None:
+        new = tuple(s for s in shape if s != 1)
+        node_cls = SqueezeBackward0
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = {_wrap_dim(d, len(shape)) for d in dims}
+        new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+        node_cls = SqueezeBackward1 if isinstance(dim, int) else SqueezeBackward2
+    return make_view(x, x._data.reshape(new), node_cls, in_shape=shape)
+
+
+class UnsqueezeBackward0(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        return (grads[0].squeeze(self.dim),)
+
+
+def unsqueeze(x: Tensor, dim: int) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim + 1)
+    return make_view(x, np.expand_dims(x._data, d), UnsqueezeBackward0, dim=d)
+
+
+# ---- permutations ---------------------------------------------------------------------------
+class PermuteBackward0(Node):
+    __slots__ = ("dims",)
+
+    def apply(self, grads):
+        return (grads[0].permute(tuple(np.argsort(self.dims))),)
+
+
+def permute(x: Tensor, *dims) -> Tensor:
+    dims = _shape_args(dims)
+    nd = x._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+                           f"the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not "
+                           f"equal to len(dims) = {len(dims)}")
+    dims = tuple(_wrap_dim(d, nd) for d in dims)
+    if len(set(dims)) != nd:
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return make_view(x, x._data.transpose(dims), PermuteBackward0, dims=dims)
+
+
+class TransposeBackward0(Node):
+    __slots__ = ("d0", "d1")
+
+    def apply(self, grads):
+        return (grads[0].transpose(self.d0, self.d1),)
+
+
+def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
+    nd = x._data.ndim
+    d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
+    return make_view(x, np.swapaxes(x._data, d0, d1), TransposeBackward0, d0=d0, d1=d1)
+
+
+swapaxes = swapdims = transpose
+
+
+class TBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        return (grads[0].t(),)
+
+
+def t(x: Tensor) -> Tensor:
+    if x._data.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x._data.ndim}D")
+    return make_view(x, x._data.T, TBackward0)
+
+
+def T_property(x: Tensor) -> Tensor:
+    nd = x._data.ndim
+    if nd < 2:
+        return x
+    return permute(x, tuple(range(nd - 1, -1, -1)))
+
+
+def mT_property(x: Tensor) -> Tensor:
+    if x._data.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    return transpose(x, -2, -1)
+
+
+def movedim(x: Tensor, source, destination) -> Tensor:
+    nd = x._data.ndim
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [_wrap_dim(s, nd) for s in src]
+    dst = [_wrap_dim(d, nd) for d in dst]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(x, tuple(order))
+
+
+moveaxis = movedim
+
+
+# ---- expand -----------------------------------------------------------------------------------
+class ExpandBackward0(Node):
+    __slots__ = ("in_shape",)
+
+    def apply(self, grads):
+        return (sum_to_shape(grads[0], self.in_shape),)
+
+
+def expand(x: Tensor, *sizes) -> Tensor:
+    sizes = _shape_args(sizes)
+    shape = x._data.shape
+    if len(sizes) < len(shape):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of sizes "
+                           f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
+                           f"tensor ({len(shape)})")
+    lead = len(sizes) - len(shape)
+    target = tuple(shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
+    for i, s in enumerate(shape):
+        if s != 1 and s != target[i + lead]:
+            raise RuntimeError(f"The expanded size of the tensor ({target[i + lead]}) must match the existing size "
+                               f"({s}) at non-singleton dimension {i + lead}.  Target sizes: {list(sizes)}.  "
+                               f"Tensor sizes: {list(shape)}")
+    if target == shape:
+        data = x._data.view()
+    else:
+        data = np.broadcast_to(x._data, target)
+    return make_view(x, data, ExpandBackward0, in_shape=shape)
+
+
+def expand_as(x, other):
+    return expand(x, other._data.shape)
+
+
+def broadcast_to(x, shape):
+    return expand(x, shape)
+
+
+# ---- slicing views ------------------------------------------------------------------------
+class _IndexScatterBackward(Node):
+    """Backward of a basic-index view: scatter the gradient into zeros of the input's shape."""
+
+    __slots__ = ("in_shape", "index", "dtype")
+
+    def apply(self, grads):
+        return (index_scatter(grads[0], self.in_shape, self.index),)
+
+
+class SelectBackward0(_IndexScatterBackward):
+    __slots__ = ()
+
+
+class SliceBackward0(_IndexScatterBackward):
+    __slots__ = ()
+
+
+class AliasBackward0(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        return (grads[0],)
+
+
+class IndexScatterNode(Node):
+    __slots__ = ("index",)
+
+    def name(self):
+        return "SelectBackwardBackward0"
+
+    def apply(self, grads):
+        return (grads[0][self.index],)
+
+
+def index_scatter(g: Tensor, shape, index) -> Tensor:
+    """zeros(shape) with ``g`` written at ``index`` (basic indexing); differentiable."""
+    buf = np.zeros(shape, dtype=g._data.dtype)
+    buf[index] = g._data
+    out = wrap(buf)
+    if GRAD.enabled and g._requires_grad:
+        node = IndexScatterNode((edge(g),))
+        node.index = index
+        record(node, out)
+    return out
+
+
+def select(x: Tensor, dim: int, index: int) -> Tensor:
+    nd = x._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _wrap_dim(dim, nd)
+    size = x._data.shape[d]
+    index = int(index)
+    if not -size <= index < size:
+        raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
+    idx = (slice(None),) * d + (index % size,)
+    return make_view(x, x._data[idx], SelectBackward0, in_shape=x._data.shape, index=idx)
+
+
+def slice_dim(x: Tensor, dim: int, start, stop, step=1) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim)
+    if step is not None and step <= 0:
+        raise ValueError("step must be greater than zero")
+    idx = (slice(None),) * d + (slice(start, stop, step),)
+    return make_view(x, x._data[idx], SliceBackward0, in_shape=x._data.shape, index=idx)
+
+
+def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
+    d = _wrap_dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    start = int(start)
+    if start < 0:
+        start += size
+    if start < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return slice_dim(x, d, start, start + length)
+
+
+def basic_index(x: Tensor, index: tuple) -> Tensor:
+    """``x[index]`` for ints, slices, None and Ellipsis: a chain of select/slice/unsqueeze views
+    in torch's order, so grad_fn and next_functions come out the same."""
+    nd = x._data.ndim
+    n_ellipsis = builtins.sum(1 for i in index if i is Ellipsis)
+    if n_ellipsis > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    consumed = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
+    if consumed > nd:
+        raise IndexError(f"too many indices for tensor of dimension {nd}")
+    out = x
+    dim = 0
+    touched = False
+    for item in index:
+        if item is Ellipsis:
+            dim += nd - consumed
+        elif item is None:
+            out = unsqueeze(out, dim)
+            dim += 1
+            touched = True
+        elif isinstance(item, slice):
+            size = out._data.shape[dim]
+            start, stop, step = item.indices(size)
+            if item.step is not None and item.step <= 0:
+                raise ValueError("step must be greater than zero")
+            if not (start == 0 and stop == size and step == 1):
+                out = slice_dim(out, dim, start, builtins.max(stop, start), step)
+                touched = True
+            dim += 1
+        else:
+            out = select(out, dim, int(item))
+            touched = True
+    if not touched:
+        return make_view(x, x._data.view(), AliasBackward0)
+    return out
+
+
+# ---- split / chunk / unbind (one node, several outputs) ------------------------------------------
+class SplitBackward0(Node):
+    __slots__ = ("dim", "sizes", "in_shape", "dtype", "_num_outputs")
+
+    def apply(self, grads):
+        parts = []
+        for g, size in zip(grads, self.sizes):
+            if g is None:
+                shape = list(self.in_shape)
+                shape[self.dim] = size
+                g = wrap(np.zeros(shape, dtype=self.dtype))
+            parts.append(g)
+        from .shape import cat
+        return (cat(parts, self.dim),)
+
+
+class SplitWithSizesBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnbindBackward0(Node):
+    __slots__ = ("dim", "in_shape", "dtype", "_num_outputs")
+
+    def apply(self, grads):
+        shape = list(self.in_shape)
+        del shape[self.dim]
+        parts = [g if g is not None else wrap(np.zeros(shape, dtype=self.dtype)) for g in grads]
+        from .shape import stack
+        return (stack(parts, self.dim),)
+
+
+def _multi_view(x, pieces, node):
+    outs = []
+    for data in pieces:
+        out = wrap(data)
+        out._base = x._base if x._base is not None else x
+        out._version_counter = x._version_counter
+        out._view_version = x._version_counter[0]
+        outs.append(out)
+    if node is not None:
+        node._num_outputs = len(outs)
+        record(node, *outs)
+    return tuple(outs)
+
+
+def split(x: Tensor, split_size_or_sections, dim: int = 0):
+    d = _wrap_dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
+        sizes = [builtins.min(step, size - i) for i in range(0, size, step)] if size else [0]
+        node_cls = SplitBackward0
+    else:
+        sizes = list(split_size_or_sections)
+        if builtins.sum(sizes) != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size "
+                               f"at dimension {d}), but got split_sizes={sizes}")
+        node_cls = SplitWithSizesBackward0
+    bounds = np.cumsum([0] + sizes)
+    pieces = [x._data[(slice(None),) * d + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:])]
+    node = None
+    if GRAD.enabled and x._requires_grad:
+        node = node_cls((edge(x),))
+        node.dim, node.sizes, node.in_shape, node.dtype = d, sizes, x._data.shape, x._data.dtype
+    return _multi_view(x, pieces, node)
+
+
+def chunk(x: Tensor, chunks: int, dim: int = 0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = _wrap_dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    step = -(-size // chunks) if size else 1
+    return split(x, step, d)
+
+
+def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
+    d = _wrap_dim(dim, x._data.ndim)
+    size = x._data.shape[d]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        sizes = [size // n + (1 if i < size % n else 0) for i in range(n)]
+    else:
+        idx = [0] + [builtins.min(builtins.max(int(i), 0), size) for i in indices_or_sections] + [size]
+        sizes = [builtins.max(b - a, 0) for a, b in zip(idx[:-1], idx[1:])]
+    return split(x, sizes, d)
+
+
+def unbind(x: Tensor, dim: int = 0):
+    d = _wrap_dim(dim, x._data.ndim)
+    pieces = [x._data[(slice(None),) * d + (i,)] for i in range(x._data.shape[d])]
+    node = None
+    if GRAD.enabled and x._requires_grad:
+        node = UnbindBackward0((edge(x),))
+        node.dim, node.in_shape, node.dtype = d, x._data.shape, x._data.dtype
+    return _multi_view(x, pieces, node)
+
+
+# ---- diagonal and as_strided ----------------------------------------------------------------
+class DiagonalBackward0(Node):
+    __slots__ = ("in_shape", "offset", "d1", "d2")
+
+    def apply(self, grads):
+        g = grads[0]
+        buf = np.zeros(self.in_shape, dtype=g._data.dtype)
+        view = _writable_diagonal(buf, self.offset, self.d1, self.d2)
+        view[...] = g._data
+        return (wrap(buf),)
+
+
+def _writable_diagonal(arr, offset, d1, d2):
+    diag = np.diagonal(arr, offset, d1, d2)
+    return np.lib.stride_tricks.as_strided(diag, diag.shape, diag.strides, writeable=True)
+
+
+def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
+    nd = x._data.ndim
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    data = _writable_diagonal(x._data, offset, d1, d2)
+    return make_view(x, data, DiagonalBackward0, in_shape=x._data.shape, offset=offset, d1=d1, d2=d2)
+
+
+def _span(a: np.ndarray):
+    """(lowest byte address, one past the highest) that ``a``'s elements occupy."""
+    ptr = a.__array_interface__["data"][0]
+    lo = hi = ptr
+    for n, s in zip(a.shape, a.strides):
+        if n == 0:
+            return ptr, ptr
+        if s < 0:
+            lo += (n - 1) * s
+        else:
+            hi += (n - 1) * s
+    return lo, hi + a.itemsize
+
+
+class Geometry:
+    """Where a view sits in its base's memory, replayable on another array shaped like the base."""
+
+    __slots__ = ("base_shape", "base_strides", "base_offset", "shape", "strides", "offset", "nbytes", "dtype")
+
+    def __init__(self, base: np.ndarray, view: np.ndarray):
+        lo, hi = _span(base)
+        self.base_shape, self.base_strides = base.shape, base.strides
+        self.base_offset = base.__array_interface__["data"][0] - lo
+        self.shape, self.strides = view.shape, view.strides
+        self.offset = view.__array_interface__["data"][0] - lo
+        self.nbytes = hi - lo
+        self.dtype = base.dtype
+
+    def buffers(self, dtype=None):
+        """A zero buffer laid out like the base: (array shaped like the base, the view into it)."""
+        dtype = self.dtype
+        raw = np.zeros(builtins.max(self.nbytes // dtype.itemsize, 1), dtype=dtype)
+        item = dtype.itemsize
+        whole = np.lib.stride_tricks.as_strided(raw[self.base_offset // item:], self.base_shape,
+                                                self.base_strides, writeable=True)
+        part = np.lib.stride_tricks.as_strided(raw[self.offset // item:], self.shape, self.strides,
+                                               writeable=True)
+        return whole, part
+
+
+class AsStridedBackward0(Node):
+    """Gradient of a view taken from its base's history (after in-place changes)."""
+
+    __slots__ = ("geometry",)
+
+    def apply(self, grads):
+        return (strided_scatter(grads[0], self.geometry),)
+
+
+class AsStridedScatterNode(Node):
+    __slots__ = ("geometry",)
+
+    def name(self):
+        return "AsStridedBackwardBackward0"
+
+    def apply(self, grads):
+        return (strided_gather(grads[0], self.geometry),)
+
+
+class AsStridedGatherNode(Node):
+    __slots__ = ("geometry",)
+
+    def name(self):
+        return "AsStridedBackward0"
+
+    def apply(self, grads):
+        return (strided_scatter(grads[0], self.geometry),)
+
+
+def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
+    """zeros shaped like the base, with ``g`` added at the view's place; differentiable."""
+    whole, part = geometry.buffers(g._data.dtype)
+    part += g._data
+    out = wrap(np.ascontiguousarray(whole))
+    if GRAD.enabled and g._requires_grad:
+        node = AsStridedScatterNode((edge(g),))
+        node.geometry = geometry
+        record(node, out)
+    return out
+
+
+def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
+    """The view's place read out of ``g`` (shaped like the base); differentiable."""
+    whole, part = geometry.buffers(g._data.dtype)
+    whole[...] = g._data
+    out = wrap(part.copy())
+    if GRAD.enabled and g._requires_grad:
+        node = AsStridedGatherNode((edge(g),))
+        node.geometry = geometry
+        record(node, out)
+    return out
+
+
+def as_strided_node(base: Tensor, view_tensor: Tensor) -> Node:
+    node = AsStridedBackward0((edge(base),))
+    node.geometry = Geometry(base._data, view_tensor._data)
+    return node
+
+
+def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
+    item = x._data.itemsize
+    base = x._data if x._base is None else x._base._data
+    offset = storage_offset if storage_offset is not None else (
+        x._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    start = np.lib.stride_tricks.as_strided(base.reshape(-1) if base.flags.c_contiguous else base.ravel(),
+                                            (base.size,), (item,))
+    data = np.lib.stride_tricks.as_strided(start[offset:], tuple(size), tuple(s * item for s in stride),
+                                           writeable=True)
+    out = make_view(x, data)
+    if GRAD.enabled and x._requires_grad:
+        node = AsStridedGatherNode((edge(x),))
+        node.geometry = Geometry(x._data, data)
+        record(node, out)
+    return out
+
+
+# ---- in-place ops -------------------------------------------------------------------------
+class CopySlices(Node):
+    """History of a base after an in-place op on one of its views: the op's node ``fn`` handles
+    the view's part of the gradient, the rest flows to the base's previous history."""
+
+    __slots__ = ("geometry", "fn")
+
+    def apply(self, grads):
+        g = grads[0]
+        if g is None:
+            return (None,) * len(self.next_functions)
+        whole, part = self.geometry.buffers(g._data.dtype)
+        whole[...] = g._data
+        view_grad = wrap(part.copy())
+        if GRAD.enabled and g._requires_grad:
+            view_grad = strided_gather(g, self.geometry)
+        res = self.fn.apply([view_grad])
+        if res[0] is None:
+            part[...] = 0
+        else:
+            part[...] = res[0]._data
+        base_grad = wrap(np.array(whole))
+        if GRAD.enabled and g._requires_grad:
+            # differentiable form: g with the view's part replaced
+            mask_geom = self.geometry
+            keep = strided_scatter(wrap(np.ones(mask_geom.shape, dtype=g._data.dtype)), mask_geom)
+            base_grad = g * (1 - keep) + (strided_scatter(res[0], mask_geom) if res[0] is not None else 0)
+        return (base_grad,) + tuple(res[1:])
+
+    def release_variables(self):
+        self.fn.release_variables()
+
+
+def check_inplace(x: Tensor) -> None:
+    if not GRAD.enabled:
+        return
+    if x._requires_grad and x._grad_fn is None and x._base is None:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    base = x._base
+    if base is not None and base._requires_grad and base._grad_fn is None and base._base is None:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+
+def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
+    """Run ``op(x, *args)`` out of place and write the result into ``x``, rewriting its history
+    (or its base's, for a view) the way torch does for ``x.op_(...)``."""
+    check_inplace(x)
+    from .._tensor import Tensor as _T
+    recording = GRAD.enabled and (x._requires_grad or builtins.any(
+        isinstance(a, _T) and a._requires_grad for a in args) or builtins.any(
+        isinstance(a, _T) and a._requires_grad for a in kwargs.values()))
+    if not recording:
+        prev = GRAD.enabled
+        GRAD.enabled = False
+        try:
+            result = op(x, *args, **kwargs)
+        finally:
+            GRAD.enabled = prev
+        _write(x, result._data)
+        return x
+    # the op sees x's current value and history, in storage the write below will not touch
+    alias = wrap(x._data.copy() if saves_self else x._data)
+    alias._version_counter = [0] if saves_self else x._version_counter
+    if x._requires_grad:
+        alias._grad_fn = x.grad_fn
+        alias._output_nr = x._output_nr
+        alias._requires_grad = True
+        alias._accumulator = x._accumulator
+    result = op(alias, *args, **kwargs)
+    node = result._grad_fn
+    if not saves_self:
+        # the alias shared x's version counter: this write must not invalidate what op saved of args
+        pass
+    _write(x, result._data)
+    if node is None:
+        return x
+    if x._base is None:
+        x._after_inplace(node)
+    else:
+        base = x._base
+        cs = CopySlices((edge(base),) + node.next_functions[1:])
+        cs.geometry = Geometry(base._data, x._data)
+        cs.fn = node
+        base._grad_fn = cs
+        base._output_nr = 0
+        base._requires_grad = True
+        base._backward_hooks = None
+        base._view_version = base._version_counter[0]
+        x._requires_grad = True
+    return x
+
+
+def _write(x: Tensor, data: np.ndarray) -> None:
+    target = x._data
+    if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
+        from .. import _dtype
+        raise RuntimeError(f"result type {_dtype.from_numpy_dtype(data.dtype).name.capitalize()} can't be cast to "
+                           f"the desired output type {_dtype.from_numpy_dtype(target.dtype).name.capitalize()}")
+    if data.shape != target.shape:
+        try:
+            data = np.broadcast_to(data, target.shape)
+        except ValueError:
+            raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast shape "
+                               f"{list(data.shape)}") from None
+    if not target.flags.writeable:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    np.copyto(target, data, casting="unsafe")
+    x._version_counter[0] += 1

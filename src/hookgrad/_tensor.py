@@ -1,0 +1,498 @@
+"""Tensor: a NumPy ndarray plus the autograd metadata PyTorch users expect.
+
+The arithmetic lives in ``_ops``; this module holds the class, its metadata (grad, grad_fn,
+version counter, view base, hooks) and the methods that are about the tensor itself rather
+than about an operation. Operation methods are attached by ``_ops/__init__.py``.
+"""
+from __future__ import annotations
+
+import builtins
+from collections import OrderedDict
+
+import numpy as np
+
+from . import _dtype
+from ._device import device as _device_cls, CPU
+from ._dtype import Size
+from .autograd import grad_mode
+from .autograd.graph import AccumulateGrad, Node
+from .utils.hooks import RemovableHandle
+
+_GRAD = grad_mode.STATE
+
+
+class Tensor:
+    """An n-dimensional array with autograd. See the README for what differs from torch (little)."""
+
+    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
+                 "_base", "_view_version", "_backward_hooks", "_post_accumulate_grad_hooks",
+                 "_accumulator", "_retains_grad", "__weakref__", "__dict__")
+
+    # -- construction -------------------------------------------------------------------------
+    def __new__(cls, *args, **kwargs):
+        self = object.__new__(cls)
+        _init(self, np.empty(0, dtype=_dtype.get_default_dtype().np))
+        return self
+
+    def __init__(self, *args, **kwargs):
+        # ``hookgrad.Tensor(2, 3)`` is an uninitialized 2x3 tensor, ``Tensor([1, 2])`` a float tensor
+        if kwargs:
+            raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
+        if len(args) == 1 and not isinstance(args[0], (builtins.int, np.integer)):
+            self._data = np.asarray(_to_array(args[0]), dtype=_dtype.get_default_dtype().np)
+        elif args:
+            self._data = np.zeros(tuple(args), dtype=_dtype.get_default_dtype().np)
+
+    # -- metadata ----------------------------------------------------------------------------
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def dtype(self):
+        return _dtype.from_numpy_dtype(self._data.dtype)
+
+    @property
+    def device(self):
+        return CPU
+
+    is_cuda = False
+    is_sparse = False
+    is_quantized = False
+    is_meta = False
+    layout = "torch.strided"
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    ndimension = dim
+
+    def numel(self) -> int:
+        return self._data.size
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self._data.nbytes
+
+    def stride(self, dim=None):
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return self._data.flags.c_contiguous
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f"
+
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0]
+
+    def get_device(self) -> int:
+        return -1
+
+    def type(self, dtype=None):
+        if dtype is None:
+            return _LEGACY_TYPE_NAMES.get(self._data.dtype.name, "torch.Tensor")
+        if isinstance(dtype, str) and dtype in _LEGACY_TYPES:
+            dtype = _LEGACY_TYPES[dtype]
+        return self.to(dtype)
+
+    # -- autograd metadata ----------------------------------------------------------------------
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value) -> None:
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        requires_grad = builtins.bool(requires_grad)
+        if self._grad_fn is not None and not requires_grad:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
+                               "use a computed variable in a subgraph that doesn't require differentiation "
+                               "use var_no_grad = var.detach().")
+        if requires_grad and self._data.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        self._requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        fn = self._grad_fn
+        if self._base is not None and self._view_version != self._version_counter[0]:
+            fn = self._regenerate_view_grad_fn()
+        return fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def grad(self):
+        if self._grad_fn is not None and not self._retains_grad and _warn_nonleaf_grad[0]:
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+                "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value._data.shape != self._data.shape:
+                raise RuntimeError(f"assigned grad has data of a different size: expected "
+                                   f"{list(self._data.shape)}, got {list(value._data.shape)}")
+            if value._data.dtype != self._data.dtype:
+                raise RuntimeError(f"assigned grad has data of a different type: expected "
+                                   f"{self.type()}, got {value.type()}")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def _version(self) -> int:
+        return self._version_counter[0]
+
+    def _bump_version(self) -> None:
+        self._version_counter[0] += 1
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    @property
+    def data(self) -> "Tensor":
+        out = wrap(self._data)
+        out._version_counter = self._version_counter
+        return out
+
+    @data.setter
+    def data(self, value: "Tensor") -> None:
+        self._data = value._data
+
+    def _is_view(self) -> bool:
+        return self._base is not None
+
+    def _edge(self):
+        """(node, output_nr) where this tensor's gradient enters the graph."""
+        fn = self.grad_fn
+        if fn is not None:
+            return fn, self._output_nr
+        if self._requires_grad:
+            return self._grad_accumulator(), 0
+        return None, 0
+
+    def _grad_accumulator(self) -> AccumulateGrad:
+        ref = self._accumulator
+        acc = ref() if ref is not None else None
+        if acc is None:
+            import weakref
+            acc = AccumulateGrad(self)
+            self._accumulator = weakref.ref(acc)
+        return acc
+
+    def _set_grad_fn(self, node: Node, output_nr: int = 0) -> None:
+        self._grad_fn = node
+        self._output_nr = output_nr
+        self._requires_grad = True
+
+    def _regenerate_view_grad_fn(self):
+        """After an in-place change through the base (or another view), this view's gradient comes
+        from the base's new history: torch gives it an AsStridedBackward0 node, and so do we."""
+        from ._ops.views import as_strided_node
+        self._view_version = self._version_counter[0]
+        base = self._base
+        if base._requires_grad:
+            self._grad_fn = as_strided_node(base, self)
+            self._requires_grad = True
+            self._backward_hooks = None
+        return self._grad_fn
+
+    # -- hooks ------------------------------------------------------------------------------
+    def register_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(grad)`` when this tensor's gradient is computed; a returned tensor replaces it."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if not callable(hook):
+            raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
+        if self._backward_hooks is None:
+            self._backward_hooks = OrderedDict()
+            fn = self.grad_fn
+            if fn is not None:
+                fn._add_tensor_hooks(self._output_nr, self._backward_hooks)
+        handle = RemovableHandle(self._backward_hooks)
+        self._backward_hooks[handle.id] = hook
+        return handle
+
+    def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
+        """Run ``hook(tensor)`` after a gradient has been accumulated into this leaf's ``.grad``."""
+        if not self._requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = OrderedDict()
+        handle = RemovableHandle(self._post_accumulate_grad_hooks)
+        self._post_accumulate_grad_hooks[handle.id] = hook
+        return handle
+
+    def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in ``.grad`` (a no-op on leaves)."""
+        if not self._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        fn = self.grad_fn
+        if fn is None or self._retains_grad:
+            return
+        self._install_retain_grad(fn)
+
+    def _install_retain_grad(self, fn) -> None:
+        import weakref
+        ref = weakref.ref(self)
+
+        def retain(grad):
+            t = ref()
+            if t is None or grad is None:
+                return
+            if t._grad is None:
+                t._grad = wrap(grad._data.copy()) if not _GRAD.enabled else grad.clone()
+            else:
+                t._grad = t._grad + grad
+
+        if fn._retains_grad_hooks is None:
+            fn._retains_grad_hooks = {}
+        fn._retains_grad_hooks[self._output_nr] = retain
+        self._retains_grad = True
+
+    def _after_inplace(self, node: Node) -> None:
+        """History bookkeeping when an in-place op rewrote this (non-view) tensor."""
+        old = self._grad_fn
+        self._grad_fn = node
+        self._output_nr = 0
+        self._requires_grad = True
+        # hooks registered from now on belong to the new node; old ones stay with the old node
+        self._backward_hooks = None
+        if self._retains_grad and old is not None and old._retains_grad_hooks:
+            hook = old._retains_grad_hooks.pop(self._output_nr, None)
+            if hook is not None:
+                if node._retains_grad_hooks is None:
+                    node._retains_grad_hooks = {}
+                node._retains_grad_hooks[0] = hook
+
+    # -- autograd entry points --------------------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> "Tensor":
+        out = wrap(self._data)
+        out._version_counter = self._version_counter
+        return out
+
+    def detach_(self) -> "Tensor":
+        if self._base is not None and self._base._requires_grad:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._grad_fn = None
+        self._requires_grad = False
+        self._output_nr = 0
+        return self
+
+    # -- conversion ------------------------------------------------------------------------
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is not None:
+            return self._data.astype(dtype, copy=False)
+        return self._data
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    def cuda(self, *args, **kwargs):
+        raise RuntimeError("hookgrad runs on the CPU only: CUDA is not available")
+
+    def __len__(self) -> int:
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return builtins.bool(self._data.reshape(()))
+
+    def __float__(self) -> float:
+        return builtins.float(self.item())
+
+    def __int__(self) -> int:
+        return builtins.int(self.item())
+
+    def __index__(self) -> int:
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return builtins.int(self.item())
+
+    def __complex__(self):
+        return complex(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce_ex__(self, protocol):
+        from .utils.hooks import warn_if_has_hooks
+        warn_if_has_hooks(self)
+        return (_rebuild_tensor, (self._data.copy(), self._requires_grad, type(self)))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support the "
+                               "deepcopy protocol at the moment. If you were attempting to deepcopy a "
+                               "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                               "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        out = type(self).__new__(type(self))
+        _init(out, self._data.copy())
+        out._requires_grad = self._requires_grad
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        if self.__dict__:
+            import copy
+            out.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = out
+        return out
+
+    def __repr__(self, *, tensor_contents=None) -> str:
+        from ._format import format_tensor
+        return format_tensor(self)
+
+    __str__ = __repr__
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __dir__(self):
+        return sorted(set(object.__dir__(self)) - {"__dict__"})
+
+    # numpy must defer to our reflected operators (``ndarray * Tensor`` -> Tensor.__rmul__)
+    __array_priority__ = 1000
+
+
+_warn_nonleaf_grad = [True]
+
+
+def _init(t: Tensor, data: np.ndarray) -> None:
+    t._data = data
+    t._requires_grad = False
+    t._grad_fn = None
+    t._grad = None
+    t._output_nr = 0
+    t._version_counter = [0]
+    t._base = None
+    t._view_version = 0
+    t._backward_hooks = None
+    t._post_accumulate_grad_hooks = None
+    t._accumulator = None
+    t._retains_grad = False
+
+
+def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
+    """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
+    t = object.__new__(Tensor)
+    t._data = data
+    t._requires_grad = requires_grad
+    t._grad_fn = None
+    t._grad = None
+    t._output_nr = 0
+    t._version_counter = [0]
+    t._base = None
+    t._view_version = 0
+    t._backward_hooks = None
+    t._post_accumulate_grad_hooks = None
+    t._accumulator = None
+    t._retains_grad = False
+    return t
+
+
+def _rebuild_tensor(data, requires_grad, cls=Tensor):
+    t = object.__new__(cls)
+    _init(t, data)
+    t._requires_grad = requires_grad
+    return t
+
+
+def _wrap_dim(dim, ndim: int) -> int:
+    n = builtins.max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n if ndim else 0
+
+
+def _to_array(obj):
+    """Nested sequences that may contain tensors -> ndarray (dtype decided by the caller)."""
+    if isinstance(obj, Tensor):
+        return obj._data
+    if isinstance(obj, (list, tuple)):
+        if obj and any(isinstance(x, Tensor) for x in obj):
+            return np.array([_to_array(x) for x in obj])
+    return obj
+
+
+_LEGACY_TYPE_NAMES = {
+    "float32": "torch.FloatTensor", "float64": "torch.DoubleTensor", "float16": "torch.HalfTensor",
+    "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
+    "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
+    "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
+}
+_LEGACY_TYPES = {v: k for k, v in _LEGACY_TYPE_NAMES.items()}
+_LEGACY_TYPES.update({v.replace("torch.", "hookgrad."): k for k, v in _LEGACY_TYPE_NAMES.items()})

@@ -1,0 +1,58 @@
+"""Anomaly detection: record each node's forward stack, and fail fast on NaN gradients."""
+from __future__ import annotations
+
+import warnings
+
+from .graph import _anomaly_state
+
+
+def is_anomaly_enabled() -> bool:
+    return _anomaly_state.enabled
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    return _anomaly_state.check_nan
+
+
+class detect_anomaly:
+    """Inside, a backward node that returns NaN raises RuntimeError naming it, and a warning shows
+    the forward stack trace of the op that created it. Usable as a decorator too."""
+
+    def __init__(self, check_nan: bool = True):
+        self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime and should only be "
+                      "enabled for debugging.", UserWarning, stacklevel=2)
+
+    def __enter__(self):
+        self._prev = (_anomaly_state.enabled, _anomaly_state.check_nan)
+        _anomaly_state.enabled = True
+        _anomaly_state.check_nan = self.check_nan
+
+    def __exit__(self, *exc):
+        _anomaly_state.enabled, _anomaly_state.check_nan = self._prev
+        return False
+
+    def __call__(self, fn):
+        import functools
+
+        @functools.wraps(fn)
+        def wrapper(*a, **kw):
+            with self:
+                return fn(*a, **kw)
+        return wrapper
+
+
+class set_detect_anomaly:
+    """Switch anomaly detection on or off (immediately, or for a ``with`` block)."""
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._prev = (_anomaly_state.enabled, _anomaly_state.check_nan)
+        _anomaly_state.enabled = bool(mode)
+        _anomaly_state.check_nan = check_nan
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        _anomaly_state.enabled, _anomaly_state.check_nan = self._prev
+        return False

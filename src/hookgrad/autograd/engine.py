@@ -1,0 +1,345 @@
+"""The backward executor.
+
+It follows torch's engine step for step so that hooks fire in the same order:
+1. count, for every node reachable from the roots, how many edges point at it;
+2. when only some tensors' gradients are wanted (``inputs=`` / ``autograd.grad``), mark the nodes
+   that lie on a path to them; others are skipped, and the wanted gradients are captured;
+3. run ready nodes from a max-heap keyed by sequence number (newest node first; AccumulateGrad
+   before all), a heap that breaks ties exactly like ``std::priority_queue`` does, so that event
+   logs match torch's line for line;
+4. per node: tensor hooks, retain_grad hooks, node pre-hooks, the backward, node post-hooks.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from . import grad_mode
+from .graph import _FREED_MESSAGE, _anomaly_state  # noqa: F401  (re-exported for error paths)
+
+_task_stack: list = []
+
+
+def current_task():
+    """The backward pass now running (None outside backward)."""
+    return _task_stack[-1] if _task_stack else None
+
+
+# ---- a binary heap with libstdc++'s exact push/pop algorithms -----------------------------------
+def _heap_push(heap: list, item) -> None:
+    heap.append(item)
+    hole = len(heap) - 1
+    seq = item[0]
+    while hole > 0:
+        parent = (hole - 1) // 2
+        if not heap[parent][0] < seq:
+            break
+        heap[hole] = heap[parent]
+        hole = parent
+    heap[hole] = item
+
+
+def _heap_pop(heap: list):
+    top = heap[0]
+    last = heap.pop()
+    n = len(heap)
+    if n == 0:
+        return top
+    # __adjust_heap: move the hole from the root down to a leaf along the larger children ...
+    hole = 0
+    child = hole
+    while child < (n - 1) // 2:
+        child = 2 * (child + 1)
+        if heap[child][0] < heap[child - 1][0]:
+            child -= 1
+        heap[hole] = heap[child]
+        hole = child
+    if (n & 1) == 0 and child == (n - 2) // 2:
+        child = 2 * (child + 1)
+        heap[hole] = heap[child - 1]
+        hole = child - 1
+    # ... then __push_heap the former last element back up from there
+    seq = last[0]
+    while hole > 0:
+        parent = (hole - 1) // 2
+        if not heap[parent][0] < seq:
+            break
+        heap[hole] = heap[parent]
+        hole = parent
+    heap[hole] = last
+    return top
+
+
+class GraphTask:
+    """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
+
+    __slots__ = ("keep_graph", "create_graph", "exec_info", "captures", "captured", "__weakref__")
+
+    def __init__(self, keep_graph, create_graph):
+        self.keep_graph = keep_graph
+        self.create_graph = create_graph
+        self.exec_info = None      # None: run everything; else {node: needed?}
+        self.captures = None       # {node: [(output_nr, capture index), ...]}
+        self.captured = None
+
+    def will_execute(self, tensor) -> bool:
+        node, _ = tensor._edge()
+        return self.exec_info is None or node in self.exec_info
+
+    def __repr__(self):
+        return f"<GraphTask at {id(self):#x}>"
+
+
+def _compute_dependencies(roots):
+    deps = {}
+    seen = set()
+    stack = [n for n in roots if n is not None]
+    seen.update(stack)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return deps
+
+
+def _mark_needed(roots, targets) -> dict:
+    """{node: needed} for nodes from which some target node is reachable (targets included)."""
+    memo = {}
+    targets = set(targets)
+    for root in roots:
+        if root is None or root in memo:
+            continue
+        # iterative post-order DFS
+        stack = [(root, iter(root.next_functions))]
+        memo[root] = root in targets
+        while stack:
+            node, it = stack[-1]
+            advanced = False
+            for nxt, _ in it:
+                if nxt is None:
+                    continue
+                if nxt not in memo:
+                    memo[nxt] = nxt in targets
+                    stack.append((nxt, iter(nxt.next_functions)))
+                    advanced = True
+                    break
+                if memo[nxt]:
+                    memo[node] = True
+            if not advanced:
+                stack.pop()
+                if stack and memo[node]:
+                    memo[stack[-1][0]] = True
+    return {n: True for n, needed in memo.items() if needed}
+
+
+def _check_hook_result(hook, old, new):
+    from .._tensor import Tensor
+    if new is None:
+        return old
+    if not isinstance(new, Tensor):
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
+    if old is not None:
+        name = getattr(hook, "__name__", repr(hook))
+        if new.dtype is not old.dtype:
+            raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.type()} got {new.type()})")
+        if new.shape != old.shape:
+            raise RuntimeError(f"hook '{name}' has changed the size of value")
+    return new
+
+
+def _call_tensor_pre_hooks(node, grads):
+    if node._tensor_pre_hooks:
+        for nr, hooks in node._tensor_pre_hooks:
+            for hook in tuple(hooks.values()):
+                grads[nr] = _check_hook_result(hook, grads[nr], hook(grads[nr]))
+    if type(node).__name__ == "AccumulateGrad":
+        hooks = node.variable._backward_hooks
+        if hooks:
+            for hook in tuple(hooks.values()):
+                grads[0] = _check_hook_result(hook, grads[0], hook(grads[0]))
+    if node._retains_grad_hooks:
+        for nr, hook in tuple(node._retains_grad_hooks.items()):
+            hook(grads[nr])
+    return grads
+
+
+def _check_count(hook, got, expected):
+    if got != expected:
+        name = getattr(hook, "__name__", repr(hook))
+        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values "
+                           f"(got {got}, but expected {expected})")
+
+
+def _call_pre_hooks(node, grads):
+    for hook in tuple(node._pre_hooks.values()):
+        result = hook(tuple(grads))
+        if result is not None:
+            if not isinstance(result, (tuple, list)):
+                raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
+            _check_count(hook, len(result), len(grads))
+            grads = [_check_hook_result(hook, old, new) for old, new in zip(grads, result)]
+    return grads
+
+
+def _call_post_hooks(node, outputs, grads):
+    inputs_tuple = tuple(grads)
+    for hook in tuple(node._post_hooks.values()):
+        result = hook(tuple(outputs), inputs_tuple)
+        if result is not None:
+            if not isinstance(result, (tuple, list)):
+                raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
+            _check_count(hook, len(result), len(outputs))
+            outputs = [_check_hook_result(hook, old, new) for old, new in zip(outputs, result)]
+    return outputs
+
+
+def _check_nan(node, outputs):
+    for i, g in enumerate(outputs):
+        if g is not None and g._data.dtype.kind in "fc" and np.isnan(g._data).any():
+            trace = node._anomaly_trace
+            if trace:
+                import warnings
+                warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}",
+                              RuntimeWarning, stacklevel=3)
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+def _count_outputs(node) -> int:
+    return getattr(node, "_num_outputs", 1)
+
+
+def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True):
+    """Run a backward pass from ``roots`` (edges) seeded with ``root_grads``.
+
+    ``inputs``: edges whose gradients are wanted. With ``accumulate`` (``.backward``) those nodes
+    run and accumulate; without (``autograd.grad``) their gradients are captured and returned.
+    """
+    task = GraphTask(keep_graph, create_graph)
+    root_nodes = [node for node, _ in roots]
+    deps = _compute_dependencies(root_nodes)
+
+    if inputs is not None:
+        targets = []
+        if not accumulate:
+            task.captures = {}
+            task.captured = [None] * len(inputs)
+        for i, (node, nr) in enumerate(inputs):
+            if node is None:
+                continue
+            targets.append(node)
+            if not accumulate:
+                task.captures.setdefault(node, []).append((nr, i))
+        needed = _mark_needed(root_nodes, targets)
+        if not accumulate:
+            # capture-only nodes are visited (for their hooks) but not run unless on a path
+            for node in task.captures:
+                needed.setdefault(node, False)
+        task.exec_info = needed
+
+    buffers = {}
+    for (node, nr), grad in zip(roots, root_grads):
+        if node is None:
+            continue
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * _count_outputs(node)
+        buf[nr] = grad if buf[nr] is None else buf[nr] + grad
+
+    heap = []
+    for node in dict.fromkeys(root_nodes):
+        if node is not None and deps.get(node, 0) == 0:
+            if task.exec_info is not None and node not in task.exec_info:
+                continue
+            _heap_push(heap, (node._seq, node))
+
+    prev_mode = grad_mode.STATE.enabled
+    grad_mode.STATE.enabled = create_graph
+    _task_stack.append(task)
+    try:
+        while heap:
+            _, node = _heap_pop(heap)
+            grads = buffers.pop(node, None) or [None] * _count_outputs(node)
+            outputs = _evaluate(task, node, grads)
+            if outputs is None:
+                continue
+            for (nxt, nr), g in zip(node.next_functions, outputs):
+                if nxt is None:
+                    continue
+                remaining = deps[nxt] - 1
+                deps[nxt] = remaining
+                if task.exec_info is not None and nxt not in task.exec_info:
+                    continue
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * _count_outputs(nxt)
+                if g is not None:
+                    buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
+                if remaining == 0:
+                    _heap_push(heap, (nxt._seq, nxt))
+    finally:
+        _task_stack.pop()
+        grad_mode.STATE.enabled = prev_mode
+    return task.captured
+
+
+def _accumulate_buffer(old, new):
+    return old + new
+
+
+def _evaluate(task, node, grads):
+    """Run one node with its hooks; return the gradients for its next edges (None: skip)."""
+    exec_info = task.exec_info
+    if exec_info is not None:
+        needed = exec_info[node]
+        if not needed:
+            grads = _call_tensor_pre_hooks(node, grads)
+        captures = task.captures.get(node) if task.captures else None
+        if captures:
+            for nr, index in captures:
+                task.captured[index] = grads[nr]
+        if not needed:
+            return None
+    grads = _call_tensor_pre_hooks(node, grads)
+    if node._pre_hooks:
+        grads = _call_pre_hooks(node, grads)
+    outputs = node.apply(grads)
+    if node._post_hooks:
+        outputs = _call_post_hooks(node, outputs, grads)
+    if not task.keep_graph:
+        node.release_variables()
+    if outputs and _anomaly_state.enabled and _anomaly_state.check_nan:
+        _check_nan(node, outputs)
+    return outputs
+
+
+def accumulate_into_grad(var, grad) -> None:
+    """Add ``grad`` into ``var.grad`` as torch's AccumulateGrad does.
+
+    The first gradient is adopted without a copy when nothing else can see its storage (the same
+    reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
+    """
+    from .._tensor import wrap
+    current = var.grad
+    if grad_mode.STATE.enabled:
+        # create_graph: the gradient keeps its own graph, so accumulate out of place
+        var.grad = grad if current is None else current + grad
+        return
+    data = grad._data
+    if current is None:
+        # refs to grad: the engine's list, apply()'s local, our argument, getrefcount's argument
+        private = (sys.getrefcount(grad) <= 4 and sys.getrefcount(data) <= 3 and data.base is None
+                   and data.flags.writeable and grad.grad_fn is None)
+        var.grad = wrap(data if private else data.copy())
+        return
+    cur = current._data
+    if cur.shape == data.shape and cur.flags.writeable:
+        np.add(cur, data, out=cur, casting="unsafe")
+        current._bump_version()
+    else:
+        var.grad = wrap(cur + data)

@@ -1,0 +1,259 @@
+"""User-defined differentiable ops: ``class MyOp(Function)`` with ``forward``/``backward``.
+
+The node that a Function records is also its ``ctx`` (as in torch), and it is an ordinary
+``Node``: the engine runs it, and every hook works on it, exactly as on built-in ops.
+"""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+from . import grad_mode
+from .graph import Node
+
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
+
+
+class FunctionCtx:
+    """What ``forward`` (or ``setup_context``) uses to pass state to ``backward``."""
+
+    def save_for_backward(self, *tensors) -> None:
+        self.to_save = tensors
+
+    def save_for_forward(self, *tensors) -> None:
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *tensors) -> None:
+        self.dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors) -> None:
+        self.non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool) -> None:
+        self.materialize_grads = bool(value)
+
+
+class BackwardCFunction(Node, FunctionCtx):
+    """The node (and ctx) of one call of a custom Function."""
+
+    # a plain class attribute dict: ctx objects take arbitrary attributes
+    _forward_cls = None
+
+    def __init__(self, next_functions=()):
+        Node.__init__(self, next_functions)
+        self.materialize_grads = True
+        self.to_save = None
+        self.dirty_tensors = ()
+        self.non_differentiable = ()
+
+    def name(self) -> str:
+        return type(self).__name__
+
+    @property
+    def saved_tensors(self):
+        return self.saved()
+
+    @property
+    def saved_variables(self):
+        return self.saved()
+
+    def apply(self, grads):
+        cls = self._forward_cls
+        if self.materialize_grads:
+            grads = [g if g is not None or meta is None else _zeros(meta) for g, meta in zip(grads, self._output_meta)]
+        prev = grad_mode.STATE.enabled
+        if getattr(cls.backward, "_once_differentiable", False):
+            grad_mode.STATE.enabled = False
+        try:
+            result = cls.backward(self, *grads)
+        finally:
+            grad_mode.STATE.enabled = prev
+        if not isinstance(result, tuple):
+            result = (result,)
+        n_args = len(self._arg_is_tensor)
+        if len(result) != n_args:
+            if len(result) > n_args and all(r is None for r in result[n_args:]):
+                result = result[:n_args]
+            else:
+                raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
+                                   f"(expected {n_args}, got {len(result)})")
+        from .._tensor import Tensor
+        out = []
+        for i, (g, is_tensor) in enumerate(zip(result, self._arg_is_tensor)):
+            if not is_tensor:
+                if g is not None:
+                    raise RuntimeError(f"function {self.name()} returned a gradient different than None at position "
+                                       f"{i + 1}, but the corresponding forward input was not a Variable")
+                continue
+            if g is not None:
+                if not isinstance(g, Tensor):
+                    raise TypeError(f"function {self.name()} returned a gradient of type {type(g).__name__} at "
+                                    f"position {i + 1}; expected a Tensor or None")
+                g = _validate_grad(self, i, g, self._input_meta[len(out)])
+            out.append(g)
+        return tuple(out)
+
+
+def _zeros(meta):
+    from .._tensor import wrap
+    return wrap(np.zeros(meta[0], dtype=meta[1]))
+
+
+def _validate_grad(node, index, g, meta):
+    shape, dtype = meta
+    if g._data.shape != shape:
+        try:
+            from .._ops._base import sum_to_shape
+            if np.broadcast_shapes(shape, g._data.shape) != g._data.shape:
+                raise ValueError
+            g = sum_to_shape(g, shape)
+        except ValueError:
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
+                               f"{list(g._data.shape)} but expected shape compatible with {list(shape)}") from None
+    if g._data.dtype != dtype:
+        from .. import _dtype
+        g = g.to(_dtype.from_numpy_dtype(dtype))
+    return g
+
+
+class _FunctionMeta(type):
+    """Gives every Function subclass its own node class, named ``<Name>Backward`` as in torch."""
+
+    def __init__(cls, name, bases, attrs):
+        backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+        cls._backward_cls = backward_cls
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=_FunctionMeta):
+    """Base class for custom autograd ops. Subclasses define static ``forward(ctx, *args)`` (or
+    ``forward(*args)`` plus ``setup_context(ctx, inputs, output)``) and ``backward(ctx, *grads)``,
+    and are called through ``apply``."""
+
+    generate_vmap_rule = False
+
+    def __init__(self, *args, **kwargs):
+        import warnings
+        warnings.warn(f"{type(self)} should not be instantiated. Methods on autograd functions are all static, so "
+                      "you should invoke them on the class itself. Instantiating an autograd function will raise "
+                      "an error in a future version of PyTorch.", DeprecationWarning, stacklevel=2)
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use new-style "
+                           "autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
+    @staticmethod
+    def forward(*args, **kwargs):
+        raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for your custom "
+                                  "autograd.Function to use it with backward mode AD.")
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        from .._tensor import Tensor, wrap
+        from .._ops._base import edge
+        from .graph import SavedTensor
+
+        tensor_args = [a for a in args if isinstance(a, Tensor)]
+        recording = grad_mode.STATE.enabled and any(t._requires_grad for t in tensor_args)
+        node = cls._backward_cls(tuple(edge(t) for t in tensor_args) if recording else ())
+        node._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
+        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and grad_mode.STATE.enabled
+                                      for a in args)
+        node._input_meta = [(t._data.shape, t._data.dtype) for t in tensor_args]
+
+        custom_setup = "setup_context" in _defining_attrs(cls)
+        prev = grad_mode.STATE.enabled
+        grad_mode.STATE.enabled = False
+        try:
+            if custom_setup:
+                outputs = cls.forward(*args, **kwargs)
+            else:
+                outputs = cls.forward(node, *args, **kwargs)
+        finally:
+            grad_mode.STATE.enabled = prev
+        if custom_setup:
+            cls.setup_context(node, args, outputs)
+
+        single = not isinstance(outputs, tuple)
+        outs = (outputs,) if single else outputs
+        dirty = {id(t) for t in node.dirty_tensors}
+        non_diff = {id(t) for t in node.non_differentiable}
+        inputs_by_id = {id(t): t for t in tensor_args}
+        wrapped = []
+        node._output_meta = []
+        for i, o in enumerate(outs):
+            if not isinstance(o, Tensor):
+                wrapped.append(o)
+                node._output_meta.append(None)
+                continue
+            node._output_meta.append((o._data.shape, o._data.dtype))
+            if id(o) in inputs_by_id and id(o) not in dirty:
+                # returning an input unchanged: the caller gets a new tensor object on the same data
+                alias = wrap(o._data)
+                alias._version_counter = o._version_counter
+                o = alias
+            if recording and id(o) not in non_diff and o._data.dtype.kind in "fc":
+                if id(o) in dirty:
+                    from .._ops.views import check_inplace
+                    check_inplace(o)
+                    o._version_counter[0] += 1
+                    o._backward_hooks = None
+                o._grad_fn = node
+                o._output_nr = i
+                o._requires_grad = True
+            elif id(o) in non_diff:
+                o._requires_grad = False
+            wrapped.append(o)
+        node._num_outputs = len(outs)
+        if node.to_save is not None:
+            out_ids = {id(o) for o in wrapped if isinstance(o, Tensor) and o._grad_fn is node}
+            node._saved = tuple(None if t is None else SavedTensor(t, is_output=id(t) in out_ids)
+                                for t in node.to_save)
+        if not recording:
+            node.next_functions = ()
+        return wrapped[0] if single else tuple(wrapped)
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        raise NotImplementedError("hookgrad does not implement vmap")
+
+
+def _defining_attrs(cls):
+    for klass in cls.__mro__:
+        if klass is Function:
+            return ()
+        if "setup_context" in klass.__dict__:
+            return ("setup_context",)
+    return ()
+
+
+InplaceFunction = Function
+
+
+def once_differentiable(fn):
+    """Mark a ``backward`` as not differentiable itself: it runs with grad mode off."""
+
+    @functools.wraps(fn)
+    def wrapper(ctx, *args):
+        with grad_mode.no_grad():
+            return fn(ctx, *args)
+
+    wrapper._once_differentiable = True
+    return wrapper

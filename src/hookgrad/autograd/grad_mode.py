@@ -1,0 +1,155 @@
+"""Grad mode: whether ops record a graph. Each switch works as a context manager and a decorator."""
+from __future__ import annotations
+
+import functools
+import inspect
+
+
+class _GradState:
+    __slots__ = ("enabled", "inference")
+
+    def __init__(self):
+        self.enabled = True
+        self.inference = False
+
+
+STATE = _GradState()
+
+
+def is_grad_enabled() -> bool:
+    return STATE.enabled
+
+
+def is_inference_mode_enabled() -> bool:
+    return STATE.inference
+
+
+class _GradModeSwitch:
+    """Base for the switches: sets ``STATE.enabled`` on enter and restores it on exit."""
+
+    mode: bool = True
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        STATE.enabled = self.mode
+        return None
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        switch_cls, args = type(self), self._clone_args()
+
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*a, **kw):
+                gen = fn(*a, **kw)
+                with switch_cls(*args):
+                    value = next(gen)
+                while True:
+                    try:
+                        with switch_cls(*args):
+                            value = gen.send((yield value))
+                    except StopIteration as stop:
+                        return stop.value
+            return gen_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*a, **kw):
+            with switch_cls(*args):
+                return fn(*a, **kw)
+        return wrapper
+
+    def _clone_args(self):
+        return ()
+
+    def clone(self):
+        return type(self)(*self._clone_args())
+
+
+class no_grad(_GradModeSwitch):
+    """Ops inside record no graph; results do not require grad."""
+
+    mode = False
+
+    def __init__(self, orig_func=None):
+        # allows the bare-decorator form ``@no_grad`` as well as ``@no_grad()``
+        self._orig = orig_func
+
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        if callable(orig_func):
+            self.__init__()
+            return self(orig_func)
+        return self
+
+
+class enable_grad(_GradModeSwitch):
+    """Re-enable graph recording inside a no_grad region."""
+
+    mode = True
+
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        if callable(orig_func):
+            return self(orig_func)
+        return self
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class set_grad_enabled(_GradModeSwitch):
+    """Set grad mode to ``mode``; takes effect at once (as a function) or for a ``with`` block."""
+
+    def __init__(self, mode: bool):
+        self._prev = STATE.enabled
+        self.mode = bool(mode)
+        STATE.enabled = self.mode
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        return False
+
+    def _clone_args(self):
+        return (self.mode,)
+
+    def __call__(self, fn):
+        # used as a decorator: undo the immediate switch made by __init__
+        STATE.enabled = self._prev
+        return super().__call__(fn)
+
+
+class inference_mode(_GradModeSwitch):
+    """Like no_grad (hookgrad has no separate inference tensors); ``inference_mode(False)`` is a no-op."""
+
+    def __new__(cls, mode=True):
+        self = super().__new__(cls)
+        if callable(mode):
+            self.__init__(True)
+            return self(mode)
+        return self
+
+    def __init__(self, mode=True):
+        self.enabled_flag = bool(mode)
+        self.mode = not self.enabled_flag
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        self._prev_inf = STATE.inference
+        if self.enabled_flag:
+            STATE.enabled = False
+            STATE.inference = True
+        return None
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        STATE.inference = self._prev_inf
+        return False
+
+    def _clone_args(self):
+        return (self.enabled_flag,)

@@ -1,0 +1,83 @@
+"""Finite-difference checks of gradients (``gradcheck``) and of gradients of gradients."""
+from __future__ import annotations
+
+import numpy as np
+
+
+class GradcheckError(RuntimeError):
+    """Raised by ``gradcheck`` when analytical and numerical gradients disagree."""
+
+
+def _flatten_outputs(out):
+    from .._tensor import Tensor
+    if isinstance(out, Tensor):
+        return (out,)
+    return tuple(o for o in out if isinstance(o, Tensor))
+
+
+def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
+              check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False, fast_mode=False,
+              masked=None, **unused) -> bool:
+    """Compare ``fn``'s analytical Jacobian (via ``autograd.grad``) with central differences."""
+    from .._tensor import Tensor
+    from . import grad as autograd_grad
+    from .grad_mode import no_grad
+
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    outputs = _flatten_outputs(fn(*inputs))
+    for oi, out in enumerate(outputs):
+        if not out.requires_grad:
+            continue
+        n_out = out.numel()
+        analytical = [np.zeros((n_out, t.numel())) for t in diff_inputs]
+        for j in range(n_out):
+            seed = np.zeros(n_out, dtype=out._data.dtype)
+            seed[j] = 1
+            from .._tensor import wrap
+            grads = autograd_grad(out, diff_inputs, wrap(seed.reshape(out._data.shape)), retain_graph=True,
+                                  allow_unused=True)
+            for k, g in enumerate(grads):
+                if g is not None:
+                    analytical[k][j] = g._data.reshape(-1)
+        for k, t in enumerate(diff_inputs):
+            numerical = np.zeros((n_out, t.numel()))
+            flat = t._data.reshape(-1)
+            for i in range(t.numel()):
+                orig = flat[i]
+                with no_grad():
+                    flat[i] = orig + eps
+                    plus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
+                    flat[i] = orig - eps
+                    minus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
+                    flat[i] = orig
+                numerical[:, i] = (plus - minus) / (2 * eps)
+            if not np.allclose(analytical[k], numerical, rtol=rtol, atol=atol):
+                if raise_exception:
+                    raise GradcheckError(
+                        f"Jacobian mismatch for output {oi} with respect to input {k},\n"
+                        f"numerical:{numerical}\nanalytical:{analytical[k]}\n")
+                return False
+    return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+                  **unused) -> bool:
+    """gradcheck applied to the function that maps inputs to their (create_graph) gradients."""
+    from .._tensor import Tensor, wrap
+    from . import grad as autograd_grad
+
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    outputs = _flatten_outputs(fn(*inputs))
+    rng = np.random.default_rng(0)
+    if grad_outputs is None:
+        grad_outputs = [wrap(rng.standard_normal(o._data.shape).astype(o._data.dtype)) for o in outputs]
+
+    def first_grads(*args):
+        outs = _flatten_outputs(fn(*args))
+        d_in = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+        gs = autograd_grad(outs, d_in, grad_outputs, create_graph=True, allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(first_grads, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
