@@ -11,7 +11,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any
 
-__all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks"]
+__all__ = ["RemovableHandle", "unserializable_hook", "warn_if_has_hooks", "BackwardHook"]
 
 
 class RemovableHandle:
@@ -83,3 +83,205 @@ def warn_if_has_hooks(tensor) -> None:
                 "suppress this warning",
                 stacklevel=2,
             )
+
+
+# ---------------------------------------------------------------------------------------------
+# Module backward hooks
+# ---------------------------------------------------------------------------------------------
+_backward_hook_function = None
+
+
+def _identity_function():
+    """The identity autograd Function (``BackwardHookFunction``) that wraps a module's inputs and
+    outputs; its grad_fn, ``BackwardHookFunctionBackward``, is where the module's backward hooks
+    attach. Built on first use so that this file does not import the core at import time."""
+    global _backward_hook_function
+    if _backward_hook_function is None:
+        from hookgrad.autograd import Function
+
+        class BackwardHookFunction(Function):
+            @staticmethod
+            def forward(ctx, *args):
+                ctx.mark_non_differentiable(*[arg for arg in args if not arg.requires_grad])
+                return args
+
+            @staticmethod
+            def backward(ctx, *grads):
+                return grads
+
+        _backward_hook_function = BackwardHookFunction
+    return _backward_hook_function
+
+
+def _plain_call(kind, module, hook, *args):
+    return hook(*args)
+
+
+class BackwardHook:
+    """Runs one module call's full backward hooks and backward pre-hooks.
+
+    ``Module.__call__`` makes one per call when such hooks exist. ``setup_input_hook`` passes the
+    positional tensor inputs through an identity node and ``setup_output_hook`` does the same
+    for the outputs. When the output node runs in backward it records ``grad_output`` (after the
+    pre-hooks may replace it); when the input node has computed the gradients w.r.t. the inputs,
+    the user hooks get ``(module, grad_input, grad_output)``, with ``None`` in every position that
+    holds no tensor (or a tensor not requiring grad), and may replace ``grad_input``. If no input
+    requires grad, the hooks run from the output node with all-None ``grad_input`` and a warning.
+
+    ``dispatch(kind, module, hook, *args)`` calls a hook; ``Module`` passes one that reports to
+    its hook observer.
+    """
+
+    def __init__(self, module, user_hooks, user_pre_hooks, dispatch=None) -> None:
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.module = module
+        self.dispatch = dispatch if dispatch is not None else _plain_call
+
+        self.grad_outputs = None
+        self.n_outputs = -1
+        self.output_tensors_index = None
+        self.n_inputs = -1
+        self.input_tensors_index = None
+
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        packed = [None] * size
+        for idx, val in zip(indices, values):
+            packed[idx] = val
+        return tuple(packed)
+
+    @staticmethod
+    def _unpack_none(indices, values):
+        return tuple(values[idx] for idx in indices)
+
+    def _set_user_hook(self, grad_fn) -> None:
+        def hook(grad_input, _grad_output):
+            if self.grad_outputs is None:
+                # The gradient reached the inputs without passing through the outputs
+                # (e.g. double backward): there is no grad_output to report.
+                return None
+            res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            for user_hook in self.user_hooks:
+                out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
+                                    self.grad_outputs)
+                if out is None:
+                    continue
+                if len(out) != len(res):
+                    raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                       f"got {len(out)}, but expected {len(res)} (module "
+                                       f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
+                res = out
+            self.grad_outputs = None
+            return self._unpack_none(self.input_tensors_index, res)
+
+        grad_fn.register_hook(hook)
+
+    def _apply_on_tensors(self, fn, args):
+        """Pass the tensors among ``args`` through the identity node; return the new args and
+        the positions of the tensors (None when nothing requires grad or grad mode is off)."""
+        import hookgrad
+
+        tensors_idx = []
+        tensors = []
+        requires_grad = False
+        for i, arg in enumerate(args):
+            if isinstance(arg, hookgrad.Tensor):
+                tensors_idx.append(i)
+                tensors.append(arg)
+                requires_grad |= arg.requires_grad
+
+        if not (requires_grad and hookgrad.is_grad_enabled()):
+            return args, None
+
+        new_tensors = _identity_function().apply(*tensors)
+        if not isinstance(new_tensors, tuple):
+            new_tensors = (new_tensors,)
+        if len(new_tensors) == 0:
+            raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
+
+        grad_fns = [t.grad_fn for t in new_tensors
+                    if t.grad_fn is not None and t.grad_fn.name() == "BackwardHookFunctionBackward"]
+        if len(grad_fns) == 0:
+            raise RuntimeError("Error while setting up backward hooks: the identity node is missing.")
+
+        fn(grad_fns[0])
+
+        arg_list = list(args)
+        for idx, val in zip(tensors_idx, new_tensors):
+            arg_list[idx] = val
+        if type(args) is tuple:
+            out = tuple(arg_list)
+        else:
+            out = type(args)(*arg_list)
+        return out, tensors_idx
+
+    def setup_input_hook(self, args):
+        def fn(grad_fn) -> None:
+            self._set_user_hook(grad_fn)
+
+        res, input_idx = self._apply_on_tensors(fn, args)
+        self.n_inputs = len(args)
+        self.input_tensors_index = input_idx
+        return res
+
+    def setup_output_hook(self, args):
+        def fn(grad_fn) -> None:
+            def hook(_grad_input, grad_output):
+                self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output,
+                                                         self.n_outputs)
+                if self.user_pre_hooks:
+                    expected_len = len(self.grad_outputs)
+                    for user_pre_hook in self.user_pre_hooks:
+                        new = self.dispatch("full_backward_pre_hook", self.module, user_pre_hook,
+                                            self.module, self.grad_outputs)
+                        if new is None:
+                            continue
+                        actual_len = len(new)
+                        if actual_len != expected_len:
+                            raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
+                                               f"got {actual_len}, but expected {expected_len} (module "
+                                               f"{type(self.module).__name__}, hook "
+                                               f"{_hook_name(user_pre_hook)})")
+                        self.grad_outputs = new
+
+                local_grad_outputs = self.grad_outputs
+
+                if self.input_tensors_index is None:
+                    # No input requires grad: the input node never runs, so fire here.
+                    warnings.warn("Full backward hook is firing when gradients are computed with respect "
+                                  "to module outputs since no inputs require gradients. See "
+                                  "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                                  "#torch.nn.Module.register_full_backward_hook for more details.",
+                                  stacklevel=5)
+                    grad_inputs = self._pack_with_none([], [], self.n_inputs)
+                    for user_hook in self.user_hooks:
+                        res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
+                                            grad_inputs, self.grad_outputs)
+                        if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
+                            raise RuntimeError("Backward hook for Modules where no input requires gradient "
+                                               "should always return None or None for all gradients.")
+                    self.grad_outputs = None
+
+                if local_grad_outputs is not None:
+                    return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
+                return None
+
+            grad_fn.register_hook(hook)
+
+        is_tuple = True
+        if not isinstance(args, tuple):
+            args = (args,)
+            is_tuple = False
+
+        res, output_idx = self._apply_on_tensors(fn, args)
+        self.n_outputs = len(args)
+        self.output_tensors_index = output_idx
+
+        if not is_tuple:
+            res = res[0]
+        return res
+
+
+def _hook_name(hook) -> str:
+    return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook)

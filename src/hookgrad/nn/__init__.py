@@ -1,0 +1,34 @@
+"""``hookgrad.nn``: Module and its hooks, Parameter, containers, layers, init, functional."""
+from .parameter import Buffer, Parameter  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import __all__ as _modules_all
+from . import init, modules, parameter  # noqa: F401
+from .modules.module import (  # noqa: F401
+    register_module_backward_hook,
+    register_module_buffer_registration_hook,
+    register_module_forward_hook,
+    register_module_forward_pre_hook,
+    register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+    register_module_module_registration_hook,
+    register_module_parameter_registration_hook,
+)
+
+# PyTorch keeps the global ``register_module_*`` functions in torch.nn.modules.module only;
+# hookgrad also exposes them here, so that ``hookgrad.nn.register_module_full_backward_hook``
+# works (user documents call them that way).
+
+# The layers' functional API and nn.utils live in their own files; import them when present.
+import importlib.util as _util
+
+for _name in ("functional", "utils"):
+    if _util.find_spec(f"{__name__}.{_name}") is not None:
+        globals()[_name] = __import__(f"{__name__}.{_name}", fromlist=["_"])
+del _util, _name
+
+__all__ = ["Parameter", "Buffer", "init", "modules", "parameter", *_modules_all,
+           "register_module_forward_pre_hook", "register_module_forward_hook",
+           "register_module_backward_hook", "register_module_full_backward_pre_hook",
+           "register_module_full_backward_hook", "register_module_buffer_registration_hook",
+           "register_module_module_registration_hook", "register_module_parameter_registration_hook"]
+__all__ += [_n for _n in ("functional", "utils") if _n in globals()]

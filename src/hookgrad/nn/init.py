@@ -1,0 +1,287 @@
+"""Parameter initialisation (``hookgrad.nn.init``), with PyTorch 2.13's functions, formulas,
+warnings and errors.
+
+Every function fills its tensor in place, without recording autograd history, and returns it.
+Random numbers come from hookgrad's own generator (``hookgrad.manual_seed`` makes them
+reproducible); they are not the numbers PyTorch would draw.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Optional
+
+import numpy as np
+
+import hookgrad
+from hookgrad._tensor import Tensor
+
+__all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_", "ones_", "zeros_",
+           "eye_", "dirac_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "orthogonal_", "sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+           "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing values into a tensor without autograd
+# ---------------------------------------------------------------------------------------------
+def _store(tensor: Tensor, values) -> Tensor:
+    """Write ``values`` (broadcast, cast to the tensor's dtype) into ``tensor`` in place."""
+    data = tensor._data
+    data[...] = np.asarray(values).astype(data.dtype, copy=False)
+    bump = getattr(tensor, "_bump_version", None)
+    if bump is not None:
+        bump()
+    return tensor
+
+
+def _uniform(shape, generator=None) -> np.ndarray:
+    """float64 samples from U[0, 1) drawn with hookgrad's generator."""
+    with hookgrad.no_grad():
+        out = hookgrad.rand(*shape, dtype=hookgrad.float64, generator=generator) if generator is not None \
+            else hookgrad.rand(*shape, dtype=hookgrad.float64)
+    return np.asarray(out._data, dtype=np.float64)
+
+
+def _normal(shape, generator=None) -> np.ndarray:
+    """float64 samples from N(0, 1) drawn with hookgrad's generator."""
+    with hookgrad.no_grad():
+        out = hookgrad.randn(*shape, dtype=hookgrad.float64, generator=generator) if generator is not None \
+            else hookgrad.randn(*shape, dtype=hookgrad.float64)
+    return np.asarray(out._data, dtype=np.float64)
+
+
+def _shape(tensor: Tensor) -> tuple:
+    return tuple(tensor.shape)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gains and fans
+# ---------------------------------------------------------------------------------------------
+def calculate_gain(nonlinearity: str, param=None) -> float:
+    """The recommended gain for a nonlinearity: 1 for linear/conv/sigmoid, 5/3 for tanh,
+    sqrt(2) for relu, sqrt(2 / (1 + slope^2)) for leaky_relu (slope ``param``, default 0.01),
+    3/4 for selu."""
+    linear_fns = ["linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+                  "conv_transpose3d"]
+    if nonlinearity in linear_fns or nonlinearity == "sigmoid":
+        return 1
+    if nonlinearity == "tanh":
+        return 5.0 / 3
+    if nonlinearity == "relu":
+        return math.sqrt(2.0)
+    if nonlinearity == "leaky_relu":
+        if param is None:
+            negative_slope = 0.01
+        elif (not isinstance(param, bool) and isinstance(param, int)) or isinstance(param, float):
+            negative_slope = param
+        else:
+            raise ValueError(f"negative_slope {param} not a valid number")
+        return math.sqrt(2.0 / (1 + negative_slope ** 2))
+    if nonlinearity == "selu":
+        return 3.0 / 4
+    raise ValueError(f"Unsupported nonlinearity {nonlinearity}")
+
+
+def _calculate_fan_in_and_fan_out(tensor: Tensor):
+    """(fan_in, fan_out): dims 1 and 0 times the receptive field (product of dims 2...)."""
+    if tensor.dim() < 2:
+        raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    receptive_field_size = 1
+    for s in tensor.shape[2:]:
+        receptive_field_size *= s
+    return tensor.shape[1] * receptive_field_size, tensor.shape[0] * receptive_field_size
+
+
+def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
+    mode = mode.lower()
+    valid_modes = ["fan_in", "fan_out"]
+    if mode not in valid_modes:
+        raise ValueError(f"Mode {mode} not supported, please use one of {valid_modes}")
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    return fan_in if mode == "fan_in" else fan_out
+
+
+# ---------------------------------------------------------------------------------------------
+# Initialisers
+# ---------------------------------------------------------------------------------------------
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
+    """Fill with samples from U(a, b)."""
+    return _store(tensor, a + (b - a) * _uniform(_shape(tensor), generator))
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
+    """Fill with samples from N(mean, std^2)."""
+    return _store(tensor, mean + std * _normal(_shape(tensor), generator))
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
+                  generator=None) -> Tensor:
+    """Fill with samples from N(mean, std^2) truncated to [a, b] (redrawing values outside)."""
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
+                      "values may be incorrect.", stacklevel=2)
+    shape = _shape(tensor)
+    n = int(np.prod(shape, dtype=np.int64))
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+    values = np.empty(n, dtype=np.float64)
+    pending = np.arange(n)
+    if p > 0.3:
+        # Plain rejection: draw normals, redraw those outside [a, b].
+        while pending.size:
+            draw = mean + std * _normal((pending.size,), generator)
+            ok = (draw >= a) & (draw <= b)
+            values[pending[ok]] = draw[ok]
+            pending = pending[~ok]
+    else:
+        # Narrow window: draw uniformly on [a, b], accept with the normal density ratio.
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+        while pending.size:
+            cand = a + (b - a) * _uniform((pending.size,), generator)
+            log_ratio = -0.5 * ((cand - mean) / std) ** 2 - log_peak
+            ok = np.log(_uniform((pending.size,), generator)) <= log_ratio
+            values[pending[ok]] = cand[ok]
+            pending = pending[~ok]
+    return _store(tensor, values.reshape(shape))
+
+
+def constant_(tensor: Tensor, val: float) -> Tensor:
+    """Fill with the value ``val``."""
+    return _store(tensor, val)
+
+
+def ones_(tensor: Tensor) -> Tensor:
+    """Fill with ones."""
+    return _store(tensor, 1.0)
+
+
+def zeros_(tensor: Tensor) -> Tensor:
+    """Fill with zeros."""
+    return _store(tensor, 0.0)
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D tensor with the identity matrix."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    return _store(tensor, np.eye(*_shape(tensor)))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3/4/5-D (conv weight) tensor with the Dirac delta: identity convolution per group."""
+    dimensions = tensor.dim()
+    if dimensions not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = _shape(tensor)
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_chans_per_grp = sizes[0] // groups
+    min_dim = min(out_chans_per_grp, sizes[1])
+    values = np.zeros(sizes)
+    centre = tuple(s // 2 for s in sizes[2:])
+    for g in range(groups):
+        for d in range(min_dim):
+            values[(g * out_chans_per_grp + d, d) + centre] = 1
+    return _store(tensor, values)
+
+
+def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Glorot uniform: U(-a, a) with a = gain * sqrt(6 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    a = math.sqrt(3.0) * std
+    return uniform_(tensor, -a, a, generator)
+
+
+def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
+    fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
+    std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
+    return normal_(tensor, 0.0, std, generator)
+
+
+def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                     generator=None) -> Tensor:
+    """He uniform: U(-bound, bound) with bound = gain * sqrt(3 / fan)."""
+    if 0 in _shape(tensor):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    bound = math.sqrt(3.0) * gain / math.sqrt(fan)
+    return uniform_(tensor, -bound, bound, generator)
+
+
+def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
+                    generator=None) -> Tensor:
+    """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
+    if 0 in _shape(tensor):
+        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        return tensor
+    fan = _calculate_correct_fan(tensor, mode)
+    gain = calculate_gain(nonlinearity, a)
+    return normal_(tensor, 0.0, gain / math.sqrt(fan), generator)
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
+    """Fill with a (semi-)orthogonal matrix (trailing dims flattened), scaled by ``gain``."""
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    shape = _shape(tensor)
+    if int(np.prod(shape)) == 0:
+        return tensor
+    rows = shape[0]
+    cols = int(np.prod(shape)) // rows
+    flat = _normal((rows, cols), generator)
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _store(tensor, (gain * q).reshape(shape))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill a 2-D tensor with N(0, std^2) values, zeroing a ``sparsity`` fraction of each column."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = _shape(tensor)
+    num_zeros = math.ceil(sparsity * rows)
+    values = std * _normal((rows, cols), generator)
+    for col_idx in range(cols):
+        order = np.argsort(_uniform((rows,), generator), kind="stable")
+        values[order[:num_zeros], col_idx] = 0
+    return _store(tensor, values)
+
+
+def _make_deprecate(meth):
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+                      FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = f"Deprecated alias of :func:`{new_name}`."
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

@@ -1,0 +1,600 @@
+"""Differential tests of module forward pre-hooks and forward hooks (local and global):
+order, arguments, return-value rules, kwargs, always_call, removal, errors and warnings."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from difftest import catch, differential, warns
+from test_module_fixtures import clean_globals, leaf, mods
+
+
+# ------------------------------------------------------------------------------------------
+# forward pre-hooks
+# ------------------------------------------------------------------------------------------
+@differential
+def test_pre_hook_sees_positional_args_only(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_forward_pre_hook(lambda m, args: log.append((type(m).__name__, len(args), args)))
+    x = leaf(T)
+    out = mod(x, x * 2, scale=3.0)
+    return log, out
+
+
+@differential
+def test_pre_hook_returning_tuple_replaces_args(T):
+    mod = mods(T).Two()
+    mod.register_forward_pre_hook(lambda m, args: (args[0] + 1, args[1]))
+    return mod(leaf(T), leaf(T))
+
+
+@differential
+def test_pre_hook_single_value_is_wrapped(T):
+    mod = mods(T).Scale()
+    mod.register_forward_pre_hook(lambda m, args: args[0] * 10)
+    return mod(leaf(T))
+
+
+@differential
+def test_pre_hook_returning_list_is_wrapped_as_one_arg(T):
+    seen = []
+    mod = mods(T).Identity()
+    mod.register_forward_pre_hook(lambda m, args: [1, 2])
+    mod.register_forward_pre_hook(lambda m, args: seen.append(args))
+    return mod(leaf(T)), seen
+
+
+@differential
+def test_pre_hooks_chain_in_registration_order(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_pre_hook(lambda m, a: log.append("a") or (a[0] + 1,))
+    mod.register_forward_pre_hook(lambda m, a: log.append("b") or (a[0] * 2,))
+    mod.register_forward_pre_hook(lambda m, a: log.append(("c", a[0])))
+    return mod(T.tensor([1.0])), log
+
+
+@differential
+def test_pre_hook_prepend(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_pre_hook(lambda m, a: log.append("first"))
+    mod.register_forward_pre_hook(lambda m, a: log.append("prepended"), prepend=True)
+    mod.register_forward_pre_hook(lambda m, a: log.append("last"))
+    mod.register_forward_pre_hook(lambda m, a: log.append("prepended2"), prepend=True)
+    mod(leaf(T))
+    return log
+
+
+@differential
+def test_pre_hook_with_kwargs_receives_kwargs(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_forward_pre_hook(lambda m, a, kw: log.append((len(a), dict(kw))), with_kwargs=True)
+    mod(leaf(T), leaf(T), scale=2.0)
+    mod(leaf(T), leaf(T))
+    return log
+
+
+@differential
+def test_pre_hook_with_kwargs_replaces_args_and_kwargs(T):
+    mod = mods(T).Two()
+    mod.register_forward_pre_hook(lambda m, a, kw: ((a[0], a[0]), {"scale": 5.0}), with_kwargs=True)
+    return mod(T.tensor([2.0]), T.tensor([100.0]), scale=1.0)
+
+
+@pytest.mark.parametrize("ret", ["tuple3", "not_tuple", "list2"])
+@differential
+def test_pre_hook_with_kwargs_bad_return_raises(T, ret):
+    mod = mods(T).Two()
+    value = {"tuple3": lambda a, kw: (a, kw, 1), "not_tuple": lambda a, kw: a[0],
+             "list2": lambda a, kw: [a, kw]}[ret]
+    mod.register_forward_pre_hook(lambda m, a, kw: value(a, kw), with_kwargs=True)
+    return catch(mod, leaf(T), leaf(T))
+
+
+@differential
+def test_pre_hook_removed_with_handle(T):
+    log = []
+    mod = mods(T).Scale()
+    h = mod.register_forward_pre_hook(lambda m, a: log.append(1))
+    mod(leaf(T))
+    h.remove()
+    mod(leaf(T))
+    h.remove()  # idempotent
+    return log, len(mod._forward_pre_hooks), len(mod._forward_pre_hooks_with_kwargs)
+
+
+@differential
+def test_pre_hook_with_kwargs_removal_clears_flag(T):
+    mod = mods(T).Scale()
+    h = mod.register_forward_pre_hook(lambda m, a, k: None, with_kwargs=True)
+    before = len(mod._forward_pre_hooks_with_kwargs)
+    h.remove()
+    return before, len(mod._forward_pre_hooks_with_kwargs)
+
+
+@differential
+def test_handle_as_context_manager(T):
+    log = []
+    mod = mods(T).Scale()
+    with mod.register_forward_pre_hook(lambda m, a: log.append("in")):
+        mod(leaf(T))
+    mod(leaf(T))
+    return log
+
+
+@differential
+def test_pre_hook_exception_propagates(T):
+    mod = mods(T).Scale()
+
+    def bad(m, a):
+        raise KeyError("nope")
+
+    mod.register_forward_pre_hook(bad)
+    return catch(mod, leaf(T))
+
+
+@differential
+def test_hook_removing_itself_during_call(T):
+    log = []
+    mod = mods(T).Scale()
+    handles = []
+
+    def once(m, a):
+        log.append("once")
+        handles[0].remove()
+
+    handles.append(mod.register_forward_pre_hook(once))
+    mod.register_forward_pre_hook(lambda m, a: log.append("other"))
+    mod(leaf(T))
+    mod(leaf(T))
+    return log
+
+
+@differential
+def test_hook_registered_during_call_runs_next_time(T):
+    log = []
+    mod = mods(T).Scale()
+
+    def adder(m, a):
+        log.append("adder")
+        if len(log) < 2:
+            m.register_forward_pre_hook(lambda m2, a2: log.append("added"))
+
+    mod.register_forward_pre_hook(adder)
+    mod(leaf(T))
+    mod(leaf(T))
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# forward hooks
+# ------------------------------------------------------------------------------------------
+@differential
+def test_forward_hook_sees_args_and_output(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_forward_hook(lambda m, a, out: log.append((len(a), a[0], out)))
+    mod(leaf(T), leaf(T), scale=2.0)
+    return log
+
+
+@differential
+def test_forward_hook_sees_args_modified_by_pre_hook(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_pre_hook(lambda m, a: (a[0] * 0,))
+    mod.register_forward_hook(lambda m, a, out: log.append((a, out)))
+    mod(leaf(T))
+    return log
+
+
+@differential
+def test_forward_hook_replaces_output(T):
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, out: out * 100)
+    mod.register_forward_hook(lambda m, a, out: None)
+    mod.register_forward_hook(lambda m, a, out: out + 1)
+    return mod(leaf(T))
+
+
+@differential
+def test_forward_hook_can_return_non_tensor(T):
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, out: "replaced")
+    return mod(leaf(T))
+
+
+@differential
+def test_forward_hook_prepend(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: log.append(1))
+    mod.register_forward_hook(lambda m, a, o: log.append(0), prepend=True)
+    mod.register_forward_hook(lambda m, a, o: log.append(2))
+    mod(leaf(T))
+    return log
+
+
+@differential
+def test_forward_hook_with_kwargs(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_forward_hook(lambda m, a, kw, out: log.append((dict(kw), out)), with_kwargs=True)
+    mod.register_forward_hook(lambda m, a, kw, out: out * 0 + kw.get("scale", -1), with_kwargs=True)
+    res = mod(T.tensor([1.0]), T.tensor([2.0]), scale=4.0)
+    return log, res
+
+
+@differential
+def test_forward_hook_removal_clears_extra_dicts(T):
+    mod = mods(T).Scale()
+    h = mod.register_forward_hook(lambda m, a, k, o: None, with_kwargs=True, always_call=True)
+    before = (len(mod._forward_hooks), len(mod._forward_hooks_with_kwargs), len(mod._forward_hooks_always_called))
+    h.remove()
+    after = (len(mod._forward_hooks), len(mod._forward_hooks_with_kwargs), len(mod._forward_hooks_always_called))
+    return before, after
+
+
+@differential
+def test_forward_hook_exception_propagates(T):
+    mod = mods(T).Scale()
+
+    def bad(m, a, o):
+        raise IndexError("bad")
+
+    mod.register_forward_hook(bad)
+    return catch(mod, leaf(T))
+
+
+@differential
+def test_nested_modules_hook_order(T):
+    log = []
+    net = mods(T).Net()
+    for name, sub in net.named_modules():
+        label = name or "net"
+        sub.register_forward_pre_hook(lambda m, a, label=label: log.append(("pre", label)))
+        sub.register_forward_hook(lambda m, a, o, label=label: log.append(("post", label)))
+    net(leaf(T))
+    return log
+
+
+@differential
+def test_repeated_calls_fire_each_time(T):
+    log = []
+    outer = mods(T).Twice()
+    outer.inner.register_forward_pre_hook(lambda m, a: log.append(("pre", a[0])))
+    outer.inner.register_forward_hook(lambda m, a, o: log.append(("post", o)))
+    outer(T.tensor([1.0]))
+    return log
+
+
+@differential
+def test_hooks_receive_module_itself(T):
+    mod = mods(T).Scale()
+    seen = []
+    mod.register_forward_pre_hook(lambda m, a: seen.append(m is mod))
+    mod.register_forward_hook(lambda m, a, o: seen.append(m is mod))
+    mod(leaf(T))
+    return seen
+
+
+@differential
+def test_forward_hooks_under_no_grad(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: log.append(o.requires_grad))
+    with T.no_grad():
+        mod(leaf(T))
+    mod(leaf(T))
+    return log
+
+
+@differential
+def test_calling_forward_directly_skips_hooks(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_pre_hook(lambda m, a: log.append("pre"))
+    mod.register_forward_hook(lambda m, a, o: log.append("post"))
+    mod.forward(leaf(T))
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# always_call
+# ------------------------------------------------------------------------------------------
+@differential
+def test_always_call_runs_when_forward_raises(T):
+    log = []
+    mod = mods(T).Fail()
+    mod.register_forward_hook(lambda m, a, o: log.append(("always", o)), always_call=True)
+    mod.register_forward_hook(lambda m, a, o: log.append("normal"))
+    return catch(mod, leaf(T)), log
+
+
+@differential
+def test_always_call_with_kwargs_on_error(T):
+    log = []
+    mod = mods(T).Fail()
+    mod.register_forward_hook(lambda m, a, kw, o: log.append(("kw", dict(kw), o)), with_kwargs=True,
+                              always_call=True)
+    return catch(mod, leaf(T)), log
+
+
+@differential
+def test_always_call_hook_error_becomes_warning(T):
+    mod = mods(T).Fail()
+
+    def bad(m, a, o):
+        raise RuntimeError("hook failed too")
+
+    mod.register_forward_hook(bad, always_call=True)
+    return warns(mod, leaf(T))
+
+
+@differential
+def test_always_call_not_rerun_when_later_hook_raises(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: log.append("always"), always_call=True)
+
+    def bad(m, a, o):
+        log.append("bad")
+        raise ValueError("late")
+
+    mod.register_forward_hook(bad)
+    mod.register_forward_hook(lambda m, a, o: log.append("always2"), always_call=True)
+    return catch(mod, leaf(T)), log
+
+
+@differential
+def test_always_call_when_pre_hook_raises(T):
+    log = []
+    mod = mods(T).Scale()
+
+    def bad(m, a):
+        raise ValueError("pre failed")
+
+    mod.register_forward_pre_hook(bad)
+    mod.register_forward_hook(lambda m, a, o: log.append(("always", o)), always_call=True)
+    return catch(mod, leaf(T)), log
+
+
+# ------------------------------------------------------------------------------------------
+# global forward hooks
+# ------------------------------------------------------------------------------------------
+@differential
+def test_global_pre_hook_runs_before_local(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_pre_hook(lambda m, a: log.append("local"), prepend=True)
+    with clean_globals(T) as mm:
+        h = mm.register_module_forward_pre_hook(lambda m, a: log.append(("global", type(m).__name__)))
+        mod(leaf(T))
+        h.remove()
+        mod(leaf(T))
+    return log
+
+
+@differential
+def test_global_forward_hook_runs_before_local(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: log.append("local"), prepend=True)
+    with clean_globals(T) as mm:
+        h = mm.register_module_forward_hook(lambda m, a, o: log.append("global"))
+        mod(leaf(T))
+        h.remove()
+    return log
+
+
+@differential
+def test_global_hooks_fire_for_every_module(T):
+    log = []
+    net = mods(T).Net()
+    with clean_globals(T) as mm:
+        mm.register_module_forward_pre_hook(lambda m, a: log.append(("pre", type(m).__name__)))
+        mm.register_module_forward_hook(lambda m, a, o: log.append(("post", type(m).__name__, tuple(o.shape))))
+        net(leaf(T))
+    return log
+
+
+@differential
+def test_global_pre_hook_return_replaces_args(T):
+    mod = mods(T).Scale()
+    with clean_globals(T) as mm:
+        mm.register_module_forward_pre_hook(lambda m, a: a[0] + 100)
+        out = mod(T.tensor([1.0]))
+    return out
+
+
+@differential
+def test_global_forward_hook_return_replaces_output(T):
+    mod = mods(T).Scale()
+    with clean_globals(T) as mm:
+        mm.register_module_forward_hook(lambda m, a, o: o * -1)
+        out = mod(T.tensor([1.0]))
+    return out
+
+
+@differential
+def test_global_forward_hook_with_kwargs(T):
+    log = []
+    mod = mods(T).Two()
+    with clean_globals(T) as mm:
+        mm.register_module_forward_hook(lambda m, a, kw, o: log.append(dict(kw)), with_kwargs=True)
+        mod(T.tensor([1.0]), T.tensor([1.0]), scale=2.0)
+    return log
+
+
+@differential
+def test_global_forward_hook_with_kwargs_flag_leaks_after_remove(T):
+    # PyTorch quirk: the handle only tracks the always_call dict, not the with_kwargs dict.
+    with clean_globals(T) as mm:
+        h = mm.register_module_forward_hook(lambda m, a, kw, o: None, with_kwargs=True)
+        hid = h.id
+        h.remove()
+        leaked = hid in mm._global_forward_hooks_with_kwargs
+        mm._global_forward_hooks_with_kwargs.pop(hid, None)
+    return leaked
+
+
+@differential
+def test_global_always_call_ignores_with_kwargs_on_error(T):
+    log = []
+    mod = mods(T).Fail()
+    with clean_globals(T) as mm:
+        def hook(*args):
+            log.append(len(args))
+
+        mm.register_module_forward_hook(hook, with_kwargs=True, always_call=True)
+        res = catch(mod, leaf(T))
+    return res, log
+
+
+@differential
+def test_global_always_call_error_warns(T):
+    mod = mods(T).Fail()
+    with clean_globals(T) as mm:
+        def bad(m, a, o):
+            raise RuntimeError("x")
+
+        mm.register_module_forward_hook(bad, always_call=True)
+        res = warns(mod, leaf(T))
+    return res
+
+
+@differential
+def test_global_and_local_always_call_order_on_error(T):
+    log = []
+    mod = mods(T).Fail()
+    mod.register_forward_hook(lambda m, a, o: log.append("local"), always_call=True)
+    with clean_globals(T) as mm:
+        mm.register_module_forward_hook(lambda m, a, o: log.append("global"), always_call=True)
+        res = catch(mod, leaf(T))
+    return res, log
+
+
+@differential
+def test_global_pre_hook_with_kwargs_id_not_honoured(T):
+    # A global forward pre-hook never receives kwargs.
+    log = []
+    mod = mods(T).Two()
+    with clean_globals(T) as mm:
+        mm.register_module_forward_pre_hook(lambda *a: log.append(len(a)))
+        mod(T.tensor([1.0]), T.tensor([1.0]), scale=3.0)
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# handles, weak references, fast path, observer
+# ------------------------------------------------------------------------------------------
+@differential
+def test_handle_ids_increase_across_kinds(T):
+    mod = mods(T).Scale()
+    hs = [mod.register_forward_pre_hook(lambda m, a: None), mod.register_forward_hook(lambda m, a, o: None),
+          mod.register_full_backward_hook(lambda m, gi, go: None),
+          mod.register_full_backward_pre_hook(lambda m, go: None)]
+    ids = [h.id for h in hs]
+    return [b - a for a, b in zip(ids, ids[1:])]
+
+
+@differential
+def test_hooked_module_is_freed(T):
+    mod = mods(T).Net()
+    handles = [mod.register_forward_pre_hook(lambda m, a: None),
+               mod.register_forward_hook(lambda m, a, o: None),
+               mod.register_full_backward_hook(lambda m, gi, go: None),
+               mod.fc1.register_full_backward_pre_hook(lambda m, go: None),
+               mod.register_state_dict_pre_hook(lambda m, p, k: None),
+               mod.register_load_state_dict_pre_hook(lambda *a: None)]
+    out = mod(leaf(T))
+    out.sum().backward()
+    ref = weakref.ref(mod)
+    del mod, out
+    gc.collect()
+    dead = ref() is None
+    for h in handles:
+        h.remove()  # harmless after the module is gone
+    return dead
+
+
+@differential
+def test_module_with_self_referencing_hook_is_freed(T):
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: mod)  # a cycle through the hook
+    ref = weakref.ref(mod)
+    del mod
+    gc.collect()
+    return ref() is None
+
+
+def test_fast_path_without_hooks_calls_forward_only():
+    import hookgrad
+
+    mm = hookgrad.nn.modules.module
+    calls = []
+
+    class M(hookgrad.nn.Module):
+        def forward(self, x):
+            calls.append(x)
+            return x
+
+    m = M()
+    # No hooks anywhere: __call__ must not enter the slow path.
+    original = hookgrad.nn.Module._call_impl
+    try:
+        hookgrad.nn.Module._call_impl = lambda self, *a, **k: (_ for _ in ()).throw(AssertionError("slow"))
+        assert not mm._has_any_global_hook()
+        assert m(3) == 3
+    finally:
+        hookgrad.nn.Module._call_impl = original
+    assert calls == [3]
+
+
+def test_hook_observer_reports_dispatches():
+    import hookgrad
+
+    mm = hookgrad.nn.modules.module
+    events = []
+    prev = mm._set_hook_observer(lambda kind, module, hook, start, end: events.append((kind, type(module).__name__, end >= start)))
+    try:
+        mod = mods(hookgrad).Scale()
+        mod.register_forward_pre_hook(lambda m, a: None)
+        mod.register_forward_hook(lambda m, a, o: None)
+        mod.register_full_backward_pre_hook(lambda m, go: None)
+        mod.register_full_backward_hook(lambda m, gi, go: None)
+        mod(leaf(hookgrad)).sum().backward()
+        mod.state_dict()
+    finally:
+        mm._set_hook_observer(prev)
+    assert [e[0] for e in events] == ["forward_pre_hook", "forward_hook", "full_backward_pre_hook",
+                                      "full_backward_hook"]
+    assert all(e[1] == "Scale" and e[2] for e in events)
+    # unset: nothing more is reported
+    mod(leaf(hookgrad))
+    assert len(events) == 4
+
+
+def test_hook_observer_sees_hook_that_raises():
+    import hookgrad
+
+    mm = hookgrad.nn.modules.module
+    events = []
+    prev = mm._set_hook_observer(lambda *e: events.append(e[0]))
+    try:
+        mod = mods(hookgrad).Scale()
+
+        def bad(m, a):
+            raise ValueError("x")
+
+        mod.register_forward_pre_hook(bad)
+        with pytest.raises(ValueError):
+            mod(leaf(hookgrad))
+    finally:
+        mm._set_hook_observer(prev)
+    assert events == ["forward_pre_hook"]

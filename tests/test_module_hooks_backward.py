@@ -1,0 +1,789 @@
+"""Differential tests of module backward hooks: full backward hooks and pre-hooks (local and
+global), the deprecated legacy hooks, and their argument, return-value, warning and error rules."""
+from __future__ import annotations
+
+import pytest
+
+from difftest import catch, differential, warns
+from test_module_fixtures import clean_globals, leaf, mods, shapes
+
+
+def _record(log, label):
+    def hook(m, grad_input, grad_output):
+        log.append((label, type(m).__name__, grad_input, grad_output))
+    return hook
+
+
+def _record_pre(log, label):
+    def hook(m, grad_output):
+        log.append((label, type(m).__name__, grad_output))
+    return hook
+
+
+# ------------------------------------------------------------------------------------------
+# full backward hooks: arguments
+# ------------------------------------------------------------------------------------------
+@differential
+def test_full_hook_grad_input_and_output(T):
+    log = []
+    mod = mods(T).Affine()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_full_hook_two_inputs(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x, y = leaf(T), leaf(T, [[3.0, 4.0], [5.0, 6.0]])
+    (mod(x, y, scale=2.0) ** 2).sum().backward()
+    return log, x.grad, y.grad
+
+
+@differential
+def test_full_hook_input_not_requiring_grad_is_none(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x, y = leaf(T), leaf(T, requires_grad=False)
+    mod(x, y).sum().backward()
+    return log
+
+
+@differential
+def test_full_hook_non_tensor_arg_is_none(T):
+    log = []
+    mod = mods(T).Mixed()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x, y = leaf(T), leaf(T)
+    mod(x, 3.0, y).sum().backward()
+    return log
+
+
+@differential
+def test_full_hook_kwargs_tensor_not_in_grad_input(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    s = T.tensor(2.0, requires_grad=True)
+    mod(x, x, scale=s).sum().backward()
+    return [(e[0], len(e[2]), shapes(e[2]), shapes(e[3])) for e in log], s.grad
+
+
+@differential
+def test_full_hook_tuple_output(T):
+    log = []
+    mod = mods(T).Pair()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    a, b = mod(x)
+    (a.sum() + (b * b).sum()).backward()
+    return log, x.grad
+
+
+@differential
+def test_full_hook_tuple_output_one_unused(T):
+    log = []
+    mod = mods(T).Pair()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    a, b = mod(x)
+    a.sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_full_hook_output_with_none_entry(T):
+    log = []
+    mod = mods(T).PairWithNone()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    a, b = mod(x)
+    a.sum().backward()
+    return log, b
+
+
+@differential
+def test_full_hook_parameters_not_in_grad_input(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(len(gi)))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, mod.w.grad, mod.b.grad
+
+
+# ------------------------------------------------------------------------------------------
+# full backward hooks: return values
+# ------------------------------------------------------------------------------------------
+@differential
+def test_full_hook_return_replaces_grad_input(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: (gi[0] * 10,))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return x.grad, mod.w.grad
+
+
+@differential
+def test_full_hook_return_chain(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: (gi[0] + 1,))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(gi))
+    mod.register_full_backward_hook(lambda m, gi, go: (gi[0] * 2,))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_full_hook_return_none_entry_drops_gradient(T):
+    mod = mods(T).Two()
+    mod.register_full_backward_hook(lambda m, gi, go: (None, gi[1]))
+    x, y = leaf(T), leaf(T)
+    mod(x, y).sum().backward()
+    return x.grad, y.grad
+
+
+@differential
+def test_full_hook_wrong_length_raises(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+    x = leaf(T)
+    out = mod(x).sum()
+    return catch(out.backward)
+
+
+@differential
+def test_full_hook_return_list_accepted(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: [gi[0] * 3])
+    x = leaf(T)
+    mod(x).sum().backward()
+    return x.grad
+
+
+@differential
+def test_full_hook_exception_propagates(T):
+    mod = mods(T).Scale()
+
+    def bad(m, gi, go):
+        raise ValueError("in hook")
+
+    mod.register_full_backward_hook(bad)
+    return catch(mod(leaf(T)).sum().backward)
+
+
+# ------------------------------------------------------------------------------------------
+# full backward hooks: order and repetition
+# ------------------------------------------------------------------------------------------
+@differential
+def test_full_hooks_prepend_order(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("a"))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("b"), prepend=True)
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("c"))
+    mod(leaf(T)).sum().backward()
+    return log
+
+
+@differential
+def test_full_hooks_nested_order(T):
+    log = []
+    net = mods(T).Net()
+    for name, sub in net.named_modules():
+        sub.register_full_backward_hook(lambda m, gi, go, name=name: log.append(("h", name, shapes(gi), shapes(go))))
+        sub.register_full_backward_pre_hook(lambda m, go, name=name: log.append(("pre", name, shapes(go))))
+    net(leaf(T)).sum().backward()
+    return log
+
+
+@differential
+def test_full_hook_same_module_called_twice(T):
+    log = []
+    outer = mods(T).Twice()
+    outer.inner.register_full_backward_hook(lambda m, gi, go: log.append(("h", gi, go)))
+    outer.inner.register_full_backward_pre_hook(lambda m, go: log.append(("pre", go)))
+    x = leaf(T, [1.0, 2.0])
+    outer(x).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_full_hook_two_backward_passes(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(gi))
+    x = leaf(T)
+    out = mod(x).sum()
+    out.backward(retain_graph=True)
+    out.backward()
+    return log, x.grad
+
+
+@differential
+def test_full_hook_module_reused_on_two_inputs_then_summed(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(("h", gi[0])))
+    x = leaf(T, [1.0])
+    y = leaf(T, [5.0])
+    (mod(x) * 3 + mod(y)).sum().backward()
+    return log
+
+
+@differential
+def test_full_hook_removed_before_backward_still_fires(T):
+    # The hook list is captured at call time.
+    log = []
+    mod = mods(T).Scale()
+    h = mod.register_full_backward_hook(lambda m, gi, go: log.append("fired"))
+    out = mod(leaf(T)).sum()
+    h.remove()
+    out.backward()
+    out2 = mod(leaf(T)).sum()
+    out2.backward()
+    return log
+
+
+@differential
+def test_full_hook_registered_after_forward_does_not_fire(T):
+    log = []
+    mod = mods(T).Scale()
+    out = mod(leaf(T)).sum()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("late"))
+    out.backward()
+    return log
+
+
+@differential
+def test_full_hook_with_tensor_hooks_order(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_pre_hook(lambda m, go: log.append("module_pre"))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("module_post"))
+    x = leaf(T)
+    x.register_hook(lambda g: log.append("x_hook"))
+    out = mod(x)
+    out.register_hook(lambda g: log.append("out_hook"))
+    out.sum().backward()
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# no input requires grad / no output requires grad / grad mode
+# ------------------------------------------------------------------------------------------
+@differential
+def test_full_hook_no_input_requires_grad_warns(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T, requires_grad=False)
+    out = mod(x).sum()
+    return warns(out.backward), log, mod.w.grad
+
+
+@differential
+def test_full_hook_no_input_requires_grad_nonnone_return_raises(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: (T.ones(1),))
+    out = mod(leaf(T, requires_grad=False)).sum()
+    res = warns(out.backward)
+    return res
+
+
+@differential
+def test_full_hook_no_input_requires_grad_all_none_return_ok(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: (None,))
+    out = mod(leaf(T, requires_grad=False)).sum()
+    return warns(out.backward), mod.b.grad
+
+
+@differential
+def test_full_hook_no_output_requires_grad_never_fires(T):
+    log = []
+    mod = mods(T).Identity()
+    mod.register_full_backward_hook(_record(log, "h"))
+    out = mod(leaf(T, requires_grad=False))
+    return out.requires_grad, log
+
+
+@differential
+def test_full_hook_under_no_grad(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(_record(log, "h"))
+    with T.no_grad():
+        out = mod(leaf(T))
+    return out.requires_grad, out.grad_fn is None, log
+
+
+@differential
+def test_full_hook_output_not_tensor_warns(T):
+    log = []
+    mod = mods(T).ListOut()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    res = warns(mod, x)
+    outs = res[0]
+    (outs[0].sum() + outs[1].sum()).backward()
+    return res[1], log, x.grad
+
+
+@differential
+def test_full_hook_dict_output_warns_and_does_not_fire(T):
+    log = []
+    mod = mods(T).DictOut()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    res, w = warns(mod, x)
+    res["a"].sum().backward()
+    return w, log, x.grad
+
+
+# ------------------------------------------------------------------------------------------
+# views and in-place
+# ------------------------------------------------------------------------------------------
+@differential
+def test_full_hook_output_grad_fn_name(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    out = mod(leaf(T))
+    return out.grad_fn.name(), out.grad_fn.next_functions[0][0].name()
+
+
+@differential
+def test_full_hook_forward_sees_identity_wrapped_input(T):
+    seen = []
+
+    class Peek(T.nn.Module):
+        def forward(self, x):
+            seen.append(x.grad_fn.name() if x.grad_fn is not None else None)
+            return x * 2
+
+    mod = Peek()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    mod(leaf(T))
+    return seen
+
+
+@differential
+def test_full_hook_inplace_on_output_raises(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    out = mod(leaf(T))
+    return catch(lambda: out.add_(1))
+
+
+@differential
+def test_full_hook_inplace_on_input_in_forward_raises(T):
+    class Inplace(T.nn.Module):
+        def forward(self, x):
+            x.mul_(2)
+            return x
+
+    mod = Inplace()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    x = leaf(T) * 1.0
+    return catch(mod, x)
+
+
+@differential
+def test_inplace_without_backward_hooks_is_fine(T):
+    class Inplace(T.nn.Module):
+        def forward(self, x):
+            x.mul_(2)
+            return x
+
+    mod = Inplace()
+    x = leaf(T)
+    y = x * 1.0
+    out = mod(y)
+    out.sum().backward()
+    return out, x.grad
+
+
+@differential
+def test_full_hook_identity_module(T):
+    log = []
+    mod = mods(T).Identity()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    out = mod(x)
+    (out * 3).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_full_hook_identity_module_inplace_output_raises(T):
+    mod = mods(T).Identity()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    out = mod(leaf(T))
+    return catch(lambda: out.mul_(2))
+
+
+# ------------------------------------------------------------------------------------------
+# full backward pre-hooks
+# ------------------------------------------------------------------------------------------
+@differential
+def test_pre_hook_receives_grad_output(T):
+    log = []
+    mod = mods(T).Affine()
+    mod.register_full_backward_pre_hook(_record_pre(log, "pre"))
+    x = leaf(T)
+    (mod(x) * T.tensor([1.0, 2.0, 3.0])).sum().backward()
+    return log
+
+
+@differential
+def test_pre_hook_replaces_grad_output(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_pre_hook(lambda m, go: (go[0] * 0.5,))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return x.grad, mod.w.grad, mod.b.grad
+
+
+@differential
+def test_pre_hook_replacement_seen_by_full_hook(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_pre_hook(lambda m, go: (go[0] + 1,))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    mod(leaf(T)).sum().backward()
+    return log
+
+
+@differential
+def test_pre_hooks_chain_and_prepend(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_pre_hook(lambda m, go: log.append(("a", go)) or (go[0] * 2,))
+    mod.register_full_backward_pre_hook(lambda m, go: log.append(("b", go)) or (go[0] * 3,), prepend=True)
+    mod.register_full_backward_pre_hook(lambda m, go: log.append(("c", go)))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_pre_hook_wrong_length_raises(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_pre_hook(lambda m, go: (go[0], go[0]))
+    return catch(mod(leaf(T)).sum().backward)
+
+
+@differential
+def test_pre_hook_tuple_outputs(T):
+    log = []
+    mod = mods(T).Pair()
+    mod.register_full_backward_pre_hook(_record_pre(log, "pre"))
+    x = leaf(T)
+    a, b = mod(x)
+    (a.sum() * 2 + b.sum()).backward()
+    return log, x.grad
+
+
+@differential
+def test_pre_hook_zeroing_one_output_grad(T):
+    mod = mods(T).Pair()
+    mod.register_full_backward_pre_hook(lambda m, go: (go[0], None))
+    x = leaf(T)
+    a, b = mod(x)
+    (a.sum() + b.sum()).backward()
+    return x.grad
+
+
+@differential
+def test_pre_hook_no_input_requires_grad_fires_with_warning(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_pre_hook(_record_pre(log, "pre"))
+    out = mod(leaf(T, requires_grad=False)).sum()
+    return warns(out.backward), log
+
+
+@differential
+def test_pre_hook_only_no_input_requires_grad_warns(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_pre_hook(lambda m, go: (go[0] * 4,))
+    out = mod(leaf(T, requires_grad=False)).sum()
+    return warns(out.backward), mod.w.grad, mod.b.grad
+
+
+@differential
+def test_pre_hook_removed_via_handle(T):
+    log = []
+    mod = mods(T).Scale()
+    h = mod.register_full_backward_pre_hook(lambda m, go: log.append(1))
+    mod(leaf(T)).sum().backward()
+    h.remove()
+    mod(leaf(T)).sum().backward()
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# global backward hooks
+# ------------------------------------------------------------------------------------------
+@differential
+def test_global_full_hook_before_local(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("local"), prepend=True)
+    mod.register_full_backward_pre_hook(lambda m, go: log.append("local_pre"), prepend=True)
+    with clean_globals(T) as mm:
+        mm.register_module_full_backward_hook(lambda m, gi, go: log.append("global"))
+        mm.register_module_full_backward_pre_hook(lambda m, go: log.append("global_pre"))
+        mod(leaf(T)).sum().backward()
+    return log
+
+
+@differential
+def test_global_full_hook_all_modules(T):
+    log = []
+    net = mods(T).Net()
+    with clean_globals(T) as mm:
+        mm.register_module_full_backward_hook(lambda m, gi, go: log.append((type(m).__name__, shapes(gi), shapes(go))))
+        net(leaf(T)).sum().backward()
+    return log
+
+
+@differential
+def test_global_full_hook_return_replaces(T):
+    net = mods(T).Net()
+    x = leaf(T)
+    with clean_globals(T) as mm:
+        mm.register_module_full_backward_hook(lambda m, gi, go: tuple(None if g is None else g * 0.5 for g in gi))
+        net(x).sum().backward()
+    return x.grad, net.fc1.weight.grad
+
+
+@differential
+def test_global_pre_hook_scales_incoming(T):
+    net = mods(T).Net()
+    x = leaf(T)
+    with clean_globals(T) as mm:
+        mm.register_module_full_backward_pre_hook(lambda m, go: tuple(None if g is None else g * 0.1 for g in go))
+        net(x).sum().backward()
+    return x.grad, [p.grad for p in net.parameters()]
+
+
+@differential
+def test_global_full_hook_removed(T):
+    log = []
+    mod = mods(T).Scale()
+    with clean_globals(T) as mm:
+        h = mm.register_module_full_backward_hook(lambda m, gi, go: log.append(1))
+        mod(leaf(T)).sum().backward()
+        h.remove()
+        mod(leaf(T)).sum().backward()
+        flag = mm._global_is_full_backward_hook
+    return log, flag
+
+
+@differential
+def test_global_mixing_full_then_legacy_raises(T):
+    with clean_globals(T) as mm:
+        h = mm.register_module_full_backward_hook(lambda m, gi, go: None)
+        h.remove()
+        res = catch(mm.register_module_backward_hook, lambda m, gi, go: None)
+    return res
+
+
+@differential
+def test_global_mixing_legacy_then_full_raises(T):
+    with clean_globals(T) as mm:
+        res1 = warns(mm.register_module_backward_hook, lambda m, gi, go: None)
+        res2 = catch(mm.register_module_full_backward_hook, lambda m, gi, go: None)
+    return res1[1], res2
+
+
+@differential
+def test_global_full_hook_with_local_legacy_hook(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_backward_hook(lambda m, gi, go: log.append(("legacy", len(gi))))
+    with clean_globals(T) as mm:
+        mm.register_module_full_backward_hook(lambda m, gi, go: log.append(("full", len(gi))))
+        x = leaf(T)
+        res = warns(lambda: mod(x).sum().backward())
+    return res, log
+
+
+# ------------------------------------------------------------------------------------------
+# legacy (deprecated) backward hooks
+# ------------------------------------------------------------------------------------------
+@differential
+def test_legacy_hook_registration_does_not_warn(T):
+    mod = mods(T).Scale()
+    return warns(mod.register_backward_hook, lambda m, gi, go: None)[1]
+
+
+@differential
+def test_legacy_hook_sees_last_node_grads(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = leaf(T)
+    res = warns(lambda: mod(x).sum().backward())
+    return res, log, x.grad
+
+
+@differential
+def test_legacy_hook_return_replaces_node_grad_inputs(T):
+    mod = mods(T).Scale()
+    mod.register_backward_hook(lambda m, gi, go: tuple(None if g is None else g * 0 for g in gi))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return x.grad, mod.w.grad, mod.b.grad
+
+
+@differential
+def test_legacy_hook_single_node_module_no_warning(T):
+    log = []
+
+    class Mul(T.nn.Module):
+        def forward(self, x, y):
+            return x * y
+
+    mod = Mul()
+    mod.register_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x, y = leaf(T), leaf(T, [[2.0, 2.0], [3.0, 3.0]])
+    res = warns(lambda: mod(x, y).sum().backward())
+    return res, log
+
+
+@differential
+def test_legacy_hook_tuple_output_warns(T):
+    log = []
+    mod = mods(T).Pair()
+    mod.register_backward_hook(lambda m, gi, go: log.append(len(go)))
+    x = leaf(T)
+
+    def run():
+        a, b = mod(x)
+        (a + b).sum().backward()
+
+    return warns(run), log
+
+
+@differential
+def test_legacy_hook_non_tensor_input_warns(T):
+    mod = mods(T).Mixed()
+    mod.register_backward_hook(lambda m, gi, go: None)
+    return warns(mod, leaf(T), 2.0, leaf(T))[1]
+
+
+@differential
+def test_legacy_hook_dict_output(T):
+    mod = mods(T).DictOut()
+    mod.register_backward_hook(lambda m, gi, go: None)
+    return warns(mod, leaf(T))[1]
+
+
+@differential
+def test_mixing_full_then_legacy_on_module_raises(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    return catch(mod.register_backward_hook, lambda m, gi, go: None)
+
+
+@differential
+def test_mixing_legacy_then_full_on_module_raises(T):
+    mod = mods(T).Scale()
+    mod.register_backward_hook(lambda m, gi, go: None)
+    return catch(mod.register_full_backward_hook, lambda m, gi, go: None)
+
+
+@differential
+def test_mixing_after_remove_still_raises(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None).remove()
+    return catch(mod.register_backward_hook, lambda m, gi, go: None), mod._is_full_backward_hook
+
+
+@differential
+def test_pre_hook_and_legacy_hook_together(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_backward_hook(lambda m, gi, go: log.append("legacy"))
+    mod.register_full_backward_pre_hook(lambda m, go: log.append("pre"))
+    x = leaf(T)
+    res = warns(lambda: mod(x).sum().backward())
+    return res, log
+
+
+@differential
+def test_global_legacy_hook(T):
+    log = []
+    mod = mods(T).Scale()
+    with clean_globals(T) as mm:
+        mm.register_module_backward_hook(lambda m, gi, go: log.append(type(m).__name__))
+        x = leaf(T)
+        res = warns(lambda: mod(x).sum().backward())
+    return res, log
+
+
+# ------------------------------------------------------------------------------------------
+# full hooks combined with autograd features
+# ------------------------------------------------------------------------------------------
+@differential
+def test_full_hook_with_autograd_grad(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = leaf(T)
+    (g,) = T.autograd.grad(mod(x).sum(), [x])
+    return g, log
+
+
+@differential
+def test_full_hook_autograd_grad_wrt_params_only(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("h"))
+    mod.register_full_backward_pre_hook(lambda m, go: log.append("pre"))
+    x = leaf(T)
+    (g,) = T.autograd.grad(mod(x).sum(), [mod.w])
+    return g, log
+
+
+@differential
+def test_full_hook_backward_inputs_restricts(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append("h"))
+    x = leaf(T)
+    mod(x).sum().backward(inputs=[mod.b])
+    return log, mod.b.grad, x.grad
+
+
+@differential
+def test_full_hook_on_sequential_container(T):
+    log = []
+    m = mods(T)
+    seq = T.nn.Sequential(m.Scale(), m.Relu(), m.Scale(3.0, 0.0))
+    seq.register_full_backward_hook(lambda mod, gi, go: log.append(("seq", gi, go)))
+    seq[1].register_full_backward_hook(lambda mod, gi, go: log.append(("relu", gi, go)))
+    x = leaf(T, [[1.0, -2.0]])
+    seq(x).sum().backward()
+    return log, x.grad
+
+
+@pytest.mark.parametrize("n_hooks", [1, 3])
+@differential
+def test_full_and_pre_hook_counts(T, n_hooks):
+    log = []
+    mod = mods(T).Affine()
+    for i in range(n_hooks):
+        mod.register_full_backward_hook(lambda m, gi, go, i=i: log.append(("h", i)))
+        mod.register_full_backward_pre_hook(lambda m, go, i=i: log.append(("p", i)))
+    mod(leaf(T)).sum().backward()
+    return log
