@@ -27,7 +27,9 @@ from ._ops.linalg import det, inv as inverse, slogdet
 from ._ops.shape import to_dtype as _to_dtype
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
-from . import autograd, linalg, utils
+from . import autograd, utils
+
+linalg = _importlib.import_module(".linalg", __name__)
 
 __version__ = "0.1.0"
 FloatTensor = DoubleTensor = LongTensor = Tensor  # legacy names, for isinstance-free uses

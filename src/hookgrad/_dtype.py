@@ -102,6 +102,9 @@ def promote_types(a, b) -> dtype:
     a, b = to_dtype(a), to_dtype(b)
     if a is b:
         return a
+    if a._category != b._category:
+        # across categories the higher one wins outright: float32 with int64 is float32
+        return a if a._category > b._category else b
     if (a is uint8 and b is int8) or (a is int8 and b is uint8):
         return int16
     return from_numpy_dtype(np.promote_types(a.np, b.np))

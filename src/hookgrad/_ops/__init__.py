@@ -246,6 +246,7 @@ def _bind_methods():
     )
     for name, fn in methods.items():
         setattr(T, name, fn)
+    T.where = lambda self, condition, other: P.where(condition, self, other)
     T.flip = lambda self, *dims: shape.flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
     T.new_full = lambda self, size, fill_value, *, dtype=None, device=None, requires_grad=False: creation.full(
         size, fill_value, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)

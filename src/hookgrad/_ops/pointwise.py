@@ -9,7 +9,8 @@ from ..autograd.graph import Node
 from ._base import (GRAD, NONE_EDGE, as_tensor_arg, data_of, edge, float_dtype_for, is_number,
                     record, result_np_dtype, sum_to_shape)
 
-_err = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+def _err():
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
 # ---- binary arithmetic ----------------------------------------------------------------------
@@ -22,6 +23,29 @@ def _binary_inputs(a, b):
     elif isinstance(b, np.generic):
         b = b.item()
     return a, b, result_np_dtype(a, b)
+
+
+def _np_binary(np_fn, a, b, dt, scale=1):
+    """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError."""
+    bd = data_of(b, dt)
+    if scale != 1:
+        bd = bd * scale
+    try:
+        return np_fn(data_of(a, dt), bd)
+    except ValueError:
+        raise RuntimeError(_broadcast_message(a, b)) from None
+
+
+def _broadcast_message(a, b):
+    sa = tuple(a.shape) if isinstance(a, Tensor) else ()
+    sb = tuple(b.shape) if isinstance(b, Tensor) else ()
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+    for i in range(n - 1, -1, -1):
+        if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+            return (f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at non-singleton "
+                    f"dimension {i}")
+    return f"shapes {list(sa)} and {list(sb)} are not broadcastable"
 
 
 def _finish(out_data, np_dtype):
@@ -80,10 +104,7 @@ def _shape_dtype(b):
 
 def add(a, b, *, alpha=1, out=None):
     a, b, dt = _binary_inputs(a, b)
-    bd = data_of(b, dt)
-    if alpha != 1:
-        bd = bd * alpha
-    result = _finish(np.add(data_of(a, dt), bd), dt)
+    result = _finish(_np_binary(np.add, a, b, dt, alpha), dt)
     if _needs(a, b):
         node = AddBackward0((edge(a), _b_edge(b)))
         node.alpha = alpha
@@ -98,10 +119,7 @@ def sub(a, b, *, alpha=1, out=None):
     if dt.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    bd = data_of(b, dt)
-    if alpha != 1:
-        bd = bd * alpha
-    result = _finish(np.subtract(data_of(a, dt), bd), dt)
+    result = _finish(_np_binary(np.subtract, a, b, dt, alpha), dt)
     if _needs(a, b):
         node = SubBackward0((edge(a), _b_edge(b)))
         node.alpha = alpha
@@ -148,7 +166,7 @@ class MulBackward0(Node):
 
 def mul(a, b, *, out=None):
     a, b, dt = _binary_inputs(a, b)
-    result = _finish(np.multiply(data_of(a, dt), data_of(b, dt)), dt)
+    result = _finish(_np_binary(np.multiply, a, b, dt), dt)
     if _needs(a, b):
         node = MulBackward0((edge(a), _b_edge(b)))
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
@@ -189,8 +207,8 @@ def div(a, b, *, rounding_mode=None, out=None):
     if rounding_mode is not None:
         return _rounded_div(a, b, rounding_mode)
     dt = _div_dtype(a, b)
-    with _err:
-        result = _finish(np.true_divide(data_of(a, dt), data_of(b, dt)), dt)
+    with _err():
+        result = _finish(_np_binary(np.true_divide, a, b, dt), dt)
     if _needs(a, b):
         node = DivBackward0((edge(a), _b_edge(b)))
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
@@ -207,7 +225,7 @@ def div(a, b, *, rounding_mode=None, out=None):
 
 def _rounded_div(a, b, mode):
     dt = result_np_dtype(a, b)
-    with _err:
+    with _err():
         if mode == "floor":
             data = np.floor_divide(data_of(a, dt), data_of(b, dt)) if dt.kind in "iu" else np.floor(
                 np.true_divide(data_of(a, dt), data_of(b, dt)))
@@ -288,7 +306,7 @@ class PowBackward2(Node):
 
     def apply(self, grads):
         (result,) = self.saved()
-        with _err:
+        with _err():
             log_base = float(np.log(self.base)) if self.base >= 0 else float("nan")
         return (grads[0] * result * log_base,)
 
@@ -296,7 +314,7 @@ class PowBackward2(Node):
 def pow(a, b):
     if is_number(a) and isinstance(b, Tensor):
         dt = result_np_dtype(b, a)
-        with _err:
+        with _err():
             result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
         if GRAD.enabled and b._requires_grad:
             node = PowBackward2((edge(b),))
@@ -306,7 +324,7 @@ def pow(a, b):
         return result
     a, b, dt = _binary_inputs(a, b)
     if isinstance(b, Tensor):
-        with _err:
+        with _err():
             result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
         if _needs(a, b):
             node = PowBackward1((edge(a), edge(b)))
@@ -316,7 +334,7 @@ def pow(a, b):
         return result
     if dt.kind in "iu" and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
-    with _err:
+    with _err():
         ad = data_of(a, dt)
         result = _finish(ad * ad if b == 2 else np.power(ad, data_of(b, dt)), dt)
     if _needs(a, None):
@@ -339,7 +357,7 @@ def _unary(x, np_fn, node_cls, save_input=False, save_output=False, floating=Tru
     data = x._data
     if floating and data.dtype.kind not in "fc":
         data = data.astype(float_dtype_for(x))
-    with _err:
+    with _err():
         result = wrap(np_fn(data))
     if GRAD.enabled and x._requires_grad:
         node = node_cls((edge(x),))
@@ -481,7 +499,7 @@ class ClampBackward0(Node):
         hi_mask = (x <= hi) if hi is not None else None
         if self.next_functions[0][0] is not None:
             mask = lo_mask if hi_mask is None else hi_mask if lo_mask is None else lo_mask & hi_mask
-            gx = g * mask
+            gx = sum_to_shape(g * mask, x._data.shape)
         if lo is not None and self.next_functions[1][0] is not None:
             m = ~lo_mask if hi_mask is None else (~lo_mask) & (lo <= hi)
             gl = sum_to_shape(g * m, lo._data.shape)
@@ -512,7 +530,7 @@ def clamp(x, min=None, max=None):
     if dt.kind in "iu" and (isinstance(min, float) or isinstance(max, float)):
         dt = _dtype.get_default_dtype().np
     data = x._data.astype(dt, copy=False)
-    with _err:
+    with _err():
         out = np.clip(data, min, max) if min is None or max is None or min <= max else np.full_like(data, max)
     result = wrap(np.asarray(out, dtype=dt))
     if GRAD.enabled and x._requires_grad:
@@ -701,7 +719,7 @@ class RemainderBackward0(Node):
 
 def remainder(a, b):
     a, b, dt = _binary_inputs(a, b)
-    with _err:
+    with _err():
         result = _finish(np.mod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):
         node = RemainderBackward0((edge(a),))
@@ -711,7 +729,7 @@ def remainder(a, b):
 
 def fmod(a, b):
     a, b, dt = _binary_inputs(a, b)
-    with _err:
+    with _err():
         result = _finish(np.fmod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):
         node = RemainderBackward0((edge(a),))
@@ -727,8 +745,8 @@ def _compare(np_fn):
         if not isinstance(b, Tensor) and not is_number(b):
             b = as_tensor_arg(b)
         dt = result_np_dtype(a, b)
-        with _err:
-            return wrap(np.asarray(np_fn(data_of(a, dt), data_of(b, dt))))
+        with _err():
+            return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
     return op
 
 

@@ -11,7 +11,8 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 
-_err = np.errstate(divide="ignore", invalid="ignore", over="ignore")
+def _err():
+    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
 
 
 def norm_dims(dim, ndim):
@@ -110,7 +111,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if dtype is not None:
         data = data.astype(_dtype.to_dtype(dtype).np)
     dims = norm_dims(dim, data.ndim)
-    with _err:
+    with _err():
         if dims is None and dim is None:
             result = wrap(np.asarray(data.mean(), dtype=data.dtype))
         else:
@@ -490,7 +491,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     data = x._data
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
-    with _err:
+    with _err():
         out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / builtins.max(n - corr, 0)) \
             if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
     result = wrap(np.asarray(out, dtype=data.dtype))
@@ -513,7 +514,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     data = x._data
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
-    with _err:
+    with _err():
         out = np.sqrt(np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))) if n - corr > 0 \
             else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
     result = wrap(np.asarray(out, dtype=data.dtype))
@@ -570,7 +571,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
                            f"{_dtype.from_numpy_dtype(data.dtype).name.capitalize()}")
     dims = norm_dims(dim, data.ndim)
     a = np.abs(data)
-    with _err:
+    with _err():
         if ord == 2:
             out = np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
         elif ord == float("inf"):
@@ -618,7 +619,7 @@ def logsumexp(x, dim, keepdim=False):
     if data.dtype.kind not in "fc":
         data = data.astype(float_dtype_for(x))
     dims = norm_dims(dim, data.ndim)
-    with _err:
+    with _err():
         m = np.max(data, axis=dims, keepdims=True) if data.size else np.zeros(_keep_shape(data.shape, dims), data.dtype)
         m = np.where(np.isfinite(m), m, 0)
         out = np.log(np.sum(np.exp(data - m), axis=dims, keepdims=True)) + m
@@ -672,7 +673,7 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if data.dtype.kind not in "fc":
         raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for \'Long\'')
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
-    with _err:
+    with _err():
         result = wrap(_softmax_np(data, d) if data.ndim else np.ones_like(data))
     if GRAD.enabled and x._requires_grad:
         node = SoftmaxBackward0((edge(x),))
@@ -685,7 +686,7 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
-    with _err:
+    with _err():
         result = wrap(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data))
     if GRAD.enabled and x._requires_grad:
         node = LogSoftmaxBackward0((edge(x),))

@@ -47,7 +47,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if GRAD.enabled and any(t._requires_grad for t in tensors):
         node = CatBackward0(tuple(edge(t) for t in tensors))
         node.dim = d
-        node.sizes = [t._data.shape[d] if t in parts else 0 for t in tensors]
+        node.sizes = [t._data.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
         node.shapes = [t._data.shape for t in tensors]
         record(node, result)
     return result
@@ -244,7 +244,10 @@ class CloneBackward0(Node):
 
 
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
-    result = wrap(np.array(x._data, copy=True))
+    # layout is preserved like torch's preserve_format, except for expanded (stride-0) tensors
+    data = x._data
+    order = "C" if memory_format == "torch.contiguous_format" or 0 in data.strides else "K"
+    result = wrap(np.array(data, copy=True, order=order))
     if GRAD.enabled and x._requires_grad:
         record(CloneBackward0((edge(x),)), result)
     return result
@@ -253,7 +256,7 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     if x._data.flags.c_contiguous:
         return x
-    return clone(x)
+    return clone(x, memory_format="torch.contiguous_format")
 
 
 class ToCopyBackward0(Node):

@@ -94,7 +94,7 @@ def reshape(x: Tensor, *shape) -> Tensor:
         return make_view(x, new, ViewBackward0, in_shape=data.shape)
     except AttributeError:
         # not expressible as a view: torch copies (clone) and then views the copy
-        return view(x.clone(), shape)
+        return view(x.clone(memory_format="torch.contiguous_format"), shape)
 
 
 def view_as(x, other):
@@ -509,8 +509,18 @@ class DiagonalBackward0(Node):
 
 
 def _writable_diagonal(arr, offset, d1, d2):
-    diag = np.diagonal(arr, offset, d1, d2)
-    return np.lib.stride_tricks.as_strided(diag, diag.shape, diag.strides, writeable=True)
+    """np.diagonal as a writable view (NumPy's own is read-only)."""
+    idx = [slice(None)] * arr.ndim
+    if offset >= 0:
+        idx[d2] = slice(offset, None)
+    else:
+        idx[d1] = slice(-offset, None)
+    sub = arr[tuple(idx)]
+    n = builtins.max(builtins.min(sub.shape[d1], sub.shape[d2]), 0)
+    others = [i for i in range(arr.ndim) if i not in (d1, d2)]
+    shape = [sub.shape[i] for i in others] + [n]
+    strides = [sub.strides[i] for i in others] + [sub.strides[d1] + sub.strides[d2]]
+    return np.lib.stride_tricks.as_strided(sub, shape, strides, writeable=arr.flags.writeable)
 
 
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:

@@ -108,16 +108,16 @@ def _compute_dependencies(roots):
     return deps
 
 
-def _mark_needed(roots, targets) -> dict:
-    """{node: needed} for nodes from which some target node is reachable (targets included)."""
-    memo = {}
+def _mark_needed(roots, targets, include_targets: bool) -> dict:
+    """{node: True} for the nodes that must run: those with a path to a target node (and the
+    targets themselves when ``include_targets``, as for ``backward(inputs=...)``)."""
     targets = set(targets)
+    memo = {}
     for root in roots:
         if root is None or root in memo:
             continue
-        # iterative post-order DFS
         stack = [(root, iter(root.next_functions))]
-        memo[root] = root in targets
+        memo[root] = include_targets and root in targets
         while stack:
             node, it = stack[-1]
             advanced = False
@@ -125,15 +125,15 @@ def _mark_needed(roots, targets) -> dict:
                 if nxt is None:
                     continue
                 if nxt not in memo:
-                    memo[nxt] = nxt in targets
+                    memo[nxt] = include_targets and nxt in targets
                     stack.append((nxt, iter(nxt.next_functions)))
                     advanced = True
                     break
-                if memo[nxt]:
+                if memo[nxt] or nxt in targets:
                     memo[node] = True
             if not advanced:
                 stack.pop()
-                if stack and memo[node]:
+                if stack and (memo[node] or node in targets):
                     memo[stack[-1][0]] = True
     return {n: True for n, needed in memo.items() if needed}
 
@@ -235,7 +235,7 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
             targets.append(node)
             if not accumulate:
                 task.captures.setdefault(node, []).append((nr, i))
-        needed = _mark_needed(root_nodes, targets)
+        needed = _mark_needed(root_nodes, targets, accumulate)
         if not accumulate:
             # capture-only nodes are visited (for their hooks) but not run unless on a path
             for node in task.captures:
