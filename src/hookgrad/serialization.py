@@ -108,9 +108,13 @@ class _Writer:
         if array.dtype.kind not in _ALLOWED_KINDS:
             raise TypeError(f"cannot save an array of dtype {array.dtype}")
         le = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
-        data = np.ascontiguousarray(array, dtype=le)
+        # A transposed (Fortran-ordered) array is kept that way, as PyTorch keeps strides.
+        fortran = array.ndim > 1 and array.flags.f_contiguous and not array.flags.c_contiguous
+        data = np.asarray(array.T if fortran else array, dtype=le, order="C")  # 0-d stays 0-d
         ref = self.add_blob(data.tobytes())
-        ref.update(dtype=data.dtype.str, shape=list(data.shape))
+        ref.update(dtype=data.dtype.str, shape=list(array.shape))
+        if fortran:
+            ref["order"] = "F"
         return ref
 
     def encode(self, obj):
@@ -268,7 +272,11 @@ class _Reader:
         if len(raw) != count * dtype.itemsize:
             raise CheckpointError(f"checkpoint array of shape {shape} and dtype {dtype} has "
                                   f"{len(raw)} bytes, expected {count * dtype.itemsize}")
-        arr = np.frombuffer(raw, dtype=dtype, count=count).reshape(shape)
+        arr = np.frombuffer(raw, dtype=dtype, count=count)
+        if ref.get("order") == "F":
+            arr = arr.reshape(shape[::-1]).T
+        else:
+            arr = arr.reshape(shape)
         native = dtype.newbyteorder("=")
         return arr.astype(native) if native != dtype else arr
 

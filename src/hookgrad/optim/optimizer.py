@@ -106,7 +106,8 @@ def _no_grad_step(step_fn):
 
     @functools.wraps(step_fn)
     def wrapper(self, *args, **kwargs):
-        with _no_grad():
+        # NumPy would warn on inf/nan arithmetic where PyTorch stays silent
+        with _no_grad(), np.errstate(all="ignore"):
             return step_fn(self, *args, **kwargs)
 
     return wrapper

@@ -62,9 +62,10 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
     if len(tensors) == 0:
         from ..._dtype import get_default_dtype
         return _wrap(np.zeros((), dtype=get_default_dtype().np))
-    norms = [_vector_norm(t._data, norm_type) for t in tensors]
-    dtype = np.result_type(*norms)
-    total = _vector_norm(np.stack([n.astype(dtype) for n in norms]), norm_type)
+    with np.errstate(all="ignore"):
+        norms = [_vector_norm(t._data, norm_type) for t in tensors]
+        dtype = np.result_type(*norms)
+        total = _vector_norm(np.stack([n.astype(dtype) for n in norms]), norm_type)
     if error_if_nonfinite and not np.isfinite(total):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is "
                            "non-finite, so it cannot be clipped. To disable this error and scale the "
@@ -79,12 +80,14 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     if not grads:
         return
     total = total_norm._data if isinstance(total_norm, _tensor_cls()) else np.asarray(total_norm)
-    coef = np.minimum(total.dtype.type(max_norm) / (total + total.dtype.type(1e-6)), total.dtype.type(1.0))
-    for g in grads:
-        data = g._data
-        np.multiply(data, coef.astype(data.dtype) if data.dtype.kind in "fc" else coef, out=data,
-                    casting="unsafe")
-        _bump(g)
+    with np.errstate(all="ignore"):
+        coef = np.minimum(total.dtype.type(max_norm) / (total + total.dtype.type(1e-6)), total.dtype.type(1.0))
+    with np.errstate(all="ignore"):  # inf * 0 gives nan silently, as in PyTorch
+        for g in grads:
+            data = g._data
+            np.multiply(data, coef.astype(data.dtype) if data.dtype.kind in "fc" else coef, out=data,
+                        casting="unsafe")
+            _bump(g)
 
 
 def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,

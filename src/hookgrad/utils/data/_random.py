@@ -5,24 +5,20 @@ from __future__ import annotations
 def randperm(n: int, generator=None) -> list:
     """A random permutation of ``range(n)`` as a list of ints."""
     import hookgrad
-    if generator is None:
-        return hookgrad.randperm(n).tolist()
     return hookgrad.randperm(n, generator=generator).tolist()
 
 
 def randint(high: int, size: int, generator=None) -> list:
     """``size`` random ints in ``[0, high)``."""
     import hookgrad
-    if generator is None:
-        return hookgrad.randint(high=high, size=(size,)).tolist()
-    return hookgrad.randint(high=high, size=(size,), generator=generator).tolist()
+    return hookgrad.randint(0, high, (size,), generator=generator).tolist()
 
 
 def fresh_generator():
     """A new generator seeded from the global one (what a sampler without a generator uses, so
     that ``hookgrad.manual_seed`` makes shuffling reproducible)."""
     import hookgrad
-    seed = int(hookgrad.randint(0, 2 ** 62, ()).item())
+    seed = int(hookgrad.randint(0, 2 ** 62, (1,)).tolist()[0])
     gen = hookgrad.Generator()
     gen.manual_seed(seed)
     return gen

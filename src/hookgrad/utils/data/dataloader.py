@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from ._collate import default_collate, default_convert
-from .dataset import IterableDataset
+from .dataset import IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info"]
@@ -18,6 +20,27 @@ __all__ = ["DataLoader", "get_worker_info"]
 def get_worker_info():
     """Always None: data is loaded in the main process."""
     return None
+
+
+def _tensor_rows(dataset):
+    """For a TensorDataset, or Subsets of one, whose tensors need no grad: (arrays, index map)
+    so that a batch can be gathered with one fancy-indexing call per tensor. Else None."""
+    index_maps = []
+    while type(dataset) is Subset:
+        index_maps.append(dataset.indices)
+        dataset = dataset.dataset
+    if type(dataset) is not TensorDataset or any(t.requires_grad for t in dataset.tensors):
+        return None
+    return [t._data for t in dataset.tensors], index_maps
+
+
+def _gather(rows, indices):
+    from ..._tensor import wrap
+    arrays, index_maps = rows
+    for mapping in index_maps:
+        indices = [mapping[i] for i in indices]
+    index = np.asarray(indices, dtype=np.intp)
+    return [wrap(a[index]) for a in arrays]
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -145,6 +168,13 @@ class DataLoader:
     def _iter_map(self):
         dataset, collate_fn = self.dataset, self.collate_fn
         if self._auto_collation:
+            # Fast path, same result as collating samples one by one: gather whole batches.
+            rows = _tensor_rows(dataset) if collate_fn is default_collate else None
+            if rows is not None:
+                for indices in self.batch_sampler:
+                    indices = list(indices)
+                    yield _gather(rows, indices) if indices else collate_fn([])
+                return
             getitems = getattr(dataset, "__getitems__", None)
             for indices in self.batch_sampler:
                 if getitems is not None:

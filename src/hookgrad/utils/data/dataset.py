@@ -3,6 +3,7 @@ random_split, with PyTorch's behaviour."""
 from __future__ import annotations
 
 import bisect
+import collections.abc
 import itertools
 import math
 import warnings
@@ -22,11 +23,8 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
-    """An iterable-style dataset: subclasses implement ``__iter__``."""
-
-    def __iter__(self):
-        raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+class IterableDataset(Dataset, collections.abc.Iterable):
+    """An iterable-style dataset: subclasses implement ``__iter__`` (it is abstract, as in PyTorch)."""
 
     def __add__(self, other):
         raise TypeError("ConcatDataset does not support IterableDataset; chain iterables instead")
