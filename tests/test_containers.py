@@ -1,6 +1,7 @@
 """Differential tests of Sequential, ModuleList, ModuleDict, ParameterList and ParameterDict."""
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 import pytest
@@ -14,7 +15,10 @@ def _kinds(container):
 
 
 def _fix(T, s):
-    return s.replace("torch.", "hookgrad.") if T.__name__ == "torch" else s
+    """Dtype names print as torch.float32 / hookgrad.float32; legacy type names
+    (torch.FloatTensor) are the same on both."""
+    return re.sub(r"torch\.(?=(float|int|uint|bool|complex|double|half|long))", "hookgrad.", s) \
+        if T.__name__ == "torch" else s
 
 
 def _seq(T):

@@ -787,3 +787,61 @@ def test_full_and_pre_hook_counts(T, n_hooks):
         mod.register_full_backward_pre_hook(lambda m, go, i=i: log.append(("p", i)))
     mod(leaf(T)).sum().backward()
     return log
+
+
+# ------------------------------------------------------------------------------------------
+# invalid replacements
+# ------------------------------------------------------------------------------------------
+def _bad(T, kind):
+    return {"float": lambda g: (3.0,), "bare_tensor": lambda g: g[0], "double": lambda g: (g[0].double(),),
+            "shape": lambda g: (T.ones(3),), "bigger": lambda g: (T.ones(2, 2, 2),)}[kind]
+
+
+@pytest.mark.parametrize("kind", ["float", "bare_tensor", "double", "shape", "bigger"])
+@differential
+def test_full_hook_invalid_replacement(T, kind):
+    mod = mods(T).Scale()
+    bad = _bad(T, kind)
+    mod.register_full_backward_hook(lambda m, gi, go: bad(gi))
+    return catch(mod(leaf(T)).sum().backward)
+
+
+@pytest.mark.parametrize("kind", ["float", "bare_tensor", "double", "shape", "bigger"])
+@differential
+def test_pre_hook_invalid_replacement(T, kind):
+    mod = mods(T).Scale()
+    bad = _bad(T, kind)
+    mod.register_full_backward_pre_hook(lambda m, go: bad(go))
+    return catch(mod(leaf(T)).sum().backward)
+
+
+@differential
+def test_invalid_replacement_fixed_by_later_hook(T):
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: (T.ones(3),))
+    mod.register_full_backward_hook(lambda m, gi, go: (T.ones(2, 2) * 7,))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return x.grad
+
+
+def test_invalid_replacement_error_names_module_and_hook():
+    import hookgrad
+
+    mod = mods(hookgrad).Scale()
+
+    def widen(m, gi, go):
+        return (hookgrad.ones(3),)
+
+    mod.register_full_backward_hook(widen)
+    with pytest.raises(RuntimeError, match=r"module Scale, hook .*widen"):
+        mod(leaf(hookgrad)).sum().backward()
+
+    mod2 = mods(hookgrad).Scale()
+
+    def too_many(m, go):
+        return (go[0], go[0])
+
+    mod2.register_full_backward_pre_hook(too_many)
+    with pytest.raises(RuntimeError, match=r"invalid number of grad_output.*module Scale, hook .*too_many"):
+        mod2(leaf(hookgrad)).sum().backward()

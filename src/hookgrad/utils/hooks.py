@@ -161,7 +161,8 @@ class BackwardHook:
                 # The gradient reached the inputs without passing through the outputs
                 # (e.g. double backward): there is no grad_output to report.
                 return None
-            res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+            setters = [None] * len(res)
             for user_hook in self.user_hooks:
                 out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
                                     self.grad_outputs)
@@ -171,9 +172,12 @@ class BackwardHook:
                     raise RuntimeError("Backward hook returned an invalid number of grad_input, "
                                        f"got {len(out)}, but expected {len(res)} (module "
                                        f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
+                _note_setters(setters, res, out, user_hook)
                 res = out
             self.grad_outputs = None
-            return self._unpack_none(self.input_tensors_index, res)
+            result = self._unpack_none(self.input_tensors_index, res)
+            _check_replacements(self.module, "grad_input", self.input_tensors_index, original, res, setters)
+            return result
 
         grad_fn.register_hook(hook)
 
@@ -231,6 +235,8 @@ class BackwardHook:
                 self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output,
                                                          self.n_outputs)
                 if self.user_pre_hooks:
+                    original = self.grad_outputs
+                    setters = [None] * len(original)
                     expected_len = len(self.grad_outputs)
                     for user_pre_hook in self.user_pre_hooks:
                         new = self.dispatch("full_backward_pre_hook", self.module, user_pre_hook,
@@ -243,7 +249,10 @@ class BackwardHook:
                                                f"got {actual_len}, but expected {expected_len} (module "
                                                f"{type(self.module).__name__}, hook "
                                                f"{_hook_name(user_pre_hook)})")
+                        _note_setters(setters, self.grad_outputs, new, user_pre_hook)
                         self.grad_outputs = new
+                    _check_replacements(self.module, "grad_output", self.output_tensors_index, original,
+                                        self.grad_outputs, setters)
 
                 local_grad_outputs = self.grad_outputs
 
@@ -285,3 +294,34 @@ class BackwardHook:
 
 def _hook_name(hook) -> str:
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook)
+
+
+def _note_setters(setters, old, new, hook) -> None:
+    """Remember, per position, the last hook that replaced the gradient there."""
+    for i, (o, n) in enumerate(zip(old, new)):
+        if n is not o:
+            setters[i] = hook
+
+
+def _check_replacements(module, what, indices, original, final, setters) -> None:
+    """Check hook-returned gradients against the ones they replace, as the engine would, but
+    with an error that names the module and the hook: a tensor (or None) of the same shape and
+    dtype at each tensor position."""
+    import hookgrad
+
+    for i in indices or ():
+        new, old = final[i], original[i]
+        if new is old or new is None:
+            continue
+        hook = setters[i]
+        where = f"(module {type(module).__name__}, hook {_hook_name(hook)}, {what}[{i}])"
+        if not isinstance(new, hookgrad.Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}' {where}")
+        if old is None:
+            continue
+        if new.dtype != old.dtype:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {old.type()} got "
+                               f"{new.type()}) {where}")
+        if tuple(new.shape) != tuple(old.shape):
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value (was "
+                               f"{list(old.shape)} got {list(new.shape)}) {where}")
