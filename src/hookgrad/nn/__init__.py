@@ -1,7 +1,12 @@
 """``hookgrad.nn``: Module and its hooks, Parameter, containers, layers, init, functional."""
 from .parameter import Buffer, Parameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
-from .modules import __all__ as _modules_all
+from . import modules as _modules_pkg
+
+# Every public class that nn/modules/__init__.py imports (layers included, whether or not the
+# layer files extend its __all__) is part of hookgrad.nn.
+_modules_all = [_n for _n, _v in vars(_modules_pkg).items() if not _n.startswith("_") and isinstance(_v, type)]
+globals().update({_n: getattr(_modules_pkg, _n) for _n in _modules_all})
 from . import init, modules, parameter  # noqa: F401
 from .modules.module import (  # noqa: F401
     register_module_backward_hook,
