@@ -1,0 +1,529 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their single-step cells.
+
+The layers follow PyTorch 2.13's parameter names, shapes, initialisation, argument checks and
+``extra_repr``. The arithmetic is written with hookgrad tensor ops, so autograd (double backward
+included) and every hook work as on any other layer.
+
+How a layer runs: for each layer and direction, the input projection ``x @ W_ih^T + b`` of all
+time steps is one matmul; the time loop then does one ``addmm`` per step for the recurrent
+projection, followed by the gate non-linearities. Gate order in the weights is PyTorch's:
+LSTM ``i, f, g, o``; GRU ``r, z, n``.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import warnings
+
+import hookgrad
+from hookgrad._tensor import Tensor
+
+from .. import init
+from ..parameter import Parameter
+from .module import Module
+
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+
+_GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
+
+
+def _dropout(x: Tensor, p: float, training: bool) -> Tensor:
+    """Dropout between stacked layers (the functional API's when it is there)."""
+    if not training or p == 0:
+        return x
+    try:
+        from .. import functional as F
+    except ImportError:  # the functional module is optional for this file
+        F = None
+    if F is not None and hasattr(F, "dropout"):
+        return F.dropout(x, p, True)
+    if p == 1:
+        return x * 0
+    keep = hookgrad.bernoulli(hookgrad.full_like(x.detach(), 1.0 - p))
+    return x * keep / (1.0 - p)
+
+
+# ---- one time step of each cell kind ------------------------------------------------------------
+# ``xp`` is the input projection of this step (input bias already added), ``h``/``c`` the state,
+# ``whh_t`` the transposed recurrent weight. Each returns the new state.
+
+def _tanh_step(xp, h, whh_t, b_hh):
+    return hookgrad.addmm(xp, h, whh_t).tanh()
+
+
+def _relu_step(xp, h, whh_t, b_hh):
+    return hookgrad.addmm(xp, h, whh_t).relu()
+
+
+def _lstm_step(xp, h, c, whh_t, hidden):
+    gates = hookgrad.addmm(xp, h, whh_t)
+    s = gates.sigmoid()
+    i = s[:, :hidden]
+    f = s[:, hidden:2 * hidden]
+    o = s[:, 3 * hidden:]
+    g = gates[:, 2 * hidden:3 * hidden].tanh()
+    c = f * c + i * g
+    return o * c.tanh(), c
+
+
+def _gru_step(xp, h, whh_t, b_hh, hidden):
+    hp = h.matmul(whh_t) if b_hh is None else hookgrad.addmm(b_hh, h, whh_t)
+    rz = (xp[:, :2 * hidden] + hp[:, :2 * hidden]).sigmoid()
+    r = rz[:, :hidden]
+    z = rz[:, hidden:]
+    n = (xp[:, 2 * hidden:] + r * hp[:, 2 * hidden:]).tanh()
+    return n + z * (h - n)
+
+
+class RNNBase(Module):
+    """Shared set-up of ``RNN``, ``LSTM`` and ``GRU``: parameters, checks and the layer loop."""
+
+    def __init__(self, mode: str, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 proj_size: int = 0, device=None, dtype=None) -> None:
+        super().__init__()
+        self.mode = mode
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        self.proj_size = proj_size
+        directions = 2 if bidirectional else 1
+
+        if not isinstance(dropout, numbers.Number) or isinstance(dropout, bool) or not 0 <= dropout <= 1:
+            raise ValueError("dropout should be a number in range [0, 1] representing the probability of an "
+                             "element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so non-zero dropout "
+                          f"expects num_layers greater than 1, but got dropout={dropout} and "
+                          f"num_layers={num_layers}", stacklevel=2)
+        if not isinstance(bias, bool):
+            raise TypeError(f"bias should be of type bool, got: {type(bias).__name__}")
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"batch_first should be of type bool, got: {type(batch_first).__name__}")
+        if not isinstance(input_size, int):
+            raise TypeError(f"input_size should be of type int, got: {type(input_size).__name__}")
+        if input_size <= 0:
+            raise ValueError("input_size must be greater than zero")
+        if not isinstance(hidden_size, int):
+            raise TypeError(f"hidden_size should be of type int, got: {type(hidden_size).__name__}")
+        if hidden_size <= 0:
+            raise ValueError("hidden_size must be greater than zero")
+        if num_layers <= 0:
+            raise ValueError("num_layers must be greater than zero")
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        if mode not in _GATES:
+            raise ValueError("Unrecognized RNN mode: " + mode)
+
+        gate_size = _GATES[mode] * hidden_size
+        real_hidden = proj_size if proj_size > 0 else hidden_size
+        self._flat_weights_names = []
+        self._all_weights = []
+        for layer in range(num_layers):
+            layer_input = input_size if layer == 0 else real_hidden * directions
+            for direction in range(directions):
+                suffix = "_reverse" if direction == 1 else ""
+                shapes = [(f"weight_ih_l{layer}{suffix}", (gate_size, layer_input)),
+                          (f"weight_hh_l{layer}{suffix}", (gate_size, real_hidden))]
+                if bias:
+                    shapes += [(f"bias_ih_l{layer}{suffix}", (gate_size,)),
+                               (f"bias_hh_l{layer}{suffix}", (gate_size,))]
+                if proj_size > 0:
+                    shapes.append((f"weight_hr_l{layer}{suffix}", (proj_size, hidden_size)))
+                for name, shape in shapes:
+                    setattr(self, name, Parameter(hookgrad.empty(shape, dtype=dtype)))
+                names = [name for name, _ in shapes]
+                self._flat_weights_names.extend(names)
+                self._all_weights.append(names)
+        self.reset_parameters()
+
+    # ---- parameters -------------------------------------------------------------------------
+    @property
+    def _flat_weights(self) -> list:
+        return [getattr(self, name, None) for name in self._flat_weights_names]
+
+    @property
+    def all_weights(self) -> list:
+        return [[getattr(self, name) for name in names] for names in self._all_weights]
+
+    def flatten_parameters(self) -> None:
+        """A no-op: there is no fused kernel that wants one contiguous weight buffer."""
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if self.proj_size != 0:
+            s += ", proj_size={proj_size}"
+        if self.num_layers != 1:
+            s += ", num_layers={num_layers}"
+        if self.bias is not True:
+            s += ", bias={bias}"
+        if self.batch_first is not False:
+            s += ", batch_first={batch_first}"
+        if self.dropout != 0:
+            s += ", dropout={dropout}"
+        if self.bidirectional is not False:
+            s += ", bidirectional={bidirectional}"
+        return s.format(**self.__dict__)
+
+    # ---- argument checks (PyTorch's messages) -----------------------------------------------
+    def check_input(self, input: Tensor, batch_sizes=None) -> None:
+        weight = self._flat_weights[0]
+        if input.dtype != weight.dtype:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype ({weight.dtype}). "
+                             f"Convert input: input.to({weight.dtype}), or convert model: model.to({input.dtype})")
+        if input.dim() != 3:
+            raise RuntimeError(f"input must have 3 dimensions, got {input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
+                               f"got {input.size(-1)}")
+
+    def get_expected_hidden_size(self, input: Tensor, batch_sizes=None) -> tuple:
+        batch = input.size(0) if self.batch_first else input.size(1)
+        directions = 2 if self.bidirectional else 1
+        size = self.proj_size if self.proj_size > 0 else self.hidden_size
+        return (self.num_layers * directions, batch, size)
+
+    def check_hidden_size(self, hx: Tensor, expected: tuple, msg: str = "Expected hidden size {}, got {}") -> None:
+        if tuple(hx.size()) != tuple(expected):
+            raise RuntimeError(msg.format(tuple(expected), list(hx.size())))
+
+    def check_forward_args(self, input: Tensor, hidden: Tensor, batch_sizes=None) -> None:
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+
+    def permute_hidden(self, hx, permutation):
+        return hx
+
+    # ---- the layer loop ---------------------------------------------------------------------
+    def _run_direction(self, x: Tensor, h: Tensor, c, weights: list, reverse: bool, time_dim: int):
+        """One layer, one direction; ``x`` is (T, B, features) or, with ``time_dim=1``, (B, T, features).
+
+        Returns (outputs in the layout of ``x``, h_T, c_T).
+        """
+        hidden = self.hidden_size
+        mode = self.mode
+        if self.bias:
+            w_ih, w_hh, b_ih, b_hh = weights[:4]
+        else:
+            (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
+        w_hr = weights[-1] if self.proj_size > 0 else None
+        steps = x.shape[time_dim]
+        xp = x.matmul(w_ih.t())
+        if b_ih is not None:
+            # GRU keeps b_hh inside the reset gate's product; the others fold it in here
+            xp = xp + (b_ih if mode == "GRU" else b_ih + b_hh)
+        xp = xp.unbind(time_dim)
+        whh_t = w_hh.t()
+        whr_t = w_hr.t() if w_hr is not None else None
+        outputs = [None] * steps
+        order = range(steps - 1, -1, -1) if reverse else range(steps)
+        for t in order:
+            if mode == "LSTM":
+                h, c = _lstm_step(xp[t], h, c, whh_t, hidden)
+                if whr_t is not None:
+                    h = h.matmul(whr_t)
+            elif mode == "GRU":
+                h = _gru_step(xp[t], h, whh_t, b_hh, hidden)
+            elif mode == "RNN_TANH":
+                h = _tanh_step(xp[t], h, whh_t, b_hh)
+            else:
+                h = _relu_step(xp[t], h, whh_t, b_hh)
+            outputs[t] = h
+        return hookgrad.stack(outputs, time_dim), h, c
+
+    def _run_layers(self, x: Tensor, hx: Tensor, cx):
+        """All layers and directions on the 3-D input; returns (output, h_n, c_n).
+
+        The batch-first layout is kept through all layers, so no transposed copies are made and
+        the output is contiguous in either layout.
+        """
+        time_dim = 1 if self.batch_first else 0
+        directions = 2 if self.bidirectional else 1
+        flat = self._flat_weights
+        per_dir = len(flat) // (self.num_layers * directions)
+        h0 = hx.unbind(0)
+        c0 = cx.unbind(0) if cx is not None else None
+        h_n, c_n = [], []
+        for layer in range(self.num_layers):
+            if layer > 0:
+                x = _dropout(x, self.dropout, self.training)
+            outs = []
+            for direction in range(directions):
+                idx = layer * directions + direction
+                weights = flat[idx * per_dir:(idx + 1) * per_dir]
+                out, h, c = self._run_direction(x, h0[idx], c0[idx] if c0 is not None else None, weights,
+                                                reverse=direction == 1, time_dim=time_dim)
+                outs.append(out)
+                h_n.append(h)
+                c_n.append(c)
+            x = outs[0] if directions == 1 else hookgrad.cat(outs, 2)
+        return x, hookgrad.stack(h_n, 0), (hookgrad.stack(c_n, 0) if cx is not None else None)
+
+    def _prepare(self, input: Tensor, name: str):
+        if isinstance(input, tuple) and type(input).__name__ == "PackedSequence":
+            raise NotImplementedError(f"hookgrad's {name} does not take a PackedSequence; pad the batch instead")
+        if input.dim() not in (2, 3):
+            raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
+                             f"{'tensor instead' if name != 'LSTM' else 'instead'}")
+        batched = input.dim() == 3
+        if not batched:
+            input = input.unsqueeze(0 if self.batch_first else 1)
+        return input, batched
+
+    def _zeros_state(self, input: Tensor, size: int) -> Tensor:
+        directions = 2 if self.bidirectional else 1
+        batch = input.size(0) if self.batch_first else input.size(1)
+        return hookgrad.zeros(self.num_layers * directions, batch, size, dtype=input.dtype)
+
+    def _finish(self, output: Tensor, batched: bool) -> Tensor:
+        if not batched:
+            output = output.squeeze(0 if self.batch_first else 1)
+        return output
+
+
+class RNN(RNNBase):
+    """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or ReLU)."""
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        if len(args) > 3:
+            self.nonlinearity = args[3]
+            args = args[:3] + args[4:]
+        else:
+            self.nonlinearity = kwargs.pop("nonlinearity", "tanh")
+        if self.nonlinearity == "tanh":
+            mode = "RNN_TANH"
+        elif self.nonlinearity == "relu":
+            mode = "RNN_RELU"
+        else:
+            raise ValueError(f"Unknown nonlinearity '{self.nonlinearity}'. Select from 'tanh' or 'relu'.")
+        super().__init__(mode, *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        input, batched = self._prepare(input, "RNN")
+        if hx is not None:
+            if batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+            if not batched:
+                if hx.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+                hx = hx.unsqueeze(1)
+        else:
+            hx = self._zeros_state(input, self.hidden_size)
+        self.check_forward_args(input, hx)
+        output, h_n, _ = self._run_layers(input, hx, None)
+        output = self._finish(output, batched)
+        if not batched:
+            h_n = h_n.squeeze(1)
+        return output, h_n
+
+
+class LSTM(RNNBase):
+    """Long short-term memory; with ``proj_size > 0`` the hidden state is projected (LSTMP)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__("LSTM", *args, **kwargs)
+
+    def get_expected_cell_size(self, input: Tensor, batch_sizes=None) -> tuple:
+        batch = input.size(0) if self.batch_first else input.size(1)
+        directions = 2 if self.bidirectional else 1
+        return (self.num_layers * directions, batch, self.hidden_size)
+
+    def check_forward_args(self, input, hidden, batch_sizes=None):
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def forward(self, input, hx=None):
+        input, batched = self._prepare(input, "LSTM")
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if hx is None:
+            hx = (self._zeros_state(input, real_hidden), self._zeros_state(input, self.hidden_size))
+        else:
+            if batched:
+                if hx[0].dim() != 3 or hx[1].dim() != 3:
+                    raise RuntimeError("For batched 3-D input, hx and cx should also be 3-D but got "
+                                       f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+            else:
+                if hx[0].dim() != 2 or hx[1].dim() != 2:
+                    raise RuntimeError("For unbatched 2-D input, hx and cx should also be 2-D but got "
+                                       f"({hx[0].dim()}-D, {hx[1].dim()}-D) tensors")
+                hx = (hx[0].unsqueeze(1), hx[1].unsqueeze(1))
+        self.check_forward_args(input, hx)
+        output, h_n, c_n = self._run_layers(input, hx[0], hx[1])
+        output = self._finish(output, batched)
+        if not batched:
+            h_n, c_n = h_n.squeeze(1), c_n.squeeze(1)
+        return output, (h_n, c_n)
+
+
+class GRU(RNNBase):
+    """Gated recurrent unit (PyTorch's formulation: the reset gate multiplies ``W_hn h + b_hn``)."""
+
+    def __init__(self, *args, **kwargs):
+        if "proj_size" in kwargs:
+            raise ValueError("proj_size argument is only supported for LSTM, not RNN or GRU")
+        super().__init__("GRU", *args, **kwargs)
+
+    def forward(self, input, hx=None):
+        input, batched = self._prepare(input, "GRU")
+        if hx is not None:
+            if batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+            if not batched:
+                if hx.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+                hx = hx.unsqueeze(1)
+        else:
+            hx = self._zeros_state(input, self.hidden_size)
+        self.check_forward_args(input, hx)
+        output, h_n, _ = self._run_layers(input, hx, None)
+        output = self._finish(output, batched)
+        if not batched:
+            h_n = h_n.squeeze(1)
+        return output, h_n
+
+
+# ---- cells ----------------------------------------------------------------------------------------
+class RNNCellBase(Module):
+    """Shared set-up of the cells: ``weight_ih``, ``weight_hh``, ``bias_ih``, ``bias_hh``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool, num_chunks: int, device=None,
+                 dtype=None) -> None:
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.weight_ih = Parameter(hookgrad.empty((num_chunks * hidden_size, input_size), dtype=dtype))
+        self.weight_hh = Parameter(hookgrad.empty((num_chunks * hidden_size, hidden_size), dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(hookgrad.empty(num_chunks * hidden_size, dtype=dtype))
+            self.bias_hh = Parameter(hookgrad.empty(num_chunks * hidden_size, dtype=dtype))
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+        self.reset_parameters()
+
+    def extra_repr(self) -> str:
+        s = "{input_size}, {hidden_size}"
+        if "bias" in self.__dict__ and self.bias is not True:
+            s += ", bias={bias}"
+        if "nonlinearity" in self.__dict__ and self.nonlinearity != "tanh":
+            s += ", nonlinearity={nonlinearity}"
+        return s.format(**self.__dict__)
+
+    def reset_parameters(self) -> None:
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
+        for weight in self.parameters():
+            init.uniform_(weight, -stdv, stdv)
+
+    def _input_projection(self, input: Tensor, fold_hh_bias: bool) -> Tensor:
+        if self.bias_ih is None:
+            return input.matmul(self.weight_ih.t())
+        bias = self.bias_ih + self.bias_hh if fold_hh_bias else self.bias_ih
+        return hookgrad.addmm(bias, input, self.weight_ih.t())
+
+    def _check(self, input, hx, name: str, what: str = "hidden"):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None and hx.dim() not in (1, 2):
+            raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got {hx.dim()}D instead")
+        return input.dim() == 2
+
+    def _check_sizes(self, input, hx, hidden_label="hx"):
+        if input.size(1) != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {self.input_size}")
+        if hx.size(0) != input.size(0):
+            raise RuntimeError(f"Input batch size {input.size(0)} doesn't match hidden{hidden_label} batch size "
+                               f"{hx.size(0)}")
+        if hx.size(1) != self.hidden_size:
+            raise RuntimeError(f"hidden{hidden_label} has inconsistent hidden_size: got {hx.size(1)}, expected "
+                               f"{self.hidden_size}")
+
+
+class RNNCell(RNNCellBase):
+    """One step of an Elman RNN with tanh or ReLU."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, nonlinearity: str = "tanh",
+                 device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device, dtype=dtype)
+        self.nonlinearity = nonlinearity
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        batched = self._check(input, hx, "RNNCell")
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+        elif not batched:
+            hx = hx.unsqueeze(0)
+        self._check_sizes(input, hx, "")
+        if self.nonlinearity == "tanh":
+            step = _tanh_step
+        elif self.nonlinearity == "relu":
+            step = _relu_step
+        else:
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+        out = step(self._input_projection(input, True), hx, self.weight_hh.t(), None)
+        return out if batched else out.squeeze(0)
+
+
+class LSTMCell(RNNCellBase):
+    """One step of an LSTM; returns ``(h', c')``."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx=None):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"LSTMCell: Expected input to be 1D or 2D, got {input.dim()}D instead")
+        if hx is not None:
+            for idx, value in enumerate(hx):
+                if value.dim() not in (1, 2):
+                    raise ValueError(f"LSTMCell: Expected hx[{idx}] to be 1D or 2D, got {value.dim()}D instead")
+        batched = input.dim() == 2
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            zeros = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            hx = (zeros, zeros)
+        elif not batched:
+            hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
+        self._check_sizes(input, hx[0], "[0]")
+        self._check_sizes(input, hx[1], "[1]")
+        h, c = _lstm_step(self._input_projection(input, True), hx[0], hx[1], self.weight_hh.t(), self.hidden_size)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
+
+
+class GRUCell(RNNCellBase):
+    """One step of a GRU."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None, dtype=None) -> None:
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
+        batched = self._check(input, hx, "GRUCell")
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+        elif not batched:
+            hx = hx.unsqueeze(0)
+        self._check_sizes(input, hx, "")
+        out = _gru_step(self._input_projection(input, False), hx, self.weight_hh.t(), self.bias_hh,
+                        self.hidden_size)
+        return out if batched else out.squeeze(0)
