@@ -8,3 +8,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
 # Layers: import each layer file's classes below and add their names to __all__
 # (e.g. ``from .linear import Identity, Linear`` and ``__all__ += ["Identity", "Linear"]``).
 # ---------------------------------------------------------------------------------------------
+from ._sequence_layers import *  # noqa
