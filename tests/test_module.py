@@ -616,3 +616,30 @@ def test_registration_hooks_order(T):
         mm.register_module_parameter_registration_hook(lambda m, n, p: log.append(("p2", n)))
         mods(T).Scale()
     return log
+
+
+@differential
+def test_parameter_deepcopy_and_pickle_attributes(T):
+    p = T.nn.Parameter(T.tensor([1.0, 2.0]))
+    p.tag = "weights"
+    d = copy.deepcopy(p)
+    q = pickle.loads(pickle.dumps(p))
+    frozen = pickle.loads(pickle.dumps(T.nn.Parameter(T.tensor([3.0]), requires_grad=False)))
+    return (hasattr(d, "tag"), getattr(q, "tag", None), type(d).__name__, type(q).__name__, d, q,
+            q.requires_grad, frozen.requires_grad, d is not p)
+
+
+@differential
+def test_parameter_deepcopy_memo_shared(T):
+    p = T.nn.Parameter(T.tensor([1.0]))
+    a, b = copy.deepcopy([p, p])
+    return a is b
+
+
+@differential
+def test_buffer_deepcopy_and_pickle(T):
+    m = _picklable(T, "WithBuffers")()
+    c = copy.deepcopy(m)
+    q = pickle.loads(pickle.dumps(m))
+    return (list(c._buffers), sorted(c._non_persistent_buffers_set), c.running, q.running, q.scratch,
+            sorted(q._non_persistent_buffers_set))

@@ -46,10 +46,8 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo):
         if id(self) in memo:
             return memo[id(self)]
+        # As in PyTorch: a fresh parameter with cloned data; grad and Python attributes are not kept.
         result = type(self)(self.data.clone(), self.requires_grad)
-        if self.__dict__:
-            import copy
-            result.__dict__.update(copy.deepcopy(self.__dict__, memo))
         memo[id(self)] = result
         return result
 

@@ -594,6 +594,10 @@ class Module:
         """Cast floating point parameters and buffers to float16."""
         return self._apply(lambda t: t.half() if t.is_floating_point() else t)
 
+    def bfloat16(self) -> "Module":
+        """Cast floating point parameters and buffers to bfloat16 (where the core has it)."""
+        return self._apply(lambda t: t.bfloat16() if t.is_floating_point() else t)
+
     def to_empty(self, *, device: Any, recurse: bool = True) -> "Module":
         """Replace parameters and buffers with uninitialized tensors of the same shape."""
         return self._apply(lambda t: hookgrad.empty_like(t), recurse=recurse)
