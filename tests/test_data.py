@@ -188,8 +188,10 @@ def test_subset_and_concat(T):
     ds = D.TensorDataset(T.tensor(X), T.tensor(Y))
     sub = D.Subset(ds, [8, 1, 4])
     both = sub + D.Subset(ds, [0])
+    nested = D.Subset(sub, [2, 0])
     return (len(sub), sub[0], sub[-1], len(both), both[3], both[-1], batches(D.DataLoader(both, batch_size=2)),
-            catch(lambda: both[-5]))
+            catch(lambda: both[-5]), batches(D.DataLoader(sub, batch_size=2)),
+            batches(D.DataLoader(nested, batch_size=5)), catch(batches, D.DataLoader(sub, batch_sampler=[[], [1]])))
 
 
 @pytest.mark.parametrize("batch_size,drop_last", [(3, False), (3, True), (7, False), (None, False)])

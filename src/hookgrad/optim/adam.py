@@ -20,14 +20,16 @@ from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _new_step_co
 __all__ = ["Adam"]
 
 
-def _lerp_(start: np.ndarray, end: np.ndarray, weight: float) -> None:
+def _lerp_(start: np.ndarray, end: np.ndarray, weight: float, scratch: np.ndarray | None = None) -> None:
     """``start`` moved toward ``end`` by ``weight``, in place, with the two-sided formula that
-    PyTorch's kernel uses (it is exact at both ends)."""
+    PyTorch's kernel uses (it is exact at both ends). ``scratch`` is an optional buffer shaped
+    like ``start``."""
     w = start.dtype.type(weight)
+    diff = np.subtract(end, start, out=scratch) if scratch is not None else end - start
     if abs(weight) < 0.5:
-        start += w * (end - start)
+        diff *= w
+        start += diff
     else:
-        diff = end - start
         diff *= start.dtype.type(1) - w
         np.subtract(end, diff, out=start)
 
@@ -118,9 +120,12 @@ class Adam(Optimizer):
                         grad = grad + weight_decay * param
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 m, v = exp_avg._data, exp_avg_sq._data
-                _lerp_(m, grad, 1 - beta1)
+                scratch = np.empty_like(m)
+                _lerp_(m, grad, 1 - beta1, scratch)
                 v *= beta2
-                v += (1 - beta2) * grad * grad
+                np.multiply(grad, 1 - beta2, out=scratch)  # (1 - beta2) * g * g, in PyTorch's order
+                scratch *= grad
+                v += scratch
                 _bump(exp_avg)
                 _bump(exp_avg_sq)
 
@@ -138,7 +143,7 @@ class Adam(Optimizer):
                     denom = np.sqrt(v)
                 denom /= bias_correction2_sqrt
                 denom += eps
-                update = m * -step_size
+                update = np.multiply(m, -step_size, out=scratch)
                 update /= denom
                 param += update
                 _bump(p)

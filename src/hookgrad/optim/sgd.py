@@ -70,10 +70,11 @@ class SGD(Optimizer):
                     else:
                         b = buf._data
                         b *= momentum
-                        b += (1 - dampening) * d_p
+                        b += d_p if dampening == 0 else (1 - dampening) * d_p
                         _bump(buf)
                     state["momentum_buffer"] = buf
                     d_p = d_p + momentum * buf._data if nesterov else buf._data
-                p._data -= lr * d_p
+                step = d_p * lr
+                p._data -= step
                 _bump(p)
         return loss
