@@ -21,8 +21,10 @@ hook overhead (the hooked step over the same framework's plain step, per round).
 
 Threads: ``torch.set_num_threads`` is deliberately left at torch's default (reported in the
 header), and NumPy's BLAS runs with its own default thread count; this compares the two
-libraries as a user would get them out of the box. To compare single-threaded, set
-``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` in the environment before starting Python.
+libraries as a user would get them out of the box. ``--torch-threads N`` overrides this (the
+report then says so); on a machine busy with other work torch's thread pool degrades far more
+than NumPy does, so the header records the load average and warns when it is high. To compare
+both single-threaded, set ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` before starting Python.
 
 The garbage collector stays enabled during timing, as in a real training loop; the median is
 robust to the occasional collection pause that lands inside a sample.
@@ -403,6 +405,13 @@ def _git_commit() -> str | None:
         return None
 
 
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except (OSError, AttributeError):
+        return None
+
+
 def machine_info(frameworks: dict[str, Any] | None = None) -> dict[str, Any]:
     info: dict[str, Any] = {
         "cpu": _cpu_model(),
@@ -416,6 +425,7 @@ def machine_info(frameworks: dict[str, Any] | None = None) -> dict[str, Any]:
                        ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
                        if k in os.environ},
         "git_commit": _git_commit(),
+        "loadavg": _loadavg(),
     }
     for label, T in (frameworks or {}).items():
         if T is None:
@@ -437,6 +447,7 @@ class Settings:
     warmup_calls: int = 3
     warmup_s: float = 0.2
     sample_s: float = 0.05
+    torch_threads_set: bool = False  # True when --torch-threads changed torch's default
 
 
 def _warm_and_calibrate(fn: Callable[[], Any], s: Settings) -> int:
@@ -579,7 +590,7 @@ def run_benchmarks(workloads: list[Workload], subject_name: str = "hookgrad",
         "machine": machine_info({"subject": subject, "baseline": baseline}),
         "settings": {"repeats": s.repeats, "warmup_calls": s.warmup_calls,
                      "warmup_s": s.warmup_s, "sample_s": s.sample_s,
-                     "torch_threads": "left at torch's default", "gc": "enabled"},
+                     "torch_threads_set": s.torch_threads_set, "gc": "enabled"},
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "workloads": [],
     }
@@ -594,6 +605,7 @@ def run_benchmarks(workloads: list[Workload], subject_name: str = "hookgrad",
             res = run_workload(w, subject, baseline, s, subject_error)
         res["wall_s"] = round(time.perf_counter() - t0, 2)
         report["workloads"].append(res)
+    report["loadavg_end"] = _loadavg()
     return report
 
 
@@ -618,6 +630,8 @@ def format_report(rep: dict[str, Any]) -> str:
     sname, bname = rep["subject"], rep["baseline"]
     if sname == bname:
         sname = f"{sname}(subject)"
+    threads_note = ("set by --torch-threads" if rep["settings"].get("torch_threads_set")
+                    else "defaults, not changed")
     lines = [
         f"hookgrad benchmarks: {sname} vs {bname}, one process, interleaved "
         f"({rep['settings']['repeats']} rounds; started {rep['started_utc']})",
@@ -627,10 +641,20 @@ def format_report(rep: dict[str, Any]) -> str:
         f"{bname} {m.get('baseline_version')}, {sname} {m.get('subject_version')}, "
         f"commit {m.get('git_commit')}",
         f"torch threads: {m.get('torch_num_threads')} intra-op / "
-        f"{m.get('torch_num_interop_threads')} inter-op (defaults, not changed); "
+        f"{m.get('torch_num_interop_threads')} inter-op "
+        f"({threads_note}); "
         f"thread env: {m['thread_env'] or 'none set'}",
-        "",
     ]
+    cpus = m.get("usable_cpus") or m.get("logical_cpus") or 1
+    loads = [x for x in (m.get("loadavg"), rep.get("loadavg_end")) if x]
+    if loads:
+        lines.append(f"load average (1/5/15 min) at start {loads[0]}"
+                     + (f", at end {loads[-1]}" if len(loads) > 1 else ""))
+        if max(x[0] for x in loads) > 0.75 * cpus:
+            lines.append(f"WARNING: the machine was busy (load above {0.75 * cpus:.1f} on {cpus} "
+                         "CPUs): timings are unreliable, and torch's thread pool suffers most "
+                         "from contention, which flatters hookgrad's ratios.")
+    lines.append("")
     hdr = (f"{'#':>2}  {'workload':<26} {sname:>12} {bname:>12}  "
            f"{'ratio [IQR]':<18} {'target':<14} result")
     lines += [hdr, "-" * len(hdr)]
@@ -742,6 +766,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="instead of timing, cProfile hookgrad's side of the selected workloads")
     p.add_argument("--profile-top", type=int, default=25, metavar="N",
                    help="rows per profile table (default 25)")
+    p.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                   help="call torch.set_num_threads(N) first (default: leave torch's default; "
+                        "use on a busy machine, where torch's thread pool degrades badly)")
     p.add_argument("--subject", default="hookgrad", help=argparse.SUPPRESS)
     p.add_argument("--baseline", default="torch", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -759,6 +786,10 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--repeats must be at least 1")
         s.repeats = args.repeats
     workloads = select(args.only)
+    if args.torch_threads is not None:
+        import torch
+        torch.set_num_threads(args.torch_threads)
+        s.torch_threads_set = True
     if args.profile:
         for w in workloads:
             print(profile_workload(w, args.subject, seconds=0.2 if args.quick else 2.0,
