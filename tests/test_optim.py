@@ -354,3 +354,21 @@ def test_step_records_no_graph_and_bumps_versions():
     assert p._version > before
     assert p.grad_fn is None and p.is_leaf and p.requires_grad
     assert p.dtype == hookgrad.float32
+
+
+@differential
+def test_repr_and_deepcopy(T):
+    params = make_params(T)
+    opt = T.optim.Adam([{"params": params[:1]}, {"params": params[1:], "lr": 0.5, "amsgrad": True}], lr=0.01)
+    for p, g in zip(params, GRADS[0]):
+        p.grad = T.tensor(g)
+    opt.step()
+    twin = copy.deepcopy(opt)
+    for step in range(1, 10):
+        for p, q, g in zip(params, twin.param_groups[0]["params"] + twin.param_groups[1]["params"], GRADS[step]):
+            p.grad = T.tensor(g)
+            q.grad = T.tensor(g)
+        opt.step()
+        twin.step()
+    twin_params = twin.param_groups[0]["params"] + twin.param_groups[1]["params"]
+    return repr(opt), repr(T.optim.SGD(params, lr=0.1)), params, twin_params, state_record(twin)
