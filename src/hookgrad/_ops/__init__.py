@@ -77,6 +77,9 @@ def _filled(x, value):
 class CopyBackwards(Node):
     __slots__ = ("shape", "dtype", "src_shape", "src_dtype")
 
+    def name(self):
+        return "torch::autograd::CopyBackwards"
+
     def apply(self, grads):
         g = grads[0]
         gx = wrap(np.zeros(self.shape, dtype=self.dtype)) if self.next_functions[0][0] is not None else None

@@ -336,7 +336,8 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
     index = int(index)
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
-    idx = (slice(None),) * d + (index % size,)
+    # the trailing Ellipsis keeps NumPy returning a (0-d) view rather than a scalar copy
+    idx = (slice(None),) * d + (index % size, Ellipsis)
     return make_view(x, x._data[idx], SelectBackward0, in_shape=x._data.shape, index=idx)
 
 
@@ -488,7 +489,7 @@ def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
 
 def unbind(x: Tensor, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
-    pieces = [x._data[(slice(None),) * d + (i,)] for i in range(x._data.shape[d])]
+    pieces = [x._data[(slice(None),) * d + (i, Ellipsis)] for i in range(x._data.shape[d])]
     node = None
     if GRAD.enabled and x._requires_grad:
         node = UnbindBackward0((edge(x),))
@@ -653,6 +654,9 @@ class CopySlices(Node):
 
     __slots__ = ("geometry", "fn")
 
+    def name(self):
+        return "torch::autograd::CopySlices"
+
     def apply(self, grads):
         g = grads[0]
         if g is None:
@@ -722,6 +726,13 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     _write(x, result._data)
     if node is None:
         return x
+    if node._saved:
+        # an op that kept its output now keeps x itself: later in-place changes to x must be caught
+        for saved in node._saved:
+            if saved is not None and saved.is_output and saved.unpack_hook is None:
+                saved.tensor = x._data
+                saved.counter = x._version_counter
+                saved.version = x._version_counter[0]
     if x._base is None:
         x._after_inplace(node)
     else:

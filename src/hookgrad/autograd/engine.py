@@ -74,7 +74,7 @@ def _heap_pop(heap: list):
 class GraphTask:
     """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
 
-    __slots__ = ("keep_graph", "create_graph", "exec_info", "captures", "captured", "__weakref__")
+    __slots__ = ("keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable", "__weakref__")
 
     def __init__(self, keep_graph, create_graph):
         self.keep_graph = keep_graph
@@ -82,9 +82,12 @@ class GraphTask:
         self.exec_info = None      # None: run everything; else {node: needed?}
         self.captures = None       # {node: [(output_nr, capture index), ...]}
         self.captured = None
+        self.reachable = None      # nodes this pass can reach (its dependency counts' keys + roots)
 
     def will_execute(self, tensor) -> bool:
         node, _ = tensor._edge()
+        if node is None or node not in self.reachable:
+            return False
         return self.exec_info is None or node in self.exec_info
 
     def __repr__(self):
@@ -223,6 +226,7 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     task = GraphTask(keep_graph, create_graph)
     root_nodes = [node for node, _ in roots]
     deps = _compute_dependencies(root_nodes)
+    task.reachable = set(deps).union(n for n in root_nodes if n is not None)
 
     if inputs is not None:
         targets = []
