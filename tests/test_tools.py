@@ -15,20 +15,32 @@ from hookgrad.tools import (ActivationCapture, GradientFlow, HookTrace, NonFinit
                             NonFiniteSentinel)
 
 
-def _hookgrad_nn_available() -> bool:
+def hookgrad_missing(*names: str) -> list[str]:
+    """Which of the named attributes (``"nn.Linear"``, ``"optim.SGD"``) hookgrad lacks; all of
+    them when ``hookgrad.nn`` or ``hookgrad.optim`` cannot be imported."""
     try:
         import hookgrad.nn  # noqa: F401
         import hookgrad.optim  # noqa: F401
     except ImportError:
-        return False
-    return True
+        return list(names)
+    missing = []
+    for name in names:
+        obj = hookgrad
+        for part in name.split("."):
+            obj = getattr(obj, part, None)
+        if obj is None:
+            missing.append(name)
+    return missing
 
 
-HAVE_HOOKGRAD_NN = _hookgrad_nn_available()
-# Models here take inputs that need no gradient, so full backward hooks fire on output gradients,
-# which both frameworks announce with a UserWarning on every backward pass.
-pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")
-needs_hookgrad = pytest.mark.skipif(not HAVE_HOOKGRAD_NN, reason="hookgrad.nn not available")
+def needs_hookgrad_parts(*names: str):
+    missing = hookgrad_missing(*names)
+    return pytest.mark.skipif(bool(missing), reason=f"hookgrad.nn not available (missing: {', '.join(missing)})")
+
+
+TOOL_TEST_NEEDS = ("nn.Linear", "nn.ReLU", "optim.SGD")
+needs_hookgrad = needs_hookgrad_parts(*TOOL_TEST_NEEDS)
+HAVE_HOOKGRAD_NN = not hookgrad_missing(*TOOL_TEST_NEEDS)
 FRAMEWORKS = [pytest.param("torch", id="torch"),
               pytest.param("hookgrad", id="hookgrad", marks=needs_hookgrad)]
 
@@ -38,6 +50,9 @@ def T(request):
     return {"torch": torch, "hookgrad": hookgrad}[request.param]
 
 
+# Models here take inputs that need no gradient, so full backward hooks fire on output gradients,
+# which both frameworks announce with a UserWarning on every backward pass.
+pytestmark = pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning")
 def compare(scenario, *args, rtol=1e-5, atol=1e-6):
     """Run ``scenario(T, ...)`` on both frameworks and compare the records."""
     want = normalize(scenario(torch, *args))
