@@ -763,3 +763,63 @@ def test_grad_of_nonleaf_warns(T):
     b = a * 2
     b.sum().backward()
     return warns(lambda: b.grad)
+
+
+@differential
+def test_node_hook_none_entry_drops_gradient(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = T.tensor([3.0, 4.0], requires_grad=True)
+    z = x * y
+    z.grad_fn.register_hook(lambda gi, go: (None, gi[1]))
+    z.sum().backward()
+    first = (x.grad, y.grad)
+    x.grad = y.grad = None
+    z = x * y
+    z.grad_fn.register_prehook(lambda go: (None,))
+    z.sum().backward()
+    return first, x.grad, y.grad
+
+
+@differential
+def test_inplace_on_function_output_returned_as_is_raises(T):
+    class Identity(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    out = Identity.apply(a * 1)
+    return catch(lambda: out.add_(1)), out.grad_fn.name(), out._base is not None
+
+
+@differential
+def test_inplace_on_split_output_raises_only_with_grad(T):
+    a = T.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    x, y = (a * 1).split(2)
+    plain = T.zeros(4)
+    p, q = plain.split(2)
+    q.add_(1)
+    return catch(lambda: x.mul_(2)), plain
+
+
+@differential
+def test_function_non_differentiable_input_returned(T):
+    class Pass(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_non_differentiable(y)
+            return x * 2, y
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            return gx * 2, gy
+
+    x = T.tensor([1.0], requires_grad=True)
+    y = T.tensor([5.0], requires_grad=True)
+    a, b = Pass.apply(x, y)
+    a.sum().backward()
+    return b.requires_grad, x.grad, y.grad

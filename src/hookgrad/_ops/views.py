@@ -430,11 +430,16 @@ class UnbindBackward0(Node):
 
 def _multi_view(x, pieces, node):
     outs = []
-    for data in pieces:
+    for i, data in enumerate(pieces):
         out = wrap(data)
         out._base = x._base if x._base is not None else x
         out._version_counter = x._version_counter
         out._view_version = x._version_counter[0]
+        if node is not None:
+            out.__dict__["_inplace_error"] = (
+                f"Output {i} of {node.name()} is a view and is being modified inplace. This view is the output of "
+                "a function that returns multiple views. Such functions do not allow the output views to be "
+                "modified inplace. You should replace the inplace operation by an out-of-place one.")
         outs.append(out)
     if node is not None:
         node._num_outputs = len(outs)
@@ -686,6 +691,8 @@ class CopySlices(Node):
 def check_inplace(x: Tensor) -> None:
     if not GRAD.enabled:
         return
+    if x.__dict__ and x._requires_grad and "_inplace_error" in x.__dict__:
+        raise RuntimeError(x.__dict__["_inplace_error"])
     if x._requires_grad and x._grad_fn is None and x._base is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = x._base

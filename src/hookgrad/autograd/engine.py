@@ -186,7 +186,8 @@ def _call_pre_hooks(node, grads):
             if not isinstance(result, (tuple, list)):
                 raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
             _check_count(hook, len(result), len(grads))
-            grads = [_check_hook_result(hook, old, new) for old, new in zip(grads, result)]
+            # unlike a tensor hook's None, a None entry here drops that gradient
+            grads = [None if new is None else _check_hook_result(hook, old, new) for old, new in zip(grads, result)]
     return grads
 
 
@@ -198,7 +199,7 @@ def _call_post_hooks(node, outputs, grads):
             if not isinstance(result, (tuple, list)):
                 raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
             _check_count(hook, len(result), len(outputs))
-            outputs = [_check_hook_result(hook, old, new) for old, new in zip(outputs, result)]
+            outputs = [None if new is None else _check_hook_result(hook, old, new) for old, new in zip(outputs, result)]
     return outputs
 
 
@@ -312,7 +313,10 @@ def _evaluate(task, node, grads):
     grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
         grads = _call_pre_hooks(node, grads)
-    outputs = node.apply(grads)
+    if node.runs_without_grads or any(g is not None for g in grads):
+        outputs = node.apply(grads)
+    else:
+        outputs = (None,) * len(node.next_functions)
     if node._post_hooks:
         outputs = _call_post_hooks(node, outputs, grads)
     if not task.keep_graph:

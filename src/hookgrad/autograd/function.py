@@ -37,8 +37,9 @@ class FunctionCtx:
 class BackwardCFunction(Node, FunctionCtx):
     """The node (and ctx) of one call of a custom Function."""
 
-    # a plain class attribute dict: ctx objects take arbitrary attributes
+    # no __slots__ here: ctx objects take arbitrary attributes
     _forward_cls = None
+    runs_without_grads = True
 
     def __init__(self, next_functions=()):
         Node.__init__(self, next_functions)
@@ -204,13 +205,12 @@ class Function(metaclass=_FunctionMeta):
                 node._output_meta.append(None)
                 continue
             node._output_meta.append((o._data.shape, o._data.dtype))
-            if id(o) in inputs_by_id and id(o) not in dirty:
-                # returning an input unchanged: the caller gets a new tensor object on the same data
-                alias = wrap(o._data)
-                alias._version_counter = o._version_counter
-                o = alias
-            if recording and id(o) not in non_diff and o._data.dtype.kind in "fc":
-                if id(o) in dirty:
+            is_dirty, is_non_diff = id(o) in dirty, id(o) in non_diff
+            if id(o) in inputs_by_id and not is_dirty:
+                # an input returned as-is: the caller gets a view of it, which refuses in-place ops
+                o = _returned_input_view(o, node, i, recording and not is_non_diff)
+            if recording and not is_non_diff and o._data.dtype.kind in "fc":
+                if is_dirty:
                     from .._ops.views import check_inplace
                     check_inplace(o)
                     o._version_counter[0] += 1
@@ -218,7 +218,7 @@ class Function(metaclass=_FunctionMeta):
                 o._grad_fn = node
                 o._output_nr = i
                 o._requires_grad = True
-            elif id(o) in non_diff:
+            elif is_non_diff:
                 o._requires_grad = False
             wrapped.append(o)
         node._num_outputs = len(outs)
@@ -233,6 +233,19 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def vmap(info, in_dims, *args):
         raise NotImplementedError("hookgrad does not implement vmap")
+
+
+def _returned_input_view(t, node, output_nr, differentiable):
+    from .._ops.views import make_view
+    view = make_view(t, t._data.view())
+    if differentiable:
+        view.__dict__["_inplace_error"] = (
+            f"Output {output_nr} of {node.name()} is a view and is being modified inplace. This view was created "
+            "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
+            "view+inplace would override the custom backward associated with the custom Function, leading to "
+            "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "
+            "custom Function.")
+    return view
 
 
 def _defining_attrs(cls):

@@ -40,6 +40,10 @@ class Node:
     __slots__ = ("next_functions", "_seq", "_pre_hooks", "_post_hooks", "_tensor_pre_hooks",
                  "_retains_grad_hooks", "_metadata", "_saved", "_anomaly_trace", "__weakref__")
 
+    # built-in formulas are skipped when no gradient arrived at all (every output stays undefined);
+    # custom Functions and AccumulateGrad run regardless, as in torch
+    runs_without_grads = False
+
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
         self._seq = next(_sequence)
@@ -186,6 +190,7 @@ class AccumulateGrad(Node):
     """The sink for a leaf tensor: adds the incoming gradient into ``variable.grad``."""
 
     __slots__ = ("variable",)
+    runs_without_grads = True
 
     def __init__(self, variable):
         super().__init__(())
