@@ -17,6 +17,14 @@ Objects outside that list are stored as an opaque pickle only when saved, and lo
 ``weights_only=False`` (like PyTorch's ``torch.load``, which refuses them by default with
 ``pickle.UnpicklingError``); only do that for files you trust.
 
+Files written by PyTorch's ``torch.save`` (zip archives) load too, as ``torch.load(...,
+weights_only=True)`` would load them: tensors (with their strides, and sharing memory where they
+shared a storage), Parameters, state dicts (with their ``_metadata``), sizes, dtypes, devices and
+plain containers. Their pickle is read by a small opcode interpreter in this module that knows a
+fixed list of globals, never by the pickle module; any other global raises
+``pickle.UnpicklingError`` whatever ``weights_only`` says. bfloat16 tensors come back as float32
+(NumPy has no bfloat16; the conversion is exact).
+
 Tensor identity: a tensor object that appears several times in the saved object comes back as one
 tensor object. Distinct tensors that share memory (views of one another) are stored separately and
 come back as independent tensors (PyTorch keeps their sharing; this format does not). Gradients and
@@ -361,6 +369,379 @@ class _Reader:
         raise CheckpointError(f"unknown node type {tag!r} in checkpoint header")
 
 
+
+# ---------------------------------------------------------------------------------------------
+# Reading checkpoints written by PyTorch's torch.save (zip archives of a pickle + raw storages)
+# ---------------------------------------------------------------------------------------------
+# The pickle is read by a small interpreter of the pickle opcodes that PyTorch emits, written
+# here instead of using the pickle module: it can only build plain containers, numbers, strings
+# and the few objects listed in ``_torch_globals`` (tensors, Parameters, sizes, dtypes...). Any
+# other global raises ``pickle.UnpicklingError``, as PyTorch's ``weights_only`` loader does.
+
+_STORAGE_DTYPES = {
+    "FloatStorage": "<f4", "DoubleStorage": "<f8", "HalfStorage": "<f2", "BFloat16Storage": "bfloat16",
+    "LongStorage": "<i8", "IntStorage": "<i4", "ShortStorage": "<i2", "CharStorage": "i1",
+    "ByteStorage": "u1", "BoolStorage": "?", "ComplexFloatStorage": "<c8", "ComplexDoubleStorage": "<c16",
+}
+
+
+class _StorageType:
+    def __init__(self, name: str, dtype: str):
+        self.name, self.dtype = name, dtype
+
+
+class _TorchArchive:
+    """The storages of one torch.save archive, read lazily and checked against their sizes."""
+
+    def __init__(self, zf, prefix: str, big_endian: bool, map_location):
+        self.zf, self.prefix, self.big_endian = zf, prefix, big_endian
+        self.map_location = map_location
+        self.storages: dict = {}
+
+    def storage(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"
+                and isinstance(pid[1], _StorageType)):
+            raise CheckpointError(f"unsupported persistent id in PyTorch checkpoint: {pid!r}")
+        _, stype, key, _location, numel = pid
+        key = str(key)
+        if key in self.storages:
+            return self.storages[key]
+        try:
+            raw = self.zf.read(f"{self.prefix}data/{key}")
+        except KeyError:
+            raise CheckpointError(f"PyTorch checkpoint lacks the data of storage {key!r}") from None
+        if stype.dtype == "bfloat16":
+            # No bfloat16 in NumPy: widen to float32 exactly (bfloat16 is float32's top half).
+            half = np.frombuffer(raw, dtype=">u2" if self.big_endian else "<u2")
+            arr = (half.astype(np.uint32) << 16).view(np.float32)
+        else:
+            dtype = np.dtype(stype.dtype)
+            if self.big_endian:
+                dtype = dtype.newbyteorder(">")
+            if len(raw) % dtype.itemsize:
+                raise CheckpointError(f"PyTorch checkpoint storage {key!r} has a partial element")
+            arr = np.frombuffer(bytearray(raw), dtype=dtype)
+            if dtype.byteorder == ">":
+                arr = arr.astype(dtype.newbyteorder("="))
+        if type(numel) is int and arr.size != numel:
+            raise CheckpointError(f"PyTorch checkpoint storage {key!r} has {arr.size} elements, "
+                                  f"expected {numel}")
+        self.storages[key] = arr
+        return arr
+
+    def rebuild_tensor(self, storage, offset, size, stride, requires_grad=False, backward_hooks=None,
+                       metadata=None):
+        from ._tensor import wrap
+        if not isinstance(storage, np.ndarray):
+            raise CheckpointError("PyTorch checkpoint tensor does not refer to a storage")
+        try:
+            offset = int(offset)
+            size = tuple(int(v) for v in size)
+            stride = tuple(int(v) for v in stride)
+        except (TypeError, ValueError):
+            raise CheckpointError("PyTorch checkpoint tensor has a malformed size or stride") from None
+        if len(size) != len(stride) or offset < 0 or any(v < 0 for v in size + stride):
+            raise CheckpointError("PyTorch checkpoint tensor has an invalid size, stride or offset")
+        count = int(np.prod(size, dtype=np.int64))
+        if count:
+            last = offset + sum((n - 1) * st for n, st in zip(size, stride))
+            if last >= storage.size:
+                raise CheckpointError("PyTorch checkpoint tensor reaches past the end of its storage")
+            item = storage.itemsize
+            arr = np.lib.stride_tricks.as_strided(storage[offset:], size, tuple(st * item for st in stride),
+                                                  writeable=True)
+        else:
+            arr = np.zeros(size, dtype=storage.dtype)
+        out = wrap(arr)
+        if requires_grad:
+            out.requires_grad_(True)
+        if callable(self.map_location):
+            mapped = self.map_location(out, "cpu")
+            if mapped is not None:
+                out = mapped
+        return out
+
+    def rebuild_parameter(self, data, requires_grad, backward_hooks=None, state=None):
+        parameter_cls = _parameter_cls()
+        if parameter_cls is None:
+            raise CheckpointError("checkpoint holds a Parameter but hookgrad.nn is unavailable")
+        return parameter_cls(data, requires_grad=bool(requires_grad))
+
+
+def _torch_dtype(name: str):
+    from ._dtype import to_dtype
+
+    def resolve():
+        try:
+            return to_dtype(name)
+        except (TypeError, KeyError, ValueError):
+            raise CheckpointError(f"PyTorch checkpoint uses dtype torch.{name}, which hookgrad lacks") from None
+    return resolve
+
+
+def _torch_globals(archive: _TorchArchive) -> dict:
+    """The only globals a PyTorch checkpoint may name, and what each one becomes here."""
+    size_cls = _optional("_dtype", "Size") or tuple
+    device_cls = _optional("_device", "device")
+    table = {
+        ("collections", "OrderedDict"): collections.OrderedDict,
+        ("torch._utils", "_rebuild_tensor_v2"): archive.rebuild_tensor,
+        ("torch._utils", "_rebuild_parameter"): archive.rebuild_parameter,
+        ("torch._utils", "_rebuild_parameter_with_state"): archive.rebuild_parameter,
+        ("torch", "Size"): lambda dims=(): size_cls(int(d) for d in dims),
+        ("torch", "device"): (lambda *a: device_cls(*a)) if device_cls is not None else (lambda *a: str(a[0])),
+        ("builtins", "set"): set, ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
+        ("builtins", "slice"): slice, ("builtins", "bytearray"): bytearray,
+        ("_codecs", "encode"): lambda text, encoding="utf-8": str(text).encode(str(encoding)),
+    }
+    for module, name in list(table):
+        if module == "builtins":
+            table[("__builtin__", name)] = table[(module, name)]
+    for name, dtype in _STORAGE_DTYPES.items():
+        table[("torch", name)] = _StorageType(name, dtype)
+    for name in ("float32", "float", "float64", "double", "float16", "half", "int64", "long", "int32", "int",
+                 "int16", "short", "int8", "uint8", "bool", "complex64", "complex128", "bfloat16"):
+        table[("torch", name)] = _LazyGlobal(_torch_dtype(name))
+    return table
+
+
+class _LazyGlobal:
+    """A global whose value is resolved when it is used (so an unused unsupported dtype is harmless)."""
+
+    def __init__(self, resolve):
+        self.resolve = resolve
+
+
+class _Mark:
+    pass
+
+
+class _PickleReader:
+    """Interprets a pickle stream with a fixed table of globals; never imports or calls anything else."""
+
+    def __init__(self, data: bytes, globals_table: dict, persistent_load):
+        self.data = memoryview(data)
+        self.pos = 0
+        self.globals = globals_table
+        self.callables = {id(v) for v in globals_table.values() if callable(v)}
+        self.persistent_load = persistent_load
+
+    def take(self, n: int) -> bytes:
+        if self.pos + n > len(self.data):
+            raise CheckpointError("PyTorch checkpoint pickle is truncated")
+        out = bytes(self.data[self.pos:self.pos + n])
+        self.pos += n
+        return out
+
+    def line(self) -> str:
+        end = bytes(self.data[self.pos:]).find(b"\n")
+        if end < 0:
+            raise CheckpointError("PyTorch checkpoint pickle is truncated")
+        text = bytes(self.data[self.pos:self.pos + end]).decode("utf-8")
+        self.pos += end + 1
+        return text
+
+    def find_global(self, module: str, name: str):
+        value = self.globals.get((module, name))
+        if value is None:
+            raise pickle.UnpicklingError(
+                f"Weights only load failed: the checkpoint refers to {module}.{name}, which is not a "
+                "tensor, a Parameter or a plain container. Loading it can run arbitrary code; "
+                "hookgrad.load does not read such PyTorch checkpoints.")
+        return value
+
+    def value(self, obj):
+        return obj.resolve() if isinstance(obj, _LazyGlobal) else obj
+
+    def call(self, fn, args):
+        fn = self.value(fn)
+        if id(fn) not in self.callables or not isinstance(args, tuple):
+            raise CheckpointError(f"PyTorch checkpoint calls something that is not allowed: {fn!r}")
+        try:
+            return fn(*args)
+        except CheckpointError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - any failure here means a malformed file
+            raise CheckpointError(f"PyTorch checkpoint holds a malformed object: {exc!r}") from None
+
+    def pop_mark(self, stack):
+        for i in range(len(stack) - 1, -1, -1):
+            if stack[i] is _Mark:
+                items = stack[i + 1:]
+                del stack[i:]
+                return items
+        raise CheckpointError("PyTorch checkpoint pickle is malformed (no mark)")
+
+    def load(self):
+        stack: list = []
+        memo: dict = {}
+        unpack = struct.unpack
+        while True:
+            op = self.take(1)
+            if op == b"\x80":  # PROTO
+                self.take(1)
+            elif op == b"\x95":  # FRAME
+                self.take(8)
+            elif op == b".":  # STOP
+                if len(stack) != 1:
+                    raise CheckpointError("PyTorch checkpoint pickle is malformed (stack at STOP)")
+                return self.value(stack.pop())
+            elif op == b"(":
+                stack.append(_Mark)
+            elif op == b")":
+                stack.append(())
+            elif op == b"t":
+                stack.append(tuple(self.value(v) for v in self.pop_mark(stack)))
+            elif op in (b"\x85", b"\x86", b"\x87"):
+                n = op[0] - 0x84
+                if len(stack) < n:
+                    raise CheckpointError("PyTorch checkpoint pickle is malformed (short stack)")
+                items = tuple(self.value(v) for v in stack[len(stack) - n:])
+                del stack[len(stack) - n:]
+                stack.append(items)
+            elif op == b"]":
+                stack.append([])
+            elif op == b"l":
+                stack.append([self.value(v) for v in self.pop_mark(stack)])
+            elif op == b"a":
+                item = self.value(stack.pop())
+                self.expect(stack[-1], list).append(item)
+            elif op == b"e":
+                items = [self.value(v) for v in self.pop_mark(stack)]
+                self.expect(stack[-1], list).extend(items)
+            elif op == b"}":
+                stack.append({})
+            elif op == b"d":
+                items = [self.value(v) for v in self.pop_mark(stack)]
+                stack.append(dict(zip(items[::2], items[1::2])))
+            elif op == b"s":
+                value, key = self.value(stack.pop()), self.value(stack.pop())
+                self.expect(stack[-1], dict)[key] = value
+            elif op == b"u":
+                items = [self.value(v) for v in self.pop_mark(stack)]
+                target = self.expect(stack[-1], dict)
+                for k, v in zip(items[::2], items[1::2]):
+                    target[k] = v
+            elif op == b"\x8f":
+                stack.append(set())
+            elif op == b"\x90":
+                items = [self.value(v) for v in self.pop_mark(stack)]
+                self.expect(stack[-1], set).update(items)
+            elif op == b"\x91":
+                stack.append(frozenset(self.value(v) for v in self.pop_mark(stack)))
+            elif op == b"N":
+                stack.append(None)
+            elif op == b"\x88":
+                stack.append(True)
+            elif op == b"\x89":
+                stack.append(False)
+            elif op == b"K":
+                stack.append(self.take(1)[0])
+            elif op == b"M":
+                stack.append(unpack("<H", self.take(2))[0])
+            elif op == b"J":
+                stack.append(unpack("<i", self.take(4))[0])
+            elif op == b"\x8a":
+                n = self.take(1)[0]
+                stack.append(int.from_bytes(self.take(n), "little", signed=True))
+            elif op == b"\x8b":
+                n = unpack("<i", self.take(4))[0]
+                if n < 0:
+                    raise CheckpointError("PyTorch checkpoint pickle is malformed (negative length)")
+                stack.append(int.from_bytes(self.take(n), "little", signed=True))
+            elif op == b"I":
+                text = self.line()
+                stack.append({"00": False, "01": True}.get(text) if text in ("00", "01") else int(text))
+            elif op == b"G":
+                stack.append(unpack(">d", self.take(8))[0])
+            elif op in (b"X", b"\x8c", b"\x8d"):
+                n = {b"X": lambda: unpack("<I", self.take(4))[0], b"\x8c": lambda: self.take(1)[0],
+                     b"\x8d": lambda: unpack("<Q", self.take(8))[0]}[op]()
+                stack.append(self.take(n).decode("utf-8", "surrogatepass"))
+            elif op in (b"B", b"C", b"\x8e"):
+                n = {b"B": lambda: unpack("<I", self.take(4))[0], b"C": lambda: self.take(1)[0],
+                     b"\x8e": lambda: unpack("<Q", self.take(8))[0]}[op]()
+                stack.append(self.take(n))
+            elif op == b"c":
+                module = self.line()
+                stack.append(self.find_global(module, self.line()))
+            elif op == b"\x93":
+                name, module = self.value(stack.pop()), self.value(stack.pop())
+                stack.append(self.find_global(str(module), str(name)))
+            elif op == b"R":
+                args = stack.pop()
+                fn = stack.pop()
+                stack.append(self.call(fn, args))
+            elif op == b"\x81":  # NEWOBJ: only for the allowed classes
+                args = stack.pop()
+                cls = stack.pop()
+                stack.append(self.call(cls, args))
+            elif op == b"b":  # BUILD: attribute state, accepted for dicts only (state-dict metadata)
+                state = self.value(stack.pop())
+                target = stack[-1]
+                if not isinstance(target, dict) or not isinstance(state, dict) or \
+                        not all(isinstance(k, str) for k in state):
+                    raise CheckpointError("PyTorch checkpoint sets state on an object that is not allowed")
+                for k, v in state.items():
+                    setattr(target, k, v)
+            elif op == b"Q":
+                stack.append(self.persistent_load(self.value(stack.pop())))
+            elif op in (b"q", b"r", b"p", b"\x94"):
+                if op == b"q":
+                    idx = self.take(1)[0]
+                elif op == b"r":
+                    idx = unpack("<I", self.take(4))[0]
+                elif op == b"p":
+                    idx = int(self.line())
+                else:
+                    idx = len(memo)
+                if not stack:
+                    raise CheckpointError("PyTorch checkpoint pickle is malformed (empty stack)")
+                memo[idx] = stack[-1]
+            elif op in (b"h", b"j", b"g"):
+                idx = (self.take(1)[0] if op == b"h" else unpack("<I", self.take(4))[0] if op == b"j"
+                       else int(self.line()))
+                if idx not in memo:
+                    raise CheckpointError("PyTorch checkpoint pickle refers to an unknown memo entry")
+                stack.append(memo[idx])
+            elif op == b"0":
+                stack.pop()
+            elif op == b"1":
+                self.pop_mark(stack)
+            elif op == b"2":
+                stack.append(stack[-1])
+            else:
+                raise CheckpointError(f"PyTorch checkpoint pickle uses an unsupported opcode {op!r}")
+
+    @staticmethod
+    def expect(obj, cls):
+        if not isinstance(obj, cls):
+            raise CheckpointError("PyTorch checkpoint pickle is malformed (wrong container)")
+        return obj
+
+
+def _load_torch_zip(buffer: bytearray, map_location):
+    import zipfile
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(bytes(buffer)))
+        names = zf.namelist()
+        pickles = [n for n in names if n == "data.pkl" or n.endswith("/data.pkl")]
+        if not pickles:
+            raise CheckpointError("zip archive holds no data.pkl: not a PyTorch checkpoint")
+        prefix = pickles[0][:-len("data.pkl")]
+        big_endian = False
+        if prefix + "byteorder" in names:
+            big_endian = zf.read(prefix + "byteorder").strip() == b"big"
+        archive = _TorchArchive(zf, prefix, big_endian, map_location)
+        reader = _PickleReader(zf.read(pickles[0]), _torch_globals(archive), archive.storage)
+        return reader.load()
+    except (zipfile.BadZipFile, EOFError, OSError, struct.error, UnicodeDecodeError, IndexError,
+            ValueError, TypeError, AttributeError) as exc:
+        raise CheckpointError(f"corrupt PyTorch checkpoint: {exc}") from None
+    except RecursionError:
+        raise CheckpointError("PyTorch checkpoint is nested too deeply") from None
+
+
 def _read_all(f) -> bytearray:
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
@@ -380,15 +761,15 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
     stored as pickles raise ``pickle.UnpicklingError``. ``map_location`` may be None, ``"cpu"``, a
     CPU device, a dict mapping locations to the CPU, or a callable ``fn(tensor, "cpu")`` whose
     non-None result replaces the tensor. A corrupt, truncated or foreign file raises
-    :class:`CheckpointError`.
+    :class:`CheckpointError`. Checkpoints written by ``torch.save`` are read as described in the
+    module documentation.
     """
     _check_map_location(map_location)
     buffer = _read_all(f)
     head_len = len(MAGIC) + _PREFIX.size
     if len(buffer) < head_len + _DIGEST_SIZE or bytes(buffer[:len(MAGIC)]) != MAGIC:
         if bytes(buffer[:4]) == b"PK\x03\x04":
-            raise CheckpointError("this is a zip archive (as written by torch.save), not a hookgrad "
-                                  "checkpoint; hookgrad.load reads only files written by hookgrad.save")
+            return _load_torch_zip(buffer, map_location)
         if len(buffer) >= len(MAGIC) and bytes(buffer[:len(MAGIC)]) != MAGIC:
             raise CheckpointError("not a hookgrad checkpoint (bad magic number)")
         raise CheckpointError(f"checkpoint is truncated ({len(buffer)} bytes)")
