@@ -573,6 +573,16 @@ class _PickleReader:
         raise CheckpointError("PyTorch checkpoint pickle is malformed (no mark)")
 
     def load(self):
+        try:
+            return self._run()
+        except (CheckpointError, pickle.UnpicklingError):
+            raise
+        except RecursionError:
+            raise CheckpointError("PyTorch checkpoint is nested too deeply") from None
+        except Exception as exc:  # noqa: BLE001 - whatever a malformed stream provokes
+            raise CheckpointError(f"PyTorch checkpoint pickle is malformed: {exc!r}") from None
+
+    def _run(self):
         stack: list = []
         memo: dict = {}
         unpack = struct.unpack
