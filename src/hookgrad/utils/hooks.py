@@ -113,6 +113,19 @@ def _identity_function():
     return _backward_hook_function
 
 
+_hookgrad = None
+
+
+def _core():
+    """The hookgrad package (imported on first use: this file is imported by the core itself)."""
+    global _hookgrad
+    if _hookgrad is None:
+        import hookgrad
+
+        _hookgrad = hookgrad
+    return _hookgrad
+
+
 def _plain_call(kind, module, hook, *args):
     return hook(*args)
 
@@ -184,8 +197,7 @@ class BackwardHook:
     def _apply_on_tensors(self, fn, args):
         """Pass the tensors among ``args`` through the identity node; return the new args and
         the positions of the tensors (None when nothing requires grad or grad mode is off)."""
-        import hookgrad
-
+        hookgrad = _core()
         tensors_idx = []
         tensors = []
         requires_grad = False
@@ -204,12 +216,16 @@ class BackwardHook:
         if len(new_tensors) == 0:
             raise RuntimeError("Cannot set Module backward hook for a Module with no input Tensors.")
 
-        grad_fns = [t.grad_fn for t in new_tensors
-                    if t.grad_fn is not None and t.grad_fn.name() == "BackwardHookFunctionBackward"]
-        if len(grad_fns) == 0:
+        node = None
+        for t in new_tensors:
+            grad_fn = t.grad_fn
+            if grad_fn is not None and grad_fn.name() == "BackwardHookFunctionBackward":
+                node = grad_fn
+                break
+        if node is None:
             raise RuntimeError("Error while setting up backward hooks: the identity node is missing.")
 
-        fn(grad_fns[0])
+        fn(node)
 
         arg_list = list(args)
         for idx, val in zip(tensors_idx, new_tensors):
@@ -307,8 +323,9 @@ def _check_replacements(module, what, indices, original, final, setters) -> None
     """Check hook-returned gradients against the ones they replace, as the engine would, but
     with an error that names the module and the hook: a tensor (or None) of the same shape and
     dtype at each tensor position."""
-    import hookgrad
-
+    if not any(setters):
+        return
+    hookgrad = _core()
     for i in indices or ():
         new, old = final[i], original[i]
         if new is old or new is None:
