@@ -372,3 +372,29 @@ def test_repr_and_deepcopy(T):
         twin.step()
     twin_params = twin.param_groups[0]["params"] + twin.param_groups[1]["params"]
     return repr(opt), repr(T.optim.SGD(params, lr=0.1)), params, twin_params, state_record(twin)
+
+
+@differential(rtol=5e-5, atol=5e-6)
+def test_training_loop_end_to_end(T):
+    """DataLoader batches -> loss -> backward -> gradient clipping -> step -> lr schedule."""
+    import importlib
+    data = importlib.import_module(T.__name__ + ".utils.data")
+    rng = np.random.default_rng(99)
+    x = rng.standard_normal((64, 5)).astype(np.float32)
+    y = (x @ rng.standard_normal((5, 1)).astype(np.float32) + 0.3).astype(np.float32)
+    loader = data.DataLoader(data.TensorDataset(T.tensor(x), T.tensor(y)), batch_size=16)
+    w = T.tensor(np.zeros((5, 1), dtype=np.float32), requires_grad=True)
+    b = T.tensor(np.zeros(1, dtype=np.float32), requires_grad=True)
+    opt = T.optim.AdamW([{"params": [w]}, {"params": [b], "weight_decay": 0.0}], lr=0.05)
+    sched = T.optim.lr_scheduler.OneCycleLR(opt, max_lr=0.1, total_steps=40)
+    norms, losses = [], []
+    for epoch in range(10):
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss = ((xb @ w + b - yb) ** 2).mean()
+            loss.backward()
+            norms.append(T.nn.utils.clip_grad_norm_([w, b], max_norm=1.0).item())
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+    return w, b, losses, norms, sched.get_last_lr()
