@@ -598,3 +598,19 @@ def test_hook_observer_sees_hook_that_raises():
     finally:
         mm._set_hook_observer(prev)
     assert events == ["forward_pre_hook"]
+
+
+def test_global_registration_functions_exposed_in_nn():
+    # hookgrad.nn also offers the global register_module_* functions (as user documents call them);
+    # torch keeps them in torch.nn.modules.module only.
+    import hookgrad
+
+    mm = hookgrad.nn.modules.module
+    for name in mm.__all__:
+        if name.startswith("register_module_"):
+            assert getattr(hookgrad.nn, name) is getattr(mm, name)
+
+
+@differential
+def test_module_module_all(T):
+    return sorted(T.nn.modules.module.__all__)
