@@ -275,3 +275,26 @@ def test_collate_keeps_dtypes_and_is_fast_for_arrays():
     assert isinstance(batch, hookgrad.Tensor) and batch.dtype == hookgrad.float32 and tuple(batch.shape) == (4, 2, 2)
     batch = default_collate([hookgrad.tensor([1, 2], dtype=hookgrad.int32)] * 3)
     assert batch.dtype == hookgrad.int32 and not batch.requires_grad
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 30), batch_size=st.integers(1, 12), drop_last=st.booleans(), shuffle=st.booleans())
+def test_batch_shapes_match_torch(n, batch_size, drop_last, shuffle):
+    import hookgrad
+    import torch
+    x = np.arange(n * 2, dtype=np.float32).reshape(n, 2)
+    shapes = []
+    for T in (torch, hookgrad):
+        D = data_mod(T)
+
+        def run():
+            loader = D.DataLoader(D.TensorDataset(T.tensor(x)), batch_size=batch_size, drop_last=drop_last,
+                                  shuffle=shuffle)
+            return len(loader), [tuple(b[0].shape) for b in loader]
+
+        outcome = catch(run)
+        shapes.append(getattr(outcome, "cls", outcome))  # an error is compared by its class
+    assert shapes[0] == shapes[1]

@@ -398,3 +398,36 @@ def test_training_loop_end_to_end(T):
             sched.step()
             losses.append(loss.item())
     return w, b, losses, norms, sched.get_last_lr()
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=25, deadline=None)
+@given(name=st.sampled_from(["SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]),
+       lr=st.floats(1e-4, 0.5), wd=st.sampled_from([0.0, 1e-3, 0.1]), flag=st.booleans(),
+       maximize=st.booleans(), mom=st.floats(0.0, 0.95), seed=st.integers(0, 2 ** 16))
+def test_random_hyperparameters_match_torch(name, lr, wd, flag, maximize, mom, seed):
+    import hookgrad
+    import torch
+    rng = np.random.default_rng(seed)
+    init = rng.standard_normal((3, 4)).astype(np.float32)
+    grads = rng.standard_normal((12, 3, 4)).astype(np.float32)
+    kwargs = {"lr": lr, "weight_decay": wd, "maximize": maximize}
+    if name == "SGD":
+        kwargs.update(momentum=mom, nesterov=flag and mom > 0)
+    elif name in ("Adam", "AdamW"):
+        kwargs.update(amsgrad=flag, betas=(mom, 0.999))
+    elif name == "RMSprop":
+        kwargs.update(centered=flag, momentum=mom)
+    else:
+        kwargs.update(lr_decay=mom / 10)
+    results = []
+    for T in (torch, hookgrad):
+        p = T.tensor(init, requires_grad=True)
+        opt = getattr(T.optim, name)([p], **kwargs)
+        for g in grads:
+            p.grad = T.tensor(g)
+            opt.step()
+        results.append(p.detach().numpy())
+    np.testing.assert_allclose(results[1], results[0], rtol=1e-4, atol=1e-5)

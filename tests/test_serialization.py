@@ -336,3 +336,40 @@ def test_corrupt_torch_checkpoint_raises(tmp_path):
     bad[start] ^= 0xFF
     with pytest.raises(CheckpointError):
         hookgrad.load(io.BytesIO(bytes(bad)))
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_leaves = (st.none() | st.booleans() | st.integers(-2 ** 80, 2 ** 80) | st.floats(allow_nan=False)
+           | st.text(max_size=8) | st.binary(max_size=8) | st.complex_numbers(allow_nan=False)
+           | st.builds(lambda v, dt: np.asarray(v).astype(dt), st.lists(st.integers(-100, 100), max_size=5),
+                       st.sampled_from(["float32", "float64", "int64", "int8", "uint8", "bool"])))
+_keys = st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=4) | st.tuples(st.integers(0, 3))
+_trees = st.recursive(_leaves, lambda kids: st.lists(kids, max_size=4) | st.tuples(kids, kids)
+                      | st.dictionaries(_keys, kids, max_size=4), max_leaves=20)
+
+
+def _same(a, b):
+    assert type(a) is type(b), (a, b)
+    if isinstance(a, np.ndarray):
+        assert a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b)
+    elif isinstance(a, dict):
+        assert list(a) == list(b)
+        for k in a:
+            _same(a[k], b[k])
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            _same(x, y)
+    else:
+        assert a == b or (a != a and b != b)
+
+
+@settings(max_examples=60, deadline=None)
+@given(tree=_trees)
+def test_round_trip_of_random_structures(tree):
+    from hookgrad.serialization import load, save
+    buf = io.BytesIO()
+    save(tree, buf)
+    buf.seek(0)
+    _same(load(buf), tree)
