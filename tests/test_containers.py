@@ -325,3 +325,26 @@ def test_parameter_dict_values_items(T):
 @differential
 def test_empty_container_repr(T, cls):
     return repr(getattr(T.nn, cls)())
+
+
+@differential
+def test_module_list_repr_blank_line_indentation(T):
+    class Blank(T.nn.Module):
+        def extra_repr(self):
+            return "a\n\nb"
+
+    ml = T.nn.ModuleList([Blank(), Blank(), mods(T).Relu()])
+    seq = T.nn.Sequential(Blank())
+    return repr(ml), repr(seq)
+
+
+@differential
+def test_container_hooks_and_state_dict_after_edits(T):
+    log = []
+    m = mods(T)
+    seq = T.nn.Sequential(m.Scale(2.0, 0.0), m.Scale(3.0, 0.0), m.Scale(5.0, 0.0))
+    seq[1].register_forward_hook(lambda mod, a, o: log.append(("mid", o)))
+    del seq[0]
+    seq.insert(0, m.Scale(7.0, 0.0))
+    out = seq(T.tensor([1.0]))
+    return log, out, list(seq.state_dict())
