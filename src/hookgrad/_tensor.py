@@ -370,10 +370,15 @@ class Tensor:
         return builtins.bool(self._data.reshape(()))
 
     def __float__(self) -> float:
-        return builtins.float(self.item())
+        return builtins.float(self._scalar())
 
     def __int__(self) -> int:
-        return builtins.int(self.item())
+        return builtins.int(self._scalar())
+
+    def _scalar(self):
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self._data.reshape(()).item()
 
     def __index__(self) -> int:
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
