@@ -30,7 +30,9 @@ def run(opt, sched, epochs, metric=None):
 
 def plain_state(sched):
     """The scheduler state dict without callables (lambdas are never compared)."""
-    return {k: v for k, v in sched.state_dict().items() if not callable(v)}
+    def strip(d):
+        return {k: ([strip(x) for x in v] if k == "_schedulers" else v) for k, v in d.items() if not callable(v)}
+    return strip(sched.state_dict())
 
 
 SCHEDULERS = {
@@ -44,6 +46,13 @@ SCHEDULERS = {
     "LinearLR": lambda S, opt: S.LinearLR(opt, start_factor=0.25, end_factor=1.0, total_iters=10),
     "LinearLR-down": lambda S, opt: S.LinearLR(opt, start_factor=1.0, end_factor=0.1, total_iters=20),
     "ConstantLR": lambda S, opt: S.ConstantLR(opt, factor=0.5, total_iters=4),
+    "PolynomialLR": lambda S, opt: S.PolynomialLR(opt, total_iters=15, power=2.0),
+    "CosineAnnealingWarmRestarts": lambda S, opt: S.CosineAnnealingWarmRestarts(opt, T_0=5, T_mult=2, eta_min=0.01),
+    "SequentialLR": lambda S, opt: S.SequentialLR(opt, [S.LinearLR(opt, start_factor=0.1, total_iters=5),
+                                                        S.CosineAnnealingLR(opt, T_max=20),
+                                                        S.ExponentialLR(opt, gamma=0.9)], milestones=[5, 25]),
+    "ChainedScheduler": lambda S, opt: S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=3),
+                                                           S.ExponentialLR(opt, gamma=0.95)]),
     "OneCycleLR": lambda S, opt: S.OneCycleLR(opt, max_lr=[1.0, 0.5], total_steps=40),
     "OneCycleLR-linear-3phase": lambda S, opt: S.OneCycleLR(opt, max_lr=0.8, epochs=4, steps_per_epoch=10,
                                                             anneal_strategy="linear", three_phase=True,
@@ -59,7 +68,7 @@ def test_lr_sequence(T, name):
     epochs = 40 if name.startswith("OneCycle") else 45
     lrs = run(opt, sched, epochs)
     groups = [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups]
-    return lrs, groups, plain_state(sched), sched.last_epoch
+    return lrs, groups, plain_state(sched), getattr(sched, "last_epoch", None)
 
 
 @differential(rtol=1e-9, atol=1e-12)
@@ -124,7 +133,13 @@ def test_scheduler_errors(T):
             catch(S.LinearLR, opt, end_factor=1.5),
             catch(S.ConstantLR, opt, factor=2.0),
             catch(S.LambdaLR, opt, lr_lambda=[lambda e: 1.0]),
-            catch(S.ExponentialLR, opt, gamma=0.5, last_epoch=3)]  # no initial_lr yet
+            catch(S.ExponentialLR, opt, gamma=0.5, last_epoch=3),  # no initial_lr yet
+            catch(S.CosineAnnealingWarmRestarts, opt, T_0=0),
+            catch(S.CosineAnnealingWarmRestarts, opt, T_0=2, T_mult=0),
+            catch(S.SequentialLR, opt, [], milestones=[]),
+            catch(S.SequentialLR, opt, [S.StepLR(opt, 2)], milestones=[3]),
+            catch(S.SequentialLR, opt, [S.StepLR(opt, 2), S.ReduceLROnPlateau(opt)], milestones=[3]),
+            catch(S.ChainedScheduler, [])]
 
 
 @differential(rtol=1e-9, atol=1e-12)
