@@ -137,9 +137,11 @@ class BackwardHook:
     positional tensor inputs through an identity node and ``setup_output_hook`` does the same
     for the outputs. When the output node runs in backward it records ``grad_output`` (after the
     pre-hooks may replace it); when the input node has computed the gradients w.r.t. the inputs,
-    the user hooks get ``(module, grad_input, grad_output)``, with ``None`` in every position that
-    holds no tensor (or a tensor not requiring grad), and may replace ``grad_input``. If no input
-    requires grad, the hooks run from the output node with all-None ``grad_input`` and a warning.
+    the user hooks get ``(module, grad_input, grad_output)`` and may replace ``grad_input``.
+    Positions that hold no tensor get ``None``; a tensor input that does not require grad gets a
+    zero gradient (the identity node marks it non-differentiable, and its gradient is
+    materialized), exactly as in PyTorch. If no input requires grad, the hooks run from the output
+    node with all-None ``grad_input`` and a warning.
 
     ``dispatch(kind, module, hook, *args)`` calls a hook; ``Module`` passes one that reports to
     its hook observer.

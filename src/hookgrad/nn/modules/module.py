@@ -665,8 +665,8 @@ class Module:
         Firing rules: (1) when the gradients w.r.t. the module's inputs are computed; (2) if no
         input requires grad, when the gradients w.r.t. its outputs are computed (with a
         UserWarning); (3) never if no output requires grad. ``grad_input`` has one entry per
-        positional argument (None for non-tensors and tensors not requiring grad); ``grad_output``
-        one per output. A returned tuple (same length) replaces ``grad_input``. Global hooks
+        positional argument (None for non-tensors; zeros, as in PyTorch, for a tensor that does not
+        require grad while another input does); ``grad_output`` one per output. A returned tuple (same length) replaces ``grad_input``. Global hooks
         (``register_module_full_backward_hook``) run first. While such hooks exist the forward
         sees views of the inputs and the caller gets views of the outputs.
         """
