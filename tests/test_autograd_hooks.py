@@ -823,3 +823,26 @@ def test_function_non_differentiable_input_returned(T):
     a, b = Pass.apply(x, y)
     a.sum().backward()
     return b.requires_grad, x.grad, y.grad
+
+
+@differential
+def test_accumulate_grad_variable_and_metadata(T):
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 2
+    acc = b.grad_fn.next_functions[0][0]
+    b.grad_fn.metadata["tag"] = 7
+    return acc.variable is a, b.grad_fn.metadata, b.grad_fn.next_functions[0][0] is acc
+
+
+def test_removable_handle_pickles_and_removes():
+    import pickle
+    from hookgrad.utils.hooks import RemovableHandle
+    hooks = {}
+    h = RemovableHandle(hooks)
+    hooks[h.id] = print
+    h2 = pickle.loads(pickle.dumps(h))
+    assert h2.id == h.id and RemovableHandle.next_id > h.id
+    with h:
+        assert h.id in hooks
+    assert h.id not in hooks
+    h.remove()

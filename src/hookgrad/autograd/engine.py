@@ -82,11 +82,12 @@ class GraphTask:
         self.exec_info = None      # None: run everything; else {node: needed?}
         self.captures = None       # {node: [(output_nr, capture index), ...]}
         self.captured = None
-        self.reachable = None      # nodes this pass can reach (its dependency counts' keys + roots)
+        self.reachable = None      # (dependency counts, root nodes): what this pass can reach
 
     def will_execute(self, tensor) -> bool:
         node, _ = tensor._edge()
-        if node is None or node not in self.reachable:
+        deps, roots = self.reachable
+        if node is None or (node not in deps and node not in roots):
             return False
         return self.exec_info is None or node in self.exec_info
 
@@ -227,7 +228,7 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     task = GraphTask(keep_graph, create_graph)
     root_nodes = [node for node, _ in roots]
     deps = _compute_dependencies(root_nodes)
-    task.reachable = set(deps).union(n for n in root_nodes if n is not None)
+    task.reachable = (deps, root_nodes)
 
     if inputs is not None:
         targets = []
