@@ -431,3 +431,12 @@ def test_random_hyperparameters_match_torch(name, lr, wd, flag, maximize, mom, s
             opt.step()
         results.append(p.detach().numpy())
     np.testing.assert_allclose(results[1], results[0], rtol=1e-4, atol=1e-5)
+
+
+def test_differentiable_mode_is_refused_clearly():
+    import hookgrad
+    p = hookgrad.zeros(2, requires_grad=True)
+    for cls in (hookgrad.optim.SGD, hookgrad.optim.Adam, hookgrad.optim.AdamW, hookgrad.optim.RMSprop,
+                hookgrad.optim.Adagrad):
+        with pytest.raises(NotImplementedError, match="differentiable"):
+            cls([p], lr=0.1, differentiable=True)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _new_step_counter, _no_grad_step,
-                        _tensor_cls, _wrap)
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
 
 __all__ = ["Adam"]
 
@@ -60,6 +60,7 @@ class Adam(Optimizer):
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
         _check_hyperparameters(lr, betas, eps, weight_decay)
+        _check_not_differentiable(differentiable)
         betas = tuple(betas)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,

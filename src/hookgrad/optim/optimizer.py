@@ -113,6 +113,13 @@ def _no_grad_step(step_fn):
     return wrapper
 
 
+def _check_not_differentiable(differentiable) -> None:
+    """The built-in optimizers update NumPy arrays in place, which autograd cannot see."""
+    if differentiable:
+        raise NotImplementedError("differentiable=True is not supported: hookgrad's optimizers update "
+                                  "parameters in place on their NumPy arrays, outside autograd")
+
+
 def _call_closure(closure):
     if closure is None:
         return None

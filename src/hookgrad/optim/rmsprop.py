@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _new_step_counter, _no_grad_step,
-                        _tensor_cls, _wrap)
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
 
 __all__ = ["RMSprop"]
 
@@ -33,6 +33,7 @@ class RMSprop(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not 0.0 <= alpha:
             raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_not_differentiable(differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                         maximize=maximize, differentiable=differentiable)

@@ -8,7 +8,8 @@ decay and maximization, with PyTorch's update rule:
 """
 from __future__ import annotations
 
-from .optimizer import Optimizer, _as_float, _bump, _call_closure, _no_grad_step, _tensor_cls, _wrap
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _no_grad_step, _tensor_cls, _wrap)
 
 __all__ = ["SGD"]
 
@@ -26,6 +27,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_not_differentiable(differentiable)
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
                         nesterov=nesterov, maximize=maximize, foreach=foreach,
                         differentiable=differentiable, fused=fused)
