@@ -9,3 +9,4 @@ __all__ = ["Module", "Sequential", "ModuleList", "ModuleDict", "ParameterList", 
 # (e.g. ``from .linear import Identity, Linear`` and ``__all__ += ["Identity", "Linear"]``).
 # ---------------------------------------------------------------------------------------------
 from ._sequence_layers import *  # noqa
+from ._layers import *  # noqa

@@ -1,0 +1,1 @@
+"""Kernels behind ``hookgrad.nn.functional`` (conv, pooling/padding, normalization, activations, losses)."""

@@ -1,0 +1,337 @@
+"""Convolutions on NumPy: im2col through ``as_strided`` windows and one batched matmul per call.
+
+Three ops make the convolution family, and each one's backward is written with the other two, so
+that gradients of any order exist (double backward for gradient penalties):
+
+* ``convolution(x, w, b)``: the forward convolution (grad_fn ``ConvolutionBackward0``);
+* ``conv_transpose(x, w, b)``: its adjoint in ``x`` (the transposed convolution, also recorded as
+  ``ConvolutionBackward0``, as torch does), which is also the input gradient of a convolution;
+* ``conv_weight(x, g)``: the weight gradient of a convolution, bilinear in ``x`` and ``g``.
+
+Everything is 2-D inside; 1-D convolutions are viewed as 2-D ones of height 1 (a free reshape).
+Geometry is carried in a small ``_Geom`` record: stride, padding as (top, bottom, left, right),
+dilation and groups.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
+from ..._ops._base import GRAD, edge, record
+
+
+class _Geom:
+    __slots__ = ("stride", "pad", "dil", "groups", "nd")
+
+    def __init__(self, stride, pad, dil, groups, nd):
+        self.stride, self.pad, self.dil, self.groups, self.nd = stride, pad, dil, groups, nd
+
+
+# ---- NumPy kernels (4-D arrays) ---------------------------------------------------------------
+def _padded(x, pad, extra_b=0, extra_r=0):
+    pt, pb, pl, pr = pad
+    pb += extra_b
+    pr += extra_r
+    if not (pt or pb or pl or pr):
+        return x
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, h + pt + pb, w + pl + pr), dtype=x.dtype)
+    out[:, :, pt:pt + h, pl:pl + w] = x
+    return out
+
+
+def _out_size(size, k, s, d, p0, p1):
+    return (size + p0 + p1 - d * (k - 1) - 1) // s + 1
+
+
+def windows(xp, kh, kw, sh, sw, dh, dw, ho, wo):
+    """A read-only (N, C, kh, kw, Ho, Wo) view of every kernel window of the padded ``xp``."""
+    n, c = xp.shape[:2]
+    s0, s1, s2, s3 = xp.strides
+    return as_strided(xp, (n, c, kh, kw, ho, wo), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw), writeable=False)
+
+
+def _im2col(x, kh, kw, geom, out_hw=None):
+    """(cols, Ho, Wo): cols is (N, G, Cg*kh*kw, Ho*Wo), a contiguous copy of the windows."""
+    (sh, sw), (dh, dw), g = geom.stride, geom.dil, geom.groups
+    pt, pb, pl, pr = geom.pad
+    n, c, h, w = x.shape
+    if out_hw is None:
+        ho = _out_size(h, kh, sh, dh, pt, pb)
+        wo = _out_size(w, kw, sw, dw, pl, pr)
+    else:
+        ho, wo = out_hw
+    if out_hw is None and kh == 1 and kw == 1 and sh == 1 and sw == 1 and not any(geom.pad):
+        return x.reshape(n, g, c // g, h * w), ho, wo
+    win = windows(_padded(x, geom.pad), kh, kw, sh, sw, dh, dw, ho, wo)
+    return win.reshape(n, g, (c // g) * kh * kw, ho * wo), ho, wo
+
+
+def conv_forward_np(x, w, geom):
+    """(out (N, O, Ho, Wo), cols) for 4-D x and w."""
+    o, cg, kh, kw = w.shape
+    g = geom.groups
+    cols, ho, wo = _im2col(x, kh, kw, geom)
+    out = np.matmul(w.reshape(g, o // g, cg * kh * kw), cols)  # (N, G, Og, L)
+    return out.reshape(x.shape[0], o, ho, wo), cols
+
+
+def col2im(cols, shape, kh, kw, geom):
+    """Adjoint of the window gather: add (N, C, kh, kw, Ho, Wo) columns back into an image of ``shape``."""
+    (sh, sw), (dh, dw) = geom.stride, geom.dil
+    pt, pb, pl, pr = geom.pad
+    n, c, h, w = shape
+    ho, wo = cols.shape[4], cols.shape[5]
+    if kh == 1 and kw == 1 and sh == 1 and sw == 1 and not any(geom.pad):
+        return cols.reshape(shape)
+    hp, wp = h + pt + pb, w + pl + pr
+    out = np.zeros((n, c, hp, wp), dtype=cols.dtype)
+    hspan, wspan = sh * (ho - 1) + 1, sw * (wo - 1) + 1
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i * dh:i * dh + hspan:sh, j * dw:j * dw + wspan:sw] += cols[:, :, i, j]
+    if pt or pb or pl or pr:
+        out = out[:, :, pt:pt + h, pl:pl + w]
+    return out
+
+
+def conv_input_grad_np(gout, w, in_shape, geom):
+    """The transposed convolution: gradient of a convolution's input, (N, C, H, W) = ``in_shape``."""
+    n, o, ho, wo = gout.shape
+    _, cg, kh, kw = w.shape
+    g = geom.groups
+    wg = w.reshape(g, o // g, cg * kh * kw)
+    cols = np.matmul(wg.transpose(0, 2, 1), gout.reshape(n, g, o // g, ho * wo))  # (N, G, CgKK, L)
+    return col2im(cols.reshape(n, g * cg, kh, kw, ho, wo), in_shape, kh, kw, geom)
+
+
+def conv_weight_grad_np(x, gout, w_shape, geom, cols=None):
+    """Gradient of a convolution's weight: sum over the batch of gout @ cols^T."""
+    o, cg, kh, kw = w_shape
+    g = geom.groups
+    if cols is None:
+        cols, _, _ = _im2col(x, kh, kw, geom, gout.shape[2:])
+    n = gout.shape[0]
+    go = gout.reshape(n, g, o // g, -1)
+    if n * g == 1:
+        gw = np.matmul(go[0], cols[0].transpose(0, 2, 1))
+    else:
+        gw = np.matmul(go, cols.transpose(0, 1, 3, 2)).sum(0)  # (G, Og, CgKK)
+    return gw.reshape(w_shape)
+
+
+# ---- shape helpers --------------------------------------------------------------------------
+def _as4d(a, nd):
+    """View a 3-D (1-d conv) array as 4-D with height 1."""
+    return a if nd == 2 else a.reshape(a.shape[0], a.shape[1], 1, a.shape[2])
+
+
+def _from4d(a, nd):
+    return a if nd == 2 else a.reshape(a.shape[0], a.shape[1], a.shape[3])
+
+
+def _bias_add(out, b):
+    if b is not None:
+        out += b._data.reshape((1, -1) + (1,) * (out.ndim - 2))
+    return out
+
+
+def _bias_grad(g):
+    return g.sum((0,) + tuple(range(2, g._data.ndim)))
+
+
+# ---- recorded ops ---------------------------------------------------------------------------
+class ConvolutionBackward0(Node):
+    __slots__ = ("geom", "cols", "transposed", "x_shape", "w_shape")
+
+    def apply(self, grads):
+        g = grads[0]
+        x, w = self.saved()
+        nf = self.next_functions
+        geom = self.geom
+        gx = gw = gb = None
+        if not self.transposed:
+            if nf[0][0] is not None:
+                gx = conv_transpose(g, w, None, geom, self.x_shape)
+            if nf[1][0] is not None:
+                gw = conv_weight(x, g, self.w_shape, geom, self.cols)
+        else:
+            if nf[0][0] is not None:
+                gx = convolution(g, w, None, geom)
+                if gx._data.shape != self.x_shape:  # output_padding >= stride (allowed when < dilation)
+                    gx = gx[tuple(slice(0, s) for s in self.x_shape)]
+            if nf[1][0] is not None:
+                gw = conv_weight(g, x, self.w_shape, geom)
+        self.cols = None
+        if nf[2][0] is not None:
+            gb = _bias_grad(g)
+        return gx, gw, gb
+
+
+def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
+    nd = geom.nd
+    out, cols = conv_forward_np(_as4d(x._data, nd), _as4d(w._data, nd), geom)
+    result = wrap(_bias_add(_from4d(out, nd), b))
+    if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
+        node = ConvolutionBackward0((edge(x), edge(w), edge(b)))
+        node.geom, node.transposed = geom, False
+        node.x_shape, node.w_shape = x._data.shape, w._data.shape
+        # the im2col columns serve the weight gradient again; keep them only if it will be wanted
+        node.cols = cols if w._requires_grad else None
+        node.save(x if w._requires_grad else None, w if x._requires_grad else None)
+        record(node, result)
+    return result
+
+
+def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
+    """Adjoint of ``convolution`` in its input: maps (N, O, ...) to ``out_shape`` (N, C, ...)."""
+    nd = geom.nd
+    shape4 = out_shape if nd == 2 else (out_shape[0], out_shape[1], 1, out_shape[2])
+    out = conv_input_grad_np(_as4d(x._data, nd), _as4d(w._data, nd), shape4, geom)
+    out = np.ascontiguousarray(_from4d(out, nd))
+    result = wrap(_bias_add(out, b))
+    if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
+        node = ConvolutionBackward0((edge(x), edge(w), edge(b)))
+        node.geom, node.transposed, node.cols = geom, True, None
+        node.x_shape, node.w_shape = x._data.shape, w._data.shape
+        node.save(x if w._requires_grad else None, w if x._requires_grad else None)
+        record(node, result)
+    return result
+
+
+class ConvolutionBackwardBackward0(Node):
+    """Backward of the weight-gradient op: it is bilinear in (x, gout)."""
+
+    __slots__ = ("geom", "x_shape")
+
+    def apply(self, grads):
+        gw = grads[0]
+        x, gout = self.saved()
+        nf = self.next_functions
+        gx = conv_transpose(gout, gw, None, self.geom, self.x_shape) if nf[0][0] is not None else None
+        gg = convolution(x, gw, None, self.geom) if nf[1][0] is not None else None
+        return gx, gg
+
+
+def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
+    nd = geom.nd
+    w4 = w_shape if nd == 2 else (w_shape[0], w_shape[1], 1, w_shape[2])
+    gw = conv_weight_grad_np(_as4d(x._data, nd), _as4d(gout._data, nd), w4, geom, cols)
+    result = wrap(gw.reshape(w_shape).astype(gout._data.dtype, copy=False))
+    if GRAD.enabled and (x._requires_grad or gout._requires_grad):
+        node = ConvolutionBackwardBackward0((edge(x), edge(gout)))
+        node.geom, node.x_shape = geom, x._data.shape
+        node.save(x, gout)
+        record(node, result)
+    return result
+
+
+# ---- argument handling shared by conv1d/conv2d/conv_transpose ----------------------------------
+def _tuple(v, n, name="value"):
+    if isinstance(v, (tuple, list)):
+        if len(v) == 1 and n > 1:
+            return tuple(int(v[0]) for _ in range(n))
+        return tuple(int(a) for a in v)
+    return (int(v),) * n
+
+
+def _fmt(t):
+    return " x ".join(str(int(v)) for v in t)
+
+
+def _check_input(x, w, nd, name, groups, transposed=False):
+    if x._data.ndim != nd + 2 and x._data.ndim != nd + 1:
+        raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
+                           f"of size: {list(x._data.shape)}")
+    if w._data.ndim != nd + 2:
+        raise RuntimeError(f"weight should have at least three dimensions" if nd == 1 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
+                           f"{list(x._data.shape)}, but got {w._data.ndim}-dimensional weight of size "
+                           f"{list(w._data.shape)} instead")
+    c = x._data.shape[-nd - 1]
+    want = w._data.shape[0] if transposed else w._data.shape[1] * groups
+    if c != want:
+        head = f"Given transposed=1, weight of size" if transposed else f"Given groups={groups}, weight of size"
+        raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(x._data.shape)} to have {want} "
+                           f"channels, but got {c} channels instead")
+    if x._data.dtype != w._data.dtype:
+        raise RuntimeError(f"Input type ({_tname(x)}) and weight type ({_tname(w)}) should be the same")
+
+
+def _tname(t):
+    return {"float32": "float", "float64": "double"}.get(t._data.dtype.name, t._data.dtype.name)
+
+
+def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
+    if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(x).__name__}, {type(weight).__name__})")
+    _check_input(x, weight, nd, name, groups)
+    unbatched = x._data.ndim == nd + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    ks = weight._data.shape[2:]
+    stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = (0,) * nd
+            pairs = [(0, 0)] * nd
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pairs = []
+            for k, d in zip(ks, dilation):
+                total = d * (k - 1)
+                pairs.append((total // 2, total - total // 2))
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        p = _tuple(padding, nd)
+        pairs = [(a, a) for a in p]
+    if nd == 1:
+        geom = _Geom((1, stride[0]), (0, 0) + pairs[0], (1, dilation[0]), groups, 1)
+        sizes = (x._data.shape[2] + sum(pairs[0]),)
+    else:
+        geom = _Geom(stride, pairs[0] + pairs[1], dilation, groups, 2)
+        sizes = (x._data.shape[2] + sum(pairs[0]), x._data.shape[3] + sum(pairs[1]))
+    eff = tuple(d * (k - 1) + 1 for k, d in zip(ks, dilation))
+    if any(s < e for s, e in zip(sizes, eff)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({_fmt(sizes)}). Kernel size: ({_fmt(eff)}). "
+                           f"Kernel size can't be greater than actual input size")
+    if bias is not None and bias._data.shape != (weight._data.shape[0],):
+        raise RuntimeError(f"Given weight of size {list(weight._data.shape)}, expected bias to be 1-dimensional with "
+                           f"{weight._data.shape[0]} elements, but got bias of size {list(bias._data.shape)} instead")
+    out = convolution(x, weight, bias, geom)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
+    _check_input(x, weight, nd, name, groups, transposed=True)
+    unbatched = x._data.ndim == nd + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    if isinstance(padding, str):
+        raise RuntimeError(f"{name}: padding must be an int or a tuple of ints")
+    stride, padding = _tuple(stride, nd), _tuple(padding, nd)
+    output_padding, dilation = _tuple(output_padding, nd), _tuple(dilation, nd)
+    for op, s, d in zip(output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding: {_fmt(output_padding).replace(' x ', ', ')}, stride: "
+                               f"{_fmt(stride).replace(' x ', ', ')}, dilation: {_fmt(dilation).replace(' x ', ', ')}")
+    ks = weight._data.shape[2:]
+    ins = x._data.shape[2:]
+    outs = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
+                 for i, s, p, d, k, op in zip(ins, stride, padding, dilation, ks, output_padding))
+    # the adjoint of a convolution of an input of size ``outs``; output_padding adds rows at the end that
+    # the convolution's windows never reach, which the padding on that side accounts for
+    c_out = weight._data.shape[1] * groups
+    if nd == 1:
+        geom = _Geom((1, stride[0]), (0, 0, padding[0], padding[0]), (1, dilation[0]), groups, 1)
+    else:
+        geom = _Geom(stride, (padding[0], padding[0], padding[1], padding[1]), dilation, groups, 2)
+    # a convolution over ``outs`` must give exactly ``ins`` outputs: check, and pad the far side if needed
+    out = conv_transpose(x, weight, bias, geom, (x._data.shape[0], c_out) + outs)
+    return out.squeeze(0) if unbatched else out

@@ -1,0 +1,468 @@
+"""Loss functions. Fused nodes (named like torch's) where torch has one; compositions elsewhere.
+
+Backward formulas are hookgrad ops, so every loss can be differentiated twice.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
+from ..._ops import pointwise
+from ..._ops import reduce as _rops
+from ..._ops._base import GRAD, edge, record
+
+def _err():
+    return np.errstate(over="ignore", invalid="ignore", divide="ignore")
+
+_DTYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "int64": "Long",
+                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def _size(shape):
+    return f"torch.Size({list(shape)})"
+
+
+def legacy_reduction(size_average, reduce_, reduction, emit_warning=True):
+    """The ``reduction`` string for the deprecated ``size_average``/``reduce`` pair (torch's rule)."""
+    if size_average is None and reduce_ is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce_ = True if reduce_ is None else reduce_
+    ret = "none" if not reduce_ else ("mean" if size_average else "sum")
+    if emit_warning:
+        warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+                      UserWarning, stacklevel=3)
+    return ret
+
+
+def _check_reduction(reduction):
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _broadcast_pair(x, t, warn=True):
+    if x._data.shape != t._data.shape:
+        if warn:
+            warnings.warn(f"Using a target size ({_size(t._data.shape)}) that is different to the input size "
+                          f"({_size(x._data.shape)}). This will likely lead to incorrect results due to "
+                          f"broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
+        try:
+            shape = np.broadcast_shapes(x._data.shape, t._data.shape)
+        except ValueError:
+            a, b = x._data.shape, t._data.shape
+            n = max(len(a), len(b))
+            a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
+            for i in range(n - 1, -1, -1):
+                if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+                    raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b ({b[i]}) at "
+                                       f"non-singleton dimension {i}") from None
+            raise
+        x, t = x.expand(shape), t.expand(shape)
+    return x, t
+
+
+class _PointwiseLossBackward(Node):
+    """Backward of an elementwise loss reduced by ``reduction``: grad = dloss/dd * g (scaled)."""
+
+    __slots__ = ("reduction", "param", "weighted")
+
+    def apply(self, grads):
+        g = grads[0]
+        x, t = self.saved()
+        d = x - t
+        local = self.local(d)
+        if self.reduction == "mean":
+            g = g / d._data.size
+        gx = local * g
+        nf = self.next_functions
+        return (gx if nf[0][0] is not None else None, -gx if nf[1][0] is not None else None)
+
+
+class MseLossBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def local(self, d):
+        return d * 2
+
+
+class SmoothL1LossBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def local(self, d):
+        beta = self.param
+        inside = wrap(np.abs(d._data) < beta)
+        return pointwise.where(inside, d / beta, d.sign())
+
+
+class HuberLossBackward0(_PointwiseLossBackward):
+    __slots__ = ()
+
+    def local(self, d):
+        delta = self.param
+        inside = wrap(np.abs(d._data) <= delta)
+        return pointwise.where(inside, d, d.sign() * delta)
+
+
+def _pointwise_loss(node_cls, x, t, reduction, values, param=None):
+    if reduction == "mean":
+        out = np.asarray(values.mean(dtype=values.dtype) if values.size else np.nan, dtype=values.dtype)
+    elif reduction == "sum":
+        out = np.asarray(values.sum(dtype=values.dtype))
+    else:
+        out = values
+    result = wrap(out)
+    if GRAD.enabled and (x._requires_grad or t._requires_grad):
+        node = node_cls((edge(x), edge(t)))
+        node.reduction, node.param = reduction, param
+        node.save(x, t)
+        record(node, result)
+    return result
+
+
+def _weighted(loss, weight, reduction):
+    loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x, t = _broadcast_pair(input, target)
+    if weight is not None:
+        return _weighted((x - t) ** 2, weight, reduction)
+    d = x._data - t._data
+    return _pointwise_loss(MseLossBackward0, x, t, reduction, d * d)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x, t = _broadcast_pair(input, target)
+    loss = (x - t).abs()
+    if weight is not None:
+        return _weighted(loss, weight, reduction)
+    return _reduce(loss, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:
+        return l1_loss(input, target, reduction=reduction)
+    x, t = _broadcast_pair(input, target)
+    a = np.abs(x._data - t._data)
+    with _err():
+        vals = np.where(a < beta, 0.5 * a * a / beta, a - 0.5 * beta).astype(a.dtype, copy=False)
+    return _pointwise_loss(SmoothL1LossBackward0, x, t, reduction, vals, beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    _check_reduction(reduction)
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    x, t = _broadcast_pair(input, target)
+    a = np.abs(x._data - t._data)
+    vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(a.dtype, copy=False)
+    if weight is not None:
+        return _weighted(_pointwise_loss(HuberLossBackward0, x, t, "none", vals, delta), weight, reduction)
+    return _pointwise_loss(HuberLossBackward0, x, t, reduction, vals, delta)
+
+
+# ---- negative log likelihood and cross entropy -----------------------------------------------
+class NllLossBackward0(Node):
+    __slots__ = ("coef", "reduction", "class_last_shape")
+
+    def apply(self, grads):
+        g = grads[0]
+        # coef holds -w_i/denominator at each target position (input layout); the rest is zero
+        if self.reduction == "none":
+            g = g.unsqueeze(1) if g._data.ndim >= 1 and len(self.coef.shape) > 1 else g
+        if not GRAD.enabled:
+            return (wrap(self.coef * g._data),)
+        return (wrap(self.coef) * g,)
+
+
+def _target_checks(x, t, class_dim):
+    xd, td = x._data, t._data
+    if td.dtype.kind == "f" or td.dtype.kind == "b" or td.dtype not in (np.int64, np.uint8):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_DTYPE_NAMES.get(td.dtype.name)}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x, t = input, target
+    xd, td = x._data, t._data
+    if xd.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {xd.ndim})")
+    if xd.ndim == 2 and td.ndim != 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if xd.ndim >= 2 and td.ndim >= 1 and xd.shape[0] != td.shape[0]:
+        raise ValueError(f"Expected input batch_size ({xd.shape[0]}) to match target batch_size ({td.shape[0]}).")
+    if xd.ndim == 1 and td.ndim != 0:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if xd.ndim > 2 and (td.shape[1:] != xd.shape[2:] or td.ndim != xd.ndim - 1):
+        raise RuntimeError(f"size mismatch (got input: {list(xd.shape)}, target: {list(td.shape)})"
+                           if td.ndim == xd.ndim - 1 else
+                           f"Expected target size {list((xd.shape[0],) + xd.shape[2:])}, got {list(td.shape)}")
+    _target_checks(x, t, 1)
+    c = xd.shape[1] if xd.ndim >= 2 else xd.shape[0]
+    if weight is not None and weight._data.shape != (c,):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
+                           f"weight tensor of shape: {list(weight._data.shape)}")
+    # class dim last, everything else flattened
+    xl = np.moveaxis(xd, 1, -1) if xd.ndim >= 2 else xd
+    x2 = xl.reshape(-1, c)
+    t1 = td.reshape(-1).astype(np.int64, copy=False)
+    valid = t1 != ignore_index
+    safe = np.where(valid, t1, 0)
+    bad = valid & ((t1 < 0) | (t1 >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(t1[bad][0])} is out of bounds.")
+    rows = np.arange(t1.size)
+    picked = x2[rows, safe]
+    w = valid.astype(xd.dtype)
+    if weight is not None:
+        w = w * weight._data[safe].astype(xd.dtype, copy=False)
+    losses = -w * picked
+    if reduction == "none":
+        out = losses.reshape(td.shape)
+        scale = -w
+    elif reduction == "sum":
+        out = np.asarray(losses.sum(), dtype=xd.dtype)
+        scale = -w
+    else:
+        total = w.sum()
+        with _err():
+            out = np.asarray(losses.sum() / total, dtype=xd.dtype)
+            scale = -w / total
+    result = wrap(out)
+    if GRAD.enabled and x._requires_grad:
+        coef = np.zeros(x2.shape, dtype=xd.dtype)
+        coef[rows, safe] = scale
+        coef = coef.reshape(xl.shape)
+        if reduction == "none" and xd.ndim >= 2:
+            # grad of shape target.shape broadcasts along the class axis placed at 1
+            coef = np.moveaxis(coef, -1, 1)
+        elif xd.ndim >= 2:
+            coef = np.moveaxis(coef, -1, 1)
+        node = NllLossBackward0((edge(x),))
+        node.coef, node.reduction = coef, reduction
+        record(node, result)
+    return result
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean",
+                  label_smoothing=0.0):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x, t = input, target
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    class_dim = 1 if x._data.ndim >= 2 else 0
+    c = x._data.shape[class_dim]
+    logp = _rops.log_softmax(x, class_dim)
+    if t._data.shape == x._data.shape:
+        if t._data.dtype.kind != "f":
+            raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
+                               f"{_DTYPE_NAMES.get(t._data.dtype.name)}")
+        if label_smoothing > 0:
+            t = t * (1 - label_smoothing) + label_smoothing / c
+        prod = logp * t
+        if weight is not None:
+            prod = prod * weight.reshape((1, c) + (1,) * (x._data.ndim - 2) if class_dim else (c,))
+        if reduction == "none":
+            return -prod.sum(class_dim)
+        total = -prod.sum()
+        if reduction == "mean" and class_dim:
+            return total / (x._data.size // c if x._data.size else 0)
+        return total
+    nll = nll_loss(logp, t, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return nll
+    ignore = wrap(t._data == ignore_index)
+    if weight is not None:
+        wshape = (1, c) + (1,) * (x._data.ndim - 2) if class_dim else (c,)
+        smooth = -(logp * weight.reshape(wshape)).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = smooth.masked_fill(ignore, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            td = t._data[~ignore._data]
+            denom = wrap(np.asarray(weight._data[td].sum(), dtype=weight._data.dtype))
+        else:
+            denom = wrap(np.asarray((~ignore._data).sum()))
+        ret = smooth.sum() / denom
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+
+
+# ---- binary cross entropy --------------------------------------------------------------------
+class BinaryCrossEntropyBackward0(Node):
+    __slots__ = ("reduction", "weight")
+
+    def apply(self, grads):
+        g = grads[0]
+        x, t = self.saved()
+        if self.reduction == "mean":
+            g = g / x._data.size
+        w = self.weight
+        nf = self.next_functions
+        gx = gt = None
+        if nf[0][0] is not None:
+            denom = (x * (1 - x)).clamp(min=1e-12)
+            gx = (x - t) / denom * g
+            if w is not None:
+                gx = gx * w
+        if nf[1][0] is not None:
+            gt = (x.log().clamp(min=-100) - (1 - x).log().clamp(min=-100)) * (-g)
+            if w is not None:
+                gt = gt * w
+        return gx, gt
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x, t = input, target
+    if t._data.shape != x._data.shape:
+        raise ValueError(f"Using a target size ({_size(t._data.shape)}) that is different to the input size "
+                         f"({_size(x._data.shape)}) is deprecated. Please ensure they have the same size.")
+    xd, td = x._data, t._data
+    if ((xd < 0) | (xd > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if weight is not None:
+        weight = weight.expand(x._data.shape) if weight._data.shape != x._data.shape else weight
+    with _err():
+        vals = -(td * np.maximum(np.log(xd), -100) + (1 - td) * np.maximum(np.log1p(-xd), -100))
+    if weight is not None:
+        vals = vals * weight._data
+    vals = vals.astype(xd.dtype, copy=False)
+    if reduction == "mean":
+        out = np.asarray(vals.mean(), dtype=xd.dtype)
+    elif reduction == "sum":
+        out = np.asarray(vals.sum(), dtype=xd.dtype)
+    else:
+        out = vals
+    result = wrap(out)
+    if GRAD.enabled and (x._requires_grad or t._requires_grad):
+        node = BinaryCrossEntropyBackward0((edge(x), edge(t)))
+        node.reduction = reduction
+        node.weight = weight.detach() if weight is not None else None
+        node.save(x, t)
+        record(node, result)
+    return result
+
+
+class BinaryCrossEntropyWithLogitsBackward0(Node):
+    __slots__ = ("reduction", "weight", "pos_weight")
+
+    def apply(self, grads):
+        g = grads[0]
+        x, t = self.saved()
+        if self.reduction == "mean":
+            g = g / x._data.size
+        w, pw = self.weight, self.pos_weight
+        nf = self.next_functions
+        gx = gt = None
+        if nf[0][0] is not None:
+            s = x.sigmoid()
+            if pw is not None:
+                gx = (s * (pw * t + 1 - t) - pw * t) * g
+            else:
+                gx = (s - t) * g
+            if w is not None:
+                gx = gx * w
+        if nf[1][0] is not None:
+            from . import activation
+            if pw is not None:
+                gt = (activation.softplus(-x) * pw - activation.softplus(x)) * g
+            else:
+                gt = -x * g
+            if w is not None:
+                gt = gt * w
+        return gx, gt
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None, reduction="mean",
+                                     pos_weight=None):
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    _check_reduction(reduction)
+    x, t = input, target
+    if t._data.shape != x._data.shape:
+        raise ValueError(f"Target size ({_size(t._data.shape)}) must be the same as input size "
+                         f"({_size(x._data.shape)})")
+    xd, td = x._data, t._data
+    with _err():
+        sp_neg = np.logaddexp(0, -xd)  # -log(sigmoid(x))
+        if pos_weight is not None:
+            pw = pos_weight._data
+            vals = (1 - td) * xd + (1 + (pw - 1) * td) * sp_neg
+        else:
+            vals = (1 - td) * xd + sp_neg
+    if weight is not None:
+        vals = vals * weight._data
+    vals = np.asarray(vals, dtype=xd.dtype)
+    if reduction == "mean":
+        out = np.asarray(vals.mean(), dtype=xd.dtype)
+    elif reduction == "sum":
+        out = np.asarray(vals.sum(), dtype=xd.dtype)
+    else:
+        out = vals
+    result = wrap(out)
+    if GRAD.enabled and (x._requires_grad or t._requires_grad):
+        node = BinaryCrossEntropyWithLogitsBackward0((edge(x), edge(t)))
+        node.reduction = reduction
+        node.weight = weight.detach() if weight is not None else None
+        node.pos_weight = pos_weight.detach() if pos_weight is not None else None
+        node.save(x, t)
+        record(node, result)
+    return result
+
+
+# ---- KL divergence ---------------------------------------------------------------------------
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    reduction_ = legacy_reduction(size_average, reduce, reduction) if (size_average is not None or
+                                                                       reduce is not None) else reduction
+    if reduction_ not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction_} is not a valid value for reduction")
+    if reduction_ == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the support size."
+                      "'batchmean' divides only by the batch size, and aligns with the KL div math definition."
+                      "'mean' will be changed to behave the same as 'batchmean' in the next major release.",
+                      UserWarning, stacklevel=2)
+    x, t = input, target
+    if log_target:
+        loss = t.exp() * (t - x)
+    else:
+        if t._requires_grad and GRAD.enabled:
+            xlogy = pointwise.where(t > 0, t * t.clamp(min=1e-38 if t._data.dtype == np.float32 else 1e-308).log(),
+                                    0.0)
+        else:
+            td = t._data
+            with _err():
+                xlogy = wrap(np.where(td == 0, 0, td * np.log(np.where(td == 0, 1, td))).astype(td.dtype,
+                                                                                             copy=False))
+        loss = xlogy - t * x
+    if reduction_ == "batchmean":
+        if x._data.ndim == 0:
+            return loss.sum()
+        return loss.sum() / x._data.shape[0]
+    return _reduce(loss, reduction_)

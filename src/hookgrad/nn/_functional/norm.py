@@ -1,0 +1,211 @@
+"""batch_norm, layer_norm and group_norm: one normalization kernel, three ways to pick the statistics.
+
+A normalization is described by
+* ``view``: the shape the input is reshaped to so that the statistics run over ``axes`` (keepdims);
+* ``affine``: the shape weight and bias are reshaped to, to broadcast against the input;
+* ``affine_axes``: the input axes summed for the weight and bias gradients.
+
+The forward and the first-order backward run in NumPy. With ``create_graph=True`` the backward is
+rebuilt from hookgrad ops, statistics included, so that it is differentiable again.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
+from ..._ops._base import GRAD, edge, record
+
+def _err():
+    return np.errstate(divide="ignore", invalid="ignore")
+
+
+class _NormBackward(Node):
+    __slots__ = ("view", "axes", "affine", "affine_axes", "eps", "batch_stats", "mean", "invstd")
+
+    def apply(self, grads):
+        g = grads[0]
+        x, w = self.saved()
+        nf = self.next_functions
+        if GRAD.enabled:
+            return self._apply_graph(g, x, w)
+        gd, xd = g._data, x._data
+        view, axes = self.view, self.axes
+        mean, invstd = self.mean, self.invstd
+        xhat = ((xd.reshape(view) - mean) * invstd).reshape(xd.shape)
+        gx = gw = gb = None
+        if nf[0][0] is not None:
+            gxhat = gd * w._data.reshape(self.affine) if w is not None else gd
+            gv = gxhat.reshape(view)
+            if self.batch_stats:
+                xv = xhat.reshape(view)
+                gxv = gv - gv.mean(axes, keepdims=True)
+                gxv -= xv * (gv * xv).mean(axes, keepdims=True)
+                gxv *= invstd
+            else:
+                gxv = gv * invstd
+            gx = wrap(gxv.reshape(xd.shape).astype(xd.dtype, copy=False))
+        if nf[1][0] is not None:
+            gw = wrap(np.asarray((gd * xhat).sum(self.affine_axes), dtype=w._data.dtype))
+        if nf[2][0] is not None:
+            gb = wrap(np.asarray(gd.sum(self.affine_axes), dtype=gd.dtype))
+        return gx, gw, gb
+
+    def _apply_graph(self, g, x, w):
+        """The same backward from differentiable ops (create_graph=True)."""
+        nf = self.next_functions
+        view, axes = self.view, self.axes
+        xv = x.reshape(view)
+        if self.batch_stats:
+            mean = xv.mean(axes, keepdim=True)
+            d = xv - mean
+            invstd = ((d * d).mean(axes, keepdim=True) + self.eps).rsqrt()
+        else:
+            mean, invstd = wrap(self.mean), wrap(self.invstd)
+            d = xv - mean
+        xhat_v = d * invstd
+        xhat = xhat_v.reshape(x._data.shape)
+        gx = gw = gb = None
+        if nf[0][0] is not None:
+            gxhat = g * w.reshape(self.affine) if w is not None else g
+            gv = gxhat.reshape(view)
+            if self.batch_stats:
+                gxv = (gv - gv.mean(axes, keepdim=True) - xhat_v * (gv * xhat_v).mean(axes, keepdim=True)) * invstd
+            else:
+                gxv = gv * invstd
+            gx = gxv.reshape(x._data.shape)
+        if nf[1][0] is not None:
+            gw = _sum(g * xhat, self.affine_axes)
+        if nf[2][0] is not None:
+            gb = _sum(g, self.affine_axes)
+        return gx, gw, gb
+
+
+def _sum(t, axes):
+    return t.sum(axes) if axes else t
+
+
+class NativeBatchNormBackward0(_NormBackward):
+    __slots__ = ()
+
+
+class NativeLayerNormBackward0(_NormBackward):
+    __slots__ = ()
+
+
+class NativeGroupNormBackward0(_NormBackward):
+    __slots__ = ()
+
+
+def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, mean=None, var=None):
+    """Shared forward: statistics (from the batch unless given), normalization, affine, recording."""
+    xd = x._data
+    xv = xd.reshape(view)
+    batch_stats = mean is None
+    with _err():
+        if batch_stats:
+            mean = xv.mean(axes, keepdims=True)
+            d = xv - mean
+            var = np.mean(d * d, axis=axes, keepdims=True)
+        invstd = (1.0 / np.sqrt(var + eps)).astype(xd.dtype, copy=False)
+        mean = mean.astype(xd.dtype, copy=False)
+        out = ((xv - mean) * invstd).reshape(xd.shape)
+    if weight is not None:
+        out *= weight._data.reshape(affine)
+    if bias is not None:
+        out += bias._data.reshape(affine)
+    result = wrap(out)
+    if GRAD.enabled and (x._requires_grad or (weight is not None and weight._requires_grad)
+                         or (bias is not None and bias._requires_grad)):
+        node = node_cls((edge(x), edge(weight), edge(bias)))
+        node.view, node.axes, node.affine, node.affine_axes = view, axes, affine, affine_axes
+        node.eps, node.batch_stats, node.mean, node.invstd = eps, batch_stats, mean, invstd
+        node.save(x, weight)
+        record(node, result)
+    return result, mean, var
+
+
+def _check_len(t, name, c):
+    if t is not None and t._data.size != c:
+        raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+
+
+def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
+               eps=1e-5) -> Tensor:
+    x = input
+    xd = x._data
+    if xd.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {xd.ndim}D input)")
+    c = xd.shape[1]
+    _check_len(running_mean, "running_mean", c)
+    _check_len(running_var, "running_var", c)
+    _check_len(weight, "weight", c)
+    _check_len(bias, "bias", c)
+    axes = (0,) + tuple(range(2, xd.ndim))
+    affine = (1, c) + (1,) * (xd.ndim - 2)
+    if training:
+        n = xd.size // c if c else 0
+        if n <= 1:
+            from ..._dtype import Size
+            raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                             f"{_size_repr(Size(xd.shape))}")
+        result, mean, var = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps)
+        if running_mean is not None:
+            rm = running_mean._data
+            rm *= (1 - momentum)
+            rm += (momentum * mean.reshape(-1)).astype(rm.dtype, copy=False)
+            running_mean._bump_version()
+        if running_var is not None:
+            rv = running_var._data
+            rv *= (1 - momentum)
+            rv += (momentum * var.reshape(-1) * (n / (n - 1))).astype(rv.dtype, copy=False)
+            running_var._bump_version()
+        return result
+    if running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    mean = running_mean._data.reshape(affine).astype(xd.dtype, copy=False)
+    var = running_var._data.reshape(affine).astype(xd.dtype, copy=False)
+    result, _, _ = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps, mean, var)
+    return result
+
+
+def _size_repr(size):
+    return f"torch.Size({list(size)})"
+
+
+def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps=1e-5) -> Tensor:
+    x = input
+    xd = x._data
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    ns = tuple(int(s) for s in normalized_shape)
+    k = len(ns)
+    if k == 0 or xd.ndim < k or tuple(xd.shape[xd.ndim - k:]) != ns:
+        raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
+                           f"{', '.join(str(s) for s in ns)}], but got input of size{list(xd.shape)}")
+    for t, name in ((weight, "weight"), (bias, "bias")):
+        if t is not None and tuple(t._data.shape) != ns:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
+                               f"{list(t._data.shape)} and normalized_shape = {list(ns)}")
+    axes = tuple(range(xd.ndim - k, xd.ndim))
+    lead = tuple(range(xd.ndim - k))
+    result, _, _ = _normalize(NativeLayerNormBackward0, x, weight, bias, xd.shape, axes, ns, lead, eps)
+    return result
+
+
+def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps=1e-5) -> Tensor:
+    x = input
+    xd = x._data
+    if xd.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {xd.ndim}")
+    n, c = xd.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by num_groups, but got input of "
+                           f"shape {list(xd.shape)} and num_groups={num_groups}")
+    _check_len(weight, "weight", c)
+    _check_len(bias, "bias", c)
+    view = (n, num_groups, -1) if xd.size else (n, num_groups, 0)
+    affine = (1, c) + (1,) * (xd.ndim - 2)
+    affine_axes = (0,) + tuple(range(2, xd.ndim))
+    result, _, _ = _normalize(NativeGroupNormBackward0, x, weight, bias, view, (2,), affine, affine_axes, eps)
+    return result

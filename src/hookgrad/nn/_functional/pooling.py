@@ -1,0 +1,340 @@
+"""Pooling (max, average, adaptive average) and padding, on strided NumPy windows.
+
+Each op is linear in its input once the window choice is known (max pooling picks its indices in
+the forward), so each is a ``linear_map`` with a NumPy forward and a NumPy adjoint.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from ..._tensor import Tensor, wrap
+from .conv import _tuple, windows
+from .linear_ops import linear_map
+
+
+# ---- geometry --------------------------------------------------------------------------------
+def _pool_out(size, k, s, p, d, ceil_mode):
+    """Output length of a pooling window sweep (torch's rule, ceil_mode included)."""
+    num = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
+    out = num // s + 1
+    if ceil_mode and (out - 1) * s >= size + p:
+        out -= 1
+    return out
+
+
+def _pool_args(name, x, kernel_size, stride, padding, dilation, nd=2):
+    k = _tuple(kernel_size, nd)
+    s = _tuple(stride, nd) if stride is not None and stride != [] and stride != () else k
+    p = _tuple(padding, nd)
+    d = _tuple(dilation, nd)
+    for kk, pp, dd in zip(k, p, d):
+        if pp * 2 > (dd * (kk - 1) + 1) if name == "max" else pp * 2 > kk:
+            if name == "max":
+                raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
+                                   f"kernel_size={kk} and dilation={dd}")
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got pad={pp}, "
+                               f"kernel_size={kk} and dilation={dd}")
+    return k, s, p, d
+
+
+def _check_dims(x, nd, name):
+    if x._data.ndim not in (nd + 1, nd + 2):
+        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
+                           f"size for input, but got: {list(x._data.shape)}")
+
+
+def _as4(a):
+    """(batched 4-D array, was_unbatched)."""
+    return (a[None], True) if a.ndim == 3 else (a, False)
+
+
+# ---- max pooling -----------------------------------------------------------------------------
+def _gather(data, flat_idx, shape_in):
+    """out[n, c, i, j] = x[n, c].flat[idx[n, c, i, j]]."""
+    lead = int(np.prod(shape_in[:-2]))
+    plane = shape_in[-2] * shape_in[-1]
+    src = data.reshape(lead, plane)
+    return np.take_along_axis(src, flat_idx.reshape(lead, -1), 1).reshape(flat_idx.shape)
+
+
+def _scatter(g, flat_idx, shape_in, overlap):
+    """Adjoint of ``_gather``: add g back at the picked positions (an x-shaped array)."""
+    lead = int(np.prod(shape_in[:-2]))
+    plane = shape_in[-2] * shape_in[-1]
+    idx = flat_idx.reshape(lead, -1)
+    gg = g.reshape(lead, -1)
+    if not overlap:
+        out = np.zeros((lead, plane), dtype=g.dtype)
+        np.put_along_axis(out, idx, gg, 1)
+    else:
+        pos = (idx + (np.arange(lead) * plane)[:, None]).ravel()
+        out = np.bincount(pos, weights=gg.ravel(), minlength=lead * plane).astype(g.dtype, copy=False)
+    return out.reshape(shape_in)
+
+
+def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    _check_dims(x, 2, "max_pool2d")
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args("max", x, kernel_size, stride, padding, dilation)
+    data, unbatched = _as4(x._data)
+    n, c, h, w = data.shape
+    ho, wo = _pool_out(h, kh, sh, ph, dh, ceil_mode), _pool_out(w, kw, sw, pw, dw, ceil_mode)
+    if ho <= 0 or wo <= 0:
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
+                           f"Output size is too small")
+    need_h = (ho - 1) * sh + dh * (kh - 1) + 1
+    need_w = (wo - 1) * sw + dw * (kw - 1) + 1
+    eb, er = max(0, need_h - h - 2 * ph), max(0, need_w - w - 2 * pw)
+    if ph or pw or eb or er:
+        fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+        xp = np.full((n, c, h + 2 * ph + eb, w + 2 * pw + er), fill, dtype=data.dtype)
+        xp[:, :, ph:ph + h, pw:pw + w] = data
+    else:
+        xp = data
+    win = windows(xp, kh, kw, sh, sw, dh, dw, ho, wo)                       # (N, C, kh, kw, Ho, Wo)
+    flat = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c, ho, wo, kh * kw)   # one copy
+    k = flat.argmax(-1)
+    values = np.take_along_axis(flat, k[..., None], -1)[..., 0]
+    ki, kj = np.divmod(k, kw)
+    rows = np.arange(ho).reshape(-1, 1) * sh - ph + ki * dh
+    cols = np.arange(wo) * sw - pw + kj * dw
+    idx = (rows * w + cols).astype(np.int64)
+    shape_in = data.shape
+    if unbatched:
+        values, idx, shape_in = values[0], idx[0], shape_in[1:]
+    overlap = sh < dh * (kh - 1) + 1 or sw < dw * (kw - 1) + 1
+    fwd = functools.partial(_gather, flat_idx=idx, shape_in=shape_in)
+    adj = functools.partial(_scatter, flat_idx=idx, shape_in=shape_in, overlap=overlap)
+    out = linear_map(x, fwd, adj, "MaxPool2DWithIndicesBackward0", "MaxPool2DWithIndicesBackwardBackward0",
+                     value=values)
+    return out, wrap(idx)
+
+
+def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    out, idx = max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
+    return (out, idx) if return_indices else out
+
+
+def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    _check_dims(x, 1, "max_pool1d")
+    k = _tuple(kernel_size, 1)[0]
+    s = _tuple(stride, 1)[0] if stride is not None and stride != [] and stride != () else k
+    out, idx = max_pool2d_with_indices(x.unsqueeze(-2), (1, k), (1, s), (0, _tuple(padding, 1)[0]),
+                                       (1, _tuple(dilation, 1)[0]), ceil_mode)
+    out, idx = out.squeeze(-2), idx.squeeze(-2)
+    return (out, idx) if return_indices else out
+
+
+# ---- average pooling -------------------------------------------------------------------------
+def _divisors(size, k, s, p, out, count_include_pad):
+    """Per-output-position window length along one dim (torch's counting rule)."""
+    start = np.arange(out) * s - p
+    end = np.minimum(start + k, size + p)
+    full = end - start
+    start_c, end_c = np.maximum(start, 0), np.minimum(end, size)
+    return full if count_include_pad else (end_c - start_c)
+
+
+def _avg_fwd(a, geom):
+    kh, kw, sh, sw, ph, pw, eb, er, ho, wo, div = geom
+    n, c, h, w = a.shape
+    if ph or pw or eb or er:
+        xp = np.zeros((n, c, h + 2 * ph + eb, w + 2 * pw + er), dtype=a.dtype)
+        xp[:, :, ph:ph + h, pw:pw + w] = a
+    else:
+        xp = a
+    win = windows(xp, kh, kw, sh, sw, 1, 1, ho, wo)
+    if kh * kw <= 16:
+        out = win[:, :, 0, 0].copy()
+        for i in range(kh):
+            for j in range(kw):
+                if i or j:
+                    out += win[:, :, i, j]
+    else:
+        out = win.sum((2, 3))
+    out /= div
+    return out
+
+
+def _avg_adj(g, geom, in_shape):
+    kh, kw, sh, sw, ph, pw, eb, er, ho, wo, div = geom
+    n, c, h, w = in_shape
+    gd = g / div
+    hp, wp = h + 2 * ph + eb, w + 2 * pw + er
+    out = np.zeros((n, c, hp, wp), dtype=g.dtype)
+    hspan, wspan = sh * (ho - 1) + 1, sw * (wo - 1) + 1
+    for i in range(kh):
+        for j in range(kw):
+            out[:, :, i:i + hspan:sh, j:j + wspan:sw] += gd
+    return np.ascontiguousarray(out[:, :, ph:ph + h, pw:pw + w])
+
+
+def _batched(fn):
+    """Lift a 4-D kernel to 3-D (unbatched) arrays."""
+    def run(a, *args, **kwargs):
+        if a.ndim == 3:
+            return fn(a[None], *args, **kwargs)[0]
+        return fn(a, *args, **kwargs)
+    return run
+
+
+_avg_fwd_b, _avg_adj_b = _batched(_avg_fwd), _batched(_avg_adj)
+
+
+def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None, _names=("AvgPool2DBackward0", "AvgPool2DBackwardBackward0")):
+    _check_dims(x, 2, "avg_pool2d")
+    (kh, kw), (sh, sw), (ph, pw), _ = _pool_args("avg", x, kernel_size, stride, padding, 1)
+    h, w = x._data.shape[-2:]
+    ho, wo = _pool_out(h, kh, sh, ph, 1, ceil_mode), _pool_out(w, kw, sw, pw, 1, ceil_mode)
+    if ho <= 0 or wo <= 0:
+        c = x._data.shape[-3]
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
+                           f"Output size is too small")
+    eb = max(0, (ho - 1) * sh + kh - h - 2 * ph)
+    er = max(0, (wo - 1) * sw + kw - w - 2 * pw)
+    if divisor_override:
+        div = np.asarray(divisor_override, dtype=x._data.dtype)
+    else:
+        dv = np.outer(_divisors(h, kh, sh, ph, ho, count_include_pad), _divisors(w, kw, sw, pw, wo, count_include_pad))
+        div = dv.astype(x._data.dtype)
+    geom = (kh, kw, sh, sw, ph, pw, eb, er, ho, wo, div)
+    in_shape = x._data.shape if x._data.ndim == 4 else (1,) + x._data.shape
+    fwd = functools.partial(_avg_fwd_b, geom=geom)
+    adj = functools.partial(_avg_adj_b, geom=geom, in_shape=in_shape)
+    return linear_map(x, fwd, adj, *_names)
+
+
+def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    _check_dims(x, 1, "avg_pool1d")
+    k = _tuple(kernel_size, 1)[0]
+    s = _tuple(stride, 1)[0] if stride is not None and stride != [] and stride != () else k
+    out = avg_pool2d(x.unsqueeze(-2), (1, k), (1, s), (0, _tuple(padding, 1)[0]), ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+# ---- adaptive average pooling ----------------------------------------------------------------
+def _adaptive_matrix(size, out, dtype):
+    """(out, size) averaging matrix: row i averages [floor(i*size/out), ceil((i+1)*size/out))."""
+    m = np.zeros((out, size), dtype=dtype)
+    for i in range(out):
+        a = (i * size) // out
+        b = -((-(i + 1) * size) // out)
+        m[i, a:b] = 1.0 / (b - a)
+    return m
+
+
+def _adaptive_fwd(a, mh, mwt):
+    return np.matmul(np.matmul(mh, a), mwt)
+
+
+def adaptive_avg_pool2d(x, output_size):
+    _check_dims(x, 2, "adaptive_avg_pool2d")
+    h, w = x._data.shape[-2:]
+    if isinstance(output_size, (tuple, list)):
+        oh, ow = output_size
+    else:
+        oh = ow = output_size
+    oh = h if oh is None else int(oh)
+    ow = w if ow is None else int(ow)
+    if oh == 1 and ow == 1:
+        return x.mean((-2, -1), keepdim=True)
+    dt = x._data.dtype
+    mh, mw = _adaptive_matrix(h, oh, dt), _adaptive_matrix(w, ow, dt)
+    fwd = functools.partial(_adaptive_fwd, mh=mh, mwt=np.ascontiguousarray(mw.T))
+    adj = functools.partial(_adaptive_fwd, mh=np.ascontiguousarray(mh.T), mwt=mw)
+    return linear_map(x, fwd, adj, "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DBackwardBackward0")
+
+
+def adaptive_avg_pool1d(x, output_size):
+    _check_dims(x, 1, "adaptive_avg_pool1d")
+    o = output_size[0] if isinstance(output_size, (tuple, list)) else output_size
+    return adaptive_avg_pool2d(x.unsqueeze(-2), (1, o)).squeeze(-2)
+
+
+# ---- padding ---------------------------------------------------------------------------------
+def _pad_index(size, before, after, mode):
+    """Source index for each output position along one dim (reflect / replicate / circular)."""
+    pos = np.arange(-before, size + after)
+    if mode == "replicate":
+        return np.clip(pos, 0, size - 1)
+    if mode == "circular":
+        return np.mod(pos, size)
+    # reflect (edge not repeated)
+    period = 2 * (size - 1)
+    if period == 0:
+        return np.zeros_like(pos)
+    r = np.mod(pos, period)
+    return np.where(r < size, r, period - r)
+
+
+def _index_pad_fwd(a, plan):
+    for axis, idx, _ in plan:
+        a = np.take(a, idx, axis=axis)
+    return a
+
+
+def _index_pad_adj(g, plan):
+    for axis, idx, size in reversed(plan):
+        m = np.zeros((size, idx.size), dtype=g.dtype)
+        m[idx, np.arange(idx.size)] = 1
+        g = np.moveaxis(np.tensordot(m, g, axes=([1], [axis])), 0, axis)
+    return np.ascontiguousarray(g)
+
+
+def _const_pad_fwd(a, pads, value):
+    out_shape = tuple(s + b + e for s, (b, e) in zip(a.shape, pads))
+    out = np.full(out_shape, value, dtype=a.dtype)
+    src = tuple(slice(max(0, -b), s - max(0, -e)) for s, (b, e) in zip(a.shape, pads))
+    dst = tuple(slice(max(0, b), max(0, b) + (sl.stop - sl.start)) for (b, e), sl in zip(pads, src))
+    out[dst] = a[src]
+    return out
+
+
+def _const_pad_adj(g, pads, in_shape):
+    neg = tuple((-b, -e) for b, e in pads)
+    return _const_pad_fwd(g, neg, 0)
+
+
+_MODE_NAMES = {"reflect": "Reflection", "replicate": "Replication", "circular": "Circular"}
+
+
+def pad(x: Tensor, pad, mode="constant", value=None):
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    nd = x._data.ndim
+    if len(pad) // 2 > nd:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
+                           f"got padding length {len(pad)} and input of dimension {nd}")
+    pairs = [(pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]  # last dim first
+    if mode == "constant":
+        pads = [(0, 0)] * (nd - len(pairs)) + pairs[::-1]
+        for s, (b, e) in zip(x._data.shape, pads):
+            if s + b + e < 0:
+                raise RuntimeError(f"The input size {s}, plus negative padding {b} and {e} resulted in a negative "
+                                   f"output size, which is invalid. Check dimension {pads.index((b, e))} of your input.")
+        fwd = functools.partial(_const_pad_fwd, pads=pads, value=0 if value is None else value)
+        adj = functools.partial(_const_pad_adj, pads=pads, in_shape=x._data.shape)
+        return linear_map(x, fwd, adj, "ConstantPadNdBackward0", "ConstantPadNdBackwardBackward0")
+    if mode not in _MODE_NAMES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    k = len(pairs)
+    if not (k in (1, 2, 3) and nd in (k + 1, k + 2)):
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
+    plan = []
+    for i, (b, e) in enumerate(pairs):
+        axis = nd - 1 - i
+        size = x._data.shape[axis]
+        if mode == "reflect" and (b >= size or e >= size):
+            raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
+                               f"but got: padding ({b}, {e}) at dimension {axis} of input {list(x._data.shape)}")
+        if mode == "circular" and (b > size or e > size):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+        plan.append((axis, _pad_index(size, b, e, mode), size))
+    name = f"{_MODE_NAMES[mode]}Pad{k}DBackward0"
+    fwd = functools.partial(_index_pad_fwd, plan=plan)
+    adj = functools.partial(_index_pad_adj, plan=plan)
+    return linear_map(x, fwd, adj, name, name.replace("Backward0", "BackwardBackward0"))

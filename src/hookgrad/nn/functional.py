@@ -1,0 +1,274 @@
+"""``hookgrad.nn.functional``: torch.nn.functional on NumPy.
+
+The heavy kernels live in ``nn/_functional/`` (conv, pooling and padding, normalization,
+activations, losses); this module holds the small functions and the public names.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+
+from .._tensor import Tensor, wrap
+from .._ops import linalg, pointwise, views
+from .._ops._base import GRAD
+from ._functional import activation as _act
+from ._functional import conv as _conv
+from ._functional import loss as _loss
+from ._functional import norm as _norm
+from ._functional import pooling as _pool
+from ._functional.linear_ops import linear_map
+
+# re-exports
+from ._functional.activation import (dropout, elu, gelu, hardtanh, leaky_relu, log_softmax, relu, relu6, sigmoid,
+                                     silu, softmax, softplus, tanh)
+from ._functional.loss import (binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss,
+                               kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss)
+from ._functional.norm import batch_norm, group_norm, layer_norm
+from ._functional.pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d, avg_pool2d, max_pool1d,
+                                  max_pool2d, pad)
+
+__all__ = [
+    "linear", "bilinear", "conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+    "max_pool1d_with_indices", "max_pool2d_with_indices", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
+    "adaptive_avg_pool2d", "dropout", "batch_norm", "layer_norm", "group_norm", "embedding", "softmax",
+    "log_softmax", "one_hot", "pad", "normalize", "scaled_dot_product_attention", "relu", "relu_", "leaky_relu",
+    "elu", "gelu", "silu", "sigmoid", "tanh", "softplus", "hardtanh", "relu6", "mse_loss", "l1_loss",
+    "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
+    "binary_cross_entropy_with_logits", "kl_div", "flatten", "unflatten",
+]
+
+
+# ---- linear layers ---------------------------------------------------------------------------
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``input @ weight.T + bias``, recorded as torch records it (AddmmBackward0 for 2-D input)."""
+    nd = input._data.ndim
+    if bias is None:
+        return linalg.matmul(input, weight.t())
+    if nd == 2:
+        return linalg.addmm(bias, input, weight.t())
+    if nd == 0:
+        raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
+    lead = input._data.shape[:-1]
+    out = linalg.addmm(bias, input.reshape(-1, input._data.shape[-1]), weight.t())
+    return out.view(lead + (out._data.shape[-1],))
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``y_o = x1 @ W_o @ x2 + b_o`` over the last dims (batch dims must agree)."""
+    a, b = input1._data.shape, input2._data.shape
+    if a[:-1] != b[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(a[:-1])} and "
+                           f"{list(b[:-1])}")
+    if a[-1] != weight._data.shape[1]:
+        raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {a[-1]} but expected "
+                           f"{weight._data.shape[1]}")
+    if b[-1] != weight._data.shape[2]:
+        raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {b[-1]} but expected "
+                           f"{weight._data.shape[2]}")
+    if bias is not None and bias._data.shape[-1] != weight._data.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias._data.shape[-1]} but "
+                           f"expected {weight._data.shape[0]}")
+    x1 = input1.reshape(-1, a[-1])
+    x2 = input2.reshape(-1, b[-1])
+    # (x1 @ W_o) . x2 for every o: one matmul against the weight folded to (in1, out*in2)
+    o, i1, i2 = weight._data.shape
+    t = linalg.matmul(x1, weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
+    out = (t * x2.unsqueeze(1)).sum(-1)
+    out = out.reshape(a[:-1] + (o,))
+    return out + bias if bias is not None else out
+
+
+# ---- convolutions ----------------------------------------------------------------------------
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    return _conv.conv_nd(input, weight, bias, stride, padding, dilation, groups, 1, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1) -> Tensor:
+    return _conv.conv_nd(input, weight, bias, stride, padding, dilation, groups, 2, "conv2d")
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv.conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 1,
+                                   "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv.conv_transpose_nd(input, weight, bias, stride, padding, output_padding, groups, dilation, 2,
+                                   "conv_transpose2d")
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _pool.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            return_indices=False):
+    return _pool.max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+# ---- embedding and friends -------------------------------------------------------------------
+def _embedding_fwd(w, idx, pad_row):
+    if pad_row is None:
+        return w[idx]
+    w = w.copy()
+    w[pad_row] = 0
+    return w[idx]
+
+
+def _embedding_adj(g, idx, num, pad_row, counts):
+    d = g.shape[-1]
+    flat = idx.reshape(-1)
+    gg = g.reshape(-1, d)
+    if counts is not None:
+        gg = gg / counts[flat][:, None]
+    out = np.zeros((num, d), dtype=g.dtype)
+    np.add.at(out, flat, gg)
+    if pad_row is not None:
+        out[pad_row] = 0
+    return out
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False) -> Tensor:
+    idx = input._data
+    if idx.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                           f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
+    num = weight._data.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < num, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -num, "Padding_idx must be within num_embeddings"
+            padding_idx = num + padding_idx
+    if idx.size and (idx.min() < 0 or idx.max() >= num):
+        raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm(weight, idx, max_norm, norm_type)
+    counts = None
+    if scale_grad_by_freq:
+        counts = np.bincount(idx.reshape(-1), minlength=num).astype(weight._data.dtype)
+    fwd = functools.partial(_embedding_fwd, idx=idx, pad_row=padding_idx)
+    adj = functools.partial(_embedding_adj, idx=idx, num=num, pad_row=padding_idx, counts=counts)
+    return linear_map(weight, fwd, adj, "EmbeddingBackward0", "EmbeddingBackwardBackward0", value=weight._data[idx])
+
+
+def _embedding_renorm(weight, idx, max_norm, norm_type):
+    """Rescale, in place and outside autograd, the looked-up rows whose norm exceeds ``max_norm``."""
+    rows = np.unique(idx.reshape(-1))
+    w = weight._data
+    sub = w[rows]
+    norms = np.linalg.norm(sub, ord=norm_type, axis=1)
+    big = norms > max_norm
+    if big.any():
+        scale = (max_norm / (norms[big] + 1e-7)).astype(w.dtype)
+        w[rows[big]] = sub[big] * scale[:, None]
+        weight._bump_version()
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    d = tensor._data
+    if d.dtype != np.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if num_classes == -1:
+        if d.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(d.max()) + 1
+    if d.size and d.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if d.size and d.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = np.zeros(d.shape + (num_classes,), dtype=np.int64)
+    np.put_along_axis(out, d[..., None], 1, -1)
+    return wrap(out)
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None) -> Tensor:
+    denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
+    result = input / denom
+    if out is not None:
+        out._data = result._data
+        return out
+    return result
+
+
+# ---- attention -------------------------------------------------------------------------------
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
+                                 enable_gqa=False) -> Tensor:
+    L, S = query._data.shape[-2], key._data.shape[-2]
+    e = query._data.shape[-1]
+    scale_factor = 1.0 / math.sqrt(e) if scale is None else scale
+    if enable_gqa and key._data.ndim >= 3 and query._data.shape[-3] != key._data.shape[-3]:
+        rep = query._data.shape[-3] // key._data.shape[-3]
+        key = key.repeat_interleave(rep, -3)
+        value = value.repeat_interleave(rep, -3)
+    attn = linalg.matmul(query, key.transpose(-2, -1)) * scale_factor
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
+                               "is_causal=True")
+        causal = np.tril(np.ones((L, S), dtype=bool))
+        attn = attn.masked_fill(wrap(~causal), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask._data.dtype == np.bool_:
+            attn = attn.masked_fill(wrap(~attn_mask._data), float("-inf"))
+        else:
+            attn = attn + attn_mask
+    # rows masked everywhere give zeros (torch's safe softmax), not NaN
+    weights = _act.softmax(attn, -1)
+    dead = np.isneginf(attn._data).all(-1, keepdims=True)
+    if dead.any():
+        weights = weights.masked_fill(wrap(np.broadcast_to(dead, attn._data.shape)), 0.0)
+    if dropout_p > 0.0:
+        weights = _act.dropout(weights, dropout_p, True)
+    return linalg.matmul(weights, value)
+
+
+# ---- small aliases ---------------------------------------------------------------------------
+def relu_(input: Tensor) -> Tensor:
+    return input.relu_()
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    return views.flatten(input, start_dim, end_dim)
+
+
+def unflatten(input, dim, sizes):
+    return views.unflatten(input, dim, sizes)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    return -_act.softplus(-input)
+
+
+def softsign(input: Tensor) -> Tensor:
+    return input / (input.abs() + 1)
+
+
+def tanhshrink(input: Tensor) -> Tensor:
+    return input - input.tanh()
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * _act.softplus(input).tanh()
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    return _act.hardtanh(input / 6 + 0.5, 0.0, 1.0)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    return input * hardsigmoid(input)
+
+
+def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    return _act.softmax(-input, dim, _stacklevel, dtype)
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    num = (x1 * x2).sum(dim)
+    den = (x1.norm(2, dim) * x2.norm(2, dim)).clamp_min(eps)
+    return num / den
