@@ -836,8 +836,9 @@ def test_accumulate_grad_variable_and_metadata(T):
 
 def test_removable_handle_pickles_and_removes():
     import pickle
+    from collections import OrderedDict
     from hookgrad.utils.hooks import RemovableHandle
-    hooks = {}
+    hooks = OrderedDict()
     h = RemovableHandle(hooks)
     hooks[h.id] = print
     h2 = pickle.loads(pickle.dumps(h))
