@@ -298,3 +298,13 @@ def test_batch_shapes_match_torch(n, batch_size, drop_last, shuffle):
         outcome = catch(run)
         shapes.append(getattr(outcome, "cls", outcome))  # an error is compared by its class
     assert shapes[0] == shapes[1]
+
+
+@differential
+def test_iterator_protocol(T):
+    D = data_mod(T)
+    loader = D.DataLoader(D.TensorDataset(T.tensor(X)), batch_size=4)
+    it = iter(loader)
+    first = next(it)
+    rest = list(it)
+    return len(iter(loader)), first, len(rest), catch(next, it)

@@ -373,3 +373,11 @@ def test_round_trip_of_random_structures(tree):
     save(tree, buf)
     buf.seek(0)
     _same(load(buf), tree)
+
+
+@differential
+def test_mapping_attributes_survive(T):
+    sd = collections.OrderedDict(w=T.tensor([1.0]))
+    sd._metadata = collections.OrderedDict([("", {"version": 1}), ("sub", {"version": 2})])
+    out = round_trip(T, sd)
+    return out, out._metadata

@@ -160,8 +160,12 @@ class _Writer:
 
     def encode_other(self, obj):
         enc = self.encode
-        if isinstance(obj, collections.OrderedDict) and type(obj) is collections.OrderedDict:
-            return {"t": "odict", "k": [enc(k) for k in obj], "v": [enc(v) for v in obj.values()]}
+        if type(obj) is collections.OrderedDict:
+            node = {"t": "odict", "k": [enc(k) for k in obj], "v": [enc(v) for v in obj.values()]}
+            attrs = vars(obj)  # e.g. a module state dict's ``_metadata``, kept as PyTorch keeps it
+            if attrs:
+                node["attrs"] = {"t": "dict", "k": [str(k) for k in attrs], "v": [enc(v) for v in attrs.values()]}
+            return node
         if type(obj) is dict:
             return {"t": "dict", "k": [enc(k) for k in obj], "v": [enc(v) for v in obj.values()]}
         if type(obj) is list:
@@ -328,7 +332,14 @@ class _Reader:
                 if len(keys) != len(values):
                     raise CheckpointError("checkpoint mapping has unequal numbers of keys and values")
                 cls = dict if tag == "dict" else collections.OrderedDict
-                return cls((dec(k), dec(v)) for k, v in zip(keys, values))
+                out = cls((dec(k), dec(v)) for k, v in zip(keys, values))
+                if tag == "odict" and "attrs" in node:
+                    attrs = dec(node["attrs"])
+                    if not isinstance(attrs, dict) or not all(isinstance(k, str) for k in attrs):
+                        raise CheckpointError("malformed attributes of a mapping in checkpoint header")
+                    for k, v in attrs.items():
+                        setattr(out, k, v)
+                return out
             if tag == "list":
                 return [dec(v) for v in node["v"]]
             if tag == "tuple":

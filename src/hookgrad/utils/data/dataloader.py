@@ -51,6 +51,24 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
+class _LoaderIterator:
+    """What ``iter(loader)`` returns: an iterator over batches that also knows its length."""
+
+    __slots__ = ("_loader", "_batches")
+
+    def __init__(self, loader, batches):
+        self._loader, self._batches = loader, batches
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return next(self._batches)
+
+    def __len__(self) -> int:
+        return len(self._loader)
+
+
 class DataLoader:
     """Combines a dataset and a sampler and yields collated batches."""
 
@@ -161,9 +179,8 @@ class DataLoader:
         return len(self._index_sampler)
 
     def __iter__(self):
-        if self._dataset_kind == "iterable":
-            return self._iter_iterable()
-        return self._iter_map()
+        batches = self._iter_iterable() if self._dataset_kind == "iterable" else self._iter_map()
+        return _LoaderIterator(self, batches)
 
     def _iter_map(self):
         dataset, collate_fn = self.dataset, self.collate_fn
