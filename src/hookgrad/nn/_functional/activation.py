@@ -229,7 +229,9 @@ def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
     if input._data.dtype.kind not in "fc" and dtype is None:
         name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
         raise NotImplementedError(f"\"softmax_lastdim_kernel_impl\" not implemented for '{name}'")
-    return reduce.softmax(input, dim, dtype)
+    if dtype is not None:
+        input = input.to(dtype)  # cast first (ToCopyBackward0), so the gradient comes back in the input's dtype
+    return reduce.softmax(input, dim)
 
 
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -238,7 +240,9 @@ def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Te
     if input._data.dtype.kind not in "fc" and dtype is None:
         name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
         raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{name}'")
-    return reduce.log_softmax(input, dim, dtype)
+    if dtype is not None:
+        input = input.to(dtype)
+    return reduce.log_softmax(input, dim)
 
 
 # ---- dropout ---------------------------------------------------------------------------------

@@ -195,6 +195,10 @@ class NllLossBackward0(Node):
         return (wrap(self.coef) * g,)
 
 
+class NllLoss2DBackward0(NllLossBackward0):
+    __slots__ = ()
+
+
 def _target_checks(x, t, class_dim):
     xd, td = x._data, t._data
     if td.dtype.kind == "f" or td.dtype.kind == "b" or td.dtype not in (np.int64, np.uint8):
@@ -259,7 +263,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
             coef = np.moveaxis(coef, -1, 1)
         elif xd.ndim >= 2:
             coef = np.moveaxis(coef, -1, 1)
-        node = NllLossBackward0((edge(x),))
+        node = (NllLoss2DBackward0 if xd.ndim >= 3 else NllLossBackward0)((edge(x),))
         node.coef, node.reduction = coef, reduction
         record(node, result)
     return result
