@@ -210,7 +210,7 @@ def test_module_mha_unbatched_and_eval_fast_path(T, batch_first):
     out, w = m(x, x, x, key_padding_mask=T.tensor([False, False, True]))
     out.sum().backward()
     m.eval()
-    xb = tensor(T, (2, 3, 4), 2, requires_grad=False)
+    xb = tensor(T, (2, 3, 4) if batch_first else (3, 2, 4), 2, requires_grad=False)
     with T.no_grad():  # torch takes its native fast path here
         fast = m(xb, xb, xb, key_padding_mask=T.tensor([[False, False, True], [False, False, False]]))
     return out, w, x.grad, param_grads(m), fast

@@ -1,0 +1,209 @@
+"""``hookgrad run SCRIPT [ARGS...]``: run an unmodified PyTorch script with hookgrad standing in for torch.
+
+How it works: a finder at the front of ``sys.meta_path`` answers every import of ``torch`` or
+``torch.X.Y`` with the module ``hookgrad`` or ``hookgrad.X.Y`` (the same module object, so
+``torch.nn.Module is hookgrad.nn.Module``); the script then runs as ``__main__`` with ``runpy``,
+with ``sys.argv`` and ``sys.path[0]`` set as ``python SCRIPT ARGS`` would set them.
+
+Parts of torch that hookgrad lacks fail loudly, never silently: importing a missing submodule
+raises ``ModuleNotFoundError("hookgrad has no torch.fft; ...")`` and reading a missing attribute of
+an aliased module raises ``AttributeError("hookgrad has no torch.fft.rfft; ...")``.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import runpy
+import sys
+import types
+from typing import Sequence
+
+HINT = "see README's support table"
+_TORCH, _OURS = "torch", "hookgrad"
+
+
+def missing_message(torch_name: str) -> str:
+    return f"hookgrad has no {torch_name}; {HINT}"
+
+
+def _torch_name(module_name: str) -> str:
+    return _TORCH + module_name[len(_OURS):]
+
+
+def _ours_name(torch_name: str) -> str:
+    return _OURS + torch_name[len(_TORCH):]
+
+
+def _guard_attributes(module: types.ModuleType) -> None:
+    """Make a missing attribute of ``module`` raise an AttributeError naming the torch API."""
+    namespace = module.__dict__
+    if namespace.get("__hookgrad_run_guard__"):
+        return
+    original = namespace.get("__getattr__")
+    prefix = _torch_name(module.__name__)
+
+    def __getattr__(name):
+        if original is not None:
+            try:
+                value = original(name)
+            except AttributeError:
+                pass
+            else:
+                if isinstance(value, types.ModuleType) and value.__name__.startswith(_OURS + "."):
+                    _alias(value)
+                return value
+        if name.startswith("__") and name.endswith("__"):
+            # dunder probes (__path__, __file__, ...) keep Python's own answer
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        raise AttributeError(missing_message(f"{prefix}.{name}"))
+
+    namespace["__getattr__"] = __getattr__
+    namespace["__hookgrad_run_guard__"] = True
+
+
+def _alias(module: types.ModuleType) -> None:
+    """Register ``module`` (a hookgrad module) under its torch name too."""
+    name = module.__name__
+    if name != _OURS and not name.startswith(_OURS + "."):
+        return
+    sys.modules.setdefault(_torch_name(name), module)
+    _guard_attributes(module)
+
+
+def _alias_loaded() -> None:
+    for name, module in list(sys.modules.items()):
+        if module is not None and (name == _OURS or name.startswith(_OURS + ".")):
+            _alias(module)
+
+
+class _AliasLoader(importlib.abc.Loader):
+    """Hands back the already-imported hookgrad module for a torch name."""
+
+    def __init__(self, target: str):
+        self.target = target
+        self._original_spec = None
+
+    def create_module(self, spec):
+        module = importlib.import_module(self.target)
+        self._original_spec = module.__spec__
+        return module
+
+    def exec_module(self, module):
+        # the import system stamped our alias spec on the module; give it its own back
+        module.__spec__ = self._original_spec
+        _alias(module)
+        _alias_loaded()
+
+
+class TorchAliasFinder(importlib.abc.MetaPathFinder):
+    """Resolves ``torch`` and ``torch.*`` to ``hookgrad`` and ``hookgrad.*``."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != _TORCH and not fullname.startswith(_TORCH + "."):
+            return None
+        ours = _ours_name(fullname)
+        try:
+            found = importlib.util.find_spec(ours)
+        except ModuleNotFoundError:
+            found = None
+        if found is None:
+            # name=None keeps Python from turning this into a vaguer "cannot import name" error
+            raise ModuleNotFoundError(missing_message(fullname), name=None)
+        return importlib.machinery.ModuleSpec(fullname, _AliasLoader(ours), is_package=found.submodule_search_locations
+                                              is not None)
+
+
+class torch_aliases:
+    """Context manager: while active, ``import torch`` gives hookgrad; on exit, the previous state returns."""
+
+    def __enter__(self):
+        self._saved = {n: m for n, m in sys.modules.items() if n == _TORCH or n.startswith(_TORCH + ".")}
+        for name in self._saved:
+            del sys.modules[name]
+        self._finder = TorchAliasFinder()
+        sys.meta_path.insert(0, self._finder)
+        importlib.import_module(_OURS)
+        _alias_loaded()
+        return self
+
+    def __exit__(self, *exc):
+        if self._finder in sys.meta_path:
+            sys.meta_path.remove(self._finder)
+        for name in [n for n in sys.modules if n == _TORCH or n.startswith(_TORCH + ".")]:
+            del sys.modules[name]
+        sys.modules.update(self._saved)
+        return False
+
+
+def make_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hookgrad run",
+        description="Run a PyTorch script with hookgrad standing in for torch: `import torch` (and torch.nn, "
+                    "torch.optim, torch.utils.data, ...) resolve to hookgrad. Parts of torch that hookgrad "
+                    f"lacks raise an error naming them ({HINT}).",
+        usage="hookgrad run [-h] (SCRIPT | -m MODULE) [ARGS ...]")
+    parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script, like python -m")
+    parser.add_argument("script", nargs="?", help="path of the script to run")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script as sys.argv[1:]")
+    return parser
+
+
+def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """Our options are those before the script (or -m MODULE); everything after belongs to the script."""
+    for i, arg in enumerate(argv):
+        if arg == "-m":
+            return argv[:i + 2], argv[i + 2:]
+        if not arg.startswith("-"):
+            return argv[:i + 1], argv[i + 1:]
+    return argv, []
+
+
+def run_script(path: str, args: Sequence[str] = (), module: str | None = None) -> int:
+    """Run ``path`` (or ``module``) as ``__main__`` with torch resolved to hookgrad; returns the exit code."""
+    saved_argv = sys.argv[:]
+    entry = os.getcwd() if module is not None else os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, entry)
+    try:
+        with torch_aliases():
+            if module is not None:
+                sys.argv = [module, *args]
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                sys.argv = [path, *args]
+                runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None:
+            return 0
+        if isinstance(code, int):
+            return code
+        print(code, file=sys.stderr)
+        return 1
+    finally:
+        sys.argv = saved_argv
+        if entry in sys.path:
+            sys.path.remove(entry)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ours, rest = _split_argv(argv)
+    parser = make_parser()
+    opts = parser.parse_args(ours)
+    if opts.module is None and opts.script is None:
+        parser.error("a SCRIPT (or -m MODULE) is required")
+    if opts.module is not None and opts.script is not None:
+        rest = [opts.script, *rest]
+    if opts.module is None and not os.path.exists(opts.script):
+        print(f"hookgrad run: can't open file {opts.script!r}: No such file or directory", file=sys.stderr)
+        return 2
+    return run_script(opts.script, rest, module=opts.module)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
