@@ -614,3 +614,23 @@ def test_global_registration_functions_exposed_in_nn():
 @differential
 def test_module_module_all(T):
     return sorted(T.nn.modules.module.__all__)
+
+
+@differential
+def test_subclass_overriding_call_impl_is_used(T):
+    log = []
+
+    class Traced(T.nn.Module):
+        def forward(self, x):
+            return x * 2
+
+        def _call_impl(self, *args, **kwargs):
+            log.append("call_impl")
+            return super()._call_impl(*args, **kwargs)
+
+    class Child(Traced):
+        pass
+
+    out = Traced()(T.tensor([1.0]))
+    out2 = Child()(T.tensor([2.0]))
+    return log, out, out2

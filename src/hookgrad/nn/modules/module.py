@@ -890,6 +890,16 @@ class Module:
 
     __call__: Callable[..., Any] = _wrapped_call_impl
 
+    def _call_through_call_impl(self, *args, **kwargs):
+        return self._call_impl(*args, **kwargs)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # __call__'s fast path skips _call_impl; a subclass that overrides _call_impl gets every
+        # call routed through it, as in PyTorch.
+        if "_call_impl" in cls.__dict__ and "__call__" not in cls.__dict__:
+            cls.__call__ = Module._call_through_call_impl
+
     # ----------------------------------------------------------------------------------------
     # Pickling and attribute access
     # ----------------------------------------------------------------------------------------
