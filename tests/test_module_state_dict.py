@@ -424,3 +424,32 @@ def test_load_state_dict_train_forward_after(T):
     out = b(x)
     out.sum().backward()
     return out, x.grad
+
+
+@differential
+def test_load_pre_hook_of_dead_module_raises(T):
+    import gc
+
+    m = mods(T).Scale()
+    m.register_load_state_dict_pre_hook(lambda *a: None)
+    wrapped = next(iter(m._load_state_dict_pre_hooks.values()))
+    del m
+    gc.collect()
+    return catch(wrapped, {}, "", {}, True, [], [], []), type(wrapped).__name__
+
+
+@differential
+def test_wrapped_load_pre_hook_pickles_with_module(T):
+    import pickle
+
+    from test_module import _picklable
+
+    m = _picklable(T, "Scale")()
+    m._register_load_state_dict_pre_hook(_noop_load_hook, with_module=True)
+    c = pickle.loads(pickle.dumps(m))
+    wrapped = next(iter(c._load_state_dict_pre_hooks.values()))
+    return wrapped.module() is c, wrapped.with_module, repr(c.load_state_dict(c.state_dict()))
+
+
+def _noop_load_hook(*args):
+    return None
