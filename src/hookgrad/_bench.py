@@ -447,6 +447,7 @@ class Settings:
     warmup_calls: int = 3
     warmup_s: float = 0.2
     sample_s: float = 0.05
+    calibration_calls: int = 3
     torch_threads_set: bool = False  # True when --torch-threads changed torch's default
 
 
@@ -457,7 +458,7 @@ def _warm_and_calibrate(fn: Callable[[], Any], s: Settings) -> int:
         fn()
         calls += 1
     best = math.inf
-    for _ in range(3):
+    for _ in range(s.calibration_calls):
         t = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t)
@@ -778,7 +779,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{w.number}  {w.name:<26} {w.title}")
         return 0
     if args.quick:
-        s = Settings(repeats=5, warmup_calls=1, warmup_s=0.0, sample_s=0.002)
+        s = Settings(repeats=5, warmup_calls=1, warmup_s=0.0, sample_s=0.002,
+                     calibration_calls=1)
     else:
         s = Settings()
     if args.repeats is not None:
