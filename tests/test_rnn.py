@@ -9,6 +9,11 @@ import pytest
 
 from difftest import catch, differential, warns
 
+import torch
+
+# these scenarios are tiny: torch's thread pool only adds contention on a busy machine
+torch.set_num_threads(1)
+
 F32 = np.float32
 
 
@@ -208,3 +213,36 @@ def test_module_hooks_on_lstm(T):
     out.sum().backward()
     return [(k, tuple(s) if s is not None and not isinstance(s, list) else
              [tuple(t) if t is not None else None for t in s]) for k, s in seen], x.grad
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("use", ["out", "h_n", "c_n"])
+@differential(rtol=2e-4, atol=2e-5)
+def test_partial_gradients(T, kind, use):
+    """Gradient from one output only; the input needs none, one initial state does."""
+    m = load_weights(T, make(T, kind, 3, 4, num_layers=2, bidirectional=True), seed=23)
+    x = tensor(T, (5, 2, 3), 24, requires_grad=False)
+    h0 = tensor(T, (4, 2, 4), 25)
+    if kind == "LSTM":
+        out, (h_n, c_n) = m(x, (h0, T.zeros(4, 2, 4)))
+    else:
+        out, h_n = m(x, h0)
+        c_n = h_n
+    target = {"out": out, "h_n": h_n, "c_n": c_n}[use]
+    (target * target).sum().backward()
+    return h0.grad, param_grads(m), out.requires_grad, x.grad
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@differential
+def test_graph_lifetime(T, kind):
+    m = make(T, kind, 3, 4)
+    x = tensor(T, (4, 2, 3), 26)
+    out = m(x)[0]
+    out.sum().backward(retain_graph=True)
+    first = x.grad.clone()
+    out.sum().backward()                       # retained: runs again and accumulates
+    again = catch(lambda: out.sum().backward())  # freed now
+    with T.no_grad():
+        no_graph = m(x)[0]
+    return T.allclose(x.grad, 2 * first), again, no_graph.requires_grad, no_graph.grad_fn is None

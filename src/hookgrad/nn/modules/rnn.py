@@ -1,13 +1,16 @@
 """Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their single-step cells.
 
 The layers follow PyTorch 2.13's parameter names, shapes, initialisation, argument checks and
-``extra_repr``. The arithmetic is written with hookgrad tensor ops, so autograd (double backward
-included) and every hook work as on any other layer.
+``extra_repr``. Gate order in the weights is PyTorch's: LSTM ``i, f, g, o``; GRU ``r, z, n``.
 
 How a layer runs: for each layer and direction, the input projection ``x @ W_ih^T + b`` of all
-time steps is one matmul; the time loop then does one ``addmm`` per step for the recurrent
-projection, followed by the gate non-linearities. Gate order in the weights is PyTorch's:
-LSTM ``i, f, g, o``; GRU ``r, z, n``.
+time steps is one matmul; the time loop then does one matmul per step for the recurrent
+projection, then the gate non-linearities. That loop runs on NumPy arrays and records a single
+graph node per layer and direction (``MkldnnRnnLayerBackward0`` for LSTM, as PyTorch's CPU LSTM
+does); its backward is backpropagation through time on NumPy. When the backward must itself be
+differentiable (``create_graph=True``), the same step formulas run on hookgrad Tensors instead,
+so double backward works. LSTM with ``proj_size`` and the single-step cells are composed of
+ordinary tensor ops.
 """
 from __future__ import annotations
 
@@ -15,8 +18,12 @@ import math
 import numbers
 import warnings
 
+import numpy as np
+
 import hookgrad
-from hookgrad._tensor import Tensor
+from hookgrad._ops._base import GRAD, any_requires_grad, edge, record
+from hookgrad._tensor import Tensor, wrap
+from hookgrad.autograd.graph import Node
 
 from .. import init
 from ..parameter import Parameter
@@ -73,6 +80,235 @@ def _gru_step(xp, h, whh_t, b_hh, hidden):
     z = rz[:, hidden:]
     n = (xp[:, 2 * hidden:] + r * hp[:, 2 * hidden:]).tanh()
     return n + z * (h - n)
+
+
+# ---- the fused layer: one graph node per layer and direction ---------------------------------------
+# The time loop runs on NumPy arrays and records one node whose backward is backpropagation
+# through time, also on NumPy. The same step formulas, written once against a tiny ``ops``
+# interface, run on hookgrad Tensors when the backward itself must be differentiable
+# (``create_graph=True``): the forward is then recomputed with Tensor ops from the saved inputs.
+
+class _NumpyOps:
+    @staticmethod
+    def sigmoid(x):
+        return 0.5 * (1.0 + np.tanh(0.5 * x))  # stable for any |x|, one transcendental call
+
+    tanh = staticmethod(np.tanh)
+
+    @staticmethod
+    def relu(x):
+        return np.maximum(x, 0)
+
+    @staticmethod
+    def relu_grad(h):
+        return (h > 0).astype(h.dtype)
+
+    @staticmethod
+    def cat(xs, dim):
+        return np.concatenate(xs, dim)
+
+    @staticmethod
+    def stack(xs, dim):
+        return np.stack(xs, dim)
+
+    @staticmethod
+    def t(x):
+        return x.T
+
+    @staticmethod
+    def zeros(like):
+        return np.zeros_like(like)
+
+
+class _TensorOps:
+    sigmoid = staticmethod(lambda x: x.sigmoid())
+    tanh = staticmethod(lambda x: x.tanh())
+    relu = staticmethod(lambda x: x.relu())
+    relu_grad = staticmethod(lambda h: (h > 0).to(h.dtype))
+    cat = staticmethod(lambda xs, dim: hookgrad.cat(xs, dim))
+    stack = staticmethod(lambda xs, dim: hookgrad.stack(xs, dim))
+    t = staticmethod(lambda x: x.t())
+    zeros = staticmethod(lambda like: hookgrad.zeros_like(like))
+
+
+def _steps_forward(ops, mode, hidden, xp, h, c, w_hh, b_hh, order):
+    """Run the recurrence over the per-step projections ``xp[t]``; returns (outputs, h, c, cache)."""
+    H = hidden
+    w_t = ops.t(w_hh)
+    outs = [None] * len(xp)
+    cache = [None] * len(xp)
+    for t in order:
+        if mode == "LSTM":
+            gates = xp[t] + h @ w_t
+            s = ops.sigmoid(gates)
+            i, f, o = s[:, :H], s[:, H:2 * H], s[:, 3 * H:]
+            g = ops.tanh(gates[:, 2 * H:3 * H])
+            c_new = f * c + i * g
+            tc = ops.tanh(c_new)
+            cache[t] = (h, c, i, f, g, o, tc)
+            h, c = o * tc, c_new
+        elif mode == "GRU":
+            hp = h @ w_t
+            if b_hh is not None:
+                hp = hp + b_hh
+            x_t = xp[t]
+            rz = ops.sigmoid(x_t[:, :2 * H] + hp[:, :2 * H])
+            r, z = rz[:, :H], rz[:, H:]
+            hn = hp[:, 2 * H:]
+            n = ops.tanh(x_t[:, 2 * H:] + r * hn)
+            cache[t] = (h, r, z, n, hn)
+            h = n + z * (h - n)
+        else:
+            pre = xp[t] + h @ w_t
+            h_new = ops.tanh(pre) if mode == "RNN_TANH" else ops.relu(pre)
+            cache[t] = (h, h_new)
+            h = h_new
+        outs[t] = h
+    return outs, h, c, cache
+
+
+def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order):
+    """Backpropagation through time; returns (d xp per step, d h0, d c0, d w_hh, d b_hh)."""
+    dxp = [None] * len(cache)
+    dw = db_hh = None
+    for t in reversed(order):
+        if d_outs is not None:
+            dh = dh + d_outs[t]
+        if mode == "LSTM":
+            h_prev, c_prev, i, f, g, o, tc = cache[t]
+            do = dh * tc
+            dc = dc + dh * o * (1 - tc * tc)
+            dgates = ops.cat([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
+                              do * o * (1 - o)], 1)
+            dxp[t] = dhp = dgates
+            dh = dgates @ w_hh
+            dc = dc * f
+        elif mode == "GRU":
+            h_prev, r, z, n, hn = cache[t]
+            dn = dh * (1 - z) * (1 - n * n)
+            dr = dn * hn * r * (1 - r)
+            dz = dh * (h_prev - n) * z * (1 - z)
+            dxp[t] = ops.cat([dr, dz, dn], 1)
+            dhp = ops.cat([dr, dz, dn * r], 1)
+            dh = dh * z + dhp @ w_hh
+            db_hh = dhp.sum(0) if db_hh is None else db_hh + dhp.sum(0)
+        else:
+            h_prev, h_new = cache[t]
+            dpre = dh * (1 - h_new * h_new) if mode == "RNN_TANH" else dh * ops.relu_grad(h_new)
+            dxp[t] = dhp = dpre
+            dh = dpre @ w_hh
+        step_dw = ops.t(dhp) @ h_prev
+        dw = step_dw if dw is None else dw + step_dw
+    return dxp, dh, dc, dw, db_hh
+
+
+class _RecurrentLayerBackward(Node):
+    """One layer, one direction of a recurrent layer: inputs (x, w_ih, w_hh, b_ih, b_hh, h0[, c0])."""
+
+    __slots__ = ("mode", "hidden", "time_dim", "reverse", "cache", "_num_outputs")
+
+    def release_variables(self) -> None:
+        super().release_variables()
+        self.cache = None
+
+    def apply(self, grads):
+        saved = self.saved()
+        x, w_ih, w_hh, b_ih, b_hh, h0 = saved[:6]
+        c0 = saved[6] if self.mode == "LSTM" else None
+        d_out, d_h, d_c = (list(grads) + [None, None])[:3]
+        steps = x.shape[self.time_dim]
+        order = range(steps - 1, -1, -1) if self.reverse else range(steps)
+        if GRAD.enabled:  # create_graph: the backward must itself be differentiable
+            ops, xp, cache = _TensorOps, None, None
+            xp = _project(x, w_ih, b_ih, b_hh, self.mode, Tensor).unbind(self.time_dim)
+            _, _, _, cache = _steps_forward(ops, self.mode, self.hidden, xp, h0, c0, w_hh, b_hh, order)
+            zeros = hookgrad.zeros_like
+            unwrap = lambda t: t  # noqa: E731
+            wrap_ = lambda a: a  # noqa: E731
+        else:
+            if self.cache is None:
+                raise RuntimeError(_FREED)
+            ops, cache = _NumpyOps, self.cache
+            zeros = np.zeros_like
+            unwrap = lambda t: None if t is None else t._data  # noqa: E731
+            wrap_ = lambda a: None if a is None else wrap(a)  # noqa: E731
+            x, w_ih, w_hh, h0 = x._data, w_ih._data, w_hh._data, h0._data
+            c0 = c0._data if c0 is not None else None
+        d_out, d_h, d_c = unwrap(d_out), unwrap(d_h), unwrap(d_c)
+        dh = d_h if d_h is not None else zeros(h0)
+        dc = (d_c if d_c is not None else zeros(c0)) if self.mode == "LSTM" else None
+        d_outs = None
+        if d_out is not None:
+            d_outs = [d_out[:, t] for t in range(steps)] if self.time_dim == 1 else [d_out[t] for t in range(steps)]
+        dxp, dh0, dc0, dw_hh, db_hh = _steps_backward(ops, self.mode, cache, d_outs, dh, dc, w_hh, order)
+        dxp = ops.stack(dxp, self.time_dim)                                   # laid out like x
+        need = [fn is not None for fn, _ in self.next_functions]
+        gate_size = dxp.shape[-1]
+        flat_dxp = dxp.reshape(-1, gate_size)
+        dx = dxp @ w_ih if need[0] else None
+        dw_ih = ops.t(flat_dxp) @ x.reshape(-1, x.shape[-1]) if need[1] else None
+        db_ih = flat_dxp.sum(0) if (need[3] or (need[4] and self.mode != "GRU")) else None
+        if self.mode != "GRU":
+            db_hh = db_ih
+        result = [dx, dw_ih, dw_hh if need[2] else None, db_ih if need[3] else None,
+                  db_hh if need[4] else None, dh0 if need[5] else None]
+        if self.mode == "LSTM":
+            result.append(dc0 if need[6] else None)
+        return tuple(wrap_(r) for r in result)
+
+
+_LAYER_NODES = {
+    "LSTM": type("MkldnnRnnLayerBackward0", (_RecurrentLayerBackward,), {"__slots__": ()}),
+    "GRU": type("GruLayerBackward0", (_RecurrentLayerBackward,), {"__slots__": ()}),
+    "RNN_TANH": type("RnnTanhLayerBackward0", (_RecurrentLayerBackward,), {"__slots__": ()}),
+    "RNN_RELU": type("RnnReluLayerBackward0", (_RecurrentLayerBackward,), {"__slots__": ()}),
+}
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they have "
+          "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+          "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+          "if you need to access saved tensors after calling backward.")
+
+
+def _project(x, w_ih, b_ih, b_hh, mode, kind):
+    """The input projection of every step at once: ``x @ w_ih^T + b_ih`` (``+ b_hh`` except for GRU)."""
+    if kind is Tensor:
+        xp = x.matmul(w_ih.t())
+        if b_ih is not None:
+            xp = xp + (b_ih if mode == "GRU" else b_ih + b_hh)
+        return xp
+    lead = x.shape[:-1]
+    xp = (x.reshape(-1, x.shape[-1]) @ w_ih.T).reshape(lead + (w_ih.shape[0],))
+    if b_ih is not None:
+        xp += b_ih if mode == "GRU" else b_ih + b_hh
+    return xp
+
+
+def _fused_layer(mode, hidden, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, time_dim):
+    """One layer and direction: the NumPy time loop and, when autograd needs it, one graph node."""
+    xd = x._data
+    steps = xd.shape[time_dim]
+    order = range(steps - 1, -1, -1) if reverse else range(steps)
+    xp = _project(xd, w_ih._data, None if b_ih is None else b_ih._data, None if b_hh is None else b_hh._data,
+                  mode, np.ndarray)
+    xp_steps = [xp[:, t] for t in range(steps)] if time_dim == 1 else list(xp)
+    c0d = c0._data if c0 is not None else None
+    outs, h, c, cache = _steps_forward(_NumpyOps, mode, hidden, xp_steps, h0._data, c0d, w_hh._data,
+                                       None if (b_hh is None or mode != "GRU") else b_hh._data, order)
+    out = wrap(np.stack(outs, time_dim))
+    h_t = wrap(np.ascontiguousarray(h))
+    c_t = wrap(np.ascontiguousarray(c)) if c is not None else None
+    inputs = (x, w_ih, w_hh, b_ih, b_hh, h0) + ((c0,) if mode == "LSTM" else ())
+    if any_requires_grad(*inputs):
+        node = _LAYER_NODES[mode](tuple(edge(t) for t in inputs))
+        node.mode, node.hidden, node.time_dim, node.reverse = mode, hidden, time_dim, reverse
+        node.cache = cache
+        node._num_outputs = 3 if c_t is not None else 2  # the engine sizes gradient buffers by this
+        node.save(*inputs)
+        if c_t is not None:
+            record(node, out, h_t, c_t)
+        else:
+            record(node, out, h_t)
+    return out, h_t, c_t
 
 
 class RNNBase(Module):
@@ -262,8 +498,13 @@ class RNNBase(Module):
             for direction in range(directions):
                 idx = layer * directions + direction
                 weights = flat[idx * per_dir:(idx + 1) * per_dir]
-                out, h, c = self._run_direction(x, h0[idx], c0[idx] if c0 is not None else None, weights,
-                                                reverse=direction == 1, time_dim=time_dim)
+                if self.proj_size > 0:
+                    out, h, c = self._run_direction(x, h0[idx], c0[idx] if c0 is not None else None, weights,
+                                                    reverse=direction == 1, time_dim=time_dim)
+                else:
+                    w_ih, w_hh, b_ih, b_hh = weights if self.bias else (weights[0], weights[1], None, None)
+                    out, h, c = _fused_layer(self.mode, self.hidden_size, x, w_ih, w_hh, b_ih, b_hh, h0[idx],
+                                             c0[idx] if c0 is not None else None, direction == 1, time_dim)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
