@@ -288,3 +288,43 @@ def test_train_mode_dropout_changes_output():
     c, d = layer(x), layer(x)
     assert (a - b).abs().max().item() > 1e-4
     assert (c - d).abs().max().item() == 0
+
+
+@needs_layers
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("batch_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu_module"])
+@differential(rtol=2e-4, atol=2e-5)
+def test_decoder_layer_and_stack(T, norm_first, batch_first, activation):
+    d, L, S, N = 8, 4, 5, 2
+    act = "relu" if activation == "relu" else T.nn.GELU()
+    layer = T.nn.TransformerDecoderLayer(d, 2, dim_feedforward=12, dropout=0.0, activation=act,
+                                         batch_first=batch_first, norm_first=norm_first)
+    dec = load_weights(T, T.nn.TransformerDecoder(layer, num_layers=2, norm=T.nn.LayerNorm(d)), seed=31)
+    tgt = tensor(T, (N, L, d) if batch_first else (L, N, d), 32)
+    memory = tensor(T, (N, S, d) if batch_first else (S, N, d), 33)
+    causal = T.nn.Transformer.generate_square_subsequent_mask(L)
+    mem_kpm = T.tensor([[False] * S, [False] * (S - 2) + [True] * 2])
+    out = dec(tgt, memory, tgt_mask=causal, memory_key_padding_mask=mem_kpm)
+    (out * out).sum().backward()
+    return out, tgt.grad, memory.grad, param_grads(dec), [n for n, _ in dec.named_parameters()], repr(layer)
+
+
+@needs_layers
+@pytest.mark.parametrize("batch_first", [False, True])
+@differential(rtol=2e-4, atol=2e-5)
+def test_full_transformer(T, batch_first):
+    d, S, L, N = 8, 5, 4, 2
+    model, cats = warns(lambda: T.nn.Transformer(d, 2, num_encoder_layers=2, num_decoder_layers=1,
+                                                 dim_feedforward=12, dropout=0.0, batch_first=batch_first))
+    load_weights(T, model, seed=41)
+    src = tensor(T, (N, S, d) if batch_first else (S, N, d), 42)
+    tgt = tensor(T, (N, L, d) if batch_first else (L, N, d), 43)
+    src_kpm = T.tensor([[False] * S, [False] * (S - 1) + [True]])
+    out = model(src, tgt, tgt_mask=model.generate_square_subsequent_mask(L), src_key_padding_mask=src_kpm,
+                memory_key_padding_mask=src_kpm)
+    (out * out).sum().backward()
+    errors = [catch(lambda: model(src, tgt[:1] if batch_first else tgt[:, :1])),
+              catch(lambda: model(src, T.zeros(*tgt.shape[:-1], 6)))]
+    return (cats, out, src.grad, tgt.grad, param_grads(model), list(model.state_dict()), errors,
+            model.generate_square_subsequent_mask(3))
