@@ -102,13 +102,16 @@ def _enable_grad():
 
 
 def _no_grad_step(step_fn):
-    """Decorator for ``step`` implementations: the update itself records no graph."""
+    """Decorator for ``step(self, closure=None)`` implementations: the closure runs first, with
+    grad mode on; then the update runs with grad mode off and NumPy's floating-point warnings
+    silenced (PyTorch stays silent on inf/nan arithmetic too). Returns the closure's loss."""
 
     @functools.wraps(step_fn)
-    def wrapper(self, *args, **kwargs):
-        # NumPy would warn on inf/nan arithmetic where PyTorch stays silent
+    def wrapper(self, closure=None):
+        loss = _call_closure(closure)
         with _no_grad(), np.errstate(all="ignore"):
-            return step_fn(self, *args, **kwargs)
+            step_fn(self, None)
+        return loss
 
     return wrapper
 
