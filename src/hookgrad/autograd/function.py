@@ -118,6 +118,16 @@ def _validate_grad(node, index, g, meta):
     return g
 
 
+def _defines_setup_context(cls) -> bool:
+    """Whether ``cls`` (below Function in its MRO) defines setup_context: then forward takes no ctx."""
+    for klass in cls.__mro__:
+        if klass.__name__ == "Function" and klass.__module__ == __name__:
+            return False
+        if "setup_context" in klass.__dict__:
+            return True
+    return False
+
+
 class _FunctionMeta(type):
     """Gives every Function subclass its own node class, named ``<Name>Backward`` as in torch."""
 
@@ -125,6 +135,21 @@ class _FunctionMeta(type):
         backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
         cls._backward_cls = backward_cls
         super().__init__(name, bases, attrs)
+        cls._custom_setup = _defines_setup_context(cls)
+
+
+class _late:
+    """Names from modules that import this one, bound on first use (imports inside apply cost µs)."""
+
+    Tensor = edge = SavedTensor = check_inplace = None
+
+    @classmethod
+    def bind(cls):
+        from .._ops._base import edge
+        from .._ops.views import check_inplace
+        from .._tensor import Tensor
+        from .graph import SavedTensor
+        cls.Tensor, cls.edge, cls.SavedTensor, cls.check_inplace = Tensor, staticmethod(edge), SavedTensor, staticmethod(check_inplace)
 
 
 class Function(metaclass=_FunctionMeta):
@@ -167,52 +192,61 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        from .._tensor import Tensor, wrap
-        from .._ops._base import edge
-        from .graph import SavedTensor
+        if _late.Tensor is None:
+            _late.bind()
+        Tensor, edge = _late.Tensor, _late.edge
 
-        tensor_args = [a for a in args if isinstance(a, Tensor)]
-        recording = grad_mode.STATE.enabled and any(t._requires_grad for t in tensor_args)
-        node = cls._backward_cls(tuple(edge(t) for t in tensor_args) if recording else ())
-        node._arg_is_tensor = tuple(isinstance(a, Tensor) for a in args)
-        node.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad and grad_mode.STATE.enabled
-                                      for a in args)
+        enabled = grad_mode.STATE.enabled
+        tensor_args = []
+        is_tensor = []
+        needs = []
+        recording = False
+        for a in args:
+            if isinstance(a, Tensor):
+                tensor_args.append(a)
+                is_tensor.append(True)
+                req = enabled and a._requires_grad
+                needs.append(req)
+                recording = recording or req
+            else:
+                is_tensor.append(False)
+                needs.append(False)
+        node = cls._backward_cls(tuple([edge(t) for t in tensor_args]) if recording else ())
+        node._arg_is_tensor = is_tensor
+        node.needs_input_grad = tuple(needs)
         node._input_meta = [(t._data.shape, t._data.dtype) for t in tensor_args]
 
-        custom_setup = "setup_context" in _defining_attrs(cls)
-        prev = grad_mode.STATE.enabled
         grad_mode.STATE.enabled = False
         try:
-            if custom_setup:
+            if cls._custom_setup:
                 outputs = cls.forward(*args, **kwargs)
             else:
                 outputs = cls.forward(node, *args, **kwargs)
         finally:
-            grad_mode.STATE.enabled = prev
-        if custom_setup:
+            grad_mode.STATE.enabled = enabled
+        if cls._custom_setup:
             cls.setup_context(node, args, outputs)
 
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
-        dirty = {id(t) for t in node.dirty_tensors}
-        non_diff = {id(t) for t in node.non_differentiable}
-        inputs_by_id = {id(t): t for t in tensor_args}
+        dirty = node.dirty_tensors
+        non_diff = node.non_differentiable
         wrapped = []
-        node._output_meta = []
+        meta = node._output_meta = []
         for i, o in enumerate(outs):
             if not isinstance(o, Tensor):
                 wrapped.append(o)
-                node._output_meta.append(None)
+                meta.append(None)
                 continue
-            node._output_meta.append((o._data.shape, o._data.dtype))
-            is_dirty, is_non_diff = id(o) in dirty, id(o) in non_diff
-            if id(o) in inputs_by_id and not is_dirty:
+            meta.append((o._data.shape, o._data.dtype))
+            is_dirty = bool(dirty) and any(o is t for t in dirty)
+            is_non_diff = bool(non_diff) and any(o is t for t in non_diff)
+            if not is_dirty and any(o is t for t in tensor_args):
                 # an input returned as-is: the caller gets a view of it, which refuses in-place ops
                 o = _returned_input_view(o, node, i, recording and not is_non_diff)
             if recording and not is_non_diff and o._data.dtype.kind in "fc":
                 if is_dirty:
-                    from .._ops.views import check_inplace
-                    check_inplace(o)
+                    _late.check_inplace(o)
                     o._version_counter[0] += 1
                     o._backward_hooks = None
                 o._grad_fn = node
@@ -223,11 +257,9 @@ class Function(metaclass=_FunctionMeta):
             wrapped.append(o)
         node._num_outputs = len(outs)
         if node.to_save is not None:
-            out_ids = {id(o) for o in wrapped if isinstance(o, Tensor) and o._grad_fn is node}
-            node._saved = tuple(None if t is None else SavedTensor(t, is_output=id(t) in out_ids)
-                                for t in node.to_save)
-        if not recording:
-            node.next_functions = ()
+            SavedTensor = _late.SavedTensor
+            node._saved = tuple(None if t is None else SavedTensor(
+                t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in node.to_save)
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod
@@ -246,15 +278,6 @@ def _returned_input_view(t, node, output_nr, differentiable):
             "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "
             "custom Function.")
     return view
-
-
-def _defining_attrs(cls):
-    for klass in cls.__mro__:
-        if klass is Function:
-            return ()
-        if "setup_context" in klass.__dict__:
-            return ("setup_context",)
-    return ()
 
 
 InplaceFunction = Function
