@@ -308,3 +308,28 @@ def test_iterator_protocol(T):
     first = next(it)
     rest = list(it)
     return len(iter(loader)), first, len(rest), catch(next, it)
+
+
+@differential
+def test_chain_dataset_and_weighted_sampler(T):
+    D = data_mod(T)
+
+    class Count(D.IterableDataset):
+        def __init__(self, start, n):
+            self.start, self.n = start, n
+
+        def __iter__(self):
+            return iter(range(self.start, self.start + self.n))
+
+        def __len__(self):
+            return self.n
+
+    chained = Count(0, 3) + Count(10, 2)
+    gen = T.Generator()
+    gen.manual_seed(1)
+    weighted = list(D.WeightedRandomSampler([0.0, 1.0, 0.0, 3.0], 50, generator=gen))
+    no_repl = sorted(D.WeightedRandomSampler([1.0, 1.0, 0.0, 3.0], 3, replacement=False, generator=gen))
+    return (type(chained).__name__, list(chained), len(chained), batches(D.DataLoader(chained, batch_size=2)),
+            len(weighted), sorted(set(weighted)), no_repl,
+            catch(D.WeightedRandomSampler, [1.0], 0), catch(D.WeightedRandomSampler, [1.0], 2, replacement=1),
+            catch(D.WeightedRandomSampler, [[1.0]], 2))

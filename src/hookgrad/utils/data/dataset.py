@@ -10,7 +10,8 @@ import warnings
 
 from ._random import randperm
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
+           "random_split"]
 
 
 class Dataset:
@@ -27,7 +28,28 @@ class IterableDataset(Dataset, collections.abc.Iterable):
     """An iterable-style dataset: subclasses implement ``__iter__`` (it is abstract, as in PyTorch)."""
 
     def __add__(self, other):
-        raise TypeError("ConcatDataset does not support IterableDataset; chain iterables instead")
+        return ChainDataset([self, other])
+
+
+class ChainDataset(IterableDataset):
+    """Iterate over several iterable-style datasets one after the other."""
+
+    def __init__(self, datasets) -> None:
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(d)
+        return total
 
 
 class TensorDataset(Dataset):
