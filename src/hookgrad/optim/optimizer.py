@@ -21,7 +21,7 @@ from collections import OrderedDict, defaultdict
 from collections.abc import Iterable
 from copy import deepcopy
 from itertools import chain
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
