@@ -135,7 +135,7 @@ MATRIX = {
     "outer": (lambda T, a, b: T.outer(a, b), [(3,), (4,)]),
     "einsum": (lambda T, a, b: T.einsum("bij,bjk->bik", a, b), [(2, 3, 4), (2, 4, 5)]),
     "einsum_sum": (lambda T, a, b: T.einsum("ij,kj->i", a, b), [(3, 4), (2, 4)]),
-    "addmm": (lambda T, a, b: T.addmm(a[0], a, b), [(3, 3), (3, 2)]) if False else (lambda T, a, b: T.addmm(b[0], a, b), [(3, 3), (3, 2)]),
+    "addmm": (lambda T, a, b: T.addmm(b[0], a, b), [(3, 3), (3, 2)]),
     "cat": (lambda T, a, b: T.cat([a, b], 1), [(2, 3), (2, 2)]),
     "stack": (lambda T, a, b: T.stack([a, b], 1), [(2, 3), (2, 3)]),
     "inv": (lambda T, a, b: T.linalg.inv(a + 3 * T.eye(3, dtype=a.dtype)) * b.sum(), [(3, 3), (2,)]),

@@ -86,10 +86,8 @@ def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
     if dims:
-        g = g.sum(dims, keepdim=True) if lead == 0 else g.sum(dims, keepdim=True)
-    if lead:
-        g = g.reshape(shape)
-    elif g._data.shape != shape:
+        g = g.sum(dims, keepdim=True)
+    if g._data.shape != shape:
         g = g.reshape(shape)
     return g
 
