@@ -246,3 +246,19 @@ def test_graph_lifetime(T, kind):
     with T.no_grad():
         no_graph = m(x)[0]
     return T.allclose(x.grad, 2 * first), again, no_graph.requires_grad, no_graph.grad_fn is None
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@differential(rtol=1e-9, atol=1e-10)
+def test_float64(T, kind):
+    m = make(T, kind, 3, 4, num_layers=2, bidirectional=True)
+    load_weights(T, m, seed=27)
+    m = m.double()
+    x = T.tensor(arr64((5, 2, 3), 28), requires_grad=True)
+    out = m(x)[0]
+    (out * out).sum().backward()
+    return out, x.grad, param_grads(m)
+
+
+def arr64(shape, seed):
+    return np.random.default_rng(seed).standard_normal(shape)

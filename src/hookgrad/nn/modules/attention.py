@@ -47,8 +47,9 @@ def _non_dynamically_quantizable_linear():
     """``NonDynamicallyQuantizableLinear``: a ``Linear`` subclass, PyTorch's type of ``out_proj``."""
     global _NDQ_LINEAR
     if _NDQ_LINEAR is None:
+        # found again by pickle through this module's __getattr__
         _NDQ_LINEAR = type("NonDynamicallyQuantizableLinear", (_linear_class(),),
-                           {"__module__": "hookgrad.nn.modules.linear",
+                           {"__module__": __name__,
                             "__doc__": "A Linear layer; the distinct type only marks MultiheadAttention's out_proj."})
     return _NDQ_LINEAR
 
