@@ -168,9 +168,12 @@ def _steps_forward(ops, mode, hidden, xp, h, c, w_hh, b_hh, order):
 
 
 def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order):
-    """Backpropagation through time; returns (d xp per step, d h0, d c0, d w_hh, d b_hh)."""
+    """Backpropagation through time; returns (d xp per step, d h0, d c0, d w_hh, d b_hh).
+
+    The recurrent weight's gradient is one matmul over all steps at the end.
+    """
     dxp = [None] * len(cache)
-    dw = db_hh = None
+    dhps, h_prevs = [], []
     for t in reversed(order):
         if d_outs is not None:
             dh = dh + d_outs[t]
@@ -191,14 +194,16 @@ def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order):
             dxp[t] = ops.cat([dr, dz, dn], 1)
             dhp = ops.cat([dr, dz, dn * r], 1)
             dh = dh * z + dhp @ w_hh
-            db_hh = dhp.sum(0) if db_hh is None else db_hh + dhp.sum(0)
         else:
             h_prev, h_new = cache[t]
             dpre = dh * (1 - h_new * h_new) if mode == "RNN_TANH" else dh * ops.relu_grad(h_new)
             dxp[t] = dhp = dpre
             dh = dpre @ w_hh
-        step_dw = ops.t(dhp) @ h_prev
-        dw = step_dw if dw is None else dw + step_dw
+        dhps.append(dhp)
+        h_prevs.append(h_prev)
+    all_dhp = ops.cat(dhps, 0)
+    dw = ops.t(all_dhp) @ ops.cat(h_prevs, 0)
+    db_hh = all_dhp.sum(0) if mode == "GRU" else None
     return dxp, dh, dc, dw, db_hh
 
 
