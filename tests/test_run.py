@@ -187,3 +187,12 @@ def test_in_process_run_restores_torch(tmp_path):
     assert run_script(str(path), []) == 0
     assert sys.modules["torch"] is torch and sys.modules["torch.nn"] is torch.nn
     assert str(tmp_path) not in sys.path
+
+
+def test_missing_lazy_submodule_is_a_clear_attribute_error(tmp_path):
+    rc, out, err = _run_source(tmp_path, """
+        import torch
+        print(hasattr(torch, "testing"), hasattr(torch, "cuda"), hasattr(torch, "nn"))
+    """)
+    assert rc == 0, err
+    assert out.strip() == "False False True"

@@ -52,6 +52,10 @@ def _guard_attributes(module: types.ModuleType) -> None:
                 value = original(name)
             except AttributeError:
                 pass
+            except ModuleNotFoundError as exc:
+                # a lazily imported submodule that is not there: still a missing attribute
+                if exc.name != f"{module.__name__}.{name}":
+                    raise
             else:
                 if isinstance(value, types.ModuleType) and value.__name__.startswith(_OURS + "."):
                     _alias(value)
