@@ -50,15 +50,15 @@ def _dropout(x: Tensor, p: float, training: bool) -> Tensor:
     return x * keep / (1.0 - p)
 
 
-# ---- one time step of each cell kind ------------------------------------------------------------
-# ``xp`` is the input projection of this step (input bias already added), ``h``/``c`` the state,
-# ``whh_t`` the transposed recurrent weight. Each returns the new state.
+# ---- one time step of each cell kind, composed of tensor ops (the cells, projected LSTM) -----------
+# ``xp`` is the input projection of this step (input biases already added, except GRU's b_hh),
+# ``h``/``c`` the state, ``whh_t`` the transposed recurrent weight. Each returns the new state.
 
-def _tanh_step(xp, h, whh_t, b_hh):
+def _tanh_step(xp, h, whh_t):
     return hookgrad.addmm(xp, h, whh_t).tanh()
 
 
-def _relu_step(xp, h, whh_t, b_hh):
+def _relu_step(xp, h, whh_t):
     return hookgrad.addmm(xp, h, whh_t).relu()
 
 
@@ -224,7 +224,7 @@ class _RecurrentLayerBackward(Node):
         steps = x.shape[self.time_dim]
         order = range(steps - 1, -1, -1) if self.reverse else range(steps)
         if GRAD.enabled:  # create_graph: the backward must itself be differentiable
-            ops, xp, cache = _TensorOps, None, None
+            ops = _TensorOps
             xp = _project(x, w_ih, b_ih, b_hh, self.mode, Tensor).unbind(self.time_dim)
             _, _, _, cache = _steps_forward(ops, self.mode, self.hidden, xp, h0, c0, w_hh, b_hh, order)
             zeros = hookgrad.zeros_like
@@ -250,7 +250,7 @@ class _RecurrentLayerBackward(Node):
         need = [fn is not None for fn, _ in self.next_functions]
         gate_size = dxp.shape[-1]
         flat_dxp = dxp.reshape(-1, gate_size)
-        dx = dxp @ w_ih if need[0] else None
+        dx = (flat_dxp @ w_ih).reshape(tuple(dxp.shape[:-1]) + (w_ih.shape[1],)) if need[0] else None
         dw_ih = ops.t(flat_dxp) @ x.reshape(-1, x.shape[-1]) if need[1] else None
         db_ih = flat_dxp.sum(0) if (need[3] or (need[4] and self.mode != "GRU")) else None
         if self.mode != "GRU":
@@ -447,39 +447,26 @@ class RNNBase(Module):
         return hx
 
     # ---- the layer loop ---------------------------------------------------------------------
-    def _run_direction(self, x: Tensor, h: Tensor, c, weights: list, reverse: bool, time_dim: int):
-        """One layer, one direction; ``x`` is (T, B, features) or, with ``time_dim=1``, (B, T, features).
+    def _run_projected_lstm(self, x: Tensor, h: Tensor, c: Tensor, weights: list, reverse: bool, time_dim: int):
+        """One layer and direction of an LSTM with ``proj_size``, composed of tensor ops.
 
-        Returns (outputs in the layout of ``x``, h_T, c_T).
+        ``x`` is (T, B, features) or, with ``time_dim=1``, (B, T, features). Returns (outputs in the
+        layout of ``x``, h_T, c_T).
         """
-        hidden = self.hidden_size
-        mode = self.mode
         if self.bias:
-            w_ih, w_hh, b_ih, b_hh = weights[:4]
+            w_ih, w_hh, b_ih, b_hh, w_hr = weights
         else:
-            (w_ih, w_hh), b_ih, b_hh = weights[:2], None, None
-        w_hr = weights[-1] if self.proj_size > 0 else None
+            (w_ih, w_hh, w_hr), b_ih, b_hh = weights, None, None
         steps = x.shape[time_dim]
         xp = x.matmul(w_ih.t())
         if b_ih is not None:
-            # GRU keeps b_hh inside the reset gate's product; the others fold it in here
-            xp = xp + (b_ih if mode == "GRU" else b_ih + b_hh)
+            xp = xp + (b_ih + b_hh)
         xp = xp.unbind(time_dim)
-        whh_t = w_hh.t()
-        whr_t = w_hr.t() if w_hr is not None else None
+        whh_t, whr_t = w_hh.t(), w_hr.t()
         outputs = [None] * steps
-        order = range(steps - 1, -1, -1) if reverse else range(steps)
-        for t in order:
-            if mode == "LSTM":
-                h, c = _lstm_step(xp[t], h, c, whh_t, hidden)
-                if whr_t is not None:
-                    h = h.matmul(whr_t)
-            elif mode == "GRU":
-                h = _gru_step(xp[t], h, whh_t, b_hh, hidden)
-            elif mode == "RNN_TANH":
-                h = _tanh_step(xp[t], h, whh_t, b_hh)
-            else:
-                h = _relu_step(xp[t], h, whh_t, b_hh)
+        for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+            h, c = _lstm_step(xp[t], h, c, whh_t, self.hidden_size)
+            h = h.matmul(whr_t)
             outputs[t] = h
         return hookgrad.stack(outputs, time_dim), h, c
 
@@ -504,8 +491,7 @@ class RNNBase(Module):
                 idx = layer * directions + direction
                 weights = flat[idx * per_dir:(idx + 1) * per_dir]
                 if self.proj_size > 0:
-                    out, h, c = self._run_direction(x, h0[idx], c0[idx] if c0 is not None else None, weights,
-                                                    reverse=direction == 1, time_dim=time_dim)
+                    out, h, c = self._run_projected_lstm(x, h0[idx], c0[idx], weights, direction == 1, time_dim)
                 else:
                     w_ih, w_hh, b_ih, b_hh = weights if self.bias else (weights[0], weights[1], None, None)
                     out, h, c = _fused_layer(self.mode, self.hidden_size, x, w_ih, w_hh, b_ih, b_hh, h0[idx],
@@ -724,7 +710,7 @@ class RNNCell(RNNCellBase):
             step = _relu_step
         else:
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        out = step(self._input_projection(input, True), hx, self.weight_hh.t(), None)
+        out = step(self._input_projection(input, True), hx, self.weight_hh.t())
         return out if batched else out.squeeze(0)
 
 
