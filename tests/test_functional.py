@@ -526,3 +526,9 @@ def test_graph_structure_matches_torch(T):
         _chain(F.pad(img, (1, 1, 2, 0), mode="reflect").grad_fn, 2),
         _chain(F.pad(x.unsqueeze(0), (1, 1), mode="replicate").grad_fn, 2),
     ]
+
+
+def test_max_pool2d_nan_wins_like_torch():
+    x = np.array([[[[1.0, np.nan, 3, np.nan], [np.nan, 2, 0, 5]]]])
+    check(lambda T, F, x: F.max_pool2d(x, 2, return_indices=True), x)
+    check(lambda T, F, x: F.max_pool2d(x, (1, 3), 1, padding=(0, 1)), x)

@@ -69,15 +69,6 @@ def _im2col(x, kh, kw, geom, out_hw=None):
     return win.reshape(n, g, (c // g) * kh * kw, ho * wo), ho, wo
 
 
-def conv_forward_np(x, w, geom):
-    """(out (N, O, Ho, Wo), cols) for 4-D x and w."""
-    o, cg, kh, kw = w.shape
-    g = geom.groups
-    cols, ho, wo = _im2col(x, kh, kw, geom)
-    out = np.matmul(w.reshape(g, o // g, cg * kh * kw), cols)  # (N, G, Og, L)
-    return out.reshape(x.shape[0], o, ho, wo), cols
-
-
 def col2im(cols, shape, kh, kw, geom):
     """Adjoint of the window gather: add (N, C, kh, kw, Ho, Wo) columns back into an image of ``shape``."""
     (sh, sw), (dh, dw) = geom.stride, geom.dil
@@ -97,26 +88,40 @@ def col2im(cols, shape, kh, kw, geom):
     return out
 
 
+# ---- the three kernels ---------------------------------------------------------------------------
+def conv_forward_np(x, w, geom):
+    """(out (N, O, Ho, Wo), cols) for 4-D x and w; ``cols`` serves the weight gradient later."""
+    o, cg, kh, kw = w.shape
+    g = geom.groups
+    n = x.shape[0]
+    wg = w.reshape(g, o // g, cg * kh * kw)
+    cols, ho, wo = _im2col(x, kh, kw, geom)
+    out = np.matmul(wg, cols)  # (N, G, Og, L)
+    return out.reshape(n, o, ho, wo), cols
+
+
 def conv_input_grad_np(gout, w, in_shape, geom):
     """The transposed convolution: gradient of a convolution's input, (N, C, H, W) = ``in_shape``."""
     n, o, ho, wo = gout.shape
     _, cg, kh, kw = w.shape
     g = geom.groups
-    wg = w.reshape(g, o // g, cg * kh * kw)
-    cols = np.matmul(wg.transpose(0, 2, 1), gout.reshape(n, g, o // g, ho * wo))  # (N, G, CgKK, L)
+    wgt = w.reshape(g, o // g, cg * kh * kw).transpose(0, 2, 1)
+    cols = np.matmul(wgt, gout.reshape(n, g, o // g, ho * wo))  # (N, G, CgKK, L)
     return col2im(cols.reshape(n, g * cg, kh, kw, ho, wo), in_shape, kh, kw, geom)
 
 
-def conv_weight_grad_np(x, gout, w_shape, geom, cols=None):
+def conv_weight_grad_np(x, gout, w_shape, geom, cached=None):
     """Gradient of a convolution's weight: sum over the batch of gout @ cols^T."""
     o, cg, kh, kw = w_shape
     g = geom.groups
-    if cols is None:
-        cols, _, _ = _im2col(x, kh, kw, geom, gout.shape[2:])
-    n = gout.shape[0]
-    go = gout.reshape(n, g, o // g, -1)
+    n, _, ho, wo = gout.shape
+    if cached is not None and cached.shape[-1] == ho * wo:
+        cols = cached
+    else:
+        cols, _, _ = _im2col(x, kh, kw, geom, (ho, wo))
+    go = gout.reshape(n, g, o // g, ho * wo)
     if n * g == 1:
-        gw = np.matmul(go[0], cols[0].transpose(0, 2, 1))
+        gw = np.matmul(go[0, 0], cols[0, 0].T)
     else:
         gw = np.matmul(go, cols.transpose(0, 1, 3, 2)).sum(0)  # (G, Og, CgKK)
     return gw.reshape(w_shape)

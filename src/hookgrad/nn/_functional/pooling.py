@@ -52,30 +52,65 @@ def _as4(a):
 
 
 # ---- max pooling -----------------------------------------------------------------------------
-def _gather(data, flat_idx, shape_in):
-    """out[n, c, i, j] = x[n, c].flat[idx[n, c, i, j]]."""
-    lead = int(np.prod(shape_in[:-2]))
-    plane = shape_in[-2] * shape_in[-1]
-    src = data.reshape(lead, plane)
-    return np.take_along_axis(src, flat_idx.reshape(lead, -1), 1).reshape(flat_idx.shape)
+class _MaxGeom:
+    """Where each output's window starts, and which kernel offset won (``arg``, one byte per output)."""
+
+    __slots__ = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "eb", "er", "ho", "wo", "shape", "arg", "_idx")
+
+    def flat_indices(self):
+        """torch's indices: the winner's position in the (unpadded) input plane, row-major."""
+        if self._idx is None:
+            h, w = self.shape[-2:]
+            ki, kj = np.divmod(self.arg.astype(np.int64), self.kw)
+            rows = np.arange(self.ho).reshape(-1, 1) * self.sh - self.ph + ki * self.dh
+            cols = np.arange(self.wo) * self.sw - self.pw + kj * self.dw
+            self._idx = rows * w + cols
+        return self._idx
 
 
-def _scatter(g, flat_idx, shape_in, overlap):
-    """Adjoint of ``_gather``: add g back at the picked positions (an x-shaped array)."""
-    lead = int(np.prod(shape_in[:-2]))
-    plane = shape_in[-2] * shape_in[-1]
-    idx = flat_idx.reshape(lead, -1)
-    gg = g.reshape(lead, -1)
-    if not overlap:
-        out = np.zeros((lead, plane), dtype=g.dtype)
-        np.put_along_axis(out, idx, gg, 1)
-    else:
-        pos = (idx + (np.arange(lead) * plane)[:, None]).ravel()
-        out = np.bincount(pos, weights=gg.ravel(), minlength=lead * plane).astype(g.dtype, copy=False)
-    return out.reshape(shape_in)
+def _padded_planes(a, g, fill):
+    n, c, h, w = a.shape
+    if not (g.ph or g.pw or g.eb or g.er):
+        return a
+    out = np.full((n, c, h + 2 * g.ph + g.eb, w + 2 * g.pw + g.er), fill, dtype=a.dtype)
+    out[:, :, g.ph:g.ph + h, g.pw:g.pw + w] = a
+    return out
 
 
-def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+def _max_gather(a, geom):
+    """The values at the winning positions of ``a`` (the adjoint of ``_max_scatter``)."""
+    a4 = a if a.ndim == 4 else a[None]
+    idx = geom.flat_indices()
+    idx4 = idx if idx.ndim == 4 else idx[None]
+    n, c = a4.shape[:2]
+    out = np.take_along_axis(a4.reshape(n, c, -1), idx4.reshape(n, c, -1), 2).reshape(idx4.shape)
+    return out if a.ndim == 4 else out[0]
+
+
+def _max_scatter(g, geom):
+    """Send each output's gradient to its window's winner; one strided pass per kernel offset."""
+    g4 = g if g.ndim == 4 else g[None]
+    arg = geom.arg if geom.arg.ndim == 4 else geom.arg[None]
+    n, c, h, w = geom.shape if len(geom.shape) == 4 else (1,) + geom.shape
+    out = np.zeros((n, c, h + 2 * geom.ph + geom.eb, w + 2 * geom.pw + geom.er), dtype=g.dtype)
+    hspan, wspan = geom.sh * (geom.ho - 1) + 1, geom.sw * (geom.wo - 1) + 1
+    k = 0
+    for i in range(geom.kh):
+        for j in range(geom.kw):
+            dst = out[:, :, i * geom.dh:i * geom.dh + hspan:geom.sh, j * geom.dw:j * geom.dw + wspan:geom.sw]
+            hit = arg == k
+            if geom.sh >= geom.dh * (geom.kh - 1) + 1 and geom.sw >= geom.dw * (geom.kw - 1) + 1:
+                np.multiply(g4, hit, out=dst)  # windows do not overlap: each input gets one write
+            else:
+                dst += g4 * hit
+            k += 1
+    if geom.ph or geom.pw or geom.eb or geom.er:
+        out = np.ascontiguousarray(out[:, :, geom.ph:geom.ph + h, geom.pw:geom.pw + w])
+    return out if g.ndim == 4 else out[0]
+
+
+def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                            need_indices=True):
     _check_dims(x, 2, "max_pool2d")
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args("max", x, kernel_size, stride, padding, dilation)
     data, unbatched = _as4(x._data)
@@ -84,36 +119,52 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
     if ho <= 0 or wo <= 0:
         raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
                            f"Output size is too small")
-    need_h = (ho - 1) * sh + dh * (kh - 1) + 1
-    need_w = (wo - 1) * sw + dw * (kw - 1) + 1
-    eb, er = max(0, need_h - h - 2 * ph), max(0, need_w - w - 2 * pw)
-    if ph or pw or eb or er:
-        fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
-        xp = np.full((n, c, h + 2 * ph + eb, w + 2 * pw + er), fill, dtype=data.dtype)
-        xp[:, :, ph:ph + h, pw:pw + w] = data
-    else:
-        xp = data
-    win = windows(xp, kh, kw, sh, sw, dh, dw, ho, wo)                       # (N, C, kh, kw, Ho, Wo)
-    flat = win.transpose(0, 1, 4, 5, 2, 3).reshape(n, c, ho, wo, kh * kw)   # one copy
-    k = flat.argmax(-1)
-    values = np.take_along_axis(flat, k[..., None], -1)[..., 0]
-    ki, kj = np.divmod(k, kw)
-    rows = np.arange(ho).reshape(-1, 1) * sh - ph + ki * dh
-    cols = np.arange(wo) * sw - pw + kj * dw
-    idx = (rows * w + cols).astype(np.int64)
-    shape_in = data.shape
+    g = _MaxGeom()
+    g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.ho, g.wo = kh, kw, sh, sw, ph, pw, dh, dw, ho, wo
+    g.eb = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - h - 2 * ph)
+    g.er = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
+    g.shape, g._idx = x._data.shape, None
+    fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    win = windows(_padded_planes(data, g, fill), kh, kw, sh, sw, dh, dw, ho, wo)  # (N, C, kh, kw, Ho, Wo)
+    # running maximum over the kernel offsets (kh*kw passes over output-sized arrays, no window copy),
+    # then the first offset that attains it (masks and integer adds: no masked copies, which are slow)
+    kk = kh * kw
+    best = win[:, :, 0, 0].copy()
+    for i in range(kh):
+        for j in range(kw):
+            if i or j:
+                np.maximum(best, win[:, :, i, j], out=best)
+    arg = np.zeros(best.shape, dtype=np.uint8 if kk < 256 else np.int64)
+    if kk > 1:
+        taken = win[:, :, 0, 0] == best
+        k = 0
+        for i in range(kh):
+            for j in range(kw):
+                if k:
+                    hit = win[:, :, i, j] == best
+                    hit &= ~taken
+                    taken |= hit
+                    arg += hit.astype(arg.dtype) * arg.dtype.type(k) if k > 1 else hit
+                k += 1
+    if data.dtype.kind == "f" and np.isnan(data.sum()):  # cheap gate: a NaN (or inf - inf) somewhere
+        nan = np.isnan(win).any((2, 3))
+        if nan.any():  # torch's rule: a NaN wins (the last one in its window)
+            isn = np.isnan(win).transpose(0, 1, 4, 5, 2, 3).reshape(n, c, ho, wo, kh * kw)
+            last = kh * kw - 1 - isn[..., ::-1].argmax(-1)
+            arg = np.where(nan, last, arg).astype(arg.dtype)
+            best = np.where(nan, np.nan, best).astype(best.dtype)
     if unbatched:
-        values, idx, shape_in = values[0], idx[0], shape_in[1:]
-    overlap = sh < dh * (kh - 1) + 1 or sw < dw * (kw - 1) + 1
-    fwd = functools.partial(_gather, flat_idx=idx, shape_in=shape_in)
-    adj = functools.partial(_scatter, flat_idx=idx, shape_in=shape_in, overlap=overlap)
+        best, arg = best[0], arg[0]
+    g.arg = arg
+    fwd = functools.partial(_max_gather, geom=g)
+    adj = functools.partial(_max_scatter, geom=g)
     out = linear_map(x, fwd, adj, "MaxPool2DWithIndicesBackward0", "MaxPool2DWithIndicesBackwardBackward0",
-                     value=values)
-    return out, wrap(idx)
+                     value=best)
+    return out, (wrap(g.flat_indices()) if need_indices else None)
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    out, idx = max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode)
+    out, idx = max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode, return_indices)
     return (out, idx) if return_indices else out
 
 
@@ -122,8 +173,10 @@ def max_pool1d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     k = _tuple(kernel_size, 1)[0]
     s = _tuple(stride, 1)[0] if stride is not None and stride != [] and stride != () else k
     out, idx = max_pool2d_with_indices(x.unsqueeze(-2), (1, k), (1, s), (0, _tuple(padding, 1)[0]),
-                                       (1, _tuple(dilation, 1)[0]), ceil_mode)
-    out, idx = out.squeeze(-2), idx.squeeze(-2)
+                                       (1, _tuple(dilation, 1)[0]), ceil_mode, return_indices)
+    out = out.squeeze(-2)
+    if return_indices:
+        idx = idx.squeeze(-2)
     return (out, idx) if return_indices else out
 
 
