@@ -268,3 +268,8 @@ def test_broadcasting_binary_ops_property(shapes, op, swap):
         return out, a.grad, b.grad
 
     assert_same(normalize(run(hookgrad)), normalize(run(torch)), rtol=1e-6, atol=1e-8)
+
+
+@differential
+def test_cuda_queries_answer_cpu_only(T):
+    return T.cuda.is_available(), T.cuda.device_count(), hasattr(T, "no_such_function_anywhere")

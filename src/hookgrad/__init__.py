@@ -110,7 +110,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return num / den
 
 
-_LAZY = {"nn", "optim", "tools", "serialization", "testing"}
+_LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 
 
 def __getattr__(name):
