@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         note = "" if r["peak_counter_reset"] else "  (peak counter not resettable: lifetime peak)"
         print(f"{r['framework']:<12} {_mib(r['baseline_kib']):>12} {_mib(r['peak_delta_kib']):>12} "
-              f"{_mib(r['growth_kib']):>16}{note}")
+              f"{r['growth_kib']:>+12d} KiB{note}")
     if "peak_delta_ratio" in report:
         print(f"peak delta ratio {args.subject}/{args.baseline}: {report['peak_delta_ratio']:.2f}")
     print("peak delta: highest RSS during the steps minus RSS after imports and model "
