@@ -7,7 +7,7 @@ Outputs in ``--out`` (default ``runs/demo``): ``gradient_flow.png`` and ``activa
 (unless ``--no-plots`` or matplotlib is missing), ``hook_trace.json`` (open it at
 https://ui.perfetto.dev) and ``report.md``.
 
-``--inject-nan`` makes one layer emit NaN halfway through training (``forward``: ``conv2``'s output;
+``--inject-nan`` makes one layer emit NaN halfway through training (mid-epoch) (``forward``: ``conv2``'s output;
 ``backward``: ``fc1``'s gradient with respect to its input); the non-finite sentinel names the
 module, the phase and the step, and the demo stops cleanly.
 
@@ -69,7 +69,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
                         help="halfway through training make a layer emit NaN in the forward pass (default) or "
                              "the backward pass, to watch the sentinel catch it")
     parser.add_argument("--batch-size", type=_positive_int, default=32, help="images per step (default 32)")
-    parser.add_argument("--lr", type=_positive_float, default=5e-3, help="Adam learning rate (default 0.005)")
+    parser.add_argument("--lr", type=_positive_float, default=1e-2,
+                        help="initial Adam learning rate, decayed to 0 along a cosine over the epochs (default 0.01)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, one line per epoch")
     return parser
 
@@ -158,6 +159,7 @@ class _Progress:
     def __init__(self, enabled: bool, total: int, epoch: int, epochs: int) -> None:
         self.bar = None
         self.desc = f"epoch {epoch}/{epochs}"
+        self.steps, self.total = 0, total
         if enabled:
             try:
                 from tqdm import tqdm
@@ -167,6 +169,7 @@ class _Progress:
                 self.bar = tqdm(total=total, desc=self.desc, unit="step", leave=True, dynamic_ncols=True)
 
     def update(self, loss: float, acc: float) -> None:
+        self.steps += 1
         if self.bar is not None:
             self.bar.set_postfix(loss=f"{loss:.4f}", acc=f"{acc:.3f}", refresh=False)
             self.bar.update(1)
@@ -176,9 +179,12 @@ class _Progress:
             if test_acc is not None:
                 self.bar.set_postfix(loss=f"{loss:.4f}", acc=f"{acc:.3f}", held_out=f"{test_acc:.3f}")
             self.bar.close()
+        elif self.steps == 0:
+            print(f"{self.desc}: stopped before its first step", flush=True)
         else:
             held = "" if test_acc is None else f", held-out accuracy {test_acc:.3f}"
-            print(f"{self.desc}: loss {loss:.4f}, training accuracy {acc:.3f}{held}", flush=True)
+            partial = "" if self.steps == self.total else f" (stopped after {self.steps} of {self.total} steps)"
+            print(f"{self.desc}: loss {loss:.4f}, training accuracy {acc:.3f}{held}{partial}", flush=True)
 
 
 # ---- the run -------------------------------------------------------------------------------------
@@ -198,7 +204,8 @@ def run_demo(T: Any, args: argparse.Namespace | Sequence[str] | None = None) -> 
     loss_fn = T.nn.functional.cross_entropy
     steps_per_epoch = math.ceil(len(y_train) / args.batch_size)
     total_steps = steps_per_epoch * args.epochs
-    inject_at = total_steps // 2 if args.inject_nan else None
+    # halfway through training, in the middle of an epoch
+    inject_at = (total_steps + steps_per_epoch) // 2 if args.inject_nan else None
     rng = np.random.default_rng(args.seed + 1)
     result = DemoResult(EXIT_OK)
     history: list[tuple[int, float, float, float | None]] = []   # epoch, loss, train acc, held-out acc
@@ -208,6 +215,8 @@ def run_demo(T: Any, args: argparse.Namespace | Sequence[str] | None = None) -> 
         # conv1's input (the images) does not require grad, so its full backward hook fires on the
         # output gradient; the framework warns about that on every backward pass.
         warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
+        if args.inject_nan:  # NumPy announces the NaN arithmetic the demo asks for
+            warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
         with HookTrace(model, optimizer, max_events=TRACE_EVENT_LIMIT) as trace, \
                 GradientFlow(model, optimizer=optimizer) as flow, \
                 ActivationCapture(model, mode="stats", optimizer=optimizer) as acts, \
@@ -216,6 +225,8 @@ def run_demo(T: Any, args: argparse.Namespace | Sequence[str] | None = None) -> 
             try:
                 for epoch in range(1, args.epochs + 1):
                     trace.mark(f"epoch {epoch}")
+                    for group in optimizer.param_groups:    # cosine decay, one value per epoch
+                        group["lr"] = args.lr * 0.5 * (1 + math.cos(math.pi * (epoch - 1) / args.epochs))
                     model.train()
                     order = rng.permutation(len(y_train))
                     progress = _Progress(not args.no_progress, steps_per_epoch, epoch, args.epochs)
@@ -245,6 +256,7 @@ def run_demo(T: Any, args: argparse.Namespace | Sequence[str] | None = None) -> 
             except NonFiniteError as exc:
                 result.stopped = str(exc)
                 result.exit_code = EXIT_OK if args.inject_nan else EXIT_NONFINITE
+                sys.stdout.flush()
                 print(f"\nStopped: {exc}.", file=sys.stderr)
                 if args.inject_nan:
                     print(f"(NaN injected on purpose into {NAN_TARGETS[args.inject_nan]!r}, {args.inject_nan} "
@@ -320,7 +332,7 @@ def _report(args, framework, result, history, flow, acts, trace, sentinel, n_tra
               f"({n_train} for training, {n_test} held out), CC BY 4.0",
               "- model: conv(1→16, 3x3) → ReLU → maxpool 2 → conv(16→32, 3x3) → ReLU → maxpool 2 → "
               "linear(128→64) → ReLU → linear(64→10); one ReLU module serves all three activations",
-              f"- training: Adam, lr {args.lr}, batch {args.batch_size}, {args.epochs} epoch(s) planned, "
+              f"- training: Adam, lr {args.lr} with cosine decay per epoch, batch {args.batch_size}, {args.epochs} epoch(s) planned, "
               f"{result.steps} step(s) run, seed {args.seed}, {result.seconds:.1f} s with all tools attached", ""]
     lines += ["## Result", ""]
     if result.accuracy is not None:
