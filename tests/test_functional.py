@@ -532,3 +532,27 @@ def test_max_pool2d_nan_wins_like_torch():
     x = np.array([[[[1.0, np.nan, 3, np.nan], [np.nan, 2, 0, 5]]]])
     check(lambda T, F, x: F.max_pool2d(x, 2, return_indices=True), x)
     check(lambda T, F, x: F.max_pool2d(x, (1, 3), 1, padding=(0, 1)), x)
+
+
+@pytest.mark.parametrize("name", ["mse_loss", "l1_loss", "huber_loss"])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_regression_losses_weight(name, reduction):
+    check(lambda T, F, x, t, w: getattr(F, name)(x, t, reduction=reduction, weight=w.detach()), arr(4, 5) * 2,
+          arr(4, 5, seed=1), arr(4, 5, seed=2, low=0.5, high=2.0), names=False)
+
+    @differential
+    def scenario(T):
+        f = getattr(T.nn.functional, name)
+        return catch(f, T.tensor(arr(4, 5)), T.tensor(arr(4, 5)), weight=T.tensor(arr(5)))
+    scenario()
+
+
+@pytest.mark.parametrize("name", ["logsigmoid", "softsign", "tanhshrink", "mish", "hardsigmoid", "hardswish"])
+def test_more_activations(name):
+    check(lambda T, F, x: getattr(F, name)(x), arr(3, 5) * 4, names=False)
+
+
+def test_softmin_relu_flatten():
+    check(lambda T, F, x: F.softmin(x, 1), arr(3, 5), names=False)
+    check(lambda T, F, x: F.relu_(x * 1), arr(3, 5), names=False)
+    check(lambda T, F, x: F.relu6(F.hardtanh(x, -2.0, 2.0) * 4), arr(3, 2, 4), names=False)

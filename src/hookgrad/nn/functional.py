@@ -11,12 +11,9 @@ import math
 import numpy as np
 
 from .._tensor import Tensor, wrap
-from .._ops import linalg, pointwise, views
-from .._ops._base import GRAD
+from .._ops import linalg
 from ._functional import activation as _act
 from ._functional import conv as _conv
-from ._functional import loss as _loss
-from ._functional import norm as _norm
 from ._functional import pooling as _pool
 from ._functional.linear_ops import linear_map
 
@@ -36,7 +33,8 @@ __all__ = [
     "log_softmax", "one_hot", "pad", "normalize", "scaled_dot_product_attention", "relu", "relu_", "leaky_relu",
     "elu", "gelu", "silu", "sigmoid", "tanh", "softplus", "hardtanh", "relu6", "mse_loss", "l1_loss",
     "smooth_l1_loss", "huber_loss", "cross_entropy", "nll_loss", "binary_cross_entropy",
-    "binary_cross_entropy_with_logits", "kl_div", "flatten", "unflatten",
+    "binary_cross_entropy_with_logits", "kl_div", "logsigmoid", "softsign",
+    "tanhshrink", "mish", "hardsigmoid", "hardswish", "softmin",
 ]
 
 
@@ -232,14 +230,6 @@ def relu_(input: Tensor) -> Tensor:
     return input.relu_()
 
 
-def flatten(input, start_dim=0, end_dim=-1):
-    return views.flatten(input, start_dim, end_dim)
-
-
-def unflatten(input, dim, sizes):
-    return views.unflatten(input, dim, sizes)
-
-
 def logsigmoid(input: Tensor) -> Tensor:
     return -_act.softplus(-input)
 
@@ -266,9 +256,3 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     return _act.softmax(-input, dim, _stacklevel, dtype)
-
-
-def cosine_similarity(x1, x2, dim=1, eps=1e-8):
-    num = (x1 * x2).sum(dim)
-    den = (x1.norm(2, dim) * x2.norm(2, dim)).clamp_min(eps)
-    return num / den

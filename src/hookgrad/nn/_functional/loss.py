@@ -130,8 +130,14 @@ def _pointwise_loss(node_cls, x, t, reduction, values, param=None):
     return result
 
 
-def _weighted(loss, weight, reduction):
+def _weighted(loss, weight, reduction, input, normalize_by_weight=True):
+    """torch's weighted regression losses: same-size weights; 'mean' divides by the weights' sum
+    (MSE, L1) or by the element count (Huber)."""
+    if weight._data.shape != input._data.shape:
+        raise ValueError("Weights and input must have the same size.")
     loss = loss * weight
+    if reduction == "mean" and normalize_by_weight:
+        return loss.sum() / weight.sum()
     return _reduce(loss, reduction)
 
 
@@ -140,7 +146,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     _check_reduction(reduction)
     x, t = _broadcast_pair(input, target)
     if weight is not None:
-        return _weighted((x - t) ** 2, weight, reduction)
+        return _weighted((x - t) ** 2, weight, reduction, input)
     d = x._data - t._data
     return _pointwise_loss(MseLossBackward0, x, t, reduction, d * d)
 
@@ -151,7 +157,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     x, t = _broadcast_pair(input, target)
     loss = (x - t).abs()
     if weight is not None:
-        return _weighted(loss, weight, reduction)
+        return _weighted(loss, weight, reduction, input)
     return _reduce(loss, reduction)
 
 
@@ -177,7 +183,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     a = np.abs(x._data - t._data)
     vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(a.dtype, copy=False)
     if weight is not None:
-        return _weighted(_pointwise_loss(HuberLossBackward0, x, t, "none", vals, delta), weight, reduction)
+        return _weighted(_pointwise_loss(HuberLossBackward0, x, t, "none", vals, delta), weight, reduction, input,
+                         normalize_by_weight=False)
     return _pointwise_loss(HuberLossBackward0, x, t, reduction, vals, delta)
 
 

@@ -6,7 +6,6 @@ the forward), so each is a ``linear_map`` with a NumPy forward and a NumPy adjoi
 from __future__ import annotations
 
 import functools
-import math
 
 import numpy as np
 
