@@ -562,3 +562,34 @@ def test_trace_sees_hooks_registered_before_it_on_hookgrad():
     handle.remove()
     assert [(k, o) for _, k, o, *_ in trace.events] == [("forward_hook", "fc1")]
     assert module_file._hook_observer is None
+
+
+def test_trace_without_roots_watches_the_imported_frameworks():
+    with HookTrace() as trace:
+        assert set(trace.frameworks) >= {"torch", "hookgrad"}
+        model = mlp(torch)
+        model.fc1.register_forward_hook(lambda *a: None)
+        model(batch(torch))
+    assert [(kind, owner) for _, kind, owner, *_ in trace.events] == [("forward_hook", "Linear")]
+
+
+def test_trace_of_a_framework_package_and_a_tensor_owner(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    with HookTrace(T) as trace:
+        assert trace.frameworks == [T.__name__]
+        x.register_hook(lambda g: g * 3)
+        (x * x).sum().backward()
+    np.testing.assert_allclose(np.asarray(x.grad.tolist()), [6.0, 12.0])
+    assert [(kind, owner) for _, kind, owner, *_ in trace.events] == [("tensor_hook", "tensor float32[2]")]
+
+
+@needs_hookgrad
+def test_trace_sees_autograd_node_hooks_on_hookgrad():
+    x = hookgrad.tensor([1.0, 2.0], requires_grad=True)
+    with HookTrace(hookgrad) as trace:
+        y = x * 2
+        y.grad_fn.register_prehook(lambda grads: None)
+        y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: None)
+        y.sum().backward()
+    assert [(kind, owner) for _, kind, owner, *_ in trace.events] == [("node_pre_hook", "MulBackward0"),
+                                                                       ("node_hook", "MulBackward0")]

@@ -170,14 +170,14 @@ def _defining_class(cls: Any, attr: str) -> Any:
 
 
 def _framework_of(obj: Any) -> types.ModuleType | None:
-    """The top-level package of the framework an object belongs to (its class's first ancestor
-    defined in a package that has a ``Tensor``), or the package itself when given one."""
+    """The top-level package of the framework an object belongs to: the package of the first class
+    in its MRO that defines a hook registration method (the framework's Module, Optimizer or
+    Tensor), or the package itself when given one."""
     if isinstance(obj, types.ModuleType):
         return sys.modules.get(obj.__name__.split(".")[0])
     for klass in type(obj).__mro__:
-        package = sys.modules.get(klass.__module__.split(".")[0])
-        if package is not None and hasattr(package, "Tensor"):
-            return package
+        if any(attr in vars(klass) for attr in ("register_forward_hook", "register_step_pre_hook", "register_hook")):
+            return sys.modules.get(klass.__module__.split(".")[0])
     return None
 
 
