@@ -410,3 +410,32 @@ def test_cnn_training_steps(T):
         losses.append(loss.item())
     model.eval()
     return losses, model(x), dict(model.state_dict())
+
+
+# ---- hooks on the layers -----------------------------------------------------------------------
+@differential(rtol=1e-5, atol=1e-6)
+def test_module_hooks_see_torch_values(T):
+    nn = T.nn
+    T.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(2, 3, 3, padding=1), nn.BatchNorm2d(3), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Flatten(), nn.Linear(12, 4), nn.LogSoftmax(1)).double()
+    load(T, model)
+    log = []
+    for name, m in model.named_children():
+        m.register_forward_hook(lambda mod, inp, out, name=name: log.append(("fwd", name, out.shape)))
+        m.register_full_backward_hook(lambda mod, gin, gout, name=name: log.append(
+            ("bwd", name, [g for g in gin], [g for g in gout])))
+    x = T.tensor(arr(2, 2, 4, 4), requires_grad=True)
+    out = model(x)
+    nn.NLLLoss()(out, T.tensor([1, 3])).backward()
+    return log, x.grad
+
+
+@differential
+def test_inplace_relu_after_hooked_module(T):
+    nn = T.nn
+    lin = nn.Linear(3, 3).double()
+    lin.register_full_backward_hook(lambda *a: None)
+    relu = nn.ReLU(inplace=True)
+    x = T.tensor(arr(2, 3), requires_grad=True)
+    return catch(lambda: relu(lin(x)))
