@@ -282,7 +282,7 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, o
     return _finish(_rng(generator).standard_normal(_size(size)).astype(dt.np), requires_grad, device)
 
 
-def randint(low, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     if size is None:
         # randint(high, size)
         low, high, size = 0, low, high
