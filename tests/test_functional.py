@@ -159,7 +159,7 @@ def test_avg_pool1d(kw):
     check(lambda T, F, x: F.avg_pool1d(x, **kw), arr(2, 3, 10))
 
 
-@pytest.mark.parametrize("size", [(3, 3), 1, (2, None), (5, 7), (4, 3)])
+@pytest.mark.parametrize("size", [(3, 3), 1, (2, None), (5, 7), (4, 3), (9, 11)])
 def test_adaptive_avg_pool2d(size):
     check(lambda T, F, x: F.adaptive_avg_pool2d(x, size), arr(2, 3, 7, 9))
 
