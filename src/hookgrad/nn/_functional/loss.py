@@ -235,13 +235,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight._data.shape)}")
     # class dim last, everything else flattened
-    xl = np.moveaxis(xd, 1, -1) if xd.ndim >= 2 else xd
+    xl = np.moveaxis(xd, 1, -1) if xd.ndim > 2 else xd
     x2 = xl.reshape(-1, c)
     t1 = td.reshape(-1).astype(np.int64, copy=False)
     valid = t1 != ignore_index
     safe = np.where(valid, t1, 0)
-    bad = valid & ((t1 < 0) | (t1 >= c))
-    if bad.any():
+    if safe.size and (safe.min() < 0 or safe.max() >= c):
+        bad = valid & ((t1 < 0) | (t1 >= c))
         raise IndexError(f"Target {int(t1[bad][0])} is out of bounds.")
     rows = np.arange(t1.size)
     picked = x2[rows, safe]
@@ -264,12 +264,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     if GRAD.enabled and x._requires_grad:
         coef = np.zeros(x2.shape, dtype=xd.dtype)
         coef[rows, safe] = scale
-        coef = coef.reshape(xl.shape)
-        if reduction == "none" and xd.ndim >= 2:
-            # grad of shape target.shape broadcasts along the class axis placed at 1
-            coef = np.moveaxis(coef, -1, 1)
-        elif xd.ndim >= 2:
-            coef = np.moveaxis(coef, -1, 1)
+        if xd.ndim > 2:
+            coef = np.moveaxis(coef.reshape(xl.shape), -1, 1)
+        elif xd.ndim == 1:
+            coef = coef.reshape(xd.shape)
         node = (NllLoss2DBackward0 if xd.ndim >= 3 else NllLossBackward0)((edge(x),))
         node.coef, node.reduction = coef, reduction
         record(node, result)
