@@ -32,6 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .data import load_digits
+from .tools._common import fmt, format_table, label
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NONFINITE = 0, 1, 2, 3
 NAN_TARGETS = {"forward": "conv2", "backward": "fc1"}
@@ -299,18 +300,13 @@ def _write_outputs(args, framework, result, history, flow, acts, trace, sentinel
 
 
 def _layer_rows(flow, acts, trace):
-    last_stats = {}
-    for name in acts.names:
-        values = acts[name]
-        if values:
-            last_stats[name] = values[-1][0] if isinstance(values[-1], tuple) else values[-1]
     hook_ms: dict[str, float] = {}
     for row in trace.summary():
         hook_ms[row["owner"]] = hook_ms.get(row["owner"], 0.0) + row["total_ms"]
     rows = []
     for r in flow.summary():
         name = r["module"]
-        s = last_stats.get(name, {})
+        s = acts.latest_stats(name) or {}
         param_ms = sum(ms for owner, ms in hook_ms.items() if owner.startswith(name + "."))
         rows.append({"layer": name, "type": r["type"], "calls": r["calls_per_step"],
                      "grad_out_mean": r["grad_output_mean"], "grad_out_last": r["grad_output_last"],
@@ -318,10 +314,6 @@ def _layer_rows(flow, acts, trace):
                      "param_last": r["param_last"], "act_std": s.get("std"), "zero_frac": s.get("frac_zero"),
                      "hook_ms": hook_ms.get(name, 0.0) + param_ms})
     return rows
-
-
-def _e(v):
-    return "-" if v is None else f"{v:.3e}"
 
 
 def _report(args, framework, result, history, flow, acts, trace, sentinel, n_train, n_test, inject_at, files):
@@ -376,9 +368,9 @@ def _report(args, framework, result, history, flow, acts, trace, sentinel, n_tra
     for r in _layer_rows(flow, acts, trace):
         zero = "-" if r["zero_frac"] is None else f"{r['zero_frac']:.3f}"
         std = "-" if r["act_std"] is None else f"{r['act_std']:.3g}"
-        lines.append(f"| `{r['layer']}` | {r['type']} | {r['calls']} | {_e(r['grad_out_mean'])} | "
-                     f"{_e(r['grad_out_last'])} | {_e(r['grad_in_last'])} | {_e(r['param_mean'])} | "
-                     f"{_e(r['param_last'])} | {std} | {zero} | {r['hook_ms']:.1f} |")
+        lines.append(f"| `{r['layer']}` | {r['type']} | {r['calls']} | {fmt(r['grad_out_mean'])} | "
+                     f"{fmt(r['grad_out_last'])} | {fmt(r['grad_in_last'])} | {fmt(r['param_mean'])} | "
+                     f"{fmt(r['param_last'])} | {std} | {zero} | {r['hook_ms']:.1f} |")
     kinds: dict[str, list[float]] = {}
     for row in trace.summary():
         acc = kinds.setdefault(row["kind"], [0, 0.0])
@@ -406,18 +398,13 @@ def _print_summary(result: DemoResult, flow, acts) -> None:
     print(f"outputs in {os.path.abspath(out)}:")
     for path in result.files.values():
         print(f"  {os.path.basename(path)}")
-    rows = [[r["module"] or "(model)", r["type"], _e(r["grad_output_mean"]), _e(r["param_mean"])]
-            for r in flow.summary()]
-    zero = {}
-    for name in acts.names:
-        values = acts[name]
-        if values:
-            zero[name] = values[-1]["frac_zero"]
-    from .tools._common import format_table
+    rows = []
+    for r in flow.summary():
+        stats = acts.latest_stats(r["module"]) or {}
+        rows.append([label(r["module"]), r["type"], fmt(r["grad_output_mean"]), fmt(r["param_mean"]),
+                     fmt(stats.get("frac_zero"), ".3f")])
     print()
-    print(format_table(["layer", "type", "mean |grad_out|", "mean |param grad|", "zero frac"],
-                       [r + ["-" if n not in zero else f"{zero[n]:.3f}"]
-                        for r, n in zip(rows, (r["module"] for r in flow.summary()))]))
+    print(format_table(["layer", "type", "mean |grad_out|", "mean |param grad|", "zero frac"], rows))
 
 
 def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:

@@ -95,16 +95,20 @@ class ActivationCapture(HookTool):
         first = value[0] if isinstance(value, tuple) else value
         return first if self.mode == "stats" else _stats(first)
 
+    def latest_stats(self, name: str) -> dict[str, Any] | None:
+        """Statistics of the latest output of module ``name`` (its first tensor), None before any call."""
+        values = self[name]
+        return self._stats_of(values[-1]) if values else None
+
     def table(self) -> str:
         """Per module: number of calls, output shape and the statistics of its latest output."""
         rows = []
         for name in self.names:
-            values = self._by_name.get(name, [])
-            if not values:
+            s = self.latest_stats(name)
+            if s is None:
                 rows.append([label(name), self.types[name], "0", "-", "-", "-", "-", "-", "-"])
                 continue
-            s = self._stats_of(values[-1])
-            rows.append([label(name), self.types[name], str(len(values)), "x".join(map(str, s["shape"])) or "scalar",
+            rows.append([label(name), self.types[name], str(len(self._by_name[name])), "x".join(map(str, s["shape"])) or "scalar",
                          fmt(s["mean"], ".4g"), fmt(s["std"], ".4g"), fmt(s["min"], ".4g"), fmt(s["max"], ".4g"),
                          fmt(s["frac_zero"], ".3f")])
         return format_table(["module", "type", "calls", "shape", "mean", "std", "min", "max", "zero frac"], rows)

@@ -84,14 +84,15 @@ class GradientFlow(HookTool):
 
     # ---- steps and results -------------------------------------------------------------------
     def _pending_record(self) -> dict[str, Any]:
+        params = dict(self._pending_params)
         for qualified, p in self._read_at_step:
             if p.grad is not None:
-                self._pending_params[qualified] = norm([p.grad])
+                params[qualified] = norm([p.grad])
         modules = {}
         for name, calls in self._pending_modules.items():
             modules[name] = {key: _combine(calls[key]) for key in ("grad_output", "grad_input")}
             modules[name]["calls"] = len(calls["grad_output"])
-        return {"step": self.steps, "modules": modules, "params": dict(self._pending_params)}
+        return {"step": self.steps, "modules": modules, "params": params}
 
     def step(self) -> None:
         """End the current step: what the hooks saw since the last ``step()`` becomes one record."""
