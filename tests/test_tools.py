@@ -416,6 +416,18 @@ def test_capture_stats_same_on_torch_and_hookgrad():
     compare(capture_stats_scenario, rtol=1e-4, atol=1e-6)
 
 
+def capture_tensor_scenario(T):
+    model = mlp(T)
+    with ActivationCapture(model, names=["act", ""]) as cap:
+        train_steps(T, model, [cap], steps=2)
+    return [(r.order, r.step, r.module, r.value) for r in cap.records]
+
+
+@needs_hookgrad
+def test_capture_tensors_same_on_torch_and_hookgrad():
+    compare(capture_tensor_scenario, rtol=1e-4, atol=1e-6)
+
+
 def test_capture_plots(T, tmp_path):
     pytest.importorskip("matplotlib")
     model = mlp(T)
