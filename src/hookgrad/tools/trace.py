@@ -237,6 +237,11 @@ class HookTrace:
     (``None``: no limit; ``counts`` keep counting past it). ``order`` numbers hook calls in the
     order they return (a hook that itself runs a hooked module returns after the inner hooks).
 
+    On hookgrad every module hook is seen, also those registered before the trace started (the
+    framework reports each dispatch). On torch only hooks registered while a trace is active are
+    seen: torch has no public way to list the hooks already in place, so the trace wraps hooks as
+    they are registered; autograd-node hooks are out of its reach there.
+
     ``save(path)`` writes a Chrome trace (JSON, ``traceEvents`` of ``"ph": "X"`` complete events,
     ``ts``/``dur`` in microseconds) that Perfetto (ui.perfetto.dev) and chrome://tracing open;
     ``table()`` sums it up per hook. ``mark(name)`` adds an instant event (a step boundary, say).
