@@ -404,7 +404,7 @@ class HookTrace:
         for order, kind, name, start, end, tid in self.events:
             out.append({"name": f"{kind} {name}", "cat": kind, "ph": "X", "pid": pid, "tid": tid,
                         "ts": round((start - self.t0) * us, 3), "dur": round((end - start) * us, 3),
-                        "args": {"order": order, "kind": kind, "owner": name}})
+                        "args": {"order": order}})
         for name, at in self._marks:
             out.append({"name": name, "cat": "mark", "ph": "i", "s": "g", "pid": pid, "tid": 1,
                         "ts": round((at - self.t0) * us, 3)})
