@@ -66,6 +66,10 @@ class NonFiniteSentinel(HookTool):
             out of ``backward()``); ``"record"`` appends a ``NonFiniteEvent`` to ``events``, the
             first per phase and step, and lets training go on.
         optimizer: if given, every ``optimizer.step()`` ends a step; otherwise call ``step()``.
+
+    The backward checks use full backward hooks, which make each watched module's outputs views:
+    code that then modifies such an output in place raises while the sentinel is active (use
+    ``check="forward"`` or narrow ``names`` for such models).
     """
 
     _tool_name = "NonFiniteSentinel"
