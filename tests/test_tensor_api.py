@@ -273,3 +273,11 @@ def test_broadcasting_binary_ops_property(shapes, op, swap):
 @differential
 def test_cuda_queries_answer_cpu_only(T):
     return T.cuda.is_available(), T.cuda.device_count(), hasattr(T, "no_such_function_anywhere")
+
+
+def test_nonfinite_arithmetic_is_silent_like_torch():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = hookgrad.tensor([float("inf"), 1.0])
+        (a * 0, a - a, a / 0, hookgrad.tensor([[float("inf")]]) @ hookgrad.tensor([[0.0]]), a.log(), (-a).sqrt())

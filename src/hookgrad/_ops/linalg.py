@@ -9,6 +9,11 @@ from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, edge, record
 
 
+def _quiet():
+    # NumPy flags inf/nan produced inside a product; torch stays silent, so do we
+    return np.errstate(invalid="ignore", over="ignore", divide="ignore")
+
+
 def _check_same_dtype(a, b, what):
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
@@ -34,7 +39,8 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
     _check_same_dtype(a, b, "mm")
-    result = wrap(a._data @ b._data)
+    with _quiet():
+        result = wrap(a._data @ b._data)
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = MmBackward0((edge(a), edge(b)))
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
@@ -71,7 +77,8 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
     _check_same_dtype(a, b, "mm")
-    out = a._data @ b._data
+    with _quiet():
+        out = a._data @ b._data
     if alpha != 1:
         out *= alpha
     out += bias._data if beta == 1 else beta * bias._data
@@ -102,7 +109,8 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
         raise RuntimeError(f"size mismatch, got input ({a._data.shape[0]}), mat ({a._data.shape[0]}x"
                            f"{a._data.shape[1]}), vec ({v._data.shape[0]})")
     _check_same_dtype(a, v, "mv")
-    result = wrap(a._data @ v._data)
+    with _quiet():
+        result = wrap(a._data @ v._data)
     if GRAD.enabled and (a._requires_grad or v._requires_grad):
         node = MvBackward0((edge(a), edge(v)))
         node.save(a if v._requires_grad else None, v if a._requires_grad else None)
@@ -161,7 +169,8 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{a._data.shape[0]}, {a._data.shape[2]}] but got: [{b._data.shape[0]}, {b._data.shape[1]}].")
     _check_same_dtype(a, b, "mm")
-    result = wrap(np.matmul(a._data, b._data))
+    with _quiet():
+        result = wrap(np.matmul(a._data, b._data))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = BmmBackward0((edge(a), edge(b)))
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
