@@ -30,10 +30,9 @@ class _Geom:
 
 
 # ---- NumPy kernels (4-D arrays) ---------------------------------------------------------------
-def _padded(x, pad, extra_b=0, extra_r=0):
+def _padded(x, pad):
+    """``x`` with zero padding (top, bottom, left, right) around its last two dims (no copy when none)."""
     pt, pb, pl, pr = pad
-    pb += extra_b
-    pr += extra_r
     if not (pt or pb or pl or pr):
         return x
     n, c, h, w = x.shape
