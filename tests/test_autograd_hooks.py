@@ -847,3 +847,15 @@ def test_removable_handle_pickles_and_removes():
         assert h.id in hooks
     assert h.id not in hooks
     h.remove()
+
+
+@differential
+def test_tied_accumulate_grads_run_in_torch_heap_order(T):
+    # many leaves become ready at once: their order is the priority queue's tie-breaking
+    log = []
+    leaves = [T.tensor([float(i)], requires_grad=True) for i in range(9)]
+    for i, leaf in enumerate(leaves):
+        leaf.register_post_accumulate_grad_hook(lambda t, i=i: log.append(i))
+    (T.stack(leaves) * T.arange(9.0).unsqueeze(1)).sum().backward()
+    T.cat([leaves[3], leaves[1], leaves[4], leaves[1], leaves[5]]).sum().backward()
+    return log

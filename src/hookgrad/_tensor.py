@@ -454,18 +454,8 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
     t = object.__new__(Tensor)
-    t._data = data
+    _init(t, data)
     t._requires_grad = requires_grad
-    t._grad_fn = None
-    t._grad = None
-    t._output_nr = 0
-    t._version_counter = [0]
-    t._base = None
-    t._view_version = 0
-    t._backward_hooks = None
-    t._post_accumulate_grad_hooks = None
-    t._accumulator = None
-    t._retains_grad = False
     return t
 
 

@@ -65,6 +65,7 @@ def _needs(a, b):
 
 class AddBackward0(Node):
     __slots__ = ("alpha", "a_shape", "b_shape", "a_dtype", "b_dtype")
+    sign = 1
 
     def apply(self, grads):
         g = grads[0]
@@ -72,23 +73,15 @@ class AddBackward0(Node):
         if self.next_functions[0][0] is not None:
             ga = _cast(sum_to_shape(g, self.a_shape), self.a_dtype)
         if self.next_functions[1][0] is not None:
-            gb = g if self.alpha == 1 else g * self.alpha
+            scale = self.sign * self.alpha
+            gb = g if scale == 1 else -g if scale == -1 else g * scale
             gb = _cast(sum_to_shape(gb, self.b_shape), self.b_dtype)
         return ga, gb
 
 
 class SubBackward0(AddBackward0):
     __slots__ = ()
-
-    def apply(self, grads):
-        g = grads[0]
-        ga = gb = None
-        if self.next_functions[0][0] is not None:
-            ga = _cast(sum_to_shape(g, self.a_shape), self.a_dtype)
-        if self.next_functions[1][0] is not None:
-            gb = -g if self.alpha == 1 else g * (-self.alpha)
-            gb = _cast(sum_to_shape(gb, self.b_shape), self.b_dtype)
-        return ga, gb
+    sign = -1
 
 
 def _cast(g, np_dtype):
@@ -103,31 +96,27 @@ def _shape_dtype(b):
     return (), None
 
 
-def add(a, b, *, alpha=1, out=None):
+def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
     a, b, dt = _binary_inputs(a, b)
-    result = _finish(_np_binary(np.add, a, b, dt, alpha), dt)
+    if node_cls is SubBackward0 and dt.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    result = _finish(_np_binary(np_fn, a, b, dt, alpha), dt)
     if _needs(a, b):
-        node = AddBackward0((edge(a), _b_edge(b)))
+        node = node_cls((edge(a), _b_edge(b)))
         node.alpha = alpha
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
         record(node, result)
     return _maybe_out(result, out)
+
+
+def add(a, b, *, alpha=1, out=None):
+    return _add_or_sub(a, b, alpha, out, np.add, AddBackward0)
 
 
 def sub(a, b, *, alpha=1, out=None):
-    a, b, dt = _binary_inputs(a, b)
-    if dt.kind == "b":
-        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
-                           "Use the `^` or `logical_xor()` operator instead.")
-    result = _finish(_np_binary(np.subtract, a, b, dt, alpha), dt)
-    if _needs(a, b):
-        node = SubBackward0((edge(a), _b_edge(b)))
-        node.alpha = alpha
-        node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
-        node.b_shape, node.b_dtype = _shape_dtype(b)
-        record(node, result)
-    return _maybe_out(result, out)
+    return _add_or_sub(a, b, alpha, out, np.subtract, SubBackward0)
 
 
 class RsubBackward1(Node):

@@ -402,24 +402,22 @@ def aminmax(x, *, dim=None, keepdim=False):
     return rt(amin(x, dim if dim is not None else (), keepdim), amax(x, dim if dim is not None else (), keepdim))
 
 
-def argmax(x, dim=None, keepdim=False):
+def _arg_extreme(x, dim, keepdim, np_fn):
     data = x._data
     if dim is None:
-        out = np.asarray(np.argmax(data), dtype=np.int64)
+        out = np.asarray(np_fn(data), dtype=np.int64)
         return wrap(out.reshape((1,) * data.ndim) if keepdim else out)
     d = _wrap_dim(dim, data.ndim)
-    out = np.argmax(data, axis=d) if data.ndim else np.zeros((), np.int64)
+    out = np_fn(data, axis=d) if data.ndim else np.zeros((), np.int64)
     return wrap(np.asarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
+
+
+def argmax(x, dim=None, keepdim=False):
+    return _arg_extreme(x, dim, keepdim, np.argmax)
 
 
 def argmin(x, dim=None, keepdim=False):
-    data = x._data
-    if dim is None:
-        out = np.asarray(np.argmin(data), dtype=np.int64)
-        return wrap(out.reshape((1,) * data.ndim) if keepdim else out)
-    d = _wrap_dim(dim, data.ndim)
-    out = np.argmin(data, axis=d) if data.ndim else np.zeros((), np.int64)
-    return wrap(np.asarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
+    return _arg_extreme(x, dim, keepdim, np.argmin)
 
 
 def all(x, dim=None, keepdim=False):

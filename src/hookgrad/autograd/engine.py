@@ -27,9 +27,8 @@ def current_task():
 
 
 # ---- a binary heap with libstdc++'s exact push/pop algorithms -----------------------------------
-def _heap_push(heap: list, item) -> None:
-    heap.append(item)
-    hole = len(heap) - 1
+def _sift_up(heap: list, hole: int, item) -> None:
+    """libstdc++'s __push_heap: move ``item`` up from ``hole`` while its parent ranks lower."""
     seq = item[0]
     while hole > 0:
         parent = (hole - 1) // 2
@@ -40,15 +39,20 @@ def _heap_push(heap: list, item) -> None:
     heap[hole] = item
 
 
+def _heap_push(heap: list, item) -> None:
+    heap.append(item)
+    _sift_up(heap, len(heap) - 1, item)
+
+
 def _heap_pop(heap: list):
+    """libstdc++'s pop_heap: the hole left at the root goes down along the larger children to a
+    leaf, then the former last element is sifted up from there (equal keys keep this exact order)."""
     top = heap[0]
     last = heap.pop()
     n = len(heap)
     if n == 0:
         return top
-    # __adjust_heap: move the hole from the root down to a leaf along the larger children ...
-    hole = 0
-    child = hole
+    hole = child = 0
     while child < (n - 1) // 2:
         child = 2 * (child + 1)
         if heap[child][0] < heap[child - 1][0]:
@@ -59,15 +63,7 @@ def _heap_pop(heap: list):
         child = 2 * (child + 1)
         heap[hole] = heap[child - 1]
         hole = child - 1
-    # ... then __push_heap the former last element back up from there
-    seq = last[0]
-    while hole > 0:
-        parent = (hole - 1) // 2
-        if not heap[parent][0] < seq:
-            break
-        heap[hole] = heap[parent]
-        hole = parent
-    heap[hole] = last
+    _sift_up(heap, hole, last)
     return top
 
 
