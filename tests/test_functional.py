@@ -556,3 +556,60 @@ def test_softmin_relu_flatten():
     check(lambda T, F, x: F.softmin(x, 1), arr(3, 5), names=False)
     check(lambda T, F, x: F.relu_(x * 1), arr(3, 5), names=False)
     check(lambda T, F, x: F.relu6(F.hardtanh(x, -2.0, 2.0) * 4), arr(3, 2, 4), names=False)
+
+
+# ---- random geometries (hypothesis) ------------------------------------------------------------
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def conv_geometry(draw):
+    groups = draw(st.sampled_from([1, 2]))
+    cin, cout = groups * draw(st.integers(1, 2)), groups * draw(st.integers(1, 2))
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    ph, pw = draw(st.integers(0, 2)), draw(st.integers(0, 2))
+    h = draw(st.integers(dh * (kh - 1) + 1 - 2 * ph if dh * (kh - 1) + 1 - 2 * ph > 1 else 1, 7))
+    w = draw(st.integers(dw * (kw - 1) + 1 - 2 * pw if dw * (kw - 1) + 1 - 2 * pw > 1 else 1, 7))
+    return dict(n=draw(st.integers(1, 2)), cin=cin, cout=cout, k=(kh, kw), stride=(sh, sw), dil=(dh, dw),
+                pad=(ph, pw), hw=(h, w), groups=groups, seed=draw(st.integers(0, 1000)))
+
+
+@settings(max_examples=40, deadline=None)
+@given(conv_geometry())
+def test_conv2d_random_geometry(geo):
+    x = arr(geo["n"], geo["cin"], *geo["hw"], seed=geo["seed"])
+    w = arr(geo["cout"], geo["cin"] // geo["groups"], *geo["k"], seed=geo["seed"] + 1)
+    kw = dict(stride=geo["stride"], padding=geo["pad"], dilation=geo["dil"], groups=geo["groups"])
+    check(lambda T, F, x, w, b: F.conv2d(x, w, b, **kw), x, w, arr(geo["cout"], seed=2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(0, 1), st.booleans(), st.integers(3, 8), st.integers(0, 99))
+def test_pools_random_geometry(k, s, p, ceil, size, seed):
+    if 2 * p > k:
+        p = 0
+    x = arr(2, 2, size, size + 1, seed=seed)
+    check(lambda T, F, x: F.max_pool2d(x, k, s, p, ceil_mode=ceil, return_indices=True), x)
+    check(lambda T, F, x: F.avg_pool2d(x, k, s, p, ceil_mode=ceil, count_include_pad=bool(seed % 2)), x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(conv_geometry(), st.integers(0, 2))
+def test_conv_transpose2d_random_geometry(geo, op):
+    output_padding = tuple(min(op, max(s, d) - 1) for s, d in zip(geo["stride"], geo["dil"]))
+    x = arr(geo["n"], geo["cin"], *geo["hw"], seed=geo["seed"])
+    w = arr(geo["cin"], geo["cout"] // geo["groups"], *geo["k"], seed=geo["seed"] + 1)
+    kw = dict(stride=geo["stride"], padding=geo["pad"], dilation=geo["dil"], groups=geo["groups"],
+              output_padding=output_padding)
+
+    def scenario(T):
+        xt, wt = T.tensor(x, requires_grad=True), T.tensor(w, requires_grad=True)
+        out = catch(T.nn.functional.conv_transpose2d, xt, wt, **kw)
+        if not isinstance(out, T.Tensor):
+            return out
+        out.backward(T.tensor(R(1).standard_normal(tuple(out.shape))))
+        return out, xt.grad, wt.grad
+    got, want = run_both(scenario)
+    assert_same(got, want, 1e-6, 1e-7)

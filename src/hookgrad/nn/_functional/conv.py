@@ -74,7 +74,7 @@ def col2im(cols, shape, kh, kw, geom):
     pt, pb, pl, pr = geom.pad
     n, c, h, w = shape
     ho, wo = cols.shape[4], cols.shape[5]
-    if kh == 1 and kw == 1 and sh == 1 and sw == 1 and not any(geom.pad):
+    if kh == 1 and kw == 1 and sh == 1 and sw == 1 and not any(geom.pad) and (ho, wo) == (h, w):
         return cols.reshape(shape)
     hp, wp = h + pt + pb, w + pl + pr
     out = np.zeros((n, c, hp, wp), dtype=cols.dtype)
@@ -329,6 +329,9 @@ def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, 
     ins = x._data.shape[2:]
     outs = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
                  for i, s, p, d, k, op in zip(ins, stride, padding, dilation, ks, output_padding))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"Given input size per channel: ({_fmt(ins)}). Calculated output size per channel: "
+                           f"({_fmt(outs)}). Output size is too small")
     # the adjoint of a convolution of an input of size ``outs``; output_padding adds rows at the end that
     # the convolution's windows never reach, which the padding on that side accounts for
     c_out = weight._data.shape[1] * groups
