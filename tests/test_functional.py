@@ -613,3 +613,43 @@ def test_conv_transpose2d_random_geometry(geo, op):
         return out, xt.grad, wt.grad
     got, want = run_both(scenario)
     assert_same(got, want, 1e-6, 1e-7)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 12), st.integers(1, 12), st.integers(0, 99))
+def test_adaptive_pool_random_sizes(oh, ow, h, w, seed):
+    check(lambda T, F, x: F.adaptive_avg_pool2d(x, (oh, ow)), arr(1, 2, h, w, seed=seed), names=(oh, ow) != (1, 1))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.sampled_from(["constant", "reflect", "replicate", "circular"]), st.lists(st.integers(0, 3), min_size=4,
+                                                                                  max_size=4), st.integers(0, 99))
+def test_pad_random(mode, p, seed):
+    x = arr(2, 3, 4, 5, seed=seed)
+
+    @differential
+    def scenario(T):
+        xt = T.tensor(x, requires_grad=True)
+        out = catch(T.nn.functional.pad, xt, tuple(p), mode=mode)
+        if not isinstance(out, T.Tensor):
+            return out
+        out.backward(T.tensor(R(1).standard_normal(tuple(out.shape))))
+        return out, xt.grad
+    scenario()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 3), st.integers(0, 2), st.integers(1, 2), st.integers(3, 9),
+       st.integers(0, 99))
+def test_conv1d_random(k, s, p, d, size, seed):
+    x, w = arr(2, 2, size, seed=seed), arr(3, 2, k, seed=seed + 1)
+
+    @differential
+    def scenario(T):
+        xt, wt = T.tensor(x, requires_grad=True), T.tensor(w, requires_grad=True)
+        out = catch(T.nn.functional.conv1d, xt, wt, stride=s, padding=p, dilation=d)
+        if not isinstance(out, T.Tensor):
+            return out
+        out.backward(T.tensor(R(1).standard_normal(tuple(out.shape))))
+        return out, xt.grad, wt.grad
+    scenario()
