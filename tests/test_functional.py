@@ -653,3 +653,33 @@ def test_conv1d_random(k, s, p, d, size, seed):
         out.backward(T.tensor(R(1).standard_normal(tuple(out.shape))))
         return out, xt.grad, wt.grad
     scenario()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 5), st.sampled_from([(), (3,), (2, 2)]), st.booleans(),
+       st.sampled_from([-100, 0, 1]), st.sampled_from([0.0, 0.3]), st.sampled_from(["mean", "sum", "none"]),
+       st.integers(0, 99))
+def test_cross_entropy_random(n, c, spatial, weighted, ignore, smoothing, reduction, seed):
+    x = arr(n, c, *spatial, seed=seed)
+    t = ints(n, *spatial, high=c, seed=seed + 1)
+    wt = arr(c, seed=seed + 2, low=0.2, high=2.0)
+
+    @differential
+    def scenario(T):
+        xt = T.tensor(x, requires_grad=True)
+        out = T.nn.functional.cross_entropy(xt, T.tensor(t), weight=T.tensor(wt) if weighted else None,
+                                            ignore_index=ignore, label_smoothing=smoothing, reduction=reduction)
+        out.backward(T.tensor(R(1).standard_normal(tuple(out.shape))))
+        return out, xt.grad
+    scenario()
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(2, 4), st.sampled_from([1, 2, 4]), st.sampled_from([(), (3,), (2, 3)]), st.integers(0, 99))
+def test_norms_random(n, groups, spatial, seed):
+    c = 4
+    x = arr(n, c, *spatial, seed=seed)
+    check(lambda T, F, x, w, b: F.group_norm(x, groups, w, b), x, arr(c, seed=1), arr(c, seed=2))
+    check(lambda T, F, x, w, b: F.batch_norm(x, None, None, w, b, training=True), x, arr(c, seed=1), arr(c, seed=2))
+    ns = x.shape[-1:]
+    check(lambda T, F, x, w, b: F.layer_norm(x, ns, w, b), x, arr(*ns, seed=1), arr(*ns, seed=2))

@@ -259,7 +259,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         total = w.sum()
         with _err():
             out = np.asarray(losses.sum() / total, dtype=xd.dtype)
-            scale = -w / total
+            scale = np.where(valid, -w / total, 0).astype(xd.dtype, copy=False)  # ignored rows get 0, not 0/0
     result = wrap(out)
     if GRAD.enabled and x._requires_grad:
         coef = np.zeros(x2.shape, dtype=xd.dtype)
