@@ -683,3 +683,34 @@ def test_norms_random(n, groups, spatial, seed):
     check(lambda T, F, x, w, b: F.batch_norm(x, None, None, w, b, training=True), x, arr(c, seed=1), arr(c, seed=2))
     ns = x.shape[-1:]
     check(lambda T, F, x, w, b: F.layer_norm(x, ns, w, b), x, arr(*ns, seed=1), arr(*ns, seed=2))
+
+
+@differential(rtol=1e-6, atol=1e-6)
+def test_extreme_values(T):
+    F = T.nn.functional
+    out = []
+    x = T.tensor([0.0, 1.0, 0.5, 1e-8, 1 - 1e-7], dtype=T.float64, requires_grad=True)
+    t = T.tensor([0.0, 1.0, 1.0, 0.3, 0.0], dtype=T.float64)
+    for red in ("mean", "none"):
+        loss = F.binary_cross_entropy(x, t, reduction=red)
+        loss.sum().backward()
+        out += [loss, x.grad]
+        x.grad = None
+    z = T.tensor([-800.0, -30, 0, 30, 800], dtype=T.float64, requires_grad=True)
+    loss = F.binary_cross_entropy_with_logits(z, t, pos_weight=T.tensor(2.0, dtype=T.float64))
+    loss.backward()
+    out += [loss, z.grad]
+    for beta, th in ((1.0, 20.0), (2.0, 1.0)):
+        z.grad = None
+        s = F.softplus(z, beta, th)
+        s.sum().backward()
+        out += [s, z.grad]
+    y = T.tensor([[-float("inf"), 0.0, 1.0], [2.0, 3.0, -float("inf")]], dtype=T.float64, requires_grad=True)
+    loss = F.cross_entropy(y, T.tensor([1, 0]))
+    loss.backward()
+    out += [loss, y.grad]
+    out.append(F.gelu(T.tensor([-40.0, -5.0, 0.0, 5.0, 40.0])))
+    out.append(F.elu(T.tensor([-800.0, 0.0, 3.0])))
+    out.append(F.silu(T.tensor([-800.0, 0.0, 800.0])))
+    out.append(F.log_softmax(T.tensor([[1000.0, 0.0, -1000.0]]), 1))
+    return out
