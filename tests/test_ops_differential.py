@@ -191,3 +191,20 @@ def test_double_backward_matches_torch(name):
         return g, gg
 
     assert_same(normalize(scenario(hookgrad)), normalize(scenario(torch)), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name", ["tanh_mul", "softmax", "matmul", "var"])
+def test_gradgradcheck(name):
+    fn = DOUBLE_BACKWARD[name]
+    x = hookgrad.tensor(_inputs([(2, 3)])[0], requires_grad=True)
+    assert hookgrad.autograd.gradgradcheck(lambda t: fn(hookgrad, t), (x,))
+
+
+def test_softmax_with_dtype_sends_grad_back_in_input_dtype():
+    def run(T):
+        x = T.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+        y = T.softmax(x, 1, dtype=T.float64) * T.tensor([[1.0, 0.0, 2.0]], dtype=T.float64)
+        z = T.log_softmax(x, 1, dtype=T.float64).sum()
+        (y.sum() + z).backward()
+        return y, x.grad
+    assert_same(normalize(run(hookgrad)), normalize(run(torch)))

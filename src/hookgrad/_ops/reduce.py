@@ -667,7 +667,10 @@ def _log_softmax_np(data, d):
 
 
 def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
-    data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
+    if dtype is not None:
+        # cast as a recorded op first, so the gradient flows back in the input's dtype
+        x = x.to(_dtype.to_dtype(dtype))
+    data = x._data
     if data.dtype.kind not in "fc":
         raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for \'Long\'')
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
@@ -682,7 +685,9 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 
 
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
-    data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
+    if dtype is not None:
+        x = x.to(_dtype.to_dtype(dtype))
+    data = x._data
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
     with _err():
         result = wrap(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data))
