@@ -859,3 +859,19 @@ def test_tied_accumulate_grads_run_in_torch_heap_order(T):
     (T.stack(leaves) * T.arange(9.0).unsqueeze(1)).sum().backward()
     T.cat([leaves[3], leaves[1], leaves[4], leaves[1], leaves[5]]).sum().backward()
     return log
+
+
+@differential
+def test_grad_adoption_never_aliases_what_others_hold(T):
+    a = T.ones(3, requires_grad=True)
+    kept = []
+    a.register_hook(lambda g: kept.append(g))
+    (a * 2).sum().backward()
+    (a * 2).sum().backward()
+    b = T.ones(2, requires_grad=True)
+    c = T.ones(2, requires_grad=True)
+    (b + c).sum().backward()
+    b.grad.add_(5)
+    w = T.ones(2, 3, requires_grad=True)
+    (T.ones(4, 3) @ w.t()).sum().backward()
+    return kept, a.grad, b.grad, c.grad, w.grad, w.grad.is_contiguous()

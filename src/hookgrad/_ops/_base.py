@@ -85,6 +85,9 @@ def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
         return g
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
+    if not GRAD.enabled:
+        data = g._data.sum(axis=dims, keepdims=True) if dims else g._data
+        return wrap(data.reshape(shape) if data.shape != shape else data)
     if dims:
         g = g.sum(dims, keepdim=True)
     if g._data.shape != shape:

@@ -22,14 +22,38 @@ def _check_same_dtype(a, b, what):
 
 
 class MmBackward0(Node):
-    __slots__ = ()
+    __slots__ = ("b_transposed",)
 
     def apply(self, grads):
         a, b = self.saved()
         g = grads[0]
-        ga = mm(g, b.t()) if self.next_functions[0][0] is not None else None
-        gb = mm(a.t(), g) if self.next_functions[1][0] is not None else None
+        ga = _mm_grad_self(g, b) if self.next_functions[0][0] is not None else None
+        gb = _mm_grad_other(a, g, self.b_transposed) if self.next_functions[1][0] is not None else None
         return ga, gb
+
+
+def _mm_grad_self(g, b):
+    """d(a @ b)/da applied to g: ``g @ b.T``."""
+    if GRAD.enabled:
+        return mm(g, b.t())
+    with _quiet():
+        return wrap(g._data @ b._data.T)
+
+
+def _is_transposed(m: np.ndarray) -> bool:
+    return m.flags.f_contiguous and not m.flags.c_contiguous
+
+
+def _mm_grad_other(a, g, b_transposed):
+    """d(a @ b)/db applied to g: ``a.T @ g``, laid out like ``b``. When b is a transposed matrix
+    (F-ordered, as ``weight.t()`` in a linear layer) the product is computed transposed, so the
+    gradient that reaches the weight is C-contiguous and can become ``.grad`` without a copy."""
+    if GRAD.enabled:
+        return mm(a.t(), g)
+    with _quiet():
+        if b_transposed:
+            return wrap((g._data.T @ a._data).T)
+        return wrap(a._data.T @ g._data)
 
 
 def mm(a: Tensor, b: Tensor) -> Tensor:
@@ -43,13 +67,14 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
         result = wrap(a._data @ b._data)
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = MmBackward0((edge(a), edge(b)))
+        node.b_transposed = _is_transposed(b._data)
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
         record(node, result)
     return result
 
 
 class AddmmBackward0(Node):
-    __slots__ = ("bias_shape", "beta", "alpha")
+    __slots__ = ("bias_shape", "beta", "alpha", "b_transposed")
 
     def apply(self, grads):
         a, b = self.saved()
@@ -61,11 +86,11 @@ class AddmmBackward0(Node):
             if self.beta != 1:
                 gbias = gbias * self.beta
         if self.next_functions[1][0] is not None:
-            ga = mm(g, b.t())
+            ga = _mm_grad_self(g, b)
             if self.alpha != 1:
                 ga = ga * self.alpha
         if self.next_functions[2][0] is not None:
-            gb = mm(a.t(), g)
+            gb = _mm_grad_other(a, g, self.b_transposed)
             if self.alpha != 1:
                 gb = gb * self.alpha
         return gbias, ga, gb
@@ -86,6 +111,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
         node = AddmmBackward0((edge(bias), edge(a), edge(b)))
         node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
+        node.b_transposed = _is_transposed(b._data)
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
         record(node, result)
     return result

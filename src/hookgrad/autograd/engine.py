@@ -284,10 +284,29 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
                     buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
                 if remaining == 0:
                     _heap_push(heap, (nxt._seq, nxt))
+            # drop our references, so that a sink can tell it holds the only one (see accumulate_into_grad)
+            outputs = g = grads = None
     finally:
         _task_stack.pop()
         grad_mode.STATE.enabled = prev_mode
     return task.captured
+
+
+def _is_private(grad, data) -> bool:
+    """Whether nothing but the engine can see ``grad``'s storage, so ``.grad`` may adopt it.
+    References counted: the engine's list, apply()'s local, the callers' arguments, getrefcount's."""
+    if grad.grad_fn is not None or not data.flags.writeable:
+        return False
+    if sys.getrefcount(grad) > 5 or sys.getrefcount(data) > 4:
+        return False
+    base = data.base
+    # a view is fine when it alone holds a base of the same size (the transpose of a fresh product)
+    return base is None or (type(base) is np.ndarray and base.base is None and base.size == data.size
+                            and sys.getrefcount(base) <= 3)
+
+
+def _copy_like(data, like):
+    return np.array(data, order="C" if like.flags.c_contiguous else "K", copy=True)
 
 
 def _accumulate_buffer(old, new):
@@ -337,10 +356,8 @@ def accumulate_into_grad(var, grad) -> None:
         return
     data = grad._data
     if current is None:
-        # refs to grad: the engine's list, apply()'s local, our argument, getrefcount's argument
-        private = (sys.getrefcount(grad) <= 4 and sys.getrefcount(data) <= 3 and data.base is None
-                   and data.flags.writeable and grad.grad_fn is None)
-        var.grad = wrap(data if private else data.copy())
+        layout_ok = data.flags.c_contiguous or not var._data.flags.c_contiguous
+        var.grad = wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, var._data))
         return
     cur = current._data
     if cur.shape == data.shape and cur.flags.writeable:
