@@ -6,7 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
-from ._base import GRAD, as_tensor_arg, edge, record
+from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 
 
 def _quiet():
@@ -81,7 +81,6 @@ class AddmmBackward0(Node):
         g = grads[0]
         gbias = ga = gb = None
         if self.next_functions[0][0] is not None:
-            from ._base import sum_to_shape
             gbias = sum_to_shape(g, self.bias_shape)
             if self.beta != 1:
                 gbias = gbias * self.beta

@@ -697,7 +697,8 @@ def check_inplace(x: Tensor) -> None:
     if not GRAD.enabled:
         return
     if x.__dict__ and x._requires_grad and "_inplace_error" in x.__dict__:
-        raise RuntimeError(x.__dict__["_inplace_error"])
+        error = x.__dict__["_inplace_error"]
+        raise RuntimeError(error if isinstance(error, str) else error[0](*error[1:]))
     if x._requires_grad and x._grad_fn is None and x._base is None:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     base = x._base
@@ -709,7 +710,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     """Run ``op(x, *args)`` out of place and write the result into ``x``, rewriting its history
     (or its base's, for a view) the way torch does for ``x.op_(...)``."""
     check_inplace(x)
-    from .._tensor import Tensor as _T
+    _T = Tensor
     recording = GRAD.enabled and (x._requires_grad or builtins.any(
         isinstance(a, _T) and a._requires_grad for a in args) or builtins.any(
         isinstance(a, _T) and a._requires_grad for a in kwargs.values()))

@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from .. import _tensor
 from . import grad_mode
 from .graph import _FREED_MESSAGE, _anomaly_state  # noqa: F401  (re-exported for error paths)
 
@@ -139,10 +140,9 @@ def _mark_needed(roots, targets, include_targets: bool) -> dict:
 
 
 def _check_hook_result(hook, old, new):
-    from .._tensor import Tensor
     if new is None:
         return old
-    if not isinstance(new, Tensor):
+    if not isinstance(new, _tensor.Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
     if old is not None:
         name = getattr(hook, "__name__", repr(hook))
@@ -158,7 +158,7 @@ def _call_tensor_pre_hooks(node, grads):
         for nr, hooks in node._tensor_pre_hooks:
             for hook in tuple(hooks.values()):
                 grads[nr] = _check_hook_result(hook, grads[nr], hook(grads[nr]))
-    if type(node).__name__ == "AccumulateGrad":
+    if node.is_sink:
         hooks = node.variable._backward_hooks
         if hooks:
             for hook in tuple(hooks.values()):
@@ -196,7 +196,8 @@ def _call_post_hooks(node, outputs, grads):
             if not isinstance(result, (tuple, list)):
                 raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
             _check_count(hook, len(result), len(outputs))
-            outputs = [None if new is None else _check_hook_result(hook, old, new) for old, new in zip(outputs, result)]
+            outputs = [new if new is None or new is old else _check_hook_result(hook, old, new)
+                       for old, new in zip(outputs, result)]
     return outputs
 
 
@@ -209,10 +210,6 @@ def _check_nan(node, outputs):
                 warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}",
                               RuntimeWarning, stacklevel=3)
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
-
-
-def _count_outputs(node) -> int:
-    return getattr(node, "_num_outputs", 1)
 
 
 def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True):
@@ -250,7 +247,7 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
             continue
         buf = buffers.get(node)
         if buf is None:
-            buf = buffers[node] = [None] * _count_outputs(node)
+            buf = buffers[node] = [None] * node._num_outputs
         buf[nr] = grad if buf[nr] is None else buf[nr] + grad
 
     heap = []
@@ -263,27 +260,32 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     prev_mode = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = create_graph
     _task_stack.append(task)
+    exec_info = task.exec_info
+    pop, push = _heap_pop, _heap_push
     try:
         while heap:
-            _, node = _heap_pop(heap)
-            grads = buffers.pop(node, None) or [None] * _count_outputs(node)
-            outputs = _evaluate(task, node, grads)
-            if outputs is None:
-                continue
+            node = pop(heap)[1]
+            grads = buffers.pop(node, None) or [None] * node._num_outputs
+            if exec_info is None:
+                outputs = _run_node(task, node, grads)
+            else:
+                outputs = _evaluate_filtered(task, node, grads)
+                if outputs is None:
+                    continue
             for (nxt, nr), g in zip(node.next_functions, outputs):
                 if nxt is None:
                     continue
                 remaining = deps[nxt] - 1
                 deps[nxt] = remaining
-                if task.exec_info is not None and nxt not in task.exec_info:
+                if exec_info is not None and nxt not in exec_info:
                     continue
                 buf = buffers.get(nxt)
                 if buf is None:
-                    buf = buffers[nxt] = [None] * _count_outputs(nxt)
+                    buf = buffers[nxt] = [None] * nxt._num_outputs
                 if g is not None:
                     buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
                 if remaining == 0:
-                    _heap_push(heap, (nxt._seq, nxt))
+                    push(heap, (nxt._seq, nxt))
             # drop our references, so that a sink can tell it holds the only one (see accumulate_into_grad)
             outputs = g = grads = None
     finally:
@@ -313,20 +315,25 @@ def _accumulate_buffer(old, new):
     return old + new
 
 
-def _evaluate(task, node, grads):
-    """Run one node with its hooks; return the gradients for its next edges (None: skip)."""
-    exec_info = task.exec_info
-    if exec_info is not None:
-        needed = exec_info[node]
-        if not needed:
-            grads = _call_tensor_pre_hooks(node, grads)
-        captures = task.captures.get(node) if task.captures else None
-        if captures:
-            for nr, index in captures:
-                task.captured[index] = grads[nr]
-        if not needed:
-            return None
-    grads = _call_tensor_pre_hooks(node, grads)
+def _evaluate_filtered(task, node, grads):
+    """A node of a pass that wants only some gradients: capture what is wanted here, and run the
+    node only if it lies on a path to a wanted gradient (its tensor hooks run either way)."""
+    needed = task.exec_info[node]
+    if not needed:
+        grads = _call_tensor_pre_hooks(node, grads)
+    captures = task.captures.get(node) if task.captures else None
+    if captures:
+        for nr, index in captures:
+            task.captured[index] = grads[nr]
+    if not needed:
+        return None
+    return _run_node(task, node, grads)
+
+
+def _run_node(task, node, grads):
+    """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order."""
+    if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._backward_hooks):
+        grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
         grads = _call_pre_hooks(node, grads)
     if node.runs_without_grads or any(g is not None for g in grads):
@@ -337,7 +344,7 @@ def _evaluate(task, node, grads):
         outputs = _call_post_hooks(node, outputs, grads)
     if not task.keep_graph:
         node.release_variables()
-    if outputs and _anomaly_state.enabled and _anomaly_state.check_nan:
+    if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)
     return outputs
 
@@ -348,7 +355,7 @@ def accumulate_into_grad(var, grad) -> None:
     The first gradient is adopted without a copy when nothing else can see its storage (the same
     reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
     """
-    from .._tensor import wrap
+    wrap = _tensor.wrap
     current = var.grad
     if grad_mode.STATE.enabled:
         # create_graph: the gradient keeps its own graph, so accumulate out of place

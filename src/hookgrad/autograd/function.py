@@ -79,7 +79,8 @@ class BackwardCFunction(Node, FunctionCtx):
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                    f"(expected {n_args}, got {len(result)})")
-        from .._tensor import Tensor
+        Tensor = _late.Tensor
+        input_meta = self._input_meta
         out = []
         for i, (g, is_tensor) in enumerate(zip(result, self._arg_is_tensor)):
             if not is_tensor:
@@ -91,14 +92,15 @@ class BackwardCFunction(Node, FunctionCtx):
                 if not isinstance(g, Tensor):
                     raise TypeError(f"function {self.name()} returned a gradient of type {type(g).__name__} at "
                                     f"position {i + 1}; expected a Tensor or None")
-                g = _validate_grad(self, i, g, self._input_meta[len(out)])
+                meta = input_meta[len(out)]
+                if g._data.shape != meta[0] or g._data.dtype != meta[1]:
+                    g = _validate_grad(self, i, g, meta)
             out.append(g)
         return tuple(out)
 
 
 def _zeros(meta):
-    from .._tensor import wrap
-    return wrap(np.zeros(meta[0], dtype=meta[1]))
+    return _late.wrap(np.zeros(meta[0], dtype=meta[1]))
 
 
 def _validate_grad(node, index, g, meta):
@@ -141,15 +143,18 @@ class _FunctionMeta(type):
 class _late:
     """Names from modules that import this one, bound on first use (imports inside apply cost µs)."""
 
-    Tensor = edge = SavedTensor = check_inplace = None
+    Tensor = edge = SavedTensor = check_inplace = wrap = make_view = None
 
     @classmethod
     def bind(cls):
         from .._ops._base import edge
         from .._ops.views import check_inplace
         from .._tensor import Tensor
+        from .._ops.views import make_view
+        from .._tensor import wrap
         from .graph import SavedTensor
         cls.Tensor, cls.edge, cls.SavedTensor, cls.check_inplace = Tensor, staticmethod(edge), SavedTensor, staticmethod(check_inplace)
+        cls.wrap, cls.make_view = staticmethod(wrap), staticmethod(make_view)
 
 
 class Function(metaclass=_FunctionMeta):
@@ -268,16 +273,19 @@ class Function(metaclass=_FunctionMeta):
 
 
 def _returned_input_view(t, node, output_nr, differentiable):
-    from .._ops.views import make_view
-    view = make_view(t, t._data.view())
+    view = _late.make_view(t, t._data.view())
     if differentiable:
-        view.__dict__["_inplace_error"] = (
-            f"Output {output_nr} of {node.name()} is a view and is being modified inplace. This view was created "
+        # the message is built only if someone actually tries an in-place op
+        view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
+    return view
+
+
+def _function_view_message(node, output_nr) -> str:
+    return (f"Output {output_nr} of {node.name()} is a view and is being modified inplace. This view was created "
             "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
             "view+inplace would override the custom backward associated with the custom Function, leading to "
             "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "
             "custom Function.")
-    return view
 
 
 InplaceFunction = Function

@@ -43,6 +43,10 @@ class Node:
     # built-in formulas are skipped when no gradient arrived at all (every output stays undefined);
     # custom Functions and AccumulateGrad run regardless, as in torch
     runs_without_grads = False
+    # how many forward outputs (gradient slots); multi-output nodes override it per instance
+    _num_outputs = 1
+    # AccumulateGrad: its leaf's own tensor hooks run as this node's tensor pre-hooks
+    is_sink = False
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
@@ -172,8 +176,7 @@ class SavedTensor:
                 f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
                 "operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            from .._tensor import wrap
-            out = wrap(self.tensor)
+            out = _late.tensor.wrap(self.tensor)
             out._version_counter = self.counter
             out._grad_fn = node
             out._requires_grad = node is not None
@@ -191,6 +194,7 @@ class AccumulateGrad(Node):
 
     __slots__ = ("variable",)
     runs_without_grads = True
+    is_sink = True
 
     def __init__(self, variable):
         super().__init__(())
@@ -201,17 +205,29 @@ class AccumulateGrad(Node):
         return "torch::autograd::AccumulateGrad"
 
     def apply(self, grads):
-        from .engine import accumulate_into_grad
         var = self.variable
         grad = grads[0]
         if grad is not None:
-            accumulate_into_grad(var, grad)
+            _late.engine.accumulate_into_grad(var, grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             for hook in tuple(hooks.values()):
                 if hook(var) is not None:
                     raise RuntimeError("post accumulate grad hooks must return None")
         return ()
+
+
+class _late:
+    """Modules that import this one, bound once the package has loaded (not per call)."""
+
+    def __getattr__(self, name):
+        import importlib
+        module = importlib.import_module({"engine": "hookgrad.autograd.engine", "tensor": "hookgrad._tensor"}[name])
+        setattr(self, name, module)
+        return module
+
+
+_late = _late()
 
 
 # ---- saved-tensor hooks -------------------------------------------------------------------------
