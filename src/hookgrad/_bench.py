@@ -24,7 +24,10 @@ header), and NumPy's BLAS runs with its own default thread count; this compares 
 libraries as a user would get them out of the box. ``--torch-threads N`` overrides this (the
 report then says so); on a machine busy with other work torch's thread pool degrades far more
 than NumPy does, so the header records the load average and warns when it is high. To compare
-both single-threaded, set ``OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1`` before starting Python.
+both single-threaded, set ``OMP_NUM_THREADS=1`` (read by torch and by OpenBLAS) before starting
+Python. On machines with few cores this is also the way to get stable numbers: the two libraries'
+thread pools live in one process and, when the run alternates between them, one pool's workers
+still spinning for work compete with the other's, and any outside load makes both erratic.
 
 The garbage collector stays enabled during timing, as in a real training loop; the median is
 robust to the occasional collection pause that lands inside a sample.
@@ -653,8 +656,9 @@ def format_report(rep: dict[str, Any]) -> str:
                      + (f", at end {loads[-1]}" if len(loads) > 1 else ""))
         if max(x[0] for x in loads) > 0.75 * cpus:
             lines.append(f"WARNING: the machine was busy (load above {0.75 * cpus:.1f} on {cpus} "
-                         "CPUs): timings are unreliable, and torch's thread pool suffers most "
-                         "from contention, which flatters hookgrad's ratios.")
+                         "CPUs): timings are unreliable; multi-threaded pools (torch's and "
+                         "OpenBLAS's) suffer most. For stable numbers on a small or shared "
+                         "machine run with OMP_NUM_THREADS=1.")
     lines.append("")
     hdr = (f"{'#':>2}  {'workload':<26} {sname:>12} {bname:>12}  "
            f"{'ratio [IQR]':<18} {'target':<14} result")
