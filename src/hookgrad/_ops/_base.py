@@ -72,7 +72,8 @@ def data_of(x, np_dtype):
     """The raw operand for NumPy: an array in ``np_dtype`` (no copy when already there) or a scalar."""
     if isinstance(x, Tensor):
         d = x._data
-        return d if d.dtype == np_dtype else d.astype(np_dtype)
+        # a bool mask needs no converted copy: NumPy's loops promote bool to any other type exactly
+        return d if d.dtype == np_dtype or d.dtype == np.bool_ else d.astype(np_dtype)
     if isinstance(x, np.ndarray):
         return x.astype(np_dtype, copy=False)
     return np_dtype.type(x) if np_dtype.kind != "b" else x
