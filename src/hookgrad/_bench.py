@@ -13,7 +13,11 @@ Timing, per workload:
    about ``sample_s`` seconds (at least one call);
 3. measurement: ``repeats`` rounds; each round takes one sample of every variant of the
    workload, hookgrad then torch, so the two frameworks are interleaved and share whatever
-   the machine was doing at that moment.
+   the machine was doing at that moment. Before each sample the harness pauses ``settle_s``
+   (0.15 s): both libraries keep thread pools in this one process (torch's own, NumPy's
+   OpenBLAS), and a pool whose workers are still spinning after its last call steals cores
+   from the other. Without the pause, on a 2-core machine, torch's MLP step measured 3.4x
+   slower interleaved with hookgrad than alone, and hookgrad's got slower too.
 
 Reported: the median per-call time of each framework, and the median and interquartile range
 of the per-round ratio hookgrad/torch. Workloads with hooks also report each framework's own
@@ -451,6 +455,7 @@ class Settings:
     warmup_s: float = 0.2
     sample_s: float = 0.05
     calibration_calls: int = 3
+    settle_s: float = 0.15  # OpenBLAS workers spin ~2**28 cycles (~0.1 s) before parking
     torch_threads_set: bool = False  # True when --torch-threads changed torch's default
 
 
@@ -528,6 +533,8 @@ def run_workload(w: Workload, subject: Any, baseline: Any, s: Settings,
         for _ in range(s.repeats):
             for v in variants:
                 for side, b in sides:  # interleaved: subject, baseline, subject, baseline, ...
+                    if s.settle_s:
+                        time.sleep(s.settle_s)  # let the other library's idle workers park
                     times[(side, v)].append(_sample(b.steps[v], numbers[(side, v)]))
     except Exception as exc:  # noqa: BLE001
         res.update(status="error", reason=f"failed while timing: {_reason(exc)}")
@@ -593,7 +600,7 @@ def run_benchmarks(workloads: list[Workload], subject_name: str = "hookgrad",
         "subject": subject_name, "baseline": baseline_name,
         "machine": machine_info({"subject": subject, "baseline": baseline}),
         "settings": {"repeats": s.repeats, "warmup_calls": s.warmup_calls,
-                     "warmup_s": s.warmup_s, "sample_s": s.sample_s,
+                     "warmup_s": s.warmup_s, "sample_s": s.sample_s, "settle_s": s.settle_s,
                      "torch_threads_set": s.torch_threads_set, "gc": "enabled"},
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "workloads": [],
@@ -638,7 +645,8 @@ def format_report(rep: dict[str, Any]) -> str:
                     else "defaults, not changed")
     lines = [
         f"hookgrad benchmarks: {sname} vs {bname}, one process, interleaved "
-        f"({rep['settings']['repeats']} rounds; started {rep['started_utc']})",
+        f"({rep['settings']['repeats']} rounds, {rep['settings'].get('settle_s', 0)} s pause before "
+        f"each sample; started {rep['started_utc']})",
         f"machine: {m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable), "
         f"{m['platform']}",
         f"python {m['python']}, numpy {m['numpy']} [{m['numpy_blas']}], "
@@ -774,6 +782,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--torch-threads", type=int, default=None, metavar="N",
                    help="call torch.set_num_threads(N) first (default: leave torch's default; "
                         "use on a busy machine, where torch's thread pool degrades badly)")
+    p.add_argument("--settle", type=float, default=None, metavar="S",
+                   help="pause S seconds before each sample so that the other library's worker "
+                        "threads stop spinning (default 0.15; 0 with --quick)")
     p.add_argument("--subject", default="hookgrad", help=argparse.SUPPRESS)
     p.add_argument("--baseline", default="torch", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -784,13 +795,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.quick:
         s = Settings(repeats=5, warmup_calls=1, warmup_s=0.0, sample_s=0.002,
-                     calibration_calls=1)
+                     calibration_calls=1, settle_s=0.0)
     else:
         s = Settings()
     if args.repeats is not None:
         if args.repeats < 1:
             p.error("--repeats must be at least 1")
         s.repeats = args.repeats
+    if args.settle is not None:
+        s.settle_s = args.settle
     workloads = select(args.only)
     if args.torch_threads is not None:
         import torch
