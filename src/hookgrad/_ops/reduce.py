@@ -36,6 +36,14 @@ def _keep_shape(in_shape, dims):
     return tuple(1 if i in dims else s for i, s in enumerate(in_shape))
 
 
+def _restore_dims(in_shape, dims, keepdim, *tensors):
+    """Give reduced tensors back their reduced dims (as size 1) so they broadcast against the input."""
+    if keepdim:
+        return tensors
+    shape = _keep_shape(in_shape, dims)
+    return tuple(t.reshape(shape) for t in tensors)
+
+
 def _expand_grad(g: Tensor, in_shape, dims, keepdim):
     """Undo a reduction's shape change on the gradient: reshape to keepdim form, then expand."""
     if not keepdim:
@@ -362,11 +370,7 @@ class AmaxBackward0(Node):
 
     def apply(self, grads):
         x, result = self.saved()
-        g = grads[0]
-        if not self.keepdim:
-            shape = _keep_shape(x._data.shape, self.dims)
-            g = g.reshape(shape)
-            result = result.reshape(shape)
+        g, result = _restore_dims(x._data.shape, self.dims, self.keepdim, grads[0], result)
         mask = (x == result)
         count = mask.sum(self.dims, keepdim=True) if self.dims is not None else mask.sum()
         return ((g / count) * mask,)
@@ -448,8 +452,7 @@ class VarBackward0(Node):
         dims = self.dims
         n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
         mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
-        if not self.keepdim:
-            g = g.reshape(_keep_shape(x._data.shape, dims))
+        (g,) = _restore_dims(x._data.shape, dims, self.keepdim, g)
         return (g * (x - mu) * (2.0 / builtins.max(n - self.correction, 0)),)
 
 
@@ -462,10 +465,7 @@ class StdBackward0(Node):
         dims = self.dims
         n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
         mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
-        if not self.keepdim:
-            shape = _keep_shape(x._data.shape, dims)
-            g = g.reshape(shape)
-            result = result.reshape(shape)
+        g, result = _restore_dims(x._data.shape, dims, self.keepdim, g, result)
         return (g * (x - mu) / (result * builtins.max(n - self.correction, 0)),)
 
 
@@ -539,10 +539,7 @@ class LinalgVectorNormBackward0(Node):
         x, result = self.saved()
         g = grads[0]
         dims = self.dims
-        if not self.keepdim and dims is not None:
-            shape = _keep_shape(x._data.shape, dims)
-            g = g.reshape(shape)
-            result = result.reshape(shape)
+        g, result = _restore_dims(x._data.shape, dims, self.keepdim or dims is None, g, result)
         p = self.ord
         if p == 2:
             scale = (g / result).masked_fill(result == 0, 0.0)
@@ -604,11 +601,7 @@ class LogsumexpBackward0(Node):
 
     def apply(self, grads):
         x, result = self.saved()
-        g = grads[0]
-        if not self.keepdim:
-            shape = _keep_shape(x._data.shape, self.dims)
-            g = g.reshape(shape)
-            result = result.reshape(shape)
+        g, result = _restore_dims(x._data.shape, self.dims, self.keepdim, grads[0], result)
         return (g * (x - result).exp(),)
 
 
