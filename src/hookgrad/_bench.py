@@ -494,7 +494,8 @@ def _close(a: list[float], b: list[float]) -> bool:
 
 
 def _reason(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}".rstrip(": ")
+    first = str(exc).splitlines()[0][:160] if str(exc) else ""
+    return f"{type(exc).__name__}: {first}" if first else type(exc).__name__
 
 
 def run_workload(w: Workload, subject: Any, baseline: Any, s: Settings,
@@ -645,8 +646,8 @@ def format_report(rep: dict[str, Any]) -> str:
                     else "defaults, not changed")
     lines = [
         f"hookgrad benchmarks: {sname} vs {bname}, one process, interleaved "
-        f"({rep['settings']['repeats']} rounds, {rep['settings'].get('settle_s', 0)} s pause before "
-        f"each sample; started {rep['started_utc']})",
+        f"({rep['settings']['repeats']} rounds, {rep['settings'].get('settle_s', 0)} s pause "
+        f"before each sample; started {rep['started_utc']})",
         f"machine: {m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable), "
         f"{m['platform']}",
         f"python {m['python']}, numpy {m['numpy']} [{m['numpy_blas']}], "
@@ -703,7 +704,8 @@ def format_report(rep: dict[str, Any]) -> str:
                 lines.append(
                     f"      own hook overhead ({primary}/{second}): " + "; ".join(
                         f"{lab} {(oo[side]['median'] - 1) * 100:+.1f}% "
-                        f"[{(oo[side]['q25'] - 1) * 100:+.1f}%..{(oo[side]['q75'] - 1) * 100:+.1f}%]"
+                        f"[{(oo[side]['q25'] - 1) * 100:+.1f}%.."
+                        f"{(oo[side]['q75'] - 1) * 100:+.1f}%]"
                         for side, lab in (("subject", sname), ("baseline", bname))))
     lines += ["",
               "times: median per call; ratio: median of per-round ratios "
