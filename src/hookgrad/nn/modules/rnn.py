@@ -523,6 +523,25 @@ class RNNBase(Module):
             output = output.squeeze(0 if self.batch_first else 1)
         return output
 
+    def _forward_one_state(self, input, hx, name):
+        """forward of the RNN and GRU, whose state is a single tensor (LSTM has two)."""
+        input, batched = self._prepare(input, name)
+        if hx is not None:
+            if batched and hx.dim() != 3:
+                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
+            if not batched:
+                if hx.dim() != 2:
+                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
+                hx = hx.unsqueeze(1)
+        else:
+            hx = self._zeros_state(input, self.hidden_size)
+        self.check_forward_args(input, hx)
+        output, h_n, _ = self._run_layers(input, hx, None)
+        output = self._finish(output, batched)
+        if not batched:
+            h_n = h_n.squeeze(1)
+        return output, h_n
+
 
 class RNN(RNNBase):
     """Elman RNN: ``h_t = tanh(x_t W_ih^T + b_ih + h_{t-1} W_hh^T + b_hh)`` (or ReLU)."""
@@ -544,22 +563,7 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input, hx=None):
-        input, batched = self._prepare(input, "RNN")
-        if hx is not None:
-            if batched and hx.dim() != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
-            if not batched:
-                if hx.dim() != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
-                hx = hx.unsqueeze(1)
-        else:
-            hx = self._zeros_state(input, self.hidden_size)
-        self.check_forward_args(input, hx)
-        output, h_n, _ = self._run_layers(input, hx, None)
-        output = self._finish(output, batched)
-        if not batched:
-            h_n = h_n.squeeze(1)
-        return output, h_n
+        return self._forward_one_state(input, hx, "RNN")
 
 
 class LSTM(RNNBase):
@@ -612,22 +616,7 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input, hx=None):
-        input, batched = self._prepare(input, "GRU")
-        if hx is not None:
-            if batched and hx.dim() != 3:
-                raise RuntimeError(f"For batched 3-D input, hx should also be 3-D but got {hx.dim()}-D tensor")
-            if not batched:
-                if hx.dim() != 2:
-                    raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D tensor")
-                hx = hx.unsqueeze(1)
-        else:
-            hx = self._zeros_state(input, self.hidden_size)
-        self.check_forward_args(input, hx)
-        output, h_n, _ = self._run_layers(input, hx, None)
-        output = self._finish(output, batched)
-        if not batched:
-            h_n = h_n.squeeze(1)
-        return output, h_n
+        return self._forward_one_state(input, hx, "GRU")
 
 
 # ---- cells ----------------------------------------------------------------------------------------
