@@ -166,6 +166,14 @@ class Sequential(Module):
         return self
 
 
+
+def _abs_string_index(idx, length: int) -> str:
+    """The registry key ("0", "1", ...) of list position ``idx`` (negative counts from the end)."""
+    idx = operator.index(idx)
+    if not -length <= idx < length:
+        raise IndexError(f"index {idx} is out of range")
+    return str(idx + length if idx < 0 else idx)
+
 class ModuleList(Module):
     """A list of modules, registered so that parameters() and friends see them."""
 
@@ -175,12 +183,7 @@ class ModuleList(Module):
             self += modules
 
     def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not -len(self) <= idx < len(self):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_string_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -335,12 +338,7 @@ class ParameterList(Module):
             self += values
 
     def _get_abs_string_index(self, idx):
-        idx = operator.index(idx)
-        if not -len(self) <= idx < len(self):
-            raise IndexError(f"index {idx} is out of range")
-        if idx < 0:
-            idx += len(self)
-        return str(idx)
+        return _abs_string_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
