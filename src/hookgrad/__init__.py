@@ -24,7 +24,6 @@ from ._ops.creation import (Generator, arange, as_tensor, asarray, default_gener
                             zeros, zeros_like, bernoulli, multinomial)
 from ._ops.creation import range_ as range  # noqa: A001
 from ._ops.linalg import det, inv as inverse, slogdet
-from ._ops.shape import to_dtype as _to_dtype
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from . import autograd, utils
@@ -70,10 +69,6 @@ def broadcast_shapes(*shapes):
 def broadcast_tensors(*tensors):
     shape = broadcast_shapes(*[t.shape for t in tensors])
     return tuple(t.expand(shape) for t in tensors)
-
-
-def numel_of(t):
-    return t.numel()
 
 
 def compile(model=None, **kwargs):

@@ -142,11 +142,6 @@ def addcdiv(x, t1, t2, *, value=1):
     return x + (t1 / t2) * value if value != 1 else x + t1 / t2
 
 
-def _tensor_binary(fn):
-    """A method ``self.op(other)`` that also accepts the reflected operand order."""
-    return lambda self, other, *a, **k: fn(self, other, *a, **k)
-
-
 def _new_factory(factory):
     def method(self, *size, dtype=None, device=None, requires_grad=False, **kwargs):
         return factory(*size, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)

@@ -733,9 +733,6 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         alias._accumulator = x._accumulator
     result = op(alias, *args, **kwargs)
     node = result._grad_fn
-    if not saves_self:
-        # the alias shared x's version counter: this write must not invalidate what op saved of args
-        pass
     _write(x, result._data)
     if node is None:
         return x

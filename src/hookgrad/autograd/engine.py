@@ -17,7 +17,7 @@ import numpy as np
 
 from .. import _tensor
 from . import grad_mode
-from .graph import _FREED_MESSAGE, _anomaly_state  # noqa: F401  (re-exported for error paths)
+from .graph import _anomaly_state
 
 _task_stack: list = []
 

@@ -68,36 +68,27 @@ class _GradModeSwitch:
         return type(self)(*self._clone_args())
 
 
-class no_grad(_GradModeSwitch):
+class _FixedSwitch(_GradModeSwitch):
+    """A switch to a fixed mode, usable bare as a decorator (``@no_grad``) or called (``@no_grad()``)."""
+
+    def __new__(cls, orig_func=None):
+        self = super().__new__(cls)
+        return self(orig_func) if callable(orig_func) else self
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class no_grad(_FixedSwitch):
     """Ops inside record no graph; results do not require grad."""
 
     mode = False
 
-    def __init__(self, orig_func=None):
-        # allows the bare-decorator form ``@no_grad`` as well as ``@no_grad()``
-        self._orig = orig_func
 
-    def __new__(cls, orig_func=None):
-        self = super().__new__(cls)
-        if callable(orig_func):
-            self.__init__()
-            return self(orig_func)
-        return self
-
-
-class enable_grad(_GradModeSwitch):
+class enable_grad(_FixedSwitch):
     """Re-enable graph recording inside a no_grad region."""
 
     mode = True
-
-    def __new__(cls, orig_func=None):
-        self = super().__new__(cls)
-        if callable(orig_func):
-            return self(orig_func)
-        return self
-
-    def __init__(self, orig_func=None):
-        pass
 
 
 class set_grad_enabled(_GradModeSwitch):
