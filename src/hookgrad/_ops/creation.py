@@ -55,11 +55,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             arr = np.array([_to_array(x) for x in data])
             dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype)
         else:
-            try:
-                dt = _dtype.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
-                arr = data
-            except ValueError as e:
-                raise ValueError(str(e)) from None
+            dt = _dtype.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
+            arr = data
     try:
         out = np.array(arr, dtype=dt.np, copy=True)
     except (ValueError, TypeError) as e:
