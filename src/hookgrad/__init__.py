@@ -7,7 +7,11 @@ from __future__ import annotations
 import builtins as _builtins
 import importlib as _importlib
 
-from . import _dtype
+from . import _heap
+
+_heap.apply_default()  # reuse freed activation buffers instead of re-faulting them each step
+
+from . import _dtype  # noqa: E402 - after the malloc setting, so that it covers every allocation
 from ._device import device
 from ._dtype import (Size, bool, complex64, complex128, double, dtype, finfo, float, float16, float32, float64,
                      get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
