@@ -565,8 +565,11 @@ from hypothesis import given, settings, strategies as st  # noqa: E402
 @st.composite
 def conv_geometry(draw):
     groups = draw(st.sampled_from([1, 2]))
-    cin, cout = groups * draw(st.integers(1, 2)), groups * draw(st.integers(1, 2))
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    if draw(st.booleans()):  # narrow layers: batch-major columns
+        cin, cout = groups * draw(st.integers(1, 2)), groups * draw(st.integers(1, 2))
+    else:  # wide enough for channel-major columns (one large matmul over the batch)
+        cin, cout = groups * draw(st.integers(64 // (kh * kw) + 1, 70 // (kh * kw) + 2)), groups * 34
     sh, sw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     dh, dw = draw(st.integers(1, 2)), draw(st.integers(1, 2))
     ph, pw = draw(st.integers(0, 2)), draw(st.integers(0, 2))
@@ -714,3 +717,31 @@ def test_extreme_values(T):
     out.append(F.silu(T.tensor([-800.0, 0.0, 800.0])))
     out.append(F.log_softmax(T.tensor([[1000.0, 0.0, -1000.0]]), 1))
     return out
+
+
+# ---- both column layouts and both window-copy methods of the convolution kernels ----------------
+from hookgrad.nn._functional import conv as _conv  # noqa: E402
+
+
+@pytest.mark.parametrize("cin,cout", [(2, 4), (8, 32)])
+@pytest.mark.parametrize("kw", [dict(padding=1), dict(padding="same", dilation=2), dict(padding=(0, 1)),
+                                dict(padding=(2, 0)), dict(stride=2, padding=1), dict(padding=0),
+                                dict(padding=1, groups=2)])
+def test_conv2d_layouts_and_copy_methods(cin, cout, kw):
+    # (8, 32) takes the channel-major path, (2, 4) the batch-major one; padding that keeps the width
+    # takes the flat-shift window copy, the rest the strided one
+    w = arr(cout, cin // kw.get("groups", 1), 3, 3, seed=1)
+    assert _conv._batch_major(w.shape, kw.get("groups", 1)) == (cin == 2)
+    check(lambda T, F, x, w, b: F.conv2d(x, w, b, **kw), arr(3, cin, 7, 6), w, arr(cout, seed=2))
+    check(lambda T, F, x, w, b: F.conv_transpose2d(x, w, b, padding=1), arr(3, cout, 7, 6), arr(cout, cin, 3, 3),
+          arr(cin, seed=2))
+
+
+def test_conv2d_channel_major_double_backward():
+    from hookgrad.autograd import gradcheck, gradgradcheck
+    import hookgrad as hg
+    x = hg.tensor(arr(2, 8, 5, 4), requires_grad=True)
+    w = hg.tensor(arr(32, 8, 3, 3, seed=1) * 0.1, requires_grad=True)
+    b = hg.tensor(arr(32, seed=2), requires_grad=True)
+    fn = lambda x, w, b: hg.nn.functional.conv2d(x, w, b, padding=1)  # noqa: E731
+    assert gradcheck(fn, (x, w, b)) and gradgradcheck(fn, (x, w, b))

@@ -52,51 +52,168 @@ def windows(xp, kh, kw, sh, sw, dh, dw, ho, wo):
     return as_strided(xp, (n, c, kh, kw, ho, wo), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw), writeable=False)
 
 
-def _im2col(x, kh, kw, geom, out_hw=None):
-    """(cols, Ho, Wo): cols is (N, G, Cg*kh*kw, Ho*Wo), a contiguous copy of the windows."""
-    (sh, sw), (dh, dw), g = geom.stride, geom.dil, geom.groups
-    pt, pb, pl, pr = geom.pad
-    n, c, h, w = x.shape
-    if out_hw is None:
-        ho = _out_size(h, kh, sh, dh, pt, pb)
-        wo = _out_size(w, kw, sw, dw, pl, pr)
-    else:
-        ho, wo = out_hw
-    if out_hw is None and kh == 1 and kw == 1 and sh == 1 and sw == 1 and not any(geom.pad):
-        return x.reshape(n, g, c // g, h * w), ho, wo
-    win = windows(_padded(x, geom.pad), kh, kw, sh, sw, dh, dw, ho, wo)
-    return win.reshape(n, g, (c // g) * kh * kw, ho * wo), ho, wo
+# ---- column buffers: two memory layouts -------------------------------------------------------
+# A convolution is a matmul of the weight (G, Og, Cg*kh*kw) with the "columns": every input window,
+# unrolled. The columns live in one of two layouts:
+#   batch-major   (N, G, Cg*kh*kw, L): one small matmul per sample, which OpenBLAS runs with its
+#                 small-matrix kernel on one thread; no transposes. Best for narrow layers.
+#   channel-major (G, Cg*kh*kw, N*L): one large matmul for the whole batch, which OpenBLAS spreads
+#                 over every core, at the price of transposing the output and the incoming gradient.
+#                 On the benchmark's 16->32 channel 3x3 layer (batch 64, 14x14) forward + both
+#                 gradients take 5.8 ms instead of 9.3 ms; on a 1->16 layer it is 3x slower.
+# L = Ho*Wo. ``_batch_major`` picks one from the layer's shape, the same way for all three kernels.
+
+def _batch_major(w_shape, groups) -> bool:
+    o, cg, kh, kw = w_shape
+    return groups * cg * kh * kw < 64 or o < 32
 
 
-def col2im(cols, shape, kh, kw, geom):
-    """Adjoint of the window gather: add (N, C, kh, kw, Ho, Wo) columns back into an image of ``shape``."""
+class _Cols:
+    """Unrolled windows of one input, in either layout, and its geometry."""
+
+    __slots__ = ("data", "batch_major", "shape")
+
+    def __init__(self, data, batch_major, shape):
+        self.data, self.batch_major, self.shape = data, batch_major, shape  # shape: (N, C, kh, kw, Ho, Wo)
+
+    @staticmethod
+    def empty(shape, dtype, batch_major):
+        n, c, kh, kw, ho, wo = shape
+        if batch_major:
+            return _Cols(np.empty((n, c, kh, kw, ho * wo), dtype), True, shape)
+        return _Cols(np.empty((c, kh, kw, n, ho * wo), dtype), False, shape)
+
+    def by_offset(self):
+        """A (N, C, kh, kw, L) view of the buffer, whichever its layout."""
+        n, c, kh, kw, ho, wo = self.shape
+        if self.batch_major:
+            return self.data.reshape(n, c, kh, kw, ho * wo)
+        return self.data.reshape(c, kh, kw, n, ho * wo).transpose(3, 0, 1, 2, 4)
+
+    def matrix(self, groups):
+        """The matmul operand: (N, G, Cg*kh*kw, L) or (G, Cg*kh*kw, N*L)."""
+        n, c, kh, kw, ho, wo = self.shape
+        if self.batch_major:
+            return self.data.reshape(n, groups, (c // groups) * kh * kw, ho * wo)
+        return self.data.reshape(groups, (c // groups) * kh * kw, n * ho * wo)
+
+
+def _flat_shifts(in_hw, kh, kw, geom, ho, wo):
+    """Per kernel offset (i, j, s, cj) for the flat-shift method, or None where it does not apply.
+
+    With stride 1 and an output as wide as the input (padding that keeps the width), the window
+    at offset (i, j) is the whole input plane shifted by ``s`` elements in row-major order, so it
+    is copied with one long slice per plane instead of one short row at a time (2-3x faster).
+    Elements that wrapped around a row edge (``cj`` columns on one side) are zeroed afterwards.
+    """
+    h, w = in_hw
+    (sh, sw), (dh, dw) = geom.stride, geom.dil
+    if sh != 1 or sw != 1 or wo != w:
+        return None
+    pt, pl = geom.pad[0], geom.pad[2]
+    return [(i, j, (i * dh - pt) * w + (j * dw - pl), j * dw - pl) for i in range(kh) for j in range(kw)]
+
+
+def _zero_wrapped(plane_rows, cj):
+    """Zero the columns of a (..., Ho, W) view that a flat shift by ``cj`` columns wrapped around."""
+    if cj < 0:
+        plane_rows[..., :-cj] = 0
+    elif cj > 0:
+        plane_rows[..., plane_rows.shape[-1] - cj:] = 0
+
+
+def _im2col(x, kh, kw, geom, batch_major, out_hw=None):
+    """Unroll every window of ``x`` (N, C, H, W) into a ``_Cols`` buffer."""
     (sh, sw), (dh, dw) = geom.stride, geom.dil
     pt, pb, pl, pr = geom.pad
-    n, c, h, w = shape
-    ho, wo = cols.shape[4], cols.shape[5]
-    if kh == 1 and kw == 1 and sh == 1 and sw == 1 and not any(geom.pad) and (ho, wo) == (h, w):
-        return cols.reshape(shape)
+    n, c, h, w = x.shape
+    ho, wo = out_hw or (_out_size(h, kh, sh, dh, pt, pb), _out_size(w, kw, sw, dw, pl, pr))
+    shape = (n, c, kh, kw, ho, wo)
+    if batch_major and kh == kw == 1 and (sh, sw) == (1, 1) and not any(geom.pad) and (ho, wo) == (h, w):
+        return _Cols(x.reshape(n, c, 1, 1, h * w), True, shape)  # a 1x1 convolution needs no copy
+    cols = _Cols.empty(shape, x.dtype, batch_major)
+    slots = cols.by_offset()
+    shifts = _flat_shifts((h, w), kh, kw, geom, ho, wo)
+    if shifts is None:
+        win = windows(_padded(x, geom.pad), kh, kw, sh, sw, dh, dw, ho, wo)
+        np.copyto(slots.reshape(n, c, kh, kw, ho, wo), win)
+        return cols
+    flat, length, size = x.reshape(n, c, h * w), ho * wo, h * w
+    for i, j, s, cj in shifts:
+        dst = slots[:, :, i, j]
+        lo, hi = max(0, -s), min(length, size - s)
+        if lo >= hi:
+            dst[...] = 0
+            continue
+        dst[:, :, :lo] = 0
+        dst[:, :, hi:] = 0
+        dst[:, :, lo:hi] = flat[:, :, lo + s:hi + s]
+        _zero_wrapped(dst.reshape(n, c, ho, wo), cj)
+    return cols
+
+
+def col2im(cols, in_shape, geom):
+    """Adjoint of ``_im2col``: add every window of ``cols`` back into an image of ``in_shape``.
+
+    Overwrites ``cols`` on the flat-shift path (its wrapped-around columns are zeroed first).
+    """
+    n, c, kh, kw, ho, wo = cols.shape
+    (sh, sw), (dh, dw) = geom.stride, geom.dil
+    pt, pb, pl, pr = geom.pad
+    _, _, h, w = in_shape
+    slots = cols.by_offset()
+    if kh == kw == 1 and (sh, sw) == (1, 1) and not any(geom.pad) and (ho, wo) == (h, w):
+        return np.ascontiguousarray(slots.reshape(in_shape))
+    shifts = _flat_shifts((h, w), kh, kw, geom, ho, wo)
+    if shifts is not None:
+        out = np.zeros((n, c, h * w), dtype=cols.data.dtype)
+        length, size = ho * wo, h * w
+        for i, j, s, cj in shifts:
+            src = slots[:, :, i, j]
+            lo, hi = max(0, -s), min(length, size - s)
+            if lo < hi:
+                _zero_wrapped(src.reshape(n, c, ho, wo), cj)
+                out[:, :, lo + s:hi + s] += src[:, :, lo:hi]
+        return out.reshape(in_shape)
     hp, wp = h + pt + pb, w + pl + pr
-    out = np.zeros((n, c, hp, wp), dtype=cols.dtype)
+    out = np.zeros((n, c, hp, wp), dtype=cols.data.dtype)
     hspan, wspan = sh * (ho - 1) + 1, sw * (wo - 1) + 1
+    six = slots.reshape(n, c, kh, kw, ho, wo)
     for i in range(kh):
         for j in range(kw):
-            out[:, :, i * dh:i * dh + hspan:sh, j * dw:j * dw + wspan:sw] += cols[:, :, i, j]
+            out[:, :, i * dh:i * dh + hspan:sh, j * dw:j * dw + wspan:sw] += six[:, :, i, j]
     if pt or pb or pl or pr:
-        out = out[:, :, pt:pt + h, pl:pl + w]
+        out = np.ascontiguousarray(out[:, :, pt:pt + h, pl:pl + w])
     return out
 
 
+def _channel_major(a, groups):
+    """(N, O, Ho, Wo) -> a contiguous (G, Og, N*L) copy, the channel-major matmul operand."""
+    n, o = a.shape[:2]
+    return np.ascontiguousarray(a.reshape(n, o, -1).transpose(1, 0, 2)).reshape(groups, o // groups, -1)
+
+
 # ---- the three kernels ---------------------------------------------------------------------------
-def conv_forward_np(x, w, geom):
-    """(out (N, O, Ho, Wo), cols) for 4-D x and w; ``cols`` serves the weight gradient later."""
+def conv_forward_np(x, w, geom, bias=None):
+    """(out (N, O, Ho, Wo), cols) for 4-D x and w, ``bias`` (O,) added; ``cols`` serves the weight gradient."""
     o, cg, kh, kw = w.shape
     g = geom.groups
     n = x.shape[0]
     wg = w.reshape(g, o // g, cg * kh * kw)
-    cols, ho, wo = _im2col(x, kh, kw, geom)
-    out = np.matmul(wg, cols)  # (N, G, Og, L)
-    return out.reshape(n, o, ho, wo), cols
+    cols = _im2col(x, kh, kw, geom, _batch_major(w.shape, g))
+    ho, wo = cols.shape[4:]
+    prod = np.matmul(wg, cols.matrix(g))
+    if cols.batch_major:
+        out = prod.reshape(n, o, ho, wo)
+        if bias is not None:
+            out += bias.reshape(1, o, 1, 1)
+        return out, cols
+    by_sample = prod.reshape(o, n, ho, wo).transpose(1, 0, 2, 3)
+    if bias is None:
+        return np.ascontiguousarray(by_sample), cols
+    out = np.empty((n, o, ho, wo), dtype=prod.dtype)
+    np.add(by_sample, bias.reshape(1, o, 1, 1), out=out)  # the transpose and the bias in one pass
+    return out, cols
 
 
 def conv_input_grad_np(gout, w, in_shape, geom):
@@ -104,25 +221,29 @@ def conv_input_grad_np(gout, w, in_shape, geom):
     n, o, ho, wo = gout.shape
     _, cg, kh, kw = w.shape
     g = geom.groups
+    batch_major = _batch_major(w.shape, g)
     wgt = w.reshape(g, o // g, cg * kh * kw).transpose(0, 2, 1)
-    cols = np.matmul(wgt, gout.reshape(n, g, o // g, ho * wo))  # (N, G, CgKK, L)
-    return col2im(cols.reshape(n, g * cg, kh, kw, ho, wo), in_shape, kh, kw, geom)
+    go = gout.reshape(n, g, o // g, ho * wo) if batch_major else _channel_major(gout, g)
+    cols = _Cols(np.matmul(wgt, go), batch_major, (n, g * cg, kh, kw, ho, wo))
+    return col2im(cols, in_shape, geom)
 
 
 def conv_weight_grad_np(x, gout, w_shape, geom, cached=None):
-    """Gradient of a convolution's weight: sum over the batch of gout @ cols^T."""
+    """Gradient of a convolution's weight: gout @ cols^T, summed over the batch."""
     o, cg, kh, kw = w_shape
     g = geom.groups
     n, _, ho, wo = gout.shape
-    if cached is not None and cached.shape[-1] == ho * wo:
+    if cached is not None and cached.shape[4:] == (ho, wo):
         cols = cached
     else:
-        cols, _, _ = _im2col(x, kh, kw, geom, (ho, wo))
-    go = gout.reshape(n, g, o // g, ho * wo)
-    if n * g == 1:
-        gw = np.matmul(go[0, 0], cols[0, 0].T)
+        cols = _im2col(x, kh, kw, geom, _batch_major(w_shape, g), (ho, wo))
+    mat = cols.matrix(g)
+    if not cols.batch_major:
+        gw = np.matmul(_channel_major(gout, g), mat.transpose(0, 2, 1))  # (G, Og, CgKK)
+    elif n * g == 1:
+        gw = np.matmul(gout.reshape(o, ho * wo), mat[0, 0].T)
     else:
-        gw = np.matmul(go, cols.transpose(0, 1, 3, 2)).sum(0)  # (G, Og, CgKK)
+        gw = np.matmul(gout.reshape(n, g, o // g, ho * wo), mat.transpose(0, 1, 3, 2)).sum(0)
     return gw.reshape(w_shape)
 
 
@@ -176,8 +297,8 @@ class ConvolutionBackward0(Node):
 
 def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
     nd = geom.nd
-    out, cols = conv_forward_np(_as4d(x._data, nd), _as4d(w._data, nd), geom)
-    result = wrap(_bias_add(_from4d(out, nd), b))
+    out, cols = conv_forward_np(_as4d(x._data, nd), _as4d(w._data, nd), geom, None if b is None else b._data)
+    result = wrap(_from4d(out, nd))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = ConvolutionBackward0((edge(x), edge(w), edge(b)))
         node.geom, node.transposed = geom, False
