@@ -745,3 +745,32 @@ def test_conv2d_channel_major_double_backward():
     b = hg.tensor(arr(32, seed=2), requires_grad=True)
     fn = lambda x, w, b: hg.nn.functional.conv2d(x, w, b, padding=1)  # noqa: E731
     assert gradcheck(fn, (x, w, b)) and gradgradcheck(fn, (x, w, b))
+
+
+# ---- MaxPool2d(2): the pairwise fast path, its fallbacks and its lazily derived indices -----------
+@pytest.mark.parametrize("shape", [(2, 3, 6, 8), (3, 5, 7), (1, 2, 2, 2), (2, 1, 5, 3)])
+@pytest.mark.parametrize("values", ["ties", "random", "nan", "inf"])
+def test_max_pool2d_2x2(shape, values):
+    x = R(3).integers(0, 3, shape).astype(np.float64) if values == "ties" else arr(*shape, seed=4)
+    if values == "nan":
+        x.flat[::5] = np.nan
+    if values == "inf":
+        x.flat[::4], x.flat[1::6] = np.inf, -np.inf
+    check(lambda T, F, x: F.max_pool2d(x, 2), x)
+    check(lambda T, F, x: F.max_pool2d(x, 2, return_indices=True), x)
+    check(lambda T, F, x: F.max_pool2d(x, (2, 2), 2, return_indices=True)[1], x)  # indices only
+
+
+def test_max_pool2d_2x2_double_backward_and_no_grad():
+    x = R(5).integers(0, 4, (2, 3, 6, 6)).astype(np.float64)
+
+    def scenario(T):
+        xt = T.tensor(x, requires_grad=True)
+        out = T.nn.functional.max_pool2d(xt, 2)
+        (g,) = T.autograd.grad(out.pow(2).sum(), xt, create_graph=True)
+        (gg,) = T.autograd.grad(g.sum(), xt)
+        with T.no_grad():
+            plain = T.nn.functional.max_pool2d(xt, 2)
+        return out, g, gg, plain
+    got, want = run_both(scenario)
+    assert_same(got, want, 1e-9, 1e-12)

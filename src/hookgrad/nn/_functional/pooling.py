@@ -12,6 +12,7 @@ import numpy as np
 from ..._tensor import Tensor, wrap
 from .conv import _tuple, windows
 from .linear_ops import linear_map
+from ..._ops._base import GRAD
 
 
 # ---- geometry --------------------------------------------------------------------------------
@@ -52,9 +53,24 @@ def _as4(a):
 
 # ---- max pooling -----------------------------------------------------------------------------
 class _MaxGeom:
-    """Where each output's window starts, and which kernel offset won (``arg``, one byte per output)."""
+    """Where each output's window starts, and which kernel offset won.
 
-    __slots__ = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "eb", "er", "ho", "wo", "shape", "arg", "_idx")
+    The winner is kept either as ``arg`` (the kernel offset, one byte per output) or, on the 2x2
+    fast path, as ``pair``: two boolean masks (right column won in each row pair; bottom row won),
+    from which ``arg`` is derived only if someone asks (indices, double backward).
+    """
+
+    __slots__ = ("kh", "kw", "sh", "sw", "ph", "pw", "dh", "dw", "eb", "er", "ho", "wo", "shape", "_arg", "pair",
+                 "_idx")
+
+    @property
+    def arg(self):
+        if self._arg is None:
+            col_right, row_bottom = self.pair
+            top, bottom = col_right[..., 0::2, :], col_right[..., 1::2, :]
+            right = top ^ (row_bottom & (top ^ bottom))  # the right-column flag of the winning row
+            self._arg = (row_bottom.astype(np.uint8) << 1) | right
+        return self._arg
 
     def flat_indices(self):
         """torch's indices: the winner's position in the (unpadded) input plane, row-major."""
@@ -86,9 +102,43 @@ def _max_gather(a, geom):
     return out if a.ndim == 4 else out[0]
 
 
+def _max_pool_2x2(a, ho, wo, with_winner):
+    """(best, (col_right, row_bottom) or None) for MaxPool2d(2) on a 4-D array; None when a NaN is involved.
+
+    Two pairwise maxima (columns, then rows) instead of a window sweep: 3x faster than the general
+    path on the benchmark CNN's layers. Ties go to the earlier element, as torch's scan does; a NaN
+    (torch's rule is that the last NaN in a window wins) is left to the general path.
+    """
+    a = a[:, :, :2 * ho, :2 * wo]
+    left, right = a[..., 0::2], a[..., 1::2]
+    pairs = np.maximum(left, right)
+    top, bottom = pairs[:, :, 0::2], pairs[:, :, 1::2]
+    best = np.maximum(top, bottom)
+    if a.dtype.kind == "f" and np.isnan(best.sum()):  # np.maximum carries any NaN into ``best``
+        return None
+    return best, ((right > left, bottom > top) if with_winner else None)
+
+
+def _max_scatter_2x2(g4, geom, shape):
+    col_right, row_bottom = geom.pair
+    n, c, h, w = shape
+    ho, wo = geom.ho, geom.wo
+    out = np.empty(shape, dtype=g4.dtype) if (h, w) == (2 * ho, 2 * wo) else np.zeros(shape, dtype=g4.dtype)
+    rows = np.empty((n, c, 2 * ho, wo), dtype=g4.dtype)
+    np.multiply(g4, row_bottom, out=rows[:, :, 1::2])
+    np.multiply(g4, ~row_bottom, out=rows[:, :, 0::2])
+    region = out[:, :, :2 * ho, :2 * wo]
+    np.multiply(rows, col_right, out=region[..., 1::2])
+    np.multiply(rows, ~col_right, out=region[..., 0::2])
+    return out
+
+
 def _max_scatter(g, geom):
     """Send each output's gradient to its window's winner; one strided pass per kernel offset."""
     g4 = g if g.ndim == 4 else g[None]
+    if geom.pair is not None:
+        out = _max_scatter_2x2(g4, geom, geom.shape if len(geom.shape) == 4 else (1,) + geom.shape)
+        return out if g.ndim == 4 else out[0]
     arg = geom.arg if geom.arg.ndim == 4 else geom.arg[None]
     n, c, h, w = geom.shape if len(geom.shape) == 4 else (1,) + geom.shape
     padded = geom.ph or geom.pw or geom.eb or geom.er
@@ -128,7 +178,15 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
     g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.ho, g.wo = kh, kw, sh, sw, ph, pw, dh, dw, ho, wo
     g.eb = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - h - 2 * ph)
     g.er = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
-    g.shape, g._idx = x._data.shape, None
+    g.shape, g._idx, g._arg, g.pair = x._data.shape, None, None, None
+    wants_winner = need_indices or (GRAD.enabled and x._requires_grad)
+    if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1) and not ceil_mode:
+        fast = _max_pool_2x2(data, ho, wo, wants_winner)
+        if fast is not None:
+            best, g.pair = fast
+            if unbatched:
+                best, g.pair = best[0], g.pair and (g.pair[0][0], g.pair[1][0])
+            return _max_pool_result(x, best, g, need_indices)
     fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
     win = windows(_padded_planes(data, g, fill), kh, kw, sh, sw, dh, dw, ho, wo)  # (N, C, kh, kw, Ho, Wo)
     # running maximum over the kernel offsets (kh*kw passes over output-sized arrays, no window copy),
@@ -140,7 +198,7 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
             if i or j:
                 np.maximum(best, win[:, :, i, j], out=best)
     arg = np.zeros(best.shape, dtype=np.uint8 if kk < 256 else np.int64)
-    if kk > 1:
+    if kk > 1 and wants_winner:
         taken = win[:, :, 0, 0] == best
         k = 0
         for i in range(kh):
@@ -151,7 +209,7 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
                     taken |= hit
                     arg += hit.astype(arg.dtype) * arg.dtype.type(k) if k > 1 else hit
                 k += 1
-    if data.dtype.kind == "f" and np.isnan(data.sum()):  # cheap gate: a NaN (or inf - inf) somewhere
+    if data.dtype.kind == "f" and np.isnan(best.sum()):  # cheap gate: np.maximum carried a NaN into ``best``
         nan = np.isnan(win).any((2, 3))
         if nan.any():  # torch's rule: a NaN wins (the last one in its window)
             isn = np.isnan(win).transpose(0, 1, 4, 5, 2, 3).reshape(n, c, ho, wo, kh * kw)
@@ -160,7 +218,11 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
             best = np.where(nan, np.nan, best).astype(best.dtype)
     if unbatched:
         best, arg = best[0], arg[0]
-    g.arg = arg
+    g._arg = arg
+    return _max_pool_result(x, best, g, need_indices)
+
+
+def _max_pool_result(x, best, g, need_indices):
     fwd = functools.partial(_max_gather, geom=g)
     adj = functools.partial(_max_scatter, geom=g)
     out = linear_map(x, fwd, adj, "MaxPool2DWithIndicesBackward0", "MaxPool2DWithIndicesBackwardBackward0",
