@@ -735,6 +735,8 @@ def test_conv2d_layouts_and_copy_methods(cin, cout, kw):
     check(lambda T, F, x, w, b: F.conv2d(x, w, b, **kw), arr(3, cin, 7, 6), w, arr(cout, seed=2))
     check(lambda T, F, x, w, b: F.conv_transpose2d(x, w, b, padding=1), arr(3, cout, 7, 6), arr(cout, cin, 3, 3),
           arr(cin, seed=2))
+    # a non-contiguous input (channels and rows swapped in memory)
+    check(lambda T, F, x, w, b: F.conv2d(x.transpose(1, 2), w, b, **kw), arr(3, 7, cin, 6), w, arr(cout, seed=2))
 
 
 def test_conv2d_channel_major_double_backward():
