@@ -97,18 +97,24 @@ def _identity_node_class():
     its grad_fn is named ``BackwardHookFunctionBackward``; each output is a view of its input that
     refuses in-place ops when it requires grad; inputs that need no grad come out
     non-differentiable; missing gradients reach the hooks as zeros (materialized).
-    It is a plain Node rather than a Function subclass because a module call with hooks makes two
-    of them: built directly they cost ~2 us each instead of ~7 us through ``Function.apply``."""
+
+    The module's hook logic runs at the end of ``apply`` (``on_backward``), where torch runs it as
+    the node's first post-hook: user hooks registered on the node still run before (pre-hooks) or
+    after (post-hooks) it. It is a plain Node with a bound method, rather than a Function with a
+    registered closure, because a hooked module call makes two of them on every forward: this
+    halves the cost of full backward hooks."""
     global _identity_node_cls
     if _identity_node_cls is None:
         from hookgrad.autograd.graph import Node
 
         class BackwardHookFunctionBackward(Node):
-            __slots__ = ("_num_outputs", "metas")
+            __slots__ = ("_num_outputs", "metas", "on_backward")
             runs_without_grads = True
 
             def apply(self, grads):
-                return tuple(g if g is not None else _zeros(meta) for g, meta in zip(grads, self.metas))
+                outs = tuple([g if g is not None else _zeros(meta) for g, meta in zip(grads, self.metas)])
+                replaced = self.on_backward(outs, grads)
+                return outs if replaced is None else replaced
 
         _identity_node_cls = BackwardHookFunctionBackward
     return _identity_node_cls
@@ -133,12 +139,13 @@ def _refs():
     return _core_refs
 
 
-def _hook_identity(tensors):
-    """Pass ``tensors`` through one BackwardHookFunctionBackward node; returns (views, node)."""
-    edge, make_view, _function_view_message = _refs()
-    node = _identity_node_class()(tuple(edge(t) for t in tensors))
+def _hook_identity(tensors, on_backward):
+    """Pass ``tensors`` through one BackwardHookFunctionBackward node calling ``on_backward``."""
+    edge, make_view, _function_view_message = _core_refs or _refs()
+    node = (_identity_node_cls or _identity_node_class())(tuple([edge(t) for t in tensors]))
     node._num_outputs = len(tensors)
     node.metas = [(t._data.shape, t._data.dtype) for t in tensors]
+    node.on_backward = on_backward
     outs = []
     for i, t in enumerate(tensors):
         view = make_view(t, t._data.view())
@@ -148,7 +155,7 @@ def _hook_identity(tensors):
             view._requires_grad = True
             view.__dict__["_inplace_error"] = (_function_view_message, node, i)
         outs.append(view)
-    return outs, node
+    return outs
 
 
 _hookgrad = None
@@ -185,6 +192,9 @@ class BackwardHook:
     its hook observer.
     """
 
+    __slots__ = ("user_hooks", "user_pre_hooks", "module", "dispatch", "grad_outputs", "n_outputs",
+                 "output_tensors_index", "n_inputs", "input_tensors_index")
+
     def __init__(self, module, user_hooks, user_pre_hooks, dispatch=None) -> None:
         self.user_hooks = user_hooks
         self.user_pre_hooks = user_pre_hooks
@@ -199,6 +209,8 @@ class BackwardHook:
 
     @staticmethod
     def _pack_with_none(indices, values, size):
+        if size == 1 and indices == [0]:
+            return (values[0],)
         packed = [None] * size
         for idx, val in zip(indices, values):
             packed[idx] = val
@@ -206,43 +218,94 @@ class BackwardHook:
 
     @staticmethod
     def _unpack_none(indices, values):
-        return tuple(values[idx] for idx in indices)
+        return tuple([values[idx] for idx in indices])
 
-    def _set_user_hook(self, grad_fn) -> None:
-        def hook(grad_input, _grad_output):
-            if self.grad_outputs is None:
-                # The gradient reached the inputs without passing through the outputs
-                # (e.g. double backward): there is no grad_output to report.
-                return None
-            original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
-            setters = [None] * len(res)
-            for user_hook in self.user_hooks:
-                out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
-                                    self.grad_outputs)
-                if out is None:
+    def _input_backward(self, grad_input, _grad_output):
+        """The input node has the gradients w.r.t. the module's inputs: run the user hooks."""
+        if self.grad_outputs is None:
+            # The gradient reached the inputs without passing through the outputs
+            # (e.g. double backward): there is no grad_output to report.
+            return None
+        original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+        setters = [None] * len(res)
+        for user_hook in self.user_hooks:
+            out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
+                                self.grad_outputs)
+            if out is None:
+                continue
+            if len(out) != len(res):
+                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(out)}, but expected {len(res)} (module "
+                                   f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
+            _note_setters(setters, res, out, user_hook)
+            res = out
+        self.grad_outputs = None
+        result = self._unpack_none(self.input_tensors_index, res)
+        _check_replacements(self.module, "grad_input", self.input_tensors_index, original, res, setters)
+        return result
+
+    def _output_backward(self, _grad_input, grad_output):
+        """The output node has the module's grad_output: run the pre-hooks and remember it."""
+        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output, self.n_outputs)
+        if self.user_pre_hooks:
+            original = self.grad_outputs
+            setters = [None] * len(original)
+            expected_len = len(self.grad_outputs)
+            for user_pre_hook in self.user_pre_hooks:
+                new = self.dispatch("full_backward_pre_hook", self.module, user_pre_hook,
+                                    self.module, self.grad_outputs)
+                if new is None:
                     continue
-                if len(out) != len(res):
-                    raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                       f"got {len(out)}, but expected {len(res)} (module "
-                                       f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
-                _note_setters(setters, res, out, user_hook)
-                res = out
+                actual_len = len(new)
+                if actual_len != expected_len:
+                    raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
+                                       f"got {actual_len}, but expected {expected_len} (module "
+                                       f"{type(self.module).__name__}, hook "
+                                       f"{_hook_name(user_pre_hook)})")
+                _note_setters(setters, self.grad_outputs, new, user_pre_hook)
+                self.grad_outputs = new
+            _check_replacements(self.module, "grad_output", self.output_tensors_index, original,
+                                self.grad_outputs, setters)
+
+        local_grad_outputs = self.grad_outputs
+
+        if self.input_tensors_index is None:
+            # No input requires grad: the input node never runs, so fire here.
+            warnings.warn("Full backward hook is firing when gradients are computed with respect "
+                          "to module outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.",
+                          stacklevel=5)
+            grad_inputs = self._pack_with_none([], [], self.n_inputs)
+            for user_hook in self.user_hooks:
+                res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
+                                    grad_inputs, self.grad_outputs)
+                if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient "
+                                       "should always return None or None for all gradients.")
             self.grad_outputs = None
-            result = self._unpack_none(self.input_tensors_index, res)
-            _check_replacements(self.module, "grad_input", self.input_tensors_index, original, res, setters)
-            return result
 
-        grad_fn.register_hook(hook)
+        if local_grad_outputs is not None:
+            return self._unpack_none(self.output_tensors_index, local_grad_outputs)
+        return None
 
-    def _apply_on_tensors(self, fn, args):
-        """Pass the tensors among ``args`` through the identity node; return the new args and
-        the positions of the tensors (None when nothing requires grad or grad mode is off)."""
-        hookgrad = _core()
+    @staticmethod
+    def _apply_on_tensors(on_backward, args):
+        """Pass the tensors among ``args`` through an identity node calling ``on_backward``; return
+        the new args and the positions of the tensors (None when nothing requires grad or grad
+        mode is off)."""
+        hookgrad = _hookgrad or _core()
+        tensor_cls = hookgrad.Tensor
+        if len(args) == 1 and isinstance(args[0], tensor_cls):  # the common case, made cheap
+            if not (args[0]._requires_grad and hookgrad.is_grad_enabled()):
+                return args, None
+            out = tuple(_hook_identity(args, on_backward))
+            return (out if type(args) is tuple else type(args)(*out)), [0]
         tensors_idx = []
         tensors = []
         requires_grad = False
         for i, arg in enumerate(args):
-            if isinstance(arg, hookgrad.Tensor):
+            if isinstance(arg, tensor_cls):
                 tensors_idx.append(i)
                 tensors.append(arg)
                 requires_grad |= arg.requires_grad
@@ -250,9 +313,7 @@ class BackwardHook:
         if not (requires_grad and hookgrad.is_grad_enabled()):
             return args, None
 
-        new_tensors, node = _hook_identity(tensors)
-        fn(node)
-
+        new_tensors = _hook_identity(tensors, on_backward)
         arg_list = list(args)
         for idx, val in zip(tensors_idx, new_tensors):
             arg_list[idx] = val
@@ -263,69 +324,18 @@ class BackwardHook:
         return out, tensors_idx
 
     def setup_input_hook(self, args):
-        def fn(grad_fn) -> None:
-            self._set_user_hook(grad_fn)
-
-        res, input_idx = self._apply_on_tensors(fn, args)
+        res, input_idx = self._apply_on_tensors(self._input_backward, args)
         self.n_inputs = len(args)
         self.input_tensors_index = input_idx
         return res
 
     def setup_output_hook(self, args):
-        def fn(grad_fn) -> None:
-            def hook(_grad_input, grad_output):
-                self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output,
-                                                         self.n_outputs)
-                if self.user_pre_hooks:
-                    original = self.grad_outputs
-                    setters = [None] * len(original)
-                    expected_len = len(self.grad_outputs)
-                    for user_pre_hook in self.user_pre_hooks:
-                        new = self.dispatch("full_backward_pre_hook", self.module, user_pre_hook,
-                                            self.module, self.grad_outputs)
-                        if new is None:
-                            continue
-                        actual_len = len(new)
-                        if actual_len != expected_len:
-                            raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
-                                               f"got {actual_len}, but expected {expected_len} (module "
-                                               f"{type(self.module).__name__}, hook "
-                                               f"{_hook_name(user_pre_hook)})")
-                        _note_setters(setters, self.grad_outputs, new, user_pre_hook)
-                        self.grad_outputs = new
-                    _check_replacements(self.module, "grad_output", self.output_tensors_index, original,
-                                        self.grad_outputs, setters)
-
-                local_grad_outputs = self.grad_outputs
-
-                if self.input_tensors_index is None:
-                    # No input requires grad: the input node never runs, so fire here.
-                    warnings.warn("Full backward hook is firing when gradients are computed with respect "
-                                  "to module outputs since no inputs require gradients. See "
-                                  "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                                  "#torch.nn.Module.register_full_backward_hook for more details.",
-                                  stacklevel=5)
-                    grad_inputs = self._pack_with_none([], [], self.n_inputs)
-                    for user_hook in self.user_hooks:
-                        res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
-                                            grad_inputs, self.grad_outputs)
-                        if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
-                            raise RuntimeError("Backward hook for Modules where no input requires gradient "
-                                               "should always return None or None for all gradients.")
-                    self.grad_outputs = None
-
-                if local_grad_outputs is not None:
-                    return tuple(local_grad_outputs[i] for i in self.output_tensors_index)
-                return None
-
-            grad_fn.register_hook(hook)
-
         is_tuple = True
         if not isinstance(args, tuple):
             args = (args,)
             is_tuple = False
 
-        res, output_idx = self._apply_on_tensors(fn, args)
+        res, output_idx = self._apply_on_tensors(self._output_backward, args)
         self.n_outputs = len(args)
         self.output_tensors_index = output_idx
 
