@@ -276,7 +276,7 @@ class BackwardHook:
                           "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
                           "#torch.nn.Module.register_full_backward_hook for more details.",
                           stacklevel=5)
-            grad_inputs = self._pack_with_none([], [], self.n_inputs)
+            grad_inputs = (None,) * self.n_inputs
             for user_hook in self.user_hooks:
                 res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
                                     grad_inputs, self.grad_outputs)

@@ -794,6 +794,10 @@ class Module:
                 or _global_forward_hooks or _global_forward_pre_hooks):
             return forward_call(*args, **kwargs)
 
+        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
+                or _global_is_full_backward_hook is False or self._is_full_backward_hook is False):
+            return self._call_with_full_backward_hooks_only(forward_call, args, kwargs)
+
         result = None
         called_always_called_hooks: set = set()
         try:
@@ -887,6 +891,20 @@ class Module:
                                       "that was silenced as another error was raised in forward: "
                                       f"{str(e)}", stacklevel=2)
             raise
+
+    def _call_with_full_backward_hooks_only(self, forward_call, args, kwargs):
+        """``_call_impl`` when the only hooks are full backward hooks and backward pre-hooks (the
+        common debugging setup): the same steps without the forward-hook bookkeeping."""
+        backward_pre_hooks = self._get_backward_pre_hooks() if (self._backward_pre_hooks
+                                                                 or _global_backward_pre_hooks) else []
+        full_backward_hooks = self._get_backward_hooks()[0] if (self._backward_hooks
+                                                                or _global_backward_hooks) else []
+        bw_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks, dispatch=_dispatch)
+        result = forward_call(*bw_hook.setup_input_hook(args), **kwargs)
+        if not isinstance(result, (Tensor, tuple)):
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or "
+                          f"a tuple of Tensors but received {type(result)}", stacklevel=3)
+        return bw_hook.setup_output_hook(result)
 
     __call__: Callable[..., Any] = _wrapped_call_impl
 
