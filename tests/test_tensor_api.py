@@ -281,3 +281,17 @@ def test_nonfinite_arithmetic_is_silent_like_torch():
         warnings.simplefilter("error")
         a = hookgrad.tensor([float("inf"), 1.0])
         (a * 0, a - a, a / 0, hookgrad.tensor([[float("inf")]]) @ hookgrad.tensor([[0.0]]), a.log(), (-a).sqrt())
+
+
+def test_inf_nan_arithmetic_is_silent_and_leaves_numpy_error_state_alone():
+    import warnings
+    import hookgrad as hg
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x = hg.tensor([0.0, 1.0, -1.0, 1e38], dtype=hg.float32, requires_grad=True)
+        y = (x / 0).exp() + (x * 1e10) @ x + x.log()
+        y.sum().backward()
+    assert np.geterr() == before
+    with pytest.warns(RuntimeWarning):  # NumPy's own reporting is untouched outside hookgrad's ops
+        np.array([1.0]) / 0

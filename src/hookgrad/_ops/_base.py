@@ -106,3 +106,33 @@ def float_dtype_for(t: Tensor) -> np.dtype:
 
 def zeros_like_data(t: Tensor) -> Tensor:
     return wrap(np.zeros(t._data.shape, dtype=t._data.dtype))
+
+
+# ---- floating-point error reports ----------------------------------------------------------------
+# torch never warns about inf/nan arithmetic, so every NumPy kernel runs with NumPy's floating-point
+# error reports off. ``np.errstate`` costs ~1 us per use and the ops use it on every call; this sets
+# NumPy's error-state context variable to a precomputed "ignore everything" value directly (0.4 us).
+try:
+    from numpy._core._ufunc_config import _extobj_contextvar as _fp_state
+except ImportError:  # another NumPy layout: the public (slower) context manager
+    _fp_state = None
+
+if _fp_state is not None:
+    with np.errstate(all="ignore"):
+        _FP_IGNORE = _fp_state.get()
+
+    class quiet_fp:
+        """``with quiet_fp():`` runs NumPy code with no floating-point warnings."""
+
+        __slots__ = ("_token",)
+
+        def __enter__(self):
+            self._token = _fp_state.set(_FP_IGNORE)
+            return self
+
+        def __exit__(self, *exc_info):
+            _fp_state.reset(self._token)
+else:
+    def quiet_fp():
+        """``with quiet_fp():`` runs NumPy code with no floating-point warnings."""
+        return np.errstate(all="ignore")

@@ -7,11 +7,10 @@ from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
+from ._base import quiet_fp
 
 
-def _quiet():
-    # NumPy flags inf/nan produced inside a product; torch stays silent, so do we
-    return np.errstate(invalid="ignore", over="ignore", divide="ignore")
+_quiet = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
 
 def _check_same_dtype(a, b, what):

@@ -8,9 +8,9 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import (GRAD, NONE_EDGE, as_tensor_arg, data_of, edge, float_dtype_for, is_number,
                     record, result_np_dtype, sum_to_shape)
+from ._base import quiet_fp
 
-def _err():
-    return np.errstate(divide="ignore", invalid="ignore", over="ignore")
+_err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
 
 # ---- binary arithmetic ----------------------------------------------------------------------
