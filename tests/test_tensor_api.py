@@ -295,3 +295,16 @@ def test_inf_nan_arithmetic_is_silent_and_leaves_numpy_error_state_alone():
     assert np.geterr() == before
     with pytest.warns(RuntimeWarning):  # NumPy's own reporting is untouched outside hookgrad's ops
         np.array([1.0]) / 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_relu_special_values_match_torch(dtype):
+    import torch
+    import hookgrad as hg
+    v = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, -1, 1, 1e-45, -1e-45]) if dtype != "int64" \
+        else np.array([-3, 0, 2])
+    v = v.astype(dtype)
+    got = hg.relu(hg.tensor(v)).numpy()
+    want = torch.relu(torch.tensor(v)).numpy()
+    np.testing.assert_array_equal(got, want)
+    assert (np.signbit(got) == np.signbit(want)).all()
