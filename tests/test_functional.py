@@ -776,3 +776,18 @@ def test_max_pool2d_2x2_double_backward_and_no_grad():
         return out, g, gg, plain
     got, want = run_both(scenario)
     assert_same(got, want, 1e-9, 1e-12)
+
+
+@pytest.mark.parametrize("bias_shape", [(24,), (3, 24), (1, 24), None])
+def test_linear_and_addmm_wider_than_batch(bias_shape):
+    # out_features >= 4 x batch takes the weight @ x^T product path
+    x, w = arr(3, 7), arr(24, 7, seed=1)
+    if bias_shape is None:
+        check(lambda T, F, x, w: F.linear(x, w), x, w)
+        return
+    b = arr(*bias_shape, seed=2)
+    if len(bias_shape) == 1:
+        check(lambda T, F, x, w, b: F.linear(x, w, b), x, w, b)
+    check(lambda T, F, x, w, b: T.addmm(b, x, w.t()), x, w, b)
+    check(lambda T, F, x, w, b: T.addmm(b, x, w.t(), beta=0.5, alpha=2.0), x, w, b)
+    check(lambda T, F, x, w, b: F.linear(x, w, b[..., :24]).contiguous().view(-1), x, w, b)

@@ -17,7 +17,8 @@ Timing, per workload:
    (0.15 s): both libraries keep thread pools in this one process (torch's own, NumPy's
    OpenBLAS), and a pool whose workers are still spinning after its last call steals cores
    from the other. Without the pause, on a 2-core machine, torch's MLP step measured 3.4x
-   slower interleaved with hookgrad than alone, and hookgrad's got slower too.
+   slower interleaved with hookgrad than alone, and hookgrad's got slower too. The first call
+   after the pause is not timed: it runs with cold caches, which a training loop never sees.
 
 Reported: the median per-call time of each framework, and the median and interquartile range
 of the per-round ratio hookgrad/torch. Workloads with hooks also report each framework's own
@@ -474,6 +475,7 @@ def _warm_and_calibrate(fn: Callable[[], Any], s: Settings) -> int:
 
 
 def _sample(fn: Callable[[], Any], number: int) -> float:
+    fn()  # untimed: after the settle pause, caches and branch predictors are cold
     perf = time.perf_counter
     t0 = perf()
     for _ in range(number):

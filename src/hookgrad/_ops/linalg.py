@@ -100,11 +100,19 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
     _check_same_dtype(a, b, "mm")
+    ad, bd = a._data, b._data
     with _quiet():
-        out = a._data @ b._data
-    if alpha != 1:
-        out *= alpha
-    out += bias._data if beta == 1 else beta * bias._data
+        if alpha == 1 and beta == 1 and bd.shape[1] >= 4 * ad.shape[0] and _is_transposed(bd):
+            # a linear layer much wider than its batch: OpenBLAS computes weight @ x^T faster than
+            # x @ weight^T (MLP 784->256 at batch 64: 300 us instead of 390 us on one core, with
+            # the bias added during the copy back to row-major order)
+            out = np.empty((ad.shape[0], bd.shape[1]), dtype=np.result_type(ad, bd))
+            np.add((bd.T @ ad.T).T, bias._data, out=out)
+        else:
+            out = ad @ bd
+            if alpha != 1:
+                out *= alpha
+            out += bias._data if beta == 1 else beta * bias._data
     result = wrap(out)
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
         node = AddmmBackward0((edge(bias), edge(a), edge(b)))
