@@ -451,7 +451,7 @@ def machine_info(frameworks: dict[str, Any] | None = None) -> dict[str, Any]:
 
 @dataclass
 class Settings:
-    repeats: int = 21
+    repeats: int = 41  # the machines here are shared: 21 rounds left the medians 5-10% apart run to run
     warmup_calls: int = 3
     warmup_s: float = 0.2
     sample_s: float = 0.05
@@ -774,7 +774,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name or number (comma-separated or repeated); default: all")
     p.add_argument("--repeats", type=int, default=None,
-                   help="measurement rounds per workload (default 21, 5 with --quick)")
+                   help="measurement rounds per workload (default 41, 5 with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="short warm-up and short samples: a smoke run, not a measurement")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
