@@ -845,3 +845,24 @@ def test_invalid_replacement_error_names_module_and_hook():
     mod2.register_full_backward_pre_hook(too_many)
     with pytest.raises(RuntimeError, match=r"invalid number of grad_output.*module Scale, hook .*too_many"):
         mod2(leaf(hookgrad)).sum().backward()
+
+
+@differential
+def test_unused_output_gradient_stays_undefined_inside_the_module(T):
+    # the output identity node passes a missing gradient on as missing: hooks on the tensors that
+    # produced the unused output inside the module do not fire (no zeros are invented)
+    log = []
+
+    class TwoOut(T.nn.Module):
+        def forward(self, x):
+            a, b = x * 2, x * 3
+            a.register_hook(lambda g: log.append(("a", g)))
+            b.register_hook(lambda g: log.append(("b", g)))
+            return a, b
+
+    mod = TwoOut()
+    mod.register_full_backward_hook(_record(log, "h"))
+    x = leaf(T)
+    a, b = mod(x)
+    a.sum().backward()
+    return log, x.grad
