@@ -264,7 +264,7 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     pop, push = _heap_pop, _heap_push
     try:
         while heap:
-            node = pop(heap)[1]
+            node = heap.pop()[1] if len(heap) == 1 else pop(heap)[1]  # a chain's lone ready node: no sifting
             grads = buffers.pop(node, None) or [None] * node._num_outputs
             if exec_info is None:
                 outputs = _run_node(task, node, grads)
@@ -285,7 +285,10 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
                 if g is not None:
                     buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
                 if remaining == 0:
-                    push(heap, (nxt._seq, nxt))
+                    if heap:
+                        push(heap, (nxt._seq, nxt))
+                    else:
+                        heap.append((nxt._seq, nxt))
             # drop our references, so that a sink can tell it holds the only one (see accumulate_into_grad)
             outputs = g = grads = None
     finally:

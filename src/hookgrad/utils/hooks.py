@@ -158,6 +158,21 @@ def _hook_identity(tensors, on_backward):
     return outs
 
 
+def _hook_identity_one(t, on_backward):
+    """``_hook_identity((t,), on_backward)[0]`` for one tensor that requires grad (the common case)."""
+    edge, make_view, _function_view_message = _core_refs or _refs()
+    node = (_identity_node_cls or _identity_node_class())((edge(t),))
+    data = t._data
+    node._num_outputs = 1
+    node.metas = [(data.shape, data.dtype)]
+    node.on_backward = on_backward
+    view = make_view(t, data.view())
+    view._grad_fn = node
+    view._requires_grad = True
+    view.__dict__["_inplace_error"] = (_function_view_message, node, 0)
+    return view
+
+
 _hookgrad = None
 
 
@@ -299,8 +314,8 @@ class BackwardHook:
         if len(args) == 1 and isinstance(args[0], tensor_cls):  # the common case, made cheap
             if not (args[0]._requires_grad and hookgrad.is_grad_enabled()):
                 return args, None
-            out = tuple(_hook_identity(args, on_backward))
-            return (out if type(args) is tuple else type(args)(*out)), [0]
+            view = _hook_identity_one(args[0], on_backward)
+            return ((view,) if type(args) is tuple else type(args)(view)), [0]
         tensors_idx = []
         tensors = []
         requires_grad = False
