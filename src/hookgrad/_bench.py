@@ -451,10 +451,10 @@ def machine_info(frameworks: dict[str, Any] | None = None) -> dict[str, Any]:
 
 @dataclass
 class Settings:
-    repeats: int = 41  # the machines here are shared: 21 rounds left the medians 5-10% apart run to run
+    repeats: int = 25
     warmup_calls: int = 3
     warmup_s: float = 0.2
-    sample_s: float = 0.05
+    sample_s: float = 0.2  # long enough that the pause before each sample (cold caches) weighs little
     calibration_calls: int = 3
     settle_s: float = 0.15  # OpenBLAS workers spin ~2**28 cycles (~0.1 s) before parking
     torch_threads_set: bool = False  # True when --torch-threads changed torch's default
@@ -774,7 +774,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name or number (comma-separated or repeated); default: all")
     p.add_argument("--repeats", type=int, default=None,
-                   help="measurement rounds per workload (default 41, 5 with --quick)")
+                   help="measurement rounds per workload (default 25, 5 with --quick)")
     p.add_argument("--quick", action="store_true",
                    help="short warm-up and short samples: a smoke run, not a measurement")
     p.add_argument("--json", action="store_true", help="print the full report as JSON")
