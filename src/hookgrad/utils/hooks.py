@@ -112,7 +112,10 @@ def _identity_node_class():
             runs_without_grads = True
 
             def apply(self, grads):
-                outs = tuple([g if g is not None else _zeros(meta) for g, meta in zip(grads, self.metas)])
+                if len(grads) == 1 and grads[0] is not None:
+                    outs = (grads[0],)
+                else:
+                    outs = tuple([g if g is not None else _zeros(meta) for g, meta in zip(grads, self.metas)])
                 replaced = self.on_backward(outs, grads)
                 return outs if replaced is None else replaced
 
@@ -242,7 +245,7 @@ class BackwardHook:
             # (e.g. double backward): there is no grad_output to report.
             return None
         original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
-        setters = [None] * len(res)
+        setters = None
         for user_hook in self.user_hooks:
             out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
                                 self.grad_outputs)
@@ -252,9 +255,13 @@ class BackwardHook:
                 raise RuntimeError("Backward hook returned an invalid number of grad_input, "
                                    f"got {len(out)}, but expected {len(res)} (module "
                                    f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
+            if setters is None:
+                setters = [None] * len(res)
             _note_setters(setters, res, out, user_hook)
             res = out
         self.grad_outputs = None
+        if setters is None:  # no hook returned anything: the node passes its gradients on
+            return None
         result = self._unpack_none(self.input_tensors_index, res)
         _check_replacements(self.module, "grad_input", self.input_tensors_index, original, res, setters)
         return result
