@@ -895,11 +895,10 @@ class Module:
     def _call_with_full_backward_hooks_only(self, forward_call, args, kwargs):
         """``_call_impl`` when the only hooks are full backward hooks and backward pre-hooks (the
         common debugging setup): the same steps without the forward-hook bookkeeping."""
-        backward_pre_hooks = self._get_backward_pre_hooks() if (self._backward_pre_hooks
-                                                                 or _global_backward_pre_hooks) else []
-        full_backward_hooks = self._get_backward_hooks()[0] if (self._backward_hooks
-                                                                or _global_backward_hooks) else []
-        bw_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks, dispatch=_dispatch)
+        # no legacy hooks here: the registries hold full hooks only (global ones run first)
+        bw_hook = BackwardHook(self, [*_global_backward_hooks.values(), *self._backward_hooks.values()],
+                               [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()],
+                               dispatch=_dispatch)
         result = forward_call(*bw_hook.setup_input_hook(args), **kwargs)
         if not isinstance(result, (Tensor, tuple)):
             warnings.warn("For backward hooks to be called, module output should be a Tensor or "
