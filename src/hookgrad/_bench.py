@@ -13,7 +13,8 @@ Timing, per workload:
    about ``sample_s`` seconds (at least one call);
 3. measurement: ``repeats`` rounds; each round takes one sample of every variant of the
    workload, hookgrad then torch, so the two frameworks are interleaved and share whatever
-   the machine was doing at that moment. Before each sample the harness pauses ``settle_s``
+   the machine was doing at that moment; every other round runs in reverse order, so that no
+   sample always comes first. Before each sample the harness pauses ``settle_s``
    (0.15 s): both libraries keep thread pools in this one process (torch's own, NumPy's
    OpenBLAS), and a pool whose workers are still spinning after its last call steals cores
    from the other. Without the pause, on a 2-core machine, torch's MLP step measured 3.4x
@@ -533,12 +534,13 @@ def run_workload(w: Workload, subject: Any, baseline: Any, s: Settings,
         numbers = {(side, v): _warm_and_calibrate(b.steps[v], s)
                    for v in variants for side, b in sides}
         times: dict[tuple[str, str], list[float]] = {k: [] for k in numbers}
-        for _ in range(s.repeats):
-            for v in variants:
-                for side, b in sides:  # interleaved: subject, baseline, subject, baseline, ...
-                    if s.settle_s:
-                        time.sleep(s.settle_s)  # let the other library's idle workers park
-                    times[(side, v)].append(_sample(b.steps[v], numbers[(side, v)]))
+        order = [(side, b, v) for v in variants for side, b in sides]  # subject, baseline, subject, ...
+        for r in range(s.repeats):
+            # odd rounds run in reverse order (A B C D, D C B A, ...): no variant always goes first
+            for side, b, v in (order if r % 2 == 0 else order[::-1]):
+                if s.settle_s:
+                    time.sleep(s.settle_s)  # let the other library's idle workers park
+                times[(side, v)].append(_sample(b.steps[v], numbers[(side, v)]))
     except Exception as exc:  # noqa: BLE001
         res.update(status="error", reason=f"failed while timing: {_reason(exc)}")
         return res
