@@ -791,3 +791,13 @@ def test_linear_and_addmm_wider_than_batch(bias_shape):
     check(lambda T, F, x, w, b: T.addmm(b, x, w.t()), x, w, b)
     check(lambda T, F, x, w, b: T.addmm(b, x, w.t(), beta=0.5, alpha=2.0), x, w, b)
     check(lambda T, F, x, w, b: F.linear(x, w, b[..., :24]).contiguous().view(-1), x, w, b)
+
+
+@pytest.mark.parametrize("bad", [10, -1, -100])
+def test_cross_entropy_out_of_range_target(bad):
+    # -100 is the default ignore_index: that row is skipped; the others are errors (IndexError)
+    def scenario(T):
+        t = T.tensor(np.array([1, bad, 3]))
+        return catch(T.nn.functional.cross_entropy, T.tensor(arr(3, 10)), t)
+    got, want = run_both(scenario)
+    assert_same(got, want, 1e-6, 1e-7)
