@@ -236,6 +236,8 @@ class BackwardHook:
 
     @staticmethod
     def _unpack_none(indices, values):
+        if len(values) == 1 and indices == [0]:
+            return values if type(values) is tuple else tuple(values)
         return tuple([values[idx] for idx in indices])
 
     def _input_backward(self, grad_input, _grad_output):
@@ -346,12 +348,30 @@ class BackwardHook:
         return out, tensors_idx
 
     def setup_input_hook(self, args):
+        if len(args) == 1 and type(args) is tuple:  # one positional input: the common case, inline
+            t = args[0]
+            hookgrad = _hookgrad or _core()
+            if isinstance(t, hookgrad.Tensor):
+                self.n_inputs = 1
+                if t._requires_grad and hookgrad.is_grad_enabled():
+                    self.input_tensors_index = [0]
+                    return (_hook_identity_one(t, self._input_backward),)
+                self.input_tensors_index = None
+                return args
         res, input_idx = self._apply_on_tensors(self._input_backward, args)
         self.n_inputs = len(args)
         self.input_tensors_index = input_idx
         return res
 
     def setup_output_hook(self, args):
+        hookgrad = _hookgrad or _core()
+        if type(args) is hookgrad.Tensor:  # one output tensor: the common case, inline
+            self.n_outputs = 1
+            if args._requires_grad and hookgrad.is_grad_enabled():
+                self.output_tensors_index = [0]
+                return _hook_identity_one(args, self._output_backward)
+            self.output_tensors_index = None
+            return args
         is_tuple = True
         if not isinstance(args, tuple):
             args = (args,)

@@ -785,6 +785,9 @@ class Module:
                 or self._backward_pre_hooks or _global_forward_pre_hooks or _global_forward_hooks
                 or _global_backward_hooks or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
+        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
+                or _global_is_full_backward_hook is False or self._is_full_backward_hook is False):
+            return self._call_with_full_backward_hooks_only(self.forward, args, kwargs)
         return self._call_impl(*args, **kwargs)
 
     def _call_impl(self, *args, **kwargs):
