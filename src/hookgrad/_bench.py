@@ -13,13 +13,14 @@ Timing, per workload:
    about ``sample_s`` seconds (at least one call);
 3. measurement: ``repeats`` rounds; each round takes one sample of every variant of the
    workload, hookgrad then torch, so the two frameworks are interleaved and share whatever
-   the machine was doing at that moment; every other round runs in reverse order, so that no
-   sample always comes first. Before each sample the harness pauses ``settle_s``
-   (0.15 s): both libraries keep thread pools in this one process (torch's own, NumPy's
-   OpenBLAS), and a pool whose workers are still spinning after its last call steals cores
-   from the other. Without the pause, on a 2-core machine, torch's MLP step measured 3.4x
-   slower interleaved with hookgrad than alone, and hookgrad's got slower too. The first call
-   after the pause is not timed: it runs with cold caches, which a training loop never sees.
+   the machine was doing at that moment; a library's own variants run back to back, and
+   every other round runs in reverse order, so that no sample always comes first. Before each
+   switch of library the harness pauses ``settle_s`` (0.15 s): both libraries keep thread
+   pools in this one process (torch's own, NumPy's OpenBLAS), and a pool whose workers are
+   still spinning after its last call steals cores from the other. Without the pause, on a
+   2-core machine, torch's MLP step measured 3.4x slower interleaved with hookgrad than alone,
+   and hookgrad's got slower too. The first call of each sample is not timed: after a pause it
+   runs with cold caches, which a training loop never sees.
 
 Reported: the median per-call time of each framework, and the median and interquartile range
 of the per-round ratio hookgrad/torch. Workloads with hooks also report each framework's own
@@ -534,12 +535,16 @@ def run_workload(w: Workload, subject: Any, baseline: Any, s: Settings,
         numbers = {(side, v): _warm_and_calibrate(b.steps[v], s)
                    for v in variants for side, b in sides}
         times: dict[tuple[str, str], list[float]] = {k: [] for k in numbers}
-        order = [(side, b, v) for v in variants for side, b in sides]  # subject, baseline, subject, ...
+        # one library's variants back to back (their ratio, the hook overhead, then compares samples
+        # taken a moment apart), then the other library's; odd rounds run in reverse order
+        # (A B C D, D C B A, ...), so that no sample always comes first
+        order = [(side, b, v) for side, b in sides for v in variants]
         for r in range(s.repeats):
-            # odd rounds run in reverse order (A B C D, D C B A, ...): no variant always goes first
+            previous = None
             for side, b, v in (order if r % 2 == 0 else order[::-1]):
-                if s.settle_s:
+                if s.settle_s and side != previous:
                     time.sleep(s.settle_s)  # let the other library's idle workers park
+                previous = side
                 times[(side, v)].append(_sample(b.steps[v], numbers[(side, v)]))
     except Exception as exc:  # noqa: BLE001
         res.update(status="error", reason=f"failed while timing: {_reason(exc)}")
