@@ -11,7 +11,8 @@ Timing, per workload:
 1. warm-up: every step function is called a few times (and for at least ``warmup_s`` seconds);
 2. calibration: each step function gets its own inner loop count, so that one sample lasts
    about ``sample_s`` seconds (at least one call);
-3. measurement: ``repeats`` rounds; each round takes one sample of every variant of the
+3. measurement: ``repeats`` rounds (twice as many for workloads judged by their hook overhead,
+   a small difference of two noisy times); each round takes one sample of every variant of the
    workload, hookgrad then torch, so the two frameworks are interleaved and share whatever
    the machine was doing at that moment; a library's own variants run back to back, and
    every other round runs in reverse order, so that no sample always comes first. Before each
@@ -539,7 +540,9 @@ def run_workload(w: Workload, subject: Any, baseline: Any, s: Settings,
         # taken a moment apart), then the other library's; odd rounds run in reverse order
         # (A B C D, D C B A, ...), so that no sample always comes first
         order = [(side, b, v) for side, b in sides for v in variants]
-        for r in range(s.repeats):
+        # a hook overhead is a small difference of two noisy times: twice the rounds for its median
+        rounds = s.repeats * (2 if w.own_overhead_target is not None else 1)
+        for r in range(rounds):
             previous = None
             for side, b, v in (order if r % 2 == 0 else order[::-1]):
                 if s.settle_s and side != previous:
@@ -657,8 +660,9 @@ def format_report(rep: dict[str, Any]) -> str:
                     else "defaults, not changed")
     lines = [
         f"hookgrad benchmarks: {sname} vs {bname}, one process, interleaved "
-        f"({rep['settings']['repeats']} rounds, {rep['settings'].get('settle_s', 0)} s pause "
-        f"before each sample; started {rep['started_utc']})",
+        f"({rep['settings']['repeats']} rounds, twice that for hook overheads; "
+        f"{rep['settings'].get('settle_s', 0)} s pause before each switch of library; "
+        f"started {rep['started_utc']})",
         f"machine: {m['cpu']}, {m['logical_cpus']} logical CPUs ({m['usable_cpus']} usable), "
         f"{m['platform']}",
         f"python {m['python']}, numpy {m['numpy']} [{m['numpy_blas']}], "
