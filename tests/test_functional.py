@@ -801,3 +801,20 @@ def test_cross_entropy_out_of_range_target(bad):
         return catch(T.nn.functional.cross_entropy, T.tensor(arr(3, 10)), t)
     got, want = run_both(scenario)
     assert_same(got, want, 1e-6, 1e-7)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=2, stride=1)])
+def test_max_pool2d_backward_of_non_finite_gradients(kw):
+    # positions that win nothing get 0 even where the incoming gradient is inf or NaN
+    x = arr(2, 2, 6, 6, seed=7)
+
+    def scenario(T):
+        xt = T.tensor(x, requires_grad=True)
+        out = T.nn.functional.max_pool2d(xt, **kw)
+        up = R(8).standard_normal(tuple(out.shape))
+        up.flat[::3], up.flat[1::5] = np.inf, np.nan
+        out.backward(T.tensor(up))
+        return xt.grad
+    got, want = run_both(scenario)
+    assert_same(got, want, 1e-9, 1e-12)

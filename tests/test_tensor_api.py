@@ -308,3 +308,19 @@ def test_relu_special_values_match_torch(dtype):
     want = torch.relu(torch.tensor(v)).numpy()
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_relu_backward_of_non_finite_gradients_matches_torch(dtype):
+    # dropped positions get exactly +0.0 even where the incoming gradient is inf, -inf, NaN or negative
+    import torch
+    import hookgrad as hg
+    x = np.array([-1.0, 0.0, 2.0, -3.0, 4.0, -0.5, 1.5, -2.0]).astype(dtype)
+    up = np.array([np.inf, -np.inf, np.nan, np.nan, -np.inf, -1.0, 2.0, -5.0]).astype(dtype)
+    out = []
+    for T in (hg, torch):
+        t = T.tensor(x, requires_grad=True)
+        T.relu(t).backward(T.tensor(up))
+        out.append(t.grad.numpy())
+    np.testing.assert_array_equal(out[0], out[1])
+    assert (np.signbit(out[0]) == np.signbit(out[1])).all()

@@ -417,16 +417,30 @@ def _relu_np(d):
     return np.maximum(d, np.zeros_like(d))
 
 
+_SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
+
+
+def _masked(g, keep):
+    """``g`` where ``keep``, else +0.0, exactly as torch's threshold_backward: the bits of ``g`` ANDed
+    with all-ones or all-zeros. Multiplying by the mask would turn an inf or NaN gradient at a
+    dropped position into NaN, and a negative one into -0.0; this costs one more integer pass."""
+    ints = _SAME_SIZE_INT[g.dtype.itemsize]
+    bits = keep.view(np.uint8).astype(ints)
+    np.negative(bits, out=bits)  # 1 -> all ones
+    np.bitwise_and(np.ascontiguousarray(g).view(ints), bits, out=bits)
+    return bits.view(g.dtype)
+
+
 class ReluBackward0(Node):
     __slots__ = ()
 
     def apply(self, grads):
         (r,) = self.saved()
         g = grads[0]
-        if GRAD.enabled or g._data.dtype != r._data.dtype:  # create_graph: a recorded product
+        gd, rd = g._data, r._data
+        if GRAD.enabled or gd.dtype != rd.dtype or gd.dtype.kind != "f":  # create_graph: a recorded product
             return (g * (r > 0),)
-        # a mask in the gradient's dtype multiplies faster than a boolean one (and skips two Tensor ops)
-        return (wrap(g._data * (r._data > 0).astype(g._data.dtype)),)
+        return (wrap(_masked(gd, rd > 0)),)
 
 
 def relu(x):

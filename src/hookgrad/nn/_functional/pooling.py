@@ -133,9 +133,24 @@ def _max_scatter_2x2(g4, geom, shape):
     return out
 
 
+def _max_scatter_exact(g4, geom):
+    """The scatter as torch does it, by index: positions that win nothing get exactly +0.0 even when
+    a gradient is inf or NaN (the fast paths multiply by masks, and inf * 0 is NaN). Slower; used
+    only when a gradient is not finite."""
+    idx = geom.flat_indices()
+    idx4 = idx if idx.ndim == 4 else idx[None]
+    n, c, h, w = geom.shape if len(geom.shape) == 4 else (1,) + geom.shape
+    out = np.zeros((n * c, h * w), dtype=g4.dtype)
+    np.add.at(out, (np.arange(n * c)[:, None], idx4.reshape(n * c, -1)), g4.reshape(n * c, -1))
+    return out.reshape(n, c, h, w)
+
+
 def _max_scatter(g, geom):
     """Send each output's gradient to its window's winner; one strided pass per kernel offset."""
     g4 = g if g.ndim == 4 else g[None]
+    if g.dtype.kind == "f" and not np.isfinite(g4.sum()):  # an inf or NaN somewhere (or an overflow)
+        out = _max_scatter_exact(g4, geom)
+        return out if g.ndim == 4 else out[0]
     if geom.pair is not None:
         out = _max_scatter_2x2(g4, geom, geom.shape if len(geom.shape) == 4 else (1,) + geom.shape)
         return out if g.ndim == 4 else out[0]
