@@ -142,38 +142,39 @@ def _refs():
     return _core_refs
 
 
+def _identity_node(edges, metas, on_backward):
+    node = (_identity_node_cls or _identity_node_class())(edges)
+    node._num_outputs = len(edges)
+    node.metas = metas
+    node.on_backward = on_backward
+    return node
+
+
+def _identity_view(t, node, output_nr):
+    """A view of ``t`` as output ``output_nr`` of the identity ``node`` (plain view without grad)."""
+    _, make_view, _function_view_message = _core_refs or _refs()
+    view = make_view(t, t._data.view())
+    if t._requires_grad:
+        view._grad_fn = node
+        view._output_nr = output_nr
+        view._requires_grad = True
+        view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
+    return view
+
+
 def _hook_identity(tensors, on_backward):
     """Pass ``tensors`` through one BackwardHookFunctionBackward node calling ``on_backward``."""
-    edge, make_view, _function_view_message = _core_refs or _refs()
-    node = (_identity_node_cls or _identity_node_class())(tuple([edge(t) for t in tensors]))
-    node._num_outputs = len(tensors)
-    node.metas = [(t._data.shape, t._data.dtype) for t in tensors]
-    node.on_backward = on_backward
-    outs = []
-    for i, t in enumerate(tensors):
-        view = make_view(t, t._data.view())
-        if t._requires_grad:
-            view._grad_fn = node
-            view._output_nr = i
-            view._requires_grad = True
-            view.__dict__["_inplace_error"] = (_function_view_message, node, i)
-        outs.append(view)
-    return outs
+    edge = (_core_refs or _refs())[0]
+    node = _identity_node(tuple([edge(t) for t in tensors]), [(t._data.shape, t._data.dtype) for t in tensors],
+                          on_backward)
+    return [_identity_view(t, node, i) for i, t in enumerate(tensors)]
 
 
 def _hook_identity_one(t, on_backward):
-    """``_hook_identity((t,), on_backward)[0]`` for one tensor that requires grad (the common case)."""
-    edge, make_view, _function_view_message = _core_refs or _refs()
-    node = (_identity_node_cls or _identity_node_class())((edge(t),))
+    """``_hook_identity((t,), on_backward)[0]`` for one tensor (the common case)."""
     data = t._data
-    node._num_outputs = 1
-    node.metas = [(data.shape, data.dtype)]
-    node.on_backward = on_backward
-    view = make_view(t, data.view())
-    view._grad_fn = node
-    view._requires_grad = True
-    view.__dict__["_inplace_error"] = (_function_view_message, node, 0)
-    return view
+    node = _identity_node(((_core_refs or _refs())[0](t),), [(data.shape, data.dtype)], on_backward)
+    return _identity_view(t, node, 0)
 
 
 _hookgrad = None
@@ -320,11 +321,6 @@ class BackwardHook:
         mode is off)."""
         hookgrad = _hookgrad or _core()
         tensor_cls = hookgrad.Tensor
-        if len(args) == 1 and isinstance(args[0], tensor_cls):  # the common case, made cheap
-            if not (args[0]._requires_grad and hookgrad.is_grad_enabled()):
-                return args, None
-            view = _hook_identity_one(args[0], on_backward)
-            return ((view,) if type(args) is tuple else type(args)(view)), [0]
         tensors_idx = []
         tensors = []
         requires_grad = False

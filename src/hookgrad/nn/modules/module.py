@@ -785,8 +785,7 @@ class Module:
                 or self._backward_pre_hooks or _global_forward_pre_hooks or _global_forward_hooks
                 or _global_backward_hooks or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
-                or _global_is_full_backward_hook is False or self._is_full_backward_hook is False):
+        if self._only_full_backward_hooks():
             return self._call_with_full_backward_hooks_only(self.forward, args, kwargs)
         return self._call_impl(*args, **kwargs)
 
@@ -797,8 +796,7 @@ class Module:
                 or _global_forward_hooks or _global_forward_pre_hooks):
             return forward_call(*args, **kwargs)
 
-        if not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks or _global_forward_pre_hooks
-                or _global_is_full_backward_hook is False or self._is_full_backward_hook is False):
+        if self._only_full_backward_hooks():
             return self._call_with_full_backward_hooks_only(forward_call, args, kwargs)
 
         result = None
@@ -894,6 +892,12 @@ class Module:
                                       "that was silenced as another error was raised in forward: "
                                       f"{str(e)}", stacklevel=2)
             raise
+
+    def _only_full_backward_hooks(self) -> bool:
+        """Whether this call's hooks (some exist) are all full backward hooks or backward pre-hooks."""
+        return not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
+                    or _global_forward_pre_hooks or _global_is_full_backward_hook is False
+                    or self._is_full_backward_hook is False)
 
     def _call_with_full_backward_hooks_only(self, forward_call, args, kwargs):
         """``_call_impl`` when the only hooks are full backward hooks and backward pre-hooks (the
