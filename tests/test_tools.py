@@ -232,7 +232,8 @@ def test_exit_removes_hooks_when_the_body_raises(T):
 def test_close_is_idempotent_and_a_closed_tool_refuses_new_hooks(T):
     model = mlp(T)
     flow = GradientFlow(model)
-    assert flow.hook_count == 4 + 6    # 4 leaf modules, 6 parameters
+    assert flow.hook_count == 3 * 4 + 6    # per leaf module: a full backward hook and the two that quiet its
+    #                                        warning (a forward pre-hook, a backward pre-hook); 6 parameters
     flow.close()
     flow.close()
     assert flow.hook_count == 0 and no_hooks_left(model)
@@ -469,19 +470,38 @@ def test_trace_records_kind_owner_order(T, tmp_path):
         ("post_accumulate_grad_hook", "fc1.bias"), ("optimizer_step_post_hook", "optimizer (SGD)"),
     ])
     assert [e[0] for e in trace.events] == list(range(7)) and len(trace) == 7
-    assert all(end >= start for _, _, _, start, end, _ in trace.events)
+    assert all(e.end >= e.start for e in trace.events)
     assert log == ["pre", "pre"]
+    assert [e.step for e in trace.events] == [0] * 7 and trace.steps == 1
+    assert all(e.tool is None for e in trace.events)            # the user's hooks, named by function
+    assert all(e.hook.startswith("traced_training.<lambda> (test_tools.py:") for e in trace.events)
+    shapes = {(e.kind, e.owner): e.shapes for e in trace.events}
+    assert shapes[("forward_hook", "fc2")] == {"input": ["float32[7, 6]"], "output": "float32[7, 5]"}
+    assert shapes[("full_backward_hook", "out")] == {"grad_input": ["float32[7, 5]"], "grad_output": ["float32[7, 3]"]}
+    assert shapes[("tensor_hook", "fc1.weight")] == {"grad": "float32[6, 4]"}
     table = trace.table()
     assert "forward_pre_hook" in table and "optimizer (SGD)" in table and "fc1.weight" in table
 
     path = trace.save(str(tmp_path / "trace.json"))
     data = json.load(open(path))
-    spans = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    spans = [e for e in data["traceEvents"] if e["ph"] == "X" and e["cat"] not in ("phase", "step")]
     assert len(spans) == 7
     for e in spans:
         assert isinstance(e["ts"], (int, float)) and isinstance(e["dur"], (int, float)) and e["dur"] >= 0
         assert {"name", "cat", "pid", "tid", "args"} <= set(e)
+        assert {"step", "order", "owner", "hook"} <= set(e["args"])
     assert spans == sorted(spans, key=lambda e: e["ts"])
+    phases = [e for e in data["traceEvents"] if e.get("cat") == "phase"]
+    assert [p["name"] for p in phases] == ["forward", "backward", "optimizer.step"]
+    forward, backward, step = phases
+    assert forward["ts"] + forward["dur"] <= backward["ts"] and backward["ts"] + backward["dur"] <= step["ts"]
+    hook_at = {e["cat"]: e for e in spans}
+    # each hook lies inside its phase
+    for kind, phase in (("forward_hook", forward), ("full_backward_hook", backward),
+                        ("optimizer_step_post_hook", step)):
+        assert phase["ts"] <= hook_at[kind]["ts"] <= phase["ts"] + phase["dur"] + 1, kind
+    steps = [e for e in data["traceEvents"] if e.get("cat") == "step"]
+    assert [e["name"] for e in steps] == ["step 0"]
 
 
 def test_trace_hook_results_still_apply(T):
@@ -552,6 +572,46 @@ def test_trace_sees_the_other_tools(T, tmp_path):
     assert data["otherData"]["events_dropped"] == trace.dropped
 
 
+def test_trace_names_the_tool_owning_each_hook(T, tmp_path):
+    model = mlp(T)
+    with HookTrace(model) as trace, GradientFlow(model), ActivationCapture(model):
+        model.fc1.register_forward_hook(lambda m, a, o: None)
+        train_steps(T, model, [], steps=1)
+    on_fc1 = sorted((e.tool or "user") for e in trace.events if e.kind == "forward_hook" and e.owner == "fc1")
+    assert on_fc1 == ["ActivationCapture", "user"]
+    names = {e["name"] for e in json.load(open(trace.save(str(tmp_path / "t.json"))))["traceEvents"]}
+    assert "forward_hook fc1 · ActivationCapture" in names
+    assert "forward_hook fc1 · test_trace_names_the_tool_owning_each_hook.<lambda>" in names
+    assert "full_backward_hook fc2 · GradientFlow" in names
+
+
+def test_trace_keeps_every_nth_step_or_a_window(T, tmp_path):
+    model = mlp(T)
+    opt = T.optim.SGD(model.parameters(), lr=0.01)
+
+    def run(**options):
+        with HookTrace(model, opt, **options) as trace:
+            handle = model.fc1.register_forward_hook(lambda m, a, o: None)
+            for i in range(6):
+                loss = model(batch(T, seed=i)).sum()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            handle.remove()
+        return trace
+
+    every = run(every=3)
+    assert [e.step for e in every.events] == [0, 3] and len(every) == 6 and every.dropped == 4
+    window = run(steps=range(2, 4))
+    assert [e.step for e in window.events] == [2, 3] and window.dropped == 4
+    assert [row["count"] for row in window.summary()] == [6]        # the summary counts every call
+    data = json.load(open(window.save(str(tmp_path / "w.json"))))
+    phases = [e for e in data["traceEvents"] if e.get("cat") == "phase"]
+    assert len(phases) == 6 * 3 and [e["args"]["step"] for e in phases[:3]] == [0, 0, 0]  # all steps
+    with pytest.raises(ValueError, match="every must be a positive int"):
+        HookTrace(model, every=0)
+
+
 def trace_scenario(T):
     trace, y, log = traced_training(T)
     return [(kind, owner) for _, kind, owner, *_ in trace.events], y, log
@@ -605,3 +665,29 @@ def test_trace_sees_autograd_node_hooks_on_hookgrad():
         y.sum().backward()
     assert [(kind, owner) for _, kind, owner, *_ in trace.events] == [("node_pre_hook", "MulBackward0"),
                                                                        ("node_hook", "MulBackward0")]
+
+
+# ---- the framework's warning about full backward hooks on a first layer ------------------------------------------
+FULL_HOOK_WARNING = "Full backward hook is firing when gradients are computed with respect to module outputs"
+
+
+def warnings_during(T, model, user_hook: bool):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with GradientFlow(model), NonFiniteSentinel(model):
+            handle = model.fc1.register_full_backward_hook(lambda m, gi, go: None) if user_hook else None
+            train_steps(T, model, [], steps=2)        # the input needs no grad: fc1 warns each pass
+            if handle is not None:
+                handle.remove()
+    return [str(w.message) for w in caught if FULL_HOOK_WARNING in str(w.message)]
+
+
+@pytest.mark.filterwarnings("default")
+def test_tools_do_not_warn_about_their_own_backward_hooks(T):
+    assert warnings_during(T, mlp(T), user_hook=False) == []
+    # ... but a user's full backward hook on the same module still gets the framework's warning
+    assert len(warnings_during(T, mlp(T), user_hook=True)) == 2
+    import warnings
+    assert not any(FULL_HOOK_WARNING.lower() in str(f[1].pattern).lower() for f in warnings.filters
+                   if getattr(f[1], "pattern", None))           # nothing left behind

@@ -9,11 +9,20 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import math
+import re
+import sys
+import warnings
 from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 ROOT_LABEL = "(model)"
+
+# Both frameworks warn with this text on every backward pass through a module with full backward
+# hooks whose inputs need no gradient (a first layer). Tools hide it for modules whose backward
+# hooks are all their own; the user keeps seeing it wherever one of theirs is involved.
+_OWN_HOOK_WARNING = ("ignore", re.compile("Full backward hook is firing when gradients are computed with respect "
+                                          "to module outputs", re.I), UserWarning, None, 0)
 
 
 def is_tensor(x: Any) -> bool:
@@ -139,6 +148,10 @@ class HookTool:
     def _register(self, register: Callable[..., Any], hook: Callable[..., Any], **kwargs: Any) -> Any:
         if self._closed:
             raise RuntimeError(f"{self._tool_name} is closed")
+        try:
+            hook._hook_tool = self._tool_name      # whose hook it is: HookTrace and the quieting read it
+        except AttributeError:                     # a bound method takes no attributes
+            pass
         handle = register(hook, **kwargs)
         self._handles.append(handle)
         return handle
@@ -146,6 +159,26 @@ class HookTool:
     def step(self) -> None:
         """Mark the end of a training step."""
         self.steps += 1
+
+    def _quiet_own_backward_warning(self, module: Any) -> None:
+        """Hide the framework's "Full backward hook is firing when gradients are computed with
+        respect to module outputs" warning for ``module`` when it concerns only tools' hooks: all of
+        the module's calls so far had no input requiring grad, and every backward hook on it (and
+        no global one) belongs to a tool. The tool's full backward hook must call
+        ``_own_warning_done()`` first thing: the framework warns between the two hooks."""
+        calls = [0, 0]     # forward calls, of which with no input requiring grad
+
+        def count_calls(mod, args):
+            _own_warning_done()
+            calls[0] += 1
+            calls[1] += not any(is_tensor(a) and a.requires_grad for a in args)
+
+        def arm(mod, grad_output):
+            if calls[0] and calls[0] == calls[1] and _only_tool_backward_hooks(mod):
+                _own_warning_hidden()
+
+        self._register(module.register_forward_pre_hook, count_calls)
+        self._register(module.register_full_backward_pre_hook, arm)
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -163,6 +196,7 @@ class HookTool:
 
     def close(self) -> None:
         """Remove every hook this tool registered. Calling it again does nothing."""
+        _own_warning_done()
         handles, self._handles = self._handles, []
         for handle in reversed(handles):
             handle.remove()
@@ -173,6 +207,37 @@ class HookTool:
 
     def __exit__(self, *exc_info: Any) -> None:
         self.close()
+
+
+def _own_warning_hidden() -> None:
+    # straight into the list: warnings.filterwarnings() would also reset every module's record
+    # of warnings already shown, so that "once"-style warnings elsewhere would show again
+    if _OWN_HOOK_WARNING not in warnings.filters:
+        warnings.filters.insert(0, _OWN_HOOK_WARNING)
+
+
+def _own_warning_done() -> None:
+    while _OWN_HOOK_WARNING in warnings.filters:
+        warnings.filters.remove(_OWN_HOOK_WARNING)
+
+
+def _only_tool_backward_hooks(module: Any) -> bool:
+    """True when every backward hook and backward pre-hook on ``module`` was registered by a tool
+    and the framework has no global backward hooks (read from the registries both frameworks keep
+    under PyTorch's names; anything unreadable counts as a user's hook)."""
+    home = None
+    for klass in type(module).__mro__:
+        if "register_full_backward_hook" in vars(klass):
+            home = sys.modules.get(klass.__module__)
+            break
+    for attr in ("_global_backward_hooks", "_global_backward_pre_hooks"):
+        if home is None or not hasattr(home, attr) or getattr(home, attr):
+            return False
+    for attr in ("_backward_hooks", "_backward_pre_hooks"):
+        hooks = getattr(module, attr, None)
+        if hooks is None or not all(getattr(h, "_hook_tool", None) for h in hooks.values()):
+            return False
+    return True
 
 
 def fmt(value: float | None, spec: str = ".3e") -> str:
@@ -233,3 +298,47 @@ def plot_line(ax: Any, xs: list[float], ys: list[float], name: str, log: bool) -
     kernel = np.ones(window) / window
     smooth = np.convolve(np.pad(values, (window // 2, window - 1 - window // 2), mode="edge"), kernel, mode="valid")
     ax.plot(x, np.exp(smooth) if log else smooth, color=raw.get_color(), linewidth=1.6, label=name)
+
+
+def log_heatmap(ax: Any, rows: list[list[float | None]], labels: list[str], steps: int) -> Any:
+    """Draw one row per series (steps along x), coloured by log10 of the value; returns the image
+    for a colour bar. Missing values (None) are grey, NaN/Inf red, zeros take the lowest colour.
+    The colour range spans the 1st to 99th percentile, so one outlier does not wash out the rest."""
+    from matplotlib.colors import ListedColormap
+
+    data = np.full((max(len(rows), 1), max(steps, 1)), np.nan)
+    bad = np.zeros(data.shape, dtype=bool)
+    for i, values in enumerate(rows):
+        for j, v in enumerate(values[:steps]):
+            if v is None:
+                continue
+            if not math.isfinite(v):
+                bad[i, j] = True
+            else:
+                data[i, j] = math.log10(v) if v > 0 else -np.inf
+    finite = data[np.isfinite(data)]
+    low, high = (np.percentile(finite, [1, 99]) if finite.size else (0.0, 1.0))
+    if high - low < 1e-6:
+        low, high = low - 0.5, high + 0.5
+    data[np.isneginf(data)] = low
+    cmap = pyplot().get_cmap("viridis").with_extremes(bad="0.85")
+    extent = (-0.5, data.shape[1] - 0.5, data.shape[0] - 0.5, -0.5)
+    image = ax.imshow(np.ma.masked_invalid(data), aspect="auto", interpolation="nearest", cmap=cmap,
+                      vmin=low, vmax=high, extent=extent)
+    if bad.any():
+        ax.imshow(np.ma.masked_where(~bad, bad.astype(float)), aspect="auto", interpolation="nearest",
+                  cmap=ListedColormap(["red"]), vmin=0, vmax=1, extent=extent)
+    ax.set_yticks(range(len(labels)))
+    ax.set_yticklabels(labels, fontsize=8)
+    for i in range(1, len(labels)):
+        ax.axhline(i - 0.5, color="white", linewidth=0.4)
+    return image
+
+
+def mark_steps(ax: Any, marks: dict[int, str] | None, label_them: bool = True, color: str = "white") -> None:
+    """Vertical lines at the given steps (epoch starts, say), labelled above the axes."""
+    for step, text in sorted((marks or {}).items()):
+        ax.axvline(step - 0.5, color=color, linewidth=0.9, linestyle=(0, (4, 2)))
+        if label_them:
+            ax.annotate(text, xy=(step - 0.5, 1.0), xycoords=("data", "axes fraction"), xytext=(2, 2),
+                        textcoords="offset points", fontsize=7, ha="left", va="bottom", color="0.25")

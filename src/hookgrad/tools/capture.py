@@ -7,7 +7,8 @@ from typing import Any, Iterable, NamedTuple
 
 import numpy as np
 
-from ._common import HookTool, check_choice, fmt, format_table, iter_tensors, label, pyplot, plot_line, select_modules, to_numpy
+from ._common import (HookTool, check_choice, fmt, format_table, iter_tensors, label, mark_steps, pyplot,
+                      select_modules, to_numpy)
 
 __all__ = ["ActivationCapture", "Activation"]
 
@@ -131,30 +132,81 @@ class ActivationCapture(HookTool):
             out[name] = (steps, [sums[name][s][0] / sums[name][s][1] for s in steps])
         return out
 
-    def plot(self, path: str, title: str = "Activations") -> str:
-        """Save a figure (needs matplotlib). Mode "stats": per-layer standard deviation (log scale)
-        and fraction of zeros of the outputs against the step. Mode "tensor": a histogram of each
-        layer's latest output."""
+    def call_series(self, key: str) -> list[tuple[str, int, list[int], list[float]]]:
+        """Statistic ``key`` of every module call, one row per call in forward (data-flow) order:
+        ``(module, call, steps, values)``, ``call`` counting a module's calls within a step from 0.
+        A module called three times per step gives three rows; nothing is averaged (``per_step``
+        averages a step's calls instead). The row order is the call order of the step with the most
+        calls (the first such step)."""
+        if key not in STAT_KEYS:
+            raise ValueError(f"ActivationCapture.call_series: key must be one of {STAT_KEYS}, got {key!r}")
+        series: dict[tuple[str, int], tuple[list[int], list[float]]] = {}
+        by_step: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        counter: dict[tuple[int, str], int] = defaultdict(int)
+        for rec in self.records:
+            call = counter[(rec.step, rec.module)]
+            counter[(rec.step, rec.module)] += 1
+            by_step[rec.step].append((rec.module, call))
+            v = self._stats_of(rec.value)[key]
+            if v is None:
+                continue
+            steps, values = series.setdefault((rec.module, call), ([], []))
+            steps.append(rec.step)
+            values.append(v)
+        busiest = max(by_step.values(), key=len, default=[])
+        order = busiest + sorted(k for k in series if k not in set(busiest))
+        return [(name, call, *series[(name, call)]) for name, call in order if (name, call) in series]
+
+    def plot(self, path: str, title: str = "Activations", marks: dict[int, str] | None = None) -> str:
+        """Save a figure (needs matplotlib). Mode "stats": small multiples, one row per module call
+        in data-flow order (a module called twice per step has two rows) and one column per
+        statistic (standard deviation of the output, log scale; fraction of exact zeros), against
+        the step, each with its last value written beside it. ``marks`` maps a step to a label
+        (epoch starts, say). Mode "tensor": a histogram of each layer's latest output."""
         plt = pyplot()
         if self.mode == "tensor":
             fig = self._plot_histograms(plt, title)
-        else:
-            fig, axes = plt.subplots(2, 1, figsize=(10, 7.5), sharex=True)
-            for ax, key, ylabel, log in ((axes[0], "std", "std of the layer's output\n(log scale)", True),
-                                         (axes[1], "frac_zero", "fraction of output\nvalues exactly 0", False)):
-                for name, (steps, values) in self.per_step(key).items():
-                    plot_line(ax, steps, values, f"{label(name)} ({self.types[name]})", log=log)
-                if log and ax.lines:
+            fig.savefig(path, dpi=120)
+            plt.close(fig)
+            return path
+        columns = [("std", "std of the output (log scale)", True), ("frac_zero", "fraction of outputs exactly 0", False)]
+        data = {key: self.call_series(key) for key, _, _ in columns}
+        rows = [(name, call) for name, call, _, _ in data["std"]]
+        calls = defaultdict(int)
+        for name, _ in rows:
+            calls[name] += 1
+        fig, axes = plt.subplots(max(len(rows), 1), len(columns), figsize=(11, 1.0 + 0.62 * max(len(rows), 1)),
+                                 sharex=True, sharey="col", squeeze=False)
+        for col, (key, heading, log) in enumerate(columns):
+            values_of = {(name, call): (steps, values) for name, call, steps, values in data[key]}
+            for row, (name, call) in enumerate(rows):
+                ax = axes[row, col]
+                steps, values = values_of.get((name, call), ([], []))
+                points = [(s, v) for s, v in zip(steps, values) if math.isfinite(v) and (v > 0 or not log)]
+                if points:
+                    ax.plot(*zip(*points), linewidth=1.1, color=f"C{col}")
+                if values:
+                    ax.annotate(fmt(values[-1], ".3g"), xy=(1.0, 0.5), xycoords="axes fraction", xytext=(4, 0),
+                                textcoords="offset points", fontsize=8, va="center", ha="left")
+                if log and points:
                     ax.set_yscale("log")
-                if ax.lines:
-                    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-                ax.set_ylabel(ylabel, fontsize=9)
+                ax.tick_params(labelsize=7)
                 ax.grid(True, alpha=0.3)
-            axes[1].set_ylim(-0.02, 1.02)
-            axes[1].set_xlabel("training step")
-            axes[0].set_title(title + "\n(faint: every step; solid: moving average)", fontsize=11)
-            fig.tight_layout()
-        fig.savefig(path, dpi=120)
+                mark_steps(ax, marks, label_them=row == 0, color="0.6")
+                if col == 0:
+                    which = f"\ncall {call + 1} of {calls[name]}" if calls[name] > 1 else ""
+                    ax.set_ylabel(f"{label(name)}\n({self.types[name]}){which}", fontsize=8, rotation=0,
+                                  ha="right", va="center", labelpad=8)
+            axes[0, col].set_title(heading, fontsize=10, pad=14 if marks else 6)
+            if not log:
+                axes[0, col].set_ylim(-0.05, 1.05)
+            axes[-1, col].set_xlabel("training step", fontsize=9)
+        fig.suptitle(title, fontsize=12, x=0.01, ha="left")
+        fig.text(0.01, 0.004, "one row per module call, top to bottom in data-flow order; each point is that call's "
+                 "value in one step (nothing averaged); number at the right: the last step's value",
+                 fontsize=7.5, ha="left", va="bottom", color="0.3")
+        fig.tight_layout(rect=(0, 0.02, 0.97, 1))
+        fig.savefig(path, dpi=110)
         plt.close(fig)
         return path
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
-from ._common import HookTool, fmt, format_table, label, norm, plot_line, pyplot, select_modules
+from ._common import HookTool, _own_warning_done, fmt, format_table, label, log_heatmap, mark_steps, norm, pyplot, select_modules
 
 __all__ = ["GradientFlow"]
 
@@ -44,10 +44,12 @@ class GradientFlow(HookTool):
         self.param_owner: dict[str, str] = {}
         self._pending_modules: dict[str, dict[str, list]] = {}
         self._pending_params: dict[str, float] = {}
+        self._fired: list[str] = []          # modules in the order their backward hooks fired this step
         self._read_at_step: list[tuple[str, Any]] = []
         try:
             for name, module in self.modules:
                 self._register(module.register_full_backward_hook, self._module_hook(name))
+                self._quiet_own_backward_warning(module)
                 if not params:
                     continue
                 for pname, p in module.named_parameters(recurse=False):
@@ -66,6 +68,7 @@ class GradientFlow(HookTool):
 
     def _module_hook(self, name: str):
         def hook(module, grad_input, grad_output):
+            _own_warning_done()
             if not self.enabled:
                 return
             calls = self._pending_modules.get(name)
@@ -73,6 +76,7 @@ class GradientFlow(HookTool):
                 calls = self._pending_modules[name] = {"grad_output": [], "grad_input": []}
             calls["grad_output"].append(norm(grad_output))
             calls["grad_input"].append(norm(grad_input))
+            self._fired.append(name)
         return hook
 
     def _param_hook(self, qualified: str):
@@ -92,13 +96,16 @@ class GradientFlow(HookTool):
         for name, calls in self._pending_modules.items():
             modules[name] = {key: _combine(calls[key]) for key in ("grad_output", "grad_input")}
             modules[name]["calls"] = len(calls["grad_output"])
-        return {"step": self.steps, "modules": modules, "params": params}
+            # per call, in forward order: the backward reaches a module's calls in reverse
+            modules[name]["per_call"] = {key: calls[key][::-1] for key in ("grad_output", "grad_input")}
+        return {"step": self.steps, "modules": modules, "params": params, "fired": list(self._fired)}
 
     def step(self) -> None:
         """End the current step: what the hooks saw since the last ``step()`` becomes one record."""
         self.history.append(self._pending_record())
         self._pending_modules.clear()
         self._pending_params.clear()
+        self._fired.clear()
         super().step()
 
     def records(self) -> list[dict[str, Any]]:
@@ -148,26 +155,86 @@ class GradientFlow(HookTool):
                    "|grad_in| last", "|param grad| last", "|param grad| mean"]
         return format_table(headers, rows)
 
-    def plot(self, path: str, title: str = "Gradient flow") -> str:
-        """Save a figure (needs matplotlib): per-layer norms of grad_output (top) and of the layer's
-        parameter gradients (bottom) against the step, log scale, one line per layer."""
+    def data_flow(self) -> list[tuple[str, int, int]]:
+        """The module calls of one step in forward (data-flow) order, as ``(module, call, calls)``:
+        ``call`` counts a module's calls from 0, ``calls`` is how many it had in that step.
+
+        Read from the order in which the backward hooks fired, reversed (the backward visits the
+        layers of a chain from the last to the first), in the first step with the most calls.
+        Watched modules that never fired follow in declaration order.
+        """
+        fired = max((r.get("fired", []) for r in self.records()), key=len, default=[])
+        counts = {name: fired.count(name) for name in set(fired)}
+        seen: dict[str, int] = {}
+        rows = []
+        for name in reversed(fired):
+            rows.append((name, seen.get(name, 0), counts[name]))
+            seen[name] = seen.get(name, 0) + 1
+        rows += [(name, 0, 0) for name, _ in self.modules if name not in counts]
+        return rows
+
+    def call_series(self, key: str = "grad_output") -> list[tuple[str, int, list[float | None]]]:
+        """Per-step norms of each module call (``key`` "grad_output" or "grad_input"), one row per
+        call in data-flow order (see ``data_flow()``): ``(module, call, values)``. A module called
+        three times per step gives three rows; ``series()`` combines them into one."""
+        if key not in ("grad_output", "grad_input"):
+            raise ValueError(f"GradientFlow.call_series: key must be 'grad_output' or 'grad_input', got {key!r}")
+        records = self.records()
+        rows = []
+        for name, call, _ in self.data_flow():
+            values = []
+            for r in records:
+                per_call = r["modules"].get(name, {}).get("per_call", {}).get(key, [])
+                values.append(per_call[call] if call < len(per_call) else None)
+            rows.append((name, call, values))
+        return rows
+
+    def plot(self, path: str, title: str = "Gradient flow", marks: dict[int, str] | None = None) -> str:
+        """Save a figure (needs matplotlib): two heatmaps, layers top to bottom in data-flow order
+        against the training step, colour the log10 of a gradient norm.
+
+        Top: ``‖grad_output‖`` of every module call (a module called three times per step has three
+        rows). Bottom: the norm of each layer's parameter gradients (one value per step). A row
+        that turns dark is a gradient vanishing there, a bright one exploding; NaN/Inf cells are
+        red, steps where a call or layer got no gradient grey. ``marks`` maps a step to a label
+        (epoch starts, say), drawn as vertical lines.
+        """
         plt = pyplot()
-        panels = [("grad_output", "‖∂loss/∂output‖₂ of the layer"), ("param", "‖∂loss/∂parameters‖₂ of the layer")]
-        fig, axes = plt.subplots(len(panels), 1, figsize=(10, 7.5), sharex=True)
-        for ax, (key, ylabel) in zip(axes, panels):
-            for name, values in self.series(key).items():
-                plot_line(ax, list(range(len(values))), values, f"{label(name)} ({self.types[name]})", log=True)
-            if ax.lines:
-                ax.set_yscale("log")
-                ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-            else:
-                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-            ax.set_ylabel(ylabel + "\n(log scale)", fontsize=9)
-            ax.grid(True, which="major", alpha=0.3)
-        axes[-1].set_xlabel("training step")
-        axes[0].set_title(title + "\n(faint: every step; solid: moving average)", fontsize=11)
-        fig.tight_layout()
-        fig.savefig(path, dpi=120)
+        flow = self.data_flow()
+        calls_of = {name: calls for name, _, calls in flow}
+        top_rows = []
+        for name, call, values in self.call_series("grad_output"):
+            calls = calls_of.get(name, 0)
+            which = f", call {call + 1} of {calls}" if calls > 1 else ""
+            top_rows.append((f"{label(name)} ({self.types[name]}{which})", values))
+        order = {name: i for i, (name, _, _) in enumerate(flow)}
+        param = self.series("param")
+        bottom_rows = [(f"{label(name)} ({self.types[name]})", param[name])
+                       for name in sorted(param, key=lambda n: order.get(n, len(order)))]
+        steps = len(self.records())
+        panels = [(top_rows, "‖∂loss/∂output‖₂ per module call"), (bottom_rows, "‖∂loss/∂parameters‖₂ per layer")]
+        panels = [(rows, what) for rows, what in panels if rows]
+        heights = [max(len(rows), 2) for rows, _ in panels]
+        fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.6 + 0.36 * sum(heights) + 0.9 * len(panels)),
+                                 gridspec_kw={"height_ratios": heights}, sharex=True, squeeze=False)
+        for ax, (rows, what) in zip(axes[:, 0], panels):
+            image = log_heatmap(ax, [values for _, values in rows], [name for name, _ in rows], steps)
+            bar = fig.colorbar(image, ax=ax, pad=0.01, fraction=0.04)
+            bar.set_label("log10 of the norm", fontsize=8)
+            bar.ax.tick_params(labelsize=7)
+            ax.set_title(what, fontsize=10, loc="left", pad=14 if marks and ax is axes[0, 0] else 6)
+            mark_steps(ax, marks, label_them=ax is axes[0, 0])
+        axes[-1, 0].set_xlabel("training step")
+        repeated = [f"{label(n)} {c}×" for n, c in calls_of.items() if c > 1]
+        note = ("rows top to bottom in data-flow order (first call first); dark: small gradient, bright: large; "
+                "red: NaN/Inf; grey: no gradient")
+        if repeated:
+            note += "\nmodules called several times per step get one row per call (" + ", ".join(repeated) + \
+                    "); table() and series() give the norm over all of a module's calls in a step"
+        fig.suptitle(title, fontsize=12, x=0.01, ha="left")
+        fig.text(0.01, 0.005, note, fontsize=7.5, ha="left", va="bottom", color="0.3")
+        fig.tight_layout(rect=(0, 0.045 if repeated else 0.03, 1, 1))
+        fig.savefig(path, dpi=110)
         plt.close(fig)
         return path
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ._common import HookTool, check_choice, describe, iter_tensors, label, nonfinite_counts, select_modules
+from ._common import HookTool, _own_warning_done, check_choice, describe, iter_tensors, label, nonfinite_counts, select_modules
 
 __all__ = ["NonFiniteSentinel", "NonFiniteError", "NonFiniteEvent"]
 
@@ -92,6 +92,7 @@ class NonFiniteSentinel(HookTool):
                 if check in ("both", "backward"):
                     self._register(module.register_full_backward_pre_hook, self._backward_pre_hook(name))
                     self._register(module.register_full_backward_hook, self._backward_hook(name))
+                    self._quiet_own_backward_warning(module)
                     for pname, p in module.named_parameters(recurse=False):
                         register = getattr(p, "register_post_accumulate_grad_hook", None)
                         if p.requires_grad and register is not None:
@@ -145,6 +146,7 @@ class NonFiniteSentinel(HookTool):
 
     def _backward_hook(self, name: str):
         def hook(module, grad_input, grad_output):
+            _own_warning_done()
             if not self.enabled or _first_nonfinite(grad_output, "grad_output") is not None:
                 return
             bad = _first_nonfinite(grad_input, "grad_input")

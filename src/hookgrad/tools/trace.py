@@ -29,9 +29,9 @@ import threading
 import time
 import types
 import weakref
-from typing import Any, Callable
+from typing import Any, Callable, Container, NamedTuple
 
-from ._common import describe, format_table, is_tensor, label
+from ._common import describe, format_table, is_tensor, iter_tensors, label
 
 __all__ = ["HookTrace"]
 
@@ -85,14 +85,41 @@ _patches: dict[tuple[int, str], list] = {}      # (id(target), attr) -> [target,
 _observers: dict[int, list] = {}                # id(setter) -> [setter, previous observer, users]
 
 
-def _report(kind: str, owner: Any, hook: Callable, start: float, end: float) -> None:
+# What the tensors among a hook's arguments are, by kind (None: an argument that holds none).
+ARG_NAMES = {
+    "forward_pre_hook": (None, "input"),
+    "forward_hook": (None, "input", "output"),
+    "full_backward_pre_hook": (None, "grad_output"),
+    "full_backward_hook": (None, "grad_input", "grad_output"),
+    "backward_hook": (None, "grad_input", "grad_output"),
+    "tensor_hook": ("grad",),
+    "post_accumulate_grad_hook": ("param",),
+    "node_hook": ("grad_inputs", "grad_outputs"),
+    "node_pre_hook": ("grad_outputs",),
+}
+BACKWARD_KINDS = frozenset({"full_backward_pre_hook", "full_backward_hook", "backward_hook", "tensor_hook",
+                            "post_accumulate_grad_hook", "node_hook", "node_pre_hook"})
+
+
+def _report(kind: str, owner: Any, hook: Callable, args: tuple, start: float, end: float) -> None:
+    if getattr(hook, "_hooktrace_own", False):   # a trace's own phase markers
+        return
     for trace in tuple(_active):
-        trace._record(kind, owner, start, end)
+        trace._record(kind, owner, hook, args, start, end)
+
+
+def _own(hook: Callable) -> Callable:
+    """``hook`` as a function marked as a trace's own: never wrapped, never recorded."""
+    def own(*args):
+        return hook(*args)
+    own._hooktrace_own = True
+    return own
 
 
 def _traced(hook: Callable, kind: str, owner: Any) -> Callable:
     """``hook`` wrapped so that each call is timed and reported to the active traces."""
-    if not callable(hook) or getattr(hook, "_hooktrace_kind", None) is not None:
+    if not callable(hook) or getattr(hook, "_hooktrace_kind", None) is not None \
+            or getattr(hook, "_hooktrace_own", False):
         return hook
     try:
         owner_ref: Callable[[], Any] = weakref.ref(owner) if owner is not None else (lambda: None)
@@ -110,7 +137,7 @@ def _traced(hook: Callable, kind: str, owner: Any) -> Callable:
             who = owner_ref()
             if who is None and args:  # global module and optimizer hooks: the object they fire for
                 who = args[0]
-            _report(kind, who, hook, start, time.perf_counter())
+            _report(kind, who, hook, args, start, time.perf_counter())
 
     traced._hooktrace_kind = kind
     return traced
@@ -151,7 +178,38 @@ def _patched_function(original: Callable, kind: str, framework: str) -> Callable
 
 
 def _observer(kind: str, module: Any, hook: Callable, start: float, end: float) -> None:
-    _report(kind, module, hook, start, end)
+    # The observer is called by hookgrad's module-hook dispatcher, whose ``args`` are the hook's
+    # arguments; read them from its frame for the tensor shapes (none when that changes).
+    caller = sys._getframe(1)
+    args = caller.f_locals.get("args", ()) if caller.f_code.co_name == "_dispatch" else ()
+    _report(kind, module, hook, args if isinstance(args, tuple) else (), start, end)
+
+
+def _hook_label(hook: Callable) -> str:
+    """``GradientFlow._module_hook.hook`` or ``poison_output (demo.py:142)``: what a reader can find."""
+    target = getattr(hook, "__wrapped__", hook)
+    target = getattr(target, "__func__", target)
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    name = name.replace(".<locals>", "")
+    code = getattr(target, "__code__", None)
+    if code is not None and getattr(hook, "_hook_tool", None) is None:
+        name += f" ({os.path.basename(code.co_filename)}:{code.co_firstlineno})"
+    return name
+
+
+def _shapes(kind: str, args: tuple) -> dict[str, Any]:
+    """dtype and shape of the tensors among a hook's arguments, named by what they are."""
+    names = ARG_NAMES.get(kind)
+    if not names or len(args) < len(names):
+        return {}
+    out: dict[str, Any] = {}
+    for name, value in zip(names, args):
+        if name is None:
+            continue
+        found = [describe(t) for _, t in iter_tensors(value, name)]
+        if found:
+            out[name] = found[0] if len(found) == 1 and is_tensor(value) else found
+    return out
 
 
 # ---- finding what to patch ----------------------------------------------------------------------
@@ -226,16 +284,43 @@ def _plan(framework: types.ModuleType) -> tuple[list[tuple[Any, str, Callable]],
     return patches, setter
 
 
+class TraceEvent(NamedTuple):
+    """One recorded hook call. ``start``/``end``: ``time.perf_counter()`` readings; ``step``: steps
+    completed before it; ``hook``: the hook's name; ``tool``: the hookgrad tool that registered it
+    (None for the user's hooks); ``shapes``: dtype and shape of the tensors among its arguments."""
+
+    order: int
+    kind: str
+    owner: str
+    start: float
+    end: float
+    tid: int
+    step: int
+    hook: str
+    tool: str | None
+    shapes: dict
+
+
 class HookTrace:
-    """Record every hook that fires: its kind, its owner's qualified name, the order, the duration.
+    """Record every hook that fires: its kind, its owner's qualified name, the hook and the tool
+    that registered it, the step, the tensor shapes, the order and the duration.
 
     ``HookTrace(*roots)``: ``roots`` are models (their modules and parameters are named by
     qualified name), optimizers, or framework packages; they also choose the frameworks watched
     (with no roots: every framework already imported). Active from construction until
     ``close()`` (or the end of a ``with`` block, exception or not), which restores every method it
-    replaced. Hooks that fire while it is active are recorded, up to ``max_events`` events
-    (``None``: no limit; ``counts`` keep counting past it). ``order`` numbers hook calls in the
-    order they return (a hook that itself runs a hooked module returns after the inner hooks).
+    replaced. ``order`` numbers hook calls in the order they return (a hook that itself runs a
+    hooked module returns after the inner hooks).
+
+    Phases: for a model among the roots the trace marks each of its forward calls and the backward
+    pass that follows (from the gradient reaching the model's output to the last backward hook);
+    for an optimizer, each ``step()``. Steps are counted by the optimizer's ``step()`` (or call
+    ``step()``). Phase spans are kept for every step.
+
+    Size: ``every=N`` keeps the hook events of every N-th step only (steps 0, N, 2N, ...), ``steps``
+    (a range or set of step numbers) only those steps, ``max_events`` at most that many events;
+    ``counts``, ``summary()`` and ``table()`` still count every hook call, and ``dropped`` says how
+    many events the file lacks.
 
     On hookgrad every module hook is seen, also those registered before the trace started (the
     framework reports each dispatch). On torch only hooks registered while a trace is active are
@@ -243,13 +328,20 @@ class HookTrace:
     they are registered; autograd-node hooks are out of its reach there.
 
     ``save(path)`` writes a Chrome trace (JSON, ``traceEvents`` of ``"ph": "X"`` complete events,
-    ``ts``/``dur`` in microseconds) that Perfetto (ui.perfetto.dev) and chrome://tracing open;
-    ``table()`` sums it up per hook. ``mark(name)`` adds an instant event (a step boundary, say).
+    ``ts``/``dur`` in microseconds) that Perfetto (ui.perfetto.dev) and chrome://tracing open: one
+    track with the steps, one with the phases, one per thread with the hook calls (their ``args``:
+    step, order, owner, hook, tool, tensor shapes). ``table()`` sums it up per hook.
+    ``mark(name)`` adds an instant event (an epoch start, say).
     """
 
-    def __init__(self, *roots: Any, max_events: int | None = None) -> None:
+    def __init__(self, *roots: Any, max_events: int | None = None, every: int = 1,
+                 steps: Container[int] | None = None) -> None:
         if max_events is not None and (not isinstance(max_events, int) or max_events < 0):
             raise ValueError(f"HookTrace: max_events must be a non-negative int or None, got {max_events!r}")
+        if not isinstance(every, int) or isinstance(every, bool) or every < 1:
+            raise ValueError(f"HookTrace: every must be a positive int, got {every!r}")
+        if steps is not None and not hasattr(steps, "__contains__"):
+            raise TypeError(f"HookTrace: steps must be a range or a set of step numbers, got {steps!r}")
         frameworks = []
         for root in roots:
             framework = _framework_of(root)
@@ -263,9 +355,16 @@ class HookTrace:
         self.frameworks = [f.__name__ for f in frameworks]
         self.roots = roots
         self.max_events = max_events
-        self.events: list[tuple[int, str, str, float, float, int]] = []
+        self.every, self.steps_kept = every, steps
+        self.events: list[TraceEvent] = []
         self.dropped = 0
         self.counts: dict[tuple[str, str], list] = {}    # (kind, owner) -> [first order, count, total s, max s]
+        self.steps = 0
+        self._step_ended = False     # optimizer.step() returned; the count moves on at the next phase
+        self.phases: list[tuple[str, float, float, int]] = []    # (phase, start, end, step)
+        self._open: dict[str, float] = {}                        # phase -> start, while it runs
+        self._forward_depth = 0
+        self._last_backward_end: float | None = None
         self._marks: list[tuple[str, float]] = []
         self._order = 0
         self._names: dict[int, str] = {}
@@ -273,16 +372,95 @@ class HookTrace:
         self._threads: dict[int, int] = {}
         self._name_roots()
         self._held: list[tuple[Any, ...]] = []
+        self._own_handles: list[Any] = []
         self._closed = False
         self.t0 = time.perf_counter()
         with _lock:
             try:
                 for framework in frameworks:
                     self._acquire(framework)
+                self._watch_phases()
             except BaseException:
+                self._remove_own_hooks()
                 self._release()
                 raise
             _active.append(self)
+
+    # ---- phases: the trace's own hooks on the roots -------------------------------------------
+    def _watch_phases(self) -> None:
+        for root in self.roots:
+            if hasattr(root, "named_modules") and hasattr(root, "register_forward_pre_hook"):
+                self._own_handles.append(root.register_forward_pre_hook(_own(self._forward_starts), prepend=True))
+                self._own_handles.append(root.register_forward_hook(_own(self._forward_ends), always_call=True))
+            elif hasattr(root, "register_step_pre_hook"):
+                self._own_handles.append(root.register_step_pre_hook(_own(self._optimizer_starts)))
+                self._own_handles.append(root.register_step_post_hook(_own(self._optimizer_ends)))
+
+    def _remove_own_hooks(self) -> None:
+        handles, self._own_handles = self._own_handles, []
+        for handle in handles:
+            handle.remove()
+
+    def _close_phase(self, phase: str, end: float | None = None) -> None:
+        start = self._open.pop(phase, None)
+        if start is not None:
+            self.phases.append((phase, start, max(start, end if end is not None else time.perf_counter()), self.steps))
+
+    def _close_backward(self) -> None:
+        if "backward" in self._open:
+            self._close_phase("backward", self._last_backward_end or self._open["backward"])
+
+    def _next_step_if_ended(self) -> None:
+        # hooks that run after ours in the same optimizer.step() still belong to the step it ended
+        if self._step_ended:
+            self._step_ended = False
+            self.step()
+
+    def _forward_starts(self, module, args):
+        self._forward_depth += 1
+        if self._forward_depth == 1 and not self._closed:
+            self._next_step_if_ended()
+            self._close_backward()
+            self._open["forward"] = time.perf_counter()
+
+    def _forward_ends(self, module, args, output):
+        self._forward_depth = max(0, self._forward_depth - 1)
+        if self._forward_depth or self._closed:
+            return
+        self._close_phase("forward")
+        wanted = [t for _, t in iter_tensors(output, "output") if getattr(t, "requires_grad", False)]
+        if wanted and "backward" not in self._open:
+            fired = []
+
+            def backward_starts(grad):
+                if not fired and not self._closed:
+                    fired.append(True)
+                    self._next_step_if_ended()
+                    self._close_backward()
+                    self._open["backward"] = time.perf_counter()
+                    self._last_backward_end = None
+            for t in wanted:
+                t.register_hook(_own(backward_starts))
+
+    def _optimizer_starts(self, optimizer, args, kwargs):
+        if not self._closed:
+            self._next_step_if_ended()
+            self._close_backward()
+            self._open["optimizer.step"] = time.perf_counter()
+
+    def _optimizer_ends(self, optimizer, args, kwargs):
+        if not self._closed:
+            self._close_phase("optimizer.step")
+            self._step_ended = True
+
+    def step(self) -> None:
+        """End the current step (done for you after ``optimizer.step()`` when the optimizer is a root)."""
+        self._step_ended = False
+        self._close_backward()
+        self.steps += 1
+
+    def _keeps(self, step: int) -> bool:
+        return step % self.every == 0 and (self.steps_kept is None or step in self.steps_kept)
 
     # ---- patches and observers, shared between traces ---------------------------------------
     def _acquire(self, framework: types.ModuleType) -> None:
@@ -325,7 +503,12 @@ class HookTrace:
         with _lock:
             if self in _active:
                 _active.remove(self)
+            self._remove_own_hooks()
             self._release()
+        self._close_backward()
+        for phase in list(self._open):
+            self._close_phase(phase)
+        self._next_step_if_ended()
         self._closed = True
 
     def __enter__(self) -> "HookTrace":
@@ -367,7 +550,7 @@ class HookTrace:
             return owner.name()
         return type(owner).__name__
 
-    def _record(self, kind: str, owner: Any, start: float, end: float) -> None:
+    def _record(self, kind: str, owner: Any, hook: Callable, args: tuple, start: float, end: float) -> None:
         order = self._order
         self._order += 1
         name = self._name_of(owner)
@@ -377,12 +560,18 @@ class HookTrace:
         entry[1] += 1
         entry[2] += end - start
         entry[3] = max(entry[3], end - start)
-        if self.max_events is not None and len(self.events) >= self.max_events:
+        if kind in BACKWARD_KINDS and "backward" in self._open:
+            self._last_backward_end = end
+        elif kind == "optimizer_step_post_hook" and self._step_ended and self.phases[-1][0] == "optimizer.step":
+            phase, begin, _, step = self.phases[-1]     # post-hooks that run after the trace's own
+            self.phases[-1] = (phase, begin, end, step)
+        if not self._keeps(self.steps) or (self.max_events is not None and len(self.events) >= self.max_events):
             self.dropped += 1
             return
         thread = threading.get_ident()
         tid = self._threads.setdefault(thread, len(self._threads) + 1)
-        self.events.append((order, kind, name, start, end, tid))
+        self.events.append(TraceEvent(order, kind, name, start, end, tid, self.steps, _hook_label(hook),
+                                      getattr(hook, "_hook_tool", None), _shapes(kind, args)))
 
     def mark(self, name: str) -> None:
         """Add an instant event named ``name`` at the current time."""
@@ -396,26 +585,53 @@ class HookTrace:
         """The trace as a Chrome trace-event dictionary (what ``save`` writes)."""
         pid = os.getpid()
         us = 1e6
-        out: list[dict[str, Any]] = [{"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
-                                      "args": {"name": "hooks (" + ", ".join(self.frameworks) + ")"}}]
+
+        def ts(t: float) -> float:
+            return round((t - self.t0) * us, 1)
+
+        steps_tid, phases_tid = 10_000, 10_001     # tracks of their own, listed above the hooks
+        out: list[dict[str, Any]] = [
+            {"name": "process_name", "ph": "M", "pid": pid, "tid": 0,
+             "args": {"name": "hooks (" + ", ".join(self.frameworks) + ")"}},
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": steps_tid, "args": {"name": "steps"}},
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": steps_tid, "args": {"sort_index": -2}},
+            {"name": "thread_name", "ph": "M", "pid": pid, "tid": phases_tid,
+             "args": {"name": "phases (forward, backward, optimizer.step)"}},
+            {"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": phases_tid, "args": {"sort_index": -1}}]
         for thread, tid in self._threads.items():
             out.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid,
-                        "args": {"name": "main thread" if thread == threading.main_thread().ident else f"thread {tid}"}})
-        for order, kind, name, start, end, tid in self.events:
-            out.append({"name": f"{kind} {name}", "cat": kind, "ph": "X", "pid": pid, "tid": tid,
-                        "ts": round((start - self.t0) * us, 3), "dur": round((end - start) * us, 3),
-                        "args": {"order": order}})
+                        "args": {"name": "hook calls" + ("" if thread == threading.main_thread().ident else f" (thread {tid})")}})
+        phases = list(self.phases) + [(p, t, time.perf_counter(), self.steps) for p, t in self._open.items()]
+        bounds: dict[int, list[float]] = {}
+        for phase, start, end, step in sorted(phases, key=lambda p: p[1]):
+            out.append({"name": phase, "cat": "phase", "ph": "X", "pid": pid, "tid": phases_tid, "ts": ts(start),
+                        "dur": round((end - start) * us, 1), "args": {"step": step}})
+            span = bounds.setdefault(step, [start, end])
+            span[0], span[1] = min(span[0], start), max(span[1], end)
+        for step, (start, end) in sorted(bounds.items()):
+            out.append({"name": f"step {step}", "cat": "step", "ph": "X", "pid": pid, "tid": steps_tid,
+                        "ts": ts(start), "dur": round((end - start) * us, 1),
+                        "args": {"step": step, "hook events kept": self._keeps(step)}})
+        for e in self.events:
+            args = {"step": e.step, "order": e.order, "owner": e.owner, "hook": e.hook}
+            if e.tool:
+                args["tool"] = e.tool
+            args.update(e.shapes)
+            out.append({"name": f"{e.kind} {e.owner} · {e.tool or e.hook.split(' (')[0]}", "cat": e.kind, "ph": "X",
+                        "pid": pid, "tid": e.tid, "ts": ts(e.start), "dur": round((e.end - e.start) * us, 1),
+                        "args": args})
         for name, at in self._marks:
-            out.append({"name": name, "cat": "mark", "ph": "i", "s": "g", "pid": pid, "tid": 1,
-                        "ts": round((at - self.t0) * us, 3)})
+            out.append({"name": name, "cat": "mark", "ph": "i", "s": "g", "pid": pid, "tid": 1, "ts": ts(at)})
         return {"traceEvents": out, "displayTimeUnit": "ms",
                 "otherData": {"producer": "hookgrad.tools.HookTrace", "hooks_fired": self._order,
-                              "events_dropped": self.dropped}}
+                              "events_dropped": self.dropped, "steps": self.steps,
+                              "kept": f"hook events of every {self.every}. step" if self.every > 1 else "every step",
+                              "step_window": None if self.steps_kept is None else repr(self.steps_kept)}}
 
     def save(self, path: str) -> str:
-        """Write the Chrome trace JSON to ``path``; returns ``path``."""
+        """Write the Chrome trace JSON to ``path`` (compact, no spaces); returns ``path``."""
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.chrome_trace(), f)
+            json.dump(self.chrome_trace(), f, separators=(",", ":"), ensure_ascii=False)
         return path
 
     def summary(self) -> list[dict[str, Any]]:
