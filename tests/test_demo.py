@@ -47,6 +47,14 @@ def test_small_run_writes_trace_and_report(T, tmp_path, capsys):
     spans = [e for e in trace["traceEvents"] if e["ph"] == "X"]
     assert spans and all(e["dur"] >= 0 for e in spans)
     assert {"forward_hook", "full_backward_hook", "post_accumulate_grad_hook"} <= {e["cat"] for e in spans}
+    phases = [e for e in spans if e["cat"] == "phase"]
+    assert len(phases) == 45 * 3 + 1 and {e["name"] for e in phases} == {"forward", "backward", "optimizer.step"}   # + the held-out forward
+    hooks = [e for e in spans if e["cat"] not in ("phase", "step")]
+    # every 15th step by default; 45: the held-out evaluation after the last step
+    assert {e["args"]["step"] for e in hooks} == {0, 15, 30, 45}
+    assert {e["args"].get("tool") for e in hooks} >= {"GradientFlow", "ActivationCapture", "NonFiniteSentinel"}
+    conv1 = [e for e in hooks if e["name"] == "forward_hook conv1 · ActivationCapture"]
+    assert conv1 and conv1[0]["args"]["output"] == "float32[32, 16, 8, 8]"
     report = (tmp_path / "report.md").read_text()
     assert "Held-out accuracy" in report and "## Per layer" in report and "## What was measured" in report
     for layer in ("conv1", "conv2", "pool", "act", "flatten", "fc1", "fc2"):
@@ -54,6 +62,11 @@ def test_small_run_writes_trace_and_report(T, tmp_path, capsys):
     assert "| `act` | ReLU | 3 |" in report            # one ReLU module, three calls per step
     out = capsys.readouterr().out
     assert str(tmp_path) in out and "report.md" in out and "held-out accuracy" in out
+
+
+def test_the_demo_shows_no_warning_about_its_tools_hooks(tmp_path, recwarn):
+    run_demo(hookgrad, small(tmp_path))
+    assert not [w for w in recwarn if "Full backward hook" in str(w.message)]
 
 
 def test_plots_are_written(tmp_path):

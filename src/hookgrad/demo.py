@@ -38,6 +38,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_NONFINITE = 0, 1, 2, 3
 NAN_TARGETS = {"forward": "conv2", "backward": "fc1"}
 HELD_OUT = 360           # images kept for the held-out accuracy (20% of 1,797)
 TRACE_EVENT_LIMIT = 200_000
+TRACE_EVERY = 15         # 3 steps per epoch (the first of each among them): about 1 MB for 8 epochs
 
 
 def _positive_int(text: str) -> int:
@@ -73,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     parser.add_argument("--lr", type=_positive_float, default=1e-2,
                         help="initial Adam learning rate, decayed to 0 along a cosine over the epochs (default 0.01)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar, one line per epoch")
+    parser.add_argument("--trace-every", type=_positive_int, default=TRACE_EVERY, metavar="N",
+                        help=f"keep the hook calls of every N-th step in hook_trace.json (default {TRACE_EVERY}; 1 keeps "
+                             "all); phases and steps are kept for every step")
     return parser
 
 
@@ -213,12 +217,9 @@ def run_demo(T: Any, args: argparse.Namespace | Sequence[str] | None = None) -> 
     started = time.perf_counter()
 
     with warnings.catch_warnings():
-        # conv1's input (the images) does not require grad, so its full backward hook fires on the
-        # output gradient; the framework warns about that on every backward pass.
-        warnings.filterwarnings("ignore", message="Full backward hook is firing when gradients are computed")
         if args.inject_nan:  # NumPy announces the NaN arithmetic the demo asks for
             warnings.filterwarnings("ignore", message="invalid value encountered", category=RuntimeWarning)
-        with HookTrace(model, optimizer, max_events=TRACE_EVENT_LIMIT) as trace, \
+        with HookTrace(model, optimizer, max_events=TRACE_EVENT_LIMIT, every=args.trace_every) as trace, \
                 GradientFlow(model, optimizer=optimizer) as flow, \
                 ActivationCapture(model, mode="stats", optimizer=optimizer) as acts, \
                 NonFiniteSentinel(model, optimizer=optimizer) as sentinel:
@@ -275,21 +276,23 @@ def run_demo(T: Any, args: argparse.Namespace | Sequence[str] | None = None) -> 
             with acts.paused():
                 model.eval()
                 result.accuracy = _accuracy(T, model, x_test, y_test)
+        marks = {(epoch - 1) * steps_per_epoch: f"epoch {epoch}" if epoch == 1 else str(epoch) for epoch in range(1, args.epochs + 1)
+                 if (epoch - 1) * steps_per_epoch < max(result.steps, 1)}
         result.files = _write_outputs(args, framework, result, history, flow, acts, trace, sentinel,
-                                      len(y_train), len(y_test), inject_at)
+                                      len(y_train), len(y_test), inject_at, marks)
     _print_summary(result, flow, acts)
     return result
 
 
 # ---- outputs -------------------------------------------------------------------------------------
-def _write_outputs(args, framework, result, history, flow, acts, trace, sentinel, n_train, n_test, inject_at):
+def _write_outputs(args, framework, result, history, flow, acts, trace, sentinel, n_train, n_test, inject_at, marks):
     files = {}
     if not args.no_plots:
         try:
-            files["gradient_flow"] = flow.plot(os.path.join(args.out, "gradient_flow.png"),
-                                               title=f"Gradient flow per layer ({framework}, digits CNN)")
-            files["activations"] = acts.plot(os.path.join(args.out, "activations.png"),
-                                             title=f"Layer outputs per step ({framework}, digits CNN)")
+            files["gradient_flow"] = flow.plot(os.path.join(args.out, "gradient_flow.png"), marks=marks,
+                                               title=f"Gradient flow per layer and step ({framework}, digits CNN)")
+            files["activations"] = acts.plot(os.path.join(args.out, "activations.png"), marks=marks,
+                                             title=f"Layer outputs per call and step ({framework}, digits CNN)")
         except ImportError as exc:
             print(f"note: plots skipped: {exc}", file=sys.stderr)
     files["hook_trace"] = trace.save(os.path.join(args.out, "hook_trace.json"))
@@ -357,13 +360,18 @@ def _report(args, framework, result, history, flow, acts, trace, sentinel, n_tra
               "produced them.",
               f"- **Hook trace** (`hookgrad.tools.HookTrace`): every hook call above, timed: {len(trace)} calls, "
               f"{sum(r['total_ms'] for r in trace.summary()):.0f} ms in hooks. `hook_trace.json` opens in "
-              "https://ui.perfetto.dev or chrome://tracing."
-              + (f" The trace file keeps the first {trace.max_events} calls." if trace.dropped else ""), ""]
+              "https://ui.perfetto.dev or chrome://tracing: a track of steps, one of phases (forward, backward, "
+              "optimizer.step) and the hook calls, each with its step, owner, hook, tool and tensor shapes. "
+              + (f"It keeps the hook calls of every {trace.every}th step ({len(trace.events)} of {len(trace)}; "
+                 "`--trace-every 1` keeps all) and the phases of every step." if trace.every > 1 else
+                 "It keeps every hook call" + (f" up to the first {trace.max_events}." if trace.dropped else ".")), ""]
     lines += ["## Per layer", "",
-              "Gradient norms: mean over steps and value at the last step. Activation statistics: last training "
-              "call. Hook time: all hooks owned by the layer or its parameters.", "",
+              "Gradient norms: mean over steps and value at the last step; for a module called several times per "
+              "step, of the norm over all its calls. Output std and zero fraction: the module's last call in the "
+              "last training step (`act`: its third call, `pool`: its second); `activations.png` plots every call "
+              "separately. Hook time: all hooks owned by the layer or its parameters.", "",
               "| layer | type | calls/step | mean ‖grad_out‖ | last ‖grad_out‖ | last ‖grad_in‖ | mean ‖param grad‖ "
-              "| last ‖param grad‖ | output std | zero fraction | hook time (ms) |",
+              "| last ‖param grad‖ | output std (last call) | zero fraction (last call) | hook time (ms) |",
               "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in _layer_rows(flow, acts, trace):
         zero = "-" if r["zero_frac"] is None else f"{r['zero_frac']:.3f}"
@@ -381,8 +389,8 @@ def _report(args, framework, result, history, flow, acts, trace, sentinel, n_tra
         lines.append(f"| {kind} | {count} | {total:.1f} | {1000 * total / max(count, 1):.1f} |")
     lines += ["", "## Files", ""]
     for key, path in files.items():
-        lines.append(f"- `{os.path.basename(path)}`" + {"gradient_flow": ": gradient norms per layer and step (log scale)",
-                                                        "activations": ": output std and zero fraction per layer and step",
+        lines.append(f"- `{os.path.basename(path)}`" + {"gradient_flow": ": gradient norms per module call and step, in data-flow order (log colour scale)",
+                                                        "activations": ": output std and zero fraction per module call and step",
                                                         "hook_trace": ": Chrome trace of every hook call",
                                                         "report": ": this report"}.get(key, ""))
     return "\n".join(lines) + "\n"
@@ -404,7 +412,7 @@ def _print_summary(result: DemoResult, flow, acts) -> None:
         rows.append([label(r["module"]), r["type"], fmt(r["grad_output_mean"]), fmt(r["param_mean"]),
                      fmt(stats.get("frac_zero"), ".3f")])
     print()
-    print(format_table(["layer", "type", "mean |grad_out|", "mean |param grad|", "zero frac"], rows))
+    print(format_table(["layer", "type", "mean |grad_out|", "mean |param grad|", "zero frac, last call"], rows))
 
 
 def main(argv: Sequence[str] | argparse.Namespace | None = None) -> int:
