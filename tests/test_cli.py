@@ -8,6 +8,7 @@ import types
 
 import pytest
 
+import hookgrad
 from hookgrad import cli
 
 SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
@@ -75,3 +76,31 @@ def test_console_script_points_at_main():
     text = open(os.path.join(os.path.dirname(SRC), "pyproject.toml")).read()
     assert 'hookgrad = "hookgrad.cli:main"' in text
     assert callable(cli.main)
+
+
+def test_version():
+    proc = run_module("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"hookgrad {hookgrad.__version__}"
+
+
+@pytest.mark.parametrize("command", ["demo", "run", "bench"])
+def test_every_help_names_the_program_hookgrad(command):
+    proc = run_module(command, "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert f"usage: hookgrad {command}" in proc.stdout and "python -m hookgrad" not in proc.stdout
+
+
+def test_bench_without_torch_says_how_to_install_it(monkeypatch, capsys):
+    real_find_spec = cli.importlib.util.find_spec
+    monkeypatch.setattr(cli.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else real_find_spec(name, *a))
+    assert cli.main(["bench", "--quick"]) == 1
+    err = capsys.readouterr().err
+    assert "pip install 'hookgrad[bench]'" in err and "https://download.pytorch.org/whl/cpu" in err
+
+
+def test_project_urls_point_at_the_repository():
+    text = open(os.path.join(os.path.dirname(SRC), "pyproject.toml")).read()
+    urls = text.split("[project.urls]", 1)[1].split("[", 1)[0]
+    for key in ("Homepage", "Documentation", "Issues"):
+        assert f'{key} = "https://github.com/hookgrad/hookgrad' in urls

@@ -196,3 +196,23 @@ def test_missing_lazy_submodule_is_a_clear_attribute_error(tmp_path):
     """)
     assert rc == 0, err
     assert out.strip() == "False False True False"
+
+
+def test_a_traceback_starts_at_the_script(tmp_path):
+    (tmp_path / "helper.py").write_text("def fail():\n    raise ValueError('bad value')\n")
+    rc, out, err = _run_source(tmp_path, """
+        import torch
+        import helper
+        helper.fail()
+    """)
+    assert rc == 1
+    lines = err.splitlines()
+    assert lines[0] == "Traceback (most recent call last):", err
+    assert lines[1].startswith('  File "') and "helper.fail()" in lines[2], err
+    assert lines[-1] == "ValueError: bad value"
+    assert "runpy" not in err and "_run.py" not in err and "cli.py" not in err
+
+
+def test_a_syntax_error_names_the_script_line(tmp_path):
+    rc, out, err = _run_source(tmp_path, "import torch\nx = (1,\n")
+    assert rc == 1 and "SyntaxError" in err and "runpy" not in err, err

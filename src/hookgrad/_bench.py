@@ -784,7 +784,7 @@ def profile_workload(w: Workload, framework: str = "hookgrad", seconds: float = 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m hookgrad bench",
+        prog="hookgrad bench",
         description="Time the same workloads on hookgrad and torch in one process, interleaved.")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name or number (comma-separated or repeated); default: all")

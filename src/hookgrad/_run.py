@@ -19,6 +19,7 @@ import importlib.util
 import os
 import runpy
 import sys
+import traceback
 import types
 from typing import Sequence
 
@@ -206,7 +207,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.module is None and not os.path.exists(opts.script):
         print(f"hookgrad run: can't open file {opts.script!r}: No such file or directory", file=sys.stderr)
         return 2
-    return run_script(opts.script, rest, module=opts.module)
+    try:
+        return run_script(opts.script, rest, module=opts.module)
+    except Exception as exc:  # what `python SCRIPT` would print, exit code 1 included
+        tb = _from_the_script_on(exc.__traceback__)
+        sys.excepthook(type(exc), exc.with_traceback(tb), tb)
+        return 1
+
+
+# Frames of the launcher itself: the command line, this module and runpy.
+_LAUNCHER_FILES = {os.path.abspath(f) for f in (__file__, runpy.__file__, os.path.join(os.path.dirname(__file__), "cli.py"),
+                                                os.path.join(os.path.dirname(__file__), "__main__.py"))}
+_LAUNCHER_FILES.add(runpy._run_code.__code__.co_filename)    # "<frozen runpy>" where runpy is frozen
+
+
+def _from_the_script_on(tb: types.TracebackType | None) -> types.TracebackType | None:
+    """The traceback without its leading launcher frames, so that it starts at the user's code as
+    under ``python SCRIPT`` (None when the error arose before the script ran, e.g. a SyntaxError,
+    whose message names the file and line itself)."""
+    while tb is not None and (tb.tb_frame.f_code.co_filename in _LAUNCHER_FILES
+                              or os.path.abspath(tb.tb_frame.f_code.co_filename) in _LAUNCHER_FILES):
+        tb = tb.tb_next
+    return tb
 
 
 if __name__ == "__main__":

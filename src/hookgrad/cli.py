@@ -3,6 +3,9 @@
     hookgrad demo [options]     train a small CNN on the bundled digits with the hook tools attached
     hookgrad run SCRIPT [ARGS]  run a PyTorch script with hookgrad standing in for torch
     hookgrad bench [options]    time hookgrad against torch side by side
+    hookgrad --version
+
+Every help text calls the program ``hookgrad``; ``python -m hookgrad`` is the same program.
 
 ``run`` and ``bench`` live in ``hookgrad._run`` and ``hookgrad._bench`` (each with ``main(argv)``),
 imported only when asked for; their options are theirs (``hookgrad run --help``).
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import sys
 from typing import Sequence
 
@@ -28,7 +32,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hookgrad",
         description="hookgrad: PyTorch's API and hook system on NumPy.",
-        epilog="Run 'hookgrad COMMAND --help' for the options of a command.")
+        epilog="Run 'hookgrad COMMAND --help' for the options of a command. 'python -m hookgrad' is the same "
+               "program.")
+    parser.add_argument("--version", action="version", version=f"hookgrad {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands")
     commands.required = True
     demo.add_arguments(commands.add_parser(
@@ -40,8 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _version() -> str:
+    from . import __version__
+    return __version__
+
+
+# What a subcommand needs beyond hookgrad, and how to get it (checked before it starts).
+NEEDS = {"bench": ("torch", "hookgrad bench times hookgrad against torch 2.13, which is not installed: "
+                            "pip install 'hookgrad[bench]' (on a machine without a GPU, the CPU-only wheel is "
+                            "much smaller: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu)")}
+
+
 def _delegate(name: str, argv: list[str]) -> int:
     module_name = DELEGATED[name][0]
+    needed = NEEDS.get(name)
+    asks_only_for_help = any(a in ("-h", "--help", "--list") for a in argv)
+    if needed is not None and not asks_only_for_help and importlib.util.find_spec(needed[0]) is None:
+        print(f"{needed[1]}", file=sys.stderr)
+        return 1
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as exc:
