@@ -216,3 +216,19 @@ def test_a_traceback_starts_at_the_script(tmp_path):
 def test_a_syntax_error_names_the_script_line(tmp_path):
     rc, out, err = _run_source(tmp_path, "import torch\nx = (1,\n")
     assert rc == 1 and "SyntaxError" in err and "runpy" not in err, err
+
+
+def test_sizes_and_dtypes_print_as_torch_under_run(tmp_path):
+    rc, out, err = _run_source(tmp_path, """
+        import torch
+        x = torch.zeros(2, 3, dtype=torch.float64)
+        print(x.shape)
+        print(x.dtype, torch.int64)
+        print(repr(x[0]))
+        print(str(x.shape) == "torch.Size([2, 3])")
+    """)
+    assert rc == 0, err
+    assert out.splitlines() == ["torch.Size([2, 3])", "torch.float64 torch.int64",
+                                "tensor([0., 0., 0.], dtype=torch.float64)", "True"]
+    # imported as itself, hookgrad names itself
+    assert repr(hookgrad.zeros(2, 3).shape) == "hookgrad.Size([2, 3])" and repr(hookgrad.float64) == "hookgrad.float64"

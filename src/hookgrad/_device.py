@@ -1,22 +1,39 @@
 """Devices. hookgrad computes on the CPU with NumPy; ``device`` keeps torch's API and the seam
-where another array backend could be plugged in."""
+where another array backend could be plugged in.
+
+As in torch, naming any device type torch knows is fine (``device("mps")``, ``device("cuda", 1)``,
+so that scripts can build their device variables); putting a tensor there raises the error torch
+raises on a machine without that device (``require_cpu``).
+"""
 from __future__ import annotations
+
+# The device types torch 2.13 accepts in a device string, in the order its error message lists them.
+DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
+                "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
 
 
 class device:
-    """``hookgrad.device("cpu")``; any other type raises, naming what is available."""
+    """``hookgrad.device("cpu")``, ``device("cuda:1")``, ``device("mps")``: a device name. Only the
+    CPU holds tensors; see ``require_cpu``."""
 
     __slots__ = ("type", "index")
 
     def __init__(self, type="cpu", index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
-        type = str(type)
-        if ":" in type:
-            type, idx = type.split(":", 1)
-            index = int(idx)
-        if type != "cpu":
-            raise RuntimeError(f"hookgrad supports only the 'cpu' device, got {type!r}")
+        text = str(type)
+        type = text
+        if ":" in text:
+            type, idx = text.split(":", 1)
+            try:
+                index = int(idx)
+            except ValueError:
+                raise RuntimeError(f"Invalid device string: '{text}'") from None
+        if type not in DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device "
+                               f"string: {text}")
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
         self.type = type
         self.index = index
 
@@ -29,10 +46,26 @@ class device:
         return hash(self.type)
 
     def __repr__(self):
-        return f"device(type='{self.type}')"
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
 
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
+
+
+def require_cpu(where) -> device:
+    """``where`` as a device, when it is the CPU; for any other device the error torch gives on a
+    machine without it (AssertionError for CUDA and XPU, RuntimeError for the rest)."""
+    dev = where if isinstance(where, device) else device(where)
+    if dev.type == "cpu":
+        return dev
+    note = "; hookgrad computes on the CPU only"
+    if dev.type in ("cuda", "hip"):
+        raise AssertionError("Torch not compiled with CUDA enabled" + note)
+    if dev.type == "xpu":
+        raise AssertionError("Torch not compiled with XPU enabled" + note)
+    raise RuntimeError(f"PyTorch is not linked with support for {dev.type} devices" + note)
 
 
 CPU = device("cpu")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import sys as _sys
 
 import numpy as np
 
@@ -12,8 +13,17 @@ __all__ = ["dtype", "Size", "float16", "half", "float32", "float", "float64", "d
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "to_dtype", "finfo", "iinfo"]
 
 
+def shown_name() -> str:
+    """The package name that dtypes and sizes print with: ``torch`` while hookgrad stands in for
+    torch (under ``hookgrad run``, ``sys.modules["torch"]`` is hookgrad), so that a script prints and
+    parses what it would under torch; ``hookgrad`` otherwise."""
+    ours = _sys.modules.get("hookgrad")
+    return "torch" if ours is not None and _sys.modules.get("torch") is ours else "hookgrad"
+
+
 class dtype:
-    """A tensor element type; wraps a NumPy dtype and prints as ``hookgrad.float32``."""
+    """A tensor element type; wraps a NumPy dtype and prints as ``hookgrad.float32`` (``torch.float32``
+    under ``hookgrad run``)."""
 
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_category")
 
@@ -29,7 +39,7 @@ class dtype:
         self._category = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[kind]
 
     def __repr__(self):
-        return f"hookgrad.{self.name}"
+        return f"{shown_name()}.{self.name}"
 
     def __reduce__(self):
         return (to_dtype, (self.name,))
@@ -176,10 +186,11 @@ class iinfo:
 
 
 class Size(tuple):
-    """A tensor's shape: a tuple that prints as ``hookgrad.Size([2, 3])``."""
+    """A tensor's shape: a tuple that prints as ``hookgrad.Size([2, 3])`` (``torch.Size([2, 3])`` under
+    ``hookgrad run``, as dtypes do)."""
 
     def __repr__(self):
-        return f"hookgrad.Size({list(self)})"
+        return f"{shown_name()}.Size({list(self)})"
 
     def numel(self) -> _py_int:
         n = 1

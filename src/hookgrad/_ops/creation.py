@@ -18,8 +18,8 @@ def _resolve_dtype(dtype, default=None):
 
 def _finish(data, requires_grad=False, device=None):
     if device is not None:
-        from .._device import device as _dev
-        _dev(device)
+        from .._device import require_cpu
+        require_cpu(device)
     t = wrap(data)
     if requires_grad:
         t.requires_grad_(True)

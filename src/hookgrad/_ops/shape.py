@@ -305,8 +305,8 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     if device is not None:
-        from .._device import device as _dev
-        _dev(device)  # raises for anything but the CPU
+        from .._device import require_cpu
+        require_cpu(device)  # raises for anything but the CPU
     if dtype is None:
         return clone(x) if copy else x
     return to_dtype(x, dtype, copy)
