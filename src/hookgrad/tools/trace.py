@@ -365,6 +365,7 @@ class HookTrace:
         self._open: dict[str, float] = {}                        # phase -> start, while it runs
         self._forward_depth = 0
         self._last_backward_end: float | None = None
+        self._awaiting_backward = False      # a forward ended; its backward has not begun
         self._marks: list[tuple[str, float]] = []
         self._order = 0
         self._names: dict[int, str] = {}
@@ -421,6 +422,7 @@ class HookTrace:
         if self._forward_depth == 1 and not self._closed:
             self._next_step_if_ended()
             self._close_backward()
+            self._awaiting_backward = False
             self._open["forward"] = time.perf_counter()
 
     def _forward_ends(self, module, args, output):
@@ -429,23 +431,30 @@ class HookTrace:
             return
         self._close_phase("forward")
         wanted = [t for _, t in iter_tensors(output, "output") if getattr(t, "requires_grad", False)]
+        self._awaiting_backward = bool(wanted)
         if wanted and "backward" not in self._open:
             fired = []
 
             def backward_starts(grad):
                 if not fired and not self._closed:
                     fired.append(True)
-                    self._next_step_if_ended()
-                    self._close_backward()
-                    self._open["backward"] = time.perf_counter()
-                    self._last_backward_end = None
+                    if self._awaiting_backward:
+                        self._backward_starts(time.perf_counter())
             for t in wanted:
                 t.register_hook(_own(backward_starts))
+
+    def _backward_starts(self, at: float) -> None:
+        self._awaiting_backward = False
+        self._next_step_if_ended()
+        self._close_backward()
+        self._open["backward"] = at
+        self._last_backward_end = None
 
     def _optimizer_starts(self, optimizer, args, kwargs):
         if not self._closed:
             self._next_step_if_ended()
             self._close_backward()
+            self._awaiting_backward = False
             self._open["optimizer.step"] = time.perf_counter()
 
     def _optimizer_ends(self, optimizer, args, kwargs):
@@ -560,6 +569,10 @@ class HookTrace:
         entry[1] += 1
         entry[2] += end - start
         entry[3] = max(entry[3], end - start)
+        if kind in BACKWARD_KINDS and self._awaiting_backward:
+            # a hook on the model's own output gradient (a full backward hook on the model) fires
+            # before the trace's hook on the output tensor: the backward began with it
+            self._backward_starts(start)
         if kind in BACKWARD_KINDS and "backward" in self._open:
             self._last_backward_end = end
         elif kind == "optimizer_step_post_hook" and self._step_ended and self.phases[-1][0] == "optimizer.step":
@@ -625,7 +638,8 @@ class HookTrace:
         return {"traceEvents": out, "displayTimeUnit": "ms",
                 "otherData": {"producer": "hookgrad.tools.HookTrace", "hooks_fired": self._order,
                               "events_dropped": self.dropped, "steps": self.steps,
-                              "kept": f"hook events of every {self.every}. step" if self.every > 1 else "every step",
+                              "kept": f"hook events of the steps that are multiples of {self.every}" if self.every > 1
+                              else "hook events of every step",
                               "step_window": None if self.steps_kept is None else repr(self.steps_kept)}}
 
     def save(self, path: str) -> str:
