@@ -691,3 +691,41 @@ def test_tools_do_not_warn_about_their_own_backward_hooks(T):
     import warnings
     assert not any(FULL_HOOK_WARNING.lower() in str(f[1].pattern).lower() for f in warnings.filters
                    if getattr(f[1], "pattern", None))           # nothing left behind
+
+
+# ---- per call, in data-flow order ---------------------------------------------------------------------------------
+def test_gradient_flow_rows_follow_the_data_flow_call_by_call(T, tmp_path):
+    model = mlp(T)
+    with GradientFlow(model) as flow:
+        train_steps(T, model, [flow], steps=2)
+    assert flow.data_flow() == [("fc1", 0, 1), ("act", 0, 2), ("fc2", 0, 1), ("act", 1, 2), ("out", 0, 1)]
+    rows = {(name, call): values for name, call, values in flow.call_series("grad_output")}
+    combined = flow.series("grad_output")["act"]
+    for step in range(2):
+        first, second = rows[("act", 0)][step], rows[("act", 1)][step]
+        assert math.isclose(math.hypot(first, second), combined[step], rel_tol=1e-9)
+    # act's first call feeds fc2, whose grad_input is the gradient at act's first output
+    assert rows[("act", 0)] == pytest.approx(flow.series("grad_input")["fc2"], rel=1e-6)
+    assert rows[("act", 1)] == pytest.approx(flow.series("grad_input")["out"], rel=1e-6)
+    with pytest.raises(ValueError, match="key must be"):
+        flow.call_series("params")
+    pytest.importorskip("matplotlib")
+    flow.history[0]["modules"]["fc2"]["per_call"]["grad_output"] = [float("nan")]   # drawn red, not dropped
+    assert flow.plot(str(tmp_path / "f.png"), marks={0: "epoch 1", 1: "2"}).endswith("f.png")
+
+
+def test_capture_call_series_keeps_each_call_apart(T, tmp_path):
+    model = mlp(T)
+    with ActivationCapture(model, mode="stats") as cap:
+        train_steps(T, model, [cap], steps=3)
+    rows = cap.call_series("frac_zero")
+    assert [(name, call) for name, call, _, _ in rows] == [("fc1", 0), ("act", 0), ("fc2", 0), ("act", 1), ("out", 0)]
+    calls = cap["act"]
+    for name, call, steps, values in rows:
+        if name == "act":
+            assert steps == [0, 1, 2]
+            assert values == [calls[2 * s + call]["frac_zero"] for s in range(3)]
+    averaged = cap.per_step("frac_zero")["act"][1]
+    assert averaged == pytest.approx([(calls[2 * s]["frac_zero"] + calls[2 * s + 1]["frac_zero"]) / 2 for s in range(3)])
+    with pytest.raises(ValueError, match="key must be one of"):
+        cap.call_series("median")

@@ -282,24 +282,6 @@ def pyplot():
     return plt
 
 
-def plot_line(ax: Any, xs: list[float], ys: list[float], name: str, log: bool) -> None:
-    """Draw one series: the raw values faint and, when there are many, a moving average on top in
-    the same colour (the legend entry), so that noisy per-step values stay readable."""
-    points = [(x, y) for x, y in zip(xs, ys) if y is not None and math.isfinite(y) and (y > 0 or not log)]
-    if not points:
-        return
-    x, y = (np.asarray(v, dtype=np.float64) for v in zip(*points))
-    window = max(1, len(y) // 40)
-    if window < 3:
-        ax.plot(x, y, label=name, linewidth=1.3)
-        return
-    raw, = ax.plot(x, y, linewidth=0.6, alpha=0.25)
-    values = np.log(y) if log else y
-    kernel = np.ones(window) / window
-    smooth = np.convolve(np.pad(values, (window // 2, window - 1 - window // 2), mode="edge"), kernel, mode="valid")
-    ax.plot(x, np.exp(smooth) if log else smooth, color=raw.get_color(), linewidth=1.6, label=name)
-
-
 def log_heatmap(ax: Any, rows: list[list[float | None]], labels: list[str], steps: int) -> Any:
     """Draw one row per series (steps along x), coloured by log10 of the value; returns the image
     for a colour bar. Missing values (None) are grey, NaN/Inf red, zeros take the lowest colour.
