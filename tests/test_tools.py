@@ -729,3 +729,20 @@ def test_capture_call_series_keeps_each_call_apart(T, tmp_path):
     assert averaged == pytest.approx([(calls[2 * s]["frac_zero"] + calls[2 * s + 1]["frac_zero"]) / 2 for s in range(3)])
     with pytest.raises(ValueError, match="key must be one of"):
         cap.call_series("median")
+
+
+def test_gradient_flow_rows_of_a_backward_stopped_early(T):
+    """A backward that stops part-way (an exception from a hook) reached only the last calls."""
+    model = mlp(T)
+    with GradientFlow(model) as flow:
+        train_steps(T, model, [flow], steps=1)
+
+        def stop(module, grad_input, grad_output):
+            raise RuntimeError("stop here")
+        handle = model.fc2.register_full_backward_hook(stop)
+        with pytest.raises(RuntimeError, match="stop here"):
+            (model(batch(T)) ** 2).mean().backward()
+        handle.remove()
+    rows = {(name, call): values[-1] for name, call, values in flow.call_series("grad_output")}
+    assert rows[("act", 1)] is not None and rows[("out", 0)] is not None       # reached before fc2
+    assert rows[("act", 0)] is None and rows[("fc1", 0)] is None               # never reached

@@ -96,8 +96,8 @@ class GradientFlow(HookTool):
         for name, calls in self._pending_modules.items():
             modules[name] = {key: _combine(calls[key]) for key in ("grad_output", "grad_input")}
             modules[name]["calls"] = len(calls["grad_output"])
-            # per call, in forward order: the backward reaches a module's calls in reverse
-            modules[name]["per_call"] = {key: calls[key][::-1] for key in ("grad_output", "grad_input")}
+            # per call, in the order the backward reached them (the reverse of the forward order)
+            modules[name]["per_call"] = {key: list(calls[key]) for key in ("grad_output", "grad_input")}
         return {"step": self.steps, "modules": modules, "params": params, "fired": list(self._fired)}
 
     def step(self) -> None:
@@ -181,11 +181,14 @@ class GradientFlow(HookTool):
             raise ValueError(f"GradientFlow.call_series: key must be 'grad_output' or 'grad_input', got {key!r}")
         records = self.records()
         rows = []
-        for name, call, _ in self.data_flow():
+        for name, call, calls in self.data_flow():
             values = []
             for r in records:
-                per_call = r["modules"].get(name, {}).get("per_call", {}).get(key, [])
-                values.append(per_call[call] if call < len(per_call) else None)
+                reached = r["modules"].get(name, {}).get("per_call", {}).get(key, [])
+                # the backward reaches the last call first; a backward stopped early (by an
+                # exception) reached only the last calls
+                index = calls - 1 - call
+                values.append(reached[index] if 0 <= index < len(reached) else None)
             rows.append((name, call, values))
         return rows
 
@@ -219,15 +222,24 @@ class GradientFlow(HookTool):
                                  gridspec_kw={"height_ratios": heights}, sharex=True, squeeze=False)
         for ax, (rows, what) in zip(axes[:, 0], panels):
             image = log_heatmap(ax, [values for _, values in rows], [name for name, _ in rows], steps)
+            if rows is top_rows:   # a call that passed NaN/Inf on to its input: a red dot on its cell
+                dots = [(step, row) for row, (_, _, values) in enumerate(self.call_series("grad_input"))
+                        for step, v in enumerate(values) if v is not None and not math.isfinite(v)]
+                if dots:
+                    ax.scatter(*zip(*dots), s=45, color="red", edgecolors="white", linewidths=0.8, zorder=3)
             bar = fig.colorbar(image, ax=ax, pad=0.01, fraction=0.04)
-            bar.set_label("log10 of the norm", fontsize=8)
+            bar.set_label("norm (log scale)", fontsize=8)
+            low, high = image.get_clim()                # colours are log10: ticks at 1, 2, 5 x 10^k
+            ticks = [math.log10(m * 10.0 ** k) for k in range(math.floor(low) - 1, math.ceil(high) + 1)
+                     for m in (1, 2, 5) if low <= math.log10(m * 10.0 ** k) <= high]
+            bar.set_ticks(ticks, labels=[f"{10 ** t:.2g}" for t in ticks])
             bar.ax.tick_params(labelsize=7)
             ax.set_title(what, fontsize=10, loc="left", pad=14 if marks and ax is axes[0, 0] else 6)
             mark_steps(ax, marks, label_them=ax is axes[0, 0])
         axes[-1, 0].set_xlabel("training step")
         repeated = [f"{label(n)} {c}×" for n, c in calls_of.items() if c > 1]
         note = ("rows top to bottom in data-flow order (first call first); dark: small gradient, bright: large; "
-                "red: NaN/Inf; grey: no gradient")
+                "red cell: NaN/Inf; red dot: NaN/Inf passed on to the input; grey: no gradient")
         if repeated:
             note += "\nmodules called several times per step get one row per call (" + ", ".join(repeated) + \
                     "); table() and series() give the norm over all of a module's calls in a step"
