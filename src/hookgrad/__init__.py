@@ -35,7 +35,8 @@ from . import autograd, utils
 linalg = _importlib.import_module(".linalg", __name__)
 
 __version__ = "0.1.0"
-FloatTensor = DoubleTensor = LongTensor = Tensor  # legacy names, for isinstance-free uses
+from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
+                      LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
 strided = "torch.strided"
 contiguous_format = preserve_format = channels_last = "torch.contiguous_format"
 
@@ -92,10 +93,6 @@ def set_num_threads(n):
 
 def get_num_threads():
     return 1
-
-
-def is_storage(obj):
-    return False
 
 
 def cdist(x1, x2, p=2.0):

@@ -105,18 +105,8 @@ class Tensor:
     def is_complex(self) -> bool:
         return self._data.dtype.kind == "c"
 
-    def data_ptr(self) -> int:
-        return self._data.__array_interface__["data"][0]
-
     def get_device(self) -> int:
         return -1
-
-    def type(self, dtype=None):
-        if dtype is None:
-            return _LEGACY_TYPE_NAMES.get(self._data.dtype.name, "torch.Tensor")
-        if isinstance(dtype, str) and dtype in _LEGACY_TYPES:
-            dtype = _LEGACY_TYPES[dtype]
-        return self.to(dtype)
 
     # -- autograd metadata ----------------------------------------------------------------------
     @property
@@ -489,5 +479,3 @@ _LEGACY_TYPE_NAMES = {
     "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
     "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
 }
-_LEGACY_TYPES = {v: k for k, v in _LEGACY_TYPE_NAMES.items()}
-_LEGACY_TYPES.update({v.replace("torch.", "hookgrad."): k for k, v in _LEGACY_TYPE_NAMES.items()})
