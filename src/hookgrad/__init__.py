@@ -106,6 +106,11 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return num / den
 
 
+from . import _argcheck  # noqa: E402
+
+# torch's TypeError for a non-tensor where a function takes a tensor (see _argcheck)
+_argcheck.guard_namespace(globals(), [_name for _name in list(globals()) if not _name.startswith("_")])
+
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 
 

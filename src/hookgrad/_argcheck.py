@@ -1,0 +1,177 @@
+"""Tensor-argument checks at the entry of the public functions (``torch.*`` and ``nn.functional``).
+
+torch's argument parser rejects a NumPy array, a list or None where a function takes a Tensor,
+with a TypeError naming the function, the argument and the type it got::
+
+    linear(): argument 'input' (position 1) must be Tensor, not numpy.ndarray
+    expected Tensor as element 1 in argument 0, but got numpy.ndarray
+
+hookgrad's kernels read ``._data`` and would otherwise leak an AttributeError, or silently accept
+an array. ``guard_namespace`` wraps every public function of a namespace once, at import: which
+parameters must be tensors follows from their names (hookgrad's functions use torch's names or
+the short ``x``/``a``/``b``), with a small table for the functions whose torch argument names
+differ. A few functions of ``torch.nn.functional`` are written in Python in torch as
+``input.<method>(...)``; for those torch raises AttributeError, and so do we.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+
+import numpy as np
+
+from ._tensor import Tensor
+
+TENSOR, OPTIONAL, OR_NUMBER, SEQUENCE = "Tensor", "Tensor or None", "Tensor or Number", "tuple of Tensors"
+_NUMBERS = (numbers.Number, np.bool_)
+
+# parameter name -> (kind, torch's name for it); the first positional parameter is the input
+_FIRST = {"x": "input", "a": "input", "t": "input", "input": "input", "bias": "input", "start": "input",
+          "condition": "condition", "input1": "input1", "x1": "x1", "tensor": "input", "query": "query"}
+_BY_NAME = {
+    "b": (OR_NUMBER, "other"), "y": (OR_NUMBER, "other"), "other": (OR_NUMBER, "other"),
+    "target": (TENSOR, "target"), "weight": (TENSOR, "weight"), "index": (TENSOR, "index"),
+    "mask": (TENSOR, "mask"), "source": (TENSOR, "source"), "indices": (TENSOR, "indices"),
+    "mat": (TENSOR, "mat"), "vec": (TENSOR, "vec"), "v": (TENSOR, "vec"), "t1": (TENSOR, "tensor1"),
+    "t2": (TENSOR, "tensor2"), "x2": (TENSOR, "x2"), "input2": (TENSOR, "input2"), "end": (TENSOR, "end"),
+    "query": (TENSOR, "query"), "key": (TENSOR, "key"), "src": (OR_NUMBER, "src"),
+    "bias": (OPTIONAL, "bias"), "running_mean": (OPTIONAL, "running_mean"), "running_var": (OPTIONAL, "running_var"),
+    "tensors": (SEQUENCE, "tensors"),
+}
+# torch's own name of a function (the aten op that reports the error) and of its arguments where
+# they differ from what the rules above give
+_TORCH_NAMES = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd", "clip": "clamp",
+                "concat": "cat", "concatenate": "cat", "rdiv": "div", "true_divide": "div"}
+_ARG_OVERRIDES = {
+    "mm": {"b": (TENSOR, "mat2")}, "bmm": {"b": (TENSOR, "mat2")}, "matmul": {"b": (TENSOR, "other")},
+    "dot": {"b": (TENSOR, "tensor")}, "vdot": {"b": (TENSOR, "other")}, "inner": {"b": (TENSOR, "other")},
+    "outer": {"b": (TENSOR, "vec2")}, "ger": {"b": (TENSOR, "vec2")}, "tensordot": {"b": (TENSOR, "b")},
+    "addmm": {"a": (TENSOR, "mat1"), "b": (TENSOR, "mat2")}, "baddbmm": {"a": (TENSOR, "batch1"),
+                                                                    "b": (TENSOR, "batch2")},
+    "lerp": {"weight": (OR_NUMBER, "weight")}, "view_as": {"other": (TENSOR, "other")},
+    "scaled_dot_product_attention": {"value": (TENSOR, "value"), "attn_mask": (OPTIONAL, "attn_mask")},
+    "embedding": {"input": (TENSOR, "indices", 1), "weight": (TENSOR, "weight", 0)},  # aten's order
+    "equal": {"b": (TENSOR, "other")}, "allclose": {"b": (TENSOR, "other")}, "isclose": {"b": (TENSOR, "other")},
+    "index_put": {"indices": None}, "select": {"index": None}, "where": {"input": (OR_NUMBER, "input")}, "masked_fill": {"value": None}, "take_along_dim": {"indices": (TENSOR, "indices")},
+}
+# torch accepts a Python number as the first argument of these
+_FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",
+                        "bitwise_left_shift", "bitwise_right_shift", "result_type"}
+# torch.nn.functional implements these in Python as ``input.<method>()``: a non-tensor raises AttributeError
+FUNCTIONAL_VIA_METHOD = {"softmax": "softmax", "log_softmax": "log_softmax", "softmin": "softmin", "sigmoid": "sigmoid",
+              "tanh": "tanh", "softsign": "softsign", "tanhshrink": "tanhshrink", "normalize": "norm"}
+
+
+def type_name(value) -> str:
+    cls = type(value)
+    module = cls.__module__
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def _checks_for(name: str, fn):
+    """[(position, parameter name, kind, torch's argument name and position, None allowed)] for
+    ``fn``'s tensor parameters."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    overrides = _ARG_OVERRIDES.get(name, {})
+    checks = []
+    for pos, p in enumerate(params):
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        if p.name in overrides:
+            rule = overrides[p.name]
+        elif pos == 0 and p.name in _FIRST:
+            rule = (OR_NUMBER if name in _FIRST_MAY_BE_NUMBER else TENSOR, _FIRST[p.name])
+        elif (pos > 0 or p.name == "tensors") and p.name in _BY_NAME:
+            rule = _BY_NAME[p.name]
+        else:
+            rule = None
+        if rule is None:
+            continue
+        kind, torch_arg, torch_pos = (*rule, pos) if len(rule) == 2 else rule
+        if p.default is None and kind == TENSOR:
+            kind = OPTIONAL
+        checks.append((pos, p.name, kind, torch_arg, torch_pos, p.default is None))
+    return checks
+
+
+def _fails(kind: str, value, none_ok: bool) -> bool:
+    if isinstance(value, Tensor):
+        return False
+    if value is None and (none_ok or kind == OPTIONAL):
+        return False
+    if kind == OR_NUMBER and isinstance(value, _NUMBERS):
+        return False
+    return True
+
+
+def check_sequence(fn_name: str, value, position: int = 0, arg: str = "tensors") -> None:
+    """A sequence of tensors, as torch checks the ``tensors`` of cat/stack/...: raises TypeError."""
+    if isinstance(value, Tensor) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{fn_name}(): argument '{arg}' (position {position + 1}) must be tuple of Tensors, "
+                        f"not {type_name(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {position}, but got {type_name(item)}")
+
+
+def _raise(torch_name: str, pos: int, torch_arg: str, via_method: str | None, value):
+    if via_method is not None and pos == 0:
+        raise AttributeError(f"'{type_name(value)}' object has no attribute '{via_method}'")
+    raise TypeError(f"{torch_name}(): argument '{torch_arg}' (position {pos + 1}) must be Tensor, "
+                    f"not {type_name(value)}")
+
+
+def checked(fn, name: str | None = None, via_method: str | None = None):
+    """``fn`` with torch's checks of its tensor arguments in front (``fn`` itself when it has none).
+    ``via_method``: torch calls ``input.<via_method>()``, so a non-tensor input raises AttributeError."""
+    name = name or fn.__name__
+    checks = _checks_for(name, fn)
+    if not checks:
+        return fn
+    torch_name = _TORCH_NAMES.get(name, name)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        n = len(args)
+        for pos, param, kind, torch_arg, torch_pos, none_ok in checks:
+            if pos < n:
+                value = args[pos]
+            elif param in kwargs:
+                value = kwargs[param]
+            else:
+                continue
+            if kind == SEQUENCE:
+                check_sequence(torch_name, value, torch_pos, torch_arg)
+            elif _fails(kind, value, none_ok):
+                _raise(torch_name, torch_pos, torch_arg, via_method, value)
+        return fn(*args, **kwargs)
+
+    wrapper.__hookgrad_checked__ = True
+    return wrapper
+
+
+_GUARDED_MODULES = ("hookgrad._ops.", "hookgrad.nn.")
+_UNGUARDED_MODULES = ("hookgrad._ops._base", "hookgrad._ops.creation")
+
+
+def _is_public_api_module(module: str) -> bool:
+    if module.startswith(_UNGUARDED_MODULES):
+        return False
+    return module == "hookgrad" or module == "hookgrad._ops" or module.startswith(_GUARDED_MODULES)
+
+
+def guard_namespace(namespace: dict, names, via_method=None) -> None:
+    """Replace each function ``namespace[name]`` of hookgrad's op and functional modules with its
+    checked version (creation functions take data, not tensors, and keep their own checks)."""
+    for name in names:
+        fn = namespace.get(name)
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
+            continue
+        takes_tensor = name.endswith("_like") or name in ("diag", "diag_embed")
+        if not _is_public_api_module(fn.__module__) and not takes_tensor:
+            continue
+        namespace[name] = checked(fn, name, (via_method or {}).get(name))
