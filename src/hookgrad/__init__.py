@@ -31,6 +31,7 @@ from ._ops.linalg import det, inv as inverse, slogdet
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from . import autograd, utils
+from .utils.dlpack import from_dlpack
 
 linalg = _importlib.import_module(".linalg", __name__)
 
@@ -120,5 +121,7 @@ def __getattr__(name):
         return _importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(_importlib.import_module(".serialization", __name__), name)
+    if name in ("save_safetensors", "load_safetensors"):
+        return getattr(_importlib.import_module("._safetensors", __name__), name.replace("_safetensors", "_file"))
     raise AttributeError(f"module 'hookgrad' has no attribute '{name}'. hookgrad implements the parts of torch listed "
                          "in its README; this one is not among them.")

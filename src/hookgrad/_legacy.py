@@ -413,3 +413,12 @@ Tensor.storage = storage
 Tensor.untyped_storage = untyped_storage
 Tensor.storage_offset = storage_offset
 Tensor.data_ptr = data_ptr
+
+
+def _attach_dlpack():
+    from .utils.dlpack import tensor_dlpack, tensor_dlpack_device
+    Tensor.__dlpack__ = tensor_dlpack
+    Tensor.__dlpack_device__ = tensor_dlpack_device
+
+
+_attach_dlpack()

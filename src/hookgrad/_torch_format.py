@@ -246,7 +246,7 @@ class _PickleWriter:
                 self.storage_data.append((key, root_bytes.tobytes()))
                 self.keepalive.append(storage)
             return key, root_bytes.size // item, start // item, tuple(s // item for s in strides)
-        compact = np.ascontiguousarray(data, dtype=data.dtype.newbyteorder("<"))
+        compact = data.astype(data.dtype.newbyteorder("<"), order="C")  # keeps 0-d arrays 0-d
         key = str(len(self.storage_data))
         self.storage_data.append((key, compact.tobytes()))
         contiguous, acc = [], 1
