@@ -123,5 +123,5 @@ def __getattr__(name):
         return getattr(_importlib.import_module(".serialization", __name__), name)
     if name in ("save_safetensors", "load_safetensors"):
         return getattr(_importlib.import_module("._safetensors", __name__), name.replace("_safetensors", "_file"))
-    raise AttributeError(f"module 'hookgrad' has no attribute '{name}'. hookgrad implements the parts of torch listed "
-                         "in its README; this one is not among them.")
+    from ._run import missing_message
+    raise AttributeError(f"module 'hookgrad' has no attribute '{name}' ({missing_message(f'torch.{name}')})")

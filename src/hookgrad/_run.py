@@ -22,7 +22,7 @@ import sys
 import types
 from typing import Sequence
 
-HINT = "see README's support table"
+HINT = "see docs/api-coverage.md"  # the generated list of torch's names and which ones hookgrad has
 _TORCH, _OURS = "torch", "hookgrad"
 # other packages' torch bindings, which need torch's own tensors: hookgrad's versions stand in
 _BINDINGS = {"safetensors.torch": "hookgrad._safetensors"}

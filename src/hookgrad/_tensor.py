@@ -419,6 +419,15 @@ class Tensor:
     def __dir__(self):
         return sorted(set(object.__dir__(self)) - {"__dict__"})
 
+    # -- a torch.Tensor attribute hookgrad lacks --------------------------------------------
+    def __getattr__(self, name):
+        # only called when normal lookup failed; an AttributeError keeps hasattr() working
+        message = f"'{type(self).__name__}' object has no attribute '{name}'"
+        if not name.startswith("_"):
+            from ._run import missing_message
+            message = f"{missing_message(f'torch.Tensor.{name}')} ({message})"
+        raise AttributeError(message, name=name, obj=self)
+
     # numpy must defer to our reflected operators (``ndarray * Tensor`` -> Tensor.__rmul__)
     __array_priority__ = 1000
 
