@@ -158,3 +158,12 @@ def test_generic_data_classes(T):
 
     return [list(Evens(6)), Squares()[3], str(data.Sampler[int]).split(".")[-1], str(data.Dataset[int]).split(".")[-1],
             str(data.IterableDataset[int]).split(".")[-1]]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@differential
+def test_tensor_new_is_the_legacy_constructor_of_its_type(T, dtype):
+    x = T.ones(2, dtype=getattr(T, dtype))
+    other = T.ones(1, dtype=T.float64 if dtype != "float64" else T.float32)
+    return [x.new(2, 3).dtype, x.new(2, 3).shape, x.new([1, 0]), x.new().shape, x.new(T.Size([4])).shape,
+            catch(x.new, other), type(T.nn.Parameter(T.ones(2)).new(2)) is T.Tensor]

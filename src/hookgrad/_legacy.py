@@ -407,7 +407,19 @@ def is_storage(obj) -> bool:
     return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
+_TYPE_BY_NP = {t.dtype.np: t for t in _TYPES}
+
+
+def tensor_new(self: Tensor, *args, device=None, **kwargs) -> Tensor:
+    """``x.new(...)``: the legacy constructor of ``x``'s type (sizes, data, or a tensor of that type)."""
+    cls = _TYPE_BY_NP.get(self._data.dtype)
+    if cls is None:  # complex: no legacy class, same rules
+        cls = tensortype(type_name(self)[len("torch."):], (), {"dtype": self.dtype})
+    return _construct(cls, args, device, kwargs)
+
+
 # The storage and type methods of Tensor live here, beside the classes they return.
+Tensor.new = tensor_new
 Tensor.type = tensor_type
 Tensor.storage = storage
 Tensor.untyped_storage = untyped_storage

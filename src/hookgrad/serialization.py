@@ -25,6 +25,10 @@ fixed list of globals, never by the pickle module; any other global raises
 ``pickle.UnpicklingError`` whatever ``weights_only`` says. bfloat16 tensors come back as float32
 (NumPy has no bfloat16; the conversion is exact).
 
+``save(obj, f, format="torch")`` writes PyTorch's own zip checkpoint instead (see
+``_torch_format.py``); it is the default under ``hookgrad run``, where a script's ``torch.save`` is
+this function.
+
 Tensor identity: a tensor object that appears several times in the saved object comes back as one
 tensor object. Distinct tensors that share memory (views of one another) are stored separately and
 come back as independent tensors (PyTorch keeps their sharing; this format does not). Gradients and
