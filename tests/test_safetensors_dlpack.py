@@ -12,6 +12,7 @@ import pytest
 import torch
 
 import hookgrad
+from difftest import catch, differential
 
 pytest.importorskip("safetensors")
 import safetensors.torch as st  # noqa: E402
@@ -98,10 +99,14 @@ def test_safetensors_torch_under_hookgrad_run(tmp_path):
     script.write_text(textwrap.dedent("""
         import sys
         import torch
+        from safetensors import safe_open
         from safetensors.torch import load_file, save_file
         save_file({"w": torch.arange(6.0).reshape(2, 3)}, sys.argv[1])
         back = load_file(sys.argv[1])
         assert isinstance(back["w"], torch.Tensor) and back["w"].tolist() == [[0, 1, 2], [3, 4, 5]]
+        with safe_open(sys.argv[1], framework="pt") as f:
+            assert list(f.keys()) == ["w"] and f.get_tensor("w").tolist() == [[0, 1, 2], [3, 4, 5]]
+            assert f.get_slice("w")[1:].tolist() == [[3, 4, 5]]
         print("ok")
     """))
     path = tmp_path / "w.safetensors"
@@ -150,3 +155,17 @@ def test_dlpack_refusals_match_torch():
             T.ones(2).__dlpack__(stream="default")
     with pytest.raises(TypeError):
         hookgrad.from_dlpack([1, 2])
+
+
+@differential
+def test_frombuffer(T):
+    raw = bytearray(np.arange(4, dtype=np.float32).tobytes())
+    shared = T.frombuffer(raw, dtype=T.float32)
+    shared[0] = 7.0  # writes go to the buffer
+    out = [shared, np.frombuffer(raw, dtype=np.float32).copy(), T.frombuffer(raw, dtype=T.int32, count=2, offset=4),
+           T.frombuffer(raw, dtype=T.float32, requires_grad=True).requires_grad]
+    for kwargs in (dict(count=0), dict(offset=16), dict(count=5)):
+        out.append(catch(T.frombuffer, raw, dtype=T.float32, **kwargs))
+    out += [catch(T.frombuffer, [1, 2], dtype=T.float32), catch(T.frombuffer, bytearray(6), dtype=T.float32),
+            T.frombuffer(b"abcd", dtype=T.uint8)]
+    return out

@@ -31,7 +31,7 @@ from ._ops.linalg import det, inv as inverse, slogdet
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from . import autograd, utils
-from .utils.dlpack import from_dlpack
+from .utils.dlpack import from_dlpack, frombuffer
 
 linalg = _importlib.import_module(".linalg", __name__)
 

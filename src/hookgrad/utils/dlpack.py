@@ -70,3 +70,49 @@ def tensor_dlpack(self, stream=-1, *, max_version=None, dl_device=None, copy=Non
 def tensor_dlpack_device(self):
     """``Tensor.__dlpack_device__``: (kDLCPU, 0)."""
     return (_CPU, 0)
+
+
+_warned_readonly = [False]
+
+
+def frombuffer(buffer, *, dtype, count=-1, offset=0, requires_grad=False):
+    """``torch.frombuffer``: a 1-D tensor over the memory of an object with the buffer protocol.
+    A writable buffer is shared, as in torch. torch also shares a read-only buffer (and lets the
+    tensor write into it, warning once); NumPy cannot write there, so hookgrad copies it instead,
+    with torch's warning."""
+    import warnings
+    from .. import _dtype
+    from .._tensor import wrap
+    try:
+        view = memoryview(buffer)
+    except TypeError:
+        raise ValueError("object does not implement Python buffer protocol.") from None
+    dt = _dtype.to_dtype(dtype)
+    length, item = view.nbytes, dt.itemsize
+    if length == 0 or count == 0:
+        raise ValueError(f"both buffer length ({length}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= length:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than buffer length "
+                         f"({length} bytes) minus 1")
+    if count < 0:
+        if (length - offset) % item:
+            raise ValueError(f"buffer length ({length - offset} bytes) after offset ({offset} bytes) must be a "
+                             f"multiple of element size ({item})")
+        count = (length - offset) // item
+    elif offset + count * item > length:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset ({offset} bytes) must "
+                         f"not be greater than actual buffer length ({length} bytes)")
+    data = np.frombuffer(view, dtype=dt.np, count=count, offset=offset)
+    if not data.flags.writeable:
+        if not _warned_readonly[0]:
+            _warned_readonly[0] = True
+            warnings.warn("The given buffer is not writable, and PyTorch does not support non-writable tensors. "
+                          "This means you can write to the underlying (supposedly non-writable) buffer using the "
+                          "tensor. You may want to copy the buffer to protect its data or make it writable before "
+                          "converting it to a tensor. This type of warning will be suppressed for the rest of "
+                          "this program.", UserWarning, stacklevel=2)
+        data = data.copy()
+    out = wrap(data)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
