@@ -167,3 +167,22 @@ def test_tensor_new_is_the_legacy_constructor_of_its_type(T, dtype):
     other = T.ones(1, dtype=T.float64 if dtype != "float64" else T.float32)
     return [x.new(2, 3).dtype, x.new(2, 3).shape, x.new([1, 0]), x.new().shape, x.new(T.Size([4])).shape,
             catch(x.new, other), type(T.nn.Parameter(T.ones(2)).new(2)) is T.Tensor]
+
+
+@differential
+def test_inplace_ops_on_zero_dim_tensors(T):
+    b = T.tensor(1.5, requires_grad=True)
+    c = b * 2
+    c.add_(2).mul_(3).sub_(T.tensor(0.5)).div_(2).clamp_(0, 100).pow_(2)
+    c.backward()
+    out = [c, b.grad]
+    for op in (lambda t: t.add_(1), lambda t: t.mul_(T.tensor(3.0)), lambda t: t.zero_(), lambda t: t.fill_(5),
+               lambda t: t.neg_(), lambda t: t.exp_(), lambda t: t.copy_(T.tensor(4.0)),
+               lambda t: t.sub_(T.tensor([1.0])), lambda t: t.copy_(T.tensor([5.0]))):
+        t = T.tensor(2.0) * 1  # a 0-d result of an op
+        out.append(catch(lambda: (op(t), t)[1]))
+    s = T.tensor(3.0).sum()
+    alias = s.detach()
+    s.add_(1)
+    out += [s, alias, s.data_ptr() == alias.data_ptr()]
+    return out

@@ -111,6 +111,7 @@ from . import _argcheck  # noqa: E402
 
 # torch's TypeError for a non-tensor where a function takes a tensor (see _argcheck)
 _argcheck.guard_namespace(globals(), [_name for _name in list(globals()) if not _name.startswith("_")])
+_argcheck.accept_keyword_forms(Tensor)
 
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 

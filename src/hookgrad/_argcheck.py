@@ -27,14 +27,14 @@ TENSOR, OPTIONAL, OR_NUMBER, SEQUENCE = "Tensor", "Tensor or None", "Tensor or N
 _NUMBERS = (numbers.Number, np.bool_)
 
 # parameter name -> (kind, torch's name for it); the first positional parameter is the input
-_FIRST = {"x": "input", "a": "input", "t": "input", "input": "input", "bias": "input", "start": "input",
+_FIRST = {"x": "input", "a": "input", "t": "input", "input": "input", "bias": "input",
           "condition": "condition", "input1": "input1", "x1": "x1", "tensor": "input", "query": "query"}
 _BY_NAME = {
     "b": (OR_NUMBER, "other"), "y": (OR_NUMBER, "other"), "other": (OR_NUMBER, "other"),
     "target": (TENSOR, "target"), "weight": (TENSOR, "weight"), "index": (TENSOR, "index"),
     "mask": (TENSOR, "mask"), "source": (TENSOR, "source"), "indices": (TENSOR, "indices"),
     "mat": (TENSOR, "mat"), "vec": (TENSOR, "vec"), "v": (TENSOR, "vec"), "t1": (TENSOR, "tensor1"),
-    "t2": (TENSOR, "tensor2"), "x2": (TENSOR, "x2"), "input2": (TENSOR, "input2"), "end": (TENSOR, "end"),
+    "t2": (TENSOR, "tensor2"), "x2": (TENSOR, "x2"), "input2": (TENSOR, "input2"),
     "query": (TENSOR, "query"), "key": (TENSOR, "key"), "src": (OR_NUMBER, "src"),
     "bias": (OPTIONAL, "bias"), "running_mean": (OPTIONAL, "running_mean"), "running_var": (OPTIONAL, "running_var"),
     "tensors": (SEQUENCE, "tensors"),
@@ -49,7 +49,7 @@ _ARG_OVERRIDES = {
     "outer": {"b": (TENSOR, "vec2")}, "ger": {"b": (TENSOR, "vec2")}, "tensordot": {"b": (TENSOR, "b")},
     "addmm": {"a": (TENSOR, "mat1"), "b": (TENSOR, "mat2")}, "baddbmm": {"a": (TENSOR, "batch1"),
                                                                     "b": (TENSOR, "batch2")},
-    "lerp": {"weight": (OR_NUMBER, "weight")}, "view_as": {"other": (TENSOR, "other")},
+    "lerp": {"start": (TENSOR, "input"), "end": (TENSOR, "end"), "weight": (OR_NUMBER, "weight")}, "view_as": {"other": (TENSOR, "other")},
     "scaled_dot_product_attention": {"value": (TENSOR, "value"), "attn_mask": (OPTIONAL, "attn_mask")},
     "embedding": {"input": (TENSOR, "indices", 1), "weight": (TENSOR, "weight", 0)},  # aten's order
     "equal": {"b": (TENSOR, "other")}, "allclose": {"b": (TENSOR, "other")}, "isclose": {"b": (TENSOR, "other")},
@@ -125,17 +125,79 @@ def _raise(torch_name: str, pos: int, torch_arg: str, via_method: str | None, va
                     f"not {type_name(value)}")
 
 
+# torch's keyword names for a variadic size/shape/dims parameter, by hookgrad's name for it
+_VARIADIC_KEYWORDS = {"size": ("size",), "shape": ("shape", "size"), "sizes": ("size", "sizes", "repeats"),
+                      "dims": ("dims",)}
+
+
+# torch's keyword names for parameters hookgrad names differently
+_TORCH_KEYWORDS = {"split_size_or_sections": ("split_size",)}
+
+
+class _KeywordPlan:
+    """How to turn torch's keyword forms into the call ``fn`` expects: torch's argument names
+    (``input=``, ``other=``, ``mat2=``, ...) become hookgrad's, and a variadic size given as a
+    keyword (``ones(size=(2, 3))``, ``x.view(size=...)``, ``x.permute(dims=...)``) becomes positional."""
+
+    def __init__(self, name, fn, checks):
+        params = list(inspect.signature(fn).parameters.values())
+        self.renames = {torch_arg: param for _, param, _, torch_arg, _, _ in checks if torch_arg != param}
+        for p in params:
+            for alias in _TORCH_KEYWORDS.get(p.name, ()):
+                self.renames[alias] = p.name
+        self.leading, self.variadic = [], None
+        for p in params:
+            if p.kind == p.VAR_POSITIONAL:
+                self.variadic = _VARIADIC_KEYWORDS.get(p.name, (p.name,))
+                break
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break
+            self.leading.append(p.name)
+        if self.variadic is None:
+            self.leading = []
+        self.name = name
+        self.arange = name == "arange"  # torch.arange(end=5) counts from 0
+
+    def __bool__(self):
+        return bool(self.renames or self.variadic or self.arange)
+
+    def apply(self, args, kwargs):
+        for torch_arg, param in self.renames.items():
+            if torch_arg in kwargs and param not in kwargs:
+                kwargs[param] = kwargs.pop(torch_arg)
+        if self.variadic is not None and len(args) <= len(self.leading):
+            keyword = next((k for k in self.variadic if k in kwargs), None)
+            if keyword is not None:
+                args = list(args)
+                for param in self.leading[len(args):]:
+                    if param not in kwargs:
+                        raise TypeError(f"missing required argument '{param}'")
+                    args.append(kwargs.pop(param))
+                value = kwargs.pop(keyword)
+                if not isinstance(value, (tuple, list)) and not type(value).__name__ == "Size":
+                    raise TypeError(f"{self.name}(): argument '{keyword}' must be tuple of ints, not "
+                                    f"{type_name(value)}")
+                args.extend(value)
+        if self.arange and not args and "end" in kwargs and "start" not in kwargs:
+            args = (0,)
+        return tuple(args), kwargs
+
+
 def checked(fn, name: str | None = None, via_method: str | None = None):
-    """``fn`` with torch's checks of its tensor arguments in front (``fn`` itself when it has none).
+    """``fn`` with torch's checks of its tensor arguments in front and torch's keyword forms
+    accepted (``fn`` itself when it needs neither).
     ``via_method``: torch calls ``input.<via_method>()``, so a non-tensor input raises AttributeError."""
     name = name or fn.__name__
     checks = _checks_for(name, fn)
-    if not checks:
+    plan = _KeywordPlan(name, fn, checks)
+    if not checks and not plan:
         return fn
     torch_name = _TORCH_NAMES.get(name, name)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        if kwargs and plan:
+            args, kwargs = plan.apply(args, kwargs)
         n = len(args)
         for pos, param, kind, torch_arg, torch_pos, none_ok in checks:
             if pos < n:
@@ -154,8 +216,37 @@ def checked(fn, name: str | None = None, via_method: str | None = None):
     return wrapper
 
 
+def accept_keyword_forms(cls) -> None:
+    """Give ``cls``'s public methods torch's keyword forms: a variadic size as a keyword (view,
+    reshape, permute, expand, repeat, flip, new_zeros, ...: ``x.view(size=(3, 2))``) and torch's
+    names for parameters named differently here (``x.split(split_size=1)``)."""
+    for name in dir(cls):
+        if name.startswith("_"):
+            continue
+        fn = cls.__dict__.get(name)
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
+            continue
+        try:
+            plan = _KeywordPlan(name, fn, [])
+        except (TypeError, ValueError):
+            continue
+        if plan:
+            setattr(cls, name, _with_keywords(fn, plan))
+
+
+def _with_keywords(fn, plan):
+    @functools.wraps(fn)
+    def method(*args, **kwargs):
+        if kwargs:
+            args, kwargs = plan.apply(args, kwargs)
+        return fn(*args, **kwargs)
+
+    method.__hookgrad_checked__ = True
+    return method
+
+
 _GUARDED_MODULES = ("hookgrad._ops.", "hookgrad.nn.")
-_UNGUARDED_MODULES = ("hookgrad._ops._base", "hookgrad._ops.creation")
+_UNGUARDED_MODULES = ("hookgrad._ops._base",)
 
 
 def _is_public_api_module(module: str) -> bool:
@@ -166,12 +257,12 @@ def _is_public_api_module(module: str) -> bool:
 
 def guard_namespace(namespace: dict, names, via_method=None) -> None:
     """Replace each function ``namespace[name]`` of hookgrad's op and functional modules with its
-    checked version (creation functions take data, not tensors, and keep their own checks)."""
+    checked version (creation functions get only torch's keyword forms: their parameters are not
+    named like tensors)."""
     for name in names:
         fn = namespace.get(name)
         if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
             continue
-        takes_tensor = name.endswith("_like") or name in ("diag", "diag_embed")
-        if not _is_public_api_module(fn.__module__) and not takes_tensor:
+        if not _is_public_api_module(fn.__module__) and not fn.__module__.startswith("hookgrad._ops.creation"):
             continue
         namespace[name] = checked(fn, name, (via_method or {}).get(name))

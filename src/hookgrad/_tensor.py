@@ -452,6 +452,8 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
+    if type(data) is not np.ndarray:
+        data = np.asarray(data)  # NumPy hands back scalars for 0-d results: in-place ops need an array
     t = object.__new__(Tensor)
     _init(t, data)
     t._requires_grad = requires_grad
