@@ -73,6 +73,20 @@ def _calls(T):
         "gather index": lambda: T.gather(t, 1, [[0], [1]]),
         "masked_fill": lambda: T.masked_fill(t, A > 0, 1.0),
         "is_floating_point": lambda: T.is_floating_point(A),
+        "method add": lambda: t.add(A),
+        "method add number": lambda: t.add(2.5),
+        "method mul list": lambda: t.mul([1.0, 2.0, 3.0, 4.0]),
+        "method matmul": lambda: t.matmul(A.T),
+        "method eq": lambda: t.eq(A),
+        "method eq number": lambda: t.eq(1),
+        "method masked_fill": lambda: t.masked_fill(A > 0, 1.0),
+        "method expand_as": lambda: t.expand_as(A),
+        "method copy_": lambda: t.clone().copy_(A),
+        "method pow": lambda: t.pow(A),
+        "method view_as": lambda: t.view_as(A),
+        "method type_as": lambda: t.type_as(A),
+        "method gather": lambda: t.gather(1, [[0], [1]]),
+        "method movedim": lambda: t.movedim(0, 1),
     }
 
 
@@ -101,6 +115,9 @@ TORCH_WORDING = {
     "F.softmax": "'numpy.ndarray' object has no attribute 'softmax'",
     "kl": "kl_div(): argument 'target' (position 2) must be Tensor, not numpy.ndarray",
     "gelu": "gelu(): argument 'input' (position 1) must be Tensor, not numpy.ndarray",
+    "method add": "add(): argument 'other' (position 1) must be Tensor, not numpy.ndarray",
+    "method expand_as": "expand_as(): argument 'other' (position 1) must be Tensor, not numpy.ndarray",
+    "method view_as": "view_as(): argument 'other' (position 1) must be Tensor, not numpy.ndarray",
 }
 
 
@@ -169,3 +186,22 @@ def test_checked_functions_keep_their_signature():
     assert inspect.signature(hookgrad.nn.functional.linear) == inspect.signature(
         hookgrad.nn.functional.linear.__wrapped__)
     assert hookgrad.cat.__name__ == "cat"
+
+
+def test_every_checked_tensor_method_names_the_argument_torch_names():
+    """Sweep over the checked Tensor methods: each called with a NumPy array as its first argument;
+    where torch's TypeError names a tensor argument, hookgrad's names the same one."""
+    names = [n for n in dir(hookgrad.Tensor) if not n.startswith("_")
+             and getattr(hookgrad.Tensor.__dict__.get(n), "__hookgrad_checked__", False)]
+    assert len(names) > 40
+    mismatches = []
+    for name in names:
+        if not hasattr(torch.Tensor, name):
+            continue
+        want = _single_array_probe(torch, torch.ones(3), name)
+        if want is None or want[1] is None:
+            continue
+        got = _single_array_probe(hookgrad, hookgrad.ones(3), name)
+        if got != want:
+            mismatches.append((name, got, want))
+    assert not mismatches, mismatches

@@ -53,7 +53,9 @@ _ARG_OVERRIDES = {
     "scaled_dot_product_attention": {"value": (TENSOR, "value"), "attn_mask": (OPTIONAL, "attn_mask")},
     "embedding": {"input": (TENSOR, "indices", 1), "weight": (TENSOR, "weight", 0)},  # aten's order
     "equal": {"b": (TENSOR, "other")}, "allclose": {"b": (TENSOR, "other")}, "isclose": {"b": (TENSOR, "other")},
-    "index_put": {"indices": None}, "select": {"index": None}, "where": {"input": (OR_NUMBER, "input")}, "masked_fill": {"value": None}, "take_along_dim": {"indices": (TENSOR, "indices")},
+    "index_put": {"indices": None}, "index_put_": {"indices": None}, "select": {"index": None},
+    "copy_": {"src": (TENSOR, "other")}, "movedim": {"source": None}, "moveaxis": {"source": None}, "expand_as": {"other": (TENSOR, "other")},
+    "reshape_as": {"other": (TENSOR, "other")}, "type_as": {"other": (TENSOR, "other")}, "where": {"input": (OR_NUMBER, "input")}, "masked_fill": {"value": None}, "take_along_dim": {"indices": (TENSOR, "indices")},
 }
 # torch accepts a Python number as the first argument of these
 _FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",
@@ -148,7 +150,7 @@ class _KeywordPlan:
         self.leading, self.variadic = [], None
         for p in params:
             if p.kind == p.VAR_POSITIONAL:
-                self.variadic = _VARIADIC_KEYWORDS.get(p.name, (p.name,))
+                self.variadic = _VARIADIC_KEYWORDS.get(p.name)  # None for a generic *args
                 break
             if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
                 break
@@ -217,9 +219,11 @@ def checked(fn, name: str | None = None, via_method: str | None = None):
 
 
 def accept_keyword_forms(cls) -> None:
-    """Give ``cls``'s public methods torch's keyword forms: a variadic size as a keyword (view,
-    reshape, permute, expand, repeat, flip, new_zeros, ...: ``x.view(size=(3, 2))``) and torch's
-    names for parameters named differently here (``x.split(split_size=1)``)."""
+    """Give ``cls``'s public methods torch's argument handling: a non-tensor where torch's method
+    takes a tensor raises torch's TypeError (``add(): argument 'other' (position 1) must be Tensor,
+    not numpy.ndarray``), a variadic size may be a keyword (view, reshape, permute, expand, repeat,
+    flip, new_zeros, ...: ``x.view(size=(3, 2))``), and torch's names for parameters named
+    differently here are accepted (``x.split(split_size=1)``)."""
     for name in dir(cls):
         if name.startswith("_"):
             continue
@@ -227,18 +231,33 @@ def accept_keyword_forms(cls) -> None:
         if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
             continue
         try:
-            plan = _KeywordPlan(name, fn, [])
+            # the method's own tensor is position 0; torch numbers the other arguments from 1
+            checks = [(pos, param, kind, torch_arg, torch_pos - 1, none_ok)
+                      for pos, param, kind, torch_arg, torch_pos, none_ok in _checks_for(name, fn) if pos > 0]
+            plan = _KeywordPlan(name, fn, checks)
         except (TypeError, ValueError):
             continue
-        if plan:
-            setattr(cls, name, _with_keywords(fn, plan))
+        if checks or plan:
+            setattr(cls, name, _method_with_checks(fn, name, checks, plan))
 
 
-def _with_keywords(fn, plan):
+def _method_with_checks(fn, name, checks, plan):
+    torch_name = _TORCH_NAMES.get(name, name)
+
     @functools.wraps(fn)
     def method(*args, **kwargs):
-        if kwargs:
+        if kwargs and plan:
             args, kwargs = plan.apply(args, kwargs)
+        n = len(args)
+        for pos, param, kind, torch_arg, torch_pos, none_ok in checks:
+            if pos < n:
+                value = args[pos]
+            elif param in kwargs:
+                value = kwargs[param]
+            else:
+                continue
+            if type(value) is not Tensor and _fails(kind, value, none_ok):
+                _raise(torch_name, torch_pos, torch_arg, None, value)
         return fn(*args, **kwargs)
 
     method.__hookgrad_checked__ = True
