@@ -87,6 +87,11 @@ def _calls(T):
         "method type_as": lambda: t.type_as(A),
         "method gather": lambda: t.gather(1, [[0], [1]]),
         "method movedim": lambda: t.movedim(0, 1),
+        "method add_": lambda: t.clone().add_(A),
+        "method add_ tensor": lambda: t.clone().add_(t, alpha=2),
+        "method mul_ list": lambda: t.clone().mul_([1.0, 2.0, 3.0, 4.0]),
+        "method div_ number": lambda: t.clone().div_(2),
+        "method masked_fill_": lambda: t.clone().masked_fill_(A > 0, 1.0),
     }
 
 

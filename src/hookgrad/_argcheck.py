@@ -224,7 +224,8 @@ def accept_keyword_forms(cls) -> None:
     not numpy.ndarray``), a variadic size may be a keyword (view, reshape, permute, expand, repeat,
     flip, new_zeros, ...: ``x.view(size=(3, 2))``), and torch's names for parameters named
     differently here are accepted (``x.split(split_size=1)``)."""
-    for name in dir(cls):
+    method_checks = {}
+    for name in sorted(dir(cls), key=lambda n: n.endswith("_")):  # out-of-place methods first
         if name.startswith("_"):
             continue
         fn = cls.__dict__.get(name)
@@ -237,8 +238,21 @@ def accept_keyword_forms(cls) -> None:
             plan = _KeywordPlan(name, fn, checks)
         except (TypeError, ValueError):
             continue
+        if not checks and name.endswith("_") and _takes_only_varargs(fn):
+            # an in-place variant (``add_``) built generically: it takes what its out-of-place form takes
+            checks = [c for c in method_checks.get(name[:-1], ()) if c[1] not in ("x", "a")]
+            checks = [(pos, None, kind, torch_arg, torch_pos, none_ok)
+                      for pos, _, kind, torch_arg, torch_pos, none_ok in checks]
+        method_checks[name] = checks
         if checks or plan:
             setattr(cls, name, _method_with_checks(fn, name, checks, plan))
+
+
+def _takes_only_varargs(fn) -> bool:
+    params = list(inspect.signature(fn).parameters.values())
+    return any(p.kind == p.VAR_POSITIONAL for p in params) and \
+        all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params[1:] if p.kind != p.VAR_POSITIONAL) and \
+        len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) <= 1
 
 
 def _method_with_checks(fn, name, checks, plan):
