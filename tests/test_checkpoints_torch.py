@@ -294,3 +294,13 @@ def test_torch_save_under_hookgrad_run_writes_torch_format(tmp_path):
     opt = torch.optim.Adam(model.parameters(), lr=0.1)
     opt.load_state_dict(ckpt["optim"])
     assert float(ckpt["model"]["1.num_batches_tracked"]) == 1.0
+
+
+def test_a_tensor_inside_a_larger_scratch_buffer_is_written_alone():
+    """A tensor that is not a view in torch's sense but whose NumPy array sits inside a larger
+    array gets a storage of its own: the checkpoint holds no unrelated bytes."""
+    big = np.arange(1000.0)
+    inner = hookgrad.from_numpy(big[10:14])  # from_numpy of a slice: a tensor, not a view of one
+    theirs = to_torch({"t": inner})
+    assert theirs["t"].tolist() == [10.0, 11.0, 12.0, 13.0]
+    assert theirs["t"].untyped_storage().nbytes() == 4 * 8 and theirs["t"].storage_offset() == 0

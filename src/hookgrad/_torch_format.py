@@ -207,7 +207,7 @@ class _PickleWriter:
         dtype_name = data.dtype.name
         if dtype_name not in _STORAGE_TYPES:
             raise NotTorchEncodable(f"tensor of dtype {dtype_name}")
-        key, numel, offset, stride = self.storage_of(data)
+        key, numel, offset, stride = self.storage_of(data, is_view=t._base is not None)
         self.global_("torch._utils", "_rebuild_tensor_v2")
         self.op(b"(")
         self.op(b"(")
@@ -224,17 +224,20 @@ class _PickleWriter:
         self.empty_ordered_dict()
         self.op(b"tR")
 
-    def storage_of(self, data: np.ndarray):
+    def storage_of(self, data: np.ndarray, is_view: bool):
         """(key, numel, element offset, element strides) of ``data`` in a storage of the archive.
-        Views of one buffer share its storage; anything torch cannot describe with non-negative
-        element strides over that buffer gets a contiguous storage of its own."""
+        A tensor that covers its whole buffer, and views (in torch's sense) of a buffer, share that
+        buffer's storage; anything else (a tensor that merely sits inside a larger scratch array,
+        or that torch could not describe with non-negative element strides over its buffer) gets
+        a contiguous storage of its own, so that no unrelated bytes are written."""
         from ._legacy import UntypedStorage, _address
         item = data.itemsize
         storage = UntypedStorage._of(data)
         root_bytes = storage._bytes
         start = _address(data) - storage.data_ptr() if data.size else 0
         strides = data.strides
-        shareable = (data.size and root_bytes.size % item == 0 and start % item == 0
+        whole = start == 0 and data.nbytes == root_bytes.size
+        shareable = ((is_view or whole) and data.size and root_bytes.size % item == 0 and start % item == 0
                      and all(s >= 0 and s % item == 0 for s in strides) and sys.byteorder == "little"
                      and data.dtype.isnative)
         if shareable:
