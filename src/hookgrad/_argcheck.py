@@ -1,4 +1,5 @@
-"""Tensor-argument checks at the entry of the public functions (``torch.*`` and ``nn.functional``).
+"""torch's argument handling at the entry of the public API (``torch.*``, ``nn.functional`` and
+the Tensor methods): tensor-argument checks and torch's keyword forms.
 
 torch's argument parser rejects a NumPy array, a list or None where a function takes a Tensor,
 with a TypeError naming the function, the argument and the type it got::
@@ -12,6 +13,11 @@ parameters must be tensors follows from their names (hookgrad's functions use to
 the short ``x``/``a``/``b``), with a small table for the functions whose torch argument names
 differ. A few functions of ``torch.nn.functional`` are written in Python in torch as
 ``input.<method>(...)``; for those torch raises AttributeError, and so do we.
+
+The same wrappers accept torch's keyword forms of the arguments: torch's names where hookgrad's
+differ (``input=``, ``other=``, ``mat2=``) and a variadic size passed as a keyword
+(``ones(size=(2, 3))``, ``x.view(size=...)``, ``x.permute(dims=...)``). ``accept_keyword_forms``
+does both for Tensor's methods (an in-place method takes the checks of its out-of-place form).
 """
 from __future__ import annotations
 
