@@ -22,3 +22,8 @@ bench: $(PY)
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache runs
+
+.PHONY: api-coverage
+api-coverage: $(PY)
+	$(PIP) install --quiet -e '.[test]'
+	$(PY) scripts/api_coverage.py

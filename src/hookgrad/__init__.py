@@ -31,11 +31,13 @@ from ._ops.linalg import det, inv as inverse, slogdet
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from . import autograd, utils
+from .utils.dlpack import from_dlpack, frombuffer
 
 linalg = _importlib.import_module(".linalg", __name__)
 
 __version__ = "0.1.0"
-FloatTensor = DoubleTensor = LongTensor = Tensor  # legacy names, for isinstance-free uses
+from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
+                      LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
 strided = "torch.strided"
 contiguous_format = preserve_format = channels_last = "torch.contiguous_format"
 
@@ -94,10 +96,6 @@ def get_num_threads():
     return 1
 
 
-def is_storage(obj):
-    return False
-
-
 def cdist(x1, x2, p=2.0):
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return diff.abs().pow(p).sum(-1).pow(1.0 / p) if p != 2.0 else (diff * diff).sum(-1).sqrt()
@@ -109,6 +107,12 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return num / den
 
 
+from . import _argcheck  # noqa: E402
+
+# torch's TypeError for a non-tensor where a function takes a tensor (see _argcheck)
+_argcheck.guard_namespace(globals(), [_name for _name in list(globals()) if not _name.startswith("_")])
+_argcheck.accept_keyword_forms(Tensor)
+
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 
 
@@ -118,5 +122,7 @@ def __getattr__(name):
         return _importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(_importlib.import_module(".serialization", __name__), name)
-    raise AttributeError(f"module 'hookgrad' has no attribute '{name}'. hookgrad implements the parts of torch listed "
-                         "in its README; this one is not among them.")
+    if name in ("save_safetensors", "load_safetensors"):
+        return getattr(_importlib.import_module("._safetensors", __name__), name.replace("_safetensors", "_file"))
+    from ._run import missing_message
+    raise AttributeError(f"module 'hookgrad' has no attribute '{name}' ({missing_message(f'torch.{name}')})")

@@ -23,8 +23,10 @@ import traceback
 import types
 from typing import Sequence
 
-HINT = "see README's support table"
+HINT = "see docs/api-coverage.md"  # the generated list of torch's names and which ones hookgrad has
 _TORCH, _OURS = "torch", "hookgrad"
+# other packages' torch bindings, which need torch's own tensors: hookgrad's versions stand in
+_BINDINGS = {"safetensors.torch": "hookgrad._safetensors"}
 
 
 def missing_message(torch_name: str) -> str:
@@ -108,6 +110,8 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
     """Resolves ``torch`` and ``torch.*`` to ``hookgrad`` and ``hookgrad.*``."""
 
     def find_spec(self, fullname, path=None, target=None):
+        if fullname in _BINDINGS:
+            return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_BINDINGS[fullname]))
         if fullname != _TORCH and not fullname.startswith(_TORCH + "."):
             return None
         ours = _ours_name(fullname)
@@ -126,7 +130,8 @@ class torch_aliases:
     """Context manager: while active, ``import torch`` gives hookgrad; on exit, the previous state returns."""
 
     def __enter__(self):
-        self._saved = {n: m for n, m in sys.modules.items() if n == _TORCH or n.startswith(_TORCH + ".")}
+        self._saved = {n: m for n, m in sys.modules.items() if n == _TORCH or n.startswith(_TORCH + ".")
+                       or n in _BINDINGS}
         for name in self._saved:
             del sys.modules[name]
         self._finder = TorchAliasFinder()
@@ -138,7 +143,7 @@ class torch_aliases:
     def __exit__(self, *exc):
         if self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
-        for name in [n for n in sys.modules if n == _TORCH or n.startswith(_TORCH + ".")]:
+        for name in [n for n in sys.modules if n == _TORCH or n.startswith(_TORCH + ".") or n in _BINDINGS]:
             del sys.modules[name]
         sys.modules.update(self._saved)
         return False

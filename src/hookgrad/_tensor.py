@@ -105,18 +105,8 @@ class Tensor:
     def is_complex(self) -> bool:
         return self._data.dtype.kind == "c"
 
-    def data_ptr(self) -> int:
-        return self._data.__array_interface__["data"][0]
-
     def get_device(self) -> int:
         return -1
-
-    def type(self, dtype=None):
-        if dtype is None:
-            return _LEGACY_TYPE_NAMES.get(self._data.dtype.name, "torch.Tensor")
-        if isinstance(dtype, str) and dtype in _LEGACY_TYPES:
-            dtype = _LEGACY_TYPES[dtype]
-        return self.to(dtype)
 
     # -- autograd metadata ----------------------------------------------------------------------
     @property
@@ -429,6 +419,15 @@ class Tensor:
     def __dir__(self):
         return sorted(set(object.__dir__(self)) - {"__dict__"})
 
+    # -- a torch.Tensor attribute hookgrad lacks --------------------------------------------
+    def __getattr__(self, name):
+        # only called when normal lookup failed; an AttributeError keeps hasattr() working
+        message = f"'{type(self).__name__}' object has no attribute '{name}'"
+        if not name.startswith("_"):
+            from ._run import missing_message
+            message = f"{missing_message(f'torch.Tensor.{name}')} ({message})"
+        raise AttributeError(message, name=name, obj=self)
+
     # numpy must defer to our reflected operators (``ndarray * Tensor`` -> Tensor.__rmul__)
     __array_priority__ = 1000
 
@@ -453,6 +452,8 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
+    if type(data) is not np.ndarray:
+        data = np.asarray(data)  # NumPy hands back scalars for 0-d results: in-place ops need an array
     t = object.__new__(Tensor)
     _init(t, data)
     t._requires_grad = requires_grad
@@ -489,5 +490,3 @@ _LEGACY_TYPE_NAMES = {
     "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
     "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
 }
-_LEGACY_TYPES = {v: k for k, v in _LEGACY_TYPE_NAMES.items()}
-_LEGACY_TYPES.update({v.replace("torch.", "hookgrad."): k for k, v in _LEGACY_TYPE_NAMES.items()})

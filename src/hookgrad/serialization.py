@@ -25,6 +25,10 @@ fixed list of globals, never by the pickle module; any other global raises
 ``pickle.UnpicklingError`` whatever ``weights_only`` says. bfloat16 tensors come back as float32
 (NumPy has no bfloat16; the conversion is exact).
 
+``save(obj, f, format="torch")`` writes PyTorch's own zip checkpoint instead (see
+``_torch_format.py``); it is the default under ``hookgrad run``, where a script's ``torch.save`` is
+this function.
+
 Tensor identity: a tensor object that appears several times in the saved object comes back as one
 tensor object. Distinct tensors that share memory (views of one another) are stored separately and
 come back as independent tensors (PyTorch keeps their sharing; this format does not). Gradients and
@@ -208,12 +212,39 @@ class _Writer:
         return b"".join(parts) + digest.digest()
 
 
+def _default_format() -> str:
+    # under ``hookgrad run`` the name torch is hookgrad: torch.save writes torch's own format there
+    import sys
+    hookgrad_module = sys.modules.get(__name__.rpartition(".")[0])
+    return "torch" if hookgrad_module is not None and sys.modules.get("torch") is hookgrad_module else "hookgrad"
+
+
 def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_serialization=True,
-         _disable_byteorder_record=False) -> None:
+         _disable_byteorder_record=False, *, format=None) -> None:
     """Save ``obj`` (tensors, Parameters, state dicts, nested containers...) to ``f``, a path or a
     binary file object. Writing to a path replaces the file atomically. The pickle-related
-    arguments exist for PyTorch compatibility and are ignored."""
-    data = _Writer().serialize(obj)
+    arguments exist for PyTorch compatibility and are ignored.
+
+    ``format="torch"`` writes PyTorch's own zip checkpoint, which ``torch.load(weights_only=True)``
+    opens (see ``hookgrad/_torch_format.py``); ``format="hookgrad"`` writes the format described
+    above. The default is ``"torch"`` under ``hookgrad run`` (where the script's ``torch.save`` is
+    this function) and ``"hookgrad"`` otherwise. An object a torch weights-only checkpoint cannot
+    hold (a whole module, a custom class, a NumPy array) is written in hookgrad's format whatever
+    the ``format``: torch could only read it back with torch's own classes; ``hookgrad.load``
+    reads both."""
+    if format is None:
+        format = _default_format()
+    if format not in ("torch", "hookgrad"):
+        raise ValueError(f"save(): format must be 'torch' or 'hookgrad', not {format!r}")
+    data = None
+    if format == "torch":
+        from ._torch_format import NotTorchEncodable, torch_checkpoint_bytes
+        try:
+            data = torch_checkpoint_bytes(obj)
+        except NotTorchEncodable:
+            data = None
+    if data is None:
+        data = _Writer().serialize(obj)
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         directory = os.path.dirname(os.path.abspath(path))

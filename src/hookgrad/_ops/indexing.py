@@ -129,6 +129,11 @@ def setitem(x: Tensor, index, value) -> None:
     index = _normalize_index(index)
     if isinstance(value, Tensor) and value._data.dtype != x._data.dtype:
         value = value.to(x.dtype)
+    if isinstance(value, Tensor) and value._data.ndim and value._data.shape[0] == 1:
+        # torch drops the value's leading size-1 dimensions before broadcasting it into the target
+        shape = value._data.shape
+        lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
+        value = value.reshape(shape[lead:])
     if all(_is_basic(i) for i in index):
         target = basic_index(x, index)
         if isinstance(value, Tensor):

@@ -128,6 +128,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
-def Variable(data, requires_grad=False, volatile=False):
-    """The pre-0.4 wrapper: now just a tensor."""
-    return data.detach().requires_grad_(requires_grad) if requires_grad else data
+
+def __getattr__(name):
+    # Variable lives with the other legacy classes, which need Tensor (itself importing this package)
+    if name == "Variable":
+        from .variable import Variable
+        return Variable
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

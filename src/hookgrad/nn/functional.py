@@ -256,3 +256,9 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     return _act.softmax(-input, dim, _stacklevel, dtype)
+
+
+# torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)
+from .._argcheck import FUNCTIONAL_VIA_METHOD as _VIA_METHOD, guard_namespace as _guard_namespace  # noqa: E402
+
+_guard_namespace(globals(), __all__, _VIA_METHOD)

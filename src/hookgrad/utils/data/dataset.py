@@ -7,6 +7,7 @@ import collections.abc
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
 from ._random import randperm
 
@@ -14,7 +15,10 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Chai
            "random_split"]
 
 
-class Dataset:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Dataset(Generic[_T_co]):
     """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):
@@ -24,7 +28,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset, collections.abc.Iterable):
+class IterableDataset(Dataset[_T_co], collections.abc.Iterable):
     """An iterable-style dataset: subclasses implement ``__iter__`` (it is abstract, as in PyTorch)."""
 
     def __add__(self, other):

@@ -1,0 +1,189 @@
+"""Generate docs/api-coverage.md: every public name of torch's main namespaces, and whether hookgrad has it.
+
+    python scripts/api_coverage.py           # rewrite docs/api-coverage.md
+    python scripts/api_coverage.py --check   # exit 1 if the file is out of date
+
+The names come from the installed torch (the specification, PyTorch 2.13): a module's ``__all__``
+and its other public attributes that torch defines (imported helpers such as ``typing.Optional``
+are not torch's API); for ``torch.Tensor``, its public attributes. Submodules
+are not counted (the namespaces that matter have their own section). Names of device back ends,
+sparse layouts and quantization are listed apart with the reason hookgrad leaves them out: it is
+a CPU library on dense NumPy arrays. hookgrad "has" a name when the matching hookgrad object has
+the attribute. tests/test_api_coverage.py keeps the file in step with the code.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import re
+import sys
+import types
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUTPUT = os.path.join(ROOT, "docs", "api-coverage.md")
+
+NAMESPACES = ["torch", "torch.Tensor", "torch.nn", "torch.nn.functional", "torch.nn.init", "torch.linalg",
+              "torch.special", "torch.fft", "torch.optim", "torch.optim.lr_scheduler", "torch.autograd",
+              "torch.func", "torch.distributions", "torch.utils.data"]
+
+# Names left out on purpose, recognized by the words they are made of, with the reason
+_DEVICE = {"cuda", "cudnn", "mps", "xpu", "mtia", "hpu", "ipu", "xla", "vulkan", "metal", "mkldnn", "miopen",
+           "fbgemm", "hip", "nnpack", "privateuse1", "pin", "pinned", "shared", "share", "ipc", "nested", "padded"}
+_SPARSE = {"sparse", "coo", "csr", "csc", "bsr", "bsc", "crow", "ccol", "nnz", "coalesce", "coalesced", "smm",
+           "hspmm", "sspaddmm", "spmm", "dsmm", "saddmm", "hsmm"}
+_SPARSE_NAMES = {"indices", "values", "col_indices", "row_indices", "dense_dim", "indices_copy", "values_copy",
+                 "col_indices_copy", "row_indices_copy"}
+_QUANTIZED = {"qscheme", "qparams", "int_repr"}
+_REASONS = {
+    "device": "device back end or memory placement: hookgrad runs on the CPU, in one process's NumPy memory",
+    "sparse": "sparse layouts: hookgrad tensors are dense NumPy arrays",
+    "quantized": "quantized tensors: not part of hookgrad's float/integer CPU arithmetic",
+}
+# counted after all: SparseAdam works on dense gradients, nn.init.sparse_ fills a dense tensor
+_NOT_LEFT_OUT = {"SparseAdam", "sparse", "sparse_"}
+
+
+def _words(name: str) -> list[str]:
+    return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
+
+
+def _left_out_kind(name: str):
+    if name in _NOT_LEFT_OUT:
+        return None
+    words = set(_words(name))
+    if words & _DEVICE:
+        return "device"
+    if words & _SPARSE or name in _SPARSE_NAMES:
+        return "sparse"
+    if (name in _QUANTIZED or name.startswith(("q_", "QInt", "QUInt")) or words & _QUANTIZED
+            or any(w == "quant" or w.startswith(("quantiz", "dequantiz", "qint", "quint")) for w in words)):
+        return "quantized"
+    return None
+
+
+def _torch_module_of(obj) -> str:
+    module = getattr(obj, "__module__", None)
+    if not isinstance(module, str):
+        module = getattr(type(obj), "__module__", "") or ""
+    return module
+
+
+def public_names(torch_namespace: str) -> list[str]:
+    """The public names of one torch namespace, sorted."""
+    import torch
+    if torch_namespace == "torch.Tensor":
+        return sorted(n for n in dir(torch.Tensor) if not n.startswith("_"))
+    module = importlib.import_module(torch_namespace)
+    declared = set(getattr(module, "__all__", None) or ())
+    names = set()
+    for name in declared | {n for n in dir(module) if not n.startswith("_")}:
+        obj = getattr(module, name, None)
+        if obj is None or isinstance(obj, types.ModuleType):
+            continue
+        if name not in declared and not _torch_module_of(obj).startswith("torch"):
+            continue  # an imported helper (typing.Optional, math, ...), not torch's API
+        names.add(name)
+    return sorted(names)
+
+
+def _hookgrad_object(torch_namespace: str):
+    import hookgrad
+    if torch_namespace == "torch.Tensor":
+        return hookgrad.Tensor
+    ours = "hookgrad" + torch_namespace[len("torch"):]
+    try:
+        return importlib.import_module(ours)
+    except ImportError:
+        return None
+
+
+def left_out_reason(name: str):
+    kind = _left_out_kind(name)
+    return None if kind is None else _REASONS[kind]
+
+
+def survey():
+    """{namespace: (present, missing, {reason: [names]})}."""
+    result = {}
+    for namespace in NAMESPACES:
+        ours = _hookgrad_object(namespace)
+        present, missing, left_out = [], [], {}
+        for name in public_names(namespace):
+            reason = left_out_reason(name)
+            if reason is not None:
+                left_out.setdefault(reason, []).append(name)
+            elif ours is not None and _has(ours, name):
+                present.append(name)
+            else:
+                missing.append(name)
+        result[namespace] = (present, missing, left_out)
+    return result
+
+
+def _has(ours, name: str) -> bool:
+    try:
+        getattr(ours, name)
+    except Exception:  # noqa: BLE001 - a missing name raises AttributeError or ModuleNotFoundError
+        return False
+    return True
+
+
+def _names(names) -> str:
+    return ", ".join(f"`{n}`" for n in names) if names else "(none)"
+
+
+def render() -> str:
+    import torch
+    data = survey()
+    lines = [
+        "# API coverage: torch's public names and whether hookgrad has them",
+        "",
+        f"Generated by `python scripts/api_coverage.py` from torch {torch.__version__.split('+')[0]} and this "
+        "checkout of hookgrad; `tests/test_api_coverage.py` fails when it is out of date. Errors of the form "
+        "\"hookgrad has no torch.X; see docs/api-coverage.md\" point here.",
+        "",
+        "A name counts as present when hookgrad has an object of that name in the same place (it says nothing "
+        "about how completely it is tested). Names of device back ends, sparse layouts and quantization are left "
+        "out on purpose and not counted; the reason is given with them.",
+        "",
+        "| namespace | present | missing | share | left out on purpose |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    total_present = total_missing = 0
+    for namespace, (present, missing, left_out) in data.items():
+        counted = len(present) + len(missing)
+        share = f"{100 * len(present) / counted:.0f}%" if counted else "-"
+        lines.append(f"| [`{namespace}`](#{namespace.replace('.', '')}) | {len(present)} | {len(missing)} | "
+                     f"{share} | {sum(len(v) for v in left_out.values())} |")
+        total_present += len(present)
+        total_missing += len(missing)
+    total = total_present + total_missing
+    lines.append(f"| all | {total_present} | {total_missing} | {100 * total_present / total:.0f}% | |")
+    for namespace, (present, missing, left_out) in data.items():
+        lines += ["", f"## {namespace}", "", f"**Missing ({len(missing)}):** {_names(missing)}", "",
+                  f"**Present ({len(present)}):** {_names(present)}"]
+        for reason, names in left_out.items():
+            lines += ["", f"**Left out, {reason} ({len(names)}):** {_names(names)}"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if docs/api-coverage.md is out of date")
+    opts = parser.parse_args(argv)
+    text = render()
+    if opts.check:
+        with open(OUTPUT, encoding="utf-8") as fh:
+            if fh.read() != text:
+                print(f"{OUTPUT} is out of date: run python scripts/api_coverage.py", file=sys.stderr)
+                return 1
+        return 0
+    with open(OUTPUT, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    print(f"wrote {OUTPUT}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

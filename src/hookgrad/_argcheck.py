@@ -1,0 +1,307 @@
+"""torch's argument handling at the entry of the public API (``torch.*``, ``nn.functional`` and
+the Tensor methods): tensor-argument checks and torch's keyword forms.
+
+torch's argument parser rejects a NumPy array, a list or None where a function takes a Tensor,
+with a TypeError naming the function, the argument and the type it got::
+
+    linear(): argument 'input' (position 1) must be Tensor, not numpy.ndarray
+    expected Tensor as element 1 in argument 0, but got numpy.ndarray
+
+hookgrad's kernels read ``._data`` and would otherwise leak an AttributeError, or silently accept
+an array. ``guard_namespace`` wraps every public function of a namespace once, at import: which
+parameters must be tensors follows from their names (hookgrad's functions use torch's names or
+the short ``x``/``a``/``b``), with a small table for the functions whose torch argument names
+differ. A few functions of ``torch.nn.functional`` are written in Python in torch as
+``input.<method>(...)``; for those torch raises AttributeError, and so do we.
+
+The same wrappers accept torch's keyword forms of the arguments: torch's names where hookgrad's
+differ (``input=``, ``other=``, ``mat2=``) and a variadic size passed as a keyword
+(``ones(size=(2, 3))``, ``x.view(size=...)``, ``x.permute(dims=...)``). ``accept_keyword_forms``
+does both for Tensor's methods (an in-place method takes the checks of its out-of-place form).
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import numbers
+
+import numpy as np
+
+from ._tensor import Tensor
+
+TENSOR, OPTIONAL, OR_NUMBER, SEQUENCE = "Tensor", "Tensor or None", "Tensor or Number", "tuple of Tensors"
+_NUMBERS = (numbers.Number, np.bool_)
+
+# parameter name -> (kind, torch's name for it); the first positional parameter is the input
+_FIRST = {"x": "input", "a": "input", "t": "input", "input": "input", "bias": "input",
+          "condition": "condition", "input1": "input1", "x1": "x1", "tensor": "input", "query": "query"}
+_BY_NAME = {
+    "b": (OR_NUMBER, "other"), "y": (OR_NUMBER, "other"), "other": (OR_NUMBER, "other"),
+    "target": (TENSOR, "target"), "weight": (TENSOR, "weight"), "index": (TENSOR, "index"),
+    "mask": (TENSOR, "mask"), "source": (TENSOR, "source"), "indices": (TENSOR, "indices"),
+    "mat": (TENSOR, "mat"), "vec": (TENSOR, "vec"), "v": (TENSOR, "vec"), "t1": (TENSOR, "tensor1"),
+    "t2": (TENSOR, "tensor2"), "x2": (TENSOR, "x2"), "input2": (TENSOR, "input2"),
+    "query": (TENSOR, "query"), "key": (TENSOR, "key"), "src": (OR_NUMBER, "src"),
+    "bias": (OPTIONAL, "bias"), "running_mean": (OPTIONAL, "running_mean"), "running_var": (OPTIONAL, "running_var"),
+    "tensors": (SEQUENCE, "tensors"),
+}
+# torch's own name of a function (the aten op that reports the error) and of its arguments where
+# they differ from what the rules above give
+_TORCH_NAMES = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd", "clip": "clamp",
+                "concat": "cat", "concatenate": "cat", "rdiv": "div", "true_divide": "div"}
+_ARG_OVERRIDES = {
+    "mm": {"b": (TENSOR, "mat2")}, "bmm": {"b": (TENSOR, "mat2")}, "matmul": {"b": (TENSOR, "other")},
+    "dot": {"b": (TENSOR, "tensor")}, "vdot": {"b": (TENSOR, "other")}, "inner": {"b": (TENSOR, "other")},
+    "outer": {"b": (TENSOR, "vec2")}, "ger": {"b": (TENSOR, "vec2")}, "tensordot": {"b": (TENSOR, "b")},
+    "addmm": {"a": (TENSOR, "mat1"), "b": (TENSOR, "mat2")}, "baddbmm": {"a": (TENSOR, "batch1"),
+                                                                    "b": (TENSOR, "batch2")},
+    "lerp": {"start": (TENSOR, "input"), "end": (TENSOR, "end"), "weight": (OR_NUMBER, "weight")}, "view_as": {"other": (TENSOR, "other")},
+    "scaled_dot_product_attention": {"value": (TENSOR, "value"), "attn_mask": (OPTIONAL, "attn_mask")},
+    "embedding": {"input": (TENSOR, "indices", 1), "weight": (TENSOR, "weight", 0)},  # aten's order
+    "equal": {"b": (TENSOR, "other")}, "allclose": {"b": (TENSOR, "other")}, "isclose": {"b": (TENSOR, "other")},
+    "index_put": {"indices": None}, "index_put_": {"indices": None}, "select": {"index": None},
+    "copy_": {"src": (TENSOR, "other")}, "movedim": {"source": None}, "moveaxis": {"source": None}, "expand_as": {"other": (TENSOR, "other")},
+    "reshape_as": {"other": (TENSOR, "other")}, "type_as": {"other": (TENSOR, "other")}, "where": {"input": (OR_NUMBER, "input")}, "masked_fill": {"value": None}, "take_along_dim": {"indices": (TENSOR, "indices")},
+}
+# torch accepts a Python number as the first argument of these
+_FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",
+                        "bitwise_left_shift", "bitwise_right_shift", "result_type"}
+# torch.nn.functional implements these in Python as ``input.<method>()``: a non-tensor raises AttributeError
+FUNCTIONAL_VIA_METHOD = {"softmax": "softmax", "log_softmax": "log_softmax", "softmin": "softmin", "sigmoid": "sigmoid",
+              "tanh": "tanh", "softsign": "softsign", "tanhshrink": "tanhshrink", "normalize": "norm"}
+
+
+def type_name(value) -> str:
+    cls = type(value)
+    module = cls.__module__
+    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+def _checks_for(name: str, fn):
+    """[(position, parameter name, kind, torch's argument name and position, None allowed)] for
+    ``fn``'s tensor parameters."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    overrides = _ARG_OVERRIDES.get(name, {})
+    checks = []
+    for pos, p in enumerate(params):
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        if p.name in overrides:
+            rule = overrides[p.name]
+        elif pos == 0 and p.name in _FIRST:
+            rule = (OR_NUMBER if name in _FIRST_MAY_BE_NUMBER else TENSOR, _FIRST[p.name])
+        elif (pos > 0 or p.name == "tensors") and p.name in _BY_NAME:
+            rule = _BY_NAME[p.name]
+        else:
+            rule = None
+        if rule is None:
+            continue
+        kind, torch_arg, torch_pos = (*rule, pos) if len(rule) == 2 else rule
+        if p.default is None and kind == TENSOR:
+            kind = OPTIONAL
+        checks.append((pos, p.name, kind, torch_arg, torch_pos, p.default is None))
+    return checks
+
+
+def _fails(kind: str, value, none_ok: bool) -> bool:
+    if isinstance(value, Tensor):
+        return False
+    if value is None and (none_ok or kind == OPTIONAL):
+        return False
+    if kind == OR_NUMBER and isinstance(value, _NUMBERS):
+        return False
+    return True
+
+
+def check_sequence(fn_name: str, value, position: int = 0, arg: str = "tensors") -> None:
+    """A sequence of tensors, as torch checks the ``tensors`` of cat/stack/...: raises TypeError."""
+    if isinstance(value, Tensor) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{fn_name}(): argument '{arg}' (position {position + 1}) must be tuple of Tensors, "
+                        f"not {type_name(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument {position}, but got {type_name(item)}")
+
+
+def _raise(torch_name: str, pos: int, torch_arg: str, via_method: str | None, value):
+    if via_method is not None and pos == 0:
+        raise AttributeError(f"'{type_name(value)}' object has no attribute '{via_method}'")
+    raise TypeError(f"{torch_name}(): argument '{torch_arg}' (position {pos + 1}) must be Tensor, "
+                    f"not {type_name(value)}")
+
+
+# torch's keyword names for a variadic size/shape/dims parameter, by hookgrad's name for it
+_VARIADIC_KEYWORDS = {"size": ("size",), "shape": ("shape", "size"), "sizes": ("size", "sizes", "repeats"),
+                      "dims": ("dims",)}
+
+
+# torch's keyword names for parameters hookgrad names differently
+_TORCH_KEYWORDS = {"split_size_or_sections": ("split_size",)}
+
+
+class _KeywordPlan:
+    """How to turn torch's keyword forms into the call ``fn`` expects: torch's argument names
+    (``input=``, ``other=``, ``mat2=``, ...) become hookgrad's, and a variadic size given as a
+    keyword (``ones(size=(2, 3))``, ``x.view(size=...)``, ``x.permute(dims=...)``) becomes positional."""
+
+    def __init__(self, name, fn, checks):
+        params = list(inspect.signature(fn).parameters.values())
+        self.renames = {torch_arg: param for _, param, _, torch_arg, _, _ in checks if torch_arg != param}
+        for p in params:
+            for alias in _TORCH_KEYWORDS.get(p.name, ()):
+                self.renames[alias] = p.name
+        self.leading, self.variadic = [], None
+        for p in params:
+            if p.kind == p.VAR_POSITIONAL:
+                self.variadic = _VARIADIC_KEYWORDS.get(p.name)  # None for a generic *args
+                break
+            if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break
+            self.leading.append(p.name)
+        if self.variadic is None:
+            self.leading = []
+        self.name = name
+        self.arange = name == "arange"  # torch.arange(end=5) counts from 0
+
+    def __bool__(self):
+        return bool(self.renames or self.variadic or self.arange)
+
+    def apply(self, args, kwargs):
+        for torch_arg, param in self.renames.items():
+            if torch_arg in kwargs and param not in kwargs:
+                kwargs[param] = kwargs.pop(torch_arg)
+        if self.variadic is not None and len(args) <= len(self.leading):
+            keyword = next((k for k in self.variadic if k in kwargs), None)
+            if keyword is not None:
+                args = list(args)
+                for param in self.leading[len(args):]:
+                    if param not in kwargs:
+                        raise TypeError(f"missing required argument '{param}'")
+                    args.append(kwargs.pop(param))
+                value = kwargs.pop(keyword)
+                if not isinstance(value, (tuple, list)) and not type(value).__name__ == "Size":
+                    raise TypeError(f"{self.name}(): argument '{keyword}' must be tuple of ints, not "
+                                    f"{type_name(value)}")
+                args.extend(value)
+        if self.arange and not args and "end" in kwargs and "start" not in kwargs:
+            args = (0,)
+        return tuple(args), kwargs
+
+
+def checked(fn, name: str | None = None, via_method: str | None = None):
+    """``fn`` with torch's checks of its tensor arguments in front and torch's keyword forms
+    accepted (``fn`` itself when it needs neither).
+    ``via_method``: torch calls ``input.<via_method>()``, so a non-tensor input raises AttributeError."""
+    name = name or fn.__name__
+    checks = _checks_for(name, fn)
+    plan = _KeywordPlan(name, fn, checks)
+    if not checks and not plan:
+        return fn
+    torch_name = _TORCH_NAMES.get(name, name)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if kwargs and plan:
+            args, kwargs = plan.apply(args, kwargs)
+        n = len(args)
+        for pos, param, kind, torch_arg, torch_pos, none_ok in checks:
+            if pos < n:
+                value = args[pos]
+            elif param in kwargs:
+                value = kwargs[param]
+            else:
+                continue
+            if kind == SEQUENCE:
+                check_sequence(torch_name, value, torch_pos, torch_arg)
+            elif _fails(kind, value, none_ok):
+                _raise(torch_name, torch_pos, torch_arg, via_method, value)
+        return fn(*args, **kwargs)
+
+    wrapper.__hookgrad_checked__ = True
+    return wrapper
+
+
+def accept_keyword_forms(cls) -> None:
+    """Give ``cls``'s public methods torch's argument handling: a non-tensor where torch's method
+    takes a tensor raises torch's TypeError (``add(): argument 'other' (position 1) must be Tensor,
+    not numpy.ndarray``), a variadic size may be a keyword (view, reshape, permute, expand, repeat,
+    flip, new_zeros, ...: ``x.view(size=(3, 2))``), and torch's names for parameters named
+    differently here are accepted (``x.split(split_size=1)``)."""
+    method_checks = {}
+    for name in sorted(dir(cls), key=lambda n: n.endswith("_")):  # out-of-place methods first
+        if name.startswith("_"):
+            continue
+        fn = cls.__dict__.get(name)
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
+            continue
+        try:
+            # the method's own tensor is position 0; torch numbers the other arguments from 1
+            checks = [(pos, param, kind, torch_arg, torch_pos - 1, none_ok)
+                      for pos, param, kind, torch_arg, torch_pos, none_ok in _checks_for(name, fn) if pos > 0]
+            plan = _KeywordPlan(name, fn, checks)
+        except (TypeError, ValueError):
+            continue
+        if not checks and name.endswith("_") and _takes_only_varargs(fn):
+            # an in-place variant (``add_``) built generically: it takes what its out-of-place form takes
+            checks = [c for c in method_checks.get(name[:-1], ()) if c[1] not in ("x", "a")]
+            checks = [(pos, None, kind, torch_arg, torch_pos, none_ok)
+                      for pos, _, kind, torch_arg, torch_pos, none_ok in checks]
+        method_checks[name] = checks
+        if checks or plan:
+            setattr(cls, name, _method_with_checks(fn, name, checks, plan))
+
+
+def _takes_only_varargs(fn) -> bool:
+    params = list(inspect.signature(fn).parameters.values())
+    return any(p.kind == p.VAR_POSITIONAL for p in params) and \
+        all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params[1:] if p.kind != p.VAR_POSITIONAL) and \
+        len([p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) <= 1
+
+
+def _method_with_checks(fn, name, checks, plan):
+    torch_name = _TORCH_NAMES.get(name, name)
+
+    @functools.wraps(fn)
+    def method(*args, **kwargs):
+        if kwargs and plan:
+            args, kwargs = plan.apply(args, kwargs)
+        n = len(args)
+        for pos, param, kind, torch_arg, torch_pos, none_ok in checks:
+            if pos < n:
+                value = args[pos]
+            elif param in kwargs:
+                value = kwargs[param]
+            else:
+                continue
+            if type(value) is not Tensor and _fails(kind, value, none_ok):
+                _raise(torch_name, torch_pos, torch_arg, None, value)
+        return fn(*args, **kwargs)
+
+    method.__hookgrad_checked__ = True
+    return method
+
+
+_GUARDED_MODULES = ("hookgrad._ops.", "hookgrad.nn.")
+_UNGUARDED_MODULES = ("hookgrad._ops._base",)
+
+
+def _is_public_api_module(module: str) -> bool:
+    if module.startswith(_UNGUARDED_MODULES):
+        return False
+    return module == "hookgrad" or module == "hookgrad._ops" or module.startswith(_GUARDED_MODULES)
+
+
+def guard_namespace(namespace: dict, names, via_method=None) -> None:
+    """Replace each function ``namespace[name]`` of hookgrad's op and functional modules with its
+    checked version (creation functions get only torch's keyword forms: their parameters are not
+    named like tensors)."""
+    for name in names:
+        fn = namespace.get(name)
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
+            continue
+        if not _is_public_api_module(fn.__module__) and not fn.__module__.startswith("hookgrad._ops.creation"):
+            continue
+        namespace[name] = checked(fn, name, (via_method or {}).get(name))

@@ -1,0 +1,90 @@
+"""docs/api-coverage.md is generated from torch and hookgrad and kept in step with the code; every
+"hookgrad has no ..." error points to it, and it lists the name the error is about."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import hookgrad
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOC = os.path.join(ROOT, "docs", "api-coverage.md")
+
+
+@pytest.fixture(scope="module")
+def coverage():
+    spec = importlib.util.spec_from_file_location("api_coverage", os.path.join(ROOT, "scripts", "api_coverage.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def survey(coverage):
+    return coverage.survey()
+
+
+def test_file_is_in_step_with_the_code(coverage):
+    with open(DOC, encoding="utf-8") as fh:
+        committed = fh.read()
+    assert committed == coverage.render(), "docs/api-coverage.md is out of date: run python scripts/api_coverage.py"
+
+
+def test_counts_are_consistent(survey):
+    import torch
+    for namespace, (present, missing, left_out) in survey.items():
+        names = present + missing + [n for group in left_out.values() for n in group]
+        assert len(names) == len(set(names)), namespace
+    assert "FloatTensor" in survey["torch"][0] and "from_dlpack" in survey["torch"][0]
+    assert any("cuda" in group for group in survey["torch.Tensor"][2].values())
+    assert "quantile" not in [n for group in survey["torch"][2].values() for n in group]
+    assert all(hasattr(torch.Tensor, n) and not hasattr(hookgrad.Tensor, n) for n in survey["torch.Tensor"][1])
+    assert all(hasattr(hookgrad.Tensor, n) for n in survey["torch.Tensor"][0])
+
+
+def test_missing_tensor_methods_point_to_the_list(survey):
+    with open(DOC, encoding="utf-8") as fh:
+        doc = fh.read()
+    x = hookgrad.ones(2)
+    missing = survey["torch.Tensor"][1]
+    assert missing
+    for name in missing:
+        assert not hasattr(x, name)
+        with pytest.raises(AttributeError) as info:
+            getattr(x, name)
+        message = str(info.value)
+        assert message.startswith(f"hookgrad has no torch.Tensor.{name}; see docs/api-coverage.md"), message
+        assert f"'Tensor' object has no attribute '{name}'" in message  # Python's own wording too
+        assert f"`{name}`" in doc
+    with pytest.raises(AttributeError, match="^'Tensor' object has no attribute '_private'$"):
+        x._private
+
+
+def test_missing_functions_point_to_the_list(survey):
+    for name in survey["torch"][1][:50]:
+        with pytest.raises(AttributeError, match=f"hookgrad has no torch.{name}; see docs/api-coverage.md"):
+            getattr(hookgrad, name)
+
+
+def test_missing_names_under_hookgrad_run_point_to_the_list(tmp_path, survey):
+    name = survey["torch.Tensor"][1][0]
+    script = tmp_path / "s.py"
+    script.write_text(textwrap.dedent(f"""
+        import torch
+        torch.ones(2).{name}
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (os.path.join(ROOT, "src"),
+                                                                  os.environ.get("PYTHONPATH")) if p))
+    proc = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script)], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode != 0
+    assert f"AttributeError: hookgrad has no torch.Tensor.{name}; see docs/api-coverage.md" in proc.stderr
+
+
+def test_check_mode(coverage):
+    assert coverage.main(["--check"]) == 0
