@@ -1,5 +1,6 @@
 """Differential tests of module backward hooks: full backward hooks and pre-hooks (local and
-global), the deprecated legacy hooks, and their argument, return-value, warning and error rules."""
+global), the deprecated legacy hooks, and their argument, return-value, warning and error rules, also
+in unusual graphs (outputs independent of inputs, double backward, modules shared by two graphs)."""
 from __future__ import annotations
 
 import pytest
@@ -866,3 +867,142 @@ def test_unused_output_gradient_stays_undefined_inside_the_module(T):
     a, b = mod(x)
     a.sum().backward()
     return log, x.grad
+
+
+# ------------------------------------------------------------------------------------------
+# unusual graphs: outputs independent of inputs, double backward, shared modules
+# ------------------------------------------------------------------------------------------
+
+@differential
+def test_output_independent_of_input(T):
+    log = []
+
+    class ParamOnly(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = T.nn.Parameter(T.tensor([1.0, 2.0]))
+
+        def forward(self, x):
+            return self.w * 2
+
+    mod = ParamOnly()
+    mod.register_full_backward_pre_hook(lambda m, go: log.append(("pre", go)))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(("post", gi, go)))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, mod.w.grad, x.grad
+
+
+@differential
+def test_double_backward_with_full_hook(T):
+    log = []
+
+    class Cube(T.nn.Module):
+        def forward(self, x):
+            return x * x * x
+
+    mod = Cube()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(("h", gi, go)))
+    x = leaf(T, [1.0, 2.0])
+    y = mod(x).sum()
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    g.sum().backward()
+    return log, g, x.grad
+
+
+@differential
+def test_module_shared_by_two_graphs(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(gi))
+    a = leaf(T, [1.0])
+    b = leaf(T, [2.0])
+    out_a = mod(a)
+    out_b = mod(b)
+    (out_b * 5).sum().backward()
+    (out_a * 7).sum().backward()
+    return log, a.grad, b.grad
+
+
+@differential
+def test_backward_hook_with_kwargs_forward(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((shapes(gi), shapes(go))))
+    mod.register_forward_pre_hook(lambda m, a, kw: log.append(("pre", sorted(kw))), with_kwargs=True)
+    x = leaf(T)
+    y = leaf(T)
+    mod(x, y=y, scale=2.0).sum().backward()
+    return log, x.grad, y.grad
+
+
+@differential
+def test_forward_hook_output_replacement_then_backward_hook(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: o * 10)
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    mod.register_full_backward_pre_hook(lambda m, go: log.append(("pre", go)))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_forward_hook_returning_tuple_with_backward_hooks(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: (o, o * 2))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = leaf(T)
+    a, b = mod(x)
+    (a + b).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_nested_tuple_output_warns_free(T):
+    log = []
+
+    class Nested(T.nn.Module):
+        def forward(self, x):
+            return (x * 2, (x * 3,))
+
+    mod = Nested()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(shapes([g for g in go if not isinstance(g, tuple)])))
+    x = leaf(T)
+    res, w = warns(mod, x)
+    res[0].sum().backward()
+    return w, log
+
+
+@differential
+def test_int_tensor_input_with_backward_hook(T):
+    log = []
+
+    class Index(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = T.nn.Parameter(T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+
+        def forward(self, idx, x):
+            return self.table[idx] * x
+
+    mod = Index()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((len(gi), gi[0], shapes(gi))))
+    x = leaf(T, [2.0, 3.0])
+    mod(T.tensor([2, 0]), x).sum().backward()
+    return log, x.grad, mod.table.grad
+
+
+@differential
+def test_global_backward_pre_hook_validates_nan(T):
+    log = []
+    net = mods(T).Net()
+    with clean_globals(T) as mm:
+        def check(m, go):
+            log.append((type(m).__name__, any(bool(T.isnan(g).any()) for g in go if g is not None)))
+
+        mm.register_module_full_backward_pre_hook(check)
+        (net(leaf(T)) * float("nan")).sum().backward()
+    return log
