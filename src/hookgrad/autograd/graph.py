@@ -12,6 +12,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Callable
 
+from .._late import LateNames
 from ..utils.hooks import RemovableHandle
 from . import grad_mode
 
@@ -21,6 +22,11 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_hooks", "save
 _sequence = itertools.count()
 # AccumulateGrad runs as soon as it is ready, like torch's (its sequence number is the maximum).
 ACCUMULATE_SEQ = 1 << 62
+
+# The Tensor and the engine are layers above this one (see hookgrad/_late.py).
+_above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor",
+                   legacy_type_names="hookgrad._tensor:_LEGACY_TYPE_NAMES",
+                   accumulate_into_grad="hookgrad.autograd.engine")
 
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -157,8 +163,7 @@ class SavedTensor:
     def unpack(self, node=None):
         if self.unpack_hook is not None:
             value = self.unpack_hook(self.packed)
-            from .._tensor import Tensor
-            if not isinstance(value, Tensor):
+            if not isinstance(value, _above.Tensor):
                 raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
                                 f"result of type {type(value).__name__}")
             return value
@@ -176,7 +181,7 @@ class SavedTensor:
                 f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
                 "operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            out = _late.tensor.wrap(self.tensor)
+            out = _above.wrap(self.tensor)
             out._version_counter = self.counter
             out._grad_fn = node
             out._requires_grad = node is not None
@@ -185,8 +190,7 @@ class SavedTensor:
 
 
 def _type_name(array) -> str:
-    from .._tensor import _LEGACY_TYPE_NAMES
-    return _LEGACY_TYPE_NAMES.get(array.dtype.name, "torch.Tensor")
+    return _above.legacy_type_names.get(array.dtype.name, "torch.Tensor")
 
 
 class AccumulateGrad(Node):
@@ -208,26 +212,13 @@ class AccumulateGrad(Node):
         var = self.variable
         grad = grads[0]
         if grad is not None:
-            _late.engine.accumulate_into_grad(var, grad)
+            _above.accumulate_into_grad(var, grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             for hook in tuple(hooks.values()):
                 if hook(var) is not None:
                     raise RuntimeError("post accumulate grad hooks must return None")
         return ()
-
-
-class _late:
-    """Modules that import this one, bound once the package has loaded (not per call)."""
-
-    def __getattr__(self, name):
-        import importlib
-        module = importlib.import_module({"engine": "hookgrad.autograd.engine", "tensor": "hookgrad._tensor"}[name])
-        setattr(self, name, module)
-        return module
-
-
-_late = _late()
 
 
 # ---- saved-tensor hooks -------------------------------------------------------------------------

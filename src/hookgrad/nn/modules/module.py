@@ -38,9 +38,10 @@ from typing import Any, Callable, Iterator, Optional
 
 import hookgrad
 from hookgrad._tensor import Tensor
-from hookgrad.utils.hooks import BackwardHook, RemovableHandle
+from hookgrad.utils.hooks import RemovableHandle
 
 from ..parameter import Buffer, Parameter
+from ._backward_hook import BackwardHook
 
 __all__ = [
     "register_module_forward_pre_hook",
