@@ -40,14 +40,18 @@ class BackwardHookFunctionBackward(Node):
     runs_without_grads = True
 
     def __init__(self, edges, metas, on_backward):
-        super().__init__(edges)
+        Node.__init__(self, edges)
         self._num_outputs = len(edges)
         self.metas = metas
         self.on_backward = on_backward
 
     def apply(self, grads):
-        outs = tuple([g if g is not None else wrap(np.zeros(meta[0], dtype=meta[1]))
-                      for g, meta in zip(grads, self.metas)])
+        outs = list(grads)
+        for i, g in enumerate(outs):
+            if g is None:
+                shape, dtype = self.metas[i]
+                outs[i] = wrap(np.zeros(shape, dtype=dtype))
+        outs = tuple(outs)
         replaced = self.on_backward(outs, grads)
         return outs if replaced is None else replaced
 
@@ -195,16 +199,21 @@ class BackwardHook:
             if isinstance(arg, Tensor):
                 tensors_idx.append(i)
                 tensors.append(arg)
-                requires_grad |= arg._requires_grad
+                requires_grad = requires_grad or arg._requires_grad
         if not (requires_grad and grad_mode.STATE.enabled):
             return args, None
 
-        node = BackwardHookFunctionBackward(tuple([edge(t) for t in tensors]),
-                                            [(t._data.shape, t._data.dtype) for t in tensors], on_backward)
-        arg_list = list(args)
-        for output_nr, (idx, t) in enumerate(zip(tensors_idx, tensors)):
-            arg_list[idx] = _identity_view(t, node, output_nr)
-        return (tuple(arg_list) if type(args) is tuple else type(args)(*arg_list)), tensors_idx
+        # plain loops, not comprehensions: this runs twice per hooked module call
+        edges = []
+        metas = []
+        for t in tensors:
+            edges.append(edge(t))
+            metas.append((t._data.shape, t._data.dtype))
+        node = BackwardHookFunctionBackward(tuple(edges), metas, on_backward)
+        new_args = list(args)
+        for output_nr, i in enumerate(tensors_idx):
+            new_args[i] = _identity_view(tensors[output_nr], node, output_nr)
+        return (tuple(new_args) if type(args) is tuple else type(args)(*new_args)), tensors_idx
 
     def setup_input_hook(self, args):
         res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
