@@ -775,3 +775,55 @@ def test_parameter_registration_hook_sees_parameter_list(T):
         pl = T.nn.ParameterList([T.tensor([1.0])])
         pd = T.nn.ParameterDict({"a": T.tensor([1.0])})
     return log
+
+
+# ------------------------------------------------------------------------------------------
+# hooks registered by the module's own forward
+# ------------------------------------------------------------------------------------------
+def _self_hooking(T, always_call=False, fail=False):
+    """A module whose forward registers a forward hook on itself (once) and may then raise."""
+    log = []
+
+    class SelfHooking(T.nn.Module):
+        def forward(self, x):
+            if not getattr(self, "hooked", False):
+                self.hooked = True
+                self.register_forward_hook(lambda m, a, o: log.append(("fwd_hook", o)), always_call=always_call)
+            if fail:
+                raise ValueError("forward failed")
+            return x * 2
+
+    return SelfHooking(), log
+
+
+@pytest.mark.parametrize("existing", ["none", "full_backward", "backward_pre", "forward_pre", "global_full"])
+@differential
+def test_forward_hook_registered_during_forward_fires_in_that_call(T, existing):
+    mod, log = _self_hooking(T)
+    with clean_globals(T) as mm:
+        if existing == "full_backward":
+            mod.register_full_backward_hook(lambda m, gi, go: log.append("bw"))
+        elif existing == "backward_pre":
+            mod.register_full_backward_pre_hook(lambda m, go: log.append("bw_pre"))
+        elif existing == "forward_pre":
+            mod.register_forward_pre_hook(lambda m, a: log.append("pre"))
+        elif existing == "global_full":
+            mm.register_module_full_backward_hook(lambda m, gi, go: log.append("global_bw"))
+        first = mod(leaf(T))
+        log.append("second call")
+        second = mod(leaf(T))
+        (first.sum() + second.sum()).backward()
+    return log
+
+
+@pytest.mark.parametrize("existing", ["none", "full_backward", "backward_pre"])
+@differential
+def test_always_call_hook_registered_during_failing_forward(T, existing):
+    mod, log = _self_hooking(T, always_call=True, fail=True)
+    if existing == "full_backward":
+        mod.register_full_backward_hook(lambda m, gi, go: log.append("bw"))
+    elif existing == "backward_pre":
+        mod.register_full_backward_pre_hook(lambda m, go: log.append("bw_pre"))
+    first = catch(mod, leaf(T))
+    second = catch(mod, leaf(T))
+    return log, first, second
