@@ -4,6 +4,32 @@ and the hook registries that live on nodes.
 A Node's ``next_functions`` are edges ``(node, output_nr)`` to the nodes that produced its
 forward inputs (``(None, 0)`` for inputs that need no grad). ``apply(grads)`` receives one
 gradient per forward output (``None`` where none flowed) and returns one per edge.
+
+Every autograd hook kind has one registry (an ordered dict keyed by the handle id, created on
+first registration), one ``register_*`` method that returns a
+:class:`~hookgrad.utils.hooks.RemovableHandle`, and one dispatch point in the engine; the engine
+runs them per node in the order of the rows below (torch's):
+
+======================  ===================================  ===============================  ===================================
+kind                    registry                             registered with                  dispatched in (``autograd.engine``)
+======================  ===================================  ===============================  ===================================
+tensor hook             ``Tensor._backward_hooks``, seen by  ``Tensor.register_hook``         ``_call_tensor_pre_hooks``
+                        the producing node as
+                        ``Node._tensor_pre_hooks`` (a leaf's
+                        by its AccumulateGrad)
+retain_grad             ``Node._retains_grad_hooks``         ``Tensor.retain_grad``           ``_call_tensor_pre_hooks`` (last)
+node pre-hook           ``Node._pre_hooks``                  ``Node.register_prehook``        ``_call_pre_hooks``
+node post-hook          ``Node._post_hooks``                 ``Node.register_hook``           ``_call_post_hooks``
+post-accumulate-grad    ``Tensor._post_accumulate_grad_      ``Tensor.register_post_          ``AccumulateGrad.apply``
+hook                    hooks``                              accumulate_grad_hook``
+multi-grad hook         tensor hooks on each tensor          ``register_multi_grad_hook``     through the tensor hooks
+                                                             (returns one handle for all)
+saved-tensor hooks      ``_saved_hooks_stack`` (a context,   ``saved_tensors_hooks``          ``SavedTensor`` (pack when saved,
+                        not a registry)                                                       unpack in ``Node.saved``)
+======================  ===================================  ===============================  ===================================
+
+Module backward hooks are built from these (identity nodes with a post-hook-like callback, and
+node post-hooks for the legacy kind): see ``hookgrad.nn.modules.module``.
 """
 from __future__ import annotations
 

@@ -4,23 +4,29 @@ Every hook kind has exactly one registry (an ordered dict keyed by the handle id
 ``register_*`` function or method that returns a :class:`~hookgrad.utils.hooks.RemovableHandle`,
 and one dispatch point:
 
-=======================================  ============================  ===========================
-kind                                     registry (global / local)      dispatched in
-=======================================  ============================  ===========================
-forward pre-hook                         ``_global_forward_pre_hooks``  ``Module._call_impl``
+=======================================  ==============================  ==================================
+kind                                     registry (global / local)       dispatched in
+=======================================  ==============================  ==================================
+forward pre-hook                         ``_global_forward_pre_hooks``   ``Module._run_forward_pre_hooks``
                                          ``Module._forward_pre_hooks``
-forward hook                             ``_global_forward_hooks``      ``Module._call_impl``
-                                         ``Module._forward_hooks``
-full backward pre-hook                   ``_global_backward_pre_hooks`` ``utils.hooks.BackwardHook``
+forward hook                             ``_global_forward_hooks``       ``Module._run_forward_hooks``
+                                         ``Module._forward_hooks``       (on error:
+                                                                         ``Module._run_always_called_hooks``)
+full backward pre-hook                   ``_global_backward_pre_hooks``  ``_backward_hook.BackwardHook``
                                          ``Module._backward_pre_hooks``
-full backward hook / legacy backward     ``_global_backward_hooks``     ``utils.hooks.BackwardHook``
-hook                                     ``Module._backward_hooks``     / the output's ``grad_fn``
+full backward hook / legacy backward     ``_global_backward_hooks``      ``_backward_hook.BackwardHook``
+hook                                     ``Module._backward_hooks``      / the output's ``grad_fn``
 state_dict pre / post hook               ``Module._state_dict_pre_hooks``  ``Module.state_dict``
                                          ``Module._state_dict_hooks``
 load_state_dict pre / post hook          ``Module._load_state_dict_pre_hooks``  ``load_state_dict``
                                          ``Module._load_state_dict_post_hooks``
 parameter / buffer / module registration ``_global_*_registration_hooks``  ``register_*``
-=======================================  ============================  ===========================
+=======================================  ==============================  ==================================
+
+Every module call with some hook takes one path, ``Module._call_with_hooks``: forward pre-hooks,
+the backward-hook set-up on the inputs, ``forward``, forward hooks, the backward-hook set-up on
+the outputs, and on an error the always_call forward hooks. With no hook anywhere, ``__call__``
+is ``forward`` behind one test.
 
 The semantics (order, argument and return-value rules, warnings and errors) are PyTorch 2.13's.
 """
