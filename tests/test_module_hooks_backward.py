@@ -290,6 +290,44 @@ def test_full_hook_no_input_requires_grad_warns(T):
     return warns(out.backward), log, mod.w.grad
 
 
+def _warning_sites(fn):
+    """(file name, line) of each warning ``fn`` emits."""
+    import os
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    return [(os.path.basename(w.filename), w.lineno) for w in caught]
+
+
+@differential
+def test_full_hook_no_input_warning_points_at_the_backward_line(T):
+    import inspect
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    out = mod(leaf(T, requires_grad=False)).sum()
+    line = inspect.currentframe().f_lineno + 1
+    sites = _warning_sites(lambda: out.backward())
+    return [(name, lineno - line) for name, lineno in sites]
+
+
+def test_full_hook_no_input_warning_points_at_the_autograd_grad_line():
+    # torch's fixed stacklevel fits Tensor.backward only (for autograd.grad it reports "sys", 1);
+    # hookgrad points at the caller's line for every entry point
+    import inspect
+    import hookgrad as T
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    out = mod(leaf(T, requires_grad=False)).sum()
+    line = inspect.currentframe().f_lineno + 1
+    sites = _warning_sites(lambda: T.autograd.grad(out, [mod.w]))
+    assert sites == [("test_module_hooks_backward.py", line)]
+    out = mod(leaf(T, requires_grad=False)).sum()
+    line = inspect.currentframe().f_lineno + 1
+    sites = _warning_sites(lambda: T.autograd.backward([out]))
+    assert sites == [("test_module_hooks_backward.py", line)]
+
+
 @differential
 def test_full_hook_no_input_requires_grad_nonnone_return_raises(T):
     mod = mods(T).Scale()

@@ -9,6 +9,7 @@ reachable as ``hookgrad.utils.hooks.BackwardHook``, where torch has it.
 """
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
@@ -173,7 +174,7 @@ class BackwardHook:
                           "to module outputs since no inputs require gradients. See "
                           "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
                           "#torch.nn.Module.register_full_backward_hook for more details.",
-                          stacklevel=5)
+                          stacklevel=_user_stacklevel())
             grad_inputs = (None,) * self.n_inputs
             for user_hook in self.user_hooks:
                 res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
@@ -227,6 +228,18 @@ class BackwardHook:
         res, self.output_tensors_index = self._apply_on_tensors(self._output_backward, args)
         self.n_outputs = len(args)
         return res if is_tuple else res[0]
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by this module's caller point at the first
+    frame outside hookgrad: the user's ``backward()`` / ``autograd.grad(...)`` line, however many
+    engine frames lie between (torch uses a fixed level that fits ``Tensor.backward``)."""
+    level = 1
+    frame = sys._getframe(1)  # the frame that calls warnings.warn: stacklevel 1
+    while frame is not None and (frame.f_globals.get("__name__") or "").partition(".")[0] == "hookgrad":
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _hook_name(hook) -> str:
