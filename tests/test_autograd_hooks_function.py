@@ -1,8 +1,8 @@
 """Custom `autograd.Function`s, differentially against torch: forward/backward and the node
 they create, needs_input_grad, non-differentiable outputs, materialize_grads, mark_dirty and the
 setup_context style."""
-from difftest import catch, differential
 from autograd_helpers import node_name
+from difftest import catch, differential
 
 
 def _square_fn(T):

@@ -1,7 +1,7 @@
 """In-place ops and views under autograd, differentially against torch: version counters
 shared by views, view regeneration after an in-place change of the base, and which in-place ops raise."""
-from difftest import catch, differential
 from autograd_helpers import node_name
+from difftest import catch, differential
 
 
 @differential

@@ -1,8 +1,8 @@
 """Node hooks, differentially against torch: `grad_fn.register_prehook` / `register_hook` on
 ordinary nodes and on AccumulateGrad - their arguments, what a return value replaces, the order of
 every hook kind around one node and across branches, and the graph structure they are attached to."""
-from difftest import differential
 from autograd_helpers import node_name
+from difftest import catch, differential
 
 
 @differential
@@ -126,3 +126,20 @@ def test_grad_fn_structure(T):
         out[k] = (node_name(t.grad_fn), [(node_name(n), i) for n, i in t.grad_fn.next_functions])
     out["float_is_self"] = a.float() is a
     return out
+
+
+@differential
+def test_node_hooks_cannot_fill_a_slot_without_gradient(T):
+    out = {}
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = T.tensor([3.0, 4.0])
+    y = a * b  # b needs no grad: its slot of grad_inputs is None
+    y.grad_fn.register_hook(lambda gi, go: (gi[0], T.ones(2)))
+    out["post"] = catch(lambda: y.sum().backward())
+    x, unused = (a * 2).split(1)  # the unused output's slot of grad_outputs is None
+    x.grad_fn.register_prehook(lambda go: (go[0], T.ones(1)))
+    out["pre"] = catch(lambda: x.sum().backward())
+    x, unused = (a * 2).split(1)
+    x.grad_fn.register_prehook(lambda go: (go[0], None))
+    out["pre_none_ok"] = catch(lambda: x.sum().backward())
+    return out, a.grad

@@ -1,8 +1,8 @@
 """Tensor hooks, differentially against torch: `Tensor.register_hook`, `retain_grad` and
 `register_post_accumulate_grad_hook` - what fires, in which order, with which arguments, what a
 return value replaces, how handles remove them, and which errors bad hooks raise."""
-from difftest import catch, differential
 from autograd_helpers import node_name
+from difftest import catch, differential
 
 
 @differential

@@ -1044,3 +1044,23 @@ def test_global_backward_pre_hook_validates_nan(T):
         mm.register_module_full_backward_pre_hook(check)
         (net(leaf(T)) * float("nan")).sum().backward()
     return log
+
+
+# ------------------------------------------------------------------------------------------
+# a backward pre-hook that returns a bare Tensor instead of a tuple
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+@differential
+def test_pre_hook_returning_bare_tensor(T, batch, input_requires_grad):
+    # the length check sees len(tensor); a tensor of matching length is taken as grad_output,
+    # and the full hooks run (when no input requires grad) before the size check fails
+    log = []
+    mod = T.nn.Linear(3, 3)
+    mod.register_full_backward_pre_hook(lambda m, go: log.append("pre") or T.ones(batch, 3))
+    mod.register_full_backward_hook(
+        lambda m, gi, go: log.append(("full", gi, [tuple(g.shape) for g in go])))
+    x = T.ones(batch, 3, requires_grad=input_requires_grad)
+    out = mod(x).sum()
+    result = warns(out.backward)
+    return log, result, x.grad

@@ -176,6 +176,13 @@ def _check_count(hook, got, expected):
                            f"(got {got}, but expected {expected})")
 
 
+def _check_node_hook_result(hook, old, new):
+    """A node hook's replacement for one slot: a slot without a gradient must stay without one."""
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    return _check_hook_result(hook, old, new)
+
+
 def _call_pre_hooks(node, grads):
     for hook in tuple(node._pre_hooks.values()):
         result = hook(tuple(grads))
@@ -184,7 +191,7 @@ def _call_pre_hooks(node, grads):
                 raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
             _check_count(hook, len(result), len(grads))
             # unlike a tensor hook's None, a None entry here drops that gradient
-            grads = [None if new is None else _check_hook_result(hook, old, new) for old, new in zip(grads, result)]
+            grads = [None if new is None else _check_node_hook_result(hook, old, new) for old, new in zip(grads, result)]
     return grads
 
 
@@ -196,7 +203,7 @@ def _call_post_hooks(node, outputs, grads):
             if not isinstance(result, (tuple, list)):
                 raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
             _check_count(hook, len(result), len(outputs))
-            outputs = [new if new is None or new is old else _check_hook_result(hook, old, new)
+            outputs = [new if new is None or new is old else _check_node_hook_result(hook, old, new)
                        for old, new in zip(outputs, result)]
     return outputs
 

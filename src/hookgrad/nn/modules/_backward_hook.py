@@ -145,9 +145,10 @@ class BackwardHook:
 
     def _output_backward(self, _grad_input, grad_output):
         """The output node has the module's grad_output: run the pre-hooks and remember it."""
-        self.grad_outputs = self._pack_with_none(self.output_tensors_index, grad_output, self.n_outputs)
+        self.grad_outputs = original = self._pack_with_none(self.output_tensors_index, grad_output,
+                                                            self.n_outputs)
+        setters = None
         if self.user_pre_hooks:
-            original = self.grad_outputs
             setters = [None] * len(original)
             expected_len = len(self.grad_outputs)
             for user_pre_hook in self.user_pre_hooks:
@@ -163,8 +164,6 @@ class BackwardHook:
                                        f"{_hook_name(user_pre_hook)})")
                 _note_setters(setters, self.grad_outputs, new, user_pre_hook)
                 self.grad_outputs = new
-            _check_replacements(self.module, "grad_output", self.output_tensors_index, original,
-                                self.grad_outputs, setters)
 
         local_grad_outputs = self.grad_outputs
 
@@ -185,6 +184,10 @@ class BackwardHook:
             self.grad_outputs = None
 
         if local_grad_outputs is not None:
+            if setters is not None:
+                # checked here, where torch's engine checks them: after the hooks above have run
+                _check_replacements(self.module, "grad_output", self.output_tensors_index, original,
+                                    local_grad_outputs, setters)
             return self._unpack_none(self.output_tensors_index, local_grad_outputs)
         return None
 
