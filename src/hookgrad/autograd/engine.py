@@ -304,17 +304,29 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     return task.captured
 
 
+# What sys.getrefcount reports for a gradient that only the engine holds, when _is_private looks
+# at it (reached only as engine -> AccumulateGrad.apply -> accumulate_into_grad -> _is_private):
+# the Tensor is held by the list of gradients given to apply, apply's local, accumulate_into_grad's
+# and _is_private's parameters, and getrefcount's argument; its array by the Tensor, the local
+# `data` in accumulate_into_grad, _is_private's parameter and getrefcount's argument; a base array
+# by its one view, the local `base` and getrefcount's argument. Any other holder (a hook that kept
+# the gradient, a view of it, another edge it also flows to) adds one. tests/test_grad_adoption.py
+# pins both directions: a plain backward adopts (no copy), and every kind of holder prevents it.
+_ENGINE_REFS_TO_GRAD = 5
+_ENGINE_REFS_TO_DATA = 4
+_ENGINE_REFS_TO_BASE = 3
+
+
 def _is_private(grad, data) -> bool:
-    """Whether nothing but the engine can see ``grad``'s storage, so ``.grad`` may adopt it.
-    References counted: the engine's list, apply()'s local, the callers' arguments, getrefcount's."""
+    """Whether nothing but the engine can see ``grad``'s storage, so ``.grad`` may adopt it."""
     if grad.grad_fn is not None or not data.flags.writeable:
         return False
-    if sys.getrefcount(grad) > 5 or sys.getrefcount(data) > 4:
+    if sys.getrefcount(grad) > _ENGINE_REFS_TO_GRAD or sys.getrefcount(data) > _ENGINE_REFS_TO_DATA:
         return False
     base = data.base
     # a view is fine when it alone holds a base of the same size (the transpose of a fresh product)
     return base is None or (type(base) is np.ndarray and base.base is None and base.size == data.size
-                            and sys.getrefcount(base) <= 3)
+                            and sys.getrefcount(base) <= _ENGINE_REFS_TO_BASE)
 
 
 def _copy_like(data, like):
