@@ -1064,3 +1064,93 @@ def test_pre_hook_returning_bare_tensor(T, batch, input_requires_grad):
     out = mod(x).sum()
     result = warns(out.backward)
     return log, result, x.grad
+
+
+# ------------------------------------------------------------------------------------------
+# in-place changes of the views a hooked module hands out
+# ------------------------------------------------------------------------------------------
+def _error_head(fn):
+    """What ``fn`` raised, up to torch's explanation (which names the node and the kind of change)."""
+    try:
+        fn()
+    except RuntimeError as exc:
+        return str(exc).split(" This view")[0]
+    return "no error"
+
+
+def _hooked_linear(T):
+    T.manual_seed(0)
+    mod = T.nn.Linear(3, 3)
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    return mod
+
+
+@pytest.mark.parametrize("then", ["grad_fn", "retain_grad", "register_hook", "backward"])
+@differential
+def test_inplace_under_no_grad_on_hooked_output_raises_later(T, then):
+    out = _hooked_linear(T)(T.ones(2, 3, requires_grad=True))
+    with T.no_grad():
+        out.add_(1)
+    later = {"grad_fn": lambda: out.grad_fn, "retain_grad": out.retain_grad,
+             "register_hook": lambda: out.register_hook(lambda g: g),
+             "backward": lambda: out.sum().backward()}[then]
+    return _error_head(later)
+
+
+@pytest.mark.parametrize("view", ["flatten", "select", "view", "t"])
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+@differential
+def test_inplace_on_view_of_hooked_output_raises(T, view, input_requires_grad):
+    out = _hooked_linear(T)(T.ones(2, 3, requires_grad=input_requires_grad))
+    make = {"flatten": lambda: out.flatten(1), "select": lambda: out[0], "view": lambda: out.view(6),
+            "t": lambda: out.t()}[view]
+    return _error_head(lambda: make().add_(1))
+
+
+@differential
+def test_view_of_hooked_output_changed_under_no_grad_raises_later(T):
+    out = _hooked_linear(T)(T.ones(2, 3, requires_grad=True))
+    v = out.view(6)
+    with T.no_grad():
+        v.add_(1)
+    return _error_head(lambda: v.grad_fn), _error_head(lambda: out.grad_fn)
+
+
+@pytest.mark.parametrize("hook", ["pre", "full"])
+@differential
+def test_base_changed_in_place_under_a_view_the_hooks_see(T, hook):
+    log = []
+    mod = T.nn.Identity()
+    if hook == "pre":
+        mod.register_full_backward_pre_hook(lambda m, go: log.append("pre"))
+    else:
+        mod.register_full_backward_hook(lambda m, gi, go: log.append("full"))
+    x = T.ones(4, requires_grad=True)
+    base = x * 1
+    out = mod(base[:2])
+    name = out.grad_fn.name()
+
+    def change_then_backward():
+        base.add_(1)
+        out.sum().backward()
+
+    return name, _error_head(change_then_backward), log
+
+
+@differential
+def test_custom_function_view_error_names_the_op(T):
+    class Id(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    o = Id.apply(T.ones(2, 3, requires_grad=True) * 1)
+    heads = [_error_head(lambda: o.add_(1)), _error_head(lambda: o[0].add_(1))]
+    with T.no_grad():
+        o.mul_(2)
+    heads.append(_error_head(lambda: o.grad_fn))
+    return heads
