@@ -196,27 +196,26 @@ class BackwardHook:
         """Pass the tensors among ``args`` through one identity node calling ``on_backward``;
         return the new args and the positions of the tensors (None when nothing requires grad or
         grad mode is off)."""
+        if not grad_mode.STATE.enabled:
+            return args, None
+        # one pass with plain loops (no comprehensions): this runs twice per hooked module call
         tensors_idx = []
-        tensors = []
+        edges = []
+        metas = []
         requires_grad = False
         for i, arg in enumerate(args):
             if isinstance(arg, Tensor):
                 tensors_idx.append(i)
-                tensors.append(arg)
+                edges.append(edge(arg))
+                metas.append((arg._data.shape, arg._data.dtype))
                 requires_grad = requires_grad or arg._requires_grad
-        if not (requires_grad and grad_mode.STATE.enabled):
+        if not requires_grad:
             return args, None
 
-        # plain loops, not comprehensions: this runs twice per hooked module call
-        edges = []
-        metas = []
-        for t in tensors:
-            edges.append(edge(t))
-            metas.append((t._data.shape, t._data.dtype))
         node = BackwardHookFunctionBackward(tuple(edges), metas, on_backward)
         new_args = list(args)
         for output_nr, i in enumerate(tensors_idx):
-            new_args[i] = _identity_view(tensors[output_nr], node, output_nr)
+            new_args[i] = _identity_view(args[i], node, output_nr)
         return (tuple(new_args) if type(args) is tuple else type(args)(*new_args)), tensors_idx
 
     def setup_input_hook(self, args):

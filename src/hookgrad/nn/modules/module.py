@@ -811,7 +811,7 @@ class Module:
         error, the ``always_call`` forward hooks that have not run yet. Every registry is read
         when its step comes, so a hook registered by an earlier step (or by ``forward``) runs."""
         result = None
-        called_always_called_hooks = set()
+        called_always_called_hooks = ()  # becomes a set when forward hooks run
         try:
             # The backward hook lists are taken before any forward hook runs.
             full_backward_hooks = non_full_backward_hooks = backward_pre_hooks = None
@@ -832,6 +832,7 @@ class Module:
             result = forward_call(*args, **kwargs)
 
             if _global_forward_hooks or self._forward_hooks:
+                called_always_called_hooks = set()
                 result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks)
 
             if bw_hook is not None:
