@@ -1,14 +1,17 @@
 """Differential tests of module forward pre-hooks and forward hooks (local and global):
-order, arguments, return-value rules, kwargs, always_call, removal, errors and warnings."""
+order, arguments, return-value rules, kwargs, always_call, removal, errors and warnings; hook objects
+of several callable kinds, hooks surviving deepcopy, and global registration hooks seen by containers."""
 from __future__ import annotations
 
+import copy
+import functools
 import gc
 import weakref
 
 import pytest
 
 from difftest import catch, differential, warns
-from test_module_fixtures import clean_globals, leaf, mods
+from test_module_fixtures import clean_globals, leaf, mods, shapes
 
 
 # ------------------------------------------------------------------------------------------
@@ -634,3 +637,193 @@ def test_subclass_overriding_call_impl_is_used(T):
     out = Traced()(T.tensor([1.0]))
     out2 = Child()(T.tensor([2.0]))
     return log, out, out2
+
+
+# ------------------------------------------------------------------------------------------
+# forward hooks in unusual places: hooks inside hooks, replaced inputs, mixed kinds
+# ------------------------------------------------------------------------------------------
+
+@differential
+def test_pre_hook_changes_input_requiring_grad(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_pre_hook(lambda m, a: (a[0].detach(),))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(gi))
+    x = leaf(T)
+    res = warns(lambda: mod(x).sum().backward())
+    return res, log, x.grad
+
+
+@differential
+def test_forward_pre_hook_kwargs_and_plain_mixed_order(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_forward_pre_hook(lambda m, a: log.append("plain1"))
+    mod.register_forward_pre_hook(lambda m, a, kw: log.append("kw") or (a, {"scale": 3.0}), with_kwargs=True,
+                                  prepend=True)
+    mod.register_forward_pre_hook(lambda m, a: log.append("plain2"))
+    out = mod(T.tensor([1.0]), T.tensor([2.0]))
+    return log, out
+
+
+@differential
+def test_hooks_fire_for_module_inside_hook(T):
+    log = []
+    inner = mods(T).Scale()
+    outer = mods(T).Scale()
+    inner.register_forward_hook(lambda m, a, o: log.append("inner"))
+    outer.register_forward_hook(lambda m, a, o: log.append("outer") or inner(o))
+    res = outer(T.tensor([1.0]))
+    return log, res
+
+
+@differential
+def test_always_call_hook_result_replaces_on_error(T):
+    # A result returned by an always_call hook on the error path is discarded (the error wins).
+    mod = mods(T).Fail()
+    mod.register_forward_hook(lambda m, a, o: "value", always_call=True)
+    return catch(mod, leaf(T))
+
+
+@differential
+def test_global_forward_hook_sees_containers(T):
+    log = []
+    m = mods(T)
+    seq = T.nn.Sequential(m.Scale(), T.nn.Sequential(m.Relu(), m.Identity()))
+    with clean_globals(T) as mm:
+        mm.register_module_forward_hook(lambda mod, a, o: log.append(type(mod).__name__))
+        seq(leaf(T))
+    return log
+
+
+@differential
+def test_global_always_call_removal_clears_flag(T):
+    with clean_globals(T) as mm:
+        h = mm.register_module_forward_hook(lambda m, a, o: None, always_call=True)
+        before = h.id in mm._global_forward_hooks_always_called
+        h.remove()
+        after = h.id in mm._global_forward_hooks_always_called
+    return before, after
+
+
+# ------------------------------------------------------------------------------------------
+# hook objects of several callable kinds; hooks surviving deepcopy
+# ------------------------------------------------------------------------------------------
+
+@differential
+def test_hook_forms_partial_and_bound_method(T):
+    log = []
+
+    class Recorder:
+        def __init__(self):
+            self.n = 0
+
+        def fwd(self, m, a, o):
+            self.n += 1
+            log.append(("method", self.n))
+
+        def __call__(self, m, gi, go):
+            log.append(("callable", shapes(gi)))
+
+    def tagged(tag, m, a):
+        log.append(("partial", tag))
+
+    mod = mods(T).Scale()
+    rec = Recorder()
+    mod.register_forward_hook(rec.fwd)
+    mod.register_forward_pre_hook(functools.partial(tagged, "t"))
+    mod.register_full_backward_hook(rec)
+    mod(leaf(T)).sum().backward()
+    return log
+
+
+@differential
+def test_deepcopy_keeps_load_pre_hook_bound_to_copy(T):
+    log = []
+    m = mods(T).Scale()
+    m.register_load_state_dict_pre_hook(lambda mod, *a: log.append(mod is m))
+    c = copy.deepcopy(m)
+    c.load_state_dict(c.state_dict())
+    m.load_state_dict(m.state_dict())
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# global registration hooks seen by containers
+# ------------------------------------------------------------------------------------------
+
+@differential
+def test_registration_hook_sees_container_appends(T):
+    log = []
+    m = mods(T)
+    with clean_globals(T) as mm:
+        mm.register_module_module_registration_hook(lambda parent, n, c: log.append((type(parent).__name__, n)))
+        seq = T.nn.Sequential(m.Relu())
+        seq.append(m.Identity())
+        ml = T.nn.ModuleList([m.Relu()])
+        ml.extend([m.Relu()])
+        md = T.nn.ModuleDict({"k": m.Relu()})
+        seq[0] = m.Identity()
+    return log
+
+
+@differential
+def test_parameter_registration_hook_sees_parameter_list(T):
+    log = []
+    with clean_globals(T) as mm:
+        mm.register_module_parameter_registration_hook(lambda mod, n, p: log.append((type(mod).__name__, n)))
+        pl = T.nn.ParameterList([T.tensor([1.0])])
+        pd = T.nn.ParameterDict({"a": T.tensor([1.0])})
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# hooks registered by the module's own forward
+# ------------------------------------------------------------------------------------------
+def _self_hooking(T, always_call=False, fail=False):
+    """A module whose forward registers a forward hook on itself (once) and may then raise."""
+    log = []
+
+    class SelfHooking(T.nn.Module):
+        def forward(self, x):
+            if not getattr(self, "hooked", False):
+                self.hooked = True
+                self.register_forward_hook(lambda m, a, o: log.append(("fwd_hook", o)), always_call=always_call)
+            if fail:
+                raise ValueError("forward failed")
+            return x * 2
+
+    return SelfHooking(), log
+
+
+@pytest.mark.parametrize("existing", ["none", "full_backward", "backward_pre", "forward_pre", "global_full"])
+@differential
+def test_forward_hook_registered_during_forward_fires_in_that_call(T, existing):
+    mod, log = _self_hooking(T)
+    with clean_globals(T) as mm:
+        if existing == "full_backward":
+            mod.register_full_backward_hook(lambda m, gi, go: log.append("bw"))
+        elif existing == "backward_pre":
+            mod.register_full_backward_pre_hook(lambda m, go: log.append("bw_pre"))
+        elif existing == "forward_pre":
+            mod.register_forward_pre_hook(lambda m, a: log.append("pre"))
+        elif existing == "global_full":
+            mm.register_module_full_backward_hook(lambda m, gi, go: log.append("global_bw"))
+        first = mod(leaf(T))
+        log.append("second call")
+        second = mod(leaf(T))
+        (first.sum() + second.sum()).backward()
+    return log
+
+
+@pytest.mark.parametrize("existing", ["none", "full_backward", "backward_pre"])
+@differential
+def test_always_call_hook_registered_during_failing_forward(T, existing):
+    mod, log = _self_hooking(T, always_call=True, fail=True)
+    if existing == "full_backward":
+        mod.register_full_backward_hook(lambda m, gi, go: log.append("bw"))
+    elif existing == "backward_pre":
+        mod.register_full_backward_pre_hook(lambda m, go: log.append("bw_pre"))
+    first = catch(mod, leaf(T))
+    second = catch(mod, leaf(T))
+    return log, first, second

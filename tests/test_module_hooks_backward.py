@@ -1,5 +1,6 @@
 """Differential tests of module backward hooks: full backward hooks and pre-hooks (local and
-global), the deprecated legacy hooks, and their argument, return-value, warning and error rules."""
+global), the deprecated legacy hooks, and their argument, return-value, warning and error rules, also
+in unusual graphs (outputs independent of inputs, double backward, modules shared by two graphs)."""
 from __future__ import annotations
 
 import pytest
@@ -287,6 +288,44 @@ def test_full_hook_no_input_requires_grad_warns(T):
     x = leaf(T, requires_grad=False)
     out = mod(x).sum()
     return warns(out.backward), log, mod.w.grad
+
+
+def _warning_sites(fn):
+    """(file name, line) of each warning ``fn`` emits."""
+    import os
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    return [(os.path.basename(w.filename), w.lineno) for w in caught]
+
+
+@differential
+def test_full_hook_no_input_warning_points_at_the_backward_line(T):
+    import inspect
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    out = mod(leaf(T, requires_grad=False)).sum()
+    line = inspect.currentframe().f_lineno + 1
+    sites = _warning_sites(lambda: out.backward())
+    return [(name, lineno - line) for name, lineno in sites]
+
+
+def test_full_hook_no_input_warning_points_at_the_autograd_grad_line():
+    # torch's fixed stacklevel fits Tensor.backward only (for autograd.grad it reports "sys", 1);
+    # hookgrad points at the caller's line for every entry point
+    import inspect
+    import hookgrad as T
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    out = mod(leaf(T, requires_grad=False)).sum()
+    line = inspect.currentframe().f_lineno + 1
+    sites = _warning_sites(lambda: T.autograd.grad(out, [mod.w]))
+    assert sites == [("test_module_hooks_backward.py", line)]
+    out = mod(leaf(T, requires_grad=False)).sum()
+    line = inspect.currentframe().f_lineno + 1
+    sites = _warning_sites(lambda: T.autograd.backward([out]))
+    assert sites == [("test_module_hooks_backward.py", line)]
 
 
 @differential
@@ -866,3 +905,252 @@ def test_unused_output_gradient_stays_undefined_inside_the_module(T):
     a, b = mod(x)
     a.sum().backward()
     return log, x.grad
+
+
+# ------------------------------------------------------------------------------------------
+# unusual graphs: outputs independent of inputs, double backward, shared modules
+# ------------------------------------------------------------------------------------------
+
+@differential
+def test_output_independent_of_input(T):
+    log = []
+
+    class ParamOnly(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = T.nn.Parameter(T.tensor([1.0, 2.0]))
+
+        def forward(self, x):
+            return self.w * 2
+
+    mod = ParamOnly()
+    mod.register_full_backward_pre_hook(lambda m, go: log.append(("pre", go)))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(("post", gi, go)))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, mod.w.grad, x.grad
+
+
+@differential
+def test_double_backward_with_full_hook(T):
+    log = []
+
+    class Cube(T.nn.Module):
+        def forward(self, x):
+            return x * x * x
+
+    mod = Cube()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(("h", gi, go)))
+    x = leaf(T, [1.0, 2.0])
+    y = mod(x).sum()
+    (g,) = T.autograd.grad(y, x, create_graph=True)
+    g.sum().backward()
+    return log, g, x.grad
+
+
+@differential
+def test_module_shared_by_two_graphs(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(gi))
+    a = leaf(T, [1.0])
+    b = leaf(T, [2.0])
+    out_a = mod(a)
+    out_b = mod(b)
+    (out_b * 5).sum().backward()
+    (out_a * 7).sum().backward()
+    return log, a.grad, b.grad
+
+
+@differential
+def test_backward_hook_with_kwargs_forward(T):
+    log = []
+    mod = mods(T).Two()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((shapes(gi), shapes(go))))
+    mod.register_forward_pre_hook(lambda m, a, kw: log.append(("pre", sorted(kw))), with_kwargs=True)
+    x = leaf(T)
+    y = leaf(T)
+    mod(x, y=y, scale=2.0).sum().backward()
+    return log, x.grad, y.grad
+
+
+@differential
+def test_forward_hook_output_replacement_then_backward_hook(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: o * 10)
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    mod.register_full_backward_pre_hook(lambda m, go: log.append(("pre", go)))
+    x = leaf(T)
+    mod(x).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_forward_hook_returning_tuple_with_backward_hooks(T):
+    log = []
+    mod = mods(T).Scale()
+    mod.register_forward_hook(lambda m, a, o: (o, o * 2))
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = leaf(T)
+    a, b = mod(x)
+    (a + b).sum().backward()
+    return log, x.grad
+
+
+@differential
+def test_nested_tuple_output_warns_free(T):
+    log = []
+
+    class Nested(T.nn.Module):
+        def forward(self, x):
+            return (x * 2, (x * 3,))
+
+    mod = Nested()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(shapes([g for g in go if not isinstance(g, tuple)])))
+    x = leaf(T)
+    res, w = warns(mod, x)
+    res[0].sum().backward()
+    return w, log
+
+
+@differential
+def test_int_tensor_input_with_backward_hook(T):
+    log = []
+
+    class Index(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = T.nn.Parameter(T.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]))
+
+        def forward(self, idx, x):
+            return self.table[idx] * x
+
+    mod = Index()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append((len(gi), gi[0], shapes(gi))))
+    x = leaf(T, [2.0, 3.0])
+    mod(T.tensor([2, 0]), x).sum().backward()
+    return log, x.grad, mod.table.grad
+
+
+@differential
+def test_global_backward_pre_hook_validates_nan(T):
+    log = []
+    net = mods(T).Net()
+    with clean_globals(T) as mm:
+        def check(m, go):
+            log.append((type(m).__name__, any(bool(T.isnan(g).any()) for g in go if g is not None)))
+
+        mm.register_module_full_backward_pre_hook(check)
+        (net(leaf(T)) * float("nan")).sum().backward()
+    return log
+
+
+# ------------------------------------------------------------------------------------------
+# a backward pre-hook that returns a bare Tensor instead of a tuple
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("batch", [1, 2])
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+@differential
+def test_pre_hook_returning_bare_tensor(T, batch, input_requires_grad):
+    # the length check sees len(tensor); a tensor of matching length is taken as grad_output,
+    # and the full hooks run (when no input requires grad) before the size check fails
+    log = []
+    mod = T.nn.Linear(3, 3)
+    mod.register_full_backward_pre_hook(lambda m, go: log.append("pre") or T.ones(batch, 3))
+    mod.register_full_backward_hook(
+        lambda m, gi, go: log.append(("full", gi, [tuple(g.shape) for g in go])))
+    x = T.ones(batch, 3, requires_grad=input_requires_grad)
+    out = mod(x).sum()
+    result = warns(out.backward)
+    return log, result, x.grad
+
+
+# ------------------------------------------------------------------------------------------
+# in-place changes of the views a hooked module hands out
+# ------------------------------------------------------------------------------------------
+def _error_head(fn):
+    """What ``fn`` raised, up to torch's explanation (which names the node and the kind of change)."""
+    try:
+        fn()
+    except RuntimeError as exc:
+        return str(exc).split(" This view")[0]
+    return "no error"
+
+
+def _hooked_linear(T):
+    T.manual_seed(0)
+    mod = T.nn.Linear(3, 3)
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    return mod
+
+
+@pytest.mark.parametrize("then", ["grad_fn", "retain_grad", "register_hook", "backward"])
+@differential
+def test_inplace_under_no_grad_on_hooked_output_raises_later(T, then):
+    out = _hooked_linear(T)(T.ones(2, 3, requires_grad=True))
+    with T.no_grad():
+        out.add_(1)
+    later = {"grad_fn": lambda: out.grad_fn, "retain_grad": out.retain_grad,
+             "register_hook": lambda: out.register_hook(lambda g: g),
+             "backward": lambda: out.sum().backward()}[then]
+    return _error_head(later)
+
+
+@pytest.mark.parametrize("view", ["flatten", "select", "view", "t"])
+@pytest.mark.parametrize("input_requires_grad", [True, False])
+@differential
+def test_inplace_on_view_of_hooked_output_raises(T, view, input_requires_grad):
+    out = _hooked_linear(T)(T.ones(2, 3, requires_grad=input_requires_grad))
+    make = {"flatten": lambda: out.flatten(1), "select": lambda: out[0], "view": lambda: out.view(6),
+            "t": lambda: out.t()}[view]
+    return _error_head(lambda: make().add_(1))
+
+
+@differential
+def test_view_of_hooked_output_changed_under_no_grad_raises_later(T):
+    out = _hooked_linear(T)(T.ones(2, 3, requires_grad=True))
+    v = out.view(6)
+    with T.no_grad():
+        v.add_(1)
+    return _error_head(lambda: v.grad_fn), _error_head(lambda: out.grad_fn)
+
+
+@pytest.mark.parametrize("hook", ["pre", "full"])
+@differential
+def test_base_changed_in_place_under_a_view_the_hooks_see(T, hook):
+    log = []
+    mod = T.nn.Identity()
+    if hook == "pre":
+        mod.register_full_backward_pre_hook(lambda m, go: log.append("pre"))
+    else:
+        mod.register_full_backward_hook(lambda m, gi, go: log.append("full"))
+    x = T.ones(4, requires_grad=True)
+    base = x * 1
+    out = mod(base[:2])
+    name = out.grad_fn.name()
+
+    def change_then_backward():
+        base.add_(1)
+        out.sum().backward()
+
+    return name, _error_head(change_then_backward), log
+
+
+@differential
+def test_custom_function_view_error_names_the_op(T):
+    class Id(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    o = Id.apply(T.ones(2, 3, requires_grad=True) * 1)
+    heads = [_error_head(lambda: o.add_(1)), _error_head(lambda: o[0].add_(1))]
+    with T.no_grad():
+        o.mul_(2)
+    heads.append(_error_head(lambda: o.grad_fn))
+    return heads

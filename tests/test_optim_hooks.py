@@ -3,6 +3,7 @@ arguments, return-value rules and handles, and the four state-dict hook kinds wi
 import importlib
 
 import numpy as np
+import pytest
 
 from difftest import catch, differential
 
@@ -196,3 +197,51 @@ def test_hooks_survive_lr_scheduler_wrapping(T):
         opt.step()
         sched.step()
     return log, p
+
+
+@pytest.mark.parametrize("where", ["pre", "post", "global_pre", "global_post"])
+@pytest.mark.parametrize("others", [0, 1])
+@differential
+def test_step_hook_removing_its_own_handle_during_step(T, where, others):
+    # torch iterates the live registries: removing a hook while they are iterated raises
+    # RuntimeError at the next iteration step; the registries stay usable afterwards
+    log = []
+    p, opt = make(T)
+    reg = importlib.import_module(T.__name__ + ".optim.optimizer")
+    register = {"pre": opt.register_step_pre_hook, "post": opt.register_step_post_hook,
+                "global_pre": reg.register_optimizer_step_pre_hook,
+                "global_post": reg.register_optimizer_step_post_hook}[where]
+    handles = []
+
+    def remove_self(o, a, k):
+        log.append("remove_self")
+        handles[0].remove()
+
+    handles.append(register(remove_self))
+    for i in range(others):
+        handles.append(register(lambda o, a, k, i=i: log.append(("other", i))))
+    try:
+        first = catch(opt.step)
+        log.append("--")
+        second = catch(opt.step)
+    finally:
+        for h in handles:
+            h.remove()
+    return log, first, second, p
+
+
+@differential
+def test_step_hook_adding_a_hook_during_step(T):
+    log = []
+    p, opt = make(T)
+    handles = []
+
+    def add_one(o, a, k):
+        log.append("add")
+        if not handles[1:]:
+            handles.append(opt.register_step_pre_hook(lambda o, a, k: log.append("added")))
+
+    handles.append(opt.register_step_pre_hook(add_one))
+    first = catch(opt.step)
+    second = catch(opt.step)
+    return log, first, second, p

@@ -222,6 +222,10 @@ class Tensor:
     def _regenerate_view_grad_fn(self):
         """After an in-place change through the base (or another view), this view's gradient comes
         from the base's new history: torch gives it an AsStridedBackward0 node, and so do we."""
+        error = self.__dict__.get("_inplace_error") if self.__dict__ else None
+        if type(error) is tuple and self._requires_grad:
+            # a view made inside a custom Function (a hooked module's output, too) cannot be rebased
+            raise RuntimeError(error[0](*error[1:], base_modified=True))
         from ._ops.views import as_strided_node
         self._view_version = self._version_counter[0]
         base = self._base

@@ -27,6 +27,10 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
         for k, v in attrs.items():
             setattr(node, k, v)
         record(node, out)
+        if x.__dict__:
+            error = x.__dict__.get("_inplace_error")
+            if type(error) is tuple:  # a view of a custom Function's view inherits its restriction
+                out.__dict__["_inplace_error"] = (error[0], node, 0)
     return out
 
 

@@ -176,6 +176,13 @@ def _check_count(hook, got, expected):
                            f"(got {got}, but expected {expected})")
 
 
+def _check_node_hook_result(hook, old, new):
+    """A node hook's replacement for one slot: a slot without a gradient must stay without one."""
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    return _check_hook_result(hook, old, new)
+
+
 def _call_pre_hooks(node, grads):
     for hook in tuple(node._pre_hooks.values()):
         result = hook(tuple(grads))
@@ -184,7 +191,7 @@ def _call_pre_hooks(node, grads):
                 raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
             _check_count(hook, len(result), len(grads))
             # unlike a tensor hook's None, a None entry here drops that gradient
-            grads = [None if new is None else _check_hook_result(hook, old, new) for old, new in zip(grads, result)]
+            grads = [None if new is None else _check_node_hook_result(hook, old, new) for old, new in zip(grads, result)]
     return grads
 
 
@@ -196,7 +203,7 @@ def _call_post_hooks(node, outputs, grads):
             if not isinstance(result, (tuple, list)):
                 raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
             _check_count(hook, len(result), len(outputs))
-            outputs = [new if new is None or new is old else _check_hook_result(hook, old, new)
+            outputs = [new if new is None or new is old else _check_node_hook_result(hook, old, new)
                        for old, new in zip(outputs, result)]
     return outputs
 
@@ -297,17 +304,29 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     return task.captured
 
 
+# What sys.getrefcount reports for a gradient that only the engine holds, when _is_private looks
+# at it (reached only as engine -> AccumulateGrad.apply -> accumulate_into_grad -> _is_private):
+# the Tensor is held by the list of gradients given to apply, apply's local, accumulate_into_grad's
+# and _is_private's parameters, and getrefcount's argument; its array by the Tensor, the local
+# `data` in accumulate_into_grad, _is_private's parameter and getrefcount's argument; a base array
+# by its one view, the local `base` and getrefcount's argument. Any other holder (a hook that kept
+# the gradient, a view of it, another edge it also flows to) adds one. tests/test_grad_adoption.py
+# pins both directions: a plain backward adopts (no copy), and every kind of holder prevents it.
+_ENGINE_REFS_TO_GRAD = 5
+_ENGINE_REFS_TO_DATA = 4
+_ENGINE_REFS_TO_BASE = 3
+
+
 def _is_private(grad, data) -> bool:
-    """Whether nothing but the engine can see ``grad``'s storage, so ``.grad`` may adopt it.
-    References counted: the engine's list, apply()'s local, the callers' arguments, getrefcount's."""
+    """Whether nothing but the engine can see ``grad``'s storage, so ``.grad`` may adopt it."""
     if grad.grad_fn is not None or not data.flags.writeable:
         return False
-    if sys.getrefcount(grad) > 5 or sys.getrefcount(data) > 4:
+    if sys.getrefcount(grad) > _ENGINE_REFS_TO_GRAD or sys.getrefcount(data) > _ENGINE_REFS_TO_DATA:
         return False
     base = data.base
     # a view is fine when it alone holds a base of the same size (the transpose of a fresh product)
     return base is None or (type(base) is np.ndarray and base.base is None and base.size == data.size
-                            and sys.getrefcount(base) <= 3)
+                            and sys.getrefcount(base) <= _ENGINE_REFS_TO_BASE)
 
 
 def _copy_like(data, like):

@@ -6,11 +6,19 @@ The node that a Function records is also its ``ctx`` (as in torch), and it is an
 from __future__ import annotations
 
 import functools
+import re
 
 import numpy as np
 
+from .. import _dtype
+from .._late import LateNames
 from . import grad_mode
-from .graph import Node
+from .graph import Node, SavedTensor
+
+# The Tensor and the op helpers are layers above this one (see hookgrad/_late.py).
+_above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor", edge="hookgrad._ops._base",
+                   sum_to_shape="hookgrad._ops._base", check_inplace="hookgrad._ops.views",
+                   make_view="hookgrad._ops.views")
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
 
@@ -79,7 +87,7 @@ class BackwardCFunction(Node, FunctionCtx):
             else:
                 raise RuntimeError(f"function {self.name()} returned an incorrect number of gradients "
                                    f"(expected {n_args}, got {len(result)})")
-        Tensor = _late.Tensor
+        Tensor = _above.Tensor
         input_meta = self._input_meta
         out = []
         for i, (g, is_tensor) in enumerate(zip(result, self._arg_is_tensor)):
@@ -100,22 +108,20 @@ class BackwardCFunction(Node, FunctionCtx):
 
 
 def _zeros(meta):
-    return _late.wrap(np.zeros(meta[0], dtype=meta[1]))
+    return _above.wrap(np.zeros(meta[0], dtype=meta[1]))
 
 
 def _validate_grad(node, index, g, meta):
     shape, dtype = meta
     if g._data.shape != shape:
         try:
-            from .._ops._base import sum_to_shape
             if np.broadcast_shapes(shape, g._data.shape) != g._data.shape:
                 raise ValueError
-            g = sum_to_shape(g, shape)
+            g = _above.sum_to_shape(g, shape)
         except ValueError:
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
                                f"{list(g._data.shape)} but expected shape compatible with {list(shape)}") from None
     if g._data.dtype != dtype:
-        from .. import _dtype
         g = g.to(_dtype.from_numpy_dtype(dtype))
     return g
 
@@ -138,23 +144,6 @@ class _FunctionMeta(type):
         cls._backward_cls = backward_cls
         super().__init__(name, bases, attrs)
         cls._custom_setup = _defines_setup_context(cls)
-
-
-class _late:
-    """Names from modules that import this one, bound on first use (imports inside apply cost µs)."""
-
-    Tensor = edge = SavedTensor = check_inplace = wrap = make_view = None
-
-    @classmethod
-    def bind(cls):
-        from .._ops._base import edge
-        from .._ops.views import check_inplace
-        from .._tensor import Tensor
-        from .._ops.views import make_view
-        from .._tensor import wrap
-        from .graph import SavedTensor
-        cls.Tensor, cls.edge, cls.SavedTensor, cls.check_inplace = Tensor, staticmethod(edge), SavedTensor, staticmethod(check_inplace)
-        cls.wrap, cls.make_view = staticmethod(wrap), staticmethod(make_view)
 
 
 class Function(metaclass=_FunctionMeta):
@@ -197,9 +186,7 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
-        if _late.Tensor is None:
-            _late.bind()
-        Tensor, edge = _late.Tensor, _late.edge
+        Tensor, edge = _above.Tensor, _above.edge
 
         enabled = grad_mode.STATE.enabled
         tensor_args = []
@@ -251,7 +238,7 @@ class Function(metaclass=_FunctionMeta):
                 o = _returned_input_view(o, node, i, recording and not is_non_diff)
             if recording and not is_non_diff and o._data.dtype.kind in "fc":
                 if is_dirty:
-                    _late.check_inplace(o)
+                    _above.check_inplace(o)
                     o._version_counter[0] += 1
                     o._backward_hooks = None
                 o._grad_fn = node
@@ -262,7 +249,6 @@ class Function(metaclass=_FunctionMeta):
             wrapped.append(o)
         node._num_outputs = len(outs)
         if node.to_save is not None:
-            SavedTensor = _late.SavedTensor
             node._saved = tuple(None if t is None else SavedTensor(
                 t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in node.to_save)
         return wrapped[0] if single else tuple(wrapped)
@@ -273,15 +259,22 @@ class Function(metaclass=_FunctionMeta):
 
 
 def _returned_input_view(t, node, output_nr, differentiable):
-    view = _late.make_view(t, t._data.view())
+    view = _above.make_view(t, t._data.view())
     if differentiable:
         # the message is built only if someone actually tries an in-place op
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
     return view
 
 
-def _function_view_message(node, output_nr) -> str:
-    return (f"Output {output_nr} of {node.name()} is a view and is being modified inplace. This view was created "
+def _function_view_message(node, output_nr, base_modified=False) -> str:
+    """The error for an in-place change of a view made inside a custom Function (or of a view of
+    one): the view itself was written (``base_modified`` False), or its base or another view of
+    the base was, which shows when the view's history is next needed. The node is named without
+    its "Backward" suffix, as torch names it here."""
+    what = ("its base or another view of its base has been modified inplace" if base_modified
+            else "is being modified inplace")
+    name = re.sub(r"Backward\d*$", "", node.name()) if node is not None else "a custom Function"
+    return (f"Output {output_nr} of {name} is a view and {what}. This view was created "
             "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
             "view+inplace would override the custom backward associated with the custom Function, leading to "
             "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "

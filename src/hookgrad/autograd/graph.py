@@ -4,6 +4,32 @@ and the hook registries that live on nodes.
 A Node's ``next_functions`` are edges ``(node, output_nr)`` to the nodes that produced its
 forward inputs (``(None, 0)`` for inputs that need no grad). ``apply(grads)`` receives one
 gradient per forward output (``None`` where none flowed) and returns one per edge.
+
+Every autograd hook kind has one registry (an ordered dict keyed by the handle id, created on
+first registration), one ``register_*`` method that returns a
+:class:`~hookgrad.utils.hooks.RemovableHandle`, and one dispatch point in the engine; the engine
+runs them per node in the order of the rows below (torch's):
+
+======================  ===================================  ===============================  ===================================
+kind                    registry                             registered with                  dispatched in (``autograd.engine``)
+======================  ===================================  ===============================  ===================================
+tensor hook             ``Tensor._backward_hooks``, seen by  ``Tensor.register_hook``         ``_call_tensor_pre_hooks``
+                        the producing node as
+                        ``Node._tensor_pre_hooks`` (a leaf's
+                        by its AccumulateGrad)
+retain_grad             ``Node._retains_grad_hooks``         ``Tensor.retain_grad``           ``_call_tensor_pre_hooks`` (last)
+node pre-hook           ``Node._pre_hooks``                  ``Node.register_prehook``        ``_call_pre_hooks``
+node post-hook          ``Node._post_hooks``                 ``Node.register_hook``           ``_call_post_hooks``
+post-accumulate-grad    ``Tensor._post_accumulate_grad_      ``Tensor.register_post_          ``AccumulateGrad.apply``
+hook                    hooks``                              accumulate_grad_hook``
+multi-grad hook         tensor hooks on each tensor          ``register_multi_grad_hook``     through the tensor hooks
+                                                             (returns one handle for all)
+saved-tensor hooks      ``_saved_hooks_stack`` (a context,   ``saved_tensors_hooks``          ``SavedTensor`` (pack when saved,
+                        not a registry)                                                       unpack in ``Node.saved``)
+======================  ===================================  ===============================  ===================================
+
+Module backward hooks are built from these (identity nodes with a post-hook-like callback, and
+node post-hooks for the legacy kind): see ``hookgrad.nn.modules.module``.
 """
 from __future__ import annotations
 
@@ -12,6 +38,7 @@ import weakref
 from collections import OrderedDict
 from typing import Any, Callable
 
+from .._late import LateNames
 from ..utils.hooks import RemovableHandle
 from . import grad_mode
 
@@ -21,6 +48,11 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_hooks", "save
 _sequence = itertools.count()
 # AccumulateGrad runs as soon as it is ready, like torch's (its sequence number is the maximum).
 ACCUMULATE_SEQ = 1 << 62
+
+# The Tensor and the engine are layers above this one (see hookgrad/_late.py).
+_above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor",
+                   legacy_type_names="hookgrad._tensor:_LEGACY_TYPE_NAMES",
+                   accumulate_into_grad="hookgrad.autograd.engine")
 
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -157,8 +189,7 @@ class SavedTensor:
     def unpack(self, node=None):
         if self.unpack_hook is not None:
             value = self.unpack_hook(self.packed)
-            from .._tensor import Tensor
-            if not isinstance(value, Tensor):
+            if not isinstance(value, _above.Tensor):
                 raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
                                 f"result of type {type(value).__name__}")
             return value
@@ -176,7 +207,7 @@ class SavedTensor:
                 f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
                 "operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            out = _late.tensor.wrap(self.tensor)
+            out = _above.wrap(self.tensor)
             out._version_counter = self.counter
             out._grad_fn = node
             out._requires_grad = node is not None
@@ -185,8 +216,7 @@ class SavedTensor:
 
 
 def _type_name(array) -> str:
-    from .._tensor import _LEGACY_TYPE_NAMES
-    return _LEGACY_TYPE_NAMES.get(array.dtype.name, "torch.Tensor")
+    return _above.legacy_type_names.get(array.dtype.name, "torch.Tensor")
 
 
 class AccumulateGrad(Node):
@@ -208,26 +238,13 @@ class AccumulateGrad(Node):
         var = self.variable
         grad = grads[0]
         if grad is not None:
-            _late.engine.accumulate_into_grad(var, grad)
+            _above.accumulate_into_grad(var, grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             for hook in tuple(hooks.values()):
                 if hook(var) is not None:
                     raise RuntimeError("post accumulate grad hooks must return None")
         return ()
-
-
-class _late:
-    """Modules that import this one, bound once the package has loaded (not per call)."""
-
-    def __getattr__(self, name):
-        import importlib
-        module = importlib.import_module({"engine": "hookgrad.autograd.engine", "tensor": "hookgrad._tensor"}[name])
-        setattr(self, name, module)
-        return module
-
-
-_late = _late()
 
 
 # ---- saved-tensor hooks -------------------------------------------------------------------------

@@ -152,8 +152,9 @@ def _with_step_hooks(step_fn):
     @functools.wraps(step_fn)
     def step(*args, **kwargs):
         self = args[0]
-        for pre_hook in chain(tuple(_global_optimizer_pre_hooks.values()),
-                              tuple(self._optimizer_step_pre_hooks.values())):
+        # live views, as torch iterates: a hook that adds or removes a step hook during step()
+        # makes the next iteration raise RuntimeError ("OrderedDict mutated during iteration")
+        for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
             result = pre_hook(self, args, kwargs)
             if result is not None:
                 if isinstance(result, tuple) and len(result) == 2:
@@ -162,8 +163,7 @@ def _with_step_hooks(step_fn):
                     raise RuntimeError(f"{step_fn} must return None or a tuple of "
                                        f"(new_args, new_kwargs), but got {result}.")
         out = step_fn(*args, **kwargs)
-        for post_hook in chain(tuple(self._optimizer_step_post_hooks.values()),
-                               tuple(_global_optimizer_post_hooks.values())):
+        for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
             post_hook(self, args, kwargs)
         return out
 

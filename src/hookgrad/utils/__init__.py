@@ -1,4 +1,17 @@
-"""Utilities: hook handles and the module backward-hook machinery (hooks), data loading (data)."""
+"""Utilities: hook handles (hooks), data loading (data), DLPack exchange (dlpack).
+
+``hooks`` is the bottom layer and loads with the package; ``data`` and ``dlpack`` sit near the top
+(they use tensors and ops) and load on first access, so that importing ``hooks`` pulls in nothing
+above it.
+"""
+import importlib as _importlib
+
 from . import hooks  # noqa: F401
-from . import data  # noqa: F401,E402
-from . import dlpack  # noqa: F401,E402
+
+_LATE_SUBMODULES = ("data", "dlpack")
+
+
+def __getattr__(name):
+    if name in _LATE_SUBMODULES:
+        return _importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,23 +4,29 @@ Every hook kind has exactly one registry (an ordered dict keyed by the handle id
 ``register_*`` function or method that returns a :class:`~hookgrad.utils.hooks.RemovableHandle`,
 and one dispatch point:
 
-=======================================  ============================  ===========================
-kind                                     registry (global / local)      dispatched in
-=======================================  ============================  ===========================
-forward pre-hook                         ``_global_forward_pre_hooks``  ``Module._call_impl``
+=======================================  ==============================  ==================================
+kind                                     registry (global / local)       dispatched in
+=======================================  ==============================  ==================================
+forward pre-hook                         ``_global_forward_pre_hooks``   ``Module._run_forward_pre_hooks``
                                          ``Module._forward_pre_hooks``
-forward hook                             ``_global_forward_hooks``      ``Module._call_impl``
-                                         ``Module._forward_hooks``
-full backward pre-hook                   ``_global_backward_pre_hooks`` ``utils.hooks.BackwardHook``
+forward hook                             ``_global_forward_hooks``       ``Module._run_forward_hooks``
+                                         ``Module._forward_hooks``       (on error:
+                                                                         ``Module._run_always_called_hooks``)
+full backward pre-hook                   ``_global_backward_pre_hooks``  ``_backward_hook.BackwardHook``
                                          ``Module._backward_pre_hooks``
-full backward hook / legacy backward     ``_global_backward_hooks``     ``utils.hooks.BackwardHook``
-hook                                     ``Module._backward_hooks``     / the output's ``grad_fn``
+full backward hook / legacy backward     ``_global_backward_hooks``      ``_backward_hook.BackwardHook``
+hook                                     ``Module._backward_hooks``      / the output's ``grad_fn``
 state_dict pre / post hook               ``Module._state_dict_pre_hooks``  ``Module.state_dict``
                                          ``Module._state_dict_hooks``
 load_state_dict pre / post hook          ``Module._load_state_dict_pre_hooks``  ``load_state_dict``
                                          ``Module._load_state_dict_post_hooks``
 parameter / buffer / module registration ``_global_*_registration_hooks``  ``register_*``
-=======================================  ============================  ===========================
+=======================================  ==============================  ==================================
+
+Every module call with some hook takes one path, ``Module._call_with_hooks``: forward pre-hooks,
+the backward-hook set-up on the inputs, ``forward``, forward hooks, the backward-hook set-up on
+the outputs, and on an error the always_call forward hooks. With no hook anywhere, ``__call__``
+is ``forward`` behind one test.
 
 The semantics (order, argument and return-value rules, warnings and errors) are PyTorch 2.13's.
 """
@@ -38,9 +44,10 @@ from typing import Any, Callable, Iterator, Optional
 
 import hookgrad
 from hookgrad._tensor import Tensor
-from hookgrad.utils.hooks import BackwardHook, RemovableHandle
+from hookgrad.utils.hooks import RemovableHandle
 
 from ..parameter import Buffer, Parameter
+from ._backward_hook import BackwardHook
 
 __all__ = [
     "register_module_forward_pre_hook",
@@ -682,6 +689,8 @@ class Module:
 
     def _get_backward_hooks(self):
         """(full hooks, legacy hooks) that apply to this module: global ones first."""
+        if _global_is_full_backward_hook is not False and self._is_full_backward_hook is not False:
+            return [*_global_backward_hooks.values(), *self._backward_hooks.values()], []  # the usual case
         full_backward_hooks: list = []
         non_full_backward_hooks: list = []
         if _global_is_full_backward_hook is True:
@@ -780,14 +789,13 @@ class Module:
     # Calling
     # ----------------------------------------------------------------------------------------
     def _wrapped_call_impl(self, *args, **kwargs):
-        # Fast path: nothing is hooked anywhere, so the call is just forward.
+        # Fast path: nothing is hooked anywhere, so the call is just forward. (The same test as at
+        # the top of _call_impl, written out because a method call would double the cost here.)
         if not (self._forward_pre_hooks or self._forward_hooks or self._backward_hooks
                 or self._backward_pre_hooks or _global_forward_pre_hooks or _global_forward_hooks
                 or _global_backward_hooks or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        if self._only_full_backward_hooks():
-            return self._call_with_full_backward_hooks_only(self.forward, args, kwargs)
-        return self._call_impl(*args, **kwargs)
+        return self._call_with_hooks(self.forward, args, kwargs)
 
     def _call_impl(self, *args, **kwargs):
         forward_call = self.forward
@@ -795,122 +803,121 @@ class Module:
                 or self._forward_pre_hooks or _global_backward_pre_hooks or _global_backward_hooks
                 or _global_forward_hooks or _global_forward_pre_hooks):
             return forward_call(*args, **kwargs)
+        return self._call_with_hooks(forward_call, args, kwargs)
 
-        if self._only_full_backward_hooks():
-            return self._call_with_full_backward_hooks_only(forward_call, args, kwargs)
-
+    def _call_with_hooks(self, forward_call, args, kwargs):
+        """The one call path when some hook exists: forward pre-hooks, the backward-hook set-up
+        on the inputs, ``forward``, forward hooks, the backward-hook set-up on the outputs; on an
+        error, the ``always_call`` forward hooks that have not run yet. Every registry is read
+        when its step comes, so a hook registered by an earlier step (or by ``forward``) runs."""
         result = None
-        called_always_called_hooks: set = set()
+        called_always_called_hooks = ()  # becomes a set when forward hooks run
         try:
             # The backward hook lists are taken before any forward hook runs.
-            full_backward_hooks: list = []
-            non_full_backward_hooks: list = []
-            backward_pre_hooks: list = []
+            full_backward_hooks = non_full_backward_hooks = backward_pre_hooks = None
             if self._backward_pre_hooks or _global_backward_pre_hooks:
                 backward_pre_hooks = self._get_backward_pre_hooks()
             if self._backward_hooks or _global_backward_hooks:
                 full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
 
             if _global_forward_pre_hooks or self._forward_pre_hooks:
-                with_kwargs_ids = self._forward_pre_hooks_with_kwargs
-                for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
-                    if hook_id in with_kwargs_ids:
-                        new = _dispatch("forward_pre_hook", self, hook, self, args, kwargs)
-                        if new is not None:
-                            if isinstance(new, tuple) and len(new) == 2:
-                                args, kwargs = new
-                            else:
-                                raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                                   f"(new_args, new_kwargs), but got {new}.")
-                    else:
-                        new = _dispatch("forward_pre_hook", self, hook, self, args)
-                        if new is not None:
-                            args = new if isinstance(new, tuple) else (new,)
+                args, kwargs = self._run_forward_pre_hooks(args, kwargs)
 
             bw_hook = None
             if full_backward_hooks or backward_pre_hooks:
-                bw_hook = BackwardHook(self, full_backward_hooks, backward_pre_hooks, dispatch=_dispatch)
+                bw_hook = BackwardHook(self, full_backward_hooks or [], backward_pre_hooks or [],
+                                       dispatch=_dispatch)
                 args = bw_hook.setup_input_hook(args)
 
             result = forward_call(*args, **kwargs)
 
             if _global_forward_hooks or self._forward_hooks:
-                local_kw = self._forward_hooks_with_kwargs
-                local_always = self._forward_hooks_always_called
-                for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
-                    if hook_id in local_always or hook_id in _global_forward_hooks_always_called:
-                        called_always_called_hooks.add(hook_id)
-                    if hook_id in local_kw or hook_id in _global_forward_hooks_with_kwargs:
+                called_always_called_hooks = set()
+                result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks)
+
+            if bw_hook is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or "
+                                  f"a tuple of Tensors but received {type(result)}", stacklevel=3)
+                result = bw_hook.setup_output_hook(result)
+
+            if non_full_backward_hooks:
+                self._install_legacy_backward_hooks(non_full_backward_hooks, args, result)
+            return result
+        except Exception:
+            self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
+            raise
+
+    def _run_forward_pre_hooks(self, args, kwargs):
+        """Global, then local forward pre-hooks; each may replace the args (and kwargs)."""
+        with_kwargs_ids = self._forward_pre_hooks_with_kwargs
+        for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
+            if hook_id in with_kwargs_ids:
+                new = _dispatch("forward_pre_hook", self, hook, self, args, kwargs)
+                if new is not None:
+                    if isinstance(new, tuple) and len(new) == 2:
+                        args, kwargs = new
+                    else:
+                        raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                           f"(new_args, new_kwargs), but got {new}.")
+            else:
+                new = _dispatch("forward_pre_hook", self, hook, self, args)
+                if new is not None:
+                    args = new if isinstance(new, tuple) else (new,)
+        return args, kwargs
+
+    def _run_forward_hooks(self, args, kwargs, result, called_always_called_hooks):
+        """Global, then local forward hooks; each may replace the result. The ids of always_call
+        hooks are noted so that the error path does not run them a second time."""
+        local_kw = self._forward_hooks_with_kwargs
+        local_always = self._forward_hooks_always_called
+        for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
+            if hook_id in local_always or hook_id in _global_forward_hooks_always_called:
+                called_always_called_hooks.add(hook_id)
+            if hook_id in local_kw or hook_id in _global_forward_hooks_with_kwargs:
+                new = _dispatch("forward_hook", self, hook, self, args, kwargs, result)
+            else:
+                new = _dispatch("forward_hook", self, hook, self, args, result)
+            if new is not None:
+                result = new
+        return result
+
+    def _run_always_called_hooks(self, args, kwargs, result, called_always_called_hooks):
+        """The error path: forward hooks registered with always_call that have not run yet run
+        once (global ones first, never with kwargs); their own errors become warnings, and the
+        original error propagates."""
+        for registry, with_kwargs, always, scope in (
+                (_global_forward_hooks, (), _global_forward_hooks_always_called, "global module"),
+                (self._forward_hooks, self._forward_hooks_with_kwargs, self._forward_hooks_always_called,
+                 "module")):
+            for hook_id, hook in registry.items():
+                if hook_id not in always or hook_id in called_always_called_hooks:
+                    continue
+                try:
+                    if hook_id in with_kwargs:
                         new = _dispatch("forward_hook", self, hook, self, args, kwargs, result)
                     else:
                         new = _dispatch("forward_hook", self, hook, self, args, result)
                     if new is not None:
                         result = new
+                except Exception as e:  # noqa: BLE001 - the original error wins
+                    warnings.warn(f"{scope} forward hook with ``always_call=True`` raised an exception "
+                                  f"that was silenced as another error was raised in forward: {str(e)}",
+                                  stacklevel=4)
 
-            if bw_hook is not None:
-                if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a Tensor or "
-                                  f"a tuple of Tensors but received {type(result)}", stacklevel=2)
-                result = bw_hook.setup_output_hook(result)
-
-            if non_full_backward_hooks:
-                var = result
-                while not isinstance(var, Tensor):
-                    if isinstance(var, dict):
-                        var = next(v for v in var.values() if isinstance(v, Tensor))
-                    else:
-                        var = var[0]
-                grad_fn = var.grad_fn
-                if grad_fn is not None:
-                    for hook in non_full_backward_hooks:
-                        grad_fn.register_hook(_LegacyBackwardHook(hook, self))
-                    self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
-            return result
-        except Exception:
-            # Forward hooks registered with always_call still run (once) when the call fails.
-            for hook_id, hook in _global_forward_hooks.items():
-                if hook_id in _global_forward_hooks_always_called and hook_id not in called_always_called_hooks:
-                    try:
-                        new = _dispatch("forward_hook", self, hook, self, args, result)
-                        if new is not None:
-                            result = new
-                    except Exception as e:  # noqa: BLE001 - the original error wins
-                        warnings.warn("global module forward hook with ``always_call=True`` raised an "
-                                      "exception that was silenced as another error was raised in "
-                                      f"forward: {str(e)}", stacklevel=2)
-            for hook_id, hook in self._forward_hooks.items():
-                if hook_id in self._forward_hooks_always_called and hook_id not in called_always_called_hooks:
-                    try:
-                        if hook_id in self._forward_hooks_with_kwargs:
-                            new = _dispatch("forward_hook", self, hook, self, args, kwargs, result)
-                        else:
-                            new = _dispatch("forward_hook", self, hook, self, args, result)
-                        if new is not None:
-                            result = new
-                    except Exception as e:  # noqa: BLE001 - the original error wins
-                        warnings.warn("module forward hook with ``always_call=True`` raised an exception "
-                                      "that was silenced as another error was raised in forward: "
-                                      f"{str(e)}", stacklevel=2)
-            raise
-
-    def _only_full_backward_hooks(self) -> bool:
-        """Whether this call's hooks (some exist) are all full backward hooks or backward pre-hooks."""
-        return not (self._forward_hooks or self._forward_pre_hooks or _global_forward_hooks
-                    or _global_forward_pre_hooks or _global_is_full_backward_hook is False
-                    or self._is_full_backward_hook is False)
-
-    def _call_with_full_backward_hooks_only(self, forward_call, args, kwargs):
-        """``_call_impl`` when the only hooks are full backward hooks and backward pre-hooks (the
-        common debugging setup): the same steps without the forward-hook bookkeeping."""
-        # no legacy hooks here: the registries hold full hooks only (global ones run first)
-        bw_hook = BackwardHook(self, [*_global_backward_hooks.values(), *self._backward_hooks.values()],
-                               [*_global_backward_pre_hooks.values(), *self._backward_pre_hooks.values()],
-                               dispatch=_dispatch)
-        result = forward_call(*bw_hook.setup_input_hook(args), **kwargs)
-        if not isinstance(result, (Tensor, tuple)):
-            warnings.warn("For backward hooks to be called, module output should be a Tensor or "
-                          f"a tuple of Tensors but received {type(result)}", stacklevel=3)
-        return bw_hook.setup_output_hook(result)
+    def _install_legacy_backward_hooks(self, hooks, args, result):
+        """Legacy backward hooks go on the ``grad_fn`` of the first output tensor."""
+        var = result
+        while not isinstance(var, Tensor):
+            if isinstance(var, dict):
+                var = next(v for v in var.values() if isinstance(v, Tensor))
+            else:
+                var = var[0]
+        grad_fn = var.grad_fn
+        if grad_fn is not None:
+            for hook in hooks:
+                grad_fn.register_hook(_LegacyBackwardHook(hook, self))
+            self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
 
     __call__: Callable[..., Any] = _wrapped_call_impl
 

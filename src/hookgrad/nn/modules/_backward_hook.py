@@ -1,0 +1,279 @@
+"""The machinery behind a module's full backward hooks and backward pre-hooks.
+
+While a module has such hooks, each call passes its positional tensor inputs, and then its
+outputs, through an identity node (``BackwardHookFunctionBackward``, torch's
+``BackwardHookFunction``). In backward, the output node runs first: it hands ``grad_output`` to
+the pre-hooks (which may replace it) and keeps it; the input node then has ``grad_input`` and calls
+the full backward hooks with both. ``Module.__call__`` is the only user; ``BackwardHook`` is also
+reachable as ``hookgrad.utils.hooks.BackwardHook``, where torch has it.
+"""
+from __future__ import annotations
+
+import sys
+import warnings
+
+import numpy as np
+
+from ..._ops._base import edge
+from ..._ops.views import make_view
+from ..._tensor import Tensor, wrap
+from ...autograd import grad_mode
+from ...autograd.function import _function_view_message
+from ...autograd.graph import Node
+
+__all__ = ["BackwardHook"]
+
+
+class BackwardHookFunctionBackward(Node):
+    """The identity node that wraps a hooked module's inputs or outputs.
+
+    It behaves as torch's ``BackwardHookFunction`` (a custom Function): each output is a view of its
+    input that refuses in-place ops when it requires grad; inputs that need no grad come out
+    non-differentiable; missing gradients reach the hooks as zeros (materialized). The module's
+    hook logic runs at the end of ``apply`` (``on_backward``), where torch runs it as the node's
+    first post-hook, so user hooks registered on the node still run before (pre-hooks) or after
+    (post-hooks) it. It is a plain Node with a bound method rather than a Function with a
+    registered closure because a hooked call makes two of them on every forward: this halves the
+    cost of full backward hooks.
+    """
+
+    __slots__ = ("_num_outputs", "metas", "on_backward")
+    runs_without_grads = True
+
+    def __init__(self, edges, metas, on_backward):
+        Node.__init__(self, edges)
+        self._num_outputs = len(edges)
+        self.metas = metas
+        self.on_backward = on_backward
+
+    def apply(self, grads):
+        outs = list(grads)
+        for i, g in enumerate(outs):
+            if g is None:
+                shape, dtype = self.metas[i]
+                outs[i] = wrap(np.zeros(shape, dtype=dtype))
+        outs = tuple(outs)
+        replaced = self.on_backward(outs, grads)
+        return outs if replaced is None else replaced
+
+
+def _identity_view(t, node, output_nr):
+    """A view of ``t`` as output ``output_nr`` of the identity ``node`` (a plain view without grad)."""
+    view = make_view(t, t._data.view())
+    if t._requires_grad:
+        view._grad_fn = node
+        view._output_nr = output_nr
+        view._requires_grad = True
+        view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
+    return view
+
+
+def _plain_call(kind, module, hook, *args):
+    return hook(*args)
+
+
+class BackwardHook:
+    """Runs one module call's full backward hooks and backward pre-hooks.
+
+    ``Module.__call__`` makes one per call when such hooks exist. ``setup_input_hook`` passes the
+    positional tensor inputs through an identity node and ``setup_output_hook`` does the same
+    for the outputs. When the output node runs in backward it records ``grad_output`` (after the
+    pre-hooks may replace it); when the input node has computed the gradients w.r.t. the inputs,
+    the user hooks get ``(module, grad_input, grad_output)`` and may replace ``grad_input``.
+    Positions that hold no tensor get ``None``; a tensor input that does not require grad gets a
+    zero gradient (the identity node marks it non-differentiable, and its gradient is
+    materialized), exactly as in PyTorch. If no input requires grad, the hooks run from the output
+    node with all-None ``grad_input`` and a warning.
+
+    ``dispatch(kind, module, hook, *args)`` calls a hook; ``Module`` passes one that reports to
+    its hook observer.
+    """
+
+    __slots__ = ("user_hooks", "user_pre_hooks", "module", "dispatch", "grad_outputs", "n_outputs",
+                 "output_tensors_index", "n_inputs", "input_tensors_index")
+
+    def __init__(self, module, user_hooks, user_pre_hooks, dispatch=None) -> None:
+        self.user_hooks = user_hooks
+        self.user_pre_hooks = user_pre_hooks
+        self.module = module
+        self.dispatch = dispatch if dispatch is not None else _plain_call
+
+        self.grad_outputs = None
+        self.n_outputs = -1
+        self.output_tensors_index = None
+        self.n_inputs = -1
+        self.input_tensors_index = None
+
+    @staticmethod
+    def _pack_with_none(indices, values, size):
+        packed = [None] * size
+        for idx, val in zip(indices, values):
+            packed[idx] = val
+        return tuple(packed)
+
+    @staticmethod
+    def _unpack_none(indices, values):
+        return tuple([values[idx] for idx in indices])
+
+    def _input_backward(self, grad_input, _grad_output):
+        """The input node has the gradients w.r.t. the module's inputs: run the user hooks."""
+        if self.grad_outputs is None:
+            # The gradient reached the inputs without passing through the outputs
+            # (e.g. double backward): there is no grad_output to report.
+            return None
+        original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+        setters = None
+        for user_hook in self.user_hooks:
+            out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
+                                self.grad_outputs)
+            if out is None:
+                continue
+            if len(out) != len(res):
+                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                                   f"got {len(out)}, but expected {len(res)} (module "
+                                   f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
+            if setters is None:
+                setters = [None] * len(res)
+            _note_setters(setters, res, out, user_hook)
+            res = out
+        self.grad_outputs = None
+        if setters is None:  # no hook returned anything: the node passes its gradients on
+            return None
+        result = self._unpack_none(self.input_tensors_index, res)
+        _check_replacements(self.module, "grad_input", self.input_tensors_index, original, res, setters)
+        return result
+
+    def _output_backward(self, _grad_input, grad_output):
+        """The output node has the module's grad_output: run the pre-hooks and remember it."""
+        self.grad_outputs = original = self._pack_with_none(self.output_tensors_index, grad_output,
+                                                            self.n_outputs)
+        setters = None
+        if self.user_pre_hooks:
+            setters = [None] * len(original)
+            expected_len = len(self.grad_outputs)
+            for user_pre_hook in self.user_pre_hooks:
+                new = self.dispatch("full_backward_pre_hook", self.module, user_pre_hook,
+                                    self.module, self.grad_outputs)
+                if new is None:
+                    continue
+                actual_len = len(new)
+                if actual_len != expected_len:
+                    raise RuntimeError("Backward pre hook returned an invalid number of grad_output, "
+                                       f"got {actual_len}, but expected {expected_len} (module "
+                                       f"{type(self.module).__name__}, hook "
+                                       f"{_hook_name(user_pre_hook)})")
+                _note_setters(setters, self.grad_outputs, new, user_pre_hook)
+                self.grad_outputs = new
+
+        local_grad_outputs = self.grad_outputs
+
+        if self.input_tensors_index is None:
+            # No input requires grad: the input node never runs, so fire here.
+            warnings.warn("Full backward hook is firing when gradients are computed with respect "
+                          "to module outputs since no inputs require gradients. See "
+                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                          "#torch.nn.Module.register_full_backward_hook for more details.",
+                          stacklevel=_user_stacklevel())
+            grad_inputs = (None,) * self.n_inputs
+            for user_hook in self.user_hooks:
+                res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
+                                    grad_inputs, self.grad_outputs)
+                if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
+                    raise RuntimeError("Backward hook for Modules where no input requires gradient "
+                                       "should always return None or None for all gradients.")
+            self.grad_outputs = None
+
+        if local_grad_outputs is not None:
+            if setters is not None:
+                # checked here, where torch's engine checks them: after the hooks above have run
+                _check_replacements(self.module, "grad_output", self.output_tensors_index, original,
+                                    local_grad_outputs, setters)
+            return self._unpack_none(self.output_tensors_index, local_grad_outputs)
+        return None
+
+    @staticmethod
+    def _apply_on_tensors(on_backward, args):
+        """Pass the tensors among ``args`` through one identity node calling ``on_backward``;
+        return the new args and the positions of the tensors (None when nothing requires grad or
+        grad mode is off)."""
+        if not grad_mode.STATE.enabled:
+            return args, None
+        # one pass with plain loops (no comprehensions): this runs twice per hooked module call
+        tensors_idx = []
+        edges = []
+        metas = []
+        requires_grad = False
+        for i, arg in enumerate(args):
+            if isinstance(arg, Tensor):
+                tensors_idx.append(i)
+                edges.append(edge(arg))
+                metas.append((arg._data.shape, arg._data.dtype))
+                requires_grad = requires_grad or arg._requires_grad
+        if not requires_grad:
+            return args, None
+
+        node = BackwardHookFunctionBackward(tuple(edges), metas, on_backward)
+        new_args = list(args)
+        for output_nr, i in enumerate(tensors_idx):
+            new_args[i] = _identity_view(args[i], node, output_nr)
+        return (tuple(new_args) if type(args) is tuple else type(args)(*new_args)), tensors_idx
+
+    def setup_input_hook(self, args):
+        res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
+        self.n_inputs = len(args)
+        return res
+
+    def setup_output_hook(self, args):
+        is_tuple = isinstance(args, tuple)
+        if not is_tuple:
+            args = (args,)
+        res, self.output_tensors_index = self._apply_on_tensors(self._output_backward, args)
+        self.n_outputs = len(args)
+        return res if is_tuple else res[0]
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning raised by this module's caller point at the first
+    frame outside hookgrad: the user's ``backward()`` / ``autograd.grad(...)`` line, however many
+    engine frames lie between (torch uses a fixed level that fits ``Tensor.backward``)."""
+    level = 1
+    frame = sys._getframe(1)  # the frame that calls warnings.warn: stacklevel 1
+    while frame is not None and (frame.f_globals.get("__name__") or "").partition(".")[0] == "hookgrad":
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _hook_name(hook) -> str:
+    return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook)
+
+
+def _note_setters(setters, old, new, hook) -> None:
+    """Remember, per position, the last hook that replaced the gradient there."""
+    for i, (o, n) in enumerate(zip(old, new)):
+        if n is not o:
+            setters[i] = hook
+
+
+def _check_replacements(module, what, indices, original, final, setters) -> None:
+    """Check hook-returned gradients against the ones they replace, as the engine would, but
+    with an error that names the module and the hook: a tensor (or None) of the same shape and
+    dtype at each tensor position."""
+    if not any(setters):
+        return
+    for i in indices or ():
+        new, old = final[i], original[i]
+        if new is old or new is None:
+            continue
+        hook = setters[i]
+        where = f"(module {type(module).__name__}, hook {_hook_name(hook)}, {what}[{i}])"
+        if not isinstance(new, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}' {where}")
+        if old is None:
+            continue
+        if new.dtype != old.dtype:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {old.type()} got "
+                               f"{new.type()}) {where}")
+        if tuple(new.shape) != tuple(old.shape):
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value (was "
+                               f"{list(old.shape)} got {list(new.shape)}) {where}")

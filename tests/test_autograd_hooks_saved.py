@@ -1,0 +1,61 @@
+"""Saved-tensor hooks, differentially against torch: `saved_tensors_hooks` pack/unpack,
+`disable_saved_tensors_hooks`, `save_on_cpu`, and the version check on saved tensors."""
+from difftest import catch, differential
+
+
+@differential
+def test_saved_tensors_hooks_pack_unpack(T):
+    log = []
+
+    def pack(t):
+        log.append(("pack", tuple(t.shape)))
+        return t * 1
+
+    def unpack(t):
+        log.append(("unpack", tuple(t.shape)))
+        return t
+
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = x * x
+        z = y.exp().sum()
+    z.backward()
+    return log, x.grad
+
+
+@differential
+def test_saved_tensors_hooks_unpack_can_substitute(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t * 0 + 10):
+        y = (x * x).sum()
+    y.backward()
+    return x.grad
+
+
+@differential
+def test_disable_saved_tensors_hooks(T):
+    with T.autograd.graph.disable_saved_tensors_hooks("not here"):
+        r = catch(lambda: T.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t).__enter__())
+    return r
+
+
+@differential
+def test_save_on_cpu_gives_same_grads(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.autograd.graph.save_on_cpu():
+        y = (x.sin() * x).sum()
+    y.backward()
+    return x.grad
+
+
+@differential
+def test_inplace_modification_of_saved_tensor_raises(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    z = y.exp()
+    y.mul_(2)
+    r = catch(lambda: (z * y).sum().backward())
+    w = x.exp()
+    w.add_(1)
+    r2 = catch(lambda: w.sum().backward())
+    return r, r2, y._version
