@@ -86,12 +86,11 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets=None, max_norm=None, no
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None) -> Tensor:
     """Sum, mean or max of the embeddings of each bag (rows of a 2-D input, or spans given by offsets)."""
-    if mode not in ("sum", "mean", "max"):
-        raise ValueError(f"mode has to be one of sum, mean or max")
-    if per_sample_weights is not None and mode != "sum":
-        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
-                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
-                                  f"on GitHub.")
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
+                         f"then it must have the same shape as the input ({list(input.shape)})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
     if input.dim() == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
@@ -113,6 +112,12 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets=None, max_norm=None, no
             ends = starts[1:] + [flat.shape[0]]
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  f"on GitHub.")
     vectors = _F().embedding(flat, weight, None, max_norm, norm_type)
     index = flat.tolist()
     bags = []

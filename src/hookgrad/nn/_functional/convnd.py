@@ -177,8 +177,13 @@ def _identity_kernel(kernel, dtype) -> Tensor:
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the sliding blocks as columns."""
-    if input.dim() not in (3, 4):
-        raise NotImplementedError(f"Input Error: Only 3D or 4D input Tensors are supported (got {input.dim()}D)")
+    if input.dim() < 3:
+        # torch reads the channel dim before checking the rank
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
+                         f"but got {input.dim()})")
+    if input.dim() > 4:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
     kernel = _tuple(kernel_size, 2)
@@ -193,8 +198,8 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """col2im, the adjoint of ``unfold``: overlapping blocks are summed into (N, C, *output_size)."""
     if input.dim() not in (2, 3):
-        raise NotImplementedError(f"Input Error: Only unbatched (2D) or batched (3D) input Tensors are supported "
-                                  f"(got {input.dim()}D)")
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
     unbatched = input.dim() == 2
     cols = input.unsqueeze(0) if unbatched else input
     kernel, output_size = _tuple(kernel_size, 2), _tuple(output_size, 2)

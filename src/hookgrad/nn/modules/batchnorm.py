@@ -1,4 +1,4 @@
-"""BatchNorm1d and BatchNorm2d: batch statistics in training, running statistics in eval."""
+"""BatchNorm1d, 2d and 3d: batch statistics in training, running statistics in eval."""
 from __future__ import annotations
 
 import hookgrad
@@ -8,7 +8,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["BatchNorm1d", "BatchNorm2d"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 
 
 class _NormBase(Module):
@@ -106,3 +106,9 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input) -> None:
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class BatchNorm3d(_BatchNorm):
+    def _check_input_dim(self, input) -> None:
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")

@@ -10,7 +10,7 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _ntuple(v, n):
@@ -196,4 +196,36 @@ class ConvTranspose2d(_ConvTransposeNd):
         op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 2,
                                   self.dilation)
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                                  self.dilation)
+
+
+class Conv3d(_ConvNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
+                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3),
+                         padding if isinstance(padding, str) else _ntuple(padding, 3), _ntuple(dilation, 3),
+                         False, (0, 0, 0), groups, bias, padding_mode, device, dtype)
+
+    def _conv_forward(self, input, weight, bias):
+        if self.padding_mode != "zeros":
+            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
+                            bias, self.stride, (0, 0, 0), self.dilation, self.groups)
+        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+
+    def forward(self, input):
+        return self._conv_forward(input, self.weight, self.bias)
+
+
+class ConvTranspose3d(_ConvTransposeNd):
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
+                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
+                 dtype=None) -> None:
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3),
+                         _ntuple(padding, 3), _ntuple(dilation, 3), True, _ntuple(output_padding, 3), groups,
+                         bias, padding_mode, device, dtype)
+
+    def forward(self, input, output_size=None):
+        op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 3,
+                                  self.dilation)
+        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
                                   self.dilation)
