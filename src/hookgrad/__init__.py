@@ -34,7 +34,8 @@ from . import autograd, utils
 
 linalg = _importlib.import_module(".linalg", __name__)
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402 - "2.13.0+hookgrad.0.1.0": torch API level, then ours
+from ._ordering import argsort, column_stack, msort, sort  # noqa: E402
 FloatTensor = DoubleTensor = LongTensor = Tensor  # legacy names, for isinstance-free uses
 strided = "torch.strided"
 contiguous_format = preserve_format = channels_last = "torch.contiguous_format"
@@ -110,7 +111,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
-_LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions"}  # torch namespaces
+_LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions", "multiprocessing",
+          "torch_version", "version"}  # torch namespaces
 
 
 def __getattr__(name):

@@ -2,6 +2,8 @@
 random_split, with PyTorch's behaviour."""
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 import bisect
 import collections.abc
 import itertools
@@ -14,7 +16,10 @@ __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Chai
            "random_split"]
 
 
-class Dataset:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Dataset(Generic[_T_co]):  # subscriptable in annotations: Dataset[int]
     """A map-style dataset: subclasses implement ``__getitem__`` (and usually ``__len__``)."""
 
     def __getitem__(self, index):

@@ -1,13 +1,18 @@
 """Samplers: which indices a DataLoader reads, and how they are grouped into batches."""
 from __future__ import annotations
 
+from typing import Generic, TypeVar
+
 from ._random import fresh_generator, randint, randperm
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler",
            "BatchSampler"]
 
 
-class Sampler:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Sampler(Generic[_T_co]):  # subscriptable in annotations: Sampler[int]
     """Base class: an iterable over dataset indices (or over lists of indices)."""
 
     def __init__(self, data_source=None) -> None:
