@@ -314,3 +314,19 @@ def test_module_utils_tuples():
                                     __import__(f"{T.__name__}.nn.modules.utils", fromlist=["_"])._reverse_repeat_tuple(
                                         (1, 2), 2)])
     assert got == want
+
+
+@pytest.mark.parametrize("nd, shape", [(1, (2, 3, 9)), (2, (2, 3, 6, 7)), (3, (1, 2, 4, 5, 4)), (2, (3, 6, 7))])
+def test_max_unpool_inverts_max_pool(nd, shape):
+    @differential(rtol=1e-12, atol=1e-12)
+    def scenario(T):
+        x = T.tensor(arr(*shape), requires_grad=True)
+        pool = getattr(T.nn, f"MaxPool{nd}d")(2, stride=2, padding=1, return_indices=True)
+        unpool = getattr(T.nn, f"MaxUnpool{nd}d")(2, stride=2, padding=1)
+        values, indices = pool(x)
+        restored = unpool(values, indices, output_size=x.shape[-nd:])
+        (restored * T.tensor(arr(*shape, seed=3))).sum().backward()
+        return restored, catch(lambda: unpool(values, indices).shape), x.grad, repr(unpool), \
+            catch(unpool, values, indices, output_size=[s + 5 for s in x.shape]), \
+            catch(unpool, values, indices, output_size=x.shape)
+    scenario()

@@ -262,7 +262,8 @@ def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 from ._functional.convnd import conv3d, conv_transpose3d, fold, unfold  # noqa: E402
 from ._functional.poolnd import (adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,  # noqa: E402
                                  adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
-                                 adaptive_max_pool3d_with_indices, avg_pool3d, max_pool3d, max_pool3d_with_indices)
+                                 adaptive_max_pool3d_with_indices, avg_pool3d, max_pool3d, max_pool3d_with_indices,
+                                 max_unpool1d, max_unpool2d, max_unpool3d)
 from ._functional.composed import (alpha_dropout, celu, channel_shuffle, cosine_similarity, dropout1d,  # noqa: E402
                                    dropout2d, dropout3d, embedding_bag, feature_alpha_dropout, glu, hardshrink,
                                    instance_norm, interpolate, local_response_norm, native_channel_shuffle,
@@ -273,6 +274,7 @@ __all__ += [
     "conv3d", "conv_transpose3d", "fold", "unfold", "adaptive_avg_pool3d", "adaptive_max_pool1d",
     "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
     "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool3d", "max_pool3d", "max_pool3d_with_indices",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d",
     "alpha_dropout", "celu", "channel_shuffle", "cosine_similarity", "dropout1d", "dropout2d", "dropout3d",
     "embedding_bag", "feature_alpha_dropout", "glu", "hardshrink", "instance_norm", "interpolate",
     "local_response_norm", "native_channel_shuffle", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",

@@ -19,7 +19,7 @@ from .convnd import _pad_spatial, window_views
 __all__ = ["max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_max_pool1d_with_indices",
            "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices", "max_pool_nd", "avg_pool_nd",
-           "adaptive_pool_nd"]
+           "adaptive_pool_nd", "max_unpool1d", "max_unpool2d", "max_unpool3d", "max_unpool_nd"]
 
 
 def _pooled_size(n, k, s, p, d, ceil_mode):
@@ -194,3 +194,56 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
     return _adaptive_max(input, output_size, True, 3)
+
+
+def _unpool_size(input, kernel, stride, padding, output_size, nd):
+    sizes = tuple(input.shape[-nd:])
+    default = [(n - 1) * s - 2 * p + k for n, k, s, p in zip(sizes, kernel, stride, padding)]
+    if output_size is None:
+        return default
+    output_size = list(output_size)
+    if len(output_size) == nd + 2:
+        output_size = output_size[-nd:]
+    if len(output_size) != nd:
+        raise ValueError(f"output_size should be a sequence containing {nd} or {nd + 2} elements, but it has a "
+                         f"length of '{len(output_size)}'")
+    for d, (want, base, s) in enumerate(zip(output_size, default, stride)):
+        if not base - s < want < base + s:
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be between {base - s} and '
+                             f'{base + s})')
+    return output_size
+
+
+def max_unpool_nd(input: Tensor, indices: Tensor, kernel_size, stride, padding, output_size, nd: int) -> Tensor:
+    """Put each value back at the flat spatial index max pooling recorded for it; zeros elsewhere."""
+    kernel = _tuple(kernel_size, nd)
+    stride = kernel if stride is None else _tuple(stride, nd)
+    padding = _tuple(padding, nd)
+    if input.dim() not in (nd + 1, nd + 2):
+        raise RuntimeError(f"Input to max_unpooling{nd}d should be a {nd + 1}d or {nd + 2}d Tensor, but got a "
+                           f"tensor with {input.dim()} dimensions.")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor ({list(input.shape)}) "
+                           f"but got indices tensor with shape: {list(indices.shape)}")
+    out_sizes = _unpool_size(input, kernel, stride, padding, output_size, nd)
+    lead = tuple(input.shape[:-nd])
+    places = math.prod(out_sizes)
+    flat_index = indices.reshape(*lead, -1)
+    if flat_index.numel() and (int(flat_index.min()) < 0 or int(flat_index.max()) >= places):
+        raise RuntimeError(f"Found an invalid max index: {int(flat_index.max())} (output volumes are of size "
+                           f"{'x'.join(str(s) for s in out_sizes)}")
+    out = hookgrad.zeros(*lead, places, dtype=input.dtype)
+    out = out.scatter(len(lead), flat_index, input.reshape(*lead, -1))
+    return out.reshape(*lead, *out_sizes)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return max_unpool_nd(input, indices, kernel_size, stride, padding, output_size, 3)
