@@ -74,8 +74,9 @@ class Future(Generic[T]):
         def run(fut):
             try:
                 result = callback(fut)
-            except BaseException as exc:  # noqa: BLE001 - the error travels to the chained future
-                chained.set_exception(exc)
+            except Exception as exc:  # noqa: BLE001 - the error travels to the chained future, as torch wraps it
+                chained.set_exception(RuntimeError(f"Got the following error when running the callback: "
+                                                   f"{type(exc).__name__}: {exc}"))
             else:
                 chained.set_result(result)
 

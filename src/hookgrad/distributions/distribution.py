@@ -52,6 +52,12 @@ class Distribution:
     def entropy(self):
         raise NotImplementedError
 
+    def cdf(self, value):
+        raise NotImplementedError
+
+    def icdf(self, value):
+        raise NotImplementedError
+
     @property
     def mean(self):
         raise NotImplementedError(f"{self.__class__} does not implement mean")
