@@ -363,3 +363,51 @@ def test_torch_submodules_resolve_under_hookgrad_run(tmp_path):
                           env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "GraphModule ['placeholder', 'call_module', 'call_module', 'output']"
+
+
+# ---- torch.overrides and torch.utils._python_dispatch ------------------------------------------------------
+def test_torch_function_protocol_helpers():
+    from hookgrad import overrides
+
+    class Wrapped:
+        def __init__(self, value):
+            self.value = value
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return ("handled", func.__name__, len(args))
+
+    def api(x, y):
+        if overrides.has_torch_function((x, y)):
+            return overrides.handle_torch_function(api, (x, y), x, y)
+        return x + y
+
+    t = hookgrad.ones(1)
+    assert api(t, t).tolist() == [2.0] and not overrides.has_torch_function_unary(t)
+    assert api(Wrapped(1), t) == ("handled", "api", 2)
+    assert overrides.is_tensor_like(t) and overrides.is_tensor_like(Wrapped(1)) and not overrides.is_tensor_like(1)
+
+    class Refuses:
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            return NotImplemented
+
+    with pytest.raises(TypeError, match="no implementation found"):
+        api(Refuses(), t)
+
+
+def test_modes_fail_loudly_when_entered():
+    from hookgrad.overrides import TorchFunctionMode
+    from hookgrad.utils._python_dispatch import TorchDispatchMode, is_traceable_wrapper_subclass
+
+    class Counter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with pytest.raises(NotImplementedError, match="no dispatch modes"):
+        with Counter():
+            pass
+    with pytest.raises(NotImplementedError):
+        with TorchFunctionMode():
+            pass
+    assert is_traceable_wrapper_subclass(hookgrad.ones(1)) is False
