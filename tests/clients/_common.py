@@ -39,5 +39,6 @@ def plain(value):
 def emit(results: dict) -> None:
     # the torchvision beside torch 2.13 does not import: no client run may depend on it
     results = dict(results, torchvision_imported="torchvision" in sys.modules)
+    sys.stdout.write("\n")  # some clients print without a final newline; the results get a line of their own
     json.dump(plain(results), sys.stdout)
     sys.stdout.write("\n")

@@ -90,6 +90,47 @@ class GraphModule(Module):
         type(self).forward = namespace["forward"]
         return python_code
 
+    def add_submodule(self, target: str, m: Module) -> bool:
+        """Install ``m`` at dotted path ``target``, creating empty parents; False if a parent is not a Module."""
+        *prefix, field = target.split(".")
+        owner = self
+        for item in prefix:
+            child = getattr(owner, item, None)
+            if child is None:
+                child = Module()
+                owner.add_module(item, child)
+            if not isinstance(child, Module):
+                return False
+            owner = child
+        owner.add_module(field, m)
+        return True
+
+    def delete_submodule(self, target: str) -> bool:
+        *prefix, field = target.split(".")
+        owner = self
+        for item in prefix:
+            owner = getattr(owner, item, None)
+            if not isinstance(owner, Module):
+                return False
+        if not isinstance(getattr(owner, field, None), Module):
+            return False
+        delattr(owner, field)
+        return True
+
+    def delete_all_unused_submodules(self) -> None:
+        """Remove the submodules no node calls or reads (parents of used paths are kept)."""
+        used = set()
+        for node in self._graph.nodes:
+            if node.op in ("call_module", "get_attr"):
+                parts = node.target.split(".")
+                used.update(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+                if node.op == "call_module":
+                    module = self.get_submodule(node.target)
+                    used.update(f"{node.target}.{name}" for name, _ in module.named_modules() if name)
+        for name, _ in sorted(self.named_modules(), key=lambda item: -item[0].count(".")):
+            if name and name not in used:
+                self.delete_submodule(name)
+
     def print_readable(self, print_output: bool = True, **kwargs) -> str:
         text = f"class {type(self).__name__}(hookgrad.nn.Module):" + self._code.replace("\n", "\n    ")
         if print_output:
