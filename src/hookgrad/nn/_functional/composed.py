@@ -118,7 +118,15 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets=None, max_norm=None, no
         raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
                                   f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
                                   f"on GitHub.")
-    vectors = _F().embedding(flat, weight, None, max_norm, norm_type)
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if scale_grad_by_freq:
+        # torch's embedding_bag divides by counts that do not line up with the indices (see the tests):
+        # neither the documented rule nor torch's numbers would be honest here
+        raise NotImplementedError("hookgrad's embedding_bag does not scale gradients by frequency")
+    vectors = _F().embedding(flat, weight, None, max_norm, norm_type, False, sparse)
     index = flat.tolist()
     bags = []
     for start, end in zip(starts, ends):
