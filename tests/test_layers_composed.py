@@ -342,3 +342,20 @@ def test_max_unpool_inverts_max_pool(nd, shape):
             catch(unpool, values, indices, output_size=[s + 5 for s in x.shape]), \
             catch(unpool, values, indices, output_size=x.shape)
     scenario()
+
+
+@pytest.mark.parametrize("kw", [dict(), dict(div_value=2.0, head_bias=True)])
+def test_adaptive_log_softmax_with_loss(kw):
+    @differential(rtol=1e-10, atol=1e-12)
+    def scenario(T):
+        T.manual_seed(0)
+        asm = load(T, T.nn.AdaptiveLogSoftmaxWithLoss(8, 10, [3, 6], **kw).double())
+        x = T.tensor(arr(7, 8), requires_grad=True)
+        target = T.tensor([0, 4, 9, 2, 6, 5, 3])
+        output, loss = asm(x, target)
+        loss.backward()
+        single = asm(x[0].detach(), T.tensor(7))
+        return (output, loss, x.grad, [p.grad for p in asm.parameters()], asm.log_prob(x), asm.predict(x),
+                single.output, [n for n, _ in asm.named_parameters()], catch(asm, x, T.tensor([0, 1, 2, 3, 4, 5, 10])),
+                catch(T.nn.AdaptiveLogSoftmaxWithLoss, 8, 10, [6, 3]), catch(asm, x, target[:3]))
+    scenario()

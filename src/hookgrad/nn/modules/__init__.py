@@ -7,6 +7,7 @@ from .container import ModuleDict, ModuleList, ParameterDict, ParameterList, Seq
 from .activation import (CELU, ELU, GELU, GLU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU, LogSigmoid,
                          LogSoftmax, Mish, MultiheadAttention, PReLU, ReLU, ReLU6, RReLU, SELU, Sigmoid, SiLU,
                          Softmax, Softmax2d, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink, Threshold)
+from .adaptive import AdaptiveLogSoftmaxWithLoss
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d, SyncBatchNorm
 from .channelshuffle import ChannelShuffle
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
@@ -31,7 +32,7 @@ from .sparse import Embedding, EmbeddingBag
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
-from . import (activation, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,  # noqa: F401
+from . import (activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,  # noqa: F401
                instancenorm, linear, loss, module, normalization, padding, pixelshuffle, pooling, rnn, sparse,
                transformer, upsampling, utils)
 
@@ -50,7 +51,7 @@ __all__ = [
     "ReLU6", "Threshold", "RReLU", "Hardsigmoid", "Mish", "Hardswish", "CELU", "SELU", "GLU", "Hardshrink",
     "LogSigmoid", "Softshrink", "PReLU", "Softsign", "Tanhshrink", "Softmin", "Softmax2d",
     "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss",
-    "KLDivLoss",
+    "KLDivLoss", "AdaptiveLogSoftmaxWithLoss",
     "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ReflectionPad1d",
     "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d",
     "CircularPad1d", "CircularPad2d", "CircularPad3d",
