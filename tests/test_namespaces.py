@@ -182,14 +182,22 @@ def test_symbolic_trace_functions_and_trace_errors(T):
     def loops(x):
         return [row for row in x]
 
+    def unpacks(x):
+        first, second = x.chunk(2, 1)
+        values, indices = x.max(1)
+        return first * second + values.unsqueeze(1)
+
     traced = T.fx.symbolic_trace(fn)
     x, y = T.tensor(arr(2, 3)), T.tensor(arr(1, 3, seed=1))
+    traced_unpacks = T.fx.symbolic_trace(unpacks)
+    z = T.tensor(arr(3, 4, seed=2))
     graph = T.fx.Graph()
     a = graph.placeholder("a")
     doubled = graph.call_function(T.mul, (a, 2))
     graph.output(graph.call_method("sum", (doubled,)))
     built = T.fx.GraphModule(T.nn.Module(), graph)
-    return (_structure(traced.graph), traced(x, y), fn(x, y), catch(T.fx.symbolic_trace, branches),
+    return (_structure(traced.graph), traced(x, y), fn(x, y), _structure(traced_unpacks.graph), traced_unpacks(z),
+            unpacks(z), catch(T.fx.symbolic_trace, branches),
             catch(T.fx.symbolic_trace, loops), built(T.tensor([1.0, 2.0])), [n.op for n in graph.nodes])
 
 

@@ -1,6 +1,8 @@
 """``Proxy``: stands in for a value during symbolic tracing; every operation on it adds a Node."""
 from __future__ import annotations
 
+import dis
+import inspect
 import operator
 
 __all__ = ["Proxy", "Attribute", "TraceError"]
@@ -27,6 +29,12 @@ class Proxy:
         return self.tracer.create_proxy("call_method", "__call__", (self, *args), kwargs)
 
     def __iter__(self):
+        # ``a, b = proxy`` unpacks a known number of items: record one getitem per item
+        frame = inspect.currentframe().f_back
+        instructions = list(dis.get_instructions(frame.f_code))
+        current = next((i for i in instructions if i.offset == frame.f_lasti), None)
+        if current is not None and current.opname == "UNPACK_SEQUENCE":
+            return (self[i] for i in range(current.argval))
         return self.tracer.iter(self)
 
     def __bool__(self):
