@@ -359,3 +359,41 @@ def test_adaptive_log_softmax_with_loss(kw):
                 single.output, [n for n, _ in asm.named_parameters()], catch(asm, x, T.tensor([0, 1, 2, 3, 4, 5, 10])),
                 catch(T.nn.AdaptiveLogSoftmaxWithLoss, 8, 10, [6, 3]), catch(asm, x, target[:3]))
     scenario()
+
+
+# ---- lazy modules -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("make, shape", [
+    (lambda T: T.nn.LazyLinear(3), (4, 5)), (lambda T: T.nn.LazyConv1d(4, 3, padding=1), (2, 3, 6)),
+    (lambda T: T.nn.LazyConv2d(4, 3, groups=1, bias=False), (2, 3, 5, 5)), (lambda T: T.nn.LazyConv3d(2, 2), (1, 2, 3, 3, 3)),
+    (lambda T: T.nn.LazyConvTranspose2d(4, 3, stride=2), (2, 3, 3, 3)), (lambda T: T.nn.LazyConvTranspose1d(2, 2), (2, 3, 4)),
+    (lambda T: T.nn.LazyBatchNorm1d(), (6, 3)), (lambda T: T.nn.LazyBatchNorm2d(momentum=0.3), (4, 3, 2, 2)),
+    (lambda T: T.nn.LazyInstanceNorm2d(affine=True, track_running_stats=True), (2, 3, 4, 4)),
+])
+def test_lazy_modules_initialize_on_first_call(make, shape):
+    @differential(rtol=1e-10, atol=1e-12)
+    def scenario(T):
+        T.manual_seed(0)
+        lazy = make(T).double()
+        before = (type(lazy).__name__, lazy.has_uninitialized_params(),
+                  sorted(type(p).__name__ for p in lazy.parameters()), catch(lambda: lazy.weight.shape))
+        x = T.tensor(arr(*shape))
+        first = lazy(x)
+        load(T, lazy)
+        second = lazy(x)
+        second.sum().backward()
+        fresh = make(T).double()
+        fresh.load_state_dict(lazy.state_dict())
+        return (before, type(lazy).__name__, repr(lazy), first.shape, second, [p.grad for p in lazy.parameters()],
+                {k: v.shape for k, v in lazy.state_dict().items()}, fresh.has_uninitialized_params(), catch(fresh, x),
+                type(fresh).__name__, hasattr(lazy, "_initialize_hook"))
+    scenario()
+
+
+def test_uninitialized_parameter_refuses_its_shape():
+    from hookgrad.nn.parameter import UninitializedParameter, is_lazy
+    p = UninitializedParameter()
+    assert is_lazy(p) and isinstance(p, hookgrad.nn.Parameter)
+    with pytest.raises(RuntimeError, match="Can't access the shape of an uninitialized parameter"):
+        p.shape
+    p.materialize((2, 3))
+    assert type(p) is hookgrad.nn.Parameter and tuple(p.shape) == (2, 3) and not is_lazy(p)

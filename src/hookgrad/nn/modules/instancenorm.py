@@ -6,7 +6,8 @@ import warnings
 from .. import functional as F
 from .batchnorm import _NormBase
 
-__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d"]
+__all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d"]
 
 
 class _InstanceNorm(_NormBase):
@@ -69,4 +70,28 @@ class InstanceNorm2d(_InstanceNorm):
 
 
 class InstanceNorm3d(_InstanceNorm):
+    _spatial_dims = 3
+
+
+from .batchnorm import _LazyNormBase  # noqa: E402 - the lazy variants build on the classes above
+
+
+class _LazyInstanceNorm(_LazyNormBase, _InstanceNorm):
+    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None) -> None:
+        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
+
+
+class LazyInstanceNorm1d(_LazyInstanceNorm):
+    cls_to_become = InstanceNorm1d
+    _spatial_dims = 1
+
+
+class LazyInstanceNorm2d(_LazyInstanceNorm):
+    cls_to_become = InstanceNorm2d
+    _spatial_dims = 2
+
+
+class LazyInstanceNorm3d(_LazyInstanceNorm):
+    cls_to_become = InstanceNorm3d
     _spatial_dims = 3
