@@ -35,7 +35,8 @@ from .utils.dlpack import from_dlpack, frombuffer
 
 linalg = _importlib.import_module(".linalg", __name__)
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402 - "2.13.0+hookgrad.0.1.0": torch API level, then ours
+from ._ordering import argsort, column_stack, msort, sort  # noqa: E402
 from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
                       LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
 strided = "torch.strided"
@@ -114,6 +115,8 @@ _argcheck.guard_namespace(globals(), [_name for _name in list(globals()) if not 
 _argcheck.accept_keyword_forms(Tensor)
 
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
+_LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions", "multiprocessing",
+          "torch_version", "version"}  # torch namespaces
 
 
 def __getattr__(name):

@@ -37,3 +37,8 @@ __all__ = ["Parameter", "Buffer", "init", "modules", "parameter", *_modules_all,
            "register_module_full_backward_hook", "register_module_buffer_registration_hook",
            "register_module_module_registration_hook", "register_module_parameter_registration_hook"]
 __all__ += [_n for _n in ("functional", "utils") if _n in globals()]
+
+from . import parallel  # noqa: E402
+from .parallel import DataParallel  # noqa: E402
+
+__all__ += ["parallel", "DataParallel"]

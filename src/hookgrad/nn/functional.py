@@ -258,6 +258,30 @@ def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
     return _act.softmax(-input, dim, _stacklevel, dtype)
 
 
+# ---- layers composed of recorded ops (N-d convolution and pooling, resampling, more norms) ----------
+from ._functional.convnd import conv3d, conv_transpose3d, fold, unfold  # noqa: E402
+from ._functional.poolnd import (adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,  # noqa: E402
+                                 adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
+                                 adaptive_max_pool3d_with_indices, avg_pool3d, max_pool3d, max_pool3d_with_indices,
+                                 max_unpool1d, max_unpool2d, max_unpool3d)
+from ._functional.composed import (alpha_dropout, celu, channel_shuffle, cosine_similarity, dropout1d,  # noqa: E402
+                                   dropout2d, dropout3d, embedding_bag, feature_alpha_dropout, glu, hardshrink,
+                                   instance_norm, interpolate, local_response_norm, native_channel_shuffle,
+                                   pairwise_distance, pixel_shuffle, pixel_unshuffle, prelu, rms_norm, rrelu, selu,
+                                   softshrink, threshold, upsample, upsample_bilinear, upsample_nearest)
+
+__all__ += [
+    "conv3d", "conv_transpose3d", "fold", "unfold", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices",
+    "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices", "avg_pool3d", "max_pool3d", "max_pool3d_with_indices",
+    "max_unpool1d", "max_unpool2d", "max_unpool3d",
+    "alpha_dropout", "celu", "channel_shuffle", "cosine_similarity", "dropout1d", "dropout2d", "dropout3d",
+    "embedding_bag", "feature_alpha_dropout", "glu", "hardshrink", "instance_norm", "interpolate",
+    "local_response_norm", "native_channel_shuffle", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
+    "prelu", "rms_norm", "rrelu", "selu", "softshrink", "threshold", "upsample", "upsample_bilinear",
+    "upsample_nearest",
+]
+
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)
 from .._argcheck import FUNCTIONAL_VIA_METHOD as _VIA_METHOD, guard_namespace as _guard_namespace  # noqa: E402
 

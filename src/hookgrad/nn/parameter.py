@@ -7,7 +7,7 @@ from typing import Any
 import hookgrad
 from hookgrad._tensor import Tensor
 
-__all__ = ["Parameter", "Buffer", "is_lazy"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
 
 def _alias(cls, data: Tensor) -> Tensor:
@@ -98,6 +98,96 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         return t
 
 
+class UninitializedTensorMixin:
+    """A parameter or buffer whose shape is not known yet (lazy modules infer it on the first call).
+
+    It holds no values: its shape cannot be read, and ``materialize`` gives it storage of the given
+    shape and turns it into its ``cls_to_become``.
+    """
+
+    cls_to_become = None
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        if dtype is None:
+            dtype = self.dtype
+        self.data = hookgrad.empty(tuple(shape) if not isinstance(shape, int) else (shape,), dtype=dtype)
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. This error usually "
+                           "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+                           "initialized one. Call `forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def size(self, dim=None):
+        return self.shape
+
+    def numel(self) -> int:
+        return self.shape
+
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call `forward` to "
+                           "initialize the parameters before calling `module.share_memory()`.")
+
+    def __repr__(self) -> str:
+        return f"<class '{type(self).__module__}.{type(self).__name__}'>"
+
+    __str__ = __repr__
+
+    def __reduce_ex__(self, protocol):
+        return (type(self), (self.requires_grad,))
+
+
+def _stays_uninitialized(name):
+    """Conversions (``.double()``, ``.to(...)``) keep an uninitialized tensor uninitialized."""
+    def convert(self, *args, **kwargs):
+        converted = getattr(Tensor, name)(self, *args, **kwargs)
+        if converted is self:
+            return self
+        out = _alias(type(self), converted)
+        out.requires_grad_(self.requires_grad)
+        return out
+    convert.__name__ = name
+    return convert
+
+
+for _name in ("to", "double", "float", "half", "bfloat16", "cpu", "cuda", "int", "long", "short", "char"):
+    if hasattr(Tensor, _name):
+        setattr(UninitializedTensorMixin, _name, _stays_uninitialized(_name))
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
+        data = hookgrad.empty(0, dtype=dtype)
+        out = _alias(cls, data)
+        out.requires_grad_(requires_grad)
+        return out
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        result = type(self)(self.requires_grad, None, self.dtype)
+        memo[id(self)] = result
+        return result
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
+        out = _alias(cls, hookgrad.empty(0, dtype=dtype))
+        out.requires_grad_(requires_grad)
+        return out
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
 def is_lazy(param: Any) -> bool:
-    """hookgrad has no lazy (uninitialized) parameters."""
-    return False
+    """True for a parameter or buffer that a lazy module has not initialized yet."""
+    return isinstance(param, UninitializedTensorMixin)

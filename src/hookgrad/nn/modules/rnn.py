@@ -327,6 +327,11 @@ def _fused_layer(mode, hidden, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, time_
     return out, h_t, c_t
 
 
+def _is_packed(input) -> bool:
+    from ..utils.rnn import PackedSequence
+    return isinstance(input, PackedSequence)
+
+
 class RNNBase(Module):
     """Shared set-up of ``RNN``, ``LSTM`` and ``GRU``: parameters, checks and the layer loop."""
 
@@ -513,9 +518,51 @@ class RNNBase(Module):
             x = outs[0] if directions == 1 else hookgrad.cat(outs, 2)
         return x, hookgrad.stack(h_n, 0), (hookgrad.stack(c_n, 0) if cx is not None else None)
 
+    def _forward_packed(self, packed, hx, name):
+        """forward on a PackedSequence: each sequence runs alone for its own length.
+
+        The states are in the caller's batch order (as in torch); the output is packed like the
+        input (same batch_sizes and index permutations).
+        """
+        from ..utils.rnn import PackedSequence, _pack_time_major, pad_packed_sequence
+        padded, lengths = pad_packed_sequence(packed)  # time-major, caller's batch order
+        lengths = [int(n) for n in lengths.tolist()]
+        is_lstm = self.mode == "LSTM"
+        real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
+        if hx is None:
+            hx = self._zeros_state(padded.transpose(0, 1) if self.batch_first else padded, real_hidden)
+            cx = self._zeros_state(padded.transpose(0, 1) if self.batch_first else padded,
+                                   self.hidden_size) if is_lstm else None
+        elif is_lstm:
+            hx, cx = hx
+        else:
+            cx = None
+        if is_lstm:
+            self.check_forward_args(padded.transpose(0, 1) if self.batch_first else padded, (hx, cx))
+        else:
+            self.check_forward_args(padded.transpose(0, 1) if self.batch_first else padded, hx)
+        outputs, h_n, c_n = [], [], []
+        for b, length in enumerate(lengths):
+            x = padded[:length, b:b + 1]
+            if self.batch_first:
+                x = x.transpose(0, 1)
+            out, h, c = self._run_layers(x, hx[:, b:b + 1], cx[:, b:b + 1] if is_lstm else None)
+            outputs.append(out.squeeze(0 if self.batch_first else 1))
+            h_n.append(h)
+            c_n.append(c)
+        width = outputs[0].size(-1)
+        steps = padded.size(0)
+        rows = [hookgrad.cat([o, hookgrad.zeros(steps - o.size(0), width, dtype=o.dtype)], 0) if o.size(0) < steps
+                else o for o in outputs]
+        order = packed.sorted_indices.tolist() if packed.sorted_indices is not None else list(range(len(lengths)))
+        data = _pack_time_major(hookgrad.stack(rows, 1), [int(v) for v in packed.batch_sizes.tolist()], order)
+        output = PackedSequence(data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices)
+        h_n = hookgrad.cat(h_n, 1)
+        if is_lstm:
+            return output, (h_n, hookgrad.cat(c_n, 1))
+        return output, h_n
+
     def _prepare(self, input: Tensor, name: str):
-        if isinstance(input, tuple) and type(input).__name__ == "PackedSequence":
-            raise NotImplementedError(f"hookgrad's {name} does not take a PackedSequence; pad the batch instead")
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D "
                              f"{'tensor instead' if name != 'LSTM' else 'instead'}")
@@ -536,6 +583,8 @@ class RNNBase(Module):
 
     def _forward_one_state(self, input, hx, name):
         """forward of the RNN and GRU, whose state is a single tensor (LSTM has two)."""
+        if _is_packed(input):
+            return self._forward_packed(input, hx, name)
         input, batched = self._prepare(input, name)
         if hx is not None:
             if batched and hx.dim() != 3:
@@ -596,6 +645,8 @@ class LSTM(RNNBase):
                                "Expected hidden[1] size {}, got {}")
 
     def forward(self, input, hx=None):
+        if _is_packed(input):
+            return self._forward_packed(input, hx, "LSTM")
         input, batched = self._prepare(input, "LSTM")
         real_hidden = self.proj_size if self.proj_size > 0 else self.hidden_size
         if hx is None:

@@ -7,12 +7,15 @@ in the same order as PyTorch's workers do with ``in_order=True``; worker-only op
 from __future__ import annotations
 
 import itertools
+from typing import Any, Callable, List
 
 import numpy as np
 
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset, Subset, TensorDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+_collate_fn_t = Callable[[List[Any]], Any]  # the type of a collate function, as torch names it
 
 __all__ = ["DataLoader", "get_worker_info"]
 

@@ -1,0 +1,18 @@
+"""``torch.distributed.fsdp``: ``FSDPModule`` exists for type checks; sharding needs process groups."""
+
+
+class FSDPModule:
+    """The class ``fully_shard`` mixes into a module; no hookgrad module is one."""
+
+
+class MixedPrecisionPolicy:
+    def __init__(self, param_dtype=None, reduce_dtype=None, output_dtype=None, cast_forward_inputs=True):
+        self.param_dtype, self.reduce_dtype, self.output_dtype = param_dtype, reduce_dtype, output_dtype
+        self.cast_forward_inputs = cast_forward_inputs
+
+
+def fully_shard(module, *args, **kwargs):
+    raise RuntimeError("hookgrad has no torch.distributed backends; fully_shard needs a process group")
+
+
+__all__ = ["FSDPModule", "MixedPrecisionPolicy", "fully_shard"]

@@ -1,0 +1,223 @@
+"""``Graph``: the ordered list of Nodes of a traced program, and the Python source it compiles to."""
+from __future__ import annotations
+
+import builtins
+import keyword
+import operator
+import re
+
+from .node import Node, _format_arg, map_arg
+
+__all__ = ["Graph", "PythonCode"]
+
+_INFIX = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/", operator.floordiv: "//",
+          operator.mod: "%", operator.pow: "**", operator.matmul: "@", operator.and_: "&", operator.or_: "|",
+          operator.xor: "^", operator.lshift: "<<", operator.rshift: ">>", operator.lt: "<", operator.le: "<=",
+          operator.gt: ">", operator.ge: ">=", operator.eq: "==", operator.ne: "!="}
+_PREFIX = {operator.neg: "-", operator.pos: "+", operator.invert: "~"}
+_RESERVED = set(dir(builtins)) | set(keyword.kwlist) | {"self", "hookgrad", "torch", "inf", "nan"}
+
+
+class PythonCode:
+    """Generated source of ``forward`` and the globals it needs."""
+
+    def __init__(self, src: str, globals_: dict):
+        self.src = src
+        self.globals = globals_
+
+
+class Graph:
+    """Nodes in execution order; ``create_node`` and the helpers add them, ``python_code`` compiles them."""
+
+    def __init__(self, owning_module=None, tracer_cls=None, tracer_extras=None):
+        self._nodes: list[Node] = []
+        self._used_names: dict[str, int] = {}
+        self.owning_module = owning_module
+        self._tracer = None
+
+    @property
+    def nodes(self) -> list:
+        return list(self._nodes)
+
+    def _unique_name(self, candidate: str) -> str:
+        base = re.sub(r"[^0-9a-zA-Z_]+", "_", candidate) or "_"
+        if base[0].isdigit():
+            base = f"_{base}"
+        if base not in self._used_names and base not in _RESERVED:
+            self._used_names[base] = 1
+            return base
+        i = self._used_names.get(f"{base}#", 1)
+        while f"{base}_{i}" in self._used_names:
+            i += 1
+        name = f"{base}_{i}"
+        self._used_names[f"{base}#"] = i + 1
+        self._used_names[name] = 1
+        return name
+
+    @staticmethod
+    def _name_for(op: str, target) -> str:
+        if op in ("call_module", "get_attr") and isinstance(target, str):
+            return target.replace(".", "_")
+        if isinstance(target, str):
+            return target
+        return getattr(target, "__name__", "fn").lstrip("_") or "fn"
+
+    def create_node(self, op: str, target, args=None, kwargs=None, name: str | None = None, type_expr=None) -> Node:
+        name = self._unique_name(name if name is not None else self._name_for(op, target))
+        node = Node(self, name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)
+        self._nodes.append(node)
+        return node
+
+    def placeholder(self, name: str, type_expr=None, default_value=None) -> Node:
+        return self.create_node("placeholder", name, () if default_value is None else (default_value,), {},
+                                name=name, type_expr=type_expr)
+
+    def get_attr(self, qualified_name: str, type_expr=None) -> Node:
+        return self.create_node("get_attr", qualified_name, type_expr=type_expr)
+
+    def call_module(self, module_name: str, args=None, kwargs=None, type_expr=None) -> Node:
+        return self.create_node("call_module", module_name, args, kwargs, type_expr=type_expr)
+
+    def call_method(self, method_name: str, args=None, kwargs=None, type_expr=None) -> Node:
+        return self.create_node("call_method", method_name, args, kwargs, type_expr=type_expr)
+
+    def call_function(self, the_function, args=None, kwargs=None, type_expr=None) -> Node:
+        return self.create_node("call_function", the_function, args, kwargs, type_expr=type_expr)
+
+    def output(self, result, type_expr=None) -> Node:
+        return self.create_node("output", "output", (result,), {}, type_expr=type_expr)
+
+    def erase_node(self, to_erase: Node) -> None:
+        if to_erase.users:
+            raise RuntimeError(f"Tried to erase Node {to_erase} but it still had {len(to_erase.users)} users in "
+                               f"the graph: {to_erase.users}!")
+        to_erase._set_arguments((), {})
+        self._nodes.remove(to_erase)
+
+    def node_copy(self, node: Node, arg_transform=lambda n: n) -> Node:
+        args = map_arg(node.args, arg_transform)
+        kwargs = map_arg(node.kwargs, arg_transform)
+        copy = self.create_node(node.op, node.target, args, kwargs, node.name, node.type)
+        copy.meta = dict(node.meta)
+        return copy
+
+    def graph_copy(self, g: "Graph", val_map: dict) -> object:
+        for node in g._nodes:
+            if node.op == "output":
+                return map_arg(node.args[0], lambda n: val_map[n])
+            val_map[node] = self.node_copy(node, lambda n: val_map[n])
+        return None
+
+    def lint(self) -> None:
+        seen = set()
+        for node in self._nodes:
+            for used in node.all_input_nodes:
+                if used not in seen:
+                    raise RuntimeError(f"Argument '{used}' of Node '{node}' was used before it has been defined!")
+            seen.add(node)
+
+    def eliminate_dead_code(self) -> bool:
+        changed = False
+        for node in reversed(self._nodes):
+            if node.op not in ("placeholder", "output") and not node.users and node.op != "call_module":
+                self.erase_node(node)
+                changed = True
+        return changed
+
+    def __str__(self) -> str:
+        lines = ["graph():"]
+        lines += ["    " + node.format_node() for node in self._nodes]
+        return "\n".join(lines)
+
+    # ---- code generation ----------------------------------------------------------------------
+    def python_code(self, root_module: str = "self") -> PythonCode:
+        import hookgrad
+        globals_: dict = {"hookgrad": hookgrad, "inf": float("inf"), "nan": float("nan")}
+        names_of: dict[int, str] = {}
+
+        def global_name(obj) -> str:
+            if id(obj) in names_of:
+                return names_of[id(obj)]
+            qualified = _qualified_path(obj)
+            if qualified is not None:
+                names_of[id(obj)] = qualified
+                return qualified
+            base = re.sub(r"[^0-9a-zA-Z_]", "_", getattr(obj, "__name__", type(obj).__name__))
+            name, i = f"_{base}", 0
+            while name in globals_:
+                i += 1
+                name = f"_{base}_{i}"
+            globals_[name] = obj
+            names_of[id(obj)] = name
+            return name
+
+        def text(arg) -> str:
+            if isinstance(arg, Node):
+                return arg.name
+            if isinstance(arg, tuple) and not hasattr(arg, "_fields"):
+                return "(" + ", ".join(text(a) for a in arg) + ("," if len(arg) == 1 else "") + ")"
+            if isinstance(arg, list):
+                return "[" + ", ".join(text(a) for a in arg) + "]"
+            if isinstance(arg, dict):
+                return "{" + ", ".join(f"{k!r}: {text(v)}" for k, v in arg.items()) + "}"
+            if isinstance(arg, slice):
+                return f"slice({text(arg.start)}, {text(arg.stop)}, {text(arg.step)})"
+            if arg is None or isinstance(arg, (bool, int, float, str)):
+                return repr(arg)
+            return global_name(arg)
+
+        params, body = [], []
+        for node in self._nodes:
+            if node.op == "placeholder":
+                params.append(node.name + (f" = {text(node.args[0])}" if node.args else ""))
+                continue
+            args = ", ".join([text(a) for a in node.args] + [f"{k} = {text(v)}" for k, v in node.kwargs.items()])
+            if node.op == "output":
+                body.append(f"return {text(node.args[0])}")
+            elif node.op == "get_attr":
+                body.append(f"{node.name} = {_attr_path(root_module, node.target)}")
+            elif node.op == "call_module":
+                body.append(f"{node.name} = {_attr_path(root_module, node.target)}({args})")
+            elif node.op == "call_method":
+                rest = ", ".join([text(a) for a in node.args[1:]] + [f"{k} = {text(v)}"
+                                                                      for k, v in node.kwargs.items()])
+                body.append(f"{node.name} = {text(node.args[0])}.{node.target}({rest})")
+            elif node.target in _INFIX and len(node.args) == 2 and not node.kwargs:
+                body.append(f"{node.name} = {text(node.args[0])} {_INFIX[node.target]} {text(node.args[1])}")
+            elif node.target in _PREFIX and len(node.args) == 1:
+                body.append(f"{node.name} = {_PREFIX[node.target]}{text(node.args[0])}")
+            elif node.target is operator.getitem and len(node.args) == 2:
+                body.append(f"{node.name} = {text(node.args[0])}[{text(node.args[1])}]")
+            elif node.target is getattr and len(node.args) == 2 and isinstance(node.args[1], str) \
+                    and node.args[1].isidentifier():
+                body.append(f"{node.name} = {text(node.args[0])}.{node.args[1]}")
+            else:
+                body.append(f"{node.name} = {global_name(node.target)}({args})")
+        if not body or not body[-1].startswith("return"):
+            body.append("return None")
+        src = f"\n\ndef forward({', '.join([root_module] + params)}):\n" + "".join(f"    {line}\n" for line in body)
+        return PythonCode(src, globals_)
+
+
+def _attr_path(root: str, target: str) -> str:
+    out = root
+    for part in target.split("."):
+        out = f"{out}.{part}" if part.isidentifier() and not keyword.iskeyword(part) else f"getattr({out}, {part!r})"
+    return out
+
+
+def _qualified_path(obj) -> str | None:
+    """``hookgrad.relu`` / ``hookgrad.nn.functional.relu`` when ``obj`` is reachable that way."""
+    import hookgrad
+    name = getattr(obj, "__name__", None)
+    if not isinstance(name, str) or not getattr(obj, "__module__", "") or \
+            not str(getattr(obj, "__module__", "")).startswith("hookgrad"):
+        return None
+    for path, space in (("hookgrad", hookgrad), ("hookgrad.nn.functional", hookgrad.nn.functional),
+                        ("hookgrad.linalg", hookgrad.linalg)):
+        if space.__dict__.get(name) is obj:
+            return f"{path}.{name}"
+    return None
+
+
+_ = _format_arg  # re-exported helper for Node.format_node

@@ -1,0 +1,401 @@
+"""Layer functions composed of differentiable tensor ops: instance and RMS normalization, bags of
+embeddings, resampling (interpolate, pixel and channel shuffles), distances, feature dropout, and the
+activations that are short formulas. Their gradients come from the ops they are made of.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import hookgrad
+from ..._tensor import Tensor
+from .conv import _tuple
+
+__all__ = ["instance_norm", "rms_norm", "embedding_bag", "interpolate", "upsample", "upsample_nearest",
+           "upsample_bilinear", "pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
+           "pairwise_distance", "cosine_similarity", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
+           "feature_alpha_dropout", "selu", "celu", "prelu", "rrelu", "glu", "threshold", "hardshrink",
+           "softshrink", "local_response_norm"]
+
+
+def _F():
+    return hookgrad.nn.functional
+
+
+# ---- normalization ---------------------------------------------------------------------------------
+def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
+    """Each (sample, channel) plane normalized on its own: a batch norm of a (1, N*C, ...) view.
+
+    Running statistics (when given) move by the mean over the batch of the per-sample statistics.
+    """
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher input for instance_norm (got {input.dim()}D input)")
+    if use_input_stats:
+        spatial = math.prod(input.shape[2:])
+        if spatial <= 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input size "
+                             f"{list(input.shape)}")
+    batch, channels = input.shape[0], input.shape[1]
+    folded = input.reshape(1, batch * channels, *input.shape[2:])
+    mean_rep = running_mean.repeat(batch) if running_mean is not None else None
+    var_rep = running_var.repeat(batch) if running_var is not None else None
+    w = weight.repeat(batch) if weight is not None else None
+    b = bias.repeat(batch) if bias is not None else None
+    out = _F().batch_norm(folded, mean_rep, var_rep, w, b, use_input_stats, momentum, eps)
+    if use_input_stats:
+        with hookgrad.no_grad():
+            if running_mean is not None:
+                running_mean.copy_(mean_rep.reshape(batch, channels).mean(0))
+            if running_var is not None:
+                running_var.copy_(var_rep.reshape(batch, channels).mean(0))
+    return out.reshape(input.shape)
+
+
+def rms_norm(input: Tensor, normalized_shape, weight=None, eps=None) -> Tensor:
+    """``x / sqrt(mean(x^2) + eps) * weight`` over the trailing ``normalized_shape`` dims."""
+    if isinstance(normalized_shape, int):
+        normalized_shape = (normalized_shape,)
+    normalized_shape = tuple(normalized_shape)
+    if tuple(input.shape[input.dim() - len(normalized_shape):]) != normalized_shape:
+        raise RuntimeError(f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+                           f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = hookgrad.finfo(input.dtype).eps
+    dims = list(range(input.dim() - len(normalized_shape), input.dim()))
+    out = input * (input * input).mean(dims, keepdim=True).add(eps).rsqrt()
+    return out * weight if weight is not None else out
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+    """Divide by ``(k + alpha/size * sum of squares over ``size`` neighbouring channels)^beta``."""
+    if input.dim() < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
+    square = (input * input).unsqueeze(1)
+    pads = [0, 0] * (input.dim() - 2) + [size // 2, (size - 1) // 2]
+    square = _F().pad(square, pads)
+    channels = input.shape[1]
+    window = hookgrad.stack([square.narrow(2, i, channels) for i in range(size)], 0).sum(0).squeeze(1)
+    return input / (window * (alpha / size) + k).pow(beta)
+
+
+# ---- embeddings ---------------------------------------------------------------------------------------
+def embedding_bag(input: Tensor, weight: Tensor, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None) -> Tensor:
+    """Sum, mean or max of the embeddings of each bag (rows of a 2-D input, or spans given by offsets)."""
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({list(per_sample_weights.shape)}) is not None, "
+                         f"then it must have the same shape as the input ({list(input.shape)})")
+    if weight.dim() != 2:
+        raise ValueError(f"weight has to be a 2D Tensor, but got Tensor of dimension {weight.dim()}")
+    if input.dim() == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is a mini-batch of "
+                             "fixed length sequences.")
+        rows, length = input.shape
+        starts = list(range(0, rows * length, length))
+        flat = input.reshape(-1)
+        weights = per_sample_weights.reshape(-1) if per_sample_weights is not None else None
+        ends = starts[1:] + [rows * length]
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        flat, weights = input, per_sample_weights
+        starts = [int(v) for v in offsets.tolist()]
+        if include_last_offset:
+            ends = starts[1:]
+            starts = starts[:-1]
+        else:
+            ends = starts[1:] + [flat.shape[0]]
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension {input.dim()}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+                                  f"supported for mode='sum' (got mode='{mode}'). Please open a feature request "
+                                  f"on GitHub.")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if scale_grad_by_freq:
+        # torch's embedding_bag divides by counts that do not line up with the indices (see the tests):
+        # neither the documented rule nor torch's numbers would be honest here
+        raise NotImplementedError("hookgrad's embedding_bag does not scale gradients by frequency")
+    vectors = _F().embedding(flat, weight, None, max_norm, norm_type, False, sparse)
+    index = flat.tolist()
+    bags = []
+    for start, end in zip(starts, ends):
+        keep = [i for i in range(start, end) if padding_idx is None or index[i] != padding_idx]
+        if not keep:
+            bags.append(hookgrad.zeros(weight.shape[1], dtype=weight.dtype))
+            continue
+        rows = vectors.index_select(0, hookgrad.tensor(keep, dtype=hookgrad.int64))
+        if weights is not None:
+            rows = rows * weights.index_select(0, hookgrad.tensor(keep, dtype=hookgrad.int64)).unsqueeze(1)
+        bags.append(rows.sum(0) if mode == "sum" else rows.mean(0) if mode == "mean" else rows.amax(0))
+    return hookgrad.stack(bags, 0) if bags else hookgrad.zeros(0, weight.shape[1], dtype=weight.dtype)
+
+
+# ---- resampling -----------------------------------------------------------------------------------------
+_LINEAR_MODES = {"linear": 1, "bilinear": 2, "trilinear": 3}
+
+
+def _output_and_scales(input, size, scale_factor, nd, recompute):
+    sizes = tuple(input.shape[2:])
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None else
+                         "either size or scale_factor should be defined")
+    if size is not None:
+        out = _tuple(size, nd)
+        if len(out) != nd:
+            raise ValueError(f"Input and output must have the same number of spatial dimensions, but got input "
+                             f"with spatial dimensions of {list(sizes)} and output size of {list(out)}. Please "
+                             f"provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, "
+                             f"o2, ...,oK) format.")
+        return out, [None] * nd
+    factors = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * nd
+    out = tuple(int(math.floor(n * f)) for n, f in zip(sizes, factors))
+    return out, ([None] * nd if recompute else factors)
+
+
+def _source_positions(n_in, n_out, factor, align_corners, mode):
+    dst = np.arange(n_out, dtype=np.float64)
+    if mode in ("nearest", "nearest-exact"):
+        scale = (1.0 / factor) if factor else n_in / n_out
+        src = np.floor((dst + (0.5 if mode == "nearest-exact" else 0.0)) * scale).astype(np.int64)
+        return np.minimum(src, n_in - 1)
+    if align_corners:
+        return dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    scale = (1.0 / factor) if factor else n_in / n_out
+    return np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+
+
+def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False) -> Tensor:
+    """Nearest, nearest-exact, (bi/tri)linear and area resampling of the spatial dims (separable)."""
+    nd = input.dim() - 2
+    if nd < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the "
+                         f"modes: nearest | linear | bilinear | bicubic | trilinear | area | nearest-exact "
+                         f"(got {mode})")
+    if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear "
+                         "| bicubic | trilinear")
+    if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != nd:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D "
+                                  f"input")
+    if mode not in ("nearest", "nearest-exact", "area", *_LINEAR_MODES):
+        raise NotImplementedError(f"hookgrad's interpolate has no mode {mode!r} (it has nearest, nearest-exact, "
+                                  f"linear, bilinear, trilinear and area)")
+    if antialias:
+        raise NotImplementedError("hookgrad's interpolate has no antialias")
+    out_sizes, factors = _output_and_scales(input, size, scale_factor, nd, recompute_scale_factor)
+    if mode == "area":
+        from .poolnd import adaptive_pool_nd
+        return adaptive_pool_nd(input, out_sizes, nd, "mean", "adaptive_avg_pool")
+    out = input
+    for axis in range(nd):
+        dim = 2 + axis
+        n_in = input.shape[dim]
+        src = _source_positions(n_in, out_sizes[axis], factors[axis], bool(align_corners), mode)
+        if mode in ("nearest", "nearest-exact"):
+            out = out.index_select(dim, hookgrad.tensor(src, dtype=hookgrad.int64))
+            continue
+        low = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        high = np.minimum(low + 1, n_in - 1)
+        frac = src - low
+        shape = [1] * input.dim()
+        shape[dim] = len(src)
+        weight_high = hookgrad.tensor(frac.reshape(shape), dtype=input.dtype)
+        below = out.index_select(dim, hookgrad.tensor(low, dtype=hookgrad.int64))
+        above = out.index_select(dim, hookgrad.tensor(high, dtype=hookgrad.int64))
+        out = below + (above - below) * weight_high
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
+    r = int(upscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
+                           f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
+    n = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W)."""
+    r = int(downscale_factor)
+    if input.dim() < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           f"{input.dim()} dimension(s)")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
+                           f"input.size(-2)={h} and input.size(-1)={w} with downscale_factor={r}")
+    n = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels of ``groups`` groups: (N, g*k, *) -> channel order k-major."""
+    batch, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape(batch, groups, c // groups, *rest).transpose(1, 2).reshape(batch, c, *rest)
+
+
+native_channel_shuffle = channel_shuffle
+
+
+# ---- distances ------------------------------------------------------------------------------------------
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
+    """``||x1 - x2 + eps||_p`` over the last dim."""
+    diff = x1 - x2 + eps
+    return hookgrad.linalg.vector_norm(diff, p, dim=-1, keepdim=keepdim)
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """``x1.x2 / max(||x1|| * ||x2||, eps)`` along ``dim`` (torch clamps the product of the norms)."""
+    dot = (x1 * x2).sum(dim)
+    norms = ((x1 * x1).sum(dim) * (x2 * x2).sum(dim)).clamp(min=eps * eps).sqrt()
+    return dot / norms
+
+
+# ---- dropout of whole feature maps ------------------------------------------------------------------------
+def _feature_dropout(input: Tensor, p: float, training: bool, batched_dims: int, name: str) -> Tensor:
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    batched = input.dim() == batched_dims
+    channel_dims = 2 if batched else 1
+    shape = list(input.shape[:channel_dims]) + [1] * (input.dim() - channel_dims)
+    if p == 1.0:
+        return input * hookgrad.zeros(*shape, dtype=input.dtype)
+    keep = hookgrad.empty(*shape, dtype=input.dtype).bernoulli_(1 - p)
+    return input * keep / (1 - p)
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
+                           "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, "
+                           "a channel dimension, and an optional batch dimension (i.e. 2D or 3D inputs).")
+    return _feature_dropout(input, p, training, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, 4, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    return _feature_dropout(input, p, training, 5, "dropout3d")
+
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _alpha_dropout(input, p, training, mask_shape):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = hookgrad.empty(*mask_shape, dtype=input.dtype).bernoulli_(1 - p)
+    dropped_value = -_SELU_ALPHA * _SELU_SCALE
+    a = 1.0 / math.sqrt((dropped_value * dropped_value * p + 1) * (1 - p))
+    b = -a * dropped_value * p
+    return (input * keep + (1 - keep) * dropped_value) * a + b
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    return _alpha_dropout(input, p, training, tuple(input.shape))
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
+    return _alpha_dropout(input, p, training, shape)
+
+
+# ---- activations ---------------------------------------------------------------------------------------
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _F().elu(input, _SELU_ALPHA) * _SELU_SCALE
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return hookgrad.where(input > 0, input, ((input / alpha).exp() - 1) * alpha)
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    """``max(0, x) + weight * min(0, x)``, one weight per channel (dim 1) or one shared."""
+    if weight.numel() != 1 and (input.dim() < 2 or weight.numel() != input.shape[1]):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                           f"{weight.numel()} and channel size = {input.shape[1] if input.dim() > 1 else 1}.")
+    if weight.numel() != 1:
+        weight = weight.reshape(-1, *([1] * (input.dim() - 2)))
+    return hookgrad.where(input > 0, input, weight * input)
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False) -> Tensor:
+    """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise."""
+    if not training:
+        return _F().leaky_relu(input, (lower + upper) / 2)
+    slope = hookgrad.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
+    return hookgrad.where(input >= 0, input, input * slope)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    return hookgrad.where(input > threshold, input, hookgrad.full_like(input, value))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    return hookgrad.where(input.abs() > lambd, input, hookgrad.zeros_like(input))
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return hookgrad.where(input > lambd, input - lambd,
+                          hookgrad.where(input < -lambd, input + lambd, hookgrad.zeros_like(input)))

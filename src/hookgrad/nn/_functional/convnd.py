@@ -1,0 +1,225 @@
+"""Convolution and its relatives for any number of spatial dims (3-D included), composed of
+differentiable tensor ops.
+
+A convolution gathers one strided view of the (padded) input per kernel offset, stacks them as
+"columns" and multiplies them with the weight in one batched matmul; the transposed convolution is
+the convolution of the stride-dilated input with the flipped, channel-swapped kernel. Because every
+step is an ordinary recorded op, first and higher derivatives come from the engine. The 1-D and 2-D
+layers keep their dedicated kernels in ``conv.py``; ``unfold``/``fold`` reuse those (a convolution
+with an identity kernel is exactly im2col).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+
+import hookgrad
+from ..._tensor import Tensor
+from .conv import _check_input, _fmt, _tuple
+
+__all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
+           "window_views"]
+
+
+def _padding_pairs(padding, kernel, dilation, stride, nd):
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    return [(p, p) for p in _tuple(padding, nd)]
+
+
+def _pad_spatial(x: Tensor, pairs, value=0.0) -> Tensor:
+    """Pad (or, for negative amounts, crop) the trailing ``len(pairs)`` dims of ``x``."""
+    nd = len(pairs)
+    for i, (before, after) in enumerate(pairs):
+        dim = x.dim() - nd + i
+        if before < 0:
+            x = x.narrow(dim, -before, x.size(dim) + before)
+            before = 0
+        if after < 0:
+            x = x.narrow(dim, 0, x.size(dim) + after)
+            after = 0
+        if before or after:
+            pads = [0, 0] * (x.dim() - 1 - dim) + [before, after]
+            x = hookgrad.nn.functional.pad(x, pads, value=value)
+    return x
+
+
+def window_views(x: Tensor, kernel, stride, dilation, out_sizes) -> Tensor:
+    """Stack one strided view of the spatial dims of ``x`` (N, C, *S) per kernel offset: (N, C, K, *out)."""
+    views = []
+    for offset in itertools.product(*[range(k) for k in kernel]):
+        index = [slice(None), slice(None)]
+        for o, s, d, n in zip(offset, stride, dilation, out_sizes):
+            start = o * d
+            index.append(slice(start, start + s * (n - 1) + 1, s))
+        views.append(x[tuple(index)])
+    return hookgrad.stack(views, 2)
+
+
+def _out_sizes(sizes, kernel, stride, dilation):
+    return [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(sizes, kernel, stride, dilation)]
+
+
+def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, groups: int) -> Tensor:
+    """Batched N-d convolution: x (N, C, *S), weight (O, C/groups, *K)."""
+    nd = weight.dim() - 2
+    kernel = tuple(weight.shape[2:])
+    stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
+    x = _pad_spatial(x, _padding_pairs(padding, kernel, dilation, stride, nd))
+    sizes = tuple(x.shape[2:])
+    reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(n < r for n, r in zip(sizes, reach)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({_fmt(sizes)}). Kernel size: "
+                           f"({_fmt(reach)}). Kernel size can't be greater than actual input size")
+    out_sizes = _out_sizes(sizes, kernel, stride, dilation)
+    batch, channels = x.shape[0], x.shape[1]
+    out_channels = weight.shape[0]
+    group_in, group_out = channels // groups, out_channels // groups
+    taps = math.prod(kernel)
+    places = math.prod(out_sizes)
+    cols = window_views(x, kernel, stride, dilation, out_sizes)             # N, C, K, *out
+    cols = cols.reshape(batch, groups, group_in * taps, places).permute(1, 0, 3, 2)
+    cols = cols.reshape(groups, batch * places, group_in * taps)
+    w = weight.reshape(groups, group_out, group_in * taps).transpose(1, 2)  # G, C/G*K, O/G
+    out = cols.matmul(w)                                                     # G, N*L, O/G
+    out = out.reshape(groups, batch, places, group_out).permute(1, 0, 3, 2)
+    out = out.reshape(batch, out_channels, *out_sizes)
+    if bias is not None:
+        out = out + bias.reshape(1, out_channels, *([1] * nd))
+    return out
+
+
+def _dilate(x: Tensor, stride) -> Tensor:
+    """Insert ``s - 1`` zeros between neighbours along each spatial dim."""
+    nd = len(stride)
+    for i, s in enumerate(stride):
+        if s == 1:
+            continue
+        dim = x.dim() - nd + i
+        n = x.size(dim)
+        spread = x.unsqueeze(dim + 1)
+        zeros = hookgrad.zeros(*spread.shape[:dim + 1], s - 1, *spread.shape[dim + 2:], dtype=x.dtype)
+        spread = hookgrad.cat([spread, zeros], dim + 1)
+        x = spread.reshape(*x.shape[:dim], n * s, *x.shape[dim + 1:]).narrow(dim, 0, (n - 1) * s + 1)
+    return x
+
+
+def conv_transpose_nd_generic(x: Tensor, weight: Tensor, bias, stride, padding, output_padding, groups: int,
+                              dilation) -> Tensor:
+    """Batched N-d transposed convolution: x (N, C_in, *S), weight (C_in, C_out/groups, *K)."""
+    nd = weight.dim() - 2
+    kernel = tuple(weight.shape[2:])
+    c_in, group_out = weight.shape[0], weight.shape[1]
+    flipped = weight.reshape(groups, c_in // groups, group_out, *kernel).transpose(1, 2)
+    flipped = flipped.reshape(groups * group_out, c_in // groups, *kernel).flip(list(range(2, 2 + nd)))
+    spread = _dilate(x, stride)
+    pairs = [(d * (k - 1) - p, d * (k - 1) - p + op)
+             for k, d, p, op in zip(kernel, dilation, padding, output_padding)]
+    spread = _pad_spatial(spread, pairs)
+    return convolution_nd(spread, flipped, bias, 1, 0, dilation, groups)
+
+
+def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
+    if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"({type(x).__name__}, {type(weight).__name__})")
+    _check_input(x, weight, nd, name, groups)
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
+                           f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+    unbatched = x.dim() == nd + 1
+    out = convolution_nd(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, dilation, groups)
+    return out.squeeze(0) if unbatched else out
+
+
+def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
+    _check_input(x, weight, nd, name, groups, transposed=True)
+    if isinstance(padding, str):
+        raise RuntimeError(f"{name}: padding must be an int or a tuple of ints")
+    stride, padding = _tuple(stride, nd), _tuple(padding, nd)
+    output_padding, dilation = _tuple(output_padding, nd), _tuple(dilation, nd)
+    for op, s, d in zip(output_padding, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
+                               f"output_padding: {_fmt(output_padding).replace(' x ', ', ')}, stride: "
+                               f"{_fmt(stride).replace(' x ', ', ')}, dilation: {_fmt(dilation).replace(' x ', ', ')}")
+    kernel, sizes = tuple(weight.shape[2:]), tuple(x.shape[-nd:])
+    outs = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
+                 for i, s, p, d, k, op in zip(sizes, stride, padding, dilation, kernel, output_padding))
+    if any(o <= 0 for o in outs):
+        raise RuntimeError(f"Given input size per channel: ({_fmt(sizes)}). Calculated output size per channel: "
+                           f"({_fmt(outs)}). Output size is too small")
+    unbatched = x.dim() == nd + 1
+    out = conv_transpose_nd_generic(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding,
+                                    output_padding, groups, dilation)
+    return out.squeeze(0) if unbatched else out
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    return _conv_entry(input, weight, bias, stride, padding, dilation, groups, 3, "conv3d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1, dilation=1):
+    return _conv_transpose_entry(input, weight, bias, stride, padding, output_padding, groups, dilation, 3,
+                                 "conv_transpose3d")
+
+
+def _identity_kernel(kernel, dtype) -> Tensor:
+    taps = math.prod(kernel)
+    return hookgrad.eye(taps, dtype=dtype).reshape(taps, 1, *kernel)
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the sliding blocks as columns."""
+    if input.dim() < 3:
+        # torch reads the channel dim before checking the rank
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
+                         f"but got {input.dim()})")
+    if input.dim() > 4:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    unbatched = input.dim() == 3
+    x = input.unsqueeze(0) if unbatched else input
+    kernel = _tuple(kernel_size, 2)
+    batch, channels = x.shape[0], x.shape[1]
+    blocks = hookgrad.nn.functional.conv2d(x.reshape(batch * channels, 1, *x.shape[2:]),
+                                           _identity_kernel(kernel, x.dtype), None, _tuple(stride, 2),
+                                           _tuple(padding, 2), _tuple(dilation, 2))
+    out = blocks.reshape(batch, channels * math.prod(kernel), -1)
+    return out.squeeze(0) if unbatched else out
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """col2im, the adjoint of ``unfold``: overlapping blocks are summed into (N, C, *output_size)."""
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
+    unbatched = input.dim() == 2
+    cols = input.unsqueeze(0) if unbatched else input
+    kernel, output_size = _tuple(kernel_size, 2), _tuple(output_size, 2)
+    stride, padding, dilation = _tuple(stride, 2), _tuple(padding, 2), _tuple(dilation, 2)
+    taps = math.prod(kernel)
+    if cols.shape[1] % taps:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the product of kernel_size, "
+                           f"but got input.size(1)={cols.shape[1]} and kernel_size={kernel}")
+    blocks = _out_sizes([o + 2 * p for o, p in zip(output_size, padding)], kernel, stride, dilation)
+    if math.prod(blocks) != cols.shape[2]:
+        raise RuntimeError(f"Given output_size={output_size}, kernel_size={kernel}, dilation={dilation}, "
+                           f"padding={padding}, stride={stride}, expected size of input's dimension 2 to match the "
+                           f"calculated number of sliding blocks {blocks[0]} * {blocks[1]} = {math.prod(blocks)}, "
+                           f"but got input.size(2)={cols.shape[2]}.")
+    batch, channels = cols.shape[0], cols.shape[1] // taps
+    planes = cols.reshape(batch * channels, taps, *blocks)
+    natural = [(b - 1) * s - 2 * p + d * (k - 1) + 1
+               for b, s, p, d, k in zip(blocks, stride, padding, dilation, kernel)]
+    extra = tuple(o - n for o, n in zip(output_size, natural))
+    out = conv_transpose_nd_generic(planes, _identity_kernel(kernel, cols.dtype), None, stride, padding, extra, 1,
+                                    dilation)
+    out = out.reshape(batch, channels, *output_size)
+    return out.squeeze(0) if unbatched else out

@@ -1,0 +1,93 @@
+"""Real hook libraries from PyPI, unmodified, on hookgrad: the same script runs under real torch
+(``python script.py``) and under ``python -m hookgrad run script.py``; each prints its results as
+JSON and the two must agree (float64 models, values to 1e-10).
+
+The scripts live in tests/clients/; all of them start at once (torch and hookgrad never share a
+process). A case is (script, arguments, what it checks).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir))
+CLIENTS = os.path.join(ROOT, "tests", "clients")
+TIMEOUT = 180
+RTOL = ATOL = 1e-10
+
+CASES = {
+    "opacus": ("opacus_case.py", [], "GradSampleModule per-sample gradients (Linear, Conv2d) and a "
+                                     "DPOptimizer step with the noise off"),
+    "backpack_mse": ("backpack_case.py", [], "BatchGrad, BatchL2Grad, SumGradSquared, Variance and DiagGGNExact "
+                                             "on a Linear and a Conv2d model with MSELoss"),
+    "torchviz": ("torchviz_case.py", [], "make_dot node labels and edges of an MLP"),
+    "fx_clients": ("fx_case.py", [], "BackPACK's torch.fx module converter on a residual model; thop's fx_profile"),
+}
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (os.path.join(ROOT, "src"), env.get("PYTHONPATH")) if p)
+    env.setdefault("OMP_NUM_THREADS", "1")
+    env["PYTHONWARNINGS"] = "ignore"
+    return env
+
+
+def _start(args):
+    return subprocess.Popen([sys.executable, *args], cwd=CLIENTS, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture(scope="module")
+def client_runs():
+    """Every case on both frameworks, all started together."""
+    runs = {name: (_start([script, *args]), _start(["-m", "hookgrad", "run", script, *args]))
+            for name, (script, args, _) in CASES.items()}
+    yield runs
+    for procs in runs.values():
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+
+
+def _result(proc, label):
+    out, err = proc.communicate(timeout=TIMEOUT)
+    assert proc.returncode == 0, f"{label} failed (exit {proc.returncode}):\n{err[-3000:]}"
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _differences(got, want, path="", found=None):
+    found = [] if found is None else found
+    if isinstance(want, dict):
+        if not isinstance(got, dict) or sorted(got) != sorted(want):
+            found.append(f"{path}: keys {sorted(got) if isinstance(got, dict) else got!r} != {sorted(want)}")
+            return found
+        for key in want:
+            _differences(got[key], want[key], f"{path}.{key}", found)
+    elif isinstance(want, list):
+        if not isinstance(got, list) or len(got) != len(want):
+            found.append(f"{path}: {got!r} != {want!r}"[:400])
+            return found
+        for i, (g, w) in enumerate(zip(got, want)):
+            _differences(g, w, f"{path}[{i}]", found)
+    elif isinstance(want, float) and isinstance(got, (int, float)) and not isinstance(got, bool):
+        if not (math.isclose(got, want, rel_tol=RTOL, abs_tol=ATOL) or (math.isnan(got) and math.isnan(want))):
+            found.append(f"{path}: {got!r} != {want!r}")
+    elif got != want:
+        found.append(f"{path}: {got!r} != {want!r}"[:400])
+    return found
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_client_matches_torch(client_runs, name):
+    torch_proc, hookgrad_proc = client_runs[name]
+    want = _result(torch_proc, f"{name} on torch")
+    got = _result(hookgrad_proc, f"{name} under hookgrad run")
+    assert want.pop("torchvision_imported") is False and got.pop("torchvision_imported") is False
+    differences = _differences(got, want, name)
+    assert not differences, "\n".join(differences[:20])
