@@ -24,10 +24,13 @@ LAYERS = [
     ("tensor", ["hookgrad._tensor"]),
     ("ops", ["hookgrad._ops"]),
     ("autograd engine", ["hookgrad.autograd.engine"]),
-    ("namespace", ["hookgrad"]),
+    ("namespace", ["hookgrad", "hookgrad.autograd.variable"]),  # torch's path of the legacy Variable class
     ("nn", ["hookgrad.nn"]),
     ("optim", ["hookgrad.optim"]),
     ("data", ["hookgrad.utils.data", "hookgrad.data"]),
+    ("namespaces on nn", ["hookgrad.fx", "hookgrad.func", "hookgrad.jit", "hookgrad.distributions",
+                          "hookgrad.distributed", "hookgrad.multiprocessing", "hookgrad.utils.checkpoint",
+                          "hookgrad.amp", "hookgrad.testing"]),
     ("tools", ["hookgrad.tools", "hookgrad.hooks"]),
     ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__"]),
 ]
