@@ -54,6 +54,12 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
     "ret:node_post:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
     "ret:bw:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
     "ret:bw_pre:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
+    "ret:bw_pre:bare": "full backward pre-hook returning a bare tensor: torch warns (UserWarning) and calls the "
+                       "full backward hooks before raising; hookgrad raises at once (issue 11 #14)",
+    "combo:retain_grad_then_inplace": "retain_grad() then an in-place op on the tensor: its .grad is no longer "
+                                      "retained (torch moves the retention to the new grad_fn)",
+    "combo:backward_inputs_not_requiring_grad": "backward(inputs=[t]) with t not requiring grad: other text than "
+                                                "torch's \"can't retain_grad on Tensor that has requires_grad=False\"",
 }
 
 WIDTH = 3
@@ -120,10 +126,13 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                 break
     if not blocks:
         blocks = [{"kind": "linear", "name": "b0"}]
-    program = {"seed": seed, "x_requires_grad": rng.random() < 0.6, "model": blocks, "steps": []}
+    has_params = any(b["kind"] in ("linear", "seq", "shared", "tuple", "kwargs") for b in blocks)
+    x_grad = rng.random() < 0.6 or not has_params
+    program = {"seed": seed, "x_requires_grad": x_grad, "model": blocks, "steps": []}
     module_names = ["net"] + [("shared" if b["kind"] == "shared" else b["name"]) for b in blocks]
-    params = [f"{b['name']}.weight" for b in blocks if b["kind"] in ("linear", "kwargs")]
-    params += ["shared.weight"] if any(b["kind"] == "shared" for b in blocks) else []
+    param_names = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tuple": ["{}.lin.bias"],
+                   "kwargs": ["{}.lin.weight"], "shared": ["shared.weight", "shared.bias"]}
+    params = sorted({p.format(b["name"]) for b in blocks for p in param_names.get(b["kind"], [])})
     acts = [f"a_{b['name']}" for b in blocks] + ["out"]
     for b in blocks:
         if b["kind"] == "tuple":
@@ -164,9 +173,11 @@ def generate(seed: int, disabled=frozenset()) -> dict:
         if r < 0.45:
             return hook_step(rng.choice(MODULE_HOOK_KINDS), rng.choice(module_names))
         if r < 0.6:
-            return hook_step(rng.choice(GLOBAL_HOOK_KINDS), "global")
+            # legacy and full global backward hooks cannot be mixed: keep the legacy kind rare
+            return hook_step(rng.choice(GLOBAL_HOOK_KINDS[:-1] * 3 + ["g_legacy_bw"]), "global")
         if r < 0.8:
-            return hook_step(rng.choice(["tensor", "post_acc"]), rng.choice(params + ["x"]) if params else "x")
+            leaves = params + ["x"] * (3 if x_grad else 0)
+            return hook_step(rng.choice(["tensor", "post_acc"]), rng.choice(leaves or ["x"]))
         if r < 0.9:
             return hook_step(rng.choice(SD_HOOK_KINDS), rng.choice(module_names))
         return {"k": "retain_grad", "on": "x"}
@@ -274,6 +285,11 @@ def program_features(program) -> set[str]:
     subset_pass = "grad" in feats or "backward:inputs" in feats
     if subset_pass and feats & {"hook:node_post", "hook:legacy_bw", "hook:g_legacy_bw"}:
         feats.add("combo:post_hooks_under_input_subset")
+    if not program.get("x_requires_grad") and any(
+            s["k"] == "backward" and "x" in (s.get("inputs") or ()) for s in program["steps"]):
+        feats.add("combo:backward_inputs_not_requiring_grad")
+    if "retain_grad" in feats and feats & {"inplace", "inplace:view", "inplace:no_grad"}:
+        feats.add("combo:retain_grad_then_inplace")
     create_graph = feats & {"backward:create_graph", "grad:create_graph"}
     if create_graph and "model:relu" in feats:
         feats.add("combo:create_graph_through_relu")
@@ -484,9 +500,12 @@ class Interpreter:
                 result = None
             else:
                 self.event("ok", self.S(result))
-        cats = sorted({w.category.__name__ for w in caught} - {"DeprecationWarning"})
+        # torch gives the create_graph warnings once per process, so they depend on what ran before
+        cats = sorted({w.category.__name__ for w in caught if "create_graph=True" not in str(w.message)}
+                      - {"DeprecationWarning"})
         if cats:
             self.event("warn", tuple(cats))
+            self.messages += [f"{w.category.__name__}: {w.message}" for w in caught]
 
     def final(self):
         T = self.T
@@ -865,12 +884,22 @@ def signature(want, diff):
     return step, w[0] if w else None, g[0] if g else None
 
 
+# Touches what frameworks import lazily on first use, so that no timer interrupts an import.
+WARM_UP = {"seed": 0, "x_requires_grad": True, "model": [{"kind": "linear", "name": "b0"}, {"kind": "relu", "name": "b1"}],
+           "steps": [{"k": "optimizer", "type": "sgd"}, {"k": "forward", "saved": "log"}, {"k": "roots", "how": "sum"},
+                     {"k": "backward", "create_graph": True}, {"k": "step"}, {"k": "optimizer", "type": "adam"},
+                     {"k": "step"}, {"k": "state_dict", "load": True}]}
+
+
 class Frameworks:
     """torch and hookgrad, imported once per process."""
 
     def __init__(self, reference=None, candidate=None):
         self.reference = reference or importlib.import_module("torch")
         self.candidate = candidate or importlib.import_module("hookgrad")
+        for T in (self.reference, self.candidate):
+            interpret(T, WARM_UP, timeout=None)  # lazy imports (torch's optimizers) outside the timer
+
 
     def check(self, program, timeout=5.0):
         """(diff or None, torch log, hookgrad log, torch messages, hookgrad messages)."""
@@ -1024,8 +1053,8 @@ def report(fw, program, diff, want, got, wmsg, gmsg):
              f"first difference at event {index}:", f"  torch:    {w}", f"  hookgrad: {g}",
              "torch log:", render_log(want), "hookgrad log:", render_log(got)]
     if wmsg or gmsg:
-        lines += ["torch exceptions: " + " | ".join(m[:200] for m in wmsg),
-                  "hookgrad exceptions: " + " | ".join(m[:200] for m in gmsg)]
+        lines += ["torch exceptions and warnings: " + " | ".join(m[:200] for m in wmsg),
+                  "hookgrad exceptions and warnings: " + " | ".join(m[:200] for m in gmsg)]
     return "\n".join(lines)
 
 
