@@ -75,14 +75,14 @@ SD_HOOK_KINDS = ["sd_pre", "sd_post", "load_pre", "load_post"]
 
 # What each hook kind may return besides None ("none"), and what a replacement means.
 RETURNS = {
-    "tensor": ["none", "scale", "zero"],
+    "tensor": ["none", "scale", "zero", "raise"],
     "node_pre": ["none", "scale"],
-    "node_post": ["none", "scale", "none_tuple"],
+    "node_post": ["none", "scale", "none_tuple", "raise"],
     "post_acc": ["none", "self", "tensor"],
-    "fwd_pre": ["none", "scale"],
-    "fwd": ["none", "scale"],
-    "bw_pre": ["none", "scale", "none_tuple", "bare"],
-    "bw": ["none", "scale", "none_tuple"],
+    "fwd_pre": ["none", "scale", "raise"],
+    "fwd": ["none", "scale", "raise"],
+    "bw_pre": ["none", "scale", "none_tuple", "bare", "raise"],
+    "bw": ["none", "scale", "none_tuple", "raise"],
     "legacy_bw": ["none", "scale"],
     "g_fwd_pre": ["none", "scale"],
     "g_fwd": ["none", "scale"],
@@ -90,11 +90,11 @@ RETURNS = {
     "g_bw": ["none", "scale"],
     "g_legacy_bw": ["none"],
     "multi": ["none"],
-    "opt_pre": ["none"],
+    "opt_pre": ["none", "raise"],
     "opt_post": ["none"],
     "g_opt_pre": ["none"],
     "g_opt_post": ["none"],
-    "sd_pre": ["none"],
+    "sd_pre": ["none", "raise"],
     "sd_post": ["none"],
     "load_pre": ["none"],
     "load_post": ["none"],
@@ -129,7 +129,9 @@ def generate(seed: int, disabled=frozenset()) -> dict:
     has_params = any(b["kind"] in ("linear", "seq", "shared", "tuple", "kwargs") for b in blocks)
     x_grad = rng.random() < 0.6 or not has_params
     program = {"seed": seed, "x_requires_grad": x_grad, "model": blocks, "steps": []}
+    inner = {"seq": [".0", ".1"], "tuple": [".lin"], "kwargs": [".lin"]}
     module_names = ["net"] + [("shared" if b["kind"] == "shared" else b["name"]) for b in blocks]
+    module_names += [b["name"] + suffix for b in blocks for suffix in inner.get(b["kind"], [])]
     param_names = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tuple": ["{}.lin.bias"],
                    "kwargs": ["{}.lin.weight"], "shared": ["shared.weight", "shared.bias"]}
     params = sorted({p.format(b["name"]) for b in blocks for p in param_names.get(b["kind"], [])})
@@ -149,6 +151,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             step["act"] = "remove:" + rng.choice(labelled)
         elif r < 0.32:
             step["act"] = "register"
+        elif r < 0.4 and kind in ("fwd", "g_fwd"):
+            step["act"] = "hook_output"
         if kind in ("fwd_pre", "fwd", "bw_pre", "bw"):
             step["prepend"] = rng.random() < 0.3
         if kind in ("fwd_pre", "fwd"):
@@ -194,7 +198,7 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             pool = acts + params + ["x"]
             return {**hook_step("multi", rng.sample(pool, min(len(pool), rng.randint(2, 3))))}
         if r < 0.85:
-            return {"k": "inplace", "on": rng.choice(acts), "op": rng.choice(["mul_", "add_"]),
+            return {"k": "inplace", "on": rng.choice(acts + params), "op": rng.choice(["mul_", "add_"]),
                     "no_grad": rng.random() < 0.3, "view": rng.random() < 0.3}
         return hook_step(rng.choice(MODULE_HOOK_KINDS), rng.choice(module_names))
 
@@ -379,6 +383,10 @@ class FuzzTimeout(Exception):
     pass
 
 
+class HookFailed(ValueError):
+    """What a hook with ret='raise' raises: it must reach the caller unchanged."""
+
+
 class Skip(Exception):
     """A step refers to something the (shrunk) program does not have: same on both frameworks."""
 
@@ -443,10 +451,10 @@ class Interpreter:
     def module(self, name):
         if name == "net":
             return self.net
-        mod = getattr(self.net, name, None)
-        if mod is None:
-            raise Skip(name)
-        return mod
+        try:
+            return self.net.get_submodule(name)
+        except AttributeError:
+            raise Skip(name) from None
 
     def module_name(self, mod):
         for name, m in self.net.named_modules():
@@ -645,12 +653,19 @@ class Interpreter:
         handle = self.register(step, step["kind"], step["on"], step["label"])
         self.handles[step["label"]] = handle
 
-    def after(self, step, label):
+    def after(self, step, label, *args):
         """The hook's side action: remove itself, remove another hook, register a new one (once)."""
         act = step.get("act")
         if not act:
             return
-        if act == "remove_self":
+        if act == "hook_output":
+            out = args[0] if args else None
+            out = out[0] if isinstance(out, tuple) else out
+            if isinstance(out, self.T.Tensor) and out.requires_grad:
+                def output_hook(g):
+                    self.event("hook", label + "^", "tensor", self.S(g))
+                out.register_hook(output_hook)
+        elif act == "remove_self":
             self.handles[label].remove()
         elif act.startswith("remove:"):
             other = self.handles.get(act.split(":", 1)[1])
@@ -670,6 +685,8 @@ class Interpreter:
         ev = self.event
 
         def done(result):
+            if ret == "raise":
+                raise HookFailed(label)
             ev("return", label, self.S(result))
             return result
 
@@ -677,13 +694,13 @@ class Interpreter:
             def hook(g):
                 ev("hook", label, kind, self.S(g))
                 self.after(step, label)
-                return done({"none": None, "scale": g * 2.0, "zero": g * 0.0}[ret])
+                return done({"none": None, "scale": g * 2.0, "zero": g * 0.0}.get(ret))
             return self.tensor(on).register_hook(hook)
         if kind == "post_acc":
             def hook(p):
                 ev("hook", label, kind, self.S(p.grad))
                 self.after(step, label)
-                return done({"none": None, "self": p, "tensor": p.grad * 2.0 if p.grad is not None else p}[ret])
+                return done({"none": None, "self": p, "tensor": p.grad * 2.0 if p.grad is not None else p}.get(ret))
             return self.tensor(on).register_post_accumulate_grad_hook(hook)
         if kind in ("node_pre", "node_post"):
             fn = self.tensor(on).grad_fn
@@ -700,7 +717,7 @@ class Interpreter:
                 ev("hook", label, kind, fn.name(), self.S(grad_inputs), self.S(grad_outputs))
                 self.after(step, label)
                 result = {"none": None, "scale": self.scale(grad_inputs, 3.0),
-                          "none_tuple": tuple(None for _ in grad_inputs)}[ret]
+                          "none_tuple": tuple(None for _ in grad_inputs)}.get(ret)
                 return done(result)
             return fn.register_hook(hook)
         if kind == "multi":
@@ -755,7 +772,7 @@ class Interpreter:
             return mod.register_load_state_dict_post_hook(hook)
         raise ValueError(kind)
 
-    def register_module_hook(self, step, kind, on, label, ret, done):
+    def register_module_hook(self, step, kind, on, label, ret, done):  # noqa: C901 - one branch per kind
         ev, name = self.event, self.module_name
         base = kind[2:] if kind.startswith("g_") else kind
         with_kwargs = step.get("with_kwargs", False)
@@ -775,12 +792,12 @@ class Interpreter:
             if with_kwargs:
                 def hook(m, args, kwargs, out):
                     ev("hook", label, kind, name(m), self.S(args), tuple(sorted(kwargs)), self.S(out))
-                    self.after(step, label)
+                    self.after(step, label, out)
                     return done(self.scale(out, 3.0) if ret == "scale" else None)
             else:
                 def hook(m, args, out):
                     ev("hook", label, kind, name(m), self.S(args), self.S(out))
-                    self.after(step, label)
+                    self.after(step, label, out)
                     return done(self.scale(out, 3.0) if ret == "scale" else None)
         elif base == "bw_pre":
             def hook(m, grad_output):
@@ -788,14 +805,14 @@ class Interpreter:
                 self.after(step, label)
                 result = {"none": None, "scale": self.scale(grad_output, 0.5),
                           "none_tuple": tuple(None for _ in grad_output),
-                          "bare": grad_output[0] if grad_output else None}[ret]
+                          "bare": grad_output[0] if grad_output else None}.get(ret)
                 return done(result)
         else:  # bw and legacy_bw
             def hook(m, grad_input, grad_output):
                 ev("hook", label, kind, name(m), self.S(grad_input), self.S(grad_output))
                 self.after(step, label)
                 result = {"none": None, "scale": self.scale(grad_input, 3.0),
-                          "none_tuple": tuple(None for _ in grad_input)}[ret]
+                          "none_tuple": tuple(None for _ in grad_input)}.get(ret)
                 return done(result)
 
         if kind.startswith("g_"):
