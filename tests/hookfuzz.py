@@ -10,8 +10,8 @@ parameters. ``compare`` finds the first event where the two logs differ; ``shrin
 blocks and options while the same divergence remains, leaving a minimal program; ``render`` prints
 a program as Python-like text.
 
-    python tests/hookfuzz.py --n 1000 --seed 0          # full vocabulary
-    python tests/hookfuzz.py --n 300 --ci               # the vocabulary the test suite runs
+    python tests/hookfuzz.py --n 1000 --seed 0          # full vocabulary, a line per program
+    python tests/hookfuzz.py --n 400 --ci -q            # the suite's vocabulary, divergences only
 
 Features that still diverge today are listed in ``KNOWN_DIVERGENT_FEATURES``; the suite's fixed
 seeds are generated without them. When a fix lands, delete its line and the suite covers it.
@@ -257,7 +257,7 @@ def step_features(step) -> list[str]:
             if step.get(opt):
                 feats.append(f"{opt}:{step['kind']}")
         if k == "hook" and step["kind"] == "multi":
-            feats.append(f"multi:{step['mode']}")
+            feats.append(f"multi:{step.get('mode', 'all')}")
         return feats
     if k in ("backward", "grad"):
         feats = [k]
@@ -979,12 +979,26 @@ def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
         for si in range(len(current["steps"])):
             for key, default in STEP_DEFAULTS.items():
                 step = current["steps"][si]
+                if key == "inputs" and step["k"] == "grad":
+                    continue
                 if key in step and step[key] != default and checks < max_checks:
                     simpler = {k: v for k, v in step.items() if k != key}
                     candidate = {**current, "steps": current["steps"][:si] + [simpler] + current["steps"][si + 1:]}
                     if still(candidate):
                         current, changed = candidate, True
-            # blocks: a complex block replaced by a Linear
+            # list-valued options (grad inputs, multi-grad hook tensors) lose one entry at a time
+            for key in ("inputs", "on"):
+                j = 0
+                while isinstance(current["steps"][si].get(key), list) and j < len(current["steps"][si][key]) \
+                        and len(current["steps"][si][key]) > 1 and checks < max_checks:
+                    step = current["steps"][si]
+                    simpler = {**step, key: step[key][:j] + step[key][j + 1:]}
+                    candidate = {**current, "steps": current["steps"][:si] + [simpler] + current["steps"][si + 1:]}
+                    if still(candidate):
+                        current, changed = candidate, True
+                    else:
+                        j += 1
+        # blocks: a complex block replaced by a Linear
         for bi, block in enumerate(current["model"]):
             if block["kind"] != "linear" and checks < max_checks:
                 candidate = {**current, "model": current["model"][:bi] + [{**block, "kind": "linear"}]
@@ -1086,7 +1100,7 @@ def run_many(seeds, disabled=frozenset(), fw=None, timeout=5.0, do_shrink=True, 
         diff, want, got, wmsg, gmsg = fw.check(program, timeout)
         if diff is None:
             if verbose:
-                out(f"seed {seed}: ok ({len(program['steps'])} steps)")
+                out(f"seed {seed}: ok ({len(program['steps'])} steps, {len(want)} events)")
             continue
         small = shrink(fw, program, timeout=timeout) if do_shrink else program
         diff2, want2, got2, wmsg2, gmsg2 = fw.check(small, timeout)
@@ -1105,13 +1119,13 @@ def main(argv=None):
     parser.add_argument("--ci", action="store_true", help="leave out KNOWN_DIVERGENT_FEATURES (the suite's setting)")
     parser.add_argument("--no-shrink", action="store_true")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per program and framework")
-    parser.add_argument("-v", "--verbose", action="store_true", help="print a line for clean programs too")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the divergences and the total")
     args = parser.parse_args(argv)
     disabled = frozenset(KNOWN_DIVERGENT_FEATURES) if args.ci else frozenset()
     fw = Frameworks()
     start = time.perf_counter()
     found = run_many(range(args.seed, args.seed + args.n), disabled, fw, args.timeout,
-                     not args.no_shrink, verbose=args.verbose)
+                     not args.no_shrink, verbose=not args.quiet)
     elapsed = time.perf_counter() - start
     print(f"{args.n - len(found)} of {args.n} programs ran clean, {len(found)} diverged ({elapsed:.1f} s)")
     return 1 if found else 0
