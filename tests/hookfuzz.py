@@ -34,9 +34,17 @@ import zlib
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
     "saved:log": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
     "saved:clone": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
+    "saved:detach": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
+    "saved:scale": "saved-tensor pack hooks run with grad mode on (torch: off); unpacked values do not take "
+                   "the original's autograd identity in double backward (issue 11 #15)",
     "combo:post_hooks_under_input_subset": "node post-hooks / legacy backward hooks get computed gradients "
                                            "for inputs autograd.grad does not need (torch: None) (issue 11 #3)",
-    "hook:multi": "multi-grad hooks: no AssertionError on a tensor without grad_fn/requires_grad (issue 11 #7)",
+    "combo:multi_grad_hook_without_input_grad": "register_multi_grad_hook on a tensor that does not require grad "
+                                                "(x without requires_grad, or forward under no_grad): torch raises AssertionError, hookgrad "
+                                                "accepts (issue 11 #7)",
+    "combo:multi_grad_hook_on_leaf_under_autograd_grad": "multi-grad hook on a leaf, then autograd.grad: torch raises "
+                                                         "RuntimeError (_will_engine_execute_node), hookgrad calls "
+                                                         "the hook (issue 11 #7)",
     "roots:split": "several roots that are outputs of one node lose gradients (issue 11 #1)",
     "roots:unbind": "several roots that are outputs of one node lose gradients (issue 11 #1)",
     "roots:tuple": "several roots that are outputs of one node lose gradients (issue 11 #1)",
@@ -222,7 +230,7 @@ def generate(seed: int, disabled=frozenset()) -> dict:
         for _ in range(rng.randint(1, 5)):
             draw(before_forward)
         draw(lambda: {"k": "forward", "no_grad": rng.random() < 0.05,
-                      "saved": rng.choice([None, None, None, "log", "clone"])})
+                      "saved": rng.choice([None] * 6 + ["log", "clone", "detach", "scale"])})
         for _ in range(rng.randint(0, 4)):
             draw(after_forward)
         draw(lambda: {"k": "roots", "how": rng.choice(["sum", "sum", "square", "two", "split", "unbind", "tuple"])})
@@ -292,6 +300,11 @@ def program_features(program) -> set[str]:
     if not program.get("x_requires_grad") and any(
             s["k"] == "backward" and "x" in (s.get("inputs") or ()) for s in program["steps"]):
         feats.add("combo:backward_inputs_not_requiring_grad")
+    multi_on = [n for s in program["steps"] if s["k"] == "hook" and s["kind"] == "multi" for n in s["on"]]
+    if multi_on and (not program.get("x_requires_grad") or "forward:no_grad" in feats):
+        feats.add("combo:multi_grad_hook_without_input_grad")
+    if "grad" in feats and any(n == "x" or "." in n for n in multi_on):
+        feats.add("combo:multi_grad_hook_on_leaf_under_autograd_grad")
     if "retain_grad" in feats and feats & {"inplace", "inplace:view", "inplace:no_grad"}:
         feats.add("combo:retain_grad_then_inplace")
     create_graph = feats & {"backward:create_graph", "grad:create_graph"}
@@ -543,11 +556,11 @@ class Interpreter:
     def saved_hooks(self, mode):
         def pack(t):
             self.event("pack", self.S(t)[:3], bool(self.T.is_grad_enabled()))
-            return t.clone() if mode == "clone" else t
+            return {"clone": t.clone, "detach": t.detach, "scale": lambda: t * 2.0}.get(mode, lambda: t)()
 
         def unpack(t):
             self.event("unpack", self.S(t)[:3])
-            return t
+            return t / 2.0 if mode == "scale" else t
         return pack, unpack
 
     def do_roots(self, step):
@@ -782,6 +795,7 @@ class Interpreter:
                 def hook(m, args, kwargs):
                     ev("hook", label, kind, name(m), self.S(args), tuple(sorted(kwargs)))
                     self.after(step, label)
+                    kwargs = {**kwargs, "scale": 2.0} if "scale" in kwargs else kwargs
                     return done(((self.scale(args[0], 2.0),) + tuple(args[1:]), kwargs) if ret == "scale" else None)
             else:
                 def hook(m, args):
