@@ -32,11 +32,13 @@ import zlib
 # One line per vocabulary feature that diverges on the current code, naming the divergence.
 # The test suite generates its programs without these; `--ci` does the same on the command line.
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "saved:log": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
-    "saved:clone": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
-    "saved:detach": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
-    "saved:scale": "saved-tensor pack hooks run with grad mode on (torch: off); unpacked values do not take "
-                   "the original's autograd identity in double backward (issue 11 #15)",
+    "saved:grad_mode": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
+    "combo:saved_hooks_on_linear_without_bias": "Linear without bias packs input before weight (torch: weight "
+                                                "first) (issue 11 #18)",
+    "combo:saved_hooks_detach_or_scale_with_create_graph": "a pack hook that detaches or scales: unpacked values do "
+                                                           "not take the original's autograd identity, so "
+                                                           "create_graph gradients lose requires_grad / double "
+                                                           "backward differs (issue 11 #15)",
     "combo:post_hooks_under_input_subset": "node post-hooks / legacy backward hooks get computed gradients "
                                            "for inputs autograd.grad does not need (torch: None) (issue 11 #3)",
     "combo:multi_grad_hook_without_input_grad": "register_multi_grad_hook on a tensor that does not require grad "
@@ -64,6 +66,12 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
     "ret:bw_pre:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
     "ret:bw_pre:bare": "full backward pre-hook returning a bare tensor: torch warns (UserWarning) and calls the "
                        "full backward hooks before raising; hookgrad raises at once (issue 11 #14)",
+    "combo:multi_grad_hook_then_inplace": "multi-grad hook (mode all) on [x, t], then t modified in place: hookgrad "
+                                          "calls the hook early with x's gradient None, then an internal TypeError "
+                                          "(torch: once, with both gradients)",
+    "combo:backward_again_after_inplace_on_view": "a second backward (no retain_graph) through CopySlices from an "
+                                                  "in-place op on a view: torch raises the freed-buffers error at "
+                                                  "CopySlices, hookgrad runs its hooks first",
     "combo:retain_grad_then_inplace": "retain_grad() then an in-place op on the tensor: its .grad is no longer "
                                       "retained (torch moves the retention to the new grad_fn)",
     "combo:backward_inputs_not_requiring_grad": "backward(inputs=[t]) with t not requiring grad: other text than "
@@ -230,7 +238,7 @@ def generate(seed: int, disabled=frozenset()) -> dict:
         for _ in range(rng.randint(1, 5)):
             draw(before_forward)
         draw(lambda: {"k": "forward", "no_grad": rng.random() < 0.05,
-                      "saved": rng.choice([None] * 6 + ["log", "clone", "detach", "scale"])})
+                      "saved": rng.choice([None] * 7 + ["log", "grad_mode", "clone", "detach", "scale"])})
         for _ in range(rng.randint(0, 4)):
             draw(after_forward)
         draw(lambda: {"k": "roots", "how": rng.choice(["sum", "sum", "square", "two", "split", "unbind", "tuple"])})
@@ -305,6 +313,15 @@ def program_features(program) -> set[str]:
         feats.add("combo:multi_grad_hook_without_input_grad")
     if "grad" in feats and any(n == "x" or "." in n for n in multi_on):
         feats.add("combo:multi_grad_hook_on_leaf_under_autograd_grad")
+    saved = {f for f in feats if f.startswith("saved:")}
+    if saved and "model:kwargs" in feats:
+        feats.add("combo:saved_hooks_on_linear_without_bias")
+    if saved & {"saved:detach", "saved:scale"} and feats & {"backward:create_graph", "grad:create_graph"}:
+        feats.add("combo:saved_hooks_detach_or_scale_with_create_graph")
+    if multi_on and feats & {"inplace", "inplace:view", "inplace:no_grad"}:
+        feats.add("combo:multi_grad_hook_then_inplace")
+    if "inplace:view" in feats and sum(s["k"] in ("backward", "grad") for s in program["steps"]) > 1:
+        feats.add("combo:backward_again_after_inplace_on_view")
     if "retain_grad" in feats and feats & {"inplace", "inplace:view", "inplace:no_grad"}:
         feats.add("combo:retain_grad_then_inplace")
     create_graph = feats & {"backward:create_graph", "grad:create_graph"}
@@ -555,7 +572,10 @@ class Interpreter:
 
     def saved_hooks(self, mode):
         def pack(t):
-            self.event("pack", self.S(t)[:3], bool(self.T.is_grad_enabled()))
+            if mode == "grad_mode":
+                self.event("pack", self.S(t)[:3], "grad enabled", bool(self.T.is_grad_enabled()))
+            else:
+                self.event("pack", self.S(t)[:3])
             return {"clone": t.clone, "detach": t.detach, "scale": lambda: t * 2.0}.get(mode, lambda: t)()
 
         def unpack(t):
