@@ -2,6 +2,7 @@
 torch and hookgrad, and the fuzzer itself must catch and shrink a deliberately broken hookgrad."""
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -34,6 +35,10 @@ def test_programs_are_plain_data_and_reproducible():
     assert first != hookfuzz.generate(18)
     text = hookfuzz.render(first)
     assert text.startswith("# seed 17") and "net = Net(" in text
+    for seed in range(200):
+        program = hookfuzz.generate(seed)
+        assert json.loads(json.dumps(program)) == program
+        assert len(hookfuzz.render(program).splitlines()) == len(program["steps"]) + 2
 
 
 def test_ci_programs_avoid_known_divergent_features():
