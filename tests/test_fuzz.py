@@ -23,7 +23,7 @@ def test_fixed_seeds_run_the_same_on_torch_and_hookgrad(frameworks):
     """Every CI program's event log matches torch's; a divergence is shown shrunk, with both logs."""
     start = time.perf_counter()
     reports = []
-    found = hookfuzz.run_many(CI_SEEDS, CI_DISABLED, frameworks, timeout=5.0, out=reports.append)
+    found = hookfuzz.run_many(CI_SEEDS, CI_DISABLED, frameworks, timeout=5.0, out=reports.append, limit=3)
     elapsed = time.perf_counter() - start
     assert not found, "\n".join(reports)
     assert elapsed < 60, f"{len(CI_SEEDS)} programs took {elapsed:.1f} s"
