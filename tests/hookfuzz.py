@@ -505,6 +505,9 @@ class Interpreter:
         T = self.T
         Net = _classes(T)
         seed = self.program["seed"]
+        # the kind of the first global backward hook (full or legacy) stays decided for the whole
+        # process, even after its removal; every program starts undecided
+        self.mm._global_is_full_backward_hook = None
         self.net = Net(self.program["model"]).double()
         with T.no_grad():
             for name, p in self.net.named_parameters():

@@ -41,6 +41,30 @@ def test_programs_are_plain_data_and_reproducible():
         assert len(hookfuzz.render(program).splitlines()) == len(program["steps"]) + 2
 
 
+@pytest.mark.parametrize("name", ["torch", "hookgrad"])
+def test_a_program_logs_the_same_whatever_ran_before(frameworks, name):
+    """Programs leave no global state behind (global hooks, grad mode, saved-tensor hooks)."""
+    T = frameworks.reference if name == "torch" else frameworks.candidate
+
+    def global_hook_program(kind):
+        return {"seed": 0, "x_requires_grad": True, "model": [{"kind": "linear", "name": "b0"}],
+                "steps": [{"k": "hook", "kind": kind, "on": "global", "label": "h0"}, {"k": "forward"},
+                          {"k": "roots", "how": "sum"}, {"k": "backward"}]}
+
+    # a global legacy backward hook, once registered, makes later full ones fail for the process
+    legacy, full = global_hook_program("g_legacy_bw"), global_hook_program("g_bw")
+    for first, second in [(legacy, full), (full, legacy)]:
+        hookfuzz.interpret(T, first)
+        log = hookfuzz.interpret(T, second)[0]
+        assert not [e for e in log if e[0] == "raised"], log
+
+    programs = [hookfuzz.generate(seed) for seed in range(40)]
+    forward = [hookfuzz.interpret(T, p)[0] for p in programs]
+    backward = [hookfuzz.interpret(T, p)[0] for p in reversed(programs)][::-1]
+    for program, a, b in zip(programs, forward, backward):
+        assert hookfuzz.compare(a, b) is None, hookfuzz.render(program)
+
+
 def test_ci_programs_avoid_known_divergent_features():
     for seed in CI_SEEDS:
         assert not hookfuzz.program_features(hookfuzz.generate(seed, CI_DISABLED)) & CI_DISABLED
