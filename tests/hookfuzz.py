@@ -1120,7 +1120,7 @@ def render_log(log):
     return "\n".join("  " + " ".join(short(x) for x in e) for e in log)
 
 
-def report(fw, program, diff, want, got, wmsg, gmsg):
+def report(program, diff, want, got, wmsg, gmsg):
     index, w, g = diff
     lines = ["program:", *("  " + line for line in render(program).splitlines()),
              f"first difference at event {index}:", f"  torch:    {w}", f"  hookgrad: {g}",
@@ -1151,7 +1151,7 @@ def run_many(seeds, disabled=frozenset(), fw=None, timeout=5.0, do_shrink=True, 
         if diff2 is None:  # flaky: keep the original
             small, diff2, want2, got2, wmsg2, gmsg2 = program, diff, want, got, wmsg, gmsg
         out(f"seed {seed}: DIVERGES ({len(program['steps'])} steps, shrunk to {len(small['steps'])})")
-        out(report(fw, small, diff2, want2, got2, wmsg2, gmsg2))
+        out(report(small, diff2, want2, got2, wmsg2, gmsg2))
         found.append((seed, small, diff2, want2, got2))
         if limit is not None and len(found) >= limit:
             out(f"stopped after {limit} divergences")

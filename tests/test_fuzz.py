@@ -84,7 +84,7 @@ def test_ci_programs_cover_the_vocabulary():
     for seed in CI_SEEDS:
         seen |= hookfuzz.program_features(hookfuzz.generate(seed, CI_DISABLED))
     kinds = (hookfuzz.MODULE_HOOK_KINDS + hookfuzz.GLOBAL_HOOK_KINDS + hookfuzz.OPT_HOOK_KINDS
-             + hookfuzz.SD_HOOK_KINDS + ["tensor", "node_pre", "node_post", "post_acc"])
+             + hookfuzz.SD_HOOK_KINDS + hookfuzz.TENSOR_HOOK_KINDS)
     wanted = {f"hook:{k}" for k in kinds} | {
         "forward", "backward", "grad", "double", "inplace", "retain_grad", "step", "zero_grad", "state_dict",
         "optimizer:sgd", "optimizer:adam", "act:remove_self", "act:remove", "act:register",
