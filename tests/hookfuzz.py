@@ -1053,7 +1053,7 @@ def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
 # --------------------------------------------------------------------------- rendering
 
 def _args(step, keys):
-    return ", ".join(f"{k}={step[k]!r}" for k in keys if step.get(k) not in (None, False))
+    return ", ".join(f"{k}={step[k]!r}" for k in keys if step.get(k) not in (None, False, "none"))
 
 
 def render_step(step):
