@@ -20,6 +20,13 @@ bench: $(PY)
 	$(PIP) install --quiet -e '.[bench]'
 	$(PY) -m hookgrad bench
 
+.PHONY: fuzz
+N ?= 1000
+SEED ?= 0
+fuzz: $(PY)
+	$(PIP) install --quiet -e '.[test]'
+	$(PY) tests/hookfuzz.py --n $(N) --seed $(SEED)
+
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache runs
 

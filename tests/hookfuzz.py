@@ -1,0 +1,1182 @@
+"""Differential hook fuzzer: random hook programs run on torch and on hookgrad, logs compared.
+
+A *program* is plain data (a dict of lists and dicts) generated from a seed: a small model built
+from a vocabulary of blocks, and a list of *steps* (hook registrations of every kind, forward,
+backward, ``autograd.grad``, in-place ops, optimizer steps, state dicts). ``interpret(T, program)``
+runs it against a framework module ``T`` (torch or hookgrad) and returns an *event log*: which hook
+fired with which arguments (dtype, shape, values, requires_grad), what it returned, the exception
+class and key phrases of every step that raised, warning categories, and the final gradients and
+parameters. ``compare`` finds the first event where the two logs differ; ``shrink`` deletes steps,
+blocks and options while the same divergence remains, leaving a minimal program; ``render`` prints
+a program as Python-like text.
+
+    python tests/hookfuzz.py --n 1000 --seed 0          # full vocabulary, a line per program
+    python tests/hookfuzz.py --n 400 --ci -q            # the suite's vocabulary, divergences only
+
+Features that still diverge today are listed in ``KNOWN_DIVERGENT_FEATURES``; the suite's fixed
+seeds are generated without them. When a fix lands, delete its line and the suite covers it.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import importlib
+import math
+import random
+import signal
+import sys
+import time
+import warnings
+import zlib
+
+# One entry per vocabulary feature that diverges on the current code, naming the divergence.
+# The test suite generates its programs without these; `--ci` does the same on the command line.
+# Names are those of step_features (one step) and program_features ("combo:", steps that only
+# diverge together).
+KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
+    "saved:grad_mode": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
+    "combo:saved_hooks_on_linear_without_bias": "Linear without bias packs input before weight (torch: weight "
+                                                "first) (issue 11 #18)",
+    "combo:saved_hooks_detach_or_scale_with_create_graph": "a pack hook that detaches or scales: unpacked values do "
+                                                           "not take the original's autograd identity, so "
+                                                           "create_graph gradients lose requires_grad / double "
+                                                           "backward differs (issue 11 #15)",
+    "combo:post_hooks_under_input_subset": "node post-hooks / legacy backward hooks get computed gradients "
+                                           "for inputs autograd.grad does not need (torch: None) (issue 11 #3)",
+    "combo:multi_grad_hook_without_input_grad": "register_multi_grad_hook on a tensor that does not require grad "
+                                                "(x without requires_grad, or forward under no_grad): torch "
+                                                "raises AssertionError, hookgrad accepts (issue 11 #7)",
+    "combo:multi_grad_hook_on_leaf_under_autograd_grad": "multi-grad hook on a leaf, then autograd.grad: torch raises "
+                                                         "RuntimeError (_will_engine_execute_node), hookgrad calls "
+                                                         "the hook (issue 11 #7)",
+    "roots:split": "several roots that are outputs of one node lose gradients (issue 11 #1)",
+    "roots:unbind": "several roots that are outputs of one node lose gradients (issue 11 #1)",
+    "roots:tuple": "several roots that are outputs of one node lose gradients (issue 11 #1)",
+    "combo:create_graph_through_relu": "create_graph=True through ReLU: gradients (and hook arguments) do not "
+                                       "require grad (issue 11 #4)",
+    "combo:zero_grad_after_create_graph": "zero_grad(set_to_none=False) after backward(create_graph=True) raises "
+                                          "\"Can't detach views in-place\" (issue 11 #5)",
+    "ret:post_acc:tensor": "post-accumulate-grad hook returning a tensor: other text than torch's "
+                           "\"should return None\" (issue 11 #12)",
+    "ret:post_acc:self": "post-accumulate-grad hook returning the parameter itself is refused (issue 11 #12)",
+    "combo:optimizer_hooks_changed_during_step": "optimizer step hook removing/registering hooks during step(): "
+                                                 "torch raises 'OrderedDict mutated during iteration' (issue 11 #13)",
+    "combo:inplace_with_full_backward_hooks": "in-place on outputs of modules with full backward hooks is accepted "
+                                              "(torch raises); tensor hook after it: TypeError (issue 11 #9, #10)",
+    "ret:node_post:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
+    "ret:bw:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
+    "ret:bw_pre:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
+    "ret:bw_pre:bare": "full backward pre-hook returning a bare tensor: torch warns (UserWarning) and calls the "
+                       "full backward hooks before raising; hookgrad raises at once (issue 11 #14)",
+    "combo:multi_grad_hook_then_inplace": "multi-grad hook (mode all) on [x, t], then t modified in place: hookgrad "
+                                          "calls the hook early with x's gradient None, then an internal TypeError "
+                                          "(torch: once, with both gradients)",
+    "combo:backward_again_after_inplace_on_view": "a second backward (no retain_graph) through CopySlices from an "
+                                                  "in-place op on a view: torch raises the freed-buffers error at "
+                                                  "CopySlices, hookgrad runs its hooks first",
+    "combo:retain_grad_then_inplace": "retain_grad() then an in-place op on the tensor: its .grad is no longer "
+                                      "retained (torch moves the retention to the new grad_fn)",
+    "combo:backward_inputs_not_requiring_grad": "backward(inputs=[t]) with t not requiring grad: other text than "
+                                                "torch's \"can't retain_grad on Tensor that has requires_grad=False\"",
+}
+
+WIDTH = 3
+BATCH = 2
+RTOL, ATOL = 1e-6, 1e-9
+
+BLOCK_KINDS = ["linear", "relu", "tanh", "sigmoid", "seq", "shared", "tuple", "kwargs"]
+MODULE_HOOK_KINDS = ["fwd_pre", "fwd", "bw_pre", "bw", "legacy_bw"]
+GLOBAL_HOOK_KINDS = ["g_fwd_pre", "g_fwd", "g_bw_pre", "g_bw", "g_legacy_bw"]
+TENSOR_HOOK_KINDS = ["tensor", "node_pre", "node_post", "post_acc"]
+OPT_HOOK_KINDS = ["opt_pre", "opt_post", "g_opt_pre", "g_opt_post"]
+SD_HOOK_KINDS = ["sd_pre", "sd_post", "load_pre", "load_post"]
+
+# What each hook kind may return besides None ("none"), and what a replacement means.
+RETURNS = {
+    "tensor": ["none", "scale", "zero", "raise"],
+    "node_pre": ["none", "scale"],
+    "node_post": ["none", "scale", "none_tuple", "raise"],
+    "post_acc": ["none", "self", "tensor"],
+    "fwd_pre": ["none", "scale", "raise"],
+    "fwd": ["none", "scale", "raise"],
+    "bw_pre": ["none", "scale", "none_tuple", "bare", "raise"],
+    "bw": ["none", "scale", "none_tuple", "raise"],
+    "legacy_bw": ["none", "scale"],
+    "g_fwd_pre": ["none", "scale"],
+    "g_fwd": ["none", "scale"],
+    "g_bw_pre": ["none", "scale"],
+    "g_bw": ["none", "scale"],
+    "g_legacy_bw": ["none"],
+    "multi": ["none"],
+    "opt_pre": ["none", "raise"],
+    "opt_post": ["none"],
+    "g_opt_pre": ["none"],
+    "g_opt_post": ["none"],
+    "sd_pre": ["none", "raise"],
+    "sd_post": ["none"],
+    "load_pre": ["none"],
+    "load_post": ["none"],
+}
+KEY_PHRASES = [
+    "inplace", "in-place", "second time", "freed", "does not require grad", "not have been used",
+    "should return None", "leaf Variable", "view", "mutated", "BackwardHookFunction",
+    "returned an invalid", "grad_fn", "expected", "size", "element 0", "version",
+]
+
+
+# --------------------------------------------------------------------------- program generator
+
+def generate(seed: int, disabled=frozenset()) -> dict:
+    """A random program for ``seed``; steps or blocks whose features are in ``disabled`` are
+    redrawn (or left out), so every program of a disabled-feature run avoids them."""
+    rng = random.Random(seed)
+    labels = iter(f"h{i}" for i in range(1000))
+
+    def allowed(features):
+        return not (set(features) & set(disabled))
+
+    blocks = []
+    for i in range(rng.randint(1, 4)):
+        for _ in range(20):
+            kind = rng.choice(BLOCK_KINDS)
+            if allowed(block_features(kind)):
+                blocks.append({"kind": kind, "name": f"b{i}"})
+                break
+    if not blocks:
+        blocks = [{"kind": "linear", "name": "b0"}]
+    has_params = any(b["kind"] in ("linear", "seq", "shared", "tuple", "kwargs") for b in blocks)
+    x_grad = rng.random() < 0.6 or not has_params
+    program = {"seed": seed, "x_requires_grad": x_grad, "model": blocks, "steps": []}
+    inner = {"seq": [".0", ".1"], "tuple": [".lin"], "kwargs": [".lin"]}
+    module_names = ["net"] + [("shared" if b["kind"] == "shared" else b["name"]) for b in blocks]
+    module_names += [b["name"] + suffix for b in blocks for suffix in inner.get(b["kind"], [])]
+    param_names = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tuple": ["{}.lin.bias"],
+                   "kwargs": ["{}.lin.weight"], "shared": ["shared.weight", "shared.bias"]}
+    params = sorted({p.format(b["name"]) for b in blocks for p in param_names.get(b["kind"], [])})
+    acts = [f"a_{b['name']}" for b in blocks] + ["out"]
+    for b in blocks:
+        if b["kind"] == "tuple":
+            acts += [f"a_{b['name']}_0", f"a_{b['name']}_1"]
+    labelled = []
+
+    def hook_step(kind, on):
+        step = {"k": "hook", "kind": kind, "on": on, "label": next(labels),
+                "ret": rng.choice(RETURNS[kind]) if rng.random() < 0.5 else "none"}
+        r = rng.random()
+        if r < 0.12:
+            step["act"] = "remove_self"
+        elif r < 0.22 and labelled:
+            step["act"] = "remove:" + rng.choice(labelled)
+        elif r < 0.32:
+            step["act"] = "register"
+        elif r < 0.4 and kind in ("fwd", "g_fwd"):
+            step["act"] = "hook_output"
+        if kind in ("fwd_pre", "fwd", "bw_pre", "bw"):
+            step["prepend"] = rng.random() < 0.3
+        if kind in ("fwd_pre", "fwd"):
+            step["with_kwargs"] = rng.random() < 0.3
+        if kind == "fwd":
+            step["always_call"] = rng.random() < 0.2
+        if kind == "multi":
+            step["mode"] = rng.choice(["all", "any"])
+        labelled.append(step["label"])
+        return step
+
+    def draw(make, tries=12):
+        for _ in range(tries):
+            step = make()
+            if step is not None and allowed(program_features({**program, "steps": program["steps"] + [step]})):
+                program["steps"].append(step)
+                return step
+        return None
+
+    def before_forward():
+        r = rng.random()
+        if r < 0.45:
+            return hook_step(rng.choice(MODULE_HOOK_KINDS), rng.choice(module_names))
+        if r < 0.6:
+            # legacy and full global backward hooks cannot be mixed: keep the legacy kind rare
+            return hook_step(rng.choice(GLOBAL_HOOK_KINDS[:-1] * 3 + ["g_legacy_bw"]), "global")
+        if r < 0.8:
+            leaves = params + ["x"] * (3 if x_grad else 0)
+            return hook_step(rng.choice(["tensor", "post_acc"]), rng.choice(leaves or ["x"]))
+        if r < 0.9:
+            return hook_step(rng.choice(SD_HOOK_KINDS), rng.choice(module_names))
+        return {"k": "retain_grad", "on": "x"}
+
+    def after_forward():
+        r = rng.random()
+        if r < 0.35:
+            return hook_step("tensor", rng.choice(acts))
+        if r < 0.55:
+            return hook_step(rng.choice(["node_pre", "node_post"]), rng.choice(acts))
+        if r < 0.65:
+            return {"k": "retain_grad", "on": rng.choice(acts)}
+        if r < 0.75:
+            pool = acts + params + ["x"]
+            return {**hook_step("multi", rng.sample(pool, min(len(pool), rng.randint(2, 3))))}
+        if r < 0.85:
+            return {"k": "inplace", "on": rng.choice(acts + params), "op": rng.choice(["mul_", "add_"]),
+                    "no_grad": rng.random() < 0.3, "view": rng.random() < 0.3}
+        return hook_step(rng.choice(MODULE_HOOK_KINDS), rng.choice(module_names))
+
+    def backward_like():
+        r = rng.random()
+        if r < 0.55:
+            step = {"k": "backward", "retain_graph": rng.random() < 0.4, "create_graph": rng.random() < 0.15}
+            if rng.random() < 0.2:
+                step["inputs"] = rng.sample(params + ["x"], rng.randint(1, min(2, len(params) + 1)))
+            return step
+        pool = params + ["x"] + acts
+        return {"k": "grad", "inputs": rng.sample(pool, rng.randint(1, min(3, len(pool)))),
+                "allow_unused": rng.random() < 0.7, "retain_graph": rng.random() < 0.4,
+                "create_graph": rng.random() < 0.2}
+
+    if rng.random() < 0.4:
+        draw(lambda: {"k": "optimizer", "type": rng.choice(["sgd", "adam"])})
+        for _ in range(rng.randint(0, 2)):
+            draw(lambda: hook_step(rng.choice(OPT_HOOK_KINDS), "opt"))
+    for _round in range(rng.choice([1, 1, 2])):
+        for _ in range(rng.randint(1, 5)):
+            draw(before_forward)
+        draw(lambda: {"k": "forward", "no_grad": rng.random() < 0.05,
+                      "saved": rng.choice([None] * 7 + ["log", "grad_mode", "clone", "detach", "scale"])})
+        for _ in range(rng.randint(0, 4)):
+            draw(after_forward)
+        draw(lambda: {"k": "roots", "how": rng.choice(["sum", "sum", "square", "two", "split", "unbind", "tuple"])})
+        for _ in range(rng.choice([1, 1, 2])):
+            if draw(backward_like) and program["steps"][-1].get("create_graph") and rng.random() < 0.7:
+                draw(lambda: {"k": "double"})
+        if rng.random() < 0.5:
+            draw(lambda: {"k": "step"})
+        if rng.random() < 0.3:
+            draw(lambda: {"k": "zero_grad", "set_to_none": rng.random() < 0.5})
+        if rng.random() < 0.2:
+            draw(lambda: {"k": "state_dict", "load": rng.random() < 0.5})
+    return program
+
+
+def block_features(kind):
+    return [f"model:{kind}"]
+
+
+def step_features(step) -> list[str]:
+    """The vocabulary features a step uses (what KNOWN_DIVERGENT_FEATURES can switch off)."""
+    k = step["k"]
+    if k == "hook":
+        feats = [f"hook:{step['kind']}"]
+        if step.get("ret", "none") != "none":
+            feats.append(f"ret:{step['kind']}:{step['ret']}")
+        act = step.get("act")
+        if act:
+            feats.append("act:" + act.split(":")[0])
+            feats.append(f"act:{act.split(':')[0]}:{step['kind']}")
+        for opt in ("prepend", "with_kwargs", "always_call"):
+            if step.get(opt):
+                feats.append(f"{opt}:{step['kind']}")
+        if k == "hook" and step["kind"] == "multi":
+            feats.append(f"multi:{step.get('mode', 'all')}")
+        return feats
+    if k in ("backward", "grad"):
+        feats = [k]
+        for opt in ("retain_graph", "create_graph"):
+            if step.get(opt):
+                feats.append(f"{k}:{opt}")
+        if step.get("inputs"):
+            feats.append(f"{k}:inputs")
+        return feats
+    if k == "roots":
+        return [f"roots:{step['how']}"]
+    if k == "forward":
+        return ["forward"] + ([f"saved:{step['saved']}"] if step.get("saved") else []) + \
+            (["forward:no_grad"] if step.get("no_grad") else [])
+    if k == "inplace":
+        return ["inplace"] + [f"inplace:{o}" for o in ("no_grad", "view") if step.get(o)]
+    if k == "optimizer":
+        return [f"optimizer:{step['type']}"]
+    return [k]
+
+
+def program_features(program) -> set[str]:
+    """Every step's features, plus combinations of steps that only diverge together."""
+    feats = set()
+    for b in program["model"]:
+        feats.update(block_features(b["kind"]))
+    for s in program["steps"]:
+        feats.update(step_features(s))
+    subset_pass = "grad" in feats or "backward:inputs" in feats
+    if subset_pass and feats & {"hook:node_post", "hook:legacy_bw", "hook:g_legacy_bw"}:
+        feats.add("combo:post_hooks_under_input_subset")
+    if not program.get("x_requires_grad") and any(
+            s["k"] == "backward" and "x" in (s.get("inputs") or ()) for s in program["steps"]):
+        feats.add("combo:backward_inputs_not_requiring_grad")
+    multi_on = [n for s in program["steps"] if s["k"] == "hook" and s["kind"] == "multi" for n in s["on"]]
+    if multi_on and (not program.get("x_requires_grad") or "forward:no_grad" in feats):
+        feats.add("combo:multi_grad_hook_without_input_grad")
+    if "grad" in feats and any(n == "x" or "." in n for n in multi_on):
+        feats.add("combo:multi_grad_hook_on_leaf_under_autograd_grad")
+    saved = {f for f in feats if f.startswith("saved:")}
+    if saved and "model:kwargs" in feats:
+        feats.add("combo:saved_hooks_on_linear_without_bias")
+    if saved & {"saved:detach", "saved:scale"} and feats & {"backward:create_graph", "grad:create_graph"}:
+        feats.add("combo:saved_hooks_detach_or_scale_with_create_graph")
+    if multi_on and feats & {"inplace", "inplace:view", "inplace:no_grad"}:
+        feats.add("combo:multi_grad_hook_then_inplace")
+    if "inplace:view" in feats and sum(s["k"] in ("backward", "grad") for s in program["steps"]) > 1:
+        feats.add("combo:backward_again_after_inplace_on_view")
+    if "retain_grad" in feats and feats & {"inplace", "inplace:view", "inplace:no_grad"}:
+        feats.add("combo:retain_grad_then_inplace")
+    create_graph = feats & {"backward:create_graph", "grad:create_graph"}
+    if create_graph and "model:relu" in feats:
+        feats.add("combo:create_graph_through_relu")
+    if create_graph and "zero_grad" in feats:
+        feats.add("combo:zero_grad_after_create_graph")
+    if any(f.startswith("act:") and f.endswith(("opt_pre", "opt_post")) for f in feats):
+        feats.add("combo:optimizer_hooks_changed_during_step")
+    if feats & {"inplace", "inplace:no_grad", "inplace:view"} and \
+            feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
+        feats.add("combo:inplace_with_full_backward_hooks")
+    return feats
+
+
+# --------------------------------------------------------------------------- models
+
+_CLASSES = {}
+
+
+def _classes(T):
+    """The vocabulary's module classes, defined once per framework."""
+    if T.__name__ in _CLASSES:
+        return _CLASSES[T.__name__]
+    nn = T.nn
+
+    class TupleOut(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return h, h.sigmoid()
+
+    class TakesKwargs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH, bias=False)
+
+        def forward(self, x, scale=1.0):
+            return self.lin(x) * scale
+
+    class Net(nn.Module):
+        def __init__(self, blocks):
+            super().__init__()
+            self.blocks = [dict(b) for b in blocks]
+            makers = {"linear": lambda: nn.Linear(WIDTH, WIDTH), "relu": nn.ReLU, "tanh": nn.Tanh,
+                      "sigmoid": nn.Sigmoid, "tuple": TupleOut, "kwargs": TakesKwargs,
+                      "seq": lambda: nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.Tanh())}
+            for b in self.blocks:
+                if b["kind"] == "shared":
+                    if not hasattr(self, "shared"):
+                        self.shared = nn.Linear(WIDTH, WIDTH)
+                else:
+                    setattr(self, b["name"], makers[b["kind"]]())
+            self.acts = {}
+
+        def forward(self, x):
+            h = x
+            for b in self.blocks:
+                if b["kind"] == "shared":
+                    h = self.shared(h)
+                elif b["kind"] == "kwargs":
+                    h = getattr(self, b["name"])(h, scale=0.5)
+                else:
+                    h = getattr(self, b["name"])(h)
+                if b["kind"] == "tuple" and isinstance(h, tuple) and len(h) == 2:
+                    self.acts[f"a_{b['name']}_0"], self.acts[f"a_{b['name']}_1"] = h
+                    h = h[0] + h[1]
+                elif isinstance(h, (tuple, list)):
+                    h = h[0]
+                self.acts[f"a_{b['name']}"] = h
+            return h
+
+    _CLASSES[T.__name__] = Net
+    return Net
+
+
+def _values(seed, name, n):
+    rng = random.Random(zlib.crc32(f"{seed}:{name}".encode()))
+    return [round(rng.uniform(-1, 1), 2) for _ in range(n)]
+
+
+# --------------------------------------------------------------------------- interpreter
+
+class FuzzTimeout(Exception):
+    pass
+
+
+class HookFailed(ValueError):
+    """What a hook with ret='raise' raises: it must reach the caller unchanged."""
+
+
+class Skip(Exception):
+    """A step refers to something the (shrunk) program does not have: same on both frameworks."""
+
+
+def summary(T, x):
+    """What a log keeps of a value: plain data that means the same on both frameworks."""
+    if isinstance(x, T.Tensor):
+        vals = [float(v) for v in x.detach().reshape(-1).tolist()]
+        return ("T", str(x.dtype).split(".")[-1], tuple(x.shape), vals, bool(x.requires_grad))
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x
+    if isinstance(x, (tuple, list)):
+        return tuple(summary(T, v) for v in x)
+    if isinstance(x, dict):
+        return ("dict", tuple(sorted(str(k) for k in x)))
+    if isinstance(x, T.nn.Module):
+        return ("module", type(x).__name__)
+    return ("obj", type(x).__name__)
+
+
+def exception_record(exc):
+    msg = str(exc)
+    return ("raised", type(exc).__name__, tuple(p for p in KEY_PHRASES if p in msg)), msg
+
+
+class Interpreter:
+    def __init__(self, T, program):
+        self.T = T
+        self.program = program
+        self.log = []
+        self.messages = []  # full exception texts, for the reader (not compared)
+        self.env = {}
+        self.handles = {}
+        self.global_handles = []
+        self.retained = []
+        self.roots = None
+        self.grads = None
+        self.opt = None
+        self.saved_state = None
+        self.mm = importlib.import_module(T.__name__ + ".nn.modules.module")
+        self.optmod = importlib.import_module(T.__name__ + ".optim.optimizer")
+
+    # ---- helpers
+    def event(self, *what):
+        self.log.append(what)
+
+    def S(self, x):
+        return summary(self.T, x)
+
+    def tensor(self, name):
+        if name == "x":
+            return self.x
+        if name in self.env:
+            return self.env[name]
+        params = dict(self.net.named_parameters())
+        if name in params:
+            return params[name]
+        raise Skip(name)
+
+    def module(self, name):
+        if name == "net":
+            return self.net
+        try:
+            return self.net.get_submodule(name)
+        except AttributeError:
+            raise Skip(name) from None
+
+    def module_name(self, mod):
+        for name, m in self.net.named_modules():
+            if m is mod:
+                return name or "net"
+        return type(mod).__name__
+
+    def scale(self, x, factor):
+        if isinstance(x, self.T.Tensor):
+            return x * factor
+        if isinstance(x, (tuple, list)):
+            return type(x)(self.scale(v, factor) for v in x)
+        return x
+
+    # ---- program
+    def run(self):
+        T = self.T
+        Net = _classes(T)
+        seed = self.program["seed"]
+        # the kind of the first global backward hook (full or legacy) stays decided for the whole
+        # process, even after its removal; every program starts undecided
+        self.mm._global_is_full_backward_hook = None
+        self.net = Net(self.program["model"]).double()
+        with T.no_grad():
+            for name, p in self.net.named_parameters():
+                p.copy_(T.tensor(_values(seed, name, p.numel()), dtype=T.float64).reshape(p.shape))
+        self.x = T.tensor(_values(seed, "x", BATCH * WIDTH), dtype=T.float64).reshape(BATCH, WIDTH)
+        if self.program.get("x_requires_grad"):
+            self.x.requires_grad_(True)
+        try:
+            for step in self.program["steps"]:
+                self.run_step(step)
+            self.final()
+        finally:
+            for h in self.global_handles:
+                h.remove()
+        return self.log
+
+    def run_step(self, step):
+        self.event("step", step["k"] + (":" + step["kind"] if step["k"] == "hook" else ""))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                result = getattr(self, "do_" + step["k"])(step)
+            except Skip:
+                self.event("skipped")
+                return
+            except FuzzTimeout:
+                raise
+            except Exception as exc:  # noqa: BLE001 - the exception class is what we compare
+                record, msg = exception_record(exc)
+                self.event(*record)
+                self.messages.append(f"{type(exc).__name__}: {msg}")
+                result = None
+            else:
+                self.event("ok", self.S(result))
+        # torch gives the create_graph warnings once per process, so they depend on what ran before
+        cats = sorted({w.category.__name__ for w in caught if "create_graph=True" not in str(w.message)}
+                      - {"DeprecationWarning"})
+        if cats:
+            self.event("warn", tuple(cats))
+            self.messages += [f"{w.category.__name__}: {w.message}" for w in caught]
+
+    def final(self):
+        T = self.T
+        grads = {"x": self.S(self.x.grad)}
+        for name, p in self.net.named_parameters():
+            grads[name] = self.S(p.grad)
+            self.event("param", name, self.S(p.detach()))
+        for name, t in self.retained:
+            grads[name] = self.S(t.grad)
+        self.event("grads", tuple(sorted(grads.items())))
+
+    # ---- steps
+    def do_forward(self, step):
+        T = self.T
+        ctx = contextlib.ExitStack()
+        with ctx:
+            if step.get("no_grad"):
+                ctx.enter_context(T.no_grad())
+            if step.get("saved"):
+                ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks(step["saved"])))
+            self.net.acts = {}
+            out = self.net(self.x)
+        self.env.update(self.net.acts)
+        self.env["out"] = out
+        return out
+
+    def saved_hooks(self, mode):
+        def pack(t):
+            if mode == "grad_mode":
+                self.event("pack", self.S(t)[:3], "grad enabled", bool(self.T.is_grad_enabled()))
+            else:
+                self.event("pack", self.S(t)[:3])
+            return {"clone": t.clone, "detach": t.detach, "scale": lambda: t * 2.0}.get(mode, lambda: t)()
+
+        def unpack(t):
+            self.event("unpack", self.S(t)[:3])
+            return t / 2.0 if mode == "scale" else t
+        return pack, unpack
+
+    def do_roots(self, step):
+        T = self.T
+        out = self.env.get("out")
+        if out is None:
+            raise Skip("out")
+        how = step["how"]
+        if how == "sum":
+            roots, grads = [out.sum()], None
+        elif how == "square":
+            roots, grads = [(out * out).mean()], None
+        elif how == "two":
+            roots, grads = [out.sum(), (out * out).sum()], None
+        elif how in ("split", "unbind"):
+            roots = list(out.split(1) if how == "split" else T.unbind(out))
+            grads = [T.full_like(r, float(i + 1)) for i, r in enumerate(roots)]
+        else:
+            names = [n for n in self.env if n.endswith("_0")]
+            if not names:
+                raise Skip("tuple")
+            a, b = self.env[names[0]], self.env[names[0][:-1] + "1"]
+            roots, grads = [a, b], [T.ones_like(a), T.full_like(b, 2.0)]
+        self.roots, self.grads = roots, grads
+        return len(roots)
+
+    def do_backward(self, step):
+        if self.roots is None:
+            raise Skip("roots")
+        kwargs = {}
+        if step.get("inputs"):
+            kwargs["inputs"] = [self.tensor(n) for n in step["inputs"]]
+        self.T.autograd.backward(self.roots, self.grads, retain_graph=step.get("retain_graph", False),
+                                 create_graph=step.get("create_graph", False), **kwargs)
+
+    def do_grad(self, step):
+        if self.roots is None:
+            raise Skip("roots")
+        inputs = [self.tensor(n) for n in step["inputs"]]
+        got = self.T.autograd.grad(self.roots, inputs, self.grads, retain_graph=step.get("retain_graph", False),
+                                   create_graph=step.get("create_graph", False),
+                                   allow_unused=step.get("allow_unused", False))
+        self.env["last_grads"] = got
+        return got
+
+    def do_double(self, step):
+        T = self.T
+        grads = self.env.get("last_grads")
+        if grads is None:
+            params = [self.x] + list(self.net.parameters())
+            grads = [p.grad for p in params]
+        terms = [(g * g).sum() for g in grads if isinstance(g, T.Tensor) and g.requires_grad]
+        if not terms:
+            raise Skip("no differentiable grads")
+        total = terms[0]
+        for t in terms[1:]:
+            total = total + t
+        total.backward()
+
+    def do_retain_grad(self, step):
+        t = self.tensor(step["on"])
+        t.retain_grad()
+        if not t.is_leaf:
+            self.retained.append((step["on"], t))
+
+    def do_inplace(self, step):
+        T = self.T
+        t = self.tensor(step["on"])
+        with (T.no_grad() if step.get("no_grad") else contextlib.nullcontext()):
+            target = t.view(-1) if step.get("view") else t
+            getattr(target, step["op"])(2.0 if step["op"] == "mul_" else 1.0)
+        return t
+
+    def do_optimizer(self, step):
+        T = self.T
+        params = list(self.net.parameters())
+        if not params:
+            raise Skip("no parameters")
+        self.opt = T.optim.SGD(params, lr=0.1, momentum=0.5) if step["type"] == "sgd" else T.optim.Adam(params, lr=0.01)
+
+    def do_step(self, step):
+        if self.opt is None:
+            raise Skip("optimizer")
+        self.opt.step()
+
+    def do_zero_grad(self, step):
+        if self.opt is not None:
+            self.opt.zero_grad(set_to_none=step["set_to_none"])
+        else:
+            self.net.zero_grad(set_to_none=step["set_to_none"])
+
+    def do_state_dict(self, step):
+        sd = self.net.state_dict()
+        keys = tuple(sd)
+        if step.get("load"):
+            shifted = {k: v.detach() + 0.5 for k, v in sd.items()}
+            result = self.net.load_state_dict(shifted)
+            return keys, tuple(result.missing_keys), tuple(result.unexpected_keys)
+        return keys
+
+    # ---- hooks
+    def do_hook(self, step):
+        handle = self.register(step, step["kind"], step["on"], step["label"])
+        self.handles[step["label"]] = handle
+
+    def after(self, step, label, *args):
+        """The hook's side action: remove itself, remove another hook, register a new one (once)."""
+        act = step.get("act")
+        if not act:
+            return
+        if act == "hook_output":
+            out = args[0] if args else None
+            out = out[0] if isinstance(out, tuple) else out
+            if isinstance(out, self.T.Tensor) and out.requires_grad:
+                def output_hook(g):
+                    self.event("hook", label + "^", "tensor", self.S(g))
+                out.register_hook(output_hook)
+        elif act == "remove_self":
+            self.handles[label].remove()
+        elif act.startswith("remove:"):
+            other = self.handles.get(act.split(":", 1)[1])
+            if other is not None:
+                other.remove()
+        elif act == "register" and not step.get("_done_" + label):
+            step["_done_" + label] = True
+            new_label = label + "'"
+            try:
+                self.handles[new_label] = self.register({**step, "act": None, "ret": "none"}, step["kind"],
+                                                        step["on"], new_label)
+            except Skip:
+                pass
+
+    def register(self, step, kind, on, label):
+        T, mm, ret = self.T, self.mm, step.get("ret", "none")
+        ev = self.event
+
+        def done(result):
+            if ret == "raise":
+                raise HookFailed(label)
+            ev("return", label, self.S(result))
+            return result
+
+        if kind == "tensor":
+            def hook(g):
+                ev("hook", label, kind, self.S(g))
+                self.after(step, label)
+                return done({"none": None, "scale": g * 2.0, "zero": g * 0.0}.get(ret))
+            return self.tensor(on).register_hook(hook)
+        if kind == "post_acc":
+            def hook(p):
+                ev("hook", label, kind, self.S(p.grad))
+                self.after(step, label)
+                return done({"none": None, "self": p, "tensor": p.grad * 2.0 if p.grad is not None else p}.get(ret))
+            return self.tensor(on).register_post_accumulate_grad_hook(hook)
+        if kind in ("node_pre", "node_post"):
+            fn = self.tensor(on).grad_fn
+            if fn is None:
+                raise Skip("no grad_fn")
+            if kind == "node_pre":
+                def hook(grad_outputs):
+                    ev("hook", label, kind, fn.name(), self.S(grad_outputs))
+                    self.after(step, label)
+                    return done(self.scale(grad_outputs, 2.0) if ret == "scale" else None)
+                return fn.register_prehook(hook)
+
+            def hook(grad_inputs, grad_outputs):
+                ev("hook", label, kind, fn.name(), self.S(grad_inputs), self.S(grad_outputs))
+                self.after(step, label)
+                result = {"none": None, "scale": self.scale(grad_inputs, 3.0),
+                          "none_tuple": tuple(None for _ in grad_inputs)}.get(ret)
+                return done(result)
+            return fn.register_hook(hook)
+        if kind == "multi":
+            tensors = [self.tensor(n) for n in on]
+
+            def hook(grads):
+                ev("hook", label, kind, self.S(tuple(grads)))
+                self.after(step, label)
+                return done(None)
+            return T.autograd.graph.register_multi_grad_hook(tensors, hook, mode=step.get("mode", "all"))
+        if kind in MODULE_HOOK_KINDS or kind in GLOBAL_HOOK_KINDS:
+            return self.register_module_hook(step, kind, on, label, ret, done)
+        if kind in OPT_HOOK_KINDS:
+            def hook(opt, args, kwargs):
+                ev("hook", label, kind, type(opt).__name__, len(args), tuple(sorted(kwargs)))
+                self.after(step, label)
+                return done(None)
+            if kind.startswith("g_"):
+                register = getattr(self.optmod, "register_optimizer_step_" + kind[6:] + "_hook")
+                handle = register(hook)
+                self.global_handles.append(handle)
+                return handle
+            if self.opt is None:
+                raise Skip("optimizer")
+            return getattr(self.opt, "register_step_" + kind[4:] + "_hook")(hook)
+        if kind in SD_HOOK_KINDS:
+            mod = self.module(on)
+            if kind == "sd_pre":
+                def hook(m, prefix, keep_vars):
+                    ev("hook", label, kind, self.module_name(m), prefix, keep_vars)
+                    self.after(step, label)
+                    return done(None)
+                return mod.register_state_dict_pre_hook(hook)
+            if kind == "sd_post":
+                def hook(m, sd, prefix, meta):
+                    ev("hook", label, kind, self.module_name(m), self.S(sd), prefix)
+                    self.after(step, label)
+                    return done(None)
+                return mod.register_state_dict_post_hook(hook)
+            if kind == "load_pre":
+                def hook(m, sd, prefix, meta, strict, missing, unexpected, errors):
+                    ev("hook", label, kind, self.module_name(m), prefix, strict)
+                    self.after(step, label)
+                    return done(None)
+                return mod.register_load_state_dict_pre_hook(hook)
+
+            def hook(m, incompatible):
+                ev("hook", label, kind, self.module_name(m), tuple(incompatible.missing_keys),
+                   tuple(incompatible.unexpected_keys))
+                self.after(step, label)
+                return done(None)
+            return mod.register_load_state_dict_post_hook(hook)
+        raise ValueError(kind)
+
+    def register_module_hook(self, step, kind, on, label, ret, done):  # noqa: C901 - one branch per kind
+        ev, name = self.event, self.module_name
+        base = kind[2:] if kind.startswith("g_") else kind
+        with_kwargs = step.get("with_kwargs", False)
+
+        if base == "fwd_pre":
+            if with_kwargs:
+                def hook(m, args, kwargs):
+                    ev("hook", label, kind, name(m), self.S(args), tuple(sorted(kwargs)))
+                    self.after(step, label)
+                    kwargs = {**kwargs, "scale": 2.0} if "scale" in kwargs else kwargs
+                    return done(((self.scale(args[0], 2.0),) + tuple(args[1:]), kwargs) if ret == "scale" else None)
+            else:
+                def hook(m, args):
+                    ev("hook", label, kind, name(m), self.S(args))
+                    self.after(step, label)
+                    return done((self.scale(args[0], 2.0),) + tuple(args[1:]) if ret == "scale" else None)
+        elif base == "fwd":
+            if with_kwargs:
+                def hook(m, args, kwargs, out):
+                    ev("hook", label, kind, name(m), self.S(args), tuple(sorted(kwargs)), self.S(out))
+                    self.after(step, label, out)
+                    return done(self.scale(out, 3.0) if ret == "scale" else None)
+            else:
+                def hook(m, args, out):
+                    ev("hook", label, kind, name(m), self.S(args), self.S(out))
+                    self.after(step, label, out)
+                    return done(self.scale(out, 3.0) if ret == "scale" else None)
+        elif base == "bw_pre":
+            def hook(m, grad_output):
+                ev("hook", label, kind, name(m), self.S(grad_output))
+                self.after(step, label)
+                result = {"none": None, "scale": self.scale(grad_output, 0.5),
+                          "none_tuple": tuple(None for _ in grad_output),
+                          "bare": grad_output[0] if grad_output else None}.get(ret)
+                return done(result)
+        else:  # bw and legacy_bw
+            def hook(m, grad_input, grad_output):
+                ev("hook", label, kind, name(m), self.S(grad_input), self.S(grad_output))
+                self.after(step, label)
+                result = {"none": None, "scale": self.scale(grad_input, 3.0),
+                          "none_tuple": tuple(None for _ in grad_input)}.get(ret)
+                return done(result)
+
+        if kind.startswith("g_"):
+            register = {"fwd_pre": self.mm.register_module_forward_pre_hook,
+                        "fwd": self.mm.register_module_forward_hook,
+                        "bw_pre": self.mm.register_module_full_backward_pre_hook,
+                        "bw": self.mm.register_module_full_backward_hook,
+                        "legacy_bw": self.mm.register_module_backward_hook}[base]
+            handle = register(hook)
+            self.global_handles.append(handle)
+            return handle
+        mod = self.module(on)
+        if base == "fwd_pre":
+            return mod.register_forward_pre_hook(hook, prepend=step.get("prepend", False), with_kwargs=with_kwargs)
+        if base == "fwd":
+            return mod.register_forward_hook(hook, prepend=step.get("prepend", False), with_kwargs=with_kwargs,
+                                             always_call=step.get("always_call", False))
+        if base == "bw_pre":
+            return mod.register_full_backward_pre_hook(hook, prepend=step.get("prepend", False))
+        if base == "bw":
+            return mod.register_full_backward_hook(hook, prepend=step.get("prepend", False))
+        return mod.register_backward_hook(hook)
+
+
+def _on_alarm(signum, frame):
+    raise FuzzTimeout()
+
+
+def interpret(T, program, timeout=5.0):
+    """Run ``program`` on framework ``T``; return (event log, exception texts)."""
+    interp = Interpreter(T, _fresh(program))
+    use_alarm = timeout and hasattr(signal, "setitimer")
+    if use_alarm:
+        old = signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        interp.run()
+    except FuzzTimeout:
+        interp.event("timeout")
+    except Exception as exc:  # noqa: BLE001 - a crash outside any step (e.g. building the model)
+        record, msg = exception_record(exc)
+        interp.event("crash", *record[1:])
+        interp.messages.append(f"{type(exc).__name__}: {msg}")
+    finally:
+        if use_alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, old)
+    return interp.log, interp.messages
+
+
+def _fresh(program):
+    """A deep copy (the interpreter marks one-shot registrations in the steps it runs)."""
+    return {**program, "model": [dict(b) for b in program["model"]],
+            "steps": [{k: (list(v) if isinstance(v, list) else v) for k, v in s.items()} for s in program["steps"]]}
+
+
+# --------------------------------------------------------------------------- comparison
+
+def same(a, b):
+    if isinstance(a, float) or isinstance(b, float):
+        if not isinstance(a, (int, float)) or not isinstance(b, (int, float)) or isinstance(a, bool) or isinstance(b, bool):
+            return False
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        return math.isclose(a, b, rel_tol=RTOL, abs_tol=ATOL)
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def compare(want, got):
+    """None when the logs agree; else (index, torch event, hookgrad event) of the first difference."""
+    for i in range(max(len(want), len(got))):
+        w = want[i] if i < len(want) else None
+        g = got[i] if i < len(got) else None
+        if not same(w, g):
+            return i, w, g
+    return None
+
+
+def signature(want, diff):
+    """A coarse name for a divergence (the step it happened in and the two event tags), so that
+    shrinking keeps the same bug rather than wandering to another one."""
+    index, w, g = diff
+    step = next((e[1] for e in reversed(want[:index + 1]) if e and e[0] == "step"), None)
+    return step, w[0] if w else None, g[0] if g else None
+
+
+# Touches what frameworks import lazily on first use, so that no timer interrupts an import.
+WARM_UP = {"seed": 0, "x_requires_grad": True, "model": [{"kind": "linear", "name": "b0"}, {"kind": "relu", "name": "b1"}],
+           "steps": [{"k": "optimizer", "type": "sgd"}, {"k": "forward", "saved": "log"}, {"k": "roots", "how": "sum"},
+                     {"k": "backward", "create_graph": True}, {"k": "step"}, {"k": "optimizer", "type": "adam"},
+                     {"k": "step"}, {"k": "state_dict", "load": True}]}
+
+
+class Frameworks:
+    """torch and hookgrad, imported once per process."""
+
+    def __init__(self, reference=None, candidate=None):
+        self.reference = reference or importlib.import_module("torch")
+        self.candidate = candidate or importlib.import_module("hookgrad")
+        for T in (self.reference, self.candidate):
+            interpret(T, WARM_UP, timeout=None)  # lazy imports (torch's optimizers) outside the timer
+
+
+    def check(self, program, timeout=5.0):
+        """(diff or None, torch log, hookgrad log, torch messages, hookgrad messages)."""
+        want, wmsg = interpret(self.reference, program, timeout)
+        got, gmsg = interpret(self.candidate, program, timeout)
+        if timeout and ("timeout",) in (want[-1:] + got[-1:]):
+            # a busy machine can stall a process for seconds: a hang must also happen with more time
+            want, wmsg = interpret(self.reference, program, timeout * 4)
+            got, gmsg = interpret(self.candidate, program, timeout * 4)
+        return compare(want, got), want, got, wmsg, gmsg
+
+
+# --------------------------------------------------------------------------- shrinking
+
+STEP_DEFAULTS = {"ret": "none", "act": None, "prepend": False, "with_kwargs": False, "always_call": False,
+                 "retain_graph": False, "create_graph": False, "saved": None, "no_grad": False, "view": False,
+                 "inputs": None, "load": False, "mode": "all"}
+
+
+def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
+    """Delta-debug ``program`` down to a smaller one that shows the same divergence."""
+    diff, want, *_ = fw.check(program, timeout)
+    if diff is None:
+        return program
+    target = signature(want, diff)
+    checks = 0
+
+    def still(candidate):
+        nonlocal checks
+        checks += 1
+        d, w, *_ = fw.check(candidate, timeout)
+        return d is not None and signature(w, d) == target
+
+    current = program
+    changed = True
+    while changed and checks < max_checks:
+        changed = False
+        # 1. steps: remove chunks, halving the chunk size (ddmin)
+        n = len(current["steps"])
+        chunk = max(1, n // 2)
+        while chunk >= 1 and checks < max_checks:
+            i = 0
+            while i < len(current["steps"]) and checks < max_checks:
+                steps = current["steps"][:i] + current["steps"][i + chunk:]
+                candidate = {**current, "steps": steps}
+                if still(candidate):
+                    current, changed = candidate, True
+                else:
+                    i += chunk
+            chunk //= 2
+        # 2. model blocks
+        i = 0
+        while i < len(current["model"]) and len(current["model"]) > 1 and checks < max_checks:
+            candidate = {**current, "model": current["model"][:i] + current["model"][i + 1:]}
+            if still(candidate):
+                current, changed = candidate, True
+            else:
+                i += 1
+        # 3. options back to their defaults, one at a time
+        if current.get("x_requires_grad") and checks < max_checks:
+            candidate = {**current, "x_requires_grad": False}
+            if still(candidate):
+                current, changed = candidate, True
+        for si in range(len(current["steps"])):
+            for key, default in STEP_DEFAULTS.items():
+                step = current["steps"][si]
+                if key == "inputs" and step["k"] == "grad":
+                    continue
+                if key in step and step[key] != default and checks < max_checks:
+                    simpler = {k: v for k, v in step.items() if k != key}
+                    candidate = {**current, "steps": current["steps"][:si] + [simpler] + current["steps"][si + 1:]}
+                    if still(candidate):
+                        current, changed = candidate, True
+            # list-valued options (grad inputs, multi-grad hook tensors) lose one entry at a time
+            for key in ("inputs", "on"):
+                j = 0
+                while isinstance(current["steps"][si].get(key), list) and j < len(current["steps"][si][key]) \
+                        and len(current["steps"][si][key]) > 1 and checks < max_checks:
+                    step = current["steps"][si]
+                    simpler = {**step, key: step[key][:j] + step[key][j + 1:]}
+                    candidate = {**current, "steps": current["steps"][:si] + [simpler] + current["steps"][si + 1:]}
+                    if still(candidate):
+                        current, changed = candidate, True
+                    else:
+                        j += 1
+        # blocks: a complex block replaced by a Linear
+        for bi, block in enumerate(current["model"]):
+            if block["kind"] != "linear" and checks < max_checks:
+                candidate = {**current, "model": current["model"][:bi] + [{**block, "kind": "linear"}]
+                             + current["model"][bi + 1:]}
+                if still(candidate):
+                    current, changed = candidate, True
+    return current
+
+
+# --------------------------------------------------------------------------- rendering
+
+def _args(step, keys):
+    return ", ".join(f"{k}={step[k]!r}" for k in keys if step.get(k) not in (None, False, "none"))
+
+
+def render_step(step):
+    k = step["k"]
+    if k == "hook":
+        extra = _args(step, ["ret", "act", "prepend", "with_kwargs", "always_call", "mode"])
+        target = {"global": "<global>", "opt": "opt"}.get(step["on"], step["on"]) if isinstance(step["on"], str) \
+            else "[" + ", ".join(step["on"]) + "]"
+        return f"{step['label']} = register {step['kind']} hook on {target}({extra})"
+    if k == "forward":
+        ctx = " with saved_tensors_hooks(" + step["saved"] + ")" if step.get("saved") else ""
+        ctx += " under no_grad" if step.get("no_grad") else ""
+        return f"out = net(x){ctx}"
+    if k == "roots":
+        return {"sum": "roots = [out.sum()]", "square": "roots = [(out * out).mean()]",
+                "two": "roots = [out.sum(), (out * out).sum()]",
+                "split": "roots = out.split(1); grads = [1, 2, ...]",
+                "unbind": "roots = torch.unbind(out); grads = [1, 2, ...]",
+                "tuple": "roots = <tuple block's two outputs>; grads = [1, 2]"}[step["how"]]
+    if k == "backward":
+        return "torch.autograd.backward(roots, grads" + (", " + _args(step, ["retain_graph", "create_graph", "inputs"])
+                                                        if _args(step, ["retain_graph", "create_graph", "inputs"]) else "") + ")"
+    if k == "grad":
+        return f"last_grads = torch.autograd.grad(roots, {step['inputs']}, grads, " + \
+            _args(step, ["allow_unused", "retain_graph", "create_graph"]) + ")"
+    if k == "double":
+        return "sum((g * g).sum() for g in last_grads (or leaf .grad)).backward()"
+    if k == "retain_grad":
+        return f"{step['on']}.retain_grad()"
+    if k == "inplace":
+        target = step["on"] + (".view(-1)" if step.get("view") else "")
+        prefix = "with no_grad(): " if step.get("no_grad") else ""
+        return f"{prefix}{target}.{step['op']}({2.0 if step['op'] == 'mul_' else 1.0})"
+    if k == "optimizer":
+        return "opt = " + ("SGD(net.parameters(), lr=0.1, momentum=0.5)" if step["type"] == "sgd"
+                           else "Adam(net.parameters(), lr=0.01)")
+    if k == "step":
+        return "opt.step()"
+    if k == "zero_grad":
+        return f"(opt or net).zero_grad(set_to_none={step['set_to_none']})"
+    if k == "state_dict":
+        return "sd = net.state_dict()" + ("; net.load_state_dict({k: v + 0.5 for k, v in sd.items()})"
+                                          if step.get("load") else "")
+    return repr(step)
+
+
+def render(program):
+    blocks = ", ".join(f"{b['name']}={b['kind']}" for b in program["model"])
+    lines = [f"# seed {program['seed']}",
+             f"net = Net({blocks})    # width {WIDTH}, float64; x: ({BATCH}, {WIDTH})"
+             + (", requires_grad" if program.get("x_requires_grad") else "")]
+    lines += [render_step(s) for s in program["steps"]]
+    return "\n".join(lines)
+
+
+def render_log(log):
+    def short(v):
+        if isinstance(v, tuple) and len(v) == 5 and v[0] == "T":
+            vals = ", ".join(f"{x:.4g}" for x in v[3][:6]) + (", ..." if len(v[3]) > 6 else "")
+            return f"T{list(v[2])}[{vals}]" + ("rg" if v[4] else "")
+        if isinstance(v, tuple):
+            return "(" + ", ".join(short(x) for x in v) + ")"
+        return repr(v)
+    return "\n".join("  " + " ".join(short(x) for x in e) for e in log)
+
+
+def report(program, diff, want, got, wmsg, gmsg):
+    index, w, g = diff
+    lines = ["program:", *("  " + line for line in render(program).splitlines()),
+             f"first difference at event {index}:", f"  torch:    {w}", f"  hookgrad: {g}",
+             "torch log:", render_log(want), "hookgrad log:", render_log(got)]
+    if wmsg or gmsg:
+        lines += ["torch exceptions and warnings: " + " | ".join(m[:200] for m in wmsg),
+                  "hookgrad exceptions and warnings: " + " | ".join(m[:200] for m in gmsg)]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- command line
+
+def run_many(seeds, disabled=frozenset(), fw=None, timeout=5.0, do_shrink=True, out=print, verbose=False,
+             limit=None):
+    """Check each seed's program; return a list of (seed, shrunk program, diff, logs...); stop after
+    ``limit`` divergences (shrinking is the slow part)."""
+    fw = fw or Frameworks()
+    found = []
+    for seed in seeds:
+        program = generate(seed, disabled)
+        diff, want, got, wmsg, gmsg = fw.check(program, timeout)
+        if diff is None:
+            if verbose:
+                out(f"seed {seed}: ok ({len(program['steps'])} steps, {len(want)} events)")
+            continue
+        small = shrink(fw, program, timeout=timeout) if do_shrink else program
+        diff2, want2, got2, wmsg2, gmsg2 = fw.check(small, timeout)
+        if diff2 is None:  # flaky: keep the original
+            small, diff2, want2, got2, wmsg2, gmsg2 = program, diff, want, got, wmsg, gmsg
+        out(f"seed {seed}: DIVERGES ({len(program['steps'])} steps, shrunk to {len(small['steps'])})")
+        out(report(small, diff2, want2, got2, wmsg2, gmsg2))
+        found.append((seed, small, diff2, want2, got2))
+        if limit is not None and len(found) >= limit:
+            out(f"stopped after {limit} divergences")
+            break
+    return found
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, default=1000, help="number of programs")
+    parser.add_argument("--seed", type=int, default=0, help="first seed")
+    parser.add_argument("--ci", action="store_true", help="leave out KNOWN_DIVERGENT_FEATURES (the suite's setting)")
+    parser.add_argument("--no-shrink", action="store_true")
+    parser.add_argument("--timeout", type=float, default=5.0, help="seconds per program and framework")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the divergences and the total")
+    args = parser.parse_args(argv)
+    disabled = frozenset(KNOWN_DIVERGENT_FEATURES) if args.ci else frozenset()
+    fw = Frameworks()
+    start = time.perf_counter()
+    found = run_many(range(args.seed, args.seed + args.n), disabled, fw, args.timeout,
+                     not args.no_shrink, verbose=not args.quiet)
+    elapsed = time.perf_counter() - start
+    print(f"{args.n - len(found)} of {args.n} programs ran clean, {len(found)} diverged ({elapsed:.1f} s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""The differential hook fuzzer (tests/hookfuzz.py): a fixed set of seeds must run the same on
+torch and hookgrad, and the fuzzer itself must catch and shrink a deliberately broken hookgrad."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+import hookfuzz
+import hookgrad
+
+CI_SEEDS = range(400)
+CI_DISABLED = frozenset(hookfuzz.KNOWN_DIVERGENT_FEATURES)
+
+
+@pytest.fixture(scope="module")
+def frameworks():
+    return hookfuzz.Frameworks()
+
+
+def test_fixed_seeds_run_the_same_on_torch_and_hookgrad(frameworks):
+    """Every CI program's event log matches torch's; a divergence is shown shrunk, with both logs."""
+    start = time.perf_counter()
+    reports = []
+    found = hookfuzz.run_many(CI_SEEDS, CI_DISABLED, frameworks, timeout=5.0, out=reports.append, limit=3)
+    elapsed = time.perf_counter() - start
+    assert not found, "\n".join(reports)
+    assert elapsed < 60, f"{len(CI_SEEDS)} programs took {elapsed:.1f} s"
+
+
+def test_programs_are_plain_data_and_reproducible():
+    first, again = hookfuzz.generate(17), hookfuzz.generate(17)
+    assert first == again
+    assert first != hookfuzz.generate(18)
+    text = hookfuzz.render(first)
+    assert text.startswith("# seed 17") and "net = Net(" in text
+    for seed in range(200):
+        program = hookfuzz.generate(seed)
+        assert json.loads(json.dumps(program)) == program
+        assert len(hookfuzz.render(program).splitlines()) == len(program["steps"]) + 2
+
+
+@pytest.mark.parametrize("name", ["torch", "hookgrad"])
+def test_a_program_logs_the_same_whatever_ran_before(frameworks, name):
+    """Programs leave no global state behind (global hooks, grad mode, saved-tensor hooks)."""
+    T = frameworks.reference if name == "torch" else frameworks.candidate
+
+    def global_hook_program(kind):
+        return {"seed": 0, "x_requires_grad": True, "model": [{"kind": "linear", "name": "b0"}],
+                "steps": [{"k": "hook", "kind": kind, "on": "global", "label": "h0"}, {"k": "forward"},
+                          {"k": "roots", "how": "sum"}, {"k": "backward"}]}
+
+    # a global legacy backward hook, once registered, makes later full ones fail for the process
+    legacy, full = global_hook_program("g_legacy_bw"), global_hook_program("g_bw")
+    for first, second in [(legacy, full), (full, legacy)]:
+        hookfuzz.interpret(T, first)
+        log = hookfuzz.interpret(T, second)[0]
+        assert not [e for e in log if e[0] == "raised"], log
+
+    programs = [hookfuzz.generate(seed) for seed in range(40)]
+    forward = [hookfuzz.interpret(T, p)[0] for p in programs]
+    backward = [hookfuzz.interpret(T, p)[0] for p in reversed(programs)][::-1]
+    for program, a, b in zip(programs, forward, backward):
+        assert hookfuzz.compare(a, b) is None, hookfuzz.render(program)
+
+
+def test_ci_programs_avoid_known_divergent_features():
+    for seed in CI_SEEDS:
+        assert not hookfuzz.program_features(hookfuzz.generate(seed, CI_DISABLED)) & CI_DISABLED
+
+
+def test_every_known_divergent_feature_is_generated_by_the_full_vocabulary():
+    """A stale name in KNOWN_DIVERGENT_FEATURES would switch nothing off."""
+    seen = set()
+    for seed in range(3000):
+        seen |= hookfuzz.program_features(hookfuzz.generate(seed))
+    assert set(hookfuzz.KNOWN_DIVERGENT_FEATURES) <= seen, set(hookfuzz.KNOWN_DIVERGENT_FEATURES) - seen
+
+
+def test_ci_programs_cover_the_vocabulary():
+    """The CI set still registers every hook kind and runs every kind of step."""
+    seen = set()
+    for seed in CI_SEEDS:
+        seen |= hookfuzz.program_features(hookfuzz.generate(seed, CI_DISABLED))
+    kinds = (hookfuzz.MODULE_HOOK_KINDS + hookfuzz.GLOBAL_HOOK_KINDS + hookfuzz.OPT_HOOK_KINDS
+             + hookfuzz.SD_HOOK_KINDS + hookfuzz.TENSOR_HOOK_KINDS)
+    wanted = {f"hook:{k}" for k in kinds} | {
+        "forward", "backward", "grad", "double", "inplace", "retain_grad", "step", "zero_grad", "state_dict",
+        "optimizer:sgd", "optimizer:adam", "act:remove_self", "act:remove", "act:register",
+        "backward:retain_graph", "grad:create_graph", "model:shared", "model:kwargs", "model:tuple", "model:seq",
+        "with_kwargs:fwd", "always_call:fwd", "prepend:bw"}
+    assert wanted <= seen, wanted - seen
+
+
+def test_comparison_uses_a_float_tolerance_and_sees_every_other_difference():
+    a = [("hook", "h0", ("T", "float64", (2,), [1.0, 2.0], False))]
+    assert hookfuzz.compare(a, [("hook", "h0", ("T", "float64", (2,), [1.0, 2.0 + 1e-12], False))]) is None
+    assert hookfuzz.compare(a, [("hook", "h0", ("T", "float64", (2,), [1.0, 2.001], False))]) == (0, a[0], (
+        "hook", "h0", ("T", "float64", (2,), [1.0, 2.001], False)))
+    assert hookfuzz.compare(a, [("hook", "h0", ("T", "float64", (2,), [1.0, 2.0], True))]) is not None
+    assert hookfuzz.compare(a, a + [("hook", "h1", None)]) == (1, None, ("hook", "h1", None))
+    assert hookfuzz.compare([("ok", True)], [("ok", 1)]) is not None
+
+
+def _first_divergence(frameworks, seeds):
+    for seed in seeds:
+        program = hookfuzz.generate(seed, CI_DISABLED)
+        if frameworks.check(program)[0] is not None:
+            return program
+    return None
+
+
+def test_a_dropped_tensor_hook_return_value_is_found_and_shrunk(frameworks, monkeypatch):
+    """Break hookgrad on purpose (tensor hooks' replacement gradients ignored): the fuzzer must
+    notice on the CI seeds and shrink to a few steps that still register a replacing tensor hook."""
+    original = hookgrad.Tensor.register_hook
+
+    def register_hook_ignoring_result(self, hook):
+        return original(self, lambda grad: hook(grad) and None)
+
+    monkeypatch.setattr(hookgrad.Tensor, "register_hook", register_hook_ignoring_result)
+    program = _first_divergence(frameworks, CI_SEEDS)
+    assert program is not None, "the fuzzer missed a broken tensor-hook dispatch"
+    small = hookfuzz.shrink(frameworks, program)
+    assert frameworks.check(small)[0] is not None
+    assert len(small["steps"]) <= 5 and len(small["steps"]) < len(program["steps"]), hookfuzz.render(small)
+    assert any(s["k"] == "hook" and s["kind"] == "tensor" and s.get("ret", "none") != "none"
+               for s in small["steps"]), hookfuzz.render(small)
+
+
+def test_an_ignored_prepend_is_found_and_shrunk(frameworks, monkeypatch):
+    """Break hookgrad on purpose (forward hooks registered with prepend=True go last)."""
+    original = hookgrad.nn.Module.register_forward_hook
+
+    def register_forward_hook_appending(self, hook, *, prepend=False, **kwargs):
+        return original(self, hook, **kwargs)
+
+    monkeypatch.setattr(hookgrad.nn.Module, "register_forward_hook", register_forward_hook_appending)
+    program = _first_divergence(frameworks, CI_SEEDS)
+    assert program is not None, "the fuzzer missed an ignored prepend"
+    small = hookfuzz.shrink(frameworks, program)
+    assert any(s.get("prepend") and s["kind"] == "fwd" for s in small["steps"] if s["k"] == "hook"), \
+        hookfuzz.render(small)
+    assert len(small["steps"]) <= 4, hookfuzz.render(small)
+
+
+def test_a_wrong_gradient_is_found(frameworks, monkeypatch):
+    """Break hookgrad on purpose (Linear's weight gradient off by a factor): caught in final .grad values."""
+    original = hookgrad.nn.Linear.forward
+
+    def forward_scaling_weight_grad(self, x):
+        out = original(self, x)
+        if self.weight.requires_grad and hookgrad.is_grad_enabled():
+            self.weight.register_hook(lambda g: g * 1.01) if not getattr(self, "_broken", False) else None
+            self._broken = True
+        return out
+
+    monkeypatch.setattr(hookgrad.nn.Linear, "forward", forward_scaling_weight_grad)
+    program = _first_divergence(frameworks, range(50))
+    assert program is not None
+    small = hookfuzz.shrink(frameworks, program)
+    assert len(small["steps"]) <= 4, hookfuzz.render(small)
+
+
+def test_a_hanging_program_times_out_on_its_own(monkeypatch):
+    def run_forever(self):
+        while True:
+            time.sleep(0.01)
+
+    monkeypatch.setattr(hookfuzz.Interpreter, "run", run_forever)
+    start = time.perf_counter()
+    log, _ = hookfuzz.interpret(hookgrad, hookfuzz.generate(0), timeout=0.2)
+    assert log[-1] == ("timeout",) and time.perf_counter() - start < 2
