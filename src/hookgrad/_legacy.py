@@ -255,6 +255,16 @@ class UntypedStorage:
             _storages[id(root)] = found
         return found
 
+    @classmethod
+    def from_file(cls, filename, shared: bool = False, nbytes: int = 0) -> "UntypedStorage":
+        """The bytes of a file, mapped into memory: changes reach the file when ``shared``, and
+        stay private to this process otherwise (copy-on-write), as torch's mapping does."""
+        import os
+        size = nbytes or os.path.getsize(filename)
+        if size == 0:
+            return cls(np.empty(0, dtype=np.uint8))
+        return cls(np.memmap(filename, dtype=np.uint8, mode="r+" if shared else "c", shape=(size,)))
+
     device = property(lambda self: _cpu())
     dtype = _dtype.uint8
 

@@ -71,7 +71,11 @@ def _shape_args(shape):
     return tuple(int(s) for s in shape)
 
 
-def view(x: Tensor, *shape) -> Tensor:
+def view(x: Tensor, *shape, dtype=None) -> Tensor:
+    if dtype is not None:  # torch's keyword form x.view(dtype=...)
+        if shape:
+            raise TypeError("view() received an invalid combination of arguments: a shape and dtype=")
+        shape = (dtype,)
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)) and not isinstance(shape[0], Tensor):
         from .. import _dtype
         return view_dtype(x, _dtype.to_dtype(shape[0]))
