@@ -27,15 +27,13 @@ Reported: the median per-call time of each framework, and the median and interqu
 of the per-round ratio hookgrad/torch. Workloads with hooks also report each framework's own
 hook overhead (the hooked step over the same framework's plain step, per round).
 
-Threads: ``torch.set_num_threads`` is deliberately left at torch's default (reported in the
-header), and NumPy's BLAS runs with its own default thread count; this compares the two
-libraries as a user would get them out of the box. ``--torch-threads N`` overrides this (the
-report then says so); on a machine busy with other work torch's thread pool degrades far more
-than NumPy does, so the header records the load average and warns when it is high. To compare
-both single-threaded, set ``OMP_NUM_THREADS=1`` (read by torch and by OpenBLAS) before starting
-Python. On machines with few cores this is also the way to get stable numbers: the two libraries'
-thread pools live in one process and, when the run alternates between them, one pool's workers
-still spinning for work compete with the other's, and any outside load makes both erratic.
+Threads: by default two tables are printed. The first has both libraries on one thread each, set
+in-process (``torch.set_num_threads(1)`` and ``hookgrad.set_num_threads(1)``, which limits NumPy's
+BLAS): the steadiest comparison on a small or shared machine. The second leaves each library at its
+default (torch's intra-op pool; hookgrad's BLAS threads chosen per product by its size and by the
+cores other processes leave free), as a user gets them out of the box. ``--threads one|default``
+prints just one of them; ``--torch-threads N`` still overrides torch's count for the default table.
+The header records the load average and warns when it is high.
 
 The garbage collector stays enabled during timing, as in a real training loop; the median is
 robust to the occasional collection pause that lands inside a sample.
@@ -296,6 +294,59 @@ def w_transformer(T, ws):
     return _fwd_bwd(layer, run)
 
 
+def _block_input(T):
+    return T.tensor(_data("block/x", (16, 64, 128)))  # batch 16, seq 64, dim 128
+
+
+def w_block_mha(T, ws):
+    """Pre-LayerNorm transformer block with nn.MultiheadAttention (4 heads, GELU MLP 128->512)."""
+    layer = T.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512, dropout=0.0,
+                                         activation="gelu", batch_first=True, norm_first=True)
+    ws.apply(T, layer, "block_mha")
+    x = _block_input(T)
+
+    def run():
+        out = layer(x)
+        return (out * out).mean()
+
+    return _fwd_bwd(layer, run)
+
+
+def _manual_block(T):
+    nn, F = T.nn, T.nn.functional
+
+    class Block(nn.Module):
+        """The same block with attention written out: qkv projection, softmax(q k^T / sqrt d) v."""
+
+        def __init__(self, dim=128, heads=4, hidden=512):
+            super().__init__()
+            self.heads = heads
+            self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+
+        def forward(self, x):
+            b, n, d = x.shape
+            h = self.heads
+            q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
+            att = F.softmax(q @ k.transpose(-2, -1) * (d // h) ** -0.5, dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, n, d))
+            return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+    return Block()
+
+
+def w_block_manual(T, ws):
+    block = ws.apply(T, _manual_block(T), "block_manual")
+    x = _block_input(T)
+
+    def run():
+        out = block(x)
+        return (out * out).mean()
+
+    return _fwd_bwd(block, run)
+
+
 def w_lstm(T, ws):
     lstm = ws.apply(T, T.nn.LSTM(64, 128), "lstm")
     x = T.tensor(_data("lstm/x", (32, 32, 64)))  # (seq, batch, input)
@@ -359,20 +410,24 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload(1, "mlp", "MLP 784-256-10 train step, batch 64", w_mlp, target=1.0),
+    Workload(1, "mlp", "MLP 784-256-10 train step, batch 64", w_mlp, target=0.9),
     Workload(2, "mlp_backward_hooks", "MLP step, full backward hook on every module",
-             w_mlp_backward_hooks, own_overhead_target=1.10),
+             w_mlp_backward_hooks, own_overhead_target=1.05),
     Workload(3, "mlp_forward_tensor_hooks", "MLP step, forward hook + tensor hook per layer",
              w_mlp_forward_tensor_hooks, own_overhead_target=1.10),
-    Workload(4, "elementwise", "10 elementwise ops on 4x4, fwd+bwd", w_elementwise, target=3.0),
-    Workload(5, "cnn", "CNN train step, batch 64 of 28x28", w_cnn, target=1.5),
+    Workload(4, "elementwise", "10 elementwise ops on 4x4, fwd+bwd", w_elementwise, target=1.2),
+    Workload(5, "cnn", "CNN train step, batch 64 of 28x28", w_cnn, target=0.9),
     Workload(6, "transformer", "TransformerEncoderLayer d128 h4 seq64 b16, fwd+bwd",
-             w_transformer, target=1.5),
-    Workload(7, "lstm", "LSTM in64 h128 seq32 b32, fwd+bwd", w_lstm, target=2.0),
+             w_transformer, target=1.1),
+    Workload(7, "lstm", "LSTM in64 h128 seq32 b32, fwd+bwd", w_lstm, target=1.3),
     Workload(8, "cnn_inference", "CNN inference (no_grad), batch 256", w_cnn_inference,
-             target=1.5),
+             target=0.9),
     Workload(9, "module_call", f"module __call__ x{N_CALLS}, no hooks (vs forward)",
              w_module_call),
+    Workload(10, "block_mha", "pre-LN block, nn.MultiheadAttention, GELU MLP, fwd+bwd",
+             w_block_mha, target=1.1),
+    Workload(11, "block_manual", "pre-LN block, hand-written attention, fwd+bwd",
+             w_block_manual, target=1.1),
 ]
 
 
@@ -461,6 +516,7 @@ class Settings:
     calibration_calls: int = 3
     settle_s: float = 0.15  # OpenBLAS workers spin ~2**28 cycles (~0.1 s) before parking
     torch_threads_set: bool = False  # True when --torch-threads changed torch's default
+    threads: str = "default"  # "one": both libraries limited to one thread in-process
 
 
 def _warm_and_calibrate(fn: Callable[[], Any], s: Settings) -> int:
@@ -611,12 +667,44 @@ def run_benchmarks(workloads: list[Workload], subject_name: str = "hookgrad",
     if baseline is None:
         raise SystemExit(err)
     subject, subject_error = _import(subject_name)
+    restore = _limit_threads(s.threads, (subject, baseline))
+    try:
+        return _run_all(workloads, subject_name, baseline_name, subject, subject_error, baseline, s,
+                        progress)
+    finally:
+        restore()
+
+
+def _limit_threads(mode: str, frameworks) -> Callable[[], None]:
+    """With mode "one", each framework to one thread (``set_num_threads(1)``: torch's intra-op
+    pool; hookgrad's BLAS); returns what puts the previous counts back."""
+    if mode != "one":
+        return lambda: None
+    before = []
+    for T in frameworks:
+        if T is not None and hasattr(T, "set_num_threads"):
+            before.append((T, T.get_num_threads()))
+            T.set_num_threads(1)
+
+    def restore():
+        for T, n in before:
+            T.set_num_threads(n)
+
+    return restore
+
+
+def _run_all(workloads, subject_name, baseline_name, subject, subject_error, baseline, s,
+             progress) -> dict[str, Any]:
     report: dict[str, Any] = {
         "subject": subject_name, "baseline": baseline_name,
         "machine": machine_info({"subject": subject, "baseline": baseline}),
+        "threads_in_use": {label: T.get_num_threads() for label, T in
+                           (("subject", subject), ("baseline", baseline))
+                           if T is not None and hasattr(T, "get_num_threads")},
         "settings": {"repeats": s.repeats, "warmup_calls": s.warmup_calls,
                      "warmup_s": s.warmup_s, "sample_s": s.sample_s, "settle_s": s.settle_s,
-                     "torch_threads_set": s.torch_threads_set, "gc": "enabled"},
+                     "torch_threads_set": s.torch_threads_set, "threads": s.threads,
+                     "gc": "enabled"},
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "workloads": [],
     }
@@ -656,9 +744,17 @@ def format_report(rep: dict[str, Any]) -> str:
     sname, bname = rep["subject"], rep["baseline"]
     if sname == bname:
         sname = f"{sname}(subject)"
-    threads_note = ("set by --torch-threads" if rep["settings"].get("torch_threads_set")
-                    else "defaults, not changed")
+    if rep["settings"].get("threads") == "one":
+        threads_note = "both libraries set to one thread in-process"
+    elif rep["settings"].get("torch_threads_set"):
+        threads_note = "set by --torch-threads"
+    else:
+        threads_note = "defaults, not changed"
+    in_use = rep.get("threads_in_use", {})
+    title = ("ONE THREAD EACH" if rep["settings"].get("threads") == "one"
+             else "EACH LIBRARY'S DEFAULT THREADS")
     lines = [
+        f"== {title}: " + ", ".join(f"{rep[k]} {v}" for k, v in in_use.items()) + " ==",
         f"hookgrad benchmarks: {sname} vs {bname}, one process, interleaved "
         f"({rep['settings']['repeats']} rounds, twice that for hook overheads; "
         f"{rep['settings'].get('settle_s', 0)} s pause before each switch of library; "
@@ -804,6 +900,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settle", type=float, default=None, metavar="S",
                    help="pause S seconds before each sample so that the other library's worker "
                         "threads stop spinning (default 0.15; 0 with --quick)")
+    p.add_argument("--threads", choices=("one", "default", "both"), default="both",
+                   help="one: both libraries on one thread (set in-process); default: each "
+                        "library's own default; both (the default): a table of each, one first")
     p.add_argument("--subject", default="hookgrad", help=argparse.SUPPRESS)
     p.add_argument("--baseline", default="torch", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -837,12 +936,19 @@ def main(argv: list[str] | None = None) -> int:
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    rep = run_benchmarks(workloads, args.subject, args.baseline, s, progress)
+    modes = ["one", "default"] if args.threads == "both" else [args.threads]
+    reports = []
+    for mode in modes:
+        s.threads = mode
+        progress(f"-- {mode} thread{'s' if mode == 'default' else ''} --")
+        rep = run_benchmarks(workloads, args.subject, args.baseline, s, progress)
+        reports.append(rep)
+        if not args.json:
+            print(format_report(rep) + ("\n" if mode != modes[-1] else ""), flush=True)
     if args.json:
-        print(json.dumps(rep, indent=1))
-    else:
-        print(format_report(rep))
-    return 1 if any(r["status"] in ("mismatch", "error") for r in rep["workloads"]) else 0
+        print(json.dumps(reports[0] if len(reports) == 1 else {"tables": reports}, indent=1))
+    bad = any(r["status"] in ("mismatch", "error") for rep in reports for r in rep["workloads"])
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":
