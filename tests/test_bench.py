@@ -123,3 +123,22 @@ def test_memory_script_json():
         assert r["steps"] == 3 and r["baseline_kib"] > 0 and r["peak_delta_kib"] >= 0
         assert "growth_kib" in r
     assert rep.get("peak_delta_ratio", 1.0) > 0
+
+
+def test_scaling_table_and_plot(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "SCALING_CNN_BATCHES", (1, 2))
+    png = tmp_path / "img" / "scaling.png"
+    rc = bench.main(["scaling", "--quick", "--only", "cnn", "--plot", str(png)])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "one thread each" in out and out.count("CNN ") == 2
+    assert png.stat().st_size > 10_000 and png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_scaling_grid_covers_the_issue_ranges():
+    points = bench.scaling_workloads()
+    mlp = {(b, w) for f, b, w, _ in points if f == "mlp"}
+    cnn = {b for f, b, _, _ in points if f == "cnn"}
+    assert min(b for b, _ in mlp) == 1 and max(b for b, _ in mlp) == 1024
+    assert min(w for _, w in mlp) == 64 and max(w for _, w in mlp) == 4096
+    assert min(cnn) == 1 and max(cnn) == 256

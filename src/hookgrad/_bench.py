@@ -878,10 +878,177 @@ def profile_workload(w: Workload, framework: str = "hookgrad", seconds: float = 
     return "\n".join(out)
 
 
+# ----------------------------------------------------------------------------------------------
+# scaling: how the cost grows with the size of the work
+# ----------------------------------------------------------------------------------------------
+
+SCALING_BATCHES = (1, 4, 16, 64, 256, 1024)
+SCALING_WIDTHS = (64, 256, 1024, 4096)
+SCALING_CNN_BATCHES = (1, 4, 16, 64, 256)
+
+
+def _mlp_sized(batch: int, width: int) -> Callable[[Any, _WeightStore], Built]:
+    def build(T, ws):
+        nn = T.nn
+        model = ws.apply(T, nn.Sequential(nn.Linear(784, width), nn.ReLU(), nn.Linear(width, 10)),
+                         f"mlp{width}")
+        x = T.tensor(_data(f"mlp/x{batch}", (batch, 784)))
+        y = T.tensor(_data(f"mlp/y{batch}", (batch,), "int"))
+        step = _train_step(T, model, x, y)
+        return Built({"step": step}, lambda: _losses(step))
+    return build
+
+
+def _cnn_sized(batch: int) -> Callable[[Any, _WeightStore], Built]:
+    def build(T, ws):
+        model = ws.apply(T, _cnn(T), "cnn")
+        x = T.tensor(_data(f"cnn/x{batch}", (batch, 1, 28, 28)))
+        y = T.tensor(_data(f"cnn/y{batch}", (batch,), "int"))
+        step = _train_step(T, model, x, y)
+        return Built({"step": step}, lambda: _losses(step))
+    return build
+
+
+def scaling_workloads() -> list[tuple[str, int, int, Workload]]:
+    """(family, batch, width, workload) for every point of the scaling grid."""
+    out = []
+    for width in SCALING_WIDTHS:
+        for batch in SCALING_BATCHES:
+            title = f"MLP 784-{width}-10 train step, batch {batch}"
+            out.append(("mlp", batch, width, Workload(0, f"mlp_b{batch}_h{width}", title,
+                                                      _mlp_sized(batch, width), target=None)))
+    for batch in SCALING_CNN_BATCHES:
+        out.append(("cnn", batch, 0, Workload(0, f"cnn_b{batch}", f"CNN train step, batch {batch}",
+                                              _cnn_sized(batch), target=None)))
+    return out
+
+
+def run_scaling(s: Settings, progress: Callable[[str], None] | None = None,
+                families: tuple[str, ...] = ("mlp", "cnn")) -> dict[str, Any]:
+    baseline, err = _import("torch")
+    if baseline is None:
+        raise SystemExit(err)
+    subject, subject_error = _import("hookgrad")
+    restore = _limit_threads(s.threads, (subject, baseline))
+    try:
+        rows = []
+        info = machine_info({"subject": subject, "baseline": baseline})
+        for family, batch, width, w in scaling_workloads():
+            if family not in families:
+                continue
+            if progress:
+                progress(f"{w.name} ...")
+            res = run_workload(w, subject, baseline, s, subject_error)
+            row = {"family": family, "batch": batch, "width": width, "status": res["status"]}
+            if res["status"] == "ok":
+                row.update(hookgrad=res["times"]["subject"]["step"]["median"],
+                           torch=res["times"]["baseline"]["step"]["median"],
+                           ratio=res["ratio"]["median"])
+            else:
+                row["reason"] = res.get("reason")
+            rows.append(row)
+    finally:
+        restore()
+    return {"machine": info, "threads": s.threads, "loadavg_end": _loadavg(), "rows": rows,
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def format_scaling(rep: dict[str, Any]) -> str:
+    m = rep["machine"]
+    lines = [f"scaling, {'one thread each' if rep['threads'] == 'one' else 'default threads'}; "
+             f"load average at start {m.get('loadavg')}, at end {rep.get('loadavg_end')}", "",
+             f"{'workload':<16} {'batch':>6} {'hookgrad':>11} {'torch':>11} {'ratio':>6}"]
+    for r in rep["rows"]:
+        name = f"MLP H={r['width']}" if r["family"] == "mlp" else "CNN"
+        if r["status"] == "ok":
+            lines.append(f"{name:<16} {r['batch']:>6} {_fmt_time(r['hookgrad']):>11} "
+                         f"{_fmt_time(r['torch']):>11} {r['ratio']:>6.2f}")
+        else:
+            lines.append(f"{name:<16} {r['batch']:>6} {r['status']}: {r.get('reason')}")
+    by = {(r["family"], r["batch"], r["width"]): r.get("ratio") for r in rep["rows"]}
+    widths = [w for w in SCALING_WIDTHS if any(("mlp", b, w) in by for b in SCALING_BATCHES)]
+    if widths:
+        lines += ["", "ratio hookgrad/torch, MLP 784-H-10 step (rows H, columns batch size)",
+                  f"{'H':>6} " + "".join(f"{b:>7}" for b in SCALING_BATCHES)]
+        for w in widths:
+            lines.append(f"{w:>6} " + "".join(
+                f"{by[('mlp', b, w)]:>7.2f}" if by.get(("mlp", b, w)) else f"{'-':>7}"
+                for b in SCALING_BATCHES))
+    return "\n".join(lines)
+
+
+def plot_scaling(rep: dict[str, Any], path: str) -> None:
+    """Both libraries' step times against the batch size, log-log: one panel for the MLP widths,
+    one for the CNN."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    ok = [r for r in rep["rows"] if r["status"] == "ok"]
+    series = [("mlp", w, f"MLP H={w}") for w in SCALING_WIDTHS] + [("cnn", 0, "CNN")]
+    for i, (family, width, label) in enumerate(series):
+        pts = sorted((r["batch"], r["hookgrad"], r["torch"]) for r in ok
+                     if r["family"] == family and r["width"] == width)
+        if not pts:
+            continue
+        ax = axes[0] if family == "mlp" else axes[1]
+        b, h, t = zip(*pts)
+        c = colors[i % len(colors)]
+        ax.plot(b, [v * 1e3 for v in h], "o-", color=c, label=f"{label} hookgrad")
+        ax.plot(b, [v * 1e3 for v in t], "s--", color=c, alpha=0.7, label=f"{label} torch")
+    threads = "one thread each" if rep["threads"] == "one" else "default threads"
+    for ax, title in zip(axes, ("MLP 784-H-10 training step", "CNN training step (28x28)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("time per step (ms)")
+        ax.set_title(f"{title}, {threads}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7, ncol=2)
+    fig.suptitle("hookgrad (solid) and torch 2.13 (dashed) on the CPU: time per step against batch size")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def scaling_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m hookgrad bench scaling",
+        description="MLP step across batch sizes and hidden widths, CNN step across batch sizes, "
+                    "hookgrad against torch, interleaved; a table and optionally a plot.")
+    p.add_argument("--plot", metavar="PNG", help="write the log-log plot of both libraries' times")
+    p.add_argument("--threads", choices=("one", "default"), default="one",
+                   help="one thread each (default) or each library's default")
+    p.add_argument("--repeats", type=int, default=7, help="rounds per point (default 7)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: tiny samples")
+    p.add_argument("--only", choices=("mlp", "cnn"), help="one family only")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = p.parse_args(argv)
+    if args.quick:
+        s = Settings(repeats=1, warmup_calls=1, warmup_s=0.0, sample_s=0.001,
+                     calibration_calls=1, settle_s=0.0)
+    else:
+        s = Settings(repeats=args.repeats, warmup_s=0.1, sample_s=0.1, settle_s=0.1)
+    s.threads = args.threads
+    families = (args.only,) if args.only else ("mlp", "cnn")
+    rep = run_scaling(s, lambda msg: print(msg, file=sys.stderr, flush=True), families)
+    print(json.dumps(rep, indent=1) if args.json else format_scaling(rep))
+    if args.plot:
+        plot_scaling(rep, args.plot)
+    return 1 if any(r["status"] != "ok" for r in rep["rows"]) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["scaling"]:
+        return scaling_main(argv[1:])
     p = argparse.ArgumentParser(
         prog="python -m hookgrad bench",
-        description="Time the same workloads on hookgrad and torch in one process, interleaved.")
+        description="Time the same workloads on hookgrad and torch in one process, interleaved. "
+                    "'bench scaling --help': how the cost grows with the batch size.")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name or number (comma-separated or repeated); default: all")
     p.add_argument("--repeats", type=int, default=None,
