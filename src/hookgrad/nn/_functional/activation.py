@@ -127,8 +127,44 @@ def _erf_np(a):
     return _erf_ufunc(a).astype(a.dtype, copy=False)
 
 
+# Coefficients of the Chebyshev-fitted erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0,
+# fractional error below 1.2e-7 everywhere (Numerical Recipes' erfcc).
+_ERFC_COEFFS = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+                -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
+
+def _normal_cdf_f32(d):
+    """Phi(x) for a float32 array, in float32 NumPy passes over private buffers.
+
+    SciPy's erf evaluates element by element (about 30 ns each: 16 ms on a 1024x512 input, two
+    calls per GELU training step); this runs vectorized in about a fifth of that. Error: below
+    2e-7 absolute; Phi(x) for x far below zero keeps its digits, where
+    0.5 * (1 + erf) would cancel to nothing: relative error below 2e-5 there.
+    """
+    f = np.float32
+    z = np.abs(d)
+    z *= f(math.sqrt(0.5))
+    t = z * f(0.5)
+    t += f(1.0)
+    np.reciprocal(t, out=t)
+    p = t * f(_ERFC_COEFFS[9])
+    for c in _ERFC_COEFFS[8:0:-1]:
+        p += f(c)
+        p *= t
+    p += f(_ERFC_COEFFS[0])
+    z *= z
+    p -= z
+    np.exp(p, out=p)
+    p *= t                       # erfc(|x| / sqrt 2)
+    p *= f(0.5)                  # Phi(-|x|)
+    np.subtract(f(1.0), p, out=p, where=d >= 0)
+    return p
+
+
 def _normal_cdf_np(d):
-    """0.5 * (1 + erf(x / sqrt 2)), in torch's order of operations and in d's dtype."""
+    """0.5 * (1 + erf(x / sqrt 2)) in d's dtype (float64: SciPy's erf, in torch's order)."""
+    if d.dtype == np.float32:
+        return _normal_cdf_f32(d)
     c = _erf_np(d * d.dtype.type(_SQRT1_2))
     c += d.dtype.type(1.0)
     c *= d.dtype.type(0.5)
@@ -211,10 +247,11 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     with _err():
         if approximate == "tanh":
             out = np.tanh(f(_SQRT_2_PI) * (c + f(0.044715) * c * c * c))
-        else:
-            out = _erf_np(c * f(_SQRT1_2))
-        out += f(1.0)
-        out *= c * f(0.5)
+            out += f(1.0)
+            out *= c * f(0.5)
+        else:  # x * Phi(x): the same rounding as (x * 0.5) * (1 + erf), halving being exact
+            out = _normal_cdf_np(c)
+            out *= c
     return _unary(input, out.astype(d.dtype, copy=False), GeluBackward0, (("approximate", approximate),))
 
 
