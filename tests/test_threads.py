@@ -99,3 +99,27 @@ def test_products_through_the_ops_agree_with_torch():
             want = [ta.grad.numpy(), tb.grad.numpy()]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-10)
+
+
+def test_recurrent_time_loop_runs_on_one_thread_and_matches_torch():
+    import torch
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((5, 3, 8)).astype(np.float32)
+    out = {}
+    for T in (hookgrad, torch):
+        T.manual_seed(0)
+        lstm = T.nn.LSTM(8, 16)
+        lstm.load_state_dict({k: T.tensor(rng_v) for k, rng_v in
+                              ((k, np.random.default_rng(len(k)).standard_normal(tuple(v.shape))
+                                .astype(np.float32) * 0.3) for k, v in lstm.state_dict().items())})
+        xt = T.tensor(x, requires_grad=True)
+        y, _ = lstm(xt)
+        if T is hookgrad:
+            big = np.ones((256, 256), np.float32)
+            _threads.matmul(big, big)   # leaves BLAS on its large-product count
+        y.square().sum().backward()
+        if T is hookgrad and _threads._set_fn is not None:
+            assert _threads.current_threads() == 1  # the backward time loop set it back
+        out[T.__name__] = (y.detach().numpy(), xt.grad.numpy())
+    for g, w in zip(out["hookgrad"], out["torch"]):
+        np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
