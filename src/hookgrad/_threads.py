@@ -11,7 +11,7 @@ number of cores), which ``hookgrad.set_num_threads`` can lower, and never on mor
 there are cores left free by other processes (measured every half second from the machine's CPU
 counters, Linux only).
 
-A change of thread count is one C call (about 1 us), made only when the wanted count differs
+A change of thread count is one C call (about 0.4 us), made only when the wanted count differs
 from the last one set: the count is cached here. The library is found with threadpoolctl when
 it is installed (any BLAS it knows); without it, on Linux, NumPy's own OpenBLAS is found among
 the loaded libraries. Where neither works, BLAS keeps its own default and nothing here costs
@@ -30,12 +30,11 @@ __all__ = ["matmul", "use_threads_for", "set_max_threads", "max_threads", "curre
 
 # Products with fewer multiply-adds than this run on one BLAS thread. Measured with
 # ``python -m hookgrad._threads`` (median of 9 interleaved samples, float32 square products n^3,
-# 2-vCPU AMD EPYC, OpenBLAS 0.3.31, other processes using about one core, load ~3.8):
-#   n=128 (2.1M):  1 thread 0.046 ms, 2 threads 0.034 ms (best-of-7; the medians swing either way)
-#   n=192 (7.1M):  0.43 ms vs 0.10 ms (best-of-7); n=256 (16.8M): 1.84 ms vs 1.79 ms (median)
-#   n=1024 (1.07G): 103 ms vs 76 ms (median)
-# and with one more process spinning on a core, 2 threads lost at every size (n=128: 0.22 ms vs
-# 28 ms, n=1024: 158 ms vs 176 ms), which is what _allowed below takes care of.
+# 2-vCPU AMD EPYC, OpenBLAS 0.3.31, other work keeping the load average near 4):
+#   n=128 (2.1M): 1 thread 0.21 ms, 2 threads 1.0 ms;  n=256 (16.8M): 1.84 ms vs 1.79 ms;
+#   n=1024 (1.07G): 103 ms vs 76 ms; best of 7 at n=192 (7.1M): 0.43 ms vs 0.10 ms.
+# With one more process spinning on a core, 2 threads lost at every size (n=128: 0.22 ms vs
+# 28 ms, n=1024: 158 ms vs 176 ms): that is what _allowed below takes care of.
 SMALL_WORK = 4_000_000
 
 _UNKNOWN = object()
