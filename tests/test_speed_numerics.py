@@ -79,3 +79,24 @@ def test_gelu_double_backward_gradcheck():
 def test_gelu_bad_input(T):
     return [catch(T.nn.functional.gelu, T.tensor([1, 2])),
             catch(T.nn.functional.gelu, T.tensor([1.0]), approximate="fast")]
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_gelu_scalar_empty_and_strided_inputs(approximate, dtype):
+    base = np.random.default_rng(5).standard_normal((4, 6)) * 3
+
+    def case(T):
+        dt = getattr(T, dtype)
+        out = []
+        for x in (T.tensor(-1.5, dtype=dt), T.zeros(0, 3, dtype=dt), T.tensor(base, dtype=dt)[:, ::2]):
+            x.requires_grad_()
+            y = T.nn.functional.gelu(x, approximate=approximate)
+            y.sum().backward()
+            out += [y, x.grad]
+        return out
+
+    got, want = run_both(lambda T: case(T))
+    tol = {"float16": dict(rtol=2e-3, atol=2e-3), "float32": dict(rtol=1e-5, atol=1e-6),
+           "float64": dict(rtol=1e-12, atol=1e-14)}[dtype]
+    assert_same(got, want, **tol)

@@ -142,6 +142,8 @@ def _normal_cdf_f32(d):
     0.5 * (1 + erf) would cancel to nothing: relative error below 2e-5 there.
     """
     f = np.float32
+    shape = d.shape
+    d = d.reshape(-1)  # 1-D, so that every step below is an array (0-d ones give scalars)
     z = np.abs(d)
     z *= f(math.sqrt(0.5))
     t = z * f(0.5)
@@ -158,7 +160,7 @@ def _normal_cdf_f32(d):
     p *= t                       # erfc(|x| / sqrt 2)
     p *= f(0.5)                  # Phi(-|x|)
     np.subtract(f(1.0), p, out=p, where=d >= 0)
-    return p
+    return p.reshape(shape)
 
 
 def _normal_cdf_np(d):
