@@ -1006,7 +1006,8 @@ def plot_scaling(rep: dict[str, Any], path: str) -> None:
         ax.set_ylabel("time per step (ms)")
         ax.set_title(f"{title}, {threads}")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7, ncol=2)
+        if ax.get_lines():
+            ax.legend(fontsize=7, ncol=2)
     fig.suptitle("hookgrad (solid) and torch 2.13 (dashed) on the CPU: time per step against batch size")
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
