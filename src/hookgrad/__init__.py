@@ -90,11 +90,18 @@ def use_deterministic_algorithms(mode, *, warn_only=False):
 
 
 def set_num_threads(n):
-    return None
+    """The most threads NumPy's BLAS may use for a large product (small ones always use one)."""
+    if isinstance(n, _builtins.bool) or not isinstance(n, _builtins.int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
+    if n <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    from . import _threads
+    _threads.set_max_threads(n)
 
 
 def get_num_threads():
-    return 1
+    from . import _threads
+    return _threads.max_threads()
 
 
 def cdist(x1, x2, p=2.0):

@@ -27,15 +27,13 @@ Reported: the median per-call time of each framework, and the median and interqu
 of the per-round ratio hookgrad/torch. Workloads with hooks also report each framework's own
 hook overhead (the hooked step over the same framework's plain step, per round).
 
-Threads: ``torch.set_num_threads`` is deliberately left at torch's default (reported in the
-header), and NumPy's BLAS runs with its own default thread count; this compares the two
-libraries as a user would get them out of the box. ``--torch-threads N`` overrides this (the
-report then says so); on a machine busy with other work torch's thread pool degrades far more
-than NumPy does, so the header records the load average and warns when it is high. To compare
-both single-threaded, set ``OMP_NUM_THREADS=1`` (read by torch and by OpenBLAS) before starting
-Python. On machines with few cores this is also the way to get stable numbers: the two libraries'
-thread pools live in one process and, when the run alternates between them, one pool's workers
-still spinning for work compete with the other's, and any outside load makes both erratic.
+Threads: by default two tables are printed. The first has both libraries on one thread each, set
+in-process (``torch.set_num_threads(1)`` and ``hookgrad.set_num_threads(1)``, which limits NumPy's
+BLAS): the steadiest comparison on a small or shared machine. The second leaves each library at its
+default (torch's intra-op pool; hookgrad's BLAS threads chosen per product by its size and by the
+cores other processes leave free), as a user gets them out of the box. ``--threads one|default``
+prints just one of them; ``--torch-threads N`` still overrides torch's count for the default table.
+The header records the load average and warns when it is high.
 
 The garbage collector stays enabled during timing, as in a real training loop; the median is
 robust to the occasional collection pause that lands inside a sample.
@@ -296,6 +294,59 @@ def w_transformer(T, ws):
     return _fwd_bwd(layer, run)
 
 
+def _block_input(T):
+    return T.tensor(_data("block/x", (16, 64, 128)))  # batch 16, seq 64, dim 128
+
+
+def w_block_mha(T, ws):
+    """Pre-LayerNorm transformer block with nn.MultiheadAttention (4 heads, GELU MLP 128->512)."""
+    layer = T.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=512, dropout=0.0,
+                                         activation="gelu", batch_first=True, norm_first=True)
+    ws.apply(T, layer, "block_mha")
+    x = _block_input(T)
+
+    def run():
+        out = layer(x)
+        return (out * out).mean()
+
+    return _fwd_bwd(layer, run)
+
+
+def _manual_block(T):
+    nn, F = T.nn, T.nn.functional
+
+    class Block(nn.Module):
+        """The same block with attention written out: qkv projection, softmax(q k^T / sqrt d) v."""
+
+        def __init__(self, dim=128, heads=4, hidden=512):
+            super().__init__()
+            self.heads = heads
+            self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+            self.qkv, self.proj = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
+            self.fc1, self.fc2 = nn.Linear(dim, hidden), nn.Linear(hidden, dim)
+
+        def forward(self, x):
+            b, n, d = x.shape
+            h = self.heads
+            q, k, v = self.qkv(self.norm1(x)).reshape(b, n, 3, h, d // h).permute(2, 0, 3, 1, 4)
+            att = F.softmax(q @ k.transpose(-2, -1) * (d // h) ** -0.5, dim=-1)
+            x = x + self.proj((att @ v).transpose(1, 2).reshape(b, n, d))
+            return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+    return Block()
+
+
+def w_block_manual(T, ws):
+    block = ws.apply(T, _manual_block(T), "block_manual")
+    x = _block_input(T)
+
+    def run():
+        out = block(x)
+        return (out * out).mean()
+
+    return _fwd_bwd(block, run)
+
+
 def w_lstm(T, ws):
     lstm = ws.apply(T, T.nn.LSTM(64, 128), "lstm")
     x = T.tensor(_data("lstm/x", (32, 32, 64)))  # (seq, batch, input)
@@ -359,20 +410,24 @@ class Workload:
 
 
 WORKLOADS = [
-    Workload(1, "mlp", "MLP 784-256-10 train step, batch 64", w_mlp, target=1.0),
+    Workload(1, "mlp", "MLP 784-256-10 train step, batch 64", w_mlp, target=0.9),
     Workload(2, "mlp_backward_hooks", "MLP step, full backward hook on every module",
-             w_mlp_backward_hooks, own_overhead_target=1.10),
+             w_mlp_backward_hooks, own_overhead_target=1.05),
     Workload(3, "mlp_forward_tensor_hooks", "MLP step, forward hook + tensor hook per layer",
              w_mlp_forward_tensor_hooks, own_overhead_target=1.10),
-    Workload(4, "elementwise", "10 elementwise ops on 4x4, fwd+bwd", w_elementwise, target=3.0),
-    Workload(5, "cnn", "CNN train step, batch 64 of 28x28", w_cnn, target=1.5),
+    Workload(4, "elementwise", "10 elementwise ops on 4x4, fwd+bwd", w_elementwise, target=1.2),
+    Workload(5, "cnn", "CNN train step, batch 64 of 28x28", w_cnn, target=0.9),
     Workload(6, "transformer", "TransformerEncoderLayer d128 h4 seq64 b16, fwd+bwd",
-             w_transformer, target=1.5),
-    Workload(7, "lstm", "LSTM in64 h128 seq32 b32, fwd+bwd", w_lstm, target=2.0),
+             w_transformer, target=1.1),
+    Workload(7, "lstm", "LSTM in64 h128 seq32 b32, fwd+bwd", w_lstm, target=1.3),
     Workload(8, "cnn_inference", "CNN inference (no_grad), batch 256", w_cnn_inference,
-             target=1.5),
+             target=0.9),
     Workload(9, "module_call", f"module __call__ x{N_CALLS}, no hooks (vs forward)",
              w_module_call),
+    Workload(10, "block_mha", "pre-LN block, nn.MultiheadAttention, GELU MLP, fwd+bwd",
+             w_block_mha, target=1.1),
+    Workload(11, "block_manual", "pre-LN block, hand-written attention, fwd+bwd",
+             w_block_manual, target=1.1),
 ]
 
 
@@ -461,6 +516,7 @@ class Settings:
     calibration_calls: int = 3
     settle_s: float = 0.15  # OpenBLAS workers spin ~2**28 cycles (~0.1 s) before parking
     torch_threads_set: bool = False  # True when --torch-threads changed torch's default
+    threads: str = "default"  # "one": both libraries limited to one thread in-process
 
 
 def _warm_and_calibrate(fn: Callable[[], Any], s: Settings) -> int:
@@ -611,12 +667,44 @@ def run_benchmarks(workloads: list[Workload], subject_name: str = "hookgrad",
     if baseline is None:
         raise SystemExit(err)
     subject, subject_error = _import(subject_name)
+    restore = _limit_threads(s.threads, (subject, baseline))
+    try:
+        return _run_all(workloads, subject_name, baseline_name, subject, subject_error, baseline, s,
+                        progress)
+    finally:
+        restore()
+
+
+def _limit_threads(mode: str, frameworks) -> Callable[[], None]:
+    """With mode "one", each framework to one thread (``set_num_threads(1)``: torch's intra-op
+    pool; hookgrad's BLAS); returns what puts the previous counts back."""
+    if mode != "one":
+        return lambda: None
+    before = []
+    for T in frameworks:
+        if T is not None and hasattr(T, "set_num_threads"):
+            before.append((T, T.get_num_threads()))
+            T.set_num_threads(1)
+
+    def restore():
+        for T, n in before:
+            T.set_num_threads(n)
+
+    return restore
+
+
+def _run_all(workloads, subject_name, baseline_name, subject, subject_error, baseline, s,
+             progress) -> dict[str, Any]:
     report: dict[str, Any] = {
         "subject": subject_name, "baseline": baseline_name,
         "machine": machine_info({"subject": subject, "baseline": baseline}),
+        "threads_in_use": {label: T.get_num_threads() for label, T in
+                           (("subject", subject), ("baseline", baseline))
+                           if T is not None and hasattr(T, "get_num_threads")},
         "settings": {"repeats": s.repeats, "warmup_calls": s.warmup_calls,
                      "warmup_s": s.warmup_s, "sample_s": s.sample_s, "settle_s": s.settle_s,
-                     "torch_threads_set": s.torch_threads_set, "gc": "enabled"},
+                     "torch_threads_set": s.torch_threads_set, "threads": s.threads,
+                     "gc": "enabled"},
         "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "workloads": [],
     }
@@ -656,9 +744,17 @@ def format_report(rep: dict[str, Any]) -> str:
     sname, bname = rep["subject"], rep["baseline"]
     if sname == bname:
         sname = f"{sname}(subject)"
-    threads_note = ("set by --torch-threads" if rep["settings"].get("torch_threads_set")
-                    else "defaults, not changed")
+    if rep["settings"].get("threads") == "one":
+        threads_note = "both libraries set to one thread in-process"
+    elif rep["settings"].get("torch_threads_set"):
+        threads_note = "set by --torch-threads"
+    else:
+        threads_note = "defaults, not changed"
+    in_use = rep.get("threads_in_use", {})
+    title = ("ONE THREAD EACH" if rep["settings"].get("threads") == "one"
+             else "EACH LIBRARY'S DEFAULT THREADS")
     lines = [
+        f"== {title}: " + ", ".join(f"{rep[k]} {v}" for k, v in in_use.items()) + " ==",
         f"hookgrad benchmarks: {sname} vs {bname}, one process, interleaved "
         f"({rep['settings']['repeats']} rounds, twice that for hook overheads; "
         f"{rep['settings'].get('settle_s', 0)} s pause before each switch of library; "
@@ -782,10 +878,178 @@ def profile_workload(w: Workload, framework: str = "hookgrad", seconds: float = 
     return "\n".join(out)
 
 
+# ----------------------------------------------------------------------------------------------
+# scaling: how the cost grows with the size of the work
+# ----------------------------------------------------------------------------------------------
+
+SCALING_BATCHES = (1, 4, 16, 64, 256, 1024)
+SCALING_WIDTHS = (64, 256, 1024, 4096)
+SCALING_CNN_BATCHES = (1, 4, 16, 64, 256)
+
+
+def _mlp_sized(batch: int, width: int) -> Callable[[Any, _WeightStore], Built]:
+    def build(T, ws):
+        nn = T.nn
+        model = ws.apply(T, nn.Sequential(nn.Linear(784, width), nn.ReLU(), nn.Linear(width, 10)),
+                         f"mlp{width}")
+        x = T.tensor(_data(f"mlp/x{batch}", (batch, 784)))
+        y = T.tensor(_data(f"mlp/y{batch}", (batch,), "int"))
+        step = _train_step(T, model, x, y)
+        return Built({"step": step}, lambda: _losses(step))
+    return build
+
+
+def _cnn_sized(batch: int) -> Callable[[Any, _WeightStore], Built]:
+    def build(T, ws):
+        model = ws.apply(T, _cnn(T), "cnn")
+        x = T.tensor(_data(f"cnn/x{batch}", (batch, 1, 28, 28)))
+        y = T.tensor(_data(f"cnn/y{batch}", (batch,), "int"))
+        step = _train_step(T, model, x, y)
+        return Built({"step": step}, lambda: _losses(step))
+    return build
+
+
+def scaling_workloads() -> list[tuple[str, int, int, Workload]]:
+    """(family, batch, width, workload) for every point of the scaling grid."""
+    out = []
+    for width in SCALING_WIDTHS:
+        for batch in SCALING_BATCHES:
+            title = f"MLP 784-{width}-10 train step, batch {batch}"
+            out.append(("mlp", batch, width, Workload(0, f"mlp_b{batch}_h{width}", title,
+                                                      _mlp_sized(batch, width), target=None)))
+    for batch in SCALING_CNN_BATCHES:
+        out.append(("cnn", batch, 0, Workload(0, f"cnn_b{batch}", f"CNN train step, batch {batch}",
+                                              _cnn_sized(batch), target=None)))
+    return out
+
+
+def run_scaling(s: Settings, progress: Callable[[str], None] | None = None,
+                families: tuple[str, ...] = ("mlp", "cnn")) -> dict[str, Any]:
+    baseline, err = _import("torch")
+    if baseline is None:
+        raise SystemExit(err)
+    subject, subject_error = _import("hookgrad")
+    restore = _limit_threads(s.threads, (subject, baseline))
+    try:
+        rows = []
+        info = machine_info({"subject": subject, "baseline": baseline})
+        for family, batch, width, w in scaling_workloads():
+            if family not in families:
+                continue
+            if progress:
+                progress(f"{w.name} ...")
+            res = run_workload(w, subject, baseline, s, subject_error)
+            row = {"family": family, "batch": batch, "width": width, "status": res["status"]}
+            if res["status"] == "ok":
+                row.update(hookgrad=res["times"]["subject"]["step"]["median"],
+                           torch=res["times"]["baseline"]["step"]["median"],
+                           ratio=res["ratio"]["median"])
+            else:
+                row["reason"] = res.get("reason")
+            rows.append(row)
+    finally:
+        restore()
+    return {"machine": info, "threads": s.threads, "loadavg_end": _loadavg(), "rows": rows,
+            "started_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+
+
+def format_scaling(rep: dict[str, Any]) -> str:
+    m = rep["machine"]
+    lines = [f"scaling, {'one thread each' if rep['threads'] == 'one' else 'default threads'}; "
+             f"load average at start {m.get('loadavg')}, at end {rep.get('loadavg_end')}", "",
+             f"{'workload':<16} {'batch':>6} {'hookgrad':>11} {'torch':>11} {'ratio':>6}"]
+    for r in rep["rows"]:
+        name = f"MLP H={r['width']}" if r["family"] == "mlp" else "CNN"
+        if r["status"] == "ok":
+            lines.append(f"{name:<16} {r['batch']:>6} {_fmt_time(r['hookgrad']):>11} "
+                         f"{_fmt_time(r['torch']):>11} {r['ratio']:>6.2f}")
+        else:
+            lines.append(f"{name:<16} {r['batch']:>6} {r['status']}: {r.get('reason')}")
+    by = {(r["family"], r["batch"], r["width"]): r.get("ratio") for r in rep["rows"]}
+    widths = [w for w in SCALING_WIDTHS if any(("mlp", b, w) in by for b in SCALING_BATCHES)]
+    if widths:
+        lines += ["", "ratio hookgrad/torch, MLP 784-H-10 step (rows H, columns batch size)",
+                  f"{'H':>6} " + "".join(f"{b:>7}" for b in SCALING_BATCHES)]
+        for w in widths:
+            lines.append(f"{w:>6} " + "".join(
+                f"{by[('mlp', b, w)]:>7.2f}" if by.get(("mlp", b, w)) else f"{'-':>7}"
+                for b in SCALING_BATCHES))
+    return "\n".join(lines)
+
+
+def plot_scaling(rep: dict[str, Any], path: str) -> None:
+    """Both libraries' step times against the batch size, log-log: one panel for the MLP widths,
+    one for the CNN."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    ok = [r for r in rep["rows"] if r["status"] == "ok"]
+    series = [("mlp", w, f"MLP H={w}") for w in SCALING_WIDTHS] + [("cnn", 0, "CNN")]
+    for i, (family, width, label) in enumerate(series):
+        pts = sorted((r["batch"], r["hookgrad"], r["torch"]) for r in ok
+                     if r["family"] == family and r["width"] == width)
+        if not pts:
+            continue
+        ax = axes[0] if family == "mlp" else axes[1]
+        b, h, t = zip(*pts)
+        c = colors[i % len(colors)]
+        ax.plot(b, [v * 1e3 for v in h], "o-", color=c, label=f"{label} hookgrad")
+        ax.plot(b, [v * 1e3 for v in t], "s--", color=c, alpha=0.7, label=f"{label} torch")
+    threads = "one thread each" if rep["threads"] == "one" else "default threads"
+    for ax, title in zip(axes, ("MLP 784-H-10 training step", "CNN training step (28x28)")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("time per step (ms)")
+        ax.set_title(f"{title}, {threads}")
+        ax.grid(True, which="both", alpha=0.3)
+        if ax.get_lines():
+            ax.legend(fontsize=7, ncol=2)
+    fig.suptitle("hookgrad (solid) and torch 2.13 (dashed) on the CPU: time per step against batch size")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def scaling_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="hookgrad bench scaling",
+        description="MLP step across batch sizes and hidden widths, CNN step across batch sizes, "
+                    "hookgrad against torch, interleaved; a table and optionally a plot.")
+    p.add_argument("--plot", metavar="PNG", help="write the log-log plot of both libraries' times")
+    p.add_argument("--threads", choices=("one", "default"), default="one",
+                   help="one thread each (default) or each library's default")
+    p.add_argument("--repeats", type=int, default=7, help="rounds per point (default 7)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: tiny samples")
+    p.add_argument("--only", choices=("mlp", "cnn"), help="one family only")
+    p.add_argument("--json", action="store_true", help="print the rows as JSON")
+    args = p.parse_args(argv)
+    if args.quick:
+        s = Settings(repeats=1, warmup_calls=1, warmup_s=0.0, sample_s=0.001,
+                     calibration_calls=1, settle_s=0.0)
+    else:
+        s = Settings(repeats=args.repeats, warmup_s=0.1, sample_s=0.1, settle_s=0.1)
+    s.threads = args.threads
+    families = (args.only,) if args.only else ("mlp", "cnn")
+    rep = run_scaling(s, lambda msg: print(msg, file=sys.stderr, flush=True), families)
+    print(json.dumps(rep, indent=1) if args.json else format_scaling(rep))
+    if args.plot:
+        plot_scaling(rep, args.plot)
+    return 1 if any(r["status"] != "ok" for r in rep["rows"]) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["scaling"]:
+        return scaling_main(argv[1:])
     p = argparse.ArgumentParser(
         prog="hookgrad bench",
-        description="Time the same workloads on hookgrad and torch in one process, interleaved.")
+        description="Time the same workloads on hookgrad and torch in one process, interleaved. "
+                    "'bench scaling --help': how the cost grows with the batch size.")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name or number (comma-separated or repeated); default: all")
     p.add_argument("--repeats", type=int, default=None,
@@ -804,6 +1068,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--settle", type=float, default=None, metavar="S",
                    help="pause S seconds before each sample so that the other library's worker "
                         "threads stop spinning (default 0.15; 0 with --quick)")
+    p.add_argument("--threads", choices=("one", "default", "both"), default="both",
+                   help="one: both libraries on one thread (set in-process); default: each "
+                        "library's own default; both (the default): a table of each, one first")
     p.add_argument("--subject", default="hookgrad", help=argparse.SUPPRESS)
     p.add_argument("--baseline", default="torch", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -837,12 +1104,19 @@ def main(argv: list[str] | None = None) -> int:
     def progress(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    rep = run_benchmarks(workloads, args.subject, args.baseline, s, progress)
+    modes = ["one", "default"] if args.threads == "both" else [args.threads]
+    reports = []
+    for mode in modes:
+        s.threads = mode
+        progress(f"-- {mode} thread{'s' if mode == 'default' else ''} --")
+        rep = run_benchmarks(workloads, args.subject, args.baseline, s, progress)
+        reports.append(rep)
+        if not args.json:
+            print(format_report(rep) + ("\n" if mode != modes[-1] else ""), flush=True)
     if args.json:
-        print(json.dumps(rep, indent=1))
-    else:
-        print(format_report(rep))
-    return 1 if any(r["status"] in ("mismatch", "error") for r in rep["workloads"]) else 0
+        print(json.dumps(reports[0] if len(reports) == 1 else {"tables": reports}, indent=1))
+    bad = any(r["status"] in ("mismatch", "error") for rep in reports for r in rep["workloads"])
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ from ..._ops._base import quiet_fp
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_SQRT1_2 = math.sqrt(0.5)
 
 
 def _unary(x, data, node_cls, attrs=(), save=True):
@@ -112,17 +113,64 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
 
 
 # ---- smooth activations ----------------------------------------------------------------------
+_erf_ufunc = None
+
+
 def _erf_np(a):
-    if a.dtype == np.float64:
-        return np.frompyfunc(math.erf, 1, 1)(a).astype(np.float64)
-    # float32 and below: a rational approximation good to ~1.2e-7 relative (float32's own precision)
-    z = np.abs(a.astype(np.float64))
-    t = 1.0 / (1.0 + 0.5 * z)
-    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
-        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (
-            -0.82215223 + t * 0.17087277))))))))
-    erfc = t * np.exp(poly)
-    return (np.sign(a) * (1.0 - erfc)).astype(a.dtype)
+    """erf of an array in its own floating dtype (SciPy's ufunc; float16 is computed in float32).
+
+    scipy.special is imported on first use: it adds about 0.4 s to ``import hookgrad``.
+    """
+    global _erf_ufunc
+    if _erf_ufunc is None:
+        from scipy.special import erf as _erf_ufunc
+    return _erf_ufunc(a).astype(a.dtype, copy=False)
+
+
+# Coefficients of the Chebyshev-fitted erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z / 2), z >= 0,
+# fractional error below 1.2e-7 everywhere (Numerical Recipes' erfcc).
+_ERFC_COEFFS = (-1.26551223, 1.00002368, 0.37409196, 0.09678418, -0.18628806, 0.27886807,
+                -1.13520398, 1.48851587, -0.82215223, 0.17087277)
+
+
+def _normal_cdf_f32(d):
+    """Phi(x) for a float32 array, in float32 NumPy passes over private buffers.
+
+    SciPy's erf evaluates element by element (about 30 ns each: 16 ms on a 1024x512 input, two
+    calls per GELU training step); this runs vectorized in about a fifth of that. Error: below
+    2e-7 absolute; Phi(x) for x far below zero keeps its digits, where
+    0.5 * (1 + erf) would cancel to nothing: relative error below 2e-5 there.
+    """
+    f = np.float32
+    shape = d.shape
+    d = d.reshape(-1)  # 1-D, so that every step below is an array (0-d ones give scalars)
+    z = np.abs(d)
+    z *= f(math.sqrt(0.5))
+    t = z * f(0.5)
+    t += f(1.0)
+    np.reciprocal(t, out=t)
+    p = t * f(_ERFC_COEFFS[9])
+    for c in _ERFC_COEFFS[8:0:-1]:
+        p += f(c)
+        p *= t
+    p += f(_ERFC_COEFFS[0])
+    z *= z
+    p -= z
+    np.exp(p, out=p)
+    p *= t                       # erfc(|x| / sqrt 2)
+    p *= f(0.5)                  # Phi(-|x|)
+    np.subtract(f(1.0), p, out=p, where=d >= 0)
+    return p.reshape(shape)
+
+
+def _normal_cdf_np(d):
+    """0.5 * (1 + erf(x / sqrt 2)) in d's dtype (float64: SciPy's erf, in torch's order)."""
+    if d.dtype == np.float32:
+        return _normal_cdf_f32(d)
+    c = _erf_np(d * d.dtype.type(_SQRT1_2))
+    c += d.dtype.type(1.0)
+    c *= d.dtype.type(0.5)
+    return c
 
 
 class NormalCdfBackward(Node):
@@ -140,7 +188,7 @@ class NormalCdfBackward(Node):
 
 def _normal_cdf(x: Tensor) -> Tensor:
     d = x._data
-    return _unary(x, 0.5 * (1.0 + _erf_np(d / d.dtype.type(math.sqrt(2.0)))), NormalCdfBackward)
+    return _unary(x, _normal_cdf_np(d), NormalCdfBackward)
 
 
 class GeluBackward0(Node):
@@ -149,26 +197,63 @@ class GeluBackward0(Node):
     def apply(self, grads):
         (x,) = self.saved()
         g = grads[0]
+        if not GRAD.enabled:  # plain backward: one NumPy expression in torch's order of operations
+            with _err():
+                d = _gelu_compute_dtype(x._data)
+                if self.approximate == "tanh":
+                    dx = _gelu_tanh_grad_np(d)
+                else:
+                    dx = _normal_cdf_np(d)
+                    pdf = np.exp(d * d * d.dtype.type(-0.5))
+                    pdf *= d.dtype.type(_INV_SQRT_2PI)
+                    pdf *= d
+                    dx += pdf
+                dx *= g._data
+            return (wrap(dx.astype(x._data.dtype, copy=False)),)
         if self.approximate == "tanh":
             inner = (x + x * x * x * 0.044715) * _SQRT_2_PI
             t = inner.tanh()
             dinner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_PI
             return (g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner),)
-        cdf = _normal_cdf(x) if GRAD.enabled else wrap(0.5 * (1.0 + _erf_np(x._data / x._data.dtype.type(
-            math.sqrt(2.0)))))
+        cdf = _normal_cdf(x)
         pdf = ((x * x) * -0.5).exp() * _INV_SQRT_2PI
         return (g * (cdf + x * pdf),)
+
+
+def _gelu_compute_dtype(d):
+    """float16 is computed in float32 and rounded once at the end, as torch does."""
+    return d.astype(np.float32) if d.dtype == np.float16 else d
+
+
+def _gelu_tanh_grad_np(d):
+    f = d.dtype.type
+    x_sq = d * d
+    t = np.tanh(f(_SQRT_2_PI) * (d + f(0.044715) * x_sq * d))
+    right = f(0.5) * d * (f(1.0) - t * t) * (f(_SQRT_2_PI) * (f(1.0) + f(3 * 0.044715) * x_sq))
+    t += f(1.0)
+    t *= f(0.5)
+    t += right
+    return t
 
 
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh.")
     d = input._data
+    if d.dtype.kind not in "fc":
+        name = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool"}.get(d.dtype.name, d.dtype.name)
+        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{name}'")
+    c = _gelu_compute_dtype(d)
+    f = c.dtype.type
     with _err():
         if approximate == "tanh":
-            out = 0.5 * d * (1 + np.tanh(_SQRT_2_PI * (d + 0.044715 * d * d * d)))
-        else:
-            out = 0.5 * d * (1.0 + _erf_np(d / d.dtype.type(math.sqrt(2.0))))
+            out = np.tanh(f(_SQRT_2_PI) * (c + f(0.044715) * c * c * c))
+            out += f(1.0)
+            out *= c * f(0.5)
+        else:  # x * Phi(x): the same rounding as (x * 0.5) * (1 + erf), halving being exact
+            out = _normal_cdf_np(c)
+            out *= c
     return _unary(input, out.astype(d.dtype, copy=False), GeluBackward0, (("approximate", approximate),))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ... import _threads as _blas
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, record
@@ -253,7 +254,7 @@ def conv_forward_np(x, w, geom, bias=None):
     n = x.shape[0]
     cols = _im2col(x, kh, kw, geom, _batch_major(w.shape, g))
     ho, wo = cols.shape[4:]
-    prod = np.matmul(_weight_matrix(w, g), cols.matrix())
+    prod = _blas.matmul(_weight_matrix(w, g), cols.matrix())
     if cols.batch_major:
         out = prod.reshape(n, o, ho, wo)
         if bias is not None:
@@ -275,7 +276,7 @@ def conv_input_grad_np(gout, w, in_shape, geom):
     batch_major = _batch_major(w.shape, g)
     wt = _weight_matrix(w, g).transpose(0, 2, 1)
     go = gout.reshape(n, g, o // g, ho * wo) if batch_major else _channel_major(gout, g)
-    cols = _Cols.from_matrix(np.matmul(wt, go), batch_major, (n, g * cg, kh, kw, ho, wo), g)
+    cols = _Cols.from_matrix(_blas.matmul(wt, go), batch_major, (n, g * cg, kh, kw, ho, wo), g)
     return col2im(cols, in_shape, geom)
 
 
@@ -291,11 +292,11 @@ def conv_weight_grad_np(x, gout, w_shape, geom, cached=None):
     mat = cols.matrix()
     if not cols.batch_major:
         # (cols @ gout^T)^T: OpenBLAS splits this orientation over its threads better (0.9 vs 1.2 ms)
-        gw = np.matmul(mat, _channel_major(gout, g).transpose(0, 2, 1)).transpose(0, 2, 1)
+        gw = _blas.matmul(mat, _channel_major(gout, g).transpose(0, 2, 1)).transpose(0, 2, 1)
     elif n * g == 1:
-        gw = np.matmul(gout.reshape(o, ho * wo), mat[0, 0].T)
+        gw = _blas.matmul(gout.reshape(o, ho * wo), mat[0, 0].T)
     else:
-        gw = np.matmul(gout.reshape(n, g, o // g, ho * wo), mat.transpose(0, 1, 3, 2)).sum(0)
+        gw = _blas.matmul(gout.reshape(n, g, o // g, ho * wo), mat.transpose(0, 1, 3, 2)).sum(0)
     return _weight_from_matrix(gw, w_shape)
 
 

@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 import hookgrad
+from hookgrad import _threads as _blas
 from hookgrad._ops._base import GRAD, any_requires_grad, edge, record
 from hookgrad._tensor import Tensor, wrap
 from hookgrad.autograd.graph import Node
@@ -142,6 +143,8 @@ def _steps_forward(ops, mode, hidden, xp, h, c, w_hh, b_hh, order):
     """Run the recurrence over the per-step projections ``xp[t]``; returns (outputs, h, c, cache)."""
     H = hidden
     w_t = ops.t_for_matmul(w_hh)
+    # the time loop's products are small: one BLAS thread (set once here, not per product)
+    _blas.use_threads_for(h.shape[0] * w_hh.shape[0] * w_hh.shape[1] if h.ndim == 2 else 0)
     outs = [None] * len(xp)
     cache = [None] * len(xp)
     for t in order:
@@ -181,6 +184,7 @@ def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order):
     """
     dxp = [None] * len(cache)
     dhps, h_prevs = [], []
+    _blas.use_threads_for(dh.shape[0] * w_hh.shape[0] * w_hh.shape[1] if dh.ndim == 2 else 0)
     for t in reversed(order):
         if d_outs is not None:
             dh = dh + d_outs[t]

@@ -1,0 +1,102 @@
+"""Numerics that exist for speed (GELU's erf through SciPy), checked value by value against torch."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import hookgrad
+from difftest import catch, differential, run_both, assert_same
+
+EDGES = [float("inf"), float("-inf"), float("nan"), -0.0, 0.0, -40.0, -10.0, -5.0, -1e-30, 1e-30, 1e-3,
+         0.5, 5.0, 40.0, 3.4e38, -3.4e38]
+
+
+def _gelu_case(T, values, dtype, approximate):
+    rows = []
+    for v in values:  # one element at a time: torch's exact (non-vectorized) kernel path
+        x = T.tensor([v], dtype=getattr(T, dtype), requires_grad=True)
+        y = T.nn.functional.gelu(x, approximate=approximate)
+        y.backward(T.ones_like(y))
+        rows += [y, x.grad]
+        if v == 0:  # the sign of a zero comes through
+            rows.append(math.copysign(1.0, y.item()))
+    return rows
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_gelu_edge_values_match_torch(approximate, dtype):
+    got, want = run_both(_gelu_case, EDGES, dtype, approximate)
+    tol = dict(rtol=1e-6, atol=1e-7) if dtype == "float32" else dict(rtol=1e-12, atol=1e-14)
+    assert_same(got, want, **tol)
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_gelu_arrays_match_torch(approximate, dtype):
+    x = np.random.default_rng(3).standard_normal((64, 33)) * 4
+    g = np.random.default_rng(4).standard_normal((64, 33))
+
+    def case(T):
+        xt = T.tensor(x, dtype=getattr(T, dtype), requires_grad=True)
+        y = T.nn.functional.gelu(xt, approximate=approximate)
+        y.backward(T.tensor(g, dtype=getattr(T, dtype)))
+        return [y, xt.grad, y.grad_fn is not None and y.grad_fn.name()]
+
+    got, want = run_both(lambda T: case(T))
+    if dtype == "float16":
+        tol = dict(rtol=2e-3, atol=2e-3)
+    elif dtype == "float32":
+        # torch's vectorized float32 kernel rounds differently where 1 + erf (or 1 + tanh) cancels,
+        # for x < -3: absolute differences up to a few float32 ulps of the O(10) intermediate terms
+        tol = dict(rtol=1e-5, atol=5e-6)
+    else:
+        tol = dict(rtol=1e-12, atol=1e-14)
+    assert_same(got, want, **tol)
+
+
+def test_gelu_float32_is_computed_in_float32_and_accurate():
+    from scipy.special import ndtr
+    x = np.linspace(-9, 9, 20001).astype(np.float32)
+    y = hookgrad.nn.functional.gelu(hookgrad.tensor(x))
+    assert y.dtype == hookgrad.float32
+    exact = x.astype(np.float64) * ndtr(x.astype(np.float64))
+    # within float32 rounding of the formula 0.5 x (1 + erf(x / sqrt 2)) (cancellation for x < 0)
+    assert np.max(np.abs(y.numpy() - exact)) < 1e-6
+
+
+def test_gelu_double_backward_gradcheck():
+    x = hookgrad.tensor(np.random.default_rng(0).standard_normal(12) * 3, dtype=hookgrad.float64,
+                        requires_grad=True)
+    for approximate in ("none", "tanh"):
+        fn = lambda t: hookgrad.nn.functional.gelu(t, approximate=approximate)  # noqa: E731
+        assert hookgrad.autograd.gradcheck(fn, (x,))
+        assert hookgrad.autograd.gradgradcheck(fn, (x,))
+
+
+@differential
+def test_gelu_bad_input(T):
+    return [catch(T.nn.functional.gelu, T.tensor([1, 2])),
+            catch(T.nn.functional.gelu, T.tensor([1.0]), approximate="fast")]
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
+def test_gelu_scalar_empty_and_strided_inputs(approximate, dtype):
+    base = np.random.default_rng(5).standard_normal((4, 6)) * 3
+
+    def case(T):
+        dt = getattr(T, dtype)
+        out = []
+        for x in (T.tensor(-1.5, dtype=dt), T.zeros(0, 3, dtype=dt), T.tensor(base, dtype=dt)[:, ::2]):
+            x.requires_grad_()
+            y = T.nn.functional.gelu(x, approximate=approximate)
+            y.sum().backward()
+            out += [y, x.grad]
+        return out
+
+    got, want = run_both(lambda T: case(T))
+    tol = {"float16": dict(rtol=2e-3, atol=2e-3), "float32": dict(rtol=1e-5, atol=1e-6),
+           "float64": dict(rtol=1e-12, atol=1e-14)}[dtype]
+    assert_same(got, want, **tol)
