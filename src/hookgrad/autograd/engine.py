@@ -95,7 +95,8 @@ class GraphTask:
 def _compute_dependencies(roots):
     deps = {}
     seen = set()
-    stack = [n for n in roots if n is not None]
+    # several roots may be outputs of one node: walk each node once
+    stack = [n for n in dict.fromkeys(roots) if n is not None]
     seen.update(stack)
     while stack:
         node = stack.pop()
@@ -342,6 +343,10 @@ def _run_node(task, node, grads):
     if node.runs_without_grads or any(g is not None for g in grads):
         outputs = node.apply(grads)
     else:
+        # no gradient arrived: the formula is skipped, but like torch's generated backward the node
+        # still unpacks what it saved (unpack hooks run; a freed graph or an in-place change raises)
+        if node._saved is None or node._saved:
+            node.saved()
         outputs = (None,) * len(node.next_functions)
     if node._post_hooks:
         outputs = _call_post_hooks(node, outputs, grads)

@@ -1,0 +1,111 @@
+"""The autograd engine where features meet, differentially against torch: several roots of one
+node, nodes reached only by None gradients, gradient filtering under ``autograd.grad``,
+create_graph into leaves, multi-grad hooks, hooks after in-place ops, post-accumulate hook
+returns and saved-tensor hooks."""
+import numpy as np
+import pytest
+
+from difftest import catch, differential, warns
+
+
+def _data(T, *shape, start=-1.0, stop=1.0, requires_grad=True):
+    n = int(np.prod(shape))
+    values = np.linspace(start, stop, n).reshape(shape)
+    return T.tensor(values, dtype=T.float32, requires_grad=requires_grad)
+
+
+# ---- several roots that are outputs of one node ----------------------------------------------
+@differential
+def test_backward_from_every_output_of_split(T):
+    w = _data(T, 4)
+    a, b = (w * 1).split(2)
+    T.autograd.backward([a, b], [T.ones(2), T.ones(2) * 2])
+    return w.grad
+
+
+@differential
+def test_backward_from_some_outputs_of_chunk_and_one_twice(T):
+    w = _data(T, 6)
+    a, b, c = (w * 2).chunk(3)
+    T.autograd.backward([a, c, a], [T.ones(2), T.ones(2) * 3, T.ones(2) * 5])
+    return w.grad
+
+
+@differential
+def test_grad_of_unbind_outputs_like_captum(T):
+    x = _data(T, 3, 2)
+    w = _data(T, 2, 4, start=0.5, stop=2.0)
+    out = (x @ w).sum(1)
+    return T.autograd.grad(T.unbind(out), [x, w])
+
+
+@differential
+def test_grad_of_unbind_outputs_with_grad_outputs_and_retain_graph(T):
+    x = _data(T, 4)
+    out = x.exp()
+    parts = list(out.unbind())
+    first = T.autograd.grad(parts, [x], [T.tensor(float(i + 1)) for i in range(4)], retain_graph=True)
+    second = T.autograd.grad(parts[1:3], [x], allow_unused=True)
+    return first, second
+
+
+@differential
+def test_tuple_returning_module_with_full_backward_hook_as_two_roots(T):
+    class Pair(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = T.nn.Linear(3, 2)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return h, h.sigmoid()
+
+    m = Pair()
+    with T.no_grad():
+        m.lin.weight.copy_(_data(T, 2, 3, requires_grad=False))
+        m.lin.bias.fill_(0.1)
+    log = []
+    m.register_full_backward_hook(lambda mod, gi, go: log.append((gi, go)))
+    x = _data(T, 4, 3)
+    h, s = m(x)
+    T.autograd.backward([h, s], [T.ones(4, 2), T.ones(4, 2) * 2])
+    h, s = m(x)
+    via_grad = T.autograd.grad([h, s], [x], [T.ones(4, 2), T.ones(4, 2)])
+    return log, x.grad, m.lin.weight.grad, m.lin.bias.grad, via_grad
+
+
+# ---- a node whose incoming gradients are all None --------------------------------------------
+@differential
+def test_node_reached_only_by_none_still_unpacks_saved_tensors(T):
+    log = []
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: (log.append("pack"), t)[1],
+                                              lambda t: (log.append("unpack"), t)[1]):
+        d = a.exp().sin()
+    c = d.clone()
+    c.grad_fn.register_prehook(lambda go: (None,))
+    d.grad_fn.register_hook(lambda gi, go: log.append(("post_sin", gi, go)))
+    c.sum().backward()
+    again = catch(lambda: c.sum().backward())
+    return log, a.grad, again
+
+
+@differential
+def test_node_reached_only_by_none_checks_versions(T):
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    c = b.clone()
+    c.grad_fn.register_prehook(lambda go: (None,))
+    with T.no_grad():
+        b.mul_(2)
+    return catch(lambda: c.sum().backward()), a.grad
+
+
+@differential
+def test_full_backward_pre_hook_dropping_gradient_still_frees_upstream(T):
+    lin = T.nn.Linear(2, 2)
+    lin.register_full_backward_pre_hook(lambda m, go: (None,))
+    x = T.tensor([[1.0, 2.0]], requires_grad=True)
+    y = lin(x.exp()).sum()
+    y.backward()
+    return x.grad, lin.weight.grad, catch(y.backward)
