@@ -109,3 +109,80 @@ def test_full_backward_pre_hook_dropping_gradient_still_frees_upstream(T):
     y = lin(x.exp()).sum()
     y.backward()
     return x.grad, lin.weight.grad, catch(y.backward)
+
+
+# ---- gradients nobody needs under autograd.grad / backward(inputs=) --------------------------
+@differential
+def test_post_hooks_see_none_for_gradients_not_needed(T):
+    log = []
+    a = _data(T, 2)
+    b = _data(T, 2, start=3.0, stop=4.0)
+    y = a * b
+    y.grad_fn.register_hook(lambda gi, go: log.append(("mul", gi, go)))
+    via_grad = T.autograd.grad(y.sum(), [a], retain_graph=True)
+    y.sum().backward(inputs=[b], retain_graph=True)
+    c = a.exp()
+    z = c * b + a
+    z.grad_fn.register_hook(lambda gi, go: log.append(("add", gi)))
+    z.grad_fn.next_functions[0][0].register_hook(lambda gi, go: log.append(("mul2", gi)))
+    via_intermediate = T.autograd.grad(z.sum(), [c])
+    return log, via_grad, a.grad, b.grad, via_intermediate
+
+
+@differential
+def test_custom_function_post_hook_sees_every_gradient_under_grad(T):
+    log = []
+
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, z):
+            return x * z
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append(("needs", ctx.needs_input_grad))
+            return g * 2, g * 3
+
+    a = _data(T, 2)
+    b = _data(T, 2, start=2.0)
+    y = Scale.apply(a, b)
+    y.grad_fn.register_hook(lambda gi, go: log.append(("post", gi)))
+    return T.autograd.grad(y.sum(), [a]), log
+
+
+@differential
+def test_tensor_list_ops_compute_every_piece_when_one_is_needed(T):
+    log = []
+    a = _data(T, 2)
+    b = _data(T, 2, start=2.0)
+    c = _data(T, 2, requires_grad=False)
+    for make in (lambda: T.cat([a, b, c]), lambda: T.stack([b, a]), lambda: T.cat([a * 1, c])):
+        y = make()
+        y.grad_fn.register_hook(lambda gi, go: log.append([g is None for g in gi]))
+        T.autograd.grad(y.sum(), [a])
+        y = make()
+        y.grad_fn.register_hook(lambda gi, go: log.append([g is None for g in gi]))
+        y.sum().backward()
+    return log, a.grad, b.grad
+
+
+def _legacy_hook_scenario(T, use_grad):
+    log = []
+    lin = T.nn.Linear(2, 1)
+    with T.no_grad():
+        lin.weight.copy_(T.tensor([[0.5, -1.5]]))
+        lin.bias.fill_(0.25)
+    lin.register_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = T.tensor([[1.0, 2.0]], requires_grad=True)
+    out = lin(x)
+    if use_grad:
+        return T.autograd.grad(out.sum(), [x]), log
+    out.sum().backward(inputs=[lin.bias])
+    return lin.bias.grad, lin.weight.grad, x.grad, log
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.parametrize("use_grad", [True, False])
+@differential
+def test_legacy_module_backward_hook_sees_none_for_unneeded(T, use_grad):
+    return _legacy_hook_scenario(T, use_grad)

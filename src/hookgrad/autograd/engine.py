@@ -348,6 +348,9 @@ def _run_node(task, node, grads):
         if node._saved is None or node._saved:
             node.saved()
         outputs = (None,) * len(node.next_functions)
+    exec_info = task.exec_info
+    if exec_info is not None and not node.runs_without_grads:
+        outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks:
         outputs = _call_post_hooks(node, outputs, grads)
     if not task.keep_graph:
@@ -355,6 +358,17 @@ def _run_node(task, node, grads):
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)
     return outputs
+
+
+def _drop_unneeded(node, outputs, exec_info):
+    """A built-in formula computes only the gradients this pass needs (custom Functions compute
+    them all), so post-hooks see None for the others."""
+    edges = node.next_functions
+    if node.grads_for_every_input:
+        if any(nxt is not None and nxt in exec_info for nxt, _ in edges):
+            return outputs
+        return (None,) * len(outputs)
+    return tuple([g if nxt is not None and nxt in exec_info else None for (nxt, _), g in zip(edges, outputs)])
 
 
 def accumulate_into_grad(var, grad) -> None:

@@ -47,6 +47,8 @@ class Node:
     _num_outputs = 1
     # AccumulateGrad: its leaf's own tensor hooks run as this node's tensor pre-hooks
     is_sink = False
+    # ops on a tensor list (cat, stack): one formula yields every input's gradient, needed or not
+    grads_for_every_input = False
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
