@@ -186,3 +186,89 @@ def _legacy_hook_scenario(T, use_grad):
 @differential
 def test_legacy_module_backward_hook_sees_none_for_unneeded(T, use_grad):
     return _legacy_hook_scenario(T, use_grad)
+
+
+# ---- backward(create_graph=True) into leaves -------------------------------------------------
+def _warning_texts(fn):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    # torch appends where in its C++ sources a warning was raised
+    return [(w.category.__name__, str(w.message).split(" (Triggered internally")[0]) for w in caught]
+
+
+@differential
+def test_create_graph_backward_warns_under_warn_always(T):
+    before = T.is_warn_always_enabled()
+    a = _data(T, 2)
+    T.set_warn_always(True)
+    try:
+        enabled = T.is_warn_always_enabled()
+        via_backward = [_warning_texts(lambda: (a * a).sum().backward(create_graph=True)) for _ in range(2)]
+        via_grad = _warning_texts(lambda: T.autograd.grad((a * a).sum(), [a], create_graph=True))
+        b = a * 2
+        via_inputs = _warning_texts(lambda: (b * b).sum().backward(inputs=[b], create_graph=True))
+    finally:
+        T.set_warn_always(False)
+    bad = [catch(T.set_warn_always, value) for value in (1, "yes", None)]
+    return before, enabled, T.is_warn_always_enabled(), via_backward, via_grad, via_inputs, bad
+
+
+_ONCE_SCRIPT = """
+import importlib, sys, warnings
+T = importlib.import_module(sys.argv[1])
+warnings.simplefilter("always")
+a = T.tensor([1.0, 2.0], requires_grad=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    T.autograd.grad((a * a).sum(), [a], create_graph=True)
+    for _ in range(3):
+        (a * a).sum().backward(create_graph=True)
+print([str(w.message)[:40] for w in caught])
+"""
+
+
+def test_create_graph_backward_warns_once_per_process():
+    import os
+    import subprocess
+    import sys
+    seen = {}
+    for name in ("torch", "hookgrad"):
+        proc = subprocess.run([sys.executable, "-c", _ONCE_SCRIPT, name], capture_output=True, text=True,
+                              env=dict(os.environ), timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        seen[name] = proc.stdout
+    assert seen["hookgrad"] == seen["torch"]
+    assert seen["torch"].count("Using backward() with create_graph=True") == 1
+
+
+@differential
+def test_create_graph_gradient_is_a_copy_that_zero_grad_can_detach(T):
+    a = _data(T, 2, 2)
+    b = _data(T, 2, start=0.5, stop=1.5)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (a.t() * a).sum().backward(create_graph=True)
+        (b * 2).sum().backward(create_graph=True)
+    first = (a.grad.grad_fn.name(), a.grad.requires_grad, a.grad.is_contiguous(), a.grad._is_view(),
+             b.grad.grad_fn, b.grad.requires_grad)
+    second_order = T.autograd.grad(a.grad.sum(), [a])
+    opt = T.optim.SGD([a, b], lr=0.1)
+    opt.zero_grad(set_to_none=False)
+    return first, second_order, a.grad, a.grad.requires_grad, a.grad.grad_fn, b.grad
+
+
+@differential
+def test_anomaly_flags_at_top_level(T):
+    import warnings
+    flags = [(T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled())]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with T.autograd.detect_anomaly(check_nan=False):
+            flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
+        with T.autograd.set_detect_anomaly(True):
+            flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
+    flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
+    return flags

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import graph, grad_mode
+from ._warn_once import warn_once
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -77,6 +78,13 @@ def _input_edges(inputs, for_backward):
     return edges
 
 
+_CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+    "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+    "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
+    "after use to break the cycle and avoid the leak.")
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate into ``.grad`` the gradients of ``tensors`` w.r.t. the graph's leaves (or ``inputs``)."""
@@ -93,6 +101,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         retain_graph = create_graph
     roots = _root_edges(outputs)
     input_edges = _input_edges(inputs, True) if inputs is not None else None
+    if create_graph:
+        warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
     engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True)
 
 

@@ -380,8 +380,9 @@ def accumulate_into_grad(var, grad) -> None:
     wrap = _tensor.wrap
     current = var.grad
     if grad_mode.STATE.enabled:
-        # create_graph: the gradient keeps its own graph, so accumulate out of place
-        var.grad = grad if current is None else current + grad
+        # create_graph: the gradient keeps its own graph, so accumulate out of place; the first one
+        # is copied into a fresh tensor laid out like the leaf (a CopyBackwards node, as in torch)
+        var.grad = wrap(np.empty_like(var._data, dtype=grad._data.dtype)).copy_(grad) if current is None else current + grad
         return
     data = grad._data
     if current is None:
