@@ -272,3 +272,91 @@ def test_anomaly_flags_at_top_level(T):
             flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
     flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
     return flags
+
+
+# ---- roots no wanted gradient lies behind; argument checking of grad() / backward() ----------
+@differential
+def test_lone_root_is_visited_when_nothing_behind_it_is_wanted(T):
+    log = []
+    a = _data(T, 2)
+    u = _data(T, 2, start=2.0)
+    loss = (a * 2).sum()
+    loss.retain_grad()
+    loss.register_hook(lambda g: log.append(("loss", g)))
+    loss.grad_fn.register_prehook(lambda g: log.append(("pre", g)))
+    materialized = T.autograd.grad(loss, [u], allow_unused=True, materialize_grads=True)
+    replaced = (a * 3).sum()
+    replaced.retain_grad()
+    replaced.register_hook(lambda g: g * 10)
+    unused = T.autograd.grad(replaced, [u], allow_unused=True)
+    a.register_hook(lambda g: log.append(("leaf_root", g)))
+    leaf_root = T.autograd.grad(a, [u], T.ones(2), allow_unused=True)
+    return materialized, loss.grad, unused, replaced.grad, leaf_root, a.grad, log
+
+
+@differential
+def test_several_roots_visit_only_those_a_wanted_gradient_lies_behind(T):
+    log = []
+    a = _data(T, 2)
+    u = _data(T, 2, start=2.0)
+
+    def roots():
+        la = (a * 2).sum()
+        la.retain_grad()
+        la.register_hook(lambda g: log.append(("la", g)))
+        lu = (u * 3).sum()
+        lu.retain_grad()
+        lu.register_hook(lambda g: log.append(("lu", g)))
+        return la, lu
+
+    la, lu = roots()
+    via_grad = T.autograd.grad([la, lu], [u])
+    grads_seen = (la.grad, lu.grad)
+    la, lu = roots()
+    T.autograd.backward([la, lu], inputs=[u])
+    lone, _ = roots()
+    T.autograd.backward([lone], inputs=[u])
+    return via_grad, grads_seen, la.grad, lu.grad, lone.grad, u.grad, a.grad, log
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@differential
+def test_grad_and_backward_argument_checks(T):
+    a = _data(T, 2)
+    u = _data(T, 2, start=2.0)
+    loss = lambda: (a * 2).sum()  # noqa: E731
+    calls = [
+        lambda: T.autograd.grad(None, [a]),
+        lambda: T.autograd.grad([None], [a]),
+        lambda: T.autograd.grad(loss(), None),
+        lambda: T.autograd.backward(None),
+        lambda: T.autograd.grad([], [a]),
+        lambda: T.autograd.grad([], [a], allow_unused=True),
+        lambda: T.autograd.backward([]),
+        lambda: T.autograd.grad(loss(), []),
+        lambda: T.autograd.grad(loss(), [a, None]),
+        lambda: T.autograd.grad(loss(), [a, 3]),
+        lambda: T.autograd.grad([loss(), 3], [a]),
+        lambda: T.autograd.grad(loss(), [u, a]),
+        lambda: T.autograd.grad(loss(), [a], [T.tensor(1.0), T.tensor(1.0)]),
+        lambda: T.autograd.grad(loss(), [a], grad_outputs=[1.0]),
+        lambda: T.autograd.grad(loss(), [a], grad_outputs=[]),
+        lambda: T.autograd.backward([loss(), loss()], [T.tensor(1.0)]),
+        lambda: T.autograd.grad(loss(), [a], only_inputs=False),
+        lambda: T.autograd.backward(loss(), grad_variables=T.tensor(1.0)),
+        lambda: T.autograd.backward(loss(), grad_tensors=T.tensor(1.0), grad_variables=T.tensor(1.0)),
+        lambda: T.autograd.backward(loss(), inputs={"a": a}),
+        lambda: T.autograd.backward(loss(), inputs=[]),
+        lambda: T.autograd.backward(loss(), inputs=[None]),
+        lambda: T.autograd.backward(loss(), inputs=[T.tensor(1.0)]),
+        lambda: T.autograd.grad(loss(), inputs=[T.tensor(1.0), None]),
+        lambda: T.autograd.grad(loss(), inputs={"a": a, "u": u}, allow_unused=True),
+        lambda: T.autograd.grad(loss(), inputs=T.autograd.graph.get_gradient_edge(a)),
+        lambda: T.autograd.grad(loss(), [u], materialize_grads=True, create_graph=True)[0].requires_grad,
+        lambda: T.autograd.grad(loss(), [u], allow_unused=False, materialize_grads=True),
+        lambda: T.autograd.grad(T.tensor([1, 2]), [a]),
+        lambda: T.autograd.grad(T.tensor(1), [a]),
+        lambda: T.autograd.grad(loss(), [a], T.tensor(1.0, dtype=T.complex64)),
+        lambda: T.autograd.grad(loss(), [a], T.ones(2)),
+    ]
+    return [catch(call) for call in calls], a.grad

@@ -252,9 +252,12 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
         buf[nr] = grad if buf[nr] is None else buf[nr] + grad
 
     heap = []
+    # a lone root edge is visited even when no wanted gradient lies behind it (its tensor hooks and
+    # retain_grad run); several roots hang off one dummy node in torch, which visits only those needed
+    lone_root = len(roots) == 1
     for node in dict.fromkeys(root_nodes):
         if node is not None and deps.get(node, 0) == 0:
-            if task.exec_info is not None and node not in task.exec_info:
+            if task.exec_info is not None and node not in task.exec_info and not lone_root:
                 continue
             _heap_push(heap, (node._seq, node))
 
@@ -322,7 +325,7 @@ def _accumulate_buffer(old, new):
 def _evaluate_filtered(task, node, grads):
     """A node of a pass that wants only some gradients: capture what is wanted here, and run the
     node only if it lies on a path to a wanted gradient (its tensor hooks run either way)."""
-    needed = task.exec_info[node]
+    needed = task.exec_info.get(node, False)
     if not needed:
         grads = _call_tensor_pre_hooks(node, grads)
     captures = task.captures.get(node) if task.captures else None
