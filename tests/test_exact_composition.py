@@ -360,3 +360,81 @@ def test_grad_and_backward_argument_checks(T):
         lambda: T.autograd.grad(loss(), [a], T.ones(2)),
     ]
     return [catch(call) for call in calls], a.grad
+
+
+# ---- multi-grad hooks ------------------------------------------------------------------------
+def _shown(grads):
+    return [None if g is None else g.tolist() for g in grads] if isinstance(grads, (list, tuple)) else grads.tolist()
+
+
+@differential
+def test_multi_grad_hook_refuses_tensor_without_grad(T):
+    log = []
+    a = _data(T, 2)
+    c = _data(T, 2, requires_grad=False)
+    refused = catch(T.autograd.graph.register_multi_grad_hook, (a, c), lambda g: log.append(_shown(g)))
+    accepted_any = T.autograd.graph.register_multi_grad_hook((a, c), lambda g: log.append(("any", _shown(g))),
+                                                             mode="any")
+    (a * 2).sum().backward()
+    accepted_any.remove()
+    return refused, log
+
+
+@differential
+def test_multi_grad_hook_with_leaf_under_autograd_grad(T):
+    log = []
+    a = _data(T, 2)
+    b = _data(T, 2, start=3.0, stop=4.0)
+    x = a * 2
+    r = (x * 3).sum() + (b * 1).sum()
+    handle = T.autograd.graph.register_multi_grad_hook((x, b), lambda g: log.append(("xb", _shown(g))))
+    results = [catch(lambda: T.autograd.grad(r, [a], retain_graph=True)),
+               catch(lambda: T.autograd.grad(r, [b], retain_graph=True)),
+               catch(lambda: r.backward(inputs=[b], retain_graph=True)),
+               catch(lambda: r.backward(retain_graph=True))]
+    handle.remove()
+    handle = T.autograd.graph.register_multi_grad_hook((a, b), lambda g: log.append(("ab", _shown(g))))
+    results.append(catch(lambda: T.autograd.grad((a * b).sum(), [a])))
+    results.append(catch(lambda: (a * b).sum().backward(inputs=[a])))
+    handle.remove()
+    return results, log, a.grad, b.grad
+
+
+@differential
+def test_multi_grad_hook_all_containing_the_root(T):
+    log = []
+    a = _data(T, 2)
+    x = a * 2
+    r = (x * 3).sum()
+    r2 = (x * 5).sum()
+    z = a * 4
+
+    def watch(label, tensors):
+        return T.autograd.graph.register_multi_grad_hook(
+            tensors, lambda g: log.append((label, type(g).__name__, _shown(g))))
+
+    steps = [
+        (("r", "x"), lambda: r.backward(retain_graph=True)),
+        (("x", "r"), lambda: r.backward(retain_graph=True)),
+        (("r",), lambda: r.backward(retain_graph=True)),
+        (("r", "r2", "x"), lambda: T.autograd.backward([r, r2], retain_graph=True)),
+        (("x", "r"), lambda: T.autograd.backward([r, r], retain_graph=True)),
+        (("r", "x"), lambda: T.autograd.grad(r, [a], retain_graph=True)),
+        (("r", "x"), lambda: r.backward(inputs=[a], retain_graph=True)),
+        (("r", "r2", "x"), lambda: T.autograd.grad([r, r2], [x], retain_graph=True)),
+        (("x", "z"), lambda: z.backward(T.ones(2), retain_graph=True)),
+        (("x", "z"), lambda: z.sum().backward(retain_graph=True)),
+        (("x", "x"), lambda: r.backward(retain_graph=True)),
+        (("a",), lambda: a.backward(T.ones(2))),
+    ]
+    named = {"r": r, "r2": r2, "x": x, "z": z, "a": a}
+    for names, run in steps:
+        handle = watch("+".join(names), tuple(named[n] for n in names))
+        run()
+        handle.remove()
+    any_handle = T.autograd.graph.register_multi_grad_hook((r, x), lambda g: log.append(("any", _shown(g))),
+                                                           mode="any")
+    r.backward(retain_graph=True)
+    r.backward(retain_graph=True)
+    any_handle.remove()
+    return log, a.grad

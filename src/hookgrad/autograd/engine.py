@@ -11,6 +11,7 @@ It follows torch's engine step for step so that hooks fire in the same order:
 """
 from __future__ import annotations
 
+import itertools
 import sys
 
 import numpy as np
@@ -68,25 +69,39 @@ def _heap_pop(heap: list):
     return top
 
 
+_task_ids = itertools.count()
+
+
 class GraphTask:
     """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
 
-    __slots__ = ("keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable", "__weakref__")
+    __slots__ = ("id", "keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable",
+                 "__weakref__")
 
     def __init__(self, keep_graph, create_graph):
+        self.id = next(_task_ids)
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.exec_info = None      # None: run everything; else {node: needed?}
         self.captures = None       # {node: [(output_nr, capture index), ...]}
         self.captured = None
-        self.reachable = None      # (dependency counts, root nodes): what this pass can reach
+        self.reachable = None      # (dependency counts, root nodes, one per root edge)
 
-    def will_execute(self, tensor) -> bool:
-        node, _ = tensor._edge()
+    def will_execute_node(self, node) -> bool:
+        """Whether this pass runs ``node``, as torch's engine answers it to multi-grad hooks: a lone
+        root is the graph's own root and does not count; under ``autograd.grad`` a leaf cannot be
+        answered for."""
         deps, roots = self.reachable
-        if node is None or (node not in deps and node not in roots):
+        if node not in deps and (len(roots) == 1 or node not in roots):
             return False
-        return self.exec_info is None or node in self.exec_info
+        if self.exec_info is None:
+            return True
+        if node not in self.exec_info:
+            return False
+        if node.is_sink and self.captures is not None:
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                               "autograd.grad(). This is currently not supported.")
+        return True
 
     def __repr__(self):
         return f"<GraphTask at {id(self):#x}>"

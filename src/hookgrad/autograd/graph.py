@@ -361,11 +361,11 @@ class _MultiHandle:
 
 
 def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
-    """Call ``fn`` once per backward pass with the gradients of ``tensors``.
+    """Call ``fn`` with the gradients of ``tensors``.
 
-    ``mode="all"``: after every tensor's gradient of this pass is computed, with a tuple holding
-    ``None`` for tensors the pass does not reach. ``mode="any"``: with the first gradient that
-    is computed (just that tensor), once per pass.
+    ``mode="all"``: once the gradients of every tensor this pass will compute have arrived, with a
+    list holding ``None`` for the others. ``mode="any"``: with the first gradient computed (just
+    that tensor), once per pass.
     """
     from . import engine
 
@@ -373,33 +373,57 @@ def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
     tensors = tuple(tensors)
     if mode == "any":
-        fired_in = []
+        fired_in = set()
 
         def any_hook(grad):
-            task = engine.current_task()
-            if fired_in and fired_in[0] is task:
+            task = _task_or_fail(engine)
+            if task.id in fired_in:
                 return None
-            fired_in[:] = [task]
+            fired_in.add(task.id)
             fn(grad)
 
         return _MultiHandle(t.register_hook(any_hook) for t in tensors if t.requires_grad)
 
-    state = {"task": None, "count": 0, "grads": None}
+    nodes = [_grad_fn_or_accumulator(t) for t in tensors]
+    arrived = {}   # per pass (task id): how many gradients have arrived
+    buffers = {}   # per pass: the gradients so far
+    # how many to wait for: counted when a pass's first gradient arrives (one count for all
+    # passes, as in torch, so that overlapping passes behave the same)
+    expected = [None]
 
-    def make_hook(i):
+    def make_hook(index):
         def hook(grad):
-            task = engine.current_task()
-            if state["task"] is not task:
-                # a new backward pass: count only the tensors this pass will reach
-                state["task"] = task
-                state["grads"] = [None] * len(tensors)
-                state["count"] = sum(1 for t in tensors if t.requires_grad and task.will_execute(t))
-            state["grads"][i] = grad
-            state["count"] -= 1
-            if state["count"] == 0:
-                grads, state["grads"] = tuple(state["grads"]), None
-                fn(grads)
+            task = _task_or_fail(engine)
+            key = task.id
+            so_far = arrived.get(key, 0)
+            arrived[key] = so_far + 1
+            buffer = buffers.setdefault(key, [None] * len(tensors))
+            if so_far == 0:
+                expected[0] = sum(map(task.will_execute_node, nodes))
+            buffer[index] = grad
+            if so_far == expected[0] - 1:
+                fn(buffer)
+                del arrived[key], buffers[key]
             return None
         return hook
 
-    return _MultiHandle(t.register_hook(make_hook(i)) for i, t in enumerate(tensors) if t.requires_grad)
+    return _MultiHandle(t.register_hook(make_hook(i)) for i, t in enumerate(tensors))
+
+
+def _task_or_fail(engine):
+    task = engine.current_task()
+    if task is None:
+        raise AssertionError("expected this hook to be called inside a backward call")
+    return task
+
+
+def _grad_fn_or_accumulator(tensor):
+    """The node where ``tensor``'s gradient arrives: its grad_fn, or its leaf's AccumulateGrad."""
+    if isinstance(tensor, GradientEdge):
+        return tensor.node
+    node = tensor.grad_fn
+    if node is None and tensor.requires_grad:
+        node = tensor._grad_accumulator()
+    if node is None:
+        raise AssertionError("Expected gradient function to be set")
+    return node
