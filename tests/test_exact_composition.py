@@ -8,6 +8,15 @@ import pytest
 from difftest import catch, differential, warns
 
 
+def _raised(fn):
+    """The exception's class and message (these messages are torch's wording, matched in the wild)."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - recording it is the point
+        return type(exc).__name__, str(exc).split(" (Triggered internally")[0]
+    return None
+
+
 def _data(T, *shape, start=-1.0, stop=1.0, requires_grad=True):
     n = int(np.prod(shape))
     values = np.linspace(start, stop, n).reshape(shape)
@@ -438,3 +447,117 @@ def test_multi_grad_hook_all_containing_the_root(T):
     r.backward(retain_graph=True)
     any_handle.remove()
     return log, a.grad
+
+
+# ---- hooks after in-place ops; in-place on 0-d results ---------------------------------------
+@differential
+def test_hooks_registered_after_in_place_before_grad_fn_is_read(T):
+    log = []
+    a = _data(T, 2)
+    b = a * 2
+    b.mul_(3)
+    b.register_hook(lambda g: log.append(("b", g)))
+    b.sum().backward()
+    c = a * 2
+    v = c[:1]
+    v.mul_(2)
+    v.register_hook(lambda g: log.append(("view", g)))
+    w = c[1:]
+    w.add_(1)
+    handle = T.autograd.graph.register_multi_grad_hook((w, a), lambda g: log.append(("multi", list(g))))
+    (v.sum() * 5 + w.sum()).backward()
+    handle.remove()
+    d = a * 2
+    u = d[:1]
+    u.mul_(2)
+    u.retain_grad()
+    (u * 7).sum().backward()
+    return log, a.grad, u.grad
+
+
+@differential
+def test_in_place_on_zero_dim_results_of_arithmetic(T):
+    a = _data(T, 2)
+    loss = (a * 2).sum() + (a * 3).sum()
+    alias = loss.detach()
+    with T.no_grad():
+        loss.add_(1)
+    x = T.tensor(3.0)
+    total = x * 2
+    total += x.numel()
+    t = (a * 2).sum()
+    with T.no_grad():
+        t.mul_(2)
+    count = T.tensor(0.0) + 0
+    count.add_(5)
+    return loss, alias, loss._version, total, t, count
+
+
+# ---- what hooks return -----------------------------------------------------------------------
+@pytest.mark.parametrize("returns", ["itself", "its_grad", "other_tensor", "detached", "an_int", "a_list",
+                                     "nothing", "wrong_shape", "wrong_dtype"])
+@differential
+def test_post_accumulate_grad_hook_returns(T, returns):
+    log = []
+    p = _data(T, 2)
+    other = T.ones(2)
+
+    def first(t):
+        log.append("first")
+        return {"itself": t, "its_grad": t.grad, "other_tensor": other, "detached": t.detach(), "an_int": 3,
+                "a_list": [t], "nothing": None, "wrong_shape": T.ones(3),
+                "wrong_dtype": T.ones(2, dtype=T.float64)}[returns]
+
+    p.register_post_accumulate_grad_hook(first)
+    p.register_post_accumulate_grad_hook(lambda t: log.append(("second", t is p, t is other)))
+    (p * 2).grad_fn.next_functions[0][0].register_hook(lambda gi, go: log.append("accumulate_post"))
+    outcome = _raised(lambda: (p * 2).sum().backward())
+    return outcome, log, p.grad
+
+
+@differential
+def test_post_accumulate_grad_hook_stepping_the_parameter(T):
+    p = _data(T, 2)
+    p.register_post_accumulate_grad_hook(lambda q: q.add_(q.grad, alpha=-0.01))
+    (p * 2).sum().backward()
+    return p.detach(), p.grad
+
+
+@pytest.mark.parametrize("kind", ["pre", "post"])
+@pytest.mark.parametrize("returns", ["list", "tensor", "int", "too_many", "bad_element", "wrong_shape",
+                                     "wrong_dtype", "tuple"])
+@differential
+def test_node_hook_return_checks(T, kind, returns):
+    a = _data(T, 2)
+    b = _data(T, 2, start=2.0)
+    y = a * b
+    make = {"list": lambda g: list(g), "tensor": lambda g: T.ones(2), "int": lambda g: 3,
+            "too_many": lambda g: (None,) * 3, "bad_element": lambda g: tuple(3 for _ in g),
+            "wrong_shape": lambda g: tuple(T.ones(3) for _ in g),
+            "wrong_dtype": lambda g: tuple(T.ones(2, dtype=T.float64) for _ in g),
+            "tuple": lambda g: tuple(x * 2 for x in g)}[returns]
+    if kind == "pre":
+        y.grad_fn.register_prehook(lambda go: make(go))
+    else:
+        y.grad_fn.register_hook(lambda gi, go: make(gi))
+    return _raised(lambda: y.sum().backward()), a.grad, b.grad
+
+
+@differential
+def test_hooks_cannot_replace_a_none_gradient(T):
+    a = _data(T, 2)
+    c = _data(T, 2, requires_grad=False)
+    y = a * c
+    y.grad_fn.register_hook(lambda gi, go: (gi[0], T.ones(2)))
+    post = _raised(lambda: y.sum().backward())
+    z = a * 2
+    w = z.clone()
+    w.grad_fn.register_prehook(lambda go: (None,))
+    z.register_hook(lambda g: T.ones(2))
+    tensor_hook = _raised(lambda: w.sum().backward())
+    leaf = _data(T, 2)
+    leaf.register_hook(lambda g: 3)
+    v = (leaf * 2).clone()
+    v.grad_fn.register_prehook(lambda go: (None,))
+    leaf_hook = _raised(lambda: v.sum().backward())
+    return post, tensor_hook, leaf_hook, a.grad

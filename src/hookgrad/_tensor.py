@@ -248,9 +248,11 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if not callable(hook):
             raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
+        # reading grad_fn first: for a view changed in place it gives the view a new node (and a
+        # fresh hook dict), which the new hooks must join
+        fn = self.grad_fn
         if self._backward_hooks is None:
             self._backward_hooks = OrderedDict()
-            fn = self.grad_fn
             if fn is not None:
                 fn._add_tensor_hooks(self._output_nr, self._backward_hooks)
         handle = RemovableHandle(self._backward_hooks)
@@ -453,6 +455,9 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
+    if type(data) is not np.ndarray:
+        # NumPy gives 0-d results as immutable scalars; a tensor needs storage it can change in place
+        data = np.asarray(data)
     t = object.__new__(Tensor)
     _init(t, data)
     t._requires_grad = requires_grad

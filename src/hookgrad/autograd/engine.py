@@ -155,17 +155,25 @@ def _mark_needed(roots, targets, include_targets: bool) -> dict:
     return {n: True for n, needed in memo.items() if needed}
 
 
+def _hook_name(hook) -> str:
+    name = getattr(hook, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
+
+
 def _check_hook_result(hook, old, new):
+    """A hook's replacement for one gradient, checked as torch checks it (None keeps ``old``)."""
     if new is None:
         return old
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
     if not isinstance(new, _tensor.Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
-    if old is not None:
-        name = getattr(hook, "__name__", repr(hook))
-        if new.dtype is not old.dtype:
-            raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.type()} got {new.type()})")
-        if new.shape != old.shape:
-            raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if new is not old:
+        if new._data.dtype != old._data.dtype:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {old.type()} got "
+                               f"{new.type()})")
+        if new._data.shape != old._data.shape:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
     return new
 
 
@@ -185,20 +193,19 @@ def _call_tensor_pre_hooks(node, grads):
     return grads
 
 
-def _check_count(hook, got, expected):
-    if got != expected:
-        name = getattr(hook, "__name__", repr(hook))
-        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values "
-                           f"(got {got}, but expected {expected})")
+def _check_tuple_result(hook, result, expected):
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != expected:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
+                           f"(got {len(result)}, but expected {expected})")
 
 
 def _call_pre_hooks(node, grads):
     for hook in tuple(node._pre_hooks.values()):
         result = hook(tuple(grads))
         if result is not None:
-            if not isinstance(result, (tuple, list)):
-                raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
-            _check_count(hook, len(result), len(grads))
+            _check_tuple_result(hook, result, len(grads))
             # unlike a tensor hook's None, a None entry here drops that gradient
             grads = [None if new is None else _check_hook_result(hook, old, new) for old, new in zip(grads, result)]
     return grads
@@ -209,10 +216,8 @@ def _call_post_hooks(node, outputs, grads):
     for hook in tuple(node._post_hooks.values()):
         result = hook(tuple(outputs), inputs_tuple)
         if result is not None:
-            if not isinstance(result, (tuple, list)):
-                raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
-            _check_count(hook, len(result), len(outputs))
-            outputs = [new if new is None or new is old else _check_hook_result(hook, old, new)
+            _check_tuple_result(hook, result, len(outputs))
+            outputs = [None if new is None else _check_hook_result(hook, old, new)
                        for old, new in zip(outputs, result)]
     return outputs
 

@@ -213,10 +213,23 @@ class AccumulateGrad(Node):
             _late.engine.accumulate_into_grad(var, grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
-            for hook in tuple(hooks.values()):
-                if hook(var) is not None:
-                    raise RuntimeError("post accumulate grad hooks must return None")
+            _run_post_accumulate_hooks(var, hooks)
         return ()
+
+
+def _run_post_accumulate_hooks(var, hooks) -> None:
+    """As torch does: a hook may return the tensor itself; any other tensor (checked like a tensor
+    hook's result) is passed to the later hooks, and refused once they have all run."""
+    arg = var
+    replaced = False
+    for hook in tuple(hooks.values()):
+        result = hook(arg)
+        if result is None or result is arg:
+            continue
+        arg = _late.engine._check_hook_result(hook, arg, result)
+        replaced = True
+    if replaced:
+        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
 
 class _late:
