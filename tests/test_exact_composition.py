@@ -561,3 +561,174 @@ def test_hooks_cannot_replace_a_none_gradient(T):
     v.grad_fn.register_prehook(lambda go: (None,))
     leaf_hook = _raised(lambda: v.sum().backward())
     return post, tensor_hook, leaf_hook, a.grad
+
+
+# ---- saved-tensor hooks ----------------------------------------------------------------------
+@differential
+def test_pack_hook_runs_without_grad_and_unpacked_value_is_the_original(T):
+    log = []
+
+    def pack(x):
+        log.append(("pack", T.is_grad_enabled(), x.requires_grad))
+        return x * 2
+
+    def unpack(x):
+        log.append(("unpack", T.is_grad_enabled(), x.requires_grad, x.grad_fn is None))
+        return x
+
+    a = _data(T, 2, start=1.0, stop=2.0)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = a ** 3
+    g, = T.autograd.grad(y.sum(), a, create_graph=True)
+    g.sum().backward()
+    scaled = (g, g.requires_grad, a.grad)
+
+    b = _data(T, 2, start=1.0, stop=2.0)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x.detach(), lambda x: x):
+        y = b ** 3
+    g, = T.autograd.grad(y.sum(), b, create_graph=True)
+    g.sum().backward()
+    detached = (g, g.requires_grad, b.grad)
+
+    c = _data(T, 2, start=1.0, stop=2.0)
+    mid = c * 1
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x * 2, lambda x: x):
+        y = mid ** 3
+    g, = T.autograd.grad(y.sum(), c, create_graph=True)
+    g.sum().backward()
+    non_leaf = (g, c.grad)
+
+    d = _data(T, 2, start=1.0, stop=2.0)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x * 2, lambda x: x):
+        y = d.exp()
+    g, = T.autograd.grad(y.sum(), d, create_graph=True)
+    g.sum().backward()
+    saved_output = (g, d.grad)
+
+    e = _data(T, 2, start=1.0, stop=2.0)
+    other = T.tensor([5.0, 5.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: other):
+        y = e ** 3
+    g, = T.autograd.grad(y.sum(), e, create_graph=True)
+    g.sum().backward()
+    foreign = (g, e.grad, other.grad)
+    return log, scaled, detached, non_leaf, saved_output, foreign
+
+
+@differential
+def test_pack_hook_modifying_its_input_in_place_raises(T):
+    a = _data(T, 2, start=1.0, stop=2.0)
+    b = a * 1
+
+    def bad_pack(x):
+        x.mul_(2)
+        return x
+
+    def save():
+        with T.autograd.graph.saved_tensors_hooks(bad_pack, lambda x: x):
+            return b ** 2
+
+    refused = _raised(save)
+    # through .data the change is invisible to autograd, as in torch
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x.data.mul_(1), lambda x: x):
+        y = b ** 2
+    y.sum().backward()
+    return refused, a.grad, y
+
+
+@differential
+def test_changes_through_data_are_invisible_to_autograd(T):
+    p = _data(T, 2, start=1.0, stop=2.0)
+    y = (p * p).sum()
+    p.data.add_(1)
+    y.backward()
+    return p._version, p.data._version, p.grad
+
+
+@differential
+def test_backward_works_on_a_copy_of_the_saved_tensor_hook_state(T):
+    G = T.autograd.graph
+    log = []
+    a = _data(T, 2, start=1.0, stop=2.0)
+
+    def usable():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            pass
+        return "usable"
+
+    def unpack_enter(x):
+        G.saved_tensors_hooks(lambda t: (log.append("leaked pack"), t)[1], lambda t: t).__enter__()
+        return x
+
+    with G.saved_tensors_hooks(lambda x: x, unpack_enter):
+        y = (a * 1) ** 2
+    y.sum().backward()
+    after_enter = (a * 1) ** 2  # would pack with the leaked hook
+
+    def unpack_disable(x):
+        G.disable_saved_tensors_hooks("from unpack").__enter__()
+        return x
+
+    with G.saved_tensors_hooks(lambda x: x, unpack_disable):
+        y = (a * 1) ** 2
+    y.sum().backward()
+    after_disable = catch(usable)
+
+    def unpack_exit(x):
+        G.saved_tensors_hooks(lambda t: t, lambda t: t).__exit__(None, None, None)
+        return x
+
+    with G.saved_tensors_hooks(lambda x: x, unpack_exit):
+        y = (a * 1) ** 2
+    exit_with_none_in_force = catch(lambda: y.sum().backward())
+    after_exit = catch(usable)
+
+    # hooks entered by one node's unpack apply to what that node saves, not to later nodes
+    pushed = []
+
+    def unpack_push_once(x):
+        if not pushed:
+            pushed.append(True)
+            G.saved_tensors_hooks(lambda t: (log.append(("inner pack", tuple(t.shape))), t)[1],
+                                  lambda t: t).__enter__()
+        log.append("unpack")
+        return x
+
+    b = _data(T, 2, start=1.0, stop=2.0)
+    with G.saved_tensors_hooks(lambda x: x, unpack_push_once):
+        z = b.exp().sin()
+    grads = T.autograd.grad(z.sum(), b, create_graph=True)
+    return log, after_enter, after_disable, exit_with_none_in_force, after_exit, grads, catch(usable)
+
+
+@differential
+def test_disable_saved_tensors_hooks_semantics(T):
+    G = T.autograd.graph
+
+    def hooks_inside_disable(message_outer, message_inner=None):
+        with G.disable_saved_tensors_hooks(message_outer):
+            if message_inner is not None:
+                with G.disable_saved_tensors_hooks(message_inner):
+                    pass
+            with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+                pass
+
+    def disable_inside_hooks():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            with G.disable_saved_tensors_hooks("disabled inside"):
+                return "entered"
+
+    @G.disable_saved_tensors_hooks("as a decorator")
+    def decorated():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            pass
+
+    def usable():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            pass
+        return "usable"
+
+    return [_raised(lambda: hooks_inside_disable("outer")),
+            _raised(lambda: hooks_inside_disable("outer", "inner")),
+            _raised(disable_inside_hooks), usable(),
+            _raised(decorated), usable()]

@@ -195,9 +195,8 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
-        out = wrap(self._data)
-        out._version_counter = self._version_counter
-        return out
+        # same storage, own version counter (as in torch): changes through .data are invisible to autograd
+        return wrap(self._data)
 
     @data.setter
     def data(self, value: "Tensor") -> None:

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _tensor
 from . import grad_mode
+from . import graph as _graph
 from .graph import _anomaly_state
 
 _task_stack: list = []
@@ -286,6 +287,11 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     _task_stack.append(task)
     exec_info = task.exec_info
     pop, push = _heap_pop, _heap_push
+    # every node runs with the caller's saved-tensor hooks: what one node's hooks enter or exit
+    # is undone after it, and the caller's own state is left as it was
+    hooks_changes = _graph._saved_hooks_changes
+    hooks_state = _graph._hooks_state()
+    unchanged = hooks_state[2]
     try:
         while heap:
             node = heap.pop()[1] if len(heap) == 1 else pop(heap)[1]  # a chain's lone ready node: no sifting
@@ -294,8 +300,10 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
                 outputs = _run_node(task, node, grads)
             else:
                 outputs = _evaluate_filtered(task, node, grads)
-                if outputs is None:
-                    continue
+            if hooks_changes[0] != unchanged:
+                _graph._restore_hooks_state(hooks_state)
+            if outputs is None:
+                continue
             for (nxt, nr), g in zip(node.next_functions, outputs):
                 if nxt is None:
                     continue
@@ -318,6 +326,8 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     finally:
         _task_stack.pop()
         grad_mode.STATE.enabled = prev_mode
+        if hooks_changes[0] != unchanged:
+            _graph._restore_hooks_state(hooks_state)
     return task.captured
 
 

@@ -7,6 +7,7 @@ gradient per forward output (``None`` where none flowed) and returns one per edg
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
 from collections import OrderedDict
@@ -137,10 +138,13 @@ class SavedTensor:
 
     An op's own output is kept as its array and version counter rather than as the Tensor, so that
     output -> grad_fn -> saved output is no reference cycle; unpacking rebuilds a Tensor whose
-    grad_fn is the node (what double backward needs).
+    grad_fn is the node (what double backward needs). Under saved-tensor hooks, what the unpack
+    hook returns takes the autograd identity of the original (its grad_fn, or its leaf's
+    accumulator), as in torch: gradients through it reach the original.
     """
 
-    __slots__ = ("tensor", "version", "counter", "unpack_hook", "packed", "is_output")
+    __slots__ = ("tensor", "version", "counter", "unpack_hook", "packed", "is_output",
+                 "grad_fn", "output_nr", "accumulator", "requires_grad")
 
     def __init__(self, tensor, is_output=False):
         self.counter = tensor._version_counter
@@ -153,17 +157,44 @@ class SavedTensor:
         else:
             pack, self.unpack_hook = hooks
             self.tensor = None
-            with _saved_hooks_disabled_while_packing():
-                self.packed = pack(tensor)
+            self._remember_identity(tensor)
+            self.packed = _call_pack_hook(pack, tensor)
+
+    def _remember_identity(self, tensor) -> None:
+        self.output_nr = tensor._output_nr
+        self.requires_grad = tensor._requires_grad
+        self.grad_fn = self.accumulator = None
+        if self.is_output:
+            return  # its node is the one unpacking it
+        fn = tensor.grad_fn
+        if fn is not None:
+            self.grad_fn = fn
+        elif tensor._requires_grad:
+            # held weakly, as torch does: the node that saved it holds the accumulator as an edge
+            self.accumulator = weakref.ref(tensor._grad_accumulator())
+
+    def _unpack_with_hook(self, node):
+        value = self.unpack_hook(self.packed)
+        Tensor = _late.tensor.Tensor
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(value).__name__}")
+        out = _late.tensor.wrap(value._data)
+        out._version_counter = value._version_counter
+        if self.is_output:
+            out._grad_fn, out._output_nr, out._requires_grad = node, self.output_nr, node is not None
+        elif self.grad_fn is not None:
+            out._grad_fn, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
+        elif self.requires_grad:
+            if self.accumulator() is None:
+                raise RuntimeError("No grad accumulator for a saved leaf")
+            out._accumulator = self.accumulator
+            out._requires_grad = True
+        return out
 
     def unpack(self, node=None):
         if self.unpack_hook is not None:
-            value = self.unpack_hook(self.packed)
-            from .._tensor import Tensor
-            if not isinstance(value, Tensor):
-                raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
-                                f"result of type {type(value).__name__}")
-            return value
+            return self._unpack_with_hook(node)
         if self.counter[0] != self.version:
             if self.is_output:
                 desc, where = f"[{_type_name(self.tensor)} {list(self.tensor.shape)}]", f", which is output 0 of {node.name()},"
@@ -246,18 +277,45 @@ _late = _late()
 
 
 # ---- saved-tensor hooks -------------------------------------------------------------------------
+# The hooks in force (innermost last) and the message that forbids registering any (None: allowed).
+# A backward pass works on a copy: engine.execute snapshots both and restores them after each node.
 _saved_hooks_stack: list = []
-_saved_hooks_disabled: list = []  # error messages; non-empty means registering is forbidden
+_saved_hooks_disabled: list = [None]
+# bumped on every change, so that the engine notices a node's changes with one comparison
+_saved_hooks_changes: list = [0]
+
+_PACK_MODIFIED_INPUT = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be "
+    "modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you "
+    "need to perform in-place operations on the input to a pack hook.")
 
 
-class _saved_hooks_disabled_while_packing:
-    """A pack hook that itself saves tensors must not recurse into pack hooks."""
-
-    def __enter__(self):
-        _saved_hooks_stack.append(None)
-
-    def __exit__(self, *exc):
+def _call_pack_hook(pack, tensor):
+    """Run a pack hook as torch does: grad mode off, no saved-tensor hooks for what it saves itself,
+    and its input must come back unchanged."""
+    version = tensor._version_counter[0]
+    prev = grad_mode.STATE.enabled
+    grad_mode.STATE.enabled = False
+    _saved_hooks_stack.append(None)
+    try:
+        packed = pack(tensor)
+    finally:
         _saved_hooks_stack.pop()
+        grad_mode.STATE.enabled = prev
+    if tensor._version_counter[0] != version:
+        raise RuntimeError(_PACK_MODIFIED_INPUT)
+    return packed
+
+
+def _hooks_state():
+    return list(_saved_hooks_stack), _saved_hooks_disabled[0], _saved_hooks_changes[0]
+
+
+def _restore_hooks_state(state) -> None:
+    stack, disabled, changes = state
+    _saved_hooks_stack[:] = stack
+    _saved_hooks_disabled[0] = disabled
+    _saved_hooks_changes[0] = changes
 
 
 class saved_tensors_hooks:
@@ -269,13 +327,17 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        if _saved_hooks_disabled:
-            raise RuntimeError(_saved_hooks_disabled[-1])
+        if _saved_hooks_disabled[0] is not None:
+            raise RuntimeError(_saved_hooks_disabled[0])
         _saved_hooks_stack.append((self.pack_hook, self.unpack_hook))
-        return self
+        _saved_hooks_changes[0] += 1
 
     def __exit__(self, *exc):
+        if not _saved_hooks_stack:
+            raise RuntimeError("saved_tensors_hooks exited more often than entered: no saved-tensor hooks are "
+                               "in force here (a backward pass works on its own copy of them)")
         _saved_hooks_stack.pop()
+        _saved_hooks_changes[0] += 1
         return False
 
 
@@ -292,27 +354,20 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack, unpack)
 
 
-class disable_saved_tensors_hooks:
-    """Inside, registering saved-tensor hooks raises RuntimeError(error_message)."""
-
-    def __init__(self, error_message: str):
-        self.error_message = error_message
-
-    def __enter__(self):
-        _saved_hooks_disabled.append(self.error_message)
-
-    def __exit__(self, *exc):
-        _saved_hooks_disabled.pop()
-        return False
-
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*a, **kw):
-            with disable_saved_tensors_hooks(self.error_message):
-                return fn(*a, **kw)
-        return wrapper
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str):
+    """Inside, registering saved-tensor hooks raises RuntimeError(error_message); entering it while
+    hooks are in force raises that error at once. Usable as a decorator too."""
+    previous = _saved_hooks_disabled[0]
+    try:
+        _saved_hooks_disabled[0] = error_message
+        _saved_hooks_changes[0] += 1
+        if _saved_hooks_stack:
+            raise RuntimeError(error_message)
+        yield
+    finally:
+        _saved_hooks_disabled[0] = previous
+        _saved_hooks_changes[0] += 1
 
 
 # ---- anomaly mode's forward traces ----------------------------------------------------------
