@@ -732,3 +732,49 @@ def test_disable_saved_tensors_hooks_semantics(T):
             _raised(lambda: hooks_inside_disable("outer", "inner")),
             _raised(disable_inside_hooks), usable(),
             _raised(decorated), usable()]
+
+
+# ---- the category, not the examples: small random graphs with several roots and input subsets -
+def _random_graph_scenario(T, seed):
+    rng = np.random.default_rng(seed)
+    log = []
+    leaves = [T.tensor(rng.uniform(0.5, 1.5, size=4).astype(np.float32), requires_grad=True) for _ in range(3)]
+    const = T.tensor(rng.uniform(0.5, 1.5, size=4).astype(np.float32))
+    pool = list(leaves)
+    for step in range(6):
+        kind = int(rng.integers(0, 6))
+        x = pool[int(rng.integers(0, len(pool)))]
+        y = pool[int(rng.integers(0, len(pool)))]
+        if kind == 0:
+            out = [x * y]
+        elif kind == 1:
+            out = [(x * const).exp() * 0.1]
+        elif kind == 2:
+            out = list((x + y).split(2))
+            out = [T.cat([out[1], out[0]])]
+        elif kind == 3:
+            out = [T.stack([x, const]).sum(0)]
+        elif kind == 4:
+            out = [x.sin() + y]
+        else:
+            out = [x ** 2]
+        for t in out:
+            label = f"n{step}"
+            t.grad_fn.register_hook(lambda gi, go, label=label: log.append((label, [g is None for g in gi])))
+            t.register_hook(lambda g, label=label: log.append((label + ".t", g)))
+        pool.extend(out)
+    last = pool[-1]
+    parts = list((last * 1).unbind())
+    n_roots = int(rng.integers(1, len(parts) + 1))
+    roots = parts[:n_roots]
+    wanted = [t for t in pool if bool(rng.integers(0, 2))] or [leaves[0]]
+    via_grad = catch(lambda: T.autograd.grad(roots, wanted, [T.tensor(float(i + 1)) for i in range(n_roots)],
+                                             retain_graph=True, allow_unused=True))
+    T.autograd.backward(roots, [T.tensor(2.0)] * n_roots, retain_graph=True)
+    return log, via_grad, [leaf.grad for leaf in leaves]
+
+
+@pytest.mark.parametrize("seed", range(40))
+@differential
+def test_random_graphs_with_several_roots_and_input_subsets(T, seed):
+    return _random_graph_scenario(T, seed)

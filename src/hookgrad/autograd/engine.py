@@ -7,7 +7,10 @@ It follows torch's engine step for step so that hooks fire in the same order:
 3. run ready nodes from a max-heap keyed by sequence number (newest node first; AccumulateGrad
    before all), a heap that breaks ties exactly like ``std::priority_queue`` does, so that event
    logs match torch's line for line;
-4. per node: tensor hooks, retain_grad hooks, node pre-hooks, the backward, node post-hooks.
+4. per node: tensor hooks, retain_grad hooks, node pre-hooks, the backward, node post-hooks;
+   each node runs with the caller's saved-tensor hook state, whatever the previous node's hooks did.
+Several root edges hang off one dummy root (torch's GraphRoot): only those a wanted gradient lies
+behind are visited. A lone root edge is the graph's root itself: it is always visited.
 """
 from __future__ import annotations
 
