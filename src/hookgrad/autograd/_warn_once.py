@@ -20,6 +20,9 @@ def is_warn_always_enabled() -> bool:
 
 def warn_once(key: str, message: str, category=UserWarning, stacklevel: int = 2) -> None:
     """Warn ``message`` the first time ``key`` comes up in this process (every time under warn-always)."""
-    if _always[0] or key not in _already_warned:
+    if _always[0]:
+        # as in torch: warnings given under warn-always do not use up the once-per-process one
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+    elif key not in _already_warned:
         _already_warned.add(key)
         warnings.warn(message, category, stacklevel=stacklevel + 1)
