@@ -781,3 +781,24 @@ def _random_graph_scenario(T, seed):
 @differential
 def test_random_graphs_with_several_roots_and_input_subsets(T, seed):
     return _random_graph_scenario(T, seed)
+
+
+@differential
+def test_full_backward_hook_returning_none_gradients_upstream_still_runs(T):
+    log = []
+    lin1 = T.nn.Linear(2, 2)
+    lin2 = T.nn.Linear(2, 2)
+    with T.no_grad():
+        for m in (lin1, lin2):
+            m.weight.copy_(_data(T, 2, 2, requires_grad=False))
+            m.bias.fill_(0.5)
+    lin2.register_full_backward_hook(lambda m, gi, go: (None,))
+    lin1.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = T.tensor([[1.0, 2.0]], requires_grad=True)
+    y = lin2(lin1(x).tanh()).sum()
+    y.backward()
+    grads = (x.grad, lin1.weight.grad, lin2.weight.grad)
+    again = catch(y.backward)
+    y = lin2(lin1(x).tanh()).sum()
+    via_grad = T.autograd.grad(y, [x, lin1.weight], allow_unused=True)
+    return log, grads, again, via_grad
