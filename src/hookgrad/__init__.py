@@ -30,6 +30,8 @@ from ._ops.creation import range_ as range  # noqa: A001
 from ._ops.linalg import det, inv as inverse, slogdet
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from .autograd._warn_once import is_warn_always_enabled, set_warn_always
 from . import autograd, utils
 from .utils.dlpack import from_dlpack, frombuffer
 

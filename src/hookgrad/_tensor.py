@@ -185,9 +185,8 @@ class Tensor:
 
     @property
     def data(self) -> "Tensor":
-        out = wrap(self._data)
-        out._version_counter = self._version_counter
-        return out
+        # same storage, own version counter (as in torch): changes through .data are invisible to autograd
+        return wrap(self._data)
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -242,9 +241,11 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if not callable(hook):
             raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
+        # reading grad_fn first: for a view changed in place it gives the view a new node (and a
+        # fresh hook dict), which the new hooks must join
+        fn = self.grad_fn
         if self._backward_hooks is None:
             self._backward_hooks = OrderedDict()
-            fn = self.grad_fn
             if fn is not None:
                 fn._add_tensor_hooks(self._output_nr, self._backward_hooks)
         handle = RemovableHandle(self._backward_hooks)

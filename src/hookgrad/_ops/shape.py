@@ -11,17 +11,16 @@ from ._base import GRAD, as_tensor_arg, edge, record
 
 class CatBackward0(Node):
     __slots__ = ("dim", "sizes", "shapes")
+    # a tensor-list input: torch computes every piece, even for inputs that need no grad
+    grads_for_every_input = True
 
     def apply(self, grads):
         g = grads[0]
         out = []
         start = 0
-        for (node, _), size, shape in zip(self.next_functions, self.sizes, self.shapes):
-            if node is not None:
-                piece = g.narrow(self.dim, start, size)
-                out.append(piece.reshape(shape) if piece._data.shape != shape else piece)
-            else:
-                out.append(None)
+        for size, shape in zip(self.sizes, self.shapes):
+            piece = g.narrow(self.dim, start, size)
+            out.append(piece.reshape(shape) if piece._data.shape != shape else piece)
             start += size
         return tuple(out)
 
@@ -58,10 +57,10 @@ concat = concatenate = cat
 
 class StackBackward0(Node):
     __slots__ = ("dim",)
+    grads_for_every_input = True
 
     def apply(self, grads):
-        pieces = grads[0].unbind(self.dim)
-        return tuple(p if n is not None else None for p, (n, _) in zip(pieces, self.next_functions))
+        return grads[0].unbind(self.dim)
 
 
 def stack(tensors, dim: int = 0) -> Tensor:

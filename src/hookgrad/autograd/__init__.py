@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from . import graph, grad_mode
+from ._warn_once import warn_once
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -13,47 +14,66 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "graph", "gradcheck", "gradgradcheck", "Variable"]
 
 
-def _tensors(x):
+def _outputs_tuple(x) -> tuple:
+    """``tensors`` / ``outputs``: one tensor or an iterable of them (None is not iterable: TypeError)."""
     from .._tensor import Tensor
-    if x is None:
-        return ()
-    if isinstance(x, Tensor):
+    return (x,) if isinstance(x, Tensor) else tuple(x)
+
+
+def _inputs_tuple(x, api: str) -> tuple:
+    """``inputs``: a tensor, a GradientEdge, a dict (its values) or an iterable; never empty."""
+    from collections.abc import Mapping
+    from .._tensor import Tensor
+    if isinstance(x, (Tensor, graph.GradientEdge)):
         return (x,)
-    return tuple(x)
+    if type(x) is dict:
+        x = tuple(x.values())
+    elif isinstance(x, Mapping):
+        raise TypeError(f"`inputs` argument to `{api}()` must be a dict, not {type(x).__name__}. "
+                        "Other Mapping types are not supported.")
+    x = tuple(x)
+    if not x:
+        raise RuntimeError(f"`inputs` argument to `{api}()` cannot be empty.")
+    return x
 
 
-def _make_grads(outputs, grads, is_grads_batched=False):
+def _make_grads(outputs, grads):
+    """One gradient per output: the given ones checked against their outputs, ones for scalar outputs
+    that need grad and got None. Extra gradients are ignored; too few raise (as in torch)."""
     from .._tensor import Tensor
     from .._ops.creation import ones_like
-    from .._ops._base import as_tensor_arg
     if grads is None:
         grads = (None,) * len(outputs)
     elif isinstance(grads, Tensor):
         grads = (grads,)
     else:
         grads = tuple(grads)
-    if len(grads) != len(outputs):
-        raise RuntimeError(f"grad can be implicitly created only for scalar outputs" if not grads else
-                           f"got {len(grads)} tensors and {len(outputs)} gradients")
     out = []
     for i, (o, g) in enumerate(zip(outputs, grads)):
+        if not isinstance(o, Tensor):
+            raise AssertionError("Expected output to be a torch.Tensor")
         if g is None:
-            if o.requires_grad and o._data.size != 1:
+            if not o._requires_grad:
+                out.append(None)  # refused below: the output needs no grad
+                continue
+            if o._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if o._data.dtype.kind not in "fc":
+            if o._data.dtype.kind != "f":
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
             out.append(ones_like(o))
             continue
         if not isinstance(g, Tensor):
-            g = as_tensor_arg(g)
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if g._data.shape != o._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                                f"shape of {o.shape}.".replace("hookgrad.Size", "torch.Size"))
-        if g._data.dtype.kind != o._data.dtype.kind and not (g._data.dtype.kind in "fc" and o._data.dtype.kind in "fc"):
-            raise TypeError(f"For complex Tensors, both grad_output and output are required to have the same dtype. "
-                            f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a "
-                            f"dtype of {o.dtype}.")
+        if (g._data.dtype.kind == "c") != (o._data.dtype.kind == "c"):
+            raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
+                               f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] "
+                               f"has a dtype of {o.dtype}.")
         out.append(g)
+    if len(out) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(out)} gradients")
     return out
 
 
@@ -67,14 +87,28 @@ def _root_edges(outputs):
 
 
 def _input_edges(inputs, for_backward):
+    from .._tensor import Tensor
     edges = []
     for t in inputs:
+        if isinstance(t, graph.GradientEdge):
+            edges.append(tuple(t))
+            continue
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got {type(t).__name__}")
+        if for_backward:
+            # backward() keeps the gradients of non-leaf inputs in .grad (and refuses a tensor without grad)
+            t.retain_grad()
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-        if for_backward and t.grad_fn is not None:
-            t.retain_grad()
         edges.append(t._edge())
     return edges
+
+
+_CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and its "
+    "gradient which can cause a memory leak. We recommend using autograd.grad when creating the graph to avoid "
+    "this. If you have to use this function, make sure to reset the .grad fields of your parameters to None "
+    "after use to break the cycle and avoid the leak.")
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
@@ -82,23 +116,30 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     """Accumulate into ``.grad`` the gradients of ``tensors`` w.r.t. the graph's leaves (or ``inputs``)."""
     from . import engine
     if grad_variables is not None:
+        import warnings
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
         grad_tensors = grad_variables
-    outputs = _tensors(tensors)
     if inputs is not None:
-        inputs = _tensors(inputs)
-        if len(inputs) == 0:
-            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+        inputs = _inputs_tuple(inputs, "backward")
+    outputs = _outputs_tuple(tensors)
     grads = _make_grads(outputs, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
     roots = _root_edges(outputs)
     input_edges = _input_edges(inputs, True) if inputs is not None else None
-    engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True)
+    if create_graph:
+        warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
+    if roots:
+        engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
-    """The gradients of ``outputs`` w.r.t. ``inputs``, returned (``.grad`` is left alone)."""
+    """The gradients of ``outputs`` w.r.t. ``inputs``, returned (``.grad`` is left alone); a dict of
+    inputs gives a dict of gradients with the same keys."""
     from . import engine
     from .._ops.creation import zeros_like
     if materialize_grads and allow_unused is False:
@@ -106,25 +147,35 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                          "allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
-    outs = _tensors(outputs)
-    ins = _tensors(inputs)
-    if not ins:
-        raise RuntimeError("grad requires non-empty inputs.")
+    outs = _outputs_tuple(outputs)
+    ins = _inputs_tuple(inputs, "grad")
+    if not only_inputs:
+        import warnings
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.",
+                      FutureWarning, stacklevel=2)
     grads = _make_grads(outs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
-    captured = engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False)
+    if roots:
+        captured = engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False)
+    else:
+        captured = [None] * len(ins)
+    for i, g in enumerate(captured):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the graph. "
+                               "Set allow_unused=True if this is the desired behavior.")
     result = []
     for t, g in zip(ins, captured):
-        if g is None:
-            if materialize_grads:
-                g = zeros_like(t)
-            elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been used in the graph. "
-                                   "Set allow_unused=True if this is the desired behavior.")
+        if g is None and materialize_grads:
+            if isinstance(t, graph.GradientEdge):
+                raise RuntimeError("materialize_grads cannot be used when the given input is a GradientEdge")
+            g = zeros_like(t, requires_grad=create_graph)
         result.append(g)
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), result))
     return tuple(result)
 
 

@@ -7,16 +7,21 @@ It follows torch's engine step for step so that hooks fire in the same order:
 3. run ready nodes from a max-heap keyed by sequence number (newest node first; AccumulateGrad
    before all), a heap that breaks ties exactly like ``std::priority_queue`` does, so that event
    logs match torch's line for line;
-4. per node: tensor hooks, retain_grad hooks, node pre-hooks, the backward, node post-hooks.
+4. per node: tensor hooks, retain_grad hooks, node pre-hooks, the backward, node post-hooks;
+   each node runs with the caller's saved-tensor hook state, whatever the previous node's hooks did.
+Several root edges hang off one dummy root (torch's GraphRoot): only those a wanted gradient lies
+behind are visited. A lone root edge is the graph's root itself: it is always visited.
 """
 from __future__ import annotations
 
+import itertools
 import sys
 
 import numpy as np
 
 from .. import _tensor
 from . import grad_mode
+from . import graph as _graph
 from .graph import _anomaly_state
 
 _task_stack: list = []
@@ -68,25 +73,39 @@ def _heap_pop(heap: list):
     return top
 
 
+_task_ids = itertools.count()
+
+
 class GraphTask:
     """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
 
-    __slots__ = ("keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable", "__weakref__")
+    __slots__ = ("id", "keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable",
+                 "__weakref__")
 
     def __init__(self, keep_graph, create_graph):
+        self.id = next(_task_ids)
         self.keep_graph = keep_graph
         self.create_graph = create_graph
         self.exec_info = None      # None: run everything; else {node: needed?}
         self.captures = None       # {node: [(output_nr, capture index), ...]}
         self.captured = None
-        self.reachable = None      # (dependency counts, root nodes): what this pass can reach
+        self.reachable = None      # (dependency counts, root nodes, one per root edge)
 
-    def will_execute(self, tensor) -> bool:
-        node, _ = tensor._edge()
+    def will_execute_node(self, node) -> bool:
+        """Whether this pass runs ``node``, as torch's engine answers it to multi-grad hooks: a lone
+        root is the graph's own root and does not count; under ``autograd.grad`` a leaf cannot be
+        answered for."""
         deps, roots = self.reachable
-        if node is None or (node not in deps and node not in roots):
+        if node not in deps and (len(roots) == 1 or node not in roots):
             return False
-        return self.exec_info is None or node in self.exec_info
+        if self.exec_info is None:
+            return True
+        if node not in self.exec_info:
+            return False
+        if node.is_sink and self.captures is not None:
+            raise RuntimeError("A leaf node was passed to _will_engine_execute_node but we are currently running "
+                               "autograd.grad(). This is currently not supported.")
+        return True
 
     def __repr__(self):
         return f"<GraphTask at {id(self):#x}>"
@@ -95,7 +114,8 @@ class GraphTask:
 def _compute_dependencies(roots):
     deps = {}
     seen = set()
-    stack = [n for n in roots if n is not None]
+    # several roots may be outputs of one node: walk each node once
+    stack = [n for n in dict.fromkeys(roots) if n is not None]
     seen.update(stack)
     while stack:
         node = stack.pop()
@@ -139,17 +159,25 @@ def _mark_needed(roots, targets, include_targets: bool) -> dict:
     return {n: True for n, needed in memo.items() if needed}
 
 
+def _hook_name(hook) -> str:
+    name = getattr(hook, "__name__", None)
+    return name if isinstance(name, str) else "<unknown>"
+
+
 def _check_hook_result(hook, old, new):
+    """A hook's replacement for one gradient, checked as torch checks it (None keeps ``old``)."""
     if new is None:
         return old
+    if old is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
     if not isinstance(new, _tensor.Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
-    if old is not None:
-        name = getattr(hook, "__name__", repr(hook))
-        if new.dtype is not old.dtype:
-            raise RuntimeError(f"hook '{name}' has changed the type of value (was {old.type()} got {new.type()})")
-        if new.shape != old.shape:
-            raise RuntimeError(f"hook '{name}' has changed the size of value")
+    if new is not old:
+        if new._data.dtype != old._data.dtype:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {old.type()} got "
+                               f"{new.type()})")
+        if new._data.shape != old._data.shape:
+            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
     return new
 
 
@@ -169,11 +197,12 @@ def _call_tensor_pre_hooks(node, grads):
     return grads
 
 
-def _check_count(hook, got, expected):
-    if got != expected:
-        name = getattr(hook, "__name__", repr(hook))
-        raise RuntimeError(f"hook '{name}' has returned an incorrect number of values "
-                           f"(got {got}, but expected {expected})")
+def _check_tuple_result(hook, result, expected):
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != expected:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
+                           f"(got {len(result)}, but expected {expected})")
 
 
 def _check_node_hook_result(hook, old, new):
@@ -187,9 +216,7 @@ def _call_pre_hooks(node, grads):
     for hook in tuple(node._pre_hooks.values()):
         result = hook(tuple(grads))
         if result is not None:
-            if not isinstance(result, (tuple, list)):
-                raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
-            _check_count(hook, len(result), len(grads))
+            _check_tuple_result(hook, result, len(grads))
             # unlike a tensor hook's None, a None entry here drops that gradient
             grads = [None if new is None else _check_node_hook_result(hook, old, new) for old, new in zip(grads, result)]
     return grads
@@ -200,9 +227,7 @@ def _call_post_hooks(node, outputs, grads):
     for hook in tuple(node._post_hooks.values()):
         result = hook(tuple(outputs), inputs_tuple)
         if result is not None:
-            if not isinstance(result, (tuple, list)):
-                raise TypeError(f"hook '{getattr(hook, '__name__', hook)}' must return a tuple of gradients or None")
-            _check_count(hook, len(result), len(outputs))
+            _check_tuple_result(hook, result, len(outputs))
             outputs = [new if new is None or new is old else _check_node_hook_result(hook, old, new)
                        for old, new in zip(outputs, result)]
     return outputs
@@ -258,9 +283,12 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
         buf[nr] = grad if buf[nr] is None else buf[nr] + grad
 
     heap = []
+    # a lone root edge is visited even when no wanted gradient lies behind it (its tensor hooks and
+    # retain_grad run); several roots hang off one dummy node in torch, which visits only those needed
+    lone_root = len(roots) == 1
     for node in dict.fromkeys(root_nodes):
         if node is not None and deps.get(node, 0) == 0:
-            if task.exec_info is not None and node not in task.exec_info:
+            if task.exec_info is not None and node not in task.exec_info and not lone_root:
                 continue
             _heap_push(heap, (node._seq, node))
 
@@ -269,6 +297,11 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     _task_stack.append(task)
     exec_info = task.exec_info
     pop, push = _heap_pop, _heap_push
+    # every node runs with the caller's saved-tensor hooks: what one node's hooks enter or exit
+    # is undone after it, and the caller's own state is left as it was
+    hooks_changes = _graph._saved_hooks_changes
+    hooks_state = _graph._hooks_state()
+    unchanged = hooks_state[2]
     try:
         while heap:
             node = heap.pop()[1] if len(heap) == 1 else pop(heap)[1]  # a chain's lone ready node: no sifting
@@ -277,8 +310,10 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
                 outputs = _run_node(task, node, grads)
             else:
                 outputs = _evaluate_filtered(task, node, grads)
-                if outputs is None:
-                    continue
+            if hooks_changes[0] != unchanged:
+                _graph._restore_hooks_state(hooks_state)
+            if outputs is None:
+                continue
             for (nxt, nr), g in zip(node.next_functions, outputs):
                 if nxt is None:
                     continue
@@ -301,6 +336,8 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     finally:
         _task_stack.pop()
         grad_mode.STATE.enabled = prev_mode
+        if hooks_changes[0] != unchanged:
+            _graph._restore_hooks_state(hooks_state)
     return task.captured
 
 
@@ -340,7 +377,7 @@ def _accumulate_buffer(old, new):
 def _evaluate_filtered(task, node, grads):
     """A node of a pass that wants only some gradients: capture what is wanted here, and run the
     node only if it lies on a path to a wanted gradient (its tensor hooks run either way)."""
-    needed = task.exec_info[node]
+    needed = task.exec_info.get(node, False)
     if not needed:
         grads = _call_tensor_pre_hooks(node, grads)
     captures = task.captures.get(node) if task.captures else None
@@ -361,7 +398,14 @@ def _run_node(task, node, grads):
     if node.runs_without_grads or any(g is not None for g in grads):
         outputs = node.apply(grads)
     else:
+        # no gradient arrived: the formula is skipped, but like torch's generated backward the node
+        # still unpacks what it saved (unpack hooks run; a freed graph or an in-place change raises)
+        if node._saved is None or node._saved:
+            node.saved()
         outputs = (None,) * len(node.next_functions)
+    exec_info = task.exec_info
+    if exec_info is not None and not node.runs_without_grads:
+        outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks:
         outputs = _call_post_hooks(node, outputs, grads)
     if not task.keep_graph:
@@ -369,6 +413,17 @@ def _run_node(task, node, grads):
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)
     return outputs
+
+
+def _drop_unneeded(node, outputs, exec_info):
+    """A built-in formula computes only the gradients this pass needs (custom Functions compute
+    them all), so post-hooks see None for the others."""
+    edges = node.next_functions
+    if node.grads_for_every_input:
+        if any(nxt is not None and nxt in exec_info for nxt, _ in edges):
+            return outputs
+        return (None,) * len(outputs)
+    return tuple([g if nxt is not None and nxt in exec_info else None for (nxt, _), g in zip(edges, outputs)])
 
 
 def accumulate_into_grad(var, grad) -> None:
@@ -380,8 +435,9 @@ def accumulate_into_grad(var, grad) -> None:
     wrap = _tensor.wrap
     current = var.grad
     if grad_mode.STATE.enabled:
-        # create_graph: the gradient keeps its own graph, so accumulate out of place
-        var.grad = grad if current is None else current + grad
+        # create_graph: the gradient keeps its own graph, so accumulate out of place; the first one
+        # is copied into a fresh tensor laid out like the leaf (a CopyBackwards node, as in torch)
+        var.grad = wrap(np.empty_like(var._data, dtype=grad._data.dtype)).copy_(grad) if current is None else current + grad
         return
     data = grad._data
     if current is None:

@@ -33,6 +33,7 @@ node post-hooks for the legacy kind): see ``hookgrad.nn.modules.module``.
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import weakref
 from collections import OrderedDict
@@ -52,7 +53,8 @@ ACCUMULATE_SEQ = 1 << 62
 # The Tensor and the engine are layers above this one (see hookgrad/_late.py).
 _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor",
                    legacy_type_names="hookgrad._tensor:_LEGACY_TYPE_NAMES",
-                   accumulate_into_grad="hookgrad.autograd.engine")
+                   accumulate_into_grad="hookgrad.autograd.engine",
+                   check_hook_result="hookgrad.autograd.engine:_check_hook_result")
 
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -79,6 +81,8 @@ class Node:
     _num_outputs = 1
     # AccumulateGrad: its leaf's own tensor hooks run as this node's tensor pre-hooks
     is_sink = False
+    # ops on a tensor list (cat, stack): one formula yields every input's gradient, needed or not
+    grads_for_every_input = False
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
@@ -167,10 +171,13 @@ class SavedTensor:
 
     An op's own output is kept as its array and version counter rather than as the Tensor, so that
     output -> grad_fn -> saved output is no reference cycle; unpacking rebuilds a Tensor whose
-    grad_fn is the node (what double backward needs).
+    grad_fn is the node (what double backward needs). Under saved-tensor hooks, what the unpack
+    hook returns takes the autograd identity of the original (its grad_fn, or its leaf's
+    accumulator), as in torch: gradients through it reach the original.
     """
 
-    __slots__ = ("tensor", "version", "counter", "unpack_hook", "packed", "is_output")
+    __slots__ = ("tensor", "version", "counter", "unpack_hook", "packed", "is_output",
+                 "grad_fn", "output_nr", "accumulator", "requires_grad")
 
     def __init__(self, tensor, is_output=False):
         self.counter = tensor._version_counter
@@ -183,16 +190,44 @@ class SavedTensor:
         else:
             pack, self.unpack_hook = hooks
             self.tensor = None
-            with _saved_hooks_disabled_while_packing():
-                self.packed = pack(tensor)
+            self._remember_identity(tensor)
+            self.packed = _call_pack_hook(pack, tensor)
+
+    def _remember_identity(self, tensor) -> None:
+        self.output_nr = tensor._output_nr
+        self.requires_grad = tensor._requires_grad
+        self.grad_fn = self.accumulator = None
+        if self.is_output:
+            return  # its node is the one unpacking it
+        fn = tensor.grad_fn
+        if fn is not None:
+            self.grad_fn = fn
+        elif tensor._requires_grad:
+            # held weakly, as torch does: the node that saved it holds the accumulator as an edge
+            self.accumulator = weakref.ref(tensor._grad_accumulator())
+
+    def _unpack_with_hook(self, node):
+        value = self.unpack_hook(self.packed)
+        Tensor = _above.Tensor
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
+                            f"result of type {type(value).__name__}")
+        out = _above.wrap(value._data)
+        out._version_counter = value._version_counter
+        if self.is_output:
+            out._grad_fn, out._output_nr, out._requires_grad = node, self.output_nr, node is not None
+        elif self.grad_fn is not None:
+            out._grad_fn, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
+        elif self.requires_grad:
+            if self.accumulator() is None:
+                raise RuntimeError("No grad accumulator for a saved leaf")
+            out._accumulator = self.accumulator
+            out._requires_grad = True
+        return out
 
     def unpack(self, node=None):
         if self.unpack_hook is not None:
-            value = self.unpack_hook(self.packed)
-            if not isinstance(value, _above.Tensor):
-                raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
-                                f"result of type {type(value).__name__}")
-            return value
+            return self._unpack_with_hook(node)
         if self.counter[0] != self.version:
             if self.is_output:
                 desc, where = f"[{_type_name(self.tensor)} {list(self.tensor.shape)}]", f", which is output 0 of {node.name()},"
@@ -241,25 +276,65 @@ class AccumulateGrad(Node):
             _above.accumulate_into_grad(var, grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
-            for hook in tuple(hooks.values()):
-                if hook(var) is not None:
-                    raise RuntimeError("post accumulate grad hooks must return None")
+            _run_post_accumulate_hooks(var, hooks)
         return ()
 
 
+def _run_post_accumulate_hooks(var, hooks) -> None:
+    """As torch does: a hook may return the tensor itself; any other tensor (checked like a tensor
+    hook's result) is passed to the later hooks, and refused once they have all run."""
+    arg = var
+    replaced = False
+    for hook in tuple(hooks.values()):
+        result = hook(arg)
+        if result is None or result is arg:
+            continue
+        arg = _above.check_hook_result(hook, arg, result)
+        replaced = True
+    if replaced:
+        raise RuntimeError("Tensor post accumulate grad hooks should return None.")
+
+
 # ---- saved-tensor hooks -------------------------------------------------------------------------
+# The hooks in force (innermost last) and the message that forbids registering any (None: allowed).
+# A backward pass works on a copy: engine.execute snapshots both and restores them after each node.
 _saved_hooks_stack: list = []
-_saved_hooks_disabled: list = []  # error messages; non-empty means registering is forbidden
+_saved_hooks_disabled: list = [None]
+# bumped on every change, so that the engine notices a node's changes with one comparison
+_saved_hooks_changes: list = [0]
+
+_PACK_MODIFIED_INPUT = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be "
+    "modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you "
+    "need to perform in-place operations on the input to a pack hook.")
 
 
-class _saved_hooks_disabled_while_packing:
-    """A pack hook that itself saves tensors must not recurse into pack hooks."""
-
-    def __enter__(self):
-        _saved_hooks_stack.append(None)
-
-    def __exit__(self, *exc):
+def _call_pack_hook(pack, tensor):
+    """Run a pack hook as torch does: grad mode off, no saved-tensor hooks for what it saves itself,
+    and its input must come back unchanged."""
+    version = tensor._version_counter[0]
+    prev = grad_mode.STATE.enabled
+    grad_mode.STATE.enabled = False
+    _saved_hooks_stack.append(None)
+    try:
+        packed = pack(tensor)
+    finally:
         _saved_hooks_stack.pop()
+        grad_mode.STATE.enabled = prev
+    if tensor._version_counter[0] != version:
+        raise RuntimeError(_PACK_MODIFIED_INPUT)
+    return packed
+
+
+def _hooks_state():
+    return list(_saved_hooks_stack), _saved_hooks_disabled[0], _saved_hooks_changes[0]
+
+
+def _restore_hooks_state(state) -> None:
+    stack, disabled, changes = state
+    _saved_hooks_stack[:] = stack
+    _saved_hooks_disabled[0] = disabled
+    _saved_hooks_changes[0] = changes
 
 
 class saved_tensors_hooks:
@@ -271,13 +346,17 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        if _saved_hooks_disabled:
-            raise RuntimeError(_saved_hooks_disabled[-1])
+        if _saved_hooks_disabled[0] is not None:
+            raise RuntimeError(_saved_hooks_disabled[0])
         _saved_hooks_stack.append((self.pack_hook, self.unpack_hook))
-        return self
+        _saved_hooks_changes[0] += 1
 
     def __exit__(self, *exc):
+        if not _saved_hooks_stack:
+            raise RuntimeError("saved_tensors_hooks exited more often than entered: no saved-tensor hooks are "
+                               "in force here (a backward pass works on its own copy of them)")
         _saved_hooks_stack.pop()
+        _saved_hooks_changes[0] += 1
         return False
 
 
@@ -294,27 +373,20 @@ class save_on_cpu(saved_tensors_hooks):
         super().__init__(pack, unpack)
 
 
-class disable_saved_tensors_hooks:
-    """Inside, registering saved-tensor hooks raises RuntimeError(error_message)."""
-
-    def __init__(self, error_message: str):
-        self.error_message = error_message
-
-    def __enter__(self):
-        _saved_hooks_disabled.append(self.error_message)
-
-    def __exit__(self, *exc):
-        _saved_hooks_disabled.pop()
-        return False
-
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*a, **kw):
-            with disable_saved_tensors_hooks(self.error_message):
-                return fn(*a, **kw)
-        return wrapper
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message: str):
+    """Inside, registering saved-tensor hooks raises RuntimeError(error_message); entering it while
+    hooks are in force raises that error at once. Usable as a decorator too."""
+    previous = _saved_hooks_disabled[0]
+    try:
+        _saved_hooks_disabled[0] = error_message
+        _saved_hooks_changes[0] += 1
+        if _saved_hooks_stack:
+            raise RuntimeError(error_message)
+        yield
+    finally:
+        _saved_hooks_disabled[0] = previous
+        _saved_hooks_changes[0] += 1
 
 
 # ---- anomaly mode's forward traces ----------------------------------------------------------
@@ -376,11 +448,11 @@ class _MultiHandle:
 
 
 def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
-    """Call ``fn`` once per backward pass with the gradients of ``tensors``.
+    """Call ``fn`` with the gradients of ``tensors``.
 
-    ``mode="all"``: after every tensor's gradient of this pass is computed, with a tuple holding
-    ``None`` for tensors the pass does not reach. ``mode="any"``: with the first gradient that
-    is computed (just that tensor), once per pass.
+    ``mode="all"``: once the gradients of every tensor this pass will compute have arrived, with a
+    list holding ``None`` for the others. ``mode="any"``: with the first gradient computed (just
+    that tensor), once per pass.
     """
     from . import engine
 
@@ -388,33 +460,57 @@ def register_multi_grad_hook(tensors, fn: Callable, *, mode: str = "all"):
         raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
     tensors = tuple(tensors)
     if mode == "any":
-        fired_in = []
+        fired_in = set()
 
         def any_hook(grad):
-            task = engine.current_task()
-            if fired_in and fired_in[0] is task:
+            task = _task_or_fail(engine)
+            if task.id in fired_in:
                 return None
-            fired_in[:] = [task]
+            fired_in.add(task.id)
             fn(grad)
 
         return _MultiHandle(t.register_hook(any_hook) for t in tensors if t.requires_grad)
 
-    state = {"task": None, "count": 0, "grads": None}
+    nodes = [_grad_fn_or_accumulator(t) for t in tensors]
+    arrived = {}   # per pass (task id): how many gradients have arrived
+    buffers = {}   # per pass: the gradients so far
+    # how many to wait for: counted when a pass's first gradient arrives (one count for all
+    # passes, as in torch, so that overlapping passes behave the same)
+    expected = [None]
 
-    def make_hook(i):
+    def make_hook(index):
         def hook(grad):
-            task = engine.current_task()
-            if state["task"] is not task:
-                # a new backward pass: count only the tensors this pass will reach
-                state["task"] = task
-                state["grads"] = [None] * len(tensors)
-                state["count"] = sum(1 for t in tensors if t.requires_grad and task.will_execute(t))
-            state["grads"][i] = grad
-            state["count"] -= 1
-            if state["count"] == 0:
-                grads, state["grads"] = tuple(state["grads"]), None
-                fn(grads)
+            task = _task_or_fail(engine)
+            key = task.id
+            so_far = arrived.get(key, 0)
+            arrived[key] = so_far + 1
+            buffer = buffers.setdefault(key, [None] * len(tensors))
+            if so_far == 0:
+                expected[0] = sum(map(task.will_execute_node, nodes))
+            buffer[index] = grad
+            if so_far == expected[0] - 1:
+                fn(buffer)
+                del arrived[key], buffers[key]
             return None
         return hook
 
-    return _MultiHandle(t.register_hook(make_hook(i)) for i, t in enumerate(tensors) if t.requires_grad)
+    return _MultiHandle(t.register_hook(make_hook(i)) for i, t in enumerate(tensors))
+
+
+def _task_or_fail(engine):
+    task = engine.current_task()
+    if task is None:
+        raise AssertionError("expected this hook to be called inside a backward call")
+    return task
+
+
+def _grad_fn_or_accumulator(tensor):
+    """The node where ``tensor``'s gradient arrives: its grad_fn, or its leaf's AccumulateGrad."""
+    if isinstance(tensor, GradientEdge):
+        return tensor.node
+    node = tensor.grad_fn
+    if node is None and tensor.requires_grad:
+        node = tensor._grad_accumulator()
+    if node is None:
+        raise AssertionError("Expected gradient function to be set")
+    return node

@@ -1,0 +1,28 @@
+"""Warnings that appear once per process, unless ``set_warn_always(True)`` asks for every one."""
+from __future__ import annotations
+
+import warnings
+
+_always = [False]
+_already_warned: set = set()
+
+
+def set_warn_always(b, /) -> None:
+    """False (the default): some warnings appear only once per process; True: every time."""
+    if type(b) is not bool:
+        raise RuntimeError(f"setWarnOnlyOnce expects a bool, but got {type(b).__name__}")
+    _always[0] = b
+
+
+def is_warn_always_enabled() -> bool:
+    return _always[0]
+
+
+def warn_once(key: str, message: str, category=UserWarning, stacklevel: int = 2) -> None:
+    """Warn ``message`` the first time ``key`` comes up in this process (every time under warn-always)."""
+    if _always[0]:
+        # as in torch: warnings given under warn-always do not use up the once-per-process one
+        warnings.warn(message, category, stacklevel=stacklevel + 1)
+    elif key not in _already_warned:
+        _already_warned.add(key)
+        warnings.warn(message, category, stacklevel=stacklevel + 1)

@@ -1,0 +1,804 @@
+"""The autograd engine where features meet, differentially against torch: several roots of one
+node, nodes reached only by None gradients, gradient filtering under ``autograd.grad``,
+create_graph into leaves, multi-grad hooks, hooks after in-place ops, post-accumulate hook
+returns and saved-tensor hooks."""
+import numpy as np
+import pytest
+
+from difftest import catch, differential, warns
+
+
+def _raised(fn):
+    """The exception's class and message (these messages are torch's wording, matched in the wild)."""
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - recording it is the point
+        return type(exc).__name__, str(exc).split(" (Triggered internally")[0]
+    return None
+
+
+def _data(T, *shape, start=-1.0, stop=1.0, requires_grad=True):
+    n = int(np.prod(shape))
+    values = np.linspace(start, stop, n).reshape(shape)
+    return T.tensor(values, dtype=T.float32, requires_grad=requires_grad)
+
+
+# ---- several roots that are outputs of one node ----------------------------------------------
+@differential
+def test_backward_from_every_output_of_split(T):
+    w = _data(T, 4)
+    a, b = (w * 1).split(2)
+    T.autograd.backward([a, b], [T.ones(2), T.ones(2) * 2])
+    return w.grad
+
+
+@differential
+def test_backward_from_some_outputs_of_chunk_and_one_twice(T):
+    w = _data(T, 6)
+    a, b, c = (w * 2).chunk(3)
+    T.autograd.backward([a, c, a], [T.ones(2), T.ones(2) * 3, T.ones(2) * 5])
+    return w.grad
+
+
+@differential
+def test_grad_of_unbind_outputs_like_captum(T):
+    x = _data(T, 3, 2)
+    w = _data(T, 2, 4, start=0.5, stop=2.0)
+    out = (x @ w).sum(1)
+    return T.autograd.grad(T.unbind(out), [x, w])
+
+
+@differential
+def test_grad_of_unbind_outputs_with_grad_outputs_and_retain_graph(T):
+    x = _data(T, 4)
+    out = x.exp()
+    parts = list(out.unbind())
+    first = T.autograd.grad(parts, [x], [T.tensor(float(i + 1)) for i in range(4)], retain_graph=True)
+    second = T.autograd.grad(parts[1:3], [x], allow_unused=True)
+    return first, second
+
+
+@differential
+def test_tuple_returning_module_with_full_backward_hook_as_two_roots(T):
+    class Pair(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = T.nn.Linear(3, 2)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return h, h.sigmoid()
+
+    m = Pair()
+    with T.no_grad():
+        m.lin.weight.copy_(_data(T, 2, 3, requires_grad=False))
+        m.lin.bias.fill_(0.1)
+    log = []
+    m.register_full_backward_hook(lambda mod, gi, go: log.append((gi, go)))
+    x = _data(T, 4, 3)
+    h, s = m(x)
+    T.autograd.backward([h, s], [T.ones(4, 2), T.ones(4, 2) * 2])
+    h, s = m(x)
+    via_grad = T.autograd.grad([h, s], [x], [T.ones(4, 2), T.ones(4, 2)])
+    return log, x.grad, m.lin.weight.grad, m.lin.bias.grad, via_grad
+
+
+# ---- a node whose incoming gradients are all None --------------------------------------------
+@differential
+def test_node_reached_only_by_none_still_unpacks_saved_tensors(T):
+    log = []
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: (log.append("pack"), t)[1],
+                                              lambda t: (log.append("unpack"), t)[1]):
+        d = a.exp().sin()
+    c = d.clone()
+    c.grad_fn.register_prehook(lambda go: (None,))
+    d.grad_fn.register_hook(lambda gi, go: log.append(("post_sin", gi, go)))
+    c.sum().backward()
+    again = catch(lambda: c.sum().backward())
+    return log, a.grad, again
+
+
+@differential
+def test_node_reached_only_by_none_checks_versions(T):
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    c = b.clone()
+    c.grad_fn.register_prehook(lambda go: (None,))
+    with T.no_grad():
+        b.mul_(2)
+    return catch(lambda: c.sum().backward()), a.grad
+
+
+@differential
+def test_full_backward_pre_hook_dropping_gradient_still_frees_upstream(T):
+    lin = T.nn.Linear(2, 2)
+    lin.register_full_backward_pre_hook(lambda m, go: (None,))
+    x = T.tensor([[1.0, 2.0]], requires_grad=True)
+    y = lin(x.exp()).sum()
+    y.backward()
+    return x.grad, lin.weight.grad, catch(y.backward)
+
+
+# ---- gradients nobody needs under autograd.grad / backward(inputs=) --------------------------
+@differential
+def test_post_hooks_see_none_for_gradients_not_needed(T):
+    log = []
+    a = _data(T, 2)
+    b = _data(T, 2, start=3.0, stop=4.0)
+    y = a * b
+    y.grad_fn.register_hook(lambda gi, go: log.append(("mul", gi, go)))
+    via_grad = T.autograd.grad(y.sum(), [a], retain_graph=True)
+    y.sum().backward(inputs=[b], retain_graph=True)
+    c = a.exp()
+    z = c * b + a
+    z.grad_fn.register_hook(lambda gi, go: log.append(("add", gi)))
+    z.grad_fn.next_functions[0][0].register_hook(lambda gi, go: log.append(("mul2", gi)))
+    via_intermediate = T.autograd.grad(z.sum(), [c])
+    return log, via_grad, a.grad, b.grad, via_intermediate
+
+
+@differential
+def test_custom_function_post_hook_sees_every_gradient_under_grad(T):
+    log = []
+
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, z):
+            return x * z
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append(("needs", ctx.needs_input_grad))
+            return g * 2, g * 3
+
+    a = _data(T, 2)
+    b = _data(T, 2, start=2.0)
+    y = Scale.apply(a, b)
+    y.grad_fn.register_hook(lambda gi, go: log.append(("post", gi)))
+    return T.autograd.grad(y.sum(), [a]), log
+
+
+@differential
+def test_tensor_list_ops_compute_every_piece_when_one_is_needed(T):
+    log = []
+    a = _data(T, 2)
+    b = _data(T, 2, start=2.0)
+    c = _data(T, 2, requires_grad=False)
+    for make in (lambda: T.cat([a, b, c]), lambda: T.stack([b, a]), lambda: T.cat([a * 1, c])):
+        y = make()
+        y.grad_fn.register_hook(lambda gi, go: log.append([g is None for g in gi]))
+        T.autograd.grad(y.sum(), [a])
+        y = make()
+        y.grad_fn.register_hook(lambda gi, go: log.append([g is None for g in gi]))
+        y.sum().backward()
+    return log, a.grad, b.grad
+
+
+def _legacy_hook_scenario(T, use_grad):
+    log = []
+    lin = T.nn.Linear(2, 1)
+    with T.no_grad():
+        lin.weight.copy_(T.tensor([[0.5, -1.5]]))
+        lin.bias.fill_(0.25)
+    lin.register_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = T.tensor([[1.0, 2.0]], requires_grad=True)
+    out = lin(x)
+    if use_grad:
+        return T.autograd.grad(out.sum(), [x]), log
+    out.sum().backward(inputs=[lin.bias])
+    return lin.bias.grad, lin.weight.grad, x.grad, log
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@pytest.mark.parametrize("use_grad", [True, False])
+@differential
+def test_legacy_module_backward_hook_sees_none_for_unneeded(T, use_grad):
+    return _legacy_hook_scenario(T, use_grad)
+
+
+# ---- backward(create_graph=True) into leaves -------------------------------------------------
+def _warning_texts(fn):
+    import warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    # torch appends where in its C++ sources a warning was raised
+    return [(w.category.__name__, str(w.message).split(" (Triggered internally")[0]) for w in caught]
+
+
+@differential
+def test_create_graph_backward_warns_under_warn_always(T):
+    before = T.is_warn_always_enabled()
+    a = _data(T, 2)
+    T.set_warn_always(True)
+    try:
+        enabled = T.is_warn_always_enabled()
+        via_backward = [_warning_texts(lambda: (a * a).sum().backward(create_graph=True)) for _ in range(2)]
+        via_grad = _warning_texts(lambda: T.autograd.grad((a * a).sum(), [a], create_graph=True))
+        b = a * 2
+        via_inputs = _warning_texts(lambda: (b * b).sum().backward(inputs=[b], create_graph=True))
+    finally:
+        T.set_warn_always(False)
+    bad = [catch(T.set_warn_always, value) for value in (1, "yes", None)]
+    return before, enabled, T.is_warn_always_enabled(), via_backward, via_grad, via_inputs, bad
+
+
+_ONCE_SCRIPT = """
+import importlib, sys, warnings
+T = importlib.import_module(sys.argv[1])
+warnings.simplefilter("always")
+a = T.tensor([1.0, 2.0], requires_grad=True)
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    T.autograd.grad((a * a).sum(), [a], create_graph=True)
+    T.set_warn_always(True)
+    (a * a).sum().backward(create_graph=True)
+    T.set_warn_always(False)
+    for _ in range(3):
+        (a * a).sum().backward(create_graph=True)
+print([str(w.message)[:40] for w in caught])
+"""
+
+
+def test_create_graph_backward_warns_once_per_process():
+    import os
+    import subprocess
+    import sys
+    seen = {}
+    for name in ("torch", "hookgrad"):
+        proc = subprocess.run([sys.executable, "-c", _ONCE_SCRIPT, name], capture_output=True, text=True,
+                              env=dict(os.environ), timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        seen[name] = proc.stdout
+    assert seen["hookgrad"] == seen["torch"]
+    assert seen["torch"].count("Using backward() with create_graph=True") == 2
+
+
+@differential
+def test_create_graph_gradient_is_a_copy_that_zero_grad_can_detach(T):
+    a = _data(T, 2, 2)
+    b = _data(T, 2, start=0.5, stop=1.5)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (a.t() * a).sum().backward(create_graph=True)
+        (b * 2).sum().backward(create_graph=True)
+    first = (a.grad.grad_fn.name(), a.grad.requires_grad, a.grad.is_contiguous(), a.grad._is_view(),
+             b.grad.grad_fn, b.grad.requires_grad)
+    second_order = T.autograd.grad(a.grad.sum(), [a])
+    opt = T.optim.SGD([a, b], lr=0.1)
+    opt.zero_grad(set_to_none=False)
+    return first, second_order, a.grad, a.grad.requires_grad, a.grad.grad_fn, b.grad
+
+
+@differential
+def test_anomaly_flags_at_top_level(T):
+    import warnings
+    flags = [(T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled())]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with T.autograd.detect_anomaly(check_nan=False):
+            flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
+        with T.autograd.set_detect_anomaly(True):
+            flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
+    flags.append((T.is_anomaly_enabled(), T.is_anomaly_check_nan_enabled()))
+    return flags
+
+
+# ---- roots no wanted gradient lies behind; argument checking of grad() / backward() ----------
+@differential
+def test_lone_root_is_visited_when_nothing_behind_it_is_wanted(T):
+    log = []
+    a = _data(T, 2)
+    u = _data(T, 2, start=2.0)
+    loss = (a * 2).sum()
+    loss.retain_grad()
+    loss.register_hook(lambda g: log.append(("loss", g)))
+    loss.grad_fn.register_prehook(lambda g: log.append(("pre", g)))
+    materialized = T.autograd.grad(loss, [u], allow_unused=True, materialize_grads=True)
+    replaced = (a * 3).sum()
+    replaced.retain_grad()
+    replaced.register_hook(lambda g: g * 10)
+    unused = T.autograd.grad(replaced, [u], allow_unused=True)
+    a.register_hook(lambda g: log.append(("leaf_root", g)))
+    leaf_root = T.autograd.grad(a, [u], T.ones(2), allow_unused=True)
+    return materialized, loss.grad, unused, replaced.grad, leaf_root, a.grad, log
+
+
+@differential
+def test_several_roots_visit_only_those_a_wanted_gradient_lies_behind(T):
+    log = []
+    a = _data(T, 2)
+    u = _data(T, 2, start=2.0)
+
+    def roots():
+        la = (a * 2).sum()
+        la.retain_grad()
+        la.register_hook(lambda g: log.append(("la", g)))
+        lu = (u * 3).sum()
+        lu.retain_grad()
+        lu.register_hook(lambda g: log.append(("lu", g)))
+        return la, lu
+
+    la, lu = roots()
+    via_grad = T.autograd.grad([la, lu], [u])
+    grads_seen = (la.grad, lu.grad)
+    la, lu = roots()
+    T.autograd.backward([la, lu], inputs=[u])
+    lone, _ = roots()
+    T.autograd.backward([lone], inputs=[u])
+    return via_grad, grads_seen, la.grad, lu.grad, lone.grad, u.grad, a.grad, log
+
+
+@pytest.mark.filterwarnings("ignore::FutureWarning")
+@differential
+def test_grad_and_backward_argument_checks(T):
+    a = _data(T, 2)
+    u = _data(T, 2, start=2.0)
+    loss = lambda: (a * 2).sum()  # noqa: E731
+    calls = [
+        lambda: T.autograd.grad(None, [a]),
+        lambda: T.autograd.grad([None], [a]),
+        lambda: T.autograd.grad(loss(), None),
+        lambda: T.autograd.backward(None),
+        lambda: T.autograd.grad([], [a]),
+        lambda: T.autograd.grad([], [a], allow_unused=True),
+        lambda: T.autograd.backward([]),
+        lambda: T.autograd.grad(loss(), []),
+        lambda: T.autograd.grad(loss(), [a, None]),
+        lambda: T.autograd.grad(loss(), [a, 3]),
+        lambda: T.autograd.grad([loss(), 3], [a]),
+        lambda: T.autograd.grad(loss(), [u, a]),
+        lambda: T.autograd.grad(loss(), [a], [T.tensor(1.0), T.tensor(1.0)]),
+        lambda: T.autograd.grad(loss(), [a], grad_outputs=[1.0]),
+        lambda: T.autograd.grad(loss(), [a], grad_outputs=[]),
+        lambda: T.autograd.backward([loss(), loss()], [T.tensor(1.0)]),
+        lambda: T.autograd.grad(loss(), [a], only_inputs=False),
+        lambda: T.autograd.backward(loss(), grad_variables=T.tensor(1.0)),
+        lambda: T.autograd.backward(loss(), grad_tensors=T.tensor(1.0), grad_variables=T.tensor(1.0)),
+        lambda: T.autograd.backward(loss(), inputs={"a": a}),
+        lambda: T.autograd.backward(loss(), inputs=[]),
+        lambda: T.autograd.backward(loss(), inputs=[None]),
+        lambda: T.autograd.backward(loss(), inputs=[T.tensor(1.0)]),
+        lambda: T.autograd.grad(loss(), inputs=[T.tensor(1.0), None]),
+        lambda: T.autograd.grad(loss(), inputs={"a": a, "u": u}, allow_unused=True),
+        lambda: T.autograd.grad(loss(), inputs=T.autograd.graph.get_gradient_edge(a)),
+        lambda: T.autograd.grad(loss(), [u], materialize_grads=True, create_graph=True)[0].requires_grad,
+        lambda: T.autograd.grad(loss(), [u], allow_unused=False, materialize_grads=True),
+        lambda: T.autograd.grad(T.tensor([1, 2]), [a]),
+        lambda: T.autograd.grad(T.tensor(1), [a]),
+        lambda: T.autograd.grad(loss(), [a], T.tensor(1.0, dtype=T.complex64)),
+        lambda: T.autograd.grad(loss(), [a], T.ones(2)),
+    ]
+    return [catch(call) for call in calls], a.grad
+
+
+# ---- multi-grad hooks ------------------------------------------------------------------------
+def _shown(grads):
+    return [None if g is None else g.tolist() for g in grads] if isinstance(grads, (list, tuple)) else grads.tolist()
+
+
+@differential
+def test_multi_grad_hook_refuses_tensor_without_grad(T):
+    log = []
+    a = _data(T, 2)
+    c = _data(T, 2, requires_grad=False)
+    refused = catch(T.autograd.graph.register_multi_grad_hook, (a, c), lambda g: log.append(_shown(g)))
+    accepted_any = T.autograd.graph.register_multi_grad_hook((a, c), lambda g: log.append(("any", _shown(g))),
+                                                             mode="any")
+    (a * 2).sum().backward()
+    accepted_any.remove()
+    return refused, log
+
+
+@differential
+def test_multi_grad_hook_with_leaf_under_autograd_grad(T):
+    log = []
+    a = _data(T, 2)
+    b = _data(T, 2, start=3.0, stop=4.0)
+    x = a * 2
+    r = (x * 3).sum() + (b * 1).sum()
+    handle = T.autograd.graph.register_multi_grad_hook((x, b), lambda g: log.append(("xb", _shown(g))))
+    results = [catch(lambda: T.autograd.grad(r, [a], retain_graph=True)),
+               catch(lambda: T.autograd.grad(r, [b], retain_graph=True)),
+               catch(lambda: r.backward(inputs=[b], retain_graph=True)),
+               catch(lambda: r.backward(retain_graph=True))]
+    handle.remove()
+    handle = T.autograd.graph.register_multi_grad_hook((a, b), lambda g: log.append(("ab", _shown(g))))
+    results.append(catch(lambda: T.autograd.grad((a * b).sum(), [a])))
+    results.append(catch(lambda: (a * b).sum().backward(inputs=[a])))
+    handle.remove()
+    return results, log, a.grad, b.grad
+
+
+@differential
+def test_multi_grad_hook_all_containing_the_root(T):
+    log = []
+    a = _data(T, 2)
+    x = a * 2
+    r = (x * 3).sum()
+    r2 = (x * 5).sum()
+    z = a * 4
+
+    def watch(label, tensors):
+        return T.autograd.graph.register_multi_grad_hook(
+            tensors, lambda g: log.append((label, type(g).__name__, _shown(g))))
+
+    steps = [
+        (("r", "x"), lambda: r.backward(retain_graph=True)),
+        (("x", "r"), lambda: r.backward(retain_graph=True)),
+        (("r",), lambda: r.backward(retain_graph=True)),
+        (("r", "r2", "x"), lambda: T.autograd.backward([r, r2], retain_graph=True)),
+        (("x", "r"), lambda: T.autograd.backward([r, r], retain_graph=True)),
+        (("r", "x"), lambda: T.autograd.grad(r, [a], retain_graph=True)),
+        (("r", "x"), lambda: r.backward(inputs=[a], retain_graph=True)),
+        (("r", "r2", "x"), lambda: T.autograd.grad([r, r2], [x], retain_graph=True)),
+        (("x", "z"), lambda: z.backward(T.ones(2), retain_graph=True)),
+        (("x", "z"), lambda: z.sum().backward(retain_graph=True)),
+        (("x", "x"), lambda: r.backward(retain_graph=True)),
+        (("a",), lambda: a.backward(T.ones(2))),
+    ]
+    named = {"r": r, "r2": r2, "x": x, "z": z, "a": a}
+    for names, run in steps:
+        handle = watch("+".join(names), tuple(named[n] for n in names))
+        run()
+        handle.remove()
+    any_handle = T.autograd.graph.register_multi_grad_hook((r, x), lambda g: log.append(("any", _shown(g))),
+                                                           mode="any")
+    r.backward(retain_graph=True)
+    r.backward(retain_graph=True)
+    any_handle.remove()
+    return log, a.grad
+
+
+# ---- hooks after in-place ops; in-place on 0-d results ---------------------------------------
+@differential
+def test_hooks_registered_after_in_place_before_grad_fn_is_read(T):
+    log = []
+    a = _data(T, 2)
+    b = a * 2
+    b.mul_(3)
+    b.register_hook(lambda g: log.append(("b", g)))
+    b.sum().backward()
+    c = a * 2
+    v = c[:1]
+    v.mul_(2)
+    v.register_hook(lambda g: log.append(("view", g)))
+    w = c[1:]
+    w.add_(1)
+    handle = T.autograd.graph.register_multi_grad_hook((w, a), lambda g: log.append(("multi", list(g))))
+    (v.sum() * 5 + w.sum()).backward()
+    handle.remove()
+    d = a * 2
+    u = d[:1]
+    u.mul_(2)
+    u.retain_grad()
+    (u * 7).sum().backward()
+    return log, a.grad, u.grad
+
+
+@differential
+def test_in_place_on_zero_dim_results_of_arithmetic(T):
+    a = _data(T, 2)
+    loss = (a * 2).sum() + (a * 3).sum()
+    alias = loss.detach()
+    with T.no_grad():
+        loss.add_(1)
+    x = T.tensor(3.0)
+    total = x * 2
+    total += x.numel()
+    t = (a * 2).sum()
+    with T.no_grad():
+        t.mul_(2)
+    count = T.tensor(0.0) + 0
+    count.add_(5)
+    return loss, alias, loss._version, total, t, count
+
+
+# ---- what hooks return -----------------------------------------------------------------------
+@pytest.mark.parametrize("returns", ["itself", "its_grad", "other_tensor", "detached", "an_int", "a_list",
+                                     "nothing", "wrong_shape", "wrong_dtype"])
+@differential
+def test_post_accumulate_grad_hook_returns(T, returns):
+    log = []
+    p = _data(T, 2)
+    other = T.ones(2)
+
+    def first(t):
+        log.append("first")
+        return {"itself": t, "its_grad": t.grad, "other_tensor": other, "detached": t.detach(), "an_int": 3,
+                "a_list": [t], "nothing": None, "wrong_shape": T.ones(3),
+                "wrong_dtype": T.ones(2, dtype=T.float64)}[returns]
+
+    p.register_post_accumulate_grad_hook(first)
+    p.register_post_accumulate_grad_hook(lambda t: log.append(("second", t is p, t is other)))
+    (p * 2).grad_fn.next_functions[0][0].register_hook(lambda gi, go: log.append("accumulate_post"))
+    outcome = _raised(lambda: (p * 2).sum().backward())
+    return outcome, log, p.grad
+
+
+@differential
+def test_post_accumulate_grad_hook_stepping_the_parameter(T):
+    p = _data(T, 2)
+    p.register_post_accumulate_grad_hook(lambda q: q.add_(q.grad, alpha=-0.01))
+    (p * 2).sum().backward()
+    return p.detach(), p.grad
+
+
+@pytest.mark.parametrize("kind", ["pre", "post"])
+@pytest.mark.parametrize("returns", ["list", "tensor", "int", "too_many", "bad_element", "wrong_shape",
+                                     "wrong_dtype", "tuple"])
+@differential
+def test_node_hook_return_checks(T, kind, returns):
+    a = _data(T, 2)
+    b = _data(T, 2, start=2.0)
+    y = a * b
+    make = {"list": lambda g: list(g), "tensor": lambda g: T.ones(2), "int": lambda g: 3,
+            "too_many": lambda g: (None,) * 3, "bad_element": lambda g: tuple(3 for _ in g),
+            "wrong_shape": lambda g: tuple(T.ones(3) for _ in g),
+            "wrong_dtype": lambda g: tuple(T.ones(2, dtype=T.float64) for _ in g),
+            "tuple": lambda g: tuple(x * 2 for x in g)}[returns]
+    if kind == "pre":
+        y.grad_fn.register_prehook(lambda go: make(go))
+    else:
+        y.grad_fn.register_hook(lambda gi, go: make(gi))
+    return _raised(lambda: y.sum().backward()), a.grad, b.grad
+
+
+@differential
+def test_hooks_cannot_replace_a_none_gradient(T):
+    a = _data(T, 2)
+    c = _data(T, 2, requires_grad=False)
+    y = a * c
+    y.grad_fn.register_hook(lambda gi, go: (gi[0], T.ones(2)))
+    post = _raised(lambda: y.sum().backward())
+    z = a * 2
+    w = z.clone()
+    w.grad_fn.register_prehook(lambda go: (None,))
+    z.register_hook(lambda g: T.ones(2))
+    tensor_hook = _raised(lambda: w.sum().backward())
+    leaf = _data(T, 2)
+    leaf.register_hook(lambda g: 3)
+    v = (leaf * 2).clone()
+    v.grad_fn.register_prehook(lambda go: (None,))
+    leaf_hook = _raised(lambda: v.sum().backward())
+    return post, tensor_hook, leaf_hook, a.grad
+
+
+# ---- saved-tensor hooks ----------------------------------------------------------------------
+@differential
+def test_pack_hook_runs_without_grad_and_unpacked_value_is_the_original(T):
+    log = []
+
+    def pack(x):
+        log.append(("pack", T.is_grad_enabled(), x.requires_grad))
+        return x * 2
+
+    def unpack(x):
+        log.append(("unpack", T.is_grad_enabled(), x.requires_grad, x.grad_fn is None))
+        return x
+
+    a = _data(T, 2, start=1.0, stop=2.0)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = a ** 3
+    g, = T.autograd.grad(y.sum(), a, create_graph=True)
+    g.sum().backward()
+    scaled = (g, g.requires_grad, a.grad)
+
+    b = _data(T, 2, start=1.0, stop=2.0)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x.detach(), lambda x: x):
+        y = b ** 3
+    g, = T.autograd.grad(y.sum(), b, create_graph=True)
+    g.sum().backward()
+    detached = (g, g.requires_grad, b.grad)
+
+    c = _data(T, 2, start=1.0, stop=2.0)
+    mid = c * 1
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x * 2, lambda x: x):
+        y = mid ** 3
+    g, = T.autograd.grad(y.sum(), c, create_graph=True)
+    g.sum().backward()
+    non_leaf = (g, c.grad)
+
+    d = _data(T, 2, start=1.0, stop=2.0)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x * 2, lambda x: x):
+        y = d.exp()
+    g, = T.autograd.grad(y.sum(), d, create_graph=True)
+    g.sum().backward()
+    saved_output = (g, d.grad)
+
+    e = _data(T, 2, start=1.0, stop=2.0)
+    other = T.tensor([5.0, 5.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: other):
+        y = e ** 3
+    g, = T.autograd.grad(y.sum(), e, create_graph=True)
+    g.sum().backward()
+    foreign = (g, e.grad, other.grad)
+    return log, scaled, detached, non_leaf, saved_output, foreign
+
+
+@differential
+def test_pack_hook_modifying_its_input_in_place_raises(T):
+    a = _data(T, 2, start=1.0, stop=2.0)
+    b = a * 1
+
+    def bad_pack(x):
+        x.mul_(2)
+        return x
+
+    def save():
+        with T.autograd.graph.saved_tensors_hooks(bad_pack, lambda x: x):
+            return b ** 2
+
+    refused = _raised(save)
+    # through .data the change is invisible to autograd, as in torch
+    with T.autograd.graph.saved_tensors_hooks(lambda x: x.data.mul_(1), lambda x: x):
+        y = b ** 2
+    y.sum().backward()
+    return refused, a.grad, y
+
+
+@differential
+def test_changes_through_data_are_invisible_to_autograd(T):
+    p = _data(T, 2, start=1.0, stop=2.0)
+    y = (p * p).sum()
+    p.data.add_(1)
+    y.backward()
+    return p._version, p.data._version, p.grad
+
+
+@differential
+def test_backward_works_on_a_copy_of_the_saved_tensor_hook_state(T):
+    G = T.autograd.graph
+    log = []
+    a = _data(T, 2, start=1.0, stop=2.0)
+
+    def usable():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            pass
+        return "usable"
+
+    def unpack_enter(x):
+        G.saved_tensors_hooks(lambda t: (log.append("leaked pack"), t)[1], lambda t: t).__enter__()
+        return x
+
+    with G.saved_tensors_hooks(lambda x: x, unpack_enter):
+        y = (a * 1) ** 2
+    y.sum().backward()
+    after_enter = (a * 1) ** 2  # would pack with the leaked hook
+
+    def unpack_disable(x):
+        G.disable_saved_tensors_hooks("from unpack").__enter__()
+        return x
+
+    with G.saved_tensors_hooks(lambda x: x, unpack_disable):
+        y = (a * 1) ** 2
+    y.sum().backward()
+    after_disable = catch(usable)
+
+    def unpack_exit(x):
+        G.saved_tensors_hooks(lambda t: t, lambda t: t).__exit__(None, None, None)
+        return x
+
+    with G.saved_tensors_hooks(lambda x: x, unpack_exit):
+        y = (a * 1) ** 2
+    exit_with_none_in_force = catch(lambda: y.sum().backward())
+    after_exit = catch(usable)
+
+    # hooks entered by one node's unpack apply to what that node saves, not to later nodes
+    pushed = []
+
+    def unpack_push_once(x):
+        if not pushed:
+            pushed.append(True)
+            G.saved_tensors_hooks(lambda t: (log.append(("inner pack", tuple(t.shape))), t)[1],
+                                  lambda t: t).__enter__()
+        log.append("unpack")
+        return x
+
+    b = _data(T, 2, start=1.0, stop=2.0)
+    with G.saved_tensors_hooks(lambda x: x, unpack_push_once):
+        z = b.exp().sin()
+    grads = T.autograd.grad(z.sum(), b, create_graph=True)
+    return log, after_enter, after_disable, exit_with_none_in_force, after_exit, grads, catch(usable)
+
+
+@differential
+def test_disable_saved_tensors_hooks_semantics(T):
+    G = T.autograd.graph
+
+    def hooks_inside_disable(message_outer, message_inner=None):
+        with G.disable_saved_tensors_hooks(message_outer):
+            if message_inner is not None:
+                with G.disable_saved_tensors_hooks(message_inner):
+                    pass
+            with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+                pass
+
+    def disable_inside_hooks():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            with G.disable_saved_tensors_hooks("disabled inside"):
+                return "entered"
+
+    @G.disable_saved_tensors_hooks("as a decorator")
+    def decorated():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            pass
+
+    def usable():
+        with G.saved_tensors_hooks(lambda x: x, lambda x: x):
+            pass
+        return "usable"
+
+    return [_raised(lambda: hooks_inside_disable("outer")),
+            _raised(lambda: hooks_inside_disable("outer", "inner")),
+            _raised(disable_inside_hooks), usable(),
+            _raised(decorated), usable()]
+
+
+# ---- the category, not the examples: small random graphs with several roots and input subsets -
+def _random_graph_scenario(T, seed):
+    rng = np.random.default_rng(seed)
+    log = []
+    leaves = [T.tensor(rng.uniform(0.5, 1.5, size=4).astype(np.float32), requires_grad=True) for _ in range(3)]
+    const = T.tensor(rng.uniform(0.5, 1.5, size=4).astype(np.float32))
+    pool = list(leaves)
+    for step in range(6):
+        kind = int(rng.integers(0, 6))
+        x = pool[int(rng.integers(0, len(pool)))]
+        y = pool[int(rng.integers(0, len(pool)))]
+        if kind == 0:
+            out = [x * y]
+        elif kind == 1:
+            out = [(x * const).exp() * 0.1]
+        elif kind == 2:
+            out = list((x + y).split(2))
+            out = [T.cat([out[1], out[0]])]
+        elif kind == 3:
+            out = [T.stack([x, const]).sum(0)]
+        elif kind == 4:
+            out = [x.sin() + y]
+        else:
+            out = [x ** 2]
+        for t in out:
+            label = f"n{step}"
+            t.grad_fn.register_hook(lambda gi, go, label=label: log.append((label, [g is None for g in gi])))
+            t.register_hook(lambda g, label=label: log.append((label + ".t", g)))
+        pool.extend(out)
+    last = pool[-1]
+    parts = list((last * 1).unbind())
+    n_roots = int(rng.integers(1, len(parts) + 1))
+    roots = parts[:n_roots]
+    wanted = [t for t in pool if bool(rng.integers(0, 2))] or [leaves[0]]
+    via_grad = catch(lambda: T.autograd.grad(roots, wanted, [T.tensor(float(i + 1)) for i in range(n_roots)],
+                                             retain_graph=True, allow_unused=True))
+    T.autograd.backward(roots, [T.tensor(2.0)] * n_roots, retain_graph=True)
+    return log, via_grad, [leaf.grad for leaf in leaves]
+
+
+@pytest.mark.parametrize("seed", range(40))
+@differential
+def test_random_graphs_with_several_roots_and_input_subsets(T, seed):
+    return _random_graph_scenario(T, seed)
+
+
+@differential
+def test_full_backward_hook_returning_none_gradients_upstream_still_runs(T):
+    log = []
+    lin1 = T.nn.Linear(2, 2)
+    lin2 = T.nn.Linear(2, 2)
+    with T.no_grad():
+        for m in (lin1, lin2):
+            m.weight.copy_(_data(T, 2, 2, requires_grad=False))
+            m.bias.fill_(0.5)
+    lin2.register_full_backward_hook(lambda m, gi, go: (None,))
+    lin1.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))
+    x = T.tensor([[1.0, 2.0]], requires_grad=True)
+    y = lin2(lin1(x).tanh()).sum()
+    y.backward()
+    grads = (x.grad, lin1.weight.grad, lin2.weight.grad)
+    again = catch(y.backward)
+    y = lin2(lin1(x).tanh()).sum()
+    via_grad = T.autograd.grad(y, [x, lin1.weight], allow_unused=True)
+    return log, grads, again, via_grad
