@@ -26,6 +26,9 @@ CASES = {
     "backpack_mse": ("backpack_case.py", [], "BatchGrad, BatchL2Grad, SumGradSquared, Variance and DiagGGNExact "
                                              "on a Linear and a Conv2d model with MSELoss"),
     "torchviz": ("torchviz_case.py", [], "make_dot node labels and edges of an MLP"),
+    "captum": ("captum_case.py", [], "Saliency, DeepLift and DeepLiftShap (MaxPool2d rule), LayerGradCam"),
+    "captum_integrated": ("captum_integrated_case.py", [], "IntegratedGradients (riemann, gauss-legendre, "
+                                                          "convergence delta) and LayerConductance"),
     "thop": ("thop_case.py", [], "profile: MACs and parameter counts of a CNN and an MLP"),
     "torchinfo": ("torchinfo_case.py", [], "summary table text of a CNN and an LSTM model"),
     "fx_clients": ("fx_case.py", [], "BackPACK's torch.fx module converter on a residual model; thop's fx_profile"),
