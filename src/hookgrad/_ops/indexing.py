@@ -7,6 +7,7 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
+from ._declare import module_all, op
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
 
@@ -141,11 +142,13 @@ def setitem(x: Tensor, index, value) -> None:
     apply_inplace(x, _index_put, npi, value, saves_self=False)
 
 
+@op(function=False)
 def index_put_(x, indices, values, accumulate=False):
     npi = _np_index(tuple(indices))
     return apply_inplace(x, _index_put, npi, values, accumulate, saves_self=False)
 
 
+@op()
 def index_put(x, indices, values, accumulate=False):
     return _index_put(x, _np_index(tuple(indices)), values, accumulate)
 
@@ -165,6 +168,7 @@ def _check_index(index, name):
         raise RuntimeError(f"{name}(): Expected dtype int64 for index")
 
 
+@op()
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     _check_index(index, "gather")
     d = _wrap_dim(dim, x._data.ndim)
@@ -183,6 +187,7 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     return result
 
 
+@op()
 def take_along_dim(x, indices, dim=None):
     if dim is None:
         return gather(x.reshape(-1), 0, indices.reshape(-1))
@@ -229,6 +234,7 @@ class ScatterAddBackward0(Node):
         return g if self.next_functions[0][0] is not None else None, gs
 
 
+@op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
     _check_index(index, "scatter")
     if src is None:
@@ -264,6 +270,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
     return result
 
 
+@op(inplace=True, saves_self=False)
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _check_index(index, "scatter_add")
     d = _wrap_dim(dim, x._data.ndim)
@@ -279,6 +286,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return result
 
 
+@op()
 def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     if reduce == "sum":
         return scatter_add(x, dim, index, src)
@@ -294,6 +302,7 @@ class IndexSelectBackward0(Node):
         return (zeros.index_add(self.dim, index, grads[0]),)
 
 
+@op()
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     if index._data.ndim > 1:
@@ -319,6 +328,7 @@ class IndexAddBackward0(Node):
         return g if self.next_functions[0][0] is not None else None, gs
 
 
+@op(inplace=True, saves_self=False)
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
@@ -352,6 +362,7 @@ class MaskedFillBackward1(Node):
         return gx, gv
 
 
+@op(inplace=True, saves_self=False)
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     mask = as_tensor_arg(mask)
     if mask._data.dtype != np.bool_:
@@ -385,6 +396,7 @@ class MaskedSelectBackward0(Node):
         return (index_put_accumulate(grads[0], self.in_shape, np.nonzero(m)),)
 
 
+@op()
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     m = np.broadcast_to(mask._data, np.broadcast_shapes(mask._data.shape, x._data.shape))
     xd = np.broadcast_to(x._data, m.shape)
@@ -397,6 +409,7 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     return result
 
 
+@op()
 def nonzero(x, *, as_tuple=False):
     idx = np.nonzero(x._data)
     if as_tuple:
@@ -404,5 +417,9 @@ def nonzero(x, *, as_tuple=False):
     return wrap(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
 
 
+@op()
 def argwhere(x):
     return nonzero(x)
+
+
+__all__ = module_all(globals())

@@ -6,6 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
+from ._declare import module_all, op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from ._base import quiet_fp
 
@@ -55,6 +56,7 @@ def _mm_grad_other(a, g, b_transposed):
         return wrap(a._data.T @ g._data)
 
 
+@op()
 def mm(a: Tensor, b: Tensor) -> Tensor:
     if a._data.ndim != 2 or b._data.ndim != 2:
         raise RuntimeError(f"{'self' if a._data.ndim != 2 else 'mat2'} must be a matrix")
@@ -99,6 +101,7 @@ class AddmmBackward0(Node):
         return gbias, ga, gb
 
 
+@op()
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * bias + alpha * (a @ b)`` in one node (what ``F.linear`` records)."""
     if a._data.shape[1] != b._data.shape[0]:
@@ -139,6 +142,7 @@ class MvBackward0(Node):
         return ga, gv
 
 
+@op()
 def mv(a: Tensor, v: Tensor) -> Tensor:
     if a._data.ndim != 2 or v._data.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim}")
@@ -165,6 +169,7 @@ class DotBackward0(Node):
                 a * g if self.next_functions[1][0] is not None else None)
 
 
+@op(aliases=("inner",))
 def dot(a: Tensor, b: Tensor) -> Tensor:
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
@@ -184,6 +189,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 inner = dot
 
 
+@op(method=False)
 def vdot(a, b):
     return dot(a, b)
 
@@ -199,6 +205,7 @@ class BmmBackward0(Node):
         return ga, gb
 
 
+@op()
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     if a._data.ndim != 3 or b._data.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if a._data.ndim != 3 else "batch2 must be a 3D tensor")
@@ -236,6 +243,7 @@ def _unsafe_view(x: Tensor, shape, node_cls=UnsafeViewBackward0) -> Tensor:
     return result
 
 
+@op()
 def matmul(a, b) -> Tensor:
     a, b = as_tensor_arg(a), as_tensor_arg(b)
     da, db = a._data.ndim, b._data.ndim
@@ -277,6 +285,7 @@ def matmul(a, b) -> Tensor:
     return _unsafe_view(bmm(a3, b3), out_shape)
 
 
+@op(aliases=("ger",))
 def outer(a: Tensor, b: Tensor) -> Tensor:
     return a.reshape(-1, 1) * b
 
@@ -284,10 +293,12 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
 ger = outer
 
 
+@op(method=False)
 def addmv(bias, mat, vec, *, beta=1, alpha=1):
     return bias * beta + mv(mat, vec) * alpha
 
 
+@op(method=False)
 def baddbmm(bias, a, b, *, beta=1, alpha=1):
     return bias * beta + bmm(a, b) * alpha
 
@@ -357,6 +368,7 @@ def _parse_einsum(equation, operands):
     return ins, out
 
 
+@op(method=False)
 def einsum(equation, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
@@ -382,6 +394,7 @@ def einsum(equation, *operands) -> Tensor:
     return result
 
 
+@op(method=False)
 def tensordot(a, b, dims=2):
     if isinstance(dims, int):
         da = list(range(a.ndim - dims, a.ndim))
@@ -407,6 +420,7 @@ class LinalgInvExBackward0(Node):
         return (-(inv_t @ grads[0] @ inv_t),)
 
 
+@op("inverse")
 def inv(a: Tensor) -> Tensor:
     _square(a, "linalg.inv")
     try:
@@ -437,6 +451,7 @@ class LinalgDetBackward0(Node):
         return (g * inv(a).mT,)
 
 
+@op()
 def det(a: Tensor) -> Tensor:
     _square(a, "linalg.det")
     result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
@@ -458,6 +473,7 @@ class LinalgSlogdetBackward0(Node):
         return (g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
 
 
+@op()
 def slogdet(a: Tensor):
     _square(a, "linalg.slogdet")
     sign, logabs = np.linalg.slogdet(a._data)
@@ -520,3 +536,11 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, *, dtype=None):
             return matrix_norm(a, "fro", dim, keepdim)
         return vector_norm(a, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
     return matrix_norm(a, ord, dim if dim is not None else (-2, -1), keepdim)
+
+
+@op(function=False)
+def logdet(a):
+    return slogdet(a)[1]
+
+
+__all__ = module_all(globals())

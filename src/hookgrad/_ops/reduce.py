@@ -9,6 +9,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
+from ._declare import module_all, op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import quiet_fp
 
@@ -72,6 +73,7 @@ def _sum_dtype(x, dtype):
     return np.dtype(np.int64) if k in "iub" else x._data.dtype
 
 
+@op()
 def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
@@ -93,6 +95,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     return result
 
 
+@op()
 def nansum(x, dim=None, keepdim=False, *, dtype=None):
     return sum(x.masked_fill(x.isnan(), 0), dim, keepdim, dtype=dtype)
 
@@ -111,6 +114,7 @@ class MeanBackward1(Node):
         return (_expand_grad(grads[0] / self.count, self.in_shape, self.dims, self.keepdim),)
 
 
+@op()
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
     if data.dtype.kind not in "fc" and dtype is None:
@@ -136,6 +140,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     return result
 
 
+@op()
 def nanmean(x, dim=None, keepdim=False):
     mask = ~x.isnan()
     return sum(x.masked_fill(~mask, 0), dim, keepdim) / sum(mask, dim, keepdim)
@@ -187,6 +192,7 @@ def _prod_others(x: Tensor, dims):
     return out
 
 
+@op()
 def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
     out_dt = _sum_dtype(x, dtype)
@@ -231,6 +237,7 @@ class CumprodBackward0(Node):
         return (cat(parts, d),)
 
 
+@op()
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
@@ -250,6 +257,7 @@ class CumsumBackward0(Node):
         return (grads[0].flip(self.dim).cumsum(self.dim).flip(self.dim),)
 
 
+@op()
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     out_dt = _sum_dtype(x, dtype)
@@ -357,10 +365,12 @@ def minimum_(a, b):
     return minimum(a, b)
 
 
+@op()
 def max(x: Tensor, dim=None, keepdim: bool = False):
     return _extreme(x, dim, keepdim, True, "max")
 
 
+@op()
 def min(x: Tensor, dim=None, keepdim: bool = False):
     return _extreme(x, dim, keepdim, False, "min")
 
@@ -393,14 +403,17 @@ def _amax(x, dim, keepdim, is_max):
     return result
 
 
+@op()
 def amax(x, dim=(), keepdim=False):
     return _amax(x, dim, keepdim, True)
 
 
+@op()
 def amin(x, dim=(), keepdim=False):
     return _amax(x, dim, keepdim, False)
 
 
+@op()
 def aminmax(x, *, dim=None, keepdim=False):
     rt = namedtuple("aminmax", ["min", "max"])
     return rt(amin(x, dim if dim is not None else (), keepdim), amax(x, dim if dim is not None else (), keepdim))
@@ -416,14 +429,17 @@ def _arg_extreme(x, dim, keepdim, np_fn):
     return wrap(np.asarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
 
 
+@op()
 def argmax(x, dim=None, keepdim=False):
     return _arg_extreme(x, dim, keepdim, np.argmax)
 
 
+@op()
 def argmin(x, dim=None, keepdim=False):
     return _arg_extreme(x, dim, keepdim, np.argmin)
 
 
+@op()
 def all(x, dim=None, keepdim=False):
     data = x._data
     if dim is None:
@@ -431,6 +447,7 @@ def all(x, dim=None, keepdim=False):
     return wrap(np.asarray(data.all(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
 
 
+@op()
 def any(x, dim=None, keepdim=False):
     data = x._data
     if dim is None:
@@ -438,6 +455,7 @@ def any(x, dim=None, keepdim=False):
     return wrap(np.asarray(data.any(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
 
 
+@op()
 def count_nonzero(x, dim=None):
     return wrap(np.asarray(np.count_nonzero(x._data, axis=norm_dims(dim, x._data.ndim)), dtype=np.int64))
 
@@ -484,6 +502,7 @@ def _var_args(dim, unbiased, keepdim, correction):
     return dim, _correction(unbiased, correction), keepdim
 
 
+@op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = x._data
@@ -507,6 +526,7 @@ def _out_shape(shape, dims, keepdim):
     return tuple(1 if i in dims else s for i, s in enumerate(shape) if keepdim or i not in dims)
 
 
+@op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = x._data
@@ -524,10 +544,12 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return result
 
 
+@op(method=False)
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
 
 
+@op(method=False)
 def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
 
@@ -588,6 +610,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     return result
 
 
+@op()
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p == "fro" or p is None:
         p = 2
@@ -605,6 +628,7 @@ class LogsumexpBackward0(Node):
         return (g * (x - result).exp(),)
 
 
+@op()
 def logsumexp(x, dim, keepdim=False):
     data = x._data
     if data.dtype.kind not in "fc":
@@ -659,6 +683,7 @@ def _log_softmax_np(data, d):
     return shifted
 
 
+@op()
 def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         # cast as a recorded op first, so the gradient flows back in the input's dtype
@@ -677,6 +702,7 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     return result
 
 
+@op()
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
@@ -690,3 +716,6 @@ def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
         record(node, result)
         node.save(output=result)
     return result
+
+
+__all__ = module_all(globals())

@@ -6,6 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
+from ._declare import module_all, op
 from ._base import GRAD, as_tensor_arg, edge, record
 
 
@@ -26,6 +27,7 @@ class CatBackward0(Node):
         return tuple(out)
 
 
+@op(method=False, aliases=("concat", "concatenate"))
 def cat(tensors, dim: int = 0) -> Tensor:
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
@@ -64,6 +66,7 @@ class StackBackward0(Node):
         return tuple(p if n is not None else None for p, (n, _) in zip(pieces, self.next_functions))
 
 
+@op(method=False)
 def stack(tensors, dim: int = 0) -> Tensor:
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
@@ -83,11 +86,13 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return result
 
 
+@op(method=False)
 def hstack(tensors):
     tensors = [as_tensor_arg(t) for t in tensors]
     return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
 
 
+@op(method=False)
 def vstack(tensors):
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
@@ -107,6 +112,7 @@ class RepeatBackward0(Node):
         return (g.reshape(self.in_shape),)
 
 
+@op(function=False)
 def repeat(x: Tensor, *sizes) -> Tensor:
     sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
     if len(sizes) < x._data.ndim:
@@ -119,6 +125,7 @@ def repeat(x: Tensor, *sizes) -> Tensor:
     return result
 
 
+@op()
 def tile(x, dims):
     dims = tuple(dims)
     if len(dims) < x._data.ndim:
@@ -140,6 +147,7 @@ class RepeatInterleaveBackward(Node):
         return (wrap(out),)
 
 
+@op()
 def repeat_interleave(x, repeats, dim=None):
     if dim is None:
         x = x.reshape(-1)
@@ -161,6 +169,7 @@ class FlipBackward0(Node):
         return (grads[0].flip(self.dims),)
 
 
+@op(method=False)  # Tensor.flip takes *dims
 def flip(x: Tensor, dims) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims)
@@ -172,10 +181,12 @@ def flip(x: Tensor, dims) -> Tensor:
     return result
 
 
+@op(method=False)
 def fliplr(x):
     return flip(x, 1)
 
 
+@op(method=False)
 def flipud(x):
     return flip(x, 0)
 
@@ -188,6 +199,7 @@ class RollBackward0(Node):
         return (grads[0].roll(neg, self.dims),)
 
 
+@op()
 def roll(x: Tensor, shifts, dims=None) -> Tensor:
     if isinstance(shifts, list):
         shifts = tuple(shifts)
@@ -218,6 +230,7 @@ class TriuBackward0(Node):
         return (grads[0].triu(self.diagonal),)
 
 
+@op(inplace=True, saves_self=False)
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     result = wrap(np.tril(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
@@ -227,6 +240,7 @@ def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     return result
 
 
+@op(inplace=True, saves_self=False)
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     result = wrap(np.triu(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
@@ -243,6 +257,7 @@ class CloneBackward0(Node):
         return (grads[0],)
 
 
+@op()
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
     # layout is preserved like torch's preserve_format, except for expanded (stride-0) tensors
     data = x._data
@@ -253,6 +268,7 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
     return result
 
 
+@op(function=False)
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     if x._data.flags.c_contiguous:
         return x
@@ -284,6 +300,7 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
     return result
 
 
+@op(function=False)
 def to(x: Tensor, *args, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; copy=, non_blocking= accepted."""
     dtype = kwargs.pop("dtype", None)
@@ -312,5 +329,27 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     return to_dtype(x, dtype, copy)
 
 
+@op(function=False)
 def type_as(x, other):
     return to_dtype(x, other.dtype)
+
+
+@op("flip", function=False)
+def flip_method(self, *dims):
+    return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+def _dtype_method(name, dtype):
+    def convert(self, memory_format=None):
+        return to_dtype(self, dtype)
+    convert.__name__ = convert.__qualname__ = name
+    op(name, function=False)(convert)
+
+
+for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
+                   ("long", _dtype.int64), ("int", _dtype.int32), ("short", _dtype.int16), ("char", _dtype.int8),
+                   ("byte", _dtype.uint8), ("bool", _dtype.bool)):
+    _dtype_method(_name, _dt)
+
+
+__all__ = module_all(globals())

@@ -13,6 +13,7 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
+from ._declare import module_all, op
 from ._base import GRAD, NONE_EDGE, edge, record, sum_to_shape
 
 
@@ -67,6 +68,7 @@ def _shape_args(shape):
     return tuple(int(s) for s in shape)
 
 
+@op(function=False)
 def view(x: Tensor, *shape) -> Tensor:
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)) and not isinstance(shape[0], Tensor):
         from .. import _dtype
@@ -86,6 +88,7 @@ def view_dtype(x, dt):
     return make_view(x, x._data.view(dt.np))
 
 
+@op()
 def reshape(x: Tensor, *shape) -> Tensor:
     shape = _infer_shape(_shape_args(shape), x._data.size)
     data = x._data
@@ -100,14 +103,17 @@ def reshape(x: Tensor, *shape) -> Tensor:
         return view(x.clone(memory_format="torch.contiguous_format"), shape)
 
 
+@op(function=False)
 def view_as(x, other):
     return view(x, other._data.shape)
 
 
+@op(function=False)
 def reshape_as(x, other):
     return reshape(x, other._data.shape)
 
 
+@op()
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     nd = x._data.ndim
     if nd == 0:
@@ -121,6 +127,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
+@op()
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     shape = x._data.shape
@@ -143,6 +150,7 @@ class SqueezeBackward2(SqueezeBackward0):
     __slots__ = ()
 
 
+@op()
 def squeeze(x: Tensor, dim=None) -> Tensor:
     shape = x._data.shape
     if dim is None:
@@ -163,6 +171,7 @@ class UnsqueezeBackward0(Node):
         return (grads[0].squeeze(self.dim),)
 
 
+@op()
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim + 1)
     return make_view(x, np.expand_dims(x._data, d), UnsqueezeBackward0, dim=d)
@@ -176,6 +185,7 @@ class PermuteBackward0(Node):
         return (grads[0].permute(tuple(np.argsort(self.dims))),)
 
 
+@op()
 def permute(x: Tensor, *dims) -> Tensor:
     dims = _shape_args(dims)
     nd = x._data.ndim
@@ -196,6 +206,7 @@ class TransposeBackward0(Node):
         return (grads[0].transpose(self.d0, self.d1),)
 
 
+@op(aliases=("swapaxes", "swapdims"))
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = x._data.ndim
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
@@ -214,6 +225,7 @@ class TBackward0(Node):
         return (grads[0].t(),)
 
 
+@op()
 def t(x: Tensor) -> Tensor:
     if x._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x._data.ndim}D")
@@ -233,6 +245,7 @@ def mT_property(x: Tensor) -> Tensor:
     return transpose(x, -2, -1)
 
 
+@op(aliases=("moveaxis",))
 def movedim(x: Tensor, source, destination) -> Tensor:
     nd = x._data.ndim
     src = [source] if isinstance(source, int) else list(source)
@@ -256,6 +269,7 @@ class ExpandBackward0(Node):
         return (sum_to_shape(grads[0], self.in_shape),)
 
 
+@op(function=False)
 def expand(x: Tensor, *sizes) -> Tensor:
     sizes = _shape_args(sizes)
     shape = x._data.shape
@@ -277,10 +291,12 @@ def expand(x: Tensor, *sizes) -> Tensor:
     return make_view(x, data, ExpandBackward0, in_shape=shape)
 
 
+@op(function=False)
 def expand_as(x, other):
     return expand(x, other._data.shape)
 
 
+@op()
 def broadcast_to(x, shape):
     return expand(x, shape)
 
@@ -332,6 +348,7 @@ def index_scatter(g: Tensor, shape, index) -> Tensor:
     return out
 
 
+@op()
 def select(x: Tensor, dim: int, index: int) -> Tensor:
     nd = x._data.ndim
     if nd == 0:
@@ -354,6 +371,7 @@ def slice_dim(x: Tensor, dim: int, start, stop, step=1) -> Tensor:
     return make_view(x, x._data[idx], SliceBackward0, in_shape=x._data.shape, index=idx)
 
 
+@op()
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     size = x._data.shape[d]
@@ -452,6 +470,7 @@ def _multi_view(x, pieces, node):
     return tuple(outs)
 
 
+@op()
 def split(x: Tensor, split_size_or_sections, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
     size = x._data.shape[d]
@@ -476,6 +495,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
     return _multi_view(x, pieces, node)
 
 
+@op()
 def chunk(x: Tensor, chunks: int, dim: int = 0):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
@@ -485,6 +505,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0):
     return split(x, step, d)
 
 
+@op()
 def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
     size = x._data.shape[d]
@@ -497,6 +518,7 @@ def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
     return split(x, sizes, d)
 
 
+@op()
 def unbind(x: Tensor, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
     pieces = [x._data[(slice(None),) * d + (i, Ellipsis)] for i in range(x._data.shape[d])]
@@ -534,6 +556,7 @@ def _writable_diagonal(arr, offset, d1, d2):
     return np.lib.stride_tricks.as_strided(sub, shape, strides, writeable=arr.flags.writeable)
 
 
+@op()
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     nd = x._data.ndim
     d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
@@ -640,6 +663,7 @@ def as_strided_node(base: Tensor, view_tensor: Tensor) -> Node:
     return node
 
 
+@op()
 def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     item = x._data.itemsize
     base = x._data if x._base is None else x._base._data
@@ -776,3 +800,6 @@ def _write(x: Tensor, data: np.ndarray) -> None:
                            "single memory location. Please clone() the tensor before performing the operation.")
     np.copyto(target, data, casting="unsafe")
     x._version_counter[0] += 1
+
+
+__all__ = module_all(globals())
