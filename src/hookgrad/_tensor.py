@@ -453,6 +453,9 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
+    if not isinstance(data, np.ndarray):
+        # NumPy's ufuncs return scalars for 0-d operands; a Tensor holds an array (in-place ops write to it)
+        data = np.asarray(data)
     t = object.__new__(Tensor)
     _init(t, data)
     t._requires_grad = requires_grad

@@ -19,8 +19,8 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
 
-__all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "declared", "module_all",
-           "bind_tensor_methods"]
+__all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
+           "module_all", "bind_tensor_methods", "backward_results"]
 
 
 class OpDecl:
@@ -190,3 +190,23 @@ def bind_tensor_methods() -> None:
             setattr(Tensor, m, d.fn)
         for m in d.inplace:
             setattr(Tensor, m, _inplace_method(d.fn, d.inplace_saves_self, m))
+
+
+# ---- create_graph: what a backward op's results depend on ------------------------------------
+def backward_results(node_cls, inputs: tuple, outputs: tuple) -> tuple:
+    """``outputs`` of a backward computed under ``create_graph=True``, with torch's requires_grad.
+
+    torch runs a backward as one op whose inputs are the incoming gradient and the saved tensors,
+    so every gradient it returns requires grad when any of those inputs does. A result our formula
+    computed without touching a grad-requiring input has a zero derivative in all of them; it is
+    recorded as a zero-gradient ``node_cls`` node over ``inputs`` (torch's double-backward name).
+    """
+    if not GRAD.enabled or not any(t is not None and t._requires_grad for t in inputs):
+        return outputs
+    fixed = []
+    for out in outputs:
+        if out is not None and not out._requires_grad:
+            out = wrap(out._data)
+            record_op(node_cls, inputs, out).keep_shapes(*inputs)
+        fixed.append(out)
+    return tuple(fixed)

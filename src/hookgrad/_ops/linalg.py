@@ -25,7 +25,7 @@ class MmBackward0(Node):
     __slots__ = ("b_transposed",)
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         ga = _mm_grad_self(g, b) if self.next_functions[0][0] is not None else None
         gb = _mm_grad_other(a, g, self.b_transposed) if self.next_functions[1][0] is not None else None
@@ -69,7 +69,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = MmBackward0((edge(a), edge(b)))
         node.b_transposed = _is_transposed(b._data)
-        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+        node.save(b if a._requires_grad else None, a if b._requires_grad else None)  # torch's order
         record(node, result)
     return result
 
@@ -198,7 +198,7 @@ class BmmBackward0(Node):
     __slots__ = ()
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         ga = bmm(g, b.transpose(1, 2)) if self.next_functions[0][0] is not None else None
         gb = bmm(a.transpose(1, 2), g) if self.next_functions[1][0] is not None else None
@@ -217,7 +217,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
         result = wrap(np.matmul(a._data, b._data))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = BmmBackward0((edge(a), edge(b)))
-        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+        node.save(b if a._requires_grad else None, a if b._requires_grad else None)
         record(node, result)
     return result
 

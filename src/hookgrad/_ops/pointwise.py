@@ -9,7 +9,7 @@ from ..autograd.graph import Node
 from ._base import (GRAD, NONE_EDGE, as_tensor_arg, data_of, edge, float_dtype_for, is_number,
                     record, result_np_dtype, sum_to_shape)
 from ._base import quiet_fp
-from ._declare import ZeroGradNode, module_all, op, record_op, unary
+from ._declare import ZeroGradNode, backward_results, module_all, node_class, op, record_op, unary
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -149,7 +149,7 @@ class MulBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
-        a, b = saved if self.scalar is None else (saved[0], self.scalar)
+        b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
             ga = _cast(sum_to_shape(g * b, self.a_shape), self.a_dtype)
@@ -168,11 +168,11 @@ def mul(a, b, *, out=None):
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
             node.scalar = None
-            # each side's gradient needs only the other side
-            node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+            # each side's gradient needs only the other side (packed in torch's order: other, self)
+            node.save(b if a._requires_grad else None, a if b._requires_grad else None)
         else:
             node.scalar = b
-            node.save(None)
+            node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
         record(node, result)
     return _maybe_out(result, out)
 
@@ -183,7 +183,7 @@ class DivBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
-        a, b = saved if self.scalar is None else (saved[0], self.scalar)
+        b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
             ga = _cast(sum_to_shape(g / b, self.a_shape), self.a_dtype)
@@ -211,10 +211,10 @@ def div(a, b, *, rounding_mode=None, out=None):
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
             node.scalar = None
-            node.save(a if b._requires_grad else None, b)
+            node.save(b, a if b._requires_grad else None)  # torch's order: other, self
         else:
             node.scalar = b
-            node.save(None)
+            node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
         record(node, result)
     return _maybe_out(result, out)
 
@@ -265,7 +265,7 @@ class PowBackward1(Node):
     __slots__ = ("a_shape", "b_shape")
 
     def apply(self, grads):
-        a, b, result = self.saved()
+        b, a, result = self.saved()
         g = grads[0]
         ga = gb = None
         if self.next_functions[0][0] is not None:
@@ -309,7 +309,7 @@ def pow(a, b):
             node = PowBackward1((edge(a), edge(b)))
             node.a_shape, node.b_shape = a._data.shape, b._data.shape
             record(node, result)
-            node.save(a, b, output=result)
+            node.save(b, a, output=result)
         return result
     if dt.kind in "iu" and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -400,10 +400,13 @@ def _masked(g, keep):
     return bits.view(g.dtype)
 
 
+ThresholdBackwardBackward0 = node_class("ThresholdBackwardBackward0", ZeroGradNode)
+
+
 def _relu_backward(g, r):
     gd, rd = g._data, r._data
     if GRAD.enabled or gd.dtype != rd.dtype or gd.dtype.kind != "f":  # create_graph: a recorded product
-        return g * (r > 0)
+        return backward_results(ThresholdBackwardBackward0, (g, r), (g * (r > 0),))[0]
     return wrap(_masked(gd, rd > 0))
 
 
@@ -536,7 +539,7 @@ class MaximumBackward0(Node):
     __slots__ = ("pick",)
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         if self.pick == "max":
             wa = (a > b) + (a == b) * 0.5
@@ -560,7 +563,7 @@ def _extremum(a, b, np_fn, node_cls, pick):
     if _needs(a, b):
         node = node_cls((edge(a), edge(b)))
         node.pick = pick
-        node.save(a, b)
+        node.save(b, a)
         record(node, result)
     return result
 
@@ -613,14 +616,13 @@ def where(condition, input=None, other=None):
 
 
 class LerpBackward0(Node):
-    __slots__ = ("weight",)
+    __slots__ = ("weight", "shapes")
 
     def apply(self, grads):
         g = grads[0]
-        start, end = self.saved()
         w = self.weight
-        ga = sum_to_shape(g * (1 - w), start._data.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * w, end._data.shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(g * (1 - w), self.shapes[0]) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(g * w, self.shapes[1]) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
@@ -650,7 +652,7 @@ def lerp(start, end, weight):
     if _needs(start, end):
         node = LerpBackward0((edge(start), edge(end)))
         node.weight = weight
-        node.save(start, end)
+        node.shapes = (start._data.shape, end._data.shape)  # torch keeps no tensor for a number weight
         record(node, result)
     return result
 
@@ -677,7 +679,7 @@ class Atan2Backward0(Node):
     __slots__ = ()
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         denom = a * a + b * b
         ga = sum_to_shape(g * b / denom, a._data.shape) if self.next_functions[0][0] is not None else None
@@ -691,7 +693,7 @@ def atan2(a, b):
     result = wrap(np.arctan2(a._data, b._data))
     if _needs(a, b):
         node = Atan2Backward0((edge(a), edge(b)))
-        node.save(a, b)
+        node.save(b, a)
         record(node, result)
     return result
 

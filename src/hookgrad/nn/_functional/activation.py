@@ -15,6 +15,7 @@ from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
 from ..._ops._base import GRAD, edge, record
 from ..._ops._base import quiet_fp
+from ..._ops._declare import ZeroGradNode, backward_results, node_class
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
@@ -44,6 +45,10 @@ def _const(mask, like):
 
 
 # ---- relu family -----------------------------------------------------------------------------
+# under create_graph, what a gradient that is constant in the saved input is recorded as (as in torch)
+LeakyReluBackwardBackward0 = node_class("LeakyReluBackwardBackward0", ZeroGradNode)
+HardtanhBackwardBackward0 = node_class("HardtanhBackwardBackward0", ZeroGradNode)
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return input.relu_() if inplace else pointwise.relu(input)
 
@@ -53,7 +58,9 @@ class LeakyReluBackward0(Node):
 
     def apply(self, grads):
         (x,) = self.saved()
-        return (grads[0] * _const(np.where(x._data > 0, 1.0, self.slope), x),)
+        g = grads[0]
+        return backward_results(LeakyReluBackwardBackward0, (g, x),
+                                (g * _const(np.where(x._data > 0, 1.0, self.slope), x),))
 
 
 def _leaky_relu(x, negative_slope):
@@ -72,7 +79,8 @@ class HardtanhBackward0(Node):
     def apply(self, grads):
         (x,) = self.saved()
         d = x._data
-        return (grads[0] * _const((d > self.lo) & (d < self.hi), x),)
+        g = grads[0]
+        return backward_results(HardtanhBackwardBackward0, (g, x), (g * _const((d > self.lo) & (d < self.hi), x),))
 
 
 def _hardtanh(x, min_val, max_val):

@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, record
+from ..._ops._declare import ZeroGradNode, backward_results, node_class
 
 
 class _Geom:
@@ -349,7 +350,7 @@ class ConvolutionBackward0(Node):
         self.cols = None
         if nf[2][0] is not None:
             gb = _bias_grad(g)
-        return gx, gw, gb
+        return backward_results(_ConstantInConvolutionInputs, (g, x, w), (gx, gw, gb))
 
 
 def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
@@ -362,7 +363,7 @@ def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
         node.x_shape, node.w_shape = x._data.shape, w._data.shape
         # the im2col columns serve the weight gradient again; keep them only if it will be wanted
         node.cols = cols if w._requires_grad else None
-        node.save(x if w._requires_grad else None, w if x._requires_grad else None)
+        node.save(x, w)  # torch packs both, whichever gradients are wanted
         record(node, result)
     return result
 
@@ -395,6 +396,10 @@ class ConvolutionBackwardBackward0(Node):
         gx = conv_transpose(gout, gw, None, self.geom, self.x_shape) if nf[0][0] is not None else None
         gg = convolution(x, gw, None, self.geom) if nf[1][0] is not None else None
         return gx, gg
+
+
+# a create_graph gradient that none of the convolution backward's inputs reaches (torch's name)
+_ConstantInConvolutionInputs = node_class("ConvolutionBackwardBackward0", ZeroGradNode)
 
 
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
