@@ -232,7 +232,7 @@ def _rounded_div(a, b, mode):
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
     result = _finish(np.asarray(data), dt)
     if _needs(a, b):
-        record_op(DivBackward1, (a, b), result).keep_shapes(a, b)
+        record_op(DivBackward2, (a, b), result).keep_shapes(a, b)
     return result
 
 
@@ -246,7 +246,7 @@ def floor_divide(a, b):
     return div(a, b, rounding_mode="floor")
 
 
-class DivBackward1(ZeroGradNode):
+class DivBackward2(ZeroGradNode):
     __slots__ = ()
 
 
@@ -418,8 +418,12 @@ def _exact_for_integers(np_fn):
     return lambda d: np_fn(d) if d.dtype.kind == "f" else d.copy()
 
 
-sign = unary("sign", lambda d: np.sign(d) if d.dtype.kind != "b" else d.copy(), None, node="SignBackward0",
-             floating=False, aliases=("sgn",), inplace=True, saves_self=False)
+def _sign_np(d):
+    return np.sign(d) if d.dtype.kind != "b" else d.copy()
+
+
+sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inplace=True, saves_self=False)
+sgn = unary("sgn", _sign_np, None, node="SgnBackward0", floating=False, inplace=True, saves_self=False)
 floor = unary("floor", _exact_for_integers(np.floor), None, node="FloorBackward0", floating=False, inplace=True,
               saves_self=False)
 ceil = unary("ceil", _exact_for_integers(np.ceil), None, node="CeilBackward0", floating=False, inplace=True,
@@ -699,10 +703,16 @@ def atan2(a, b):
 
 
 class RemainderBackward0(Node):
+    """remainder and fmod by a divisor that needs no gradient: the gradient passes through."""
+
     __slots__ = ()
 
     def apply(self, grads):
         return (grads[0],)
+
+
+class FmodBackward0(RemainderBackward0):
+    __slots__ = ()
 
 
 @op(inplace=True)
@@ -722,8 +732,7 @@ def fmod(a, b):
     with _err():
         result = _finish(np.fmod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):
-        node = RemainderBackward0((edge(a),))
-        record(node, result)
+        record_op(FmodBackward0, (a,), result)
     return result
 
 

@@ -613,24 +613,13 @@ class AsStridedBackward0(Node):
         return (strided_scatter(grads[0], self.geometry),)
 
 
-class AsStridedScatterNode(Node):
-    __slots__ = ("geometry",)
+class AsStridedBackwardBackward0(Node):
+    """Backward of ``strided_scatter`` (itself the backward of a strided view): read the view back out."""
 
-    def name(self):
-        return "AsStridedBackwardBackward0"
+    __slots__ = ("geometry",)
 
     def apply(self, grads):
         return (strided_gather(grads[0], self.geometry),)
-
-
-class AsStridedGatherNode(Node):
-    __slots__ = ("geometry",)
-
-    def name(self):
-        return "AsStridedBackward0"
-
-    def apply(self, grads):
-        return (strided_scatter(grads[0], self.geometry),)
 
 
 def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
@@ -639,7 +628,7 @@ def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
     part += g._data
     out = wrap(np.ascontiguousarray(whole))
     if GRAD.enabled and g._requires_grad:
-        node = AsStridedScatterNode((edge(g),))
+        node = AsStridedBackwardBackward0((edge(g),))
         node.geometry = geometry
         record(node, out)
     return out
@@ -651,7 +640,7 @@ def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
     whole[...] = g._data
     out = wrap(part.copy())
     if GRAD.enabled and g._requires_grad:
-        node = AsStridedGatherNode((edge(g),))
+        node = AsStridedBackward0((edge(g),))
         node.geometry = geometry
         record(node, out)
     return out
@@ -675,7 +664,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
                                            writeable=True)
     out = make_view(x, data)
     if GRAD.enabled and x._requires_grad:
-        node = AsStridedGatherNode((edge(x),))
+        node = AsStridedBackward0((edge(x),))
         node.geometry = Geometry(x._data, data)
         record(node, out)
     return out

@@ -38,7 +38,8 @@ def linear_map_nodes(name: str, adj_name: str, saves_input: bool = False):
                          saved_names=("self",) if saves_input else ())
     adj_cls = node_class(adj_name, LinearMapNode)
     fwd_cls.adjoint, adj_cls.adjoint = adj_cls, fwd_cls
-    fwd_cls.constant_in_input = node_class(adj_name, ZeroGradNode)
+    if saves_input:
+        fwd_cls.constant_in_input = node_class(adj_name, ZeroGradNode)
     return fwd_cls
 
 
