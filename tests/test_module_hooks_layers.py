@@ -2,8 +2,6 @@
 with deterministic weights."""
 from __future__ import annotations
 
-import pytest
-
 import hookgrad
 from difftest import catch, differential, warns
 from test_module_fixtures import clean_globals, shapes
