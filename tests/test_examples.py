@@ -9,7 +9,6 @@ import re
 
 import pytest
 
-import hookgrad
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), os.pardir, "examples")
 SCRIPTS = ["gradient_flow_global_hook.py", "layer_gradient_scaling.py", "incoming_gradient_checks.py",

@@ -2,7 +2,6 @@
 with deterministic weights."""
 from __future__ import annotations
 
-import hookgrad
 from difftest import catch, differential, warns
 from test_module_fixtures import clean_globals, shapes
 
