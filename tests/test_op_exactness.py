@@ -3,6 +3,8 @@ create_graph, which tensors an op packs and in which order, keyword sizes, diag_
 in-place ops on 0-d results."""
 import types
 
+import numpy as np
+
 import hookgrad
 from difftest import catch, differential
 from hookgrad.autograd.graph import Node
@@ -129,3 +131,52 @@ def test_layer_norm_bias_changed_in_place_breaks_backward(T):
     with T.no_grad():
         ln.bias.add_(1)
     return catch(lambda: y.sum().backward())
+
+
+SAVED = {  # case -> (fn(T, a, b, v), the _saved_<name> attributes compared)
+    "mul": (lambda T, a, b, v: a * b, ["self", "other"]), "div": (lambda T, a, b, v: a / b, ["self", "other"]),
+    "pow": (lambda T, a, b, v: a.abs().pow(b), ["exponent", "result"]), "pow_number": (lambda T, a, b, v: a.pow(3), ["self"]),
+    "atan2": (lambda T, a, b, v: T.atan2(a, b), ["self", "other"]), "maximum": (lambda T, a, b, v: T.maximum(a, b), ["self", "other"]),
+    "mm": (lambda T, a, b, v: a.mm(b), ["self", "mat2"]), "bmm": (lambda T, a, b, v: a[None].bmm(b[None]), ["mat2"]),
+    "addmm": (lambda T, a, b, v: T.addmm(v, a, b), ["mat1", "mat2"]), "mv": (lambda T, a, b, v: a.mv(v), ["self", "vec"]),
+    "dot": (lambda T, a, b, v: v.dot(v * 2), ["self", "tensor"]), "clamp": (lambda T, a, b, v: a.clamp(-1, 1), ["self"]),
+    "clamp_tensors": (lambda T, a, b, v: a.clamp(b, b + 1), ["self", "min", "max"]),
+    "where": (lambda T, a, b, v: T.where(a > 0, a, b), ["condition"]), "exp": (lambda T, a, b, v: a.exp(), ["result"]),
+    "sin": (lambda T, a, b, v: a.sin(), ["self"]), "relu": (lambda T, a, b, v: a.relu(), ["result"]),
+    "conv1d": (lambda T, a, b, v: T.nn.functional.conv1d(a[None], b[None]), ["input", "weight"]),
+    "layer_norm": (lambda T, a, b, v: T.nn.functional.layer_norm(a, (3,), v, v * 2), ["input", "weight", "bias"]),
+    "batch_norm": (lambda T, a, b, v: T.nn.functional.batch_norm(a, None, None, v, v, True), ["input", "weight"]),
+    "max_pool2d": (lambda T, a, b, v: T.nn.functional.max_pool2d(a[None], 2), ["self"]),
+    "leaky_relu": (lambda T, a, b, v: T.nn.functional.leaky_relu(a), ["self"]),
+    "softmax": (lambda T, a, b, v: a.softmax(1), ["result"]), "prod": (lambda T, a, b, v: a.prod(), ["self", "result"]),
+    "var": (lambda T, a, b, v: a.var(1), ["self"]), "logsumexp": (lambda T, a, b, v: a.logsumexp(1), ["self", "result"]),
+    "gather": (lambda T, a, b, v: a.gather(1, T.zeros(3, 1, dtype=T.int64)), ["index"]),
+    "masked_fill": (lambda T, a, b, v: a.masked_fill(a > 0, 1.0), ["mask"]),
+    "mse_loss": (lambda T, a, b, v: T.nn.functional.mse_loss(a, b), ["self", "target"]),
+}
+
+
+@differential
+def test_nodes_expose_torchs_saved_tensors(T):
+    rng = np.random.default_rng(0)
+    a, b = (T.tensor(rng.uniform(-1, 1, (3, 3)), requires_grad=True) for _ in range(2))
+    v = T.tensor(rng.uniform(0.5, 1, 3), requires_grad=True)
+    out = {}
+    for case, (fn, names) in SAVED.items():
+        fn_node = fn(T, a, b, v).grad_fn
+        out[case] = [type(fn_node).__name__ == fn_node.name()] + [getattr(fn_node, "_saved_" + n) for n in names]
+    return out
+
+
+@differential
+def test_raw_saved_tensor_hooks_and_freed_access(T):
+    a = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = a * b
+    raw = y.grad_fn._raw_saved_self
+    log = []
+    raw.register_hooks(lambda t: (log.append("pack"), t * 2)[1], lambda t: (log.append("unpack"), t)[1])
+    second = catch(lambda: raw.register_hooks(lambda t: t, lambda t: t))
+    y.sum().backward()
+    freed = catch(lambda: y.grad_fn._saved_self)
+    return log, second, b.grad, freed

@@ -133,3 +133,14 @@ def test_edge_case_gradcheck(name):
     fn, shapes = EDGE[name]
     ts = [hookgrad.tensor(np.random.default_rng(2).uniform(-2, 2, s), requires_grad=True) for s in shapes]
     assert hookgrad.autograd.gradcheck(lambda *xs: fn(hookgrad, *xs), ts, eps=1e-6, atol=1e-5, rtol=1e-4)
+
+
+def test_node_class_names_are_their_grad_fn_names():
+    """``type(grad_fn).__name__ == grad_fn.name()``, as in torch (whose C++ nodes add a namespace)."""
+    seen = set()
+    for _name, run in _registry_runs():
+        out, inputs = run()
+        _reach(out, inputs, seen)
+    wrong = sorted({(type(n).__name__, n.name()) for n in seen
+                    if n.name() not in (type(n).__name__, "torch::autograd::" + type(n).__name__)})
+    assert not wrong

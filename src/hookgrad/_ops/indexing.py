@@ -54,11 +54,11 @@ class IndexBackward0(Node):
 class IndexPutAccumulateNode(Node):
     __slots__ = ("index",)
 
-    def name(self):
-        return "IndexPutBackward0"
-
     def apply(self, grads):
         return (wrap(np.ascontiguousarray(grads[0]._data[self.index])),)
+
+
+IndexPutAccumulateNode.__name__ = IndexPutAccumulateNode.__qualname__ = "IndexPutBackward0"  # torch's grad_fn name
 
 
 def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
@@ -156,6 +156,7 @@ def index_put(x, indices, values, accumulate=False):
 # ---- gather / scatter ----------------------------------------------------------------------
 class GatherBackward0(Node):
     __slots__ = ("dim", "in_shape")
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -204,6 +205,7 @@ def _scatter_positions(index: np.ndarray, d: int):
 
 class ScatterBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -226,6 +228,7 @@ class ScatterBackward1(ScatterBackward0):
 
 class ScatterAddBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -295,6 +298,7 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
 
 class IndexSelectBackward0(Node):
     __slots__ = ("dim", "in_shape")
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -320,6 +324,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
 
 class IndexAddBackward0(Node):
     __slots__ = ("dim", "alpha")
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -345,6 +350,7 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
 
 class MaskedFillBackward0(Node):
     __slots__ = ()
+    saved_names = ("mask",)
 
     def apply(self, grads):
         (mask,) = self.saved()
@@ -353,6 +359,7 @@ class MaskedFillBackward0(Node):
 
 class MaskedFillBackward1(Node):
     __slots__ = ()
+    saved_names = ("mask",)
 
     def apply(self, grads):
         (mask,) = self.saved()
@@ -389,6 +396,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 class MaskedSelectBackward0(Node):
     __slots__ = ("in_shape",)
+    saved_names = ("mask",)
 
     def apply(self, grads):
         (mask,) = self.saved()

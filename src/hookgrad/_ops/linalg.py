@@ -23,6 +23,7 @@ def _check_same_dtype(a, b, what):
 
 class MmBackward0(Node):
     __slots__ = ("b_transposed",)
+    saved_names = ("mat2", "self")
 
     def apply(self, grads):
         b, a = self.saved()
@@ -76,6 +77,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 
 class AddmmBackward0(Node):
     __slots__ = ("bias_shape", "beta", "alpha", "b_transposed")
+    saved_names = ("mat1", "mat2")
 
     def apply(self, grads):
         a, b = self.saved()
@@ -133,6 +135,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
 
 class MvBackward0(Node):
     __slots__ = ()
+    saved_names = ("self", "vec")
 
     def apply(self, grads):
         a, v = self.saved()
@@ -161,6 +164,7 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
 
 class DotBackward0(Node):
     __slots__ = ()
+    saved_names = ("self", "tensor")
 
     def apply(self, grads):
         a, b = self.saved()
@@ -196,6 +200,7 @@ def vdot(a, b):
 
 class BmmBackward0(Node):
     __slots__ = ()
+    saved_names = ("mat2", "self")
 
     def apply(self, grads):
         b, a = self.saved()
@@ -307,9 +312,6 @@ def baddbmm(bias, a, b, *, beta=1, alpha=1):
 class EinsumBackward(Node):
     __slots__ = ("inputs_subs", "out_subs", "sizes")
 
-    def name(self):
-        return "EinsumBackward0"
-
     def apply(self, grads):
         g = grads[0]
         operands = self.saved()
@@ -333,6 +335,9 @@ class EinsumBackward(Node):
                 gi = _undiagonal(gi, target, subs, self.sizes)
             outs.append(gi)
         return tuple(outs)
+
+
+EinsumBackward.__name__ = EinsumBackward.__qualname__ = "EinsumBackward0"  # torch's grad_fn name
 
 
 def _undiagonal(g, target, subs, sizes):
@@ -413,6 +418,7 @@ def tensordot(a, b, dims=2):
 # ---- linear algebra ---------------------------------------------------------------------------
 class LinalgInvExBackward0(Node):
     __slots__ = ()
+    saved_names = ("inverse",)
 
     def apply(self, grads):
         (inv_a,) = self.saved()
@@ -444,6 +450,7 @@ def _square(a, name):
 
 class LinalgDetBackward0(Node):
     __slots__ = ()
+    saved_names = ("A", "result")
 
     def apply(self, grads):
         a, det_a = self.saved()
@@ -490,6 +497,7 @@ def slogdet(a: Tensor):
 
 class LinalgSolveExBackward0(Node):
     __slots__ = ("vector",)
+    saved_names = ("A", "result")
 
     def apply(self, grads):
         a, x = self.saved()

@@ -145,6 +145,7 @@ def rsub(a, b, *, alpha=1):
 
 class MulBackward0(Node):
     __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
+    saved_names = ("other", "self")
 
     def apply(self, grads):
         g = grads[0]
@@ -179,6 +180,7 @@ def mul(a, b, *, out=None):
 
 class DivBackward0(Node):
     __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
+    saved_names = ("other", "self")
 
     def apply(self, grads):
         g = grads[0]
@@ -252,6 +254,7 @@ class DivBackward2(ZeroGradNode):
 
 class PowBackward0(Node):
     __slots__ = ("exponent",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -263,6 +266,7 @@ class PowBackward0(Node):
 
 class PowBackward1(Node):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("exponent", "self", "result")
 
     def apply(self, grads):
         b, a, result = self.saved()
@@ -281,6 +285,7 @@ class PowBackward1(Node):
 
 class PowBackward2(Node):
     __slots__ = ("base",)
+    saved_names = ("result",)
 
     def apply(self, grads):
         (result,) = self.saved()
@@ -460,6 +465,7 @@ def square(x):
 # ---- clamp, maximum/minimum, where, lerp -------------------------------------------------------
 class ClampBackward1(Node):
     __slots__ = ("lo", "hi")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -474,6 +480,7 @@ class ClampBackward1(Node):
 
 class ClampBackward0(Node):
     __slots__ = ()
+    saved_names = ("self", "min", "max")
 
     def apply(self, grads):
         x, lo, hi = self.saved()
@@ -541,6 +548,7 @@ def clamp_max(x, max):
 
 class MaximumBackward0(Node):
     __slots__ = ("pick",)
+    saved_names = ("other", "self")
 
     def apply(self, grads):
         b, a = self.saved()
@@ -587,6 +595,7 @@ fmax, fmin = op("fmax")(maximum), op("fmin")(minimum)
 
 class WhereBackward0(Node):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("condition",)
 
     def apply(self, grads):
         (cond,) = self.saved()
@@ -632,6 +641,7 @@ class LerpBackward0(Node):
 
 class LerpBackward1(Node):
     __slots__ = ()
+    saved_names = ("self", "end", "weight")
 
     def apply(self, grads):
         g = grads[0]
@@ -663,6 +673,7 @@ def lerp(start, end, weight):
 
 class NanToNumBackward0(Node):
     __slots__ = ()
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -681,6 +692,7 @@ def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
 
 class Atan2Backward0(Node):
     __slots__ = ()
+    saved_names = ("other", "self")
 
     def apply(self, grads):
         b, a = self.saved()

@@ -148,6 +148,7 @@ def nanmean(x, dim=None, keepdim=False):
 
 class ProdBackward0(Node):
     __slots__ = ("dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -218,6 +219,7 @@ def _cumprod_np(data, d):
 
 class CumprodBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, out = self.saved()
@@ -285,6 +287,7 @@ class MaxBackward1(Node):
     """Gradient of a full max/min: shared evenly among the elements that tie for it."""
 
     __slots__ = ()
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -301,6 +304,7 @@ class MaxBackward0(Node):
     """Gradient of max/min along a dim: goes to the index that was returned."""
 
     __slots__ = ("in_shape", "dim", "keepdim")
+    saved_names = ("indices",)
 
     def apply(self, grads):
         (indices,) = self.saved()
@@ -377,6 +381,7 @@ def min(x: Tensor, dim=None, keepdim: bool = False):
 
 class AmaxBackward0(Node):
     __slots__ = ("dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -463,6 +468,7 @@ def count_nonzero(x, dim=None):
 # ---- variance and friends ------------------------------------------------------------------
 class VarBackward0(Node):
     __slots__ = ("dims", "keepdim", "correction")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -476,6 +482,7 @@ class VarBackward0(Node):
 
 class StdBackward0(Node):
     __slots__ = ("dims", "keepdim", "correction")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -556,6 +563,7 @@ def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 class LinalgVectorNormBackward0(Node):
     __slots__ = ("ord", "dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -621,6 +629,7 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 class LogsumexpBackward0(Node):
     __slots__ = ("dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -652,6 +661,7 @@ def logsumexp(x, dim, keepdim=False):
 # ---- softmax family --------------------------------------------------------------------------
 class SoftmaxBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("result",)
 
     def apply(self, grads):
         (y,) = self.saved()
@@ -662,6 +672,7 @@ class SoftmaxBackward0(Node):
 
 class LogSoftmaxBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("result",)
 
     def apply(self, grads):
         (y,) = self.saved()

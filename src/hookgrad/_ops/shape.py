@@ -136,15 +136,15 @@ def tile(x, dims):
 class RepeatInterleaveBackward(Node):
     __slots__ = ("dim", "repeats", "in_shape")
 
-    def name(self):
-        return "IndexSelectBackward0"
-
     def apply(self, grads):
         g = grads[0]
         idx = np.repeat(np.arange(self.in_shape[self.dim]), self.repeats)
         out = np.zeros(self.in_shape, dtype=g._data.dtype)
         np.add.at(np.moveaxis(out, self.dim, 0), idx, np.moveaxis(g._data, self.dim, 0))
         return (wrap(out),)
+
+
+RepeatInterleaveBackward.__name__ = RepeatInterleaveBackward.__qualname__ = "IndexSelectBackward0"  # torch's grad_fn name
 
 
 @op()

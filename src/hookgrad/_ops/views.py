@@ -329,11 +329,11 @@ class AliasBackward0(Node):
 class IndexScatterNode(Node):
     __slots__ = ("index",)
 
-    def name(self):
-        return "SelectBackwardBackward0"
-
     def apply(self, grads):
         return (grads[0][self.index],)
+
+
+IndexScatterNode.__name__ = IndexScatterNode.__qualname__ = "SelectBackwardBackward0"  # torch's grad_fn name
 
 
 def index_scatter(g: Tensor, shape, index) -> Tensor:

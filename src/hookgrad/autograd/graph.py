@@ -47,6 +47,8 @@ class Node:
     _num_outputs = 1
     # AccumulateGrad: its leaf's own tensor hooks run as this node's tensor pre-hooks
     is_sink = False
+    # torch's names of what ``save`` keeps, in order (``_saved_<name>``, ``_raw_saved_<name>``)
+    saved_names = ()
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
@@ -122,6 +124,20 @@ class Node:
             raise RuntimeError(_FREED_MESSAGE)
         return tuple(s.unpack(self) if s is not None else None for s in self._saved)
 
+    def __getattr__(self, name):
+        # torch's introspection of saved tensors: ``_saved_self`` (the tensor) and ``_raw_saved_self``
+        # (the SavedTensor, where pack/unpack hooks can be registered); reached only on a missing attribute
+        for prefix, raw in (("_saved_", False), ("_raw_saved_", True)):
+            if name.startswith(prefix) and name[len(prefix):] in type(self).saved_names:
+                i = type(self).saved_names.index(name[len(prefix):])
+                if self._saved is None:
+                    raise RuntimeError(_FREED_MESSAGE)
+                saved = self._saved[i] if i < len(self._saved) else None
+                if raw or saved is None:
+                    return saved
+                return saved.unpack(self)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
     def release_variables(self) -> None:
         if self._saved:
             self._saved = None
@@ -153,6 +169,18 @@ class SavedTensor:
             self.tensor = None
             with _saved_hooks_disabled_while_packing():
                 self.packed = pack(tensor)
+
+    @property
+    def data(self):
+        return self.unpack()
+
+    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        """Pack the saved value now with ``pack_hook``; the backward unpacks it with ``unpack_hook``."""
+        if self.unpack_hook is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
+                               "Hint: only one pair of hooks is allowed at a time.")
+        value = self.unpack()
+        self.packed, self.unpack_hook, self.tensor = pack_hook(value), unpack_hook, None
 
     def unpack(self, node=None):
         if self.unpack_hook is not None:

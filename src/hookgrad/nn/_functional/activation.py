@@ -55,6 +55,7 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 
 class LeakyReluBackward0(Node):
     __slots__ = ("slope",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -75,6 +76,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 class HardtanhBackward0(Node):
     __slots__ = ("lo", "hi")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -100,6 +102,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 class EluBackward0(Node):
     __slots__ = ("alpha",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -138,12 +141,12 @@ class NormalCdfBackward(Node):
 
     __slots__ = ()
 
-    def name(self):
-        return "ErfBackward0"
-
     def apply(self, grads):
         (x,) = self.saved()
         return (grads[0] * ((x * x) * -0.5).exp() * _INV_SQRT_2PI,)
+
+
+NormalCdfBackward.__name__ = NormalCdfBackward.__qualname__ = "ErfBackward0"  # torch's grad_fn name
 
 
 def _normal_cdf(x: Tensor) -> Tensor:
@@ -153,6 +156,7 @@ def _normal_cdf(x: Tensor) -> Tensor:
 
 class GeluBackward0(Node):
     __slots__ = ("approximate",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -182,6 +186,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 class SiluBackward0(Node):
     __slots__ = ()
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -200,6 +205,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 class SoftplusBackward0(Node):
     __slots__ = ("beta", "threshold")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()

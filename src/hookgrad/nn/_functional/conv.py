@@ -328,6 +328,7 @@ def _bias_grad(g):
 # ---- recorded ops ---------------------------------------------------------------------------
 class ConvolutionBackward0(Node):
     __slots__ = ("geom", "cols", "transposed", "x_shape", "w_shape")
+    saved_names = ("input", "weight")
 
     def apply(self, grads):
         g = grads[0]

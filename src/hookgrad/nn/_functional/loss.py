@@ -76,6 +76,7 @@ class _PointwiseLossBackward(Node):
     """Backward of an elementwise loss reduced by ``reduction``: grad = dloss/dd * g (scaled)."""
 
     __slots__ = ("reduction", "param", "weighted")
+    saved_names = ("self", "target")
 
     def apply(self, grads):
         g = grads[0]
@@ -348,6 +349,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 # ---- binary cross entropy --------------------------------------------------------------------
 class BinaryCrossEntropyBackward0(Node):
     __slots__ = ("reduction", "weight")
+    saved_names = ("self", "target")
 
     def apply(self, grads):
         g = grads[0]
@@ -404,6 +406,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
 
 class BinaryCrossEntropyWithLogitsBackward0(Node):
     __slots__ = ("reduction", "weight", "pos_weight")
+    saved_names = ("self", "target")
 
     def apply(self, grads):
         g = grads[0]

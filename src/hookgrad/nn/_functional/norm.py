@@ -25,6 +25,7 @@ class _NormBackward(Node):
     __slots__ = ("view", "axes", "affine", "affine_axes", "eps", "batch_stats", "mean", "invstd")
     bias_grad_from_backward = True
     saves_bias = False
+    saved_names = ("input", "weight")
 
     def apply(self, grads):
         g = grads[0]
@@ -99,6 +100,7 @@ class NativeBatchNormBackward0(_NormBackward):
 class NativeLayerNormBackward0(_NormBackward):
     __slots__ = ()
     saves_bias = True
+    saved_names = ("weight", "input", "bias")
     double_backward = node_class("NativeLayerNormBackwardBackward0", ZeroGradNode)
 
 
