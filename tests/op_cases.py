@@ -69,6 +69,9 @@ UNARY = {
     "alias": (lambda T, x: x[...], {}),
     "index_put": (lambda T, x: x.index_put((T.tensor([0]),), T.tensor(1.5, dtype=x.dtype)), {}),
     "scatter_value": (lambda T, x: x.scatter(0, T.zeros(1, 2, 2, dtype=T.int64), 1.5), {}),
+    "reshape_copy": (lambda T, x: x.transpose(0, 2).reshape(-1), {}),
+    "var_mean": (lambda T, x: T.var_mean(x, 1)[0] * T.var_mean(x, 1)[1], {}),
+    "std_mean": (lambda T, x: T.std_mean(x, (0, 2), keepdim=True)[0] + T.std_mean(x)[1], {}),
 }
 
 BINARY = {

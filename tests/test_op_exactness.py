@@ -180,3 +180,17 @@ def test_raw_saved_tensor_hooks_and_freed_access(T):
     y.sum().backward()
     freed = catch(lambda: y.grad_fn._saved_self)
     return log, second, b.grad, freed
+
+
+@differential
+def test_var_mean_and_std_mean_are_one_node_and_reshape_copies_unsafely(T):
+    x = T.tensor(np.arange(12.0).reshape(3, 4) ** 1.5, requires_grad=True)
+    out = []
+    for fn in (T.var_mean, T.std_mean):
+        s, m = fn(x, 1, correction=0)
+        out += [s, m, s.grad_fn is m.grad_fn, type(s.grad_fn).__name__, (s.output_nr, m.output_nr)]
+        out.append(T.autograd.grad(m.sum(), x, retain_graph=True)[0])
+        out.append(T.autograd.grad((s * m).sum(), x)[0])
+    y = x.t().reshape(-1)
+    out += [y.grad_fn.name(), y._base is None, y.grad_fn.next_functions[0][0].name()]
+    return out

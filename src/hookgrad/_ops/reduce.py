@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
+from ..autograd import grad_mode
 from ..autograd.graph import Node
 from ._declare import module_all, op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
@@ -551,14 +552,61 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return result
 
 
+class VarMeanBackward0(Node):
+    """One node for both outputs of var_mean (std_mean below), as torch records them."""
+
+    __slots__ = ("dims", "keepdim", "correction")
+    saved_names = ("self",)
+    _num_outputs = 2
+
+    def apply(self, grads):
+        saved = self.saved()
+        x = saved[0]
+        g_stat, g_mean = grads
+        shape, dims, keepdim = x._data.shape, self.dims, self.keepdim
+        n = x._data.size if dims is None else int(np.prod([shape[d] for d in dims]))
+        grad = None
+        if g_stat is not None:
+            mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
+            if len(saved) == 1:  # variance
+                (g,) = _restore_dims(shape, dims, keepdim, g_stat)
+                grad = g * (x - mu) * (2.0 / builtins.max(n - self.correction, 0))
+            else:  # standard deviation
+                g, result = _restore_dims(shape, dims, keepdim, g_stat, saved[1])
+                grad = g * (x - mu) / (result * builtins.max(n - self.correction, 0))
+        if g_mean is not None:
+            (g,) = _restore_dims(shape, dims, keepdim or dims is None, g_mean)
+            g = g.expand(shape) / n
+            grad = g if grad is None else grad + g
+        return (grad,)
+
+
+class StdMeanBackward0(VarMeanBackward0):
+    __slots__ = ()
+    saved_names = ("self", "result0")
+
+
+def _stat_mean(stat, node_cls, x, dim, unbiased, keepdim, correction):
+    with grad_mode.no_grad():
+        s = stat(x, dim, unbiased, keepdim, correction=correction)
+        m = mean(x, dim, keepdim) if dim is not None and not isinstance(dim, bool) else mean(x)
+    if GRAD.enabled and x._requires_grad:
+        dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
+        node = node_cls((edge(x),))
+        node.dims, node.keepdim, node.correction = norm_dims(dim, x._data.ndim), keepdim, corr
+        record(node, s, m)
+        node.save(x) if node_cls is VarMeanBackward0 else node.save(x, output=s)
+    return s, m
+
+
 @op(method=False)
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
+    return _stat_mean(var, VarMeanBackward0, x, dim, unbiased, keepdim, correction)
 
 
 @op(method=False)
 def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
+    return _stat_mean(std, StdMeanBackward0, x, dim, unbiased, keepdim, correction)
 
 
 class LinalgVectorNormBackward0(Node):

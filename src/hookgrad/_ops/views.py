@@ -99,8 +99,9 @@ def reshape(x: Tensor, *shape) -> Tensor:
         new.shape = shape
         return make_view(x, new, ViewBackward0, in_shape=data.shape)
     except AttributeError:
-        # not expressible as a view: torch copies (clone) and then views the copy
-        return view(x.clone(memory_format="torch.contiguous_format"), shape)
+        # not expressible as a view: torch copies (clone) and reshapes the copy (not a view of it)
+        from .linalg import _unsafe_view
+        return _unsafe_view(x.clone(memory_format="torch.contiguous_format"), shape)
 
 
 @op(function=False)
