@@ -17,7 +17,7 @@ import numpy as np
 
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
-from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
+from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results"]
@@ -93,7 +93,7 @@ def module_all(namespace: dict) -> list:
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):
     """The shared tail of a recorded op: a ``node_cls`` node whose edges lead to ``inputs``, made the
     grad_fn of ``outputs``. Returns the node, for the caller to store what its backward needs."""
-    node = node_cls(tuple(edge(t) if isinstance(t, Tensor) else (None, 0) for t in inputs))
+    node = node_cls(tuple([edge(t) if isinstance(t, Tensor) else NONE_EDGE for t in inputs]))
     record(node, *outputs)
     return node
 

@@ -7,8 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
-from ._declare import module_all, op
-from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, record, sum_to_shape
+from ._declare import module_all, op, record_op
+from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
 
 
@@ -67,9 +67,8 @@ def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
     np.add.at(buf, index, g._data)
     out = wrap(buf)
     if GRAD.enabled and g._requires_grad:
-        node = IndexPutAccumulateNode((edge(g),))
+        node = record_op(IndexPutAccumulateNode, (g,), out)
         node.index = index
-        record(node, out)
     return out
 
 
@@ -84,9 +83,8 @@ def getitem(x: Tensor, index) -> Tensor:
         raise IndexError(str(e).replace("axis", "dimension")) from None
     result = wrap(np.array(data, copy=True))
     if GRAD.enabled and x._requires_grad:
-        node = IndexBackward0((edge(x),))
+        node = record_op(IndexBackward0, (x,), result)
         node.in_shape, node.index = x._data.shape, npi
-        record(node, result)
     return result
 
 
@@ -114,11 +112,10 @@ def _index_put(x: Tensor, index, value, accumulate=False) -> Tensor:
         data[index] = vdata
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or (value_t is not None and value_t._requires_grad)):
-        node = IndexPutBackward0((edge(x), edge(value_t) if value_t is not None else NONE_EDGE))
+        node = record_op(IndexPutBackward0, (x, value_t), result)
         node.index = index
         node.value_shape = value_t._data.shape if value_t is not None else ()
         node.accumulate = accumulate
-        record(node, result)
     return result
 
 
@@ -181,10 +178,9 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     src = x._data[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(idx.shape))]
     result = wrap(np.take_along_axis(src, idx, axis=d))
     if GRAD.enabled and x._requires_grad:
-        node = GatherBackward0((edge(x),))
+        node = record_op(GatherBackward0, (x,), result)
         node.dim, node.in_shape = d, x._data.shape
         node.save(index)
-        record(node, result)
     return result
 
 
@@ -282,10 +278,9 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     np.add.at(data, _scatter_positions(index._data, d), sdata)
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
-        node = ScatterAddBackward0((edge(x), edge(src)))
+        node = record_op(ScatterAddBackward0, (x, src), result)
         node.dim = d
         node.save(index)
-        record(node, result)
     return result
 
 
@@ -315,10 +310,9 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Expected dtype int32/int64 for index")
     result = wrap(np.take(x._data, index._data.reshape(-1), axis=d) if x._data.ndim else x._data.copy())
     if GRAD.enabled and x._requires_grad:
-        node = IndexSelectBackward0((edge(x),))
+        node = record_op(IndexSelectBackward0, (x,), result)
         node.dim, node.in_shape = d, x._data.shape
         node.save(index)
-        record(node, result)
     return result
 
 
@@ -341,10 +335,9 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     np.add.at(moved, index._data.reshape(-1), np.moveaxis(source._data * alpha if alpha != 1 else source._data, d, 0))
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or source._requires_grad):
-        node = IndexAddBackward0((edge(x), edge(source)))
+        node = record_op(IndexAddBackward0, (x, source), result)
         node.dim, node.alpha = d, alpha
         node.save(index)
-        record(node, result)
     return result
 
 
@@ -410,10 +403,9 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     xd = np.broadcast_to(x._data, m.shape)
     result = wrap(xd[m].copy())
     if GRAD.enabled and x._requires_grad:
-        node = MaskedSelectBackward0((edge(x),))
+        node = record_op(MaskedSelectBackward0, (x,), result)
         node.in_shape = x._data.shape
         node.save(mask)
-        record(node, result)
     return result
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
-from ._declare import module_all, op
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from ._base import quiet_fp
 
@@ -68,10 +68,9 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     with _quiet():
         result = wrap(a._data @ b._data)
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = MmBackward0((edge(a), edge(b)))
+        node = record_op(MmBackward0, (a, b), result)
         node.b_transposed = _is_transposed(b._data)
         node.save(b if a._requires_grad else None, a if b._requires_grad else None)  # torch's order
-        record(node, result)
     return result
 
 
@@ -125,11 +124,10 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
             out += bias._data if beta == 1 else beta * bias._data
     result = wrap(out)
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
-        node = AddmmBackward0((edge(bias), edge(a), edge(b)))
+        node = record_op(AddmmBackward0, (bias, a, b), result)
         node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
         node.b_transposed = _is_transposed(b._data)
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
-        record(node, result)
     return result
 
 
@@ -156,9 +154,8 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     with _quiet():
         result = wrap(a._data @ v._data)
     if GRAD.enabled and (a._requires_grad or v._requires_grad):
-        node = MvBackward0((edge(a), edge(v)))
+        node = record_op(MvBackward0, (a, v), result)
         node.save(a if v._requires_grad else None, v if a._requires_grad else None)
-        record(node, result)
     return result
 
 
@@ -184,9 +181,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     _check_same_dtype(a, b, "dot")
     result = wrap(np.asarray(a._data @ b._data))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = DotBackward0((edge(a), edge(b)))
+        node = record_op(DotBackward0, (a, b), result)
         node.save(a, b)
-        record(node, result)
     return result
 
 
@@ -221,9 +217,8 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     with _quiet():
         result = wrap(np.matmul(a._data, b._data))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = BmmBackward0((edge(a), edge(b)))
+        node = record_op(BmmBackward0, (a, b), result)
         node.save(b if a._requires_grad else None, a if b._requires_grad else None)
-        record(node, result)
     return result
 
 
@@ -242,9 +237,8 @@ def _unsafe_view(x: Tensor, shape, node_cls=UnsafeViewBackward0) -> Tensor:
     """Reshape of a fresh result; recorded as its own node (not a view) like torch's _unsafe_view."""
     result = wrap(x._data.reshape(shape))
     if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), result)
         node.in_shape = x._data.shape
-        record(node, result)
     return result
 
 
@@ -436,8 +430,7 @@ def inv(a: Tensor) -> Tensor:
                            "because the input matrix is singular.") from None
     result = wrap(data.astype(a._data.dtype, copy=False))
     if GRAD.enabled and a._requires_grad:
-        node = LinalgInvExBackward0((edge(a),))
-        record(node, result)
+        node = record_op(LinalgInvExBackward0, (a,), result)
         node.save(output=result)
     return result
 
@@ -463,8 +456,7 @@ def det(a: Tensor) -> Tensor:
     _square(a, "linalg.det")
     result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
     if GRAD.enabled and a._requires_grad:
-        node = LinalgDetBackward0((edge(a),))
-        record(node, result)
+        node = record_op(LinalgDetBackward0, (a,), result)
         node.save(a, output=result)
     return result
 
@@ -487,10 +479,9 @@ def slogdet(a: Tensor):
     s = wrap(np.asarray(sign, dtype=a._data.dtype))
     la = wrap(np.asarray(logabs, dtype=a._data.dtype))
     if GRAD.enabled and a._requires_grad:
-        node = LinalgSlogdetBackward0((edge(a),))
+        node = record_op(LinalgSlogdetBackward0, (a,), s, la)
         node._num_outputs = 2
         node.save(a)
-        record(node, s, la)
     from collections import namedtuple
     return namedtuple("slogdet", ["sign", "logabsdet"])(s, la)
 
@@ -523,9 +514,8 @@ def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
         data = data[..., 0]
     result = wrap(data.astype(a._data.dtype, copy=False))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = LinalgSolveExBackward0((edge(a), edge(b)))
+        node = record_op(LinalgSolveExBackward0, (a, b), result)
         node.vector = vector
-        record(node, result)
         node.save(a, output=result)
     return result
 

@@ -6,8 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
-from ._base import (GRAD, NONE_EDGE, as_tensor_arg, data_of, edge, float_dtype_for, is_number,
-                    record, result_np_dtype, sum_to_shape)
+from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import quiet_fp
 from ._declare import ZeroGradNode, backward_results, module_all, node_class, op, record_op, unary
 
@@ -56,9 +55,6 @@ def _finish(out_data, np_dtype):
     return wrap(out_data)
 
 
-def _b_edge(b):
-    return edge(b) if isinstance(b, Tensor) else NONE_EDGE
-
 
 def _needs(a, b):
     return GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad))
@@ -104,11 +100,10 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
                            "Use the `^` or `logical_xor()` operator instead.")
     result = _finish(_np_binary(np_fn, a, b, dt, alpha), dt)
     if _needs(a, b):
-        node = node_cls((edge(a), _b_edge(b)))
+        node = record_op(node_cls, (a, b), result)
         node.alpha = alpha
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
-        record(node, result)
     return _maybe_out(result, out)
 
 
@@ -137,9 +132,8 @@ def rsub(a, b, *, alpha=1):
     a, b, dt = _binary_inputs(a, b)
     result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
-        node = RsubBackward1((edge(a),))
+        node = record_op(RsubBackward1, (a,), result)
         node.alpha = alpha
-        record(node, result)
     return result
 
 
@@ -164,7 +158,7 @@ def mul(a, b, *, out=None):
     a, b, dt = _binary_inputs(a, b)
     result = _finish(_np_binary(np.multiply, a, b, dt), dt)
     if _needs(a, b):
-        node = MulBackward0((edge(a), _b_edge(b)))
+        node = record_op(MulBackward0, (a, b), result)
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
@@ -174,7 +168,6 @@ def mul(a, b, *, out=None):
         else:
             node.scalar = b
             node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
-        record(node, result)
     return _maybe_out(result, out)
 
 
@@ -208,7 +201,7 @@ def div(a, b, *, rounding_mode=None, out=None):
     with _err():
         result = _finish(_np_binary(np.true_divide, a, b, dt), dt)
     if _needs(a, b):
-        node = DivBackward0((edge(a), _b_edge(b)))
+        node = record_op(DivBackward0, (a, b), result)
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
@@ -217,7 +210,6 @@ def div(a, b, *, rounding_mode=None, out=None):
         else:
             node.scalar = b
             node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
-        record(node, result)
     return _maybe_out(result, out)
 
 
@@ -301,9 +293,8 @@ def pow(a, b):
         with _err():
             result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
         if GRAD.enabled and b._requires_grad:
-            node = PowBackward2((edge(b),))
+            node = record_op(PowBackward2, (b,), result)
             node.base = a
-            record(node, result)
             node.save(output=result)
         return result
     a, b, dt = _binary_inputs(a, b)
@@ -311,9 +302,8 @@ def pow(a, b):
         with _err():
             result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
         if _needs(a, b):
-            node = PowBackward1((edge(a), edge(b)))
+            node = record_op(PowBackward1, (a, b), result)
             node.a_shape, node.b_shape = a._data.shape, b._data.shape
-            record(node, result)
             node.save(b, a, output=result)
         return result
     if dt.kind in "iu" and b < 0:
@@ -322,10 +312,9 @@ def pow(a, b):
         ad = data_of(a, dt)
         result = _finish(ad * ad if b == 2 else np.power(ad, data_of(b, dt)), dt)
     if _needs(a, None):
-        node = PowBackward0((edge(a),))
+        node = record_op(PowBackward0, (a,), result)
         node.exponent = b
         node.save(a)
-        record(node, result)
     return result
 
 
@@ -514,9 +503,8 @@ def clamp(x, min=None, max=None):
         result = wrap(np.asarray(data, dtype=x._data.dtype))
         if GRAD.enabled and (x._requires_grad or (lo is not None and lo._requires_grad)
                              or (hi is not None and hi._requires_grad)):
-            node = ClampBackward0((edge(x), edge(lo), edge(hi)))
+            node = record_op(ClampBackward0, (x, lo, hi), result)
             node.save(x, lo, hi)
-            record(node, result)
         return result
     dt = x._data.dtype
     if dt.kind in "iu" and (isinstance(min, float) or isinstance(max, float)):
@@ -526,10 +514,9 @@ def clamp(x, min=None, max=None):
         out = np.clip(data, min, max) if min is None or max is None or min <= max else np.full_like(data, max)
     result = wrap(np.asarray(out, dtype=dt))
     if GRAD.enabled and x._requires_grad:
-        node = ClampBackward1((edge(x),))
+        node = record_op(ClampBackward1, (x,), result)
         node.lo, node.hi = min, max
         node.save(x)
-        record(node, result)
     return result
 
 
@@ -573,10 +560,9 @@ def _extremum(a, b, np_fn, node_cls, pick):
     dt = result_np_dtype(a, b)
     result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, b):
-        node = node_cls((edge(a), edge(b)))
+        node = record_op(node_cls, (a, b), result)
         node.pick = pick
         node.save(b, a)
-        record(node, result)
     return result
 
 
@@ -621,10 +607,9 @@ def where(condition, input=None, other=None):
     cond = condition._data.astype(bool, copy=False)
     result = wrap(np.where(cond, data_of(a, dt), data_of(b, dt)))
     if _needs(a, b):
-        node = WhereBackward0((edge(a), edge(b)))
+        node = record_op(WhereBackward0, (a, b), result)
         node.a_shape, node.b_shape = a._data.shape, b._data.shape
         node.save(wrap(cond))
-        record(node, result)
     return result
 
 
@@ -658,16 +643,14 @@ def lerp(start, end, weight):
     if isinstance(weight, Tensor):
         result = wrap(start._data + weight._data * (end._data - start._data))
         if GRAD.enabled and (start._requires_grad or end._requires_grad or weight._requires_grad):
-            node = LerpBackward1((edge(start), edge(end), edge(weight)))
+            node = record_op(LerpBackward1, (start, end, weight), result)
             node.save(start, end, weight)
-            record(node, result)
         return result
     result = wrap((start._data + weight * (end._data - start._data)).astype(start._data.dtype, copy=False))
     if _needs(start, end):
-        node = LerpBackward0((edge(start), edge(end)))
+        node = record_op(LerpBackward0, (start, end), result)
         node.weight = weight
         node.shapes = (start._data.shape, end._data.shape)  # torch keeps no tensor for a number weight
-        record(node, result)
     return result
 
 
@@ -684,9 +667,8 @@ class NanToNumBackward0(Node):
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     result = wrap(np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf))
     if GRAD.enabled and x._requires_grad:
-        node = NanToNumBackward0((edge(x),))
+        node = record_op(NanToNumBackward0, (x,), result)
         node.save(x)
-        record(node, result)
     return result
 
 
@@ -708,9 +690,8 @@ def atan2(a, b):
     a, b = as_tensor_arg(a), as_tensor_arg(b)
     result = wrap(np.arctan2(a._data, b._data))
     if _needs(a, b):
-        node = Atan2Backward0((edge(a), edge(b)))
+        node = record_op(Atan2Backward0, (a, b), result)
         node.save(b, a)
-        record(node, result)
     return result
 
 
@@ -733,8 +714,7 @@ def remainder(a, b):
     with _err():
         result = _finish(np.mod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):
-        node = RemainderBackward0((edge(a),))
-        record(node, result)
+        record_op(RemainderBackward0, (a,), result)
     return result
 
 

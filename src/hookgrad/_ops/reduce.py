@@ -10,7 +10,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node
-from ._declare import module_all, op
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import quiet_fp
 
@@ -84,15 +84,13 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if dims is None and dim is None:
         result = wrap(np.asarray(data.sum(dtype=out_dt)))
         if GRAD.enabled and x._requires_grad:
-            node = SumBackward0((edge(x),))
+            node = record_op(SumBackward0, (x,), result)
             node.in_shape = data.shape
-            record(node, result)
         return result
     result = wrap(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)))
     if GRAD.enabled and x._requires_grad:
-        node = SumBackward1((edge(x),))
+        node = record_op(SumBackward1, (x,), result)
         node.in_shape, node.dims, node.keepdim = data.shape, dims, keepdim
-        record(node, result)
     return result
 
 
@@ -207,9 +205,8 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         result = wrap(np.asarray(data.prod(axis=dims, keepdims=keepdim, dtype=out_dt)))
         node_cls = ProdBackward1
     if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), result)
         node.dims, node.keepdim = dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -246,9 +243,8 @@ def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
     result = wrap(_cumprod_np(data, d))
     if GRAD.enabled and x._requires_grad:
-        node = CumprodBackward0((edge(x),))
+        node = record_op(CumprodBackward0, (x,), result)
         node.dim = d
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -266,9 +262,8 @@ def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     out_dt = _sum_dtype(x, dtype)
     result = wrap(np.cumsum(x._data, axis=d, dtype=out_dt) if x._data.ndim else x._data.astype(out_dt).copy())
     if GRAD.enabled and x._requires_grad:
-        node = CumsumBackward0((edge(x),))
+        node = record_op(CumsumBackward0, (x,), result)
         node.dim = d
-        record(node, result)
     return result
 
 
@@ -329,8 +324,7 @@ def _extreme(x, dim, keepdim, is_max, name):
                                "Specify the reduction dim with the 'dim' argument.")
         result = wrap(np.asarray(data.max() if is_max else data.min()))
         if GRAD.enabled and x._requires_grad:
-            node = (MaxBackward1 if is_max else MinBackward1)((edge(x),))
-            record(node, result)
+            node = record_op((MaxBackward1 if is_max else MinBackward1), (x,), result)
             node.save(x, output=result)
         return result
     if isinstance(dim, Tensor):
@@ -353,10 +347,9 @@ def _extreme(x, dim, keepdim, is_max, name):
     vals = wrap(np.asarray(values))
     inds = wrap(np.asarray(idx, dtype=np.int64))
     if GRAD.enabled and x._requires_grad:
-        node = (MaxBackward0 if is_max else MinBackward0)((edge(x),))
+        node = record_op((MaxBackward0 if is_max else MinBackward0), (x,), vals)
         node.in_shape, node.dim, node.keepdim = data.shape, d, keepdim
         node.save(inds)
-        record(node, vals)
     return _return_type("max" if is_max else "min")(vals, inds)
 
 
@@ -402,9 +395,8 @@ def _amax(x, dim, keepdim, is_max):
     fn = np.max if is_max else np.min
     result = wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim)))
     if GRAD.enabled and x._requires_grad:
-        node = (AmaxBackward0 if is_max else AminBackward0)((edge(x),))
+        node = record_op((AmaxBackward0 if is_max else AminBackward0), (x,), result)
         node.dims, node.keepdim = dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -521,10 +513,9 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
             if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = VarBackward0((edge(x),))
+        node = record_op(VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
         node.save(x)
-        record(node, result)
     return result
 
 
@@ -545,9 +536,8 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
             else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = StdBackward0((edge(x),))
+        node = record_op(StdBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -592,9 +582,8 @@ def _stat_mean(stat, node_cls, x, dim, unbiased, keepdim, correction):
         m = mean(x, dim, keepdim) if dim is not None and not isinstance(dim, bool) else mean(x)
     if GRAD.enabled and x._requires_grad:
         dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), s, m)
         node.dims, node.keepdim, node.correction = norm_dims(dim, x._data.ndim), keepdim, corr
-        record(node, s, m)
         node.save(x) if node_cls is VarMeanBackward0 else node.save(x, output=s)
     return s, m
 
@@ -659,9 +648,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
             out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = LinalgVectorNormBackward0((edge(x),))
+        node = record_op(LinalgVectorNormBackward0, (x,), result)
         node.ord, node.dims, node.keepdim = ord, dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -699,9 +687,8 @@ def logsumexp(x, dim, keepdim=False):
         out = out.reshape(_out_shape(data.shape, dims, False))
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = LogsumexpBackward0((edge(x),))
+        node = record_op(LogsumexpBackward0, (x,), result)
         node.dims, node.keepdim = dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -754,9 +741,8 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     with _err():
         result = wrap(_softmax_np(data, d) if data.ndim else np.ones_like(data))
     if GRAD.enabled and x._requires_grad:
-        node = SoftmaxBackward0((edge(x),))
+        node = record_op(SoftmaxBackward0, (x,), result)
         node.dim = d
-        record(node, result)
         node.save(output=result)
     return result
 
@@ -770,9 +756,8 @@ def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     with _err():
         result = wrap(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data))
     if GRAD.enabled and x._requires_grad:
-        node = LogSoftmaxBackward0((edge(x),))
+        node = record_op(LogSoftmaxBackward0, (x,), result)
         node.dim = d
-        record(node, result)
         node.save(output=result)
     return result
 

@@ -6,7 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
-from ._declare import module_all, op
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record
 
 
@@ -119,9 +119,8 @@ def repeat(x: Tensor, *sizes) -> Tensor:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     result = wrap(np.tile(x._data, sizes))
     if GRAD.enabled and x._requires_grad:
-        node = RepeatBackward0((edge(x),))
+        node = record_op(RepeatBackward0, (x,), result)
         node.in_shape, node.repeats = x._data.shape, sizes
-        record(node, result)
     return result
 
 
@@ -156,9 +155,8 @@ def repeat_interleave(x, repeats, dim=None):
     reps = repeats._data if isinstance(repeats, Tensor) else repeats
     result = wrap(np.repeat(x._data, reps, axis=d))
     if GRAD.enabled and x._requires_grad:
-        node = RepeatInterleaveBackward((edge(x),))
+        node = record_op(RepeatInterleaveBackward, (x,), result)
         node.dim, node.repeats, node.in_shape = d, reps, x._data.shape
-        record(node, result)
     return result
 
 
@@ -175,9 +173,8 @@ def flip(x: Tensor, dims) -> Tensor:
     dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims)
     result = wrap(np.flip(x._data, dims).copy())
     if GRAD.enabled and x._requires_grad:
-        node = FlipBackward0((edge(x),))
+        node = record_op(FlipBackward0, (x,), result)
         node.dims = dims
-        record(node, result)
     return result
 
 
@@ -210,9 +207,8 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     else:
         result = wrap(np.roll(x._data, shifts, dims))
     if GRAD.enabled and x._requires_grad:
-        node = RollBackward0((edge(x),))
+        node = record_op(RollBackward0, (x,), result)
         node.shifts, node.dims = shifts, dims
-        record(node, result)
     return result
 
 
@@ -234,9 +230,8 @@ class TriuBackward0(Node):
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     result = wrap(np.tril(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
-        node = TrilBackward0((edge(x),))
+        node = record_op(TrilBackward0, (x,), result)
         node.diagonal = diagonal
-        record(node, result)
     return result
 
 
@@ -244,9 +239,8 @@ def tril(x: Tensor, diagonal: int = 0) -> Tensor:
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     result = wrap(np.triu(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
-        node = TriuBackward0((edge(x),))
+        node = record_op(TriuBackward0, (x,), result)
         node.diagonal = diagonal
-        record(node, result)
     return result
 
 
@@ -294,9 +288,8 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
         new = data.astype(dt.np)
     result = wrap(new)
     if GRAD.enabled and x._requires_grad and dt.np.kind in "fc":
-        node = ToCopyBackward0((edge(x),))
+        node = record_op(ToCopyBackward0, (x,), result)
         node.dtype = _dtype.from_numpy_dtype(data.dtype)
-        record(node, result)
     return result
 
 

@@ -13,8 +13,8 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
-from ._declare import module_all, op
-from ._base import GRAD, NONE_EDGE, edge, record, sum_to_shape
+from ._declare import module_all, op, record_op
+from ._base import GRAD, edge, record, sum_to_shape
 
 
 def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
@@ -24,10 +24,9 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
     out._version_counter = x._version_counter
     out._view_version = x._version_counter[0]
     if node_cls is not None and GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), out)
         for k, v in attrs.items():
             setattr(node, k, v)
-        record(node, out)
     return out
 
 
@@ -343,9 +342,8 @@ def index_scatter(g: Tensor, shape, index) -> Tensor:
     buf[index] = g._data
     out = wrap(buf)
     if GRAD.enabled and g._requires_grad:
-        node = IndexScatterNode((edge(g),))
+        node = record_op(IndexScatterNode, (g,), out)
         node.index = index
-        record(node, out)
     return out
 
 
@@ -629,9 +627,8 @@ def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
     part += g._data
     out = wrap(np.ascontiguousarray(whole))
     if GRAD.enabled and g._requires_grad:
-        node = AsStridedBackwardBackward0((edge(g),))
+        node = record_op(AsStridedBackwardBackward0, (g,), out)
         node.geometry = geometry
-        record(node, out)
     return out
 
 
@@ -641,9 +638,8 @@ def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
     whole[...] = g._data
     out = wrap(part.copy())
     if GRAD.enabled and g._requires_grad:
-        node = AsStridedBackward0((edge(g),))
+        node = record_op(AsStridedBackward0, (g,), out)
         node.geometry = geometry
-        record(node, out)
     return out
 
 
@@ -665,9 +661,8 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
                                            writeable=True)
     out = make_view(x, data)
     if GRAD.enabled and x._requires_grad:
-        node = AsStridedBackward0((edge(x),))
+        node = record_op(AsStridedBackward0, (x,), out)
         node.geometry = Geometry(x._data, data)
-        record(node, out)
     return out
 
 

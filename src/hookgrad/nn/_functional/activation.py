@@ -13,9 +13,9 @@ import numpy as np
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
-from ..._ops._base import GRAD, edge, record
+from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
-from ..._ops._declare import ZeroGradNode, backward_results, node_class
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
@@ -25,12 +25,11 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 def _unary(x, data, node_cls, attrs=(), save=True):
     result = wrap(data)
     if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), result)
         for k, v in attrs:
             setattr(node, k, v)
         if save:
             node.save(x)
-        record(node, result)
     return result
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD, edge, record
-from ..._ops._declare import ZeroGradNode, backward_results, node_class
+from ..._ops._base import GRAD
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 
 class LinearMapNode(Node):
@@ -50,9 +50,8 @@ def linear_map(x: Tensor, fwd, adj, node_cls, value=None) -> Tensor:
     """
     result = wrap(fwd(x._data) if value is None else value)
     if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), result)
         node.fwd, node.adj = fwd, adj
-        record(node, result)
         if node_cls.saves_input:
             node.save(x)
     return result

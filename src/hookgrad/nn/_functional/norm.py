@@ -14,9 +14,9 @@ import numpy as np
 
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD, edge, record
+from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
-from ..._ops._declare import ZeroGradNode, backward_results, node_class
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -130,14 +130,13 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
     result = wrap(out)
     if GRAD.enabled and (x._requires_grad or (weight is not None and weight._requires_grad)
                          or (bias is not None and bias._requires_grad)):
-        node = node_cls((edge(x), edge(weight), edge(bias)))
+        node = record_op(node_cls, (x, weight, bias), result)
         node.view, node.axes, node.affine, node.affine_axes = view, axes, affine, affine_axes
         node.eps, node.batch_stats, node.mean, node.invstd = eps, batch_stats, mean, invstd
         if node_cls.saves_bias:  # torch's layer norm packs weight, input, bias (so the bias is version-checked)
             node.save(weight, x, bias)
         else:
             node.save(x, weight)
-        record(node, result)
     return result, mean, var
 
 
