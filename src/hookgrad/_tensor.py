@@ -451,9 +451,12 @@ def _init(t: Tensor, data: np.ndarray) -> None:
     t._retains_grad = False
 
 
+_NDARRAY = np.ndarray
+
+
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
-    if not isinstance(data, np.ndarray):
+    if data.__class__ is not _NDARRAY and not isinstance(data, _NDARRAY):
         # NumPy's ufuncs return scalars for 0-d operands; a Tensor holds an array (in-place ops write to it)
         data = np.asarray(data)
     t = object.__new__(Tensor)

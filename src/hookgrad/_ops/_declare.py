@@ -92,9 +92,28 @@ def module_all(namespace: dict) -> list:
 
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):
     """The shared tail of a recorded op: a ``node_cls`` node whose edges lead to ``inputs``, made the
-    grad_fn of ``outputs``. Returns the node, for the caller to store what its backward needs."""
-    node = node_cls(tuple([edge(t) if isinstance(t, Tensor) else NONE_EDGE for t in inputs]))
-    record(node, *outputs)
+    grad_fn of ``outputs`` (output_nr in order). Returns the node, for the caller to store what its
+    backward needs."""
+    # spelled out per arity: this runs once per recorded op. Inputs are Tensors or None; a binary
+    # op's second operand may also be a number
+    n = len(inputs)
+    if n == 1:
+        node = node_cls((edge(inputs[0]),))
+    elif n == 2:
+        a, b = inputs
+        node = node_cls((edge(a), edge(b) if b.__class__ is Tensor or isinstance(b, Tensor) else NONE_EDGE))
+    elif n == 3:
+        a, b, c = inputs
+        node = node_cls((edge(a), edge(b), edge(c)))
+    else:
+        node = node_cls(tuple([edge(t) for t in inputs]))
+    if len(outputs) == 1:
+        out = outputs[0]
+        out._grad_fn = node
+        out._output_nr = 0
+        out._requires_grad = True
+    else:
+        record(node, *outputs)
     return node
 
 
