@@ -144,3 +144,13 @@ def test_node_class_names_are_their_grad_fn_names():
     wrong = sorted({(type(n).__name__, n.name()) for n in seen
                     if n.name() not in (type(n).__name__, "torch::autograd::" + type(n).__name__)})
     assert not wrong
+
+
+def test_readme_design_shows_a_real_declaration_and_its_registry_row():
+    from pathlib import Path
+    root = Path(__file__).resolve().parent.parent
+    design = (root / "README.md").read_text().split("**One op, one declaration.**")[1].split("\n- **")[0]
+    declaration, row = [block.strip() for block in design.split("```python\n")[1:3]]
+    declaration, row = declaration.split("```")[0].strip(), row.split("```")[0].strip()
+    assert declaration in (root / "src/hookgrad/_ops/pointwise.py").read_text()
+    assert row in (root / "tests/op_cases.py").read_text()
