@@ -30,7 +30,7 @@ class _NormBackward(Node):
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
-        x, w = (saved[1], saved[0]) if self.saves_bias else saved
+        x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
         nf = self.next_functions
         if GRAD.enabled:
             return self._apply_graph(g, x, w)
@@ -100,7 +100,7 @@ class NativeBatchNormBackward0(_NormBackward):
 class NativeLayerNormBackward0(_NormBackward):
     __slots__ = ()
     saves_bias = True
-    saved_names = ("weight", "input", "bias")
+    saved_names = ("weight", "input", "bias", "result1", "result2")
     double_backward = node_class("NativeLayerNormBackwardBackward0", ZeroGradNode)
 
 
@@ -133,8 +133,8 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
         node = record_op(node_cls, (x, weight, bias), result)
         node.view, node.axes, node.affine, node.affine_axes = view, axes, affine, affine_axes
         node.eps, node.batch_stats, node.mean, node.invstd = eps, batch_stats, mean, invstd
-        if node_cls.saves_bias:  # torch's layer norm packs weight, input, bias (so the bias is version-checked)
-            node.save(weight, x, bias)
+        if node_cls.saves_bias:  # torch's layer norm packs weight, input, bias, mean, rstd (in this order)
+            node.save(weight, x, bias, wrap(mean), wrap(invstd))
         else:
             node.save(x, weight)
     return result, mean, var
