@@ -47,8 +47,16 @@ class Node:
     _num_outputs = 1
     # AccumulateGrad: its leaf's own tensor hooks run as this node's tensor pre-hooks
     is_sink = False
-    # torch's names of what ``save`` keeps, in order (``_saved_<name>``, ``_raw_saved_<name>``)
+    # torch's names of what ``save`` keeps, in order: each becomes the properties ``_saved_<name>``
+    # (the tensor) and ``_raw_saved_<name>`` (the SavedTensor, where pack/unpack hooks can be set)
     saved_names = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # properties made once per class (a __getattr__ would slow every attribute access on nodes)
+        for i, name in enumerate(cls.__dict__.get("saved_names", ())):
+            setattr(cls, "_saved_" + name, property(_saved_accessor(i, raw=False)))
+            setattr(cls, "_raw_saved_" + name, property(_saved_accessor(i, raw=True)))
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
@@ -124,26 +132,23 @@ class Node:
             raise RuntimeError(_FREED_MESSAGE)
         return tuple(s.unpack(self) if s is not None else None for s in self._saved)
 
-    def __getattr__(self, name):
-        # torch's introspection of saved tensors: ``_saved_self`` (the tensor) and ``_raw_saved_self``
-        # (the SavedTensor, where pack/unpack hooks can be registered); reached only on a missing attribute
-        for prefix, raw in (("_saved_", False), ("_raw_saved_", True)):
-            if name.startswith(prefix) and name[len(prefix):] in type(self).saved_names:
-                i = type(self).saved_names.index(name[len(prefix):])
-                if self._saved is None:
-                    raise RuntimeError(_FREED_MESSAGE)
-                saved = self._saved[i] if i < len(self._saved) else None
-                if raw or saved is None:
-                    return saved
-                return saved.unpack(self)
-        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
-
     def release_variables(self) -> None:
         if self._saved:
             self._saved = None
 
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()} has no backward")
+
+
+def _saved_accessor(index: int, raw: bool):
+    def get(node):
+        if node._saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        saved = node._saved[index] if index < len(node._saved) else None
+        if raw or saved is None:
+            return saved
+        return saved.unpack(node)
+    return get
 
 
 class SavedTensor:
