@@ -17,9 +17,6 @@ torch.set_num_threads(1)
 import hookgrad
 
 F32 = np.float32
-HAVE_LAYERS = all(hasattr(hookgrad.nn, n) for n in ("Linear", "LayerNorm", "Dropout", "GELU", "ReLU")) and \
-    hasattr(hookgrad.nn, "functional") and hasattr(hookgrad.nn.functional, "gelu")
-needs_layers = pytest.mark.skipif(not HAVE_LAYERS, reason="needs nn.Linear, LayerNorm, Dropout and F.gelu")
 
 
 def load_weights(T, module, seed=0, scale=0.4):
@@ -163,7 +160,6 @@ def test_functional_errors(T):
 
 
 # ---- the module ----------------------------------------------------------------------------------
-@needs_layers
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("sharing", ["self", "kv", "cross", "kdim_vdim"])
@@ -195,7 +191,6 @@ def test_module_mha(T, batch_first, bias, sharing, mask):
     return out, weights, out2, none, grads, param_grads(m), [n for n, _ in m.named_parameters()]
 
 
-@needs_layers
 @differential
 def test_module_mha_structure(T):
     m = T.nn.MultiheadAttention(8, 2)
@@ -206,7 +201,6 @@ def test_module_mha_structure(T):
             catch(lambda: T.nn.MultiheadAttention(6, 4)), catch(lambda: T.nn.MultiheadAttention(0, 1)))
 
 
-@needs_layers
 @pytest.mark.parametrize("batch_first", [False, True])
 @differential(rtol=1e-4, atol=1e-5)
 def test_module_mha_unbatched_and_eval_fast_path(T, batch_first):
@@ -228,7 +222,6 @@ def encoder_layer(T, activation, **kwargs):
     return T.nn.TransformerEncoderLayer(activation=act, **kwargs)
 
 
-@needs_layers
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_module", "callable"])
 @pytest.mark.parametrize("batch_first", [False, True])
@@ -246,7 +239,6 @@ def test_encoder_layer(T, norm_first, activation, batch_first, masks):
     return out, x.grad, param_grads(layer), [n for n, _ in layer.named_parameters()], layer.activation_relu_or_gelu
 
 
-@needs_layers
 @pytest.mark.parametrize("norm", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
 @differential(rtol=2e-4, atol=2e-5)
@@ -268,7 +260,6 @@ def test_encoder_stack(T, norm, batch_first):
             enc.use_nested_tensor, repr(enc))
 
 
-@needs_layers
 @differential
 def test_encoder_layer_structure_and_errors(T):
     layer = T.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16)
@@ -279,9 +270,7 @@ def test_encoder_layer_structure_and_errors(T):
 
 
 def test_train_mode_dropout_changes_output():
-    layer = hookgrad.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.5) if HAVE_LAYERS else None
-    if layer is None:
-        pytest.skip("needs the layer classes")
+    layer = hookgrad.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.5)
     x = hookgrad.randn(4, 2, 8)
     a, b = layer(x), layer(x)
     layer.eval()
@@ -290,7 +279,6 @@ def test_train_mode_dropout_changes_output():
     assert (c - d).abs().max().item() == 0
 
 
-@needs_layers
 @pytest.mark.parametrize("norm_first", [False, True])
 @pytest.mark.parametrize("batch_first", [False, True])
 @pytest.mark.parametrize("activation", ["relu", "gelu_module"])
@@ -310,7 +298,6 @@ def test_decoder_layer_and_stack(T, norm_first, batch_first, activation):
     return out, tgt.grad, memory.grad, param_grads(dec), [n for n, _ in dec.named_parameters()], repr(layer)
 
 
-@needs_layers
 @pytest.mark.parametrize("batch_first", [False, True])
 @differential(rtol=2e-4, atol=2e-5)
 def test_full_transformer(T, batch_first):

@@ -1,17 +1,9 @@
 """Differential module-hook scenarios on the library's own layers (Linear, Conv2d, ReLU, ...),
-with deterministic weights. Skipped where hookgrad.nn lacks a layer a scenario needs."""
+with deterministic weights."""
 from __future__ import annotations
 
-import pytest
-
-import hookgrad
 from difftest import catch, differential, warns
 from test_module_fixtures import clean_globals, shapes
-
-
-def needs(*names):
-    missing = [n for n in names if not hasattr(hookgrad.nn, n)]
-    return pytest.mark.skipif(bool(missing), reason=f"hookgrad.nn lacks {missing}")
 
 
 def fill(T, model):
@@ -34,7 +26,6 @@ def x_in(T, *shape):
     return T.linspace(-1.0, 1.0, n).reshape(*shape).requires_grad_()
 
 
-@needs("Linear", "ReLU")
 @differential
 def test_linear_full_hooks_args(T):
     log = []
@@ -47,7 +38,6 @@ def test_linear_full_hooks_args(T):
     return log, x.grad
 
 
-@needs("Linear", "ReLU")
 @differential
 def test_inplace_relu_after_hooked_linear_raises(T):
     model = mlp(T, inplace=True)
@@ -55,7 +45,6 @@ def test_inplace_relu_after_hooked_linear_raises(T):
     return catch(model, x_in(T))
 
 
-@needs("Linear", "ReLU")
 @differential
 def test_inplace_relu_without_hooks_fine(T):
     model = mlp(T, inplace=True)
@@ -64,7 +53,6 @@ def test_inplace_relu_without_hooks_fine(T):
     return x.grad
 
 
-@needs("Linear", "ReLU")
 @differential
 def test_forward_hooks_capture_activations(T):
     acts = {}
@@ -75,7 +63,6 @@ def test_forward_hooks_capture_activations(T):
     return acts
 
 
-@needs("Linear")
 @differential
 def test_linear_input_without_grad_warns(T):
     log = []
@@ -86,7 +73,6 @@ def test_linear_input_without_grad_warns(T):
     return warns(out.backward), log, lin.weight.grad
 
 
-@needs("Linear", "ReLU")
 @differential
 def test_global_gradient_scaling_by_layer_type(T):
     model = mlp(T)
@@ -99,7 +85,6 @@ def test_global_gradient_scaling_by_layer_type(T):
     return x.grad, [p.grad for p in model.parameters()]
 
 
-@needs("Conv2d", "ReLU", "Linear")
 @differential(rtol=1e-4, atol=1e-5)
 def test_conv_hooks(T):
     log = []
@@ -111,7 +96,6 @@ def test_conv_hooks(T):
     return log, x.grad, conv.weight.grad
 
 
-@needs("Linear")
 @differential
 def test_linear_legacy_hook(T):
     log = []
@@ -122,7 +106,6 @@ def test_linear_legacy_hook(T):
     return res, log, x.grad
 
 
-@needs("Linear", "ReLU")
 @differential
 def test_state_dict_roundtrip_with_layers(T):
     a = mlp(T)
@@ -131,14 +114,12 @@ def test_state_dict_roundtrip_with_layers(T):
     return repr(res), list(b.state_dict()), [p for p in b.parameters()]
 
 
-@needs("Linear", "ReLU")
 @differential
 def test_layer_reprs(T):
     model = T.nn.Sequential(T.nn.Linear(4, 5), T.nn.ReLU(), T.nn.ModuleList([T.nn.Linear(5, 5)] * 3))
     return repr(model)
 
 
-@needs("Linear")
 @differential
 def test_parameter_registration_hook_sees_linear(T):
     log = []

@@ -41,17 +41,11 @@ def _start(args):
                             stderr=subprocess.PIPE, text=True)
 
 
-def _missing(script):
-    return [name for name in SCRIPTS[script] if not hasattr(hookgrad.nn, name)]
-
-
 @pytest.fixture(scope="module")
 def example_runs():
     """Start every example on both frameworks at once; tests collect the results they need."""
     runs = {}
     for script in SCRIPTS:
-        if _missing(script):
-            continue
         path = os.path.join(EXAMPLES, script)
         runs[script] = (_start([path, "--steps", STEPS]), _start(["-m", "hookgrad", "run", path, "--steps", STEPS]))
     yield runs
@@ -81,9 +75,6 @@ def _result(proc):
 
 @pytest.mark.parametrize("script", list(SCRIPTS))
 def test_example_matches_torch(script, example_runs):
-    missing = _missing(script)
-    if missing:
-        pytest.skip(f"hookgrad.nn lacks {missing}")
     torch_proc, ours_proc = example_runs[script]
     rc_t, out_t, err_t = _result(torch_proc)
     rc_h, out_h, err_h = _result(ours_proc)

@@ -2,8 +2,6 @@
 
 ``import hookgrad as torch`` runs ordinary PyTorch code on the CPU. See README.md.
 """
-from __future__ import annotations
-
 import builtins as _builtins
 import importlib as _importlib
 
@@ -20,14 +18,6 @@ from ._format import set_printoptions
 from ._tensor import Tensor
 from . import _ops
 from ._ops import *  # noqa: F401,F403 - the torch.* function namespace
-from ._ops import abs, all, any, max, min, pow, round, sum  # noqa: A004 - torch's names shadow builtins
-from ._ops.creation import (Generator, arange, as_tensor, asarray, default_generator, diag, empty, empty_like, eye,
-                            from_numpy, full, full_like, get_rng_state, initial_seed, linspace, logspace,
-                            manual_seed, meshgrid, normal, ones, ones_like, rand, rand_like, randint, randint_like,
-                            randn, randn_like, randperm, seed, set_rng_state, tensor, tril_indices, triu_indices,
-                            zeros, zeros_like, bernoulli, multinomial)
-from ._ops.creation import range_ as range  # noqa: A001
-from ._ops.linalg import det, inv as inverse, slogdet
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled

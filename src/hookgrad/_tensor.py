@@ -455,10 +455,14 @@ def _init(t: Tensor, data: np.ndarray) -> None:
     t._retains_grad = False
 
 
+_NDARRAY = np.ndarray
+
+
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     """A Tensor around ``data`` (no copy). The one fast constructor every op uses."""
-    if type(data) is not np.ndarray:
-        data = np.asarray(data)  # NumPy hands back scalars for 0-d results: in-place ops need an array
+    if data.__class__ is not _NDARRAY and not isinstance(data, _NDARRAY):
+        # NumPy's ufuncs return scalars for 0-d operands; a Tensor holds an array (in-place ops write to it)
+        data = np.asarray(data)
     t = object.__new__(Tensor)
     _init(t, data)
     t._requires_grad = requires_grad

@@ -10,6 +10,9 @@ from .._tensor import Tensor, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node
 
+__all__ = ["GRAD", "NONE_EDGE", "edge", "any_requires_grad", "record", "as_tensor_arg", "is_number", "result_np_dtype",
+           "data_of", "sum_to_shape", "float_dtype_for", "zeros_like_data", "quiet_fp"]
+
 GRAD = grad_mode.STATE
 NONE_EDGE = (None, 0)
 

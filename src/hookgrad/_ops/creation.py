@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _to_array, wrap
+from ._declare import module_all, op
 
 
 def _resolve_dtype(dtype, default=None):
@@ -42,6 +43,7 @@ def _infer_dtype(data):
                     "booleans, (nested) sequences of them and NumPy arrays are supported")
 
 
+@op(method=False)
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     if isinstance(data, Tensor):
         import warnings
@@ -64,6 +66,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     return _finish(out, requires_grad, device)
 
 
+@op(method=False, aliases=("asarray",))
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
         return data if dtype is None else data.to(dtype)
@@ -76,6 +79,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 asarray = as_tensor
 
 
+@op(method=False)
 def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
@@ -83,7 +87,12 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return wrap(array)
 
 
-def _size(size):
+def _size(size, size_keyword=None):
+    """A shape from ``*size`` positional ints or one sequence, or from the ``size=`` keyword."""
+    if size_keyword is not None:
+        if size:
+            raise TypeError("got multiple values for argument 'size'")
+        size = (size_keyword,)
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     out = []
@@ -98,18 +107,22 @@ def _size(size):
     return tuple(out)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
-    return _finish(np.zeros(_size(size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
+@op(method=False)
+def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
+    return _finish(np.zeros(_size(shape, size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
-    return _finish(np.ones(_size(size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
+@op(method=False)
+def ones(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
+    return _finish(np.ones(_size(shape, size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None) -> Tensor:
-    return _finish(np.empty(_size(size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
+@op(method=False)
+def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None) -> Tensor:
+    return _finish(np.empty(_size(shape, size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
 
 
+@op(method=False)
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype
@@ -120,22 +133,27 @@ def _like_dtype(t, dtype):
     return _resolve_dtype(dtype, t.dtype)
 
 
+@op(method=False)
 def zeros_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     return _finish(np.zeros(t._data.shape, dtype=_like_dtype(t, dtype).np), requires_grad, device)
 
 
+@op(method=False)
 def ones_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     return _finish(np.ones(t._data.shape, dtype=_like_dtype(t, dtype).np), requires_grad, device)
 
 
+@op(method=False)
 def empty_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     return _finish(np.empty(t._data.shape, dtype=_like_dtype(t, dtype).np), requires_grad, device)
 
 
+@op(method=False)
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     return _finish(np.full(t._data.shape, fill_value, dtype=_like_dtype(t, dtype).np), requires_grad, device)
 
 
+@op(method=False)
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if end is None:
         start, end = 0, start
@@ -150,33 +168,40 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(data, requires_grad, device)
 
 
+@op("range", method=False)
 def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     return arange(start, end + step / 2 if step > 0 else end - abs(step) / 2, step,
                   dtype=dtype or _dtype.get_default_dtype(), requires_grad=requires_grad)
 
 
+@op(method=False)
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     dt = _resolve_dtype(dtype)
     return _finish(np.linspace(start, end, int(steps)).astype(dt.np), requires_grad, device)
 
 
+@op(method=False)
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     dt = _resolve_dtype(dtype)
     return _finish(np.logspace(start, end, int(steps), base=base).astype(dt.np), requires_grad, device)
 
 
+@op(method=False)
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     return _finish(np.eye(n, m if m is not None else n, dtype=_resolve_dtype(dtype).np), requires_grad, device)
 
 
+@op(method=False)
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     return wrap(np.stack(np.tril_indices(row, offset, col)).astype(np.int64))
 
 
+@op(method=False)
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     return wrap(np.stack(np.triu_indices(row, offset, col)).astype(np.int64))
 
 
+@op(method=False)
 def meshgrid(*tensors, indexing="ij"):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         tensors = tuple(tensors[0])
@@ -191,6 +216,7 @@ def meshgrid(*tensors, indexing="ij"):
     return tuple(outs)
 
 
+@op()
 def diag(x, diagonal=0):
     if x.ndim == 1:
         n = x.shape[0] + builtins.abs(diagonal)
@@ -202,12 +228,20 @@ def diag(x, diagonal=0):
     return x.diagonal(diagonal).clone()
 
 
+@op(method=False)
 def diag_embed(x, offset=0, dim1=-2, dim2=-1):
     n = x.shape[-1] + builtins.abs(offset)
     out = zeros(*x.shape[:-1], n, n, dtype=x.dtype)
     idx = np.arange(x.shape[-1])
     from .indexing import _index_put
-    return _index_put(out, (Ellipsis, idx, idx + offset) if offset >= 0 else (Ellipsis, idx - offset, idx), x)
+    from .._tensor import _wrap_dim
+    nd = x.ndim + 1
+    d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    out = _index_put(out, (Ellipsis, idx, idx + offset) if offset >= 0 else (Ellipsis, idx - offset, idx), x)
+    # built with the diagonal in the last two dims; torch puts them at dim1 and dim2
+    return out if (d1, d2) == (nd - 2, nd - 1) else out.movedim((nd - 2, nd - 1), (d1, d2))
 
 
 # ---- random numbers -------------------------------------------------------------------------
@@ -245,22 +279,27 @@ class Generator:
 default_generator = Generator()
 
 
+@op(method=False)
 def manual_seed(seed) -> Generator:
     return default_generator.manual_seed(seed)
 
 
+@op(method=False)
 def seed() -> int:
     return default_generator.seed()
 
 
+@op(method=False)
 def initial_seed() -> int:
     return default_generator.initial_seed()
 
 
+@op(method=False)
 def get_rng_state():
     return default_generator.get_state()
 
 
+@op(method=False)
 def set_rng_state(state):
     default_generator.set_state(state)
 
@@ -269,16 +308,19 @@ def _rng(generator):
     return (generator or default_generator)._rng
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+@op(method=False)
+def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
     dt = _resolve_dtype(dtype)
-    return _finish(_rng(generator).random(_size(size), dtype=np.float64).astype(dt.np), requires_grad, device)
+    return _finish(_rng(generator).random(_size(shape, size), dtype=np.float64).astype(dt.np), requires_grad, device)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+@op(method=False)
+def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
     dt = _resolve_dtype(dtype)
-    return _finish(_rng(generator).standard_normal(_size(size)).astype(dt.np), requires_grad, device)
+    return _finish(_rng(generator).standard_normal(_size(shape, size)).astype(dt.np), requires_grad, device)
 
 
+@op(method=False)
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     if size is None:
         # randint(high, size)
@@ -289,25 +331,30 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     return _finish(_rng(generator).integers(low, high, size=_size((size,))).astype(dt.np), requires_grad, device)
 
 
+@op(method=False)
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
     dt = _resolve_dtype(dtype, _dtype.int64)
     return _finish(_rng(generator).permutation(int(n)).astype(dt.np), requires_grad, device)
 
 
+@op(method=False)
 def rand_like(t, *, dtype=None, generator=None, requires_grad=False) -> Tensor:
     return rand(t._data.shape, dtype=_like_dtype(t, dtype), generator=generator, requires_grad=requires_grad)
 
 
+@op(method=False)
 def randn_like(t, *, dtype=None, generator=None, requires_grad=False) -> Tensor:
     return randn(t._data.shape, dtype=_like_dtype(t, dtype), generator=generator, requires_grad=requires_grad)
 
 
+@op(method=False)
 def randint_like(t, low, high=None, *, dtype=None, generator=None) -> Tensor:
     if high is None:
         low, high = 0, low
     return randint(low, high, t._data.shape, dtype=_like_dtype(t, dtype), generator=generator)
 
 
+@op(method=False)
 def normal(mean=0.0, std=1.0, size=None, *, generator=None):
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         m = mean._data if isinstance(mean, Tensor) else mean
@@ -318,11 +365,13 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None):
     return wrap((_rng(generator).standard_normal(_size((size,))) * std + mean).astype(_dtype.get_default_dtype().np))
 
 
+@op(method=False)
 def bernoulli(p, *, generator=None):
     probs = p._data
     return wrap((_rng(generator).random(probs.shape) < probs).astype(probs.dtype))
 
 
+@op(method=False)
 def multinomial(probs, num_samples, replacement=False, *, generator=None):
     p = probs._data.astype(np.float64)
     rng = _rng(generator)
@@ -333,3 +382,32 @@ def multinomial(probs, num_samples, replacement=False, *, generator=None):
         out.append(rng.choice(len(row), size=num_samples, replace=replacement, p=row))
     res = np.asarray(out, dtype=np.int64)
     return wrap(res.reshape(p.shape[:-1] + (num_samples,)))
+
+
+# ---- Tensor.new_*: factories with self's dtype --------------------------------------------------
+@op(function=False)
+def new_zeros(self, *shape, size=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    return zeros(*shape, size=size, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+
+
+@op(function=False)
+def new_ones(self, *shape, size=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    return ones(*shape, size=size, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+
+
+@op(function=False)
+def new_empty(self, *shape, size=None, dtype=None, device=None, requires_grad=False, **kwargs):
+    return empty(*shape, size=size, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+
+
+@op(function=False)
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+
+
+@op(function=False)
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+
+
+__all__ = module_all(globals()) + ["Generator", "default_generator"]

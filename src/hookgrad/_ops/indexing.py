@@ -7,7 +7,8 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
-from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, record, sum_to_shape
+from ._declare import module_all, op, record_op
+from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
 
 
@@ -53,11 +54,11 @@ class IndexBackward0(Node):
 class IndexPutAccumulateNode(Node):
     __slots__ = ("index",)
 
-    def name(self):
-        return "IndexPutBackward0"
-
     def apply(self, grads):
         return (wrap(np.ascontiguousarray(grads[0]._data[self.index])),)
+
+
+IndexPutAccumulateNode.__name__ = IndexPutAccumulateNode.__qualname__ = "IndexPutBackward0"  # torch's grad_fn name
 
 
 def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
@@ -66,9 +67,8 @@ def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
     np.add.at(buf, index, g._data)
     out = wrap(buf)
     if GRAD.enabled and g._requires_grad:
-        node = IndexPutAccumulateNode((edge(g),))
+        node = record_op(IndexPutAccumulateNode, (g,), out)
         node.index = index
-        record(node, out)
     return out
 
 
@@ -83,9 +83,8 @@ def getitem(x: Tensor, index) -> Tensor:
         raise IndexError(str(e).replace("axis", "dimension")) from None
     result = wrap(np.array(data, copy=True))
     if GRAD.enabled and x._requires_grad:
-        node = IndexBackward0((edge(x),))
+        node = record_op(IndexBackward0, (x,), result)
         node.in_shape, node.index = x._data.shape, npi
-        record(node, result)
     return result
 
 
@@ -113,11 +112,10 @@ def _index_put(x: Tensor, index, value, accumulate=False) -> Tensor:
         data[index] = vdata
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or (value_t is not None and value_t._requires_grad)):
-        node = IndexPutBackward0((edge(x), edge(value_t) if value_t is not None else NONE_EDGE))
+        node = record_op(IndexPutBackward0, (x, value_t), result)
         node.index = index
         node.value_shape = value_t._data.shape if value_t is not None else ()
         node.accumulate = accumulate
-        record(node, result)
     return result
 
 
@@ -146,11 +144,13 @@ def setitem(x: Tensor, index, value) -> None:
     apply_inplace(x, _index_put, npi, value, saves_self=False)
 
 
+@op(function=False)
 def index_put_(x, indices, values, accumulate=False):
     npi = _np_index(tuple(indices))
     return apply_inplace(x, _index_put, npi, values, accumulate, saves_self=False)
 
 
+@op()
 def index_put(x, indices, values, accumulate=False):
     return _index_put(x, _np_index(tuple(indices)), values, accumulate)
 
@@ -158,6 +158,7 @@ def index_put(x, indices, values, accumulate=False):
 # ---- gather / scatter ----------------------------------------------------------------------
 class GatherBackward0(Node):
     __slots__ = ("dim", "in_shape")
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -170,6 +171,7 @@ def _check_index(index, name):
         raise RuntimeError(f"{name}(): Expected dtype int64 for index")
 
 
+@op()
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     _check_index(index, "gather")
     d = _wrap_dim(dim, x._data.ndim)
@@ -181,13 +183,13 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     src = x._data[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(idx.shape))]
     result = wrap(np.take_along_axis(src, idx, axis=d))
     if GRAD.enabled and x._requires_grad:
-        node = GatherBackward0((edge(x),))
+        node = record_op(GatherBackward0, (x,), result)
         node.dim, node.in_shape = d, x._data.shape
         node.save(index)
-        record(node, result)
     return result
 
 
+@op()
 def take_along_dim(x, indices, dim=None):
     if dim is None:
         return gather(x.reshape(-1), 0, indices.reshape(-1))
@@ -204,6 +206,7 @@ def _scatter_positions(index: np.ndarray, d: int):
 
 class ScatterBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -226,6 +229,7 @@ class ScatterBackward1(ScatterBackward0):
 
 class ScatterAddBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -234,6 +238,7 @@ class ScatterAddBackward0(Node):
         return g if self.next_functions[0][0] is not None else None, gs
 
 
+@op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
     _check_index(index, "scatter")
     if src is None:
@@ -269,6 +274,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
     return result
 
 
+@op(inplace=True, saves_self=False)
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _check_index(index, "scatter_add")
     d = _wrap_dim(dim, x._data.ndim)
@@ -277,13 +283,13 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     np.add.at(data, _scatter_positions(index._data, d), sdata)
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
-        node = ScatterAddBackward0((edge(x), edge(src)))
+        node = record_op(ScatterAddBackward0, (x, src), result)
         node.dim = d
         node.save(index)
-        record(node, result)
     return result
 
 
+@op()
 def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     if reduce == "sum":
         return scatter_add(x, dim, index, src)
@@ -292,6 +298,7 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
 
 class IndexSelectBackward0(Node):
     __slots__ = ("dim", "in_shape")
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -299,6 +306,7 @@ class IndexSelectBackward0(Node):
         return (zeros.index_add(self.dim, index, grads[0]),)
 
 
+@op()
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     if index._data.ndim > 1:
@@ -307,15 +315,15 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
         raise IndexError("index_select(): Expected dtype int32/int64 for index")
     result = wrap(np.take(x._data, index._data.reshape(-1), axis=d) if x._data.ndim else x._data.copy())
     if GRAD.enabled and x._requires_grad:
-        node = IndexSelectBackward0((edge(x),))
+        node = record_op(IndexSelectBackward0, (x,), result)
         node.dim, node.in_shape = d, x._data.shape
         node.save(index)
-        record(node, result)
     return result
 
 
 class IndexAddBackward0(Node):
     __slots__ = ("dim", "alpha")
+    saved_names = ("index",)
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -324,6 +332,7 @@ class IndexAddBackward0(Node):
         return g if self.next_functions[0][0] is not None else None, gs
 
 
+@op(inplace=True, saves_self=False)
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
@@ -331,15 +340,15 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     np.add.at(moved, index._data.reshape(-1), np.moveaxis(source._data * alpha if alpha != 1 else source._data, d, 0))
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or source._requires_grad):
-        node = IndexAddBackward0((edge(x), edge(source)))
+        node = record_op(IndexAddBackward0, (x, source), result)
         node.dim, node.alpha = d, alpha
         node.save(index)
-        record(node, result)
     return result
 
 
 class MaskedFillBackward0(Node):
     __slots__ = ()
+    saved_names = ("mask",)
 
     def apply(self, grads):
         (mask,) = self.saved()
@@ -348,6 +357,7 @@ class MaskedFillBackward0(Node):
 
 class MaskedFillBackward1(Node):
     __slots__ = ()
+    saved_names = ("mask",)
 
     def apply(self, grads):
         (mask,) = self.saved()
@@ -357,6 +367,7 @@ class MaskedFillBackward1(Node):
         return gx, gv
 
 
+@op(inplace=True, saves_self=False)
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     mask = as_tensor_arg(mask)
     if mask._data.dtype != np.bool_:
@@ -383,6 +394,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 class MaskedSelectBackward0(Node):
     __slots__ = ("in_shape",)
+    saved_names = ("mask",)
 
     def apply(self, grads):
         (mask,) = self.saved()
@@ -390,18 +402,19 @@ class MaskedSelectBackward0(Node):
         return (index_put_accumulate(grads[0], self.in_shape, np.nonzero(m)),)
 
 
+@op()
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     m = np.broadcast_to(mask._data, np.broadcast_shapes(mask._data.shape, x._data.shape))
     xd = np.broadcast_to(x._data, m.shape)
     result = wrap(xd[m].copy())
     if GRAD.enabled and x._requires_grad:
-        node = MaskedSelectBackward0((edge(x),))
+        node = record_op(MaskedSelectBackward0, (x,), result)
         node.in_shape = x._data.shape
         node.save(mask)
-        record(node, result)
     return result
 
 
+@op()
 def nonzero(x, *, as_tuple=False):
     idx = np.nonzero(x._data)
     if as_tuple:
@@ -409,5 +422,9 @@ def nonzero(x, *, as_tuple=False):
     return wrap(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))
 
 
+@op()
 def argwhere(x):
     return nonzero(x)
+
+
+__all__ = module_all(globals())

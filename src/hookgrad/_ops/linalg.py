@@ -7,6 +7,7 @@ from .. import _dtype
 from .. import _threads as _blas
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from ._base import quiet_fp
 
@@ -23,9 +24,10 @@ def _check_same_dtype(a, b, what):
 
 class MmBackward0(Node):
     __slots__ = ("b_transposed",)
+    saved_names = ("mat2", "self")
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         ga = _mm_grad_self(g, b) if self.next_functions[0][0] is not None else None
         gb = _mm_grad_other(a, g, self.b_transposed) if self.next_functions[1][0] is not None else None
@@ -56,6 +58,7 @@ def _mm_grad_other(a, g, b_transposed):
         return wrap(_blas.matmul(a._data.T, g._data))
 
 
+@op()
 def mm(a: Tensor, b: Tensor) -> Tensor:
     if a._data.ndim != 2 or b._data.ndim != 2:
         raise RuntimeError(f"{'self' if a._data.ndim != 2 else 'mat2'} must be a matrix")
@@ -66,15 +69,15 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
     with _quiet():
         result = wrap(_blas.matmul(a._data, b._data))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = MmBackward0((edge(a), edge(b)))
+        node = record_op(MmBackward0, (a, b), result)
         node.b_transposed = _is_transposed(b._data)
-        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
-        record(node, result)
+        node.save(b if a._requires_grad else None, a if b._requires_grad else None)  # torch's order
     return result
 
 
 class AddmmBackward0(Node):
     __slots__ = ("bias_shape", "beta", "alpha", "b_transposed")
+    saved_names = ("mat1", "mat2")
 
     def apply(self, grads):
         a, b = self.saved()
@@ -100,6 +103,7 @@ class AddmmBackward0(Node):
         return gbias, ga, gb
 
 
+@op()
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * bias + alpha * (a @ b)`` in one node (what ``F.linear`` records)."""
     if a._data.shape[1] != b._data.shape[0]:
@@ -121,16 +125,16 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
             out += bias._data if beta == 1 else beta * bias._data
     result = wrap(out)
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
-        node = AddmmBackward0((edge(bias), edge(a), edge(b)))
+        node = record_op(AddmmBackward0, (bias, a, b), result)
         node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
         node.b_transposed = _is_transposed(b._data)
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
-        record(node, result)
     return result
 
 
 class MvBackward0(Node):
     __slots__ = ()
+    saved_names = ("self", "vec")
 
     def apply(self, grads):
         a, v = self.saved()
@@ -140,6 +144,7 @@ class MvBackward0(Node):
         return ga, gv
 
 
+@op()
 def mv(a: Tensor, v: Tensor) -> Tensor:
     if a._data.ndim != 2 or v._data.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim}")
@@ -150,14 +155,14 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     with _quiet():
         result = wrap(a._data @ v._data)
     if GRAD.enabled and (a._requires_grad or v._requires_grad):
-        node = MvBackward0((edge(a), edge(v)))
+        node = record_op(MvBackward0, (a, v), result)
         node.save(a if v._requires_grad else None, v if a._requires_grad else None)
-        record(node, result)
     return result
 
 
 class DotBackward0(Node):
     __slots__ = ()
+    saved_names = ("self", "tensor")
 
     def apply(self, grads):
         a, b = self.saved()
@@ -166,6 +171,7 @@ class DotBackward0(Node):
                 a * g if self.next_functions[1][0] is not None else None)
 
 
+@op(aliases=("inner",))
 def dot(a: Tensor, b: Tensor) -> Tensor:
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
@@ -176,30 +182,32 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     _check_same_dtype(a, b, "dot")
     result = wrap(np.asarray(a._data @ b._data))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = DotBackward0((edge(a), edge(b)))
+        node = record_op(DotBackward0, (a, b), result)
         node.save(a, b)
-        record(node, result)
     return result
 
 
 inner = dot
 
 
+@op(method=False)
 def vdot(a, b):
     return dot(a, b)
 
 
 class BmmBackward0(Node):
     __slots__ = ()
+    saved_names = ("mat2", "self")
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         ga = bmm(g, b.transpose(1, 2)) if self.next_functions[0][0] is not None else None
         gb = bmm(a.transpose(1, 2), g) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
+@op()
 def bmm(a: Tensor, b: Tensor) -> Tensor:
     if a._data.ndim != 3 or b._data.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if a._data.ndim != 3 else "batch2 must be a 3D tensor")
@@ -210,9 +218,8 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     with _quiet():
         result = wrap(_blas.matmul(a._data, b._data))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = BmmBackward0((edge(a), edge(b)))
-        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
-        record(node, result)
+        node = record_op(BmmBackward0, (a, b), result)
+        node.save(b if a._requires_grad else None, a if b._requires_grad else None)
     return result
 
 
@@ -231,12 +238,12 @@ def _unsafe_view(x: Tensor, shape, node_cls=UnsafeViewBackward0) -> Tensor:
     """Reshape of a fresh result; recorded as its own node (not a view) like torch's _unsafe_view."""
     result = wrap(x._data.reshape(shape))
     if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), result)
         node.in_shape = x._data.shape
-        record(node, result)
     return result
 
 
+@op()
 def matmul(a, b) -> Tensor:
     a, b = as_tensor_arg(a), as_tensor_arg(b)
     da, db = a._data.ndim, b._data.ndim
@@ -278,6 +285,7 @@ def matmul(a, b) -> Tensor:
     return _unsafe_view(bmm(a3, b3), out_shape)
 
 
+@op(aliases=("ger",))
 def outer(a: Tensor, b: Tensor) -> Tensor:
     return a.reshape(-1, 1) * b
 
@@ -285,10 +293,12 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
 ger = outer
 
 
+@op(method=False)
 def addmv(bias, mat, vec, *, beta=1, alpha=1):
     return bias * beta + mv(mat, vec) * alpha
 
 
+@op(method=False)
 def baddbmm(bias, a, b, *, beta=1, alpha=1):
     return bias * beta + bmm(a, b) * alpha
 
@@ -296,9 +306,6 @@ def baddbmm(bias, a, b, *, beta=1, alpha=1):
 # ---- einsum -----------------------------------------------------------------------------------
 class EinsumBackward(Node):
     __slots__ = ("inputs_subs", "out_subs", "sizes")
-
-    def name(self):
-        return "EinsumBackward0"
 
     def apply(self, grads):
         g = grads[0]
@@ -323,6 +330,9 @@ class EinsumBackward(Node):
                 gi = _undiagonal(gi, target, subs, self.sizes)
             outs.append(gi)
         return tuple(outs)
+
+
+EinsumBackward.__name__ = EinsumBackward.__qualname__ = "EinsumBackward0"  # torch's grad_fn name
 
 
 def _undiagonal(g, target, subs, sizes):
@@ -358,6 +368,7 @@ def _parse_einsum(equation, operands):
     return ins, out
 
 
+@op(method=False)
 def einsum(equation, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
@@ -383,6 +394,7 @@ def einsum(equation, *operands) -> Tensor:
     return result
 
 
+@op(method=False)
 def tensordot(a, b, dims=2):
     if isinstance(dims, int):
         da = list(range(a.ndim - dims, a.ndim))
@@ -401,6 +413,7 @@ def tensordot(a, b, dims=2):
 # ---- linear algebra ---------------------------------------------------------------------------
 class LinalgInvExBackward0(Node):
     __slots__ = ()
+    saved_names = ("inverse",)
 
     def apply(self, grads):
         (inv_a,) = self.saved()
@@ -408,6 +421,7 @@ class LinalgInvExBackward0(Node):
         return (-(inv_t @ grads[0] @ inv_t),)
 
 
+@op("inverse")
 def inv(a: Tensor) -> Tensor:
     _square(a, "linalg.inv")
     try:
@@ -417,8 +431,7 @@ def inv(a: Tensor) -> Tensor:
                            "because the input matrix is singular.") from None
     result = wrap(data.astype(a._data.dtype, copy=False))
     if GRAD.enabled and a._requires_grad:
-        node = LinalgInvExBackward0((edge(a),))
-        record(node, result)
+        node = record_op(LinalgInvExBackward0, (a,), result)
         node.save(output=result)
     return result
 
@@ -431,6 +444,7 @@ def _square(a, name):
 
 class LinalgDetBackward0(Node):
     __slots__ = ()
+    saved_names = ("A", "result")
 
     def apply(self, grads):
         a, det_a = self.saved()
@@ -438,12 +452,12 @@ class LinalgDetBackward0(Node):
         return (g * inv(a).mT,)
 
 
+@op()
 def det(a: Tensor) -> Tensor:
     _square(a, "linalg.det")
     result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
     if GRAD.enabled and a._requires_grad:
-        node = LinalgDetBackward0((edge(a),))
-        record(node, result)
+        node = record_op(LinalgDetBackward0, (a,), result)
         node.save(a, output=result)
     return result
 
@@ -459,22 +473,23 @@ class LinalgSlogdetBackward0(Node):
         return (g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
 
 
+@op()
 def slogdet(a: Tensor):
     _square(a, "linalg.slogdet")
     sign, logabs = np.linalg.slogdet(a._data)
     s = wrap(np.asarray(sign, dtype=a._data.dtype))
     la = wrap(np.asarray(logabs, dtype=a._data.dtype))
     if GRAD.enabled and a._requires_grad:
-        node = LinalgSlogdetBackward0((edge(a),))
+        node = record_op(LinalgSlogdetBackward0, (a,), s, la)
         node._num_outputs = 2
         node.save(a)
-        record(node, s, la)
     from collections import namedtuple
     return namedtuple("slogdet", ["sign", "logabsdet"])(s, la)
 
 
 class LinalgSolveExBackward0(Node):
     __slots__ = ("vector",)
+    saved_names = ("A", "result")
 
     def apply(self, grads):
         a, x = self.saved()
@@ -500,9 +515,8 @@ def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
         data = data[..., 0]
     result = wrap(data.astype(a._data.dtype, copy=False))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
-        node = LinalgSolveExBackward0((edge(a), edge(b)))
+        node = record_op(LinalgSolveExBackward0, (a, b), result)
         node.vector = vector
-        record(node, result)
         node.save(a, output=result)
     return result
 
@@ -521,3 +535,11 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, *, dtype=None):
             return matrix_norm(a, "fro", dim, keepdim)
         return vector_norm(a, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
     return matrix_norm(a, ord, dim if dim is not None else (-2, -1), keepdim)
+
+
+@op(function=False)
+def logdet(a):
+    return slogdet(a)[1]
+
+
+__all__ = module_all(globals())

@@ -6,9 +6,9 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
-from ._base import (GRAD, NONE_EDGE, as_tensor_arg, data_of, edge, float_dtype_for, is_number,
-                    record, result_np_dtype, sum_to_shape)
+from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import quiet_fp
+from ._declare import ZeroGradNode, backward_results, module_all, node_class, op, record_op, unary
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -55,9 +55,6 @@ def _finish(out_data, np_dtype):
     return wrap(out_data)
 
 
-def _b_edge(b):
-    return edge(b) if isinstance(b, Tensor) else NONE_EDGE
-
 
 def _needs(a, b):
     return GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad))
@@ -103,18 +100,19 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
                            "Use the `^` or `logical_xor()` operator instead.")
     result = _finish(_np_binary(np_fn, a, b, dt, alpha), dt)
     if _needs(a, b):
-        node = node_cls((edge(a), _b_edge(b)))
+        node = record_op(node_cls, (a, b), result)
         node.alpha = alpha
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
-        record(node, result)
     return _maybe_out(result, out)
 
 
+@op(inplace=True, saves_self=False)
 def add(a, b, *, alpha=1, out=None):
     return _add_or_sub(a, b, alpha, out, np.add, AddBackward0)
 
 
+@op(aliases=("subtract",), inplace=True, saves_self=False)
 def sub(a, b, *, alpha=1, out=None):
     return _add_or_sub(a, b, alpha, out, np.subtract, SubBackward0)
 
@@ -126,6 +124,7 @@ class RsubBackward1(Node):
         return (grads[0] * (-self.alpha),)
 
 
+@op()
 def rsub(a, b, *, alpha=1):
     """``b - alpha * a``."""
     if isinstance(b, Tensor):
@@ -133,19 +132,19 @@ def rsub(a, b, *, alpha=1):
     a, b, dt = _binary_inputs(a, b)
     result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
-        node = RsubBackward1((edge(a),))
+        node = record_op(RsubBackward1, (a,), result)
         node.alpha = alpha
-        record(node, result)
     return result
 
 
 class MulBackward0(Node):
     __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
+    saved_names = ("other", "self")
 
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
-        a, b = saved if self.scalar is None else (saved[0], self.scalar)
+        b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
             ga = _cast(sum_to_shape(g * b, self.a_shape), self.a_dtype)
@@ -154,31 +153,32 @@ class MulBackward0(Node):
         return ga, gb
 
 
+@op(aliases=("multiply",), inplace=True)
 def mul(a, b, *, out=None):
     a, b, dt = _binary_inputs(a, b)
     result = _finish(_np_binary(np.multiply, a, b, dt), dt)
     if _needs(a, b):
-        node = MulBackward0((edge(a), _b_edge(b)))
+        node = record_op(MulBackward0, (a, b), result)
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
             node.scalar = None
-            # each side's gradient needs only the other side
-            node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+            # each side's gradient needs only the other side (packed in torch's order: other, self)
+            node.save(b if a._requires_grad else None, a if b._requires_grad else None)
         else:
             node.scalar = b
-            node.save(None)
-        record(node, result)
+            node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
     return _maybe_out(result, out)
 
 
 class DivBackward0(Node):
     __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
+    saved_names = ("other", "self")
 
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
-        a, b = saved if self.scalar is None else (saved[0], self.scalar)
+        b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
             ga = _cast(sum_to_shape(g / b, self.a_shape), self.a_dtype)
@@ -192,6 +192,7 @@ def _div_dtype(a, b):
     return dt if dt.kind in "fc" else _dtype.get_default_dtype().np
 
 
+@op(aliases=("divide", "true_divide"), inplace=True)
 def div(a, b, *, rounding_mode=None, out=None):
     a, b, _ = _binary_inputs(a, b)
     if rounding_mode is not None:
@@ -200,16 +201,15 @@ def div(a, b, *, rounding_mode=None, out=None):
     with _err():
         result = _finish(_np_binary(np.true_divide, a, b, dt), dt)
     if _needs(a, b):
-        node = DivBackward0((edge(a), _b_edge(b)))
+        node = record_op(DivBackward0, (a, b), result)
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
             node.scalar = None
-            node.save(a if b._requires_grad else None, b)
+            node.save(b, a if b._requires_grad else None)  # torch's order: other, self
         else:
             node.scalar = b
-            node.save(None)
-        record(node, result)
+            node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
     return _maybe_out(result, out)
 
 
@@ -226,8 +226,7 @@ def _rounded_div(a, b, mode):
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
     result = _finish(np.asarray(data), dt)
     if _needs(a, b):
-        node = _ZeroGradBackward("DivBackward1", (edge(a), _b_edge(b)), (a, b))
-        record(node, result)
+        record_op(DivBackward2, (a, b), result).keep_shapes(a, b)
     return result
 
 
@@ -236,34 +235,18 @@ def rdiv(a, b):
     return mul(reciprocal(a), b)
 
 
-def true_divide(a, b):
-    return div(a, b)
-
-
+@op(inplace=True)
 def floor_divide(a, b):
     return div(a, b, rounding_mode="floor")
 
 
-class _ZeroGradBackward(Node):
-    """Ops whose gradient is zero almost everywhere (rounding, sign, remainder's divisor, ...)."""
-
-    __slots__ = ("_name", "shapes")
-
-    def __init__(self, name, edges, inputs):
-        super().__init__(edges)
-        self._name = name
-        self.shapes = [(t._data.shape, t._data.dtype) if isinstance(t, Tensor) else None for t in inputs]
-
-    def name(self):
-        return self._name
-
-    def apply(self, grads):
-        return tuple(wrap(np.zeros(s[0], dtype=s[1])) if s is not None and e[0] is not None else None
-                     for s, e in zip(self.shapes, self.next_functions))
+class DivBackward2(ZeroGradNode):
+    __slots__ = ()
 
 
 class PowBackward0(Node):
     __slots__ = ("exponent",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -275,9 +258,10 @@ class PowBackward0(Node):
 
 class PowBackward1(Node):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("exponent", "self", "result")
 
     def apply(self, grads):
-        a, b, result = self.saved()
+        b, a, result = self.saved()
         g = grads[0]
         ga = gb = None
         if self.next_functions[0][0] is not None:
@@ -293,6 +277,7 @@ class PowBackward1(Node):
 
 class PowBackward2(Node):
     __slots__ = ("base",)
+    saved_names = ("result",)
 
     def apply(self, grads):
         (result,) = self.saved()
@@ -301,15 +286,15 @@ class PowBackward2(Node):
         return (grads[0] * result * log_base,)
 
 
+@op(inplace=True)
 def pow(a, b):
     if is_number(a) and isinstance(b, Tensor):
         dt = result_np_dtype(b, a)
         with _err():
             result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
         if GRAD.enabled and b._requires_grad:
-            node = PowBackward2((edge(b),))
+            node = record_op(PowBackward2, (b,), result)
             node.base = a
-            record(node, result)
             node.save(output=result)
         return result
     a, b, dt = _binary_inputs(a, b)
@@ -317,10 +302,9 @@ def pow(a, b):
         with _err():
             result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
         if _needs(a, b):
-            node = PowBackward1((edge(a), edge(b)))
+            node = record_op(PowBackward1, (a, b), result)
             node.a_shape, node.b_shape = a._data.shape, b._data.shape
-            record(node, result)
-            node.save(a, b, output=result)
+            node.save(b, a, output=result)
         return result
     if dt.kind in "iu" and b < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -328,69 +312,47 @@ def pow(a, b):
         ad = data_of(a, dt)
         result = _finish(ad * ad if b == 2 else np.power(ad, data_of(b, dt)), dt)
     if _needs(a, None):
-        node = PowBackward0((edge(a),))
+        node = record_op(PowBackward0, (a,), result)
         node.exponent = b
         node.save(a)
-        record(node, result)
     return result
 
 
+@op()
 def float_power(a, b):
     a = as_tensor_arg(a).double()
     return pow(a, b.double() if isinstance(b, Tensor) else b)
 
 
 # ---- unary ops ------------------------------------------------------------------------------
-def _unary(x, np_fn, node_cls, save_input=False, save_output=False, floating=True):
-    if not isinstance(x, Tensor):
-        x = as_tensor_arg(x)
-    data = x._data
-    if floating and data.dtype.kind not in "fc":
-        data = data.astype(float_dtype_for(x))
-    with _err():
-        result = wrap(np_fn(data))
-    if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
-        record(node, result)
-        if save_input or save_output:
-            node.save(*((x,) if save_input else ()), output=result if save_output else None)
-    return result
-
-
-def _define_unary(name, np_fn, backward, save_input=False, save_output=False, floating=True, doc=""):
-    """Declare a unary op from its NumPy forward and its backward ``(grad, *saved) -> grad``."""
-    node_cls = type(name, (Node,), {"__slots__": (), "apply": lambda self, grads: (
-        backward(grads[0], *self.saved()),)})
-
-    def op(x):
-        return _unary(x, np_fn, node_cls, save_input, save_output, floating)
-
-    op.__doc__ = doc
-    op.node_cls = node_cls
-    return op
-
-
-neg = _define_unary("NegBackward0", np.negative, lambda g: -g, floating=False)
-exp = _define_unary("ExpBackward0", np.exp, lambda g, r: g * r, save_output=True)
-exp2 = _define_unary("Exp2Backward0", np.exp2, lambda g, r: g * r * float(np.log(2.0)), save_output=True)
-log = _define_unary("LogBackward0", np.log, lambda g, x: g / x, save_input=True)
-log2 = _define_unary("Log2Backward0", np.log2, lambda g, x: g / (x * float(np.log(2.0))), save_input=True)
-log10 = _define_unary("Log10Backward0", np.log10, lambda g, x: g / (x * float(np.log(10.0))), save_input=True)
-log1p = _define_unary("Log1PBackward0", np.log1p, lambda g, x: g / (x + 1), save_input=True)
-expm1 = _define_unary("Expm1Backward0", np.expm1, lambda g, r: g * (r + 1), save_output=True)
-sqrt = _define_unary("SqrtBackward0", np.sqrt, lambda g, r: g / (r * 2), save_output=True)
-rsqrt = _define_unary("RsqrtBackward0", lambda d: 1 / np.sqrt(d), lambda g, r: g * r.pow(3) * -0.5, save_output=True)
-abs = _define_unary("AbsBackward0", np.abs, lambda g, x: g * x.sign(), save_input=True, floating=False)
-sin = _define_unary("SinBackward0", np.sin, lambda g, x: g * x.cos(), save_input=True)
-cos = _define_unary("CosBackward0", np.cos, lambda g, x: -(g * x.sin()), save_input=True)
-tan = _define_unary("TanBackward0", np.tan, lambda g, r: g * (r * r + 1), save_output=True)
-tanh = _define_unary("TanhBackward0", np.tanh, lambda g, r: g * (1 - r * r), save_output=True)
-sinh = _define_unary("SinhBackward0", np.sinh, lambda g, x: g * x.cosh(), save_input=True)
-cosh = _define_unary("CoshBackward0", np.cosh, lambda g, x: g * x.sinh(), save_input=True)
-asin = _define_unary("AsinBackward0", np.arcsin, lambda g, x: g * (1 - x * x).rsqrt(), save_input=True)
-acos = _define_unary("AcosBackward0", np.arccos, lambda g, x: -(g * (1 - x * x).rsqrt()), save_input=True)
-atan = _define_unary("AtanBackward0", np.arctan, lambda g, x: g / (x * x + 1), save_input=True)
-reciprocal = _define_unary("ReciprocalBackward0", np.reciprocal, lambda g, r: -(g * r * r), save_output=True)
+neg = unary("neg", np.negative, lambda g: -g, node="NegBackward0", floating=False, aliases=("negative",),
+            inplace=True, saves_self=False)
+exp = unary("exp", np.exp, lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True)
+exp2 = unary("exp2", np.exp2, lambda g, r: g * r * float(np.log(2.0)), node="Exp2Backward0", saves="result")
+log = unary("log", np.log, lambda g, x: g / x, node="LogBackward0", saves="self", inplace=True)
+log2 = unary("log2", np.log2, lambda g, x: g / (x * float(np.log(2.0))), node="Log2Backward0", saves="self")
+log10 = unary("log10", np.log10, lambda g, x: g / (x * float(np.log(10.0))), node="Log10Backward0", saves="self")
+log1p = unary("log1p", np.log1p, lambda g, x: g / (x + 1), node="Log1PBackward0", saves="self", inplace=True)
+expm1 = unary("expm1", np.expm1, lambda g, r: g * (r + 1), node="Expm1Backward0", saves="result", inplace=True)
+sqrt = unary("sqrt", np.sqrt, lambda g, r: g / (r * 2), node="SqrtBackward0", saves="result", inplace=True)
+rsqrt = unary("rsqrt", lambda d: 1 / np.sqrt(d), lambda g, r: g * r.pow(3) * -0.5, node="RsqrtBackward0",
+              saves="result", inplace=True)
+abs = unary("abs", np.abs, lambda g, x: g * x.sign(), node="AbsBackward0", saves="self", floating=False,
+            aliases=("absolute",), inplace=True)
+sin = unary("sin", np.sin, lambda g, x: g * x.cos(), node="SinBackward0", saves="self", inplace=True)
+cos = unary("cos", np.cos, lambda g, x: -(g * x.sin()), node="CosBackward0", saves="self", inplace=True)
+tan = unary("tan", np.tan, lambda g, r: g * (r * r + 1), node="TanBackward0", saves="result", inplace=True)
+tanh = unary("tanh", np.tanh, lambda g, r: g * (1 - r * r), node="TanhBackward0", saves="result", inplace=True)
+sinh = unary("sinh", np.sinh, lambda g, x: g * x.cosh(), node="SinhBackward0", saves="self")
+cosh = unary("cosh", np.cosh, lambda g, x: g * x.sinh(), node="CoshBackward0", saves="self")
+asin = unary("asin", np.arcsin, lambda g, x: g * (1 - x * x).rsqrt(), node="AsinBackward0", saves="self",
+             aliases=("arcsin",))
+acos = unary("acos", np.arccos, lambda g, x: -(g * (1 - x * x).rsqrt()), node="AcosBackward0", saves="self",
+             aliases=("arccos",))
+atan = unary("atan", np.arctan, lambda g, x: g / (x * x + 1), node="AtanBackward0", saves="self",
+             aliases=("arctan",))
+reciprocal = unary("reciprocal", np.reciprocal, lambda g, r: -(g * r * r), node="ReciprocalBackward0",
+                   saves="result", inplace=True)
 
 
 def _sigmoid_np(d):
@@ -403,7 +365,8 @@ def _sigmoid_np(d):
     return out
 
 
-sigmoid = _define_unary("SigmoidBackward0", _sigmoid_np, lambda g, r: g * (r * (1 - r)), save_output=True)
+sigmoid = unary("sigmoid", _sigmoid_np, lambda g, r: g * (r * (1 - r)), node="SigmoidBackward0", saves="result",
+                inplace=True)
 
 
 def _relu_np(d):
@@ -431,59 +394,59 @@ def _masked(g, keep):
     return bits.view(g.dtype)
 
 
-class ReluBackward0(Node):
+ThresholdBackwardBackward0 = node_class("ThresholdBackwardBackward0", ZeroGradNode)
+
+
+def _relu_backward(g, r):
+    gd, rd = g._data, r._data
+    if GRAD.enabled or gd.dtype != rd.dtype or gd.dtype.kind != "f":  # create_graph: a recorded product
+        return backward_results(ThresholdBackwardBackward0, (g, r), (g * (r > 0),))[0]
+    return wrap(_masked(gd, rd > 0))
+
+
+relu = unary("relu", _relu_np, _relu_backward, node="ReluBackward0", saves="result", floating=False, inplace=True)
+
+
+def _exact_for_integers(np_fn):
+    """Rounding ops leave integers (and bools) as they are."""
+    return lambda d: np_fn(d) if d.dtype.kind == "f" else d.copy()
+
+
+def _sign_np(d):
+    return np.sign(d) if d.dtype.kind != "b" else d.copy()
+
+
+sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inplace=True, saves_self=False)
+sgn = unary("sgn", _sign_np, None, node="SgnBackward0", floating=False, inplace=True, saves_self=False)
+floor = unary("floor", _exact_for_integers(np.floor), None, node="FloorBackward0", floating=False, inplace=True,
+              saves_self=False)
+ceil = unary("ceil", _exact_for_integers(np.ceil), None, node="CeilBackward0", floating=False, inplace=True,
+             saves_self=False)
+trunc = unary("trunc", _exact_for_integers(np.trunc), None, node="TruncBackward0", floating=False, inplace=True,
+              saves_self=False)
+frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0")
+_round_half_even = unary("round", _exact_for_integers(np.round), None, node="RoundBackward0", floating=False,
+                         function=False, method=False)
+
+
+class RoundBackward1(ZeroGradNode):
     __slots__ = ()
 
-    def apply(self, grads):
-        (r,) = self.saved()
-        g = grads[0]
-        gd, rd = g._data, r._data
-        if GRAD.enabled or gd.dtype != rd.dtype or gd.dtype.kind != "f":  # create_graph: a recorded product
-            return (g * (r > 0),)
-        return (wrap(_masked(gd, rd > 0)),)
 
-
-def relu(x):
-    return _unary(x, _relu_np, ReluBackward0, save_output=True, floating=False)
-
-
-def _zero_grad_unary(name, np_fn, floating=False):
-    class _Node(Node):
-        __slots__ = ("shape", "dtype")
-
-        def apply(self, grads):
-            return (wrap(np.zeros(self.shape, dtype=self.dtype)),)
-
-    _Node.__name__ = _Node.__qualname__ = name
-
-    def op(x):
-        if not isinstance(x, Tensor):
-            x = as_tensor_arg(x)
-        data = x._data
-        if floating and data.dtype.kind not in "fc":
-            data = data.astype(float_dtype_for(x))
-        result = wrap(np_fn(data))
-        if GRAD.enabled and x._requires_grad:
-            node = _Node((edge(x),))
-            node.shape, node.dtype = x._data.shape, x._data.dtype
-            record(node, result)
-        return result
-    return op
-
-
-sign = _zero_grad_unary("SignBackward0", lambda d: np.sign(d) if d.dtype.kind != "b" else d.copy())
-floor = _zero_grad_unary("FloorBackward0", lambda d: np.floor(d) if d.dtype.kind == "f" else d.copy())
-ceil = _zero_grad_unary("CeilBackward0", lambda d: np.ceil(d) if d.dtype.kind == "f" else d.copy())
-trunc = _zero_grad_unary("TruncBackward0", lambda d: np.trunc(d) if d.dtype.kind == "f" else d.copy())
-frac = _define_unary("FracBackward0", lambda d: d - np.trunc(d), lambda g: g)
-
-
+@op(inplace=True, saves_self=False)
 def round(x, *, decimals=0):
-    op = _zero_grad_unary("RoundBackward0" if decimals == 0 else "RoundBackward1",
-                          lambda d: np.round(d, decimals) if d.dtype.kind == "f" else d.copy())
-    return op(x)
+    if decimals == 0:
+        return _round_half_even(x)
+    if not isinstance(x, Tensor):
+        x = as_tensor_arg(x)
+    data = x._data
+    result = wrap(np.round(data, decimals) if data.dtype.kind == "f" else data.copy())
+    if GRAD.enabled and x._requires_grad:
+        record_op(RoundBackward1, (x,), result).keep_shapes(x)
+    return result
 
 
+@op(inplace=True)
 def square(x):
     return pow(x, 2)
 
@@ -491,6 +454,7 @@ def square(x):
 # ---- clamp, maximum/minimum, where, lerp -------------------------------------------------------
 class ClampBackward1(Node):
     __slots__ = ("lo", "hi")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -505,6 +469,7 @@ class ClampBackward1(Node):
 
 class ClampBackward0(Node):
     __slots__ = ()
+    saved_names = ("self", "min", "max")
 
     def apply(self, grads):
         x, lo, hi = self.saved()
@@ -523,6 +488,7 @@ class ClampBackward0(Node):
         return gx, gl, gh
 
 
+@op(aliases=("clip",), inplace=True)
 def clamp(x, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -537,9 +503,8 @@ def clamp(x, min=None, max=None):
         result = wrap(np.asarray(data, dtype=x._data.dtype))
         if GRAD.enabled and (x._requires_grad or (lo is not None and lo._requires_grad)
                              or (hi is not None and hi._requires_grad)):
-            node = ClampBackward0((edge(x), edge(lo), edge(hi)))
+            node = record_op(ClampBackward0, (x, lo, hi), result)
             node.save(x, lo, hi)
-            record(node, result)
         return result
     dt = x._data.dtype
     if dt.kind in "iu" and (isinstance(min, float) or isinstance(max, float)):
@@ -549,29 +514,31 @@ def clamp(x, min=None, max=None):
         out = np.clip(data, min, max) if min is None or max is None or min <= max else np.full_like(data, max)
     result = wrap(np.asarray(out, dtype=dt))
     if GRAD.enabled and x._requires_grad:
-        node = ClampBackward1((edge(x),))
+        node = record_op(ClampBackward1, (x,), result)
         node.lo, node.hi = min, max
         node.save(x)
-        record(node, result)
     return result
 
 
 clip = clamp
 
 
+@op(inplace=True)
 def clamp_min(x, min):
     return clamp(x, min=min)
 
 
+@op(inplace=True)
 def clamp_max(x, max):
     return clamp(x, max=max)
 
 
 class MaximumBackward0(Node):
     __slots__ = ("pick",)
+    saved_names = ("other", "self")
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         if self.pick == "max":
             wa = (a > b) + (a == b) * 0.5
@@ -593,26 +560,28 @@ def _extremum(a, b, np_fn, node_cls, pick):
     dt = result_np_dtype(a, b)
     result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, b):
-        node = node_cls((edge(a), edge(b)))
+        node = record_op(node_cls, (a, b), result)
         node.pick = pick
-        node.save(a, b)
-        record(node, result)
+        node.save(b, a)
     return result
 
 
+@op(inplace=True)
 def maximum(a, b):
     return _extremum(a, b, np.maximum, MaximumBackward0, "max")
 
 
+@op(inplace=True)
 def minimum(a, b):
     return _extremum(a, b, np.minimum, MinimumBackward0, "min")
 
 
-fmax, fmin = maximum, minimum
+fmax, fmin = op("fmax")(maximum), op("fmin")(minimum)
 
 
 class WhereBackward0(Node):
     __slots__ = ("a_shape", "b_shape")
+    saved_names = ("condition",)
 
     def apply(self, grads):
         (cond,) = self.saved()
@@ -623,6 +592,7 @@ class WhereBackward0(Node):
         return ga, gb
 
 
+@op(method=False)  # Tensor.where(condition, other) takes self second
 def where(condition, input=None, other=None):
     condition = as_tensor_arg(condition)
     if input is None and other is None:
@@ -637,27 +607,26 @@ def where(condition, input=None, other=None):
     cond = condition._data.astype(bool, copy=False)
     result = wrap(np.where(cond, data_of(a, dt), data_of(b, dt)))
     if _needs(a, b):
-        node = WhereBackward0((edge(a), edge(b)))
+        node = record_op(WhereBackward0, (a, b), result)
         node.a_shape, node.b_shape = a._data.shape, b._data.shape
         node.save(wrap(cond))
-        record(node, result)
     return result
 
 
 class LerpBackward0(Node):
-    __slots__ = ("weight",)
+    __slots__ = ("weight", "shapes")
 
     def apply(self, grads):
         g = grads[0]
-        start, end = self.saved()
         w = self.weight
-        ga = sum_to_shape(g * (1 - w), start._data.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * w, end._data.shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(g * (1 - w), self.shapes[0]) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(g * w, self.shapes[1]) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
 class LerpBackward1(Node):
     __slots__ = ()
+    saved_names = ("self", "end", "weight")
 
     def apply(self, grads):
         g = grads[0]
@@ -668,46 +637,47 @@ class LerpBackward1(Node):
         return ga, gb, gw
 
 
+@op(inplace=True)
 def lerp(start, end, weight):
     start, end = as_tensor_arg(start), as_tensor_arg(end)
     if isinstance(weight, Tensor):
         result = wrap(start._data + weight._data * (end._data - start._data))
         if GRAD.enabled and (start._requires_grad or end._requires_grad or weight._requires_grad):
-            node = LerpBackward1((edge(start), edge(end), edge(weight)))
+            node = record_op(LerpBackward1, (start, end, weight), result)
             node.save(start, end, weight)
-            record(node, result)
         return result
     result = wrap((start._data + weight * (end._data - start._data)).astype(start._data.dtype, copy=False))
     if _needs(start, end):
-        node = LerpBackward0((edge(start), edge(end)))
+        node = record_op(LerpBackward0, (start, end), result)
         node.weight = weight
-        node.save(start, end)
-        record(node, result)
+        node.shapes = (start._data.shape, end._data.shape)  # torch keeps no tensor for a number weight
     return result
 
 
 class NanToNumBackward0(Node):
     __slots__ = ()
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
         return (grads[0] * x.isfinite(),)
 
 
+@op(inplace=True)
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
     result = wrap(np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf))
     if GRAD.enabled and x._requires_grad:
-        node = NanToNumBackward0((edge(x),))
+        node = record_op(NanToNumBackward0, (x,), result)
         node.save(x)
-        record(node, result)
     return result
 
 
 class Atan2Backward0(Node):
     __slots__ = ()
+    saved_names = ("other", "self")
 
     def apply(self, grads):
-        a, b = self.saved()
+        b, a = self.saved()
         g = grads[0]
         denom = a * a + b * b
         ga = sum_to_shape(g * b / denom, a._data.shape) if self.next_functions[0][0] is not None else None
@@ -715,46 +685,52 @@ class Atan2Backward0(Node):
         return ga, gb
 
 
+@op()
 def atan2(a, b):
     a, b = as_tensor_arg(a), as_tensor_arg(b)
     result = wrap(np.arctan2(a._data, b._data))
     if _needs(a, b):
-        node = Atan2Backward0((edge(a), edge(b)))
-        node.save(a, b)
-        record(node, result)
+        node = record_op(Atan2Backward0, (a, b), result)
+        node.save(b, a)
     return result
 
 
 class RemainderBackward0(Node):
+    """remainder and fmod by a divisor that needs no gradient: the gradient passes through."""
+
     __slots__ = ()
 
     def apply(self, grads):
         return (grads[0],)
 
 
+class FmodBackward0(RemainderBackward0):
+    __slots__ = ()
+
+
+@op(inplace=True)
 def remainder(a, b):
     a, b, dt = _binary_inputs(a, b)
     with _err():
         result = _finish(np.mod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):
-        node = RemainderBackward0((edge(a),))
-        record(node, result)
+        record_op(RemainderBackward0, (a,), result)
     return result
 
 
+@op(inplace=True)
 def fmod(a, b):
     a, b, dt = _binary_inputs(a, b)
     with _err():
         result = _finish(np.fmod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):
-        node = RemainderBackward0((edge(a),))
-        record(node, result)
+        record_op(FmodBackward0, (a,), result)
     return result
 
 
 # ---- comparisons and logic (no gradient) -------------------------------------------------------
-def _compare(np_fn):
-    def op(a, b):
+def _compare(np_fn, name, aliases=()):
+    def compare(a, b):
         if not isinstance(a, Tensor):
             a = as_tensor_arg(a)
         if not isinstance(b, Tensor) and not is_number(b):
@@ -762,36 +738,39 @@ def _compare(np_fn):
         dt = result_np_dtype(a, b)
         with _err():
             return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
-    return op
+    compare.__name__ = compare.__qualname__ = name
+    return op(name, aliases=aliases)(compare)
 
 
-eq = _compare(np.equal)
-ne = _compare(np.not_equal)
-lt = _compare(np.less)
-le = _compare(np.less_equal)
-gt = _compare(np.greater)
-ge = _compare(np.greater_equal)
+eq = _compare(np.equal, "eq")
+ne = _compare(np.not_equal, "ne", ("not_equal",))
+lt = _compare(np.less, "lt", ("less",))
+le = _compare(np.less_equal, "le", ("less_equal",))
+gt = _compare(np.greater, "gt", ("greater",))
+ge = _compare(np.greater_equal, "ge", ("greater_equal",))
 greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 
 
-def _logical(np_fn):
-    def op(a, b):
+def _logical(np_fn, name):
+    def logical(a, b):
         a, b = as_tensor_arg(a), as_tensor_arg(b)
         return wrap(np_fn(a._data, b._data))
-    return op
+    logical.__name__ = logical.__qualname__ = name
+    return op(name)(logical)
 
 
-logical_and = _logical(np.logical_and)
-logical_or = _logical(np.logical_or)
-logical_xor = _logical(np.logical_xor)
+logical_and = _logical(np.logical_and, "logical_and")
+logical_or = _logical(np.logical_or, "logical_or")
+logical_xor = _logical(np.logical_xor, "logical_xor")
 
 
+@op()
 def logical_not(a):
     return wrap(np.logical_not(as_tensor_arg(a)._data))
 
 
 def _bitwise(np_fn, name):
-    def op(a, b):
+    def bitwise(a, b):
         a = as_tensor_arg(a)
         if not isinstance(b, Tensor):
             b = as_tensor_arg(b, a)
@@ -799,7 +778,8 @@ def _bitwise(np_fn, name):
             raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
         dt = result_np_dtype(a, b)
         return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
-    return op
+    bitwise.__name__ = bitwise.__qualname__ = name
+    return op(name)(bitwise)
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
@@ -807,43 +787,67 @@ bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
 bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
+@op()
 def bitwise_not(a):
     if a._data.dtype.kind == "f":
         raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
     return wrap(np.invert(a._data))
 
 
+@op()
 def isnan(x):
     return wrap(np.isnan(x._data) if x._data.dtype.kind in "fc" else np.zeros(x._data.shape, bool))
 
 
+@op()
 def isinf(x):
     return wrap(np.isinf(x._data) if x._data.dtype.kind in "fc" else np.zeros(x._data.shape, bool))
 
 
+@op()
 def isfinite(x):
     return wrap(np.isfinite(x._data) if x._data.dtype.kind in "fc" else np.ones(x._data.shape, bool))
 
 
+@op()
 def isposinf(x):
     return wrap(np.isposinf(x._data))
 
 
+@op()
 def isneginf(x):
     return wrap(np.isneginf(x._data))
 
 
+@op()
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = as_tensor_arg(a), as_tensor_arg(b, a)
     return wrap(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@op()
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     return bool(isclose(a, b, rtol, atol, equal_nan)._data.all())
 
 
+@op()
 def equal(a, b) -> bool:
     return a._data.shape == b._data.shape and bool(np.array_equal(a._data, b._data))
+
+
+@op("where", function=False)
+def where_method(self, condition, other):
+    return where(condition, self, other)
+
+
+@op(inplace=True)
+def addcmul(x, t1, t2, *, value=1):
+    return x + (t1 * t2) * value if value != 1 else x + t1 * t2
+
+
+@op(inplace=True)
+def addcdiv(x, t1, t2, *, value=1):
+    return x + (t1 / t2) * value if value != 1 else x + t1 / t2
 
 
 def _maybe_out(result, out):
@@ -851,3 +855,6 @@ def _maybe_out(result, out):
         return result
     out._data = result._data
     return out
+
+
+__all__ = module_all(globals())

@@ -8,7 +8,9 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
+from ..autograd import grad_mode
 from ..autograd.graph import Node
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import quiet_fp
 
@@ -72,6 +74,7 @@ def _sum_dtype(x, dtype):
     return np.dtype(np.int64) if k in "iub" else x._data.dtype
 
 
+@op()
 def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
@@ -81,18 +84,17 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if dims is None and dim is None:
         result = wrap(np.asarray(data.sum(dtype=out_dt)))
         if GRAD.enabled and x._requires_grad:
-            node = SumBackward0((edge(x),))
+            node = record_op(SumBackward0, (x,), result)
             node.in_shape = data.shape
-            record(node, result)
         return result
     result = wrap(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)))
     if GRAD.enabled and x._requires_grad:
-        node = SumBackward1((edge(x),))
+        node = record_op(SumBackward1, (x,), result)
         node.in_shape, node.dims, node.keepdim = data.shape, dims, keepdim
-        record(node, result)
     return result
 
 
+@op()
 def nansum(x, dim=None, keepdim=False, *, dtype=None):
     return sum(x.masked_fill(x.isnan(), 0), dim, keepdim, dtype=dtype)
 
@@ -111,6 +113,7 @@ class MeanBackward1(Node):
         return (_expand_grad(grads[0] / self.count, self.in_shape, self.dims, self.keepdim),)
 
 
+@op()
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
     if data.dtype.kind not in "fc" and dtype is None:
@@ -136,6 +139,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     return result
 
 
+@op()
 def nanmean(x, dim=None, keepdim=False):
     mask = ~x.isnan()
     return sum(x.masked_fill(~mask, 0), dim, keepdim) / sum(mask, dim, keepdim)
@@ -143,6 +147,7 @@ def nanmean(x, dim=None, keepdim=False):
 
 class ProdBackward0(Node):
     __slots__ = ("dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -187,6 +192,7 @@ def _prod_others(x: Tensor, dims):
     return out
 
 
+@op()
 def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
     out_dt = _sum_dtype(x, dtype)
@@ -199,9 +205,8 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         result = wrap(np.asarray(data.prod(axis=dims, keepdims=keepdim, dtype=out_dt)))
         node_cls = ProdBackward1
     if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), result)
         node.dims, node.keepdim = dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -212,6 +217,7 @@ def _cumprod_np(data, d):
 
 class CumprodBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, out = self.saved()
@@ -231,14 +237,14 @@ class CumprodBackward0(Node):
         return (cat(parts, d),)
 
 
+@op()
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
     result = wrap(_cumprod_np(data, d))
     if GRAD.enabled and x._requires_grad:
-        node = CumprodBackward0((edge(x),))
+        node = record_op(CumprodBackward0, (x,), result)
         node.dim = d
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -250,14 +256,14 @@ class CumsumBackward0(Node):
         return (grads[0].flip(self.dim).cumsum(self.dim).flip(self.dim),)
 
 
+@op()
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     out_dt = _sum_dtype(x, dtype)
     result = wrap(np.cumsum(x._data, axis=d, dtype=out_dt) if x._data.ndim else x._data.astype(out_dt).copy())
     if GRAD.enabled and x._requires_grad:
-        node = CumsumBackward0((edge(x),))
+        node = record_op(CumsumBackward0, (x,), result)
         node.dim = d
-        record(node, result)
     return result
 
 
@@ -277,6 +283,7 @@ class MaxBackward1(Node):
     """Gradient of a full max/min: shared evenly among the elements that tie for it."""
 
     __slots__ = ()
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -293,6 +300,7 @@ class MaxBackward0(Node):
     """Gradient of max/min along a dim: goes to the index that was returned."""
 
     __slots__ = ("in_shape", "dim", "keepdim")
+    saved_names = ("indices",)
 
     def apply(self, grads):
         (indices,) = self.saved()
@@ -316,8 +324,7 @@ def _extreme(x, dim, keepdim, is_max, name):
                                "Specify the reduction dim with the 'dim' argument.")
         result = wrap(np.asarray(data.max() if is_max else data.min()))
         if GRAD.enabled and x._requires_grad:
-            node = (MaxBackward1 if is_max else MinBackward1)((edge(x),))
-            record(node, result)
+            node = record_op((MaxBackward1 if is_max else MinBackward1), (x,), result)
             node.save(x, output=result)
         return result
     if isinstance(dim, Tensor):
@@ -340,10 +347,9 @@ def _extreme(x, dim, keepdim, is_max, name):
     vals = wrap(np.asarray(values))
     inds = wrap(np.asarray(idx, dtype=np.int64))
     if GRAD.enabled and x._requires_grad:
-        node = (MaxBackward0 if is_max else MinBackward0)((edge(x),))
+        node = record_op((MaxBackward0 if is_max else MinBackward0), (x,), vals)
         node.in_shape, node.dim, node.keepdim = data.shape, d, keepdim
         node.save(inds)
-        record(node, vals)
     return _return_type("max" if is_max else "min")(vals, inds)
 
 
@@ -357,16 +363,19 @@ def minimum_(a, b):
     return minimum(a, b)
 
 
+@op()
 def max(x: Tensor, dim=None, keepdim: bool = False):
     return _extreme(x, dim, keepdim, True, "max")
 
 
+@op()
 def min(x: Tensor, dim=None, keepdim: bool = False):
     return _extreme(x, dim, keepdim, False, "min")
 
 
 class AmaxBackward0(Node):
     __slots__ = ("dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -386,21 +395,23 @@ def _amax(x, dim, keepdim, is_max):
     fn = np.max if is_max else np.min
     result = wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim)))
     if GRAD.enabled and x._requires_grad:
-        node = (AmaxBackward0 if is_max else AminBackward0)((edge(x),))
+        node = record_op((AmaxBackward0 if is_max else AminBackward0), (x,), result)
         node.dims, node.keepdim = dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
 
+@op()
 def amax(x, dim=(), keepdim=False):
     return _amax(x, dim, keepdim, True)
 
 
+@op()
 def amin(x, dim=(), keepdim=False):
     return _amax(x, dim, keepdim, False)
 
 
+@op()
 def aminmax(x, *, dim=None, keepdim=False):
     rt = namedtuple("aminmax", ["min", "max"])
     return rt(amin(x, dim if dim is not None else (), keepdim), amax(x, dim if dim is not None else (), keepdim))
@@ -416,14 +427,17 @@ def _arg_extreme(x, dim, keepdim, np_fn):
     return wrap(np.asarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
 
 
+@op()
 def argmax(x, dim=None, keepdim=False):
     return _arg_extreme(x, dim, keepdim, np.argmax)
 
 
+@op()
 def argmin(x, dim=None, keepdim=False):
     return _arg_extreme(x, dim, keepdim, np.argmin)
 
 
+@op()
 def all(x, dim=None, keepdim=False):
     data = x._data
     if dim is None:
@@ -431,6 +445,7 @@ def all(x, dim=None, keepdim=False):
     return wrap(np.asarray(data.all(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
 
 
+@op()
 def any(x, dim=None, keepdim=False):
     data = x._data
     if dim is None:
@@ -438,6 +453,7 @@ def any(x, dim=None, keepdim=False):
     return wrap(np.asarray(data.any(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
 
 
+@op()
 def count_nonzero(x, dim=None):
     return wrap(np.asarray(np.count_nonzero(x._data, axis=norm_dims(dim, x._data.ndim)), dtype=np.int64))
 
@@ -445,6 +461,7 @@ def count_nonzero(x, dim=None):
 # ---- variance and friends ------------------------------------------------------------------
 class VarBackward0(Node):
     __slots__ = ("dims", "keepdim", "correction")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -458,6 +475,7 @@ class VarBackward0(Node):
 
 class StdBackward0(Node):
     __slots__ = ("dims", "keepdim", "correction")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -484,6 +502,7 @@ def _var_args(dim, unbiased, keepdim, correction):
     return dim, _correction(unbiased, correction), keepdim
 
 
+@op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = x._data
@@ -494,10 +513,9 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
             if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = VarBackward0((edge(x),))
+        node = record_op(VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
         node.save(x)
-        record(node, result)
     return result
 
 
@@ -507,6 +525,7 @@ def _out_shape(shape, dims, keepdim):
     return tuple(1 if i in dims else s for i, s in enumerate(shape) if keepdim or i not in dims)
 
 
+@op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = x._data
@@ -517,23 +536,71 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
             else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = StdBackward0((edge(x),))
+        node = record_op(StdBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
-        record(node, result)
         node.save(x, output=result)
     return result
 
 
+class VarMeanBackward0(Node):
+    """One node for both outputs of var_mean (std_mean below), as torch records them."""
+
+    __slots__ = ("dims", "keepdim", "correction")
+    saved_names = ("self",)
+    _num_outputs = 2
+
+    def apply(self, grads):
+        saved = self.saved()
+        x = saved[0]
+        g_stat, g_mean = grads
+        shape, dims, keepdim = x._data.shape, self.dims, self.keepdim
+        n = x._data.size if dims is None else int(np.prod([shape[d] for d in dims]))
+        grad = None
+        if g_stat is not None:
+            mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
+            if len(saved) == 1:  # variance
+                (g,) = _restore_dims(shape, dims, keepdim, g_stat)
+                grad = g * (x - mu) * (2.0 / builtins.max(n - self.correction, 0))
+            else:  # standard deviation
+                g, result = _restore_dims(shape, dims, keepdim, g_stat, saved[1])
+                grad = g * (x - mu) / (result * builtins.max(n - self.correction, 0))
+        if g_mean is not None:
+            (g,) = _restore_dims(shape, dims, keepdim or dims is None, g_mean)
+            g = g.expand(shape) / n
+            grad = g if grad is None else grad + g
+        return (grad,)
+
+
+class StdMeanBackward0(VarMeanBackward0):
+    __slots__ = ()
+    saved_names = ("self", "result0")
+
+
+def _stat_mean(stat, node_cls, x, dim, unbiased, keepdim, correction):
+    with grad_mode.no_grad():
+        s = stat(x, dim, unbiased, keepdim, correction=correction)
+        m = mean(x, dim, keepdim) if dim is not None and not isinstance(dim, bool) else mean(x)
+    if GRAD.enabled and x._requires_grad:
+        dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
+        node = record_op(node_cls, (x,), s, m)
+        node.dims, node.keepdim, node.correction = norm_dims(dim, x._data.ndim), keepdim, corr
+        node.save(x) if node_cls is VarMeanBackward0 else node.save(x, output=s)
+    return s, m
+
+
+@op(method=False)
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
+    return _stat_mean(var, VarMeanBackward0, x, dim, unbiased, keepdim, correction)
 
 
+@op(method=False)
 def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return std(x, dim, unbiased, keepdim, correction=correction), mean(x, dim, keepdim) if dim is not None else mean(x)
+    return _stat_mean(std, StdMeanBackward0, x, dim, unbiased, keepdim, correction)
 
 
 class LinalgVectorNormBackward0(Node):
     __slots__ = ("ord", "dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -581,13 +648,13 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
             out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = LinalgVectorNormBackward0((edge(x),))
+        node = record_op(LinalgVectorNormBackward0, (x,), result)
         node.ord, node.dims, node.keepdim = ord, dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
 
+@op()
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     if p == "fro" or p is None:
         p = 2
@@ -598,6 +665,7 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 class LogsumexpBackward0(Node):
     __slots__ = ("dims", "keepdim")
+    saved_names = ("self", "result")
 
     def apply(self, grads):
         x, result = self.saved()
@@ -605,6 +673,7 @@ class LogsumexpBackward0(Node):
         return (g * (x - result).exp(),)
 
 
+@op()
 def logsumexp(x, dim, keepdim=False):
     data = x._data
     if data.dtype.kind not in "fc":
@@ -618,9 +687,8 @@ def logsumexp(x, dim, keepdim=False):
         out = out.reshape(_out_shape(data.shape, dims, False))
     result = wrap(np.asarray(out, dtype=data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = LogsumexpBackward0((edge(x),))
+        node = record_op(LogsumexpBackward0, (x,), result)
         node.dims, node.keepdim = dims, keepdim
-        record(node, result)
         node.save(x, output=result)
     return result
 
@@ -628,6 +696,7 @@ def logsumexp(x, dim, keepdim=False):
 # ---- softmax family --------------------------------------------------------------------------
 class SoftmaxBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("result",)
 
     def apply(self, grads):
         (y,) = self.saved()
@@ -638,6 +707,7 @@ class SoftmaxBackward0(Node):
 
 class LogSoftmaxBackward0(Node):
     __slots__ = ("dim",)
+    saved_names = ("result",)
 
     def apply(self, grads):
         (y,) = self.saved()
@@ -659,6 +729,7 @@ def _log_softmax_np(data, d):
     return shifted
 
 
+@op()
 def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         # cast as a recorded op first, so the gradient flows back in the input's dtype
@@ -670,13 +741,13 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     with _err():
         result = wrap(_softmax_np(data, d) if data.ndim else np.ones_like(data))
     if GRAD.enabled and x._requires_grad:
-        node = SoftmaxBackward0((edge(x),))
+        node = record_op(SoftmaxBackward0, (x,), result)
         node.dim = d
-        record(node, result)
         node.save(output=result)
     return result
 
 
+@op()
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
@@ -685,8 +756,10 @@ def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     with _err():
         result = wrap(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data))
     if GRAD.enabled and x._requires_grad:
-        node = LogSoftmaxBackward0((edge(x),))
+        node = record_op(LogSoftmaxBackward0, (x,), result)
         node.dim = d
-        record(node, result)
         node.save(output=result)
     return result
+
+
+__all__ = module_all(globals())

@@ -6,6 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record
 
 
@@ -25,6 +26,7 @@ class CatBackward0(Node):
         return tuple(out)
 
 
+@op(method=False, aliases=("concat", "concatenate"))
 def cat(tensors, dim: int = 0) -> Tensor:
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
@@ -63,6 +65,7 @@ class StackBackward0(Node):
         return grads[0].unbind(self.dim)
 
 
+@op(method=False)
 def stack(tensors, dim: int = 0) -> Tensor:
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
@@ -82,11 +85,13 @@ def stack(tensors, dim: int = 0) -> Tensor:
     return result
 
 
+@op(method=False)
 def hstack(tensors):
     tensors = [as_tensor_arg(t) for t in tensors]
     return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
 
 
+@op(method=False)
 def vstack(tensors):
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
@@ -106,18 +111,19 @@ class RepeatBackward0(Node):
         return (g.reshape(self.in_shape),)
 
 
+@op(function=False)
 def repeat(x: Tensor, *sizes) -> Tensor:
     sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
     if len(sizes) < x._data.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
     result = wrap(np.tile(x._data, sizes))
     if GRAD.enabled and x._requires_grad:
-        node = RepeatBackward0((edge(x),))
+        node = record_op(RepeatBackward0, (x,), result)
         node.in_shape, node.repeats = x._data.shape, sizes
-        record(node, result)
     return result
 
 
+@op()
 def tile(x, dims):
     dims = tuple(dims)
     if len(dims) < x._data.ndim:
@@ -128,9 +134,6 @@ def tile(x, dims):
 class RepeatInterleaveBackward(Node):
     __slots__ = ("dim", "repeats", "in_shape")
 
-    def name(self):
-        return "IndexSelectBackward0"
-
     def apply(self, grads):
         g = grads[0]
         idx = np.repeat(np.arange(self.in_shape[self.dim]), self.repeats)
@@ -139,6 +142,10 @@ class RepeatInterleaveBackward(Node):
         return (wrap(out),)
 
 
+RepeatInterleaveBackward.__name__ = RepeatInterleaveBackward.__qualname__ = "IndexSelectBackward0"  # torch's grad_fn name
+
+
+@op()
 def repeat_interleave(x, repeats, dim=None):
     if dim is None:
         x = x.reshape(-1)
@@ -147,9 +154,8 @@ def repeat_interleave(x, repeats, dim=None):
     reps = repeats._data if isinstance(repeats, Tensor) else repeats
     result = wrap(np.repeat(x._data, reps, axis=d))
     if GRAD.enabled and x._requires_grad:
-        node = RepeatInterleaveBackward((edge(x),))
+        node = record_op(RepeatInterleaveBackward, (x,), result)
         node.dim, node.repeats, node.in_shape = d, reps, x._data.shape
-        record(node, result)
     return result
 
 
@@ -160,21 +166,23 @@ class FlipBackward0(Node):
         return (grads[0].flip(self.dims),)
 
 
+@op(method=False)  # Tensor.flip takes *dims
 def flip(x: Tensor, dims) -> Tensor:
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims)
     result = wrap(np.flip(x._data, dims).copy())
     if GRAD.enabled and x._requires_grad:
-        node = FlipBackward0((edge(x),))
+        node = record_op(FlipBackward0, (x,), result)
         node.dims = dims
-        record(node, result)
     return result
 
 
+@op(method=False)
 def fliplr(x):
     return flip(x, 1)
 
 
+@op(method=False)
 def flipud(x):
     return flip(x, 0)
 
@@ -187,6 +195,7 @@ class RollBackward0(Node):
         return (grads[0].roll(neg, self.dims),)
 
 
+@op()
 def roll(x: Tensor, shifts, dims=None) -> Tensor:
     if isinstance(shifts, list):
         shifts = tuple(shifts)
@@ -197,9 +206,8 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     else:
         result = wrap(np.roll(x._data, shifts, dims))
     if GRAD.enabled and x._requires_grad:
-        node = RollBackward0((edge(x),))
+        node = record_op(RollBackward0, (x,), result)
         node.shifts, node.dims = shifts, dims
-        record(node, result)
     return result
 
 
@@ -217,21 +225,21 @@ class TriuBackward0(Node):
         return (grads[0].triu(self.diagonal),)
 
 
+@op(inplace=True, saves_self=False)
 def tril(x: Tensor, diagonal: int = 0) -> Tensor:
     result = wrap(np.tril(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
-        node = TrilBackward0((edge(x),))
+        node = record_op(TrilBackward0, (x,), result)
         node.diagonal = diagonal
-        record(node, result)
     return result
 
 
+@op(inplace=True, saves_self=False)
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     result = wrap(np.triu(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
-        node = TriuBackward0((edge(x),))
+        node = record_op(TriuBackward0, (x,), result)
         node.diagonal = diagonal
-        record(node, result)
     return result
 
 
@@ -242,6 +250,7 @@ class CloneBackward0(Node):
         return (grads[0],)
 
 
+@op()
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
     # layout is preserved like torch's preserve_format, except for expanded (stride-0) tensors
     data = x._data
@@ -252,6 +261,7 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
     return result
 
 
+@op(function=False)
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     if x._data.flags.c_contiguous:
         return x
@@ -277,12 +287,12 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
         new = data.astype(dt.np)
     result = wrap(new)
     if GRAD.enabled and x._requires_grad and dt.np.kind in "fc":
-        node = ToCopyBackward0((edge(x),))
+        node = record_op(ToCopyBackward0, (x,), result)
         node.dtype = _dtype.from_numpy_dtype(data.dtype)
-        record(node, result)
     return result
 
 
+@op(function=False)
 def to(x: Tensor, *args, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; copy=, non_blocking= accepted."""
     dtype = kwargs.pop("dtype", None)
@@ -311,5 +321,27 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     return to_dtype(x, dtype, copy)
 
 
+@op(function=False)
 def type_as(x, other):
     return to_dtype(x, other.dtype)
+
+
+@op("flip", function=False)
+def flip_method(self, *dims):
+    return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+def _dtype_method(name, dtype):
+    def convert(self, memory_format=None):
+        return to_dtype(self, dtype)
+    convert.__name__ = convert.__qualname__ = name
+    op(name, function=False)(convert)
+
+
+for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
+                   ("long", _dtype.int64), ("int", _dtype.int32), ("short", _dtype.int16), ("char", _dtype.int8),
+                   ("byte", _dtype.uint8), ("bool", _dtype.bool)):
+    _dtype_method(_name, _dt)
+
+
+__all__ = module_all(globals())

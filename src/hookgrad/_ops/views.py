@@ -13,7 +13,8 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
-from ._base import GRAD, NONE_EDGE, edge, record, sum_to_shape
+from ._declare import module_all, op, record_op
+from ._base import GRAD, edge, record, sum_to_shape
 
 
 def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
@@ -23,10 +24,9 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
     out._version_counter = x._version_counter
     out._view_version = x._version_counter[0]
     if node_cls is not None and GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), out)
         for k, v in attrs.items():
             setattr(node, k, v)
-        record(node, out)
         if x.__dict__:
             error = x.__dict__.get("_inplace_error")
             if type(error) is tuple:  # a view of a custom Function's view inherits its restriction
@@ -71,6 +71,7 @@ def _shape_args(shape):
     return tuple(int(s) for s in shape)
 
 
+@op(function=False)
 def view(x: Tensor, *shape, dtype=None) -> Tensor:
     if dtype is not None:  # torch's keyword form x.view(dtype=...)
         if shape:
@@ -94,6 +95,7 @@ def view_dtype(x, dt):
     return make_view(x, x._data.view(dt.np))
 
 
+@op()
 def reshape(x: Tensor, *shape) -> Tensor:
     shape = _infer_shape(_shape_args(shape), x._data.size)
     data = x._data
@@ -104,18 +106,22 @@ def reshape(x: Tensor, *shape) -> Tensor:
         new.shape = shape
         return make_view(x, new, ViewBackward0, in_shape=data.shape)
     except AttributeError:
-        # not expressible as a view: torch copies (clone) and then views the copy
-        return view(x.clone(memory_format="torch.contiguous_format"), shape)
+        # not expressible as a view: torch copies (clone) and reshapes the copy (not a view of it)
+        from .linalg import _unsafe_view
+        return _unsafe_view(x.clone(memory_format="torch.contiguous_format"), shape)
 
 
+@op(function=False)
 def view_as(x, other):
     return view(x, other._data.shape)
 
 
+@op(function=False)
 def reshape_as(x, other):
     return reshape(x, other._data.shape)
 
 
+@op()
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     nd = x._data.ndim
     if nd == 0:
@@ -129,6 +135,7 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
     return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
+@op()
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     shape = x._data.shape
@@ -151,6 +158,7 @@ class SqueezeBackward2(SqueezeBackward0):
     __slots__ = ()
 
 
+@op()
 def squeeze(x: Tensor, dim=None) -> Tensor:
     shape = x._data.shape
     if dim is None:
@@ -171,6 +179,7 @@ class UnsqueezeBackward0(Node):
         return (grads[0].squeeze(self.dim),)
 
 
+@op()
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim + 1)
     return make_view(x, np.expand_dims(x._data, d), UnsqueezeBackward0, dim=d)
@@ -184,6 +193,7 @@ class PermuteBackward0(Node):
         return (grads[0].permute(tuple(np.argsort(self.dims))),)
 
 
+@op()
 def permute(x: Tensor, *dims) -> Tensor:
     dims = _shape_args(dims)
     nd = x._data.ndim
@@ -204,6 +214,7 @@ class TransposeBackward0(Node):
         return (grads[0].transpose(self.d0, self.d1),)
 
 
+@op(aliases=("swapaxes", "swapdims"))
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = x._data.ndim
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
@@ -222,6 +233,7 @@ class TBackward0(Node):
         return (grads[0].t(),)
 
 
+@op()
 def t(x: Tensor) -> Tensor:
     if x._data.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x._data.ndim}D")
@@ -241,6 +253,7 @@ def mT_property(x: Tensor) -> Tensor:
     return transpose(x, -2, -1)
 
 
+@op(aliases=("moveaxis",))
 def movedim(x: Tensor, source, destination) -> Tensor:
     nd = x._data.ndim
     src = [source] if isinstance(source, int) else list(source)
@@ -264,6 +277,7 @@ class ExpandBackward0(Node):
         return (sum_to_shape(grads[0], self.in_shape),)
 
 
+@op(function=False)
 def expand(x: Tensor, *sizes) -> Tensor:
     sizes = _shape_args(sizes)
     shape = x._data.shape
@@ -285,10 +299,12 @@ def expand(x: Tensor, *sizes) -> Tensor:
     return make_view(x, data, ExpandBackward0, in_shape=shape)
 
 
+@op(function=False)
 def expand_as(x, other):
     return expand(x, other._data.shape)
 
 
+@op()
 def broadcast_to(x, shape):
     return expand(x, shape)
 
@@ -321,11 +337,11 @@ class AliasBackward0(Node):
 class IndexScatterNode(Node):
     __slots__ = ("index",)
 
-    def name(self):
-        return "SelectBackwardBackward0"
-
     def apply(self, grads):
         return (grads[0][self.index],)
+
+
+IndexScatterNode.__name__ = IndexScatterNode.__qualname__ = "SelectBackwardBackward0"  # torch's grad_fn name
 
 
 def index_scatter(g: Tensor, shape, index) -> Tensor:
@@ -334,12 +350,12 @@ def index_scatter(g: Tensor, shape, index) -> Tensor:
     buf[index] = g._data
     out = wrap(buf)
     if GRAD.enabled and g._requires_grad:
-        node = IndexScatterNode((edge(g),))
+        node = record_op(IndexScatterNode, (g,), out)
         node.index = index
-        record(node, out)
     return out
 
 
+@op()
 def select(x: Tensor, dim: int, index: int) -> Tensor:
     nd = x._data.ndim
     if nd == 0:
@@ -362,6 +378,7 @@ def slice_dim(x: Tensor, dim: int, start, stop, step=1) -> Tensor:
     return make_view(x, x._data[idx], SliceBackward0, in_shape=x._data.shape, index=idx)
 
 
+@op()
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     size = x._data.shape[d]
@@ -460,6 +477,7 @@ def _multi_view(x, pieces, node):
     return tuple(outs)
 
 
+@op()
 def split(x: Tensor, split_size_or_sections, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
     size = x._data.shape[d]
@@ -484,6 +502,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
     return _multi_view(x, pieces, node)
 
 
+@op()
 def chunk(x: Tensor, chunks: int, dim: int = 0):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
@@ -493,6 +512,7 @@ def chunk(x: Tensor, chunks: int, dim: int = 0):
     return split(x, step, d)
 
 
+@op()
 def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
     size = x._data.shape[d]
@@ -505,6 +525,7 @@ def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
     return split(x, sizes, d)
 
 
+@op()
 def unbind(x: Tensor, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
     pieces = [x._data[(slice(None),) * d + (i, Ellipsis)] for i in range(x._data.shape[d])]
@@ -542,6 +563,7 @@ def _writable_diagonal(arr, offset, d1, d2):
     return np.lib.stride_tricks.as_strided(sub, shape, strides, writeable=arr.flags.writeable)
 
 
+@op()
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
     nd = x._data.ndim
     d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
@@ -598,24 +620,13 @@ class AsStridedBackward0(Node):
         return (strided_scatter(grads[0], self.geometry),)
 
 
-class AsStridedScatterNode(Node):
-    __slots__ = ("geometry",)
+class AsStridedBackwardBackward0(Node):
+    """Backward of ``strided_scatter`` (itself the backward of a strided view): read the view back out."""
 
-    def name(self):
-        return "AsStridedBackwardBackward0"
+    __slots__ = ("geometry",)
 
     def apply(self, grads):
         return (strided_gather(grads[0], self.geometry),)
-
-
-class AsStridedGatherNode(Node):
-    __slots__ = ("geometry",)
-
-    def name(self):
-        return "AsStridedBackward0"
-
-    def apply(self, grads):
-        return (strided_scatter(grads[0], self.geometry),)
 
 
 def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
@@ -624,9 +635,8 @@ def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
     part += g._data
     out = wrap(np.ascontiguousarray(whole))
     if GRAD.enabled and g._requires_grad:
-        node = AsStridedScatterNode((edge(g),))
+        node = record_op(AsStridedBackwardBackward0, (g,), out)
         node.geometry = geometry
-        record(node, out)
     return out
 
 
@@ -636,9 +646,8 @@ def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
     whole[...] = g._data
     out = wrap(part.copy())
     if GRAD.enabled and g._requires_grad:
-        node = AsStridedGatherNode((edge(g),))
+        node = record_op(AsStridedBackward0, (g,), out)
         node.geometry = geometry
-        record(node, out)
     return out
 
 
@@ -648,6 +657,7 @@ def as_strided_node(base: Tensor, view_tensor: Tensor) -> Node:
     return node
 
 
+@op()
 def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     item = x._data.itemsize
     base = x._data if x._base is None else x._base._data
@@ -659,9 +669,8 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
                                            writeable=True)
     out = make_view(x, data)
     if GRAD.enabled and x._requires_grad:
-        node = AsStridedGatherNode((edge(x),))
+        node = record_op(AsStridedBackward0, (x,), out)
         node.geometry = Geometry(x._data, data)
-        record(node, out)
     return out
 
 
@@ -784,3 +793,6 @@ def _write(x: Tensor, data: np.ndarray) -> None:
                            "single memory location. Please clone() the tensor before performing the operation.")
     np.copyto(target, data, casting="unsafe")
     x._version_counter[0] += 1
+
+
+__all__ = module_all(globals())

@@ -84,6 +84,17 @@ class Node:
     # ops on a tensor list (cat, stack): one formula yields every input's gradient, needed or not
     grads_for_every_input = False
 
+    # torch's names of what ``save`` keeps, in order: each becomes the properties ``_saved_<name>``
+    # (the tensor) and ``_raw_saved_<name>`` (the SavedTensor, where pack/unpack hooks can be set)
+    saved_names = ()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # properties made once per class (a __getattr__ would slow every attribute access on nodes)
+        for i, name in enumerate(cls.__dict__.get("saved_names", ())):
+            setattr(cls, "_saved_" + name, property(_saved_accessor(i, raw=False)))
+            setattr(cls, "_raw_saved_" + name, property(_saved_accessor(i, raw=True)))
+
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
         self._seq = next(_sequence)
@@ -166,6 +177,17 @@ class Node:
         raise NotImplementedError(f"{self.name()} has no backward")
 
 
+def _saved_accessor(index: int, raw: bool):
+    def get(node):
+        if node._saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        saved = node._saved[index] if index < len(node._saved) else None
+        if raw or saved is None:
+            return saved
+        return saved.unpack(node)
+    return get
+
+
 class SavedTensor:
     """A tensor kept for the backward: its value, or what the pack hook made of it.
 
@@ -224,6 +246,18 @@ class SavedTensor:
             out._accumulator = self.accumulator
             out._requires_grad = True
         return out
+
+    @property
+    def data(self):
+        return self.unpack()
+
+    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        """Pack the saved value now with ``pack_hook``; the backward unpacks it with ``unpack_hook``."""
+        if self.unpack_hook is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
+                               "Hint: only one pair of hooks is allowed at a time.")
+        value = self.unpack()
+        self.packed, self.unpack_hook, self.tensor = pack_hook(value), unpack_hook, None
 
     def unpack(self, node=None):
         if self.unpack_hook is not None:

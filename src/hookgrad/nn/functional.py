@@ -15,7 +15,9 @@ from .._ops import linalg
 from ._functional import activation as _act
 from ._functional import conv as _conv
 from ._functional import pooling as _pool
-from ._functional.linear_ops import linear_map
+from ._functional.linear_ops import linear_map, linear_map_nodes
+
+EmbeddingBackward0 = linear_map_nodes("EmbeddingBackward0", "EmbeddingBackwardBackward0")
 
 # re-exports
 from ._functional.activation import (dropout, elu, gelu, hardtanh, leaky_relu, log_softmax, relu, relu6, sigmoid,
@@ -151,7 +153,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
         counts = np.bincount(idx.reshape(-1), minlength=num).astype(weight._data.dtype)
     fwd = functools.partial(_embedding_fwd, idx=idx, pad_row=padding_idx)
     adj = functools.partial(_embedding_adj, idx=idx, num=num, pad_row=padding_idx, counts=counts)
-    return linear_map(weight, fwd, adj, "EmbeddingBackward0", "EmbeddingBackwardBackward0", value=weight._data[idx])
+    return linear_map(weight, fwd, adj, EmbeddingBackward0, value=weight._data[idx])
 
 
 def _embedding_renorm(weight, idx, max_norm, norm_type):

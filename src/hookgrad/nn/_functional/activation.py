@@ -13,8 +13,9 @@ import numpy as np
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
-from ..._ops._base import GRAD, edge, record
+from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
@@ -25,12 +26,11 @@ _SQRT1_2 = math.sqrt(0.5)
 def _unary(x, data, node_cls, attrs=(), save=True):
     result = wrap(data)
     if GRAD.enabled and x._requires_grad:
-        node = node_cls((edge(x),))
+        node = record_op(node_cls, (x,), result)
         for k, v in attrs:
             setattr(node, k, v)
         if save:
             node.save(x)
-        record(node, result)
     return result
 
 
@@ -45,16 +45,23 @@ def _const(mask, like):
 
 
 # ---- relu family -----------------------------------------------------------------------------
+# under create_graph, what a gradient that is constant in the saved input is recorded as (as in torch)
+LeakyReluBackwardBackward0 = node_class("LeakyReluBackwardBackward0", ZeroGradNode)
+HardtanhBackwardBackward0 = node_class("HardtanhBackwardBackward0", ZeroGradNode)
+
 def relu(input: Tensor, inplace: bool = False) -> Tensor:
     return input.relu_() if inplace else pointwise.relu(input)
 
 
 class LeakyReluBackward0(Node):
     __slots__ = ("slope",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
-        return (grads[0] * _const(np.where(x._data > 0, 1.0, self.slope), x),)
+        g = grads[0]
+        return backward_results(LeakyReluBackwardBackward0, (g, x),
+                                (g * _const(np.where(x._data > 0, 1.0, self.slope), x),))
 
 
 def _leaky_relu(x, negative_slope):
@@ -69,11 +76,13 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 
 class HardtanhBackward0(Node):
     __slots__ = ("lo", "hi")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
         d = x._data
-        return (grads[0] * _const((d > self.lo) & (d < self.hi), x),)
+        g = grads[0]
+        return backward_results(HardtanhBackwardBackward0, (g, x), (g * _const((d > self.lo) & (d < self.hi), x),))
 
 
 def _hardtanh(x, min_val, max_val):
@@ -93,6 +102,7 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
 
 class EluBackward0(Node):
     __slots__ = ("alpha",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -178,12 +188,12 @@ class NormalCdfBackward(Node):
 
     __slots__ = ()
 
-    def name(self):
-        return "ErfBackward0"
-
     def apply(self, grads):
         (x,) = self.saved()
         return (grads[0] * ((x * x) * -0.5).exp() * _INV_SQRT_2PI,)
+
+
+NormalCdfBackward.__name__ = NormalCdfBackward.__qualname__ = "ErfBackward0"  # torch's grad_fn name
 
 
 def _normal_cdf(x: Tensor) -> Tensor:
@@ -193,6 +203,7 @@ def _normal_cdf(x: Tensor) -> Tensor:
 
 class GeluBackward0(Node):
     __slots__ = ("approximate",)
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -259,6 +270,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
 
 class SiluBackward0(Node):
     __slots__ = ()
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -277,6 +289,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 
 class SoftplusBackward0(Node):
     __slots__ = ("beta", "threshold")
+    saved_names = ("self",)
 
     def apply(self, grads):
         (x,) = self.saved()

@@ -21,6 +21,7 @@ from ... import _threads as _blas
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, record
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 
 class _Geom:
@@ -328,6 +329,7 @@ def _bias_grad(g):
 # ---- recorded ops ---------------------------------------------------------------------------
 class ConvolutionBackward0(Node):
     __slots__ = ("geom", "cols", "transposed", "x_shape", "w_shape")
+    saved_names = ("input", "weight")
 
     def apply(self, grads):
         g = grads[0]
@@ -350,7 +352,7 @@ class ConvolutionBackward0(Node):
         self.cols = None
         if nf[2][0] is not None:
             gb = _bias_grad(g)
-        return gx, gw, gb
+        return backward_results(_ConstantInConvolutionInputs, (g, x, w), (gx, gw, gb))
 
 
 def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
@@ -358,13 +360,12 @@ def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
     out, cols = conv_forward_np(_as4d(x._data, nd), _as4d(w._data, nd), geom, None if b is None else b._data)
     result = wrap(_from4d(out, nd))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
-        node = ConvolutionBackward0((edge(x), edge(w), edge(b)))
+        node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed = geom, False
         node.x_shape, node.w_shape = x._data.shape, w._data.shape
         # the im2col columns serve the weight gradient again; keep them only if it will be wanted
         node.cols = cols if w._requires_grad else None
-        node.save(x if w._requires_grad else None, w if x._requires_grad else None)
-        record(node, result)
+        node.save(x, w)  # torch packs both, whichever gradients are wanted
     return result
 
 
@@ -376,11 +377,10 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
     out = np.ascontiguousarray(_from4d(out, nd))
     result = wrap(_bias_add(out, b))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
-        node = ConvolutionBackward0((edge(x), edge(w), edge(b)))
+        node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed, node.cols = geom, True, None
         node.x_shape, node.w_shape = x._data.shape, w._data.shape
         node.save(x if w._requires_grad else None, w if x._requires_grad else None)
-        record(node, result)
     return result
 
 
@@ -398,16 +398,19 @@ class ConvolutionBackwardBackward0(Node):
         return gx, gg
 
 
+# a create_graph gradient that none of the convolution backward's inputs reaches (torch's name)
+_ConstantInConvolutionInputs = node_class("ConvolutionBackwardBackward0", ZeroGradNode)
+
+
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
     nd = geom.nd
     w4 = w_shape if nd == 2 else (w_shape[0], w_shape[1], 1, w_shape[2])
     gw = conv_weight_grad_np(_as4d(x._data, nd), _as4d(gout._data, nd), w4, geom, cols)
     result = wrap(gw.reshape(w_shape).astype(gout._data.dtype, copy=False))
     if GRAD.enabled and (x._requires_grad or gout._requires_grad):
-        node = ConvolutionBackwardBackward0((edge(x), edge(gout)))
+        node = record_op(ConvolutionBackwardBackward0, (x, gout), result)
         node.geom, node.x_shape = geom, x._data.shape
         node.save(x, gout)
-        record(node, result)
     return result
 
 

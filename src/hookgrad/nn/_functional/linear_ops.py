@@ -3,35 +3,55 @@
 Pooling given its window choice, padding, adaptive averaging and embedding lookups are all linear
 in the tensor that gets the gradient. Each is described once by a pair of kernels ``(fwd, adj)``;
 the backward of the op is the adjoint, itself recorded with the forward as *its* backward, so
-gradients of any order come for free.
+gradients of any order come for free. Each op declares its pair of node classes once, with
+torch's names (``linear_map_nodes``).
 """
 from __future__ import annotations
 
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD, edge, record
+from ..._ops._base import GRAD
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 
 class LinearMapNode(Node):
     """Backward of a linear map: applies the adjoint kernel (recorded, so it is differentiable too)."""
 
-    __slots__ = ("_name", "fwd", "adj", "adj_name")
-
-    def name(self) -> str:
-        return self._name
+    __slots__ = ("fwd", "adj")
+    adjoint = None  # the node class of the adjoint map
+    saves_input = False  # torch keeps the input (pooling): version-checked, and an input of the backward
+    constant_in_input = None  # create_graph: the result's node when the gradient does not need grad
 
     def apply(self, grads):
-        return (linear_map(grads[0], self.adj, self.fwd, self.adj_name, self._name),)
+        g = grads[0]
+        out = linear_map(g, self.adj, self.fwd, self.adjoint)
+        if self.saves_input:
+            (x,) = self.saved()
+            return backward_results(self.constant_in_input, (g, x), (out,))
+        return (out,)
 
 
-def linear_map(x: Tensor, fwd, adj, name: str, adj_name: str, value=None) -> Tensor:
-    """``fwd(x)`` as a recorded op named ``name``; its gradient is ``adj(grad)`` (named ``adj_name``).
+def linear_map_nodes(name: str, adj_name: str, saves_input: bool = False):
+    """The node class ``name`` of a linear map, and (as its ``adjoint``) the class ``adj_name`` of its
+    backward. ``saves_input``: the node keeps the op's input, as torch's does."""
+    fwd_cls = node_class(name, LinearMapNode, saves_input=saves_input,
+                         saved_names=("self",) if saves_input else ())
+    adj_cls = node_class(adj_name, LinearMapNode)
+    fwd_cls.adjoint, adj_cls.adjoint = adj_cls, fwd_cls
+    if saves_input:
+        fwd_cls.constant_in_input = node_class(adj_name, ZeroGradNode)
+    return fwd_cls
+
+
+def linear_map(x: Tensor, fwd, adj, node_cls, value=None) -> Tensor:
+    """``fwd(x)`` as a recorded ``node_cls`` op; its gradient is ``adj(grad)``.
 
     ``value``: the forward result when the caller already has it (max pooling finds it on the way).
     """
     result = wrap(fwd(x._data) if value is None else value)
     if GRAD.enabled and x._requires_grad:
-        node = LinearMapNode((edge(x),))
-        node._name, node.fwd, node.adj, node.adj_name = name, fwd, adj, adj_name
-        record(node, result)
+        node = record_op(node_cls, (x,), result)
+        node.fwd, node.adj = fwd, adj
+        if node_cls.saves_input:
+            node.save(x)
     return result

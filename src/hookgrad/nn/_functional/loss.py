@@ -12,7 +12,8 @@ from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise
 from ..._ops import reduce as _rops
-from ..._ops._base import GRAD, edge, record
+from ..._ops._base import GRAD
+from ..._ops._declare import record_op
 from ..._ops._base import quiet_fp
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
@@ -76,6 +77,7 @@ class _PointwiseLossBackward(Node):
     """Backward of an elementwise loss reduced by ``reduction``: grad = dloss/dd * g (scaled)."""
 
     __slots__ = ("reduction", "param", "weighted")
+    saved_names = ("self", "target")
 
     def apply(self, grads):
         g = grads[0]
@@ -123,10 +125,9 @@ def _pointwise_loss(node_cls, x, t, reduction, values, param=None):
         out = values
     result = wrap(out)
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
-        node = node_cls((edge(x), edge(t)))
+        node = record_op(node_cls, (x, t), result)
         node.reduction, node.param = reduction, param
         node.save(x, t)
-        record(node, result)
     return result
 
 
@@ -272,9 +273,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
             coef = np.moveaxis(coef.reshape(xl.shape), -1, 1)
         elif xd.ndim == 1:
             coef = coef.reshape(xd.shape)
-        node = (NllLoss2DBackward0 if xd.ndim >= 3 else NllLossBackward0)((edge(x),))
+        node = record_op((NllLoss2DBackward0 if xd.ndim >= 3 else NllLossBackward0), (x,), result)
         node.coef, node.reduction = coef, reduction
-        record(node, result)
     return result
 
 
@@ -290,9 +290,8 @@ def _nll_mean_all_valid(x, xd, t1, c):
     if GRAD.enabled and x._requires_grad:
         coef = np.zeros(xd.shape, dtype=xd.dtype)
         coef[rows, t1] = -1.0 / n
-        node = NllLossBackward0((edge(x),))
+        node = record_op(NllLossBackward0, (x,), result)
         node.coef, node.reduction = coef, "mean"
-        record(node, result)
     return result
 
 
@@ -348,6 +347,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 # ---- binary cross entropy --------------------------------------------------------------------
 class BinaryCrossEntropyBackward0(Node):
     __slots__ = ("reduction", "weight")
+    saved_names = ("self", "target")
 
     def apply(self, grads):
         g = grads[0]
@@ -394,16 +394,16 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         out = vals
     result = wrap(out)
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
-        node = BinaryCrossEntropyBackward0((edge(x), edge(t)))
+        node = record_op(BinaryCrossEntropyBackward0, (x, t), result)
         node.reduction = reduction
         node.weight = weight.detach() if weight is not None else None
         node.save(x, t)
-        record(node, result)
     return result
 
 
 class BinaryCrossEntropyWithLogitsBackward0(Node):
     __slots__ = ("reduction", "weight", "pos_weight")
+    saved_names = ("self", "target")
 
     def apply(self, grads):
         g = grads[0]
@@ -459,12 +459,11 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         out = vals
     result = wrap(out)
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
-        node = BinaryCrossEntropyWithLogitsBackward0((edge(x), edge(t)))
+        node = record_op(BinaryCrossEntropyWithLogitsBackward0, (x, t), result)
         node.reduction = reduction
         node.weight = weight.detach() if weight is not None else None
         node.pos_weight = pos_weight.detach() if pos_weight is not None else None
         node.save(x, t)
-        record(node, result)
     return result
 
 

@@ -14,18 +14,23 @@ import numpy as np
 
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD, edge, record
+from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
 
 class _NormBackward(Node):
     __slots__ = ("view", "axes", "affine", "affine_axes", "eps", "batch_stats", "mean", "invstd")
+    bias_grad_from_backward = True
+    saves_bias = False
+    saved_names = ("input", "weight")
 
     def apply(self, grads):
         g = grads[0]
-        x, w = self.saved()
+        saved = self.saved()
+        x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
         nf = self.next_functions
         if GRAD.enabled:
             return self._apply_graph(g, x, w)
@@ -78,7 +83,9 @@ class _NormBackward(Node):
             gw = _sum(g * xhat, self.affine_axes)
         if nf[2][0] is not None:
             gb = _sum(g, self.affine_axes)
-        return gx, gw, gb
+        if not self.bias_grad_from_backward:
+            return backward_results(self.double_backward, (g, x, w), (gx, gw)) + (gb,)
+        return backward_results(self.double_backward, (g, x, w), (gx, gw, gb))
 
 
 def _sum(t, axes):
@@ -87,14 +94,20 @@ def _sum(t, axes):
 
 class NativeBatchNormBackward0(_NormBackward):
     __slots__ = ()
+    double_backward = node_class("NativeBatchNormBackwardBackward0", ZeroGradNode)
 
 
 class NativeLayerNormBackward0(_NormBackward):
     __slots__ = ()
+    saves_bias = True
+    saved_names = ("weight", "input", "bias", "result1", "result2")
+    double_backward = node_class("NativeLayerNormBackwardBackward0", ZeroGradNode)
 
 
 class NativeGroupNormBackward0(_NormBackward):
     __slots__ = ()
+    bias_grad_from_backward = False  # torch's group norm sums the bias gradient outside its backward op
+    double_backward = node_class("NativeGroupNormBackwardBackward0", ZeroGradNode)
 
 
 def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, mean=None, var=None):
@@ -117,11 +130,13 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
     result = wrap(out)
     if GRAD.enabled and (x._requires_grad or (weight is not None and weight._requires_grad)
                          or (bias is not None and bias._requires_grad)):
-        node = node_cls((edge(x), edge(weight), edge(bias)))
+        node = record_op(node_cls, (x, weight, bias), result)
         node.view, node.axes, node.affine, node.affine_axes = view, axes, affine, affine_axes
         node.eps, node.batch_stats, node.mean, node.invstd = eps, batch_stats, mean, invstd
-        node.save(x, weight)
-        record(node, result)
+        if node_cls.saves_bias:  # torch's layer norm packs weight, input, bias, mean, rstd (in this order)
+            node.save(weight, x, bias, wrap(mean), wrap(invstd))
+        else:
+            node.save(x, weight)
     return result, mean, var
 
 

@@ -11,11 +11,20 @@ import numpy as np
 
 from ..._tensor import Tensor, wrap
 from .conv import _tuple, windows
-from .linear_ops import linear_map
+from .linear_ops import linear_map, linear_map_nodes
 from ..._ops._base import GRAD
 
 
 # ---- geometry --------------------------------------------------------------------------------
+# each op's node classes, with torch's names (the backward of the backward is the forward map again)
+MaxPool2DWithIndicesBackward0 = linear_map_nodes("MaxPool2DWithIndicesBackward0",
+                                                 "MaxPool2DWithIndicesBackwardBackward0", saves_input=True)
+AvgPool2DBackward0 = linear_map_nodes("AvgPool2DBackward0", "AvgPool2DBackwardBackward0", saves_input=True)
+AdaptiveAvgPool2DBackward0 = linear_map_nodes("AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DBackwardBackward0",
+                                              saves_input=True)
+ConstantPadNdBackward0 = linear_map_nodes("ConstantPadNdBackward0", "ConstantPadNdBackwardBackward0")
+
+
 def _pool_out(size, k, s, p, d, ceil_mode):
     """Output length of a pooling window sweep (torch's rule, ceil_mode included)."""
     num = size + 2 * p - d * (k - 1) - 1 + (s - 1 if ceil_mode else 0)
@@ -240,8 +249,7 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
 def _max_pool_result(x, best, g, need_indices):
     fwd = functools.partial(_max_gather, geom=g)
     adj = functools.partial(_max_scatter, geom=g)
-    out = linear_map(x, fwd, adj, "MaxPool2DWithIndicesBackward0", "MaxPool2DWithIndicesBackwardBackward0",
-                     value=best)
+    out = linear_map(x, fwd, adj, MaxPool2DWithIndicesBackward0, value=best)
     return out, (wrap(g.flat_indices()) if need_indices else None)
 
 
@@ -319,7 +327,7 @@ _avg_fwd_b, _avg_adj_b = _batched(_avg_fwd), _batched(_avg_adj)
 
 
 def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-               divisor_override=None, _names=("AvgPool2DBackward0", "AvgPool2DBackwardBackward0")):
+               divisor_override=None):
     _check_dims(x, 2, "avg_pool2d")
     (kh, kw), (sh, sw), (ph, pw), _ = _pool_args("avg", x, kernel_size, stride, padding, 1)
     h, w = x._data.shape[-2:]
@@ -339,7 +347,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     in_shape = x._data.shape if x._data.ndim == 4 else (1,) + x._data.shape
     fwd = functools.partial(_avg_fwd_b, geom=geom)
     adj = functools.partial(_avg_adj_b, geom=geom, in_shape=in_shape)
-    return linear_map(x, fwd, adj, *_names)
+    return linear_map(x, fwd, adj, AvgPool2DBackward0)
 
 
 def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -380,7 +388,7 @@ def adaptive_avg_pool2d(x, output_size):
     mh, mw = _adaptive_matrix(h, oh, dt), _adaptive_matrix(w, ow, dt)
     fwd = functools.partial(_adaptive_fwd, mh=mh, mwt=np.ascontiguousarray(mw.T))
     adj = functools.partial(_adaptive_fwd, mh=np.ascontiguousarray(mh.T), mwt=mw)
-    return linear_map(x, fwd, adj, "AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DBackwardBackward0")
+    return linear_map(x, fwd, adj, AdaptiveAvgPool2DBackward0)
 
 
 def adaptive_avg_pool1d(x, output_size):
@@ -434,6 +442,9 @@ def _const_pad_adj(g, pads, in_shape):
 
 
 _MODE_NAMES = {"reflect": "Reflection", "replicate": "Replication", "circular": "Circular"}
+_INDEX_PAD_NODES = {(mode, k): linear_map_nodes(f"{name}Pad{k}DBackward0", f"{name}Pad{k}DBackwardBackward0",
+                                                saves_input=True)
+                    for mode, name in _MODE_NAMES.items() for k in (1, 2, 3)}
 
 
 def pad(x: Tensor, pad, mode="constant", value=None):
@@ -453,7 +464,7 @@ def pad(x: Tensor, pad, mode="constant", value=None):
                                    f"output size, which is invalid. Check dimension {pads.index((b, e))} of your input.")
         fwd = functools.partial(_const_pad_fwd, pads=pads, value=0 if value is None else value)
         adj = functools.partial(_const_pad_adj, pads=pads, in_shape=x._data.shape)
-        return linear_map(x, fwd, adj, "ConstantPadNdBackward0", "ConstantPadNdBackwardBackward0")
+        return linear_map(x, fwd, adj, ConstantPadNdBackward0)
     if mode not in _MODE_NAMES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     k = len(pairs)
@@ -469,7 +480,6 @@ def pad(x: Tensor, pad, mode="constant", value=None):
         if mode == "circular" and (b > size or e > size):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         plan.append((axis, _pad_index(size, b, e, mode), size))
-    name = f"{_MODE_NAMES[mode]}Pad{k}DBackward0"
     fwd = functools.partial(_index_pad_fwd, plan=plan)
     adj = functools.partial(_index_pad_adj, plan=plan)
-    return linear_map(x, fwd, adj, name, name.replace("Backward0", "BackwardBackward0"))
+    return linear_map(x, fwd, adj, _INDEX_PAD_NODES[mode, k])

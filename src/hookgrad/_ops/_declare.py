@@ -1,0 +1,231 @@
+"""How an op is declared, once: ``hookgrad.X``, ``Tensor.X`` and ``Tensor.X_`` all come from here.
+
+Every public function of ``_ops`` carries one declaration (the ``@op(...)`` decorator or a
+``unary(...)`` call) that says under which names it is a ``hookgrad`` function, a Tensor method
+and an in-place Tensor method. ``bind_tensor_methods`` turns the declarations into Tensor methods
+and each ``_ops`` module's ``__all__`` lists the functions it declares, so nothing else (NumPy,
+Node classes, helpers) reaches the ``hookgrad`` namespace.
+
+The declarations cost nothing per call: they are read once at import time, and the function that
+runs is the plain Python function (no wrapper).
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+from .._tensor import Tensor, wrap
+from ..autograd.graph import Node
+from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
+
+__all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
+           "module_all", "bind_tensor_methods", "backward_results"]
+
+
+class OpDecl:
+    """Where one op appears: as which ``hookgrad`` functions, Tensor methods and in-place methods."""
+
+    __slots__ = ("fn", "module", "functions", "methods", "inplace", "inplace_saves_self")
+
+    def __init__(self, fn, module, functions, methods, inplace, inplace_saves_self):
+        self.fn = fn
+        self.module = module
+        self.functions = functions
+        self.methods = methods
+        self.inplace = inplace
+        self.inplace_saves_self = inplace_saves_self
+
+    def __repr__(self):
+        return (f"OpDecl({self.fn.__name__}: functions={self.functions}, methods={self.methods}, "
+                f"inplace={self.inplace})")
+
+
+_DECLS: list[OpDecl] = []
+
+
+def _names(value, default):
+    if value is True:
+        return (default,)
+    if not value:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+def op(name=None, *, function=True, method=True, inplace=False, aliases=(), saves_self=True):
+    """Declare the decorated function as an op.
+
+    ``name``: the public name (default: the function's own). ``function``: whether ``hookgrad.<name>``
+    exists. ``method``: ``True`` for ``Tensor.<name>``, a name or a tuple of names, or ``False``.
+    ``aliases``: more names under which it is a function and a method (and in-place, if it has one).
+    ``inplace``: ``True`` for ``Tensor.<name>_`` (and ``<alias>_``). ``saves_self``: whether the
+    in-place form must keep the old value of ``self`` for the backward (False when the backward
+    does not read it: ``add_``, ``neg_``, ``floor_``, ...).
+    """
+    def declare(fn):
+        public = name or fn.__name__
+        functions = (_names(function, public) + tuple(aliases)) if function else ()
+        methods = _names(method, public) + (tuple(aliases) if method else ())
+        inplace_names = tuple(m + "_" for m in (public,) + tuple(aliases)) if inplace is True else _names(
+            inplace, public + "_")
+        _DECLS.append(OpDecl(fn, fn.__module__, functions, methods, inplace_names, saves_self))
+        return fn
+    return declare
+
+
+def declared() -> tuple:
+    """Every declaration, in declaration order."""
+    return tuple(_DECLS)
+
+
+def module_all(namespace: dict) -> list:
+    """The ``__all__`` of an ``_ops`` module (called with its ``globals()``): the public names of the
+    functions declared in it. Aliases (``subtract`` for ``sub``) are bound in the module here."""
+    names = []
+    for d in _DECLS:
+        if d.module == namespace["__name__"]:
+            for n in d.functions:
+                namespace.setdefault(n, d.fn)
+                names.append(n)
+    return names
+
+
+def record_op(node_cls, inputs: tuple, *outputs: Tensor):
+    """The shared tail of a recorded op: a ``node_cls`` node whose edges lead to ``inputs``, made the
+    grad_fn of ``outputs`` (output_nr in order). Returns the node, for the caller to store what its
+    backward needs."""
+    # spelled out per arity: this runs once per recorded op. Inputs are Tensors or None; a binary
+    # op's second operand may also be a number
+    n = len(inputs)
+    if n == 1:
+        node = node_cls((edge(inputs[0]),))
+    elif n == 2:
+        a, b = inputs
+        node = node_cls((edge(a), edge(b) if b.__class__ is Tensor or isinstance(b, Tensor) else NONE_EDGE))
+    elif n == 3:
+        a, b, c = inputs
+        node = node_cls((edge(a), edge(b), edge(c)))
+    else:
+        node = node_cls(tuple([edge(t) for t in inputs]))
+    if len(outputs) == 1:
+        out = outputs[0]
+        out._grad_fn = node
+        out._output_nr = 0
+        out._requires_grad = True
+    else:
+        record(node, *outputs)
+    return node
+
+
+# ---- unary ops: a NumPy forward and a backward formula ----------------------------------------
+class UnaryNode(Node):
+    """Backward of a declared unary op: ``backward(grad, saved)`` where ``saved`` is the op's input
+    (``saves="self"``) or its result (``saves="result"``), or ``backward(grad)`` when it saves
+    nothing. Subclasses are made once per declaration by ``unary``."""
+
+    __slots__ = ()
+    formula = None
+
+    def apply(self, grads):
+        return (self.formula(grads[0], *self.saved()),)
+
+
+class ZeroGradNode(Node):
+    """Backward of an op whose gradient is zero almost everywhere (sign, floor, round, rounding
+    division, ...): ``inputs`` holds ``(shape, dtype)`` per input (``None`` for a number)."""
+
+    __slots__ = ("inputs",)
+
+    def apply(self, grads):
+        return tuple(wrap(np.zeros(s[0], dtype=s[1])) if s is not None and e[0] is not None else None
+                     for s, e in zip(self.inputs, self.next_functions))
+
+    def keep_shapes(self, *inputs) -> None:
+        self.inputs = tuple((t._data.shape, t._data.dtype) if isinstance(t, Tensor) else None for t in inputs)
+
+
+def node_class(name: str, base=Node, **attrs):
+    """A Node subclass named like torch's grad_fn, made once at declaration time."""
+    return type(name, (base,), {"__slots__": (), "__module__": __name__, **attrs})
+
+
+def unary(name, forward, backward, *, node, saves=None, floating=True, **decl):
+    """Declare a unary op ``name`` from its NumPy ``forward(array)`` and its ``backward`` formula.
+
+    ``backward(grad, saved)`` is written with hookgrad ops (so it is differentiable); ``saves`` is
+    ``"self"`` or ``"result"`` (what ``saved`` is) or ``None``. ``backward=None`` declares an op with
+    zero gradient. ``node`` is torch's grad_fn name. ``floating``: integer inputs compute in the
+    default float dtype (exp, sin, ...). The other keywords are ``op``'s (``inplace``, ``aliases``,
+    ``method``, ``saves_self``).
+    """
+    if backward is None:
+        node_cls = node_class(node, ZeroGradNode)
+    else:
+        node_cls = node_class(node, UnaryNode, formula=staticmethod(backward),
+                              saved_names=(saves,) if saves else ())
+    save_input, save_output = saves == "self", saves == "result"
+    zero_grad = backward is None
+
+    def fn(x):
+        if not isinstance(x, Tensor):
+            x = as_tensor_arg(x)
+        data = x._data
+        if floating and data.dtype.kind not in "fc":
+            data = data.astype(float_dtype_for(x))
+        with quiet_fp():
+            result = wrap(forward(data))
+        if GRAD.enabled and x._requires_grad:
+            n = node_cls((edge(x),))
+            record(n, result)
+            if zero_grad:
+                n.inputs = ((data.shape, x._data.dtype),)
+            elif save_input:
+                n.save(x)
+            elif save_output:
+                n.save(output=result)
+        return result
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}: elementwise, recorded as {node}."
+    fn.node_cls = node_cls
+    fn.__module__ = sys._getframe(1).f_globals["__name__"]  # the declaring module lists it in __all__
+    return op(name, **decl)(fn)
+
+
+# ---- Tensor methods ---------------------------------------------------------------------------
+def _inplace_method(fn, saves_self, name):
+    from .views import apply_inplace
+
+    def method(self, *args, **kwargs):
+        return apply_inplace(self, fn, *args, saves_self=saves_self, **kwargs)
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def bind_tensor_methods() -> None:
+    """Attach every declared op to Tensor under its method and in-place names."""
+    for d in _DECLS:
+        for m in d.methods:
+            setattr(Tensor, m, d.fn)
+        for m in d.inplace:
+            setattr(Tensor, m, _inplace_method(d.fn, d.inplace_saves_self, m))
+
+
+# ---- create_graph: what a backward op's results depend on ------------------------------------
+def backward_results(node_cls, inputs: tuple, outputs: tuple) -> tuple:
+    """``outputs`` of a backward computed under ``create_graph=True``, with torch's requires_grad.
+
+    torch runs a backward as one op whose inputs are the incoming gradient and the saved tensors,
+    so every gradient it returns requires grad when any of those inputs does. A result our formula
+    computed without touching a grad-requiring input has a zero derivative in all of them; it is
+    recorded as a zero-gradient ``node_cls`` node over ``inputs`` (torch's double-backward name).
+    """
+    if not GRAD.enabled or not any(t is not None and t._requires_grad for t in inputs):
+        return outputs
+    fixed = []
+    for out in outputs:
+        if out is not None and not out._requires_grad:
+            out = wrap(out._data)
+            record_op(node_cls, inputs, out).keep_shapes(*inputs)
+        fixed.append(out)
+    return tuple(fixed)
