@@ -46,6 +46,15 @@ PYTHON_SETUP = {
 }
 
 
+# blocks that quote a line of the code as it stands (the Design section's op declaration and its
+# test row): first line -> the file that must contain the block verbatim
+QUOTED_SOURCE = {
+    'exp = unary("exp", np.exp, lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True)':
+        "src/hookgrad/_ops/pointwise.py",
+    '"exp": (lambda T, x: x.exp(), {}),': "tests/op_cases.py",
+}
+
+
 def _kind(body: str) -> str:
     first = body.lstrip().splitlines()[0] if body.strip() else ""
     if first.startswith("epoch "):
@@ -58,7 +67,7 @@ def _kind(body: str) -> str:
 def test_every_block_is_accounted_for():
     for body in PYTHON:
         first = body.lstrip().splitlines()[0]
-        assert first.startswith("import hookgrad") or first in PYTHON_SETUP, \
+        assert first.startswith("import hookgrad") or first in PYTHON_SETUP or first in QUOTED_SOURCE, \
             f"README python block needs a declared set-up in tests/test_readme.py: {first!r}"
     kinds = [_kind(body) for body in PLAIN]
     assert kinds.count("demo output") == 1 and "commands" in kinds
@@ -67,6 +76,10 @@ def test_every_block_is_accounted_for():
 @pytest.mark.parametrize("index", range(len(PYTHON)))
 def test_python_block_runs(index, tmp_path, monkeypatch, capsys):
     body = PYTHON[index]
+    first = body.lstrip().splitlines()[0]
+    if first in QUOTED_SOURCE:
+        assert textwrap.dedent(body).strip() in (ROOT / QUOTED_SOURCE[first]).read_text()
+        return
     monkeypatch.chdir(tmp_path)          # blocks that save files save them here
     namespace = {"__name__": "readme"}
     exec(compile(body, f"README python block {index}", "exec"), namespace)

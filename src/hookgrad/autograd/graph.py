@@ -257,6 +257,7 @@ class SavedTensor:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
         value = self.unpack()
+        self._remember_identity(value)  # what the unpack hook returns takes the original's place
         self.packed, self.unpack_hook, self.tensor = pack_hook(value), unpack_hook, None
 
     def unpack(self, node=None):
