@@ -29,6 +29,7 @@ CASES = {
     "captum": ("captum_case.py", [], "Saliency, DeepLift and DeepLiftShap (MaxPool2d rule), LayerGradCam"),
     "captum_integrated": ("captum_integrated_case.py", [], "IntegratedGradients (riemann, gauss-legendre, "
                                                           "convergence delta) and LayerConductance"),
+    "backpack_cross_entropy": ("backpack_case.py", ["cross-entropy"], "BackPACK quantities with CrossEntropyLoss"),
     "thop": ("thop_case.py", [], "profile: MACs and parameter counts of a CNN and an MLP"),
     "torchinfo": ("torchinfo_case.py", [], "summary table text of a CNN and an LSTM model"),
     "fx_clients": ("fx_case.py", [], "BackPACK's torch.fx module converter on a residual model; thop's fx_profile"),
