@@ -802,3 +802,23 @@ def test_full_backward_hook_returning_none_gradients_upstream_still_runs(T):
     y = lin2(lin1(x).tanh()).sum()
     via_grad = T.autograd.grad(y, [x, lin1.weight], allow_unused=True)
     return log, grads, again, via_grad
+
+
+@differential
+def test_retain_grad_follows_the_tensor_through_inplace_changes(T):
+    """retain_grad moves to the tensor's new grad_fn: after an in-place op on the tensor, on a view
+    of it, on the tensor when it is a view, or on another view of its base."""
+    w = T.nn.Linear(3, 3).double()
+    with T.no_grad():
+        w.weight.copy_(T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [-2.0, 1.0, 0.75]], dtype=T.float64))
+        w.bias.copy_(T.tensor([0.1, -0.2, 0.3], dtype=T.float64))
+    x = T.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]], dtype=T.float64)
+    out = []
+    a = w(x); a.retain_grad(); a.view(-1).mul_(2.0); (a * a).sum().backward()
+    b = w(x) * 1; b.retain_grad(); b.mul_(3); (b * b).sum().backward()
+    c = w(x)[1]; c.retain_grad(); c.mul_(3); (c * c).sum().backward()
+    base = w(x) * 1
+    d = base[0]; d.retain_grad(); base[1].mul_(2); (d * d).sum().backward()
+    for t in (a, b, c, d):
+        out.append((t.grad, t.grad_fn.name()))
+    return out

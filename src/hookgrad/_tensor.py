@@ -229,9 +229,11 @@ class Tensor:
         self._view_version = self._version_counter[0]
         base = self._base
         if base._requires_grad:
+            old, old_output_nr = self._grad_fn, self._output_nr
             self._grad_fn = as_strided_node(base, self)
             self._requires_grad = True
             self._backward_hooks = None
+            self._move_retain_grad_hook(old, old_output_nr)
         return self._grad_fn
 
     # -- hooks ------------------------------------------------------------------------------
@@ -293,18 +295,24 @@ class Tensor:
 
     def _after_inplace(self, node: Node) -> None:
         """History bookkeeping when an in-place op rewrote this (non-view) tensor."""
-        old = self._grad_fn
+        old, old_output_nr = self._grad_fn, self._output_nr
         self._grad_fn = node
         self._output_nr = 0
         self._requires_grad = True
         # hooks registered from now on belong to the new node; old ones stay with the old node
         self._backward_hooks = None
-        if self._retains_grad and old is not None and old._retains_grad_hooks:
-            hook = old._retains_grad_hooks.pop(self._output_nr, None)
+        self._move_retain_grad_hook(old, old_output_nr)
+
+    def _move_retain_grad_hook(self, old, old_output_nr: int) -> None:
+        """retain_grad follows the tensor to its new grad_fn (after an in-place op, or when a view's
+        node is regenerated): .grad is the gradient of its newest version, as in torch."""
+        node = self._grad_fn
+        if self._retains_grad and old is not None and old is not node and old._retains_grad_hooks:
+            hook = old._retains_grad_hooks.pop(old_output_nr, None)
             if hook is not None:
                 if node._retains_grad_hooks is None:
                     node._retains_grad_hooks = {}
-                node._retains_grad_hooks[0] = hook
+                node._retains_grad_hooks[self._output_nr] = hook
 
     # -- autograd entry points --------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:

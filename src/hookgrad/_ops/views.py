@@ -767,10 +767,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         cs = CopySlices((edge(base),) + node.next_functions[1:])
         cs.geometry = Geometry(base._data, x._data)
         cs.fn = node
-        base._grad_fn = cs
-        base._output_nr = 0
-        base._requires_grad = True
-        base._backward_hooks = None
+        base._after_inplace(cs)
         base._view_version = base._version_counter[0]
         x._requires_grad = True
     return x
