@@ -34,50 +34,6 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "saved:grad_mode": "saved-tensor pack hooks run with grad mode on (torch: off) (issue 11 #15)",
-    "combo:saved_hooks_on_linear_without_bias": "Linear without bias packs input before weight (torch: weight "
-                                                "first) (issue 11 #18)",
-    "combo:saved_hooks_detach_or_scale_with_create_graph": "a pack hook that detaches or scales: unpacked values do "
-                                                           "not take the original's autograd identity, so "
-                                                           "create_graph gradients lose requires_grad / double "
-                                                           "backward differs (issue 11 #15)",
-    "combo:post_hooks_under_input_subset": "node post-hooks / legacy backward hooks get computed gradients "
-                                           "for inputs autograd.grad does not need (torch: None) (issue 11 #3)",
-    "combo:multi_grad_hook_without_input_grad": "register_multi_grad_hook on a tensor that does not require grad "
-                                                "(x without requires_grad, or forward under no_grad): torch "
-                                                "raises AssertionError, hookgrad accepts (issue 11 #7)",
-    "combo:multi_grad_hook_on_leaf_under_autograd_grad": "multi-grad hook on a leaf, then autograd.grad: torch raises "
-                                                         "RuntimeError (_will_engine_execute_node), hookgrad calls "
-                                                         "the hook (issue 11 #7)",
-    "roots:split": "several roots that are outputs of one node lose gradients (issue 11 #1)",
-    "roots:unbind": "several roots that are outputs of one node lose gradients (issue 11 #1)",
-    "roots:tuple": "several roots that are outputs of one node lose gradients (issue 11 #1)",
-    "combo:create_graph_through_relu": "create_graph=True through ReLU: gradients (and hook arguments) do not "
-                                       "require grad (issue 11 #4)",
-    "combo:zero_grad_after_create_graph": "zero_grad(set_to_none=False) after backward(create_graph=True) raises "
-                                          "\"Can't detach views in-place\" (issue 11 #5)",
-    "ret:post_acc:tensor": "post-accumulate-grad hook returning a tensor: other text than torch's "
-                           "\"should return None\" (issue 11 #12)",
-    "ret:post_acc:self": "post-accumulate-grad hook returning the parameter itself is refused (issue 11 #12)",
-    "combo:optimizer_hooks_changed_during_step": "optimizer step hook removing/registering hooks during step(): "
-                                                 "torch raises 'OrderedDict mutated during iteration' (issue 11 #13)",
-    "combo:inplace_with_full_backward_hooks": "in-place on outputs of modules with full backward hooks is accepted "
-                                              "(torch raises); tensor hook after it: TypeError (issue 11 #9, #10)",
-    "ret:node_post:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
-    "ret:bw:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
-    "ret:bw_pre:none_tuple": "all incoming gradients None: upstream nodes are skipped (issue 11 #2)",
-    "ret:bw_pre:bare": "full backward pre-hook returning a bare tensor: torch warns (UserWarning) and calls the "
-                       "full backward hooks before raising; hookgrad raises at once (issue 11 #14)",
-    "combo:multi_grad_hook_then_inplace": "multi-grad hook (mode all) on [x, t], then t modified in place: hookgrad "
-                                          "calls the hook early with x's gradient None, then an internal TypeError "
-                                          "(torch: once, with both gradients)",
-    "combo:backward_again_after_inplace_on_view": "a second backward (no retain_graph) through CopySlices from an "
-                                                  "in-place op on a view: torch raises the freed-buffers error at "
-                                                  "CopySlices, hookgrad runs its hooks first",
-    "combo:retain_grad_then_inplace": "retain_grad() then an in-place op on the tensor: its .grad is no longer "
-                                      "retained (torch moves the retention to the new grad_fn)",
-    "combo:backward_inputs_not_requiring_grad": "backward(inputs=[t]) with t not requiring grad: other text than "
-                                                "torch's \"can't retain_grad on Tensor that has requires_grad=False\"",
 }
 
 WIDTH = 3

@@ -822,3 +822,22 @@ def test_retain_grad_follows_the_tensor_through_inplace_changes(T):
     for t in (a, b, c, d):
         out.append((t.grad, t.grad_fn.name()))
     return out
+
+
+@differential
+def test_second_tensor_hook_after_the_base_of_a_hooked_output_changed(T):
+    """register_hook reads grad_fn only for the first hook, as torch: once a hook dict exists, a
+    later registration does not check the view; a first registration that raises leaves the dict."""
+    out = []
+    for hook_first in (True, False):
+        m = T.nn.Sequential(T.nn.Linear(3, 3).double())
+        inner = []
+        m[0].register_forward_hook(lambda mod, args, result: inner.append(result))
+        m.register_full_backward_hook(lambda *args: None)
+        y = m(T.ones(2, 3, dtype=T.float64))
+        if hook_first:
+            y.register_hook(lambda g: g)
+        inner[0].mul_(2.0)
+        out.append(catch(lambda: y.register_hook(lambda g: g) and None))
+        out.append(catch(lambda: y.register_hook(lambda g: g) and None))
+    return out

@@ -243,11 +243,14 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if not callable(hook):
             raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
-        # reading grad_fn first: for a view changed in place it gives the view a new node (and a
-        # fresh hook dict), which the new hooks must join
-        fn = self.grad_fn
         if self._backward_hooks is None:
+            # as torch: the dict first, then grad_fn is read, for the first hook only (for a view
+            # whose base changed in place, the read gives the view its new node and a fresh dict;
+            # a read that raises leaves the dict, so a second registration goes through)
             self._backward_hooks = OrderedDict()
+            fn = self.grad_fn
+            if self._backward_hooks is None:
+                self._backward_hooks = OrderedDict()
             if fn is not None:
                 fn._add_tensor_hooks(self._output_nr, self._backward_hooks)
         handle = RemovableHandle(self._backward_hooks)

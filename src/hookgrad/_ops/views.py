@@ -770,6 +770,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         base._after_inplace(cs)
         base._view_version = base._version_counter[0]
         x._requires_grad = True
+        x._regenerate_view_grad_fn()  # torch gives the changed view its new node at once
     return x
 
 
