@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._cpu_flags import check_fused_and_foreach, check_not_capturable
 from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
                         _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
 
@@ -61,6 +62,7 @@ class Adam(Optimizer):
                  decoupled_weight_decay=False):
         _check_hyperparameters(lr, betas, eps, weight_decay)
         _check_not_differentiable(differentiable)
+        check_fused_and_foreach(fused, foreach)
         betas = tuple(betas)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
@@ -100,6 +102,7 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                check_not_capturable(group)
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step_counter()
