@@ -1,7 +1,7 @@
 """Optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, NAdam, RAdam, Adamax, Adadelta, ASGD, Rprop,
 LBFGS, Adafactor, SparseAdam) and learning-rate schedulers, with PyTorch's API,
 state-dict format and hook semantics; the updates run on NumPy arrays in place."""
-from . import lr_scheduler, optimizer
+from . import lr_scheduler, optimizer, swa_utils
 from .adadelta import Adadelta
 from .adafactor import Adafactor
 from .adagrad import Adagrad
@@ -19,4 +19,4 @@ from .sgd import SGD
 from .sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
-           "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler"]
+           "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
