@@ -31,6 +31,7 @@ from ._ops.linalg import det, inv as inverse, slogdet
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd.grad_mode import is_inference_mode_enabled
 from . import autograd, utils
+from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts
 
 linalg = _importlib.import_module(".linalg", __name__)
 
@@ -82,18 +83,6 @@ def compile(model=None, **kwargs):
     return model
 
 
-def use_deterministic_algorithms(mode, *, warn_only=False):
-    return None
-
-
-def set_num_threads(n):
-    return None
-
-
-def get_num_threads():
-    return 1
-
-
 def is_storage(obj):
     return False
 
@@ -110,7 +99,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
-_LAZY |= {"testing"}
+_LAZY |= {"testing", "backends"}
 
 
 def __getattr__(name):
