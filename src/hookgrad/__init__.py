@@ -32,6 +32,7 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .autograd.grad_mode import is_inference_mode_enabled
 from . import autograd, utils
 from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts
+from .amp.autocast_mode import autocast, is_autocast_available, is_autocast_enabled  # noqa: E402
 
 linalg = _importlib.import_module(".linalg", __name__)
 
@@ -99,7 +100,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
-_LAZY |= {"testing", "backends"}
+_LAZY |= {"testing", "backends", "amp"}
 
 
 def __getattr__(name):
