@@ -16,8 +16,7 @@ def outcome(T, *args, **kwargs):
         testing.assert_close(*args, **kwargs)
         return "ok"
     except Exception as exc:  # noqa: BLE001 - the class and text are what we compare
-        text = str(exc).replace("hookgrad._tensor.Tensor", "torch.Tensor").replace("hookgrad.", "torch.")
-        return type(exc).__name__, text
+        return type(exc).__name__, str(exc)  # hookgrad's text must be torch's, word for word
 
 
 def CASES(T):

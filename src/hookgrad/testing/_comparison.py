@@ -57,6 +57,12 @@ class _Unsupported(Exception):
     """This kind of comparison does not apply to these inputs; try the next."""
 
 
+def _torch_words(value) -> str:
+    """``value`` as torch would print it in an error message (hookgrad's error texts use
+    torch's wording: code in the wild matches it)."""
+    return str(value).replace("hookgrad._tensor.Tensor", "torch.Tensor").replace("hookgrad.", "torch.")
+
+
 def _dtype_name(dtype) -> str:
     return str(dtype).split(".")[-1]
 
@@ -208,7 +214,8 @@ def _compare_tensor_like(actual, expected, path, options):
 
 def _compare_tensors(actual, expected, rtol, atol, path, options):
     def attribute_mismatch(name, a, e):
-        raise _Failure(AssertionError, f"The values for attribute '{name}' do not match: {a} != {e}.", path)
+        raise _Failure(AssertionError, f"The values for attribute '{name}' do not match: {_torch_words(a)} != "
+                                       f"{_torch_words(e)}.", path)
 
     if actual.shape != expected.shape:
         attribute_mismatch("shape", actual.shape, expected.shape)
@@ -271,7 +278,7 @@ def _comparison(actual, expected, path, options):
         except _Unsupported:
             continue
     raise _Failure(TypeError, "No comparison pair was able to handle inputs of type "
-                              f"{type(actual)} and {type(expected)}.", path)
+                              f"{_torch_words(type(actual))} and {_torch_words(type(expected))}.", path)
 
 
 def assert_close(actual, expected, *, allow_subclasses=True, rtol=None, atol=None, equal_nan=False,
