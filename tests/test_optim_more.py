@@ -360,6 +360,9 @@ def test_constructor_and_step_errors(T):
     ]
     for name in ("NAdam", "RAdam", "Adamax", "Adadelta", "ASGD", "Rprop", "Adam", "AdamW", "RMSprop"):
         errors.append(catch(getattr(O, name)([p], capturable=True).step))
+    errors.append(catch(O.Adam, [p], lr=T.tensor(0.01), foreach=True))
+    errors.append(catch(O.AdamW, [p], betas=(T.tensor(0.9), T.tensor(0.99)), foreach=True))
+    errors.append(catch(O.Adam, [p], betas=(T.tensor([0.9, 0.8]), T.tensor(0.99))))
     errors.append(catch(O.Adam, [p], fused=True, foreach=True))
     errors.append(catch(O.AdamW, [p], fused=True, foreach=True))
     return errors, p  # p unchanged by the refused steps
