@@ -183,3 +183,41 @@ def test_checkpoint_error_class_is_runtime_error():
     import torch
     assert issubclass(hookgrad.utils.checkpoint.CheckpointError, RuntimeError)
     assert issubclass(torch.utils.checkpoint.CheckpointError, RuntimeError)
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+@differential(rtol=1e-12, atol=1e-14)
+def test_early_stop_skips_the_tail(T, early_stop):
+    """Modules after the last op that saves a tensor run again on recompute only without early
+    stop."""
+    ckpt = _ckpt(T)
+    log = []
+    model = T.nn.Sequential(T.nn.Linear(4, 3), T.nn.Tanh(), T.nn.Flatten(), T.nn.Identity()).double()
+    with T.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(T.tensor(np.sin(np.arange(p.numel()) * 0.9 + i).reshape(tuple(p.shape))))
+    _instrument(T, model, log)
+    x = T.tensor(X, requires_grad=True)
+    y = ckpt.checkpoint(model, x, use_reentrant=False, early_stop=early_stop)
+    log.append("backward")
+    (y * 3.0).sum().backward()
+    return log, x.grad
+
+
+@differential(rtol=1e-12, atol=1e-14)
+def test_nested_checkpoints(T):
+    ckpt = _ckpt(T)
+    log = []
+    model = _instrument(T, _model(T), log)
+    x = T.tensor(X, requires_grad=True)
+
+    def inner(v):
+        return model[2:4](v)
+
+    def outer(v):
+        return model[4](ckpt.checkpoint(inner, model[0:2](v), use_reentrant=False))
+
+    y = ckpt.checkpoint(outer, x, use_reentrant=False)
+    log.append("backward")
+    y.sum().backward()
+    return log, x.grad, [p.grad for p in model.parameters()]

@@ -94,6 +94,7 @@ class _Frame:
         # inputs are saved like any tensor saved for backward: outer saved-tensor hooks see
         # them, and an in-place change before the backward is caught when they are unpacked
         self.inputs = [SavedTensor(a) if isinstance(a, hg.Tensor) else a for a in args]
+        self.input_requires_grad = [isinstance(a, hg.Tensor) and a.requires_grad for a in args]
         self.rng_state = hg.get_rng_state() if preserve_rng_state else None
         self.early_stop = early_stop
         self.check_metadata = check_metadata
@@ -116,7 +117,16 @@ class _Frame:
 
     def _unpacked_inputs(self):
         from ..autograd.graph import SavedTensor
-        return [a.unpack() if isinstance(a, SavedTensor) else a for a in self.inputs]
+        inputs = []
+        for value, requires_grad in zip(self.inputs, self.input_requires_grad):
+            if isinstance(value, SavedTensor):
+                value = value.unpack()
+                # an outer unpack hook (a checkpoint around this one) may hand back a detached
+                # tensor; the rerun must see the input's requires_grad to save the same tensors
+                if requires_grad and not value.requires_grad:
+                    value = value.detach().requires_grad_(True)
+            inputs.append(value)
+        return inputs
 
     def _recompute(self) -> None:
         hg = _hg()
