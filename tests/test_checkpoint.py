@@ -221,3 +221,23 @@ def test_nested_checkpoints(T):
     log.append("backward")
     y.sum().backward()
     return log, x.grad, [p.grad for p in model.parameters()]
+
+
+@differential
+def test_helpers(T):
+    ckpt = _ckpt(T)
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    b = T.tensor([3.0])
+    detached = ckpt.detach_variable((a * 2, b, 5))
+    model = _model(T)
+    x = T.tensor(X, requires_grad=True)
+    with ckpt.set_checkpoint_early_stop(False):
+        log = []
+        _instrument(T, model, log)
+        y = ckpt.checkpoint(model[:3], x, use_reentrant=False)
+        y.sum().backward()
+    y2 = ckpt.CheckpointFunction.apply(model, True, x)
+    return ([(t.requires_grad, t.is_leaf) if hasattr(t, "requires_grad") else t for t in detached],
+            catch(ckpt.detach_variable, [a]), warns(ckpt.check_backward_validity, (b, 1))[1],
+            warns(ckpt.check_backward_validity, (a,))[1], log, y2.requires_grad,
+            issubclass(T.optim.lr_scheduler._LRScheduler, T.optim.lr_scheduler.LRScheduler))

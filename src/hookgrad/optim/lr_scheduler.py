@@ -862,3 +862,7 @@ class CyclicLR(LRScheduler):
             self._scale_fn_custom.__dict__.update(fn)
         self._init_scale_fn()
 
+
+
+class _LRScheduler(LRScheduler):
+    """The base class's older name, still subclassed by code in the wild."""

@@ -25,7 +25,8 @@ import warnings
 import weakref
 
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop",
-           "CheckpointPolicy"]
+           "CheckpointPolicy", "CheckpointFunction", "check_backward_validity", "detach_variable",
+           "set_checkpoint_debug_enabled"]
 
 
 class CheckpointError(RuntimeError):
@@ -53,6 +54,45 @@ def set_checkpoint_early_stop(enable: bool):
         yield
     finally:
         _early_stop_override["value"] = saved
+
+
+_debug_override = {"value": None}
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled):
+    """Within the block, checkpoints use ``debug=enabled`` (None: each call's own ``debug``)."""
+    saved = _debug_override["value"]
+    _debug_override["value"] = enabled
+    try:
+        yield
+    finally:
+        _debug_override["value"] = saved
+
+
+def detach_variable(inputs):
+    """Detached copies of a tuple's tensors, each keeping its ``requires_grad``."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
+    hg = _hg()
+    out = []
+    for value in inputs:
+        if not isinstance(value, hg.Tensor):
+            out.append(value)
+            continue
+        copy = value.detach()
+        copy.requires_grad_(value.requires_grad)
+        out.append(copy)
+    return tuple(out)
+
+
+def check_backward_validity(inputs) -> None:
+    """Warn when no tensor among ``inputs`` requires grad (a reentrant checkpoint would then
+    produce no gradients)."""
+    hg = _hg()
+    if not any(isinstance(v, hg.Tensor) and v.requires_grad for v in inputs):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", UserWarning,
+                      stacklevel=3)
 
 
 def noop_context_fn():
@@ -206,9 +246,7 @@ def _reentrant_function():
     class CheckpointFunction(Function):
         @staticmethod
         def forward(ctx, run_function, preserve_rng_state, *args):
-            if not any(isinstance(a, hg.Tensor) and a.requires_grad for a in args):
-                warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", UserWarning,
-                              stacklevel=2)
+            check_backward_validity(args)
             ctx.run_function = run_function
             ctx.preserve_rng_state = preserve_rng_state
             if preserve_rng_state:
@@ -230,14 +268,7 @@ def _reentrant_function():
             inputs = list(ctx.inputs)
             for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
                 inputs[i] = tensor
-            detached = []
-            for value in inputs:
-                if isinstance(value, hg.Tensor):
-                    copy = value.detach()
-                    copy.requires_grad_(value.requires_grad)
-                    detached.append(copy)
-                else:
-                    detached.append(value)
+            detached = detach_variable(tuple(inputs))
             saved_rng = hg.get_rng_state() if ctx.preserve_rng_state else None
             try:
                 if saved_rng is not None:
@@ -282,7 +313,7 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, 
         if "fn" not in _REENTRANT:
             _REENTRANT["fn"] = _reentrant_function()
         return _REENTRANT["fn"].apply(function, preserve, *args)
-    if debug:
+    if _debug_override["value"] if _debug_override["value"] is not None else debug:
         raise NotImplementedError("checkpoint(debug=True) (operator traces on mismatch) is not implemented in "
                                   "hookgrad")
     return _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args,
@@ -319,3 +350,12 @@ def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwar
         end = start + segment_size - 1
         input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, preserve_rng_state=preserve)
     return run(end + 1, len(functions) - 1)(input)
+
+
+def __getattr__(name):
+    # the reentrant autograd Function, built on first use (it needs the autograd package)
+    if name == "CheckpointFunction":
+        if "fn" not in _REENTRANT:
+            _REENTRANT["fn"] = _reentrant_function()
+        return _REENTRANT["fn"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
