@@ -158,3 +158,18 @@ def test_cuda_amp_importable_under_run(tmp_path):
                          timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["65536.0", "False"]
+
+
+@differential(rtol=1e-12, atol=1e-14)
+def test_torch_cpu_namespace(T):
+    w = T.tensor(W, requires_grad=True)
+    opt = T.optim.SGD([w], lr=0.01)
+    scaler, categories = warns(T.cpu.amp.GradScaler, init_scale=8.0)
+    scaler.scale((T.tensor(X) @ w.t()).sum()).backward()
+    scaler.step(opt)
+    scaler.update()
+    disabled, autocast_categories = warns(T.cpu.amp.autocast, enabled=False)
+    with disabled:
+        inside = (T.tensor(X) @ w.t()).dtype
+    return (T.cpu.is_available(), T.cpu.device_count(), T.cpu.current_device(), T.cpu.synchronize(),
+            categories, scaler.get_scale(), w, autocast_categories, inside)

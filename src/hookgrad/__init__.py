@@ -100,7 +100,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
-_LAZY |= {"testing", "backends", "amp"}
+_LAZY |= {"testing", "backends", "amp", "cpu"}
 
 
 def __getattr__(name):
