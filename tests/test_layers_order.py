@@ -31,7 +31,7 @@ LAYERS = [
     ("data", ["hookgrad.utils.data", "hookgrad.data"]),
     ("namespaces on nn", ["hookgrad.fx", "hookgrad.func", "hookgrad.jit", "hookgrad.distributions",
                           "hookgrad.distributed", "hookgrad.multiprocessing", "hookgrad.utils.checkpoint",
-                          "hookgrad.amp", "hookgrad.testing"]),
+                          "hookgrad.testing"]),
     ("tools", ["hookgrad.tools", "hookgrad.hooks"]),
     ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__"]),
 ]

@@ -24,6 +24,8 @@ from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enab
 from .autograd._warn_once import is_warn_always_enabled, set_warn_always
 from . import autograd, utils
 from .utils.dlpack import from_dlpack, frombuffer
+from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts
+from .amp.autocast_mode import autocast, is_autocast_available, is_autocast_enabled  # noqa: E402
 
 linalg = _importlib.import_module(".linalg", __name__)
 
@@ -77,23 +79,8 @@ def compile(model=None, **kwargs):
     return model
 
 
-def use_deterministic_algorithms(mode, *, warn_only=False):
-    return None
-
-
-def set_num_threads(n):
-    """The most threads NumPy's BLAS may use for a large product (small ones always use one)."""
-    if isinstance(n, _builtins.bool) or not isinstance(n, _builtins.int):
-        raise RuntimeError(f"set_num_threads expects an int, but got {type(n).__name__}")
-    if n <= 0:
-        raise RuntimeError("set_num_threads expects a positive integer")
-    from . import _threads
-    _threads.set_max_threads(n)
-
-
-def get_num_threads():
-    from . import _threads
-    return _threads.max_threads()
+def is_storage(obj):
+    return False
 
 
 def cdist(x1, x2, p=2.0):
@@ -116,6 +103,7 @@ _argcheck.accept_keyword_forms(Tensor)
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions", "multiprocessing",
           "torch_version", "version"}  # torch namespaces
+_LAZY |= {"testing", "backends", "amp", "cpu"}
 
 
 def __getattr__(name):

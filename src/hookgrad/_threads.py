@@ -25,7 +25,7 @@ import time
 
 import numpy as np
 
-__all__ = ["matmul", "use_threads_for", "set_max_threads", "max_threads", "current_threads",
+__all__ = ["matmul", "use_threads_for", "set_max_threads", "max_threads", "forget_current", "current_threads",
            "SMALL_WORK"]
 
 # Products with fewer multiply-adds than this run on one BLAS thread. Measured with
@@ -197,6 +197,12 @@ def set_max_threads(n: int) -> None:
     _max = _allowed = max(1, int(n))
     if _current > _max:
         _set(_max)
+
+
+def forget_current() -> None:
+    """Something else set BLAS's thread count: the next product sets it again."""
+    global _current
+    _current = -1
 
 
 def max_threads() -> int:

@@ -31,3 +31,8 @@ def is_bf16_supported(including_emulation=True) -> bool:
 
 def current_device() -> int:
     raise RuntimeError("hookgrad runs on the CPU only: no CUDA device is available")
+
+
+from .amp import _cuda_amp as amp  # noqa: E402 - torch.cuda.amp's deprecated autocast and GradScaler
+
+__path__: list = []  # a package to the import system, so that ``import hookgrad.cuda.amp`` resolves

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._cpu_flags import check_fused_and_foreach, check_not_capturable
 from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
                         _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
 
@@ -59,8 +60,18 @@ class Adam(Optimizer):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
+        tensor_cls = _tensor_cls()
+        if isinstance(lr, tensor_cls) and foreach and not capturable:
+            raise ValueError("lr as a Tensor is not supported for capturable=False and foreach=True")
         _check_hyperparameters(lr, betas, eps, weight_decay)
+        for i, beta in enumerate(betas):
+            if isinstance(beta, tensor_cls):
+                if foreach and not capturable:
+                    raise ValueError(f"betas[{i}] as a Tensor is not supported for capturable=False and foreach=True")
+                if beta.numel() != 1:
+                    raise ValueError(f"Tensor betas[{i}] must be 1-element")
         _check_not_differentiable(differentiable)
+        check_fused_and_foreach(fused, foreach)
         betas = tuple(betas)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad,
                         maximize=maximize, foreach=foreach, capturable=capturable,
@@ -100,6 +111,7 @@ class Adam(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                check_not_capturable(group)
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step_counter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _lerp_
+from ._cpu_flags import check_not_capturable
 from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
                         _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
 
@@ -61,6 +62,7 @@ class RMSprop(Optimizer):
             for p in group["params"]:
                 if p.grad is None:
                     continue
+                check_not_capturable(group)
                 state = self.state[p]
                 if len(state) == 0:
                     state["step"] = _new_step_counter()

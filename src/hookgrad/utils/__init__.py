@@ -8,7 +8,7 @@ import importlib as _importlib
 
 from . import hooks  # noqa: F401
 
-_LATE_SUBMODULES = ("data", "dlpack")
+_LATE_SUBMODULES = ("data", "dlpack", "checkpoint")
 
 
 def __getattr__(name):

@@ -1,0 +1,84 @@
+"""Adadelta, following PyTorch's single-tensor update rule:
+
+    step += 1;  g = -grad if maximize else grad;  g += wd * p
+    sq = rho * sq + (1 - rho) * g * g
+    delta = sqrt(acc + eps) / sqrt(sq + eps) * g
+    acc = rho * acc + (1 - rho) * delta * delta;  p -= lr * delta
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._cpu_flags import check_not_capturable
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
+
+__all__ = ["Adadelta"]
+
+
+class Adadelta(Optimizer):
+    """Adadelta with PyTorch's options and defaults (``lr=1.0, rho=0.9, eps=1e-6``)."""
+
+    def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
+                 maximize=False, differentiable=False):
+        if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_not_differentiable(differentiable)
+        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        capturable=capturable, foreach=foreach, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one was given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            lr = _as_float(group["lr"])
+            rho, eps, weight_decay = group["rho"], group["eps"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                check_not_capturable(group)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step_counter()
+                    state["square_avg"] = _wrap(np.zeros_like(p._data))
+                    state["acc_delta"] = _wrap(np.zeros_like(p._data))
+                step_t = state["step"]
+                step_t._data += 1
+                _bump(step_t)
+                grad = p.grad._data
+                if group["maximize"]:
+                    grad = -grad
+                if weight_decay != 0:
+                    grad = grad + weight_decay * p._data
+                sq, acc = state["square_avg"]._data, state["acc_delta"]._data
+                sq *= rho
+                sq += (1 - rho) * grad * grad
+                std = np.sqrt(sq + eps)
+                delta = np.sqrt(acc + eps)
+                delta /= std
+                delta *= grad
+                acc *= rho
+                acc += (1 - rho) * delta * delta
+                _bump(state["square_avg"])
+                _bump(state["acc_delta"])
+                p._data += -lr * delta
+                _bump(p)
+        return loss

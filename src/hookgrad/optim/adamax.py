@@ -1,0 +1,74 @@
+"""Adamax (Adam with the infinity norm), following PyTorch's single-tensor update rule:
+
+    step += 1;  g = -grad if maximize else grad;  g += wd * p
+    m = lerp(m, g, 1 - beta1);  u = max(beta2 * u, |g| + eps)
+    p -= lr / (1 - beta1**step) * m / u
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._cpu_flags import check_not_capturable
+from .adam import _check_hyperparameters, _lerp_
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _wrap)
+
+__all__ = ["Adamax"]
+
+
+class Adamax(Optimizer):
+    """Adamax with PyTorch's options and defaults (``lr=2e-3, betas=(0.9, 0.999), eps=1e-8``)."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
+                 maximize=False, differentiable=False, capturable=False):
+        _check_hyperparameters(lr, betas, eps, weight_decay)
+        _check_not_differentiable(differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
+                        maximize=maximize, differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one was given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = (_as_float(b) for b in group["betas"])
+            lr = _as_float(group["lr"])
+            weight_decay = _as_float(group["weight_decay"])
+            eps = group["eps"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                check_not_capturable(group)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step_counter()
+                    state["exp_avg"] = _wrap(np.zeros_like(p._data))
+                    state["exp_inf"] = _wrap(np.zeros_like(p._data))
+                param = p._data
+                grad = p.grad._data
+                if group["maximize"]:
+                    grad = -grad
+                step_t = state["step"]
+                step_t._data += 1
+                _bump(step_t)
+                if weight_decay != 0:
+                    grad = grad + weight_decay * param
+                m, u = state["exp_avg"]._data, state["exp_inf"]._data
+                _lerp_(m, grad, 1 - beta1)
+                u *= beta2
+                np.maximum(u, np.abs(grad) + eps, out=u)
+                _bump(state["exp_avg"])
+                _bump(state["exp_inf"])
+                clr = lr / (1 - beta1 ** float(step_t._data))
+                param += -clr * (m / u)
+                _bump(p)
+        return loss

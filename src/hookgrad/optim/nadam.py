@@ -1,0 +1,114 @@
+"""NAdam (Adam with Nesterov momentum), following PyTorch's single-tensor update rule:
+
+    step += 1;  g = -grad if maximize else grad
+    weight decay: p *= 1 - lr * wd (decoupled)  or  g += wd * p
+    mu_t = beta1 * (1 - 0.5 * 0.96 ** (step * momentum_decay));  mu_{t+1} likewise with step + 1
+    mu_product *= mu_t
+    m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+    denom = sqrt(v / (1 - beta2**step)) + eps
+    p += -lr * (1 - mu_t) / (1 - mu_product) * g / denom
+    p += -lr * mu_{t+1} / (1 - mu_product * mu_{t+1}) * m / denom
+
+State per parameter: ``step`` and ``mu_product`` (0-d float tensors, as PyTorch keeps them),
+``exp_avg`` and ``exp_avg_sq``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._cpu_flags import check_not_capturable
+from .adam import _check_hyperparameters, _lerp_
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _wrap)
+
+__all__ = ["NAdam"]
+
+
+def _scalar_state(value: float):
+    counter = _new_step_counter()
+    counter._data[...] = value
+    return counter
+
+
+class NAdam(Optimizer):
+    """NAdam with PyTorch's options and defaults (``lr=2e-3, betas=(0.9, 0.999), eps=1e-8,
+    momentum_decay=4e-3``)."""
+
+    def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        _check_hyperparameters(lr, betas, eps, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_not_differentiable(differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
+                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
+                        capturable=capturable, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("maximize", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            for p in group["params"]:
+                p_state = self.state.get(p, {})
+                for key in ("step", "mu_product"):
+                    if key in p_state and not hasattr(p_state[key], "_data"):
+                        p_state[key] = _scalar_state(float(p_state[key]))
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one was given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = (_as_float(b) for b in group["betas"])
+            lr = _as_float(group["lr"])
+            weight_decay = _as_float(group["weight_decay"])
+            eps, momentum_decay = group["eps"], group["momentum_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                check_not_capturable(group, "params, mu_products and state_steps")
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step_counter()
+                    state["mu_product"] = _scalar_state(1.0)
+                    state["exp_avg"] = _wrap(np.zeros_like(p._data))
+                    state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+                param = p._data
+                grad = p.grad._data
+                if group["maximize"]:
+                    grad = -grad
+                step_t, mu_product_t = state["step"], state["mu_product"]
+                step_t._data += 1
+                _bump(step_t)
+                step = float(step_t._data)
+                bias_correction2 = 1 - beta2 ** step
+                if weight_decay != 0:
+                    if group["decoupled_weight_decay"]:
+                        param *= 1 - lr * weight_decay
+                    else:
+                        grad = grad + weight_decay * param
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+                # the product lives in the counter's own (usually float32) precision, as in PyTorch
+                mu_product_t._data *= mu_product_t._data.dtype.type(mu)
+                _bump(mu_product_t)
+                mu_product = float(mu_product_t._data)
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                _lerp_(m, grad, 1 - beta1)
+                v *= beta2
+                v += (1 - beta2) * grad * grad
+                _bump(state["exp_avg"])
+                _bump(state["exp_avg_sq"])
+                denom = np.sqrt(v / bias_correction2)
+                denom += eps
+                mu_product_next = mu_product * mu_next
+                param += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (grad / denom)
+                param += ((-lr * mu_next) / (1.0 - mu_product_next)) * (m / denom)
+                _bump(p)
+        return loss

@@ -1,0 +1,95 @@
+"""RAdam (rectified Adam), following PyTorch's single-tensor update rule:
+
+    step += 1;  g = -grad if maximize else grad
+    weight decay: p *= 1 - lr * wd (decoupled)  or  g += wd * p
+    m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g
+    rho_inf = 2 / (1 - beta2) - 1;  rho_t = rho_inf - 2 * step * beta2**step / (1 - beta2**step)
+    rho_t > 5:  p -= lr * m / (1 - beta1**step) * sqrt(1 - beta2**step) / (sqrt(v) + eps) * rect
+    else:       p -= lr * m / (1 - beta1**step)
+    with rect = sqrt((rho_t - 4)(rho_t - 2) rho_inf / ((rho_inf - 4)(rho_inf - 2) rho_t)).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._cpu_flags import check_not_capturable
+from .adam import _check_hyperparameters, _lerp_
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _wrap)
+
+__all__ = ["RAdam"]
+
+
+class RAdam(Optimizer):
+    """RAdam with PyTorch's options and defaults (``lr=1e-3, betas=(0.9, 0.999), eps=1e-8``)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
+                 decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False):
+        _check_hyperparameters(lr, betas, eps, weight_decay)
+        _check_not_differentiable(differentiable)
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
+                        foreach=foreach, capturable=capturable,
+                        decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("capturable", False)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one was given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            beta1, beta2 = (_as_float(b) for b in group["betas"])
+            lr = _as_float(group["lr"])
+            weight_decay = _as_float(group["weight_decay"])
+            eps = group["eps"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                check_not_capturable(group)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step_counter()
+                    state["exp_avg"] = _wrap(np.zeros_like(p._data))
+                    state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+                param = p._data
+                grad = p.grad._data
+                if group["maximize"]:
+                    grad = -grad
+                step_t = state["step"]
+                step_t._data += 1
+                _bump(step_t)
+                step = float(step_t._data)
+                if weight_decay != 0:
+                    if group["decoupled_weight_decay"]:
+                        param *= 1 - lr * weight_decay
+                    else:
+                        grad = grad + weight_decay * param
+                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
+                _lerp_(m, grad, 1 - beta1)
+                v *= beta2
+                v += (1 - beta2) * grad * grad
+                _bump(state["exp_avg"])
+                _bump(state["exp_avg_sq"])
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                corrected_m = m / bias_correction1
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    adaptive_lr = (bias_correction2 ** 0.5) / (np.sqrt(v) + eps)
+                    param -= corrected_m * lr * adaptive_lr * rect
+                else:
+                    param -= corrected_m * lr
+                _bump(p)
+        return loss

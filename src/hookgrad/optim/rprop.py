@@ -1,0 +1,79 @@
+"""Rprop (resilient backpropagation), following PyTorch's single-tensor update rule:
+
+    step += 1;  g = -grad if maximize else grad
+    s = sign(g * prev) mapped to etaplus (> 0), etaminus (< 0) or 1 (== 0)
+    step_size = clamp(step_size * s, step_size_min, step_size_max)
+    g = 0 where the sign flipped;  p -= sign(g) * step_size;  prev = g
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._cpu_flags import check_not_capturable
+from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
+
+__all__ = ["Rprop"]
+
+
+class Rprop(Optimizer):
+    """Rprop with PyTorch's options and defaults (``lr=1e-2, etas=(0.5, 1.2),
+    step_sizes=(1e-6, 50)``)."""
+
+    def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
+                 foreach=None, maximize=False, differentiable=False):
+        if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        _check_not_differentiable(differentiable)
+        defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
+                        differentiable=differentiable, capturable=capturable)
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("foreach", None)
+            group.setdefault("maximize", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("capturable", False)
+
+    @_no_grad_step
+    def step(self, closure=None):
+        """Perform one optimization step; returns the closure's loss if one was given."""
+        loss = _call_closure(closure)
+        for group in self.param_groups:
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                check_not_capturable(group)
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _new_step_counter()
+                    state["prev"] = _wrap(np.zeros_like(p._data))
+                    state["step_size"] = _wrap(np.full_like(p.grad._data, _as_float(group["lr"])))
+                step_t = state["step"]
+                step_t._data += 1
+                _bump(step_t)
+                grad = p.grad._data
+                if group["maximize"]:
+                    grad = -grad
+                prev, step_size = state["prev"]._data, state["step_size"]._data
+                agreement = np.sign(grad * prev)
+                factor = np.ones_like(agreement)
+                factor[agreement > 0] = etaplus
+                factor[agreement < 0] = etaminus
+                step_size *= factor
+                np.clip(step_size, step_size_min, step_size_max, out=step_size)
+                grad = grad.copy()
+                grad[agreement < 0] = 0  # the sign flipped: no move this step
+                p._data -= np.sign(grad) * step_size
+                prev[...] = grad
+                for t in (p, state["prev"], state["step_size"]):
+                    _bump(t)
+        return loss

@@ -1,0 +1,361 @@
+"""Activation checkpointing with PyTorch's API and hook behaviour.
+
+``checkpoint(fn, *args, use_reentrant=False)`` runs ``fn`` keeping none of the tensors its ops
+save for backward; the backward recomputes them by running ``fn`` again. It is built on
+saved-tensor hooks, as PyTorch's non-reentrant checkpoint is:
+
+- forward: a pack hook replaces every tensor an op inside ``fn`` saves by a placeholder, in
+  order (saved-tensor hooks registered outside the checkpoint do not see those tensors);
+- backward: the first unpack of a placeholder reruns ``fn`` on the saved inputs, with grad
+  mode on, the forward's RNG state and a pack hook that collects the tensors saved by the
+  rerun in the same order. With ``early_stop`` (the default) the rerun stops as soon as the
+  last needed tensor is saved, so hooks of modules after that point do not fire again; without
+  it ``fn`` runs to the end. Every backward pass recomputes anew.
+- the rerun must save as many tensors, with the same shapes and dtypes, as the forward did
+  (``determinism_check='default'``), else CheckpointError.
+
+``use_reentrant=True`` is the older scheme: ``fn`` runs under no_grad inside an autograd
+Function whose backward reruns it with grad and backpropagates through the rerun. Not passing
+``use_reentrant`` warns and means True, as in PyTorch 2.13.
+"""
+from __future__ import annotations
+
+import contextlib
+import warnings
+import weakref
+
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop",
+           "CheckpointPolicy", "CheckpointFunction", "check_backward_validity", "detach_variable",
+           "set_checkpoint_debug_enabled"]
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation did not reproduce what the forward saved."""
+
+
+class CheckpointPolicy:
+    """Names of PyTorch's selective-checkpoint policies (selective checkpointing itself is not
+    implemented here)."""
+    MUST_SAVE = 0
+    PREFER_SAVE = 1
+    MUST_RECOMPUTE = 2
+    PREFER_RECOMPUTE = 3
+
+
+_early_stop_override = {"value": None}
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Within the block, non-reentrant checkpoints use ``early_stop=enable``."""
+    saved = _early_stop_override["value"]
+    _early_stop_override["value"] = enable
+    try:
+        yield
+    finally:
+        _early_stop_override["value"] = saved
+
+
+_debug_override = {"value": None}
+
+
+@contextlib.contextmanager
+def set_checkpoint_debug_enabled(enabled):
+    """Within the block, checkpoints use ``debug=enabled`` (None: each call's own ``debug``)."""
+    saved = _debug_override["value"]
+    _debug_override["value"] = enabled
+    try:
+        yield
+    finally:
+        _debug_override["value"] = saved
+
+
+def detach_variable(inputs):
+    """Detached copies of a tuple's tensors, each keeping its ``requires_grad``."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError(f"Only tuple of tensors is supported. Got Unsupported input type: {type(inputs).__name__}")
+    hg = _hg()
+    out = []
+    for value in inputs:
+        if not isinstance(value, hg.Tensor):
+            out.append(value)
+            continue
+        copy = value.detach()
+        copy.requires_grad_(value.requires_grad)
+        out.append(copy)
+    return tuple(out)
+
+
+def check_backward_validity(inputs) -> None:
+    """Warn when no tensor among ``inputs`` requires grad (a reentrant checkpoint would then
+    produce no gradients)."""
+    hg = _hg()
+    if not any(isinstance(v, hg.Tensor) and v.requires_grad for v in inputs):
+        warnings.warn("None of the inputs have requires_grad=True. Gradients will be None", UserWarning,
+                      stacklevel=3)
+
+
+def noop_context_fn():
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+_DEBUG_TIP = ("Tip: To see a more detailed error message, either pass `debug=True` to "
+              "`torch.utils.checkpoint.checkpoint(...)` or wrap the code block with "
+              "`with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to enable checkpoint-debug mode "
+              "globally.")
+
+
+def _hg():
+    import hookgrad
+    return hookgrad
+
+
+def _metadata(t) -> dict:
+    return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
+class _StopRecomputation(Exception):
+    pass
+
+
+class _Placeholder:
+    """Stands in for a saved tensor until the recomputation produces it."""
+    __slots__ = ("__weakref__",)
+
+
+class _Frame:
+    """One checkpointed call: its inputs, the placeholders its forward saved, and the tensors
+    the latest recomputation produced for them."""
+
+    def __init__(self, fn, args, kwargs, preserve_rng_state, early_stop, check_metadata):
+        hg = _hg()
+        self.fn, self.kwargs = fn, kwargs
+        from ..autograd.graph import SavedTensor
+        # inputs are saved like any tensor saved for backward: outer saved-tensor hooks see
+        # them, and an in-place change before the backward is caught when they are unpacked
+        self.inputs = [SavedTensor(a) if isinstance(a, hg.Tensor) else a for a in args]
+        self.input_requires_grad = [isinstance(a, hg.Tensor) and a.requires_grad for a in args]
+        self.rng_state = hg.get_rng_state() if preserve_rng_state else None
+        self.early_stop = early_stop
+        self.check_metadata = check_metadata
+        self.placeholders: list = []  # weak references, in saving order
+        self.metadata: list = []
+        self.recomputed: dict = {}  # id(placeholder) -> tensor
+        self.forward_completed = False
+
+    def pack(self, tensor):
+        placeholder = _Placeholder()
+        self.placeholders.append(weakref.ref(placeholder))
+        if self.check_metadata:
+            self.metadata.append(_metadata(tensor))
+        return placeholder
+
+    def unpack(self, placeholder):
+        if id(placeholder) not in self.recomputed:
+            self._recompute()
+        return self.recomputed.pop(id(placeholder))
+
+    def _unpacked_inputs(self):
+        from ..autograd.graph import SavedTensor
+        inputs = []
+        for value, requires_grad in zip(self.inputs, self.input_requires_grad):
+            if isinstance(value, SavedTensor):
+                value = value.unpack()
+                # an outer unpack hook (a checkpoint around this one) may hand back a detached
+                # tensor; the rerun must see the input's requires_grad to save the same tensors
+                if requires_grad and not value.requires_grad:
+                    value = value.detach().requires_grad_(True)
+            inputs.append(value)
+        return inputs
+
+    def _recompute(self) -> None:
+        hg = _hg()
+        from ..autograd.graph import saved_tensors_hooks
+        produced: list = []
+
+        def collect(tensor):
+            index = len(produced)
+            if index >= len(self.placeholders):
+                raise CheckpointError("torch.utils.checkpoint: trying to save more tensors during recomputation "
+                                      f"than during the original forward pass.\n{_DEBUG_TIP}")
+            produced.append(tensor.detach() if tensor.requires_grad else tensor)
+            if self.early_stop and len(produced) == len(self.placeholders):
+                raise _StopRecomputation
+            return index
+
+        args = self._unpacked_inputs()
+        saved_rng = hg.get_rng_state() if self.rng_state is not None else None
+        try:
+            if self.rng_state is not None:
+                hg.set_rng_state(self.rng_state)
+            with saved_tensors_hooks(collect, lambda index: produced[index]), hg.enable_grad():
+                self.fn(*args, **self.kwargs)
+        except _StopRecomputation:
+            pass
+        finally:
+            if saved_rng is not None:
+                hg.set_rng_state(saved_rng)
+        if len(produced) != len(self.placeholders):
+            raise CheckpointError("torch.utils.checkpoint: A different number of tensors was saved during the "
+                                  "original forward and recomputation.\nNumber of tensors saved during forward: "
+                                  f"{len(self.placeholders)}\nNumber of tensors saved during recomputation: "
+                                  f"{len(produced)}.\n{_DEBUG_TIP}")
+        if self.check_metadata:
+            different = [(i, meta, _metadata(t)) for i, (meta, t) in enumerate(zip(self.metadata, produced))
+                         if meta != _metadata(t)]
+            if different:
+                listing = "".join(f"tensor at position {i}:\nsaved metadata: {a}\nrecomputed metadata: {b}\n"
+                                  for i, a, b in different)
+                raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following tensors have "
+                                      f"different metadata than during the forward pass.\n{listing}.\n{_DEBUG_TIP}")
+        self.recomputed = {}
+        for ref, tensor in zip(self.placeholders, produced):
+            placeholder = ref()
+            if placeholder is not None:
+                self.recomputed[id(placeholder)] = tensor
+
+
+def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args, kwargs):
+    hg = _hg()
+    from ..autograd.graph import saved_tensors_hooks
+    if determinism_check not in ("default", "none"):
+        raise ValueError("determinism_check should be one of ['default', 'none'], but got "
+                         f"{determinism_check}")
+    forward_context, recompute_context = context_fn()
+    if not hg.is_grad_enabled():  # nothing is saved without grad mode: plain call
+        with forward_context:
+            return function(*args, **kwargs)
+    if _early_stop_override["value"] is not None:
+        early_stop = _early_stop_override["value"]
+
+    def rerun(*inputs, **kw):
+        with recompute_context:
+            return function(*inputs, **kw)
+
+    frame = _Frame(rerun, args, kwargs, preserve, early_stop, determinism_check == "default")
+    with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
+        out = function(*args, **kwargs)
+    frame.forward_completed = True
+    return out
+
+
+def _reentrant_function():
+    from ..autograd.function import Function
+    hg = _hg()
+
+    class CheckpointFunction(Function):
+        @staticmethod
+        def forward(ctx, run_function, preserve_rng_state, *args):
+            check_backward_validity(args)
+            ctx.run_function = run_function
+            ctx.preserve_rng_state = preserve_rng_state
+            if preserve_rng_state:
+                ctx.fwd_rng_state = hg.get_rng_state()
+            ctx.inputs, ctx.tensor_indices, tensors = [], [], []
+            for i, arg in enumerate(args):
+                if isinstance(arg, hg.Tensor):
+                    tensors.append(arg)
+                    ctx.tensor_indices.append(i)
+                    ctx.inputs.append(None)
+                else:
+                    ctx.inputs.append(arg)
+            ctx.save_for_backward(*tensors)
+            with hg.no_grad():
+                return run_function(*args)
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            inputs = list(ctx.inputs)
+            for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
+                inputs[i] = tensor
+            detached = detach_variable(tuple(inputs))
+            saved_rng = hg.get_rng_state() if ctx.preserve_rng_state else None
+            try:
+                if saved_rng is not None:
+                    hg.set_rng_state(ctx.fwd_rng_state)
+                with hg.enable_grad():
+                    outputs = ctx.run_function(*detached)
+            finally:
+                if saved_rng is not None:
+                    hg.set_rng_state(saved_rng)
+            if isinstance(outputs, hg.Tensor):
+                outputs = (outputs,)
+            with_grad = [(o, g) for o, g in zip(outputs, grad_outputs) if isinstance(o, hg.Tensor) and o.requires_grad]
+            if not with_grad:
+                raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not necessary")
+            hg.autograd.backward([o for o, _ in with_grad], [g for _, g in with_grad])
+            grads = tuple(d.grad if isinstance(d, hg.Tensor) else None for d in detached)
+            return (None, None) + grads
+
+    return CheckpointFunction
+
+
+_REENTRANT = {}
+
+
+def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check="default",
+               debug=False, early_stop=True, **kwargs):
+    """Run ``function(*args, **kwargs)`` without keeping its saved tensors; recompute them in
+    backward (see the module docstring)."""
+    if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting "
+                      "in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
+                      "use_reentrant=False is recommended, but if you need to preserve the current default "
+                      "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+                      "differences between the two variants.", UserWarning, stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs and use_reentrant:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+    if use_reentrant:
+        if context_fn is not noop_context_fn or debug is not False:
+            raise ValueError("Passing `context_fn` or `debug` is only supported when use_reentrant=False.")
+        if "fn" not in _REENTRANT:
+            _REENTRANT["fn"] = _reentrant_function()
+        return _REENTRANT["fn"].apply(function, preserve, *args)
+    if _debug_override["value"] if _debug_override["value"] is not None else debug:
+        raise NotImplementedError("checkpoint(debug=True) (operator traces on mismatch) is not implemented in "
+                                  "hookgrad")
+    return _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args,
+                                         kwargs)
+
+
+def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+    """Split ``functions`` (a list or an nn.Sequential) into ``segments`` chunks and checkpoint
+    every chunk but the last."""
+    if use_reentrant is None:
+        warnings.warn("torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
+                      "explicitly. In version 2.5 we will raise an exception if use_reentrant is not passed. "
+                      "use_reentrant=False is recommended, but if you need to preserve the current default "
+                      "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+                      "differences between the two variants.", UserWarning, stacklevel=2)
+        use_reentrant = True
+    preserve = kwargs.pop("preserve_rng_state", True)
+    if kwargs:
+        raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
+
+    def run(start, end):
+        def forward(value):
+            for j in range(start, end + 1):
+                value = functions[j](value)
+            return value
+        return forward
+
+    from ..nn import Sequential
+    if isinstance(functions, Sequential):
+        functions = list(functions.children())
+    segment_size = len(functions) // segments
+    end = -1
+    for start in range(0, segment_size * (segments - 1), segment_size):
+        end = start + segment_size - 1
+        input = checkpoint(run(start, end), input, use_reentrant=use_reentrant, preserve_rng_state=preserve)
+    return run(end + 1, len(functions) - 1)(input)
+
+
+def __getattr__(name):
+    # the reentrant autograd Function, built on first use (it needs the autograd package)
+    if name == "CheckpointFunction":
+        if "fn" not in _REENTRANT:
+            _REENTRANT["fn"] = _reentrant_function()
+        return _REENTRANT["fn"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
