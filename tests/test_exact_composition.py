@@ -841,3 +841,22 @@ def test_second_tensor_hook_after_the_base_of_a_hooked_output_changed(T):
         out.append(catch(lambda: y.register_hook(lambda g: g) and None))
         out.append(catch(lambda: y.register_hook(lambda g: g) and None))
     return out
+
+
+@differential
+def test_copyslices_is_released_like_torchs(T):
+    """After a backward that did not retain the graph, CopySlices (an in-place op on a view) has let
+    go of its op's node: a second backward raises the freed-buffers error there, before any hook or
+    version check further up."""
+    log = []
+    w = T.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=T.float64, requires_grad=True)
+    y = (w * 2).relu()
+    y.register_hook(lambda g: log.append("y hook"))
+    y.view(-1).add_(1.0)
+    first = catch(lambda: y.sum().backward())
+    second = catch(lambda: y.sum().backward())
+    z = w * 3
+    z.view(-1).mul_(2.0)
+    z.sum().backward()
+    third = catch(lambda: z.sum().backward())
+    return first, second, third, log, w.grad

@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
-from ..autograd.graph import Node
+from ..autograd.graph import _FREED_MESSAGE, Node
 from ._declare import module_all, op, record_op
 from ._base import GRAD, edge, record, sum_to_shape
 
@@ -688,6 +688,8 @@ class CopySlices(Node):
         g = grads[0]
         if g is None:
             return (None,) * len(self.next_functions)
+        if self.fn is None:  # released by an earlier backward that did not retain the graph
+            raise RuntimeError(_FREED_MESSAGE)
         whole, part = self.geometry.buffers(g._data.dtype)
         whole[...] = g._data
         view_grad = wrap(part.copy())
@@ -707,7 +709,10 @@ class CopySlices(Node):
         return (base_grad,) + tuple(res[1:])
 
     def release_variables(self):
-        self.fn.release_variables()
+        # as torch's: the op's node goes with what it saved, and a second backward raises
+        if self.fn is not None:
+            self.fn.release_variables()
+            self.fn = None
 
 
 def check_inplace(x: Tensor) -> None:
