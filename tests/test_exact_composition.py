@@ -860,3 +860,21 @@ def test_copyslices_is_released_like_torchs(T):
     z.sum().backward()
     third = catch(lambda: z.sum().backward())
     return first, second, third, log, w.grad
+
+
+@differential
+def test_outputs_of_multi_view_functions_refuse_inplace_history_rewrites(T):
+    """split/unbind outputs: an in-place change through their base, or of a view of them, raises
+    torch's multiple-views error (named after the forward function) when their history is needed."""
+    out = []
+    for case in range(4):
+        w = T.ones(2, 3, requires_grad=True)
+        base = w * 1
+        pieces = base.split(1) if case % 2 == 0 else base.unbind(0)
+        if case < 2:
+            base.mul_(2)
+            out.append(catch(lambda: pieces[1].grad_fn))
+            out.append(catch(lambda: T.autograd.grad(pieces, [w], [T.ones_like(p) for p in pieces])))
+        else:
+            out.append(catch(lambda: pieces[1].view(-1).mul_(2)))
+    return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import re
 
 import numpy as np
 
@@ -458,6 +459,18 @@ class UnbindBackward0(Node):
         return (stack(parts, self.dim),)
 
 
+def _multi_view_message(node, output_nr, base_modified=False) -> str:
+    """torch's error for an in-place change of an output of split/unbind/chunk (or of a view of
+    one): written itself, or through its base, which shows when its history is next needed. The
+    node is named without its "Backward" suffix, as torch names it here."""
+    what = ("its base or another view of its base has been modified inplace" if base_modified
+            else "is being modified inplace")
+    name = re.sub(r"Backward\d*$", "", node.name())
+    return (f"Output {output_nr} of {name} is a view and {what}. This view is the output of a function that "
+            "returns multiple views. Such functions do not allow the output views to be modified inplace. You "
+            "should replace the inplace operation by an out-of-place one.")
+
+
 def _multi_view(x, pieces, node):
     outs = []
     for i, data in enumerate(pieces):
@@ -466,10 +479,7 @@ def _multi_view(x, pieces, node):
         out._version_counter = x._version_counter
         out._view_version = x._version_counter[0]
         if node is not None:
-            out.__dict__["_inplace_error"] = (
-                f"Output {i} of {node.name()} is a view and is being modified inplace. This view is the output of "
-                "a function that returns multiple views. Such functions do not allow the output views to be "
-                "modified inplace. You should replace the inplace operation by an out-of-place one.")
+            out.__dict__["_inplace_error"] = (_multi_view_message, node, i)
         outs.append(out)
     if node is not None:
         node._num_outputs = len(outs)
