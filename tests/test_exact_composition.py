@@ -878,3 +878,19 @@ def test_outputs_of_multi_view_functions_refuse_inplace_history_rewrites(T):
         else:
             out.append(catch(lambda: pieces[1].view(-1).mul_(2)))
     return out
+
+
+@differential
+def test_relu_double_backward_reaches_relus_output(T):
+    """Under create_graph, ReLU's backward is one ThresholdBackwardBackward0 node over the incoming
+    gradient and ReLU's result: the second backward reaches the result (its hooks see zeros)."""
+    log = []
+    x = T.tensor([[1.0, -2.0, 0.5], [-0.5, 3.0, -1.0]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [-2.0, 1.0, 0.75]], dtype=T.float64, requires_grad=True)
+    r = (x @ w).relu()
+    r.register_hook(lambda g: log.append(("r", g)))
+    y = (r @ w).sum()
+    gx, = T.autograd.grad(y, [x], create_graph=True)
+    names = [gx.grad_fn.name()]
+    (gx * gx).sum().backward()
+    return log, names, x.grad, w.grad

@@ -25,7 +25,7 @@ from .autograd._warn_once import is_warn_always_enabled, set_warn_always
 from . import autograd, utils
 from .utils.dlpack import from_dlpack, frombuffer
 from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts
-from .amp.autocast_mode import autocast, is_autocast_available, is_autocast_enabled  # noqa: E402
+from .amp.autocast_mode import autocast, is_autocast_enabled  # noqa: E402
 
 linalg = _importlib.import_module(".linalg", __name__)
 

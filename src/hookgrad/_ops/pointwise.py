@@ -394,14 +394,32 @@ def _masked(g, keep):
     return bits.view(g.dtype)
 
 
-ThresholdBackwardBackward0 = node_class("ThresholdBackwardBackward0", ZeroGradNode)
+class ThresholdBackwardBackward0(Node):
+    """ReLU's backward, recorded under create_graph as torch records it: one node over the incoming
+    gradient and ReLU's result. The gradient's part is masked the same way; the result's part is
+    zero (materialized, as torch's), so the double backward reaches ReLU's output and its hooks."""
+
+    __slots__ = ("keep", "result_shape", "dtype")
+
+    def apply(self, grads):
+        gg = grads[0]
+        g_part = r_part = None
+        if self.next_functions[0][0] is not None and gg is not None:
+            g_part = gg * self.keep
+        if self.next_functions[1][0] is not None:
+            r_part = wrap(np.zeros(self.result_shape, dtype=self.dtype))
+        return g_part, r_part
 
 
 def _relu_backward(g, r):
     gd, rd = g._data, r._data
-    if GRAD.enabled or gd.dtype != rd.dtype or gd.dtype.kind != "f":  # create_graph: a recorded product
-        return backward_results(ThresholdBackwardBackward0, (g, r), (g * (r > 0),))[0]
-    return wrap(_masked(gd, rd > 0))
+    keep = rd > 0
+    exact = gd.dtype == rd.dtype and gd.dtype.kind == "f"
+    out = wrap(_masked(gd, keep) if exact else gd * keep)
+    if GRAD.enabled and (g._requires_grad or r._requires_grad):  # create_graph
+        node = record_op(ThresholdBackwardBackward0, (g, r), out)
+        node.keep, node.result_shape, node.dtype = wrap(keep), rd.shape, out._data.dtype
+    return out
 
 
 relu = unary("relu", _relu_np, _relu_backward, node="ReluBackward0", saves="result", floating=False, inplace=True)
