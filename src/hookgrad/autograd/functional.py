@@ -12,9 +12,12 @@ detached; ``strict=True`` raises where a result would be independent of an input
 """
 from __future__ import annotations
 
-import hookgrad
+from .._late import LateNames
+from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
-# imported while hookgrad itself is still loading: tensors are named as hookgrad.Tensor at call time
+# tensors and their constructors live in higher layers, bound on first use
+_above = LateNames(Tensor="hookgrad._tensor", zeros="hookgrad:zeros", zeros_like="hookgrad:zeros_like",
+                   stack="hookgrad:stack")
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
@@ -23,7 +26,7 @@ def _as_tuple(value, arg_name: str, fn_name: str):
     is_tuple = isinstance(value, tuple)
     items = value if is_tuple else (value,)
     for i, item in enumerate(items):
-        if not isinstance(item, hookgrad.Tensor):
+        if not isinstance(item, _above.Tensor):
             where = f"the value at index {i}" if is_tuple else f"the given {arg_name}"
             raise TypeError(f"The {arg_name} given to {fn_name} must be either a Tensor or a tuple of Tensors but "
                             f"{where} has type {type(item)}.")
@@ -49,7 +52,7 @@ def _prepare(tensors, create_graph: bool, need_graph: bool):
 def _finish(tensors, create_graph: bool):
     if create_graph:
         return tensors
-    return tuple(t.detach() if isinstance(t, hookgrad.Tensor) else _finish(t, create_graph) for t in tensors)
+    return tuple(t.detach() if isinstance(t, _above.Tensor) else _finish(t, create_graph) for t in tensors)
 
 
 def _validate_v(v, other, is_other_tuple: bool) -> None:
@@ -101,7 +104,8 @@ def _grad(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=N
     if not kept:
         return (None,) * len(inputs)
     outs, grads = zip(*kept)
-    return hookgrad.autograd.grad(outs, inputs, grads, allow_unused=True, create_graph=create_graph,
+    from . import grad  # the package's own function (defined after this module is imported)
+    return grad(outs, inputs, grads, allow_unused=True, create_graph=create_graph,
                                   retain_graph=retain_graph)
 
 
@@ -125,7 +129,7 @@ def _fill_in_zeros(grads, refs, strict: bool, create_graph: bool, stage: str):
         if g is None:
             if strict:
                 raise RuntimeError(_NONE_IN_STRICT[stage].format(i=i))
-            g = hookgrad.zeros_like(refs[i])
+            g = _above.zeros_like(refs[i])
         elif strict and create_graph and not g.requires_grad:
             what = "hessian" if "double" in stage else "jacobian"
             raise RuntimeError(f"The {what} of the user-provided function is independent of input {i}. This is not "
@@ -150,7 +154,7 @@ _V_FOR_INPUT = ("The vector v can only be None if the input to the user-provided
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``v^T J``): the vector-Jacobian product at ``inputs``."""
-    with hookgrad.enable_grad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "vjp")
@@ -158,7 +162,7 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         v = _prepare_v(v, outputs, is_outputs_tuple, create_graph, "vjp",
                        "The vector v can only be None if the user-provided function returns a single Tensor with a "
                        "single element.")
-    with hookgrad.set_grad_enabled(create_graph or hookgrad.is_grad_enabled()):
+    with set_grad_enabled(create_graph or is_grad_enabled()):
         products = _fill_in_zeros(_grad(outputs, inputs, v, create_graph=create_graph), inputs, strict, create_graph,
                                   "back")
     return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
@@ -167,16 +171,16 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``J v``): the Jacobian-vector product at ``inputs`` (double-backward trick)."""
-    with hookgrad.enable_grad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, "jvp", _V_FOR_INPUT)
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs, "outputs", strict)
-        dummies = tuple(hookgrad.zeros_like(out, requires_grad=True) for out in outputs)
+        dummies = tuple(_above.zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _grad(outputs, inputs, dummies, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
-    with hookgrad.set_grad_enabled(create_graph or hookgrad.is_grad_enabled()):
+    with set_grad_enabled(create_graph or is_grad_enabled()):
         products = _fill_in_zeros(_grad(grad_inputs, dummies, v, create_graph=create_graph), outputs, strict,
                                   create_graph, "back_trick")
     return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
@@ -201,7 +205,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         if not vectorize:
             raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
                                       "only implemented for `vectorize=True`.")
-    with hookgrad.enable_grad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jacobian")
@@ -220,7 +224,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                         if strict:
                             raise RuntimeError(f"Output {i} of the user-provided function is independent of input "
                                                f"{j}. This is not allowed in strict mode.")
-                        g = hookgrad.zeros_like(inp)
+                        g = _above.zeros_like(inp)
                     elif strict and create_graph and not g.requires_grad:
                         raise RuntimeError(f"The jacobian of the user-provided function is independent of input {i}. "
                                            "This is not allowed in strict mode when create_graph=True.")
@@ -231,8 +235,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
 
 def _stack_rows(rows, out, inp):
     if not rows:  # an empty output
-        return hookgrad.zeros(*out.shape, *inp.shape, dtype=inp.dtype)
-    return hookgrad.stack(rows, 0).reshape(*out.shape, *inp.shape)
+        return _above.zeros(*out.shape, *inp.shape, dtype=inp.dtype)
+    return _above.stack(rows, 0).reshape(*out.shape, *inp.shape)
 
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, outer_jacobian_strategy="reverse-mode"):
@@ -246,7 +250,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
         out = func(*args)
         is_out_tuple, outs = _as_tuple(out, "outputs of the user-provided function", "hessian")
         _check_requires_grad(outs, "outputs", strict)
-        if is_out_tuple or not isinstance(out, hookgrad.Tensor):
+        if is_out_tuple or not isinstance(out, _above.Tensor):
             raise RuntimeError("The function given to hessian should return a single Tensor")
         if out.numel() != 1:
             raise RuntimeError("The Tensor returned by the function given to hessian should contain a single element")
@@ -268,7 +272,7 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False, out
 def _scalar_output(func, inputs, strict, fn_name):
     is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
     _check_requires_grad(outputs, "outputs", strict)
-    if is_outputs_tuple or not isinstance(outputs[0], hookgrad.Tensor):
+    if is_outputs_tuple or not isinstance(outputs[0], _above.Tensor):
         raise RuntimeError(f"The function given to {fn_name} should return a single Tensor")
     if outputs[0].numel() != 1:
         raise RuntimeError(f"The Tensor returned by the function given to {fn_name} should contain a single element")
@@ -277,14 +281,14 @@ def _scalar_output(func, inputs, strict, fn_name):
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``v^T H``) for scalar-valued ``func``."""
-    with hookgrad.enable_grad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, "vhp", _V_FOR_INPUT)
         is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "vhp")
         gradient = _grad(outputs, inputs, create_graph=True)
         _check_requires_grad(gradient, "jacobian", strict)
-    with hookgrad.set_grad_enabled(create_graph or hookgrad.is_grad_enabled()):
+    with set_grad_enabled(create_graph or is_grad_enabled()):
         products = _fill_in_zeros(_grad(gradient, inputs, v, create_graph=create_graph), inputs, strict,
                                   create_graph, "double_back")
     return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
@@ -293,17 +297,17 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``H v``) for scalar-valued ``func`` (double-backward trick)."""
-    with hookgrad.enable_grad():
+    with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
         inputs = _prepare(inputs, create_graph, need_graph=True)
         v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, "hvp", _V_FOR_INPUT)
         is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "hvp")
         gradient = _grad(outputs, inputs, create_graph=True)
         _check_requires_grad(gradient, "jacobian", strict)
-        dummies = tuple(hookgrad.zeros_like(inp, requires_grad=True) for inp in inputs)
+        dummies = tuple(_above.zeros_like(inp, requires_grad=True) for inp in inputs)
         double_back = _grad(gradient, inputs, dummies, create_graph=True)
         _check_requires_grad(gradient, "hessian", strict)
-    with hookgrad.set_grad_enabled(create_graph or hookgrad.is_grad_enabled()):
+    with set_grad_enabled(create_graph or is_grad_enabled()):
         products = _fill_in_zeros(_grad(double_back, dummies, v, create_graph=create_graph), inputs, strict,
                                   create_graph, "double_back_trick")
     return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
