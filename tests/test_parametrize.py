@@ -324,3 +324,14 @@ def test_legacy_errors(T):
             catch(T.nn.utils.spectral_norm, linear(T), n_power_iterations=0),
             catch(T.nn.utils.remove_spectral_norm, linear(T)), catch(T.nn.utils.remove_weight_norm, linear(T)),
             [n for n, _ in lazy.named_parameters()]]
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+@differential(rtol=1e-7, atol=1e-9)
+def test_orthogonal_householder_without_trivialization(T, shape):
+    m = linear(T, shape[1], shape[0])
+    T.nn.utils.parametrizations.orthogonal(m, orthogonal_map="householder", use_trivialization=False)
+    out = [m.weight, m.parametrizations.weight.original, list(m.state_dict())]
+    out.append(train(T, m, power=3, x=np.linspace(-1, 1, 2 * shape[1]).reshape(2, shape[1])))
+    m.weight = T.tensor(np.linalg.qr(np.sin(np.arange(16.0)).reshape(4, 4))[0][:shape[0], :shape[1]])
+    return out + [m.weight, m.parametrizations.weight.original]

@@ -56,6 +56,17 @@ def _qr_q_positive(A: Tensor) -> Tensor:
     return hookgrad.tensor(q * np.expand_dims(signs, -2), dtype=A.dtype)
 
 
+def _geqrf(Q: Tensor):
+    """LAPACK's geqrf of (a batch of) matrices: the reflectors below R's diagonal, and tau."""
+    import scipy.linalg
+    data = Q.detach().numpy()
+    flat = data.reshape(-1, *data.shape[-2:])
+    pieces = [scipy.linalg.qr(m, mode="raw")[0] for m in flat]
+    A = np.stack([np.asarray(qr) for qr, _ in pieces]).reshape(data.shape)
+    tau = np.stack([t for _, t in pieces]).reshape(*data.shape[:-2], -1)
+    return A, tau
+
+
 def _is_orthogonal(Q: Tensor) -> bool:
     n, k = Q.shape[-2], Q.shape[-1]
     eps = 10.0 * n * hookgrad.finfo(Q.dtype).eps
@@ -112,14 +123,21 @@ class _Orthogonal(Module):
                                  f"{Q.shape}.")
             Q_init = Q
             n, k = Q.shape[-2], Q.shape[-1]
+            transposed_input = n < k
             if n < k:
                 Q, n, k = Q.mT, k, n
             if not hasattr(self, "base"):
                 if self.orthogonal_map in (_OrthMaps.cayley, _OrthMaps.matrix_exp):
                     raise NotImplementedError("It is not possible to assign to the matrix exponential or the Cayley "
                                               "parametrizations when use_trivialization=False.")
-                raise NotImplementedError("hookgrad's orthogonal(..., orthogonal_map='householder', "
-                                          "use_trivialization=False) cannot be assigned to (it needs torch.geqrf)")
+                A, tau = _geqrf(Q)
+                # reflectors whose diagonal sign makes the product Q itself (see forward's .int())
+                diag = np.sign(np.diagonal(A, axis1=-2, axis2=-1))
+                diag = np.where(tau == 0.0, -diag, diag)
+                idx = np.arange(min(A.shape[-2:]))
+                A[..., idx, idx] = diag
+                A = hookgrad.tensor(A, dtype=Q.dtype)
+                return A.mT if transposed_input else A
             if n == k:
                 Q = Q.clone() if _is_orthogonal(Q) else _qr_q_positive(Q)
             else:
