@@ -140,3 +140,18 @@ def test_stack_module_state_with_vmap(T):
             catch(T.func.stack_module_state, []), catch(T.func.stack_module_state, [T.nn.Linear(2, 2), T.nn.Tanh()]),
             catch(T.func.stack_module_state, [T.nn.Linear(2, 2), T.nn.Linear(2, 2).eval()]),
             catch(T.func.stack_module_state, frozen)]
+
+
+@differential(rtol=1e-10, atol=1e-12)
+def test_nested_transforms(T):
+    x, t = T.tensor(B), T.tensor([1.0, 0.5, -1.0], dtype=T.float64)
+    f = lambda x: T.sin(x) * x.sum()  # noqa: E731
+    xr = T.tensor(B, requires_grad=True)
+    jvp_of_outer = T.func.jvp(f, (xr,), (t,))[1]
+    (outer_grad,) = T.autograd.grad(jvp_of_outer.sum(), xr)
+    return [T.func.grad(lambda x: T.func.jvp(f, (x,), (t,))[1].sum())(x),
+            T.func.jacrev(lambda x: T.func.jvp(f, (x,), (t,))[1])(x),
+            T.func.jacrev(T.func.jacrev(lambda x: (x ** 3).prod()))(x),
+            T.func.jacfwd(T.func.grad(lambda x: (x ** 3).prod()))(x),
+            T.func.vmap(T.func.jacrev(f))(T.stack([x, x * 2])),
+            jvp_of_outer.requires_grad, outer_grad]

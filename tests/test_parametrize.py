@@ -335,3 +335,35 @@ def test_orthogonal_householder_without_trivialization(T, shape):
     out.append(train(T, m, power=3, x=np.linspace(-1, 1, 2 * shape[1]).reshape(2, shape[1])))
     m.weight = T.tensor(np.linalg.qr(np.sin(np.arange(16.0)).reshape(4, 4))[0][:shape[0], :shape[1]])
     return out + [m.weight, m.parametrizations.weight.original]
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_parametrized_state_dict_round_trip(T):
+    source, target = linear(T), linear(T, 4, 3)
+    T.nn.utils.parametrizations.weight_norm(source)
+    T.nn.utils.parametrizations.weight_norm(target)
+    with T.no_grad():
+        source.parametrizations.weight.original0.mul_(3)
+    result = target.load_state_dict(source.state_dict())
+    plain = linear(T)
+    return (list(result.missing_keys), target.weight, catch(lambda: plain.load_state_dict(source.state_dict()) and None),
+            [(k, v) for k, v in target.state_dict().items()])
+
+
+def test_namespaces_resolve_under_hookgrad_run(tmp_path):
+    import subprocess
+    import sys
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import torch\n"
+        "import torch.nn.utils.parametrize as parametrize\n"
+        "from torch.nn.utils.parametrizations import orthogonal, spectral_norm, weight_norm\n"
+        "from torch.nn.utils import remove_spectral_norm, remove_weight_norm\n"
+        "from torch.autograd.functional import jacobian, hvp\n"
+        "from torch.func import jacfwd, jvp, linearize, stack_module_state\n"
+        "m = orthogonal(torch.nn.Linear(2, 2))\n"
+        "print(type(m).__name__, parametrize.__name__, jacobian.__module__, jvp.__module__)\n")
+    done = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["ParametrizedLinear", "hookgrad.nn.utils.parametrize",
+                                   "hookgrad.autograd.functional", "hookgrad.func"]
