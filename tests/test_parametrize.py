@@ -367,3 +367,42 @@ def test_namespaces_resolve_under_hookgrad_run(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["ParametrizedLinear", "hookgrad.nn.utils.parametrize",
                                    "hookgrad.autograd.functional", "hookgrad.func"]
+
+
+@pytest.mark.parametrize("orthogonal_map", [None, "cayley", "householder"])
+@differential(rtol=1e-7, atol=1e-9)
+def test_orthogonal_batch_of_matrices(T, orthogonal_map):
+    class Holder(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.mats = T.nn.Parameter(T.tensor(np.cos(np.arange(18.0)).reshape(2, 3, 3)))
+
+        def forward(self, x):
+            return (self.mats @ x).sum(0)
+
+    m = Holder()
+    T.nn.utils.parametrizations.orthogonal(m, "mats", orthogonal_map=orthogonal_map)
+    return [type(m).__name__, m.mats, train(T, m, power=3, x=np.linspace(-1, 1, 6).reshape(3, 2)), m.mats]
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_buffer_parametrization_and_conv_weight_norm(T):
+    Scale, *_ = parametrizations(T)
+    P = T.nn.utils.parametrize
+    bn = T.nn.BatchNorm1d(3).double()
+    P.register_parametrization(bn, "running_var", Scale())
+    out = [type(bn).__name__, list(bn.state_dict()), bn.running_var, [n for n, _ in bn.named_buffers()]]
+    conv = T.nn.Conv1d(2, 3, 2).double()
+    legacy = T.nn.Conv1d(2, 3, 2).double()
+    for c in (conv, legacy):
+        with T.no_grad():
+            c.weight.copy_(T.tensor(np.sin(np.arange(12.0)).reshape(3, 2, 2)))
+            c.bias.fill_(0.1)
+    T.nn.utils.parametrizations.weight_norm(conv)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        T.nn.utils.weight_norm(legacy, dim=1)
+    x = np.cos(np.arange(10.0)).reshape(1, 2, 5)
+    return out + [list(conv.state_dict().items()), train(T, conv, x=x), conv.weight,
+                  list(legacy.state_dict().items()), train(T, legacy, x=x), legacy.weight]
