@@ -73,6 +73,7 @@ def test_register_chain_assign_train_remove(T):
     out["value"] = m.weight
     P.register_parametrization(m, "weight", Scale())
     out["chain"] = (m.weight, m.parametrizations.weight.original, len(m.parametrizations.weight))
+    out["repr"] = repr(m)
     m.weight = T.ones(3, 4, dtype=T.float64)
     out["assigned"] = (m.weight, m.parametrizations.weight.original)
     out["trained"] = train(T, m)
