@@ -4,6 +4,11 @@
 ``create_graph``, so transforms nest); ``vmap`` maps a function over a batch dim by running it per
 slice and stacking the results (same numbers as a vectorized map; random ops draw per slice);
 ``functional_call`` runs a module with some parameters and buffers swapped for given tensors.
+
+Forward-mode transforms (``jvp``, ``jacfwd``, ``linearize``) are computed in reverse mode with the
+same numbers: ``jvp`` by the double-backward trick (the vector-Jacobian product ``u -> J^T u`` is
+linear in ``u``, so differentiating it with respect to ``u`` along a tangent gives ``J t``),
+``jacfwd`` row by row as ``jacrev`` does; ``hessian`` is ``jacfwd(jacrev(f))``.
 """
 from __future__ import annotations
 
@@ -13,7 +18,8 @@ import functools
 import hookgrad
 from ._tensor import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call", "jvp", "jacfwd", "hessian",
+           "linearize", "stack_module_state"]
 
 
 def _tree_map(fn, tree):
@@ -100,27 +106,228 @@ def vjp(func, *primals, has_aux: bool = False):
     return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
 
 
-def jacrev(func, argnums=0, has_aux: bool = False):
-    """The Jacobian of ``func`` w.r.t. one argument, one reverse pass per output element."""
-    if not isinstance(argnums, int):
-        raise NotImplementedError("hookgrad's jacrev takes a single argnums")
+def _argnums_checked(argnums, num_args: int):
+    """``argnums`` as a tuple of non-negative positions (checked as torch checks them)."""
+    if not isinstance(argnums, (int, tuple)):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    numbers = (argnums,) if isinstance(argnums, int) else argnums
+    if not numbers:
+        raise RuntimeError("argnums must be non-empty")
+    if len(set(numbers)) != len(numbers):
+        raise RuntimeError(f"argnums elements must be unique, got {argnums}")
+    checked = []
+    for n in numbers:
+        if not isinstance(n, int):
+            raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+        if not -num_args <= n < num_args:
+            raise RuntimeError(f"Got argnum={n}, but only {num_args} positional inputs")
+        checked.append(n % num_args)
+    return tuple(checked)
 
+
+def _jacobian_transform(func, argnums, has_aux: bool, api: str):
+    """The Jacobian of ``func``'s output (a tree of tensors) w.r.t. the ``argnums`` args (trees of
+    tensors): each output leaf becomes the input structure, each of its leaves of shape
+    ``output.shape + input.shape``."""
     def wrapper(*args, **kwargs):
+        numbers = _argnums_checked(argnums, len(args))
         args = list(args)
-        x = _as_differentiable(args[argnums])
-        args[argnums] = x
+        nested = hookgrad.is_grad_enabled() and any(t.requires_grad for a in args for t in _leaves(a))
+        for n in numbers:
+            args[n] = _tree_map(_as_differentiable, args[n])
+        flat_inputs = [t for n in numbers for t in _leaves(args[n])]
+        if not flat_inputs:
+            raise RuntimeError(f"{api}(f, ...)(*args): Expected args to be tensors")
         with hookgrad.enable_grad():
             result = func(*args, **kwargs)
-        output, aux = (result if has_aux else (result, None))
-        rows = []
-        flat = output.reshape(-1)
-        for i in range(flat.numel()):
-            g, = hookgrad.autograd.grad(flat[i], x, retain_graph=True, create_graph=True, allow_unused=True)
-            rows.append(g if g is not None else hookgrad.zeros_like(x))
-        jac = hookgrad.stack(rows, 0).reshape(*output.shape, *x.shape)
+            if has_aux and not (isinstance(result, tuple) and len(result) == 2):
+                raise RuntimeError(f"{api}(f, ...)(*args): output of function f should be a tuple: (output, aux) "
+                                   "if has_aux is True")
+            output, aux = (result if has_aux else (result, None))
+            out_leaves = _leaves(output)
+            if not out_leaves or any(not isinstance(o, Tensor) for o in _flat_items(output)):
+                raise RuntimeError(f"{api}(f, ...)(*args): expected f(*args) to return only tensors, got "
+                                   f"unsupported type {type(output).__name__}")
+            per_output = []
+            for out in out_leaves:
+                rows = [[] for _ in flat_inputs]
+                flat = out.reshape(-1)
+                for k in range(out.numel()):
+                    grads = (hookgrad.autograd.grad(flat[k], flat_inputs, retain_graph=True, create_graph=True,
+                                                    allow_unused=True)
+                             if flat[k].requires_grad else [None] * len(flat_inputs))
+                    for j, (g, inp) in enumerate(zip(grads, flat_inputs)):
+                        rows[j].append(g if g is not None else hookgrad.zeros_like(inp))
+                blocks = [hookgrad.stack(r, 0).reshape(*out.shape, *inp.shape) if r else
+                          hookgrad.zeros(*out.shape, *inp.shape, dtype=inp.dtype) for r, inp in zip(rows, flat_inputs)]
+                if not nested:
+                    blocks = [b.detach() for b in blocks]
+                it = iter(blocks)
+                per_arg = tuple(_tree_map(lambda _: next(it), args[n]) for n in numbers)
+                per_output.append(per_arg[0] if isinstance(argnums, int) else per_arg)
+        it = iter(per_output)
+        jac = _tree_map(lambda _: next(it), output)
         return (jac, aux) if has_aux else jac
 
     return wrapper
+
+
+def _flat_items(tree) -> list:
+    """Every non-container item of ``tree`` (tensors and anything else)."""
+    if isinstance(tree, (list, tuple)):
+        return [x for v in tree for x in _flat_items(v)]
+    if isinstance(tree, dict):
+        return [x for v in tree.values() for x in _flat_items(v)]
+    return [tree]
+
+
+def jacrev(func, argnums=0, *, has_aux: bool = False, chunk_size=None, _preallocate_and_copy=False):
+    """The Jacobian of ``func`` w.r.t. the ``argnums`` args, one reverse pass per output element."""
+    return functools.wraps(func)(_jacobian_transform(func, argnums, has_aux, "jacrev"))
+
+
+def jacfwd(func, argnums=0, has_aux: bool = False, *, randomness: str = "error"):
+    """The Jacobian of ``func`` w.r.t. the ``argnums`` args (same result as forward mode; computed
+    by reverse passes)."""
+    return functools.wraps(func)(_jacobian_transform(func, argnums, has_aux, "jacfwd"))
+
+
+def hessian(func, argnums=0):
+    """The Hessian of scalar-valued ``func`` w.r.t. the ``argnums`` args: ``jacfwd(jacrev(func))``."""
+    return jacfwd(jacrev(func, argnums), argnums)
+
+
+def _structure(tree):
+    if isinstance(tree, (list, tuple)):
+        return (type(tree).__name__, tuple(_structure(v) for v in tree))
+    if isinstance(tree, dict):
+        return ("dict", tuple((k, _structure(v)) for k, v in tree.items()))
+    return "*"
+
+
+def _check_tangents(api: str, primals, tangents) -> None:
+    if _structure(primals) != _structure(tangents):
+        raise RuntimeError(f"{api}: Expected primals and tangents to have the same python structure. For example, "
+                           "if primals is a tuple of 3 tensors, tangents also must be. Got primals with structure "
+                           f"{_structure(primals)} and tangents with structure {_structure(tangents)}")
+    for kind, tree in (("primals", primals), ("tangents", tangents)):
+        items = _flat_items(tree)
+        if not items:
+            raise RuntimeError(f"{api}: Expected {kind} to be a non-empty list of tensors")
+        if any(not isinstance(t, Tensor) for t in items):
+            raise RuntimeError(f"{api}: Expected {kind} to only contain Tensors, got "
+                               f"{next(type(t) for t in items if not isinstance(t, Tensor))}")
+    for i, (p, t) in enumerate(zip(_leaves(primals), _leaves(tangents))):
+        if p.shape != t.shape:
+            raise RuntimeError(f"Trying to set a forward gradient that has a different size than that of the original "
+                               f"Tensor, this is not supported. Tensor is of size {list(p.shape)} while the given "
+                               f"forward gradient is of size {list(t.shape)}.")
+
+
+def _run_for_products(api, func, primals, has_aux):
+    inputs = [_tree_map(_as_differentiable, p) for p in primals]
+    with hookgrad.enable_grad():
+        result = func(*inputs)
+    if has_aux and not (isinstance(result, tuple) and len(result) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    output, aux = (result if has_aux else (result, None))
+    if not _leaves(output) or any(not isinstance(o, Tensor) for o in _flat_items(output)):
+        raise RuntimeError(f"{api}: expected f(*args) to return only tensors, got unsupported type "
+                           f"{type(output).__name__}")
+    return inputs, output, aux
+
+
+class _TangentMap:
+    """``tangents -> J tangents`` for a recorded ``func`` run, by the double-backward trick."""
+
+    def __init__(self, inputs, output):
+        self.flat_inputs = [t for p in inputs for t in _leaves(p)]
+        self.output = output
+        self.out_leaves = _leaves(output)
+        with hookgrad.enable_grad():
+            self.dummies = [hookgrad.zeros_like(o, requires_grad=True) for o in self.out_leaves]
+            live = [(o, u) for o, u in zip(self.out_leaves, self.dummies) if o.requires_grad]
+            if live:
+                outs, us = zip(*live)
+                pulled = hookgrad.autograd.grad(outs, self.flat_inputs, us, create_graph=True, allow_unused=True)
+            else:
+                pulled = [None] * len(self.flat_inputs)
+        self.pulled = [(g, t) for g, t in zip(pulled, range(len(self.flat_inputs))) if g is not None
+                       and g.requires_grad]
+
+    def __call__(self, tangents, keep_graph: bool):
+        flat_tangents = _leaves(tangents)
+        if self.pulled:
+            grads, positions = zip(*self.pulled)
+            with hookgrad.enable_grad():
+                pushed = hookgrad.autograd.grad(grads, self.dummies, [flat_tangents[i] for i in positions],
+                                                retain_graph=True, create_graph=keep_graph, allow_unused=True)
+        else:
+            pushed = [None] * len(self.dummies)
+        pushed = [p if p is not None else hookgrad.zeros_like(o) for p, o in zip(pushed, self.out_leaves)]
+        it = iter(pushed)
+        return _tree_map(lambda _: next(it), self.output)
+
+
+def jvp(func, primals, tangents, *, strict: bool = False, has_aux: bool = False):
+    """(``func(*primals)``, the Jacobian-vector product along ``tangents``)."""
+    if not isinstance(primals, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals to be a tuple. E.g. it should be valid to "
+                           "call f(*primals).")
+    _check_tangents("jvp(f, primals, tangents)", primals, tangents)
+    nested = hookgrad.is_grad_enabled() and any(t.requires_grad for t in _leaves(primals) + _leaves(tangents))
+    inputs, output, aux = _run_for_products("jvp(f, primals, tangents)", func, primals, has_aux)
+    tangent_out = _TangentMap(inputs, output)(tangents, keep_graph=nested)
+    if not nested:
+        output, tangent_out = _tree_map(Tensor.detach, output), _tree_map(Tensor.detach, tangent_out)
+    return (output, tangent_out, aux) if has_aux else (output, tangent_out)
+
+
+def linearize(func, *primals):
+    """(``func(*primals)``, ``jvp_fn``): ``jvp_fn(*tangents)`` gives the Jacobian-vector product at
+    ``primals`` without running ``func`` again."""
+    inputs, output, _ = _run_for_products("linearize", func, primals, False)
+    tangent_map = _TangentMap(inputs, output)
+    structure = _structure(primals)
+
+    def jvp_fn(*tangents):
+        if _structure(tangents) != structure:
+            raise RuntimeError(f"Expected the tangents {_structure(tangents)} to have the same argspec as the "
+                               f"primals {structure}")
+        for i, (p, t) in enumerate(zip(_leaves(primals), _leaves(tangents))):
+            if p.shape != t.shape:
+                raise RuntimeError(f"tangent:{i} with shape {t.shape} in flattened pytree doesn't match the shape "
+                                   f"{p.shape} of the corresponding primal.")
+            if p.dtype != t.dtype:
+                raise RuntimeError(f"tangent:{i} with dtype {t.dtype} in flattened pytree doesn't match the dtype "
+                                   f"{p.dtype} of the corresponding primal.")
+        return _tree_map(Tensor.detach, tangent_map(tangents, keep_graph=False))
+
+    return _tree_map(Tensor.detach, output), jvp_fn
+
+
+def stack_module_state(models):
+    """(params, buffers): each named parameter/buffer of the same-class ``models`` stacked on a new
+    first dim; stacked parameters are new leaves (for ``vmap`` over ``functional_call``)."""
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def stacked(tensors, name):
+        if len({t.requires_grad for t in tensors}) > 1:
+            raise RuntimeError(f"Expected {name} from each model to have the same .requires_grad")
+        result = hookgrad.stack(tensors)
+        return result.detach().requires_grad_() if tensors[0].requires_grad else result
+
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: stacked([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: stacked([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers
 
 
 def _dims_for(in_dims, args):
@@ -194,6 +401,27 @@ def _swapped(module, tensors: dict):
 _MISSING = object()
 
 
+def _untied(module, tensors: dict) -> dict:
+    """``tensors`` with every name tied to a given one (the same tensor under several names in
+    ``module``) mapped to the given value too."""
+    names_of = {}
+    for name, t in list(module.named_parameters(remove_duplicate=False)) + \
+            list(module.named_buffers(remove_duplicate=False)):
+        names_of.setdefault(id(t), set()).add(name)
+    tied = {name: names for names in names_of.values() if len(names) > 1 for name in names}
+    given_tied = [name for name in tensors if name in tied]
+    for name in given_tied:
+        group = tied[name]
+        if len(group & set(given_tied)) > 1 and len({id(tensors[n]) for n in group if n in tensors}) != 1:
+            raise ValueError(f"functional_call got multiple values for keys {sorted(group)}, which are tied. "
+                             "Consider using tie_weights=False")
+    result = dict(tensors)
+    for name in given_tied:
+        for other in tied[name]:
+            result[other] = tensors[name]
+    return result
+
+
 def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, *, tie_weights: bool = True,
                     strict: bool = False):
     """Call ``module`` with the named parameters/buffers replaced by the given tensors for this call."""
@@ -207,12 +435,16 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
                 raise ValueError(f"{sorted(overlap)} appeared in multiple dictionaries; behavior of functional call "
                                  f"is ambiguous")
             tensors.update(d)
+    if tie_weights:
+        tensors = _untied(module, tensors)
     if strict:
-        expected = {n for n, _ in module.named_parameters()} | {n for n, _ in module.named_buffers()}
+        expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
+                   {n for n, _ in module.named_buffers(remove_duplicate=False)}
         missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
-        if missing or unexpected:
-            raise RuntimeError(f"Error(s) in reparametrizing for {type(module).__name__}:\n\tMissing key(s): "
-                               f"{missing}.\n\tUnexpected key(s): {unexpected}.")
+        problems = ([f"Unexpected key(s): {', '.join(map(repr, unexpected))}."] if unexpected else []) + \
+                   ([f"Missing key(s): {', '.join(map(repr, missing))}."] if missing else [])
+        if problems:
+            raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(problems))
     if args is None:
         args = ()
     elif not isinstance(args, tuple):

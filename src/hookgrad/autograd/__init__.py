@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from . import graph, grad_mode
 from ._warn_once import warn_once
+from . import functional  # noqa: F401
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
