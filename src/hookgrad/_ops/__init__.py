@@ -257,6 +257,7 @@ def _bind_methods():
     T.float = lambda self, memory_format=None: shape.to_dtype(self, _dtype.float32)
     T.double = lambda self, memory_format=None: shape.to_dtype(self, _dtype.float64)
     T.half = lambda self, memory_format=None: shape.to_dtype(self, _dtype.float16)
+    T.bfloat16 = lambda self, memory_format=None: shape.to_dtype(self, _dtype.bfloat16)
     T.long = lambda self, memory_format=None: shape.to_dtype(self, _dtype.int64)
     T.int = lambda self, memory_format=None: shape.to_dtype(self, _dtype.int32)
     T.short = lambda self, memory_format=None: shape.to_dtype(self, _dtype.int16)

@@ -189,7 +189,7 @@ class DivBackward0(Node):
 
 def _div_dtype(a, b):
     dt = result_np_dtype(a, b)
-    return dt if dt.kind in "fc" else _dtype.get_default_dtype().np
+    return dt if dt.kind in "fc" or _dtype.is_floating_np(dt) else _dtype.get_default_dtype().np
 
 
 def div(a, b, *, rounding_mode=None, out=None):
@@ -348,7 +348,7 @@ def _unary(x, np_fn, node_cls, save_input=False, save_output=False, floating=Tru
     if floating and data.dtype.kind not in "fc":
         data = data.astype(float_dtype_for(x))
     with _err():
-        result = wrap(np_fn(data))
+        result = wrap(_dtype.narrow_to(np_fn(data), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = node_cls((edge(x),))
         record(node, result)
@@ -462,7 +462,7 @@ def _zero_grad_unary(name, np_fn, floating=False):
         data = x._data
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))
-        result = wrap(np_fn(data))
+        result = wrap(_dtype.narrow_to(np_fn(data), x._data.dtype))
         if GRAD.enabled and x._requires_grad:
             node = _Node((edge(x),))
             node.shape, node.dtype = x._data.shape, x._data.dtype

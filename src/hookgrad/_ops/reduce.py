@@ -78,14 +78,17 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
     dims = norm_dims(dim, data.ndim)
     out_dt = _sum_dtype(x, dtype)
+    if _dtype.is_bfloat16_np(out_dt):  # accumulate in float32, round the result once (as torch)
+        data, out_dt = data.astype(np.float32), np.dtype(np.float32)
     if dims is None and dim is None:
-        result = wrap(np.asarray(data.sum(dtype=out_dt)))
+        result = wrap(_dtype.narrow_to(np.asarray(data.sum(dtype=out_dt)), _sum_dtype(x, dtype)))
         if GRAD.enabled and x._requires_grad:
             node = SumBackward0((edge(x),))
             node.in_shape = data.shape
             record(node, result)
         return result
-    result = wrap(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)))
+    result = wrap(_dtype.narrow_to(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)),
+                                   _sum_dtype(x, dtype)))
     if GRAD.enabled and x._requires_grad:
         node = SumBackward1((edge(x),))
         node.in_shape, node.dims, node.keepdim = data.shape, dims, keepdim
@@ -112,7 +115,7 @@ class MeanBackward1(Node):
 
 
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    data = x._data
+    data = _dtype.widen(x._data) if dtype is None else x._data
     if data.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_dtype.from_numpy_dtype(data.dtype).name.capitalize()}")
@@ -124,6 +127,8 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
             result = wrap(np.asarray(data.mean(), dtype=data.dtype))
         else:
             result = wrap(np.asarray(data.mean(axis=dims, keepdims=keepdim), dtype=data.dtype))
+        if dtype is None and result._data.dtype != x._data.dtype:
+            result._data = _dtype.narrow_to(result._data, x._data.dtype)
     if GRAD.enabled and x._requires_grad:
         count = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
         if dim is None:
@@ -663,12 +668,12 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         # cast as a recorded op first, so the gradient flows back in the input's dtype
         x = x.to(_dtype.to_dtype(dtype))
-    data = x._data
+    data = _dtype.widen(x._data)
     if data.dtype.kind not in "fc":
         raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for \'Long\'')
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
     with _err():
-        result = wrap(_softmax_np(data, d) if data.ndim else np.ones_like(data))
+        result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = SoftmaxBackward0((edge(x),))
         node.dim = d
@@ -680,10 +685,11 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
-    data = x._data
+    data = _dtype.widen(x._data)
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
     with _err():
-        result = wrap(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data))
+        result = wrap(_dtype.narrow_to(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data),
+                                       x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = LogSoftmaxBackward0((edge(x),))
         node.dim = d
