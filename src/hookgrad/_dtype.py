@@ -296,3 +296,8 @@ def refuse_bfloat16_numpy(data: np.ndarray) -> None:
     although hookgrad's storage is an ml_dtypes array (reach it through ``.float().numpy()``)."""
     if is_bfloat16_np(data.dtype):
         raise TypeError("Got unsupported ScalarType BFloat16")
+
+
+def is_inexact_np(np_dtype) -> _py_bool:
+    """Floating or complex (what can carry a gradient), bfloat16 included."""
+    return np_dtype.kind in "fc" or is_bfloat16_np(np_dtype)

@@ -25,9 +25,14 @@ def _binary_inputs(a, b):
     return a, b, result_np_dtype(a, b)
 
 
-def _np_binary(np_fn, a, b, dt, scale=1):
-    """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError."""
-    bd = data_of(b, dt)
+def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
+    """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError.
+    ``float32_scalar``: with bfloat16 operands a Python number enters as float32, unrounded (torch's
+    mul and div; its add, sub and pow round the number to bfloat16 first)."""
+    if float32_scalar and not isinstance(b, Tensor) and _dtype.is_bfloat16_np(dt):
+        bd = np.float32(b)
+    else:
+        bd = data_of(b, dt)
     if scale != 1:
         bd = bd * scale
     try:
@@ -156,7 +161,7 @@ class MulBackward0(Node):
 
 def mul(a, b, *, out=None):
     a, b, dt = _binary_inputs(a, b)
-    result = _finish(_np_binary(np.multiply, a, b, dt), dt)
+    result = _finish(_np_binary(np.multiply, a, b, dt, float32_scalar=True), dt)
     if _needs(a, b):
         node = MulBackward0((edge(a), _b_edge(b)))
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
@@ -198,7 +203,7 @@ def div(a, b, *, rounding_mode=None, out=None):
         return _rounded_div(a, b, rounding_mode)
     dt = _div_dtype(a, b)
     with _err():
-        result = _finish(_np_binary(np.true_divide, a, b, dt), dt)
+        result = _finish(_np_binary(np.true_divide, a, b, dt, float32_scalar=True), dt)
     if _needs(a, b):
         node = DivBackward0((edge(a), _b_edge(b)))
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype

@@ -258,7 +258,11 @@ class CumsumBackward0(Node):
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     out_dt = _sum_dtype(x, dtype)
-    result = wrap(np.cumsum(x._data, axis=d, dtype=out_dt) if x._data.ndim else x._data.astype(out_dt).copy())
+    data = x._data
+    if _dtype.is_bfloat16_np(out_dt):  # accumulate in float32, round each running sum once (as torch)
+        data, out_dt = data.astype(np.float32), np.dtype(np.float32)
+    result = wrap(_dtype.narrow_to(np.cumsum(data, axis=d, dtype=out_dt) if data.ndim else data.astype(out_dt),
+                                   _sum_dtype(x, dtype)))
     if GRAD.enabled and x._requires_grad:
         node = CumsumBackward0((edge(x),))
         node.dim = d

@@ -26,6 +26,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
     from .._tensor import Tensor
     from .._ops.creation import ones_like
     from .._ops._base import as_tensor_arg
+    from .. import _dtype
     if grads is None:
         grads = (None,) * len(outputs)
     elif isinstance(grads, Tensor):
@@ -40,7 +41,7 @@ def _make_grads(outputs, grads, is_grads_batched=False):
         if g is None:
             if o.requires_grad and o._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if o._data.dtype.kind not in "fc":
+            if not _dtype.is_inexact_np(o._data.dtype):
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
             out.append(ones_like(o))
             continue
@@ -49,7 +50,8 @@ def _make_grads(outputs, grads, is_grads_batched=False):
         if g._data.shape != o._data.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                                f"shape of {o.shape}.".replace("hookgrad.Size", "torch.Size"))
-        if g._data.dtype.kind != o._data.dtype.kind and not (g._data.dtype.kind in "fc" and o._data.dtype.kind in "fc"):
+        if g._data.dtype.kind != o._data.dtype.kind and not (_dtype.is_inexact_np(g._data.dtype)
+                                                              and _dtype.is_inexact_np(o._data.dtype)):
             raise TypeError(f"For complex Tensors, both grad_output and output are required to have the same dtype. "
                             f"Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] has a "
                             f"dtype of {o.dtype}.")

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
@@ -22,7 +23,7 @@ _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 
 
 def _unary(x, data, node_cls, attrs=(), save=True):
-    result = wrap(data)
+    result = wrap(narrow_to(data, x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = node_cls((edge(x),))
         for k, v in attrs:
@@ -57,7 +58,7 @@ class LeakyReluBackward0(Node):
 
 
 def _leaky_relu(x, negative_slope):
-    d = x._data
+    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
     return _unary(x, np.where(d > 0, d, d * d.dtype.type(negative_slope)), LeakyReluBackward0,
                   (("slope", negative_slope),))
 
@@ -101,7 +102,7 @@ class EluBackward0(Node):
 
 
 def _elu(x, alpha):
-    d = x._data
+    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
     with _err():
         out = np.where(d > 0, d, alpha * np.expm1(np.minimum(d, 0))).astype(d.dtype, copy=False)
     return _unary(x, out, EluBackward0, (("alpha", alpha),))
@@ -139,7 +140,7 @@ class NormalCdfBackward(Node):
 
 
 def _normal_cdf(x: Tensor) -> Tensor:
-    d = x._data
+    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
     return _unary(x, 0.5 * (1.0 + _erf_np(d / d.dtype.type(math.sqrt(2.0)))), NormalCdfBackward)
 
 
@@ -154,8 +155,8 @@ class GeluBackward0(Node):
             t = inner.tanh()
             dinner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_PI
             return (g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner),)
-        cdf = _normal_cdf(x) if GRAD.enabled else wrap(0.5 * (1.0 + _erf_np(x._data / x._data.dtype.type(
-            math.sqrt(2.0)))))
+        cdf = _normal_cdf(x) if GRAD.enabled else wrap(narrow_to(0.5 * (1.0 + _erf_np(widen(x._data) / np.float32(
+            math.sqrt(2.0)))), x._data.dtype))
         pdf = ((x * x) * -0.5).exp() * _INV_SQRT_2PI
         return (g * (cdf + x * pdf),)
 
@@ -163,7 +164,7 @@ class GeluBackward0(Node):
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh.")
-    d = input._data
+    d = widen(input._data)  # bfloat16: float32 math, rounded once in _unary
     with _err():
         if approximate == "tanh":
             out = 0.5 * d * (1 + np.tanh(_SQRT_2_PI * (d + 0.044715 * d * d * d)))
@@ -182,7 +183,7 @@ class SiluBackward0(Node):
 
 
 def _silu(x):
-    d = x._data
+    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
     return _unary(x, d * pointwise._sigmoid_np(d), SiluBackward0)
 
 
@@ -200,7 +201,7 @@ class SoftplusBackward0(Node):
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    d = input._data
+    d = widen(input._data)  # bfloat16: float32 math, rounded once in _unary
     bx = d * d.dtype.type(beta)
     with _err():
         soft = (np.logaddexp(0, bx) / beta).astype(d.dtype, copy=False)
