@@ -375,8 +375,10 @@ def einsum(equation, *operands) -> Tensor:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped)")
             sizes[c] = max(sizes.get(c, 1), n)
     dt = _dtype.result_type(*operands).np
-    result = wrap(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._data.astype(dt, copy=False) for t in operands],
-                                       optimize=len(operands) > 2)))
+    work = _dtype.compute_dtype(dt)  # bfloat16 operands: float32 products and sums, one rounding
+    result = wrap(_narrow(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._data.astype(work, copy=False)
+                                                                             for t in operands],
+                                               optimize=len(operands) > 2)), dt))
     if GRAD.enabled and any(t._requires_grad for t in operands):
         node = EinsumBackward(tuple(edge(t) for t in operands))
         node.inputs_subs, node.out_subs, node.sizes = ins, out, sizes

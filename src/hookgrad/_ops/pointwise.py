@@ -477,15 +477,17 @@ def _zero_grad_unary(name, np_fn, floating=False):
 
 
 sign = _zero_grad_unary("SignBackward0", lambda d: np.sign(d) if d.dtype.kind != "b" else d.copy())
-floor = _zero_grad_unary("FloorBackward0", lambda d: np.floor(d) if d.dtype.kind == "f" else d.copy())
-ceil = _zero_grad_unary("CeilBackward0", lambda d: np.ceil(d) if d.dtype.kind == "f" else d.copy())
-trunc = _zero_grad_unary("TruncBackward0", lambda d: np.trunc(d) if d.dtype.kind == "f" else d.copy())
+_isfloat = _dtype.is_floating_np
+floor = _zero_grad_unary("FloorBackward0", lambda d: np.floor(d) if _isfloat(d.dtype) else d.copy())
+ceil = _zero_grad_unary("CeilBackward0", lambda d: np.ceil(d) if _isfloat(d.dtype) else d.copy())
+trunc = _zero_grad_unary("TruncBackward0", lambda d: np.trunc(d) if _isfloat(d.dtype) else d.copy())
 frac = _define_unary("FracBackward0", lambda d: d - np.trunc(d), lambda g: g)
 
 
 def round(x, *, decimals=0):
     op = _zero_grad_unary("RoundBackward0" if decimals == 0 else "RoundBackward1",
-                          lambda d: np.round(d, decimals) if d.dtype.kind == "f" else d.copy())
+                          lambda d: _dtype.narrow_to(np.round(_dtype.widen(d), decimals), d.dtype)
+                          if _isfloat(d.dtype) else d.copy())
     return op(x)
 
 
@@ -682,7 +684,8 @@ def lerp(start, end, weight):
             node.save(start, end, weight)
             record(node, result)
         return result
-    result = wrap((start._data + weight * (end._data - start._data)).astype(start._data.dtype, copy=False))
+    s, e = _dtype.widen(start._data), _dtype.widen(end._data)  # bfloat16: float32 math, one rounding
+    result = wrap((s + weight * (e - s)).astype(start._data.dtype, copy=False))
     if _needs(start, end):
         node = LerpBackward0((edge(start), edge(end)))
         node.weight = weight

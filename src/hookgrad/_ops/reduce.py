@@ -495,13 +495,13 @@ def _var_args(dim, unbiased, keepdim, correction):
 
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
-    data = x._data
+    data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
     with _err():
         out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / builtins.max(n - corr, 0)) \
             if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(np.asarray(out, dtype=data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = VarBackward0((edge(x),))
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
@@ -518,13 +518,13 @@ def _out_shape(shape, dims, keepdim):
 
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
-    data = x._data
+    data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
     with _err():
         out = np.sqrt(np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))) if n - corr > 0 \
             else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(np.asarray(out, dtype=data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = StdBackward0((edge(x),))
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
@@ -567,7 +567,7 @@ class LinalgVectorNormBackward0(Node):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    data = x._data
+    data = _dtype.widen(x._data) if dtype is None else x._data
     if dtype is not None:
         data = data.astype(_dtype.to_dtype(dtype).np)
     if data.dtype.kind not in "fc":
@@ -589,6 +589,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         else:
             out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
     result = wrap(np.asarray(out, dtype=data.dtype))
+    if dtype is None:
+        result._data = _dtype.narrow_to(result._data, x._data.dtype)
     if GRAD.enabled and x._requires_grad:
         node = LinalgVectorNormBackward0((edge(x),))
         node.ord, node.dims, node.keepdim = ord, dims, keepdim
@@ -625,7 +627,7 @@ def logsumexp(x, dim, keepdim=False):
         out = np.log(np.sum(np.exp(data - m), axis=dims, keepdims=True)) + m
     if not keepdim:
         out = out.reshape(_out_shape(data.shape, dims, False))
-    result = wrap(np.asarray(out, dtype=data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = LogsumexpBackward0((edge(x),))
         node.dims, node.keepdim = dims, keepdim

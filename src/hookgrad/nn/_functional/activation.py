@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..._dtype import narrow_to, widen
+from ..._dtype import is_inexact_np, narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
@@ -227,7 +227,7 @@ def _softmax_dim(name, ndim, stacklevel):
 def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
         dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
-    if input._data.dtype.kind not in "fc" and dtype is None:
+    if not is_inexact_np(input._data.dtype) and dtype is None:
         name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
         raise NotImplementedError(f"\"softmax_lastdim_kernel_impl\" not implemented for '{name}'")
     if dtype is not None:
@@ -238,7 +238,7 @@ def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
         dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
-    if input._data.dtype.kind not in "fc" and dtype is None:
+    if not is_inexact_np(input._data.dtype) and dtype is None:
         name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
         raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{name}'")
     if dtype is not None:

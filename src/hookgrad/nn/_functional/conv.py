@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ..._dtype import is_bfloat16_np, narrow_to, widen
+from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, record
@@ -403,8 +403,7 @@ class ConvolutionBackwardBackward0(Node):
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
     nd = geom.nd
     w4 = w_shape if nd == 2 else (w_shape[0], w_shape[1], 1, w_shape[2])
-    gw = conv_weight_grad_np(_as4d(widen(x._data), nd), _as4d(widen(gout._data), nd), w4, geom,
-                             cols if cols is None or not is_bfloat16_np(cols.dtype) else widen(cols))
+    gw = conv_weight_grad_np(_as4d(widen(x._data), nd), _as4d(widen(gout._data), nd), w4, geom, cols)
     result = wrap(gw.reshape(w_shape).astype(gout._data.dtype, copy=False))
     if GRAD.enabled and (x._requires_grad or gout._requires_grad):
         node = ConvolutionBackwardBackward0((edge(x), edge(gout)))

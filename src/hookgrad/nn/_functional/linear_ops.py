@@ -7,6 +7,7 @@ gradients of any order come for free.
 """
 from __future__ import annotations
 
+from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, record
@@ -29,7 +30,8 @@ def linear_map(x: Tensor, fwd, adj, name: str, adj_name: str, value=None) -> Ten
 
     ``value``: the forward result when the caller already has it (max pooling finds it on the way).
     """
-    result = wrap(fwd(x._data) if value is None else value)
+    # bfloat16: the kernel runs in float32 and its result is rounded once (as torch's)
+    result = wrap(narrow_to(fwd(widen(x._data)), x._data.dtype) if value is None else value)
     if GRAD.enabled and x._requires_grad:
         node = LinearMapNode((edge(x),))
         node._name, node.fwd, node.adj, node.adj_name = name, fwd, adj, adj_name
