@@ -266,6 +266,32 @@ def test_module_bfloat16_and_inplace_ops(T):
     return lin.weight.dtype, out, lin.weight.grad, lin.bias.grad, y
 
 
+def test_bfloat16_training_steps_track_torch():
+    def steps(T):
+        rng = np.random.default_rng(0)
+        net = T.nn.Sequential(T.nn.Conv2d(1, 2, 3), T.nn.ReLU(), T.nn.Flatten(), T.nn.Linear(2 * 4 * 4, 3),
+                              T.nn.LayerNorm(3))
+        net.load_state_dict({k: T.tensor(rng.standard_normal(tuple(v.shape)).astype(np.float32) * 0.3)
+                             for k, v in net.state_dict().items()})
+        net = net.to(T.bfloat16)
+        x = T.tensor(rng.standard_normal((4, 1, 6, 6)).astype(np.float32)).to(T.bfloat16)
+        opt = T.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        losses = []
+        for _ in range(3):
+            opt.zero_grad()
+            loss = T.nn.functional.cross_entropy(net(x), T.tensor([0, 1, 2, 1]))
+            loss.backward()
+            T.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            opt.step()
+            losses.append(loss)
+        return losses, [p for p in net.parameters()]
+    (want_losses, want_params), (got_losses, got_params) = steps(torch), steps(hookgrad)
+    for got, want in zip(got_losses, want_losses):
+        assert ulp_distance(got, want) <= 1
+    for got, want in zip(got_params, want_params):
+        assert got.dtype is hookgrad.bfloat16 and scaled_ulps(got, want) <= 2
+
+
 def test_torch_checkpoint_round_trips_with_torch(tmp_path):
     sd = {"w": torch.randn(3, 4).bfloat16(), "b": torch.randn(4), "t": torch.randn(4, 3).bfloat16().t()}
     torch.save(sd, tmp_path / "t.pt")
@@ -341,6 +367,14 @@ def test_without_ml_dtypes_the_dtype_exists_and_errors_name_the_extra(tmp_path):
                 assert "pip install hookgrad[bfloat16]" in str(exc) and "ml_dtypes" in str(exc), exc
             else:
                 raise AssertionError("no error")
+        # checkpoints holding bfloat16 still load, widened exactly to float32
+        import torch as real_torch
+        from safetensors.torch import save_file
+        w = real_torch.tensor([1.5, -0.1], dtype=real_torch.bfloat16)
+        real_torch.save({"w": w}, sys.argv[1] + ".pt")
+        save_file({"w": w}, sys.argv[1] + ".st")
+        for back in (torch.load(sys.argv[1] + ".pt")["w"], torch.load_safetensors(sys.argv[1] + ".st")["w"]):
+            assert back.dtype is torch.float32 and back.tolist() == w.float().tolist(), back
         print("ok")
-    """, module_args=())
+    """, tmp_path / "ckpt", module_args=())
     assert proc.returncode == 0 and "ok" in proc.stdout, proc.stderr[-3000:]

@@ -70,15 +70,23 @@ def _tensors(arrays: dict) -> dict:
 
 def _parsed(data) -> dict:
     """name -> array for a safetensors file's bytes. safetensors' NumPy API reads no BF16 (NumPy has no
-    such type): those entries become ml_dtypes bfloat16 arrays here (a clear error without ml_dtypes)."""
+    such type): those entries become ml_dtypes bfloat16 arrays here, or without ml_dtypes float32
+    arrays of the same values (as hookgrad.load does for torch checkpoints)."""
     api = _numpy_api()
     from safetensors import deserialize
     from ._dtype import bfloat16_np
     arrays = {}
     for name, entry in deserialize(data):
         code = entry["dtype"]
-        dtype = bfloat16_np() if code == "BF16" else api._getdtype(code)
-        arrays[name] = np.frombuffer(entry["data"], dtype=dtype).reshape(entry["shape"])
+        if code == "BF16":
+            bits = np.frombuffer(entry["data"], dtype="<u2")
+            try:
+                arr = bits.view(bfloat16_np())
+            except ImportError:
+                arr = (bits.astype(np.uint32) << 16).view(np.float32)  # exact: bfloat16 is float32's top half
+        else:
+            arr = np.frombuffer(entry["data"], dtype=api._getdtype(code))
+        arrays[name] = arr.reshape(entry["shape"])
     return arrays
 
 
