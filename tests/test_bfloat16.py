@@ -163,6 +163,9 @@ OPS = {
     # built from several bf16 ops here, one fused float32 kernel in torch (see the README)
     "cosine_similarity": (lambda T, i: T.nn.functional.cosine_similarity(i["a"], i["b"]), 8),
     "normalize": (lambda T, i: T.nn.functional.normalize(i["a"], dim=1), 1),
+    "max_pool2d_padded": (lambda T, i: T.nn.functional.max_pool2d(i["img"], 3, 2, padding=1), 0),
+    "maximum_nan": (lambda T, i: T.maximum(i["a"], i["b"] / (i["b"] * 0)), 0),
+    "nan_to_num": (lambda T, i: T.nan_to_num(i["a"] / (i["b"] * 0), posinf=2.0, neginf=-3.0), 0),
     "sdpa": (lambda T, i: T.nn.functional.scaled_dot_product_attention(i["a"][None], i["b"][None], i["a"][None]), 10),
 }
 
@@ -243,6 +246,14 @@ def test_repr_and_str(T):
     w = T.tensor([0.5, 2.0], dtype=T.bfloat16, requires_grad=True)
     return [r.replace("hookgrad", "torch") for r in (repr(x), str(x[0]), repr(w), repr(w * 2), repr(x.sum()),
                                                       repr(T.bfloat16))]
+
+
+@differential
+def test_nan_and_order_queries(T):
+    x = T.tensor([1.0, float("nan"), -float("inf"), 3.0, float("inf"), -2.0], dtype=T.bfloat16)
+    return (x.isnan(), x.isinf(), x.isfinite(), x.argmax(), x.argmin(), x.max(), T.sort(x).values,
+            T.sort(x, descending=True).indices, T.argsort(x), x.nan_to_num(), (x > 0), x.eq(3.0),
+            x.floor(), x.ceil(), x.trunc(), x.round(), x.clamp(-1, 1))
 
 
 @differential

@@ -703,7 +703,13 @@ class NanToNumBackward0(Node):
 
 
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    result = wrap(np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf))
+    data = x._data
+    if _dtype.is_bfloat16_np(data.dtype):  # NumPy sees no float in bfloat16: work in float32 (exact)
+        top = _dtype.finfo(_dtype.bfloat16).max
+        posinf, neginf = (top if posinf is None else posinf), (-top if neginf is None else neginf)
+        result = wrap(np.nan_to_num(data.astype(np.float32), nan=nan, posinf=posinf, neginf=neginf).astype(data.dtype))
+    else:
+        result = wrap(np.nan_to_num(data, nan=nan, posinf=posinf, neginf=neginf))
     if GRAD.enabled and x._requires_grad:
         node = NanToNumBackward0((edge(x),))
         node.save(x)
@@ -803,7 +809,7 @@ def _bitwise(np_fn, name):
         a = as_tensor_arg(a)
         if not isinstance(b, Tensor):
             b = as_tensor_arg(b, a)
-        if a._data.dtype.kind == "f" or b._data.dtype.kind == "f":
+        if _dtype.is_floating_np(a._data.dtype) or _dtype.is_floating_np(b._data.dtype):
             raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
         dt = result_np_dtype(a, b)
         return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
@@ -816,21 +822,21 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
 def bitwise_not(a):
-    if a._data.dtype.kind == "f":
+    if _dtype.is_floating_np(a._data.dtype):
         raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
     return wrap(np.invert(a._data))
 
 
 def isnan(x):
-    return wrap(np.isnan(x._data) if x._data.dtype.kind in "fc" else np.zeros(x._data.shape, bool))
+    return wrap(np.isnan(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 
 def isinf(x):
-    return wrap(np.isinf(x._data) if x._data.dtype.kind in "fc" else np.zeros(x._data.shape, bool))
+    return wrap(np.isinf(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 
 def isfinite(x):
-    return wrap(np.isfinite(x._data) if x._data.dtype.kind in "fc" else np.ones(x._data.shape, bool))
+    return wrap(np.isfinite(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.ones(x._data.shape, bool))
 
 
 def isposinf(x):

@@ -339,7 +339,7 @@ def _extreme(x, dim, keepdim, is_max, name):
         if data.shape[d] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         idx = np.argmax(data, axis=d) if is_max else np.argmin(data, axis=d)
-        if data.dtype.kind == "f":
+        if _dtype.is_floating_np(data.dtype):
             nan_any = np.isnan(data).any(axis=d)
             if nan_any.any():
                 idx = np.where(nan_any, np.argmax(np.isnan(data), axis=d), idx)
