@@ -283,10 +283,10 @@ def widen(data: np.ndarray) -> np.ndarray:
     return data.astype(np.float32) if is_bfloat16_np(data.dtype) else data
 
 
-def narrow_to(out: np.ndarray, like) -> np.ndarray:
-    """A result computed in float32 for bfloat16 operands (``like``: their NumPy dtype), rounded back
-    to bfloat16 once; any other result unchanged."""
-    if is_bfloat16_np(np.dtype(like)) and out.dtype == np.float32:
+def narrow_to(out: np.ndarray, like: np.dtype) -> np.ndarray:
+    """A result computed in float32 (or wider) for bfloat16 operands (``like``: their NumPy dtype),
+    rounded back to bfloat16 once; any other result unchanged."""
+    if like.kind == "V" and like.name == "bfloat16" and out.dtype.kind == "f":
         return out.astype(like)
     return out
 
