@@ -14,6 +14,7 @@ from ._device import device
 from ._dtype import (Size, bool, complex64, complex128, double, dtype, finfo, float, float16, float32, float64,
                      get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
                      set_default_dtype, short, uint8)
+from ._dtype import bfloat16  # noqa: E402 - computes through the optional ml_dtypes package
 from ._format import set_printoptions
 from ._tensor import Tensor
 from . import _ops

@@ -10,7 +10,8 @@ _py_float, _py_int, _py_bool = _builtins.float, _builtins.int, _builtins.bool
 
 __all__ = ["dtype", "Size", "float16", "half", "float32", "float", "float64", "double", "int8", "int16",
            "short", "int32", "int", "int64", "long", "uint8", "bool", "complex64", "complex128",
-           "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "to_dtype", "finfo", "iinfo"]
+           "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "to_dtype", "finfo", "iinfo",
+           "bfloat16"]
 
 
 def shown_name() -> str:
@@ -27,14 +28,15 @@ class dtype:
 
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_category")
 
-    def __init__(self, name: str, np_dtype):
+    def __init__(self, name: str, np_dtype, kind=None, itemsize=None):
         self.name = name
-        self.np = np.dtype(np_dtype)
-        kind = self.np.kind
+        if np_dtype is not None:
+            self.np = np.dtype(np_dtype)
+            kind, itemsize = self.np.kind, self.np.itemsize
         self.is_floating_point = kind == "f"
         self.is_complex = kind == "c"
         self.is_signed = kind in "fic"
-        self.itemsize = self.np.itemsize
+        self.itemsize = itemsize
         # bool < integer < floating < complex: the categories of type promotion
         self._category = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[kind]
 
@@ -48,7 +50,51 @@ class dtype:
         return {"complex64": float32, "complex128": float64}.get(self.name, self)
 
 
+class _BFloat16(dtype):
+    """bfloat16: float32's top 16 bits. NumPy has no such type; the optional ``ml_dtypes`` package
+    provides it, loaded on first use so that the dtype object exists (and compares) without it."""
+
+    __slots__ = ()
+
+    @property
+    def np(self):
+        return bfloat16_np()
+
+
+_bf16_np = []
+
+
+def bfloat16_np() -> np.dtype:
+    """ml_dtypes' bfloat16 NumPy dtype; a clear error naming the optional extra when it is missing."""
+    if not _bf16_np:
+        try:
+            import ml_dtypes
+        except ImportError:
+            raise ModuleNotFoundError(
+                "bfloat16 tensors need the ml_dtypes package (NumPy has no bfloat16): "
+                "pip install hookgrad[bfloat16]  (or: pip install ml_dtypes)") from None
+        _bf16_np.append(np.dtype(ml_dtypes.bfloat16))
+        _BY_NP[_bf16_np[0]] = bfloat16
+    return _bf16_np[0]
+
+
+def is_bfloat16_np(np_dtype) -> _py_bool:
+    return np_dtype.kind == "V" and np_dtype.name == "bfloat16"
+
+
+def compute_dtype(np_dtype) -> np.dtype:
+    """The NumPy dtype an op computes in for operands of ``np_dtype``: float32 for bfloat16 (as torch
+    does: float32 internal math, one rounding of the result back to bfloat16), ``np_dtype`` otherwise."""
+    return np.dtype(np.float32) if is_bfloat16_np(np_dtype) else np_dtype
+
+
+def is_floating_np(np_dtype) -> _py_bool:
+    """Whether a NumPy dtype is one of hookgrad's floating types (bfloat16's NumPy kind is "V")."""
+    return np_dtype.kind == "f" or is_bfloat16_np(np_dtype)
+
+
 float16 = half = dtype("float16", np.float16)
+bfloat16 = _BFloat16("bfloat16", None, kind="f", itemsize=2)
 float32 = float = dtype("float32", np.float32)
 float64 = double = dtype("float64", np.float64)
 int8 = dtype("int8", np.int8)
@@ -63,6 +109,7 @@ complex128 = dtype("complex128", np.complex128)
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128)
 _BY_NP = {d.np: d for d in _ALL}
 _BY_NAME = {d.name: d for d in _ALL}
+_BY_NAME["bfloat16"] = bfloat16
 _BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
 
 _default = [float32]
@@ -80,9 +127,12 @@ def set_default_dtype(d) -> None:
 
 
 def from_numpy_dtype(np_dtype) -> dtype:
+    np_dtype = np.dtype(np_dtype)
     try:
-        return _BY_NP[np.dtype(np_dtype)]
+        return _BY_NP[np_dtype]
     except KeyError:
+        if is_bfloat16_np(np_dtype):
+            return bfloat16
         raise TypeError(f"can't convert NumPy dtype {np.dtype(np_dtype)} to a hookgrad dtype; "
                         "supported: " + ", ".join(d.name for d in _ALL)) from None
 
@@ -117,6 +167,10 @@ def promote_types(a, b) -> dtype:
         return a if a._category > b._category else b
     if (a is uint8 and b is int8) or (a is int8 and b is uint8):
         return int16
+    if a is bfloat16 or b is bfloat16:
+        # with float16 neither holds the other (range vs precision): float32, as torch; wider floats win
+        other = b if a is bfloat16 else a
+        return float32 if other is float16 else other
     return from_numpy_dtype(np.promote_types(a.np, b.np))
 
 
@@ -163,6 +217,9 @@ class finfo:
 
     def __init__(self, d=None):
         d = to_dtype(d) if d is not None else get_default_dtype()
+        if d is bfloat16:
+            self._set_bfloat16()
+            return
         info = np.finfo(d.np)
         self.dtype = d
         self.bits = info.bits
@@ -171,6 +228,21 @@ class finfo:
         self.min = _py_float(info.min)
         self.tiny = self.smallest_normal = _py_float(info.tiny)
         self.resolution = _py_float(info.resolution)
+
+
+    def _set_bfloat16(self):
+        # bfloat16: 8 exponent bits like float32, 7 stored mantissa bits (needs no ml_dtypes)
+        self.dtype = bfloat16
+        self.bits = 16
+        self.eps = 2.0 ** -7
+        self.max = (2.0 - 2.0 ** -7) * 2.0 ** 127
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0 ** -126
+        self.resolution = 0.01
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype.name})")
 
 
 class iinfo:
@@ -204,3 +276,28 @@ class Size(tuple):
 
     def __add__(self, other):
         return Size(tuple(self) + tuple(other))
+
+
+def widen(data: np.ndarray) -> np.ndarray:
+    """``data`` in its compute dtype (bfloat16 arrays as float32; others unchanged, no copy)."""
+    return data.astype(np.float32) if is_bfloat16_np(data.dtype) else data
+
+
+def narrow_to(out: np.ndarray, like: np.dtype) -> np.ndarray:
+    """A result computed in float32 (or wider) for bfloat16 operands (``like``: their NumPy dtype),
+    rounded back to bfloat16 once; any other result unchanged."""
+    if like.kind == "V" and like.name == "bfloat16" and out.dtype.kind == "f":
+        return out.astype(like)
+    return out
+
+
+def refuse_bfloat16_numpy(data: np.ndarray) -> None:
+    """torch hands no bfloat16 array to NumPy (``.numpy()``, ``np.asarray``): the same TypeError here,
+    although hookgrad's storage is an ml_dtypes array (reach it through ``.float().numpy()``)."""
+    if is_bfloat16_np(data.dtype):
+        raise TypeError("Got unsupported ScalarType BFloat16")
+
+
+def is_inexact_np(np_dtype) -> _py_bool:
+    """Floating or complex (what can carry a gradient), bfloat16 included."""
+    return np_dtype.kind in "fc" or is_bfloat16_np(np_dtype)

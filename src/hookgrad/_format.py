@@ -69,8 +69,8 @@ def format_array(values: np.ndarray, indent: int) -> str:
 
 
 def format_tensor(t) -> str:
-    from ._dtype import get_default_dtype
-    data = t._data
+    from ._dtype import get_default_dtype, widen
+    data = widen(t._data)  # bfloat16 prints from its exact float32 values
     prefix = "tensor("
     extras = []
     if data.size == 0 and data.ndim > 0 and data.shape != (0,):

@@ -6,6 +6,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ._dtype import is_floating_np, widen
 from ._tensor import Tensor
 
 __all__ = ["sort", "argsort", "msort", "column_stack"]
@@ -14,14 +15,14 @@ _sort_result = namedtuple("sort", ["values", "indices"])
 
 
 def _order(input: Tensor, dim: int, descending: bool) -> np.ndarray:
-    data = input.detach().numpy()
+    data = widen(input.detach()._data)  # bfloat16 sorts by its exact float32 values
     if data.ndim == 0:
         return np.zeros((), dtype=np.int64)
     if descending:
         # negate, and send NaN (which torch treats as the largest value) to the front
-        key = np.where(np.isnan(data), -np.inf, -data) if data.dtype.kind == "f" else (
+        key = np.where(np.isnan(data), -np.inf, -data) if is_floating_np(data.dtype) else (
             ~data if data.dtype.kind == "b" else -data.astype(np.int64) if data.dtype.kind == "u" else -data)
-        if data.dtype.kind == "f":
+        if is_floating_np(data.dtype):
             nan_first = np.isnan(data)
             order = np.argsort(key, axis=dim, kind="stable")
             # among -inf keys, NaNs must come before real -inf values (i.e. real +inf inputs come after NaN)

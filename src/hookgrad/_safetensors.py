@@ -68,16 +68,39 @@ def _tensors(arrays: dict) -> dict:
     return {name: wrap(np.array(arr, copy=True)) for name, arr in arrays.items()}
 
 
+def _parsed(data) -> dict:
+    """name -> array for a safetensors file's bytes. safetensors' NumPy API reads no BF16 (NumPy has no
+    such type): those entries become ml_dtypes bfloat16 arrays here, or without ml_dtypes float32
+    arrays of the same values (as hookgrad.load does for torch checkpoints)."""
+    api = _numpy_api()
+    from safetensors import deserialize
+    from ._dtype import bfloat16_np
+    arrays = {}
+    for name, entry in deserialize(data):
+        code = entry["dtype"]
+        if code == "BF16":
+            bits = np.frombuffer(entry["data"], dtype="<u2")
+            try:
+                arr = bits.view(bfloat16_np())
+            except ImportError:
+                arr = (bits.astype(np.uint32) << 16).view(np.float32)  # exact: bfloat16 is float32's top half
+        else:
+            arr = np.frombuffer(entry["data"], dtype=api._getdtype(code))
+        arrays[name] = arr.reshape(entry["shape"])
+    return arrays
+
+
 def load(data: bytes) -> dict:
     """The tensors of a safetensors file given as bytes."""
-    return _tensors(_numpy_api().load(data))
+    return _tensors(_parsed(data))
 
 
 def load_file(filename, device="cpu") -> dict:
     """The tensors of the safetensors file ``filename`` (on the CPU: hookgrad has no other device)."""
     if str(device) != "cpu":
         raise RuntimeError(f"hookgrad tensors live on the CPU; cannot load them to {device!r}")
-    return _tensors(_numpy_api().load_file(os.fspath(filename)))
+    with open(os.fspath(filename), "rb") as f:
+        return _tensors(_parsed(f.read()))
 
 
 def _kept_names(state_dict) -> dict:

@@ -100,7 +100,7 @@ class Tensor:
         return self._data.flags.c_contiguous
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f"
+        return _dtype.is_floating_np(self._data.dtype)
 
     def is_complex(self) -> bool:
         return self._data.dtype.kind == "c"
@@ -123,7 +123,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                "use a computed variable in a subgraph that doesn't require differentiation "
                                "use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc":
+        if requires_grad and self._data.dtype.kind not in "fc" and not _dtype.is_floating_np(self._data.dtype):
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self._requires_grad = requires_grad
         return self
@@ -347,9 +347,11 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+        _dtype.refuse_bfloat16_numpy(self._data)
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        _dtype.refuse_bfloat16_numpy(self._data)
         if dtype is not None:
             return self._data.astype(dtype, copy=False)
         return self._data
@@ -509,4 +511,5 @@ _LEGACY_TYPE_NAMES = {
     "int64": "torch.LongTensor", "int32": "torch.IntTensor", "int16": "torch.ShortTensor",
     "int8": "torch.CharTensor", "uint8": "torch.ByteTensor", "bool": "torch.BoolTensor",
     "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
+    "bfloat16": "torch.BFloat16Tensor",
 }

@@ -33,7 +33,7 @@ import numpy as np
 _STORAGE_TYPES = {"float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
                   "int64": "LongStorage", "int32": "IntStorage", "int16": "ShortStorage", "int8": "CharStorage",
                   "uint8": "ByteStorage", "bool": "BoolStorage", "complex64": "ComplexFloatStorage",
-                  "complex128": "ComplexDoubleStorage"}
+                  "complex128": "ComplexDoubleStorage", "bfloat16": "BFloat16Storage"}
 _ALIGNMENT = 64
 _PADDING_FIELD = 0x4246  # the zip extra-field id torch pads local headers with ("FB")
 

@@ -22,8 +22,8 @@ weights_only=True)`` would load them: tensors (with their strides, and sharing m
 shared a storage), Parameters, state dicts (with their ``_metadata``), sizes, dtypes, devices and
 plain containers. Their pickle is read by a small opcode interpreter in this module that knows a
 fixed list of globals, never by the pickle module; any other global raises
-``pickle.UnpicklingError`` whatever ``weights_only`` says. bfloat16 tensors come back as float32
-(NumPy has no bfloat16; the conversion is exact).
+``pickle.UnpicklingError`` whatever ``weights_only`` says. bfloat16 tensors come back as bfloat16
+(ml_dtypes arrays); without the optional ml_dtypes package, as float32 (the conversion is exact).
 
 ``save(obj, f, format="torch")`` writes PyTorch's own zip checkpoint instead (see
 ``_torch_format.py``); it is the default under ``hookgrad run``, where a script's ``torch.save`` is
@@ -46,6 +46,8 @@ import struct
 import tempfile
 
 import numpy as np
+
+from ._dtype import bfloat16_np, is_bfloat16_np
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -117,6 +119,10 @@ class _Writer:
 
     def add_array(self, array: np.ndarray) -> dict:
         array = np.asarray(array)
+        if is_bfloat16_np(array.dtype):  # stored as its 16-bit patterns, tagged by name
+            ref = self.add_array(array.view(np.uint16))
+            ref["dtype"] = "bfloat16"
+            return ref
         if array.dtype.kind not in _ALLOWED_KINDS:
             raise TypeError(f"cannot save an array of dtype {array.dtype}")
         le = array.dtype.newbyteorder("<") if array.dtype.byteorder == ">" else array.dtype
@@ -301,6 +307,8 @@ class _Reader:
         return memoryview(self.buffer)[start:start + nbytes]
 
     def array(self, ref) -> np.ndarray:
+        if isinstance(ref, dict) and ref.get("dtype") == "bfloat16":
+            return self.array({**ref, "dtype": "<u2"}).view(bfloat16_np())
         try:
             dtype = np.dtype(ref["dtype"])
             shape = tuple(ref["shape"])
@@ -453,9 +461,12 @@ class _TorchArchive:
         except KeyError:
             raise CheckpointError(f"PyTorch checkpoint lacks the data of storage {key!r}") from None
         if stype.dtype == "bfloat16":
-            # No bfloat16 in NumPy: widen to float32 exactly (bfloat16 is float32's top half).
             half = np.frombuffer(raw, dtype=">u2" if self.big_endian else "<u2")
-            arr = (half.astype(np.uint32) << 16).view(np.float32)
+            try:
+                arr = half.astype("<u2").view(bfloat16_np())
+            except ImportError:
+                # without ml_dtypes: widen to float32 exactly (bfloat16 is float32's top half)
+                arr = (half.astype(np.uint32) << 16).view(np.float32)
         else:
             dtype = np.dtype(stype.dtype)
             if self.big_endian:

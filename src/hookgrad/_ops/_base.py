@@ -104,6 +104,8 @@ def float_dtype_for(t: Tensor) -> np.dtype:
     kind = t._data.dtype.kind
     if kind in "fc":
         return t._data.dtype
+    if _dtype.is_bfloat16_np(t._data.dtype):
+        return np.dtype(np.float32)  # computed in float32, the result rounded back (see _dtype.narrow_to)
     return _dtype.get_default_dtype().np
 
 

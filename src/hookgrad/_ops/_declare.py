@@ -15,6 +15,7 @@ import sys
 
 import numpy as np
 
+from .._dtype import narrow_to
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
@@ -173,7 +174,10 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, **decl):
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))
         with quiet_fp():
-            result = wrap(forward(data))
+            out = forward(data)
+        if x._data.dtype.kind == "V":  # bfloat16 (ml_dtypes): computed in float32, rounded once
+            out = narrow_to(out, x._data.dtype)
+        result = wrap(out)
         if GRAD.enabled and x._requires_grad:
             n = node_cls((edge(x),))
             record(n, result)

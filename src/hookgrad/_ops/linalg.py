@@ -15,6 +15,9 @@ from ._base import quiet_fp
 _quiet = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
 
+_narrow = _dtype.narrow_to  # bfloat16 products come out of NumPy in float32: round them once
+
+
 def _check_same_dtype(a, b, what):
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
@@ -39,7 +42,7 @@ def _mm_grad_self(g, b):
     if GRAD.enabled:
         return mm(g, b.t())
     with _quiet():
-        return wrap(_blas.matmul(g._data, b._data.T))
+        return wrap(_narrow(_blas.matmul(g._data, b._data.T), g._data.dtype))
 
 
 def _is_transposed(m: np.ndarray) -> bool:
@@ -54,8 +57,8 @@ def _mm_grad_other(a, g, b_transposed):
         return mm(a.t(), g)
     with _quiet():
         if b_transposed:
-            return wrap(_blas.matmul(g._data.T, a._data).T)
-        return wrap(_blas.matmul(a._data.T, g._data))
+            return wrap(_narrow(_blas.matmul(g._data.T, a._data).T, g._data.dtype))
+        return wrap(_narrow(_blas.matmul(a._data.T, g._data), g._data.dtype))
 
 
 @op()
@@ -67,7 +70,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
     _check_same_dtype(a, b, "mm")
     with _quiet():
-        result = wrap(_blas.matmul(a._data, b._data))
+        result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(MmBackward0, (a, b), result)
         node.b_transposed = _is_transposed(b._data)
@@ -87,7 +90,7 @@ class AddmmBackward0(Node):
             gd = g._data
             if not GRAD.enabled and gd.ndim == 2 and self.bias_shape == gd.shape[1:] and gd.dtype.kind == "f":
                 # a linear layer's bias: the batch sum as ones @ g (a BLAS call, 3x faster than a reduction)
-                gbias = wrap(np.ones(gd.shape[0], dtype=gd.dtype) @ gd)
+                gbias = wrap(_narrow(np.ones(gd.shape[0], dtype=gd.dtype) @ gd, gd.dtype))
             else:
                 gbias = sum_to_shape(g, self.bias_shape)
             if self.beta != 1:
@@ -123,7 +126,7 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
             if alpha != 1:
                 out *= alpha
             out += bias._data if beta == 1 else beta * bias._data
-    result = wrap(out)
+    result = wrap(_narrow(out, ad.dtype))
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
         node = record_op(AddmmBackward0, (bias, a, b), result)
         node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
@@ -153,7 +156,7 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
                            f"{a._data.shape[1]}), vec ({v._data.shape[0]})")
     _check_same_dtype(a, v, "mv")
     with _quiet():
-        result = wrap(a._data @ v._data)
+        result = wrap(_narrow(a._data @ v._data, a._data.dtype))
     if GRAD.enabled and (a._requires_grad or v._requires_grad):
         node = record_op(MvBackward0, (a, v), result)
         node.save(a if v._requires_grad else None, v if a._requires_grad else None)
@@ -180,7 +183,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
                            f"[{b._data.shape[0]}] to have the same number of elements, but got "
                            f"{a._data.shape[0]} and {b._data.shape[0]} elements respectively")
     _check_same_dtype(a, b, "dot")
-    result = wrap(np.asarray(a._data @ b._data))
+    result = wrap(_narrow(np.asarray(a._data @ b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(DotBackward0, (a, b), result)
         node.save(a, b)
@@ -216,7 +219,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
                            f"[{a._data.shape[0]}, {a._data.shape[2]}] but got: [{b._data.shape[0]}, {b._data.shape[1]}].")
     _check_same_dtype(a, b, "mm")
     with _quiet():
-        result = wrap(_blas.matmul(a._data, b._data))
+        result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(BmmBackward0, (a, b), result)
         node.save(b if a._requires_grad else None, a if b._requires_grad else None)
@@ -384,8 +387,10 @@ def einsum(equation, *operands) -> Tensor:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped)")
             sizes[c] = max(sizes.get(c, 1), n)
     dt = _dtype.result_type(*operands).np
-    result = wrap(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._data.astype(dt, copy=False) for t in operands],
-                                       optimize=len(operands) > 2)))
+    work = _dtype.compute_dtype(dt)  # bfloat16 operands: float32 products and sums, one rounding
+    result = wrap(_narrow(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._data.astype(work, copy=False)
+                                                                             for t in operands],
+                                               optimize=len(operands) > 2)), dt))
     if GRAD.enabled and any(t._requires_grad for t in operands):
         node = EinsumBackward(tuple(edge(t) for t in operands))
         node.inputs_subs, node.out_subs, node.sizes = ins, out, sizes

@@ -25,9 +25,14 @@ def _binary_inputs(a, b):
     return a, b, result_np_dtype(a, b)
 
 
-def _np_binary(np_fn, a, b, dt, scale=1):
-    """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError."""
-    bd = data_of(b, dt)
+def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
+    """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError.
+    ``float32_scalar``: with bfloat16 operands a Python number enters as float32, unrounded (torch's
+    mul and div; its add, sub and pow round the number to bfloat16 first)."""
+    if float32_scalar and not isinstance(b, Tensor) and _dtype.is_bfloat16_np(dt):
+        bd = np.float32(b)
+    else:
+        bd = data_of(b, dt)
     if scale != 1:
         bd = bd * scale
     try:
@@ -156,7 +161,7 @@ class MulBackward0(Node):
 @op(aliases=("multiply",), inplace=True)
 def mul(a, b, *, out=None):
     a, b, dt = _binary_inputs(a, b)
-    result = _finish(_np_binary(np.multiply, a, b, dt), dt)
+    result = _finish(_np_binary(np.multiply, a, b, dt, float32_scalar=True), dt)
     if _needs(a, b):
         node = record_op(MulBackward0, (a, b), result)
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
@@ -189,7 +194,7 @@ class DivBackward0(Node):
 
 def _div_dtype(a, b):
     dt = result_np_dtype(a, b)
-    return dt if dt.kind in "fc" else _dtype.get_default_dtype().np
+    return dt if dt.kind in "fc" or _dtype.is_floating_np(dt) else _dtype.get_default_dtype().np
 
 
 @op(aliases=("divide", "true_divide"), inplace=True)
@@ -199,7 +204,7 @@ def div(a, b, *, rounding_mode=None, out=None):
         return _rounded_div(a, b, rounding_mode)
     dt = _div_dtype(a, b)
     with _err():
-        result = _finish(_np_binary(np.true_divide, a, b, dt), dt)
+        result = _finish(_np_binary(np.true_divide, a, b, dt, float32_scalar=True), dt)
     if _needs(a, b):
         node = record_op(DivBackward0, (a, b), result)
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
@@ -427,7 +432,7 @@ relu = unary("relu", _relu_np, _relu_backward, node="ReluBackward0", saves="resu
 
 def _exact_for_integers(np_fn):
     """Rounding ops leave integers (and bools) as they are."""
-    return lambda d: np_fn(d) if d.dtype.kind == "f" else d.copy()
+    return lambda d: np_fn(d) if _dtype.is_floating_np(d.dtype) else d.copy()
 
 
 def _sign_np(d):
@@ -458,7 +463,10 @@ def round(x, *, decimals=0):
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
     data = x._data
-    result = wrap(np.round(data, decimals) if data.dtype.kind == "f" else data.copy())
+    if _dtype.is_floating_np(data.dtype):
+        result = wrap(_dtype.narrow_to(np.round(_dtype.widen(data), decimals), data.dtype))
+    else:
+        result = wrap(data.copy())
     if GRAD.enabled and x._requires_grad:
         record_op(RoundBackward1, (x,), result).keep_shapes(x)
     return result
@@ -664,7 +672,8 @@ def lerp(start, end, weight):
             node = record_op(LerpBackward1, (start, end, weight), result)
             node.save(start, end, weight)
         return result
-    result = wrap((start._data + weight * (end._data - start._data)).astype(start._data.dtype, copy=False))
+    s, e = _dtype.widen(start._data), _dtype.widen(end._data)  # bfloat16: float32 math, one rounding
+    result = wrap((s + weight * (e - s)).astype(start._data.dtype, copy=False))
     if _needs(start, end):
         node = record_op(LerpBackward0, (start, end), result)
         node.weight = weight
@@ -683,7 +692,13 @@ class NanToNumBackward0(Node):
 
 @op(inplace=True)
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    result = wrap(np.nan_to_num(x._data, nan=nan, posinf=posinf, neginf=neginf))
+    data = x._data
+    if _dtype.is_bfloat16_np(data.dtype):  # NumPy sees no float in bfloat16: work in float32 (exact)
+        top = _dtype.finfo(_dtype.bfloat16).max
+        posinf, neginf = (top if posinf is None else posinf), (-top if neginf is None else neginf)
+        result = wrap(np.nan_to_num(data.astype(np.float32), nan=nan, posinf=posinf, neginf=neginf).astype(data.dtype))
+    else:
+        result = wrap(np.nan_to_num(data, nan=nan, posinf=posinf, neginf=neginf))
     if GRAD.enabled and x._requires_grad:
         node = record_op(NanToNumBackward0, (x,), result)
         node.save(x)
@@ -792,7 +807,7 @@ def _bitwise(np_fn, name):
         a = as_tensor_arg(a)
         if not isinstance(b, Tensor):
             b = as_tensor_arg(b, a)
-        if a._data.dtype.kind == "f" or b._data.dtype.kind == "f":
+        if _dtype.is_floating_np(a._data.dtype) or _dtype.is_floating_np(b._data.dtype):
             raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
         dt = result_np_dtype(a, b)
         return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
@@ -807,24 +822,24 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 @op()
 def bitwise_not(a):
-    if a._data.dtype.kind == "f":
+    if _dtype.is_floating_np(a._data.dtype):
         raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
     return wrap(np.invert(a._data))
 
 
 @op()
 def isnan(x):
-    return wrap(np.isnan(x._data) if x._data.dtype.kind in "fc" else np.zeros(x._data.shape, bool))
+    return wrap(np.isnan(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 
 @op()
 def isinf(x):
-    return wrap(np.isinf(x._data) if x._data.dtype.kind in "fc" else np.zeros(x._data.shape, bool))
+    return wrap(np.isinf(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 
 @op()
 def isfinite(x):
-    return wrap(np.isfinite(x._data) if x._data.dtype.kind in "fc" else np.ones(x._data.shape, bool))
+    return wrap(np.isfinite(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.ones(x._data.shape, bool))
 
 
 @op()

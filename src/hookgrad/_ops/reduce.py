@@ -81,13 +81,16 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
     dims = norm_dims(dim, data.ndim)
     out_dt = _sum_dtype(x, dtype)
+    if _dtype.is_bfloat16_np(out_dt):  # accumulate in float32, round the result once (as torch)
+        data, out_dt = data.astype(np.float32), np.dtype(np.float32)
     if dims is None and dim is None:
-        result = wrap(np.asarray(data.sum(dtype=out_dt)))
+        result = wrap(_dtype.narrow_to(np.asarray(data.sum(dtype=out_dt)), _sum_dtype(x, dtype)))
         if GRAD.enabled and x._requires_grad:
             node = record_op(SumBackward0, (x,), result)
             node.in_shape = data.shape
         return result
-    result = wrap(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)))
+    result = wrap(_dtype.narrow_to(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)),
+                                   _sum_dtype(x, dtype)))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SumBackward1, (x,), result)
         node.in_shape, node.dims, node.keepdim = data.shape, dims, keepdim
@@ -115,7 +118,7 @@ class MeanBackward1(Node):
 
 @op()
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    data = x._data
+    data = _dtype.widen(x._data) if dtype is None else x._data
     if data.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_dtype.from_numpy_dtype(data.dtype).name.capitalize()}")
@@ -127,6 +130,8 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
             result = wrap(np.asarray(data.mean(), dtype=data.dtype))
         else:
             result = wrap(np.asarray(data.mean(axis=dims, keepdims=keepdim), dtype=data.dtype))
+        if dtype is None and result._data.dtype != x._data.dtype:
+            result._data = _dtype.narrow_to(result._data, x._data.dtype)
     if GRAD.enabled and x._requires_grad:
         count = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
         if dim is None:
@@ -260,7 +265,11 @@ class CumsumBackward0(Node):
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     out_dt = _sum_dtype(x, dtype)
-    result = wrap(np.cumsum(x._data, axis=d, dtype=out_dt) if x._data.ndim else x._data.astype(out_dt).copy())
+    data = x._data
+    if _dtype.is_bfloat16_np(out_dt):  # accumulate in float32, round each running sum once (as torch)
+        data, out_dt = data.astype(np.float32), np.dtype(np.float32)
+    result = wrap(_dtype.narrow_to(np.cumsum(data, axis=d, dtype=out_dt) if data.ndim else data.astype(out_dt),
+                                   _sum_dtype(x, dtype)))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CumsumBackward0, (x,), result)
         node.dim = d
@@ -337,7 +346,7 @@ def _extreme(x, dim, keepdim, is_max, name):
         if data.shape[d] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         idx = np.argmax(data, axis=d) if is_max else np.argmin(data, axis=d)
-        if data.dtype.kind == "f":
+        if _dtype.is_floating_np(data.dtype):
             nan_any = np.isnan(data).any(axis=d)
             if nan_any.any():
                 idx = np.where(nan_any, np.argmax(np.isnan(data), axis=d), idx)
@@ -505,13 +514,13 @@ def _var_args(dim, unbiased, keepdim, correction):
 @op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
-    data = x._data
+    data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
     with _err():
         out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / builtins.max(n - corr, 0)) \
             if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(np.asarray(out, dtype=data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
@@ -528,13 +537,13 @@ def _out_shape(shape, dims, keepdim):
 @op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
-    data = x._data
+    data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
     with _err():
         out = np.sqrt(np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))) if n - corr > 0 \
             else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(np.asarray(out, dtype=data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(StdBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
@@ -625,7 +634,7 @@ class LinalgVectorNormBackward0(Node):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    data = x._data
+    data = _dtype.widen(x._data) if dtype is None else x._data
     if dtype is not None:
         data = data.astype(_dtype.to_dtype(dtype).np)
     if data.dtype.kind not in "fc":
@@ -647,6 +656,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         else:
             out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
     result = wrap(np.asarray(out, dtype=data.dtype))
+    if dtype is None:
+        result._data = _dtype.narrow_to(result._data, x._data.dtype)
     if GRAD.enabled and x._requires_grad:
         node = record_op(LinalgVectorNormBackward0, (x,), result)
         node.ord, node.dims, node.keepdim = ord, dims, keepdim
@@ -685,7 +696,7 @@ def logsumexp(x, dim, keepdim=False):
         out = np.log(np.sum(np.exp(data - m), axis=dims, keepdims=True)) + m
     if not keepdim:
         out = out.reshape(_out_shape(data.shape, dims, False))
-    result = wrap(np.asarray(out, dtype=data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogsumexpBackward0, (x,), result)
         node.dims, node.keepdim = dims, keepdim
@@ -734,12 +745,12 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         # cast as a recorded op first, so the gradient flows back in the input's dtype
         x = x.to(_dtype.to_dtype(dtype))
-    data = x._data
+    data = _dtype.widen(x._data)
     if data.dtype.kind not in "fc":
         raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for \'Long\'')
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
     with _err():
-        result = wrap(_softmax_np(data, d) if data.ndim else np.ones_like(data))
+        result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SoftmaxBackward0, (x,), result)
         node.dim = d
@@ -751,10 +762,11 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
-    data = x._data
+    data = _dtype.widen(x._data)
     d = _wrap_dim(dim if dim is not None else -1, data.ndim)
     with _err():
-        result = wrap(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data))
+        result = wrap(_dtype.narrow_to(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data),
+                                       x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogSoftmaxBackward0, (x,), result)
         node.dim = d

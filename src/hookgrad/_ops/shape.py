@@ -286,7 +286,7 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
     else:
         new = data.astype(dt.np)
     result = wrap(new)
-    if GRAD.enabled and x._requires_grad and dt.np.kind in "fc":
+    if GRAD.enabled and x._requires_grad and (dt.is_floating_point or dt.is_complex):
         node = record_op(ToCopyBackward0, (x,), result)
         node.dtype = _dtype.from_numpy_dtype(data.dtype)
     return result

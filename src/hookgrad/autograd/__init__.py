@@ -43,6 +43,8 @@ def _make_grads(outputs, grads):
     that need grad and got None. Extra gradients are ignored; too few raise (as in torch)."""
     from .._tensor import Tensor
     from .._ops.creation import ones_like
+    from .._ops._base import as_tensor_arg
+    from .. import _dtype
     if grads is None:
         grads = (None,) * len(outputs)
     elif isinstance(grads, Tensor):
@@ -59,7 +61,7 @@ def _make_grads(outputs, grads):
                 continue
             if o._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if o._data.dtype.kind != "f":
+            if not _dtype.is_inexact_np(o._data.dtype):
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
             out.append(ones_like(o))
             continue

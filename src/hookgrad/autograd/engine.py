@@ -235,7 +235,7 @@ def _call_post_hooks(node, outputs, grads):
 
 def _check_nan(node, outputs):
     for i, g in enumerate(outputs):
-        if g is not None and g._data.dtype.kind in "fc" and np.isnan(g._data).any():
+        if g is not None and _tensor._dtype.is_inexact_np(g._data.dtype) and np.isnan(g._data).any():
             trace = node._anomaly_trace
             if trace:
                 import warnings
@@ -434,6 +434,9 @@ def accumulate_into_grad(var, grad) -> None:
     """
     wrap = _tensor.wrap
     current = var.grad
+    if grad._data.dtype != var._data.dtype and _tensor._dtype.is_bfloat16_np(var._data.dtype):
+        # a backward formula that left bfloat16 for float32 math: round once into the leaf's dtype
+        grad = grad.to(var.dtype)
     if grad_mode.STATE.enabled:
         # create_graph: the gradient keeps its own graph, so accumulate out of place; the first one
         # is copied into a fresh tensor laid out like the leaf (a CopyBackwards node, as in torch)

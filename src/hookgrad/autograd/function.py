@@ -236,7 +236,7 @@ class Function(metaclass=_FunctionMeta):
             if not is_dirty and any(o is t for t in tensor_args):
                 # an input returned as-is: the caller gets a view of it, which refuses in-place ops
                 o = _returned_input_view(o, node, i, recording and not is_non_diff)
-            if recording and not is_non_diff and o._data.dtype.kind in "fc":
+            if recording and not is_non_diff and _dtype.is_inexact_np(o._data.dtype):
                 if is_dirty:
                     _above.check_inplace(o)
                     o._version_counter[0] += 1

@@ -329,7 +329,7 @@ class Optimizer:
                 return _wrap(data.astype(np.float32))
             return value
         target = param._data.dtype
-        if target.kind in "fc" and data.dtype != target:
+        if (target.kind in "fc" or target.name == "bfloat16") and data.dtype != target:
             return _wrap(data.astype(target))
         return value
 

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from ..._dtype import is_inexact_np, narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
@@ -24,7 +25,7 @@ _SQRT1_2 = math.sqrt(0.5)
 
 
 def _unary(x, data, node_cls, attrs=(), save=True):
-    result = wrap(data)
+    result = wrap(narrow_to(data, x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         for k, v in attrs:
@@ -65,7 +66,7 @@ class LeakyReluBackward0(Node):
 
 
 def _leaky_relu(x, negative_slope):
-    d = x._data
+    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
     return _unary(x, np.where(d > 0, d, d * d.dtype.type(negative_slope)), LeakyReluBackward0,
                   (("slope", negative_slope),))
 
@@ -112,7 +113,7 @@ class EluBackward0(Node):
 
 
 def _elu(x, alpha):
-    d = x._data
+    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
     with _err():
         out = np.where(d > 0, d, alpha * np.expm1(np.minimum(d, 0))).astype(d.dtype, copy=False)
     return _unary(x, out, EluBackward0, (("alpha", alpha),))
@@ -197,7 +198,7 @@ NormalCdfBackward.__name__ = NormalCdfBackward.__qualname__ = "ErfBackward0"  # 
 
 
 def _normal_cdf(x: Tensor) -> Tensor:
-    d = x._data
+    d = _gelu_compute_dtype(x._data)
     return _unary(x, _normal_cdf_np(d), NormalCdfBackward)
 
 
@@ -232,8 +233,8 @@ class GeluBackward0(Node):
 
 
 def _gelu_compute_dtype(d):
-    """float16 is computed in float32 and rounded once at the end, as torch does."""
-    return d.astype(np.float32) if d.dtype == np.float16 else d
+    """float16 and bfloat16 are computed in float32 and rounded once at the end, as torch does."""
+    return d.astype(np.float32) if d.dtype == np.float16 or d.dtype.kind == "V" else d
 
 
 def _gelu_tanh_grad_np(d):
@@ -251,7 +252,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh.")
     d = input._data
-    if d.dtype.kind not in "fc":
+    if not is_inexact_np(d.dtype):
         name = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
                 "bool": "Bool"}.get(d.dtype.name, d.dtype.name)
         raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{name}'")
@@ -279,7 +280,7 @@ class SiluBackward0(Node):
 
 
 def _silu(x):
-    d = x._data
+    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
     return _unary(x, d * pointwise._sigmoid_np(d), SiluBackward0)
 
 
@@ -298,7 +299,7 @@ class SoftplusBackward0(Node):
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    d = input._data
+    d = widen(input._data)  # bfloat16: float32 math, rounded once in _unary
     bx = d * d.dtype.type(beta)
     with _err():
         soft = (np.logaddexp(0, bx) / beta).astype(d.dtype, copy=False)
@@ -324,7 +325,7 @@ def _softmax_dim(name, ndim, stacklevel):
 def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
         dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
-    if input._data.dtype.kind not in "fc" and dtype is None:
+    if not is_inexact_np(input._data.dtype) and dtype is None:
         name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
         raise NotImplementedError(f"\"softmax_lastdim_kernel_impl\" not implemented for '{name}'")
     if dtype is not None:
@@ -335,7 +336,7 @@ def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
         dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
-    if input._data.dtype.kind not in "fc" and dtype is None:
+    if not is_inexact_np(input._data.dtype) and dtype is None:
         name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
         raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{name}'")
     if dtype is not None:

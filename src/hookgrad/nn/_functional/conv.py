@@ -18,6 +18,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ... import _threads as _blas
+from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, record
@@ -357,8 +358,10 @@ class ConvolutionBackward0(Node):
 
 def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
     nd = geom.nd
-    out, cols = conv_forward_np(_as4d(x._data, nd), _as4d(w._data, nd), geom, None if b is None else b._data)
-    result = wrap(_from4d(out, nd))
+    # bfloat16 operands: float32 products and sums, the result rounded once (see _dtype.narrow_to)
+    out, cols = conv_forward_np(_as4d(widen(x._data), nd), _as4d(widen(w._data), nd), geom,
+                                None if b is None else b._data)
+    result = wrap(narrow_to(_from4d(out, nd), x._data.dtype))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed = geom, False
@@ -373,9 +376,9 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
     """Adjoint of ``convolution`` in its input: maps (N, O, ...) to ``out_shape`` (N, C, ...)."""
     nd = geom.nd
     shape4 = out_shape if nd == 2 else (out_shape[0], out_shape[1], 1, out_shape[2])
-    out = conv_input_grad_np(_as4d(x._data, nd), _as4d(w._data, nd), shape4, geom)
+    out = conv_input_grad_np(_as4d(widen(x._data), nd), _as4d(widen(w._data), nd), shape4, geom)
     out = np.ascontiguousarray(_from4d(out, nd))
-    result = wrap(_bias_add(out, b))
+    result = wrap(narrow_to(_bias_add(out, b), x._data.dtype))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed, node.cols = geom, True, None
@@ -405,7 +408,7 @@ _ConstantInConvolutionInputs = node_class("ConvolutionBackwardBackward0", ZeroGr
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
     nd = geom.nd
     w4 = w_shape if nd == 2 else (w_shape[0], w_shape[1], 1, w_shape[2])
-    gw = conv_weight_grad_np(_as4d(x._data, nd), _as4d(gout._data, nd), w4, geom, cols)
+    gw = conv_weight_grad_np(_as4d(widen(x._data), nd), _as4d(widen(gout._data), nd), w4, geom, cols)
     result = wrap(gw.reshape(w_shape).astype(gout._data.dtype, copy=False))
     if GRAD.enabled and (x._requires_grad or gout._requires_grad):
         node = record_op(ConvolutionBackwardBackward0, (x, gout), result)

@@ -8,6 +8,7 @@ torch's names (``linear_map_nodes``).
 """
 from __future__ import annotations
 
+from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD
@@ -48,7 +49,8 @@ def linear_map(x: Tensor, fwd, adj, node_cls, value=None) -> Tensor:
 
     ``value``: the forward result when the caller already has it (max pooling finds it on the way).
     """
-    result = wrap(fwd(x._data) if value is None else value)
+    # bfloat16: the kernel runs in float32 and its result is rounded once (as torch's)
+    result = wrap(narrow_to(fwd(widen(x._data)), x._data.dtype) if value is None else value)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.fwd, node.adj = fwd, adj

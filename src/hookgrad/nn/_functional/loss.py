@@ -8,6 +8,7 @@ import warnings
 
 import numpy as np
 
+from ..._dtype import is_floating_np
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise
@@ -306,7 +307,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     c = x._data.shape[class_dim]
     logp = _rops.log_softmax(x, class_dim)
     if t._data.shape == x._data.shape:
-        if t._data.dtype.kind != "f":
+        if not is_floating_np(t._data.dtype):
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
                                f"{_DTYPE_NAMES.get(t._data.dtype.name)}")
         if label_smoothing > 0:

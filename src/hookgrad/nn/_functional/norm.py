@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD
@@ -112,7 +113,7 @@ class NativeGroupNormBackward0(_NormBackward):
 
 def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, mean=None, var=None):
     """Shared forward: statistics (from the batch unless given), normalization, affine, recording."""
-    xd = x._data
+    xd = widen(x._data)  # bfloat16: statistics and normalization in float32, the output rounded once
     xv = xd.reshape(view)
     batch_stats = mean is None
     with _err():
@@ -127,7 +128,7 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
         out *= weight._data.reshape(affine)
     if bias is not None:
         out += bias._data.reshape(affine)
-    result = wrap(out)
+    result = wrap(narrow_to(out, x._data.dtype))
     if GRAD.enabled and (x._requires_grad or (weight is not None and weight._requires_grad)
                          or (bias is not None and bias._requires_grad)):
         node = record_op(node_cls, (x, weight, bias), result)

@@ -9,6 +9,7 @@ import functools
 
 import numpy as np
 
+from ..._dtype import is_floating_np
 from ..._tensor import Tensor, wrap
 from .conv import _tuple, windows
 from .linear_ops import linear_map, linear_map_nodes
@@ -123,7 +124,7 @@ def _max_pool_2x2(a, ho, wo, with_winner):
     pairs = np.maximum(left, right)
     top, bottom = pairs[:, :, 0::2], pairs[:, :, 1::2]
     best = np.maximum(top, bottom)
-    if a.dtype.kind == "f" and np.isnan(best.sum()):  # np.maximum carries any NaN into ``best``
+    if is_floating_np(a.dtype) and np.isnan(best.sum()):  # np.maximum carries any NaN into ``best``
         return None
     return best, ((right > left, bottom > top) if with_winner else None)
 
@@ -211,7 +212,7 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
             if unbatched:
                 best, g.pair = best[0], g.pair and (g.pair[0][0], g.pair[1][0])
             return _max_pool_result(x, best, g, need_indices)
-    fill = -np.inf if data.dtype.kind == "f" else np.iinfo(data.dtype).min
+    fill = -np.inf if is_floating_np(data.dtype) else np.iinfo(data.dtype).min
     win = windows(_padded_planes(data, g, fill), kh, kw, sh, sw, dh, dw, ho, wo)  # (N, C, kh, kw, Ho, Wo)
     # running maximum over the kernel offsets (kh*kw passes over output-sized arrays, no window copy),
     # then the first offset that attains it (masks and integer adds: no masked copies, which are slow)
@@ -233,7 +234,7 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
                     taken |= hit
                     arg += hit.astype(arg.dtype) * arg.dtype.type(k) if k > 1 else hit
                 k += 1
-    if data.dtype.kind == "f" and np.isnan(best.sum()):  # cheap gate: np.maximum carried a NaN into ``best``
+    if is_floating_np(data.dtype) and np.isnan(best.sum()):  # cheap gate: np.maximum carried a NaN into ``best``
         nan = np.isnan(win).any((2, 3))
         if nan.any():  # torch's rule: a NaN wins (the last one in its window)
             isn = np.isnan(win).transpose(0, 1, 4, 5, 2, 3).reshape(n, c, ho, wo, kh * kw)
