@@ -339,6 +339,7 @@ def _dtype_method(name, dtype):
 
 
 for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half", _dtype.float16),
+                   ("bfloat16", _dtype.bfloat16),
                    ("long", _dtype.int64), ("int", _dtype.int32), ("short", _dtype.int16), ("char", _dtype.int8),
                    ("byte", _dtype.uint8), ("bool", _dtype.bool)):
     _dtype_method(_name, _dt)
