@@ -80,10 +80,6 @@ def compile(model=None, **kwargs):
     return model
 
 
-def is_storage(obj):
-    return False
-
-
 def cdist(x1, x2, p=2.0):
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return diff.abs().pow(p).sum(-1).pow(1.0 / p) if p != 2.0 else (diff * diff).sum(-1).sqrt()
