@@ -401,7 +401,9 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 @op()
 def cross(a, b, dim=None):
-    a, b = shape.broadcast_tensors(a, b) if a.shape != b.shape else (a, b)
+    if tuple(a.shape) != tuple(b.shape):
+        both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+        a, b = a.expand(*both), b.expand(*both)
     if dim is None:
         sizes = [i for i, s in enumerate(a.shape) if s == 3]
         if not sizes:
@@ -685,19 +687,34 @@ def index_fill(x, dim, index, value):
     return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
 
 
-_INDEX_REDUCE = {"prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin"}
-
-
 @op(inplace=True)
 def index_reduce(x, dim, index, source, reduce, *, include_self=True):
+    """Each slice of ``source`` along ``dim`` reduced (prod, mean, amax, amin) into ``x``'s slice ``index[i]``."""
     _check_long_index(index, "index_reduce")
-    if reduce not in _INDEX_REDUCE:
+    if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
-    dim = dim % builtins.max(x.dim(), 1)
-    shape_ = [1] * source.dim()
-    shape_[dim] = index.numel()
-    spread = index.reshape(shape_).expand(*source.shape).contiguous()
-    return x.scatter_reduce(dim, spread, source, _INDEX_REDUCE[reduce], include_self=include_self)
+    if x.dim() == 0:
+        x, source = x.reshape(1), source.reshape(1)
+    dim = dim % x.dim()
+    positions = index._data.reshape(-1) % builtins.max(x.shape[dim], 1)
+    targets = np.unique(positions)
+    if targets.size == 0:
+        return x.clone()
+    pieces = []
+    for target in targets.tolist():
+        picked = source.index_select(dim, wrap(np.flatnonzero(positions == target).astype(np.int64)))
+        mine = views.select(x, dim, target)
+        if reduce == "prod":
+            piece = picked.prod(dim) * mine if include_self else picked.prod(dim)
+        elif reduce == "mean":
+            total = picked.sum(dim) + mine if include_self else picked.sum(dim)
+            piece = total / (picked.shape[dim] + (1 if include_self else 0))
+        else:
+            piece = picked.amax(dim) if reduce == "amax" else picked.amin(dim)
+            if include_self:
+                piece = (pointwise.maximum if reduce == "amax" else pointwise.minimum)(piece, mine)
+        pieces.append(piece.to(x.dtype))
+    return x.index_copy(dim, wrap(targets.astype(np.int64)), shape.stack(pieces, dim))
 
 
 @op(inplace=True)
