@@ -902,8 +902,8 @@ def resize_(self, *sizes, memory_format=None):
 
 
 @op("resize_as_", function=False)
-def resize_as_(self, other, memory_format=None):
-    return _resize(self, tuple(other.shape))
+def _resize_as_method(self, the_template, memory_format=None):
+    return _resize(self, tuple(the_template.shape))
 
 
 # ---- small things: names, the default device ----------------------------------------------------
