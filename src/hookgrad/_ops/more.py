@@ -7,6 +7,7 @@ import builtins
 import collections
 import itertools
 import math
+import warnings
 
 import numpy as np
 
@@ -354,10 +355,9 @@ def heaviside(x, values):
 @op(inplace=True)
 def nextafter(x, other):
     x, other = as_tensor_arg(x), as_tensor_arg(other)
-    if x._data.dtype != other._data.dtype:
-        raise RuntimeError(f"expected both inputs to have the same dtype, but got "
-                           f"{_dtype.from_numpy_dtype(x._data.dtype)} and {_dtype.from_numpy_dtype(other._data.dtype)}")
-    return wrap(np.asarray(_broadcast_or_raise(np.nextafter, x._data, other._data)))
+    dt = result_np_dtype(x, other)
+    return wrap(np.asarray(_broadcast_or_raise(np.nextafter, x._data.astype(dt, copy=False),
+                                               other._data.astype(dt, copy=False))))
 
 
 # ---- integration, cross product, norms -----------------------------------------------------------
@@ -380,9 +380,9 @@ def _trapezoid_steps(y, x, dx, dim, name):
 
 @op(method=False, aliases=("trapz",))
 def trapezoid(y, x=None, *, dx=None, dim=-1):
-    """Integral of ``y`` along ``dim`` by the trapezoidal rule (sample points ``x`` or spacing ``dx``)."""
-    if x is not None and not isinstance(x, Tensor):  # trapezoid(y, 0.5): a number is the spacing
-        x, dx = None, x
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"trapezoid() received an invalid combination of arguments: x must be a Tensor (the spacing "
+                        f"is the keyword dx)")
     dim = dim % y.dim() if y.dim() else 0
     if y.shape[dim] == 0:
         return reduce.sum(y, dim)
@@ -392,7 +392,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 @op(method=False)
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and not isinstance(x, Tensor):
-        x, dx = None, x
+        raise TypeError(f"cumulative_trapezoid() received an invalid combination of arguments: x must be a Tensor (the spacing "
+                        f"is the keyword dx)")
     dim = dim % y.dim() if y.dim() else 0
     if y.shape[dim] == 0:
         return y.clone()
@@ -401,10 +402,15 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 @op()
 def cross(a, b, dim=None):
+    if a.dim() != b.dim():
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if tuple(a.shape) != tuple(b.shape):
         both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
         a, b = a.expand(*both), b.expand(*both)
     if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
         sizes = [i for i, s in enumerate(a.shape) if s == 3]
         if not sizes:
             raise RuntimeError("no dimension of size 3 in input")
@@ -420,8 +426,10 @@ def cross(a, b, dim=None):
 @op(inplace=True)
 def renorm(x, p, dim, maxnorm):
     """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to that norm."""
+    if x.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {x.dim()} dimensions")
     if p <= 0:
-        raise RuntimeError(f"renorm: non-positive-norm not supported")
+        raise RuntimeError("renorm: non-positive-norm not supported")
     if maxnorm < 0:
         raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
     dim = dim % x.dim()
@@ -560,12 +568,17 @@ def unsafe_chunk(x, chunks, dim=0):
 
 
 # the `*_copy` forms of views: the same values in storage of their own
+def _contiguous_copy(t):
+    copy = t.clone()
+    return copy if copy.is_contiguous() else copy.contiguous()
+
+
 def _copy_of(view_fn, name):
     def fn(input, *args, **kwargs):
         out = view_fn(input, *args, **kwargs)
         if isinstance(out, (tuple, list)):
-            return type(out)(t.clone(memory_format=None) for t in out)
-        return out.clone()
+            return type(out)(_contiguous_copy(t) for t in out)
+        return _contiguous_copy(out)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"torch.{name}: like the view op, into new storage."
     return op(name, method=False)(fn)
@@ -650,7 +663,7 @@ def take(x, index):
 def put(x, index, source, accumulate=False):
     _check_long_index(index, "put")
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of elements, but got "
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = x.numel()
     bad = (index._data >= n) | (index._data < -n)
@@ -743,11 +756,11 @@ def block_diag(*tensors):
                                f"has {t.dim()} dimensions")
         blocks.append(t.reshape(1, -1) if t.dim() < 2 else t)
     if not blocks:
-        return wrap(np.zeros((0, 0), dtype=_dtype.get_default_dtype().np))
-    dt = blocks[0]._data.dtype
+        return wrap(np.zeros((1, 0), dtype=_dtype.get_default_dtype().np))
+    hd = _dtype.from_numpy_dtype(blocks[0]._data.dtype)
     for b in blocks[1:]:
-        dt = np.promote_types(dt, b._data.dtype)
-    hd = _dtype.from_numpy_dtype(dt)
+        hd = _dtype.promote_types(hd, _dtype.from_numpy_dtype(b._data.dtype))
+    dt = hd.np
     width = sum(b.shape[1] for b in blocks)
     rows, left = [], 0
     for b in blocks:
@@ -854,6 +867,16 @@ def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=Non
                       pin_memory=False):
     return empty_strided(size, stride, dtype=dtype or _dtype.from_numpy_dtype(self._data.dtype),
                          requires_grad=requires_grad)
+
+
+@op("as_strided_", function=False)
+def as_strided_(self, size, stride, storage_offset=None):
+    """``self`` becomes the strided view of its own storage (a tensor outside autograd's graph)."""
+    if GRAD.enabled and self._requires_grad:
+        raise RuntimeError("hookgrad: as_strided_ on a tensor that requires grad is not supported; use as_strided")
+    view = views.as_strided(self, size, stride, storage_offset)
+    self._data = view._data
+    return self
 
 
 @op("apply_", function=False)
