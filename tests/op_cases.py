@@ -341,4 +341,9 @@ EDGE.update({
                                  + T.acos_(x * 0.3) + T.arctan_(x * 1) + T.log2_(x * x + 1) + T.log10_(x * x + 1)
                                  + T.deg2rad_(x * 1) + T.rad2deg_(x * 1) + T.nan_to_num_(x * 1), [(2, 3)]),
     "atan2_": (lambda T, a, b: (a * 1).atan2_(b), [(2, 3), (3,)]),
+    "inplace_shape_changes": (lambda T, x, w: (x * 1).unsqueeze_(1).squeeze_(1).unsqueeze_(0).squeeze_().t_()
+                              .transpose_(0, 1).swapaxes_(1, 0) * w, [(2, 3), (3, 2)]),
+    "cumsum_": (lambda T, x: (x * 1).cumsum_(1) + (x * 1).cumprod_(0), [(2, 3)]),
+    "sum_to_size": (lambda T, x: x.sum_to_size(1, 3) * x.sum_to_size(2, 1), [(2, 3)]),
+    "constant_pad_nd": (lambda T, x: T.constant_pad_nd(x, (1, 2), 0.5) + T.adjoint(x).sum(), [(2, 3)]),
 })

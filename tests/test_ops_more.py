@@ -389,3 +389,49 @@ def test_new_torch_names_are_present():
                "split_with_sizes", "unsafe_split_with_sizes", "is_nonzero", "is_signed", "positive", "signbit"]
     assert [m for m in methods if not hasattr(hookgrad.Tensor, m)] == []
     assert [n for n in names if not hasattr(torch, n)] == [] and [m for m in methods if not hasattr(torch.Tensor, m)] == []
+
+
+@differential
+def test_in_place_shape_changes(T):
+    out = []
+    for name, args in (("unsqueeze_", (1,)), ("unsqueeze_", (-1,)), ("squeeze_", ()), ("squeeze_", (0,)), ("t_", ()),
+                       ("transpose_", (0, 1)), ("swapaxes_", (1, 0)), ("swapdims_", (0, 1))):
+        x = T.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+        y = x * 2
+        r = getattr(y, name)(*args)
+        (y * T.arange(float(y.numel())).reshape(y.shape)).sum().backward()
+        out.append((name, r is y, y.shape, y.grad_fn.name(), x.grad, y._version))
+        plain = T.ones(1, 3)
+        getattr(plain, name)(*args)
+        out.append(plain.shape)
+    leaf = T.ones(1, 3, requires_grad=True)
+    out += [catch(leaf.unsqueeze_, 0), catch(leaf.t_), leaf.shape, catch(T.ones(2, 2, 2).t_)]
+    v = T.ones(1, 3)
+    w = v[0:1]
+    w.unsqueeze_(0)
+    return out, w.shape, v.shape
+
+
+@differential
+def test_small_tensor_helpers(T):
+    m = T.arange(6.0).reshape(2, 3)
+    g = T.ones(2, 3, requires_grad=True) * 1
+    c = T.arange(4.0)
+    c.cumsum_(0)
+    d = T.arange(1.0, 5.0)
+    d.cumprod_(0)
+    f = T.tensor([1.0, 2.0], dtype=T.float64)
+    f.float_power_(2)
+    return (m.sum_to_size(1, 3), m.sum_to_size((2, 1)), m.sum_to_size(2, 3), catch(m.sum_to_size, 2),
+            g.sum_to_size(3).shape, T.adjoint(m), m.adjoint(), catch(T.adjoint, c), T.unravel_index(T.tensor([5, 7, -1, 10]), (2, 4)),
+            T.unravel_index(T.tensor(4), 3), catch(T.unravel_index, T.tensor([1.0]), (2, 3)),
+            T.constant_pad_nd(m, (1, 0), 2.0), T.constant_pad_nd(m, [0, 1, 1, 0]), T.isreal(m), T.isreal(T.tensor(True)),
+            T.detach(g).requires_grad, m.fliplr(), m.flipud(), c, d, f, catch(T.ones(2).float_power_, 2))
+
+
+@differential
+def test_detach_functions(T):
+    x = T.ones(2, requires_grad=True)
+    y = x * 2
+    T.detach_(y)
+    return y.requires_grad, y.grad_fn, T.detach(x * 3).requires_grad

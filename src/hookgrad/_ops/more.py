@@ -610,6 +610,157 @@ def detach_copy(x):
     return x.detach().clone()
 
 
+# ---- in-place shape changes: unsqueeze_, squeeze_, t_, transpose_ ----------------------------------
+class UnsqueezeBackward1(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        return (grads[0].squeeze(self.dim),)
+
+
+class SqueezeBackward3(Node):
+    __slots__ = ("self_sizes",)
+
+    def apply(self, grads):
+        return (grads[0].reshape(self.self_sizes),)
+
+
+class SqueezeBackward4(SqueezeBackward3):
+    __slots__ = ()
+
+
+class TransposeBackward1(Node):
+    __slots__ = ("dim0", "dim1")
+
+    def apply(self, grads):
+        return (grads[0].transpose(self.dim0, self.dim1),)
+
+
+class TBackward1(TransposeBackward1):
+    __slots__ = ()
+
+
+def _reshape_in_place(x, new_data, node_cls, **attrs):
+    """``x`` takes the new geometry ``new_data`` (a NumPy view of its own memory); a grad-requiring
+    ``x`` gets ``node_cls`` as its grad_fn, in front of its old history."""
+    views.check_inplace(x)
+    if GRAD.enabled and x._requires_grad:
+        if x._base is not None:
+            raise RuntimeError("hookgrad: an in-place shape change of a view that requires grad is not supported; "
+                               "use the out-of-place op")
+        node = record_op(node_cls, (x,), wrap(new_data))
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        x._data = new_data
+        x._after_inplace(node)
+    else:
+        x._data = new_data
+    x._version_counter[0] += 1
+    return x
+
+
+@op("unsqueeze_", function=False)
+def unsqueeze_(self, dim):
+    new = views.unsqueeze(self.detach(), dim)._data
+    return _reshape_in_place(self, new, UnsqueezeBackward1, dim=dim % new.ndim)
+
+
+@op("squeeze_", function=False)
+def squeeze_(self, dim=None):
+    new = views.squeeze(self.detach(), dim)._data if dim is not None else views.squeeze(self.detach())._data
+    return _reshape_in_place(self, new, SqueezeBackward3 if dim is None else SqueezeBackward4,
+                             self_sizes=self._data.shape)
+
+
+@op("transpose_", function=False, aliases=("swapaxes_", "swapdims_"))
+def transpose_(self, dim0, dim1):
+    new = views.transpose(self.detach(), dim0, dim1)._data
+    return _reshape_in_place(self, new, TransposeBackward1, dim0=dim0, dim1=dim1)
+
+
+@op("t_", function=False)
+def t_(self):
+    if self.dim() > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+    new = views.t(self.detach())._data
+    return _reshape_in_place(self, new, TBackward1, dim0=0, dim1=self.dim() - 1 if self.dim() else 0)
+
+
+@op()
+def adjoint(x):
+    """The conjugate transpose of the last two dimensions (hookgrad tensors are real: the transpose)."""
+    if x.dim() < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. "
+                           f"Got {x.dim()}-D tensor.")
+    return views.transpose(x, -2, -1)
+
+
+@op(function=False)
+def sum_to_size(x, *size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    size = tuple(int(s) for s in size)
+    try:
+        target = np.broadcast_shapes(size, tuple(x.shape))
+    except ValueError:
+        target = None
+    if target != tuple(x.shape):
+        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, x.shape))}}}.")
+    lead = x.dim() - len(size)
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(size) if s == 1 and x.shape[i + lead] != 1)
+    out = reduce.sum(x, dims, keepdim=True) if dims else x
+    return views.reshape(out, size) if tuple(out.shape) != size else out
+
+
+@op(method=False)
+def unravel_index(indices, shape):
+    indices = as_tensor_arg(indices)
+    if indices._data.dtype.kind not in "iu":
+        raise TypeError("expected 'indices' to be integer dtype, but got " + str(_dtype.from_numpy_dtype(
+            indices._data.dtype)))
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    flat = indices._data.astype(np.int64)
+    coords = []
+    for size in reversed(shape):  # floor division and modulo, as torch (out-of-range indices wrap)
+        coords.append(flat % size if size else flat * 0)
+        flat = flat // size if size else flat * 0
+    return tuple(wrap(np.asarray(c, dtype=np.int64)) for c in reversed(coords))
+
+
+@op(method=False)
+def constant_pad_nd(x, pad, value=0):
+    from ..nn import functional
+    return functional.pad(x, tuple(pad), mode="constant", value=value)
+
+
+@op()
+def isreal(x):
+    d = as_tensor_arg(x)._data
+    return wrap(np.ones(d.shape, dtype=bool))
+
+
+@op("float_power_", function=False)
+def float_power_(self, exponent):
+    if self._data.dtype != np.float64:
+        name = str(_dtype.from_numpy_dtype(self._data.dtype)).split(".")[-1]
+        legacy = {"float32": "Float", "float16": "Half", "int64": "Long", "int32": "Int", "int16": "Short",
+                  "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(name, name)
+        raise RuntimeError(f"the base given to float_power_ has dtype {legacy} but the operation's result requires "
+                           f"dtype Double")
+    return views.apply_inplace(self, pointwise.float_power, exponent)
+
+
+@op(method=False)
+def detach(x):
+    return x.detach()
+
+
+@op("detach_", method=False)
+def _detach_function(x):
+    return x.detach_()
+
+
 # ---- scatter into a copy: select/slice/diagonal/as_strided_scatter -------------------------------
 def _scatter_into(x, src, view_of, name):
     out = x.clone()
