@@ -435,3 +435,27 @@ def test_detach_functions(T):
     y = x * 2
     T.detach_(y)
     return y.requires_grad, y.grad_fn, T.detach(x * 3).requires_grad
+
+
+@differential
+def test_numerical_gradient(T):
+    f = T.tensor([[1.0, 2.0, 4.0, 7.0, 11.0], [0.0, -1.0, 3.0, 2.0, 5.0], [1.0, 1.0, 2.0, 3.0, 5.0]], dtype=T.float64)
+    x = T.tensor([0.0, 0.5, 1.5, 1.75, 3.0], dtype=T.float64)
+    return (T.gradient(f), T.gradient(f, dim=1), T.gradient(f, spacing=2.0), T.gradient(f, spacing=[0.5, 3.0]),
+            T.gradient(f, spacing=(x,), dim=1), T.gradient(f, edge_order=2), T.gradient(f, spacing=(x,), dim=1, edge_order=2),
+            T.gradient(T.tensor([1, 4, 9, 16])), T.gradient(f, dim=(1, 0), spacing=[2.0, 1.0]), catch(T.gradient, f, spacing=[T.tensor(2.0), T.tensor(1.0)]),
+            catch(T.gradient, T.ones(1)), catch(T.gradient, f, edge_order=3), catch(T.gradient, f, spacing=[1.0, 2.0, 3.0]))
+
+
+def test_numerical_gradient_is_differentiable():
+    f = hookgrad.tensor(np.random.default_rng(8).standard_normal((3, 4)), requires_grad=True)
+    x = hookgrad.tensor([0.0, 0.3, 1.0, 1.1], dtype=hookgrad.float64, requires_grad=True)
+    assert hookgrad.autograd.gradcheck(lambda a, b: hookgrad.gradient(a, spacing=(b,), dim=1, edge_order=2)[0], (f, x))
+    assert hookgrad.autograd.gradcheck(lambda a: hookgrad.gradient(a)[0] + hookgrad.gradient(a)[1], (f,))
+
+
+@differential
+def test_nonzero_static_and_diag_embed_method(T):
+    x = T.tensor([[0, 1], [2, 0]])
+    return (T.nonzero_static(x, size=3), T.nonzero_static(x, size=1, fill_value=7),
+            T.nonzero_static(T.tensor([0.0, 1.5, 2.0]), size=4), T.ones(2, 3).diag_embed(1).shape)

@@ -761,6 +761,84 @@ def _detach_function(x):
     return x.detach_()
 
 
+# ---- numerical gradient ------------------------------------------------------------------------
+def _gradient_along(f, d, step, edge_order):
+    n = f.shape[d]
+
+    def part(start, length):
+        return views.narrow(f, d, start, length)
+
+    def along(t):  # a 1-D tensor of per-position factors, broadcast along dimension d
+        shape_ = [1] * f.dim()
+        shape_[d] = t.shape[0]
+        return t.reshape(shape_)
+
+    if isinstance(step, Tensor):  # coordinates
+        x = step.to(f.dtype) if f.dtype != step.dtype and f._data.dtype.kind == "f" else step
+        dx = x[1:] - x[:-1]
+        dx1, dx2 = dx[:-1], dx[1:]
+        a = along(-dx2 / (dx1 * (dx1 + dx2)))
+        b = along((dx2 - dx1) / (dx1 * dx2))
+        c = along(dx1 / (dx2 * (dx1 + dx2)))
+        interior = a * part(0, n - 2) + b * part(1, n - 2) + c * part(2, n - 2)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / dx[0]
+            last = (part(n - 1, 1) - part(n - 2, 1)) / dx[-1]
+        else:
+            h1, h2 = dx[0], dx[1]
+            first = (-(2 * h1 + h2) / (h1 * (h1 + h2)) * part(0, 1) + (h1 + h2) / (h1 * h2) * part(1, 1)
+                     - h1 / (h2 * (h1 + h2)) * part(2, 1))
+            h1, h2 = dx[-1], dx[-2]
+            last = (h1 / (h2 * (h1 + h2)) * part(n - 3, 1) - (h2 + h1) / (h2 * h1) * part(n - 2, 1)
+                    + (2 * h1 + h2) / (h1 * (h2 + h1)) * part(n - 1, 1))
+    else:
+        interior = (part(2, n - 2) - part(0, n - 2)) / (2 * step)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / step
+            last = (part(n - 1, 1) - part(n - 2, 1)) / step
+        else:
+            first = (part(0, 1) * -1.5 + part(1, 1) * 2 - part(2, 1) * 0.5) / step
+            last = (part(n - 1, 1) * 1.5 - part(n - 2, 1) * 2 + part(n - 3, 1) * 0.5) / step
+    return shape.cat([first, interior, last], d)
+
+
+@op(method=False)
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Central differences inside, one-sided differences (first or second order) at the ends, per dimension."""
+    if edge_order not in (1, 2):
+        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % input.dim() for d in dims]
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    if isinstance(spacing, (list, tuple)):
+        steps = list(spacing)
+        if len(steps) == 1 and len(dims) > 1:
+            steps = steps * len(dims)
+        if len(steps) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length {len(steps)} "
+                               f"and a dim argument of length {len(dims)}.")
+    else:
+        steps = [spacing] * len(dims)
+    f = input if input._data.dtype.kind in "fc" else input.to(_dtype.get_default_dtype())
+    for s in steps:
+        if isinstance(s, Tensor) and s.dim() != 1:
+            raise RuntimeError(f"torch.gradient expected each element of spacing to have one dimension, but got an "
+                               f"element with {s.dim()} dimensions!")
+    return tuple(_gradient_along(f, d, s, edge_order) for d, s in zip(dims, steps))
+
+
+@op(function=True)
+def nonzero_static(x, *, size, fill_value=-1):
+    found = np.argwhere(x._data)
+    out = np.full((size, x.dim()), fill_value, dtype=np.int64)
+    k = builtins.min(size, len(found))
+    out[:k] = found[:k]
+    return wrap(out)
+
+
 # ---- scatter into a copy: select/slice/diagonal/as_strided_scatter -------------------------------
 def _scatter_into(x, src, view_of, name):
     out = x.clone()
