@@ -459,3 +459,44 @@ def test_nonzero_static_and_diag_embed_method(T):
     x = T.tensor([[0, 1], [2, 0]])
     return (T.nonzero_static(x, size=3), T.nonzero_static(x, size=1, fill_value=7),
             T.nonzero_static(T.tensor([0.0, 1.5, 2.0]), size=4), T.ones(2, 3).diag_embed(1).shape)
+
+
+@differential
+def test_bit_shifts(T):
+    a = T.tensor([1, 2, -8, 100], dtype=T.int32)
+    s = T.tensor([1, 0, 2, 40])
+    u = T.tensor([1, 128, 255], dtype=T.uint8)
+    c = a.clone()
+    c.bitwise_left_shift_(1)
+    d = a.clone()
+    d.bitwise_right_shift_(T.tensor([1, 1, 1, 1], dtype=T.int32))
+    return (T.bitwise_left_shift(a, 2), T.bitwise_right_shift(a, s), a.bitwise_left_shift(s), T.bitwise_left_shift(a, 40),
+            T.bitwise_right_shift(a, 40), T.bitwise_left_shift(u, 1), T.bitwise_right_shift(u, 9), c, d,
+            catch(T.bitwise_left_shift, T.ones(2), 1), catch(T.bitwise_right_shift, a, T.ones(4)))
+
+
+@differential
+def test_fill_diagonal_and_small_methods(T):
+    x = T.ones(2, 3, requires_grad=True) * 1
+    x.fill_diagonal_(5.0)
+    m = T.ones(3, 3, 3)
+    m.fill_diagonal_(0.0)
+    a = T.tensor([1.0, 2.0, 3.0])
+    a.map2_(T.tensor([2.0]), T.tensor([1.0, 0.0, -1.0]), lambda p, q, r: p * q + r)
+    y = T.zeros(3)
+    y.scatter_reduce_(0, T.tensor([0, 0, 2]), T.tensor([1.0, 2.0, 3.0]), "sum")
+    return (x, m, T.ones(5, 2).fill_diagonal_(3.0, wrap=True), T.ones(5, 2).fill_diagonal_(3.0),
+            T.zeros(2, 2, dtype=T.int64).fill_diagonal_(7), catch(T.ones(3).fill_diagonal_, 1.0),
+            catch(T.ones(2, 3, 3).fill_diagonal_, 1.0), a, y, T.ones(2).to_dense(), T.ones(2, 3).dim_order(),
+            T.ones(2, 3).t().dim_order(), T.ones(2).is_inference(), T.is_inference(T.ones(1)), T.ones(1).is_cpu,
+            T.empty_permuted((2, 3, 4), (0, 2, 1)).stride(), T.empty_permuted((2, 3), (1, 0)).shape,
+            T.empty_permuted((2, 3), (1, 0), dtype=T.float64).dtype)
+
+
+@differential
+def test_fill_diagonal_gradient(T):
+    x = T.arange(6.0).reshape(2, 3).requires_grad_()
+    y = x * 2
+    y.fill_diagonal_(1.0)
+    (y * T.arange(6.0).reshape(2, 3)).sum().backward()
+    return y, x.grad

@@ -150,8 +150,7 @@ def _broadcast_or_raise(fn, ad, bd):
         with quiet_fp():
             return fn(ad, bd)
     except ValueError:
-        raise RuntimeError(f"The size of tensor a ({ad.shape}) must match the size of tensor b ({bd.shape}) at "
-                           f"non-singleton dimension") from None
+        raise RuntimeError(pointwise._broadcast_message(wrap(ad), wrap(bd))) from None
 
 
 def _grads(node, a_shape, b_shape, ga, gb):
@@ -358,6 +357,43 @@ def nextafter(x, other):
     dt = result_np_dtype(x, other)
     return wrap(np.asarray(_broadcast_or_raise(np.nextafter, x._data.astype(dt, copy=False),
                                                other._data.astype(dt, copy=False))))
+
+
+def _shift(a, b, name, left):
+    a = as_tensor_arg(a)
+    b = as_tensor_arg(b, a)
+    for t in (a, b):
+        if t._data.dtype.kind not in "iub":
+            raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
+                                      f"'{_legacy_name(t._data.dtype)}'")
+    dt = result_np_dtype(a, b)
+    ad, bd = a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
+    bits = dt.itemsize * 8
+    too_far = (bd >= bits) | (bd < 0)  # C shifts this far are undefined; torch gives 0 (or the sign)
+    safe = np.where(too_far, 0, bd).astype(dt)
+    with quiet_fp():
+        if left:
+            out = np.where(too_far, 0, _broadcast_or_raise(np.left_shift, ad, safe))
+        else:
+            out = np.where(too_far, np.where(ad < 0, -1, 0) if dt.kind == "i" else 0,
+                           _broadcast_or_raise(np.right_shift, ad, safe))
+    return wrap(np.asarray(out, dtype=dt))
+
+
+def _legacy_name(np_dtype):
+    name = str(_dtype.from_numpy_dtype(np_dtype)).split(".")[-1]
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(name, name)
+
+
+@op(inplace=True)
+def bitwise_left_shift(a, b):
+    return _shift(a, b, "bitwise_left_shift", True)
+
+
+@op(inplace=True)
+def bitwise_right_shift(a, b):
+    return _shift(a, b, "bitwise_right_shift", False)
 
 
 # ---- integration, cross product, norms -----------------------------------------------------------
@@ -743,10 +779,7 @@ def isreal(x):
 @op("float_power_", function=False)
 def float_power_(self, exponent):
     if self._data.dtype != np.float64:
-        name = str(_dtype.from_numpy_dtype(self._data.dtype)).split(".")[-1]
-        legacy = {"float32": "Float", "float16": "Half", "int64": "Long", "int32": "Int", "int16": "Short",
-                  "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(name, name)
-        raise RuntimeError(f"the base given to float_power_ has dtype {legacy} but the operation's result requires "
+        raise RuntimeError(f"the base given to float_power_ has dtype {_legacy_name(self._data.dtype)} but the operation's result requires "
                            f"dtype Double")
     return views.apply_inplace(self, pointwise.float_power, exponent)
 
@@ -912,8 +945,7 @@ def index_copy(x, dim, index, source):
     _check_long_index(index, "index_copy")
     if x.dim() == 0:
         return source.clone().reshape(())
-    return x.index_put(_dim_index(x, dim, index), source.to(x.dtype).movedim(dim, 0).movedim(0, dim)
-                       if source.dim() else source)
+    return x.index_put(_dim_index(x, dim, index), source.to(x.dtype))
 
 
 @op(inplace=True)
@@ -1156,6 +1188,73 @@ def resize_(self, *sizes, memory_format=None):
 @op("resize_as_", function=False)
 def _resize_as_method(self, the_template, memory_format=None):
     return _resize(self, tuple(the_template.shape))
+
+
+@op("fill_diagonal_", function=False)
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Write ``fill_value`` on the main diagonal (all dimensions equal beyond 2-D; ``wrap`` restarts it
+    every ``columns + 1`` rows of a tall matrix)."""
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.dim() > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = builtins.min(self.shape)
+    if self.dim() == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        flat = np.arange(0, self.shape[0] * self.shape[1], self.shape[1] + 1)
+        rows, cols = np.divmod(flat, self.shape[1])
+        index = (wrap_index(rows), wrap_index(cols))
+    else:
+        index = tuple(wrap_index(np.arange(n)) for _ in range(self.dim()))
+    value = fill_value if isinstance(fill_value, Tensor) else as_tensor_arg(np.asarray(fill_value, dtype=self._data.dtype))
+    return self.index_put_(index, value.to(self.dtype))
+
+
+def wrap_index(a):
+    return wrap(np.asarray(a, dtype=np.int64))
+
+
+@op("map2_", function=False)
+def map2_(self, x, y, callable):
+    """``self[i] = callable(self[i], x[i], y[i])`` with ``x`` and ``y`` broadcast to ``self``."""
+    views.check_inplace(self)
+    d = self._data
+    kind = float if d.dtype.kind == "f" else bool if d.dtype.kind == "b" else int
+    xs = np.broadcast_to(as_tensor_arg(x)._data, d.shape).reshape(-1).tolist()
+    ys = np.broadcast_to(as_tensor_arg(y)._data, d.shape).reshape(-1).tolist()
+    values = np.array([callable(kind(a), kind(b), kind(c)) for a, b, c in zip(d.reshape(-1).tolist(), xs, ys)],
+                      dtype=d.dtype).reshape(d.shape)
+    return views.apply_inplace(self, lambda t: wrap(values))
+
+
+@op(function=False)
+def to_dense(x, dtype=None, *, masked_grad=None):
+    """hookgrad tensors are dense: the tensor itself (or a copy in ``dtype``)."""
+    return x if dtype is None else x.to(dtype)
+
+
+@op(function=False)
+def dim_order(x, *, ambiguity_check=False):
+    strides = x.stride()
+    return tuple(sorted(range(x.dim()), key=lambda i: -strides[i]))
+
+
+@op()
+def is_inference(x) -> bool:
+    return False
+
+
+@op(method=False)
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """A tensor of shape ``size`` whose memory holds its dimensions in the order ``physical_layout``."""
+    size = tuple(int(s) for s in size)
+    order = tuple(int(d) for d in physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
+                           f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
+    physical = np.zeros(tuple(size[d] for d in order), dtype=(dtype or _dtype.get_default_dtype()).np)
+    out = wrap(physical.transpose(np.argsort(order)))
+    return out.requires_grad_(requires_grad) if requires_grad else out
 
 
 # ---- small things: names, the default device ----------------------------------------------------
