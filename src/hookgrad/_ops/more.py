@@ -101,13 +101,13 @@ def angle(x):
     return result
 
 
-@op()
+@op(method=False)  # Tensor.real and Tensor.imag are properties (set below)
 def real(x):
     """hookgrad tensors are real: the tensor itself, as torch returns for a real tensor."""
     return x
 
 
-@op()
+@op(method=False)
 def imag(x):
     raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
 
@@ -1282,5 +1282,8 @@ def set_default_device(device):
     if name is not None and name.split(":")[0] != "cpu":
         raise RuntimeError(f"hookgrad runs on the CPU only; cannot make {name!r} the default device")
 
+
+Tensor.real = property(real)
+Tensor.imag = property(imag)
 
 __all__ = module_all(globals()) + ["pi", "e", "inf", "nan"]
