@@ -14,7 +14,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
-from . import creation, indexing, pointwise, reduce, shape, views
+from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
 from ._declare import module_all, op, record_op, unary
 
@@ -839,7 +839,7 @@ def _gradient_along(f, d, step, edge_order):
 def gradient(input, *, spacing=1, dim=None, edge_order=1):
     """Central differences inside, one-sided differences (first or second order) at the ends, per dimension."""
     if edge_order not in (1, 2):
-        raise RuntimeError(f"torch.gradient only supports edge_order=1 and edge_order=2.")
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
     dims = list(range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
     dims = [d % input.dim() for d in dims]
     for d in dims:
@@ -1110,7 +1110,7 @@ def scalar_tensor(s, *, dtype=None, device=None, layout=None, pin_memory=False, 
 def _strided_zeros(size, stride, np_dtype):
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
-        raise RuntimeError(f"mismatch in length of strides and shape")
+        raise RuntimeError("mismatch in length of strides and shape")
     extent = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
     buffer = np.zeros(builtins.max(extent, 0), dtype=np_dtype)
     item = buffer.itemsize
