@@ -252,3 +252,98 @@ EDGE = {
     "diag_embed_dims": (lambda T, x: T.diag_embed(x, offset=1, dim1=0, dim2=2), [(2, 3)]),
     "diag_embed": (lambda T, x: T.diag_embed(x), [(2, 3)]),
 }
+
+
+# ---- more pointwise, shape and indexing ops (_ops/more.py) ----
+def _inplace_on_copy(method, *args):
+    def run(T, x):
+        y = x * 1
+        getattr(y, method)(*args)
+        return y
+    return run
+
+
+UNARY.update({
+    "acosh": (lambda T, x: (x.abs() + 1.5).acosh(), {}), "asinh": (lambda T, x: T.arcsinh(x), {}),
+    "atanh": (lambda T, x: (x * 0.4).atanh(), {}), "deg2rad": (lambda T, x: T.deg2rad(x), {}),
+    "rad2deg": (lambda T, x: x.rad2deg(), {}), "angle": (lambda T, x: T.angle(x) + x, {}),
+    "copysign_number": (lambda T, x: x.copysign(-1.0), {}), "fix": (lambda T, x: T.fix(x), {}),
+"exp2_": (_inplace_on_copy("exp2_"), {}),
+    "log2_": (_inplace_on_copy("log2_"), {"positive": True}), "sinh_": (_inplace_on_copy("sinh_"), {}),
+    "frac_": (_inplace_on_copy("frac_"), {}),
+    "atan_": (_inplace_on_copy("atan_"), {}), "deg2rad_": (_inplace_on_copy("deg2rad_"), {}),
+})
+
+BINARY.update({
+    "hypot": (lambda T, a, b: T.hypot(a, b), {}), "logaddexp": (lambda T, a, b: T.logaddexp(a, b), {}),
+    "logaddexp2": (lambda T, a, b: a.logaddexp2(b), {}), "copysign": (lambda T, a, b: T.copysign(a, b), {}),
+    "fmax": (lambda T, a, b: T.fmax(a, b), {}), "fmin": (lambda T, a, b: b.fmin(a), {}),
+    "arctan2": (lambda T, a, b: T.arctan2(a, b), {}), "ldexp": (lambda T, a, b: a * T.ldexp(b, T.tensor(3)), {}),
+})
+
+EDGE.update({
+    "renorm": (lambda T, x: x.renorm(2, 1, 1.0) + T.renorm(x, 1, 0, 2.0), [(2, 3, 2)]),
+    "dist": (lambda T, a, b: T.dist(a, b) + a.dist(b, 3) + T.dist(a, b, 1), [(2, 3), (3,)]),
+    "trapezoid": (lambda T, y: T.trapezoid(y), [(2, 4)]),
+    "trapezoid_x": (lambda T, y, x: T.trapezoid(y, x, dim=0), [(3, 2), (3,)]),
+    "trapz_dx": (lambda T, y: T.trapz(y, dx=0.5), [(2, 4)]),
+    "cumulative_trapezoid": (lambda T, y, x: T.cumulative_trapezoid(y, x), [(2, 4), (2, 4)]),
+    "cross": (lambda T, a, b: T.cross(a, b, dim=1), [(2, 3), (1, 3)]),
+    "pdist": (lambda T, x: T.pdist(x), [(4, 3)]), "pdist1": (lambda T, x: T.pdist(x, 1), [(3, 2)]),
+    "atleast": (lambda T, a, b: T.atleast_3d(a)[0] + T.atleast_2d(b).sum() + T.atleast_1d([a, b])[1].sum(), [(3,), ()]),
+    "dstack": (lambda T, a, b: T.dstack([a, b]), [(2, 3), (2, 3)]),
+    "row_stack": (lambda T, a, b: T.row_stack((a, b)), [(3,), (2, 3)]),
+    "hvdsplit": (lambda T, x: T.hsplit(x, 2)[1] * T.vsplit(x, [1])[0].sum() + T.dsplit(x, (1,))[1][:, :2], [(2, 4, 2)]),
+    "ravel": (lambda T, x: x.t().ravel(), [(2, 3)]),
+    "rot90": (lambda T, x: T.rot90(x) + T.rot90(x, 3).flip(0).flip(1) + x.rot90(2, (1, 0)).rot90(2), [(3, 3)]),
+    "take": (lambda T, x: T.take(x, T.tensor([[0, 5], [-1, 2]])), [(2, 3)]),
+    "put": (lambda T, x, s: x.put(T.tensor([1, -1]), s), [(2, 3), (2,)]),
+    "put_accumulate": (lambda T, x, s: T.put(x, T.tensor([1, 1]), s, accumulate=True), [(2, 3), (2,)]),
+    "put_": (lambda T, x, s: (x * 1).put_(T.tensor([4, 0]), s), [(2, 3), (2,)]),
+    "index_copy": (lambda T, x, s: x.index_copy(1, T.tensor([2, 0]), s), [(2, 3), (2, 2)]),
+    "index_copy_": (lambda T, x, s: (x * 1).index_copy_(0, T.tensor([1]), s), [(2, 3), (1, 3)]),
+    "index_fill": (lambda T, x: x.index_fill(1, T.tensor([0, 2]), -1.5), [(2, 3)]),
+    "index_fill_tensor": (lambda T, x, v: T.index_fill(x, 0, T.tensor([1]), v.sum()), [(2, 3), (2,)]),
+    "index_reduce_prod": (lambda T, x, s: x.index_reduce(0, T.tensor([0, 2, 0]), s, "prod"), [(3, 2), (3, 2)]),
+    "index_reduce_mean": (lambda T, x, s: x.index_reduce(1, T.tensor([1, 1]), s, "mean", include_self=False)
+                          + x.index_reduce(1, T.tensor([2, 1]), s, "mean"), [(2, 3), (2, 2)]),
+    "index_reduce_amax": (lambda T, x, s: x.index_reduce(0, T.tensor([0, 2, 0]), s, "amax")
+                          + T.index_reduce(x, 0, T.tensor([1, 1, 0]), s, "amin"), [(3, 2), (3, 2)]),
+    "masked_scatter": (lambda T, x, s: x.masked_scatter(x > 0, s), [(2, 3), (3, 3)]),
+    "masked_scatter_bcast": (lambda T, x, s: (x * 1).masked_scatter_(T.tensor([True, False, True]), s), [(2, 3), (5,)]),
+    "diagflat": (lambda T, x: T.diagflat(x, 1) + 0, [(2, 2)]),
+    "block_diag": (lambda T, a, b, c: T.block_diag(a, b, c), [(2, 2), (3,), ()]),
+    "cartesian_prod": (lambda T, a, b: T.cartesian_prod(a, b), [(2,), (3,)]),
+    "combinations": (lambda T, x: T.combinations(x, 2) + T.combinations(x, 2, with_replacement=True)[:3], [(3,)]),
+    "split_with_sizes": (lambda T, x: x.split_with_sizes([1, 2], 1)[1] * T.unsafe_split(x, 2)[0].sum(), [(2, 3)]),
+    "unsafe_chunk": (lambda T, x: T.unsafe_chunk(x, 2, 1)[1] + x.unsafe_split_with_sizes([2, 2], 1)[0], [(2, 4)]),
+    "narrow_copy": (lambda T, x: T.narrow_copy(x, 1, 1, 2) + x.narrow_copy(0, 0, 1)[:, :2], [(2, 3)]),
+    "copies": (lambda T, x: T.view_copy(x, (3, 2)).sum() + T.permute_copy(x, (1, 0)) + T.t_copy(x)
+               + T.transpose_copy(x, 0, 1) + T.expand_copy(x[:, :1].t(), (3, 2)) + T.diagonal_copy(x).sum()
+               + T.select_copy(x, 0, 1).unsqueeze(1) + T.slice_copy(x, 1, 0, 2).sum() + T.unsqueeze_copy(x, 0).sum()
+               + T.squeeze_copy(x[None]).t() + T.alias_copy(x).t() + T.unbind_copy(x)[0].unsqueeze(1)
+               + T.split_copy(x, 1)[1].t() + T.split_with_sizes_copy(x, [1, 1])[0].t()
+               + T.as_strided_copy(x, (3, 2), (1, 3)), [(2, 3)]),
+    "select_scatter": (lambda T, x, s: T.select_scatter(x, s, 1, 0), [(2, 3), (2,)]),
+    "slice_scatter": (lambda T, x, s: x.slice_scatter(s, 1, 0, 3, 2), [(2, 3), (2, 2)]),
+    "diagonal_scatter": (lambda T, x, s: T.diagonal_scatter(x, s, 1), [(3, 3), (2,)]),
+    "fill": (lambda T, x, v: T.fill(x, v.sum()) * x, [(2, 3), (2,)]),
+    "lerp_": (lambda T, a, b: (a * 1).lerp_(b, 0.25), [(2, 3), (3,)]),
+    "hypot_": (lambda T, a, b: (a * 1).hypot_(b), [(2, 3), (3,)]),
+    "copysign_": (lambda T, a, b: (a * 1).copysign_(b), [(2, 3), (2, 3)]),
+    "torch_inplace_functions": (lambda T, x: T.sigmoid_(x * 1) + T.tanh_(x * 1) + T.sin_(x * 1) + T.exp_(x * 1)
+                                + T.clamp_(x * 1, -1, 1) + T.cos_(x * 1) + T.clip_(x * 1, max=0.5), [(2, 3)]),
+    "torch_inplace_functions2": (lambda T, x: T.rsqrt_(x * x + 1) + T.sqrt_(x * x + 1) + T.log1p_(x * x)
+                                 + T.relu_(x * 1) + T.neg_(x * 1) + T.reciprocal_(x * x + 1) + T.abs_(x * 1)
+                                 + T.square_(x * 1) + T.clamp_min_(x * 1, 0.1) + T.clamp_max_(x * 1, 0.1)
+                                 + T.log_(x * x + 1) + T.expm1_(x * 1) + T.exp2_(x * 1) + T.tan_(x * 0.5)
+                                 + T.sinh_(x * 1) + T.cosh_(x * 1) + T.atan_(x * 1) + T.asin_(x * 0.3)
+                                 + T.acos_(x * 0.3) + T.arctan_(x * 1) + T.log2_(x * x + 1) + T.log10_(x * x + 1)
+                                 + T.deg2rad_(x * 1) + T.rad2deg_(x * 1) + T.nan_to_num_(x * 1), [(2, 3)]),
+    "atan2_": (lambda T, a, b: (a * 1).atan2_(b), [(2, 3), (3,)]),
+    "inplace_shape_changes": (lambda T, x, w: (x * 1).unsqueeze_(1).squeeze_(1).unsqueeze_(0).squeeze_().t_()
+                              .transpose_(0, 1).swapaxes_(1, 0) * w, [(2, 3), (3, 2)]),
+    "cumsum_": (lambda T, x: (x * 1).cumsum_(1) + (x * 1).cumprod_(0), [(2, 3)]),
+    "sum_to_size": (lambda T, x: x.sum_to_size(1, 3) * x.sum_to_size(2, 1), [(2, 3)]),
+    "constant_pad_nd": (lambda T, x: T.constant_pad_nd(x, (1, 2), 0.5) + T.adjoint(x).sum(), [(2, 3)]),
+})

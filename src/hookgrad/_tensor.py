@@ -65,6 +65,7 @@ class Tensor:
     is_sparse = False
     is_quantized = False
     is_meta = False
+    is_cpu = True
     layout = "torch.strided"
 
     @property

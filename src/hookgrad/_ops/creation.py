@@ -228,7 +228,7 @@ def diag(x, diagonal=0):
     return x.diagonal(diagonal).clone()
 
 
-@op(method=False)
+@op()
 def diag_embed(x, offset=0, dim1=-2, dim2=-1):
     n = x.shape[-1] + builtins.abs(offset)
     out = zeros(*x.shape[:-1], n, n, dtype=x.dtype)

@@ -289,7 +289,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return result
 
 
-@op()
+@op(inplace=True)
 def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     if reduce == "sum":
         return scatter_add(x, dim, index, src)

@@ -333,10 +333,10 @@ def float_power(a, b):
 neg = unary("neg", np.negative, lambda g: -g, node="NegBackward0", floating=False, aliases=("negative",),
             inplace=True, saves_self=False)
 exp = unary("exp", np.exp, lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True)
-exp2 = unary("exp2", np.exp2, lambda g, r: g * r * float(np.log(2.0)), node="Exp2Backward0", saves="result")
+exp2 = unary("exp2", np.exp2, lambda g, r: g * r * float(np.log(2.0)), node="Exp2Backward0", saves="result", inplace=True)
 log = unary("log", np.log, lambda g, x: g / x, node="LogBackward0", saves="self", inplace=True)
-log2 = unary("log2", np.log2, lambda g, x: g / (x * float(np.log(2.0))), node="Log2Backward0", saves="self")
-log10 = unary("log10", np.log10, lambda g, x: g / (x * float(np.log(10.0))), node="Log10Backward0", saves="self")
+log2 = unary("log2", np.log2, lambda g, x: g / (x * float(np.log(2.0))), node="Log2Backward0", saves="self", inplace=True)
+log10 = unary("log10", np.log10, lambda g, x: g / (x * float(np.log(10.0))), node="Log10Backward0", saves="self", inplace=True)
 log1p = unary("log1p", np.log1p, lambda g, x: g / (x + 1), node="Log1PBackward0", saves="self", inplace=True)
 expm1 = unary("expm1", np.expm1, lambda g, r: g * (r + 1), node="Expm1Backward0", saves="result", inplace=True)
 sqrt = unary("sqrt", np.sqrt, lambda g, r: g / (r * 2), node="SqrtBackward0", saves="result", inplace=True)
@@ -348,14 +348,14 @@ sin = unary("sin", np.sin, lambda g, x: g * x.cos(), node="SinBackward0", saves=
 cos = unary("cos", np.cos, lambda g, x: -(g * x.sin()), node="CosBackward0", saves="self", inplace=True)
 tan = unary("tan", np.tan, lambda g, r: g * (r * r + 1), node="TanBackward0", saves="result", inplace=True)
 tanh = unary("tanh", np.tanh, lambda g, r: g * (1 - r * r), node="TanhBackward0", saves="result", inplace=True)
-sinh = unary("sinh", np.sinh, lambda g, x: g * x.cosh(), node="SinhBackward0", saves="self")
-cosh = unary("cosh", np.cosh, lambda g, x: g * x.sinh(), node="CoshBackward0", saves="self")
+sinh = unary("sinh", np.sinh, lambda g, x: g * x.cosh(), node="SinhBackward0", saves="self", inplace=True)
+cosh = unary("cosh", np.cosh, lambda g, x: g * x.sinh(), node="CoshBackward0", saves="self", inplace=True)
 asin = unary("asin", np.arcsin, lambda g, x: g * (1 - x * x).rsqrt(), node="AsinBackward0", saves="self",
-             aliases=("arcsin",))
+             aliases=("arcsin",), inplace=True)
 acos = unary("acos", np.arccos, lambda g, x: -(g * (1 - x * x).rsqrt()), node="AcosBackward0", saves="self",
-             aliases=("arccos",))
+             aliases=("arccos",), inplace=True)
 atan = unary("atan", np.arctan, lambda g, x: g / (x * x + 1), node="AtanBackward0", saves="self",
-             aliases=("arctan",))
+             aliases=("arctan",), inplace=True)
 reciprocal = unary("reciprocal", np.reciprocal, lambda g, r: -(g * r * r), node="ReciprocalBackward0",
                    saves="result", inplace=True)
 
@@ -447,7 +447,7 @@ ceil = unary("ceil", _exact_for_integers(np.ceil), None, node="CeilBackward0", f
              saves_self=False)
 trunc = unary("trunc", _exact_for_integers(np.trunc), None, node="TruncBackward0", floating=False, inplace=True,
               saves_self=False)
-frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0")
+frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0", inplace=True)
 _round_half_even = unary("round", _exact_for_integers(np.round), None, node="RoundBackward0", floating=False,
                          function=False, method=False)
 
@@ -602,9 +602,6 @@ def minimum(a, b):
     return _extremum(a, b, np.minimum, MinimumBackward0, "min")
 
 
-fmax, fmin = op("fmax")(maximum), op("fmin")(minimum)
-
-
 class WhereBackward0(Node):
     __slots__ = ("a_shape", "b_shape")
     saved_names = ("condition",)
@@ -718,7 +715,7 @@ class Atan2Backward0(Node):
         return ga, gb
 
 
-@op()
+@op(aliases=("arctan2",), inplace=True)
 def atan2(a, b):
     a, b = as_tensor_arg(a), as_tensor_arg(b)
     result = wrap(np.arctan2(a._data, b._data))
@@ -772,7 +769,7 @@ def _compare(np_fn, name, aliases=()):
         with _err():
             return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
     compare.__name__ = compare.__qualname__ = name
-    return op(name, aliases=aliases)(compare)
+    return op(name, aliases=aliases, inplace=True)(compare)
 
 
 eq = _compare(np.equal, "eq")
@@ -789,7 +786,7 @@ def _logical(np_fn, name):
         a, b = as_tensor_arg(a), as_tensor_arg(b)
         return wrap(np_fn(a._data, b._data))
     logical.__name__ = logical.__qualname__ = name
-    return op(name)(logical)
+    return op(name, inplace=True)(logical)
 
 
 logical_and = _logical(np.logical_and, "logical_and")
@@ -797,7 +794,7 @@ logical_or = _logical(np.logical_or, "logical_or")
 logical_xor = _logical(np.logical_xor, "logical_xor")
 
 
-@op()
+@op(inplace=True)
 def logical_not(a):
     return wrap(np.logical_not(as_tensor_arg(a)._data))
 
@@ -812,7 +809,7 @@ def _bitwise(np_fn, name):
         dt = result_np_dtype(a, b)
         return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
     bitwise.__name__ = bitwise.__qualname__ = name
-    return op(name)(bitwise)
+    return op(name, inplace=True)(bitwise)
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")
@@ -820,7 +817,7 @@ bitwise_or = _bitwise(np.bitwise_or, "bitwise_or")
 bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 
-@op()
+@op(inplace=True)
 def bitwise_not(a):
     if _dtype.is_floating_np(a._data.dtype):
         raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")

@@ -242,7 +242,7 @@ class CumprodBackward0(Node):
         return (cat(parts, d),)
 
 
-@op()
+@op(inplace=True)
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
@@ -261,7 +261,7 @@ class CumsumBackward0(Node):
         return (grads[0].flip(self.dim).cumsum(self.dim).flip(self.dim),)
 
 
-@op()
+@op(inplace=True)
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     out_dt = _sum_dtype(x, dtype)

@@ -177,12 +177,12 @@ def flip(x: Tensor, dims) -> Tensor:
     return result
 
 
-@op(method=False)
+@op()
 def fliplr(x):
     return flip(x, 1)
 
 
-@op(method=False)
+@op()
 def flipud(x):
     return flip(x, 0)
 

@@ -1,0 +1,1289 @@
+"""More of torch's everyday ops: in-place function forms, pointwise ops, shape and indexing ops, and a few
+constants. Ops that torch composes from others are composed here from hookgrad ops (their gradients
+come from those ops); ops with a node of their own in torch have it beside them."""
+from __future__ import annotations
+
+import builtins
+import collections
+import itertools
+import math
+import warnings
+
+import numpy as np
+
+from .. import _dtype
+from .._tensor import Tensor, wrap
+from ..autograd.graph import Node
+from . import creation, pointwise, reduce, shape, views
+from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
+from ._declare import module_all, op, record_op, unary
+
+pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
+
+
+# ---- torch.X_: the in-place function forms of Tensor.X_ ------------------------------------------
+def _inplace_function(name):
+    def fn(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}(input, ...): ``input.{name}(...)``."
+    return op(name, method=False)(fn)
+
+
+for _name in ("abs_", "acos_", "arccos_", "asin_", "arcsin_", "atan_", "arctan_", "acosh_", "arccosh_", "asinh_",
+              "arcsinh_", "atanh_", "arctanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_", "cos_",
+              "cosh_", "deg2rad_", "rad2deg_", "exp_", "exp2_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_",
+              "ldexp_", "log_", "log10_", "log1p_", "log2_", "nan_to_num_", "neg_", "negative_", "reciprocal_",
+              "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+              "trunc_", "index_put_", "as_strided_", "zero_", "fill_", "resize_as_", "conj_physical_"):
+    _inplace_function(_name)
+
+
+@op(method=False)
+def fill(input, value):
+    """torch.fill: a new tensor like ``input`` filled with ``value`` (a number or a 0-d tensor)."""
+    return input.clone().fill_(value)
+
+
+# ---- unary pointwise --------------------------------------------------------------------------
+acosh = unary("acosh", np.arccosh, lambda g, x: g * (x * x - 1).rsqrt(), node="AcoshBackward0", saves="self",
+              aliases=("arccosh",), inplace=True)
+asinh = unary("asinh", np.arcsinh, lambda g, x: g * (x * x + 1).rsqrt(), node="AsinhBackward0", saves="self",
+              aliases=("arcsinh",), inplace=True)
+atanh = unary("atanh", np.arctanh, lambda g, x: g / (1 - x * x), node="AtanhBackward0", saves="self",
+              aliases=("arctanh",), inplace=True)
+deg2rad = unary("deg2rad", np.deg2rad, lambda g: g * (math.pi / 180), node="Deg2RadBackward0", inplace=True,
+                saves_self=False)
+rad2deg = unary("rad2deg", np.rad2deg, lambda g: g * (180 / math.pi), node="Rad2DegBackward0", inplace=True,
+                saves_self=False)
+
+
+@op(inplace=True, saves_self=False)
+def fix(x):
+    return pointwise.trunc(x)
+
+
+@op()
+def positive(x):
+    if x._data.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return x
+
+
+@op()
+def signbit(x):
+    x = as_tensor_arg(x)
+    d = x._data
+    return wrap(np.signbit(d) if d.dtype.kind != "b" else np.zeros(d.shape, bool))
+
+
+class AngleBackward0(Node):
+    __slots__ = ()
+    saved_names = ("self",)
+
+    def apply(self, grads):
+        (x,) = self.saved()
+        return (grads[0] * 0,)  # the angle of a real number is a step function
+
+
+@op()
+def angle(x):
+    """For real tensors: pi where negative, 0 elsewhere (NaN stays NaN)."""
+    x = as_tensor_arg(x)
+    d = x._data
+    if d.dtype.kind not in "fc":
+        d = d.astype(float_dtype_for(x))
+    result = wrap(np.where(d < 0, d.dtype.type(math.pi), np.where(np.isnan(d), d, d.dtype.type(0))))
+    if GRAD.enabled and x._requires_grad:
+        record_op(AngleBackward0, (x,), result).save(x)
+    return result
+
+
+@op(method=False)  # Tensor.real and Tensor.imag are properties (set below)
+def real(x):
+    """hookgrad tensors are real: the tensor itself, as torch returns for a real tensor."""
+    return x
+
+
+@op(method=False)
+def imag(x):
+    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+
+
+@op(aliases=("resolve_conj", "resolve_neg", "conj_physical"))
+def conj(x):
+    return x
+
+
+@op("conj_physical_", function=False, method="conj_physical_")
+def _conj_physical_method(self):
+    return self
+
+
+@op()
+def is_conj(x) -> bool:
+    return False
+
+
+@op()
+def is_neg(x) -> bool:
+    return False
+
+
+# ---- binary pointwise -------------------------------------------------------------------------
+def _float_operands(a, b, name):
+    """Two tensors (torch takes no number here) in their promoted dtype, floating for integer inputs."""
+    for pos, (arg, argname) in enumerate(((a, "input"), (b, "other"))):
+        if not isinstance(arg, Tensor):
+            raise TypeError(f"{name}(): argument '{argname}' (position {pos + 1}) must be Tensor, not "
+                            f"{type(arg).__name__}")
+    dt = result_np_dtype(a, b)
+    if dt.kind not in "fc":
+        dt = _dtype.get_default_dtype().np
+    return a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
+
+
+def _broadcast_or_raise(fn, ad, bd):
+    try:
+        with quiet_fp():
+            return fn(ad, bd)
+    except ValueError:
+        raise RuntimeError(pointwise._broadcast_message(wrap(ad), wrap(bd))) from None
+
+
+def _grads(node, a_shape, b_shape, ga, gb):
+    return (sum_to_shape(ga, a_shape) if node.next_functions[0][0] is not None else None,
+            sum_to_shape(gb, b_shape) if node.next_functions[1][0] is not None else None)
+
+
+class HypotBackward0(Node):
+    __slots__ = ()
+    saved_names = ("other", "self", "result")
+
+    def apply(self, grads):
+        b, a, r = self.saved()
+        g = grads[0] / r
+        return _grads(self, a._data.shape, b._data.shape, g * a, g * b)
+
+
+@op(inplace=True)
+def hypot(a, b):
+    ad, bd = _float_operands(a, b, "hypot")
+    result = wrap(_broadcast_or_raise(np.hypot, ad, bd))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        record_op(HypotBackward0, (a, b), result).save(b, a, output=result)
+    return result
+
+
+class LogaddexpBackward0(Node):
+    __slots__ = ()
+    saved_names = ("other", "self")
+    scale = 1.0
+
+    def apply(self, grads):
+        b, a = self.saved()
+        # d/da log(e^a + e^b) = sigmoid(a - b) (in base 2: the same of (a - b) ln 2)
+        wa = ((a - b) * self.scale).sigmoid()
+        return _grads(self, a._data.shape, b._data.shape, grads[0] * wa, grads[0] * (1 - wa))
+
+
+class Logaddexp2Backward0(LogaddexpBackward0):
+    __slots__ = ()
+    scale = math.log(2.0)
+
+
+def _logaddexp(a, b, np_fn, node_cls, name):
+    ad, bd = _float_operands(a, b, name)
+    result = wrap(_broadcast_or_raise(np_fn, ad, bd))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        record_op(node_cls, (a, b), result).save(b, a)
+    return result
+
+
+@op()
+def logaddexp(a, b):
+    return _logaddexp(a, b, np.logaddexp, LogaddexpBackward0, "logaddexp")
+
+
+@op()
+def logaddexp2(a, b):
+    return _logaddexp(a, b, np.logaddexp2, Logaddexp2Backward0, "logaddexp2")
+
+
+class CopysignBackward0(Node):
+    __slots__ = ("b_shape",)
+    saved_names = ("self", "result")
+
+    def apply(self, grads):
+        a, r = self.saved()
+        # d|a|/da with the sign of the result; zero where a is zero (as torch)
+        ratio = (r / a).masked_fill(a == 0, 0.0)
+        ga = sum_to_shape(grads[0] * ratio, a._data.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(grads[0] * 0, self.b_shape) if self.next_functions[1][0] is not None else None
+        return ga, gb
+
+
+class CopysignBackward1(Node):
+    __slots__ = ()
+    saved_names = ("self", "result")
+
+    def apply(self, grads):
+        a, r = self.saved()
+        return (grads[0] * (r / a).masked_fill(a == 0, 0.0),)
+
+
+@op(inplace=True)
+def copysign(a, b):
+    a = as_tensor_arg(a)
+    if isinstance(b, Tensor):
+        ad, bd = _float_operands(a, b, "copysign")
+    else:
+        dt = result_np_dtype(a, b)
+        if dt.kind not in "fc":
+            dt = _dtype.get_default_dtype().np
+        ad, bd = a._data.astype(dt, copy=False), np.asarray(b, dtype=dt)
+    result = wrap(_broadcast_or_raise(np.copysign, ad, bd))
+    if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):
+        if isinstance(b, Tensor):
+            node = record_op(CopysignBackward0, (a, b), result)
+            node.b_shape = b._data.shape
+        else:
+            node = record_op(CopysignBackward1, (a,), result)
+        node.save(a, output=result)
+    return result
+
+
+class FmaxBackward0(Node):
+    __slots__ = ()
+    saved_names = ("other", "self")
+    pick_self = staticmethod(lambda a, b: (a >= b) | b.isnan())
+
+    def apply(self, grads):
+        b, a = self.saved()
+        take_a = self.pick_self(a, b)
+        g = grads[0]
+        return _grads(self, a._data.shape, b._data.shape, g.masked_fill(~take_a, 0.0), g.masked_fill(take_a, 0.0))
+
+
+class FminBackward0(FmaxBackward0):
+    __slots__ = ()
+    pick_self = staticmethod(lambda a, b: (a <= b) | b.isnan())
+
+
+def _nan_ignoring(a, b, np_fn, node_cls, name):
+    a = as_tensor_arg(a)
+    b = as_tensor_arg(b, a)
+    dt = result_np_dtype(a, b)
+    result = wrap(_broadcast_or_raise(np_fn, a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        record_op(node_cls, (a, b), result).save(b, a)
+    return result
+
+
+@op()
+def fmax(a, b):
+    """Elementwise maximum that ignores NaN: NaN only where both are NaN."""
+    return _nan_ignoring(a, b, np.fmax, FmaxBackward0, "fmax")
+
+
+@op()
+def fmin(a, b):
+    return _nan_ignoring(a, b, np.fmin, FminBackward0, "fmin")
+
+
+@op(inplace=True)
+def ldexp(x, other):
+    """``x * 2 ** other``, in floating point."""
+    x = as_tensor_arg(x)
+    other = as_tensor_arg(other)
+    if x._data.dtype.kind not in "fc":
+        x = x.to(_dtype.get_default_dtype())
+    return x * pointwise.pow(2.0, other)
+
+
+@op()
+def frexp(x):
+    x = as_tensor_arg(x)
+    if x._data.dtype.kind != "f":
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    mantissa, exponent = np.frexp(x._data)
+    return FrexpResult(wrap(mantissa), wrap(exponent.astype(np.int32)))
+
+
+FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
+
+
+def _same_dtype_no_grad(a, b, name, np_fn, kinds, message):
+    a, b = as_tensor_arg(a), as_tensor_arg(b)
+    if a._data.dtype.kind not in kinds or b._data.dtype.kind not in kinds:
+        raise message(a, b)
+    dt = result_np_dtype(a, b)
+    return wrap(np.asarray(_broadcast_or_raise(np_fn, a._data.astype(dt, copy=False), b._data.astype(dt, copy=False))))
+
+
+def _not_implemented_for(name):
+    def message(a, b):
+        bad = a if a._data.dtype.kind in "fcb" else b
+        return NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                   f"'{_dtype.from_numpy_dtype(bad._data.dtype).name.capitalize()}'")
+    return message
+
+
+@op(inplace=True)
+def gcd(a, b):
+    return _same_dtype_no_grad(a, b, "gcd", np.gcd, "iu", _not_implemented_for("gcd"))
+
+
+@op(inplace=True)
+def lcm(a, b):
+    return _same_dtype_no_grad(a, b, "lcm", np.lcm, "iu", _not_implemented_for("lcm"))
+
+
+@op(inplace=True)
+def heaviside(x, values):
+    x, values = as_tensor_arg(x), as_tensor_arg(values)
+    if x._data.dtype != values._data.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    d, v = x._data, values._data
+    out = np.where(d == 0, v, (d > 0).astype(d.dtype)) if d.dtype.kind != "b" else np.where(d, True, v)
+    return wrap(np.asarray(np.broadcast_to(out, np.broadcast_shapes(d.shape, v.shape)), dtype=d.dtype).copy())
+
+
+@op(inplace=True)
+def nextafter(x, other):
+    x, other = as_tensor_arg(x), as_tensor_arg(other)
+    dt = result_np_dtype(x, other)
+    return wrap(np.asarray(_broadcast_or_raise(np.nextafter, x._data.astype(dt, copy=False),
+                                               other._data.astype(dt, copy=False))))
+
+
+def _shift(a, b, name, left):
+    a = as_tensor_arg(a)
+    b = as_tensor_arg(b, a)
+    for t in (a, b):
+        if t._data.dtype.kind not in "iub":
+            raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
+                                      f"'{_legacy_name(t._data.dtype)}'")
+    dt = result_np_dtype(a, b)
+    ad, bd = a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
+    bits = dt.itemsize * 8
+    too_far = (bd >= bits) | (bd < 0)  # C shifts this far are undefined; torch gives 0 (or the sign)
+    safe = np.where(too_far, 0, bd).astype(dt)
+    with quiet_fp():
+        if left:
+            out = np.where(too_far, 0, _broadcast_or_raise(np.left_shift, ad, safe))
+        else:
+            out = np.where(too_far, np.where(ad < 0, -1, 0) if dt.kind == "i" else 0,
+                           _broadcast_or_raise(np.right_shift, ad, safe))
+    return wrap(np.asarray(out, dtype=dt))
+
+
+def _legacy_name(np_dtype):
+    name = str(_dtype.from_numpy_dtype(np_dtype)).split(".")[-1]
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int64": "Long", "int32": "Int",
+            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}.get(name, name)
+
+
+@op(inplace=True)
+def bitwise_left_shift(a, b):
+    return _shift(a, b, "bitwise_left_shift", True)
+
+
+@op(inplace=True)
+def bitwise_right_shift(a, b):
+    return _shift(a, b, "bitwise_right_shift", False)
+
+
+# ---- integration, cross product, norms -----------------------------------------------------------
+def _trapezoid_steps(y, x, dx, dim, name):
+    if x is not None and dx is not None:
+        raise RuntimeError(f"{name}: only one of x and dx may be given")
+    n = y.shape[dim]
+    inner = views.narrow(y, dim, 1, n - 1) + views.narrow(y, dim, 0, n - 1)
+    if x is None:
+        return inner * ((1.0 if dx is None else dx) / 2)
+    if x.dim() == 1:
+        widths = x[1:] - x[:-1]
+        shape_ = [1] * y.dim()
+        shape_[dim] = n - 1
+        widths = widths.reshape(shape_)
+    else:
+        widths = views.narrow(x, dim, 1, n - 1) - views.narrow(x, dim, 0, n - 1)
+    return inner * widths / 2
+
+
+@op(method=False, aliases=("trapz",))
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"trapezoid() received an invalid combination of arguments: x must be a Tensor (the spacing "
+                        f"is the keyword dx)")
+    dim = dim % y.dim() if y.dim() else 0
+    if y.shape[dim] == 0:
+        return reduce.sum(y, dim)
+    return reduce.sum(_trapezoid_steps(y, x, dx, dim, "trapezoid"), dim)
+
+
+@op(method=False)
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    if x is not None and not isinstance(x, Tensor):
+        raise TypeError(f"cumulative_trapezoid() received an invalid combination of arguments: x must be a Tensor (the spacing "
+                        f"is the keyword dx)")
+    dim = dim % y.dim() if y.dim() else 0
+    if y.shape[dim] == 0:
+        return y.clone()
+    return reduce.cumsum(_trapezoid_steps(y, x, dx, dim, "cumulative_trapezoid"), dim)
+
+
+@op()
+def cross(a, b, dim=None):
+    if a.dim() != b.dim():
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if tuple(a.shape) != tuple(b.shape):
+        both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
+        a, b = a.expand(*both), b.expand(*both)
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        sizes = [i for i, s in enumerate(a.shape) if s == 3]
+        if not sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes[0]
+    if a.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
+                           f"{b.shape[dim]}")
+    a0, a1, a2 = a.unbind(dim)
+    b0, b1, b2 = b.unbind(dim)
+    return shape.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+@op(inplace=True)
+def renorm(x, p, dim, maxnorm):
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to that norm."""
+    if x.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {x.dim()} dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    dim = dim % x.dim()
+    others = tuple(i for i in range(x.dim()) if i != dim)
+    norms = reduce.vector_norm(x, p, dim=others, keepdim=True) if others else x.abs()
+    factor = pointwise.where(norms > maxnorm, maxnorm / (norms + 1e-7), 1.0)
+    return x * factor.to(x.dtype)
+
+
+@op()
+def dist(a, b, p=2):
+    return reduce.vector_norm(a - b, p)
+
+
+@op(method=False)
+def pdist(x, p=2):
+    if x.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {x.dim()}D")
+    n = x.shape[0]
+    rows, cols = np.triu_indices(n, 1)
+    if len(rows) == 0:
+        return wrap(np.zeros(0, dtype=x._data.dtype)) + x.sum() * 0
+    diff = x[wrap(rows.astype(np.int64))] - x[wrap(cols.astype(np.int64))]
+    return reduce.vector_norm(diff, p, dim=1)
+
+
+# ---- shape ------------------------------------------------------------------------------------
+def _each_or_sequence(tensors, one):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(one(t) for t in tensors[0])
+    if len(tensors) == 1:
+        return one(tensors[0])
+    return tuple(one(t) for t in tensors)
+
+
+@op(method=False)
+def atleast_1d(*tensors):
+    return _each_or_sequence(tensors, lambda t: t.reshape(1) if t.dim() == 0 else t)
+
+
+@op(method=False)
+def atleast_2d(*tensors):
+    def two(t):
+        return t.reshape(1, 1) if t.dim() == 0 else t.unsqueeze(0) if t.dim() == 1 else t
+    return _each_or_sequence(tensors, two)
+
+
+@op(method=False)
+def atleast_3d(*tensors):
+    def three(t):
+        if t.dim() == 0:
+            return t.reshape(1, 1, 1)
+        if t.dim() == 1:
+            return t.unsqueeze(0).unsqueeze(-1)
+        return t.unsqueeze(-1) if t.dim() == 2 else t
+    return _each_or_sequence(tensors, three)
+
+
+@op(method=False)
+def dstack(tensors):
+    return shape.cat(list(atleast_3d(list(tensors))), 2)
+
+
+@op(method=False)
+def row_stack(tensors):
+    return shape.vstack(tensors)
+
+
+def _split_along(x, sections, dim, name, need_dims):
+    if x.dim() < need_dims:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {need_dims} dimension, but got a tensor "
+                           f"with {x.dim()} dimensions!")
+    if isinstance(sections, int) and not isinstance(sections, bool):
+        size = x.shape[dim]
+        if sections == 0 or size % sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the "
+                               f"dimension {size} is not divisible by the split_size {sections}!")
+    return views.tensor_split(x, sections, dim)
+
+
+@op()
+def hsplit(x, indices_or_sections):
+    return _split_along(x, indices_or_sections, 1 if x.dim() > 1 else 0, "hsplit", 1)
+
+
+@op()
+def vsplit(x, indices_or_sections):
+    return _split_along(x, indices_or_sections, 0, "vsplit", 2)
+
+
+@op()
+def dsplit(x, indices_or_sections):
+    return _split_along(x, indices_or_sections, 2, "dsplit", 3)
+
+
+@op()
+def ravel(x):
+    return views.reshape(x, -1)
+
+
+@op()
+def rot90(x, k=1, dims=(0, 1)):
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if x.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {x.dim()}")
+    d0, d1 = dims[0] % x.dim(), dims[1] % x.dim()
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} and dim1 = {dims[1]}")
+    k %= 4
+    if k == 1:
+        return x.flip(d1).transpose(d0, d1)
+    if k == 2:
+        return x.flip(d0, d1)
+    if k == 3:
+        return x.flip(d0).transpose(d0, d1)
+    return x.clone()
+
+
+@op(aliases=("unsafe_split_with_sizes",))
+def split_with_sizes(x, split_sizes, dim=0):
+    if sum(split_sizes) != x.shape[dim]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {x.shape[dim]} (input tensor's "
+                           f"size at dimension {dim}), but got split_sizes={list(split_sizes)}")
+    return views.split(x, list(split_sizes), dim)
+
+
+@op()
+def unsafe_split(x, split_size, dim=0):
+    return views.split(x, split_size, dim)
+
+
+@op()
+def unsafe_chunk(x, chunks, dim=0):
+    return views.chunk(x, chunks, dim)
+
+
+# the `*_copy` forms of views: the same values in storage of their own
+def _contiguous_copy(t):
+    copy = t.clone()
+    return copy if copy.is_contiguous() else copy.contiguous()
+
+
+def _copy_of(view_fn, name):
+    def fn(input, *args, **kwargs):
+        out = view_fn(input, *args, **kwargs)
+        if isinstance(out, (tuple, list)):
+            return type(out)(_contiguous_copy(t) for t in out)
+        return _contiguous_copy(out)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}: like the view op, into new storage."
+    return op(name, method=False)(fn)
+
+
+def _slice(x, dim=0, start=None, end=None, step=1):
+    index = [builtins.slice(None)] * x.dim()
+    index[dim] = builtins.slice(start, end, step)
+    return x[tuple(index)]
+
+
+for _name, _view in (("view_copy", lambda x, *s, **k: x.view(*s, **k)), ("permute_copy", views.permute),
+                     ("expand_copy", lambda x, *s, **k: x.expand(*s)), ("t_copy", views.t),
+                     ("transpose_copy", views.transpose), ("unsqueeze_copy", views.unsqueeze),
+                     ("squeeze_copy", lambda x, *a: views.squeeze(x, *a)), ("diagonal_copy", views.diagonal),
+                     ("select_copy", views.select), ("slice_copy", _slice), ("alias_copy", lambda x: x[...]),
+                     ("unbind_copy", views.unbind), ("split_copy", views.split),
+                     ("split_with_sizes_copy", split_with_sizes), ("as_strided_copy", views.as_strided)):
+    _copy_of(_view, _name)
+
+
+@op()
+def narrow_copy(x, dim, start, length):
+    return views.narrow(x, dim, start, length).clone()
+
+
+@op(method=False)
+def detach_copy(x):
+    return x.detach().clone()
+
+
+# ---- in-place shape changes: unsqueeze_, squeeze_, t_, transpose_ ----------------------------------
+class UnsqueezeBackward1(Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        return (grads[0].squeeze(self.dim),)
+
+
+class SqueezeBackward3(Node):
+    __slots__ = ("self_sizes",)
+
+    def apply(self, grads):
+        return (grads[0].reshape(self.self_sizes),)
+
+
+class SqueezeBackward4(SqueezeBackward3):
+    __slots__ = ()
+
+
+class TransposeBackward1(Node):
+    __slots__ = ("dim0", "dim1")
+
+    def apply(self, grads):
+        return (grads[0].transpose(self.dim0, self.dim1),)
+
+
+class TBackward1(TransposeBackward1):
+    __slots__ = ()
+
+
+def _reshape_in_place(x, new_data, node_cls, **attrs):
+    """``x`` takes the new geometry ``new_data`` (a NumPy view of its own memory); a grad-requiring
+    ``x`` gets ``node_cls`` as its grad_fn, in front of its old history."""
+    views.check_inplace(x)
+    if GRAD.enabled and x._requires_grad:
+        if x._base is not None:
+            raise RuntimeError("hookgrad: an in-place shape change of a view that requires grad is not supported; "
+                               "use the out-of-place op")
+        node = record_op(node_cls, (x,), wrap(new_data))
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        x._data = new_data
+        x._after_inplace(node)
+    else:
+        x._data = new_data
+    x._version_counter[0] += 1
+    return x
+
+
+@op("unsqueeze_", function=False)
+def unsqueeze_(self, dim):
+    new = views.unsqueeze(self.detach(), dim)._data
+    return _reshape_in_place(self, new, UnsqueezeBackward1, dim=dim % new.ndim)
+
+
+@op("squeeze_", function=False)
+def squeeze_(self, dim=None):
+    new = views.squeeze(self.detach(), dim)._data if dim is not None else views.squeeze(self.detach())._data
+    return _reshape_in_place(self, new, SqueezeBackward3 if dim is None else SqueezeBackward4,
+                             self_sizes=self._data.shape)
+
+
+@op("transpose_", function=False, aliases=("swapaxes_", "swapdims_"))
+def transpose_(self, dim0, dim1):
+    new = views.transpose(self.detach(), dim0, dim1)._data
+    return _reshape_in_place(self, new, TransposeBackward1, dim0=dim0, dim1=dim1)
+
+
+@op("t_", function=False)
+def t_(self):
+    if self.dim() > 2:
+        raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
+    new = views.t(self.detach())._data
+    return _reshape_in_place(self, new, TBackward1, dim0=0, dim1=self.dim() - 1 if self.dim() else 0)
+
+
+@op()
+def adjoint(x):
+    """The conjugate transpose of the last two dimensions (hookgrad tensors are real: the transpose)."""
+    if x.dim() < 2:
+        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. "
+                           f"Got {x.dim()}-D tensor.")
+    return views.transpose(x, -2, -1)
+
+
+@op(function=False)
+def sum_to_size(x, *size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    size = tuple(int(s) for s in size)
+    try:
+        target = np.broadcast_shapes(size, tuple(x.shape))
+    except ValueError:
+        target = None
+    if target != tuple(x.shape):
+        raise RuntimeError(f"size {{{', '.join(map(str, size))}}} is not expandable to size "
+                           f"{{{', '.join(map(str, x.shape))}}}.")
+    lead = x.dim() - len(size)
+    dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(size) if s == 1 and x.shape[i + lead] != 1)
+    out = reduce.sum(x, dims, keepdim=True) if dims else x
+    return views.reshape(out, size) if tuple(out.shape) != size else out
+
+
+@op(method=False)
+def unravel_index(indices, shape):
+    indices = as_tensor_arg(indices)
+    if indices._data.dtype.kind not in "iu":
+        raise TypeError("expected 'indices' to be integer dtype, but got " + str(_dtype.from_numpy_dtype(
+            indices._data.dtype)))
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    flat = indices._data.astype(np.int64)
+    coords = []
+    for size in reversed(shape):  # floor division and modulo, as torch (out-of-range indices wrap)
+        coords.append(flat % size if size else flat * 0)
+        flat = flat // size if size else flat * 0
+    return tuple(wrap(np.asarray(c, dtype=np.int64)) for c in reversed(coords))
+
+
+@op(method=False)
+def constant_pad_nd(x, pad, value=0):
+    from ..nn import functional
+    return functional.pad(x, tuple(pad), mode="constant", value=value)
+
+
+@op()
+def isreal(x):
+    d = as_tensor_arg(x)._data
+    return wrap(np.ones(d.shape, dtype=bool))
+
+
+@op("float_power_", function=False)
+def float_power_(self, exponent):
+    if self._data.dtype != np.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_legacy_name(self._data.dtype)} but the operation's result requires "
+                           f"dtype Double")
+    return views.apply_inplace(self, pointwise.float_power, exponent)
+
+
+@op(method=False)
+def detach(x):
+    return x.detach()
+
+
+@op("detach_", method=False)
+def _detach_function(x):
+    return x.detach_()
+
+
+# ---- numerical gradient ------------------------------------------------------------------------
+def _gradient_along(f, d, step, edge_order):
+    n = f.shape[d]
+
+    def part(start, length):
+        return views.narrow(f, d, start, length)
+
+    def along(t):  # a 1-D tensor of per-position factors, broadcast along dimension d
+        shape_ = [1] * f.dim()
+        shape_[d] = t.shape[0]
+        return t.reshape(shape_)
+
+    if isinstance(step, Tensor):  # coordinates
+        x = step.to(f.dtype) if f.dtype != step.dtype and f._data.dtype.kind == "f" else step
+        dx = x[1:] - x[:-1]
+        dx1, dx2 = dx[:-1], dx[1:]
+        a = along(-dx2 / (dx1 * (dx1 + dx2)))
+        b = along((dx2 - dx1) / (dx1 * dx2))
+        c = along(dx1 / (dx2 * (dx1 + dx2)))
+        interior = a * part(0, n - 2) + b * part(1, n - 2) + c * part(2, n - 2)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / dx[0]
+            last = (part(n - 1, 1) - part(n - 2, 1)) / dx[-1]
+        else:
+            h1, h2 = dx[0], dx[1]
+            first = (-(2 * h1 + h2) / (h1 * (h1 + h2)) * part(0, 1) + (h1 + h2) / (h1 * h2) * part(1, 1)
+                     - h1 / (h2 * (h1 + h2)) * part(2, 1))
+            h1, h2 = dx[-1], dx[-2]
+            last = (h1 / (h2 * (h1 + h2)) * part(n - 3, 1) - (h2 + h1) / (h2 * h1) * part(n - 2, 1)
+                    + (2 * h1 + h2) / (h1 * (h2 + h1)) * part(n - 1, 1))
+    else:
+        interior = (part(2, n - 2) - part(0, n - 2)) / (2 * step)
+        if edge_order == 1:
+            first = (part(1, 1) - part(0, 1)) / step
+            last = (part(n - 1, 1) - part(n - 2, 1)) / step
+        else:
+            first = (part(0, 1) * -1.5 + part(1, 1) * 2 - part(2, 1) * 0.5) / step
+            last = (part(n - 1, 1) * 1.5 - part(n - 2, 1) * 2 + part(n - 3, 1) * 0.5) / step
+    return shape.cat([first, interior, last], d)
+
+
+@op(method=False)
+def gradient(input, *, spacing=1, dim=None, edge_order=1):
+    """Central differences inside, one-sided differences (first or second order) at the ends, per dimension."""
+    if edge_order not in (1, 2):
+        raise RuntimeError("torch.gradient only supports edge_order=1 and edge_order=2.")
+    dims = list(range(input.dim())) if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    dims = [d % input.dim() for d in dims]
+    for d in dims:
+        if input.shape[d] < edge_order + 1:
+            raise RuntimeError("torch.gradient expected each dimension size to be at least edge_order+1")
+    if isinstance(spacing, (list, tuple)):
+        steps = list(spacing)
+        if len(steps) == 1 and len(dims) > 1:
+            steps = steps * len(dims)
+        if len(steps) != len(dims):
+            raise RuntimeError(f"torch.gradient expected spacing to be unspecified, a scalar or it's spacing and dim "
+                               f"arguments to have the same length, but got a spacing argument of length {len(steps)} "
+                               f"and a dim argument of length {len(dims)}.")
+    else:
+        steps = [spacing] * len(dims)
+    f = input if input._data.dtype.kind in "fc" else input.to(_dtype.get_default_dtype())
+    for s in steps:
+        if isinstance(s, Tensor) and s.dim() != 1:
+            raise RuntimeError(f"torch.gradient expected each element of spacing to have one dimension, but got an "
+                               f"element with {s.dim()} dimensions!")
+    return tuple(_gradient_along(f, d, s, edge_order) for d, s in zip(dims, steps))
+
+
+@op(function=True)
+def nonzero_static(x, *, size, fill_value=-1):
+    found = np.argwhere(x._data)
+    out = np.full((size, x.dim()), fill_value, dtype=np.int64)
+    k = builtins.min(size, len(found))
+    out[:k] = found[:k]
+    return wrap(out)
+
+
+# ---- scatter into a copy: select/slice/diagonal/as_strided_scatter -------------------------------
+def _scatter_into(x, src, view_of, name):
+    out = x.clone()
+    target = view_of(out)
+    if tuple(target.shape) != tuple(src.shape):
+        raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = {list(src.shape)}, "
+                           f"slice size = {list(target.shape)}")
+    target.copy_(src)
+    return out
+
+
+@op()
+def select_scatter(x, src, dim, index):
+    return _scatter_into(x, src, lambda t: views.select(t, dim, index), "select_scatter")
+
+
+@op()
+def slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    return _scatter_into(x, src, lambda t: _slice(t, dim, start, end, step), "slice_scatter")
+
+
+@op()
+def diagonal_scatter(x, src, offset=0, dim1=0, dim2=1):
+    return _scatter_into(x, src, lambda t: views.diagonal(t, offset, dim1, dim2), "diagonal_scatter")
+
+
+@op()
+def as_strided_scatter(x, src, size, stride, storage_offset=None):
+    return _scatter_into(x, src, lambda t: views.as_strided(t, size, stride, storage_offset), "as_strided_scatter")
+
+
+# ---- indexing ---------------------------------------------------------------------------------
+def _check_long_index(index, name):
+    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
+        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got "
+                           f"{_dtype.from_numpy_dtype(index._data.dtype) if isinstance(index, Tensor) else type(index)}")
+
+
+@op()
+def take(x, index):
+    _check_long_index(index, "take")
+    n = x.numel()
+    flat = index._data
+    bad = (flat >= n) | (flat < -n)
+    if bad.any():
+        raise IndexError(f"out of range: tried to access index {int(flat[bad].flat[0])} on a tensor of {n} elements.")
+    return x.reshape(-1)[index]
+
+
+@op(inplace=True)
+def put(x, index, source, accumulate=False):
+    _check_long_index(index, "put")
+    if index.numel() != source.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
+                           f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
+    n = x.numel()
+    bad = (index._data >= n) | (index._data < -n)
+    if bad.any():
+        raise IndexError(f"out of range: tried to access index {int(index._data[bad].flat[0])} on a tensor of {n} "
+                         f"elements.")
+    flat = x.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(x.dtype), accumulate)
+    return flat.reshape(x.shape)
+
+
+def _dim_index(x, dim, index):
+    return (builtins.slice(None),) * (dim % builtins.max(x.dim(), 1)) + (index,)
+
+
+@op(inplace=True)
+def index_copy(x, dim, index, source):
+    _check_long_index(index, "index_copy")
+    if x.dim() == 0:
+        return source.clone().reshape(())
+    return x.index_put(_dim_index(x, dim, index), source.to(x.dtype))
+
+
+@op(inplace=True)
+def index_fill(x, dim, index, value):
+    _check_long_index(index, "index_fill")
+    if isinstance(value, Tensor) and value.dim() != 0:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.dim()} dimension(s).")
+    if not isinstance(value, Tensor):
+        value = wrap(np.asarray(value, dtype=x._data.dtype))
+    if x.dim() == 0:
+        return value.to(x.dtype).clone()
+    return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
+
+
+@op(inplace=True)
+def index_reduce(x, dim, index, source, reduce, *, include_self=True):
+    """Each slice of ``source`` along ``dim`` reduced (prod, mean, amax, amin) into ``x``'s slice ``index[i]``."""
+    _check_long_index(index, "index_reduce")
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
+    if x.dim() == 0:
+        x, source = x.reshape(1), source.reshape(1)
+    dim = dim % x.dim()
+    positions = index._data.reshape(-1) % builtins.max(x.shape[dim], 1)
+    targets = np.unique(positions)
+    if targets.size == 0:
+        return x.clone()
+    pieces = []
+    for target in targets.tolist():
+        picked = source.index_select(dim, wrap(np.flatnonzero(positions == target).astype(np.int64)))
+        mine = views.select(x, dim, target)
+        if reduce == "prod":
+            piece = picked.prod(dim) * mine if include_self else picked.prod(dim)
+        elif reduce == "mean":
+            total = picked.sum(dim) + mine if include_self else picked.sum(dim)
+            piece = total / (picked.shape[dim] + (1 if include_self else 0))
+        else:
+            piece = picked.amax(dim) if reduce == "amax" else picked.amin(dim)
+            if include_self:
+                piece = (pointwise.maximum if reduce == "amax" else pointwise.minimum)(piece, mine)
+        pieces.append(piece.to(x.dtype))
+    return x.index_copy(dim, wrap(targets.astype(np.int64)), shape.stack(pieces, dim))
+
+
+@op(inplace=True)
+def masked_scatter(x, mask, source):
+    if mask._data.dtype != np.bool_:
+        raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{_dtype.from_numpy_dtype(mask._data.dtype)}")
+    full = views.expand(mask, *x.shape) if tuple(mask.shape) != tuple(x.shape) else mask
+    n = int(full._data.sum())
+    if source.numel() < n:
+        raise RuntimeError("Number of elements of source < number of ones in mask")
+    return x.index_put((full,), source.reshape(-1)[:n].to(x.dtype))
+
+
+@op()
+def diagflat(x, offset=0):
+    return creation.diag(x.reshape(-1), offset)
+
+
+@op(method=False)
+def block_diag(*tensors):
+    blocks = []
+    for t in tensors:
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer dimensions. Input {len(blocks)} "
+                               f"has {t.dim()} dimensions")
+        blocks.append(t.reshape(1, -1) if t.dim() < 2 else t)
+    if not blocks:
+        return wrap(np.zeros((1, 0), dtype=_dtype.get_default_dtype().np))
+    hd = _dtype.from_numpy_dtype(blocks[0]._data.dtype)
+    for b in blocks[1:]:
+        hd = _dtype.promote_types(hd, _dtype.from_numpy_dtype(b._data.dtype))
+    dt = hd.np
+    width = sum(b.shape[1] for b in blocks)
+    rows, left = [], 0
+    for b in blocks:
+        r, c = b.shape
+        row = shape.cat([wrap(np.zeros((r, left), dt)), b.to(hd), wrap(np.zeros((r, width - left - c), dt))], 1)
+        rows.append(row)
+        left += c
+    return shape.cat(rows, 0)
+
+
+@op(method=False)
+def cartesian_prod(*tensors):
+    for t in tensors:
+        if t.dim() != 1:
+            raise RuntimeError(f"Expect a 1D vector, but got shape {list(t.shape)}")
+    if len(tensors) == 1:
+        return tensors[0]
+    grids = creation.meshgrid(*tensors, indexing="ij")
+    return shape.stack([g.reshape(-1) for g in grids], 1)
+
+
+@op(method=False)
+def combinations(x, r=2, with_replacement=False):
+    if x.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(x.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return wrap(np.zeros(0, dtype=x._data.dtype))
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    combos = list(pick(range(x.shape[0]), r))
+    if not combos:
+        return wrap(np.zeros((0, r), dtype=x._data.dtype)) + x.sum() * 0 if x._requires_grad else wrap(
+            np.zeros((0, r), dtype=x._data.dtype))
+    return x[wrap(np.array(combos, dtype=np.int64))]
+
+
+@op(method=False)
+def vander(x, N=None, increasing=False):
+    if x.dim() != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else N
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if x._data.dtype.kind == "b" or x._data.dtype.kind in "iu":
+        x = x.to(_dtype.int64)
+    if n == 0:
+        return wrap(np.zeros((x.shape[0], 0), dtype=x._data.dtype))
+    ones = wrap(np.ones(x.shape[0], dtype=x._data.dtype))
+    columns = [ones]
+    for _ in range(1, n):
+        columns.append(columns[-1] * x)
+    if not increasing:
+        columns.reverse()
+    return shape.stack(columns, 1)
+
+
+# ---- predicates and tensor facts -------------------------------------------------------------
+@op()
+def is_nonzero(x) -> bool:
+    n = x.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(x._data.reshape(()).item() != 0)
+
+
+@op()
+def is_same_size(x, other) -> bool:
+    return tuple(x.shape) == tuple(other.shape)
+
+
+@op()
+def is_signed(x) -> bool:
+    return x._data.dtype.kind in "ifc"
+
+
+@op(method=False)
+def scalar_tensor(s, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False):
+    dt = (dtype or _dtype.get_default_dtype()).np
+    out = wrap(np.asarray(s, dtype=dt))
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+def _strided_zeros(size, stride, np_dtype):
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    extent = 1 + sum((s - 1) * st for s, st in zip(size, stride)) if all(size) else 0
+    buffer = np.zeros(builtins.max(extent, 0), dtype=np_dtype)
+    item = buffer.itemsize
+    return np.lib.stride_tricks.as_strided(buffer, size, tuple(st * item for st in stride), writeable=True)
+
+
+@op(method=False)
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    out = wrap(_strided_zeros(size, stride, (dtype or _dtype.get_default_dtype()).np))
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+@op(function=False)
+def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
+                      pin_memory=False):
+    return empty_strided(size, stride, dtype=dtype or _dtype.from_numpy_dtype(self._data.dtype),
+                         requires_grad=requires_grad)
+
+
+@op("as_strided_", function=False)
+def as_strided_(self, size, stride, storage_offset=None):
+    """``self`` becomes the strided view of its own storage (a tensor outside autograd's graph)."""
+    if GRAD.enabled and self._requires_grad:
+        raise RuntimeError("hookgrad: as_strided_ on a tensor that requires grad is not supported; use as_strided")
+    view = views.as_strided(self, size, stride, storage_offset)
+    self._data = view._data
+    return self
+
+
+@op("apply_", function=False)
+def apply_(self, callable):
+    """Replace each element by ``callable(element)`` (a Python function, as torch on the CPU)."""
+    views.check_inplace(self)
+    d = self._data
+    kind = float if d.dtype.kind == "f" else bool if d.dtype.kind == "b" else int
+    values = np.array([callable(kind(v)) for v in d.reshape(-1).tolist()], dtype=d.dtype).reshape(d.shape)
+    return views.apply_inplace(self, lambda t: wrap(values))
+
+
+@op("map_", function=False)
+def map_(self, other, callable):
+    """``self[i] = callable(self[i], other[i])`` with ``other`` broadcast to ``self``."""
+    views.check_inplace(self)
+    d = self._data
+    o = np.broadcast_to(as_tensor_arg(other)._data, d.shape)
+    kind = float if d.dtype.kind == "f" else bool if d.dtype.kind == "b" else int
+    values = np.array([callable(kind(a), kind(b)) for a, b in zip(d.reshape(-1).tolist(), o.reshape(-1).tolist())],
+                      dtype=d.dtype).reshape(d.shape)
+    return views.apply_inplace(self, lambda t: wrap(values))
+
+
+def _resize(self, shape_):
+    if self._requires_grad:
+        raise RuntimeError("cannot resize variables that require grad")
+    if self._base is not None:
+        raise RuntimeError("hookgrad resizes only tensors that are not views")
+    shape_ = tuple(int(s) for s in shape_)
+    n = int(np.prod(shape_)) if shape_ else 1
+    flat = self._data.reshape(-1)
+    data = np.zeros(n, dtype=flat.dtype)
+    data[:builtins.min(n, flat.size)] = flat[:n]
+    self._data = data.reshape(shape_)
+    self._version_counter[0] += 1
+    return self
+
+
+@op("resize_", function=False)
+def resize_(self, *sizes, memory_format=None):
+    """Torch's semantics on a tensor that is not a view: the elements kept in order, new ones zero."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    return _resize(self, sizes)
+
+
+@op("resize_as_", function=False)
+def _resize_as_method(self, the_template, memory_format=None):
+    return _resize(self, tuple(the_template.shape))
+
+
+@op("fill_diagonal_", function=False)
+def fill_diagonal_(self, fill_value, wrap=False):
+    """Write ``fill_value`` on the main diagonal (all dimensions equal beyond 2-D; ``wrap`` restarts it
+    every ``columns + 1`` rows of a tall matrix)."""
+    if self.dim() < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if self.dim() > 2 and len(set(self.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    n = builtins.min(self.shape)
+    if self.dim() == 2 and wrap and self.shape[0] > self.shape[1] + 1:
+        flat = np.arange(0, self.shape[0] * self.shape[1], self.shape[1] + 1)
+        rows, cols = np.divmod(flat, self.shape[1])
+        index = (wrap_index(rows), wrap_index(cols))
+    else:
+        index = tuple(wrap_index(np.arange(n)) for _ in range(self.dim()))
+    value = fill_value if isinstance(fill_value, Tensor) else as_tensor_arg(np.asarray(fill_value, dtype=self._data.dtype))
+    return self.index_put_(index, value.to(self.dtype))
+
+
+def wrap_index(a):
+    return wrap(np.asarray(a, dtype=np.int64))
+
+
+@op("map2_", function=False)
+def map2_(self, x, y, callable):
+    """``self[i] = callable(self[i], x[i], y[i])`` with ``x`` and ``y`` broadcast to ``self``."""
+    views.check_inplace(self)
+    d = self._data
+    kind = float if d.dtype.kind == "f" else bool if d.dtype.kind == "b" else int
+    xs = np.broadcast_to(as_tensor_arg(x)._data, d.shape).reshape(-1).tolist()
+    ys = np.broadcast_to(as_tensor_arg(y)._data, d.shape).reshape(-1).tolist()
+    values = np.array([callable(kind(a), kind(b), kind(c)) for a, b, c in zip(d.reshape(-1).tolist(), xs, ys)],
+                      dtype=d.dtype).reshape(d.shape)
+    return views.apply_inplace(self, lambda t: wrap(values))
+
+
+@op(function=False)
+def to_dense(x, dtype=None, *, masked_grad=None):
+    """hookgrad tensors are dense: the tensor itself (or a copy in ``dtype``)."""
+    return x if dtype is None else x.to(dtype)
+
+
+@op(function=False)
+def dim_order(x, *, ambiguity_check=False):
+    strides = x.stride()
+    return tuple(sorted(range(x.dim()), key=lambda i: -strides[i]))
+
+
+@op()
+def is_inference(x) -> bool:
+    return False
+
+
+@op(method=False)
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, requires_grad=False,
+                   pin_memory=False):
+    """A tensor of shape ``size`` whose memory holds its dimensions in the order ``physical_layout``."""
+    size = tuple(int(s) for s in size)
+    order = tuple(int(d) for d in physical_layout)
+    if sorted(order) != list(range(len(size))):
+        raise RuntimeError(f"Number of dimensions in size does not match the length of the physical_layout; "
+                           f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
+    physical = np.zeros(tuple(size[d] for d in order), dtype=(dtype or _dtype.get_default_dtype()).np)
+    out = wrap(physical.transpose(np.argsort(order)))
+    return out.requires_grad_(requires_grad) if requires_grad else out
+
+
+# ---- small things: names, the default device ----------------------------------------------------
+@op(method=False)
+def typename(obj) -> str:
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(obj, "__module__", "") or ""
+    qualname = getattr(obj, "__qualname__", None) or getattr(obj, "__name__", None) or type(obj).__qualname__
+    if not hasattr(obj, "__qualname__") and not hasattr(obj, "__name__"):
+        module = type(obj).__module__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
+@op(method=False)
+def get_default_device():
+    from .. import device
+    return device("cpu")
+
+
+@op(method=False)
+def set_default_device(device):
+    """hookgrad computes on the CPU only: 'cpu' (or None) is accepted, any other device is refused."""
+    name = device if isinstance(device, str) or device is None else str(device)
+    if name is not None and name.split(":")[0] != "cpu":
+        raise RuntimeError(f"hookgrad runs on the CPU only; cannot make {name!r} the default device")
+
+
+Tensor.real = property(real)
+Tensor.imag = property(imag)
+
+__all__ = module_all(globals()) + ["pi", "e", "inf", "nan"]
