@@ -62,6 +62,7 @@ _ARG_OVERRIDES = {
     "index_put": {"indices": None}, "index_put_": {"indices": None}, "select": {"index": None},
     "copy_": {"src": (TENSOR, "other")}, "movedim": {"source": None}, "moveaxis": {"source": None}, "expand_as": {"other": (TENSOR, "other")},
     "reshape_as": {"other": (TENSOR, "other")}, "type_as": {"other": (TENSOR, "other")}, "where": {"input": (OR_NUMBER, "input")}, "masked_fill": {"value": None}, "take_along_dim": {"indices": (TENSOR, "indices")},
+    "bucketize": {"input": (OR_NUMBER, "input")},
 }
 # torch accepts a Python number as the first argument of these
 _FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",

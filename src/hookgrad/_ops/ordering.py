@@ -7,11 +7,11 @@ Orders follow torch's CPU kernels: NaN sorts as the largest value, ties keep the
 from __future__ import annotations
 
 import builtins
+import math
 from collections import namedtuple
 
 import numpy as np
 
-from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
@@ -33,6 +33,15 @@ def _return_type(name, fields=("values", "indices")):
         cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "torch.return_types"})
         _RETURN_TYPES[name] = cls
     return cls
+
+
+_SCALAR_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
+                 "float16": "Half", "float32": "Float", "float64": "Double"}
+
+
+def _not_implemented(kernel, data):
+    """torch's error for a kernel that has no loop for this dtype."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_SCALAR_NAMES.get(data.dtype.name, data.dtype.name)}\'')
 
 
 def _indices(a) -> Tensor:
@@ -145,6 +154,8 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     data = x._data
     d = _dim_of(x, dim)
     size = data.shape[d] if data.ndim else 1
+    if data.dtype == np.bool_:
+        raise RuntimeError("topk does not support bool dtypes on CPU")
     if k < 0 or k > size:
         raise RuntimeError("selected index k out of range")
     if data.ndim == 0:
@@ -153,14 +164,70 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
     return _selected(TopkBackward0, "topk", x, np.take_along_axis(data, order, d), order, d, True)
 
 
-def _kth(x, k, dim, keepdim, node_cls, name, data=None):
-    """The k-th smallest (0-based ``k``) along ``dim``, as (values, indices)."""
-    data = x._data if data is None else data
+def _greater_or_nan(a, b) -> bool:
+    return (a != a and b == b) or a > b
+
+
+def _quickselect_index(row: list, k: int) -> int:
+    """The index torch's kthvalue kernel returns for the k-th smallest (0-based) of ``row``: its
+    median-of-three quickselect, replayed step for step (it decides which of equal values wins)."""
+    vals, idx = list(row), list(range(len(row)))
+
+    def swap(i, j):
+        vals[i], vals[j] = vals[j], vals[i]
+        idx[i], idx[j] = idx[j], idx[i]
+    lo, hi = 0, len(vals) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if _greater_or_nan(vals[lo], vals[hi]):
+                swap(lo, hi)
+            break
+        swap(lo + (hi - lo) // 2, lo + 1)
+        if _greater_or_nan(vals[lo + 1], vals[hi]):
+            swap(lo + 1, hi)
+        if _greater_or_nan(vals[lo], vals[hi]):
+            swap(lo, hi)
+        if _greater_or_nan(vals[lo + 1], vals[lo]):
+            swap(lo + 1, lo)
+        i, j, pivot = lo + 1, hi, vals[lo]
+        while True:
+            i += 1
+            while _greater_or_nan(pivot, vals[i]):
+                i += 1
+            j -= 1
+            while _greater_or_nan(vals[j], pivot):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return idx[k]
+
+
+def _kth(x, k, dim, keepdim, node_cls, name, torch_ties=False):
+    """The k-th smallest (0-based ``k``) along ``dim``, as (values, indices). Equal values resolve to
+    the first in input order, or with ``torch_ties`` to the one torch's quickselect lands on."""
+    data = x._data
     d = _dim_of(x, dim)
     if data.ndim == 0:
         return _selected(node_cls, name, x, data.copy(), np.zeros((), np.int64), 0, keepdim)
     order = np.take(_order(data, d, False), [k], axis=d)
     values = np.take_along_axis(data, order, d)
+    if torch_ties and data.size:
+        # only slices where the chosen value occurs more than once can differ from input order
+        same = (data == values) | (np.isnan(values) & np.isnan(data)) if data.dtype.kind == "f" else data == values
+        tied = np.moveaxis((same.sum(axis=d, keepdims=True) > 1), d, -1).reshape(-1)
+        if tied.any():
+            rows = np.moveaxis(data, d, -1).reshape(-1, data.shape[d])
+            picked = np.moveaxis(order, d, -1).reshape(-1).copy()
+            for r in np.flatnonzero(tied):
+                picked[r] = _quickselect_index(rows[r].tolist(), k)
+            order = np.moveaxis(picked.reshape(np.moveaxis(order, d, -1).shape), -1, d)
+            values = np.take_along_axis(data, order, d)
     if not keepdim:
         order, values = np.squeeze(order, d), np.squeeze(values, d)
     return _selected(node_cls, name, x, values, order, d, keepdim)
@@ -172,7 +239,9 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     size = x._data.shape[d] if x._data.ndim else 1
     if k < 1 or k > size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    return _kth(x, k - 1, d, keepdim, KthvalueBackward0, "kthvalue")
+    if x._data.dtype == np.bool_:
+        raise _not_implemented("kthvalue_cpu", x._data)
+    return _kth(x, k - 1, d, keepdim, KthvalueBackward0, "kthvalue", torch_ties=True)
 
 
 # ---- median / nanmedian / mode -----------------------------------------------------------------
@@ -210,11 +279,13 @@ def _full_median(x, ignore_nan):
 
 def _median_dim(x, dim, keepdim, ignore_nan):
     name = "nanmedian" if ignore_nan else "median"
+    if x._data.dtype == np.bool_:
+        raise _not_implemented(f"{name}_out", x._data)
     node_cls = NanmedianBackward1 if ignore_nan else MedianBackward1
     d = _dim_of(x, dim)
     data = x._data
     if data.ndim and data.shape[d] == 0:
-        if data.size:
+        if math.prod(data.shape[:d] + data.shape[d + 1:]):
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
         shape = list(data.shape)
         shape[d] = 1
@@ -404,7 +475,7 @@ def _cumulative_extreme(x, dim, is_max):
                 where = np.where(take, i, where)
                 values[i], picked[i] = best, where
         values, picked = np.moveaxis(values, 0, d), np.moveaxis(picked, 0, d)
-    vals, inds = wrap(np.ascontiguousarray(values)), _indices(np.ascontiguousarray(picked))
+    vals, inds = wrap(np.array(values, order="C")), _indices(np.array(picked, order="C"))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CummaxBackward0 if is_max else CumminBackward0, (x,), vals)
         node.dim = d
@@ -459,7 +530,7 @@ class LogcumsumexpBackward0(Node):
 def logcumsumexp(x, dim):
     data = x._data
     if data.dtype.kind not in "fc":
-        data = data.astype(_dtype.get_default_dtype().np)
+        raise _not_implemented("logcumsumexp_out_cpu", data)
     d = _dim_of(x, dim)
     with quiet_fp():
         out = data.copy() if data.ndim == 0 else np.logaddexp.accumulate(data, axis=d)
@@ -479,9 +550,10 @@ def diff(x, n=1, dim=-1, prepend=None, append=None):
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = _dim_of(x, dim)
-    parts = [t if t._data.ndim else t.expand(*[s if i != d else 1 for i, s in enumerate(x.shape)])
-             for t in (prepend, x, append) if t is not None]
-    out = x if len(parts) == 1 else _cat(parts, d)
+    parts = [t for t in (prepend, x, append) if t is not None]
+    if builtins.any(t._data.ndim != x._data.ndim for t in parts):
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    out = x.clone() if len(parts) == 1 else _cat(parts, d)
     for _ in range(n):
         length = out._data.shape[d]
         if length == 0:
@@ -600,9 +672,8 @@ def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
 @op()
 def bincount(x, weights=None, minlength=0):
     data = x._data
-    if data.dtype.kind not in "iub" or data.dtype == np.bool_:
-        kind = {"f": "Float" if data.dtype == np.float32 else "Double"}.get(data.dtype.kind, str(x.dtype))
-        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{kind}\'')
+    if data.dtype.kind not in "iu":
+        raise _not_implemented("bincount_cpu", data)
     if data.ndim != 1 or (data.size and data.min() < 0):
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if minlength < 0:
@@ -618,20 +689,23 @@ def bincount(x, weights=None, minlength=0):
 
 def _float_only(x, kernel):
     if x._data.dtype.kind != "f":
-        kind = {"i": "Long", "b": "Bool", "u": "Byte"}.get(x._data.dtype.kind, str(x.dtype))
-        if x._data.dtype == np.int32:
-            kind = "Int"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{kind}\'')
+        raise _not_implemented(kernel, x._data)
 
 
-def _range_of(data, lo, hi):
+def _range_of(data, lo, hi, histc):
+    """The bins' range: the data's own when none is given; an empty range is widened (histc by 1 each
+    side, histogram by 0.5)."""
     lo, hi = float(lo), float(hi)
     if lo == hi and data.size:
-        finite = data[np.isfinite(data)]
-        if finite.size:
-            lo, hi = float(finite.min()), float(finite.max())
+        lo, hi = float(data.min()), float(data.max())
+    elif lo == hi and not histc:
+        return 0.0, 1.0
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        raise RuntimeError(f"torch.histc: range of [{lo:g}, {hi:g}] is not finite" if histc else
+                           f"torch.histogramdd: dimension 0's range [{lo:g}, {hi:g}] is not finite")
     if lo == hi:
-        lo, hi = lo - 1, hi + 1
+        widen = 1.0 if histc else 0.5
+        lo, hi = lo - widen, hi + widen
     return lo, hi
 
 
@@ -643,7 +717,7 @@ def histc(x, bins=100, min=0, max=0):
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
     data = x._data.reshape(-1)
-    lo, hi = _range_of(data, min, max)
+    lo, hi = _range_of(data, min, max, True)
     hist, _ = np.histogram(data[~np.isnan(data)], bins=bins, range=(lo, hi))
     return wrap(hist.astype(x._data.dtype))
 
@@ -653,14 +727,17 @@ def histogram(x, bins=100, *, range=None, weight=None, density=False):
     _float_only(x, "histogram_cpu")
     data = x._data.reshape(-1)
     if isinstance(bins, Tensor):
+        if bins._data.ndim != 1:
+            raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
+                               f"{bins._data.ndim} dimensions in the bins tensor for dimension 0")
         edges = bins._data.astype(x._data.dtype)
     else:
         if bins <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
         if range is not None and range[0] > range[1]:
-            raise RuntimeError(f"torch.histogram(): min should not exceed max, but got min {range[0]} "
-                               f"max {range[1]} for dimension 0")
-        lo, hi = _range_of(data, *(range if range is not None else (0, 0)))
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {range[0]:g} "
+                               f"max {range[1]:g} for dimension 0")
+        lo, hi = _range_of(data, *(range if range is not None else (0, 0)), False)
         edges = np.linspace(lo, hi, bins + 1).astype(x._data.dtype)
     w = None if weight is None else weight._data.reshape(-1)
     with quiet_fp():
@@ -685,6 +762,9 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     if sorter is not None:
         seq = np.take_along_axis(seq, sorter._data, -1)
     how = "right" if right else "left"
+    if scalar and seq.ndim > 1:
+        raise RuntimeError("torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
+                           f"is 1, but we got boundaries tensor dim({seq.ndim}) and input value's dim(0) numel(1)")
     if seq.ndim <= 1:
         out = np.searchsorted(seq, values, side=how)
     else:
@@ -698,14 +778,14 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return wrap(np.asarray(out, dtype=np.int32 if out_int32 else np.int64))
 
 
-@op()
+@op(method=False)
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     if boundaries._data.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries._data.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-@op()
+@op(method=False)
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     a = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
     b = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
@@ -717,7 +797,7 @@ def unravel_index(indices, shape):
     if not isinstance(indices, Tensor):
         indices = as_tensor_arg(indices)
     if indices._data.dtype.kind not in "iu":
-        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
+        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{indices._data.dtype.name}")
     shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
     if builtins.any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
