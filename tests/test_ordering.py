@@ -69,6 +69,8 @@ TIE_OPS = {
     "median_all": lambda T, x: x.median(), "median_dim": lambda T, x: x.median(1),
     "mode": lambda T, x: x.mode(1), "mode_dim0": lambda T, x: x.mode(0, keepdim=True),
     "kthvalue": lambda T, x: x.kthvalue(2, 1), "kthvalue_dim0": lambda T, x: x.kthvalue(2, 0, keepdim=True),
+    "topk": lambda T, x: x.topk(2, 1), "topk_smallest": lambda T, x: x.topk(3, 1, largest=False),
+    "topk_unsorted": lambda T, x: x.topk(3, 1, sorted=False),
     "cummax": lambda T, x: x.cummax(1), "cummin": lambda T, x: x.cummin(1),
 }
 
@@ -120,12 +122,26 @@ def test_kthvalue_ties_follow_torchs_selection():
         np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
 
 
+def test_topk_ties_and_unsorted_order_follow_torch():
+    rng = np.random.default_rng(8)
+    for trial in range(200):
+        shape = (2, int(rng.integers(1, 150 if trial % 4 == 0 else 30)))
+        data = rng.integers(0, int(rng.integers(1, 6)), shape).astype(np.float32)
+        if trial % 3 == 0:
+            data[rng.random(shape) < 0.2] = NAN
+        k, largest, sorted_ = int(rng.integers(0, shape[1] + 1)), bool(trial % 2), bool(trial // 2 % 2)
+        got = hookgrad.tensor(data).topk(k, 1, largest, sorted_)
+        want = torch.tensor(data).topk(k, 1, largest, sorted_)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+
+
 @pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32"])
 @differential
 def test_sorting_other_dtypes(T, dtype):
     data = np.array([[3, 1, 2, 3, 0, 1], [1, 1, 0, 0, 2, 2]])
     x = T.tensor(data).to(getattr(T, dtype))
-    return [x.sort(1), x.sort(0, descending=True), x.argsort(1, descending=True), catch(x[:, 1:4].topk, 2, 0),
+    return [x.sort(1), x.sort(0, descending=True), x.argsort(1, descending=True), catch(x.topk, 2),
             catch(lambda: x.median(1)), catch(lambda: x.mode(1)), catch(lambda: x.cummax(1)),
             catch(lambda: x.kthvalue(2, 1)), catch(lambda: T.msort(x)), catch(lambda: x.diff()),
             catch(lambda: x.unique(return_counts=True)), catch(lambda: x.logcumsumexp(0))]

@@ -16,6 +16,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
 from ._declare import module_all, op, record_op
+from ._stl_order import topk_row
 from .views import make_view
 
 _RETURN_TYPES = {}
@@ -160,8 +161,29 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
         raise RuntimeError("selected index k out of range")
     if data.ndim == 0:
         return _selected(TopkBackward0, "topk", x, data.copy(), np.zeros((), np.int64), 0, True)
-    order = np.take(_order(data, d, largest), np.arange(k), axis=d)
+    full = _order(data, d, largest)
+    order = np.take(full, np.arange(k), axis=d)
+    if k and data.size:
+        order = _topk_as_torch(data, d, k, largest, sorted, full, order)
     return _selected(TopkBackward0, "topk", x, np.take_along_axis(data, order, d), order, d, True)
+
+
+def _topk_as_torch(data, d, k, largest, sorted_, full, order):
+    """Fix up the rows whose result depends on torch's selection algorithm: rows with ties among the
+    first ``k + 1`` sorted values, and every row of an unsorted result (its order is the algorithm's)."""
+    rows = np.moveaxis(data, d, -1).reshape(-1, data.shape[d])
+    picked = np.moveaxis(order, d, -1).reshape(-1, k).copy()
+    if sorted_ or k * 64 <= data.shape[d]:
+        ranked = np.take_along_axis(rows, np.moveaxis(full, d, -1).reshape(rows.shape)[:, :k + 1], 1)
+        same = ranked[:, 1:] == ranked[:, :-1]
+        if data.dtype.kind == "f":
+            same |= np.isnan(ranked[:, 1:]) & np.isnan(ranked[:, :-1])
+        redo = np.flatnonzero(same.any(axis=1))
+    else:
+        redo = range(rows.shape[0])
+    for r in redo:
+        picked[r] = [i for _, i in topk_row(rows[r].tolist(), k, largest, sorted_)]
+    return np.moveaxis(picked.reshape(np.moveaxis(order, d, -1).shape), -1, d)
 
 
 def _greater_or_nan(a, b) -> bool:
