@@ -122,6 +122,16 @@ def test_kthvalue_ties_follow_torchs_selection():
         np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
 
 
+def test_mode_value_and_index_follow_torch():
+    rng = np.random.default_rng(9)
+    for trial in range(150):
+        data = rng.integers(0, int(rng.integers(1, 6)), (3, int(rng.integers(1, 60)))).astype(np.float64)
+        dim = trial % 2
+        got, want = hookgrad.tensor(data).mode(dim), torch.tensor(data).mode(dim)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+
+
 def test_topk_ties_and_unsorted_order_follow_torch():
     rng = np.random.default_rng(8)
     for trial in range(200):

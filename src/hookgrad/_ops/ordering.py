@@ -16,6 +16,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
 from ._declare import module_all, op, record_op
+from ._stl_order import sort as std_sort
 from ._stl_order import topk_row
 from .views import make_view
 
@@ -266,6 +267,10 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     return _kth(x, k - 1, d, keepdim, KthvalueBackward0, "kthvalue", torch_ties=True)
 
 
+def _value_less(a, b) -> bool:
+    return a[0] < b[0]
+
+
 # ---- median / nanmedian / mode -----------------------------------------------------------------
 class MedianBackward0(Node):
     """Gradient of a full median: shared evenly among the elements equal to it (NaN: among NaNs)."""
@@ -357,18 +362,31 @@ def mode(x, dim=-1, keepdim=False):
         raise IndexError(f"mode(): Expected reduction dim {d} to have non-zero size.")
     moved = np.moveaxis(data, d, -1)
     rows = moved.reshape(-1, moved.shape[-1])
-    values = np.empty(rows.shape[0], dtype=data.dtype)
-    picked = np.empty(rows.shape[0], dtype=np.int64)
-    for r, row in enumerate(rows):
-        order = _order(row, 0, False)
-        ordered = row[order]
-        # runs of equal values in sorted order; the longest run wins, the smallest value among equals
-        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
-        lengths = np.diff(np.append(starts, row.size))
-        best = starts[int(np.argmax(lengths))]
-        values[r] = ordered[best]
-        run = order[best:best + lengths[int(np.argmax(lengths))]]
-        picked[r] = run.max()  # torch returns the last occurrence of the mode
+    n = rows.shape[1]
+    order = _order(rows, 1, False)
+    ordered = np.take_along_axis(rows, order, 1)
+    # runs of equal values in sorted order: each position's run start and end
+    new = np.ones(rows.shape, dtype=bool)
+    new[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    positions = np.broadcast_to(np.arange(n), rows.shape)
+    start = np.maximum.accumulate(np.where(new, positions, 0), axis=1)
+    ends = np.ones(rows.shape, dtype=bool)
+    ends[:, :-1] = new[:, 1:]
+    end = np.flip(np.minimum.accumulate(np.flip(np.where(ends, positions, n), 1), axis=1), 1)
+    length = end - start + 1
+    # the longest run wins, the smallest value among equally long ones (argmax takes the first)
+    best = np.argmax(length, axis=1)
+    best_start = start[np.arange(rows.shape[0]), best]
+    values = ordered[np.arange(rows.shape[0]), best]
+    # torch returns the index at the end of the run in its own (std::sort) order of the row: the last
+    # occurrence up to 16 elements (insertion sort is stable), the replayed sort's choice beyond
+    in_run = start == best_start[:, None]
+    picked = np.where(in_run, order, -1).max(axis=1)
+    if n > 16:
+        for r in np.flatnonzero(length[np.arange(rows.shape[0]), best] > 1):
+            pairs = [(v, i) for i, v in enumerate(rows[r].tolist())]
+            std_sort(pairs, 0, n, _value_less)
+            picked[r] = pairs[end[r, best[r]]][1]
     shape = moved.shape[:-1]
     values, picked = values.reshape(shape), picked.reshape(shape)
     if keepdim:
