@@ -122,6 +122,24 @@ def test_kthvalue_ties_follow_torchs_selection():
         np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
 
 
+def test_unstable_sort_ties_follow_torch():
+    rng = np.random.default_rng(10)
+    for trial in range(120):
+        data = rng.integers(0, int(rng.integers(1, 6)), (2, int(rng.integers(1, 120)))).astype(
+            [np.float32, np.int64, np.float64][trial % 3])
+        if trial % 3 == 2:
+            data[rng.random(data.shape) < 0.2] = NAN
+        dim, descending = trial % 2, bool(trial // 2 % 2)
+        got, want = hookgrad.tensor(data).sort(dim, descending), torch.tensor(data).sort(dim, descending)
+        np.testing.assert_array_equal(got.indices.numpy(), want.indices.numpy())
+        np.testing.assert_array_equal(got.values.numpy(), want.values.numpy())
+        np.testing.assert_array_equal(hookgrad.tensor(data).argsort(dim, descending).numpy(),
+                                      torch.tensor(data).argsort(dim, descending).numpy())
+        stable = hookgrad.tensor(data).sort(dim=dim, descending=descending, stable=True).indices.numpy()
+        np.testing.assert_array_equal(stable, torch.tensor(data).sort(
+            dim=dim, descending=descending, stable=True).indices.numpy())
+
+
 def test_mode_value_and_index_follow_torch():
     rng = np.random.default_rng(9)
     for trial in range(150):

@@ -62,6 +62,43 @@ def _order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     return np.flip(n - 1 - rev, axis)
 
 
+# rows of at most this many elements in all are replayed when torch's unstable sort decides ties
+_REPLAY_LIMIT = 1 << 18
+
+
+def _ascending_less(a, b) -> bool:
+    return (a[0] == a[0] and b[0] != b[0]) or a[0] < b[0]
+
+
+def _descending_less(a, b) -> bool:
+    return (a[0] != a[0] and b[0] == b[0]) or a[0] > b[0]
+
+
+def _torch_order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
+    """The order torch's default (unstable) CPU sort returns: std::sort on (value, index) pairs. It
+    differs from the stable order only where equal values meet in a row of more than 16 (shorter
+    rows are insertion-sorted, which is stable); only such rows are replayed."""
+    order = _order(data, axis, descending)
+    n = data.shape[axis]
+    if n <= 16 or data.size > _REPLAY_LIMIT:
+        return order
+    ranked = np.moveaxis(np.take_along_axis(data, order, axis), axis, -1).reshape(-1, n)
+    same = ranked[:, 1:] == ranked[:, :-1]
+    if data.dtype.kind == "f":
+        same |= np.isnan(ranked[:, 1:]) & np.isnan(ranked[:, :-1])
+    redo = np.flatnonzero(same.any(axis=1))
+    if not len(redo):
+        return order
+    rows = np.moveaxis(data, axis, -1).reshape(-1, n)
+    picked = np.moveaxis(order, axis, -1).reshape(-1, n).copy()
+    less = _descending_less if descending else _ascending_less
+    for r in redo:
+        pairs = [(v, i) for i, v in enumerate(rows[r].tolist())]
+        std_sort(pairs, 0, n, less)
+        picked[r] = [i for _, i in pairs]
+    return np.moveaxis(picked.reshape(np.moveaxis(order, axis, -1).shape), -1, axis)
+
+
 # ---- gradients of value-selecting ops: the gradient goes where the returned index points -------
 def _select_backward(g: Tensor, indices: Tensor, dim: int, in_shape, keepdim: bool) -> Tensor:
     if len(in_shape) == 0:
@@ -128,13 +165,13 @@ def _dim_of(x, dim):
 # ---- sort / argsort / msort / topk -----------------------------------------------------------------
 @op()
 def sort(x, dim=-1, descending=False, stable=None):
-    # every order here is stable; passing ``stable`` only selects torch's other overload (SortBackward1)
+    # ``stable`` given (even False) selects torch's other overload (SortBackward1)
     node_cls = SortBackward0 if stable is None else SortBackward1
     d = _dim_of(x, dim)
     data = x._data
     if data.ndim == 0:
         return _selected(node_cls, "sort", x, data.copy(), np.zeros((), np.int64), 0, True)
-    order = _order(data, d, descending)
+    order = _order(data, d, descending) if stable else _torch_order(data, d, descending)
     return _selected(node_cls, "sort", x, np.take_along_axis(data, order, d), order, d, True)
 
 
@@ -143,7 +180,7 @@ def argsort(x, dim=-1, descending=False, stable=False):
     d = _dim_of(x, dim)
     if x._data.ndim == 0:
         return _indices(0)
-    return _indices(_order(x._data, d, descending))
+    return _indices(_order(x._data, d, descending) if stable else _torch_order(x._data, d, descending))
 
 
 @op()
