@@ -1,8 +1,11 @@
 """Ordering, searching and counting: sort, topk, kthvalue, median, mode, quantile, cummax/cummin,
 logcumsumexp, diff, unfold, unique, bincount, histograms, searchsorted, isin, ...
 
-Orders follow torch's CPU kernels: NaN sorts as the largest value, ties keep their input order
-(stable), and a value picked along a dim gets its gradient at the index that was returned.
+Orders follow torch's CPU kernels: NaN sorts as the largest value; equal values come in input order
+where torch's kernel is stable (``stable=True``, median, rows of at most 16) and where it is not (sort,
+topk, kthvalue, mode) the kernel's own algorithm is replayed on the rows whose ties it decides, up to
+``_REPLAY_LIMIT`` elements (beyond that: the stable choice). A value picked along a dim gets its gradient at
+the index that was returned.
 """
 from __future__ import annotations
 
@@ -62,8 +65,8 @@ def _order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
     return np.flip(n - 1 - rev, axis)
 
 
-# rows of at most this many elements in all are replayed when torch's unstable sort decides ties
-_REPLAY_LIMIT = 1 << 18
+# tensors of at most this many elements have their ties replayed as torch's kernels decide them
+_REPLAY_LIMIT = 1 << 13  # a replay costs ~20 us per element: bounded to keep big sorts fast
 
 
 def _ascending_less(a, b) -> bool:
@@ -201,7 +204,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
         return _selected(TopkBackward0, "topk", x, data.copy(), np.zeros((), np.int64), 0, True)
     full = _order(data, d, largest)
     order = np.take(full, np.arange(k), axis=d)
-    if k and data.size:
+    if k and data.size and data.size <= _REPLAY_LIMIT:
         order = _topk_as_torch(data, d, k, largest, sorted, full, order)
     return _selected(TopkBackward0, "topk", x, np.take_along_axis(data, order, d), order, d, True)
 
@@ -277,7 +280,7 @@ def _kth(x, k, dim, keepdim, node_cls, name, torch_ties=False):
         return _selected(node_cls, name, x, data.copy(), np.zeros((), np.int64), 0, keepdim)
     order = np.take(_order(data, d, False), [k], axis=d)
     values = np.take_along_axis(data, order, d)
-    if torch_ties and data.size:
+    if torch_ties and 0 < data.size <= _REPLAY_LIMIT:
         # only slices where the chosen value occurs more than once can differ from input order
         same = (data == values) | (np.isnan(values) & np.isnan(data)) if data.dtype.kind == "f" else data == values
         tied = np.moveaxis((same.sum(axis=d, keepdims=True) > 1), d, -1).reshape(-1)
@@ -419,7 +422,7 @@ def mode(x, dim=-1, keepdim=False):
     # occurrence up to 16 elements (insertion sort is stable), the replayed sort's choice beyond
     in_run = start == best_start[:, None]
     picked = np.where(in_run, order, -1).max(axis=1)
-    if n > 16:
+    if 16 < n and data.size <= _REPLAY_LIMIT:
         for r in np.flatnonzero(length[np.arange(rows.shape[0]), best] > 1):
             pairs = [(v, i) for i, v in enumerate(rows[r].tolist())]
             std_sort(pairs, 0, n, _value_less)
@@ -537,21 +540,16 @@ def _cumulative_extreme(x, dim, is_max):
     if data.ndim == 0:
         values, picked = data.copy(), np.zeros((), np.int64)
     else:
-        moved = np.moveaxis(data, d, 0)
-        values = np.empty_like(moved)
-        picked = np.zeros(moved.shape, dtype=np.int64)
-        if moved.shape[0]:
-            best, where = moved[0].copy(), np.zeros(moved.shape[1:], np.int64)
-            for i in range(moved.shape[0]):
-                cur = moved[i]
-                # ties move the index forward; a NaN takes over and stays (torch's kernel)
-                take = (cur >= best) if is_max else (cur <= best)
-                if data.dtype.kind == "f":
-                    take = take | np.isnan(cur)
-                best = np.where(take, cur, best)
-                where = np.where(take, i, where)
-                values[i], picked[i] = best, where
-        values, picked = np.moveaxis(values, 0, d), np.moveaxis(picked, 0, d)
+        # running extreme; its index moves on at ties, and at every NaN (NaN then stays the value)
+        values = (np.maximum if is_max else np.minimum).accumulate(data, axis=d)
+        take = data == values
+        if data.dtype.kind == "f":
+            take |= np.isnan(data)
+        shape = [1] * data.ndim
+        shape[d] = data.shape[d]
+        positions = np.arange(data.shape[d]).reshape(shape)
+        picked = np.maximum.accumulate(np.where(take, positions, 0), axis=d) if data.size else \
+            np.zeros(data.shape, np.int64)
     vals, inds = wrap(np.array(values, order="C")), _indices(np.array(picked, order="C"))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CummaxBackward0 if is_max else CumminBackward0, (x,), vals)
