@@ -215,6 +215,25 @@ def test_bincount_histc_histogram(T):
             data.histogram(2, density=True), T.histogram(T.tensor([2.0, 2.0]), 2), T.histogram(T.tensor([]), 3)]
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_histogram_bins_and_edges_match_torch_at_bin_boundaries(dtype):
+    """Values on (or a rounding away from) bin edges land in torch's bin; edges equal torch's bit for bit."""
+    rng = np.random.default_rng(11)
+    for trial in range(120):
+        data = (rng.integers(0, 50, int(rng.integers(1, 80))) / float(rng.integers(1, 8))).astype(dtype)
+        bins = int(rng.integers(1, 12))
+        lo, hi = (0, 0) if trial % 3 == 0 else (float(data.min()) - 0.5 * (trial % 5), float(data.max()))
+        for fn, args in [("histc", (bins, lo, hi)), ("histogram", (bins,))]:
+            got = getattr(hookgrad, fn)(hookgrad.tensor(data), *args)
+            want = getattr(torch, fn)(torch.tensor(data), *args)
+            for g, w in zip(got if fn == "histogram" else (got,), want if fn == "histogram" else (want,)):
+                np.testing.assert_array_equal(g.numpy(), w.numpy())
+        got = hookgrad.histogram(hookgrad.tensor(data), bins, range=(1.0, 5.0), density=True)
+        want = torch.histogram(torch.tensor(data), bins, range=(1.0, 5.0), density=True)
+        np.testing.assert_allclose(got.hist.numpy(), want.hist.numpy(), rtol=1e-6)
+        np.testing.assert_array_equal(got.bin_edges.numpy(), want.bin_edges.numpy())
+
+
 @differential
 def test_searchsorted_bucketize_isin_unravel(T):
     seq = T.tensor([1, 3, 5, 7])

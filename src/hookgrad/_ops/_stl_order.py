@@ -1,10 +1,12 @@
 """Replays of libstdc++'s ``std::nth_element``, ``std::partial_sort`` and ``std::sort`` on a Python list.
 
-torch's CPU topk runs these on (value, index) pairs; which of several equal values it returns, and the
+torch's CPU sort, topk and mode run these on (value, index) pairs; which of several equal values they return, and the
 order of an unsorted result, are whatever these algorithms leave behind. Replaying them step for step
 is the only way to return the same indices (and so to send gradients to the same elements).
 """
 from __future__ import annotations
+
+__all__ = ["nth_element", "partial_sort", "sort", "topk_row"]
 
 
 def _lg(n):

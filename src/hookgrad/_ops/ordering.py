@@ -12,6 +12,7 @@ from __future__ import annotations
 import builtins
 import math
 from collections import namedtuple
+from fractions import Fraction
 
 import numpy as np
 
@@ -784,6 +785,57 @@ def _range_of(data, lo, hi, histc):
     return lo, hi
 
 
+def _linspace(lo, hi, steps, dtype):
+    """torch.linspace's bin edges, rounded as its kernel rounds them: ``start + step * i`` for the
+    first half and ``end - step * (steps - 1 - i)`` for the rest, each a fused multiply-add (one
+    rounding; exact rationals here)."""
+    lo, hi = dtype.type(lo), dtype.type(hi)
+    step = (hi - lo) / dtype.type(steps - 1) if steps > 1 else dtype.type(0)
+    half = steps // 2
+    start, end, exact_step = Fraction(float(lo)), Fraction(float(hi)), Fraction(float(step))
+    values = [start + exact_step * i if i < half else end - exact_step * (steps - 1 - i) for i in range(steps)]
+    return np.array([float(v) for v in values]).astype(dtype)
+
+
+def _bin_positions(data, lo, hi, edges, search):
+    """torch's histogram kernel: each element's bin (-1 outside [lo, hi] or NaN). Linear interpolation
+    in the input's dtype (histc: ``edges`` None, ``search`` the bin count); histogram corrects it by a
+    search of the neighbouring ``edges`` ("local") or searches all of them ("binary"). The last bin
+    includes its right edge."""
+    nbins = len(edges) - 1 if edges is not None else search
+    inside = (data >= lo) & (data <= hi)
+    with quiet_fp():
+        scaled = (data - lo) * data.dtype.type(nbins) / (hi - lo)
+    pos = np.clip(np.where(inside, scaled, 0), 0, nbins).astype(np.int64)
+    if search == "binary":
+        pos = np.searchsorted(edges, data, side="right") - 1
+    elif search == "local":
+        pos = _local_search(data, pos, edges)
+    pos = np.where(pos >= nbins, nbins - 1, pos)
+    return np.where(inside, pos, -1)
+
+
+def _local_search(data, pos, edges):
+    """upper_bound(edges[pos - 1 : pos + 2], value) - 1: the bin among the neighbours holding the value."""
+    n_edges = len(edges)
+    first = np.maximum(pos - 1, 0)
+    stop = np.minimum(pos + 2, n_edges)
+    result = stop.copy()
+    found = np.zeros(data.shape, dtype=bool)
+    for offset in range(3):
+        j = first + offset
+        hit = (j < stop) & ~found & (data < edges[np.minimum(j, n_edges - 1)])
+        result = np.where(hit, j, result)
+        found |= hit
+    return result - 1
+
+
+def _histogram_counts(data, pos, nbins, weights, dtype):
+    keep = pos >= 0
+    w = None if weights is None else weights[keep].astype(np.float64)
+    return np.bincount(pos[keep], weights=w, minlength=nbins)[:nbins].astype(dtype)
+
+
 @op()
 def histc(x, bins=100, min=0, max=0):
     _float_only(x, "histogram_cpu")
@@ -792,20 +844,23 @@ def histc(x, bins=100, min=0, max=0):
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
     data = x._data.reshape(-1)
+    dt = data.dtype
     lo, hi = _range_of(data, min, max, True)
-    hist, _ = np.histogram(data[~np.isnan(data)], bins=bins, range=(lo, hi))
-    return wrap(hist.astype(x._data.dtype))
+    pos = _bin_positions(data, dt.type(lo), dt.type(hi), None, bins)
+    return wrap(_histogram_counts(data, pos, bins, None, dt))
 
 
 @op()
 def histogram(x, bins=100, *, range=None, weight=None, density=False):
     _float_only(x, "histogram_cpu")
     data = x._data.reshape(-1)
+    dt = data.dtype
     if isinstance(bins, Tensor):
         if bins._data.ndim != 1:
             raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
                                f"{bins._data.ndim} dimensions in the bins tensor for dimension 0")
-        edges = bins._data.astype(x._data.dtype)
+        edges = bins._data.astype(dt)
+        search = "binary"
     else:
         if bins <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
@@ -813,12 +868,17 @@ def histogram(x, bins=100, *, range=None, weight=None, density=False):
             raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {range[0]:g} "
                                f"max {range[1]:g} for dimension 0")
         lo, hi = _range_of(data, *(range if range is not None else (0, 0)), False)
-        edges = np.linspace(lo, hi, bins + 1).astype(x._data.dtype)
+        edges = _linspace(lo, hi, bins + 1, dt)
+        search = "local"
+    nbins = len(edges) - 1
     w = None if weight is None else weight._data.reshape(-1)
-    with quiet_fp():
-        hist, _ = np.histogram(data, bins=edges.astype(np.float64), weights=w, density=density)
+    pos = _bin_positions(data, edges[0], edges[-1], edges, search) if nbins > 0 else np.full(data.shape, -1)
+    hist = _histogram_counts(data, pos, builtins.max(nbins, 0), w, dt)
+    if density and nbins > 0:
+        with quiet_fp():
+            hist = (hist / (hist.sum() * np.diff(edges))).astype(dt)
     rt = _return_type("histogram", ("hist", "bin_edges"))
-    return rt(wrap(hist.astype(x._data.dtype)), wrap(edges))
+    return rt(wrap(hist), wrap(edges))
 
 
 # ---- searching ------------------------------------------------------------------------------------
