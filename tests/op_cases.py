@@ -347,3 +347,44 @@ EDGE.update({
     "sum_to_size": (lambda T, x: x.sum_to_size(1, 3) * x.sum_to_size(2, 1), [(2, 3)]),
     "constant_pad_nd": (lambda T, x: T.constant_pad_nd(x, (1, 2), 0.5) + T.adjoint(x).sum(), [(2, 3)]),
 })
+
+# ---- ordering ----
+UNARY.update({
+    "sort": (lambda T, x: x.sort(1).values, {}), "sort_desc": (lambda T, x: x.sort(-1, descending=True)[0], {}),
+    "sort_stable": (lambda T, x: T.sort(x, stable=True, dim=0).values, {}), "msort": (lambda T, x: T.msort(x), {}),
+    "topk": (lambda T, x: x.topk(2, 1).values, {}), "topk_smallest": (lambda T, x: x.topk(3, largest=False)[0], {}),
+    "kthvalue": (lambda T, x: x.kthvalue(2, 0).values, {}), "kthvalue_keep": (lambda T, x: x.kthvalue(3, -1, True)[0], {}),
+    "median": (lambda T, x: x.median(), {}), "median_dim": (lambda T, x: x.median(1).values, {}),
+    "nanmedian": (lambda T, x: x.nanmedian(), {}), "nanmedian_dim": (lambda T, x: x.nanmedian(-1, keepdim=True)[0], {}),
+    "mode": (lambda T, x: x.mode(1).values, {}),
+    "cummax": (lambda T, x: x.cummax(1).values, {}), "cummin": (lambda T, x: x.cummin(-1)[0], {}),
+    "logcumsumexp": (lambda T, x: x.logcumsumexp(1), {}), "unfold": (lambda T, x: x.unfold(2, 2, 1), {}),
+    "unfold_step": (lambda T, x: x.unfold(-1, 2, 2), {}),
+})
+
+DOUBLE_BACKWARD.update({
+    "sort": lambda T, x: (x.sort(1).values * T.arange(4.0, dtype=x.dtype)).pow(2).sum(),
+    "topk": lambda T, x: x.topk(2, 0).values.pow(3).sum(),
+    "kthvalue_median": lambda T, x: (x.kthvalue(2, 1).values * x.median(0).values.sum()).sum() + x.median() ** 2,
+    "mode": lambda T, x: x.mode(1).values.pow(2).sum() * x.nanmedian(),
+    "cummax": lambda T, x: (x.cummax(1).values ** 2).sum() + (x.cummin(0)[0] ** 3).sum(),
+    "logcumsumexp": lambda T, x: (x.logcumsumexp(1) * x).sum(),
+    "unfold": lambda T, x: (x.unfold(1, 3, 1) ** 2).sum() * x.sum(),
+    "quantile": lambda T, x: (x.quantile(T.tensor([0.3, 0.8], dtype=x.dtype), dim=1) ** 2).sum(),
+    "diff": lambda T, x: (x.diff(n=2) ** 2).sum(),
+})
+
+EDGE.update({
+    "quantile": (lambda T, x: x.quantile(0.3), [(3, 4)]),
+    "quantile_q_dim": (lambda T, x: T.quantile(x, T.tensor([0.0, 0.4, 1.0], dtype=x.dtype), dim=0, keepdim=True),
+                       [(3, 4)]),
+    "quantile_midpoint": (lambda T, x: x.quantile(0.4, dim=1, interpolation="midpoint"), [(3, 4)]),
+    "quantile_nearest": (lambda T, x: x.quantile(0.5, dim=-1, interpolation="nearest"), [(3, 4)]),
+    "quantile_lower_higher": (lambda T, x: x.quantile(0.3, 0, interpolation="lower") * x.quantile(
+        0.3, 0, interpolation="higher"), [(3, 4)]),
+    "nanquantile": (lambda T, x: T.nanquantile(x, 0.7, dim=1), [(3, 4)]),
+    "diff": (lambda T, x: x.diff(), [(3, 4)]),
+    "diff_n_dim": (lambda T, x: T.diff(x, n=2, dim=0), [(4, 3)]),
+    "diff_prepend_append": (lambda T, a, b: T.diff(a, dim=1, prepend=b, append=b * 2), [(2, 3), (2, 2)]),
+    "column_stack": (lambda T, a, b: T.column_stack([a, b, a[:, 0]]), [(3, 2), (3,)]),
+})

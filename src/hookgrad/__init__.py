@@ -31,7 +31,6 @@ from .amp.autocast_mode import autocast, is_autocast_enabled  # noqa: E402
 linalg = _importlib.import_module(".linalg", __name__)
 
 from .version import __version__  # noqa: E402 - "2.13.0+hookgrad.0.1.0": torch API level, then ours
-from ._ordering import argsort, column_stack, msort, sort  # noqa: E402
 from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
                       LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
 strided = "torch.strided"

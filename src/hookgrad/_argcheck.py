@@ -64,6 +64,7 @@ _ARG_OVERRIDES = {
     "reshape_as": {"other": (TENSOR, "other")}, "type_as": {"other": (TENSOR, "other")}, "where": {"input": (OR_NUMBER, "input")}, "masked_fill": {"value": None}, "take_along_dim": {"indices": (TENSOR, "indices")},
     "select_scatter": {"index": None}, "vander": {"x": (TENSOR, "x")},
     "resize_as_": {"the_template": (TENSOR, "the_template")}, "map2_": {"x": (TENSOR, "x"), "y": (TENSOR, "y")},
+    "bucketize": {"input": (OR_NUMBER, "input")},
 }
 # torch accepts a Python number as the first argument of these
 _FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",

@@ -416,6 +416,11 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
 
 @op()
 def nonzero(x, *, as_tuple=False):
+    if x._data.ndim == 0:  # a 0-d input counts as one element with no coordinates
+        found = np.flatnonzero(x._data.reshape(1))
+        if as_tuple:
+            return (wrap(found.astype(np.int64)),)
+        return wrap(np.zeros((found.size, 0), np.int64))
     idx = np.nonzero(x._data)
     if as_tuple:
         return tuple(wrap(i.astype(np.int64)) for i in idx)

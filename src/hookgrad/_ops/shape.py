@@ -92,6 +92,15 @@ def hstack(tensors):
 
 
 @op(method=False)
+def column_stack(tensors):
+    """0-d and 1-d tensors become columns; the rest are concatenated along dim 1."""
+    tensors = [as_tensor_arg(t) for t in tensors]
+    if not tensors:
+        raise RuntimeError("column_stack expects a non-empty TensorList")
+    return hstack([t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors])
+
+
+@op(method=False)
 def vstack(tensors):
     return cat([t.reshape(1, -1) if t.ndim == 1 else t for t in tensors], 0)
 
