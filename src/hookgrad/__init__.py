@@ -116,6 +116,7 @@ _argcheck.accept_keyword_forms(Tensor)
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions", "multiprocessing",
           "torch_version", "version"}  # torch namespaces
+_LAZY |= {"special"}
 
 
 def __getattr__(name):
