@@ -42,3 +42,11 @@ __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "cheby
            "polygamma", "psi", "round", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
            "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
            "shifted_chebyshev_polynomial_w", "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
+
+from . import _argcheck  # noqa: E402
+
+# torch's TypeError for a non-tensor argument, as for the torch.* functions (see _argcheck); the
+# binary functions and the polynomials take a number for either operand and check for themselves
+_argcheck.guard_namespace(globals(), [n for n in __all__ if not n.endswith(("_polynomial_t", "_polynomial_u",
+                                      "_polynomial_v", "_polynomial_w", "_polynomial_h", "_polynomial_he",
+                                      "_polynomial_l", "_polynomial_p")) and n not in ("xlogy", "xlog1py", "zeta")])

@@ -538,6 +538,12 @@ def _recurrence(out, todo, x, n, p, q, step, first_k, last_k):
     out[todo] = qs
 
 
+def _libm(fn, a):
+    """``fn`` rounded once to ``a``'s dtype (NumPy's float32 loops may be an ulp off C's acosf/cosf,
+    and the closed forms multiply the angle by the degree)."""
+    return fn(a.astype(np.float64)).astype(a.dtype) if a.dtype == np.float32 else fn(a)
+
+
 def _chebyshev(kind, shifted):
     """torch's Chebyshev polynomials of the first to fourth kind (T, U, V, W), plain or shifted to [0, 1]."""
     limit = {"t": 6, "u": 8, "v": 8, "w": 8}[kind] if not shifted else {"t": 6, "u": 6, "v": 6, "w": 4}[kind]
@@ -561,9 +567,9 @@ def _chebyshev(kind, shifted):
         closed = ~done & (n > limit) & (np.abs(y) < t(1))
         if closed.any():
             yc, nc = y[closed], nf[closed]
-            th = np.arccos(yc)
+            th = _libm(np.arccos, yc)
             if kind == "t":
-                val = np.cos(nc * th)
+                val = _libm(np.cos, nc * th)
             elif kind == "u":
                 s = np.sin(th)
                 val = np.where(s != t(0), np.sin((nc + t(1)) * th) / np.where(s != 0, s, t(1)),
