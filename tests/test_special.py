@@ -308,3 +308,23 @@ def test_scripts_import_torch_special_under_hookgrad_run(tmp_path):
     name, grads = out.split(" ", 1)
     assert name == "module"
     np.testing.assert_allclose(eval(grads), x.grad.tolist(), rtol=1e-6)
+
+
+@differential
+def test_a_missing_derivative_raises_even_when_no_gradient_reaches_the_node(T):
+    class DropSecond(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+    x = T.tensor([0.5, 1.5], dtype=T.float64, requires_grad=True)
+    records = []
+    for make in (lambda: T.special.zeta(x + 1.5, 2.0), lambda: T.special.zeta(x + 1.5, x),
+                 lambda: T.igamma(x, x + 1), lambda: T.special.zeta(2.0, x + 1), lambda: T.xlogy(x, x)):
+        y = DropSecond.apply(x * 1, make())
+        records.append((type(make().grad_fn).__name__, catch(lambda: T.autograd.grad(y.sum(), x)[0])))
+    return records

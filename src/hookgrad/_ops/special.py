@@ -315,6 +315,14 @@ class _BinaryNode(Node):
     def apply(self, grads):
         g = grads[0]
         operands = list(self.saved())
+        if g is None:  # (nodes with a missing derivative run without a gradient, to raise as torch does)
+            needed = current_task().exec_info
+            for pos, (fn, _) in zip((0, 1) if self.scalar_at is None else (1 - self.scalar_at,),
+                                    self.next_functions):
+                d = self.d_self if pos == 0 else self.d_other
+                if fn is not None and (needed is None or fn in needed) and getattr(d, "missing", False):
+                    d(None, None, None)
+            return (None,) * len(self.next_functions)
         if self.scalar_at is not None:
             operands.insert(self.scalar_at, self.scalar)
         a, b = operands
@@ -336,7 +344,9 @@ class _BinaryNode(Node):
 
 def _binary_nodes(prefix, d_self, d_other, saved=("self", "other"), scalar_variants=True):
     """torch's nodes for a binary op: <prefix>0 (two tensors), 1 (self a number), 2 (other a number)."""
-    attrs = {"d_self": staticmethod(d_self), "d_other": staticmethod(d_other)}
+    attrs = {"d_self": staticmethod(d_self), "d_other": staticmethod(d_other),
+             # torch raises a missing derivative even when no gradient reached the node
+             "runs_without_grads": getattr(d_self, "missing", False) or getattr(d_other, "missing", False)}
     nodes = [node_class(prefix + "0", _BinaryNode, saved_names=saved, **attrs)]
     if scalar_variants:
         nodes.append(node_class(prefix + "1", _BinaryNode, saved_names=(saved[1],), scalar_at=0, **attrs))
@@ -417,6 +427,7 @@ def _zeta_np(s, q, dt):
 def _no_derivative(what):
     def fail(g, a, b):
         raise NotImplementedError(f"the derivative for '{what}' is not implemented.")
+    fail.missing = True
     return fail
 
 
