@@ -328,3 +328,15 @@ def test_a_missing_derivative_raises_even_when_no_gradient_reaches_the_node(T):
         y = DropSecond.apply(x * 1, make())
         records.append((type(make().grad_fn).__name__, catch(lambda: T.autograd.grad(y.sum(), x)[0])))
     return records
+
+
+@differential(rtol=1e-12)
+def test_normal_distribution_cdf_and_icdf_with_gradients(T):
+    loc = T.tensor([0.0, 1.0, -2.0], dtype=T.float64, requires_grad=True)
+    scale = T.tensor([1.0, 0.5, 3.0], dtype=T.float64, requires_grad=True)
+    normal = T.distributions.Normal(loc, scale)
+    value = T.tensor([0.3, 1.2, -7.0], dtype=T.float64)
+    q = T.tensor([0.1, 0.5, 0.975], dtype=T.float64)
+    c, i = normal.cdf(value), normal.icdf(q)
+    (c.sum() + i.sum()).backward()
+    return c, i, loc.grad, scale.grad, normal.icdf(normal.cdf(value))
