@@ -340,3 +340,15 @@ def test_normal_distribution_cdf_and_icdf_with_gradients(T):
     c, i = normal.cdf(value), normal.icdf(q)
     (c.sum() + i.sum()).backward()
     return c, i, loc.grad, scale.grad, normal.icdf(normal.cdf(value))
+
+
+@differential
+def test_incomplete_gamma_has_no_integer_kernel(T):
+    i, f = T.tensor([1, 2]), T.tensor([1.0, 2.0])
+    return [catch(T.igamma, i, i), catch(T.special.gammaincc, i, i), catch(T.igamma, T.tensor([True]), T.tensor([True])),
+            T.igamma(i, f), T.special.gammaincc(f, i)]
+
+
+def test_incomplete_gamma_integer_message_is_torchs():
+    with pytest.raises(NotImplementedError, match="\"igamma_cpu\" not implemented for 'Long'"):
+        hookgrad.igamma(hookgrad.tensor([1]), hookgrad.tensor([2]))

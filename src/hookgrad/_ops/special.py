@@ -451,11 +451,19 @@ _IGAMMAC = _binary_nodes("IgammacBackward", _no_derivative("igammac: input"),
                          lambda g, a, x: -_d_igamma_other(g, a, x), scalar_variants=False)
 
 
+_TORCH_SCALAR_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                       "bool": "Bool"}
+
+
 def _tensor_operands(name, a, b):
     for arg, what in ((a, "input"), (b, "other")):
         if not isinstance(arg, Tensor):
             raise TypeError(f"{name}(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
                             f"Tensor, not {type(arg).__name__}")
+    promoted = result_np_dtype(a, b)
+    if promoted.kind not in "fc":  # torch has no integer kernel (and promotes no integers here)
+        kind = _TORCH_SCALAR_NAMES.get(promoted.name, promoted.name)
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{kind}\'')
 
 
 def _igamma_np(lower):
