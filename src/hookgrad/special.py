@@ -2,6 +2,7 @@
 orthogonal polynomials, ...). The kernels and gradients live in ``_ops/special.py``; the names torch
 shares with ``torch.*`` are the same functions."""
 from ._ops import reduce as _reduce
+from ._tensor import Tensor  # torch.special.Tensor is torch.Tensor
 from ._ops.pointwise import exp2, expm1, log1p, round, sigmoid as expit
 from ._ops.special import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
                            chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, digamma, entr,
