@@ -7,19 +7,20 @@ on an edge value (lgamma(-inf), zeta(s, inf), trigamma at the poles) torch's ans
 from __future__ import annotations
 
 import math
-import sys
 
 import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, wrap
-from ..autograd.engine import current_task
+from .._late import LateNames
 from ..autograd.graph import Node
 from . import pointwise
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, is_number, quiet_fp, record, result_np_dtype
 from ._base import sum_to_shape
 from ._declare import UnaryNode, module_all, node_class, op, record_op
 
+# which gradients the running backward pass needs (the engine sits above the ops)
+_above = LateNames(current_task="hookgrad.autograd.engine")
 _scipy_special = None
 
 
@@ -315,10 +316,11 @@ class _BinaryNode(Node):
     def apply(self, grads):
         g = grads[0]
         operands = list(self.saved())
+        task = _above.current_task()
+        needed = None if task is None else task.exec_info  # None: every input's gradient
+        positions = (0, 1) if self.scalar_at is None else (1 - self.scalar_at,)
         if g is None:  # (nodes with a missing derivative run without a gradient, to raise as torch does)
-            needed = current_task().exec_info
-            for pos, (fn, _) in zip((0, 1) if self.scalar_at is None else (1 - self.scalar_at,),
-                                    self.next_functions):
+            for pos, (fn, _) in zip(positions, self.next_functions):
                 d = self.d_self if pos == 0 else self.d_other
                 if fn is not None and (needed is None or fn in needed) and getattr(d, "missing", False):
                     d(None, None, None)
@@ -326,9 +328,6 @@ class _BinaryNode(Node):
         if self.scalar_at is not None:
             operands.insert(self.scalar_at, self.scalar)
         a, b = operands
-        positions = (0, 1) if self.scalar_at is None else (1 - self.scalar_at,)
-        task = current_task()
-        needed = None if task is None else task.exec_info  # None: every input's gradient
         out = []
         for pos, (fn, _) in zip(positions, self.next_functions):
             if fn is None or (needed is not None and fn not in needed):  # torch computes only these
@@ -705,4 +704,3 @@ laguerre_polynomial_l = _polynomial("laguerre_polynomial_l", _laguerre)
 legendre_polynomial_p = _polynomial("legendre_polynomial_p", _legendre)
 
 __all__ = module_all(globals())
-del sys
