@@ -98,8 +98,51 @@ def _lgamma_np(d):
     return out
 
 
+_PSI_10 = 2.25175258906672110764  # digamma(10)
+# the asymptotic series' coefficients, B_2k / 2k, highest power first
+_DIGAMMA_SERIES = (8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+                   -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+                   8.33333333333333333333E-2)
+
+
+def _digamma_np(d):
+    """torch's digamma, vectorized in d's dtype: reflection for x < 0, recurrence up to 10, then
+    the asymptotic series (SciPy's psi evaluates element by element, ten times slower)."""
+    if d.dtype == np.float16:
+        return _digamma_np(d.astype(np.float32)).astype(np.float16)
+    t = d.dtype.type
+    x = d.copy()
+    neg = x < 0
+    any_neg = bool(neg.any())
+    if any_neg:
+        frac = np.fmod(d[neg].astype(np.float64), 1.0)
+        reflection = (math.pi / np.tan(math.pi * frac)).astype(d.dtype)  # in double, as torch
+        x[neg] = t(1) - x[neg]
+    result = np.zeros_like(x)
+    for _ in range(10):  # x >= 1 after the reflection, or tiny and positive: at most ten steps
+        low = x < t(10)
+        if not low.any():
+            break
+        result = np.where(low, result - t(1) / x, result)
+        x = np.where(low, x + t(1), x)
+    z = t(1) / (x * x)
+    poly = np.full_like(x, t(_DIGAMMA_SERIES[0]))
+    for c in _DIGAMMA_SERIES[1:]:
+        poly = poly * z + t(c)
+    y = np.where(x < t(1e17), z * poly, t(0))
+    out = result + np.log(x) - (t(0.5) / x) - y
+    out = np.where(x == t(10), result + t(_PSI_10), out)
+    if any_neg:
+        out[neg] = out[neg] - reflection
+        out[neg & (d == np.trunc(d))] = np.nan
+    zero = d == 0
+    if zero.any():
+        out[zero] = np.copysign(np.inf, -d[zero])
+    return out
+
+
 lgamma = _unary("lgamma", _lgamma_np, lambda g, x: g * digamma(x), node="LgammaBackward0", inplace=True)
-digamma = _unary("digamma", _kernel("psi"), lambda g, x: g * polygamma(1, x), node="DigammaBackward0",
+digamma = _unary("digamma", _digamma_np, lambda g, x: g * polygamma(1, x), node="DigammaBackward0",
                  inplace=True)
 
 
@@ -125,7 +168,7 @@ def _trigamma_np(d):
 
 def _polygamma_np(n, d):
     if n == 0:
-        return _kernel("psi")(d)
+        return _digamma_np(d)
     if n == 1:
         return _trigamma_np(d.astype(np.float32) if d.dtype == np.float16 else d).astype(d.dtype, copy=False)
     # (-1)^(n+1) n! zeta(n+1, x), as torch computes it (NaN at +inf, where SciPy gives 0)
