@@ -388,3 +388,30 @@ EDGE.update({
     "diff_prepend_append": (lambda T, a, b: T.diff(a, dim=1, prepend=b, append=b * 2), [(2, 3), (2, 2)]),
     "column_stack": (lambda T, a, b: T.column_stack([a, b, a[:, 0]]), [(3, 2), (3,)]),
 })
+
+# ---- special functions (torch.special, torch.erf/lgamma/..., their Tensor forms) ----
+UNARY.update({
+    "special_erf": (lambda T, x: T.special.erf(x), {}), "erfc": (lambda T, x: x.erfc(), {}),
+    "erfinv": (lambda T, x: (x * 0.4).erfinv(), {}), "erfcx": (lambda T, x: T.special.erfcx(x), {}),
+    "lgamma": (lambda T, x: x.lgamma(), {"positive": True}), "digamma": (lambda T, x: x.digamma(), {"positive": True}),
+    "polygamma2": (lambda T, x: T.polygamma(2, x), {"positive": True}),
+    "polygamma_": (lambda T, x: (x * 1).polygamma_(1), {"positive": True}),
+    "mvlgamma": (lambda T, x: x.mvlgamma(2), {"positive": True}), "i0": (lambda T, x: x.i0(), {}),
+    "i0e": (lambda T, x: T.special.i0e(x), {}), "i1": (lambda T, x: T.special.i1(x), {}),
+    "i1e": (lambda T, x: T.special.i1e(x), {}), "ndtri": (lambda T, x: T.special.ndtri(x.sigmoid()), {}),
+    "log_ndtr": (lambda T, x: T.special.log_ndtr(x), {}), "sinc": (lambda T, x: x.sinc(), {}),
+    "entr": (lambda T, x: T.special.entr(x), {"positive": True}), "logit": (lambda T, x: x.sigmoid().logit(), {}),
+    "logit_eps": (lambda T, x: T.logit(x.sigmoid(), eps=0.2), {}),
+    "xlogy_number_self": (lambda T, x: T.xlogy(2.0, x), {"positive": True}),
+    "xlogy_number_other": (lambda T, x: x.xlogy(3.0), {}),
+    "xlog1py_number_self": (lambda T, x: T.special.xlog1py(2.0, x), {"positive": True}),
+    "xlog1py_number_other": (lambda T, x: T.special.xlog1py(x, 0.5), {}),
+    "zeta_number_self": (lambda T, x: T.special.zeta(2.5, x), {"positive": True}),
+    "zeta_q": (lambda T, x: T.special.zeta(T.full_like(x, 3.0), x), {"positive": True}),
+    "igamma": (lambda T, x: T.igamma(T.full_like(x, 1.5), x), {"positive": True}),
+    "igammac": (lambda T, x: T.igammac(T.full_like(x, 0.7), x), {"positive": True}),
+})
+BINARY.update({
+    "xlogy": (lambda T, a, b: T.xlogy(a, b), {"positive": True}),
+    "xlog1py": (lambda T, a, b: T.special.xlog1py(a, b), {"positive": True}),
+})

@@ -100,6 +100,7 @@ _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions", "multiprocessing",
           "torch_version", "version"}  # torch namespaces
 _LAZY |= {"testing", "backends", "amp", "cpu"}
+_LAZY |= {"special"}
 
 
 def __getattr__(name):

@@ -11,6 +11,7 @@ from .._tensor import Tensor
 from . import creation, indexing, inplace, linalg, pointwise, reduce, shape, views
 from . import more
 from . import ordering
+from . import special
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
@@ -20,10 +21,11 @@ from .ordering import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
 from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .special import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 
 __all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
-           + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__)
+           + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__)
 
 
 def _comparable(b):

@@ -1,0 +1,53 @@
+"""``hookgrad.special``: torch.special's functions (error functions, gamma family, Bessel functions,
+orthogonal polynomials, ...). The kernels and gradients live in ``_ops/special.py``; the names torch
+shares with ``torch.*`` are the same functions."""
+from ._ops import reduce as _reduce
+from ._tensor import Tensor  # torch.special.Tensor is torch.Tensor
+from ._ops.pointwise import exp2, expm1, log1p, round, sigmoid as expit
+from ._ops.special import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
+                           chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, digamma, entr,
+                           erf, erfc, erfcx, erfinv, hermite_polynomial_h, hermite_polynomial_he, i0, i0e, i1, i1e,
+                           igamma as gammainc, igammac as gammaincc, laguerre_polynomial_l, legendre_polynomial_p,
+                           lgamma as gammaln, log_ndtr, logit, modified_bessel_i0, modified_bessel_i1,
+                           modified_bessel_k0, modified_bessel_k1, mvlgamma, ndtr, ndtri, polygamma,
+                           scaled_modified_bessel_k0, scaled_modified_bessel_k1, shifted_chebyshev_polynomial_t,
+                           shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+                           shifted_chebyshev_polynomial_w, sinc, spherical_bessel_j0, xlog1py, xlogy, zeta)
+
+psi = digamma
+
+
+def multigammaln(input, p):
+    """log of the multivariate gamma function of dimension ``p`` (torch.mvlgamma)."""
+    return mvlgamma(input, p)
+
+
+def softmax(input, dim, *, dtype=None):
+    return _reduce.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    return _reduce.log_softmax(input, dim, dtype=dtype)
+
+
+def logsumexp(input, dim, keepdim=False):
+    return _reduce.logsumexp(input, dim, keepdim)
+
+
+__all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
+           "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w", "digamma", "entr", "erf",
+           "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc", "gammaincc", "gammaln",
+           "hermite_polynomial_h", "hermite_polynomial_he", "i0", "i0e", "i1", "i1e", "laguerre_polynomial_l",
+           "legendre_polynomial_p", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "modified_bessel_i0",
+           "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1", "multigammaln", "ndtr", "ndtri",
+           "polygamma", "psi", "round", "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+           "shifted_chebyshev_polynomial_w", "sinc", "softmax", "spherical_bessel_j0", "xlog1py", "xlogy", "zeta"]
+
+from . import _argcheck  # noqa: E402
+
+# torch's TypeError for a non-tensor argument, as for the torch.* functions (see _argcheck); the
+# binary functions and the polynomials take a number for either operand and check for themselves
+_argcheck.guard_namespace(globals(), [n for n in __all__ if not n.endswith(("_polynomial_t", "_polynomial_u",
+                                      "_polynomial_v", "_polynomial_w", "_polynomial_h", "_polynomial_he",
+                                      "_polynomial_l", "_polynomial_p")) and n not in ("xlogy", "xlog1py", "zeta")])
