@@ -252,3 +252,106 @@ EDGE = {
     "diag_embed_dims": (lambda T, x: T.diag_embed(x, offset=1, dim1=0, dim2=2), [(2, 3)]),
     "diag_embed": (lambda T, x: T.diag_embed(x), [(2, 3)]),
 }
+
+
+# ---- linalg decompositions ----
+def _spd(T, a):
+    return a @ a.mT + a.shape[-1] * T.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _well(T, a):  # a square matrix safely away from singular
+    return a + 4 * T.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _svd_invariants(U, S, Vh):
+    """Sign-free functions of the factors: the squared entries of U and Vh, and S."""
+    return (U * U).sum(-2) * 0.3 + (U * U)[..., 0, :] + (Vh * Vh)[..., :, -1] + S * 1.5
+
+
+LINALG = {
+    "linalg_svd": (lambda T, a: _svd_invariants(*T.linalg.svd(a, full_matrices=False)), [(2, 4, 3)]),
+    "linalg_svd_wide": (lambda T, a: _svd_invariants(*T.linalg.svd(a, full_matrices=False)), [(3, 5)]),
+    "linalg_svd_S_only": (lambda T, a: T.linalg.svd(a)[1], [(4, 3)]),
+    "linalg_svd_product": (lambda T, a: (lambda r: r.U @ T.diag_embed(r.S) @ r.Vh)(T.linalg.svd(a, False)), [(2, 3, 3)]),
+    "svdvals": (lambda T, a: T.linalg.svdvals(a), [(2, 3, 5)]),
+    "torch_svd": (lambda T, a: (lambda r: r.U.abs() + r.V.abs().sum() + r.S)(T.svd(a)), [(4, 3)]),
+    "linalg_qr": (lambda T, a: T.cat([x.flatten() for x in T.linalg.qr(a)]), [(2, 4, 3)]),
+    "linalg_qr_square": (lambda T, a: T.cat([x.flatten() for x in T.linalg.qr(a)]), [(3, 3)]),
+    "linalg_qr_wide": (lambda T, a: T.cat([x.flatten() for x in T.linalg.qr(a)]), [(3, 5)]),
+    "linalg_qr_complete_wide": (lambda T, a: T.cat([x.flatten() for x in T.linalg.qr(a, mode="complete")]), [(2, 4)]),
+    "linalg_qr_R_only": (lambda T, a: T.linalg.qr(a)[1], [(4, 3)]),
+    "torch_qr": (lambda T, a: T.qr(a)[0] * 2, [(4, 3)]),
+    "linalg_eigh": (lambda T, a: (lambda r: T.cat([r[0], (r[1] * r[1]).flatten()]))(T.linalg.eigh(_spd(T, a))), [(3, 3)]),
+    "linalg_eigh_upper": (lambda T, a: (lambda r: r[0] + (r[1] ** 2).sum(-1))(T.linalg.eigh(a + a.mT, UPLO="U")), [(2, 4, 4)]),
+    "eigvalsh": (lambda T, a: T.linalg.eigvalsh(a + a.mT), [(2, 3, 3)]),
+    "linalg_cholesky": (lambda T, a: T.linalg.cholesky(_spd(T, a)), [(2, 3, 3)]),
+    "linalg_cholesky_upper": (lambda T, a: T.linalg.cholesky(_spd(T, a), upper=True), [(3, 3)]),
+    "cholesky_ex": (lambda T, a: T.linalg.cholesky_ex(_spd(T, a)).L, [(4, 4)]),
+    "cholesky_solve": (lambda T, a, b: T.cholesky_solve(b, T.linalg.cholesky(_spd(T, a))), [(3, 3), (3, 2)]),
+    "cholesky_solve_upper": (lambda T, a, b: T.cholesky_solve(b, T.linalg.cholesky(_spd(T, a), upper=True), upper=True),
+                             [(3, 3), (2, 3, 2)]),
+    "cholesky_inverse": (lambda T, a: T.cholesky_inverse(T.linalg.cholesky(_spd(T, a))), [(3, 3)]),
+    "solve_triangular": (lambda T, a, b: T.linalg.solve_triangular(_well(T, a), b, upper=True), [(3, 3), (2, 3, 2)]),
+    "solve_triangular_right": (lambda T, a, b: T.linalg.solve_triangular(_well(T, a), b, upper=False, left=False),
+                               [(2, 3, 3), (4, 3)]),
+    "solve_triangular_unit": (lambda T, a, b: T.linalg.solve_triangular(a, b, upper=False, unitriangular=True),
+                              [(3, 3), (3, 2)]),
+    "triangular_solve": (lambda T, b, a: T.cat([x.flatten() for x in T.triangular_solve(b, _well(T, a), upper=False)]),
+                         [(3, 2), (3, 3)]),
+    "triangular_solve_transpose": (lambda T, b, a: T.triangular_solve(b, _well(T, a), transpose=True)[0],
+                                   [(3, 2), (3, 3)]),
+    "linalg_lu": (lambda T, a: T.cat([x.flatten() for x in T.linalg.lu(a)]), [(2, 3, 3)]),
+    "linalg_lu_tall": (lambda T, a: T.cat([x.flatten() for x in T.linalg.lu(a)]), [(5, 3)]),
+    "linalg_lu_wide": (lambda T, a: T.cat([x.flatten() for x in T.linalg.lu(a)]), [(3, 5)]),
+    "lu_factor": (lambda T, a: T.linalg.lu_factor(a).LU, [(2, 4, 4)]),
+    "lu_factor_tall": (lambda T, a: T.linalg.lu_factor(a).LU, [(4, 2)]),
+    "lu_solve": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(_well(T, a)), b), [(3, 3), (3, 2)]),
+    "lu_solve_adjoint": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(_well(T, a)), b, adjoint=True),
+                         [(3, 3), (3, 2)]),
+    "lu_solve_right": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(_well(T, a)), b, left=False),
+                       [(3, 3), (2, 3)]),
+    "lu_solve_right_adjoint": (lambda T, a, b: T.linalg.lu_solve(*T.linalg.lu_factor(_well(T, a)), b, left=False,
+                                                                 adjoint=True), [(3, 3), (2, 3)]),
+    "lu_unpack": (lambda T, a: T.cat([x.flatten() for x in T.lu_unpack(*T.linalg.lu_factor(a))]), [(3, 3)]),
+    "torch_lu_solve": (lambda T, a, b: T.lu_solve(b, *T.linalg.lu_factor(_well(T, a))), [(3, 3), (3, 1)]),
+    "pinv": (lambda T, a: T.linalg.pinv(a), [(2, 4, 3)]),
+    "pinv_wide": (lambda T, a: T.linalg.pinv(a), [(3, 5)]),
+    "pinv_hermitian": (lambda T, a: T.linalg.pinv(_spd(T, a), hermitian=True), [(3, 3)]),
+    "pinverse": (lambda T, a: a.pinverse(), [(3, 2)]),
+    "lstsq": (lambda T, a, b: T.linalg.lstsq(a, b).solution, [(5, 3), (5, 2)]),
+    "lstsq_wide": (lambda T, a, b: T.linalg.lstsq(a, b, driver="gelsd").solution, [(2, 4), (2, 3)]),
+    "lstsq_batch": (lambda T, a, b: T.linalg.lstsq(a, b).solution, [(2, 4, 3), (1, 4, 1)]),
+    "lstsq_vector": (lambda T, a, b: T.linalg.lstsq(a, b).solution, [(2, 4, 3), (2, 4)]),
+    "matrix_exp": (lambda T, a: T.linalg.matrix_exp(a), [(2, 3, 3)]),
+    "matrix_exp_method": (lambda T, a: (a * 0.5).matrix_exp(), [(4, 4)]),
+    "matrix_power": (lambda T, a: T.linalg.matrix_power(a, 3), [(2, 3, 3)]),
+    "matrix_power_neg": (lambda T, a: T.linalg.matrix_power(_well(T, a), -2), [(3, 3)]),
+    "matrix_power_method": (lambda T, a: a.matrix_power(1) + T.matrix_power(a, 0), [(3, 3)]),
+    "cond": (lambda T, a: T.linalg.cond(a), [(2, 3, 3)]),
+    "cond_m2": (lambda T, a: T.linalg.cond(a, -2), [(3, 3)]),
+    "matrix_norm_nuc": (lambda T, a: T.linalg.matrix_norm(a, "nuc"), [(2, 3, 4)]),
+    "matrix_norm_2": (lambda T, a: T.linalg.matrix_norm(a, 2, keepdim=True), [(2, 3, 4)]),
+    "matrix_norm_m2": (lambda T, a: T.linalg.matrix_norm(a, -2, dim=(0, 2)), [(3, 2, 4)]),
+    "matrix_norm_1": (lambda T, a: T.linalg.matrix_norm(a, 1), [(2, 3, 4)]),
+    "matrix_norm_minf": (lambda T, a: T.linalg.matrix_norm(a, -float("inf"), dim=(2, 0), keepdim=True), [(2, 3, 4)]),
+    "linalg_norm_ord": (lambda T, a: T.linalg.norm(a, 1), [(3, 4)]),
+    "linalg_norm_vec": (lambda T, a: T.linalg.norm(a, 3, dim=1), [(3, 4)]),
+    "logdet": (lambda T, a: T.logdet(_spd(T, a)) + _well(T, a).logdet(), [(3, 3)]),
+    "householder_product": (lambda T, a, tau: T.linalg.householder_product(a, tau), [(4, 3), (2,)]),
+    "householder_product_batch": (lambda T, a, tau: T.linalg.householder_product(a, tau), [(2, 3, 3), (2, 3)]),
+    "orgqr": (lambda T, a, tau: T.orgqr(a, tau), [(3, 2), (2,)]),
+    "trace": (lambda T, a: T.trace(a) + a.trace(), [(3, 4)]),
+    "kron": (lambda T, a, b: T.kron(a, b), [(2, 3), (3, 1, 2)]),
+    "multi_dot": (lambda T, a, b, c: T.linalg.multi_dot([a, b, c]), [(3,), (3, 4), (4, 2)]),
+    "multi_dot_vec": (lambda T, a, b, c: T.linalg.multi_dot([a, b, c]), [(3,), (3, 4), (4,)]),
+    "chain_matmul": (lambda T, a, b: T.chain_matmul(a, b, a.mT), [(2, 3), (3, 3)]),
+    "vecdot": (lambda T, a, b: T.linalg.vecdot(a, b), [(2, 3), (3,)]),
+    "tensorinv": (lambda T, a: T.linalg.tensorinv(_well(T, a).reshape(2, 3, 6), ind=2), [(6, 6)]),
+    "tensorsolve": (lambda T, a, b: T.linalg.tensorsolve(_well(T, a).reshape(6, 2, 3), b), [(6, 6), (6,)]),
+    "linalg_vander": (lambda T, a: T.linalg.vander(a, N=4), [(2, 3)]),
+    "linalg_diagonal": (lambda T, a: T.linalg.diagonal(a, offset=1), [(2, 3, 4)]),
+    "inv_ex": (lambda T, a: T.linalg.inv_ex(_well(T, a)).inverse, [(2, 3, 3)]),
+    "solve_ex": (lambda T, a, b: T.linalg.solve_ex(_well(T, a), b).result, [(3, 3), (3, 2)]),
+    "solve_ex_right": (lambda T, a, b: T.linalg.solve_ex(_well(T, a), b, left=False).result, [(3, 3), (2, 3)]),
+}
+EDGE.update(LINALG)

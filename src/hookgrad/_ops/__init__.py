@@ -8,9 +8,10 @@ import numbers
 import numpy as np
 
 from .._tensor import Tensor
-from . import creation, indexing, inplace, linalg, pointwise, reduce, shape, views
+from . import creation, decompositions, indexing, inplace, linalg, pointwise, reduce, shape, views
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
+from .decompositions import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .pointwise import *  # noqa: F401,F403
@@ -18,7 +19,7 @@ from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 
-__all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
+__all__ = (creation.__all__ + decompositions.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
            + shape.__all__ + views.__all__)
 
 

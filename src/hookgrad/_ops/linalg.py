@@ -537,9 +537,4 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, *, dtype=None):
     return matrix_norm(a, ord, dim if dim is not None else (-2, -1), keepdim)
 
 
-@op(function=False)
-def logdet(a):
-    return slogdet(a)[1]
-
-
 __all__ = module_all(globals())
