@@ -25,6 +25,8 @@ class LinAlgError(RuntimeError):
     """torch.linalg.LinAlgError: a linear-algebra routine could not complete on its input."""
 
 
+# torch's class is torch._C._LinAlgError, exported as torch.linalg.LinAlgError
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
 LinAlgError.__module__ = "hookgrad.linalg"
 
 
@@ -49,6 +51,16 @@ _INV_EX = _result_type("linalg_inv_ex", ["inverse", "info"])
 _SOLVE_EX = _result_type("linalg_solve_ex", ["result", "info"])
 _TRIANGULAR_SOLVE = _result_type("triangular_solve", ["solution", "cloned_coefficient"])
 _SLOGDET = _result_type("linalg_slogdet", ["sign", "logabsdet"])
+
+
+_WARNED = set()
+
+
+def _warn_once(key, message):
+    """A deprecation notice given once per process (torch's TORCH_WARN_ONCE)."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, UserWarning, stacklevel=3)
 
 
 # ---- shared checks and helpers ----------------------------------------------------------------
@@ -106,8 +118,8 @@ def _eye_like(n, a):
 
 
 def _diag(v):
-    from .creation import diag_embed
-    return diag_embed(v)
+    """A batch of diagonal matrices from ``v`` (a product with the identity: twice differentiable)."""
+    return v.unsqueeze(-1) * _eye_like(v.shape[-1], v)
 
 
 def _wants(node, i):
@@ -217,15 +229,15 @@ class LinalgQrBackward0(Node):
     saved_names = ("Q", "R")
 
     def apply(self, grads):
-        Q, R = self.saved()
-        gQ, gR = grads
-        m, n = Q.shape[-2], R.shape[-1]
         if self.mode == "r":
             raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed when mode='r'. "
                                "Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
                                "through linalg.qr.")
+        Q, R = self.saved()
+        m, n = Q.shape[-2], R.shape[-1]
         if self.mode == "complete" and m > n:
             raise RuntimeError("The QR decomposition is not differentiable when mode='complete' and nrows > ncols.")
+        gQ, gR = grads
         gQ = _zero_if_none(gQ, Q)
         gR = _zero_if_none(gR, R)
         if m >= n:
@@ -410,11 +422,11 @@ def cholesky_ex(a, *, upper=False, check_errors=False):
 @op("cholesky")
 def cholesky_legacy(a, upper=False):
     """torch.cholesky / Tensor.cholesky (deprecated in torch): ``upper`` positional."""
-    warnings.warn("torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
+    _warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in a future "
                   "PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = torch.linalg.cholesky(A)"
                   "\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH"
                   "\nThis transform will produce equivalent results for all valid (symmetric positive definite) "
-                  "inputs.", UserWarning, stacklevel=2)
+                  "inputs.")
     return _cholesky(a, upper, "linalg.cholesky", True)[0]
 
 
@@ -492,11 +504,10 @@ def solve_triangular(a, b, *, upper, left=True, unitriangular=False):
 @op(method=True)
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """torch.triangular_solve (deprecated in torch): ``(solution, cloned_coefficient)``."""
-    warnings.warn("torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular"
+    _warn_once("triangular_solve", "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangular"
                   "and will be removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its arguments "
                   "reversed and does not return a copy of one of the inputs.\nX = torch.triangular_solve(B, A)."
-                  "solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).", UserWarning,
-                  stacklevel=2)
+                  "solution\nshould be replaced with\nX = torch.linalg.solve_triangular(A, B).")
     coeff = A.mT if transpose else A
     X = solve_triangular(coeff, b, upper=upper != transpose, unitriangular=unitriangular)
     return _TRIANGULAR_SOLVE(X, A.clone())
@@ -553,6 +564,13 @@ class LinalgLuFactorExBackward0(Node):
         return (_lu_backward(L, U, self.P, g[..., :, :k].tril(-1), g[..., :k, :].triu()),)
 
 
+def _lu_input(a, name):
+    a = as_tensor_arg(a)
+    if a._data.dtype.kind not in "fc":
+        raise NotImplementedError(f'"lu_cpu" not implemented for \'{_TYPE_NAMES.get(a._data.dtype.kind, "Long")}\'')
+    return _matrix(a, name)
+
+
 def _lu_arrays(data):
     """``(P, L, U, pivots)`` per matrix (pivots 1-based, as LAPACK's getrf) with ``A = P L U``."""
     m, n = data.shape[-2:]
@@ -585,7 +603,7 @@ def _rect_getrf(mat):
 
 def linalg_lu(a, *, pivot=True):
     """torch.linalg.lu: ``(P, L, U)`` with ``A = P L U``."""
-    a = _matrix(a, "linalg.lu")
+    a = _lu_input(a, "linalg.lu")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     p, l, u, _piv = _lu_arrays(a._data)
@@ -600,7 +618,7 @@ def linalg_lu(a, *, pivot=True):
 
 
 def _lu_factor(a, pivot, name):
-    a = _matrix(a, name)
+    a = _lu_input(a, name)
     if not pivot:
         raise RuntimeError(f"{name}: LU without pivoting is not implemented on the CPU")
     p, l, u, piv = _lu_arrays(a._data)
@@ -634,7 +652,7 @@ def lu_factor_ex(a, *, pivot=True, check_errors=False):
     LU, pivots, info = _lu_factor(a, pivot, "linalg.lu_factor_ex")
     if check_errors and info._data.any():
         first = int(np.flatnonzero(info._data.reshape(-1))[0])
-        raise LinAlgError(f"linalg.lu_factor_ex: U[{int(info._data.reshape(-1)[first])},"
+        raise RuntimeError(f"torch.linalg.lu_factor_ex: U[{int(info._data.reshape(-1)[first])},"
                           f"{int(info._data.reshape(-1)[first])}] is zero and using it on lu_solve would result "
                           f"in a division by zero. If you still want to perform the factorization, consider "
                           f"calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
@@ -1095,9 +1113,9 @@ def _chain(mats, split, i, j, matmul):
 @op(method=False)
 def chain_matmul(*matrices, out=None):
     """torch.chain_matmul (deprecated in torch): multi_dot of 2-D matrices."""
-    warnings.warn("torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
+    _warn_once("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than "
-                  "multiple parameters.", UserWarning, stacklevel=2)
+                  "multiple parameters.")
     if len(matrices) == 1:
         return matrices[0].clone()
     return multi_dot(matrices)
