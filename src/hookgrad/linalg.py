@@ -10,6 +10,7 @@ from ._ops.decompositions import linalg_lu_solve as lu_solve
 from ._ops.decompositions import linalg_qr as qr
 from ._ops.decompositions import linalg_svd as svd
 from ._ops.decompositions import linalg_vander as vander
+from ._ops.decompositions import ldl_factor, ldl_factor_ex, ldl_solve
 from ._ops.decompositions import matrix_exp, matrix_power
 from ._ops.linalg import det, inv, matmul, slogdet, solve
 from ._ops.reduce import vector_norm
@@ -20,7 +21,7 @@ def cross(a, b, dim=-1):
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
-           "householder_product", "inv", "inv_ex", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
            "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
            "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
            "tensorsolve", "vander", "vecdot", "vector_norm"]

@@ -1221,3 +1221,66 @@ def linalg_vander(x, *, N=None):
 
 
 __all__ = module_all(globals())
+
+
+# ---- ldl (no derivative in torch either) -------------------------------------------------------
+_LDL_FACTOR = _result_type("linalg_ldl_factor", ["LD", "pivots"])
+_LDL_FACTOR_EX = _result_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
+
+
+def _ldl(a, hermitian, name):
+    a = _square(a, name)
+    data = a._data
+
+    def one(m):
+        sytrf, = sla.get_lapack_funcs(("sytrf",), (m,))
+        ld, ipiv, info = sytrf(m, lower=1)
+        return np.tril(ld), ipiv.astype(np.int32), np.int32(info)
+    with quiet_fp():
+        if data.size == 0:
+            return (wrap(data.copy()), wrap(np.zeros(data.shape[:-1], np.int32)),
+                    wrap(np.zeros(data.shape[:-2], np.int32)))
+        ld, piv, info = _per_matrix(lambda m: _scalar_last(one(m)), data)
+    # torch's LD and pivots carry no gradient (its derivative is not implemented)
+    return wrap(np.ascontiguousarray(ld)), wrap(piv), wrap(info.reshape(data.shape[:-2]))
+
+
+def _scalar_last(parts):
+    ld, piv, info = parts
+    return ld, piv, np.array([[info]])
+
+
+def ldl_factor_ex(a, *, hermitian=False, check_errors=False):
+    """torch.linalg.ldl_factor_ex: LAPACK sytrf's compact ``LD``, ``pivots`` (1-based; negative for the
+    2x2 blocks) and ``info``."""
+    LD, pivots, info = _ldl(a, hermitian, "torch.linalg.ldl_factor_ex")
+    if check_errors and info._data.any():
+        raise LinAlgError(f"torch.linalg.ldl_factor_ex: The factorization could not be completed because the "
+                          f"input is singular (D[{int(info._data.reshape(-1)[np.flatnonzero(info._data)[0]])}] is zero).")
+    return _LDL_FACTOR_EX(LD, pivots, info)
+
+
+def ldl_factor(a, *, hermitian=False):
+    """torch.linalg.ldl_factor: ``(LD, pivots)``."""
+    LD, pivots, info = _ldl(a, hermitian, "torch.linalg.ldl_factor")
+    if info._data.any():
+        raise LinAlgError(f"torch.linalg.ldl_factor: The factorization could not be completed because the input "
+                          f"is singular (D[{int(info._data.reshape(-1)[np.flatnonzero(info._data)[0]])}] is zero).")
+    return _LDL_FACTOR(LD, pivots)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    """torch.linalg.ldl_solve: X with ``A X = B`` from A's ``ldl_factor``."""
+    LD, B = _square(LD, "torch.linalg.ldl_solve", "LD"), _float_input(B, "torch.linalg.ldl_solve", "B")
+    batch = np.broadcast_shapes(LD._data.shape[:-2], B._data.shape[:-2])
+    ld = np.broadcast_to(LD._data, batch + LD._data.shape[-2:])
+    piv = np.broadcast_to(pivots._data, batch + pivots._data.shape[-1:])
+    b = np.broadcast_to(B._data, batch + B._data.shape[-2:])
+
+    def one(m, p, rhs):
+        sytrs, = sla.get_lapack_funcs(("sytrs",), (m,))
+        x, _info = sytrs(m, p[0], rhs, lower=1)
+        return x
+    with quiet_fp():
+        out = _per_matrix(one, ld, piv[..., None, :], b) if b.size else np.zeros(b.shape, b.dtype)
+    return wrap(np.ascontiguousarray(out))
