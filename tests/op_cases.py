@@ -353,5 +353,9 @@ LINALG = {
     "inv_ex": (lambda T, a: T.linalg.inv_ex(_well(T, a)).inverse, [(2, 3, 3)]),
     "solve_ex": (lambda T, a, b: T.linalg.solve_ex(_well(T, a), b).result, [(3, 3), (3, 2)]),
     "solve_ex_right": (lambda T, a, b: T.linalg.solve_ex(_well(T, a), b, left=False).result, [(3, 3), (2, 3)]),
+    "linalg_cross": (lambda T, a, b: T.linalg.cross(a, b), [(2, 3), (1, 3)]),
+    "torch_cross": (lambda T, a, b: T.cross(a, b, dim=0) + a.cross(b, 0), [(3, 2), (3, 2)]),
+    "ormqr": (lambda T, a, tau, c: T.ormqr(a, tau, c), [(4, 3), (3,), (4, 2)]),
+    "ormqr_right_transpose": (lambda T, a, tau, c: a.ormqr(tau, c, left=False, transpose=True), [(3, 3), (3,), (2, 3)]),
 }
 EDGE.update(LINALG)

@@ -208,7 +208,8 @@ def test_deprecation_warnings_and_aliases():
         assert warns(fn, hookgrad)[1] == ["UserWarning"], name
         assert warns(fn, hookgrad)[1] == [], name
     for name in ("svd", "qr", "cholesky", "pinverse", "matrix_exp", "matrix_power", "logdet", "lu", "lu_solve",
-                 "cholesky_solve", "cholesky_inverse", "triangular_solve", "trace", "kron", "orgqr"):
+                 "cholesky_solve", "cholesky_inverse", "triangular_solve", "trace", "kron", "orgqr", "ormqr", "geqrf",
+                 "cross", "vander"):
         assert hasattr(hookgrad.Tensor, name) == hasattr(torch.Tensor, name), name
         assert hasattr(hookgrad, name) == hasattr(torch, name), name
     for name in ("lu_unpack", "chain_matmul"):
@@ -220,6 +221,8 @@ def test_linalg_namespace_against_torch():
                      and not hasattr(hookgrad.linalg, n))
     # eig and eigvals return complex tensors, which hookgrad does not support well enough yet
     assert missing == ["eig", "eigvals"]
+    assert not hasattr(hookgrad.linalg, "__all__") or set(hookgrad.linalg.__all__) >= {
+        n for n in dir(torch.linalg) if not n.startswith("_") and n != "common_notes"} - set(missing)
 
 
 def test_grad_fn_names():
@@ -242,3 +245,16 @@ def test_ldl_factor_and_solve(T):
     LD, pivots = T.linalg.ldl_factor(sym[0])
     return (list(r), LD, pivots, T.linalg.ldl_solve(r.LD, r.pivots, b), T.linalg.ldl_solve(LD, pivots, b[0]),
             type(r).__name__, type(T.linalg.ldl_factor(sym)).__name__, catch(T.linalg.ldl_factor, sym[0, :3]))
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_geqrf_vander_cross_defaults(T):
+    a = T.tensor(arr(2, 4, 3))
+    g = T.geqrf(a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        default_dim = T.cross(T.tensor(arr(3, 4)), T.tensor(arr(3, 4, seed=1)))
+    return (type(g).__name__, g.a, g.tau, T.vander(T.tensor([1, 2, 3])), T.vander(T.tensor([0.5, 2.0]), 4, True),
+            T.vander(T.tensor([1.0, 2.0]), N=0).shape, default_dim,
+            catch(T.linalg.cross, T.tensor(arr(2, 4)), T.tensor(arr(2, 4))),
+            catch(T.linalg.cross, T.tensor(arr(2, 3)), T.tensor(arr(3))))

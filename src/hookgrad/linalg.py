@@ -11,13 +11,10 @@ from ._ops.decompositions import linalg_qr as qr
 from ._ops.decompositions import linalg_svd as svd
 from ._ops.decompositions import linalg_vander as vander
 from ._ops.decompositions import ldl_factor, ldl_factor_ex, ldl_solve
+from ._ops.decompositions import linalg_cross as cross
 from ._ops.decompositions import matrix_exp, matrix_power
 from ._ops.linalg import det, inv, matmul, slogdet, solve
 from ._ops.reduce import vector_norm
-
-
-def cross(a, b, dim=-1):
-    return a.roll(-1, dim) * b.roll(-2, dim) - a.roll(-2, dim) * b.roll(-1, dim)
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",

@@ -1220,9 +1220,6 @@ def linalg_vander(x, *, N=None):
     return cat([ones, x.unsqueeze(-1).expand(tuple(x.shape) + (n - 1,)).cumprod(-1)], -1)
 
 
-__all__ = module_all(globals())
-
-
 # ---- ldl (no derivative in torch either) -------------------------------------------------------
 _LDL_FACTOR = _result_type("linalg_ldl_factor", ["LD", "pivots"])
 _LDL_FACTOR_EX = _result_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
@@ -1284,3 +1281,109 @@ def ldl_solve(LD, pivots, B, *, hermitian=False):
     with quiet_fp():
         out = _per_matrix(one, ld, piv[..., None, :], b) if b.size else np.zeros(b.shape, b.dtype)
     return wrap(np.ascontiguousarray(out))
+
+
+# ---- cross products, Vandermonde matrices, Householder representations ----------------------------
+def _cross_parts(a, b):
+    a, b = as_tensor_arg(a), as_tensor_arg(b)
+    shape = np.broadcast_shapes(a._data.shape, b._data.shape)
+    a, b = a.expand(shape), b.expand(shape)
+    return a, b
+
+
+def linalg_cross(a, b, *, dim=-1):
+    """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (inputs broadcast)."""
+    a, b = as_tensor_arg(a), as_tensor_arg(b)
+    if a.ndim != b.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if a.shape[dim] != 3 or b.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
+                           f"{b.shape[dim]}")
+    a, b = _cross_parts(a, b)
+    a0, a1, a2 = a.unbind(dim)
+    b0, b1, b2 = b.unbind(dim)
+    from .shape import stack
+    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+
+
+@op()
+def cross(a, b, dim=None):
+    """torch.cross / Tensor.cross: with ``dim=None``, the first dimension of size 3 (deprecated in torch)."""
+    if dim is None:
+        _warn_once("cross", "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass "
+                            "the dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will "
+                            "change to agree with that of linalg.cross in a future release.")
+        shape = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        sizes = [i for i, s in enumerate(shape) if s == 3]
+        if not sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes[0]
+    return linalg_cross(a, b, dim=dim)
+
+
+@op(method=False)
+def vander(x, N=None, increasing=False):
+    """torch.vander: powers of a 1-D ``x`` in columns, decreasing unless ``increasing``."""
+    x = as_tensor_arg(x)
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    if N is not None and N < 0:
+        raise RuntimeError("N must be non-negative.")
+    if N == 0:
+        return wrap(np.zeros((x.shape[0], 0), dtype=np.result_type(x._data.dtype, np.int64)))
+    data = x if x._data.dtype.kind in "fc" else x.to(dtype=_int64())
+    out = linalg_vander(data, N=x.shape[0] if N is None else N)
+    return out if increasing else out.flip(-1)
+
+
+def _int64():
+    from .. import int64
+    return int64
+
+
+_GEQRF = _result_type("geqrf", ["a", "tau"])
+
+
+@op()
+def geqrf(a):
+    """torch.geqrf: LAPACK's geqrf (Householder vectors below the diagonal, R on and above it, and tau).
+    Like torch, it has no derivative: its results do not require grad."""
+    a = _matrix(a, "geqrf")
+
+    def one(m):
+        qr_raw, tau = sla.qr(m, mode="raw")[0]
+        return np.ascontiguousarray(qr_raw), tau
+    with quiet_fp():
+        if a._data.size == 0:
+            k = min(a._data.shape[-2:])
+            return _GEQRF(wrap(a._data.copy()), wrap(np.zeros(a._data.shape[:-2] + (k,), a._data.dtype)))
+        packed, tau = _per_matrix(lambda m: _pair_vector(one(m)), a._data)
+    return _GEQRF(wrap(packed), wrap(tau.reshape(a._data.shape[:-2] + (-1,))))
+
+
+def _pair_vector(parts):
+    packed, tau = parts
+    return packed, tau[None, :]
+
+
+@op()
+def ormqr(a, tau, other, left=True, transpose=False):
+    """torch.ormqr: ``Q @ other`` (or ``Q^T``, or on the right) with Q the full Householder product of
+    ``(a, tau)`` (what geqrf returns)."""
+    a, other = _matrix(a, "ormqr"), _matrix(other, "ormqr")
+    m = a.shape[-2]
+    from .shape import cat
+    k = tau.shape[-1]
+    # pad to m Householder vectors with tau = 0 (identity reflections): the full m-by-m Q
+    if a.shape[-1] < m:
+        a = cat([a, wrap(np.zeros(tuple(a.shape[:-1]) + (m - a.shape[-1],), a._data.dtype))], -1)
+    else:
+        a = a[..., :, :m]
+    if k < m:
+        tau = cat([tau, wrap(np.zeros(tuple(tau.shape[:-1]) + (m - k,), tau._data.dtype))], -1)
+    Q = householder_product(a, tau)
+    Q = Q.mT if transpose else Q
+    return Q @ other if left else other @ Q
+
+
+__all__ = module_all(globals())
