@@ -187,7 +187,8 @@ def test_errors(T):
         lambda: T.linalg.lstsq(rect, T.tensor(arr(3, 1))), lambda: T.linalg.multi_dot([rect]),
         lambda: T.linalg.householder_product(rect, T.tensor(arr(2))), lambda: T.linalg.tensorinv(rect, 1),
         lambda: T.linalg.matrix_power(rect, 2), lambda: T.linalg.lu_factor(ints),
-        lambda: T.linalg.inv(T.zeros(2, 2)))]
+        lambda: T.linalg.inv(T.zeros(2, 2)), lambda: T.linalg.svd(rect, driver="gesvd"),
+        lambda: T.linalg.svdvals(rect, driver="gesvd"))]
 
 
 @differential

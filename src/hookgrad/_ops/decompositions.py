@@ -178,6 +178,12 @@ def svd_backward(U, S, Vh, gU, gS, gVh):
     return U @ inner @ Vh
 
 
+def _check_svd_driver(driver):
+    if driver is not None:  # hookgrad's tensors are CPU tensors
+        raise RuntimeError("torch.linalg.svd: keyword argument `driver=` is only supported on CUDA inputs with "
+                           "cuSOLVER backend.")
+
+
 def _svd_arrays(a, full_matrices):
     with quiet_fp():
         try:
@@ -190,6 +196,7 @@ def _svd_arrays(a, full_matrices):
 def linalg_svd(a, full_matrices=True, *, driver=None):
     """torch.linalg.svd: ``(U, S, Vh)`` with ``A = U diag(S) Vh``."""
     a = _matrix(a, "linalg.svd")
+    _check_svd_driver(driver)
     u, s, vh = _svd_arrays(a, full_matrices)
     U, S, Vh = wrap(u), wrap(s.astype(a._data.dtype, copy=False)), wrap(vh)
     if GRAD.enabled and a._requires_grad:
@@ -203,6 +210,7 @@ def linalg_svd(a, full_matrices=True, *, driver=None):
 def svdvals(a, *, driver=None):
     """torch.linalg.svdvals: the singular values, in descending order."""
     a = _matrix(a, "linalg.svd")
+    _check_svd_driver(driver)
     if not (GRAD.enabled and a._requires_grad):
         with quiet_fp():
             return wrap(np.linalg.svd(a._data, compute_uv=False).astype(a._data.dtype, copy=False))
