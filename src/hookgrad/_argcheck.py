@@ -50,6 +50,7 @@ _BY_NAME = {
 _TORCH_NAMES = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd", "clip": "clamp",
                 "concat": "cat", "concatenate": "cat", "rdiv": "div", "true_divide": "div"}
 _ARG_OVERRIDES = {
+    "vander": {"x": (TENSOR, "x")}, "ormqr": {"tau": (TENSOR, "input2"), "other": (TENSOR, "input3")},
     "mm": {"b": (TENSOR, "mat2")}, "bmm": {"b": (TENSOR, "mat2")}, "matmul": {"b": (TENSOR, "other")},
     "dot": {"b": (TENSOR, "tensor")}, "vdot": {"b": (TENSOR, "other")}, "inner": {"b": (TENSOR, "other")},
     "outer": {"b": (TENSOR, "vec2")}, "ger": {"b": (TENSOR, "vec2")}, "tensordot": {"b": (TENSOR, "b")},

@@ -1,16 +1,24 @@
-"""``hookgrad.linalg``: norms, determinants, inverses and solves (all differentiable)."""
-from ._ops.linalg import det, inv, linalg_norm as norm, matrix_norm, slogdet, solve
+"""``hookgrad.linalg``: norms, determinants, inverses, solves and decompositions (all differentiable)."""
+from ._ops.decompositions import (LinAlgError, cond, householder_product, inv_ex, lstsq, lu_factor,
+                                  lu_factor_ex, matrix_norm, matrix_rank, multi_dot, norm, pinv,
+                                  solve_ex, solve_triangular, svdvals, eigh, eigvalsh, cholesky_ex,
+                                  tensorinv, tensorsolve, vecdot)
+from ._ops.decompositions import linalg_cholesky as cholesky
+from ._ops.decompositions import linalg_diagonal as diagonal
+from ._ops.decompositions import linalg_lu as lu
+from ._ops.decompositions import linalg_lu_solve as lu_solve
+from ._ops.decompositions import linalg_qr as qr
+from ._ops.decompositions import linalg_svd as svd
+from ._ops.decompositions import linalg_vander as vander
+from ._ops.decompositions import ldl_factor, ldl_factor_ex, ldl_solve
+from ._ops.decompositions import linalg_cross as cross
+from ._ops.decompositions import matrix_exp, matrix_power
+from ._ops.linalg import det, inv, matmul, slogdet, solve
 from ._ops.reduce import vector_norm
 
 
-def inv_ex(a, *, check_errors=False):
-    from collections import namedtuple
-    from ._ops.creation import zeros
-    return namedtuple("inv_ex", ["inverse", "info"])(inv(a), zeros(a.shape[:-2], dtype="int32"))
-
-
-def cross(a, b, dim=-1):
-    return a.roll(-1, dim) * b.roll(-2, dim) - a.roll(-2, dim) * b.roll(-1, dim)
-
-
-__all__ = ["det", "inv", "inv_ex", "norm", "matrix_norm", "vector_norm", "slogdet", "solve", "cross"]
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
+           "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
+           "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
+           "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
+           "tensorsolve", "vander", "vecdot", "vector_norm"]

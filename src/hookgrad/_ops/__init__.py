@@ -12,8 +12,10 @@ from . import creation, indexing, inplace, linalg, pointwise, reduce, shape, vie
 from . import more
 from . import ordering
 from . import special
+from . import decompositions
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
+from .decompositions import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .more import *  # noqa: F401,F403
@@ -25,7 +27,7 @@ from .special import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 
 __all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
-           + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__)
+           + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__ + decompositions.__all__)
 
 
 def _comparable(b):

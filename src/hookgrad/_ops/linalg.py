@@ -432,7 +432,8 @@ def inv(a: Tensor) -> Tensor:
     try:
         data = np.linalg.inv(a._data)
     except np.linalg.LinAlgError:
-        raise RuntimeError("linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
+        from .decompositions import LinAlgError
+        raise LinAlgError("linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
                            "because the input matrix is singular.") from None
     result = wrap(data.astype(a._data.dtype, copy=False))
     if GRAD.enabled and a._requires_grad:
@@ -515,7 +516,8 @@ def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
     try:
         data = np.linalg.solve(a._data, b._data[..., None] if vector else b._data)
     except np.linalg.LinAlgError:
-        raise RuntimeError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
+        from .decompositions import LinAlgError
+        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
     if vector:
         data = data[..., 0]
     result = wrap(data.astype(a._data.dtype, copy=False))
@@ -540,11 +542,6 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, *, dtype=None):
             return matrix_norm(a, "fro", dim, keepdim)
         return vector_norm(a, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
     return matrix_norm(a, ord, dim if dim is not None else (-2, -1), keepdim)
-
-
-@op(function=False)
-def logdet(a):
-    return slogdet(a)[1]
 
 
 __all__ = module_all(globals())

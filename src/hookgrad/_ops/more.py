@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, wrap
+from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
@@ -444,9 +445,9 @@ def cross(a, b, dim=None):
         both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
         a, b = a.expand(*both), b.expand(*both)
     if dim is None:
-        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
-                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
-                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=2)
+        warn_once("cross", "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the "
+                  "dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                  "with that of linalg.cross in a future release.", stacklevel=2)
         sizes = [i for i, s in enumerate(a.shape) if s == 3]
         if not sizes:
             raise RuntimeError("no dimension of size 3 in input")
