@@ -17,15 +17,8 @@ import torch
 
 # node classes whose ``_saved_*`` set differs from torch's, and why (checked: each still differs)
 KNOWN_DIFFERENT = {
-    "AsStridedBackward0": "size, stride and storage_offset are not reported (the node keeps a byte geometry)",
     "DivBackward2": "rounding division is a zero-gradient node here: keeps shapes, not self/other/rounding_mode",
     "SgnBackward0": "a zero-gradient node here: torch saves self and result",
-    "GatherBackward0": "dim and sparse_grad not reported; torch also saves self, which is not kept here",
-    "ScatterBackward0": "dim not reported",
-    "ScatterBackward1": "dim not reported",
-    "ScatterAddBackward0": "dim not reported",
-    "IndexSelectBackward0": "dim and self_sym_sizes not reported",
-    "IndexAddBackward0": "alpha, dim, source_dim not reported; torch also saves source",
     "IndexBackward0": "indices and self_sym_sizes not reported (advanced indices are kept as NumPy arrays)",
     "IndexPutBackward0": "indices and accumulate not reported",
     "MaskedSelectBackward0": "torch also saves self, which is not kept here",
@@ -33,10 +26,6 @@ KNOWN_DIFFERENT = {
     "LinalgSlogdetBackward0": "torch saves A, LU, pivots and sign; only A is kept here",
     "LinalgSolveExBackward0": "torch saves LU, pivots and left; only A and result are kept here",
     "MaxPool2DWithIndicesBackward0": "result1 (the indices) is computed when read, so it has no _raw_saved_result1",
-    "EmbeddingBackward0": "indices, padding_idx, weight size, scale_grad_by_freq and sparse not reported",
-    "NativeBatchNormBackward0": "running stats, eps, training and the saved mean/invstd not reported",
-    "NativeLayerNormBackward0": "normalized_shape not reported",
-    "NativeGroupNormBackward0": "N, C, HxW, group, eps and the saved mean/rstd not reported",
 }
 
 

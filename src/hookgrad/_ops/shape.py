@@ -135,7 +135,10 @@ def tile(x, dims):
 
 
 class RepeatInterleaveBackward(Node):
-    __slots__ = ("dim", "repeats", "in_shape")
+    __slots__ = ("dim", "repeats", "in_shape", "dim_arg")
+    # torch records repeat_interleave as index_select with the repeated positions as index
+    saved_names = ("index",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         g = grads[0]
@@ -158,7 +161,8 @@ def repeat_interleave(x, repeats, dim=None):
     result = wrap(np.repeat(x._data, reps, axis=d))
     if GRAD.enabled and x._requires_grad:
         node = record_op(RepeatInterleaveBackward, (x,), result)
-        node.dim, node.repeats, node.in_shape = d, reps, x._data.shape
+        node.dim, node.repeats, node.in_shape, node.dim_arg = d, reps, x._data.shape, dim
+        node.save(wrap(np.repeat(np.arange(x._data.shape[d]), reps)))
     return result
 
 

@@ -649,7 +649,10 @@ class Geometry:
 class AsStridedBackward0(Node):
     """Gradient of a view taken from its base's history (after in-place changes)."""
 
-    __slots__ = ("geometry",)
+    # args: (size, stride, storage_offset) as torch reports them
+    __slots__ = ("geometry", "args")
+    saved_values = {"size": lambda n: n.args[0], "stride": lambda n: n.args[1],
+                    "storage_offset": lambda n: n.args[2]}
 
     def apply(self, grads):
         return (strided_scatter(grads[0], self.geometry),)
@@ -683,13 +686,21 @@ def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
     if GRAD.enabled and g._requires_grad:
         node = record_op(AsStridedBackward0, (g,), out)
         node.geometry = geometry
+        node.args = _strided_args(geometry)
     return out
 
 
 def as_strided_node(base: Tensor, view_tensor: Tensor) -> Node:
     node = AsStridedBackward0((edge(base),))
-    node.geometry = Geometry(base._data, view_tensor._data)
+    node.geometry = geom = Geometry(base._data, view_tensor._data)
+    node.args = _strided_args(geom)
     return node
+
+
+def _strided_args(geom: Geometry) -> tuple:
+    """(size, stride, storage_offset) of a view's geometry, in elements."""
+    item = geom.dtype.itemsize
+    return geom.shape, tuple(s // item for s in geom.strides), (geom.offset - geom.base_offset) // item
 
 
 @op()
@@ -706,6 +717,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     if GRAD.enabled and x._requires_grad:
         node = record_op(AsStridedBackward0, (x,), out)
         node.geometry = Geometry(x._data, data)
+        node.args = (tuple(size), tuple(stride), storage_offset)
     return out
 
 

@@ -37,12 +37,13 @@ def saved_arg(i: int):
     return lambda node: node.args[i]
 
 
-def linear_map_nodes(name: str, adj_name: str, saves_input: bool = False, saved_values=None):
+def linear_map_nodes(name: str, adj_name: str, saves_input: bool = False, saved_values=None, saved_names=None):
     """The node class ``name`` of a linear map, and (as its ``adjoint``) the class ``adj_name`` of its
     backward. ``saves_input``: the node keeps the op's input, as torch's does. ``saved_values``:
-    torch's other saved values, as ``Node.saved_values`` (mostly ``saved_arg`` entries)."""
-    fwd_cls = node_class(name, LinearMapNode, saves_input=saves_input,
-                         saved_names=("self",) if saves_input else (), saved_values=saved_values or {})
+    torch's other saved values, as ``Node.saved_values`` (mostly ``saved_arg`` entries);
+    ``saved_names``: the tensors the caller saves itself, when not the input."""
+    fwd_cls = node_class(name, LinearMapNode, saves_input=saves_input, saved_values=saved_values or {},
+                         saved_names=saved_names or (("self",) if saves_input else ()))
     adj_cls = node_class(adj_name, LinearMapNode)
     fwd_cls.adjoint, adj_cls.adjoint = adj_cls, fwd_cls
     if saves_input:
