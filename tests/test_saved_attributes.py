@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import hookgrad
+from difftest import catch, differential
 from op_cases import BINARY, EDGE, MATRIX, UNARY
 
 import torch
@@ -21,7 +22,6 @@ KNOWN_DIFFERENT = {
     "SgnBackward0": "a zero-gradient node here: torch saves self and result",
     "IndexBackward0": "indices and self_sym_sizes not reported (advanced indices are kept as NumPy arrays)",
     "IndexPutBackward0": "indices and accumulate not reported",
-    "MaskedSelectBackward0": "torch also saves self, which is not kept here",
     "LinalgDetBackward0": "torch saves the LU factorization (LU, pivots); the backward here inverts A",
     "LinalgSlogdetBackward0": "torch saves A, LU, pivots and sign; only A is kept here",
     "LinalgSolveExBackward0": "torch saves LU, pivots and left; only A and result are kept here",
@@ -188,3 +188,47 @@ def test_known_differences_are_still_different():
                 if want[:2] != got[:2] or any(not _same(want[2][n], got[2][n]) for n in want[0]):
                     still.add(name)
     assert set(KNOWN_DIFFERENT) == reached == still, (set(KNOWN_DIFFERENT) - still)
+
+
+def _attrs(fn):
+    """A node's _saved_* values, tensors and errors made comparable by the harness."""
+    return {n: catch(getattr, fn, n) for n in sorted(dir(fn)) if n.startswith("_saved_")}
+
+
+@differential
+def test_saved_values_after_backward(T):
+    """Non-tensor values stay readable after the backward; saved tensors raise (freed buffers)."""
+    x = T.tensor([[1.0, -2.0, 3.0], [0.5, 1.5, -1.0]], requires_grad=True)
+    y = (x.sum(-1, keepdim=True) * 2).pow(3).transpose(0, -1)
+    fns = [y.grad_fn, y.grad_fn.next_functions[0][0], y.grad_fn.next_functions[0][0].next_functions[0][0]]
+    before = [_attrs(f) for f in fns]
+    y.sum().backward()
+    return before, [_attrs(f) for f in fns], [sorted(n for n in dir(f) if n.startswith("_raw_saved_")) for f in fns]
+
+
+@differential
+def test_negative_dims_and_numbers_as_torch_reports_them(T):
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    outs = [x.softmax(-1), x.unsqueeze(-1), x[:, -1], x[-1:, :-1], x.mean((0, -1)), x.var(), x.var(0),
+            x.std(-1, correction=0), x * 2, x * 0.5, x.clamp(min=-1), x.tril(-1), x.narrow(-1, 0, 1),
+            x.permute(-1, 0), x.norm(dim=-1), x.cumsum(-1), x.max(-1).values,
+            T.cat([x, x], -1), T.stack([x, x], -2), x.roll(-1, -1), x.flip(-1), x.diagonal(0, -2, -1)]
+    return [(type(o.grad_fn).__name__, _attrs(o.grad_fn)) for o in outs]
+
+
+@differential
+def test_raw_saved_tensor_hooks_on_new_saves(T):
+    """Tensors now packed as torch packs them (batch norm's statistics, gather's input) take
+    hooks through _raw_saved_<name> and fail the version check when modified in place."""
+    x = T.tensor([[1.0, 2.0], [3.0, 5.0], [0.0, -1.0]], dtype=T.float64, requires_grad=True)
+    bn = T.nn.BatchNorm1d(2).double()
+    y = bn(x)
+    seen = []
+    y.grad_fn._raw_saved_result1.register_hooks(lambda t: t * 1, lambda t: (seen.append(t.shape), t)[1])
+    _ = y.grad_fn._saved_result1
+    src = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    z = src * 1
+    g = z.gather(1, T.tensor([[0], [1]]))
+    with T.no_grad():
+        z.mul_(2)
+    return [list(s) for s in seen], catch(g.sum().backward), bn.running_mean

@@ -400,10 +400,10 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 class MaskedSelectBackward0(Node):
     __slots__ = ("in_shape",)
-    saved_names = ("mask",)
+    saved_names = ("mask", "self")  # torch keeps self too (for its sizes)
 
     def apply(self, grads):
-        (mask,) = self.saved()
+        mask = self.saved()[0]
         m = np.broadcast_to(mask._data, self.in_shape)
         return (index_put_accumulate(grads[0], self.in_shape, np.nonzero(m)),)
 
@@ -416,7 +416,7 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     if GRAD.enabled and x._requires_grad:
         node = record_op(MaskedSelectBackward0, (x,), result)
         node.in_shape = x._data.shape
-        node.save(mask)
+        node.save(mask, x)
     return result
 
 

@@ -144,7 +144,7 @@ def _number_or_saved(index):
     def get(node):
         if node.scalar is not None and node._saved is not None:
             return wrap(np.asarray(node.scalar))
-        return saved_tensor(node, index)
+        return saved_tensor(node, index, freed_if_undefined=node.scalar is not None)
     return get
 
 

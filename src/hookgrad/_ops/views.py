@@ -339,9 +339,9 @@ _INT64_MAX = 2 ** 63 - 1
 
 class SliceBackward0(_IndexScatterBackward):
     # bounds: (start, end, step) as the caller gave them, None for an open end
-    __slots__ = ("bounds",)
+    __slots__ = ("bounds", "dim_arg")
     saved_values = {
-        "self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: len(n.index) - 1,
+        "self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(n.dim_arg),
         "start": lambda n: 0 if n.bounds[0] is None else saved_dim(n.bounds[0]),
         "end": lambda n: _INT64_MAX if n.bounds[1] is None else saved_dim(n.bounds[1]),
         "step": lambda n: 1 if n.bounds[2] is None else n.bounds[2],
@@ -400,7 +400,7 @@ def slice_dim(x: Tensor, dim: int, start, stop, step=1, given=None) -> Tensor:
         raise ValueError("step must be greater than zero")
     idx = (slice(None),) * d + (slice(start, stop, step),)
     return make_view(x, x._data[idx], SliceBackward0, in_shape=x._data.shape, index=idx,
-                     bounds=given or (start, stop, step))
+                     bounds=given or (start, stop, step), dim_arg=dim)
 
 
 @op()
@@ -412,7 +412,7 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
         start += size
     if start < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return slice_dim(x, d, start, start + length)
+    return slice_dim(x, dim, start, start + length)
 
 
 def basic_index(x: Tensor, index: tuple) -> Tensor:

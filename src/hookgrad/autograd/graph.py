@@ -72,7 +72,7 @@ class Node:
     """
 
     __slots__ = ("next_functions", "_seq", "_pre_hooks", "_post_hooks", "_tensor_pre_hooks",
-                 "_retains_grad_hooks", "_metadata", "_saved", "_anomaly_trace", "__weakref__")
+                 "_retains_grad_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined", "__weakref__")
 
     # built-in formulas are skipped when no gradient arrived at all (every output stays undefined);
     # custom Functions and AccumulateGrad run regardless, as in torch
@@ -197,14 +197,19 @@ class Node:
 
     def release_variables(self) -> None:
         if self._saved:
+            if None in self._saved:  # what was never saved still reads as None, as in torch
+                self._freed_undefined = (len(self._saved), frozenset(i for i, s in enumerate(self._saved) if s is None))
             self._saved = None
 
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()} has no backward")
 
 
-def saved_tensor(node, index: int):
-    """The ``index``-th tensor ``node`` saved, unpacked (what its ``_saved_<name>`` returns)."""
+def saved_tensor(node, index: int, freed_if_undefined=False):
+    """The ``index``-th tensor ``node`` saved, unpacked (what its ``_saved_<name>`` returns).
+    ``freed_if_undefined``: the slot holds a value kept elsewhere (a number), freed with the rest."""
+    if freed_if_undefined and node._saved is None:
+        raise RuntimeError(_FREED_MESSAGE)
     return _saved_accessor(index, raw=False)(node)
 
 
@@ -217,6 +222,9 @@ def _not_saved(attr: str):
 def _saved_accessor(index: int, raw: bool):
     def get(node):
         if node._saved is None:
+            undefined = getattr(node, "_freed_undefined", None)
+            if undefined is not None and (index >= undefined[0] or index in undefined[1]):
+                return None
             raise RuntimeError(_FREED_MESSAGE)
         saved = node._saved[index] if index < len(node._saved) else None
         if raw or saved is None:

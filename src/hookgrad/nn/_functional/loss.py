@@ -250,7 +250,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight._data.shape)}")
     if xd.ndim == 2 and weight is None and reduction == "mean" and ignore_index < 0 and td.size:
-        fast = _nll_mean_all_valid(x, xd, td.astype(np.int64, copy=False), c)
+        fast = _nll_mean_all_valid(x, xd, td.astype(np.int64, copy=False), c, t)
         if fast is not None:
             return fast
     # class dim last, everything else flattened
@@ -294,7 +294,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return result
 
 
-def _nll_mean_all_valid(x, xd, t1, c):
+def _nll_mean_all_valid(x, xd, t1, c, target):
     """nll_loss of a (batch, classes) input, mean reduction, every target a valid class (the common
     training case) in a third of the NumPy calls of the general path; None if a target is out of
     range (the general path then raises the error)."""
@@ -308,7 +308,7 @@ def _nll_mean_all_valid(x, xd, t1, c):
         coef[rows, t1] = -1.0 / n
         node = record_op(NllLossBackward0, (x,), result)
         node.coef, node.reduction, node.ignore_index = coef, "mean", -100
-        node.save(x, wrap(t1), None, wrap(np.asarray(n, dtype=xd.dtype)))
+        node.save(x, target, None, wrap(np.asarray(n, dtype=xd.dtype)))
     return result
 
 
