@@ -201,7 +201,8 @@ def _int_tuple(v):
 
 class RollBackward0(Node):
     __slots__ = ("shifts", "dims")
-    saved_values = {"shifts": lambda n: saved_dim(_int_tuple(n.shifts)), "dims": lambda n: saved_dim(_int_tuple(n.dims))}
+    saved_values = {"shifts": lambda n: saved_dim(_int_tuple(n.shifts)),
+                    "dims": lambda n: saved_dim(_int_tuple(n.dims))}
 
     def apply(self, grads):
         neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts

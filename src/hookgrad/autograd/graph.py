@@ -90,7 +90,8 @@ class Node:
     # torch's other ``_saved_<name>`` values (sizes, strides, dims, scalars, tensors the backward
     # does not need here): ``name -> fn(node)`` computing the value from what the node keeps. A
     # class declaring ``saved_values`` or ``saved_names`` states its whole set; otherwise it has its
-    # base's. Values are computed when read, so recording an op costs nothing more.
+    # base's. Values are computed when read: recording an op stores at most the argument a value
+    # needs that the node does not keep already (a dim as the caller wrote it, a layout).
     saved_values = {}
     # the ``_saved_*`` / ``_raw_saved_*`` attribute names instances list in ``dir()``
     _listed_saved_attrs = frozenset()
@@ -198,7 +199,8 @@ class Node:
     def release_variables(self) -> None:
         if self._saved:
             if None in self._saved:  # what was never saved still reads as None, as in torch
-                self._freed_undefined = (len(self._saved), frozenset(i for i, s in enumerate(self._saved) if s is None))
+                self._freed_undefined = (len(self._saved),
+                                         frozenset(i for i, s in enumerate(self._saved) if s is None))
             self._saved = None
 
     def apply(self, grads: list) -> tuple:
