@@ -25,7 +25,8 @@ class LinearMapNode(Node):
 
     def apply(self, grads):
         g = grads[0]
-        out = linear_map(g, self.adj, self.fwd, self.adjoint)
+        # the adjoint's node carries the op's args on, for the forward class it records in turn
+        out = linear_map(g, self.adj, self.fwd, self.adjoint, args=getattr(self, "args", None))
         if self.saves_input:
             (x,) = self.saved()
             return backward_results(self.constant_in_input, (g, x), (out,))
