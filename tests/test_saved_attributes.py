@@ -241,3 +241,25 @@ def test_raw_saved_tensor_hooks_on_new_saves(T):
     with T.no_grad():
         z.mul_(2)
     return [list(s) for s in seen], catch(g.sum().backward), bn.running_mean
+
+
+def test_every_listed_saved_attribute_reads_in_first_and_higher_order_graphs():
+    """Every node the registry reaches, double-backward nodes included, can read each _saved_* it
+    lists (a freed saved tensor raises torch's RuntimeError; nothing else may fail)."""
+    from test_op_registry import _reach, _registry_runs
+
+    seen = set()
+    for _name, run in _registry_runs():
+        out, inputs = run()
+        _reach(out, inputs, seen)
+    failures = []
+    for node in seen:
+        for attr in (n for n in dir(node) if n.startswith("_saved_") or n.startswith("_raw_saved_")):
+            try:
+                getattr(node, attr)
+            except RuntimeError as exc:
+                if "backward through the graph a second time" not in str(exc):
+                    failures.append(f"{type(node).__name__}.{attr}: {exc!r}")
+            except Exception as exc:  # noqa: BLE001 - every other failure is a bug
+                failures.append(f"{type(node).__name__}.{attr}: {exc!r}")
+    assert not failures, "\n".join(sorted(set(failures)))
