@@ -26,6 +26,7 @@ CASES = {
     "backpack_mse": ("backpack_case.py", [], "BatchGrad, BatchL2Grad, SumGradSquared, Variance and DiagGGNExact "
                                              "on a Linear and a Conv2d model with MSELoss"),
     "torchviz": ("torchviz_case.py", [], "make_dot node labels and edges of an MLP"),
+    "torchviz_attrs": ("torchviz_case.py", ["attrs"], "make_dot with params, show_attrs, show_saved; CNN graph"),
     "captum": ("captum_case.py", [], "Saliency, DeepLift and DeepLiftShap (MaxPool2d rule), LayerGradCam"),
     "captum_integrated": ("captum_integrated_case.py", [], "IntegratedGradients (riemann, gauss-legendre, "
                                                           "convergence delta) and LayerConductance"),

@@ -6,7 +6,7 @@ import numbers
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
-from ..autograd.graph import Node
+from ..autograd.graph import Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
@@ -157,11 +157,12 @@ def index_put(x, indices, values, accumulate=False):
 
 # ---- gather / scatter ----------------------------------------------------------------------
 class GatherBackward0(Node):
-    __slots__ = ("dim", "in_shape")
-    saved_names = ("index",)
+    __slots__ = ("dim", "in_shape", "dim_arg", "sparse_grad")
+    saved_names = ("index", "self")  # torch keeps self too (its backward reads only its sizes)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "sparse_grad": lambda n: n.sparse_grad}
 
     def apply(self, grads):
-        (index,) = self.saved()
+        index = self.saved()[0]
         zeros = wrap(np.zeros(self.in_shape, dtype=grads[0]._data.dtype))
         return (zeros.scatter_add(self.dim, index, grads[0]),)
 
@@ -184,8 +185,8 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     result = wrap(np.take_along_axis(src, idx, axis=d))
     if GRAD.enabled and x._requires_grad:
         node = record_op(GatherBackward0, (x,), result)
-        node.dim, node.in_shape = d, x._data.shape
-        node.save(index)
+        node.dim, node.in_shape, node.dim_arg, node.sparse_grad = d, x._data.shape, dim, sparse_grad
+        node.save(index, x)
     return result
 
 
@@ -205,8 +206,9 @@ def _scatter_positions(index: np.ndarray, d: int):
 
 
 class ScatterBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
     saved_names = ("index",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -228,8 +230,9 @@ class ScatterBackward1(ScatterBackward0):
 
 
 class ScatterAddBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
     saved_names = ("index",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -268,7 +271,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
             node = ScatterBackward0((edge(x), edge(src_t)))
         else:
             node = ScatterBackward1((edge(x),))
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
         node.save(index)
         record(node, result)
     return result
@@ -284,7 +287,7 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
         node = record_op(ScatterAddBackward0, (x, src), result)
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
         node.save(index)
     return result
 
@@ -297,8 +300,9 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
 
 
 class IndexSelectBackward0(Node):
-    __slots__ = ("dim", "in_shape")
+    __slots__ = ("dim", "in_shape", "dim_arg")
     saved_names = ("index",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -316,17 +320,19 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     result = wrap(np.take(x._data, index._data.reshape(-1), axis=d) if x._data.ndim else x._data.copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexSelectBackward0, (x,), result)
-        node.dim, node.in_shape = d, x._data.shape
+        node.dim, node.in_shape, node.dim_arg = d, x._data.shape, dim
         node.save(index)
     return result
 
 
 class IndexAddBackward0(Node):
-    __slots__ = ("dim", "alpha")
-    saved_names = ("index",)
+    __slots__ = ("dim", "alpha", "dim_arg", "source_dim")
+    saved_names = ("index", "source")  # torch keeps source too (for its sizes)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "alpha": lambda n: n.alpha,
+                    "source_dim": lambda n: n.source_dim}
 
     def apply(self, grads):
-        (index,) = self.saved()
+        index = self.saved()[0]
         g = grads[0]
         gs = g.index_select(self.dim, index) * self.alpha if self.next_functions[1][0] is not None else None
         return g if self.next_functions[0][0] is not None else None, gs
@@ -341,8 +347,8 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or source._requires_grad):
         node = record_op(IndexAddBackward0, (x, source), result)
-        node.dim, node.alpha = d, alpha
-        node.save(index)
+        node.dim, node.alpha, node.dim_arg, node.source_dim = d, alpha, dim, source._data.ndim
+        node.save(index, source)
     return result
 
 
@@ -394,10 +400,10 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
 
 class MaskedSelectBackward0(Node):
     __slots__ = ("in_shape",)
-    saved_names = ("mask",)
+    saved_names = ("mask", "self")  # torch keeps self too (for its sizes)
 
     def apply(self, grads):
-        (mask,) = self.saved()
+        mask = self.saved()[0]
         m = np.broadcast_to(mask._data, self.in_shape)
         return (index_put_accumulate(grads[0], self.in_shape, np.nonzero(m)),)
 
@@ -410,7 +416,7 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     if GRAD.enabled and x._requires_grad:
         node = record_op(MaskedSelectBackward0, (x,), result)
         node.in_shape = x._data.shape
-        node.save(mask)
+        node.save(mask, x)
     return result
 
 

@@ -25,9 +25,20 @@ def _check_same_dtype(a, b, what):
                            f"expected scalar type {a.dtype} but found {b.dtype}".replace("hookgrad.", ""))
 
 
+def _elements(strides, itemsize):
+    return tuple(s // itemsize for s in strides)
+
+
 class MmBackward0(Node):
-    __slots__ = ("b_transposed",)
+    __slots__ = ("b_transposed", "layouts")
     saved_names = ("mat2", "self")
+    # layouts: (self's shape, byte strides, mat2's shape, byte strides, itemsize) when recorded
+    saved_values = {
+        "self_sym_sizes": lambda n: n.layouts[0],
+        "self_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
+        "mat2_sym_sizes": lambda n: n.layouts[2],
+        "mat2_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
+    }
 
     def apply(self, grads):
         b, a = self.saved()
@@ -73,14 +84,24 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
         result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(MmBackward0, (a, b), result)
-        node.b_transposed = _is_transposed(b._data)
+        ad, bd = a._data, b._data
+        node.b_transposed = _is_transposed(bd)
+        node.layouts = (ad.shape, ad.strides, bd.shape, bd.strides, ad.itemsize)
         node.save(b if a._requires_grad else None, a if b._requires_grad else None)  # torch's order
     return result
 
 
 class AddmmBackward0(Node):
-    __slots__ = ("bias_shape", "beta", "alpha", "b_transposed")
+    __slots__ = ("bias_shape", "beta", "alpha", "b_transposed", "layouts")
     saved_names = ("mat1", "mat2")
+    # layouts: (mat1's shape, byte strides, mat2's shape, byte strides, itemsize) when recorded
+    saved_values = {
+        "alpha": lambda n: n.alpha, "beta": lambda n: n.beta,
+        "mat1_sym_sizes": lambda n: n.layouts[0],
+        "mat1_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
+        "mat2_sym_sizes": lambda n: n.layouts[2],
+        "mat2_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
+    }
 
     def apply(self, grads):
         a, b = self.saved()
@@ -130,7 +151,8 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
         node = record_op(AddmmBackward0, (bias, a, b), result)
         node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
-        node.b_transposed = _is_transposed(b._data)
+        node.b_transposed = _is_transposed(bd)
+        node.layouts = (ad.shape, ad.strides, bd.shape, bd.strides, ad.itemsize)
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
     return result
 
@@ -228,6 +250,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
 
 class UnsafeViewBackward0(Node):
     __slots__ = ("in_shape",)
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         return (grads[0].reshape(self.in_shape),)
@@ -235,6 +258,8 @@ class UnsafeViewBackward0(Node):
 
 class SqueezeBackward4(UnsafeViewBackward0):
     __slots__ = ()
+    # recorded only by vector @ matrix, which squeezes dim 0 of the matrix product
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: 0}
 
 
 def _unsafe_view(x: Tensor, shape, node_cls=UnsafeViewBackward0) -> Tensor:

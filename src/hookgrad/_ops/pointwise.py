@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, wrap
-from ..autograd.graph import Node
+from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import quiet_fp
 from ._declare import ZeroGradNode, backward_results, module_all, node_class, op, record_op, unary
@@ -67,6 +67,7 @@ def _needs(a, b):
 
 class AddBackward0(Node):
     __slots__ = ("alpha", "a_shape", "b_shape", "a_dtype", "b_dtype")
+    saved_values = {"alpha": lambda n: n.alpha}
     sign = 1
 
     def apply(self, grads):
@@ -124,6 +125,7 @@ def sub(a, b, *, alpha=1, out=None):
 
 class RsubBackward1(Node):
     __slots__ = ("alpha",)
+    saved_values = {"alpha": lambda n: n.alpha}
 
     def apply(self, grads):
         return (grads[0] * (-self.alpha),)
@@ -142,9 +144,19 @@ def rsub(a, b, *, alpha=1):
     return result
 
 
+def _number_or_saved(index):
+    """``_saved_other`` of an op on a number: torch keeps the number as a 0-d tensor."""
+    def get(node):
+        if node.scalar is not None and node._saved is not None:
+            return wrap(np.asarray(node.scalar))
+        return saved_tensor(node, index, freed_if_undefined=node.scalar is not None)
+    return get
+
+
 class MulBackward0(Node):
     __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
     saved_names = ("other", "self")
+    saved_values = {"other": _number_or_saved(0)}
 
     def apply(self, grads):
         g = grads[0]
@@ -252,6 +264,7 @@ class DivBackward2(ZeroGradNode):
 class PowBackward0(Node):
     __slots__ = ("exponent",)
     saved_names = ("self",)
+    saved_values = {"exponent": lambda n: n.exponent}
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -282,10 +295,11 @@ class PowBackward1(Node):
 
 class PowBackward2(Node):
     __slots__ = ("base",)
-    saved_names = ("result",)
+    saved_names = ("exponent", "result")
+    saved_values = {"self": lambda n: n.base}
 
     def apply(self, grads):
-        (result,) = self.saved()
+        _, result = self.saved()
         with _err():
             log_base = float(np.log(self.base)) if self.base >= 0 else float("nan")
         return (grads[0] * result * log_base,)
@@ -300,7 +314,7 @@ def pow(a, b):
         if GRAD.enabled and b._requires_grad:
             node = record_op(PowBackward2, (b,), result)
             node.base = a
-            node.save(output=result)
+            node.save(b, output=result)
         return result
     a, b, dt = _binary_inputs(a, b)
     if isinstance(b, Tensor):
@@ -481,6 +495,7 @@ def square(x):
 class ClampBackward1(Node):
     __slots__ = ("lo", "hi")
     saved_names = ("self",)
+    saved_values = {"min": lambda n: n.lo, "max": lambda n: n.hi}
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -638,6 +653,7 @@ def where(condition, input=None, other=None):
 
 class LerpBackward0(Node):
     __slots__ = ("weight", "shapes")
+    saved_values = {"weight": lambda n: n.weight}
 
     def apply(self, grads):
         g = grads[0]

@@ -9,7 +9,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
-from ..autograd.graph import Node
+from ..autograd.graph import Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import quiet_fp
@@ -53,15 +53,27 @@ def _expand_grad(g: Tensor, in_shape, dims, keepdim):
     return g.expand(in_shape)
 
 
+def _numel(shape):
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _dims_arg(dim):
+    """A reduction's dim argument as torch's nodes report it: a tuple, as passed."""
+    return saved_dim(dim if dim is None or isinstance(dim, (tuple, list)) else (dim,))
+
+
 class SumBackward0(Node):
     __slots__ = ("in_shape",)
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         return (grads[0].expand(self.in_shape),)
 
 
 class SumBackward1(Node):
-    __slots__ = ("in_shape", "dims", "keepdim")
+    __slots__ = ("in_shape", "dims", "keepdim", "dim_arg")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: _dims_arg(n.dim_arg),
+                    "keepdim": lambda n: n.keepdim}
 
     def apply(self, grads):
         return (_expand_grad(grads[0], self.in_shape, self.dims, self.keepdim),)
@@ -93,7 +105,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
                                    _sum_dtype(x, dtype)))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SumBackward1, (x,), result)
-        node.in_shape, node.dims, node.keepdim = data.shape, dims, keepdim
+        node.in_shape, node.dims, node.keepdim, node.dim_arg = data.shape, dims, keepdim, dim
     return result
 
 
@@ -104,13 +116,16 @@ def nansum(x, dim=None, keepdim=False, *, dtype=None):
 
 class MeanBackward0(Node):
     __slots__ = ("in_shape", "count")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "self_sym_numel": lambda n: _numel(n.in_shape)}
 
     def apply(self, grads):
         return ((grads[0] / self.count).expand(self.in_shape),)
 
 
 class MeanBackward1(Node):
-    __slots__ = ("in_shape", "dims", "keepdim", "count")
+    __slots__ = ("in_shape", "dims", "keepdim", "count", "dim_arg")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "self_sym_numel": lambda n: _numel(n.in_shape),
+                    "dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim}
 
     def apply(self, grads):
         return (_expand_grad(grads[0] / self.count, self.in_shape, self.dims, self.keepdim),)
@@ -140,6 +155,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         else:
             node = MeanBackward1((edge(x),))
             node.in_shape, node.dims, node.keepdim, node.count = data.shape, dims, keepdim, count
+            node.dim_arg = dim
         record(node, result)
     return result
 
@@ -171,7 +187,8 @@ class ProdBackward0(Node):
 
 
 class ProdBackward1(ProdBackward0):
-    __slots__ = ()
+    __slots__ = ("dim_arg",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "keepdim": lambda n: n.keepdim}
 
 
 def _prod_others(x: Tensor, dims):
@@ -212,6 +229,8 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.dims, node.keepdim = dims, keepdim
+        if dim is not None:
+            node.dim_arg = dim
         node.save(x, output=result)
     return result
 
@@ -221,7 +240,8 @@ def _cumprod_np(data, d):
 
 
 class CumprodBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
     saved_names = ("self", "result")
 
     def apply(self, grads):
@@ -249,13 +269,14 @@ def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     result = wrap(_cumprod_np(data, d))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CumprodBackward0, (x,), result)
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
         node.save(x, output=result)
     return result
 
 
 class CumsumBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         return (grads[0].flip(self.dim).cumsum(self.dim).flip(self.dim),)
@@ -272,7 +293,7 @@ def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
                                    _sum_dtype(x, dtype)))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CumsumBackward0, (x,), result)
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
     return result
 
 
@@ -308,8 +329,10 @@ class MinBackward1(MaxBackward1):
 class MaxBackward0(Node):
     """Gradient of max/min along a dim: goes to the index that was returned."""
 
-    __slots__ = ("in_shape", "dim", "keepdim")
+    __slots__ = ("in_shape", "dim", "keepdim", "dim_arg")
     saved_names = ("indices",)
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(n.dim_arg),
+                    "keepdim": lambda n: n.keepdim}
 
     def apply(self, grads):
         (indices,) = self.saved()
@@ -357,7 +380,7 @@ def _extreme(x, dim, keepdim, is_max, name):
     inds = wrap(np.asarray(idx, dtype=np.int64))
     if GRAD.enabled and x._requires_grad:
         node = record_op((MaxBackward0 if is_max else MinBackward0), (x,), vals)
-        node.in_shape, node.dim, node.keepdim = data.shape, d, keepdim
+        node.in_shape, node.dim, node.keepdim, node.dim_arg = data.shape, d, keepdim, dim
         node.save(inds)
     return _return_type("max" if is_max else "min")(vals, inds)
 
@@ -383,8 +406,9 @@ def min(x: Tensor, dim=None, keepdim: bool = False):
 
 
 class AmaxBackward0(Node):
-    __slots__ = ("dims", "keepdim")
+    __slots__ = ("dims", "keepdim", "dim_arg")
     saved_names = ("self", "result")
+    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim}
 
     def apply(self, grads):
         x, result = self.saved()
@@ -405,7 +429,7 @@ def _amax(x, dim, keepdim, is_max):
     result = wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim)))
     if GRAD.enabled and x._requires_grad:
         node = record_op((AmaxBackward0 if is_max else AminBackward0), (x,), result)
-        node.dims, node.keepdim = dims, keepdim
+        node.dims, node.keepdim, node.dim_arg = dims, keepdim, dim
         node.save(x, output=result)
     return result
 
@@ -468,9 +492,23 @@ def count_nonzero(x, dim=None):
 
 
 # ---- variance and friends ------------------------------------------------------------------
+def _correction_arg(dim, unbiased, correction):
+    """The correction torch's variance nodes report: as given, from ``unbiased``, else None for the
+    argument-less call and 1 once a dim is given."""
+    if correction is not None:
+        return correction
+    if isinstance(dim, bool):
+        return int(dim)
+    if unbiased is not None:
+        return int(unbiased)
+    return None if dim is None else 1
+
+
 class VarBackward0(Node):
-    __slots__ = ("dims", "keepdim", "correction")
+    __slots__ = ("dims", "keepdim", "correction", "dim_arg", "correction_arg")
     saved_names = ("self",)
+    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim,
+                    "correction": lambda n: n.correction_arg}
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -483,8 +521,10 @@ class VarBackward0(Node):
 
 
 class StdBackward0(Node):
-    __slots__ = ("dims", "keepdim", "correction")
+    __slots__ = ("dims", "keepdim", "correction", "dim_arg", "correction_arg")
     saved_names = ("self", "result")
+    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim,
+                    "correction": lambda n: n.correction_arg}
 
     def apply(self, grads):
         x, result = self.saved()
@@ -513,6 +553,7 @@ def _var_args(dim, unbiased, keepdim, correction):
 
 @op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
@@ -524,6 +565,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if GRAD.enabled and x._requires_grad:
         node = record_op(VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
+        node.dim_arg, node.correction_arg = dim, correction_arg
         node.save(x)
     return result
 
@@ -536,6 +578,7 @@ def _out_shape(shape, dims, keepdim):
 
 @op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
@@ -547,6 +590,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if GRAD.enabled and x._requires_grad:
         node = record_op(StdBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
+        node.dim_arg, node.correction_arg = dim, correction_arg
         node.save(x, output=result)
     return result
 
@@ -554,8 +598,10 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 class VarMeanBackward0(Node):
     """One node for both outputs of var_mean (std_mean below), as torch records them."""
 
-    __slots__ = ("dims", "keepdim", "correction")
+    __slots__ = ("dims", "keepdim", "correction", "dim_arg", "correction_arg")
     saved_names = ("self",)
+    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim,
+                    "correction": lambda n: n.correction_arg}
     _num_outputs = 2
 
     def apply(self, grads):
@@ -590,8 +636,10 @@ def _stat_mean(stat, node_cls, x, dim, unbiased, keepdim, correction):
         s = stat(x, dim, unbiased, keepdim, correction=correction)
         m = mean(x, dim, keepdim) if dim is not None and not isinstance(dim, bool) else mean(x)
     if GRAD.enabled and x._requires_grad:
+        correction_arg = _correction_arg(dim, unbiased, correction)
         dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
         node = record_op(node_cls, (x,), s, m)
+        node.dim_arg, node.correction_arg = dim, correction_arg
         node.dims, node.keepdim, node.correction = norm_dims(dim, x._data.ndim), keepdim, corr
         node.save(x) if node_cls is VarMeanBackward0 else node.save(x, output=s)
     return s, m
@@ -608,8 +656,9 @@ def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 class LinalgVectorNormBackward0(Node):
-    __slots__ = ("ord", "dims", "keepdim")
+    __slots__ = ("ord", "dims", "keepdim", "dim_arg")
     saved_names = ("self", "result")
+    saved_values = {"ord": lambda n: n.ord, "dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim}
 
     def apply(self, grads):
         x, result = self.saved()
@@ -660,7 +709,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         result._data = _dtype.narrow_to(result._data, x._data.dtype)
     if GRAD.enabled and x._requires_grad:
         node = record_op(LinalgVectorNormBackward0, (x,), result)
-        node.ord, node.dims, node.keepdim = ord, dims, keepdim
+        node.ord, node.dims, node.keepdim, node.dim_arg = ord, dims, keepdim, dim
         node.save(x, output=result)
     return result
 
@@ -675,8 +724,9 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 class LogsumexpBackward0(Node):
-    __slots__ = ("dims", "keepdim")
+    __slots__ = ("dims", "keepdim", "dim_arg")
     saved_names = ("self", "result")
+    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim}
 
     def apply(self, grads):
         x, result = self.saved()
@@ -699,15 +749,16 @@ def logsumexp(x, dim, keepdim=False):
     result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogsumexpBackward0, (x,), result)
-        node.dims, node.keepdim = dims, keepdim
+        node.dims, node.keepdim, node.dim_arg = dims, keepdim, dim
         node.save(x, output=result)
     return result
 
 
 # ---- softmax family --------------------------------------------------------------------------
 class SoftmaxBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
     saved_names = ("result",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         (y,) = self.saved()
@@ -717,8 +768,9 @@ class SoftmaxBackward0(Node):
 
 
 class LogSoftmaxBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
     saved_names = ("result",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         (y,) = self.saved()
@@ -753,7 +805,7 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
         result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SoftmaxBackward0, (x,), result)
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
         node.save(output=result)
     return result
 
@@ -769,7 +821,7 @@ def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
                                        x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogSoftmaxBackward0, (x,), result)
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
         node.save(output=result)
     return result
 

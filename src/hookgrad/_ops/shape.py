@@ -5,13 +5,14 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
-from ..autograd.graph import Node
+from ..autograd.graph import Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record
 
 
 class CatBackward0(Node):
-    __slots__ = ("dim", "sizes", "shapes")
+    __slots__ = ("dim", "sizes", "shapes", "dim_arg")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
     # a tensor-list input: torch computes every piece, even for inputs that need no grad
     grads_for_every_input = True
 
@@ -47,7 +48,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     result = wrap(np.concatenate([t._data for t in parts], axis=d).astype(dt, copy=False))
     if GRAD.enabled and any(t._requires_grad for t in tensors):
         node = CatBackward0(tuple(edge(t) for t in tensors))
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
         node.sizes = [t._data.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
         node.shapes = [t._data.shape for t in tensors]
         record(node, result)
@@ -58,7 +59,8 @@ concat = concatenate = cat
 
 
 class StackBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
     grads_for_every_input = True
 
     def apply(self, grads):
@@ -80,7 +82,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     result = wrap(np.stack([t._data for t in tensors], axis=d).astype(dt, copy=False))
     if GRAD.enabled and any(t._requires_grad for t in tensors):
         node = StackBackward0(tuple(edge(t) for t in tensors))
-        node.dim = d
+        node.dim, node.dim_arg = d, dim
         record(node, result)
     return result
 
@@ -107,6 +109,7 @@ def vstack(tensors):
 
 class RepeatBackward0(Node):
     __slots__ = ("in_shape", "repeats")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "repeats": lambda n: saved_dim(n.repeats)}
 
     def apply(self, grads):
         g = grads[0]
@@ -141,7 +144,10 @@ def tile(x, dims):
 
 
 class RepeatInterleaveBackward(Node):
-    __slots__ = ("dim", "repeats", "in_shape")
+    __slots__ = ("dim", "repeats", "in_shape", "dim_arg")
+    # torch records repeat_interleave as index_select with the repeated positions as index
+    saved_names = ("index",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         g = grads[0]
@@ -164,12 +170,14 @@ def repeat_interleave(x, repeats, dim=None):
     result = wrap(np.repeat(x._data, reps, axis=d))
     if GRAD.enabled and x._requires_grad:
         node = record_op(RepeatInterleaveBackward, (x,), result)
-        node.dim, node.repeats, node.in_shape = d, reps, x._data.shape
+        node.dim, node.repeats, node.in_shape, node.dim_arg = d, reps, x._data.shape, dim
+        node.save(wrap(np.repeat(np.arange(x._data.shape[d]), reps)))
     return result
 
 
 class FlipBackward0(Node):
-    __slots__ = ("dims",)
+    __slots__ = ("dims", "dims_arg")
+    saved_values = {"dims": lambda n: saved_dim(n.dims_arg)}
 
     def apply(self, grads):
         return (grads[0].flip(self.dims),)
@@ -177,12 +185,12 @@ class FlipBackward0(Node):
 
 @op(method=False)  # Tensor.flip takes *dims
 def flip(x: Tensor, dims) -> Tensor:
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims)
+    dims_arg = (dims,) if isinstance(dims, int) else tuple(dims)
+    dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims_arg)
     result = wrap(np.flip(x._data, dims).copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(FlipBackward0, (x,), result)
-        node.dims = dims
+        node.dims, node.dims_arg = dims, dims_arg
     return result
 
 
@@ -196,8 +204,14 @@ def flipud(x):
     return flip(x, 0)
 
 
+def _int_tuple(v):
+    return () if v is None else (v,) if isinstance(v, int) else tuple(v)
+
+
 class RollBackward0(Node):
     __slots__ = ("shifts", "dims")
+    saved_values = {"shifts": lambda n: saved_dim(_int_tuple(n.shifts)),
+                    "dims": lambda n: saved_dim(_int_tuple(n.dims))}
 
     def apply(self, grads):
         neg = tuple(-s for s in self.shifts) if isinstance(self.shifts, tuple) else -self.shifts
@@ -222,6 +236,7 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
 
 class TrilBackward0(Node):
     __slots__ = ("diagonal",)
+    saved_values = {"diagonal": lambda n: saved_dim(n.diagonal)}
 
     def apply(self, grads):
         return (grads[0].tril(self.diagonal),)
@@ -229,6 +244,7 @@ class TrilBackward0(Node):
 
 class TriuBackward0(Node):
     __slots__ = ("diagonal",)
+    saved_values = {"diagonal": lambda n: saved_dim(n.diagonal)}
 
     def apply(self, grads):
         return (grads[0].triu(self.diagonal),)

@@ -13,7 +13,7 @@ import re
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
-from ..autograd.graph import _FREED_MESSAGE, Node
+from ..autograd.graph import _FREED_MESSAGE, Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, edge, record, sum_to_shape
 
@@ -38,6 +38,7 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
 # ---- reshaping views --------------------------------------------------------------------------
 class ViewBackward0(Node):
     __slots__ = ("in_shape",)
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         if not GRAD.enabled:
@@ -145,7 +146,8 @@ def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
 
 
 class SqueezeBackward0(Node):
-    __slots__ = ("in_shape",)
+    __slots__ = ("in_shape", "dim_arg")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         return (grads[0].reshape(self.in_shape),)
@@ -153,10 +155,12 @@ class SqueezeBackward0(Node):
 
 class SqueezeBackward1(SqueezeBackward0):
     __slots__ = ()
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(n.dim_arg)}
 
 
 class SqueezeBackward2(SqueezeBackward0):
     __slots__ = ()
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(tuple(n.dim_arg))}
 
 
 @op()
@@ -170,11 +174,12 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         dims = {_wrap_dim(d, len(shape)) for d in dims}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
         node_cls = SqueezeBackward1 if isinstance(dim, int) else SqueezeBackward2
-    return make_view(x, x._data.reshape(new), node_cls, in_shape=shape)
+    return make_view(x, x._data.reshape(new), node_cls, in_shape=shape, dim_arg=dim)
 
 
 class UnsqueezeBackward0(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         return (grads[0].squeeze(self.dim),)
@@ -183,12 +188,13 @@ class UnsqueezeBackward0(Node):
 @op()
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim + 1)
-    return make_view(x, np.expand_dims(x._data, d), UnsqueezeBackward0, dim=d)
+    return make_view(x, np.expand_dims(x._data, d), UnsqueezeBackward0, dim=d, dim_arg=dim)
 
 
 # ---- permutations ---------------------------------------------------------------------------
 class PermuteBackward0(Node):
-    __slots__ = ("dims",)
+    __slots__ = ("dims", "dims_arg")
+    saved_values = {"dims": lambda n: saved_dim(n.dims_arg)}
 
     def apply(self, grads):
         return (grads[0].permute(tuple(np.argsort(self.dims))),)
@@ -202,14 +208,15 @@ def permute(x: Tensor, *dims) -> Tensor:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
                            f"the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not "
                            f"equal to len(dims) = {len(dims)}")
-    dims = tuple(_wrap_dim(d, nd) for d in dims)
+    dims_arg, dims = dims, tuple(_wrap_dim(d, nd) for d in dims)
     if len(set(dims)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return make_view(x, x._data.transpose(dims), PermuteBackward0, dims=dims)
+    return make_view(x, x._data.transpose(dims), PermuteBackward0, dims=dims, dims_arg=dims_arg)
 
 
 class TransposeBackward0(Node):
-    __slots__ = ("d0", "d1")
+    __slots__ = ("d0", "d1", "dims_arg")
+    saved_values = {"dim0": lambda n: saved_dim(n.dims_arg[0]), "dim1": lambda n: saved_dim(n.dims_arg[1])}
 
     def apply(self, grads):
         return (grads[0].transpose(self.d0, self.d1),)
@@ -219,7 +226,8 @@ class TransposeBackward0(Node):
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
     nd = x._data.ndim
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
-    return make_view(x, np.swapaxes(x._data, d0, d1), TransposeBackward0, d0=d0, d1=d1)
+    return make_view(x, np.swapaxes(x._data, d0, d1), TransposeBackward0, d0=d0, d1=d1,
+                     dims_arg=(dim0, dim1))
 
 
 swapaxes = swapdims = transpose
@@ -273,6 +281,7 @@ moveaxis = movedim
 # ---- expand -----------------------------------------------------------------------------------
 class ExpandBackward0(Node):
     __slots__ = ("in_shape",)
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         return (sum_to_shape(grads[0], self.in_shape),)
@@ -321,11 +330,23 @@ class _IndexScatterBackward(Node):
 
 
 class SelectBackward0(_IndexScatterBackward):
-    __slots__ = ()
+    __slots__ = ("dim_arg", "index_arg")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(n.dim_arg),
+                    "index": lambda n: saved_dim(n.index_arg)}
+
+
+_INT64_MAX = 2 ** 63 - 1
 
 
 class SliceBackward0(_IndexScatterBackward):
-    __slots__ = ()
+    # bounds: (start, end, step) as the caller gave them, None for an open end
+    __slots__ = ("bounds", "dim_arg")
+    saved_values = {
+        "self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(n.dim_arg),
+        "start": lambda n: 0 if n.bounds[0] is None else saved_dim(n.bounds[0]),
+        "end": lambda n: _INT64_MAX if n.bounds[1] is None else saved_dim(n.bounds[1]),
+        "step": lambda n: 1 if n.bounds[2] is None else n.bounds[2],
+    }
 
 
 class AliasBackward0(Node):
@@ -368,15 +389,19 @@ def select(x: Tensor, dim: int, index: int) -> Tensor:
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
     # the trailing Ellipsis keeps NumPy returning a (0-d) view rather than a scalar copy
     idx = (slice(None),) * d + (index % size, Ellipsis)
-    return make_view(x, x._data[idx], SelectBackward0, in_shape=x._data.shape, index=idx)
+    return make_view(x, x._data[idx], SelectBackward0, in_shape=x._data.shape, index=idx, dim_arg=dim,
+                     index_arg=index)
 
 
-def slice_dim(x: Tensor, dim: int, start, stop, step=1) -> Tensor:
+def slice_dim(x: Tensor, dim: int, start, stop, step=1, given=None) -> Tensor:
+    """``x`` sliced along ``dim``; ``given``: the bounds as the user wrote them (torch's node reports
+    those), when they differ from the normalized ones passed here."""
     d = _wrap_dim(dim, x._data.ndim)
     if step is not None and step <= 0:
         raise ValueError("step must be greater than zero")
     idx = (slice(None),) * d + (slice(start, stop, step),)
-    return make_view(x, x._data[idx], SliceBackward0, in_shape=x._data.shape, index=idx)
+    return make_view(x, x._data[idx], SliceBackward0, in_shape=x._data.shape, index=idx,
+                     bounds=given or (start, stop, step), dim_arg=dim)
 
 
 @op()
@@ -388,7 +413,7 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
         start += size
     if start < 0 or start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
-    return slice_dim(x, d, start, start + length)
+    return slice_dim(x, dim, start, start + length)
 
 
 def basic_index(x: Tensor, index: tuple) -> Tensor:
@@ -417,7 +442,8 @@ def basic_index(x: Tensor, index: tuple) -> Tensor:
             if item.step is not None and item.step <= 0:
                 raise ValueError("step must be greater than zero")
             if not (start == 0 and stop == size and step == 1):
-                out = slice_dim(out, dim, start, builtins.max(stop, start), step)
+                out = slice_dim(out, dim, start, builtins.max(stop, start), step,
+                                given=(item.start, item.stop, item.step))
                 touched = True
             dim += 1
         else:
@@ -430,7 +456,9 @@ def basic_index(x: Tensor, index: tuple) -> Tensor:
 
 # ---- split / chunk / unbind (one node, several outputs) ------------------------------------------
 class SplitBackward0(Node):
-    __slots__ = ("dim", "sizes", "in_shape", "dtype", "_num_outputs")
+    __slots__ = ("dim", "sizes", "in_shape", "dtype", "_num_outputs", "dim_arg", "split_arg")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(n.dim_arg),
+                    "split_size": lambda n: n.split_arg}
 
     def apply(self, grads):
         parts = []
@@ -446,10 +474,13 @@ class SplitBackward0(Node):
 
 class SplitWithSizesBackward0(SplitBackward0):
     __slots__ = ()
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "dim": lambda n: saved_dim(n.dim_arg),
+                    "split_sizes": lambda n: tuple(n.sizes)}
 
 
 class UnbindBackward0(Node):
-    __slots__ = ("dim", "in_shape", "dtype", "_num_outputs")
+    __slots__ = ("dim", "in_shape", "dtype", "_num_outputs", "dim_arg")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         shape = list(self.in_shape)
@@ -509,6 +540,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
     if GRAD.enabled and x._requires_grad:
         node = node_cls((edge(x),))
         node.dim, node.sizes, node.in_shape, node.dtype = d, sizes, x._data.shape, x._data.dtype
+        node.dim_arg, node.split_arg = dim, split_size_or_sections
     return _multi_view(x, pieces, node)
 
 
@@ -542,13 +574,15 @@ def unbind(x: Tensor, dim: int = 0):
     node = None
     if GRAD.enabled and x._requires_grad:
         node = UnbindBackward0((edge(x),))
-        node.dim, node.in_shape, node.dtype = d, x._data.shape, x._data.dtype
+        node.dim, node.in_shape, node.dtype, node.dim_arg = d, x._data.shape, x._data.dtype, dim
     return _multi_view(x, pieces, node)
 
 
 # ---- diagonal and as_strided ----------------------------------------------------------------
 class DiagonalBackward0(Node):
-    __slots__ = ("in_shape", "offset", "d1", "d2")
+    __slots__ = ("in_shape", "offset", "d1", "d2", "dims_arg")
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape, "offset": lambda n: n.offset,
+                    "dim1": lambda n: saved_dim(n.dims_arg[0]), "dim2": lambda n: saved_dim(n.dims_arg[1])}
 
     def apply(self, grads):
         g = grads[0]
@@ -578,7 +612,8 @@ def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor
     nd = x._data.ndim
     d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
     data = _writable_diagonal(x._data, offset, d1, d2)
-    return make_view(x, data, DiagonalBackward0, in_shape=x._data.shape, offset=offset, d1=d1, d2=d2)
+    return make_view(x, data, DiagonalBackward0, in_shape=x._data.shape, offset=offset, d1=d1, d2=d2,
+                     dims_arg=(dim1, dim2))
 
 
 def _span(a: np.ndarray):
@@ -624,7 +659,10 @@ class Geometry:
 class AsStridedBackward0(Node):
     """Gradient of a view taken from its base's history (after in-place changes)."""
 
-    __slots__ = ("geometry",)
+    # args: (size, stride, storage_offset) as torch reports them
+    __slots__ = ("geometry", "args")
+    saved_values = {"size": lambda n: n.args[0], "stride": lambda n: n.args[1],
+                    "storage_offset": lambda n: n.args[2]}
 
     def apply(self, grads):
         return (strided_scatter(grads[0], self.geometry),)
@@ -658,13 +696,21 @@ def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
     if GRAD.enabled and g._requires_grad:
         node = record_op(AsStridedBackward0, (g,), out)
         node.geometry = geometry
+        node.args = _strided_args(geometry)
     return out
 
 
 def as_strided_node(base: Tensor, view_tensor: Tensor) -> Node:
     node = AsStridedBackward0((edge(base),))
-    node.geometry = Geometry(base._data, view_tensor._data)
+    node.geometry = geom = Geometry(base._data, view_tensor._data)
+    node.args = _strided_args(geom)
     return node
+
+
+def _strided_args(geom: Geometry) -> tuple:
+    """(size, stride, storage_offset) of a view's geometry, in elements."""
+    item = geom.dtype.itemsize
+    return geom.shape, tuple(s // item for s in geom.strides), (geom.offset - geom.base_offset) // item
 
 
 @op()
@@ -681,6 +727,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     if GRAD.enabled and x._requires_grad:
         node = record_op(AsStridedBackward0, (x,), out)
         node.geometry = Geometry(x._data, data)
+        node.args = (tuple(size), tuple(stride), storage_offset)
     return out
 
 

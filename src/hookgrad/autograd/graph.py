@@ -72,7 +72,7 @@ class Node:
     """
 
     __slots__ = ("next_functions", "_seq", "_pre_hooks", "_post_hooks", "_tensor_pre_hooks",
-                 "_retains_grad_hooks", "_metadata", "_saved", "_anomaly_trace", "__weakref__")
+                 "_retains_grad_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined", "__weakref__")
 
     # built-in formulas are skipped when no gradient arrived at all (every output stays undefined);
     # custom Functions and AccumulateGrad run regardless, as in torch
@@ -87,13 +87,40 @@ class Node:
     # torch's names of what ``save`` keeps, in order: each becomes the properties ``_saved_<name>``
     # (the tensor) and ``_raw_saved_<name>`` (the SavedTensor, where pack/unpack hooks can be set)
     saved_names = ()
+    # torch's other ``_saved_<name>`` values (sizes, strides, dims, scalars, tensors the backward
+    # does not need here): ``name -> fn(node)`` computing the value from what the node keeps. A
+    # class declaring ``saved_values`` or ``saved_names`` states its whole set; otherwise it has its
+    # base's. Values are computed when read: recording an op stores at most the argument a value
+    # needs that the node does not keep already (a dim as the caller wrote it, a layout).
+    saved_values = {}
+    # the ``_saved_*`` / ``_raw_saved_*`` attribute names instances list in ``dir()``
+    _listed_saved_attrs = frozenset()
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        own_names, own_values = "saved_names" in cls.__dict__, "saved_values" in cls.__dict__
+        if not (own_names or own_values):
+            return
+        names = cls.__dict__.get("saved_names", ()) if own_names else cls.saved_names
+        values = cls.__dict__.get("saved_values", {}) if own_values else cls.saved_values
+        attrs = set()
         # properties made once per class (a __getattr__ would slow every attribute access on nodes)
-        for i, name in enumerate(cls.__dict__.get("saved_names", ())):
+        for i, name in enumerate(names):
             setattr(cls, "_saved_" + name, property(_saved_accessor(i, raw=False)))
             setattr(cls, "_raw_saved_" + name, property(_saved_accessor(i, raw=True)))
+            attrs.update(("_saved_" + name, "_raw_saved_" + name))
+        for name, compute in values.items():
+            setattr(cls, "_saved_" + name, property(compute))
+            attrs.add("_saved_" + name)
+        # what a base class saves and this one does not is hidden, as torch's classes are unrelated
+        for base_attr in cls._listed_saved_attrs - attrs:
+            setattr(cls, base_attr, property(_not_saved(base_attr)))
+        cls._listed_saved_attrs = frozenset(attrs)
+
+    def __dir__(self):
+        listed = self._listed_saved_attrs
+        return [n for n in super().__dir__()
+                if n in listed or not (n.startswith("_saved_") or n.startswith("_raw_saved_"))]
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
@@ -171,15 +198,35 @@ class Node:
 
     def release_variables(self) -> None:
         if self._saved:
+            if None in self._saved:  # what was never saved still reads as None, as in torch
+                self._freed_undefined = (len(self._saved),
+                                         frozenset(i for i, s in enumerate(self._saved) if s is None))
             self._saved = None
 
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()} has no backward")
 
 
+def saved_tensor(node, index: int, freed_if_undefined=False):
+    """The ``index``-th tensor ``node`` saved, unpacked (what its ``_saved_<name>`` returns).
+    ``freed_if_undefined``: the slot holds a value kept elsewhere (a number), freed with the rest."""
+    if freed_if_undefined and node._saved is None:
+        raise RuntimeError(_FREED_MESSAGE)
+    return _saved_accessor(index, raw=False)(node)
+
+
+def _not_saved(attr: str):
+    def get(node):
+        raise AttributeError(f"'{type(node).__name__}' object has no attribute '{attr}'")
+    return get
+
+
 def _saved_accessor(index: int, raw: bool):
     def get(node):
         if node._saved is None:
+            undefined = getattr(node, "_freed_undefined", None)
+            if undefined is not None and (index >= undefined[0] or index in undefined[1]):
+                return None
             raise RuntimeError(_FREED_MESSAGE)
         saved = node._saved[index] if index < len(node._saved) else None
         if raw or saved is None:
@@ -549,3 +596,14 @@ def _grad_fn_or_accumulator(tensor):
     if node is None:
         raise AssertionError("Expected gradient function to be set")
     return node
+
+
+def saved_dim(dim):
+    """An int argument (dim, index, offset, ...) as torch's nodes report it: as passed, a negative
+    one read as unsigned 64-bit (torch's generated accessors convert int64 that way), tuples
+    likewise, None as None."""
+    if dim is None:
+        return None
+    if isinstance(dim, (tuple, list)):
+        return tuple(d + 2 ** 64 if d < 0 else d for d in dim)
+    return dim + 2 ** 64 if dim < 0 else dim

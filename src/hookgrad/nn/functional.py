@@ -15,9 +15,14 @@ from .._ops import linalg
 from ._functional import activation as _act
 from ._functional import conv as _conv
 from ._functional import pooling as _pool
-from ._functional.linear_ops import linear_map, linear_map_nodes
+from ._functional.linear_ops import linear_map, linear_map_nodes, saved_arg
+from ..autograd.graph import saved_dim
 
-EmbeddingBackward0 = linear_map_nodes("EmbeddingBackward0", "EmbeddingBackwardBackward0")
+# args: weight's number of rows, padding_idx, scale_grad_by_freq, sparse; the indices are saved
+EmbeddingBackward0 = linear_map_nodes(
+    "EmbeddingBackward0", "EmbeddingBackwardBackward0", saved_names=("indices",),
+    saved_values={"weight_sym_argsize_0": saved_arg(0), "padding_idx": lambda n: saved_dim(n.args[1]),
+                  "scale_grad_by_freq": saved_arg(2), "sparse": saved_arg(3)})
 
 # re-exports
 from ._functional.activation import (dropout, elu, gelu, hardtanh, leaky_relu, log_softmax, relu, relu6, sigmoid,
@@ -153,7 +158,11 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
         counts = np.bincount(idx.reshape(-1), minlength=num).astype(weight._data.dtype)
     fwd = functools.partial(_embedding_fwd, idx=idx, pad_row=padding_idx)
     adj = functools.partial(_embedding_adj, idx=idx, num=num, pad_row=padding_idx, counts=counts)
-    return linear_map(weight, fwd, adj, EmbeddingBackward0, value=weight._data[idx])
+    out = linear_map(weight, fwd, adj, EmbeddingBackward0, value=weight._data[idx],
+                     args=(num, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse))
+    if out._grad_fn is not None:
+        out._grad_fn.save(input)
+    return out
 
 
 def _embedding_renorm(weight, idx, max_norm, norm_type):

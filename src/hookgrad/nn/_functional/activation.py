@@ -57,6 +57,7 @@ def relu(input: Tensor, inplace: bool = False) -> Tensor:
 class LeakyReluBackward0(Node):
     __slots__ = ("slope",)
     saved_names = ("self",)
+    saved_values = {"negative_slope": lambda n: n.slope}
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -78,6 +79,7 @@ def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = Fals
 class HardtanhBackward0(Node):
     __slots__ = ("lo", "hi")
     saved_names = ("self",)
+    saved_values = {"min_val": lambda n: n.lo, "max_val": lambda n: n.hi}
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -98,12 +100,14 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0, inplace
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:
-    return hardtanh(input, 0.0, 6.0, inplace)
+    return hardtanh(input, 0, 6, inplace)  # torch's node reports the ints
 
 
 class EluBackward0(Node):
     __slots__ = ("alpha",)
     saved_names = ("self",)
+    # ELU is torch's elu with scale and input_scale 1 (SELU and CELU are composed here)
+    saved_values = {"alpha": lambda n: n.alpha, "scale": lambda n: 1, "input_scale": lambda n: 1}
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -205,6 +209,7 @@ def _normal_cdf(x: Tensor) -> Tensor:
 class GeluBackward0(Node):
     __slots__ = ("approximate",)
     saved_names = ("self",)
+    saved_values = {"approximate": lambda n: n.approximate}
 
     def apply(self, grads):
         (x,) = self.saved()
@@ -291,6 +296,7 @@ def silu(input: Tensor, inplace: bool = False) -> Tensor:
 class SoftplusBackward0(Node):
     __slots__ = ("beta", "threshold")
     saved_names = ("self",)
+    saved_values = {"beta": lambda n: n.beta, "threshold": lambda n: n.threshold}
 
     def apply(self, grads):
         (x,) = self.saved()

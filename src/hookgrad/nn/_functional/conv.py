@@ -328,9 +328,34 @@ def _bias_grad(g):
 
 
 # ---- recorded ops ---------------------------------------------------------------------------
+def _conv_padding(node):
+    pad = node.geom.pad  # (top, bottom, left, right); a 1-d convolution's is (0, 0, left, right)
+    return (pad[2],) if node.geom.nd == 1 else (pad[0], pad[2])
+
+
+def _conv_output_padding(node):
+    """What a transposed convolution added at the far end: its output beyond the windows' reach."""
+    nd = node.geom.nd
+    if not node.transposed:
+        return (0,) * nd
+    stride, dil, pad = node.geom.stride[-nd:], node.geom.dil[-nd:], _conv_padding(node)
+    return tuple(int(o - ((i - 1) * s - 2 * p + d * (k - 1) + 1)) for o, i, s, p, d, k in zip(
+        node.out_shape[2:], node.x_shape[2:], stride, pad, dil, node.w_shape[2:]))
+
+
 class ConvolutionBackward0(Node):
-    __slots__ = ("geom", "cols", "transposed", "x_shape", "w_shape")
+    __slots__ = ("geom", "cols", "transposed", "x_shape", "w_shape", "bias_shape", "out_shape")
     saved_names = ("input", "weight")
+    saved_values = {
+        "stride": lambda n: tuple(int(s) for s in n.geom.stride[-n.geom.nd:]),
+        "padding": _conv_padding,
+        "dilation": lambda n: tuple(int(d) for d in n.geom.dil[-n.geom.nd:]),
+        "transposed": lambda n: n.transposed,
+        "output_padding": _conv_output_padding,
+        "groups": lambda n: n.geom.groups,
+        # the bias's sizes, (0,) without one
+        "bias_sym_sizes_opt": lambda n: n.bias_shape,
+    }
 
     def apply(self, grads):
         g = grads[0]
@@ -366,6 +391,7 @@ def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
         node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed = geom, False
         node.x_shape, node.w_shape = x._data.shape, w._data.shape
+        node.bias_shape = (0,) if b is None else b._data.shape
         # the im2col columns serve the weight gradient again; keep them only if it will be wanted
         node.cols = cols if w._requires_grad else None
         node.save(x, w)  # torch packs both, whichever gradients are wanted
@@ -382,7 +408,8 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed, node.cols = geom, True, None
-        node.x_shape, node.w_shape = x._data.shape, w._data.shape
+        node.x_shape, node.w_shape, node.out_shape = x._data.shape, w._data.shape, out_shape
+        node.bias_shape = (0,) if b is None else b._data.shape
         node.save(x if w._requires_grad else None, w if x._requires_grad else None)
     return result
 

@@ -18,25 +18,34 @@ from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_
 class LinearMapNode(Node):
     """Backward of a linear map: applies the adjoint kernel (recorded, so it is differentiable too)."""
 
-    __slots__ = ("fwd", "adj")
+    # args: the op's arguments as torch's node reports them (read by the class's ``saved_values``)
+    __slots__ = ("fwd", "adj", "args")
     adjoint = None  # the node class of the adjoint map
     saves_input = False  # torch keeps the input (pooling): version-checked, and an input of the backward
     constant_in_input = None  # create_graph: the result's node when the gradient does not need grad
 
     def apply(self, grads):
         g = grads[0]
-        out = linear_map(g, self.adj, self.fwd, self.adjoint)
+        # the adjoint's node carries the op's args on, for the forward class it records in turn
+        out = linear_map(g, self.adj, self.fwd, self.adjoint, args=getattr(self, "args", None))
         if self.saves_input:
             (x,) = self.saved()
             return backward_results(self.constant_in_input, (g, x), (out,))
         return (out,)
 
 
-def linear_map_nodes(name: str, adj_name: str, saves_input: bool = False):
+def saved_arg(i: int):
+    """A ``saved_values`` entry: the ``i``-th of the ``args`` the op recorded."""
+    return lambda node: node.args[i]
+
+
+def linear_map_nodes(name: str, adj_name: str, saves_input: bool = False, saved_values=None, saved_names=None):
     """The node class ``name`` of a linear map, and (as its ``adjoint``) the class ``adj_name`` of its
-    backward. ``saves_input``: the node keeps the op's input, as torch's does."""
-    fwd_cls = node_class(name, LinearMapNode, saves_input=saves_input,
-                         saved_names=("self",) if saves_input else ())
+    backward. ``saves_input``: the node keeps the op's input, as torch's does. ``saved_values``:
+    torch's other saved values, as ``Node.saved_values`` (mostly ``saved_arg`` entries);
+    ``saved_names``: the tensors the caller saves itself, when not the input."""
+    fwd_cls = node_class(name, LinearMapNode, saves_input=saves_input, saved_values=saved_values or {},
+                         saved_names=saved_names or (("self",) if saves_input else ()))
     adj_cls = node_class(adj_name, LinearMapNode)
     fwd_cls.adjoint, adj_cls.adjoint = adj_cls, fwd_cls
     if saves_input:
@@ -44,16 +53,19 @@ def linear_map_nodes(name: str, adj_name: str, saves_input: bool = False):
     return fwd_cls
 
 
-def linear_map(x: Tensor, fwd, adj, node_cls, value=None) -> Tensor:
+def linear_map(x: Tensor, fwd, adj, node_cls, value=None, args=None) -> Tensor:
     """``fwd(x)`` as a recorded ``node_cls`` op; its gradient is ``adj(grad)``.
 
     ``value``: the forward result when the caller already has it (max pooling finds it on the way).
+    ``args``: what the node class's ``saved_values`` read.
     """
     # bfloat16: the kernel runs in float32 and its result is rounded once (as torch's)
     result = wrap(narrow_to(fwd(widen(x._data)), x._data.dtype) if value is None else value)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.fwd, node.adj = fwd, adj
+        if args is not None:
+            node.args = args
         if node_cls.saves_input:
             node.save(x)
     return result

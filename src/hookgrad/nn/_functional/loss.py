@@ -10,7 +10,7 @@ import numpy as np
 
 from ..._dtype import is_floating_np
 from ..._tensor import Tensor, wrap
-from ...autograd.graph import Node
+from ...autograd.graph import Node, saved_dim
 from ..._ops import pointwise
 from ..._ops import reduce as _rops
 from ..._ops._base import GRAD
@@ -74,6 +74,14 @@ def _broadcast_pair(x, t, warn=True):
     return x, t
 
 
+# torch's nodes report the reduction as its enum value
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _reduction(node):
+    return _REDUCTION_ENUM[node.reduction]
+
+
 class _PointwiseLossBackward(Node):
     """Backward of an elementwise loss reduced by ``reduction``: grad = dloss/dd * g (scaled)."""
 
@@ -94,6 +102,7 @@ class _PointwiseLossBackward(Node):
 
 class MseLossBackward0(_PointwiseLossBackward):
     __slots__ = ()
+    saved_values = {"reduction": _reduction}
 
     def local(self, d):
         return d * 2
@@ -101,6 +110,7 @@ class MseLossBackward0(_PointwiseLossBackward):
 
 class SmoothL1LossBackward0(_PointwiseLossBackward):
     __slots__ = ()
+    saved_values = {"reduction": _reduction, "beta": lambda n: n.param}
 
     def local(self, d):
         beta = self.param
@@ -110,6 +120,7 @@ class SmoothL1LossBackward0(_PointwiseLossBackward):
 
 class HuberLossBackward0(_PointwiseLossBackward):
     __slots__ = ()
+    saved_values = {"reduction": _reduction, "delta": lambda n: n.param}
 
     def local(self, d):
         delta = self.param
@@ -192,7 +203,10 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
 # ---- negative log likelihood and cross entropy -----------------------------------------------
 class NllLossBackward0(Node):
-    __slots__ = ("coef", "reduction", "class_last_shape")
+    __slots__ = ("coef", "reduction", "class_last_shape", "ignore_index")
+    # kept as torch keeps them (its backward reads them; ours reads ``coef``)
+    saved_names = ("self", "target", "weight", "total_weight")
+    saved_values = {"reduction": _reduction, "ignore_index": lambda n: saved_dim(n.ignore_index)}
 
     def apply(self, grads):
         g = grads[0]
@@ -237,7 +251,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
                            f"weight tensor of shape: {list(weight._data.shape)}")
     if xd.ndim == 2 and weight is None and reduction == "mean" and ignore_index < 0 and td.size:
-        fast = _nll_mean_all_valid(x, xd, td.astype(np.int64, copy=False), c)
+        fast = _nll_mean_all_valid(x, xd, td.astype(np.int64, copy=False), c, t)
         if fast is not None:
             return fast
     # class dim last, everything else flattened
@@ -275,11 +289,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         elif xd.ndim == 1:
             coef = coef.reshape(xd.shape)
         node = record_op((NllLoss2DBackward0 if xd.ndim >= 3 else NllLossBackward0), (x,), result)
-        node.coef, node.reduction = coef, reduction
+        node.coef, node.reduction, node.ignore_index = coef, reduction, ignore_index
+        total_weight = np.zeros((), xd.dtype) if reduction == "none" else np.asarray(w.sum(), dtype=xd.dtype)
+        node.save(x, t, weight, wrap(total_weight))
     return result
 
 
-def _nll_mean_all_valid(x, xd, t1, c):
+def _nll_mean_all_valid(x, xd, t1, c, target):
     """nll_loss of a (batch, classes) input, mean reduction, every target a valid class (the common
     training case) in a third of the NumPy calls of the general path; None if a target is out of
     range (the general path then raises the error)."""
@@ -292,7 +308,8 @@ def _nll_mean_all_valid(x, xd, t1, c):
         coef = np.zeros(xd.shape, dtype=xd.dtype)
         coef[rows, t1] = -1.0 / n
         node = record_op(NllLossBackward0, (x,), result)
-        node.coef, node.reduction = coef, "mean"
+        node.coef, node.reduction, node.ignore_index = coef, "mean", -100
+        node.save(x, target, None, wrap(np.asarray(n, dtype=xd.dtype)))
     return result
 
 
@@ -348,11 +365,12 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 # ---- binary cross entropy --------------------------------------------------------------------
 class BinaryCrossEntropyBackward0(Node):
     __slots__ = ("reduction", "weight")
-    saved_names = ("self", "target")
+    saved_names = ("self", "target", "weight")
+    saved_values = {"reduction": _reduction}
 
     def apply(self, grads):
         g = grads[0]
-        x, t = self.saved()
+        x, t = self.saved()[:2]
         if self.reduction == "mean":
             g = g / x._data.size
         w = self.weight
@@ -398,17 +416,18 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         node = record_op(BinaryCrossEntropyBackward0, (x, t), result)
         node.reduction = reduction
         node.weight = weight.detach() if weight is not None else None
-        node.save(x, t)
+        node.save(x, t, weight)
     return result
 
 
 class BinaryCrossEntropyWithLogitsBackward0(Node):
     __slots__ = ("reduction", "weight", "pos_weight")
-    saved_names = ("self", "target")
+    saved_names = ("self", "target", "weight", "pos_weight")
+    saved_values = {"reduction": _reduction}
 
     def apply(self, grads):
         g = grads[0]
-        x, t = self.saved()
+        x, t = self.saved()[:2]
         if self.reduction == "mean":
             g = g / x._data.size
         w, pw = self.weight, self.pos_weight
@@ -464,7 +483,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         node.reduction = reduction
         node.weight = weight.detach() if weight is not None else None
         node.pos_weight = pos_weight.detach() if pos_weight is not None else None
-        node.save(x, t)
+        node.save(x, t, weight, pos_weight)
     return result
 
 

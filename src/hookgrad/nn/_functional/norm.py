@@ -94,7 +94,10 @@ def _sum(t, axes):
 
 
 class NativeBatchNormBackward0(_NormBackward):
-    __slots__ = ()
+    __slots__ = ("training",)
+    # saved after the running statistics are updated, as torch does (batch_norm below)
+    saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2")
+    saved_values = {"training": lambda n: n.training, "eps": lambda n: n.eps}
     double_backward = node_class("NativeBatchNormBackwardBackward0", ZeroGradNode)
 
 
@@ -102,11 +105,17 @@ class NativeLayerNormBackward0(_NormBackward):
     __slots__ = ()
     saves_bias = True
     saved_names = ("weight", "input", "bias", "result1", "result2")
+    saved_values = {"normalized_shape": lambda n: n.affine}
     double_backward = node_class("NativeLayerNormBackwardBackward0", ZeroGradNode)
 
 
 class NativeGroupNormBackward0(_NormBackward):
     __slots__ = ()
+    saved_names = ("input", "weight", "result1", "result2")
+    # view: (N, group, C // group * HxW); affine: (1, C, 1, ...)
+    saved_values = {"N": lambda n: n.view[0], "C": lambda n: n.affine[1], "group": lambda n: n.view[1],
+                    "HxW": lambda n: n.view[2] * n.view[1] // n.affine[1] if n.affine[1] else 0,
+                    "eps": lambda n: n.eps}
     bias_grad_from_backward = False  # torch's group norm sums the bias gradient outside its backward op
     double_backward = node_class("NativeGroupNormBackwardBackward0", ZeroGradNode)
 
@@ -136,8 +145,8 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
         node.eps, node.batch_stats, node.mean, node.invstd = eps, batch_stats, mean, invstd
         if node_cls.saves_bias:  # torch's layer norm packs weight, input, bias, mean, rstd (in this order)
             node.save(weight, x, bias, wrap(mean), wrap(invstd))
-        else:
-            node.save(x, weight)
+        elif node_cls is NativeGroupNormBackward0:
+            node.save(x, weight, wrap(mean.reshape(view[:2])), wrap(invstd.reshape(view[:2])))
     return result, mean, var
 
 
@@ -176,13 +185,29 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             rv *= (1 - momentum)
             rv += (momentum * var.reshape(-1) * (n / (n - 1))).astype(rv.dtype, copy=False)
             running_var._bump_version()
+        _save_batch_norm(result, x, weight, running_mean, running_var, True)
         return result
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     mean = running_mean._data.reshape(affine).astype(xd.dtype, copy=False)
     var = running_var._data.reshape(affine).astype(xd.dtype, copy=False)
     result, _, _ = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps, mean, var)
+    _save_batch_norm(result, x, weight, running_mean, running_var, False)
     return result
+
+
+def _save_batch_norm(result, x, weight, running_mean, running_var, training):
+    """What torch's batch norm packs, once the running statistics are updated: the batch mean and
+    inverse std (empty in evaluation mode)."""
+    node = result._grad_fn
+    if node is None:
+        return
+    node.training = training
+    if training:
+        stats = wrap(node.mean.reshape(-1)), wrap(node.invstd.reshape(-1))
+    else:
+        stats = wrap(np.empty(0, x._data.dtype)), wrap(np.empty(0, x._data.dtype))
+    node.save(x, weight, running_mean, running_var, *stats)
 
 
 def _size_repr(size):
@@ -220,7 +245,7 @@ def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps=1e-5)
                            f"shape {list(xd.shape)} and num_groups={num_groups}")
     _check_len(weight, "weight", c)
     _check_len(bias, "bias", c)
-    view = (n, num_groups, -1) if xd.size else (n, num_groups, 0)
+    view = (n, num_groups, xd.size // (n * num_groups) if xd.size else 0)
     affine = (1, c) + (1,) * (xd.ndim - 2)
     affine_axes = (0,) + tuple(range(2, xd.ndim))
     result, _, _ = _normalize(NativeGroupNormBackward0, x, weight, bias, view, (2,), affine, affine_axes, eps)

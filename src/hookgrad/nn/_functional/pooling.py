@@ -12,18 +12,30 @@ import numpy as np
 from ..._dtype import is_floating_np
 from ..._tensor import Tensor, wrap
 from .conv import _tuple, windows
-from .linear_ops import linear_map, linear_map_nodes
+from .linear_ops import linear_map, linear_map_nodes, saved_arg
 from ..._ops._base import GRAD
 
 
 # ---- geometry --------------------------------------------------------------------------------
 # each op's node classes, with torch's names (the backward of the backward is the forward map again)
-MaxPool2DWithIndicesBackward0 = linear_map_nodes("MaxPool2DWithIndicesBackward0",
-                                                 "MaxPool2DWithIndicesBackwardBackward0", saves_input=True)
-AvgPool2DBackward0 = linear_map_nodes("AvgPool2DBackward0", "AvgPool2DBackwardBackward0", saves_input=True)
+# (args: kernel_size, stride, padding, dilation or count_include_pad, ceil_mode, the _MaxGeom or divisor_override)
+MaxPool2DWithIndicesBackward0 = linear_map_nodes(
+    "MaxPool2DWithIndicesBackward0", "MaxPool2DWithIndicesBackwardBackward0", saves_input=True,
+    saved_values={"kernel_size": saved_arg(0), "stride": saved_arg(1), "padding": saved_arg(2),
+                  "dilation": saved_arg(3), "ceil_mode": saved_arg(4),
+                  "result1": lambda n: wrap(n.args[5].flat_indices())})
+AvgPool2DBackward0 = linear_map_nodes(
+    "AvgPool2DBackward0", "AvgPool2DBackwardBackward0", saves_input=True,
+    saved_values={"kernel_size": saved_arg(0), "stride": saved_arg(1), "padding": saved_arg(2),
+                  "count_include_pad": saved_arg(3), "ceil_mode": saved_arg(4), "divisor_override": saved_arg(5)})
 AdaptiveAvgPool2DBackward0 = linear_map_nodes("AdaptiveAvgPool2DBackward0", "AdaptiveAvgPool2DBackwardBackward0",
                                               saves_input=True)
-ConstantPadNdBackward0 = linear_map_nodes("ConstantPadNdBackward0", "ConstantPadNdBackwardBackward0")
+ConstantPadNdBackward0 = linear_map_nodes("ConstantPadNdBackward0", "ConstantPadNdBackwardBackward0",
+                                          saved_values={"pad": saved_arg(0)})
+
+
+def _listed(v):
+    return v if isinstance(v, (tuple, list)) else (v,)
 
 
 def _pool_out(size, k, s, p, d, ceil_mode):
@@ -205,13 +217,14 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
     g.er = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
     g.shape, g._idx, g._arg, g.pair = x._data.shape, None, None, None
     wants_winner = need_indices or (GRAD.enabled and x._requires_grad)
+    args = ((kh, kw), () if stride is None or len(_listed(stride)) == 0 else (sh, sw), (ph, pw), (dh, dw), ceil_mode)
     if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1) and not ceil_mode:
         fast = _max_pool_2x2(data, ho, wo, wants_winner)
         if fast is not None:
             best, g.pair = fast
             if unbatched:
                 best, g.pair = best[0], g.pair and (g.pair[0][0], g.pair[1][0])
-            return _max_pool_result(x, best, g, need_indices)
+            return _max_pool_result(x, best, g, need_indices, args)
     fill = -np.inf if is_floating_np(data.dtype) else np.iinfo(data.dtype).min
     win = windows(_padded_planes(data, g, fill), kh, kw, sh, sw, dh, dw, ho, wo)  # (N, C, kh, kw, Ho, Wo)
     # running maximum over the kernel offsets (kh*kw passes over output-sized arrays, no window copy),
@@ -244,13 +257,13 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
     if unbatched:
         best, arg = best[0], arg[0]
     g._arg = arg
-    return _max_pool_result(x, best, g, need_indices)
+    return _max_pool_result(x, best, g, need_indices, args)
 
 
-def _max_pool_result(x, best, g, need_indices):
+def _max_pool_result(x, best, g, need_indices, args):
     fwd = functools.partial(_max_gather, geom=g)
     adj = functools.partial(_max_scatter, geom=g)
-    out = linear_map(x, fwd, adj, MaxPool2DWithIndicesBackward0, value=best)
+    out = linear_map(x, fwd, adj, MaxPool2DWithIndicesBackward0, value=best, args=args + (g,))
     return out, (wrap(g.flat_indices()) if need_indices else None)
 
 
@@ -348,7 +361,9 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     in_shape = x._data.shape if x._data.ndim == 4 else (1,) + x._data.shape
     fwd = functools.partial(_avg_fwd_b, geom=geom)
     adj = functools.partial(_avg_adj_b, geom=geom, in_shape=in_shape)
-    return linear_map(x, fwd, adj, AvgPool2DBackward0)
+    args = ((kh, kw), () if stride is None or len(_listed(stride)) == 0 else (sh, sw), (ph, pw), count_include_pad,
+            ceil_mode, divisor_override)
+    return linear_map(x, fwd, adj, AvgPool2DBackward0, args=args)
 
 
 def avg_pool1d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
@@ -444,7 +459,7 @@ def _const_pad_adj(g, pads, in_shape):
 
 _MODE_NAMES = {"reflect": "Reflection", "replicate": "Replication", "circular": "Circular"}
 _INDEX_PAD_NODES = {(mode, k): linear_map_nodes(f"{name}Pad{k}DBackward0", f"{name}Pad{k}DBackwardBackward0",
-                                                saves_input=True)
+                                                saves_input=True, saved_values={"padding": saved_arg(0)})
                     for mode, name in _MODE_NAMES.items() for k in (1, 2, 3)}
 
 
@@ -465,7 +480,7 @@ def pad(x: Tensor, pad, mode="constant", value=None):
                                    f"output size, which is invalid. Check dimension {pads.index((b, e))} of your input.")
         fwd = functools.partial(_const_pad_fwd, pads=pads, value=0 if value is None else value)
         adj = functools.partial(_const_pad_adj, pads=pads, in_shape=x._data.shape)
-        return linear_map(x, fwd, adj, ConstantPadNdBackward0)
+        return linear_map(x, fwd, adj, ConstantPadNdBackward0, args=(pad,))
     if mode not in _MODE_NAMES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     k = len(pairs)
@@ -483,4 +498,4 @@ def pad(x: Tensor, pad, mode="constant", value=None):
         plan.append((axis, _pad_index(size, b, e, mode), size))
     fwd = functools.partial(_index_pad_fwd, plan=plan)
     adj = functools.partial(_index_pad_adj, plan=plan)
-    return linear_map(x, fwd, adj, _INDEX_PAD_NODES[mode, k])
+    return linear_map(x, fwd, adj, _INDEX_PAD_NODES[mode, k], args=(pad,))
