@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_lr, _check_non_negative,
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
                         _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Adadelta"]
@@ -42,7 +42,6 @@ class Adadelta(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             rho, eps, weight_decay = group["rho"], group["eps"], group["weight_decay"]
@@ -60,4 +59,3 @@ class Adadelta(Optimizer):
                 _bump(state["acc_delta"])
                 p._data += -lr * delta
                 _bump(p)
-        return loss

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_lr, _check_non_negative,
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
                         _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Adagrad"]
@@ -48,7 +48,6 @@ class Adagrad(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             weight_decay, lr_decay, eps = group["weight_decay"], group["lr_decay"], group["eps"]
@@ -66,4 +65,3 @@ class Adagrad(Optimizer):
                 update /= std
                 p._data += update
                 _bump(p)
-        return loss

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._cpu_flags import check_fused_and_foreach
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_lr, _check_non_negative,
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
                         _check_not_differentiable, _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
 
 __all__ = ["Adam"]
@@ -92,7 +92,6 @@ class Adam(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             beta1, beta2 = (_as_float(b) for b in group["betas"])
             lr = _as_float(group["lr"])
@@ -130,4 +129,3 @@ class Adam(Optimizer):
                 update /= denom
                 p._data += update
                 _bump(p)
-        return loss

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _check_hyperparameters, _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+from .optimizer import (Optimizer, _as_float, _bump, _check_not_differentiable,
                         _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Adamax"]
@@ -39,7 +39,6 @@ class Adamax(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             beta1, beta2 = (_as_float(b) for b in group["betas"])
             lr = _as_float(group["lr"])
@@ -55,4 +54,3 @@ class Adamax(Optimizer):
                 clr = lr / (1 - beta1 ** float(state["step"]._data))
                 p._data += -clr * (m / u)
                 _bump(p)
-        return loss

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_lr, _check_non_negative,
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
                         _check_not_differentiable, _new_step_counter, _no_grad_step, _scalar_np_dtype,
                         _scalar_state, _wrap)
 
@@ -45,7 +45,6 @@ class ASGD(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             lambd, alpha, t0 = group["lambd"], group["alpha"], group["t0"]
@@ -73,4 +72,3 @@ class ASGD(Optimizer):
                 mu_t._data[...] = default(1 / max(1, step - t0))
                 _bump(eta_t)
                 _bump(mu_t)
-        return loss

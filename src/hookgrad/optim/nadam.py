@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _check_hyperparameters, _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_non_negative,
+from .optimizer import (Optimizer, _as_float, _bump, _check_non_negative,
                         _check_not_differentiable, _new_step_counter, _no_grad_step, _scalar_state, _wrap)
 
 __all__ = ["NAdam"]
@@ -54,7 +54,6 @@ class NAdam(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             beta1, beta2 = (_as_float(b) for b in group["betas"])
             lr = _as_float(group["lr"])
@@ -85,4 +84,3 @@ class NAdam(Optimizer):
                 param += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (grad / denom)
                 param += ((-lr * mu_next) / (1.0 - mu_product_next)) * (m / denom)
                 _bump(p)
-        return loss

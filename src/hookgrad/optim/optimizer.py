@@ -113,7 +113,8 @@ def _enable_grad():
 def _no_grad_step(step_fn):
     """Decorator for ``step(self, closure=None)`` implementations: the closure runs first, with
     grad mode on; then the update runs with grad mode off and NumPy's floating-point warnings
-    silenced (PyTorch stays silent on inf/nan arithmetic too). Returns the closure's loss."""
+    silenced (PyTorch stays silent on inf/nan arithmetic too). Returns the closure's loss; the
+    update itself is called with ``closure=None`` and its return value is not used."""
 
     @functools.wraps(step_fn)
     def wrapper(self, closure=None):

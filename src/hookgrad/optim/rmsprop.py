@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_lr, _check_non_negative,
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
                         _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["RMSprop"]
@@ -46,7 +46,6 @@ class RMSprop(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             alpha, eps = group["alpha"], group["eps"]
@@ -81,4 +80,3 @@ class RMSprop(Optimizer):
                     update /= avg
                     param += update
                 _bump(p)
-        return loss

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_lr, _check_not_differentiable,
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_not_differentiable,
                         _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Rprop"]
@@ -42,7 +42,6 @@ class Rprop(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
@@ -60,4 +59,3 @@ class Rprop(Optimizer):
                 prev[...] = grad
                 for t in (p, state["prev"], state["step_size"]):
                     _bump(t)
-        return loss
