@@ -50,6 +50,12 @@ def _check_hyperparameters(lr, betas, eps, weight_decay):
         raise ValueError("betas must be either both floats or both Tensors")
 
 
+def _adam_group_values(group: dict):
+    """The Adam family's numbers for one group: beta1, beta2, lr and weight_decay as floats, and eps."""
+    beta1, beta2 = (_as_float(b) for b in group["betas"])
+    return beta1, beta2, _as_float(group["lr"]), _as_float(group["weight_decay"]), group["eps"]
+
+
 class Adam(Optimizer):
     """Adam with PyTorch's options and defaults (``lr=1e-3, betas=(0.9, 0.999), eps=1e-8``)."""
 
@@ -93,10 +99,7 @@ class Adam(Optimizer):
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
         for group in self.param_groups:
-            beta1, beta2 = (_as_float(b) for b in group["betas"])
-            lr = _as_float(group["lr"])
-            weight_decay = _as_float(group["weight_decay"])
-            eps = group["eps"]
+            beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
             amsgrad = group["amsgrad"]
             decoupled = group.get("decoupled_weight_decay", False)
             for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr):

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adam import _check_hyperparameters, _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _check_not_differentiable,
-                        _new_step_counter, _no_grad_step, _wrap)
+from .adam import _adam_group_values, _check_hyperparameters, _lerp_
+from .optimizer import Optimizer, _bump, _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap
 
 __all__ = ["Adamax"]
 
@@ -40,10 +39,7 @@ class Adamax(Optimizer):
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
         for group in self.param_groups:
-            beta1, beta2 = (_as_float(b) for b in group["betas"])
-            lr = _as_float(group["lr"])
-            weight_decay = _as_float(group["weight_decay"])
-            eps = group["eps"]
+            beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
             for p, state, grad in self._grads_to_apply(group, weight_decay):
                 m, u = state["exp_avg"]._data, state["exp_inf"]._data
                 _lerp_(m, grad, 1 - beta1)

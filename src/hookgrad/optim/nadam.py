@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adam import _check_hyperparameters, _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _check_non_negative,
-                        _check_not_differentiable, _new_step_counter, _no_grad_step, _scalar_state, _wrap)
+from .adam import _adam_group_values, _check_hyperparameters, _lerp_
+from .optimizer import (Optimizer, _bump, _check_non_negative, _check_not_differentiable, _new_step_counter,
+                        _no_grad_step, _scalar_state, _wrap)
 
 __all__ = ["NAdam"]
 
@@ -55,10 +55,8 @@ class NAdam(Optimizer):
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
         for group in self.param_groups:
-            beta1, beta2 = (_as_float(b) for b in group["betas"])
-            lr = _as_float(group["lr"])
-            weight_decay = _as_float(group["weight_decay"])
-            eps, momentum_decay = group["eps"], group["momentum_decay"]
+            beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
+            momentum_decay = group["momentum_decay"]
             decoupled = group["decoupled_weight_decay"]
             for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr,
                                                        capturable_names="params, mu_products and state_steps"):
