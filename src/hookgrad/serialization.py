@@ -284,6 +284,23 @@ def _check_map_location(map_location) -> None:
             raise RuntimeError(f"hookgrad tensors live on the CPU; cannot map them to {target!r}")
 
 
+def _tensor_from_array(arr, requires_grad: bool):
+    from ._tensor import wrap
+    out = wrap(arr)
+    if requires_grad:
+        out.requires_grad_(True)
+    return out
+
+
+def _apply_map_location(map_location, tensor):
+    """A callable ``map_location`` sees every loaded tensor with location "cpu"; None keeps it."""
+    if callable(map_location):
+        mapped = map_location(tensor, "cpu")
+        if mapped is not None:
+            return mapped
+    return tensor
+
+
 class _Reader:
     def __init__(self, buffer: bytearray, data_start: int, data_end: int, tensors: list,
                  weights_only: bool, map_location):
@@ -346,13 +363,8 @@ class _Reader:
                 raise CheckpointError("checkpoint holds a Parameter but hookgrad.nn is unavailable")
             out = parameter_cls(wrap(arr), requires_grad=requires_grad)
         else:
-            out = wrap(arr)
-            if requires_grad:
-                out.requires_grad_(True)
-        if callable(self.map_location):
-            mapped = self.map_location(out, "cpu")
-            if mapped is not None:
-                out = mapped
+            out = _tensor_from_array(arr, requires_grad)
+        out = _apply_map_location(self.map_location, out)
         self.built[index] = out
         return out
 
@@ -484,7 +496,6 @@ class _TorchArchive:
 
     def rebuild_tensor(self, storage, offset, size, stride, requires_grad=False, backward_hooks=None,
                        metadata=None):
-        from ._tensor import wrap
         if not isinstance(storage, np.ndarray):
             raise CheckpointError("PyTorch checkpoint tensor does not refer to a storage")
         try:
@@ -505,13 +516,8 @@ class _TorchArchive:
                                                   writeable=True)
         else:
             arr = np.zeros(size, dtype=storage.dtype)
-        out = wrap(arr)
-        if requires_grad:
-            out.requires_grad_(True)
-        if callable(self.map_location):
-            mapped = self.map_location(out, "cpu")
-            if mapped is not None:
-                out = mapped
+        out = _tensor_from_array(arr, requires_grad)
+        out = _apply_map_location(self.map_location, out)
         return out
 
     def rebuild_parameter(self, data, requires_grad, backward_hooks=None, state=None):

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cpu_flags import check_not_capturable
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
-                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
+                        _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Adadelta"]
 
@@ -21,16 +20,10 @@ class Adadelta(Optimizer):
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
-        if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        _check_non_negative(eps=eps, weight_decay=weight_decay)
         _check_not_differentiable(differentiable)
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
@@ -38,36 +31,21 @@ class Adadelta(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False, capturable=False)
+
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = _new_step_counter()
+        state["square_avg"] = _wrap(np.zeros_like(p._data))
+        state["acc_delta"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             rho, eps, weight_decay = group["rho"], group["eps"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                check_not_capturable(group)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step_counter()
-                    state["square_avg"] = _wrap(np.zeros_like(p._data))
-                    state["acc_delta"] = _wrap(np.zeros_like(p._data))
-                step_t = state["step"]
-                step_t._data += 1
-                _bump(step_t)
-                grad = p.grad._data
-                if group["maximize"]:
-                    grad = -grad
-                if weight_decay != 0:
-                    grad = grad + weight_decay * p._data
+            for p, state, grad in self._grads_to_apply(group, weight_decay):
                 sq, acc = state["square_avg"]._data, state["acc_delta"]._data
                 sq *= rho
                 sq += (1 - rho) * grad * grad
@@ -81,4 +59,3 @@ class Adadelta(Optimizer):
                 _bump(state["acc_delta"])
                 p._data += -lr * delta
                 _bump(p)
-        return loss

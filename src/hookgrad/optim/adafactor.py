@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _new_step_counter, _no_grad_step,
+from .optimizer import (Optimizer, _as_float, _bump, _new_step_counter, _no_grad_step,
                         _tensor_cls, _wrap)
 
 __all__ = ["Adafactor"]
@@ -53,7 +53,6 @@ class Adafactor(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             eps1, eps2 = group["eps"]
@@ -111,4 +110,3 @@ class Adafactor(Optimizer):
                 denom = max(1.0, rms_update / ((update.size ** 0.5) * d))
                 param += (-alpha / denom) * update
                 _bump(p)
-        return loss

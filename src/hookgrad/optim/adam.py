@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cpu_flags import check_fused_and_foreach, check_not_capturable
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
-                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
+from ._cpu_flags import check_fused_and_foreach
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
+                        _check_not_differentiable, _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
 
 __all__ = ["Adam"]
 
@@ -36,22 +36,24 @@ def _lerp_(start: np.ndarray, end: np.ndarray, weight: float, scratch: np.ndarra
 
 
 def _check_hyperparameters(lr, betas, eps, weight_decay):
-    tensor_cls = _tensor_cls()
-    if isinstance(lr, tensor_cls) and lr.numel() != 1:
-        raise ValueError("Tensor lr must be 1-element")
-    if not 0.0 <= lr:
-        raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
-        raise ValueError(f"Invalid epsilon value: {eps}")
+    """torch's checks on the hyper-parameters of the Adam family, in its order."""
+    _check_lr(lr)
+    _check_non_negative(eps=eps)
     if not 0.0 <= betas[0] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
     if not 0.0 <= betas[1] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
-        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+    _check_non_negative(weight_decay=weight_decay)
+    tensor_cls = _tensor_cls()
     if not ((isinstance(betas[0], float) and isinstance(betas[1], float))
             or (isinstance(betas[0], tensor_cls) and isinstance(betas[1], tensor_cls))):
         raise ValueError("betas must be either both floats or both Tensors")
+
+
+def _adam_group_values(group: dict):
+    """The Adam family's numbers for one group: beta1, beta2, lr and weight_decay as floats, and eps."""
+    beta1, beta2 = (_as_float(b) for b in group["betas"])
+    return beta1, beta2, _as_float(group["lr"]), _as_float(group["weight_decay"]), group["eps"]
 
 
 class Adam(Optimizer):
@@ -81,56 +83,26 @@ class Adam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("amsgrad", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("fused", None)
-            for p in group["params"]:
-                p_state = self.state.get(p, [])
-                if len(p_state) != 0 and not isinstance(p_state["step"], _tensor_cls()):
-                    counter = _new_step_counter()
-                    counter._data[...] = float(p_state["step"])
-                    p_state["step"] = counter
+        self._setdefault_in_groups(amsgrad=False, maximize=False, foreach=None, capturable=False,
+                                   differentiable=False, decoupled_weight_decay=False, fused=None)
+        self._tensorize_scalar_state("step")
+
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = _new_step_counter()
+        state["exp_avg"] = _wrap(np.zeros_like(p._data))
+        state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+        if group["amsgrad"]:
+            state["max_exp_avg_sq"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
-            beta1, beta2 = (_as_float(b) for b in group["betas"])
-            lr = _as_float(group["lr"])
-            weight_decay = _as_float(group["weight_decay"])
-            eps = group["eps"]
+            beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
             amsgrad = group["amsgrad"]
-            maximize = group["maximize"]
             decoupled = group.get("decoupled_weight_decay", False)
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                check_not_capturable(group)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step_counter()
-                    state["exp_avg"] = _wrap(np.zeros_like(p._data))
-                    state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = _wrap(np.zeros_like(p._data))
-                param = p._data
-                grad = p.grad._data
-                if maximize:
-                    grad = -grad
-                step_t = state["step"]
-                step_t._data += 1
-                _bump(step_t)
-                if weight_decay != 0:
-                    if decoupled:
-                        param *= 1 - lr * weight_decay
-                    else:
-                        grad = grad + weight_decay * param
+            for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr):
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 m, v = exp_avg._data, exp_avg_sq._data
                 scratch = np.empty_like(m)
@@ -142,7 +114,7 @@ class Adam(Optimizer):
                 _bump(exp_avg)
                 _bump(exp_avg_sq)
 
-                step = float(step_t._data)
+                step = float(state["step"]._data)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1
@@ -158,6 +130,5 @@ class Adam(Optimizer):
                 denom += eps
                 update = np.multiply(m, -step_size, out=scratch)
                 update /= denom
-                param += update
+                p._data += update
                 _bump(p)
-        return loss

@@ -16,18 +16,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cpu_flags import check_not_capturable
-from .adam import _check_hyperparameters, _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
-                        _new_step_counter, _no_grad_step, _wrap)
+from .adam import _adam_group_values, _check_hyperparameters, _lerp_
+from .optimizer import (Optimizer, _bump, _check_non_negative, _check_not_differentiable, _new_step_counter,
+                        _no_grad_step, _scalar_state, _wrap)
 
 __all__ = ["NAdam"]
-
-
-def _scalar_state(value: float):
-    counter = _new_step_counter()
-    counter._data[...] = value
-    return counter
 
 
 class NAdam(Optimizer):
@@ -38,8 +31,7 @@ class NAdam(Optimizer):
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_hyperparameters(lr, betas, eps, weight_decay)
-        if not 0.0 <= momentum_decay:
-            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        _check_non_negative(momentum_decay=momentum_decay)
         _check_not_differentiable(differentiable)
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
                         decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
@@ -48,51 +40,30 @@ class NAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("capturable", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            for p in group["params"]:
-                p_state = self.state.get(p, {})
-                for key in ("step", "mu_product"):
-                    if key in p_state and not hasattr(p_state[key], "_data"):
-                        p_state[key] = _scalar_state(float(p_state[key]))
+        self._setdefault_in_groups(maximize=False, foreach=None, capturable=False, differentiable=False,
+                                   decoupled_weight_decay=False)
+        self._tensorize_scalar_state("step", "mu_product")
+
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = _new_step_counter()
+        state["mu_product"] = _scalar_state(1.0)
+        state["exp_avg"] = _wrap(np.zeros_like(p._data))
+        state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
-            beta1, beta2 = (_as_float(b) for b in group["betas"])
-            lr = _as_float(group["lr"])
-            weight_decay = _as_float(group["weight_decay"])
-            eps, momentum_decay = group["eps"], group["momentum_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                check_not_capturable(group, "params, mu_products and state_steps")
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step_counter()
-                    state["mu_product"] = _scalar_state(1.0)
-                    state["exp_avg"] = _wrap(np.zeros_like(p._data))
-                    state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+            beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
+            momentum_decay = group["momentum_decay"]
+            decoupled = group["decoupled_weight_decay"]
+            for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr,
+                                                       capturable_names="params, mu_products and state_steps"):
                 param = p._data
-                grad = p.grad._data
-                if group["maximize"]:
-                    grad = -grad
-                step_t, mu_product_t = state["step"], state["mu_product"]
-                step_t._data += 1
-                _bump(step_t)
-                step = float(step_t._data)
+                mu_product_t = state["mu_product"]
+                step = float(state["step"]._data)
                 bias_correction2 = 1 - beta2 ** step
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        param *= 1 - lr * weight_decay
-                    else:
-                        grad = grad + weight_decay * param
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 # the product lives in the counter's own (usually float32) precision, as in PyTorch
@@ -111,4 +82,3 @@ class NAdam(Optimizer):
                 param += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (grad / denom)
                 param += ((-lr * mu_next) / (1.0 - mu_product_next)) * (m / denom)
                 _bump(p)
-        return loss

@@ -26,6 +26,7 @@ from typing import Callable
 import numpy as np
 
 from ..utils.hooks import RemovableHandle
+from ._cpu_flags import check_not_capturable
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
            "required"]
@@ -77,6 +78,14 @@ def _new_step_counter():
     return _wrap(np.zeros((), dtype=_scalar_np_dtype()))
 
 
+def _scalar_state(value: float):
+    """A 0-d tensor in the step counters' dtype holding ``value`` (NAdam's ``mu_product``,
+    ASGD's ``eta`` and ``mu``)."""
+    counter = _new_step_counter()
+    counter._data[...] = value
+    return counter
+
+
 def _as_float(x) -> float:
     """A hyper-parameter as a Python float (a 1-element tensor is accepted, as in PyTorch)."""
     data = getattr(x, "_data", None)
@@ -104,7 +113,8 @@ def _enable_grad():
 def _no_grad_step(step_fn):
     """Decorator for ``step(self, closure=None)`` implementations: the closure runs first, with
     grad mode on; then the update runs with grad mode off and NumPy's floating-point warnings
-    silenced (PyTorch stays silent on inf/nan arithmetic too). Returns the closure's loss."""
+    silenced (PyTorch stays silent on inf/nan arithmetic too). Returns the closure's loss; the
+    update itself is called with ``closure=None`` and its return value is not used."""
 
     @functools.wraps(step_fn)
     def wrapper(self, closure=None):
@@ -121,6 +131,25 @@ def _check_not_differentiable(differentiable) -> None:
     if differentiable:
         raise NotImplementedError("differentiable=True is not supported: hookgrad's optimizers update "
                                   "parameters in place on their NumPy arrays, outside autograd")
+
+
+def _check_lr(lr) -> None:
+    """torch's checks on ``lr``: a tensor holds one element, and the value is not negative."""
+    if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
+        raise ValueError("Tensor lr must be 1-element")
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+
+
+_LABELS = {"eps": "epsilon"}
+
+
+def _check_non_negative(**values) -> None:
+    """torch's ``ValueError`` for the first of ``name=value`` (checked in the order given) that is
+    negative or NaN, worded ``Invalid <name> value: <value>`` (``eps`` reads "epsilon")."""
+    for name, value in values.items():
+        if not 0.0 <= value:
+            raise ValueError(f"Invalid {_LABELS.get(name, name)} value: {value}")
 
 
 def _call_closure(closure):
@@ -217,6 +246,55 @@ class Optimizer:
                 setattr(self, name, OrderedDict())
         self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+
+    def _setdefault_in_groups(self, **options) -> None:
+        """Give every group the options that a state pickled before they existed lacks."""
+        for group in self.param_groups:
+            for key, value in options.items():
+                group.setdefault(key, value)
+
+    def _tensorize_scalar_state(self, *keys: str) -> None:
+        """Turn the plain numbers an older pickle holds under ``keys`` into 0-d state tensors."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                p_state = self.state.get(p, {})
+                for key in keys:
+                    if key in p_state and not isinstance(p_state[key], _tensor_cls()):
+                        p_state[key] = _scalar_state(float(p_state[key]))
+
+    def _grads_to_apply(self, group: dict, weight_decay=0, *, decoupled: bool = False, lr: float = 0.0,
+                        capturable_names: str | None = "params and state_steps"):
+        """Yield ``(p, state, grad)`` for each parameter of ``group`` that has a gradient, after the
+        preamble that the built-in update rules share, in torch's order: the CPU ``capturable``
+        check (skipped when ``capturable_names`` is None), the state made by
+        ``self._init_state(state, p, group)`` on first sight, ``state["step"]`` advanced by one,
+        the gradient negated under ``maximize``, and weight decay: ``p *= 1 - lr * weight_decay``
+        when ``decoupled``, else ``grad + weight_decay * p``. ``grad`` is a NumPy array that the
+        caller must not change in place (it may be ``p.grad``'s own); one generator serves a whole
+        group, so the per-parameter cost stays that of the loop it replaces."""
+        maximize = group["maximize"]
+        states = self.state
+        for p in group["params"]:
+            grad_tensor = p.grad
+            if grad_tensor is None:
+                continue
+            if capturable_names is not None:
+                check_not_capturable(group, capturable_names)
+            state = states[p]
+            if len(state) == 0:
+                self._init_state(state, p, group)
+            step_t = state["step"]
+            step_t._data += 1
+            _bump(step_t)
+            grad = grad_tensor._data
+            if maximize:
+                grad = -grad
+            if weight_decay != 0:
+                if decoupled:
+                    p._data *= 1 - lr * weight_decay
+                else:
+                    grad = grad + weight_decay * p._data
+            yield p, state, grad
 
     def __repr__(self) -> str:
         text = self.__class__.__name__ + " ("

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cpu_flags import check_not_capturable
-from .adam import _check_hyperparameters, _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
-                        _new_step_counter, _no_grad_step, _wrap)
+from .adam import _adam_group_values, _check_hyperparameters, _lerp_
+from .optimizer import Optimizer, _bump, _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap
 
 __all__ = ["RAdam"]
 
@@ -35,44 +33,24 @@ class RAdam(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("decoupled_weight_decay", False)
-            group.setdefault("capturable", False)
+        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False,
+                                   decoupled_weight_decay=False, capturable=False)
+
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = _new_step_counter()
+        state["exp_avg"] = _wrap(np.zeros_like(p._data))
+        state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
-            beta1, beta2 = (_as_float(b) for b in group["betas"])
-            lr = _as_float(group["lr"])
-            weight_decay = _as_float(group["weight_decay"])
-            eps = group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                check_not_capturable(group)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step_counter()
-                    state["exp_avg"] = _wrap(np.zeros_like(p._data))
-                    state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+            beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
+            decoupled = group["decoupled_weight_decay"]
+            for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr):
                 param = p._data
-                grad = p.grad._data
-                if group["maximize"]:
-                    grad = -grad
-                step_t = state["step"]
-                step_t._data += 1
-                _bump(step_t)
-                step = float(step_t._data)
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        param *= 1 - lr * weight_decay
-                    else:
-                        grad = grad + weight_decay * param
+                step = float(state["step"]._data)
                 m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
                 _lerp_(m, grad, 1 - beta1)
                 v *= beta2
@@ -92,4 +70,3 @@ class RAdam(Optimizer):
                 else:
                     param -= corrected_m * lr
                 _bump(p)
-        return loss

@@ -10,9 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _lerp_
-from ._cpu_flags import check_not_capturable
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
-                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
+                        _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["RMSprop"]
 
@@ -22,18 +21,8 @@ class RMSprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
-        if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= eps:
-            raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= momentum:
-            raise ValueError(f"Invalid momentum value: {momentum}")
-        if not 0.0 <= weight_decay:
-            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if not 0.0 <= alpha:
-            raise ValueError(f"Invalid alpha value: {alpha}")
+        _check_lr(lr)
+        _check_non_negative(eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
         _check_not_differentiable(differentiable)
         defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
                         weight_decay=weight_decay, capturable=capturable, foreach=foreach,
@@ -42,44 +31,28 @@ class RMSprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("momentum", 0)
-            group.setdefault("centered", False)
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        self._setdefault_in_groups(momentum=0, centered=False, foreach=None, maximize=False,
+                                   differentiable=False, capturable=False)
+
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = _new_step_counter()
+        state["square_avg"] = _wrap(np.zeros_like(p._data))
+        if group["momentum"] > 0:
+            state["momentum_buffer"] = _wrap(np.zeros_like(p._data))
+        if group["centered"]:
+            state["grad_avg"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             alpha, eps = group["alpha"], group["eps"]
             weight_decay, momentum = group["weight_decay"], group["momentum"]
-            centered, maximize = group["centered"], group["maximize"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                check_not_capturable(group)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step_counter()
-                    state["square_avg"] = _wrap(np.zeros_like(p._data))
-                    if momentum > 0:
-                        state["momentum_buffer"] = _wrap(np.zeros_like(p._data))
-                    if centered:
-                        state["grad_avg"] = _wrap(np.zeros_like(p._data))
+            centered = group["centered"]
+            for p, state, grad in self._grads_to_apply(group, weight_decay):
                 param = p._data
-                grad = p.grad._data
-                if maximize:
-                    grad = -grad
-                step_t = state["step"]
-                step_t._data += 1
-                _bump(step_t)
-                if weight_decay != 0:
-                    grad = grad + weight_decay * param
                 square_avg = state["square_avg"]
                 sq = square_avg._data
                 sq *= alpha
@@ -107,4 +80,3 @@ class RMSprop(Optimizer):
                     update /= avg
                     param += update
                 _bump(p)
-        return loss

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._cpu_flags import check_not_capturable
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
-                        _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_not_differentiable,
+                        _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Rprop"]
 
@@ -22,10 +21,7 @@ class Rprop(Optimizer):
 
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
-        if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
-            raise ValueError("Tensor lr must be 1-element")
-        if not 0.0 <= lr:
-            raise ValueError(f"Invalid learning rate: {lr}")
+        _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
         _check_not_differentiable(differentiable)
@@ -35,34 +31,21 @@ class Rprop(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
-            group.setdefault("maximize", False)
-            group.setdefault("differentiable", False)
-            group.setdefault("capturable", False)
+        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False, capturable=False)
+
+    @staticmethod
+    def _init_state(state, p, group):
+        state["step"] = _new_step_counter()
+        state["prev"] = _wrap(np.zeros_like(p._data))
+        state["step_size"] = _wrap(np.full_like(p.grad._data, _as_float(group["lr"])))
 
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                check_not_capturable(group)
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _new_step_counter()
-                    state["prev"] = _wrap(np.zeros_like(p._data))
-                    state["step_size"] = _wrap(np.full_like(p.grad._data, _as_float(group["lr"])))
-                step_t = state["step"]
-                step_t._data += 1
-                _bump(step_t)
-                grad = p.grad._data
-                if group["maximize"]:
-                    grad = -grad
+            for p, state, grad in self._grads_to_apply(group):
                 prev, step_size = state["prev"]._data, state["step_size"]._data
                 agreement = np.sign(grad * prev)
                 factor = np.ones_like(agreement)
@@ -76,4 +59,3 @@ class Rprop(Optimizer):
                 prev[...] = grad
                 for t in (p, state["prev"], state["step_size"]):
                     _bump(t)
-        return loss

@@ -8,7 +8,7 @@ decay and maximization, with PyTorch's update rule:
 """
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _as_float, _bump, _call_closure, _check_not_differentiable,
+from .optimizer import (Optimizer, _as_float, _bump, _check_not_differentiable,
                         _no_grad_step, _tensor_cls, _wrap)
 
 __all__ = ["SGD"]
@@ -37,17 +37,12 @@ class SGD(Optimizer):
 
     def __setstate__(self, state):
         super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("nesterov", False)
-            group.setdefault("maximize", False)
-            group.setdefault("foreach", None)
-            group.setdefault("differentiable", False)
-            group.setdefault("fused", False)
+        self._setdefault_in_groups(nesterov=False, maximize=False, foreach=None, differentiable=False,
+                                   fused=False)
 
     @_no_grad_step
     def step(self, closure=None):
         """Perform one optimization step; returns the closure's loss if one was given."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             lr = _as_float(group["lr"])
             weight_decay = _as_float(group["weight_decay"])
@@ -79,4 +74,3 @@ class SGD(Optimizer):
                 step = d_p * lr
                 p._data -= step
                 _bump(p)
-        return loss

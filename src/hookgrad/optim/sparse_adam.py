@@ -7,7 +7,7 @@ runs, and so that the error is PyTorch's rather than an AttributeError.
 """
 from __future__ import annotations
 
-from .optimizer import Optimizer, _call_closure, _no_grad_step, _tensor_cls
+from .optimizer import Optimizer, _no_grad_step, _tensor_cls
 
 __all__ = ["SparseAdam"]
 
@@ -37,10 +37,8 @@ class SparseAdam(Optimizer):
     @_no_grad_step
     def step(self, closure=None):
         """Raise for any dense gradient, as PyTorch does; parameters without a gradient are skipped."""
-        loss = _call_closure(closure)
         for group in self.param_groups:
             for p in group["params"]:
                 if p.grad is not None:
                     raise RuntimeError("SparseAdam does not support dense gradients, please consider "
                                        "Adam instead")
-        return loss

@@ -17,18 +17,36 @@ def _inplace_repr(inplace):
     return "inplace=True" if inplace else ""
 
 
-class ReLU(Module):
+class _InplaceOnly(Module):
+    """An activation whose only option is ``inplace``."""
+
     __constants__ = ["inplace"]
 
     def __init__(self, inplace: bool = False) -> None:
         super().__init__()
         self.inplace = inplace
 
-    def forward(self, input):
-        return F.relu(input, inplace=self.inplace)
-
     def extra_repr(self) -> str:
         return _inplace_repr(self.inplace)
+
+
+class _AlphaInplace(Module):
+    """An activation with an ``alpha`` and an ``inplace`` option (ELU, CELU)."""
+
+    __constants__ = ["alpha", "inplace"]
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class ReLU(_InplaceOnly):
+    def forward(self, input):
+        return F.relu(input, inplace=self.inplace)
 
 
 class LeakyReLU(Module):
@@ -46,19 +64,9 @@ class LeakyReLU(Module):
         return f"negative_slope={self.negative_slope}" + (", inplace=True" if self.inplace else "")
 
 
-class ELU(Module):
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
+class ELU(_AlphaInplace):
     def forward(self, input):
         return F.elu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class GELU(Module):
@@ -75,18 +83,9 @@ class GELU(Module):
         return f"approximate={repr(self.approximate)}"
 
 
-class SiLU(Module):
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
+class SiLU(_InplaceOnly):
     def forward(self, input):
         return F.silu(input, inplace=self.inplace)
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
 
 
 class Sigmoid(Module):
@@ -195,19 +194,6 @@ class RReLU(Module):
         return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
 
 
-class _InplaceOnly(Module):
-    """An activation whose only option is ``inplace``."""
-
-    __constants__ = ["inplace"]
-
-    def __init__(self, inplace: bool = False) -> None:
-        super().__init__()
-        self.inplace = inplace
-
-    def extra_repr(self) -> str:
-        return _inplace_repr(self.inplace)
-
-
 class Hardsigmoid(_InplaceOnly):
     def forward(self, input):
         return F.hardsigmoid(input, self.inplace)
@@ -228,19 +214,9 @@ class SELU(_InplaceOnly):
         return F.selu(input, self.inplace)
 
 
-class CELU(Module):
-    __constants__ = ["alpha", "inplace"]
-
-    def __init__(self, alpha: float = 1.0, inplace: bool = False) -> None:
-        super().__init__()
-        self.alpha = alpha
-        self.inplace = inplace
-
+class CELU(_AlphaInplace):
     def forward(self, input):
         return F.celu(input, self.alpha, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
 class GLU(Module):

@@ -7,7 +7,7 @@ import hookgrad
 
 from .. import functional as F
 from .. import init
-from ..parameter import Parameter
+from .linear import _add_weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
@@ -65,11 +65,7 @@ class _ConvNd(Module):
         else:
             self._reversed_padding_repeated_twice = [p for p in reversed(padding) for _ in range(2)]
         shape = ((in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups))
-        self.weight = Parameter(hookgrad.empty(shape + tuple(kernel_size), dtype=dtype))
-        if bias:
-            self.bias = Parameter(hookgrad.empty(out_channels, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _add_weight_and_bias(self, shape + tuple(kernel_size), out_channels, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -21,23 +21,11 @@ class _DropoutNd(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class Dropout(Module):
+class Dropout(_DropoutNd):
     """Zeroes elements with probability ``p`` in training mode and scales the rest by 1/(1-p)."""
-
-    __constants__ = ["p", "inplace"]
-
-    def __init__(self, p: float = 0.5, inplace: bool = False) -> None:
-        super().__init__()
-        if p < 0 or p > 1:
-            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
-        self.p = p
-        self.inplace = inplace
 
     def forward(self, input):
         return F.dropout(input, self.p, self.training, self.inplace)
-
-    def extra_repr(self) -> str:
-        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout1d(_DropoutNd):

@@ -23,6 +23,15 @@ class Identity(Module):
         return input
 
 
+def _add_weight_and_bias(module, weight_shape, out_features: int, bias: bool, dtype) -> None:
+    """Uninitialised ``weight`` and ``bias`` (or a None ``bias``) parameters; reset_parameters fills them."""
+    module.weight = Parameter(hookgrad.empty(weight_shape, dtype=dtype))
+    if bias:
+        module.bias = Parameter(hookgrad.empty(out_features, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)
+
+
 class Linear(Module):
     """``y = x @ weight.T + bias``; weight (out_features, in_features), kaiming-uniform initialized."""
 
@@ -32,11 +41,7 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(hookgrad.empty((out_features, in_features), dtype=dtype))
-        if bias:
-            self.bias = Parameter(hookgrad.empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _add_weight_and_bias(self, (out_features, in_features), out_features, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -68,11 +73,7 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(hookgrad.empty((out_features, in1_features, in2_features), dtype=dtype))
-        if bias:
-            self.bias = Parameter(hookgrad.empty(out_features, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        _add_weight_and_bias(self, (out_features, in1_features, in2_features), out_features, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

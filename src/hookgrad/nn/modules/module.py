@@ -399,22 +399,27 @@ class Module:
     # ----------------------------------------------------------------------------------------
     # Registration of parameters, buffers and submodules
     # ----------------------------------------------------------------------------------------
+    def _check_new_name(self, kind: str, registry: str, name) -> None:
+        """torch's checks, in its order, on the ``name`` of a buffer or parameter being registered
+        in ``self.<registry>`` (``kind`` words the errors)."""
+        if registry not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in self.__dict__[registry]:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_buffer(self, name: str, tensor: Optional[Tensor], persistent: bool = True) -> None:
         """Add a buffer: module state that is not a parameter (e.g. running statistics).
 
         Persistent buffers are part of ``state_dict``; non-persistent ones are not. A ``None``
         buffer is kept as a name only and skipped by ``to()``, ``state_dict()`` and so on.
         """
-        if "_buffers" not in self.__dict__:
-            raise AttributeError("cannot assign buffer before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"buffer name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('buffer name can\'t contain "."')
-        if name == "":
-            raise KeyError('buffer name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._buffers:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("buffer", "_buffers", name)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(hookgrad Tensor or None required)")
@@ -430,16 +435,7 @@ class Module:
 
     def register_parameter(self, name: str, param: Optional[Parameter]) -> None:
         """Add a parameter (a :class:`Parameter` or ``None``) under ``name``."""
-        if "_parameters" not in self.__dict__:
-            raise AttributeError("cannot assign parameter before Module.__init__() call")
-        if not isinstance(name, str):
-            raise TypeError(f"parameter name should be a string. Got {_typename(name)}")
-        if "." in name:
-            raise KeyError('parameter name can\'t contain "."')
-        if name == "":
-            raise KeyError('parameter name can\'t be empty string ""')
-        if hasattr(self, name) and name not in self._parameters:
-            raise KeyError(f"attribute '{name}' already exists")
+        self._check_new_name("parameter", "_parameters", name)
         if param is None:
             self._parameters[name] = None
             return

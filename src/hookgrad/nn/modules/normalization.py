@@ -19,12 +19,7 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
                  device=None, dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        _register_affine(self, self.elementwise_affine, self.normalized_shape, bias, dtype)
+        _init_over_trailing_dims(self, normalized_shape, eps, elementwise_affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -70,6 +65,16 @@ def _register_affine(module, affine, shape, bias, dtype) -> None:
     module.register_parameter("bias", Parameter(hookgrad.empty(shape, dtype=dtype)) if affine and bias else None)
 
 
+def _init_over_trailing_dims(module, normalized_shape, eps, elementwise_affine, bias, dtype) -> None:
+    """The options of a norm over the trailing ``normalized_shape`` dims (LayerNorm, RMSNorm)."""
+    if isinstance(normalized_shape, numbers.Integral):
+        normalized_shape = (normalized_shape,)
+    module.normalized_shape = tuple(normalized_shape)
+    module.eps = eps
+    module.elementwise_affine = elementwise_affine
+    _register_affine(module, elementwise_affine, module.normalized_shape, bias, dtype)
+
+
 def _reset_affine(module) -> None:
     if module.weight is not None:
         init.ones_(module.weight)
@@ -85,12 +90,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None,
                  dtype=None) -> None:
         super().__init__()
-        if isinstance(normalized_shape, numbers.Integral):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape = tuple(normalized_shape)
-        self.eps = eps
-        self.elementwise_affine = elementwise_affine
-        _register_affine(self, self.elementwise_affine, self.normalized_shape, False, dtype)
+        _init_over_trailing_dims(self, normalized_shape, eps, elementwise_affine, False, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -731,6 +731,19 @@ class RNNCellBase(Module):
             raise ValueError(f"{name}: Expected {what} to be 1D or 2D, got {hx.dim()}D instead")
         return input.dim() == 2
 
+    def _batched_with_hidden(self, input, hx, name: str):
+        """``(batched, input, hx)`` for a cell with one hidden tensor (RNNCell, GRUCell): checked,
+        with a batch dim added to unbatched arguments and zeros for a missing ``hx``."""
+        batched = self._check(input, hx, name)
+        if not batched:
+            input = input.unsqueeze(0)
+        if hx is None:
+            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+        elif not batched:
+            hx = hx.unsqueeze(0)
+        self._check_sizes(input, hx, "")
+        return batched, input, hx
+
     def _check_sizes(self, input, hx, hidden_label="hx"):
         if input.size(1) != self.input_size:
             raise RuntimeError(f"input has inconsistent input_size: got {input.size(1)} expected {self.input_size}")
@@ -751,14 +764,7 @@ class RNNCell(RNNCellBase):
         self.nonlinearity = nonlinearity
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        batched = self._check(input, hx, "RNNCell")
-        if not batched:
-            input = input.unsqueeze(0)
-        if hx is None:
-            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
-        elif not batched:
-            hx = hx.unsqueeze(0)
-        self._check_sizes(input, hx, "")
+        batched, input, hx = self._batched_with_hidden(input, hx, "RNNCell")
         if self.nonlinearity == "tanh":
             step = _tanh_step
         elif self.nonlinearity == "relu":
@@ -803,14 +809,7 @@ class GRUCell(RNNCellBase):
         super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device, dtype=dtype)
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
-        batched = self._check(input, hx, "GRUCell")
-        if not batched:
-            input = input.unsqueeze(0)
-        if hx is None:
-            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
-        elif not batched:
-            hx = hx.unsqueeze(0)
-        self._check_sizes(input, hx, "")
+        batched, input, hx = self._batched_with_hidden(input, hx, "GRUCell")
         out = _gru_step(self._input_projection(input, False), hx, self.weight_hh.t(), self.bias_hh,
                         self.hidden_size)
         return out if batched else out.squeeze(0)

@@ -78,6 +78,23 @@ def _detect_is_causal_mask(mask, is_causal=None, size=None) -> bool:
     return make_causal
 
 
+def _add_feed_forward(layer, d_model, dim_feedforward, dropout, bias, dtype) -> None:
+    """The feed-forward block of a transformer layer: linear1, dropout, linear2 (registered in torch's order)."""
+    Linear = _layer("Linear")
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
+    layer.dropout = _layer("Dropout")(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+
+
+def _add_residual_norms_and_dropouts(layer, branches, d_model, layer_norm_eps, dropout, bias, dtype) -> None:
+    """``norm1..norm<branches>``, then ``dropout1..dropout<branches>``: one of each per residual branch."""
+    LayerNorm, Dropout = _layer("LayerNorm"), _layer("Dropout")
+    for i in range(1, branches + 1):
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype))
+    for i in range(1, branches + 1):
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+
+
 class TransformerEncoderLayer(Module):
     """Self-attention and feed-forward, each with residual, dropout and LayerNorm."""
 
@@ -87,17 +104,11 @@ class TransformerEncoderLayer(Module):
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        Linear, Dropout, LayerNorm = _layer("Linear"), _layer("Dropout"), _layer("LayerNorm")
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first,
                                             dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        _add_feed_forward(self, d_model, dim_feedforward, dropout, bias, dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
+        _add_residual_norms_and_dropouts(self, 2, d_model, layer_norm_eps, dropout, bias, dtype)
 
         if isinstance(activation, str):
             activation = _get_activation_fn(activation)
@@ -229,21 +240,13 @@ class TransformerDecoderLayer(Module):
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None) -> None:
         super().__init__()
-        Linear, Dropout, LayerNorm = _layer("Linear"), _layer("Dropout"), _layer("LayerNorm")
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first, bias=bias,
                                             dtype=dtype)
         self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, batch_first=batch_first,
                                                  bias=bias, dtype=dtype)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, dtype=dtype)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, dtype=dtype)
+        _add_feed_forward(self, d_model, dim_feedforward, dropout, bias, dtype)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, dtype=dtype)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
+        _add_residual_norms_and_dropouts(self, 3, d_model, layer_norm_eps, dropout, bias, dtype)
         self.activation = _get_activation_fn(activation) if isinstance(activation, str) else activation
 
     def __setstate__(self, state):
@@ -264,10 +267,7 @@ class TransformerDecoderLayer(Module):
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal=False):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask, is_causal=is_causal,
-                           need_weights=False)[0]
-        return self.dropout1(x)
+    _sa_block = TransformerEncoderLayer._sa_block
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal=False):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
