@@ -818,3 +818,14 @@ def test_max_pool2d_backward_of_non_finite_gradients(kw):
         return xt.grad
     got, want = run_both(scenario)
     assert_same(got, want, 1e-9, 1e-12)
+
+
+def test_conv2d_kernel_wider_than_a_tiny_image():
+    """A 3x3 same-size convolution of a 1x2 image: some kernel offsets shift by more than the
+    whole image, which must contribute nothing (found by the random-geometry test)."""
+    geo = {'n': 1, 'cin': 1, 'cout': 1, 'k': (3, 3), 'stride': (1, 1), 'dil': (1, 1), 'pad': (1, 1), 'hw': (1, 2),
+           'groups': 1, 'seed': 0}
+    test_conv2d_random_geometry.hypothesis.inner_test(geo)
+    for hw in [(1, 1), (2, 1), (1, 3), (3, 1)]:
+        test_conv2d_random_geometry.hypothesis.inner_test(dict(geo, hw=hw, k=(3, 3), pad=(1, 1)))
+        test_conv2d_random_geometry.hypothesis.inner_test(dict(geo, hw=hw, k=(3, 3), pad=(2, 2), dil=(2, 2)))

@@ -179,8 +179,11 @@ def _zero_outside(planes, s, cj, w):
 
 
 def _shift_span(s, total):
-    """(lo, hi): the destination range of a shift by ``s`` within a block of ``total`` elements."""
-    return max(0, -s), max(0, total - max(0, s))
+    """(lo, hi): the destination range of a shift by ``s`` within a block of ``total`` elements
+    (empty when the shift is longer than the block: ``hi`` never falls below ``lo``, which would
+    make ``hi + s`` a negative index counting from the end)."""
+    lo = max(0, -s)
+    return lo, max(lo, total - max(0, s))
 
 
 def _im2col(x, kh, kw, geom, batch_major, out_hw=None):
