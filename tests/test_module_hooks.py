@@ -827,3 +827,26 @@ def test_always_call_hook_registered_during_failing_forward(T, existing):
     first = catch(mod, leaf(T))
     second = catch(mod, leaf(T))
     return log, first, second
+
+
+@differential
+def test_always_call_hooks_after_a_forward_hook_error_see_the_replaced_result(T):
+    """When a forward hook raises, the always_call hooks that have not run yet get the result as
+    the earlier forward hooks left it (a global hook's replacement included), as in torch."""
+    log = []
+    m = T.nn.Linear(2, 2).double()
+    x = T.tensor([[1.0, -2.0]], dtype=T.float64)
+    plain = m(x)
+    h1 = T.nn.modules.module.register_module_forward_hook(lambda mod, args, out: out * 3)
+
+    def failing(mod, args, out):
+        log.append(("failing sees", out))
+        raise ValueError("hook failed")
+
+    m.register_forward_hook(failing, always_call=True)
+    m.register_forward_hook(lambda mod, args, out: log.append(("always sees", out)), always_call=True)
+    try:
+        error = catch(lambda: m(x))
+    finally:
+        h1.remove()
+    return error, [(what, out / plain) for what, out in log]

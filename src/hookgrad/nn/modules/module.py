@@ -829,7 +829,8 @@ class Module:
 
             if _global_forward_hooks or self._forward_hooks:
                 called_always_called_hooks = set()
-                result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks)
+                latest = [result]  # what the error path passes on if a forward hook raises
+                result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
 
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
@@ -841,6 +842,8 @@ class Module:
                 self._install_legacy_backward_hooks(non_full_backward_hooks, args, result)
             return result
         except Exception:
+            if called_always_called_hooks != ():
+                result = latest[0]  # as torch's: the result as the forward hooks before the error left it
             self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
             raise
 
@@ -862,9 +865,10 @@ class Module:
                     args = new if isinstance(new, tuple) else (new,)
         return args, kwargs
 
-    def _run_forward_hooks(self, args, kwargs, result, called_always_called_hooks):
-        """Global, then local forward hooks; each may replace the result. The ids of always_call
-        hooks are noted so that the error path does not run them a second time."""
+    def _run_forward_hooks(self, args, kwargs, result, called_always_called_hooks, latest=None):
+        """Global, then local forward hooks; each may replace the result (kept in ``latest[0]`` as
+        it goes, for the error path). The ids of always_call hooks are noted so that the error path
+        does not run them a second time."""
         local_kw = self._forward_hooks_with_kwargs
         local_always = self._forward_hooks_always_called
         for hook_id, hook in (*_global_forward_hooks.items(), *self._forward_hooks.items()):
@@ -876,6 +880,8 @@ class Module:
                 new = _dispatch("forward_hook", self, hook, self, args, result)
             if new is not None:
                 result = new
+                if latest is not None:
+                    latest[0] = result
         return result
 
     def _run_always_called_hooks(self, args, kwargs, result, called_always_called_hooks):
