@@ -526,11 +526,9 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
     return out.squeeze(0) if unbatched else out
 
 
-def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
-    _check_input(x, weight, nd, name, groups, transposed=True)
-    unbatched = x._data.ndim == nd + 1
-    if unbatched:
-        x = x.unsqueeze(0)
+def transposed_geometry(ins, ks, stride, padding, output_padding, dilation, nd, name):
+    """A transposed convolution's arguments as ``nd``-tuples, checked as torch checks them, and its
+    output sizes: ``(stride, padding, output_padding, dilation, outs)``."""
     if isinstance(padding, str):
         raise RuntimeError(f"{name}: padding must be an int or a tuple of ints")
     stride, padding = _tuple(stride, nd), _tuple(padding, nd)
@@ -540,13 +538,21 @@ def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, 
             raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
                                f"output_padding: {_fmt(output_padding).replace(' x ', ', ')}, stride: "
                                f"{_fmt(stride).replace(' x ', ', ')}, dilation: {_fmt(dilation).replace(' x ', ', ')}")
-    ks = weight._data.shape[2:]
-    ins = x._data.shape[2:]
     outs = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
                  for i, s, p, d, k, op in zip(ins, stride, padding, dilation, ks, output_padding))
     if any(o <= 0 for o in outs):
-        raise RuntimeError(f"Given input size per channel: ({_fmt(ins)}). Calculated output size per channel: "
-                           f"({_fmt(outs)}). Output size is too small")
+        raise RuntimeError(f"Given input size per channel: ({_fmt(tuple(ins))}). Calculated output size per "
+                           f"channel: ({_fmt(outs)}). Output size is too small")
+    return stride, padding, output_padding, dilation, outs
+
+
+def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
+    _check_input(x, weight, nd, name, groups, transposed=True)
+    unbatched = x._data.ndim == nd + 1
+    if unbatched:
+        x = x.unsqueeze(0)
+    stride, padding, output_padding, dilation, outs = transposed_geometry(
+        x._data.shape[2:], weight._data.shape[2:], stride, padding, output_padding, dilation, nd, name)
     # the adjoint of a convolution of an input of size ``outs``; output_padding adds rows at the end that
     # the convolution's windows never reach, which the padding on that side accounts for
     c_out = weight._data.shape[1] * groups

@@ -15,7 +15,7 @@ import math
 
 import hookgrad
 from ..._tensor import Tensor
-from .conv import _check_input, _fmt, _tuple
+from .conv import _check_input, _fmt, _tuple, transposed_geometry
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
            "window_views"]
@@ -140,21 +140,8 @@ def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
 
 def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
     _check_input(x, weight, nd, name, groups, transposed=True)
-    if isinstance(padding, str):
-        raise RuntimeError(f"{name}: padding must be an int or a tuple of ints")
-    stride, padding = _tuple(stride, nd), _tuple(padding, nd)
-    output_padding, dilation = _tuple(output_padding, nd), _tuple(dilation, nd)
-    for op, s, d in zip(output_padding, stride, dilation):
-        if op >= s and op >= d:
-            raise RuntimeError("output padding must be smaller than either stride or dilation, but got "
-                               f"output_padding: {_fmt(output_padding).replace(' x ', ', ')}, stride: "
-                               f"{_fmt(stride).replace(' x ', ', ')}, dilation: {_fmt(dilation).replace(' x ', ', ')}")
-    kernel, sizes = tuple(weight.shape[2:]), tuple(x.shape[-nd:])
-    outs = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1
-                 for i, s, p, d, k, op in zip(sizes, stride, padding, dilation, kernel, output_padding))
-    if any(o <= 0 for o in outs):
-        raise RuntimeError(f"Given input size per channel: ({_fmt(sizes)}). Calculated output size per channel: "
-                           f"({_fmt(outs)}). Output size is too small")
+    stride, padding, output_padding, dilation, _ = transposed_geometry(
+        tuple(x.shape[-nd:]), tuple(weight.shape[2:]), stride, padding, output_padding, dilation, nd, name)
     unbatched = x.dim() == nd + 1
     out = conv_transpose_nd_generic(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding,
                                     output_padding, groups, dilation)
