@@ -4,16 +4,13 @@ hookgrad's operations are deterministic (NumPy on the CPU, no atomics, no autotu
 deterministic mode only records what was asked, with torch's argument checks; code that reads
 it back sees the value it set.
 
-Threads: hookgrad starts none; the only parallel work is inside NumPy's BLAS.
-``get_num_threads()`` reports the BLAS thread count and ``set_num_threads(n)`` limits it, both
-through the optional ``threadpoolctl`` package (``pip install hookgrad[threads]``); without it
-the value is recorded and the CPU count reported, and ``set_num_threads`` warns that it could
-not apply the limit.
+Threads: hookgrad starts none; the only parallel work is inside NumPy's BLAS, whose thread count
+hookgrad's BLAS thread policy (``_threads``) chooses per product. ``set_num_threads(n)`` sets the
+most threads a large product may use and ``get_num_threads()`` reads it; with the optional
+``threadpoolctl`` (``pip install hookgrad[threads]``) the limit also reaches every other BLAS
+library loaded in the process.
 """
 from __future__ import annotations
-
-import os
-import warnings
 
 from . import _threads as _blas_policy
 
@@ -23,7 +20,7 @@ __all__ = ["use_deterministic_algorithms", "are_deterministic_algorithms_enabled
            "get_num_interop_threads"]
 
 _deterministic = {"mode": False, "warn_only": False}
-_threads: dict = {"limit": None, "controller": None}
+_threads: dict = {"controller": None}  # keeps threadpoolctl's limit alive
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
@@ -78,13 +75,6 @@ def _threadpoolctl():
     except ImportError:
         return None
     return threadpoolctl
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def set_num_threads(num) -> None:
