@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import builtins
 import math
-import re
 
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
+from ..autograd.function import view_inplace_error_head
 from ..autograd.graph import _FREED_MESSAGE, Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, edge, record, sum_to_shape
@@ -491,15 +491,10 @@ class UnbindBackward0(Node):
 
 
 def _multi_view_message(node, output_nr, base_modified=False) -> str:
-    """torch's error for an in-place change of an output of split/unbind/chunk (or of a view of
-    one): written itself, or through its base, which shows when its history is next needed. The
-    node is named without its "Backward" suffix, as torch names it here."""
-    what = ("its base or another view of its base has been modified inplace" if base_modified
-            else "is being modified inplace")
-    name = re.sub(r"Backward\d*$", "", node.name())
-    return (f"Output {output_nr} of {name} is a view and {what}. This view is the output of a function that "
-            "returns multiple views. Such functions do not allow the output views to be modified inplace. You "
-            "should replace the inplace operation by an out-of-place one.")
+    """torch's error for an in-place change of an output of split/unbind/chunk (or of a view of one)."""
+    return (view_inplace_error_head(node, output_nr, base_modified) + " This view is the output of a function "
+            "that returns multiple views. Such functions do not allow the output views to be modified inplace. "
+            "You should replace the inplace operation by an out-of-place one.")
 
 
 def _multi_view(x, pieces, node):

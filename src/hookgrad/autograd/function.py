@@ -266,15 +266,21 @@ def _returned_input_view(t, node, output_nr, differentiable):
     return view
 
 
-def _function_view_message(node, output_nr, base_modified=False) -> str:
-    """The error for an in-place change of a view made inside a custom Function (or of a view of
-    one): the view itself was written (``base_modified`` False), or its base or another view of
-    the base was, which shows when the view's history is next needed. The node is named without
-    its "Backward" suffix, as torch names it here."""
+def view_inplace_error_head(node, output_nr, base_modified=False) -> str:
+    """The first sentence of torch's errors for an in-place change of a view whose history cannot be
+    rewritten: the view itself was written (``base_modified`` False), or its base or another view of
+    the base was, which shows when the view's history is next needed. The node is named without its
+    "Backward" suffix, as torch names it here."""
     what = ("its base or another view of its base has been modified inplace" if base_modified
             else "is being modified inplace")
     name = re.sub(r"Backward\d*$", "", node.name()) if node is not None else "a custom Function"
-    return (f"Output {output_nr} of {name} is a view and {what}. This view was created "
+    return f"Output {output_nr} of {name} is a view and {what}."
+
+
+def _function_view_message(node, output_nr, base_modified=False) -> str:
+    """The error for an in-place change of a view made inside a custom Function (or of a view of
+    one)."""
+    return (view_inplace_error_head(node, output_nr, base_modified) + " This view was created "
             "inside a custom Function (or because an input was returned as-is) and the autograd logic to handle "
             "view+inplace would override the custom backward associated with the custom Function, leading to "
             "incorrect gradients. This behavior is forbidden. You can fix this by cloning the output of the "
