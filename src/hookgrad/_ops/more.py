@@ -7,7 +7,6 @@ import builtins
 import collections
 import itertools
 import math
-import warnings
 
 import numpy as np
 

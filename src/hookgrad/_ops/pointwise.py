@@ -8,7 +8,7 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import quiet_fp
-from ._declare import ZeroGradNode, backward_results, module_all, node_class, op, record_op, unary
+from ._declare import ZeroGradNode, module_all, op, record_op, unary
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 

@@ -21,7 +21,7 @@ from ... import _threads as _blas
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD, edge, record
+from ..._ops._base import GRAD
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 
@@ -495,7 +495,6 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
     stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
     if isinstance(padding, str):
         if padding == "valid":
-            pads = (0,) * nd
             pairs = [(0, 0)] * nd
         elif padding == "same":
             if any(s != 1 for s in stride):
