@@ -101,6 +101,7 @@ _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distribut
           "torch_version", "version"}  # torch namespaces
 _LAZY |= {"testing", "backends", "amp", "cpu"}
 _LAZY |= {"special"}
+_LAZY |= {"hooks"}  # hookgrad's own hook powers
 
 
 def __getattr__(name):

@@ -187,9 +187,32 @@ class _VariableMeta(type):
         return isinstance(obj, Tensor)
 
 
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the engine object distributed training code reaches for to
+    queue a callback at the end of the running backward pass."""
+
+    @staticmethod
+    def queue_callback(callback) -> None:
+        from .autograd import engine
+        engine.queue_final_callback(callback)
+
+    @staticmethod
+    def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=(), allow_unreachable=True,
+                     accumulate_grad=True):
+        from . import autograd
+        if accumulate_grad:
+            autograd.backward(tensors, grad_tensors, retain_graph=keep_graph, create_graph=create_graph,
+                              inputs=inputs or None)
+            return ()
+        return autograd.grad(tensors, inputs, grad_tensors, retain_graph=keep_graph, create_graph=create_graph,
+                             allow_unused=allow_unreachable)
+
+
 class Variable(metaclass=_VariableMeta):
     """The pre-0.4 wrapper. ``Variable(t)`` is a new leaf sharing ``t``'s memory (requiring grad if
     asked); every tensor is an instance of ``Variable``."""
+
+    _execution_engine = _ExecutionEngine()
 
     def __new__(cls, data=None, requires_grad=False, volatile=False):
         if volatile:

@@ -136,7 +136,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if create_graph:
         warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
     if roots:
-        engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True)
+        engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
+                       root_tensors=outputs, input_tensors=inputs)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -163,7 +164,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
     if roots:
-        captured = engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False)
+        captured = engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False,
+                                  root_tensors=outs, input_tensors=ins)
     else:
         captured = [None] * len(ins)
     for i, g in enumerate(captured):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+from collections import OrderedDict
 
 import numpy as np
 
@@ -80,7 +81,7 @@ class GraphTask:
     """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
 
     __slots__ = ("id", "keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable",
-                 "__weakref__")
+                 "final_callbacks", "__weakref__")
 
     def __init__(self, keep_graph, create_graph):
         self.id = next(_task_ids)
@@ -90,6 +91,7 @@ class GraphTask:
         self.captures = None       # {node: [(output_nr, capture index), ...]}
         self.captured = None
         self.reachable = None      # (dependency counts, root nodes, one per root edge)
+        self.final_callbacks = None  # what call_at_backward_end queued, run after the last node
 
     def will_execute_node(self, node) -> bool:
         """Whether this pass runs ``node``, as torch's engine answers it to multi-grad hooks: a lone
@@ -109,6 +111,65 @@ class GraphTask:
 
     def __repr__(self):
         return f"<GraphTask at {id(self):#x}>"
+
+
+# ---- the backward pass's lifecycle: start and end hooks, callbacks queued for its end ------------
+# OrderedDicts: a RemovableHandle refers to its registry weakly, and a plain dict cannot be
+_backward_start_hooks: OrderedDict = OrderedDict()
+_backward_end_hooks: OrderedDict = OrderedDict()
+
+
+class BackwardPassInfo:
+    """What a backward-start or backward-end hook learns about the pass.
+
+    ``id``: the pass's number (the same one ``hookgrad.hooks.context()`` reports inside its hooks);
+    ``roots``: the tensors differentiated (``backward``'s ``tensors``, ``autograd.grad``'s
+    ``outputs``); ``inputs``: the tensors whose gradients were asked for (None for a plain
+    ``backward()``); ``kind``: ``"backward"`` or ``"grad"``; ``error``: the exception the pass
+    raised (end hooks only; None when it finished)."""
+
+    __slots__ = ("id", "kind", "roots", "inputs", "create_graph", "retain_graph", "error")
+
+    def __init__(self, task, kind, roots, inputs):
+        self.id = task.id
+        self.kind = kind
+        self.roots = roots
+        self.inputs = inputs
+        self.create_graph = task.create_graph
+        self.retain_graph = task.keep_graph
+        self.error = None
+
+    def __repr__(self):
+        state = "" if self.error is None else f", error={type(self.error).__name__}"
+        return (f"BackwardPassInfo(id={self.id}, kind={self.kind!r}, roots={len(self.roots)}, "
+                f"inputs={None if self.inputs is None else len(self.inputs)}, create_graph={self.create_graph}, "
+                f"retain_graph={self.retain_graph}{state})")
+
+
+def queue_final_callback(fn) -> None:
+    """Run ``fn()`` when the backward pass now running has executed its last node (torch's
+    ``Variable._execution_engine.queue_callback``); a callback may queue further ones."""
+    task = current_task()
+    if task is None:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    if not callable(fn):
+        raise TypeError(f"a final callback must be callable, but got {type(fn).__name__}")
+    if task.final_callbacks is None:
+        task.final_callbacks = []
+    task.final_callbacks.append(fn)
+
+
+def _run_final_callbacks(task) -> None:
+    callbacks = task.final_callbacks
+    i = 0
+    while i < len(callbacks):  # callbacks may append more
+        callbacks[i]()
+        i += 1
+
+
+def _call_lifecycle_hooks(registry, info) -> None:
+    for hook in tuple(registry.values()):
+        hook(info)
 
 
 def _compute_dependencies(roots):
@@ -244,13 +305,44 @@ def _check_nan(node, outputs):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
-def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True):
+def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True,
+            root_tensors=(), input_tensors=None):
     """Run a backward pass from ``roots`` (edges) seeded with ``root_grads``.
 
     ``inputs``: edges whose gradients are wanted. With ``accumulate`` (``.backward``) those nodes
     run and accumulate; without (``autograd.grad``) their gradients are captured and returned.
+    ``root_tensors``/``input_tensors``: what the caller differentiated, for the lifecycle hooks.
     """
     task = GraphTask(keep_graph, create_graph)
+    if _backward_start_hooks or _backward_end_hooks:
+        info = BackwardPassInfo(task, "backward" if accumulate else "grad", tuple(root_tensors),
+                                None if input_tensors is None else tuple(input_tensors))
+        return _execute_with_lifecycle(task, info, roots, root_grads, inputs, accumulate)
+    return _execute(task, roots, root_grads, inputs, accumulate)
+
+
+def _execute_with_lifecycle(task, info, roots, root_grads, inputs, accumulate):
+    _task_stack.append(task)  # start hooks may queue end-of-pass callbacks and ask for the context
+    try:
+        _call_lifecycle_hooks(_backward_start_hooks, info)
+    except BaseException as error:
+        _task_stack.pop()
+        info.error = error
+        _call_lifecycle_hooks(_backward_end_hooks, info)
+        raise
+    _task_stack.pop()
+    try:
+        captured = _execute(task, roots, root_grads, inputs, accumulate)
+    except BaseException as error:
+        info.error = error
+        _call_lifecycle_hooks(_backward_end_hooks, info)
+        raise
+    _call_lifecycle_hooks(_backward_end_hooks, info)
+    return captured
+
+
+def _execute(task, roots, root_grads, inputs, accumulate):
+    keep_graph, create_graph = task.keep_graph, task.create_graph
     root_nodes = [node for node, _ in roots]
     deps = _compute_dependencies(root_nodes)
     task.reachable = (deps, root_nodes)
@@ -333,6 +425,12 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
                         heap.append((nxt._seq, nxt))
             # drop our references, so that a sink can tell it holds the only one (see accumulate_into_grad)
             outputs = g = grads = None
+        if task.final_callbacks:
+            # like torch's engine: after the last node, still inside the pass (a callback may queue
+            # more, and current_task() is this pass), in the pass's grad mode
+            if hooks_changes[0] != unchanged:
+                _graph._restore_hooks_state(hooks_state)
+            _run_final_callbacks(task)
     finally:
         _task_stack.pop()
         grad_mode.STATE.enabled = prev_mode

@@ -1,0 +1,15 @@
+"""``hookgrad.hooks``: hook powers PyTorch does not have, all opt-in.
+
+With none of this used, every hook behaves exactly as PyTorch's. What is here:
+
+- the backward pass's lifecycle: :func:`register_backward_start_hook`,
+  :func:`register_backward_end_hook` and :func:`call_at_backward_end` (the public form of the
+  engine callback that data-parallel training relies on).
+"""
+from __future__ import annotations
+
+from ._lifecycle import (BackwardPassInfo, call_at_backward_end, register_backward_end_hook,
+                         register_backward_start_hook)
+
+__all__ = ["BackwardPassInfo", "register_backward_start_hook", "register_backward_end_hook",
+           "call_at_backward_end"]
