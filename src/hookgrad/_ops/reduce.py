@@ -92,17 +92,19 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         x = as_tensor_arg(x)
     data = x._data
     dims = norm_dims(dim, data.ndim)
-    out_dt = _sum_dtype(x, dtype)
-    if _dtype.is_bfloat16_np(out_dt):  # accumulate in float32, round the result once (as torch)
+    out_dt = result_dt = _sum_dtype(x, dtype)
+    if out_dt.kind == "V" and _dtype.is_bfloat16_np(out_dt):
+        # accumulate in float32, round the result once (as torch)
         data, out_dt = data.astype(np.float32), np.dtype(np.float32)
     if dims is None and dim is None:
-        result = wrap(_dtype.narrow_to(np.asarray(data.sum(dtype=out_dt)), _sum_dtype(x, dtype)))
+        total = np.asarray(data.sum(dtype=out_dt))
+        result = wrap(total if out_dt is result_dt else _dtype.narrow_to(total, result_dt))
         if GRAD.enabled and x._requires_grad:
             node = record_op(SumBackward0, (x,), result)
             node.in_shape = data.shape
         return result
-    result = wrap(_dtype.narrow_to(np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt)),
-                                   _sum_dtype(x, dtype)))
+    total = np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt))
+    result = wrap(total if out_dt is result_dt else _dtype.narrow_to(total, result_dt))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SumBackward1, (x,), result)
         node.in_shape, node.dims, node.keepdim, node.dim_arg = data.shape, dims, keepdim, dim

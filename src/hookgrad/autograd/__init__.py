@@ -9,6 +9,12 @@ from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from .graph import Node
+from .._late import LateNames
+from .. import _dtype
+
+# backward() and grad() run once per pass: names from above are bound once, not imported per call
+_above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine", ones_like="hookgrad._ops.creation",
+                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base")
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly",
@@ -17,15 +23,13 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
 
 def _outputs_tuple(x) -> tuple:
     """``tensors`` / ``outputs``: one tensor or an iterable of them (None is not iterable: TypeError)."""
-    from .._tensor import Tensor
-    return (x,) if isinstance(x, Tensor) else tuple(x)
+    return (x,) if isinstance(x, _above.Tensor) else tuple(x)
 
 
 def _inputs_tuple(x, api: str) -> tuple:
     """``inputs``: a tensor, a GradientEdge, a dict (its values) or an iterable; never empty."""
     from collections.abc import Mapping
-    from .._tensor import Tensor
-    if isinstance(x, (Tensor, graph.GradientEdge)):
+    if isinstance(x, (_above.Tensor, graph.GradientEdge)):
         return (x,)
     if type(x) is dict:
         x = tuple(x.values())
@@ -41,10 +45,7 @@ def _inputs_tuple(x, api: str) -> tuple:
 def _make_grads(outputs, grads):
     """One gradient per output: the given ones checked against their outputs, ones for scalar outputs
     that need grad and got None. Extra gradients are ignored; too few raise (as in torch)."""
-    from .._tensor import Tensor
-    from .._ops.creation import ones_like
-    from .._ops._base import as_tensor_arg
-    from .. import _dtype
+    Tensor, ones_like, as_tensor_arg = _above.Tensor, _above.ones_like, _above.as_tensor_arg
     if grads is None:
         grads = (None,) * len(outputs)
     elif isinstance(grads, Tensor):
@@ -90,7 +91,7 @@ def _root_edges(outputs):
 
 
 def _input_edges(inputs, for_backward):
-    from .._tensor import Tensor
+    Tensor = _above.Tensor
     edges = []
     for t in inputs:
         if isinstance(t, graph.GradientEdge):
@@ -117,7 +118,6 @@ _CREATE_GRAPH_WARNING = (
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate into ``.grad`` the gradients of ``tensors`` w.r.t. the graph's leaves (or ``inputs``)."""
-    from . import engine
     if grad_variables is not None:
         import warnings
         warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
@@ -136,7 +136,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if create_graph:
         warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
     if roots:
-        engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
+        _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
                        root_tensors=outputs, input_tensors=inputs)
 
 
@@ -144,8 +144,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` w.r.t. ``inputs``, returned (``.grad`` is left alone); a dict of
     inputs gives a dict of gradients with the same keys."""
-    from . import engine
-    from .._ops.creation import zeros_like
+    zeros_like = _above.zeros_like
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, but got: "
                          "allow_unused=False.")
@@ -164,7 +163,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
     if roots:
-        captured = engine.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False,
+        captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False,
                                   root_tensors=outs, input_tensors=ins)
     else:
         captured = [None] * len(ins)

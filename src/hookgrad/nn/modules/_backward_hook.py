@@ -198,6 +198,12 @@ class BackwardHook:
         grad mode is off)."""
         if not grad_mode.STATE.enabled:
             return args, None
+        if len(args) == 1 and type(args) is tuple:  # the usual module call: one tensor in, one out
+            arg = args[0]
+            if not (isinstance(arg, Tensor) and arg._requires_grad):
+                return args, None
+            node = BackwardHookFunctionBackward((edge(arg),), [(arg._data.shape, arg._data.dtype)], on_backward)
+            return (_identity_view(arg, node, 0),), [0]
         # one pass with plain loops (no comprehensions): this runs twice per hooked module call
         tensors_idx = []
         edges = []
@@ -238,10 +244,13 @@ def _user_stacklevel() -> int:
     engine frames lie between (torch uses a fixed level that fits ``Tensor.backward``)."""
     level = 1
     frame = sys._getframe(1)  # the frame that calls warnings.warn: stacklevel 1
-    while frame is not None and (frame.f_globals.get("__name__") or "").partition(".")[0] == "hookgrad":
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
         level += 1
     return level
+
+
+_PACKAGE_DIR = __file__[:-len("nn/modules/_backward_hook.py")]  # .../hookgrad/
 
 
 def _hook_name(hook) -> str:
