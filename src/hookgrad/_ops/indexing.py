@@ -55,7 +55,7 @@ class IndexPutAccumulateNode(Node):
     __slots__ = ("index",)
 
     def apply(self, grads):
-        return (wrap(np.ascontiguousarray(grads[0]._data[self.index])),)
+        return (_take_at(grads[0], self.index),)
 
 
 IndexPutAccumulateNode.__name__ = IndexPutAccumulateNode.__qualname__ = "IndexPutBackward0"  # torch's grad_fn name
@@ -70,6 +70,16 @@ def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
         node = record_op(IndexPutAccumulateNode, (g,), out)
         node.index = index
     return out
+
+
+def _take_at(g: Tensor, npi) -> Tensor:
+    """``g[npi]`` for an index already in NumPy's form, recorded (IndexBackward0) when a graph is
+    being built: backward formulas use it so that their results stay differentiable."""
+    result = wrap(np.array(g._data[npi], copy=True))
+    if GRAD.enabled and g._requires_grad:
+        node = record_op(IndexBackward0, (g,), result)
+        node.in_shape, node.index = g._data.shape, npi
+    return result
 
 
 def getitem(x: Tensor, index) -> Tensor:
@@ -97,7 +107,7 @@ class IndexPutBackward0(Node):
         if self.next_functions[0][0] is not None:
             gx = g if self.accumulate else index_put_zero(g, self.index)
         if self.next_functions[1][0] is not None:
-            gv = sum_to_shape(wrap(np.ascontiguousarray(g._data[self.index])), self.value_shape)
+            gv = sum_to_shape(_take_at(g, self.index), self.value_shape)
         return gx, gv
 
 

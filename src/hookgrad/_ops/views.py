@@ -584,7 +584,21 @@ class DiagonalBackward0(Node):
         buf = np.zeros(self.in_shape, dtype=g._data.dtype)
         view = _writable_diagonal(buf, self.offset, self.d1, self.d2)
         view[...] = g._data
-        return (wrap(buf),)
+        out = wrap(buf)
+        if GRAD.enabled and g._requires_grad:  # create_graph: the result reads back g's diagonal
+            node = record_op(DiagonalBackwardBackward0, (g,), out)
+            node.offset, node.d1, node.d2 = self.offset, self.d1, self.d2
+        return (out,)
+
+
+class DiagonalBackwardBackward0(Node):
+    """Backward of DiagonalBackward0's scatter: the diagonal of the incoming gradient."""
+
+    __slots__ = ("offset", "d1", "d2")
+    saved_values = {"offset": lambda n: n.offset, "dim1": lambda n: n.d1, "dim2": lambda n: n.d2}
+
+    def apply(self, grads):
+        return (diagonal(grads[0], self.offset, self.d1, self.d2),)
 
 
 def _writable_diagonal(arr, offset, d1, d2):

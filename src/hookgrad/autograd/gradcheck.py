@@ -25,6 +25,15 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
     outputs = _flatten_outputs(fn(*inputs))
+    if not any(out.requires_grad for out in outputs):
+        # no output has a graph: then none may depend on the inputs (as torch checks); a backward
+        # formula that forgot to record its own graph shows up here under gradgradcheck
+        for oi, out in enumerate(outputs):
+            if out._data.dtype.kind in "fc" and not _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol):
+                if raise_exception:
+                    raise GradcheckError("Numerical gradient for function expected to be zero")
+                return False
+        return True
     for oi, out in enumerate(outputs):
         if not out.requires_grad:
             continue
@@ -43,19 +52,32 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
             numerical = np.zeros((n_out, t.numel()))
             flat = t._data.reshape(-1)
             for i in range(t.numel()):
-                orig = flat[i]
-                # perturb the array directly (no autograd op); fn may itself need grad mode
-                flat[i] = orig + eps
-                plus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
-                flat[i] = orig - eps
-                minus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
-                flat[i] = orig
-                numerical[:, i] = (plus - minus) / (2 * eps)
+                numerical[:, i] = _numerical_column(fn, inputs, oi, flat, i, eps)
             if not np.allclose(analytical[k], numerical, rtol=rtol, atol=atol):
                 if raise_exception:
                     raise GradcheckError(
                         f"Jacobian mismatch for output {oi} with respect to input {k},\n"
                         f"numerical:{numerical}\nanalytical:{analytical[k]}\n")
+                return False
+    return True
+
+
+def _numerical_column(fn, inputs, oi, flat, i, eps):
+    orig = flat[i]
+    # perturb the array directly (no autograd op); fn may itself need grad mode
+    flat[i] = orig + eps
+    plus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
+    flat[i] = orig - eps
+    minus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
+    flat[i] = orig
+    return (plus - minus) / (2 * eps)
+
+
+def _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol) -> bool:
+    for t in diff_inputs:
+        flat = t._data.reshape(-1)
+        for i in range(t.numel()):
+            if not np.allclose(_numerical_column(fn, inputs, oi, flat, i, eps), 0.0, rtol=0.0, atol=atol):
                 return False
     return True
 
@@ -67,16 +89,23 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     from . import grad as autograd_grad
 
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
-    diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
-    outputs = _flatten_outputs(fn(*inputs))
-    rng = np.random.default_rng(0)
+    outputs = [o for o in _flatten_outputs(fn(*inputs)) if o.requires_grad]
     if grad_outputs is None:
-        grad_outputs = [wrap(rng.standard_normal(o._data.shape).astype(o._data.dtype)) for o in outputs]
+        # random grad_outputs that require grad: the first gradients must be differentiable with
+        # respect to them too (as in torch), which catches a backward formula computed off the graph
+        rng = np.random.default_rng(0)
+        grad_outputs = [wrap(rng.standard_normal(o._data.shape).astype(o._data.dtype)).requires_grad_()
+                        for o in outputs]
+    else:
+        grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
+    n_grads = len(grad_outputs)
 
     def first_grads(*args):
-        outs = _flatten_outputs(fn(*args))
+        args, gos = args[:len(args) - n_grads], args[len(args) - n_grads:]
+        outs = [o for o in _flatten_outputs(fn(*args)) if o.requires_grad]
         d_in = [a for a in args if isinstance(a, Tensor) and a.requires_grad]
-        gs = autograd_grad(outs, d_in, grad_outputs, create_graph=True, allow_unused=True)
+        gs = autograd_grad(outs, d_in, list(gos), create_graph=True, allow_unused=True)
         return tuple(g for g in gs if g is not None)
 
-    return gradcheck(first_grads, inputs, eps=eps, atol=atol, rtol=rtol, raise_exception=raise_exception)
+    return gradcheck(first_grads, (*inputs, *grad_outputs), eps=eps, atol=atol, rtol=rtol,
+                     raise_exception=raise_exception)
