@@ -64,3 +64,11 @@ def test_diagonal_double_backward_node(T):
     (g,) = T.autograd.grad(x.diagonal(1), x, v, create_graph=True)
     (gv,) = T.autograd.grad((g * T.arange(6.0, dtype=T.float64).reshape(2, 3)).sum(), v)
     return g, g.grad_fn.name(), gv
+
+
+@differential
+def test_repeat_interleave_double_backward(T):
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    return [T.autograd.gradgradcheck(lambda t: (t.repeat_interleave(2, dim=1) ** 2), (x,), raise_exception=False),
+            T.autograd.gradgradcheck(lambda t: t.repeat_interleave(T.tensor([1, 3]), dim=0) * t.sum(),
+                                     (x,), raise_exception=False)]

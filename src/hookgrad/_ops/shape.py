@@ -152,6 +152,9 @@ class RepeatInterleaveBackward(Node):
     def apply(self, grads):
         g = grads[0]
         idx = np.repeat(np.arange(self.in_shape[self.dim]), self.repeats)
+        if GRAD.enabled and g._requires_grad:  # create_graph: the same sum, recorded
+            zeros = wrap(np.zeros(self.in_shape, dtype=g._data.dtype))
+            return (zeros.index_add(self.dim, wrap(idx.astype(np.int64)), g),)
         out = np.zeros(self.in_shape, dtype=g._data.dtype)
         np.add.at(np.moveaxis(out, self.dim, 0), idx, np.moveaxis(g._data, self.dim, 0))
         return (wrap(out),)
