@@ -27,6 +27,11 @@ from . import autograd, utils
 from .utils.dlpack import from_dlpack, frombuffer
 from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts
 from .amp.autocast_mode import autocast, is_autocast_enabled  # noqa: E402
+from .amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,  # noqa: E402
+                                clear_autocast_cache, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cache_enabled, is_autocast_cpu_enabled,
+                                set_autocast_cache_enabled, set_autocast_cpu_dtype, set_autocast_cpu_enabled,
+                                set_autocast_dtype, set_autocast_enabled, set_autocast_gpu_dtype)
 
 linalg = _importlib.import_module(".linalg", __name__)
 
@@ -95,6 +100,8 @@ from . import _argcheck  # noqa: E402
 # torch's TypeError for a non-tensor where a function takes a tensor (see _argcheck)
 _argcheck.guard_namespace(globals(), [_name for _name in list(globals()) if not _name.startswith("_")])
 _argcheck.accept_keyword_forms(Tensor)
+Tensor.__matmul__ = _argcheck.matmul_operator(_ops.linalg.matmul)
+Tensor.__rmatmul__ = _argcheck.matmul_operator(_ops.linalg.matmul, reflected=True)
 
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions", "multiprocessing",

@@ -28,6 +28,7 @@ import os
 
 import numpy as np
 
+from . import _autocast
 from ._tensor import Tensor
 
 TENSOR, OPTIONAL, OR_NUMBER, SEQUENCE = "Tensor", "Tensor or None", "Tensor or Number", "tuple of Tensors"
@@ -204,10 +205,12 @@ def checked(fn, name: str | None = None, via_method: str | None = None):
     name = name or fn.__name__
     checks = _checks_for(name, fn)
     plan = _KeywordPlan(name, fn, checks)
-    if not checks and not plan:
+    torch_name = _TORCH_NAMES.get(name, name)
+    if not checks and not plan and _autocast.policy_of(torch_name) is None:
         return fn
-    wrapper = _wrapper(fn, _TORCH_NAMES.get(name, name), checks, plan, via_method)
-    wrapper.__hookgrad_checked__ = True
+    wrapper = _wrapper(fn, torch_name, checks, plan, via_method)
+    wrapper.__hookgrad_checked__ = bool(checks or plan)  # not only the autocast cast
+    wrapper.__hookgrad_wrapped__ = True
     return wrapper
 
 
@@ -241,9 +244,16 @@ def _wrapper(fn, torch_name, checks, plan, via_method):
 
     # the generated code counts as this module's (warnings that skip hookgrad's frames skip it too)
     names = {"__name__": __name__, "fn": fn, "Tensor": Tensor, "check_all": check_all,
-             "check_sequence": check_sequence, "torch_name": torch_name}
-    lines = ["def wrapper(*args, **kwargs):",
-             "    if kwargs:",
+             "check_sequence": check_sequence, "torch_name": torch_name, "autocast": _autocast.STATE,
+             "cast_arguments": _autocast.cast_arguments, "policy": _autocast.policy_of(torch_name)}
+    lines = ["def wrapper(*args, **kwargs):"]
+    if names["policy"] is not None:
+        # CPU autocast casts the arguments after torch's checks of them, before the op
+        lines += ["    if autocast.enabled:",
+                  "        args, kwargs = check_all(args, kwargs)",
+                  "        args, kwargs = cast_arguments(policy, args, kwargs)",
+                  "        return fn(*args, **kwargs)"]
+    lines += ["    if kwargs:",
              "        args, kwargs = check_all(args, kwargs)",
              "        return fn(*args, **kwargs)",
              "    n = len(args)"]
@@ -259,6 +269,22 @@ def _wrapper(fn, torch_name, checks, plan, via_method):
     return functools.wraps(fn)(names["wrapper"])
 
 
+def matmul_operator(matmul, reflected=False):
+    """``a @ b`` (``reflected``: ``b @ a``): ``matmul``, with CPU autocast's cast of a lower-precision
+    op in front (torch's ``@`` is ``matmul``), and no argument checks (Python's operator rules apply)."""
+    state, cast = _autocast.STATE, _autocast.cast_arguments
+
+    def operator(a, b):
+        if reflected:
+            a, b = b, a
+        if state.enabled:
+            (a, b), _ = cast("lower", (a, b), {})
+        return matmul(a, b)
+
+    operator.__name__ = "__rmatmul__" if reflected else "__matmul__"
+    return operator
+
+
 def accept_keyword_forms(cls) -> None:
     """Give ``cls``'s public methods torch's argument handling: a non-tensor where torch's method
     takes a tensor raises torch's TypeError (``add(): argument 'other' (position 1) must be Tensor,
@@ -270,7 +296,7 @@ def accept_keyword_forms(cls) -> None:
         if name.startswith("_"):
             continue
         fn = cls.__dict__.get(name)
-        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_wrapped__", False):
             continue
         try:
             # the method's own tensor is position 0; torch numbers the other arguments from 1
@@ -285,7 +311,7 @@ def accept_keyword_forms(cls) -> None:
             checks = [(pos, None, kind, torch_arg, torch_pos, none_ok)
                       for pos, _, kind, torch_arg, torch_pos, none_ok in checks]
         method_checks[name] = checks
-        if checks or plan:
+        if checks or plan or _autocast.policy_of(_TORCH_NAMES.get(name, name)) is not None:
             setattr(cls, name, _method_with_checks(fn, name, checks, plan))
 
 
@@ -298,7 +324,8 @@ def _takes_only_varargs(fn) -> bool:
 
 def _method_with_checks(fn, name, checks, plan):
     method = _wrapper(fn, _TORCH_NAMES.get(name, name), checks, plan, None)
-    method.__hookgrad_checked__ = True
+    method.__hookgrad_checked__ = bool(checks or plan)
+    method.__hookgrad_wrapped__ = True
     return method
 
 
@@ -318,7 +345,7 @@ def guard_namespace(namespace: dict, names, via_method=None) -> None:
     named like tensors)."""
     for name in names:
         fn = namespace.get(name)
-        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_checked__", False):
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_wrapped__", False):
             continue
         if not _is_public_api_module(fn.__module__) and not fn.__module__.startswith("hookgrad._ops.creation"):
             continue

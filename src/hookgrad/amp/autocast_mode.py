@@ -7,22 +7,25 @@ What torch does on a CPU machine, and what happens here:
   torch on this machine.
 - ``enabled=False``, or a dtype CPU autocast does not support (torch warns and disables): the
   block runs unchanged, as in torch.
-- ``device_type='cpu'`` enabled with bfloat16 (the default) or float16: torch runs matmuls,
-  linear layers and convolutions in the low-precision dtype. hookgrad has no bfloat16 and no
-  per-op autocast lists, so entering such a block raises NotImplementedError instead of
-  silently computing something else; pass ``enabled=False`` to run the same code in float32.
+- ``device_type='cpu'`` enabled with bfloat16 (the default) or float16: matrix products, linear
+  layers, convolutions and attention run in the low-precision dtype, losses and most linear
+  algebra in float32, cat/stack on the widest input type - torch's CPU op lists, applied by the
+  public functions' wrappers (see ``hookgrad._autocast``). bfloat16 arithmetic is computed in
+  float32 and rounded once per op, which is what torch's CPU kernels do too; results agree with
+  torch's to bfloat16 precision, not bit for bit.
 """
 from __future__ import annotations
 
 import functools
 import warnings
 
+from .. import _autocast, _dtype
+
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled"]
 
 _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
                  "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
 _CPU_DTYPES = ("bfloat16", "float16")
-_enabled_depth = {"cpu": 0}
 
 
 def is_autocast_available(device_type: str) -> bool:
@@ -31,10 +34,10 @@ def is_autocast_available(device_type: str) -> bool:
 
 
 def is_autocast_enabled(device_type=None) -> bool:
-    """Whether an enabled autocast block is active (never, here: see the module docstring)."""
+    """Whether an enabled autocast block is active for ``device_type`` (no argument: CUDA's, never)."""
     if device_type is None or device_type != "cpu":
         return False
-    return _enabled_depth["cpu"] > 0
+    return _autocast.STATE.enabled
 
 
 def _dtype_name(dtype) -> str:
@@ -50,8 +53,8 @@ class autocast:
         if device_type not in _DEVICE_TYPES:
             raise RuntimeError("Expected one of " + ", ".join(_DEVICE_TYPES) + " device")
         self.device = device_type
-        self.fast_dtype = dtype
-        self._cache_enabled = True if cache_enabled is None else cache_enabled
+        self.fast_dtype = _autocast.STATE.dtype if dtype is None else dtype
+        self._cache_enabled = _autocast.STATE.cache_enabled if cache_enabled is None else cache_enabled
         if enabled and device_type == "cuda":
             warnings.warn("CUDA is not available or torch_xla is imported. Disabling autocast.", UserWarning,
                           stacklevel=2)
@@ -68,15 +71,25 @@ class autocast:
         self._enabled = enabled
 
     def __enter__(self):
+        if self.device != "cpu":
+            return self
+        state = _autocast.STATE
+        self._prev = (state.enabled, state.dtype, state.cache_enabled)
+        state.enabled = bool(self._enabled)
         if self._enabled:
-            wanted = _dtype_name(self.fast_dtype) if self.fast_dtype is not None else "bfloat16"
-            raise NotImplementedError(
-                f"autocast(device_type='cpu', dtype={wanted}) is not supported by hookgrad: it has no per-op "
-                "low-precision casting (and no bfloat16), and running the block in float32 would silently give "
-                "other results than torch. Use autocast(..., enabled=False) to run it in full precision.")
+            state.dtype = getattr(_dtype, _dtype_name(self.fast_dtype))
+        state.cache_enabled = bool(self._cache_enabled)
+        state.depth += 1
         return self
 
     def __exit__(self, exc_type, exc_val, exc_tb):
+        if self.device != "cpu":
+            return False
+        state = _autocast.STATE
+        state.depth -= 1
+        if state.depth == 0:
+            state.cache.clear()  # the casts of weights live as long as the outermost block
+        state.enabled, state.dtype, state.cache_enabled = self._prev
         return False
 
     def __call__(self, func):
@@ -85,3 +98,83 @@ class autocast:
             with self:
                 return func(*args, **kwargs)
         return run
+
+
+# ---- torch.* functions on the autocast state (what torch.autocast itself uses) -----------------
+def _cpu_only(device_type: str) -> bool:
+    if device_type not in _DEVICE_TYPES:
+        raise RuntimeError("Expected one of " + ", ".join(_DEVICE_TYPES) + " device")
+    return device_type == "cpu"
+
+
+def get_autocast_dtype(device_type: str):
+    """The dtype autocast casts to on ``device_type`` (CPU: bfloat16 unless set; others: torch's defaults)."""
+    if _cpu_only(device_type):
+        return _autocast.STATE.dtype
+    return _dtype.float16
+
+
+def set_autocast_dtype(device_type: str, dtype) -> None:
+    if _cpu_only(device_type):
+        _autocast.STATE.dtype = getattr(_dtype, _dtype_name(dtype))
+
+
+def set_autocast_enabled(device_type: str, enabled: bool) -> None:
+    if not isinstance(device_type, str):
+        raise TypeError("set_autocast_enabled(): argument 'device_type' must be str, not "
+                        f"{type(device_type).__name__}")
+    if _cpu_only(device_type):
+        _autocast.STATE.enabled = bool(enabled)
+
+
+def get_autocast_cpu_dtype():
+    return _autocast.STATE.dtype
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    set_autocast_dtype("cpu", dtype)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    return _autocast.STATE.enabled
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    _autocast.STATE.enabled = bool(enabled)
+
+
+def get_autocast_gpu_dtype():
+    return _dtype.float16
+
+
+def set_autocast_gpu_dtype(dtype) -> None:
+    """No GPU here: accepted and forgotten, as torch's CPU build keeps it for a device it lacks."""
+
+
+def clear_autocast_cache() -> None:
+    _autocast.STATE.cache.clear()
+
+
+def autocast_increment_nesting() -> int:
+    _autocast.STATE.depth += 1
+    return _autocast.STATE.depth
+
+
+def autocast_decrement_nesting() -> int:
+    _autocast.STATE.depth -= 1
+    return _autocast.STATE.depth
+
+
+def is_autocast_cache_enabled() -> bool:
+    return _autocast.STATE.cache_enabled
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    _autocast.STATE.cache_enabled = bool(enabled)
+
+
+_TORCH_FUNCTIONS = ["get_autocast_dtype", "set_autocast_dtype", "set_autocast_enabled", "get_autocast_cpu_dtype",
+                    "set_autocast_cpu_dtype", "is_autocast_cpu_enabled", "set_autocast_cpu_enabled",
+                    "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "clear_autocast_cache",
+                    "autocast_increment_nesting", "autocast_decrement_nesting", "is_autocast_cache_enabled",
+                    "set_autocast_cache_enabled"]
