@@ -176,6 +176,8 @@ def use_threads_for(work: int) -> None:
 
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``np.matmul(a, b)`` on a thread count chosen by the size of the product."""
+    if _max == 1 and _current == 1:  # one thread allowed and set: nothing to choose
+        return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if a.ndim and b.ndim:
         # m*k*n summed over the broadcast batch: the larger of the two operands' counts
         work = max(a.size * (b.shape[-1] if b.ndim > 1 else 1),

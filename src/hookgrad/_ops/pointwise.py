@@ -29,7 +29,7 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
     """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError.
     ``float32_scalar``: with bfloat16 operands a Python number enters as float32, unrounded (torch's
     mul and div; its add, sub and pow round the number to bfloat16 first)."""
-    if float32_scalar and not isinstance(b, Tensor) and _dtype.is_bfloat16_np(dt):
+    if float32_scalar and dt.kind == "V" and not isinstance(b, Tensor) and _dtype.is_bfloat16_np(dt):
         bd = np.float32(b)
     else:
         bd = data_of(b, dt)

@@ -1,6 +1,8 @@
 """Automatic differentiation: ``backward``, ``grad``, custom ``Function``s, grad modes, hooks."""
 from __future__ import annotations
 
+import sys
+
 from . import graph, grad_mode
 from ._warn_once import warn_once
 from . import functional  # noqa: F401
@@ -137,7 +139,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
     if roots:
         _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
-                       root_tensors=outputs, input_tensors=inputs)
+                       root_tensors=outputs, input_tensors=inputs, caller=sys._getframe(1))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -164,7 +166,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     input_edges = _input_edges(ins, False)
     if roots:
         captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False,
-                                  root_tensors=outs, input_tensors=ins)
+                                  root_tensors=outs, input_tensors=ins, caller=sys._getframe(1))
     else:
         captured = [None] * len(ins)
     for i, g in enumerate(captured):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -81,7 +82,7 @@ class GraphTask:
     """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
 
     __slots__ = ("id", "keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable",
-                 "final_callbacks", "__weakref__")
+                 "final_callbacks", "caller", "__weakref__")
 
     def __init__(self, keep_graph, create_graph):
         self.id = next(_task_ids)
@@ -92,6 +93,7 @@ class GraphTask:
         self.captured = None
         self.reachable = None      # (dependency counts, root nodes, one per root edge)
         self.final_callbacks = None  # what call_at_backward_end queued, run after the last node
+        self.caller = None         # the frame that called backward()/grad(), for warnings at its line
 
     def will_execute_node(self, node) -> bool:
         """Whether this pass runs ``node``, as torch's engine answers it to multi-grad hooks: a lone
@@ -170,6 +172,28 @@ def _run_final_callbacks(task) -> None:
 def _call_lifecycle_hooks(registry, info) -> None:
     for hook in tuple(registry.values()):
         hook(info)
+
+
+_PACKAGE_DIR = __file__[:-len("autograd/engine.py")]  # .../hookgrad/
+
+
+def warn_at_caller(message: str, category=UserWarning) -> None:
+    """Warn from inside a backward pass at the line of the user's ``backward()``/``grad()`` call,
+    however many engine and hook frames lie between (torch's engine warns at a fixed level that
+    fits ``Tensor.backward``). The caller's frame was noted when the pass started, so this walks
+    only the frames of hookgrad's entry points, not the whole stack."""
+    task = current_task()
+    frame = task.caller if task is not None else None
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is None:
+        warnings.warn(message, category, stacklevel=2)
+        return
+    module_globals = frame.f_globals
+    warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
+                           module=module_globals.get("__name__"),
+                           registry=module_globals.setdefault("__warningregistry__", {}),
+                           module_globals=module_globals)
 
 
 def _compute_dependencies(roots):
@@ -306,14 +330,16 @@ def _check_nan(node, outputs):
 
 
 def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True,
-            root_tensors=(), input_tensors=None):
+            root_tensors=(), input_tensors=None, caller=None):
     """Run a backward pass from ``roots`` (edges) seeded with ``root_grads``.
 
     ``inputs``: edges whose gradients are wanted. With ``accumulate`` (``.backward``) those nodes
     run and accumulate; without (``autograd.grad``) their gradients are captured and returned.
-    ``root_tensors``/``input_tensors``: what the caller differentiated, for the lifecycle hooks.
+    ``root_tensors``/``input_tensors``: what the caller differentiated, for the lifecycle hooks;
+    ``caller``: the frame of the ``backward()``/``grad()`` call (see ``warn_at_caller``).
     """
     task = GraphTask(keep_graph, create_graph)
+    task.caller = caller
     if _backward_start_hooks or _backward_end_hooks:
         info = BackwardPassInfo(task, "backward" if accumulate else "grad", tuple(root_tensors),
                                 None if input_tensors is None else tuple(input_tensors))

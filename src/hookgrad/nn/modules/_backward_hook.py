@@ -9,9 +9,6 @@ reachable as ``hookgrad.utils.hooks.BackwardHook``, where torch has it.
 """
 from __future__ import annotations
 
-import sys
-import warnings
-
 import numpy as np
 
 from ..._ops._base import edge
@@ -19,6 +16,7 @@ from ..._ops.views import make_view
 from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
 from ...autograd.function import _function_view_message
+from ...autograd.engine import warn_at_caller
 from ...autograd.graph import Node
 
 __all__ = ["BackwardHook"]
@@ -169,11 +167,10 @@ class BackwardHook:
 
         if self.input_tensors_index is None:
             # No input requires grad: the input node never runs, so fire here.
-            warnings.warn("Full backward hook is firing when gradients are computed with respect "
-                          "to module outputs since no inputs require gradients. See "
-                          "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                          "#torch.nn.Module.register_full_backward_hook for more details.",
-                          stacklevel=_user_stacklevel())
+            warn_at_caller("Full backward hook is firing when gradients are computed with respect "
+                           "to module outputs since no inputs require gradients. See "
+                           "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                           "#torch.nn.Module.register_full_backward_hook for more details.")
             grad_inputs = (None,) * self.n_inputs
             for user_hook in self.user_hooks:
                 res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
@@ -236,21 +233,6 @@ class BackwardHook:
         res, self.output_tensors_index = self._apply_on_tensors(self._output_backward, args)
         self.n_outputs = len(args)
         return res if is_tuple else res[0]
-
-
-def _user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning raised by this module's caller point at the first
-    frame outside hookgrad: the user's ``backward()`` / ``autograd.grad(...)`` line, however many
-    engine frames lie between (torch uses a fixed level that fits ``Tensor.backward``)."""
-    level = 1
-    frame = sys._getframe(1)  # the frame that calls warnings.warn: stacklevel 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame = frame.f_back
-        level += 1
-    return level
-
-
-_PACKAGE_DIR = __file__[:-len("nn/modules/_backward_hook.py")]  # .../hookgrad/
 
 
 def _hook_name(hook) -> str:
