@@ -190,10 +190,10 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
         warnings.warn(message, category, stacklevel=2)
         return
     module_globals = frame.f_globals
+    # no module_globals argument: with it, warn_explicit reads the source line even for an ignored warning
     warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
                            module=module_globals.get("__name__"),
-                           registry=module_globals.setdefault("__warningregistry__", {}),
-                           module_globals=module_globals)
+                           registry=module_globals.setdefault("__warningregistry__", {}))
 
 
 def _compute_dependencies(roots):
