@@ -10,6 +10,8 @@ it is also reachable here, where torch has it, and loads on first access.
 """
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 import weakref
 from collections import OrderedDict
@@ -68,6 +70,49 @@ class RemovableHandle:
     def __repr__(self) -> str:
         alive = self.hooks_dict_ref() is not None and self.id in self.hooks_dict_ref()
         return f"<RemovableHandle id={self.id} {'active' if alive else 'removed'}>"
+
+
+# Where each hook was registered, for ``hookgrad.hooks.inventory``: id(registry) -> (a weak
+# reference to the registry, {handle id: ("file.py:LINE" or None, prepend)}). Only the public
+# ``register_*`` calls note a site (one frame walk); hooks the machinery registers per call do not.
+_registration_sites: dict = {}
+
+
+def _user_site() -> "str | None":
+    """"file.py:LINE" of the first frame outside hookgrad on the stack."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_globals.get("__name__") or ""
+        if not (name == "hookgrad" or name.startswith("hookgrad.")):
+            return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+        frame = frame.f_back
+    return None
+
+
+def _forget_registry(key: int) -> None:
+    _registration_sites.pop(key, None)
+
+
+def note_registration(registry: Any, handle_id: int, prepend: bool = False) -> None:
+    """Remember where the hook ``registry[handle_id]`` was registered (the caller's caller's site,
+    skipping hookgrad's own frames) and whether with ``prepend``."""
+    key = id(registry)
+    entry = _registration_sites.get(key)
+    if entry is None or entry[0]() is not registry:
+        entry = _registration_sites[key] = (weakref.ref(registry, lambda _ref, key=key: _forget_registry(key)), {})
+    sites = entry[1]
+    if len(sites) > 2 * len(registry) + 16:  # forget removed hooks now and then
+        for stale in [i for i in sites if i not in registry]:
+            del sites[stale]
+    sites[handle_id] = (_user_site(), prepend)
+
+
+def registration_of(registry: Any, handle_id: int) -> "tuple[str | None, bool]":
+    """(site, prepend) noted for ``registry[handle_id]``; (None, False) when none was noted."""
+    entry = _registration_sites.get(id(registry))
+    if entry is None or entry[0]() is not registry:
+        return None, False
+    return entry[1].get(handle_id, (None, False))
 
 
 def unserializable_hook(fn):
