@@ -91,7 +91,8 @@ class _Collector:
                 flags.add("with_kwargs")
             if always_called and handle_id in always_called:
                 flags.add("always_call")
-            if handle_id in live_hook_ids and kind in ("full_backward_hook", "full_backward_pre_hook"):
+            if (kind in ("full_backward_hook", "full_backward_pre_hook") and handle_id in live_hook_ids
+                    and _is_hookgrad(holder)):  # torch's handle ids are counted apart
                 flags.add("live")
             self.records.append(HookRecord(kind=kind, scope=scope, owner=owner, fn=_unwrapped(hook),
                                            handle_id=handle_id, flags=frozenset(flags), registered_at=site,
@@ -154,6 +155,10 @@ class _Collector:
         if engine is not None:
             self.add_registry(engine._backward_start_hooks, "backward_start_hook", "global", None, engine)
             self.add_registry(engine._backward_end_hooks, "backward_end_hook", "global", None, engine)
+
+
+def _is_hookgrad(holder) -> bool:
+    return isinstance(holder, _module.Module) or holder is _module
 
 
 def _is_module(obj) -> bool:

@@ -75,18 +75,18 @@ def check_live_registration(module, hook, register: str, legacy: bool = False) -
 
 def live_snapshot(module):
     """The backward hooks that apply to ``module`` now, as (pre items, full items) of
-    ``(handle id, hook)``, global ones first; None when none of them is live."""
+    ``(handle id, hook, live?)``, global ones first; None when none of them is live."""
     m = _module_registries()
-    pre = [*m._global_backward_pre_hooks.items(), *module._backward_pre_hooks.items()]
-    full = []
+    registries = [m._global_backward_pre_hooks, module._backward_pre_hooks]
     if m._global_is_full_backward_hook is True:
-        full += m._global_backward_hooks.items()
+        registries.append(m._global_backward_hooks)
     if module._is_full_backward_hook is True:
-        full += module._backward_hooks.items()
-    for hook_id, _ in (*pre, *full):
-        if hook_id in live_hook_ids:
-            return pre, full
-    return None
+        registries.append(module._backward_hooks)
+    if not _has_live(*registries):
+        return None
+    items = [[(hook_id, hook, hook_id in live_hook_ids) for hook_id, hook in registry.items()]
+             for registry in registries]
+    return items[0] + items[1], [item for full in items[2:] for item in full]
 
 
 def _current_hooks(snapshot_items, registries):
@@ -97,9 +97,9 @@ def _current_hooks(snapshot_items, registries):
         present.update(registry)
     hooks = []
     seen = set()
-    for hook_id, hook in snapshot_items:
+    for hook_id, hook, live in snapshot_items:
         seen.add(hook_id)
-        if hook_id not in live_hook_ids:
+        if not live:
             hooks.append(hook)
         elif hook_id in present:
             hooks.append(present[hook_id])
@@ -110,7 +110,9 @@ def _current_hooks(snapshot_items, registries):
 
 
 class _LiveHookNode(Node):
-    """An identity node that hands its gradients (missing ones as zeros) to ``on_backward``."""
+    """An identity node that hands its gradients to ``on_backward(materialized, received)``:
+    missing ones as zeros, and as received (None), as torch's hook function node does for its
+    post-hooks and pre-hooks."""
 
     __slots__ = ("_num_outputs", "metas", "on_backward")
     runs_without_grads = True
@@ -128,7 +130,7 @@ class _LiveHookNode(Node):
                 shape, dtype = self.metas[i]
                 outs[i] = wrap(np.zeros(shape, dtype=dtype))
         outs = tuple(outs)
-        replaced = self.on_backward(outs)
+        replaced = self.on_backward(outs, grads)
         return outs if replaced is None else replaced
 
 
@@ -232,6 +234,8 @@ class LiveBackwardHook:
         last_seq = next(_graph._sequence)
         if self.input_node is not None:
             self._redirect_input_edges(edges, last_seq)
+            # an input passed through as an output: its gradient goes through the input node too
+            edges = [(self.input_node, self.input_edges[e]) if e in self.input_edges else e for e in edges]
         node = LiveHookOutputBackward(tuple(edges), metas, self._output_backward)
         self.output_node, self.output_tensors_index = node, positions
         new_outputs = list(outputs)
@@ -240,7 +244,7 @@ class LiveBackwardHook:
             t = outputs[i]
             if not t._requires_grad:
                 continue
-            fn = edges[slot][0]
+            fn = t.grad_fn
             if id(t) not in adopted and fn is not None and self.first_seq < fn._seq < last_seq:
                 # computed by this call: the tensor itself takes the identity node as its grad_fn
                 adopted.add(id(t))
@@ -285,7 +289,7 @@ class LiveBackwardHook:
             packed[idx] = val
         return tuple(packed)
 
-    def _output_backward(self, grad_output):
+    def _output_backward(self, _materialized, grad_output):
         module = self.module
         self.grad_outputs = original = self._pack(self.output_tensors_index, grad_output, self.n_outputs)
         setters = None
@@ -323,10 +327,10 @@ class LiveBackwardHook:
         if setters is not None:
             _check_replacements(module, "grad_output", self.output_tensors_index, original,
                                 local_grad_outputs, setters)
-            return tuple([local_grad_outputs[i] for i in self.output_tensors_index])
-        return None
+        # what the module's outputs pass on is the received gradients (None stays None)
+        return tuple([local_grad_outputs[i] for i in self.output_tensors_index])
 
-    def _input_backward(self, grad_input):
+    def _input_backward(self, grad_input, _received):
         if self.grad_outputs is None:
             return None  # reached without passing through the outputs (e.g. double backward)
         module = self.module
