@@ -258,6 +258,45 @@ def global_hooks(T, live_kw, scale):
             h.remove()
 
 
+@program
+def twice_with_retain_graph(T, live_kw, scale):
+    m = _init(T, T.nn.Sequential(T.nn.Linear(3, 3), T.nn.Tanh()))
+    log = []
+    _hook_all(T, [("seq", m), ("0", m[0])], log, live_kw, scale)
+    x = _randn(T, 2, 3, requires_grad=True)
+    out = m(x).sum()
+    out.backward(retain_graph=True)
+    out.backward()
+    return log, x.grad
+
+
+@program
+def double_backward(T, live_kw, scale):
+    m = _init(T, T.nn.Linear(3, 3))
+    log = []
+    _hook_all(T, [("lin", m)], log, live_kw, scale)
+    x = _randn(T, 2, 3, requires_grad=True)
+    y = (m(x) ** 3).sum()
+    (gx,) = T.autograd.grad(y, x, create_graph=True)
+    gx.sum().backward()
+    return log, gx, x.grad, m.weight.grad
+
+
+@program
+def output_is_a_view_of_the_input(T, live_kw, scale):
+    class Reshape(T.nn.Module):
+        def forward(self, x):
+            return x.view(-1), x.t()
+    m = Reshape()
+    log = []
+    _hook_all(T, [("reshape", m)], log, live_kw, scale)
+    x = _randn(T, 2, 3, requires_grad=True)
+    a, b = m(x * 1)
+    (a * 2).sum().backward(retain_graph=True)
+    (b ** 2).sum().backward()
+    return log, x.grad
+
+
 @pytest.mark.parametrize("scale", [None, 0.5])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 @differential

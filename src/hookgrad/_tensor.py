@@ -256,7 +256,7 @@ class Tensor:
                 fn._add_tensor_hooks(self._output_nr, self._backward_hooks)
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
-        note_registration(self._backward_hooks, handle.id)
+        note_registration(self._backward_hooks, handle.id, holder=self)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
@@ -269,7 +269,7 @@ class Tensor:
             self._post_accumulate_grad_hooks = OrderedDict()
         handle = RemovableHandle(self._post_accumulate_grad_hooks)
         self._post_accumulate_grad_hooks[handle.id] = hook
-        note_registration(self._post_accumulate_grad_hooks, handle.id)
+        note_registration(self._post_accumulate_grad_hooks, handle.id, holder=self)
         return handle
 
     def retain_grad(self) -> None:

@@ -163,13 +163,13 @@ class Node:
             self._pre_hooks = OrderedDict()
         handle = RemovableHandle(self._pre_hooks)
         self._pre_hooks[handle.id] = fn
-        note_registration(self._pre_hooks, handle.id)
+        note_registration(self._pre_hooks, handle.id, holder=self)
         return handle
 
     def register_hook(self, fn: Callable) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs) -> new grad_inputs or None`` runs after the backward."""
         handle = self._add_post_hook(fn)
-        note_registration(self._post_hooks, handle.id)
+        note_registration(self._post_hooks, handle.id, holder=self)
         return handle
 
     def _add_post_hook(self, fn: Callable) -> RemovableHandle:

@@ -18,3 +18,7 @@ from ._inventory import inventory, remove
 from ._records import HookRecord
 
 __all__ += ["HookRecord", "inventory", "remove"]
+
+from ._explain import ExplainReport, explain
+
+__all__ += ["ExplainReport", "explain"]

@@ -80,8 +80,8 @@ class _Collector:
             return
         for handle_id, hook in list(registry.items()):
             key = (id(registry), handle_id)
-            if key in self._seen:
-                continue
+            if key in self._seen or getattr(hook, "_explain_own", False):
+                continue  # explain()'s own watchers are not the user's hooks
             self._seen.add(key)
             site, prepend = registration_of(registry, handle_id)
             flags = set()

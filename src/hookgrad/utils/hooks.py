@@ -93,9 +93,17 @@ def _forget_registry(key: int) -> None:
     _registration_sites.pop(key, None)
 
 
-def note_registration(registry: Any, handle_id: int, prepend: bool = False) -> None:
+# explain() (hookgrad.hooks) watches registrations while it runs: fn(registry, handle_id, holder)
+_registration_watchers: list = []
+
+
+def note_registration(registry: Any, handle_id: int, prepend: bool = False, holder: Any = None) -> None:
     """Remember where the hook ``registry[handle_id]`` was registered (the caller's caller's site,
-    skipping hookgrad's own frames) and whether with ``prepend``."""
+    skipping hookgrad's own frames) and whether with ``prepend``. ``holder``: the tensor or node
+    whose registry it is (told to the registration watchers)."""
+    if _registration_watchers:
+        for watcher in tuple(_registration_watchers):
+            watcher(registry, handle_id, holder)
     key = id(registry)
     entry = _registration_sites.get(key)
     if entry is None or entry[0]() is not registry:

@@ -157,6 +157,11 @@ def _set_hook_observer(callback: Optional[Callable]) -> Optional[Callable]:
     return previous
 
 
+# explain() (hookgrad.hooks) is told of each call that set up backward hooks: (module, the
+# BackwardHook or LiveBackwardHook, result). Empty, the usual case, it costs one test per such call.
+_backward_hook_call_observers: list = []
+
+
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
     """Call ``hook(*args)``, reporting the call to the hook observer when one is set."""
     observer = _hook_observer
@@ -884,6 +889,9 @@ class Module:
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or "
                                   f"a tuple of Tensors but received {type(result)}", stacklevel=3)
                 result = bw_hook.setup_output_hook(result)
+                if _backward_hook_call_observers:
+                    for observer in tuple(_backward_hook_call_observers):
+                        observer(self, bw_hook, result)
 
             if non_full_backward_hooks:
                 self._install_legacy_backward_hooks(non_full_backward_hooks, args, result)
