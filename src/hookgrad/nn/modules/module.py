@@ -16,6 +16,8 @@ full backward pre-hook                   ``_global_backward_pre_hooks``  ``_back
                                          ``Module._backward_pre_hooks``
 full backward hook / legacy backward     ``_global_backward_hooks``      ``_backward_hook.BackwardHook``
 hook                                     ``Module._backward_hooks``      / the output's ``grad_fn``
+live full backward (pre-) hook           the two rows above; ids in      ``_live_backward_hook.
+(``live=True``)                          ``live_hook_ids``               LiveBackwardHook``
 state_dict pre / post hook               ``Module._state_dict_pre_hooks``  ``Module.state_dict``
                                          ``Module._state_dict_hooks``
 load_state_dict pre / post hook          ``Module._load_state_dict_pre_hooks``  ``load_state_dict``
