@@ -78,13 +78,13 @@ class RemovableHandle:
 _registration_sites: dict = {}
 
 
-def _user_site() -> "str | None":
-    """"file.py:LINE" of the first frame outside hookgrad on the stack."""
+def _user_site() -> "tuple[str, int] | None":
+    """(file name, line) of the first frame outside hookgrad on the stack (formatted when read)."""
     frame = sys._getframe(2)
     while frame is not None:
         name = frame.f_globals.get("__name__") or ""
-        if not (name == "hookgrad" or name.startswith("hookgrad.")):
-            return f"{os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno}"
+        if not name.startswith("hookgrad") or (len(name) > 8 and name[8] != "."):
+            return frame.f_code.co_filename, frame.f_lineno
         frame = frame.f_back
     return None
 
@@ -120,7 +120,10 @@ def registration_of(registry: Any, handle_id: int) -> "tuple[str | None, bool]":
     entry = _registration_sites.get(id(registry))
     if entry is None or entry[0]() is not registry:
         return None, False
-    return entry[1].get(handle_id, (None, False))
+    site, prepend = entry[1].get(handle_id, (None, False))
+    if site is not None:
+        site = f"{os.path.basename(site[0])}:{site[1]}"
+    return site, prepend
 
 
 def unserializable_hook(fn):
