@@ -308,3 +308,20 @@ def test_property_inventory_matches_registrations_and_removal_is_exact(regs, rem
     assert n == sum(1 for k, _, _ in expected if k in removed_kinds)
     left = H.inventory(model)
     assert sorted(id(r.fn) for r in left) == sorted(id(f) for k, _, f in expected if k not in removed_kinds)
+
+
+def test_live_flag_on_a_user_module_subclass():
+    class Net(hookgrad.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = hookgrad.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return self.fc(x)
+    net = Net()
+    net.fc.register_full_backward_pre_hook(lambda *a: None, live=True)
+    net.register_full_backward_hook(lambda *a: None, live=True, prepend=True)
+    assert [(r.owner, r.kind, r.flags) for r in H.inventory(net)] == [
+        ("", "full_backward_hook", {"live", "prepend"}), ("fc", "full_backward_pre_hook", {"live"})]
+    assert H.remove(net, where=lambda r: "live" in r.flags) == 2
+    assert H.inventory(net) == []

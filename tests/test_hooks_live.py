@@ -297,6 +297,19 @@ def output_is_a_view_of_the_input(T, live_kw, scale):
     return log, x.grad
 
 
+@program
+def recurrent_tuple_outputs(T, live_kw, scale):
+    gru = _init(T, T.nn.GRU(3, 4, batch_first=True))
+    lstm = _init(T, T.nn.LSTM(4, 2, batch_first=True), seed=1)
+    log = []
+    _hook_all(T, [("gru", gru), ("lstm", lstm)], log, live_kw, scale)
+    x = _randn(T, 2, 5, 3, requires_grad=True)
+    out, h = gru(x)
+    out2, (h2, c2) = lstm(out)
+    (out2.sum() + h.pow(2).sum()).backward()
+    return log, x.grad, _grads(gru.parameters()) + _grads(lstm.parameters())
+
+
 @pytest.mark.parametrize("scale", [None, 0.5])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 @differential
@@ -530,3 +543,62 @@ def test_property_live_grad_output_is_the_gradient_at_the_module_output(layers, 
     want = normalize(run(torch, live=False))
     got = normalize(run(hookgrad, live=True))
     assert_same(got, want)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["linear", "tanh", "residual", "pair"]), st.booleans(),
+                          st.sampled_from([None, 0.5, 2.0])), min_size=1, max_size=5),
+       st.integers(0, 1000))
+def test_property_random_stacks_live_against_torch_default(layers, seed):
+    """Random stacks (Linear, Tanh, a residual block, a module returning a pair) with hooks on a
+    random subset, some returning scaled gradients: live on hookgrad sees and leaves what default
+    hooks do on torch."""
+    import torch
+
+    def build(T):
+        class Residual(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = T.nn.Linear(3, 3)
+
+            def forward(self, x):
+                return x + self.lin(x).tanh()
+
+        class Pair(T.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lin = T.nn.Linear(3, 6)
+
+            def forward(self, x):
+                a, b = self.lin(x).chunk(2, dim=-1)
+                return a, b * b
+
+        class Merge(T.nn.Module):
+            def forward(self, pair):
+                return pair[0] - pair[1] if isinstance(pair, tuple) else pair
+
+        mods = []
+        for kind, _, _ in layers:
+            mods.append({"linear": lambda: T.nn.Linear(3, 3), "tanh": T.nn.Tanh, "residual": Residual,
+                         "pair": Pair}[kind]())
+            if kind == "pair":
+                mods.append(Merge())
+        return _init(T, T.nn.Sequential(*mods), seed)
+
+    def run(T):
+        net = build(T)
+        log = []
+        hooked = iter(layers)
+        for module in net:
+            if type(module).__name__ == "Merge":
+                continue
+            _, hook, scale = next(hooked)
+            if hook:
+                _hook_all(T, [(type(module).__name__, module)], log, _live(T), scale)
+        x = _randn(T, 2, 3, requires_grad=True, seed=seed)
+        (net(x) ** 2).sum().backward()
+        return log, x.grad, _grads(net.parameters())
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same(normalize(run(hookgrad)), normalize(run(torch)))
