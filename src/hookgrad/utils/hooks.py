@@ -73,20 +73,13 @@ class RemovableHandle:
 
 
 # Where each hook was registered, for ``hookgrad.hooks.inventory``: id(registry) -> (a weak
-# reference to the registry, {handle id: ("file.py:LINE" or None, prepend)}). Only the public
+# reference to the registry, {handle id: ((file, line) or None, prepend)}). Only the public
 # ``register_*`` calls note a site (one frame walk); hooks the machinery registers per call do not.
 _registration_sites: dict = {}
 
 
-def _user_site() -> "tuple[str, int] | None":
-    """(file name, line) of the first frame outside hookgrad on the stack (formatted when read)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        name = frame.f_globals.get("__name__") or ""
-        if not name.startswith("hookgrad") or (len(name) > 8 and name[8] != "."):
-            return frame.f_code.co_filename, frame.f_lineno
-        frame = frame.f_back
-    return None
+def _in_hookgrad(module_name: str) -> bool:
+    return module_name.startswith("hookgrad") and (len(module_name) == 8 or module_name[8] == ".")
 
 
 def _forget_registry(key: int) -> None:
@@ -98,12 +91,17 @@ _registration_watchers: list = []
 
 
 def note_registration(registry: Any, handle_id: int, prepend: bool = False, holder: Any = None) -> None:
-    """Remember where the hook ``registry[handle_id]`` was registered (the caller's caller's site,
-    skipping hookgrad's own frames) and whether with ``prepend``. ``holder``: the tensor or node
-    whose registry it is (told to the registration watchers)."""
+    """Remember where the hook ``registry[handle_id]`` was registered: the first frame outside
+    hookgrad above the ``register_*`` call (kept as (file, line), formatted when read), and
+    whether with ``prepend``. ``holder``: the tensor or node whose registry it is (told to the
+    registration watchers)."""
     if _registration_watchers:
         for watcher in tuple(_registration_watchers):
             watcher(registry, handle_id, holder)
+    frame = sys._getframe(2)
+    while frame is not None and _in_hookgrad(frame.f_globals.get("__name__") or ""):
+        frame = frame.f_back
+    site = None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
     key = id(registry)
     entry = _registration_sites.get(key)
     if entry is None or entry[0]() is not registry:
@@ -112,7 +110,7 @@ def note_registration(registry: Any, handle_id: int, prepend: bool = False, hold
     if len(sites) > 2 * len(registry) + 16:  # forget removed hooks now and then
         for stale in [i for i in sites if i not in registry]:
             del sites[stale]
-    sites[handle_id] = (_user_site(), prepend)
+    sites[handle_id] = (site, prepend)
 
 
 def registration_of(registry: Any, handle_id: int) -> "tuple[str | None, bool]":
