@@ -60,6 +60,7 @@ class ExplainReport:
 
     def __init__(self) -> None:
         self.rows: list = []   # (phase, "fired" | "skipped", record, times)
+        self._index: dict = {}
 
     @property
     def fired(self) -> list:
@@ -70,11 +71,15 @@ class ExplainReport:
         return [record for _, status, record, _ in self.rows if status == "skipped"]
 
     def _add(self, phase, status, record) -> None:
-        for i, (p, s, r, n) in enumerate(self.rows):
-            if p == phase and s == status and r == record and r.reason == record.reason:
-                self.rows[i] = (p, s, r, n + 1)
-                return
-        self.rows.append((phase, status, record, 1))
+        # one row per hook, phase and outcome; a hook that fires for several calls counts them
+        key = (phase, status, record.kind, record.owner, id(record.fn), record.handle_id, record.reason)
+        i = self._index.get(key)
+        if i is None:
+            self._index[key] = len(self.rows)
+            self.rows.append((phase, status, record, 1))
+        else:
+            p, s, r, n = self.rows[i]
+            self.rows[i] = (p, s, r, n + 1)
 
     def __str__(self) -> str:
         from ..tools._common import format_table
