@@ -261,3 +261,26 @@ def test_property_fired_is_what_ran_and_the_rest_is_skipped(ops, how):
     assert fired == set(ran)
     assert fired | skipped == set(hooks) and not fired & skipped
     assert all(r.reason.startswith(_explain.NOT_REACHED) for r in report.skipped)
+
+
+def test_a_pass_that_raises_reports_the_hooks_it_did_not_reach_and_restores_them():
+    x = hookgrad.ones(2, requires_grad=True)
+    log = []
+
+    def late(g):
+        log.append("late")
+
+    def boom(g):
+        raise ValueError("boom")
+    with H.explain() as report:
+        y = x * 2
+        y.register_hook(late)
+        z = y * 3
+        z.register_hook(boom)
+        with pytest.raises(ValueError, match="boom"):
+            z.sum().backward()
+    assert [(r.fn, r.reason) for r in report.skipped] == [(late, _explain.PASS_RAISED)]
+    assert [r.fn for r in report.fired] == [boom]
+    assert [r.fn for r in H.inventory(y, z)] == [late, boom]   # the originals, not wrappers
+    z.register_hook(lambda g: None)
+    assert list(z._backward_hooks.values())[0] is boom
