@@ -16,7 +16,7 @@ from ._device import device as _device_cls, CPU
 from ._dtype import Size
 from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, Node
-from .utils.hooks import RemovableHandle
+from .utils.hooks import RemovableHandle, note_registration
 
 _GRAD = grad_mode.STATE
 
@@ -256,6 +256,7 @@ class Tensor:
                 fn._add_tensor_hooks(self._output_nr, self._backward_hooks)
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
+        note_registration(self._backward_hooks, handle.id, holder=self)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
@@ -268,6 +269,7 @@ class Tensor:
             self._post_accumulate_grad_hooks = OrderedDict()
         handle = RemovableHandle(self._post_accumulate_grad_hooks)
         self._post_accumulate_grad_hooks[handle.id] = hook
+        note_registration(self._post_accumulate_grad_hooks, handle.id, holder=self)
         return handle
 
     def retain_grad(self) -> None:

@@ -40,7 +40,7 @@ from collections import OrderedDict
 from typing import Any, Callable
 
 from .._late import LateNames
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle, note_registration
 from . import grad_mode
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_hooks", "save_on_cpu",
@@ -163,10 +163,17 @@ class Node:
             self._pre_hooks = OrderedDict()
         handle = RemovableHandle(self._pre_hooks)
         self._pre_hooks[handle.id] = fn
+        note_registration(self._pre_hooks, handle.id, holder=self)
         return handle
 
     def register_hook(self, fn: Callable) -> RemovableHandle:
         """``fn(grad_inputs, grad_outputs) -> new grad_inputs or None`` runs after the backward."""
+        handle = self._add_post_hook(fn)
+        note_registration(self._post_hooks, handle.id, holder=self)
+        return handle
+
+    def _add_post_hook(self, fn: Callable) -> RemovableHandle:
+        """``register_hook`` without noting where: for hooks the machinery adds on every call."""
         if self._post_hooks is None:
             self._post_hooks = OrderedDict()
         handle = RemovableHandle(self._post_hooks)

@@ -13,3 +13,12 @@ from ._lifecycle import (BackwardPassInfo, call_at_backward_end, register_backwa
 
 __all__ = ["BackwardPassInfo", "register_backward_start_hook", "register_backward_end_hook",
            "call_at_backward_end"]
+
+from ._inventory import inventory, remove
+from ._records import HookRecord
+
+__all__ += ["HookRecord", "inventory", "remove"]
+
+from ._explain import ExplainReport, explain
+
+__all__ += ["ExplainReport", "explain"]

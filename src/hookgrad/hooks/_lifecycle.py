@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..autograd import engine as _engine
 from ..autograd.engine import BackwardPassInfo
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle, note_registration
 
 __all__ = ["BackwardPassInfo", "register_backward_start_hook", "register_backward_end_hook",
            "call_at_backward_end"]
@@ -24,6 +24,7 @@ def register_backward_start_hook(fn) -> RemovableHandle:
     _check_hook(fn, "register_backward_start_hook")
     handle = RemovableHandle(_engine._backward_start_hooks)
     _engine._backward_start_hooks[handle.id] = fn
+    note_registration(_engine._backward_start_hooks, handle.id)
     return handle
 
 
@@ -34,6 +35,7 @@ def register_backward_end_hook(fn) -> RemovableHandle:
     _check_hook(fn, "register_backward_end_hook")
     handle = RemovableHandle(_engine._backward_end_hooks)
     _engine._backward_end_hooks[handle.id] = fn
+    note_registration(_engine._backward_end_hooks, handle.id)
     return handle
 
 

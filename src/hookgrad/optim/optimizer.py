@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle, note_registration
 from ._cpu_flags import check_not_capturable
 
 __all__ = ["Optimizer", "register_optimizer_step_pre_hook", "register_optimizer_step_post_hook",
@@ -164,6 +164,7 @@ def register_optimizer_step_pre_hook(hook: Callable) -> RemovableHandle:
     every optimizer's ``step``, ahead of that optimizer's own pre-hooks."""
     handle = RemovableHandle(_global_optimizer_pre_hooks)
     _global_optimizer_pre_hooks[handle.id] = hook
+    note_registration(_global_optimizer_pre_hooks, handle.id)
     return handle
 
 
@@ -172,6 +173,7 @@ def register_optimizer_step_post_hook(hook: Callable) -> RemovableHandle:
     ``step``, after that optimizer's own post-hooks."""
     handle = RemovableHandle(_global_optimizer_post_hooks)
     _global_optimizer_post_hooks[handle.id] = hook
+    note_registration(_global_optimizer_post_hooks, handle.id)
     return handle
 
 
@@ -320,6 +322,7 @@ class Optimizer:
         before ``step`` (after the global pre-hooks)."""
         handle = RemovableHandle(self._optimizer_step_pre_hooks)
         self._optimizer_step_pre_hooks[handle.id] = hook
+        note_registration(self._optimizer_step_pre_hooks, handle.id)
         return handle
 
     def register_step_post_hook(self, hook: Callable) -> RemovableHandle:
@@ -327,6 +330,7 @@ class Optimizer:
         global post-hooks)."""
         handle = RemovableHandle(self._optimizer_step_post_hooks)
         self._optimizer_step_post_hooks[handle.id] = hook
+        note_registration(self._optimizer_step_post_hooks, handle.id)
         return handle
 
     # -- state dict hooks ------------------------------------------------------------------------
@@ -336,6 +340,7 @@ class Optimizer:
         registry[handle.id] = hook
         if prepend:
             registry.move_to_end(handle.id, last=False)
+        note_registration(registry, handle.id, prepend)
         return handle
 
     def register_state_dict_pre_hook(self, hook: Callable, prepend: bool = False) -> RemovableHandle:

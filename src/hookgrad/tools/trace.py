@@ -33,7 +33,7 @@ from typing import Any, Callable, Container, NamedTuple
 
 from ._common import describe, format_table, is_tensor, iter_tensors, label
 
-__all__ = ["HookTrace"]
+__all__ = ["HookTrace", "SkippedHook"]
 
 # Registration entry points and the kind of hook each one registers. Module kinds use the names
 # hookgrad's hook observer reports, so both ways of seeing hooks give the same kinds.
@@ -212,6 +212,42 @@ def _shapes(kind: str, args: tuple) -> dict[str, Any]:
     return out
 
 
+def _hold_observer(setter: Callable) -> int:
+    """Install the shared observer with ``setter`` (once, however many hold it); returns the key."""
+    key = id(setter)
+    entry = _observers.get(key)
+    if entry is None:
+        entry = _observers[key] = [setter, None, 0]
+        entry[1] = setter(_observer)
+    entry[2] += 1
+    return key
+
+
+def _drop_observer(key: int) -> None:
+    entry = _observers[key]
+    entry[2] -= 1
+    if entry[2] == 0:
+        del _observers[key]
+        entry[0](entry[1])
+
+
+def listen_to_module_hooks(listener: Any) -> None:
+    """Have ``listener._record(kind, owner, hook, args, start, end)`` called for every hookgrad
+    module hook dispatched (and every hook a trace wrapped), sharing the observer with the
+    traces. ``hookgrad.hooks.explain`` listens this way."""
+    from ..nn.modules import module as home
+    with _lock:
+        _hold_observer(home._set_hook_observer)
+        _active.append(listener)
+
+
+def stop_listening(listener: Any) -> None:
+    from ..nn.modules import module as home
+    with _lock:
+        _active.remove(listener)
+        _drop_observer(id(home._set_hook_observer))
+
+
 # ---- finding what to patch ----------------------------------------------------------------------
 def _submodule(package: types.ModuleType, name: str) -> Any:
     try:
@@ -301,6 +337,20 @@ class TraceEvent(NamedTuple):
     shapes: dict
 
 
+class SkippedHook(NamedTuple):
+    """A hook that was due and did not fire (hookgrad only; see ``hookgrad.hooks.explain``):
+    ``at``: ``time.perf_counter()`` when this was found; ``phase``: ``forward``, ``backward N`` or
+    ``end`` (the trace's close); ``reason``: why."""
+
+    at: float
+    step: int
+    phase: str
+    kind: str
+    owner: str
+    hook: str
+    reason: str
+
+
 class HookTrace:
     """Record every hook that fires: its kind, its owner's qualified name, the hook and the tool
     that registered it, the step, the tensor shapes, the order and the duration.
@@ -332,6 +382,10 @@ class HookTrace:
     track with the steps, one with the phases, one per thread with the hook calls (their ``args``:
     step, order, owner, hook, tool, tensor shapes). ``table()`` sums it up per hook.
     ``mark(name)`` adds an instant event (an epoch start, say).
+
+    On hookgrad the trace also lists the hooks that were due and did not fire, with the reason
+    (what ``hookgrad.hooks.explain`` reports, also inside such a block): ``skipped`` holds them
+    as :class:`SkippedHook` s, and the Chrome trace shows each as an instant event.
     """
 
     def __init__(self, *roots: Any, max_events: int | None = None, every: int = 1,
@@ -375,17 +429,41 @@ class HookTrace:
         self._held: list[tuple[Any, ...]] = []
         self._own_handles: list[Any] = []
         self._closed = False
+        self.skipped: list[SkippedHook] = []
+        self._explaining: tuple | None = None
         self.t0 = time.perf_counter()
         with _lock:
             try:
                 for framework in frameworks:
                     self._acquire(framework)
                 self._watch_phases()
+                if "hookgrad" in self.frameworks:
+                    self._start_explaining()
             except BaseException:
                 self._remove_own_hooks()
                 self._release()
                 raise
             _active.append(self)
+
+    # ---- hooks that did not fire (hookgrad): hookgrad.hooks.explain's watch ----------------------
+    def _start_explaining(self) -> None:
+        from ..hooks import _explain
+        models = tuple(r for r in self.roots if isinstance(r, _explain._module.Module))
+        _explain.open_session(self._hook_skipped, models)
+        self._explaining = (_explain, models)
+
+    def _stop_explaining(self) -> None:
+        if self._explaining is not None:
+            explain_module, models = self._explaining
+            self._explaining = None
+            explain_module.close_session(self._hook_skipped, models)
+
+    def _hook_skipped(self, phase: str, status: str, record: Any) -> None:
+        if status != "skipped":
+            return
+        owner = record.owner if record.owner is not None else "(global)"
+        self.skipped.append(SkippedHook(time.perf_counter(), self.steps, phase, record.kind, owner,
+                                        _hook_label(record.fn), record.reason or ""))
 
     # ---- phases: the trace's own hooks on the roots -------------------------------------------
     def _watch_phases(self) -> None:
@@ -484,31 +562,25 @@ class HookTrace:
             entry[2] += 1
             self._held.append(("patch", key))
         if setter is not None:
-            key = id(setter)
-            entry = _observers.get(key)
-            if entry is None:
-                entry = _observers[key] = [setter, None, 0]
-                entry[1] = setter(_observer)
-            entry[2] += 1
-            self._held.append(("observer", key))
+            self._held.append(("observer", _hold_observer(setter)))
 
     def _release(self) -> None:
         held, self._held = self._held, []
         for what, key in reversed(held):
-            table = _patches if what == "patch" else _observers
-            entry = table[key]
+            if what == "observer":
+                _drop_observer(key)
+                continue
+            entry = _patches[key]
             entry[2] -= 1
             if entry[2] == 0:
-                del table[key]
-                if what == "patch":
-                    setattr(entry[0], key[1], entry[1])
-                else:
-                    entry[0](entry[1])
+                del _patches[key]
+                setattr(entry[0], key[1], entry[1])
 
     def close(self) -> None:
         """Stop recording and put back everything replaced. Calling it again does nothing."""
         if self._closed:
             return
+        self._stop_explaining()
         with _lock:
             if self in _active:
                 _active.remove(self)
@@ -633,6 +705,10 @@ class HookTrace:
             out.append({"name": f"{e.kind} {e.owner} · {e.tool or e.hook.split(' (')[0]}", "cat": e.kind, "ph": "X",
                         "pid": pid, "tid": e.tid, "ts": ts(e.start), "dur": round((e.end - e.start) * us, 1),
                         "args": args})
+        for sk in self.skipped:
+            out.append({"name": f"skipped {sk.kind} {sk.owner}", "cat": "skipped", "ph": "i", "s": "t", "pid": pid,
+                        "tid": 1, "ts": ts(sk.at), "args": {"step": sk.step, "phase": sk.phase, "owner": sk.owner,
+                                                            "hook": sk.hook, "reason": sk.reason}})
         for name, at in self._marks:
             out.append({"name": name, "cat": "mark", "ph": "i", "s": "g", "pid": pid, "tid": 1, "ts": ts(at)})
         return {"traceEvents": out, "displayTimeUnit": "ms",

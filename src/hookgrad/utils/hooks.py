@@ -10,6 +10,8 @@ it is also reachable here, where torch has it, and loads on first access.
 """
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 import weakref
 from collections import OrderedDict
@@ -68,6 +70,58 @@ class RemovableHandle:
     def __repr__(self) -> str:
         alive = self.hooks_dict_ref() is not None and self.id in self.hooks_dict_ref()
         return f"<RemovableHandle id={self.id} {'active' if alive else 'removed'}>"
+
+
+# Where each hook was registered, for ``hookgrad.hooks.inventory``: id(registry) -> (a weak
+# reference to the registry, {handle id: ((file, line) or None, prepend)}). Only the public
+# ``register_*`` calls note a site (one frame walk); hooks the machinery registers per call do not.
+_registration_sites: dict = {}
+
+
+def _in_hookgrad(module_name: str) -> bool:
+    return module_name.startswith("hookgrad") and (len(module_name) == 8 or module_name[8] == ".")
+
+
+def _forget_registry(key: int) -> None:
+    _registration_sites.pop(key, None)
+
+
+# explain() (hookgrad.hooks) watches registrations while it runs: fn(registry, handle_id, holder)
+_registration_watchers: list = []
+
+
+def note_registration(registry: Any, handle_id: int, prepend: bool = False, holder: Any = None) -> None:
+    """Remember where the hook ``registry[handle_id]`` was registered: the first frame outside
+    hookgrad above the ``register_*`` call (kept as (file, line), formatted when read), and
+    whether with ``prepend``. ``holder``: the tensor or node whose registry it is (told to the
+    registration watchers)."""
+    if _registration_watchers:
+        for watcher in tuple(_registration_watchers):
+            watcher(registry, handle_id, holder)
+    frame = sys._getframe(2)
+    while frame is not None and _in_hookgrad(frame.f_globals.get("__name__") or ""):
+        frame = frame.f_back
+    site = None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
+    key = id(registry)
+    entry = _registration_sites.get(key)
+    if entry is None or entry[0]() is not registry:
+        entry = _registration_sites[key] = (weakref.ref(registry, lambda _ref, key=key: _forget_registry(key)), {})
+    sites = entry[1]
+    if len(sites) > 2 * len(registry) + 16:  # forget removed hooks now and then
+        for stale in [i for i in sites if i not in registry]:
+            del sites[stale]
+    sites[handle_id] = (site, prepend)
+
+
+def registration_of(registry: Any, handle_id: int) -> "tuple[str | None, bool]":
+    """(site, prepend) noted for ``registry[handle_id]``; (None, False) when none was noted."""
+    entry = _registration_sites.get(id(registry))
+    if entry is None or entry[0]() is not registry:
+        return None, False
+    site, prepend = entry[1].get(handle_id, (None, False))
+    if site is not None:
+        site = f"{os.path.basename(site[0])}:{site[1]}"
+    return site, prepend
 
 
 def unserializable_hook(fn):

@@ -16,6 +16,8 @@ full backward pre-hook                   ``_global_backward_pre_hooks``  ``_back
                                          ``Module._backward_pre_hooks``
 full backward hook / legacy backward     ``_global_backward_hooks``      ``_backward_hook.BackwardHook``
 hook                                     ``Module._backward_hooks``      / the output's ``grad_fn``
+live full backward (pre-) hook           the two rows above; ids in      ``_live_backward_hook.
+(``live=True``)                          ``live_hook_ids``               LiveBackwardHook``
 state_dict pre / post hook               ``Module._state_dict_pre_hooks``  ``Module.state_dict``
                                          ``Module._state_dict_hooks``
 load_state_dict pre / post hook          ``Module._load_state_dict_pre_hooks``  ``load_state_dict``
@@ -44,10 +46,11 @@ from typing import Any, Callable, Iterator, Optional
 
 import hookgrad
 from hookgrad._tensor import Tensor
-from hookgrad.utils.hooks import RemovableHandle
+from hookgrad.utils.hooks import RemovableHandle, note_registration
 
 from ..parameter import Buffer, Parameter
 from ._backward_hook import BackwardHook
+from ._live_backward_hook import LiveBackwardHook, check_live_registration, live_hook_ids, live_snapshot
 
 __all__ = [
     "register_module_forward_pre_hook",
@@ -156,6 +159,11 @@ def _set_hook_observer(callback: Optional[Callable]) -> Optional[Callable]:
     return previous
 
 
+# explain() (hookgrad.hooks) is told of each call that set up backward hooks: (module, the
+# BackwardHook or LiveBackwardHook, result). Empty, the usual case, it costs one test per such call.
+_backward_hook_call_observers: list = []
+
+
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
     """Call ``hook(*args)``, reporting the call to the hook observer when one is set."""
     observer = _hook_observer
@@ -177,6 +185,7 @@ def register_module_buffer_registration_hook(hook: Callable[..., None]) -> Remov
     the buffer that gets registered."""
     handle = RemovableHandle(_global_buffer_registration_hooks)
     _global_buffer_registration_hooks[handle.id] = hook
+    note_registration(_global_buffer_registration_hooks, handle.id)
     return handle
 
 
@@ -185,6 +194,7 @@ def register_module_module_registration_hook(hook: Callable[..., None]) -> Remov
     module is registered (``add_module``/``register_module`` or attribute assignment)."""
     handle = RemovableHandle(_global_module_registration_hooks)
     _global_module_registration_hooks[handle.id] = hook
+    note_registration(_global_module_registration_hooks, handle.id)
     return handle
 
 
@@ -193,6 +203,7 @@ def register_module_parameter_registration_hook(hook: Callable[..., None]) -> Re
     ``register_parameter`` (and parameter assignment) on every module."""
     handle = RemovableHandle(_global_parameter_registration_hooks)
     _global_parameter_registration_hooks[handle.id] = hook
+    note_registration(_global_parameter_registration_hooks, handle.id)
     return handle
 
 
@@ -204,6 +215,7 @@ def register_module_forward_pre_hook(hook: Callable[..., None]) -> RemovableHand
     """
     handle = RemovableHandle(_global_forward_pre_hooks)
     _global_forward_pre_hooks[handle.id] = hook
+    note_registration(_global_forward_pre_hooks, handle.id)
     return handle
 
 
@@ -223,6 +235,7 @@ def register_module_forward_hook(hook: Callable[..., None], *, with_kwargs: bool
         _global_forward_hooks_with_kwargs[handle.id] = True
     if always_call:
         _global_forward_hooks_always_called[handle.id] = True
+    note_registration(_global_forward_hooks, handle.id)
     return handle
 
 
@@ -236,29 +249,44 @@ def register_module_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
     global _global_is_full_backward_hook
     if _global_is_full_backward_hook is True:
         raise RuntimeError(_MIXED_GLOBAL_BACKWARD)
+    if live_hook_ids:
+        check_live_registration(None, hook, "register_module_backward_hook", legacy=True)
     _global_is_full_backward_hook = False
     handle = RemovableHandle(_global_backward_hooks)
     _global_backward_hooks[handle.id] = hook
+    note_registration(_global_backward_hooks, handle.id)
     return handle
 
 
-def register_module_full_backward_pre_hook(hook: Callable[..., Any]) -> RemovableHandle:
+def register_module_full_backward_pre_hook(hook: Callable[..., Any], live: bool = False) -> RemovableHandle:
     """Register ``hook(module, grad_output) -> None or new grad_output`` for every module; these
-    run before the hooks registered with ``Module.register_full_backward_pre_hook``."""
-    handle = RemovableHandle(_global_backward_pre_hooks)
+    run before the hooks registered with ``Module.register_full_backward_pre_hook``. ``live``:
+    see :meth:`Module.register_full_backward_hook`."""
+    if live:
+        check_live_registration(None, hook, "register_module_full_backward_pre_hook")
+    handle = RemovableHandle(_global_backward_pre_hooks, extra_dict=live_hook_ids if live else None)
     _global_backward_pre_hooks[handle.id] = hook
+    if live:
+        live_hook_ids[handle.id] = True
+    note_registration(_global_backward_pre_hooks, handle.id)
     return handle
 
 
-def register_module_full_backward_hook(hook: Callable[..., Any]) -> RemovableHandle:
+def register_module_full_backward_hook(hook: Callable[..., Any], live: bool = False) -> RemovableHandle:
     """Register ``hook(module, grad_input, grad_output) -> None or new grad_input`` for every
-    module; these run before the hooks registered with ``Module.register_full_backward_hook``."""
+    module; these run before the hooks registered with ``Module.register_full_backward_hook``.
+    ``live``: see :meth:`Module.register_full_backward_hook`."""
     global _global_is_full_backward_hook
+    if live:
+        check_live_registration(None, hook, "register_module_full_backward_hook")
     if _global_is_full_backward_hook is False:
         raise RuntimeError(_MIXED_GLOBAL_BACKWARD)
     _global_is_full_backward_hook = True
-    handle = RemovableHandle(_global_backward_hooks)
+    handle = RemovableHandle(_global_backward_hooks, extra_dict=live_hook_ids if live else None)
     _global_backward_hooks[handle.id] = hook
+    if live:
+        live_hook_ids[handle.id] = True
+    note_registration(_global_backward_hooks, handle.id)
     return handle
 
 
@@ -632,19 +660,24 @@ class Module:
     # Hook registration
     # ----------------------------------------------------------------------------------------
     def register_full_backward_pre_hook(self, hook: Callable[..., Any],
-                                        prepend: bool = False) -> RemovableHandle:
+                                        prepend: bool = False, live: bool = False) -> RemovableHandle:
         """Register ``hook(module, grad_output) -> None or new grad_output``.
 
         It runs each time the gradients w.r.t. the module's outputs arrive, before they flow
         into the module; a returned tuple (same length) replaces ``grad_output``. Global pre-hooks
         (``register_module_full_backward_pre_hook``) run first. While such hooks exist the
         forward sees views of the inputs and the caller gets views of the outputs, so modifying
-        them in place raises.
+        them in place raises. ``live``: see :meth:`register_full_backward_hook`.
         """
-        handle = RemovableHandle(self._backward_pre_hooks)
+        if live:
+            check_live_registration(self, hook, "register_full_backward_pre_hook")
+        handle = RemovableHandle(self._backward_pre_hooks, extra_dict=live_hook_ids if live else None)
         self._backward_pre_hooks[handle.id] = hook
+        if live:
+            live_hook_ids[handle.id] = True
         if prepend:
             self._backward_pre_hooks.move_to_end(handle.id, last=False)
+        note_registration(self._backward_pre_hooks, handle.id, prepend)
         return handle
 
     def register_backward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
@@ -656,13 +689,16 @@ class Module:
         if self._is_full_backward_hook is True:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a "
                                "single Module. Please use only one of them.")
+        if live_hook_ids:
+            check_live_registration(self, hook, "register_backward_hook", legacy=True)
         self._is_full_backward_hook = False
         handle = RemovableHandle(self._backward_hooks)
         self._backward_hooks[handle.id] = hook
+        note_registration(self._backward_hooks, handle.id)
         return handle
 
     def register_full_backward_hook(self, hook: Callable[..., Any],
-                                    prepend: bool = False) -> RemovableHandle:
+                                    prepend: bool = False, live: bool = False) -> RemovableHandle:
         """Register ``hook(module, grad_input, grad_output) -> None or new grad_input``.
 
         Firing rules: (1) when the gradients w.r.t. the module's inputs are computed; (2) if no
@@ -672,15 +708,25 @@ class Module:
         require grad while another input does); ``grad_output`` one per output. A returned tuple (same length) replaces ``grad_input``. Global hooks
         (``register_module_full_backward_hook``) run first. While such hooks exist the forward
         sees views of the inputs and the caller gets views of the outputs.
+
+        With ``live=True`` (hookgrad only) the hook is looked up when backward reaches the module:
+        removing its handle between forward and backward stops it. And the inputs and outputs
+        are not replaced by views, so in-place changes to them are allowed (see
+        ``_live_backward_hook``). ``grad_input`` and ``grad_output`` are the default hooks'.
         """
+        if live:
+            check_live_registration(self, hook, "register_full_backward_hook")
         if self._is_full_backward_hook is False:
             raise RuntimeError("Cannot use both regular backward hooks and full backward hooks on a "
                                "single Module. Please use only one of them.")
         self._is_full_backward_hook = True
-        handle = RemovableHandle(self._backward_hooks)
+        handle = RemovableHandle(self._backward_hooks, extra_dict=live_hook_ids if live else None)
         self._backward_hooks[handle.id] = hook
+        if live:
+            live_hook_ids[handle.id] = True
         if prepend:
             self._backward_hooks.move_to_end(handle.id, last=False)
+        note_registration(self._backward_hooks, handle.id, prepend)
         return handle
 
     def _get_backward_hooks(self):
@@ -760,6 +806,7 @@ class Module:
             self._forward_pre_hooks_with_kwargs[handle.id] = True
         if prepend:
             self._forward_pre_hooks.move_to_end(handle.id, last=False)
+        note_registration(self._forward_pre_hooks, handle.id, prepend)
         return handle
 
     def register_forward_hook(self, hook: Callable[..., Any], *, prepend: bool = False,
@@ -779,6 +826,7 @@ class Module:
             self._forward_hooks_always_called[handle.id] = True
         if prepend:
             self._forward_hooks.move_to_end(handle.id, last=False)
+        note_registration(self._forward_hooks, handle.id, prepend)
         return handle
 
     # ----------------------------------------------------------------------------------------
@@ -815,12 +863,18 @@ class Module:
                 backward_pre_hooks = self._get_backward_pre_hooks()
             if self._backward_hooks or _global_backward_hooks:
                 full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
+            live = None
+            if live_hook_ids and (full_backward_hooks or backward_pre_hooks):
+                live = live_snapshot(self)
 
             if _global_forward_pre_hooks or self._forward_pre_hooks:
                 args, kwargs = self._run_forward_pre_hooks(args, kwargs)
 
             bw_hook = None
-            if full_backward_hooks or backward_pre_hooks:
+            if live is not None:
+                bw_hook = LiveBackwardHook(self, live, _dispatch)
+                args = bw_hook.setup_input_hook(args)
+            elif full_backward_hooks or backward_pre_hooks:
                 bw_hook = BackwardHook(self, full_backward_hooks or [], backward_pre_hooks or [],
                                        dispatch=_dispatch)
                 args = bw_hook.setup_input_hook(args)
@@ -837,6 +891,9 @@ class Module:
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or "
                                   f"a tuple of Tensors but received {type(result)}", stacklevel=3)
                 result = bw_hook.setup_output_hook(result)
+                if _backward_hook_call_observers:
+                    for observer in tuple(_backward_hook_call_observers):
+                        observer(self, bw_hook, result)
 
             if non_full_backward_hooks:
                 self._install_legacy_backward_hooks(non_full_backward_hooks, args, result)
@@ -918,7 +975,7 @@ class Module:
         grad_fn = var.grad_fn
         if grad_fn is not None:
             for hook in hooks:
-                grad_fn.register_hook(_LegacyBackwardHook(hook, self))
+                grad_fn._add_post_hook(_LegacyBackwardHook(hook, self))
             self._maybe_warn_non_full_backward_hook(args, result, grad_fn)
 
     __call__: Callable[..., Any] = _wrapped_call_impl
@@ -1057,12 +1114,14 @@ class Module:
         hook._from_public_api = True
         handle = RemovableHandle(self._state_dict_hooks)
         self._state_dict_hooks[handle.id] = hook
+        note_registration(self._state_dict_hooks, handle.id)
         return handle
 
     def register_state_dict_pre_hook(self, hook):
         """Register ``hook(module, prefix, keep_vars) -> None``, run before ``state_dict``."""
         handle = RemovableHandle(self._state_dict_pre_hooks)
         self._state_dict_pre_hooks[handle.id] = hook
+        note_registration(self._state_dict_pre_hooks, handle.id)
         return handle
 
     def _save_to_state_dict(self, destination, prefix, keep_vars) -> None:
@@ -1121,13 +1180,16 @@ class Module:
     def register_load_state_dict_pre_hook(self, hook):
         """Register ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
         unexpected_keys, error_msgs) -> None``, run before this module loads its state."""
-        return self._register_load_state_dict_pre_hook(hook, with_module=True)
+        handle = self._register_load_state_dict_pre_hook(hook, with_module=True)
+        note_registration(self._load_state_dict_pre_hooks, handle.id)
+        return handle
 
     def register_load_state_dict_post_hook(self, hook):
         """Register ``hook(module, incompatible_keys) -> None``, run after this module (and its
         children) loaded; editing ``incompatible_keys`` in place changes what ``strict`` sees."""
         handle = RemovableHandle(self._load_state_dict_post_hooks)
         self._load_state_dict_post_hooks[handle.id] = hook
+        note_registration(self._load_state_dict_post_hooks, handle.id)
         return handle
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys,
