@@ -21,7 +21,6 @@ run in registration order with the live ones (global hooks first).
 """
 from __future__ import annotations
 
-import warnings
 from collections import OrderedDict
 
 import numpy as np
@@ -31,7 +30,8 @@ from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
 from ...autograd import graph as _graph
 from ...autograd.graph import Node
-from ._backward_hook import _check_replacements, _hook_name, _identity_view, _note_setters, _user_stacklevel
+from ...autograd.engine import warn_at_caller
+from ._backward_hook import _check_replacements, _hook_name, _identity_view, _note_setters
 
 __all__ = ["LiveBackwardHook", "check_live_registration", "live_hook_ids", "live_snapshot"]
 
@@ -311,11 +311,10 @@ class LiveBackwardHook:
             # no input requires grad: the input node does not exist, so the hooks fire here
             hooks = self.full_hooks()
             if hooks:
-                warnings.warn("Full backward hook is firing when gradients are computed with respect "
-                              "to module outputs since no inputs require gradients. See "
-                              "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                              "#torch.nn.Module.register_full_backward_hook for more details.",
-                              stacklevel=_user_stacklevel())
+                warn_at_caller("Full backward hook is firing when gradients are computed with respect "
+                               "to module outputs since no inputs require gradients. See "
+                               "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                               "#torch.nn.Module.register_full_backward_hook for more details.")
             grad_inputs = (None,) * self.n_inputs
             for hook in hooks:
                 res = self.dispatch("full_backward_hook", module, hook, module, grad_inputs, self.grad_outputs)
