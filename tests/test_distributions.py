@@ -25,8 +25,8 @@ def _unit(*shape):
     return rng.uniform(0.1, 0.9, shape)
 
 
-def _spd(n, batch=()):
-    a = rng.normal(size=batch + (n, n))
+def _spd(n, batch=(), gen=None):
+    a = (gen or rng).normal(size=batch + (n, n))
     return a @ np.swapaxes(a, -1, -2) + n * np.eye(n)
 
 
@@ -235,3 +235,457 @@ def _describe(T, name, build, arrays, value_array, dtype):
         record["rsample_shape"] = catch(lambda: dist.rsample((2,)).shape)
     record["repr"] = repr(dist).replace("torch.", "").replace("hookgrad.", "")
     return record
+
+
+# ---- KL divergences ------------------------------------------------------------------------------------
+def _kl_zoo(T, seed):
+    """One instance of every family in torch's KL registry, batch shape (3,), float64 leaves."""
+    r = np.random.default_rng(seed)
+    leaves = []
+
+    def t(array):
+        leaf = T.tensor(np.asarray(array, dtype=np.float64), dtype=T.float64, requires_grad=True)
+        leaves.append(leaf)
+        return leaf
+
+    D = T.distributions
+    pos = lambda *s: r.uniform(0.5, 2.5, s)  # noqa: E731
+    zoo = {
+        "Bernoulli": D.Bernoulli(probs=t(r.uniform(0.1, 0.9, 3))),
+        "Beta": D.Beta(t(pos(3)), t(pos(3))),
+        "Binomial": D.Binomial(T.tensor([4.0, 4.0, 4.0], dtype=T.float64), probs=t(r.uniform(0.1, 0.9, 3))),
+        "Categorical": D.Categorical(probs=t(r.uniform(0.2, 1, (3, 4)))),
+        "Cauchy": D.Cauchy(t(r.normal(size=3)), t(pos(3))),
+        "ContinuousBernoulli": D.ContinuousBernoulli(probs=t(r.uniform(0.1, 0.9, 3))),
+        "Dirichlet": D.Dirichlet(t(pos(3, 4))),
+        "Exponential": D.Exponential(t(pos(3))),
+        "Gamma": D.Gamma(t(pos(3)), t(pos(3))),
+        "Geometric": D.Geometric(probs=t(r.uniform(0.1, 0.9, 3))),
+        "Gumbel": D.Gumbel(t(r.normal(size=3)), t(pos(3))),
+        "HalfNormal": D.HalfNormal(t(pos(3))),
+        "Independent": D.Independent(D.Normal(t(r.normal(size=(3, 2))), t(pos(3, 2))), 1),
+        "Laplace": D.Laplace(t(r.normal(size=3)), t(pos(3))),
+        "LowRankMultivariateNormal": D.LowRankMultivariateNormal(t(r.normal(size=(3, 2))), t(r.normal(size=(3, 2, 1))),
+                                                                 t(pos(3, 2))),
+        "MultivariateNormal": D.MultivariateNormal(t(r.normal(size=(3, 2))), covariance_matrix=t(_spd(2, (3,), r))),
+        "Normal": D.Normal(t(r.normal(size=3)), t(pos(3))),
+        "OneHotCategorical": D.OneHotCategorical(logits=t(r.normal(size=(3, 4)))),
+        "Pareto": D.Pareto(t(pos(3)), t(r.uniform(0.5, 4.0, 3))),
+        "Poisson": D.Poisson(t(pos(3))),
+        "TransformedDistribution": D.TransformedDistribution(D.Normal(t(r.normal(size=3)), t(pos(3))),
+                                                             [D.transforms.ExpTransform()]),
+        "Uniform": D.Uniform(t(r.uniform(-0.5, 0.3, 3)), t(r.uniform(0.6, 1.5, 3))),
+        "Wishart": D.Wishart(t(np.array([3.0, 4.0, 5.5])), covariance_matrix=t(_spd(2, (3,), r))),
+    }
+    return zoo, leaves
+
+
+_KL_NAMES = sorted(_kl_zoo(hookgrad, 0)[0])
+
+
+@pytest.mark.parametrize("p_name", _KL_NAMES)
+@differential(rtol=1e-7, atol=1e-9)
+def test_kl_divergence_matches_torch(T, p_name):
+    """KL(p || q) for p of one family against q of every family: values, infinities, gradients, and
+    torch's NotImplementedError/ValueError for pairs it does not cover."""
+    zoo_p, leaves_p = _kl_zoo(T, 1)
+    zoo_q, leaves_q = _kl_zoo(T, 2)
+    record = {}
+    for q_name in _KL_NAMES:
+        p, q = zoo_p[p_name], zoo_q[q_name]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kl = catch(T.distributions.kl_divergence, p, q)
+        if isinstance(kl, T.Tensor) and kl.requires_grad and bool(kl.isfinite().all()):
+            grads = catch(lambda: [g for g in T.autograd.grad(kl.sum(), leaves_p + leaves_q, allow_unused=True,
+                                                              retain_graph=True)])
+            record[q_name] = (kl, grads)
+        else:
+            record[q_name] = kl
+    return record
+
+
+@differential
+def test_kl_registry_and_dispatch(T):
+    D = T.distributions
+    registry = sorted((p.__name__, q.__name__) for p, q in D.kl._KL_REGISTRY)
+
+    class MyNormal(D.Normal):
+        pass
+
+    class Unrelated(D.Distribution):
+        arg_constraints = {}
+
+    calls = []
+
+    @D.register_kl(MyNormal, D.Normal)
+    def _kl_mine(p, q):
+        calls.append("mine")
+        return p.loc * 0
+
+    p = MyNormal(T.tensor([0.0]), T.tensor([1.0]))
+    q = D.Normal(T.tensor([1.0]), T.tensor([2.0]))
+    mine = D.kl_divergence(p, q)
+    inherited = D.kl_divergence(q, MyNormal(T.tensor([0.0]), T.tensor([1.0])))  # falls back to Normal/Normal
+    del D.kl._KL_REGISTRY[MyNormal, D.Normal]
+    D.kl._KL_MEMOIZE.clear()
+    return (registry, mine, inherited, calls, catch(D.register_kl, 3, D.Normal),
+            catch(D.kl_divergence, q, Unrelated(validate_args=False)))
+
+
+# ---- transforms ----------------------------------------------------------------------------------------
+def _transforms(T):
+    D = T.distributions
+    tr = D.transforms
+    loc = T.tensor([0.5, -1.0, 2.0], dtype=T.float64, requires_grad=True)
+    scale = T.tensor([2.0, -0.5, 1.5], dtype=T.float64, requires_grad=True)
+    exponent = T.tensor([0.5, 2.0, 3.0], dtype=T.float64, requires_grad=True)
+    return [
+        ("Exp", tr.ExpTransform(), (2, 3)),
+        ("Affine", tr.AffineTransform(loc, scale), (2, 3)),
+        ("Affine_scalar", tr.AffineTransform(1.0, -3.0), (2, 3)),
+        ("Affine_event", tr.AffineTransform(loc, scale, event_dim=1), (2, 3)),
+        ("Sigmoid", tr.SigmoidTransform(), (2, 3)),
+        ("Tanh", tr.TanhTransform(), (2, 3)),
+        ("Softplus", tr.SoftplusTransform(), (2, 3)),
+        ("Power", tr.PowerTransform(exponent), (2, 3)),
+        ("Abs", tr.AbsTransform(), (2, 3)),
+        ("Softmax", tr.SoftmaxTransform(), (2, 3)),
+        ("StickBreaking", tr.StickBreakingTransform(), (2, 3)),
+        ("LowerCholesky", tr.LowerCholeskyTransform(), (2, 3, 3)),
+        ("PositiveDefinite", tr.PositiveDefiniteTransform(), (2, 3, 3)),
+        ("CorrCholesky", tr.CorrCholeskyTransform(), (2, 3)),
+        ("Compose", tr.ComposeTransform([tr.AffineTransform(loc, scale), tr.ExpTransform(),
+                                          tr.PowerTransform(exponent)]), (2, 3)),
+        ("Compose_event", tr.ComposeTransform([tr.ExpTransform(), tr.StickBreakingTransform(),
+                                                tr.AffineTransform(0.0, 2.0, event_dim=1)]), (2, 3)),
+        ("Independent", tr.IndependentTransform(tr.SigmoidTransform(), 1), (2, 3)),
+        ("Reshape", tr.ReshapeTransform((2, 3), (3, 2)), (4, 2, 3)),
+        ("Cat", tr.CatTransform([tr.ExpTransform(), tr.AffineTransform(1.0, 2.0), tr.SigmoidTransform()],
+                                dim=-1, lengths=[1, 1, 1]), (2, 3)),
+        ("Cat_event", tr.CatTransform([tr.IndependentTransform(tr.ExpTransform(), 1),
+                                       tr.StickBreakingTransform()], dim=-1, lengths=[2, 2]), (2, 4)),
+        ("Stack", tr.StackTransform([tr.ExpTransform(), tr.TanhTransform()], dim=0), (2, 3)),
+        ("Inverse_Sigmoid", tr.SigmoidTransform().inv, (2, 3)),
+        ("identity", tr.identity_transform, (2, 3)),
+        ("CumulativeDistribution", tr.CumulativeDistributionTransform(
+            D.Normal(loc, T.tensor([1.0, 2.0, 0.5], dtype=T.float64))), (2, 3)),
+    ]
+
+
+_TRANSFORM_NAMES = [name for name, _, _ in _transforms(hookgrad)]
+
+
+@pytest.mark.parametrize("name", _TRANSFORM_NAMES)
+@differential(rtol=1e-7, atol=1e-9)
+def test_transform_matches_torch(T, name):
+    transform, shape = next((t, s) for n, t, s in _transforms(T) if n == name)
+    r = np.random.default_rng(len(name))
+    x = T.tensor(r.normal(size=shape), dtype=T.float64, requires_grad=True)
+    if name in ("Power", "Inverse_Sigmoid"):
+        x = T.tensor(r.uniform(0.1, 0.9, shape), dtype=T.float64, requires_grad=True)
+    record = {"repr": repr(transform).replace("torch.", "").replace("hookgrad.", ""),
+              "bijective": transform.bijective, "sign": catch(lambda: transform.sign),
+              "event_dim": catch(lambda: transform.event_dim),
+              "domain": repr(transform.domain), "codomain": repr(transform.codomain),
+              "domain_event_dim": transform.domain.event_dim, "codomain_event_dim": transform.codomain.event_dim,
+              "forward_shape": catch(transform.forward_shape, T.Size(shape)),
+              "equal_self": transform == transform, "equal_other": transform == T.distributions.transforms.ExpTransform()}
+    y = transform(x)
+    record["y"] = y
+    record["in_codomain"] = catch(lambda: transform.codomain.check(y))
+    record["inverse_shape"] = catch(transform.inverse_shape, y.shape)
+    x_back = catch(lambda: transform.inv(y))
+    record["x_back"] = x_back
+    ladj = catch(transform.log_abs_det_jacobian, x, y)
+    record["log_abs_det_jacobian"] = ladj
+    outputs = [y] + ([ladj] if isinstance(ladj, T.Tensor) else [])
+    leaves = [x]
+    record["grads"] = [catch(lambda: T.autograd.grad(o.sum(), leaves, allow_unused=True, retain_graph=True))
+                       for o in outputs]
+    cached = transform.with_cache(1)
+    y_cached = cached(x)
+    record["cache_returns_input"] = cached.inv(y_cached) is x
+    record["inv_inv_is_self"] = transform.inv.inv is transform
+    return record
+
+
+@differential
+def test_transform_errors_match_torch(T):
+    tr = T.distributions.transforms
+    return (catch(tr.ExpTransform, cache_size=2), catch(tr.ReshapeTransform, (2, 3), (5,)),
+            catch(tr.ReshapeTransform((2, 3), (6,)).forward_shape, (4, 3)),
+            catch(tr.StickBreakingTransform().forward_shape, ()),
+            catch(tr.CorrCholeskyTransform().forward_shape, (4,)),
+            catch(tr.CorrCholeskyTransform().inverse_shape, (3, 4)),
+            catch(lambda: tr.ComposeTransform([tr.ExpTransform(), tr.SoftmaxTransform()]).event_dim),
+            catch(lambda: tr.Transform().sign), catch(lambda: tr.AbsTransform().inv(T.ones(2))),
+            catch(lambda: tr.AffineTransform(0.0, 1.0).with_cache(1)._cache_size),
+            catch(lambda: tr.CatTransform([tr.ExpTransform()], lengths=[1, 2])),
+            catch(lambda: tr.IndependentTransform(tr.ExpTransform(), 2)(T.ones(3))))
+
+
+# ---- constraints and the biject_to / transform_to registries ------------------------------------------
+def _constraints(T):
+    c = T.distributions.constraints
+    return [("real", c.real), ("positive", c.positive), ("nonnegative", c.nonnegative),
+            ("unit_interval", c.unit_interval), ("boolean", c.boolean), ("nonnegative_integer", c.nonnegative_integer),
+            ("positive_integer", c.positive_integer), ("integer_interval", c.integer_interval(0, 3)),
+            ("interval", c.interval(-1.0, 2.0)), ("half_open_interval", c.half_open_interval(-1.0, 2.0)),
+            ("greater_than", c.greater_than(1.0)), ("greater_than_eq", c.greater_than_eq(1.0)),
+            ("less_than", c.less_than(0.5)), ("real_vector", c.real_vector), ("simplex", c.simplex),
+            ("one_hot", c.one_hot), ("multinomial", c.multinomial(4)), ("lower_triangular", c.lower_triangular),
+            ("lower_cholesky", c.lower_cholesky), ("corr_cholesky", c.corr_cholesky), ("square", c.square),
+            ("symmetric", c.symmetric), ("positive_definite", c.positive_definite),
+            ("positive_semidefinite", c.positive_semidefinite),
+            ("independent", c.independent(c.positive, 1)),
+            ("cat", c.cat([c.positive, c.real, c.unit_interval], dim=-1, lengths=[1, 2, 1])),
+            ("stack", c.stack([c.positive, c.unit_interval], dim=0)),
+            ("mixture", c.MixtureSameFamilyConstraint(c.positive)),
+            ("dependent", c.dependent)]
+
+
+@pytest.mark.parametrize("name", [n for n, _ in _constraints(hookgrad)])
+@differential(rtol=1e-7, atol=1e-9)
+def test_constraint_matches_torch(T, name):
+    constraint = dict(_constraints(T))[name]
+    samples = [np.array([[0.0, 1.0, 1.0, 0.0], [0.3, 0.2, 0.5, 0.0]]), np.array([[2.0, -1.0, 0.5, 3.0]]),
+               np.eye(4)[[0, 3]], np.array([[[1.0, 0.0], [0.5, 2.0]], [[1.0, 0.3], [0.3, 1.0]]]),
+               np.array([[[0.6, 0.0], [0.8, 0.6]], [[1.0, 0.0], [0.0, 1.0]]]), np.array([[1.0, 2.0, 1.0, 0.0]]),
+               np.array([[[2.0, -1.0], [-1.0, 0.4]]]), np.array([[[1.0, 1.0], [1.0, 1.0]]]), np.array([[0.5, math.nan,
+                                                                                                    1.5, -0.2]])]
+    record = {"repr": repr(constraint).replace("torch.", "").replace("hookgrad.", ""),
+              "is_discrete": catch(lambda: constraint.is_discrete), "event_dim": catch(lambda: constraint.event_dim),
+              "is_dependent": T.distributions.constraints.is_dependent(constraint)}
+    record["checks"] = [catch(constraint.check, T.tensor(s, dtype=T.float64)) for s in samples]
+    for registry in ("biject_to", "transform_to"):
+        transform = catch(getattr(T.distributions, registry), constraint)
+        if isinstance(transform, T.distributions.transforms.Transform):
+            shape = {"lower_cholesky": (2, 3, 3), "positive_definite": (2, 3, 3),
+                     "positive_semidefinite": (2, 3, 3), "corr_cholesky": (2, 3), "cat": (2, 4), "stack": (2, 3)}
+            x = T.tensor(np.random.default_rng(3).normal(size=shape.get(name, (2, 3))), dtype=T.float64)
+            y = transform(x)
+            record[registry] = (repr(transform).replace("torch.", "").replace("hookgrad.", ""), y,
+                                bool(constraint.check(y).all()))
+        else:
+            record[registry] = transform
+    return record
+
+
+@differential
+def test_constraint_registry_errors(T):
+    D = T.distributions
+    registry = D.constraint_registry.ConstraintRegistry()
+
+    @registry.register(D.constraints.positive)
+    def _positive(constraint):
+        return D.transforms.ExpTransform()
+
+    return (type(registry(D.constraints.greater_than(3.0))).__name__, catch(registry, D.constraints.real),
+            catch(registry.register, 3, _positive), catch(D.biject_to, D.constraints.lower_cholesky),
+            catch(D.constraints.dependent.check, T.ones(2)),
+            catch(lambda: D.constraints.dependent.event_dim),
+            D.constraints.dependent(event_dim=2).event_dim,
+            catch(D.constraints.independent(D.constraints.real, 2).check, T.ones(3)))
+
+
+# ---- argument validation -------------------------------------------------------------------------------
+def _message(exc_record):
+    text = exc_record.message if hasattr(exc_record, "message") else str(exc_record)
+    return text.replace("torch.", "").replace("hookgrad.", "")
+
+
+@differential
+def test_invalid_arguments_raise_torch_errors(T):
+    D = T.distributions
+    x = T.tensor([1.0, -1.0])
+    attempts = [
+        lambda: D.Normal(T.zeros(2), x), lambda: D.Gamma(x, T.ones(2)), lambda: D.Beta(T.ones(2), -x),
+        lambda: D.Bernoulli(probs=T.tensor([0.5, 1.5])), lambda: D.Bernoulli(),
+        lambda: D.Bernoulli(probs=T.tensor(0.5), logits=T.tensor(0.0)),
+        lambda: D.Categorical(probs=T.tensor([0.5, -0.1])), lambda: D.Categorical(probs=T.tensor(1.0)),
+        lambda: D.Uniform(T.ones(2), T.zeros(2)), lambda: D.Exponential(T.tensor([0.0])),
+        lambda: D.Poisson(T.tensor([-1.0])), lambda: D.Binomial(T.tensor([2.5]), probs=T.tensor([0.3])),
+        lambda: D.Geometric(probs=T.tensor([0.0])), lambda: D.Dirichlet(T.tensor(1.0)),
+        lambda: D.MultivariateNormal(T.zeros(2), covariance_matrix=T.tensor([[1.0, 2.0], [2.0, 1.0]])),
+        lambda: D.MultivariateNormal(T.zeros(2)), lambda: D.MultivariateNormal(T.tensor(0.0), T.eye(1)),
+        lambda: D.MultivariateNormal(T.zeros(2), scale_tril=T.tensor([[1.0, 1.0], [0.0, 1.0]])),
+        lambda: D.LowRankMultivariateNormal(T.zeros(2), T.ones(3, 1), T.ones(2)),
+        lambda: D.LKJCholesky(1), lambda: D.Wishart(T.tensor(0.5), covariance_matrix=T.eye(2)),
+        lambda: D.Multinomial(T.tensor(3), probs=T.ones(2)), lambda: D.StudentT(T.tensor([-1.0])),
+        lambda: D.Independent(D.Normal(T.zeros(2), T.ones(2)), 2),
+        lambda: D.MixtureSameFamily(D.Categorical(logits=T.zeros(3)), D.Normal(T.zeros(2), T.ones(2))),
+        lambda: D.MixtureSameFamily(D.Normal(0.0, 1.0), D.Normal(T.zeros(2), T.ones(2))),
+        lambda: D.TransformedDistribution(D.Normal(0.0, 1.0), "exp"),
+        lambda: D.ContinuousBernoulli(probs=T.tensor([1.5]), validate_args=True),
+        lambda: D.VonMises(T.zeros(1), T.tensor([-1.0])), lambda: D.Pareto(T.ones(1), T.tensor([-2.0])),
+    ]
+    records = [catch(a) for a in attempts]
+    return [(getattr(r, "cls", None), _message(r)) if hasattr(r, "cls") else type(r).__name__ for r in records]
+
+
+@differential
+def test_invalid_values_raise_torch_errors(T):
+    D = T.distributions
+    normal = D.Normal(T.zeros(2), T.ones(2))
+    values = [lambda: D.Exponential(T.ones(2)).log_prob(T.tensor([-1.0, 1.0])),
+              lambda: D.Bernoulli(probs=T.tensor([0.3])).log_prob(T.tensor([0.5])),
+              lambda: D.Categorical(probs=T.ones(3)).log_prob(T.tensor([3])),
+              lambda: normal.log_prob(T.zeros(3)), lambda: normal.log_prob([0.0, 1.0]),
+              lambda: D.Dirichlet(T.ones(3)).log_prob(T.zeros(2)),
+              lambda: D.Dirichlet(T.ones(3)).log_prob(T.tensor([0.5, 0.6, 0.1])),
+              lambda: D.Beta(2.0, 3.0).cdf(T.tensor(0.5)), lambda: normal.entropy().shape,
+              lambda: D.Binomial(T.tensor([2.0, 3.0]), probs=T.tensor([0.3, 0.4])).entropy(),
+              lambda: D.Independent(normal, 1).enumerate_support(), lambda: normal.sample_n(3).shape]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        records = [catch(v) for v in values]
+    return [(r.cls, _message(r)) if hasattr(r, "cls") else r for r in records]
+
+
+@differential
+def test_validation_switches(T):
+    D = T.distributions
+    bad = T.tensor([-1.0])
+    quiet = D.Normal(T.zeros(1), bad, validate_args=False)
+    outside = quiet.log_prob(T.zeros(1))
+    D.Distribution.set_default_validate_args(False)
+    try:
+        unchecked = D.Normal(T.zeros(1), bad).scale
+        unchecked_value = D.Exponential(T.ones(1)).log_prob(T.tensor([-1.0]))
+    finally:
+        D.Distribution.set_default_validate_args(True)
+    return (outside, unchecked, unchecked_value, catch(D.Normal, T.zeros(1), bad),
+            catch(D.Distribution.set_default_validate_args, 2), D.Distribution._validate_args)
+
+
+# ---- sampling: statistics with fixed seeds ------------------------------------------------------------
+def _h(array):
+    return hookgrad.tensor(np.asarray(array, dtype=np.float64))
+
+
+_SAMPLED = {
+    # name -> (distribution, scipy frozen law for a KS test or None)
+    "Normal": (lambda D: D.Normal(_h([0.5]), _h([2.0])), stats.norm(0.5, 2.0)),
+    "Exponential": (lambda D: D.Exponential(_h([1.5])), stats.expon(scale=1 / 1.5)),
+    "Laplace": (lambda D: D.Laplace(_h([0.2]), _h([0.7])), stats.laplace(0.2, 0.7)),
+    "Uniform": (lambda D: D.Uniform(_h([-1.0]), _h([3.0])), stats.uniform(-1.0, 4.0)),
+    "Cauchy": (lambda D: D.Cauchy(_h([0.0]), _h([1.5])), stats.cauchy(0.0, 1.5)),
+    "Gamma": (lambda D: D.Gamma(_h([0.6]), _h([2.0])), stats.gamma(0.6, scale=0.5)),
+    "Gamma_large": (lambda D: D.Gamma(_h([7.5]), _h([0.5])), stats.gamma(7.5, scale=2.0)),
+    "Beta": (lambda D: D.Beta(_h([0.7]), _h([2.5])), stats.beta(0.7, 2.5)),
+    "Chi2": (lambda D: D.Chi2(_h([3.0])), stats.chi2(3.0)),
+    "StudentT": (lambda D: D.StudentT(_h([4.0]), _h([1.0]), _h([2.0])), stats.t(4.0, 1.0, 2.0)),
+    "LogNormal": (lambda D: D.LogNormal(_h([0.3]), _h([0.5])), stats.lognorm(0.5, scale=math.exp(0.3))),
+    "Gumbel": (lambda D: D.Gumbel(_h([1.0]), _h([2.0])), stats.gumbel_r(1.0, 2.0)),
+    "HalfNormal": (lambda D: D.HalfNormal(_h([1.5])), stats.halfnorm(scale=1.5)),
+    "HalfCauchy": (lambda D: D.HalfCauchy(_h([1.5])), stats.halfcauchy(scale=1.5)),
+    "Pareto": (lambda D: D.Pareto(_h([1.0]), _h([3.0])), stats.pareto(3.0)),
+    "Weibull": (lambda D: D.Weibull(_h([2.0]), _h([1.5])), stats.weibull_min(1.5, scale=2.0)),
+    "FisherSnedecor": (lambda D: D.FisherSnedecor(_h([5.0]), _h([8.0])), stats.f(5.0, 8.0)),
+    "InverseGamma": (lambda D: D.InverseGamma(_h([6.0]), _h([2.0])), stats.invgamma(6.0, scale=2.0)),
+    "VonMises": (lambda D: D.VonMises(_h([0.5]), _h([2.0])), stats.vonmises(2.0, loc=0.5)),
+    "Kumaraswamy": (lambda D: D.Kumaraswamy(_h([2.0]), _h([3.0])), None),
+    "ContinuousBernoulli": (lambda D: D.ContinuousBernoulli(_h([0.2])), None),
+    "GeneralizedPareto": (lambda D: D.GeneralizedPareto(_h([0.0]), _h([1.0]), _h([0.2])),
+                          stats.genpareto(0.2)),
+    "Poisson": (lambda D: D.Poisson(_h([3.5])), None),
+    "Binomial": (lambda D: D.Binomial(_h([10.0]), probs=_h([0.3])), None),
+    "Geometric": (lambda D: D.Geometric(probs=_h([0.3])), None),
+    "NegativeBinomial": (lambda D: D.NegativeBinomial(_h([4.0]), probs=_h([0.4])), None),
+    "Bernoulli": (lambda D: D.Bernoulli(probs=_h([0.3])), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SAMPLED))
+def test_samples_follow_the_distribution(name):
+    hookgrad.manual_seed(7)
+    build, law = _SAMPLED[name]
+    dist = build(hookgrad.distributions)
+    draws = dist.sample((20000,))
+    assert draws.shape == (20000, 1) and draws.dtype == hookgrad.float64
+    x = draws.numpy().ravel()
+    assert bool(dist.support.check(draws).all())
+    if law is not None:
+        assert stats.kstest(x, law.cdf).pvalue > 1e-3, name
+    if name not in ("Cauchy", "HalfCauchy", "Pareto", "VonMises"):  # no moments, or circular ones
+        mean, var = float(dist.mean), float(dist.variance)
+        assert abs(x.mean() - mean) < 5 * math.sqrt(var / x.size), (name, x.mean(), mean)
+        assert abs(x.var() - var) < 0.1 * var, (name, x.var(), var)
+
+
+def test_multivariate_samples_follow_the_distribution():
+    hookgrad.manual_seed(3)
+    D = hookgrad.distributions
+    cov = _h([[2.0, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 0.5]])
+    loc = _h([1.0, -1.0, 0.5])
+    for dist in (D.MultivariateNormal(loc, covariance_matrix=cov), D.MultivariateNormal(loc, precision_matrix=cov.inverse()),
+                 D.LowRankMultivariateNormal(loc, _h([[1.0], [0.5], [-0.2]]), _h([0.5, 0.7, 0.3]))):
+        x = dist.sample((40000,)).numpy()
+        np.testing.assert_allclose(x.mean(0), dist.mean.numpy(), atol=0.03)
+        np.testing.assert_allclose(np.cov(x.T), dist.covariance_matrix.numpy(), atol=0.05)
+    dirichlet = D.Dirichlet(_h([0.5, 2.0, 3.5]))
+    x = dirichlet.sample((40000,)).numpy()
+    np.testing.assert_allclose(x.mean(0), dirichlet.mean.numpy(), atol=0.01)
+    np.testing.assert_allclose(x.var(0), dirichlet.variance.numpy(), rtol=0.05)
+    multinomial = D.Multinomial(7, probs=_h([0.2, 0.5, 0.3]))
+    counts = multinomial.sample((20000,)).numpy()
+    assert (counts.sum(-1) == 7).all()
+    np.testing.assert_allclose(counts.mean(0), multinomial.mean.numpy(), atol=0.05)
+    categorical = D.OneHotCategorical(probs=_h([0.2, 0.5, 0.3]))
+    np.testing.assert_allclose(categorical.sample((20000,)).numpy().mean(0), [0.2, 0.5, 0.3], atol=0.015)
+    wishart = D.Wishart(_h(6.0), covariance_matrix=cov)
+    w = wishart.sample((20000,)).numpy()
+    np.testing.assert_allclose(w.mean(0), wishart.mean.numpy(), rtol=0.05, atol=0.05)
+    lkj = D.LKJCholesky(3, _h(2.0))
+    factors = lkj.sample((5000,))
+    assert bool(D.constraints.corr_cholesky.check(factors).all())
+    corr = (factors @ factors.mT).numpy()
+    # the LKJ(eta) marginal of an off-diagonal entry is Beta(eta - 1 + d/2, same) on [-1, 1]
+    marginal = stats.beta(2.0 - 1 + 1.5, 2.0 - 1 + 1.5, loc=-1, scale=2)
+    assert stats.kstest(corr[:, 1, 0], marginal.cdf).pvalue > 1e-3
+    mixture = D.MixtureSameFamily(D.Categorical(probs=_h([0.3, 0.7])), D.Normal(_h([-2.0, 3.0]), _h([0.5, 1.0])))
+    m = mixture.sample((20000,)).numpy()
+    assert abs(m.mean() - float(mixture.mean)) < 0.05 and abs(m.var() - float(mixture.variance)) < 0.1
+    relaxed = D.RelaxedOneHotCategorical(_h(0.5), probs=_h([0.2, 0.8]))
+    r = relaxed.sample((20000,))
+    assert bool(D.constraints.simplex.check(r).all())
+    assert abs(float((r[:, 1] > 0.5).double().mean()) - 0.8) < 0.02  # Gumbel-max limit
+    bern = D.RelaxedBernoulli(_h(0.1), probs=_h([0.3]))
+    assert abs(float((bern.sample((20000,)) > 0.5).double().mean()) - 0.3) < 0.02
+
+
+def test_rsample_gradients_are_reparameterized():
+    """d E[f(x)] / d theta from rsample matches the derivative of the closed-form moment."""
+    hookgrad.manual_seed(11)
+    D = hookgrad.distributions
+    cases = [
+        (lambda a, b: D.Normal(a, b), [1.0, 2.0], lambda d: d.rsample((40000,)).pow(2).mean(),
+         lambda a, b: a ** 2 + b ** 2),
+        (lambda a, b: D.Gamma(a, b), [2.5, 1.5], lambda d: d.rsample((40000,)).mean(), lambda a, b: a / b),
+        (lambda a, b: D.Gamma(a, b), [0.4, 1.0], lambda d: d.rsample((40000,)).pow(2).mean(),
+         lambda a, b: a * (a + 1) / b ** 2),
+        (lambda a, b: D.Beta(a, b), [1.5, 2.5], lambda d: d.rsample((40000,)).mean(), lambda a, b: a / (a + b)),
+        (lambda a, b: D.Dirichlet(hookgrad.stack([a, b])), [0.8, 1.7], lambda d: d.rsample((40000,))[:, 0].mean(),
+         lambda a, b: a / (a + b)),
+        (lambda a, b: D.Laplace(a, b), [0.5, 1.5], lambda d: d.rsample((40000,)).abs().mean(), None),
+        (lambda a, b: D.StudentT(a + 3, 0.0, b), [2.0, 1.0], lambda d: d.rsample((40000,)).pow(2).mean(),
+         lambda a, b: b ** 2 * (a + 3) / (a + 1)),
+        (lambda a, b: D.Kumaraswamy(a, b), [2.0, 3.0], lambda d: d.rsample((40000,)).mean(), None),
+    ]
+    for build, values, estimate, exact in cases:
+        a, b = (hookgrad.tensor(v, dtype=hookgrad.float64, requires_grad=True) for v in values)
+        estimate(build(a, b)).backward()
+        if exact is None:  # compare with the gradient of the mean computed by the density
+            continue
+        ta, tb = (hookgrad.tensor(v, dtype=hookgrad.float64, requires_grad=True) for v in values)
+        exact(ta, tb).backward()
+        np.testing.assert_allclose([a.grad.item(), b.grad.item()], [ta.grad.item(), tb.grad.item()], rtol=0.06,
+                                   atol=0.02, err_msg=str(values))
+    assert not D.Poisson(hookgrad.tensor([1.0])).has_rsample
+    try:
+        D.Poisson(hookgrad.tensor([1.0])).rsample()
+    except NotImplementedError:
+        pass
+    else:
+        raise AssertionError("Poisson.rsample should raise NotImplementedError")

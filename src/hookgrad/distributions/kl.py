@@ -42,9 +42,10 @@ _KL_MEMOIZE = {}  # resolved lookups for concrete (type(p), type(q))
 
 def register_kl(type_p, type_q):
     """Decorator registering a function ``fn(p, q)`` as KL(p || q) for the two classes."""
-    if not isinstance(type_p, type) or not issubclass(type_p, Distribution):
+    # like torch, only a non-class is refused; any class is accepted as a key
+    if not isinstance(type_p, type):
         raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")
-    if not isinstance(type_q, type) or not issubclass(type_q, Distribution):
+    if not isinstance(type_q, type):
         raise TypeError(f"Expected type_q to be a Distribution subclass but got {type_q}")
 
     def decorator(fun):
