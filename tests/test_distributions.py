@@ -689,3 +689,135 @@ def test_rsample_gradients_are_reparameterized():
         pass
     else:
         raise AssertionError("Poisson.rsample should raise NotImplementedError")
+
+
+# ---- edge values, broadcasting and Python-number parameters -------------------------------------------
+@differential(rtol=1e-6, atol=1e-8)
+def test_edge_values_match_torch(T):
+    D = T.distributions
+    f64 = dict(dtype=T.float64)
+    probs01 = T.tensor([0.0, 1.0, 0.5], **f64)
+    bits = T.tensor([[0.0, 1.0, 1.0], [1.0, 0.0, 0.0]], **f64)
+    records = {
+        "bernoulli": D.Bernoulli(probs=probs01).log_prob(bits),
+        "bernoulli_entropy": D.Bernoulli(probs=probs01).entropy(),
+        "bernoulli_mode": D.Bernoulli(probs=probs01).mode,
+        "categorical_zero": D.Categorical(probs=T.tensor([0.0, 0.3, 0.7], **f64)).log_prob(T.tensor([0, 1, 2])),
+        "categorical_zero_entropy": D.Categorical(probs=T.tensor([0.0, 0.3, 0.7], **f64)).entropy(),
+        "binomial_edges": D.Binomial(4, probs=probs01).log_prob(T.tensor([0.0, 4.0, 2.0], **f64)),
+        "poisson_zero_rate": D.Poisson(T.tensor([0.0, 2.0], **f64)).log_prob(T.tensor([0.0, 0.0], **f64)),
+        "geometric_one": D.Geometric(probs=T.tensor([1.0, 0.5], **f64)).log_prob(T.tensor([0.0, 0.0], **f64)),
+        "gamma_at_zero": D.Gamma(T.tensor([1.0, 2.0, 0.5], **f64), T.ones(3, **f64)).log_prob(T.zeros(3, **f64)),
+        "beta_at_bounds": D.Beta(T.tensor([1.0, 2.0], **f64), T.tensor([1.0, 3.0], **f64)).log_prob(
+            T.tensor([0.0, 1.0], **f64)),
+        "uniform_bounds": D.Uniform(T.zeros(2, **f64), T.ones(2, **f64), validate_args=False).log_prob(
+            T.tensor([0.0, 1.0], **f64)),
+        "uniform_cdf_clamped": D.Uniform(0.0, 2.0, validate_args=False).cdf(T.tensor([-1.0, 1.0, 3.0])),
+        "exponential_cdf_icdf": D.Exponential(T.tensor([2.0], **f64)).icdf(T.tensor([0.0, 0.5, 1.0], **f64)),
+        "normal_icdf_ends": D.Normal(0.0, 1.0).icdf(T.tensor([0.0, 1.0])),
+        "laplace_cdf": D.Laplace(0.0, 1.0).cdf(T.tensor([-50.0, 0.0, 50.0])),
+        "dirichlet_vertex": D.Dirichlet(T.tensor([1.0, 2.0, 1.0], **f64)).log_prob(T.tensor([0.0, 1.0, 0.0], **f64)),
+        "multinomial_zero_prob": D.Multinomial(3, probs=T.tensor([0.0, 0.5, 0.5], **f64)).log_prob(
+            T.tensor([0.0, 1.0, 2.0], **f64)),
+        "halfnormal_negative": D.HalfNormal(1.0, validate_args=False).log_prob(T.tensor([-1.0, 0.0, 1.0])),
+        "studentT_moments": (D.StudentT(T.tensor([0.5, 1.5, 2.0, 3.0])).mean,
+                             D.StudentT(T.tensor([0.5, 1.5, 2.0, 3.0])).variance),
+        "pareto_moments": (D.Pareto(1.0, T.tensor([0.5, 1.5, 3.0])).mean,
+                           D.Pareto(1.0, T.tensor([0.5, 1.5, 3.0])).variance),
+        "dirichlet_mode": D.Dirichlet(T.tensor([[0.5, 0.8, 0.3], [2.0, 3.0, 1.5]], **f64)).mode,
+        "wishart_mode": D.Wishart(T.tensor([2.5, 6.0], **f64), covariance_matrix=T.eye(2, **f64)).mode,
+        "scalar_params": (D.Normal(0.0, 1.0).log_prob(T.tensor(0.5)), D.Normal(0.0, 1.0).batch_shape,
+                          D.Gamma(2.0, 3.0).entropy(), D.Beta(2.0, 3.0).mean, D.Exponential(2.0).batch_shape,
+                          D.Bernoulli(0.3).entropy(), D.Uniform(0.0, 1.0).mode),
+        "broadcast_value": D.Normal(T.zeros(3, 1, **f64), T.ones(4, **f64)).log_prob(T.ones(2, 1, 1, 4, **f64)).shape,
+        "mvn_broadcast": D.MultivariateNormal(T.zeros(2, 1, 3, **f64), scale_tril=T.eye(3, **f64).expand(4, 3, 3)
+                                              ).log_prob(T.ones(5, 1, 1, 3, **f64)).shape,
+        "mvn_lazy": D.MultivariateNormal(T.zeros(3, **f64), precision_matrix=2 * T.eye(3, **f64)).covariance_matrix,
+        "lowrank_lazy": (D.LowRankMultivariateNormal(T.zeros(3, **f64), T.ones(3, 1, **f64), T.ones(3, **f64)
+                                                     ).precision_matrix,
+                         D.LowRankMultivariateNormal(T.zeros(3, **f64), T.ones(3, 1, **f64), T.ones(3, **f64)
+                                                     ).scale_tril),
+        "logits_of_probs": (D.Categorical(probs=T.tensor([0.2, 0.8], **f64)).logits,
+                            D.Bernoulli(logits=T.tensor([0.3], **f64)).probs,
+                            D.Binomial(3, logits=T.tensor([0.3], **f64)).probs),
+        "param_shapes": (D.Categorical(logits=T.zeros(2, 3)).param_shape, D.Bernoulli(logits=T.zeros(2)).param_shape,
+                         D.Multinomial(2, logits=T.zeros(2, 3)).param_shape),
+        "dtypes": (D.Normal(0.0, 1.0).sample().dtype, D.Categorical(logits=T.zeros(3)).sample().dtype,
+                   D.Poisson(T.tensor([2.0])).sample().dtype, D.Bernoulli(0.5).sample().dtype,
+                   D.OneHotCategorical(logits=T.zeros(3)).sample().dtype,
+                   D.Categorical(logits=T.zeros(3)).enumerate_support().dtype),
+    }
+    return records
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_value_gradients_match_torch(T):
+    """d log_prob / d value, as used by score-based models and Langevin steps."""
+    D = T.distributions
+    f64 = dict(dtype=T.float64)
+    value = T.tensor([0.3, 0.7, 1.5], requires_grad=True, **f64)
+    dists = [D.Normal(T.zeros(3, **f64), T.ones(3, **f64)), D.Gamma(2.0 * T.ones(3, **f64), T.ones(3, **f64)),
+             D.StudentT(3.0 * T.ones(3, **f64)), D.LogNormal(T.zeros(3, **f64), T.ones(3, **f64)),
+             D.Laplace(T.zeros(3, **f64), T.ones(3, **f64)), D.Cauchy(T.zeros(3, **f64), T.ones(3, **f64)),
+             D.Gumbel(T.zeros(3, **f64), T.ones(3, **f64)), D.Weibull(T.ones(3, **f64), 2.0 * T.ones(3, **f64))]
+    return [T.autograd.grad(d.log_prob(value).sum(), value)[0] for d in dists]
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_double_backward_through_log_prob(T):
+    D = T.distributions
+    loc = T.tensor([0.2, -0.4], dtype=T.float64, requires_grad=True)
+    conc = T.tensor([1.5, 3.0], dtype=T.float64, requires_grad=True)
+    value = T.tensor([0.5, 1.2], dtype=T.float64)
+    total = D.Normal(loc, conc).log_prob(value).sum() + D.Gamma(conc, 2.0).log_prob(value).sum() \
+        + D.Beta(conc, conc + 1).entropy().sum()
+    (g_loc, g_conc) = T.autograd.grad(total, (loc, conc), create_graph=True)
+    return g_loc, g_conc, T.autograd.grad((g_loc.sum() + g_conc.pow(2).sum()), (loc, conc))
+
+
+@differential
+def test_submodules_and_names(T):
+    D = T.distributions
+    return (sorted(D.__all__), sorted(D.constraints.__all__), sorted(D.transforms.__all__),
+            D.normal.Normal is D.Normal, D.relaxed_bernoulli.LogitRelaxedBernoulli.__name__,
+            D.kl.kl_divergence is D.kl_divergence, D.utils.euler_constant,
+            sorted(k for k in vars(D.utils) if not k.startswith("_") and k in D.utils.__all__),
+            D.utils.probs_to_logits(T.tensor([0.25, 0.5]), is_binary=True),
+            D.utils.logits_to_probs(T.tensor([[0.0, 1.0]])), D.utils.clamp_probs(T.tensor([0.0, 1.0])),
+            D.utils.vec_to_tril_matrix(T.arange(6.0)), D.utils.tril_matrix_to_vec(T.arange(9.0).reshape(3, 3), -1),
+            D.utils.vec_to_tril_matrix(T.arange(3.0), -1), catch(D.utils.vec_to_tril_matrix, T.arange(4.0)),
+            D.utils.broadcast_all(T.ones(2, 1), 3.0)[1].shape, catch(D.utils.broadcast_all, "a"),
+            isinstance(D.Normal.__dict__.get("support"), D.constraints.Constraint),
+            D.Uniform.support.event_dim, D.Categorical.support.is_discrete,
+            isinstance(D.Bernoulli.logits, D.utils.lazy_property))
+
+
+@differential(rtol=1e-6, atol=1e-8)
+def test_training_objectives_match_torch(T):
+    """A policy-gradient loss and a Gaussian ELBO (with fixed noise) through nn layers: the
+    parameter gradients torch computes."""
+    T.manual_seed(0)
+    D = T.distributions
+    x = T.tensor(np.linspace(-1, 1, 12).reshape(4, 3), dtype=T.float32)
+    policy = T.nn.Linear(3, 5)
+    with T.no_grad():
+        policy.weight.copy_(T.tensor(np.linspace(-0.5, 0.5, 15).reshape(5, 3), dtype=T.float32))
+        policy.bias.fill_(0.1)
+    actions = T.tensor([0, 4, 2, 2])
+    advantages = T.tensor([1.0, -0.5, 2.0, 0.3])
+    dist = D.Categorical(logits=policy(x))
+    loss = -(dist.log_prob(actions) * advantages).mean() - 0.01 * dist.entropy().mean()
+    loss.backward()
+    encoder = T.nn.Linear(3, 4)
+    with T.no_grad():
+        encoder.weight.copy_(T.tensor(np.linspace(-0.3, 0.4, 12).reshape(4, 3), dtype=T.float32))
+        encoder.bias.zero_()
+    stats_ = encoder(x)
+    posterior = D.Normal(stats_[:, :2], T.nn.functional.softplus(stats_[:, 2:]) + 1e-3)
+    prior = D.Normal(T.zeros(2), T.ones(2))
+    eps = T.tensor(np.linspace(-1, 1, 8).reshape(4, 2), dtype=T.float32)
+    z = posterior.loc + posterior.scale * eps
+    elbo = D.Independent(D.Normal(z, T.ones(2)), 1).log_prob(x[:, :2]) - D.kl_divergence(
+        D.Independent(posterior, 1), D.Independent(prior, 1))
+    (-elbo.mean()).backward()
+    return loss, policy.weight.grad, policy.bias.grad, elbo, encoder.weight.grad

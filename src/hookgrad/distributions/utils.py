@@ -101,6 +101,10 @@ def vec_to_tril_matrix(vec, diag=0):
                          "the lower triangular part of a square D x D matrix.")
     n = round(n)
     mask = _tril_mask(n, diag)
+    slots = int(mask.sum())
+    if slots != vec.shape[-1]:
+        raise RuntimeError(f"shape mismatch: value tensor of shape [{vec.shape[-1]}] cannot be broadcast to "
+                           f"indexing result of shape [{slots}]")
     mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n * n,))
     flat_index = hookgrad.arange(n * n)[mask.reshape(-1)]
     index = flat_index.expand(tuple(vec.shape[:-1]) + (flat_index.shape[0],))
