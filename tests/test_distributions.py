@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 import hookgrad
-from difftest import catch, differential
+from difftest import catch, differential, warns
 
 rng = np.random.default_rng(1234)
 
@@ -832,3 +832,35 @@ def test_gamma_draw_gradient_matches_torch_implicit_gradient():
     x = np.array([1e-8, 0.2, 1.0, 2.0, 9.0, 110.0, 5.0, 0.01])
     want = torch._standard_gamma_grad(torch.tensor(alpha), torch.tensor(x)).numpy()
     np.testing.assert_allclose(_gamma_draw_grad(alpha, x), want, rtol=1e-3)
+
+
+def test_sampling_is_reproducible_under_manual_seed():
+    D = hookgrad.distributions
+    builds = [lambda: D.Normal(_h([0.0]), _h([1.0])), lambda: D.Gamma(_h([0.7]), _h([1.0])),
+              lambda: D.Poisson(_h([3.0])), lambda: D.Binomial(_h([5.0]), probs=_h([0.4])),
+              lambda: D.Dirichlet(_h([1.0, 2.0])), lambda: D.VonMises(_h([0.0]), _h([1.0])),
+              lambda: D.Categorical(probs=_h([0.2, 0.8])), lambda: D.Wishart(_h(3.0), covariance_matrix=_h(np.eye(2)))]
+    for build in builds:
+        hookgrad.manual_seed(5)
+        first = build().sample((50,))
+        hookgrad.manual_seed(5)
+        again = build().sample((50,))
+        assert first.tolist() == again.tolist()
+        assert first.tolist() != build().sample((50,)).tolist()
+
+
+@differential
+def test_subclass_expand_contract(T):
+    D = T.distributions
+
+    class Shifted(D.Normal):
+        def __init__(self, loc, validate_args=None):
+            super().__init__(loc + 1, T.ones_like(loc), validate_args=validate_args)
+
+    class Plain(D.Normal):
+        pass
+
+    plain = Plain(T.zeros(2), T.ones(2)).expand((3, 2))
+    return (catch(lambda: Shifted(T.zeros(2)).expand((3, 2))), type(plain).__name__, plain.batch_shape,
+            plain.log_prob(T.zeros(3, 2)).shape, warns(lambda: D.Distribution().expand((2,))),
+            catch(lambda: D.Distribution(validate_args=False).mean), catch(lambda: D.Distribution(validate_args=False).mode))

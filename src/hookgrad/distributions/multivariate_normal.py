@@ -24,7 +24,7 @@ def _batch_mahalanobis(bL, bx):
     L = bL.expand(tuple(batch) + (n, n))
     x = bx.expand(tuple(batch) + (n,)).unsqueeze(-1)
     solved = hookgrad.linalg.solve_triangular(L, x, upper=False).squeeze(-1)
-    return solved.pow(2).sum(-1).reshape(tuple(bx.shape[:-1]) if len(bx.shape[:-1]) >= len(batch) else batch)
+    return solved.pow(2).sum(-1)  # shape: the broadcast of x's and L's batch shapes
 
 
 def _precision_to_scale_tril(P):
