@@ -152,6 +152,19 @@ CASES = {
     "TransformedDistribution": (lambda D, loc, scale: D.TransformedDistribution(
         D.Normal(loc, scale), [D.transforms.AffineTransform(1.5, 2.0), D.transforms.SigmoidTransform()]),
         {"loc": rng.normal(size=3), "scale": _pos(3)}, _unit(2, 3)),
+    "TransformedDistribution_reshape": (lambda D, loc, scale: D.TransformedDistribution(
+        D.Normal(loc, scale), [D.transforms.ReshapeTransform((6,), (2, 3)), D.transforms.ExpTransform()]),
+        {"loc": rng.normal(size=(2, 6)), "scale": _pos(6)}, _pos(4, 2, 2, 3)),
+    "TransformedDistribution_corr_cholesky": (lambda D, loc: D.TransformedDistribution(
+        D.Normal(loc, 1.0), D.transforms.CorrCholeskyTransform()), {"loc": rng.normal(size=(2, 3))},
+        _corr_cholesky(3, (2,))),
+    "TransformedDistribution_affine_event": (lambda D, loc, scale: D.TransformedDistribution(
+        D.MultivariateNormal(loc, scale_tril=D.transforms.LowerCholeskyTransform()(scale)),
+        [D.transforms.AffineTransform(1.0, 2.0, event_dim=1), D.transforms.StickBreakingTransform()]),
+        {"loc": rng.normal(size=3), "scale": rng.normal(size=(3, 3))}, _simplex(2, 4)),
+    "TransformedDistribution_flip": (lambda D, loc, scale: D.TransformedDistribution(
+        D.Normal(loc, scale), [D.transforms.AffineTransform(0.0, -1.0), D.transforms.ExpTransform()]),
+        {"loc": rng.normal(size=3), "scale": _pos(3)}, _pos(2, 3)),
 }
 
 _STATS = ("mean", "mode", "variance", "stddev")
@@ -864,3 +877,15 @@ def test_subclass_expand_contract(T):
     return (catch(lambda: Shifted(T.zeros(2)).expand((3, 2))), type(plain).__name__, plain.batch_shape,
             plain.log_prob(T.zeros(3, 2)).shape, warns(lambda: D.Distribution().expand((2,))),
             catch(lambda: D.Distribution(validate_args=False).mean), catch(lambda: D.Distribution(validate_args=False).mode))
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_pickled_distributions_and_transforms(T):
+    import pickle
+    D = T.distributions
+    normal = pickle.loads(pickle.dumps(D.Normal(T.tensor([0.5]), T.tensor([2.0]))))
+    chain = pickle.loads(pickle.dumps(D.transforms.ComposeTransform([D.transforms.ExpTransform(),
+                                                                     D.transforms.AffineTransform(1.0, 2.0)])))
+    lognormal = pickle.loads(pickle.dumps(D.LogNormal(T.tensor([0.0]), T.tensor([1.0]))))
+    return (normal.log_prob(T.tensor([1.0])), chain(T.tensor([3.0, 5.0])), lognormal.log_prob(T.tensor([2.0])),
+            repr(chain).replace("torch.", "").replace("hookgrad.", ""))
