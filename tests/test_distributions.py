@@ -889,3 +889,10 @@ def test_pickled_distributions_and_transforms(T):
     lognormal = pickle.loads(pickle.dumps(D.LogNormal(T.tensor([0.0]), T.tensor([1.0]))))
     return (normal.log_prob(T.tensor([1.0])), chain(T.tensor([3.0, 5.0])), lognormal.log_prob(T.tensor([2.0])),
             repr(chain).replace("torch.", "").replace("hookgrad.", ""))
+
+
+@differential
+def test_unpickled_inverse_transform_fails_like_torch(T):
+    import pickle
+    inverse = pickle.loads(pickle.dumps(T.distributions.transforms.ExpTransform().inv))
+    return catch(inverse, T.ones(2)), catch(lambda: inverse.domain), repr(inverse)

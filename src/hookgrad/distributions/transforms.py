@@ -111,37 +111,44 @@ class Transform:
 
 
 class _InverseTransform(Transform):
-    """The inverse of a transform, sharing its cache."""
+    """The inverse of a transform, sharing its cache. Unpickled, it has lost its forward transform
+    (``__getstate__`` drops it) and says so instead of failing obscurely."""
 
     def __init__(self, transform):
         super().__init__(cache_size=transform._cache_size)
         self._inv = transform
 
+    @property
+    def _forward(self):
+        if self._inv is None:
+            raise AssertionError("_inv must not be None")
+        return self._inv
+
     @constraints.dependent_property(is_discrete=False)
     def domain(self):
-        return self._inv.codomain
+        return self._forward.codomain
 
     @constraints.dependent_property(is_discrete=False)
     def codomain(self):
-        return self._inv.domain
+        return self._forward.domain
 
     @property
     def bijective(self):
-        return self._inv.bijective
+        return self._forward.bijective
 
     @property
     def sign(self):
-        return self._inv.sign
+        return self._forward.sign
 
     @property
     def inv(self):
         return self._inv
 
     def with_cache(self, cache_size=1):
-        return self.inv.with_cache(cache_size).inv
+        return self._forward.with_cache(cache_size).inv
 
     def __eq__(self, other):
-        return isinstance(other, _InverseTransform) and self._inv == other._inv
+        return isinstance(other, _InverseTransform) and self._forward == other._inv
 
     __hash__ = object.__hash__
 
@@ -149,16 +156,16 @@ class _InverseTransform(Transform):
         return f"{type(self).__name__}({self._inv!r})"
 
     def __call__(self, x):
-        return self._inv._inv_call(x)
+        return self._forward._inv_call(x)
 
     def log_abs_det_jacobian(self, x, y):
-        return -self._inv.log_abs_det_jacobian(y, x)
+        return -self._forward.log_abs_det_jacobian(y, x)
 
     def forward_shape(self, shape):
-        return self._inv.inverse_shape(shape)
+        return self._forward.inverse_shape(shape)
 
     def inverse_shape(self, shape):
-        return self._inv.forward_shape(shape)
+        return self._forward.forward_shape(shape)
 
 
 class ComposeTransform(Transform):
