@@ -403,7 +403,8 @@ def test_transform_matches_torch(T, name):
               "domain": repr(transform.domain), "codomain": repr(transform.codomain),
               "domain_event_dim": transform.domain.event_dim, "codomain_event_dim": transform.codomain.event_dim,
               "forward_shape": catch(transform.forward_shape, T.Size(shape)),
-              "equal_self": transform == transform, "equal_other": transform == T.distributions.transforms.ExpTransform()}
+              "equal_self": transform == transform,
+              "equal_other": transform == T.distributions.transforms.ExpTransform()}
     y = transform(x)
     record["y"] = y
     record["in_codomain"] = catch(lambda: transform.codomain.check(y))
@@ -632,7 +633,8 @@ def test_multivariate_samples_follow_the_distribution():
     D = hookgrad.distributions
     cov = _h([[2.0, 0.6, 0.0], [0.6, 1.0, -0.3], [0.0, -0.3, 0.5]])
     loc = _h([1.0, -1.0, 0.5])
-    for dist in (D.MultivariateNormal(loc, covariance_matrix=cov), D.MultivariateNormal(loc, precision_matrix=cov.inverse()),
+    for dist in (D.MultivariateNormal(loc, covariance_matrix=cov),
+                 D.MultivariateNormal(loc, precision_matrix=cov.inverse()),
                  D.LowRankMultivariateNormal(loc, _h([[1.0], [0.5], [-0.2]]), _h([0.5, 0.7, 0.3]))):
         x = dist.sample((40000,)).numpy()
         np.testing.assert_allclose(x.mean(0), dist.mean.numpy(), atol=0.03)
@@ -876,7 +878,8 @@ def test_subclass_expand_contract(T):
     plain = Plain(T.zeros(2), T.ones(2)).expand((3, 2))
     return (catch(lambda: Shifted(T.zeros(2)).expand((3, 2))), type(plain).__name__, plain.batch_shape,
             plain.log_prob(T.zeros(3, 2)).shape, warns(lambda: D.Distribution().expand((2,))),
-            catch(lambda: D.Distribution(validate_args=False).mean), catch(lambda: D.Distribution(validate_args=False).mode))
+            catch(lambda: D.Distribution(validate_args=False).mean),
+            catch(lambda: D.Distribution(validate_args=False).mode))
 
 
 @differential(rtol=1e-7, atol=1e-9)

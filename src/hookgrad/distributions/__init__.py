@@ -1,7 +1,7 @@
 """``torch.distributions``: parameterizable probability distributions with sampling (reparameterized
 where the family allows), densities, entropies, moments, KL divergences, constraints and
 transforms. Everything is computed with hookgrad ops, so gradients reach the parameters."""
-from . import constraints, transforms
+from . import constraints, transforms  # noqa: F401 - submodules torch exposes
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial

@@ -64,4 +64,5 @@ class FisherSnedecor(Distribution):
         half1, half2 = self.df1 * 0.5, self.df2 * 0.5
         ratio = self.df1 / self.df2
         log_beta_inv = (half1 + half2).lgamma() - half1.lgamma() - half2.lgamma()
-        return log_beta_inv + half1 * ratio.log() + (half1 - 1) * value.log() - (half1 + half2) * (ratio * value).log1p()
+        return (log_beta_inv + half1 * ratio.log() + (half1 - 1) * value.log()
+                - (half1 + half2) * (ratio * value).log1p())

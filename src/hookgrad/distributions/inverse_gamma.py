@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import math
 
-import hookgrad
 from . import constraints
 from ._where import fill, safe
 from .gamma import Gamma

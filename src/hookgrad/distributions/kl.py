@@ -2,7 +2,6 @@
 specific registered pair of classes (``register_kl``)."""
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 
@@ -15,7 +14,6 @@ from .categorical import Categorical
 from .cauchy import Cauchy
 from .continuous_bernoulli import ContinuousBernoulli
 from .dirichlet import Dirichlet
-from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .gamma import Gamma

@@ -36,7 +36,8 @@ class TransformedDistribution(Distribution):
         forward_shape = chain.forward_shape(base_shape)
         expanded_base_shape = chain.inverse_shape(forward_shape)
         if base_shape != expanded_base_shape:
-            base_distribution = base_distribution.expand(expanded_base_shape[:len(expanded_base_shape) - base_event_dim])
+            base_batch = expanded_base_shape[:len(expanded_base_shape) - base_event_dim]
+            base_distribution = base_distribution.expand(base_batch)
         # dimensions the transforms consume as one event become part of the base event
         extra = chain.domain.event_dim - base_event_dim
         if extra > 0:
