@@ -899,3 +899,48 @@ def test_unpickled_inverse_transform_fails_like_torch(T):
     import pickle
     inverse = pickle.loads(pickle.dumps(T.distributions.transforms.ExpTransform().inv))
     return catch(inverse, T.ones(2)), catch(lambda: inverse.domain), repr(inverse)
+
+
+# parameters far from 1: tiny and huge shapes, near-degenerate probabilities
+EXTREME_CASES = {
+    "Gamma": (lambda D, c, r: D.Gamma(c, r), {"c": np.array([1e-3, 0.05, 40.0, 1e3]), "r": np.array([1e-2, 1.0, 3.0,
+                                                                                                    1e3])},
+              np.array([1e-6, 0.3, 12.0, 1.0])),
+    "Beta": (lambda D, a, b: D.Beta(a, b), {"a": np.array([0.01, 50.0, 0.5]), "b": np.array([0.02, 80.0, 300.0])},
+             np.array([0.001, 0.4, 0.002])),
+    "Dirichlet": (lambda D, c: D.Dirichlet(c), {"c": np.array([[0.01, 0.02, 0.5], [100.0, 200.0, 50.0]])},
+                  np.array([[0.001, 0.9, 0.099], [0.3, 0.55, 0.15]])),
+    "StudentT": (lambda D, df: D.StudentT(df), {"df": np.array([0.05, 2.5, 1e4])}, np.array([30.0, -2.0, 0.3])),
+    "VonMises": (lambda D, k: D.VonMises(0.0, k), {"k": np.array([1e-6, 3.74, 3.76, 80.0])},
+                 np.array([3.0, -1.0, 0.1, 0.05])),
+    "ContinuousBernoulli": (lambda D, p: D.ContinuousBernoulli(probs=p), {"p": np.array([1e-9, 0.499, 0.501, 1.0])},
+                            np.array([0.9, 0.1, 0.5, 0.2])),
+    "Bernoulli_logits": (lambda D, l: D.Bernoulli(logits=l), {"l": np.array([-60.0, 40.0, 0.0])},
+                         np.array([1.0, 0.0, 1.0])),
+    "Binomial": (lambda D, p: D.Binomial(1000, probs=p), {"p": np.array([1e-6, 0.5, 0.999])},
+                 np.array([0.0, 480.0, 1000.0])),
+    "Poisson": (lambda D, r: D.Poisson(r), {"r": np.array([1e-8, 1e4])}, np.array([0.0, 9950.0])),
+    "NegativeBinomial": (lambda D, n, l: D.NegativeBinomial(n, logits=l), {"n": np.array([0.01, 500.0]),
+                                                                         "l": np.array([-20.0, 3.0])},
+                         np.array([0.0, 8000.0])),
+    "Normal": (lambda D, loc, s: D.Normal(loc, s), {"loc": np.array([1e6, 0.0]), "s": np.array([1e-8, 1e8])},
+               np.array([1e6 + 1e-8, 5e8])),
+    "Kumaraswamy": (lambda D, a, b: D.Kumaraswamy(a, b), {"a": np.array([0.05, 30.0]), "b": np.array([40.0, 0.1])},
+                    np.array([1e-4, 0.999])),
+    "LKJCholesky": (lambda D, c: D.LKJCholesky(4, c), {"c": np.array(50.0)}, _corr_cholesky(4)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXTREME_CASES))
+@differential(rtol=1e-6, atol=1e-8)
+def test_extreme_parameters_match_torch(T, name):
+    build, arrays, value_array = EXTREME_CASES[name]
+    params = _tensors(T, arrays)
+    dist = build(T.distributions, **params)
+    value = T.tensor(value_array, dtype=T.float64)
+    record = {"log_prob": _with_grads(T, lambda: dist.log_prob(value), params),
+              "entropy": _with_grads(T, dist.entropy, params)}
+    for stat in _STATS:
+        record[stat] = _with_grads(T, lambda: getattr(dist, stat), params)
+    record["cdf"] = _with_grads(T, lambda: dist.cdf(value), params)
+    return record

@@ -41,10 +41,14 @@ class Dirichlet(ExponentialFamily):
     @property
     def mode(self):
         shifted = (self.concentration - 1).clamp(min=0.0)
-        mode = shifted / shifted.sum(-1, True)
-        # every concentration below one: the density peaks at a vertex (torch picks argmax of 0/0 rows)
+        # every concentration below one: the density peaks at a vertex, and the interior formula is
+        # 0/0 there; dividing by 1 instead keeps NaN out of the gradient
         all_below = (self.concentration < 1).all(dim=-1, keepdim=True)
-        vertex = hookgrad.nn.functional.one_hot(mode.argmax(dim=-1), shifted.shape[-1]).to(mode.dtype)
+        total = shifted.sum(-1, True)
+        mode = shifted / hookgrad.where(all_below, hookgrad.ones_like(total), total)
+        # torch takes the argmax of the 0/0 (NaN) row, which is its first entry
+        vertex = hookgrad.nn.functional.one_hot(hookgrad.zeros_like(mode[..., 0], dtype=hookgrad.long),
+                                                shifted.shape[-1]).to(mode.dtype)
         return hookgrad.where(all_below, vertex, mode)
 
     @property
