@@ -944,3 +944,16 @@ def test_extreme_parameters_match_torch(T, name):
         record[stat] = _with_grads(T, lambda: getattr(dist, stat), params)
     record["cdf"] = _with_grads(T, lambda: dist.cdf(value), params)
     return record
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_infinite_moments_have_zero_gradient(T):
+    """Where a moment is infinite (or undefined) torch's masking leaves a zero gradient."""
+    D = T.distributions
+    a = T.tensor([0.8, 1.5, 3.0], dtype=T.float64, requires_grad=True)
+    pareto = D.Pareto(T.ones(3, dtype=T.float64), a)
+    t = D.StudentT(a)
+    f = D.FisherSnedecor(a, a + 1.6)
+    ig = D.InverseGamma(a, T.ones(3, dtype=T.float64))
+    return [(m, catch(T.autograd.grad, m[m.isfinite()].sum(), a, allow_unused=True)) for m in
+            (pareto.mean, pareto.variance, t.mean, t.variance, f.mean, f.variance, f.mode, ig.mean, ig.variance)]

@@ -46,10 +46,9 @@ class FisherSnedecor(Distribution):
 
     @property
     def variance(self):
-        defined = self.df2 > 4
-        df2 = safe(defined, self.df2, 5.0)
-        result = 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
-        return fill(defined, result, math.nan)
+        # as in torch, df2 <= 4 becomes NaN before the formula, so df1's gradient is NaN there too
+        df2 = fill(self.df2 > 4, self.df2, math.nan)
+        return 2 * df2.pow(2) * (self.df1 + df2 - 2) / (self.df1 * (df2 - 2).pow(2) * (df2 - 4))
 
     def rsample(self, sample_shape=hookgrad.Size(())):
         shape = tuple(self._extended_shape(sample_shape))

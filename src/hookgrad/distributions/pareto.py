@@ -1,7 +1,10 @@
 """The Pareto (type I) distribution: scale * exp(X) for X ~ Exponential(alpha)."""
 from __future__ import annotations
 
+import math
+
 from . import constraints
+from ._where import fill, safe
 from .exponential import Exponential
 from .transformed_distribution import TransformedDistribution
 from .transforms import AffineTransform, ExpTransform
@@ -26,8 +29,10 @@ class Pareto(TransformedDistribution):
 
     @property
     def mean(self):
-        a = self.alpha.clamp(min=1)  # infinite for alpha <= 1
-        return a * self.scale / (a - 1)
+        # infinite for alpha <= 1; the stand-in alpha keeps the gradient there 0 (not NaN)
+        finite = self.alpha > 1
+        a = safe(finite, self.alpha, 2.0)
+        return fill(finite, a * self.scale / (a - 1), math.inf)
 
     @property
     def mode(self):
@@ -35,8 +40,9 @@ class Pareto(TransformedDistribution):
 
     @property
     def variance(self):
-        a = self.alpha.clamp(min=2)  # infinite for alpha <= 2
-        return self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2))
+        finite = self.alpha > 2  # infinite for alpha <= 2
+        a = safe(finite, self.alpha, 3.0)
+        return fill(finite, self.scale.pow(2) * a / ((a - 1).pow(2) * (a - 2)), math.inf)
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self):
