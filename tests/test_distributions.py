@@ -957,3 +957,28 @@ def test_infinite_moments_have_zero_gradient(T):
     ig = D.InverseGamma(a, T.ones(3, dtype=T.float64))
     return [(m, catch(T.autograd.grad, m[m.isfinite()].sum(), a, allow_unused=True)) for m in
             (pareto.mean, pareto.variance, t.mean, t.variance, f.mean, f.variance, f.mode, ig.mean, ig.variance)]
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_boundary_gradients_match_torch(T):
+    """Gradients at the edges of the support and of the parameter space (0 * log 0 terms)."""
+    D = T.distributions
+    f64 = dict(dtype=T.float64, requires_grad=True)
+
+    def grads(make, value, *params):
+        leaves = [T.tensor(p, **f64) for p in params]
+        out = make(*leaves).log_prob(T.tensor(value, dtype=T.float64))
+        return out, catch(T.autograd.grad, out.sum(), leaves, allow_unused=True)
+
+    return [
+        grads(lambda c: D.Gamma(c, T.ones(3, dtype=T.float64)), [0.0, 0.0, 0.0], [1.0, 2.0, 0.5]),
+        grads(lambda c: D.Dirichlet(c), [0.0, 1.0, 0.0], [1.0, 2.0, 1.0]),
+        grads(lambda r: D.Poisson(r), [0.0, 0.0], [0.0, 2.0]),
+        grads(lambda p: D.Binomial(4, probs=p), [0.0, 4.0, 2.0], [0.0, 1.0, 0.5]),
+        grads(lambda p: D.Bernoulli(probs=p), [0.0, 1.0, 1.0], [0.0, 1.0, 0.5]),
+        grads(lambda p: D.Categorical(probs=p), [1, 2], [0.0, 0.3, 0.7]),
+        grads(lambda p: D.Geometric(probs=p), [0.0, 0.0], [1.0, 0.5]),
+        grads(lambda p: D.Multinomial(3, probs=p), [0.0, 1.0, 2.0], [0.0, 0.5, 0.5]),
+        grads(lambda a, b: D.Beta(a, b), [0.0, 1.0], [1.0, 2.0], [1.0, 3.0]),
+        grads(lambda lo, hi: D.Uniform(lo, hi), [0.0, 0.5], [0.0, -1.0], [1.0, 1.0]),
+    ]
