@@ -982,3 +982,21 @@ def test_boundary_gradients_match_torch(T):
         grads(lambda a, b: D.Beta(a, b), [0.0, 1.0], [1.0, 2.0], [1.0, 3.0]),
         grads(lambda lo, hi: D.Uniform(lo, hi), [0.0, 0.5], [0.0, -1.0], [1.0, 1.0]),
     ]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@differential(rtol=1e-6, atol=1e-8)
+def test_log_prob_double_backward_matches_torch(T, name):
+    build, arrays, value_array = CASES[name]
+    params = _tensors(T, arrays)
+    dist = build(T.distributions, **params)
+    log_prob = dist.log_prob(T.tensor(value_array, dtype=T.float64))
+    if not bool(log_prob.isfinite().all()):
+        return "non-finite"
+    leaves = list(params.values())
+    first = T.autograd.grad(log_prob.sum(), leaves, create_graph=True, allow_unused=True)
+    used = [g for g in first if g is not None and g.requires_grad]
+    if not used:
+        return first
+    second = catch(T.autograd.grad, sum((g * g).sum() for g in used), leaves, allow_unused=True)
+    return first, second

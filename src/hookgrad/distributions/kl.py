@@ -30,7 +30,7 @@ from .pareto import Pareto
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
-from .utils import _sum_rightmost, euler_constant as _euler_gamma
+from .utils import _diag_embed, _diagonal, _sum_rightmost, euler_constant as _euler_gamma
 
 __all__ = ["register_kl", "kl_divergence"]
 
@@ -262,7 +262,7 @@ def _lowrank_mahalanobis(q, x):
 
 
 def _half_logdet_tril(d):
-    return d._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+    return _diagonal(d._unbroadcasted_scale_tril).log().sum(-1)
 
 
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
@@ -299,7 +299,7 @@ def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
     n = p.event_shape[0]
     q_tril = q._unbroadcasted_scale_tril.expand(batch + (n, n))
     p_factor = p._unbroadcasted_cov_factor.expand(batch + (n, p.cov_factor.size(-1)))
-    p_diag = hookgrad.diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(batch + (n, n))
+    p_diag = _diag_embed(p._unbroadcasted_cov_diag.sqrt()).expand(batch + (n, n))
     term21 = _batch_trace_XXT(hookgrad.linalg.solve_triangular(q_tril, p_factor, upper=False))
     term22 = _batch_trace_XXT(hookgrad.linalg.solve_triangular(q_tril, p_diag, upper=False))
     return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])

@@ -7,7 +7,7 @@ import hookgrad
 from . import constraints
 from .beta import Beta
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _diagonal, broadcast_all
 
 __all__ = ["LKJCholesky"]
 
@@ -51,7 +51,7 @@ class LKJCholesky(Distribution):
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
-        diagonal = value.diagonal(dim1=-1, dim2=-2)[..., 1:]
+        diagonal = _diagonal(value)[..., 1:]
         order = hookgrad.arange(2, self.dim + 1)
         powers = 2 * (self.concentration - 1).unsqueeze(-1) + self.dim - order
         unnormalized = (powers * diagonal.log()).sum(dim=-1)

@@ -8,7 +8,7 @@ import hookgrad
 from . import constraints
 from .distribution import Distribution
 from .multivariate_normal import _batch_mahalanobis, _batch_mv
-from .utils import _standard_normal, lazy_property
+from .utils import _diag_embed, _diagonal, _standard_normal, lazy_property
 
 __all__ = ["LowRankMultivariateNormal"]
 
@@ -24,7 +24,7 @@ def _batch_capacitance_tril(W, D):
 
 
 def _batch_lowrank_logdet(W, D, capacitance_tril):
-    return 2 * capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) + D.log().sum(-1)
+    return 2 * _diagonal(capacitance_tril).log().sum(-1) + D.log().sum(-1)
 
 
 def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
@@ -102,14 +102,14 @@ class LowRankMultivariateNormal(Distribution):
     @lazy_property
     def covariance_matrix(self):
         W = self._unbroadcasted_cov_factor
-        return (hookgrad.matmul(W, W.mT) + hookgrad.diag_embed(self._unbroadcasted_cov_diag)).expand(
+        return (hookgrad.matmul(W, W.mT) + _diag_embed(self._unbroadcasted_cov_diag)).expand(
             self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):
         Wt_Dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
         A = hookgrad.linalg.solve_triangular(self._capacitance_tril, Wt_Dinv, upper=False)
-        precision = hookgrad.diag_embed(self._unbroadcasted_cov_diag.reciprocal()) - A.mT @ A
+        precision = _diag_embed(self._unbroadcasted_cov_diag.reciprocal()) - A.mT @ A
         return precision.expand(self._matrix_shape())
 
     def rsample(self, sample_shape=hookgrad.Size()):

@@ -7,7 +7,7 @@ import math
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import _standard_normal, lazy_property
+from .utils import _diagonal, _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal"]
 
@@ -109,7 +109,7 @@ class MultivariateNormal(Distribution):
         return self.loc + _batch_mv(self._unbroadcasted_scale_tril, eps)
 
     def _half_log_det(self):
-        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return _diagonal(self._unbroadcasted_scale_tril).log().sum(-1)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -11,7 +11,8 @@ import operator
 import hookgrad
 from hookgrad.nn.functional import logsigmoid, pad, softplus
 from . import constraints
-from .utils import _sum_rightmost, broadcast_all, lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
+from .utils import (_diag_embed, _diagonal, _sum_rightmost, broadcast_all, lazy_property, tril_matrix_to_vec,
+                    vec_to_tril_matrix)
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
@@ -722,10 +723,10 @@ class LowerCholeskyTransform(Transform):
     __hash__ = object.__hash__
 
     def _call(self, x):
-        return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
+        return x.tril(-1) + _diag_embed(_diagonal(x).exp())
 
     def _inverse(self, y):
-        return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
+        return y.tril(-1) + _diag_embed(_diagonal(y).log())
 
 
 class PositiveDefiniteTransform(Transform):

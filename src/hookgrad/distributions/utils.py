@@ -109,3 +109,19 @@ def vec_to_tril_matrix(vec, diag=0):
     flat_index = hookgrad.arange(n * n)[mask.reshape(-1)]
     index = flat_index.expand(tuple(vec.shape[:-1]) + (flat_index.shape[0],))
     return mat.scatter(-1, index, vec).reshape(tuple(vec.shape[:-1]) + (n, n))
+
+
+# hookgrad's ``diagonal``/``diag_embed`` backward does not record a graph, so a second derivative
+# through them silently loses terms; these two go through indexing and ``where``, whose backward does
+def _diagonal(mat):
+    """The main diagonal of the last two dimensions (``mat.diagonal(dim1=-2, dim2=-1)``)."""
+    index = hookgrad.arange(min(mat.shape[-2], mat.shape[-1]))
+    return mat[..., index, index]
+
+
+def _diag_embed(vec):
+    """Square matrices with ``vec`` on the diagonal (``torch.diag_embed(vec)``)."""
+    n = vec.shape[-1]
+    on_diagonal = hookgrad.eye(n, dtype=hookgrad.bool)
+    spread = vec.unsqueeze(-1).expand(tuple(vec.shape) + (n,))
+    return hookgrad.where(on_diagonal, spread, hookgrad.zeros((), dtype=vec.dtype))

@@ -11,7 +11,7 @@ from ._where import fill
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
 from .multivariate_normal import _precision_to_scale_tril
-from .utils import lazy_property
+from .utils import _diag_embed, _diagonal, lazy_property
 
 __all__ = ["Wishart"]
 
@@ -125,7 +125,7 @@ class Wishart(ExponentialFamily):
     @property
     def variance(self):
         V = self.covariance_matrix
-        diag = V.diagonal(dim1=-2, dim2=-1)
+        diag = _diagonal(V)
         return self._df_as_matrix(self.df) * (V.pow(2) + diag.unsqueeze(-1) * diag.unsqueeze(-2))
 
     def _bartlett_sampling(self, sample_shape=hookgrad.Size()):
@@ -136,7 +136,7 @@ class Wishart(ExponentialFamily):
                                dtype=diagonal.dtype)
         flat = hookgrad.zeros(tuple(below.shape[:-1]) + (p * p,), dtype=diagonal.dtype)
         index = (rows * p + cols).expand(tuple(below.shape))
-        noise = flat.scatter(-1, index, below).reshape(tuple(below.shape[:-1]) + (p, p)) + diagonal.diag_embed()
+        noise = flat.scatter(-1, index, below).reshape(tuple(below.shape[:-1]) + (p, p)) + _diag_embed(diagonal)
         chol = self._unbroadcasted_scale_tril @ noise
         return chol @ chol.transpose(-2, -1)
 
@@ -163,13 +163,13 @@ class Wishart(ExponentialFamily):
         return sample
 
     def _log_det_scale_half(self):
-        return self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+        return _diagonal(self._unbroadcasted_scale_tril).log().sum(-1)
 
     def log_prob(self, value):
         if self._validate_args:
             self._validate_sample(value)
         nu, p = self.df, self._event_shape[-1]
-        trace = hookgrad.cholesky_solve(value, self._unbroadcasted_scale_tril).diagonal(dim1=-2, dim2=-1).sum(dim=-1)
+        trace = _diagonal(hookgrad.cholesky_solve(value, self._unbroadcasted_scale_tril)).sum(dim=-1)
         return (-nu * (p * _LOG_2 / 2 + self._log_det_scale_half()) - hookgrad.mvlgamma(nu / 2, p=p)
                 + (nu - p - 1) / 2 * hookgrad.linalg.slogdet(value).logabsdet - trace / 2)
 
