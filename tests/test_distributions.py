@@ -1000,3 +1000,36 @@ def test_log_prob_double_backward_matches_torch(T, name):
         return first
     second = catch(T.autograd.grad, sum((g * g).sum() for g in used), leaves, allow_unused=True)
     return first, second
+
+
+def _second_derivatives(T, out, leaves):
+    if not isinstance(out, T.Tensor) or not out.requires_grad or not bool(out.isfinite().all()):
+        return "no graph or non-finite"
+    first = T.autograd.grad(out.sum(), leaves, create_graph=True, allow_unused=True)
+    used = [g for g in first if g is not None and g.requires_grad]
+    if not used:
+        return first
+    return first, catch(T.autograd.grad, sum((g * g).sum() for g in used), leaves, allow_unused=True)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@differential(rtol=1e-6, atol=1e-8)
+def test_entropy_double_backward_matches_torch(T, name):
+    build, arrays, _ = CASES[name]
+    params = _tensors(T, arrays)
+    entropy = catch(build(T.distributions, **params).entropy)
+    return _second_derivatives(T, entropy, list(params.values())) if isinstance(entropy, T.Tensor) else entropy
+
+
+@pytest.mark.parametrize("p_name", _KL_NAMES)
+@differential(rtol=1e-6, atol=1e-8)
+def test_kl_double_backward_matches_torch(T, p_name):
+    record = {}
+    for q_name in (p_name, "Normal", "Gamma"):
+        zoo_p, leaves_p = _kl_zoo(T, 3)  # fresh graphs: lazily derived parameters cache theirs
+        zoo_q, leaves_q = _kl_zoo(T, 4)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kl = catch(T.distributions.kl_divergence, zoo_p[p_name], zoo_q[q_name])
+        record[q_name] = _second_derivatives(T, kl, leaves_p + leaves_q) if isinstance(kl, T.Tensor) else kl
+    return record
