@@ -1,37 +1,48 @@
 """The binomial distribution: successes in ``total_count`` independent trials."""
 from __future__ import annotations
 
-import math
-
-import numpy as np
-
 import hookgrad
+from . import constraints
+from ._sampling import binomial
 from .distribution import Distribution
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Binomial"]
 
 
+def _positive_part(x):
+    # max(x, 0) with gradient 1/2 at 0, as torch's binomial normalizer has it
+    return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
+
+
 class Binomial(Distribution):
-    arg_constraints = {"total_count": "nonnegative_integer", "probs": "unit_interval", "logits": "real"}
+    arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
+                       "logits": constraints.real}
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
             raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        param = probs if probs is not None else logits
-        if not isinstance(total_count, hookgrad.Tensor):
-            total_count = hookgrad.tensor(float(total_count), dtype=param.dtype)
-        total_count, param = hookgrad.broadcast_tensors(total_count.to(param.dtype), param)
-        self.total_count = total_count
         if probs is not None:
-            self.probs = param
-            eps = hookgrad.finfo(param.dtype).eps
-            clamped = param.clamp(min=eps, max=1 - eps)
-            self.logits = clamped.log() - (-clamped).log1p()
+            self.total_count, self.probs = broadcast_all(total_count, probs)
+            self.total_count = self.total_count.type_as(self.probs)
         else:
-            self.logits = param
-            self.probs = param.sigmoid()
-        super().__init__(param.shape, validate_args=validate_args)
+            self.total_count, self.logits = broadcast_all(total_count, logits)
+            self.total_count = self.total_count.type_as(self.logits)
+        self._param = self.probs if probs is not None else self.logits
+        super().__init__(self._param.size(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._expanded(Binomial, batch_shape, _instance, ("total_count", "probs", "logits"))
+        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self.total_count)
 
     @property
     def mean(self):
@@ -45,37 +56,44 @@ class Binomial(Distribution):
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
 
-    def sample(self, sample_shape=()):
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+    def sample(self, sample_shape=hookgrad.Size()):
         shape = tuple(self._extended_shape(sample_shape))
-        counts = np.broadcast_to(self.total_count.detach().numpy(), shape)
-        probs = np.broadcast_to(self.probs.detach().numpy(), shape)
-        seed = int(hookgrad.randint(0, 2 ** 31 - 1, (1,)).item())  # draws follow hookgrad's generator
-        draws = np.random.default_rng(seed).binomial(counts.astype(np.int64), probs)
-        return hookgrad.tensor(draws.astype(probs.dtype))
+        with hookgrad.no_grad():
+            return binomial(self.total_count.expand(shape), self.probs.expand(shape))
 
     def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         n, logits = self.total_count, self.logits
-        # log C(n, k) + k*logit - n*log(1 + exp(logit)), with a stable softplus
-        log_norm = n * (logits.clamp(min=0) + (-logits.abs()).exp().log1p())
-        lgamma = hookgrad.special.gammaln if hasattr(hookgrad, "special") else None
-        if lgamma is None:
-            comb = hookgrad.tensor(np.vectorize(lambda a, b: math.lgamma(a + 1) - math.lgamma(b + 1)
-                                                - math.lgamma(a - b + 1))(n.detach().numpy(),
-                                                                          np.asarray(value.detach().numpy())),
-                                   dtype=logits.dtype)
-        else:
-            comb = lgamma(n + 1) - lgamma(value + 1) - lgamma(n - value + 1)
-        return comb + value * logits - log_norm
+        log_choose = (n + 1).lgamma() - (value + 1).lgamma() - (n - value + 1).lgamma()
+        # n * log(1 + exp(logits)), written stably
+        log_norm = n * _positive_part(logits) + n * (-logits.abs()).exp().log1p()
+        return value * logits + log_choose - log_norm
+
+    def _homogeneous_count(self, what):
+        total = int(self.total_count.max())
+        if not bool(self.total_count.min() == total):
+            raise NotImplementedError(f"Inhomogeneous total count not supported by `{what}`.")
+        return total
 
     def entropy(self):
-        total = int(self.total_count.max())
-        if not bool((self.total_count == total).all()):
-            raise NotImplementedError("Inhomogeneous total count not supported by `entropy`.")
-        support = self.enumerate_support(False)
-        log_prob = self.log_prob(support)
+        self._homogeneous_count("entropy")
+        log_prob = self.log_prob(self.enumerate_support(False))
         return -(log_prob.exp() * log_prob).sum(0)
 
-    def enumerate_support(self, expand: bool = True):
-        total = int(self.total_count.max())
-        values = hookgrad.arange(1 + total, dtype=self.probs.dtype).view((-1,) + (1,) * len(self._batch_shape))
+    def enumerate_support(self, expand=True):
+        total = self._homogeneous_count("enumerate_support")
+        values = hookgrad.arange(1 + total, dtype=self._param.dtype).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

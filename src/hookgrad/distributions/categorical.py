@@ -1,16 +1,21 @@
 """The categorical distribution over ``{0, ..., K-1}``, given probabilities or logits."""
 from __future__ import annotations
 
-import numpy as np
+import math
 
 import hookgrad
+from . import constraints
 from .distribution import Distribution
+from .utils import lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
 
 class Categorical(Distribution):
-    arg_constraints = {"probs": "simplex", "logits": "real_vector"}
+    """``probs`` need not sum to one (they are normalized); ``logits`` are normalized to
+    log-probabilities. The last dimension indexes the categories."""
+
+    arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
@@ -20,15 +25,35 @@ class Categorical(Distribution):
             if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
             self.probs = probs / probs.sum(-1, keepdim=True)
-            self.logits = self.probs.clamp(min=hookgrad.finfo(probs.dtype).tiny).log()
         else:
             if logits.dim() < 1:
                 raise ValueError("`logits` parameter must be at least one-dimensional.")
-            self.logits = logits - logits.logsumexp(-1, keepdim=True)
-            self.probs = self.logits.softmax(-1)
+            self.logits = logits - logits.logsumexp(dim=-1, keepdim=True)
         self._param = self.probs if probs is not None else self.logits
-        self._num_events = self._param.size(-1)
-        super().__init__(self._param.shape[:-1], validate_args=validate_args)
+        self._num_events = self._param.size()[-1]
+        batch_shape = self._param.size()[:-1] if self._param.dim() > 1 else hookgrad.Size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._expanded(Categorical, batch_shape, _instance, ("probs", "logits"), param_event_dims=1)
+        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
+        new._num_events = self._num_events
+        return new
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
+    @constraints.dependent_property(is_discrete=True, event_dim=0)
+    def support(self):
+        return constraints.integer_interval(0, self._num_events - 1)
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits)
 
     @property
     def param_shape(self):
@@ -36,34 +61,33 @@ class Categorical(Distribution):
 
     @property
     def mean(self):
-        return hookgrad.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype)
+        return hookgrad.full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
     @property
     def mode(self):
-        return self.probs.argmax(-1)
+        return self.probs.argmax(dim=-1)
 
     @property
     def variance(self):
-        return hookgrad.full(self._extended_shape(), float("nan"), dtype=self.probs.dtype)
+        return hookgrad.full(tuple(self._extended_shape()), math.nan, dtype=self.probs.dtype)
 
-    def sample(self, sample_shape=()):
-        sample_shape = tuple(sample_shape)
-        count = int(np.prod(sample_shape)) if sample_shape else 1
+    def sample(self, sample_shape=hookgrad.Size()):
+        sample_shape = hookgrad.Size(sample_shape)
         flat = self.probs.detach().reshape(-1, self._num_events)
-        draws = hookgrad.multinomial(flat, count, True).T  # count x batch
-        return draws.reshape(self._extended_shape(sample_shape))
+        draws = hookgrad.multinomial(flat, sample_shape.numel(), True).T
+        return draws.reshape(tuple(self._extended_shape(sample_shape)))
 
     def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         value = value.long().unsqueeze(-1)
         value, log_pmf = hookgrad.broadcast_tensors(value, self.logits)
         return log_pmf.gather(-1, value[..., :1]).squeeze(-1)
 
     def entropy(self):
-        min_real = hookgrad.finfo(self.logits.dtype).min
-        logits = self.logits.clamp(min=min_real)
+        logits = self.logits.clamp(min=hookgrad.finfo(self.logits.dtype).min)
         return -(logits * self.probs).sum(-1)
 
-    def enumerate_support(self, expand: bool = True):
-        values = hookgrad.arange(self._num_events, dtype=hookgrad.long)
-        values = values.view((-1,) + (1,) * len(self._batch_shape))
+    def enumerate_support(self, expand=True):
+        values = hookgrad.arange(self._num_events, dtype=hookgrad.long).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values

@@ -5,29 +5,26 @@ import math
 import numbers
 
 import hookgrad
-from .distribution import Distribution
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import _standard_normal, broadcast_all
 
 __all__ = ["Normal"]
 
 
-class Normal(Distribution):
-    arg_constraints = {"loc": "real", "scale": "positive"}
+class Normal(ExponentialFamily):
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, loc, scale, validate_args=None):
-        if isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number):
-            shape = ()
-            loc, scale = hookgrad.tensor(float(loc)), hookgrad.tensor(float(scale))
-        else:
-            loc = loc if isinstance(loc, hookgrad.Tensor) else hookgrad.tensor(loc, dtype=scale.dtype)
-            scale = scale if isinstance(scale, hookgrad.Tensor) else hookgrad.tensor(scale, dtype=loc.dtype)
-            loc, scale = hookgrad.broadcast_tensors(loc, scale)
-            shape = loc.shape
-        if (validate_args if validate_args is not None else self._validate_args) and not bool((scale > 0).all()):
-            raise ValueError(f"Expected parameter scale of distribution {type(self).__name__} to satisfy the "
-                             f"constraint GreaterThan(lower_bound=0.0), but found invalid values:\n{scale}")
-        self.loc, self.scale = loc, scale
-        super().__init__(shape, validate_args=validate_args)
+        self.loc, self.scale = broadcast_all(loc, scale)
+        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
+        super().__init__(hookgrad.Size() if scalar else self.loc.size(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expanded(Normal, batch_shape, _instance, ("loc", "scale"))
 
     @property
     def mean(self):
@@ -43,22 +40,25 @@ class Normal(Distribution):
 
     @property
     def variance(self):
-        return self.scale.pow(2)
+        return self.stddev.pow(2)
 
-    def rsample(self, sample_shape=()):
-        shape = self._extended_shape(sample_shape)
-        eps = hookgrad.randn(*shape, dtype=self.loc.dtype) if len(shape) else hookgrad.randn((), dtype=self.loc.dtype)
-        return self.loc + eps * self.scale
-
-    def sample(self, sample_shape=()):
+    def sample(self, sample_shape=hookgrad.Size()):
         with hookgrad.no_grad():
             return self.rsample(sample_shape)
 
+    def rsample(self, sample_shape=hookgrad.Size()):
+        eps = _standard_normal(self._extended_shape(sample_shape), dtype=self.loc.dtype)
+        return self.loc + eps * self.scale
+
     def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         var = self.scale ** 2
         return -((value - self.loc) ** 2) / (2 * var) - self.scale.log() - math.log(math.sqrt(2 * math.pi))
 
     def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
         return 0.5 * (1 + hookgrad.erf((value - self.loc) * self.scale.reciprocal() / math.sqrt(2)))
 
     def icdf(self, value):
@@ -66,3 +66,10 @@ class Normal(Distribution):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + self.scale.log()
+
+    @property
+    def _natural_params(self):
+        return self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal()
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * (-math.pi / y).log()
