@@ -621,5 +621,5 @@ EDGE.update(BREADTH)
 BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
                         "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
                         "multi_margin_loss_p2_weight", "multilabel_margin_loss", "lp_pool1d", "lp_pool2d",
-                        "torch_kl_div", "torch_norms", "cov_weights", "corrcoef", "addbmm", "addr", "conv_tbc",
+                        "torch_kl_div", "torch_norms", "cov_weights", "addbmm", "addr", "conv_tbc",
                         "torch_activations"]

@@ -300,7 +300,7 @@ from ._functional.loss_more import (cosine_embedding_loss, gaussian_nll_loss, hi
 from ._functional.torch_level import (celu_, elu_, hardtanh_, leaky_relu_, rrelu_, selu_,  # noqa: E402
                                       threshold_)
 from ._functional.pool_more import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: E402
-from .._ops import pdist  # noqa: E402 - torch.nn.functional.pdist is torch.pdist
+from .. import pdist  # noqa: E402 - torch.nn.functional.pdist is torch.pdist
 
 
 def conv_tbc(input, weight, bias, pad=0):

@@ -26,9 +26,8 @@ _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
 def _reduction(value):
-    if value not in _REDUCTIONS:
-        raise RuntimeError(f"{value} is not a valid value for reduction")
-    return _REDUCTIONS[value]
+    """ATen's rule: 1 averages, 2 sums, any other value leaves the loss unreduced."""
+    return _REDUCTIONS.get(value, "none")
 
 
 # ---- the in-place activations of nn.functional (torch.celu_ is F.celu_, ...) ------------------
@@ -77,11 +76,18 @@ def threshold(input, threshold, value):
     return _composed.threshold(input, threshold, value)
 
 
+def _check_p(p):
+    if p < 0 or p > 1:  # RuntimeError from ATen (nn.functional raises ValueError)
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
 def dropout(input, p, train):
+    _check_p(p)
     return _act.dropout(input, p, train)
 
 
 def dropout_(input, p, train):
+    _check_p(p)
     return _act.dropout(input, p, train, inplace=True)
 
 

@@ -1,6 +1,8 @@
 """Loss modules: each holds its options (and weight buffers) and calls ``nn.functional``."""
 from __future__ import annotations
 
+import warnings
+
 from .. import functional as F
 from .._functional.loss import legacy_reduction
 from .module import Module
@@ -119,7 +121,14 @@ class KLDivLoss(_Loss):
 
 # ---- margin, embedding, Poisson/Gaussian and CTC losses ------------------------------------------
 class NLLLoss2d(NLLLoss):
-    """torch's old name of NLLLoss for (N, C, H, W) inputs: the same loss."""
+    """torch's old name of NLLLoss for (N, C, H, W) inputs: the same loss, deprecated."""
+
+    def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
+                 reduction: str = "mean") -> None:
+        warnings.warn("`NLLLoss2d` has been deprecated. Please use `NLLLoss` instead as a drop-in replacement and "
+                      "see https://pytorch.org/docs/main/nn.html#torch.nn.NLLLoss for more details.", FutureWarning,
+                      stacklevel=2)
+        super().__init__(weight, size_average, ignore_index, reduce, reduction)
 
 
 class PoissonNLLLoss(_Loss):

@@ -1,0 +1,278 @@
+"""The breadth layers and functions against torch: the margin/embedding/Poisson/Gaussian loss modules,
+LP pooling, torch.* names of the nn kernels (the same functions where torch's are), window
+functions, cov/corrcoef, random fills, and second derivatives of the registry's breadth rows."""
+import warnings
+
+import numpy as np
+import pytest
+
+import hookgrad
+from difftest import catch, differential, warns
+from op_cases import BREADTH, BREADTH_SECOND_ORDER
+from test_functional_grad import gradgradcheck
+
+import torch
+
+R = np.random.default_rng
+
+
+def _arr(*shape, seed=0):
+    return R(seed).standard_normal(shape)
+
+
+def _signs(*shape, seed=3):
+    return np.sign(R(seed).standard_normal(shape))
+
+
+# ---- loss modules: values, gradients, module hooks --------------------------------------------------
+LOSS_MODULES = {
+    "CosineEmbeddingLoss": (lambda T: T.nn.CosineEmbeddingLoss(margin=0.1), [(3, 4), (3, 4)],
+                            lambda T: [T.tensor([1, -1, 1])]),
+    "HingeEmbeddingLoss": (lambda T: T.nn.HingeEmbeddingLoss(margin=0.5, reduction="sum"), [(3, 4)],
+                           lambda T: [T.tensor(_signs(3, 4))]),
+    "MarginRankingLoss": (lambda T: T.nn.MarginRankingLoss(0.2), [(5,), (5,)], lambda T: [T.tensor(_signs(5))]),
+    "TripletMarginLoss": (lambda T: T.nn.TripletMarginLoss(margin=1.5, p=1.0, swap=True), [(3, 4)] * 3,
+                          lambda T: []),
+    "TripletMarginWithDistanceLoss": (lambda T: T.nn.TripletMarginWithDistanceLoss(
+        distance_function=T.nn.PairwiseDistance(p=3.0), reduction="none"), [(3, 4)] * 3, lambda T: []),
+    "PoissonNLLLoss": (lambda T: T.nn.PoissonNLLLoss(full=True), [(3, 4)],
+                       lambda T: [T.tensor(R(4).uniform(0, 4, (3, 4)))]),
+    "PoissonNLLLoss_rate": (lambda T: T.nn.PoissonNLLLoss(log_input=False, eps=1e-4, reduction="none"), [(3, 4)],
+                            lambda T: [T.tensor(R(4).uniform(0, 4, (3, 4)))]),
+    "GaussianNLLLoss": (lambda T: T.nn.GaussianNLLLoss(full=True, eps=1e-3), [(3, 4), (3, 4)],
+                        lambda T: [T.tensor(R(5).uniform(0.0, 2, (3, 1)))]),
+    "SoftMarginLoss": (lambda T: T.nn.SoftMarginLoss(), [(3, 4)], lambda T: [T.tensor(_signs(3, 4))]),
+    "MultiLabelSoftMarginLoss": (lambda T: T.nn.MultiLabelSoftMarginLoss(weight=T.tensor([1.0, 0.5, 2.0, 1.0],
+                                                                                          dtype=T.float64)),
+                                 [(3, 4)], lambda T: [T.tensor((_signs(3, 4) > 0).astype(np.float64))]),
+    "MultiMarginLoss": (lambda T: T.nn.MultiMarginLoss(p=2, margin=0.5), [(3, 4)], lambda T: [T.tensor([3, 0, 0])]),
+    "MultiLabelMarginLoss": (lambda T: T.nn.MultiLabelMarginLoss(), [(3, 4)],
+                             lambda T: [T.tensor([[1, 2, -1, 0], [3, -1, 0, 0], [0, 1, 2, 3]])]),
+    "NLLLoss2d": (lambda T: T.nn.NLLLoss2d(), [(2, 3, 2, 2)], lambda T: [T.tensor([[[0, 2], [1, 1]], [[2, 2], [0, 1]]])]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOSS_MODULES))
+@differential(rtol=1e-7, atol=1e-9)
+def test_loss_module_values_gradients_and_hooks(T, name):
+    make, shapes, extra = LOSS_MODULES[name]
+    module = make(T)
+    log = []
+    module.register_forward_pre_hook(lambda m, args: log.append(("pre", len(args))))
+    module.register_forward_hook(lambda m, args, out: log.append(("fwd", tuple(out.shape))))
+    module.register_full_backward_hook(lambda m, gin, gout: log.append(
+        ("bwd", [g is not None for g in gin], [tuple(g.shape) for g in gout])))
+    inputs = [T.tensor(_arr(*s, seed=i), requires_grad=True) for i, s in enumerate(shapes)]
+    if name == "NLLLoss2d":
+        inputs = [T.tensor(_arr(*shapes[0]), requires_grad=True)]
+        out = module(inputs[0].log_softmax(1), *extra(T))
+    else:
+        out = module(*inputs, *extra(T))
+    out.backward(T.ones_like(out))
+    return out, [x.grad for x in inputs], log, repr(module)
+
+
+LP_POOLS = [("LPPool1d", (2, 3), (2, 3, 7)), ("LPPool1d", (1.5, 2, 1, True), (3, 5)),
+            ("LPPool2d", (3, 2), (1, 2, 5, 4)), ("LPPool2d", (2, (2, 3), (1, 2)), (2, 4, 5)),
+            ("LPPool3d", (2, 2), (1, 1, 4, 4, 4)), ("LPPool1d", (float("inf"), 2), (1, 2, 6))]
+
+
+@pytest.mark.parametrize("cls, args, shape", LP_POOLS)
+@differential(rtol=1e-7, atol=1e-9)
+def test_lp_pool_modules(T, cls, args, shape):
+    module = getattr(T.nn, cls)(*args)
+    fired = []
+    module.register_forward_hook(lambda m, a, out: fired.append(tuple(out.shape)))
+    x = T.tensor(np.abs(_arr(*shape)) + 0.1, requires_grad=True)
+    out = module(x)
+    out.backward(T.ones_like(out))
+    return out, x.grad, fired, repr(module)
+
+
+def test_breadth_modules_are_in_nn():
+    for name in list(LOSS_MODULES) + ["LPPool1d", "LPPool2d", "LPPool3d"]:
+        name = name.split("_")[0]
+        assert issubclass(getattr(hookgrad.nn, name), hookgrad.nn.Module)
+
+
+# ---- bad input: torch's exception classes ---------------------------------------------------------------
+BAD = {
+    "cosine_target_2d": lambda T: T.nn.functional.cosine_embedding_loss(T.ones(2, 3), T.ones(2, 3), T.ones(2, 1)),
+    "cosine_input_dims": lambda T: T.nn.functional.cosine_embedding_loss(T.ones(3), T.ones(3), T.ones(3)),
+    "margin_ranking_dims": lambda T: T.nn.functional.margin_ranking_loss(T.ones(3), T.ones(3), T.ones(1, 3)),
+    "triplet_dims": lambda T: T.nn.functional.triplet_margin_loss(T.ones(2, 3), T.ones(3), T.ones(2, 3)),
+    "triplet_distance_margin": lambda T: T.nn.functional.triplet_margin_with_distance_loss(
+        T.ones(2, 3), T.ones(2, 3), T.ones(2, 3), margin=0.0),
+    "triplet_module_margin": lambda T: T.nn.TripletMarginLoss(margin=-1.0),
+    "poisson_reduction": lambda T: T.nn.functional.poisson_nll_loss(T.ones(3), T.ones(3), reduction="avg"),
+    "gaussian_negative_var": lambda T: T.nn.functional.gaussian_nll_loss(T.ones(3), T.ones(3), -T.ones(3)),
+    "gaussian_var_shape": lambda T: T.nn.functional.gaussian_nll_loss(T.ones(3, 4), T.ones(3, 4), T.ones(2)),
+    "multi_margin_p": lambda T: T.nn.functional.multi_margin_loss(T.ones(2, 3), T.tensor([0, 1]), p=3),
+    "multi_margin_weight_dims": lambda T: T.nn.functional.multi_margin_loss(T.ones(2, 3), T.tensor([0, 1]),
+                                                                            weight=T.ones(1, 3)),
+    "multi_margin_target_range": lambda T: T.nn.functional.multi_margin_loss(T.ones(2, 3), T.tensor([0, 3])),
+    "multilabel_margin_target_shape": lambda T: T.nn.functional.multilabel_margin_loss(T.ones(2, 3),
+                                                                                       T.tensor([0, 1])),
+    "soft_margin_reduction": lambda T: T.nn.functional.soft_margin_loss(T.ones(3), T.ones(3), reduction="x"),
+    "window_dtype": lambda T: T.hann_window(4, dtype=T.int64),
+    "window_length": lambda T: T.kaiser_window(-1),
+    "cov_dims": lambda T: T.cov(T.ones(2, 2, 2)),
+    "cov_fweights_dtype": lambda T: T.cov(T.ones(2, 3), fweights=T.ones(3)),
+    "cov_aweights_dtype": lambda T: T.cov(T.ones(2, 3), aweights=T.ones(3, dtype=T.int64)),
+    "cov_weights_numel": lambda T: T.cov(T.ones(2, 3), fweights=T.ones(2, dtype=T.int64)),
+    "cov_negative_fweights": lambda T: T.cov(T.ones(2, 3), fweights=-T.ones(3, dtype=T.int64)),
+    "addr_vec_dims": lambda T: T.addr(T.ones(2, 3), T.ones(2, 1), T.ones(3)),
+    "addbmm_dims": lambda T: T.addbmm(T.ones(2, 3), T.ones(2, 4), T.ones(2, 4, 3)),
+    "addbmm_sizes": lambda T: T.addbmm(T.ones(2, 3), T.ones(2, 2, 4), T.ones(2, 3, 3)),
+    "feature_dropout_1d": lambda T: T.feature_dropout(T.ones(3), 0.5, True),
+    "dropout_p": lambda T: T.dropout(T.ones(3), 1.5, True),
+    "torch_batch_norm_non_tensor": lambda T: T.batch_norm(np.ones(3), None, None, None, None, True, 0.1, 1e-5, False),
+    "torch_kl_div_reduction": lambda T: T.kl_div(T.ones(3), T.ones(3), 5),
+    "geometric_p": lambda T: T.ones(3).geometric_(1.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD))
+@differential
+def test_bad_input_raises_torch_class(T, name):
+    return catch(BAD[name], T)
+
+
+# ---- torch.* names: the same functions where torch's are, torch's signatures elsewhere -------------------
+def test_torch_names_are_the_functional_functions_where_torch_shares_them():
+    F = hookgrad.nn.functional
+    for name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "conv_tbc",
+                 "avg_pool1d", "adaptive_avg_pool1d", "bilinear", "channel_shuffle", "pairwise_distance",
+                 "pixel_shuffle", "pixel_unshuffle", "prelu", "hardshrink", "celu_", "selu_", "rrelu_", "threshold_",
+                 "pdist"):
+        same_in_torch = getattr(torch, name) is getattr(torch.nn.functional, name)
+        assert same_in_torch
+        assert getattr(hookgrad, name) is getattr(F, name), name
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_torch_functional_names_forward_backward(T):
+    x = T.tensor(_arr(2, 3, 5), requires_grad=True)
+    w = T.tensor(_arr(4, 3, 2, seed=1), requires_grad=True)
+    out = [T.conv1d(x, w, None, 1, 1), T.conv_transpose1d(x, w.transpose(0, 1), stride=2),
+           T.avg_pool1d(x, 2), T.adaptive_avg_pool1d(x, 3), T.pixel_shuffle(x[:, :, :4].reshape(2, 4, 3, 1), 2),
+           T.channel_shuffle(x.reshape(2, 3, 5, 1), 3), T.pairwise_distance(x[0], x[1]),
+           T.rms_norm(x, (5,)), T.dropout(x, 0.0, True), T.alpha_dropout(x, 0.2, False)]
+    total = sum(o.sum() * (i + 1) for i, o in enumerate(out))
+    total.backward()
+    return out, x.grad, w.grad
+
+
+@differential
+def test_torch_kl_div_does_not_warn_where_functional_does(T):
+    a, b = T.zeros(2, 3), T.full((2, 3), 1 / 3)
+    return warns(T.kl_div, a, b, 1), warns(T.nn.functional.kl_div, a, b)
+
+
+@differential
+def test_inplace_activations_modify_their_input(T):
+    results = []
+    for fn, args in [(T.celu_, (0.5,)), (T.selu_, ()), (T.threshold_, (0.2, -1.0)), (T.rrelu_, ()),
+                     (T.nn.functional.elu_, ()), (T.nn.functional.hardtanh_, ()), (T.nn.functional.leaky_relu_, ())]:
+        x = T.tensor(_arr(2, 3))
+        y = fn(x, *args)
+        results.append((y is x, x, x._version > 0 if hasattr(x, "_version") else None))
+    return results
+
+
+@differential
+def test_feature_dropout_masks_whole_channels(T):
+    T.manual_seed(0)
+    x = T.ones(4, 6, 5)
+    y = T.feature_dropout(x, 0.5, True)
+    per_channel = (y == y[:, :, :1]).all()
+    values = set(np.unique(y.numpy()).tolist())
+    x2 = T.ones(4, 6, 5)
+    z = T.feature_dropout_(x2, 0.5, True)
+    return bool(per_channel), values <= {0.0, 2.0}, z is x2, T.feature_dropout(x, 0.5, False) is x
+
+
+# ---- windows, covariance, random fills -------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["hann_window", "hamming_window", "blackman_window", "bartlett_window",
+                                  "kaiser_window"])
+@pytest.mark.parametrize("length", [0, 1, 2, 5, 8])
+@pytest.mark.parametrize("periodic", [True, False])
+@differential(rtol=1e-6, atol=1e-7)
+def test_window_functions(T, name, length, periodic):
+    fn = getattr(T, name)
+    return fn(length, periodic), fn(length, periodic, dtype=T.float64), fn(length, requires_grad=True).requires_grad
+
+
+@differential(rtol=1e-6, atol=1e-7)
+def test_window_parameters(T):
+    return T.hamming_window(7, True, 0.5, 0.3), T.hamming_window(6, False, 0.6), T.kaiser_window(9, False, 3.5)
+
+
+@differential(rtol=1e-6, atol=1e-8)
+def test_cov_corrcoef_cases(T):
+    x = T.tensor(_arr(3, 6))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        one_obs = T.cov(T.tensor(_arr(3, 1)))
+    return (T.cov(x), T.cov(x[0]), T.cov(x, correction=0), T.cov(x.float(), fweights=T.tensor([1, 0, 2, 1, 3, 1])),
+            T.cov(x, aweights=T.linspace(0.1, 1, 6, dtype=T.float64), correction=3), one_obs,
+            T.cov(T.tensor([[1, 2, 4], [0, 1, 1]])), T.corrcoef(x), T.corrcoef(T.tensor([1.0, 2.0, 4.0])),
+            T.corrcoef(T.tensor([[1, 2, 3], [3, 1, 0]])), warns(T.cov, T.ones(2, 1)))
+
+
+@differential
+def test_addbmm_addr_beta_zero_ignores_nan(T):
+    nan_input = T.full((2, 2), float("nan"), requires_grad=True)
+    y = T.addbmm(nan_input, T.ones(3, 2, 4), T.ones(3, 4, 2), beta=0)
+    z = T.addr(nan_input, T.ones(2), T.ones(2), beta=0)
+    (y.sum() + z.sum()).backward()
+    return y, z, nan_input.grad
+
+
+def test_random_fills_cauchy_and_geometric():
+    hookgrad.manual_seed(0)
+    c = hookgrad.empty(20000, dtype=hookgrad.float64).cauchy_(1.0, 2.0)
+    assert c.dtype == hookgrad.float64
+    assert abs(float(c.median()) - 1.0) < 0.1  # median of Cauchy(1, 2)
+    q = np.quantile(c.numpy(), [0.25, 0.75])
+    assert abs(q[0] + 1.0) < 0.15 and abs(q[1] - 3.0) < 0.15  # quartiles at median -/+ sigma
+    g = hookgrad.zeros(20000, dtype=hookgrad.int64).geometric_(0.25)
+    assert g.dtype == hookgrad.int64 and int(g.min()) >= 1
+    assert abs(float(g.double().mean()) - 4.0) < 0.15  # mean 1/p
+
+
+@differential
+def test_multinomial_method_and_vdot(T):
+    T.manual_seed(0)
+    probs = T.tensor([[0.0, 1.0, 0.0], [0.0, 0.0, 2.0]])
+    return probs.multinomial(2, True), T.tensor([1.0, 2.0]).vdot(T.tensor([3.0, 4.0]))
+
+
+# ---- second derivatives of the registry's breadth rows ---------------------------------------------------
+@pytest.mark.parametrize("name", BREADTH_SECOND_ORDER)
+def test_breadth_gradgradcheck(name):
+    fn, shapes = BREADTH[name]
+    inputs = [hookgrad.tensor(R(11 + i).uniform(-2, 2, s), requires_grad=True) for i, s in enumerate(shapes)]
+    assert gradgradcheck(lambda *xs: fn(hookgrad, *xs), inputs, eps=1e-6, atol=1e-4, rtol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["cosine_embedding_loss", "multilabel_soft_margin_loss", "poisson_nll_loss",
+                                  "triplet_margin_loss", "lp_pool2d", "cov_weights", "addbmm"])
+def test_breadth_double_backward_matches_torch(name):
+    fn, shapes = BREADTH[name]
+    arrays = [R(21 + i).uniform(-2, 2, s) for i, s in enumerate(shapes)]
+
+    def scenario(T):
+        xs = [T.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(T, *xs)
+        grads = T.autograd.grad(out.sum(), xs, create_graph=True, allow_unused=True)
+        second = T.autograd.grad(sum((g * g).sum() for g in grads if g is not None), xs, allow_unused=True)
+        return grads, second
+
+    from difftest import assert_same, normalize
+    assert_same(normalize(scenario(hookgrad)), normalize(scenario(torch)), rtol=1e-6, atol=1e-8)
+
+
+@differential
+def test_nll_loss2d_is_deprecated(T):
+    return warns(lambda: repr(T.nn.NLLLoss2d())), isinstance(T.nn.NLLLoss2d(), T.nn.NLLLoss)
