@@ -276,3 +276,12 @@ def test_breadth_double_backward_matches_torch(name):
 @differential
 def test_nll_loss2d_is_deprecated(T):
     return warns(lambda: repr(T.nn.NLLLoss2d())), isinstance(T.nn.NLLLoss2d(), T.nn.NLLLoss)
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_torch_logit_in_place_function(T):
+    x = T.tensor(_arr(2, 3), requires_grad=True)
+    y = T.logit_(x.sigmoid() * 1, 0.2)
+    z = T.logit_(x.sigmoid() * 1)
+    (y.sum() + z.sum()).backward()
+    return y, z, x.grad

@@ -135,8 +135,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     if aweights is not None:
         _check_weights(aweights, "aweights", num_obs, False)
         w = aweights if w is None else w * aweights
+    # the observation count and the normalizer are tensors (int64 without float weights), as in torch
     if w is None:
-        w_sum = float(num_obs)
+        w_sum = wrap(np.asarray(num_obs, dtype=np.int64))
         avg = x.mean(1)
     else:
         w_sum = w.sum()
@@ -145,11 +146,10 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm = w_sum - correction * (w * aweights).sum() / w_sum
     else:
         norm = w_sum - correction
-    norm_value = float(norm._data) if isinstance(norm, Tensor) else norm
-    if norm_value <= 0:
+    if bool((norm <= 0)._data):
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                       "observations.", UserWarning, stacklevel=2)
-        norm = norm.clamp_min(0) if isinstance(norm, Tensor) else 0.0
+        norm = norm * 0
     centred = x - avg.unsqueeze(1)
     weighted = centred if w is None else centred * w
     c = linalg.mm(centred, weighted.t())
