@@ -614,6 +614,13 @@ BREADTH = {
     "vdot_method": (lambda T, a, b: a.vdot(b.flip(0)) * T.vdot(b, a), [(4,), (4,)]),
     "inplace_special_functions": (lambda T, x, y: T.erf_(x * 1) + T.erfc_(x * 1) + T.i0_(x * 1) + T.sinc_(x * 1)
                                   + T.xlogy_(x * x + 0.5, y.flip(1) * y.flip(1) + 0.5), [(2, 3), (2, 3)]),
+    "ctc_loss": (lambda T, x: T.nn.functional.ctc_loss(x.log_softmax(2), T.tensor([[1, 2, 2], [3, 1, 3]]), (6, 6),
+                                                        (3, 3)), [(6, 2, 4)]),
+    "ctc_loss_flat_targets": (lambda T, x: T.ctc_loss(x.log_softmax(1), T.tensor([2, 1]), (5,), (2,), 0, 0),
+                              [(5, 3)]),
+    "ctc_loss_lengths": (lambda T, x: T.nn.functional.ctc_loss(x.log_softmax(2), T.tensor([[1, 1, 2], [2, 1, 0]]),
+                                                                T.tensor([5, 5]), T.tensor([2, 2]), reduction="sum"),
+                         [(5, 2, 3)]),
 }
 EDGE.update(BREADTH)
 

@@ -285,3 +285,56 @@ def test_torch_logit_in_place_function(T):
     z = T.logit_(x.sigmoid() * 1)
     (y.sum() + z.sum()).backward()
     return y, z, x.grad
+
+
+CTC_CASES = {
+    "mean": dict(reduction="mean"), "sum_tensor_lengths": dict(reduction="sum", tensors=True),
+    "none_flat": dict(reduction="none", flat=True), "zero_infinity": dict(reduction="none", zero_infinity=True),
+    "zero_infinity_mean": dict(reduction="mean", zero_infinity=True), "infinite": dict(reduction="sum"),
+    "float32": dict(reduction="mean", dtype="float32"), "blank_last": dict(reduction="none", blank=4),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CTC_CASES))
+@differential(rtol=1e-5, atol=1e-6)
+def test_ctc_loss_against_torch(T, case):
+    """Varied input and target lengths (one sample too short for its target: an infinite loss)."""
+    opts = dict(CTC_CASES[case])
+    dtype = getattr(T, opts.pop("dtype", "float64"))
+    flat, tensors, blank = opts.pop("flat", False), opts.pop("tensors", False), opts.pop("blank", 0)
+    x = T.tensor(_arr(6, 3, 5), dtype=dtype, requires_grad=True)
+    targets = T.tensor([[1, 2, 2], [3, 4, 0], [1, 1, 1]]) - (1 if blank == 4 else 0)
+    input_lengths, target_lengths = [6, 5, 3], [3, 2, 3]
+    if flat:
+        targets = T.tensor([1, 2, 2, 3, 4, 1, 1, 1])
+    if tensors:
+        input_lengths, target_lengths = T.tensor(input_lengths), T.tensor(target_lengths)
+    loss = T.nn.functional.ctc_loss(x.log_softmax(2), targets, input_lengths, target_lengths, blank=blank, **opts)
+    (loss * T.arange(1, loss.numel() + 1, dtype=loss.dtype).reshape(loss.shape)).sum().backward()
+    return loss, x.grad
+
+
+@differential(rtol=1e-6, atol=1e-8)
+def test_ctc_gradient_is_torchs_on_raw_log_probs(T):
+    """torch's gradient in log_probs assumes normalized inputs (exp(log_probs) - posteriors)."""
+    lp = T.tensor(_arr(4, 2, 3), requires_grad=True)
+    module = T.nn.CTCLoss(reduction="sum")
+    fired = []
+    module.register_forward_hook(lambda m, args, out: fired.append(len(args)))
+    loss = module(lp, T.tensor([[1, 2], [2, 2]]), (4, 4), (2, 2))
+    loss.backward()
+    return loss, lp.grad, fired, type(loss.grad_fn.next_functions[0][0]).__name__
+
+
+@differential
+def test_ctc_has_no_double_backward_and_checks_arguments(T):
+    F = T.nn.functional
+    lp = T.tensor(_arr(5, 2, 4), requires_grad=True)
+    (g,) = T.autograd.grad(F.ctc_loss(lp.log_softmax(2), T.tensor([[1, 2], [3, 3]]), (5, 4), (2, 2)), lp,
+                           create_graph=True)
+    targets = T.tensor([[1, 2], [3, 3]])
+    return (catch(lambda: g.sum().backward()),
+            catch(F.ctc_loss, lp, targets, (6, 4), (2, 2)), catch(F.ctc_loss, lp, targets, (5, 4), (3, 2)),
+            catch(F.ctc_loss, lp, targets, (5,), (2, 2)), catch(F.ctc_loss, lp, targets, (5, 4), (2, 2), blank=4),
+            catch(F.ctc_loss, lp, T.tensor([1, 2, 3]), (5, 4), (2, 2)), catch(F.ctc_loss, lp, targets, (-1, 4), (2, 2)),
+            catch(F.ctc_loss, lp, targets, (5, 4), (2, 2), reduction="avg"))

@@ -299,6 +299,7 @@ from ._functional.loss_more import (cosine_embedding_loss, gaussian_nll_loss, hi
                                     triplet_margin_loss, triplet_margin_with_distance_loss)
 from ._functional.torch_level import (celu_, elu_, hardtanh_, leaky_relu_, rrelu_, selu_,  # noqa: E402
                                       threshold_)
+from ._functional.ctc import ctc_loss  # noqa: E402
 from ._functional.pool_more import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: E402
 from .. import pdist  # noqa: E402 - torch.nn.functional.pdist is torch.pdist
 
@@ -314,6 +315,7 @@ __all__ += [
     "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "celu_", "elu_", "hardtanh_", "leaky_relu_",
     "rrelu_", "selu_", "threshold_", "pdist", "conv_tbc", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "ctc_loss",
 ]
 
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)

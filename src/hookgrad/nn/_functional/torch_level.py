@@ -206,6 +206,11 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2.0, eps=1e-6,
                                           reduction=_reduction(reduction))
 
 
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=1, zero_infinity=False):
+    from .ctc import ctc_loss as _ctc
+    return _ctc(log_probs, targets, input_lengths, target_lengths, blank, _reduction(reduction), zero_infinity)
+
+
 def poisson_nll_loss(input, target, log_input, full, eps, reduction):
     return _loss_more.poisson_nll_loss(input, target, log_input, full, eps=eps, reduction=_reduction(reduction))
 
