@@ -338,3 +338,36 @@ def test_ctc_has_no_double_backward_and_checks_arguments(T):
             catch(F.ctc_loss, lp, targets, (5,), (2, 2)), catch(F.ctc_loss, lp, targets, (5, 4), (2, 2), blank=4),
             catch(F.ctc_loss, lp, T.tensor([1, 2, 3]), (5, 4), (2, 2)), catch(F.ctc_loss, lp, targets, (-1, 4), (2, 2)),
             catch(F.ctc_loss, lp, targets, (5, 4), (2, 2), reduction="avg"))
+
+
+@differential
+def test_tensor_methods_resize_set_subclass_and_legacy_attributes(T):
+    out = {}
+    x = T.arange(6.).reshape(2, 3).requires_grad_()
+    y = warns(lambda: x.resize(3, 2))
+    out["resize"] = y
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        r = x.resize(3, 2); r2 = x.resize_as(T.ones(6)); r3 = catch(x.resize, (6,))
+        out["resize_names"] = type(r.grad_fn).__name__
+        (r * T.arange(6.).reshape(3, 2)).sum().backward()
+        out["grad"] = x.grad
+        out["bad"] = catch(x.resize, 4)
+    a = T.ones(2); b = T.arange(3.)
+    out["set_"] = (a.set_(b) is a, a, a.is_set_to(b), b.is_set_to(a), a.is_set_to(b.clone()), b.is_set_to(b.view(3)), b.is_set_to(b[:2]))
+    b.add_(1); out["shared"] = a
+    out["set_empty"] = T.ones(2).set_()
+    out["set_leaf"] = catch(lambda: T.ones(2, requires_grad=True).set_(T.ones(3)))
+    out["set_storage"] = T.ones(4).set_(T.arange(5.).untyped_storage(), 1, (2,), (2,))
+    out["name"] = x.name
+    out["volatile"] = warns(lambda: x.volatile)
+    out["grad_dtype"] = (x.grad_dtype, catch(lambda: (x * 2).grad_dtype), catch(lambda: setattr(x * 2, "grad_dtype", T.float64)))
+    class M(T.Tensor):
+        pass
+    m = x.as_subclass(M)
+    out["as_subclass"] = (type(m).__name__, m.requires_grad, m.is_leaf, type(m.grad_fn).__name__, m.data_ptr() == x.data_ptr(), catch(x.as_subclass, int))
+    p = (x * 2).as_subclass(T.nn.Parameter)
+    out["as_param"] = (type(p).__name__, p.requires_grad)
+    out["misc"] = (x.is_distributed(), x.const_data_ptr() == x.data_ptr())
+    out["removed"] = [catch(f) for f in (lambda: T.lstsq(x, x), lambda: T.solve(x, x), lambda: T.eig(x), lambda: T.symeig(x), lambda: T.matrix_rank(x), lambda: x.lstsq(x), lambda: x.eig())]
+    return out
