@@ -621,6 +621,11 @@ BREADTH = {
     "ctc_loss_lengths": (lambda T, x: T.nn.functional.ctc_loss(x.log_softmax(2), T.tensor([[1, 1, 2], [2, 1, 0]]),
                                                                 T.tensor([5, 5]), T.tensor([2, 2]), reduction="sum"),
                          [(5, 2, 3)]),
+    "fractional_max_pool2d": (lambda T, x: T.nn.functional.fractional_max_pool2d(
+        x, (2, 3), (3, 4), _random_samples=T.tensor([[[0.3, 0.8], [0.05, 0.5]]], dtype=x.dtype)), [(1, 2, 6, 7)]),
+    "fractional_max_pool3d": (lambda T, x: T.nn.functional.fractional_max_pool3d(
+        x, 2, output_ratio=(0.6, 0.5, 0.7), _random_samples=T.tensor([[[0.2, 0.9, 0.4]]], dtype=x.dtype)),
+        [(1, 5, 6, 6)]),
 }
 EDGE.update(BREADTH)
 

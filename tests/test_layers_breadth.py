@@ -371,3 +371,48 @@ def test_tensor_methods_resize_set_subclass_and_legacy_attributes(T):
     out["misc"] = (x.is_distributed(), x.const_data_ptr() == x.data_ptr())
     out["removed"] = [catch(f) for f in (lambda: T.lstsq(x, x), lambda: T.solve(x, x), lambda: T.eig(x), lambda: T.symeig(x), lambda: T.matrix_rank(x), lambda: x.lstsq(x), lambda: x.eig())]
     return out
+
+
+# ---- fractional max pooling: torch's windows for given samples ------------------------------------------
+def _fractional_run(T, dtype, nd, shape, kernel, out, ratio=None):
+    g = np.random.default_rng(0)
+    x = T.tensor(g.standard_normal(shape), dtype=getattr(T, dtype), requires_grad=True)
+    n = shape[0] if len(shape) == nd + 2 else 1
+    c = shape[-nd - 1]
+    s = T.tensor(g.uniform(0, 1, (n, c, nd)), dtype=getattr(T, dtype))
+    fn = T.nn.functional.fractional_max_pool2d if nd == 2 else T.nn.functional.fractional_max_pool3d
+    y, i = fn(x, kernel, out, ratio, True, _random_samples=s)
+    (y * T.arange(y.numel(), dtype=y.dtype).reshape(y.shape)).sum().backward()
+    return y, i, x.grad
+
+
+FRACTIONAL = [("float64", 2, (2, 3, 9, 8), 3, (4, 5)), ("float32", 2, (3, 10, 11), (2, 3), (6, 4)), ("float64", 2, (1, 2, 7, 7), 2, None, (0.5, 0.7)),
+             ("float64", 3, (2, 2, 6, 7, 8), 2, (3, 4, 5)), ("float32", 3, (2, 9, 6, 5), (3, 2, 2), (4, 3, 2)), ("float32", 2, (1, 1, 50, 50), 3, (17, 33))]
+
+
+@pytest.mark.parametrize("case", range(len(FRACTIONAL)))
+@differential(rtol=1e-6, atol=1e-7)
+def test_fractional_max_pool_windows_values_gradients(T, case):
+    return _fractional_run(T, *FRACTIONAL[case])
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_fractional_max_pool_modules(T):
+    samples = T.tensor([[[0.25, 0.75]], [[0.5, 0.1]]], dtype=T.float64)
+    m2 = T.nn.FractionalMaxPool2d(3, output_ratio=(0.5, 0.6), return_indices=True, _random_samples=samples)
+    m3 = T.nn.FractionalMaxPool3d((2, 2, 1), output_size=2, _random_samples=T.tensor([[[0.3, 0.6, 0.9]]],
+                                                                                   dtype=T.float64))
+    fired = []
+    m2.register_forward_hook(lambda m, a, out: fired.append(tuple(out[0].shape)))
+    x = T.tensor(_arr(2, 1, 8, 9), requires_grad=True)
+    y, idx = m2(x)
+    z = m3(T.tensor(_arr(1, 4, 4, 3, seed=2)))
+    y.sum().backward()
+    random_run = T.nn.FractionalMaxPool2d(2, output_size=(3, 3))(x).shape
+    return (y, idx, x.grad, z, fired, sorted(dict(m2.named_buffers())), random_run,
+            catch(T.nn.FractionalMaxPool2d, 2), catch(T.nn.FractionalMaxPool2d, 2, 3, 0.5),
+            catch(T.nn.FractionalMaxPool2d, 2, output_ratio=1.5), catch(T.nn.FractionalMaxPool3d, 0, 2),
+            catch(T.nn.functional.fractional_max_pool2d, x, 3, 7),
+            catch(T.nn.functional.fractional_max_pool2d, x, 2, 3, _random_samples=T.rand(2, 2, 2)),
+            catch(T.nn.functional.fractional_max_pool2d, x, 2),
+            catch(T.nn.functional.fractional_max_pool2d, x, 2, output_ratio=0.5))
