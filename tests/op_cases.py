@@ -626,6 +626,7 @@ BREADTH = {
     "fractional_max_pool3d": (lambda T, x: T.nn.functional.fractional_max_pool3d(
         x, 2, output_ratio=(0.6, 0.5, 0.7), _random_samples=T.tensor([[[0.2, 0.9, 0.4]]], dtype=x.dtype)),
         [(1, 5, 6, 6)]),
+    "affine_grid": (lambda T, th: T.nn.functional.affine_grid(th, (2, 1, 3, 4), False), [(2, 2, 3)]),
 }
 EDGE.update(BREADTH)
 
@@ -633,5 +634,5 @@ EDGE.update(BREADTH)
 BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
                         "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
                         "multi_margin_loss_p2_weight", "multilabel_margin_loss", "lp_pool1d", "lp_pool2d",
-                        "torch_kl_div", "torch_norms", "cov_weights", "addbmm", "addr", "conv_tbc",
+                        "torch_kl_div", "torch_norms", "cov_weights", "addbmm", "affine_grid", "addr", "conv_tbc",
                         "torch_activations"]

@@ -300,6 +300,8 @@ from ._functional.loss_more import (cosine_embedding_loss, gaussian_nll_loss, hi
 from ._functional.torch_level import (celu_, elu_, hardtanh_, leaky_relu_, rrelu_, selu_,  # noqa: E402
                                       threshold_)
 from ._functional.ctc import ctc_loss  # noqa: E402
+from ._functional.sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402
+from .modules.attention import multi_head_attention_forward  # noqa: E402
 from ._functional.fractional import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402
                                      fractional_max_pool3d, fractional_max_pool3d_with_indices)
 from ._functional.pool_more import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: E402
@@ -318,7 +320,8 @@ __all__ += [
     "triplet_margin_loss", "triplet_margin_with_distance_loss", "celu_", "elu_", "hardtanh_", "leaky_relu_",
     "rrelu_", "selu_", "threshold_", "pdist", "conv_tbc", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "ctc_loss", "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
-    "fractional_max_pool3d_with_indices",
+    "fractional_max_pool3d_with_indices", "affine_grid", "grid_sample", "gumbel_softmax",
+    "multi_head_attention_forward",
 ]
 
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)
