@@ -627,6 +627,9 @@ BREADTH = {
         x, 2, output_ratio=(0.6, 0.5, 0.7), _random_samples=T.tensor([[[0.2, 0.9, 0.4]]], dtype=x.dtype)),
         [(1, 5, 6, 6)]),
     "affine_grid": (lambda T, th: T.nn.functional.affine_grid(th, (2, 1, 3, 4), False), [(2, 2, 3)]),
+    "poisson_zero_rates": (lambda T, x: T.poisson(x.abs() * 0) + x, [(2, 3)]),
+    "native_group_norm_stats": (lambda T, x, w, b: (lambda r: r[0].sum() + r[1].sum() * 2 + r[2].sum())(
+        T.native_group_norm(x, w, b, 2, 4, 3, 2, 1e-5)), [(2, 4, 3), (4,), (4,)]),
 }
 EDGE.update(BREADTH)
 

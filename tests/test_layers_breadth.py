@@ -497,9 +497,11 @@ def test_multi_head_attention_forward_in_functional(T):
     return out, weights, q.grad
 
 
-# grid_sample's graph is composed (torch has one node), so its rows are gradchecked here rather than
-# in the registry, whose saved-attribute walk pairs nodes with torch's
-GRID_CASES = {
+# grid_sample's and the recurrent cells' graphs are composed differently from torch's, so their rows are
+# gradchecked here rather than in the registry, whose saved-attribute walk pairs nodes with torch's
+COMPOSED_CASES = {
+    "rnn_cells": (lambda T, x, h, w: T.lstm_cell(x, (h, h * 0.5), w, w[:, :3] * 0.3)[0] + T.gru_cell(
+        x, h, w[:9], w[:9, :3]) + T.rnn_tanh_cell(x, h, w[:3], w[3:6, :3]), [(2, 3), (2, 3), (12, 3)]),
     "grid_sample_bilinear": (lambda T, x, g: T.nn.functional.grid_sample(x, g * 0.8, align_corners=False),
                              [(1, 2, 3, 4), (1, 2, 3, 2)]),
     "grid_sample_reflection_3d": (lambda T, x, g: T.nn.functional.grid_sample(
@@ -510,17 +512,17 @@ GRID_CASES = {
 }
 
 
-@pytest.mark.parametrize("name", sorted(GRID_CASES))
+@pytest.mark.parametrize("name", sorted(COMPOSED_CASES))
 def test_grid_sample_gradcheck_and_gradgradcheck(name):
-    fn, shapes = GRID_CASES[name]
+    fn, shapes = COMPOSED_CASES[name]
     inputs = [hookgrad.tensor(R(31 + i).uniform(-1, 1, s), requires_grad=True) for i, s in enumerate(shapes)]
     assert hookgrad.autograd.gradcheck(lambda *xs: fn(hookgrad, *xs), inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
     assert gradgradcheck(lambda *xs: fn(hookgrad, *xs), inputs, eps=1e-6, atol=1e-4, rtol=1e-3)
 
 
-@pytest.mark.parametrize("name", sorted(GRID_CASES))
+@pytest.mark.parametrize("name", sorted(COMPOSED_CASES))
 def test_grid_sample_cases_match_torch(name):
-    fn, shapes = GRID_CASES[name]
+    fn, shapes = COMPOSED_CASES[name]
     arrays = [R(41 + i).uniform(-1, 1, s) for i, s in enumerate(shapes)]
 
     def scenario(T):
@@ -531,3 +533,42 @@ def test_grid_sample_cases_match_torch(name):
 
     from difftest import assert_same, normalize
     assert_same(normalize(scenario(hookgrad)), normalize(scenario(torch)), rtol=1e-7, atol=1e-9)
+
+
+@differential(rtol=1e-6, atol=1e-8)
+def test_native_norms_convolution_cells_and_deprecated_norms(T):
+    g = np.random.default_rng(0)
+    mk = lambda *s, seed=0: T.tensor(np.random.default_rng(seed).standard_normal(s), requires_grad=True)
+    x = mk(3, 4, 5); w = mk(4, seed=1); b = mk(4, seed=2)
+    out = {}
+    r = T.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5); out["nbn"] = r
+    rm, rv = T.zeros(4, dtype=T.float64), T.ones(4, dtype=T.float64)
+    out["nbn_eval"] = T.native_batch_norm(x, None, None, rm, rv, False, 0.1, 1e-5)
+    out["nln"] = T.native_layer_norm(x, (5,), None, None, 1e-5)
+    out["ngn"] = T.native_group_norm(x, w, b, 3, 4, 5, 2, 1e-5)
+    out["nd_eval"] = T.native_dropout(x, 0.5, False)
+    kw = mk(6, 4, 2, seed=3)
+    out["conv"] = T.convolution(x, kw, None, [1], [1], [1], False, [0], 1)
+    out["convT"] = T.convolution(x, kw.transpose(0, 1), None, [2], [0], [1], True, [1], 1)
+    h = mk(3, 6, seed=4); c = mk(3, 6, seed=5)
+    wih, whh = mk(24, 5, seed=6), mk(24, 6, seed=7)
+    xi = x[:, 0]
+    out["lstm"] = T.lstm_cell(xi, (h, c), wih, whh, mk(24, seed=8), None)
+    out["gru"] = T.gru_cell(xi, h, wih[:18], whh[:18], None, mk(18, seed=9))
+    out["rnn"] = (T.rnn_tanh_cell(xi, h, wih[:6], whh[:6]), T.rnn_relu_cell(xi, h, wih[:6], whh[:6], whh[0], whh[1]))
+    out["ned"] = (T.norm_except_dim(x, 2, 1), T.norm_except_dim(x, 3, -1), T.norm_except_dim(x, 1, 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        out["fro"] = T.frobenius_norm(x, (1, 2)); out["nuc"] = (T.nuclear_norm(x[0]), T.nuclear_norm(x, (0, 2), True))
+    tot = 0
+    for k, v in out.items():
+        for t in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(t, T.Tensor) and t.dtype == T.float64 and t.requires_grad:
+                tot = tot + t.sum()
+    tot.backward()
+    out["grads"] = (x.grad, w.grad, b.grad, kw.grad, h.grad, c.grad, wih.grad, whh.grad)
+    W = T.tensor(np.random.default_rng(1).standard_normal((5, 3)) * 3)
+    out["renorm"] = (T.embedding_renorm_(W, T.tensor([0, 2, 2]), 1.0, 2.0), W)
+    out["misc"] = (T.get_device(x), T.is_distributed(x), T.unfold_copy(x, 2, 2, 1), catch(T.binomial, T.tensor([5, 6]), T.tensor([0.2, 0.9])),
+                   T.poisson(T.zeros(3)), T.binomial(T.tensor([3.0, 0.0]), T.tensor([0.0, 0.5])), catch(T.nuclear_norm, x))
+    return out

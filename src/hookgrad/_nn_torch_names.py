@@ -12,4 +12,6 @@ NN_TORCH_NAMES = SAME_AS_FUNCTIONAL + (
     "feature_dropout_", "batch_norm", "instance_norm", "layer_norm", "group_norm", "embedding", "max_pool1d",
     "max_pool2d", "max_pool3d", "max_pool1d_with_indices", "adaptive_max_pool1d", "binary_cross_entropy_with_logits",
     "kl_div", "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
-    "poisson_nll_loss", "ctc_loss")
+    "poisson_nll_loss", "ctc_loss", "native_batch_norm", "native_layer_norm", "native_group_norm", "native_dropout",
+    "convolution", "embedding_renorm_", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "norm_except_dim",
+    "frobenius_norm", "nuclear_norm")

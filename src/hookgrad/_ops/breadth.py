@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, wrap
-from ._declare import module_all, op
+from ._base import GRAD
+from ._declare import ZeroGradNode, module_all, node_class, op, record_op
 from . import creation, linalg, pointwise
 from .creation import _rng
 from .inplace import _random_fill
@@ -27,6 +28,16 @@ def _inplace_function(name):
     fn.__doc__ = f"torch.{name}(input, ...): ``input.{name}(...)``."
     fn.__module__ = __name__
     return op(name, method=False)(fn)
+
+
+@op(method=False)
+def get_device(input):
+    return -1  # the CPU
+
+
+@op(method=False)
+def unfold_copy(input, dimension, size, step):
+    return input.unfold(dimension, size, step).clone()
 
 
 for _name in ("erf_", "erfc_", "i0_", "sinc_", "logit_", "xlogy_", "addmv_"):
@@ -221,6 +232,30 @@ def _geometric_sampler(rng, p):
 
 
 _random_fill("geometric_", _geometric_sampler)
+
+
+# ---- sampling functions ---------------------------------------------------------------------------
+PoissonBackward0 = node_class("PoissonBackward0", ZeroGradNode)
+
+
+@op(method=False)
+def poisson(input, generator=None):
+    """Poisson samples with rates ``input`` (zero gradient, as torch's PoissonBackward0 gives)."""
+    if input._data.dtype.kind != "f":
+        raise RuntimeError(f'"poisson_cpu" not implemented for \'{_type_name(input)}\'')
+    result = wrap(_rng(generator).poisson(input._data).astype(input._data.dtype))
+    if GRAD.enabled and input._requires_grad:
+        record_op(PoissonBackward0, (input,), result).keep_shapes(input)
+    return result
+
+
+@op(method=False)
+def binomial(count, prob, generator=None):
+    """Binomial samples of ``count`` trials with success probability ``prob`` (torch has no derivative)."""
+    if count._data.dtype.kind != "f":
+        raise ValueError(f"binomial only supports floating-point dtypes for count, got: {_type_name(count)}")
+    c, p = np.broadcast_arrays(count._data, prob._data)
+    return wrap(_rng(generator).binomial(c.astype(np.int64), p).astype(count._data.dtype))
 
 
 # ---- activations shared with nn.functional --------------------------------------------------------

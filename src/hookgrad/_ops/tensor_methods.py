@@ -119,7 +119,7 @@ def as_subclass(self, cls):
 
 
 # ---- trivial queries ------------------------------------------------------------------------------------
-@op(function=False)
+@op()
 def is_distributed(self):
     return False
 

@@ -13,6 +13,7 @@ import warnings
 
 from ..._nn_torch_names import NN_TORCH_NAMES, SAME_AS_FUNCTIONAL
 from ..._ops import views
+from ...autograd._warn_once import warn_once
 from . import activation as _act
 from . import composed as _composed
 from . import loss as _loss
@@ -150,6 +151,126 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     from .. import functional as F
     return F.embedding(indices, weight, None if padding_idx < 0 else padding_idx, None, 2.0, scale_grad_by_freq,
                        sparse)
+
+
+# ---- the native (ATen) forms that also return their statistics -------------------------------------------
+def _stats(input, dims, eps, keep):
+    mean = input.mean(dims, keepdim=keep)
+    rstd = (input.var(dims, correction=0, keepdim=keep) + eps).rsqrt()
+    return mean, rstd
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    out = _norm.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
+    if not training:
+        empty = input.new_empty(0)
+        return out, empty, empty
+    dims = (0,) + tuple(range(2, input.dim()))
+    mean, rstd = _stats(input.detach(), dims, eps, False)  # torch's statistics outputs take no gradient
+    return out, mean, rstd
+
+
+def native_layer_norm(input, normalized_shape, weight, bias, eps):
+    out = _norm.layer_norm(input, normalized_shape, weight, bias, eps)
+    dims = tuple(range(input.dim() - len(normalized_shape), input.dim()))
+    mean, rstd = _stats(input.detach(), dims, eps, True)  # torch's statistics outputs take no gradient
+    return out, mean, rstd
+
+
+def native_group_norm(input, weight, bias, N, C, HxW, group, eps):
+    out = _norm.group_norm(input, group, weight, bias, eps)
+    grouped = input.reshape(N, group, -1)
+    mean, rstd = _stats(grouped, (2,), eps, False)
+    return out, mean, rstd
+
+
+def native_dropout(input, p, train):
+    import hookgrad
+    if train is False:
+        return input.clone(), hookgrad.ones(input.shape, dtype=hookgrad.bool)
+    if p < 0 or p > 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    keep = hookgrad.rand(*input.shape) >= p if p < 1 else hookgrad.zeros(input.shape, dtype=hookgrad.bool)
+    scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
+    return input * keep.to(input.dtype) * scale, keep
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
+    from .. import functional as F
+    nd = weight.dim() - 2
+    if transposed:
+        fn = (F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d)[nd - 1]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    fn = (F.conv1d, F.conv2d, F.conv3d)[nd - 1]
+    return fn(input, weight, bias, stride, padding, dilation, groups)
+
+
+def embedding_renorm_(input, indices, max_norm, norm_type):
+    """Rows of ``input`` looked up by ``indices`` rescaled in place to norm at most ``max_norm``."""
+    from .. import functional as F
+    views.check_inplace(input)
+    F._embedding_renorm(input, indices._data, max_norm, norm_type)
+    return input
+
+
+# ---- recurrent cells (one step) ---------------------------------------------------------------------------
+def _linear(x, w, b):
+    from .. import functional as F
+    return F.linear(x, w, b)
+
+
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).tanh()
+
+
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).relu()
+
+
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    h, c = hx
+    gates = _linear(input, w_ih, b_ih) + _linear(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, 1)
+    cy = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * cy.tanh(), cy
+
+
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    i_r, i_z, i_n = _linear(input, w_ih, b_ih).chunk(3, 1)
+    h_r, h_z, h_n = _linear(hx, w_hh, b_hh).chunk(3, 1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return n + z * (hx - n)
+
+
+# ---- deprecated norms kept by torch for TorchScript ----------------------------------------------------------
+def norm_except_dim(v, pow=2, dim=0):
+    import hookgrad
+    if dim == -1:
+        return v.norm(pow)
+    dims = tuple(d for d in range(v.dim()) if d != dim % v.dim())
+    return hookgrad.linalg.vector_norm(v, pow, dims, keepdim=True)
+
+
+def frobenius_norm(input, dim, keepdim=False):
+    import hookgrad
+    warn_once("frobenius_norm", "at::frobenius_norm is deprecated and it is just left for JIT compatibility. It will "
+              "be removed in a future PyTorch release. Please use `linalg.vector_norm(A, 2., dim, keepdim)` instead",
+              stacklevel=3)
+    return hookgrad.linalg.vector_norm(input, 2.0, dim, keepdim)
+
+
+def nuclear_norm(input, dim=None, keepdim=False):
+    import hookgrad
+    warn_once("nuclear_norm", "at::nuclear_norm is deprecated and it is just left for JIT compatibility. It will be "
+              "removed in a future PyTorch release. Please use `linalg.matrix_norm(A, 'nuc', dim, keepdim)` instead",
+              stacklevel=3)
+    if isinstance(dim, bool):  # nuclear_norm(input, keepdim)
+        dim, keepdim = None, dim
+    if dim is None:
+        dim = (-2, -1)
+    return hookgrad.linalg.matrix_norm(input, "nuc", dim, keepdim)
 
 
 # ---- pooling returning torch's results ----------------------------------------------------------
