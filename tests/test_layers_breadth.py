@@ -572,3 +572,44 @@ def test_native_norms_convolution_cells_and_deprecated_norms(T):
     out["misc"] = (T.get_device(x), T.is_distributed(x), T.unfold_copy(x, 2, 2, 1), catch(T.binomial, T.tensor([5, 6]), T.tensor([0.2, 0.9])),
                    T.poisson(T.zeros(3)), T.binomial(T.tensor([3.0, 0.0]), T.tensor([0.0, 0.5])), catch(T.nuclear_norm, x))
     return out
+
+
+@pytest.mark.parametrize("size, channels", [(3, 5), (4, 6), (5, 3), (1, 4), (2, 2)])
+@differential(rtol=1e-7, atol=1e-9)
+def test_cross_map_lrn2d_forward_backward(T, size, channels):
+    module = T.nn.CrossMapLRN2d(size, alpha=0.3, beta=0.6, k=1.5)
+    fired = []
+    module.register_forward_hook(lambda m, a, out: fired.append(tuple(out.shape)))
+    x = T.tensor(_arr(2, channels, 3, 2), requires_grad=True)
+    y = module(x)
+    backward = catch(lambda: (y * T.tensor(_arr(2, channels, 3, 2, seed=4))).sum().backward())
+    return y, x.grad, backward, fired, type(y.grad_fn).__name__, repr(module), catch(module, T.ones(2, 3))
+
+
+@differential
+def test_container_uninitialized_and_factory_kwargs(T):
+    nn = T.nn
+    c = warns(lambda: nn.Container(a=nn.ReLU(), b=nn.Linear(2, 3)))
+    built = nn.Container(a=nn.ReLU())
+    return (c[1], [n for n, _ in built.named_children()], issubclass(nn.UninitializedParameter, nn.Parameter),
+            nn.factory_kwargs({"dtype": T.float64, "factory_kwargs": {"device": "cpu"}}) == {
+                "dtype": T.float64, "device": "cpu"}, nn.factory_kwargs(None),
+            catch(nn.factory_kwargs, {"bad": 1}), catch(nn.factory_kwargs, {"dtype": 1, "factory_kwargs": {"dtype": 2}}))
+
+
+@differential
+def test_functional_helpers(T):
+    F = T.nn.functional
+
+    def yes(x, flag=False):
+        """doc"""
+        return "yes"
+
+    def no(x, flag=False):
+        return "no"
+
+    fn = F.boolean_dispatch("flag", 1, False, yes, no, "mod", "picked")
+    return (fn(1), fn(1, True), fn(1, flag=True), fn.__name__, fn.__doc__, F.BroadcastingList2[int],
+            catch(F.assert_int_or_pair, (1, 2, 3), "kernel", "{} must be int or pair"), F.assert_int_or_pair(3, "k", ""),
+            F.has_torch_function((T.ones(1),)), F.has_torch_function_unary(T.ones(1)),
+            F.has_torch_function_variadic(T.ones(1), 2))

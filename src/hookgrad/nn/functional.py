@@ -300,6 +300,9 @@ from ._functional.loss_more import (cosine_embedding_loss, gaussian_nll_loss, hi
 from ._functional.torch_level import (celu_, elu_, hardtanh_, leaky_relu_, rrelu_, selu_,  # noqa: E402
                                       threshold_)
 from ._functional.ctc import ctc_loss  # noqa: E402
+from ._functional.helpers import (BroadcastingList1, BroadcastingList2, BroadcastingList3,  # noqa: E402
+                                  assert_int_or_pair, boolean_dispatch, handle_torch_function, has_torch_function,
+                                  has_torch_function_unary, has_torch_function_variadic)
 from ._functional.sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402
 from .modules.attention import multi_head_attention_forward  # noqa: E402
 from ._functional.fractional import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402
@@ -321,7 +324,9 @@ __all__ += [
     "rrelu_", "selu_", "threshold_", "pdist", "conv_tbc", "lp_pool1d", "lp_pool2d", "lp_pool3d",
     "ctc_loss", "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
     "fractional_max_pool3d_with_indices", "affine_grid", "grid_sample", "gumbel_softmax",
-    "multi_head_attention_forward",
+    "multi_head_attention_forward", "BroadcastingList1", "BroadcastingList2", "BroadcastingList3",
+    "assert_int_or_pair", "boolean_dispatch", "handle_torch_function", "has_torch_function", "has_torch_function_unary",
+    "has_torch_function_variadic",
 ]
 
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)

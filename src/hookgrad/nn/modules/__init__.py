@@ -38,6 +38,8 @@ from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .loss import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: E402
                    MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d, PoissonNLLLoss,
                    SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .container import Container  # noqa: E402
+from .normalization import CrossMapLRN2d  # noqa: E402
 from .pooling import FractionalMaxPool2d, FractionalMaxPool3d, LPPool1d, LPPool2d, LPPool3d  # noqa: E402
 from . import (activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,  # noqa: F401
                instancenorm, lazy, linear, loss, module, normalization, padding, pixelshuffle, pooling, rnn, sparse,
@@ -72,5 +74,5 @@ __all__ = [
     "CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss", "SoftMarginLoss",
     "TripletMarginLoss", "TripletMarginWithDistanceLoss", "LPPool1d", "LPPool2d", "LPPool3d",
-    "FractionalMaxPool2d", "FractionalMaxPool3d",
+    "FractionalMaxPool2d", "FractionalMaxPool3d", "Container", "CrossMapLRN2d",
 ]
