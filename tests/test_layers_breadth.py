@@ -500,6 +500,8 @@ def test_multi_head_attention_forward_in_functional(T):
 # grid_sample's and the recurrent cells' graphs are composed differently from torch's, so their rows are
 # gradchecked here rather than in the registry, whose saved-attribute walk pairs nodes with torch's
 COMPOSED_CASES = {
+    "grid_sample_bicubic": (lambda T, x, g: T.nn.functional.grid_sample(x, g * 1.2, "bicubic", "reflection", True),
+                            [(1, 2, 3, 4), (1, 2, 2, 2)]),
     "rnn_cells": (lambda T, x, h, w: T.lstm_cell(x, (h, h * 0.5), w, w[:, :3] * 0.3)[0] + T.gru_cell(
         x, h, w[:9], w[:9, :3]) + T.rnn_tanh_cell(x, h, w[:3], w[3:6, :3]), [(2, 3), (2, 3), (12, 3)]),
     "grid_sample_bilinear": (lambda T, x, g: T.nn.functional.grid_sample(x, g * 0.8, align_corners=False),
@@ -613,3 +615,31 @@ def test_functional_helpers(T):
             catch(F.assert_int_or_pair, (1, 2, 3), "kernel", "{} must be int or pair"), F.assert_int_or_pair(3, "k", ""),
             F.has_torch_function((T.ones(1),)), F.has_torch_function_unary(T.ones(1)),
             F.has_torch_function_variadic(T.ones(1), 2))
+
+
+def _bicubic_run(T, pad, align, scale):
+    g = np.random.default_rng(0)
+    x = T.tensor(g.standard_normal((2, 2, 4, 5)), requires_grad=True)
+    grid = T.tensor(g.uniform(-scale, scale, (2, 3, 6, 2)), requires_grad=True)
+    y = T.nn.functional.grid_sample(x, grid, "bicubic", pad, align)
+    (y * T.arange(y.numel(), dtype=y.dtype).reshape(y.shape).sin()).sum().backward()
+    return y, x.grad, grid.grad
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "border", "reflection"])
+@pytest.mark.parametrize("align_corners", [True, False])
+@pytest.mark.parametrize("scale", [0.9, 1.7])
+@differential(rtol=1e-7, atol=1e-9)
+def test_grid_sample_bicubic(T, padding_mode, align_corners, scale):
+    return _bicubic_run(T, padding_mode, align_corners, scale)
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_torch_grid_sampler_names(T):
+    x = T.tensor(_arr(1, 2, 3, 4))
+    grid = T.tensor(R(3).uniform(-1, 1, (1, 2, 3, 2)))
+    theta = T.tensor(_arr(1, 2, 3, seed=2))
+    return (T.grid_sampler(x, grid, 2, 1, True), T.grid_sampler_2d(x, grid, 1, 2, False),
+            T.grid_sampler_3d(x[None], T.tensor(R(4).uniform(-1, 1, (1, 1, 2, 2, 3))), 0, 0, True),
+            T.affine_grid_generator(theta, (1, 2, 3, 4), False), catch(T.grid_sampler_2d, x[None], grid, 0, 0, True),
+            catch(T.nn.functional.grid_sample, x[None], T.zeros(1, 1, 2, 2, 3), "bicubic", align_corners=True))

@@ -14,4 +14,4 @@ NN_TORCH_NAMES = SAME_AS_FUNCTIONAL + (
     "kl_div", "cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
     "poisson_nll_loss", "ctc_loss", "native_batch_norm", "native_layer_norm", "native_group_norm", "native_dropout",
     "convolution", "embedding_renorm_", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "norm_except_dim",
-    "frobenius_norm", "nuclear_norm")
+    "frobenius_norm", "nuclear_norm", "affine_grid_generator", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d")

@@ -123,6 +123,60 @@ def _gather(flat_input, positions, sizes, out_shape):
     return values * mask
 
 
+_CUBIC_A = -0.75  # torch's cubic convolution coefficient
+
+
+def _cubic_weights(t):
+    """The four cubic-convolution weights of the taps at -1, 0, 1, 2 around a fraction ``t``."""
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
+
+
+def _tap_positions(pos, size, padding_mode, align_corners):
+    """Integer tap positions after torch's padding rule (applied to the taps, in floating point)."""
+    p = pos.astype(np.float64)
+    if padding_mode == "border":
+        p = np.clip(p, 0, size - 1)
+    elif padding_mode == "reflection":
+        low, high = (0, 2 * (size - 1)) if align_corners else (-1, 2 * size - 1)
+        if low == high:
+            p = np.zeros_like(p)
+        else:
+            half_low, span = low / 2, (high - low) / 2
+            dist = np.abs(p - half_low)
+            extra = np.fmod(dist, span)
+            flips = np.floor(dist / span)
+            p = np.where(np.fmod(flips, 2) == 0, extra + half_low, span - extra + half_low)
+        p = np.clip(p, 0, size - 1)
+    return np.trunc(p).astype(np.int64)
+
+
+def _bicubic(flat, grid, sizes, out_shape, padding_mode, align_corners):
+    h, w = sizes
+    ix = _unnormalize(grid[..., 0], w, align_corners)
+    iy = _unnormalize(grid[..., 1], h, align_corners)
+    x0, y0 = np.floor(ix._data).astype(np.int64), np.floor(iy._data).astype(np.int64)
+    wx = _cubic_weights(ix - wrap(x0.astype(ix._data.dtype)))
+    wy = _cubic_weights(iy - wrap(y0.astype(iy._data.dtype)))
+    out = None
+    for i in range(4):
+        rows = _tap_positions(y0 - 1 + i, h, padding_mode, align_corners)
+        row = None
+        for j in range(4):
+            cols = _tap_positions(x0 - 1 + j, w, padding_mode, align_corners)
+            term = _gather(flat, [rows, cols], sizes, out_shape) * wx[j].unsqueeze(1)
+            row = term if row is None else row + term
+        term = row * wy[i].unsqueeze(1)
+        out = term if out is None else out + term
+    return out
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """``input`` sampled at the normalized ``grid`` locations (x, y[, z] in [-1, 1])."""
     if mode not in ("bilinear", "nearest", "bicubic"):
@@ -144,13 +198,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     if grid.shape[-1] != nd:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {nd} in last dimension, but got grid with "
                            f"sizes {list(grid.shape)}")
-    if mode == "bicubic":
-        if nd != 2:
-            raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-        raise NotImplementedError("hookgrad: grid_sample(mode='bicubic') is not implemented")
+    if mode == "bicubic" and nd != 2:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     sizes = tuple(input.shape[2:])  # (D,) H, W
     out_shape = tuple(grid.shape[1:-1])
     flat = input.flatten(2)
+    if mode == "bicubic":
+        return _bicubic(flat, grid, sizes, out_shape, padding_mode, align_corners)
     # grid's last dim is x (width) first: coordinate k samples spatial dim nd - 1 - k
     coords = [_source_coords(grid[..., nd - 1 - d], sizes[d], padding_mode, align_corners) for d in range(nd)]
     if mode == "nearest":
