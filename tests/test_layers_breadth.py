@@ -643,3 +643,52 @@ def test_torch_grid_sampler_names(T):
             T.grid_sampler_3d(x[None], T.tensor(R(4).uniform(-1, 1, (1, 1, 2, 2, 3))), 0, 0, True),
             T.affine_grid_generator(theta, (1, 2, 3, 4), False), catch(T.grid_sampler_2d, x[None], grid, 0, 0, True),
             catch(T.nn.functional.grid_sample, x[None], T.zeros(1, 1, 2, 2, 3), "bicubic", align_corners=True))
+
+
+@pytest.mark.parametrize("case", ["plain", "bias_weight", "k_dim", "probabilities", "unbatched", "options"])
+@differential(rtol=1e-7, atol=1e-9)
+def test_linear_cross_entropy(T, case):
+    F = T.nn.functional
+    x = T.tensor(_arr(4, 3), requires_grad=True)
+    w = T.tensor(_arr(5, 3, seed=1), requires_grad=True)
+    target = T.tensor([0, 4, 2, 2])
+    kwargs = {}
+    if case == "bias_weight":
+        kwargs = dict(linear_bias=T.tensor(_arr(5, seed=2), requires_grad=True),
+                      weight=T.tensor([1.0, 2.0, 0.5, 1.0, 3.0], dtype=T.float64), ignore_index=2,
+                      label_smoothing=0.1, reduction="sum")
+    elif case == "k_dim":
+        w = T.tensor(_arr(5, 2, 3, seed=1), requires_grad=True)
+        target = T.tensor([[0, 1], [4, 4], [2, 3], [1, 0]])
+        kwargs = dict(reduction="none", linear_bias=T.tensor(_arr(5, 2, seed=2)))
+    elif case == "probabilities":
+        target = T.tensor(_arr(4, 5, seed=3)).softmax(1)
+    elif case == "unbatched":
+        x, target = T.tensor(_arr(3), requires_grad=True), T.tensor(3)
+    elif case == "options":
+        kwargs = dict(options=T.nn.LinearCrossEntropyOptions(batch_chunk_size=2))
+    loss = F.linear_cross_entropy(x, w, target, **kwargs)
+    loss.sum().backward()
+    return loss, x.grad, w.grad
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_linear_cross_entropy_module_and_errors(T):
+    T.manual_seed(0)
+    module = T.nn.LinearCrossEntropyLoss(3, 4, out_features=(2,), bias=True).double()
+    with T.no_grad():
+        module.linear.weight.copy_(T.tensor(_arr(8, 3)))
+        module.linear.bias.copy_(T.tensor(_arr(8, seed=1)))
+    x = T.tensor(_arr(2, 3, seed=2), requires_grad=True)
+    loss = module(x, T.tensor([[0, 3], [2, 1]]))
+    loss.backward()
+    F = T.nn.functional
+    return (loss, x.grad, module.linear.weight.grad, sorted(dict(module.named_parameters())),
+            catch(F.linear_cross_entropy, T.ones(2, 2, 3), T.ones(4, 3), T.zeros(2, dtype=T.int64)),
+            catch(F.linear_cross_entropy, T.ones(2, 3), T.ones(4, 2), T.zeros(2, dtype=T.int64)),
+            catch(F.linear_cross_entropy, T.ones(3), T.ones(4, 2, 3), T.zeros(2, dtype=T.int64)),
+            catch(T.nn.LinearCrossEntropyOptions, acc_policy="fast"),
+            catch(T.nn.LinearCrossEntropyOptions, batch_chunk_size=0),
+            catch(T.nn.LinearCrossEntropyLoss, 3, 4, weight=T.ones(3)),
+            warns(F.linear_cross_entropy, T.ones(2, 3), T.ones(4, 3), T.zeros(2, dtype=T.int64), label_smoothing=0.2,
+                  options=T.nn.LinearCrossEntropyOptions())[1])

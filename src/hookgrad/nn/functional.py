@@ -300,6 +300,7 @@ from ._functional.loss_more import (cosine_embedding_loss, gaussian_nll_loss, hi
 from ._functional.torch_level import (celu_, elu_, hardtanh_, leaky_relu_, rrelu_, selu_,  # noqa: E402
                                       threshold_)
 from ._functional.ctc import ctc_loss  # noqa: E402
+from ._functional.linear_ce import linear_cross_entropy  # noqa: E402
 from ._functional.helpers import (BroadcastingList1, BroadcastingList2, BroadcastingList3,  # noqa: E402
                                   assert_int_or_pair, boolean_dispatch, handle_torch_function, has_torch_function,
                                   has_torch_function_unary, has_torch_function_variadic)
@@ -326,7 +327,7 @@ __all__ += [
     "fractional_max_pool3d_with_indices", "affine_grid", "grid_sample", "gumbel_softmax",
     "multi_head_attention_forward", "BroadcastingList1", "BroadcastingList2", "BroadcastingList3",
     "assert_int_or_pair", "boolean_dispatch", "handle_torch_function", "has_torch_function", "has_torch_function_unary",
-    "has_torch_function_variadic",
+    "has_torch_function_variadic", "linear_cross_entropy",
 ]
 
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)

@@ -39,6 +39,8 @@ from .loss import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbedding
                    MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d, PoissonNLLLoss,
                    SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
 from .container import Container  # noqa: E402
+from .loss import LinearCrossEntropyLoss  # noqa: E402
+from .._functional.linear_ce import LinearCrossEntropyOptions  # noqa: E402
 from .normalization import CrossMapLRN2d  # noqa: E402
 from .pooling import FractionalMaxPool2d, FractionalMaxPool3d, LPPool1d, LPPool2d, LPPool3d  # noqa: E402
 from . import (activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,  # noqa: F401
@@ -75,4 +77,5 @@ __all__ = [
     "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss", "SoftMarginLoss",
     "TripletMarginLoss", "TripletMarginWithDistanceLoss", "LPPool1d", "LPPool2d", "LPPool3d",
     "FractionalMaxPool2d", "FractionalMaxPool3d", "Container", "CrossMapLRN2d",
+    "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
 ]
