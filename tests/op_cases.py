@@ -521,3 +521,121 @@ LINALG = {
     "ormqr_right_transpose": (lambda T, a, tau, c: a.ormqr(tau, c, left=False, transpose=True), [(3, 3), (3,), (2, 3)]),
 }
 EDGE.update(LINALG)
+
+# ---- API breadth: torch.* names of the nn kernels, Tensor methods, losses, LP pooling ----
+def _signs(T, *shape):
+    return T.tensor(np.sign(np.random.default_rng(5).standard_normal(shape)), dtype=T.float64)
+
+
+def _positive(T, *shape):
+    return T.tensor(np.random.default_rng(6).uniform(0.2, 3.0, shape), dtype=T.float64)
+
+
+BREADTH = {
+    "cosine_embedding_loss": (lambda T, a, b: T.nn.functional.cosine_embedding_loss(a, b.flip(1), T.tensor([1, -1, -1]),
+                                                                                   margin=-0.3), [(3, 4), (3, 4)]),
+    "cosine_embedding_loss_1d": (lambda T, a, b: T.cosine_embedding_loss(a, b.flip(0), T.tensor(-1), -0.9, 0), [(4,), (4,)]),
+    "hinge_embedding_loss": (lambda T, x: T.nn.functional.hinge_embedding_loss(x, _signs(T, 3, 4), margin=1.5,
+                                                                               reduction="sum"), [(3, 4)]),
+    "hinge_embedding_loss_torch": (lambda T, x: T.hinge_embedding_loss(x, _signs(T, 4), 1.0, 0), [(3, 4)]),
+    "margin_ranking_loss": (lambda T, a, b: T.nn.functional.margin_ranking_loss(a, b.flip(0), _signs(T, 5), margin=0.3),
+                            [(5,), (5,)]),
+    "margin_ranking_loss_torch": (lambda T, a, b: T.margin_ranking_loss(a, b.flip(1), _signs(T, 2, 3), 0.1, 2),
+                                  [(2, 3), (2, 3)]),
+    "triplet_margin_loss": (lambda T, a, p, n: T.nn.functional.triplet_margin_loss(a, p * 0.7 + 0.3, n.flip(1) * 0.8, margin=2.0,
+                                                                                   p=1.5, swap=True), [(3, 4)] * 3),
+    "triplet_margin_loss_torch": (lambda T, a, p, n: T.triplet_margin_loss(a, p.flip(1), n * 0.5, 1.0, 2.0, 1e-6, False, 0),
+                                  [(2, 3, 4)] * 3),
+    "triplet_margin_with_distance_loss": (lambda T, a, p, n: T.nn.functional.triplet_margin_with_distance_loss(
+        a, p.flip(0), n * 0.5 + 0.2, distance_function=lambda x, y: ((x - y) ** 2).sum(-1), margin=3.0, swap=True, reduction="none"),
+        [(3, 4)] * 3),
+    "poisson_nll_loss": (lambda T, x: T.nn.functional.poisson_nll_loss(x, _positive(T, 3, 4) * 2, full=True),
+                         [(3, 4)]),
+    "poisson_nll_loss_rate": (lambda T, x: T.poisson_nll_loss(x.abs() + 0.2, _positive(T, 3, 4), False, True, 1e-8, 2),
+                              [(3, 4)]),
+    "gaussian_nll_loss": (lambda T, x, y, v: T.nn.functional.gaussian_nll_loss(x, y.flip(1), v * v + 0.1, full=True),
+                          [(3, 4), (3, 4), (3, 4)]),
+    "gaussian_nll_loss_homoscedastic": (lambda T, x, y, v: T.nn.functional.gaussian_nll_loss(
+        x, y.flip(0), v.abs() + 0.2, reduction="none"), [(3, 4), (3, 4), (3,)]),
+    "soft_margin_loss": (lambda T, x: T.nn.functional.soft_margin_loss(x, _signs(T, 3, 4)), [(3, 4)]),
+    "multilabel_soft_margin_loss": (lambda T, x, y: T.nn.functional.multilabel_soft_margin_loss(
+        x, (y.flip(1) > 0).to(x.dtype), weight=T.tensor([0.5, 1.0, 2.0, 1.5], dtype=x.dtype)), [(3, 4), (3, 4)]),
+    "multi_margin_loss": (lambda T, x: T.nn.functional.multi_margin_loss(x, T.tensor([0, 3, 1]), margin=0.8),
+                          [(3, 4)]),
+    "multi_margin_loss_p2_weight": (lambda T, x: T.nn.functional.multi_margin_loss(
+        x, T.tensor([2, 2, 0]), p=2, weight=T.tensor([0.5, 1.0, 2.0, 1.5], dtype=x.dtype), reduction="none"),
+        [(3, 4)]),
+    "multi_margin_loss_1d": (lambda T, x: T.nn.functional.multi_margin_loss(x, T.tensor(1), reduction="sum"), [(4,)]),
+    "multilabel_margin_loss": (lambda T, x: T.nn.functional.multilabel_margin_loss(
+        x, T.tensor([[3, 0, -1, 1], [1, 1, 2, -1], [-1, 0, 0, 0]]), reduction="none"), [(3, 4)]),
+    "multilabel_margin_loss_1d": (lambda T, x: T.nn.functional.multilabel_margin_loss(x, T.tensor([2, 0, -1, 3])),
+                                  [(4,)]),
+    "lp_pool1d": (lambda T, x: T.nn.functional.lp_pool1d(x.abs() + 0.1, 2, 3, 2), [(2, 3, 7)]),
+    "lp_pool2d": (lambda T, x: T.nn.functional.lp_pool2d(x.abs() + 0.1, 3.0, 2, ceil_mode=True), [(1, 2, 5, 4)]),
+    "lp_pool3d": (lambda T, x: T.nn.functional.lp_pool3d(x.abs() + 0.1, 1.5, (1, 2, 2)), [(1, 1, 2, 4, 4)]),
+    "lp_pool_inf": (lambda T, x: T.nn.functional.lp_pool1d(x, float("inf"), 2) + T.nn.functional.lp_pool1d(
+        x, -float("inf"), 2), [(1, 2, 6)]),
+    "torch_kl_div": (lambda T, a, b: T.kl_div(a.log_softmax(1), b.flip(1).softmax(1), 2) + T.kl_div(a, b.flip(0), 0, log_target=True).sum(),
+                     [(2, 3), (2, 3)]),
+    "torch_bce_with_logits": (lambda T, a, b: T.binary_cross_entropy_with_logits(a, b.flip(1).sigmoid(), None, T.tensor([0.5, 2.0, 1.0], dtype=a.dtype), 1),
+                              [(2, 3), (2, 3)]),
+    "torch_norms": (lambda T, x, w, b: T.batch_norm(x, w, b, None, None, True, 0.1, 1e-5, False)
+                    + T.instance_norm(x, w, b, None, None, True, 0.1, 1e-5, False)
+                    + T.layer_norm(x, (4,), None, None, 1e-5, True) + T.group_norm(x, 3, w, b),
+                    [(2, 3, 4), (3,), (3,)]),
+    "torch_embedding": (lambda T, w: T.embedding(w, T.tensor([[0, 3], [3, 1]]), 2) + T.embedding(w, T.tensor([1, 1]), -1), [(4, 2)]),
+    "torch_max_pool": (lambda T, x: T.max_pool1d(x, 2, [], 1) + T.max_pool1d_with_indices(x, 2, 1, 1)[0][..., ::1][..., :4],
+                       [(1, 2, 6)]),
+    "torch_max_pool2d_3d": (lambda T, x: T.max_pool2d(x, 2).sum() + T.max_pool3d(x.unsqueeze(0), (1, 2, 2), [], 0).sum(),
+                            [(1, 4, 4)]),
+    "torch_adaptive_max_pool1d": (lambda T, x: T.adaptive_max_pool1d(x, 3)[0], [(2, 7)]),
+    "torch_activations": (lambda T, x: T.celu(x, 0.5) + T.selu(x) + T.threshold(x, 0.1, -2.0) + T.rrelu(x), [(3, 4)]),
+    "inplace_activations": (lambda T, x: T.celu_(x * 1, 0.5) + T.selu_(x * 1) + T.threshold_(x * 1, 0.1, 2.0)
+                            + T.nn.functional.elu_(x * 1) + T.nn.functional.hardtanh_(x * 1, -0.5, 0.5)
+                            + T.nn.functional.leaky_relu_(x * 1, 0.2) + T.rrelu_(x * 1), [(3, 4)]),
+    "torch_dropout_eval": (lambda T, x: T.dropout(x, 0.5, False) + T.alpha_dropout(x, 0.3, False)
+                           + T.feature_alpha_dropout(x, 0.3, False) + T.feature_dropout(x, 0.5, False), [(2, 3)]),
+    "conv_tbc": (lambda T, x, w, b: T.conv_tbc(x, w, b, 1), [(5, 2, 3), (3, 3, 4), (4,)]),
+    "cov": (lambda T, x: T.cov(x), [(3, 5)]),
+    "cov_weights": (lambda T, x, a: T.cov(x, correction=2, fweights=T.tensor([1, 2, 0, 3, 1]), aweights=a.abs() + 0.1),
+                    [(2, 5), (5,)]),
+    "cov_1d": (lambda T, x: x.cov(correction=0), [(4,)]),
+    "corrcoef": (lambda T, x: T.corrcoef(x) + x.corrcoef(), [(3, 5)]),
+    "addbmm": (lambda T, m, a, b: T.addbmm(m, a, b, beta=0.5, alpha=2.0), [(3,), (2, 4, 5), (2, 5, 3)]),
+    "addbmm_": (lambda T, m, a, b: (m * 1).addbmm_(a, b), [(4, 3), (2, 4, 5), (2, 5, 3)]),
+    "addr": (lambda T, m, u, v: T.addr(m, u, v, alpha=3.0) + m.addr(u.flip(0), v.flip(0), beta=0)
+             + (m * 1).addr_(u, v, beta=2.0), [(3, 2), (3,), (2,)]),
+    "addmm_addmv_baddbmm_methods": (lambda T, m, a, b: (m * 1).addmm_(a, b).sum() + m[0].addmv(a, b[:, 0], beta=2.0).sum()
+                                    + (m[0] * 1).addmv_(a, b[:, 1]).sum() + m.baddbmm(a[None], b[None]).sum()
+                                    + (m[None] * 1).baddbmm_(a[None], b[None], alpha=0.5).sum() + T.addmv_(m[1] * 1, a, b[:, 0]).sum(),
+                                    [(3, 3), (3, 4), (4, 3)]),
+    "hardshrink": (lambda T, x: x.hardshrink(0.3) + T.hardshrink(x) + T.nn.functional.hardshrink(x, 1.0), [(3, 4)]),
+    "prelu_method": (lambda T, x, w: x.prelu(w) + T.prelu(x, w[:1]), [(2, 3, 4), (3,)]),
+    "vdot_method": (lambda T, a, b: a.vdot(b.flip(0)) * T.vdot(b, a), [(4,), (4,)]),
+    "inplace_special_functions": (lambda T, x, y: T.erf_(x * 1) + T.erfc_(x * 1) + T.i0_(x * 1) + T.sinc_(x * 1)
+                                  + T.xlogy_(x * x + 0.5, y.flip(1) * y.flip(1) + 0.5), [(2, 3), (2, 3)]),
+    "ctc_loss": (lambda T, x: T.nn.functional.ctc_loss(x.log_softmax(2), T.tensor([[1, 2, 2], [3, 1, 3]]), (6, 6),
+                                                        (3, 3)), [(6, 2, 4)]),
+    "ctc_loss_flat_targets": (lambda T, x: T.ctc_loss(x.log_softmax(1), T.tensor([2, 1]), (5,), (2,), 0, 0),
+                              [(5, 3)]),
+    "ctc_loss_lengths": (lambda T, x: T.nn.functional.ctc_loss(x.log_softmax(2), T.tensor([[1, 1, 2], [2, 1, 0]]),
+                                                                T.tensor([5, 5]), T.tensor([2, 2]), reduction="sum"),
+                         [(5, 2, 3)]),
+    "fractional_max_pool2d": (lambda T, x: T.nn.functional.fractional_max_pool2d(
+        x, (2, 3), (3, 4), _random_samples=T.tensor([[[0.3, 0.8], [0.05, 0.5]]], dtype=x.dtype)), [(1, 2, 6, 7)]),
+    "fractional_max_pool3d": (lambda T, x: T.nn.functional.fractional_max_pool3d(
+        x, 2, output_ratio=(0.6, 0.5, 0.7), _random_samples=T.tensor([[[0.2, 0.9, 0.4]]], dtype=x.dtype)),
+        [(1, 5, 6, 6)]),
+    "affine_grid": (lambda T, th: T.nn.functional.affine_grid(th, (2, 1, 3, 4), False), [(2, 2, 3)]),
+    "poisson_zero_rates": (lambda T, x: T.poisson(x.abs() * 0) + x, [(2, 3)]),
+    "native_group_norm_stats": (lambda T, x, w, b: (lambda r: r[0].sum() + r[1].sum() * 2 + r[2].sum())(
+        T.native_group_norm(x, w, b, 2, 4, 3, 2, 1e-5)), [(2, 4, 3), (4,), (4,)]),
+}
+EDGE.update(BREADTH)
+
+# second derivatives of these are compared with finite differences (test_layers_breadth.py)
+BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
+                        "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss", "multilabel_soft_margin_loss",
+                        "multi_margin_loss_p2_weight", "multilabel_margin_loss", "lp_pool1d", "lp_pool2d",
+                        "torch_kl_div", "torch_norms", "cov_weights", "addbmm", "affine_grid", "addr", "conv_tbc",
+                        "torch_activations"]

@@ -117,6 +117,11 @@ def __getattr__(name):
         return _importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
         return getattr(_importlib.import_module(".serialization", __name__), name)
+    from ._nn_torch_names import NN_TORCH_NAMES
+    if name in NN_TORCH_NAMES:  # torch.conv2d, torch.batch_norm, ...: functions of the nn kernels
+        _importlib.import_module(".nn.functional", __name__)
+        value = globals()[name] = getattr(_importlib.import_module(".nn._functional.torch_level", __name__), name)
+        return value
     if name in ("save_safetensors", "load_safetensors"):
         return getattr(_importlib.import_module("._safetensors", __name__), name.replace("_safetensors", "_file"))
     from ._run import missing_message

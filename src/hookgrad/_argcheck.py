@@ -69,6 +69,9 @@ _ARG_OVERRIDES = {
     "select_scatter": {"index": None}, "vander": {"x": (TENSOR, "x")},
     "resize_as_": {"the_template": (TENSOR, "the_template")}, "map2_": {"x": (TENSOR, "x"), "y": (TENSOR, "y")},
     "bucketize": {"input": (OR_NUMBER, "input")},
+    "batch_norm": {"weight": (OPTIONAL, "weight")}, "instance_norm": {"weight": (OPTIONAL, "weight")},
+    "set_": {"source": None}, "native_batch_norm": {"weight": (OPTIONAL, "weight")},
+    "native_layer_norm": {"weight": (OPTIONAL, "weight")}, "native_group_norm": {"weight": (OPTIONAL, "weight")},
 }
 # torch accepts a Python number as the first argument of these
 _FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",

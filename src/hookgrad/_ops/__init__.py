@@ -13,9 +13,13 @@ from . import more
 from . import ordering
 from . import special
 from . import decompositions
+from . import breadth
+from . import tensor_methods
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
 from .decompositions import *  # noqa: F401,F403
+from .breadth import *  # noqa: F401,F403
+from .tensor_methods import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .more import *  # noqa: F401,F403
@@ -27,7 +31,8 @@ from .special import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 
 __all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
-           + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__ + decompositions.__all__)
+           + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__ + decompositions.__all__
+           + breadth.__all__ + tensor_methods.__all__)
 
 
 def _comparable(b):

@@ -371,7 +371,7 @@ def bernoulli(p, *, generator=None):
     return wrap((_rng(generator).random(probs.shape) < probs).astype(probs.dtype))
 
 
-@op(method=False)
+@op()
 def multinomial(probs, num_samples, replacement=False, *, generator=None):
     p = probs._data.astype(np.float64)
     rng = _rng(generator)

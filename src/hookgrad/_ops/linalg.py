@@ -127,7 +127,7 @@ class AddmmBackward0(Node):
         return gbias, ga, gb
 
 
-@op()
+@op(inplace=True)
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * bias + alpha * (a @ b)`` in one node (what ``F.linear`` records)."""
     if a._data.shape[1] != b._data.shape[0]:
@@ -215,7 +215,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
 inner = dot
 
 
-@op(method=False)
+@op()
 def vdot(a, b):
     return dot(a, b)
 
@@ -321,12 +321,12 @@ def outer(a: Tensor, b: Tensor) -> Tensor:
 ger = outer
 
 
-@op(method=False)
+@op(inplace=True)
 def addmv(bias, mat, vec, *, beta=1, alpha=1):
     return bias * beta + mv(mat, vec) * alpha
 
 
-@op(method=False)
+@op(inplace=True)
 def baddbmm(bias, a, b, *, beta=1, alpha=1):
     return bias * beta + bmm(a, b) * alpha
 

@@ -1,5 +1,6 @@
 """``hookgrad.nn``: Module and its hooks, Parameter, containers, layers, init, functional."""
 from .parameter import Buffer, Parameter  # noqa: F401
+from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from . import modules as _modules_pkg
 
@@ -42,3 +43,20 @@ from . import parallel  # noqa: E402
 from .parallel import DataParallel  # noqa: E402
 
 __all__ += ["parallel", "DataParallel"]
+
+
+def factory_kwargs(kwargs):
+    """The ``device``/``dtype``/``memory_format`` keywords of ``kwargs`` merged with its ``factory_kwargs``
+    entry (torch's helper for module constructors); any other keyword is a TypeError."""
+    if kwargs is None:
+        return {}
+    simple = {"device", "dtype", "memory_format"}
+    unexpected = kwargs.keys() - (simple | {"factory_kwargs"})
+    if unexpected:
+        raise TypeError(f"unexpected kwargs {unexpected}")
+    merged = dict(kwargs.get("factory_kwargs", {}))
+    for key in simple & kwargs.keys():
+        if key in merged:
+            raise TypeError(f"{key} specified twice, in **kwargs and in factory_kwargs")
+        merged[key] = kwargs[key]
+    return merged

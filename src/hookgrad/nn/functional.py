@@ -293,7 +293,50 @@ __all__ += [
     "upsample_nearest",
 ]
 
+from ._functional.loss_more import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,  # noqa: E402
+                                    margin_ranking_loss, multi_margin_loss, multilabel_margin_loss,
+                                    multilabel_soft_margin_loss, poisson_nll_loss, soft_margin_loss,
+                                    triplet_margin_loss, triplet_margin_with_distance_loss)
+from ._functional.torch_level import (celu_, elu_, hardtanh_, leaky_relu_, rrelu_, selu_,  # noqa: E402
+                                      threshold_)
+from ._functional.ctc import ctc_loss  # noqa: E402
+from ._functional.linear_ce import linear_cross_entropy  # noqa: E402
+from ._functional.helpers import (BroadcastingList1, BroadcastingList2, BroadcastingList3,  # noqa: E402
+                                  assert_int_or_pair, boolean_dispatch, handle_torch_function, has_torch_function,
+                                  has_torch_function_unary, has_torch_function_variadic)
+from ._functional.sampling import affine_grid, grid_sample, gumbel_softmax  # noqa: E402
+from .modules.attention import multi_head_attention_forward  # noqa: E402
+from ._functional.fractional import (fractional_max_pool2d, fractional_max_pool2d_with_indices,  # noqa: E402
+                                     fractional_max_pool3d, fractional_max_pool3d_with_indices)
+from ._functional.pool_more import lp_pool1d, lp_pool2d, lp_pool3d  # noqa: E402
+from .. import pdist  # noqa: E402 - torch.nn.functional.pdist is torch.pdist
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution of a (time, batch, channel) input with a (kernel, in, out) weight."""
+    out = _conv.conv_nd(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad, 1, 1, 1, "conv_tbc")
+    return out.permute(2, 0, 1)
+
+
+__all__ += [
+    "cosine_embedding_loss", "gaussian_nll_loss", "hinge_embedding_loss", "margin_ranking_loss", "multi_margin_loss",
+    "multilabel_margin_loss", "multilabel_soft_margin_loss", "poisson_nll_loss", "soft_margin_loss",
+    "triplet_margin_loss", "triplet_margin_with_distance_loss", "celu_", "elu_", "hardtanh_", "leaky_relu_",
+    "rrelu_", "selu_", "threshold_", "pdist", "conv_tbc", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+    "ctc_loss", "fractional_max_pool2d", "fractional_max_pool2d_with_indices", "fractional_max_pool3d",
+    "fractional_max_pool3d_with_indices", "affine_grid", "grid_sample", "gumbel_softmax",
+    "multi_head_attention_forward", "BroadcastingList1", "BroadcastingList2", "BroadcastingList3",
+    "assert_int_or_pair", "boolean_dispatch", "handle_torch_function", "has_torch_function", "has_torch_function_unary",
+    "has_torch_function_variadic", "linear_cross_entropy",
+]
+
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)
 from .._argcheck import FUNCTIONAL_VIA_METHOD as _VIA_METHOD, guard_namespace as _guard_namespace  # noqa: E402
 
 _guard_namespace(globals(), __all__, _VIA_METHOD)
+
+import sys as _sys  # noqa: E402
+
+from ._functional import torch_level as _torch_level  # noqa: E402
+
+_torch_level.bind_functional(_sys.modules[__name__])  # torch.conv2d is F.conv2d, ...

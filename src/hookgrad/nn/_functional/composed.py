@@ -357,14 +357,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     return hookgrad.where(input > 0, input, ((input / alpha).exp() - 1) * alpha)
 
 
-def prelu(input: Tensor, weight: Tensor) -> Tensor:
-    """``max(0, x) + weight * min(0, x)``, one weight per channel (dim 1) or one shared."""
-    if weight.numel() != 1 and (input.dim() < 2 or weight.numel() != input.shape[1]):
-        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                           f"{weight.numel()} and channel size = {input.shape[1] if input.dim() > 1 else 1}.")
-    if weight.numel() != 1:
-        weight = weight.reshape(-1, *([1] * (input.dim() - 2)))
-    return hookgrad.where(input > 0, input, weight * input)
+# torch.prelu and torch.hardshrink are these functions too (declared with the ops)
+prelu = hookgrad.prelu
 
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
@@ -390,8 +384,7 @@ def threshold(input: Tensor, threshold: float, value: float, inplace: bool = Fal
     return hookgrad.where(input > threshold, input, hookgrad.full_like(input, value))
 
 
-def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    return hookgrad.where(input.abs() > lambd, input, hookgrad.zeros_like(input))
+hardshrink = hookgrad.hardshrink
 
 
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:

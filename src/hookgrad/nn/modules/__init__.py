@@ -35,6 +35,14 @@ from .sparse import Embedding, EmbeddingBag
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
 from .upsampling import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .loss import (CTCLoss, CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,  # noqa: E402
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, MultiMarginLoss, NLLLoss2d, PoissonNLLLoss,
+                   SoftMarginLoss, TripletMarginLoss, TripletMarginWithDistanceLoss)
+from .container import Container  # noqa: E402
+from .loss import LinearCrossEntropyLoss  # noqa: E402
+from .._functional.linear_ce import LinearCrossEntropyOptions  # noqa: E402
+from .normalization import CrossMapLRN2d  # noqa: E402
+from .pooling import FractionalMaxPool2d, FractionalMaxPool3d, LPPool1d, LPPool2d, LPPool3d  # noqa: E402
 from . import (activation, adaptive, batchnorm, channelshuffle, container, conv, distance, dropout, flatten, fold,  # noqa: F401
                instancenorm, lazy, linear, loss, module, normalization, padding, pixelshuffle, pooling, rnn, sparse,
                transformer, upsampling, utils)
@@ -65,4 +73,9 @@ __all__ = [
     "PairwiseDistance", "CosineSimilarity",
     "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell", "MultiheadAttention",
     "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer",
+    "CTCLoss", "CosineEmbeddingLoss", "GaussianNLLLoss", "HingeEmbeddingLoss", "MarginRankingLoss", "MultiLabelMarginLoss",
+    "MultiLabelSoftMarginLoss", "MultiMarginLoss", "NLLLoss2d", "PoissonNLLLoss", "SoftMarginLoss",
+    "TripletMarginLoss", "TripletMarginWithDistanceLoss", "LPPool1d", "LPPool2d", "LPPool3d",
+    "FractionalMaxPool2d", "FractionalMaxPool3d", "Container", "CrossMapLRN2d",
+    "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
 ]

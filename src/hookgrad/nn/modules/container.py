@@ -535,3 +535,18 @@ def _tensor_type_name(p: Tensor) -> str:
         return type_fn() if type_fn is not None else "hookgrad.Tensor"
     except Exception:  # noqa: BLE001 - a name for a repr, never fatal
         return "hookgrad.Tensor"
+
+
+class Container(Module):
+    """torch's deprecated container: keyword arguments become submodules."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__()
+        import warnings
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now implemented in nn.Module. "
+                      "Subclass that instead.", FutureWarning, stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
+
+
+__all__ += ["Container"]

@@ -118,3 +118,76 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+# ---- CrossMapLRN2d: torch's legacy Function, forward recurrence and backward formula as torch has them ----
+def _cross_map_lrn2d_function():
+    import numpy as np
+    from ...autograd.function import Function
+
+    class CrossMapLRN2d(Function):
+        @staticmethod
+        def forward(ctx, input, size, alpha=1e-4, beta=0.75, k=1):
+            if input.dim() != 4:
+                raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+            x = input._data
+            channels = x.shape[1]
+            square = x * x
+            pre_pad = int((size - 1) / 2 + 1)
+            scale = np.empty_like(x)
+            scale[:, 0] = square[:, :min(pre_pad, channels)].sum(1)
+            # torch's running window: the next map added, the one pre_pad back removed only past pre_pad
+            for c in range(1, channels):
+                scale[:, c] = scale[:, c - 1]
+                if c < channels - pre_pad + 1:
+                    scale[:, c] += square[:, c + pre_pad - 1]
+                if c > pre_pad:
+                    scale[:, c] -= square[:, c - pre_pad]
+            scale = scale * (alpha / size) + k
+            output = hookgrad.tensor(scale ** -beta * x)
+            ctx.size, ctx.alpha, ctx.beta, ctx.k, ctx.scale = size, alpha, beta, k, scale
+            ctx.save_for_backward(input, output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, output = ctx.saved_tensors
+            x, out, g, scale = input._data, output._data, grad_output._data, ctx.scale
+            size, channels = ctx.size, x.shape[1]
+            ratio_scale = 2 * ctx.alpha * ctx.beta / size
+            lead = int(size - (size - 1) / 2)
+            if lead + channels > channels + size - 1:  # size 1: torch's narrow of the padded maps fails
+                raise RuntimeError(f"start ({lead}) + length ({channels}) exceeds dimension size "
+                                   f"({channels + size - 1}).")
+            padded = np.zeros((x.shape[0], channels + size - 1) + x.shape[2:], dtype=x.dtype)
+            padded[:, lead:lead + channels] = g * out / scale
+            # window sums of `size` padded maps starting at each channel
+            sums = np.cumsum(np.concatenate([np.zeros_like(padded[:, :1]), padded], 1), 1)
+            window = sums[:, size:size + channels] - sums[:, :channels]
+            grad_input = scale ** -ctx.beta * g - ratio_scale * x * window
+            return hookgrad.tensor(grad_input), None, None, None, None
+
+    return CrossMapLRN2d
+
+
+_CROSS_MAP = []
+
+
+class CrossMapLRN2d(Module):
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        if not _CROSS_MAP:
+            _CROSS_MAP.append(_cross_map_lrn2d_function())
+        return _CROSS_MAP[0].apply(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+__all__ += ["CrossMapLRN2d"]
