@@ -128,6 +128,16 @@ class HuberLossBackward0(_PointwiseLossBackward):
         return pointwise.where(inside, d, d.sign() * delta)
 
 
+def _reduced(values: np.ndarray, reduction: str) -> np.ndarray:
+    """The binary cross entropies' per-element values reduced as ``reduction`` says, in their dtype
+    (a float16 mean accumulates in float32, as NumPy's default does)."""
+    if reduction == "mean":
+        return np.asarray(values.mean(), dtype=values.dtype)
+    if reduction == "sum":
+        return np.asarray(values.sum(), dtype=values.dtype)
+    return values
+
+
 def _pointwise_loss(node_cls, x, t, reduction, values, param=None):
     if reduction == "mean":
         out = np.asarray(values.mean(dtype=values.dtype) if values.size else np.nan, dtype=values.dtype)
@@ -363,16 +373,25 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 # ---- binary cross entropy --------------------------------------------------------------------
-class BinaryCrossEntropyBackward0(Node):
+class _BinaryCrossEntropyNode(Node):
+    __slots__ = ()
+
+    def _upstream(self, grads):
+        """The incoming gradient (divided by the element count under 'mean'), the input and the target."""
+        g = grads[0]
+        x, t = self.saved()[:2]
+        if self.reduction == "mean":
+            g = g / x._data.size
+        return g, x, t
+
+
+class BinaryCrossEntropyBackward0(_BinaryCrossEntropyNode):
     __slots__ = ("reduction", "weight")
     saved_names = ("self", "target", "weight")
     saved_values = {"reduction": _reduction}
 
     def apply(self, grads):
-        g = grads[0]
-        x, t = self.saved()[:2]
-        if self.reduction == "mean":
-            g = g / x._data.size
+        g, x, t = self._upstream(grads)
         w = self.weight
         nf = self.next_functions
         gx = gt = None
@@ -404,14 +423,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         vals = -(td * np.maximum(np.log(xd), -100) + (1 - td) * np.maximum(np.log1p(-xd), -100))
     if weight is not None:
         vals = vals * weight._data
-    vals = vals.astype(xd.dtype, copy=False)
-    if reduction == "mean":
-        out = np.asarray(vals.mean(), dtype=xd.dtype)
-    elif reduction == "sum":
-        out = np.asarray(vals.sum(), dtype=xd.dtype)
-    else:
-        out = vals
-    result = wrap(out)
+    result = wrap(_reduced(vals.astype(xd.dtype, copy=False), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
         node = record_op(BinaryCrossEntropyBackward0, (x, t), result)
         node.reduction = reduction
@@ -420,16 +432,13 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return result
 
 
-class BinaryCrossEntropyWithLogitsBackward0(Node):
+class BinaryCrossEntropyWithLogitsBackward0(_BinaryCrossEntropyNode):
     __slots__ = ("reduction", "weight", "pos_weight")
     saved_names = ("self", "target", "weight", "pos_weight")
     saved_values = {"reduction": _reduction}
 
     def apply(self, grads):
-        g = grads[0]
-        x, t = self.saved()[:2]
-        if self.reduction == "mean":
-            g = g / x._data.size
+        g, x, t = self._upstream(grads)
         w, pw = self.weight, self.pos_weight
         nf = self.next_functions
         gx = gt = None
@@ -470,14 +479,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             vals = (1 - td) * xd + sp_neg
     if weight is not None:
         vals = vals * weight._data
-    vals = np.asarray(vals, dtype=xd.dtype)
-    if reduction == "mean":
-        out = np.asarray(vals.mean(), dtype=xd.dtype)
-    elif reduction == "sum":
-        out = np.asarray(vals.sum(), dtype=xd.dtype)
-    else:
-        out = vals
-    result = wrap(out)
+    result = wrap(_reduced(np.asarray(vals, dtype=xd.dtype), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
         node = record_op(BinaryCrossEntropyWithLogitsBackward0, (x, t), result)
         node.reduction = reduction
