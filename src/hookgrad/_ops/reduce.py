@@ -470,20 +470,21 @@ def argmin(x, dim=None, keepdim=False):
     return _arg_extreme(x, dim, keepdim, np.argmin)
 
 
-@op()
-def all(x, dim=None, keepdim=False):
+def _truth_reduction(np_reduce, x, dim, keepdim):
     data = x._data
     if dim is None:
-        return wrap(np.asarray(data.all()))
-    return wrap(np.asarray(data.all(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+        return wrap(np.asarray(np_reduce(data)))
+    return wrap(np.asarray(np_reduce(data, axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+
+
+@op()
+def all(x, dim=None, keepdim=False):
+    return _truth_reduction(np.all, x, dim, keepdim)
 
 
 @op()
 def any(x, dim=None, keepdim=False):
-    data = x._data
-    if dim is None:
-        return wrap(np.asarray(data.any()))
-    return wrap(np.asarray(data.any(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+    return _truth_reduction(np.any, x, dim, keepdim)
 
 
 @op()
