@@ -127,6 +127,16 @@ def test_bad_inputs_raise_torch_classes(T):
     ]
 
 
+@differential
+def test_softmax_of_integers_and_bools_raises_torch_class(T):
+    F = T.nn.functional
+    out = []
+    for x in (T.tensor([[1, 2], [3, 4]]), T.tensor([[True, False]]), T.tensor([[1, 2]], dtype=T.int16)):
+        out += [catch(x.softmax, 1), catch(x.log_softmax, -1), catch(F.softmax, x, 0), catch(F.log_softmax, x, 1),
+                F.softmax(x, 1, dtype=T.float64), x.log_softmax(0, T.float32)]
+    return out
+
+
 # ---- structure of the recorded graph ---------------------------------------------------------
 def _chain(fn, depth):
     if fn is None or depth == 0:

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..._dtype import is_floating_np
+from ..._dtype import is_floating_np, scalar_type_name
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
 from ..._ops import pointwise
@@ -19,8 +19,6 @@ from ..._ops._base import quiet_fp
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
-_DTYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "int64": "Long",
-                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 def _size(shape):
@@ -235,7 +233,7 @@ class NllLoss2DBackward0(NllLossBackward0):
 def _target_checks(x, t, class_dim):
     xd, td = x._data, t._data
     if td.dtype.kind == "f" or td.dtype.kind == "b" or td.dtype not in (np.int64, np.uint8):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_DTYPE_NAMES.get(td.dtype.name)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_type_name(td.dtype)}")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -336,7 +334,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if t._data.shape == x._data.shape:
         if not is_floating_np(t._data.dtype):
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
-                               f"{_DTYPE_NAMES.get(t._data.dtype.name)}")
+                               f"{scalar_type_name(t._data.dtype)}")
         if label_smoothing > 0:
             t = t * (1 - label_smoothing) + label_smoothing / c
         prod = logp * t
