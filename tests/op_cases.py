@@ -42,7 +42,7 @@ DEFAULTS = {
     "matrix": {"dtypes": ("float64",), "gradcheck": True, "gradgradcheck": False, "facts": (SAVED, PACK_ORDER)},
     "edge": {"dtypes": ("float64",), "gradcheck": True, "gradgradcheck": False, "facts": (SAVED, PACK_ORDER)},
     "functional": {"gradcheck": True, "gradgradcheck": False},
-    "functional_vs_torch": {"dtypes": ("float64",), "facts": (GRAD_FN,)},
+    "functional_vs_torch": {"dtypes": ("float64",), "facts": (GRAD_FN, PACK_ORDER)},
 }
 
 
@@ -283,7 +283,7 @@ FUNCTIONAL = {
 # grad; the output (its first tensor when it is a tuple) is backpropagated with a fixed random
 # upstream gradient; the outputs, every gradient and (fact "grad_fn") the grad_fn name are compared.
 FUNCTIONAL_VS_TORCH = {}
-NO_NAME = ()  # facts for rows whose grad_fn torch names after an internal op (compare values only)
+NO_NAME = (PACK_ORDER,)  # facts for rows whose grad_fn torch names after an internal op
 
 
 def arr(*shape, seed=0, low=None, high=None):
