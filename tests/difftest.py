@@ -140,3 +140,27 @@ def differential(fn=None, *, rtol=1e-5, atol=1e-6):
 
     test.__signature__ = sig.replace(parameters=params)
     return test
+
+
+def run_functional_case(T, fn, arrays, upstream_seed=123):
+    """One nn.functional case ``fn(T, F, *tensors)`` on framework ``T``: floating arrays become
+    tensors that require grad; the output (its first tensor for a tuple) is backpropagated with a
+    fixed random upstream gradient. Records the outputs, the gradients and the grad_fn name."""
+    xs = [T.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+    out = fn(T, T.nn.functional, *xs)
+    outs = out if isinstance(out, tuple) else (out,)
+    main = outs[0]
+    rec = {"out": list(outs), "grad_fn": main.grad_fn.name() if main.grad_fn is not None else None}
+    if main.requires_grad:
+        g = np.random.default_rng(upstream_seed).standard_normal(tuple(main.shape))
+        main.backward(T.tensor(g.astype(str(main.dtype).split(".")[-1])))
+        rec["grads"] = [x.grad for x in xs if x.requires_grad]
+    return rec
+
+
+def check_functional(fn, *arrays, rtol=1e-6, atol=1e-7, grad_fn=True):
+    """``run_functional_case`` on both frameworks, compared (the grad_fn name only if ``grad_fn``)."""
+    got, want = run_both(run_functional_case, fn, arrays)
+    if not grad_fn:
+        got.pop("grad_fn"), want.pop("grad_fn")
+    assert_same(got, want, rtol, atol)

@@ -1,11 +1,28 @@
 """The op-test registry: every differentiable op's cases, in one place.
 
-* ``UNARY`` / ``BINARY`` / ``MATRIX``: ``name -> (fn(T, *tensors), options or shapes)``, run on torch and
-  hookgrad (values, gradients, grad_fn name; BINARY over broadcasting shapes) and gradchecked
-  (test_ops_differential.py).
+* ``UNARY`` / ``BINARY``: ``name -> (fn(T, *tensors), options)``; ``MATRIX`` / ``EDGE``:
+  ``name -> (fn(T, *tensors), shapes[, options])``. Run on torch and hookgrad (values, gradients; BINARY
+  over broadcasting shapes) and gradchecked (test_ops_differential.py, test_op_registry.py).
 * ``DOUBLE_BACKWARD``: ``name -> fn(T, x)``, second derivatives against torch.
-* ``FUNCTIONAL``: nn.functional cases, gradchecked and gradgradchecked (test_functional_grad.py).
+* ``FUNCTIONAL``: ``name -> (fn(*tensors), float64 hookgrad inputs[, options])``: nn.functional,
+  gradchecked, and gradgradchecked where the options say so (test_ops_differential.py).
+* ``FUNCTIONAL_VS_TORCH``: ``name -> (fn(T, F, *tensors), NumPy arrays, options)``: nn.functional
+  against torch (values, every floating input's gradient, grad_fn name) over parameter grids, edge
+  values and dtypes (test_ops_differential.py).
 * ``EDGE``: ops with edge values, integer dtypes or several outputs (test_op_registry.py).
+
+The options (the columns; every key may be left out, the defaults are in ``DEFAULTS``):
+
+* ``positive``: inputs drawn from [0.5, 2.5] instead of [-2, 2] (UNARY, BINARY).
+* ``dtypes``: the dtypes the row is compared with torch in; floating inputs are cast to a floating
+  one, ``int64`` and ``bool`` inputs are drawn as integers / truth values (forward only).
+* ``gradcheck`` / ``gradgradcheck``: finite-difference checks on hookgrad in float64 (off where the
+  output's shape or the winning element changes under a small perturbation).
+* ``facts``: what of the graph is compared with torch besides values and gradients:
+  ``"grad_fn"`` the output's grad_fn name, ``"saved"`` every node's ``_saved_*`` names and values
+  (test_saved_attributes.py), ``"pack_order"`` the tensors a ``saved_tensors_hooks`` pack hook
+  receives, in order, and those its unpack hook receives in the backward (test_op_registry.py).
+* ``rtol`` / ``atol``: the tolerance against torch (the default depends on the dtype).
 
 test_op_registry.py runs every case once more and fails when a Node class of ``_ops`` or
 ``nn/_functional`` is reached by none: a new op is one declaration plus one row here.
@@ -14,73 +31,108 @@ import numpy as np
 
 import hookgrad
 
+GRAD_FN, SAVED, PACK_ORDER = "grad_fn", "saved", "pack_order"
+
+# the columns' values for a row that does not give them, per table
+DEFAULTS = {
+    "unary": {"dtypes": ("float32", "float64"), "gradcheck": True, "gradgradcheck": False,
+              "facts": (GRAD_FN, SAVED, PACK_ORDER)},
+    "binary": {"dtypes": ("float32", "float64"), "gradcheck": True, "gradgradcheck": False,
+               "facts": (GRAD_FN, SAVED, PACK_ORDER)},
+    "matrix": {"dtypes": ("float64",), "gradcheck": True, "gradgradcheck": False, "facts": (SAVED, PACK_ORDER)},
+    "edge": {"dtypes": ("float64",), "gradcheck": True, "gradgradcheck": False, "facts": (SAVED, PACK_ORDER)},
+    "functional": {"gradcheck": True, "gradgradcheck": False},
+    "functional_vs_torch": {"dtypes": ("float64",), "facts": (GRAD_FN, PACK_ORDER)},
+}
+
+
+# dtypes columns of rows whose op also takes integer (and bool) tensors
+INTEGERS = {"dtypes": ("float32", "float64", "int64")}
+INTEGERS_AND_BOOL = {"dtypes": ("float32", "float64", "int64", "bool")}
+
+
+def columns(table: str, row) -> tuple:
+    """A row as ``(fn, inputs or shapes, options)``, the table's defaults filled in (UNARY and BINARY
+    rows have no inputs: ``None``)."""
+    if table in ("unary", "binary"):
+        fn, options = row
+        spec = None
+    else:
+        fn, spec, *rest = row
+        options = rest[0] if rest else {}
+    return fn, spec, {**DEFAULTS[table], **options}
+
+
+def option(table: str, row, key):
+    return columns(table, row)[2][key]
+
 # name -> (fn(T, *tensors), shapes, options)
 UNARY = {
-    "neg": (lambda T, x: -x, {}), "exp": (lambda T, x: x.exp(), {}), "log": (lambda T, x: x.log(), {"positive": True}),
-    "log1p": (lambda T, x: x.log1p(), {"positive": True}), "expm1": (lambda T, x: x.expm1(), {}),
-    "sqrt": (lambda T, x: x.sqrt(), {"positive": True}), "rsqrt": (lambda T, x: x.rsqrt(), {"positive": True}),
-    "abs": (lambda T, x: x.abs(), {}), "sin": (lambda T, x: x.sin(), {}), "cos": (lambda T, x: x.cos(), {}),
-    "tan": (lambda T, x: (x * 0.5).tan(), {}), "tanh": (lambda T, x: x.tanh(), {}),
-    "sigmoid": (lambda T, x: x.sigmoid(), {}), "relu": (lambda T, x: x.relu(), {}),
-    "reciprocal": (lambda T, x: x.reciprocal(), {"positive": True}),
-    "pow2": (lambda T, x: x ** 2, {}), "pow3": (lambda T, x: x.pow(3), {}), "pow_half": (lambda T, x: x ** 0.5, {"positive": True}),
-    "rpow": (lambda T, x: 2 ** x, {}), "sinh": (lambda T, x: x.sinh(), {}), "cosh": (lambda T, x: x.cosh(), {}),
-    "atan": (lambda T, x: x.atan(), {}), "asin": (lambda T, x: (x * 0.4).asin(), {}),
-    "clamp": (lambda T, x: x.clamp(-0.5, 0.7), {}), "clamp_min": (lambda T, x: x.clamp(min=0.1), {}),
-    "clip": (lambda T, x: T.clip(x, max=0.3), {}), "nan_to_num": (lambda T, x: x.nan_to_num(), {}),
-    "square": (lambda T, x: x.square(), {}), "rsub": (lambda T, x: 3 - x, {}), "rdiv": (lambda T, x: 3 / x, {"positive": True}),
-    "sum": (lambda T, x: x.sum(), {}), "sum0": (lambda T, x: x.sum(0), {}), "sum_keep": (lambda T, x: x.sum(-1, keepdim=True), {}),
-    "sum_dims": (lambda T, x: x.sum((0, 1)), {}), "mean": (lambda T, x: x.mean(), {}), "mean1": (lambda T, x: x.mean(1), {}),
-    "prod": (lambda T, x: x.prod(), {}), "prod1": (lambda T, x: x.prod(1), {}),
-    "max": (lambda T, x: x.max(), {}), "max1": (lambda T, x: x.max(1)[0], {}), "min1k": (lambda T, x: x.min(1, keepdim=True).values, {}),
-    "amax": (lambda T, x: x.amax(0), {}), "amin": (lambda T, x: x.amin((0, 1)), {}),
+    "neg": (lambda T, x: -x, INTEGERS), "exp": (lambda T, x: x.exp(), {}), "log": (lambda T, x: x.log(), {"positive": True, **INTEGERS_AND_BOOL}),
+    "log1p": (lambda T, x: x.log1p(), {"positive": True, **INTEGERS_AND_BOOL}), "expm1": (lambda T, x: x.expm1(), INTEGERS_AND_BOOL),
+    "sqrt": (lambda T, x: x.sqrt(), {"positive": True, **INTEGERS_AND_BOOL}), "rsqrt": (lambda T, x: x.rsqrt(), {"positive": True, **INTEGERS_AND_BOOL}),
+    "abs": (lambda T, x: x.abs(), INTEGERS), "sin": (lambda T, x: x.sin(), INTEGERS_AND_BOOL), "cos": (lambda T, x: x.cos(), INTEGERS_AND_BOOL),
+    "tan": (lambda T, x: (x * 0.5).tan(), INTEGERS_AND_BOOL), "tanh": (lambda T, x: x.tanh(), INTEGERS_AND_BOOL),
+    "sigmoid": (lambda T, x: x.sigmoid(), INTEGERS_AND_BOOL), "relu": (lambda T, x: x.relu(), INTEGERS),
+    "reciprocal": (lambda T, x: x.reciprocal(), {"positive": True, **INTEGERS_AND_BOOL}),
+    "pow2": (lambda T, x: x ** 2, INTEGERS_AND_BOOL), "pow3": (lambda T, x: x.pow(3), INTEGERS_AND_BOOL), "pow_half": (lambda T, x: x ** 0.5, {"positive": True, **INTEGERS_AND_BOOL}),
+    "rpow": (lambda T, x: 2 ** x, {}), "sinh": (lambda T, x: x.sinh(), INTEGERS_AND_BOOL), "cosh": (lambda T, x: x.cosh(), INTEGERS_AND_BOOL),
+    "atan": (lambda T, x: x.atan(), INTEGERS_AND_BOOL), "asin": (lambda T, x: (x * 0.4).asin(), INTEGERS_AND_BOOL),
+    "clamp": (lambda T, x: x.clamp(-0.5, 0.7), INTEGERS), "clamp_min": (lambda T, x: x.clamp(min=0.1), INTEGERS),
+    "clip": (lambda T, x: T.clip(x, max=0.3), INTEGERS), "nan_to_num": (lambda T, x: x.nan_to_num(), INTEGERS_AND_BOOL),
+    "square": (lambda T, x: x.square(), INTEGERS_AND_BOOL), "rsub": (lambda T, x: 3 - x, INTEGERS), "rdiv": (lambda T, x: 3 / x, {"positive": True, **INTEGERS_AND_BOOL}),
+    "sum": (lambda T, x: x.sum(), INTEGERS_AND_BOOL), "sum0": (lambda T, x: x.sum(0), INTEGERS_AND_BOOL), "sum_keep": (lambda T, x: x.sum(-1, keepdim=True), INTEGERS_AND_BOOL),
+    "sum_dims": (lambda T, x: x.sum((0, 1)), INTEGERS_AND_BOOL), "mean": (lambda T, x: x.mean(), {}), "mean1": (lambda T, x: x.mean(1), {}),
+    "prod": (lambda T, x: x.prod(), INTEGERS_AND_BOOL), "prod1": (lambda T, x: x.prod(1), INTEGERS_AND_BOOL),
+    "max": (lambda T, x: x.max(), {"gradcheck": False, **INTEGERS_AND_BOOL}), "max1": (lambda T, x: x.max(1)[0], {"gradcheck": False, **INTEGERS_AND_BOOL}), "min1k": (lambda T, x: x.min(1, keepdim=True).values, {"gradcheck": False, **INTEGERS_AND_BOOL}),
+    "amax": (lambda T, x: x.amax(0), {"gradcheck": False, **INTEGERS_AND_BOOL}), "amin": (lambda T, x: x.amin((0, 1)), {"gradcheck": False, **INTEGERS_AND_BOOL}),
     "var": (lambda T, x: x.var(), {}), "var1": (lambda T, x: x.var(1, keepdim=True), {}), "std": (lambda T, x: x.std(0), {}),
     "var_c0": (lambda T, x: x.var(1, correction=0), {}),
     "norm": (lambda T, x: x.norm(), {}), "norm1": (lambda T, x: x.norm(p=1, dim=1), {}), "norm_dim": (lambda T, x: x.norm(dim=0), {}),
     "vnorm3": (lambda T, x: T.linalg.vector_norm(x, 3, dim=-1), {}),
-    "logsumexp": (lambda T, x: x.logsumexp(1), {}), "softmax": (lambda T, x: x.softmax(1), {}),
-    "log_softmax": (lambda T, x: x.log_softmax(0), {}), "cumsum": (lambda T, x: x.cumsum(1), {}), "cumprod": (lambda T, x: x.cumprod(1), {}),
-    "view": (lambda T, x: x.view(-1), {}), "reshape": (lambda T, x: x.reshape(x.shape[0], -1), {}),
-    "flatten": (lambda T, x: x.flatten(), {}), "unflatten": (lambda T, x: x.unflatten(1, (x.shape[1], 1)), {}),
-    "squeeze": (lambda T, x: x.unsqueeze(0).squeeze(0), {}), "permute": (lambda T, x: x.permute(1, 0, 2), {}),
-    "transpose": (lambda T, x: x.transpose(0, 2), {}), "mT": (lambda T, x: x.mT, {}), "T2": (lambda T, x: x[0].T, {}),
-    "t": (lambda T, x: x[0].t(), {}), "expand": (lambda T, x: x[:, :1].expand(-1, 4, -1), {}),
-    "repeat": (lambda T, x: x.repeat(2, 1, 1), {}), "flip": (lambda T, x: x.flip(0, 2), {}), "roll": (lambda T, x: x.roll(1, 1), {}),
-    "tril": (lambda T, x: x.tril(), {}), "triu": (lambda T, x: x.triu(1), {}), "movedim": (lambda T, x: x.movedim(0, -1), {}),
-    "narrow": (lambda T, x: x.narrow(1, 1, 2), {}), "split": (lambda T, x: x.split(2, 1)[1], {}), "chunk": (lambda T, x: x.chunk(2, 0)[0], {}),
-    "unbind": (lambda T, x: x.unbind(1)[2], {}), "index_int": (lambda T, x: x[1], {}), "index_slice": (lambda T, x: x[:, 1:3, ::2], {}),
-    "index_none": (lambda T, x: x[None, ..., 0], {}), "index_list": (lambda T, x: x[[0, 1, 0]], {}),
-    "index_mask": (lambda T, x: x[x > 0], {}), "index_tensor": (lambda T, x: x[:, T.tensor([2, 0, 2])], {}),
-    "gather": (lambda T, x: x.gather(1, T.tensor([[[0], [1], [0]]]).expand(x.shape[0], 3, 1).contiguous()), {}),
-    "index_select": (lambda T, x: x.index_select(1, T.tensor([0, 2, 2])), {}),
-    "masked_fill": (lambda T, x: x.masked_fill(x > 0.5, 1.5), {}), "clone": (lambda T, x: x.clone(), {}),
-    "diagonal": (lambda T, x: x.diagonal(0, 1, 2), {}), "to64": (lambda T, x: x.float().double(), {}),
-    "where_scalar": (lambda T, x: T.where(x > 0, x, 0.0), {}), "frac": (lambda T, x: x.frac(), {}),
-    "acos": (lambda T, x: (x * 0.4).acos(), {}), "exp2": (lambda T, x: x.exp2(), {}),
-    "log2": (lambda T, x: x.log2(), {"positive": True}), "log10": (lambda T, x: T.log10(x), {"positive": True}),
-    "floor": (lambda T, x: x.floor(), {}), "ceil": (lambda T, x: x.ceil(), {}), "trunc": (lambda T, x: x.trunc(), {}),
-    "round": (lambda T, x: x.round(), {}), "round_decimals": (lambda T, x: x.round(decimals=1), {}),
-    "sign": (lambda T, x: x.sign(), {}), "sgn": (lambda T, x: T.sgn(x) * x, {}),
-    "remainder": (lambda T, x: x % 0.7, {}), "fmod": (lambda T, x: x.fmod(0.7), {}),
-    "div_floor": (lambda T, x: x.div(0.7, rounding_mode="floor"), {}),
-    "masked_select": (lambda T, x: x.masked_select(x > 0), {}), "min": (lambda T, x: x.min(), {}),
-    "squeeze_all": (lambda T, x: x[:1].squeeze(), {}), "squeeze_dims": (lambda T, x: x[:1].squeeze((0,)), {}),
-    "split_sizes": (lambda T, x: x.split([1, 2], 1)[1], {}), "as_strided": (lambda T, x: x.as_strided((2, 2), (1, 2)), {}),
-    "alias": (lambda T, x: x[...], {}),
-    "index_put": (lambda T, x: x.index_put((T.tensor([0]),), T.tensor(1.5, dtype=x.dtype)), {}),
-    "scatter_value": (lambda T, x: x.scatter(0, T.zeros(1, 2, 2, dtype=T.int64), 1.5), {}),
-    "reshape_copy": (lambda T, x: x.transpose(0, 2).reshape(-1), {}),
+    "logsumexp": (lambda T, x: x.logsumexp(1), INTEGERS_AND_BOOL), "softmax": (lambda T, x: x.softmax(1), {}),
+    "log_softmax": (lambda T, x: x.log_softmax(0), {}), "cumsum": (lambda T, x: x.cumsum(1), INTEGERS_AND_BOOL), "cumprod": (lambda T, x: x.cumprod(1), INTEGERS_AND_BOOL),
+    "view": (lambda T, x: x.view(-1), INTEGERS_AND_BOOL), "reshape": (lambda T, x: x.reshape(x.shape[0], -1), INTEGERS_AND_BOOL),
+    "flatten": (lambda T, x: x.flatten(), INTEGERS_AND_BOOL), "unflatten": (lambda T, x: x.unflatten(1, (x.shape[1], 1)), INTEGERS_AND_BOOL),
+    "squeeze": (lambda T, x: x.unsqueeze(0).squeeze(0), INTEGERS_AND_BOOL), "permute": (lambda T, x: x.permute(1, 0, 2), INTEGERS_AND_BOOL),
+    "transpose": (lambda T, x: x.transpose(0, 2), INTEGERS_AND_BOOL), "mT": (lambda T, x: x.mT, INTEGERS_AND_BOOL), "T2": (lambda T, x: x[0].T, INTEGERS_AND_BOOL),
+    "t": (lambda T, x: x[0].t(), INTEGERS_AND_BOOL), "expand": (lambda T, x: x[:, :1].expand(-1, 4, -1), INTEGERS_AND_BOOL),
+    "repeat": (lambda T, x: x.repeat(2, 1, 1), INTEGERS_AND_BOOL), "flip": (lambda T, x: x.flip(0, 2), INTEGERS_AND_BOOL), "roll": (lambda T, x: x.roll(1, 1), INTEGERS_AND_BOOL),
+    "tril": (lambda T, x: x.tril(), INTEGERS_AND_BOOL), "triu": (lambda T, x: x.triu(1), INTEGERS_AND_BOOL), "movedim": (lambda T, x: x.movedim(0, -1), INTEGERS_AND_BOOL),
+    "narrow": (lambda T, x: x.narrow(1, 1, 2), INTEGERS_AND_BOOL), "split": (lambda T, x: x.split(2, 1)[1], INTEGERS_AND_BOOL), "chunk": (lambda T, x: x.chunk(2, 0)[0], INTEGERS_AND_BOOL),
+    "unbind": (lambda T, x: x.unbind(1)[2], INTEGERS_AND_BOOL), "index_int": (lambda T, x: x[1], INTEGERS_AND_BOOL), "index_slice": (lambda T, x: x[:, 1:3, ::2], INTEGERS_AND_BOOL),
+    "index_none": (lambda T, x: x[None, ..., 0], INTEGERS_AND_BOOL), "index_list": (lambda T, x: x[[0, 1, 0]], INTEGERS_AND_BOOL),
+    "index_mask": (lambda T, x: x[x > 0], {"gradcheck": False, **INTEGERS_AND_BOOL}), "index_tensor": (lambda T, x: x[:, T.tensor([2, 0, 2])], INTEGERS_AND_BOOL),
+    "gather": (lambda T, x: x.gather(1, T.tensor([[[0], [1], [0]]]).expand(x.shape[0], 3, 1).contiguous()), INTEGERS_AND_BOOL),
+    "index_select": (lambda T, x: x.index_select(1, T.tensor([0, 2, 2])), INTEGERS_AND_BOOL),
+    "masked_fill": (lambda T, x: x.masked_fill(x > 0.5, 1.5), INTEGERS_AND_BOOL), "clone": (lambda T, x: x.clone(), INTEGERS_AND_BOOL),
+    "diagonal": (lambda T, x: x.diagonal(0, 1, 2), INTEGERS_AND_BOOL), "to64": (lambda T, x: x.float().double(), {"gradcheck": False, **INTEGERS_AND_BOOL}),
+    "where_scalar": (lambda T, x: T.where(x > 0, x, 0.0), INTEGERS_AND_BOOL), "frac": (lambda T, x: x.frac(), {}),
+    "acos": (lambda T, x: (x * 0.4).acos(), INTEGERS_AND_BOOL), "exp2": (lambda T, x: x.exp2(), INTEGERS_AND_BOOL),
+    "log2": (lambda T, x: x.log2(), {"positive": True, **INTEGERS_AND_BOOL}), "log10": (lambda T, x: T.log10(x), {"positive": True, **INTEGERS_AND_BOOL}),
+    "floor": (lambda T, x: x.floor(), INTEGERS), "ceil": (lambda T, x: x.ceil(), INTEGERS), "trunc": (lambda T, x: x.trunc(), INTEGERS),
+    "round": (lambda T, x: x.round(), INTEGERS), "round_decimals": (lambda T, x: x.round(decimals=1), {}),
+    "sign": (lambda T, x: x.sign(), INTEGERS_AND_BOOL), "sgn": (lambda T, x: T.sgn(x) * x, INTEGERS_AND_BOOL),
+    "remainder": (lambda T, x: x % 0.7, INTEGERS_AND_BOOL), "fmod": (lambda T, x: x.fmod(0.7), INTEGERS_AND_BOOL),
+    "div_floor": (lambda T, x: x.div(0.7, rounding_mode="floor"), INTEGERS_AND_BOOL),
+    "masked_select": (lambda T, x: x.masked_select(x > 0), {"gradcheck": False, **INTEGERS_AND_BOOL}), "min": (lambda T, x: x.min(), {"gradcheck": False, **INTEGERS_AND_BOOL}),
+    "squeeze_all": (lambda T, x: x[:1].squeeze(), INTEGERS_AND_BOOL), "squeeze_dims": (lambda T, x: x[:1].squeeze((0,)), INTEGERS_AND_BOOL),
+    "split_sizes": (lambda T, x: x.split([1, 2], 1)[1], INTEGERS_AND_BOOL), "as_strided": (lambda T, x: x.as_strided((2, 2), (1, 2)), INTEGERS_AND_BOOL),
+    "alias": (lambda T, x: x[...], INTEGERS_AND_BOOL),
+    "index_put": (lambda T, x: x.index_put((T.tensor([0]),), T.tensor(1.5, dtype=x.dtype)), INTEGERS_AND_BOOL),
+    "scatter_value": (lambda T, x: x.scatter(0, T.zeros(1, 2, 2, dtype=T.int64), 1.5), INTEGERS_AND_BOOL),
+    "reshape_copy": (lambda T, x: x.transpose(0, 2).reshape(-1), INTEGERS_AND_BOOL),
     "var_mean": (lambda T, x: T.var_mean(x, 1)[0] * T.var_mean(x, 1)[1], {}),
     "std_mean": (lambda T, x: T.std_mean(x, (0, 2), keepdim=True)[0] + T.std_mean(x)[1], {}),
 }
 
 BINARY = {
-    "add": (lambda T, a, b: a + b, {}), "sub": (lambda T, a, b: a - b, {}), "mul": (lambda T, a, b: a * b, {}),
-    "div": (lambda T, a, b: a / b, {"positive": True}), "pow": (lambda T, a, b: a ** b, {"positive": True}),
+    "add": (lambda T, a, b: a + b, INTEGERS_AND_BOOL), "sub": (lambda T, a, b: a - b, INTEGERS), "mul": (lambda T, a, b: a * b, INTEGERS_AND_BOOL),
+    "div": (lambda T, a, b: a / b, {"positive": True, **INTEGERS_AND_BOOL}), "pow": (lambda T, a, b: a ** b, {"positive": True, **INTEGERS}),
     "add_alpha": (lambda T, a, b: a.add(b, alpha=2.5), {}), "sub_alpha": (lambda T, a, b: T.sub(a, b, alpha=0.5), {}),
-    "maximum": (lambda T, a, b: T.maximum(a, b), {}), "minimum": (lambda T, a, b: T.minimum(a, b), {}),
-    "where": (lambda T, a, b: T.where(a > b, a, b), {}), "lerp": (lambda T, a, b: a.lerp(b, 0.3), {}),
-    "atan2": (lambda T, a, b: T.atan2(a, b), {}), "clamp_t": (lambda T, a, b: a.clamp(min=b), {}),
+    "maximum": (lambda T, a, b: T.maximum(a, b), {"gradcheck": False, **INTEGERS_AND_BOOL}), "minimum": (lambda T, a, b: T.minimum(a, b), {"gradcheck": False, **INTEGERS_AND_BOOL}),
+    "where": (lambda T, a, b: T.where(a > b, a, b), {"gradcheck": False, **INTEGERS_AND_BOOL}), "lerp": (lambda T, a, b: a.lerp(b, 0.3), {}),
+    "atan2": (lambda T, a, b: T.atan2(a, b), {}), "clamp_t": (lambda T, a, b: a.clamp(min=b), {"gradcheck": False, **INTEGERS_AND_BOOL}),
 }
 
 MATRIX = {
@@ -147,68 +199,70 @@ def _bn_eval(x, w, b):
     return F.batch_norm(x, rm, rv, w, b, training=False)
 
 
-# name -> (fn(*tensors), float64 hookgrad inputs): nn.functional, gradchecked (second order for some)
+SECOND_ORDER = {"gradgradcheck": True}  # the rows whose backward has a hand-written derivative of its own
+
+# name -> (fn(*tensors), float64 hookgrad inputs[, options]): nn.functional, gradchecked (second order for some)
 FUNCTIONAL = {
-    "linear": (lambda x, w, b: F.linear(x, w, b), [t(2, 3), t(2, 3, seed=1), t(2, seed=2)]),
+    "linear": (lambda x, w, b: F.linear(x, w, b), [t(2, 3), t(2, 3, seed=1), t(2, seed=2)], SECOND_ORDER),
     "linear3d": (lambda x, w: F.linear(x, w), [t(2, 2, 3), t(2, 3, seed=1)]),
     "bilinear": (lambda a, b, w, c: F.bilinear(a, b, w, c), [t(2, 2), t(2, 3, seed=1), t(2, 2, 3, seed=2),
-                                                             t(2, seed=3)]),
+                                                             t(2, seed=3)], SECOND_ORDER),
     "conv1d": (lambda x, w, b: F.conv1d(x, w, b, stride=2, padding=1), [t(1, 2, 5), t(2, 2, 3, seed=1),
-                                                                        t(2, seed=2)]),
-    "conv2d": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [t(1, 2, 3, 3), t(2, 2, 2, 2, seed=1), t(2, seed=2)]),
+                                                                        t(2, seed=2)], SECOND_ORDER),
+    "conv2d": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [t(1, 2, 3, 3), t(2, 2, 2, 2, seed=1), t(2, seed=2)], SECOND_ORDER),
     "conv2d_strided_groups": (lambda x, w: F.conv2d(x, w, stride=2, dilation=(1, 2), groups=2, padding=1),
-                              [t(1, 2, 4, 5), t(2, 1, 2, 2, seed=1)]),
+                              [t(1, 2, 4, 5), t(2, 1, 2, 2, seed=1)], SECOND_ORDER),
     "conv2d_same": (lambda x, w: F.conv2d(x, w, padding="same"), [t(1, 1, 3, 4), t(1, 1, 2, 3, seed=1)]),
     "conv_transpose2d": (lambda x, w, b: F.conv_transpose2d(x, w, b, stride=2, padding=1, output_padding=1),
-                         [t(1, 2, 2, 2), t(2, 1, 3, 3, seed=1), t(1, seed=2)]),
-    "max_pool2d": (lambda x: F.max_pool2d(x, 2, 1), [t(1, 2, 3, 3)]),
+                         [t(1, 2, 2, 2), t(2, 1, 3, 3, seed=1), t(1, seed=2)], SECOND_ORDER),
+    "max_pool2d": (lambda x: F.max_pool2d(x, 2, 1), [t(1, 2, 3, 3)], SECOND_ORDER),
     "max_pool2d_pad_ceil": (lambda x: F.max_pool2d(x, 3, 2, 1, ceil_mode=True), [t(1, 1, 4, 5)]),
     "max_pool1d": (lambda x: F.max_pool1d(x, 2), [t(1, 2, 5)]),
-    "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [t(1, 1, 4, 5)]),
+    "avg_pool2d": (lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True, count_include_pad=False), [t(1, 1, 4, 5)], SECOND_ORDER),
     "avg_pool1d": (lambda x: F.avg_pool1d(x, 2), [t(1, 2, 5)]),
-    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), [t(1, 1, 3, 5)]),
+    "adaptive_avg_pool2d": (lambda x: F.adaptive_avg_pool2d(x, (2, 3)), [t(1, 1, 3, 5)], SECOND_ORDER),
     "adaptive_avg_pool1d": (lambda x: F.adaptive_avg_pool1d(x, 2), [t(1, 2, 5)]),
-    "pad_constant": (lambda x: F.pad(x, (1, -1, 2, 0), value=3.0), [t(1, 2, 3)]),
+    "pad_constant": (lambda x: F.pad(x, (1, -1, 2, 0), value=3.0), [t(1, 2, 3)], SECOND_ORDER),
     "pad_reflect": (lambda x: F.pad(x, (2, 1)), [t(1, 2, 4)]),
-    "pad_reflect2d": (lambda x: F.pad(x, (1, 1, 2, 1), mode="reflect"), [t(1, 3, 3)]),
+    "pad_reflect2d": (lambda x: F.pad(x, (1, 1, 2, 1), mode="reflect"), [t(1, 3, 3)], SECOND_ORDER),
     "pad_replicate": (lambda x: F.pad(x, (2, 1, 1, 0), mode="replicate"), [t(1, 2, 3)]),
     "pad_circular": (lambda x: F.pad(x, (2, 1), mode="circular"), [t(1, 2, 3)]),
-    "batch_norm_train": (_bn_train, [t(3, 2, 2), t(2, seed=1), t(2, seed=2)]),
-    "batch_norm_eval": (_bn_eval, [t(3, 2, 2), t(2, seed=1), t(2, seed=2)]),
-    "layer_norm": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [t(2, 3), t(3, seed=1), t(3, seed=2)]),
-    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [t(2, 4, 2), t(4, seed=1), t(4, seed=2)]),
-    "embedding": (lambda w: F.embedding(idx(0, 2, 2, 3), w), [t(4, 2)]),
+    "batch_norm_train": (_bn_train, [t(3, 2, 2), t(2, seed=1), t(2, seed=2)], SECOND_ORDER),
+    "batch_norm_eval": (_bn_eval, [t(3, 2, 2), t(2, seed=1), t(2, seed=2)], SECOND_ORDER),
+    "layer_norm": (lambda x, w, b: F.layer_norm(x, (3,), w, b), [t(2, 3), t(3, seed=1), t(3, seed=2)], SECOND_ORDER),
+    "group_norm": (lambda x, w, b: F.group_norm(x, 2, w, b), [t(2, 4, 2), t(4, seed=1), t(4, seed=2)], SECOND_ORDER),
+    "embedding": (lambda w: F.embedding(idx(0, 2, 2, 3), w), [t(4, 2)], SECOND_ORDER),
     "relu": (lambda x: F.relu(x), [t(2, 3)]),
-    "leaky_relu": (lambda x: F.leaky_relu(x, 0.1), [t(2, 3)]),
-    "elu": (lambda x: F.elu(x, 0.7), [t(2, 3)]),
-    "gelu": (lambda x: F.gelu(x), [t(2, 3)]),
-    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), [t(2, 3)]),
-    "silu": (lambda x: F.silu(x), [t(2, 3)]),
+    "leaky_relu": (lambda x: F.leaky_relu(x, 0.1), [t(2, 3)], SECOND_ORDER),
+    "elu": (lambda x: F.elu(x, 0.7), [t(2, 3)], SECOND_ORDER),
+    "gelu": (lambda x: F.gelu(x), [t(2, 3)], SECOND_ORDER),
+    "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), [t(2, 3)], SECOND_ORDER),
+    "silu": (lambda x: F.silu(x), [t(2, 3)], SECOND_ORDER),
     "sigmoid": (lambda x: F.sigmoid(x), [t(2, 3)]),
     "tanh": (lambda x: F.tanh(x), [t(2, 3)]),
-    "softplus": (lambda x: F.softplus(x, 2.0, 1.5), [t(2, 3)]),
+    "softplus": (lambda x: F.softplus(x, 2.0, 1.5), [t(2, 3)], SECOND_ORDER),
     "hardtanh": (lambda x: F.hardtanh(x * 2), [t(2, 3)]),
     "relu6": (lambda x: F.relu6(x * 5), [t(2, 3)]),
     "softmax": (lambda x: F.softmax(x, 1), [t(2, 3)]),
     "log_softmax": (lambda x: F.log_softmax(x, 0), [t(2, 3)]),
     "normalize": (lambda x: F.normalize(x), [t(2, 3)]),
     "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [t(1, 2, 2), t(1, 3, 2, seed=1),
-                                                                                      t(1, 3, 2, seed=2)]),
-    "mse_loss": (lambda x, y: F.mse_loss(x, y), [t(2, 3), t(2, 3, seed=1)]),
+                                                                                      t(1, 3, 2, seed=2)], SECOND_ORDER),
+    "mse_loss": (lambda x, y: F.mse_loss(x, y), [t(2, 3), t(2, 3, seed=1)], SECOND_ORDER),
     "l1_loss": (lambda x, y: F.l1_loss(x, y, reduction="sum"), [t(2, 3), t(2, 3, seed=1)]),
-    "smooth_l1_loss": (lambda x, y: F.smooth_l1_loss(x, y, beta=0.5), [t(2, 3), t(2, 3, seed=1)]),
+    "smooth_l1_loss": (lambda x, y: F.smooth_l1_loss(x, y, beta=0.5), [t(2, 3), t(2, 3, seed=1)], SECOND_ORDER),
     "huber_loss": (lambda x, y: F.huber_loss(x, y, reduction="none", delta=0.7), [t(2, 3), t(2, 3, seed=1)]),
-    "cross_entropy": (lambda x: F.cross_entropy(x, idx(0, 2, 1)), [t(3, 3)]),
+    "cross_entropy": (lambda x: F.cross_entropy(x, idx(0, 2, 1)), [t(3, 3)], SECOND_ORDER),
     "cross_entropy_smooth_weight": (lambda x: F.cross_entropy(
         x, idx(0, 2, 1), weight=hookgrad.tensor([1.0, 2.0, 0.5], dtype=hookgrad.float64), label_smoothing=0.2,
         ignore_index=1), [t(3, 3)]),
-    "cross_entropy_probs": (lambda x, p: F.cross_entropy(x, p.softmax(1)), [t(2, 3), t(2, 3, seed=1)]),
-    "nll_loss": (lambda x: F.nll_loss(x, idx(1, 0), reduction="none"), [t(2, 3)]),
+    "cross_entropy_probs": (lambda x, p: F.cross_entropy(x, p.softmax(1)), [t(2, 3), t(2, 3, seed=1)], SECOND_ORDER),
+    "nll_loss": (lambda x: F.nll_loss(x, idx(1, 0), reduction="none"), [t(2, 3)], SECOND_ORDER),
     "binary_cross_entropy": (lambda x, y: F.binary_cross_entropy(x, y), [t(2, 3, low=0.1, high=0.9),
-                                                                         t(2, 3, seed=1, low=0, high=1)]),
+                                                                         t(2, 3, seed=1, low=0, high=1)], SECOND_ORDER),
     "bce_with_logits": (lambda x, y: F.binary_cross_entropy_with_logits(
         x, y, pos_weight=hookgrad.tensor([1.0, 2.0, 0.5], dtype=hookgrad.float64)),
-        [t(2, 3), t(2, 3, seed=1, low=0, high=1)]),
+        [t(2, 3), t(2, 3, seed=1, low=0, high=1)], SECOND_ORDER),
     "kl_div": (lambda x, y: F.kl_div(x, y, reduction="batchmean"), [t(2, 3), t(2, 3, seed=1, low=0.1, high=1)]),
     "kl_div_log_target": (lambda x, y: F.kl_div(x, y, reduction="sum", log_target=True), [t(2, 3), t(2, 3, seed=1)]),
     "pad_reflect1d": (lambda x: F.pad(x, (2, 1), mode="reflect"), [t(1, 2, 4)]),
@@ -220,9 +274,316 @@ FUNCTIONAL = {
     "pad_circular2d": (lambda x: F.pad(x, (1, 1, 1, 0), mode="circular"), [t(1, 2, 3)]),
     "pad_circular3d": (lambda x: F.pad(x, (1, 0, 0, 1, 1, 1), mode="circular"), [t(1, 2, 2, 3)]),
     "nll_loss2d": (lambda x: F.nll_loss(x.log_softmax(1), idx(0, 2, 1, 1).reshape(1, 2, 2)), [t(1, 3, 2, 2)]),
+    "conv2d_channel_major": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [
+        t(2, 8, 5, 4), (t(32, 8, 3, 3, seed=1, grad=False) * 0.1).requires_grad_(), t(32, seed=2)], SECOND_ORDER),
 }
 
+# ---- nn.functional against torch: parameter grids, edge values, dtypes -----------------------------
+# name -> (fn(T, F, *tensors), NumPy arrays, options): floating arrays become tensors that require
+# grad; the output (its first tensor when it is a tuple) is backpropagated with a fixed random
+# upstream gradient; the outputs, every gradient and (fact "grad_fn") the grad_fn name are compared.
+FUNCTIONAL_VS_TORCH = {}
+NO_NAME = (PACK_ORDER,)  # facts for rows whose grad_fn torch names after an internal op
 
+
+def arr(*shape, seed=0, low=None, high=None):
+    rng = R(seed)
+    return rng.uniform(low, high, shape) if low is not None else rng.standard_normal(shape)
+
+
+def ints(*shape, high=3, seed=0):
+    return R(seed).integers(0, high, shape).astype(np.int64)
+
+
+def _vs_torch(name, fn, *arrays, **options):
+    assert name not in FUNCTIONAL_VS_TORCH, f"two rows named {name}"
+    FUNCTIONAL_VS_TORCH[name] = (fn, list(arrays), options)
+
+
+F32 = {"dtypes": ("float32",)}
+
+# linear, bilinear
+for shape in [(4, 5), (2, 3, 5), (5,), (1, 5), (2, 1, 3, 5)]:
+    facts = {"facts": NO_NAME} if len(shape) == 1 else {}
+    _vs_torch(f"linear{shape}", lambda T, F, x, w, b: F.linear(x, w, b), arr(*shape), arr(3, 5, seed=1),
+              arr(3, seed=2), **facts)
+    _vs_torch(f"linear{shape}_no_bias", lambda T, F, x, w: F.linear(x, w), arr(*shape), arr(3, 5, seed=1), **facts)
+_vs_torch("linear_float32", lambda T, F, x, w, b: F.linear(x, w, b), arr(4, 5), arr(3, 5, seed=1), arr(3, seed=2),
+          **F32, rtol=1e-5, atol=1e-6)
+for shape in [(4,), (2, 3)]:
+    _vs_torch(f"bilinear{shape}", lambda T, F, a, b, w, bias: F.bilinear(a, b, w, bias), arr(*shape, 3),
+              arr(*shape, 4, seed=1), arr(2, 3, 4, seed=2), arr(2, seed=3), facts=NO_NAME)
+# a weight wider than 4x the batch takes the weight @ x^T product path
+for bias_shape in [(24,), (3, 24), (1, 24)]:
+    wide = (arr(3, 7), arr(24, 7, seed=1), arr(*bias_shape, seed=2))
+    if len(bias_shape) == 1:
+        _vs_torch(f"linear_wide_bias{bias_shape}", lambda T, F, x, w, b: F.linear(x, w, b), *wide)
+    _vs_torch(f"addmm_wide_bias{bias_shape}", lambda T, F, x, w, b: T.addmm(b, x, w.t()), *wide)
+    _vs_torch(f"addmm_wide_bias{bias_shape}_beta_alpha", lambda T, F, x, w, b: T.addmm(b, x, w.t(), beta=0.5,
+                                                                                     alpha=2.0), *wide)
+    _vs_torch(f"linear_wide_bias{bias_shape}_view", lambda T, F, x, w, b: F.linear(
+        x, w, b[..., :24]).contiguous().view(-1), *wide)
+_vs_torch("linear_wide_no_bias", lambda T, F, x, w: F.linear(x, w), arr(3, 7), arr(24, 7, seed=1))
+
+# convolution
+for i, kw in enumerate([dict(), dict(stride=2), dict(padding=1), dict(padding=(2, 0), stride=(1, 2)),
+                        dict(dilation=2, padding=2), dict(padding="same"), dict(padding="same", dilation=(2, 1)),
+                        dict(padding="valid"), dict(groups=2, padding=1), dict(stride=3, padding=1, dilation=2,
+                                                                              groups=2)]):
+    w = arr(6, 4 // kw.get("groups", 1), 3, 2, seed=1)
+    _vs_torch(f"conv2d_{i}_{kw}", lambda T, F, x, w, b, kw=kw: F.conv2d(x, w, b, **kw), arr(2, 4, 7, 6), w,
+              arr(6, seed=2))
+    _vs_torch(f"conv2d_{i}_{kw}_no_bias", lambda T, F, x, w, kw=kw: F.conv2d(x, w, **kw), arr(2, 4, 7, 6), w)
+_vs_torch("conv2d_unbatched", lambda T, F, x, w: F.conv2d(x, w, padding=1), arr(3, 5, 5), arr(2, 3, 3, 3, seed=1))
+_vs_torch("conv2d_1x1", lambda T, F, x, w, b: F.conv2d(x, w, b), arr(2, 3, 4, 4), arr(5, 3, 1, 1, seed=1),
+          arr(5, seed=2))
+_vs_torch("conv2d_float32", lambda T, F, x, w, b: F.conv2d(x, w, b, padding=1), arr(4, 3, 9, 9),
+          arr(8, 3, 3, 3, seed=1), arr(8, seed=2), **F32, rtol=1e-4, atol=1e-5)
+for kw in [dict(), dict(stride=2, padding=1), dict(dilation=2, padding="same"), dict(groups=3, padding=2)]:
+    w = arr(6, 3 // kw.get("groups", 1), 3, seed=1)
+    _vs_torch(f"conv1d_{kw}", lambda T, F, x, w, b, kw=kw: F.conv1d(x, w, b, **kw), arr(2, 3, 11), w, arr(6, seed=2))
+    _vs_torch(f"conv1d_{kw}_unbatched", lambda T, F, x, w, kw=kw: F.conv1d(x, w, **kw), arr(3, 11), w)
+for kw in [dict(), dict(stride=2), dict(stride=2, output_padding=1), dict(stride=2, padding=1, output_padding=1),
+           dict(padding=1, dilation=2), dict(groups=2, stride=2), dict(stride=(2, 3), padding=(0, 1),
+                                                                      output_padding=(1, 2))]:
+    _vs_torch(f"conv_transpose2d_{kw}", lambda T, F, x, w, b, kw=kw: F.conv_transpose2d(x, w, b, **kw),
+              arr(2, 4, 5, 4), arr(4, 3, 3, 3, seed=1), arr(3 * kw.get("groups", 1), seed=2))
+_vs_torch("conv_transpose1d", lambda T, F, x, w: F.conv_transpose1d(x, w, stride=2, padding=1), arr(2, 4, 6),
+          arr(4, 3, 3, seed=1))
+# both column layouts of the kernels ((8, 32) channel-major, (2, 4) batch-major) and both window-copy
+# methods (padding that keeps the width: the flat-shift copy; the rest: the strided one)
+CONV2D_LAYOUTS = [dict(padding=1), dict(padding="same", dilation=2), dict(padding=(0, 1)), dict(padding=(2, 0)),
+                  dict(stride=2, padding=1), dict(padding=0), dict(padding=1, groups=2)]
+for cin, cout in [(2, 4), (8, 32)]:
+    _vs_torch(f"conv_transpose2d_layout_{cin}_{cout}", lambda T, F, x, w, b: F.conv_transpose2d(x, w, b, padding=1),
+              arr(3, cout, 7, 6), arr(cout, cin, 3, 3), arr(cin, seed=2))
+    for kw in CONV2D_LAYOUTS:
+        w = arr(cout, cin // kw.get("groups", 1), 3, 3, seed=1)
+        _vs_torch(f"conv2d_layout_{cin}_{cout}_{kw}", lambda T, F, x, w, b, kw=kw: F.conv2d(x, w, b, **kw),
+                  arr(3, cin, 7, 6), w, arr(cout, seed=2))
+        _vs_torch(f"conv2d_layout_{cin}_{cout}_{kw}_non_contiguous", lambda T, F, x, w, b, kw=kw: F.conv2d(
+            x.transpose(1, 2), w, b, **kw), arr(3, 7, cin, 6), w, arr(cout, seed=2))
+
+# pooling
+for kw in [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=3, stride=2, ceil_mode=True),
+           dict(kernel_size=2, stride=1), dict(kernel_size=(2, 3), dilation=(2, 1), padding=(1, 1)),
+           dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)]:
+    _vs_torch(f"max_pool2d_{kw}_indices", lambda T, F, x, kw=kw: F.max_pool2d(x, return_indices=True, **kw),
+              arr(2, 3, 7, 8))
+    _vs_torch(f"max_pool2d_{kw}_unbatched", lambda T, F, x, kw=kw: F.max_pool2d(x, **kw), arr(2, 3, 7, 8)[0])
+_ties = np.zeros((1, 1, 4, 4))
+_ties[0, 0, 1, 1] = 1
+_vs_torch("max_pool2d_ties_pick_first", lambda T, F, x: F.max_pool2d(x, 2, return_indices=True), _ties)
+_nan = np.array([[[[1.0, np.nan, 3, np.nan], [np.nan, 2, 0, 5]]]])
+_vs_torch("max_pool2d_nan_wins", lambda T, F, x: F.max_pool2d(x, 2, return_indices=True), _nan)
+_vs_torch("max_pool2d_nan_wins_padded", lambda T, F, x: F.max_pool2d(x, (1, 3), 1, padding=(0, 1)), _nan)
+# MaxPool2d(2): the pairwise fast path, its fallbacks and its lazily derived indices
+for shape in [(2, 3, 6, 8), (3, 5, 7), (1, 2, 2, 2), (2, 1, 5, 3)]:
+    for values in ["ties", "random", "nan", "inf"]:
+        x = R(3).integers(0, 3, shape).astype(np.float64) if values == "ties" else arr(*shape, seed=4)
+        if values == "nan":
+            x.flat[::5] = np.nan
+        if values == "inf":
+            x.flat[::4], x.flat[1::6] = np.inf, -np.inf
+        _vs_torch(f"max_pool2d_2x2{shape}_{values}", lambda T, F, x: F.max_pool2d(x, 2), x)
+        _vs_torch(f"max_pool2d_2x2{shape}_{values}_indices", lambda T, F, x: F.max_pool2d(x, 2, return_indices=True), x)
+        _vs_torch(f"max_pool2d_2x2{shape}_{values}_indices_only",
+                  lambda T, F, x: F.max_pool2d(x, (2, 2), 2, return_indices=True)[1], x)
+for kw in [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True), dict(kernel_size=3, dilation=2)]:
+    _vs_torch(f"max_pool1d_{kw}", lambda T, F, x, kw=kw: F.max_pool1d(x, return_indices=True, **kw), arr(2, 3, 11))
+for kw in [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+           dict(kernel_size=3, stride=2, padding=1, count_include_pad=False), dict(kernel_size=3, stride=2, ceil_mode=True),
+           dict(kernel_size=3, stride=2, padding=1, ceil_mode=True, count_include_pad=False),
+           dict(kernel_size=(2, 3), divisor_override=5), dict(kernel_size=5, stride=1)]:
+    _vs_torch(f"avg_pool2d_{kw}", lambda T, F, x, kw=kw: F.avg_pool2d(x, **kw), arr(2, 3, 7, 8))
+    _vs_torch(f"avg_pool2d_{kw}_unbatched", lambda T, F, x, kw=kw: F.avg_pool2d(x, **kw), arr(3, 7, 8))
+for kw in [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)]:
+    _vs_torch(f"avg_pool1d_{kw}", lambda T, F, x, kw=kw: F.avg_pool1d(x, **kw), arr(2, 3, 10))
+for size in [(3, 3), 1, (2, None), (5, 7), (4, 3), (9, 11)]:
+    _vs_torch(f"adaptive_avg_pool2d_{size}", lambda T, F, x, size=size: F.adaptive_avg_pool2d(x, size), arr(2, 3, 7, 9))
+for size in [1, 3, 4]:
+    _vs_torch(f"adaptive_avg_pool1d_{size}", lambda T, F, x, size=size: F.adaptive_avg_pool1d(x, size), arr(2, 3, 10))
+
+# padding
+for mode, shape, p in [("constant", (2, 3), (1, 2)), ("constant", (2, 3, 4), (1, 0, 2, 1)),
+                       ("constant", (2, 3, 4), (-1, 1)), ("reflect", (2, 3, 5), (2, 1)),
+                       ("reflect", (1, 2, 4, 5), (1, 2, 3, 1)), ("replicate", (2, 3, 5), (3, 1)),
+                       ("replicate", (1, 2, 4, 5), (2, 2, 1, 3)), ("circular", (1, 2, 5), (2, 1))]:
+    _vs_torch(f"pad_{mode}{shape}{p}", lambda T, F, x, p=p, mode=mode: F.pad(x, p, mode=mode), arr(*shape),
+              **({"facts": NO_NAME} if mode == "circular" else {}))
+_vs_torch("pad_value", lambda T, F, x: F.pad(x, (1, 1, 2, 0), value=2.5), arr(2, 3, 3))
+
+
+# normalization
+def _batch_norm_training(affine):
+    def fn(T, F, x, w, b):
+        rm, rv = T.zeros(3, dtype=T.float64), T.ones(3, dtype=T.float64)
+        out = F.batch_norm(x, rm, rv, w if affine else None, b if affine else None, training=True, momentum=0.3)
+        return out, rm, rv
+    return fn
+
+
+def _batch_norm_eval(T, F, x, w, b):
+    rm, rv = T.tensor(arr(3, seed=5)), T.tensor(arr(3, seed=6, low=0.5, high=2.0))
+    return F.batch_norm(x, rm, rv, w, b, training=False)
+
+
+def _batch_norm_float32(T, F, x):
+    rm, rv = T.zeros(3), T.ones(3)
+    return F.batch_norm(x, rm, rv, training=True), rm, rv
+
+
+for shape in [(6, 3), (4, 3, 5), (2, 3, 4, 5)]:
+    for affine in (True, False):
+        _vs_torch(f"batch_norm_training{shape}_affine_{affine}", _batch_norm_training(affine), arr(*shape),
+                  arr(3, seed=1), arr(3, seed=2))
+for shape in [(6, 3), (2, 3, 4, 5)]:
+    _vs_torch(f"batch_norm_eval{shape}", _batch_norm_eval, arr(*shape), arr(3, seed=1), arr(3, seed=2))
+_vs_torch("batch_norm_no_running_stats", lambda T, F, x: F.batch_norm(x, None, None, training=True), arr(5, 3, 2))
+_vs_torch("batch_norm_float32", _batch_norm_float32, arr(8, 3, 4), **F32, rtol=1e-4, atol=1e-5)
+for shape, ns in [((4, 5), (5,)), ((2, 3, 4), (4,)), ((2, 3, 4), (3, 4)), ((5,), (5,))]:
+    _vs_torch(f"layer_norm{shape}{ns}", lambda T, F, x, w, b, ns=ns: F.layer_norm(x, ns, w, b, eps=1e-4), arr(*shape),
+              arr(*ns, seed=1), arr(*ns, seed=2))
+    _vs_torch(f"layer_norm{shape}{ns}_no_affine", lambda T, F, x, ns=ns: F.layer_norm(x, ns), arr(*shape))
+_vs_torch("layer_norm_float32", lambda T, F, x, w, b: F.layer_norm(x, (8,), w, b), arr(4, 8), arr(8, seed=1),
+          arr(8, seed=2), **F32, rtol=1e-4, atol=1e-5)
+for shape, groups in [((2, 6, 5), 3), ((2, 4, 3, 3), 2), ((3, 4), 4), ((2, 4, 3), 1)]:
+    _vs_torch(f"group_norm{shape}_{groups}", lambda T, F, x, w, b, g=groups: F.group_norm(x, g, w, b), arr(*shape),
+              arr(shape[1], seed=1), arr(shape[1], seed=2))
+    _vs_torch(f"group_norm{shape}_{groups}_no_affine", lambda T, F, x, g=groups: F.group_norm(x, g), arr(*shape))
+
+# activations (float64 tolerance 1e-6/1e-7, float32 2e-5/2e-6)
+for name, kw in [("relu", {}), ("leaky_relu", {}), ("leaky_relu", {"negative_slope": 0.2}), ("elu", {}),
+                 ("elu", {"alpha": 0.5}), ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}),
+                 ("sigmoid", {}), ("tanh", {}), ("softplus", {}), ("softplus", {"beta": 2.0, "threshold": 1.0}),
+                 ("hardtanh", {}), ("hardtanh", {"min_val": -0.5, "max_val": 2.0}), ("relu6", {})]:
+    _vs_torch(f"{name}_{kw}", lambda T, F, x, name=name, kw=kw: getattr(F, name)(x, **kw), arr(3, 7) * 4,
+              dtypes=("float64", "float32"))
+
+
+def _inplace_activation(name):
+    def fn(T, F, x):
+        y = x * 1.0
+        out = getattr(F, name)(y, inplace=True)
+        return out, y, out is y
+    return fn
+
+
+for name in ["relu", "leaky_relu", "elu", "silu", "hardtanh", "relu6"]:
+    _vs_torch(f"{name}_inplace", _inplace_activation(name), arr(3, 4) * 3, facts=NO_NAME)
+for name in ["logsigmoid", "softsign", "tanhshrink", "mish", "hardsigmoid", "hardswish"]:
+    _vs_torch(name, lambda T, F, x, name=name: getattr(F, name)(x), arr(3, 5) * 4, facts=NO_NAME)
+_vs_torch("softmin", lambda T, F, x: F.softmin(x, 1), arr(3, 5), facts=NO_NAME)
+_vs_torch("relu_", lambda T, F, x: F.relu_(x * 1), arr(3, 5), facts=NO_NAME)
+_vs_torch("relu6_of_hardtanh", lambda T, F, x: F.relu6(F.hardtanh(x, -2.0, 2.0) * 4), arr(3, 2, 4), facts=NO_NAME)
+for dim in [0, 1, -1]:
+    _vs_torch(f"softmax_{dim}", lambda T, F, x, dim=dim: F.softmax(x, dim), arr(3, 4, 5))
+    _vs_torch(f"log_softmax_{dim}", lambda T, F, x, dim=dim: F.log_softmax(x, dim), arr(3, 4, 5))
+    _vs_torch(f"softmax_{dim}_to_float64", lambda T, F, x, dim=dim: F.softmax(x, dim, dtype=T.float64), arr(3, 4, 5),
+              **F32, rtol=1e-5, atol=1e-7)
+
+# embedding, normalize, attention
+_EMBEDDING_INDICES = np.array([[0, 1, 1, 4], [4, 4, 2, 0]])
+for kw in [dict(), dict(padding_idx=1), dict(padding_idx=-1), dict(scale_grad_by_freq=True),
+           dict(padding_idx=0, scale_grad_by_freq=True)]:
+    _vs_torch(f"embedding_{kw}", lambda T, F, w, kw=kw: F.embedding(T.tensor(_EMBEDDING_INDICES), w, **kw), arr(5, 3))
+_vs_torch("embedding_max_norm", lambda T, F, w: (F.embedding(T.tensor([[0, 2], [2, 3]]), w, max_norm=1.0),
+                                                 w.detach().clone()), arr(5, 3) * 2)
+for kw in [dict(), dict(p=1.0), dict(dim=0), dict(p=3.0, dim=-1)]:
+    _vs_torch(f"normalize_{kw}", lambda T, F, x, kw=kw: F.normalize(x, **kw), arr(3, 4), facts=NO_NAME)
+
+
+def _attention(mask, **kw):
+    def fn(T, F, q, k, v):
+        m = None
+        if mask == "bool":
+            m = T.tensor(R(5).random((4, 6)) > 0.3)
+            m[:, 0] = True
+        elif mask == "float":
+            m = T.tensor(arr(4, 6, seed=7))
+        elif mask == "dead":  # a row that attends to nothing
+            m = T.tensor(np.array([[True] * 6, [False] * 6, [True, False] * 3, [False] * 5 + [True]]))
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=m, **kw)
+    return fn
+
+
+for mask, kw in [(None, {}), (None, dict(is_causal=True)), (None, dict(scale=0.3)), ("bool", {}), ("float", {}),
+                 ("dead", {})]:
+    _vs_torch(f"sdpa_{mask}_{kw}", _attention(mask, **kw), arr(2, 4, 3), arr(2, 6, 3, seed=1), arr(2, 6, 5, seed=2),
+              facts=NO_NAME)
+
+# losses
+for reduction in ["mean", "sum", "none"]:
+    for name, kw in [("mse_loss", {}), ("l1_loss", {}), ("smooth_l1_loss", {}), ("smooth_l1_loss", {"beta": 0.5}),
+                     ("smooth_l1_loss", {"beta": 0.0}), ("huber_loss", {}), ("huber_loss", {"delta": 0.3})]:
+        facts = {"facts": NO_NAME} if name == "smooth_l1_loss" and kw.get("beta") == 0.0 else {}
+        _vs_torch(f"{name}_{kw}_{reduction}", lambda T, F, x, t, name=name, kw=kw, r=reduction: getattr(F, name)(
+            x, t, reduction=r, **kw), arr(4, 5) * 2, arr(4, 5, seed=1), **facts)
+    for name in ["mse_loss", "l1_loss", "huber_loss"]:
+        _vs_torch(f"{name}_weight_{reduction}", lambda T, F, x, t, w, name=name, r=reduction: getattr(F, name)(
+            x, t, reduction=r, weight=w.detach()), arr(4, 5) * 2, arr(4, 5, seed=1), arr(4, 5, seed=2, low=0.5, high=2.0),
+            facts=NO_NAME)
+_vs_torch("mse_loss_broadcast", lambda T, F, x, t: F.mse_loss(x, t), arr(4, 5), arr(1, 5, seed=1), facts=NO_NAME)
+
+
+def _cross_entropy_indices(reduction, weight=False, **kw):
+    target = np.array([0, 2, 1, 2, 0, 1])
+
+    def fn(T, F, x, w):
+        return F.cross_entropy(x, T.tensor(target), weight=w.detach() if weight else None, reduction=reduction, **kw)
+    return fn
+
+
+def _cross_entropy_probabilities(weight=False, **kw):
+    probs = R(3).dirichlet(np.ones(4), size=5)
+
+    def fn(T, F, x, w):
+        return F.cross_entropy(x, T.tensor(probs), weight=w.detach() if weight else None, **kw)
+    return fn
+
+
+for reduction in ["mean", "sum", "none"]:
+    for kw in [dict(), dict(weight=True), dict(ignore_index=1), dict(weight=True, ignore_index=2),
+               dict(label_smoothing=0.2), dict(label_smoothing=0.1, weight=True), dict(label_smoothing=0.1, ignore_index=0),
+               dict(label_smoothing=0.1, weight=True, ignore_index=0)]:
+        _vs_torch(f"cross_entropy_indices_{kw}_{reduction}", _cross_entropy_indices(reduction, **kw), arr(6, 3),
+                  arr(3, seed=1, low=0.5, high=2.0), **({"facts": NO_NAME} if kw.get("label_smoothing") else {}))
+for kw in [dict(), dict(label_smoothing=0.1), dict(weight=True), dict(reduction="sum"), dict(reduction="none")]:
+    _vs_torch(f"cross_entropy_probabilities_{kw}", _cross_entropy_probabilities(**kw), arr(5, 4),
+              arr(4, seed=1, low=0.5, high=2.0), facts=NO_NAME)
+_SPATIAL_TARGET = ints(2, 3, 4, high=5)
+_SPATIAL_TARGET[0, 0, 0] = -100
+_vs_torch("cross_entropy_spatial", lambda T, F, x: F.cross_entropy(x, T.tensor(_SPATIAL_TARGET)), arr(2, 5, 3, 4))
+_vs_torch("cross_entropy_spatial_none", lambda T, F, x: F.cross_entropy(x, T.tensor(_SPATIAL_TARGET), reduction="none"),
+          arr(2, 5, 3, 4))
+_vs_torch("cross_entropy_unbatched", lambda T, F, x: F.cross_entropy(x, T.tensor(2)), arr(5))
+_vs_torch("cross_entropy_float32", lambda T, F, x: F.cross_entropy(x, T.tensor(ints(64, high=10))), arr(64, 10),
+          **F32, rtol=1e-5, atol=1e-6)
+for reduction in ["mean", "sum", "none"]:
+    _vs_torch(f"nll_loss_weight_ignore_{reduction}", lambda T, F, x, w, r=reduction: F.nll_loss(
+        x, T.tensor(np.array([1, 0, 3, 3])), weight=w.detach(), reduction=r, ignore_index=0),
+        arr(4, 4), arr(4, seed=2, low=0.1, high=1.0))
+    for weighted in (False, True):
+        _vs_torch(f"binary_cross_entropy_{reduction}_weighted_{weighted}", lambda T, F, x, t, w, r=reduction,
+                  weighted=weighted: F.binary_cross_entropy(x, t, weight=w.detach() if weighted else None, reduction=r),
+                  arr(3, 4, low=0.05, high=0.95), arr(3, 4, seed=1, low=0, high=1), arr(4, seed=2, low=0.5, high=1.5))
+        for pos in (False, True):
+            _vs_torch(f"bce_with_logits_{reduction}_weighted_{weighted}_pos_{pos}", lambda T, F, x, t, w, pw, r=reduction,
+                      weighted=weighted, pos=pos: F.binary_cross_entropy_with_logits(
+                          x, t, weight=w.detach() if weighted else None, pos_weight=pw.detach() if pos else None,
+                          reduction=r), arr(3, 4) * 3, arr(3, 4, seed=1, low=0, high=1),
+                      arr(4, seed=2, low=0.5, high=1.5), arr(4, seed=3, low=0.5, high=3.0))
+for reduction in ["sum", "none", "batchmean"]:
+    for log_target in (False, True):
+        target = arr(3, 4, seed=1, low=0.05, high=1.0)
+        target = np.log(target) if log_target else target
+        log_input = np.log(arr(3, 4, low=0.1, high=1.0))
+        _vs_torch(f"kl_div_{reduction}_log_target_{log_target}", lambda T, F, x, t, r=reduction, lt=log_target: F.kl_div(
+            x, t, reduction=r, log_target=lt), log_input, target, facts=NO_NAME)
+        target = target.copy()
+        target[0, 0] = -np.inf if log_target else 0.0  # a zero probability
+        _vs_torch(f"kl_div_{reduction}_log_target_{log_target}_zero_target", lambda T, F, x, t, r=reduction,
+                  lt=log_target: F.kl_div(x, t.detach(), reduction=r, log_target=lt), log_input, target, facts=NO_NAME)
 
 
 def _through_copy(T, a, b):

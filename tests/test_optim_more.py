@@ -384,3 +384,30 @@ def test_accelerator_flags_accepted_on_cpu(T):
             opt.step()
         out.append((params, state_record(opt)))
     return out
+
+
+# the group options each optimizer added over time, and the 0-d state numbers older pickles hold
+_OPTIONS_ADDED_LATER = ("foreach", "maximize", "differentiable", "capturable", "fused", "decoupled_weight_decay",
+                        "amsgrad", "nesterov", "momentum", "centered")
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam", "AdamW", "Adadelta", "Adagrad", "Adamax", "ASGD", "NAdam", "RAdam",
+                                  "RMSprop", "Rprop", "Adafactor"])
+@differential
+def test_unpickling_an_older_state_fills_in_options_and_tensorizes_counters(T, name):
+    p = T.nn.Parameter(T.ones(2))
+    opt = getattr(T.optim, name)([p], lr=0.1)
+    p.grad = T.ones(2)
+    opt.step()
+    state = opt.__getstate__()
+    for group in state["param_groups"]:
+        for key in _OPTIONS_ADDED_LATER:
+            group.pop(key, None)
+    for p_state in state["state"].values():
+        for key in ("step", "mu_product", "eta", "mu"):
+            if key in p_state:
+                p_state[key] = float(p_state[key])
+    loaded = object.__new__(type(opt))
+    loaded.__setstate__(state)
+    group = loaded.param_groups[0]
+    return sorted((k, v) for k, v in group.items() if k != "params"), sorted(loaded.state[p].items())

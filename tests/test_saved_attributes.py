@@ -12,7 +12,7 @@ import pytest
 
 import hookgrad
 from difftest import catch, differential
-from op_cases import BINARY, EDGE, MATRIX, UNARY
+from op_cases import BINARY, EDGE, MATRIX, SAVED, UNARY, columns
 
 import torch
 
@@ -162,14 +162,13 @@ LAYERS = {
 
 
 def _cases():
-    for name, (fn, opts) in UNARY.items():
-        yield f"unary:{name}", fn, _arrays([(2, 3, 4)], **opts)
-    for name, (fn, opts) in BINARY.items():
-        yield f"binary:{name}", fn, _arrays([(2, 3), (3,)], **opts)
-    for name, (fn, shapes) in MATRIX.items():
-        yield f"matrix:{name}", fn, _arrays(shapes)
-    for name, (fn, shapes) in EDGE.items():
-        yield f"edge:{name}", fn, _arrays(shapes)
+    """Every registry row whose ``facts`` column names ``saved``, and the layer cases."""
+    for table, rows in (("unary", UNARY), ("binary", BINARY), ("matrix", MATRIX), ("edge", EDGE)):
+        for name, row in rows.items():
+            fn, shapes, options = columns(table, row)
+            if SAVED in options["facts"]:
+                shapes = {"unary": [(2, 3, 4)], "binary": [(2, 3), (3,)]}.get(table, shapes)
+                yield f"{table}:{name}", fn, _arrays(shapes, options.get("positive", False))
     for name, (fn, shapes) in LAYERS.items():
         yield f"layer:{name}", fn, _arrays(shapes)
 

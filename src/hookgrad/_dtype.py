@@ -301,3 +301,15 @@ def refuse_bfloat16_numpy(data: np.ndarray) -> None:
 def is_inexact_np(np_dtype) -> _py_bool:
     """Floating or complex (what can carry a gradient), bfloat16 included."""
     return np_dtype.kind in "fc" or is_bfloat16_np(np_dtype)
+
+
+# torch's C++ names of the scalar types, as its kernels' error messages spell them
+_SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+                      "complex64": "ComplexFloat", "complex128": "ComplexDouble", "int64": "Long", "int32": "Int",
+                      "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+
+
+def scalar_type_name(np_dtype) -> str:
+    """torch's name of a scalar type in kernel errors ("Long", "Float", ...); NumPy's for any other."""
+    name = np.dtype(np_dtype).name
+    return _SCALAR_TYPE_NAMES.get(name, name)

@@ -472,20 +472,21 @@ def argmin(x, dim=None, keepdim=False):
     return _arg_extreme(x, dim, keepdim, np.argmin)
 
 
-@op()
-def all(x, dim=None, keepdim=False):
+def _truth_reduction(np_reduce, x, dim, keepdim):
     data = x._data
     if dim is None:
-        return wrap(np.asarray(data.all()))
-    return wrap(np.asarray(data.all(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+        return wrap(np.asarray(np_reduce(data)))
+    return wrap(np.asarray(np_reduce(data, axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+
+
+@op()
+def all(x, dim=None, keepdim=False):
+    return _truth_reduction(np.all, x, dim, keepdim)
 
 
 @op()
 def any(x, dim=None, keepdim=False):
-    data = x._data
-    if dim is None:
-        return wrap(np.asarray(data.any()))
-    return wrap(np.asarray(data.any(axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+    return _truth_reduction(np.any, x, dim, keepdim)
 
 
 @op()
@@ -794,15 +795,21 @@ def _log_softmax_np(data, d):
     return shifted
 
 
-@op()
-def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
+def _softmax_input(x, dim, dtype, kernel):
+    """``x`` cast to ``dtype`` (a recorded op, so the gradient flows back in the input's dtype), its
+    data widened for the computation and ``dim`` wrapped; torch's error for a non-floating input."""
     if dtype is not None:
-        # cast as a recorded op first, so the gradient flows back in the input's dtype
         x = x.to(_dtype.to_dtype(dtype))
     data = _dtype.widen(x._data)
     if data.dtype.kind not in "fc":
-        raise RuntimeError('"softmax_lastdim_kernel_impl" not implemented for \'Long\'')
-    d = _wrap_dim(dim if dim is not None else -1, data.ndim)
+        raise NotImplementedError(f'"{kernel}_lastdim_kernel_impl" not implemented for '
+                                  f"'{_dtype.scalar_type_name(data.dtype)}'")
+    return x, data, _wrap_dim(dim if dim is not None else -1, data.ndim)
+
+
+@op()
+def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
+    x, data, d = _softmax_input(x, dim, dtype, "softmax")
     with _err():
         result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
@@ -814,10 +821,7 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 
 @op()
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
-    if dtype is not None:
-        x = x.to(_dtype.to_dtype(dtype))
-    data = _dtype.widen(x._data)
-    d = _wrap_dim(dim if dim is not None else -1, data.ndim)
+    x, data, d = _softmax_input(x, dim, dtype, "log_softmax")
     with _err():
         result = wrap(_dtype.narrow_to(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data),
                                        x._data.dtype))

@@ -253,22 +253,22 @@ class TriuBackward0(Node):
         return (grads[0].triu(self.diagonal),)
 
 
-@op(inplace=True, saves_self=False)
-def tril(x: Tensor, diagonal: int = 0) -> Tensor:
-    result = wrap(np.tril(x._data, diagonal))
+def _triangle(x: Tensor, diagonal: int, np_fn, node_cls) -> Tensor:
+    result = wrap(np_fn(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
-        node = record_op(TrilBackward0, (x,), result)
+        node = record_op(node_cls, (x,), result)
         node.diagonal = diagonal
     return result
+
+
+@op(inplace=True, saves_self=False)
+def tril(x: Tensor, diagonal: int = 0) -> Tensor:
+    return _triangle(x, diagonal, np.tril, TrilBackward0)
 
 
 @op(inplace=True, saves_self=False)
 def triu(x: Tensor, diagonal: int = 0) -> Tensor:
-    result = wrap(np.triu(x._data, diagonal))
-    if GRAD.enabled and x._requires_grad:
-        node = record_op(TriuBackward0, (x,), result)
-        node.diagonal = diagonal
-    return result
+    return _triangle(x, diagonal, np.triu, TriuBackward0)
 
 
 class CloneBackward0(Node):

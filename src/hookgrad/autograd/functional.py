@@ -152,6 +152,27 @@ _V_FOR_INPUT = ("The vector v can only be None if the input to the user-provided
                 "single element.")
 
 
+def _inputs_and_v(inputs, v, create_graph, fn_name):
+    """``inputs`` as a tuple prepared for differentiation, and ``v`` checked against them (jvp, vhp, hvp)."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    inputs = _prepare(inputs, create_graph, need_graph=True)
+    return is_inputs_tuple, inputs, _prepare_v(v, inputs, is_inputs_tuple, create_graph, fn_name, _V_FOR_INPUT)
+
+
+def _vector_products(outputs, wrt, v, shaped_like, strict, create_graph, stage):
+    """``autograd.grad(outputs, wrt, v)`` with zeros for the parts of ``shaped_like`` it does not
+    reach; the products keep a graph under ``create_graph`` or where grad mode is on."""
+    with set_grad_enabled(create_graph or is_grad_enabled()):
+        return _fill_in_zeros(_grad(outputs, wrt, v, create_graph=create_graph), shaped_like, strict, create_graph,
+                              stage)
+
+
+def _results(outputs, is_outputs_tuple, products, is_products_tuple, create_graph):
+    """(outputs, products), detached unless ``create_graph``, each a tuple only if the caller's was."""
+    return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
+            _unpack(_finish(products, create_graph), is_products_tuple))
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``v^T J``): the vector-Jacobian product at ``inputs``."""
     with enable_grad():
@@ -162,29 +183,21 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
         v = _prepare_v(v, outputs, is_outputs_tuple, create_graph, "vjp",
                        "The vector v can only be None if the user-provided function returns a single Tensor with a "
                        "single element.")
-    with set_grad_enabled(create_graph or is_grad_enabled()):
-        products = _fill_in_zeros(_grad(outputs, inputs, v, create_graph=create_graph), inputs, strict, create_graph,
-                                  "back")
-    return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
-            _unpack(_finish(products, create_graph), is_inputs_tuple))
+    products = _vector_products(outputs, inputs, v, inputs, strict, create_graph, "back")
+    return _results(outputs, is_outputs_tuple, products, is_inputs_tuple, create_graph)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``J v``): the Jacobian-vector product at ``inputs`` (double-backward trick)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, "jvp", _V_FOR_INPUT)
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "jvp")
         is_outputs_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", "jvp")
         _check_requires_grad(outputs, "outputs", strict)
         dummies = tuple(_above.zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _grad(outputs, inputs, dummies, create_graph=True)
         _check_requires_grad(grad_inputs, "grad_inputs", strict)
-    with set_grad_enabled(create_graph or is_grad_enabled()):
-        products = _fill_in_zeros(_grad(grad_inputs, dummies, v, create_graph=create_graph), outputs, strict,
-                                  create_graph, "back_trick")
-    return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
-            _unpack(_finish(products, create_graph), is_outputs_tuple))
+    products = _vector_products(grad_inputs, dummies, v, outputs, strict, create_graph, "back_trick")
+    return _results(outputs, is_outputs_tuple, products, is_outputs_tuple, create_graph)
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
@@ -279,36 +292,30 @@ def _scalar_output(func, inputs, strict, fn_name):
     return is_outputs_tuple, outputs
 
 
+def _scalar_output_and_gradient(func, inputs, strict, fn_name):
+    """``func``'s single-element output and its gradient at ``inputs``, with a graph (vhp, hvp)."""
+    is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, fn_name)
+    gradient = _grad(outputs, inputs, create_graph=True)
+    _check_requires_grad(gradient, "jacobian", strict)
+    return is_outputs_tuple, outputs, gradient
+
+
 def vhp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``v^T H``) for scalar-valued ``func``."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vhp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, "vhp", _V_FOR_INPUT)
-        is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "vhp")
-        gradient = _grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(gradient, "jacobian", strict)
-    with set_grad_enabled(create_graph or is_grad_enabled()):
-        products = _fill_in_zeros(_grad(gradient, inputs, v, create_graph=create_graph), inputs, strict,
-                                  create_graph, "double_back")
-    return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
-            _unpack(_finish(products, create_graph), is_inputs_tuple))
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "vhp")
+        is_outputs_tuple, outputs, gradient = _scalar_output_and_gradient(func, inputs, strict, "vhp")
+    products = _vector_products(gradient, inputs, v, inputs, strict, create_graph, "double_back")
+    return _results(outputs, is_outputs_tuple, products, is_inputs_tuple, create_graph)
 
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """(``func(inputs)``, ``H v``) for scalar-valued ``func`` (double-backward trick)."""
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "hvp")
-        inputs = _prepare(inputs, create_graph, need_graph=True)
-        v = _prepare_v(v, inputs, is_inputs_tuple, create_graph, "hvp", _V_FOR_INPUT)
-        is_outputs_tuple, outputs = _scalar_output(func, inputs, strict, "hvp")
-        gradient = _grad(outputs, inputs, create_graph=True)
-        _check_requires_grad(gradient, "jacobian", strict)
+        is_inputs_tuple, inputs, v = _inputs_and_v(inputs, v, create_graph, "hvp")
+        is_outputs_tuple, outputs, gradient = _scalar_output_and_gradient(func, inputs, strict, "hvp")
         dummies = tuple(_above.zeros_like(inp, requires_grad=True) for inp in inputs)
         double_back = _grad(gradient, inputs, dummies, create_graph=True)
         _check_requires_grad(gradient, "hessian", strict)
-    with set_grad_enabled(create_graph or is_grad_enabled()):
-        products = _fill_in_zeros(_grad(double_back, dummies, v, create_graph=create_graph), inputs, strict,
-                                  create_graph, "double_back_trick")
-    return (_unpack(_finish(outputs, create_graph), is_outputs_tuple),
-            _unpack(_finish(products, create_graph), is_inputs_tuple))
+    products = _vector_products(double_back, dummies, v, inputs, strict, create_graph, "double_back_trick")
+    return _results(outputs, is_outputs_tuple, products, is_inputs_tuple, create_graph)

@@ -204,35 +204,31 @@ def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     return normal_(tensor, 0.0, std, generator)
 
 
-def _kaiming_gain_and_fan(tensor: Tensor, a, mode: str, nonlinearity: str):
-    """He initialisation's ``(gain, fan)``, or None (with torch's warning, pointed at the caller
-    of the public function) for a zero-element tensor, which is left as it is."""
+def _kaiming_std(tensor: Tensor, a, mode: str, nonlinearity: str):
+    """He initialisation's standard deviation ``gain / sqrt(fan)``, or None (with torch's warning,
+    pointed at the caller of the public function) for a zero-element tensor, which is left as it is."""
     if 0 in _shape(tensor):
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=3)
         return None
     fan = _calculate_correct_fan(tensor, mode)  # torch checks mode before nonlinearity
-    return calculate_gain(nonlinearity, a), fan
+    return calculate_gain(nonlinearity, a) / math.sqrt(fan)
 
 
 def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None) -> Tensor:
-    """He uniform: U(-bound, bound) with bound = gain * sqrt(3 / fan)."""
-    gain_and_fan = _kaiming_gain_and_fan(tensor, a, mode, nonlinearity)
-    if gain_and_fan is None:
+    """He uniform: U(-bound, bound) with bound = sqrt(3) * gain / sqrt(fan), rounded as torch rounds it."""
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    if std is None:
         return tensor
-    gain, fan = gain_and_fan
-    bound = math.sqrt(3.0) * gain / math.sqrt(fan)
+    bound = math.sqrt(3.0) * std
     return uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None) -> Tensor:
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
-    gain_and_fan = _kaiming_gain_and_fan(tensor, a, mode, nonlinearity)
-    if gain_and_fan is None:
-        return tensor
-    gain, fan = gain_and_fan
-    return normal_(tensor, 0.0, gain / math.sqrt(fan), generator)
+    std = _kaiming_std(tensor, a, mode, nonlinearity)
+    return tensor if std is None else normal_(tensor, 0.0, std, generator)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
-                        _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
+from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative, _check_not_differentiable,
+                        _no_grad_step)
 
 __all__ = ["Adadelta"]
 
 
 class Adadelta(Optimizer):
     """Adadelta with PyTorch's options and defaults (``lr=1.0, rho=0.9, eps=1e-6``)."""
+
+    _group_options_added_later = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+    _scalar_state_keys = ("step",)
+    _zero_state_keys = ("square_avg", "acc_delta")
 
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
@@ -28,16 +32,6 @@ class Adadelta(Optimizer):
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                         capturable=capturable, foreach=foreach, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False, capturable=False)
-
-    @staticmethod
-    def _init_state(state, p, group):
-        state["step"] = _new_step_counter()
-        state["square_avg"] = _wrap(np.zeros_like(p._data))
-        state["acc_delta"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):

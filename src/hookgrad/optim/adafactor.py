@@ -25,6 +25,9 @@ class Adafactor(Optimizer):
     """Adafactor with PyTorch's options and defaults (``lr=1e-2, beta2_decay=-0.8,
     eps=(None, 1e-3), d=1.0, weight_decay=0.0``)."""
 
+    _group_options_added_later = dict(foreach=None)
+    _scalar_state_keys = ("step",)
+
     def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
                  foreach=None, maximize=False):
         if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
@@ -44,11 +47,6 @@ class Adafactor(Optimizer):
         defaults = dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay,
                         foreach=foreach, maximize=maximize)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        for group in self.param_groups:
-            group.setdefault("foreach", None)
 
     @_no_grad_step
     def step(self, closure=None):

@@ -19,6 +19,9 @@ __all__ = ["Adagrad"]
 class Adagrad(Optimizer):
     """Adagrad with PyTorch's options and defaults (``lr=1e-2, eps=1e-10``)."""
 
+    _group_options_added_later = dict(foreach=None, maximize=False, differentiable=False, fused=None)
+    _scalar_state_keys = ("step",)
+
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check_lr(lr)
@@ -38,9 +41,6 @@ class Adagrad(Optimizer):
         state["step"] = _new_step_counter()
         state["sum"] = _wrap(np.full_like(p._data, self.defaults["initial_accumulator_value"]))
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False, fused=None)
 
     def share_memory(self):
         """Kept for API compatibility; NumPy arrays need no sharing step here."""

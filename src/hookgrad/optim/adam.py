@@ -16,7 +16,8 @@ import numpy as np
 
 from ._cpu_flags import check_fused_and_foreach
 from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
-                        _check_not_differentiable, _new_step_counter, _no_grad_step, _tensor_cls, _wrap)
+                        _check_not_differentiable, _new_step_counter, _no_grad_step, _tensor_cls,
+                        _zeros_like_params)
 
 __all__ = ["Adam"]
 
@@ -59,6 +60,10 @@ def _adam_group_values(group: dict):
 class Adam(Optimizer):
     """Adam with PyTorch's options and defaults (``lr=1e-3, betas=(0.9, 0.999), eps=1e-8``)."""
 
+    _group_options_added_later = dict(amsgrad=False, maximize=False, foreach=None, capturable=False,
+                                      differentiable=False, decoupled_weight_decay=False, fused=None)
+    _scalar_state_keys = ("step",)
+
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False, *,
                  foreach=None, maximize=False, capturable=False, differentiable=False, fused=None,
                  decoupled_weight_decay=False):
@@ -81,19 +86,12 @@ class Adam(Optimizer):
                         decoupled_weight_decay=decoupled_weight_decay)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(amsgrad=False, maximize=False, foreach=None, capturable=False,
-                                   differentiable=False, decoupled_weight_decay=False, fused=None)
-        self._tensorize_scalar_state("step")
-
     @staticmethod
     def _init_state(state, p, group):
         state["step"] = _new_step_counter()
-        state["exp_avg"] = _wrap(np.zeros_like(p._data))
-        state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+        _zeros_like_params(state, p, "exp_avg", "exp_avg_sq")
         if group["amsgrad"]:
-            state["max_exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+            _zeros_like_params(state, p, "max_exp_avg_sq")
 
     @_no_grad_step
     def step(self, closure=None):

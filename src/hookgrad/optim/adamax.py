@@ -9,13 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _adam_group_values, _check_hyperparameters, _lerp_
-from .optimizer import Optimizer, _bump, _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap
+from .optimizer import Optimizer, _bump, _check_not_differentiable, _no_grad_step
 
 __all__ = ["Adamax"]
 
 
 class Adamax(Optimizer):
     """Adamax with PyTorch's options and defaults (``lr=2e-3, betas=(0.9, 0.999), eps=1e-8``)."""
+
+    _group_options_added_later = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+    _scalar_state_keys = ("step",)
+    _zero_state_keys = ("exp_avg", "exp_inf")
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
@@ -24,16 +28,6 @@ class Adamax(Optimizer):
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False, capturable=False)
-
-    @staticmethod
-    def _init_state(state, p, group):
-        state["step"] = _new_step_counter()
-        state["exp_avg"] = _wrap(np.zeros_like(p._data))
-        state["exp_inf"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):

@@ -9,17 +9,18 @@
 """
 from __future__ import annotations
 
-import numpy as np
-
 from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
                         _check_not_differentiable, _new_step_counter, _no_grad_step, _scalar_np_dtype,
-                        _scalar_state, _wrap)
+                        _scalar_state, _zeros_like_params)
 
 __all__ = ["ASGD"]
 
 
 class ASGD(Optimizer):
     """ASGD with PyTorch's options and defaults (``lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6``)."""
+
+    _group_options_added_later = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+    _scalar_state_keys = ("step", "eta", "mu")
 
     def __init__(self, params, lr=1e-2, lambd=1e-4, alpha=0.75, t0=1e6, weight_decay=0, foreach=None,
                  maximize=False, differentiable=False, capturable=False):
@@ -30,17 +31,12 @@ class ASGD(Optimizer):
                         maximize=maximize, differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False, capturable=False)
-        self._tensorize_scalar_state("step", "eta", "mu")
-
     @staticmethod
     def _init_state(state, p, group):
         state["step"] = _new_step_counter()
         state["eta"] = _scalar_state(_as_float(group["lr"]))
         state["mu"] = _scalar_state(1.0)
-        state["ax"] = _wrap(np.zeros_like(p._data))
+        _zeros_like_params(state, p, "ax")
 
     @_no_grad_step
     def step(self, closure=None):

@@ -39,6 +39,11 @@ def _copy(value):
     return value.clone() if _is_tensor(value) else value
 
 
+def _scaled_lrs(optimizer, factor) -> list:
+    """Every group's current lr times ``factor`` (the chainable schedulers' update)."""
+    return [group["lr"] * factor for group in optimizer.param_groups]
+
+
 def _group_values(optimizer, key: str) -> list:
     return [_copy(group[key]) for group in optimizer.param_groups]
 
@@ -244,7 +249,7 @@ class StepLR(LRScheduler):
         _warn_if_called_outside_step(self)
         if self.last_epoch == 0 or self.last_epoch % self.step_size != 0:
             return _group_values(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, self.gamma)
 
     def _get_closed_form_lr(self) -> list:
         return [base_lr * self.gamma ** (self.last_epoch // self.step_size) for base_lr in self.base_lrs]
@@ -283,10 +288,10 @@ class ConstantLR(LRScheduler):
     def get_lr(self) -> list:
         _warn_if_called_outside_step(self)
         if self.last_epoch == 0:
-            return [group["lr"] * self.factor for group in self.optimizer.param_groups]
+            return _scaled_lrs(self.optimizer, self.factor)
         if self.last_epoch != self.total_iters:
             return _group_values(self.optimizer, "lr")
-        return [group["lr"] * (1.0 / self.factor) for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, 1.0 / self.factor)
 
     def _get_closed_form_lr(self) -> list:
         return [base_lr * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
@@ -311,12 +316,12 @@ class LinearLR(LRScheduler):
     def get_lr(self) -> list:
         _warn_if_called_outside_step(self)
         if self.last_epoch == 0:
-            return [group["lr"] * self.start_factor for group in self.optimizer.param_groups]
+            return _scaled_lrs(self.optimizer, self.start_factor)
         if self._is_initial or self.last_epoch > self.total_iters:
             return _group_values(self.optimizer, "lr")
         span = self.end_factor - self.start_factor
         ratio = 1.0 + span / (self.total_iters * self.start_factor + (self.last_epoch - 1) * span)
-        return [group["lr"] * ratio for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, ratio)
 
     def _get_closed_form_lr(self) -> list:
         return [base_lr * (self.start_factor + (self.end_factor - self.start_factor)
@@ -335,7 +340,7 @@ class ExponentialLR(LRScheduler):
         _warn_if_called_outside_step(self)
         if self._is_initial:
             return _group_values(self.optimizer, "lr")
-        return [group["lr"] * self.gamma for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, self.gamma)
 
     def _get_closed_form_lr(self) -> list:
         return [base_lr * self.gamma ** self.last_epoch for base_lr in self.base_lrs]
@@ -593,7 +598,7 @@ class PolynomialLR(LRScheduler):
             return _group_values(self.optimizer, "lr")
         factor = ((1.0 - self.last_epoch / self.total_iters)
                   / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
-        return [group["lr"] * factor for group in self.optimizer.param_groups]
+        return _scaled_lrs(self.optimizer, factor)
 
     def _get_closed_form_lr(self) -> list:
         return [base_lr * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters) ** self.power

@@ -18,7 +18,7 @@ import numpy as np
 
 from .adam import _adam_group_values, _check_hyperparameters, _lerp_
 from .optimizer import (Optimizer, _bump, _check_non_negative, _check_not_differentiable, _new_step_counter,
-                        _no_grad_step, _scalar_state, _wrap)
+                        _no_grad_step, _scalar_state, _zeros_like_params)
 
 __all__ = ["NAdam"]
 
@@ -26,6 +26,10 @@ __all__ = ["NAdam"]
 class NAdam(Optimizer):
     """NAdam with PyTorch's options and defaults (``lr=2e-3, betas=(0.9, 0.999), eps=1e-8,
     momentum_decay=4e-3``)."""
+
+    _group_options_added_later = dict(maximize=False, foreach=None, capturable=False, differentiable=False,
+                                      decoupled_weight_decay=False)
+    _scalar_state_keys = ("step", "mu_product")
 
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
@@ -38,18 +42,11 @@ class NAdam(Optimizer):
                         capturable=capturable, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(maximize=False, foreach=None, capturable=False, differentiable=False,
-                                   decoupled_weight_decay=False)
-        self._tensorize_scalar_state("step", "mu_product")
-
     @staticmethod
     def _init_state(state, p, group):
         state["step"] = _new_step_counter()
         state["mu_product"] = _scalar_state(1.0)
-        state["exp_avg"] = _wrap(np.zeros_like(p._data))
-        state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
+        _zeros_like_params(state, p, "exp_avg", "exp_avg_sq")
 
     @_no_grad_step
     def step(self, closure=None):

@@ -78,6 +78,12 @@ def _new_step_counter():
     return _wrap(np.zeros((), dtype=_scalar_np_dtype()))
 
 
+def _zeros_like_params(state: dict, p, *names: str) -> None:
+    """``state[name]`` for each of ``names``: a tensor of zeros shaped like ``p`` (a running average)."""
+    for name in names:
+        state[name] = _wrap(np.zeros_like(p._data))
+
+
 def _scalar_state(value: float):
     """A 0-d tensor in the step counters' dtype holding ``value`` (NAdam's ``mu_product``,
     ASGD's ``eta`` and ``mu``)."""
@@ -210,6 +216,15 @@ class Optimizer:
     Use ordered collections: the order of parameters is what a state dict records.
     """
 
+    # Group options added after some pickles were written: loading one gives every group these
+    # values (``_setdefault_in_groups``); and the state entries an older pickle holds as plain
+    # numbers, turned into 0-d tensors on load.
+    _group_options_added_later: dict = {}
+    _scalar_state_keys: tuple = ()
+    # The running averages a built-in update rule keeps per parameter besides ``state["step"]``
+    # (zeros on first sight), for the rules whose ``_init_state`` is the default one below.
+    _zero_state_keys: tuple = ()
+
     def __init__(self, params, defaults: dict) -> None:
         self.defaults = defaults
         self._optimizer_step_pre_hooks: OrderedDict = OrderedDict()
@@ -248,6 +263,14 @@ class Optimizer:
                 setattr(self, name, OrderedDict())
         self._patch_step_function()
         self.defaults.setdefault("differentiable", False)
+        self._setdefault_in_groups(**self._group_options_added_later)
+        if self._scalar_state_keys:
+            self._tensorize_scalar_state(*self._scalar_state_keys)
+
+    def _init_state(self, state: dict, p, group: dict) -> None:
+        """A parameter's state on first sight: the step counter and ``_zero_state_keys``."""
+        state["step"] = _new_step_counter()
+        _zeros_like_params(state, p, *self._zero_state_keys)
 
     def _setdefault_in_groups(self, **options) -> None:
         """Give every group the options that a state pickled before they existed lacks."""

@@ -13,13 +13,18 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _adam_group_values, _check_hyperparameters, _lerp_
-from .optimizer import Optimizer, _bump, _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap
+from .optimizer import Optimizer, _bump, _check_not_differentiable, _no_grad_step
 
 __all__ = ["RAdam"]
 
 
 class RAdam(Optimizer):
     """RAdam with PyTorch's options and defaults (``lr=1e-3, betas=(0.9, 0.999), eps=1e-8``)."""
+
+    _group_options_added_later = dict(foreach=None, maximize=False, differentiable=False,
+                                      decoupled_weight_decay=False, capturable=False)
+    _scalar_state_keys = ("step",)
+    _zero_state_keys = ("exp_avg", "exp_avg_sq")
 
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
@@ -30,17 +35,6 @@ class RAdam(Optimizer):
                         foreach=foreach, capturable=capturable,
                         decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False,
-                                   decoupled_weight_decay=False, capturable=False)
-
-    @staticmethod
-    def _init_state(state, p, group):
-        state["step"] = _new_step_counter()
-        state["exp_avg"] = _wrap(np.zeros_like(p._data))
-        state["exp_avg_sq"] = _wrap(np.zeros_like(p._data))
 
     @_no_grad_step
     def step(self, closure=None):

@@ -11,13 +11,17 @@ import numpy as np
 
 from .adam import _lerp_
 from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
-                        _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
+                        _check_not_differentiable, _new_step_counter, _no_grad_step, _zeros_like_params)
 
 __all__ = ["RMSprop"]
 
 
 class RMSprop(Optimizer):
     """RMSprop with PyTorch's options and defaults (``lr=1e-2, alpha=0.99, eps=1e-8``)."""
+
+    _group_options_added_later = dict(momentum=0, centered=False, foreach=None, maximize=False,
+                                      differentiable=False, capturable=False)
+    _scalar_state_keys = ("step",)
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
@@ -29,19 +33,14 @@ class RMSprop(Optimizer):
                         maximize=maximize, differentiable=differentiable)
         super().__init__(params, defaults)
 
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(momentum=0, centered=False, foreach=None, maximize=False,
-                                   differentiable=False, capturable=False)
-
     @staticmethod
     def _init_state(state, p, group):
         state["step"] = _new_step_counter()
-        state["square_avg"] = _wrap(np.zeros_like(p._data))
+        _zeros_like_params(state, p, "square_avg")
         if group["momentum"] > 0:
-            state["momentum_buffer"] = _wrap(np.zeros_like(p._data))
+            _zeros_like_params(state, p, "momentum_buffer")
         if group["centered"]:
-            state["grad_avg"] = _wrap(np.zeros_like(p._data))
+            _zeros_like_params(state, p, "grad_avg")
 
     @_no_grad_step
     def step(self, closure=None):

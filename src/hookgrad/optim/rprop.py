@@ -19,6 +19,9 @@ class Rprop(Optimizer):
     """Rprop with PyTorch's options and defaults (``lr=1e-2, etas=(0.5, 1.2),
     step_sizes=(1e-6, 50)``)."""
 
+    _group_options_added_later = dict(foreach=None, maximize=False, differentiable=False, capturable=False)
+    _scalar_state_keys = ("step",)
+
     def __init__(self, params, lr=1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *, capturable=False,
                  foreach=None, maximize=False, differentiable=False):
         _check_lr(lr)
@@ -28,10 +31,6 @@ class Rprop(Optimizer):
         defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
                         differentiable=differentiable, capturable=capturable)
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(foreach=None, maximize=False, differentiable=False, capturable=False)
 
     @staticmethod
     def _init_state(state, p, group):

@@ -17,6 +17,9 @@ __all__ = ["SGD"]
 class SGD(Optimizer):
     """SGD with PyTorch's options and defaults (``lr=1e-3``)."""
 
+    _group_options_added_later = dict(nesterov=False, maximize=False, foreach=None, differentiable=False,
+                                      fused=False)
+
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False, fused=None):
         if isinstance(lr, _tensor_cls()) and lr.numel() != 1:
@@ -34,11 +37,6 @@ class SGD(Optimizer):
         if nesterov and (momentum <= 0 or dampening != 0):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, defaults)
-
-    def __setstate__(self, state):
-        super().__setstate__(state)
-        self._setdefault_in_groups(nesterov=False, maximize=False, foreach=None, differentiable=False,
-                                   fused=False)
 
     @_no_grad_step
     def step(self, closure=None):

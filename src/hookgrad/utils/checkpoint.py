@@ -293,17 +293,24 @@ def _reentrant_function():
 _REENTRANT = {}
 
 
+def _use_reentrant_or_warn(use_reentrant, missing: str) -> bool:
+    """``use_reentrant`` as given; when left out, torch's UserWarning (``missing`` + the shared advice,
+    pointed at the caller of the public function) and the reentrant variant."""
+    if use_reentrant is None:
+        warnings.warn(missing + "use_reentrant=False is recommended, but if you need to preserve the current default "
+                      "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
+                      "differences between the two variants.", UserWarning, stacklevel=3)
+        return True
+    return use_reentrant
+
+
 def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, determinism_check="default",
                debug=False, early_stop=True, **kwargs):
     """Run ``function(*args, **kwargs)`` without keeping its saved tensors; recompute them in
     backward (see the module docstring)."""
-    if use_reentrant is None:
-        warnings.warn("torch.utils.checkpoint: the use_reentrant parameter should be passed explicitly. Starting "
-                      "in PyTorch 2.9, calling checkpoint without use_reentrant will raise an exception. "
-                      "use_reentrant=False is recommended, but if you need to preserve the current default "
-                      "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
-                      "differences between the two variants.", UserWarning, stacklevel=2)
-        use_reentrant = True
+    use_reentrant = _use_reentrant_or_warn(use_reentrant, "torch.utils.checkpoint: the use_reentrant parameter "
+                                           "should be passed explicitly. Starting in PyTorch 2.9, calling checkpoint "
+                                           "without use_reentrant will raise an exception. ")
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs and use_reentrant:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
@@ -323,13 +330,9 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):
     """Split ``functions`` (a list or an nn.Sequential) into ``segments`` chunks and checkpoint
     every chunk but the last."""
-    if use_reentrant is None:
-        warnings.warn("torch.utils.checkpoint.checkpoint_sequential: the use_reentrant parameter should be passed "
-                      "explicitly. In version 2.5 we will raise an exception if use_reentrant is not passed. "
-                      "use_reentrant=False is recommended, but if you need to preserve the current default "
-                      "behavior, you can pass use_reentrant=True. Refer to docs for more details on the "
-                      "differences between the two variants.", UserWarning, stacklevel=2)
-        use_reentrant = True
+    use_reentrant = _use_reentrant_or_warn(use_reentrant, "torch.utils.checkpoint.checkpoint_sequential: the "
+                                           "use_reentrant parameter should be passed explicitly. In version 2.9 we "
+                                           "will raise an exception if use_reentrant is not passed. ")
     preserve = kwargs.pop("preserve_rng_state", True)
     if kwargs:
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))

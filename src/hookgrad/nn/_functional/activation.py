@@ -10,7 +10,7 @@ import warnings
 
 import numpy as np
 
-from ..._dtype import is_inexact_np, narrow_to, widen
+from ..._dtype import is_inexact_np, narrow_to, scalar_type_name, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
@@ -258,9 +258,7 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
         raise RuntimeError(f"approximate argument must be either none or tanh.")
     d = input._data
     if not is_inexact_np(d.dtype):
-        name = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool"}.get(d.dtype.name, d.dtype.name)
-        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{name}'")
+        raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{scalar_type_name(d.dtype)}'")
     c = _gelu_compute_dtype(d)
     f = c.dtype.type
     with _err():
@@ -331,23 +329,13 @@ def _softmax_dim(name, ndim, stacklevel):
 def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
         dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
-    if not is_inexact_np(input._data.dtype) and dtype is None:
-        name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
-        raise NotImplementedError(f"\"softmax_lastdim_kernel_impl\" not implemented for '{name}'")
-    if dtype is not None:
-        input = input.to(dtype)  # cast first (ToCopyBackward0), so the gradient comes back in the input's dtype
-    return reduce.softmax(input, dim)
+    return reduce.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
         dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
-    if not is_inexact_np(input._data.dtype) and dtype is None:
-        name = {"int64": "Long", "int32": "Int", "bool": "Bool"}.get(input._data.dtype.name, "Long")
-        raise NotImplementedError(f"\"log_softmax_lastdim_kernel_impl\" not implemented for '{name}'")
-    if dtype is not None:
-        input = input.to(dtype)
-    return reduce.log_softmax(input, dim)
+    return reduce.log_softmax(input, dim, dtype)
 
 
 # ---- dropout ---------------------------------------------------------------------------------

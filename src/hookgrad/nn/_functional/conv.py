@@ -483,6 +483,28 @@ def _tname(t):
     return {"float32": "float", "float64": "double"}.get(t._data.dtype.name, t._data.dtype.name)
 
 
+def padding_pairs(padding, kernel, dilation, stride, nd):
+    """(before, after) per spatial dim for ``padding``: an int, a tuple, ``"valid"`` or ``"same"``
+    (the odd amount goes after, as torch puts it), with torch's errors for a bad string."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return [(0, 0)] * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
+    return [(p, p) for p in _tuple(padding, nd)]
+
+
+def check_kernel_fits(padded_sizes, kernel, dilation):
+    """torch's RuntimeError when the dilated kernel reaches past the padded input."""
+    reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(n < r for n, r in zip(padded_sizes, reach)):
+        raise RuntimeError(f"Calculated padded input size per channel: ({_fmt(tuple(padded_sizes))}). Kernel size: "
+                           f"({_fmt(reach)}). Kernel size can't be greater than actual input size")
+
+
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
     if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
@@ -493,31 +515,14 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
         x = x.unsqueeze(0)
     ks = weight._data.shape[2:]
     stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
-    if isinstance(padding, str):
-        if padding == "valid":
-            pairs = [(0, 0)] * nd
-        elif padding == "same":
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            pairs = []
-            for k, d in zip(ks, dilation):
-                total = d * (k - 1)
-                pairs.append((total // 2, total - total // 2))
-        else:
-            raise RuntimeError(f"Invalid padding string: '{padding}'")
-    else:
-        p = _tuple(padding, nd)
-        pairs = [(a, a) for a in p]
+    pairs = padding_pairs(padding, ks, dilation, stride, nd)
     if nd == 1:
         geom = _Geom((1, stride[0]), (0, 0) + pairs[0], (1, dilation[0]), groups, 1)
         sizes = (x._data.shape[2] + sum(pairs[0]),)
     else:
         geom = _Geom(stride, pairs[0] + pairs[1], dilation, groups, 2)
         sizes = (x._data.shape[2] + sum(pairs[0]), x._data.shape[3] + sum(pairs[1]))
-    eff = tuple(d * (k - 1) + 1 for k, d in zip(ks, dilation))
-    if any(s < e for s, e in zip(sizes, eff)):
-        raise RuntimeError(f"Calculated padded input size per channel: ({_fmt(sizes)}). Kernel size: ({_fmt(eff)}). "
-                           f"Kernel size can't be greater than actual input size")
+    check_kernel_fits(sizes, ks, dilation)
     if bias is not None and bias._data.shape != (weight._data.shape[0],):
         raise RuntimeError(f"Given weight of size {list(weight._data.shape)}, expected bias to be 1-dimensional with "
                            f"{weight._data.shape[0]} elements, but got bias of size {list(bias._data.shape)} instead")

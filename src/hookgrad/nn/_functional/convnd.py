@@ -15,22 +15,10 @@ import math
 
 import hookgrad
 from ..._tensor import Tensor
-from .conv import _check_input, _fmt, _tuple, transposed_geometry
+from .conv import _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
            "window_views"]
-
-
-def _padding_pairs(padding, kernel, dilation, stride, nd):
-    if isinstance(padding, str):
-        if padding == "valid":
-            return [(0, 0)] * nd
-        if padding == "same":
-            if any(s != 1 for s in stride):
-                raise RuntimeError("padding='same' is not supported for strided convolutions")
-            return [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2) for k, d in zip(kernel, dilation)]
-        raise RuntimeError(f"Invalid padding string: '{padding}'")
-    return [(p, p) for p in _tuple(padding, nd)]
 
 
 def _pad_spatial(x: Tensor, pairs, value=0.0) -> Tensor:
@@ -71,12 +59,9 @@ def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, g
     nd = weight.dim() - 2
     kernel = tuple(weight.shape[2:])
     stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
-    x = _pad_spatial(x, _padding_pairs(padding, kernel, dilation, stride, nd))
+    x = _pad_spatial(x, padding_pairs(padding, kernel, dilation, stride, nd))
     sizes = tuple(x.shape[2:])
-    reach = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    if any(n < r for n, r in zip(sizes, reach)):
-        raise RuntimeError(f"Calculated padded input size per channel: ({_fmt(sizes)}). Kernel size: "
-                           f"({_fmt(reach)}). Kernel size can't be greater than actual input size")
+    check_kernel_fits(sizes, kernel, dilation)
     out_sizes = _out_sizes(sizes, kernel, stride, dilation)
     batch, channels = x.shape[0], x.shape[1]
     out_channels = weight.shape[0]

@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..._dtype import is_floating_np
+from ..._dtype import is_floating_np, scalar_type_name
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
 from ..._ops import pointwise
@@ -19,8 +19,6 @@ from ..._ops._base import quiet_fp
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
-_DTYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int", "int64": "Long",
-                "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 def _size(shape):
@@ -128,6 +126,16 @@ class HuberLossBackward0(_PointwiseLossBackward):
         return pointwise.where(inside, d, d.sign() * delta)
 
 
+def _reduced(values: np.ndarray, reduction: str) -> np.ndarray:
+    """The binary cross entropies' per-element values reduced as ``reduction`` says, in their dtype
+    (a float16 mean accumulates in float32, as NumPy's default does)."""
+    if reduction == "mean":
+        return np.asarray(values.mean(), dtype=values.dtype)
+    if reduction == "sum":
+        return np.asarray(values.sum(), dtype=values.dtype)
+    return values
+
+
 def _pointwise_loss(node_cls, x, t, reduction, values, param=None):
     if reduction == "mean":
         out = np.asarray(values.mean(dtype=values.dtype) if values.size else np.nan, dtype=values.dtype)
@@ -225,7 +233,7 @@ class NllLoss2DBackward0(NllLossBackward0):
 def _target_checks(x, t, class_dim):
     xd, td = x._data, t._data
     if td.dtype.kind == "f" or td.dtype.kind == "b" or td.dtype not in (np.int64, np.uint8):
-        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {_DTYPE_NAMES.get(td.dtype.name)}")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_type_name(td.dtype)}")
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None, reduction="mean"):
@@ -326,7 +334,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if t._data.shape == x._data.shape:
         if not is_floating_np(t._data.dtype):
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
-                               f"{_DTYPE_NAMES.get(t._data.dtype.name)}")
+                               f"{scalar_type_name(t._data.dtype)}")
         if label_smoothing > 0:
             t = t * (1 - label_smoothing) + label_smoothing / c
         prod = logp * t
@@ -363,16 +371,25 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 # ---- binary cross entropy --------------------------------------------------------------------
-class BinaryCrossEntropyBackward0(Node):
+class _BinaryCrossEntropyNode(Node):
+    __slots__ = ()
+
+    def _upstream(self, grads):
+        """The incoming gradient (divided by the element count under 'mean'), the input and the target."""
+        g = grads[0]
+        x, t = self.saved()[:2]
+        if self.reduction == "mean":
+            g = g / x._data.size
+        return g, x, t
+
+
+class BinaryCrossEntropyBackward0(_BinaryCrossEntropyNode):
     __slots__ = ("reduction", "weight")
     saved_names = ("self", "target", "weight")
     saved_values = {"reduction": _reduction}
 
     def apply(self, grads):
-        g = grads[0]
-        x, t = self.saved()[:2]
-        if self.reduction == "mean":
-            g = g / x._data.size
+        g, x, t = self._upstream(grads)
         w = self.weight
         nf = self.next_functions
         gx = gt = None
@@ -404,14 +421,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         vals = -(td * np.maximum(np.log(xd), -100) + (1 - td) * np.maximum(np.log1p(-xd), -100))
     if weight is not None:
         vals = vals * weight._data
-    vals = vals.astype(xd.dtype, copy=False)
-    if reduction == "mean":
-        out = np.asarray(vals.mean(), dtype=xd.dtype)
-    elif reduction == "sum":
-        out = np.asarray(vals.sum(), dtype=xd.dtype)
-    else:
-        out = vals
-    result = wrap(out)
+    result = wrap(_reduced(vals.astype(xd.dtype, copy=False), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
         node = record_op(BinaryCrossEntropyBackward0, (x, t), result)
         node.reduction = reduction
@@ -420,16 +430,13 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return result
 
 
-class BinaryCrossEntropyWithLogitsBackward0(Node):
+class BinaryCrossEntropyWithLogitsBackward0(_BinaryCrossEntropyNode):
     __slots__ = ("reduction", "weight", "pos_weight")
     saved_names = ("self", "target", "weight", "pos_weight")
     saved_values = {"reduction": _reduction}
 
     def apply(self, grads):
-        g = grads[0]
-        x, t = self.saved()[:2]
-        if self.reduction == "mean":
-            g = g / x._data.size
+        g, x, t = self._upstream(grads)
         w, pw = self.weight, self.pos_weight
         nf = self.next_functions
         gx = gt = None
@@ -470,14 +477,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             vals = (1 - td) * xd + sp_neg
     if weight is not None:
         vals = vals * weight._data
-    vals = np.asarray(vals, dtype=xd.dtype)
-    if reduction == "mean":
-        out = np.asarray(vals.mean(), dtype=xd.dtype)
-    elif reduction == "sum":
-        out = np.asarray(vals.sum(), dtype=xd.dtype)
-    else:
-        out = vals
-    result = wrap(out)
+    result = wrap(_reduced(np.asarray(vals, dtype=xd.dtype), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
         node = record_op(BinaryCrossEntropyWithLogitsBackward0, (x, t), result)
         node.reduction = reduction

@@ -7,6 +7,7 @@ import hookgrad
 
 from .. import functional as F
 from .. import init
+from .._functional.conv import padding_pairs
 from .linear import _add_weight_and_bias
 from .module import Module
 
@@ -53,17 +54,8 @@ class _ConvNd(Module):
         self.groups = groups
         self.padding_mode = padding_mode
         # F.pad order: last dim first, (left, right) per dim
-        if isinstance(padding, str):
-            self._reversed_padding_repeated_twice = [0, 0] * len(kernel_size)
-            if padding == "same":
-                n = len(kernel_size)
-                for i, (d, k) in enumerate(zip(dilation, kernel_size)):
-                    total = d * (k - 1)
-                    j = n - 1 - i
-                    self._reversed_padding_repeated_twice[2 * j] = total // 2
-                    self._reversed_padding_repeated_twice[2 * j + 1] = total - total // 2
-        else:
-            self._reversed_padding_repeated_twice = [p for p in reversed(padding) for _ in range(2)]
+        pairs = padding_pairs(padding, kernel_size, dilation, stride, len(kernel_size))
+        self._reversed_padding_repeated_twice = [amount for pair in reversed(pairs) for amount in pair]
         shape = ((in_channels, out_channels // groups) if transposed else (out_channels, in_channels // groups))
         _add_weight_and_bias(self, shape + tuple(kernel_size), out_channels, bias, dtype)
         self.reset_parameters()

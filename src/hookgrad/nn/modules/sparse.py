@@ -23,6 +23,17 @@ def _checked_padding_idx(padding_idx, num_embeddings: int, name: str):
     return padding_idx
 
 
+def _max_norm_options(embedding) -> str:
+    """The repr format of an embedding's max_norm, norm_type and scale_grad_by_freq, where not the default."""
+    s = ""
+    if embedding.max_norm is not None:
+        s += ", max_norm={max_norm}"
+    if embedding.norm_type != 2:
+        s += ", norm_type={norm_type}"
+    if embedding.scale_grad_by_freq is not False:
+        s += ", scale_grad_by_freq={scale_grad_by_freq}"
+    return s
+
 class Embedding(Module):
     """A lookup table of ``num_embeddings`` vectors of size ``embedding_dim`` (N(0, 1) initialized)."""
 
@@ -66,12 +77,7 @@ class Embedding(Module):
         s = "{num_embeddings}, {embedding_dim}"
         if self.padding_idx is not None:
             s += ", padding_idx={padding_idx}"
-        if self.max_norm is not None:
-            s += ", max_norm={max_norm}"
-        if self.norm_type != 2:
-            s += ", norm_type={norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += ", scale_grad_by_freq={scale_grad_by_freq}"
+        s += _max_norm_options(self)
         if self.sparse is not False:
             s += ", sparse=True"
         return s.format(**self.__dict__)
@@ -126,13 +132,7 @@ class EmbeddingBag(Module):
                                self.padding_idx)
 
     def extra_repr(self) -> str:
-        s = "{num_embeddings}, {embedding_dim}"
-        if self.max_norm is not None:
-            s += ", max_norm={max_norm}"
-        if self.norm_type != 2:
-            s += ", norm_type={norm_type}"
-        if self.scale_grad_by_freq is not False:
-            s += ", scale_grad_by_freq={scale_grad_by_freq}"
+        s = "{num_embeddings}, {embedding_dim}" + _max_norm_options(self)
         s += ", mode={mode}"
         if self.padding_idx is not None:
             s += ", padding_idx={padding_idx}"

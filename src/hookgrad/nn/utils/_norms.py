@@ -32,3 +32,14 @@ def reshape_to_matrix(weight, dim: int):
 
 def normalized(x, eps: float):
     return hookgrad.nn.functional.normalize(x, dim=0, eps=eps)
+
+
+def remove_norm_hook(module, hook_cls, name: str, label: str) -> None:
+    """Take ``module``'s forward pre-hook of class ``hook_cls`` for ``module.<name>`` off, leaving the
+    current weight as a parameter, or raise torch's ValueError (``label`` names the reparametrization)."""
+    for key, hook in module._forward_pre_hooks.items():
+        if isinstance(hook, hook_cls) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[key]
+            return
+    raise ValueError(f"{label} of '{name}' not found in {module}")

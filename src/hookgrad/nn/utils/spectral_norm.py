@@ -8,7 +8,7 @@ import numpy as np
 
 import hookgrad
 from ..parameter import Parameter, UninitializedParameter
-from ._norms import normalized, reshape_to_matrix
+from ._norms import normalized, remove_norm_hook, reshape_to_matrix
 
 __all__ = ["SpectralNorm", "SpectralNormLoadStateDictPreHook", "SpectralNormStateDictHook", "spectral_norm",
            "remove_spectral_norm"]
@@ -151,13 +151,7 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
 
 def remove_spectral_norm(module, name: str = "weight"):
     """Take the spectral-norm hooks off ``module.<name>``, leaving the current weight as a parameter."""
-    for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, SpectralNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            break
-    else:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    remove_norm_hook(module, SpectralNorm, name, "spectral_norm")
     for key, hook in module._state_dict_hooks.items():
         if isinstance(hook, SpectralNormStateDictHook) and hook.fn.name == name:
             del module._state_dict_hooks[key]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 from ..parameter import Parameter, UninitializedParameter
-from ._norms import norm_except_dim, weight_norm_value
+from ._norms import norm_except_dim, remove_norm_hook, weight_norm_value
 
 __all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
 
@@ -59,9 +59,5 @@ def weight_norm(module, name: str = "weight", dim: int = 0):
 
 def remove_weight_norm(module, name: str = "weight"):
     """Take the weight-norm hook off ``module.<name>``, leaving the current weight as a parameter."""
-    for key, hook in module._forward_pre_hooks.items():
-        if isinstance(hook, WeightNorm) and hook.name == name:
-            hook.remove(module)
-            del module._forward_pre_hooks[key]
-            return module
-    raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    remove_norm_hook(module, WeightNorm, name, "weight_norm")
+    return module

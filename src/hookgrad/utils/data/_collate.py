@@ -24,6 +24,20 @@ _np_str_obj_array_pattern = re.compile(r"[SaUO]")
 _ERR = "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
 
 
+def _sequence_like(template, values: list):
+    """``values`` in a sequence of ``template``'s type (a copy of ``template`` when it is mutable), or
+    the list itself when that type cannot be built from one."""
+    try:
+        if isinstance(template, collections.abc.MutableSequence):
+            clone = copy.copy(template)
+            for i, value in enumerate(values):
+                clone[i] = value
+            return clone
+        return type(template)(values)
+    except TypeError:
+        return values
+
+
 def _tensor_cls():
     from ..._tensor import Tensor
     return Tensor
@@ -101,15 +115,7 @@ def collate(batch, *, collate_fn_map=None):
         collated = [collate(samples, collate_fn_map=collate_fn_map) for samples in transposed]
         if isinstance(elem, tuple):
             return collated
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone = copy.copy(elem)
-                for i, value in enumerate(collated):
-                    clone[i] = value
-                return clone
-            return elem_type(collated)
-        except TypeError:
-            return collated
+        return _sequence_like(elem, collated)
     raise TypeError(_ERR.format(elem_type))
 
 
@@ -182,14 +188,5 @@ def default_convert(data):
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        converted = [default_convert(d) for d in data]
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone = copy.copy(data)
-                for i, d in enumerate(converted):
-                    clone[i] = d
-                return clone
-            return type(data)(converted)
-        except TypeError:
-            return converted
+        return _sequence_like(data, [default_convert(d) for d in data])
     return data
