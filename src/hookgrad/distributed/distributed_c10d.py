@@ -365,27 +365,52 @@ def get_group_rank(group, global_rank: int) -> int:
 
 
 # ---- uncaught errors end the job ---------------------------------------------------------------------
+def launched_by_mpi() -> bool:
+    """True in a process started by mpiexec (MPICH's or Open MPI's) as one of several ranks."""
+    size = os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or "1"
+    return size.isdigit() and int(size) > 1
+
+
+def abort_job(reason: str, code: int = 1) -> None:
+    """End every rank of the MPI job (MPI is initialized first if this rank has not done so yet,
+    which is what the other ranks may be waiting for)."""
+    MPI = _load_mpi()
+    rank, size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
+    if size > 1:
+        sys.stderr.write(f"[rank{rank}]: {reason}: aborting all {size} ranks of the MPI job\n")
+        sys.stderr.flush()
+        sys.stdout.flush()
+        MPI.COMM_WORLD.Abort(code)
+
+
+def _rank_for_messages() -> str:
+    if _mpi_module is not None:
+        return str(_mpi_module.COMM_WORLD.Get_rank())
+    return os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "?"
+
+
 def _install_abort_on_uncaught_error() -> None:
     if _State.excepthook_installed:
         return
     previous = sys.excepthook
 
     def report_and_abort(exc_type, exc, tb):
-        MPI = _load_mpi()
-        rank, size = MPI.COMM_WORLD.Get_rank(), MPI.COMM_WORLD.Get_size()
         if previous is sys.__excepthook__:
             text = "".join(traceback.format_exception(exc_type, exc, tb))
+            rank = _rank_for_messages()
             sys.stderr.write("".join(f"[rank{rank}]: {line}\n" for line in text.rstrip("\n").split("\n")))
         else:
             previous(exc_type, exc, tb)
-        if size > 1 and not issubclass(exc_type, KeyboardInterrupt):
-            sys.stderr.write(f"[rank{rank}]: uncaught {exc_type.__name__}: aborting all {size} ranks of the MPI job\n")
-            sys.stderr.flush()
-            sys.stdout.flush()
-            MPI.COMM_WORLD.Abort(1)
+        if not issubclass(exc_type, KeyboardInterrupt):
+            abort_job(f"uncaught {exc_type.__name__}")
 
     sys.excepthook = report_and_abort
     _State.excepthook_installed = True
+
+
+if launched_by_mpi():
+    # from the first import on, so that a rank failing before init_process_group ends the job too
+    _install_abort_on_uncaught_error()
 
 
 # ---- Work: a pending operation -----------------------------------------------------------------------
