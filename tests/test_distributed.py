@@ -211,3 +211,17 @@ def test_reduce_op_names_and_backend_strings():
     assert dist.ReduceOp(dist.ReduceOp.MAX) == dist.ReduceOp.MAX
     assert dist.Backend("GLOO") == dist.Backend.GLOO == "gloo" and dist.Backend.MPI == "mpi"
     assert dist.GroupMember.NON_GROUP_MEMBER == -100
+
+
+@needs_mpi
+def test_bench_ddp_reports_scaling_and_overlap():
+    done = _launch([sys.executable, "-m", "hookgrad", "bench", "ddp", "--quick", "--only", "cnn", "--batch", "32",
+                    "--json"], timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout)
+    (row,) = report["rows"]
+    one, two = row["one"], row["many"]
+    assert one["ranks"] == 1 and two["ranks"] == 2 and two["buckets"] >= 2
+    assert two["throughput"] > 0 and 0 <= two["overlap"] <= 1 and two["efficiency"] > 0
+    assert two["allreduce_s"] > 0 and two["gradient_bytes"] == 4 * sum(
+        n for n in (16 * 9 + 16, 32 * 16 * 9 + 32, 32 * 7 * 7 * 10 + 10))

@@ -180,6 +180,7 @@ class DistributedDataParallel(Module):
         self._pass = None                # the reduction in progress
         self._unfinished = None          # indices of parameters the last reduction never got
         self._last_wait_s = 0.0          # time the last pass's end waited for communication
+        self._last_pass_times = None     # (backward's end, reduction's end) on time.perf_counter's clock
         self._hook_handles = [p.register_post_accumulate_grad_hook(self._grad_ready_hook(j))
                               for j, p in enumerate(params)]
 
@@ -379,7 +380,8 @@ class _Pass:
         if self.local_used is not None:
             globally_used = self.local_used.copy()
             dist._wait_all([dist._start_allreduce_sum(globally_used, ddp.process_group)])
-        ddp._last_wait_s = time.perf_counter() - started
+        ddp._last_pass_times = (started, time.perf_counter())   # end of this rank's backward, reduction done
+        ddp._last_wait_s = ddp._last_pass_times[1] - started
         for bucket, flat in results:
             for p, j, start, size in zip(bucket.params, bucket.positions, bucket.offsets, bucket.sizes):
                 if globally_used is not None and globally_used[j] == 0:
