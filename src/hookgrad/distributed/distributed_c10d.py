@@ -1188,6 +1188,69 @@ def _progress(requests) -> bool:
     return bool(_load_mpi().Request.Testall(requests)) if requests else True
 
 
+class _BackgroundProgress:
+    """A helper thread that lets MPI move pending non-blocking operations forward while the main
+    thread computes (NumPy releases the GIL in its long operations). MPI advances transfers only
+    inside MPI calls; without this, a bucket sent early in backward would travel only at the next
+    gradient hook. The thread probes a private communicator on which nothing is ever sent, which
+    runs MPI's progress engine without touching anyone's requests (MPI_THREAD_MULTIPLE is needed,
+    which mpi4py asks for). It runs only between ``begin()`` and ``end()``, sleeping
+    ``interval_s`` between probes."""
+
+    interval_s = 0.0005
+
+    def __init__(self) -> None:
+        import threading
+        self._active = 0
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread = None
+        self._comm = None
+        self.enabled = os.environ.get("HOOKGRAD_MPI_PROGRESS_THREAD", "1") != "0"
+
+    def begin(self) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            if self._thread is None:
+                MPI = _load_mpi()
+                if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+                    self.enabled = False
+                    return
+                import threading
+                self._comm = MPI.COMM_WORLD.Dup()
+                self._thread = threading.Thread(target=self._run, name="hookgrad-mpi-progress", daemon=True)
+                self._thread.start()
+            self._active += 1
+            self._wake.set()
+
+    def end(self) -> None:
+        if not self.enabled:
+            return
+        with self._lock:
+            self._active = max(0, self._active - 1)
+            if self._active == 0:
+                self._wake.clear()
+
+    def _run(self) -> None:
+        import time as _time
+        MPI = _load_mpi()
+        while True:
+            self._wake.wait()
+            try:
+                self._comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
+            except Exception:  # noqa: BLE001 - MPI finalized at exit: stop quietly
+                return
+            _time.sleep(self.interval_s)
+
+
+_background_progress = _BackgroundProgress()
+
+
+def _is_done(request) -> bool:
+    return bool(request.Test())
+
+
 def _wait_all(requests) -> None:
     if requests:
         _load_mpi().Request.Waitall(requests)

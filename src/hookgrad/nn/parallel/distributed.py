@@ -181,6 +181,7 @@ class DistributedDataParallel(Module):
         self._unfinished = None          # indices of parameters the last reduction never got
         self._last_wait_s = 0.0          # time the last pass's end waited for communication
         self._last_pass_times = None     # (backward's end, reduction's end) on time.perf_counter's clock
+        self._last_buckets_reduced_early = []   # buckets whose reduction was over when backward ended
         self._hook_handles = [p.register_post_accumulate_grad_hook(self._grad_ready_hook(j))
                               for j, p in enumerate(params)]
 
@@ -307,6 +308,7 @@ class _Pass:
         self.next_bucket = 0
         self.in_flight: list = []       # (bucket, flat array or comm-hook future, MPI request or None)
         self.finish_queued = False
+        self.progressing = False        # the background progress thread is on for this pass
         if used is not None:
             for j in range(len(ddp._params)):
                 if j in used:
@@ -358,13 +360,24 @@ class _Pass:
             flat /= ddp._world
             request = _above.dist._start_allreduce_sum(flat, ddp.process_group)
             self.in_flight.append((bucket, flat, request))
+        if not self.progressing:
+            self.progressing = True
+            _above.dist._background_progress.begin()
 
     def finish(self) -> None:
         ddp = self.ddp
         dist = _above.dist
         ddp._pass = None
         started = time.perf_counter()
-        dist._wait_all([r for _, _, r in self.in_flight if r is not None])
+        # how much of the gradient was already reduced when backward ended (hidden behind it)
+        ddp._last_buckets_reduced_early = [b.index for b, payload, r in self.in_flight
+                                           if (payload.done() if r is None else dist._is_done(r))]
+        try:
+            dist._wait_all([r for _, _, r in self.in_flight if r is not None])
+        finally:
+            if self.progressing:
+                self.progressing = False
+                dist._background_progress.end()
         results = []
         for bucket, payload, request in self.in_flight:
             if request is None:
