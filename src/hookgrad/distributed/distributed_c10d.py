@@ -1238,6 +1238,8 @@ class _BackgroundProgress:
         while True:
             self._wake.wait()
             try:
+                if MPI.Is_finalized():
+                    return
                 self._comm.Iprobe(MPI.ANY_SOURCE, MPI.ANY_TAG)
             except Exception:  # noqa: BLE001 - MPI finalized at exit: stop quietly
                 return

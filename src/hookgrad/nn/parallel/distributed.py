@@ -229,6 +229,8 @@ class DistributedDataParallel(Module):
             if buffers and self._world > 1:
                 self._broadcast_from_rank0(buffers)
         self._armed = is_grad_enabled() and self.require_backward_grad_sync
+        if self._pass is not None:
+            self._pass.abandon()        # a backward that raised, or never came
         self._pass = None
         output = self.module(*inputs, **kwargs)
         if self._armed:
@@ -363,6 +365,12 @@ class _Pass:
         if not self.progressing:
             self.progressing = True
             _above.dist._background_progress.begin()
+
+    def abandon(self) -> None:
+        """Forget this pass without finishing it (its backward raised or never ran)."""
+        if self.progressing:
+            self.progressing = False
+            _above.dist._background_progress.end()
 
     def finish(self) -> None:
         ddp = self.ddp
