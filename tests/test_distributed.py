@@ -211,6 +211,11 @@ def test_reduce_op_names_and_backend_strings():
     assert dist.ReduceOp(dist.ReduceOp.MAX) == dist.ReduceOp.MAX
     assert dist.Backend("GLOO") == dist.Backend.GLOO == "gloo" and dist.Backend.MPI == "mpi"
     assert dist.GroupMember.NON_GROUP_MEMBER == -100
+    assert dist.all_gather_single is dist.all_gather_into_tensor
+    assert dist.reduce_scatter_single is dist.reduce_scatter_tensor
+    assert dist.supports_complex(dist.ReduceOp.SUM) and not dist.supports_complex(dist.ReduceOp.MAX)
+    assert dist.get_node_local_rank(fallback_rank=3) == int(os.environ.get("LOCAL_RANK", 3))
+    assert dist.is_backend_available("gloo") is HAVE_MPI and not dist.is_backend_available("nccl")
 
 
 @needs_mpi

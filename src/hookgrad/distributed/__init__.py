@@ -19,4 +19,7 @@ from .distributed_c10d import (Backend, GroupMember, P2POp, ProcessGroup, RedOpT
                                is_torchelastic_launched, isend, monitored_barrier, new_group, recv, reduce,
                                reduce_scatter, reduce_scatter_tensor, scatter, scatter_object_list, send,
                                send_object_list, recv_object_list)
+from .distributed_c10d import (all_gather_single, get_node_local_rank, get_pg_count,  # noqa: F401
+                               is_backend_available, is_ucc_available, is_xccl_available, reduce_scatter_single,
+                               supports_complex)
 from .distributed_c10d import __all__  # noqa: F401

@@ -41,7 +41,9 @@ __all__ = ["Backend", "GroupMember", "ProcessGroup", "ReduceOp", "RedOpType", "W
            "reduce_scatter", "reduce_scatter_tensor", "reduce", "gather", "scatter", "all_to_all",
            "all_to_all_single", "send", "recv", "isend", "irecv", "batch_isend_irecv", "barrier",
            "monitored_barrier", "broadcast_object_list", "all_gather_object", "gather_object",
-           "scatter_object_list", "send_object_list", "recv_object_list", "default_pg_timeout"]
+           "scatter_object_list", "send_object_list", "recv_object_list", "default_pg_timeout",
+           "all_gather_single", "reduce_scatter_single", "is_ucc_available", "is_xccl_available",
+           "is_backend_available", "supports_complex", "get_node_local_rank", "get_pg_count"]
 
 _NOT_INITIALIZED = "Default process group has not been initialized, please make sure to call init_process_group."
 _SERVED_BACKENDS = ("mpi", "gloo")
@@ -84,6 +86,40 @@ def is_nccl_available() -> bool:
 
 def is_torchelastic_launched() -> bool:
     return False
+
+
+def is_ucc_available() -> bool:
+    return False
+
+
+def is_xccl_available() -> bool:
+    return False
+
+
+def is_backend_available(backend: str) -> bool:
+    """True for the backends served here ("mpi", "gloo") when MPI is there."""
+    return str(backend).lower() in _SERVED_BACKENDS and is_available()
+
+
+def supports_complex(reduceOp) -> bool:
+    return _op_type(reduceOp) not in (RedOpType.MAX, RedOpType.MIN, RedOpType.PRODUCT, RedOpType.BAND,
+                                      RedOpType.BOR, RedOpType.BXOR)
+
+
+def get_node_local_rank(fallback_rank=None) -> int:
+    """This process's rank on its machine: ``LOCAL_RANK`` (set under ``hookgrad run --nproc`` and by
+    ``init_process_group``), else ``fallback_rank``."""
+    if "LOCAL_RANK" in os.environ:
+        return int(os.environ["LOCAL_RANK"])
+    if fallback_rank is not None:
+        return int(fallback_rank)
+    raise RuntimeError("LOCAL_RANK is not in the environment. Consider passing fallback_rank to allow "
+                       "`get_node_local_rank` to work, assuming you are not running in a multi-device context "
+                       "and want the code to run locally instead.")
+
+
+def get_pg_count() -> int:
+    return len(_State.groups)
 
 
 class Backend(str):
@@ -611,7 +647,9 @@ class _Reduction:
         if kind in (RedOpType.BAND, RedOpType.BOR, RedOpType.BXOR) and not is_integral:
             raise RuntimeError(f"Cannot use ReduceOp.{kind.name} with non-integral dtype")
         if kind == RedOpType.AVG and is_integral:
-            raise RuntimeError(f"Cannot use ReduceOp.AVG with integral dtype {dt} (use SUM and divide)")
+            raise RuntimeError(f"result type Float can't be cast to the desired output type {_dtype_name(dt)} "
+                               f"({collective} with ReduceOp.AVG needs a floating or complex tensor: use SUM and "
+                               f"divide)")
         if kind in (RedOpType.PREMUL_SUM, RedOpType.UNUSED):
             raise ValueError(f"ReduceOp.{kind.name} is not supported by hookgrad's MPI backend")
         if is_bool:
@@ -1011,6 +1049,11 @@ def barrier(group=None, async_op: bool = False, device_ids=None):
 def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False):
     """A barrier (MPI reports a rank that died by ending the job, so there is nothing to monitor)."""
     barrier(group)
+
+
+# torch 2.13's newer names for the single-tensor forms
+all_gather_single = all_gather_into_tensor
+reduce_scatter_single = reduce_scatter_tensor
 
 
 # ---- point to point ----------------------------------------------------------------------------------

@@ -294,10 +294,6 @@ class DistributedDataParallel(Module):
             raise RuntimeError("register_comm_hook or register_builtin_comm_hook can only be called once.")
         self._comm_hook, self._comm_state = hook, state
 
-    def _get_ddp_logging_data(self) -> dict:
-        return {"bucket_sizes": [b.numel * b.dtype.itemsize for b in self._buckets],
-                "comm_wait_s": self._last_wait_s, "world_size": self._world}
-
 
 class _Pass:
     """One synchronized backward pass: which parameters are ready, which buckets have been sent."""
