@@ -128,7 +128,10 @@ def test_hookgrad_run_nproc_serves_torch_distributed(tmp_path):
               f"{DistributedSampler.__module__}")
         dist.destroy_process_group()
     """))
-    done = _launch([sys.executable, "-m", "hookgrad", "run", "--nproc", "2", str(script)], timeout=120)
+    hosts = tmp_path / "hosts"
+    hosts.write_text("localhost:2\n")       # the multi-machine launch line, on this machine
+    done = _launch([sys.executable, "-m", "hookgrad", "run", "--nproc", "2", "--hostfile", str(hosts), str(script)],
+                   timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     for r in (0, 1):     # the ranks' lines may come in either order
         assert f"rank {r} of 2: 3.0 hookgrad.distributed hookgrad.utils.data.distributed" in done.stdout, done.stdout
