@@ -310,10 +310,12 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size:
     pg = ProcessGroup(comm, list(range(mpi_size)), name, group_name or "default_pg")
     _State.default_pg, _State.backend, _State.groups = pg, name, [pg]
     GroupMember.WORLD = _GROUP_NAMESPACE.WORLD = pg
-    for var, value in (("RANK", mpi_rank), ("WORLD_SIZE", mpi_size)):
-        os.environ.setdefault(var, str(value))
-    os.environ.setdefault("LOCAL_RANK", os.environ.get("MPI_LOCALRANKID", str(mpi_rank)))
-    os.environ.setdefault("LOCAL_WORLD_SIZE", os.environ.get("MPI_LOCALNRANKS", str(mpi_size)))
+    if launched_by_mpi():
+        # what torchrun gives its workers, for code that reads them after init
+        for var, value in (("RANK", mpi_rank), ("WORLD_SIZE", mpi_size)):
+            os.environ.setdefault(var, str(value))
+        os.environ.setdefault("LOCAL_RANK", os.environ.get("MPI_LOCALRANKID", str(mpi_rank)))
+        os.environ.setdefault("LOCAL_WORLD_SIZE", os.environ.get("MPI_LOCALNRANKS", str(mpi_size)))
     _install_abort_on_uncaught_error()
 
 
