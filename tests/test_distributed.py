@@ -233,3 +233,57 @@ def test_bench_ddp_reports_scaling_and_overlap():
     assert two["throughput"] > 0 and 0 <= two["overlap"] <= 1 and len(two["bucket_allreduce_s"]) == two["buckets"] and two["efficiency"] > 0
     assert two["allreduce_s"] > 0 and two["gradient_bytes"] == 4 * sum(
         n for n in (16 * 9 + 16, 32 * 16 * 9 + 32, 32 * 7 * 7 * 10 + 10))
+
+
+# ---- the same PyTorch scenario on torch (gloo) and on hookgrad (MPI) -----------------------------------
+SCENARIO = os.path.join(ROOT, "tests", "_distributed_scenario.py")
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _run_on_torch(out) -> None:
+    env = _env()
+    env.pop("PYTHONPATH")
+    env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(_free_port()), WORLD_SIZE="2")
+    ranks = [subprocess.Popen([sys.executable, SCENARIO, str(out)], env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for r in range(2)]
+    for proc in ranks:
+        try:
+            _, err = proc.communicate(timeout=240)
+        except subprocess.TimeoutExpired:
+            for p in ranks:
+                p.kill()
+            raise
+        assert proc.returncode == 0, err[-3000:]
+
+
+def _same(a, b, tol: float) -> bool:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k], tol) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y, tol) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return abs(a - b) <= tol * max(1.0, abs(b))
+    return a == b
+
+
+@needs_mpi
+def test_the_same_scenario_on_torch_gloo_and_hookgrad_mpi(tmp_path):
+    pytest.importorskip("torch")
+    theirs, ours = tmp_path / "torch", tmp_path / "hookgrad"
+    theirs.mkdir()
+    ours.mkdir()
+    _run_on_torch(theirs)
+    done = _launch([sys.executable, "-m", "hookgrad", "run", "--nproc", "2", SCENARIO, str(ours)], timeout=240)
+    assert done.returncode == 0, done.stderr[-3000:]
+    for rank in range(2):
+        want = json.loads((theirs / f"rank{rank}.json").read_text())
+        got = json.loads((ours / f"rank{rank}.json").read_text())
+        assert got.keys() == want.keys()
+        differ = [k for k in want if not _same(got[k], want[k], 1e-12)]
+        assert not differ, "\n".join(f"rank {rank} {k}: hookgrad {got[k]} torch {want[k]}" for k in differ)
