@@ -33,7 +33,8 @@ LAYERS = [
                           "hookgrad.distributed", "hookgrad.multiprocessing", "hookgrad.utils.checkpoint",
                           "hookgrad.testing"]),
     ("tools", ["hookgrad.tools", "hookgrad.hooks"]),
-    ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__"]),
+    ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__",
+             "hookgrad._bench_ddp"]),
 ]
 
 

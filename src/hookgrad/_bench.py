@@ -1046,10 +1046,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["scaling"]:
         return scaling_main(argv[1:])
+    if argv[:1] == ["ddp"]:
+        from ._bench_ddp import main as ddp_main
+        return ddp_main(argv[1:])
     p = argparse.ArgumentParser(
         prog="hookgrad bench",
         description="Time the same workloads on hookgrad and torch in one process, interleaved. "
-                    "'bench scaling --help': how the cost grows with the batch size.")
+                    "'bench scaling --help': how the cost grows with the batch size. "
+                    "'bench ddp --help': data-parallel scaling over MPI ranks.")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name or number (comma-separated or repeated); default: all")
     p.add_argument("--repeats", type=int, default=None,

@@ -8,6 +8,10 @@ with ``sys.argv`` and ``sys.path[0]`` set as ``python SCRIPT ARGS`` would set th
 Parts of torch that hookgrad lacks fail loudly, never silently: importing a missing submodule
 raises ``ModuleNotFoundError("hookgrad has no torch.fft; ...")`` and reading a missing attribute of
 an aliased module raises ``AttributeError("hookgrad has no torch.fft.rfft; ...")``.
+
+``hookgrad run --nproc N SCRIPT`` starts N MPI ranks through ``mpiexec`` (the mpich wheel's, else the
+one on PATH), each running ``hookgrad run SCRIPT``; ``torch.distributed`` is ``hookgrad.distributed``
+there, and each rank sees torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORLD_SIZE.
 """
 from __future__ import annotations
 
@@ -155,21 +159,77 @@ def make_parser() -> argparse.ArgumentParser:
         description="Run a PyTorch script with hookgrad standing in for torch: `import torch` (and torch.nn, "
                     "torch.optim, torch.utils.data, ...) resolve to hookgrad. Parts of torch that hookgrad "
                     f"lacks raise an error naming them ({HINT}).",
-        usage="hookgrad run [-h] (SCRIPT | -m MODULE) [ARGS ...]")
+        usage="hookgrad run [-h] [--nproc N [--hostfile FILE]] (SCRIPT | -m MODULE) [ARGS ...]")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script, like python -m")
+    parser.add_argument("--nproc", type=int, metavar="N",
+                        help="start N processes (MPI ranks, through mpiexec) that each run the script, for "
+                             "torch.distributed / DistributedDataParallel training (needs hookgrad[distributed])")
+    parser.add_argument("--hostfile", metavar="FILE",
+                        help="with --nproc: spread the ranks over the machines listed in FILE (mpiexec's hostfile)")
     parser.add_argument("script", nargs="?", help="path of the script to run")
     parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the script as sys.argv[1:]")
     return parser
 
 
+_VALUED_OPTIONS = ("--nproc", "--hostfile")
+
+
 def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     """Our options are those before the script (or -m MODULE); everything after belongs to the script."""
-    for i, arg in enumerate(argv):
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
         if arg == "-m":
             return argv[:i + 2], argv[i + 2:]
+        if arg in _VALUED_OPTIONS:
+            i += 2
+            continue
         if not arg.startswith("-"):
             return argv[:i + 1], argv[i + 1:]
+        i += 1
     return argv, []
+
+
+def find_mpiexec() -> str | None:
+    """The mpiexec of the mpich wheel (installed beside this Python) or else the one on PATH."""
+    import shutil
+    import sysconfig
+    for folder in (os.path.dirname(sys.executable), sysconfig.get_path("scripts")):
+        candidate = os.path.join(folder, "mpiexec")
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("mpiexec")
+
+
+def launch_ranks(nproc: int, hostfile: str | None, script: str | None, module: str | None,
+                 args: Sequence[str]) -> int:
+    """Run ``hookgrad run`` in ``nproc`` MPI processes through mpiexec; returns mpiexec's exit code
+    (non-zero when any rank failed: a rank's uncaught error aborts the whole job)."""
+    import subprocess
+    mpiexec = find_mpiexec()
+    if mpiexec is None:
+        print("hookgrad run --nproc: no mpiexec found: pip install 'hookgrad[distributed]' (mpi4py and mpich), "
+              "or put your MPI's mpiexec on PATH", file=sys.stderr)
+        return 2
+    command = [mpiexec, "-n", str(nproc)]
+    if hostfile:
+        command += ["-hostfile", hostfile]
+    command += [sys.executable, "-m", "hookgrad", "run"]
+    command += ["-m", module] if module is not None else [script]
+    command += list(args)
+    return subprocess.call(command)
+
+
+def _export_rank_environment() -> None:
+    """Under MPI, give the script torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE)."""
+    sources = {"RANK": ("PMI_RANK", "OMPI_COMM_WORLD_RANK"), "WORLD_SIZE": ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"),
+               "LOCAL_RANK": ("MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK"),
+               "LOCAL_WORLD_SIZE": ("MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE")}
+    for name, candidates in sources.items():
+        for candidate in candidates:
+            if os.environ.get(candidate) and name not in os.environ:
+                os.environ[name] = os.environ[candidate]
+                break
 
 
 def run_script(path: str, args: Sequence[str] = (), module: str | None = None) -> int:
@@ -212,12 +272,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.module is None and not os.path.exists(opts.script):
         print(f"hookgrad run: can't open file {opts.script!r}: No such file or directory", file=sys.stderr)
         return 2
+    if opts.hostfile is not None and opts.nproc is None:
+        parser.error("--hostfile needs --nproc N")
+    if opts.nproc is not None:
+        if opts.nproc < 1:
+            parser.error("--nproc must be at least 1")
+        if opts.module is not None:
+            return launch_ranks(opts.nproc, opts.hostfile, None, opts.module, rest)
+        return launch_ranks(opts.nproc, opts.hostfile, opts.script, None, rest)
+    _export_rank_environment()
     try:
-        return run_script(opts.script, rest, module=opts.module)
+        code = run_script(opts.script, rest, module=opts.module)
     except Exception as exc:  # what `python SCRIPT` would print, exit code 1 included
         tb = _from_the_script_on(exc.__traceback__)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
-        return 1
+        code = 1
+    if code and _is_mpi_rank():
+        # one rank failing must end the job: the other ranks may be waiting for it in a collective
+        from .distributed.distributed_c10d import abort_job
+        abort_job(f"the script ended with exit code {code}", code)
+    return code
+
+
+def _is_mpi_rank() -> bool:
+    size = os.environ.get("PMI_SIZE") or os.environ.get("OMPI_COMM_WORLD_SIZE") or "1"
+    return size.isdigit() and int(size) > 1
 
 
 # Frames of the launcher itself: the command line, this module and runpy.

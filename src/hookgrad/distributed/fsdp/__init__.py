@@ -1,4 +1,5 @@
-"""``torch.distributed.fsdp``: ``FSDPModule`` exists for type checks; sharding needs process groups."""
+"""``torch.distributed.fsdp``: ``FSDPModule`` exists for type checks; hookgrad does not shard models
+(data parallelism is ``DistributedDataParallel``)."""
 
 
 class FSDPModule:
@@ -12,7 +13,8 @@ class MixedPrecisionPolicy:
 
 
 def fully_shard(module, *args, **kwargs):
-    raise RuntimeError("hookgrad has no torch.distributed backends; fully_shard needs a process group")
+    raise RuntimeError("hookgrad has no fully_shard (FSDP): it does not shard models; for data-parallel "
+                       "training use torch.nn.parallel.DistributedDataParallel")
 
 
 __all__ = ["FSDPModule", "MixedPrecisionPolicy", "fully_shard"]

@@ -1,0 +1,1 @@
+"""``torch.distributed.algorithms``: DistributedDataParallel's communication hooks."""
