@@ -1,0 +1,594 @@
+"""PerSampleGradients: the gradient of every sample's loss with respect to every trainable
+parameter, ``p.grad_sample`` of shape ``(batch, *p.shape)``, from forward hooks, tensor hooks on the
+module outputs and post-accumulate-grad hooks on the parameters.
+
+How it works, per module that owns trainable parameters directly:
+
+1. a forward pre-hook refuses modules whose output mixes samples (BatchNorm using batch statistics,
+   Embedding with ``scale_grad_by_freq``) before they run;
+2. a forward hook keeps the call's inputs (detached) and registers a tensor hook on each output
+   that requires grad. Tensor hooks registered before an in-place change of the output receive the
+   gradient of the value the module returned, so in-place activations after the module are fine;
+3. when backward accumulates the gradient of one of the module's parameters, all gradients of the
+   module's outputs have arrived (the parameter's gradient depends on them), so every call waiting
+   for it is turned into per-sample gradients then, by a closed-form rule for the common layers or
+   by re-running the module one sample at a time for any other module.
+
+Everything is computed with the tensors' own framework (hookgrad or torch), found from the tensor
+type, so the tool serves both.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+from typing import Any, Callable
+
+from ._common import HookTool, check_choice, check_model, is_tensor, iter_tensors
+
+__all__ = ["PerSampleGradients"]
+
+
+class _Call:
+    """One forward call of a watched module: its inputs, where their batch dims are, and the
+    gradients of its outputs received in the current backward pass."""
+
+    __slots__ = ("args", "kwargs", "output", "grads", "extra", "pending")
+
+    def __init__(self, args, kwargs, output, n_outputs, extra):
+        self.args, self.kwargs, self.output, self.extra = args, kwargs, output, extra
+        self.grads: list[Any] = [None] * n_outputs
+        self.pending = False
+
+
+class PerSampleGradients(HookTool):
+    """Per-sample gradients for every trainable parameter of ``model``.
+
+    After a backward pass inside the ``with`` block, each trainable parameter ``p`` that took part
+    has ``p.grad_sample`` of shape ``(batch, *p.shape)``: row ``i`` is the gradient of sample ``i``'s
+    loss alone. ``p.grad`` is left as backward made it. Several forward calls of one module before
+    backward add up (per sample); so do several backward passes, as ``.grad`` does: ``clear()``
+    (or ``p.grad_sample = None``) starts afresh. Leaving the block removes every hook and every
+    ``grad_sample`` attribute the tool added.
+
+    Args:
+        model: a hookgrad or torch module.
+        loss_reduction: ``"mean"`` when the loss averages over the batch (rows are then scaled by
+            the batch size, so that each is the gradient of that sample's own loss and their mean is
+            ``p.grad``), ``"sum"`` when it sums (their sum is ``p.grad``).
+        batch_first: where the batch dim is for Linear, LayerNorm, Embedding and modules handled by
+            re-running: dim 0 (True) or dim 1 (False, sequence first). Convolutions and the
+            Batch/Group/InstanceNorm layers always have it at dim 0; RNNs and MultiheadAttention
+            follow their own ``batch_first``.
+
+    Closed-form rules (from the recorded inputs and the output gradients): Linear, Conv1d/2d/3d,
+    ConvTranspose1d/2d/3d, LayerNorm, GroupNorm, InstanceNorm1d/2d/3d, BatchNorm1d/2d/3d in eval
+    mode (running statistics), Embedding. RNN, LSTM, GRU, their cells, MultiheadAttention and any
+    other module that owns parameters (a custom module, a subclass with its own ``forward``) are
+    re-run one sample at a time on the recorded inputs, and autograd gives each sample's gradient of
+    the recorded output gradients; the re-run must reproduce the batched output, else a clear error
+    says the module is random (dropout in training) or mixes samples. Submodules called inside such
+    a re-run see those calls (their hooks fire), the tool's own hooks ignore them.
+
+    Refused, with an error naming the module: BatchNorm (and SyncBatchNorm) using batch statistics
+    (training mode, or ``track_running_stats=False``), Embedding with ``scale_grad_by_freq``.
+    Parameters used outside the forward of the module that owns them (a tied weight passed to
+    ``F.linear`` by its parent) are not seen there.
+    """
+
+    _tool_name = "PerSampleGradients"
+
+    def __init__(self, model: Any, loss_reduction: str = "mean", batch_first: bool = True) -> None:
+        check_model(model, self._tool_name)
+        check_choice(loss_reduction, ("mean", "sum"), "loss_reduction", self._tool_name)
+        if not isinstance(batch_first, bool):
+            raise TypeError(f"{self._tool_name}: batch_first must be a bool, got {batch_first!r}")
+        super().__init__()
+        self.model = model
+        self.loss_reduction = loss_reduction
+        self.batch_first = batch_first
+        self._rerunning = False
+        self._touched: dict[int, Any] = {}                    # id -> parameter given a grad_sample
+        self._pending: dict[int, list[_Call]] = {}            # id(module) -> calls awaiting flush
+        self.modules: list[tuple[str, Any, str]] = []         # (qualified name, module, rule name)
+        owners: dict[int, list[tuple[str, Any]]] = {}
+        params: dict[int, Any] = {}
+        claimed: set[int] = set()      # submodules whose parameters a parent's rule covers
+        try:
+            for name, module in model.named_modules():
+                if id(module) in claimed:
+                    continue
+                rule = _rule_name(module)
+                own = _own_parameters(module, rule)
+                if rule == "attention":   # out_proj's weights enter F.multi_head_attention_forward directly
+                    claimed.update(id(m) for m in module.modules())
+                if not own:
+                    continue
+                self.modules.append((name, module, rule))
+                self._pending[id(module)] = []
+                self._register(module.register_forward_pre_hook, self._refuse_coupling(name, module))
+                self._register(module.register_forward_hook, self._record(name, module, rule), with_kwargs=True)
+                for p in own:
+                    owners.setdefault(id(p), []).append((name, module))
+                    params[id(p)] = p
+            for key, p in params.items():
+                self._register(p.register_post_accumulate_grad_hook, self._flush_owners(owners[key]))
+        except BaseException:
+            self.close()
+            raise
+
+    # ---- hooks --------------------------------------------------------------------------------
+    def _refuse_coupling(self, name: str, module: Any):
+        def hook(mod, args):
+            if self.enabled and not self._rerunning:
+                reason = _batch_coupling(mod)
+                if reason:
+                    raise ValueError(f"{self._tool_name}: {_where(name, mod)} {reason}; per-sample gradients "
+                                     "are not defined for it")
+        return hook
+
+    def _record(self, name: str, module: Any, rule: str):
+        def hook(mod, args, kwargs, output):
+            if not self.enabled or self._rerunning:
+                return
+            outs = [t for _, t in iter_tensors(output, "output")]
+            wired = [t for t in outs if t.requires_grad]
+            if not wired:
+                return
+            detached = tuple(a.detach() if is_tensor(a) else a for a in args)
+            kept_kwargs = {k: (v.detach() if is_tensor(v) else v) for k, v in kwargs.items()}
+            extra = _RULES[rule][0](self, mod, detached, kept_kwargs) if rule in _RULES else None
+            keep_output = None
+            if rule not in _RULES:   # the re-run compares against a copy (in-place changes follow)
+                keep_output = [t.detach().clone() if t.requires_grad else None for t in outs]
+            call = _Call(detached, kept_kwargs, keep_output, len(outs), extra)
+            pending = self._pending[id(mod)]
+            for i, t in enumerate(outs):
+                if t.requires_grad:
+                    t.register_hook(self._grad_arrived(call, i, pending))
+        return hook
+
+    def _grad_arrived(self, call: _Call, index: int, pending: list):
+        def hook(grad):
+            if call.grads[index] is None:
+                call.grads[index] = grad
+            else:   # the same tensor returned twice in one output
+                call.grads[index] = call.grads[index] + grad
+            if not call.pending:
+                call.pending = True
+                pending.append(call)
+        return hook
+
+    def _flush_owners(self, owners: list[tuple[str, Any]]):
+        def hook(param):
+            for name, module in owners:
+                calls = self._pending[id(module)]
+                if calls:
+                    taken = list(calls)
+                    calls.clear()
+                    for call in taken:
+                        call.pending = False
+                        try:
+                            self._per_sample(name, module, call)
+                        finally:
+                            call.grads = [None] * len(call.grads)
+        return hook
+
+    # ---- per-sample gradients -----------------------------------------------------------------
+    def _per_sample(self, name: str, module: Any, call: _Call) -> None:
+        rule = _rule_name(module)
+        if rule in _RULES:
+            grads = _RULES[rule][1](self, module, call)
+        else:
+            grads = self._rerun(name, module, call)
+        for p, g in grads:
+            if p is None or g is None or not p.requires_grad:
+                continue
+            if self.loss_reduction == "mean":
+                g = g * g.shape[0]
+            self._add(name, p, g)
+
+    def _add(self, name: str, p: Any, g: Any) -> None:
+        g = g.to(p.dtype) if g.dtype != p.dtype else g
+        before = getattr(p, "grad_sample", None) if id(p) in self._touched else None
+        if before is None:
+            p.grad_sample = g
+        elif tuple(before.shape) != tuple(g.shape):
+            raise RuntimeError(f"{self._tool_name}: {name or 'the model'}: per-sample gradients of batch "
+                               f"{g.shape[0]} cannot be added to those of batch {before.shape[0]} already in "
+                               "grad_sample; call clear() between batches of different sizes")
+        else:
+            p.grad_sample = before + g
+        self._touched[id(p)] = p
+
+    def batch_dim(self, module: Any = None) -> int:
+        """Where the batch dim is in the inputs of a module the tool's ``batch_first`` governs."""
+        return 0 if self.batch_first else 1
+
+    def _rerun(self, name: str, module: Any, call: _Call) -> list[tuple[Any, Any]]:
+        """Per-sample gradients by re-running ``module.forward`` on each sample (batch dim kept,
+        size one) and asking autograd for the gradient of its outputs, weighted by the sample's
+        slice of the recorded output gradients, with respect to the module's own parameters."""
+        T = _framework(call.grads[next(i for i, g in enumerate(call.grads) if g is not None)])
+        params = _own_parameters(module, _rule_name(module))
+        in_dims, out_dims = _layout(self, module, call)
+        batch = _batch_size(call.args, call.kwargs, in_dims, name, module)
+        rows: list[list[Any]] = [[] for _ in params]
+        pieces: list[list[Any]] = [[] for _ in call.grads]
+        self._rerunning = True
+        try:
+            with T.enable_grad():
+                for b in range(batch):
+                    args = tuple(_take(a, in_dims.get(i), b, batch) for i, a in enumerate(call.args))
+                    kwargs = {k: _take(v, in_dims.get(k), b, batch) for k, v in call.kwargs.items()}
+                    outs = [t for _, t in iter_tensors(module.forward(*args, **kwargs), "output")]
+                    if len(outs) != len(call.grads):
+                        raise RuntimeError(f"{self._tool_name}: re-running {_where(name, module)} on one sample "
+                                           f"gave {len(outs)} output tensors instead of {len(call.grads)}")
+                    used, weights = [], []
+                    for i, (t, g) in enumerate(zip(outs, call.grads)):
+                        if call.output[i] is not None:
+                            pieces[i].append(t.detach())
+                        if g is not None and t.requires_grad:
+                            used.append(t)
+                            weights.append(_take(g, out_dims[i], b, batch))
+                    got = T.autograd.grad(used, params, weights, allow_unused=True) if used else [None] * len(params)
+                    for row, g, p in zip(rows, got, params):
+                        row.append(g if g is not None else p.detach().new_zeros(p.shape))
+        finally:
+            self._rerunning = False
+        for i, kept in enumerate(call.output):
+            if kept is None:
+                continue
+            again = T.cat(pieces[i], out_dims[i]) if out_dims[i] is not None else pieces[i][0]
+            if tuple(again.shape) != tuple(kept.shape) or not _close(again, kept):
+                raise RuntimeError(
+                    f"{self._tool_name}: re-running {_where(name, module)} one sample at a time does not reproduce "
+                    "its batched output: the module is random (dropout in training mode?) or mixes the samples "
+                    "of a batch, so per-sample gradients are not defined for it")
+        return [(p, T.stack(row)) for p, row in zip(params, rows)]
+
+    # ---- results ------------------------------------------------------------------------------
+    def clear(self) -> None:
+        """Set every ``grad_sample`` the tool wrote to None (hooks stay)."""
+        for p in self._touched.values():
+            p.grad_sample = None
+
+    def close(self) -> None:
+        """Remove every hook and every ``grad_sample`` attribute the tool added."""
+        super().close()
+        for p in getattr(self, "_touched", {}).values():
+            try:
+                del p.grad_sample
+            except AttributeError:
+                pass
+        if hasattr(self, "_touched"):
+            self._touched.clear()
+            for calls in self._pending.values():
+                calls.clear()
+
+
+# ---- which rule ---------------------------------------------------------------------------------
+_FRAMEWORK_MODULES = ("torch.nn.modules.", "hookgrad.nn.modules.")
+_RULE_OF_CLASS = {
+    "Linear": "linear", "Conv1d": "conv", "Conv2d": "conv", "Conv3d": "conv",
+    "ConvTranspose1d": "conv_transpose", "ConvTranspose2d": "conv_transpose", "ConvTranspose3d": "conv_transpose",
+    "LayerNorm": "layer_norm", "GroupNorm": "group_norm",
+    "InstanceNorm1d": "instance_norm", "InstanceNorm2d": "instance_norm", "InstanceNorm3d": "instance_norm",
+    "BatchNorm1d": "batch_norm", "BatchNorm2d": "batch_norm", "BatchNorm3d": "batch_norm",
+    "SyncBatchNorm": "batch_norm", "Embedding": "embedding",
+    "RNN": "rnn", "LSTM": "rnn", "GRU": "rnn", "RNNCell": "cell", "LSTMCell": "cell", "GRUCell": "cell",
+    "MultiheadAttention": "attention",
+}
+
+
+def _rule_name(module: Any) -> str:
+    """The rule for ``module``: that of the nearest framework layer class it derives from, provided
+    it keeps that class's ``forward`` (a subclass with its own forward is re-run); "rerun" else."""
+    for klass in type(module).__mro__:
+        rule = _RULE_OF_CLASS.get(klass.__name__)
+        if rule and klass.__module__.startswith(_FRAMEWORK_MODULES):
+            if type(module).forward is not klass.forward:
+                return "rerun"
+            if rule == "conv" and getattr(module, "padding_mode", "zeros") != "zeros":
+                return "rerun"
+            return rule
+    return "rerun"
+
+
+def _own_parameters(module: Any, rule: str) -> list[Any]:
+    """The trainable parameters whose per-sample gradients ``module``'s calls give."""
+    recurse = rule == "attention"
+    return [p for _, p in module.named_parameters(recurse=recurse) if p.requires_grad]
+
+
+def _where(name: str, module: Any) -> str:
+    return f"module {name!r} ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
+
+
+def _batch_coupling(module: Any) -> str | None:
+    rule = _rule_name(module)
+    if rule == "batch_norm" and (module.training or getattr(module, "running_mean", None) is None):
+        return ("normalizes with the statistics of the whole batch (BatchNorm in training mode, or without "
+                "running statistics), so each sample's output depends on the others; call .eval() on it or "
+                "replace it with GroupNorm, LayerNorm or InstanceNorm")
+    if rule == "embedding" and getattr(module, "scale_grad_by_freq", False):
+        return "scales gradients by how often each index occurs in the batch (scale_grad_by_freq=True)"
+    return None
+
+
+def _framework(t: Any):
+    return importlib.import_module(type(t).__module__.split(".", 1)[0])
+
+
+def _functional(t: Any):
+    return importlib.import_module(type(t).__module__.split(".", 1)[0] + ".nn.functional")
+
+
+# ---- closed-form rules: (what to keep at forward, per-sample gradients at backward) --------------
+def _no_extra(tool, module, args, kwargs):
+    return None
+
+
+def _input(call: _Call) -> Any:
+    return call.args[0] if call.args else next(v for v in call.kwargs.values() if is_tensor(v))
+
+
+def _batch_leading(tool: PerSampleGradients, x: Any, g: Any) -> tuple[Any, Any]:
+    if tool.batch_first:
+        return x, g
+    return x.transpose(0, 1), g.transpose(0, 1)
+
+
+def _linear(tool, module, call):
+    x, g = _batch_leading(tool, _input(call), call.grads[0])
+    batch = x.shape[0]
+    if x.dim() == 2:     # one row per sample: an outer product, no reduction
+        weight = g.unsqueeze(2) * x.unsqueeze(1)
+        bias = g
+    else:
+        x3, g3 = x.reshape(batch, -1, x.shape[-1]), g.reshape(batch, -1, g.shape[-1])
+        weight = g3.transpose(1, 2) @ x3
+        bias = g3.sum(1)
+    return [(module.weight, weight), (getattr(module, "bias", None), bias)]
+
+
+def _pairs(value: Any, n: int) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
+
+
+def _patches(x: Any, kernel, stride, dilation, pads, keep) -> Any:
+    """``(batch, positions, channels * kernel)``: the input patch under each kernel position
+    (im2col), ``pads`` (left, right) per spatial dim, at most ``keep[d]`` positions per dim."""
+    F = _functional(x)
+    d = len(kernel)
+    flat = []
+    for left, right in reversed(pads):
+        flat += [left, right]
+    if any(flat):
+        x = F.pad(x, flat)
+    for i in range(d):
+        span = dilation[i] * (kernel[i] - 1) + 1
+        x = x.unfold(2 + i, span, stride[i])        # (B, C, o..., span...)
+    index = [slice(None), slice(None)] + [slice(0, keep[i]) for i in range(d)]
+    index += [slice(None, None, dilation[i]) for i in range(d)]
+    x = x[tuple(index)]
+    batch, channels = x.shape[0], x.shape[1]
+    order = [0] + list(range(2, 2 + d)) + [1] + list(range(2 + d, 2 + 2 * d))
+    return x.permute(*order).reshape(batch, -1, channels * math.prod(kernel))
+
+
+def _conv_weight(x: Any, g: Any, kernel, stride, dilation, pads, groups: int) -> Any:
+    """Per-sample gradient of a convolution weight ``(out, in/groups, *kernel)`` from its input
+    ``x`` and output gradient ``g``."""
+    batch, out = g.shape[0], g.shape[1]
+    cols = _patches(x, kernel, stride, dilation, pads, tuple(g.shape[2:]))   # (B, L, C*K)
+    g = g.reshape(batch, out, -1)
+    if groups == 1:
+        w = g @ cols
+    else:
+        cols = cols.reshape(batch, cols.shape[1], groups, -1).permute(0, 2, 1, 3)
+        w = g.reshape(batch, groups, out // groups, -1) @ cols
+    return w.reshape(batch, out, x.shape[1] // groups, *kernel)
+
+
+def _conv_pads(module: Any, d: int) -> list[tuple[int, int]]:
+    kernel, dilation = _pairs(module.kernel_size, d), _pairs(module.dilation, d)
+    if isinstance(module.padding, str):
+        if module.padding == "valid":
+            return [(0, 0)] * d
+        totals = [dl * (k - 1) for k, dl in zip(kernel, dilation)]
+        return [(t // 2, t - t // 2) for t in totals]
+    return [(p, p) for p in _pairs(module.padding, d)]
+
+
+def _unbatched(x: Any, d: int, module: Any) -> None:
+    if x.dim() != d + 2:
+        raise ValueError(f"PerSampleGradients: {type(module).__name__} got an input of shape {tuple(x.shape)} "
+                         "without a batch dim; per-sample gradients need batched input")
+
+
+def _conv(tool, module, call):
+    x, g = _input(call), call.grads[0]
+    d = len(module.kernel_size)
+    _unbatched(x, d, module)
+    weight = _conv_weight(x, g, _pairs(module.kernel_size, d), _pairs(module.stride, d),
+                          _pairs(module.dilation, d), _conv_pads(module, d), module.groups)
+    bias = g.reshape(g.shape[0], g.shape[1], -1).sum(2) if getattr(module, "bias", None) is not None else None
+    return [(module.weight, weight), (getattr(module, "bias", None), bias)]
+
+
+def _conv_transpose(tool, module, call):
+    # A transposed convolution is the adjoint of the convolution with the same weight, so its weight
+    # gradient is that convolution's, with the roles of input and output gradient swapped.
+    x, g = _input(call), call.grads[0]
+    d = len(module.kernel_size)
+    _unbatched(x, d, module)
+    pads = [(p, p) for p in _pairs(module.padding, d)]
+    weight = _conv_weight(g, x, _pairs(module.kernel_size, d), _pairs(module.stride, d),
+                          _pairs(module.dilation, d), pads, module.groups)
+    bias = g.reshape(g.shape[0], g.shape[1], -1).sum(2) if getattr(module, "bias", None) is not None else None
+    return [(module.weight, weight), (getattr(module, "bias", None), bias)]
+
+
+def _affine(module, x_hat, g, keep_dims: int):
+    """Weight and bias gradients of ``x_hat * weight + bias``: summed over every dim but the batch
+    and the last ``keep_dims`` (norm layers over features) or channel dim (keep_dims=-1)."""
+    batch = g.shape[0]
+    if keep_dims == -1:
+        channels = g.shape[1]
+        w = (g * x_hat).reshape(batch, channels, -1).sum(2)
+        b = g.reshape(batch, channels, -1).sum(2)
+    else:
+        shape = tuple(g.shape[g.dim() - keep_dims:])
+        w = (g * x_hat).reshape(batch, -1, *shape).sum(1)
+        b = g.reshape(batch, -1, *shape).sum(1)
+    return [(getattr(module, "weight", None), w), (getattr(module, "bias", None), b)]
+
+
+def _layer_norm(tool, module, call):
+    x, g = _batch_leading(tool, _input(call), call.grads[0])
+    shape = tuple(module.normalized_shape)
+    x_hat = _functional(x).layer_norm(x, shape, None, None, module.eps)
+    return _affine(module, x_hat, g, len(shape))
+
+
+def _group_norm(tool, module, call):
+    x, g = _input(call), call.grads[0]
+    x_hat = _functional(x).group_norm(x, module.num_groups, None, None, module.eps)
+    return _affine(module, x_hat, g, -1)
+
+
+def _running_stats(tool, module, args, kwargs):
+    # copies: the statistics the forward normalized with, whatever happens to them before backward
+    if getattr(module, "running_mean", None) is None:
+        return None
+    return module.running_mean.detach().clone(), module.running_var.detach().clone()
+
+
+def _with_running_stats(x, stats, eps):
+    mean, var = stats
+    view = (1, -1) + (1,) * (x.dim() - 2)
+    return (x - mean.reshape(view)) / (var.reshape(view) + eps).sqrt()
+
+
+def _instance_norm_keep(tool, module, args, kwargs):
+    uses_input_stats = module.training or not module.track_running_stats
+    return None if uses_input_stats else _running_stats(tool, module, args, kwargs)
+
+
+def _instance_norm(tool, module, call):
+    x, g = _input(call), call.grads[0]
+    d = {"InstanceNorm1d": 1, "InstanceNorm2d": 2, "InstanceNorm3d": 3}.get(
+        next(k.__name__ for k in type(module).__mro__ if k.__name__.startswith("InstanceNorm")), x.dim() - 2)
+    _unbatched(x, d, module)
+    if call.extra is None:
+        x_hat = _functional(x).instance_norm(x, eps=module.eps)
+    else:
+        x_hat = _with_running_stats(x, call.extra, module.eps)
+    return _affine(module, x_hat, g, -1)
+
+
+def _batch_norm(tool, module, call):
+    x, g = _input(call), call.grads[0]
+    return _affine(module, _with_running_stats(x, call.extra, module.eps), g, -1)
+
+
+def _embedding(tool, module, call):
+    index, g = _batch_leading(tool, _input(call), call.grads[0])
+    batch, rows, width = index.shape[0], module.weight.shape[0], module.weight.shape[1]
+    T = _framework(g)
+    offsets = (T.arange(batch, device=index.device) * rows).reshape((batch,) + (1,) * (index.dim() - 1))
+    weight = g.new_zeros(batch * rows, width)
+    weight.index_add_(0, (index + offsets).reshape(-1), g.reshape(-1, width))
+    weight = weight.reshape(batch, rows, width)
+    if module.padding_idx is not None:
+        weight[:, module.padding_idx] = 0
+    return [(module.weight, weight)]
+
+
+_RULES: dict[str, tuple[Callable, Callable]] = {
+    "linear": (_no_extra, _linear),
+    "conv": (_no_extra, _conv),
+    "conv_transpose": (_no_extra, _conv_transpose),
+    "layer_norm": (_no_extra, _layer_norm),
+    "group_norm": (_no_extra, _group_norm),
+    "instance_norm": (_instance_norm_keep, _instance_norm),
+    "batch_norm": (_running_stats, _batch_norm),
+    "embedding": (_no_extra, _embedding),
+}
+
+
+# ---- re-running one sample at a time -------------------------------------------------------------
+def _layout(tool: PerSampleGradients, module: Any, call: _Call) -> tuple[dict, list]:
+    """The batch dim of each input (by position or keyword; None: shared by all samples) and of
+    each output tensor, for the re-run."""
+    rule = _rule_name(module)
+    n_out = len(call.grads)
+    if rule == "rnn":
+        seq = 0 if module.batch_first else 1
+        x = _input(call)
+        if not is_tensor(x):
+            raise NotImplementedError(f"PerSampleGradients: {type(module).__name__} with a PackedSequence input "
+                                      "is not supported; pad the sequences and pass a tensor")
+        if x.dim() == 2:
+            raise ValueError(f"PerSampleGradients: {type(module).__name__} got an unbatched input of shape "
+                             f"{tuple(x.shape)}; per-sample gradients need batched input")
+        return {0: seq, 1: 1, "hx": 1}, [seq] + [1] * (n_out - 1)
+    if rule == "cell":
+        return {0: 0, 1: 0, "hx": 0}, [0] * n_out
+    if rule == "attention":
+        seq = 1 if getattr(module, "batch_first", False) is False else 0
+        dims = {0: seq, 1: seq, 2: seq, "query": seq, "key": seq, "value": seq,
+                3: 0, "key_padding_mask": 0}
+        mask = call.kwargs.get("attn_mask", call.args[5] if len(call.args) > 5 else None)
+        if is_tensor(mask) and mask.dim() == 3:
+            dims["attn_mask"] = dims[5] = ("heads", module.num_heads)
+        return dims, [seq] + [0] * (n_out - 1)
+    dim = tool.batch_dim(module)
+    return _Everywhere(dim), [dim] * n_out
+
+
+class _Everywhere(dict):
+    """Every tensor input has its batch at ``dim``."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def get(self, key, default=None):
+        return self.dim
+
+
+def _batch_size(args, kwargs, dims, name, module) -> int:
+    sizes = set()
+    for key, value in list(enumerate(args)) + list(kwargs.items()):
+        dim = dims.get(key)
+        if is_tensor(value) and isinstance(dim, int) and value.dim() > dim:
+            sizes.add(int(value.shape[dim]))
+    if len(sizes) != 1:
+        raise ValueError(f"PerSampleGradients: cannot tell the batch size of {_where(name, module)} from its "
+                         f"inputs (batch dim sizes {sorted(sizes)}); check batch_first")
+    return sizes.pop()
+
+
+def _take(value: Any, dim: Any, b: int, batch: int) -> Any:
+    """Sample ``b`` of an input or gradient, its batch dim kept with size one."""
+    if isinstance(value, (tuple, list)) and dim is not None:
+        return type(value)(_take(v, dim, b, batch) for v in value)
+    if not is_tensor(value) or dim is None:
+        return value
+    if isinstance(dim, tuple):                  # ("heads", h): rows b*h .. (b+1)*h of dim 0
+        heads = dim[1]
+        return value[b * heads:(b + 1) * heads]
+    if value.dim() <= dim or value.shape[dim] != batch:
+        return value
+    return value.narrow(dim, b, 1)
+
+
+def _close(a: Any, b: Any) -> bool:
+    T = _framework(a)
+    if a.is_floating_point():
+        tol = 1e-9 if a.dtype == T.float64 else 1e-4
+        scale = float(b.abs().max()) if b.numel() else 0.0
+        return bool(((a - b).abs() <= tol * (1.0 + scale)).all())
+    return bool((a == b).all())
