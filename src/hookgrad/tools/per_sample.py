@@ -134,8 +134,8 @@ class PerSampleGradients(HookTool):
             wired = [t for t in outs if t.requires_grad]
             if not wired:
                 return
-            detached = tuple(a.detach() if is_tensor(a) else a for a in args)
-            kept_kwargs = {k: (v.detach() if is_tensor(v) else v) for k, v in kwargs.items()}
+            detached = _detached(tuple(args))
+            kept_kwargs = _detached(dict(kwargs))
             extra = _RULES[rule][0](self, mod, detached, kept_kwargs) if rule in _RULES else None
             keep_output = None
             if rule not in _RULES:   # the re-run compares against a copy (in-place changes follow)
@@ -214,6 +214,7 @@ class PerSampleGradients(HookTool):
         batch = _batch_size(call.args, call.kwargs, in_dims, name, module)
         rows: list[list[Any]] = [[] for _ in params]
         pieces: list[list[Any]] = [[] for _ in call.grads]
+        feeds = None        # which output tensors the module computed from which other outputs
         self._rerunning = True
         try:
             with T.enable_grad():
@@ -224,13 +225,16 @@ class PerSampleGradients(HookTool):
                     if len(outs) != len(call.grads):
                         raise RuntimeError(f"{self._tool_name}: re-running {_where(name, module)} on one sample "
                                            f"gave {len(outs)} output tensors instead of {len(call.grads)}")
-                    used, weights = [], []
-                    for i, (t, g) in enumerate(zip(outs, call.grads)):
+                    for i, t in enumerate(outs):
                         if call.output[i] is not None:
                             pieces[i].append(t.detach())
-                        if g is not None and t.requires_grad:
-                            used.append(t)
-                            weights.append(_take(g, out_dims[i], b, batch))
+                    totals = [_take(g, out_dims[i], b, batch) if g is not None and outs[i].requires_grad else None
+                              for i, g in enumerate(call.grads)]
+                    if feeds is None:
+                        feeds = _feeds(T, outs, totals)
+                    external = _external(T, outs, totals, feeds) if any(feeds.values()) else totals
+                    used = [t for t, g in zip(outs, external) if g is not None]
+                    weights = [g for g in external if g is not None]
                     got = T.autograd.grad(used, params, weights, allow_unused=True) if used else [None] * len(params)
                     for row, g, p in zip(rows, got, params):
                         row.append(g if g is not None else p.detach().new_zeros(p.shape))
@@ -314,6 +318,18 @@ def _batch_coupling(module: Any) -> str | None:
     if rule == "embedding" and getattr(module, "scale_grad_by_freq", False):
         return "scales gradients by how often each index occurs in the batch (scale_grad_by_freq=True)"
     return None
+
+
+def _detached(value: Any) -> Any:
+    """The same nest of tuples, lists and dicts with every tensor detached (a re-run must not
+    reach back into the graph of an earlier call, e.g. an RNN cell's state from the step before)."""
+    if is_tensor(value):
+        return value.detach()
+    if isinstance(value, (tuple, list)):
+        return type(value)(_detached(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _detached(v) for k, v in value.items()}
+    return value
 
 
 def _framework(t: Any):
@@ -546,6 +562,44 @@ def _layout(tool: PerSampleGradients, module: Any, call: _Call) -> tuple[dict, l
         return dims, [seq] + [0] * (n_out - 1)
     dim = tool.batch_dim(module)
     return _Everywhere(dim), [dim] * n_out
+
+
+def _feeds(T, outs: list, totals: list) -> dict[int, list[int]]:
+    """For each output with a gradient, the other outputs with a gradient computed from it inside
+    the module (an LSTM cell's hidden state from its cell state)."""
+    wired = [i for i, g in enumerate(totals) if g is not None]
+    feeds: dict[int, list[int]] = {i: [] for i in wired}
+    if len(wired) < 2:
+        return feeds
+    for a in wired:
+        for b in wired:
+            if a != b and outs[b].grad_fn is not None:
+                found = T.autograd.grad(outs[b], outs[a], T.ones_like(outs[b]), retain_graph=True, allow_unused=True)[0]
+                if found is not None:
+                    feeds[a].append(b)
+    return feeds
+
+
+def _external(T, outs: list, totals: list, feeds: dict[int, list[int]]) -> list:
+    """The gradients the outputs received from outside the module. A tensor hook on an output
+    that the module also used to compute another output receives both; what came through the
+    other outputs is subtracted (their own external gradients pulled back through the module),
+    later outputs first."""
+    external: list = list(totals)
+    done: set[int] = {i for i, g in enumerate(totals) if g is None}
+    while len(done) < len(totals):
+        ready = [a for a in range(len(totals)) if a not in done and all(b in done for b in feeds[a])]
+        if not ready:
+            raise RuntimeError("PerSampleGradients: the outputs of a module depend on each other in a cycle")
+        for a in ready:
+            later = [b for b in feeds[a] if external[b] is not None]
+            if later:
+                through = T.autograd.grad([outs[b] for b in later], outs[a], [external[b] for b in later],
+                                          retain_graph=True, allow_unused=True)[0]
+                if through is not None:
+                    external[a] = totals[a] - through
+            done.add(a)
+    return external
 
 
 class _Everywhere(dict):

@@ -1,0 +1,388 @@
+"""hookgrad.tools.PerSampleGradients on hookgrad and torch modules.
+
+For every layer kind: each row of ``p.grad_sample`` is the gradient of that sample's loss alone (a
+per-example loop, float64, 1e-10), the rows sum (or average) to ``p.grad``, ``p.grad`` is what it is
+without the tool, both frameworks give the same rows, and so does Opacus's GradSampleModule on torch.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import hookgrad
+from difftest import differential
+from hookgrad.tools import PerSampleGradients
+
+FRAMEWORKS = {"torch": torch, "hookgrad": hookgrad}
+# Opacus's full backward hooks on a first layer; torch on padding="same" with an even kernel
+pytestmark = [pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning"),
+              pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")]
+TOL = 1e-10
+
+
+# ---- cases written once against T: (model builder, input builder, forward, batch dim) -------------
+def _seq(T, *layers):
+    return T.nn.Sequential(*layers)
+
+
+class Case:
+    def __init__(self, build, inputs, forward=None, batch_dim=0, batch_first=True, opacus=True):
+        self.build, self.inputs, self.batch_dim, self.batch_first = build, inputs, batch_dim, batch_first
+        self.forward = forward or (lambda model, *xs: model(*xs))
+        self.opacus = opacus    # False, or why Opacus cannot serve as the reference
+
+
+def _normal(*shape):
+    return lambda T, rng: (T.tensor(rng.standard_normal(shape)),)
+
+
+def _tied_twice(T):
+    class Twice(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = T.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.fc(T.tanh(self.fc(x)))      # one module, two calls before backward
+
+    return Twice()
+
+
+def _custom(T):
+    class ScaledTanh(T.nn.Module):
+        """Owns a parameter used in its own forward, around a child Linear: the re-run path."""
+
+        def __init__(self):
+            super().__init__()
+            self.scale = T.nn.Parameter(T.ones(4, dtype=T.float64))
+            self.fc = T.nn.Linear(4, 3)
+
+        def forward(self, x):
+            return self.fc(T.tanh(x * self.scale)) * 2.0
+
+    return ScaledTanh()
+
+
+def _lstm_cell_step(model, x):
+    h, c = model(x[:, 0])
+    h, c = model(x[:, 1], (h, c))
+    return h * c
+
+
+def _mha(model, x):
+    out, weights = model(x, x, x)
+    return out.sum(-1) + weights.sum(-1)
+
+
+def _embedding_inputs(T, rng):
+    return (T.tensor(rng.integers(0, 9, size=(5, 6))),)
+
+
+def _bn_eval(T):
+    m = _seq(T, T.nn.Conv2d(2, 3, 3), T.nn.BatchNorm2d(3), T.nn.ReLU())
+    with T.no_grad():
+        m[1].running_mean.copy_(T.tensor([0.3, -0.2, 0.1]))
+        m[1].running_var.copy_(T.tensor([1.5, 0.7, 2.0]))
+    return m.eval()
+
+
+def _instance_running(T):
+    m = T.nn.InstanceNorm1d(3, affine=True, track_running_stats=True)
+    with T.no_grad():
+        m.running_mean.copy_(T.tensor([0.3, -0.2, 0.1]))
+        m.running_var.copy_(T.tensor([1.5, 0.7, 2.0]))
+    return m.eval()
+
+
+CASES = {
+    "linear_inplace_relu": Case(lambda T: _seq(T, T.nn.Linear(4, 6), T.nn.ReLU(inplace=True), T.nn.Linear(6, 3)),
+                                _normal(5, 4)),
+    "linear_3d": Case(lambda T: _seq(T, T.nn.Linear(4, 3, bias=False), T.nn.Tanh(), T.nn.Linear(3, 2)),
+                      _normal(5, 7, 4)),
+    "linear_seq_first": Case(lambda T: _seq(T, T.nn.Linear(4, 3), T.nn.Tanh(), T.nn.Linear(3, 2)),
+                             _normal(7, 5, 4), batch_dim=1, batch_first=False),
+    "linear_called_twice": Case(_tied_twice, _normal(5, 4)),
+    "conv1d": Case(lambda T: _seq(T, T.nn.Conv1d(2, 4, 3, stride=2, padding=1), T.nn.Tanh(),
+                                  T.nn.Conv1d(4, 2, 2, dilation=2, groups=2)), _normal(4, 2, 11)),
+    "conv2d": Case(lambda T: _seq(T, T.nn.Conv2d(2, 4, 3, padding=1, stride=2), T.nn.ReLU(inplace=True),
+                                  T.nn.Conv2d(4, 4, (2, 3), groups=2, dilation=(1, 2), padding="same")),
+                   _normal(3, 2, 7, 6)),
+    "conv2d_groups_dilation": Case(lambda T: _seq(T, T.nn.Conv2d(4, 6, 3, padding=2, stride=(2, 1), dilation=2,
+                                                            groups=2), T.nn.Tanh(), T.nn.Conv2d(6, 2, 1)),
+                                   _normal(3, 4, 7, 6)),
+    "conv3d": Case(lambda T: _seq(T, T.nn.Conv3d(2, 3, (2, 3, 2), stride=(1, 2, 1), padding=(1, 0, 1))),
+                   _normal(3, 2, 4, 5, 4)),
+    "conv2d_reflect": Case(lambda T: _seq(T, T.nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect")),
+                           _normal(3, 2, 5, 5), opacus="Opacus ignores padding_mode (pads with zeros)"),
+    "conv_transpose1d": Case(lambda T: _seq(T, T.nn.ConvTranspose1d(2, 4, 3, stride=2, padding=1, output_padding=1),
+                                            T.nn.Tanh(), T.nn.ConvTranspose1d(4, 2, 2, groups=2, dilation=2)),
+                             _normal(3, 2, 6), opacus="Opacus has no ConvTranspose rule"),
+    "conv_transpose2d": Case(lambda T: _seq(T, T.nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1, output_padding=1),
+                                            T.nn.Tanh(), T.nn.ConvTranspose2d(4, 2, (2, 3), groups=2, dilation=(2, 1))),
+                             _normal(3, 2, 4, 5), opacus="Opacus has no ConvTranspose rule"),
+    "layer_norm": Case(lambda T: _seq(T, T.nn.Linear(4, 6), T.nn.LayerNorm(6), T.nn.Linear(6, 2)), _normal(5, 3, 4)),
+    "layer_norm_2d": Case(lambda T: _seq(T, T.nn.LayerNorm([3, 4]), T.nn.Tanh()), _normal(5, 3, 4)),
+    "group_norm": Case(lambda T: _seq(T, T.nn.Conv2d(2, 4, 3), T.nn.GroupNorm(2, 4), T.nn.Tanh()),
+                       _normal(3, 2, 5, 5)),
+    "instance_norm": Case(lambda T: _seq(T, T.nn.Conv2d(2, 3, 3), T.nn.InstanceNorm2d(3, affine=True), T.nn.Tanh()),
+                          _normal(3, 2, 5, 5)),
+    "instance_norm_running_eval": Case(_instance_running, _normal(4, 3, 6),
+                                       opacus="Opacus normalizes with the input statistics in eval too"),
+    "batch_norm_eval": Case(_bn_eval, _normal(3, 2, 5, 5), opacus="Opacus refuses BatchNorm in any mode"),
+    "embedding": Case(lambda T: _seq(T, T.nn.Embedding(9, 3), T.nn.Linear(3, 2)), _embedding_inputs),
+    "embedding_padding_idx": Case(lambda T: _seq(T, T.nn.Embedding(9, 3, padding_idx=2), T.nn.Linear(3, 2)),
+                                  _embedding_inputs, opacus="Opacus gives the padding_idx row a gradient"),
+    "rnn": Case(lambda T: T.nn.RNN(3, 4, num_layers=2, batch_first=True), _normal(4, 5, 3),
+                forward=lambda m, x: m(x)[0], opacus="Opacus needs its own DPRNN layer"),
+    "lstm_bidirectional": Case(lambda T: T.nn.LSTM(3, 4, batch_first=True, bidirectional=True), _normal(4, 5, 3),
+                               forward=lambda m, x: m(x)[1][1].transpose(0, 1), opacus="Opacus needs its own DPLSTM layer"),
+    "gru_seq_first": Case(lambda T: T.nn.GRU(3, 4), _normal(5, 4, 3), forward=lambda m, x: m(x)[0],
+                          batch_dim=1, opacus="Opacus needs its own DPGRU layer"),
+    "lstm_cell": Case(lambda T: T.nn.LSTMCell(3, 4), _normal(5, 2, 3), forward=_lstm_cell_step,
+                      opacus="Opacus needs its own DPLSTMCell"),
+    "gru_cell": Case(lambda T: T.nn.GRUCell(3, 4), _normal(5, 3), opacus="Opacus needs its own DPGRUCell"),
+    "multihead_attention": Case(lambda T: T.nn.MultiheadAttention(4, 2, batch_first=True, add_bias_kv=True),
+                                _normal(3, 5, 4), forward=_mha, opacus="Opacus needs DPMultiheadAttention"),
+    "custom_module": Case(_custom, _normal(5, 4)),
+}
+
+
+def _build(T, case: Case, seed: int = 0):
+    model = case.build(T).double()
+    rng = np.random.default_rng(seed)
+    with T.no_grad():
+        for p in model.parameters():
+            p.copy_(T.tensor(rng.standard_normal(tuple(p.shape)) * 0.5))
+    return model
+
+
+def _inputs(T, case: Case):
+    xs = case.inputs(T, np.random.default_rng(1))
+    return tuple(x.double() if x.is_floating_point() else x for x in xs)
+
+
+def _sample_losses(T, case: Case, out):
+    """One loss per sample (a non-linear function of that sample's outputs only)."""
+    out = out.movedim(case.batch_dim, 0) if case.batch_dim else out
+    flat = out.reshape(out.shape[0], -1)
+    return (flat * flat).sum(1) + flat.sum(1)
+
+
+def _run_with_tool(T, case: Case, reduction: str, model=None):
+    model = model if model is not None else _build(T, case)
+    xs = _inputs(T, case)
+    with PerSampleGradients(model, loss_reduction=reduction, batch_first=case.batch_first) as tool:
+        losses = _sample_losses(T, case, case.forward(model, *xs))
+        (losses.sum() if reduction == "sum" else losses.mean()).backward()
+        rows = {n: p.grad_sample.clone() for n, p in model.named_parameters()}
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    return model, tool, rows, grads
+
+
+def _per_example_loop(T, case: Case):
+    model = _build(T, case)
+    xs = _inputs(T, case)
+    batch = xs[0].shape[case.batch_dim]
+    rows = {n: [] for n, _ in model.named_parameters()}
+    for b in range(batch):
+        model.zero_grad()
+        one = tuple(x.narrow(case.batch_dim, b, 1) for x in xs)
+        _sample_losses(T, case, case.forward(model, *one)).sum().backward()
+        for n, p in model.named_parameters():
+            rows[n].append(p.grad.clone())
+    return {n: T.stack(r) for n, r in rows.items()}
+
+
+def _max_diff(a, b) -> float:
+    return float((a - b).abs().max())
+
+
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_rows_are_each_samples_gradient(framework, name, reduction):
+    T, case = FRAMEWORKS[framework], CASES[name]
+    model, _, rows, grads = _run_with_tool(T, case, reduction)
+    batch = _inputs(T, case)[0].shape[case.batch_dim]
+    loop = _per_example_loop(T, case)
+    plain = _build(T, case)
+    losses = _sample_losses(T, case, case.forward(plain, *_inputs(T, case)))
+    (losses.sum() if reduction == "sum" else losses.mean()).backward()
+    for n, p in plain.named_parameters():
+        assert tuple(rows[n].shape) == (batch, *p.shape), n
+        assert _max_diff(grads[n], p.grad) == 0.0, f"{n}: the tool changed p.grad"
+        total = rows[n].sum(0) if reduction == "sum" else rows[n].mean(0)
+        assert _max_diff(total, p.grad) < TOL, n
+        assert _max_diff(rows[n], loop[n]) < TOL, n
+    for p in model.parameters():
+        assert not hasattr(p, "grad_sample")
+
+
+@pytest.mark.parametrize("name", list(CASES))
+@differential(rtol=1e-10, atol=1e-12)
+def test_same_rows_on_both_frameworks(T, name):
+    _, _, rows, _ = _run_with_tool(T, CASES[name], "mean")
+    return rows
+
+
+# ---- against Opacus on torch --------------------------------------------------------------------
+@pytest.mark.parametrize("reduction", ["sum", "mean"])
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.opacus is True])
+def test_same_rows_as_opacus(name, reduction):
+    GradSampleModule = pytest.importorskip("opacus").GradSampleModule
+    case = CASES[name]
+    _, _, rows, _ = _run_with_tool(torch, case, reduction)
+    model = _build(torch, case)
+    for m in model.modules():        # Opacus's full backward hooks cannot take in-place activations
+        if isinstance(m, torch.nn.ReLU):
+            m.inplace = False
+    wrapped = GradSampleModule(model, batch_first=case.batch_first, loss_reduction=reduction)
+    losses = _sample_losses(torch, case, case.forward(wrapped, *_inputs(torch, case)))
+    (losses.sum() if reduction == "sum" else losses.mean()).backward()
+    for n, p in model.named_parameters():
+        assert _max_diff(rows[n], p.grad_sample) < TOL, n
+
+
+OPACUS_WRONG = ["conv2d_reflect", "embedding_padding_idx"]
+
+
+@pytest.mark.parametrize("name", OPACUS_WRONG)
+def test_where_opacus_differs_it_differs_from_the_per_example_loop(name):
+    """Opacus's rows for these cases are not the per-sample gradients (ours are, see above)."""
+    GradSampleModule = pytest.importorskip("opacus").GradSampleModule
+    case = CASES[name]
+    model = _build(torch, case)
+    for m in model.modules():
+        if isinstance(m, torch.nn.ReLU):
+            m.inplace = False
+    wrapped = GradSampleModule(model, batch_first=case.batch_first, loss_reduction="sum")
+    _sample_losses(torch, case, case.forward(wrapped, *_inputs(torch, case))).sum().backward()
+    loop = _per_example_loop(torch, case)
+    assert max(_max_diff(p.grad_sample, loop[n]) for n, p in model.named_parameters()) > 1e-3
+
+
+def test_opacus_exceptions_are_stated():
+    assert all(c.opacus is True or (isinstance(c.opacus, str) and c.opacus) for c in CASES.values())
+
+
+# ---- lifecycle ------------------------------------------------------------------------------------
+def _hook_counts(model):
+    return [(len(m._forward_hooks), len(m._forward_pre_hooks)) for m in model.modules()]
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_leaving_removes_hooks_and_attributes(framework):
+    T = FRAMEWORKS[framework]
+    model = _build(T, CASES["layer_norm"])
+    before = _hook_counts(model)
+    x = _inputs(T, CASES["layer_norm"])[0]
+    with PerSampleGradients(model) as tool:
+        assert tool.hook_count > 0
+        model(x).sum().backward()
+        assert all(hasattr(p, "grad_sample") for p in model.parameters())
+    assert tool.hook_count == 0 and _hook_counts(model) == before
+    assert not any(hasattr(p, "grad_sample") for p in model.parameters())
+    model.zero_grad()
+    model(x).sum().backward()       # no hook left: a backward afterwards adds nothing
+    assert not any(hasattr(p, "grad_sample") for p in model.parameters())
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_backward_passes_add_up_and_clear_starts_afresh(framework):
+    T = FRAMEWORKS[framework]
+    model = _build(T, CASES["linear_inplace_relu"])
+    x = _inputs(T, CASES["linear_inplace_relu"])[0]
+    with PerSampleGradients(model, loss_reduction="sum") as tool:
+        model(x).sum().backward()
+        once = model[0].weight.grad_sample.clone()
+        out = model(x)
+        out.sum().backward(retain_graph=True)
+        out.sum().backward()         # the same graph again: its calls count once more
+        assert _max_diff(model[0].weight.grad_sample, 3 * once) < TOL
+        assert _max_diff(model[0].weight.grad_sample.sum(0), model[0].weight.grad) < TOL
+        tool.clear()
+        assert model[0].weight.grad_sample is None
+        model(x[:2]).sum().backward()
+        assert tuple(model[0].weight.grad_sample.shape) == (2, 6, 4)
+        with pytest.raises(RuntimeError, match="clear"):
+            model(x).sum().backward()    # batch 5 onto rows of batch 2
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_frozen_parameters_get_no_rows(framework):
+    T = FRAMEWORKS[framework]
+    model = _build(T, CASES["linear_inplace_relu"])
+    model[0].weight.requires_grad_(False)
+    with PerSampleGradients(model) as tool:
+        model(_inputs(T, CASES["linear_inplace_relu"])[0]).sum().backward()
+        assert not hasattr(model[0].weight, "grad_sample")
+        assert tuple(model[0].bias.grad_sample.shape) == (5, 6)
+        with T.no_grad():            # no graph: nothing recorded, nothing kept
+            model(_inputs(T, CASES["linear_inplace_relu"])[0])
+        assert all(not calls for calls in tool._pending.values())
+
+
+# ---- refusals -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_batch_norm_in_training_is_refused_naming_the_module(framework):
+    T = FRAMEWORKS[framework]
+    model = _bn_eval(T).double().train()
+    x = _inputs(T, CASES["batch_norm_eval"])[0]
+    with PerSampleGradients(model):
+        with pytest.raises(ValueError, match=r"'1' \(BatchNorm2d\).*batch"):
+            model(x)
+        before = model[1].running_mean.clone()
+        model.eval()                 # the refusal left the model usable
+        model(x).sum().backward()
+        assert tuple(model[1].weight.grad_sample.shape) == (3, 3)
+        assert _max_diff(model[1].running_mean, before) == 0.0
+    no_stats = T.nn.BatchNorm1d(3, track_running_stats=False).double().eval()
+    with PerSampleGradients(no_stats), pytest.raises(ValueError, match="BatchNorm1d"):
+        no_stats(T.randn(4, 3, dtype=T.float64))
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_embedding_scaled_by_frequency_is_refused(framework):
+    T = FRAMEWORKS[framework]
+    model = T.nn.Embedding(5, 2, scale_grad_by_freq=True)
+    with PerSampleGradients(model), pytest.raises(ValueError, match="scale_grad_by_freq"):
+        model(T.tensor([[1, 1, 2]]))
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_random_or_coupled_module_is_refused_not_wrong(framework):
+    T = FRAMEWORKS[framework]
+
+    class Noisy(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = T.nn.Parameter(T.ones(8))
+
+        def forward(self, x):
+            return T.nn.functional.dropout(x * self.w, 0.5, self.training)
+
+    class Centred(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = T.nn.Parameter(T.ones(8))
+
+        def forward(self, x):
+            return (x - x.mean(0)) * self.w
+
+    for model in (Noisy(), Centred()):
+        with PerSampleGradients(model):
+            out = model(T.randn(6, 8))
+            with pytest.raises(RuntimeError, match="does not reproduce its batched output"):
+                (out * out).sum().backward()
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_bad_arguments(framework):
+    T = FRAMEWORKS[framework]
+    with pytest.raises(ValueError, match="loss_reduction"):
+        PerSampleGradients(T.nn.Linear(2, 2), loss_reduction="none")
+    with pytest.raises(TypeError, match="module"):
+        PerSampleGradients(T.zeros(2))
+    with pytest.raises(TypeError, match="batch_first"):
+        PerSampleGradients(T.nn.Linear(2, 2), batch_first=1)
