@@ -386,3 +386,19 @@ def test_bad_arguments(framework):
         PerSampleGradients(T.zeros(2))
     with pytest.raises(TypeError, match="batch_first"):
         PerSampleGradients(T.nn.Linear(2, 2), batch_first=1)
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_gradients_taken_with_autograd_grad_in_between_are_not_counted(framework):
+    T = FRAMEWORKS[framework]
+    case = CASES["linear_3d"]
+    model = _build(T, case)
+    x = _inputs(T, case)[0].requires_grad_()
+    with PerSampleGradients(model, loss_reduction="sum"):
+        out = model(x)
+        T.autograd.grad(out.sum(), x, retain_graph=True)    # reaches the output hooks, no parameter
+        _sample_losses(T, case, out).sum().backward()
+        rows = {n: p.grad_sample.clone() for n, p in model.named_parameters()}
+    loop = _per_example_loop(T, case)
+    for n in rows:
+        assert _max_diff(rows[n], loop[n]) < TOL, n

@@ -32,10 +32,10 @@ class _Call:
     """One forward call of a watched module: its inputs, where their batch dims are, and the
     gradients of its outputs received in the current backward pass."""
 
-    __slots__ = ("args", "kwargs", "output", "grads", "extra", "pending")
+    __slots__ = ("how", "args", "kwargs", "output", "grads", "extra", "pending")
 
-    def __init__(self, args, kwargs, output, n_outputs, extra):
-        self.args, self.kwargs, self.output, self.extra = args, kwargs, output, extra
+    def __init__(self, how, args, kwargs, output, n_outputs, extra):
+        self.how, self.args, self.kwargs, self.output, self.extra = how, args, kwargs, output, extra
         self.grads: list[Any] = [None] * n_outputs
         self.pending = False
 
@@ -136,11 +136,12 @@ class PerSampleGradients(HookTool):
                 return
             detached = _detached(tuple(args))
             kept_kwargs = _detached(dict(kwargs))
-            extra = _RULES[rule][0](self, mod, detached, kept_kwargs) if rule in _RULES else None
+            how = rule if rule in _RULES and not _random_now(rule, mod) else "rerun"
+            extra = _RULES[how][0](self, mod, detached, kept_kwargs) if how in _RULES else None
             keep_output = None
-            if rule not in _RULES:   # the re-run compares against a copy (in-place changes follow)
+            if how == "rerun":   # the re-run compares against a copy (in-place changes follow)
                 keep_output = [t.detach().clone() if t.requires_grad else None for t in outs]
-            call = _Call(detached, kept_kwargs, keep_output, len(outs), extra)
+            call = _Call(how, detached, kept_kwargs, keep_output, len(outs), extra)
             pending = self._pending[id(mod)]
             for i, t in enumerate(outs):
                 if t.requires_grad:
@@ -149,10 +150,11 @@ class PerSampleGradients(HookTool):
 
     def _grad_arrived(self, call: _Call, index: int, pending: list):
         def hook(grad):
-            if call.grads[index] is None:
-                call.grads[index] = grad
-            else:   # the same tensor returned twice in one output
-                call.grads[index] = call.grads[index] + grad
+            if call.grads[index] is not None:
+                # a tensor hook fires once per pass: this is a new pass, and the gradients kept are
+                # from one that accumulated into no parameter (autograd.grad): not ours to count
+                call.grads = [None] * len(call.grads)
+            call.grads[index] = grad
             if not call.pending:
                 call.pending = True
                 pending.append(call)
@@ -175,9 +177,8 @@ class PerSampleGradients(HookTool):
 
     # ---- per-sample gradients -----------------------------------------------------------------
     def _per_sample(self, name: str, module: Any, call: _Call) -> None:
-        rule = _rule_name(module)
-        if rule in _RULES:
-            grads = _RULES[rule][1](self, module, call)
+        if call.how in _RULES:
+            grads = _RULES[call.how][1](self, module, call)
         else:
             grads = self._rerun(name, module, call)
         for p, g in grads:
@@ -307,6 +308,18 @@ def _own_parameters(module: Any, rule: str) -> list[Any]:
 
 def _where(name: str, module: Any) -> str:
     return f"module {name!r} ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
+
+
+def _random_now(rule: str, module: Any) -> bool:
+    """True when the module draws random numbers in this call (dropout inside it in training mode):
+    a closed-form rule cannot see the mask, so the call goes to the re-run, which refuses it."""
+    if not module.training:
+        return False
+    if rule == "rnn":
+        return bool(module.dropout) and module.num_layers > 1
+    if rule == "attention":
+        return bool(module.dropout)
+    return False
 
 
 def _batch_coupling(module: Any) -> str | None:
