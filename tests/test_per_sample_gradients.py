@@ -70,6 +70,19 @@ def _lstm_cell_step(model, x):
     return h * c
 
 
+def _everything_out(model, x, h0=None):
+    """The output sequence and the final states, one row per sample (batch-first model)."""
+    out, state = model(x) if h0 is None else model(x, h0)
+    states = state if isinstance(state, tuple) else (state,)
+    rows = [out.reshape(out.shape[0], -1)] + [s.transpose(0, 1).reshape(out.shape[0], -1) for s in states]
+    return FRAMEWORKS[type(out).__module__.split(".")[0]].cat(rows, 1)
+
+
+def _with_h0(model, x):
+    h0 = x.new_ones(2, x.shape[0], 4) * 0.3
+    return _everything_out(model, x, h0)
+
+
 def _mha(model, x):
     out, weights = model(x, x, x)
     return out.sum(-1) + weights.sum(-1)
@@ -139,6 +152,13 @@ CASES = {
                                forward=lambda m, x: m(x)[1][1].transpose(0, 1), opacus="Opacus needs its own DPLSTM layer"),
     "gru_seq_first": Case(lambda T: T.nn.GRU(3, 4), _normal(5, 4, 3), forward=lambda m, x: m(x)[0],
                           batch_dim=1, opacus="Opacus needs its own DPGRU layer"),
+    "lstm_projected_two_layers": Case(lambda T: T.nn.LSTM(3, 5, num_layers=2, proj_size=2, batch_first=True,
+                                                          bidirectional=True, dropout=0.3).eval(),
+                                      _normal(4, 5, 3), forward=_everything_out, opacus="Opacus needs DPLSTM"),
+    "rnn_relu_h0": Case(lambda T: T.nn.RNN(3, 4, num_layers=2, nonlinearity="relu", batch_first=True),
+                        _normal(4, 5, 3), forward=_with_h0, opacus="Opacus needs DPRNN"),
+    "gru_bidirectional": Case(lambda T: T.nn.GRU(3, 4, batch_first=True, bidirectional=True, bias=False),
+                              _normal(4, 5, 3), forward=_everything_out, opacus="Opacus needs DPGRU"),
     "lstm_cell": Case(lambda T: T.nn.LSTMCell(3, 4), _normal(5, 2, 3), forward=_lstm_cell_step,
                       opacus="Opacus needs its own DPLSTMCell"),
     "gru_cell": Case(lambda T: T.nn.GRUCell(3, 4), _normal(5, 3), opacus="Opacus needs its own DPGRUCell"),
@@ -402,3 +422,16 @@ def test_gradients_taken_with_autograd_grad_in_between_are_not_counted(framework
     loop = _per_example_loop(T, case)
     for n in rows:
         assert _max_diff(rows[n], loop[n]) < TOL, n
+
+
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_dropout_inside_rnn_or_attention_in_training_is_refused(framework):
+    T = FRAMEWORKS[framework]
+    lstm = T.nn.LSTM(8, 4, num_layers=2, dropout=0.5, batch_first=True)
+    attention = T.nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True)
+    x = T.randn(6, 3, 8)
+    for model, run in ((lstm, lambda: lstm(x)[0]), (attention, lambda: attention(x, x, x)[0])):
+        with PerSampleGradients(model):
+            out = run()
+            with pytest.raises(RuntimeError, match="does not reproduce its batched output"):
+                (out * out).sum().backward()

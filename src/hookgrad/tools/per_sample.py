@@ -535,6 +535,161 @@ def _embedding(tool, module, call):
     return [(module.weight, weight)]
 
 
+def _linear_rows(x: Any, g: Any) -> tuple[Any, Any]:
+    """Per-sample weight and bias gradients of ``y = x @ W^T + b`` from ``x`` (batch, ..., in) and
+    the gradient ``g`` (batch, ..., out) of ``y``."""
+    if x.dim() == 2:
+        return g.unsqueeze(2) * x.unsqueeze(1), g
+    batch = x.shape[0]
+    x3, g3 = x.reshape(batch, -1, x.shape[-1]), g.reshape(batch, -1, g.shape[-1])
+    return g3.transpose(1, 2) @ x3, g3.sum(1)
+
+
+class _Taps:
+    """Where parameters enter a recomputation as ``x @ W^T + b``: per (weight, bias), the inputs
+    ``x`` and the results, whose gradients autograd gives; then the linear rule per sample."""
+
+    def __init__(self) -> None:
+        self.uses: dict[tuple[int, int], tuple[Any, Any, list, list]] = {}
+
+    def linear(self, F, x, weight, bias, w_leaf, b_leaf):
+        y = F.linear(x, w_leaf, b_leaf)
+        key = (id(weight), id(bias))
+        if key not in self.uses:
+            self.uses[key] = (weight, bias, [], [])
+        self.uses[key][2].append(x.detach())
+        self.uses[key][3].append(y)
+        return y
+
+    def results(self, T, outs: list, grads: list) -> list[tuple[Any, Any]]:
+        used = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        taps = [y for _, _, _, ys in self.uses.values() for y in ys]
+        found = T.autograd.grad([o for o, _ in used], taps, [g for _, g in used], allow_unused=True)
+        out, k = [], 0
+        for weight, bias, xs, ys in self.uses.values():
+            gw = gb = None
+            for x, y in zip(xs, ys):
+                g = found[k]
+                k += 1
+                if g is None:
+                    continue
+                w, b = _linear_rows(x, g)
+                gw = w if gw is None else gw + w
+                gb = b if gb is None else gb + b
+            out += [(weight, gw), (bias, gb)]
+        return out
+
+
+def _leaf(t):
+    return None if t is None else t.detach().requires_grad_()
+
+
+def _cell_step(F, T, kind, taps, x, h, c, names, module, nonlinearity="tanh"):
+    """One step of an RNN/LSTM/GRU cell from tensor ops (the parameters through ``taps``); the
+    LSTM's hidden state is computed from the returned cell state, as both frameworks do."""
+    w_ih, w_hh, b_ih, b_hh = (getattr(module, n, None) for n in names[:4])
+    gi = taps.linear(F, x, w_ih, b_ih, _leaf(w_ih), _leaf(b_ih))
+    gh = taps.linear(F, h, w_hh, b_hh, _leaf(w_hh), _leaf(b_hh))
+    if kind == "LSTM":
+        i, f, g, o = (gi + gh).chunk(4, -1)
+        c = i.sigmoid() * g.tanh() + f.sigmoid() * c
+        h = o.sigmoid() * c.tanh()
+        w_hr = getattr(module, names[4], None) if len(names) > 4 else None
+        if w_hr is not None:
+            h = taps.linear(F, h, w_hr, None, _leaf(w_hr), None)
+        return h, c
+    if kind == "GRU":
+        i_r, i_z, i_n = gi.chunk(3, -1)
+        h_r, h_z, h_n = gh.chunk(3, -1)
+        r, z = (i_r + h_r).sigmoid(), (i_z + h_z).sigmoid()
+        n = (i_n + r * h_n).tanh()
+        return (1 - z) * n + z * h, None
+    pre = gi + gh
+    return (pre.tanh() if nonlinearity == "tanh" else pre.relu()), None
+
+
+def _recurrent_kind(module) -> str:
+    for klass in type(module).__mro__:
+        for kind in ("LSTM", "GRU", "RNN"):
+            if klass.__name__ in (kind, kind + "Cell"):
+                return kind
+    raise TypeError(f"PerSampleGradients: not a recurrent layer: {type(module).__name__}")
+
+
+def _recurrent(tool, module, call):
+    """RNN, LSTM and GRU (any layers, directions, proj_size): the recurrence recomputed on the whole
+    batch from the recorded input and initial state, autograd for the gradient of each step's
+    ``x @ W_ih^T + b_ih`` and ``h @ W_hh^T + b_hh`` given the output gradients, and the linear rule
+    per sample, summed over steps."""
+    x = _input(call)
+    if not is_tensor(x):
+        raise NotImplementedError(f"PerSampleGradients: {type(module).__name__} with a PackedSequence input is "
+                                  "not supported; pad the sequences and pass a tensor")
+    if x.dim() == 2:
+        raise ValueError(f"PerSampleGradients: {type(module).__name__} got an unbatched input of shape "
+                         f"{tuple(x.shape)}; per-sample gradients need batched input")
+    T, F = _framework(x), _functional(x)
+    kind = _recurrent_kind(module)
+    x = x if module.batch_first else x.transpose(0, 1)                 # (batch, time, features)
+    batch, steps = x.shape[0], x.shape[1]
+    layers, directions = module.num_layers, 2 if module.bidirectional else 1
+    proj = getattr(module, "proj_size", 0) or 0
+    hidden = module.hidden_size
+    out_size = proj or hidden
+    hx = call.args[1] if len(call.args) > 1 else call.kwargs.get("hx")
+    if kind == "LSTM":
+        h0, c0 = hx if hx is not None else (None, None)
+        c0 = c0 if c0 is not None else x.new_zeros(layers * directions, batch, hidden)
+    else:
+        h0, c0 = hx, None
+    h0 = h0 if h0 is not None else x.new_zeros(layers * directions, batch, out_size)
+    taps = _Taps()
+    h_n, c_n = [], []
+    with T.enable_grad():
+        layer_input = x
+        for layer in range(layers):
+            per_direction = []
+            for d in range(directions):
+                suffix = f"_l{layer}" + ("_reverse" if d else "")
+                names = [f"weight_ih{suffix}", f"weight_hh{suffix}", f"bias_ih{suffix}", f"bias_hh{suffix}",
+                         f"weight_hr{suffix}"]
+                h, c = h0[layer * directions + d], (c0[layer * directions + d] if c0 is not None else None)
+                outputs = [None] * steps
+                for t in (range(steps - 1, -1, -1) if d else range(steps)):
+                    h, c = _cell_step(F, T, kind, taps, layer_input[:, t], h, c, names, module,
+                                      getattr(module, "nonlinearity", "tanh"))
+                    outputs[t] = h
+                per_direction.append(T.stack(outputs, 1))
+                h_n.append(h)
+                c_n.append(c)
+            layer_input = per_direction[0] if directions == 1 else T.cat(per_direction, -1)
+        out = layer_input if module.batch_first else layer_input.transpose(0, 1)
+        outs = [out, T.stack(h_n, 0)] + ([T.stack(c_n, 0)] if kind == "LSTM" else [])
+        return taps.results(T, outs, call.grads)
+
+
+def _recurrent_cell(tool, module, call):
+    """RNNCell, LSTMCell, GRUCell: one step recomputed on the batch; the gradients of its two
+    products from autograd, given what reached the outputs from outside the cell."""
+    x = _input(call)
+    if x.dim() != 2:
+        raise ValueError(f"PerSampleGradients: {type(module).__name__} got an unbatched input of shape "
+                         f"{tuple(x.shape)}; per-sample gradients need batched input")
+    T, F = _framework(x), _functional(x)
+    kind = _recurrent_kind(module)
+    hx = call.args[1] if len(call.args) > 1 else call.kwargs.get("hx")
+    zeros = x.new_zeros(x.shape[0], module.hidden_size)
+    h, c = (hx if hx is not None else (zeros, zeros)) if kind == "LSTM" else (hx if hx is not None else zeros, None)
+    taps = _Taps()
+    with T.enable_grad():
+        h, c = _cell_step(F, T, kind, taps, x, h, c, ["weight_ih", "weight_hh", "bias_ih", "bias_hh"], module,
+                          getattr(module, "nonlinearity", "tanh"))
+        outs = [h, c] if kind == "LSTM" else [h]
+        feeds = _feeds(T, outs, call.grads)
+        grads = _external(T, outs, call.grads, feeds) if any(feeds.values()) else call.grads
+        return taps.results(T, outs, grads)
+
+
 _RULES: dict[str, tuple[Callable, Callable]] = {
     "linear": (_no_extra, _linear),
     "conv": (_no_extra, _conv),
@@ -544,6 +699,8 @@ _RULES: dict[str, tuple[Callable, Callable]] = {
     "instance_norm": (_instance_norm_keep, _instance_norm),
     "batch_norm": (_running_stats, _batch_norm),
     "embedding": (_no_extra, _embedding),
+    "rnn": (_no_extra, _recurrent),
+    "cell": (_no_extra, _recurrent_cell),
 }
 
 
