@@ -17,7 +17,8 @@ from hookgrad.tools import PerSampleGradients
 FRAMEWORKS = {"torch": torch, "hookgrad": hookgrad}
 # Opacus's full backward hooks on a first layer; torch on padding="same" with an even kernel
 pytestmark = [pytest.mark.filterwarnings("ignore:Full backward hook is firing:UserWarning"),
-              pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning")]
+              pytest.mark.filterwarnings("ignore:Using padding='same':UserWarning"),
+              pytest.mark.filterwarnings("ignore:Support for mismatched key_padding_mask:UserWarning")]
 TOL = 1e-10
 
 
@@ -86,6 +87,23 @@ def _with_h0(model, x):
 def _mha(model, x):
     out, weights = model(x, x, x)
     return out.sum(-1) + weights.sum(-1)
+
+
+def _mha_masked(model, q, k, v):
+    """Sequence first; a boolean key padding mask and a float 3-D attention mask made from the
+    inputs (so each sample keeps its own); per-head weights returned. Batch at dim 1 of the result."""
+    T = FRAMEWORKS[type(q).__module__.split(".")[0]]
+    padding = (k[..., 0] > 0.8).transpose(0, 1)                                       # (B, S)
+    mask = 0.1 * (q[..., 0].transpose(0, 1).unsqueeze(2) * k[..., 0].transpose(0, 1).unsqueeze(1))
+    mask = mask.repeat_interleave(model.num_heads, 0)                                   # (B*h, L, S)
+    out, weights = model(q, k, v, key_padding_mask=padding, attn_mask=mask, average_attn_weights=False)
+    batch = q.shape[1]
+    return T.cat([out.transpose(0, 1).reshape(batch, -1), weights.reshape(batch, -1)], 1).transpose(0, 1)
+
+
+def _mha_no_weights(model, q, k, v):
+    causal = FRAMEWORKS[type(q).__module__.split(".")[0]].ones(q.shape[1], k.shape[1]).triu(1).bool()
+    return model(q, k, v, need_weights=False, attn_mask=causal)[0]
 
 
 def _embedding_inputs(T, rng):
@@ -164,6 +182,17 @@ CASES = {
     "gru_cell": Case(lambda T: T.nn.GRUCell(3, 4), _normal(5, 3), opacus="Opacus needs its own DPGRUCell"),
     "multihead_attention": Case(lambda T: T.nn.MultiheadAttention(4, 2, batch_first=True, add_bias_kv=True),
                                 _normal(3, 5, 4), forward=_mha, opacus="Opacus needs DPMultiheadAttention"),
+    "multihead_attention_masks": Case(lambda T: T.nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_zero_attn=True,
+                                                                     add_bias_kv=True),
+                                      lambda T, rng: (T.tensor(rng.standard_normal((5, 3, 4))),
+                                                      T.tensor(rng.standard_normal((6, 3, 3))),
+                                                      T.tensor(rng.standard_normal((6, 3, 5)))),
+                                      forward=_mha_masked, batch_dim=1, opacus="Opacus needs DPMultiheadAttention"),
+    "multihead_attention_no_bias": Case(lambda T: T.nn.MultiheadAttention(6, 3, bias=False, kdim=4, batch_first=True),
+                                        lambda T, rng: (T.tensor(rng.standard_normal((3, 5, 6))),
+                                                        T.tensor(rng.standard_normal((3, 5, 4))),
+                                                        T.tensor(rng.standard_normal((3, 5, 6)))),
+                                        forward=_mha_no_weights, opacus="Opacus needs DPMultiheadAttention"),
     "custom_module": Case(_custom, _normal(5, 4)),
 }
 

@@ -11,8 +11,9 @@ How it works, per module that owns trainable parameters directly:
    gradient of the value the module returned, so in-place activations after the module are fine;
 3. when backward accumulates the gradient of one of the module's parameters, all gradients of the
    module's outputs have arrived (the parameter's gradient depends on them), so every call waiting
-   for it is turned into per-sample gradients then, by a closed-form rule for the common layers or
-   by re-running the module one sample at a time for any other module.
+   for it is turned into per-sample gradients then: by a closed-form rule (Linear, convolutions,
+   norms, Embedding), by recomputing the layer on the batch with autograd for the gradient of each
+   product inside (RNNs, attention), or by re-running any other module one sample at a time.
 
 Everything is computed with the tensors' own framework (hookgrad or torch), found from the tensor
 type, so the tool serves both.
@@ -60,14 +61,19 @@ class PerSampleGradients(HookTool):
             Batch/Group/InstanceNorm layers always have it at dim 0; RNNs and MultiheadAttention
             follow their own ``batch_first``.
 
-    Closed-form rules (from the recorded inputs and the output gradients): Linear, Conv1d/2d/3d,
-    ConvTranspose1d/2d/3d, LayerNorm, GroupNorm, InstanceNorm1d/2d/3d, BatchNorm1d/2d/3d in eval
-    mode (running statistics), Embedding. RNN, LSTM, GRU, their cells, MultiheadAttention and any
-    other module that owns parameters (a custom module, a subclass with its own ``forward``) are
-    re-run one sample at a time on the recorded inputs, and autograd gives each sample's gradient of
-    the recorded output gradients; the re-run must reproduce the batched output, else a clear error
-    says the module is random (dropout in training) or mixes samples. Submodules called inside such
-    a re-run see those calls (their hooks fire), the tool's own hooks ignore them.
+    Rules from the recorded inputs and the output gradients: Linear, Conv1d/2d/3d,
+    ConvTranspose1d/2d/3d, LayerNorm, GroupNorm, InstanceNorm1d/2d/3d, BatchNorm1d/2d/3d in eval mode
+    (running statistics) and Embedding in closed form; RNN, LSTM, GRU (layers, directions,
+    ``proj_size``), their cells and MultiheadAttention (masks, ``bias_k``/``bias_v``,
+    ``add_zero_attn``, separate key/value sizes) by recomputing their forward once on the whole
+    batch, asking autograd for the gradient of every ``x @ W^T + b`` inside, and applying the
+    linear rule per sample. Any other module that owns parameters (a custom module, a subclass with
+    its own ``forward``, a convolution with a non-zero ``padding_mode``), and a recurrent or attention
+    layer with dropout in training mode, is re-run one sample at a time on the recorded inputs, and
+    autograd gives each sample's gradient of the recorded output gradients; the re-run must
+    reproduce the batched output, else a clear error says the module is random (dropout in
+    training) or mixes samples. Submodules called inside such a re-run see those calls (their hooks
+    fire), the tool's own hooks ignore them.
 
     Refused, with an error naming the module: BatchNorm (and SyncBatchNorm) using batch statistics
     (training mode, or ``track_running_stats=False``), Embedding with ``scale_grad_by_freq``.
@@ -550,34 +556,57 @@ class _Taps:
     ``x`` and the results, whose gradients autograd gives; then the linear rule per sample."""
 
     def __init__(self) -> None:
-        self.uses: dict[tuple[int, int], tuple[Any, Any, list, list]] = {}
+        self.uses: dict[tuple, tuple[Any, Any, Any, Any, list, list]] = {}
+        self.leaves: list[tuple[Any, Any]] = []      # (parameter, per-sample copy (batch, ...) it entered as)
 
-    def linear(self, F, x, weight, bias, w_leaf, b_leaf):
+    def linear(self, F, x, weight, bias, w_leaf, b_leaf, w_rows=None, b_rows=None):
+        """``F.linear(x, w_leaf, b_leaf)``, noted as a use of the parameters ``weight`` and
+        ``bias`` (of their rows ``w_rows`` / ``b_rows``, (start, stop), when the leaves are slices)."""
         y = F.linear(x, w_leaf, b_leaf)
-        key = (id(weight), id(bias))
+        key = (id(weight), w_rows, id(bias), b_rows)
         if key not in self.uses:
-            self.uses[key] = (weight, bias, [], [])
-        self.uses[key][2].append(x.detach())
-        self.uses[key][3].append(y)
+            self.uses[key] = (weight, bias, w_rows, b_rows, [], [])
+        self.uses[key][4].append(x.detach())
+        self.uses[key][5].append(y)
         return y
+
+    def per_sample_leaf(self, param, batch: int, shape: tuple):
+        """A copy of ``param`` per sample, ``param`` reshaped to ``shape`` behind the batch dim, that
+        autograd differentiates."""
+        leaf = param.detach().reshape(shape).unsqueeze(0).expand(batch, *shape).clone().requires_grad_()
+        self.leaves.append((param, leaf))
+        return leaf
 
     def results(self, T, outs: list, grads: list) -> list[tuple[Any, Any]]:
         used = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
-        taps = [y for _, _, _, ys in self.uses.values() for y in ys]
+        taps = [y for *_, ys in self.uses.values() for y in ys] + [leaf for _, leaf in self.leaves]
         found = T.autograd.grad([o for o, _ in used], taps, [g for _, g in used], allow_unused=True)
-        out, k = [], 0
-        for weight, bias, xs, ys in self.uses.values():
-            gw = gb = None
-            for x, y in zip(xs, ys):
+        whole: dict[int, list] = {}              # id(parameter) -> [parameter, per-sample gradient]
+
+        def add(param, rows, g):
+            if param is None or g is None:
+                return
+            if rows is not None:                  # rows of a packed parameter (in_proj_weight)
+                full = g.new_zeros(g.shape[0], *param.shape)
+                full[:, rows[0]:rows[1]] = g
+                g = full
+            entry = whole.setdefault(id(param), [param, None])
+            entry[1] = g if entry[1] is None else entry[1] + g
+
+        k = 0
+        for weight, bias, w_rows, b_rows, xs, ys in self.uses.values():
+            for x in xs:
                 g = found[k]
                 k += 1
-                if g is None:
-                    continue
-                w, b = _linear_rows(x, g)
-                gw = w if gw is None else gw + w
-                gb = b if gb is None else gb + b
-            out += [(weight, gw), (bias, gb)]
-        return out
+                if g is not None:
+                    w, b = _linear_rows(x, g)
+                    add(weight, w_rows, w)
+                    add(bias, b_rows, b)
+        for param, leaf in self.leaves:
+            g = found[k]
+            add(param, None, None if g is None else g.reshape(g.shape[0], *param.shape))
+            k += 1
+        return [(p, g) for p, g in whole.values()]
 
 
 def _leaf(t):
@@ -690,6 +719,80 @@ def _recurrent_cell(tool, module, call):
         return taps.results(T, outs, grads)
 
 
+def _argument(call: _Call, position: int, name: str, default: Any = None) -> Any:
+    if len(call.args) > position:
+        return call.args[position]
+    return call.kwargs.get(name, default)
+
+
+def _additive_mask(T, mask, dtype):
+    """A boolean mask (True: masked) as 0/-inf; a float mask as it is."""
+    if mask is None or mask.is_floating_point():
+        return mask
+    return mask.new_zeros(mask.shape, dtype=dtype).masked_fill(mask, float("-inf"))
+
+
+def _attention(tool, module, call):
+    """MultiheadAttention: its forward recomputed on the batch from the recorded query, key,
+    value and masks (the projections through ``_Taps``, bias_k/bias_v as per-sample copies), then
+    autograd for the gradients of every product given the output gradients, and the linear rule."""
+    query, key, value = _argument(call, 0, "query"), _argument(call, 1, "key"), _argument(call, 2, "value")
+    if query.dim() != 3:
+        raise ValueError(f"PerSampleGradients: MultiheadAttention got an unbatched query of shape "
+                         f"{tuple(query.shape)}; per-sample gradients need batched input")
+    T, F = _framework(query), _functional(query)
+    padding = _argument(call, 3, "key_padding_mask")
+    need_weights = _argument(call, 4, "need_weights", True)
+    mask = _argument(call, 5, "attn_mask")
+    average = _argument(call, 6, "average_attn_weights", True)
+    if not module.batch_first:
+        query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+    batch, length, embed = query.shape
+    heads, head_dim = module.num_heads, module.head_dim
+    taps = _Taps()
+    with T.enable_grad():
+        projected = []
+        for i, (x, own) in enumerate(((query, "q_proj_weight"), (key, "k_proj_weight"), (value, "v_proj_weight"))):
+            rows = (i * embed, (i + 1) * embed)
+            if module._qkv_same_embed_dim:      # one packed weight: rows i*E .. (i+1)*E of it
+                weight, w_rows, w_leaf = module.in_proj_weight, rows, _leaf(module.in_proj_weight)[rows[0]:rows[1]]
+            else:
+                weight, w_rows = getattr(module, own), None
+                w_leaf = _leaf(weight)
+            bias = module.in_proj_bias
+            b_leaf = None if bias is None else _leaf(bias)[rows[0]:rows[1]]
+            y = taps.linear(F, x, weight, bias, w_leaf, b_leaf, w_rows, None if bias is None else rows)
+            projected.append(y)
+        q, k, v = projected
+        mask = _additive_mask(T, mask, q.dtype)
+        padding = _additive_mask(T, padding, q.dtype)
+        if module.bias_k is not None:
+            k = T.cat([k, taps.per_sample_leaf(module.bias_k, batch, (1, embed))], 1)
+            v = T.cat([v, taps.per_sample_leaf(module.bias_v, batch, (1, embed))], 1)
+            mask = None if mask is None else F.pad(mask, (0, 1))
+            padding = None if padding is None else F.pad(padding, (0, 1))
+        split = lambda t: t.reshape(batch, t.shape[1], heads, head_dim).transpose(1, 2)    # noqa: E731
+        q, k, v = split(q), split(k), split(v)
+        if module.add_zero_attn:
+            k = T.cat([k, k.new_zeros(batch, heads, 1, head_dim)], 2)
+            v = T.cat([v, v.new_zeros(batch, heads, 1, head_dim)], 2)
+            mask = None if mask is None else F.pad(mask, (0, 1))
+            padding = None if padding is None else F.pad(padding, (0, 1))
+        scores = (q * (1.0 / head_dim) ** 0.5) @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores + (mask.reshape(batch, heads, length, -1) if mask.dim() == 3 else mask)
+        if padding is not None:
+            scores = scores + padding.reshape(batch, 1, 1, -1)
+        weights = scores.softmax(-1)
+        attended = (weights @ v).transpose(1, 2).reshape(batch, length, embed)
+        out = taps.linear(F, attended, module.out_proj.weight, module.out_proj.bias, _leaf(module.out_proj.weight),
+                          _leaf(module.out_proj.bias))
+        outs = [out if module.batch_first else out.transpose(0, 1)]
+        if need_weights:
+            outs.append(weights.mean(1) if average else weights)
+        return taps.results(T, outs, call.grads)
+
+
 _RULES: dict[str, tuple[Callable, Callable]] = {
     "linear": (_no_extra, _linear),
     "conv": (_no_extra, _conv),
@@ -701,6 +804,7 @@ _RULES: dict[str, tuple[Callable, Callable]] = {
     "embedding": (_no_extra, _embedding),
     "rnn": (_no_extra, _recurrent),
     "cell": (_no_extra, _recurrent_cell),
+    "attention": (_no_extra, _attention),
 }
 
 
