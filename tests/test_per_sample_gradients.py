@@ -126,6 +126,23 @@ def _instance_running(T):
     return m.eval()
 
 
+def _tied(T):
+    class TiedLM(T.nn.Module):
+        """An embedding and an output layer sharing one weight: two modules add to its rows."""
+
+        def __init__(self):
+            super().__init__()
+            self.embed = T.nn.Embedding(7, 4)
+            self.mix = T.nn.Linear(4, 4)
+            self.head = T.nn.Linear(4, 7, bias=False)
+            self.head.weight = self.embed.weight
+
+        def forward(self, idx):
+            return self.head(T.tanh(self.mix(self.embed(idx))))
+
+    return TiedLM()
+
+
 CASES = {
     "linear_inplace_relu": Case(lambda T: _seq(T, T.nn.Linear(4, 6), T.nn.ReLU(inplace=True), T.nn.Linear(6, 3)),
                                 _normal(5, 4)),
@@ -194,6 +211,7 @@ CASES = {
                                                         T.tensor(rng.standard_normal((3, 5, 6)))),
                                         forward=_mha_no_weights, opacus="Opacus needs DPMultiheadAttention"),
     "custom_module": Case(_custom, _normal(5, 4)),
+    "tied_embedding_and_head": Case(_tied, lambda T, rng: (T.tensor(rng.integers(0, 7, size=(5, 3))),)),
 }
 
 
@@ -464,3 +482,4 @@ def test_dropout_inside_rnn_or_attention_in_training_is_refused(framework):
             out = run()
             with pytest.raises(RuntimeError, match="does not reproduce its batched output"):
                 (out * out).sum().backward()
+
