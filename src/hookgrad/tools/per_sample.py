@@ -21,7 +21,7 @@ type, so the tool serves both.
 from __future__ import annotations
 
 import importlib
-import math
+import itertools
 from typing import Any, Callable
 
 from ._common import HookTool, check_choice, check_model, is_tensor, iter_tensors
@@ -183,16 +183,18 @@ class PerSampleGradients(HookTool):
 
     # ---- per-sample gradients -----------------------------------------------------------------
     def _per_sample(self, name: str, module: Any, call: _Call) -> None:
+        if self.loss_reduction == "mean":
+            # every rule is linear in the output gradients: scale those (small) by the batch size,
+            # not the per-sample gradients (large)
+            batch = _call_batch(self, module, call)
+            call.grads = [None if g is None else g * batch for g in call.grads]
         if call.how in _RULES:
             grads = _RULES[call.how][1](self, module, call)
         else:
             grads = self._rerun(name, module, call)
         for p, g in grads:
-            if p is None or g is None or not p.requires_grad:
-                continue
-            if self.loss_reduction == "mean":
-                g = g * g.shape[0]
-            self._add(name, p, g)
+            if p is not None and g is not None and p.requires_grad:
+                self._add(name, p, g)
 
     def _add(self, name: str, p: Any, g: Any) -> None:
         g = g.to(p.dtype) if g.dtype != p.dtype else g
@@ -316,6 +318,23 @@ def _where(name: str, module: Any) -> str:
     return f"module {name!r} ({type(module).__name__})" if name else f"the model ({type(module).__name__})"
 
 
+def _call_batch(tool: PerSampleGradients, module: Any, call: _Call) -> int:
+    """The batch size of a call, read from its first input where the module's layout puts it."""
+    rule = _rule_name(module)
+    x = _input(call)
+    if rule in ("rnn", "attention"):
+        if not is_tensor(x):       # a PackedSequence: the rule refuses it with its own message
+            return 1
+        return int(x.shape[0 if module.batch_first or x.dim() < 3 else 1])
+    if rule in ("linear", "layer_norm", "embedding", "rerun"):
+        dim = tool.batch_dim(module)
+        if call.how == "rerun":
+            in_dims, _ = _layout(tool, module, call)
+            return _batch_size(call.args, call.kwargs, in_dims, "", module)
+        return int(x.shape[dim])
+    return int(x.shape[0])
+
+
 def _random_now(rule: str, module: Any) -> bool:
     """True when the module draws random numbers in this call (dropout inside it in training mode):
     a closed-form rule cannot see the mask, so the call goes to the re-run, which refuses it."""
@@ -391,39 +410,29 @@ def _pairs(value: Any, n: int) -> tuple[int, ...]:
     return tuple(value) if isinstance(value, (tuple, list)) else (value,) * n
 
 
-def _patches(x: Any, kernel, stride, dilation, pads, keep) -> Any:
-    """``(batch, positions, channels * kernel)``: the input patch under each kernel position
-    (im2col), ``pads`` (left, right) per spatial dim, at most ``keep[d]`` positions per dim."""
+def _conv_weight(x: Any, g: Any, kernel, stride, dilation, pads, groups: int) -> Any:
+    """Per-sample gradient of a convolution weight ``(out, in/groups, *kernel)`` from its input
+    ``x`` (batch, in, ...), zero-padded by ``pads`` ((left, right) per spatial dim), and the
+    gradient ``g`` (batch, out, ...) of its output: for each kernel offset, the input positions that
+    offset meets (a strided slice) times the output gradient, summed over positions."""
     F = _functional(x)
-    d = len(kernel)
+    T = _framework(x)
     flat = []
     for left, right in reversed(pads):
         flat += [left, right]
     if any(flat):
         x = F.pad(x, flat)
-    for i in range(d):
-        span = dilation[i] * (kernel[i] - 1) + 1
-        x = x.unfold(2 + i, span, stride[i])        # (B, C, o..., span...)
-    index = [slice(None), slice(None)] + [slice(0, keep[i]) for i in range(d)]
-    index += [slice(None, None, dilation[i]) for i in range(d)]
-    x = x[tuple(index)]
-    batch, channels = x.shape[0], x.shape[1]
-    order = [0] + list(range(2, 2 + d)) + [1] + list(range(2 + d, 2 + 2 * d))
-    return x.permute(*order).reshape(batch, -1, channels * math.prod(kernel))
-
-
-def _conv_weight(x: Any, g: Any, kernel, stride, dilation, pads, groups: int) -> Any:
-    """Per-sample gradient of a convolution weight ``(out, in/groups, *kernel)`` from its input
-    ``x`` and output gradient ``g``."""
-    batch, out = g.shape[0], g.shape[1]
-    cols = _patches(x, kernel, stride, dilation, pads, tuple(g.shape[2:]))   # (B, L, C*K)
-    g = g.reshape(batch, out, -1)
-    if groups == 1:
-        w = g @ cols
-    else:
-        cols = cols.reshape(batch, cols.shape[1], groups, -1).permute(0, 2, 1, 3)
-        w = g.reshape(batch, groups, out // groups, -1) @ cols
-    return w.reshape(batch, out, x.shape[1] // groups, *kernel)
+    batch, out, channels = g.shape[0], g.shape[1], x.shape[1]
+    sizes = tuple(g.shape[2:])
+    g = g.reshape(batch, groups, out // groups, -1).transpose(-1, -2)           # (B, G, L, out/G)
+    products = []
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        index = [slice(None), slice(None)]
+        index += [slice(o * dl, o * dl + st * (n - 1) + 1, st) for o, dl, st, n in zip(offset, dilation, stride, sizes)]
+        seen = x[tuple(index)].reshape(batch, groups, channels // groups, -1)      # (B, G, in/G, L)
+        products.append(seen @ g)                                                  # (B, G, in/G, out/G)
+    w = T.stack(products, -1).permute(0, 1, 3, 2, 4)                             # (B, G, out/G, in/G, K)
+    return w.reshape(batch, out, channels // groups, *kernel)
 
 
 def _conv_pads(module: Any, d: int) -> list[tuple[int, int]]:
