@@ -483,3 +483,15 @@ def test_dropout_inside_rnn_or_attention_in_training_is_refused(framework):
             with pytest.raises(RuntimeError, match="does not reproduce its batched output"):
                 (out * out).sum().backward()
 
+
+
+@pytest.mark.parametrize("name", ["conv2d_reflect", "group_norm", "batch_norm_eval", "gru_cell", "lstm_cell",
+                                  "rnn", "multihead_attention", "conv_transpose1d"])
+@pytest.mark.parametrize("framework", list(FRAMEWORKS))
+def test_batch_first_false_leaves_layers_with_their_own_layout_alone(framework, name):
+    T, case = FRAMEWORKS[framework], CASES[name]
+    _, _, want, _ = _run_with_tool(T, case, "mean")
+    seq_first = Case(case.build, case.inputs, case.forward, case.batch_dim, batch_first=False)
+    _, _, got, _ = _run_with_tool(T, seq_first, "mean")
+    for n in want:
+        assert _max_diff(got[n], want[n]) == 0.0, n

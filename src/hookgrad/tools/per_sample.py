@@ -209,8 +209,13 @@ class PerSampleGradients(HookTool):
             p.grad_sample = before + g
         self._touched[id(p)] = p
 
-    def batch_dim(self, module: Any = None) -> int:
-        """Where the batch dim is in the inputs of a module the tool's ``batch_first`` governs."""
+    def _batch_dim(self, module: Any) -> int:
+        """Where the batch dim is in a module's inputs when its own layout does not say: dim 0 for
+        the channel-first layers (convolutions, Batch/Group/InstanceNorm, subclasses included),
+        else as ``batch_first`` says."""
+        if any(k.__name__ in _CHANNEL_FIRST and k.__module__.startswith(_FRAMEWORK_MODULES)
+               for k in type(module).__mro__):
+            return 0
         return 0 if self.batch_first else 1
 
     def _rerun(self, name: str, module: Any, call: _Call) -> list[tuple[Any, Any]]:
@@ -294,6 +299,10 @@ _RULE_OF_CLASS = {
 }
 
 
+_CHANNEL_FIRST = {name for name, rule in _RULE_OF_CLASS.items()
+                  if rule in ("conv", "conv_transpose", "group_norm", "instance_norm", "batch_norm")}
+
+
 def _rule_name(module: Any) -> str:
     """The rule for ``module``: that of the nearest framework layer class it derives from, provided
     it keeps that class's ``forward`` (a subclass with its own forward is re-run); "rerun" else."""
@@ -320,19 +329,17 @@ def _where(name: str, module: Any) -> str:
 
 def _call_batch(tool: PerSampleGradients, module: Any, call: _Call) -> int:
     """The batch size of a call, read from its first input where the module's layout puts it."""
-    rule = _rule_name(module)
+    if call.how == "rerun":
+        in_dims, _ = _layout(tool, module, call)
+        return _batch_size(call.args, call.kwargs, in_dims, "", module)
     x = _input(call)
-    if rule in ("rnn", "attention"):
+    if call.how == "cell":
+        return int(x.shape[0])
+    if call.how in ("rnn", "attention"):
         if not is_tensor(x):       # a PackedSequence: the rule refuses it with its own message
             return 1
         return int(x.shape[0 if module.batch_first or x.dim() < 3 else 1])
-    if rule in ("linear", "layer_norm", "embedding", "rerun"):
-        dim = tool.batch_dim(module)
-        if call.how == "rerun":
-            in_dims, _ = _layout(tool, module, call)
-            return _batch_size(call.args, call.kwargs, in_dims, "", module)
-        return int(x.shape[dim])
-    return int(x.shape[0])
+    return int(x.shape[tool._batch_dim(module)])
 
 
 def _random_now(rule: str, module: Any) -> bool:
@@ -833,8 +840,6 @@ def _layout(tool: PerSampleGradients, module: Any, call: _Call) -> tuple[dict, l
             raise ValueError(f"PerSampleGradients: {type(module).__name__} got an unbatched input of shape "
                              f"{tuple(x.shape)}; per-sample gradients need batched input")
         return {0: seq, 1: 1, "hx": 1}, [seq] + [1] * (n_out - 1)
-    if rule == "cell":
-        return {0: 0, 1: 0, "hx": 0}, [0] * n_out
     if rule == "attention":
         seq = 1 if getattr(module, "batch_first", False) is False else 0
         dims = {0: seq, 1: seq, 2: seq, "query": seq, "key": seq, "value": seq,
@@ -843,7 +848,7 @@ def _layout(tool: PerSampleGradients, module: Any, call: _Call) -> tuple[dict, l
         if is_tensor(mask) and mask.dim() == 3:
             dims["attn_mask"] = dims[5] = ("heads", module.num_heads)
         return dims, [seq] + [0] * (n_out - 1)
-    dim = tool.batch_dim(module)
+    dim = tool._batch_dim(module)
     return _Everywhere(dim), [dim] * n_out
 
 
