@@ -397,10 +397,12 @@ def test_batch_norm_in_training_is_refused_naming_the_module(framework):
     model = _bn_eval(T).double().train()
     x = _inputs(T, CASES["batch_norm_eval"])[0]
     with PerSampleGradients(model):
-        with pytest.raises(ValueError, match=r"'1' \(BatchNorm2d\).*batch"):
-            model(x)
+        with T.no_grad():
+            model(x)                 # nothing to differentiate: allowed
         before = model[1].running_mean.clone()
-        model.eval()                 # the refusal left the model usable
+        with pytest.raises(ValueError, match=r"'1' \(BatchNorm2d\).*batch"):
+            model(x)                 # refused before it ran: running statistics untouched
+        model.eval()                 # and the model usable
         model(x).sum().backward()
         assert tuple(model[1].weight.grad_sample.shape) == (3, 3)
         assert _max_diff(model[1].running_mean, before) == 0.0

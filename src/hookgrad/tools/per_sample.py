@@ -124,8 +124,11 @@ class PerSampleGradients(HookTool):
 
     # ---- hooks --------------------------------------------------------------------------------
     def _refuse_coupling(self, name: str, module: Any):
+        framework = _framework(next(iter(module.parameters())))
+
         def hook(mod, args):
-            if self.enabled and not self._rerunning:
+            # under no_grad nothing is differentiated: a BatchNorm in training mode may run there
+            if self.enabled and not self._rerunning and framework.is_grad_enabled():
                 reason = _batch_coupling(mod)
                 if reason:
                     raise ValueError(f"{self._tool_name}: {_where(name, mod)} {reason}; per-sample gradients "
