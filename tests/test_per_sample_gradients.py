@@ -95,8 +95,19 @@ def _mha_masked(model, q, k, v):
     T = FRAMEWORKS[type(q).__module__.split(".")[0]]
     padding = (k[..., 0] > 0.8).transpose(0, 1)                                       # (B, S)
     mask = 0.1 * (q[..., 0].transpose(0, 1).unsqueeze(2) * k[..., 0].transpose(0, 1).unsqueeze(1))
-    mask = mask.repeat_interleave(model.num_heads, 0)                                   # (B*h, L, S)
+    mask = mask.repeat_interleave(2, 0)                                      # (B*h, L, S), 2 heads
     out, weights = model(q, k, v, key_padding_mask=padding, attn_mask=mask, average_attn_weights=False)
+    batch = q.shape[1]
+    return T.cat([out.transpose(0, 1).reshape(batch, -1), weights.reshape(batch, -1)], 1).transpose(0, 1)
+
+
+def _mha_padded(model, q, k, v):
+    """Sequence first, a boolean key padding mask made from the keys, a float attention mask shared
+    by the batch, weights averaged over heads."""
+    T = FRAMEWORKS[type(q).__module__.split(".")[0]]
+    padding = (k[..., 0] > 0.8).transpose(0, 1)                                          # (B, S)
+    shared = T.linspace(-1.0, 1.0, q.shape[0] * k.shape[0], dtype=q.dtype).reshape(q.shape[0], k.shape[0])
+    out, weights = model(q, k, v, key_padding_mask=padding, attn_mask=shared)
     batch = q.shape[1]
     return T.cat([out.transpose(0, 1).reshape(batch, -1), weights.reshape(batch, -1)], 1).transpose(0, 1)
 
@@ -165,10 +176,10 @@ CASES = {
                            _normal(3, 2, 5, 5), opacus="Opacus ignores padding_mode (pads with zeros)"),
     "conv_transpose1d": Case(lambda T: _seq(T, T.nn.ConvTranspose1d(2, 4, 3, stride=2, padding=1, output_padding=1),
                                             T.nn.Tanh(), T.nn.ConvTranspose1d(4, 2, 2, groups=2, dilation=2)),
-                             _normal(3, 2, 6), opacus="Opacus has no ConvTranspose rule"),
+                             _normal(3, 2, 6), opacus="functorch"),
     "conv_transpose2d": Case(lambda T: _seq(T, T.nn.ConvTranspose2d(2, 4, 3, stride=2, padding=1, output_padding=1),
                                             T.nn.Tanh(), T.nn.ConvTranspose2d(4, 2, (2, 3), groups=2, dilation=(2, 1))),
-                             _normal(3, 2, 4, 5), opacus="Opacus has no ConvTranspose rule"),
+                             _normal(3, 2, 4, 5), opacus="functorch"),
     "layer_norm": Case(lambda T: _seq(T, T.nn.Linear(4, 6), T.nn.LayerNorm(6), T.nn.Linear(6, 2)), _normal(5, 3, 4)),
     "layer_norm_2d": Case(lambda T: _seq(T, T.nn.LayerNorm([3, 4]), T.nn.Tanh()), _normal(5, 3, 4)),
     "group_norm": Case(lambda T: _seq(T, T.nn.Conv2d(2, 4, 3), T.nn.GroupNorm(2, 4), T.nn.Tanh()),
@@ -182,34 +193,43 @@ CASES = {
     "embedding_padding_idx": Case(lambda T: _seq(T, T.nn.Embedding(9, 3, padding_idx=2), T.nn.Linear(3, 2)),
                                   _embedding_inputs, opacus="Opacus gives the padding_idx row a gradient"),
     "rnn": Case(lambda T: T.nn.RNN(3, 4, num_layers=2, batch_first=True), _normal(4, 5, 3),
-                forward=lambda m, x: m(x)[0], opacus="Opacus needs its own DPRNN layer"),
+                forward=lambda m, x: m(x)[0], opacus="twin"),
     "lstm_bidirectional": Case(lambda T: T.nn.LSTM(3, 4, batch_first=True, bidirectional=True), _normal(4, 5, 3),
-                               forward=lambda m, x: m(x)[1][1].transpose(0, 1), opacus="Opacus needs its own DPLSTM layer"),
+                               forward=lambda m, x: m(x)[1][1].transpose(0, 1), opacus="twin"),
     "gru_seq_first": Case(lambda T: T.nn.GRU(3, 4), _normal(5, 4, 3), forward=lambda m, x: m(x)[0],
-                          batch_dim=1, opacus="Opacus needs its own DPGRU layer"),
+                          batch_dim=1, opacus="twin"),
     "lstm_projected_two_layers": Case(lambda T: T.nn.LSTM(3, 5, num_layers=2, proj_size=2, batch_first=True,
                                                           bidirectional=True, dropout=0.3).eval(),
-                                      _normal(4, 5, 3), forward=_everything_out, opacus="Opacus needs DPLSTM"),
+                                      _normal(4, 5, 3), forward=_everything_out,
+                                      opacus="Opacus's DPLSTM has no proj_size"),
     "rnn_relu_h0": Case(lambda T: T.nn.RNN(3, 4, num_layers=2, nonlinearity="relu", batch_first=True),
-                        _normal(4, 5, 3), forward=_with_h0, opacus="Opacus needs DPRNN"),
+                        _normal(4, 5, 3), forward=_with_h0, opacus="twin"),
     "gru_bidirectional": Case(lambda T: T.nn.GRU(3, 4, batch_first=True, bidirectional=True, bias=False),
-                              _normal(4, 5, 3), forward=_everything_out, opacus="Opacus needs DPGRU"),
+                              _normal(4, 5, 3), forward=_everything_out, opacus="twin"),
     "lstm_cell": Case(lambda T: T.nn.LSTMCell(3, 4), _normal(5, 2, 3), forward=_lstm_cell_step,
-                      opacus="Opacus needs its own DPLSTMCell"),
-    "gru_cell": Case(lambda T: T.nn.GRUCell(3, 4), _normal(5, 3), opacus="Opacus needs its own DPGRUCell"),
+                      opacus="Opacus 1.6 has no DP cell layers"),
+    "gru_cell": Case(lambda T: T.nn.GRUCell(3, 4), _normal(5, 3), opacus="Opacus 1.6 has no DP cell layers"),
     "multihead_attention": Case(lambda T: T.nn.MultiheadAttention(4, 2, batch_first=True, add_bias_kv=True),
-                                _normal(3, 5, 4), forward=_mha, opacus="Opacus needs DPMultiheadAttention"),
+                                _normal(3, 5, 4), forward=_mha,
+                                opacus="Opacus's DPMultiheadAttention gives other outputs with batch_first=True"),
     "multihead_attention_masks": Case(lambda T: T.nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_zero_attn=True,
                                                                      add_bias_kv=True),
                                       lambda T, rng: (T.tensor(rng.standard_normal((5, 3, 4))),
                                                       T.tensor(rng.standard_normal((6, 3, 3))),
                                                       T.tensor(rng.standard_normal((6, 3, 5)))),
-                                      forward=_mha_masked, batch_dim=1, opacus="Opacus needs DPMultiheadAttention"),
+                                      forward=_mha_masked, batch_dim=1,
+                                      opacus="Opacus's DPMultiheadAttention has no average_attn_weights"),
+    "multihead_attention_seq_first": Case(lambda T: T.nn.MultiheadAttention(4, 2, kdim=3, vdim=5, add_zero_attn=True),
+                                          lambda T, rng: (T.tensor(rng.standard_normal((5, 3, 4))),
+                                                          T.tensor(rng.standard_normal((6, 3, 3))),
+                                                          T.tensor(rng.standard_normal((6, 3, 5)))),
+                                          forward=_mha_padded, batch_dim=1, batch_first=False, opacus="twin"),
     "multihead_attention_no_bias": Case(lambda T: T.nn.MultiheadAttention(6, 3, bias=False, kdim=4, batch_first=True),
                                         lambda T, rng: (T.tensor(rng.standard_normal((3, 5, 6))),
                                                         T.tensor(rng.standard_normal((3, 5, 4))),
                                                         T.tensor(rng.standard_normal((3, 5, 6)))),
-                                        forward=_mha_no_weights, opacus="Opacus needs DPMultiheadAttention"),
+                                        forward=_mha_no_weights,
+                                        opacus="Opacus's DPMultiheadAttention gives other outputs with batch_first=True"),
     "custom_module": Case(_custom, _normal(5, 4)),
     "tied_embedding_and_head": Case(_tied, lambda T, rng: (T.tensor(rng.integers(0, 7, size=(5, 3))),)),
 }
@@ -294,9 +314,42 @@ def test_same_rows_on_both_frameworks(T, name):
 
 
 # ---- against Opacus on torch --------------------------------------------------------------------
+def _opacus_twin(model):
+    """Opacus's own layer with the same weights, and how to read a parameter's rows from it:
+    DPRNN/DPLSTM/DPGRU share torch's parameter names; DPMultiheadAttention splits the packed
+    projection into q/k/v linears."""
+    layers = pytest.importorskip("opacus.layers")
+    if isinstance(model, torch.nn.MultiheadAttention):
+        twin = layers.DPMultiheadAttention(model.embed_dim, model.num_heads, bias=model.in_proj_bias is not None,
+                                           add_bias_kv=model.bias_k is not None, add_zero_attn=model.add_zero_attn,
+                                           kdim=model.kdim, vdim=model.vdim, batch_first=model.batch_first).double()
+        twin.load_state_dict(model.state_dict())
+        rows = {"in_proj_weight": lambda: torch.cat([twin.qlinear.weight.grad_sample, twin.klinear.weight.grad_sample,
+                                                     twin.vlinear.weight.grad_sample], 1),
+                "q_proj_weight": lambda: twin.qlinear.weight.grad_sample,
+                "k_proj_weight": lambda: twin.klinear.weight.grad_sample,
+                "v_proj_weight": lambda: twin.vlinear.weight.grad_sample,
+                "in_proj_bias": lambda: torch.cat([twin.qlinear.bias.grad_sample, twin.klinear.bias.grad_sample,
+                                                   twin.vlinear.bias.grad_sample], 1),
+                "bias_k": lambda: twin.seq_bias_k.bias.grad_sample.reshape(-1, 1, 1, model.embed_dim),
+                "bias_v": lambda: twin.seq_bias_v.bias.grad_sample.reshape(-1, 1, 1, model.embed_dim),
+                "out_proj.weight": lambda: twin.out_proj.weight.grad_sample,
+                "out_proj.bias": lambda: twin.out_proj.bias.grad_sample}
+        return twin, rows
+    kind = {torch.nn.LSTM: layers.DPLSTM, torch.nn.GRU: layers.DPGRU, torch.nn.RNN: layers.DPRNN}[type(model)]
+    extra = {"nonlinearity": model.nonlinearity} if type(model) is torch.nn.RNN else {}
+    twin = kind(model.input_size, model.hidden_size, num_layers=model.num_layers, bias=model.bias,
+                batch_first=model.batch_first, bidirectional=model.bidirectional, **extra).double()
+    twin.load_state_dict(model.state_dict())
+    params = dict(twin.named_parameters())
+    return twin, {n: (lambda n=n: params[n].grad_sample) for n in params}
+
+
 @pytest.mark.parametrize("reduction", ["sum", "mean"])
-@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.opacus is True])
+@pytest.mark.parametrize("name", [n for n, c in CASES.items() if c.opacus in (True, "functorch", "twin")])
 def test_same_rows_as_opacus(name, reduction):
+    """GradSampleModule on the same torch model (its functorch path for ConvTranspose), or on
+    Opacus's own RNN/attention layer loaded with the same weights."""
     GradSampleModule = pytest.importorskip("opacus").GradSampleModule
     case = CASES[name]
     _, _, rows, _ = _run_with_tool(torch, case, reduction)
@@ -304,11 +357,17 @@ def test_same_rows_as_opacus(name, reduction):
     for m in model.modules():        # Opacus's full backward hooks cannot take in-place activations
         if isinstance(m, torch.nn.ReLU):
             m.inplace = False
-    wrapped = GradSampleModule(model, batch_first=case.batch_first, loss_reduction=reduction)
+    if case.opacus == "twin":
+        model, theirs = _opacus_twin(model)
+    else:
+        params = dict(model.named_parameters())
+        theirs = {n: (lambda n=n: params[n].grad_sample) for n in params}
+    wrapped = GradSampleModule(model, batch_first=case.batch_first, loss_reduction=reduction,
+                               strict=case.opacus is True)
     losses = _sample_losses(torch, case, case.forward(wrapped, *_inputs(torch, case)))
     (losses.sum() if reduction == "sum" else losses.mean()).backward()
-    for n, p in model.named_parameters():
-        assert _max_diff(rows[n], p.grad_sample) < TOL, n
+    for n in rows:
+        assert _max_diff(rows[n], theirs[n]()) < TOL, n
 
 
 OPACUS_WRONG = ["conv2d_reflect", "embedding_padding_idx"]
@@ -331,6 +390,7 @@ def test_where_opacus_differs_it_differs_from_the_per_example_loop(name):
 
 def test_opacus_exceptions_are_stated():
     assert all(c.opacus is True or (isinstance(c.opacus, str) and c.opacus) for c in CASES.values())
+    assert {n for n, c in CASES.items() if c.opacus not in (True, "functorch", "twin")} >= set(OPACUS_WRONG)
 
 
 # ---- lifecycle ------------------------------------------------------------------------------------
