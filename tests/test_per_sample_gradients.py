@@ -410,6 +410,16 @@ def test_leaving_removes_hooks_and_attributes(framework):
         assert all(hasattr(p, "grad_sample") for p in model.parameters())
     assert tool.hook_count == 0 and _hook_counts(model) == before
     assert not any(hasattr(p, "grad_sample") for p in model.parameters())
+    with PerSampleGradients(model) as tool:
+        out = model(x)
+        assert len(tool._live_calls) == 3
+    seen = []
+    out.register_hook(seen.append)
+    out.sum().backward()            # a graph made inside the block, run after it: the tool's hooks are gone
+    assert len(seen) == 1 and not any(hasattr(p, "grad_sample") for p in model.parameters())
+    assert all(not calls for calls in tool._pending.values())     # no hook of the tool fired
+    del out
+    assert len(tool._live_calls) == 0
     model.zero_grad()
     model(x).sum().backward()       # no hook left: a backward afterwards adds nothing
     assert not any(hasattr(p, "grad_sample") for p in model.parameters())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import weakref
 from typing import Any, Callable
 
 from ._common import HookTool, check_choice, check_model, is_tensor, iter_tensors
@@ -33,12 +34,13 @@ class _Call:
     """One forward call of a watched module: its inputs, where their batch dims are, and the
     gradients of its outputs received in the current backward pass."""
 
-    __slots__ = ("how", "args", "kwargs", "output", "grads", "extra", "pending")
+    __slots__ = ("how", "args", "kwargs", "output", "grads", "extra", "pending", "handles", "__weakref__")
 
     def __init__(self, how, args, kwargs, output, n_outputs, extra):
         self.how, self.args, self.kwargs, self.output, self.extra = how, args, kwargs, output, extra
         self.grads: list[Any] = [None] * n_outputs
         self.pending = False
+        self.handles: list[Any] = []      # of the tensor hooks on its outputs
 
 
 class PerSampleGradients(HookTool):
@@ -93,6 +95,7 @@ class PerSampleGradients(HookTool):
         self.loss_reduction = loss_reduction
         self.batch_first = batch_first
         self._rerunning = False
+        self._live_calls: weakref.WeakSet[_Call] = weakref.WeakSet()
         self._touched: dict[int, Any] = {}                    # id -> parameter given a grad_sample
         self._pending: dict[int, list[_Call]] = {}            # id(module) -> calls awaiting flush
         self.modules: list[tuple[str, Any, str]] = []         # (qualified name, module, rule name)
@@ -152,9 +155,9 @@ class PerSampleGradients(HookTool):
                 keep_output = [t.detach().clone() if t.requires_grad else None for t in outs]
             call = _Call(how, detached, kept_kwargs, keep_output, len(outs), extra)
             pending = self._pending[id(mod)]
-            for i, t in enumerate(outs):
-                if t.requires_grad:
-                    t.register_hook(self._grad_arrived(call, i, pending))
+            call.handles = [t.register_hook(self._grad_arrived(call, i, pending))
+                            for i, t in enumerate(outs) if t.requires_grad]
+            self._live_calls.add(call)      # until autograd frees the graph that holds its hooks
         return hook
 
     def _grad_arrived(self, call: _Call, index: int, pending: list):
@@ -277,6 +280,9 @@ class PerSampleGradients(HookTool):
     def close(self) -> None:
         """Remove every hook and every ``grad_sample`` attribute the tool added."""
         super().close()
+        for call in list(getattr(self, "_live_calls", ())):    # hooks on outputs of graphs still alive
+            for handle in call.handles:
+                handle.remove()
         for p in getattr(self, "_touched", {}).values():
             try:
                 del p.grad_sample
