@@ -19,6 +19,7 @@ demo: $(PY)
 bench: $(PY)
 	$(PIP) install --quiet -e '.[bench]'
 	$(PY) -m hookgrad bench
+	$(PY) -m hookgrad bench persample
 
 .PHONY: fuzz
 N ?= 1000

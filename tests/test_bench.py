@@ -142,3 +142,15 @@ def test_scaling_grid_covers_the_issue_ranges():
     assert min(b for b, _ in mlp) == 1 and max(b for b, _ in mlp) == 1024
     assert min(w for _, w in mlp) == 64 and max(w for _, w in mlp) == 4096
     assert min(cnn) == 1 and max(cnn) == 256
+
+
+def test_persample_part_runs_against_opacus(capsys):
+    pytest.importorskip("opacus")
+    rc = bench.main(["persample", "--quick", "--threads", "one", "--json"])
+    rep = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert [w["name"] for w in rep["workloads"]] == ["persample_mlp", "persample_cnn"]
+    for w in rep["workloads"]:
+        assert w["status"] == "ok", w.get("reason")   # the pre-timing check: same per-sample gradients
+        assert w["target"] == 1.5
+        _check_ok_workload(w)

@@ -1042,6 +1042,92 @@ def scaling_main(argv: list[str]) -> int:
     return 1 if any(r["status"] != "ok" for r in rep["rows"]) else 0
 
 
+# ----------------------------------------------------------------------------------------------
+# per-sample gradients: hookgrad.tools.PerSampleGradients against Opacus's GradSampleModule on torch
+# ----------------------------------------------------------------------------------------------
+
+def _per_sample_step(T: Any, model: Any, x: Any, y: Any) -> Built:
+    """Forward, backward and every parameter's per-sample gradients (``p.grad_sample``), batch 64:
+    hookgrad's PerSampleGradients on hookgrad, Opacus's GradSampleModule on torch."""
+    crit = T.nn.CrossEntropyLoss()
+    if T.__name__ == "torch":
+        from opacus import GradSampleModule
+
+        wrapped = GradSampleModule(model, batch_first=True, loss_reduction="mean")
+
+        def clear():
+            wrapped.zero_grad(set_to_none=True)     # Opacus's override also drops grad_sample
+    else:
+        from hookgrad.tools import PerSampleGradients
+
+        wrapped = model
+        tool = PerSampleGradients(model, loss_reduction="mean")
+
+        def clear():
+            model.zero_grad(set_to_none=True)
+            tool.clear()
+
+    params = list(model.parameters())
+
+    def step():
+        clear()
+        loss = crit(wrapped(x), y)
+        loss.backward()
+        return loss
+
+    def check():
+        loss = step()
+        return [loss.item()] + [p.grad_sample.abs().sum().item() for p in params]
+
+    return Built({"step": step}, check)
+
+
+def w_persample_mlp(T, ws):
+    model = ws.apply(T, _mlp(T), "mlp")
+    return _per_sample_step(T, model, T.tensor(_data("mlp/x", (64, 784))), T.tensor(_data("mlp/y", (64,), "int")))
+
+
+def w_persample_cnn(T, ws):
+    model = ws.apply(T, _cnn(T), "cnn")
+    return _per_sample_step(T, model, T.tensor(_data("cnn/x", (64, 1, 28, 28))),
+                            T.tensor(_data("cnn/y", (64,), "int")))
+
+
+PERSAMPLE_WORKLOADS = [
+    Workload(1, "persample_mlp", "MLP 784-256-10, batch 64: fwd+bwd+per-sample grads", w_persample_mlp,
+             target=1.5),
+    Workload(2, "persample_cnn", "CNN 28x28, batch 64: fwd+bwd+per-sample grads", w_persample_cnn, target=1.5),
+]
+
+
+def persample_main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(
+        prog="hookgrad bench persample",
+        description="Per-sample gradients at batch 64: hookgrad (PerSampleGradients) against torch with "
+                    "Opacus's GradSampleModule, interleaved in one process (needs opacus).")
+    p.add_argument("--threads", choices=("one", "default", "both"), default="both",
+                   help="one thread each, each library's default, or a table of each (default)")
+    p.add_argument("--repeats", type=int, default=15, help="rounds (default 15)")
+    p.add_argument("--quick", action="store_true", help="a smoke run: tiny samples")
+    p.add_argument("--json", action="store_true", help="print the report(s) as JSON")
+    args = p.parse_args(argv)
+    if args.quick:
+        s = Settings(repeats=2, warmup_calls=1, warmup_s=0.0, sample_s=0.001, calibration_calls=1, settle_s=0.0)
+    else:
+        s = Settings(repeats=args.repeats)
+    reports = []
+    for mode in (["one", "default"] if args.threads == "both" else [args.threads]):
+        s.threads = mode
+        rep = run_benchmarks(PERSAMPLE_WORKLOADS, settings=s,
+                             progress=lambda msg: print(msg, file=sys.stderr, flush=True))
+        reports.append(rep)
+        if not args.json:
+            print(format_report(rep) + "\n", flush=True)
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else {"tables": reports}, indent=1))
+    return 1 if any(r["status"] in ("mismatch", "error") for rep in reports for r in rep["workloads"]) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv[:1] == ["scaling"]:
@@ -1049,11 +1135,14 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["ddp"]:
         from ._bench_ddp import main as ddp_main
         return ddp_main(argv[1:])
+    if argv[:1] == ["persample"]:
+        return persample_main(argv[1:])
     p = argparse.ArgumentParser(
         prog="hookgrad bench",
         description="Time the same workloads on hookgrad and torch in one process, interleaved. "
-                    "'bench scaling --help': how the cost grows with the batch size. "
-                    "'bench ddp --help': data-parallel scaling over MPI ranks.")
+                    "'bench scaling --help': how the cost grows with the batch size; "
+                    "'bench ddp --help': data-parallel scaling over MPI ranks; "
+                    "'bench persample --help': per-sample gradients against Opacus.")
     p.add_argument("--only", action="append", metavar="NAME",
                    help="workload name or number (comma-separated or repeated); default: all")
     p.add_argument("--repeats", type=int, default=None,
