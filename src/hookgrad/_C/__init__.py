@@ -8,17 +8,20 @@ with torch's behaviour; every other ``torch._C`` name is missing (and says so un
 * ``_is_view_replay_enabled()`` / ``_set_view_replay_enabled(mode)``: hookgrad regenerates a view's
   history after an in-place change with one as_strided node (torch's CPU default); turning view
   replay on raises NotImplementedError rather than being ignored.
+* ``_autograd._saved_tensors_hooks_is_enabled()``.
 """
 from __future__ import annotations
 
 import weakref
 
+from . import _autograd  # noqa: F401
+
 _view_replay_enabled = False
 
 
 def _will_engine_execute_node(node) -> bool:
-    from .autograd.engine import current_task
-    from .autograd.graph import Node
+    from ..autograd.engine import current_task
+    from ..autograd.graph import Node
     if not isinstance(node, Node):
         raise RuntimeError(f"_will_engine_execute_node expects an grad_fn, but got {type(node).__name__}")
     task = current_task()
@@ -28,7 +31,7 @@ def _will_engine_execute_node(node) -> bool:
 
 
 def _current_autograd_node():
-    from .autograd.engine import current_task
+    from ..autograd.engine import current_task
     task = current_task()
     return None if task is None else task.current_node
 
