@@ -391,3 +391,110 @@ def test_view_replay_on_is_refused_loudly():
         hookgrad.autograd._force_original_view_tracking(True)
     assert hookgrad._C._is_view_replay_enabled() is False
     assert isinstance(catch(hookgrad._C._set_view_replay_enabled, True), Raised)
+
+
+# --------------------------------------------------------------------------- raw saved tensors
+
+
+@differential
+def test_raw_saved_tensor_data_and_unpack_hook(T):
+    """``.data`` of a raw saved tensor: the packed object as-is under hooks, the original input
+    itself, or a detached stand-in for the node's own output; ``.unpack_hook`` likewise."""
+    def pack(t):
+        return ("packed", t)
+
+    def unpack(p):
+        return p[1]
+
+    a = T.tensor(2.0, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        b = a ** 2
+    c = b.exp()
+    d = c ** 2
+    pow_sv, exp_sv, sq_sv = b.grad_fn._raw_saved_self, c.grad_fn._raw_saved_result, d.grad_fn._raw_saved_self
+    return [pow_sv.data[0] == "packed", pow_sv.data[1] is a, pow_sv.unpack_hook is unpack,
+            exp_sv.data is c, exp_sv.data.requires_grad, exp_sv.data, exp_sv.unpack_hook,
+            sq_sv.data is c, sq_sv.unpack_hook]
+
+
+@differential
+def test_register_hooks_packs_a_detached_alias_with_grad_off(T):
+    seen = []
+
+    def pack(t):
+        seen.append((T.is_grad_enabled(), t.requires_grad, t.is_leaf))
+        return t
+
+    a = T.tensor([0.1, 0.2, 0.3], requires_grad=True)
+    b = a * 1
+    for y, raw in ((a.sin(), "_raw_saved_self"), (b.sin(), "_raw_saved_self"), (b.exp(), "_raw_saved_result")):
+        getattr(y.grad_fn, raw).register_hooks(pack, lambda t: t)
+        y.sum().backward(retain_graph=True)
+    return seen, a.grad
+
+
+@differential
+def test_register_hooks_pack_hook_may_not_modify_its_input(T):
+    def inplace_double(t):
+        t *= 2
+        return t
+
+    a = T.tensor([0.1, 0.2, 0.3], requires_grad=True)
+    y = a * a
+    first = catch(y.grad_fn._raw_saved_self.register_hooks, inplace_double, lambda t: t)
+    # the hook did change the data (and its version): hooks may still be set, the backward refuses
+    second = catch(y.grad_fn._raw_saved_self.register_hooks, lambda t: t * 1, lambda t: t)
+    return first, second, catch(y.sum().backward), a.detach()
+
+
+@differential
+def test_saved_input_detached_in_place_is_refused(T):
+    a = T.tensor(1.0, requires_grad=True).clone()
+    b = a.sin()
+    a.detach_()
+    refused = catch(b.backward)
+    a = T.tensor(1.0, requires_grad=True).clone()
+    b = a.exp()  # saves its output, not a
+    a.detach_()
+    return refused, catch(b.backward)
+
+
+@differential
+def test_leaf_saved_under_hooks_by_a_function_stays_alive(T):
+    import gc
+    import weakref
+
+    log = []
+
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            leaf = x.exp().detach().requires_grad_(True)
+            ctx.save_for_backward(leaf)
+            ctx.leaf_ref = weakref.ref(leaf)
+            return x.exp()
+
+        @staticmethod
+        def backward(ctx, grad):
+            (leaf,) = ctx.saved_tensors
+            log.append((ctx.leaf_ref() is None, leaf.requires_grad, leaf.is_leaf))
+            return grad * leaf
+
+    a = T.tensor(1.0, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):
+        out = Func.apply(a)
+    gc.collect()
+    out.backward()
+    return log, a.grad
+
+
+@differential
+def test_saved_tensors_hooks_enabled_flag(T):
+    flags = [T._C._autograd._saved_tensors_hooks_is_enabled()]
+    with T.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+        flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+        with T.autograd.graph.disable_saved_tensors_hooks("inner"):
+            flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+        flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+    flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+    return flags
