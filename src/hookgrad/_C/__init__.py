@@ -16,8 +16,6 @@ import weakref
 
 from . import _autograd  # noqa: F401
 
-_view_replay_enabled = False
-
 
 def _will_engine_execute_node(node) -> bool:
     from ..autograd.engine import current_task
@@ -47,12 +45,10 @@ class _WeakTensorRef:
 
 
 def _is_view_replay_enabled() -> bool:
-    return _view_replay_enabled
+    from ..autograd._view_tracking import is_view_replay_enabled
+    return is_view_replay_enabled()
 
 
 def _set_view_replay_enabled(mode: bool) -> None:
-    global _view_replay_enabled
-    if mode:
-        raise NotImplementedError("hookgrad has no view replay: a view's history after an in-place change is "
-                                  "always one AsStridedBackward0 node (torch's default on CPU)")
-    _view_replay_enabled = False
+    from ..autograd._view_tracking import set_view_replay_enabled
+    set_view_replay_enabled(mode)
