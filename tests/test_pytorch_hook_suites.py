@@ -11,6 +11,7 @@ unmodified under ``hookgrad run`` outside this repository; what they import is c
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -33,7 +34,9 @@ from hookgrad.testing._internal import common_utils as hg_utils
 
 def _torch_common_utils():
     """torch's own common_utils; it needs ``expecttest`` only for its TestCase base class, which a
-    plain unittest.TestCase stands in for when that package is not installed."""
+    plain unittest.TestCase stands in for when that package is not installed. Importing it changes
+    global torch state (it locks torch.backends flags), so it is only imported in a subprocess:
+    see ``torch_reference``."""
     if "expecttest" not in sys.modules:
         try:
             import expecttest  # noqa: F401
@@ -100,12 +103,43 @@ def _verdict(test_case, x, y, kwargs):
     return "equal"
 
 
+def _build_parametrized(utils, T):
+    class Suite(utils.TestCase):
+        @utils.parametrize("x", [1, 2.5, "s", utils.subtest(7, name="seven"), T.float32])
+        @utils.parametrize("flag", [True, False])
+        def test_p(self, x, flag):
+            pass
+
+        @utils.parametrize("a,b", [(1, 2), (3, 4)], name_fn=lambda a, b: f"sum{a + b}")
+        def test_q(self, a, b):
+            assert b == a + 1
+
+    utils.instantiate_parametrized_tests(Suite)
+    return Suite
+
+
+def _torch_reference_values():
+    """What torch's own test helpers answer for the cases here (run in the subprocess)."""
+    utils = _torch_common_utils()
+    return {"verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
+            "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test"))}
+
+
+@pytest.fixture(scope="module")
+def torch_reference():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here] + [p for p in sys.path if p]))
+    code = "import json, test_pytorch_hook_suites as t; print(json.dumps(t._torch_reference_values()))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=here,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("index", range(len(_cases(hookgrad))))
-def test_assert_equal_matches_torch(index):
-    torch_utils = _torch_common_utils()
-    name, *torch_case = _cases(torch)[index]
-    _, *ours_case = _cases(hookgrad)[index]
-    want = _verdict(torch_utils.TestCase(), *torch_case)
+def test_assert_equal_matches_torch(index, torch_reference):
+    name, *ours_case = _cases(hookgrad)[index]
+    want = torch_reference["verdicts"][index]
     got = _verdict(hg_utils.TestCase(), *ours_case)
     assert got == want, f"{name}: hookgrad says {got}, torch says {want}"
 
@@ -216,27 +250,10 @@ def test_decorators_skip_or_run_as_on_a_cpu_build_without_dynamo():
     assert hg_utils.TEST_WITH_TORCHDYNAMO is False and hg_utils.TEST_CUDA is False
 
 
-def test_parametrized_names_match_torch():
-    torch_utils = _torch_common_utils()
-
-    def build(utils, T):
-        class Suite(utils.TestCase):
-            @utils.parametrize("x", [1, 2.5, "s", utils.subtest(7, name="seven"), T.float32])
-            @utils.parametrize("flag", [True, False])
-            def test_p(self, x, flag):
-                pass
-
-            @utils.parametrize("a,b", [(1, 2), (3, 4)], name_fn=lambda a, b: f"sum{a + b}")
-            def test_q(self, a, b):
-                assert b == a + 1
-
-        utils.instantiate_parametrized_tests(Suite)
-        return Suite
-
-    ours = build(hg_utils, hookgrad)
-    theirs = build(torch_utils, torch)
+def test_parametrized_names_match_torch(torch_reference):
+    ours = _build_parametrized(hg_utils, hookgrad)
     names = sorted(n for n in vars(ours) if n.startswith("test"))
-    assert names == sorted(n for n in vars(theirs) if n.startswith("test"))
+    assert names == torch_reference["names"]
     assert "test_p_seven_flag_True" in names and "test_q_sum3" in names
     assert _run_case(ours, "test_q_sum7") == (0, 0)
 
