@@ -109,6 +109,7 @@ _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distribut
 _LAZY |= {"testing", "backends", "amp", "cpu"}
 _LAZY |= {"special"}
 _LAZY |= {"hooks"}  # hookgrad's own hook powers
+_LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
 
 
 def __getattr__(name):

@@ -10,6 +10,7 @@ from .anomaly_mode import detect_anomaly, is_anomaly_enabled, is_anomaly_check_n
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
+from ._view_tracking import _force_original_view_tracking  # noqa: F401
 from .graph import Node
 from .._late import LateNames
 from .. import _dtype

@@ -82,7 +82,7 @@ class GraphTask:
     """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
 
     __slots__ = ("id", "keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable",
-                 "final_callbacks", "caller", "__weakref__")
+                 "final_callbacks", "caller", "current_node", "__weakref__")
 
     def __init__(self, keep_graph, create_graph):
         self.id = next(_task_ids)
@@ -94,6 +94,7 @@ class GraphTask:
         self.reachable = None      # (dependency counts, root nodes, one per root edge)
         self.final_callbacks = None  # what call_at_backward_end queued, run after the last node
         self.caller = None         # the frame that called backward()/grad(), for warnings at its line
+        self.current_node = None   # the node being run (torch._C._current_autograd_node)
 
     def will_execute_node(self, node) -> bool:
         """Whether this pass runs ``node``, as torch's engine answers it to multi-grad hooks: a lone
@@ -515,10 +516,14 @@ def _evaluate_filtered(task, node, grads):
 
 def _run_node(task, node, grads):
     """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order."""
+    task.current_node = node
     if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._backward_hooks):
         grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
         grads = _call_pre_hooks(node, grads)
+    # like torch, the incoming gradients are kept for post hooks only if some existed before the
+    # backward ran; hooks registered during it (from an unpack hook) get an empty grad_outputs
+    had_post_hooks = bool(node._post_hooks)
     if node.runs_without_grads or any(g is not None for g in grads):
         outputs = node.apply(grads)
     else:
@@ -531,7 +536,7 @@ def _run_node(task, node, grads):
     if exec_info is not None and not node.runs_without_grads:
         outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks:
-        outputs = _call_post_hooks(node, outputs, grads)
+        outputs = _call_post_hooks(node, outputs, grads if had_post_hooks else ())
     if not task.keep_graph:
         node.release_variables()
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:

@@ -263,6 +263,9 @@ class SavedTensor:
         if hooks is None:
             self.tensor = tensor._data if is_output else tensor
             self.unpack_hook = None
+            # a saved non-leaf that loses its history by detach_() cannot be used (torch refuses too);
+            # an op's own output saved as an input and detached by the op itself is not such a case
+            self.grad_fn = None if is_output else tensor._grad_fn
         else:
             pack, self.unpack_hook = hooks
             self.tensor = None
@@ -279,8 +282,9 @@ class SavedTensor:
         if fn is not None:
             self.grad_fn = fn
         elif tensor._requires_grad:
-            # held weakly, as torch does: the node that saved it holds the accumulator as an edge
-            self.accumulator = weakref.ref(tensor._grad_accumulator())
+            # held strongly, as torch does: a leaf saved by a custom Function without being its input
+            # stays alive (the accumulator holds it) for the unpacked value to stand in for
+            self.accumulator = tensor._grad_accumulator()
 
     def _unpack_with_hook(self, node):
         value = self.unpack_hook(self.packed)
@@ -295,15 +299,21 @@ class SavedTensor:
         elif self.grad_fn is not None:
             out._grad_fn, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
         elif self.requires_grad:
-            if self.accumulator() is None:
-                raise RuntimeError("No grad accumulator for a saved leaf")
-            out._accumulator = self.accumulator
+            out._accumulator = weakref.ref(self.accumulator)
             out._requires_grad = True
         return out
 
     @property
     def data(self):
-        return self.unpack()
+        """What is stored: the packed object under hooks, else the original input, or for the
+        node's own output a detached tensor sharing its data and version counter."""
+        if self.unpack_hook is not None:
+            return self.packed
+        if self.is_output:
+            out = _above.wrap(self.tensor)
+            out._version_counter = self.counter
+            return out
+        return self.tensor
 
     def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
         """Pack the saved value now with ``pack_hook``; the backward unpacks it with ``unpack_hook``."""
@@ -312,7 +322,10 @@ class SavedTensor:
                                "Hint: only one pair of hooks is allowed at a time.")
         value = self.unpack()
         self._remember_identity(value)  # what the unpack hook returns takes the original's place
-        self.packed, self.unpack_hook, self.tensor = pack_hook(value), unpack_hook, None
+        # as torch: grad mode off, a saved original is handed over as a detached alias, and the
+        # hook may not modify it in place
+        packed = _call_pack_hook(pack_hook, value if self.is_output else value.detach())
+        self.packed, self.unpack_hook, self.tensor = packed, unpack_hook, None
 
     def unpack(self, node=None):
         if self.unpack_hook is not None:
@@ -336,6 +349,9 @@ class SavedTensor:
             out._grad_fn = node
             out._requires_grad = node is not None
             return out
+        if self.grad_fn is not None and self.tensor._grad_fn is None and self.grad_fn is not node:
+            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+                               "This is not supported, please use out-of-place `.detach()` instead")
         return self.tensor
 
 

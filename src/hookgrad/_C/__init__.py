@@ -1,0 +1,54 @@
+"""The few private ``torch._C`` entry points that PyTorch's hook tests and hook-aware libraries call,
+with torch's behaviour; every other ``torch._C`` name is missing (and says so under ``hookgrad run``).
+
+* ``_will_engine_execute_node(grad_fn)``: inside a backward pass, whether the pass runs that node.
+* ``_current_autograd_node()``: the node whose backward (or whose saved-tensor unpacking) is
+  running now; None outside the engine.
+* ``_WeakTensorRef(tensor).expired()``: whether the tensor has been freed.
+* ``_is_view_replay_enabled()`` / ``_set_view_replay_enabled(mode)``: hookgrad regenerates a view's
+  history after an in-place change with one as_strided node (torch's CPU default); turning view
+  replay on raises NotImplementedError rather than being ignored.
+* ``_autograd._saved_tensors_hooks_is_enabled()``.
+"""
+from __future__ import annotations
+
+import weakref
+
+from . import _autograd  # noqa: F401
+
+
+def _will_engine_execute_node(node) -> bool:
+    from ..autograd.engine import current_task
+    from ..autograd.graph import Node
+    if not isinstance(node, Node):
+        raise RuntimeError(f"_will_engine_execute_node expects an grad_fn, but got {type(node).__name__}")
+    task = current_task()
+    if task is None:
+        raise RuntimeError("_get_should_execute_nodes should only be called during the backward pass")
+    return task.will_execute_node(node)
+
+
+def _current_autograd_node():
+    from ..autograd.engine import current_task
+    task = current_task()
+    return None if task is None else task.current_node
+
+
+class _WeakTensorRef:
+    """A weak reference to a tensor that only answers whether it is gone."""
+
+    def __init__(self, tensor):
+        self._ref = weakref.ref(tensor)
+
+    def expired(self) -> bool:
+        return self._ref() is None
+
+
+def _is_view_replay_enabled() -> bool:
+    from ..autograd._view_tracking import is_view_replay_enabled
+    return is_view_replay_enabled()
+
+
+def _set_view_replay_enabled(mode: bool) -> None:
+    from ..autograd._view_tracking import set_view_replay_enabled
+    set_view_replay_enabled(mode)

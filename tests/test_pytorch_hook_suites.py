@@ -1,0 +1,517 @@
+"""What PyTorch's own hook test files need from hookgrad beyond the hooks themselves.
+
+Those files (test/nn/test_module_hooks.py, the hook tests of test/test_autograd.py) are run
+unmodified under ``hookgrad run`` outside this repository; what they import is checked here:
+
+* ``hookgrad.testing._internal``: ``TestCase.assertEqual`` against torch's own on a table of
+  cases (same verdict, same exception class), the skip/pass-through decorators, parametrization
+  and device-type instantiation (same generated test names), ``run_tests``' option handling;
+* the private ``torch._C`` entry points and autograd details the autograd hook tests exercise,
+  differentially against torch.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+import textwrap
+import types
+import unittest
+
+import numpy as np
+import pytest
+
+import hookgrad
+import torch
+from difftest import Raised, catch, differential
+
+from hookgrad.testing._internal import common_device_type as hg_device
+from hookgrad.testing._internal import common_nn as hg_nn
+from hookgrad.testing._internal import common_utils as hg_utils
+
+
+def _torch_common_utils():
+    """torch's own common_utils; it needs ``expecttest`` only for its TestCase base class, which a
+    plain unittest.TestCase stands in for when that package is not installed. Importing it changes
+    global torch state (it locks torch.backends flags), so it is only imported in a subprocess:
+    see ``torch_reference``."""
+    if "expecttest" not in sys.modules:
+        try:
+            import expecttest  # noqa: F401
+        except ImportError:
+            shim = types.ModuleType("expecttest")
+            shim.TestCase = unittest.TestCase
+            sys.modules["expecttest"] = shim
+    from torch.testing._internal import common_utils
+    return common_utils
+
+
+# --------------------------------------------------------------------------- assertEqual
+
+def _cases(T):
+    """(name, x, y, keyword arguments) built with framework T."""
+    t = T.tensor
+    return [
+        ("same floats", t([1.0, 2.0]), t([1.0, 2.0]), {}),
+        ("float32 within default rtol", t([1.0, 2.0]), t([1.0 + 1e-6, 2.0]), {}),
+        ("float32 beyond default tolerance", t([1.0, 2.0]), t([1.0 + 1e-4, 2.0]), {}),
+        ("float64 beyond its tighter tolerance", t([1.0], dtype=T.float64), t([1.0 + 1e-6], dtype=T.float64), {}),
+        ("dtype differs", t([1.0]), t([1.0], dtype=T.float64), {}),
+        ("dtype differs, exact_dtype off", t([1.0]), t([1.0], dtype=T.float64), {"exact_dtype": False}),
+        ("shape differs", t([1.0, 2.0]), t([[1.0, 2.0]]), {}),
+        ("tensor vs list", t([1.0, 2.0]), [1.0, 2.0], {}),
+        ("list vs tensor, values differ", [1.0, 3.0], t([1.0, 2.0]), {}),
+        ("int vs float number", 1, 1.0, {}),
+        ("float sum within float32 tolerance", 0.1 + 0.2, 0.3, {}),
+        ("numbers far apart", 1.0, 1.001, {}),
+        ("one-element tensor vs number", t(3.0), 3, {}),
+        ("many-element tensor vs number", t([1.0, 2.0]), 3.0, {}),
+        ("bool vs int", True, 1, {}),
+        ("bool vs one-element tensor", True, t(False), {}),
+        ("None vs None", None, None, {}),
+        ("None vs 0", None, 0, {}),
+        ("equal strings", "abc", "abc", {}),
+        ("different strings", "abc", "abd", {}),
+        ("equal sets", {1, 2}, {2, 1}, {}),
+        ("dicts of tensors", {"a": t([1.0]), "b": 2}, {"b": 2, "a": t([1.0])}, {}),
+        ("dict keys differ", {"a": 1}, {"b": 1}, {}),
+        ("sequence lengths differ", [1, 2], [1, 2, 3], {}),
+        ("nan equals nan by default", t([math.nan]), t([math.nan]), {}),
+        ("nan with equal_nan off", t([math.nan]), t([math.nan]), {"equal_nan": False}),
+        ("explicit tolerances", t([1.0]), t([1.1]), {"atol": 0.2, "rtol": 0}),
+        ("explicit tolerances too tight", t([1.0]), t([1.1]), {"atol": 0.01, "rtol": 0}),
+        ("only atol given", t([1.0]), t([1.0]), {"atol": 0.1}),
+        ("integer tensors exact", t([1]), t([2]), {}),
+        ("bool tensors", t([True, False]), t([True, False]), {}),
+        ("array vs tensor", np.array([1.0, 2.0], dtype=np.float32), t([1.0, 2.0]), {}),
+        ("float64 array vs float32 tensor", np.array([1.0, 2.0]), t([1.0, 2.0]), {}),
+        ("Size vs tuple", T.Size([2, 3]), (2, 3), {}),
+        ("tensor requiring grad", t([1.0, 2.0], requires_grad=True), t([1.0, 2.0]), {}),
+        ("nested tuples", (t([1.0]), [2, (3.0,)]), (t([1.0]), [2, (3.0,)]), {}),
+        ("types", int, int, {}),
+        ("different types", int, float, {}),
+    ]
+
+
+def _verdict(test_case, x, y, kwargs):
+    try:
+        test_case.assertEqual(x, y, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the class is the verdict
+        return type(exc).__name__
+    return "equal"
+
+
+def _build_parametrized(utils, T):
+    class Suite(utils.TestCase):
+        @utils.parametrize("x", [1, 2.5, "s", utils.subtest(7, name="seven"), T.float32])
+        @utils.parametrize("flag", [True, False])
+        def test_p(self, x, flag):
+            pass
+
+        @utils.parametrize("a,b", [(1, 2), (3, 4)], name_fn=lambda a, b: f"sum{a + b}")
+        def test_q(self, a, b):
+            assert b == a + 1
+
+    utils.instantiate_parametrized_tests(Suite)
+    return Suite
+
+
+def _torch_reference_values():
+    """What torch's own test helpers answer for the cases here (run in the subprocess)."""
+    utils = _torch_common_utils()
+    return {"verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
+            "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test"))}
+
+
+@pytest.fixture(scope="module")
+def torch_reference():
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here] + [p for p in sys.path if p]))
+    code = "import json, test_pytorch_hook_suites as t; print(json.dumps(t._torch_reference_values()))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=here,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("index", range(len(_cases(hookgrad))))
+def test_assert_equal_matches_torch(index, torch_reference):
+    name, *ours_case = _cases(hookgrad)[index]
+    want = torch_reference["verdicts"][index]
+    got = _verdict(hg_utils.TestCase(), *ours_case)
+    assert got == want, f"{name}: hookgrad says {got}, torch says {want}"
+
+
+def test_assert_equal_verdicts_do_not_depend_on_torch():
+    """The table's expected verdicts, fixed (so a change on either side shows up here too)."""
+    verdicts = {name: _verdict(hg_utils.TestCase(), x, y, kw) for name, x, y, kw in _cases(hookgrad)}
+    assert verdicts["same floats"] == "equal"
+    assert verdicts["float32 beyond default tolerance"] == "AssertionError"
+    assert verdicts["dtype differs"] == "AssertionError"
+    assert verdicts["dtype differs, exact_dtype off"] == "equal"
+    assert verdicts["many-element tensor vs number"] == "ValueError"
+    assert verdicts["only atol given"] == "ValueError"
+    assert verdicts["nan with equal_nan off"] == "AssertionError"
+    assert verdicts["int vs float number"] == "equal"
+
+
+def test_assert_equal_message_names_the_mismatch_and_appends_msg():
+    case = hg_utils.TestCase()
+    with pytest.raises(AssertionError) as info:
+        case.assertEqual(hookgrad.tensor([1.0, 2.0, 3.0]), hookgrad.tensor([1.0, 2.5, 3.0]), "while checking x")
+    text = str(info.value)
+    assert "Tensor-likes are not close!" in text
+    assert "Mismatched elements: 1 / 3" in text
+    assert text.endswith("\nwhile checking x")
+    with pytest.raises(AssertionError) as info:
+        case.assertEqual([1, 2], [1, 3])
+    assert "The failure occurred for item [1]" in str(info.value)
+
+
+def test_precision_floor_loosens_the_default_tolerance():
+    case = hg_utils.TestCase()
+    case.precision = 0.5
+    case.assertEqual(hookgrad.tensor([1.0]), hookgrad.tensor([1.3]))
+    case.precision = 0
+    with pytest.raises(AssertionError):
+        case.assertEqual(hookgrad.tensor([1.0]), hookgrad.tensor([1.3]))
+
+
+def test_assert_not_equal_and_ignore_type():
+    case = hg_utils.TestCase()
+    case.assertNotEqual(hookgrad.tensor([1.0]), hookgrad.tensor([2.0]))
+    with pytest.raises(AssertionError):
+        case.assertNotEqual(hookgrad.tensor([1.0]), hookgrad.tensor([1.0]))
+    case.assertEqualIgnoreType(hookgrad.tensor([1]), hookgrad.tensor([1.0]))
+
+
+def test_assert_expected_inline_dedents():
+    case = hg_utils.TestCase()
+    case.assertExpectedInline("a\n  b\n", """\
+a
+  b
+""")
+    with pytest.raises(AssertionError):
+        case.assertExpectedInline("a", "b")
+
+
+def test_set_up_seeds_the_generator():
+    case = hg_utils.TestCase()
+    case.setUp()
+    first = hookgrad.rand(3)
+    case.setUp()
+    assert hookgrad.equal(first, hookgrad.rand(3))
+
+
+# --------------------------------------------------------------------------- decorators
+
+
+def _run_case(cls, name):
+    result = unittest.TestResult()
+    cls(name).run(result)
+    return (len(result.failures) + len(result.errors), len(result.skipped))
+
+
+def test_decorators_skip_or_run_as_on_a_cpu_build_without_dynamo():
+    ran = []
+
+    class Suite(hg_utils.TestCase):
+        @hg_utils.skipIfTorchDynamo("no dynamo here")
+        def test_dynamo_called(self):
+            ran.append("called")
+
+        @hg_utils.skipIfTorchDynamo
+        def test_dynamo_bare(self):
+            ran.append("bare")
+
+        @hg_utils.xfailIfTorchDynamo
+        def test_xfail_dynamo(self):
+            ran.append("xfail")
+
+        @hg_utils.skipIfNoLapack
+        def test_lapack(self):
+            ran.append("lapack")
+
+        @hg_utils.slowTest
+        def test_slow(self):
+            ran.append("slow")
+
+        @hg_device.onlyCUDA
+        def test_cuda(self):
+            ran.append("cuda")
+
+    outcomes = {name: _run_case(Suite, name) for name in
+                ("test_dynamo_called", "test_dynamo_bare", "test_xfail_dynamo", "test_lapack", "test_slow", "test_cuda")}
+    assert ran == ["called", "bare", "xfail", "lapack"]
+    assert outcomes["test_slow"] == (0, 1) and outcomes["test_cuda"] == (0, 1)
+    assert outcomes["test_dynamo_called"] == (0, 0)
+    assert hg_utils.TEST_WITH_TORCHDYNAMO is False and hg_utils.TEST_CUDA is False
+
+
+def test_parametrized_names_match_torch(torch_reference):
+    ours = _build_parametrized(hg_utils, hookgrad)
+    names = sorted(n for n in vars(ours) if n.startswith("test"))
+    assert names == torch_reference["names"]
+    assert "test_p_seven_flag_True" in names and "test_q_sum3" in names
+    assert _run_case(ours, "test_q_sum7") == (0, 0)
+
+
+def test_device_type_instantiation_names_and_arguments():
+    seen = []
+
+    class TestThing(hg_utils.TestCase):
+        @hg_device.dtypes(hookgrad.float32, hookgrad.float64)
+        def test_typed(self, device, dtype):
+            seen.append((device, dtype))
+
+        def test_plain(self, device):
+            seen.append((device,))
+
+        @hg_device.deviceCountAtLeast(1)
+        def test_devices(self, devices):
+            seen.append(tuple(devices))
+
+    scope = {"TestThing": TestThing}
+    hg_device.instantiate_device_type_tests(TestThing, scope)
+    assert "TestThing" not in scope
+    cls = scope["TestThingCPU"]
+    names = sorted(n for n in vars(cls) if n.startswith("test"))
+    assert names == ["test_devices_cpu", "test_plain_cpu", "test_typed_cpu_float32", "test_typed_cpu_float64"]
+    for name in names:
+        assert _run_case(cls, name) == (0, 0)
+    assert sorted(seen, key=str) == sorted([("cpu", hookgrad.float32), ("cpu", hookgrad.float64), ("cpu",),
+                                            ("cpu",)], key=str)
+
+
+def test_create_basic_net_shares_the_net():
+    layer, net, seq = hg_nn._create_basic_net()
+    assert [n for n, _ in seq.named_parameters()] == ["0.dummy_param", "0.l1.layer_dummy_param"]
+    assert [n for n, _ in net.named_buffers()] == ["dummy_buf", "l1.layer_dummy_buf"]
+    assert seq[0] is seq[1] is net and isinstance(hg_nn.NNTestCase(), hg_utils.TestCase)
+
+
+def test_run_tests_takes_out_torch_runner_options(tmp_path):
+    script = tmp_path / "suite.py"
+    script.write_text(textwrap.dedent("""
+        import torch
+        from torch.testing._internal.common_utils import TestCase, run_tests
+        import torch.testing._internal.common_utils as cu
+
+        class T(TestCase):
+            def test_seed(self):
+                self.assertEqual(cu.SEED, 7)
+
+            def test_other(self):
+                self.assertEqual(torch.ones(2), [1.0, 1.0])
+
+        if __name__ == "__main__":
+            run_tests()
+    """))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script), "--seed", "7", "-v", "-k", "seed"],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "test_seed" in done.stderr and "test_other" not in done.stderr and "Ran 1 test" in done.stderr
+
+
+# --------------------------------------------------------------------------- torch._C pieces
+
+
+@differential
+def test_post_hook_registered_while_its_node_runs_sees_no_grad_outputs(T):
+    """A node post hook registered from inside the node's own backward (here: from an unpack
+    hook) gets an empty grad_outputs; its returned grad_inputs still count."""
+    seen = []
+    a = T.tensor([0.5, 1.5], requires_grad=True)
+
+    def unpack(saved):
+        node = T._C._current_autograd_node()
+
+        def post(grad_inputs, grad_outputs):
+            seen.append(("post", [g is None for g in grad_outputs], grad_inputs[0]))
+            return (grad_inputs[0] * 3,)
+
+        if node is not None:
+            seen.append(("node", type(node).__name__))
+            node.register_hook(post)
+        return saved
+
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        y = a.exp()
+    y.sum().backward()
+    return seen, a.grad, T._C._current_autograd_node()
+
+
+@differential
+def test_post_hook_registered_before_the_pass_sees_the_grad_outputs(T):
+    seen = []
+    a = T.tensor([0.5, 1.5], requires_grad=True)
+    y = a.exp()
+    y.grad_fn.register_hook(lambda gi, go: seen.append([g for g in go]))
+    (y * 2).sum().backward()
+    return seen
+
+
+@differential
+def test_will_engine_execute_node_answers_inside_a_pass(T):
+    answers = []
+    a = T.rand(3, requires_grad=True)
+    b = T.rand(3, requires_grad=True)
+    c = a * b
+    d = c.sin()
+    out = (c * 2).sum()
+
+    def probe(_grad):
+        answers.append([T._C._will_engine_execute_node(n) for n in (c.grad_fn, d.grad_fn, out.grad_fn)])
+
+    c.register_hook(probe)
+    T.autograd.backward(out, inputs=(a,), retain_graph=True)
+    out.backward(retain_graph=True)
+    errors = [catch(T._C._will_engine_execute_node, c.grad_fn), catch(T._C._will_engine_execute_node, c)]
+    return answers, errors
+
+
+@differential
+def test_weak_tensor_ref_and_retain_grad_do_not_keep_tensors_alive(T):
+    x = T.ones(2, 2, requires_grad=True)
+
+    def make():
+        y = x * 2
+        y.retain_grad()
+        return y / 2, T._C._WeakTensorRef(y)
+
+    z, ref = make()
+    alive = T.ones(1)
+    kept = T._C._WeakTensorRef(alive)
+    z.sum().backward()
+    return ref.expired(), kept.expired(), x.grad
+
+
+@differential
+def test_original_view_tracking_off_keeps_as_strided_regeneration(T):
+    x = T.rand(4, requires_grad=True)
+    T.autograd._force_original_view_tracking(False)
+    base = x.clone()
+    view = base[1:3]
+    base.mul_(2)
+    name = type(view.grad_fn).__name__
+    with T.autograd._force_original_view_tracking(False):
+        inside = T._C._is_view_replay_enabled()
+    return name, inside, T._C._is_view_replay_enabled()
+
+
+def test_view_replay_on_is_refused_loudly():
+    """torch can replay view chains; hookgrad cannot, and says so instead of ignoring the request."""
+    with pytest.raises(NotImplementedError, match="view replay"):
+        hookgrad.autograd._force_original_view_tracking(True)
+    assert hookgrad._C._is_view_replay_enabled() is False
+    assert isinstance(catch(hookgrad._C._set_view_replay_enabled, True), Raised)
+
+
+# --------------------------------------------------------------------------- raw saved tensors
+
+
+@differential
+def test_raw_saved_tensor_data_and_unpack_hook(T):
+    """``.data`` of a raw saved tensor: the packed object as-is under hooks, the original input
+    itself, or a detached stand-in for the node's own output; ``.unpack_hook`` likewise."""
+    def pack(t):
+        return ("packed", t)
+
+    def unpack(p):
+        return p[1]
+
+    a = T.tensor(2.0, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        b = a ** 2
+    c = b.exp()
+    d = c ** 2
+    pow_sv, exp_sv, sq_sv = b.grad_fn._raw_saved_self, c.grad_fn._raw_saved_result, d.grad_fn._raw_saved_self
+    return [pow_sv.data[0] == "packed", pow_sv.data[1] is a, pow_sv.unpack_hook is unpack,
+            exp_sv.data is c, exp_sv.data.requires_grad, exp_sv.data, exp_sv.unpack_hook,
+            sq_sv.data is c, sq_sv.unpack_hook]
+
+
+@differential
+def test_register_hooks_packs_a_detached_alias_with_grad_off(T):
+    seen = []
+
+    def pack(t):
+        seen.append((T.is_grad_enabled(), t.requires_grad, t.is_leaf))
+        return t
+
+    a = T.tensor([0.1, 0.2, 0.3], requires_grad=True)
+    b = a * 1
+    for y, raw in ((a.sin(), "_raw_saved_self"), (b.sin(), "_raw_saved_self"), (b.exp(), "_raw_saved_result")):
+        getattr(y.grad_fn, raw).register_hooks(pack, lambda t: t)
+        y.sum().backward(retain_graph=True)
+    return seen, a.grad
+
+
+@differential
+def test_register_hooks_pack_hook_may_not_modify_its_input(T):
+    def inplace_double(t):
+        t *= 2
+        return t
+
+    a = T.tensor([0.1, 0.2, 0.3], requires_grad=True)
+    y = a * a
+    first = catch(y.grad_fn._raw_saved_self.register_hooks, inplace_double, lambda t: t)
+    # the hook did change the data (and its version): hooks may still be set, the backward refuses
+    second = catch(y.grad_fn._raw_saved_self.register_hooks, lambda t: t * 1, lambda t: t)
+    return first, second, catch(y.sum().backward), a.detach()
+
+
+@differential
+def test_saved_input_detached_in_place_is_refused(T):
+    a = T.tensor(1.0, requires_grad=True).clone()
+    b = a.sin()
+    a.detach_()
+    refused = catch(b.backward)
+    a = T.tensor(1.0, requires_grad=True).clone()
+    b = a.exp()  # saves its output, not a
+    a.detach_()
+    return refused, catch(b.backward)
+
+
+@differential
+def test_leaf_saved_under_hooks_by_a_function_stays_alive(T):
+    import gc
+    import weakref
+
+    log = []
+
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            leaf = x.exp().detach().requires_grad_(True)
+            ctx.save_for_backward(leaf)
+            ctx.leaf_ref = weakref.ref(leaf)
+            return x.exp()
+
+        @staticmethod
+        def backward(ctx, grad):
+            (leaf,) = ctx.saved_tensors
+            log.append((ctx.leaf_ref() is None, leaf.requires_grad, leaf.is_leaf))
+            return grad * leaf
+
+    a = T.tensor(1.0, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):
+        out = Func.apply(a)
+    gc.collect()
+    out.backward()
+    return log, a.grad
+
+
+@differential
+def test_saved_tensors_hooks_enabled_flag(T):
+    flags = [T._C._autograd._saved_tensors_hooks_is_enabled()]
+    with T.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+        flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+        with T.autograd.graph.disable_saved_tensors_hooks("inner"):
+            flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+        flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+    flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
+    return flags
