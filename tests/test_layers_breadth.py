@@ -9,7 +9,7 @@ import pytest
 import hookgrad
 from difftest import catch, differential, warns
 from op_cases import BREADTH, BREADTH_SECOND_ORDER
-from test_functional_grad import gradgradcheck
+from hookgrad.autograd import gradgradcheck
 
 import torch
 
