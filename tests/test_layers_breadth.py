@@ -692,3 +692,20 @@ def test_linear_cross_entropy_module_and_errors(T):
             catch(T.nn.LinearCrossEntropyLoss, 3, 4, weight=T.ones(3)),
             warns(F.linear_cross_entropy, T.ones(2, 3), T.ones(4, 3), T.zeros(2, dtype=T.int64), label_smoothing=0.2,
                   options=T.nn.LinearCrossEntropyOptions())[1])
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_inplace_flags_write_into_the_input(T):
+    F = T.nn.functional
+    results = []
+    for fn, args in [(F.selu, ()), (F.celu, (0.7,)), (F.threshold, (0.2, -1.0)), (F.rrelu, (0.1, 0.3)),
+                     (F.mish, ()), (F.hardsigmoid, ()), (F.hardswish, ()), (F.alpha_dropout, (0.5, False)),
+                     (F.dropout2d, (0.5, False)), (F.feature_alpha_dropout, (0.3, False))]:
+        leaf = T.tensor(_arr(2, 3, 4), requires_grad=True)
+        x = leaf * 1
+        y = fn(x, *args, inplace=True)
+        (y * T.tensor(_arr(2, 3, 4, seed=5))).sum().backward()
+        results.append((y is x, x.detach(), leaf.grad))
+    module = T.nn.SELU(inplace=True)
+    z = T.tensor(_arr(2, 3))
+    return results, module(z) is z, z
