@@ -348,12 +348,14 @@ def test_tensor_methods_resize_set_subclass_and_legacy_attributes(T):
     out["resize"] = y
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = x.resize(3, 2); r2 = x.resize_as(T.ones(6)); r3 = catch(x.resize, (6,))
+        r = x.resize(3, 2)
+        out["resize_as"] = x.resize_as(T.ones(6))
+        out["resize_tuple"] = catch(x.resize, (6,))
         out["resize_names"] = type(r.grad_fn).__name__
         (r * T.arange(6.).reshape(3, 2)).sum().backward()
         out["grad"] = x.grad
         out["bad"] = catch(x.resize, 4)
-    a = T.ones(2); b = T.arange(3.)
+    a, b = T.ones(2), T.arange(3.)
     out["set_"] = (a.set_(b) is a, a, a.is_set_to(b), b.is_set_to(a), a.is_set_to(b.clone()), b.is_set_to(b.view(3)), b.is_set_to(b[:2]))
     b.add_(1); out["shared"] = a
     out["set_empty"] = T.ones(2).set_()
@@ -539,9 +541,8 @@ def test_grid_sample_cases_match_torch(name):
 
 @differential(rtol=1e-6, atol=1e-8)
 def test_native_norms_convolution_cells_and_deprecated_norms(T):
-    g = np.random.default_rng(0)
     mk = lambda *s, seed=0: T.tensor(np.random.default_rng(seed).standard_normal(s), requires_grad=True)
-    x = mk(3, 4, 5); w = mk(4, seed=1); b = mk(4, seed=2)
+    x, w, b = mk(3, 4, 5), mk(4, seed=1), mk(4, seed=2)
     out = {}
     r = T.native_batch_norm(x, w, b, None, None, True, 0.1, 1e-5); out["nbn"] = r
     rm, rv = T.zeros(4, dtype=T.float64), T.ones(4, dtype=T.float64)
@@ -552,7 +553,7 @@ def test_native_norms_convolution_cells_and_deprecated_norms(T):
     kw = mk(6, 4, 2, seed=3)
     out["conv"] = T.convolution(x, kw, None, [1], [1], [1], False, [0], 1)
     out["convT"] = T.convolution(x, kw.transpose(0, 1), None, [2], [0], [1], True, [1], 1)
-    h = mk(3, 6, seed=4); c = mk(3, 6, seed=5)
+    h, c = mk(3, 6, seed=4), mk(3, 6, seed=5)
     wih, whh = mk(24, 5, seed=6), mk(24, 6, seed=7)
     xi = x[:, 0]
     out["lstm"] = T.lstm_cell(xi, (h, c), wih, whh, mk(24, seed=8), None)
@@ -692,3 +693,20 @@ def test_linear_cross_entropy_module_and_errors(T):
             catch(T.nn.LinearCrossEntropyLoss, 3, 4, weight=T.ones(3)),
             warns(F.linear_cross_entropy, T.ones(2, 3), T.ones(4, 3), T.zeros(2, dtype=T.int64), label_smoothing=0.2,
                   options=T.nn.LinearCrossEntropyOptions())[1])
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_inplace_flags_write_into_the_input(T):
+    F = T.nn.functional
+    results = []
+    for fn, args in [(F.selu, ()), (F.celu, (0.7,)), (F.threshold, (0.2, -1.0)), (F.rrelu, (0.1, 0.3)),
+                     (F.mish, ()), (F.hardsigmoid, ()), (F.hardswish, ()), (F.alpha_dropout, (0.5, False)),
+                     (F.dropout2d, (0.5, False)), (F.feature_alpha_dropout, (0.3, False))]:
+        leaf = T.tensor(_arr(2, 3, 4), requires_grad=True)
+        x = leaf * 1
+        y = fn(x, *args, inplace=True)
+        (y * T.tensor(_arr(2, 3, 4, seed=5))).sum().backward()
+        results.append((y is x, x.detach(), leaf.grad))
+    module = T.nn.SELU(inplace=True)
+    z = T.tensor(_arr(2, 3))
+    return results, module(z) is z, z

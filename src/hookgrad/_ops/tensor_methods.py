@@ -11,7 +11,6 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, wrap
-from ._base import GRAD
 from ._declare import module_all, op
 from .views import AliasBackward0, check_inplace, make_view
 

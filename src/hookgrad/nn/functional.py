@@ -11,7 +11,7 @@ import math
 import numpy as np
 
 from .._tensor import Tensor, wrap
-from .._ops import linalg
+from .._ops import linalg, views
 from ._functional import activation as _act
 from ._functional import conv as _conv
 from ._functional import pooling as _pool
@@ -254,14 +254,20 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return views.apply_inplace(input, mish)
     return input * _act.softplus(input).tanh()
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return views.apply_inplace(input, hardsigmoid)
     return _act.hardtanh(input / 6 + 0.5, 0.0, 1.0)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return views.apply_inplace(input, hardswish)
     return input * hardsigmoid(input)
 
 

@@ -23,6 +23,12 @@ def _F():
     return hookgrad.nn.functional
 
 
+def _in_place(fn, input, *args):
+    """``fn(input, *args)`` written into ``input`` (the ``inplace=True`` form), recorded as torch does."""
+    from ..._ops import views
+    return views.apply_inplace(input, fn, *args)
+
+
 # ---- normalization ---------------------------------------------------------------------------------
 def instance_norm(input: Tensor, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5) -> Tensor:
@@ -304,6 +310,8 @@ def _feature_dropout(input: Tensor, p: float, training: bool, batched_dims: int,
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
+    if inplace:
+        return _in_place(dropout1d, input, p, training)
     if input.dim() not in (2, 3):
         raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D input. Note that "
                            "dropout1d exists to provide channel-wise dropout on inputs with 1 spatial dimension, "
@@ -312,10 +320,14 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
+    if inplace:
+        return _in_place(dropout2d, input, p, training)
     return _feature_dropout(input, p, training, 4, "dropout2d")
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
+    if inplace:
+        return _in_place(dropout3d, input, p, training)
     return _feature_dropout(input, p, training, 5, "dropout3d")
 
 
@@ -338,20 +350,28 @@ def _alpha_dropout(input, p, training, mask_shape):
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if inplace:
+        return _in_place(alpha_dropout, input, p, training)
     return _alpha_dropout(input, p, training, tuple(input.shape))
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    if inplace:
+        return _in_place(feature_alpha_dropout, input, p, training)
     shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
     return _alpha_dropout(input, p, training, shape)
 
 
 # ---- activations ---------------------------------------------------------------------------------------
 def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _in_place(selu, input)
     return _F().elu(input, _SELU_ALPHA) * _SELU_SCALE
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _in_place(celu, input, alpha)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return hookgrad.where(input > 0, input, ((input / alpha).exp() - 1) * alpha)
@@ -364,6 +384,8 @@ prelu = hookgrad.prelu
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
     """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise."""
+    if inplace:
+        return _in_place(rrelu, input, lower, upper, training)
     if not training:
         return _F().leaky_relu(input, (lower + upper) / 2)
     slope = hookgrad.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
@@ -381,6 +403,8 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
 
 
 def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    if inplace:
+        return _in_place(_threshold, input, threshold, value)
     return hookgrad.where(input > threshold, input, hookgrad.full_like(input, value))
 
 
@@ -392,3 +416,6 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     return hookgrad.where(input > lambd, input - lambd,
                           hookgrad.where(input < -lambd, input + lambd, hookgrad.zeros_like(input)))
+
+
+_threshold = threshold  # the function, where its parameter of the same name hides it

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 import hookgrad
-from ..._tensor import Tensor, wrap
+from ..._tensor import wrap
 from .composed import pairwise_distance
 from .loss import _check_reduction, _reduce, legacy_reduction
 
@@ -167,8 +167,8 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return _reduce(loss, reduction)
 
 
-def _class_rows(input, target, name):
-    """``input`` as (N, C) rows and the target as N class indices (a 1-D input is one sample)."""
+def _class_rows(input):
+    """``input`` as (N, C) rows (a 1-D input is one sample)."""
     if input.dim() > 2 or (input.dim() == 2 and input.shape[1] == 0):
         raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, but got: "
                            f"{_sizes(input)}")
@@ -184,7 +184,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("only p == 1 and p == 2 supported")
     if weight is not None and weight.dim() != 1:
         raise ValueError("weight must be one-dimensional")
-    rows = _class_rows(input, target, "multi_margin_loss")
+    rows = _class_rows(input)
     n, c = rows.shape
     t = target._data.reshape(-1)
     if t.size != n or (input.dim() == 2 and target.dim() != 1) or (input.dim() < 2 and target.dim() > 1):
@@ -209,7 +209,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """``sum_{j in targets, i not in targets} max(0, 1 - (x[j] - x[i])) / C`` per sample; each row of
     ``target`` lists class indices up to the first -1."""
     reduction = _reduction(size_average, reduce, reduction)
-    rows = _class_rows(input, target, "multilabel_margin_loss")
+    rows = _class_rows(input)
     n, c = rows.shape
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"inconsistent target size: {_sizes(target)} for input of size: {_sizes(input)}")
