@@ -21,7 +21,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tensor
-from . import grad_mode
+from . import _hook_context, grad_mode
 from . import graph as _graph
 from .graph import _anomaly_state
 
@@ -168,6 +168,14 @@ def _run_final_callbacks(task) -> None:
 
 
 def _call_lifecycle_hooks(registry, info) -> None:
+    if _hook_context.ON[0]:  # hookgrad.hooks.context() in them names the pass
+        _hook_context.ACTIVE.append(_hook_context.HookContext("backward", info.id, recompute=_hook_context.RECOMPUTING[0] > 0))
+        try:
+            for hook in tuple(registry.values()):
+                hook(info)
+        finally:
+            _hook_context.ACTIVE.pop()
+        return
     for hook in tuple(registry.values()):
         hook(info)
 

@@ -22,6 +22,8 @@ node pre-hook           ``Node._pre_hooks``                  ``Node.register_pre
 node post-hook          ``Node._post_hooks``                 ``Node.register_hook``           ``_call_post_hooks``
 post-accumulate-grad    ``Tensor._post_accumulate_grad_      ``Tensor.register_post_          ``AccumulateGrad.apply``
 hook                    hooks``                              accumulate_grad_hook``
+module post-backward    ``_module_post_backward_hooks``      ``hookgrad.hooks.register_       ``AccumulateGrad.apply`` (after
+hook                    (this module)                        module_post_backward_hook``      the post-accumulate hooks)
 multi-grad hook         tensor hooks on each tensor          ``register_multi_grad_hook``     through the tensor hooks
                                                              (returns one handle for all)
 saved-tensor hooks      ``_saved_hooks_stack`` (a context,   ``saved_tensors_hooks``          ``SavedTensor`` (pack when saved,
@@ -359,7 +361,15 @@ class AccumulateGrad(Node):
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             _run_post_accumulate_hooks(var, hooks)
+        if _module_post_backward_hooks:
+            _after_accumulate[0](self)
         return ()
+
+
+# hookgrad.hooks' module post-backward hooks ({handle id: (module ref, fn)}) and what runs them,
+# set by hookgrad.hooks: told of every AccumulateGrad that ran, after its post-accumulate hooks
+_module_post_backward_hooks: OrderedDict = OrderedDict()
+_after_accumulate: list = [None]
 
 
 def _run_post_accumulate_hooks(var, hooks) -> None:

@@ -13,3 +13,8 @@ from ._lifecycle import (BackwardPassInfo, call_at_backward_end, register_backwa
 
 __all__ = ["BackwardPassInfo", "register_backward_start_hook", "register_backward_end_hook",
            "call_at_backward_end"]
+
+from ._context import HookContext, context
+from ._post_backward import register_module_post_backward_hook
+
+__all__ += ["HookContext", "context", "register_module_post_backward_hook"]

@@ -46,6 +46,7 @@ import hookgrad
 from hookgrad._tensor import Tensor
 from hookgrad.utils.hooks import RemovableHandle
 
+from ...autograd import _hook_context
 from ..parameter import Buffer, Parameter
 from ._backward_hook import BackwardHook
 
@@ -158,6 +159,12 @@ def _set_hook_observer(callback: Optional[Callable]) -> Optional[Callable]:
 
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
     """Call ``hook(*args)``, reporting the call to the hook observer when one is set."""
+    if _hook_context.ON[0]:
+        return _dispatch_in_context(None, kind, module, hook, *args)
+    return _observed_call(kind, module, hook, *args)
+
+
+def _observed_call(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
     observer = _hook_observer
     if observer is None:
         return hook(*args)
@@ -166,6 +173,30 @@ def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
         return hook(*args)
     finally:
         observer(kind, module, hook, start, time.perf_counter())
+
+
+# hookgrad.hooks.context(): the phase of each module hook kind
+_HOOK_PHASES = {"forward_pre_hook": "forward", "forward_hook": "forward", "full_backward_pre_hook": "backward",
+                "full_backward_hook": "backward", "backward_hook": "backward", "state_dict_pre_hook": "state_dict",
+                "state_dict_hook": "state_dict", "load_state_dict_pre_hook": "state_dict",
+                "load_state_dict_post_hook": "state_dict"}
+
+
+def _dispatch_for_this_call():
+    """A ``_dispatch`` for the backward hooks of the module call being counted now."""
+    return functools.partial(_dispatch_in_context, _hook_context.CALLS[-1][1])
+
+
+def _dispatch_in_context(call_index, kind, module, hook, *args):
+    """``_dispatch`` while hookgrad.hooks is loaded: the hook runs with its context (module hooks
+    of one call learn its ``call_index``: forward ones from the call being counted, backward ones
+    from the call that set them up)."""
+    if call_index is None and _hook_context.CALLS:
+        running, index = _hook_context.CALLS[-1]
+        if running is module:
+            call_index = index
+    return _hook_context.run_hook(_HOOK_PHASES.get(kind, "registration"), kind, module, call_index,
+                                  _observed_call, kind, module, hook, *args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -801,11 +832,13 @@ class Module:
             return forward_call(*args, **kwargs)
         return self._call_with_hooks(forward_call, args, kwargs)
 
-    def _call_with_hooks(self, forward_call, args, kwargs):
+    def _call_with_hooks(self, forward_call, args, kwargs, _counted=False):
         """The one call path when some hook exists: forward pre-hooks, the backward-hook set-up
         on the inputs, ``forward``, forward hooks, the backward-hook set-up on the outputs; on an
         error, the ``always_call`` forward hooks that have not run yet. Every registry is read
         when its step comes, so a hook registered by an earlier step (or by ``forward``) runs."""
+        if _hook_context.ON[0] and not _counted:  # hookgrad.hooks.context() needs the call's index
+            return _hook_context.counted_call(self, self._call_with_hooks, forward_call, args, kwargs)
         result = None
         called_always_called_hooks = ()  # becomes a set when forward hooks run
         try:
@@ -822,7 +855,7 @@ class Module:
             bw_hook = None
             if full_backward_hooks or backward_pre_hooks:
                 bw_hook = BackwardHook(self, full_backward_hooks or [], backward_pre_hooks or [],
-                                       dispatch=_dispatch)
+                                       dispatch=_dispatch if not _counted else _dispatch_for_this_call())
                 args = bw_hook.setup_input_hook(args)
 
             result = forward_call(*args, **kwargs)
