@@ -23,7 +23,7 @@ import numpy as np
 from .. import _tensor
 from . import _hook_context, grad_mode
 from . import graph as _graph
-from .graph import _anomaly_state
+from .graph import _anomaly_state, _op_backward_hooks
 
 _task_stack: list = []
 
@@ -514,6 +514,8 @@ def _run_node(task, node, grads):
         outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks:
         outputs = _call_post_hooks(node, outputs, grads)
+    if _op_backward_hooks:
+        outputs = _graph._op_dispatch[1](node, outputs, grads)
     if not task.keep_graph:
         node.release_variables()
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:

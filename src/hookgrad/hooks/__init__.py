@@ -18,3 +18,7 @@ from ._context import HookContext, context
 from ._post_backward import register_module_post_backward_hook
 
 __all__ += ["HookContext", "context", "register_module_post_backward_hook"]
+
+from ._ops import OpName, register_op_hook
+
+__all__ += ["OpName", "register_op_hook"]
