@@ -56,6 +56,7 @@ def test_every_registry_op_fires_the_forward_hook_with_its_name_and_node(case):
     reports = []
 
     def forward(op, inputs, outputs):
+        assert isinstance(inputs, (tuple, list)) and inputs, (op, "an op must give its inputs to its recording point")
         reports.append((op, op.node, outputs, [o.grad_fn is op.node for o in outputs]))
 
     with H.register_op_hook(forward=forward):

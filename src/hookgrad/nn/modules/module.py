@@ -28,6 +28,11 @@ the backward-hook set-up on the inputs, ``forward``, forward hooks, the backward
 the outputs, and on an error the always_call forward hooks. With no hook anywhere, ``__call__``
 is ``forward`` behind one test.
 
+While ``hookgrad.hooks`` is loaded (``autograd._hook_context.ON``), ``_dispatch`` runs each hook
+with its ``hookgrad.hooks.context()`` pushed, and ``_call_with_hooks`` counts the call (its
+``call_index``) first; the backward hooks of a counted call learn its index through the dispatch
+they are given. Nothing of this runs before.
+
 The semantics (order, argument and return-value rules, warnings and errors) are PyTorch 2.13's.
 """
 from __future__ import annotations
