@@ -242,6 +242,37 @@ def test_in_place_ops_are_reported_once_after_the_write():
     np.testing.assert_array_equal(reports[-1][3].numpy(), [0.0, 3.0])
 
 
+def test_in_place_shape_changes_are_reported_as_in_place_ops():
+    seen = []
+    x = hookgrad.randn(2, 3, requires_grad=True)
+    with H.register_op_hook(forward=lambda op, i, o: seen.append((str(op), o[0], tuple(o[0].shape)))):
+        y = x * 1
+        y.unsqueeze_(0)
+        y.squeeze_(0)
+    assert [(name, out is y, shape) for name, out, shape in seen] == [
+        ("mul", True, (2, 3)), ("unsqueeze_", True, (1, 2, 3)), ("squeeze_", True, (2, 3))]
+
+
+def test_a_mark_dirty_function_output_is_replaced_in_place():
+    class Double(hookgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.mark_dirty(x)
+            return x.mul_(2)
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    x = hookgrad.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 1
+    view = y[:1]
+    with H.register_op_hook(forward=lambda op, i, o: o[0] + 1, ops="Double"):
+        out = Double.apply(y)
+    assert out is y
+    np.testing.assert_array_equal(view.detach().numpy(), [3.0])  # written into y's storage: views see it
+
+
 def test_in_place_replacement_writes_into_the_tensor():
     x = hookgrad.tensor([-1.0, 2.0], requires_grad=True)
     with H.register_op_hook(forward=lambda op, i, o: o[0] + 10, ops="add_"):

@@ -253,7 +253,7 @@ class Function(metaclass=_FunctionMeta):
             node._saved = tuple(None if t is None else SavedTensor(
                 t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in node.to_save)
         if recording and _graph._op_forward_hooks:
-            _graph._op_dispatch[0](node, args, [o for o in wrapped if isinstance(o, Tensor)], cls.__name__)
+            _graph._op_dispatch[0](node, args, [o for o in wrapped if isinstance(o, Tensor)], cls.__name__, bool(dirty))
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod
