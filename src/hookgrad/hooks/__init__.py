@@ -14,11 +14,8 @@ from ._lifecycle import (BackwardPassInfo, call_at_backward_end, register_backwa
 __all__ = ["BackwardPassInfo", "register_backward_start_hook", "register_backward_end_hook",
            "call_at_backward_end"]
 
-from ._context import HookContext, context
-from ._post_backward import register_module_post_backward_hook
+from ._context import HookContext, context  # noqa: E402 - module post-backward hooks, context, op hooks
+from ._ops import OpName, register_op_hook  # noqa: E402
+from ._post_backward import register_module_post_backward_hook  # noqa: E402
 
-__all__ += ["HookContext", "context", "register_module_post_backward_hook"]
-
-from ._ops import OpName, register_op_hook
-
-__all__ += ["OpName", "register_op_hook"]
+__all__ += ["register_module_post_backward_hook", "HookContext", "context", "OpName", "register_op_hook"]

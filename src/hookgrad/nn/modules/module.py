@@ -163,21 +163,23 @@ def _set_hook_observer(callback: Optional[Callable]) -> Optional[Callable]:
 
 
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
-    """Call ``hook(*args)``, reporting the call to the hook observer when one is set."""
-    if _hook_context.ON[0]:
-        return _dispatch_in_context(None, kind, module, hook, *args)
-    return _observed_call(kind, module, hook, *args)
-
-
-def _observed_call(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
+    """Call ``hook(*args)``, reporting the call to the hook observer when one is set (which reads
+    ``args`` from this frame), and, while hookgrad.hooks is loaded, with the hook's context."""
+    pushed = _hook_context.ON[0] and _push_hook_context(kind, module)
     observer = _hook_observer
-    if observer is None:
+    if observer is None and not pushed:
         return hook(*args)
-    start = time.perf_counter()
     try:
-        return hook(*args)
+        if observer is None:
+            return hook(*args)
+        start = time.perf_counter()
+        try:
+            return hook(*args)
+        finally:
+            observer(kind, module, hook, start, time.perf_counter())
     finally:
-        observer(kind, module, hook, start, time.perf_counter())
+        if pushed:
+            _hook_context.ACTIVE.pop()
 
 
 # hookgrad.hooks.context(): the phase of each module hook kind
@@ -185,23 +187,34 @@ _HOOK_PHASES = {"forward_pre_hook": "forward", "forward_hook": "forward", "full_
                 "full_backward_hook": "backward", "backward_hook": "backward", "state_dict_pre_hook": "state_dict",
                 "state_dict_hook": "state_dict", "load_state_dict_pre_hook": "state_dict",
                 "load_state_dict_post_hook": "state_dict"}
+# the call index the next _dispatch reports (set by the backward hooks of a counted call)
+_next_call_index: list = [None]
 
 
-def _dispatch_for_this_call():
-    """A ``_dispatch`` for the backward hooks of the module call being counted now."""
-    return functools.partial(_dispatch_in_context, _hook_context.CALLS[-1][1])
-
-
-def _dispatch_in_context(call_index, kind, module, hook, *args):
-    """``_dispatch`` while hookgrad.hooks is loaded: the hook runs with its context (module hooks
-    of one call learn its ``call_index``: forward ones from the call being counted, backward ones
-    from the call that set them up)."""
+def _push_hook_context(kind, module) -> bool:
+    """Push the context of a module hook about to run: forward hooks learn their call's index from
+    the call being counted, backward hooks from the call that set them up."""
+    call_index = _next_call_index[0]
+    _next_call_index[0] = None
     if call_index is None and _hook_context.CALLS:
         running, index = _hook_context.CALLS[-1]
         if running is module:
             call_index = index
-    return _hook_context.run_hook(_HOOK_PHASES.get(kind, "registration"), kind, module, call_index,
-                                  _observed_call, kind, module, hook, *args)
+    _hook_context.ACTIVE.append(_hook_context.HookContext(
+        _HOOK_PHASES.get(kind, "registration"), _hook_context.current_pass_id(), module, call_index,
+        _hook_context.RECOMPUTING[0] > 0, kind))
+    return True
+
+
+def _dispatch_for_call(call_index, kind, module, hook, *args):
+    """``_dispatch`` for the backward hooks of call ``call_index`` of a module."""
+    _next_call_index[0] = call_index
+    return _dispatch(kind, module, hook, *args)
+
+
+def _dispatch_for_this_call():
+    """A ``_dispatch`` for the backward hooks of the module call being counted now."""
+    return functools.partial(_dispatch_for_call, _hook_context.CALLS[-1][1])
 
 
 # ---------------------------------------------------------------------------------------------
