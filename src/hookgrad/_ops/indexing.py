@@ -283,7 +283,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
             node = ScatterBackward1((edge(x),))
         node.dim, node.dim_arg = d, dim
         node.save(index)
-        record(node, result)
+        record(node, result, inputs=(x, src))
     return result
 
 
@@ -404,7 +404,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
         else:
             node = MaskedFillBackward0((edge(x),))
         node.save(mask)
-        record(node, result)
+        record(node, result, inputs=(x, value))
     return result
 
 

@@ -420,7 +420,7 @@ def einsum(equation, *operands) -> Tensor:
         node = EinsumBackward(tuple(edge(t) for t in operands))
         node.inputs_subs, node.out_subs, node.sizes = ins, out, sizes
         node.save(*operands)
-        record(node, result)
+        record(node, result, inputs=tuple(operands))
     return result
 
 

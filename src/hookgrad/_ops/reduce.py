@@ -158,7 +158,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
             node = MeanBackward1((edge(x),))
             node.in_shape, node.dims, node.keepdim, node.count = data.shape, dims, keepdim, count
             node.dim_arg = dim
-        record(node, result)
+        record(node, result, inputs=(x,))
     return result
 
 

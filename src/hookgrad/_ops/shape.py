@@ -51,7 +51,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
         node.dim, node.dim_arg = d, dim
         node.sizes = [t._data.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
         node.shapes = [t._data.shape for t in tensors]
-        record(node, result)
+        record(node, result, inputs=tuple(tensors))
     return result
 
 
@@ -83,7 +83,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if GRAD.enabled and any(t._requires_grad for t in tensors):
         node = StackBackward0(tuple(edge(t) for t in tensors))
         node.dim, node.dim_arg = d, dim
-        record(node, result)
+        record(node, result, inputs=tuple(tensors))
     return result
 
 
@@ -285,7 +285,7 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
     order = "C" if memory_format == "torch.contiguous_format" or 0 in data.strides else "K"
     result = wrap(np.array(data, copy=True, order=order))
     if GRAD.enabled and x._requires_grad:
-        record(CloneBackward0((edge(x),)), result)
+        record(CloneBackward0((edge(x),)), result, inputs=(x,))
     return result
 
 

@@ -59,7 +59,7 @@ def _unary(name, forward, backward, *, node, saves=("self",), **decl):
             result = wrap(forward(_float_data(x)))
         if GRAD.enabled and x._requires_grad:
             n = node_cls((edge(x),))
-            record(n, result)
+            record(n, result, inputs=(x,))
             if save_self and save_result:
                 n.save(x, output=result)
             elif save_result:

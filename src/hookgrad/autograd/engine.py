@@ -22,9 +22,9 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tensor
-from . import grad_mode
+from . import _hook_context, grad_mode
 from . import graph as _graph
-from .graph import _anomaly_state
+from .graph import _anomaly_state, _op_backward_hooks
 
 _task_stack: list = []
 
@@ -171,6 +171,14 @@ def _run_final_callbacks(task) -> None:
 
 
 def _call_lifecycle_hooks(registry, info) -> None:
+    if _hook_context.ON[0]:  # hookgrad.hooks.context() in them names the pass
+        _hook_context.ACTIVE.append(_hook_context.HookContext("backward", info.id, recompute=_hook_context.RECOMPUTING[0] > 0))
+        try:
+            for hook in tuple(registry.values()):
+                hook(info)
+        finally:
+            _hook_context.ACTIVE.pop()
+        return
     for hook in tuple(registry.values()):
         hook(info)
 
@@ -537,6 +545,8 @@ def _run_node(task, node, grads):
         outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks:
         outputs = _call_post_hooks(node, outputs, grads if had_post_hooks else ())
+    if _op_backward_hooks:
+        outputs = _graph._op_dispatch[1](node, outputs, grads)
     if not task.keep_graph:
         node.release_variables()
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:

@@ -22,12 +22,18 @@ node pre-hook           ``Node._pre_hooks``                  ``Node.register_pre
 node post-hook          ``Node._post_hooks``                 ``Node.register_hook``           ``_call_post_hooks``
 post-accumulate-grad    ``Tensor._post_accumulate_grad_      ``Tensor.register_post_          ``AccumulateGrad.apply``
 hook                    hooks``                              accumulate_grad_hook``
+module post-backward    ``_module_post_backward_hooks``      ``hookgrad.hooks.register_       ``AccumulateGrad.apply`` (after
+hook                    (this module)                        module_post_backward_hook``      the post-accumulate hooks)
+op backward hook        ``_op_backward_hooks`` (this         ``hookgrad.hooks.register_       ``_run_node`` (after the node
+                        module)                              op_hook``                        post-hooks)
 multi-grad hook         tensor hooks on each tensor          ``register_multi_grad_hook``     through the tensor hooks
                                                              (returns one handle for all)
 saved-tensor hooks      ``_saved_hooks_stack`` (a context,   ``saved_tensors_hooks``          ``SavedTensor`` (pack when saved,
                         not a registry)                                                       unpack in ``Node.saved``)
 ======================  ===================================  ===============================  ===================================
 
+Op forward hooks (``_op_forward_hooks``, this module) run where an op records its node
+(``_ops._declare.record_op``, ``_ops._base.record``, ``Function.apply``, ``_ops.views.apply_inplace``).
 Module backward hooks are built from these (identity nodes with a post-hook-like callback, and
 node post-hooks for the legacy kind): see ``hookgrad.nn.modules.module``.
 """
@@ -382,7 +388,23 @@ class AccumulateGrad(Node):
         hooks = var._post_accumulate_grad_hooks
         if hooks:
             _run_post_accumulate_hooks(var, hooks)
+        if _module_post_backward_hooks:
+            _after_accumulate[0](self)
         return ()
+
+
+# hookgrad.hooks' module post-backward hooks ({handle id: (module ref, fn)}) and what runs them,
+# set by hookgrad.hooks: told of every AccumulateGrad that ran, after its post-accumulate hooks
+_module_post_backward_hooks: OrderedDict = OrderedDict()
+_after_accumulate: list = [None]
+
+# hookgrad.hooks' op hooks: the registries ({handle id: hook}; empty: nothing runs) and their
+# dispatch, set by hookgrad.hooks: [op_recorded(node, inputs, outputs, name=None, inplace=False)
+# after an op recorded its node, op_ran(node, grad_inputs, grad_outputs) -> grad_inputs after the
+# engine ran one, how many recordings are hidden now (an in-place op's inner out-of-place op)]
+_op_forward_hooks: OrderedDict = OrderedDict()
+_op_backward_hooks: OrderedDict = OrderedDict()
+_op_dispatch: list = [None, None, 0]
 
 
 def _run_post_accumulate_hooks(var, hooks) -> None:

@@ -22,3 +22,9 @@ __all__ += ["HookRecord", "inventory", "remove"]
 from ._explain import ExplainReport, explain
 
 __all__ += ["ExplainReport", "explain"]
+
+from ._context import HookContext, context  # noqa: E402 - module post-backward hooks, context, op hooks
+from ._ops import OpName, register_op_hook  # noqa: E402
+from ._post_backward import register_module_post_backward_hook  # noqa: E402
+
+__all__ += ["register_module_post_backward_hook", "HookContext", "context", "OpName", "register_op_hook"]

@@ -25,6 +25,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..autograd import _hook_context
 from ..utils.hooks import RemovableHandle, note_registration
 from ._cpu_flags import check_not_capturable
 
@@ -192,7 +193,11 @@ def _with_step_hooks(step_fn):
         # live views, as torch iterates: a hook that adds or removes a step hook during step()
         # makes the next iteration raise RuntimeError ("OrderedDict mutated during iteration")
         for pre_hook in chain(_global_optimizer_pre_hooks.values(), self._optimizer_step_pre_hooks.values()):
-            result = pre_hook(self, args, kwargs)
+            if _hook_context.ON[0]:  # hookgrad.hooks.context() inside the hook
+                result = _hook_context.run_hook("optimizer_step", "optimizer_step_pre_hook", None, None, pre_hook,
+                                                self, args, kwargs)
+            else:
+                result = pre_hook(self, args, kwargs)
             if result is not None:
                 if isinstance(result, tuple) and len(result) == 2:
                     args, kwargs = result
@@ -201,7 +206,11 @@ def _with_step_hooks(step_fn):
                                        f"(new_args, new_kwargs), but got {result}.")
         out = step_fn(*args, **kwargs)
         for post_hook in chain(self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()):
-            post_hook(self, args, kwargs)
+            if _hook_context.ON[0]:
+                _hook_context.run_hook("optimizer_step", "optimizer_step_post_hook", None, None, post_hook,
+                                       self, args, kwargs)
+            else:
+                post_hook(self, args, kwargs)
         return out
 
     step.hooked = True

@@ -24,6 +24,8 @@ import contextlib
 import warnings
 import weakref
 
+from ..autograd._hook_context import RECOMPUTING as _RECOMPUTING  # what hookgrad.hooks.context() reports
+
 __all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop",
            "CheckpointPolicy", "CheckpointFunction", "check_backward_validity", "detach_variable",
            "set_checkpoint_debug_enabled"]
@@ -189,7 +191,11 @@ class _Frame:
             if self.rng_state is not None:
                 hg.set_rng_state(self.rng_state)
             with saved_tensors_hooks(collect, lambda index: produced[index]), hg.enable_grad():
-                self.fn(*args, **self.kwargs)
+                _RECOMPUTING[0] += 1
+                try:
+                    self.fn(*args, **self.kwargs)
+                finally:
+                    _RECOMPUTING[0] -= 1
         except _StopRecomputation:
             pass
         finally:
@@ -274,7 +280,11 @@ def _reentrant_function():
                 if saved_rng is not None:
                     hg.set_rng_state(ctx.fwd_rng_state)
                 with hg.enable_grad():
-                    outputs = ctx.run_function(*detached)
+                    _RECOMPUTING[0] += 1
+                    try:
+                        outputs = ctx.run_function(*detached)
+                    finally:
+                        _RECOMPUTING[0] -= 1
             finally:
                 if saved_rng is not None:
                     hg.set_rng_state(saved_rng)

@@ -30,6 +30,11 @@ the backward-hook set-up on the inputs, ``forward``, forward hooks, the backward
 the outputs, and on an error the always_call forward hooks. With no hook anywhere, ``__call__``
 is ``forward`` behind one test.
 
+While ``hookgrad.hooks`` is loaded (``autograd._hook_context.ON``), ``_dispatch`` runs each hook
+with its ``hookgrad.hooks.context()`` pushed, and ``_call_with_hooks`` counts the call (its
+``call_index``) first; the backward hooks of a counted call learn its index through the dispatch
+they are given. Nothing of this runs before.
+
 The semantics (order, argument and return-value rules, warnings and errors) are PyTorch 2.13's.
 """
 from __future__ import annotations
@@ -48,6 +53,7 @@ import hookgrad
 from hookgrad._tensor import Tensor
 from hookgrad.utils.hooks import RemovableHandle, note_registration
 
+from ...autograd import _hook_context
 from ..parameter import Buffer, Parameter
 from ._backward_hook import BackwardHook
 from ._live_backward_hook import LiveBackwardHook, check_live_registration, live_hook_ids, live_snapshot
@@ -165,15 +171,58 @@ _backward_hook_call_observers: list = []
 
 
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
-    """Call ``hook(*args)``, reporting the call to the hook observer when one is set."""
+    """Call ``hook(*args)``, reporting the call to the hook observer when one is set (which reads
+    ``args`` from this frame), and, while hookgrad.hooks is loaded, with the hook's context."""
+    pushed = _hook_context.ON[0] and _push_hook_context(kind, module)
     observer = _hook_observer
-    if observer is None:
+    if observer is None and not pushed:
         return hook(*args)
-    start = time.perf_counter()
     try:
-        return hook(*args)
+        if observer is None:
+            return hook(*args)
+        start = time.perf_counter()
+        try:
+            return hook(*args)
+        finally:
+            observer(kind, module, hook, start, time.perf_counter())
     finally:
-        observer(kind, module, hook, start, time.perf_counter())
+        if pushed:
+            _hook_context.ACTIVE.pop()
+
+
+# hookgrad.hooks.context(): the phase of each module hook kind
+_HOOK_PHASES = {"forward_pre_hook": "forward", "forward_hook": "forward", "full_backward_pre_hook": "backward",
+                "full_backward_hook": "backward", "backward_hook": "backward", "state_dict_pre_hook": "state_dict",
+                "state_dict_hook": "state_dict", "load_state_dict_pre_hook": "state_dict",
+                "load_state_dict_post_hook": "state_dict"}
+# the call index the next _dispatch reports (set by the backward hooks of a counted call)
+_next_call_index: list = [None]
+
+
+def _push_hook_context(kind, module) -> bool:
+    """Push the context of a module hook about to run: forward hooks learn their call's index from
+    the call being counted, backward hooks from the call that set them up."""
+    call_index = _next_call_index[0]
+    _next_call_index[0] = None
+    if call_index is None and _hook_context.CALLS:
+        running, index = _hook_context.CALLS[-1]
+        if running is module:
+            call_index = index
+    _hook_context.ACTIVE.append(_hook_context.HookContext(
+        _HOOK_PHASES.get(kind, "registration"), _hook_context.current_pass_id(), module, call_index,
+        _hook_context.RECOMPUTING[0] > 0, kind))
+    return True
+
+
+def _dispatch_for_call(call_index, kind, module, hook, *args):
+    """``_dispatch`` for the backward hooks of call ``call_index`` of a module."""
+    _next_call_index[0] = call_index
+    return _dispatch(kind, module, hook, *args)
+
+
+def _dispatch_for_this_call():
+    """A ``_dispatch`` for the backward hooks of the module call being counted now."""
+    return functools.partial(_dispatch_for_call, _hook_context.CALLS[-1][1])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -849,11 +898,13 @@ class Module:
             return forward_call(*args, **kwargs)
         return self._call_with_hooks(forward_call, args, kwargs)
 
-    def _call_with_hooks(self, forward_call, args, kwargs):
+    def _call_with_hooks(self, forward_call, args, kwargs, _counted=False):
         """The one call path when some hook exists: forward pre-hooks, the backward-hook set-up
         on the inputs, ``forward``, forward hooks, the backward-hook set-up on the outputs; on an
         error, the ``always_call`` forward hooks that have not run yet. Every registry is read
         when its step comes, so a hook registered by an earlier step (or by ``forward``) runs."""
+        if _hook_context.ON[0] and not _counted:  # hookgrad.hooks.context() needs the call's index
+            return _hook_context.counted_call(self, self._call_with_hooks, forward_call, args, kwargs)
         result = None
         called_always_called_hooks = ()  # becomes a set when forward hooks run
         try:
@@ -876,7 +927,7 @@ class Module:
                 args = bw_hook.setup_input_hook(args)
             elif full_backward_hooks or backward_pre_hooks:
                 bw_hook = BackwardHook(self, full_backward_hooks or [], backward_pre_hooks or [],
-                                       dispatch=_dispatch)
+                                       dispatch=_dispatch if not _counted else _dispatch_for_this_call())
                 args = bw_hook.setup_input_hook(args)
 
             result = forward_call(*args, **kwargs)

@@ -325,9 +325,9 @@ def _fused_layer(mode, hidden, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, time_
         node._num_outputs = 3 if c_t is not None else 2  # the engine sizes gradient buffers by this
         node.save(*inputs)
         if c_t is not None:
-            record(node, out, h_t, c_t)
+            record(node, out, h_t, c_t, inputs=inputs)
         else:
-            record(node, out, h_t)
+            record(node, out, h_t, inputs=inputs)
     return out, h_t, c_t
 
 
