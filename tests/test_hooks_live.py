@@ -601,4 +601,5 @@ def test_property_random_stacks_live_against_torch_default(layers, seed):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        assert_same(normalize(run(hookgrad)), normalize(run(torch)))
+        # float32 through squared stacks of scaled layers: sums in another order differ by a few ulps
+        assert_same(normalize(run(hookgrad)), normalize(run(torch)), rtol=1e-4, atol=1e-5)
