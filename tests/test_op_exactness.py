@@ -198,3 +198,15 @@ def test_var_mean_and_std_mean_are_one_node_and_reshape_copies_unsafely(T):
     y = x.t().reshape(-1)
     out += [y.grad_fn.name(), y._base is None, y.grad_fn.next_functions[0][0].name()]
     return out
+
+
+@differential
+def test_atan2_and_clamp_result_dtypes(T):
+    i, b = T.tensor([1, 2, -3]), T.tensor([True, False, True])
+    f = T.tensor([0.5, -2.0, 3.0])
+    out = [T.atan2(i, i), T.atan2(b, b), T.arctan2(i, f), T.atan2(f, f * 3), T.clamp(b, 0, 1), T.clamp_min(b, 0),
+           T.clamp(b, 0.5), T.clip(b, 0, 1), T.clamp(i, 0.5, 1), T.clamp(b, T.tensor(0), T.tensor(1)),
+           T.clamp(f, T.tensor(0.0, dtype=T.float64)), T.clamp(f.double(), 0, 1)]
+    out.append(catch(lambda: T.tensor([True, False]).clamp_(0, 1)))
+    out.append(catch(lambda: T.tensor([1, 2]).clamp_(0.5, 1.0)))
+    return [(o.dtype, o) if hasattr(o, "dtype") else o for o in out]

@@ -220,7 +220,8 @@ def checked(fn, name: str | None = None, via_method: str | None = None):
 def _wrapper(fn, torch_name, checks, plan, via_method):
     """The checking wrapper of ``fn``, written out for its own checks: this runs in front of every
     public call, so a call with positional arguments costs one ``isinstance`` per tensor argument
-    (a value that is not a Tensor goes on to the full rule). Keyword calls take the general loop."""
+    (a value that is not a Tensor goes on to the full rule); a call with keywords also looks its
+    checked parameters up by name, after torch's keyword forms are translated."""
 
     def check_all(args, kwargs):
         if kwargs and plan:
@@ -256,16 +257,29 @@ def _wrapper(fn, torch_name, checks, plan, via_method):
                   "        args, kwargs = check_all(args, kwargs)",
                   "        args, kwargs = cast_arguments(policy, args, kwargs)",
                   "        return fn(*args, **kwargs)"]
-    lines += ["    if kwargs:",
-             "        args, kwargs = check_all(args, kwargs)",
-             "        return fn(*args, **kwargs)",
-             "    n = len(args)"]
-    for i, (pos, _param, kind, torch_arg, torch_pos, none_ok) in enumerate(checks):
+    lines += ["    if kwargs:"]
+    if plan:
+        lines.append("        args, kwargs = plan_apply(args, kwargs)")
+        names["plan_apply"] = plan.apply
+    lines.append("        n = len(args)")
+    positional = ["    n = len(args)"]
+    for i, (pos, param, kind, torch_arg, torch_pos, none_ok) in enumerate(checks):
         if kind == SEQUENCE:
-            lines.append(f"    if n > {pos}: check_sequence(torch_name, args[{pos}], {torch_pos}, {torch_arg!r})")
-        else:
-            names[f"refuse{i}"] = make_refusal(kind, torch_arg, torch_pos, none_ok)
-            lines.append(f"    if n > {pos} and not isinstance(args[{pos}], Tensor): refuse{i}(args[{pos}])")
+            lines.append(f"        if n > {pos}: check_sequence(torch_name, args[{pos}], {torch_pos}, {torch_arg!r})")
+            if param is not None:
+                lines.append(f"        elif {param!r} in kwargs: check_sequence(torch_name, kwargs[{param!r}], "
+                             f"{torch_pos}, {torch_arg!r})")
+            positional.append(f"    if n > {pos}: check_sequence(torch_name, args[{pos}], {torch_pos}, {torch_arg!r})")
+            continue
+        names[f"refuse{i}"] = make_refusal(kind, torch_arg, torch_pos, none_ok)
+        lines.append(f"        if n > {pos}:")
+        lines.append(f"            if not isinstance(args[{pos}], Tensor): refuse{i}(args[{pos}])")
+        if param is not None:
+            lines.append(f"        elif {param!r} in kwargs and not isinstance(kwargs[{param!r}], Tensor): "
+                         f"refuse{i}(kwargs[{param!r}])")
+        positional.append(f"    if n > {pos} and not isinstance(args[{pos}], Tensor): refuse{i}(args[{pos}])")
+    lines.append("        return fn(*args, **kwargs)")
+    lines += positional
     lines.append("    return fn(*args)")
     # a file name inside the package that no file has: tracebacks show no stray source line
     exec(compile("\n".join(lines), f"{_PACKAGE_DIR}<checks of {torch_name}>", "exec"), names)

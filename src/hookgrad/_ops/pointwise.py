@@ -533,23 +533,23 @@ class ClampBackward0(Node):
 def clamp(x, min=None, max=None):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    # torch promotes across the input and the bounds: a bool or int tensor clamped by floats is a
+    # float result, a bool one clamped by ints an int64 one
+    dt = _dtype.result_type(x, *[bound for bound in (min, max) if bound is not None]).np
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = as_tensor_arg(min, x) if min is not None else None
         hi = as_tensor_arg(max, x) if max is not None else None
-        data = x._data
+        data = x._data.astype(dt, copy=False)
         if lo is not None:
-            data = np.maximum(data, lo._data.astype(data.dtype, copy=False))
+            data = np.maximum(data, lo._data.astype(dt, copy=False))
         if hi is not None:
-            data = np.minimum(data, hi._data.astype(data.dtype, copy=False))
-        result = wrap(np.asarray(data, dtype=x._data.dtype))
+            data = np.minimum(data, hi._data.astype(dt, copy=False))
+        result = wrap(np.asarray(data, dtype=dt))
         if GRAD.enabled and (x._requires_grad or (lo is not None and lo._requires_grad)
                              or (hi is not None and hi._requires_grad)):
             node = record_op(ClampBackward0, (x, lo, hi), result)
             node.save(x, lo, hi)
         return result
-    dt = x._data.dtype
-    if dt.kind in "iu" and (isinstance(min, float) or isinstance(max, float)):
-        dt = _dtype.get_default_dtype().np
     data = x._data.astype(dt, copy=False)
     with _err():
         out = np.clip(data, min, max) if min is None or max is None or min <= max else np.full_like(data, max)
@@ -734,7 +734,13 @@ class Atan2Backward0(Node):
 @op(aliases=("arctan2",), inplace=True)
 def atan2(a, b):
     a, b = as_tensor_arg(a), as_tensor_arg(b)
-    result = wrap(np.arctan2(a._data, b._data))
+    dt = _dtype.result_type(a, b)
+    if not dt.is_floating_point:  # integer and bool operands give the default float type, as in torch
+        dt = _dtype.get_default_dtype()
+    # computed in float64 and rounded once: NumPy's float32 arctan2 is off by an ulp where torch's is not
+    work = np.float64 if dt.np.itemsize < 8 else dt.np
+    with _err():
+        result = wrap(np.arctan2(a._data.astype(work, copy=False), b._data.astype(work, copy=False)).astype(dt.np))
     if _needs(a, b):
         node = record_op(Atan2Backward0, (a, b), result)
         node.save(b, a)
