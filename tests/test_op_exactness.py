@@ -210,3 +210,15 @@ def test_atan2_and_clamp_result_dtypes(T):
     out.append(catch(lambda: T.tensor([True, False]).clamp_(0, 1)))
     out.append(catch(lambda: T.tensor([1, 2]).clamp_(0.5, 1.0)))
     return [(o.dtype, o) if hasattr(o, "dtype") else o for o in out]
+
+
+@differential
+def test_clamp_backward_selects_gradients(T):
+    x = T.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+    lo, hi = T.tensor([0.0, 0.0, 0.0], requires_grad=True), T.tensor([1.0, 1.0, 1.0], requires_grad=True)
+    nan_grad = T.tensor([float("nan"), 1.0, float("inf")])
+    x.clamp(min=0, max=1).backward(nan_grad)
+    first = x.grad.clone()
+    x.grad = None
+    T.clamp(x, lo, hi).backward(nan_grad)
+    return first, x.grad, lo.grad, hi.grad

@@ -505,7 +505,8 @@ class ClampBackward1(Node):
         if self.hi is not None:
             m = x <= self.hi
             mask = m if mask is None else mask & m
-        return (grads[0] * mask,)
+        # selected, not multiplied: a NaN or inf gradient where x was clamped gives 0, as torch's where
+        return (grads[0].masked_fill(~mask, 0),)
 
 
 class ClampBackward0(Node):
@@ -520,12 +521,12 @@ class ClampBackward0(Node):
         hi_mask = (x <= hi) if hi is not None else None
         if self.next_functions[0][0] is not None:
             mask = lo_mask if hi_mask is None else hi_mask if lo_mask is None else lo_mask & hi_mask
-            gx = sum_to_shape(g * mask, x._data.shape)
+            gx = sum_to_shape(g.masked_fill(~mask, 0), x._data.shape)
         if lo is not None and self.next_functions[1][0] is not None:
             m = ~lo_mask if hi_mask is None else (~lo_mask) & (lo <= hi)
-            gl = sum_to_shape(g * m, lo._data.shape)
+            gl = sum_to_shape(g.masked_fill(~m, 0), lo._data.shape)
         if hi is not None and self.next_functions[2][0] is not None:
-            gh = sum_to_shape(g * (~hi_mask), hi._data.shape)
+            gh = sum_to_shape(g.masked_fill(hi_mask, 0), hi._data.shape)
         return gx, gl, gh
 
 
