@@ -894,3 +894,25 @@ def test_relu_double_backward_reaches_relus_output(T):
     names = [gx.grad_fn.name()]
     (gx * gx).sum().backward()
     return log, names, x.grad, w.grad
+
+
+@differential
+def test_relu_double_backward_saves_its_result_so_a_freed_graph_raises_there(T):
+    # fuzz seed 63839: a second pass through the freed double-backward graph raised before ReLU's
+    # hooks in torch, after them in hookgrad (whose node kept its mask outside the saved tensors)
+    lin = T.nn.Linear(3, 3).double()
+    with T.no_grad():
+        lin.weight.copy_(T.tensor([[0.8, -0.9, 0.1], [-0.7, -0.3, 0.5], [0.2, 0.4, -0.6]], dtype=T.float64))
+        lin.bias.copy_(T.tensor([0.3, 0.1, -0.2], dtype=T.float64))
+    x = T.tensor([[0.5, 1.0, -1.0], [2.0, -0.5, 0.25]], dtype=T.float64, requires_grad=True)
+    a0 = lin(x)
+    a1 = T.relu(a0)
+    log = []
+    T.autograd.graph.register_multi_grad_hook([a1], lambda grads: log.append(("multi", grads[0])))
+    roots = a1.split(1)
+    (g,) = T.autograd.grad(roots, [a0], [T.ones(1, 3, dtype=T.float64), 2 * T.ones(1, 3, dtype=T.float64)],
+                           create_graph=True)
+    for _ in range(2):
+        log.append(catch((g * g).sum().backward))
+    node = g.grad_fn
+    return log, node.name(), node._saved_threshold

@@ -415,18 +415,22 @@ def _masked(g, keep):
 
 class ThresholdBackwardBackward0(Node):
     """ReLU's backward, recorded under create_graph as torch records it: one node over the incoming
-    gradient and ReLU's result. The gradient's part is masked the same way; the result's part is
-    zero (materialized, as torch's), so the double backward reaches ReLU's output and its hooks."""
+    gradient and ReLU's result, which it saves (so a second pass through a freed graph raises here,
+    where torch's does). The gradient's part is masked the same way; the result's part is zero
+    (materialized, as torch's), so the double backward reaches ReLU's output and its hooks."""
 
-    __slots__ = ("keep", "result_shape", "dtype")
+    __slots__ = ()
+    saved_names = ("self",)
+    saved_values = {"threshold": lambda n: 0}
 
     def apply(self, grads):
+        (r,) = self.saved()
         gg = grads[0]
         g_part = r_part = None
         if self.next_functions[0][0] is not None and gg is not None:
-            g_part = gg * self.keep
+            g_part = gg.masked_fill(~(r > 0), 0)
         if self.next_functions[1][0] is not None:
-            r_part = wrap(np.zeros(self.result_shape, dtype=self.dtype))
+            r_part = wrap(np.zeros(r._data.shape, dtype=gg._data.dtype if gg is not None else r._data.dtype))
         return g_part, r_part
 
 
@@ -437,7 +441,7 @@ def _relu_backward(g, r):
     out = wrap(_masked(gd, keep) if exact else gd * keep)
     if GRAD.enabled and (g._requires_grad or r._requires_grad):  # create_graph
         node = record_op(ThresholdBackwardBackward0, (g, r), out)
-        node.keep, node.result_shape, node.dtype = wrap(keep), rd.shape, out._data.dtype
+        node.save(r)
     return out
 
 
