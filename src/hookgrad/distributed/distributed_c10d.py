@@ -25,6 +25,7 @@ import enum
 import os
 import pickle
 import sys
+import time
 import traceback
 import zlib
 from datetime import timedelta
@@ -409,6 +410,9 @@ def launched_by_mpi() -> bool:
     return size.isdigit() and int(size) > 1
 
 
+_ABORT_GRACE_S = 0.5
+
+
 def abort_job(reason: str, code: int = 1) -> None:
     """End every rank of the MPI job (MPI is initialized first if this rank has not done so yet,
     which is what the other ranks may be waiting for)."""
@@ -418,6 +422,9 @@ def abort_job(reason: str, code: int = 1) -> None:
         sys.stderr.write(f"[rank{rank}]: {reason}: aborting all {size} ranks of the MPI job\n")
         sys.stderr.flush()
         sys.stdout.flush()
+        # mpiexec forwards each rank's output asynchronously: on a busy machine an immediate abort
+        # could end the launcher before this rank's traceback reached the terminal
+        time.sleep(_ABORT_GRACE_S)
         MPI.COMM_WORLD.Abort(code)
 
 
