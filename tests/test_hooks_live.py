@@ -583,7 +583,7 @@ def test_property_random_stacks_live_against_torch_default(layers, seed):
                          "pair": Pair}[kind]())
             if kind == "pair":
                 mods.append(Merge())
-        return _init(T, T.nn.Sequential(*mods), seed)
+        return _init(T, T.nn.Sequential(*mods), seed).double()
 
     def run(T):
         net = build(T)
@@ -595,11 +595,12 @@ def test_property_random_stacks_live_against_torch_default(layers, seed):
             _, hook, scale = next(hooked)
             if hook:
                 _hook_all(T, [(type(module).__name__, module)], log, _live(T), scale)
-        x = _randn(T, 2, 3, requires_grad=True, seed=seed)
+        x = _randn(T, 2, 3, seed=seed).double().requires_grad_()
         (net(x) ** 2).sum().backward()
         return log, x.grad, _grads(net.parameters())
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # float32 through squared stacks of scaled layers: sums in another order differ by a few ulps
-        assert_same(normalize(run(hookgrad)), normalize(run(torch)), rtol=1e-4, atol=1e-5)
+        # float64: deep random stacks with scaled gradients cancel enough to amplify float32's
+        # summation-order differences past any fixed tolerance
+        assert_same(normalize(run(hookgrad)), normalize(run(torch)), rtol=1e-9, atol=1e-10)
