@@ -22,18 +22,10 @@ from ...autograd.graph import Node
 __all__ = ["BackwardHook"]
 
 
-class BackwardHookFunctionBackward(Node):
-    """The identity node that wraps a hooked module's inputs or outputs.
-
-    It behaves as torch's ``BackwardHookFunction`` (a custom Function): each output is a view of its
-    input that refuses in-place ops when it requires grad; inputs that need no grad come out
-    non-differentiable; missing gradients reach the hooks as zeros (materialized). The module's
-    hook logic runs at the end of ``apply`` (``on_backward``), where torch runs it as the node's
-    first post-hook, so user hooks registered on the node still run before (pre-hooks) or after
-    (post-hooks) it. It is a plain Node with a bound method rather than a Function with a
-    registered closure because a hooked call makes two of them on every forward: this halves the
-    cost of full backward hooks.
-    """
+class _HookIdentityNode(Node):
+    """An identity node that hands its gradients to ``on_backward(materialized, received)``: missing
+    ones as zeros (from ``metas``, the shape and dtype of each), and as received (None). What
+    ``on_backward`` returns, when not None, replaces the gradients it passes on."""
 
     __slots__ = ("_num_outputs", "metas", "on_backward")
     runs_without_grads = True
@@ -53,6 +45,22 @@ class BackwardHookFunctionBackward(Node):
         outs = tuple(outs)
         replaced = self.on_backward(outs, grads)
         return outs if replaced is None else replaced
+
+
+class BackwardHookFunctionBackward(_HookIdentityNode):
+    """The identity node that wraps a hooked module's inputs or outputs.
+
+    It behaves as torch's ``BackwardHookFunction`` (a custom Function): each output is a view of its
+    input that refuses in-place ops when it requires grad; inputs that need no grad come out
+    non-differentiable; missing gradients reach the hooks as zeros (materialized). The module's
+    hook logic runs at the end of ``apply`` (``on_backward``), where torch runs it as the node's
+    first post-hook, so user hooks registered on the node still run before (pre-hooks) or after
+    (post-hooks) it. It is a plain Node with a bound method rather than a Function with a
+    registered closure because a hooked call makes two of them on every forward: this halves the
+    cost of full backward hooks.
+    """
+
+    __slots__ = ()
 
 
 def _identity_view(t, node, output_nr):
