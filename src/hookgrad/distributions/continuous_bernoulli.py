@@ -11,7 +11,7 @@ import hookgrad
 from hookgrad.nn.functional import binary_cross_entropy_with_logits
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _check_probs_or_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -25,8 +25,7 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        _check_probs_or_logits(probs, logits)
         given = probs if probs is not None else logits
         (param,) = broadcast_all(given)
         if probs is not None:
@@ -41,9 +40,8 @@ class ContinuousBernoulli(ExponentialFamily):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(ContinuousBernoulli, batch_shape, _instance, ("probs", "logits"))
+        new = self._expanded_probs_or_logits(ContinuousBernoulli, batch_shape, _instance)
         new._lims = self._lims
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
         return new
 
     def _new(self, *args, **kwargs):

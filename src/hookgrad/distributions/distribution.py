@@ -162,6 +162,12 @@ class Distribution:
         new._validate_args = self._validate_args
         return new
 
+    def _expanded_probs_or_logits(self, cls, batch_shape, _instance, other_names=(), param_event_dims=0):
+        """``_expanded`` for a distribution given ``probs`` or ``logits`` and keeping it as ``_param``."""
+        new = self._expanded(cls, batch_shape, _instance, other_names + ("probs", "logits"), param_event_dims)
+        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
+        return new
+
     def _get_checked_instance(self, cls, _instance=None):
         if _instance is None and type(self).__init__ != cls.__init__:
             raise NotImplementedError(f"Subclass {self.__class__.__name__} of {cls.__name__} that defines a custom "
