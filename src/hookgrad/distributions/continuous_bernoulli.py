@@ -5,13 +5,12 @@ expansions, and the closed forms are evaluated at a stand-in probability there."
 from __future__ import annotations
 
 import math
-import numbers
 
 import hookgrad
 from hookgrad.nn.functional import binary_cross_entropy_with_logits
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import _check_probs_or_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _batch_shape_of, _check_probs_or_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -36,8 +35,7 @@ class ContinuousBernoulli(ExponentialFamily):
             self.logits = param
         self._param = param
         self._lims = lims
-        super().__init__(hookgrad.Size() if isinstance(given, numbers.Number) else param.size(),
-                         validate_args=validate_args)
+        super().__init__(_batch_shape_of((given,), param), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expanded_probs_or_logits(ContinuousBernoulli, batch_shape, _instance)

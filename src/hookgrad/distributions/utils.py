@@ -79,6 +79,12 @@ class _lazy_property_and_property(lazy_property, property):
 
 
 
+def _batch_shape_of(given, broadcast):
+    """The batch shape that parameters imply: none when every ``given`` value is a plain number, else
+    the shape of ``broadcast``, a parameter after ``broadcast_all``."""
+    return hookgrad.Size() if all(isinstance(v, numbers.Number) for v in given) else broadcast.size()
+
+
 def _check_probs_or_logits(probs, logits):
     if (probs is None) == (logits is None):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
@@ -91,7 +97,7 @@ def _set_probs_or_logits(dist, probs, logits):
     given = probs if probs is not None else logits
     (param,) = broadcast_all(given)
     setattr(dist, "probs" if probs is not None else "logits", param)
-    return param, hookgrad.Size() if isinstance(given, numbers.Number) else param.size()
+    return param, _batch_shape_of((given,), param)
 
 
 def _set_count_and_probs_or_logits(dist, total_count, probs, logits):
