@@ -157,6 +157,11 @@ class Distribution:
                 value = self.__dict__[name]
                 tail = tuple(value.shape[value.dim() - param_event_dims:]) if param_event_dims else ()
                 setattr(new, name, value.expand(tuple(batch_shape) + tail))
+        return self._finish_expanded(new, batch_shape, event_shape)
+
+    def _finish_expanded(self, new, batch_shape, event_shape=None):
+        """Ends an ``expand``: gives ``new`` its shapes (this one's event shape unless told) and this
+        one's validation setting, without validating the expanded parameters again."""
         Distribution.__init__(new, batch_shape, self._event_shape if event_shape is None else event_shape,
                               validate_args=False)
         new._validate_args = self._validate_args

@@ -89,9 +89,7 @@ class Wishart(ExponentialFamily):
                 setattr(new, name, self.__dict__[name].expand(cov_shape))
         new._event_shape = self._event_shape
         new._dist_chi2 = new._bartlett_chi2(new.df, batch_shape)
-        ExponentialFamily.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._finish_expanded(new, batch_shape)
 
     def _matrix_shape(self):
         return tuple(self._batch_shape + self._event_shape)
