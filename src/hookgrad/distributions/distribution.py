@@ -159,6 +159,13 @@ class Distribution:
                 setattr(new, name, value.expand(tuple(batch_shape) + tail))
         return self._finish_expanded(new, batch_shape, event_shape)
 
+    def _expand_held_onto(self, new, names, shape):
+        """Sets on ``new`` each of ``names`` that this instance holds (given, or computed lazily
+        already), expanded to ``shape``."""
+        for name in names:
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(shape))
+
     def _finish_expanded(self, new, batch_shape, event_shape=None):
         """Ends an ``expand``: gives ``new`` its shapes (this one's event shape unless told) and this
         one's validation setting, without validating the expanded parameters again."""

@@ -69,9 +69,7 @@ class MultivariateNormal(Distribution):
         matrix_shape = tuple(batch_shape + self.event_shape + self.event_shape)
         new.loc = self.loc.expand(tuple(batch_shape + self.event_shape))
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(matrix_shape))
+        self._expand_held_onto(new, ("covariance_matrix", "scale_tril", "precision_matrix"), matrix_shape)
         return self._finish_expanded(new, batch_shape)
 
     def _matrix_shape(self):
