@@ -22,7 +22,8 @@ import unittest
 
 import numpy as np
 
-from .._comparison import _Failure, _Unsupported, _comparison, _compare_tensors, _tensor_cls, _tolerances
+from .._comparison import (_Failure, _Unsupported, _comparison, _compare_none, _compare_tensors, _tensor_cls,
+                           _tolerances)
 
 _FLOAT_FOR_NUMBER = {int: "int64", float: "float32", complex: "complex64"}
 
@@ -139,16 +140,6 @@ def _compare_with_unittest(type_name: str, accepted):
                 raise _Failure(AssertionError, f"{type_name} comparison failed: {error}", path) from None
         return compare
     return kind
-
-
-def _compare_none(actual, expected, path, options):
-    if not (actual is None or expected is None):
-        raise _Unsupported
-
-    def compare():
-        if not (actual is None and expected is None):
-            raise _Failure(AssertionError, f"None mismatch: {actual} is not {expected}", path)
-    return compare
 
 
 _KINDS = (
