@@ -128,20 +128,7 @@ class BackwardHook:
             # (e.g. double backward): there is no grad_output to report.
             return None
         original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
-        setters = None
-        for user_hook in self.user_hooks:
-            out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
-                                self.grad_outputs)
-            if out is None:
-                continue
-            if len(out) != len(res):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(out)}, but expected {len(res)} (module "
-                                   f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
-            if setters is None:
-                setters = [None] * len(res)
-            _note_setters(setters, res, out, user_hook)
-            res = out
+        res, setters = _run_full_backward_hooks(self.dispatch, self.module, self.user_hooks, res, self.grad_outputs)
         self.grad_outputs = None
         if setters is None:  # no hook returned anything: the node passes its gradients on
             return None
@@ -245,6 +232,26 @@ class BackwardHook:
 
 def _hook_name(hook) -> str:
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook)
+
+
+def _run_full_backward_hooks(dispatch, module, hooks, grad_input, grad_output):
+    """Calls each full backward hook with the grad_input the hooks before it left (a returned tuple
+    replaces it); returns the last grad_input and, per position, the hook that last replaced it
+    (None when no hook returned anything)."""
+    setters = None
+    for hook in hooks:
+        out = dispatch("full_backward_hook", module, hook, module, grad_input, grad_output)
+        if out is None:
+            continue
+        if len(out) != len(grad_input):
+            raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                               f"got {len(out)}, but expected {len(grad_input)} (module "
+                               f"{type(module).__name__}, hook {_hook_name(hook)})")
+        if setters is None:
+            setters = [None] * len(grad_input)
+        _note_setters(setters, grad_input, out, hook)
+        grad_input = out
+    return grad_input, setters
 
 
 def _note_setters(setters, old, new, hook) -> None:

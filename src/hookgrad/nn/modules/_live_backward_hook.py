@@ -28,7 +28,8 @@ from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd import graph as _graph
 from ...autograd.engine import warn_at_caller
-from ._backward_hook import _HookIdentityNode, _check_replacements, _hook_name, _identity_view, _note_setters
+from ._backward_hook import (_HookIdentityNode, _check_replacements, _hook_name, _identity_view, _note_setters,
+                             _run_full_backward_hooks)
 
 __all__ = ["LiveBackwardHook", "check_live_registration", "live_hook_ids", "live_snapshot"]
 
@@ -313,19 +314,7 @@ class LiveBackwardHook:
             return None  # reached without passing through the outputs (e.g. double backward)
         module = self.module
         original = res = self._pack(self.input_tensors_index, grad_input, self.n_inputs)
-        setters = None
-        for hook in self.full_hooks():
-            out = self.dispatch("full_backward_hook", module, hook, module, res, self.grad_outputs)
-            if out is None:
-                continue
-            if len(out) != len(res):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(out)}, but expected {len(res)} (module "
-                                   f"{type(module).__name__}, hook {_hook_name(hook)})")
-            if setters is None:
-                setters = [None] * len(res)
-            _note_setters(setters, res, out, hook)
-            res = out
+        res, setters = _run_full_backward_hooks(self.dispatch, module, self.full_hooks(), res, self.grad_outputs)
         self.grad_outputs = None
         if setters is None:
             return None
