@@ -545,19 +545,7 @@ class _WorkFuture(Future):
         return super().wait()
 
     def then(self, callback):
-        chained = _WorkFuture(self.wait)
-
-        def run(fut):
-            try:
-                result = callback(fut)
-            except Exception as exc:  # noqa: BLE001 - travels to the chained future, as torch wraps it
-                chained.set_exception(RuntimeError(f"Got the following error when running the callback: "
-                                                   f"{type(exc).__name__}: {exc}"))
-            else:
-                chained.set_result(result)
-
-        self.add_done_callback(run)
-        return chained
+        return self._chain(callback, _WorkFuture(self.wait))
 
 
 def _completed(work: Work, async_op: bool):
