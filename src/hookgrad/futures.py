@@ -69,8 +69,11 @@ class Future(Generic[T]):
         callback(self)
 
     def then(self, callback: Callable[["Future[T]"], S]) -> "Future[S]":
-        chained: Future = Future()
+        return self._chain(callback, Future())
 
+    def _chain(self, callback, chained: "Future") -> "Future":
+        """Completes ``chained`` with what ``callback`` returns once this future is done (its error,
+        wrapped as torch wraps it, when it raises)."""
         def run(fut):
             try:
                 result = callback(fut)

@@ -235,3 +235,15 @@ def backward_results(node_cls, inputs: tuple, outputs: tuple) -> tuple:
             record_op(node_cls, inputs, out).keep_shapes(*inputs)
         fixed.append(out)
     return tuple(fixed)
+
+
+def inplace_function(name):
+    """Declares ``torch.<name>(input, ...)``, the function form of the in-place method ``Tensor.<name>``."""
+    def fn(input, *args, **kwargs):
+        if not isinstance(input, Tensor):
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}(input, ...): ``input.{name}(...)``."
+    fn.__module__ = sys._getframe(1).f_globals["__name__"]  # the declaring module lists it in __all__
+    return op(name, method=False)(fn)

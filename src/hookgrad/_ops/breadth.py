@@ -10,24 +10,12 @@ import warnings
 import numpy as np
 
 from .. import _dtype
-from .._tensor import Tensor, wrap
+from .._tensor import wrap
 from ._base import GRAD
-from ._declare import ZeroGradNode, module_all, node_class, op, record_op
+from ._declare import ZeroGradNode, inplace_function, module_all, node_class, op, record_op
 from . import creation, linalg, pointwise
 from .creation import _rng
 from .inplace import _random_fill
-
-
-# ---- torch.X_: in-place function forms of Tensor.X_ ---------------------------------------------
-def _inplace_function(name):
-    def fn(input, *args, **kwargs):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-        return getattr(input, name)(*args, **kwargs)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.{name}(input, ...): ``input.{name}(...)``."
-    fn.__module__ = __name__
-    return op(name, method=False)(fn)
 
 
 @op(method=False)
@@ -40,8 +28,9 @@ def unfold_copy(input, dimension, size, step):
     return input.unfold(dimension, size, step).clone()
 
 
+# torch.X_: in-place function forms of Tensor.X_
 for _name in ("erf_", "erfc_", "i0_", "sinc_", "logit_", "xlogy_", "addmv_"):
-    _inplace_function(_name)
+    inplace_function(_name)
 
 
 # ---- window functions -----------------------------------------------------------------------------

@@ -16,29 +16,19 @@ from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node, _op_dispatch, _op_forward_hooks
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
-from ._declare import module_all, op, record_op, unary
+from ._declare import inplace_function, module_all, op, record_op, unary
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
 
 # ---- torch.X_: the in-place function forms of Tensor.X_ ------------------------------------------
-def _inplace_function(name):
-    def fn(input, *args, **kwargs):
-        if not isinstance(input, Tensor):
-            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
-        return getattr(input, name)(*args, **kwargs)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"torch.{name}(input, ...): ``input.{name}(...)``."
-    return op(name, method=False)(fn)
-
-
 for _name in ("abs_", "acos_", "arccos_", "asin_", "arcsin_", "atan_", "arctan_", "acosh_", "arccosh_", "asinh_",
               "arcsinh_", "atanh_", "arctanh_", "ceil_", "clamp_", "clamp_max_", "clamp_min_", "clip_", "cos_",
               "cosh_", "deg2rad_", "rad2deg_", "exp_", "exp2_", "expm1_", "fix_", "floor_", "frac_", "gcd_", "lcm_",
               "ldexp_", "log_", "log10_", "log1p_", "log2_", "nan_to_num_", "neg_", "negative_", "reciprocal_",
               "relu_", "round_", "rsqrt_", "sigmoid_", "sin_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
               "trunc_", "index_put_", "as_strided_", "zero_", "fill_", "resize_as_", "conj_physical_"):
-    _inplace_function(_name)
+    inplace_function(_name)
 
 
 @op(method=False)

@@ -552,19 +552,7 @@ class _WorkFuture(Future):
         return super().wait()
 
     def then(self, callback):
-        chained = _WorkFuture(self.wait)
-
-        def run(fut):
-            try:
-                result = callback(fut)
-            except Exception as exc:  # noqa: BLE001 - travels to the chained future, as torch wraps it
-                chained.set_exception(RuntimeError(f"Got the following error when running the callback: "
-                                                   f"{type(exc).__name__}: {exc}"))
-            else:
-                chained.set_result(result)
-
-        self.add_done_callback(run)
-        return chained
+        return self._chain(callback, _WorkFuture(self.wait))
 
 
 def _completed(work: Work, async_op: bool):
@@ -626,6 +614,18 @@ def _writable_flat(tensor):
     if data.flags["C_CONTIGUOUS"] and data.flags["WRITEABLE"]:
         return data.reshape(-1)
     return None
+
+
+def _writable_flat_or_empty(tensor) -> np.ndarray:
+    """A flat array for MPI to write the tensor's new values into: its own memory when possible, else a
+    fresh one that ``_store`` copies back."""
+    own = _writable_flat(tensor)
+    return own if own is not None else np.empty(tensor.numel(), dtype=tensor._data.dtype)
+
+
+def _mpi_buffer(array: np.ndarray) -> list:
+    """The buffer argument mpi4py takes: the array with its MPI datatype."""
+    return [array, _mpi_type(array.dtype)]
 
 
 def _store(tensor, flat: np.ndarray) -> None:
@@ -798,7 +798,7 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
     own = _writable_flat(tensor)
     flat = own if own is not None else _flat_copy(tensor).copy()
     view = _transport_view(flat)
-    request = pg._comm.Ibcast([view, _mpi_type(view.dtype)], root=root)
+    request = pg._comm.Ibcast(_mpi_buffer(view), root=root)
     is_root = pg.rank() == root
     work = Work([request], None if is_root else (lambda: _store(tensor, flat)), [tensor], keep=flat)
     return _completed(work, async_op)
@@ -818,7 +818,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     _check_matching(pg, "ALLGATHER", tensor)
     send = _transport_view(_flat_copy(tensor))
     recv = np.empty((pg.size(), send.size), dtype=send.dtype)
-    request = pg._comm.Iallgather([send, _mpi_type(send.dtype)], [recv, _mpi_type(send.dtype)])
+    request = pg._comm.Iallgather(_mpi_buffer(send), _mpi_buffer(recv))
 
     def scatter_into_list():
         for out, row in zip(tensor_list, recv):
@@ -840,10 +840,9 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
                          f"{output_tensor.dtype} for input {list(input_tensor.shape)} {input_tensor.dtype}")
     _check_matching(pg, "_ALLGATHER_BASE", input_tensor)
     send = _transport_view(_flat_copy(input_tensor))
-    own = _writable_flat(output_tensor)
-    out_flat = own if own is not None else np.empty(output_tensor.numel(), dtype=output_tensor._data.dtype)
+    out_flat = _writable_flat_or_empty(output_tensor)
     recv = _transport_view(out_flat)
-    request = pg._comm.Iallgather([send, _mpi_type(send.dtype)], [recv, _mpi_type(recv.dtype)])
+    request = pg._comm.Iallgather(_mpi_buffer(send), _mpi_buffer(recv))
     work = Work([request], lambda: _store(output_tensor, out_flat), [output_tensor], keep=(send, recv))
     return _completed(work, async_op)
 
@@ -1090,7 +1089,7 @@ def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None):
         return None
     peer = _peer(pg, dst, group_dst, "dst")
     send = _transport_view(_flat_copy(tensor))
-    return Work([pg._comm.Isend([send, _mpi_type(send.dtype)], peer, tag)], None, [tensor], keep=send)
+    return Work([pg._comm.Isend(_mpi_buffer(send), peer, tag)], None, [tensor], keep=send)
 
 
 def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None):
@@ -1100,10 +1099,9 @@ def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None):
         return None
     MPI = _load_mpi()
     peer = MPI.ANY_SOURCE if src is None and group_src is None else _peer(pg, src, group_src, "src")
-    own = _writable_flat(tensor)
-    flat = own if own is not None else np.empty(tensor.numel(), dtype=tensor._data.dtype)
+    flat = _writable_flat_or_empty(tensor)
     view = _transport_view(flat)
-    work = Work([pg._comm.Irecv([view, _mpi_type(view.dtype)], peer, tag)], lambda: _store(tensor, flat),
+    work = Work([pg._comm.Irecv(_mpi_buffer(view), peer, tag)], lambda: _store(tensor, flat),
                 [tensor], keep=flat)
     return work
 
@@ -1232,7 +1230,7 @@ def _start_allreduce_sum(flat: np.ndarray, group=None):
     """Start an unchecked in-place SUM all-reduce of a flat float array; returns the MPI request.
     (DDP's buckets are checked once, at construction, instead of on every call.)"""
     pg = _group(group)
-    return pg._comm.Iallreduce(_load_mpi().IN_PLACE, [flat, _mpi_type(flat.dtype)], _load_mpi().SUM)
+    return pg._comm.Iallreduce(_load_mpi().IN_PLACE, _mpi_buffer(flat), _load_mpi().SUM)
 
 
 def _progress(requests) -> bool:

@@ -1,13 +1,11 @@
 """The Bernoulli distribution over {0, 1}."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from hookgrad.nn.functional import binary_cross_entropy_with_logits
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _binary_logits_and_probs, _set_probs_or_logits, broadcast_all
 
 __all__ = ["Bernoulli"]
 
@@ -19,22 +17,11 @@ class Bernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        given = probs if probs is not None else logits
-        (param,) = broadcast_all(given)
-        if probs is not None:
-            self.probs = param
-        else:
-            self.logits = param
-        self._param = param
-        shape = hookgrad.Size() if isinstance(given, numbers.Number) else param.size()
+        self._param, shape = _set_probs_or_logits(self, probs, logits)
         super().__init__(shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(Bernoulli, batch_shape, _instance, ("probs", "logits"))
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
-        return new
+        return self._expanded_probs_or_logits(Bernoulli, batch_shape, _instance)
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
@@ -52,13 +39,7 @@ class Bernoulli(ExponentialFamily):
     def variance(self):
         return self.probs * (1 - self.probs)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+    logits, probs = _binary_logits_and_probs()
 
     @property
     def param_shape(self):

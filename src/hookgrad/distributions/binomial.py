@@ -5,7 +5,7 @@ import hookgrad
 from . import constraints
 from ._sampling import binomial
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _binary_logits_and_probs, _set_count_and_probs_or_logits
 
 __all__ = ["Binomial"]
 
@@ -21,21 +21,11 @@ class Binomial(Distribution):
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
+        self._param = _set_count_and_probs_or_logits(self, total_count, probs, logits)
         super().__init__(self._param.size(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(Binomial, batch_shape, _instance, ("total_count", "probs", "logits"))
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
-        return new
+        return self._expanded_probs_or_logits(Binomial, batch_shape, _instance, ("total_count",))
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
@@ -56,13 +46,7 @@ class Binomial(Distribution):
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+    logits, probs = _binary_logits_and_probs()
 
     @property
     def param_shape(self):

@@ -6,7 +6,7 @@ import math
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import lazy_property, logits_to_probs, probs_to_logits
+from .utils import _check_probs_or_logits, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
@@ -19,8 +19,7 @@ class Categorical(Distribution):
     has_enumerate_support = True
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        _check_probs_or_logits(probs, logits)
         if probs is not None:
             if probs.dim() < 1:
                 raise ValueError("`probs` parameter must be at least one-dimensional.")
@@ -35,8 +34,7 @@ class Categorical(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(Categorical, batch_shape, _instance, ("probs", "logits"), param_event_dims=1)
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
+        new = self._expanded_probs_or_logits(Categorical, batch_shape, _instance, param_event_dims=1)
         new._num_events = self._num_events
         return new
 

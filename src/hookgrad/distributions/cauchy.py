@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["Cauchy"]
 
@@ -19,8 +18,7 @@ class Cauchy(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        super().__init__(hookgrad.Size() if scalar else self.loc.size(), validate_args=validate_args)
+        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Cauchy, batch_shape, _instance, ("loc", "scale"))

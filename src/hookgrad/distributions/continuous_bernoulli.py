@@ -5,13 +5,12 @@ expansions, and the closed forms are evaluated at a stand-in probability there."
 from __future__ import annotations
 
 import math
-import numbers
 
 import hookgrad
 from hookgrad.nn.functional import binary_cross_entropy_with_logits
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _batch_shape_of, _check_probs_or_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["ContinuousBernoulli"]
 
@@ -25,8 +24,7 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+        _check_probs_or_logits(probs, logits)
         given = probs if probs is not None else logits
         (param,) = broadcast_all(given)
         if probs is not None:
@@ -37,13 +35,11 @@ class ContinuousBernoulli(ExponentialFamily):
             self.logits = param
         self._param = param
         self._lims = lims
-        super().__init__(hookgrad.Size() if isinstance(given, numbers.Number) else param.size(),
-                         validate_args=validate_args)
+        super().__init__(_batch_shape_of((given,), param), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(ContinuousBernoulli, batch_shape, _instance, ("probs", "logits"))
+        new = self._expanded_probs_or_logits(ContinuousBernoulli, batch_shape, _instance)
         new._lims = self._lims
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
         return new
 
     def _new(self, *args, **kwargs):

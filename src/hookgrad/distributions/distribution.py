@@ -157,9 +157,27 @@ class Distribution:
                 value = self.__dict__[name]
                 tail = tuple(value.shape[value.dim() - param_event_dims:]) if param_event_dims else ()
                 setattr(new, name, value.expand(tuple(batch_shape) + tail))
+        return self._finish_expanded(new, batch_shape, event_shape)
+
+    def _expand_held_onto(self, new, names, shape):
+        """Sets on ``new`` each of ``names`` that this instance holds (given, or computed lazily
+        already), expanded to ``shape``."""
+        for name in names:
+            if name in self.__dict__:
+                setattr(new, name, self.__dict__[name].expand(shape))
+
+    def _finish_expanded(self, new, batch_shape, event_shape=None):
+        """Ends an ``expand``: gives ``new`` its shapes (this one's event shape unless told) and this
+        one's validation setting, without validating the expanded parameters again."""
         Distribution.__init__(new, batch_shape, self._event_shape if event_shape is None else event_shape,
                               validate_args=False)
         new._validate_args = self._validate_args
+        return new
+
+    def _expanded_probs_or_logits(self, cls, batch_shape, _instance, other_names=(), param_event_dims=0):
+        """``_expanded`` for a distribution given ``probs`` or ``logits`` and keeping it as ``_param``."""
+        new = self._expanded(cls, batch_shape, _instance, other_names + ("probs", "logits"), param_event_dims)
+        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
         return new
 
     def _get_checked_instance(self, cls, _instance=None):

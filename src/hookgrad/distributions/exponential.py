@@ -1,12 +1,10 @@
 """The exponential distribution with a rate parameter."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from . import constraints
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["Exponential"]
 
@@ -19,8 +17,7 @@ class Exponential(ExponentialFamily):
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
-        shape = hookgrad.Size() if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(shape, validate_args=validate_args)
+        super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Exponential, batch_shape, _instance, ("rate",))

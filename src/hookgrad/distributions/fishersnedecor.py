@@ -2,14 +2,13 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import hookgrad
 from . import constraints
 from ._where import fill, safe
 from .distribution import Distribution
 from .gamma import Gamma
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["FisherSnedecor"]
 
@@ -23,8 +22,7 @@ class FisherSnedecor(Distribution):
         self.df1, self.df2 = broadcast_all(df1, df2)
         self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
         self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
-        scalar = isinstance(df1, numbers.Number) and isinstance(df2, numbers.Number)
-        super().__init__(hookgrad.Size() if scalar else self.df1.size(), validate_args=validate_args)
+        super().__init__(_batch_shape_of((df1, df2), self.df1), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         new = self._expanded(FisherSnedecor, batch_shape, _instance, ("df1", "df2"))

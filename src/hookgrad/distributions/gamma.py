@@ -1,13 +1,11 @@
 """The gamma distribution (shape ``concentration``, inverse scale ``rate``)."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from . import constraints
 from ._sampling import standard_gamma
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["Gamma"]
 
@@ -20,8 +18,7 @@ class Gamma(ExponentialFamily):
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
-        scalar = isinstance(concentration, numbers.Number) and isinstance(rate, numbers.Number)
-        super().__init__(hookgrad.Size() if scalar else self.concentration.size(), validate_args=validate_args)
+        super().__init__(_batch_shape_of((concentration, rate), self.concentration), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Gamma, batch_shape, _instance, ("concentration", "rate"))

@@ -2,13 +2,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import hookgrad
 from . import constraints
 from ._where import fill, safe
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["GeneralizedPareto"]
 
@@ -19,8 +18,7 @@ class GeneralizedPareto(Distribution):
 
     def __init__(self, loc, scale, concentration, validate_args=None):
         self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
-        scalar = all(isinstance(v, numbers.Number) for v in (loc, scale, concentration))
-        super().__init__(hookgrad.Size() if scalar else self.loc.size(), validate_args=validate_args)
+        super().__init__(_batch_shape_of((loc, scale, concentration), self.loc), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(GeneralizedPareto, batch_shape, _instance, ("loc", "scale", "concentration"))

@@ -1,13 +1,11 @@
 """The geometric distribution: failures before the first success."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from hookgrad.nn.functional import binary_cross_entropy_with_logits
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _binary_logits_and_probs, _set_probs_or_logits, broadcast_all
 
 __all__ = ["Geometric"]
 
@@ -17,16 +15,8 @@ class Geometric(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        given = probs if probs is not None else logits
-        (param,) = broadcast_all(given)
-        if probs is not None:
-            self.probs = param
-        else:
-            self.logits = param
-        super().__init__(hookgrad.Size() if isinstance(given, numbers.Number) else param.size(),
-                         validate_args=validate_args)
+        _, shape = _set_probs_or_logits(self, probs, logits)
+        super().__init__(shape, validate_args=validate_args)
         if self._validate_args and probs is not None:
             positive = self.probs > 0
             if not bool(positive.all()):
@@ -50,13 +40,7 @@ class Geometric(Distribution):
     def variance(self):
         return (1.0 / self.probs - 1.0) / self.probs
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+    logits, probs = _binary_logits_and_probs()
 
     def sample(self, sample_shape=hookgrad.Size()):
         tiny = hookgrad.finfo(self.probs.dtype).tiny

@@ -4,55 +4,26 @@ from __future__ import annotations
 import math
 
 import hookgrad
-from . import constraints
+from ._half import _HalfDistribution
 from .cauchy import Cauchy
-from .transformed_distribution import TransformedDistribution
-from .transforms import AbsTransform
 
 __all__ = ["HalfCauchy"]
 
 
-class HalfCauchy(TransformedDistribution):
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        super().__init__(Cauchy(0, scale, validate_args=False), AbsTransform(), validate_args=validate_args)
+class HalfCauchy(_HalfDistribution):
+    _symmetric_family = Cauchy
 
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape, _instance=self._get_checked_instance(HalfCauchy, _instance))
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
 
     @property
     def mean(self):
         return hookgrad.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype)
 
     @property
-    def mode(self):
-        return hookgrad.zeros_like(self.scale)
-
-    @property
     def variance(self):
         return self.base_dist.variance
 
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        value = hookgrad.as_tensor(value, dtype=self.base_dist.scale.dtype)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return hookgrad.where(value >= 0, log_prob, hookgrad.full_like(log_prob, -math.inf))
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+    def _value_tensor(self, value):
+        # log_prob takes a plain number here (in the scale's dtype), as torch's HalfCauchy does
+        return hookgrad.as_tensor(value, dtype=self.base_dist.scale.dtype)

@@ -510,14 +510,14 @@ def _kl_gamma_normal(p, q):
     return t1 + (c - 1) * c.digamma() + (t2 - t3 + t4) / var_normal
 
 
-@register_kl(Gumbel, Beta)
-@register_kl(Gumbel, ContinuousBernoulli)
-@register_kl(Gumbel, Exponential)
-@register_kl(Gumbel, Gamma)
-@register_kl(Gumbel, Pareto)
-@register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p, q):
+def _kl_real_line_infinity(p, q):
+    """p (on the whole real line) puts mass where q (on a half-line or an interval) has none."""
     return _infinite_like(p.loc)
+
+
+for _real_line_type in (Gumbel, Laplace, Normal):
+    for _narrower_type in (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform):
+        register_kl(_real_line_type, _narrower_type)(_kl_real_line_infinity)
 
 
 @register_kl(Gumbel, Normal)
@@ -529,16 +529,6 @@ def _kl_gumbel_normal(p, q):
     return -t1 + t2 + t3 - (_euler_gamma + 1)
 
 
-@register_kl(Laplace, Beta)
-@register_kl(Laplace, ContinuousBernoulli)
-@register_kl(Laplace, Exponential)
-@register_kl(Laplace, Gamma)
-@register_kl(Laplace, Pareto)
-@register_kl(Laplace, Uniform)
-def _kl_laplace_infinity(p, q):
-    return _infinite_like(p.loc)
-
-
 @register_kl(Laplace, Normal)
 def _kl_laplace_normal(p, q):
     var_normal = q.scale.pow(2)
@@ -548,16 +538,6 @@ def _kl_laplace_normal(p, q):
     t3 = p.loc * q.loc
     t4 = 0.5 * q.loc.pow(2)
     return -t1 + ratio + (t2 - t3 + t4) / var_normal - 1
-
-
-@register_kl(Normal, Beta)
-@register_kl(Normal, ContinuousBernoulli)
-@register_kl(Normal, Exponential)
-@register_kl(Normal, Gamma)
-@register_kl(Normal, Pareto)
-@register_kl(Normal, Uniform)
-def _kl_normal_infinity(p, q):
-    return _infinite_like(p.loc)
 
 
 @register_kl(Normal, Gumbel)

@@ -1,12 +1,10 @@
 """The Laplace (double exponential) distribution."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["Laplace"]
 
@@ -18,8 +16,7 @@ class Laplace(Distribution):
 
     def __init__(self, loc, scale, validate_args=None):
         self.loc, self.scale = broadcast_all(loc, scale)
-        scalar = isinstance(loc, numbers.Number) and isinstance(scale, numbers.Number)
-        super().__init__(hookgrad.Size() if scalar else self.loc.size(), validate_args=validate_args)
+        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Laplace, batch_shape, _instance, ("loc", "scale"))

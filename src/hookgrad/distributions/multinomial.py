@@ -31,9 +31,7 @@ class Multinomial(Distribution):
         new.total_count = self.total_count
         new._categorical = self._categorical.expand(batch_shape)
         new._binomial = self._binomial.expand(batch_shape + self.event_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._finish_expanded(new, batch_shape)
 
     def _new(self, *args, **kwargs):
         return self._categorical._new(*args, **kwargs)

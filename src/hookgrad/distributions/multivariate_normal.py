@@ -69,12 +69,8 @@ class MultivariateNormal(Distribution):
         matrix_shape = tuple(batch_shape + self.event_shape + self.event_shape)
         new.loc = self.loc.expand(tuple(batch_shape + self.event_shape))
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(matrix_shape))
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        self._expand_held_onto(new, ("covariance_matrix", "scale_tril", "precision_matrix"), matrix_shape)
+        return self._finish_expanded(new, batch_shape)
 
     def _matrix_shape(self):
         return tuple(self._batch_shape + self._event_shape + self._event_shape)

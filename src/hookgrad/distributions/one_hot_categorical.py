@@ -24,9 +24,7 @@ class OneHotCategorical(Distribution):
         new = self._get_checked_instance(OneHotCategorical, _instance)
         batch_shape = hookgrad.Size(batch_shape)
         new._categorical = self._categorical.expand(batch_shape)
-        Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._finish_expanded(new, batch_shape)
 
     def _new(self, *args, **kwargs):
         return self._categorical._new(*args, **kwargs)

@@ -1,13 +1,11 @@
 """The Poisson distribution with a rate parameter."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from . import constraints
 from ._sampling import poisson
 from .exp_family import ExponentialFamily
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["Poisson"]
 
@@ -18,8 +16,7 @@ class Poisson(ExponentialFamily):
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
-        shape = hookgrad.Size() if isinstance(rate, numbers.Number) else self.rate.size()
-        super().__init__(shape, validate_args=validate_args)
+        super().__init__(_batch_shape_of((rate,), self.rate), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded(Poisson, batch_shape, _instance, ("rate",))

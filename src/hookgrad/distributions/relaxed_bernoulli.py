@@ -2,14 +2,12 @@
 stand-in for Bernoulli draws, with reparameterized samples."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _binary_logits_and_probs, _set_probs_or_logits, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -22,34 +20,18 @@ class LogitRelaxedBernoulli(Distribution):
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        given = probs if probs is not None else logits
-        (param,) = broadcast_all(given)
-        if probs is not None:
-            self.probs = param
-        else:
-            self.logits = param
-        self._param = param
-        super().__init__(hookgrad.Size() if isinstance(given, numbers.Number) else param.size(),
-                         validate_args=validate_args)
+        self._param, shape = _set_probs_or_logits(self, probs, logits)
+        super().__init__(shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._expanded(LogitRelaxedBernoulli, batch_shape, _instance, ("probs", "logits"))
+        new = self._expanded_probs_or_logits(LogitRelaxedBernoulli, batch_shape, _instance)
         new.temperature = self.temperature
-        new._param = new.__dict__["logits" if "logits" in self.__dict__ else "probs"]
         return new
 
     def _new(self, *args, **kwargs):
         return self._param.new(*args, **kwargs)
 
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
+    logits, probs = _binary_logits_and_probs()
 
     @property
     def param_shape(self):

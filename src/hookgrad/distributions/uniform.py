@@ -1,12 +1,10 @@
 """The continuous uniform distribution on the half-open interval [low, high)."""
 from __future__ import annotations
 
-import numbers
-
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import broadcast_all
+from .utils import _batch_shape_of, broadcast_all
 
 __all__ = ["Uniform"]
 
@@ -16,8 +14,7 @@ class Uniform(Distribution):
 
     def __init__(self, low, high, validate_args=None):
         self.low, self.high = broadcast_all(low, high)
-        scalar = isinstance(low, numbers.Number) and isinstance(high, numbers.Number)
-        super().__init__(hookgrad.Size() if scalar else self.low.size(), validate_args=validate_args)
+        super().__init__(_batch_shape_of((low, high), self.low), validate_args=validate_args)
 
     @property
     def arg_constraints(self):

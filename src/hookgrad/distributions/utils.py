@@ -78,6 +78,50 @@ class _lazy_property_and_property(lazy_property, property):
         property.__init__(self, wrapped)
 
 
+
+def _batch_shape_of(given, broadcast):
+    """The batch shape that parameters imply: none when every ``given`` value is a plain number, else
+    the shape of ``broadcast``, a parameter after ``broadcast_all``."""
+    return hookgrad.Size() if all(isinstance(v, numbers.Number) for v in given) else broadcast.size()
+
+
+def _check_probs_or_logits(probs, logits):
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+
+
+def _set_probs_or_logits(dist, probs, logits):
+    """Stores whichever of ``probs`` and ``logits`` is given (exactly one must be), as a tensor, under its
+    own name on ``dist``; returns that tensor and the batch shape it implies (none for a number)."""
+    _check_probs_or_logits(probs, logits)
+    given = probs if probs is not None else logits
+    (param,) = broadcast_all(given)
+    setattr(dist, "probs" if probs is not None else "logits", param)
+    return param, _batch_shape_of((given,), param)
+
+
+def _set_count_and_probs_or_logits(dist, total_count, probs, logits):
+    """As ``_set_probs_or_logits``, with ``total_count`` broadcast alongside and given the parameter's
+    dtype; returns the parameter."""
+    _check_probs_or_logits(probs, logits)
+    total_count, param = broadcast_all(total_count, probs if probs is not None else logits)
+    dist.total_count = total_count.type_as(param)
+    setattr(dist, "probs" if probs is not None else "logits", param)
+    return param
+
+
+def _binary_logits_and_probs():
+    """Lazy ``logits`` and ``probs`` properties for a two-outcome distribution given one of them: each
+    is derived from the other (log-odds and sigmoid) on first access."""
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    return lazy_property(logits), lazy_property(probs)
+
+
 def _tril_mask(n, diag):
     rows = hookgrad.arange(n)
     return rows < rows.view(-1, 1) + (diag + 1)

@@ -84,14 +84,10 @@ class Wishart(ExponentialFamily):
         new._unbroadcasted_scale_tril = self._unbroadcasted_scale_tril.expand(cov_shape)
         new.df = self.df.expand(tuple(batch_shape))
         new._batch_dims = [-(x + 1) for x in range(len(batch_shape))]
-        for name in ("covariance_matrix", "scale_tril", "precision_matrix"):
-            if name in self.__dict__:
-                setattr(new, name, self.__dict__[name].expand(cov_shape))
+        self._expand_held_onto(new, ("covariance_matrix", "scale_tril", "precision_matrix"), cov_shape)
         new._event_shape = self._event_shape
         new._dist_chi2 = new._bartlett_chi2(new.df, batch_shape)
-        ExponentialFamily.__init__(new, batch_shape, self.event_shape, validate_args=False)
-        new._validate_args = self._validate_args
-        return new
+        return self._finish_expanded(new, batch_shape)
 
     def _matrix_shape(self):
         return tuple(self._batch_shape + self._event_shape)

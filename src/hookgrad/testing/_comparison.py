@@ -271,8 +271,9 @@ def _leaf_pairs(actual, expected, path):
     return [(actual, expected, path)]
 
 
-def _comparison(actual, expected, path, options):
-    for kind in _KINDS:
+def _comparison(actual, expected, path, options, kinds=_KINDS):
+    """The comparison of the first of ``kinds`` that handles the pair."""
+    for kind in kinds:
         try:
             return kind(actual, expected, path, options)
         except _Unsupported:

@@ -670,11 +670,8 @@ def _recurrent_kind(module) -> str:
     raise TypeError(f"PerSampleGradients: not a recurrent layer: {type(module).__name__}")
 
 
-def _recurrent(tool, module, call):
-    """RNN, LSTM and GRU (any layers, directions, proj_size): the recurrence recomputed on the whole
-    batch from the recorded input and initial state, autograd for the gradient of each step's
-    ``x @ W_ih^T + b_ih`` and ``h @ W_hh^T + b_hh`` given the output gradients, and the linear rule
-    per sample, summed over steps."""
+def _batched_sequence_input(module, call):
+    """The recurrent layer's input tensor; a PackedSequence or an unbatched input is refused."""
     x = _input(call)
     if not is_tensor(x):
         raise NotImplementedError(f"PerSampleGradients: {type(module).__name__} with a PackedSequence input is "
@@ -682,6 +679,15 @@ def _recurrent(tool, module, call):
     if x.dim() == 2:
         raise ValueError(f"PerSampleGradients: {type(module).__name__} got an unbatched input of shape "
                          f"{tuple(x.shape)}; per-sample gradients need batched input")
+    return x
+
+
+def _recurrent(tool, module, call):
+    """RNN, LSTM and GRU (any layers, directions, proj_size): the recurrence recomputed on the whole
+    batch from the recorded input and initial state, autograd for the gradient of each step's
+    ``x @ W_ih^T + b_ih`` and ``h @ W_hh^T + b_hh`` given the output gradients, and the linear rule
+    per sample, summed over steps."""
+    x = _batched_sequence_input(module, call)
     T, F = _framework(x), _functional(x)
     kind = _recurrent_kind(module)
     x = x if module.batch_first else x.transpose(0, 1)                 # (batch, time, features)
@@ -841,13 +847,7 @@ def _layout(tool: PerSampleGradients, module: Any, call: _Call) -> tuple[dict, l
     n_out = len(call.grads)
     if rule == "rnn":
         seq = 0 if module.batch_first else 1
-        x = _input(call)
-        if not is_tensor(x):
-            raise NotImplementedError(f"PerSampleGradients: {type(module).__name__} with a PackedSequence input "
-                                      "is not supported; pad the sequences and pass a tensor")
-        if x.dim() == 2:
-            raise ValueError(f"PerSampleGradients: {type(module).__name__} got an unbatched input of shape "
-                             f"{tuple(x.shape)}; per-sample gradients need batched input")
+        _batched_sequence_input(module, call)
         return {0: seq, 1: 1, "hx": 1}, [seq] + [1] * (n_out - 1)
     if rule == "attention":
         seq = 1 if getattr(module, "batch_first", False) is False else 0

@@ -22,18 +22,10 @@ from ...autograd.graph import Node
 __all__ = ["BackwardHook"]
 
 
-class BackwardHookFunctionBackward(Node):
-    """The identity node that wraps a hooked module's inputs or outputs.
-
-    It behaves as torch's ``BackwardHookFunction`` (a custom Function): each output is a view of its
-    input that refuses in-place ops when it requires grad; inputs that need no grad come out
-    non-differentiable; missing gradients reach the hooks as zeros (materialized). The module's
-    hook logic runs at the end of ``apply`` (``on_backward``), where torch runs it as the node's
-    first post-hook, so user hooks registered on the node still run before (pre-hooks) or after
-    (post-hooks) it. It is a plain Node with a bound method rather than a Function with a
-    registered closure because a hooked call makes two of them on every forward: this halves the
-    cost of full backward hooks.
-    """
+class _HookIdentityNode(Node):
+    """An identity node that hands its gradients to ``on_backward(materialized, received)``: missing
+    ones as zeros (from ``metas``, the shape and dtype of each), and as received (None). What
+    ``on_backward`` returns, when not None, replaces the gradients it passes on."""
 
     __slots__ = ("_num_outputs", "metas", "on_backward")
     runs_without_grads = True
@@ -53,6 +45,22 @@ class BackwardHookFunctionBackward(Node):
         outs = tuple(outs)
         replaced = self.on_backward(outs, grads)
         return outs if replaced is None else replaced
+
+
+class BackwardHookFunctionBackward(_HookIdentityNode):
+    """The identity node that wraps a hooked module's inputs or outputs.
+
+    It behaves as torch's ``BackwardHookFunction`` (a custom Function): each output is a view of its
+    input that refuses in-place ops when it requires grad; inputs that need no grad come out
+    non-differentiable; missing gradients reach the hooks as zeros (materialized). The module's
+    hook logic runs at the end of ``apply`` (``on_backward``), where torch runs it as the node's
+    first post-hook, so user hooks registered on the node still run before (pre-hooks) or after
+    (post-hooks) it. It is a plain Node with a bound method rather than a Function with a
+    registered closure because a hooked call makes two of them on every forward: this halves the
+    cost of full backward hooks.
+    """
+
+    __slots__ = ()
 
 
 def _identity_view(t, node, output_nr):
@@ -120,20 +128,7 @@ class BackwardHook:
             # (e.g. double backward): there is no grad_output to report.
             return None
         original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
-        setters = None
-        for user_hook in self.user_hooks:
-            out = self.dispatch("full_backward_hook", self.module, user_hook, self.module, res,
-                                self.grad_outputs)
-            if out is None:
-                continue
-            if len(out) != len(res):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(out)}, but expected {len(res)} (module "
-                                   f"{type(self.module).__name__}, hook {_hook_name(user_hook)})")
-            if setters is None:
-                setters = [None] * len(res)
-            _note_setters(setters, res, out, user_hook)
-            res = out
+        res, setters = _run_full_backward_hooks(self.dispatch, self.module, self.user_hooks, res, self.grad_outputs)
         self.grad_outputs = None
         if setters is None:  # no hook returned anything: the node passes its gradients on
             return None
@@ -237,6 +232,26 @@ class BackwardHook:
 
 def _hook_name(hook) -> str:
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook)
+
+
+def _run_full_backward_hooks(dispatch, module, hooks, grad_input, grad_output):
+    """Calls each full backward hook with the grad_input the hooks before it left (a returned tuple
+    replaces it); returns the last grad_input and, per position, the hook that last replaced it
+    (None when no hook returned anything)."""
+    setters = None
+    for hook in hooks:
+        out = dispatch("full_backward_hook", module, hook, module, grad_input, grad_output)
+        if out is None:
+            continue
+        if len(out) != len(grad_input):
+            raise RuntimeError("Backward hook returned an invalid number of grad_input, "
+                               f"got {len(out)}, but expected {len(grad_input)} (module "
+                               f"{type(module).__name__}, hook {_hook_name(hook)})")
+        if setters is None:
+            setters = [None] * len(grad_input)
+        _note_setters(setters, grad_input, out, hook)
+        grad_input = out
+    return grad_input, setters
 
 
 def _note_setters(setters, old, new, hook) -> None:

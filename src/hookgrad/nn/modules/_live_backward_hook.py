@@ -23,15 +23,13 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
-import numpy as np
-
 from ..._ops._base import edge
-from ..._tensor import Tensor, wrap
+from ..._tensor import Tensor
 from ...autograd import grad_mode
 from ...autograd import graph as _graph
-from ...autograd.graph import Node
 from ...autograd.engine import warn_at_caller
-from ._backward_hook import _check_replacements, _hook_name, _identity_view, _note_setters
+from ._backward_hook import (_HookIdentityNode, _check_replacements, _hook_name, _identity_view, _note_setters,
+                             _run_full_backward_hooks)
 
 __all__ = ["LiveBackwardHook", "check_live_registration", "live_hook_ids", "live_snapshot"]
 
@@ -109,29 +107,11 @@ def _current_hooks(snapshot_items, registries):
     return hooks
 
 
-class _LiveHookNode(Node):
-    """An identity node that hands its gradients to ``on_backward(materialized, received)``:
-    missing ones as zeros, and as received (None), as torch's hook function node does for its
-    post-hooks and pre-hooks."""
+class _LiveHookNode(_HookIdentityNode):
+    """The identity node of a live backward hook: missing gradients reach ``on_backward`` as zeros
+    and as received (None), as torch's hook function node does for its post-hooks and pre-hooks."""
 
-    __slots__ = ("_num_outputs", "metas", "on_backward")
-    runs_without_grads = True
-
-    def __init__(self, edges, metas, on_backward):
-        Node.__init__(self, edges)
-        self._num_outputs = len(edges)
-        self.metas = metas
-        self.on_backward = on_backward
-
-    def apply(self, grads):
-        outs = list(grads)
-        for i, g in enumerate(outs):
-            if g is None:
-                shape, dtype = self.metas[i]
-                outs[i] = wrap(np.zeros(shape, dtype=dtype))
-        outs = tuple(outs)
-        replaced = self.on_backward(outs, grads)
-        return outs if replaced is None else replaced
+    __slots__ = ()
 
 
 class LiveHookInputBackward(_LiveHookNode):
@@ -334,19 +314,7 @@ class LiveBackwardHook:
             return None  # reached without passing through the outputs (e.g. double backward)
         module = self.module
         original = res = self._pack(self.input_tensors_index, grad_input, self.n_inputs)
-        setters = None
-        for hook in self.full_hooks():
-            out = self.dispatch("full_backward_hook", module, hook, module, res, self.grad_outputs)
-            if out is None:
-                continue
-            if len(out) != len(res):
-                raise RuntimeError("Backward hook returned an invalid number of grad_input, "
-                                   f"got {len(out)}, but expected {len(res)} (module "
-                                   f"{type(module).__name__}, hook {_hook_name(hook)})")
-            if setters is None:
-                setters = [None] * len(res)
-            _note_setters(setters, res, out, hook)
-            res = out
+        res, setters = _run_full_backward_hooks(self.dispatch, module, self.full_hooks(), res, self.grad_outputs)
         self.grad_outputs = None
         if setters is None:
             return None

@@ -22,14 +22,10 @@ import unittest
 
 import numpy as np
 
-from .._comparison import _Failure, _Unsupported, _compare_tensors, _tolerances, _torch_words
+from .._comparison import (_Failure, _Unsupported, _comparison, _compare_none, _compare_tensors, _tensor_cls,
+                           _tolerances)
 
 _FLOAT_FOR_NUMBER = {int: "int64", float: "float32", complex: "complex64"}
-
-
-def _tensor_cls():
-    from ..._tensor import Tensor
-    return Tensor
 
 
 def _is_tensor_like(value) -> bool:
@@ -146,16 +142,6 @@ def _compare_with_unittest(type_name: str, accepted):
     return kind
 
 
-def _compare_none(actual, expected, path, options):
-    if not (actual is None or expected is None):
-        raise _Unsupported
-
-    def compare():
-        if not (actual is None and expected is None):
-            raise _Failure(AssertionError, f"None mismatch: {actual} is not {expected}", path)
-    return compare
-
-
 _KINDS = (
     _compare_none,
     _compare_boolean,
@@ -206,16 +192,6 @@ def _leaves(actual, expected, path, sequences, mappings):
     return [(actual, expected, path)]
 
 
-def _comparison(actual, expected, path, options):
-    for kind in _KINDS:
-        try:
-            return kind(actual, expected, path, options)
-        except _Unsupported:
-            continue
-    raise _Failure(TypeError, "No comparison pair was able to handle inputs of type "
-                              f"{_torch_words(type(actual))} and {_torch_words(type(expected))}.", path)
-
-
 def check_equal(actual, expected, msg=None, *, atol=None, rtol=None, equal_nan=True, exact_dtype=True,
                 exact_device=False, exact_stride=False, atol_floor=0.0, rtol_floor=0.0, long_message=True):
     """Raise (AssertionError on a mismatch; ValueError/TypeError for inputs that cannot be compared)
@@ -238,7 +214,7 @@ def check_equal(actual, expected, msg=None, *, atol=None, rtol=None, equal_nan=T
                    atol_floor=atol_floor, rtol_floor=rtol_floor)
     sequences, mappings = _container_types()
     try:
-        comparisons = [_comparison(a, e, path, options)
+        comparisons = [_comparison(a, e, path, options, _KINDS)
                        for a, e, path in _leaves(actual, expected, (), sequences, mappings)]
     except _Failure as failure:  # inputs that cannot be compared: the message is not the caller's to change
         raise failure.to_error() from None
