@@ -850,3 +850,29 @@ def test_always_call_hooks_after_a_forward_hook_error_see_the_replaced_result(T)
     finally:
         h1.remove()
     return error, [(what, out / plain) for what, out in log]
+
+
+@differential
+def test_always_call_hooks_after_a_pre_hook_error_see_the_args_earlier_pre_hooks_left(T):
+    # fuzz seed 78533: a global pre-hook scaled the input, a local pre-hook then raised; the
+    # always_call forward hook must see the scaled input, as torch's error path gives it
+    lin = T.nn.Linear(3, 3)
+    seen = []
+
+    class Failed(Exception):
+        pass
+
+    def failing(module, args):
+        raise Failed("pre-hook failed")
+
+    lin.register_forward_pre_hook(failing)
+    lin.register_forward_hook(lambda m, args, out: seen.append(args[0].clone()), always_call=True)
+    handles = [T.nn.modules.module.register_module_forward_pre_hook(lambda m, args: (args[0] * 2,)),
+               T.nn.modules.module.register_module_forward_pre_hook(lambda m, args: (args[0] + 1,))]
+    try:
+        x = T.tensor([[1.0, -2.0, 0.5]])
+        outcome = catch(lin, x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return type(outcome).__name__, seen

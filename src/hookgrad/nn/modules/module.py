@@ -907,6 +907,7 @@ class Module:
             return _hook_context.counted_call(self, self._call_with_hooks, forward_call, args, kwargs)
         result = None
         called_always_called_hooks = ()  # becomes a set when forward hooks run
+        pre_hook_progress = None  # while pre-hooks run: the args/kwargs as they have left them so far
         try:
             # The backward hook lists are taken before any forward hook runs.
             full_backward_hooks = non_full_backward_hooks = backward_pre_hooks = None
@@ -919,7 +920,9 @@ class Module:
                 live = live_snapshot(self)
 
             if _global_forward_pre_hooks or self._forward_pre_hooks:
-                args, kwargs = self._run_forward_pre_hooks(args, kwargs)
+                pre_hook_progress = [args, kwargs]
+                args, kwargs = self._run_forward_pre_hooks(args, kwargs, pre_hook_progress)
+                pre_hook_progress = None
 
             bw_hook = None
             if live is not None:
@@ -950,13 +953,16 @@ class Module:
                 self._install_legacy_backward_hooks(non_full_backward_hooks, args, result)
             return result
         except Exception:
+            if pre_hook_progress is not None:
+                args, kwargs = pre_hook_progress  # as torch's: the args as the earlier pre-hooks left them
             if called_always_called_hooks != ():
                 result = latest[0]  # as torch's: the result as the forward hooks before the error left it
             self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
             raise
 
-    def _run_forward_pre_hooks(self, args, kwargs):
-        """Global, then local forward pre-hooks; each may replace the args (and kwargs)."""
+    def _run_forward_pre_hooks(self, args, kwargs, progress=None):
+        """Global, then local forward pre-hooks; each may replace the args (and kwargs), which are
+        kept in ``progress`` as they go, for the error path."""
         with_kwargs_ids = self._forward_pre_hooks_with_kwargs
         for hook_id, hook in (*_global_forward_pre_hooks.items(), *self._forward_pre_hooks.items()):
             if hook_id in with_kwargs_ids:
@@ -971,6 +977,8 @@ class Module:
                 new = _dispatch("forward_pre_hook", self, hook, self, args)
                 if new is not None:
                     args = new if isinstance(new, tuple) else (new,)
+            if progress is not None:
+                progress[0], progress[1] = args, kwargs
         return args, kwargs
 
     def _run_forward_hooks(self, args, kwargs, result, called_always_called_hooks, latest=None):
