@@ -222,3 +222,13 @@ def test_clamp_backward_selects_gradients(T):
     x.grad = None
     T.clamp(x, lo, hi).backward(nan_grad)
     return first, x.grad, lo.grad, hi.grad
+
+
+@differential
+def test_integer_pow_with_negative_tensor_exponents_and_bool_negation(T):
+    base = T.tensor([2, 3, 1, -1, -1, 0])
+    exponent = T.tensor([-1, 2, -3, -3, -2, -1])
+    return [base ** exponent, T.pow(base, exponent), 2 ** T.tensor([-1, 3]), base.pow(exponent),
+            T.tensor([2.0, 3.0]) ** T.tensor([-1, 2]), catch(lambda: base ** -1),
+            catch(lambda: -T.tensor([True, False])), catch(lambda: T.tensor([True]).neg_()),
+            catch(lambda: T.neg(T.tensor([True]))), -T.tensor([1, -2])]

@@ -305,12 +305,25 @@ class PowBackward2(Node):
         return (grads[0] * result * log_base,)
 
 
+def _power(base, exponent, dt):
+    """``base ** exponent`` in dtype ``dt``. Integer tensors raised to negative integer tensors follow
+    torch's integer rule (1 stays 1, -1 alternates, anything else gives 0), where NumPy raises."""
+    base, exponent = data_of(base, dt), data_of(exponent, dt)
+    if dt.kind in "iu" and np.any(np.asarray(exponent) < 0):
+        negative = np.asarray(exponent) < 0
+        out = np.power(base, np.where(negative, 0, exponent))
+        odd = np.asarray(exponent) % 2 != 0
+        at_negative = np.where(base == 1, 1, np.where(base == -1, np.where(odd, -1, 1), 0))
+        return np.where(negative, at_negative, out).astype(dt)
+    return np.power(base, exponent)
+
+
 @op(inplace=True)
 def pow(a, b):
     if is_number(a) and isinstance(b, Tensor):
         dt = result_np_dtype(b, a)
         with _err():
-            result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
+            result = _finish(_power(a, b, dt), dt)
         if GRAD.enabled and b._requires_grad:
             node = record_op(PowBackward2, (b,), result)
             node.base = a
@@ -319,7 +332,7 @@ def pow(a, b):
     a, b, dt = _binary_inputs(a, b)
     if isinstance(b, Tensor):
         with _err():
-            result = _finish(np.power(data_of(a, dt), data_of(b, dt)), dt)
+            result = _finish(_power(a, b, dt), dt)
         if _needs(a, b):
             node = record_op(PowBackward1, (a, b), result)
             node.a_shape, node.b_shape = a._data.shape, b._data.shape
@@ -344,7 +357,14 @@ def float_power(a, b):
 
 
 # ---- unary ops ------------------------------------------------------------------------------
-neg = unary("neg", np.negative, lambda g: -g, node="NegBackward0", floating=False, aliases=("negative",),
+def _negative(data):
+    if data.dtype == np.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+                           "invert a mask, use the `~` or `logical_not()` operator instead.")
+    return np.negative(data)
+
+
+neg = unary("neg", _negative, lambda g: -g, node="NegBackward0", floating=False, aliases=("negative",),
             inplace=True, saves_self=False)
 exp = unary("exp", np.exp, lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True)
 exp2 = unary("exp2", np.exp2, lambda g, r: g * r * float(np.log(2.0)), node="Exp2Backward0", saves="result", inplace=True)
