@@ -73,6 +73,9 @@ RETURNS = {
     "load_pre": ["none"],
     "load_post": ["none"],
 }
+# hooks that run during a backward pass (where a callback may be queued for the pass's end)
+BACKWARD_HOOK_KINDS = ("tensor", "post_acc", "node_pre", "node_post", "multi", "bw_pre", "bw", "legacy_bw",
+                       "g_bw_pre", "g_bw")
 KEY_PHRASES = [
     "inplace", "in-place", "second time", "freed", "does not require grad", "not have been used",
     "should return None", "leaf Variable", "view", "mutated", "BackwardHookFunction",
@@ -127,6 +130,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             step["act"] = "register"
         elif r < 0.4 and kind in ("fwd", "g_fwd"):
             step["act"] = "hook_output"
+        elif r < 0.47 and kind in BACKWARD_HOOK_KINDS:
+            step["act"] = "queue_callback"  # the engine's end-of-pass callback (what DDP relies on)
         if kind in ("fwd_pre", "fwd", "bw_pre", "bw"):
             step["prepend"] = rng.random() < 0.3
         if kind in ("fwd_pre", "fwd"):
@@ -658,6 +663,9 @@ class Interpreter:
                 def output_hook(g):
                     self.event("hook", label + "^", "tensor", self.S(g))
                 out.register_hook(output_hook)
+        elif act == "queue_callback":
+            self.T.autograd.Variable._execution_engine.queue_callback(
+                lambda: self.event("callback", label))
         elif act == "remove_self":
             self.handles[label].remove()
         elif act.startswith("remove:"):
