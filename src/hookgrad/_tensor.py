@@ -381,6 +381,8 @@ class Tensor:
         return builtins.bool(self._data.reshape(()))
 
     def __float__(self) -> float:
+        if self.requires_grad:
+            self._warn_scalar_of_grad_tensor()
         return builtins.float(self._scalar())
 
     def __int__(self) -> int:
@@ -397,7 +399,16 @@ class Tensor:
         return builtins.int(self.item())
 
     def __complex__(self):
-        return complex(self.item())
+        if self.requires_grad:
+            self._warn_scalar_of_grad_tensor()
+        return complex(self._scalar())
+
+    @staticmethod
+    def _warn_scalar_of_grad_tensor() -> None:
+        # torch warns once per process for float()/complex() (not int(), bool() or item())
+        from .autograd._warn_once import warn_once
+        warn_once("scalar_of_requires_grad", "Converting a tensor with requires_grad=True to a scalar may lead to "
+                  "unexpected behavior.\nConsider using tensor.detach() first.", stacklevel=3)
 
     def __hash__(self):
         return id(self)
