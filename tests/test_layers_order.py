@@ -19,7 +19,7 @@ import pytest
 # module (a new torch namespace) falls into "namespace" unless listed here.
 LAYERS = [
     ("handles and late names", ["hookgrad.utils.hooks", "hookgrad.utils", "hookgrad._late"]),
-    ("dtypes and devices", ["hookgrad._dtype", "hookgrad._device", "hookgrad._heap", "hookgrad._format",
+    ("dtypes and devices", ["hookgrad._dtype", "hookgrad.return_types", "hookgrad._device", "hookgrad._heap", "hookgrad._format",
                             "hookgrad._threads"]),
     ("autograd graph", ["hookgrad.autograd"]),
     ("tensor", ["hookgrad._tensor"]),

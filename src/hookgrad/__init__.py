@@ -23,7 +23,7 @@ from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set
 from .autograd.grad_mode import is_inference_mode_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd._warn_once import is_warn_always_enabled, set_warn_always
-from . import autograd, utils
+from . import autograd, return_types, utils
 from .utils.dlpack import from_dlpack, frombuffer
 from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts
 from .amp.autocast_mode import autocast, is_autocast_enabled  # noqa: E402

@@ -1,18 +1,24 @@
-"""``repr`` of tensors in torch's style: ``tensor([1.0000, 2.5000], requires_grad=True)``."""
+"""``repr`` of tensors, character for character as torch prints them.
+
+torch's rules: one formatter per tensor decides integer/scientific mode and a common width from
+the nonzero finite values (of the summarized tensor when it has more elements than ``threshold``);
+rows are broken to fit ``linewidth``; a summarized dimension shows ``edgeitems`` at each end around
+``...``; suffixes (dtype, grad_fn, ...) move to their own line when the last line would overflow."""
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 _options = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
+_PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
+             "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
+             "full": dict(precision=4, threshold=math.inf, edgeitems=3, linewidth=80)}
 
 
 def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None, profile=None, sci_mode=None):
-    if profile == "default":
-        _options.update(precision=4, threshold=1000, edgeitems=3, linewidth=80)
-    elif profile == "short":
-        _options.update(precision=2, threshold=1000, edgeitems=2, linewidth=80)
-    elif profile == "full":
-        _options.update(precision=4, threshold=float("inf"), edgeitems=3, linewidth=80)
+    if profile is not None:
+        _options.update(_PROFILES.get(profile, {}))
     for key, value in (("precision", precision), ("threshold", threshold), ("edgeitems", edgeitems),
                        ("linewidth", linewidth)):
         if value is not None:
@@ -20,73 +26,160 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     _options["sci_mode"] = sci_mode
 
 
-def _float_formatter(values: np.ndarray):
-    finite = values[np.isfinite(values)]
-    prec = _options["precision"]
-    if finite.size == 0:
-        return lambda x: _nonfinite(x) or f"{x:.{prec}f}"
-    absvals = np.abs(finite.astype(np.float64))
-    integral = np.all(finite == np.round(finite))
-    nonzero = absvals[absvals != 0]
-    big, small = (nonzero.max(), nonzero.min()) if nonzero.size else (0.0, 0.0)
-    sci = _options["sci_mode"]
-    if sci is None:
-        sci = nonzero.size > 0 and (big / small > 1000.0 or big > 1e8 or small < 1e-4)
-        if integral and big <= 1e8:
-            sci = False
-    if sci:
-        return lambda x: _nonfinite(x) or f"{x:.{prec}e}"
-    if integral:
-        width = max(len(f"{v:.0f}") for v in finite) + 1
-        return lambda x: (_nonfinite(x) or f"{x:.0f}.").rjust(width)
-    width = max(len(f"{v:.{prec}f}") for v in finite)
-    return lambda x: (_nonfinite(x) or f"{x:.{prec}f}").rjust(width)
+def get_printoptions() -> dict:
+    return dict(_options)
 
 
-def _nonfinite(x):
-    if np.isnan(x):
-        return "nan"
-    if np.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return None
+class _Formatter:
+    """The common width and mode of one tensor's elements (or of the real or imaginary parts)."""
+
+    def __init__(self, values: np.ndarray):
+        self.floating = values.dtype.kind == "f"
+        self.int_mode, self.sci_mode, self.max_width = True, False, 1
+        precision = _options["precision"]
+        if not self.floating:
+            self.max_width = max((len(str(v)) for v in values.reshape(-1).tolist()), default=1)
+            return
+        flat = values.reshape(-1).astype(np.float64)
+        nonzero = flat[np.isfinite(flat) & (flat != 0)]
+        if nonzero.size == 0:
+            return
+        magnitudes = np.abs(nonzero)
+        smallest, largest = magnitudes.min(), magnitudes.max()
+        self.int_mode = bool(np.all(nonzero == np.ceil(nonzero)))
+        chosen = _options["sci_mode"]
+        self.sci_mode = (largest / smallest > 1000.0 or largest > 1.0e8 or smallest < 1.0e-4) if chosen is None \
+            else chosen
+        if self.sci_mode:
+            pattern, extra = f"{{:.{precision}e}}", 0
+        elif self.int_mode:
+            pattern, extra = "{:.0f}", 1  # room for the trailing "."
+        else:
+            pattern, extra = f"{{:.{precision}f}}", 0
+        self.max_width = max(len(pattern.format(v)) for v in nonzero.tolist()) + extra
+
+    def format(self, value) -> str:
+        if not self.floating:
+            text = str(value)
+        elif self.sci_mode:
+            text = f"{value:{self.max_width}.{_options['precision']}e}"
+        elif self.int_mode:
+            text = f"{value:.0f}" + ("" if math.isinf(value) or math.isnan(value) else ".")
+        else:
+            text = f"{value:.{_options['precision']}f}"
+        return text.rjust(self.max_width)
+
+
+def _summarized(values: np.ndarray) -> np.ndarray:
+    """The elements a summarized print shows: ``edgeitems`` at each end of every dimension."""
+    edge = _options["edgeitems"]
+    if values.ndim == 0:
+        return values
+    if values.ndim > 1 and not edge:
+        return values[(slice(0, 0),) * values.ndim]
+    if values.shape[0] > 2 * edge:
+        values = np.concatenate([values[:edge], values[values.shape[0] - edge:]])
+    if values.ndim == 1:
+        return values
+    return np.stack([_summarized(row) for row in values]) if len(values) else values
+
+
+class _ElementText:
+    """Formats one element: real, or complex as ``real+imagj`` with a formatter per part."""
+
+    def __init__(self, values: np.ndarray, summarize: bool):
+        shown = _summarized(values) if summarize else values
+        if values.dtype.kind == "c":
+            self.real, self.imag = _Formatter(shown.real), _Formatter(shown.imag)
+            self.width = self.real.max_width + 2 + self.imag.max_width + 1
+        else:
+            self.real, self.imag = _Formatter(shown), None
+            self.width = self.real.max_width + 2
+
+    def __call__(self, value) -> str:
+        if self.imag is None:
+            return self.real.format(value)
+        real = self.real.format(value.real)
+        imag = (self.imag.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
+def _vector(values: np.ndarray, indent: int, summarize: bool, text: _ElementText) -> str:
+    edge = _options["edgeitems"]
+    per_line = max(1, math.floor((_options["linewidth"] - indent) / text.width))
+    if summarize and not edge:
+        items = ["..."]
+    elif summarize and values.shape[0] > 2 * edge:
+        items = ([text(v) for v in values[:edge].tolist()] + [" ..."]
+                 + [text(v) for v in values[values.shape[0] - edge:].tolist()])
+    else:
+        items = [text(v) for v in values.tolist()]
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _nested(values: np.ndarray, indent: int, summarize: bool, text: _ElementText) -> str:
+    if values.ndim == 0:
+        return text(values.item())
+    if values.ndim == 1:
+        return _vector(values, indent, summarize, text)
+    edge, n = _options["edgeitems"], values.shape[0]
+    if summarize and n > 2 * edge:
+        rows = ([_nested(values[i], indent + 1, summarize, text) for i in range(edge)] + ["..."]
+                + [_nested(values[i], indent + 1, summarize, text) for i in range(n - edge, n)])
+    else:
+        rows = [_nested(values[i], indent + 1, summarize, text) for i in range(n)]
+    return "[" + ("," + "\n" * (values.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
 def format_array(values: np.ndarray, indent: int) -> str:
-    if values.dtype.kind == "b":
-        fmt = lambda x: "True" if x else "False"  # noqa: E731
-        width = 5 if values.size and not values.all() else 4
-        formatter = lambda x: fmt(x).rjust(width)  # noqa: E731
-    elif values.dtype.kind in "iu":
-        width = max((len(str(v)) for v in values.flat), default=1)
-        formatter = lambda x: str(x).rjust(width)  # noqa: E731
-    else:
-        formatter = _float_formatter(values)
+    """The bracketed body of a tensor print (``[]`` when empty)."""
+    if values.size == 0:
+        return "[]"
     summarize = values.size > _options["threshold"]
-    return np.array2string(values, separator=", ", prefix=" " * indent,
-                           formatter={"all": formatter}, max_line_width=_options["linewidth"],
-                           threshold=_options["threshold"] if summarize else values.size + 1,
-                           edgeitems=_options["edgeitems"])
+    return _nested(values, indent, summarize, _ElementText(values, summarize))
+
+
+def _with_suffixes(body: str, suffixes: list, indent: int) -> str:
+    parts = [body]
+    last_line = len(body) - body.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line + len(suffix) + 2 > _options["linewidth"]:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line += len(suffix) + 2
+    return "".join(parts) + ")"
 
 
 def format_tensor(t) -> str:
     from ._dtype import get_default_dtype, widen
     data = widen(t._data)  # bfloat16 prints from its exact float32 values
-    prefix = "tensor("
-    extras = []
-    if data.size == 0 and data.ndim > 0 and data.shape != (0,):
+    plain = type(t).__name__ in ("Tensor", "Parameter")
+    prefix = "tensor(" if plain else f"{type(t).__name__}("
+    indent = len(prefix)
+    dt, default = t.dtype, get_default_dtype()
+    suffixes = []
+    if data.size == 0:
+        if data.ndim != 1:
+            suffixes.append(f"size={tuple(data.shape)}")
+        if dt is not default:
+            suffixes.append(f"dtype={dt}")
         body = "[]"
-        extras.append(f"size={tuple(data.shape)}")
     else:
-        body = format_array(data, len(prefix))
-    dt = t.dtype
-    default_int = dt.name == "int64"
-    if not (dt is get_default_dtype() or default_int or dt.name == "bool"):
-        extras.append(f"dtype={dt}")
+        if not _options["edgeitems"]:
+            suffixes.append(f"size={tuple(data.shape)}")
+        default_complex = "complex128" if default.name == "float64" else "complex64"
+        if not (dt is default or dt.name in ("int64", "bool", default_complex)):
+            suffixes.append(f"dtype={dt}")
+        body = format_array(data, indent)
     fn = t.grad_fn
     if fn is not None:
-        extras.append(f"grad_fn=<{fn.name()}>")
+        suffixes.append(f"grad_fn=<{fn.name()}>")
     elif t.requires_grad:
-        extras.append("requires_grad=True")
+        suffixes.append("requires_grad=True")
+    text = _with_suffixes(prefix + body, suffixes, indent)
     if type(t).__name__ == "Parameter":
-        return "Parameter containing:\n" + prefix + body + "".join(", " + e for e in extras) + ")"
-    return prefix + body + "".join(", " + e for e in extras) + ")"
+        return "Parameter containing:\n" + text
+    return text

@@ -147,7 +147,9 @@ class Tensor:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
                 "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
-                "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor.",
+                "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. If you "
+                "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
+                "github.com/pytorch/pytorch/pull/30531 for more information.",
                 UserWarning, stacklevel=2)
         return self._grad
 
@@ -362,8 +364,16 @@ class Tensor:
     def cpu(self) -> "Tensor":
         return self
 
-    def cuda(self, *args, **kwargs):
-        raise RuntimeError("hookgrad runs on the CPU only: CUDA is not available")
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        from ._device import require_cpu
+        require_cpu("cuda")
+
+    def pin_memory(self, device=None):
+        # torch's CPU-only build has no accelerator to pin host memory for
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    def is_pinned(self, device=None) -> bool:
+        return False
 
     def __len__(self) -> int:
         if self._data.ndim == 0:

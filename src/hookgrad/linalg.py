@@ -13,7 +13,8 @@ from ._ops.decompositions import linalg_vander as vander
 from ._ops.decompositions import ldl_factor, ldl_factor_ex, ldl_solve
 from ._ops.decompositions import linalg_cross as cross
 from ._ops.decompositions import matrix_exp, matrix_power
-from ._ops.linalg import det, inv, matmul, slogdet, solve
+from ._ops.decompositions import linalg_slogdet as slogdet
+from ._ops.linalg import det, inv, matmul, solve
 from ._ops.reduce import vector_norm
 
 

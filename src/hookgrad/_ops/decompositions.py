@@ -10,7 +10,7 @@ svd/eigh (Townsend; Giles), qr (Walter & Lehmann; Liao et al.), cholesky (Murray
 from __future__ import annotations
 
 import warnings
-from collections import namedtuple
+from .. import return_types
 
 import numpy as np
 import scipy.linalg as sla
@@ -32,9 +32,7 @@ LinAlgError.__module__ = "hookgrad.linalg"
 
 
 def _result_type(name, fields):
-    cls = namedtuple(name, fields)
-    cls.__module__ = "hookgrad.return_types"
-    return cls
+    return return_types.make(name, fields)
 
 
 _SVD = _result_type("linalg_svd", ["U", "S", "Vh"])
@@ -1038,6 +1036,12 @@ def solve_ex(a, b, *, left=True, check_errors=False):
     if not left:
         return _SOLVE_EX(solve(a.mT, b.mT).mT, info)
     return _SOLVE_EX(solve(a, b), info)
+
+
+def linalg_slogdet(A):
+    """torch.linalg.slogdet: torch.slogdet's results as the named tuple ``linalg_slogdet``."""
+    from .linalg import slogdet
+    return _SLOGDET(*slogdet(A))
 
 
 @op()

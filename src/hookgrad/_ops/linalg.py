@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, return_types
 from .. import _threads as _blas
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
@@ -514,8 +514,7 @@ def slogdet(a: Tensor):
         node = record_op(LinalgSlogdetBackward0, (a,), s, la)
         node._num_outputs = 2
         node.save(a)
-    from collections import namedtuple
-    return namedtuple("slogdet", ["sign", "logabsdet"])(s, la)
+    return return_types.make("slogdet", ("sign", "logabsdet"))(s, la)
 
 
 class LinalgSolveExBackward0(Node):

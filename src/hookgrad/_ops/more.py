@@ -4,13 +4,12 @@ come from those ops); ops with a node of their own in torch have it beside them.
 from __future__ import annotations
 
 import builtins
-import collections
 import itertools
 import math
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, return_types
 from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node, _op_dispatch, _op_forward_hooks
@@ -302,7 +301,7 @@ def frexp(x):
     return FrexpResult(wrap(mantissa), wrap(exponent.astype(np.int32)))
 
 
-FrexpResult = collections.namedtuple("frexp", ["mantissa", "exponent"])
+FrexpResult = return_types.make("frexp", ("mantissa", "exponent"))
 
 
 def _same_dtype_no_grad(a, b, name, np_fn, kinds, message):
@@ -317,7 +316,7 @@ def _not_implemented_for(name):
     def message(a, b):
         bad = a if a._data.dtype.kind in "fcb" else b
         return NotImplementedError(f"\"{name}_cpu\" not implemented for "
-                                   f"'{_dtype.from_numpy_dtype(bad._data.dtype).name.capitalize()}'")
+                                   f"'{_dtype.scalar_type_name(bad._data.dtype)}'")
     return message
 
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import builtins
 import math
-from collections import namedtuple
 from fractions import Fraction
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
@@ -25,21 +24,8 @@ from ._stl_order import sort as std_sort
 from ._stl_order import topk_row
 from .views import make_view
 
-_RETURN_TYPES = {}
-
-
 def _return_type(name, fields=("values", "indices")):
-    """torch.return_types.<name>: a named tuple printed as torch prints it."""
-    cls = _RETURN_TYPES.get(name)
-    if cls is None:
-        base = namedtuple(name, fields)
-
-        def __repr__(self):
-            body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
-            return f"torch.return_types.{name}(\n{body})"
-        cls = type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "torch.return_types"})
-        _RETURN_TYPES[name] = cls
-    return cls
+    return return_types.make(name, fields)
 
 
 _SCALAR_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",

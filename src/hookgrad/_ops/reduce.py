@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import builtins
-from collections import namedtuple
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
@@ -138,7 +137,7 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = _dtype.widen(x._data) if dtype is None else x._data
     if data.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
-                           f"complex dtype. Got: {_dtype.from_numpy_dtype(data.dtype).name.capitalize()}")
+                           f"complex dtype. Got: {_dtype.scalar_type_name(data.dtype)}")
     if dtype is not None:
         data = data.astype(_dtype.to_dtype(dtype).np)
     dims = norm_dims(dim, data.ndim)
@@ -300,15 +299,8 @@ def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
 
 
 # ---- max / min ----------------------------------------------------------------------------
-_ValuesIndices = {}
-
-
 def _return_type(name):
-    cls = _ValuesIndices.get(name)
-    if cls is None:
-        cls = namedtuple(name, ["values", "indices"])
-        _ValuesIndices[name] = cls
-    return cls
+    return return_types.make(name, ("values", "indices"))
 
 
 class MaxBackward1(Node):
@@ -448,7 +440,7 @@ def amin(x, dim=(), keepdim=False):
 
 @op()
 def aminmax(x, *, dim=None, keepdim=False):
-    rt = namedtuple("aminmax", ["min", "max"])
+    rt = return_types.make("aminmax", ("min", "max"))
     return rt(amin(x, dim if dim is not None else (), keepdim), amax(x, dim if dim is not None else (), keepdim))
 
 
@@ -691,7 +683,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         data = data.astype(_dtype.to_dtype(dtype).np)
     if data.dtype.kind not in "fc":
         raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor as input. Got "
-                           f"{_dtype.from_numpy_dtype(data.dtype).name.capitalize()}")
+                           f"{_dtype.scalar_type_name(data.dtype)}")
     dims = norm_dims(dim, data.ndim)
     a = np.abs(data)
     with _err():

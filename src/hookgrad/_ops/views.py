@@ -859,8 +859,8 @@ def _write(x: Tensor, data: np.ndarray) -> None:
     target = x._data
     if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
         from .. import _dtype
-        raise RuntimeError(f"result type {_dtype.from_numpy_dtype(data.dtype).name.capitalize()} can't be cast to "
-                           f"the desired output type {_dtype.from_numpy_dtype(target.dtype).name.capitalize()}")
+        raise RuntimeError(f"result type {_dtype.scalar_type_name(data.dtype)} can't be cast to "
+                           f"the desired output type {_dtype.scalar_type_name(target.dtype)}")
     if data.shape != target.shape:
         try:
             data = np.broadcast_to(data, target.shape)

@@ -1,0 +1,115 @@
+"""What a new user sees first: printed tensors, the named tuples ops return, the answers of
+``torch.cuda`` on a machine without CUDA, and the wording of common errors and warnings — all
+compared with torch as text."""
+import math
+import warnings
+
+import pytest
+
+from difftest import differential
+
+PRINTED = {
+    "summarized 2-d, scientific": lambda T: T.arange(2000.).reshape(40, 50) / 7,
+    "summarized integers": lambda T: T.arange(2000).reshape(40, 50),
+    "summarized whole floats switch to scientific": lambda T: T.arange(2000.),
+    "tiny and huge": lambda T: T.tensor([1e-8, 1.0, 1e8]),
+    "whole floats": lambda T: T.tensor([1., 2., 300.]),
+    "ratio over 1000": lambda T: T.tensor([1., 2000.]),
+    "negatives in 2-d": lambda T: T.tensor([[-1.5, 2.25], [3.125, -4.0625]]),
+    "non-finite": lambda T: T.tensor([math.nan, math.inf, -math.inf, 1.5]),
+    "nan among whole floats": lambda T: T.tensor([math.nan, 1., 2.]),
+    "zeros": lambda T: T.zeros(2, 3),
+    "bools": lambda T: T.tensor([True, False]),
+    "0-d": lambda T: T.tensor(3.5),
+    "0-d integer": lambda T: T.tensor(7),
+    "empty": lambda T: T.empty(0),
+    "empty 2-d": lambda T: T.empty(0, 3),
+    "empty integer": lambda T: T.empty(2, 0, dtype=T.long),
+    "half": lambda T: T.tensor([1.5, 2.25]).half(),
+    "bfloat16": lambda T: T.tensor([1.5, 2.3]).to(T.bfloat16),
+    "int32": lambda T: T.tensor([1, -20], dtype=T.int32),
+    "line breaks": lambda T: T.linspace(-1, 1, 30),
+    "suffix on its own line": lambda T: T.linspace(-1, 1, 17).requires_grad_(),
+    "grad_fn suffix": lambda T: T.linspace(-1, 1, 17).requires_grad_() * 2,
+    "3-d": lambda T: T.arange(24.).reshape(2, 3, 4) / 3,
+    "summarized 4-d": lambda T: T.arange(5000.).reshape(5, 10, 10, 10),
+    "parameter": lambda T: T.nn.Parameter(T.tensor([1., 2.])),
+    "float64 with requires_grad": lambda T: T.tensor([1., 2.], dtype=T.float64).requires_grad_(),
+}
+
+
+def _text(shown: str) -> str:
+    # outside `hookgrad run`, hookgrad names its dtypes hookgrad.X (torch.X under it)
+    return shown.replace("hookgrad.", "torch.")
+
+
+@pytest.mark.parametrize("case", list(PRINTED))
+@differential
+def test_printed_tensor(T, case):
+    return _text(repr(PRINTED[case](T)))
+
+
+@differential
+def test_print_options(T):
+    shown = []
+    try:
+        T.set_printoptions(precision=2, sci_mode=False)
+        shown.append(repr(T.tensor([1e-8, 1.0, 1e8])))
+        T.set_printoptions(edgeitems=0, threshold=5)
+        shown += [repr(T.arange(10.)), repr(T.arange(12.).reshape(3, 4))]
+        T.set_printoptions(profile="default", linewidth=40)
+        shown.append(repr(T.linspace(0, 1, 20)))
+        T.set_printoptions(profile="default", sci_mode=True)
+        shown.append(repr(T.tensor([1., 2.5])))
+    finally:
+        T.set_printoptions(profile="default")
+    return shown
+
+
+@differential
+def test_named_tuples_print_as_torch_return_types(T):
+    x = T.tensor([[1., -2., 3.], [4., 5., -6.]])
+    results = [x.max(dim=1), x.min(0), x.sort(), x.topk(2), T.aminmax(x), T.frexp(T.tensor([3.])),
+               x.median(1), x.kthvalue(1, 1), T.linalg.slogdet(T.eye(2))]
+    return [(_text(repr(r)), type(r).__name__, type(r).__module__) for r in results]
+
+
+@differential
+def test_cuda_answers_as_a_build_without_cuda(T):
+    from difftest import catch
+    cuda = T.cuda
+    return [cuda.is_available(), cuda.device_count(), cuda.is_initialized(), cuda.memory_allocated(),
+            cuda.max_memory_allocated(), cuda.memory_reserved(), list(cuda.memory_stats().items()),
+            cuda.manual_seed(0), cuda.manual_seed_all(0), cuda.empty_cache(), cuda.get_rng_state_all(),
+            cuda.is_bf16_supported(), cuda.get_arch_list(),
+            catch(cuda.current_device), catch(cuda.get_device_name, 0), catch(cuda.synchronize),
+            catch(cuda.get_device_properties, 0), catch(cuda.init), catch(lambda: cuda.device(0).__enter__()),
+            catch(cuda.Stream), catch(cuda.Event), catch(lambda: cuda.FloatTensor([1.])),
+            isinstance(T.ones(1), cuda.FloatTensor), catch(lambda: T.ones(1).cuda()),
+            catch(lambda: T.nn.Linear(1, 1).cuda()), catch(lambda: T.ones(1).to("cuda")),
+            catch(lambda: T.ones(1).pin_memory()), T.ones(1).is_pinned(), T.ones(1).is_cuda]
+
+
+def _message(fn):
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - the scenario records any error
+        return type(exc).__name__, str(exc).split("\n")[0]
+    return None
+
+
+@differential
+def test_dtype_names_in_error_messages(T):
+    return [_message(lambda: T.tensor([1, 2]).mean()),
+            _message(lambda: T.linalg.vector_norm(T.ones(2, dtype=T.long))),
+            _message(lambda: T.ones(2, dtype=T.long).add_(T.ones(2))),
+            _message(lambda: T.ones(2, dtype=T.int32).add_(1.5))]
+
+
+@differential
+def test_non_leaf_grad_warning_text(T):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = T.ones(2, requires_grad=True)
+        _ = (a * 2).grad
+    return [str(w.message).split(" (Triggered internally")[0] for w in caught]
