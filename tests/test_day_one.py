@@ -113,3 +113,58 @@ def test_non_leaf_grad_warning_text(T):
         a = T.ones(2, requires_grad=True)
         _ = (a * 2).grad
     return [str(w.message).split(" (Triggered internally")[0] for w in caught]
+
+
+@differential
+def test_product_dtype_errors_name_the_kernel_and_types(T):
+    F = T.nn.functional
+    f, d = T.ones(2, 2), T.ones(2, 2, dtype=T.float64)
+    others = [T.ones(2, 2, dtype=dt) for dt in (T.long, T.int32, T.int16, T.int8, T.uint8, T.float16,
+                                                 T.bfloat16, T.bool)]
+    calls = [lambda: T.mm(f, d), lambda: f @ d, lambda: T.bmm(f[None], d[None]), lambda: T.matmul(f[None], d[None]),
+             lambda: T.matmul(f[0], d), lambda: T.matmul(T.ones(3, 2, 2), d), lambda: T.mv(f, d[0]),
+             lambda: T.mv(d, f[0]), lambda: T.dot(f[0], d[0]), lambda: T.matmul(f[0], d[0]),
+             lambda: F.linear(f, d), lambda: F.linear(f, d, f[0]), lambda: F.linear(f, f, d[0]),
+             lambda: F.linear(others[0], f, f[0]), lambda: T.addmm(d, f, f), lambda: T.addmm(f, d, f)]
+    calls += [lambda o=o: T.mm(o, f) for o in others]
+    return [_message(call) for call in calls]
+
+
+@differential
+def test_in_place_modification_error_names_the_forward_op(T):
+    class Square(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * x
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            (y,) = ctx.saved_tensors
+            return g * y
+
+    def modified_then_backward(op):
+        a = T.ones(2, 2, requires_grad=True)
+        y = op(a)
+        y.mul_(2)
+        return _message(lambda: y.sum().backward())
+    texts = [modified_then_backward(op) for op in (T.exp, T.sigmoid, lambda a: a.softmax(0), Square.apply)]
+    a = T.ones(2, requires_grad=True)
+    b = a * 1
+    c = b * b
+    b.add_(1)
+    texts.append(_message(lambda: c.sum().backward()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with T.autograd.set_detect_anomaly(True):
+            texts.append(modified_then_backward(T.exp))
+    return texts
+
+
+@differential
+def test_finfo_and_iinfo(T):
+    return [(repr(T.finfo(dt)), T.finfo(dt).resolution, T.finfo(dt).dtype, T.finfo(dt).bits)
+            for dt in (T.float16, T.bfloat16, T.float32, T.float64)] + \
+        [(repr(T.iinfo(dt)), str(T.iinfo(dt)), T.iinfo(dt).dtype, T.iinfo(dt).max)
+         for dt in (T.int8, T.uint8, T.int16, T.int32, T.int64)] + [repr(T.finfo())]

@@ -221,18 +221,18 @@ class finfo:
             self._set_bfloat16()
             return
         info = np.finfo(d.np)
-        self.dtype = d
+        self.dtype = d.name  # torch's finfo/iinfo name their dtype as a string
         self.bits = info.bits
         self.eps = _py_float(info.eps)
         self.max = _py_float(info.max)
         self.min = _py_float(info.min)
         self.tiny = self.smallest_normal = _py_float(info.tiny)
-        self.resolution = _py_float(info.resolution)
+        self.resolution = 10.0 ** -info.precision  # a Python float, as torch's (NumPy's is of the dtype)
 
 
     def _set_bfloat16(self):
         # bfloat16: 8 exponent bits like float32, 7 stored mantissa bits (needs no ml_dtypes)
-        self.dtype = bfloat16
+        self.dtype = "bfloat16"
         self.bits = 16
         self.eps = 2.0 ** -7
         self.max = (2.0 - 2.0 ** -7) * 2.0 ** 127
@@ -242,7 +242,7 @@ class finfo:
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
-                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype.name})")
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
 
 
 class iinfo:
@@ -251,10 +251,13 @@ class iinfo:
     def __init__(self, d):
         d = to_dtype(d)
         info = np.iinfo(d.np)
-        self.dtype = d
+        self.dtype = d.name
         self.bits = info.bits
         self.max = _py_int(info.max)
         self.min = _py_int(info.min)
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"
 
 
 class Size(tuple):

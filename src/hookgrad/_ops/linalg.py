@@ -18,11 +18,27 @@ _quiet = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _narrow = _dtype.narrow_to  # bfloat16 products come out of NumPy in float32: round them once
 
 
+# the C++ type names torch's mm kernel prints in its dtype error
+_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool"}
+
+
 def _check_same_dtype(a, b, what):
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {a.dtype} != {b.dtype}"
-                           .replace("hookgrad.", "") if what == "mm" else
-                           f"expected scalar type {a.dtype} but found {b.dtype}".replace("hookgrad.", ""))
+    """torch's dtype error for a product of ``a`` and ``b``, in the wording of the kernel ``what``."""
+    if a._data.dtype == b._data.dtype:
+        return
+    name_a, name_b = _dtype.scalar_type_name(a._data.dtype), _dtype.scalar_type_name(b._data.dtype)
+    if what == "mm":
+        c_a, c_b = (_C_TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name) for t in (a, b))
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c_a} != {c_b}")
+    if what == "mv":  # torch checks addmv's (result, matrix, vector): the result takes the vector's dtype
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {name_b}, {name_a}, and {name_b}")
+    if what == "dot":
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found {name_a} and {name_b}")
+    if what in ("self", "mat1"):  # addmm: self (the bias) against mat2, then mat1 against mat2
+        raise RuntimeError(f"{what} and mat2 must have the same dtype, but got {name_a} and {name_b}")
+    raise RuntimeError(f"expected scalar type {name_a} but found {name_b}")
 
 
 def _elements(strides, itemsize):
@@ -133,7 +149,8 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     if a._data.shape[1] != b._data.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
-    _check_same_dtype(a, b, "mm")
+    _check_same_dtype(bias, b, "self")
+    _check_same_dtype(a, b, "mat1")
     ad, bd = a._data, b._data
     with _quiet():
         if alpha == 1 and beta == 1 and bd.shape[1] >= 4 * ad.shape[0] and _is_transposed(bd):
@@ -239,7 +256,7 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     if a._data.shape[0] != b._data.shape[0] or a._data.shape[2] != b._data.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{a._data.shape[0]}, {a._data.shape[2]}] but got: [{b._data.shape[0]}, {b._data.shape[1]}].")
-    _check_same_dtype(a, b, "mm")
+    _check_same_dtype(a, b, "bmm")
     with _quiet():
         result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):

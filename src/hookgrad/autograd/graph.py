@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import re
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable
@@ -338,17 +339,21 @@ class SavedTensor:
             return self._unpack_with_hook(node)
         if self.counter[0] != self.version:
             if self.is_output:
-                desc, where = f"[{_type_name(self.tensor)} {list(self.tensor.shape)}]", f", which is output 0 of {node.name()},"
+                desc, where = f"[{_type_name(self.tensor)} {list(self.tensor.shape)}]", f", which is output 0 of {_forward_name(node)},"
             else:
                 t = self.tensor
                 fn = t.grad_fn
                 desc = f"[{t.type()} {list(t.shape)}]"
-                where = f", which is output {t._output_nr} of {fn.name()}," if fn is not None else ""
+                where = f", which is output {t._output_nr} of {_forward_name(fn)}," if fn is not None else ""
+            from .anomaly_mode import is_anomaly_enabled
+            hint = ("the backtrace further above shows the operation that failed to compute its gradient. The "
+                    "variable in question was changed in there or anywhere later. Good luck!") if is_anomaly_enabled() \
+                else ("enable anomaly detection to find the operation that failed to compute its gradient, with "
+                      "torch.autograd.set_detect_anomaly(True, check_nan=False).")
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an inplace "
                 f"operation: {desc}{where} is at version {self.counter[0]}; "
-                f"expected version {self.version} instead. Hint: enable anomaly detection to find the "
-                "operation that failed to compute its gradient, with torch.autograd.set_detect_anomaly(True).")
+                f"expected version {self.version} instead. Hint: {hint}")
         if self.is_output:
             out = _above.wrap(self.tensor)
             out._version_counter = self.counter
@@ -359,6 +364,11 @@ class SavedTensor:
             raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                                "This is not supported, please use out-of-place `.detach()` instead")
         return self.tensor
+
+
+def _forward_name(node) -> str:
+    """The op a node belongs to as torch's in-place error names it: "Exp" for ExpBackward0."""
+    return re.sub(r"Backward\d*$", "", node.name())
 
 
 def _type_name(array) -> str:
