@@ -916,3 +916,35 @@ def test_relu_double_backward_saves_its_result_so_a_freed_graph_raises_there(T):
         log.append(catch((g * g).sum().backward))
     node = g.grad_fn
     return log, node.name(), node._saved_threshold
+
+
+@differential
+def test_in_place_on_a_view_whose_base_is_a_leaf_without_grad_raises(T):
+    """A leaf made from a view (``t.reshape(...).requires_grad_()``) and views of it count as views
+    of a leaf: in-place ops on them raise (hookgrad used to rewrite their history silently)."""
+    made = T.tensor([1., 2., 3., 4.]).reshape(2, 2).requires_grad_()
+    chained = made.reshape(-1).view(2, 2).t()
+    leaf = T.ones(2, requires_grad=True)
+    results = [catch(lambda: made.mul_(1.5)), catch(lambda: chained.add_(1)), catch(lambda: leaf.mul_(2)),
+               catch(lambda: leaf[0].mul_(2))]
+    with T.no_grad():
+        made.mul_(2)
+    return results + [made, made.is_leaf, made.grad_fn is None]
+
+
+@differential
+def test_layer_norm_double_backward_reaches_bias_with_no_gradient(T):
+    """torch's layer-norm double-backward node has an edge to the bias; weight and bias gradients
+    that nothing reached stay None (not zeros)."""
+    results = []
+    for module in (T.nn.LayerNorm(3), T.nn.BatchNorm1d(3), T.nn.GroupNorm(1, 3)):
+        module = module.double()
+        x = T.tensor([[0.1, -0.5, 0.3], [0.7, 0.2, -0.4]], dtype=T.float64)
+        out = module(x) * T.tensor([1., 2., 3.], dtype=T.float64)
+        for p in (module.bias, module.weight):
+            (g,) = T.autograd.grad(out.sum(), [p], create_graph=True, retain_graph=True)
+            module.weight.grad = module.bias.grad = None
+            if g.requires_grad:
+                (g * g).sum().backward(retain_graph=True)
+            results.append((g.requires_grad, module.weight.grad, module.bias.grad))
+    return results

@@ -176,7 +176,7 @@ def format_tensor(t) -> str:
         body = format_array(data, indent)
     fn = t.grad_fn
     if fn is not None:
-        suffixes.append(f"grad_fn=<{fn.name()}>")
+        suffixes.append(f"grad_fn=<{fn.name().rsplit('::', 1)[-1]}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     text = _with_suffixes(prefix + body, suffixes, indent)

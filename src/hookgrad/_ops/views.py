@@ -787,10 +787,14 @@ def check_inplace(x: Tensor) -> None:
     if x.__dict__ and x._requires_grad and "_inplace_error" in x.__dict__:
         error = x.__dict__["_inplace_error"]
         raise RuntimeError(error if isinstance(error, str) else error[0](*error[1:]))
-    if x._requires_grad and x._grad_fn is None and x._base is None:
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
+    if x._requires_grad and x._grad_fn is None:
+        # a leaf; torch calls it a view when it was made from a view of a tensor without grad
+        raise RuntimeError(f"a {'view of a ' if x._base is not None else ''}leaf Variable that requires grad is "
+                           "being used in an in-place operation.")
     base = x._base
-    if base is not None and base._requires_grad and base._grad_fn is None and base._base is None:
+    # torch asks only whether the view's base is a leaf: a base without grad counts too (a view of it
+    # that was made to require grad)
+    if base is not None and x._requires_grad and base._grad_fn is None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 

@@ -22,6 +22,17 @@ from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
 
+class _NoGradDoubleBackward(ZeroGradNode):
+    """The double-backward node of a normalization over a gradient that no differentiable input
+    reached: torch's formulas leave every input's gradient undefined there (so a weight's ``.grad``
+    stays None), not zero."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        return (None,) * len(self.next_functions)
+
+
 class _NormBackward(Node):
     __slots__ = ("view", "axes", "affine", "affine_axes", "eps", "batch_stats", "mean", "invstd")
     bias_grad_from_backward = True
@@ -34,7 +45,8 @@ class _NormBackward(Node):
         x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
         nf = self.next_functions
         if GRAD.enabled:
-            return self._apply_graph(g, x, w)
+            # torch's layer-norm double backward also has an edge to the bias (its gradient is None)
+            return self._apply_graph(g, x, w, saved[2] if self.saves_bias else None)
         gd, xd = g._data, x._data
         view, axes = self.view, self.axes
         mean, invstd = self.mean, self.invstd
@@ -57,7 +69,7 @@ class _NormBackward(Node):
             gb = wrap(np.asarray(gd.sum(self.affine_axes), dtype=gd.dtype))
         return gx, gw, gb
 
-    def _apply_graph(self, g, x, w):
+    def _apply_graph(self, g, x, w, b=None):
         """The same backward from differentiable ops (create_graph=True)."""
         nf = self.next_functions
         view, axes = self.view, self.axes
@@ -84,9 +96,10 @@ class _NormBackward(Node):
             gw = _sum(g * xhat, self.affine_axes)
         if nf[2][0] is not None:
             gb = _sum(g, self.affine_axes)
+        inputs = (g, x, w, b) if self.saves_bias else (g, x, w)
         if not self.bias_grad_from_backward:
-            return backward_results(self.double_backward, (g, x, w), (gx, gw)) + (gb,)
-        return backward_results(self.double_backward, (g, x, w), (gx, gw, gb))
+            return backward_results(self.double_backward, inputs, (gx, gw)) + (gb,)
+        return backward_results(self.double_backward, inputs, (gx, gw, gb))
 
 
 def _sum(t, axes):
@@ -98,7 +111,7 @@ class NativeBatchNormBackward0(_NormBackward):
     # saved after the running statistics are updated, as torch does (batch_norm below)
     saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2")
     saved_values = {"training": lambda n: n.training, "eps": lambda n: n.eps}
-    double_backward = node_class("NativeBatchNormBackwardBackward0", ZeroGradNode)
+    double_backward = node_class("NativeBatchNormBackwardBackward0", _NoGradDoubleBackward)
 
 
 class NativeLayerNormBackward0(_NormBackward):
@@ -106,7 +119,7 @@ class NativeLayerNormBackward0(_NormBackward):
     saves_bias = True
     saved_names = ("weight", "input", "bias", "result1", "result2")
     saved_values = {"normalized_shape": lambda n: n.affine}
-    double_backward = node_class("NativeLayerNormBackwardBackward0", ZeroGradNode)
+    double_backward = node_class("NativeLayerNormBackwardBackward0", _NoGradDoubleBackward)
 
 
 class NativeGroupNormBackward0(_NormBackward):
@@ -117,7 +130,7 @@ class NativeGroupNormBackward0(_NormBackward):
                     "HxW": lambda n: n.view[2] * n.view[1] // n.affine[1] if n.affine[1] else 0,
                     "eps": lambda n: n.eps}
     bias_grad_from_backward = False  # torch's group norm sums the bias gradient outside its backward op
-    double_backward = node_class("NativeGroupNormBackwardBackward0", ZeroGradNode)
+    double_backward = node_class("NativeGroupNormBackwardBackward0", _NoGradDoubleBackward)
 
 
 def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, mean=None, var=None):
