@@ -6,7 +6,7 @@ import warnings
 
 import hookgrad
 from . import constraints
-from .utils import lazy_property
+from .utils import _batch_shape_of, broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -191,3 +191,33 @@ class Distribution:
         shown = (f"{k}: {self.__dict__[k] if self.__dict__[k].numel() == 1 else self.__dict__[k].size()}"
                  for k in names)
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class _CentredAtLoc:
+    """For a distribution symmetric and unimodal about its ``loc`` parameter: mean and mode are ``loc``.
+    Listed before the distribution base class."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    @property
+    def mode(self):
+        return self.loc
+
+
+class _LocScaleParameters:
+    """For a distribution given ``loc`` and ``scale``, broadcast together; ``expand`` expands both.
+    Listed before the distribution base class."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _LocScaleParameters in cls.__bases__:
+            cls._family = cls  # what ``expand`` builds, and what a subclass with its own __init__ must redo it for
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expanded(self._family, batch_shape, _instance, ("loc", "scale"))

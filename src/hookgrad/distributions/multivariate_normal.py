@@ -6,7 +6,7 @@ import math
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CentredAtLoc
 from .utils import _diagonal, _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal"]
@@ -35,7 +35,7 @@ def _precision_to_scale_tril(P):
     return hookgrad.linalg.solve_triangular(L_inv, identity, upper=False)
 
 
-class MultivariateNormal(Distribution):
+class MultivariateNormal(_CentredAtLoc, Distribution):
     arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
     support = constraints.real_vector
@@ -87,14 +87,6 @@ class MultivariateNormal(Distribution):
     @lazy_property
     def precision_matrix(self):
         return hookgrad.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
