@@ -201,9 +201,7 @@ class _CentredAtLoc:
     def mean(self):
         return self.loc
 
-    @property
-    def mode(self):
-        return self.loc
+    mode = mean
 
 
 class _LocScaleParameters:
