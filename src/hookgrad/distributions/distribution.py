@@ -148,8 +148,9 @@ class Distribution:
                              f"values:\n{value}")
 
     def _expanded(self, cls, batch_shape, _instance, names, param_event_dims=0, event_shape=None):
-        """``expand`` for the common case: each parameter in ``names`` that the instance holds is
-        expanded to ``batch_shape`` (plus its own ``param_event_dims`` rightmost dimensions)."""
+        """``expand`` for the common case: each parameter (or inner distribution) in ``names`` that the
+        instance holds is expanded to ``batch_shape`` (plus its own ``param_event_dims`` rightmost
+        dimensions)."""
         new = self._get_checked_instance(cls, _instance)
         batch_shape = hookgrad.Size(batch_shape)
         for name in names:

@@ -26,12 +26,10 @@ class Multinomial(_OnCategorical, Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
+        new = self._expanded(Multinomial, batch_shape, _instance, ("_categorical",))
         new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        new._binomial = self._binomial.expand(batch_shape + self.event_shape)
-        return self._finish_expanded(new, batch_shape)
+        new._binomial = self._binomial.expand(new.batch_shape + self.event_shape)
+        return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):

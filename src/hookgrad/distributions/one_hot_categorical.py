@@ -21,10 +21,7 @@ class OneHotCategorical(_OnCategorical, Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        return self._finish_expanded(new, batch_shape)
+        return self._expanded(OneHotCategorical, batch_shape, _instance, ("_categorical",))
 
     @property
     def _param(self):

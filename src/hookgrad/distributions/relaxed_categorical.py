@@ -28,11 +28,9 @@ class ExpRelaxedCategorical(_OnCategorical, Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
+        new = self._expanded(ExpRelaxedCategorical, batch_shape, _instance, ("_categorical",))
         new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        return self._finish_expanded(new, batch_shape)
+        return new
 
     def rsample(self, sample_shape=hookgrad.Size()):
         u = clamp_probs(hookgrad.rand(tuple(self._extended_shape(sample_shape)), dtype=self.logits.dtype))
