@@ -8,6 +8,7 @@ import hookgrad
 from . import constraints
 from .transformed_distribution import TransformedDistribution
 from .transforms import AbsTransform
+from .utils import _attribute_of
 
 
 class _HalfDistribution(TransformedDistribution):
@@ -20,9 +21,7 @@ class _HalfDistribution(TransformedDistribution):
         base = self._symmetric_family(0, scale, validate_args=False)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
 
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    scale = _attribute_of("base_dist", "scale")
 
     @property
     def mode(self):

@@ -27,10 +27,7 @@ class Beta(ExponentialFamily):
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Beta, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
-        new._dirichlet = self._dirichlet.expand(batch_shape)
-        return self._finish_expanded(new, batch_shape)
+        return self._expanded(Beta, batch_shape, _instance, ("_dirichlet",))
 
     @property
     def mean(self):

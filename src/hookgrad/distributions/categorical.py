@@ -6,7 +6,7 @@ import math
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import _check_probs_or_logits, lazy_property, logits_to_probs, probs_to_logits
+from .utils import _attribute_of, _check_probs_or_logits, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
@@ -89,3 +89,15 @@ class Categorical(Distribution):
     def enumerate_support(self, expand=True):
         values = hookgrad.arange(self._num_events, dtype=hookgrad.long).view((-1,) + (1,) * len(self._batch_shape))
         return values.expand((-1,) + tuple(self._batch_shape)) if expand else values
+
+
+class _OnCategorical:
+    """For a distribution built on a ``Categorical`` it holds as ``_categorical``: the parameters
+    are that one's. Listed before the distribution base class."""
+
+    def _new(self, *args, **kwargs):
+        return self._categorical._new(*args, **kwargs)
+
+    param_shape = _attribute_of("_categorical", "param_shape")
+    logits = _attribute_of("_categorical", "logits")
+    probs = _attribute_of("_categorical", "probs")

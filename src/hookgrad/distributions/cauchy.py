@@ -5,23 +5,15 @@ import math
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
-from .utils import _batch_shape_of, broadcast_all
+from .distribution import Distribution, _LocScaleParameters
 
 __all__ = ["Cauchy"]
 
 
-class Cauchy(Distribution):
+class Cauchy(_LocScaleParameters, Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return self._expanded(Cauchy, batch_shape, _instance, ("loc", "scale"))
 
     @property
     def mean(self):

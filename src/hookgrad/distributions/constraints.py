@@ -30,9 +30,39 @@ class Constraint:
         return type(self).__name__[1:] + "()"
 
 
-def _bound_repr(constraint, *names):
-    inner = ", ".join(f"{name}={getattr(constraint, name)}" for name in names)
-    return f"{type(constraint).__name__[1:]}({inner})"
+class _Bounded(Constraint):
+    """A constraint given its bound(s) on construction; ``_bound_names`` lists them in the order of
+    the constructor and of the repr (``GreaterThan(lower_bound=0.0)``)."""
+
+    _bound_names = ()
+
+    def __repr__(self):
+        inner = ", ".join(f"{name}={getattr(self, name)}" for name in self._bound_names)
+        return f"{type(self).__name__[1:]}({inner})"
+
+
+class _LowerBounded(_Bounded):
+    _bound_names = ("lower_bound",)
+
+    def __init__(self, lower_bound):
+        self.lower_bound = lower_bound
+        super().__init__()
+
+
+class _UpperBounded(_Bounded):
+    _bound_names = ("upper_bound",)
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+        super().__init__()
+
+
+class _BetweenBounds(_Bounded):
+    _bound_names = ("lower_bound", "upper_bound")
+
+    def __init__(self, lower_bound, upper_bound):
+        self.lower_bound, self.upper_bound = lower_bound, upper_bound
+        super().__init__()
 
 
 class _Dependent(Constraint):
@@ -81,24 +111,31 @@ class _DependentProperty(property, _Dependent):
         return _DependentProperty(fn, is_discrete=self._is_discrete, event_dim=self._event_dim)
 
 
-class _IndependentConstraint(Constraint):
-    """A constraint whose rightmost ``reinterpreted_batch_ndims`` batch dimensions join the event."""
+class _OnBaseConstraint(Constraint):
+    """A constraint built on another one, ``base_constraint``, and discrete when that one is."""
 
-    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+    def __init__(self, base_constraint):
         if not isinstance(base_constraint, Constraint):
             raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
-        if not isinstance(reinterpreted_batch_ndims, int):
-            raise AssertionError("reinterpreted_batch_ndims must be an int, got "
-                                 f"{type(reinterpreted_batch_ndims).__name__}")
-        if reinterpreted_batch_ndims < 0:
-            raise AssertionError(f"reinterpreted_batch_ndims must be >= 0, got {reinterpreted_batch_ndims}")
         self.base_constraint = base_constraint
-        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
         super().__init__()
 
     @property
     def is_discrete(self):
         return self.base_constraint.is_discrete
+
+
+class _IndependentConstraint(_OnBaseConstraint):
+    """A constraint whose rightmost ``reinterpreted_batch_ndims`` batch dimensions join the event."""
+
+    def __init__(self, base_constraint, reinterpreted_batch_ndims):
+        super().__init__(base_constraint)
+        if not isinstance(reinterpreted_batch_ndims, int):
+            raise AssertionError("reinterpreted_batch_ndims must be an int, got "
+                                 f"{type(reinterpreted_batch_ndims).__name__}")
+        if reinterpreted_batch_ndims < 0:
+            raise AssertionError(f"reinterpreted_batch_ndims must be >= 0, got {reinterpreted_batch_ndims}")
+        self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
     @property
     def event_dim(self):
@@ -116,18 +153,8 @@ class _IndependentConstraint(Constraint):
         return f"{type(self).__name__[1:]}({self.base_constraint!r}, {self.reinterpreted_batch_ndims})"
 
 
-class MixtureSameFamilyConstraint(Constraint):
+class MixtureSameFamilyConstraint(_OnBaseConstraint):
     """The support of a mixture: the component constraint checked against every component."""
-
-    def __init__(self, base_constraint):
-        if not isinstance(base_constraint, Constraint):
-            raise AssertionError(f"base_constraint must be a Constraint, got {type(base_constraint).__name__}")
-        self.base_constraint = base_constraint
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return self.base_constraint.is_discrete
 
     @property
     def event_dim(self):
@@ -160,46 +187,25 @@ class _OneHot(Constraint):
         return zero_or_one.all(-1) & value.sum(-1).eq(1)
 
 
-class _IntegerInterval(Constraint):
+class _IntegerInterval(_BetweenBounds):
     is_discrete = True
-
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound, self.upper_bound = lower_bound, upper_bound
-        super().__init__()
 
     def check(self, value):
         return (value % 1 == 0) & (self.lower_bound <= value) & (value <= self.upper_bound)
 
-    def __repr__(self):
-        return _bound_repr(self, "lower_bound", "upper_bound")
 
-
-class _IntegerLessThan(Constraint):
+class _IntegerLessThan(_UpperBounded):
     is_discrete = True
-
-    def __init__(self, upper_bound):
-        self.upper_bound = upper_bound
-        super().__init__()
 
     def check(self, value):
         return (value % 1 == 0) & (value <= self.upper_bound)
 
-    def __repr__(self):
-        return _bound_repr(self, "upper_bound")
 
-
-class _IntegerGreaterThan(Constraint):
+class _IntegerGreaterThan(_LowerBounded):
     is_discrete = True
-
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-        super().__init__()
 
     def check(self, value):
         return (value % 1 == 0) & (value >= self.lower_bound)
-
-    def __repr__(self):
-        return _bound_repr(self, "lower_bound")
 
 
 class _Real(Constraint):
@@ -207,64 +213,29 @@ class _Real(Constraint):
         return value == value  # everything but NaN
 
 
-class _GreaterThan(Constraint):
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-        super().__init__()
-
+class _GreaterThan(_LowerBounded):
     def check(self, value):
         return self.lower_bound < value
 
-    def __repr__(self):
-        return _bound_repr(self, "lower_bound")
 
-
-class _GreaterThanEq(Constraint):
-    def __init__(self, lower_bound):
-        self.lower_bound = lower_bound
-        super().__init__()
-
+class _GreaterThanEq(_LowerBounded):
     def check(self, value):
         return self.lower_bound <= value
 
-    def __repr__(self):
-        return _bound_repr(self, "lower_bound")
 
-
-class _LessThan(Constraint):
-    def __init__(self, upper_bound):
-        self.upper_bound = upper_bound
-        super().__init__()
-
+class _LessThan(_UpperBounded):
     def check(self, value):
         return value < self.upper_bound
 
-    def __repr__(self):
-        return _bound_repr(self, "upper_bound")
 
-
-class _Interval(Constraint):
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound, self.upper_bound = lower_bound, upper_bound
-        super().__init__()
-
+class _Interval(_BetweenBounds):
     def check(self, value):
         return (self.lower_bound <= value) & (value <= self.upper_bound)
 
-    def __repr__(self):
-        return _bound_repr(self, "lower_bound", "upper_bound")
 
-
-class _HalfOpenInterval(Constraint):
-    def __init__(self, lower_bound, upper_bound):
-        self.lower_bound, self.upper_bound = lower_bound, upper_bound
-        super().__init__()
-
+class _HalfOpenInterval(_BetweenBounds):
     def check(self, value):
         return (self.lower_bound <= value) & (value < self.upper_bound)
-
-    def __repr__(self):
-        return _bound_repr(self, "lower_bound", "upper_bound")
 
 
 class _Simplex(Constraint):
@@ -346,16 +317,13 @@ class _PositiveDefinite(_Symmetric):
         return hookgrad.linalg.cholesky_ex(value).info.eq(0)
 
 
-class _Cat(Constraint):
-    """Constraints applied to consecutive slices (of the given ``lengths``) along ``dim``."""
+class _OnConstraintSequence(Constraint):
+    """The constraints ``cseq`` applied to parts of a value along ``dim``; discrete when any is."""
 
-    def __init__(self, cseq, dim=0, lengths=None):
+    def __init__(self, cseq, dim):
         if not all(isinstance(c, Constraint) for c in cseq):
             raise AssertionError("All elements of cseq must be Constraint instances")
         self.cseq = list(cseq)
-        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
-        if len(self.lengths) != len(self.cseq):
-            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
         self.dim = dim
         super().__init__()
 
@@ -363,13 +331,26 @@ class _Cat(Constraint):
     def is_discrete(self):
         return any(c.is_discrete for c in self.cseq)
 
+    def _check_dim(self, value):
+        if not -value.dim() <= self.dim < value.dim():
+            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+
+
+class _Cat(_OnConstraintSequence):
+    """Constraints applied to consecutive slices (of the given ``lengths``) along ``dim``."""
+
+    def __init__(self, cseq, dim=0, lengths=None):
+        super().__init__(cseq, dim)
+        self.lengths = [1] * len(self.cseq) if lengths is None else list(lengths)
+        if len(self.lengths) != len(self.cseq):
+            raise AssertionError(f"lengths ({len(self.lengths)}) must match cseq ({len(self.cseq)})")
+
     @property
     def event_dim(self):
         return max(c.event_dim for c in self.cseq)
 
     def check(self, value):
-        if not -value.dim() <= self.dim < value.dim():
-            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+        self._check_dim(value)
         pieces, start = [], 0
         for constraint, length in zip(self.cseq, self.lengths):
             pieces.append(constraint.check(value.narrow(self.dim, start, length)))
@@ -377,19 +358,11 @@ class _Cat(Constraint):
         return hookgrad.cat(pieces, self.dim)
 
 
-class _Stack(Constraint):
+class _Stack(_OnConstraintSequence):
     """One constraint per index along ``dim``."""
 
     def __init__(self, cseq, dim=0):
-        if not all(isinstance(c, Constraint) for c in cseq):
-            raise AssertionError("All elements of cseq must be Constraint instances")
-        self.cseq = list(cseq)
-        self.dim = dim
-        super().__init__()
-
-    @property
-    def is_discrete(self):
-        return any(c.is_discrete for c in self.cseq)
+        super().__init__(cseq, dim)
 
     @property
     def event_dim(self):
@@ -397,8 +370,7 @@ class _Stack(Constraint):
         return dim + 1 if self.dim + dim < 0 else dim
 
     def check(self, value):
-        if not -value.dim() <= self.dim < value.dim():
-            raise AssertionError(f"dim {self.dim} out of range for value with {value.dim()} dimensions")
+        self._check_dim(value)
         slices = [value.select(self.dim, i) for i in range(value.size(self.dim))]
         return hookgrad.stack([c.check(v) for v, c in zip(slices, self.cseq)], self.dim)
 

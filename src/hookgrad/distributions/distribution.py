@@ -6,7 +6,7 @@ import warnings
 
 import hookgrad
 from . import constraints
-from .utils import lazy_property
+from .utils import _batch_shape_of, broadcast_all, lazy_property
 
 __all__ = ["Distribution"]
 
@@ -148,8 +148,9 @@ class Distribution:
                              f"values:\n{value}")
 
     def _expanded(self, cls, batch_shape, _instance, names, param_event_dims=0, event_shape=None):
-        """``expand`` for the common case: each parameter in ``names`` that the instance holds is
-        expanded to ``batch_shape`` (plus its own ``param_event_dims`` rightmost dimensions)."""
+        """``expand`` for the common case: each parameter (or inner distribution) in ``names`` that the
+        instance holds is expanded to ``batch_shape`` (plus its own ``param_event_dims`` rightmost
+        dimensions)."""
         new = self._get_checked_instance(cls, _instance)
         batch_shape = hookgrad.Size(batch_shape)
         for name in names:
@@ -191,3 +192,31 @@ class Distribution:
         shown = (f"{k}: {self.__dict__[k] if self.__dict__[k].numel() == 1 else self.__dict__[k].size()}"
                  for k in names)
         return f"{type(self).__name__}({', '.join(shown)})"
+
+
+class _CentredAtLoc:
+    """For a distribution symmetric and unimodal about its ``loc`` parameter: mean and mode are ``loc``.
+    Listed before the distribution base class."""
+
+    @property
+    def mean(self):
+        return self.loc
+
+    mode = mean
+
+
+class _LocScaleParameters:
+    """For a distribution given ``loc`` and ``scale``, broadcast together; ``expand`` expands both.
+    Listed before the distribution base class."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _LocScaleParameters in cls.__bases__:
+            cls._family = cls  # what ``expand`` builds, and what a subclass with its own __init__ must redo it for
+
+    def __init__(self, loc, scale, validate_args=None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expanded(self._family, batch_shape, _instance, ("loc", "scale"))

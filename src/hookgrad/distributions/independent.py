@@ -4,7 +4,7 @@ from __future__ import annotations
 import hookgrad
 from . import constraints
 from .distribution import Distribution
-from .utils import _sum_rightmost
+from .utils import _attribute_of, _sum_rightmost
 
 __all__ = ["Independent"]
 
@@ -32,9 +32,7 @@ class Independent(Distribution):
         new.reinterpreted_batch_ndims = self.reinterpreted_batch_ndims
         return self._finish_expanded(new, batch_shape)
 
-    @property
-    def has_rsample(self):
-        return self.base_dist.has_rsample
+    has_rsample = _attribute_of("base_dist", "has_rsample")
 
     @property
     def has_enumerate_support(self):
@@ -47,17 +45,9 @@ class Independent(Distribution):
             support = constraints.independent(support, self.reinterpreted_batch_ndims)
         return support
 
-    @property
-    def mean(self):
-        return self.base_dist.mean
-
-    @property
-    def mode(self):
-        return self.base_dist.mode
-
-    @property
-    def variance(self):
-        return self.base_dist.variance
+    mean = _attribute_of("base_dist", "mean")
+    mode = _attribute_of("base_dist", "mode")
+    variance = _attribute_of("base_dist", "variance")
 
     def sample(self, sample_shape=hookgrad.Size()):
         return self.base_dist.sample(sample_shape)

@@ -8,6 +8,7 @@ from ._where import fill, safe
 from .gamma import Gamma
 from .transformed_distribution import TransformedDistribution
 from .transforms import PowerTransform
+from .utils import _attribute_of
 
 __all__ = ["InverseGamma"]
 
@@ -24,13 +25,8 @@ class InverseGamma(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape, _instance=self._get_checked_instance(InverseGamma, _instance))
 
-    @property
-    def concentration(self):
-        return self.base_dist.concentration
-
-    @property
-    def rate(self):
-        return self.base_dist.rate
+    concentration = _attribute_of("base_dist", "concentration")
+    rate = _attribute_of("base_dist", "rate")
 
     @property
     def mean(self):

@@ -3,31 +3,15 @@ from __future__ import annotations
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
-from .utils import _batch_shape_of, broadcast_all
+from .distribution import Distribution, _CentredAtLoc, _LocScaleParameters
 
 __all__ = ["Laplace"]
 
 
-class Laplace(Distribution):
+class Laplace(_CentredAtLoc, _LocScaleParameters, Distribution):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return self._expanded(Laplace, batch_shape, _instance, ("loc", "scale"))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

@@ -5,6 +5,7 @@ from . import constraints
 from .normal import Normal
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
+from .utils import _attribute_of
 
 __all__ = ["LogNormal"]
 
@@ -20,13 +21,8 @@ class LogNormal(TransformedDistribution):
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape, _instance=self._get_checked_instance(LogNormal, _instance))
 
-    @property
-    def loc(self):
-        return self.base_dist.loc
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    loc = _attribute_of("base_dist", "loc")
+    scale = _attribute_of("base_dist", "scale")
 
     @property
     def mean(self):

@@ -6,7 +6,7 @@ import math
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CentredAtLoc
 from .multivariate_normal import _batch_mahalanobis, _batch_mv
 from .utils import _diag_embed, _diagonal, _standard_normal, lazy_property
 
@@ -32,7 +32,7 @@ def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
     return (x.pow(2) / D).sum(-1) - _batch_mahalanobis(capacitance_tril, _batch_mv(Wt_Dinv, x))
 
 
-class LowRankMultivariateNormal(Distribution):
+class LowRankMultivariateNormal(_CentredAtLoc, Distribution):
     arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
                        "cov_diag": constraints.independent(constraints.positive, 1)}
     support = constraints.real_vector
@@ -75,14 +75,6 @@ class LowRankMultivariateNormal(Distribution):
 
     def _matrix_shape(self):
         return tuple(self._batch_shape + self._event_shape + self._event_shape)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

@@ -6,14 +6,14 @@ import math
 import hookgrad
 from . import constraints
 from .binomial import Binomial
-from .categorical import Categorical
+from .categorical import Categorical, _OnCategorical
 from .distribution import Distribution
 from .utils import broadcast_all
 
 __all__ = ["Multinomial"]
 
 
-class Multinomial(Distribution):
+class Multinomial(_OnCategorical, Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
@@ -26,15 +26,10 @@ class Multinomial(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(Multinomial, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
+        new = self._expanded(Multinomial, batch_shape, _instance, ("_categorical",))
         new.total_count = self.total_count
-        new._categorical = self._categorical.expand(batch_shape)
-        new._binomial = self._binomial.expand(batch_shape + self.event_shape)
-        return self._finish_expanded(new, batch_shape)
-
-    def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
+        new._binomial = self._binomial.expand(new.batch_shape + self.event_shape)
+        return new
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
     def support(self):
@@ -47,18 +42,6 @@ class Multinomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=hookgrad.Size()):
         sample_shape = hookgrad.Size(sample_shape)

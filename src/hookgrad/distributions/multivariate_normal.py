@@ -6,7 +6,7 @@ import math
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CentredAtLoc
 from .utils import _diagonal, _standard_normal, lazy_property
 
 __all__ = ["MultivariateNormal"]
@@ -35,7 +35,31 @@ def _precision_to_scale_tril(P):
     return hookgrad.linalg.solve_triangular(L_inv, identity, upper=False)
 
 
-class MultivariateNormal(Distribution):
+def _lower_factor(scale_tril, covariance_matrix, precision_matrix):
+    """The lower Cholesky factor of the covariance, from whichever of the three was given."""
+    if scale_tril is not None:
+        return scale_tril
+    if covariance_matrix is not None:
+        return hookgrad.linalg.cholesky(covariance_matrix)
+    return _precision_to_scale_tril(precision_matrix)
+
+
+class _FromScaleTril:
+    """For a distribution that keeps its (batch of) matrices as their lower Cholesky factor
+    ``_unbroadcasted_scale_tril``: ``scale_tril`` and ``covariance_matrix`` are computed from it when
+    first asked for, expanded to ``_matrix_shape()``. Listed before the distribution base class."""
+
+    @lazy_property
+    def scale_tril(self):
+        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
+
+    @lazy_property
+    def covariance_matrix(self):
+        L = self._unbroadcasted_scale_tril
+        return hookgrad.matmul(L, L.mT).expand(self._matrix_shape())
+
+
+class MultivariateNormal(_CentredAtLoc, _FromScaleTril, Distribution):
     arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
     support = constraints.real_vector
@@ -56,12 +80,7 @@ class MultivariateNormal(Distribution):
                 setattr(self, name.split(" ")[0], matrix.expand(tuple(batch_shape) + (-1, -1)))
         self.loc = loc.expand(tuple(batch_shape) + (-1,))
         super().__init__(batch_shape, self.loc.shape[-1:], validate_args=validate_args)
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = hookgrad.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _lower_factor(scale_tril, covariance_matrix, precision_matrix)
 
     def expand(self, batch_shape, _instance=None):
         new = self._get_checked_instance(MultivariateNormal, _instance)
@@ -76,25 +95,8 @@ class MultivariateNormal(Distribution):
         return tuple(self._batch_shape + self._event_shape + self._event_shape)
 
     @lazy_property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return hookgrad.matmul(L, L.mT).expand(self._matrix_shape())
-
-    @lazy_property
     def precision_matrix(self):
         return hookgrad.cholesky_inverse(self._unbroadcasted_scale_tril).expand(self._matrix_shape())
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):

@@ -5,32 +5,18 @@ import math
 
 import hookgrad
 from . import constraints
+from .distribution import _CentredAtLoc, _LocScaleParameters
 from .exp_family import ExponentialFamily
-from .utils import _batch_shape_of, _standard_normal, broadcast_all
+from .utils import _standard_normal
 
 __all__ = ["Normal"]
 
 
-class Normal(ExponentialFamily):
+class Normal(_CentredAtLoc, _LocScaleParameters, ExponentialFamily):
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
     _mean_carrier_measure = 0
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch_shape_of((loc, scale), self.loc), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        return self._expanded(Normal, batch_shape, _instance, ("loc", "scale"))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def stddev(self):
@@ -39,10 +25,6 @@ class Normal(ExponentialFamily):
     @property
     def variance(self):
         return self.stddev.pow(2)
-
-    def sample(self, sample_shape=hookgrad.Size()):
-        with hookgrad.no_grad():
-            return self.rsample(sample_shape)
 
     def rsample(self, sample_shape=hookgrad.Size()):
         eps = _standard_normal(self._extended_shape(sample_shape), dtype=self.loc.dtype)

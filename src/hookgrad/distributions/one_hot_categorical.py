@@ -4,13 +4,13 @@ from __future__ import annotations
 import hookgrad
 from hookgrad.nn.functional import one_hot
 from . import constraints
-from .categorical import Categorical
+from .categorical import Categorical, _OnCategorical
 from .distribution import Distribution
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
 
-class OneHotCategorical(Distribution):
+class OneHotCategorical(_OnCategorical, Distribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.one_hot
     has_enumerate_support = True
@@ -21,25 +21,11 @@ class OneHotCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(OneHotCategorical, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
-        new._categorical = self._categorical.expand(batch_shape)
-        return self._finish_expanded(new, batch_shape)
-
-    def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
+        return self._expanded(OneHotCategorical, batch_shape, _instance, ("_categorical",))
 
     @property
     def _param(self):
         return self._categorical._param
-
-    @property
-    def probs(self):
-        return self._categorical.probs
-
-    @property
-    def logits(self):
-        return self._categorical.logits
 
     @property
     def mean(self):
@@ -53,10 +39,6 @@ class OneHotCategorical(Distribution):
     @property
     def variance(self):
         return self._categorical.probs * (1 - self._categorical.probs)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
 
     def sample(self, sample_shape=hookgrad.Size()):
         indices = self._categorical.sample(hookgrad.Size(sample_shape))

@@ -7,7 +7,7 @@ from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
-from .utils import _binary_logits_and_probs, _set_probs_or_logits, broadcast_all, clamp_probs
+from .utils import _attribute_of, _binary_logits_and_probs, _set_probs_or_logits, broadcast_all, clamp_probs
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
@@ -52,7 +52,16 @@ class LogitRelaxedBernoulli(Distribution):
         return self.temperature.log() + diff - 2 * diff.exp().log1p()
 
 
-class RelaxedBernoulli(TransformedDistribution):
+class _RelaxedByTransform:
+    """For a relaxed distribution made by transforming a relaxed base (``base_dist``): temperature,
+    logits and probs are the base's. Listed before ``TransformedDistribution``."""
+
+    temperature = _attribute_of("base_dist", "temperature")
+    logits = _attribute_of("base_dist", "logits")
+    probs = _attribute_of("base_dist", "probs")
+
+
+class RelaxedBernoulli(_RelaxedByTransform, TransformedDistribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
@@ -63,15 +72,3 @@ class RelaxedBernoulli(TransformedDistribution):
 
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

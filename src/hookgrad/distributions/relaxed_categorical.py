@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import hookgrad
 from . import constraints
-from .categorical import Categorical
+from .categorical import Categorical, _OnCategorical
 from .distribution import Distribution
+from .relaxed_bernoulli import _RelaxedByTransform
 from .transformed_distribution import TransformedDistribution
 from .transforms import ExpTransform
 from .utils import broadcast_all, clamp_probs
@@ -13,7 +14,7 @@ from .utils import broadcast_all, clamp_probs
 __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
 
-class ExpRelaxedCategorical(Distribution):
+class ExpRelaxedCategorical(_OnCategorical, Distribution):
     """The log of a relaxed one-hot categorical draw."""
 
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
@@ -27,26 +28,9 @@ class ExpRelaxedCategorical(Distribution):
                          validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
-        batch_shape = hookgrad.Size(batch_shape)
+        new = self._expanded(ExpRelaxedCategorical, batch_shape, _instance, ("_categorical",))
         new.temperature = self.temperature
-        new._categorical = self._categorical.expand(batch_shape)
-        return self._finish_expanded(new, batch_shape)
-
-    def _new(self, *args, **kwargs):
-        return self._categorical._new(*args, **kwargs)
-
-    @property
-    def param_shape(self):
-        return self._categorical.param_shape
-
-    @property
-    def logits(self):
-        return self._categorical.logits
-
-    @property
-    def probs(self):
-        return self._categorical.probs
+        return new
 
     def rsample(self, sample_shape=hookgrad.Size()):
         u = clamp_probs(hookgrad.rand(tuple(self._extended_shape(sample_shape)), dtype=self.logits.dtype))
@@ -64,7 +48,7 @@ class ExpRelaxedCategorical(Distribution):
         return (score - score.logsumexp(dim=-1, keepdim=True)).sum(-1) + log_scale
 
 
-class RelaxedOneHotCategorical(TransformedDistribution):
+class RelaxedOneHotCategorical(_RelaxedByTransform, TransformedDistribution):
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.simplex
     has_rsample = True
@@ -75,15 +59,3 @@ class RelaxedOneHotCategorical(TransformedDistribution):
 
     def expand(self, batch_shape, _instance=None):
         return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedOneHotCategorical, _instance))
-
-    @property
-    def temperature(self):
-        return self.base_dist.temperature
-
-    @property
-    def logits(self):
-        return self.base_dist.logits
-
-    @property
-    def probs(self):
-        return self.base_dist.probs

@@ -6,7 +6,7 @@ from . import constraints
 from .distribution import Distribution
 from .independent import Independent
 from .transforms import ComposeTransform, Transform
-from .utils import _sum_rightmost
+from .utils import _attribute_of, _sum_rightmost
 
 __all__ = ["TransformedDistribution"]
 
@@ -68,9 +68,7 @@ class TransformedDistribution(Distribution):
             support = constraints.independent(support, len(self.event_shape) - support.event_dim)
         return support
 
-    @property
-    def has_rsample(self):
-        return self.base_dist.has_rsample
+    has_rsample = _attribute_of("base_dist", "has_rsample")
 
     def sample(self, sample_shape=hookgrad.Size()):
         with hookgrad.no_grad():

@@ -73,24 +73,23 @@ class Transform:
     __hash__ = object.__hash__
 
     def __call__(self, x):
-        if self._cache_size == 0:
-            return self._call(x)
-        x_old, y_old = self._cached_x_y
-        if x is x_old:
-            return y_old
-        y = self._call(x)
-        self._cached_x_y = (x, y)
-        return y
+        return self._through_cache(x, self._call, forward=True)
 
     def _inv_call(self, y):
+        return self._through_cache(y, self._inverse, forward=False)
+
+    def _through_cache(self, given, compute, forward):
+        """``compute(given)``, or the other half of the cached (x, y) pair when ``given`` is its
+        x (``forward``) or its y (inverse)."""
         if self._cache_size == 0:
-            return self._inverse(y)
+            return compute(given)
         x_old, y_old = self._cached_x_y
-        if y is y_old:
-            return x_old
-        x = self._inverse(y)
-        self._cached_x_y = (x, y)
-        return x
+        known, answer = (x_old, y_old) if forward else (y_old, x_old)
+        if given is known:
+            return answer
+        result = compute(given)
+        self._cached_x_y = (given, result) if forward else (result, given)
+        return result
 
     def _call(self, x):
         raise NotImplementedError
@@ -374,16 +373,26 @@ class ReshapeTransform(Transform):
         return self._reshaped(shape, self.out_shape, self.in_shape)
 
 
-class ExpTransform(Transform):
+class _ParameterFreeTransform(Transform):
+    """A transform without parameters: equal to every instance of the transform class that derives
+    from this one directly, subclasses included (torch compares these with ``isinstance``)."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _ParameterFreeTransform in cls.__bases__:
+            cls._equal_to = cls
+
+    def __eq__(self, other):
+        return isinstance(other, self._equal_to)
+
+    __hash__ = object.__hash__
+
+
+class ExpTransform(_ParameterFreeTransform):
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, ExpTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.exp()
@@ -442,16 +451,11 @@ def _clipped_sigmoid(x):
     return x.sigmoid().clamp(min=finfo.tiny, max=1.0 - finfo.eps)
 
 
-class SigmoidTransform(Transform):
+class SigmoidTransform(_ParameterFreeTransform):
     domain = constraints.real
     codomain = constraints.unit_interval
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SigmoidTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -465,16 +469,11 @@ class SigmoidTransform(Transform):
         return -softplus(-x) - softplus(x)
 
 
-class SoftplusTransform(Transform):
+class SoftplusTransform(_ParameterFreeTransform):
     domain = constraints.real
     codomain = constraints.positive
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, SoftplusTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return softplus(x)
@@ -486,16 +485,11 @@ class SoftplusTransform(Transform):
         return -softplus(-x)
 
 
-class TanhTransform(Transform):
+class TanhTransform(_ParameterFreeTransform):
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
     bijective = True
     sign = +1
-
-    def __eq__(self, other):
-        return isinstance(other, TanhTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tanh()
@@ -508,14 +502,9 @@ class TanhTransform(Transform):
         return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
-class AbsTransform(Transform):
+class AbsTransform(_ParameterFreeTransform):
     domain = constraints.real
     codomain = constraints.positive
-
-    def __eq__(self, other):
-        return isinstance(other, AbsTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.abs()
@@ -642,16 +631,11 @@ class CorrCholeskyTransform(Transform):
         return hookgrad.Size(tuple(shape[:-2]) + (d * (d - 1) // 2,))
 
 
-class SoftmaxTransform(Transform):
+class SoftmaxTransform(_ParameterFreeTransform):
     """Real vector -> simplex by softmax (not bijective; the inverse is the log)."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
-
-    def __eq__(self, other):
-        return isinstance(other, SoftmaxTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         unnormalized = (x - x.max(-1, True)[0]).exp()
@@ -668,17 +652,12 @@ class SoftmaxTransform(Transform):
     inverse_shape = forward_shape
 
 
-class StickBreakingTransform(Transform):
+class StickBreakingTransform(_ParameterFreeTransform):
     """Real vector of length K-1 -> K-simplex by breaking off a sigmoid share of what is left."""
 
     domain = constraints.real_vector
     codomain = constraints.simplex
     bijective = True
-
-    def __eq__(self, other):
-        return isinstance(other, StickBreakingTransform)
-
-    __hash__ = object.__hash__
 
     @staticmethod
     def _offset(n, like):
@@ -711,16 +690,11 @@ class StickBreakingTransform(Transform):
         return hookgrad.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
 
 
-class LowerCholeskyTransform(Transform):
+class LowerCholeskyTransform(_ParameterFreeTransform):
     """Unconstrained square matrix -> lower-triangular with positive (exponentiated) diagonal."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
-
-    def __eq__(self, other):
-        return isinstance(other, LowerCholeskyTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         return x.tril(-1) + _diag_embed(_diagonal(x).exp())
@@ -729,16 +703,11 @@ class LowerCholeskyTransform(Transform):
         return y.tril(-1) + _diag_embed(_diagonal(y).log())
 
 
-class PositiveDefiniteTransform(Transform):
+class PositiveDefiniteTransform(_ParameterFreeTransform):
     """Unconstrained square matrix -> positive-definite matrix L L^T (L from LowerCholeskyTransform)."""
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
-
-    def __eq__(self, other):
-        return isinstance(other, PositiveDefiniteTransform)
-
-    __hash__ = object.__hash__
 
     def _call(self, x):
         factor = LowerCholeskyTransform()(x)

@@ -79,6 +79,12 @@ class _lazy_property_and_property(lazy_property, property):
 
 
 
+def _attribute_of(holder, name):
+    """A read-only property giving ``self.<holder>.<name>``: a parameter or statistic that a
+    distribution takes from the one it is built on."""
+    return property(lambda self: getattr(getattr(self, holder), name))
+
+
 def _batch_shape_of(given, broadcast):
     """The batch shape that parameters imply: none when every ``given`` value is a plain number, else
     the shape of ``broadcast``, a parameter after ``broadcast_all``."""

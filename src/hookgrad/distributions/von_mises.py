@@ -5,7 +5,7 @@ import math
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _CentredAtLoc
 from .utils import broadcast_all, lazy_property
 
 __all__ = ["VonMises"]
@@ -55,7 +55,7 @@ def _rejection_sample(loc, concentration, proposal_r, x):
     return (x + math.pi + loc) % (2 * math.pi) - math.pi
 
 
-class VonMises(Distribution):
+class VonMises(_CentredAtLoc, Distribution):
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
     support = constraints.real
     has_rsample = False
@@ -97,14 +97,6 @@ class VonMises(Distribution):
         except NotImplementedError:
             return type(self)(self.loc.expand(batch_shape), self.concentration.expand(batch_shape),
                               validate_args=self.__dict__.get("_validate_args"))
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @lazy_property
     def variance(self):

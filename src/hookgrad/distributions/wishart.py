@@ -10,7 +10,7 @@ from . import constraints
 from ._where import fill
 from .chi2 import Chi2
 from .exp_family import ExponentialFamily
-from .multivariate_normal import _precision_to_scale_tril
+from .multivariate_normal import _FromScaleTril, _lower_factor
 from .utils import _diag_embed, _diagonal, lazy_property
 
 __all__ = ["Wishart"]
@@ -30,7 +30,7 @@ def _clamp_above_eps(x):
     return x.clamp(min=hookgrad.finfo(x.dtype).eps)
 
 
-class Wishart(ExponentialFamily):
+class Wishart(_FromScaleTril, ExponentialFamily):
     support = constraints.positive_definite
     has_rsample = True
     _mean_carrier_measure = 0
@@ -64,12 +64,7 @@ class Wishart(ExponentialFamily):
                           "ndim - 1 < df < ndim.", stacklevel=2)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         self._batch_dims = [-(x + 1) for x in range(len(self._batch_shape))]
-        if scale_tril is not None:
-            self._unbroadcasted_scale_tril = scale_tril
-        elif covariance_matrix is not None:
-            self._unbroadcasted_scale_tril = hookgrad.linalg.cholesky(covariance_matrix)
-        else:
-            self._unbroadcasted_scale_tril = _precision_to_scale_tril(precision_matrix)
+        self._unbroadcasted_scale_tril = _lower_factor(scale_tril, covariance_matrix, precision_matrix)
         self._dist_chi2 = self._bartlett_chi2(self.df, batch_shape)
 
     def _bartlett_chi2(self, df, batch_shape):
@@ -91,15 +86,6 @@ class Wishart(ExponentialFamily):
 
     def _matrix_shape(self):
         return tuple(self._batch_shape + self._event_shape)
-
-    @lazy_property
-    def scale_tril(self):
-        return self._unbroadcasted_scale_tril.expand(self._matrix_shape())
-
-    @lazy_property
-    def covariance_matrix(self):
-        L = self._unbroadcasted_scale_tril
-        return (L @ L.transpose(-2, -1)).expand(self._matrix_shape())
 
     @lazy_property
     def precision_matrix(self):

@@ -18,25 +18,26 @@ def _check_hook(fn, register: str) -> None:
         raise TypeError(f"{register}: the hook must be callable, but got {type(fn).__name__} ({fn!r})")
 
 
+def _registered(registry: dict, fn, register: str) -> RemovableHandle:
+    """Adds the hook ``fn`` to ``registry`` (after checking it, for the function named ``register``)."""
+    _check_hook(fn, register)
+    handle = RemovableHandle(registry)
+    registry[handle.id] = fn
+    note_registration(registry, handle.id)
+    return handle
+
+
 def register_backward_start_hook(fn) -> RemovableHandle:
     """Call ``fn(info)`` at the start of every backward pass (``backward()``, ``autograd.grad``),
     before any node runs; ``info`` is a :class:`BackwardPassInfo`. Returns a handle."""
-    _check_hook(fn, "register_backward_start_hook")
-    handle = RemovableHandle(_engine._backward_start_hooks)
-    _engine._backward_start_hooks[handle.id] = fn
-    note_registration(_engine._backward_start_hooks, handle.id)
-    return handle
+    return _registered(_engine._backward_start_hooks, fn, "register_backward_start_hook")
 
 
 def register_backward_end_hook(fn) -> RemovableHandle:
     """Call ``fn(info)`` at the end of every backward pass: after its last node, its last
     post-accumulate-grad hook and the callbacks queued with :func:`call_at_backward_end`. It also
     runs when the pass raises, with the exception in ``info.error`` (which then propagates)."""
-    _check_hook(fn, "register_backward_end_hook")
-    handle = RemovableHandle(_engine._backward_end_hooks)
-    _engine._backward_end_hooks[handle.id] = fn
-    note_registration(_engine._backward_end_hooks, handle.id)
-    return handle
+    return _registered(_engine._backward_end_hooks, fn, "register_backward_end_hook")
 
 
 def call_at_backward_end(fn) -> None:

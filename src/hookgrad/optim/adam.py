@@ -36,6 +36,22 @@ def _lerp_(start: np.ndarray, end: np.ndarray, weight: float, scratch: np.ndarra
         np.subtract(end, diff, out=start)
 
 
+def _update_moments(state: dict, grad: np.ndarray, beta1: float, beta2: float, scratch: np.ndarray) -> tuple:
+    """The Adam family's running averages, in place: ``exp_avg`` moves toward the gradient by
+    ``1 - beta1`` and ``exp_avg_sq`` becomes ``beta2 * v + (1 - beta2) * g * g`` in PyTorch's order of
+    operations. ``scratch`` is a buffer shaped like the parameter; returns the two arrays."""
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    m, v = exp_avg._data, exp_avg_sq._data
+    _lerp_(m, grad, 1 - beta1, scratch)
+    v *= beta2
+    np.multiply(grad, 1 - beta2, out=scratch)
+    scratch *= grad
+    v += scratch
+    _bump(exp_avg)
+    _bump(exp_avg_sq)
+    return m, v
+
+
 def _check_hyperparameters(lr, betas, eps, weight_decay):
     """torch's checks on the hyper-parameters of the Adam family, in its order."""
     _check_lr(lr)
@@ -101,16 +117,8 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             decoupled = group.get("decoupled_weight_decay", False)
             for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr):
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                m, v = exp_avg._data, exp_avg_sq._data
-                scratch = np.empty_like(m)
-                _lerp_(m, grad, 1 - beta1, scratch)
-                v *= beta2
-                np.multiply(grad, 1 - beta2, out=scratch)  # (1 - beta2) * g * g, in PyTorch's order
-                scratch *= grad
-                v += scratch
-                _bump(exp_avg)
-                _bump(exp_avg_sq)
+                scratch = np.empty_like(p._data)
+                m, v = _update_moments(state, grad, beta1, beta2, scratch)
 
                 step = float(state["step"]._data)
                 bias_correction1 = 1 - beta1 ** step

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adam import _adam_group_values, _check_hyperparameters, _lerp_
+from .adam import _adam_group_values, _check_hyperparameters, _update_moments
 from .optimizer import (Optimizer, _bump, _check_non_negative, _check_not_differentiable, _new_step_counter,
                         _no_grad_step, _scalar_state, _zeros_like_params)
 
@@ -67,12 +67,7 @@ class NAdam(Optimizer):
                 mu_product_t._data *= mu_product_t._data.dtype.type(mu)
                 _bump(mu_product_t)
                 mu_product = float(mu_product_t._data)
-                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                _lerp_(m, grad, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * grad * grad
-                _bump(state["exp_avg"])
-                _bump(state["exp_avg_sq"])
+                m, v = _update_moments(state, grad, beta1, beta2, np.empty_like(param))
                 denom = np.sqrt(v / bias_correction2)
                 denom += eps
                 mu_product_next = mu_product * mu_next

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .adam import _adam_group_values, _check_hyperparameters, _lerp_
+from .adam import _adam_group_values, _check_hyperparameters, _update_moments
 from .optimizer import Optimizer, _bump, _check_not_differentiable, _no_grad_step
 
 __all__ = ["RAdam"]
@@ -45,12 +45,7 @@ class RAdam(Optimizer):
             for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr):
                 param = p._data
                 step = float(state["step"]._data)
-                m, v = state["exp_avg"]._data, state["exp_avg_sq"]._data
-                _lerp_(m, grad, 1 - beta1)
-                v *= beta2
-                v += (1 - beta2) * grad * grad
-                _bump(state["exp_avg"])
-                _bump(state["exp_avg_sq"])
+                m, v = _update_moments(state, grad, beta1, beta2, np.empty_like(param))
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 corrected_m = m / bias_correction1

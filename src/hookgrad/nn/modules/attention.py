@@ -88,36 +88,25 @@ def _none_or_dtype(t):
 
 def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> bool:
     """PyTorch's ``_mha_shape_check``: True when the inputs are batched."""
-    if query.dim() == 3:
-        if key.dim() != 3 or value.dim() != 3:
-            raise AssertionError("For batched (3-D) `query`, expected `key` and `value` to be 3-D but found "
-                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 2:
-            raise AssertionError("For batched (3-D) `query`, expected `key_padding_mask` to be `None` or 2-D but "
-                                 f"found {key_padding_mask.dim()}-D tensor instead")
-        if attn_mask is not None and attn_mask.dim() not in (2, 3):
-            raise AssertionError("For batched (3-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D but "
-                                 f"found {attn_mask.dim()}-D tensor instead")
-        return True
-    if query.dim() == 2:
-        if key.dim() != 2 or value.dim() != 2:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key` and `value` to be 2-D but found "
-                                 f"{key.dim()}-D and {value.dim()}-D tensors respectively")
-        if key_padding_mask is not None and key_padding_mask.dim() != 1:
-            raise AssertionError("For unbatched (2-D) `query`, expected `key_padding_mask` to be `None` or 1-D "
-                                 f"but found {key_padding_mask.dim()}-D tensor instead")
-        if attn_mask is not None:
-            if attn_mask.dim() not in (2, 3):
-                raise AssertionError("For unbatched (2-D) `query`, expected `attn_mask` to be `None`, 2-D or 3-D "
-                                     f"but found {attn_mask.dim()}-D tensor instead")
-            if attn_mask.dim() == 3:
-                expected = (num_heads, query.shape[0], key.shape[0])
-                if tuple(attn_mask.shape) != expected:
-                    raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
-                                         f"{tuple(attn_mask.shape)}")
-        return False
-    raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {query.dim()}-D query "
-                         "tensor")
+    dims = query.dim()
+    if dims not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received {dims}-D query "
+                             "tensor")
+    which = "batched (3-D)" if dims == 3 else "unbatched (2-D)"
+    if key.dim() != dims or value.dim() != dims:
+        raise AssertionError(f"For {which} `query`, expected `key` and `value` to be {dims}-D but found "
+                             f"{key.dim()}-D and {value.dim()}-D tensors respectively")
+    if key_padding_mask is not None and key_padding_mask.dim() != dims - 1:
+        raise AssertionError(f"For {which} `query`, expected `key_padding_mask` to be `None` or {dims - 1}-D but "
+                             f"found {key_padding_mask.dim()}-D tensor instead")
+    if attn_mask is not None and attn_mask.dim() not in (2, 3):
+        raise AssertionError(f"For {which} `query`, expected `attn_mask` to be `None`, 2-D or 3-D but found "
+                             f"{attn_mask.dim()}-D tensor instead")
+    if dims == 2 and attn_mask is not None and attn_mask.dim() == 3:
+        expected = (num_heads, query.shape[0], key.shape[0])
+        if tuple(attn_mask.shape) != expected:
+            raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got {tuple(attn_mask.shape)}")
+    return dims == 3
 
 
 def _pad_last(mask: Tensor) -> Tensor:

@@ -266,6 +266,18 @@ class ModuleList(Module):
         return self
 
 
+def _update_from_pairs(container, pairs, container_name: str) -> None:
+    """``container[key] = value`` for each (key, value) pair of ``pairs``, in order, checking that each
+    element is a pair (the messages name the container class as torch's do)."""
+    for j, pair in enumerate(pairs):
+        if not isinstance(pair, container_abcs.Iterable):
+            raise TypeError(f"{container_name} update sequence element #{j} should be Iterable; is"
+                            + type(pair).__name__)
+        if not len(pair) == 2:
+            raise ValueError(f"{container_name} update sequence element #{j} has length {len(pair)}; 2 is required")
+        container[pair[0]] = pair[1]
+
+
 class ModuleDict(Module):
     """An ordered dict of modules, registered under their keys."""
 
@@ -318,14 +330,7 @@ class ModuleDict(Module):
             for key, module in modules.items():
                 self[key] = module
         else:
-            for j, m in enumerate(modules):
-                if not isinstance(m, container_abcs.Iterable):
-                    raise TypeError("ModuleDict update sequence element #" + str(j)
-                                    + " should be Iterable; is" + type(m).__name__)
-                if not len(m) == 2:
-                    raise ValueError("ModuleDict update sequence element #" + str(j) + " has length "
-                                     + str(len(m)) + "; 2 is required")
-                self[m[0]] = m[1]
+            _update_from_pairs(self, modules, "ModuleDict")
 
 
 class ParameterList(Module):
@@ -492,14 +497,7 @@ class ParameterDict(Module):
             for key, parameter in sorted(parameters.items()):
                 self[key] = parameter
         else:
-            for j, p in enumerate(parameters):
-                if not isinstance(p, container_abcs.Iterable):
-                    raise TypeError("ParameterDict update sequence element #" + str(j)
-                                    + " should be Iterable; is" + type(p).__name__)
-                if not len(p) == 2:
-                    raise ValueError("ParameterDict update sequence element #" + str(j) + " has length "
-                                     + str(len(p)) + "; 2 is required")
-                self[p[0]] = p[1]
+            _update_from_pairs(self, parameters, "ParameterDict")
 
     def extra_repr(self) -> str:
         child_lines = []

@@ -13,7 +13,18 @@ from .module import Module
 __all__ = ["LayerNorm", "GroupNorm", "RMSNorm", "LocalResponseNorm"]
 
 
-class LayerNorm(Module):
+class _AffineNorm(Module):
+    """A norm layer with an optional learnable scale (``weight``) and shift (``bias``), reset to ones
+    and zeros."""
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+
+class LayerNorm(_AffineNorm):
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
 
     def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True, bias: bool = True,
@@ -21,9 +32,6 @@ class LayerNorm(Module):
         super().__init__()
         _init_over_trailing_dims(self, normalized_shape, eps, elementwise_affine, bias, dtype)
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -33,7 +41,7 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class GroupNorm(Module):
+class GroupNorm(_AffineNorm):
     __constants__ = ["num_groups", "num_channels", "eps", "affine"]
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True, device=None,
@@ -47,9 +55,6 @@ class GroupNorm(Module):
         self.affine = affine
         _register_affine(self, self.affine, num_channels, bias, dtype)
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -75,14 +80,7 @@ def _init_over_trailing_dims(module, normalized_shape, eps, elementwise_affine, 
     _register_affine(module, elementwise_affine, module.normalized_shape, bias, dtype)
 
 
-def _reset_affine(module) -> None:
-    if module.weight is not None:
-        init.ones_(module.weight)
-    if module.bias is not None:
-        init.zeros_(module.bias)
-
-
-class RMSNorm(Module):
+class RMSNorm(_AffineNorm):
     """Divides by the root mean square over the trailing ``normalized_shape`` dims, then scales."""
 
     __constants__ = ["normalized_shape", "eps", "elementwise_affine"]
@@ -92,9 +90,6 @@ class RMSNorm(Module):
         super().__init__()
         _init_over_trailing_dims(self, normalized_shape, eps, elementwise_affine, False, dtype)
         self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        _reset_affine(self)
 
     def forward(self, x):
         return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)

@@ -190,19 +190,23 @@ def _inject_property(module: Module, tensor_name: str) -> None:
     setattr(module.__class__, tensor_name, property(get_parametrized, set_original))
 
 
+def _check_same_dtype_and_shape(current, other, message):
+    """Raises ValueError(message(attribute, current's, other's)) for the first of dtype and shape that
+    ``other`` does not share with ``current``."""
+    for attribute in ("dtype", "shape"):
+        was, now = getattr(current, attribute), getattr(other, attribute)
+        if now != was:
+            raise ValueError(message(attribute, was, now))
+
+
 def _check_added(module, tensor_name, parametrization):
     current = getattr(module, tensor_name)
     new = parametrization(current)
     if not isinstance(new, Tensor):
         raise ValueError(f"A parametrization must return a tensor. Got {type(new).__name__}.")
-    if new.dtype != current.dtype:
-        raise ValueError("Registering a parametrization may not change the dtype of the tensor, unless the `unsafe` "
-                         f"flag is enabled.\nmodule.{tensor_name}.dtype: {current.dtype}\n"
-                         f"parametrization(module.{tensor_name}).dtype: {new.dtype}")
-    if new.shape != current.shape:
-        raise ValueError("Registering a parametrization may not change the shape of the tensor, unless the `unsafe` "
-                         f"flag is enabled.\nmodule.{tensor_name}.shape: {current.shape}\n"
-                         f"parametrization(module.{tensor_name}).shape: {new.shape}")
+    _check_same_dtype_and_shape(current, new, lambda attribute, was, now: (
+        f"Registering a parametrization may not change the {attribute} of the tensor, unless the `unsafe` flag is "
+        f"enabled.\nmodule.{tensor_name}.{attribute}: {was}\nparametrization(module.{tensor_name}).{attribute}: {now}"))
     if hasattr(parametrization, "right_inverse"):
         try:
             back = parametrization.right_inverse(new)
@@ -210,14 +214,10 @@ def _check_added(module, tensor_name, parametrization):
             return
         if not isinstance(back, Tensor):
             raise ValueError(f"parametrization.right_inverse must return a tensor. Got: {type(back).__name__}")
-        if back.dtype != current.dtype:
-            raise ValueError("The tensor returned by parametrization.right_inverse must have the same dtype as "
-                             f"module.{tensor_name}, unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.dtype: "
-                             f"{current.dtype}\nreturned dtype: {back.dtype}")
-        if back.shape != current.shape:
-            raise ValueError("The tensor returned by parametrization.right_inverse must have the same shape as "
-                             f"module.{tensor_name}, unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.shape: "
-                             f"{current.shape}\nreturned shape: {back.shape}")
+        _check_same_dtype_and_shape(current, back, lambda attribute, was, returned: (
+            f"The tensor returned by parametrization.right_inverse must have the same {attribute} as "
+            f"module.{tensor_name}, unless the `unsafe` flag is enabled.\nmodule.{tensor_name}.{attribute}: {was}\n"
+            f"returned {attribute}: {returned}"))
 
 
 def register_parametrization(module: Module, tensor_name: str, parametrization: Module, *,
