@@ -684,3 +684,18 @@ def test_removing_the_handle_twice_is_harmless():
     handle.remove()
     handle.remove()
     assert hookgrad.nn.Module.__call__ is PLAIN_CALL
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpointed_ops_are_reported_and_again_when_recomputed(use_reentrant):
+    layer = hookgrad.nn.Linear(3, 3)
+    x = hookgrad.randn(2, 3, requires_grad=True)
+    seen = []
+    with H.register_op_hook(forward=lambda op, i, o: seen.append((str(op), H.context().recompute))):
+        out = hookgrad.utils.checkpoint.checkpoint(lambda t: layer(t).relu(), x, use_reentrant=use_reentrant)
+        forward = list(seen)
+        out.sum().backward()
+    assert forward == [("linear", False), ("relu", False)]
+    recomputed = seen[3:]  # after sum: the rerun (non-reentrant's early stop may end it inside relu)
+    assert seen[2] == ("sum", False) and recomputed
+    assert recomputed == [("linear", True), ("relu", True)][:len(recomputed)]

@@ -143,6 +143,8 @@ class _HookedOp:
         if thread.busy or (not _GRAD.enabled and _engine.current_task() is not None):
             return None
         op = self.name if self.name_of is None else self.name_of(args)
+        if op is None:  # a call that is no op of its own: what it runs is reported
+            return None
         inplace = _is_inplace_name(op)
         if self.inplace_at is not None and not inplace and self._flag(self.inplace_at, "inplace", args, kwargs):
             op, inplace = op + "_", True
@@ -235,6 +237,13 @@ def _unwrapped(fn):
     return fn
 
 
+def _function_name(args):
+    """A custom Function is reported by its class name; checkpointing's Function is none of the
+    program's ops: the ops of the forward it runs are reported instead."""
+    cls = args[0]
+    return None if cls.__module__ == "hookgrad.utils.checkpoint" else cls.__name__
+
+
 def _cell_weights(args):
     cell = args[0]
     return [w for w in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh) if w is not None]
@@ -285,7 +294,7 @@ def _op_functions() -> list:
             fn = _unwrapped(getattr(namespace, name))
             if getattr(fn, "__module__", "").startswith(("hookgrad._ops.", "hookgrad.nn.", namespace.__name__)):
                 add(fn, prefix + name)
-    add(Function.__dict__["apply"].__func__, "apply", name_of=lambda args: args[0].__name__)
+    add(Function.__dict__["apply"].__func__, "apply", name_of=_function_name)
     # torch's recurrent modules call one op (lstm, gru, rnn_tanh, lstm_cell, ...) for what hookgrad's
     # compute in their own code
     add(rnn.RNNBase._run_layers, "rnn", name_of=lambda args: args[0].mode.lower(),
