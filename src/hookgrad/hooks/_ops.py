@@ -67,6 +67,24 @@ def _selected(registry, name):
     return [hook for hook, ops in tuple(registry.values()) if ops is None or name in ops]
 
 
+_forward_selection: dict = {}  # op name -> its forward hooks, for the registry as _forward_state says
+_forward_state = [None]
+
+
+def _forward_hooks_for(name):
+    """``_selected(_forward_hooks, name)``, kept while the registry is unchanged (handle ids only
+    grow: its size and last id change with any registration or removal)."""
+    registry = _forward_hooks
+    state = (len(registry), next(reversed(registry), None))
+    if state != _forward_state[0]:
+        _forward_selection.clear()
+        _forward_state[0] = state
+    hooks = _forward_selection.get(name)
+    if hooks is None:
+        hooks = _forward_selection[name] = _selected(registry, name)
+    return hooks
+
+
 class _ThreadState(threading.local):
     busy = 0  # > 0 while an op or a forward op hook runs in this thread: what runs inside is not reported
 
@@ -95,7 +113,10 @@ def _operands(args, kwargs, positional, keyword_only) -> tuple:
     """The op's tensor operands in its signature's order (keywords where their parameter is)."""
     found: list = []
     for a in args:
-        _add_operands(a, found)
+        if isinstance(a, Tensor):
+            found.append(a)
+        elif isinstance(a, (tuple, list)):
+            _add_operands(a, found)
     if kwargs:
         for name in positional[len(args):] + keyword_only:
             if name in kwargs:
@@ -150,7 +171,7 @@ class _HookedOp:
             op, inplace = op + "_", True
         if self.indices_at is not None and self._flag(self.indices_at, "return_indices", args, kwargs):
             op += "_with_indices"
-        hooks = _selected(_forward_hooks, op)
+        hooks = _forward_hooks_for(op)
         if not hooks:
             return None
         inputs = _operands(args, kwargs, self.positional, self.keyword_only)
