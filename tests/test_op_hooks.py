@@ -699,3 +699,17 @@ def test_checkpointed_ops_are_reported_and_again_when_recomputed(use_reentrant):
     recomputed = seen[3:]  # after sum: the rerun (non-reentrant's early stop may end it inside relu)
     assert seen[2] == ("sum", False) and recomputed
     assert recomputed == [("linear", True), ("relu", True)][:len(recomputed)]
+
+
+def test_a_packed_sequence_runs_one_recurrent_op_as_in_torch():
+    x = np.random.default_rng(0).uniform(-1, 1, (5, 2, 3))
+
+    def run_on(T):
+        lstm = T.nn.LSTM(3, 4, num_layers=2, bidirectional=True)
+        packed = T.nn.utils.rnn.pack_padded_sequence(T.tensor(x, dtype=T.float32), [5, 3])
+        state = (T.zeros(4, 2, 4), T.ones(4, 2, 4))  # torch's own zero state would be an operand of torch's op only
+        return lambda: lstm(packed, state)
+
+    # torch's LSTM.forward reads batch_sizes[0] before its one op; hookgrad's does inside it
+    got = assert_reports_like_torch(run_on, "packed lstm", torch_only=("__getitem__",))
+    assert [str(op) for op, _, _, _ in got] == ["lstm"]

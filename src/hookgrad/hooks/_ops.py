@@ -94,11 +94,18 @@ _thread = _ThreadState()
 
 # ---- the hooked variant of an op function ----------------------------------------------------------
 def _tensors_in(value) -> tuple:
-    """The tensors of an op result (a Tensor, or a tuple/list such as ``max``'s (values, indices))."""
+    """The tensors of an op result (a Tensor, or a tuple/list such as ``max``'s (values, indices)
+    or an LSTM's (output, (h, c)))."""
     if isinstance(value, Tensor):
         return (value,)
     if isinstance(value, (tuple, list)):
-        return tuple(v for v in value if isinstance(v, Tensor))
+        found = []
+        for v in value:
+            if isinstance(v, Tensor):
+                found.append(v)
+            elif isinstance(v, (tuple, list)):
+                found.extend(_tensors_in(v))
+        return tuple(found)
     return ()
 
 
@@ -318,8 +325,8 @@ def _op_functions() -> list:
     add(Function.__dict__["apply"].__func__, "apply", name_of=_function_name)
     # torch's recurrent modules call one op (lstm, gru, rnn_tanh, lstm_cell, ...) for what hookgrad's
     # compute in their own code
-    add(rnn.RNNBase._run_layers, "rnn", name_of=lambda args: args[0].mode.lower(),
-        extra_inputs=lambda args: args[0]._flat_weights)
+    for run in (rnn.RNNBase._run_layers, rnn.RNNBase._forward_packed):
+        add(run, "rnn", name_of=lambda args: args[0].mode.lower(), extra_inputs=lambda args: args[0]._flat_weights)
     cell_weights = _cell_weights
     add(rnn.LSTMCell.forward, "lstm_cell", extra_inputs=cell_weights)
     add(rnn.GRUCell.forward, "gru_cell", extra_inputs=cell_weights)
