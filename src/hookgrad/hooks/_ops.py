@@ -18,6 +18,7 @@ swapped for a counting one), so that ``context().module`` names the module runni
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 import types
@@ -227,7 +228,10 @@ def _template(free: int):
                   "        return _hooked_op.finish(call, args, result)",
                   "    return hooked"]
         namespace: dict = {}
-        exec(compile("\n".join(lines), "<op hook>", "exec"), namespace)
+        # a file name inside the package that no file has: code that tells hookgrad's frames from
+        # the program's by their file counts it as hookgrad's
+        exec(compile("\n".join(lines), os.path.join(os.path.dirname(os.path.dirname(__file__)), "<op hook>"),
+                     "exec"), namespace)
         code = _templates[free] = namespace["enclosing"]().__code__
     return code
 
