@@ -713,3 +713,27 @@ def test_a_packed_sequence_runs_one_recurrent_op_as_in_torch():
     # torch's LSTM.forward reads batch_sizes[0] before its one op; hookgrad's does inside it
     got = assert_reports_like_torch(run_on, "packed lstm", torch_only=("__getitem__",))
     assert [str(op) for op, _, _, _ in got] == ["lstm"]
+
+
+def test_replacements_inside_modules_and_custom_functions():
+    class Square(hookgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            result = x * x
+            ctx.save_for_backward(x, result)
+            return result
+
+        @staticmethod
+        def backward(ctx, g):
+            x, result = ctx.saved_tensors
+            return g * result / x  # uses the saved output: 2 * x when result is x * x
+
+    layer = hookgrad.nn.Linear(2, 2)
+    x = hookgrad.tensor([[1.0, 2.0]], requires_grad=True)
+    with H.register_op_hook(forward=lambda op, i, o: o[0] * 0 + 3, ops={"linear", "Square"}):
+        out = layer(x)
+        sq = Square.apply(x)
+    np.testing.assert_array_equal(out.detach().numpy(), [[3.0, 3.0]])
+    np.testing.assert_array_equal(sq.detach().numpy(), [[3.0, 3.0]])
+    sq.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [[3.0, 1.5]])  # the saved output is the replacement

@@ -18,6 +18,7 @@ swapped for a counting one), so that ``context().module`` names the module runni
 """
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import threading
@@ -281,6 +282,8 @@ def _cell_weights(args):
     return [w for w in (cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh) if w is not None]
 
 
+# a generator's or coroutine's code cannot be swapped for a plain function's
+_SUSPENDING = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
 # the functions among the factories that compute from their tensor operands
 _CREATION_OPS = frozenset(("diag", "diag_embed", "meshgrid", "bernoulli", "multinomial", "normal"))
 # where torch's function is named otherwise than its nn.functional name
@@ -303,7 +306,7 @@ def _op_functions() -> list:
 
     def add(fn, name, **how):
         fn = _unwrapped(fn)
-        if isinstance(fn, types.FunctionType) and fn not in found:
+        if isinstance(fn, types.FunctionType) and fn not in found and not fn.__code__.co_flags & _SUSPENDING:
             found[fn] = _OpFunction(fn, _TORCH_SPELLING.get(name, name), **how)
 
     for decl in _declare.declared():
