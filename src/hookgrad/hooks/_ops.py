@@ -379,12 +379,13 @@ def _report(hooks, name, inplace, inputs, before, outputs) -> None:
     op.node = None
     for o in outputs:
         node = o.grad_fn
-        if node is not None and not any(node is b for b in before):  # made by this op
+        if node is not None and node not in before:  # made by this op (Nodes compare by identity)
             op.node = node
             break
     calls = _state.CALLS
     module, index = calls[-1] if calls else (None, None)
-    pass_id = _state.current_pass_id()
+    task = _engine.current_task()
+    pass_id = None if task is None else task.id
     recompute = _state.RECOMPUTING[0] > 0
     phase = "backward" if pass_id is not None and not recompute else "forward"
     _state.ACTIVE.append(_state.HookContext(phase, pass_id, module, index, recompute, "op_forward_hook"))
