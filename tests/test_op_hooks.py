@@ -737,3 +737,20 @@ def test_replacements_inside_modules_and_custom_functions():
     np.testing.assert_array_equal(sq.detach().numpy(), [[3.0, 3.0]])
     sq.sum().backward()
     np.testing.assert_allclose(x.grad.numpy(), [[3.0, 1.5]])  # the saved output is the replacement
+
+
+def test_a_hook_that_removes_itself_mid_program_leaves_ops_unhooked():
+    seen = []
+
+    def once(op, inputs, outputs):
+        seen.append(str(op))
+        handle.remove()  # the last forward op hook: op functions get their own code back at once
+        return outputs[0] * 2
+
+    x = hookgrad.tensor([1.0, 2.0])
+    handle = H.register_op_hook(forward=once)
+    y = x.exp()
+    z = y.exp()
+    assert seen == ["exp"]
+    np.testing.assert_allclose(y.numpy(), 2 * np.exp([1.0, 2.0]), rtol=1e-6)
+    np.testing.assert_allclose(z.numpy(), np.exp(y.numpy()), rtol=1e-6)
