@@ -2,10 +2,10 @@
 runs (backward).
 
 Forward: every op function (``hookgrad.X``, ``Tensor.X``, ``Tensor.X_``, ``nn.functional.X``, the
-operators, ``autograd.Function.apply``, the fused recurrent layers) has two variants of its code:
-its own, which runs while no forward op hook is registered, and a hooked one, swapped into the
-same function object when the first forward op hook is registered and swapped back out when the
-last one is removed. So the op path costs nothing at all without op hooks, and references to op
+operators, ``autograd.Function.apply``, the recurrent modules' fused layers and cells) has two
+variants of its code: its own, which runs while no forward op hook is registered, and a hooked
+one, swapped into the same function object when the first forward op hook is registered and
+swapped back out when the last one is removed. So the op path costs nothing at all without op hooks, and references to op
 functions taken before registration (``from hookgrad import relu``) are hooked too. The hooked
 variant calls the op's own code and reports the outermost op only: what an op runs inside (the
 parts of a composite op, a custom Function's forward, an op hook) is not reported.
@@ -334,10 +334,9 @@ def _op_functions() -> list:
     # compute in their own code
     for run in (rnn.RNNBase._run_layers, rnn.RNNBase._forward_packed):
         add(run, "rnn", name_of=lambda args: args[0].mode.lower(), extra_inputs=lambda args: args[0]._flat_weights)
-    cell_weights = _cell_weights
-    add(rnn.LSTMCell.forward, "lstm_cell", extra_inputs=cell_weights)
-    add(rnn.GRUCell.forward, "gru_cell", extra_inputs=cell_weights)
-    add(rnn.RNNCell.forward, "rnn_cell", extra_inputs=cell_weights,
+    add(rnn.LSTMCell.forward, "lstm_cell", extra_inputs=_cell_weights)
+    add(rnn.GRUCell.forward, "gru_cell", extra_inputs=_cell_weights)
+    add(rnn.RNNCell.forward, "rnn_cell", extra_inputs=_cell_weights,
         name_of=lambda args: f"rnn_{args[0].nonlinearity}_cell")
     return list(found.values())
 
