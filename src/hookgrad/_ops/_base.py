@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd import grad_mode
-from ..autograd.graph import Node, _op_dispatch, _op_forward_hooks
+from ..autograd.graph import Node
 
 __all__ = ["GRAD", "NONE_EDGE", "edge", "any_requires_grad", "record", "as_tensor_arg", "is_number", "result_np_dtype",
            "data_of", "sum_to_shape", "float_dtype_for", "zeros_like_data", "quiet_fp"]
@@ -39,14 +39,12 @@ def any_requires_grad(*tensors) -> bool:
 
 
 def record(node: Node, *outputs: Tensor, inputs=None) -> None:
-    """Make ``node`` the grad_fn of ``outputs`` (output_nr in order); ``inputs``: the op's inputs,
-    for op hooks."""
+    """Make ``node`` the grad_fn of ``outputs`` (output_nr in order); ``inputs``: the op's inputs
+    (unused here; kept so that every recording point says what the op read)."""
     for i, out in enumerate(outputs):
         out._grad_fn = node
         out._output_nr = i
         out._requires_grad = True
-    if _op_forward_hooks:
-        _op_dispatch[0](node, inputs, outputs)
 
 
 def as_tensor_arg(x, like: Tensor | None = None) -> Tensor:

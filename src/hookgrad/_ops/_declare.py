@@ -17,7 +17,7 @@ import numpy as np
 
 from .._dtype import narrow_to
 from .._tensor import Tensor, wrap
-from ..autograd.graph import Node, _op_dispatch, _op_forward_hooks
+from ..autograd.graph import Node
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
@@ -113,8 +113,6 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
         out._grad_fn = node
         out._output_nr = 0
         out._requires_grad = True
-        if _op_forward_hooks:
-            _op_dispatch[0](node, inputs, outputs)
     else:
         record(node, *outputs, inputs=inputs)
     return node

@@ -12,7 +12,7 @@ import numpy as np
 from .. import _dtype, return_types
 from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
-from ..autograd.graph import Node, _op_dispatch, _op_forward_hooks
+from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
 from ._declare import inplace_function, module_all, op, record_op, unary
@@ -673,20 +673,11 @@ def _reshape_in_place(x, new_data, node_cls, **attrs):
         if x._base is not None:
             raise RuntimeError("hookgrad: an in-place shape change of a view that requires grad is not supported; "
                                "use the out-of-place op")
-        hooked = bool(_op_forward_hooks)
-        if hooked:  # op hooks see the in-place op, after the change, not a temporary
-            _op_dispatch[2] += 1
-        try:
-            node = record_op(node_cls, (x,), wrap(new_data))
-        finally:
-            if hooked:
-                _op_dispatch[2] -= 1
+        node = record_op(node_cls, (x,), wrap(new_data))
         for k, v in attrs.items():
             setattr(node, k, v)
         x._data = new_data
         x._after_inplace(node)
-        if hooked:
-            _op_dispatch[0](node, (x,), (x,), None, True)
     else:
         x._data = new_data
     x._version_counter[0] += 1

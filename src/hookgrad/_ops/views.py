@@ -13,7 +13,7 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.function import view_inplace_error_head
-from ..autograd.graph import _FREED_MESSAGE, Node, _op_dispatch, _op_forward_hooks, saved_dim
+from ..autograd.graph import _FREED_MESSAGE, Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, edge, record, sum_to_shape
 
@@ -823,15 +823,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         alias._output_nr = x._output_nr
         alias._requires_grad = True
         alias._accumulator = x._accumulator
-    hooked = bool(_op_forward_hooks)
-    if hooked:  # op hooks see the in-place op once, after the write, not the out-of-place op it runs
-        _op_dispatch[2] += 1
-        try:
-            result = op(alias, *args, **kwargs)
-        finally:
-            _op_dispatch[2] -= 1
-    else:
-        result = op(alias, *args, **kwargs)
+    result = op(alias, *args, **kwargs)
     node = result._grad_fn
     _write(x, result._data)
     if node is None:
@@ -854,8 +846,6 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         base._view_version = base._version_counter[0]
         x._requires_grad = True
         x._regenerate_view_grad_fn()  # torch gives the changed view its new node at once
-    if hooked:
-        _op_dispatch[0](node, (x,) + args, (x,), None, True)
     return x
 
 

@@ -13,7 +13,6 @@ import numpy as np
 from .. import _dtype
 from .._late import LateNames
 from . import grad_mode
-from . import graph as _graph
 from .graph import Node, SavedTensor
 
 # The Tensor and the op helpers are layers above this one (see hookgrad/_late.py).
@@ -252,8 +251,6 @@ class Function(metaclass=_FunctionMeta):
         if node.to_save is not None:
             node._saved = tuple(None if t is None else SavedTensor(
                 t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in node.to_save)
-        if recording and _graph._op_forward_hooks:
-            _graph._op_dispatch[0](node, args, [o for o in wrapped if isinstance(o, Tensor)], cls.__name__, bool(dirty))
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod

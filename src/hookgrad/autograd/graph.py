@@ -32,8 +32,8 @@ saved-tensor hooks      ``_saved_hooks_stack`` (a context,   ``saved_tensors_hoo
                         not a registry)                                                       unpack in ``Node.saved``)
 ======================  ===================================  ===============================  ===================================
 
-Op forward hooks (``_op_forward_hooks``, this module) run where an op records its node
-(``_ops._declare.record_op``, ``_ops._base.record``, ``Function.apply``, ``_ops.views.apply_inplace``).
+Op forward hooks (``_op_forward_hooks``, this module) run after every op function returns: while one
+is registered, ``hookgrad.hooks._ops`` swaps a hooked variant into each op function's code.
 Module backward hooks are built from these (identity nodes with a post-hook-like callback, and
 node post-hooks for the legacy kind): see ``hookgrad.nn.modules.module``.
 """
@@ -408,10 +408,10 @@ class AccumulateGrad(Node):
 _module_post_backward_hooks: OrderedDict = OrderedDict()
 _after_accumulate: list = [None]
 
-# hookgrad.hooks' op hooks: the registries ({handle id: hook}; empty: nothing runs) and their
-# dispatch, set by hookgrad.hooks: [op_recorded(node, inputs, outputs, name=None, inplace=False)
-# after an op recorded its node, op_ran(node, grad_inputs, grad_outputs) -> grad_inputs after the
-# engine ran one, how many recordings are hidden now (an in-place op's inner out-of-place op)]
+# hookgrad.hooks' op hooks: the registries ({handle id: hook}; empty: nothing runs) and the
+# backward dispatch, set by hookgrad.hooks: [unused, op_ran(node, grad_inputs, grad_outputs) ->
+# grad_inputs after the engine ran a node, unused] (forward op hooks need no dispatch point here:
+# hookgrad.hooks swaps hooked code into the op functions while one is registered)
 _op_forward_hooks: OrderedDict = OrderedDict()
 _op_backward_hooks: OrderedDict = OrderedDict()
 _op_dispatch: list = [None, None, 0]
