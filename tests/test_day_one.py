@@ -168,3 +168,14 @@ def test_finfo_and_iinfo(T):
             for dt in (T.float16, T.bfloat16, T.float32, T.float64)] + \
         [(repr(T.iinfo(dt)), str(T.iinfo(dt)), T.iinfo(dt).dtype, T.iinfo(dt).max)
          for dt in (T.int8, T.uint8, T.int16, T.int32, T.int64)] + [repr(T.finfo())]
+
+
+def test_return_types_pickle_and_copy():
+    import copy
+    import pickle
+
+    import hookgrad
+    result = hookgrad.tensor([[1., 3.], [2., 0.]]).max(1)
+    again = pickle.loads(pickle.dumps(result))
+    assert type(again) is type(result) and again.values.tolist() == [3., 2.] and again.indices.tolist() == [1, 0]
+    assert copy.deepcopy(result).indices.tolist() == [1, 0]

@@ -29,7 +29,15 @@ def _build(name: str, fields: tuple) -> type:
     def __repr__(self):
         body = ",\n".join(f"{field}={value!r}" for field, value in zip(self._fields, self))
         return f"torch.return_types.{name}(\n{body})"
-    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__module__": "torch.return_types"})
+    def __reduce__(self):
+        # printed as torch.return_types.X; pickled by hookgrad's own name
+        return _rebuild, (name, tuple(self))
+    return type(name, (base,), {"__slots__": (), "__repr__": __repr__, "__reduce__": __reduce__,
+                                "__module__": "torch.return_types"})
+
+
+def _rebuild(name: str, values: tuple):
+    return globals()[name](*values)
 
 
 globals().update({name: _build(name, fields) for name, fields in _FIELDS.items()})
