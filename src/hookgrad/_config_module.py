@@ -38,9 +38,6 @@ class ConfigModule(types.ModuleType):
             changes[arg] = value
         elif isinstance(arg, dict):
             changes.update(arg)
-        for name in changes:
-            if name not in self._defaults:
-                raise AttributeError(f"{_torch_name(self.__name__)}.{name} does not exist")
         return _Patch(self, changes)
 
 
@@ -49,6 +46,9 @@ class _Patch(contextlib.ContextDecorator):
         self.module, self.changes, self.saved = module, changes, []
 
     def __enter__(self):
+        for name in self.changes:  # checked on entry, as torch does
+            if name not in self.module._defaults:
+                raise AttributeError(f"{_torch_name(self.module.__name__)}.{name} does not exist")
         self.saved.append({name: getattr(self.module, name) for name in self.changes})
         for name, value in self.changes.items():
             setattr(self.module, name, value)

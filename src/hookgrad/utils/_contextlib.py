@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import inspect
 import sys
+import warnings
 
 __all__ = ["context_decorator", "_DecoratorContextManager", "_NoParamDecoratorContextManager"]
 
@@ -37,14 +38,22 @@ def _wrap_generator(ctx_factory, func):
 
 
 def context_decorator(ctx, func):
-    """Decorate ``func`` so that each call (each resumption, for a generator) runs inside ``ctx()``.
-    ``ctx`` is a zero-argument factory of context managers."""
+    """Decorate ``func`` so that each call (each resumption, for a generator) runs inside a context:
+    ``ctx`` is a factory of context managers, or one context manager that can be entered again
+    and again."""
+    if callable(ctx) and hasattr(ctx, "__enter__"):
+        raise AssertionError(f"Passed in {ctx} is both callable and also a valid context manager (has __enter__), "
+                             "making it ambiguous which interface to use.  If you intended to pass a context "
+                             "manager factory, rewrite your call as context_decorator(lambda: ctx()); if you "
+                             "intended to pass a context manager directly, rewrite your call as "
+                             "context_decorator(lambda: ctx)")
+    factory = ctx if callable(ctx) else (lambda: ctx)
     if inspect.isclass(func):
-        raise RuntimeError("Cannot decorate classes; it is ambiguous whether or not only the constructor or "
-                           "all methods should have the context manager applied; additionally, decorating a "
-                           "class at definition-site will prevent use of the identifier as a conventional type.")
-    if not callable(ctx):
-        raise RuntimeError(f"context_decorator expects a callable returning a context manager, got {ctx!r}")
+        raise RuntimeError("Cannot decorate classes; it is ambiguous whether or not only the constructor or all "
+                           "methods should have the context manager applied; additionally, decorating a class at "
+                           "definition-site will prevent use of the identifier as a conventional type.  To "
+                           "specify which methods to decorate, decorate each of them individually.")
+    ctx = factory
     if inspect.isgeneratorfunction(func):
         return _wrap_generator(ctx, func)
 
@@ -60,9 +69,15 @@ class _DecoratorContextManager:
     """Base for context managers that may also decorate functions (``@ctx()``)."""
 
     def __call__(self, orig_func):
+        func = orig_func
         if inspect.isclass(orig_func):
-            raise RuntimeError("Cannot decorate classes")
-        return context_decorator(self.clone, orig_func)
+            warnings.warn("Decorating classes is deprecated and will be disabled in future versions. You should only "
+                          "decorate functions or methods. To preserve the current behavior of class decoration, you "
+                          "can directly decorate the `__init__` method and nothing else.", FutureWarning, stacklevel=2)
+
+            def func(*args, **kwargs):
+                return orig_func(*args, **kwargs)
+        return context_decorator(self.clone, func)
 
     def __enter__(self):
         raise NotImplementedError

@@ -20,6 +20,8 @@ from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any, NamedTuple
 
+from .._dtype import Size
+
 __all__ = ["PyTree", "Context", "FlattenFn", "UnflattenFn", "DumpableContext", "ToDumpableContextFn",
            "FromDumpableContextFn", "PyTreeSpec", "TreeSpec", "LeafSpec", "keystr", "key_get",
            "register_pytree_node", "tree_is_leaf", "tree_flatten", "tree_flatten_with_path", "tree_unflatten",
@@ -384,6 +386,32 @@ _private_register_pytree_node(deque, _deque_flatten, _deque_unflatten, serialize
 _private_register_pytree_node(structseq, _structseq_flatten, _structseq_unflatten,
                               serialized_type_name="structseq", flatten_with_keys_fn=_sequence_flatten_with_keys)
 
+def _size_flatten(d):
+    return list(d), None
+
+
+def _size_unflatten(values, context):
+    return tuple(values)  # as torch does: a rebuilt Size is a plain tuple
+
+
+_private_register_pytree_node(Size, _size_flatten, _size_unflatten, serialized_type_name="torch.Size",
+                              flatten_with_keys_fn=_sequence_flatten_with_keys)
+
+_RETURN_TYPE_MODULES = ("torch.return_types", "hookgrad.return_types")
+
+
+def _register_return_type(cls) -> None:
+    """torch.return_types.X (torch's struct sequences, named tuples here) are nodes of their own
+    type with no context, as in torch."""
+    def flatten(d):
+        return list(d), None
+
+    def unflatten(values, context):
+        return cls(*values)
+
+    _private_register_pytree_node(cls, flatten, unflatten, flatten_with_keys_fn=_sequence_flatten_with_keys)
+
+
 STANDARD_DICT_TYPES = frozenset({dict, OrderedDict, defaultdict})
 BUILTIN_TYPES = frozenset({tuple, list, dict, namedtuple, OrderedDict, defaultdict, deque, structseq})
 
@@ -393,10 +421,13 @@ def _get_node_type(tree):
     # every namedtuple (every struct sequence) class is a node, under one stand-in type
     if node_type not in SUPPORTED_NODES:
         if is_namedtuple_class(node_type):
+            if node_type.__module__ in _RETURN_TYPE_MODULES:
+                _register_return_type(node_type)
+                return node_type
             return namedtuple
         if is_structseq_class(node_type):
             return structseq
-    elif is_namedtuple_class(node_type):
+    elif is_namedtuple_class(node_type) and node_type.__module__ not in _RETURN_TYPE_MODULES:
         return namedtuple
     return node_type
 

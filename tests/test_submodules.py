@@ -1,0 +1,493 @@
+"""torch's submodules that libraries import (torch.utils._pytree, torch.nn.utils.prune, torch.compiler,
+torch.random, torch.signal.windows, ...): each behaviour differentially against torch, and every
+one of them importable under ``hookgrad run``."""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from collections import OrderedDict, defaultdict, deque, namedtuple
+
+import numpy as np
+import pytest
+
+from difftest import Raised, catch, differential, warns
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# every torch submodule hookgrad serves for libraries (tests/test_submodules.py imports each under
+# ``hookgrad run``); docs/api-coverage.md lists them and the ones left out
+SUBMODULES = ["torch.utils._pytree", "torch.types", "torch.compiler", "torch._dynamo", "torch.nn.attention",
+              "torch.nn.utils.prune", "torch.nn.utils.stateless", "torch.nn.utils.fusion", "torch.nn.grad",
+              "torch.nn.common_types", "torch._utils", "torch.storage", "torch.random", "torch.functional",
+              "torch.accelerator", "torch.mps", "torch.xpu", "torch.signal", "torch.signal.windows",
+              "torch.utils.weak", "torch.utils._contextlib", "torch.utils.collect_env", "torch._dynamo.config",
+              "torch.compiler.config"]
+
+
+def sub(T, name: str):
+    """Framework ``T``'s submodule ``name`` (``"utils._pytree"`` -> torch.utils._pytree)."""
+    return importlib.import_module(f"{T.__name__}.{name}")
+
+
+P = namedtuple("P", "x y")
+
+
+def _nested():
+    return {"b": [1, (2, 3)], "a": OrderedDict(z=4, y=P(5, None)), "c": defaultdict(int, {"k": 6}),
+            "d": deque([7, 8], maxlen=3)}
+
+
+# ------------------------------------------------------------------------------------------ pytree
+
+@differential
+def test_pytree_flatten_unflatten_round_trip(T):
+    pt = sub(T, "utils._pytree")
+    tree = _nested()
+    leaves, spec = pt.tree_flatten(tree)
+    rebuilt = pt.tree_unflatten(leaves, spec)
+    return (leaves, repr(spec), rebuilt == tree, type(rebuilt["a"]).__name__, rebuilt["d"].maxlen,
+            spec.num_leaves, spec.num_nodes, spec.num_children, spec.is_leaf(), pt.tree_structure(1).is_leaf(),
+            hash(spec) == hash(pt.tree_structure(_nested())), spec == pt.tree_structure(_nested()),
+            pt.treespec_pprint(spec))
+
+
+@differential
+def test_pytree_key_paths_and_maps(T):
+    pt = sub(T, "utils._pytree")
+    tree = _nested()
+    paths = [(pt.keystr(k), v) for k, v in pt.tree_leaves_with_path(tree)]
+    got = [pt.key_get(tree, k) for k, _ in pt.tree_flatten_with_path(tree)[0]]
+    mapped = pt.tree_map(lambda a, b: a * 10 + b, [1, (2, 3)], [4, (5, 6)])
+    prefix = pt.tree_map(lambda a, b: (a, b), [1, 2], [[7, 8], {"k": 9}])
+    with_path = pt.tree_map_with_path(lambda kp, v: pt.keystr(kp) + str(v), {"a": [1, 2]})
+    only = pt.tree_map_only(int, lambda v: -v, [1, "s", 2.5, (3,)])
+    seen = []
+    same = pt.tree_map_(seen.append, [1, [2]])
+    return (paths, got, mapped, prefix, with_path, only, seen, same,
+            pt.tree_all(lambda v: v > 0, [1, (2,)]), pt.tree_any(lambda v: v is None, [1, None]),
+            pt.tree_all_only(str, lambda s: s == "a", ["a", 1]), pt.tree_any_only(int, lambda v: v > 5, [1, "x"]),
+            pt.tree_leaves([1, [2, None]], is_leaf=lambda x: isinstance(x, list) and len(x) == 2 and x[0] == 2),
+            pt.tree_is_leaf((1,)), pt.tree_is_leaf((1,), is_leaf=lambda x: True), pt.is_namedtuple(P(1, 2)))
+
+
+@differential
+def test_pytree_tensors_are_leaves(T):
+    pt = sub(T, "utils._pytree")
+    tree = {"w": T.ones(2), "s": T.Size([2, 3]), "pair": (T.zeros(1), 4)}
+    leaves, spec = pt.tree_flatten(tree)
+    doubled = pt.tree_map_only(T.Tensor, lambda t: t * 2, tree)
+    return leaves, repr(spec), doubled
+
+
+@differential
+def test_pytree_mismatches_and_registration(T):
+    pt = sub(T, "utils._pytree")
+
+    class Box:
+        def __init__(self, v):
+            self.v = v
+
+    pt.register_pytree_node(Box, lambda b: ([b.v], "ctx"), lambda vs, c: Box(vs[0]))
+    try:
+        leaves, spec = pt.tree_flatten([Box(3), Box([4, 5])])
+        rebuilt = pt.tree_unflatten([10, 11, 12], spec)
+        return (leaves, rebuilt[1].v, repr(spec).replace(Box.__qualname__, "Box"),
+                catch(pt.register_pytree_node, Box, lambda b: ([b.v], None), lambda vs, c: Box(vs[0])),
+                catch(pt.tree_leaves_with_path, Box(1)),
+                catch(pt.tree_map, lambda a, b: a, [1, 2], [1]),
+                catch(pt.tree_map, lambda a, b: a, {"a": 1}, {"b": 1}),
+                catch(pt.tree_map, lambda a, b: a, (1, 2), [1, 2]),
+                catch(spec.unflatten, [1]),
+                catch(pt.treespec_dumps, spec))
+    finally:
+        pt._deregister_pytree_node(Box)
+
+
+@differential
+def test_pytree_treespec_dumps_loads(T):
+    pt = sub(T, "utils._pytree")
+    spec = pt.tree_structure([1, {"a": (2, 3)}, OrderedDict(q=1), defaultdict(list, {"r": 2}), deque([1])])
+    text = pt.treespec_dumps(spec)
+    return text, pt.treespec_loads(text) == spec, catch(pt.treespec_dumps, spec, protocol=7)
+
+
+@differential
+def test_pytree_register_dataclass(T):
+    import dataclasses
+    pt = sub(T, "utils._pytree")
+
+    @dataclasses.dataclass
+    class Pt:
+        a: int
+        b: object = None
+
+    pt.register_dataclass(Pt)
+    try:
+        leaves, spec = pt.tree_flatten([Pt(1, (2, 3)), Pt(4)])
+        return leaves, repr(pt.tree_unflatten(leaves, spec)), spec.child(0).context, spec.child(1).context, \
+            [pt.keystr(k) for k, _ in pt.tree_leaves_with_path(Pt(1, 2))]
+    finally:
+        pt._deregister_pytree_node(Pt)
+
+
+# ------------------------------------------------------------------------------- compiler, dynamo
+
+@differential
+def test_compiler_and_dynamo_run_eagerly(T):
+    compiler, dynamo = sub(T, "compiler"), sub(T, "_dynamo")
+
+    def f(x):
+        return x + 1
+
+    config = dynamo.config
+    before = config.cache_size_limit
+    config.cache_size_limit = 64
+    after = config.cache_size_limit
+    config.cache_size_limit = before
+    with config.patch(suppress_errors=True):
+        patched = config.suppress_errors
+    return (compiler.is_compiling(), dynamo.is_compiling(), compiler.is_dynamo_compiling(),
+            compiler.is_exporting(), compiler.disable(f)(T.ones(1)), dynamo.disable(f)(T.ones(1)),
+            compiler.disable(recursive=False)(f)(T.ones(1)),
+            compiler.allow_in_graph(f) is f, dynamo.allow_in_graph(f) is f, compiler.assume_constant_result(f) is f,
+            dynamo.mark_dynamic(T.ones(2), 0), before, after, patched, config.suppress_errors,
+            catch(setattr, config, "no_such_setting", 1), catch(lambda: config.patch(no_such_setting=1).__enter__()),
+            T.compile(f)(T.ones(1)), compiler.compile(f)(T.ones(1)))
+
+
+# ------------------------------------------------------------------------- random, devices, types
+
+@differential
+def test_fork_rng_restores_the_generator(T):
+    random = sub(T, "random")
+    T.manual_seed(3)
+    with random.fork_rng():
+        inside = T.rand(3)
+        T.manual_seed(99)
+    after = T.rand(3)
+    T.manual_seed(3)
+    with random.fork_rng(enabled=False):
+        T.rand(3)
+    unforked = T.rand(3)
+    T.manual_seed(3)
+    try:
+        with random.fork_rng(devices=[]):
+            T.rand(2)
+            raise KeyError("inside")
+    except KeyError:
+        pass
+    after_error = T.rand(2)
+    T.manual_seed(3)
+    fresh = T.rand(2)
+    return (T.equal(inside, after), T.equal(inside, unforked), T.equal(after_error, fresh),
+            random.initial_seed(), random.thread_safe_generator(), random.get_rng_state().dtype)
+
+
+@differential
+def test_accelerators_are_absent(T):
+    acc, mps, xpu = sub(T, "accelerator"), sub(T, "mps"), sub(T, "xpu")
+    return (acc.is_available(), acc.device_count(), acc.current_accelerator(), catch(acc.current_device_index),
+            catch(acc.synchronize), mps.is_available(), mps.device_count(), catch(mps.synchronize),
+            catch(mps.get_rng_state), xpu.is_available(), xpu.device_count(), xpu.is_initialized(),
+            catch(xpu.current_device), xpu.memory_allocated(), xpu.is_bf16_supported())
+
+
+@differential
+def test_types_storage_functional(T):
+    types_, storage, functional = sub(T, "types"), sub(T, "storage"), sub(T, "functional")
+    return (types_.Size is T.Size, types_.Tensor is T.Tensor, storage.UntypedStorage is T.UntypedStorage,
+            storage.TypedStorage is T.TypedStorage, functional.einsum("ij->j", T.ones(2, 3)),
+            functional.split(T.arange(5), 2), functional.broadcast_shapes((2, 1), (3,)),
+            functional.unique(T.tensor([3, 1, 3])), set(functional.__all__) <= set(dir(functional)))
+
+
+@pytest.mark.parametrize("name", ["bartlett", "blackman", "cosine", "hamming", "hann", "nuttall", "gaussian",
+                                  "kaiser", "exponential", "general_hamming"])
+@pytest.mark.parametrize("sym", [True, False])
+@differential
+def test_signal_windows(T, name, sym):
+    windows = sub(T, "signal.windows")
+    fn = getattr(windows, name)
+    out = [fn(M, sym=sym) for M in (0, 1, 2, 5, 8)]
+    out.append(fn(7, sym=sym, dtype=T.float64))
+    if name == "exponential" and not sym:
+        out.append(fn(6, sym=False, center=1.5, tau=2.0))
+    return out, catch(fn, -1), catch(fn, 4, dtype=T.int64)
+
+
+@differential
+def test_signal_window_arguments(T):
+    windows = sub(T, "signal.windows")
+    return (windows.general_cosine(6, a=[0.5, 0.3, 0.2]), catch(windows.general_cosine, 6, a=[]),
+            catch(windows.general_cosine, 6, a=3), catch(windows.gaussian, 4, std=0.0),
+            catch(windows.kaiser, 4, beta=-1.0), catch(windows.exponential, 4, tau=-1.0),
+            catch(windows.exponential, 4, center=1.0), windows.kaiser(5, beta=0.0))
+
+
+# --------------------------------------------------------------------------------- small helpers
+
+@differential
+def test_conv_gradients_of_nn_grad(T):
+    grad = sub(T, "nn.grad")
+    rng = np.random.default_rng(0)
+    out = []
+    for dims, stride, padding, dilation, groups in [(1, 2, 1, 1, 1), (2, 1, 1, 2, 2), (3, 1, 0, 1, 1)]:
+        x = T.tensor(rng.standard_normal((2, 4) + (7,) * dims), dtype=T.float64)
+        w = T.tensor(rng.standard_normal((4, 4 // groups) + (3,) * dims), dtype=T.float64)
+        conv = getattr(T.nn.functional, f"conv{dims}d")
+        y = conv(x, w, None, stride, padding, dilation, groups)
+        g = T.tensor(rng.standard_normal(tuple(y.shape)), dtype=T.float64)
+        out.append(getattr(grad, f"conv{dims}d_input")(x.shape, w, g, stride, padding, dilation, groups))
+        out.append(getattr(grad, f"conv{dims}d_weight")(x, w.shape, g, stride, padding, dilation, groups))
+    return out
+
+
+@differential
+def test_private_utils(T):
+    utils = sub(T, "_utils")
+    parts = [T.arange(3.0), T.ones(2, 2)]
+    flat = utils._flatten_dense_tensors(parts)
+    back = utils._unflatten_dense_tensors(flat, parts)
+
+    def failing():
+        try:
+            raise KeyError("missing")
+        except KeyError:
+            return utils.ExceptionWrapper(where="in worker")
+
+    wrapped = failing()
+    return (flat, back, utils._get_device_index("cpu", allow_cpu=True), catch(utils._get_device_index, "cpu"),
+            utils._get_device_index(3), utils._get_available_device_type(), catch(wrapped.reraise))
+
+
+@differential
+def test_weak_id_key_dictionary(T):
+    weak = sub(T, "utils.weak")
+    d = weak.WeakIdKeyDictionary()
+    a, b = T.ones(2), T.ones(2)
+    d[a] = "a"
+    d[b] = "b"
+    d[a] = "a2"
+    state = (len(d), d[a], d[b], a in d, T.ones(2) in d)
+    del b
+    ref = weak.TensorWeakRef(a)
+    return state, len(d), ref() is a, catch(weak.TensorWeakRef, 3)
+
+
+@differential
+def test_context_decorator(T):
+    contextlib_ = sub(T, "utils._contextlib")
+    log = []
+
+    class Ctx(contextlib_._DecoratorContextManager):
+        def __enter__(self):
+            log.append("enter")
+
+        def __exit__(self, *exc):
+            log.append("exit")
+
+    @Ctx()
+    def plain(x):
+        log.append(("body", x))
+        return x + 1
+
+    @Ctx()
+    def gen():
+        log.append("g1")
+        yield 1
+        log.append("g2")
+        yield 2
+
+    result = plain(1)
+    values = list(gen())
+    decorated_class = warns(Ctx(), type("K", (), {}))[1]
+    return result, values, log, decorated_class, catch(contextlib_.context_decorator, Ctx, type("K", (), {}))
+
+
+# -------------------------------------------------------------------------------------- attention
+
+@differential
+def test_sdpa_kernel_selects_backends(T):
+    attention = sub(T, "nn.attention")
+    F = T.nn.functional
+    B = attention.SDPBackend
+    q = T.linspace(-1, 1, 24).reshape(1, 2, 3, 4)
+    calls = {"4d": lambda: F.scaled_dot_product_attention(q, q, q),
+             "3d": lambda: F.scaled_dot_product_attention(q[0], q[0], q[0]),
+             "dropout": lambda: F.scaled_dot_product_attention(q, q, q, dropout_p=0.5),
+             "head_sizes": lambda: F.scaled_dot_product_attention(q, q, T.ones(1, 2, 3, 5)),
+             "causal": lambda: F.scaled_dot_product_attention(q, q, q, is_causal=True)}
+    out = {}
+    for label, backends in [("math", B.MATH), ("flash", B.FLASH_ATTENTION), ("efficient", B.EFFICIENT_ATTENTION),
+                            ("cudnn", [B.CUDNN_ATTENTION]), ("efficient+math", [B.EFFICIENT_ATTENTION, B.MATH])]:
+        with attention.sdpa_kernel(backends) as ctx:
+            out[label] = {name: catch(call) for name, call in calls.items() if name != "dropout" or label == "efficient"}
+            out[label]["ctx"] = ctx
+            out[label]["current"] = [b.name for b in attention._cur_sdpa_kernel_backends()]
+    with attention.sdpa_kernel([B.MATH, B.FLASH_ATTENTION], set_priority=True):
+        prioritized = [b.name for b in attention._cur_sdpa_kernel_backends(with_priority=True)]
+    return (out, prioritized, [b.name for b in attention._cur_sdpa_kernel_backends()], calls["3d"](),
+            catch(lambda: attention.sdpa_kernel("math").__enter__()), [(n, int(b)) for n, b in B.__members__.items()],
+            str(B.MATH),
+            attention.WARN_FOR_UNFUSED_KERNELS)
+
+
+# ---------------------------------------------------------------------------------------- pruning
+
+def _pruned_linear(T):
+    prune = sub(T, "nn.utils.prune")
+    m = T.nn.Linear(6, 4)
+    with T.no_grad():
+        m.weight.copy_(T.arange(24.0).reshape(4, 6).sin())
+        m.bias.copy_(T.tensor([0.5, -0.25, 0.125, 1.0]))
+    return prune, m
+
+
+def _names(m):
+    return sorted(n for n, _ in m.named_parameters()), sorted(n for n, _ in m.named_buffers())
+
+
+@differential
+def test_prune_l1_and_ln_structured_masks_hooks_and_training(T):
+    prune, m = _pruned_linear(T)
+    method = prune.l1_unstructured(m, "weight", amount=0.3)
+    first = (_names(m), m.weight_mask, [type(h).__name__ for h in m._forward_pre_hooks.values()],
+             type(m.weight).__name__, m.weight, isinstance(m.weight, T.nn.Parameter), method is m)
+    prune.ln_structured(m, "weight", amount=1, n=2, dim=0)
+    container = list(m._forward_pre_hooks.values())[0]
+    second = (m.weight_mask, [type(x).__name__ for x in container], len(container), container._tensor_name)
+    opt = T.optim.SGD(m.parameters(), lr=0.1)
+    x = T.linspace(-1, 1, 12).reshape(2, 6)
+    losses = []
+    for _ in range(3):
+        opt.zero_grad()
+        loss = (m(x) ** 2).sum()
+        loss.backward()
+        opt.step()
+        losses.append(loss)
+    grads = m.weight_orig.grad
+    prune.remove(m, "weight")
+    third = (_names(m), m.weight, isinstance(m.weight, T.nn.Parameter), len(m._forward_pre_hooks),
+             prune.is_pruned(m))
+    return first, second, losses, grads, third, catch(prune.remove, m, "weight")
+
+
+@differential
+def test_prune_bad_amounts_leave_the_module_usable(T):
+    prune, m = _pruned_linear(T)
+    results = [catch(prune.l1_unstructured, m, "weight", amount=1.5),
+               catch(prune.l1_unstructured, m, "weight", amount=-1),
+               catch(prune.l1_unstructured, m, "weight", amount="half"),
+               catch(prune.l1_unstructured, m, "weight", amount=100),
+               _names(m), len(m._forward_pre_hooks),
+               catch(prune.ln_structured, m, "bias", amount=1, n=1, dim=0),
+               catch(prune.ln_structured, m, "weight", amount=1, n=1, dim=5),
+               _names(m), m(T.ones(1, 6)),
+               catch(prune.l1_unstructured, m, "weight", amount=2, importance_scores=T.ones(3))]
+    return results
+
+
+@differential
+def test_prune_random_counts_and_custom_and_global(T):
+    prune, m = _pruned_linear(T)
+    prune.random_unstructured(m, "weight", amount=5)
+    prune.random_unstructured(m, "weight", amount=0.25)  # of the 19 still unpruned
+    random_count = int(m.weight_mask.sum())
+    c = T.nn.Conv2d(2, 3, 3)
+    prune.random_structured(c, "weight", amount=1, dim=0)
+    kept_channels = int((c.weight_mask.sum(dim=(1, 2, 3)) > 0).sum())
+    prune.custom_from_mask(m, "bias", T.tensor([0.0, 1.0, 1.0, 0.0]))
+    d = T.nn.Linear(3, 2)
+    with T.no_grad():
+        c.weight.copy_(T.arange(54.0).reshape(3, 2, 3, 3).cos())
+        d.weight.copy_(T.arange(6.0).reshape(2, 3).sin() * 3)
+    e = T.nn.Linear(3, 2)
+    with T.no_grad():
+        e.weight.copy_(T.arange(6.0).reshape(2, 3).cos())
+    prune.global_unstructured([(d, "weight"), (e, "weight")], pruning_method=prune.L1Unstructured, amount=0.5)
+    identity = prune.identity(T.nn.Linear(2, 2), "weight")
+    direct = prune.L1Unstructured(amount=2).prune(T.tensor([3.0, -1.0, 2.0, 0.5]))
+    structured = prune.LnStructured(amount=1, n=1, dim=1).prune(T.tensor([[1.0, -5.0], [2.0, 0.5]]))
+    return (random_count, kept_channels, m.bias_mask, m.bias, d.weight_mask, e.weight_mask, identity.weight_mask,
+            prune.is_pruned(T.nn.Sequential(T.nn.Linear(1, 1), d)), direct, structured,
+            catch(prune.global_unstructured, [(d, "bias")], pruning_method=prune.LnStructured, amount=1, n=1),
+            list(d.state_dict().keys()))
+
+
+# ----------------------------------------------------------------------------------------- fusion
+
+@differential
+def test_fuse_conv_and_linear_with_batch_norm(T):
+    fusion = sub(T, "nn.utils.fusion")
+    out = []
+    for transpose in (False, True):
+        conv = T.nn.ConvTranspose2d(4, 3, 3) if transpose else T.nn.Conv2d(3, 4, 3)
+        bn = T.nn.BatchNorm2d(3 if transpose else 4)
+        channels = bn.num_features
+        with T.no_grad():
+            conv.weight.copy_(T.linspace(-1, 1, conv.weight.numel()).reshape(conv.weight.shape))
+            conv.bias.copy_(T.linspace(-0.3, 0.3, channels))
+            bn.running_mean.copy_(T.linspace(-0.5, 0.5, channels))
+            bn.running_var.copy_(T.linspace(0.5, 2.0, channels))
+            bn.weight.copy_(T.linspace(-1.0, 2.0, channels))
+            bn.bias.copy_(T.linspace(0.1, -0.1, channels))
+        conv.eval()
+        bn.eval()
+        in_channels = 4 if transpose else 3
+        x = T.linspace(-2, 2, in_channels * 25).reshape(1, in_channels, 5, 5)
+        fused = fusion.fuse_conv_bn_eval(conv, bn, transpose=transpose)
+        out += [fused.weight, fused.bias, type(fused.weight).__name__, fused(x), bn(conv(x)), fused is conv]
+    lin, bn1 = T.nn.Linear(3, 4, bias=False), T.nn.BatchNorm1d(4)
+    with T.no_grad():
+        lin.weight.copy_(T.arange(12.0).reshape(4, 3) / 7)
+        bn1.running_var.copy_(T.tensor([1.0, 2.0, 3.0, 4.0]))
+    lin.eval()
+    bn1.eval()
+    fused_lin = fusion.fuse_linear_bn_eval(lin, bn1)
+    out += [fused_lin.weight, fused_lin.bias, catch(fusion.fuse_linear_bn_eval, lin, T.nn.BatchNorm1d(3).eval())]
+    out.append(catch(fusion.fuse_conv_bn_eval, T.nn.Conv2d(1, 1, 1), T.nn.BatchNorm2d(1)))
+    w, b = fusion.fuse_conv_bn_weights(T.ones(2, 1, 1), None, T.zeros(2), T.ones(2), 0.0, None, None)
+    return out, w, b
+
+
+@differential
+def test_stateless_and_skip_init(T):
+    stateless = sub(T, "nn.utils.stateless")
+    lin = T.nn.Linear(2, 2)
+    with T.no_grad():
+        lin.weight.copy_(T.eye(2))
+        lin.bias.zero_()
+    result = warns(stateless.functional_call, lin, {"bias": T.ones(2)}, (T.ones(1, 2),))
+    with stateless._reparametrize_module(lin, {"weight": T.zeros(2, 2)}):
+        inside = lin(T.ones(1, 2))
+    skipped = T.nn.utils.skip_init(T.nn.Linear, 3, 2)
+    return (result, inside, lin(T.ones(1, 2)), tuple(skipped.weight.shape), type(skipped.weight).__name__,
+            catch(T.nn.utils.skip_init, T.nn.ReLU), catch(T.nn.utils.skip_init, int))
+
+
+# ------------------------------------------------------------------------------- hookgrad run
+
+def test_every_listed_submodule_imports_under_hookgrad_run(tmp_path):
+    script = tmp_path / "imports.py"
+    script.write_text(textwrap.dedent(f"""
+        import importlib
+        failed = []
+        for name in {SUBMODULES!r}:
+            try:
+                module = importlib.import_module(name)
+                assert module.__name__.startswith("hookgrad"), module.__name__
+            except Exception as exc:
+                failed.append(f"{{name}}: {{type(exc).__name__}}: {{exc}}")
+        import torch
+        assert torch.utils._pytree.tree_leaves([1, [2]]) == [1, 2]
+        print("FAILED" if failed else "OK", failed)
+    """))
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "src"))
+    done = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script)], capture_output=True, text=True,
+                          env=env, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("OK"), done.stdout
