@@ -1,7 +1,6 @@
 """torch's submodules that libraries import (torch.utils._pytree, torch.nn.utils.prune, torch.compiler,
 torch.random, torch.signal.windows, ...): each behaviour differentially against torch, and every
 one of them importable under ``hookgrad run``."""
-from __future__ import annotations
 
 import importlib
 import os
@@ -491,3 +490,154 @@ def test_every_listed_submodule_imports_under_hookgrad_run(tmp_path):
                           env=env, timeout=240)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("OK"), done.stdout
+
+
+# ------------------------------------------------------------------------------- library and ops
+
+@differential
+def test_custom_op_forward_backward_and_hooks(T):
+    library = sub(T, "library")
+    Tensor = T.Tensor
+
+    @library.custom_op("hgtest_a::scaled_sin", mutates_args=())
+    def scaled_sin(x: Tensor, k: float = 2.0) -> Tensor:
+        return x.sin() * k
+
+    x = T.linspace(-1, 1, 4).requires_grad_()
+    y = scaled_sin(x)
+    unregistered = (y.requires_grad, y.grad_fn.name(), catch(y.sum().backward))
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.k = inputs[1]
+
+    def backward(ctx, grad):
+        (saved,) = ctx.saved_tensors
+        return grad * saved.cos() * ctx.k, None
+
+    scaled_sin.register_autograd(backward, setup_context=setup_context)
+    log = []
+    with T.autograd.graph.saved_tensors_hooks(lambda t: log.append(("pack", tuple(t.shape))) or t,
+                                              lambda t: log.append("unpack") or t):
+        y = scaled_sin(x, k=3.0)
+    y.register_hook(lambda g: log.append(("tensor hook", g)))
+    y.grad_fn.register_hook(lambda gi, go: log.append(("node hook", len(gi), len(go))))
+    y.sum().backward()
+    ops_call = T.ops.hgtest_a.scaled_sin(x.detach(), 0.5)
+    no_grad_out = scaled_sin(T.ones(2))
+    return (unregistered, y, x.grad, log, y.grad_fn.name(), ops_call, no_grad_out.requires_grad,
+            str(T.ops.hgtest_a.scaled_sin), str(T.ops.hgtest_a.scaled_sin.default),
+            type(T.ops.hgtest_a.scaled_sin).__name__, type(T.ops.hgtest_a.scaled_sin.default).__name__,
+            str(scaled_sin._opoverload._schema), type(scaled_sin).__name__)
+
+
+@differential
+def test_custom_op_gradient_count_and_mutation(T):
+    library = sub(T, "library")
+    Tensor = T.Tensor
+
+    @library.custom_op("hgtest_b::times", mutates_args=())
+    def times(x: Tensor, k: float) -> Tensor:
+        return x * k
+
+    x = T.ones(2, requires_grad=True)
+    results = []
+    for backward in (lambda ctx, g: g * 2, lambda ctx, g: (g * 2, None), lambda ctx, g: (g * 2, 1.0),
+                     lambda ctx, g: (g * 2, None, None), lambda ctx, g: [g * 2, None]):
+        times.register_autograd(backward)
+        x.grad = None
+        results.append(catch(lambda: times(x, 2.0).sum().backward()))
+        results.append(x.grad)
+
+    @library.custom_op("hgtest_b::add_into", mutates_args={"a"})
+    def add_into(a: Tensor, b: Tensor) -> None:
+        a.add_(b)
+
+    a = T.zeros(2)
+    version = a._version
+    out = add_into(a, T.ones(2))
+
+    @library.custom_op("hgtest_b::same", mutates_args=())
+    def same(a: Tensor) -> Tensor:
+        return a
+
+    @library.custom_op("hgtest_b::view", mutates_args=())
+    def view(a: Tensor) -> Tensor:
+        return a[:1]
+
+    @library.custom_op("hgtest_b::pair", mutates_args=())
+    def pair(a: Tensor) -> tuple[Tensor, Tensor]:
+        return a + 1, a * 2
+
+    p = pair(x)
+    return (results, out, a, a._version > version, catch(same, T.zeros(2)), catch(view, T.zeros(2)),
+            p, p[0].grad_fn is p[1].grad_fn, catch(p[0].sum().backward),
+            catch(library.register_autograd, "hgtest_b::nothere", lambda ctx, g: g),
+            catch(getattr, T.ops.hgtest_b, "nothere"), str(add_into._opoverload._schema))
+
+
+@differential
+def test_infer_schema(T):
+    library = sub(T, "library")
+    Tensor = T.Tensor
+    from typing import Optional, Sequence
+
+    def f(x: Tensor, y: Optional[Tensor], ws: list[Tensor], n: int, k: float = 1.5, flag: bool = False,
+          s: str = "a", sizes: Sequence[int] = None, dt: T.dtype = None, z: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        ...
+
+    def g(x: Tensor, *, alpha: float = 2.0) -> list[Tensor]:
+        ...
+
+    def no_annotation(x) -> Tensor:
+        ...
+
+    def no_return(x: Tensor):
+        ...
+
+    def mutated_int(x: int) -> Tensor:
+        ...
+
+    return (library.infer_schema(f, mutates_args={"x", "ws"}), library.infer_schema(f, mutates_args=(), op_name="foo"),
+            library.infer_schema(g, mutates_args="unknown"), catch(library.infer_schema, no_annotation, mutates_args=()),
+            catch(library.infer_schema, no_return, mutates_args=()),
+            catch(library.infer_schema, mutated_int, mutates_args={"x"}),
+            catch(library.infer_schema, g, mutates_args={"nope"}),
+            catch(lambda: library.custom_op("no_namespace", mutates_args=())(mutated_int)))
+
+
+@differential
+def test_classic_library_define_impl(T):
+    library = sub(T, "library")
+    lib = library.Library("hgtest_c", "DEF")
+    lib.define("mul3(Tensor x) -> Tensor")
+    lib.impl("mul3", lambda x: x * 3, "CompositeImplicitAutograd")
+    library.define("hgtest_c::neg", "(Tensor x) -> Tensor", lib=lib)
+
+    @library.impl("hgtest_c::neg", "cpu", lib=lib)
+    def neg(x):
+        return -x
+
+    x = T.ones(2, requires_grad=True)
+    y = T.ops.hgtest_c.mul3(x)
+    y.sum().backward()
+    return (y, x.grad, T.ops.hgtest_c.neg(T.ones(2)), catch(library.Library, "aten", "DEF"),
+            catch(library.Library, "hgtest_c", "BAD"), catch(lib.define, "mul3(Tensor x) -> Tensor"))
+
+
+@differential
+def test_aten_operators(T):
+    aten = T.ops.aten
+    x = T.tensor([[-1.0, 2.0], [3.0, -4.0]])
+    w = T.linspace(-1, 1, 2 * 2 * 3 * 3).reshape(2, 2, 3, 3)
+    img = T.linspace(-1, 1, 2 * 25).reshape(1, 2, 5, 5)
+    return (aten.add(x, x), aten.add.Tensor(x, 1.0), aten.add.Scalar(x, 2), aten.relu.default(x),
+            aten.mm(x, x), aten.addmm(x, x, x, beta=0.5), aten.sum.dim_IntList(x, [1]), aten.mean.dim(x, [0], True),
+            aten.view(x, [4]), aten.expand(x[:1], [3, 2]), aten.permute(x, [1, 0]), aten.t(x),
+            aten._softmax(x, 1, False), aten._log_softmax(x, 0, False), aten.slice.Tensor(x, 1, 1, 2),
+            aten.select.int(x, 0, 1), aten.convolution(img, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1),
+            aten.embedding(x, T.tensor([1, 0])), aten.cat([x, x], 1), aten.sym_size.int(x, 0),
+            aten.clone(x), aten.where.self(x > 0, x, -x), aten.gelu(x), aten._to_copy(x, dtype=T.float64),
+            aten.native_layer_norm(x, [2], None, None, 1e-5), aten.rsub(x, 1.0), aten.mul_.Tensor(x.clone(), 2),
+            catch(getattr, aten, "no_such_op"), catch(getattr, aten.add, "no_such_overload"),
+            str(aten.add), str(aten.add.Tensor), aten.add.Tensor.name(), aten.add.default.name())
