@@ -641,3 +641,62 @@ def test_aten_operators(T):
             aten.native_layer_norm(x, [2], None, None, 1e-5), aten.rsub(x, 1.0), aten.mul_.Tensor(x.clone(), 2),
             catch(getattr, aten, "no_such_op"), catch(getattr, aten.add, "no_such_overload"),
             str(aten.add), str(aten.add.Tensor), aten.add.Tensor.name(), aten.add.default.name())
+
+
+# --------------------------------------------------------------------------------- hub, benchmark
+
+@differential
+def test_hub_checkpoints_from_file_urls(T, tmp_path_factory, capsys):
+    import hashlib
+    hub = sub(T, "hub")
+    folder = tmp_path_factory.mktemp(T.__name__)
+    saved_dir = hub.get_dir()
+    hub.set_dir(str(folder / "hub"))
+    try:
+        state = {"w": T.arange(6.0).reshape(2, 3), "b": T.ones(2)}
+        staging = folder / "staging.pth"
+        T.save(state, str(staging))
+        digest = hashlib.sha256(staging.read_bytes()).hexdigest()
+        good = folder / f"model-{digest[:10]}.pth"
+        staging.rename(good)
+        first = hub.load_state_dict_from_url(good.as_uri(), progress=False, check_hash=True)
+        good.unlink()  # the second read comes from the cache
+        second = hub.load_state_dict_from_url(good.as_uri(), progress=False, check_hash=True)
+        bad = folder / "other-0000aaaa.pth"
+        T.save(state, str(bad))
+        wrong_hash = catch(hub.load_state_dict_from_url, bad.as_uri(), progress=False, check_hash=True)
+        cached = sorted(os.listdir(folder / "hub" / "checkpoints"))
+        missing = catch(hub.load_state_dict_from_url, (folder / "missing.pth").as_uri(), progress=False)
+        model_zoo = sub(T, "utils.model_zoo").load_url(good.as_uri(), progress=False)
+        repo = folder / "repo"
+        repo.mkdir()
+        (repo / "hubconf.py").write_text("dependencies = ['numpy']\nimport torch\n\n\ndef tiny(n=2):\n"
+                                         "    '''A tiny model.'''\n    return torch.nn.Linear(n, 1)\n")
+        model = hub.load(str(repo), "tiny", 3, source="local")
+        capsys.readouterr()
+        return (first, second, wrong_hash, [c.replace(digest[:10], "<hash>") for c in cached], missing, model_zoo,
+                type(model).__name__, model.in_features, catch(hub.load, str(repo), "nothere", source="local"),
+                catch(hub.load, str(repo), "tiny", source="svn"), catch(hub.list, str(repo)),
+                hub.get_dir() == str(folder / "hub"))
+    finally:
+        hub.set_dir(saved_dir)
+
+
+@differential
+def test_benchmark_timer_and_measurement(T):
+    benchmark = sub(T, "utils.benchmark")
+    x = T.ones(8, 8)
+    timer = benchmark.Timer("x @ x", setup="y = 1", globals={"x": x}, label="mm", sub_label="8",
+                            description="ones")
+    once = timer.timeit(50)
+    blocked = timer.blocked_autorange(min_run_time=0.02)
+    adaptive = benchmark.Timer("torch.zeros(3)").adaptive_autorange(min_run_time=0.01, max_run_time=0.5)
+    fixed = benchmark.Measurement(number_per_run=10, raw_times=[1e-5, 2e-5, 3e-5, 4e-5, 5e-5],
+                                  task_spec=once.task_spec)
+    return (type(once).__name__, once.number_per_run, len(once.times), once.median > 0, repr(once).splitlines()[1:3],
+            blocked.number_per_run >= 1, sum(blocked.raw_times) >= 0.02, repr(blocked).splitlines()[1],
+            adaptive.title, repr(fixed).splitlines()[1:], fixed.median, fixed.mean, fixed.iqr,
+            fixed.significant_figures, fixed.has_warnings, fixed.meets_confidence(2.0),
+            benchmark.select_unit(2.5e-5), benchmark.select_unit(3.0),
+            catch(benchmark.Timer, lambda: 1), catch(benchmark.Timer, "1", global_setup="x"), catch(timer.repeat),
+            len(benchmark.Measurement.merge([once, blocked])))
