@@ -700,3 +700,74 @@ def test_benchmark_timer_and_measurement(T):
             benchmark.select_unit(2.5e-5), benchmark.select_unit(3.0),
             catch(benchmark.Timer, lambda: 1), catch(benchmark.Timer, "1", global_setup="x"), catch(timer.repeat),
             len(benchmark.Measurement.merge([once, blocked])))
+
+
+# ---------------------------------------------------------------------------------- serialization
+
+class SavedConfig:
+    """A user class inside a checkpoint (weights_only loading refuses it unless allowed)."""
+
+    def __init__(self, lr):
+        self.lr = lr
+
+
+@differential
+def test_safe_globals_in_weights_only_loading(T):
+    import io
+    serialization = sub(T, "serialization")
+    buffer = io.BytesIO()
+    T.save({"cfg": SavedConfig(0.5), "w": T.ones(2)}, buffer)
+    data = buffer.getvalue()
+    refused = catch(T.load, io.BytesIO(data))
+    unsafe = serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data))
+    with serialization.safe_globals([SavedConfig]):
+        inside = T.load(io.BytesIO(data))
+        listed_inside = SavedConfig in serialization.get_safe_globals()
+    after = catch(T.load, io.BytesIO(data))
+    before = list(serialization.get_safe_globals())
+    serialization.add_safe_globals([SavedConfig])
+    try:
+        added = T.load(io.BytesIO(data))
+        listed = SavedConfig in serialization.get_safe_globals()
+    finally:
+        serialization.clear_safe_globals()
+        serialization.add_safe_globals(before)
+    return (refused, [u for u in unsafe if "SavedConfig" in u], inside["cfg"].lr, inside["w"], listed_inside, after,
+            added["cfg"].lr, type(added["cfg"]).__name__, listed, T.load(io.BytesIO(data), weights_only=False)["w"])
+
+
+def test_torch_checkpoint_with_a_user_class_loads_with_safe_globals():
+    import io
+    import torch
+    import hookgrad
+    buffer = io.BytesIO()
+    torch.save({"cfg": SavedConfig(0.25), "w": torch.arange(3.0)}, buffer)
+    data = buffer.getvalue()
+    with pytest.raises(__import__("pickle").UnpicklingError):
+        hookgrad.load(io.BytesIO(data))
+    assert hookgrad.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data)) == \
+        torch.serialization.get_unsafe_globals_in_checkpoint(io.BytesIO(data))
+    with hookgrad.serialization.safe_globals([SavedConfig]):
+        out = hookgrad.load(io.BytesIO(data))
+    assert out["cfg"].lr == 0.25 and isinstance(out["cfg"], SavedConfig) and out["w"].tolist() == [0.0, 1.0, 2.0]
+
+
+@differential
+def test_serialization_settings_and_names(T):
+    import mmap
+    serialization = sub(T, "serialization")
+    before = serialization.get_default_load_endianness()
+    serialization.set_default_load_endianness(serialization.LoadEndianness.LITTLE)
+    changed = serialization.get_default_load_endianness().name
+    serialization.set_default_load_endianness(before)
+    with serialization.set_default_mmap_options(mmap.MAP_SHARED):
+        shared = serialization.get_default_mmap_options() == mmap.MAP_SHARED
+    return (serialization.DEFAULT_PROTOCOL, before, changed, catch(serialization.set_default_load_endianness, "big"),
+            shared, serialization.get_default_mmap_options() == mmap.MAP_PRIVATE,
+            catch(serialization.set_default_mmap_options, 12345), serialization.get_crc32_options(),
+            [m.name for m in serialization.LoadEndianness], issubclass(serialization.SourceChangeWarning, Warning),
+            serialization.location_tag(T.ones(1).untyped_storage()),
+            catch(serialization.default_restore_location, T.ones(1).untyped_storage(), "cuda:0"),
+            serialization.check_module_version_greater_or_equal(np, (1, 0)),
+            serialization.check_module_version_greater_or_equal(np, (999, 0)),
+            serialization.normalize_storage_type(T.UntypedStorage) is T.UntypedStorage)
