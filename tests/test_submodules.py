@@ -771,3 +771,48 @@ def test_serialization_settings_and_names(T):
             serialization.check_module_version_greater_or_equal(np, (1, 0)),
             serialization.check_module_version_greater_or_equal(np, (999, 0)),
             serialization.normalize_storage_type(T.UntypedStorage) is T.UntypedStorage)
+
+
+# ------------------------------------------------------------------------------ amp decorators
+
+@differential(rtol=1e-2, atol=1e-2)
+def test_custom_fwd_and_custom_bwd(T):
+    amp = sub(T, "amp")
+    log = []
+
+    class Scale(T.autograd.Function):
+        @staticmethod
+        @amp.custom_fwd(device_type="cpu", cast_inputs=T.float32)
+        def forward(ctx, x, w):
+            log.append(("forward", str(x.dtype).split(".")[-1], T.is_autocast_enabled("cpu")))
+            return x @ w
+
+        @staticmethod
+        @amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            log.append(("backward", T.is_autocast_enabled("cpu")))
+            return g, g
+
+    class Keep(T.autograd.Function):
+        @staticmethod
+        @amp.custom_fwd(device_type="cpu")
+        def forward(ctx, x):
+            log.append(("keep forward", T.is_autocast_enabled("cpu"), str(ctx._dtype).split(".")[-1]))
+            return x * 2
+
+        @staticmethod
+        @amp.custom_bwd(device_type="cpu")
+        def backward(ctx, g):
+            log.append(("keep backward", T.is_autocast_enabled("cpu"), str(T.get_autocast_dtype("cpu")).split(".")[-1]))
+            return g * 2
+
+    x = T.ones(2, 2, dtype=T.bfloat16, requires_grad=True)
+    w = T.ones(2, 2, requires_grad=True)
+    with T.autocast("cpu"):
+        y = Scale.apply(x, w)
+        z = Keep.apply(T.ones(2, requires_grad=True))
+    y.sum().backward()
+    z.sum().backward()
+    outside = Scale.apply(T.ones(1, 1), T.ones(1, 1))
+    return (log, str(y.dtype).split(".")[-1], outside, catch(amp.custom_fwd, device_type=None),
+            catch(amp.custom_bwd, device_type=3))
