@@ -816,3 +816,62 @@ def test_custom_fwd_and_custom_bwd(T):
     outside = Scale.apply(T.ones(1, 1), T.ones(1, 1))
     return (log, str(y.dtype).split(".")[-1], outside, catch(amp.custom_fwd, device_type=None),
             catch(amp.custom_bwd, device_type=3))
+
+
+# ------------------------------------------------------------------------- functional optimizers
+
+def _functional_case(T, name):
+    """Two steps of the functional optimizer ``name`` on two parameters, with the state lists a
+    caller keeps; returns the parameters and the state lists after each step."""
+    module = sub(T, f"optim.{name}")
+    fn = getattr(module, name)
+    params = [T.tensor([1.0, -2.0, 3.0]), T.tensor([[0.5, -0.5], [1.5, 2.0]])]
+    grads = [T.tensor([0.1, -0.3, 0.2]), T.tensor([[0.4, -0.1], [0.0, 0.3]])]
+    zeros = lambda: [T.zeros_like(p) for p in params]  # noqa: E731
+    steps = lambda: [T.tensor(0.0) for _ in params]  # noqa: E731
+    hyper = {"lr": 0.1, "weight_decay": 0.01}
+    if name in ("adam", "adamw"):
+        lists = [zeros(), zeros(), zeros(), steps()]
+        kwargs = dict(amsgrad=True, beta1=0.9, beta2=0.99, eps=1e-8, maximize=False, **hyper)
+    elif name == "sgd":
+        lists = [[None, None]]
+        kwargs = dict(momentum=0.9, dampening=0.0, nesterov=True, maximize=False, **hyper)
+    elif name == "adagrad":
+        lists = [zeros(), steps()]
+        kwargs = dict(lr_decay=0.01, eps=1e-10, maximize=False, **hyper)
+    elif name == "rmsprop":
+        lists = [zeros(), zeros(), zeros(), steps()]
+        kwargs = dict(alpha=0.9, eps=1e-8, momentum=0.5, centered=True, **hyper)
+    elif name == "adadelta":
+        lists = [zeros(), zeros(), steps()]
+        kwargs = dict(rho=0.9, eps=1e-6, maximize=False, **hyper)
+    elif name == "adamax":
+        lists = [zeros(), zeros(), steps()]
+        kwargs = dict(eps=1e-8, beta1=0.9, beta2=0.99, **hyper)
+    elif name == "asgd":
+        lists = [zeros(), [T.tensor(1.0) for _ in params], [T.tensor(0.1) for _ in params], steps()]
+        kwargs = dict(lambd=1e-4, t0=1.0, alpha=0.75, **hyper)
+    elif name == "nadam":
+        lists = [zeros(), zeros(), [T.tensor(1.0) for _ in params], steps()]
+        kwargs = dict(beta1=0.9, beta2=0.99, momentum_decay=4e-3, eps=1e-8, **hyper)
+    elif name == "radam":
+        lists = [zeros(), zeros(), steps()]
+        kwargs = dict(beta1=0.9, beta2=0.99, eps=1e-8, **hyper)
+    else:  # rprop
+        lists = [zeros(), [T.full_like(p, 0.05) for p in params], steps()]
+        kwargs = dict(step_size_min=1e-6, step_size_max=50.0, etaminus=0.5, etaplus=1.2)
+    originals = [list(values) for values in lists]
+    record = []
+    for _ in range(2):
+        fn(params, grads, *lists, **kwargs)
+        record.append(([p.clone() for p in params], [[None if v is None else v.clone() for v in values]
+                                                      for values in lists]))
+    same_objects = [all(a is b for a, b in zip(o, values) if a is not None) for o, values in zip(originals, lists)]
+    return record, same_objects
+
+
+@pytest.mark.parametrize("name", ["adam", "adamw", "sgd", "adagrad", "rmsprop", "adadelta", "adamax", "asgd",
+                                  "nadam", "radam", "rprop"])
+@differential(rtol=1e-5, atol=1e-6)
+def test_functional_optimizers(T, name):
+    return _functional_case(T, name)
