@@ -875,3 +875,30 @@ def _functional_case(T, name):
 @differential(rtol=1e-5, atol=1e-6)
 def test_functional_optimizers(T, name):
     return _functional_case(T, name)
+
+
+@differential
+def test_deprecated_jacobian_helpers(T):
+    gradcheck = importlib.import_module(f"{T.__name__}.autograd.gradcheck")
+    x = T.tensor([0.5, -1.0, 2.0], dtype=T.float64, requires_grad=True)
+    w = T.tensor([[1.0, 2.0], [0.5, -1.0], [3.0, 0.0]], dtype=T.float64, requires_grad=True)
+    numerical = warns(gradcheck.get_numerical_jacobian, lambda inputs: (inputs[0].sin() @ inputs[1]), (x, w),
+                      eps=1e-6)
+    out = (x.sin() @ w) * 2
+    analytical = warns(gradcheck.get_analytical_jacobian, (x, w), out)
+    wrt = gradcheck.get_numerical_jacobian_wrt_specific_input(lambda a, b: (a * b.sum(),), 0, (x, w),
+                                                              (x * w.sum(),), 1e-6)
+    return (numerical, analytical, wrt, catch(gradcheck.get_numerical_jacobian, lambda i: i[0], (x,), grad_out=2.0))
+
+
+def test_consume_prefix_in_state_dict_if_present():
+    import torch
+    import hookgrad
+    results = []
+    for T in (torch, hookgrad):
+        model = T.nn.Sequential(T.nn.Linear(2, 2))
+        wrapped = T.nn.Sequential(model)  # keys "0.0.weight", metadata "", "0", "0.0"
+        state = wrapped.state_dict()
+        sub(T, "nn.modules.utils").consume_prefix_in_state_dict_if_present(state, "0.")
+        results.append((list(state.keys()), sorted(state._metadata.keys())))
+    assert results[0] == results[1]
