@@ -902,3 +902,21 @@ def test_consume_prefix_in_state_dict_if_present():
         sub(T, "nn.modules.utils").consume_prefix_in_state_dict_if_present(state, "0.")
         results.append((list(state.keys()), sorted(state._metadata.keys())))
     assert results[0] == results[1]
+
+
+@differential
+def test_checkpoint_device_states_and_selective_arguments(T):
+    checkpoint = sub(T, "utils.checkpoint")
+    return (checkpoint.get_device_states(T.ones(2), 3), checkpoint.set_device_states([], []),
+            checkpoint.DefaultDeviceType.get_device_type(), isinstance(checkpoint.SAC_IGNORED_OPS, set),
+            checkpoint.SelectiveCheckpointContext(is_recompute=False).is_recompute,
+            catch(checkpoint.create_selective_checkpoint_contexts, [T.ops.aten.mm]),
+            catch(checkpoint.create_selective_checkpoint_contexts, 3),
+            checkpoint.CheckpointPolicy.MUST_SAVE.value if hasattr(checkpoint.CheckpointPolicy.MUST_SAVE, "value")
+            else checkpoint.CheckpointPolicy.MUST_SAVE)
+
+
+def test_selective_checkpoint_contexts_refuse_loudly():
+    import hookgrad
+    with pytest.raises(NotImplementedError, match="dispatcher"):
+        hookgrad.utils.checkpoint.create_selective_checkpoint_contexts([hookgrad.ops.aten.mm.default])
