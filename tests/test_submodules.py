@@ -920,3 +920,25 @@ def test_selective_checkpoint_contexts_refuse_loudly():
     import hookgrad
     with pytest.raises(NotImplementedError, match="dispatcher"):
         hookgrad.utils.checkpoint.create_selective_checkpoint_contexts([hookgrad.ops.aten.mm.default])
+
+
+@differential
+def test_jit_and_overrides_leftovers(T):
+    jit, overrides = T.jit, sub(T, "overrides")
+    from typing import Optional
+
+    def f(x):
+        return x + 1
+
+    previous = jit.set_fusion_strategy([("DYNAMIC", 3)])
+    restored = jit.set_fusion_strategy(previous)
+    with jit.strict_fusion():
+        inside = 1
+    lin = T.nn.Linear(1, 1)
+    return (jit.script_if_tracing(f)(1), jit.isinstance([1, 2], list[int]), jit.isinstance([1, "a"], list[int]),
+            jit.isinstance({"a": T.ones(1)}, dict[str, T.Tensor]), jit.isinstance((1, "a"), tuple[int, str]),
+            jit.isinstance(None, Optional[int]), jit.isinstance(3, int), issubclass(jit.Error, Exception),
+            previous, restored, jit.onednn_fusion_enabled(), inside,
+            overrides.resolve_name(T.add), overrides.resolve_name(T.Tensor.add),
+            overrides.resolve_name(T.nn.functional.conv2d), overrides.resolve_name(T.linalg.norm),
+            overrides.resolve_name(lambda: 1), overrides.resolve_name(T.ops.aten.add.Tensor), lin.weight.shape)
