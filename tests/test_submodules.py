@@ -942,3 +942,57 @@ def test_jit_and_overrides_leftovers(T):
             overrides.resolve_name(T.add), overrides.resolve_name(T.Tensor.add),
             overrides.resolve_name(T.nn.functional.conv2d), overrides.resolve_name(T.linalg.norm),
             overrides.resolve_name(lambda: 1), overrides.resolve_name(T.ops.aten.add.Tensor), lin.weight.shape)
+
+
+# ------------------------------------------------------------------------ mutation of saved tensors
+
+def _graph_extras(T):
+    if T.__name__ == "torch":
+        return T.autograd.graph
+    return importlib.import_module("hookgrad.autograd.saved_mutation")
+
+
+@differential
+def test_allow_mutation_on_saved_tensors(T):
+    graph = _graph_extras(T)
+    out = []
+    with graph.allow_mutation_on_saved_tensors() as ctx:
+        a = T.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        b = a.clone()
+        loss = (b ** 2).sum()
+        b.sin_()  # mutated after being saved by pow
+        view = a.clone()
+        prod = (view * T.tensor([1.0, 2.0, 3.0])).sum()
+        view[1:].mul_(10)  # a view of the saved tensor changes it too
+        unchanged = a.clone()
+        third = (unchanged.exp()).sum()
+        loss.backward()
+        first_grad = a.grad.clone()
+        a.grad = None
+        prod.backward()
+        second_grad = a.grad.clone()
+        a.grad = None
+        third.backward()
+        out += [first_grad, second_grad, a.grad, b, type(ctx).__name__]
+    c = T.tensor([1.0, 2.0], requires_grad=True)
+    with graph.allow_mutation_on_saved_tensors():
+        d = c.clone()
+        late = (d * d).sum()
+    out.append(catch(late.backward))
+
+    def nested():
+        with graph.allow_mutation_on_saved_tensors():
+            with graph.allow_mutation_on_saved_tensors():
+                pass
+    out.append(catch(nested))
+    e = T.ones(2, requires_grad=True).clone()
+    version = e._version
+    graph.increment_version(e)
+    graph.increment_version([e, e])
+    out.append(e._version - version)
+    f = T.ones(2, requires_grad=True)
+    g = f.clone()
+    h = (g * g).sum()
+    graph.increment_version(g)
+    out.append(catch(h.backward))
+    return out
