@@ -137,9 +137,11 @@ def _public_functions():
     """``{function: "torch.<namespace>.<name>"}`` over the namespaces torch's overrides cover."""
     if not _names_by_function:
         import hookgrad
-        namespaces = [("torch.nn.functional", hookgrad.nn.functional), ("torch.linalg", hookgrad.linalg),
-                      ("torch.special", hookgrad.special), ("torch", hookgrad)]
-        for prefix, module in namespaces:  # later namespaces win for a function shared by several
+        # later namespaces win for a function shared by several: torch names torch.conv2d (which is
+        # torch.nn.functional.conv2d) by its nn.functional name
+        namespaces = [("torch", hookgrad), ("torch.special", hookgrad.special), ("torch.linalg", hookgrad.linalg),
+                      ("torch.nn.functional", hookgrad.nn.functional)]
+        for prefix, module in namespaces:
             for name in dir(module):
                 if name.startswith("_"):
                     continue
