@@ -996,3 +996,16 @@ def test_allow_mutation_on_saved_tensors(T):
     graph.increment_version(g)
     out.append(catch(h.backward))
     return out
+
+
+@differential
+def test_pytree_return_types_are_their_own_nodes(T):
+    pt = sub(T, "utils._pytree")
+    x = T.tensor([[3.0, 1.0], [2.0, 4.0]])
+    out = []
+    for result in (T.max(x, 0), T.sort(x), T.topk(x, 1), T.kthvalue(x, 1), T.median(x, 0)):
+        leaves, spec = pt.tree_flatten(result)
+        rebuilt = pt.tree_map(lambda t: t * 2, result)
+        out.append((leaves, spec.num_leaves, spec.context, type(rebuilt).__name__, rebuilt[0],
+                    [pt.keystr(k) for k, _ in pt.tree_leaves_with_path(result)]))
+    return out

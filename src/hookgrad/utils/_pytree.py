@@ -400,6 +400,12 @@ _private_register_pytree_node(Size, _size_flatten, _size_unflatten, serialized_t
 _RETURN_TYPE_MODULES = ("torch.return_types", "hookgrad.return_types")
 
 
+def _is_return_type(cls) -> bool:
+    """A torch.return_types class (hookgrad's ops define theirs as named tuples in a few modules)."""
+    module = getattr(cls, "__module__", "") or ""
+    return module in _RETURN_TYPE_MODULES or module.startswith("hookgrad._ops.")
+
+
 def _register_return_type(cls) -> None:
     """torch.return_types.X (torch's struct sequences, named tuples here) are nodes of their own
     type with no context, as in torch."""
@@ -421,13 +427,13 @@ def _get_node_type(tree):
     # every namedtuple (every struct sequence) class is a node, under one stand-in type
     if node_type not in SUPPORTED_NODES:
         if is_namedtuple_class(node_type):
-            if node_type.__module__ in _RETURN_TYPE_MODULES:
+            if _is_return_type(node_type):
                 _register_return_type(node_type)
                 return node_type
             return namedtuple
         if is_structseq_class(node_type):
             return structseq
-    elif is_namedtuple_class(node_type) and node_type.__module__ not in _RETURN_TYPE_MODULES:
+    elif is_namedtuple_class(node_type) and not _is_return_type(node_type):
         return namedtuple
     return node_type
 
