@@ -98,6 +98,62 @@ def _hookgrad_object(torch_namespace: str):
         return None
 
 
+# torch submodules that libraries import, and the ones left out on purpose with the reason
+SUBMODULES = [
+    "torch.utils._pytree", "torch.types", "torch.compiler", "torch._dynamo", "torch.nn.attention",
+    "torch.nn.utils.prune", "torch.nn.utils.stateless", "torch.nn.utils.fusion", "torch.nn.utils.parametrize",
+    "torch.nn.utils.rnn", "torch.nn.grad", "torch.nn.common_types", "torch._utils", "torch.storage", "torch.random",
+    "torch.functional", "torch.hub", "torch.utils.model_zoo", "torch.library", "torch.ops", "torch.utils.benchmark",
+    "torch.accelerator", "torch.mps", "torch.xpu", "torch.cuda", "torch.signal", "torch.signal.windows",
+    "torch.utils.weak", "torch.utils._contextlib", "torch.utils.collect_env", "torch.utils.hooks",
+    "torch.utils.checkpoint", "torch.utils.data", "torch.utils.dlpack", "torch.utils.tensorboard",
+    "torch.utils.flop_counter", "torch.utils._python_dispatch", "torch.serialization", "torch.amp", "torch.backends",
+    "torch.overrides", "torch.jit", "torch.fx", "torch.func", "torch.autograd", "torch.autograd.graph",
+    "torch.autograd.forward_ad", "torch.autograd.profiler", "torch.profiler", "torch.multiprocessing",
+    "torch.distributed", "torch.distributions", "torch.testing", "torch.linalg", "torch.special", "torch.fft",
+    "torch.optim.swa_utils", "torch.export", "torch.onnx", "torch._inductor", "torch.package", "torch.masked",
+    "torch.nested", "torch.sparse", "torch.ao", "torch.quantization", "torch.utils.cpp_extension",
+    "torch.utils.mobile_optimizer", "torch._prims", "torch._refs", "torch._decomp", "torch._subclasses",
+    "torch._functorch", "torch._C._functorch", "torch._jit_internal", "torch.fx.experimental",
+]
+SUBMODULE_REASONS = {
+    "torch.export": "traces a program into an exported graph for compilers and runtimes; hookgrad runs eagerly and "
+                    "records no such graph",
+    "torch.onnx": "exports a traced graph to ONNX; no tracer to export from",
+    "torch._inductor": "torch.compile's code generator; hookgrad's torch.compile returns the model unchanged",
+    "torch.package": "packages code with TorchScript-compatible pickles for deployment; not an eager feature",
+    "torch.masked": "masked tensors are a tensor subclass layout hookgrad's dense arrays do not have",
+    "torch.nested": "nested (jagged) tensors are a layout hookgrad's dense arrays do not have",
+    "torch.sparse": "sparse layouts: hookgrad tensors are dense NumPy arrays",
+    "torch.ao": "quantization: not part of hookgrad's float/integer CPU arithmetic",
+    "torch.quantization": "quantization: not part of hookgrad's float/integer CPU arithmetic",
+    "torch.utils.cpp_extension": "builds C++/CUDA extensions against torch's C++ library; hookgrad is pure Python",
+    "torch.utils.mobile_optimizer": "optimizes TorchScript modules for mobile runtimes; no TorchScript here",
+    "torch._prims": "torch's primitive ops for its compilers' decompositions",
+    "torch._refs": "Python references of ATen ops for torch's compilers",
+    "torch._decomp": "decomposition tables for torch's compilers",
+    "torch._subclasses": "fake and functional tensor subclasses for torch's compilers",
+    "torch._functorch": "the internals of torch.func's C++ transforms (hookgrad.func implements them in Python)",
+    "torch._C._functorch": "the C++ bindings behind torch.func",
+    "torch._jit_internal": "TorchScript's compiler internals",
+    "torch.fx.experimental": "symbolic-shape and graph-rewriting internals of torch's compilers",
+}
+
+
+def submodule_survey():
+    """[(torch module, True if hookgrad serves it, reason it is left out or None)]."""
+    import importlib.util
+    rows = []
+    for name in SUBMODULES:
+        ours = "hookgrad" + name[len("torch"):]
+        try:
+            found = importlib.util.find_spec(ours) is not None
+        except (ImportError, ValueError):
+            found = False
+        rows.append((name, found, SUBMODULE_REASONS.get(name)))
+    return rows
+
+
 def left_out_reason(name: str):
     kind = _left_out_kind(name)
     return None if kind is None else _REASONS[kind]
@@ -160,6 +216,15 @@ def render() -> str:
         total_missing += len(missing)
     total = total_present + total_missing
     lines.append(f"| all | {total_present} | {total_missing} | {100 * total_present / total:.0f}% | |")
+    rows = submodule_survey()
+    served = [name for name, found, _ in rows if found]
+    lines += ["", "## torch submodules", "",
+              f"Modules that `import torch.X` reaches under `hookgrad run` ({len(served)} of {len(rows)} listed); the "
+              "others raise \"hookgrad has no torch.X\". Those left out on purpose say why.", "",
+              "| module | under hookgrad run |", "|---|---|"]
+    for name, found, reason in rows:
+        status = "imports" if found else (f"left out: {reason}" if reason else "missing")
+        lines.append(f"| `{name}` | {status} |")
     for namespace, (present, missing, left_out) in data.items():
         lines += ["", f"## {namespace}", "", f"**Missing ({len(missing)}):** {_names(missing)}", "",
                   f"**Present ({len(present)}):** {_names(present)}"]

@@ -109,6 +109,8 @@ _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distribut
 _LAZY |= {"testing", "backends", "amp", "cpu"}
 _LAZY |= {"special"}
 _LAZY |= {"hooks"}  # hookgrad's own hook powers
+_LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerator", "mps", "xpu", "signal",
+          "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for
 _LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
 
 

@@ -112,3 +112,99 @@ def save(m, f, _extra_files=None):
 
 def load(f, map_location=None, _extra_files=None, _restore_shapes=False):
     raise RuntimeError("hookgrad has no TorchScript archives; load a state_dict with torch.load instead")
+
+
+# -- the rest of torch.jit's public names -------------------------------------------------------------
+__all__ += ["script_if_tracing", "isinstance", "Error", "optimize_for_inference", "set_fusion_strategy",
+            "onednn_fusion_enabled", "enable_onednn_fusion", "strict_fusion", "export_opnames", "CompilationUnit",
+            "Future"]
+
+import builtins as _builtins  # noqa: E402
+import typing as _typing  # noqa: E402
+
+
+class Error(Exception):
+    """torch.jit.Error: the exception TorchScript code raises (never raised by eager code here)."""
+
+
+def script_if_tracing(fn):
+    """``fn`` itself: it would be scripted only while tracing, and nothing is ever traced here."""
+    return fn
+
+
+def isinstance(obj, target_type) -> bool:  # noqa: A001 - torch's name
+    """``isinstance`` that also understands parametrized container types (``list[int]``,
+    ``dict[str, Tensor]``, ``tuple[int, str]``, ``Optional[T]``) by checking the elements."""
+    origin = _typing.get_origin(target_type)
+    args = _typing.get_args(target_type)
+    if origin is None:
+        return True if target_type is _typing.Any else _builtins.isinstance(obj, target_type)
+    if origin is _typing.Union or origin is getattr(__import__("types"), "UnionType", None):
+        return any(isinstance(obj, arg) for arg in args)
+    if origin in (list, _typing.List):
+        return _builtins.isinstance(obj, list) and all(isinstance(v, args[0]) for v in obj) if args else \
+            _builtins.isinstance(obj, list)
+    if origin in (dict, _typing.Dict):
+        if not _builtins.isinstance(obj, dict):
+            return False
+        return not args or all(isinstance(k, args[0]) and isinstance(v, args[1]) for k, v in obj.items())
+    if origin in (tuple, _typing.Tuple):
+        if not _builtins.isinstance(obj, tuple):
+            return False
+        if not args:
+            return True
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(isinstance(v, args[0]) for v in obj)
+        return len(obj) == len(args) and all(isinstance(v, a) for v, a in zip(obj, args))
+    return _builtins.isinstance(obj, origin)
+
+
+def optimize_for_inference(mod, other_methods=None):
+    """The module itself: there is no TorchScript graph to optimize, eager code runs as it is."""
+    return mod
+
+
+_fusion = {"strategy": [("STATIC", 2), ("DYNAMIC", 10)], "onednn": False}
+
+
+def set_fusion_strategy(strategy):
+    """Record the TorchScript fusion strategy and return the previous one (nothing is fused here)."""
+    previous, _fusion["strategy"] = _fusion["strategy"], list(strategy)
+    return previous
+
+
+def onednn_fusion_enabled() -> bool:
+    return _fusion["onednn"]
+
+
+def enable_onednn_fusion(enabled: bool) -> None:
+    _fusion["onednn"] = bool(enabled)
+
+
+class strict_fusion:
+    """TorchScript's check that a region fuses completely; eager code has no fusion to check."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def export_opnames(m):
+    raise RuntimeError("torch.jit.export_opnames lists the operators of a TorchScript module; hookgrad has no "
+                       "TorchScript (torch.jit.script returns the module unchanged)")
+
+
+class CompilationUnit:
+    """A unit of TorchScript source; hookgrad cannot compile TorchScript."""
+
+    def __init__(self, lang=None, _frames_up=0):
+        raise RuntimeError("hookgrad has no TorchScript compiler: torch.jit.CompilationUnit is not available")
+
+
+def __getattr__(name):
+    if name == "Future":  # torch.jit.Future is torch.futures.Future
+        from .futures import Future
+        return Future
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -126,3 +126,44 @@ def _get_current_function_mode():
 
 def _get_current_function_mode_stack() -> list:
     return []
+
+
+__all__ += ["resolve_name"]
+
+_names_by_function: dict = {}
+
+
+def _public_functions():
+    """``{function: "torch.<namespace>.<name>"}`` over the namespaces torch's overrides cover."""
+    if not _names_by_function:
+        import hookgrad
+        # later namespaces win for a function shared by several: torch names torch.conv2d (which is
+        # torch.nn.functional.conv2d) by its nn.functional name
+        namespaces = [("torch", hookgrad), ("torch.special", hookgrad.special), ("torch.linalg", hookgrad.linalg),
+                      ("torch.nn.functional", hookgrad.nn.functional)]
+        for prefix, module in namespaces:
+            for name in dir(module):
+                if name.startswith("_"):
+                    continue
+                value = getattr(module, name, None)
+                if callable(value) and not isinstance(value, type):
+                    _names_by_function[value] = f"{prefix}.{name}"
+        for name, value in vars(hookgrad.Tensor).items():
+            if not name.startswith("_") or name in ("__add__", "__mul__", "__getitem__"):
+                target = value.fget if isinstance(value, property) else value
+                if callable(target):
+                    _names_by_function[target] = f"torch.Tensor.{name}"
+    return _names_by_function
+
+
+def resolve_name(f):
+    """A readable name for a function handed to ``__torch_function__`` (``torch.add``,
+    ``torch.Tensor.add``, ``torch.nn.functional.relu``, an operator's ``aten.add.Tensor``), or
+    None for a function that is not one of torch's."""
+    from .ops import OpOverload, OpOverloadPacket
+    if isinstance(f, (OpOverload, OpOverloadPacket)):
+        return str(f)
+    try:
+        return _public_functions().get(f)
+    except TypeError:  # unhashable
+        return None

@@ -421,10 +421,9 @@ class _Reader:
                 return self.array(node["a"])[()]
             if tag == "pickle":
                 if self.weights_only:
-                    raise pickle.UnpicklingError(
-                        f"Weights only load failed: the checkpoint contains an object of type "
-                        f"{node.get('type')!r}, stored as a pickle. Loading it can run arbitrary code; "
-                        "if you trust the file, load it with weights_only=False.")
+                    # only the globals allowed with torch.serialization.add_safe_globals (and the
+                    # arrays and tensors inside them) may be named
+                    return _SafeUnpickler(io.BytesIO(bytes(self.bytes_at(node["b"]))), node.get("type")).load()
                 return pickle.loads(bytes(self.bytes_at(node["b"])))
         except (KeyError, TypeError, ValueError) as exc:
             raise CheckpointError(f"malformed {tag!r} node in checkpoint header: {exc!r}") from None
@@ -583,6 +582,8 @@ class _PickleReader:
         self.pos = 0
         self.globals = globals_table
         self.callables = {id(v) for v in globals_table.values() if callable(v)}
+        # classes allowed with torch.serialization.add_safe_globals: built as pickle builds them
+        self.user_classes = {v for v in _safe_global_entries().values() if isinstance(v, type)}
         self.persistent_load = persistent_load
 
     def take(self, n: int) -> bytes:
@@ -605,8 +606,10 @@ class _PickleReader:
         if value is None:
             raise pickle.UnpicklingError(
                 f"Weights only load failed: the checkpoint refers to {module}.{name}, which is not a "
-                "tensor, a Parameter or a plain container. Loading it can run arbitrary code; "
-                "hookgrad.load does not read such PyTorch checkpoints.")
+                "tensor, a Parameter or a plain container. Loading it can run arbitrary code. "
+                f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default. If you trust "
+                f"it, allow it with torch.serialization.add_safe_globals([{name}]) or the "
+                f"torch.serialization.safe_globals([{name}]) context manager.")
         return value
 
     def value(self, obj):
@@ -744,10 +747,16 @@ class _PickleReader:
             elif op == b"\x81":  # NEWOBJ: only for the allowed classes
                 args = stack.pop()
                 cls = stack.pop()
-                stack.append(self.call(cls, args))
-            elif op == b"b":  # BUILD: attribute state, accepted for dicts only (state-dict metadata)
+                if isinstance(cls, type) and cls in self.user_classes:
+                    stack.append(cls.__new__(cls, *args))
+                else:
+                    stack.append(self.call(cls, args))
+            elif op == b"b":  # BUILD: attribute state, for dicts (state-dict metadata) and allowed classes
                 state = self.value(stack.pop())
                 target = stack[-1]
+                if type(target) in self.user_classes:
+                    _set_state(target, state)
+                    continue
                 if not isinstance(target, dict) or not isinstance(state, dict) or \
                         not all(isinstance(k, str) for k in state):
                     raise CheckpointError("PyTorch checkpoint sets state on an object that is not allowed")
@@ -798,11 +807,14 @@ def _load_torch_zip(buffer: bytearray, map_location):
         if not pickles:
             raise CheckpointError("zip archive holds no data.pkl: not a PyTorch checkpoint")
         prefix = pickles[0][:-len("data.pkl")]
-        big_endian = False
+        # without a record, torch.serialization.set_default_load_endianness decides (default: little)
+        big_endian = _settings["endianness"] is LoadEndianness.BIG
         if prefix + "byteorder" in names:
             big_endian = zf.read(prefix + "byteorder").strip() == b"big"
         archive = _TorchArchive(zf, prefix, big_endian, map_location)
-        reader = _PickleReader(zf.read(pickles[0]), _torch_globals(archive), archive.storage)
+        globals_table = _torch_globals(archive)
+        globals_table.update(_safe_global_entries())  # torch.serialization.add_safe_globals
+        reader = _PickleReader(zf.read(pickles[0]), globals_table, archive.storage)
         return reader.load()
     except (zipfile.BadZipFile, EOFError, OSError, struct.error, UnicodeDecodeError, IndexError,
             ValueError, TypeError, AttributeError) as exc:
@@ -866,3 +878,330 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         return reader.decode(root)
     except RecursionError:
         raise CheckpointError("checkpoint header is nested too deeply") from None
+
+
+# ---------------------------------------------------------------------------------------------
+# The rest of torch.serialization's public names
+# ---------------------------------------------------------------------------------------------
+import enum as _enum  # noqa: E402
+import mmap as _mmap  # noqa: E402
+import threading as _threading  # noqa: E402
+import warnings as _warnings  # noqa: E402
+
+__all__ += ["DEFAULT_PROTOCOL", "SourceChangeWarning", "mkdtemp", "register_package",
+            "check_module_version_greater_or_equal", "validate_cuda_device", "validate_hpu_device", "location_tag",
+            "default_restore_location", "normalize_storage_type", "storage_to_tensor_type", "StorageType",
+            "LoadEndianness", "get_crc32_options", "set_crc32_options", "get_default_load_endianness",
+            "set_default_load_endianness", "get_default_mmap_options", "set_default_mmap_options",
+            "clear_safe_globals", "get_safe_globals", "add_safe_globals", "safe_globals",
+            "get_unsafe_globals_in_checkpoint", "skip_data"]
+
+DEFAULT_PROTOCOL = 2
+
+
+class SourceChangeWarning(Warning):
+    """torch's warning for a saved module whose source changed; hookgrad never pickles module source."""
+
+
+def mkdtemp():
+    """A context manager giving a temporary folder, removed on exit."""
+    return tempfile.TemporaryDirectory()
+
+
+class LoadEndianness(_enum.Enum):
+    NATIVE = 1
+    LITTLE = 2
+    BIG = 3
+
+
+_settings = {"endianness": None, "crc32": True, "mmap_flags": _mmap.MAP_PRIVATE}
+
+
+def get_default_load_endianness():
+    """The byte order assumed for torch checkpoints that do not record theirs (None: little-endian,
+    what every checkpoint without the record was written in)."""
+    return _settings["endianness"]
+
+
+def set_default_load_endianness(endianness) -> None:
+    if endianness is not None and not isinstance(endianness, LoadEndianness):
+        raise TypeError("Invalid argument type in function set_default_load_endianness")
+    _settings["endianness"] = endianness
+
+
+def get_crc32_options() -> bool:
+    return _settings["crc32"]
+
+
+def set_crc32_options(compute_crc32: bool) -> None:
+    """Kept for torch's API: Python's zipfile always writes CRC-32 checksums in the records it writes."""
+    _settings["crc32"] = bool(compute_crc32)
+
+
+def get_default_mmap_options():
+    return _settings["mmap_flags"]
+
+
+class set_default_mmap_options:
+    """Set the mmap flags of ``load(..., mmap=True)`` (as a call, or for a ``with`` block)."""
+
+    def __init__(self, flags: int) -> None:
+        if flags not in (_mmap.MAP_PRIVATE, _mmap.MAP_SHARED):
+            raise ValueError("Invalid argument in function set_default_mmap_options, expected mmap.MAP_PRIVATE or "
+                             f"mmap.MAP_SHARED, but got {flags}")
+        self.prev = _settings["mmap_flags"]
+        _settings["mmap_flags"] = flags
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc) -> None:
+        _settings["mmap_flags"] = self.prev
+
+
+# -- globals allowed in weights_only loading ------------------------------------------------------
+_user_safe_globals: list = []
+_safe_globals_local = _threading.local()
+
+
+def _safe_global_entries():
+    entries = list(_user_safe_globals) + list(getattr(_safe_globals_local, "stack", ()))
+    table = {}
+    for entry in entries:
+        if isinstance(entry, tuple):
+            obj, name = entry
+            module, _, qualname = name.rpartition(".")
+        else:
+            obj, module, qualname = entry, getattr(entry, "__module__", ""), getattr(entry, "__qualname__", "")
+        table[(module, qualname)] = obj
+    return table
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Allow these classes and functions (or ``(object, "module.name")`` pairs) in ``weights_only``
+    loading, for the rest of the process."""
+    _user_safe_globals.extend(safe_globals)
+
+
+def get_safe_globals() -> list:
+    return list(_user_safe_globals) + list(getattr(_safe_globals_local, "stack", ()))
+
+
+def clear_safe_globals() -> None:
+    _user_safe_globals.clear()
+
+
+class safe_globals:
+    """``add_safe_globals`` for the duration of a ``with`` block (in this thread)."""
+
+    def __init__(self, safe_globals: list):
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self):
+        stack = getattr(_safe_globals_local, "stack", None)
+        if stack is None:
+            stack = _safe_globals_local.stack = []
+        stack.extend(self.safe_globals)
+
+    def __exit__(self, *exc):
+        stack = _safe_globals_local.stack
+        del stack[len(stack) - len(self.safe_globals):]
+        return False
+
+
+def get_unsafe_globals_in_checkpoint(f) -> list:
+    """The ``module.name`` globals a torch checkpoint's pickle names that ``weights_only`` loading
+    would refuse (neither built in nor added with ``add_safe_globals``)."""
+    import pickletools
+    import types
+    import zipfile
+    buffer = _read_all(f)
+    pickles = []
+    if bytes(buffer[:len(MAGIC)]) == MAGIC:  # hookgrad's format: the objects it stored as pickles
+        head_len = len(MAGIC) + _PREFIX.size
+        _, header_len = _PREFIX.unpack_from(buffer, len(MAGIC))
+        header = json.loads(bytes(buffer[head_len:head_len + header_len]).decode("utf-8"))
+        header_end = head_len + header_len
+        reader = _Reader(buffer, header_end + (-header_end) % _ALIGN, len(buffer) - _DIGEST_SIZE, header["tensors"],
+                         True, None)
+        nodes = [header["root"]]
+        while nodes:
+            node = nodes.pop()
+            if isinstance(node, dict):
+                if node.get("t") == "pickle":
+                    pickles.append(bytes(reader.bytes_at(node["b"])))
+                else:
+                    nodes.extend(node.values())
+            elif isinstance(node, list):
+                nodes.extend(node)
+        allowed = set(_ARRAY_GLOBALS)
+    elif zipfile.is_zipfile(io.BytesIO(bytes(buffer))):
+        with zipfile.ZipFile(io.BytesIO(bytes(buffer))) as zf:
+            names = [n for n in zf.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
+            if not names:
+                raise ValueError("Expected input to be a checkpoint returned by torch.save")
+            pickles.append(zf.read(names[0]))
+        allowed = set(_torch_globals(types.SimpleNamespace(rebuild_tensor=None, rebuild_parameter=None)))
+    else:
+        raise ValueError("Expected input to be a checkpoint returned by torch.save")
+    allowed |= set(_safe_global_entries())
+    found = set()
+    for data in pickles:
+        strings = []
+        for opcode, arg, _ in pickletools.genops(data):
+            if opcode.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+                strings.append(arg)
+            elif opcode.name == "GLOBAL":
+                found.add(tuple(arg.split(" ", 1)))
+            elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
+                found.add((strings[-2], strings[-1]))
+    return sorted(f"{m}.{n}" for m, n in found - allowed)
+
+
+_ARRAY_GLOBALS = {("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
+                  ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                  ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+                  ("numpy._core.multiarray", "scalar"), ("hookgrad._tensor", "_rebuild_tensor"),
+                  ("hookgrad._tensor", "Tensor"), ("hookgrad.nn.parameter", "Parameter"),
+                  ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
+                  ("builtins", "complex"), ("builtins", "slice"), ("builtins", "bytearray")}
+
+
+class _SafeUnpickler(pickle.Unpickler):
+    """Reads an object stored as a pickle in a hookgrad checkpoint under ``weights_only``: any
+    global outside the user's safe globals and the array/tensor rebuilders is refused."""
+
+    def __init__(self, file, type_name):
+        super().__init__(file)
+        self.type_name = type_name
+        self.safe = _safe_global_entries()
+
+    def find_class(self, module, name):
+        if (module, name) in self.safe:
+            return self.safe[(module, name)]
+        if (module, name) in _ARRAY_GLOBALS:
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(
+            f"Weights only load failed: the checkpoint contains an object of type {self.type_name!r}, stored as a "
+            f"pickle. Loading it can run arbitrary code. Unsupported global: GLOBAL {module}.{name} was not an "
+            f"allowed global by default. If you trust it, allow it with torch.serialization.add_safe_globals([{name}])"
+            f" or load the file with weights_only=False.")
+
+
+def _set_state(target, state) -> None:
+    """What pickle's BUILD does: ``__setstate__``, else the instance dict (and slots) updated."""
+    if getattr(type(target), "__setstate__", None) is not None:  # the class defines its own
+        target.__setstate__(state)
+        return
+    slots = None
+    if isinstance(state, tuple) and len(state) == 2:
+        state, slots = state
+    if state:
+        target.__dict__.update(state)
+    for key, value in (slots or {}).items():
+        setattr(target, key, value)
+
+
+class skip_data:
+    """torch's context for saving or loading without storage bytes (for fake tensors). hookgrad has
+    no fake tensors; entering raises instead of writing or reading a checkpoint without its data."""
+
+    def __init__(self, materialize_fake_tensors: bool = False):
+        self.materialize_fake_tensors = materialize_fake_tensors
+
+    def __enter__(self):
+        raise NotImplementedError("torch.serialization.skip_data needs fake tensors, which hookgrad does not have")
+
+    def __exit__(self, *exc):
+        return False
+
+
+# -- storage locations ------------------------------------------------------------------------------
+_package_registry: list = []
+
+
+def _cpu_tag(obj):
+    return "cpu"
+
+
+def _cpu_deserialize(obj, location):
+    if location == "cpu":
+        return obj
+    return None
+
+
+def register_package(priority: int, tagger, deserializer) -> None:
+    """Register how storages of a device are tagged when saved and restored when loaded."""
+    _package_registry.append((priority, tagger, deserializer))
+    _package_registry.sort(key=lambda entry: entry[0])
+
+
+register_package(10, _cpu_tag, _cpu_deserialize)
+
+
+def location_tag(storage) -> str:
+    for _, tagger, _ in _package_registry:
+        location = tagger(storage)
+        if location:
+            return location
+    raise RuntimeError(f"don't know how to determine data location of {type(storage).__name__}")
+
+
+def default_restore_location(storage, location: str):
+    for _, _, restore in _package_registry:
+        result = restore(storage, location)
+        if result is not None:
+            return result
+    raise RuntimeError(f"don't know how to restore data location of {type(storage).__name__} (tagged with "
+                       f"{location})")
+
+
+def validate_cuda_device(location):
+    raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
+                       "If you are running on a CPU-only machine, please use torch.load with "
+                       "map_location=torch.device('cpu') to map your storages to the CPU.")
+
+
+def validate_hpu_device(location):
+    raise RuntimeError("Attempting to deserialize object on a HPU device but HPU is not available (hookgrad runs on "
+                       "the CPU only)")
+
+
+def normalize_storage_type(storage_type):
+    import hookgrad
+    return getattr(hookgrad, storage_type.__name__)
+
+
+def storage_to_tensor_type(storage):
+    import hookgrad
+    return getattr(hookgrad, type(storage).__name__.replace("Storage", "Tensor"))
+
+
+class StorageType:
+    """The type of a storage named in a checkpoint (``torch.FloatStorage`` ...), by its dtype."""
+
+    def __init__(self, name: str):
+        from ._dtype import to_dtype
+        self._dtype = to_dtype(name)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    def __str__(self):
+        return f"StorageType(dtype={self.dtype})"
+
+
+def check_module_version_greater_or_equal(module, req_version_tuple, error_if_malformed: bool = True) -> bool:
+    """Whether ``module.__version__`` is at least ``req_version_tuple`` (compared part by part)."""
+    version = module.__version__.split(".")
+    try:
+        parts = tuple(type(req)(v) for req, v in zip(req_version_tuple, version))
+        return parts >= tuple(req_version_tuple)
+    except Exception as exc:  # noqa: BLE001 - a version string we cannot read
+        message = (f"'{module.__name__}' module version string is malformed '{module.__version__}' and cannot be "
+                   f"compared with tuple {req_version_tuple}")
+        if error_if_malformed:
+            raise RuntimeError(message) from exc
+        _warnings.warn(message + ", but continuing assuming that requirement is met", stacklevel=2)
+        return True

@@ -4,3 +4,5 @@ from .autocast_mode import autocast, is_autocast_available
 from .grad_scaler import GradScaler
 
 __all__ = ["GradScaler", "autocast", "is_autocast_available"]
+from .autocast_mode import custom_bwd, custom_fwd  # noqa: E402
+__all__ += ["custom_bwd", "custom_fwd"]

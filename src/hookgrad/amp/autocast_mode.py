@@ -178,3 +178,80 @@ _TORCH_FUNCTIONS = ["get_autocast_dtype", "set_autocast_dtype", "set_autocast_en
                     "get_autocast_gpu_dtype", "set_autocast_gpu_dtype", "clear_autocast_cache",
                     "autocast_increment_nesting", "autocast_decrement_nesting", "is_autocast_cache_enabled",
                     "set_autocast_cache_enabled"]
+
+
+# -- decorators for custom autograd Functions under autocast --------------------------------------
+__all__ += ["autocast_decorator", "custom_fwd", "custom_bwd"]
+
+
+def autocast_decorator(autocast_instance, func):
+    """``func`` run inside ``autocast_instance`` at each call."""
+    @functools.wraps(func)
+    def decorate_autocast(*args, **kwargs):
+        with autocast_instance:
+            return func(*args, **kwargs)
+    return decorate_autocast
+
+
+def _cast(value, device_type: str, dtype):
+    """``value`` with its floating tensors (other than float64) on ``device_type`` cast to ``dtype``,
+    through lists, tuples and dicts."""
+    import collections.abc
+    import numpy as np
+    from .._tensor import Tensor
+    if isinstance(value, Tensor):
+        eligible = value.is_floating_point() and value.device.type == device_type and value.dtype is not _dtype.float64
+        return value.to(dtype) if eligible else value
+    if isinstance(value, (str, bytes, np.ndarray)):
+        return value
+    if isinstance(value, collections.abc.Mapping):
+        return {_cast(k, device_type, dtype): _cast(v, device_type, dtype) for k, v in value.items()}
+    if isinstance(value, collections.abc.Iterable):
+        items = (_cast(v, device_type, dtype) for v in value)
+        return type(value)(items) if isinstance(value, (list, tuple)) else items
+    return value
+
+
+def _check_device_type(device_type) -> None:
+    if not isinstance(device_type, str):
+        raise ValueError(f"Expected `device_type` of type `str`, got: `{type(device_type)}`")
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorate a custom Function's ``forward``: it records whether autocast was on (for
+    ``custom_bwd``); with ``cast_inputs``, inside an autocast region, its floating inputs are cast
+    to that dtype and it runs with autocast off."""
+    _check_device_type(device_type)
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type, cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        in_autocast = is_autocast_enabled(device_type)
+        ctx._fwd_used_autocast = False
+        if in_autocast:
+            with autocast(device_type=device_type, enabled=False):
+                return fwd(*_cast(args, device_type, cast_inputs), **_cast(kwargs, device_type, cast_inputs))
+        return fwd(*args, **kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorate a custom Function's ``backward``: it runs with the autocast state its forward had."""
+    _check_device_type(device_type)
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        with autocast(device_type=device_type, enabled=ctx._fwd_used_autocast, dtype=ctx._dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd

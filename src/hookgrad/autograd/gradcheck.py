@@ -109,3 +109,104 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
 
     return gradcheck(first_grads, (*inputs, *grad_outputs), eps=eps, atol=atol, rtol=rtol,
                      raise_exception=raise_exception)
+
+
+# -- torch's deprecated Jacobian helpers ------------------------------------------------------------
+_DEPRECATED_PRIVATE = ("`{}` was part of PyTorch's private API and not meant to be exposed. We are deprecating it "
+                       "and it will be removed in a future version of PyTorch. If you have a specific use for this or "
+                       "feature request for this to be a stable API, please file us an issue at "
+                       "https://github.com/pytorch/pytorch/issues/new")
+
+
+def _as_tuple(x):
+    return x if isinstance(x, tuple) else (x,) if not isinstance(x, list) else tuple(x)
+
+
+def _differentiable(tensors):
+    from .._tensor import Tensor
+    return [t for t in tensors if isinstance(t, Tensor) and t.requires_grad]
+
+
+def get_numerical_jacobian_wrt_specific_input(fn, input_idx, inputs, outputs, eps, input=None,
+                                              is_forward_ad=False):
+    """Central-difference Jacobians of each output of ``fn(*inputs)`` with respect to input
+    ``input_idx`` (or ``input``): one ``(input.numel(), output.numel())`` tensor per output."""
+    import hookgrad
+    target = inputs[input_idx] if input is None else input
+    flat = target._data.reshape(-1)
+    if not np.shares_memory(flat, target._data):
+        raise RuntimeError("get_numerical_jacobian needs inputs whose elements can be perturbed in place "
+                           "(a contiguous tensor)")
+    outputs = _as_tuple(outputs)
+    columns = [[] for _ in outputs]
+    for i in range(flat.size):
+        orig = flat[i]
+        flat[i] = orig + eps
+        plus = [o._data.astype(np.float64).reshape(-1) for o in _as_tuple(fn(*inputs))]
+        flat[i] = orig - eps
+        minus = [o._data.astype(np.float64).reshape(-1) for o in _as_tuple(fn(*inputs))]
+        flat[i] = orig
+        for k, (p, m) in enumerate(zip(plus, minus)):
+            columns[k].append((p - m) / (2 * eps))
+    return tuple(hookgrad.tensor(np.stack(col).reshape(flat.size, -1) if col else
+                                 np.zeros((0, o.numel())), dtype=target.dtype)
+                 for col, o in zip(columns, outputs))
+
+
+def get_numerical_jacobian(fn, inputs, target=None, eps=1e-3, grad_out=1.0):
+    """Deprecated in torch: the numerical Jacobian of ``fn`` (called with the inputs as one tuple,
+    first output only) with respect to each input (or ``target``) that requires grad."""
+    import warnings
+    warnings.warn(_DEPRECATED_PRIVATE.format("get_numerical_jacobian"), FutureWarning, stacklevel=2)
+    if grad_out != 1.0:
+        raise ValueError("Expected grad_out to be 1.0. get_numerical_jacobian no longer supports values of "
+                         "grad_out != 1.0.")
+
+    def packed(*args):
+        return fn(args)
+
+    inputs = _as_tuple(inputs)
+    outputs = _as_tuple(packed(*inputs))
+    targets = inputs if target is None else _as_tuple(target)
+    jacobians = []
+    for index, t in enumerate(targets):
+        if getattr(t, "requires_grad", False):
+            jacobians.append(get_numerical_jacobian_wrt_specific_input(packed, index, inputs, outputs, eps,
+                                                                       input=t)[0])
+    return tuple(jacobians)
+
+
+def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
+    """Deprecated in torch: ``(jacobians, reentrant, correct_grad_sizes, correct_grad_types)``, the
+    Jacobian of ``output`` with respect to each input that requires grad, from backward passes
+    (computed twice: ``reentrant`` says whether both agree within ``nondet_tol``)."""
+    import warnings
+    import hookgrad
+    warnings.warn(_DEPRECATED_PRIVATE.format("get_analytical_jacobian"), FutureWarning, stacklevel=2)
+    if grad_out != 1.0:
+        raise ValueError("Expected grad_out to be 1.0. get_analytical_jacobian no longer supports values of "
+                         "grad_out != 1.0.")
+    diff_inputs = _differentiable(_as_tuple(inputs))
+    n_out = output.numel()
+
+    def rows():
+        result = [np.zeros((t.numel(), n_out)) for t in diff_inputs]
+        sizes_ok = types_ok = True
+        for j in range(n_out):
+            basis = np.zeros(n_out, dtype=output._data.dtype)
+            basis[j] = 1
+            grads = hookgrad.autograd.grad(output, diff_inputs, hookgrad.tensor(basis.reshape(output.shape)),
+                                           retain_graph=True, allow_unused=True)
+            for k, (g, t) in enumerate(zip(grads, diff_inputs)):
+                if g is None:
+                    continue
+                sizes_ok &= tuple(g.shape) == tuple(t.shape)
+                types_ok &= g.dtype == t.dtype
+                result[k][:, j] = g._data.astype(np.float64).reshape(-1)
+        return result, sizes_ok, types_ok
+
+    first, sizes_ok, types_ok = rows()
+    second, _, _ = rows()
+    reentrant = all(np.abs(a - b).max(initial=0.0) <= nondet_tol for a, b in zip(first, second))
+    jacobians = tuple(hookgrad.tensor(j, dtype=t.dtype) for j, t in zip(first, diff_inputs))
+    return jacobians, reentrant, sizes_ok, types_ok

@@ -17,6 +17,8 @@ from ._functional import conv as _conv
 from ._functional import pooling as _pool
 from ._functional.linear_ops import linear_map, linear_map_nodes, saved_arg
 from ..autograd.graph import saved_dim
+from .attention import _backends as _sdpa_backends
+_SDPA_ALL = frozenset(_sdpa_backends.DEFAULT_PRIORITY)
 
 # args: weight's number of rows, padding_idx, scale_grad_by_freq, sparse; the indices are saved
 EmbeddingBackward0 = linear_map_nodes(
@@ -207,6 +209,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
 # ---- attention -------------------------------------------------------------------------------
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False) -> Tensor:
+    if _sdpa_backends.enabled != _SDPA_ALL:  # a kernel choice from torch.nn.attention.sdpa_kernel
+        _sdpa_backends.require_cpu_kernel(query, key, value, dropout_p)
     L, S = query._data.shape[-2], key._data.shape[-2]
     e = query._data.shape[-1]
     scale_factor = 1.0 / math.sqrt(e) if scale is None else scale

@@ -53,3 +53,7 @@ class Adadelta(Optimizer):
                 _bump(state["acc_delta"])
                 p._data += -lr * delta
                 _bump(p)
+
+
+from ._functional import adadelta  # noqa: E402 - the functional form, torch.optim.adadelta.adadelta
+__all__ += ["adadelta"]

@@ -65,3 +65,7 @@ class Adagrad(Optimizer):
                 update /= std
                 p._data += update
                 _bump(p)
+
+
+from ._functional import adagrad  # noqa: E402 - the functional form, torch.optim.adagrad.adagrad
+__all__ += ["adagrad"]

@@ -138,3 +138,7 @@ class Adam(Optimizer):
                 update /= denom
                 p._data += update
                 _bump(p)
+
+
+from ._functional import adam  # noqa: E402 - the functional form, torch.optim.adam.adam
+__all__ += ["adam"]

@@ -44,3 +44,7 @@ class Adamax(Optimizer):
                 clr = lr / (1 - beta1 ** float(state["step"]._data))
                 p._data += -clr * (m / u)
                 _bump(p)
+
+
+from ._functional import adamax  # noqa: E402 - the functional form, torch.optim.adamax.adamax
+__all__ += ["adamax"]

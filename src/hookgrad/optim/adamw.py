@@ -19,3 +19,7 @@ class AdamW(Adam):
         super().__setstate__(state)
         for group in self.param_groups:
             group["decoupled_weight_decay"] = True
+
+
+from ._functional import adamw  # noqa: E402 - the functional form, torch.optim.adamw.adamw
+__all__ += ["adamw"]

@@ -68,3 +68,7 @@ class ASGD(Optimizer):
                 mu_t._data[...] = default(1 / max(1, step - t0))
                 _bump(eta_t)
                 _bump(mu_t)
+
+
+from ._functional import asgd  # noqa: E402 - the functional form, torch.optim.asgd.asgd
+__all__ += ["asgd"]

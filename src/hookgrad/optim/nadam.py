@@ -74,3 +74,7 @@ class NAdam(Optimizer):
                 param += (-lr * (1.0 - mu) / (1.0 - mu_product)) * (grad / denom)
                 param += ((-lr * mu_next) / (1.0 - mu_product_next)) * (m / denom)
                 _bump(p)
+
+
+from ._functional import nadam  # noqa: E402 - the functional form, torch.optim.nadam.nadam
+__all__ += ["nadam"]

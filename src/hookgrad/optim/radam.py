@@ -59,3 +59,7 @@ class RAdam(Optimizer):
                 else:
                     param -= corrected_m * lr
                 _bump(p)
+
+
+from ._functional import radam  # noqa: E402 - the functional form, torch.optim.radam.radam
+__all__ += ["radam"]

@@ -79,3 +79,7 @@ class RMSprop(Optimizer):
                     update /= avg
                     param += update
                 _bump(p)
+
+
+from ._functional import rmsprop  # noqa: E402 - the functional form, torch.optim.rmsprop.rmsprop
+__all__ += ["rmsprop"]

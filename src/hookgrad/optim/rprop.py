@@ -58,3 +58,7 @@ class Rprop(Optimizer):
                 prev[...] = grad
                 for t in (p, state["prev"], state["step_size"]):
                     _bump(t)
+
+
+from ._functional import rprop  # noqa: E402 - the functional form, torch.optim.rprop.rprop
+__all__ += ["rprop"]

@@ -72,3 +72,7 @@ class SGD(Optimizer):
                 step = d_p * lr
                 p._data -= step
                 _bump(p)
+
+
+from ._functional import sgd  # noqa: E402 - the functional form, torch.optim.sgd.sgd
+__all__ += ["sgd"]

@@ -9,6 +9,7 @@ import importlib as _importlib
 from . import hooks  # noqa: F401
 
 _LATE_SUBMODULES = ("data", "dlpack", "checkpoint")
+_LATE_SUBMODULES += ("_pytree", "weak", "_contextlib", "collect_env", "benchmark", "model_zoo")
 
 
 def __getattr__(name):

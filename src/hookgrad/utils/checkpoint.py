@@ -372,3 +372,64 @@ def __getattr__(name):
             _REENTRANT["fn"] = _reentrant_function()
         return _REENTRANT["fn"]
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# -- device states and selective checkpointing --------------------------------------------------------
+__all__ += ["get_device_states", "set_device_states", "DefaultDeviceType", "SelectiveCheckpointContext",
+            "create_selective_checkpoint_contexts", "SAC_IGNORED_OPS"]
+
+
+def get_device_states(*args):
+    """The accelerator devices of the tensors in ``args`` and their RNG states: none, on the CPU."""
+    return [], []
+
+
+def set_device_states(devices, states, *, device_type=None) -> None:
+    """Restore accelerator RNG states; with no accelerator, only an empty list is valid."""
+    if list(devices) or list(states):
+        raise RuntimeError("set_device_states: hookgrad has no accelerator devices to restore RNG states on")
+
+
+class DefaultDeviceType:
+    """The device type whose RNG state checkpoint preserves (the CPU's is always preserved)."""
+
+    _default_device_type = "cpu"
+
+    @staticmethod
+    def set_device_type(device: str = "cpu") -> None:
+        DefaultDeviceType._default_device_type = device
+
+    @staticmethod
+    def get_device_type() -> str:
+        return DefaultDeviceType._default_device_type
+
+
+class SelectiveCheckpointContext:
+    """What a selective-checkpoint policy function receives about the op being decided."""
+
+    def __init__(self, *, is_recompute, op_output=None) -> None:
+        self.is_recompute = is_recompute
+        self.op_output = op_output
+
+
+SAC_IGNORED_OPS: set = set()  # torch's list of ATen ops the policy never sees; hookgrad dispatches no ops
+
+
+def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation: bool = False):
+    """torch's selective checkpointing decides per ATen op, through dispatch modes, which outputs to
+    keep. hookgrad has no op dispatcher to intercept, so after checking the arguments as torch does
+    this raises: recomputing everything instead would leave a policy function never called."""
+    from ..ops import OpOverload, OpOverloadPacket
+    if isinstance(policy_fn_or_list, list):
+        for op in policy_fn_or_list:
+            if not isinstance(op, OpOverload):
+                extra = ("Please update the OpOverloadPacket to a specific OpOverload.For example, if you have "
+                         "`torch.ops.aten.mm`, change it to `torch.ops.aten.mm.default`."
+                         if isinstance(op, OpOverloadPacket) else "")
+                raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} of type {type(op)}. "
+                                 f"{extra}")
+    elif not callable(policy_fn_or_list):
+        raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
+    raise NotImplementedError("selective activation checkpointing needs torch's op dispatcher (a dispatch mode that "
+                              "sees every ATen op); hookgrad has none. Use checkpoint(...) without context_fn, which "
+                              "recomputes every op (same gradients, no per-op choice).")

@@ -35,3 +35,20 @@ def _list_with_default(out_size, defaults):
     if len(defaults) <= len(out_size):
         raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
     return [v if v is not None else d for v, d in zip(out_size, defaults[-len(out_size):])]
+
+
+__all__ += ["consume_prefix_in_state_dict_if_present"]
+
+
+def consume_prefix_in_state_dict_if_present(state_dict, prefix: str) -> None:
+    """Strip ``prefix`` (e.g. the ``"module."`` of a DataParallel/DDP state dict) from the keys of
+    ``state_dict`` in place, and from its ``_metadata`` keys."""
+    for key in list(state_dict.keys()):
+        if key.startswith(prefix):
+            state_dict[key[len(prefix):]] = state_dict.pop(key)
+    metadata = getattr(state_dict, "_metadata", None)
+    if metadata is not None:
+        for key in list(metadata.keys()):
+            # "" is the wrapper's own entry; "module" (the prefix without its dot) is the wrapped model
+            if key and (key == prefix.replace(".", "") or key.startswith(prefix)):
+                metadata[key[len(prefix):]] = metadata.pop(key)

@@ -10,3 +10,9 @@ from .spectral_norm import remove_spectral_norm, spectral_norm
 __all__ = ["clip_grad_norm", "clip_grad_norm_", "clip_grad_value_", "clip_grads_with_norm_",
            "get_total_norm", "parameters_to_vector", "vector_to_parameters"]
 __all__ += ["weight_norm", "remove_weight_norm", "spectral_norm", "remove_spectral_norm"]
+from . import fusion, prune, stateless  # noqa: E402,F401
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights  # noqa: E402
+from .init import skip_init  # noqa: E402
+from .memory_format import convert_conv2d_weight_memory_format, convert_conv3d_weight_memory_format  # noqa: E402
+__all__ += ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights",
+            "skip_init", "convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]

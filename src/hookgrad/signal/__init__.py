@@ -1,0 +1,4 @@
+"""``torch.signal``: signal-processing helpers (the window functions of ``torch.signal.windows``)."""
+from . import windows
+
+__all__ = ["windows"]
