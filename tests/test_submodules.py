@@ -149,13 +149,20 @@ def test_compiler_and_dynamo_run_eagerly(T):
     config.cache_size_limit = before
     with config.patch(suppress_errors=True):
         patched = config.suppress_errors
+    # torch's first compile switches distribution argument checks off for the whole process:
+    # put them back so that later tests see torch's default
+    validating = T.distributions.Distribution._validate_args
+    try:
+        compiled = (T.compile(f)(T.ones(1)), compiler.compile(f)(T.ones(1)))
+    finally:
+        T.distributions.Distribution.set_default_validate_args(validating)
     return (compiler.is_compiling(), dynamo.is_compiling(), compiler.is_dynamo_compiling(),
             compiler.is_exporting(), compiler.disable(f)(T.ones(1)), dynamo.disable(f)(T.ones(1)),
             compiler.disable(recursive=False)(f)(T.ones(1)),
             compiler.allow_in_graph(f) is f, dynamo.allow_in_graph(f) is f, compiler.assume_constant_result(f) is f,
             dynamo.mark_dynamic(T.ones(2), 0), before, after, patched, config.suppress_errors,
             catch(setattr, config, "no_such_setting", 1), catch(lambda: config.patch(no_such_setting=1).__enter__()),
-            T.compile(f)(T.ones(1)), compiler.compile(f)(T.ones(1)))
+            compiled)
 
 
 # ------------------------------------------------------------------------- random, devices, types
