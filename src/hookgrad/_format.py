@@ -43,6 +43,17 @@ def _float_formatter(values: np.ndarray):
     return lambda x: (_nonfinite(x) or f"{x:.{prec}f}").rjust(width)
 
 
+def _complex_formatter(values: np.ndarray):
+    """torch's style for complex values: the real and the imaginary parts each get their own float
+    format (chosen from all real parts, all imaginary parts), joined as ``re+imj``."""
+    real_fmt, imag_fmt = _float_formatter(values.real), _float_formatter(values.imag)
+
+    def fmt(z):
+        imag = (imag_fmt(z.imag) + "j").lstrip()
+        return real_fmt(z.real) + (imag if imag[0] in "+-" else "+" + imag)
+    return fmt
+
+
 def _nonfinite(x):
     if np.isnan(x):
         return "nan"
@@ -59,6 +70,8 @@ def format_array(values: np.ndarray, indent: int) -> str:
     elif values.dtype.kind in "iu":
         width = max((len(str(v)) for v in values.flat), default=1)
         formatter = lambda x: str(x).rjust(width)  # noqa: E731
+    elif values.dtype.kind == "c":
+        formatter = _complex_formatter(values)
     else:
         formatter = _float_formatter(values)
     summarize = values.size > _options["threshold"]
@@ -80,7 +93,8 @@ def format_tensor(t) -> str:
         body = format_array(data, len(prefix))
     dt = t.dtype
     default_int = dt.name == "int64"
-    if not (dt is get_default_dtype() or default_int or dt.name == "bool"):
+    default_complex = dt is get_default_dtype().to_complex()
+    if not (dt is get_default_dtype() or default_int or default_complex or dt.name == "bool"):
         extras.append(f"dtype={dt}")
     fn = t.grad_fn
     if fn is not None:

@@ -311,13 +311,21 @@ def _rng(generator):
 @op(method=False)
 def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
     dt = _resolve_dtype(dtype)
-    return _finish(_rng(generator).random(_size(shape, size), dtype=np.float64).astype(dt.np), requires_grad, device)
+    shape = _size(shape, size)
+    if dt.is_complex:  # both parts uniform on [0, 1), as torch
+        pair = _rng(generator).random(shape + (2,), dtype=np.float64)
+        return _finish((pair[..., 0] + 1j * pair[..., 1]).astype(dt.np), requires_grad, device)
+    return _finish(_rng(generator).random(shape, dtype=np.float64).astype(dt.np), requires_grad, device)
 
 
 @op(method=False)
 def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
     dt = _resolve_dtype(dtype)
-    return _finish(_rng(generator).standard_normal(_size(shape, size)).astype(dt.np), requires_grad, device)
+    shape = _size(shape, size)
+    if dt.is_complex:  # torch's complex normal: each part has variance 1/2 (E|z|^2 = 1)
+        pair = _rng(generator).standard_normal(shape + (2,)) * np.sqrt(0.5)
+        return _finish((pair[..., 0] + 1j * pair[..., 1]).astype(dt.np), requires_grad, device)
+    return _finish(_rng(generator).standard_normal(shape).astype(dt.np), requires_grad, device)
 
 
 @op(method=False)

@@ -25,6 +25,15 @@ def _check_same_dtype(a, b, what):
                            f"expected scalar type {a.dtype} but found {b.dtype}".replace("hookgrad.", ""))
 
 
+def _conj(t: Tensor) -> Tensor:
+    """Complex operands enter gradients conjugated (torch's convention); real ones as they are."""
+    return t.conj() if t._data.dtype.kind == "c" else t
+
+
+def _conj_np(d: np.ndarray) -> np.ndarray:
+    return d.conj() if d.dtype.kind == "c" else d
+
+
 def _elements(strides, itemsize):
     return tuple(s // itemsize for s in strides)
 
@@ -51,9 +60,9 @@ class MmBackward0(Node):
 def _mm_grad_self(g, b):
     """d(a @ b)/da applied to g: ``g @ b.T``."""
     if GRAD.enabled:
-        return mm(g, b.t())
+        return mm(g, _conj(b).t())
     with _quiet():
-        return wrap(_narrow(_blas.matmul(g._data, b._data.T), g._data.dtype))
+        return wrap(_narrow(_blas.matmul(g._data, _conj_np(b._data).T), g._data.dtype))
 
 
 def _is_transposed(m: np.ndarray) -> bool:
@@ -65,11 +74,11 @@ def _mm_grad_other(a, g, b_transposed):
     (F-ordered, as ``weight.t()`` in a linear layer) the product is computed transposed, so the
     gradient that reaches the weight is C-contiguous and can become ``.grad`` without a copy."""
     if GRAD.enabled:
-        return mm(a.t(), g)
+        return mm(_conj(a).t(), g)
     with _quiet():
         if b_transposed:
-            return wrap(_narrow(_blas.matmul(g._data.T, a._data).T, g._data.dtype))
-        return wrap(_narrow(_blas.matmul(a._data.T, g._data), g._data.dtype))
+            return wrap(_narrow(_blas.matmul(g._data.T, _conj_np(a._data)).T, g._data.dtype))
+        return wrap(_narrow(_blas.matmul(_conj_np(a._data).T, g._data), g._data.dtype))
 
 
 @op()
@@ -164,8 +173,8 @@ class MvBackward0(Node):
     def apply(self, grads):
         a, v = self.saved()
         g = grads[0]
-        ga = outer(g, v) if self.next_functions[0][0] is not None else None
-        gv = mv(a.t(), g) if self.next_functions[1][0] is not None else None
+        ga = outer(g, _conj(v)) if self.next_functions[0][0] is not None else None
+        gv = mv(_conj(a).t(), g) if self.next_functions[1][0] is not None else None
         return ga, gv
 
 
@@ -192,8 +201,8 @@ class DotBackward0(Node):
     def apply(self, grads):
         a, b = self.saved()
         g = grads[0]
-        return (b * g if self.next_functions[0][0] is not None else None,
-                a * g if self.next_functions[1][0] is not None else None)
+        return (g * _conj(b) if self.next_functions[0][0] is not None else None,
+                g * _conj(a) if self.next_functions[1][0] is not None else None)
 
 
 @op(aliases=("inner",))
@@ -217,7 +226,8 @@ inner = dot
 
 @op()
 def vdot(a, b):
-    return dot(a, b)
+    """``sum(conj(a) * b)``: the first operand conjugated."""
+    return dot(_conj(a), b)
 
 
 class BmmBackward0(Node):
@@ -227,8 +237,8 @@ class BmmBackward0(Node):
     def apply(self, grads):
         b, a = self.saved()
         g = grads[0]
-        ga = bmm(g, b.transpose(1, 2)) if self.next_functions[0][0] is not None else None
-        gb = bmm(a.transpose(1, 2), g) if self.next_functions[1][0] is not None else None
+        ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
+        gb = bmm(_conj(a).transpose(1, 2), g) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
@@ -347,7 +357,7 @@ class EinsumBackward(Node):
             present = set(self.out_subs).union(*[set(s) for s, _ in others])
             missing = "".join(c for c in dict.fromkeys(subs) if c not in present)
             terms = [self.out_subs] + [s for s, _ in others]
-            tensors = [g] + [t for _, t in others]
+            tensors = [g] + [_conj(t) for _, t in others]
             if missing:
                 terms.append(missing)
                 tensors.append(wrap(np.ones([self.sizes[c] for c in missing], dtype=g._data.dtype)))

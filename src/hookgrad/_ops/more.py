@@ -69,59 +69,6 @@ def signbit(x):
     return wrap(np.signbit(d) if d.dtype.kind != "b" else np.zeros(d.shape, bool))
 
 
-class AngleBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self",)
-
-    def apply(self, grads):
-        (x,) = self.saved()
-        return (grads[0] * 0,)  # the angle of a real number is a step function
-
-
-@op()
-def angle(x):
-    """For real tensors: pi where negative, 0 elsewhere (NaN stays NaN)."""
-    x = as_tensor_arg(x)
-    d = x._data
-    if d.dtype.kind not in "fc":
-        d = d.astype(float_dtype_for(x))
-    result = wrap(np.where(d < 0, d.dtype.type(math.pi), np.where(np.isnan(d), d, d.dtype.type(0))))
-    if GRAD.enabled and x._requires_grad:
-        record_op(AngleBackward0, (x,), result).save(x)
-    return result
-
-
-@op(method=False)  # Tensor.real and Tensor.imag are properties (set below)
-def real(x):
-    """hookgrad tensors are real: the tensor itself, as torch returns for a real tensor."""
-    return x
-
-
-@op(method=False)
-def imag(x):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
-@op(aliases=("resolve_conj", "resolve_neg", "conj_physical"))
-def conj(x):
-    return x
-
-
-@op("conj_physical_", function=False, method="conj_physical_")
-def _conj_physical_method(self):
-    return self
-
-
-@op()
-def is_conj(x) -> bool:
-    return False
-
-
-@op()
-def is_neg(x) -> bool:
-    return False
-
-
 # ---- binary pointwise -------------------------------------------------------------------------
 def _float_operands(a, b, name):
     """Two tensors (torch takes no number here) in their promoted dtype, floating for integer inputs."""
@@ -721,15 +668,6 @@ def t_(self):
     return _reshape_in_place(self, new, TBackward1, dim0=0, dim1=self.dim() - 1 if self.dim() else 0)
 
 
-@op()
-def adjoint(x):
-    """The conjugate transpose of the last two dimensions (hookgrad tensors are real: the transpose)."""
-    if x.dim() < 2:
-        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. "
-                           f"Got {x.dim()}-D tensor.")
-    return views.transpose(x, -2, -1)
-
-
 @op(function=False)
 def sum_to_size(x, *size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
@@ -767,12 +705,6 @@ def unravel_index(indices, shape):
 def constant_pad_nd(x, pad, value=0):
     from ..nn import functional
     return functional.pad(x, tuple(pad), mode="constant", value=value)
-
-
-@op()
-def isreal(x):
-    d = as_tensor_arg(x)._data
-    return wrap(np.ones(d.shape, dtype=bool))
 
 
 @op("float_power_", function=False)
@@ -1282,7 +1214,5 @@ def set_default_device(device):
         raise RuntimeError(f"hookgrad runs on the CPU only; cannot make {name!r} the default device")
 
 
-Tensor.real = property(real)
-Tensor.imag = property(imag)
 
 __all__ = module_all(globals()) + ["pi", "e", "inf", "nan"]

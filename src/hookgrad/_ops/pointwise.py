@@ -90,7 +90,18 @@ class SubBackward0(AddBackward0):
 def _cast(g, np_dtype):
     if g is None or g._data.dtype == np_dtype:
         return g
+    if g._data.dtype.kind == "c" and np_dtype.kind != "c":
+        g = g.real  # a real input of a complex result gets the real part (torch's handle_r_to_c)
+        if g._data.dtype == np_dtype:
+            return g
     return g.to(_dtype.from_numpy_dtype(np_dtype))
+
+
+def _conj(v):
+    """The conjugate of a complex operand (torch's gradients carry conj(df/dz)); others as they are."""
+    if isinstance(v, Tensor):
+        return v.conj() if v._data.dtype.kind == "c" else v
+    return v.conjugate() if isinstance(v, complex) else v
 
 
 def _shape_dtype(b):
@@ -164,9 +175,9 @@ class MulBackward0(Node):
         b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = _cast(sum_to_shape(g * b, self.a_shape), self.a_dtype)
+            ga = _cast(sum_to_shape(g * _conj(b), self.a_shape), self.a_dtype)
         if self.next_functions[1][0] is not None:
-            gb = _cast(sum_to_shape(g * a, self.b_shape), self.b_dtype)
+            gb = _cast(sum_to_shape(g * _conj(a), self.b_shape), self.b_dtype)
         return ga, gb
 
 
@@ -198,9 +209,9 @@ class DivBackward0(Node):
         b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = _cast(sum_to_shape(g / b, self.a_shape), self.a_dtype)
+            ga = _cast(sum_to_shape(g / _conj(b), self.a_shape), self.a_dtype)
         if self.next_functions[1][0] is not None:
-            gb = _cast(sum_to_shape(-g * a / (b * b), self.b_shape), self.b_dtype)
+            gb = _cast(sum_to_shape(-g * _conj(a / (b * b)), self.b_shape), self.b_dtype)
         return ga, gb
 
 
@@ -271,7 +282,7 @@ class PowBackward0(Node):
         e = self.exponent
         if e == 0:
             return (grads[0] * 0,)
-        return (grads[0] * e * x.pow(e - 1),)
+        return (grads[0] * _conj(e * x.pow(e - 1)),)
 
 
 class PowBackward1(Node):
@@ -283,13 +294,13 @@ class PowBackward1(Node):
         g = grads[0]
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = sum_to_shape(g * b * a.pow(b - 1), self.a_shape)
+            ga = _cast(sum_to_shape(g * _conj(b * a.pow(b - 1)), self.a_shape), a._data.dtype)
         if self.next_functions[1][0] is not None:
             # d(a^b)/db = a^b * log(a), taken as 0 where a == 0 and b >= 0
             la = a.log()
-            gb = g * result * la
-            gb = gb.masked_fill((a == 0) & (b >= 0), 0.0)
-            gb = sum_to_shape(gb, self.b_shape)
+            gb = g * _conj(result * la)
+            gb = gb.masked_fill((a == 0) & (b.real >= 0), 0.0)
+            gb = _cast(sum_to_shape(gb, self.b_shape), b._data.dtype)
         return ga, gb
 
 
@@ -376,7 +387,8 @@ expm1 = unary("expm1", np.expm1, lambda g, r: g * (r + 1), node="Expm1Backward0"
 sqrt = unary("sqrt", np.sqrt, lambda g, r: g / (r * 2), node="SqrtBackward0", saves="result", inplace=True)
 rsqrt = unary("rsqrt", lambda d: 1 / np.sqrt(d), lambda g, r: g * r.pow(3) * -0.5, node="RsqrtBackward0",
               saves="result", inplace=True)
-abs = unary("abs", np.abs, lambda g, x: g * x.sign(), node="AbsBackward0", saves="self", floating=False,
+abs = unary("abs", np.abs, lambda g, x: g * x.sgn(), node="AbsBackward0", saves="self", floating=False,
+            on_complex="own",
             aliases=("absolute",), inplace=True)
 sin = unary("sin", np.sin, lambda g, x: g * x.cos(), node="SinBackward0", saves="self", inplace=True)
 cos = unary("cos", np.cos, lambda g, x: -(g * x.sin()), node="CosBackward0", saves="self", inplace=True)
@@ -465,7 +477,8 @@ def _relu_backward(g, r):
     return out
 
 
-relu = unary("relu", _relu_np, _relu_backward, node="ReluBackward0", saves="result", floating=False, inplace=True)
+relu = unary("relu", _relu_np, _relu_backward, node="ReluBackward0", saves="result", floating=False, inplace=True,
+             on_complex="clamp is not supported for complex types")
 
 
 def _exact_for_integers(np_fn):
@@ -477,16 +490,52 @@ def _sign_np(d):
     return np.sign(d) if d.dtype.kind != "b" else d.copy()
 
 
-sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inplace=True, saves_self=False)
-sgn = unary("sgn", _sign_np, None, node="SgnBackward0", floating=False, inplace=True, saves_self=False)
+sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inplace=True, saves_self=False,
+             on_complex="Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn "
+                        "instead.")
+_real_sgn = unary("sgn", _sign_np, None, node="SgnBackward0", floating=False, function=False, method=False)
+
+
+class SgnBackward0(Node):
+    """sgn of a complex tensor, z / |z|: torch's gradient (g - conj(g) sgn(z)^2) / (2 |z|), 0 at z = 0."""
+
+    __slots__ = ()
+    saved_names = ("self", "result")
+
+    def apply(self, grads):
+        x, s = self.saved()
+        g = grads[0]
+        r = x.abs()
+        safe = r + (r == 0)
+        return (((g - g.conj() * s * s) / (safe * 2)).masked_fill(r == 0, 0),)
+
+
+@op(inplace=True)
+def sgn(x):
+    """``x / |x|`` for complex tensors (0 at 0); ``sign`` for real ones."""
+    if not isinstance(x, Tensor) or x._data.dtype.kind != "c":
+        return _real_sgn(x)
+    d = x._data
+    with _err():
+        r = np.abs(d)
+        result = wrap(np.where(r == 0, 0, d / np.where(r == 0, 1, r)).astype(d.dtype))
+    if GRAD.enabled and x._requires_grad:
+        record_op(SgnBackward0, (x,), result).save(x, output=result)
+    return result
+
 floor = unary("floor", _exact_for_integers(np.floor), None, node="FloorBackward0", floating=False, inplace=True,
+              on_complex="floor is not supported for complex inputs",
               saves_self=False)
 ceil = unary("ceil", _exact_for_integers(np.ceil), None, node="CeilBackward0", floating=False, inplace=True,
+             on_complex="ceil is not supported for complex inputs",
              saves_self=False)
 trunc = unary("trunc", _exact_for_integers(np.trunc), None, node="TruncBackward0", floating=False, inplace=True,
+              on_complex="trunc is not supported for complex inputs",
               saves_self=False)
-frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0", inplace=True)
+frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0", inplace=True,
+             on_complex='"frac_cpu" not implemented for \'{dtype}\'')
 _round_half_even = unary("round", _exact_for_integers(np.round), None, node="RoundBackward0", floating=False,
+                         on_complex='"round_vml_cpu" not implemented for \'{dtype}\'',
                          function=False, method=False)
 
 

@@ -183,9 +183,12 @@ class ProdBackward0(Node):
             g = g.reshape((1,) * x._data.ndim)
             result = result.reshape((1,) * x._data.ndim)
         if not (x._data == 0).any():
+            if x._data.dtype.kind == "c":
+                return (g * (result / x).conj(),)  # torch's convention: g times conj of the derivative
             return (g * result / x,)
         # with zeros: product of all the other elements, computed without dividing
-        return (g * _prod_others(x, dims),)
+        others = _prod_others(x, dims)
+        return (g * (others.conj() if x._data.dtype.kind == "c" else others),)
 
 
 class ProdBackward1(ProdBackward0):

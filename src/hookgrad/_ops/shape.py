@@ -300,7 +300,10 @@ class ToCopyBackward0(Node):
     __slots__ = ("dtype",)
 
     def apply(self, grads):
-        return (grads[0].to(self.dtype),)
+        g = grads[0]
+        if g._data.dtype.kind == "c" and not self.dtype.is_complex:
+            g = g.real  # the real input of a complex copy gets the gradient's real part, as torch
+        return (g.to(self.dtype),)
 
 
 def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
@@ -311,6 +314,11 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
     if dt.np.kind in "iub" and data.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             new = data.astype(dt.np)
+    elif data.dtype.kind == "c" and not dt.is_complex:
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
+        with np.errstate(invalid="ignore"):
+            new = data.real.astype(dt.np)
     else:
         new = data.astype(dt.np)
     result = wrap(new)
