@@ -1048,5 +1048,14 @@ FFT = {
                        * T.fft.rfftfreq(10, 0.5, dtype=x.dtype)[:6], [(3, 6)]),
 }
 COMPLEX.update(FFT)
+COMPLEX.update({
+    # eigenvectors are fixed up to a phase each: the losses see only phase-free quantities
+    "linalg_eig": (lambda T, a: (lambda L, V: T.stack([L.abs(), (L * L).real, (V.abs() ** 2).sum(0) * L.real,
+                                                      (V.conj() * V[:, :1]).abs().sum(0)]))(*T.linalg.eig(a)),
+                   [(4, 4)]),
+    "linalg_eig_complex": (lambda T, a: (lambda L, V: T.view_as_real(L) + (V.abs() ** 2).sum(0).unsqueeze(-1))(
+        *T.linalg.eig(_cplx(T, a))), [(3, 3, 2)]),
+    "linalg_eigvals": (lambda T, a: T.view_as_real(T.linalg.eigvals(a)), [(2, 3, 3)]),
+})
 for _name, _row in COMPLEX.items():
     EDGE[_name] = (_row[0], _row[1], {"facts": ()})

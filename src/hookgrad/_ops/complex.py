@@ -18,7 +18,10 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, sum_to_shape
 from ._declare import module_all, op, record_op
+from .decompositions import LinAlgError, _result_type
 from .views import make_view, select
+
+_EIG = _result_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 
 _PART_DTYPES = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
 _COMPLEX_OF = {v: k for k, v in _PART_DTYPES.items()}
@@ -323,6 +326,84 @@ def polar(abs, angle):
         node.shapes = (r.shape, theta.shape)
         node.save(output=result)
     return result
+
+
+# ---- eigen decomposition of general square matrices ---------------------------------------------------
+class LinalgEigBackward0(Node):
+    __slots__ = ("_num_outputs", "real_input")
+    saved_names = ("eigenvalues", "eigenvectors")
+
+    def apply(self, grads):
+        L, V = self.saved()
+        gL, gV = grads
+        Vh = adjoint(V)
+        if gV is None:
+            inner = _diag_embed(gL)
+        else:
+            VhgV = Vh @ gV
+            diag_VhgV = VhgV.diagonal(0, -2, -1)
+            # eigenvectors are fixed only up to a phase each: a loss that sees the phase has no gradient
+            if not np.allclose(diag_VhgV._data.imag, 0, rtol=1e-2, atol=1e-2):
+                raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are specified up to "
+                                   "multiplication by e^{i phi}. The specified loss function depends on this "
+                                   "quantity, so it is ill-defined.")
+            Lc = L.conj()
+            n = L._data.shape[-1]
+            # E[i, j] = conj(L_j) - conj(L_i), 1 on the diagonal (where the numerator is 0)
+            E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + wrap(np.eye(n, dtype=L._data.dtype))
+            inner = (VhgV - Vh @ (V * _real_part(diag_VhgV).unsqueeze(-2))) / E
+            if gL is not None:
+                inner = inner + _diag_embed(gL)
+        from .linalg import solve
+        gA = solve(Vh, inner @ Vh)
+        return (_real_part(gA) if self.real_input else gA,)
+
+
+def _diag_embed(v):
+    n = v._data.shape[-1]
+    return v.unsqueeze(-1) * wrap(np.eye(n, dtype=v._data.dtype))
+
+
+def _eig_input(A, name):
+    if not isinstance(A, Tensor):
+        raise TypeError(f"linalg_{name}(): argument 'input' (position 1) must be Tensor, not {type(A).__name__}")
+    d = A._data
+    if d.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    if d.shape[-1] != d.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are {d.shape[-2]} by "
+                           f"{d.shape[-1]} matrices")
+    if d.dtype.kind not in "fc" or d.dtype == np.float16:
+        raise RuntimeError(f"Unknown Complex ScalarType for {_dtype.scalar_type_name(d.dtype)}")
+    return A
+
+
+def _eig(A, name):
+    A = _eig_input(A, name)
+    d = A._data
+    out = _COMPLEX_OF.get(d.dtype, d.dtype)
+    with quiet_fp():
+        if not np.isfinite(d).all():
+            raise LinAlgError(f"linalg.{name}: The algorithm failed to converge because the input matrix contained "
+                              "non-finite values.")
+        w, v = np.linalg.eig(d)
+    L, V = wrap(w.astype(out)), wrap(v.astype(out))
+    if GRAD.enabled and A._requires_grad:
+        node = record_op(LinalgEigBackward0, (A,), L, V)
+        node._num_outputs = 2
+        node.real_input = d.dtype.kind != "c"
+        node.save(L, V)
+    return L, V
+
+
+def linalg_eig(A):
+    """torch.linalg.eig: eigenvalues and unit-norm eigenvectors of a general square matrix (complex)."""
+    return _EIG(*_eig(A, "eig"))
+
+
+def linalg_eigvals(A):
+    """torch.linalg.eigvals: the eigenvalues of ``linalg.eig`` (complex)."""
+    return _eig(A, "eigvals")[0]
 
 
 # ---- conversions ----------------------------------------------------------------------------------
