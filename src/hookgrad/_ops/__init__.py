@@ -89,8 +89,10 @@ def _bind_operators():
     T.__ixor__ = lambda a, b: apply_inplace(a, T.__xor__, b)
     T.__ifloordiv__ = lambda a, b: apply_inplace(a, P.floor_divide, b)
     T.__imod__ = lambda a, b: apply_inplace(a, P.remainder, b)
-    T.T = T.H = property(views.T_property)
-    T.mT = T.mH = property(views.mT_property)
+    T.T = property(views.T_property)
+    T.H = property(views.H_property)
+    T.mT = property(views.mT_property)
+    T.mH = property(views.mH_property)
 
 
 bind_tensor_methods()

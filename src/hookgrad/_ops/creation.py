@@ -38,7 +38,9 @@ def _infer_dtype(data):
     if kind == "f":
         return _dtype.get_default_dtype() if not isinstance(data, np.ndarray) else _dtype.from_numpy_dtype(arr.dtype)
     if kind == "c":
-        return _dtype.complex64 if _dtype.get_default_dtype() is _dtype.float32 else _dtype.complex128
+        if isinstance(data, np.ndarray):
+            return _dtype.from_numpy_dtype(arr.dtype)
+        return _dtype.get_default_dtype().to_complex()
     raise TypeError(f"can't convert {type(data).__name__} of dtype {arr.dtype} to a tensor: only numbers, "
                     "booleans, (nested) sequences of them and NumPy arrays are supported")
 

@@ -457,7 +457,7 @@ class LinalgInvExBackward0(Node):
 
     def apply(self, grads):
         (inv_a,) = self.saved()
-        inv_t = inv_a.mT
+        inv_t = inv_a.mH
         return (-(inv_t @ grads[0] @ inv_t),)
 
 
@@ -489,8 +489,8 @@ class LinalgDetBackward0(Node):
 
     def apply(self, grads):
         a, det_a = self.saved()
-        g = (grads[0] * det_a).unsqueeze(-1).unsqueeze(-1)
-        return (g * inv(a).mT,)
+        g = (grads[0] * _conj(det_a)).unsqueeze(-1).unsqueeze(-1)
+        return (g * inv(a).mH,)
 
 
 @op()
@@ -509,6 +509,14 @@ class LinalgSlogdetBackward0(Node):
     def apply(self, grads):
         (a,) = self.saved()
         g = grads[1]
+        if a._data.dtype.kind == "c":
+            # d logabsdet and d sign both come through tr(A^-1 dA): the weight of A^-H is
+            # g_logabsdet - i Im(conj(g_sign) sign)
+            sign = wrap(np.asarray(np.linalg.slogdet(a._data)[0]))
+            w = g if g is not None else wrap(np.zeros(sign._data.shape, dtype=a._data.real.dtype))
+            if grads[0] is not None:
+                w = w - (grads[0].conj() * sign).imag * 1j
+            return (w.unsqueeze(-1).unsqueeze(-1) * inv(a).mH,)
         if g is None:
             return (wrap(np.zeros(a._data.shape, dtype=a._data.dtype)),)
         return (g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
@@ -519,7 +527,7 @@ def slogdet(a: Tensor):
     _square(a, "linalg.slogdet")
     sign, logabs = np.linalg.slogdet(a._data)
     s = wrap(np.asarray(sign, dtype=a._data.dtype))
-    la = wrap(np.asarray(logabs, dtype=a._data.dtype))
+    la = wrap(np.asarray(logabs, dtype=a._data.real.dtype))  # real for a complex matrix too
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgSlogdetBackward0, (a,), s, la)
         node._num_outputs = 2
@@ -535,18 +543,23 @@ class LinalgSolveExBackward0(Node):
     def apply(self, grads):
         a, x = self.saved()
         g = grads[0]
-        gb = solve(a.mT, g)
+        gb = solve(a.mH, g)
         ga = None
         if self.next_functions[0][0] is not None:
+            xc = _conj(x)
             if self.vector:
-                ga = -outer(gb, x) if gb.ndim == 1 else -(gb.unsqueeze(-1) @ x.unsqueeze(-2))
+                ga = -outer(gb, xc) if gb.ndim == 1 else -(gb.unsqueeze(-1) @ xc.unsqueeze(-2))
             else:
-                ga = -(gb @ x.mT)
+                ga = -(gb @ xc.mT)
         return ga, gb if self.next_functions[1][0] is not None else None
 
 
 def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
     _square(a, "linalg.solve")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{_dtype.scalar_type_name(a._data.dtype)} and B of type "
+                           f"{_dtype.scalar_type_name(b._data.dtype)} instead")
     vector = b._data.ndim == a._data.ndim - 1
     try:
         data = np.linalg.solve(a._data, b._data[..., None] if vector else b._data)

@@ -15,7 +15,7 @@ from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node, _op_dispatch, _op_forward_hooks
 from . import creation, pointwise, reduce, shape, views
-from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
+from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from ._declare import inplace_function, module_all, op, record_op, unary
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
@@ -45,9 +45,9 @@ asinh = unary("asinh", np.arcsinh, lambda g, x: g * (x * x + 1).rsqrt(), node="A
 atanh = unary("atanh", np.arctanh, lambda g, x: g / (1 - x * x), node="AtanhBackward0", saves="self",
               aliases=("arctanh",), inplace=True)
 deg2rad = unary("deg2rad", np.deg2rad, lambda g: g * (math.pi / 180), node="Deg2RadBackward0", inplace=True,
-                saves_self=False)
+                saves_self=False, on_complex=(RuntimeError, "deg2rad is not supported for complex tensors."))
 rad2deg = unary("rad2deg", np.rad2deg, lambda g: g * (180 / math.pi), node="Rad2DegBackward0", inplace=True,
-                saves_self=False)
+                saves_self=False, on_complex=(RuntimeError, "rad2deg is not supported for complex tensors."))
 
 
 @op(inplace=True, saves_self=False)
@@ -221,12 +221,14 @@ def _nan_ignoring(a, b, np_fn, node_cls, name):
 
 @op()
 def fmax(a, b):
+    refuse_complex("fmax not implemented for complex tensors.", a, b, error=RuntimeError)
     """Elementwise maximum that ignores NaN: NaN only where both are NaN."""
     return _nan_ignoring(a, b, np.fmax, FmaxBackward0, "fmax")
 
 
 @op()
 def fmin(a, b):
+    refuse_complex("fmin not implemented for complex tensors.", a, b, error=RuntimeError)
     return _nan_ignoring(a, b, np.fmin, FminBackward0, "fmin")
 
 
@@ -280,6 +282,7 @@ def lcm(a, b):
 
 @op(inplace=True)
 def heaviside(x, values):
+    refuse_complex("heaviside is not yet implemented for complex tensors.", x, values, error=RuntimeError)
     x, values = as_tensor_arg(x), as_tensor_arg(values)
     if x._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")

@@ -7,7 +7,7 @@ from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
-from ._base import quiet_fp
+from ._base import quiet_fp, refuse_complex
 from ._declare import ZeroGradNode, module_all, op, record_op, unary
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
@@ -265,6 +265,7 @@ def rdiv(a, b):
 
 @op(inplace=True)
 def floor_divide(a, b):
+    refuse_complex('"div_floor_cpu" not implemented for \'{dtype}\'', a, b)
     return div(a, b, rounding_mode="floor")
 
 
@@ -605,6 +606,7 @@ class ClampBackward0(Node):
 
 @op(aliases=("clip",), inplace=True)
 def clamp(x, min=None, max=None):
+    refuse_complex("clamp is not supported for complex types", x)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     # torch promotes across the input and the bounds: a bool or int tensor clamped by floats is a
@@ -683,11 +685,13 @@ def _extremum(a, b, np_fn, node_cls, pick):
 
 @op(inplace=True)
 def maximum(a, b):
+    refuse_complex("maximum not implemented for complex tensors.", a, b, error=RuntimeError)
     return _extremum(a, b, np.maximum, MaximumBackward0, "max")
 
 
 @op(inplace=True)
 def minimum(a, b):
+    refuse_complex("minimum not implemented for complex tensors.", a, b, error=RuntimeError)
     return _extremum(a, b, np.minimum, MinimumBackward0, "min")
 
 
@@ -807,6 +811,7 @@ class Atan2Backward0(Node):
 
 @op(aliases=("arctan2",), inplace=True)
 def atan2(a, b):
+    refuse_complex('"atan2_cpu" not implemented for \'{dtype}\'', a, b)
     a, b = as_tensor_arg(a), as_tensor_arg(b)
     dt = _dtype.result_type(a, b)
     if not dt.is_floating_point:  # integer and bool operands give the default float type, as in torch
@@ -836,6 +841,7 @@ class FmodBackward0(RemainderBackward0):
 
 @op(inplace=True)
 def remainder(a, b):
+    refuse_complex('"remainder_cpu" not implemented for \'{dtype}\'', a, b)
     a, b, dt = _binary_inputs(a, b)
     with _err():
         result = _finish(np.mod(data_of(a, dt), data_of(b, dt)), dt)
@@ -846,6 +852,7 @@ def remainder(a, b):
 
 @op(inplace=True)
 def fmod(a, b):
+    refuse_complex('"fmod_cpu" not implemented for \'{dtype}\'', a, b)
     a, b, dt = _binary_inputs(a, b)
     with _err():
         result = _finish(np.fmod(data_of(a, dt), data_of(b, dt)), dt)
@@ -861,9 +868,12 @@ def _compare(np_fn, name, aliases=()):
             a = as_tensor_arg(a)
         if not isinstance(b, Tensor) and not is_number(b):
             b = as_tensor_arg(b)
+        if ordered:
+            refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         dt = result_np_dtype(a, b)
         with _err():
             return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
+    ordered = name in ("lt", "le", "gt", "ge")
     compare.__name__ = compare.__qualname__ = name
     return op(name, aliases=aliases, inplace=True)(compare)
 

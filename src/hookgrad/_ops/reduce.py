@@ -12,7 +12,7 @@ from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
-from ._base import quiet_fp
+from ._base import quiet_fp, refuse_complex
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -253,6 +253,8 @@ class CumprodBackward0(Node):
         x, out = self.saved()
         g = grads[0]
         d = self.dim
+        if x._data.dtype.kind == "c":  # torch's convention: the conjugates of the partial products
+            x, out = x.conj(), out.conj()
         if not (x._data == 0).any():
             return ((g * out).flip(d).cumsum(d).flip(d) / x,)
         # with zeros: d out_j / d x_i is the cumulative product with x_i replaced by 1 (j >= i)
@@ -402,11 +404,13 @@ def minimum_(a, b):
 
 @op()
 def max(x: Tensor, dim=None, keepdim: bool = False):
+    _refuse_extreme(x, dim, "max")
     return _extreme(x, dim, keepdim, True, "max")
 
 
 @op()
 def min(x: Tensor, dim=None, keepdim: bool = False):
+    _refuse_extreme(x, dim, "min")
     return _extreme(x, dim, keepdim, False, "min")
 
 
@@ -427,7 +431,15 @@ class AminBackward0(AmaxBackward0):
     __slots__ = ()
 
 
+def _refuse_extreme(x, dim, name):
+    if dim is None or isinstance(dim, Tensor):
+        refuse_complex(f'"{name}_all" not implemented for \'{{dtype}}\'', x)
+    else:
+        refuse_complex(f"{name}(): does not support complex input", x, error=RuntimeError)
+
+
 def _amax(x, dim, keepdim, is_max):
+    refuse_complex(f'"{"max" if is_max else "min"}_values_cpu" not implemented for \'{{dtype}}\'', x)
     data = x._data
     dims = norm_dims(dim if dim != () else None, data.ndim)
     fn = np.max if is_max else np.min
@@ -467,11 +479,13 @@ def _arg_extreme(x, dim, keepdim, np_fn):
 
 @op()
 def argmax(x, dim=None, keepdim=False):
+    refuse_complex("argmax(): does not support complex input", x, error=RuntimeError)
     return _arg_extreme(x, dim, keepdim, np.argmax)
 
 
 @op()
 def argmin(x, dim=None, keepdim=False):
+    refuse_complex("argmin(): does not support complex input", x, error=RuntimeError)
     return _arg_extreme(x, dim, keepdim, np.argmin)
 
 
@@ -559,6 +573,9 @@ def _var_args(dim, unbiased, keepdim, correction):
 
 @op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up
+        return (var(x.real, dim, unbiased, keepdim, correction=correction)
+                + var(x.imag, dim, unbiased, keepdim, correction=correction))
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -584,6 +601,8 @@ def _out_shape(shape, dims, keepdim):
 
 @op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if x._data.dtype.kind == "c":
+        return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -689,6 +708,8 @@ class LinalgVectorNormBackward0(Node):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    if x._data.dtype.kind == "c" and dtype is None:  # the norm of the moduli (a real result)
+        return vector_norm(x.abs(), ord, dim, keepdim)
     data = _dtype.widen(x._data) if dtype is None else x._data
     if dtype is not None:
         data = data.astype(_dtype.to_dtype(dtype).np)

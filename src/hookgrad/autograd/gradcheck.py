@@ -86,13 +86,15 @@ def _numerical_column(fn, inputs, oi, flat, i, eps):
     imaginary part of a complex input) of element ``i``."""
     orig = flat[i]
     # perturb the array directly (no autograd op); fn may itself need grad mode
+    # each output read out (copied) before the next step: it may be a view of the input
     flat[i] = orig + eps
-    plus = _flatten_outputs(fn(*inputs))[oi]._data
+    out = _flatten_outputs(fn(*inputs))[oi]._data
+    is_complex = out.dtype.kind == "c"
+    plus = _as_reals(out, is_complex).copy()
     flat[i] = orig - eps
-    minus = _flatten_outputs(fn(*inputs))[oi]._data
+    minus = _as_reals(_flatten_outputs(fn(*inputs))[oi]._data, is_complex).copy()
     flat[i] = orig
-    is_complex = plus.dtype.kind == "c"
-    return (_as_reals(plus, is_complex) - _as_reals(minus, is_complex)) / (2 * abs(eps))
+    return (plus - minus) / (2 * abs(eps))
 
 
 def _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol) -> bool:
