@@ -36,10 +36,12 @@ def _float_formatter(values: np.ndarray):
             sci = False
     if sci:
         return lambda x: _nonfinite(x) or f"{x:.{prec}e}"
+    # as torch, the width is that of the nonzero values (a -0.0 does not widen the column)
+    measured = finite[finite != 0] if nonzero.size else finite[:0]
     if integral:
-        width = max(len(f"{v:.0f}") for v in finite) + 1
+        width = max((len(f"{v:.0f}") + 1 for v in measured), default=1)
         return lambda x: (_nonfinite(x) or f"{x:.0f}.").rjust(width)
-    width = max(len(f"{v:.{prec}f}") for v in finite)
+    width = max((len(f"{v:.{prec}f}") for v in measured), default=1)
     return lambda x: (_nonfinite(x) or f"{x:.{prec}f}").rjust(width)
 
 

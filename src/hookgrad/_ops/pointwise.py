@@ -314,7 +314,7 @@ class PowBackward2(Node):
         _, result = self.saved()
         with _err():
             log_base = float(np.log(self.base)) if self.base >= 0 else float("nan")
-        return (grads[0] * result * log_base,)
+        return (grads[0] * _conj(result) * log_base,)
 
 
 def _power(base, exponent, dt):

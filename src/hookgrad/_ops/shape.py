@@ -315,8 +315,8 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
         with np.errstate(invalid="ignore"):
             new = data.astype(dt.np)
     elif data.dtype.kind == "c" and not dt.is_complex:
-        import warnings
-        warnings.warn("Casting complex values to real discards the imaginary part", UserWarning, stacklevel=3)
+        from ..autograd._warn_once import warn_once
+        warn_once("complex_to_real", "Casting complex values to real discards the imaginary part", stacklevel=3)
         with np.errstate(invalid="ignore"):
             new = data.real.astype(dt.np)
     else:
