@@ -292,3 +292,10 @@ def _rotary(T, log, replace):
 @differential(rtol=1e-5, atol=1e-6)
 def test_rotary_embedding_with_hooks_on_the_complex_intermediate(T, replace):
     return _rotary(T, [], replace)
+
+
+@differential
+def test_creation_and_inplace_rules(T):
+    z = T.tensor(Z)
+    return [T.linspace(0, 1j, 3), T.linspace(1 + 1j, 2, 4, dtype=T.cdouble), catch(T.arange, 3, dtype=T.cfloat),
+            catch(lambda: z.clone().abs_()), T.tensor([-1.0, 2.0]).abs_(), T.full((2,), 2 + 1j), T.eye(2, dtype=T.cfloat)]

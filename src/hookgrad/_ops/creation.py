@@ -165,6 +165,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = _dtype.int64 if builtins.all(isinstance(v, (int, np.integer)) for v in vals) else _dtype.get_default_dtype()
     dt = _dtype.to_dtype(dtype)
+    if dt.is_complex:
+        raise NotImplementedError(f'"arange_cpu" not implemented for \'{_dtype.scalar_type_name(dt.np)}\'')
     n = builtins.max(int(math.ceil((vals[1] - vals[0]) / vals[2])), 0)
     data = (vals[0] + np.arange(n, dtype=np.float64 if dt.np.kind == "f" else np.int64) * vals[2]).astype(dt.np)
     return _finish(data, requires_grad, device)
@@ -178,7 +180,14 @@ def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
 
 @op(method=False)
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt = _resolve_dtype(dtype)
+    ends = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
+    if dtype is None and builtins.any(isinstance(v, complex) for v in ends):
+        dt = _dtype.get_default_dtype().to_complex()  # complex ends give a complex range, as torch
+    else:
+        dt = _resolve_dtype(dtype)
+    if dt.is_complex:
+        return _finish(np.linspace(complex(ends[0]), complex(ends[1]), int(steps)).astype(dt.np), requires_grad,
+                       device)
     return _finish(np.linspace(start, end, int(steps)).astype(dt.np), requires_grad, device)
 
 

@@ -389,8 +389,17 @@ sqrt = unary("sqrt", np.sqrt, lambda g, r: g / (r * 2), node="SqrtBackward0", sa
 rsqrt = unary("rsqrt", lambda d: 1 / np.sqrt(d), lambda g, r: g * r.pow(3) * -0.5, node="RsqrtBackward0",
               saves="result", inplace=True)
 abs = unary("abs", np.abs, lambda g, x: g * x.sgn(), node="AbsBackward0", saves="self", floating=False,
-            on_complex="own",
-            aliases=("absolute",), inplace=True)
+            on_complex="own", aliases=("absolute",))
+
+
+def _abs_in_place(self):
+    if self._data.dtype.kind == "c":
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    from .views import apply_inplace
+    return apply_inplace(self, abs)
+
+
+op("abs_", function=False, method=("abs_", "absolute_"))(_abs_in_place)
 sin = unary("sin", np.sin, lambda g, x: g * x.cos(), node="SinBackward0", saves="self", inplace=True)
 cos = unary("cos", np.cos, lambda g, x: -(g * x.sin()), node="CosBackward0", saves="self", inplace=True)
 tan = unary("tan", np.tan, lambda g, r: g * (r * r + 1), node="TanBackward0", saves="result", inplace=True)
