@@ -1049,6 +1049,13 @@ FFT = {
 }
 COMPLEX.update(FFT)
 COMPLEX.update({
+    "stft_istft": (lambda T, x: T.view_as_real(T.stft(x, 8, 3, 6, T.hann_window(6, dtype=x.dtype), return_complex=True))
+                   .sum(-1) .sum(-2)[..., :5] + T.istft(T.stft(x, 8, 2, window=T.hann_window(8, dtype=x.dtype),
+                                                              return_complex=True),
+                                                       8, 2, window=T.hann_window(8, dtype=x.dtype), length=20)[..., :5],
+                   [(2, 20)]),
+})
+COMPLEX.update({
     # eigenvectors are fixed up to a phase each: the losses see only phase-free quantities
     "linalg_eig": (lambda T, a: (lambda L, V: T.stack([L.abs(), (L * L).real, (V.abs() ** 2).sum(0) * L.real,
                                                       (V.conj() * V[:, :1]).abs().sum(0)]))(*T.linalg.eig(a)),

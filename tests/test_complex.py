@@ -299,3 +299,28 @@ def test_creation_and_inplace_rules(T):
     z = T.tensor(Z)
     return [T.linspace(0, 1j, 3), T.linspace(1 + 1j, 2, 4, dtype=T.cdouble), catch(T.arange, 3, dtype=T.cfloat),
             catch(lambda: z.clone().abs_()), T.tensor([-1.0, 2.0]).abs_(), T.full((2,), 2 + 1j), T.eye(2, dtype=T.cfloat)]
+
+
+@pytest.mark.parametrize("options", [dict(n_fft=8), dict(n_fft=8, hop_length=3, win_length=6, window="hann"),
+                                     dict(n_fft=16, center=False, normalized=True), dict(n_fft=8, onesided=False),
+                                     dict(n_fft=10, hop_length=5, win_length=10, window="hamming", pad_mode="constant")])
+@differential(rtol=1e-7, atol=1e-9)
+def test_stft_and_istft(T, options):
+    options = dict(options)
+    windows = {"hann": T.hann_window, "hamming": T.hamming_window}
+    if "window" in options:
+        options["window"] = windows[options["window"]](options["win_length"], dtype=T.float64)
+    rng = np.random.default_rng(5)
+    x = T.tensor(rng.standard_normal((2, 40)), requires_grad=True)
+    spec = T.stft(x, return_complex=True, **options)
+    upstream = rng.standard_normal(tuple(spec.shape)) + 1j * rng.standard_normal(tuple(spec.shape))
+    (spec * T.tensor(upstream)).real.sum().backward()
+    inverse_options = {k: v for k, v in options.items() if k != "pad_mode"}
+    again = spec.detach().requires_grad_()
+    y = T.istft(again, length=40, **inverse_options)
+    (y * T.arange(40.0, dtype=T.float64)).sum().backward()
+    x1 = T.tensor(rng.standard_normal(40))
+    return [spec, x.grad, y, again.grad, T.stft(x1, 8, return_complex=False, window=T.ones(8)).shape,
+            x1.stft(8, window=T.ones(8), return_complex=True).shape, catch(T.stft, x1, 8),
+            catch(T.stft, x1, 80, return_complex=True, center=False), catch(T.istft, T.ones(5, 3), 8),
+            catch(T.istft, T.ones(4, 3, dtype=T.cfloat), 8)]

@@ -15,7 +15,7 @@ from . import special
 from . import decompositions
 from . import breadth
 from . import complex as complex_ops
-from . import fft as fft_ops  # noqa: F401 - declares hookgrad.fft's transforms
+from . import fft as fft_ops
 from . import tensor_methods
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
@@ -32,10 +32,11 @@ from .shape import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 from .complex import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
 
 __all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
            + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__ + decompositions.__all__
-           + breadth.__all__ + tensor_methods.__all__ + complex_ops.__all__)
+           + breadth.__all__ + tensor_methods.__all__ + complex_ops.__all__ + fft_ops.__all__)
 
 
 def _comparable(b):

@@ -17,7 +17,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
-from ._declare import op, record_op
+from ._declare import module_all, op, record_op
 
 NONE, BY_ROOT_N, BY_N = 0, 1, 2
 # NumPy's norm= giving normalization ``k`` for a transform in the forward (e^{-i}) direction, and in
@@ -427,7 +427,149 @@ def ifftshift(input, dim=None):
     return _shift(input, dim, True)
 
 
+# ---- short-time Fourier transform -----------------------------------------------------------------------
+def _full_window(window, win_length, n_fft, like):
+    """The window padded with zeros on both sides (centred) to ``n_fft``; ones when none is given."""
+    if window is None:
+        window = wrap(np.ones(win_length, dtype=_PART.get(like, like) if like.kind == "c" else like))
+    elif window._data.ndim != 1 or window._data.shape[0] != win_length:
+        raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length={win_length}, but got "
+                           f"window with size {list(window._data.shape)}")
+    if win_length < n_fft:
+        left = (n_fft - win_length) // 2
+        from .more import constant_pad_nd
+        window = constant_pad_nd(window, [left, n_fft - win_length - left])
+    return window
+
+
+def _stft_lengths(n_fft, hop_length, win_length, name):
+    hop = n_fft // 4 if hop_length is None else int(hop_length)
+    win = n_fft if win_length is None else int(win_length)
+    if n_fft <= 0:
+        raise RuntimeError(f"{name}: expected 0 < n_fft, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(f"{name}: expected hop_length > 0, but got hop_length={hop}")
+    if win <= 0 or win > n_fft:
+        raise RuntimeError(f"{name}: expected 0 < win_length <= n_fft, but got win_length={win}")
+    return hop, win
+
+
+@op()
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, pad_mode="reflect",
+         normalized=False, onesided=None, return_complex=None):
+    """Fourier transforms of overlapping windowed frames: (batch, n_fft // 2 + 1 or n_fft, frames)."""
+    x = as_tensor_arg(input)
+    complex_input = x._data.dtype.kind == "c" or (window is not None and window._data.dtype.kind == "c")
+    if return_complex is None:
+        if not complex_input:
+            raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will "
+                               "further require that return_complex=True in a future PyTorch release.")
+        return_complex = True
+    if not return_complex:
+        from ..autograd._warn_once import warn_once
+        warn_once("stft_return_complex_false",
+                  "stft with return_complex=False is deprecated. In a future pytorch release, stft will return "
+                  "complex tensors for all inputs, and return_complex=False will raise an error.\nNote: you can "
+                  "still call torch.view_as_real on the complex output to recover the old return format.",
+                  stacklevel=3)
+    if x._data.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {x._data.ndim}D tensor")
+    hop, win = _stft_lengths(n_fft, hop_length, win_length, "stft")
+    if window is None:
+        from ..autograd._warn_once import warn_once
+        warn_once("stft_no_window", "A window was not provided. A rectangular window will be applied,which is known to "
+                  "cause spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "
+                  "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
+                  "explicitly set `window=torch.ones(n_fft, device=<device>)`.", stacklevel=3)
+    batched = x._data.ndim == 2
+    if not batched:
+        x = x.unsqueeze(0)
+    if center:
+        from ..nn import functional as F
+        half = n_fft // 2
+        x = F.pad(x.unsqueeze(1), (half, half), mode=pad_mode).squeeze(1)
+    length = x._data.shape[-1]
+    if n_fft > length:
+        raise RuntimeError(f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")
+    frames = x.unfold(-1, n_fft, hop)  # (batch, frames, n_fft)
+    frames = frames * _full_window(window, win, n_fft, x._data.dtype)
+    onesided = not complex_input if onesided is None else onesided
+    if onesided and complex_input:
+        raise RuntimeError("Cannot have onesided output if window or input is complex")
+    norm = "ortho" if normalized else "backward"
+    spec = rfft(frames, norm=norm) if onesided else fft(frames, norm=norm)
+    spec = spec.transpose(-1, -2)
+    if not batched:
+        spec = spec.squeeze(0)
+    if not return_complex:
+        from .complex import view_as_real
+        return view_as_real(spec)
+    return spec
+
+
+@op()
+def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True, normalized=False,
+          onesided=None, length=None, return_complex=False):
+    """The signal whose ``stft`` is ``input``: inverse transforms of the frames, overlap-added and
+    divided by the summed squared window."""
+    x = as_tensor_arg(input)
+    if x._data.dtype.kind != "c":
+        raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
+                           "return_complex=True.")
+    if x._data.ndim not in (2, 3):
+        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex, but got {x._data.ndim}D")
+    hop, win = _stft_lengths(n_fft, hop_length, win_length, "istft")
+    if window is None:
+        from ..autograd._warn_once import warn_once
+        warn_once("istft_no_window", "A window was not provided. A rectangular window will be applied.Please provide "
+                  "the same window used by stft to make the inversion lossless.To suppress this warning and use a "
+                  "rectangular window, explicitly set `window=torch.ones(n_fft, device=<device>)`.", stacklevel=3)
+    batched = x._data.ndim == 3
+    if not batched:
+        x = x.unsqueeze(0)
+    n_freq, n_frames = x._data.shape[-2], x._data.shape[-1]
+    onesided = n_freq != n_fft if onesided is None else onesided
+    if onesided and n_fft // 2 + 1 != n_freq:
+        raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to match "
+                           f"n_fft / 2 + 1 when onesided=True, but got {n_freq}")
+    if not onesided and n_freq != n_fft:
+        raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to match "
+                           f"n_fft when onesided=False, but got {n_freq}")
+    if onesided and return_complex:
+        raise RuntimeError("cannot have onesided output if window or input is complex")
+    norm = "ortho" if normalized else "backward"
+    spectra = x.transpose(-1, -2)  # (batch, frames, freq)
+    if return_complex:
+        frames = ifft(spectra, n=n_fft, norm=norm)
+    else:
+        # a real signal: as torch, from the first half of a two-sided spectrum too (Hermitian assumed)
+        half = n_fft // 2 + 1
+        frames = irfft(spectra if onesided else spectra.narrow(-1, 0, half), n=n_fft, norm=norm)
+    w = _full_window(window, win, n_fft, frames._data.dtype)
+    frames = frames * w
+    total = n_fft + hop * (n_frames - 1)
+    positions = wrap((np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1))
+    batch = frames._data.shape[0]
+    signal = wrap(np.zeros((batch, total), dtype=frames._data.dtype)).index_add(
+        1, positions, frames.reshape(batch, -1))
+    envelope = np.zeros(total, dtype=np.abs(w._data).dtype)
+    np.add.at(envelope, positions._data, np.abs(w._data.reshape(1, -1).repeat(n_frames, 0).reshape(-1)) ** 2)
+    start = n_fft // 2 if center else 0
+    end = total - (n_fft // 2 if center else 0) if length is None else start + int(length)
+    end = min(end, total)
+    kept = envelope[start:end]
+    if kept.size and np.abs(kept).min() < 1e-11:
+        raise RuntimeError("istft: window overlap add min: the window's squares sum to zero somewhere in the "
+                           "kept signal (no inversion there)")
+    signal = signal[:, start:end] / wrap(kept.astype(envelope.dtype))
+    if length is not None and signal._data.shape[-1] < length:
+        from .more import constant_pad_nd
+        signal = constant_pad_nd(signal, [0, int(length) - signal._data.shape[-1]])
+    return signal if batched else signal.squeeze(0)
+
+
 FFT_NAMES = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn",
              "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift",
              "ifftshift"]
-__all__ = []  # the transforms live in hookgrad.fft, not in the hookgrad namespace
+# the transforms live in hookgrad.fft; stft and istft are hookgrad functions and Tensor methods
+__all__ = module_all(globals())
