@@ -138,8 +138,8 @@ def test_script_directory_is_importable_and_exit_code_passes_through(tmp_path):
 
 
 @pytest.mark.parametrize("snippet,kind,name", [
-    ("torch.fft.rfft(torch.ones(4))", "AttributeError", "torch.fft"),
-    ("import torch.fft", "ModuleNotFoundError", "torch.fft"),
+    ("torch.lobpcg(torch.ones(4))", "AttributeError", "torch.lobpcg"),
+    ("import torch.onnx", "ModuleNotFoundError", "torch.onnx"),
     ("torch.totally_missing_op(torch.ones(2))", "AttributeError", "torch.totally_missing_op"),
     ("import torch.nn.functional as F\nF.no_such_function", "AttributeError", "torch.nn.functional.no_such_function"),
     ("torch.autograd.no_such_thing", "AttributeError", "torch.autograd.no_such_thing"),
