@@ -1064,5 +1064,11 @@ COMPLEX.update({
         *T.linalg.eig(_cplx(T, a))), [(3, 3, 2)]),
     "linalg_eigvals": (lambda T, a: T.view_as_real(T.linalg.eigvals(a)), [(2, 3, 3)]),
 })
+# torch's graphs of these hold lazily conjugated tensors (NumPy has no conjugate bit: hookgrad's
+# conj is a copy), so what saved-tensor hooks see differs; eig's saved eigenvectors carry the bit
+_CONJ_BIT_ROWS = {"complex_matmul_sum_prod", "complex_polar", "fft_c2c", "linalg_eig", "linalg_eig_complex",
+                  "linalg_eigvals"}
 for _name, _row in COMPLEX.items():
-    EDGE[_name] = (_row[0], _row[1], {"facts": ()})
+    EDGE[_name] = (_row[0], _row[1], {"facts": () if _name in _CONJ_BIT_ROWS else (SAVED, PACK_ORDER)})
+# istft overlap-adds with index_add where torch folds (col2im): the same values, other saved tensors
+EDGE["stft_istft"][2]["facts"] = (SAVED,)

@@ -101,13 +101,13 @@ def view_as_complex(input):
 def _real_part(x):
     if not _is_complex(x):
         return x
-    return select(view_as_real(x), -1, 0)
+    return select(view_as_real(x), x._data.ndim, 0)  # torch's node reports the dim counted from the front
 
 
 def _imag_part(x):
     if not _is_complex(x):
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return select(view_as_real(x), -1, 1)
+    return select(view_as_real(x), x._data.ndim, 1)
 
 
 @op(method=False)  # Tensor.real and Tensor.imag are properties (set below)

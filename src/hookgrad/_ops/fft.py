@@ -68,10 +68,12 @@ def fft_c2c(x: Tensor, dims: tuple, normalization: int, forward: bool) -> Tensor
 
 class FftR2CBackward0(Node):
     __slots__ = ("dims", "normalization", "onesided", "full_size")
+    saved_names = ("self",)  # as torch's: only its size is read, but a later in-place change is caught
     saved_values = {"dim": lambda n: n.dims, "normalization": lambda n: n.normalization,
                     "onesided": lambda n: n.onesided}
 
     def apply(self, grads):
+        self.saved()
         g = grads[0]
         if self.onesided:
             # the dropped half of the spectrum had zero gradient: pad it back, then the adjoint
@@ -99,6 +101,7 @@ def fft_r2c(x: Tensor, dims: tuple, normalization: int, onesided: bool = True) -
         node = record_op(FftR2CBackward0, (x,), result)
         node.dims, node.normalization, node.onesided = tuple(dims), normalization, onesided
         node.full_size = d.shape[dims[-1]]
+        node.save(x)
     return result
 
 
@@ -487,7 +490,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if center:
         from ..nn import functional as F
         half = n_fft // 2
-        x = F.pad(x.unsqueeze(1), (half, half), mode=pad_mode).squeeze(1)
+        # as torch: the signals padded as one (1, batch, length) input
+        x = F.pad(x.unsqueeze(0), (half, half), mode=pad_mode).squeeze(0)
     length = x._data.shape[-1]
     if n_fft > length:
         raise RuntimeError(f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")
@@ -561,7 +565,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if kept.size and np.abs(kept).min() < 1e-11:
         raise RuntimeError("istft: window overlap add min: the window's squares sum to zero somewhere in the "
                            "kept signal (no inversion there)")
-    signal = signal[:, start:end] / wrap(kept.astype(envelope.dtype))
+    signal = signal[:, start:end] / wrap(kept.reshape(1, -1))
     if length is not None and signal._data.shape[-1] < length:
         from .more import constant_pad_nd
         signal = constant_pad_nd(signal, [0, int(length) - signal._data.shape[-1]])
