@@ -324,3 +324,27 @@ def test_stft_and_istft(T, options):
             x1.stft(8, window=T.ones(8), return_complex=True).shape, catch(T.stft, x1, 8),
             catch(T.stft, x1, 80, return_complex=True, center=False), catch(T.istft, T.ones(5, 3), 8),
             catch(T.istft, T.ones(4, 3, dtype=T.cfloat), 8)]
+
+
+MIXED = {
+    "where": lambda T, z, r: T.where(r > 0, r, z), "cat": lambda T, z, r: T.cat([r, z]),
+    "stack": lambda T, z, r: T.stack([r, z]), "addcmul": lambda T, z, r: T.addcmul(z, r, z),
+    "add_alpha": lambda T, z, r: T.add(r, z, alpha=2), "rsub": lambda T, z, r: 1j - r,
+    "real_pow": lambda T, z, r: r.abs() ** z, "broadcast": lambda T, z, r: r.reshape(3, 1) * z.reshape(1, 3),
+    "matmul": lambda T, z, r: T.matmul(r.to(T.cdouble), z), "copy_": lambda T, z, r: T.zeros(3, dtype=T.cdouble).copy_(r) * z,
+    "setitem": lambda T, z, r: (lambda y: (y.__setitem__(0, r[1]), y)[1])(z * 1),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXED))
+@differential(rtol=1e-7, atol=1e-9)
+def test_real_inputs_of_complex_results_get_real_gradients(T, name):
+    z = T.tensor(Z[:3], requires_grad=True)
+    r = T.tensor(R[:3], requires_grad=True)
+
+    def run():
+        out = MIXED[name](T, z, r)
+        upstream = np.linspace(-1, 1, out.numel()).reshape(tuple(out.shape)) * (1 + 0.5j)
+        out.backward(T.tensor(upstream, dtype=out.dtype))
+        return [out, z.grad, r.grad]
+    return catch(run)

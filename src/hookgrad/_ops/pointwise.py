@@ -135,11 +135,11 @@ def sub(a, b, *, alpha=1, out=None):
 
 
 class RsubBackward1(Node):
-    __slots__ = ("alpha",)
+    __slots__ = ("alpha", "a_dtype")
     saved_values = {"alpha": lambda n: n.alpha}
 
     def apply(self, grads):
-        return (grads[0] * (-self.alpha),)
+        return (_cast(grads[0] * (-self.alpha), self.a_dtype),)
 
 
 @op()
@@ -151,7 +151,7 @@ def rsub(a, b, *, alpha=1):
     result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
         node = record_op(RsubBackward1, (a,), result)
-        node.alpha = alpha
+        node.alpha, node.a_dtype = alpha, a._data.dtype
     return result
 
 
