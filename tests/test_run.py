@@ -183,10 +183,11 @@ def test_in_process_run_restores_torch(tmp_path):
 def test_missing_lazy_submodule_is_a_clear_attribute_error(tmp_path):
     rc, out, err = _run_source(tmp_path, """
         import torch
-        print(hasattr(torch, "ao"), hasattr(torch, "fft"), hasattr(torch, "nn"), torch.cuda.is_available())
+        print(hasattr(torch, "ao"), hasattr(torch, "onnx"), hasattr(torch, "fft"), hasattr(torch, "nn"),
+              torch.cuda.is_available())
     """)
     assert rc == 0, err
-    assert out.strip() == "False False True False"
+    assert out.strip() == "False False True True False"
 
 
 def test_a_traceback_starts_at_the_script(tmp_path):
