@@ -348,3 +348,15 @@ def test_real_inputs_of_complex_results_get_real_gradients(T, name):
         out.backward(T.tensor(upstream, dtype=out.dtype))
         return [out, z.grad, r.grad]
     return catch(run)
+
+
+@differential
+def test_copy_forms_of_the_part_views(T):
+    z = T.tensor(Z[:2], requires_grad=True)
+    pairs = T.tensor([[1.0, 2.0], [3.0, 4.0]])
+    copy = T.view_as_real_copy(z)
+    copy.sum().backward()
+    complex_copy = T.view_as_complex_copy(pairs)
+    complex_copy[0] = 9j
+    return [copy, copy._base is None, copy.is_contiguous(), z.grad, complex_copy, pairs,
+            catch(T.view_as_complex_copy, T.ones(3, 2, requires_grad=True))]

@@ -98,6 +98,21 @@ def view_as_complex(input):
     return make_view(x, view, ViewAsComplexBackward0)
 
 
+@op(method=False)
+def view_as_real_copy(input):
+    """``view_as_real``'s values in storage of their own."""
+    return view_as_real(input).clone()
+
+
+@op(method=False)
+def view_as_complex_copy(input):
+    """``view_as_complex``'s values in storage of their own (not differentiable, as in torch)."""
+    if GRAD.enabled and isinstance(input, Tensor) and input._requires_grad:
+        raise RuntimeError("view_as_complex_copy does not support automatic differentiation for outputs with "
+                           "complex dtype.")
+    return view_as_complex(input).clone()
+
+
 def _real_part(x):
     if not _is_complex(x):
         return x
