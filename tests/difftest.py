@@ -93,6 +93,8 @@ def assert_same(got, want, rtol=1e-5, atol=1e-6, path="result"):
         assert got[1] == want[1], f"{path}: dtype {got[1]} != {want[1]}"
         assert tuple(got[2]) == tuple(want[2]), f"{path}: shape {got[2]} != {want[2]}"
         g, w = np.asarray(got[3]), np.asarray(want[3])
+        if g.dtype.kind == "c" or w.dtype.kind == "c":  # complex values: both parts compared
+            g, w = (np.stack([a.real, a.imag], -1) for a in (g.astype(np.complex128), w.astype(np.complex128)))
         if g.dtype.kind in "fc" or w.dtype.kind in "fc":
             np.testing.assert_allclose(g.astype(np.float64), w.astype(np.float64), rtol=rtol,
                                        atol=atol, equal_nan=True, err_msg=path)

@@ -1000,3 +1000,75 @@ BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin
                         "multi_margin_loss_p2_weight", "multilabel_margin_loss", "lp_pool1d", "lp_pool2d",
                         "torch_kl_div", "torch_norms", "cov_weights", "addbmm", "affine_grid", "addr", "conv_tbc",
                         "torch_activations"]
+
+# ---- complex tensors and torch.fft ----
+# Rows take real float64 tensors, build complex ones inside (view_as_complex, complex, polar) and end
+# in a real output, so values, gradients and gradcheck cover torch's complex gradient convention.
+def _cplx(T, x):
+    return T.view_as_complex(x)
+
+
+COMPLEX = {
+    "complex_parts": (lambda T, x: T.view_as_real(_cplx(T, x).conj() * 2) + _cplx(T, x).real.unsqueeze(-1)
+                      - _cplx(T, x).imag.unsqueeze(-1), [(3, 4, 2)]),
+    "complex_polar": (lambda T, r, a, z: T.view_as_real(T.polar(r.abs() + 0.5, a) * _cplx(T, z)
+                                                        + T.complex(r, a.flip(0))), [(3, 4), (3, 4), (3, 4, 2)]),
+    "complex_abs_angle_sgn": (lambda T, x: _cplx(T, x).abs() + _cplx(T, x).angle() * 2
+                              + T.view_as_real(_cplx(T, x).sgn()).sum(-1), [(3, 4, 2)]),
+    "complex_mul_div_exp": (lambda T, x, y: T.view_as_real((_cplx(T, x) * _cplx(T, y)).exp()
+                                                           + _cplx(T, x) / (_cplx(T, y) + 3)
+                                                           + _cplx(T, x).conj_physical() * 0.5), [(3, 2), (3, 2)]),
+    "complex_holomorphic_unary": (lambda T, x: T.view_as_real(
+        (_cplx(T, x) * 0.3).sigmoid() + (_cplx(T, x) * 0.3).tanh() + (_cplx(T, x) + 3).log() + (_cplx(T, x) + 3).sqrt()
+        + (_cplx(T, x) * 0.5).sin() + (_cplx(T, x) * 0.5).cos() + (_cplx(T, x) + 3).reciprocal()
+        + _cplx(T, x).pow(3)), [(4, 2)]),
+    "complex_matmul_sum_prod": (lambda T, a, b: T.view_as_real(
+        (_cplx(T, a) @ _cplx(T, b)).sum(0) + T.einsum("ij,jk->k", _cplx(T, a), _cplx(T, b))
+        + _cplx(T, a).prod(1).mean() + T.bmm(_cplx(T, a)[None], _cplx(T, b)[None])[0, 0]
+        + T.vdot(_cplx(T, a)[0], _cplx(T, b)[:, 0])), [(2, 3, 2), (3, 2, 2)]),
+    "complex_real_mix": (lambda T, x, r: T.view_as_real(r * _cplx(T, x) + (r + 1j) / (_cplx(T, x) + 3)
+                                                        + r.to(T.cdouble) * 1j), [(3, 2), (3,)]),
+}
+FFT = {
+    "fft_c2c": (lambda T, z, x: T.view_as_real(T.fft.fft(_cplx(T, z)) + T.fft.ifft(x, n=5, norm="ortho")
+                                               + T.fft.fft2(_cplx(T, z), s=(3, 5), norm="forward")
+                                               + T.fft.ifftn(_cplx(T, z), dim=0)[:, :5]), [(3, 5, 2), (3, 4)]),
+    "fft_rfft": (lambda T, x: T.view_as_real(T.fft.rfft(x) + T.fft.rfft(x, n=6, norm="ortho")[:, :4]
+                                             + T.fft.rfft2(x, norm="forward")), [(3, 6)]),
+    "fft_rfftn_pad": (lambda T, x: T.view_as_real(T.fft.rfftn(x, s=(4, 7))), [(3, 5)]),
+    "fft_irfft": (lambda T, z: T.fft.irfft(_cplx(T, z)) + T.fft.irfft(_cplx(T, z), n=8, norm="ortho")
+                  + T.fft.irfft2(_cplx(T, z), norm="forward"), [(3, 5, 2)]),
+    "fft_irfft_odd": (lambda T, z: T.fft.irfftn(_cplx(T, z), s=(2, 7)) + T.fft.irfft(_cplx(T, z), n=7, dim=-1)[:2],
+                      [(3, 5, 2)]),
+    "fft_hfft": (lambda T, z: T.fft.hfft(_cplx(T, z)) + T.fft.hfft2(_cplx(T, z), norm="ortho")
+                 + T.fft.hfftn(_cplx(T, z), s=(3, 8), norm="forward"), [(3, 5, 2)]),
+    "fft_ihfft": (lambda T, x: T.view_as_real(T.fft.ihfft(x).resolve_conj() + T.fft.ihfft2(x, norm="ortho")
+                                              + T.fft.ihfftn(x, s=(3, 7), norm="forward")[:, :4]), [(3, 6)]),
+    "fft_shift_freq": (lambda T, x: T.fft.fftshift(x) * T.fft.fftfreq(6, dtype=x.dtype) + T.fft.ifftshift(x, dim=1)
+                       * T.fft.rfftfreq(10, 0.5, dtype=x.dtype)[:6], [(3, 6)]),
+}
+COMPLEX.update(FFT)
+COMPLEX.update({
+    "stft_istft": (lambda T, x: T.view_as_real(T.stft(x, 8, 3, 6, T.hann_window(6, dtype=x.dtype), return_complex=True))
+                   .sum(-1) .sum(-2)[..., :5] + T.istft(T.stft(x, 8, 2, window=T.hann_window(8, dtype=x.dtype),
+                                                              return_complex=True),
+                                                       8, 2, window=T.hann_window(8, dtype=x.dtype), length=20)[..., :5],
+                   [(2, 20)]),
+})
+COMPLEX.update({
+    # eigenvectors are fixed up to a phase each: the losses see only phase-free quantities
+    "linalg_eig": (lambda T, a: (lambda L, V: T.stack([L.abs(), (L * L).real, (V.abs() ** 2).sum(0) * L.real,
+                                                      (V.conj() * V[:, :1]).abs().sum(0)]))(*T.linalg.eig(a)),
+                   [(4, 4)]),
+    "linalg_eig_complex": (lambda T, a: (lambda L, V: T.view_as_real(L) + (V.abs() ** 2).sum(0).unsqueeze(-1))(
+        *T.linalg.eig(_cplx(T, a))), [(3, 3, 2)]),
+    "linalg_eigvals": (lambda T, a: T.view_as_real(T.linalg.eigvals(a)), [(2, 3, 3)]),
+})
+# torch's graphs of these hold lazily conjugated tensors (NumPy has no conjugate bit: hookgrad's
+# conj is a copy), so what saved-tensor hooks see differs; eig's saved eigenvectors carry the bit
+_CONJ_BIT_ROWS = {"complex_matmul_sum_prod", "complex_polar", "fft_c2c", "linalg_eig", "linalg_eig_complex",
+                  "linalg_eigvals"}
+for _name, _row in COMPLEX.items():
+    EDGE[_name] = (_row[0], _row[1], {"facts": () if _name in _CONJ_BIT_ROWS else (SAVED, PACK_ORDER)})
+# istft overlap-adds with index_add where torch folds (col2im): the same values, other saved tensors
+EDGE["stft_istft"][2]["facts"] = (SAVED,)

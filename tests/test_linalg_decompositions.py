@@ -220,8 +220,7 @@ def test_deprecation_warnings_and_aliases():
 def test_linalg_namespace_against_torch():
     missing = sorted(n for n in dir(torch.linalg) if not n.startswith("_") and n != "common_notes"
                      and not hasattr(hookgrad.linalg, n))
-    # eig and eigvals return complex tensors, which hookgrad does not support well enough yet
-    assert missing == ["eig", "eigvals"]
+    assert missing == []
     assert not hasattr(hookgrad.linalg, "__all__") or set(hookgrad.linalg.__all__) >= {
         n for n in dir(torch.linalg) if not n.startswith("_") and n != "common_notes"} - set(missing)
 

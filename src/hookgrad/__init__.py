@@ -15,6 +15,7 @@ from ._dtype import (Size, bool, complex64, complex128, double, dtype, finfo, fl
                      get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
                      set_default_dtype, short, uint8)
 from ._dtype import bfloat16  # noqa: E402 - computes through the optional ml_dtypes package
+from ._dtype import cdouble, cfloat, chalf, complex32  # noqa: E402
 from ._format import set_printoptions
 from ._tensor import Tensor
 from . import _ops
@@ -108,6 +109,7 @@ _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distribut
           "torch_version", "version"}  # torch namespaces
 _LAZY |= {"testing", "backends", "amp", "cpu"}
 _LAZY |= {"special"}
+_LAZY |= {"fft"}
 _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerator", "mps", "xpu", "signal",
           "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for

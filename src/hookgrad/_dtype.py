@@ -10,6 +10,7 @@ _py_float, _py_int, _py_bool = _builtins.float, _builtins.int, _builtins.bool
 
 __all__ = ["dtype", "Size", "float16", "half", "float32", "float", "float64", "double", "int8", "int16",
            "short", "int32", "int", "int64", "long", "uint8", "bool", "complex64", "complex128",
+           "cfloat", "cdouble", "complex32", "chalf",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "to_dtype", "finfo", "iinfo",
            "bfloat16"]
 
@@ -47,7 +48,26 @@ class dtype:
         return (to_dtype, (self.name,))
 
     def to_real(self):
-        return {"complex64": float32, "complex128": float64}.get(self.name, self)
+        return {"complex64": float32, "complex128": float64, "complex32": float16}.get(self.name, self)
+
+    def to_complex(self):
+        """The complex type whose parts have this type's precision (float64 -> complex128); complex
+        types are their own; integer and bool types give complex64, as torch's ``to_complex`` does."""
+        if self.is_complex:
+            return self
+        return {"float64": complex128, "float16": complex32}.get(self.name, complex64)
+
+
+class _Complex32(dtype):
+    """complex32 (chalf): two float16 parts. NumPy has no such type, so the dtype exists (it prints,
+    compares and promotes as torch's) but no tensor can hold it."""
+
+    __slots__ = ()
+
+    @property
+    def np(self):
+        raise TypeError("hookgrad has no complex32 (chalf) tensors: NumPy has no complex type with float16 "
+                        "parts; use complex64 (torch.cfloat) instead")
 
 
 class _BFloat16(dtype):
@@ -104,13 +124,17 @@ int64 = long = dtype("int64", np.int64)
 uint8 = dtype("uint8", np.uint8)
 bool = dtype("bool", np.bool_)
 complex64 = dtype("complex64", np.complex64)
-complex128 = dtype("complex128", np.complex128)
+complex128 = cdouble = dtype("complex128", np.complex128)
+cfloat = complex64
+complex32 = chalf = _Complex32("complex32", None, kind="c", itemsize=4)
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128)
 _BY_NP = {d.np: d for d in _ALL}
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME["bfloat16"] = bfloat16
-_BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64)
+_BY_NAME["complex32"] = complex32
+_BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
+                cfloat=complex64, cdouble=complex128, chalf=complex32)
 
 _default = [float32]
 
@@ -162,6 +186,10 @@ def promote_types(a, b) -> dtype:
     a, b = to_dtype(a), to_dtype(b)
     if a is b:
         return a
+    if a.is_complex or b.is_complex:
+        # a complex type with parts as precise as the finer of the two operands' (float64 with
+        # complex64 is complex128)
+        return promote_types(a.to_real(), b.to_real()).to_complex()
     if a._category != b._category:
         # across categories the higher one wins outright: float32 with int64 is float32
         return a if a._category > b._category else b
@@ -207,8 +235,14 @@ def result_type(*operands) -> dtype:
         if result is None:
             result = best
         elif best._category > result._category:
-            # a Python scalar of a higher category lifts to that category's default type
-            result = best if group is not scalars else {1: int64, 2: get_default_dtype()}.get(best._category, best)
+            if best.is_complex and result.is_floating_point:
+                # a lower-priority complex operand keeps the floating operand's precision
+                result = result.to_complex()
+            elif group is scalars:
+                # a Python scalar of a higher category lifts to that category's default type
+                result = {1: int64, 2: get_default_dtype()}.get(best._category, get_default_dtype().to_complex())
+            else:
+                result = best
     return result
 
 

@@ -16,9 +16,10 @@ from ._ops.decompositions import matrix_exp, matrix_power
 from ._ops.decompositions import linalg_slogdet as slogdet
 from ._ops.linalg import det, inv, matmul, solve
 from ._ops.reduce import vector_norm
+from ._ops.complex import linalg_eig as eig, linalg_eigvals as eigvals
 
 
-__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh", "eigvalsh",
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig", "eigvals", "eigh", "eigvalsh",
            "householder_product", "inv", "inv_ex", "ldl_factor", "ldl_factor_ex", "ldl_solve", "lstsq", "lu", "lu_factor", "lu_factor_ex", "lu_solve",
            "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
            "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",

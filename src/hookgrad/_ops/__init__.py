@@ -14,6 +14,8 @@ from . import ordering
 from . import special
 from . import decompositions
 from . import breadth
+from . import complex as complex_ops
+from . import fft as fft_ops
 from . import tensor_methods
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
@@ -29,10 +31,12 @@ from .reduce import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
+from .complex import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
 
 __all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
            + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__ + decompositions.__all__
-           + breadth.__all__ + tensor_methods.__all__)
+           + breadth.__all__ + tensor_methods.__all__ + complex_ops.__all__ + fft_ops.__all__)
 
 
 def _comparable(b):
@@ -86,8 +90,10 @@ def _bind_operators():
     T.__ixor__ = lambda a, b: apply_inplace(a, T.__xor__, b)
     T.__ifloordiv__ = lambda a, b: apply_inplace(a, P.floor_divide, b)
     T.__imod__ = lambda a, b: apply_inplace(a, P.remainder, b)
-    T.T = T.H = property(views.T_property)
-    T.mT = T.mH = property(views.mT_property)
+    T.T = property(views.T_property)
+    T.H = property(views.H_property)
+    T.mT = property(views.mT_property)
+    T.mH = property(views.mH_property)
 
 
 bind_tensor_methods()

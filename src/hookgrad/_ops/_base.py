@@ -11,7 +11,7 @@ from ..autograd import grad_mode
 from ..autograd.graph import Node
 
 __all__ = ["GRAD", "NONE_EDGE", "edge", "any_requires_grad", "record", "as_tensor_arg", "is_number", "result_np_dtype",
-           "data_of", "sum_to_shape", "float_dtype_for", "zeros_like_data", "quiet_fp"]
+           "data_of", "sum_to_shape", "float_dtype_for", "zeros_like_data", "quiet_fp", "refuse_complex"]
 
 GRAD = grad_mode.STATE
 NONE_EDGE = (None, 0)
@@ -108,6 +108,14 @@ def float_dtype_for(t: Tensor) -> np.dtype:
     if _dtype.is_bfloat16_np(t._data.dtype):
         return np.dtype(np.float32)  # computed in float32, the result rounded back (see _dtype.narrow_to)
     return _dtype.get_default_dtype().np
+
+
+def refuse_complex(message: str, *operands, error=NotImplementedError) -> None:
+    """Raise torch's error for an op it does not define on complex numbers (ordering, clamping, ...)
+    when an operand is complex; ``{dtype}`` in ``message`` becomes torch's name of its type."""
+    for t in operands:
+        if isinstance(t, Tensor) and t._data.dtype.kind == "c":
+            raise error(message.replace("{dtype}", _dtype.scalar_type_name(t._data.dtype)))
 
 
 def zeros_like_data(t: Tensor) -> Tensor:

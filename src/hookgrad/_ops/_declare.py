@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from .._dtype import narrow_to
+from .._dtype import narrow_to, scalar_type_name
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
@@ -126,9 +126,15 @@ class UnaryNode(Node):
 
     __slots__ = ()
     formula = None
+    conj_saved = True
 
     def apply(self, grads):
-        return (self.formula(grads[0], *self.saved()),)
+        saved = self.saved()
+        if saved and self.conj_saved and saved[0]._data.dtype.kind == "c":
+            # a holomorphic f with real Taylor coefficients: torch's gradient g * conj(f'(z)) is the
+            # real formula evaluated at conj(z) (or at conj(f(z)) for one written with the result)
+            saved = (saved[0].conj(),)
+        return (self.formula(grads[0], *saved),)
 
 
 class ZeroGradNode(Node):
@@ -150,20 +156,25 @@ def node_class(name: str, base=Node, **attrs):
     return type(name, (base,), {"__slots__": (), "__module__": __name__, **attrs})
 
 
-def unary(name, forward, backward, *, node, saves=None, floating=True, **decl):
+def unary(name, forward, backward, *, node, saves=None, floating=True, on_complex="holomorphic", **decl):
     """Declare a unary op ``name`` from its NumPy ``forward(array)`` and its ``backward`` formula.
 
     ``backward(grad, saved)`` is written with hookgrad ops (so it is differentiable); ``saves`` is
     ``"self"`` or ``"result"`` (what ``saved`` is) or ``None``. ``backward=None`` declares an op with
     zero gradient. ``node`` is torch's grad_fn name. ``floating``: integer inputs compute in the
     default float dtype (exp, sin, ...). The other keywords are ``op``'s (``inplace``, ``aliases``,
-    ``method``, ``saves_self``).
+    ``method``, ``saves_self``). ``on_complex``: ``"holomorphic"`` (the backward formula holds for
+    complex inputs with the saved value conjugated, torch's convention), ``"own"`` (the formula
+    handles complex inputs itself), or the message of the NotImplementedError torch raises for a
+    complex input (``{dtype}`` stands for torch's name of the input's type), or a pair (exception
+    class, message).
     """
     if backward is None:
         node_cls = node_class(node, ZeroGradNode)
     else:
         node_cls = node_class(node, UnaryNode, formula=staticmethod(backward),
-                              saved_names=(saves,) if saves else ())
+                              saved_names=(saves,) if saves else (), conj_saved=on_complex == "holomorphic")
+    complex_refused = None if on_complex in ("holomorphic", "own") else on_complex
     save_input, save_output = saves == "self", saves == "result"
     zero_grad = backward is None
 
@@ -171,6 +182,10 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, **decl):
         if not isinstance(x, Tensor):
             x = as_tensor_arg(x)
         data = x._data
+        if complex_refused is not None and data.dtype.kind == "c":
+            error, message = complex_refused if isinstance(complex_refused, tuple) else (
+                NotImplementedError, complex_refused)
+            raise error(message.replace("{dtype}", scalar_type_name(data.dtype)))
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))
         with quiet_fp():

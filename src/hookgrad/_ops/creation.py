@@ -38,7 +38,9 @@ def _infer_dtype(data):
     if kind == "f":
         return _dtype.get_default_dtype() if not isinstance(data, np.ndarray) else _dtype.from_numpy_dtype(arr.dtype)
     if kind == "c":
-        return _dtype.complex64 if _dtype.get_default_dtype() is _dtype.float32 else _dtype.complex128
+        if isinstance(data, np.ndarray):
+            return _dtype.from_numpy_dtype(arr.dtype)
+        return _dtype.get_default_dtype().to_complex()
     raise TypeError(f"can't convert {type(data).__name__} of dtype {arr.dtype} to a tensor: only numbers, "
                     "booleans, (nested) sequences of them and NumPy arrays are supported")
 
@@ -163,6 +165,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = _dtype.int64 if builtins.all(isinstance(v, (int, np.integer)) for v in vals) else _dtype.get_default_dtype()
     dt = _dtype.to_dtype(dtype)
+    if dt.is_complex:
+        raise NotImplementedError(f'"arange_cpu" not implemented for \'{_dtype.scalar_type_name(dt.np)}\'')
     n = builtins.max(int(math.ceil((vals[1] - vals[0]) / vals[2])), 0)
     data = (vals[0] + np.arange(n, dtype=np.float64 if dt.np.kind == "f" else np.int64) * vals[2]).astype(dt.np)
     return _finish(data, requires_grad, device)
@@ -176,7 +180,14 @@ def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
 
 @op(method=False)
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
-    dt = _resolve_dtype(dtype)
+    ends = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
+    if dtype is None and builtins.any(isinstance(v, complex) for v in ends):
+        dt = _dtype.get_default_dtype().to_complex()  # complex ends give a complex range, as torch
+    else:
+        dt = _resolve_dtype(dtype)
+    if dt.is_complex:
+        return _finish(np.linspace(complex(ends[0]), complex(ends[1]), int(steps)).astype(dt.np), requires_grad,
+                       device)
     return _finish(np.linspace(start, end, int(steps)).astype(dt.np), requires_grad, device)
 
 
@@ -311,13 +322,21 @@ def _rng(generator):
 @op(method=False)
 def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
     dt = _resolve_dtype(dtype)
-    return _finish(_rng(generator).random(_size(shape, size), dtype=np.float64).astype(dt.np), requires_grad, device)
+    shape = _size(shape, size)
+    if dt.is_complex:  # both parts uniform on [0, 1), as torch
+        pair = _rng(generator).random(shape + (2,), dtype=np.float64)
+        return _finish((pair[..., 0] + 1j * pair[..., 1]).astype(dt.np), requires_grad, device)
+    return _finish(_rng(generator).random(shape, dtype=np.float64).astype(dt.np), requires_grad, device)
 
 
 @op(method=False)
 def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
     dt = _resolve_dtype(dtype)
-    return _finish(_rng(generator).standard_normal(_size(shape, size)).astype(dt.np), requires_grad, device)
+    shape = _size(shape, size)
+    if dt.is_complex:  # torch's complex normal: each part has variance 1/2 (E|z|^2 = 1)
+        pair = _rng(generator).standard_normal(shape + (2,)) * np.sqrt(0.5)
+        return _finish((pair[..., 0] + 1j * pair[..., 1]).astype(dt.np), requires_grad, device)
+    return _finish(_rng(generator).standard_normal(shape).astype(dt.np), requires_grad, device)
 
 
 @op(method=False)

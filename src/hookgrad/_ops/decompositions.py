@@ -77,7 +77,16 @@ def _matrix(a, name, arg="A"):
     a = _float_input(a, name, "input")
     if a._data.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor {arg} must have at least 2 dimensions.")
+    if a._data.dtype.kind == "c" and GRAD.enabled and a._requires_grad:
+        # these backward formulas are written for real matrices: refuse rather than differentiate wrongly
+        raise NotImplementedError(f"hookgrad: {name} has no gradient for complex matrices (linalg.eig, eigvals, "
+                                  "det, inv, solve and matmul have)")
     return a
+
+
+def _real_np(np_dtype):
+    """The type of a complex matrix's singular values or Hermitian eigenvalues (real parts' type)."""
+    return np.empty(0, np_dtype).real.dtype
 
 
 def _square(a, name, arg="A"):
@@ -194,7 +203,7 @@ def linalg_svd(a, full_matrices=True, *, driver=None):
     a = _matrix(a, "linalg.svd")
     _check_svd_driver(driver)
     u, s, vh = _svd_arrays(a, full_matrices)
-    U, S, Vh = wrap(u), wrap(s.astype(a._data.dtype, copy=False)), wrap(vh)
+    U, S, Vh = wrap(u), wrap(s.astype(_real_np(a._data.dtype), copy=False)), wrap(vh)
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgSvdBackward0, (a,), U, S, Vh)
         node._num_outputs = 3
@@ -209,7 +218,7 @@ def svdvals(a, *, driver=None):
     _check_svd_driver(driver)
     if not (GRAD.enabled and a._requires_grad):
         with quiet_fp():
-            return wrap(np.linalg.svd(a._data, compute_uv=False).astype(a._data.dtype, copy=False))
+            return wrap(np.linalg.svd(a._data, compute_uv=False).astype(_real_np(a._data.dtype), copy=False))
     return linalg_svd(a, full_matrices=False).S
 
 
@@ -328,7 +337,7 @@ def eigh(a, UPLO="L"):
         except np.linalg.LinAlgError:
             raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input matrix is "
                               "ill-conditioned or has too many repeated eigenvalues (error code: 1).") from None
-    L, V = wrap(w.astype(a._data.dtype, copy=False)), wrap(v)
+    L, V = wrap(w.astype(_real_np(a._data.dtype), copy=False)), wrap(v)
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgEighBackward0, (a,), L, V)
         node._num_outputs = 2
@@ -341,7 +350,7 @@ def eigvalsh(a, UPLO="L"):
     a = _square(a, "linalg.eigh")
     if not (GRAD.enabled and a._requires_grad):
         with quiet_fp():
-            return wrap(np.linalg.eigvalsh(a._data, UPLO=_check_uplo(UPLO)).astype(a._data.dtype, copy=False))
+            return wrap(np.linalg.eigvalsh(a._data, UPLO=_check_uplo(UPLO)).astype(_real_np(a._data.dtype), copy=False))
     return eigh(a, UPLO).eigenvalues
 
 

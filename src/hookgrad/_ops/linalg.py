@@ -41,6 +41,15 @@ def _check_same_dtype(a, b, what):
     raise RuntimeError(f"expected scalar type {name_a} but found {name_b}")
 
 
+def _conj(t: Tensor) -> Tensor:
+    """Complex operands enter gradients conjugated (torch's convention); real ones as they are."""
+    return t.conj() if t._data.dtype.kind == "c" else t
+
+
+def _conj_np(d: np.ndarray) -> np.ndarray:
+    return d.conj() if d.dtype.kind == "c" else d
+
+
 def _elements(strides, itemsize):
     return tuple(s // itemsize for s in strides)
 
@@ -67,9 +76,9 @@ class MmBackward0(Node):
 def _mm_grad_self(g, b):
     """d(a @ b)/da applied to g: ``g @ b.T``."""
     if GRAD.enabled:
-        return mm(g, b.t())
+        return mm(g, _conj(b).t())
     with _quiet():
-        return wrap(_narrow(_blas.matmul(g._data, b._data.T), g._data.dtype))
+        return wrap(_narrow(_blas.matmul(g._data, _conj_np(b._data).T), g._data.dtype))
 
 
 def _is_transposed(m: np.ndarray) -> bool:
@@ -81,11 +90,11 @@ def _mm_grad_other(a, g, b_transposed):
     (F-ordered, as ``weight.t()`` in a linear layer) the product is computed transposed, so the
     gradient that reaches the weight is C-contiguous and can become ``.grad`` without a copy."""
     if GRAD.enabled:
-        return mm(a.t(), g)
+        return mm(_conj(a).t(), g)
     with _quiet():
         if b_transposed:
-            return wrap(_narrow(_blas.matmul(g._data.T, a._data).T, g._data.dtype))
-        return wrap(_narrow(_blas.matmul(a._data.T, g._data), g._data.dtype))
+            return wrap(_narrow(_blas.matmul(g._data.T, _conj_np(a._data)).T, g._data.dtype))
+        return wrap(_narrow(_blas.matmul(_conj_np(a._data).T, g._data), g._data.dtype))
 
 
 @op()
@@ -181,8 +190,8 @@ class MvBackward0(Node):
     def apply(self, grads):
         a, v = self.saved()
         g = grads[0]
-        ga = outer(g, v) if self.next_functions[0][0] is not None else None
-        gv = mv(a.t(), g) if self.next_functions[1][0] is not None else None
+        ga = outer(g, _conj(v)) if self.next_functions[0][0] is not None else None
+        gv = mv(_conj(a).t(), g) if self.next_functions[1][0] is not None else None
         return ga, gv
 
 
@@ -209,8 +218,8 @@ class DotBackward0(Node):
     def apply(self, grads):
         a, b = self.saved()
         g = grads[0]
-        return (b * g if self.next_functions[0][0] is not None else None,
-                a * g if self.next_functions[1][0] is not None else None)
+        return (g * _conj(b) if self.next_functions[0][0] is not None else None,
+                g * _conj(a) if self.next_functions[1][0] is not None else None)
 
 
 @op(aliases=("inner",))
@@ -234,7 +243,8 @@ inner = dot
 
 @op()
 def vdot(a, b):
-    return dot(a, b)
+    """``sum(conj(a) * b)``: the first operand conjugated."""
+    return dot(_conj(a), b)
 
 
 class BmmBackward0(Node):
@@ -244,8 +254,8 @@ class BmmBackward0(Node):
     def apply(self, grads):
         b, a = self.saved()
         g = grads[0]
-        ga = bmm(g, b.transpose(1, 2)) if self.next_functions[0][0] is not None else None
-        gb = bmm(a.transpose(1, 2), g) if self.next_functions[1][0] is not None else None
+        ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
+        gb = bmm(_conj(a).transpose(1, 2), g) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
@@ -364,7 +374,7 @@ class EinsumBackward(Node):
             present = set(self.out_subs).union(*[set(s) for s, _ in others])
             missing = "".join(c for c in dict.fromkeys(subs) if c not in present)
             terms = [self.out_subs] + [s for s, _ in others]
-            tensors = [g] + [t for _, t in others]
+            tensors = [g] + [_conj(t) for _, t in others]
             if missing:
                 terms.append(missing)
                 tensors.append(wrap(np.ones([self.sizes[c] for c in missing], dtype=g._data.dtype)))
@@ -464,7 +474,7 @@ class LinalgInvExBackward0(Node):
 
     def apply(self, grads):
         (inv_a,) = self.saved()
-        inv_t = inv_a.mT
+        inv_t = inv_a.mH
         return (-(inv_t @ grads[0] @ inv_t),)
 
 
@@ -496,8 +506,8 @@ class LinalgDetBackward0(Node):
 
     def apply(self, grads):
         a, det_a = self.saved()
-        g = (grads[0] * det_a).unsqueeze(-1).unsqueeze(-1)
-        return (g * inv(a).mT,)
+        g = (grads[0] * _conj(det_a)).unsqueeze(-1).unsqueeze(-1)
+        return (g * inv(a).mH,)
 
 
 @op()
@@ -516,6 +526,14 @@ class LinalgSlogdetBackward0(Node):
     def apply(self, grads):
         (a,) = self.saved()
         g = grads[1]
+        if a._data.dtype.kind == "c":
+            # d logabsdet and d sign both come through tr(A^-1 dA): the weight of A^-H is
+            # g_logabsdet - i Im(conj(g_sign) sign)
+            sign = wrap(np.asarray(np.linalg.slogdet(a._data)[0]))
+            w = g if g is not None else wrap(np.zeros(sign._data.shape, dtype=a._data.real.dtype))
+            if grads[0] is not None:
+                w = w - (grads[0].conj() * sign).imag * 1j
+            return (w.unsqueeze(-1).unsqueeze(-1) * inv(a).mH,)
         if g is None:
             return (wrap(np.zeros(a._data.shape, dtype=a._data.dtype)),)
         return (g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
@@ -526,7 +544,7 @@ def slogdet(a: Tensor):
     _square(a, "linalg.slogdet")
     sign, logabs = np.linalg.slogdet(a._data)
     s = wrap(np.asarray(sign, dtype=a._data.dtype))
-    la = wrap(np.asarray(logabs, dtype=a._data.dtype))
+    la = wrap(np.asarray(logabs, dtype=a._data.real.dtype))  # real for a complex matrix too
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgSlogdetBackward0, (a,), s, la)
         node._num_outputs = 2
@@ -541,18 +559,23 @@ class LinalgSolveExBackward0(Node):
     def apply(self, grads):
         a, x = self.saved()
         g = grads[0]
-        gb = solve(a.mT, g)
+        gb = solve(a.mH, g)
         ga = None
         if self.next_functions[0][0] is not None:
+            xc = _conj(x)
             if self.vector:
-                ga = -outer(gb, x) if gb.ndim == 1 else -(gb.unsqueeze(-1) @ x.unsqueeze(-2))
+                ga = -outer(gb, xc) if gb.ndim == 1 else -(gb.unsqueeze(-1) @ xc.unsqueeze(-2))
             else:
-                ga = -(gb @ x.mT)
+                ga = -(gb @ xc.mT)
         return ga, gb if self.next_functions[1][0] is not None else None
 
 
 def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
     _square(a, "linalg.solve")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{_dtype.scalar_type_name(a._data.dtype)} and B of type "
+                           f"{_dtype.scalar_type_name(b._data.dtype)} instead")
     vector = b._data.ndim == a._data.ndim - 1
     try:
         data = np.linalg.solve(a._data, b._data[..., None] if vector else b._data)

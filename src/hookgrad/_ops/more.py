@@ -14,7 +14,7 @@ from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
-from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
+from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from ._declare import inplace_function, module_all, op, record_op, unary
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
@@ -44,9 +44,9 @@ asinh = unary("asinh", np.arcsinh, lambda g, x: g * (x * x + 1).rsqrt(), node="A
 atanh = unary("atanh", np.arctanh, lambda g, x: g / (1 - x * x), node="AtanhBackward0", saves="self",
               aliases=("arctanh",), inplace=True)
 deg2rad = unary("deg2rad", np.deg2rad, lambda g: g * (math.pi / 180), node="Deg2RadBackward0", inplace=True,
-                saves_self=False)
+                saves_self=False, on_complex=(RuntimeError, "deg2rad is not supported for complex tensors."))
 rad2deg = unary("rad2deg", np.rad2deg, lambda g: g * (180 / math.pi), node="Rad2DegBackward0", inplace=True,
-                saves_self=False)
+                saves_self=False, on_complex=(RuntimeError, "rad2deg is not supported for complex tensors."))
 
 
 @op(inplace=True, saves_self=False)
@@ -66,59 +66,6 @@ def signbit(x):
     x = as_tensor_arg(x)
     d = x._data
     return wrap(np.signbit(d) if d.dtype.kind != "b" else np.zeros(d.shape, bool))
-
-
-class AngleBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self",)
-
-    def apply(self, grads):
-        (x,) = self.saved()
-        return (grads[0] * 0,)  # the angle of a real number is a step function
-
-
-@op()
-def angle(x):
-    """For real tensors: pi where negative, 0 elsewhere (NaN stays NaN)."""
-    x = as_tensor_arg(x)
-    d = x._data
-    if d.dtype.kind not in "fc":
-        d = d.astype(float_dtype_for(x))
-    result = wrap(np.where(d < 0, d.dtype.type(math.pi), np.where(np.isnan(d), d, d.dtype.type(0))))
-    if GRAD.enabled and x._requires_grad:
-        record_op(AngleBackward0, (x,), result).save(x)
-    return result
-
-
-@op(method=False)  # Tensor.real and Tensor.imag are properties (set below)
-def real(x):
-    """hookgrad tensors are real: the tensor itself, as torch returns for a real tensor."""
-    return x
-
-
-@op(method=False)
-def imag(x):
-    raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-
-
-@op(aliases=("resolve_conj", "resolve_neg", "conj_physical"))
-def conj(x):
-    return x
-
-
-@op("conj_physical_", function=False, method="conj_physical_")
-def _conj_physical_method(self):
-    return self
-
-
-@op()
-def is_conj(x) -> bool:
-    return False
-
-
-@op()
-def is_neg(x) -> bool:
-    return False
 
 
 # ---- binary pointwise -------------------------------------------------------------------------
@@ -273,12 +220,14 @@ def _nan_ignoring(a, b, np_fn, node_cls, name):
 
 @op()
 def fmax(a, b):
+    refuse_complex("fmax not implemented for complex tensors.", a, b, error=RuntimeError)
     """Elementwise maximum that ignores NaN: NaN only where both are NaN."""
     return _nan_ignoring(a, b, np.fmax, FmaxBackward0, "fmax")
 
 
 @op()
 def fmin(a, b):
+    refuse_complex("fmin not implemented for complex tensors.", a, b, error=RuntimeError)
     return _nan_ignoring(a, b, np.fmin, FminBackward0, "fmin")
 
 
@@ -332,6 +281,7 @@ def lcm(a, b):
 
 @op(inplace=True)
 def heaviside(x, values):
+    refuse_complex("heaviside is not yet implemented for complex tensors.", x, values, error=RuntimeError)
     x, values = as_tensor_arg(x), as_tensor_arg(values)
     if x._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
@@ -711,15 +661,6 @@ def t_(self):
     return _reshape_in_place(self, new, TBackward1, dim0=0, dim1=self.dim() - 1 if self.dim() else 0)
 
 
-@op()
-def adjoint(x):
-    """The conjugate transpose of the last two dimensions (hookgrad tensors are real: the transpose)."""
-    if x.dim() < 2:
-        raise RuntimeError("tensor.adjoint() is only supported on matrices or batches of matrices. "
-                           f"Got {x.dim()}-D tensor.")
-    return views.transpose(x, -2, -1)
-
-
 @op(function=False)
 def sum_to_size(x, *size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
@@ -757,12 +698,6 @@ def unravel_index(indices, shape):
 def constant_pad_nd(x, pad, value=0):
     from ..nn import functional
     return functional.pad(x, tuple(pad), mode="constant", value=value)
-
-
-@op()
-def isreal(x):
-    d = as_tensor_arg(x)._data
-    return wrap(np.ones(d.shape, dtype=bool))
 
 
 @op("float_power_", function=False)
@@ -1272,7 +1207,5 @@ def set_default_device(device):
         raise RuntimeError(f"hookgrad runs on the CPU only; cannot make {name!r} the default device")
 
 
-Tensor.real = property(real)
-Tensor.imag = property(imag)
 
 __all__ = module_all(globals()) + ["pi", "e", "inf", "nan"]

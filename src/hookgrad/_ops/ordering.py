@@ -18,7 +18,7 @@ import numpy as np
 from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
-from ._base import GRAD, as_tensor_arg, quiet_fp
+from ._base import GRAD, as_tensor_arg, quiet_fp, refuse_complex
 from ._declare import module_all, op, record_op
 from ._stl_order import sort as std_sort
 from ._stl_order import topk_row
@@ -158,6 +158,7 @@ def _dim_of(x, dim):
 # ---- sort / argsort / msort / topk -----------------------------------------------------------------
 @op()
 def sort(x, dim=-1, descending=False, stable=None):
+    refuse_complex(" Sort does not support complex dtypes on CPU", x, error=RuntimeError)
     # ``stable`` given (even False) selects torch's other overload (SortBackward1)
     node_cls = SortBackward0 if stable is None else SortBackward1
     d = _dim_of(x, dim)
@@ -170,6 +171,7 @@ def sort(x, dim=-1, descending=False, stable=None):
 
 @op()
 def argsort(x, dim=-1, descending=False, stable=False):
+    refuse_complex(" Sort does not support complex dtypes on CPU", x, error=RuntimeError)
     d = _dim_of(x, dim)
     if x._data.ndim == 0:
         return _indices(0)
@@ -183,6 +185,7 @@ def msort(x):
 
 @op()
 def topk(x, k, dim=-1, largest=True, sorted=True):
+    refuse_complex(" topk does not support complex dtypes on CPU", x, error=RuntimeError)
     data = x._data
     d = _dim_of(x, dim)
     size = data.shape[d] if data.ndim else 1
@@ -289,6 +292,7 @@ def _kth(x, k, dim, keepdim, node_cls, name, torch_ties=False):
 
 @op()
 def kthvalue(x, k, dim=-1, keepdim=False):
+    refuse_complex('"kthvalue_cpu" not implemented for \'{dtype}\'', x)
     d = _dim_of(x, dim)
     size = x._data.shape[d] if x._data.ndim else 1
     if k < 1 or k > size:
@@ -371,6 +375,7 @@ def _median_dim(x, dim, keepdim, ignore_nan):
 
 @op()
 def median(x, dim=None, keepdim=False):
+    refuse_complex('"median_cpu" not implemented for \'{dtype}\'', x)
     if dim is None:
         return _full_median(x, False)
     return _median_dim(x, dim, keepdim, False)
@@ -378,6 +383,7 @@ def median(x, dim=None, keepdim=False):
 
 @op()
 def nanmedian(x, dim=None, keepdim=False):
+    refuse_complex('"nanmedian_cpu" not implemented for \'{dtype}\'', x)
     if dim is None:
         return _full_median(x, True)
     return _median_dim(x, dim, keepdim, True)
@@ -385,6 +391,7 @@ def nanmedian(x, dim=None, keepdim=False):
 
 @op()
 def mode(x, dim=-1, keepdim=False):
+    refuse_complex('"mode_cpu" not implemented for \'{dtype}\'', x)
     data = x._data
     d = _dim_of(x, dim)
     if data.ndim == 0:
@@ -551,11 +558,13 @@ def _cumulative_extreme(x, dim, is_max):
 
 @op()
 def cummax(x, dim):
+    refuse_complex('"cummax_cpu" not implemented for \'{dtype}\'', x)
     return _cumulative_extreme(x, dim, True)
 
 
 @op()
 def cummin(x, dim):
+    refuse_complex('"cummin_cpu" not implemented for \'{dtype}\'', x)
     return _cumulative_extreme(x, dim, False)
 
 
@@ -687,6 +696,7 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
 
 @op()
 def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    refuse_complex('"unique" not implemented for \'{dtype}\'', x)
     data = x._data
     if dim is None:
         flat = data.reshape(-1)

@@ -7,7 +7,7 @@ from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
-from ._base import quiet_fp
+from ._base import quiet_fp, refuse_complex
 from ._declare import ZeroGradNode, module_all, op, record_op, unary
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
@@ -90,7 +90,18 @@ class SubBackward0(AddBackward0):
 def _cast(g, np_dtype):
     if g is None or g._data.dtype == np_dtype:
         return g
+    if g._data.dtype.kind == "c" and np_dtype.kind != "c":
+        g = g.real  # a real input of a complex result gets the real part (torch's handle_r_to_c)
+        if g._data.dtype == np_dtype:
+            return g
     return g.to(_dtype.from_numpy_dtype(np_dtype))
+
+
+def _conj(v):
+    """The conjugate of a complex operand (torch's gradients carry conj(df/dz)); others as they are."""
+    if isinstance(v, Tensor):
+        return v.conj() if v._data.dtype.kind == "c" else v
+    return v.conjugate() if isinstance(v, complex) else v
 
 
 def _shape_dtype(b):
@@ -124,11 +135,11 @@ def sub(a, b, *, alpha=1, out=None):
 
 
 class RsubBackward1(Node):
-    __slots__ = ("alpha",)
+    __slots__ = ("alpha", "a_dtype")
     saved_values = {"alpha": lambda n: n.alpha}
 
     def apply(self, grads):
-        return (grads[0] * (-self.alpha),)
+        return (_cast(grads[0] * (-self.alpha), self.a_dtype),)
 
 
 @op()
@@ -140,7 +151,7 @@ def rsub(a, b, *, alpha=1):
     result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
         node = record_op(RsubBackward1, (a,), result)
-        node.alpha = alpha
+        node.alpha, node.a_dtype = alpha, a._data.dtype
     return result
 
 
@@ -164,9 +175,9 @@ class MulBackward0(Node):
         b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = _cast(sum_to_shape(g * b, self.a_shape), self.a_dtype)
+            ga = _cast(sum_to_shape(g * _conj(b), self.a_shape), self.a_dtype)
         if self.next_functions[1][0] is not None:
-            gb = _cast(sum_to_shape(g * a, self.b_shape), self.b_dtype)
+            gb = _cast(sum_to_shape(g * _conj(a), self.b_shape), self.b_dtype)
         return ga, gb
 
 
@@ -198,9 +209,9 @@ class DivBackward0(Node):
         b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = _cast(sum_to_shape(g / b, self.a_shape), self.a_dtype)
+            ga = _cast(sum_to_shape(g / _conj(b), self.a_shape), self.a_dtype)
         if self.next_functions[1][0] is not None:
-            gb = _cast(sum_to_shape(-g * a / (b * b), self.b_shape), self.b_dtype)
+            gb = _cast(sum_to_shape(-g * _conj(a / (b * b)), self.b_shape), self.b_dtype)
         return ga, gb
 
 
@@ -254,6 +265,7 @@ def rdiv(a, b):
 
 @op(inplace=True)
 def floor_divide(a, b):
+    refuse_complex('"div_floor_cpu" not implemented for \'{dtype}\'', a, b)
     return div(a, b, rounding_mode="floor")
 
 
@@ -271,7 +283,7 @@ class PowBackward0(Node):
         e = self.exponent
         if e == 0:
             return (grads[0] * 0,)
-        return (grads[0] * e * x.pow(e - 1),)
+        return (grads[0] * _conj(e * x.pow(e - 1)),)
 
 
 class PowBackward1(Node):
@@ -283,13 +295,13 @@ class PowBackward1(Node):
         g = grads[0]
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = sum_to_shape(g * b * a.pow(b - 1), self.a_shape)
+            ga = _cast(sum_to_shape(g * _conj(b * a.pow(b - 1)), self.a_shape), a._data.dtype)
         if self.next_functions[1][0] is not None:
             # d(a^b)/db = a^b * log(a), taken as 0 where a == 0 and b >= 0
             la = a.log()
-            gb = g * result * la
-            gb = gb.masked_fill((a == 0) & (b >= 0), 0.0)
-            gb = sum_to_shape(gb, self.b_shape)
+            gb = g * _conj(result * la)
+            gb = gb.masked_fill((a == 0) & (b.real >= 0), 0.0)
+            gb = _cast(sum_to_shape(gb, self.b_shape), b._data.dtype)
         return ga, gb
 
 
@@ -302,7 +314,7 @@ class PowBackward2(Node):
         _, result = self.saved()
         with _err():
             log_base = float(np.log(self.base)) if self.base >= 0 else float("nan")
-        return (grads[0] * result * log_base,)
+        return (grads[0] * _conj(result) * log_base,)
 
 
 def _power(base, exponent, dt):
@@ -376,8 +388,18 @@ expm1 = unary("expm1", np.expm1, lambda g, r: g * (r + 1), node="Expm1Backward0"
 sqrt = unary("sqrt", np.sqrt, lambda g, r: g / (r * 2), node="SqrtBackward0", saves="result", inplace=True)
 rsqrt = unary("rsqrt", lambda d: 1 / np.sqrt(d), lambda g, r: g * r.pow(3) * -0.5, node="RsqrtBackward0",
               saves="result", inplace=True)
-abs = unary("abs", np.abs, lambda g, x: g * x.sign(), node="AbsBackward0", saves="self", floating=False,
-            aliases=("absolute",), inplace=True)
+abs = unary("abs", np.abs, lambda g, x: g * x.sgn(), node="AbsBackward0", saves="self", floating=False,
+            on_complex="own", aliases=("absolute",))
+
+
+def _abs_in_place(self):
+    if self._data.dtype.kind == "c":
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    from .views import apply_inplace
+    return apply_inplace(self, abs)
+
+
+op("abs_", function=False, method=("abs_", "absolute_"))(_abs_in_place)
 sin = unary("sin", np.sin, lambda g, x: g * x.cos(), node="SinBackward0", saves="self", inplace=True)
 cos = unary("cos", np.cos, lambda g, x: -(g * x.sin()), node="CosBackward0", saves="self", inplace=True)
 tan = unary("tan", np.tan, lambda g, r: g * (r * r + 1), node="TanBackward0", saves="result", inplace=True)
@@ -465,7 +487,8 @@ def _relu_backward(g, r):
     return out
 
 
-relu = unary("relu", _relu_np, _relu_backward, node="ReluBackward0", saves="result", floating=False, inplace=True)
+relu = unary("relu", _relu_np, _relu_backward, node="ReluBackward0", saves="result", floating=False, inplace=True,
+             on_complex="clamp is not supported for complex types")
 
 
 def _exact_for_integers(np_fn):
@@ -477,16 +500,52 @@ def _sign_np(d):
     return np.sign(d) if d.dtype.kind != "b" else d.copy()
 
 
-sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inplace=True, saves_self=False)
-sgn = unary("sgn", _sign_np, None, node="SgnBackward0", floating=False, inplace=True, saves_self=False)
+sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inplace=True, saves_self=False,
+             on_complex="Unlike NumPy, torch.sign is not intended to support complex numbers. Please use torch.sgn "
+                        "instead.")
+_real_sgn = unary("sgn", _sign_np, None, node="SgnBackward0", floating=False, function=False, method=False)
+
+
+class SgnBackward0(Node):
+    """sgn of a complex tensor, z / |z|: torch's gradient (g - conj(g) sgn(z)^2) / (2 |z|), 0 at z = 0."""
+
+    __slots__ = ()
+    saved_names = ("self", "result")
+
+    def apply(self, grads):
+        x, s = self.saved()
+        g = grads[0]
+        r = x.abs()
+        safe = r + (r == 0)
+        return (((g - g.conj() * s * s) / (safe * 2)).masked_fill(r == 0, 0),)
+
+
+@op(inplace=True)
+def sgn(x):
+    """``x / |x|`` for complex tensors (0 at 0); ``sign`` for real ones."""
+    if not isinstance(x, Tensor) or x._data.dtype.kind != "c":
+        return _real_sgn(x)
+    d = x._data
+    with _err():
+        r = np.abs(d)
+        result = wrap(np.where(r == 0, 0, d / np.where(r == 0, 1, r)).astype(d.dtype))
+    if GRAD.enabled and x._requires_grad:
+        record_op(SgnBackward0, (x,), result).save(x, output=result)
+    return result
+
 floor = unary("floor", _exact_for_integers(np.floor), None, node="FloorBackward0", floating=False, inplace=True,
+              on_complex="floor is not supported for complex inputs",
               saves_self=False)
 ceil = unary("ceil", _exact_for_integers(np.ceil), None, node="CeilBackward0", floating=False, inplace=True,
+             on_complex="ceil is not supported for complex inputs",
              saves_self=False)
 trunc = unary("trunc", _exact_for_integers(np.trunc), None, node="TruncBackward0", floating=False, inplace=True,
+              on_complex="trunc is not supported for complex inputs",
               saves_self=False)
-frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0", inplace=True)
+frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0", inplace=True,
+             on_complex='"frac_cpu" not implemented for \'{dtype}\'')
 _round_half_even = unary("round", _exact_for_integers(np.round), None, node="RoundBackward0", floating=False,
+                         on_complex='"round_vml_cpu" not implemented for \'{dtype}\'',
                          function=False, method=False)
 
 
@@ -556,6 +615,7 @@ class ClampBackward0(Node):
 
 @op(aliases=("clip",), inplace=True)
 def clamp(x, min=None, max=None):
+    refuse_complex("clamp is not supported for complex types", x)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     # torch promotes across the input and the bounds: a bool or int tensor clamped by floats is a
@@ -634,11 +694,13 @@ def _extremum(a, b, np_fn, node_cls, pick):
 
 @op(inplace=True)
 def maximum(a, b):
+    refuse_complex("maximum not implemented for complex tensors.", a, b, error=RuntimeError)
     return _extremum(a, b, np.maximum, MaximumBackward0, "max")
 
 
 @op(inplace=True)
 def minimum(a, b):
+    refuse_complex("minimum not implemented for complex tensors.", a, b, error=RuntimeError)
     return _extremum(a, b, np.minimum, MinimumBackward0, "min")
 
 
@@ -758,6 +820,7 @@ class Atan2Backward0(Node):
 
 @op(aliases=("arctan2",), inplace=True)
 def atan2(a, b):
+    refuse_complex('"atan2_cpu" not implemented for \'{dtype}\'', a, b)
     a, b = as_tensor_arg(a), as_tensor_arg(b)
     dt = _dtype.result_type(a, b)
     if not dt.is_floating_point:  # integer and bool operands give the default float type, as in torch
@@ -787,6 +850,7 @@ class FmodBackward0(RemainderBackward0):
 
 @op(inplace=True)
 def remainder(a, b):
+    refuse_complex('"remainder_cpu" not implemented for \'{dtype}\'', a, b)
     a, b, dt = _binary_inputs(a, b)
     with _err():
         result = _finish(np.mod(data_of(a, dt), data_of(b, dt)), dt)
@@ -797,6 +861,7 @@ def remainder(a, b):
 
 @op(inplace=True)
 def fmod(a, b):
+    refuse_complex('"fmod_cpu" not implemented for \'{dtype}\'', a, b)
     a, b, dt = _binary_inputs(a, b)
     with _err():
         result = _finish(np.fmod(data_of(a, dt), data_of(b, dt)), dt)
@@ -812,9 +877,12 @@ def _compare(np_fn, name, aliases=()):
             a = as_tensor_arg(a)
         if not isinstance(b, Tensor) and not is_number(b):
             b = as_tensor_arg(b)
+        if ordered:
+            refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         dt = result_np_dtype(a, b)
         with _err():
             return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
+    ordered = name in ("lt", "le", "gt", "ge")
     compare.__name__ = compare.__qualname__ = name
     return op(name, aliases=aliases, inplace=True)(compare)
 

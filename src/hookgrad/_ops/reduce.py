@@ -11,7 +11,7 @@ from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
-from ._base import quiet_fp
+from ._base import quiet_fp, refuse_complex
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -182,9 +182,12 @@ class ProdBackward0(Node):
             g = g.reshape((1,) * x._data.ndim)
             result = result.reshape((1,) * x._data.ndim)
         if not (x._data == 0).any():
+            if x._data.dtype.kind == "c":
+                return (g * (result / x).conj(),)  # torch's convention: g times conj of the derivative
             return (g * result / x,)
         # with zeros: product of all the other elements, computed without dividing
-        return (g * _prod_others(x, dims),)
+        others = _prod_others(x, dims)
+        return (g * (others.conj() if x._data.dtype.kind == "c" else others),)
 
 
 class ProdBackward1(ProdBackward0):
@@ -249,6 +252,8 @@ class CumprodBackward0(Node):
         x, out = self.saved()
         g = grads[0]
         d = self.dim
+        if x._data.dtype.kind == "c":  # torch's convention: the conjugates of the partial products
+            x, out = x.conj(), out.conj()
         if not (x._data == 0).any():
             return ((g * out).flip(d).cumsum(d).flip(d) / x,)
         # with zeros: d out_j / d x_i is the cumulative product with x_i replaced by 1 (j >= i)
@@ -391,11 +396,13 @@ def minimum_(a, b):
 
 @op()
 def max(x: Tensor, dim=None, keepdim: bool = False):
+    _refuse_extreme(x, dim, "max")
     return _extreme(x, dim, keepdim, True, "max")
 
 
 @op()
 def min(x: Tensor, dim=None, keepdim: bool = False):
+    _refuse_extreme(x, dim, "min")
     return _extreme(x, dim, keepdim, False, "min")
 
 
@@ -416,7 +423,15 @@ class AminBackward0(AmaxBackward0):
     __slots__ = ()
 
 
+def _refuse_extreme(x, dim, name):
+    if dim is None or isinstance(dim, Tensor):
+        refuse_complex(f'"{name}_all" not implemented for \'{{dtype}}\'', x)
+    else:
+        refuse_complex(f"{name}(): does not support complex input", x, error=RuntimeError)
+
+
 def _amax(x, dim, keepdim, is_max):
+    refuse_complex(f'"{"max" if is_max else "min"}_values_cpu" not implemented for \'{{dtype}}\'', x)
     data = x._data
     dims = norm_dims(dim if dim != () else None, data.ndim)
     fn = np.max if is_max else np.min
@@ -456,11 +471,13 @@ def _arg_extreme(x, dim, keepdim, np_fn):
 
 @op()
 def argmax(x, dim=None, keepdim=False):
+    refuse_complex("argmax(): does not support complex input", x, error=RuntimeError)
     return _arg_extreme(x, dim, keepdim, np.argmax)
 
 
 @op()
 def argmin(x, dim=None, keepdim=False):
+    refuse_complex("argmin(): does not support complex input", x, error=RuntimeError)
     return _arg_extreme(x, dim, keepdim, np.argmin)
 
 
@@ -548,6 +565,9 @@ def _var_args(dim, unbiased, keepdim, correction):
 
 @op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up
+        return (var(x.real, dim, unbiased, keepdim, correction=correction)
+                + var(x.imag, dim, unbiased, keepdim, correction=correction))
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -573,6 +593,8 @@ def _out_shape(shape, dims, keepdim):
 
 @op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if x._data.dtype.kind == "c":
+        return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -678,6 +700,8 @@ class LinalgVectorNormBackward0(Node):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    if x._data.dtype.kind == "c" and dtype is None:  # the norm of the moduli (a real result)
+        return vector_norm(x.abs(), ord, dim, keepdim)
     data = _dtype.widen(x._data) if dtype is None else x._data
     if dtype is not None:
         data = data.astype(_dtype.to_dtype(dtype).np)

@@ -10,8 +10,15 @@ from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record
 
 
+def _real_where_real(pieces, real_inputs):
+    """A complex gradient's pieces for the real inputs of a mixed list: their real parts (as torch)."""
+    if not real_inputs or pieces[0]._data.dtype.kind != "c":
+        return tuple(pieces)
+    return tuple(p.real if real else p for p, real in zip(pieces, real_inputs))
+
+
 class CatBackward0(Node):
-    __slots__ = ("dim", "sizes", "shapes", "dim_arg")
+    __slots__ = ("dim", "sizes", "shapes", "dim_arg", "real_inputs")
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
     # a tensor-list input: torch computes every piece, even for inputs that need no grad
     grads_for_every_input = True
@@ -24,7 +31,7 @@ class CatBackward0(Node):
             piece = g.narrow(self.dim, start, size)
             out.append(piece.reshape(shape) if piece._data.shape != shape else piece)
             start += size
-        return tuple(out)
+        return _real_where_real(out, self.real_inputs)
 
 
 @op(method=False, aliases=("concat", "concatenate"))
@@ -51,6 +58,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
         node.dim, node.dim_arg = d, dim
         node.sizes = [t._data.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
         node.shapes = [t._data.shape for t in tensors]
+        node.real_inputs = _real_inputs_of_complex(tensors, result)
         record(node, result, inputs=tuple(tensors))
     return result
 
@@ -59,12 +67,19 @@ concat = concatenate = cat
 
 
 class StackBackward0(Node):
-    __slots__ = ("dim", "dim_arg")
+    __slots__ = ("dim", "dim_arg", "real_inputs")
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
     grads_for_every_input = True
 
     def apply(self, grads):
-        return grads[0].unbind(self.dim)
+        return _real_where_real(grads[0].unbind(self.dim), self.real_inputs)
+
+
+def _real_inputs_of_complex(tensors, result):
+    """Which inputs are real when the joined result is complex (None when there is nothing to do)."""
+    if result._data.dtype.kind != "c" or all(t._data.dtype.kind == "c" for t in tensors):
+        return None
+    return [t._data.dtype.kind != "c" for t in tensors]
 
 
 @op(method=False)
@@ -83,6 +98,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     if GRAD.enabled and any(t._requires_grad for t in tensors):
         node = StackBackward0(tuple(edge(t) for t in tensors))
         node.dim, node.dim_arg = d, dim
+        node.real_inputs = _real_inputs_of_complex(tensors, result)
         record(node, result, inputs=tuple(tensors))
     return result
 
@@ -300,7 +316,10 @@ class ToCopyBackward0(Node):
     __slots__ = ("dtype",)
 
     def apply(self, grads):
-        return (grads[0].to(self.dtype),)
+        g = grads[0]
+        if g._data.dtype.kind == "c" and not self.dtype.is_complex:
+            g = g.real  # the real input of a complex copy gets the gradient's real part, as torch
+        return (g.to(self.dtype),)
 
 
 def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
@@ -311,6 +330,11 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
     if dt.np.kind in "iub" and data.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             new = data.astype(dt.np)
+    elif data.dtype.kind == "c" and not dt.is_complex:
+        from ..autograd._warn_once import warn_once
+        warn_once("complex_to_real", "Casting complex values to real discards the imaginary part", stacklevel=3)
+        with np.errstate(invalid="ignore"):
+            new = data.real.astype(dt.np)
     else:
         new = data.astype(dt.np)
     result = wrap(new)

@@ -16,7 +16,7 @@ from .._late import LateNames
 from ..autograd.graph import Node
 from . import pointwise
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, is_number, quiet_fp, record, result_np_dtype
-from ._base import sum_to_shape
+from ._base import refuse_complex, sum_to_shape
 from ._declare import UnaryNode, module_all, node_class, op, record_op
 
 # which gradients the running backward pass needs (the engine sits above the ops)
@@ -51,10 +51,13 @@ def _unary(name, forward, backward, *, node, saves=("self",), **decl):
     double backward works); ``saves`` names what the node keeps ("self" and/or "result")."""
     node_cls = node_class(node, UnaryNode, formula=staticmethod(backward), saved_names=tuple(saves))
     save_self, save_result = "self" in saves, "result" in saves
+    complex_ok = name == "sinc"  # torch's only special function defined on complex numbers
 
     def fn(x):
         if not isinstance(x, Tensor):
             x = as_tensor_arg(x)
+        if not complex_ok:
+            refuse_complex(f'"{name}_vml_cpu" not implemented for \'{{dtype}}\'', x)
         with quiet_fp():
             result = wrap(forward(_float_data(x)))
         if GRAD.enabled and x._requires_grad:
@@ -317,6 +320,7 @@ class LogitBackward0(Node):
 @op(inplace=True)
 def logit(input, eps=None):
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    refuse_complex('"logit_cpu" not implemented for \'{dtype}\'', x)
     d = _float_data(x)
     z = d if eps is None else np.clip(d, d.dtype.type(eps), d.dtype.type(1 - eps))
     with quiet_fp():

@@ -256,6 +256,28 @@ def T_property(x: Tensor) -> Tensor:
     return permute(x, tuple(range(nd - 1, -1, -1)))
 
 
+def H_property(x: Tensor) -> Tensor:
+    """The conjugate transpose of a matrix."""
+    nd = x._data.ndim
+    if nd == 0:
+        import warnings
+        warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
+        return x.conj()
+    if nd != 2:
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor."
+                           + (" For batches of matrices, consider using tensor.mH" if nd > 2 else ""))
+    out = transpose(x, 0, 1)
+    return out.conj() if x._data.dtype.kind == "c" else out
+
+
+def mH_property(x: Tensor) -> Tensor:
+    """The conjugate transpose of the last two dimensions."""
+    if x._data.ndim < 2:
+        raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. Got 1-D tensor.")
+    out = transpose(x, -2, -1)
+    return out.conj() if x._data.dtype.kind == "c" else out
+
+
 def mT_property(x: Tensor) -> Tensor:
     if x._data.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
@@ -642,7 +664,8 @@ def _span(a: np.ndarray):
 class Geometry:
     """Where a view sits in its base's memory, replayable on another array shaped like the base."""
 
-    __slots__ = ("base_shape", "base_strides", "base_offset", "shape", "strides", "offset", "nbytes", "dtype")
+    __slots__ = ("base_shape", "base_strides", "base_offset", "shape", "strides", "offset", "nbytes", "dtype",
+                 "view_dtype")
 
     def __init__(self, base: np.ndarray, view: np.ndarray):
         lo, hi = _span(base)
@@ -652,10 +675,24 @@ class Geometry:
         self.offset = view.__array_interface__["data"][0] - lo
         self.nbytes = hi - lo
         self.dtype = base.dtype
+        # a view may read the base's memory as another type (the real parts of a complex tensor)
+        self.view_dtype = view.dtype
+
+    @property
+    def reinterprets(self) -> bool:
+        return self.view_dtype != self.dtype
 
     def buffers(self, dtype=None):
         """A zero buffer laid out like the base: (array shaped like the base, the view into it)."""
         dtype = self.dtype
+        if self.view_dtype != dtype:
+            # the two read the same bytes as different types: a gradient of a complex base read as
+            # (real, imaginary) pairs is the gradient of its real view, and back
+            raw = np.zeros(builtins.max(self.nbytes, 1), dtype=np.uint8)
+            whole = np.ndarray(self.base_shape, dtype, buffer=raw, offset=self.base_offset,
+                               strides=self.base_strides)
+            part = np.ndarray(self.shape, self.view_dtype, buffer=raw, offset=self.offset, strides=self.strides)
+            return whole, part
         raw = np.zeros(builtins.max(self.nbytes // dtype.itemsize, 1), dtype=dtype)
         item = dtype.itemsize
         whole = np.lib.stride_tricks.as_strided(raw[self.base_offset // item:], self.base_shape,
@@ -767,7 +804,13 @@ class CopySlices(Node):
         else:
             part[...] = res[0]._data
         base_grad = wrap(np.array(whole))
-        if GRAD.enabled and g._requires_grad:
+        if GRAD.enabled and g._requires_grad and self.geometry.reinterprets:
+            # differentiable form without a mask of the view's type: g less its view part, plus the new one
+            geom = self.geometry
+            base_grad = g - strided_scatter(strided_gather(g, geom), geom)
+            if res[0] is not None:
+                base_grad = base_grad + strided_scatter(res[0], geom)
+        elif GRAD.enabled and g._requires_grad:
             # differentiable form: g with the view's part replaced
             mask_geom = self.geometry
             keep = strided_scatter(wrap(np.ones(mask_geom.shape, dtype=g._data.dtype)), mask_geom)

@@ -38,21 +38,28 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
         if not out.requires_grad:
             continue
         n_out = out.numel()
-        analytical = [np.zeros((n_out, t.numel())) for t in diff_inputs]
+        # complex numbers count as pairs of reals (as in torch's gradcheck): a complex output gives a
+        # row for its real part (seed 1) and one for its imaginary part (seed 1j); a complex input a
+        # column for a perturbation of its real part and one of its imaginary part
+        seeds = (1, 1j) if out._data.dtype.kind == "c" else (1,)
+        analytical = [np.zeros((n_out * len(seeds), _real_size(t))) for t in diff_inputs]
+        from .._tensor import wrap
         for j in range(n_out):
-            seed = np.zeros(n_out, dtype=out._data.dtype)
-            seed[j] = 1
-            from .._tensor import wrap
-            grads = autograd_grad(out, diff_inputs, wrap(seed.reshape(out._data.shape)), retain_graph=True,
-                                  allow_unused=True)
-            for k, g in enumerate(grads):
-                if g is not None:
-                    analytical[k][j] = g._data.reshape(-1)
+            for si, value in enumerate(seeds):
+                seed = np.zeros(n_out, dtype=out._data.dtype)
+                seed[j] = value
+                grads = autograd_grad(out, diff_inputs, wrap(seed.reshape(out._data.shape)), retain_graph=True,
+                                      allow_unused=True)
+                for k, g in enumerate(grads):
+                    if g is not None:
+                        analytical[k][j * len(seeds) + si] = _as_reals(g._data, diff_inputs[k]._data.dtype.kind == "c")
         for k, t in enumerate(diff_inputs):
-            numerical = np.zeros((n_out, t.numel()))
+            numerical = np.zeros_like(analytical[k])
             flat = t._data.reshape(-1)
+            steps = (eps, eps * 1j) if t._data.dtype.kind == "c" else (eps,)
             for i in range(t.numel()):
-                numerical[:, i] = _numerical_column(fn, inputs, oi, flat, i, eps)
+                for si, step in enumerate(steps):
+                    numerical[:, i * len(steps) + si] = _numerical_column(fn, inputs, oi, flat, i, step)
             if not np.allclose(analytical[k], numerical, rtol=rtol, atol=atol):
                 if raise_exception:
                     raise GradcheckError(
@@ -62,24 +69,50 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     return True
 
 
+def _real_size(t) -> int:
+    return t.numel() * (2 if t._data.dtype.kind == "c" else 1)
+
+
+def _as_reals(data: np.ndarray, complex_input: bool) -> np.ndarray:
+    """Values as float64 reals, a complex value as (real, imaginary) in a row."""
+    if complex_input or data.dtype.kind == "c":
+        data = data.astype(np.complex128)
+        return np.stack([data.real, data.imag], -1).reshape(-1) if complex_input else data.real.reshape(-1)
+    return data.astype(np.float64).reshape(-1)
+
+
 def _numerical_column(fn, inputs, oi, flat, i, eps):
+    """Central differences of output ``oi`` (as reals) for a step ``eps`` (real, or imaginary for the
+    imaginary part of a complex input) of element ``i``."""
     orig = flat[i]
     # perturb the array directly (no autograd op); fn may itself need grad mode
+    # each output read out (copied) before the next step: it may be a view of the input
     flat[i] = orig + eps
-    plus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
+    out = _flatten_outputs(fn(*inputs))[oi]._data
+    is_complex = out.dtype.kind == "c"
+    plus = _as_reals(out, is_complex).copy()
     flat[i] = orig - eps
-    minus = _flatten_outputs(fn(*inputs))[oi]._data.astype(np.float64).reshape(-1)
+    minus = _as_reals(_flatten_outputs(fn(*inputs))[oi]._data, is_complex).copy()
     flat[i] = orig
-    return (plus - minus) / (2 * eps)
+    return (plus - minus) / (2 * abs(eps))
 
 
 def _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol) -> bool:
     for t in diff_inputs:
         flat = t._data.reshape(-1)
+        steps = (eps, eps * 1j) if t._data.dtype.kind == "c" else (eps,)
         for i in range(t.numel()):
-            if not np.allclose(_numerical_column(fn, inputs, oi, flat, i, eps), 0.0, rtol=0.0, atol=atol):
-                return False
+            for step in steps:
+                if not np.allclose(_numerical_column(fn, inputs, oi, flat, i, step), 0.0, rtol=0.0, atol=atol):
+                    return False
     return True
+
+
+def _random_like(rng, data: np.ndarray) -> np.ndarray:
+    values = rng.standard_normal(data.shape)
+    if data.dtype.kind == "c":
+        values = values + 1j * rng.standard_normal(data.shape)
+    return values.astype(data.dtype)
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
@@ -94,8 +127,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
         # random grad_outputs that require grad: the first gradients must be differentiable with
         # respect to them too (as in torch), which catches a backward formula computed off the graph
         rng = np.random.default_rng(0)
-        grad_outputs = [wrap(rng.standard_normal(o._data.shape).astype(o._data.dtype)).requires_grad_()
-                        for o in outputs]
+        grad_outputs = [wrap(_random_like(rng, o._data)).requires_grad_() for o in outputs]
     else:
         grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
     n_grads = len(grad_outputs)
