@@ -313,6 +313,10 @@ def _op_functions() -> list:
         name = (decl.functions or decl.methods or (decl.fn.__name__,))[0]
         if decl.module.endswith(".creation") and name not in _CREATION_OPS:  # factories: nothing to observe
             continue
+        if name.endswith("_window") or name in ("fftfreq", "rfftfreq"):  # factories too
+            continue
+        if decl.module.endswith("._ops.fft") and name not in ("stft", "istft"):
+            name = "fft_" + name  # torch.fft.rfft is torch._C._fft.fft_rfft
         add(decl.fn, name)
         for method in decl.inplace:
             add(Tensor.__dict__[method], decl.inplace[0])
