@@ -377,7 +377,7 @@ def _execute_with_lifecycle(task, info, roots, root_grads, inputs, accumulate):
 
 
 def _execute(task, roots, root_grads, inputs, accumulate):
-    keep_graph, create_graph = task.keep_graph, task.create_graph
+    keep_graph = task.keep_graph
     root_nodes = [node for node, _ in roots]
     deps = _compute_dependencies(root_nodes)
     task.reachable = (deps, root_nodes)
@@ -409,6 +409,8 @@ def _execute(task, roots, root_grads, inputs, accumulate):
             buf = buffers[node] = [None] * node._num_outputs
         buf[nr] = grad if buf[nr] is None else buf[nr] + grad
 
+    # a heap entry is (sequence number, node, its gradients): a node is pushed once all its
+    # gradients have arrived, so they travel with it (a node fed by one edge never needs a buffer)
     heap = []
     # a lone root edge is visited even when no wanted gradient lies behind it (its tensor hooks and
     # retain_grad run); several roots hang off one dummy node in torch, which visits only those needed
@@ -417,10 +419,10 @@ def _execute(task, roots, root_grads, inputs, accumulate):
         if node is not None and deps.get(node, 0) == 0:
             if task.exec_info is not None and node not in task.exec_info and not lone_root:
                 continue
-            _heap_push(heap, (node._seq, node))
+            _heap_push(heap, (node._seq, node, buffers.pop(node)))
 
     prev_mode = grad_mode.STATE.enabled
-    grad_mode.STATE.enabled = create_graph
+    grad_mode.STATE.enabled = task.create_graph
     _task_stack.append(task)
     exec_info = task.exec_info
     pop, push = _heap_pop, _heap_push
@@ -429,14 +431,28 @@ def _execute(task, roots, root_grads, inputs, accumulate):
     hooks_changes = _graph._saved_hooks_changes
     hooks_state = _graph._hooks_state()
     unchanged = hooks_state[2]
+    anomaly = _anomaly_state
     try:
         while heap:
-            node = heap.pop()[1] if len(heap) == 1 else pop(heap)[1]  # a chain's lone ready node: no sifting
-            grads = buffers.pop(node, None) or [None] * node._num_outputs
-            if exec_info is None:
+            _, node, grads = heap.pop() if len(heap) == 1 else pop(heap)  # a chain's lone ready node: no sifting
+            task.current_node = node
+            if exec_info is not None:
+                outputs = _evaluate_filtered(task, node, grads)
+            elif (node._tensor_pre_hooks or node._retains_grad_hooks or node._pre_hooks or node._post_hooks
+                  or (node.is_sink and node.variable._backward_hooks)):
                 outputs = _run_node(task, node, grads)
             else:
-                outputs = _evaluate_filtered(task, node, grads)
+                # _run_node's steps for a node without hooks (hooks its backward registers still run)
+                if node.runs_without_grads or grads[0] is not None or any(g is not None for g in grads):
+                    outputs = node.apply(grads)
+                else:
+                    outputs = _without_grads(node)
+                if node._post_hooks or _op_backward_hooks:
+                    outputs = _after_backward(node, outputs, grads, False)
+                if not keep_graph and (node._saved or node._releases_more_than_saved):
+                    node.release_variables()
+                if anomaly.enabled and outputs and anomaly.check_nan:
+                    _check_nan(node, outputs)
             if hooks_changes[0] != unchanged:
                 _graph._restore_hooks_state(hooks_state)
             if outputs is None:
@@ -448,18 +464,29 @@ def _execute(task, roots, root_grads, inputs, accumulate):
                 deps[nxt] = remaining
                 if exec_info is not None and nxt not in exec_info:
                     continue
-                buf = buffers.get(nxt)
+                if remaining:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._num_outputs
+                    if g is not None:
+                        buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
+                    continue
+                # its last gradient: the node is ready
+                buf = buffers.pop(nxt, None) if buffers else None
                 if buf is None:
-                    buf = buffers[nxt] = [None] * nxt._num_outputs
-                if g is not None:
-                    buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
-                if remaining == 0:
-                    if heap:
-                        push(heap, (nxt._seq, nxt))
+                    if nxt._num_outputs == 1:
+                        buf = [g]
                     else:
-                        heap.append((nxt._seq, nxt))
+                        buf = [None] * nxt._num_outputs
+                        buf[nr] = g
+                elif g is not None:
+                    buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
+                if heap:
+                    push(heap, (nxt._seq, nxt, buf))
+                else:
+                    heap.append((nxt._seq, nxt, buf))
             # drop our references, so that a sink can tell it holds the only one (see accumulate_into_grad)
-            outputs = g = grads = None
+            outputs = g = grads = buf = None
         if task.final_callbacks:
             # like torch's engine: after the last node, still inside the pass (a callback may queue
             # more, and current_task() is this pass), in the pass's grad mode
@@ -523,8 +550,8 @@ def _evaluate_filtered(task, node, grads):
 
 
 def _run_node(task, node, grads):
-    """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order."""
-    task.current_node = node
+    """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order.
+    (``_execute`` runs a node without hooks itself, the same steps minus the hooks.)"""
     if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._backward_hooks):
         grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
@@ -535,22 +562,33 @@ def _run_node(task, node, grads):
     if node.runs_without_grads or any(g is not None for g in grads):
         outputs = node.apply(grads)
     else:
-        # no gradient arrived: the formula is skipped, but like torch's generated backward the node
-        # still unpacks what it saved (unpack hooks run; a freed graph or an in-place change raises)
-        if node._saved is None or node._saved:
-            node.saved()
-        outputs = (None,) * len(node.next_functions)
+        outputs = _without_grads(node)
     exec_info = task.exec_info
     if exec_info is not None and not node.runs_without_grads:
         outputs = _drop_unneeded(node, outputs, exec_info)
-    if node._post_hooks:
-        outputs = _call_post_hooks(node, outputs, grads if had_post_hooks else ())
-    if _op_backward_hooks:
-        outputs = _graph._op_dispatch[1](node, outputs, grads)
+    if node._post_hooks or _op_backward_hooks:
+        outputs = _after_backward(node, outputs, grads, had_post_hooks)
     if not task.keep_graph:
         node.release_variables()
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)
+    return outputs
+
+
+def _without_grads(node):
+    """No gradient arrived: the formula is skipped, but like torch's generated backward the node
+    still unpacks what it saved (unpack hooks run; a freed graph or an in-place change raises)."""
+    if node._saved is None or node._saved:
+        node.saved()
+    return (None,) * len(node.next_functions)
+
+
+def _after_backward(node, outputs, grads, had_post_hooks):
+    """Node post-hooks, then op backward hooks, after a node's backward."""
+    if node._post_hooks:
+        outputs = _call_post_hooks(node, outputs, grads if had_post_hooks else ())
+    if _op_backward_hooks:
+        outputs = _graph._op_dispatch[1](node, outputs, grads)
     return outputs
 
 

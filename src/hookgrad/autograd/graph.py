@@ -101,9 +101,13 @@ class Node:
     saved_values = {}
     # the ``_saved_*`` / ``_raw_saved_*`` attribute names instances list in ``dir()``
     _listed_saved_attrs = frozenset()
+    # whether release_variables is overridden (frees more than ``_saved``): the engine calls it
+    # only for such nodes and for nodes that saved something
+    _releases_more_than_saved = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls._releases_more_than_saved = cls.release_variables is not Node.release_variables
         own_names, own_values = "saved_names" in cls.__dict__, "saved_values" in cls.__dict__
         if not (own_names or own_values):
             return
