@@ -296,6 +296,7 @@ class Tensor:
 
         if fn._retains_grad_hooks is None:
             fn._retains_grad_hooks = {}
+            fn._has_hooks = True
         fn._retains_grad_hooks[self._output_nr] = retain
         self._retains_grad = True
 
@@ -318,6 +319,7 @@ class Tensor:
             if hook is not None:
                 if node._retains_grad_hooks is None:
                     node._retains_grad_hooks = {}
+                    node._has_hooks = True
                 node._retains_grad_hooks[self._output_nr] = hook
 
     # -- autograd entry points --------------------------------------------------------------
@@ -457,6 +459,7 @@ _warn_nonleaf_grad = [True]
 
 
 def _init(t: Tensor, data: np.ndarray) -> None:
+    # (wrap sets the same attributes itself)
     t._data = data
     t._requires_grad = False
     t._grad_fn = None
@@ -479,9 +482,20 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     if data.__class__ is not _NDARRAY and not isinstance(data, _NDARRAY):
         # NumPy's ufuncs return scalars for 0-d operands; a Tensor holds an array (in-place ops write to it)
         data = np.asarray(data)
+    # _init written out: this runs for every tensor an op makes
     t = object.__new__(Tensor)
-    _init(t, data)
+    t._data = data
     t._requires_grad = requires_grad
+    t._grad_fn = None
+    t._grad = None
+    t._output_nr = 0
+    t._version_counter = [0]
+    t._base = None
+    t._view_version = 0
+    t._backward_hooks = None
+    t._post_accumulate_grad_hooks = None
+    t._accumulator = None
+    t._retains_grad = False
     return t
 
 

@@ -207,19 +207,17 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
 
 def _compute_dependencies(roots):
     deps = {}
-    seen = set()
     # several roots may be outputs of one node: walk each node once
     stack = [n for n in dict.fromkeys(roots) if n is not None]
-    seen.update(stack)
+    walked = set(stack)  # the roots; every other node is walked when it enters ``deps``
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+        for nxt, _ in stack.pop().next_functions:
+            if nxt in deps:
+                deps[nxt] += 1
+            elif nxt is not None:
+                deps[nxt] = 1
+                if nxt not in walked:
+                    stack.append(nxt)
     return deps
 
 
@@ -438,8 +436,7 @@ def _execute(task, roots, root_grads, inputs, accumulate):
             task.current_node = node
             if exec_info is not None:
                 outputs = _evaluate_filtered(task, node, grads)
-            elif (node._tensor_pre_hooks or node._retains_grad_hooks or node._pre_hooks or node._post_hooks
-                  or (node.is_sink and node.variable._backward_hooks)):
+            elif node._has_hooks or (node.is_sink and node.variable._backward_hooks):
                 outputs = _run_node(task, node, grads)
             else:
                 # _run_node's steps for a node without hooks (hooks its backward registers still run)

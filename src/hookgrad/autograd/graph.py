@@ -78,7 +78,7 @@ class Node:
     """
 
     __slots__ = ("next_functions", "_seq", "_pre_hooks", "_post_hooks", "_tensor_pre_hooks",
-                 "_retains_grad_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined", "__weakref__")
+                 "_retains_grad_hooks", "_has_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined", "__weakref__")
 
     # built-in formulas are skipped when no gradient arrived at all (every output stays undefined);
     # custom Functions and AccumulateGrad run regardless, as in torch
@@ -139,6 +139,8 @@ class Node:
         self._post_hooks = None
         self._tensor_pre_hooks = None
         self._retains_grad_hooks = None
+        # set when any of the four registries above is made: the engine's one test for a plain node
+        self._has_hooks = False
         self._metadata = None
         self._saved = ()
         if _anomaly_state.enabled:
@@ -171,6 +173,7 @@ class Node:
         """``fn(grad_outputs) -> new grad_outputs or None`` runs before this node's backward."""
         if self._pre_hooks is None:
             self._pre_hooks = OrderedDict()
+            self._has_hooks = True
         handle = RemovableHandle(self._pre_hooks)
         self._pre_hooks[handle.id] = fn
         note_registration(self._pre_hooks, handle.id, holder=self)
@@ -186,6 +189,7 @@ class Node:
         """``register_hook`` without noting where: for hooks the machinery adds on every call."""
         if self._post_hooks is None:
             self._post_hooks = OrderedDict()
+            self._has_hooks = True
         handle = RemovableHandle(self._post_hooks)
         self._post_hooks[handle.id] = fn
         return handle
@@ -197,6 +201,7 @@ class Node:
     def _add_tensor_hooks(self, output_nr: int, hooks: dict) -> None:
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = []
+            self._has_hooks = True
         self._tensor_pre_hooks.append((output_nr, hooks))
 
     # -- saved tensors ------------------------------------------------------------------------
