@@ -7,6 +7,7 @@ than about an operation. Operation methods are attached by ``_ops/__init__.py``.
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -209,7 +210,6 @@ class Tensor:
         ref = self._accumulator
         acc = ref() if ref is not None else None
         if acc is None:
-            import weakref
             acc = AccumulateGrad(self)
             self._accumulator = weakref.ref(acc)
         return acc

@@ -48,8 +48,17 @@ def _sift_up(heap: list, hole: int, item) -> None:
 
 
 def _heap_push(heap: list, item) -> None:
+    """libstdc++'s push_heap (_sift_up written out: this runs for most nodes of a pass)."""
+    hole = len(heap)
     heap.append(item)
-    _sift_up(heap, len(heap) - 1, item)
+    seq = item[0]
+    while hole > 0:
+        parent = (hole - 1) // 2
+        if not heap[parent][0] < seq:
+            break
+        heap[hole] = heap[parent]
+        hole = parent
+    heap[hole] = item
 
 
 def _heap_pop(heap: list):
@@ -607,7 +616,7 @@ def accumulate_into_grad(var, grad) -> None:
     reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
     """
     wrap = _tensor.wrap
-    current = var.grad
+    current = var._grad  # a leaf's: what its .grad property returns
     if grad._data.dtype != var._data.dtype and _tensor._dtype.is_bfloat16_np(var._data.dtype):
         # a backward formula that left bfloat16 for float32 math: round once into the leaf's dtype
         grad = grad.to(var.dtype)
@@ -619,7 +628,11 @@ def accumulate_into_grad(var, grad) -> None:
     data = grad._data
     if current is None:
         layout_ok = data.flags.c_contiguous or not var._data.flags.c_contiguous
-        var.grad = wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, var._data))
+        new = wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, var._data))
+        if data.shape == var._data.shape and data.dtype == var._data.dtype:
+            var._grad = new
+        else:
+            var.grad = new  # the .grad setter's errors
         return
     cur = current._data
     if cur.shape == data.shape and cur.flags.writeable:

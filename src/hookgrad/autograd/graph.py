@@ -40,7 +40,9 @@ node post-hooks for the legacy kind): see ``hookgrad.nn.modules.module``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
+import operator
 import weakref
 from collections import OrderedDict
 from typing import Any, Callable
@@ -207,26 +209,46 @@ class Node:
     # -- saved tensors ------------------------------------------------------------------------
     def save(self, *tensors, output=None) -> None:
         """Keep ``tensors`` (and this node's ``output``, last) for the backward, with their versions."""
-        saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
+        # spelled out for one and two tensors: this runs for most recorded ops
+        n = len(tensors)
+        if n == 1:
+            t = tensors[0]
+            saved = (None if t is None else SavedTensor(t),)
+        elif n == 2:
+            t, u = tensors
+            saved = (None if t is None else SavedTensor(t), None if u is None else SavedTensor(u))
+        else:
+            saved = tuple([None if t is None else SavedTensor(t) for t in tensors])
         if output is not None:
-            saved += (SavedTensor(output, is_output=True),)
+            saved += (SavedTensor(output, True),)
         self._saved = saved
 
     def saved(self) -> tuple:
         """The saved tensors, after checking none was modified in place since."""
-        if self._saved is None:
+        saved = self._saved
+        if saved is None:
             raise RuntimeError(_FREED_MESSAGE)
-        return tuple(s.unpack(self) if s is not None else None for s in self._saved)
+        n = len(saved)
+        if n == 1:
+            s = saved[0]
+            return (None if s is None else s.unpack(self),)
+        if n == 2:
+            s, t = saved
+            return (None if s is None else s.unpack(self), None if t is None else t.unpack(self))
+        return tuple([None if s is None else s.unpack(self) for s in saved])
 
     def release_variables(self) -> None:
-        if self._saved:
-            if None in self._saved:  # what was never saved still reads as None, as in torch
-                self._freed_undefined = (len(self._saved),
-                                         frozenset(i for i, s in enumerate(self._saved) if s is None))
+        saved = self._saved
+        if saved:
+            if None in saved:  # what was never saved still reads as None, as in torch
+                self._freed_undefined = tuple(map(_is_none, saved))
             self._saved = None
 
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()} has no backward")
+
+
+_is_none = functools.partial(operator.is_, None)
 
 
 def saved_tensor(node, index: int, freed_if_undefined=False):
@@ -246,8 +268,8 @@ def _not_saved(attr: str):
 def _saved_accessor(index: int, raw: bool):
     def get(node):
         if node._saved is None:
-            undefined = getattr(node, "_freed_undefined", None)
-            if undefined is not None and (index >= undefined[0] or index in undefined[1]):
+            undefined = getattr(node, "_freed_undefined", None)  # per slot: was it None?
+            if undefined is not None and (index >= len(undefined) or undefined[index]):
                 return None
             raise RuntimeError(_FREED_MESSAGE)
         saved = node._saved[index] if index < len(node._saved) else None
@@ -271,8 +293,8 @@ class SavedTensor:
                  "grad_fn", "output_nr", "accumulator", "requires_grad")
 
     def __init__(self, tensor, is_output=False):
-        self.counter = tensor._version_counter
-        self.version = self.counter[0]
+        counter = self.counter = tensor._version_counter
+        self.version = counter[0]
         self.is_output = is_output
         hooks = _saved_hooks_stack[-1] if _saved_hooks_stack else None
         if hooks is None:
