@@ -35,20 +35,8 @@ def current_task():
 
 
 # ---- a binary heap with libstdc++'s exact push/pop algorithms -----------------------------------
-def _sift_up(heap: list, hole: int, item) -> None:
-    """libstdc++'s __push_heap: move ``item`` up from ``hole`` while its parent ranks lower."""
-    seq = item[0]
-    while hole > 0:
-        parent = (hole - 1) // 2
-        if not heap[parent][0] < seq:
-            break
-        heap[hole] = heap[parent]
-        hole = parent
-    heap[hole] = item
-
-
 def _heap_push(heap: list, item) -> None:
-    """libstdc++'s push_heap (_sift_up written out: this runs for most nodes of a pass)."""
+    """libstdc++'s push_heap: ``item`` moves up from the end while its parent ranks lower."""
     hole = len(heap)
     heap.append(item)
     seq = item[0]
@@ -80,7 +68,15 @@ def _heap_pop(heap: list):
         child = 2 * (child + 1)
         heap[hole] = heap[child - 1]
         hole = child - 1
-    _sift_up(heap, hole, last)
+    # libstdc++'s __push_heap from the hole (as in _heap_push)
+    seq = last[0]
+    while hole > 0:
+        parent = (hole - 1) // 2
+        if not heap[parent][0] < seq:
+            break
+        heap[hole] = heap[parent]
+        hole = parent
+    heap[hole] = last
     return top
 
 
@@ -439,9 +435,18 @@ def _execute(task, roots, root_grads, inputs, accumulate):
     hooks_state = _graph._hooks_state()
     unchanged = hooks_state[2]
     anomaly = _anomaly_state
+    # the heap is a libstdc++ priority queue; while it is empty, the one node made ready is held
+    # here instead (the state a push then a pop would leave)
+    ready_node = ready_grads = None
     try:
-        while heap:
-            _, node, grads = heap.pop() if len(heap) == 1 else pop(heap)  # a chain's lone ready node: no sifting
+        while True:
+            if ready_node is not None:  # a chain's lone ready node: no heap at all
+                node, grads = ready_node, ready_grads
+                ready_node = ready_grads = None
+            elif heap:
+                _, node, grads = heap.pop() if len(heap) == 1 else pop(heap)
+            else:
+                break
             task.current_node = node
             if exec_info is not None:
                 outputs = _evaluate_filtered(task, node, grads)
@@ -487,12 +492,16 @@ def _execute(task, roots, root_grads, inputs, accumulate):
                         buf[nr] = g
                 elif g is not None:
                     buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
-                if heap:
-                    push(heap, (nxt._seq, nxt, buf))
+                if ready_node is None and not heap:
+                    ready_node, ready_grads = nxt, buf
                 else:
-                    heap.append((nxt._seq, nxt, buf))
-            # drop our references, so that a sink can tell it holds the only one (see accumulate_into_grad)
-            outputs = g = grads = buf = None
+                    if ready_node is not None:  # what the heap would hold: it had been empty
+                        heap.append((ready_node._seq, ready_node, ready_grads))
+                        ready_node = None
+                    push(heap, (nxt._seq, nxt, buf))
+            # drop our references, so that a sink can tell it holds the only one (see
+            # accumulate_into_grad); ``grads`` is rebound before the next node runs
+            outputs = g = buf = None
         if task.final_callbacks:
             # like torch's engine: after the last node, still inside the pass (a callback may queue
             # more, and current_task() is this pass), in the pass's grad mode
