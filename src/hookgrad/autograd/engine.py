@@ -624,21 +624,21 @@ def accumulate_into_grad(var, grad) -> None:
     The first gradient is adopted without a copy when nothing else can see its storage (the same
     reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
     """
-    wrap = _tensor.wrap
     current = var._grad  # a leaf's: what its .grad property returns
-    if grad._data.dtype != var._data.dtype and _tensor._dtype.is_bfloat16_np(var._data.dtype):
+    vdata = var._data
+    if grad._data.dtype != vdata.dtype and _tensor._dtype.is_bfloat16_np(vdata.dtype):
         # a backward formula that left bfloat16 for float32 math: round once into the leaf's dtype
         grad = grad.to(var.dtype)
     if grad_mode.STATE.enabled:
         # create_graph: the gradient keeps its own graph, so accumulate out of place; the first one
         # is copied into a fresh tensor laid out like the leaf (a CopyBackwards node, as in torch)
-        var.grad = wrap(np.empty_like(var._data, dtype=grad._data.dtype)).copy_(grad) if current is None else current + grad
+        var.grad = _tensor.wrap(np.empty_like(vdata, dtype=grad._data.dtype)).copy_(grad) if current is None else current + grad
         return
     data = grad._data
     if current is None:
-        layout_ok = data.flags.c_contiguous or not var._data.flags.c_contiguous
-        new = wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, var._data))
-        if data.shape == var._data.shape and data.dtype == var._data.dtype:
+        layout_ok = data.flags.c_contiguous or not vdata.flags.c_contiguous
+        new = _tensor.wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, vdata))
+        if data.shape == vdata.shape and data.dtype == vdata.dtype:
             var._grad = new
         else:
             var.grad = new  # the .grad setter's errors
@@ -648,4 +648,4 @@ def accumulate_into_grad(var, grad) -> None:
         np.add(cur, data, out=cur, casting="unsafe")
         current._bump_version()
     else:
-        var.grad = wrap(cur + data)
+        var.grad = _tensor.wrap(cur + data)
