@@ -475,6 +475,7 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 
 
 _NDARRAY = np.ndarray
+_new_object = object.__new__
 
 
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
@@ -483,7 +484,7 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
         # NumPy's ufuncs return scalars for 0-d operands; a Tensor holds an array (in-place ops write to it)
         data = np.asarray(data)
     # _init written out: this runs for every tensor an op makes
-    t = object.__new__(Tensor)
+    t = _new_object(Tensor)
     t._data = data
     t._requires_grad = requires_grad
     t._grad_fn = None

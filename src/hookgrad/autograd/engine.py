@@ -24,7 +24,7 @@ import numpy as np
 from .. import _tensor
 from . import _hook_context, grad_mode
 from . import graph as _graph
-from .graph import _anomaly_state, _op_backward_hooks
+from .graph import _anomaly_state, _is_none, _op_backward_hooks
 
 _task_stack: list = []
 
@@ -460,8 +460,14 @@ def _execute(task, roots, root_grads, inputs, accumulate):
                     outputs = _without_grads(node)
                 if node._post_hooks or _op_backward_hooks:
                     outputs = _after_backward(node, outputs, grads, False)
-                if not keep_graph and (node._saved or node._releases_more_than_saved):
+                if keep_graph:
+                    pass
+                elif node._releases_more_than_saved:
                     node.release_variables()
+                elif node._saved:  # Node.release_variables, written out
+                    if None in node._saved:
+                        node._freed_undefined = tuple(map(_is_none, node._saved))
+                    node._saved = None
                 if anomaly.enabled and outputs and anomaly.check_nan:
                     _check_nan(node, outputs)
             if hooks_changes[0] != unchanged:
@@ -500,8 +506,9 @@ def _execute(task, roots, root_grads, inputs, accumulate):
                         ready_node = None
                     push(heap, (nxt._seq, nxt, buf))
             # drop our references, so that a sink can tell it holds the only one (see
-            # accumulate_into_grad); ``grads`` is rebound before the next node runs
-            outputs = g = buf = None
+            # accumulate_into_grad); ``grads`` is rebound before the next node runs, and ``buf``
+            # is the gradient list of a node still to run
+            outputs = g = None
         if task.final_callbacks:
             # like torch's engine: after the last node, still inside the pass (a callback may queue
             # more, and current_task() is this pass), in the pass's grad mode

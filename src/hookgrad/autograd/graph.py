@@ -55,6 +55,7 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_hooks", "save
            "disable_saved_tensors_hooks", "register_multi_grad_hook", "GradientEdge", "get_gradient_edge"]
 
 _sequence = itertools.count()
+_next_seq = _sequence.__next__
 # AccumulateGrad runs as soon as it is ready, like torch's (its sequence number is the maximum).
 ACCUMULATE_SEQ = 1 << 62
 
@@ -136,7 +137,7 @@ class Node:
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
-        self._seq = next(_sequence)
+        self._seq = _next_seq()
         self._pre_hooks = None
         self._post_hooks = None
         self._tensor_pre_hooks = None
@@ -238,6 +239,7 @@ class Node:
         return tuple([None if s is None else s.unpack(self) for s in saved])
 
     def release_variables(self) -> None:
+        # (the engine runs these steps itself for nodes that do not override this method)
         saved = self._saved
         if saved:
             if None in saved:  # what was never saved still reads as None, as in torch
