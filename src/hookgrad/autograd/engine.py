@@ -214,6 +214,15 @@ def _compute_dependencies(roots):
     deps = {}
     # several roots may be outputs of one node: walk each node once
     stack = [n for n in dict.fromkeys(roots) if n is not None]
+    if len(stack) == 1:  # a lone root: no path leads back to it, so every node is walked when it enters ``deps``
+        while stack:
+            for nxt, _ in stack.pop().next_functions:
+                if nxt in deps:
+                    deps[nxt] += 1
+                elif nxt is not None:
+                    deps[nxt] = 1
+                    stack.append(nxt)
+        return deps
     walked = set(stack)  # the roots; every other node is walked when it enters ``deps``
     while stack:
         for nxt, _ in stack.pop().next_functions:
@@ -633,19 +642,22 @@ def accumulate_into_grad(var, grad) -> None:
     """
     current = var._grad  # a leaf's: what its .grad property returns
     vdata = var._data
-    if grad._data.dtype != vdata.dtype and _tensor._dtype.is_bfloat16_np(vdata.dtype):
+    data = grad._data
+    same_dtype = data.dtype == vdata.dtype
+    if not same_dtype and _tensor._dtype.is_bfloat16_np(vdata.dtype):
         # a backward formula that left bfloat16 for float32 math: round once into the leaf's dtype
         grad = grad.to(var.dtype)
+        data = grad._data
+        same_dtype = True
     if grad_mode.STATE.enabled:
         # create_graph: the gradient keeps its own graph, so accumulate out of place; the first one
         # is copied into a fresh tensor laid out like the leaf (a CopyBackwards node, as in torch)
-        var.grad = _tensor.wrap(np.empty_like(vdata, dtype=grad._data.dtype)).copy_(grad) if current is None else current + grad
+        var.grad = _tensor.wrap(np.empty_like(vdata, dtype=data.dtype)).copy_(grad) if current is None else current + grad
         return
-    data = grad._data
     if current is None:
         layout_ok = data.flags.c_contiguous or not vdata.flags.c_contiguous
         new = _tensor.wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, vdata))
-        if data.shape == vdata.shape and data.dtype == vdata.dtype:
+        if same_dtype and data.shape == vdata.shape:
             var._grad = new
         else:
             var.grad = new  # the .grad setter's errors

@@ -298,15 +298,18 @@ class SavedTensor:
         counter = self.counter = tensor._version_counter
         self.version = counter[0]
         self.is_output = is_output
-        hooks = _saved_hooks_stack[-1] if _saved_hooks_stack else None
-        if hooks is None:
-            self.tensor = tensor._data if is_output else tensor
+        if not _saved_hooks_stack or _saved_hooks_stack[-1] is None:
             self.unpack_hook = None
-            # a saved non-leaf that loses its history by detach_() cannot be used (torch refuses too);
-            # an op's own output saved as an input and detached by the op itself is not such a case
-            self.grad_fn = None if is_output else tensor._grad_fn
+            if is_output:
+                self.tensor = tensor._data
+                self.grad_fn = None
+            else:
+                self.tensor = tensor
+                # a saved non-leaf that loses its history by detach_() cannot be used (torch refuses
+                # too); an op's own output saved as an input and detached by the op itself is not
+                self.grad_fn = tensor._grad_fn
         else:
-            pack, self.unpack_hook = hooks
+            pack, self.unpack_hook = _saved_hooks_stack[-1]
             self.tensor = None
             self._remember_identity(tensor)
             self.packed = _call_pack_hook(pack, tensor)
