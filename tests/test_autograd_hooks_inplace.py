@@ -104,3 +104,16 @@ def test_inplace_on_split_output_raises_only_with_grad(T):
     p, q = plain.split(2)
     q.add_(1)
     return catch(lambda: x.mul_(2)), plain
+
+
+@differential
+def test_second_backward_through_copy_slices_is_refused(T):
+    # CopySlices saves nothing itself, yet releasing the graph frees the in-place op's node (which
+    # saved ``w``): the second backward raises instead of accumulating again
+    a = T.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    w = T.tensor([2.0, 3.0, 4.0, 5.0, 6.0, 7.0])
+    b = a + 0
+    b.view(-1).mul_(w)
+    b.sum().backward()
+    second = catch(lambda: b.sum().backward())
+    return a.grad, second

@@ -196,9 +196,10 @@ class _KeywordPlan:
                     raise TypeError(f"{self.name}(): argument '{keyword}' must be tuple of ints, not "
                                     f"{type_name(value)}")
                 args.extend(value)
+                args = tuple(args)
         if self.arange and not args and "end" in kwargs and "start" not in kwargs:
             args = (0,)
-        return tuple(args), kwargs
+        return args, kwargs
 
 
 def checked(fn, name: str | None = None, via_method: str | None = None):

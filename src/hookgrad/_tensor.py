@@ -7,6 +7,7 @@ than about an operation. Operation methods are attached by ``_ops/__init__.py``.
 from __future__ import annotations
 
 import builtins
+import weakref
 from collections import OrderedDict
 
 import numpy as np
@@ -211,7 +212,6 @@ class Tensor:
         ref = self._accumulator
         acc = ref() if ref is not None else None
         if acc is None:
-            import weakref
             acc = AccumulateGrad(self)
             self._accumulator = weakref.ref(acc)
         return acc
@@ -298,6 +298,7 @@ class Tensor:
 
         if fn._retains_grad_hooks is None:
             fn._retains_grad_hooks = {}
+            fn._has_hooks = True
         fn._retains_grad_hooks[self._output_nr] = retain
         self._retains_grad = True
 
@@ -320,6 +321,7 @@ class Tensor:
             if hook is not None:
                 if node._retains_grad_hooks is None:
                     node._retains_grad_hooks = {}
+                    node._has_hooks = True
                 node._retains_grad_hooks[self._output_nr] = hook
 
     # -- autograd entry points --------------------------------------------------------------
@@ -478,6 +480,7 @@ _warn_nonleaf_grad = [True]
 
 
 def _init(t: Tensor, data: np.ndarray) -> None:
+    # (wrap sets the same attributes itself)
     t._data = data
     t._requires_grad = False
     t._grad_fn = None
@@ -493,6 +496,7 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 
 
 _NDARRAY = np.ndarray
+_new_object = object.__new__
 
 
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
@@ -500,9 +504,20 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     if data.__class__ is not _NDARRAY and not isinstance(data, _NDARRAY):
         # NumPy's ufuncs return scalars for 0-d operands; a Tensor holds an array (in-place ops write to it)
         data = np.asarray(data)
-    t = object.__new__(Tensor)
-    _init(t, data)
+    # _init written out: this runs for every tensor an op makes
+    t = _new_object(Tensor)
+    t._data = data
     t._requires_grad = requires_grad
+    t._grad_fn = None
+    t._grad = None
+    t._output_nr = 0
+    t._version_counter = [0]
+    t._base = None
+    t._view_version = 0
+    t._backward_hooks = None
+    t._post_accumulate_grad_hooks = None
+    t._accumulator = None
+    t._retains_grad = False
     return t
 
 

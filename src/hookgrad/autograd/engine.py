@@ -24,7 +24,7 @@ import numpy as np
 from .. import _tensor
 from . import _hook_context, grad_mode
 from . import graph as _graph
-from .graph import _anomaly_state, _op_backward_hooks
+from .graph import _anomaly_state, _is_none, _op_backward_hooks
 
 _task_stack: list = []
 
@@ -35,8 +35,10 @@ def current_task():
 
 
 # ---- a binary heap with libstdc++'s exact push/pop algorithms -----------------------------------
-def _sift_up(heap: list, hole: int, item) -> None:
-    """libstdc++'s __push_heap: move ``item`` up from ``hole`` while its parent ranks lower."""
+def _heap_push(heap: list, item) -> None:
+    """libstdc++'s push_heap: ``item`` moves up from the end while its parent ranks lower."""
+    hole = len(heap)
+    heap.append(item)
     seq = item[0]
     while hole > 0:
         parent = (hole - 1) // 2
@@ -45,11 +47,6 @@ def _sift_up(heap: list, hole: int, item) -> None:
         heap[hole] = heap[parent]
         hole = parent
     heap[hole] = item
-
-
-def _heap_push(heap: list, item) -> None:
-    heap.append(item)
-    _sift_up(heap, len(heap) - 1, item)
 
 
 def _heap_pop(heap: list):
@@ -71,7 +68,15 @@ def _heap_pop(heap: list):
         child = 2 * (child + 1)
         heap[hole] = heap[child - 1]
         hole = child - 1
-    _sift_up(heap, hole, last)
+    # libstdc++'s __push_heap from the hole (as in _heap_push)
+    seq = last[0]
+    while hole > 0:
+        parent = (hole - 1) // 2
+        if not heap[parent][0] < seq:
+            break
+        heap[hole] = heap[parent]
+        hole = parent
+    heap[hole] = last
     return top
 
 
@@ -207,19 +212,26 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
 
 def _compute_dependencies(roots):
     deps = {}
-    seen = set()
     # several roots may be outputs of one node: walk each node once
     stack = [n for n in dict.fromkeys(roots) if n is not None]
-    seen.update(stack)
+    if len(stack) == 1:  # a lone root: no path leads back to it, so every node is walked when it enters ``deps``
+        while stack:
+            for nxt, _ in stack.pop().next_functions:
+                if nxt in deps:
+                    deps[nxt] += 1
+                elif nxt is not None:
+                    deps[nxt] = 1
+                    stack.append(nxt)
+        return deps
+    walked = set(stack)  # the roots; every other node is walked when it enters ``deps``
     while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+        for nxt, _ in stack.pop().next_functions:
+            if nxt in deps:
+                deps[nxt] += 1
+            elif nxt is not None:
+                deps[nxt] = 1
+                if nxt not in walked:
+                    stack.append(nxt)
     return deps
 
 
@@ -377,7 +389,7 @@ def _execute_with_lifecycle(task, info, roots, root_grads, inputs, accumulate):
 
 
 def _execute(task, roots, root_grads, inputs, accumulate):
-    keep_graph, create_graph = task.keep_graph, task.create_graph
+    keep_graph = task.keep_graph
     root_nodes = [node for node, _ in roots]
     deps = _compute_dependencies(root_nodes)
     task.reachable = (deps, root_nodes)
@@ -409,6 +421,8 @@ def _execute(task, roots, root_grads, inputs, accumulate):
             buf = buffers[node] = [None] * node._num_outputs
         buf[nr] = grad if buf[nr] is None else buf[nr] + grad
 
+    # a heap entry is (sequence number, node, its gradients): a node is pushed once all its
+    # gradients have arrived, so they travel with it (a node fed by one edge never needs a buffer)
     heap = []
     # a lone root edge is visited even when no wanted gradient lies behind it (its tensor hooks and
     # retain_grad run); several roots hang off one dummy node in torch, which visits only those needed
@@ -417,10 +431,10 @@ def _execute(task, roots, root_grads, inputs, accumulate):
         if node is not None and deps.get(node, 0) == 0:
             if task.exec_info is not None and node not in task.exec_info and not lone_root:
                 continue
-            _heap_push(heap, (node._seq, node))
+            _heap_push(heap, (node._seq, node, buffers.pop(node)))
 
     prev_mode = grad_mode.STATE.enabled
-    grad_mode.STATE.enabled = create_graph
+    grad_mode.STATE.enabled = task.create_graph
     _task_stack.append(task)
     exec_info = task.exec_info
     pop, push = _heap_pop, _heap_push
@@ -429,14 +443,42 @@ def _execute(task, roots, root_grads, inputs, accumulate):
     hooks_changes = _graph._saved_hooks_changes
     hooks_state = _graph._hooks_state()
     unchanged = hooks_state[2]
+    anomaly = _anomaly_state
+    # the heap is a libstdc++ priority queue; while it is empty, the one node made ready is held
+    # here instead (the state a push then a pop would leave)
+    ready_node = ready_grads = None
     try:
-        while heap:
-            node = heap.pop()[1] if len(heap) == 1 else pop(heap)[1]  # a chain's lone ready node: no sifting
-            grads = buffers.pop(node, None) or [None] * node._num_outputs
-            if exec_info is None:
+        while True:
+            if ready_node is not None:  # a chain's lone ready node: no heap at all
+                node, grads = ready_node, ready_grads
+                ready_node = ready_grads = None
+            elif heap:
+                _, node, grads = heap.pop() if len(heap) == 1 else pop(heap)
+            else:
+                break
+            task.current_node = node
+            if exec_info is not None:
+                outputs = _evaluate_filtered(task, node, grads)
+            elif node._has_hooks or (node.is_sink and node.variable._backward_hooks):
                 outputs = _run_node(task, node, grads)
             else:
-                outputs = _evaluate_filtered(task, node, grads)
+                # _run_node's steps for a node without hooks (hooks its backward registers still run)
+                if node.runs_without_grads or grads[0] is not None or any(g is not None for g in grads):
+                    outputs = node.apply(grads)
+                else:
+                    outputs = _without_grads(node)
+                if node._post_hooks or _op_backward_hooks:
+                    outputs = _after_backward(node, outputs, grads, False)
+                if keep_graph:
+                    pass
+                elif node._releases_more_than_saved:
+                    node.release_variables()
+                elif node._saved:  # Node.release_variables, written out
+                    if None in node._saved:
+                        node._freed_undefined = tuple(map(_is_none, node._saved))
+                    node._saved = None
+                if anomaly.enabled and outputs and anomaly.check_nan:
+                    _check_nan(node, outputs)
             if hooks_changes[0] != unchanged:
                 _graph._restore_hooks_state(hooks_state)
             if outputs is None:
@@ -448,18 +490,34 @@ def _execute(task, roots, root_grads, inputs, accumulate):
                 deps[nxt] = remaining
                 if exec_info is not None and nxt not in exec_info:
                     continue
-                buf = buffers.get(nxt)
+                if remaining:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt._num_outputs
+                    if g is not None:
+                        buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
+                    continue
+                # its last gradient: the node is ready
+                buf = buffers.pop(nxt, None) if buffers else None
                 if buf is None:
-                    buf = buffers[nxt] = [None] * nxt._num_outputs
-                if g is not None:
-                    buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
-                if remaining == 0:
-                    if heap:
-                        push(heap, (nxt._seq, nxt))
+                    if nxt._num_outputs == 1:
+                        buf = [g]
                     else:
-                        heap.append((nxt._seq, nxt))
-            # drop our references, so that a sink can tell it holds the only one (see accumulate_into_grad)
-            outputs = g = grads = None
+                        buf = [None] * nxt._num_outputs
+                        buf[nr] = g
+                elif g is not None:
+                    buf[nr] = g if buf[nr] is None else _accumulate_buffer(buf[nr], g)
+                if ready_node is None and not heap:
+                    ready_node, ready_grads = nxt, buf
+                else:
+                    if ready_node is not None:  # what the heap would hold: it had been empty
+                        heap.append((ready_node._seq, ready_node, ready_grads))
+                        ready_node = None
+                    push(heap, (nxt._seq, nxt, buf))
+            # drop our references, so that a sink can tell it holds the only one (see
+            # accumulate_into_grad); ``grads`` is rebound before the next node runs, and ``buf``
+            # is the gradient list of a node still to run
+            outputs = g = None
         if task.final_callbacks:
             # like torch's engine: after the last node, still inside the pass (a callback may queue
             # more, and current_task() is this pass), in the pass's grad mode
@@ -523,8 +581,8 @@ def _evaluate_filtered(task, node, grads):
 
 
 def _run_node(task, node, grads):
-    """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order."""
-    task.current_node = node
+    """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order.
+    (``_execute`` runs a node without hooks itself, the same steps minus the hooks.)"""
     if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._backward_hooks):
         grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
@@ -535,22 +593,33 @@ def _run_node(task, node, grads):
     if node.runs_without_grads or any(g is not None for g in grads):
         outputs = node.apply(grads)
     else:
-        # no gradient arrived: the formula is skipped, but like torch's generated backward the node
-        # still unpacks what it saved (unpack hooks run; a freed graph or an in-place change raises)
-        if node._saved is None or node._saved:
-            node.saved()
-        outputs = (None,) * len(node.next_functions)
+        outputs = _without_grads(node)
     exec_info = task.exec_info
     if exec_info is not None and not node.runs_without_grads:
         outputs = _drop_unneeded(node, outputs, exec_info)
-    if node._post_hooks:
-        outputs = _call_post_hooks(node, outputs, grads if had_post_hooks else ())
-    if _op_backward_hooks:
-        outputs = _graph._op_dispatch[1](node, outputs, grads)
+    if node._post_hooks or _op_backward_hooks:
+        outputs = _after_backward(node, outputs, grads, had_post_hooks)
     if not task.keep_graph:
         node.release_variables()
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)
+    return outputs
+
+
+def _without_grads(node):
+    """No gradient arrived: the formula is skipped, but like torch's generated backward the node
+    still unpacks what it saved (unpack hooks run; a freed graph or an in-place change raises)."""
+    if node._saved is None or node._saved:
+        node.saved()
+    return (None,) * len(node.next_functions)
+
+
+def _after_backward(node, outputs, grads, had_post_hooks):
+    """Node post-hooks, then op backward hooks, after a node's backward."""
+    if node._post_hooks:
+        outputs = _call_post_hooks(node, outputs, grads if had_post_hooks else ())
+    if _op_backward_hooks:
+        outputs = _graph._op_dispatch[1](node, outputs, grads)
     return outputs
 
 
@@ -571,24 +640,31 @@ def accumulate_into_grad(var, grad) -> None:
     The first gradient is adopted without a copy when nothing else can see its storage (the same
     reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
     """
-    wrap = _tensor.wrap
-    current = var.grad
-    if grad._data.dtype != var._data.dtype and _tensor._dtype.is_bfloat16_np(var._data.dtype):
+    current = var._grad  # a leaf's: what its .grad property returns
+    vdata = var._data
+    data = grad._data
+    same_dtype = data.dtype == vdata.dtype
+    if not same_dtype and _tensor._dtype.is_bfloat16_np(vdata.dtype):
         # a backward formula that left bfloat16 for float32 math: round once into the leaf's dtype
         grad = grad.to(var.dtype)
+        data = grad._data
+        same_dtype = True
     if grad_mode.STATE.enabled:
         # create_graph: the gradient keeps its own graph, so accumulate out of place; the first one
         # is copied into a fresh tensor laid out like the leaf (a CopyBackwards node, as in torch)
-        var.grad = wrap(np.empty_like(var._data, dtype=grad._data.dtype)).copy_(grad) if current is None else current + grad
+        var.grad = _tensor.wrap(np.empty_like(vdata, dtype=data.dtype)).copy_(grad) if current is None else current + grad
         return
-    data = grad._data
     if current is None:
-        layout_ok = data.flags.c_contiguous or not var._data.flags.c_contiguous
-        var.grad = wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, var._data))
+        layout_ok = data.flags.c_contiguous or not vdata.flags.c_contiguous
+        new = _tensor.wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, vdata))
+        if same_dtype and data.shape == vdata.shape:
+            var._grad = new
+        else:
+            var.grad = new  # the .grad setter's errors
         return
     cur = current._data
     if cur.shape == data.shape and cur.flags.writeable:
         np.add(cur, data, out=cur, casting="unsafe")
         current._bump_version()
     else:
-        var.grad = wrap(cur + data)
+        var.grad = _tensor.wrap(cur + data)

@@ -40,7 +40,9 @@ node post-hooks for the legacy kind): see ``hookgrad.nn.modules.module``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
+import operator
 import re
 import weakref
 from collections import OrderedDict
@@ -54,6 +56,7 @@ __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_hooks", "save
            "disable_saved_tensors_hooks", "register_multi_grad_hook", "GradientEdge", "get_gradient_edge"]
 
 _sequence = itertools.count()
+_next_seq = _sequence.__next__
 # AccumulateGrad runs as soon as it is ready, like torch's (its sequence number is the maximum).
 ACCUMULATE_SEQ = 1 << 62
 
@@ -79,7 +82,7 @@ class Node:
     """
 
     __slots__ = ("next_functions", "_seq", "_pre_hooks", "_post_hooks", "_tensor_pre_hooks",
-                 "_retains_grad_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined", "__weakref__")
+                 "_retains_grad_hooks", "_has_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined", "__weakref__")
 
     # built-in formulas are skipped when no gradient arrived at all (every output stays undefined);
     # custom Functions and AccumulateGrad run regardless, as in torch
@@ -102,9 +105,13 @@ class Node:
     saved_values = {}
     # the ``_saved_*`` / ``_raw_saved_*`` attribute names instances list in ``dir()``
     _listed_saved_attrs = frozenset()
+    # whether release_variables is overridden (frees more than ``_saved``): the engine calls it
+    # only for such nodes and for nodes that saved something
+    _releases_more_than_saved = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        cls._releases_more_than_saved = cls.release_variables is not Node.release_variables
         own_names, own_values = "saved_names" in cls.__dict__, "saved_values" in cls.__dict__
         if not (own_names or own_values):
             return
@@ -131,11 +138,13 @@ class Node:
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions
-        self._seq = next(_sequence)
+        self._seq = _next_seq()
         self._pre_hooks = None
         self._post_hooks = None
         self._tensor_pre_hooks = None
         self._retains_grad_hooks = None
+        # set when any of the four registries above is made: the engine's one test for a plain node
+        self._has_hooks = False
         self._metadata = None
         self._saved = ()
         if _anomaly_state.enabled:
@@ -168,6 +177,7 @@ class Node:
         """``fn(grad_outputs) -> new grad_outputs or None`` runs before this node's backward."""
         if self._pre_hooks is None:
             self._pre_hooks = OrderedDict()
+            self._has_hooks = True
         handle = RemovableHandle(self._pre_hooks)
         self._pre_hooks[handle.id] = fn
         note_registration(self._pre_hooks, handle.id, holder=self)
@@ -183,6 +193,7 @@ class Node:
         """``register_hook`` without noting where: for hooks the machinery adds on every call."""
         if self._post_hooks is None:
             self._post_hooks = OrderedDict()
+            self._has_hooks = True
         handle = RemovableHandle(self._post_hooks)
         self._post_hooks[handle.id] = fn
         return handle
@@ -194,31 +205,53 @@ class Node:
     def _add_tensor_hooks(self, output_nr: int, hooks: dict) -> None:
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = []
+            self._has_hooks = True
         self._tensor_pre_hooks.append((output_nr, hooks))
 
     # -- saved tensors ------------------------------------------------------------------------
     def save(self, *tensors, output=None) -> None:
         """Keep ``tensors`` (and this node's ``output``, last) for the backward, with their versions."""
-        saved = tuple(SavedTensor(t) if t is not None else None for t in tensors)
+        # spelled out for one and two tensors: this runs for most recorded ops
+        n = len(tensors)
+        if n == 1:
+            t = tensors[0]
+            saved = (None if t is None else SavedTensor(t),)
+        elif n == 2:
+            t, u = tensors
+            saved = (None if t is None else SavedTensor(t), None if u is None else SavedTensor(u))
+        else:
+            saved = tuple([None if t is None else SavedTensor(t) for t in tensors])
         if output is not None:
-            saved += (SavedTensor(output, is_output=True),)
+            saved += (SavedTensor(output, True),)
         self._saved = saved
 
     def saved(self) -> tuple:
         """The saved tensors, after checking none was modified in place since."""
-        if self._saved is None:
+        saved = self._saved
+        if saved is None:
             raise RuntimeError(_FREED_MESSAGE)
-        return tuple(s.unpack(self) if s is not None else None for s in self._saved)
+        n = len(saved)
+        if n == 1:
+            s = saved[0]
+            return (None if s is None else s.unpack(self),)
+        if n == 2:
+            s, t = saved
+            return (None if s is None else s.unpack(self), None if t is None else t.unpack(self))
+        return tuple([None if s is None else s.unpack(self) for s in saved])
 
     def release_variables(self) -> None:
-        if self._saved:
-            if None in self._saved:  # what was never saved still reads as None, as in torch
-                self._freed_undefined = (len(self._saved),
-                                         frozenset(i for i, s in enumerate(self._saved) if s is None))
+        # (the engine runs these steps itself for nodes that do not override this method)
+        saved = self._saved
+        if saved:
+            if None in saved:  # what was never saved still reads as None, as in torch
+                self._freed_undefined = tuple(map(_is_none, saved))
             self._saved = None
 
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()} has no backward")
+
+
+_is_none = functools.partial(operator.is_, None)
 
 
 def saved_tensor(node, index: int, freed_if_undefined=False):
@@ -238,8 +271,8 @@ def _not_saved(attr: str):
 def _saved_accessor(index: int, raw: bool):
     def get(node):
         if node._saved is None:
-            undefined = getattr(node, "_freed_undefined", None)
-            if undefined is not None and (index >= undefined[0] or index in undefined[1]):
+            undefined = getattr(node, "_freed_undefined", None)  # per slot: was it None?
+            if undefined is not None and (index >= len(undefined) or undefined[index]):
                 return None
             raise RuntimeError(_FREED_MESSAGE)
         saved = node._saved[index] if index < len(node._saved) else None
@@ -263,18 +296,21 @@ class SavedTensor:
                  "grad_fn", "output_nr", "accumulator", "requires_grad")
 
     def __init__(self, tensor, is_output=False):
-        self.counter = tensor._version_counter
-        self.version = self.counter[0]
+        counter = self.counter = tensor._version_counter
+        self.version = counter[0]
         self.is_output = is_output
-        hooks = _saved_hooks_stack[-1] if _saved_hooks_stack else None
-        if hooks is None:
-            self.tensor = tensor._data if is_output else tensor
+        if not _saved_hooks_stack or _saved_hooks_stack[-1] is None:
             self.unpack_hook = None
-            # a saved non-leaf that loses its history by detach_() cannot be used (torch refuses too);
-            # an op's own output saved as an input and detached by the op itself is not such a case
-            self.grad_fn = None if is_output else tensor._grad_fn
+            if is_output:
+                self.tensor = tensor._data
+                self.grad_fn = None
+            else:
+                self.tensor = tensor
+                # a saved non-leaf that loses its history by detach_() cannot be used (torch refuses
+                # too); an op's own output saved as an input and detached by the op itself is not
+                self.grad_fn = tensor._grad_fn
         else:
-            pack, self.unpack_hook = hooks
+            pack, self.unpack_hook = _saved_hooks_stack[-1]
             self.tensor = None
             self._remember_identity(tensor)
             self.packed = _call_pack_hook(pack, tensor)

@@ -49,7 +49,7 @@ class SGD(Optimizer):
             nesterov = group["nesterov"]
             maximize = group["maximize"]
             for p in group["params"]:
-                grad = p.grad
+                grad = p._grad  # a parameter is a leaf: what its .grad property returns
                 if grad is None:
                     continue
                 d_p = grad._data
@@ -71,7 +71,7 @@ class SGD(Optimizer):
                     d_p = d_p + momentum * buf._data if nesterov else buf._data
                 step = d_p * lr
                 p._data -= step
-                _bump(p)
+                p._version_counter[0] += 1  # _bump(p), written out
 
 
 from ._functional import sgd  # noqa: E402 - the functional form, torch.optim.sgd.sgd

@@ -82,6 +82,10 @@ def _in_hookgrad(module_name: str) -> bool:
     return module_name.startswith("hookgrad") and (len(module_name) == 8 or module_name[8] == ".")
 
 
+# the code objects of hookgrad's own functions met in that walk (a module's name is looked at once)
+_hookgrad_code: set = set()
+
+
 def _forget_registry(key: int) -> None:
     _registration_sites.pop(key, None)
 
@@ -99,7 +103,11 @@ def note_registration(registry: Any, handle_id: int, prepend: bool = False, hold
         for watcher in tuple(_registration_watchers):
             watcher(registry, handle_id, holder)
     frame = sys._getframe(2)
-    while frame is not None and _in_hookgrad(frame.f_globals.get("__name__") or ""):
+    while frame is not None:
+        if frame.f_code not in _hookgrad_code:
+            if not _in_hookgrad(frame.f_globals.get("__name__") or ""):
+                break
+            _hookgrad_code.add(frame.f_code)
         frame = frame.f_back
     site = None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
     key = id(registry)

@@ -37,6 +37,10 @@ class _HookIdentityNode(Node):
         self.on_backward = on_backward
 
     def apply(self, grads):
+        if len(grads) == 1 and grads[0] is not None:  # the usual case: one gradient, present
+            outs = (grads[0],)
+            replaced = self.on_backward(outs, grads)
+            return outs if replaced is None else replaced
         outs = list(grads)
         for i, g in enumerate(outs):
             if g is None:
@@ -112,6 +116,8 @@ class BackwardHook:
 
     @staticmethod
     def _pack_with_none(indices, values, size):
+        if size == 1 and len(values) == 1:
+            return (values[0],)
         packed = [None] * size
         for idx, val in zip(indices, values):
             packed[idx] = val
@@ -119,6 +125,8 @@ class BackwardHook:
 
     @staticmethod
     def _unpack_none(indices, values):
+        if len(indices) == 1:
+            return (values[indices[0]],)
         return tuple([values[idx] for idx in indices])
 
     def _input_backward(self, grad_input, _grad_output):
@@ -190,7 +198,7 @@ class BackwardHook:
         grad mode is off)."""
         if not grad_mode.STATE.enabled:
             return args, None
-        if len(args) == 1 and type(args) is tuple:  # the usual module call: one tensor in, one out
+        if args.__class__ is tuple and len(args) == 1:  # the usual module call: one tensor in, one out
             arg = args[0]
             if not (isinstance(arg, Tensor) and arg._requires_grad):
                 return args, None
