@@ -40,6 +40,7 @@ from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTen
                       LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
 strided = "torch.strided"
 contiguous_format = preserve_format = channels_last = "torch.contiguous_format"
+from ._torch_extras import *  # noqa: F401,F403,E402 - settings, layouts, sym_*, streams, cond
 
 
 def is_tensor(obj) -> _builtins.bool:
@@ -110,12 +111,16 @@ _LAZY |= {"testing", "backends", "amp", "cpu"}
 _LAZY |= {"special"}
 _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
+# torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
+_FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler"}
 
 
 def __getattr__(name):
     # nn, optim and friends load on first use: ``import hookgrad`` stays light
     if name in _LAZY:
         return _importlib.import_module(f".{name}", __name__)
+    if name in _FROM_NAMESPACE:
+        return getattr(_importlib.import_module(f".{_FROM_NAMESPACE[name]}", __name__), name)
     if name in ("save", "load"):
         return getattr(_importlib.import_module(".serialization", __name__), name)
     from ._nn_torch_names import NN_TORCH_NAMES
