@@ -148,3 +148,25 @@ def test_while_loop_eager(T):
     y.sum().backward()
     counted = T.while_loop(lambda n: n < 5, lambda n: (n + 2,), (T.tensor(0),))
     return i, y.detach(), x.grad, counted
+
+
+STORAGE_CLASSES = ("FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage", "LongStorage", "IntStorage",
+                   "ShortStorage", "CharStorage", "ByteStorage", "BoolStorage")
+
+
+@differential
+def test_typed_storage_classes(T):
+    made = []
+    for name in STORAGE_CLASSES:
+        cls = getattr(T, name)
+        s = cls([1, 0, 2])
+        made.append((name, s.dtype, len(s), s.tolist(), s.type(), isinstance(s, cls), isinstance(s, T.TypedStorage),
+                     len(cls(4)), len(cls()), isinstance(s, T.FloatStorage) == (name == "FloatStorage")))
+    x = T.tensor([1.0, 2.0])
+    return (made, T.Storage is T.FloatStorage, isinstance(x.storage(), T.FloatStorage),
+            isinstance(x.storage(), T.LongStorage), isinstance(x.untyped_storage(), T.StorageBase),
+            x.storage_type().__name__, T.tensor([1, 2]).storage_type().__name__,
+            T.FloatStorage.from_buffer(b"\x00\x00\x80\x3f\x00\x00\x00\x40", "little").tolist(),
+            T.ShortStorage.from_buffer(b"\x00\x01", "big").tolist(),
+            T.tensor(T.FloatStorage([1.5, 2])), T.BFloat16Tensor([1.5]).dtype,
+            [catch(T.FloatStorage, v) for v in (3.5, "x", -1)])
