@@ -170,3 +170,16 @@ def test_typed_storage_classes(T):
             T.ShortStorage.from_buffer(b"\x00\x01", "big").tolist(),
             T.tensor(T.FloatStorage([1.5, 2])), T.BFloat16Tensor([1.5]).dtype,
             [catch(T.FloatStorage, v) for v in (3.5, "x", -1)])
+
+
+@pytest.mark.parametrize("name", ["uint16", "uint32", "uint64"])
+@differential
+def test_wide_unsigned_dtypes(T, name):
+    dt = getattr(T, name)
+    x = T.tensor([1, 2, 3], dtype=dt)
+    info = T.iinfo(dt)
+    promotions = [catch(T.promote_types, dt, other) for other in (T.int64, T.uint8, T.bool, T.float32, T.float16, dt)]
+    mixed = [catch(lambda o=o: x * T.tensor([2], dtype=o)) for o in (T.int64, T.uint8)]
+    return (x, x.dtype, dt.is_signed, dt.itemsize, info.max, info.min, info.bits, T.tensor([-1]).to(dt),
+            T.tensor([2.7]).to(dt), x.float(), x * x, x == x, x.sum(), T.cat([x, x]), x[1:], x.tolist(),
+            T.zeros(2, dtype=dt), T.full((2,), 7, dtype=dt), promotions, mixed, x / x, x.clone(), x.sort().values)

@@ -15,6 +15,7 @@ from ._dtype import (Size, bool, complex64, complex128, double, dtype, finfo, fl
                      get_default_dtype, half, iinfo, int, int8, int16, int32, int64, long, promote_types,
                      set_default_dtype, short, uint8)
 from ._dtype import bfloat16  # noqa: E402 - computes through the optional ml_dtypes package
+from ._dtype import uint16, uint32, uint64  # noqa: E402
 from ._format import set_printoptions
 from ._tensor import Tensor
 from . import _ops
