@@ -1000,3 +1000,22 @@ BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin
                         "multi_margin_loss_p2_weight", "multilabel_margin_loss", "lp_pool1d", "lp_pool2d",
                         "torch_kl_div", "torch_norms", "cov_weights", "addbmm", "affine_grid", "addr", "conv_tbc",
                         "torch_activations"]
+
+# ---- torch.* breadth: functional recurrent entries, embedding_bag ----
+# (their nodes save other tensors than torch's ATen kernels do: values and gradients are compared)
+_VALUES_AND_GRADIENTS = {"facts": ()}
+EDGE.update({
+    "torch_embedding_bag_sum_weighted": (lambda T, w, p: T.embedding_bag(
+        w, T.tensor([1, 2, 4, 5, 4, 3, 2, 9]), T.tensor([0, 3, 3]), False, 0, False, p, False, 2)[0], [(10, 3), (8,)],
+        _VALUES_AND_GRADIENTS),
+    "torch_embedding_bag_mean_max": (lambda T, w: T.embedding_bag(w, T.tensor([1, 2, 4, 5, 4, 3]), T.tensor([0, 2]),
+                                                                  False, 1)[0]
+                                     + T.nn.functional.embedding_bag(T.tensor([[1, 7], [0, 3]]), w, mode="max"),
+                                     [(10, 3)], _VALUES_AND_GRADIENTS),
+    "torch_lstm": (lambda T, x, h, c, wi, wh, bi, bh: (lambda o: o[0].sum() + 2 * o[1].sum() + 3 * o[2].sum())(
+        T.lstm(x, (h, c), [wi, wh, bi, bh], True, 1, 0.0, False, False, False)),
+        [(4, 2, 3), (1, 2, 2), (1, 2, 2), (8, 3), (8, 2), (8,), (8,)], _VALUES_AND_GRADIENTS),
+    "torch_gru_packed": (lambda T, x, h, wi, wh: (lambda o: o[0].sum() + 2 * o[1].sum())(
+        T.gru(x, T.tensor([2, 2, 1]), h, [wi, wh], False, 1, 0.0, False, False)),
+        [(5, 3), (1, 2, 2), (6, 3), (6, 2)], _VALUES_AND_GRADIENTS),
+})
