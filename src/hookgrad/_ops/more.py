@@ -16,6 +16,7 @@ from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node, _op_dispatch, _op_forward_hooks
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, result_np_dtype, sum_to_shape
+from . import _dtype_rules as _rules
 from ._declare import inplace_function, module_all, op, record_op, unary
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
@@ -82,10 +83,11 @@ class AngleBackward0(Node):
 def angle(x):
     """For real tensors: pi where negative, 0 elsewhere (NaN stays NaN)."""
     x = as_tensor_arg(x)
-    d = x._data
+    d = _dtype.widen(x._data)
     if d.dtype.kind not in "fc":
         d = d.astype(float_dtype_for(x))
-    result = wrap(np.where(d < 0, d.dtype.type(math.pi), np.where(np.isnan(d), d, d.dtype.type(0))))
+    result = wrap(_dtype.narrow_to(np.where(d < 0, d.dtype.type(math.pi), np.where(np.isnan(d), d, d.dtype.type(0))),
+                                   x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         record_op(AngleBackward0, (x,), result).save(x)
     return result
@@ -130,9 +132,22 @@ def _float_operands(a, b, name):
             raise TypeError(f"{name}(): argument '{argname}' (position {pos + 1}) must be Tensor, not "
                             f"{type(arg).__name__}")
     dt = result_np_dtype(a, b)
-    if dt.kind not in "fc":
+    if name in _NO_INTEGER_KERNEL:
+        _rules.refuse_kernel(np.empty(0, dt), _rules.INTEGRAL, f"{name}_cpu")
+    if _dtype.is_bfloat16_np(dt):
+        dt = np.dtype(np.float32)  # float32 math; the caller rounds the result back (_rounded_back)
+    elif dt.kind not in "fc":
         dt = _dtype.get_default_dtype().np
     return a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
+
+
+# float-only kernels in torch (integer and bool inputs are refused, not promoted)
+_NO_INTEGER_KERNEL = {"hypot", "logaddexp", "logaddexp2"}
+
+
+def _rounded_back(out, a, b):
+    """A result computed in float32 for bfloat16 operands, rounded to bfloat16 once."""
+    return _dtype.narrow_to(out, result_np_dtype(a, b))
 
 
 def _broadcast_or_raise(fn, ad, bd):
@@ -161,7 +176,7 @@ class HypotBackward0(Node):
 @op(inplace=True)
 def hypot(a, b):
     ad, bd = _float_operands(a, b, "hypot")
-    result = wrap(_broadcast_or_raise(np.hypot, ad, bd))
+    result = wrap(_rounded_back(_broadcast_or_raise(np.hypot, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         record_op(HypotBackward0, (a, b), result).save(b, a, output=result)
     return result
@@ -186,7 +201,7 @@ class Logaddexp2Backward0(LogaddexpBackward0):
 
 def _logaddexp(a, b, np_fn, node_cls, name):
     ad, bd = _float_operands(a, b, name)
-    result = wrap(_broadcast_or_raise(np_fn, ad, bd))
+    result = wrap(_rounded_back(_broadcast_or_raise(np_fn, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         record_op(node_cls, (a, b), result).save(b, a)
     return result
@@ -231,10 +246,12 @@ def copysign(a, b):
         ad, bd = _float_operands(a, b, "copysign")
     else:
         dt = result_np_dtype(a, b)
-        if dt.kind not in "fc":
+        if _dtype.is_bfloat16_np(dt):
+            dt = np.dtype(np.float32)
+        elif dt.kind not in "fc":
             dt = _dtype.get_default_dtype().np
         ad, bd = a._data.astype(dt, copy=False), np.asarray(b, dtype=dt)
-    result = wrap(_broadcast_or_raise(np.copysign, ad, bd))
+    result = wrap(_rounded_back(_broadcast_or_raise(np.copysign, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):
         if isinstance(b, Tensor):
             node = record_op(CopysignBackward0, (a, b), result)
@@ -288,7 +305,7 @@ def ldexp(x, other):
     """``x * 2 ** other``, in floating point."""
     x = as_tensor_arg(x)
     other = as_tensor_arg(other)
-    if x._data.dtype.kind not in "fc":
+    if not _dtype.is_inexact_np(x._data.dtype):
         x = x.to(_dtype.get_default_dtype())
     return x * pointwise.pow(2.0, other)
 

@@ -267,6 +267,8 @@ class CumprodBackward0(Node):
 @op(inplace=True)
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
+    if dtype is None and x._data.dtype.kind in "biu":
+        dtype = _dtype.int64  # integer and bool products accumulate in int64, as torch's
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
     result = wrap(_cumprod_np(data, d))
     if GRAD.enabled and x._requires_grad:
@@ -547,6 +549,11 @@ def _correction(unbiased, correction):
     return 1 if unbiased else 0
 
 
+def _floating_only_var_std(x):
+    if not _dtype.is_inexact_np(x._data.dtype):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+
+
 def _var_args(dim, unbiased, keepdim, correction):
     # var(x, True) is the old ``unbiased`` positional form
     if isinstance(dim, bool):
@@ -556,6 +563,7 @@ def _var_args(dim, unbiased, keepdim, correction):
 
 @op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    _floating_only_var_std(x)
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -581,6 +589,7 @@ def _out_shape(shape, dims, keepdim):
 
 @op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    _floating_only_var_std(x)
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
