@@ -1019,3 +1019,11 @@ EDGE.update({
         T.gru(x, T.tensor([2, 2, 1]), h, [wi, wh], False, 1, 0.0, False, False)),
         [(5, 3), (1, 2, 2), (6, 3), (6, 2)], _VALUES_AND_GRADIENTS),
 })
+EDGE.update({
+    "segment_reduce": (lambda T, x: T.segment_reduce(x, "sum", lengths=T.tensor([2, 0, 2]))
+                       + T.segment_reduce(x, "prod", lengths=T.tensor([1, 1, 2]), initial=2.0)
+                       + T.segment_reduce(x, "mean", offsets=T.tensor([0, 1, 3, 4])), [(4, 3)], _VALUES_AND_GRADIENTS),
+    # torch iterates to its default tolerance (about 1e-8); hookgrad solves exactly
+    "lobpcg": (lambda T, a: T.lobpcg(a @ a.mT + 9 * T.eye(9, dtype=a.dtype), k=2)[0], [(9, 9)],
+               {**_VALUES_AND_GRADIENTS, "rtol": 1e-5, "atol": 1e-6}),
+})
