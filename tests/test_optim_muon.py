@@ -50,3 +50,28 @@ def test_muon_argument_errors(T):
     return [catch(T.optim.Muon, [w], lr=-1.0), catch(T.optim.Muon, [w], momentum=-0.1),
             catch(T.optim.Muon, [w], weight_decay=-1), catch(T.optim.Muon, [w], adjust_lr_fn="other"),
             catch(T.optim.Muon, [T.zeros(3, requires_grad=True)]), catch(T.optim.Muon, [w], lr=T.ones(2))]
+
+
+@differential
+def test_swap_in_optimizer_params_and_state(T):
+    live = T.nn.Parameter(T.tensor([1.0, 2.0]))
+    opt = T.optim.Adam([live], lr=0.1)
+    live.grad = T.tensor([1.0, -1.0])
+    opt.step()
+    other = T.tensor([5.0, 5.0], requires_grad=True)
+    other.grad = T.tensor([0.5, 0.5])
+    saved = opt.state_dict()
+    saved["param_groups"][0]["lr"] = 1.0
+    before = opt.state[live]["exp_avg"].clone()
+    with T.optim.swap_in_optimizer_params_and_state(opt, {"w": other}, saved):
+        inside = (opt.param_groups[0]["params"][0] is other, opt.param_groups[0]["lr"])
+        opt.step()
+    errors = [catch(lambda: T.optim.swap_in_optimizer_params_and_state(T.optim.SGD([live], lr=1), {}, saved)
+                    .__enter__()),
+              catch(lambda: T.optim.swap_in_optimizer_params_and_state(opt, {"w": other}, {"state": [],
+                                                                                          "param_groups": []})
+                    .__enter__()),
+              catch(lambda: T.optim.swap_in_optimizer_params_and_state(
+                  opt, {"w": other}, {"state": {}, "param_groups": [{"params": [0]}]}).__enter__())]
+    return (inside, other.detach(), live.detach(), opt.param_groups[0]["lr"], opt.param_groups[0]["params"][0] is live,
+            T.equal(opt.state[live]["exp_avg"], before), saved["state"][0]["exp_avg"], errors)
