@@ -183,3 +183,13 @@ def test_wide_unsigned_dtypes(T, name):
     return (x, x.dtype, dt.is_signed, dt.itemsize, info.max, info.min, info.bits, T.tensor([-1]).to(dt),
             T.tensor([2.7]).to(dt), x.float(), x * x, x == x, x.sum(), T.cat([x, x]), x[1:], x.tolist(),
             T.zeros(2, dtype=dt), T.full((2,), 7, dtype=dt), promotions, mixed, x / x, x.clone(), x.sort().values)
+
+
+@differential
+def test_tensor_module_load_record_stream_reinforce(T):
+    target = T.zeros(2, requires_grad=False)
+    loaded = target.module_load(T.ones(2))
+    param = T.nn.Parameter(T.zeros(2))
+    assigned = param.module_load(T.full((2,), 3.0), assign=True)
+    return (loaded, target, assigned, assigned.requires_grad, catch(T.ones(2).record_stream, T.Stream()),
+            catch(T.ones(2).reinforce, 1.0))
