@@ -193,3 +193,18 @@ def test_tensor_module_load_record_stream_reinforce(T):
     assigned = param.module_load(T.full((2,), 3.0), assign=True)
     return (loaded, target, assigned, assigned.requires_grad, catch(T.ones(2).record_stream, T.Stream()),
             catch(T.ones(2).reinforce, 1.0))
+
+
+@differential
+def test_sym_constraints_and_error_classes(T):
+    return ([T.sym_constrain_range(5, min=0, max=10), catch(T.sym_constrain_range, 5, min=6),
+             catch(T.sym_constrain_range, 5, max=4), T.sym_constrain_range_for_size(3, min=2, max=4),
+             catch(T.sym_constrain_range_for_size, -1), T.sym_fresh_size(3)],
+            [issubclass(c, RuntimeError) for c in (T.OutOfMemoryError, T.AcceleratorError)],
+            isinstance(T.fork(lambda: 1), T.Future), issubclass(T.futures.Future, T.Future))
+
+
+def test_disable_torch_function_blocks_run_ops_unchanged():
+    x = hookgrad.ones(2)
+    with hookgrad.DisableTorchFunction(), hookgrad.DisableTorchFunctionSubclass():
+        assert (x + 1).tolist() == [2.0, 2.0]

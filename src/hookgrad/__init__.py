@@ -114,7 +114,8 @@ _LAZY |= {"special"}
 _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
-_FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler"}
+_FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "futures", "to_dlpack": "utils.dlpack",
+                   "ScriptModule": "jit", "ScriptFunction": "jit"}
 
 
 def __getattr__(name):

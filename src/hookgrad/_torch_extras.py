@@ -18,7 +18,8 @@ __all__ = ["get_float32_matmul_precision", "set_float32_matmul_precision", "set_
            "memory_format", "strided", "contiguous_format", "preserve_format", "channels_last_3d",
            "legacy_contiguous_format", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
            "sym_sqrt", "sym_sum", "SymInt", "SymFloat", "SymBool", "Stream", "Event", "fork", "wait", "cond",
-           "while_loop"]
+           "while_loop", "sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size",
+           "OutOfMemoryError", "AcceleratorError", "DisableTorchFunction", "DisableTorchFunctionSubclass"]
 
 # ---- settings -----------------------------------------------------------------------------------
 _PRECISIONS = ("highest", "high", "medium")
@@ -273,6 +274,52 @@ def sym_sum(*args):
     if len(args) == 1 and isinstance(args[0], (list, tuple)):
         args = args[0]
     return builtins.sum(args)
+
+
+_INT64_MIN, _INT64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+def _constrain(size, low, high):
+    value = size.node if isinstance(size, _ConcreteSym) else size
+    if not low <= value <= high:
+        raise RuntimeError(f"Invalid value range for {value} between [{low}, {high}].")
+
+
+def sym_constrain_range(size, *, min=None, max=None):  # noqa: A002 - torch's keyword names
+    """Check that a concrete size lies in [min, max] (torch records the range on a symbol instead)."""
+    _constrain(size, _INT64_MIN if min is None else min, _INT64_MAX if max is None else max)
+
+
+def sym_constrain_range_for_size(size, *, min=None, max=None):  # noqa: A002
+    """``sym_constrain_range`` for a size: never below 0."""
+    _constrain(size, 0 if min is None else builtins.max(min, 0), _INT64_MAX if max is None else max)
+
+
+def sym_fresh_size(expr):
+    return builtins.int(expr)
+
+
+class OutOfMemoryError(RuntimeError):
+    """Raised by torch when a device allocator runs out of memory (NumPy raises MemoryError instead)."""
+
+
+class AcceleratorError(RuntimeError):
+    """Raised by torch for errors of an accelerator device; hookgrad has none."""
+
+
+class DisableTorchFunction:
+    """Context manager that turns ``__torch_function__`` overrides off. hookgrad's ops consult no
+    ``__torch_function__`` overrides, so inside and outside the block behave alike."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+class DisableTorchFunctionSubclass(DisableTorchFunction):
+    """``DisableTorchFunction`` for Tensor subclasses only (see there)."""
 
 
 # ---- streams and events on the CPU --------------------------------------------------------------------
