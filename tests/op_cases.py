@@ -1027,3 +1027,7 @@ EDGE.update({
     "lobpcg": (lambda T, a: T.lobpcg(a @ a.mT + 9 * T.eye(9, dtype=a.dtype), k=2)[0], [(9, 9)],
                {**_VALUES_AND_GRADIENTS, "rtol": 1e-5, "atol": 1e-6}),
 })
+EDGE.update({
+    "slice_inverse": (lambda T, x: (lambda y: T.slice_inverse(y[1:4:2], y, 0, 1, 4, 2) * 2)(x * 1), [(5, 3)],
+                      _VALUES_AND_GRADIENTS),
+})

@@ -122,3 +122,20 @@ def test_lobpcg_eigenpairs_and_gradients(T, largest):
     plain.sum().backward()
     return (values.detach(), residual, generalized_backward, plain.detach(), a.grad,
             catch(T.lobpcg, a.detach()[:4, :4], k=2))
+
+
+@differential
+def test_slice_inverse(T):
+    base = T.arange(8.0)
+    piece = base[2:6]
+    whole = T.slice_inverse(piece, base, 0, 2, 6, 1)
+    grid = T.arange(12.0).reshape(3, 4)
+    columns = grid[:, 1:4:2]
+    back = columns.slice_inverse(grid, 1, 1, 4, 2)
+    back[0, 0] = -1.0  # a view: the base sees the write
+    leaf = T.arange(8.0, requires_grad=True)
+    y = leaf * 1
+    inverse = T.slice_inverse(y[2:6], y, 0, 2, 6, 1)
+    (inverse * T.arange(8.0)).sum().backward()
+    return (whole, back, grid, type(inverse.grad_fn).__name__, leaf.grad,
+            catch(T.slice_inverse, T.arange(3.0), T.zeros(6), 0, 1, 4, 1))

@@ -339,4 +339,52 @@ def _lobpcg_no_backward():
     return _LOBPCG_FUNCTION[0]
 
 
+
+
+# ---- slice_inverse -------------------------------------------------------------------------------------------
+class SliceInverseBackward0(Node):
+    """The slice's part of the gradient goes to ``input``, the rest to ``src``."""
+
+    __slots__ = ("dim", "start", "end", "step")
+
+    def apply(self, grads):
+        g = grads[0]
+        index = (slice(None),) * self.dim + (slice(self.start, self.end, self.step),)
+        to_input = g[index] if self.next_functions[0][0] is not None else None
+        to_src = None
+        if self.next_functions[1][0] is not None:
+            end = g.shape[self.dim] if self.end is None else self.end
+            to_src = g.slice_scatter(g[index] * 0, self.dim, self.start, end, self.step)
+        return to_input, to_src
+
+
+@op()
+def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
+    """The view that ``input`` is the ``[start:end:step]`` slice (along ``dim``) of: ``src``'s sizes and
+    strides over ``input``'s memory (torch's inverse of ``slice`` for views of a common base)."""
+    from .views import make_view
+    x, src = as_tensor_arg(input), as_tensor_arg(src)
+    item = x._data.itemsize
+    dim = dim % max(src._data.ndim, 1)
+    start = 0 if start is None else (start + src.shape[dim] if start < 0 else start)
+    strides = [s // src._data.itemsize for s in src._data.strides]
+    base = x._data if x._base is None else x._base._data
+    here = (x._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    offset = here - start * strides[dim]
+    extent = 1 + sum((n - 1) * s for n, s in zip(src.shape, strides)) if all(src.shape) else 0
+    if offset < 0 or offset + extent > base.size:
+        raise RuntimeError(f"setStorage: sizes {list(src.shape)}, strides {strides}, storage offset {max(offset, 0)}, "
+                           f"and itemsize {item} requiring a storage size of {(max(offset, 0) + extent) * item} are "
+                           f"out of bounds for storage of size {base.size * item}")
+    flat = np.lib.stride_tricks.as_strided(base.reshape(-1) if base.flags.c_contiguous else base.ravel(),
+                                           (base.size,), (item,))
+    data = np.lib.stride_tricks.as_strided(flat[offset:], tuple(src.shape), tuple(s * item for s in strides),
+                                           writeable=True)
+    out = make_view(x, data)
+    if GRAD.enabled and (x._requires_grad or src._requires_grad):
+        node = record_op(SliceInverseBackward0, (x, src), out)
+        node.dim, node.start, node.end, node.step = dim, start, end, step
+    return out
+
+
 __all__ = module_all(globals())
