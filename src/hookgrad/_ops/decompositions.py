@@ -19,6 +19,7 @@ from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 
 
@@ -1132,6 +1133,7 @@ def trace(a):
     """torch.trace: the sum of a 2-D matrix's diagonal."""
     if a.ndim != 2:
         raise RuntimeError("trace: expected a matrix, but got tensor with dim " + str(a.ndim))
+    _rules.refuse_kernel(a._data, _rules.BOOL, "trace")
     return a.diagonal().sum()
 
 
@@ -1300,6 +1302,7 @@ def _cross_parts(a, b):
 def linalg_cross(a, b, *, dim=-1):
     """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (inputs broadcast)."""
     a, b = as_tensor_arg(a), as_tensor_arg(b)
+    _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if a.shape[dim] != 3 or b.shape[dim] != 3:

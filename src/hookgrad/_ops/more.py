@@ -426,6 +426,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and not isinstance(x, Tensor):
         raise TypeError(f"trapezoid() received an invalid combination of arguments: x must be a Tensor (the spacing "
                         f"is the keyword dx)")
+    if y._data.dtype.kind == "b":
+        raise RuntimeError("trapezoid: received a bool input for `y`, but bool is not supported")
     dim = dim % y.dim() if y.dim() else 0
     if y.shape[dim] == 0:
         return reduce.sum(y, dim)
@@ -445,6 +447,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 @op()
 def cross(a, b, dim=None):
+    _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.dim() != b.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if tuple(a.shape) != tuple(b.shape):
@@ -491,6 +494,7 @@ def dist(a, b, p=2):
 def pdist(x, p=2):
     if x.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.dim()}D")
+    _rules.refuse_kernel(x._data, _rules.HALF, "pdist")
     n = x.shape[0]
     rows, cols = np.triu_indices(n, 1)
     if len(rows) == 0:

@@ -10,6 +10,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import quiet_fp
@@ -819,6 +820,8 @@ def _softmax_input(x, dim, dtype, kernel):
 @op()
 def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     x, data, d = _softmax_input(x, dim, dtype, "softmax")
+    if dtype is None:
+        _rules.refuse_kernel(x._data, _rules.INTEGRAL, "softmax_kernel_impl")
     with _err():
         result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
@@ -831,6 +834,8 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 @op()
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     x, data, d = _softmax_input(x, dim, dtype, "log_softmax")
+    if dtype is None:
+        _rules.refuse_kernel(x._data, _rules.INTEGRAL, "log_softmax_kernel_impl")
     with _err():
         result = wrap(_dtype.narrow_to(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data),
                                        x._data.dtype))

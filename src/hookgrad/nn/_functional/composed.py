@@ -10,6 +10,7 @@ import numpy as np
 
 import hookgrad
 from ..._tensor import Tensor
+from ..._ops import _dtype_rules as _rules
 from .conv import _tuple
 
 __all__ = ["instance_norm", "rms_norm", "embedding_bag", "interpolate", "upsample", "upsample_nearest",
@@ -370,6 +371,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
         return _in_place(celu, input, alpha)
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return hookgrad.where(input > 0, input, ((input / alpha).exp() - 1) * alpha)
@@ -384,6 +386,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise."""
     if inplace:
         return _in_place(rrelu, input, lower, upper, training)
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "leaky_relu_cpu")
     if not training:
         return _F().leaky_relu(input, (lower + upper) / 2)
     slope = hookgrad.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
@@ -412,6 +415,7 @@ hardshrink = hookgrad.hardshrink
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "softshrink_check")
     return hookgrad.where(input > lambd, input - lambd,
                           hookgrad.where(input < -lambd, input + lambd, hookgrad.zeros_like(input)))
 
