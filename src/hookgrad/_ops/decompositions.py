@@ -15,6 +15,7 @@ from collections import namedtuple
 import numpy as np
 import scipy.linalg as sla
 
+from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
@@ -66,10 +67,42 @@ def _warn_once(key, message):
 _TYPE_NAMES = {"i": "Long", "u": "Byte", "b": "Bool"}
 
 
+# how torch refuses float16/bfloat16 inputs, per function: its kernel's NotImplementedError, or a
+# RuntimeError of the function's own check
+_HALF_REFUSALS = {
+    "linalg.svd": "linalg_svd_cpu", "linalg.cond": "linalg_svd_cpu", "linalg.qr": "geqrf_cpu", "geqrf": "geqrf_cpu",
+    "linalg.eigh": "linalg_eigh_cpu", "cholesky_solve": "cholesky_solve_cpu",
+    "cholesky_inverse": "cholesky_inverse_out_cpu", "linalg.solve_triangular": "triangular_solve_cpu",
+    "linalg.lu_solve": "linalg.lu_solve_cpu", "linalg.solve_ex": "lu_cpu",
+    "torch.linalg.householder_product": "orgqr_cpu",
+}
+_HALF_CHECKS = {
+    "linalg.inv_ex": lambda a: f"linalg.inv: Low precision dtypes not supported. Got {_scalar_name(a)}",
+    "torch.linalg.lstsq": lambda a: "This function doesn't handle types other than float and double",
+    "linalg.pinv": lambda a: f"linalg.pinv({_scalar_name(a)}{list(a.shape)}): expected a tensor with 2 or more "
+                             "dimensions of float, double, cfloat or cdouble types",
+}
+
+
+def _scalar_name(a):
+    from .._dtype import scalar_type_name
+    return scalar_type_name(a._data.dtype)
+
+
+def _refuse_half(a, name):
+    if a._data.dtype.name not in _rules.HALF:
+        return
+    if name in _HALF_REFUSALS:
+        _rules.refuse_kernel(a._data, _rules.HALF, _HALF_REFUSALS[name])
+    if name in _HALF_CHECKS:
+        raise RuntimeError(_HALF_CHECKS[name](a))
+
+
 def _float_input(a, name, arg="input"):
     a = as_tensor_arg(a)
     kind = a._data.dtype.kind
-    if kind not in "fc":
+    _refuse_half(a, name)
+    if kind not in "fc" and not _dtype.is_bfloat16_np(a._data.dtype):
         names = {np.dtype(np.int32): "Int", np.dtype(np.int16): "Short", np.dtype(np.int8): "Char"}
         got = names.get(a._data.dtype, _TYPE_NAMES.get(kind, str(a._data.dtype)))
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {arg}. Got {got}")
@@ -403,6 +436,7 @@ def _first_bad_minor(m):
 
 
 def _cholesky(a, upper, name, check_errors):
+    _rules.refuse_kernel(as_tensor_arg(a)._data, _rules.HALF, "cholesky_cpu")
     a = _square(a, name)
     with quiet_fp():
         factors, info = _cholesky_arrays(np.tril(a._data), upper, name, check_errors)
@@ -573,6 +607,7 @@ class LinalgLuFactorExBackward0(Node):
 
 def _lu_input(a, name):
     a = as_tensor_arg(a)
+    _rules.refuse_kernel(a._data, _rules.HALF, "lu_cpu")
     if a._data.dtype.kind not in "fc":
         raise NotImplementedError(f'"lu_cpu" not implemented for \'{_TYPE_NAMES.get(a._data.dtype.kind, "Long")}\'')
     return _matrix(a, name)
@@ -964,6 +999,8 @@ def matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     a = _float_input(a, "linalg.matrix_norm")
     if ord not in _MATRIX_ORDS:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord in ("nuc", 2, -2) and a._data.dtype.name in _rules.HALF:  # these go through an SVD
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {_scalar_name(a)}")
     if dtype is not None:
         a = a.to(dtype)
     d0, d1 = (d % a.ndim for d in dim)
