@@ -98,10 +98,18 @@ def _refuse_half(a, name):
         raise RuntimeError(_HALF_CHECKS[name](a))
 
 
+# functions whose kernel refuses integer and bool inputs (torch's NotImplementedError, before its
+# floating-point check)
+_INTEGER_KERNELS = {"linalg.eigh": "linalg_eigh_cpu", "linalg.solve_triangular": "triangular_solve_cpu",
+                    "torch.linalg.householder_product": "orgqr_cpu", "ormqr": "ormqr_cpu"}
+
+
 def _float_input(a, name, arg="input"):
     a = as_tensor_arg(a)
     kind = a._data.dtype.kind
     _refuse_half(a, name)
+    if name in _INTEGER_KERNELS:
+        _rules.refuse_kernel(a._data, _rules.INTEGRAL, _INTEGER_KERNELS[name])
     if kind not in "fc" and not _dtype.is_bfloat16_np(a._data.dtype):
         names = {np.dtype(np.int32): "Int", np.dtype(np.int16): "Short", np.dtype(np.int8): "Char"}
         got = names.get(a._data.dtype, _TYPE_NAMES.get(kind, str(a._data.dtype)))
