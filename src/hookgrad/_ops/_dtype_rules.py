@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from .._dtype import scalar_type_name
 
+__all__: list = []  # declares no op: the helpers here are the ops' own
+
 BOOL = frozenset(("bool",))
 INTEGRAL = frozenset(("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"))
 HALF = frozenset(("float16", "bfloat16"))
