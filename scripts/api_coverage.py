@@ -35,11 +35,52 @@ _SPARSE = {"sparse", "coo", "csr", "csc", "bsr", "bsc", "crow", "ccol", "nnz", "
 _SPARSE_NAMES = {"indices", "values", "col_indices", "row_indices", "dense_dim", "indices_copy", "values_copy",
                  "col_indices_copy", "row_indices_copy"}
 _QUANTIZED = {"qscheme", "qparams", "int_repr"}
+_DEVICE |= {"maia"}
+_SPARSE_NAMES |= {"jagged"}  # the nested-tensor layout
+_QUANTIZED_NAMES = {"per_channel_affine", "per_channel_symmetric", "per_tensor_affine", "per_tensor_symmetric",
+                    "per_channel_affine_float_qparams"}  # torch.qscheme values
+# TorchScript's compiler and interpreter, as torch exposes them at top level: the IR, its types, script
+# classes, the dispatcher, mobile and benchmark plumbing. No eager program calls these; torch.jit's entry
+# points (script, trace, ScriptModule, ...) are what programs use, and hookgrad.jit serves those.
+_TORCHSCRIPT = {
+    "AliasDb", "AnyType", "Argument", "ArgumentSpec", "AwaitType", "BenchmarkConfig", "BenchmarkExecutionStats",
+    "Block", "BoolType", "BufferDict", "CallStack", "Capsule", "ClassType", "Code", "CompilationUnit",
+    "CompleteArgumentSpec", "ComplexType", "ConcreteModuleType", "ConcreteModuleTypeBuilder", "DeepCopyMemoTable",
+    "DeserializationStorageContext", "DeviceObjType", "DictType", "DispatchKey", "DispatchKeySet", "EnumType",
+    "ErrorReport", "ExcludeDispatchKeyGuard", "ExecutionPlan", "FatalError", "FileCheck", "FloatType",
+    "FunctionSchema", "FutureType", "Gradient", "Graph", "GraphExecutorState", "IODescriptor", "InferredType",
+    "IntType", "InterfaceType", "JITException", "ListType", "LiteScriptModule", "LockingLogger", "LoggerBase",
+    "ModuleDict", "Node", "NoneType", "NoopLogger", "NumberType", "OperatorInfo", "OptionalType", "ParameterDict",
+    "PyObjectType", "PyTorchFileReader", "PyTorchFileWriter", "RRefType", "ScriptClass", "ScriptClassFunction",
+    "ScriptDict", "ScriptDictIterator", "ScriptDictKeyIterator", "ScriptList", "ScriptListIterator", "ScriptMethod",
+    "ScriptModuleSerializer", "ScriptObject", "ScriptObjectProperty", "SerializationStorageContext", "StaticModule",
+    "StreamObjType", "StringType", "SymBoolType", "SymIntType", "Tag", "TensorType", "ThroughputBenchmark",
+    "TracingState", "TupleType", "Type", "UnionType", "Use", "Value", "import_ir_module",
+    "import_ir_module_from_buffer", "merge_type_from_type_comment", "parse_ir", "parse_schema",
+    "parse_type_comment", "unify_type_list", "AggregationType", "SUM", "AVG", "classproperty", "get_file_path",
+    "prepare_multiprocessing_environment"}
+# kernels torch has for CUDA (or sparse) tensors only: on the CPU torch itself raises NotImplementedError
+_CUDA_ONLY = {"batch_norm_stats", "batch_norm_elemt", "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts",
+              "batch_norm_backward_reduce", "batch_norm_backward_elemt", "native_norm"}
+# dtypes for extension kernels (sub-byte integers, raw bits): torch's own operators do not compute on them
+_SUB_BYTE = {"bit", "bits16", "bits1x8", "bits2x4", "bits4x2", "bits8"} | {f"int{i}" for i in range(1, 8)} | {
+    f"uint{i}" for i in range(1, 8)}
 _REASONS = {
     "device": "device back end or memory placement: hookgrad runs on the CPU, in one process's NumPy memory",
     "sparse": "sparse layouts: hookgrad tensors are dense NumPy arrays",
     "quantized": "quantized tensors: not part of hookgrad's float/integer CPU arithmetic",
+    "torchscript": "TorchScript compiler and interpreter internals (IR, types, script classes, dispatcher, "
+                   "mobile and benchmark plumbing): no eager program calls them; hookgrad runs Python eagerly and "
+                   "hookgrad.jit serves torch.jit's entry points",
+    "cuda_only": "kernels torch has for CUDA (or sparse) tensors only: on the CPU torch itself raises "
+                 "NotImplementedError",
+    "sub_byte": "sub-byte and raw-bit dtypes, declared by torch for extension kernels: its own operators do not "
+                "compute on them",
+    "first_class_dims": "Tensor.index binds functorch.dim's first-class dimensions (an experimental extension, "
+                        "not part of eager PyTorch)",
 }
+# namespace-qualified names left out (a name may mean something else elsewhere)
+_QUALIFIED = {("torch.Tensor", "index"): "first_class_dims"}
 # counted after all: SparseAdam works on dense gradients, nn.init.sparse_ fills a dense tensor
 _NOT_LEFT_OUT = {"SparseAdam", "sparse", "sparse_"}
 
@@ -48,9 +89,20 @@ def _words(name: str) -> list[str]:
     return [w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+", name)]
 
 
-def _left_out_kind(name: str):
+def _left_out_kind(name: str, namespace: str = "torch"):
     if name in _NOT_LEFT_OUT:
         return None
+    if (namespace, name) in _QUALIFIED:
+        return _QUALIFIED[(namespace, name)]
+    if namespace == "torch":
+        if name in _TORCHSCRIPT:
+            return "torchscript"
+        if name in _CUDA_ONLY:
+            return "cuda_only"
+        if name in _SUB_BYTE:
+            return "sub_byte"
+        if name in _QUANTIZED_NAMES:
+            return "quantized"
     words = set(_words(name))
     if words & _DEVICE:
         return "device"
@@ -154,8 +206,8 @@ def submodule_survey():
     return rows
 
 
-def left_out_reason(name: str):
-    kind = _left_out_kind(name)
+def left_out_reason(name: str, namespace: str = "torch"):
+    kind = _left_out_kind(name, namespace)
     return None if kind is None else _REASONS[kind]
 
 
@@ -166,7 +218,7 @@ def survey():
         ours = _hookgrad_object(namespace)
         present, missing, left_out = [], [], {}
         for name in public_names(namespace):
-            reason = left_out_reason(name)
+            reason = left_out_reason(name, namespace)
             if reason is not None:
                 left_out.setdefault(reason, []).append(name)
             elif ours is not None and _has(ours, name):
@@ -200,8 +252,9 @@ def render() -> str:
         "\"hookgrad has no torch.X; see docs/api-coverage.md\" point here.",
         "",
         "A name counts as present when hookgrad has an object of that name in the same place (it says nothing "
-        "about how completely it is tested). Names of device back ends, sparse layouts and quantization are left "
-        "out on purpose and not counted; the reason is given with them.",
+        "about how completely it is tested). Names of device back ends, sparse layouts and quantization, "
+        "TorchScript's compiler internals, CUDA-only kernels and extension-only dtypes are left out on purpose and "
+        "not counted; the reason is given with them.",
         "",
         "| namespace | present | missing | share | left out on purpose |",
         "|---|---:|---:|---:|---:|",

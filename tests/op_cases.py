@@ -1072,3 +1072,33 @@ for _name, _row in COMPLEX.items():
     EDGE[_name] = (_row[0], _row[1], {"facts": () if _name in _CONJ_BIT_ROWS else (SAVED, PACK_ORDER)})
 # istft overlap-adds with index_add where torch folds (col2im): the same values, other saved tensors
 EDGE["stft_istft"][2]["facts"] = (SAVED,)
+# ---- torch.* breadth: functional recurrent entries, embedding_bag ----
+# (their nodes save other tensors than torch's ATen kernels do: values and gradients are compared)
+_VALUES_AND_GRADIENTS = {"facts": ()}
+EDGE.update({
+    "torch_embedding_bag_sum_weighted": (lambda T, w, p: T.embedding_bag(
+        w, T.tensor([1, 2, 4, 5, 4, 3, 2, 9]), T.tensor([0, 3, 3]), False, 0, False, p, False, 2)[0], [(10, 3), (8,)],
+        _VALUES_AND_GRADIENTS),
+    "torch_embedding_bag_mean_max": (lambda T, w: T.embedding_bag(w, T.tensor([1, 2, 4, 5, 4, 3]), T.tensor([0, 2]),
+                                                                  False, 1)[0]
+                                     + T.nn.functional.embedding_bag(T.tensor([[1, 7], [0, 3]]), w, mode="max"),
+                                     [(10, 3)], _VALUES_AND_GRADIENTS),
+    "torch_lstm": (lambda T, x, h, c, wi, wh, bi, bh: (lambda o: o[0].sum() + 2 * o[1].sum() + 3 * o[2].sum())(
+        T.lstm(x, (h, c), [wi, wh, bi, bh], True, 1, 0.0, False, False, False)),
+        [(4, 2, 3), (1, 2, 2), (1, 2, 2), (8, 3), (8, 2), (8,), (8,)], _VALUES_AND_GRADIENTS),
+    "torch_gru_packed": (lambda T, x, h, wi, wh: (lambda o: o[0].sum() + 2 * o[1].sum())(
+        T.gru(x, T.tensor([2, 2, 1]), h, [wi, wh], False, 1, 0.0, False, False)),
+        [(5, 3), (1, 2, 2), (6, 3), (6, 2)], _VALUES_AND_GRADIENTS),
+})
+EDGE.update({
+    "segment_reduce": (lambda T, x: T.segment_reduce(x, "sum", lengths=T.tensor([2, 0, 2]))
+                       + T.segment_reduce(x, "prod", lengths=T.tensor([1, 1, 2]), initial=2.0)
+                       + T.segment_reduce(x, "mean", offsets=T.tensor([0, 1, 3, 4])), [(4, 3)], _VALUES_AND_GRADIENTS),
+    # torch iterates to its default tolerance (about 1e-8); hookgrad solves exactly
+    "lobpcg": (lambda T, a: T.lobpcg(a @ a.mT + 9 * T.eye(9, dtype=a.dtype), k=2)[0], [(9, 9)],
+               {**_VALUES_AND_GRADIENTS, "rtol": 1e-5, "atol": 1e-6}),
+})
+EDGE.update({
+    "slice_inverse": (lambda T, x: (lambda y: T.slice_inverse(y[1:4:2], y, 0, 1, 4, 2) * 2)(x * 1), [(5, 3)],
+                      _VALUES_AND_GRADIENTS),
+})

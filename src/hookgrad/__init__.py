@@ -16,6 +16,7 @@ from ._dtype import (Size, bool, complex64, complex128, double, dtype, finfo, fl
                      set_default_dtype, short, uint8)
 from ._dtype import bfloat16  # noqa: E402 - computes through the optional ml_dtypes package
 from ._dtype import cdouble, cfloat, chalf, complex32  # noqa: E402
+from ._dtype import uint16, uint32, uint64  # noqa: E402
 from ._format import set_printoptions
 from ._tensor import Tensor
 from . import _ops
@@ -41,6 +42,8 @@ from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTen
                       LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
 strided = "torch.strided"
 contiguous_format = preserve_format = channels_last = "torch.contiguous_format"
+from ._torch_extras import *  # noqa: F401,F403,E402 - settings, layouts, sym_*, streams, cond
+from ._storage_types import *  # noqa: F401,F403,E402 - FloatStorage & co., Tensor.storage_type
 
 
 def is_tensor(obj) -> _builtins.bool:
@@ -114,12 +117,17 @@ _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerator", "mps", "xpu", "signal",
           "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for
 _LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
+# torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
+_FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "futures", "to_dlpack": "utils.dlpack",
+                   "ScriptModule": "jit", "ScriptFunction": "jit"}
 
 
 def __getattr__(name):
     # nn, optim and friends load on first use: ``import hookgrad`` stays light
     if name in _LAZY:
         return _importlib.import_module(f".{name}", __name__)
+    if name in _FROM_NAMESPACE:
+        return getattr(_importlib.import_module(f".{_FROM_NAMESPACE[name]}", __name__), name)
     if name in ("save", "load"):
         return getattr(_importlib.import_module(".serialization", __name__), name)
     from ._nn_torch_names import NN_TORCH_NAMES

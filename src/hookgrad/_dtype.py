@@ -13,6 +13,7 @@ __all__ = ["dtype", "Size", "float16", "half", "float32", "float", "float64", "d
            "cfloat", "cdouble", "complex32", "chalf",
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "to_dtype", "finfo", "iinfo",
            "bfloat16"]
+__all__ += ["uint16", "uint32", "uint64"]
 
 
 def shown_name() -> str:
@@ -127,8 +128,13 @@ complex64 = dtype("complex64", np.complex64)
 complex128 = cdouble = dtype("complex128", np.complex128)
 cfloat = complex64
 complex32 = chalf = _Complex32("complex32", None, kind="c", itemsize=4)
+# the wide unsigned types: torch stores and converts them but promotes them with no other type
+uint16 = dtype("uint16", np.uint16)
+uint32 = dtype("uint32", np.uint32)
+uint64 = dtype("uint64", np.uint64)
+_WIDE_UNSIGNED = (uint16, uint32, uint64)
 
-_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128)
+_ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128) + _WIDE_UNSIGNED
 _BY_NP = {d.np: d for d in _ALL}
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME["bfloat16"] = bfloat16
@@ -186,6 +192,12 @@ def promote_types(a, b) -> dtype:
     a, b = to_dtype(a), to_dtype(b)
     if a is b:
         return a
+    if (a in _WIDE_UNSIGNED or b in _WIDE_UNSIGNED) and a._category == b._category:
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{scalar_type_name(a.np)} and {scalar_type_name(b.np)}")
+    if (a in _WIDE_UNSIGNED and b is bool) or (b in _WIDE_UNSIGNED and a is bool):
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
+                           f"{scalar_type_name(a.np)} and {scalar_type_name(b.np)}")
     if a.is_complex or b.is_complex:
         # a complex type with parts as precise as the finer of the two operands' (float64 with
         # complex64 is complex128)
@@ -344,6 +356,7 @@ def is_inexact_np(np_dtype) -> _py_bool:
 _SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
                       "complex64": "ComplexFloat", "complex128": "ComplexDouble", "int64": "Long", "int32": "Int",
                       "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_SCALAR_TYPE_NAMES.update(uint16="UInt16", uint32="UInt32", uint64="UInt64")
 
 
 def scalar_type_name(np_dtype) -> str:

@@ -15,3 +15,4 @@ NN_TORCH_NAMES = SAME_AS_FUNCTIONAL + (
     "poisson_nll_loss", "ctc_loss", "native_batch_norm", "native_layer_norm", "native_group_norm", "native_dropout",
     "convolution", "embedding_renorm_", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "norm_except_dim",
     "frobenius_norm", "nuclear_norm", "affine_grid_generator", "grid_sampler", "grid_sampler_2d", "grid_sampler_3d")
+NN_TORCH_NAMES += ("lstm", "gru", "rnn_tanh", "rnn_relu", "embedding_bag", "batch_norm_update_stats")

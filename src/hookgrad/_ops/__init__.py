@@ -17,11 +17,13 @@ from . import breadth
 from . import complex as complex_ops
 from . import fft as fft_ops
 from . import tensor_methods
+from . import torch_breadth
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
 from .decompositions import *  # noqa: F401,F403
 from .breadth import *  # noqa: F401,F403
 from .tensor_methods import *  # noqa: F401,F403
+from .torch_breadth import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .linalg import *  # noqa: F401,F403
 from .more import *  # noqa: F401,F403
@@ -37,6 +39,7 @@ from .fft import *  # noqa: F401,F403
 __all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
            + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__ + decompositions.__all__
            + breadth.__all__ + tensor_methods.__all__ + complex_ops.__all__ + fft_ops.__all__)
+__all__ += torch_breadth.__all__
 
 
 def _comparable(b):

@@ -19,6 +19,7 @@ from .._dtype import narrow_to, scalar_type_name
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
+from ._dtype_rules import refuse_kernel
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results"]
@@ -156,18 +157,20 @@ def node_class(name: str, base=Node, **attrs):
     return type(name, (base,), {"__slots__": (), "__module__": __name__, **attrs})
 
 
-def unary(name, forward, backward, *, node, saves=None, floating=True, on_complex="holomorphic", **decl):
+def unary(name, forward, backward, *, node, saves=None, floating=True, on_complex="holomorphic", refuse=None,
+          **decl):
     """Declare a unary op ``name`` from its NumPy ``forward(array)`` and its ``backward`` formula.
 
     ``backward(grad, saved)`` is written with hookgrad ops (so it is differentiable); ``saves`` is
     ``"self"`` or ``"result"`` (what ``saved`` is) or ``None``. ``backward=None`` declares an op with
     zero gradient. ``node`` is torch's grad_fn name. ``floating``: integer inputs compute in the
-    default float dtype (exp, sin, ...). The other keywords are ``op``'s (``inplace``, ``aliases``,
-    ``method``, ``saves_self``). ``on_complex``: ``"holomorphic"`` (the backward formula holds for
-    complex inputs with the saved value conjugated, torch's convention), ``"own"`` (the formula
-    handles complex inputs itself), or the message of the NotImplementedError torch raises for a
-    complex input (``{dtype}`` stands for torch's name of the input's type), or a pair (exception
-    class, message).
+    default float dtype (exp, sin, ...). ``refuse``: ``(dtype names, kernel name)`` that torch has no
+    kernel for (its NotImplementedError, see ``_dtype_rules``). The other keywords are ``op``'s
+    (``inplace``, ``aliases``, ``method``, ``saves_self``). ``on_complex``: ``"holomorphic"`` (the
+    backward formula holds for complex inputs with the saved value conjugated, torch's convention),
+    ``"own"`` (the formula handles complex inputs itself), or the message of the NotImplementedError
+    torch raises for a complex input (``{dtype}`` stands for torch's name of the input's type), or a
+    pair (exception class, message).
     """
     if backward is None:
         node_cls = node_class(node, ZeroGradNode)
@@ -178,6 +181,8 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
     save_input, save_output = saves == "self", saves == "result"
     zero_grad = backward is None
 
+    refused, kernel = refuse if refuse is not None else (None, None)
+
     def fn(x):
         if not isinstance(x, Tensor):
             x = as_tensor_arg(x)
@@ -186,6 +191,8 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
             error, message = complex_refused if isinstance(complex_refused, tuple) else (
                 NotImplementedError, complex_refused)
             raise error(message.replace("{dtype}", scalar_type_name(data.dtype)))
+        if refused is not None and data.dtype.name in refused:
+            refuse_kernel(data, refused, kernel)
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))
         with quiet_fp():

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import wrap
 from ._base import GRAD
+from . import _dtype_rules as _rules
 from ._declare import ZeroGradNode, inplace_function, module_all, node_class, op, record_op
 from . import creation, linalg, pointwise
 from .creation import _rng
@@ -121,6 +122,8 @@ def _check_weights(w, name, num_obs, integral):
 @op()
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows (variables) of ``input`` over its columns (observations)."""
+    if input._data.dtype.kind == "b":
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
@@ -251,6 +254,7 @@ def binomial(count, prob, generator=None):
 @op()
 def hardshrink(input, lambd=0.5):
     """``input`` where ``|input| > lambd``, else 0 (``nn.functional.hardshrink`` is this function)."""
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "hardshrink_cpu")
     return pointwise.where(input.abs() > lambd, input, creation.zeros_like(input))
 
 
@@ -258,6 +262,7 @@ def hardshrink(input, lambd=0.5):
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, one weight per channel (dim 1) or one shared
     (``nn.functional.prelu`` is this function)."""
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "prelu_cpu")
     if weight.numel() != 1 and (input.dim() < 2 or weight.numel() != input.shape[1]):
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                            f"{weight.numel()} and channel size = {input.shape[1] if input.dim() > 1 else 1}.")

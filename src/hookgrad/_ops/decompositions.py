@@ -15,10 +15,12 @@ from .. import return_types
 import numpy as np
 import scipy.linalg as sla
 
+from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 
 
@@ -63,10 +65,50 @@ def _warn_once(key, message):
 _TYPE_NAMES = {"i": "Long", "u": "Byte", "b": "Bool"}
 
 
+# how torch refuses float16/bfloat16 inputs, per function: its kernel's NotImplementedError, or a
+# RuntimeError of the function's own check
+_HALF_REFUSALS = {
+    "linalg.svd": "linalg_svd_cpu", "linalg.cond": "linalg_svd_cpu", "linalg.qr": "geqrf_cpu", "geqrf": "geqrf_cpu",
+    "linalg.eigh": "linalg_eigh_cpu", "cholesky_solve": "cholesky_solve_cpu",
+    "cholesky_inverse": "cholesky_inverse_out_cpu", "linalg.solve_triangular": "triangular_solve_cpu",
+    "linalg.lu_solve": "linalg.lu_solve_cpu", "linalg.solve_ex": "lu_cpu",
+    "torch.linalg.householder_product": "orgqr_cpu",
+}
+_HALF_CHECKS = {
+    "linalg.inv_ex": lambda a: f"linalg.inv: Low precision dtypes not supported. Got {_scalar_name(a)}",
+    "torch.linalg.lstsq": lambda a: "This function doesn't handle types other than float and double",
+    "linalg.pinv": lambda a: f"linalg.pinv({_scalar_name(a)}{list(a.shape)}): expected a tensor with 2 or more "
+                             "dimensions of float, double, cfloat or cdouble types",
+}
+
+
+def _scalar_name(a):
+    from .._dtype import scalar_type_name
+    return scalar_type_name(a._data.dtype)
+
+
+def _refuse_half(a, name):
+    if a._data.dtype.name not in _rules.HALF:
+        return
+    if name in _HALF_REFUSALS:
+        _rules.refuse_kernel(a._data, _rules.HALF, _HALF_REFUSALS[name])
+    if name in _HALF_CHECKS:
+        raise RuntimeError(_HALF_CHECKS[name](a))
+
+
+# functions whose kernel refuses integer and bool inputs (torch's NotImplementedError, before its
+# floating-point check)
+_INTEGER_KERNELS = {"linalg.eigh": "linalg_eigh_cpu", "linalg.solve_triangular": "triangular_solve_cpu",
+                    "torch.linalg.householder_product": "orgqr_cpu", "ormqr": "ormqr_cpu"}
+
+
 def _float_input(a, name, arg="input"):
     a = as_tensor_arg(a)
     kind = a._data.dtype.kind
-    if kind not in "fc":
+    _refuse_half(a, name)
+    if name in _INTEGER_KERNELS:
+        _rules.refuse_kernel(a._data, _rules.INTEGRAL, _INTEGER_KERNELS[name])
+    if kind not in "fc" and not _dtype.is_bfloat16_np(a._data.dtype):
         names = {np.dtype(np.int32): "Int", np.dtype(np.int16): "Short", np.dtype(np.int8): "Char"}
         got = names.get(a._data.dtype, _TYPE_NAMES.get(kind, str(a._data.dtype)))
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {arg}. Got {got}")
@@ -409,6 +451,7 @@ def _first_bad_minor(m):
 
 
 def _cholesky(a, upper, name, check_errors):
+    _rules.refuse_kernel(as_tensor_arg(a)._data, _rules.HALF, "cholesky_cpu")
     a = _square(a, name)
     with quiet_fp():
         factors, info = _cholesky_arrays(np.tril(a._data), upper, name, check_errors)
@@ -579,6 +622,7 @@ class LinalgLuFactorExBackward0(Node):
 
 def _lu_input(a, name):
     a = as_tensor_arg(a)
+    _rules.refuse_kernel(a._data, _rules.HALF, "lu_cpu")
     if a._data.dtype.kind not in "fc":
         raise NotImplementedError(f'"lu_cpu" not implemented for \'{_TYPE_NAMES.get(a._data.dtype.kind, "Long")}\'')
     return _matrix(a, name)
@@ -970,6 +1014,8 @@ def matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     a = _float_input(a, "linalg.matrix_norm")
     if ord not in _MATRIX_ORDS:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if ord in ("nuc", 2, -2) and a._data.dtype.name in _rules.HALF:  # these go through an SVD
+        raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {_scalar_name(a)}")
     if dtype is not None:
         a = a.to(dtype)
     d0, d1 = (d % a.ndim for d in dim)
@@ -1145,6 +1191,7 @@ def trace(a):
     """torch.trace: the sum of a 2-D matrix's diagonal."""
     if a.ndim != 2:
         raise RuntimeError("trace: expected a matrix, but got tensor with dim " + str(a.ndim))
+    _rules.refuse_kernel(a._data, _rules.BOOL, "trace")
     return a.diagonal().sum()
 
 
@@ -1313,6 +1360,7 @@ def _cross_parts(a, b):
 def linalg_cross(a, b, *, dim=-1):
     """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (inputs broadcast)."""
     a, b = as_tensor_arg(a), as_tensor_arg(b)
+    _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if a.shape[dim] != 3 or b.shape[dim] != 3:

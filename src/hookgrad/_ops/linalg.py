@@ -7,6 +7,7 @@ from .. import _dtype, return_types
 from .. import _threads as _blas
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from ._base import quiet_fp
@@ -105,6 +106,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
     _check_same_dtype(a, b, "mm")
+    _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
     with _quiet():
         result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
@@ -155,6 +157,7 @@ class AddmmBackward0(Node):
 @op(inplace=True)
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * bias + alpha * (a @ b)`` in one node (what ``F.linear`` records)."""
+    _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
     if a._data.shape[1] != b._data.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
@@ -197,6 +200,7 @@ class MvBackward0(Node):
 
 @op()
 def mv(a: Tensor, v: Tensor) -> Tensor:
+    _rules.refuse_kernel(a._data, _rules.BOOL, "addmv_impl_cpu")
     if a._data.ndim != 2 or v._data.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim}")
     if a._data.shape[1] != v._data.shape[0]:
@@ -224,6 +228,7 @@ class DotBackward0(Node):
 
 @op(aliases=("inner",))
 def dot(a: Tensor, b: Tensor) -> Tensor:
+    _rules.refuse_kernel(a._data, _rules.BOOL, "dot")
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
     if a._data.shape != b._data.shape:
@@ -261,6 +266,7 @@ class BmmBackward0(Node):
 
 @op()
 def bmm(a: Tensor, b: Tensor) -> Tensor:
+    _rules.refuse_kernel(a._data, _rules.BOOL, "bmm")
     if a._data.ndim != 3 or b._data.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if a._data.ndim != 3 else "batch2 must be a 3D tensor")
     if a._data.shape[0] != b._data.shape[0] or a._data.shape[2] != b._data.shape[1]:
@@ -428,6 +434,8 @@ def einsum(equation, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     operands = tuple(as_tensor_arg(t) for t in operands)
+    for t in operands:
+        _rules.refuse_kernel(t._data, _rules.BOOL, "bmm")  # torch contracts through bmm
     ins, out = _parse_einsum(equation, operands)
     sizes = {}
     for s, t in zip(ins, operands):
@@ -480,6 +488,7 @@ class LinalgInvExBackward0(Node):
 
 @op("inverse")
 def inv(a: Tensor) -> Tensor:
+    _floating_matrix(a, "linalg.inv", "low precision")
     _square(a, "linalg.inv")
     try:
         data = np.linalg.inv(a._data)
@@ -492,6 +501,20 @@ def inv(a: Tensor) -> Tensor:
         node = record_op(LinalgInvExBackward0, (a,), result)
         node.save(output=result)
     return result
+
+
+def _floating_matrix(a, name, half):
+    """torch's refusals of linalg inputs: integers and bools (RuntimeError), and float16/bfloat16,
+    which ``half`` says how it refuses: ``"low precision"`` (RuntimeError) or a kernel name whose
+    NotImplementedError torch raises."""
+    dt = a._data.dtype
+    if not _dtype.is_inexact_np(dt):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{_dtype.scalar_type_name(dt)}")
+    if dt.name in _rules.HALF:
+        if half == "low precision":
+            raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {_dtype.scalar_type_name(dt)}")
+        _rules.refuse_kernel(a._data, _rules.HALF, half)
 
 
 def _square(a, name):
@@ -512,6 +535,7 @@ class LinalgDetBackward0(Node):
 
 @op()
 def det(a: Tensor) -> Tensor:
+    _floating_matrix(a, "linalg.det", "lu_cpu")
     _square(a, "linalg.det")
     result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
     if GRAD.enabled and a._requires_grad:
@@ -541,6 +565,7 @@ class LinalgSlogdetBackward0(Node):
 
 @op()
 def slogdet(a: Tensor):
+    _floating_matrix(a, "linalg.slogdet", "low precision")
     _square(a, "linalg.slogdet")
     sign, logabs = np.linalg.slogdet(a._data)
     s = wrap(np.asarray(sign, dtype=a._data.dtype))
@@ -571,6 +596,7 @@ class LinalgSolveExBackward0(Node):
 
 
 def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
+    _floating_matrix(a, "linalg.solve", "lu_cpu")
     _square(a, "linalg.solve")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "

@@ -15,6 +15,7 @@ from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
+from . import _dtype_rules as _rules
 from ._declare import inplace_function, module_all, op, record_op, unary
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
@@ -76,9 +77,22 @@ def _float_operands(a, b, name):
             raise TypeError(f"{name}(): argument '{argname}' (position {pos + 1}) must be Tensor, not "
                             f"{type(arg).__name__}")
     dt = result_np_dtype(a, b)
-    if dt.kind not in "fc":
+    if name in _NO_INTEGER_KERNEL:
+        _rules.refuse_kernel(np.empty(0, dt), _rules.INTEGRAL, f"{name}_cpu")
+    if _dtype.is_bfloat16_np(dt):
+        dt = np.dtype(np.float32)  # float32 math; the caller rounds the result back (_rounded_back)
+    elif dt.kind not in "fc":
         dt = _dtype.get_default_dtype().np
     return a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
+
+
+# float-only kernels in torch (integer and bool inputs are refused, not promoted)
+_NO_INTEGER_KERNEL = {"hypot", "logaddexp", "logaddexp2"}
+
+
+def _rounded_back(out, a, b):
+    """A result computed in float32 for bfloat16 operands, rounded to bfloat16 once."""
+    return _dtype.narrow_to(out, result_np_dtype(a, b))
 
 
 def _broadcast_or_raise(fn, ad, bd):
@@ -107,7 +121,7 @@ class HypotBackward0(Node):
 @op(inplace=True)
 def hypot(a, b):
     ad, bd = _float_operands(a, b, "hypot")
-    result = wrap(_broadcast_or_raise(np.hypot, ad, bd))
+    result = wrap(_rounded_back(_broadcast_or_raise(np.hypot, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         record_op(HypotBackward0, (a, b), result).save(b, a, output=result)
     return result
@@ -132,7 +146,7 @@ class Logaddexp2Backward0(LogaddexpBackward0):
 
 def _logaddexp(a, b, np_fn, node_cls, name):
     ad, bd = _float_operands(a, b, name)
-    result = wrap(_broadcast_or_raise(np_fn, ad, bd))
+    result = wrap(_rounded_back(_broadcast_or_raise(np_fn, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         record_op(node_cls, (a, b), result).save(b, a)
     return result
@@ -177,10 +191,12 @@ def copysign(a, b):
         ad, bd = _float_operands(a, b, "copysign")
     else:
         dt = result_np_dtype(a, b)
-        if dt.kind not in "fc":
+        if _dtype.is_bfloat16_np(dt):
+            dt = np.dtype(np.float32)
+        elif dt.kind not in "fc":
             dt = _dtype.get_default_dtype().np
         ad, bd = a._data.astype(dt, copy=False), np.asarray(b, dtype=dt)
-    result = wrap(_broadcast_or_raise(np.copysign, ad, bd))
+    result = wrap(_rounded_back(_broadcast_or_raise(np.copysign, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):
         if isinstance(b, Tensor):
             node = record_op(CopysignBackward0, (a, b), result)
@@ -236,7 +252,7 @@ def ldexp(x, other):
     """``x * 2 ** other``, in floating point."""
     x = as_tensor_arg(x)
     other = as_tensor_arg(other)
-    if x._data.dtype.kind not in "fc":
+    if not _dtype.is_inexact_np(x._data.dtype):
         x = x.to(_dtype.get_default_dtype())
     return x * pointwise.pow(2.0, other)
 
@@ -358,6 +374,8 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and not isinstance(x, Tensor):
         raise TypeError(f"trapezoid() received an invalid combination of arguments: x must be a Tensor (the spacing "
                         f"is the keyword dx)")
+    if y._data.dtype.kind == "b":
+        raise RuntimeError("trapezoid: received a bool input for `y`, but bool is not supported")
     dim = dim % y.dim() if y.dim() else 0
     if y.shape[dim] == 0:
         return reduce.sum(y, dim)
@@ -377,6 +395,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 @op()
 def cross(a, b, dim=None):
+    _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.dim() != b.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
     if tuple(a.shape) != tuple(b.shape):
@@ -423,6 +442,7 @@ def dist(a, b, p=2):
 def pdist(x, p=2):
     if x.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.dim()}D")
+    _rules.refuse_kernel(x._data, _rules.HALF, "pdist")
     n = x.shape[0]
     rows, cols = np.triu_indices(n, 1)
     if len(rows) == 0:

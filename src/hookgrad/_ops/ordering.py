@@ -19,6 +19,7 @@ from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, refuse_complex
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._stl_order import sort as std_sort
 from ._stl_order import topk_row
@@ -376,6 +377,7 @@ def _median_dim(x, dim, keepdim, ignore_nan):
 @op()
 def median(x, dim=None, keepdim=False):
     refuse_complex('"median_cpu" not implemented for \'{dtype}\'', x)
+    _rules.refuse_kernel(x._data, _rules.BOOL, "median_cpu")
     if dim is None:
         return _full_median(x, False)
     return _median_dim(x, dim, keepdim, False)
@@ -384,6 +386,7 @@ def median(x, dim=None, keepdim=False):
 @op()
 def nanmedian(x, dim=None, keepdim=False):
     refuse_complex('"nanmedian_cpu" not implemented for \'{dtype}\'', x)
+    _rules.refuse_kernel(x._data, _rules.BOOL, "median_cpu")
     if dim is None:
         return _full_median(x, True)
     return _median_dim(x, dim, keepdim, True)
@@ -603,13 +606,13 @@ class LogcumsumexpBackward0(Node):
 
 @op()
 def logcumsumexp(x, dim):
-    data = x._data
+    data = _dtype.widen(x._data)  # bfloat16: float32 math, one rounding back
     if data.dtype.kind not in "fc":
         raise _not_implemented("logcumsumexp_out_cpu", data)
     d = _dim_of(x, dim)
     with quiet_fp():
         out = data.copy() if data.ndim == 0 else np.logaddexp.accumulate(data, axis=d)
-    result = wrap(out)
+    result = wrap(_dtype.narrow_to(out, x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogcumsumexpBackward0, (x,), result)
         node.dim = d

@@ -9,6 +9,7 @@ from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import quiet_fp, refuse_complex
 from ._declare import ZeroGradNode, module_all, op, record_op, unary
+from . import _dtype_rules as _rules
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -110,11 +111,21 @@ def _shape_dtype(b):
     return (), None
 
 
-def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
-    a, b, dt = _binary_inputs(a, b)
-    if node_cls is SubBackward0 and dt.kind == "b":
+def _refuse_bool_subtraction(a, b, dt):
+    if dt.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
+    if any(isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (a, b)):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
+                           "to invert a mask, use the `~` or `logical_not()` operator instead.")
+
+
+def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
+    a, b, dt = _binary_inputs(a, b)
+    if node_cls is SubBackward0:
+        _refuse_bool_subtraction(a, b, dt)
+    if dt.kind in "biu" and isinstance(alpha, float):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
     result = _finish(_np_binary(np_fn, a, b, dt, alpha), dt)
     if _needs(a, b):
         node = record_op(node_cls, (a, b), result)
@@ -148,6 +159,7 @@ def rsub(a, b, *, alpha=1):
     if isinstance(b, Tensor):
         return sub(b, a, alpha=alpha)
     a, b, dt = _binary_inputs(a, b)
+    _refuse_bool_subtraction(a, b, dt)
     result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
         node = record_op(RsubBackward1, (a,), result)
@@ -342,6 +354,7 @@ def pow(a, b):
             node.save(b, output=result)
         return result
     a, b, dt = _binary_inputs(a, b)
+    _rules.refuse_kernel(np.empty(0, dt), _rules.BOOL, "pow")
     if isinstance(b, Tensor):
         with _err():
             result = _finish(_power(a, b, dt), dt)
@@ -389,7 +402,7 @@ sqrt = unary("sqrt", np.sqrt, lambda g, r: g / (r * 2), node="SqrtBackward0", sa
 rsqrt = unary("rsqrt", lambda d: 1 / np.sqrt(d), lambda g, r: g * r.pow(3) * -0.5, node="RsqrtBackward0",
               saves="result", inplace=True)
 abs = unary("abs", np.abs, lambda g, x: g * x.sgn(), node="AbsBackward0", saves="self", floating=False,
-            on_complex="own", aliases=("absolute",))
+            on_complex="own", aliases=("absolute",), refuse=(_rules.BOOL, "abs_cpu"))
 
 
 def _abs_in_place(self):
@@ -432,7 +445,7 @@ sigmoid = unary("sigmoid", _sigmoid_np, lambda g, r: g * (r * (1 - r)), node="Si
 
 def _relu_np(d):
     if d.dtype.kind == "b":
-        return d.copy()
+        raise RuntimeError("Boolean inputs not supported for relu")
     if d.dtype.kind == "f":
         # np.clip with scalar bounds of the array's own type takes NumPy's vectorized clip loop:
         # 115 us on a 64x16x28x28 float32 batch, against 185 us for np.maximum with an array of
@@ -534,19 +547,19 @@ def sgn(x):
     return result
 
 floor = unary("floor", _exact_for_integers(np.floor), None, node="FloorBackward0", floating=False, inplace=True,
-              on_complex="floor is not supported for complex inputs",
+              on_complex="floor is not supported for complex inputs", refuse=(_rules.BOOL, "floor_vml_cpu"),
               saves_self=False)
 ceil = unary("ceil", _exact_for_integers(np.ceil), None, node="CeilBackward0", floating=False, inplace=True,
-             on_complex="ceil is not supported for complex inputs",
+             on_complex="ceil is not supported for complex inputs", refuse=(_rules.BOOL, "ceil_vml_cpu"),
              saves_self=False)
 trunc = unary("trunc", _exact_for_integers(np.trunc), None, node="TruncBackward0", floating=False, inplace=True,
-              on_complex="trunc is not supported for complex inputs",
+              on_complex="trunc is not supported for complex inputs", refuse=(_rules.BOOL, "trunc_vml_cpu"),
               saves_self=False)
 frac = unary("frac", lambda d: d - np.trunc(d), lambda g: g, node="FracBackward0", inplace=True,
-             on_complex='"frac_cpu" not implemented for \'{dtype}\'')
+             on_complex='"frac_cpu" not implemented for \'{dtype}\'', refuse=(_rules.INTEGRAL, "frac_cpu"))
 _round_half_even = unary("round", _exact_for_integers(np.round), None, node="RoundBackward0", floating=False,
                          on_complex='"round_vml_cpu" not implemented for \'{dtype}\'',
-                         function=False, method=False)
+                         function=False, method=False, refuse=(_rules.BOOL, "round_vml_cpu"))
 
 
 class RoundBackward1(ZeroGradNode):
@@ -560,6 +573,7 @@ def round(x, *, decimals=0):
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
     data = x._data
+    _rules.refuse_kernel(data, _rules.INTEGRAL, "round_cpu")
     if _dtype.is_floating_np(data.dtype):
         result = wrap(_dtype.narrow_to(np.round(_dtype.widen(data), decimals), data.dtype))
     else:
@@ -766,6 +780,8 @@ class LerpBackward1(Node):
 @op(inplace=True)
 def lerp(start, end, weight):
     start, end = as_tensor_arg(start), as_tensor_arg(end)
+    _rules.refuse_kernel(start._data, _rules.INTEGRAL,
+                         "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
     if isinstance(weight, Tensor):
         result = wrap(start._data + weight._data * (end._data - start._data))
         if GRAD.enabled and (start._requires_grad or end._requires_grad or weight._requires_grad):

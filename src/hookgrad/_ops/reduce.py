@@ -9,6 +9,7 @@ from .. import _dtype, return_types
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import quiet_fp, refuse_complex
@@ -271,6 +272,8 @@ class CumprodBackward0(Node):
 @op(inplace=True)
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
+    if dtype is None and x._data.dtype.kind in "biu":
+        dtype = _dtype.int64  # integer and bool products accumulate in int64, as torch's
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
     result = wrap(_cumprod_np(data, d))
     if GRAD.enabled and x._requires_grad:
@@ -556,6 +559,11 @@ def _correction(unbiased, correction):
     return 1 if unbiased else 0
 
 
+def _floating_only_var_std(x):
+    if not _dtype.is_inexact_np(x._data.dtype):
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+
+
 def _var_args(dim, unbiased, keepdim, correction):
     # var(x, True) is the old ``unbiased`` positional form
     if isinstance(dim, bool):
@@ -568,6 +576,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up
         return (var(x.real, dim, unbiased, keepdim, correction=correction)
                 + var(x.imag, dim, unbiased, keepdim, correction=correction))
+    _floating_only_var_std(x)
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -595,6 +604,7 @@ def _out_shape(shape, dims, keepdim):
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if x._data.dtype.kind == "c":
         return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
+    _floating_only_var_std(x)
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -826,6 +836,8 @@ def _softmax_input(x, dim, dtype, kernel):
 @op()
 def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     x, data, d = _softmax_input(x, dim, dtype, "softmax")
+    if dtype is None:
+        _rules.refuse_kernel(x._data, _rules.INTEGRAL, "softmax_kernel_impl")
     with _err():
         result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
@@ -838,6 +850,8 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 @op()
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     x, data, d = _softmax_input(x, dim, dtype, "log_softmax")
+    if dtype is None:
+        _rules.refuse_kernel(x._data, _rules.INTEGRAL, "log_softmax_kernel_impl")
     with _err():
         result = wrap(_dtype.narrow_to(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data),
                                        x._data.dtype))

@@ -11,12 +11,14 @@ import math
 import numpy as np
 
 from .. import _dtype
+from .._dtype import narrow_to
 from .._tensor import Tensor, wrap
 from .._late import LateNames
 from ..autograd.graph import Node
 from . import pointwise
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, is_number, quiet_fp, record, result_np_dtype
 from ._base import refuse_complex, sum_to_shape
+from . import _dtype_rules as _rules
 from ._declare import UnaryNode, module_all, node_class, op, record_op
 
 # which gradients the running backward pass needs (the engine sits above the ops)
@@ -46,7 +48,7 @@ def _float_data(x):
 
 
 # ---- unary ops with a gradient --------------------------------------------------------------------
-def _unary(name, forward, backward, *, node, saves=("self",), **decl):
+def _unary(name, forward, backward, *, node, saves=("self",), refuse=None, **decl):
     """An elementwise op from its NumPy ``forward`` and ``backward(grad, *saved)`` (hookgrad ops, so
     double backward works); ``saves`` names what the node keeps ("self" and/or "result")."""
     node_cls = node_class(node, UnaryNode, formula=staticmethod(backward), saved_names=tuple(saves))
@@ -58,8 +60,11 @@ def _unary(name, forward, backward, *, node, saves=("self",), **decl):
             x = as_tensor_arg(x)
         if not complex_ok:
             refuse_complex(f'"{name}_vml_cpu" not implemented for \'{{dtype}}\'', x)
+        if refuse is not None:
+            _rules.refuse_kernel(x._data, _rules.HALF, f"{name}_cpu")
         with quiet_fp():
-            result = wrap(forward(_float_data(x)))
+            # bfloat16: float32 math, one rounding back (as torch computes it)
+            result = wrap(narrow_to(forward(_float_data(x)), x._data.dtype))
         if GRAD.enabled and x._requires_grad:
             n = node_cls((edge(x),))
             record(n, result, inputs=(x,))
@@ -92,7 +97,7 @@ erfc = _unary("erfc", _kernel("erfc"), lambda g, x: g * ((x * x).neg().exp() * -
 erfinv = _unary("erfinv", _kernel("erfinv"), lambda g, x: g * (erfinv(x).pow(2).exp() * _SQRT_PI_OVER_2),
                 node="ErfinvBackward0", inplace=True)
 erfcx = _unary("erfcx", _kernel("erfcx"), lambda g, x, r: g * ((x * r) * 2 - _TWO_OVER_SQRT_PI),
-               node="SpecialErfcxBackward0", saves=("self", "result"), function=False, method=False)
+               refuse=True, node="SpecialErfcxBackward0", saves=("self", "result"), function=False, method=False)
 
 
 def _lgamma_np(d):
@@ -202,7 +207,7 @@ def _polygamma(n, input, node_cls):
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     with quiet_fp():
-        result = wrap(_polygamma_np(int(n), _float_data(x)))
+        result = wrap(narrow_to(_polygamma_np(int(n), _float_data(x)), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.n = int(n)
@@ -245,13 +250,15 @@ def _mvdigamma(x, p):
 @op(inplace=True)
 def mvlgamma(input, p):
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
+    if x._data.dtype.kind == "b":
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     d = _float_data(x)
     js = np.arange(p, dtype=d.dtype) / d.dtype.type(2)
     with quiet_fp():
         total = _lgamma_np(d[..., None] - js).sum(-1) + d.dtype.type(p * (p - 1) / 4.0 * math.log(math.pi))
-    result = wrap(np.asarray(total, dtype=d.dtype))
+    result = wrap(narrow_to(np.asarray(total, dtype=d.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(MvlgammaBackward0, (x,), result)
         node.p = int(p)
@@ -280,10 +287,10 @@ i1e = _unary("i1e", _kernel("i1e"), _i1e_backward, node="SpecialI1EBackward0", s
              function=False, method=False)
 
 ndtri = _unary("ndtri", _kernel("ndtri"), lambda g, r: g * ((r * r * 0.5).exp() * _SQRT_2PI),
-               node="SpecialNdtriBackward0", saves=("result",), function=False, method=False)
+               refuse=True, node="SpecialNdtriBackward0", saves=("result",), function=False, method=False)
 log_ndtr = _unary("log_ndtr", _kernel("log_ndtr"),
                   lambda g, x, r: g * ((r + x * x * 0.5).neg().exp() / _SQRT_2PI),
-                  node="SpecialLogNdtrBackward0", saves=("self", "result"), function=False, method=False)
+                  refuse=True, node="SpecialLogNdtrBackward0", saves=("self", "result"), function=False, method=False)
 
 
 def ndtr(input):
@@ -324,7 +331,7 @@ def logit(input, eps=None):
     d = _float_data(x)
     z = d if eps is None else np.clip(d, d.dtype.type(eps), d.dtype.type(1 - eps))
     with quiet_fp():
-        result = wrap(np.log(z / (d.dtype.type(1) - z)).astype(d.dtype, copy=False))
+        result = wrap(narrow_to(np.log(z / (d.dtype.type(1) - z)).astype(d.dtype, copy=False), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogitBackward0, (x,), result)
         node.eps = None if eps is None else float(eps)
@@ -407,7 +414,8 @@ def _binary(a, b, kernel, nodes):
             data = np.asarray(kernel(_operand(a, dt), _operand(b, dt), dt)).astype(dt, copy=False)
     except ValueError:
         raise RuntimeError(pointwise._broadcast_message(a, b)) from None
-    result = wrap(data)
+    # bfloat16 operands: float32 math, one rounding back
+    result = wrap(narrow_to(data, result_np_dtype(a, b) if isinstance(a, Tensor) else result_np_dtype(b, a)))
     grad_a = isinstance(a, Tensor) and a._requires_grad
     grad_b = isinstance(b, Tensor) and b._requires_grad
     if GRAD.enabled and (grad_a or grad_b):
@@ -485,6 +493,9 @@ _ZETA = _binary_nodes("SpecialZetaBackward", _no_derivative("zeta"), _d_zeta_oth
 
 
 def zeta(input, other):
+    for operand in (input, other):
+        if isinstance(operand, Tensor):
+            _rules.refuse_kernel(operand._data, _rules.HALF, "zeta_cpu")
     return _binary(input, other, _zeta_np, _ZETA)
 
 
@@ -507,7 +518,7 @@ def _tensor_operands(name, a, b):
             raise TypeError(f"{name}(): argument '{what}' (position {1 if what == 'input' else 2}) must be "
                             f"Tensor, not {type(arg).__name__}")
     promoted = result_np_dtype(a, b)
-    if promoted.kind not in "fc":  # torch has no integer kernel (and promotes no integers here)
+    if promoted.kind not in "fc" and not _dtype.is_bfloat16_np(promoted):  # no integer kernel in torch
         kind = _TORCH_SCALAR_NAMES.get(promoted.name, promoted.name)
         raise NotImplementedError(f'"{name}_cpu" not implemented for \'{kind}\'')
 

@@ -202,6 +202,52 @@ def _set_grad_dtype(self, value):
         raise NotImplementedError("hookgrad: a gradient dtype other than the tensor's own is not supported")
 
 
+# ---- module_load, record_stream, reinforce -------------------------------------------------------------
+@op(function=False)
+def module_load(self, other, assign=False):
+    """What ``nn.Module.load_state_dict`` puts in place of ``self`` when swapping parameters: ``other``
+    detached with ``assign``, else ``self`` with ``other`` copied in, detached."""
+    if assign:
+        return other.detach()
+    return self.copy_(other).detach()
+
+
+@op(function=False)
+def record_stream(self, stream):
+    """A CUDA allocator's bookkeeping: torch has no CPU kernel for it."""
+    raise NotImplementedError("Could not run 'aten::record_stream' with arguments from the 'CPU' backend. This could "
+                              "be because the operator doesn't exist for this backend.")
+
+
+_REINFORCE_REMOVED = """reinforce() was removed.
+Use torch.distributions instead.
+See https://pytorch.org/docs/main/distributions.html
+
+Instead of:
+
+probs = policy_network(state)
+action = probs.multinomial()
+next_state, reward = env.step(action)
+action.reinforce(reward)
+action.backward()
+
+Use:
+
+probs = policy_network(state)
+# NOTE: categorical is equivalent to what used to be called multinomial
+m = torch.distributions.Categorical(probs)
+action = m.sample()
+next_state, reward = env.step(action)
+loss = -m.log_prob(action) * reward
+loss.backward()
+"""
+
+
+@op(function=False)
+def reinforce(self, reward):
+    raise RuntimeError(_REINFORCE_REMOVED)
+
+
 Tensor.name = property(lambda self: None)
 Tensor.volatile = property(_volatile, _set_volatile)
 Tensor.grad_dtype = property(_grad_dtype, _set_grad_dtype)

@@ -245,7 +245,14 @@ def relu_(input: Tensor) -> Tensor:
     return input.relu_()
 
 
+def _refuse_integral(input, kernel):
+    """torch has no integer or bool kernel for these activations (its NotImplementedError)."""
+    from .._ops import _dtype_rules
+    _dtype_rules.refuse_kernel(input._data, _dtype_rules.INTEGRAL, kernel)
+
+
 def logsigmoid(input: Tensor) -> Tensor:
+    _refuse_integral(input, "log_sigmoid_cpu")
     return -_act.softplus(-input)
 
 
@@ -260,18 +267,21 @@ def tanhshrink(input: Tensor) -> Tensor:
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return views.apply_inplace(input, mish)
+    _refuse_integral(input, "mish_cpu")
     return input * _act.softplus(input).tanh()
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return views.apply_inplace(input, hardsigmoid)
+    _refuse_integral(input, "hardsigmoid_cpu")
     return _act.hardtanh(input / 6 + 0.5, 0.0, 1.0)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     if inplace:
         return views.apply_inplace(input, hardswish)
+    _refuse_integral(input, "hardswish_cpu")
     return input * hardsigmoid(input)
 
 

@@ -10,6 +10,8 @@ from .adamax import Adamax
 from .adamw import AdamW
 from .asgd import ASGD
 from .lbfgs import LBFGS
+from .muon import Muon
+from ._stateless import swap_in_optimizer_params_and_state
 from .nadam import NAdam
 from .optimizer import Optimizer
 from .radam import RAdam
@@ -20,3 +22,4 @@ from .sparse_adam import SparseAdam
 
 __all__ = ["ASGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
            "RAdam", "RMSprop", "Rprop", "SGD", "SparseAdam", "lr_scheduler", "swa_utils"]
+__all__ += ["Muon", "swap_in_optimizer_params_and_state"]

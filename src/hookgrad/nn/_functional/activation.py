@@ -16,6 +16,7 @@ from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
 from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
+from ..._ops import _dtype_rules as _rules
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
@@ -73,6 +74,7 @@ def _leaky_relu(x, negative_slope):
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "leaky_relu_cpu")
     return _maybe_inplace(input, _leaky_relu, inplace, negative_slope)
 
 
@@ -124,6 +126,7 @@ def _elu(x, alpha):
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "elu_cpu")
     return _maybe_inplace(input, _elu, inplace, alpha)
 
 
@@ -256,6 +259,7 @@ def _gelu_tanh_grad_np(d):
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh.")
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "GeluKernelImpl")
     d = input._data
     if not is_inexact_np(d.dtype):
         raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{scalar_type_name(d.dtype)}'")
@@ -288,6 +292,7 @@ def _silu(x):
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "silu_cpu")
     return _maybe_inplace(input, _silu, inplace)
 
 
@@ -303,6 +308,7 @@ class SoftplusBackward0(Node):
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "softplus_cpu")
     d = widen(input._data)  # bfloat16: float32 math, rounded once in _unary
     bx = d * d.dtype.type(beta)
     with _err():

@@ -10,6 +10,7 @@ import numpy as np
 
 import hookgrad
 from ..._tensor import Tensor
+from ..._ops import _dtype_rules as _rules
 from .conv import _tuple
 
 __all__ = ["instance_norm", "rms_norm", "embedding_bag", "interpolate", "upsample", "upsample_nearest",
@@ -132,19 +133,17 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets=None, max_norm=None, no
         # torch's embedding_bag divides by counts that do not line up with the indices (see the tests):
         # neither the documented rule nor torch's numbers would be honest here
         raise NotImplementedError("hookgrad's embedding_bag does not scale gradients by frequency")
-    vectors = _F().embedding(flat, weight, None, max_norm, norm_type, False, sparse)
-    index = flat.tolist()
-    bags = []
-    for start, end in zip(starts, ends):
-        keep = [i for i in range(start, end) if padding_idx is None or index[i] != padding_idx]
-        if not keep:
-            bags.append(hookgrad.zeros(weight.shape[1], dtype=weight.dtype))
-            continue
-        rows = vectors.index_select(0, hookgrad.tensor(keep, dtype=hookgrad.int64))
-        if weights is not None:
-            rows = rows * weights.index_select(0, hookgrad.tensor(keep, dtype=hookgrad.int64)).unsqueeze(1)
-        bags.append(rows.sum(0) if mode == "sum" else rows.mean(0) if mode == "mean" else rows.amax(0))
-    return hookgrad.stack(bags, 0) if bags else hookgrad.zeros(0, weight.shape[1], dtype=weight.dtype)
+    if max_norm is not None:
+        _F().embedding(flat, weight, None, max_norm, norm_type, False, sparse)  # renormalizes the rows in place
+    # ATen's kernel (torch.embedding_bag), as torch's F.embedding_bag calls it
+    from .recurrent import embedding_bag as _kernel
+    if input.dim() == 1:
+        bag_offsets, last_offset_given = offsets, include_last_offset
+    else:
+        bag_offsets, last_offset_given = hookgrad.tensor(starts, dtype=hookgrad.int64), False
+    mode_number = {"sum": 0, "mean": 1, "max": 2}[mode]
+    return _kernel(weight, flat, bag_offsets, scale_grad_by_freq, mode_number, sparse, weights, last_offset_given,
+                   padding_idx)[0]
 
 
 # ---- resampling -----------------------------------------------------------------------------------------
@@ -372,6 +371,7 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if inplace:
         return _in_place(celu, input, alpha)
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "elu_cpu")
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return hookgrad.where(input > 0, input, ((input / alpha).exp() - 1) * alpha)
@@ -386,6 +386,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise."""
     if inplace:
         return _in_place(rrelu, input, lower, upper, training)
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "leaky_relu_cpu")
     if not training:
         return _F().leaky_relu(input, (lower + upper) / 2)
     slope = hookgrad.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
@@ -414,6 +415,7 @@ hardshrink = hookgrad.hardshrink
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "softshrink_check")
     return hookgrad.where(input > lambd, input - lambd,
                           hookgrad.where(input < -lambd, input + lambd, hookgrad.zeros_like(input)))
 

@@ -1,0 +1,22 @@
+"""Which input dtypes an op refuses, with torch's exception class and wording.
+
+torch's CPU kernels are compiled for a set of dtypes; outside it they raise ``NotImplementedError``
+('"abs_cpu" not implemented for 'Bool''), and a few ops check their inputs first and raise
+``RuntimeError``. NumPy computes almost anything, so each such op here states what torch refuses
+(tests/test_dtype_sweep.py compares every registry op's works/raises outcome per dtype with torch's).
+"""
+from __future__ import annotations
+
+from .._dtype import scalar_type_name
+
+__all__: list = []  # declares no op: the helpers here are the ops' own
+
+BOOL = frozenset(("bool",))
+INTEGRAL = frozenset(("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64"))
+HALF = frozenset(("float16", "bfloat16"))
+
+
+def refuse_kernel(data, refused, kernel: str) -> None:
+    """torch's NotImplementedError when the NumPy array ``data`` has a dtype in ``refused``."""
+    if data.dtype.name in refused:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(data.dtype)}'")
