@@ -419,3 +419,32 @@ def test_loader_draws_one_base_seed_per_iterator(T):
         batches = list(it)
         drawn.append((after_iter, batches))
     return drawn
+
+
+class Batched:
+    """A dataset with __getitems__ (returns `rows` items whatever it is asked for)."""
+
+    def __init__(self, rows=None):
+        self.rows = rows
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return i * 10
+
+    def __getitems__(self, indices):
+        out = [i * 10 + 1 for i in indices]
+        return out if self.rows is None else out[:self.rows]
+
+
+@differential
+def test_stack_dataset(T):
+    D = data_mod(T)
+    xs, ys = T.arange(4.0), T.arange(4) * 2
+    tup, named = D.StackDataset(xs, ys), D.StackDataset(x=xs, b=Batched())
+    return [tup[1], named[2], len(tup), tup.__getitems__([0, 3]), named.__getitems__([1, 2]),
+            list(D.DataLoader(named, batch_size=3)), list(D.DataLoader(tup, batch_size=2, num_workers=1)),
+            catch(D.StackDataset, xs, y=ys), catch(D.StackDataset), catch(D.StackDataset, xs, T.arange(3)),
+            catch(D.StackDataset(a=xs, b=Batched(1)).__getitems__, [0, 1]),
+            catch(D.StackDataset(xs, Batched(1)).__getitems__, [0, 1])]
