@@ -4,10 +4,15 @@ from .dataloader import DataLoader, _DatasetKind, get_worker_info
 from .distributed import DistributedSampler
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset, Subset, TensorDataset,
                       random_split)
+from .datapipes import (DataChunk, DFIterDataPipe, IterDataPipe, MapDataPipe, argument_validation,
+                        functional_datapipe, guaranteed_datapipes_determinism, non_deterministic, runtime_validation,
+                        runtime_validation_disabled)
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler, SubsetRandomSampler,
                       WeightedRandomSampler)
 
-__all__ = ["BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "IterableDataset",
+__all__ = ["BatchSampler", "ChainDataset", "DFIterDataPipe", "DataChunk", "IterDataPipe", "MapDataPipe",
+           "argument_validation", "functional_datapipe", "guaranteed_datapipes_determinism", "non_deterministic",
+           "runtime_validation", "runtime_validation_disabled", "ConcatDataset", "DataLoader", "Dataset", "DistributedSampler", "IterableDataset",
            "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset",
            "WeightedRandomSampler", "_DatasetKind", "collate", "default_collate", "default_collate_fn_map", "default_convert",
            "get_worker_info", "random_split"]
