@@ -448,3 +448,36 @@ def test_stack_dataset(T):
             catch(D.StackDataset, xs, y=ys), catch(D.StackDataset), catch(D.StackDataset, xs, T.arange(3)),
             catch(D.StackDataset(a=xs, b=Batched(1)).__getitems__, [0, 1]),
             catch(D.StackDataset(xs, Batched(1)).__getitems__, [0, 1])]
+
+
+SPAWN_SCRIPT = """
+import sys
+import torch
+from torch.utils.data import DataLoader, Dataset, get_worker_info
+
+
+class Numbers(Dataset):
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.tensor([i, get_worker_info().id])
+
+
+if __name__ == "__main__":
+    loader = DataLoader(Numbers(), batch_size=2, num_workers=2, multiprocessing_context=sys.argv[1])
+    print([batch.tolist() for batch in loader], type(next(iter(loader))).__module__.split(".")[0])
+"""
+
+
+def test_spawned_workers_under_hookgrad_run(tmp_path):
+    """A script run by `hookgrad run` whose workers are spawned: they re-import the script with
+    torch meaning hookgrad too."""
+    import subprocess
+    import sys
+    script = tmp_path / "spawn_loader.py"
+    script.write_text(SPAWN_SCRIPT)
+    done = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script), "spawn"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[[[0, 0], [1, 0]], [[2, 1], [3, 1]]] hookgrad"

@@ -1,4 +1,5 @@
 """Data loading with PyTorch's API: datasets, samplers, DataLoader and the default collation."""
+_spawn_main_key = "HOOKGRAD_DATALOADER_MAIN"  # read by _spawn_main in spawned workers (which must not import us first)
 from ._collate import collate, default_collate, default_collate_fn_map, default_convert
 from .dataloader import DataLoader, _DatasetKind, get_worker_info
 from .distributed import DistributedSampler

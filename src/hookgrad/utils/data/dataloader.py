@@ -9,11 +9,14 @@ pickle (hookgrad tensors are NumPy arrays). ``pin_memory`` has no effect: there 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import importlib.util
 import itertools
 import multiprocessing
 import os
 import queue
+import sys
 import warnings
 from typing import Any, Callable, List
 
@@ -63,6 +66,38 @@ def _cpu_count():
         except OSError:
             pass
     return os.cpu_count()
+
+
+@contextlib.contextmanager
+def _workers_see_hookgrad_as_torch(context):
+    """While a spawn or forkserver worker starts from a script run by ``hookgrad run`` (torch is
+    hookgrad here), make the worker's main module ``_spawn_main``, which installs the same aliases
+    before re-running the script; a fork worker inherits them anyway."""
+    main = sys.modules.get("__main__")
+    aliased = sys.modules.get("torch") is sys.modules.get("hookgrad")
+    if context.get_start_method() == "fork" or not aliased or main is None:
+        yield
+        return
+    from . import _spawn_main_key
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name != "__main__" and not spec.name.endswith(".__main__"):
+        target = "module:" + spec.name
+    elif getattr(main, "__file__", None):
+        target = "path:" + os.path.abspath(main.__file__)
+    else:
+        yield  # an interactive session: nothing to re-run in the worker
+        return
+    saved_spec, saved_env = spec, os.environ.get(_spawn_main_key)
+    main.__spec__ = importlib.util.find_spec("hookgrad.utils.data._spawn_main")
+    os.environ[_spawn_main_key] = target
+    try:
+        yield
+    finally:
+        main.__spec__ = saved_spec
+        if saved_env is None:
+            os.environ.pop(_spawn_main_key, None)
+        else:
+            os.environ[_spawn_main_key] = saved_env
 
 
 class _BaseLoaderIter:
@@ -165,7 +200,8 @@ class _MultiProcessLoaderIter(_BaseLoaderIter):
                     args=(fetcher_factory, self._dataset, index_queue, self._result_queue, self._done_event,
                           self._base_seed, loader.worker_init_fn, worker_id, self._num_workers),
                     daemon=True)
-                process.start()
+                with _workers_see_hookgrad_as_torch(context):
+                    process.start()
                 self._index_queues.append(index_queue)
                 self._workers.append(process)
         except BaseException:
