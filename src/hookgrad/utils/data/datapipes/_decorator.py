@@ -20,18 +20,14 @@ class functional_datapipe:
         self.enable_df_api_tracing = enable_df_api_tracing
 
     def __call__(self, cls):
-        if isinstance(cls, non_deterministic):
-            target = cls.cls
-        else:
-            target = getattr(cls, "__self__", None).cls if isinstance(getattr(cls, "__self__", None),
-                                                                       non_deterministic) else cls
-        if isinstance(target, type) and issubclass(target, IterDataPipe):
+        target = cls.cls if isinstance(cls, non_deterministic) else cls  # a marked class registers too
+        if not isinstance(target, type):
+            raise TypeError("`functional_datapipe` can only decorate IterDataPipe")
+        if issubclass(target, IterDataPipe):
             IterDataPipe.register_datapipe_as_function(self.name, cls,
                                                        enable_df_api_tracing=self.enable_df_api_tracing)
-        elif isinstance(target, type) and issubclass(target, MapDataPipe):
+        elif issubclass(target, MapDataPipe):
             MapDataPipe.register_datapipe_as_function(self.name, cls)
-        elif not isinstance(cls, type):
-            raise TypeError("`functional_datapipe` can only decorate IterDataPipe")
         return cls
 
 
