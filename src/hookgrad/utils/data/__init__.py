@@ -1,5 +1,5 @@
 """Data loading with PyTorch's API: datasets, samplers, DataLoader and the default collation."""
-_spawn_main_key = "HOOKGRAD_DATALOADER_MAIN"  # read by _spawn_main in spawned workers (which must not import us first)
+_spawn_main_key = "HOOKGRAD_DATALOADER_MAIN"  # where hookgrad._worker_main finds the script a spawned worker re-runs
 from ._collate import collate, default_collate, default_collate_fn_map, default_convert
 from .dataloader import DataLoader, _DatasetKind, get_worker_info
 from .distributed import DistributedSampler

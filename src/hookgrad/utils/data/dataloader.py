@@ -71,7 +71,7 @@ def _cpu_count():
 @contextlib.contextmanager
 def _workers_see_hookgrad_as_torch(context):
     """While a spawn or forkserver worker starts from a script run by ``hookgrad run`` (torch is
-    hookgrad here), make the worker's main module ``_spawn_main``, which installs the same aliases
+    hookgrad here), make the worker's main module ``hookgrad._worker_main``, which installs the aliases
     before re-running the script; a fork worker inherits them anyway."""
     main = sys.modules.get("__main__")
     aliased = sys.modules.get("torch") is sys.modules.get("hookgrad")
@@ -88,7 +88,7 @@ def _workers_see_hookgrad_as_torch(context):
         yield  # an interactive session: nothing to re-run in the worker
         return
     saved_spec, saved_env = spec, os.environ.get(_spawn_main_key)
-    main.__spec__ = importlib.util.find_spec("hookgrad.utils.data._spawn_main")
+    main.__spec__ = importlib.util.find_spec("hookgrad._worker_main")
     os.environ[_spawn_main_key] = target
     try:
         yield
