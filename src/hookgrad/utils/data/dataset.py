@@ -2,8 +2,6 @@
 random_split, with PyTorch's behaviour."""
 from __future__ import annotations
 
-from typing import Generic, TypeVar
-
 import bisect
 import collections.abc
 import itertools
