@@ -1,7 +1,7 @@
 """utils.data against torch: datasets, samplers, DataLoader batching and argument checks, and the
 default collation of tensors, NumPy values, numbers, strings and containers. Shuffling draws
 different random numbers in the two frameworks, so for it only RNG-independent properties are
-compared."""
+compared. Worker processes have their own tests in test_data_workers.py."""
 import collections
 
 import numpy as np
@@ -256,7 +256,7 @@ def test_loader_attributes(T):
              l.collate_fn.__name__, len(l)) for l in (plain, shuffled, unbatched)]
 
 
-def test_worker_options_run_in_process():
+def test_worker_batches_match_single_process():
     """num_workers > 0 gives the batches, in order, of a single-process loader."""
     import hookgrad
     from hookgrad.utils.data import DataLoader, TensorDataset, get_worker_info

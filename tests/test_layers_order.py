@@ -36,7 +36,7 @@ LAYERS = [
                           "hookgrad.testing"]),
     ("tools", ["hookgrad.tools", "hookgrad.hooks"]),
     ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__",
-             "hookgrad._bench_ddp"]),
+             "hookgrad._bench_ddp", "hookgrad._worker_main"]),
 ]
 
 

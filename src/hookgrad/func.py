@@ -15,11 +15,14 @@ from __future__ import annotations
 import contextlib
 import functools
 
+from ._einops import rearrange
+
 import hookgrad
 from ._tensor import Tensor
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call", "jvp", "jacfwd", "hessian",
-           "linearize", "stack_module_state"]
+           "linearize", "stack_module_state", "functionalize", "replace_all_batch_norm_modules_", "debug_unwrap",
+           "rearrange"]
 
 
 def _tree_map(fn, tree):
@@ -451,3 +454,64 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
         args = (args,)
     with _swapped(module, tensors):
         return module(*args, **(kwargs or {}))
+
+
+# ---- functionalize, batch-norm replacement, debug_unwrap ---------------------------------------
+_REMOVE_OPTIONS = ("mutations", "mutations_and_views")
+
+
+def functionalize(func, *, remove: str = "mutations"):
+    """``func`` with its mutations removed from the caller's view, run eagerly.
+
+    The function runs on copies of its tensor arguments, so no in-place op inside it reaches a
+    caller's tensor directly; afterwards each argument whose copy was mutated receives the new
+    value with one ``copy_`` (as torch propagates input mutations), and outputs never alias the
+    arguments. With ``remove="mutations_and_views"`` outputs are not views either. The values
+    (and gradients, through the copies) are those of ``func`` itself.
+    """
+    if remove not in _REMOVE_OPTIONS:
+        raise RuntimeError(
+            f"functionalize(f, remove='mutations'): received invalid argument for remove={remove}. Valid options "
+            "are:\n     remove='mutations': all inplace and out= operators will be removed from the program, and "
+            "replaced with their out-of-place equivalents.\n     remove='mutations_and_views': In addition to the "
+            "above, all aliasing operators {view} will be replaced with their non-aliasing counterparts, "
+            "{view}_copy.\n")
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        copies = {}
+
+        def copy_of(t):
+            if id(t) not in copies:
+                copies[id(t)] = (t, t.clone())
+            return copies[id(t)][1]
+
+        outputs = func(*_tree_map(copy_of, args), **_tree_map(copy_of, kwargs))
+        for original, copy in copies.values():
+            if copy._version:
+                original.copy_(copy)
+        if remove == "mutations_and_views":
+            outputs = _tree_map(lambda t: t.clone() if t._base is not None else t, outputs)
+        return outputs
+    return wrapped
+
+
+def replace_all_batch_norm_modules_(root):
+    """Make every batch-norm module in ``root`` (``root`` included) stop tracking running
+    statistics: ``running_mean``/``running_var``/``num_batches_tracked`` become None, so it
+    always normalizes with the batch's own statistics. Returns ``root``."""
+    from .nn.modules.batchnorm import _BatchNorm
+    for module in [root, *root.modules()]:
+        if isinstance(module, _BatchNorm) and module.track_running_stats:
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
+
+
+def debug_unwrap(tensor, *, recurse: bool = True):
+    """The tensor under a transform's wrapper. hookgrad's transforms run on plain tensors (vmap on
+    each slice), so there is no wrapper: the tensor itself (inside ``vmap``, the current slice,
+    where torch would show the whole batch)."""
+    return tensor

@@ -11,7 +11,11 @@ from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import gradcheck, gradgradcheck
 from ._view_tracking import _force_original_view_tracking  # noqa: F401
-from .graph import Node
+from .graph import Node, SavedTensor
+from .profiler import DeviceType, ProfilerActivity, ProfilerConfig, ProfilerState, kineto_available
+from ._extra_modes import (enforce_grad_layout_policy, is_grad_layout_enforcement_enabled, is_multithreading_enabled,
+                           set_multithreading_enabled)
+from ._view_tracking import is_view_replay_enabled
 from .._late import LateNames
 from .. import _dtype
 
@@ -21,7 +25,10 @@ _above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine"
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly",
-           "graph", "gradcheck", "gradgradcheck", "Variable"]
+           "graph", "gradcheck", "gradgradcheck", "Variable", "SavedTensor", "DeviceType", "ProfilerActivity",
+           "ProfilerConfig", "ProfilerState", "kineto_available", "enforce_grad_layout_policy",
+           "is_multithreading_enabled", "set_multithreading_enabled", "is_view_replay_enabled",
+           "handle_torch_function", "has_torch_function", "is_tensor_like"]
 
 
 def _outputs_tuple(x) -> tuple:
@@ -192,4 +199,7 @@ def __getattr__(name):
     if name == "Variable":
         from .variable import Variable
         return Variable
+    if name in ("handle_torch_function", "has_torch_function", "is_tensor_like"):
+        from .. import overrides  # the same functions as torch.overrides', as in torch
+        return getattr(overrides, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

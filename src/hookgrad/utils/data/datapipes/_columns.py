@@ -1,0 +1,38 @@
+"""Applying a function to selected columns of a sample (the ``input_col``/``output_col`` of
+``map`` and ``filter``)."""
+from __future__ import annotations
+
+
+def apply_to_columns(fn, data, input_col, output_col):
+    if input_col is None and output_col is None:
+        return fn(data)
+    if input_col is None:
+        result = fn(data)
+    elif isinstance(input_col, (list, tuple)):
+        result = fn(*(data[col] for col in input_col))
+    else:
+        result = fn(data[input_col])
+    was_tuple = isinstance(data, tuple)
+    data = list(data) if was_tuple else data
+    if output_col is None:
+        if isinstance(input_col, (list, tuple)):
+            data[input_col[0]] = result
+            for col in sorted(input_col[1:], reverse=True):
+                del data[col]
+        else:
+            data[input_col] = result
+    elif output_col == -1:
+        data.append(result)
+    else:
+        data[output_col] = result
+    return tuple(data) if was_tuple else data
+
+
+def check_columns(input_col, output_col):
+    if input_col is None and output_col is not None:
+        raise ValueError("`output_col` must be None when `input_col` is None.")
+    if isinstance(output_col, (list, tuple)):
+        if len(output_col) > 1:
+            raise ValueError("`output_col` must be a single-element list or tuple")
+        return output_col[0]
+    return output_col
