@@ -698,3 +698,8 @@ def saved_dim(dim):
     if isinstance(dim, (tuple, list)):
         return tuple(d + 2 ** 64 if d < 0 else d for d in dim)
     return dim + 2 ** 64 if dim < 0 else dim
+
+
+# torch.autograd.graph's names for in-place changes to saved tensors (they build on the hooks above)
+from .saved_mutation import allow_mutation_on_saved_tensors, increment_version  # noqa: E402
+__all__ += ["allow_mutation_on_saved_tensors", "increment_version"]
