@@ -19,7 +19,7 @@ from .._dtype import narrow_to, scalar_type_name
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
-from ._dtype_rules import refuse_kernel
+from ._dtype_rules import numpy_dtypes, refuse_kernel
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results"]
@@ -182,6 +182,7 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
     zero_grad = backward is None
 
     refused, kernel = refuse if refuse is not None else (None, None)
+    refused_dtypes = numpy_dtypes(refused) if refused is not None else None
 
     def fn(x):
         if not isinstance(x, Tensor):
@@ -191,7 +192,7 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
             error, message = complex_refused if isinstance(complex_refused, tuple) else (
                 NotImplementedError, complex_refused)
             raise error(message.replace("{dtype}", scalar_type_name(data.dtype)))
-        if refused is not None and data.dtype.name in refused:
+        if refused_dtypes is not None and data.dtype in refused_dtypes:
             refuse_kernel(data, refused, kernel)
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))

@@ -7,6 +7,8 @@ torch's CPU kernels are compiled for a set of dtypes; outside it they raise ``No
 """
 from __future__ import annotations
 
+import numpy as np
+
 from .._dtype import scalar_type_name
 
 __all__: list = []  # declares no op: the helpers here are the ops' own
@@ -16,7 +18,21 @@ INTEGRAL = frozenset(("bool", "uint8", "int8", "int16", "int32", "int64", "uint1
 HALF = frozenset(("float16", "bfloat16"))
 
 
+_NUMPY_DTYPES: dict = {}
+
+
+def numpy_dtypes(refused: frozenset) -> frozenset:
+    """``refused`` (dtype names) as the NumPy dtypes they name, made once per set: a NumPy dtype
+    is looked up by hash, where reading its ``.name`` runs Python code in NumPy on every op call."""
+    found = _NUMPY_DTYPES.get(refused)
+    if found is None:
+        from .._dtype import to_dtype
+        found = _NUMPY_DTYPES[refused] = frozenset(
+            np.dtype(to_dtype(name).np) for name in refused if to_dtype(name).np is not None)
+    return found
+
+
 def refuse_kernel(data, refused, kernel: str) -> None:
     """torch's NotImplementedError when the NumPy array ``data`` has a dtype in ``refused``."""
-    if data.dtype.name in refused:
+    if data.dtype in numpy_dtypes(refused):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(data.dtype)}'")

@@ -251,9 +251,12 @@ def angle(input):
         with quiet_fp():
             result = wrap(np.angle(d))
     else:
+        source = d.dtype
+        d = _dtype.widen(d)  # bfloat16 computes in float32 and keeps its dtype
         if d.dtype.kind not in "f":
             d = d.astype(_dtype.get_default_dtype().np)
-        result = wrap(np.where(d < 0, d.dtype.type(math.pi), np.where(np.isnan(d), d, d.dtype.type(0))))
+        out = np.where(d < 0, d.dtype.type(math.pi), np.where(np.isnan(d), d, d.dtype.type(0)))
+        result = wrap(_dtype.narrow_to(out, source) if _dtype.is_bfloat16_np(source) else out)
     if GRAD.enabled and x._requires_grad:
         record_op(AngleBackward0, (x,), result).save(x)
     return result
@@ -388,7 +391,9 @@ def _eig_input(A, name):
     if d.shape[-1] != d.shape[-2]:
         raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are {d.shape[-2]} by "
                            f"{d.shape[-1]} matrices")
-    if d.dtype.kind not in "fc" or d.dtype == np.float16:
+    if d.dtype == np.float16 or _dtype.is_bfloat16_np(d.dtype):  # no LAPACK kernel for the half types
+        raise NotImplementedError(f"\"linalg_eig_out_cpu\" not implemented for '{_dtype.scalar_type_name(d.dtype)}'")
+    if d.dtype.kind not in "fc":
         raise RuntimeError(f"Unknown Complex ScalarType for {_dtype.scalar_type_name(d.dtype)}")
     return A
 

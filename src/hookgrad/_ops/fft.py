@@ -147,17 +147,23 @@ def _as_complex(x: Tensor) -> Tensor:
     k = x._data.dtype.kind
     if k == "c":
         return x
+    _refuse_half(x)
     if k != "f":
         x = x.to(_dtype.get_default_dtype())
-    elif x._data.dtype == np.float16 or _dtype.is_bfloat16_np(x._data.dtype):
-        raise RuntimeError("Unsupported dtype " + _dtype.from_numpy_dtype(x._data.dtype).name.capitalize())
     return x.to(_dtype.from_numpy_dtype(x._data.dtype).to_complex())
+
+
+def _refuse_half(x: Tensor) -> None:
+    """torch's pocketfft has no half-precision transforms."""
+    if x._data.dtype == np.float16 or _dtype.is_bfloat16_np(x._data.dtype):
+        raise RuntimeError("Unsupported dtype " + _dtype.scalar_type_name(x._data.dtype))
 
 
 def _as_real(x: Tensor, fname: str) -> Tensor:
     k = x._data.dtype.kind
     if k == "c":
         raise RuntimeError(f"{fname} expects a real input tensor, but got {_dtype.scalar_type_name(x._data.dtype)}")
+    _refuse_half(x)
     if k != "f":
         x = x.to(_dtype.get_default_dtype())
     return x
@@ -391,8 +397,10 @@ def ihfft2(input, s=None, dim=(-2, -1), norm=None):
     return ihfftn(input, s, dim, norm)
 
 
-def _freq(values, dtype, requires_grad):
+def _freq(values, dtype, requires_grad, fname):
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
+    if not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError(f"{fname} requires a floating point or complex dtype")
     out = wrap(np.asarray(values).astype(dt.np))
     if requires_grad:
         out.requires_grad_(True)
@@ -402,12 +410,12 @@ def _freq(values, dtype, requires_grad):
 @_declare
 def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
     """The sample frequencies of an n-point transform: [0, 1, ..., -1] / (d * n)."""
-    return _freq(np.fft.fftfreq(int(n), d), dtype, requires_grad)
+    return _freq(np.fft.fftfreq(int(n), d), dtype, requires_grad, "fftfreq")
 
 
 @_declare
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
-    return _freq(np.fft.rfftfreq(int(n), d), dtype, requires_grad)
+    return _freq(np.fft.rfftfreq(int(n), d), dtype, requires_grad, "rfftfreq")
 
 
 def _shift(input, dim, inverse):
@@ -462,6 +470,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
          normalized=False, onesided=None, return_complex=None):
     """Fourier transforms of overlapping windowed frames: (batch, n_fft // 2 + 1 or n_fft, frames)."""
     x = as_tensor_arg(input)
+    if x._data.dtype == np.float16 or _dtype.is_bfloat16_np(x._data.dtype):
+        raise RuntimeError(f"MKL FFT doesn't support tensors of type: {_dtype.scalar_type_name(x._data.dtype)}")
     complex_input = x._data.dtype.kind == "c" or (window is not None and window._data.dtype.kind == "c")
     if return_complex is None:
         if not complex_input:

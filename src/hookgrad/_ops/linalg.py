@@ -79,7 +79,7 @@ def _mm_grad_self(g, b):
     if GRAD.enabled:
         return mm(g, _conj(b).t())
     with _quiet():
-        return wrap(_narrow(_blas.matmul(g._data, _conj_np(b._data).T), g._data.dtype))
+        return wrap(_narrow(_blas.matmul(g._data, (b._data.conj() if b._data.dtype.kind == "c" else b._data).T), g._data.dtype))
 
 
 def _is_transposed(m: np.ndarray) -> bool:
@@ -106,7 +106,8 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
     _check_same_dtype(a, b, "mm")
-    _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
+    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
     with _quiet():
         result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
@@ -157,12 +158,14 @@ class AddmmBackward0(Node):
 @op(inplace=True)
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * bias + alpha * (a @ b)`` in one node (what ``F.linear`` records)."""
-    _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
+    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
     if a._data.shape[1] != b._data.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
                            f"{b._data.shape[0]}x{b._data.shape[1]})")
-    _check_same_dtype(bias, b, "self")
-    _check_same_dtype(a, b, "mat1")
+    if bias._data.dtype != b._data.dtype or a._data.dtype != b._data.dtype:
+        _check_same_dtype(bias, b, "self")
+        _check_same_dtype(a, b, "mat1")
     ad, bd = a._data, b._data
     with _quiet():
         if alpha == 1 and beta == 1 and bd.shape[1] >= 4 * ad.shape[0] and _is_transposed(bd):
@@ -200,7 +203,8 @@ class MvBackward0(Node):
 
 @op()
 def mv(a: Tensor, v: Tensor) -> Tensor:
-    _rules.refuse_kernel(a._data, _rules.BOOL, "addmv_impl_cpu")
+    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._data, _rules.BOOL, "addmv_impl_cpu")
     if a._data.ndim != 2 or v._data.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim}")
     if a._data.shape[1] != v._data.shape[0]:
@@ -228,7 +232,8 @@ class DotBackward0(Node):
 
 @op(aliases=("inner",))
 def dot(a: Tensor, b: Tensor) -> Tensor:
-    _rules.refuse_kernel(a._data, _rules.BOOL, "dot")
+    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._data, _rules.BOOL, "dot")
     if a._data.ndim != 1 or b._data.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
     if a._data.shape != b._data.shape:
@@ -266,7 +271,8 @@ class BmmBackward0(Node):
 
 @op()
 def bmm(a: Tensor, b: Tensor) -> Tensor:
-    _rules.refuse_kernel(a._data, _rules.BOOL, "bmm")
+    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._data, _rules.BOOL, "bmm")
     if a._data.ndim != 3 or b._data.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if a._data.ndim != 3 else "batch2 must be a 3D tensor")
     if a._data.shape[0] != b._data.shape[0] or a._data.shape[2] != b._data.shape[1]:

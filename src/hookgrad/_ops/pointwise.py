@@ -122,7 +122,8 @@ def _refuse_bool_subtraction(a, b, dt):
 
 def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
     a, b, dt = _binary_inputs(a, b)
-    if node_cls is SubBackward0:
+    if node_cls is SubBackward0 and (dt.kind == "b" or (isinstance(a, Tensor) and a._data.dtype.kind == "b")
+                                     or (isinstance(b, Tensor) and b._data.dtype.kind == "b")):
         _refuse_bool_subtraction(a, b, dt)
     if dt.kind in "biu" and isinstance(alpha, float):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")

@@ -836,7 +836,7 @@ def _softmax_input(x, dim, dtype, kernel):
 @op()
 def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     x, data, d = _softmax_input(x, dim, dtype, "softmax")
-    if dtype is None:
+    if dtype is None and x._data.dtype.kind in "biu":
         _rules.refuse_kernel(x._data, _rules.INTEGRAL, "softmax_kernel_impl")
     with _err():
         result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
@@ -850,7 +850,7 @@ def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
 @op()
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
     x, data, d = _softmax_input(x, dim, dtype, "log_softmax")
-    if dtype is None:
+    if dtype is None and x._data.dtype.kind in "biu":
         _rules.refuse_kernel(x._data, _rules.INTEGRAL, "log_softmax_kernel_impl")
     with _err():
         result = wrap(_dtype.narrow_to(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data),
