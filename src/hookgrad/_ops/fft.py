@@ -9,8 +9,6 @@ Padding or trimming to ``n``/``s`` happens before, with ordinary (differentiable
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import _dtype
