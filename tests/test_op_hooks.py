@@ -170,9 +170,10 @@ def _registry_cases():
         yield f"functional:{name}", fn, arrays, True
 
 
-# batch_norm_float32 mixes dtypes, which torch refuses and hookgrad's row exists to accept
+# batch_norm_float32 mixes dtypes, which torch refuses and hookgrad's row exists to accept; torch's
+# lobpcg (Python code) tests a tensor's truth inside, which the recording dispatch mode refuses
 REGISTRY_VS_TORCH = {name: (fn, arrays, functional) for name, fn, arrays, functional in _registry_cases()
-                     if name != "functional:batch_norm_float32"}
+                     if name not in ("functional:batch_norm_float32", "edge:lobpcg")}
 
 
 @pytest.mark.parametrize("case", sorted(REGISTRY_VS_TORCH))
