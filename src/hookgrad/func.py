@@ -404,6 +404,17 @@ def _swapped(module, tensors: dict):
 _MISSING = object()
 
 
+def _check_names_match(module, tensors: dict) -> None:
+    """``strict=True``: the given names must be exactly the module's parameters and buffers."""
+    expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
+               {n for n, _ in module.named_buffers(remove_duplicate=False)}
+    missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
+    problems = ([f"Unexpected key(s): {', '.join(map(repr, unexpected))}."] if unexpected else []) + \
+               ([f"Missing key(s): {', '.join(map(repr, missing))}."] if missing else [])
+    if problems:
+        raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(problems))
+
+
 def _untied(module, tensors: dict) -> dict:
     """``tensors`` with every name tied to a given one (the same tensor under several names in
     ``module``) mapped to the given value too."""
@@ -441,13 +452,7 @@ def functional_call(module, parameter_and_buffer_dicts, args=None, kwargs=None, 
     if tie_weights:
         tensors = _untied(module, tensors)
     if strict:
-        expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
-                   {n for n, _ in module.named_buffers(remove_duplicate=False)}
-        missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
-        problems = ([f"Unexpected key(s): {', '.join(map(repr, unexpected))}."] if unexpected else []) + \
-                   ([f"Missing key(s): {', '.join(map(repr, missing))}."] if missing else [])
-        if problems:
-            raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(problems))
+        _check_names_match(module, tensors)
     if args is None:
         args = ()
     elif not isinstance(args, tuple):

@@ -13,18 +13,12 @@ def _reparametrize_module(module, parameters_and_buffers: dict, tie_weights: boo
                           stack_weights: bool = False):
     """Within the block, ``module``'s named tensors are the given ones; on leaving, the originals
     are back (also after an exception)."""
-    from ...func import _swapped, _untied
+    from ...func import _check_names_match, _swapped, _untied
     tensors = dict(parameters_and_buffers)
     if tie_weights:
         tensors = _untied(module, tensors)
     if strict:
-        expected = {n for n, _ in module.named_parameters(remove_duplicate=False)} | \
-                   {n for n, _ in module.named_buffers(remove_duplicate=False)}
-        missing, unexpected = sorted(expected - set(tensors)), sorted(set(tensors) - expected)
-        problems = ([f"Unexpected key(s): {', '.join(map(repr, unexpected))}."] if unexpected else []) + \
-                   ([f"Missing key(s): {', '.join(map(repr, missing))}."] if missing else [])
-        if problems:
-            raise RuntimeError(f"Error(s) in reparametrizing for {module._get_name()}:\n\t" + "\n\t".join(problems))
+        _check_names_match(module, tensors)
     with _swapped(module, tensors):
         yield
 
