@@ -260,6 +260,12 @@ def uniform(gen: Generator, n: int, low: float, high: float, dtype) -> np.ndarra
     return out.astype(dtype, copy=False)
 
 
+def uniform_unbounded(gen: Generator, n: int, low: float, high: float) -> np.ndarray:
+    """``uniform_real_distribution<double>(low, high)`` called from torch's generic (not per-CPU) code, as
+    rrelu does: compiled without fused multiply-add there."""
+    return unit_doubles(gen, n) * (high - low) + low
+
+
 def _box_muller_pairs(gen: Generator, count: int) -> np.ndarray:
     """``count`` standard normals from torch's scalar ``normal_distribution<double>`` (cos, sin, cos, ...)."""
     u = unit_doubles(gen, count + (count & 1))
