@@ -183,6 +183,9 @@ class DataLoader:
 
     def __iter__(self):
         batches = self._iter_iterable() if self._dataset_kind == "iterable" else self._iter_map()
+        # torch's iterator draws its workers' base seed when it is made (before the sampler draws)
+        import hookgrad
+        self._base_seed = int(hookgrad.empty((), dtype=hookgrad.int64).random_(generator=self.generator).item())
         return _LoaderIterator(self, batches)
 
     def _iter_map(self):
