@@ -406,10 +406,11 @@ def randperm(gen: Generator, n: int) -> np.ndarray:
     return np.asarray(items, dtype=np.int64)
 
 
-class _UniformCursor:
-    """Double uniforms for kernels that draw a data-dependent number of them one at a time: words
-    are read ahead in blocks, and :meth:`close` leaves the generator exactly as many words further on
-    as were used."""
+class _ScalarStream:
+    """Double uniforms and normals for kernels that draw a data-dependent number of them one at a time
+    (Poisson, gamma): words are read ahead in blocks, normals use and refill the generator's cached
+    Box-Muller sample as torch's scalar sampler does, and :meth:`close` leaves the generator exactly
+    as far on as the draws used."""
 
     def __init__(self, gen: Generator, block: int = 256):
         self._gen = gen
@@ -418,35 +419,49 @@ class _UniformCursor:
         self._block = block
         self._values = []
         self._used = 0
+        self._cached_normal = gen._double_normal
 
-    def next(self) -> float:
+    def uniform(self) -> float:
         if self._used == len(self._values):
             self._values.extend(_unit_f64(self._gen._words64(self._block)).tolist())
         value = self._values[self._used]
         self._used += 1
         return value
 
+    def normal(self) -> float:
+        if self._cached_normal is not None:
+            value, self._cached_normal = self._cached_normal, None
+            return value
+        u1 = self.uniform()
+        u2 = self.uniform()
+        radius = math.sqrt(-2.0 * math.log1p(-u2))
+        theta = 2.0 * math.pi * u1
+        self._cached_normal = radius * math.sin(theta)
+        return radius * math.cos(theta)
+
     def close(self) -> None:
         self._gen._mt.state = self._start
         self._gen._untouched = self._untouched
         self._gen._words(2 * self._used)
+        self._gen._double_normal = self._cached_normal
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
 
 
 def poisson(gen: Generator, rates: np.ndarray) -> np.ndarray:
     """torch's CPU Poisson sampler, element by element in memory order: multiplication of uniforms
     below rate 10, Hormann's transformed rejection (PTRS) from 10 on."""
     flat = np.ascontiguousarray(rates).reshape(-1).astype(np.float64).tolist()
-    cursor = _UniformCursor(gen)
-    out = []
-    try:
-        for lam in flat:
-            out.append(_poisson_one(lam, cursor))
-    finally:
-        cursor.close()
+    with _ScalarStream(gen) as stream:
+        out = [_poisson_one(lam, stream) for lam in flat]
     return np.asarray(out, dtype=np.float64).reshape(np.shape(rates))
 
 
-def _poisson_one(lam: float, cursor: _UniformCursor) -> int:
+def _poisson_one(lam: float, cursor: _ScalarStream) -> int:
     if lam >= 10:
         slam = math.sqrt(lam)
         loglam = math.log(lam)
@@ -455,8 +470,8 @@ def _poisson_one(lam: float, cursor: _UniformCursor) -> int:
         invalpha = 1.1239 + 1.1328 / (b - 3.4)
         vr = 0.9277 - 3.6224 / (b - 2)
         while True:
-            u = cursor.next() - 0.5
-            v = cursor.next()
+            u = cursor.uniform() - 0.5
+            v = cursor.uniform()
             us = 0.5 - abs(u)
             k = math.floor((2 * a / us + b) * u + lam + 0.43)
             if us >= 0.07 and v <= vr:
@@ -471,8 +486,60 @@ def _poisson_one(lam: float, cursor: _UniformCursor) -> int:
     enlam = math.exp(-lam)
     count, prod = 0, 1.0
     while True:
-        prod *= cursor.next()
+        prod *= cursor.uniform()
         if prod > enlam:
             count += 1
         else:
             return count
+
+
+def _gamma_one(alpha: float, stream: _ScalarStream, single: bool) -> float:
+    """Marsaglia and Tsang's method as torch's CPU kernel runs it; ``single``: ``alpha`` is a float32
+    and the few steps torch does in float32 (boosting alpha below 1, ``d``) round to float32."""
+    f32 = (lambda v: float(np.float32(v))) if single else (lambda v: v)
+    scale = 1.0
+    if alpha < 1.0:
+        if alpha == 0.0:
+            return 0.0
+        scale *= (1.0 - stream.uniform()) ** f32(1.0 / alpha)
+        alpha = f32(alpha + 1.0)
+    d = f32(alpha - f32(1.0 / 3.0))
+    c = 1.0 / math.sqrt(float(np.float32(9.0)) * d)
+    squeeze = float(np.float32(0.0331))
+    while True:
+        while True:
+            x = stream.normal()
+            y = 1.0 + c * x
+            if y > 0:
+                break
+        v = y * y * y
+        u = 1.0 - stream.uniform()
+        xx = x * x
+        if u < 1.0 - squeeze * xx * xx:
+            return scale * d * v
+        if math.log(u) < 0.5 * xx + d * (1.0 - v + math.log(v)):
+            return scale * d * v
+
+
+def standard_gamma(gen: Generator, alpha: np.ndarray) -> np.ndarray:
+    """``torch._standard_gamma``: one Gamma(alpha, 1) draw per element in order, at least the dtype's
+    smallest normal number."""
+    single = alpha.dtype == np.float32
+    flat = np.ascontiguousarray(alpha).reshape(-1).astype(np.float64).tolist()
+    with _ScalarStream(gen) as stream:
+        draws = [_gamma_one(a, stream, single) for a in flat]
+    out = np.asarray(draws, dtype=np.float64).astype(alpha.dtype)
+    return np.maximum(out, np.finfo(alpha.dtype).tiny).reshape(alpha.shape)
+
+
+def dirichlet(gen: Generator, concentration: np.ndarray, with_gammas: bool = False):
+    """``torch._sample_dirichlet``: float64 gamma draws normalised over the last dim, then cast and
+    kept within [smallest normal, largest value below 1]."""
+    flat = np.ascontiguousarray(concentration).reshape(-1).astype(np.float64).tolist()
+    with _ScalarStream(gen) as stream:
+        draws = [max(_gamma_one(a, stream, False), np.finfo(np.float64).tiny) for a in flat]
+    gammas = np.asarray(draws, dtype=np.float64).reshape(concentration.shape)
+    ratio = (gammas / gammas.sum(-1, keepdims=True)).astype(concentration.dtype)
+    below_one = np.nextafter(concentration.dtype.type(1), concentration.dtype.type(0))
+    sample = np.minimum(below_one, np.maximum(np.finfo(concentration.dtype).tiny, ratio))
+    return (gammas, sample) if with_gammas else sample
