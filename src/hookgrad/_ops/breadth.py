@@ -232,9 +232,7 @@ def binomial(count, prob, generator=None):
     if count._data.dtype.kind != "f":
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: {_type_name(count)}")
     c, p = np.broadcast_arrays(count._data, prob._data)
-    # torch's CPU binomial sampler is not reproduced: NumPy's, seeded by one 64-bit draw of the generator
-    numpy_gen = np.random.default_rng(int(_generator(generator)._words64(1)[0]))
-    return wrap(numpy_gen.binomial(c.astype(np.int64), p).astype(count._data.dtype))
+    return wrap(_rs.binomial(_generator(generator), c, p.astype(c.dtype, copy=False)))
 
 
 # ---- activations shared with nn.functional --------------------------------------------------------

@@ -543,3 +543,82 @@ def dirichlet(gen: Generator, concentration: np.ndarray, with_gammas: bool = Fal
     below_one = np.nextafter(concentration.dtype.type(1), concentration.dtype.type(0))
     sample = np.minimum(below_one, np.maximum(np.finfo(concentration.dtype).tiny, ratio))
     return (gammas, sample) if with_gammas else sample
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                  0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                  0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_tail(k: float) -> float:
+    """log(k!) minus its Stirling approximation (tabulated below 10)."""
+    if k <= 9:
+        return _STIRLING_TAIL[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _binomial_inversion(count: float, prob: float, stream: _ScalarStream) -> float:
+    geom_sum, num_geom = 0.0, 0.0
+    logprob = math.log1p(-prob)
+    while True:
+        geom_sum += math.ceil(math.log(stream.uniform()) / logprob)
+        if geom_sum > count:
+            return num_geom
+        num_geom += 1
+
+
+def _binomial_btrs(count: float, prob: float, stream: _ScalarStream) -> float:
+    """Hormann's transformed rejection with squeeze (BTRS), as torch evaluates it."""
+    stddev = math.sqrt(count * prob * (1 - prob))
+    b = 1.15 + 2.53 * stddev
+    a = -0.0873 + 0.0248 * b + 0.01 * prob
+    c = count * prob + 0.5
+    v_r = 0.92 - 4.2 / b
+    r = prob / (1 - prob)
+    alpha = (2.83 + 5.1 / b) * stddev
+    m = math.floor((count + 1) * prob)
+    while True:
+        u = stream.uniform() - 0.5
+        v = stream.uniform()
+        us = 0.5 - abs(u)
+        k = float(math.floor((2 * a / us + b) * u + c))
+        if k < 0 or k > count:
+            continue
+        if us >= 0.07 and v <= v_r:
+            return k
+        v = math.log(v * alpha / (a / (us * us) + b))
+        upper = ((m + 0.5) * math.log((m + 1) / (r * (count - m + 1)))
+                 + (count + 1) * math.log((count - m + 1) / (count - k + 1))
+                 + (k + 0.5) * math.log(r * (count - k + 1) / (k + 1))
+                 + _stirling_tail(m) + _stirling_tail(count - m) - _stirling_tail(k) - _stirling_tail(count - k))
+        if v <= upper:
+            return k
+
+
+def _binomial_one(count: float, prob: float, stream: _ScalarStream) -> float:
+    if count <= 0.0 or prob <= 0.0:
+        return 0.0
+    if prob >= 1.0:
+        return count
+    if prob <= 0.5:
+        sampler = _binomial_btrs if count * prob >= 10.0 else _binomial_inversion
+        return sampler(count, prob, stream)
+    if prob > 0.5:
+        q = 1.0 - prob
+        sampler = _binomial_btrs if count * q >= 10.0 else _binomial_inversion
+        return count - sampler(count, q, stream)
+    return math.nan
+
+
+def binomial(gen: Generator, count: np.ndarray, prob: np.ndarray) -> np.ndarray:
+    """torch's CPU binomial sampler (inversion below a mean of 10, BTRS above), element by element."""
+    count, prob = np.broadcast_arrays(count, prob)
+    dtype = count.dtype
+    single = dtype == np.float32
+    as_scalar = (lambda v: float(np.float32(v))) if single else float
+    counts = np.ascontiguousarray(count).reshape(-1).tolist()
+    probs = np.ascontiguousarray(prob).reshape(-1).astype(dtype).tolist()
+    with _ScalarStream(gen) as stream:
+        draws = [_binomial_one(as_scalar(n), as_scalar(p), stream) for n, p in zip(counts, probs)]
+    return np.asarray(draws, dtype=np.float64).astype(dtype).reshape(count.shape)

@@ -1,7 +1,6 @@
-"""Gamma, Dirichlet, Poisson and binomial draws for the distributions. Gamma, Dirichlet and Poisson
-follow torch's CPU samplers on hookgrad's generator (the same numbers as torch after the same seed);
-binomial uses NumPy's sampler seeded from the generator. The gamma draw carries the implicit
-reparameterization gradient d x / d alpha = -(dF/d alpha) / p(x) (F the gamma CDF)."""
+"""Gamma, Dirichlet, Poisson and binomial draws for the distributions, made by torch's CPU samplers on
+hookgrad's generator (the same numbers as torch after the same seed). The gamma draw carries the
+implicit reparameterization gradient d x / d alpha = -(dF/d alpha) / p(x) (F the gamma CDF)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,12 +8,7 @@ from scipy import special as sc
 
 import hookgrad
 
-__all__ = ["numpy_generator", "standard_gamma", "poisson", "binomial"]
-
-
-def numpy_generator():
-    """A NumPy generator whose seed is drawn from hookgrad's default generator."""
-    return np.random.default_rng(int(hookgrad.randint(0, 2 ** 62, ()).item()))
+__all__ = ["standard_gamma", "dirichlet", "poisson", "binomial"]
 
 
 def _as_dtype(array, like):
@@ -103,7 +97,5 @@ def poisson(rate):
 
 
 def binomial(count, probs):
-    """One binomial draw per element of ``count``/``probs`` (broadcast, no gradient)."""
-    n, p = np.broadcast_arrays(count.detach().numpy().astype(np.float64), probs.detach().numpy().astype(np.float64))
-    draws = numpy_generator().binomial(n.astype(np.int64), np.clip(p, 0.0, 1.0))
-    return _as_dtype(draws.astype(np.float64), probs)
+    """One binomial draw per element of ``count``/``probs`` (broadcast, no gradient): ``torch.binomial``."""
+    return hookgrad.binomial(count.detach().to(probs.dtype), probs.detach())
