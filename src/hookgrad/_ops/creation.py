@@ -303,10 +303,17 @@ def _into_out(out, result):
     return out
 
 
+def _floating(dtype, kernel):
+    dt = _resolve_dtype(dtype)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{repr(dt).split('.')[-1].capitalize()}'")
+    return dt
+
+
 @op(method=False)
 def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
          layout=None, pin_memory=False) -> Tensor:
-    dt = _resolve_dtype(dtype)
+    dt = _floating(dtype, "check_uniform_bounds")
     gen = _generator(generator)
     return _sampled(_size(shape, size), dt, lambda a: _rng_streams.fill_in_memory_order(
         a, _rng_streams.uniform(gen, a.size, 0.0, 1.0, a.dtype)), requires_grad, device, out)
@@ -315,7 +322,7 @@ def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_gr
 @op(method=False)
 def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           layout=None, pin_memory=False) -> Tensor:
-    dt = _resolve_dtype(dtype)
+    dt = _floating(dtype, "normal_kernel_cpu")
     gen = _generator(generator)
     return _sampled(_size(shape, size), dt, lambda a: _rng_streams.normal(gen, a, 0.0, 1.0), requires_grad, device, out)
 
@@ -419,7 +426,8 @@ def bernoulli(input, p=None, *, generator=None, out=None):
         return empty_like(input).bernoulli_(p, generator=gen)
     probs = input._data
     if probs.dtype.kind != "f":
-        raise RuntimeError(f"\"bernoulli_tensor_cpu_p_\" not implemented for '{_dtype.from_numpy_dtype(probs.dtype).__repr__().split('.')[-1].capitalize()}'")
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{repr(_dtype.from_numpy_dtype(probs.dtype)).split('.')[-1].capitalize()}'")
     if ((probs < 0) | (probs > 1)).any():
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
                            "be improved?  If so, please report an enhancement request to PyTorch.)")

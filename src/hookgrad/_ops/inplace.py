@@ -127,8 +127,25 @@ def _floating_only(kernel):
         if a.dtype.kind != "f":
             from .. import _dtype
             name = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize()
-            raise RuntimeError(f"\"{kernel}\" not implemented for '{name}'")
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
     return check
+
+
+def _continuous_only(name, type_word=None):
+    def check(a):
+        if a.dtype.kind != "f":
+            from .. import _dtype
+            shown = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize() if type_word is None \
+                else type_word(a.dtype)
+            raise RuntimeError(f"{name} distribution is a continuous probability distribution. dtype must be a "
+                               f"floating point but you specified {shown}")
+    return check
+
+
+def _c_type_name(dtype) -> str:
+    """The C++ spelling torch's cauchy_ error uses ("long int", "int", ...)."""
+    return {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}.get(np.dtype(dtype).name, np.dtype(dtype).name)
 
 
 def _uniform_sampler(gen, a=0.0, b=1.0):
@@ -211,7 +228,7 @@ def _exponential_sampler(gen, lambd=1.0):
     lambd = float(lambd)
     if not lambd > 0.0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
-    check = _floating_only("exponential_cpu")
+    check = _continuous_only("Exponential")
 
     def sample(target):
         check(target)
@@ -230,14 +247,24 @@ def _cauchy_sampler(gen, median=0.0, sigma=1.0):
     median, sigma = float(median), float(sigma)
     if not sigma > 0.0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
-    return _in_order(lambda n, dt: _rs.cauchy(gen, n, median, sigma).astype(dt))
+    check = _continuous_only("Cauchy", _c_type_name)
+
+    def sample(target):
+        check(target)
+        return _rs.fill_in_memory_order(target, _rs.cauchy(gen, target.size, median, sigma).astype(target.dtype))
+    return sample
 
 
 def _log_normal_sampler(gen, mean=1.0, std=2.0):
     mean, std = float(mean), float(std)
     if not std > 0.0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
-    return _in_order(lambda n, dt: _rs.log_normal(gen, n, mean, std).astype(dt))
+    check = _floating_only("log_normal_cpu")
+
+    def sample(target):
+        check(target)
+        return _rs.fill_in_memory_order(target, _rs.log_normal(gen, target.size, mean, std).astype(target.dtype))
+    return sample
 
 
 _random_fill("uniform_", _uniform_sampler)

@@ -247,6 +247,20 @@ def fill_in_memory_order(target: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.flip(out, flips) if flips else out
 
 
+def is_dense(array: np.ndarray) -> bool:
+    """Whether ``array`` fills its memory without gaps in some order of its dims (torch's
+    ``empty_like`` then copies that layout)."""
+    if array.flags.c_contiguous or array.flags.f_contiguous:
+        return True
+    dims = sorted((abs(s), n) for s, n in zip(array.strides, array.shape) if n > 1)
+    expected = array.itemsize
+    for stride, n in dims:
+        if stride != expected:
+            return False
+        expected *= n
+    return True
+
+
 # ---- kernels ----------------------------------------------------------------------------------------------
 def uniform(gen: Generator, n: int, low: float, high: float, dtype) -> np.ndarray:
     """``uniform_(low, high)``: one word per float32 element, two per float64 one."""
@@ -493,6 +507,9 @@ def _poisson_one(lam: float, cursor: _ScalarStream) -> int:
             return count
 
 
+_THIRD_F32 = float(np.float32(1.0) / np.float32(3.0))
+
+
 def _gamma_one(alpha: float, stream: _ScalarStream, single: bool) -> float:
     """Marsaglia and Tsang's method as torch's CPU kernel runs it; ``single``: ``alpha`` is a float32
     and the few steps torch does in float32 (boosting alpha below 1, ``d``) round to float32."""
@@ -503,7 +520,7 @@ def _gamma_one(alpha: float, stream: _ScalarStream, single: bool) -> float:
             return 0.0
         scale *= (1.0 - stream.uniform()) ** f32(1.0 / alpha)
         alpha = f32(alpha + 1.0)
-    d = f32(alpha - f32(1.0 / 3.0))
+    d = f32(alpha - _THIRD_F32)  # torch writes 1.0f / 3.0f: a float constant even for double alpha
     c = 1.0 / math.sqrt(float(np.float32(9.0)) * d)
     squeeze = float(np.float32(0.0331))
     while True:

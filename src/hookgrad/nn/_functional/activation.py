@@ -345,7 +345,7 @@ def _dropout_noise(like: np.ndarray, keep_prob: float) -> np.ndarray:
     from ..._ops import rng
     from ..._ops.creation import default_generator
     keep = rng.bernoulli_scalar(default_generator, like.size, keep_prob)
-    order_like = like if (like.flags.c_contiguous or like.flags.f_contiguous) else np.empty(like.shape)
+    order_like = like if rng.is_dense(like) else np.empty(like.shape)  # empty_like keeps a dense layout
     keep = rng.fill_in_memory_order(order_like, keep)
     return keep.astype(like.dtype) / like.dtype.type(keep_prob)
 
