@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+__all__: list = []  # internal: the public names are declared in creation.py
+
 _F = np.float32
 
 

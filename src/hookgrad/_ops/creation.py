@@ -1,4 +1,4 @@
-"""Tensor factories and random numbers (a seeded NumPy generator behind torch's API)."""
+"""Tensor factories and random numbers (torch's CPU generator and samplers, from rng.py, behind torch's API)."""
 from __future__ import annotations
 
 import builtins

@@ -16,6 +16,8 @@ import os
 
 import numpy as np
 
+__all__: list = []  # internal: the public names are declared in creation.py
+
 DEFAULT_SEED = 67280421310721
 STATE_BYTES = 5056
 _LEGACY_STATE_BYTES = 5048
