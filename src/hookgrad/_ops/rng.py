@@ -40,8 +40,11 @@ def _mt_key(seed32: int) -> np.ndarray:
 
 
 def _as_seed(seed) -> int:
-    """torch's seed rule: any Python int that fits 64 bits, negative ones taken modulo 2**64."""
-    seed = int(seed)
+    """torch's seed rule: an integer that fits 64 bits, negative ones taken modulo 2**64."""
+    if isinstance(seed, np.integer):
+        raise TypeError("an integer is required")  # torch's words for NumPy integers here
+    if not isinstance(seed, int):
+        raise RuntimeError(f"manual_seed expected a long, but got {type(seed).__name__}")
     if seed < -(1 << 63) or seed >= (1 << 64):
         raise ValueError("Overflow when unpacking long long")
     return seed & 0xFFFFFFFFFFFFFFFF
