@@ -465,3 +465,15 @@ def test_distributions_are_right_where_streams_are_exact(dtype):
     assert abs(u.mean() - 0.5) < 0.005 and abs(u.var() - 1 / 12) < 0.002 and u.min() >= 0 and u.max() < 1
     assert abs(z.mean()) < 0.01 and abs(z.std() - 1) < 0.01
     assert abs(e.mean() - 0.5) < 0.01
+
+
+@differential(**EXACT)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_precision_draws(T, dtype):
+    """Half types draw in float32 (whole 16-blocks only for normal_) and round once."""
+    T.manual_seed(0)
+    dt = getattr(T, dtype)
+    out = [T.rand(5000, dtype=dt), T.randn(5000, dtype=dt), T.randn(7, dtype=dt), T.empty(100, dtype=dt).uniform_(-3, 0.5),
+           T.empty(50, dtype=dt).exponential_(), T.empty(50, dtype=dt).random_(), T.empty(30, dtype=dt).bernoulli_(0.3),
+           T.randint(0, 100, (20,), dtype=dt), T.empty(9, dtype=dt).random_(3)]
+    return [o.float() for o in out] + _tail(T)

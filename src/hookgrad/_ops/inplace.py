@@ -122,9 +122,13 @@ def _in_order(draw):
     return lambda a: _rs.fill_in_memory_order(a, np.asarray(draw(a.size, a.dtype)))
 
 
+def _is_floating(dtype) -> bool:
+    return np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16"
+
+
 def _floating_only(kernel):
     def check(a):
-        if a.dtype.kind != "f":
+        if not _is_floating(a.dtype):
             from .. import _dtype
             name = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize()
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
@@ -133,7 +137,7 @@ def _floating_only(kernel):
 
 def _continuous_only(name, type_word=None):
     def check(a):
-        if a.dtype.kind != "f":
+        if not _is_floating(a.dtype):
             from .. import _dtype
             shown = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize() if type_word is None \
                 else type_word(a.dtype)
@@ -217,8 +221,9 @@ def _random_sampler(gen, *bounds, **named):
 def _random_top(dtype):
     """The largest value ``random_(from)`` draws for ``dtype`` (torch: 2**mantissa for floats)."""
     dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return min(1 << (np.finfo(dtype).nmant + 1), (1 << 63) - 1)
+    if _is_floating(dtype):
+        digits = {"float16": 11, "bfloat16": 8, "float32": 24}.get(dtype.name, 53)
+        return 1 << digits
     if dtype.kind == "b":
         return 1
     return int(np.iinfo(dtype).max)

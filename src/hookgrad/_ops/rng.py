@@ -274,9 +274,10 @@ def uniform(gen: Generator, n: int, low: float, high: float, dtype) -> np.ndarra
         out = fma64(x, high - low, low)
         return np.where(out == high, low, out)
     lo, hi = np.float32(low), np.float32(high)
-    out = fma32(unit_floats(gen, n), np.float32(hi - lo), lo)
-    out = np.where(out == hi, lo, out)
-    return out.astype(dtype, copy=False)
+    out = fma32(unit_floats(gen, n), np.float32(hi - lo), lo).astype(dtype, copy=False)
+    # half types: drawn in float32, and the value that rounds to ``high`` in the output dtype becomes ``low``
+    top, bottom = np.asarray(high).astype(dtype), np.asarray(low).astype(dtype)
+    return np.where(out == top, bottom, out).astype(dtype, copy=False)
 
 
 def uniform_unbounded(gen: Generator, n: int, low: float, high: float) -> np.ndarray:
@@ -341,8 +342,9 @@ def normal(gen: Generator, target: np.ndarray, mean: float, std: float) -> np.nd
     if n >= 16 and target.flags.c_contiguous:
         double = _is_double(dtype)
         draw, transform = (unit_doubles, _normal16_double) if double else (unit_floats, _normal16_float)
-        data = draw(gen, n)
         full = n // 16 * 16
+        # float32/float64 draw a uniform for every element first; half types draw whole blocks only
+        data = draw(gen, n if double or dtype == np.float32 else full)
         out = np.empty(n, dtype=np.float64 if double else np.float32)
         if full:
             out[:full] = transform(data[:full].reshape(-1, 16), mean, std).reshape(-1)
