@@ -4,10 +4,12 @@ A :class:`Generator` reproduces torch's CPU generator word for word (mt19937 see
 bits of the seed, 64-bit draws made of two words, high word first, and the cached second Box-Muller
 sample), and its 5056-byte state has torch's layout, so states move between the two frameworks.
 
-Each ``fill_*`` function below draws what the matching torch CPU kernel draws, in the same order,
-and applies the same arithmetic.  The words come from NumPy's MT19937 in bulk and are transformed
-with vectorised NumPy; only the float64 logarithms go through :mod:`math` (the C library's results,
-which NumPy's SIMD loops do not always reproduce to the last bit).
+Each kernel function below draws what the matching torch CPU kernel draws, in the same order, and
+applies the same arithmetic (fused multiply-adds where torch's compiled kernel fuses them).  The words
+come from NumPy's MT19937 in bulk and are transformed with vectorised NumPy.  Two exceptions: float64
+log/log1p/exp/tan go through :mod:`math` element by element (the C library's results, which NumPy's
+SIMD loops do not always reproduce to the last bit), and the samplers that draw a data-dependent
+number of uniforms per element (Poisson, gamma, binomial) and randperm's swaps run a Python loop.
 """
 from __future__ import annotations
 
