@@ -477,3 +477,25 @@ def test_half_precision_draws(T, dtype):
            T.empty(50, dtype=dt).exponential_(), T.empty(50, dtype=dt).random_(), T.empty(30, dtype=dt).bernoulli_(0.3),
            T.randint(0, 100, (20,), dtype=dt), T.empty(9, dtype=dt).random_(3)]
     return [o.float() for o in out] + _tail(T)
+
+
+@differential(rtol=1e-5, atol=0)
+def test_seeded_training_run_matches(T):
+    """A whole seeded program: data from randn, model init, dropout, DataLoader shuffling and SGD give
+    the same losses (to float32 arithmetic) and leave the generator at the same place."""
+    nn, F = T.nn, T.nn.functional
+    T.manual_seed(0)
+    X = T.randn(256, 10)
+    y = (X[:, 0] + 0.5 * T.randn(256) > 0).long()
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Dropout(0.3), nn.Linear(32, 2))
+    opt = T.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loader = T.utils.data.DataLoader(T.utils.data.TensorDataset(X, y), batch_size=32, shuffle=True)
+    losses = []
+    for _ in range(3):
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss = F.cross_entropy(model(xb), yb)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    return [losses, T.get_rng_state()]
