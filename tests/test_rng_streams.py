@@ -499,3 +499,12 @@ def test_seeded_training_run_matches(T):
             opt.step()
             losses.append(loss.item())
     return [losses, T.get_rng_state()]
+
+
+@differential(**EXACT)
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int32", "uint8", "bool"])
+def test_make_tensor(T, dtype):
+    T.manual_seed(0)
+    make = T.testing.make_tensor
+    dt = getattr(T, dtype)
+    return [make((3, 4), dtype=dt, device="cpu"), make((5,), dtype=dt, device="cpu", low=1, high=9)] + _tail(T)
