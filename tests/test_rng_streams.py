@@ -219,7 +219,11 @@ def test_inplace_dropout_and_rrelu(T):
     F.dropout(y, 0.5, inplace=True)
     z = x.clone()
     F.rrelu_(z, training=True)
-    return [y, z] + _tail(T)
+    g = T.Generator().manual_seed(4)
+    w = T.rrelu(x, 0.1, 0.3, True, g)
+    v = x.clone()
+    T.rrelu_(v, 0.2, 0.25, True, g)
+    return [y, z, w, v, T.rrelu(x, 0.1, 0.3, False)] + _tail(T)
 
 
 @differential(**EXACT)

@@ -390,14 +390,20 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
         return _in_place(rrelu, input, lower, upper, training)
     if not training:
         return _F().leaky_relu(input, (lower + upper) / 2)
-    # torch draws a double uniform slope, in order, for each element <= 0 only (1 elsewhere)
+    return rrelu_with_generator(input, lower, upper)
+
+
+def rrelu_with_generator(input: Tensor, lower: float, upper: float, generator=None) -> Tensor:
+    """Training-mode rrelu: torch draws a double uniform slope, in order, for each element <= 0 only
+    (1 elsewhere), from ``generator`` or the default one."""
     from ..._ops import rng
-    from ..._ops.creation import default_generator
+    from ..._ops.creation import _generator
     values = input.detach().contiguous().numpy()
     negative = values <= 0
     slope = np.ones(values.shape, dtype=values.dtype)
     low, high = float(values.dtype.type(lower)), float(values.dtype.type(upper))  # torch rounds the bounds first
-    slope[negative] = rng.uniform_unbounded(default_generator, int(negative.sum()), low, high).astype(values.dtype)
+    draws = rng.uniform_unbounded(_generator(generator), int(negative.sum()), low, high)
+    slope[negative] = draws.astype(values.dtype)
     return input * hookgrad.from_numpy(slope)
 
 

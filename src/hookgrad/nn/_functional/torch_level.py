@@ -41,6 +41,8 @@ def selu_(input):
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    if training:
+        return views.apply_inplace(input, _composed.rrelu_with_generator, lower, upper, generator)
     return views.apply_inplace(input, _composed.rrelu, lower, upper, training)
 
 
@@ -70,6 +72,8 @@ def selu(input):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    if training:
+        return _composed.rrelu_with_generator(input, lower, upper, generator)
     return _composed.rrelu(input, lower, upper, training)
 
 
