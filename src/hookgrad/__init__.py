@@ -26,6 +26,7 @@ from .autograd.grad_mode import is_inference_mode_enabled
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from .autograd._warn_once import is_warn_always_enabled, set_warn_always
 from . import autograd, return_types, utils
+from . import random  # noqa: E402 - torch.random (fork_rng, the default generator's state)
 from .utils.dlpack import from_dlpack, frombuffer
 from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts
 from .amp.autocast_mode import autocast, is_autocast_enabled  # noqa: E402

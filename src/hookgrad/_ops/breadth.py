@@ -15,8 +15,8 @@ from ._base import GRAD
 from . import _dtype_rules as _rules
 from ._declare import ZeroGradNode, inplace_function, module_all, node_class, op, record_op
 from . import creation, linalg, pointwise
-from .creation import _rng
-from .inplace import _random_fill
+from . import rng as _rs
+from .creation import _generator
 
 
 @op(method=False)
@@ -212,20 +212,6 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
     return _scaled_input(input, beta, tuple(product.shape)) + product
 
 
-# ---- random fills ---------------------------------------------------------------------------------
-_random_fill("cauchy_", lambda rng, median=0.0, sigma=1.0: lambda s: median + sigma * np.tan(
-    np.pi * (rng.random(s) - 0.5)))
-
-
-def _geometric_sampler(rng, p):
-    if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
-    return lambda s: rng.geometric(p, s)
-
-
-_random_fill("geometric_", _geometric_sampler)
-
-
 # ---- sampling functions ---------------------------------------------------------------------------
 PoissonBackward0 = node_class("PoissonBackward0", ZeroGradNode)
 
@@ -235,7 +221,9 @@ def poisson(input, generator=None):
     """Poisson samples with rates ``input`` (zero gradient, as torch's PoissonBackward0 gives)."""
     if input._data.dtype.kind != "f":
         raise RuntimeError(f'"poisson_cpu" not implemented for \'{_type_name(input)}\'')
-    result = wrap(_rng(generator).poisson(input._data).astype(input._data.dtype))
+    if (input._data < 0).any():
+        raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
+    result = wrap(_rs.poisson(_generator(generator), input._data).astype(input._data.dtype))
     if GRAD.enabled and input._requires_grad:
         record_op(PoissonBackward0, (input,), result).keep_shapes(input)
     return result
@@ -247,7 +235,7 @@ def binomial(count, prob, generator=None):
     if count._data.dtype.kind != "f":
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: {_type_name(count)}")
     c, p = np.broadcast_arrays(count._data, prob._data)
-    return wrap(_rng(generator).binomial(c.astype(np.int64), p).astype(count._data.dtype))
+    return wrap(_rs.binomial(_generator(generator), c, p.astype(c.dtype, copy=False)))
 
 
 # ---- activations shared with nn.functional --------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tensor factories and random numbers (a seeded NumPy generator behind torch's API)."""
+"""Tensor factories and random numbers (torch's CPU generator and samplers, from rng.py, behind torch's API)."""
 from __future__ import annotations
 
 import builtins
@@ -255,44 +255,24 @@ def diag_embed(x, offset=0, dim1=-2, dim2=-1):
     return out if (d1, d2) == (nd - 2, nd - 1) else out.movedim((nd - 2, nd - 1), (d1, d2))
 
 
-# ---- random numbers -------------------------------------------------------------------------
-class Generator:
-    """A seeded source of random numbers (``manual_seed``, ``seed``, ``initial_seed``, state)."""
-
-    def __init__(self, device="cpu"):
-        self._seed = 67280421310721
-        self._rng = np.random.default_rng(self._seed)
-        self.device = device
-
-    def manual_seed(self, seed) -> "Generator":
-        seed = int(seed)
-        self._seed = seed
-        self._rng = np.random.default_rng(seed & 0xFFFFFFFFFFFFFFFF)
-        return self
-
-    def seed(self) -> int:
-        seed = int(np.random.SeedSequence().entropy) & 0xFFFFFFFFFFFFFFFF
-        self.manual_seed(seed)
-        return seed
-
-    def initial_seed(self) -> int:
-        return self._seed
-
-    def get_state(self):
-        import pickle
-        return wrap(np.frombuffer(pickle.dumps(self._rng.bit_generator.state), dtype=np.uint8).copy())
-
-    def set_state(self, state) -> None:
-        import pickle
-        self._rng.bit_generator.state = pickle.loads(state._data.tobytes())
-
+# ---- random numbers: torch's CPU streams (see rng.py) -----------------------------------------
+from . import rng as _rng_streams
+from .rng import Generator
 
 default_generator = Generator()
 
 
+def _generator(generator) -> Generator:
+    if generator is None:
+        return default_generator
+    if not isinstance(generator, Generator):
+        raise TypeError(f"expected a torch.Generator, but got {type(generator).__name__}")
+    return generator
+
+
 @op(method=False)
 def manual_seed(seed) -> Generator:
-    return default_generator.manual_seed(seed)
+    return default_generator.manual_seed(int(seed))  # torch.manual_seed takes int(seed) first
 
 
 @op(method=False)
@@ -311,96 +291,220 @@ def get_rng_state():
 
 
 @op(method=False)
-def set_rng_state(state):
-    default_generator.set_state(state)
+def set_rng_state(new_state):
+    default_generator.set_state(new_state)
 
 
-def _rng(generator):
-    return (generator or default_generator)._rng
+def _sampled(shape, dtype, fill, requires_grad, device, out):
+    """A new tensor of ``shape``/``dtype`` filled by ``fill(array) -> values`` (torch: empty + in-place fill)."""
+    target = np.empty(shape, dtype=dtype.np)
+    data = fill(target) if target.size else target
+    data = np.ascontiguousarray(data, dtype=dtype.np).reshape(shape)
+    if out is not None:
+        return _into_out(out, wrap(data))
+    return _finish(data, requires_grad, device)
 
 
-@op(method=False)
-def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+def _into_out(out, result):
+    from ..autograd.grad_mode import no_grad
+    with no_grad():
+        if tuple(out.shape) != tuple(result.shape):
+            out.resize_(result.shape)
+        out.copy_(result)
+    return out
+
+
+def _floating(dtype, kernel):
     dt = _resolve_dtype(dtype)
-    shape = _size(shape, size)
-    if dt.is_complex:  # both parts uniform on [0, 1), as torch
-        pair = _rng(generator).random(shape + (2,), dtype=np.float64)
-        return _finish((pair[..., 0] + 1j * pair[..., 1]).astype(dt.np), requires_grad, device)
-    return _finish(_rng(generator).random(shape, dtype=np.float64).astype(dt.np), requires_grad, device)
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{repr(dt).split('.')[-1].capitalize()}'")
+    return dt
 
 
 @op(method=False)
-def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
-    dt = _resolve_dtype(dtype)
-    shape = _size(shape, size)
-    if dt.is_complex:  # torch's complex normal: each part has variance 1/2 (E|z|^2 = 1)
-        pair = _rng(generator).standard_normal(shape + (2,)) * np.sqrt(0.5)
-        return _finish((pair[..., 0] + 1j * pair[..., 1]).astype(dt.np), requires_grad, device)
-    return _finish(_rng(generator).standard_normal(shape).astype(dt.np), requires_grad, device)
+def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+         layout=None, pin_memory=False) -> Tensor:
+    if dtype is not None and _resolve_dtype(dtype).is_complex:  # torch fills view_as_real: both parts uniform
+        parts = rand(*_size(shape, size), 2, generator=generator, dtype=_resolve_dtype(dtype).to_real())
+        return _finish(_as_complex_np(parts._data), requires_grad, device)
+    dt = _floating(dtype, "check_uniform_bounds")
+    gen = _generator(generator)
+    return _sampled(_size(shape, size), dt, lambda a: _rng_streams.fill_in_memory_order(
+        a, _rng_streams.uniform(gen, a.size, 0.0, 1.0, a.dtype)), requires_grad, device, out)
+
+
+def _as_complex_np(parts: np.ndarray) -> np.ndarray:
+    """(..., 2) real and imaginary parts as one complex array (torch's view_as_complex)."""
+    complex_np = np.complex128 if parts.dtype == np.float64 else np.complex64
+    return np.ascontiguousarray(parts).view(complex_np)[..., 0]
 
 
 @op(method=False)
-def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
-    if size is None:
-        # randint(high, size)
+def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+          layout=None, pin_memory=False) -> Tensor:
+    gen = _generator(generator)
+    if dtype is not None and _resolve_dtype(dtype).is_complex:
+        # torch's complex normal fills view_as_real with std 1/sqrt(2): E|z|^2 = 1
+        real = _resolve_dtype(dtype).to_real()
+        parts = _sampled(_size(shape, size) + (2,), real, lambda a: _rng_streams.normal(gen, a, 0.0, 0.5 ** 0.5),
+                         False, device, None)
+        return _finish(_as_complex_np(parts._data), requires_grad, device)
+    dt = _floating(dtype, "normal_kernel_cpu")
+    return _sampled(_size(shape, size), dt, lambda a: _rng_streams.normal(gen, a, 0.0, 1.0), requires_grad, device, out)
+
+
+def _check_random_bounds(low, high):
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+
+
+@op(method=False)
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False,
+            out=None, layout=None, pin_memory=False) -> Tensor:
+    if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
+    low, high = int(low), int(high)
+    _check_random_bounds(low, high)
     dt = _resolve_dtype(dtype, _dtype.int64)
-    return _finish(_rng(generator).integers(low, high, size=_size((size,))).astype(dt.np), requires_grad, device)
+    gen = _generator(generator)
+    return _sampled(_size((size,)), dt, lambda a: _rng_streams.fill_in_memory_order(
+        a, _rng_streams.random_from_to(gen, a.size, low, high - low)), requires_grad, device, out)
 
 
 @op(method=False)
-def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False) -> Tensor:
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+             pin_memory=False) -> Tensor:
+    n = int(n)
+    if n < 0:
+        raise RuntimeError(f"n must be non-negative, got{n}")
     dt = _resolve_dtype(dtype, _dtype.int64)
-    return _finish(_rng(generator).permutation(int(n)).astype(dt.np), requires_grad, device)
+    gen = _generator(generator)
+    return _sampled((n,), dt, lambda a: _rng_streams.randperm(gen, n), requires_grad, device, out)
 
 
 @op(method=False)
-def rand_like(t, *, dtype=None, generator=None, requires_grad=False) -> Tensor:
+def rand_like(t, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
+              memory_format=None) -> Tensor:
     return rand(t._data.shape, dtype=_like_dtype(t, dtype), generator=generator, requires_grad=requires_grad)
 
 
 @op(method=False)
-def randn_like(t, *, dtype=None, generator=None, requires_grad=False) -> Tensor:
+def randn_like(t, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
+               memory_format=None) -> Tensor:
     return randn(t._data.shape, dtype=_like_dtype(t, dtype), generator=generator, requires_grad=requires_grad)
 
 
 @op(method=False)
-def randint_like(t, low, high=None, *, dtype=None, generator=None) -> Tensor:
+def randint_like(t, low, high=None, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
+                 memory_format=None) -> Tensor:
     if high is None:
         low, high = 0, low
-    return randint(low, high, t._data.shape, dtype=_like_dtype(t, dtype), generator=generator)
+    return randint(low, high, t._data.shape, dtype=_like_dtype(t, dtype), generator=generator,
+                   requires_grad=requires_grad)
+
+
+def _check_std(std, name="normal"):
+    if std < 0.0:
+        raise RuntimeError(f"{name} expects std >= 0.0, but found std {std}")
 
 
 @op(method=False)
-def normal(mean=0.0, std=1.0, size=None, *, generator=None):
-    if isinstance(mean, Tensor) or isinstance(std, Tensor):
-        m = mean._data if isinstance(mean, Tensor) else mean
-        s = std._data if isinstance(std, Tensor) else std
-        shape = np.broadcast_shapes(np.shape(m), np.shape(s))
-        dt = (mean if isinstance(mean, Tensor) else std)._data.dtype
-        return wrap((_rng(generator).standard_normal(shape) * s + m).astype(dt))
-    return wrap((_rng(generator).standard_normal(_size((size,))) * std + mean).astype(_dtype.get_default_dtype().np))
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None, device=None, layout=None,
+           pin_memory=False, requires_grad=False):
+    """torch.normal's overloads: (Tensor, Tensor), (Tensor, float), (float, Tensor) and (float, float, size).
+    The tensor forms draw standard normals, then scale by std and add mean, as torch does."""
+    gen = _generator(generator)
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    if not (mean_t or std_t):
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments - got (float, float), but "
+                            "expected one of: (Tensor mean, Tensor std), (Tensor mean, float std), "
+                            "(float mean, Tensor std), (float mean, float std, tuple of ints size)")
+        _check_std(std)
+        dt = _resolve_dtype(dtype)
+        return _sampled(_size((size,)), dt, lambda a: _rng_streams.normal(gen, a, mean, std), requires_grad, device,
+                        out)
+    if std_t and (std._data < 0).any():
+        raise RuntimeError("normal expects all elements of std >= 0.0")
+    if not std_t:
+        _check_std(std)
+    like = mean if mean_t else std
+    shape = np.broadcast_shapes(mean._data.shape if mean_t else (), std._data.shape if std_t else ())
+    dtype_np = like._data.dtype
+    if mean_t and not std_t:
+        z = _rng_streams.normal(gen, np.empty(shape, dtype_np), 0.0, std)
+        data = (z + mean._data).astype(dtype_np, copy=False)
+    else:
+        z = _rng_streams.normal(gen, np.empty(shape, dtype_np), 0.0, 1.0)
+        m = mean._data if mean_t else np.asarray(mean, dtype=dtype_np)
+        data = (z * std._data + m).astype(dtype_np, copy=False)
+    result = wrap(np.ascontiguousarray(data))
+    return result if out is None else _into_out(out, result)
 
 
 @op(method=False)
-def bernoulli(p, *, generator=None):
-    probs = p._data
-    return wrap((_rng(generator).random(probs.shape) < probs).astype(probs.dtype))
+def bernoulli(input, p=None, *, generator=None, out=None):
+    """Samples of Bernoulli(p) shaped like ``input``: ``input`` holds the probabilities unless ``p`` is given."""
+    gen = _generator(generator)
+    if p is not None:
+        return empty_like(input).bernoulli_(p, generator=gen)
+    probs = input._data
+    if probs.dtype.kind != "f":
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{repr(_dtype.from_numpy_dtype(probs.dtype)).split('.')[-1].capitalize()}'")
+    if ((probs < 0) | (probs > 1)).any():
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
+                           "be improved?  If so, please report an enhancement request to PyTorch.)")
+    draws = _rng_streams.bernoulli_tensor(gen, np.ascontiguousarray(probs))
+    result = wrap(draws.reshape(probs.shape).astype(probs.dtype))
+    return result if out is None else _into_out(out, result)
 
 
 @op()
-def multinomial(probs, num_samples, replacement=False, *, generator=None):
-    p = probs._data.astype(np.float64)
-    rng = _rng(generator)
-    rows = p.reshape(-1, p.shape[-1])
-    out = []
-    for row in rows:
-        row = row / row.sum()
-        out.append(rng.choice(len(row), size=num_samples, replace=replacement, p=row))
-    res = np.asarray(out, dtype=np.int64)
-    return wrap(res.reshape(p.shape[:-1] + (num_samples,)))
+def multinomial(probs, num_samples, replacement=False, *, generator=None, out=None):
+    """torch's CPU sampler: with replacement, one double uniform per sample looked up in each row's
+    normalised running sum; without (or for one sample), the largest ``p / Exp(1)`` (an exponential
+    draw per category), which samples without replacement in proportion to ``p``."""
+    gen = _generator(generator)
+    p = probs._data
+    n_sample = int(num_samples)
+    if p.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if p.dtype.kind != "f":
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{repr(_dtype.from_numpy_dtype(p.dtype)).split('.')[-1].capitalize()}")
+    n_categories = p.shape[-1]
+    if n_sample <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and n_sample > n_categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    rows = np.ascontiguousarray(p).reshape(-1, n_categories)
+    if not np.isfinite(rows).all() or (rows < 0).any():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (rows.sum(axis=1) <= 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement or n_sample == 1:
+        if not replacement and ((rows > 0).sum(axis=1) < n_sample).any():
+            raise RuntimeError("invalid multinomial distribution (with replacement=False, not enough non-negative "
+                               "category to sample)")
+        noise = _rng_streams.exponential(gen, rows.size, 1.0).astype(rows.dtype).reshape(rows.shape)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            keys = rows / noise
+        if n_sample == 1:
+            picked = np.argmax(keys, axis=1)[:, None]
+        else:  # topk: largest first, ties to the lower index
+            picked = np.argsort(-keys, axis=1, kind="stable")[:, :n_sample]
+    else:
+        cum = np.cumsum(rows, axis=1, dtype=rows.dtype)
+        cum = cum / cum[:, -1:]
+        cum[:, -1] = 1
+        uniforms = _rng_streams.unit_doubles(gen, rows.shape[0] * n_sample).reshape(rows.shape[0], n_sample)
+        picked = np.stack([np.searchsorted(cum[i].astype(np.float64), uniforms[i], side="left")
+                           for i in builtins.range(rows.shape[0])])
+    result = wrap(picked.astype(np.int64).reshape(p.shape[:-1] + (n_sample,)))
+    return result if out is None else _into_out(out, result)
 
 
 # ---- Tensor.new_*: factories with self's dtype --------------------------------------------------

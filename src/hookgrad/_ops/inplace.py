@@ -8,7 +8,8 @@ from .. import _dtype
 from .._tensor import Tensor, wrap
 from ._base import GRAD, sum_to_shape
 from ._declare import ZeroGradNode, module_all, op, record_op
-from .creation import _rng, bernoulli as _bernoulli, full_like
+from . import rng as _rs
+from .creation import bernoulli as _bernoulli, full_like
 from .views import apply_inplace
 from ..autograd.graph import Node
 
@@ -95,38 +96,195 @@ def copy_(self, src, non_blocking=False):
 
 
 # ---- random fills: zero-gradient ops that replace the values with samples ----------------------
+# Each sampler maps the target array to its new values, drawing what torch's CPU kernel draws (rng.py).
 def _randomized(x, sample):
-    result = wrap(np.asarray(sample(x._data.shape)).astype(x._data.dtype))
+    data = x._data
+    values = sample(data) if data.size else data.copy()
+    result = wrap(np.asarray(values).astype(data.dtype, copy=False).reshape(data.shape))
     if GRAD.enabled and x._requires_grad:
         record_op(ZeroBackward0, (x,), result).keep_shapes(x)
     return result
 
 
 def _random_fill(name, make_sampler):
-    """Declare ``Tensor.<name>``: ``make_sampler(rng, *args, **kwargs)`` returns ``shape -> samples``."""
+    """Declare ``Tensor.<name>``: ``make_sampler(generator, *args, **kwargs)`` returns ``array -> samples``
+    after checking the arguments (so bad ones fail before anything is drawn)."""
     def method(self, *args, generator=None, **kwargs):
-        return apply_inplace(self, _randomized, make_sampler(_rng(generator), *args, **kwargs), saves_self=False)
+        from .creation import _generator
+        return apply_inplace(self, _randomized, make_sampler(_generator(generator), *args, **kwargs),
+                             saves_self=False)
     method.__name__ = method.__qualname__ = name
     return op(name, function=False)(method)
 
 
-def _random_int(rng, low=0, high=None):
-    if high is None:  # random_(to) draws from [0, to); random_() from [0, 2**24) (float32's exact integers)
-        low, high = 0, (2 ** 24 if low == 0 else low)
-    return lambda s: rng.integers(low, high, s)
+def _in_order(draw):
+    """A sampler that fills the target in memory order with ``draw(n, dtype)``."""
+    return lambda a: _rs.fill_in_memory_order(a, np.asarray(draw(a.size, a.dtype)))
 
 
-_random_fill("uniform_", lambda rng, a=0.0, b=1.0: lambda s: rng.uniform(a, b, s))
-_random_fill("normal_", lambda rng, mean=0.0, std=1.0: lambda s: rng.normal(mean, std, s))
-_random_fill("bernoulli_", lambda rng, p=0.5: lambda s: rng.random(s) < (p._data if isinstance(p, Tensor) else p))
-_random_fill("exponential_", lambda rng, lambd=1.0: lambda s: rng.exponential(1.0 / lambd, s))
-_random_fill("random_", _random_int)
-_random_fill("log_normal_", lambda rng, mean=1.0, std=2.0: lambda s: rng.lognormal(mean, std, s))
+def _is_floating(dtype) -> bool:
+    return np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16"
+
+
+def _floating_only(kernel):
+    def check(a):
+        if not _is_floating(a.dtype):
+            from .. import _dtype
+            name = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize()
+            raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
+    return check
+
+
+def _continuous_only(name, type_word=None):
+    def check(a):
+        if not _is_floating(a.dtype):
+            from .. import _dtype
+            shown = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize() if type_word is None \
+                else type_word(a.dtype)
+            raise RuntimeError(f"{name} distribution is a continuous probability distribution. dtype must be a "
+                               f"floating point but you specified {shown}")
+    return check
+
+
+def _c_type_name(dtype) -> str:
+    """The C++ spelling torch's cauchy_ error uses ("long int", "int", ...)."""
+    return {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}.get(np.dtype(dtype).name, np.dtype(dtype).name)
+
+
+def _uniform_sampler(gen, a=0.0, b=1.0):
+    a, b = float(a), float(b)
+    if not a <= b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
+    check = _floating_only("check_uniform_bounds")
+
+    def sample(target):
+        check(target)
+        return _rs.fill_in_memory_order(target, _rs.uniform(gen, target.size, a, b, target.dtype))
+    return sample
+
+
+def _normal_sampler(gen, mean=0.0, std=1.0):
+    mean, std = float(mean), float(std)
+    if std < 0.0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+    check = _floating_only("normal_kernel_cpu")
+
+    def sample(target):
+        check(target)
+        return _rs.normal(gen, target, mean, std)
+    return sample
+
+
+def _bernoulli_sampler(gen, p=0.5):
+    if isinstance(p, Tensor):
+        probs = p._data
+
+        def sample(target):
+            expanded = np.ascontiguousarray(np.broadcast_to(probs, target.shape))
+            return _rs.fill_in_memory_order(target, _rs.bernoulli_tensor(gen, expanded))
+        return sample
+    p = float(p)
+    if not 0.0 <= p <= 1.0:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+    return _in_order(lambda n, dt: _rs.bernoulli_scalar(gen, n, p))
+
+
+def _random_sampler(gen, *bounds, **named):
+    if "from" in named:
+        bounds = (named.pop("from"),) + bounds
+    if "to" in named:
+        bounds = bounds + (named.pop("to"),)
+    if named:
+        raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(named))}'")
+    if len(bounds) == 0:
+        return _in_order(lambda n, dt: _rs.random_full(gen, n, dt))
+    if len(bounds) == 1:
+        low, high = 0, bounds[0]
+    else:
+        low, high = bounds[0], bounds[1]
+    low = int(low)
+    if high is None:
+        def sample(target):
+            top = _random_top(target.dtype)
+            if not low < top:
+                raise RuntimeError(f"random_ expects 'from' casted to dtype to be less than or equal to 'to_inc' "
+                                   f"casted to dtype, but got from={low} > to_inc={top}")
+            return _rs.fill_in_memory_order(target, _rs.random_from_to(gen, target.size, low, top - low + 1))
+        return sample
+    high = int(high)
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    return _in_order(lambda n, dt: _rs.random_from_to(gen, n, low, high - low))
+
+
+def _random_top(dtype):
+    """The largest value ``random_(from)`` draws for ``dtype`` (torch: 2**mantissa for floats)."""
+    dtype = np.dtype(dtype)
+    if _is_floating(dtype):
+        digits = {"float16": 11, "bfloat16": 8, "float32": 24}.get(dtype.name, 53)
+        return 1 << digits
+    if dtype.kind == "b":
+        return 1
+    return int(np.iinfo(dtype).max)
+
+
+def _exponential_sampler(gen, lambd=1.0):
+    lambd = float(lambd)
+    if not lambd > 0.0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd:g}")
+    check = _continuous_only("Exponential")
+
+    def sample(target):
+        check(target)
+        return _rs.fill_in_memory_order(target, _rs.exponential(gen, target.size, lambd).astype(target.dtype))
+    return sample
+
+
+def _geometric_sampler(gen, p):
+    p = float(p)
+    if not 0.0 < p < 1.0:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p:g}")
+    return _in_order(lambda n, dt: _rs.geometric(gen, n, p))
+
+
+def _cauchy_sampler(gen, median=0.0, sigma=1.0):
+    median, sigma = float(median), float(sigma)
+    if not sigma > 0.0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma:g}")
+    check = _continuous_only("Cauchy", _c_type_name)
+
+    def sample(target):
+        check(target)
+        return _rs.fill_in_memory_order(target, _rs.cauchy(gen, target.size, median, sigma).astype(target.dtype))
+    return sample
+
+
+def _log_normal_sampler(gen, mean=1.0, std=2.0):
+    mean, std = float(mean), float(std)
+    if not std > 0.0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std:g}")
+    check = _floating_only("log_normal_cpu")
+
+    def sample(target):
+        check(target)
+        return _rs.fill_in_memory_order(target, _rs.log_normal(gen, target.size, mean, std).astype(target.dtype))
+    return sample
+
+
+_random_fill("uniform_", _uniform_sampler)
+_random_fill("normal_", _normal_sampler)
+_random_fill("bernoulli_", _bernoulli_sampler)
+_random_fill("exponential_", _exponential_sampler)
+_random_fill("random_", _random_sampler)
+_random_fill("geometric_", _geometric_sampler)
+_random_fill("cauchy_", _cauchy_sampler)
+_random_fill("log_normal_", _log_normal_sampler)
 
 
 @op("bernoulli", function=False)
 def bernoulli_method(self, p=None, *, generator=None):
-    return _bernoulli(self if p is None else full_like(self, p), generator=generator)
+    return _bernoulli(self, p, generator=generator)
 
 
 __all__ = module_all(globals())

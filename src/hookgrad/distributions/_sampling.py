@@ -1,6 +1,6 @@
-"""Draws that hookgrad has no op for (gamma, Poisson, binomial), made with NumPy's generator seeded
-from hookgrad's, so that ``hookgrad.manual_seed`` makes them reproducible. The gamma draw carries
-the implicit reparameterization gradient d x / d alpha = -(dF/d alpha) / p(x) (F the gamma CDF)."""
+"""Gamma, Dirichlet, Poisson and binomial draws for the distributions, made by torch's CPU samplers on
+hookgrad's generator (the same numbers as torch after the same seed). The gamma draw carries the
+implicit reparameterization gradient d x / d alpha = -(dF/d alpha) / p(x) (F the gamma CDF)."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,12 +8,7 @@ from scipy import special as sc
 
 import hookgrad
 
-__all__ = ["numpy_generator", "standard_gamma", "poisson", "binomial"]
-
-
-def numpy_generator():
-    """A NumPy generator whose seed is drawn from hookgrad's default generator."""
-    return np.random.default_rng(int(hookgrad.randint(0, 2 ** 62, ()).item()))
+__all__ = ["standard_gamma", "dirichlet", "poisson", "binomial"]
 
 
 def _as_dtype(array, like):
@@ -36,8 +31,7 @@ class _StandardGamma(hookgrad.autograd.Function):
     def forward(ctx, alpha):
         a = alpha.detach().numpy().astype(np.float64)
         tiny = np.finfo(alpha.detach().numpy().dtype).tiny
-        draws = np.maximum(numpy_generator().standard_gamma(a), tiny)
-        result = _as_dtype(draws, alpha)
+        result = _as_dtype(_gamma_draws(alpha), alpha)
         ctx.save_for_backward(alpha, result)
         return result
 
@@ -53,19 +47,55 @@ def standard_gamma(alpha):
     """One Gamma(alpha, 1) draw per element of ``alpha``, differentiable in ``alpha``."""
     if alpha.requires_grad and hookgrad.is_grad_enabled():
         return _StandardGamma.apply(alpha)
-    a = alpha.detach().numpy().astype(np.float64)
-    tiny = np.finfo(alpha.detach().numpy().dtype).tiny
-    return _as_dtype(np.maximum(numpy_generator().standard_gamma(a), tiny), alpha)
+    return _as_dtype(_gamma_draws(alpha), alpha)
+
+
+def _gamma_draws(alpha):
+    from .._ops import rng
+    from .._ops.creation import default_generator
+    return rng.standard_gamma(default_generator, np.ascontiguousarray(alpha.detach().numpy()))
+
+
+class _Dirichlet(hookgrad.autograd.Function):
+    @staticmethod
+    def forward(ctx, concentration):
+        from .._ops import rng
+        from .._ops.creation import default_generator
+        c = np.ascontiguousarray(concentration.detach().numpy())
+        gammas, sample = rng.dirichlet(default_generator, c, with_gammas=True)
+        ctx.gammas = gammas
+        result = _as_dtype(sample, concentration)
+        ctx.save_for_backward(concentration, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        # x = g / sum(g) with each g_j ~ Gamma(alpha_j): dL/dalpha_j = (dL/dx_j - sum_i dL/dx_i x_i) dg_j / sum(g)
+        concentration, result = ctx.saved_tensors
+        g = ctx.gammas
+        x = result.detach().numpy().astype(np.float64)
+        upstream = grad.detach().numpy().astype(np.float64)
+        d_gamma = _gamma_draw_grad(concentration.detach().numpy().astype(np.float64), g)
+        total = g.sum(-1, keepdims=True)
+        grad_alpha = (upstream - (upstream * x).sum(-1, keepdims=True)) * d_gamma / total
+        return _as_dtype(grad_alpha, concentration)
+
+
+def dirichlet(concentration):
+    """One Dirichlet draw per row of ``concentration`` (torch's ``_sample_dirichlet``), differentiable."""
+    if concentration.requires_grad and hookgrad.is_grad_enabled():
+        return _Dirichlet.apply(concentration)
+    from .._ops import rng
+    from .._ops.creation import default_generator
+    return _as_dtype(rng.dirichlet(default_generator, np.ascontiguousarray(concentration.detach().numpy())),
+                     concentration)
 
 
 def poisson(rate):
-    """One Poisson draw per element of ``rate`` (no gradient), in ``rate``'s dtype."""
-    lam = rate.detach().numpy().astype(np.float64)
-    return _as_dtype(numpy_generator().poisson(lam).astype(np.float64), rate)
+    """One Poisson draw per element of ``rate`` (no gradient), in ``rate``'s dtype: ``torch.poisson``."""
+    return hookgrad.poisson(rate.detach())
 
 
 def binomial(count, probs):
-    """One binomial draw per element of ``count``/``probs`` (broadcast, no gradient)."""
-    n, p = np.broadcast_arrays(count.detach().numpy().astype(np.float64), probs.detach().numpy().astype(np.float64))
-    draws = numpy_generator().binomial(n.astype(np.int64), np.clip(p, 0.0, 1.0))
-    return _as_dtype(draws.astype(np.float64), probs)
+    """One binomial draw per element of ``count``/``probs`` (broadcast, no gradient): ``torch.binomial``."""
+    return hookgrad.binomial(count.detach().to(probs.dtype), probs.detach())

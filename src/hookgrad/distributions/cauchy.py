@@ -28,8 +28,7 @@ class Cauchy(_LocScaleParameters, Distribution):
         return hookgrad.full(tuple(self._extended_shape()), float("inf"), dtype=self.loc.dtype)
 
     def rsample(self, sample_shape=hookgrad.Size()):
-        u = hookgrad.rand(tuple(self._extended_shape(sample_shape)), dtype=self.loc.dtype)
-        eps = (math.pi * (u - 0.5)).tan()  # the standard Cauchy quantile of a uniform draw
+        eps = hookgrad.empty(tuple(self._extended_shape(sample_shape)), dtype=self.loc.dtype).cauchy_()
         return self.loc + eps * self.scale
 
     def log_prob(self, value):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hookgrad
 from . import constraints
-from ._sampling import standard_gamma
+from ._sampling import dirichlet
 from .exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
@@ -24,9 +24,8 @@ class Dirichlet(ExponentialFamily):
         return self._expanded(Dirichlet, batch_shape, _instance, ("concentration",), param_event_dims=1)
 
     def rsample(self, sample_shape=()):
-        # normalized gamma draws; the gamma draw's implicit gradient makes this reparameterized
-        gammas = standard_gamma(self.concentration.expand(tuple(self._extended_shape(sample_shape))))
-        return gammas / gammas.sum(-1, True)
+        # normalized gamma draws; the gamma draws' implicit gradient makes this reparameterized
+        return dirichlet(self.concentration.expand(tuple(self._extended_shape(sample_shape))))
 
     def log_prob(self, value):
         if self._validate_args:

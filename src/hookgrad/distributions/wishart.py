@@ -127,20 +127,21 @@ class Wishart(_FromScaleTril, ExponentialFamily):
             max_try_correction = 10
         sample_shape = hookgrad.Size(sample_shape)
         sample = self._bartlett_sampling(sample_shape)
-        singular = ~self.support.check(sample)
+        # torch 2.13 starts from the support check itself (True for a valid sample), so it warns and
+        # redraws whenever some sample is valid; done the same way, the draws stay torch's
+        flagged = self.support.check(sample)
         if self._batch_shape:
-            singular = singular.amax(self._batch_dims)
-        if bool(singular.any()):
+            flagged = flagged.amax(self._batch_dims)
+        if bool(flagged.any()):
             warnings.warn("Singular sample detected.", stacklevel=2)
             for _ in range(max_try_correction):
-                # redraw whole batches that came out singular
-                fresh = self._bartlett_sampling(sample_shape)
-                mask = singular.reshape(tuple(singular.shape) + (1,) * (sample.dim() - singular.dim()))
-                sample = hookgrad.where(mask, fresh, sample)
-                singular = ~self.support.check(sample)
+                fresh = self._bartlett_sampling(flagged[flagged].shape)
+                sample[flagged] = fresh
+                still = ~self.support.check(fresh)
                 if self._batch_shape:
-                    singular = singular.amax(self._batch_dims)
-                if not bool(singular.any()):
+                    still = still.amax(self._batch_dims)
+                flagged[flagged.clone()] = still
+                if not bool(flagged.any()):
                     break
         return sample
 

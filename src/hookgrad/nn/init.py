@@ -2,8 +2,8 @@
 warnings and errors.
 
 Every function fills its tensor in place, without recording autograd history, and returns it.
-Random numbers come from hookgrad's own generator (``hookgrad.manual_seed`` makes them
-reproducible); they are not the numbers PyTorch would draw.
+The random initialisers fill with the tensor's own in-place samplers in torch's order, so after the
+same ``manual_seed`` they give the numbers PyTorch gives (see ``hookgrad._ops.rng``).
 """
 from __future__ import annotations
 
@@ -32,22 +32,6 @@ def _store(tensor: Tensor, values) -> Tensor:
     if bump is not None:
         bump()
     return tensor
-
-
-def _uniform(shape, generator=None) -> np.ndarray:
-    """float64 samples from U[0, 1) drawn with hookgrad's generator."""
-    with hookgrad.no_grad():
-        out = hookgrad.rand(*shape, dtype=hookgrad.float64, generator=generator) if generator is not None \
-            else hookgrad.rand(*shape, dtype=hookgrad.float64)
-    return np.asarray(out._data, dtype=np.float64)
-
-
-def _normal(shape, generator=None) -> np.ndarray:
-    """float64 samples from N(0, 1) drawn with hookgrad's generator."""
-    with hookgrad.no_grad():
-        out = hookgrad.randn(*shape, dtype=hookgrad.float64, generator=generator) if generator is not None \
-            else hookgrad.randn(*shape, dtype=hookgrad.float64)
-    return np.asarray(out._data, dtype=np.float64)
 
 
 def _shape(tensor: Tensor) -> tuple:
@@ -106,47 +90,61 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 # ---------------------------------------------------------------------------------------------
 def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
     """Fill with samples from U(a, b)."""
-    return _store(tensor, a + (b - a) * _uniform(_shape(tensor), generator))
+    with hookgrad.no_grad():
+        return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
     """Fill with samples from N(mean, std^2)."""
-    return _store(tensor, mean + std * _normal(_shape(tensor), generator))
+    with hookgrad.no_grad():
+        return tensor.normal_(mean, std, generator=generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
                   generator=None) -> Tensor:
-    """Fill with samples from N(mean, std^2) truncated to [a, b] (redrawing values outside)."""
-    if mean < a - 2 * std or mean > b + 2 * std:
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
-                      "values may be incorrect.", stacklevel=2)
-    shape = _shape(tensor)
-    n = int(np.prod(shape, dtype=np.int64))
-
+    """Fill with samples from N(mean, std^2) truncated to [a, b], drawn as torch draws them: when [a, b]
+    holds more than 30% of the mass, normals with those outside redrawn; otherwise uniforms on [a, b]
+    accepted with the normal density ratio (candidates and acceptance draws interleaved per round)."""
     def norm_cdf(x: float) -> float:
         return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
-    p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
-    values = np.empty(n, dtype=np.float64)
-    pending = np.arange(n)
-    if p > 0.3:
-        # Plain rejection: draw normals, redraw those outside [a, b].
-        while pending.size:
-            draw = mean + std * _normal((pending.size,), generator)
-            ok = (draw >= a) & (draw <= b)
-            values[pending[ok]] = draw[ok]
-            pending = pending[~ok]
-    else:
-        # Narrow window: draw uniformly on [a, b], accept with the normal density ratio.
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
+                      "values may be incorrect.", stacklevel=2)
+    with hookgrad.no_grad():
+        p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
+        if p > 0.3:
+            lo = tensor.new_tensor(a).item()  # the bounds as the tensor's dtype holds them
+            hi = tensor.new_tensor(b).item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (result < lo) | (result > hi)
+                if not outside.any():
+                    break
+                result = hookgrad.where(outside, hookgrad.empty_like(result).normal_(mean, std, generator=generator),
+                                        result)
+            if result is not tensor:
+                tensor.copy_(result)
+            return tensor
         mode = max(a, min(mean, b))
         log_peak = -0.5 * ((mode - mean) / std) ** 2
-        while pending.size:
-            cand = a + (b - a) * _uniform((pending.size,), generator)
-            log_ratio = -0.5 * ((cand - mean) / std) ** 2 - log_peak
-            ok = np.log(_uniform((pending.size,), generator)) <= log_ratio
-            values[pending[ok]] = cand[ok]
-            pending = pending[~ok]
-    return _store(tensor, values.reshape(shape))
+        accept_buf = hookgrad.empty_like(tensor)
+        tensor.uniform_(a, b, generator=generator)
+        candidates = tensor.clone()
+        candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+        pending = accept_buf.uniform_(generator=generator).log_().gt(candidates)
+        if pending.any():
+            result = tensor
+            while True:
+                candidates.uniform_(a, b, generator=generator)
+                result = hookgrad.where(pending, candidates, result)
+                candidates.sub_(mean).div_(std).pow_(2).mul_(-0.5).sub_(log_peak)
+                pending = hookgrad.where(pending, accept_buf.uniform_(generator=generator).log_().gt(candidates),
+                                         pending)
+                if not pending.any():
+                    break
+            tensor.copy_(result)
+        return tensor
 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
@@ -232,35 +230,40 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinea
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
-    """Fill with a (semi-)orthogonal matrix (trailing dims flattened), scaled by ``gain``."""
+    """Fill with a (semi-)orthogonal matrix (trailing dims flattened), scaled by ``gain``: the Q of a
+    Gaussian matrix's QR decomposition, its columns' signs fixed by R's diagonal."""
     if tensor.dim() < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
-    shape = _shape(tensor)
-    if int(np.prod(shape)) == 0:
+    if tensor.numel() == 0:
         return tensor
-    rows = shape[0]
-    cols = int(np.prod(shape)) // rows
-    flat = _normal((rows, cols), generator)
-    if rows < cols:
-        flat = flat.T
-    q, r = np.linalg.qr(flat)
-    q = q * np.sign(np.diag(r))
-    if rows < cols:
-        q = q.T
-    return _store(tensor, (gain * q).reshape(shape))
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    with hookgrad.no_grad():
+        flattened = tensor.new_empty((rows, cols)).normal_(0, 1, generator=generator)
+        if rows < cols:
+            flattened = flattened.t()
+        q, r = hookgrad.linalg.qr(flattened)
+        q = q * hookgrad.diag(r, 0).sign()
+        if rows < cols:
+            q = q.t()
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor
 
 
 def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
-    """Fill a 2-D tensor with N(0, std^2) values, zeroing a ``sparsity`` fraction of each column."""
+    """Fill a 2-D tensor with N(0, std^2) values, zeroing a ``sparsity`` fraction of each column (the
+    rows come from ``randperm`` on the default generator, as in torch)."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = _shape(tensor)
     num_zeros = math.ceil(sparsity * rows)
-    values = std * _normal((rows, cols), generator)
-    for col_idx in range(cols):
-        order = np.argsort(_uniform((rows,), generator), kind="stable")
-        values[order[:num_zeros], col_idx] = 0
-    return _store(tensor, values)
+    with hookgrad.no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col_idx in range(cols):
+            zero_indices = hookgrad.randperm(rows)[:num_zeros]
+            tensor[zero_indices, col_idx] = 0
+    return tensor
 
 
 def _make_deprecate(meth):

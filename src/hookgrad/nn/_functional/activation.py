@@ -345,18 +345,27 @@ def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Te
 
 
 # ---- dropout ---------------------------------------------------------------------------------
+def _dropout_noise(like: np.ndarray, keep_prob: float) -> np.ndarray:
+    """torch's dropout noise: ``empty_like(input).bernoulli_(1 - p).div_(1 - p)`` (one double uniform per
+    element, in the memory order of a tensor laid out like ``input``)."""
+    from ..._ops import rng
+    from ..._ops.creation import default_generator
+    keep = rng.bernoulli_scalar(default_generator, like.size, keep_prob)
+    order_like = like if rng.is_dense(like) else np.empty(like.shape)  # empty_like keeps a dense layout
+    keep = rng.fill_in_memory_order(order_like, keep)
+    return keep.astype(like.dtype) / like.dtype.type(keep_prob)
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool = False) -> Tensor:
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    from ..._ops.creation import _rng
     d = input._data
     if p == 1.0:
         scale = np.zeros(d.shape, dtype=d.dtype)
     else:
-        keep = _rng(None).random(d.shape, dtype=np.float64 if d.dtype != np.float32 else np.float32) >= p
-        scale = keep.astype(d.dtype) * d.dtype.type(1.0 / (1.0 - p))
+        scale = _dropout_noise(d, 1.0 - p)
     mask = wrap(scale)
     if inplace:
         return input.mul_(mask)

@@ -304,8 +304,8 @@ def _feature_dropout(input: Tensor, p: float, training: bool, batched_dims: int,
     shape = list(input.shape[:channel_dims]) + [1] * (input.dim() - channel_dims)
     if p == 1.0:
         return input * hookgrad.zeros(*shape, dtype=input.dtype)
-    keep = hookgrad.empty(*shape, dtype=input.dtype).bernoulli_(1 - p)
-    return input * keep / (1 - p)
+    noise = hookgrad.empty(*shape, dtype=input.dtype).bernoulli_(1 - p).div_(1 - p)
+    return input * noise
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
@@ -341,11 +341,13 @@ def _alpha_dropout(input, p, training, mask_shape):
         return input
     if p == 1.0:
         return input * 0.0
-    keep = hookgrad.empty(*mask_shape, dtype=input.dtype).bernoulli_(1 - p)
-    dropped_value = -_SELU_ALPHA * _SELU_SCALE
-    a = 1.0 / math.sqrt((dropped_value * dropped_value * p + 1) * (1 - p))
-    b = -a * dropped_value * p
-    return (input * keep + (1 - keep) * dropped_value) * a + b
+    # torch's arithmetic: noise ~ Bernoulli(1 - p), b = (noise - 1) * alpha * a + alpha * a * p, out = x * a * noise + b
+    noise = hookgrad.empty(*mask_shape, dtype=input.dtype).bernoulli_(1 - p)
+    alpha = 1.7580993408473766
+    a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
+    b = noise.add(-1).mul_(alpha * a).add_(alpha * a * p)
+    noise.mul_(a)
+    return input * noise + b
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
@@ -389,8 +391,21 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     _rules.refuse_kernel(input._data, _rules.INTEGRAL, "leaky_relu_cpu")
     if not training:
         return _F().leaky_relu(input, (lower + upper) / 2)
-    slope = hookgrad.empty(*input.shape, dtype=input.dtype).uniform_(lower, upper)
-    return hookgrad.where(input >= 0, input, input * slope)
+    return rrelu_with_generator(input, lower, upper)
+
+
+def rrelu_with_generator(input: Tensor, lower: float, upper: float, generator=None) -> Tensor:
+    """Training-mode rrelu: torch draws a double uniform slope, in order, for each element <= 0 only
+    (1 elsewhere), from ``generator`` or the default one."""
+    from ..._ops import rng
+    from ..._ops.creation import _generator
+    values = input.detach().contiguous().numpy()
+    negative = values <= 0
+    slope = np.ones(values.shape, dtype=values.dtype)
+    low, high = float(values.dtype.type(lower)), float(values.dtype.type(upper))  # torch rounds the bounds first
+    draws = rng.uniform_unbounded(_generator(generator), int(negative.sum()), low, high)
+    slope[negative] = draws.astype(values.dtype)
+    return input * hookgrad.from_numpy(slope)
 
 
 def glu(input: Tensor, dim: int = -1) -> Tensor:

@@ -41,6 +41,8 @@ def selu_(input):
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    if training:
+        return views.apply_inplace(input, _composed.rrelu_with_generator, lower, upper, generator)
     return views.apply_inplace(input, _composed.rrelu, lower, upper, training)
 
 
@@ -70,6 +72,8 @@ def selu(input):
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    if training:
+        return _composed.rrelu_with_generator(input, lower, upper, generator)
     return _composed.rrelu(input, lower, upper, training)
 
 
@@ -190,9 +194,9 @@ def native_dropout(input, p, train):
         return input.clone(), hookgrad.ones(input.shape, dtype=hookgrad.bool)
     if p < 0 or p > 1:
         raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
-    keep = hookgrad.rand(*input.shape) >= p if p < 1 else hookgrad.zeros(input.shape, dtype=hookgrad.bool)
+    keep = hookgrad.empty(*input.shape, dtype=input.dtype).bernoulli_(1.0 - p)
     scale = 0.0 if p == 1 else 1.0 / (1.0 - p)
-    return input * keep.to(input.dtype) * scale, keep
+    return input * keep * scale, keep.to(hookgrad.bool)
 
 
 def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):

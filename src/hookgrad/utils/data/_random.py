@@ -15,10 +15,10 @@ def randint(high: int, size: int, generator=None) -> list:
 
 
 def fresh_generator():
-    """A new generator seeded from the global one (what a sampler without a generator uses, so
-    that ``hookgrad.manual_seed`` makes shuffling reproducible)."""
+    """A new generator seeded from the global one, as torch's samplers without a generator make it
+    (``empty((), int64).random_()``: one 64-bit draw), so shuffles match torch's after ``manual_seed``."""
     import hookgrad
-    seed = int(hookgrad.randint(0, 2 ** 62, (1,)).tolist()[0])
+    seed = int(hookgrad.empty((), dtype=hookgrad.int64).random_().item())
     gen = hookgrad.Generator()
     gen.manual_seed(seed)
     return gen

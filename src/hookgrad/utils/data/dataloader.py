@@ -56,7 +56,7 @@ def _draw_base_seed(generator) -> int:
     """A non-negative int64 from ``generator`` (the global generator when None), drawn once per
     iterator as torch does, whether or not there are workers."""
     import hookgrad
-    return int(hookgrad.randint(0, 2 ** 63 - 1, (1,), generator=generator).tolist()[0])
+    return int(hookgrad.empty((), dtype=hookgrad.int64).random_(generator=generator).item())
 
 
 def _cpu_count():
