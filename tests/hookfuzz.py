@@ -34,6 +34,10 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
+    "combo:inplace_relu_output_under_pack_hooks_then_inplace": "an in-place op computes out of place and writes "
+                                                               "into its tensor, so a pack hook sees that result, "
+                                                               "not the tensor itself: an alias it keeps misses a "
+                                                               "later in-place change that torch's sees",
     "combo:create_graph_through_layernorm": "torch differentiates LayerNorm's backward as one saved-tensor node "
                                             "(NativeLayerNormBackwardBackward0); hookgrad rebuilds it from ops, so "
                                             "a second pass through it, hook order and saved-tensor hooks differ",
@@ -293,6 +297,8 @@ def program_features(program) -> set[str]:
     saved = {f for f in feats if f.startswith("saved:")}
     if saved and "model:kwargs" in feats:
         feats.add("combo:saved_hooks_on_linear_without_bias")
+    if saved - {"saved:clone"} and "model:relu_inplace" in feats and feats & {"inplace", "inplace:view"}:
+        feats.add("combo:inplace_relu_output_under_pack_hooks_then_inplace")
     if saved & {"saved:detach", "saved:scale"} and feats & {"backward:create_graph", "grad:create_graph"}:
         feats.add("combo:saved_hooks_detach_or_scale_with_create_graph")
     if multi_on and feats & {"inplace", "inplace:view", "inplace:no_grad"}:
