@@ -948,3 +948,19 @@ def test_layer_norm_double_backward_reaches_bias_with_no_gradient(T):
                 (g * g).sum().backward(retain_graph=True)
             results.append((g.requires_grad, module.weight.grad, module.bias.grad))
     return results
+
+
+@differential
+def test_create_graph_through_an_in_place_relu_on_a_view(T):
+    """The gradient that flows through an in-place op on a view (CopySlices) stays differentiable
+    when only the op's own gradient needs a graph (ReLU's depends on its saved result)."""
+    lin = T.nn.Linear(3, 3).double()
+    with T.no_grad():
+        lin.weight.copy_(T.tensor([[0.5, -0.3, 0.2], [0.1, 0.4, -0.6], [-0.2, 0.3, 0.7]], dtype=T.float64))
+        lin.bias.copy_(T.tensor([0.1, -0.2, 0.3], dtype=T.float64))
+    x = T.tensor([[0.5, -0.2, 0.3], [-0.6, 0.9, 0.1]], dtype=T.float64, requires_grad=True)
+    h = lin(x)
+    out = T.relu_(h.reshape(-1).view(h.shape).t().t())
+    gb, gw = T.autograd.grad((out * out).sum(), [lin.bias, lin.weight], create_graph=True)
+    ((gb * gb).sum() + (gw * gw).sum()).backward()
+    return gb.requires_grad, gb, gw, x.grad, lin.weight.grad, lin.bias.grad

@@ -804,13 +804,16 @@ class CopySlices(Node):
         else:
             part[...] = res[0]._data
         base_grad = wrap(np.array(whole))
-        if GRAD.enabled and g._requires_grad and self.geometry.reinterprets:
+        # differentiable when the incoming gradient or the op's own gradient (a ReLU's, which
+        # depends on its saved result) requires grad
+        differentiable = GRAD.enabled and (g._requires_grad or (res[0] is not None and res[0]._requires_grad))
+        if differentiable and self.geometry.reinterprets:
             # differentiable form without a mask of the view's type: g less its view part, plus the new one
             geom = self.geometry
             base_grad = g - strided_scatter(strided_gather(g, geom), geom)
             if res[0] is not None:
                 base_grad = base_grad + strided_scatter(res[0], geom)
-        elif GRAD.enabled and g._requires_grad:
+        elif differentiable:
             # differentiable form: g with the view's part replaced
             mask_geom = self.geometry
             keep = strided_scatter(wrap(np.ones(mask_geom.shape, dtype=g._data.dtype)), mask_geom)
@@ -889,6 +892,10 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         base._view_version = base._version_counter[0]
         x._requires_grad = True
         x._regenerate_view_grad_fn()  # torch gives the changed view its new node at once
+        if node._saved:
+            for saved in node._saved:
+                if saved is not None and saved.is_output and saved.unpack_hook is None:
+                    saved.grad_fn = x._grad_fn  # unpacked, the output is the view with its new history
     return x
 
 

@@ -393,8 +393,10 @@ class SavedTensor:
         if self.is_output:
             out = _above.wrap(self.tensor)
             out._version_counter = self.counter
-            out._grad_fn = node
-            out._requires_grad = node is not None
+            # an in-place op on a view keeps the view's new history (torch's weak grad_fn): double
+            # backward then runs the op's node through CopySlices, once
+            fn = out._grad_fn = node if self.grad_fn is None else self.grad_fn
+            out._requires_grad = fn is not None
             return out
         if self.grad_fn is not None and self.tensor._grad_fn is None and self.grad_fn is not node:
             raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
