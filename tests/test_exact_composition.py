@@ -964,3 +964,22 @@ def test_create_graph_through_an_in_place_relu_on_a_view(T):
     gb, gw = T.autograd.grad((out * out).sum(), [lin.bias, lin.weight], create_graph=True)
     ((gb * gb).sum() + (gw * gw).sum()).backward()
     return gb.requires_grad, gb, gw, x.grad, lin.weight.grad, lin.bias.grad
+
+
+@pytest.mark.parametrize("changed", ["weight", "bias"])
+@differential
+def test_layer_norm_checks_saved_versions_in_torchs_order(T, changed):
+    """torch's layer norm packs weight, input, bias but checks (unpacks) bias, input, weight: the
+    error names the first changed one in that order."""
+    ln = T.nn.LayerNorm(3)
+    x = T.ones(2, 3, requires_grad=True)
+    a = x * 2
+    out = ln(a)
+    a.add_(1.0)
+    with T.no_grad():
+        getattr(ln, changed).mul_(2)
+    try:
+        out.sum().backward()
+    except RuntimeError as exc:
+        return str(exc).split(" is at version")[0]
+    return None

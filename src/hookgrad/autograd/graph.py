@@ -97,6 +97,9 @@ class Node:
     # torch's names of what ``save`` keeps, in order: each becomes the properties ``_saved_<name>``
     # (the tensor) and ``_raw_saved_<name>`` (the SavedTensor, where pack/unpack hooks can be set)
     saved_names = ()
+    # the order in which torch's node unpacks (and so version-checks) what it saved, when that is not
+    # the order it packed them: indices into the saved tuple
+    unpack_order = None
     # torch's other ``_saved_<name>`` values (sizes, strides, dims, scalars, tensors the backward
     # does not need here): ``name -> fn(node)`` computing the value from what the node keeps. A
     # class declaring ``saved_values`` or ``saved_names`` states its whole set; otherwise it has its
@@ -237,7 +240,15 @@ class Node:
         if n == 2:
             s, t = saved
             return (None if s is None else s.unpack(self), None if t is None else t.unpack(self))
-        return tuple([None if s is None else s.unpack(self) for s in saved])
+        order = self.unpack_order
+        if order is None:
+            return tuple([None if s is None else s.unpack(self) for s in saved])
+        values = [None] * n
+        for i in order:
+            s = saved[i]
+            if s is not None:
+                values[i] = s.unpack(self)
+        return tuple(values)
 
     def release_variables(self) -> None:
         # (the engine runs these steps itself for nodes that do not override this method)

@@ -118,6 +118,7 @@ class NativeLayerNormBackward0(_NormBackward):
     __slots__ = ()
     saves_bias = True
     saved_names = ("weight", "input", "bias", "result1", "result2")
+    unpack_order = (2, 1, 0, 3, 4)  # torch packs weight, input, bias but unpacks bias, input, weight
     saved_values = {"normalized_shape": lambda n: n.affine}
     double_backward = node_class("NativeLayerNormBackwardBackward0", _NoGradDoubleBackward)
 
