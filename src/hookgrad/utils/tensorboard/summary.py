@@ -1,0 +1,296 @@
+"""Building TensorBoard ``Summary`` protocol buffers from tensors, arrays and numbers.
+
+Each builder turns its input into a NumPy array first (``to_numpy``), so hookgrad tensors, NumPy
+arrays and Python numbers are all accepted, as torch's writer accepts them.
+"""
+from __future__ import annotations
+
+import io
+import logging
+
+import numpy as np
+from google.protobuf import struct_pb2
+from tensorboard.compat.proto.summary_pb2 import HistogramProto, Summary, SummaryMetadata
+from tensorboard.compat.proto.tensor_pb2 import TensorProto
+from tensorboard.compat.proto.tensor_shape_pb2 import TensorShapeProto
+from tensorboard.plugins.text.plugin_data_pb2 import TextPluginData
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["scalar", "histogram", "histogram_raw", "make_histogram", "image", "make_image", "text",
+           "hparams", "tensor_proto", "to_numpy", "convert_to_HWC", "make_grid", "figure_to_image"]
+
+
+def to_numpy(value) -> np.ndarray:
+    """A NumPy array of ``value`` (a tensor, an array or a Python/NumPy scalar)."""
+    import hookgrad
+    if isinstance(value, np.ndarray):
+        return value
+    if np.isscalar(value):
+        return np.array([value])
+    if isinstance(value, hookgrad.Tensor):
+        if value.device.type == "meta":
+            # a meta tensor has no values; torch logs a random stand-in rather than fail
+            return np.random.randn(1)
+        if value.dtype == hookgrad.bfloat16:
+            # NumPy has no bfloat16 of its own: half precision holds every bfloat16 value's digits
+            value = value.to(hookgrad.float16)
+        return value.detach().cpu().numpy()
+    raise NotImplementedError(f"Got {type(value)}, but numpy array or torch tensor are expected.")
+
+
+def scalar(name, value, collections=None, new_style=False, double_precision=False) -> Summary:
+    """A summary with one scalar: ``simple_value`` by default, a tensor proto when ``new_style``."""
+    array = to_numpy(value).squeeze()
+    if array.ndim != 0:
+        raise AssertionError(f"Tensor should contain one element (0 dimensions). "
+                             f"Was given size: {array.size} and {array.ndim} dimensions.")
+    number = float(array)
+    if not new_style:
+        return Summary(value=[Summary.Value(tag=name, simple_value=number)])
+    if double_precision:
+        proto = TensorProto(double_val=[number], dtype="DT_DOUBLE")
+    else:
+        proto = TensorProto(float_val=[number], dtype="DT_FLOAT")
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="scalars"))
+    return Summary(value=[Summary.Value(tag=name, tensor=proto, metadata=metadata)])
+
+
+# dtype name -> (TensorProto dtype, field holding the values); half types travel as raw bit patterns
+_TENSOR_FIELDS = {
+    "float16": ("DT_HALF", "half_val"), "bfloat16": ("DT_BFLOAT16", "half_val"),
+    "float32": ("DT_FLOAT", "float_val"), "float64": ("DT_DOUBLE", "double_val"),
+    "int8": ("DT_INT8", "int_val"), "uint8": ("DT_UINT8", "uint32_val"),
+    "int16": ("DT_INT16", "int_val"), "int32": ("DT_INT32", "int_val"),
+    "int64": ("DT_INT64", "int64_val"), "bool": ("DT_BOOL", "bool_val"),
+    "complex64": ("DT_COMPLEX64", "scomplex_val"), "complex128": ("DT_COMPLEX128", "dcomplex_val"),
+}
+
+
+def _float_bits(number: float) -> int:
+    # torch stores a half value as the signed int32 reading of its float32 bit pattern
+    return int(np.array([number], dtype=np.float32).view(np.int32)[0])
+
+
+def tensor_proto(tag, tensor) -> Summary:
+    """A summary holding the whole tensor (the "tensor" plugin)."""
+    dtype_name = str(tensor.dtype).rsplit(".", 1)[-1]
+    if dtype_name not in _TENSOR_FIELDS:
+        raise ValueError(f"{tag} has unsupported tensor dtype {tensor.dtype}")
+    if tensor.numel() * tensor.element_size() >= (1 << 31):
+        raise ValueError("tensor is bigger than protocol buffer's hard limit of 2GB in size")
+    proto_dtype, field = _TENSOR_FIELDS[dtype_name]
+    if dtype_name in ("float16", "bfloat16"):
+        import hookgrad
+        flat = tensor.detach().to(hookgrad.float32).reshape(-1).tolist()
+        values = [_float_bits(v) for v in flat]
+    elif dtype_name.startswith("complex"):
+        flat = to_numpy(tensor).reshape(-1)
+        values = np.stack([flat.real, flat.imag], axis=-1).reshape(-1).tolist()
+    else:
+        values = tensor.detach().reshape(-1).tolist()
+    shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=size) for size in tensor.shape])
+    proto = TensorProto(dtype=proto_dtype, tensor_shape=shape, **{field: values})
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="tensor"))
+    return Summary(value=[Summary.Value(tag=tag, metadata=metadata, tensor=proto)])
+
+
+def histogram_raw(name, min, max, num, sum, sum_squares, bucket_limits, bucket_counts) -> Summary:
+    """A histogram summary from statistics computed by the caller."""
+    proto = HistogramProto(min=min, max=max, num=num, sum=sum, sum_squares=sum_squares,
+                           bucket_limit=bucket_limits, bucket=bucket_counts)
+    return Summary(value=[Summary.Value(tag=name, histo=proto)])
+
+
+def histogram(name, values, bins, max_bins=None) -> Summary:
+    proto = make_histogram(to_numpy(values).astype(float), bins, max_bins)
+    return Summary(value=[Summary.Value(tag=name, histo=proto)])
+
+
+def make_histogram(values: np.ndarray, bins, max_bins=None) -> HistogramProto:
+    """TensorBoard's histogram layout: ``bucket_limit[i]`` is the right edge of bucket ``i``; empty
+    buckets at both ends are dropped, keeping one empty bucket whose limit is the left edge of the
+    first occupied one (that is where TensorBoard starts drawing)."""
+    if values.size == 0:
+        raise ValueError("The input has no element.")
+    values = values.reshape(-1)
+    counts, edges = np.histogram(values, bins=bins)
+    if max_bins is not None and len(counts) > max_bins:
+        group = len(counts) // max_bins
+        short = len(counts) % group
+        if short:
+            counts = np.concatenate([counts, np.zeros(group - short, counts.dtype)])
+        counts = counts.reshape(-1, group).sum(axis=-1)
+        edges = np.concatenate([edges[:-1:group], edges[-1:]])
+    occupied = np.flatnonzero(counts)
+    if occupied.size == 0:
+        raise ValueError("The histogram is empty, please file a bug report.")
+    first, last = int(occupied[0]), int(occupied[-1])
+    if first > 0:
+        kept_counts = counts[first - 1:last + 1]
+    else:
+        kept_counts = np.concatenate([[0], counts[:last + 1]])
+    kept_limits = edges[first:last + 2]
+    return HistogramProto(min=values.min(), max=values.max(), num=len(values), sum=values.sum(),
+                          sum_squares=values.dot(values), bucket_limit=kept_limits.tolist(),
+                          bucket=kept_counts.tolist())
+
+
+def make_grid(images: np.ndarray, ncols: int = 8) -> np.ndarray:
+    """Tile an NCHW batch (1 or 3 channels) into one CHW image, ``ncols`` images a row."""
+    if not isinstance(images, np.ndarray):
+        raise AssertionError("plugin error, should pass numpy array here")
+    if images.shape[1] == 1:
+        images = np.concatenate([images] * 3, axis=1)
+    if images.ndim != 4 or images.shape[1] != 3:
+        raise AssertionError("Input should be a 4D numpy array with 3 channels")
+    count, _, height, width = images.shape
+    ncols = min(count, ncols)
+    nrows = -(-count // ncols)
+    canvas = np.zeros((3, height * nrows, width * ncols), dtype=images.dtype)
+    for index in range(count):
+        row, col = divmod(index, ncols)
+        canvas[:, row * height:(row + 1) * height, col * width:(col + 1) * width] = images[index]
+    return canvas
+
+
+def convert_to_HWC(array: np.ndarray, input_format: str) -> np.ndarray:
+    """An HWC image with three channels from an array laid out as ``input_format`` (letters of
+    NCHW; a batch is tiled into a grid, one channel or none is repeated as grey)."""
+    if len(set(input_format)) != len(input_format):
+        raise AssertionError(f"You can not use the same dimension shorthand twice. "
+                             f"input_format: {input_format}")
+    if array.ndim != len(input_format):
+        raise AssertionError(f"size of input tensor and input format are different. "
+                             f"tensor shape: {array.shape}, input_format: {input_format}")
+    input_format = input_format.upper()
+    if len(input_format) == 4:
+        nchw = array.transpose([input_format.find(axis) for axis in "NCHW"])
+        return make_grid(nchw).transpose(1, 2, 0)
+    if len(input_format) == 3:
+        hwc = array.transpose([input_format.find(axis) for axis in "HWC"])
+        if hwc.shape[2] == 1:
+            hwc = np.concatenate([hwc] * 3, axis=2)
+        return hwc
+    if len(input_format) == 2:
+        hw = array.transpose([input_format.find(axis) for axis in "HW"])
+        return np.stack([hw] * 3, axis=2)
+    # torch falls through and returns nothing here; say what is wrong instead
+    raise AssertionError(f"input_format must have 2, 3 or 4 letters of NCHW, got {input_format!r}")
+
+
+def make_image(hwc: np.ndarray, rescale=1) -> Summary.Image:
+    """A PNG-encoded image proto from a uint8 HWC array (Pillow does the encoding)."""
+    from PIL import Image
+    height, width, channels = hwc.shape
+    picture = Image.fromarray(hwc)
+    picture = picture.resize((int(width * rescale), int(height * rescale)), Image.Resampling.LANCZOS)
+    with io.BytesIO() as buffer:
+        picture.save(buffer, format="PNG")
+        encoded = buffer.getvalue()
+    return Summary.Image(height=height, width=width, colorspace=channels, encoded_image_string=encoded)
+
+
+def image(tag, tensor, rescale=1, dataformats="NCHW") -> Summary:
+    """An image summary; float input is read as [0, 1], uint8 input as [0, 255]."""
+    hwc = convert_to_HWC(to_numpy(tensor), dataformats)
+    scale = 1 if hwc.dtype == np.uint8 else 255
+    hwc = (hwc.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
+    return Summary(value=[Summary.Value(tag=tag, image=make_image(hwc, rescale=rescale))])
+
+
+def figure_to_image(figures, close=True) -> np.ndarray:
+    """Render a matplotlib figure (CHW uint8) or a list of figures (NCHW)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    def render(figure):
+        canvas = FigureCanvasAgg(figure)
+        canvas.draw()
+        rgba = np.frombuffer(canvas.buffer_rgba(), dtype=np.uint8)
+        width, height = figure.canvas.get_width_height()
+        chw = np.moveaxis(rgba.reshape(height, width, 4)[:, :, :3], 2, 0)
+        if close:
+            plt.close(figure)
+        return chw
+
+    if isinstance(figures, list):
+        return np.stack([render(figure) for figure in figures])
+    return render(figures)
+
+
+def text(tag, text_string) -> Summary:
+    """A text summary under ``<tag>/text_summary`` (the text plugin's tag)."""
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+        plugin_name="text", content=TextPluginData(version=0).SerializeToString()))
+    proto = TensorProto(dtype="DT_STRING", string_val=[text_string.encode("utf_8")],
+                        tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=1)]))
+    return Summary(value=[Summary.Value(tag=tag + "/text_summary", metadata=metadata, tensor=proto)])
+
+
+def _plugin_summary(tag, plugin_data) -> Summary:
+    from tensorboard.plugins.hparams.metadata import PLUGIN_NAME
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(
+        plugin_name=PLUGIN_NAME, content=plugin_data.SerializeToString()))
+    return Summary(value=[Summary.Value(tag=tag, metadata=metadata)])
+
+
+def hparams(hparam_dict=None, metric_dict=None, hparam_domain_discrete=None):
+    """The three summaries of the hparams plugin: the experiment (names of hyperparameters and
+    metrics), the session start (the hyperparameter values) and the session end (success)."""
+    import hookgrad
+    from tensorboard.plugins.hparams import api_pb2, metadata as hp_metadata, plugin_data_pb2
+
+    if not isinstance(hparam_dict, dict):
+        logger.warning("parameter: hparam_dict should be a dictionary, nothing logged.")
+        raise TypeError("parameter: hparam_dict should be a dictionary, nothing logged.")
+    if not isinstance(metric_dict, dict):
+        logger.warning("parameter: metric_dict should be a dictionary, nothing logged.")
+        raise TypeError("parameter: metric_dict should be a dictionary, nothing logged.")
+    hparam_domain_discrete = hparam_domain_discrete or {}
+    if not isinstance(hparam_domain_discrete, dict):
+        raise TypeError("parameter: hparam_domain_discrete should be a dictionary, nothing logged.")
+    for key, domain in hparam_domain_discrete.items():
+        if (key not in hparam_dict or not isinstance(domain, list)
+                or not all(isinstance(choice, type(hparam_dict[key])) for choice in domain)):
+            raise TypeError(f"parameter: hparam_domain_discrete[{key}] should be a list of same type as "
+                            f"hparam_dict[{key}].")
+
+    # checked in torch's order: a bool is an int, so it is stored as a number
+    kinds = ((lambda v: isinstance(v, (int, float)), "number_value", "DATA_TYPE_FLOAT64"),
+             (lambda v: isinstance(v, str), "string_value", "DATA_TYPE_STRING"),
+             (lambda v: isinstance(v, bool), "bool_value", "DATA_TYPE_BOOL"))
+    infos = []
+    start = plugin_data_pb2.SessionStartInfo()
+    for key, value in hparam_dict.items():
+        if value is None:
+            continue
+        for matches, field, data_type in kinds:
+            if matches(value):
+                setattr(start.hparams[key], field, value)
+                domain = None
+                if key in hparam_domain_discrete:
+                    domain = struct_pb2.ListValue(values=[
+                        struct_pb2.Value(**{field: choice}) for choice in hparam_domain_discrete[key]])
+                infos.append(api_pb2.HParamInfo(name=key, type=api_pb2.DataType.Value(data_type),
+                                                domain_discrete=domain))
+                break
+        else:
+            if not isinstance(value, hookgrad.Tensor):
+                raise ValueError("value should be one of int, float, str, bool, or torch.Tensor")
+            start.hparams[key].number_value = to_numpy(value)[0]  # a 0-d tensor fails here, as in torch
+            infos.append(api_pb2.HParamInfo(name=key, type=api_pb2.DataType.Value("DATA_TYPE_FLOAT64")))
+
+    version = hp_metadata.PLUGIN_DATA_VERSION
+    experiment = api_pb2.Experiment(
+        hparam_infos=infos, metric_infos=[api_pb2.MetricInfo(name=api_pb2.MetricName(tag=key))
+                                          for key in metric_dict])
+    end = plugin_data_pb2.SessionEndInfo(status=api_pb2.Status.Value("STATUS_SUCCESS"))
+    return (
+        _plugin_summary(hp_metadata.EXPERIMENT_TAG,
+                        plugin_data_pb2.HParamsPluginData(experiment=experiment, version=version)),
+        _plugin_summary(hp_metadata.SESSION_START_INFO_TAG,
+                        plugin_data_pb2.HParamsPluginData(session_start_info=start, version=version)),
+        _plugin_summary(hp_metadata.SESSION_END_INFO_TAG,
+                        plugin_data_pb2.HParamsPluginData(session_end_info=end, version=version)),
+    )
