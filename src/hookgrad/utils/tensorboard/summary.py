@@ -122,15 +122,18 @@ def make_histogram(values: np.ndarray, bins, max_bins=None) -> HistogramProto:
             counts = np.concatenate([counts, np.zeros(group - short, counts.dtype)])
         counts = counts.reshape(-1, group).sum(axis=-1)
         edges = np.concatenate([edges[:-1:group], edges[-1:]])
-    occupied = np.flatnonzero(counts)
-    if occupied.size == 0:
-        raise ValueError("The histogram is empty, please file a bug report.")
-    first, last = int(occupied[0]), int(occupied[-1])
+    # first and last occupied bucket, found as torch finds them (with no occupied bucket this keeps
+    # one empty bucket at the far right, as torch does)
+    occupied_so_far = np.cumsum(counts > 0)
+    first, last = np.searchsorted(occupied_so_far, [0, occupied_so_far[-1] - 1], side="right")
+    first, end = int(first), int(last) + 1
     if first > 0:
-        kept_counts = counts[first - 1:last + 1]
+        kept_counts = counts[first - 1:end]
     else:
-        kept_counts = np.concatenate([[0], counts[:last + 1]])
-    kept_limits = edges[first:last + 2]
+        kept_counts = np.concatenate([[0], counts[:end]])
+    kept_limits = edges[first:end + 1]
+    if kept_counts.size == 0 or kept_limits.size == 0:
+        raise ValueError("The histogram is empty, please file a bug report.")
     return HistogramProto(min=values.min(), max=values.max(), num=len(values), sum=values.sum(),
                           sum_squares=values.dot(values), bucket_limit=kept_limits.tolist(),
                           bucket=kept_counts.tolist())

@@ -1,0 +1,231 @@
+"""torch.utils.tensorboard's SummaryWriter: the same logging calls on torch and hookgrad write
+event files that TensorBoard's own reader (EventAccumulator) reads back identically."""
+import importlib
+import os
+import re
+import socket
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("tensorboard")
+from google.protobuf.json_format import MessageToDict  # noqa: E402
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+from tensorboard.plugins.hparams.plugin_data_pb2 import HParamsPluginData  # noqa: E402
+
+from difftest import catch, differential  # noqa: E402
+
+
+SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+
+
+def _env():
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p))
+
+
+def _writer_class(T):
+    return importlib.import_module(T.__name__ + ".utils.tensorboard").SummaryWriter
+
+
+def _plugin_content(acc, plugin):
+    try:
+        return acc.PluginTagToContent(plugin)
+    except KeyError:  # the run has no summaries of that plugin
+        return {}
+
+
+def _read_run(path):
+    """Everything TensorBoard shows of one run, in comparable form."""
+    acc = EventAccumulator(path, size_guidance={"scalars": 0, "histograms": 0, "images": 0,
+                                                "tensors": 0})
+    acc.Reload()
+    tags = acc.Tags()
+    record = {"tags": {kind: sorted(tags[kind]) for kind in ("scalars", "histograms", "images", "tensors")}}
+    record["scalars"] = {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in tags["scalars"]}
+    record["histograms"] = {
+        tag: [(e.step, h.min, h.max, h.num, h.sum, h.sum_squares, list(h.bucket_limit), list(h.bucket))
+              for e in acc.Histograms(tag) for h in [e.histogram_value]]
+        for tag in tags["histograms"]}
+    record["images"] = {tag: [(e.step, e.width, e.height, e.encoded_image_string) for e in acc.Images(tag)]
+                        for tag in tags["images"]}
+    record["tensors"] = {tag: [(e.step, e.tensor_proto.SerializeToString()) for e in acc.Tensors(tag)]
+                         for tag in tags["tensors"]}
+    record["hparams"] = {tag: MessageToDict(HParamsPluginData.FromString(content))
+                         for tag, content in _plugin_content(acc, "hparams").items()}
+    record["plugins"] = {plugin: sorted(_plugin_content(acc, plugin))
+                         for plugin in ("text", "scalars", "tensor")}
+    return record
+
+
+def _read_all(root):
+    runs = {}
+    for directory, _, files in os.walk(root):
+        if any(name.startswith("events.out.tfevents") for name in files):
+            runs[os.path.relpath(directory, root)] = _read_run(directory)
+    return runs
+
+
+@differential
+def test_scalars_histograms_text_images_hparams(T, tmp_path):
+    root = tmp_path / T.__name__
+    rng = np.random.default_rng(0)
+    data = rng.standard_normal((4, 50)).astype(np.float32)
+    with _writer_class(T)(str(root)) as writer:
+        for step in range(4):
+            writer.add_scalar("loss/train", T.tensor(float(data[step, 0])), step)
+            writer.add_scalar("lr", 0.1 / (step + 1), global_step=np.int64(step))
+            writer.add_scalar("exact", T.tensor(data[step, 1], dtype=T.float64), step, new_style=True,
+                              double_precision=True)
+            writer.add_scalar("new", data[step, 2], step, new_style=True)
+            writer.add_scalars("pair/run", {"a": float(step), "b": T.tensor(2.0 * step)}, step)
+            writer.add_histogram("weights", T.tensor(data[step]), step)
+            writer.add_histogram("counts", T.tensor(np.arange(step + 5)), step, bins=4)
+            writer.add_histogram("auto", data[step], step, bins="auto", max_bins=3)
+            writer.add_histogram("edges", T.tensor(data[step], dtype=T.float64), step,
+                                 bins=np.linspace(-3, 3, 13))
+            writer.add_text("notes", f"step **{step}**", step)
+        writer.add_histogram("half", T.tensor(data[0]).to(T.bfloat16), 0)
+        writer.add_histogram("one value", T.tensor([0.0]), 0)
+        writer.add_histogram_raw("raw", min=0.0, max=2.0, num=3, sum=3.0, sum_squares=5.0,
+                                 bucket_limits=[1.0, 2.0], bucket_counts=[1, 2], global_step=1)
+        writer.add_image("chw", T.tensor(rng.random((3, 6, 5)).astype(np.float32)), 0)
+        writer.add_image("hwc", T.tensor(rng.integers(0, 256, (6, 5, 3)), dtype=T.uint8), 0,
+                         dataformats="HWC")
+        writer.add_image("gray", T.tensor(rng.random((6, 5))), 0, dataformats="HW")
+        writer.add_images("batch", T.tensor(rng.random((3, 1, 4, 4)).astype(np.float32)), 0)
+        writer.add_images("batch nhwc", T.tensor(rng.random((2, 4, 4, 3)).astype(np.float32)), 0,
+                          dataformats="NHWC")
+        writer.add_tensor("tensor", T.tensor([[1.0, 2.0], [3.0, 4.5]]), 0)
+        writer.add_tensor("ints", T.tensor([1, 2, 3]), 0)
+        writer.add_hparams({"lr": 0.01, "layers": 3, "opt": "adam", "nesterov": True, "unused": None,
+                            "decay": T.tensor([0.5])}, {"hparam/accuracy": 0.75},
+                           hparam_domain_discrete={"opt": ["adam", "sgd"]}, run_name="trial")
+    entries = os.listdir(root)
+    return (_read_all(root), sorted(name for name in entries if os.path.isdir(root / name)),
+            sum(name.startswith("events.out.tfevents") for name in entries))
+
+
+@differential
+def test_purge_step_and_reopen_after_close(T, tmp_path):
+    root = tmp_path / T.__name__
+    writer = _writer_class(T)(str(root), purge_step=2, filename_suffix=".x")
+    for step in range(4):
+        writer.add_scalar("a", step, step)
+    writer.close()
+    writer.add_scalar("a", 10.0, 4)  # a closed writer opens a new event file
+    writer.flush()
+    writer.close()
+    names = sorted(os.listdir(root))
+    return _read_all(root), len(names), all(name.endswith(".x") for name in names)
+
+
+@differential
+def test_default_log_dir_with_comment(T, tmp_path, monkeypatch):
+    (tmp_path / T.__name__).mkdir()
+    monkeypatch.chdir(tmp_path / T.__name__)
+    writer = _writer_class(T)(comment="_lr0.1")
+    writer.close()
+    run = os.path.relpath(writer.get_logdir(), "runs")
+    pattern = r"[A-Z][a-z]{2}\d\d_\d\d-\d\d-\d\d_" + re.escape(socket.gethostname() + "_lr0.1")
+    return bool(re.fullmatch(pattern, run)), os.path.dirname(writer.get_logdir())
+
+
+@differential
+def test_bad_input_raises_torch_errors_and_half_tensors_log(T, tmp_path):
+    with _writer_class(T)(str(tmp_path / T.__name__)) as writer:
+        results = [
+            catch(writer.add_scalar, "two values", T.tensor([1.0, 2.0]), 0),
+            catch(writer.add_scalar, "a list", [1.0], 0),
+            catch(writer.add_histogram, "empty", T.tensor([]), 0),
+            catch(writer.add_histogram, "out of range", T.tensor([5.0]), 0, bins=[0.0, 1.0]),
+            catch(writer.add_histogram_raw, "raw", 0, 1, 1, 1, 1, [1.0, 2.0], [1], 0),
+            catch(writer.add_image, "wrong rank", T.rand(3, 4), 0),
+            catch(writer.add_image, "twice", T.rand(3, 4, 4), 0, dataformats="CCW"),
+            catch(writer.add_images, "two channels", T.rand(2, 2, 4, 4), 0),
+            catch(writer.add_hparams, [("lr", 1)], {}),
+            catch(writer.add_hparams, {"lr": [1]}, {}),
+            catch(writer.add_hparams, {"lr": 0.1}, {}, hparam_domain_discrete={"lr": ["x"]}),
+            catch(writer.add_tensor, "half", T.tensor([1.0, -2.5]).to(T.float16), 0),
+            catch(writer.add_tensor, "bfloat16", T.tensor([1.0, 3.0]).to(T.bfloat16), 0),
+            catch(writer.add_embedding, T.rand(3, 2), metadata=["a"]),
+            catch(writer.add_embedding, T.rand(3, 2, 1)),
+        ]
+        writer.add_scalar("still usable", 1.0, 0)  # errors leave the writer working
+    return results, _read_all(tmp_path / T.__name__)
+
+
+@differential
+def test_embedding_files(T, tmp_path):
+    root = tmp_path / T.__name__
+    rng = np.random.default_rng(1)
+    with _writer_class(T)(str(root)) as writer:
+        writer.add_embedding(T.tensor(rng.random((4, 3))), metadata=["a", "b", "c", "d"],
+                             label_img=T.tensor(rng.random((4, 3, 2, 2)).astype(np.float32)), tag="feat/x")
+        writer.add_embedding(T.tensor(rng.random((2, 2)).astype(np.float32)),
+                             metadata=[["x", 1], ["y", 2]], metadata_header=["name", "n"], global_step=3)
+    files = {}
+    for directory, _, names in os.walk(root):
+        for name in names:
+            if not name.startswith("events.out"):
+                with open(os.path.join(directory, name), "rb") as handle:
+                    files[os.path.relpath(os.path.join(directory, name), root)] = handle.read()
+    return files
+
+
+@pytest.mark.skipif(importlib.util.find_spec("matplotlib") is None, reason="needs matplotlib")
+@differential
+def test_figure(T, tmp_path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    root = tmp_path / T.__name__
+    with _writer_class(T)(str(root)) as writer:
+        figures = []
+        for scale in (1, 2):
+            figure = plt.figure(figsize=(1, 1), dpi=20)
+            plt.plot([0, 1], [0, scale])
+            figures.append(figure)
+        writer.add_figure("one", figures[0], 0, close=False)
+        writer.add_figure("both", figures, 0)
+    return _read_all(root), plt.fignum_exists(figures[0].number)
+
+
+def test_add_graph_is_refused_clearly(tmp_path):
+    from hookgrad.utils.tensorboard import SummaryWriter
+    import hookgrad
+    with SummaryWriter(str(tmp_path)) as writer:
+        with pytest.raises(NotImplementedError, match="TorchScript"):
+            writer.add_graph(hookgrad.nn.Linear(2, 2), hookgrad.rand(1, 2))
+        writer.add_scalar("after", 1.0, 0)
+    assert _read_all(tmp_path)["."]["scalars"] == {"after": [(0, 1.0)]}
+
+
+def test_without_the_package_names_the_extra():
+    code = ("import sys; sys.modules['tensorboard'] = None\n"
+            "try:\n    import hookgrad.utils.tensorboard\n"
+            "except ModuleNotFoundError as error:\n    print(type(error).__name__, error)\n")
+    out = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True).stdout
+    assert out.startswith("ModuleNotFoundError TensorBoard logging requires TensorBoard")
+    assert "hookgrad[tensorboard]" in out
+
+
+def test_under_hookgrad_run(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import torch\n"
+        "from torch.utils.tensorboard import SummaryWriter\n"
+        "model = torch.nn.Linear(3, 1)\n"
+        "with SummaryWriter('logs') as writer:\n"
+        "    for step in range(3):\n"
+        "        loss = model(torch.ones(2, 3)).pow(2).mean()\n"
+        "        writer.add_scalar('loss', loss.item(), step)\n"
+        "        writer.add_histogram('weight', model.weight, step)\n"
+        "print(type(writer).__module__)\n")
+    out = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script)], cwd=tmp_path,
+                         env=_env(), capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "hookgrad.utils.tensorboard.writer"
+    run = _read_all(tmp_path / "logs")["."]
+    assert [step for step, _ in run["scalars"]["loss"]] == [0, 1, 2]
+    assert [entry[0] for entry in run["histograms"]["weight"]] == [0, 1, 2]
