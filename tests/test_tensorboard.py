@@ -229,3 +229,39 @@ def test_under_hookgrad_run(tmp_path):
     run = _read_all(tmp_path / "logs")["."]
     assert [step for step, _ in run["scalars"]["loss"]] == [0, 1, 2]
     assert [entry[0] for entry in run["histograms"]["weight"]] == [0, 1, 2]
+
+
+@differential
+def test_pr_curves_audio_mesh_custom_scalars(T, tmp_path):
+    root = tmp_path / T.__name__
+    rng = np.random.default_rng(2)
+    labels = rng.integers(0, 2, 40)
+    predictions = rng.random(40).astype(np.float32)
+    with _writer_class(T)(str(root)) as writer:
+        writer.add_pr_curve("pr", T.tensor(labels), T.tensor(predictions), 0)
+        writer.add_pr_curve("pr weighted", labels, predictions, 1, num_thresholds=500,
+                            weights=rng.random(40))
+        writer.add_pr_curve_raw("pr raw", [3, 1], [2, 0], [0, 2], [0, 2], [0.6, 1.0], [1.0, 0.3], 0,
+                                num_thresholds=2)
+        writer.add_audio("tone", T.tensor(np.sin(np.linspace(0, 20, 300))).reshape(1, -1), 0,
+                         sample_rate=8000)
+        writer.add_audio("loud", T.tensor([0.5, 2.0, -3.0]), 1)
+        vertices = T.tensor(rng.random((1, 4, 3)).astype(np.float32))
+        writer.add_mesh("mesh", vertices, colors=T.tensor(rng.integers(0, 256, (1, 4, 3))),
+                        faces=T.tensor([[[0, 1, 2], [1, 2, 3]]]), config_dict={"camera": {"fov": 75}})
+        writer.add_mesh("points", vertices, global_step=2)
+        writer.add_custom_scalars({"losses": {"both": ["Multiline", ["loss/train", "loss/test"]],
+                                              "band": ["Margin", ["m", "lo", "hi"]]}})
+        writer.add_custom_scalars_multilinechart(["a", "b"], category="c", title="t")
+        writer.add_custom_scalars_marginchart(["a", "b", "c"])
+        errors = [catch(writer.add_custom_scalars_marginchart, ["a", "b"]),
+                  catch(writer.add_audio, "stereo", T.rand(2, 5), 0),
+                  catch(writer.add_mesh, "flat", T.rand(4, 3)),
+                  catch(writer.add_mesh, "deep", T.rand(1, 4, 3, 1))]
+    acc = EventAccumulator(str(root), size_guidance={"tensors": 0, "audio": 0})
+    acc.Reload()
+    audio = {tag: [(e.step, e.encoded_audio_string, e.sample_rate, e.length_frames) for e in acc.Audio(tag)]
+             for tag in acc.Tags()["audio"]}
+    plugins = {plugin: {tag: content for tag, content in _plugin_content(acc, plugin).items()}
+               for plugin in ("pr_curves", "mesh", "custom_scalars")}
+    return _read_all(root)["."]["tensors"], audio, plugins, errors

@@ -297,3 +297,117 @@ def hparams(hparam_dict=None, metric_dict=None, hparam_domain_discrete=None):
         _plugin_summary(hp_metadata.SESSION_END_INFO_TAG,
                         plugin_data_pb2.HParamsPluginData(session_end_info=end, version=version)),
     )
+
+
+def _float_matrix_proto(data: np.ndarray) -> TensorProto:
+    shape = TensorShapeProto(dim=[TensorShapeProto.Dim(size=size) for size in data.shape])
+    return TensorProto(dtype="DT_FLOAT", float_val=data.reshape(-1).tolist(), tensor_shape=shape)
+
+
+def _pr_curve_summary(tag, data: np.ndarray, num_thresholds) -> Summary:
+    from tensorboard.plugins.pr_curve.plugin_data_pb2 import PrCurvePluginData
+    content = PrCurvePluginData(version=0, num_thresholds=num_thresholds).SerializeToString()
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="pr_curves",
+                                                                      content=content))
+    return Summary(value=[Summary.Value(tag=tag, metadata=metadata, tensor=_float_matrix_proto(data))])
+
+
+def pr_curve_raw(tag, tp, fp, tn, fn, precision, recall, num_thresholds=127, weights=None) -> Summary:
+    """A PR-curve summary from the caller's six rows of counts and ratios (TensorBoard draws at
+    most 127 thresholds)."""
+    return _pr_curve_summary(tag, np.stack((tp, fp, tn, fn, precision, recall)), min(num_thresholds, 127))
+
+
+def compute_curve(labels, predictions, num_thresholds=None, weights=None) -> np.ndarray:
+    """Rows tp, fp, tn, fn, precision, recall at ``num_thresholds`` evenly spaced thresholds in
+    [0, 1]: a prediction counts as positive at every threshold up to its own bucket."""
+    tiny_count = 1e-7  # keeps the ratios finite where nothing is predicted or labelled positive
+    if weights is None:
+        weights = 1.0
+    buckets = np.int32(np.floor(predictions * (num_thresholds - 1)))
+    positive = labels.astype(np.float64)
+    span = (0, num_thresholds - 1)
+    tp_per_bucket, _ = np.histogram(buckets, bins=num_thresholds, range=span, weights=positive * weights)
+    fp_per_bucket, _ = np.histogram(buckets, bins=num_thresholds, range=span,
+                                    weights=(1.0 - positive) * weights)
+    tp = np.cumsum(tp_per_bucket[::-1])[::-1]
+    fp = np.cumsum(fp_per_bucket[::-1])[::-1]
+    tn = fp[0] - fp
+    fn = tp[0] - tp
+    precision = tp / np.maximum(tiny_count, tp + fp)
+    recall = tp / np.maximum(tiny_count, tp + fn)
+    return np.stack((tp, fp, tn, fn, precision, recall))
+
+
+def pr_curve(tag, labels, predictions, num_thresholds=127, weights=None) -> Summary:
+    num_thresholds = min(num_thresholds, 127)
+    data = compute_curve(labels, predictions, num_thresholds=num_thresholds, weights=weights)
+    return _pr_curve_summary(tag, data, num_thresholds)
+
+
+def custom_scalars(layout) -> Summary:
+    """The custom-scalars plugin's layout: ``{category: {title: ["Multiline", tags] or
+    ["Margin", [value, lower, upper]]}}``."""
+    from tensorboard.plugins.custom_scalar import layout_pb2
+    categories = []
+    for category, charts_by_title in layout.items():
+        charts = []
+        for title, (kind, tags) in charts_by_title.items():
+            if kind == "Margin":
+                if len(tags) != 3:
+                    raise AssertionError("len(tags) != 3")
+                series = layout_pb2.MarginChartContent.Series(value=tags[0], lower=tags[1], upper=tags[2])
+                charts.append(layout_pb2.Chart(title=title, margin=layout_pb2.MarginChartContent(series=[series])))
+            else:
+                charts.append(layout_pb2.Chart(title=title, multiline=layout_pb2.MultilineChartContent(tag=tags)))
+        categories.append(layout_pb2.Category(title=category, chart=charts))
+    proto = TensorProto(dtype="DT_STRING", string_val=[layout_pb2.Layout(category=categories).SerializeToString()],
+                        tensor_shape=TensorShapeProto())
+    metadata = SummaryMetadata(plugin_data=SummaryMetadata.PluginData(plugin_name="custom_scalars"))
+    return Summary(value=[Summary.Value(tag="custom_scalars__config__", tensor=proto, metadata=metadata)])
+
+
+def audio(tag, tensor, sample_rate=44100) -> Summary:
+    """One mono clip in [-1, 1] as 16-bit WAV (louder samples are clipped, with a warning)."""
+    import wave
+    samples = to_numpy(tensor).squeeze()
+    if abs(samples).max() > 1:
+        print("warning: audio amplitude out of range, auto clipped.")
+        samples = samples.clip(-1, 1)
+    if samples.ndim != 1:
+        raise AssertionError("input tensor should be 1 dimensional.")
+    pcm = (samples * np.iinfo(np.int16).max).astype("<i2")
+    with io.BytesIO() as buffer:
+        with wave.open(buffer, "wb") as wav:
+            wav.setnchannels(1)
+            wav.setsampwidth(2)
+            wav.setframerate(sample_rate)
+            wav.writeframes(pcm.data)
+        encoded = buffer.getvalue()
+    clip = Summary.Audio(sample_rate=sample_rate, num_channels=1, length_frames=pcm.shape[-1],
+                         encoded_audio_string=encoded, content_type="audio/wav")
+    return Summary(value=[Summary.Value(tag=tag, audio=clip)])
+
+
+def mesh(tag, vertices, colors, faces, config_dict, display_name=None, description=None) -> Summary:
+    """The mesh plugin's summaries: one (batch, count, 3) tensor each for vertices, faces and
+    colors, whichever are given."""
+    import json
+
+    from tensorboard.plugins.mesh import metadata as mesh_metadata
+    from tensorboard.plugins.mesh.plugin_data_pb2 import MeshPluginData
+    json_config = "{}" if config_dict is None else json.dumps(config_dict, sort_keys=True)
+    parts = [(part, kind) for part, kind in ((vertices, MeshPluginData.VERTEX), (faces, MeshPluginData.FACE),
+                                             (colors, MeshPluginData.COLOR)) if part is not None]
+    components = mesh_metadata.get_components_bitmask([kind for _, kind in parts])
+    values = []
+    for part, kind in parts:
+        array = np.asarray(part) if isinstance(part, (list, tuple)) else to_numpy(part)
+        # create_summary_metadata refuses any shape but (batch, count, 3) with a ValueError
+        summary_metadata = mesh_metadata.create_summary_metadata(
+            tag, display_name, kind, components, list(array.shape), description, json_config=json_config)
+        proto = TensorProto(dtype="DT_FLOAT", float_val=array.reshape(-1).tolist(),
+                            tensor_shape=TensorShapeProto(dim=[TensorShapeProto.Dim(size=s) for s in array.shape]))
+        values.append(Summary.Value(tag=mesh_metadata.get_instance_name(tag, kind), tensor=proto,
+                                    metadata=summary_metadata))
+    return Summary(value=values)

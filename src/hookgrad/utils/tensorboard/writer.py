@@ -11,8 +11,8 @@ import time
 from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
-from .summary import (figure_to_image, histogram, histogram_raw, hparams, image, scalar, tensor_proto,
-                      text, to_numpy)
+from .summary import (audio, custom_scalars, figure_to_image, histogram, histogram_raw, hparams, image,
+                      mesh, pr_curve, pr_curve_raw, scalar, tensor_proto, text, to_numpy)
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
@@ -153,6 +153,39 @@ class SummaryWriter:
 
     def add_text(self, tag, text_string, global_step=None, walltime=None) -> None:
         self._get_file_writer().add_summary(text(tag, text_string), global_step, walltime)
+
+    def add_audio(self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None) -> None:
+        self._get_file_writer().add_summary(audio(tag, snd_tensor, sample_rate=sample_rate), global_step,
+                                            walltime)
+
+    def add_pr_curve(self, tag, labels, predictions, global_step=None, num_thresholds=127, weights=None,
+                     walltime=None) -> None:
+        """Precision and recall of ``predictions`` in [0, 1] against 0/1 ``labels``."""
+        summary = pr_curve(tag, to_numpy(labels), to_numpy(predictions), num_thresholds, weights)
+        self._get_file_writer().add_summary(summary, global_step, walltime)
+
+    def add_pr_curve_raw(self, tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                         false_negative_counts, precision, recall, global_step=None, num_thresholds=127,
+                         weights=None, walltime=None) -> None:
+        summary = pr_curve_raw(tag, true_positive_counts, false_positive_counts, true_negative_counts,
+                               false_negative_counts, precision, recall, num_thresholds, weights)
+        self._get_file_writer().add_summary(summary, global_step, walltime)
+
+    def add_custom_scalars_multilinechart(self, tags, category="default", title="untitled") -> None:
+        self._get_file_writer().add_summary(custom_scalars({category: {title: ["Multiline", tags]}}))
+
+    def add_custom_scalars_marginchart(self, tags, category="default", title="untitled") -> None:
+        if len(tags) != 3:
+            raise AssertionError(f"Expected 3 tags, got {len(tags)}.")
+        self._get_file_writer().add_summary(custom_scalars({category: {title: ["Margin", tags]}}))
+
+    def add_custom_scalars(self, layout) -> None:
+        self._get_file_writer().add_summary(custom_scalars(layout))
+
+    def add_mesh(self, tag, vertices, colors=None, faces=None, config_dict=None, global_step=None,
+                 walltime=None) -> None:
+        self._get_file_writer().add_summary(mesh(tag, vertices, colors, faces, config_dict), global_step,
+                                            walltime)
 
     def add_hparams(self, hparam_dict, metric_dict, hparam_domain_discrete=None, run_name=None,
                     global_step=None) -> None:
