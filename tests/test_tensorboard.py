@@ -265,3 +265,19 @@ def test_pr_curves_audio_mesh_custom_scalars(T, tmp_path):
     plugins = {plugin: {tag: content for tag, content in _plugin_content(acc, plugin).items()}
                for plugin in ("pr_curves", "mesh", "custom_scalars")}
     return _read_all(root)["."]["tensors"], audio, plugins, errors
+
+
+@differential
+def test_image_with_boxes(T, tmp_path):
+    root = tmp_path / T.__name__
+    rng = np.random.default_rng(3)
+    picture = T.tensor(rng.random((3, 40, 60)).astype(np.float32))
+    boxes = T.tensor([[2.0, 3.0, 30.0, 25.0], [10.0, 5.0, 50.0, 38.0]])
+    with _writer_class(T)(str(root)) as writer:
+        writer.add_image_with_boxes("labelled", picture, boxes, 0, labels=["cat", "dog"])
+        writer.add_image_with_boxes("label count differs", picture, boxes, 0, labels=["cat"])
+        writer.add_image_with_boxes("one label", picture, boxes[:1], 0, labels="cat", rescale=2)
+        writer.add_image_with_boxes("hwc uint8", T.tensor(rng.integers(0, 256, (40, 60, 3)), dtype=T.uint8),
+                                    boxes.numpy(), 1,
+                                    dataformats="HWC")
+    return _read_all(root)["."]["images"]

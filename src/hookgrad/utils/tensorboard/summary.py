@@ -182,11 +182,30 @@ def convert_to_HWC(array: np.ndarray, input_format: str) -> np.ndarray:
     raise AssertionError(f"input_format must have 2, 3 or 4 letters of NCHW, got {input_format!r}")
 
 
-def make_image(hwc: np.ndarray, rescale=1) -> Summary.Image:
-    """A PNG-encoded image proto from a uint8 HWC array (Pillow does the encoding)."""
+def _draw_box(picture, left, top, right, bottom, label, color="Red", thickness=2):
+    """Outline a box on a Pillow image; a label sits on a filled strip at the box's bottom left."""
+    from PIL import ImageDraw, ImageFont
+    draw = ImageDraw.Draw(picture)
+    draw.line([(left, top), (left, bottom), (right, bottom), (right, top), (left, top)], width=thickness,
+              fill=color)
+    if label:
+        font = ImageFont.load_default()
+        x0, y0, x1, y1 = font.getbbox(label)
+        text_width, text_height = x1 - x0, y1 - y0
+        margin = np.ceil(0.05 * text_height)
+        draw.rectangle([(left, bottom - text_height - 2 * margin), (left + text_width, bottom)], fill=color)
+        draw.text((left + margin, bottom - text_height - margin), label, fill="black", font=font)
+
+
+def make_image(hwc: np.ndarray, rescale=1, rois=None, labels=None) -> Summary.Image:
+    """A PNG-encoded image proto from a uint8 HWC array (Pillow does the encoding), with
+    ``rois`` (rows of xmin, ymin, xmax, ymax) outlined when given."""
     from PIL import Image
     height, width, channels = hwc.shape
     picture = Image.fromarray(hwc)
+    if rois is not None:
+        for index, (left, top, right, bottom) in enumerate(rois[:, :4]):
+            _draw_box(picture, left, top, right, bottom, None if labels is None else labels[index])
     picture = picture.resize((int(width * rescale), int(height * rescale)), Image.Resampling.LANCZOS)
     with io.BytesIO() as buffer:
         picture.save(buffer, format="PNG")
@@ -200,6 +219,15 @@ def image(tag, tensor, rescale=1, dataformats="NCHW") -> Summary:
     scale = 1 if hwc.dtype == np.uint8 else 255
     hwc = (hwc.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
     return Summary(value=[Summary.Value(tag=tag, image=make_image(hwc, rescale=rescale))])
+
+
+def image_boxes(tag, tensor_image, tensor_boxes, rescale=1, dataformats="CHW", labels=None) -> Summary:
+    hwc = convert_to_HWC(to_numpy(tensor_image), dataformats)
+    boxes = to_numpy(tensor_boxes)
+    scale = 1 if hwc.dtype == np.uint8 else 255
+    hwc = (hwc.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
+    return Summary(value=[Summary.Value(tag=tag, image=make_image(hwc, rescale=rescale, rois=boxes,
+                                                                 labels=labels))])
 
 
 def figure_to_image(figures, close=True) -> np.ndarray:

@@ -12,7 +12,7 @@ from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from .summary import (audio, custom_scalars, figure_to_image, histogram, histogram_raw, hparams, image,
-                      mesh, pr_curve, pr_curve_raw, scalar, tensor_proto, text, to_numpy)
+                      image_boxes, mesh, pr_curve, pr_curve_raw, scalar, tensor_proto, text, to_numpy)
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
@@ -145,6 +145,19 @@ class SummaryWriter:
     def add_images(self, tag, img_tensor, global_step=None, walltime=None, dataformats="NCHW") -> None:
         self._get_file_writer().add_summary(image(tag, img_tensor, dataformats=dataformats),
                                             global_step, walltime)
+
+    def add_image_with_boxes(self, tag, img_tensor, box_tensor, global_step=None, walltime=None, rescale=1,
+                             dataformats="CHW", labels=None) -> None:
+        """An image with boxes (rows of xmin, ymin, xmax, ymax in pixels) outlined in red; labels are
+        dropped when there is not one per box, as in torch."""
+        if labels is not None:
+            if isinstance(labels, str):
+                labels = [labels]
+            if len(labels) != box_tensor.shape[0]:
+                labels = None
+        summary = image_boxes(tag, img_tensor, box_tensor, rescale=rescale, dataformats=dataformats,
+                              labels=labels)
+        self._get_file_writer().add_summary(summary, global_step, walltime)
 
     def add_figure(self, tag, figure, global_step=None, close=True, walltime=None) -> None:
         """A matplotlib figure (or a list of them, tiled) rendered as an image."""
