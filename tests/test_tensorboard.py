@@ -281,3 +281,41 @@ def test_image_with_boxes(T, tmp_path):
                                     boxes.numpy(), 1,
                                     dataformats="HWC")
     return _read_all(root)["."]["images"]
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3, 4, 5, 6])
+def test_video_frames_tile_the_batch_as_torch(batch):
+    from torch.utils.tensorboard._utils import _prepare_video
+    from hookgrad.utils.tensorboard.summary import video_frames
+    videos = np.random.default_rng(batch).random((batch, 2, 3, 4, 5)).astype(np.float32)
+    np.testing.assert_array_equal(video_frames(videos), _prepare_video(videos))
+    as_bytes = (videos * 255).astype(np.uint8)
+    np.testing.assert_array_equal(video_frames(as_bytes), _prepare_video(as_bytes))
+
+
+def test_video_is_an_animated_gif_of_the_frames(tmp_path):
+    # torch encodes with moviepy (not installed here); compare the decoded frames with the input
+    from PIL import Image
+    import io
+    import hookgrad
+    from hookgrad.utils.tensorboard import SummaryWriter
+    rng = np.random.default_rng(4)
+    videos = rng.integers(0, 2, (3, 4, 3, 6, 5)).astype(np.float32)  # black and white: no palette loss
+    with SummaryWriter(str(tmp_path)) as writer:
+        writer.add_video("clip", hookgrad.tensor(videos), 7, fps=5)
+        writer.add_video("gray", hookgrad.tensor((videos[:1, :, :1] * 255).astype(np.uint8)), 8)
+    acc = EventAccumulator(str(tmp_path), size_guidance={"images": 0})
+    acc.Reload()
+    for tag, channels, batch in (("clip", 3, 3), ("gray", 1, 1)):
+        (event,) = acc.Images(tag)
+        gif = Image.open(io.BytesIO(event.encoded_image_string))
+        rows, cols = (1, 4) if batch == 3 else (1, 1)  # 3 videos: padded to 4, rows from the 3
+        assert (event.step, event.width, event.height) == (7 if tag == "clip" else 8, 5 * cols, 6 * rows)
+        assert gif.n_frames == 4 and gif.info["duration"] == (200 if tag == "clip" else 250)
+        for step in range(4):
+            gif.seek(step)
+            frame = np.asarray(gif.convert("RGB"))
+            tile = videos[0, step, :channels].transpose(1, 2, 0) * 255
+            np.testing.assert_array_equal(frame[:6, :5], np.broadcast_to(tile, (6, 5, 3)))
+            if batch == 3:
+                assert not frame[:, 15:].any()  # the padding video is black

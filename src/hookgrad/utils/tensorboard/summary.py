@@ -230,6 +230,40 @@ def image_boxes(tag, tensor_image, tensor_boxes, rescale=1, dataformats="CHW", l
                                                                  labels=labels))])
 
 
+def video_frames(videos: np.ndarray) -> np.ndarray:
+    """(batch, time, channels, H, W) videos -> (time, rows*H, cols*W, channels) frames: the batch is
+    padded with black videos to a power of two and tiled, rows = 2**floor(log2(batch) / 2)."""
+    batch, steps, channels, height, width = videos.shape
+    if videos.dtype == np.uint8:
+        videos = np.float32(videos) / 255.0
+    padded = 1 << (batch - 1).bit_length() if batch > 0 else 0
+    if padded != batch:
+        videos = np.concatenate([videos, np.zeros((padded - batch, steps, channels, height, width))], axis=0)
+    rows = 2 ** ((batch.bit_length() - 1) // 2)
+    cols = videos.shape[0] // rows
+    grid = videos.reshape(rows, cols, steps, channels, height, width).transpose(2, 0, 4, 1, 5, 3)
+    return grid.reshape(steps, rows * height, cols * width, channels)
+
+
+def video(tag, tensor, fps=4) -> Summary:
+    """An animated GIF of the videos, tiled as ``video_frames`` tiles them; torch encodes it with
+    moviepy, here Pillow encodes it (the same frames, the GIF bytes may differ)."""
+    from PIL import Image
+    frames = video_frames(to_numpy(tensor))
+    scale = 1 if frames.dtype == np.uint8 else 255
+    frames = (frames.astype(np.float32) * scale).clip(0, 255).astype(np.uint8)
+    _, height, width, channels = frames.shape
+    if channels == 1:
+        frames = frames[..., 0]
+    pictures = [Image.fromarray(frame) for frame in frames]
+    with io.BytesIO() as buffer:
+        pictures[0].save(buffer, format="GIF", save_all=True, append_images=pictures[1:],
+                         duration=int(round(1000 / fps)), loop=0)
+        encoded = buffer.getvalue()
+    clip = Summary.Image(height=height, width=width, colorspace=channels, encoded_image_string=encoded)
+    return Summary(value=[Summary.Value(tag=tag, image=clip)])
+
+
 def figure_to_image(figures, close=True) -> np.ndarray:
     """Render a matplotlib figure (CHW uint8) or a list of figures (NCHW)."""
     import matplotlib.pyplot as plt

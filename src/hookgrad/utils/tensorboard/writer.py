@@ -12,7 +12,7 @@ from tensorboard.compat.proto.event_pb2 import Event, SessionLog
 from tensorboard.summary.writer.event_file_writer import EventFileWriter
 
 from .summary import (audio, custom_scalars, figure_to_image, histogram, histogram_raw, hparams, image,
-                      image_boxes, mesh, pr_curve, pr_curve_raw, scalar, tensor_proto, text, to_numpy)
+                      image_boxes, mesh, pr_curve, pr_curve_raw, scalar, tensor_proto, text, to_numpy, video)
 
 __all__ = ["FileWriter", "SummaryWriter"]
 
@@ -166,6 +166,10 @@ class SummaryWriter:
 
     def add_text(self, tag, text_string, global_step=None, walltime=None) -> None:
         self._get_file_writer().add_summary(text(tag, text_string), global_step, walltime)
+
+    def add_video(self, tag, vid_tensor, global_step=None, fps=4, walltime=None) -> None:
+        """(N, T, C, H, W) videos (float in [0, 1] or uint8) as one animated GIF, the batch tiled."""
+        self._get_file_writer().add_summary(video(tag, vid_tensor, fps), global_step, walltime)
 
     def add_audio(self, tag, snd_tensor, global_step=None, sample_rate=44100, walltime=None) -> None:
         self._get_file_writer().add_summary(audio(tag, snd_tensor, sample_rate=sample_rate), global_step,
