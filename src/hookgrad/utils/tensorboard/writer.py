@@ -226,9 +226,9 @@ class SummaryWriter:
             "(torch.jit.trace), which hookgrad does not have; log scalars, histograms and images instead")
 
     @staticmethod
-    def _encode(raw: str) -> str:
+    def _encode(rawstr: str) -> str:
         # percent-escape the characters that would make a tag a nested path
-        return raw.replace("%", "%25").replace("/", "%2f").replace("\\", "%5c")
+        return rawstr.replace("%", "%25").replace("/", "%2f").replace("\\", "%5c")
 
     def add_embedding(self, mat, metadata=None, label_img=None, global_step=None, tag="default",
                       metadata_header=None) -> None:
