@@ -192,12 +192,59 @@ def test_figure(T, tmp_path):
     return _read_all(root), plt.fignum_exists(figures[0].number)
 
 
-def test_add_graph_is_refused_clearly(tmp_path):
-    from hookgrad.utils.tensorboard import SummaryWriter
+def _net(T):
+    class Net(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = T.nn.Linear(3, 4)
+            self.seq = T.nn.Sequential(T.nn.ReLU(), T.nn.Linear(4, 2))
+
+        def forward(self, x, y):
+            return self.seq(T.relu(self.fc(x)) + y.sum()).softmax(-1)
+    T.manual_seed(0)
+    return Net()
+
+
+def _graph_of(T, root, model, inputs):
+    with _writer_class(T)(str(root)) as writer:
+        writer.add_graph(model, inputs)
+    acc = EventAccumulator(str(root))
+    acc.Reload()
+    return acc.Graph()
+
+
+def test_add_graph_from_fx(tmp_path):
     import hookgrad
+    import torch
+    graph = _graph_of(hookgrad, tmp_path / "hookgrad", _net(hookgrad), (hookgrad.rand(5, 3), hookgrad.rand(2)))
+    nodes = {node.name: node for node in graph.node}
+    shapes = {name: [[dim.size for dim in shape.dim] for shape in node.attr["_output_shapes"].list.shape]
+              for name, node in nodes.items()}
+    assert nodes["Net/Linear[fc]/fc"].op == "Linear"
+    assert list(nodes["Net/Linear[fc]/fc"].input) == ["input/x"]
+    assert list(nodes["Net/add"].input) == ["Net/relu", "Net/sum_1"]
+    assert list(nodes["output/output"].input) == ["Net/softmax"]
+    assert shapes["Net/Sequential[seq]/Linear[1]/seq_1"] == [[5, 2]] and shapes["Net/sum_1"] == [[]]
+    assert nodes["Net/Linear[fc]/fc"].attr["attr"].s == b"Linear(in_features=3, out_features=4, bias=True)"
+    # the module scopes are torch's (its nodes inside them are TorchScript's ATen ops)
+    torch_graph = _graph_of(torch, tmp_path / "torch", _net(torch), (torch.rand(5, 3), torch.rand(2)))
+    torch_names = [node.name for node in torch_graph.node]
+    for name in ("Net/Linear[fc]/", "Net/Sequential[seq]/ReLU[0]/", "Net/Sequential[seq]/Linear[1]/"):
+        assert any(found.startswith(name) for found in torch_names), name
+        assert any(found.startswith(name) for found in nodes), name
+
+
+def test_add_graph_refuses_untraceable_models_clearly(tmp_path):
+    import hookgrad
+    from hookgrad.utils.tensorboard import SummaryWriter
+
+    class Branchy(hookgrad.nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x  # control flow on values: fx cannot trace it
+
     with SummaryWriter(str(tmp_path)) as writer:
-        with pytest.raises(NotImplementedError, match="TorchScript"):
-            writer.add_graph(hookgrad.nn.Linear(2, 2), hookgrad.rand(1, 2))
+        with pytest.raises(NotImplementedError, match="TorchScript tracer.*could not trace Branchy"):
+            writer.add_graph(Branchy(), hookgrad.rand(1, 2))
         writer.add_scalar("after", 1.0, 0)
     assert _read_all(tmp_path)["."]["scalars"] == {"after": [(0, 1.0)]}
 

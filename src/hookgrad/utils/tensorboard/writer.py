@@ -221,9 +221,10 @@ class SummaryWriter:
                 run_writer.add_scalar(key, value, global_step)
 
     def add_graph(self, model, input_to_model=None, verbose=False, use_strict_trace=True) -> None:
-        raise NotImplementedError(
-            "SummaryWriter.add_graph: torch builds the graph with the TorchScript tracer "
-            "(torch.jit.trace), which hookgrad does not have; log scalars, histograms and images instead")
+        """The model's graph from a ``hookgrad.fx`` trace (torch traces with TorchScript, so node
+        names and ops differ from torch's; ``use_strict_trace`` is TorchScript's and has no effect)."""
+        from ._graph import graph
+        self._get_file_writer().add_graph(graph(model, input_to_model, verbose))
 
     @staticmethod
     def _encode(rawstr: str) -> str:
