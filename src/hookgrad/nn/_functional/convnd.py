@@ -13,8 +13,13 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 import hookgrad
-from ..._tensor import Tensor
+from ..._ops._base import GRAD
+from ..._ops._declare import record_op
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
 from .conv import _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
@@ -38,16 +43,91 @@ def _pad_spatial(x: Tensor, pairs, value=0.0) -> Tensor:
     return x
 
 
-def window_views(x: Tensor, kernel, stride, dilation, out_sizes) -> Tensor:
-    """Stack one strided view of the spatial dims of ``x`` (N, C, *S) per kernel offset: (N, C, K, *out)."""
-    views = []
-    for offset in itertools.product(*[range(k) for k in kernel]):
+def _window_geometry(data, kernel, stride, dilation, out_sizes):
+    """Shape and byte strides of the (N, C, *K, *out) strided view of ``data`` (N, C, *S)."""
+    nd = len(kernel)
+    spatial = data.strides[2:]
+    shape = data.shape[:2] + tuple(kernel) + tuple(out_sizes)
+    strides = (data.strides[:2] + tuple(st * d for st, d in zip(spatial, dilation))
+               + tuple(st * s for st, s in zip(spatial, stride)))
+    assert len(shape) == 2 + 2 * nd
+    return shape, strides
+
+
+def _gather_windows_np(data, kernel, stride, dilation, out_sizes, channels_last):
+    shape, strides = _window_geometry(data, kernel, stride, dilation, out_sizes)
+    view = np.lib.stride_tricks.as_strided(data, shape, strides, writeable=False)
+    nd, taps = len(kernel), math.prod(kernel)
+    if channels_last:  # (N, *out, C, *K): rows of a convolution's matmul, one copy
+        order = (0,) + tuple(range(2 + nd, 2 + 2 * nd)) + (1,) + tuple(range(2, 2 + nd))
+        return np.ascontiguousarray(view.transpose(order)).reshape(
+            (data.shape[0],) + tuple(out_sizes) + (data.shape[1], taps))
+    return np.ascontiguousarray(view).reshape(data.shape[:2] + (taps,) + tuple(out_sizes))
+
+
+def _scatter_windows_np(cols, in_shape, kernel, stride, dilation, out_sizes, channels_last):
+    """The adjoint of the gather: every window's values added back where they were read from."""
+    if channels_last:  # the same values seen as (N, C, K, *out)
+        nd = len(kernel)
+        cols = cols.transpose((0, 1 + nd, 2 + nd) + tuple(range(1, 1 + nd)))
+    out = np.zeros(in_shape, dtype=cols.dtype)
+    for tap, offset in enumerate(itertools.product(*[range(k) for k in kernel])):
         index = [slice(None), slice(None)]
         for o, s, d, n in zip(offset, stride, dilation, out_sizes):
-            start = o * d
-            index.append(slice(start, start + s * (n - 1) + 1, s))
-        views.append(x[tuple(index)])
-    return hookgrad.stack(views, 2)
+            index.append(slice(o * d, o * d + s * (n - 1) + 1, s))
+        out[tuple(index)] += cols[:, :, tap]
+    return out
+
+
+class _WindowOp(Node):
+    """Shared geometry of the window gather and its adjoint, each the other's backward."""
+
+    __slots__ = ("in_shape", "kernel", "stride", "dilation", "out_sizes", "channels_last")
+
+    def _geometry(self):
+        return self.in_shape, self.kernel, self.stride, self.dilation, self.out_sizes, self.channels_last
+
+
+class WindowGatherBackward(_WindowOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _scatter_windows(g, *self._geometry()),)
+
+
+class WindowScatterBackward(_WindowOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _gather_windows(g, *self._geometry()[1:]),)
+
+
+def _record_window_op(node_cls, source: Tensor, result: Tensor, *geometry):
+    if GRAD.enabled and source._requires_grad:
+        node = record_op(node_cls, (source,), result)
+        (node.in_shape, node.kernel, node.stride, node.dilation, node.out_sizes,
+         node.channels_last) = geometry
+    return result
+
+
+def _gather_windows(x: Tensor, kernel, stride, dilation, out_sizes, channels_last) -> Tensor:
+    cols = wrap(_gather_windows_np(x._data, kernel, stride, dilation, out_sizes, channels_last))
+    return _record_window_op(WindowGatherBackward, x, cols, x._data.shape, kernel, stride, dilation, out_sizes,
+                             channels_last)
+
+
+def _scatter_windows(cols: Tensor, in_shape, kernel, stride, dilation, out_sizes, channels_last) -> Tensor:
+    out = wrap(_scatter_windows_np(cols._data, in_shape, kernel, stride, dilation, out_sizes, channels_last))
+    return _record_window_op(WindowScatterBackward, cols, out, in_shape, kernel, stride, dilation, out_sizes,
+                             channels_last)
+
+
+def window_views(x: Tensor, kernel, stride, dilation, out_sizes, channels_last: bool = False) -> Tensor:
+    """One window of the spatial dims of ``x`` (N, C, *S) per kernel offset: (N, C, K, *out), or
+    with ``channels_last`` (N, *out, C, K), the rows a convolution multiplies with its weight.
+
+    One strided copy, recorded as a single op whose backward adds the windows back (a loop over the
+    kernel offsets in NumPy); the two are each other's backward, so higher derivatives exist."""
+    kernel, stride, dilation = tuple(kernel), tuple(stride), tuple(dilation)
+    return _gather_windows(x, kernel, stride, dilation, tuple(out_sizes), channels_last)
 
 
 def _out_sizes(sizes, kernel, stride, dilation):
@@ -68,13 +148,12 @@ def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, g
     group_in, group_out = channels // groups, out_channels // groups
     taps = math.prod(kernel)
     places = math.prod(out_sizes)
-    cols = window_views(x, kernel, stride, dilation, out_sizes)             # N, C, K, *out
-    cols = cols.reshape(batch, groups, group_in * taps, places).permute(1, 0, 3, 2)
-    cols = cols.reshape(groups, batch * places, group_in * taps)
+    cols = window_views(x, kernel, stride, dilation, out_sizes, channels_last=True)  # N, *out, C, K
+    cols = cols.reshape(batch * places, groups, group_in * taps).transpose(0, 1)  # G, N*L, C/G*K
     w = weight.reshape(groups, group_out, group_in * taps).transpose(1, 2)  # G, C/G*K, O/G
     out = cols.matmul(w)                                                     # G, N*L, O/G
-    out = out.reshape(groups, batch, places, group_out).permute(1, 0, 3, 2)
-    out = out.reshape(batch, out_channels, *out_sizes)
+    out = out.permute(1, 0, 2).reshape(batch, *out_sizes, out_channels)
+    out = out.movedim(-1, 1).contiguous()
     if bias is not None:
         out = out + bias.reshape(1, out_channels, *([1] * nd))
     return out
