@@ -43,39 +43,38 @@ def _pad_spatial(x: Tensor, pairs, value=0.0) -> Tensor:
     return x
 
 
-def _window_geometry(data, kernel, stride, dilation, out_sizes):
-    """Shape and byte strides of the (N, C, *K, *out) strided view of ``data`` (N, C, *S)."""
-    nd = len(kernel)
+def _gather_windows_np(data, kernel, stride, dilation, out_sizes, channels_last):
+    nd, taps = len(kernel), math.prod(kernel)
+    if channels_last:
+        # (N, *out, *K, C) read from a channels-last copy of the input: the innermost run of every
+        # window (its last kernel dim with the channels, at stride and dilation 1) lies together
+        source = np.ascontiguousarray(np.moveaxis(data, 1, -1))
+        spatial = source.strides[1:-1]
+        shape = (data.shape[0],) + tuple(out_sizes) + tuple(kernel) + (data.shape[1],)
+        strides = ((source.strides[0],) + tuple(st * s for st, s in zip(spatial, stride))
+                   + tuple(st * d for st, d in zip(spatial, dilation)) + (source.strides[-1],))
+        view = np.lib.stride_tricks.as_strided(source, shape, strides, writeable=False)
+        return np.ascontiguousarray(view).reshape(shape[:1 + nd] + (taps, data.shape[1]))
     spatial = data.strides[2:]
     shape = data.shape[:2] + tuple(kernel) + tuple(out_sizes)
     strides = (data.strides[:2] + tuple(st * d for st, d in zip(spatial, dilation))
                + tuple(st * s for st, s in zip(spatial, stride)))
-    assert len(shape) == 2 + 2 * nd
-    return shape, strides
-
-
-def _gather_windows_np(data, kernel, stride, dilation, out_sizes, channels_last):
-    shape, strides = _window_geometry(data, kernel, stride, dilation, out_sizes)
     view = np.lib.stride_tricks.as_strided(data, shape, strides, writeable=False)
-    nd, taps = len(kernel), math.prod(kernel)
-    if channels_last:  # (N, *out, C, *K): rows of a convolution's matmul, one copy
-        order = (0,) + tuple(range(2 + nd, 2 + 2 * nd)) + (1,) + tuple(range(2, 2 + nd))
-        return np.ascontiguousarray(view.transpose(order)).reshape(
-            (data.shape[0],) + tuple(out_sizes) + (data.shape[1], taps))
     return np.ascontiguousarray(view).reshape(data.shape[:2] + (taps,) + tuple(out_sizes))
 
 
 def _scatter_windows_np(cols, in_shape, kernel, stride, dilation, out_sizes, channels_last):
     """The adjoint of the gather: every window's values added back where they were read from."""
-    if channels_last:  # the same values seen as (N, C, K, *out)
-        nd = len(kernel)
-        cols = cols.transpose((0, 1 + nd, 2 + nd) + tuple(range(1, 1 + nd)))
+    if channels_last:
+        # (N, *out, K, C) -> (N, K, C, *out) first: the adds then run along whole output rows
+        # (adding into channels-last planes with runs of C values was five times slower)
+        cols = np.ascontiguousarray(np.moveaxis(cols, (-2, -1), (1, 2)))
     out = np.zeros(in_shape, dtype=cols.dtype)
     for tap, offset in enumerate(itertools.product(*[range(k) for k in kernel])):
         index = [slice(None), slice(None)]
         for o, s, d, n in zip(offset, stride, dilation, out_sizes):
             index.append(slice(o * d, o * d + s * (n - 1) + 1, s))
-        out[tuple(index)] += cols[:, :, tap]
+        out[tuple(index)] += cols[:, tap] if channels_last else cols[:, :, tap]
     return out
 
 
@@ -122,7 +121,7 @@ def _scatter_windows(cols: Tensor, in_shape, kernel, stride, dilation, out_sizes
 
 def window_views(x: Tensor, kernel, stride, dilation, out_sizes, channels_last: bool = False) -> Tensor:
     """One window of the spatial dims of ``x`` (N, C, *S) per kernel offset: (N, C, K, *out), or
-    with ``channels_last`` (N, *out, C, K), the rows a convolution multiplies with its weight.
+    with ``channels_last`` (N, *out, K, C), the rows a convolution multiplies with its weight.
 
     One strided copy, recorded as a single op whose backward adds the windows back (a loop over the
     kernel offsets in NumPy); the two are each other's backward, so higher derivatives exist."""
@@ -148,9 +147,11 @@ def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, g
     group_in, group_out = channels // groups, out_channels // groups
     taps = math.prod(kernel)
     places = math.prod(out_sizes)
-    cols = window_views(x, kernel, stride, dilation, out_sizes, channels_last=True)  # N, *out, C, K
-    cols = cols.reshape(batch * places, groups, group_in * taps).transpose(0, 1)  # G, N*L, C/G*K
-    w = weight.reshape(groups, group_out, group_in * taps).transpose(1, 2)  # G, C/G*K, O/G
+    cols = window_views(x, kernel, stride, dilation, out_sizes, channels_last=True)  # N, *out, K, C
+    cols = cols.reshape(batch * places, taps, groups, group_in).permute(2, 0, 1, 3)
+    cols = cols.reshape(groups, batch * places, taps * group_in)            # G, N*L, K*C/G
+    w = weight.reshape(groups, group_out, group_in, taps).permute(0, 3, 2, 1)
+    w = w.reshape(groups, taps * group_in, group_out)                        # G, K*C/G, O/G
     out = cols.matmul(w)                                                     # G, N*L, O/G
     out = out.permute(1, 0, 2).reshape(batch, *out_sizes, out_channels)
     out = out.movedim(-1, 1).contiguous()
