@@ -211,6 +211,32 @@ def test_interpolate_1d_3d():
     scenario()
 
 
+@pytest.mark.parametrize("kw", [dict(scale_factor=2), dict(size=(5, 2), mode="nearest-exact"),
+                                dict(size=(7, 4), mode="bilinear"),
+                                dict(scale_factor=(2.5, 0.5), mode="bilinear", align_corners=True)])
+def test_interpolate_second_derivative(kw):
+    @differential(rtol=1e-9, atol=1e-10)
+    def scenario(T):
+        x = T.tensor(arr(2, 3, 4, 3), requires_grad=True)
+        out = T.nn.functional.interpolate(x, **kw)
+        (gx,) = T.autograd.grad((out * out * out).sum(), x, create_graph=True)
+        return out, gx, T.autograd.grad((gx * gx).sum(), x)
+    scenario()
+
+
+def test_interpolate_float32_and_infinities():
+    @differential(rtol=1e-5, atol=1e-6)
+    def scenario(T):
+        a = arr(2, 3, 6, 5).astype(np.float32)
+        a[0, 1, 2, 3] = np.inf
+        x = T.tensor(a, requires_grad=True)
+        F = T.nn.functional
+        out = F.interpolate(x, size=(9, 11), mode="bilinear") + F.interpolate(x, size=(9, 11))
+        out.backward(T.ones(out.shape))
+        return out, x.grad
+    scenario()
+
+
 @pytest.mark.parametrize("make, shape", [
     (lambda T: T.nn.PixelShuffle(2), (2, 8, 3, 2)), (lambda T: T.nn.PixelUnshuffle(2), (2, 3, 4, 6)),
     (lambda T: T.nn.PixelShuffle(3), (9, 2, 2)), (lambda T: T.nn.ChannelShuffle(3), (2, 6, 2, 2)),
