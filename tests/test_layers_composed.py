@@ -224,6 +224,23 @@ def test_interpolate_second_derivative(kw):
     scenario()
 
 
+def test_resampling_adjoint_adds_every_position_once():
+    # regular, irregular and long runs of source indices against np.add.at
+    from hookgrad.nn._functional.composed import _Resampling
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n_out = int(rng.integers(1, 40))
+        if trial % 2:
+            index = np.sort(rng.integers(0, int(rng.integers(1, 30)), n_out))
+        else:
+            index = np.minimum(np.arange(n_out) * int(rng.integers(1, 4)) // int(rng.integers(1, 4)), 50)
+        g = rng.standard_normal((2, n_out, 3))
+        want = np.zeros((2, 60, 3))
+        np.add.at(want, (slice(None), index), g)
+        got = _Resampling(1, 60, index, None, None).adjoint(g)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_interpolate_float32_and_infinities():
     @differential(rtol=1e-5, atol=1e-6)
     def scenario(T):

@@ -187,7 +187,7 @@ class _Resampling:
     """A separable resampling along one axis: ``out[o] = x[low[o]] * (1 - w[o]) + x[high[o]] * w[o]``
     (``w`` None: nearest, ``out[o] = x[low[o]]``), both terms always evaluated, as torch's kernel
     does (an infinite neighbour with weight 0 gives NaN there too). The indices never decrease along
-    the output, so the adjoint sums runs of equal indices with ``np.add.reduceat``."""
+    the output, which the adjoint's passes over runs of equal indices rely on."""
 
     __slots__ = ("axis", "n_in", "low", "high", "weight", "_runs")
 
@@ -204,15 +204,24 @@ class _Resampling:
         return below * (1 - weight) + above * weight
 
     def _add_back(self, out, g, index):
-        """``out[index[o]] += g[o]`` along the axis, for a non-decreasing ``index``."""
+        """``out[index[o]] += g[o]`` along the axis, for a non-decreasing ``index``: in passes, the
+        k-th member of every run of equal indices in pass k, so that no pass has a repeated target
+        (an upsampling by r takes r passes; ``np.add.at`` was ten times slower). Where a pass's
+        positions and targets both advance in steps of a constant size, it adds slices (views)."""
         key = id(index)
         if key not in self._runs:
-            starts = np.flatnonzero(np.concatenate(([True], index[1:] != index[:-1])))
-            self._runs[key] = starts, index[starts]
-        starts, targets = self._runs[key]
+            self._runs[key] = [_as_slices(positions, targets) for positions, targets in _passes(index)]
         where = [slice(None)] * out.ndim
-        where[self.axis] = targets
-        out[tuple(where)] += np.add.reduceat(g, starts, axis=self.axis)
+        read = [slice(None)] * out.ndim
+        for pieces in self._runs[key]:
+            if isinstance(pieces, tuple):  # irregular: fancy indices
+                positions, targets = pieces
+                where[self.axis] = targets
+                out[tuple(where)] += g.take(positions, axis=self.axis)
+                continue
+            for source, target in pieces:
+                read[self.axis], where[self.axis] = source, target
+                out[tuple(where)] += g[tuple(read)]
 
     def adjoint(self, g):
         shape = list(g.shape)
@@ -225,6 +234,40 @@ class _Resampling:
         self._add_back(out, g * (1 - weight), self.low)
         self._add_back(out, g * weight, self.high)
         return out
+
+
+def _passes(index):
+    """(positions, targets) of the k-th member of every run of equal values in ``index``, per k."""
+    new_run = np.concatenate(([True], index[1:] != index[:-1]))
+    starts = np.flatnonzero(new_run)
+    rank = np.arange(len(index)) - starts[np.cumsum(new_run) - 1]
+    return [(np.flatnonzero(rank == k), index[rank == k]) for k in range(int(rank.max()) + 1)]
+
+
+def _as_slices(positions, targets, most=8):
+    """``positions``/``targets`` as at most ``most`` pairs of slices with constant steps, or the
+    arrays themselves where they are too irregular."""
+    pieces, start, n = [], 0, len(positions)
+    while start < n:
+        end = start + 1
+        if end < n:
+            dp, dt = positions[end] - positions[start], targets[end] - targets[start]
+            if dp > 0 and dt > 0:
+                while (end + 1 < n and positions[end + 1] - positions[end] == dp
+                       and targets[end + 1] - targets[end] == dt):
+                    end += 1
+                end += 1
+            else:
+                dp = dt = 1
+        else:
+            dp = dt = 1
+        count = end - start
+        pieces.append((slice(int(positions[start]), int(positions[start]) + dp * (count - 1) + 1, int(dp)),
+                       slice(int(targets[start]), int(targets[start]) + dt * (count - 1) + 1, int(dt))))
+        if len(pieces) > most:
+            return positions, targets
+        start = end
+    return pieces
 
 
 class ResampleBackward(Node):
