@@ -65,6 +65,8 @@ def _gather_windows_np(data, kernel, stride, dilation, out_sizes, channels_last)
 
 def _scatter_windows_np(cols, in_shape, kernel, stride, dilation, out_sizes, channels_last):
     """The adjoint of the gather: every window's values added back where they were read from."""
+    if channels_last and all(s == 1 for s in stride):
+        return _scatter_unit_stride(cols, in_shape, kernel, dilation, out_sizes)
     if channels_last:
         # (N, *out, K, C) -> (N, K, C, *out) first: the adds then run along whole output rows
         # (adding into channels-last planes with runs of C values was five times slower)
@@ -75,6 +77,29 @@ def _scatter_windows_np(cols, in_shape, kernel, stride, dilation, out_sizes, cha
         for o, s, d, n in zip(offset, stride, dilation, out_sizes):
             index.append(slice(o * d, o * d + s * (n - 1) + 1, s))
         out[tuple(index)] += cols[:, tap] if channels_last else cols[:, :, tap]
+    return out
+
+
+def _scatter_unit_stride(cols, in_shape, kernel, dilation, out_sizes):
+    """The scatter of (N, *out, K, C) columns at stride 1, one flat add per kernel offset.
+
+    The columns are first laid on a grid with the input's row pitches (N, K, C, out_0, *S[1:]), so
+    that every kernel offset is a constant shift of the flattened spatial index: one add of a long
+    contiguous run per offset, where adding box by box ran NumPy's inner loop over rows of
+    ``out[-1]`` values only. The grid's unused margin is zeros."""
+    batch, channels, sizes = in_shape[0], in_shape[1], tuple(in_shape[2:])
+    nd, taps = len(kernel), math.prod(kernel)
+    pitches = [math.prod(sizes[i + 1:]) for i in range(nd)]
+    grid = np.zeros((batch, taps, channels, out_sizes[0]) + sizes[1:], dtype=cols.dtype)
+    moved = np.moveaxis(cols, (-2, -1), (1, 2))                        # N, K, C, *out (a view)
+    grid[(Ellipsis,) + tuple(slice(0, n) for n in out_sizes[1:])] = moved
+    flat_grid = grid.reshape(batch, taps, channels, -1)
+    span = sum((n - 1) * p for n, p in zip(out_sizes, pitches)) + 1   # last used position + 1
+    out = np.zeros(in_shape, dtype=cols.dtype)
+    flat_out = out.reshape(batch, channels, -1)
+    for tap, offset in enumerate(itertools.product(*[range(k) for k in kernel])):
+        shift = sum(o * d * p for o, d, p in zip(offset, dilation, pitches))
+        flat_out[:, :, shift:shift + span] += flat_grid[:, tap, :, :span]
     return out
 
 
