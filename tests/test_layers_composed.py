@@ -67,6 +67,35 @@ def test_conv3d_second_derivative():
     scenario()
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(padding=1, dilation=(1, 2, 1)), dict(padding=(0, 1, 2))])
+def test_conv3d_second_derivative_at_stride_one(kw):
+    @differential(rtol=1e-9, atol=1e-10)
+    def scenario(T):
+        x = T.tensor(arr(2, 2, 4, 5, 3), requires_grad=True)
+        w = T.tensor(arr(3, 2, 2, 3, 2, seed=1), requires_grad=True)
+        out = T.nn.functional.conv3d(x, w, **kw)
+        gx, gw = T.autograd.grad((out * out).sum(), (x, w), create_graph=True)
+        return out.is_contiguous(), out, T.autograd.grad((gx * gx).sum() + (gw * gw).sum(), (x, w))
+    scenario()
+
+
+@pytest.mark.parametrize("where", ["input", "weight"])
+def test_conv3d_infinities_reach_only_the_gradients_torch_gives(where):
+    @differential(rtol=1e-9, atol=1e-10)
+    def scenario(T):
+        a, b = arr(1, 2, 5, 5, 5), arr(3, 2, 2, 2, 2, seed=1)
+        if where == "input":
+            a[0, 1, 2, 4, 4], a[0, 0, 4, 1, 4] = np.inf, -np.inf
+        else:
+            b[1, 0, 1, 0, 1] = np.inf
+        x = T.tensor(a, requires_grad=True)
+        w = T.tensor(b, requires_grad=True)
+        out = T.nn.functional.conv3d(x, w, dilation=(1, 2, 1))
+        out.backward(T.ones_like(out))
+        return out, x.grad, w.grad
+    scenario()
+
+
 # ---- pooling ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("make", [
     lambda T: T.nn.MaxPool3d(2), lambda T: T.nn.MaxPool3d(3, 2, 1, ceil_mode=True),

@@ -154,6 +154,102 @@ def window_views(x: Tensor, kernel, stride, dilation, out_sizes, channels_last: 
     return _gather_windows(x, kernel, stride, dilation, tuple(out_sizes), channels_last)
 
 
+# ---- stride-1 convolution on the flattened grid --------------------------------------------------
+# At stride 1 every kernel offset is a constant shift of the flattened spatial index of the input.
+# The columns are then taken on the input's own grid: columns[n, c, tap, q] = x_flat[n, c, q + shift],
+# one contiguous copy per offset, for the positions q of the first ``out_0`` rows of the grid. Places
+# whose trailing coordinates run past the output's (the grid's margin) are dropped; their columns
+# are zeros, so that an infinite input value read there cannot reach the weight's gradient (0 * inf).
+class _ShiftOp(Node):
+    """Shared geometry of the shifted gather and its adjoint, each the other's backward."""
+
+    __slots__ = ("in_shape", "shifts", "out_sizes")
+
+
+class ShiftedGatherBackward(_ShiftOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _shifted_scatter(g, self.in_shape, self.shifts, self.out_sizes),)
+
+
+class ShiftedScatterBackward(_ShiftOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _shifted_gather(g, self.in_shape, self.shifts, self.out_sizes),)
+
+
+def _record_shift_op(node_cls, source: Tensor, result: Tensor, in_shape, shifts, out_sizes) -> Tensor:
+    if GRAD.enabled and source._requires_grad:
+        node = record_op(node_cls, (source,), result)
+        node.in_shape, node.shifts, node.out_sizes = in_shape, shifts, out_sizes
+    return result
+
+
+def _margins(cols, in_shape, out_sizes):
+    """Views of the grid places of (N, C, K, length) ``cols`` that lie outside the output."""
+    sizes = tuple(in_shape[2:])
+    grid = cols.reshape(cols.shape[:3] + (out_sizes[0],) + sizes[1:])
+    rest = len(sizes) - 2
+    return [grid[(Ellipsis,) + (slice(None),) * axis + (slice(kept, None),) + (slice(None),) * (rest - axis)]
+            for axis, (kept, size) in enumerate(zip(out_sizes[1:], sizes[1:])) if kept < size]
+
+
+def _zero_margin(cols, in_shape, out_sizes):
+    for margin in _margins(cols, in_shape, out_sizes):
+        margin[...] = 0
+
+
+def _shifted_gather(x: Tensor, in_shape, shifts, out_sizes) -> Tensor:
+    """x (N, C, *S) -> (N, C * K, length): row (c, tap) is x_flat[n, c, shift[tap]:][:length],
+    ``length`` the first ``out_sizes[0]`` rows of the grid, its margin zero."""
+    data = x._data.reshape(in_shape)
+    length = out_sizes[0] * math.prod(in_shape[3:])
+    batch, channels = data.shape[:2]
+    flat = data.reshape(batch, channels, -1)
+    reach = max(shifts) + length
+    if reach > flat.shape[-1]:  # the last offsets read past the end: zeros there
+        flat = np.concatenate([flat, np.zeros((batch, channels, reach - flat.shape[-1]), dtype=data.dtype)], -1)
+    cols = np.empty((batch, channels, len(shifts), length), dtype=data.dtype)
+    for tap, shift in enumerate(shifts):
+        cols[:, :, tap] = flat[:, :, shift:shift + length]
+    _zero_margin(cols, in_shape, out_sizes)
+    result = wrap(cols.reshape(batch, channels * len(shifts), length))
+    return _record_shift_op(ShiftedGatherBackward, x, result, in_shape, shifts, out_sizes)
+
+
+def _shifted_scatter(cols: Tensor, in_shape, shifts, out_sizes) -> Tensor:
+    """The adjoint of ``_shifted_gather``: each row added back at its shift, the margin left out."""
+    data = cols._data
+    batch, channels = in_shape[:2]
+    size = math.prod(in_shape[2:])
+    length = out_sizes[0] * math.prod(in_shape[3:])
+    taps = data.reshape(batch, channels, len(shifts), length)
+    # a convolution's column gradient is zero there already (unless its weight is not finite)
+    if any(margin.any() for margin in _margins(taps, in_shape, out_sizes)):
+        taps = taps.copy()
+        _zero_margin(taps, in_shape, out_sizes)
+    flat = np.zeros((batch, channels, max(size, max(shifts) + length)), dtype=data.dtype)
+    for tap, shift in enumerate(shifts):
+        flat[:, :, shift:shift + length] += taps[:, :, tap]
+    result = wrap(np.ascontiguousarray(flat[:, :, :size]).reshape(in_shape))
+    return _record_shift_op(ShiftedScatterBackward, cols, result, in_shape, shifts, out_sizes)
+
+
+def _convolution_unit_stride(x: Tensor, weight: Tensor, dilation, out_sizes) -> Tensor:
+    """One group, stride 1: (O, C*K) @ (N, C*K, grid places), then the output's places kept."""
+    sizes = tuple(x.shape[2:])
+    kernel = tuple(weight.shape[2:])
+    pitches = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+    shifts = tuple(sum(o * d * p for o, d, p in zip(offset, dilation, pitches))
+                   for offset in itertools.product(*[range(k) for k in kernel]))
+    cols = _shifted_gather(x, tuple(x.shape), shifts, tuple(out_sizes))   # N, C*K, out_0 * pitch_0
+    out = weight.reshape(weight.shape[0], -1).matmul(cols)                   # N, O, out_0 * pitch_0
+    out = out.reshape(x.shape[0], weight.shape[0], out_sizes[0], *sizes[1:])
+    if tuple(out_sizes[1:]) != sizes[1:]:
+        out = out[(slice(None), slice(None), slice(None)) + tuple(slice(0, n) for n in out_sizes[1:])]
+    return out
+
+
 def _out_sizes(sizes, kernel, stride, dilation):
     return [(n - d * (k - 1) - 1) // s + 1 for n, k, s, d in zip(sizes, kernel, stride, dilation)]
 
@@ -170,6 +266,11 @@ def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, g
     batch, channels = x.shape[0], x.shape[1]
     out_channels = weight.shape[0]
     group_in, group_out = channels // groups, out_channels // groups
+    if groups == 1 and all(st == 1 for st in stride):
+        out = _convolution_unit_stride(x, weight, dilation, out_sizes)
+        if bias is not None:
+            return out + bias.reshape(1, out_channels, *([1] * nd))
+        return out.contiguous()
     taps = math.prod(kernel)
     places = math.prod(out_sizes)
     cols = window_views(x, kernel, stride, dilation, out_sizes, channels_last=True)  # N, *out, K, C
