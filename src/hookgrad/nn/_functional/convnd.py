@@ -158,8 +158,9 @@ def window_views(x: Tensor, kernel, stride, dilation, out_sizes, channels_last: 
 # At stride 1 every kernel offset is a constant shift of the flattened spatial index of the input.
 # The columns are then taken on the input's own grid: columns[n, c, tap, q] = x_flat[n, c, q + shift],
 # one contiguous copy per offset, for the positions q of the first ``out_0`` rows of the grid. Places
-# whose trailing coordinates run past the output's (the grid's margin) are dropped; their columns
-# are zeros, so that an infinite input value read there cannot reach the weight's gradient (0 * inf).
+# whose trailing coordinates run past the output's (the grid's margin) are dropped. Their columns
+# hold input values and meet zero gradients in the weight's gradient: exact zeros while the input
+# and weight are finite, so non-finite operands take the general path (0 * inf would be NaN).
 class _ShiftOp(Node):
     """Shared geometry of the shifted gather and its adjoint, each the other's backward."""
 
@@ -185,23 +186,9 @@ def _record_shift_op(node_cls, source: Tensor, result: Tensor, in_shape, shifts,
     return result
 
 
-def _margins(cols, in_shape, out_sizes):
-    """Views of the grid places of (N, C, K, length) ``cols`` that lie outside the output."""
-    sizes = tuple(in_shape[2:])
-    grid = cols.reshape(cols.shape[:3] + (out_sizes[0],) + sizes[1:])
-    rest = len(sizes) - 2
-    return [grid[(Ellipsis,) + (slice(None),) * axis + (slice(kept, None),) + (slice(None),) * (rest - axis)]
-            for axis, (kept, size) in enumerate(zip(out_sizes[1:], sizes[1:])) if kept < size]
-
-
-def _zero_margin(cols, in_shape, out_sizes):
-    for margin in _margins(cols, in_shape, out_sizes):
-        margin[...] = 0
-
-
 def _shifted_gather(x: Tensor, in_shape, shifts, out_sizes) -> Tensor:
     """x (N, C, *S) -> (N, C * K, length): row (c, tap) is x_flat[n, c, shift[tap]:][:length],
-    ``length`` the first ``out_sizes[0]`` rows of the grid, its margin zero."""
+    ``length`` the first ``out_sizes[0]`` rows of the grid."""
     data = x._data.reshape(in_shape)
     length = out_sizes[0] * math.prod(in_shape[3:])
     batch, channels = data.shape[:2]
@@ -212,22 +199,17 @@ def _shifted_gather(x: Tensor, in_shape, shifts, out_sizes) -> Tensor:
     cols = np.empty((batch, channels, len(shifts), length), dtype=data.dtype)
     for tap, shift in enumerate(shifts):
         cols[:, :, tap] = flat[:, :, shift:shift + length]
-    _zero_margin(cols, in_shape, out_sizes)
     result = wrap(cols.reshape(batch, channels * len(shifts), length))
     return _record_shift_op(ShiftedGatherBackward, x, result, in_shape, shifts, out_sizes)
 
 
 def _shifted_scatter(cols: Tensor, in_shape, shifts, out_sizes) -> Tensor:
-    """The adjoint of ``_shifted_gather``: each row added back at its shift, the margin left out."""
+    """The adjoint of ``_shifted_gather``: each row added back at its shift."""
     data = cols._data
     batch, channels = in_shape[:2]
     size = math.prod(in_shape[2:])
     length = out_sizes[0] * math.prod(in_shape[3:])
     taps = data.reshape(batch, channels, len(shifts), length)
-    # a convolution's column gradient is zero there already (unless its weight is not finite)
-    if any(margin.any() for margin in _margins(taps, in_shape, out_sizes)):
-        taps = taps.copy()
-        _zero_margin(taps, in_shape, out_sizes)
     flat = np.zeros((batch, channels, max(size, max(shifts) + length)), dtype=data.dtype)
     for tap, shift in enumerate(shifts):
         flat[:, :, shift:shift + length] += taps[:, :, tap]
@@ -266,7 +248,8 @@ def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, g
     batch, channels = x.shape[0], x.shape[1]
     out_channels = weight.shape[0]
     group_in, group_out = channels // groups, out_channels // groups
-    if groups == 1 and all(st == 1 for st in stride):
+    if (groups == 1 and all(st == 1 for st in stride) and np.isfinite(x._data).all()
+            and np.isfinite(weight._data).all()):
         out = _convolution_unit_stride(x, weight, dilation, out_sizes)
         if bias is not None:
             return out + bias.reshape(1, out_channels, *([1] * nd))
