@@ -93,10 +93,10 @@ def _scatter_unit_stride(cols, in_shape, kernel, dilation, out_sizes):
     grid = np.zeros((batch, taps, channels, out_sizes[0]) + sizes[1:], dtype=cols.dtype)
     moved = np.moveaxis(cols, (-2, -1), (1, 2))                        # N, K, C, *out (a view)
     grid[(Ellipsis,) + tuple(slice(0, n) for n in out_sizes[1:])] = moved
-    flat_grid = grid.reshape(batch, taps, channels, -1)
+    flat_grid = grid.reshape(batch, taps, channels, out_sizes[0] * pitches[0])
     span = sum((n - 1) * p for n, p in zip(out_sizes, pitches)) + 1   # last used position + 1
     out = np.zeros(in_shape, dtype=cols.dtype)
-    flat_out = out.reshape(batch, channels, -1)
+    flat_out = out.reshape(batch, channels, math.prod(sizes))
     for tap, offset in enumerate(itertools.product(*[range(k) for k in kernel])):
         shift = sum(o * d * p for o, d, p in zip(offset, dilation, pitches))
         flat_out[:, :, shift:shift + span] += flat_grid[:, tap, :, :span]
@@ -192,7 +192,7 @@ def _shifted_gather(x: Tensor, in_shape, shifts, out_sizes) -> Tensor:
     data = x._data.reshape(in_shape)
     length = out_sizes[0] * math.prod(in_shape[3:])
     batch, channels = data.shape[:2]
-    flat = data.reshape(batch, channels, -1)
+    flat = data.reshape(batch, channels, math.prod(in_shape[2:]))
     reach = max(shifts) + length
     if reach > flat.shape[-1]:  # the last offsets read past the end: zeros there
         flat = np.concatenate([flat, np.zeros((batch, channels, reach - flat.shape[-1]), dtype=data.dtype)], -1)
