@@ -993,6 +993,16 @@ BREADTH = {
         T.native_group_norm(x, w, b, 2, 4, 3, 2, 1e-5)), [(2, 4, 3), (4,), (4,)]),
 }
 EDGE.update(BREADTH)
+# the fused paths of interpolate (one resampling op per axis) and of conv3d at stride 1 (a shifted
+# gather on the input's grid), each op's backward the other of its pair
+EDGE.update({
+    "interpolate_bilinear_and_nearest": (lambda T, x: T.nn.functional.interpolate(x, size=(5, 7), mode="bilinear")
+                                         + T.nn.functional.interpolate(x, size=(5, 7)), [(1, 2, 3, 4)],
+                                         {"gradgradcheck": True}),
+    # composed of recorded ops: what it saves is not torch's one ConvolutionBackward0's
+    "conv3d_stride_one": (lambda T, x, w: T.nn.functional.conv3d(x, w, padding=1, dilation=(1, 2, 1)),
+                          [(1, 2, 4, 5, 3), (3, 2, 2, 2, 2)], {"gradgradcheck": True, "facts": ()}),
+})
 
 # second derivatives of these are compared with finite differences (test_layers_breadth.py)
 BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",

@@ -154,3 +154,14 @@ def test_persample_part_runs_against_opacus(capsys):
         assert w["status"] == "ok", w.get("reason")   # the pre-timing check: same per-sample gradients
         assert w["target"] == 1.5
         _check_ok_workload(w)
+
+
+@pytest.mark.parametrize("name", ["conv3d", "interpolate", "lstm_packed"])
+def test_new_layer_workloads_compute_the_same_on_both(name):
+    import torch
+    import hookgrad
+    w = bench.select([name])[0]
+    assert w.target == 1.5
+    ws = bench._WeightStore()
+    got, want = w.build(hookgrad, ws).check(), w.build(torch, ws).check()
+    assert got == pytest.approx(want, rel=2e-3, abs=1e-4)

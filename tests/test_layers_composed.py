@@ -67,6 +67,35 @@ def test_conv3d_second_derivative():
     scenario()
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(padding=1, dilation=(1, 2, 1)), dict(padding=(0, 1, 2))])
+def test_conv3d_second_derivative_at_stride_one(kw):
+    @differential(rtol=1e-9, atol=1e-10)
+    def scenario(T):
+        x = T.tensor(arr(2, 2, 4, 5, 3), requires_grad=True)
+        w = T.tensor(arr(3, 2, 2, 3, 2, seed=1), requires_grad=True)
+        out = T.nn.functional.conv3d(x, w, **kw)
+        gx, gw = T.autograd.grad((out * out).sum(), (x, w), create_graph=True)
+        return out.is_contiguous(), out, T.autograd.grad((gx * gx).sum() + (gw * gw).sum(), (x, w))
+    scenario()
+
+
+@pytest.mark.parametrize("where", ["input", "weight"])
+def test_conv3d_infinities_reach_only_the_gradients_torch_gives(where):
+    @differential(rtol=1e-9, atol=1e-10)
+    def scenario(T):
+        a, b = arr(1, 2, 5, 5, 5), arr(3, 2, 2, 2, 2, seed=1)
+        if where == "input":
+            a[0, 1, 2, 4, 4], a[0, 0, 4, 1, 4] = np.inf, -np.inf
+        else:
+            b[1, 0, 1, 0, 1] = np.inf
+        x = T.tensor(a, requires_grad=True)
+        w = T.tensor(b, requires_grad=True)
+        out = T.nn.functional.conv3d(x, w, dilation=(1, 2, 1))
+        out.backward(T.ones_like(out))
+        return out, x.grad, w.grad
+    scenario()
+
+
 # ---- pooling ----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("make", [
     lambda T: T.nn.MaxPool3d(2), lambda T: T.nn.MaxPool3d(3, 2, 1, ceil_mode=True),
@@ -208,6 +237,49 @@ def test_interpolate_1d_3d():
         return (catch(F.interpolate, x), catch(F.interpolate, x, size=4, scale_factor=2),
                 catch(F.interpolate, x, size=4, mode="trilinear"),
                 catch(F.interpolate, x, size=4, mode="nearest", align_corners=True))
+    scenario()
+
+
+@pytest.mark.parametrize("kw", [dict(scale_factor=2), dict(size=(5, 2), mode="nearest-exact"),
+                                dict(size=(7, 4), mode="bilinear"),
+                                dict(scale_factor=(2.5, 0.5), mode="bilinear", align_corners=True)])
+def test_interpolate_second_derivative(kw):
+    @differential(rtol=1e-9, atol=1e-10)
+    def scenario(T):
+        x = T.tensor(arr(2, 3, 4, 3), requires_grad=True)
+        out = T.nn.functional.interpolate(x, **kw)
+        (gx,) = T.autograd.grad((out * out * out).sum(), x, create_graph=True)
+        return out, gx, T.autograd.grad((gx * gx).sum(), x)
+    scenario()
+
+
+def test_resampling_adjoint_adds_every_position_once():
+    # regular, irregular and long runs of source indices against np.add.at
+    from hookgrad.nn._functional.composed import _Resampling
+    rng = np.random.default_rng(0)
+    for trial in range(300):
+        n_out = int(rng.integers(1, 40))
+        if trial % 2:
+            index = np.sort(rng.integers(0, int(rng.integers(1, 30)), n_out))
+        else:
+            index = np.minimum(np.arange(n_out) * int(rng.integers(1, 4)) // int(rng.integers(1, 4)), 50)
+        g = rng.standard_normal((2, n_out, 3))
+        want = np.zeros((2, 60, 3))
+        np.add.at(want, (slice(None), index), g)
+        got = _Resampling(1, 60, index, None, None).adjoint(g)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_interpolate_float32_and_infinities():
+    @differential(rtol=1e-5, atol=1e-6)
+    def scenario(T):
+        a = arr(2, 3, 6, 5).astype(np.float32)
+        a[0, 1, 2, 3] = np.inf
+        x = T.tensor(a, requires_grad=True)
+        F = T.nn.functional
+        out = F.interpolate(x, size=(9, 11), mode="bilinear") + F.interpolate(x, size=(9, 11))
+        out.backward(T.ones(out.shape))
+        return out, x.grad
     scenario()
 
 

@@ -130,6 +130,22 @@ def test_recurrent_layers_on_packed_input(cls, batch_first):
     scenario()
 
 
+@pytest.mark.parametrize("cls", ["RNN", "LSTM", "GRU"])
+def test_recurrent_layers_on_packed_input_second_derivative(cls):
+    @differential(rtol=1e-9, atol=1e-11)
+    def scenario(T):
+        layer = getattr(T.nn, cls)(3, 4, bidirectional=True).double()
+        with T.no_grad():
+            for i, p in enumerate(layer.parameters()):
+                p.copy_(T.tensor(arr(*p.shape, seed=30 + i) * 0.4))
+        seqs = [T.tensor(arr(n, 3, seed=40 + n), requires_grad=True) for n in (2, 5, 3)]
+        out, _ = layer(T.nn.utils.rnn.pack_sequence(seqs, enforce_sorted=False))
+        grads = T.autograd.grad(out.data.pow(2).sum(), seqs + [layer.weight_hh_l0], create_graph=True)
+        total = sum((g * g).sum() for g in grads)
+        return grads, T.autograd.grad(total, seqs + [layer.weight_ih_l0_reverse])
+    scenario()
+
+
 # ---- torch.fx ------------------------------------------------------------------------------------------
 def _fx_model(T):
     class Block(T.nn.Module):

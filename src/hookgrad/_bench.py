@@ -373,6 +373,59 @@ def w_cnn_inference(T, ws):
     return Built({"step": step}, check)
 
 
+def w_conv3d(T, ws):
+    conv = ws.apply(T, T.nn.Conv3d(3, 8, 3, padding=1), "conv3d")
+    x = T.tensor(_data("conv3d/x", (4, 3, 16, 16, 16)), requires_grad=True)
+
+    def run():
+        x.grad = None
+        return T.relu(conv(x)).sum()
+
+    built = _fwd_bwd(conv, run)
+    check = built.check
+    # the input's gradient too: conv3d's backward to its input is half of the work
+    built.check = lambda: check() + [x.grad.abs().sum().item()]
+    return built
+
+
+def w_interpolate(T, ws):
+    F = T.nn.functional
+    x = T.tensor(_data("interpolate/x", (8, 16, 32, 32)), requires_grad=True)
+    # weights for the two outputs, so that the gradients are not all ones
+    wb = T.tensor(_data("interpolate/wb", (8, 16, 64, 64)))
+    wn = T.tensor(_data("interpolate/wn", (8, 16, 64, 64)))
+
+    def step():
+        x.grad = None
+        bilinear = F.interpolate(x, size=(64, 64), mode="bilinear", align_corners=False)
+        nearest = F.interpolate(x, scale_factor=2, mode="nearest")
+        loss = (bilinear * wb).sum() + (nearest * wn).sum()
+        loss.backward()
+        return loss
+
+    def check():
+        loss = step()
+        return [loss.item(), x.grad.sum().item(), x.grad.abs().sum().item()]
+
+    return Built({"step": step}, check)
+
+
+def w_lstm_packed(T, ws):
+    rnn_utils = T.nn.utils.rnn
+    lstm = ws.apply(T, T.nn.LSTM(64, 128), "lstm_packed")
+    x = T.tensor(_data("lstm_packed/x", (32, 16, 64)))  # (max len, batch, input)
+    # varied lengths from 32 down to 4, in decreasing order as enforce_sorted wants
+    lengths = T.tensor(np.linspace(32, 4, 16).round().astype(np.int64))
+
+    def run():
+        packed = rnn_utils.pack_padded_sequence(x, lengths)
+        out, (h, c) = lstm(packed)
+        padded, _ = rnn_utils.pad_packed_sequence(out)
+        return (padded * padded).sum() / lengths.sum() + (h * c).mean()
+
+    return _fwd_bwd(lstm, run)
+
+
 N_CALLS = 1000
 
 
@@ -428,6 +481,12 @@ WORKLOADS = [
              w_block_mha, target=1.1),
     Workload(11, "block_manual", "pre-LN block, hand-written attention, fwd+bwd",
              w_block_manual, target=1.1),
+    Workload(12, "conv3d", "Conv3d 3->8 k3, batch 4 of 16^3, ReLU, sum, fwd+bwd", w_conv3d,
+             target=1.5),
+    Workload(13, "interpolate", "interpolate bilinear + nearest, 8x16x32x32 -> 64x64, fwd+bwd",
+             w_interpolate, target=1.5),
+    Workload(14, "lstm_packed", "LSTM in64 h128 over packed batch 16, lengths 32..4, fwd+bwd",
+             w_lstm_packed, target=1.5),
 ]
 
 

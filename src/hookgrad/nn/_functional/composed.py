@@ -9,7 +9,10 @@ import math
 import numpy as np
 
 import hookgrad
-from ..._tensor import Tensor
+from ..._ops._base import GRAD
+from ..._ops._declare import record_op
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
 from ..._ops import _dtype_rules as _rules
 from .conv import _tuple
 
@@ -180,6 +183,123 @@ def _source_positions(n_in, n_out, factor, align_corners, mode):
     return np.maximum((dst + 0.5) * scale - 0.5, 0.0)
 
 
+class _Resampling:
+    """A separable resampling along one axis: ``out[o] = x[low[o]] * (1 - w[o]) + x[high[o]] * w[o]``
+    (``w`` None: nearest, ``out[o] = x[low[o]]``), both terms always evaluated, as torch's kernel
+    does (an infinite neighbour with weight 0 gives NaN there too). The indices never decrease along
+    the output, which the adjoint's passes over runs of equal indices rely on."""
+
+    __slots__ = ("axis", "n_in", "low", "high", "weight", "_runs")
+
+    def __init__(self, axis, n_in, low, high, weight):
+        self.axis, self.n_in, self.low, self.high, self.weight = axis, n_in, low, high, weight
+        self._runs = {}
+
+    def apply(self, data):
+        below = data.take(self.low, axis=self.axis)
+        if self.weight is None:
+            return below
+        above = data.take(self.high, axis=self.axis)
+        weight = self.weight.astype(data.dtype, copy=False)
+        return below * (1 - weight) + above * weight
+
+    def _add_back(self, out, g, index):
+        """``out[index[o]] += g[o]`` along the axis, for a non-decreasing ``index``: in passes, the
+        k-th member of every run of equal indices in pass k, so that no pass has a repeated target
+        (an upsampling by r takes r passes; ``np.add.at`` was ten times slower). Where a pass's
+        positions and targets both advance in steps of a constant size, it adds slices (views)."""
+        key = id(index)
+        if key not in self._runs:
+            self._runs[key] = [_as_slices(positions, targets) for positions, targets in _passes(index)]
+        where = [slice(None)] * out.ndim
+        read = [slice(None)] * out.ndim
+        for pieces in self._runs[key]:
+            if isinstance(pieces, tuple):  # irregular: fancy indices
+                positions, targets = pieces
+                where[self.axis] = targets
+                out[tuple(where)] += g.take(positions, axis=self.axis)
+                continue
+            for source, target in pieces:
+                read[self.axis], where[self.axis] = source, target
+                out[tuple(where)] += g[tuple(read)]
+
+    def adjoint(self, g):
+        shape = list(g.shape)
+        shape[self.axis] = self.n_in
+        out = np.zeros(shape, dtype=g.dtype)
+        if self.weight is None:
+            self._add_back(out, g, self.low)
+            return out
+        weight = self.weight.astype(g.dtype, copy=False)
+        self._add_back(out, g * (1 - weight), self.low)
+        self._add_back(out, g * weight, self.high)
+        return out
+
+
+def _passes(index):
+    """(positions, targets) of the k-th member of every run of equal values in ``index``, per k."""
+    new_run = np.concatenate(([True], index[1:] != index[:-1]))
+    starts = np.flatnonzero(new_run)
+    rank = np.arange(len(index)) - starts[np.cumsum(new_run) - 1]
+    return [(np.flatnonzero(rank == k), index[rank == k]) for k in range(int(rank.max()) + 1)]
+
+
+def _as_slices(positions, targets, most=8):
+    """``positions``/``targets`` as at most ``most`` pairs of slices with constant steps, or the
+    arrays themselves where they are too irregular."""
+    pieces, start, n = [], 0, len(positions)
+    while start < n:
+        end = start + 1
+        if end < n:
+            dp, dt = positions[end] - positions[start], targets[end] - targets[start]
+            if dp > 0 and dt > 0:
+                while (end + 1 < n and positions[end + 1] - positions[end] == dp
+                       and targets[end + 1] - targets[end] == dt):
+                    end += 1
+                end += 1
+            else:
+                dp = dt = 1
+        else:
+            dp = dt = 1
+        count = end - start
+        pieces.append((slice(int(positions[start]), int(positions[start]) + dp * (count - 1) + 1, int(dp)),
+                       slice(int(targets[start]), int(targets[start]) + dt * (count - 1) + 1, int(dt))))
+        if len(pieces) > most:
+            return positions, targets
+        start = end
+    return pieces
+
+
+class ResampleBackward(Node):
+    __slots__ = ("resampling",)
+
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _resample_adjoint(g, self.resampling),)
+
+
+class ResampleAdjointBackward(Node):
+    __slots__ = ("resampling",)
+
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _resample(g, self.resampling),)
+
+
+def _recorded(node_cls, source: Tensor, result: Tensor, resampling: _Resampling) -> Tensor:
+    if GRAD.enabled and source._requires_grad:
+        record_op(node_cls, (source,), result).resampling = resampling
+    return result
+
+
+def _resample(x: Tensor, resampling: _Resampling) -> Tensor:
+    return _recorded(ResampleBackward, x, wrap(resampling.apply(x._data)), resampling)
+
+
+def _resample_adjoint(g: Tensor, resampling: _Resampling) -> Tensor:
+    return _recorded(ResampleAdjointBackward, g, wrap(resampling.adjoint(g._data)), resampling)
+
+
 def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Tensor:
     """Nearest, nearest-exact, (bi/tri)linear and area resampling of the spatial dims (separable)."""
@@ -204,18 +324,29 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", ali
         from .poolnd import adaptive_pool_nd
         return adaptive_pool_nd(input, out_sizes, nd, "mean", "adaptive_avg_pool")
     out = input
-    for axis in range(nd):
+    # float32/float64 resample in one recorded op per axis; other dtypes through the tensor ops,
+    # whose dtype rules (half precision, integers) they follow
+    fused = input._data.dtype in (np.float32, np.float64)
+    # the last axis first, as torch's kernel nests its sums (it decides where NaNs from infinities go)
+    for axis in (reversed(range(nd)) if fused else range(nd)):
         dim = 2 + axis
         n_in = input.shape[dim]
         src = _source_positions(n_in, out_sizes[axis], factors[axis], bool(align_corners), mode)
         if mode in ("nearest", "nearest-exact"):
-            out = out.index_select(dim, hookgrad.tensor(src, dtype=hookgrad.int64))
+            if fused:
+                out = _resample(out, _Resampling(dim, n_in, src, None, None))
+            else:
+                out = out.index_select(dim, hookgrad.tensor(src, dtype=hookgrad.int64))
             continue
         low = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
         high = np.minimum(low + 1, n_in - 1)
         frac = src - low
         shape = [1] * input.dim()
         shape[dim] = len(src)
+        if fused:
+            # the fraction rounded to the input's dtype, as the tensor ops below would hold it
+            out = _resample(out, _Resampling(dim, n_in, low, high, frac.astype(input._data.dtype).reshape(shape)))
+            continue
         weight_high = hookgrad.tensor(frac.reshape(shape), dtype=input.dtype)
         below = out.index_select(dim, hookgrad.tensor(low, dtype=hookgrad.int64))
         above = out.index_select(dim, hookgrad.tensor(high, dtype=hookgrad.int64))

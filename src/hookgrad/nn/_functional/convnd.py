@@ -13,8 +13,13 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
+
 import hookgrad
-from ..._tensor import Tensor
+from ..._ops._base import GRAD
+from ..._ops._declare import record_op
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
 from .conv import _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
@@ -38,16 +43,193 @@ def _pad_spatial(x: Tensor, pairs, value=0.0) -> Tensor:
     return x
 
 
-def window_views(x: Tensor, kernel, stride, dilation, out_sizes) -> Tensor:
-    """Stack one strided view of the spatial dims of ``x`` (N, C, *S) per kernel offset: (N, C, K, *out)."""
-    views = []
-    for offset in itertools.product(*[range(k) for k in kernel]):
+def _gather_windows_np(data, kernel, stride, dilation, out_sizes, channels_last):
+    nd, taps = len(kernel), math.prod(kernel)
+    if channels_last:
+        # (N, *out, *K, C) read from a channels-last copy of the input: the innermost run of every
+        # window (its last kernel dim with the channels, at stride and dilation 1) lies together
+        source = np.ascontiguousarray(np.moveaxis(data, 1, -1))
+        spatial = source.strides[1:-1]
+        shape = (data.shape[0],) + tuple(out_sizes) + tuple(kernel) + (data.shape[1],)
+        strides = ((source.strides[0],) + tuple(st * s for st, s in zip(spatial, stride))
+                   + tuple(st * d for st, d in zip(spatial, dilation)) + (source.strides[-1],))
+        view = np.lib.stride_tricks.as_strided(source, shape, strides, writeable=False)
+        return np.ascontiguousarray(view).reshape(shape[:1 + nd] + (taps, data.shape[1]))
+    spatial = data.strides[2:]
+    shape = data.shape[:2] + tuple(kernel) + tuple(out_sizes)
+    strides = (data.strides[:2] + tuple(st * d for st, d in zip(spatial, dilation))
+               + tuple(st * s for st, s in zip(spatial, stride)))
+    view = np.lib.stride_tricks.as_strided(data, shape, strides, writeable=False)
+    return np.ascontiguousarray(view).reshape(data.shape[:2] + (taps,) + tuple(out_sizes))
+
+
+def _scatter_windows_np(cols, in_shape, kernel, stride, dilation, out_sizes, channels_last):
+    """The adjoint of the gather: every window's values added back where they were read from."""
+    if channels_last and all(s == 1 for s in stride):
+        return _scatter_unit_stride(cols, in_shape, kernel, dilation, out_sizes)
+    if channels_last:
+        # (N, *out, K, C) -> (N, K, C, *out) first: the adds then run along whole output rows
+        # (adding into channels-last planes with runs of C values was five times slower)
+        cols = np.ascontiguousarray(np.moveaxis(cols, (-2, -1), (1, 2)))
+    out = np.zeros(in_shape, dtype=cols.dtype)
+    for tap, offset in enumerate(itertools.product(*[range(k) for k in kernel])):
         index = [slice(None), slice(None)]
         for o, s, d, n in zip(offset, stride, dilation, out_sizes):
-            start = o * d
-            index.append(slice(start, start + s * (n - 1) + 1, s))
-        views.append(x[tuple(index)])
-    return hookgrad.stack(views, 2)
+            index.append(slice(o * d, o * d + s * (n - 1) + 1, s))
+        out[tuple(index)] += cols[:, tap] if channels_last else cols[:, :, tap]
+    return out
+
+
+def _scatter_unit_stride(cols, in_shape, kernel, dilation, out_sizes):
+    """The scatter of (N, *out, K, C) columns at stride 1, one flat add per kernel offset.
+
+    The columns are first laid on a grid with the input's row pitches (N, K, C, out_0, *S[1:]), so
+    that every kernel offset is a constant shift of the flattened spatial index: one add of a long
+    contiguous run per offset, where adding box by box ran NumPy's inner loop over rows of
+    ``out[-1]`` values only. The grid's unused margin is zeros."""
+    batch, channels, sizes = in_shape[0], in_shape[1], tuple(in_shape[2:])
+    nd, taps = len(kernel), math.prod(kernel)
+    pitches = [math.prod(sizes[i + 1:]) for i in range(nd)]
+    grid = np.zeros((batch, taps, channels, out_sizes[0]) + sizes[1:], dtype=cols.dtype)
+    moved = np.moveaxis(cols, (-2, -1), (1, 2))                        # N, K, C, *out (a view)
+    grid[(Ellipsis,) + tuple(slice(0, n) for n in out_sizes[1:])] = moved
+    flat_grid = grid.reshape(batch, taps, channels, out_sizes[0] * pitches[0])
+    span = sum((n - 1) * p for n, p in zip(out_sizes, pitches)) + 1   # last used position + 1
+    out = np.zeros(in_shape, dtype=cols.dtype)
+    flat_out = out.reshape(batch, channels, math.prod(sizes))
+    for tap, offset in enumerate(itertools.product(*[range(k) for k in kernel])):
+        shift = sum(o * d * p for o, d, p in zip(offset, dilation, pitches))
+        flat_out[:, :, shift:shift + span] += flat_grid[:, tap, :, :span]
+    return out
+
+
+class _WindowOp(Node):
+    """Shared geometry of the window gather and its adjoint, each the other's backward."""
+
+    __slots__ = ("in_shape", "kernel", "stride", "dilation", "out_sizes", "channels_last")
+
+    def _geometry(self):
+        return self.in_shape, self.kernel, self.stride, self.dilation, self.out_sizes, self.channels_last
+
+
+class WindowGatherBackward(_WindowOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _scatter_windows(g, *self._geometry()),)
+
+
+class WindowScatterBackward(_WindowOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _gather_windows(g, *self._geometry()[1:]),)
+
+
+def _record_window_op(node_cls, source: Tensor, result: Tensor, *geometry):
+    if GRAD.enabled and source._requires_grad:
+        node = record_op(node_cls, (source,), result)
+        (node.in_shape, node.kernel, node.stride, node.dilation, node.out_sizes,
+         node.channels_last) = geometry
+    return result
+
+
+def _gather_windows(x: Tensor, kernel, stride, dilation, out_sizes, channels_last) -> Tensor:
+    cols = wrap(_gather_windows_np(x._data, kernel, stride, dilation, out_sizes, channels_last))
+    return _record_window_op(WindowGatherBackward, x, cols, x._data.shape, kernel, stride, dilation, out_sizes,
+                             channels_last)
+
+
+def _scatter_windows(cols: Tensor, in_shape, kernel, stride, dilation, out_sizes, channels_last) -> Tensor:
+    out = wrap(_scatter_windows_np(cols._data, in_shape, kernel, stride, dilation, out_sizes, channels_last))
+    return _record_window_op(WindowScatterBackward, cols, out, in_shape, kernel, stride, dilation, out_sizes,
+                             channels_last)
+
+
+def window_views(x: Tensor, kernel, stride, dilation, out_sizes, channels_last: bool = False) -> Tensor:
+    """One window of the spatial dims of ``x`` (N, C, *S) per kernel offset: (N, C, K, *out), or
+    with ``channels_last`` (N, *out, K, C), the rows a convolution multiplies with its weight.
+
+    One strided copy, recorded as a single op whose backward adds the windows back (a loop over the
+    kernel offsets in NumPy); the two are each other's backward, so higher derivatives exist."""
+    kernel, stride, dilation = tuple(kernel), tuple(stride), tuple(dilation)
+    return _gather_windows(x, kernel, stride, dilation, tuple(out_sizes), channels_last)
+
+
+# ---- stride-1 convolution on the flattened grid --------------------------------------------------
+# At stride 1 every kernel offset is a constant shift of the flattened spatial index of the input.
+# The columns are then taken on the input's own grid: columns[n, c, tap, q] = x_flat[n, c, q + shift],
+# one contiguous copy per offset, for the positions q of the first ``out_0`` rows of the grid. Places
+# whose trailing coordinates run past the output's (the grid's margin) are dropped. Their columns
+# hold input values and meet zero gradients in the weight's gradient: exact zeros while the input
+# and weight are finite, so non-finite operands take the general path (0 * inf would be NaN).
+class _ShiftOp(Node):
+    """Shared geometry of the shifted gather and its adjoint, each the other's backward."""
+
+    __slots__ = ("in_shape", "shifts", "out_sizes")
+
+
+class ShiftedGatherBackward(_ShiftOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _shifted_scatter(g, self.in_shape, self.shifts, self.out_sizes),)
+
+
+class ShiftedScatterBackward(_ShiftOp):
+    def apply(self, grads):
+        g = grads[0]
+        return (None if g is None else _shifted_gather(g, self.in_shape, self.shifts, self.out_sizes),)
+
+
+def _record_shift_op(node_cls, source: Tensor, result: Tensor, in_shape, shifts, out_sizes) -> Tensor:
+    if GRAD.enabled and source._requires_grad:
+        node = record_op(node_cls, (source,), result)
+        node.in_shape, node.shifts, node.out_sizes = in_shape, shifts, out_sizes
+    return result
+
+
+def _shifted_gather(x: Tensor, in_shape, shifts, out_sizes) -> Tensor:
+    """x (N, C, *S) -> (N, C * K, length): row (c, tap) is x_flat[n, c, shift[tap]:][:length],
+    ``length`` the first ``out_sizes[0]`` rows of the grid."""
+    data = x._data.reshape(in_shape)
+    length = out_sizes[0] * math.prod(in_shape[3:])
+    batch, channels = data.shape[:2]
+    flat = data.reshape(batch, channels, math.prod(in_shape[2:]))
+    reach = max(shifts) + length
+    if reach > flat.shape[-1]:  # the last offsets read past the end: zeros there
+        flat = np.concatenate([flat, np.zeros((batch, channels, reach - flat.shape[-1]), dtype=data.dtype)], -1)
+    cols = np.empty((batch, channels, len(shifts), length), dtype=data.dtype)
+    for tap, shift in enumerate(shifts):
+        cols[:, :, tap] = flat[:, :, shift:shift + length]
+    result = wrap(cols.reshape(batch, channels * len(shifts), length))
+    return _record_shift_op(ShiftedGatherBackward, x, result, in_shape, shifts, out_sizes)
+
+
+def _shifted_scatter(cols: Tensor, in_shape, shifts, out_sizes) -> Tensor:
+    """The adjoint of ``_shifted_gather``: each row added back at its shift."""
+    data = cols._data
+    batch, channels = in_shape[:2]
+    size = math.prod(in_shape[2:])
+    length = out_sizes[0] * math.prod(in_shape[3:])
+    taps = data.reshape(batch, channels, len(shifts), length)
+    flat = np.zeros((batch, channels, max(size, max(shifts) + length)), dtype=data.dtype)
+    for tap, shift in enumerate(shifts):
+        flat[:, :, shift:shift + length] += taps[:, :, tap]
+    result = wrap(np.ascontiguousarray(flat[:, :, :size]).reshape(in_shape))
+    return _record_shift_op(ShiftedScatterBackward, cols, result, in_shape, shifts, out_sizes)
+
+
+def _convolution_unit_stride(x: Tensor, weight: Tensor, dilation, out_sizes) -> Tensor:
+    """One group, stride 1: (O, C*K) @ (N, C*K, grid places), then the output's places kept."""
+    sizes = tuple(x.shape[2:])
+    kernel = tuple(weight.shape[2:])
+    pitches = [math.prod(sizes[i + 1:]) for i in range(len(sizes))]
+    shifts = tuple(sum(o * d * p for o, d, p in zip(offset, dilation, pitches))
+                   for offset in itertools.product(*[range(k) for k in kernel]))
+    cols = _shifted_gather(x, tuple(x.shape), shifts, tuple(out_sizes))   # N, C*K, out_0 * pitch_0
+    out = weight.reshape(weight.shape[0], -1).matmul(cols)                   # N, O, out_0 * pitch_0
+    out = out.reshape(x.shape[0], weight.shape[0], out_sizes[0], *sizes[1:])
+    if tuple(out_sizes[1:]) != sizes[1:]:
+        out = out[(slice(None), slice(None), slice(None)) + tuple(slice(0, n) for n in out_sizes[1:])]
+    return out
 
 
 def _out_sizes(sizes, kernel, stride, dilation):
@@ -66,15 +248,22 @@ def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, g
     batch, channels = x.shape[0], x.shape[1]
     out_channels = weight.shape[0]
     group_in, group_out = channels // groups, out_channels // groups
+    if (groups == 1 and all(st == 1 for st in stride) and np.isfinite(x._data).all()
+            and np.isfinite(weight._data).all()):
+        out = _convolution_unit_stride(x, weight, dilation, out_sizes)
+        if bias is not None:
+            return out + bias.reshape(1, out_channels, *([1] * nd))
+        return out.contiguous()
     taps = math.prod(kernel)
     places = math.prod(out_sizes)
-    cols = window_views(x, kernel, stride, dilation, out_sizes)             # N, C, K, *out
-    cols = cols.reshape(batch, groups, group_in * taps, places).permute(1, 0, 3, 2)
-    cols = cols.reshape(groups, batch * places, group_in * taps)
-    w = weight.reshape(groups, group_out, group_in * taps).transpose(1, 2)  # G, C/G*K, O/G
+    cols = window_views(x, kernel, stride, dilation, out_sizes, channels_last=True)  # N, *out, K, C
+    cols = cols.reshape(batch * places, taps, groups, group_in).permute(2, 0, 1, 3)
+    cols = cols.reshape(groups, batch * places, taps * group_in)            # G, N*L, K*C/G
+    w = weight.reshape(groups, group_out, group_in, taps).permute(0, 3, 2, 1)
+    w = w.reshape(groups, taps * group_in, group_out)                        # G, K*C/G, O/G
     out = cols.matmul(w)                                                     # G, N*L, O/G
-    out = out.reshape(groups, batch, places, group_out).permute(1, 0, 3, 2)
-    out = out.reshape(batch, out_channels, *out_sizes)
+    out = out.permute(1, 0, 2).reshape(batch, *out_sizes, out_channels)
+    out = out.movedim(-1, 1).contiguous()
     if bias is not None:
         out = out + bias.reshape(1, out_channels, *([1] * nd))
     return out

@@ -126,6 +126,10 @@ class _NumpyOps:
     def zeros(like):
         return np.zeros_like(like)
 
+    @staticmethod
+    def zero_rows(like, count):
+        return np.zeros((count,) + like.shape[1:], dtype=like.dtype)
+
 
 class _TensorOps:
     sigmoid = staticmethod(lambda x: x.sigmoid())
@@ -137,19 +141,30 @@ class _TensorOps:
     t = staticmethod(lambda x: x.t())
     t_for_matmul = t
     zeros = staticmethod(lambda like: hookgrad.zeros_like(like))
+    zero_rows = staticmethod(lambda like, count: hookgrad.zeros(count, *like.shape[1:], dtype=like.dtype))
 
 
-def _steps_forward(ops, mode, hidden, xp, h, c, w_hh, b_hh, order):
-    """Run the recurrence over the per-step projections ``xp[t]``; returns (outputs, h, c, cache)."""
+def _steps_forward(ops, mode, hidden, xp, h, c, w_hh, b_hh, order, active=None):
+    """Run the recurrence over the per-step projections ``xp[t]``; returns (outputs, h, c, cache).
+
+    ``active`` (packed sequences, rows sorted by decreasing length): at step t only the first
+    ``active[t]`` rows advance; the others keep their state, and their output is zero.
+    """
     H = hidden
     w_t = ops.t_for_matmul(w_hh)
     # the time loop's products are small: one BLAS thread (set once here, not per product)
     _blas.use_threads_for(h.shape[0] * w_hh.shape[0] * w_hh.shape[1] if h.ndim == 2 else 0)
     outs = [None] * len(xp)
     cache = [None] * len(xp)
+    batch = h.shape[0]
     for t in order:
+        rows = batch if active is None else active[t]
+        x_t = xp[t]
+        if rows < batch:
+            h_rest, c_rest = h[rows:], (c[rows:] if c is not None else None)
+            h, c, x_t = h[:rows], (c[:rows] if c is not None else None), x_t[:rows]
         if mode == "LSTM":
-            gates = xp[t] + h @ w_t
+            gates = x_t + h @ w_t
             s = ops.sigmoid(gates)
             i, f, o = s[:, :H], s[:, H:2 * H], s[:, 3 * H:]
             g = ops.tanh(gates[:, 2 * H:3 * H])
@@ -161,7 +176,6 @@ def _steps_forward(ops, mode, hidden, xp, h, c, w_hh, b_hh, order):
             hp = h @ w_t
             if b_hh is not None:
                 hp = hp + b_hh
-            x_t = xp[t]
             rz = ops.sigmoid(x_t[:, :2 * H] + hp[:, :2 * H])
             r, z = rz[:, :H], rz[:, H:]
             hn = hp[:, 2 * H:]
@@ -169,25 +183,36 @@ def _steps_forward(ops, mode, hidden, xp, h, c, w_hh, b_hh, order):
             cache[t] = (h, r, z, n, hn)
             h = n + z * (h - n)
         else:
-            pre = xp[t] + h @ w_t
+            pre = x_t + h @ w_t
             h_new = ops.tanh(pre) if mode == "RNN_TANH" else ops.relu(pre)
             cache[t] = (h, h_new)
             h = h_new
-        outs[t] = h
+        if rows < batch:
+            outs[t] = ops.cat([h, ops.zero_rows(h, batch - rows)], 0)
+            h = ops.cat([h, h_rest], 0)
+            c = ops.cat([c, c_rest], 0) if c is not None else None
+        else:
+            outs[t] = h
     return outs, h, c, cache
 
 
-def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order):
+def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order, active=None):
     """Backpropagation through time; returns (d xp per step, d h0, d c0, d w_hh, d b_hh).
 
-    The recurrent weight's gradient is one matmul over all steps at the end.
+    The recurrent weight's gradient is one matmul over all steps at the end. ``active`` as in
+    ``_steps_forward``: rows that did not advance at a step pass their gradients through.
     """
     dxp = [None] * len(cache)
     dhps, h_prevs = [], []
     _blas.use_threads_for(dh.shape[0] * w_hh.shape[0] * w_hh.shape[1] if dh.ndim == 2 else 0)
+    batch = dh.shape[0]
     for t in reversed(order):
+        rows = batch if active is None else active[t]
+        if rows < batch:
+            dh_rest, dc_rest = dh[rows:], (dc[rows:] if dc is not None else None)
+            dh, dc = dh[:rows], (dc[:rows] if dc is not None else None)
         if d_outs is not None:
-            dh = dh + d_outs[t]
+            dh = dh + (d_outs[t][:rows] if rows < batch else d_outs[t])
         if mode == "LSTM":
             h_prev, c_prev, s, g, tc = cache[t]
             H = g.shape[1]
@@ -214,6 +239,10 @@ def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order):
             dpre = dh * (1 - h_new * h_new) if mode == "RNN_TANH" else dh * ops.relu_grad(h_new)
             dxp[t] = dhp = dpre
             dh = dpre @ w_hh
+        if rows < batch:
+            dxp[t] = ops.cat([dxp[t], ops.zero_rows(dxp[t], batch - rows)], 0)
+            dh = ops.cat([dh, dh_rest], 0)
+            dc = ops.cat([dc, dc_rest], 0) if dc is not None else None
         dhps.append(dhp)
         h_prevs.append(h_prev)
     all_dhp = ops.cat(dhps, 0)
@@ -225,7 +254,7 @@ def _steps_backward(ops, mode, cache, d_outs, dh, dc, w_hh, order):
 class _RecurrentLayerBackward(Node):
     """One layer, one direction of a recurrent layer: inputs (x, w_ih, w_hh, b_ih, b_hh, h0[, c0])."""
 
-    __slots__ = ("mode", "hidden", "time_dim", "reverse", "cache", "_num_outputs")
+    __slots__ = ("mode", "hidden", "time_dim", "reverse", "active", "cache", "_num_outputs")
 
     def release_variables(self) -> None:
         super().release_variables()
@@ -241,7 +270,8 @@ class _RecurrentLayerBackward(Node):
         if GRAD.enabled:  # create_graph: the backward must itself be differentiable
             ops = _TensorOps
             xp = _project(x, w_ih, b_ih, b_hh, self.mode, Tensor).unbind(self.time_dim)
-            _, _, _, cache = _steps_forward(ops, self.mode, self.hidden, xp, h0, c0, w_hh, b_hh, order)
+            _, _, _, cache = _steps_forward(ops, self.mode, self.hidden, xp, h0, c0, w_hh, b_hh, order,
+                                            self.active)
             zeros = hookgrad.zeros_like
             unwrap = lambda t: t  # noqa: E731
             wrap_ = lambda a: a  # noqa: E731
@@ -260,7 +290,8 @@ class _RecurrentLayerBackward(Node):
         d_outs = None
         if d_out is not None:
             d_outs = [d_out[:, t] for t in range(steps)] if self.time_dim == 1 else [d_out[t] for t in range(steps)]
-        dxp, dh0, dc0, dw_hh, db_hh = _steps_backward(ops, self.mode, cache, d_outs, dh, dc, w_hh, order)
+        dxp, dh0, dc0, dw_hh, db_hh = _steps_backward(ops, self.mode, cache, d_outs, dh, dc, w_hh, order,
+                                                      self.active)
         dxp = ops.stack(dxp, self.time_dim)                                   # laid out like x
         need = [fn is not None for fn, _ in self.next_functions]
         gate_size = dxp.shape[-1]
@@ -303,8 +334,9 @@ def _project(x, w_ih, b_ih, b_hh, mode, kind):
     return xp
 
 
-def _fused_layer(mode, hidden, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, time_dim):
-    """One layer and direction: the NumPy time loop and, when autograd needs it, one graph node."""
+def _fused_layer(mode, hidden, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, time_dim, active=None):
+    """One layer and direction: the NumPy time loop and, when autograd needs it, one graph node.
+    ``active``: rows advancing per step, for packed sequences (see ``_steps_forward``)."""
     xd = x._data
     steps = xd.shape[time_dim]
     order = range(steps - 1, -1, -1) if reverse else range(steps)
@@ -313,7 +345,7 @@ def _fused_layer(mode, hidden, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, time_
     xp_steps = [xp[:, t] for t in range(steps)] if time_dim == 1 else list(xp)
     c0d = c0._data if c0 is not None else None
     outs, h, c, cache = _steps_forward(_NumpyOps, mode, hidden, xp_steps, h0._data, c0d, w_hh._data,
-                                       None if (b_hh is None or mode != "GRU") else b_hh._data, order)
+                                       None if (b_hh is None or mode != "GRU") else b_hh._data, order, active)
     out = wrap(np.stack(outs, time_dim))
     h_t = wrap(np.ascontiguousarray(h))
     c_t = wrap(np.ascontiguousarray(c)) if c is not None else None
@@ -321,6 +353,7 @@ def _fused_layer(mode, hidden, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, time_
     if any_requires_grad(*inputs):
         node = _LAYER_NODES[mode](tuple(edge(t) for t in inputs))
         node.mode, node.hidden, node.time_dim, node.reverse = mode, hidden, time_dim, reverse
+        node.active = active
         node.cache = cache
         node._num_outputs = 3 if c_t is not None else 2  # the engine sizes gradient buffers by this
         node.save(*inputs)
@@ -490,13 +523,15 @@ class RNNBase(Module):
             outputs[t] = h
         return hookgrad.stack(outputs, time_dim), h, c
 
-    def _run_layers(self, x: Tensor, hx: Tensor, cx):
+    def _run_layers(self, x: Tensor, hx: Tensor, cx, active=None):
         """All layers and directions on the 3-D input; returns (output, h_n, c_n).
 
         The batch-first layout is kept through all layers, so no transposed copies are made and
-        the output is contiguous in either layout.
+        the output is contiguous in either layout. ``active`` (packed sequences): ``x`` is
+        time-major whatever ``batch_first`` says, its rows sorted by decreasing length, and
+        ``active[t]`` rows advance at step t.
         """
-        time_dim = 1 if self.batch_first else 0
+        time_dim = 1 if (self.batch_first and active is None) else 0
         directions = 2 if self.bidirectional else 1
         flat = self._flat_weights
         per_dir = len(flat) // (self.num_layers * directions)
@@ -515,7 +550,8 @@ class RNNBase(Module):
                 else:
                     w_ih, w_hh, b_ih, b_hh = weights if self.bias else (weights[0], weights[1], None, None)
                     out, h, c = _fused_layer(self.mode, self.hidden_size, x, w_ih, w_hh, b_ih, b_hh, h0[idx],
-                                             c0[idx] if c0 is not None else None, direction == 1, time_dim)
+                                             c0[idx] if c0 is not None else None, direction == 1, time_dim,
+                                             active)
                 outs.append(out)
                 h_n.append(h)
                 c_n.append(c)
@@ -545,6 +581,8 @@ class RNNBase(Module):
             self.check_forward_args(padded.transpose(0, 1) if self.batch_first else padded, (hx, cx))
         else:
             self.check_forward_args(padded.transpose(0, 1) if self.batch_first else padded, hx)
+        if self.proj_size == 0:
+            return self._forward_packed_batched(packed, padded, hx, cx)
         outputs, h_n, c_n = [], [], []
         for b, length in enumerate(lengths):
             x = padded[:length, b:b + 1]
@@ -564,6 +602,29 @@ class RNNBase(Module):
         h_n = hookgrad.cat(h_n, 1)
         if is_lstm:
             return output, (h_n, hookgrad.cat(c_n, 1))
+        return output, h_n
+
+    def _forward_packed_batched(self, packed, padded, hx, cx):
+        """All sequences at once, in the packed (decreasing length) order: at step t the first
+        ``batch_sizes[t]`` rows advance and the others keep their state."""
+        from ..utils.rnn import PackedSequence
+        batch_sizes = [int(v) for v in packed.batch_sizes.tolist()]
+        steps, batch = len(batch_sizes), padded.size(1)
+        sorted_indices, unsorted_indices = packed.sorted_indices, packed.unsorted_indices
+        if sorted_indices is not None:
+            padded = padded.index_select(1, sorted_indices)
+            hx = hx.index_select(1, sorted_indices)
+            cx = cx.index_select(1, sorted_indices) if cx is not None else None
+        out, h_n, c_n = self._run_layers(padded[:steps], hx, cx, active=batch_sizes)
+        # the packed rows of the time-major output: step t holds rows 0 .. batch_sizes[t] - 1
+        rows = np.concatenate([np.arange(n) + t * batch for t, n in enumerate(batch_sizes)])
+        data = out.reshape(steps * batch, out.size(-1)).index_select(0, hookgrad.tensor(rows))
+        output = PackedSequence(data, packed.batch_sizes, sorted_indices, unsorted_indices)
+        if unsorted_indices is not None:
+            h_n = h_n.index_select(1, unsorted_indices)
+            c_n = c_n.index_select(1, unsorted_indices) if c_n is not None else None
+        if self.mode == "LSTM":
+            return output, (h_n, c_n)
         return output, h_n
 
     def _prepare(self, input: Tensor, name: str):
