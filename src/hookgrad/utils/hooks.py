@@ -78,12 +78,19 @@ class RemovableHandle:
 _registration_sites: dict = {}
 
 
+# hookgrad's own programs register hooks as a user's script does: their lines are the sites
+_PROGRAMS = frozenset(("hookgrad.demo", "hookgrad._bench", "hookgrad._bench_ddp"))
+
+
 def _in_hookgrad(module_name: str) -> bool:
-    return module_name.startswith("hookgrad") and (len(module_name) == 8 or module_name[8] == ".")
+    return module_name.startswith("hookgrad") and (len(module_name) == 8 or module_name[8] == ".") \
+        and module_name not in _PROGRAMS
 
 
 # the code objects of hookgrad's own functions met in that walk (a module's name is looked at once)
 _hookgrad_code: set = set()
+# and of the callers' functions outside it (user code registers hooks from the same lines again)
+_outside_code: set = set()
 
 
 def _forget_registry(key: int) -> None:
@@ -104,10 +111,13 @@ def note_registration(registry: Any, handle_id: int, prepend: bool = False, hold
             watcher(registry, handle_id, holder)
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_code not in _hookgrad_code:
-            if not _in_hookgrad(frame.f_globals.get("__name__") or ""):
+        code = frame.f_code
+        if code not in _hookgrad_code:
+            if code in _outside_code or not _in_hookgrad(frame.f_globals.get("__name__") or ""):
+                if len(_outside_code) < 4096:  # a bounded cache of the callers' code objects
+                    _outside_code.add(code)
                 break
-            _hookgrad_code.add(frame.f_code)
+            _hookgrad_code.add(code)
         frame = frame.f_back
     site = None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
     key = id(registry)
