@@ -360,3 +360,24 @@ def test_copy_forms_of_the_part_views(T):
     complex_copy[0] = 9j
     return [copy, copy._base is None, copy.is_contiguous(), z.grad, complex_copy, pairs,
             catch(T.view_as_complex_copy, T.ones(3, 2, requires_grad=True))]
+
+
+def test_optimizers_refuse_complex_parameters_they_would_update_wrongly():
+    """Adam-like rules on a complex gradient must work on its real view (torch's); until hookgrad
+    does that they refuse loudly, leaving the parameter and the optimizer's state untouched."""
+    import pytest
+
+    import hookgrad
+    for cls in (hookgrad.optim.Adam, hookgrad.optim.AdamW, hookgrad.optim.RMSprop, hookgrad.optim.Adagrad):
+        p = hookgrad.nn.Parameter(hookgrad.tensor([1 + 2j, -0.5 + 1j]))
+        opt = cls([p], lr=0.1)
+        (p.abs() ** 2).sum().backward()
+        with pytest.raises(NotImplementedError, match="complex parameters"):
+            opt.step()
+        assert p.detach().tolist() == [1 + 2j, -0.5 + 1j]
+        assert "step" not in opt.state[p] or float(opt.state[p]["step"]) == 0  # Adagrad makes its state early
+    p = hookgrad.nn.Parameter(hookgrad.tensor([1 + 2j]))
+    opt = hookgrad.optim.SGD([p], lr=0.1)
+    (p.abs() ** 2).sum().backward()
+    opt.step()
+    assert p.detach().tolist() == [0.8 + 1.6j]

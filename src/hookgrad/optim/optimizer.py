@@ -312,6 +312,12 @@ class Optimizer:
             grad_tensor = p.grad
             if grad_tensor is None:
                 continue
+            if grad_tensor._data.dtype.kind == "c":
+                # torch updates view_as_real(param) with these rules; squaring a complex gradient here
+                # would be silently wrong, so refuse (before any state changes) until that is in place
+                raise NotImplementedError(
+                    f"{type(self).__name__}: complex parameters are not supported by hookgrad's "
+                    f"{type(self).__name__} yet (torch updates torch.view_as_real(param)); SGD supports them")
             if capturable_names is not None:
                 check_not_capturable(group, capturable_names)
             state = states[p]
