@@ -204,10 +204,12 @@ def _entry_mask(default_mask, flat_indices):
     return mask
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes ``amount`` entries (a count, or a fraction of the tensor) chosen at random."""
+class _UnstructuredByRank(BasePruningMethod):
+    """Prunes the ``amount`` entries (a count, or a fraction of the tensor) that rank first by
+    ``_scores(t)``: the largest when ``_largest``, else the smallest."""
 
     PRUNING_TYPE = "unstructured"
+    _largest = True
 
     def __init__(self, amount) -> None:
         _validate_pruning_amount_init(amount)
@@ -219,31 +221,30 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount(count, size)
         if count == 0:
             return default_mask.clone()
-        draws = hookgrad.rand_like(t.detach())
-        return _entry_mask(default_mask, hookgrad.topk(draws.reshape(-1), k=count).indices)
+        scores = self._scores(t.detach()).reshape(-1)
+        return _entry_mask(default_mask, hookgrad.topk(scores, k=count, largest=self._largest).indices)
+
+
+class RandomUnstructured(_UnstructuredByRank):
+    """Prunes ``amount`` entries (a count, or a fraction of the tensor) chosen at random."""
+
+    @staticmethod
+    def _scores(t):
+        return hookgrad.rand_like(t)
 
     @classmethod
     def apply(cls, module, name, amount):
         return super().apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_UnstructuredByRank):
     """Prunes the ``amount`` entries of smallest absolute value (of the importance scores)."""
 
-    PRUNING_TYPE = "unstructured"
+    _largest = False
 
-    def __init__(self, amount) -> None:
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        size = t.nelement()
-        count = _compute_nparams_toprune(self.amount, size)
-        _validate_pruning_amount(count, size)
-        if count == 0:
-            return default_mask.clone()
-        magnitude = t.detach().abs().reshape(-1)
-        return _entry_mask(default_mask, hookgrad.topk(magnitude, k=count, largest=False).indices)
+    @staticmethod
+    def _scores(t):
+        return t.abs()
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
