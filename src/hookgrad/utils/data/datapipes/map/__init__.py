@@ -114,18 +114,23 @@ class ShufflerIterDataPipe(IterDataPipe):
 MapDataPipe.register_datapipe_as_function("shuffle", ShufflerIterDataPipe)
 
 
+def _sized_map_pipes(datapipes: tuple) -> tuple:
+    """The inputs of concat and zip, checked as torch checks them."""
+    if len(datapipes) == 0:
+        raise ValueError("Expected at least one DataPipe, but got nothing")
+    if not all(isinstance(dp, MapDataPipe) for dp in datapipes):
+        raise TypeError("Expected all inputs to be `MapDataPipe`")
+    if not all(hasattr(dp, "__len__") for dp in datapipes):
+        raise TypeError("Expected all inputs to be `Sized`")
+    return datapipes
+
+
 @functional_datapipe("concat")
 class ConcaterMapDataPipe(MapDataPipe):
     """The items of several map pipes, one after the other."""
 
     def __init__(self, *datapipes):
-        if len(datapipes) == 0:
-            raise ValueError("Expected at least one DataPipe, but got nothing")
-        if not all(isinstance(dp, MapDataPipe) for dp in datapipes):
-            raise TypeError("Expected all inputs to be `MapDataPipe`")
-        if not all(hasattr(dp, "__len__") for dp in datapipes):
-            raise TypeError("Expected all inputs to be `Sized`")
-        self.datapipes = datapipes
+        self.datapipes = _sized_map_pipes(datapipes)
 
     def __getitem__(self, index):
         offset = index
@@ -144,13 +149,7 @@ class ZipperMapDataPipe(MapDataPipe):
     """Item ``i`` is the tuple of item ``i`` of each pipe; as long as the shortest."""
 
     def __init__(self, *datapipes):
-        if len(datapipes) == 0:
-            raise ValueError("Expected at least one DataPipe, but got nothing")
-        if not all(isinstance(dp, MapDataPipe) for dp in datapipes):
-            raise TypeError("Expected all inputs to be `MapDataPipe`")
-        if not all(hasattr(dp, "__len__") for dp in datapipes):
-            raise TypeError("Expected all inputs to be `Sized`")
-        self.datapipes = datapipes
+        self.datapipes = _sized_map_pipes(datapipes)
 
     def __getitem__(self, index):
         return tuple(dp[index] for dp in self.datapipes)
