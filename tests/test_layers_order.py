@@ -34,7 +34,8 @@ LAYERS = [
     ("namespaces on nn", ["hookgrad.fx", "hookgrad.func", "hookgrad.jit", "hookgrad.distributions",
                           "hookgrad.distributed", "hookgrad.multiprocessing", "hookgrad.utils.checkpoint",
                           "hookgrad.testing"]),
-    ("tools", ["hookgrad.tools", "hookgrad.hooks"]),
+    ("tools", ["hookgrad.tools", "hookgrad.hooks",
+               "hookgrad.autograd.forward_ad"]),  # pushes tangents through the op hooks
     ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__",
              "hookgrad._bench_ddp", "hookgrad._worker_main"]),
 ]

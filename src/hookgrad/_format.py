@@ -10,6 +10,10 @@ import math
 
 import numpy as np
 
+from ._late import LateNames
+
+_above = LateNames(tangent_of="hookgrad.autograd._dual")
+
 _options = {"precision": 4, "threshold": 1000, "edgeitems": 3, "linewidth": 80, "sci_mode": None}
 _PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, linewidth=80),
              "short": dict(precision=2, threshold=1000, edgeitems=2, linewidth=80),
@@ -179,6 +183,9 @@ def format_tensor(t) -> str:
         suffixes.append(f"grad_fn=<{fn.name().rsplit('::', 1)[-1]}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
+    tangent = _above.tangent_of(t)
+    if tangent is not None:  # a dual tensor (forward AD)
+        suffixes.append(f"tangent={format_tensor(tangent)}")
     text = _with_suffixes(prefix + body, suffixes, indent)
     if type(t).__name__ == "Parameter":
         return "Parameter containing:\n" + text

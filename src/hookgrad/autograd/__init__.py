@@ -199,6 +199,9 @@ def __getattr__(name):
     if name == "Variable":
         from .variable import Variable
         return Variable
+    if name == "forward_ad":  # it works through the op hooks, a layer above this package
+        import importlib
+        return importlib.import_module(__name__ + ".forward_ad")
     if name in ("handle_torch_function", "has_torch_function", "is_tensor_like"):
         from .. import overrides  # the same functions as torch.overrides', as in torch
         return getattr(overrides, name)

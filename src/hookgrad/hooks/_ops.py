@@ -26,10 +26,12 @@ import types
 
 import numpy as np
 
+from ..autograd import _dual
 from ..autograd import _hook_context as _state
 from ..autograd import engine as _engine
 from ..autograd import grad_mode
 from ..autograd import graph as _graph
+from .._ops.creation import Generator, default_generator
 from .._tensor import Tensor
 from ..utils.hooks import RemovableHandle
 from ._context import count_every_call
@@ -48,7 +50,7 @@ class OpName(str):
     is the graph node the op made (None when it recorded none) and ``inplace`` whether it wrote
     into its input."""
 
-    __slots__ = ("node", "inplace")
+    __slots__ = ("node", "inplace", "_call")
 
 
 _names: dict = {}
@@ -187,19 +189,28 @@ class _HookedOp:
         if self.extra_inputs is not None:
             inputs += tuple(self.extra_inputs(args))
         before = [t.grad_fn for t in inputs]
+        as_it_ran = _state_before_op(args, kwargs, inplace) if _dual.has_tangents() else None
         thread.busy += 1
-        return hooks, op, inplace, inputs, before
+        return hooks, op, inplace, inputs, before, kwargs, as_it_ran
 
     def finish(self, call, args, result):
         """After the op (also when it raised: ``result`` is then not used); returns ``result``."""
         self.thread.busy -= 1
-        hooks, op, inplace, inputs, before = call
+        hooks, op, inplace, inputs, before, kwargs, as_it_ran = call
         outputs = (args[0],) if self.writes_first else _tensors_in(result)
         if outputs:
             if self.name_of is not None and not inplace:  # a custom Function that marked an input dirty
                 inplace = any(o is i for o in outputs for i in inputs)
-            _report(hooks, op, inplace, inputs, before, outputs)
+            _report(hooks, op, inplace, inputs, before, outputs, (self.impl, args, kwargs, as_it_ran))
         return result
+
+
+def _state_before_op(args, kwargs, inplace):
+    """What forward-mode AD needs to run an op again as it ran (see autograd/forward_ad.py): the
+    value an in-place op overwrites, and the state of each random generator it may draw from."""
+    overwritten = args[0]._data.copy() if inplace and args and isinstance(args[0], Tensor) else None
+    generators = [default_generator] + [g for g in list(args) + list(kwargs.values()) if isinstance(g, Generator)]
+    return overwritten, [(g, g.get_state()) for g in generators]
 
 
 _templates: dict = {}
@@ -375,10 +386,12 @@ def _hook_op_functions(on: bool) -> None:
 
 
 # ---- reporting ----------------------------------------------------------------------------------
-def _report(hooks, name, inplace, inputs, before, outputs) -> None:
-    """Run the forward op hooks for an op that returned ``outputs``."""
+def _report(hooks, name, inplace, inputs, before, outputs, call) -> None:
+    """Run the forward op hooks for an op that returned ``outputs``; ``call`` is how it was called
+    (its own code, the arguments, and what forward AD needs to run it again, or None)."""
     op = OpName(name)
     op.inplace = inplace
+    op._call = call + (_GRAD.enabled,)
     op.node = None
     for o in outputs:
         node = o.grad_fn

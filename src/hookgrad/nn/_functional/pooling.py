@@ -9,7 +9,7 @@ import functools
 
 import numpy as np
 
-from ..._dtype import is_floating_np
+from ..._dtype import is_floating_np, narrow_to, widen
 from ..._tensor import Tensor, wrap
 from .conv import _tuple, windows
 from .linear_ops import linear_map, linear_map_nodes, saved_arg
@@ -478,9 +478,13 @@ def pad(x: Tensor, pad, mode="constant", value=None):
             if s + b + e < 0:
                 raise RuntimeError(f"The input size {s}, plus negative padding {b} and {e} resulted in a negative "
                                    f"output size, which is invalid. Check dimension {pads.index((b, e))} of your input.")
-        fwd = functools.partial(_const_pad_fwd, pads=pads, value=0 if value is None else value)
+        # the gradient's own backward pads with zeros: the fill value is a constant, not part of the linear map
+        fwd = functools.partial(_const_pad_fwd, pads=pads, value=0)
         adj = functools.partial(_const_pad_adj, pads=pads, in_shape=x._data.shape)
-        return linear_map(x, fwd, adj, ConstantPadNdBackward0, args=(pad,))
+        filled = None
+        if value:
+            filled = narrow_to(_const_pad_fwd(widen(x._data), pads, value), x._data.dtype)
+        return linear_map(x, fwd, adj, ConstantPadNdBackward0, value=filled, args=(pad,))
     if mode not in _MODE_NAMES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     k = len(pairs)

@@ -1,0 +1,44 @@
+"""Which tensors carry a tangent (forward-mode AD, ``hookgrad.autograd.forward_ad``) at the one
+dual level there can be.
+
+The tangents live here, apart from the tensors, so that leaving the level drops them all at once
+and so that low layers (printing) can ask for a tensor's tangent without importing the op
+machinery that computes them.
+"""
+from __future__ import annotations
+
+import weakref
+
+__all__ = ["LEVEL", "tangent_of", "set_tangent", "drop_all"]
+
+LEVEL = [-1]              # the current dual level: -1 outside ``dual_level``, else 0
+_TANGENTS: dict = {}      # id(tensor) -> (weak reference to the tensor, its tangent)
+
+
+def tangent_of(tensor):
+    """``tensor``'s tangent at the current level, or None."""
+    if not _TANGENTS:
+        return None
+    entry = _TANGENTS.get(id(tensor))
+    if entry is None or entry[0]() is not tensor:  # an id reused by a newer object
+        return None
+    return entry[1]
+
+
+def set_tangent(tensor, tangent) -> None:
+    key = id(tensor)
+
+    def forget(ref, key=key):  # the tensor was collected: so is its tangent
+        entry = _TANGENTS.get(key)
+        if entry is not None and entry[0] is ref:
+            del _TANGENTS[key]
+
+    _TANGENTS[key] = (weakref.ref(tensor, forget), tangent)
+
+
+def has_tangents() -> bool:
+    return bool(_TANGENTS)
+
+
+def drop_all() -> None:
+    _TANGENTS.clear()
