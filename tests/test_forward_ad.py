@@ -242,3 +242,17 @@ def test_a_failing_op_inside_a_level_leaves_it_usable():
             d @ hookgrad.ones(2, 2)
     with fwAD.dual_level():
         assert fwAD.unpack_dual(fwAD.make_dual(x, v) * 2).tangent.tolist() == [2.0, 1.0, 0.0]
+
+
+@differential
+def test_random_ops_draw_once(T):
+    """An op that draws random numbers is run again for its tangent with the same draws: the mask
+    matches the value's, and the program's random stream goes on as if it ran once."""
+    fwAD = T.autograd.forward_ad
+    T.manual_seed(3)
+    x, v = T.ones(4, 6), T.full((4, 6), 0.5)
+    with fwAD.dual_level():
+        y = T.nn.functional.dropout(fwAD.make_dual(x, v), 0.5)
+        primal, tangent = fwAD.unpack_dual(y)
+        after = T.rand(3)
+    return primal, tangent, after
