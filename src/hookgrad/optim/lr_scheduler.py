@@ -16,6 +16,7 @@ from collections import Counter
 from functools import wraps
 from weakref import ref
 
+from .._tensor import Tensor
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
@@ -31,7 +32,6 @@ _EPOCH_DEPRECATION_WARNING = (
 
 
 def _is_tensor(x) -> bool:
-    from .._tensor import Tensor
     return isinstance(x, Tensor)
 
 
