@@ -10,6 +10,7 @@ from .. import init
 from .._functional.conv import padding_pairs
 from .linear import _add_weight_and_bias
 from .module import Module
+from .utils import _layer_class
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
            "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
@@ -276,31 +277,7 @@ def _lazy_conv(base, transposed: bool):
     return __init__
 
 
-class LazyConv1d(_LazyConvXdMixin, Conv1d):
-    cls_to_become = Conv1d
-    __init__ = _lazy_conv(Conv1d, False)
-
-
-class LazyConv2d(_LazyConvXdMixin, Conv2d):
-    cls_to_become = Conv2d
-    __init__ = _lazy_conv(Conv2d, False)
-
-
-class LazyConv3d(_LazyConvXdMixin, Conv3d):
-    cls_to_become = Conv3d
-    __init__ = _lazy_conv(Conv3d, False)
-
-
-class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
-    cls_to_become = ConvTranspose1d
-    __init__ = _lazy_conv(ConvTranspose1d, True)
-
-
-class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
-    cls_to_become = ConvTranspose2d
-    __init__ = _lazy_conv(ConvTranspose2d, True)
-
-
-class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
-    cls_to_become = ConvTranspose3d
-    __init__ = _lazy_conv(ConvTranspose3d, True)
+LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
+    _layer_class(f"Lazy{eager.__name__}", (_LazyConvXdMixin, eager), __name__, cls_to_become=eager,
+                 __init__=_lazy_conv(eager, transposed=issubclass(eager, _ConvTransposeNd)))
+    for eager in (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .utils import _layers_by_dims
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
@@ -168,16 +169,7 @@ class _MaxUnpoolNd(Module):
         return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
 
 
-class MaxUnpool1d(_MaxUnpoolNd):
-    _dims = 1
-
-
-class MaxUnpool2d(_MaxUnpoolNd):
-    _dims = 2
-
-
-class MaxUnpool3d(_MaxUnpoolNd):
-    _dims = 3
+MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _layers_by_dims(_MaxUnpoolNd, "MaxUnpool", __name__)
 
 
 class _LPPoolNd(Module):
