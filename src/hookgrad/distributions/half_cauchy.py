@@ -14,7 +14,7 @@ class HalfCauchy(_HalfDistribution):
     _symmetric_family = Cauchy
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(HalfCauchy, _instance))
+        return self._expanded_family(HalfCauchy, batch_shape, _instance)
 
     @property
     def mean(self):

@@ -13,7 +13,7 @@ class HalfNormal(_HalfDistribution):
     _symmetric_family = Normal
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(HalfNormal, _instance))
+        return self._expanded_family(HalfNormal, batch_shape, _instance)
 
     @property
     def mean(self):

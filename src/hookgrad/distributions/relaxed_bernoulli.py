@@ -71,4 +71,4 @@ class RelaxedBernoulli(_RelaxedByTransform, TransformedDistribution):
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
+        return self._expanded_family(RelaxedBernoulli, batch_shape, _instance)
