@@ -60,7 +60,8 @@ def _layer_class(name: str, bases: tuple, module: str, **attributes) -> type:
     return type(name, bases, {"__module__": module, "__qualname__": name, **attributes})
 
 
-def _layers_by_dims(base: type, stem: str, module: str) -> tuple:
+def _layers_by_dims(base: type, stem: str, module: str, docs=(None, None, None)) -> tuple:
     """The 1-d, 2-d and 3-d members ``{stem}1d``, ``{stem}2d``, ``{stem}3d`` of a family: ``base`` with
-    its class attribute ``_dims`` set to 1, 2 and 3."""
-    return tuple(_layer_class(f"{stem}{dims}d", (base,), module, _dims=dims) for dims in (1, 2, 3))
+    its class attribute ``_dims`` set to 1, 2 and 3 (and their docstrings ``docs``)."""
+    return tuple(_layer_class(f"{stem}{dims}d", (base,), module, _dims=dims, __doc__=doc)
+                 for dims, doc in zip((1, 2, 3), docs))
