@@ -13,9 +13,6 @@ __all__ = ["HalfCauchy"]
 class HalfCauchy(_HalfDistribution):
     _symmetric_family = Cauchy
 
-    def expand(self, batch_shape, _instance=None):
-        return self._expanded_family(HalfCauchy, batch_shape, _instance)
-
     @property
     def mean(self):
         return hookgrad.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype)

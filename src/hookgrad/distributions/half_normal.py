@@ -12,9 +12,6 @@ __all__ = ["HalfNormal"]
 class HalfNormal(_HalfDistribution):
     _symmetric_family = Normal
 
-    def expand(self, batch_shape, _instance=None):
-        return self._expanded_family(HalfNormal, batch_shape, _instance)
-
     @property
     def mean(self):
         return self.scale * math.sqrt(2 / math.pi)
