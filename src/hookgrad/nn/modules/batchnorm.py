@@ -156,13 +156,14 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
     """``num_features`` comes from dim 1 of the first input."""
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias=True) -> None:
         super().__init__(0, eps, momentum, False, False)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = UninitializedParameter(dtype=dtype)
-            self.bias = UninitializedParameter(dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(dtype=dtype)
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(dtype=dtype)
             self.running_var = UninitializedBuffer(dtype=dtype)
@@ -178,7 +179,8 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             with hookgrad.no_grad():
                 if self.affine:
                     self.weight.materialize((self.num_features,))
-                    self.bias.materialize((self.num_features,))
+                    if self.bias is not None:
+                        self.bias.materialize((self.num_features,))
                 if self.track_running_stats:
                     self.running_mean.materialize((self.num_features,))
                     self.running_var.materialize((self.num_features,))

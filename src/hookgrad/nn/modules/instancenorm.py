@@ -17,8 +17,8 @@ class _InstanceNorm(_NormBase):
     _dims = 0
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _check_input_dim(self, input) -> None:
         if input.dim() not in (self._dims + 1, self._dims + 2):
@@ -67,13 +67,7 @@ InstanceNorm1d, InstanceNorm2d, InstanceNorm3d = _layers_by_dims(_InstanceNorm, 
 
 from .batchnorm import _LazyNormBase  # noqa: E402 - the lazy variants build on the classes above
 
-
-class _LazyInstanceNorm(_LazyNormBase, _InstanceNorm):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
-
-
 LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
-    _layer_class(f"Lazy{eager.__name__}", (_LazyInstanceNorm,), __name__, cls_to_become=eager, _dims=eager._dims)
+    _layer_class(f"Lazy{eager.__name__}", (_LazyNormBase, _InstanceNorm), __name__, cls_to_become=eager,
+                 _dims=eager._dims)
     for eager in (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d))
