@@ -8,6 +8,10 @@ import contextlib
 import warnings
 from collections import OrderedDict
 
+from ._absent_device import (device_count, empty_cache, is_available, is_bf16_supported, is_initialized,  # noqa: F401
+                             is_tf32_supported, manual_seed, manual_seed_all, max_memory_allocated,
+                             max_memory_reserved, memory_allocated, memory_reserved, seed, seed_all)
+
 _NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
 
@@ -15,27 +19,7 @@ def _needs_cuda(*args, **kwargs):
     raise AssertionError(_NOT_COMPILED)
 
 
-def is_available() -> bool:
-    return False
-
-
-def is_initialized() -> bool:
-    return False
-
-
 def _is_compiled() -> bool:
-    return False
-
-
-def device_count() -> int:
-    return 0
-
-
-def is_bf16_supported(including_emulation=True) -> bool:
-    return False
-
-
-def is_tf32_supported() -> bool:
     return False
 
 
@@ -84,21 +68,6 @@ def reset_accumulated_memory_stats(device=None) -> None:
                          "only")
 
 
-# seeding and RNG state of no devices: nothing to do
-def manual_seed(seed) -> None:
-    """Seeding CUDA is a no-op: nothing runs there."""
-
-
-manual_seed_all = manual_seed
-
-
-def seed() -> None:
-    """No device generator to seed."""
-
-
-seed_all = seed
-
-
 def set_rng_state(new_state, device="cuda") -> None:
     """No device generator to restore."""
 
@@ -109,18 +78,6 @@ def get_rng_state_all() -> list:
 
 def set_rng_state_all(new_states) -> None:
     """No device generators to restore."""
-
-
-def empty_cache() -> None:
-    """No device memory to release."""
-
-
-# memory counters of no devices: all zero
-def memory_allocated(device=None) -> int:
-    return 0
-
-
-max_memory_allocated = memory_reserved = max_memory_reserved = memory_allocated
 
 
 def memory_cached(device=None) -> int:

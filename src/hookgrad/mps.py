@@ -2,6 +2,8 @@
 counted, and the calls that need the back end raise torch's RuntimeError."""
 from __future__ import annotations
 
+from ._absent_device import device_count, is_available  # noqa: F401
+
 __all__ = ["compile_shader", "load_metallib", "device_count", "get_rng_state", "manual_seed", "seed",
            "set_rng_state", "synchronize", "empty_cache", "set_per_process_memory_fraction",
            "current_allocated_memory", "driver_allocated_memory", "Event", "recommended_max_memory",
@@ -13,14 +15,6 @@ def _without_mps(what: str):
         raise RuntimeError(f"Cannot execute {what}() without MPS backend.")
     call.__name__ = what
     return call
-
-
-def is_available() -> bool:
-    return False
-
-
-def device_count() -> int:
-    return 0
 
 
 synchronize = _without_mps("deviceSynchronize")

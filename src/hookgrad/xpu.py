@@ -3,67 +3,15 @@ counted, and the calls that need the back end raise torch's AssertionError (what
 without XPU raises)."""
 from __future__ import annotations
 
+from ._absent_device import (device_count, empty_cache, is_available, is_bf16_supported, is_initialized,  # noqa: F401
+                             is_tf32_supported, manual_seed, manual_seed_all, max_memory_allocated,
+                             max_memory_reserved, memory_allocated, memory_reserved, seed, seed_all)
+
 _NOT_COMPILED = "Torch not compiled with XPU enabled"
 
 
 def _needs_xpu(*args, **kwargs):
     raise AssertionError(_NOT_COMPILED)
-
-
-def is_available() -> bool:
-    return False
-
-
-def device_count() -> int:
-    return 0
-
-
-def is_initialized() -> bool:
-    return False
-
-
-def is_bf16_supported(including_emulation: bool = True) -> bool:
-    return False
-
-
-def is_tf32_supported() -> bool:
-    return False
-
-
-def manual_seed(seed) -> None:
-    """Seeding a device that is not there does nothing (as in torch built without XPU)."""
-
-
-def manual_seed_all(seed) -> None:
-    """Seeding devices that are not there does nothing."""
-
-
-def seed() -> None:
-    """Nothing to seed."""
-
-
-def seed_all() -> None:
-    """Nothing to seed."""
-
-
-def empty_cache() -> None:
-    """No device memory to release."""
-
-
-def memory_allocated(device=None) -> int:
-    return 0
-
-
-def max_memory_allocated(device=None) -> int:
-    return 0
-
-
-def memory_reserved(device=None) -> int:
-    return 0
-
-
-def max_memory_reserved(device=None) -> int:
-    return 0
 
 
 init = _needs_xpu

@@ -17,9 +17,17 @@ class _HalfDistribution(TransformedDistribution):
     has_rsample = True
     _symmetric_family = None  # the distribution class folded at zero, taking (loc, scale)
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if _HalfDistribution in cls.__bases__:
+            cls._family = cls  # what ``expand`` builds, and what a subclass with its own __init__ must redo it for
+
     def __init__(self, scale, validate_args=None):
         base = self._symmetric_family(0, scale, validate_args=False)
         super().__init__(base, AbsTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        return self._expanded_family(self._family, batch_shape, _instance)
 
     scale = _attribute_of("base_dist", "scale")
 

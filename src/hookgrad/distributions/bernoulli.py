@@ -4,13 +4,14 @@ from __future__ import annotations
 import hookgrad
 from hookgrad.nn.functional import binary_cross_entropy_with_logits
 from . import constraints
+from .distribution import _GivenProbsOrLogits
 from .exp_family import ExponentialFamily
 from .utils import _binary_logits_and_probs, _set_probs_or_logits, broadcast_all
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(_GivenProbsOrLogits, ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
@@ -22,9 +23,6 @@ class Bernoulli(ExponentialFamily):
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded_probs_or_logits(Bernoulli, batch_shape, _instance)
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     @property
     def mean(self):
@@ -40,10 +38,6 @@ class Bernoulli(ExponentialFamily):
         return self.probs * (1 - self.probs)
 
     logits, probs = _binary_logits_and_probs()
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=hookgrad.Size()):
         with hookgrad.no_grad():

@@ -4,7 +4,7 @@ from __future__ import annotations
 import hookgrad
 from . import constraints
 from ._sampling import binomial
-from .distribution import Distribution
+from .distribution import Distribution, _GivenProbsOrLogits
 from .utils import _binary_logits_and_probs, _set_count_and_probs_or_logits
 
 __all__ = ["Binomial"]
@@ -15,7 +15,7 @@ def _positive_part(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(_GivenProbsOrLogits, Distribution):
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
     has_enumerate_support = True
@@ -26,9 +26,6 @@ class Binomial(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded_probs_or_logits(Binomial, batch_shape, _instance, ("total_count",))
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -47,10 +44,6 @@ class Binomial(Distribution):
         return self.total_count * self.probs * (1 - self.probs)
 
     logits, probs = _binary_logits_and_probs()
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=hookgrad.Size()):
         shape = tuple(self._extended_shape(sample_shape))

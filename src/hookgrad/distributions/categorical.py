@@ -5,13 +5,13 @@ import math
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _GivenProbsOrLogits
 from .utils import _attribute_of, _check_probs_or_logits, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Categorical"]
 
 
-class Categorical(Distribution):
+class Categorical(_GivenProbsOrLogits, Distribution):
     """``probs`` need not sum to one (they are normalized); ``logits`` are normalized to
     log-probabilities. The last dimension indexes the categories."""
 
@@ -38,9 +38,6 @@ class Categorical(Distribution):
         new._num_events = self._num_events
         return new
 
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
-
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
         return constraints.integer_interval(0, self._num_events - 1)
@@ -52,10 +49,6 @@ class Categorical(Distribution):
     @lazy_property
     def probs(self):
         return logits_to_probs(self.logits)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @property
     def mean(self):

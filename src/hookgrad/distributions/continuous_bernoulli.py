@@ -9,6 +9,7 @@ import math
 import hookgrad
 from hookgrad.nn.functional import binary_cross_entropy_with_logits
 from . import constraints
+from .distribution import _GivenProbsOrLogits
 from .exp_family import ExponentialFamily
 from .utils import _batch_shape_of, _check_probs_or_logits, broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
 
@@ -17,7 +18,7 @@ __all__ = ["ContinuousBernoulli"]
 _where = hookgrad.where
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(_GivenProbsOrLogits, ExponentialFamily):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     _mean_carrier_measure = 0
@@ -41,9 +42,6 @@ class ContinuousBernoulli(ExponentialFamily):
         new = self._expanded_probs_or_logits(ContinuousBernoulli, batch_shape, _instance)
         new._lims = self._lims
         return new
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     def _outside_unstable_region(self):
         return self.probs.le(self._lims[0]) | self.probs.gt(self._lims[1])
@@ -89,10 +87,6 @@ class ContinuousBernoulli(ExponentialFamily):
     @lazy_property
     def probs(self):
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=hookgrad.Size()):
         u = hookgrad.rand(tuple(self._extended_shape(sample_shape)), dtype=self.probs.dtype)

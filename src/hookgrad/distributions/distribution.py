@@ -205,6 +205,19 @@ class _CentredAtLoc:
     mode = mean
 
 
+class _GivenProbsOrLogits:
+    """For a distribution that keeps whichever of ``probs`` and ``logits`` it was given as ``_param``:
+    new tensors are made like it, and its shape is the parameter shape. Listed before the
+    distribution base class."""
+
+    def _new(self, *args, **kwargs):
+        return self._param.new(*args, **kwargs)
+
+    @property
+    def param_shape(self):
+        return self._param.size()
+
+
 class _LocScaleParameters:
     """For a distribution given ``loc`` and ``scale``, broadcast together; ``expand`` expands both.
     Listed before the distribution base class."""

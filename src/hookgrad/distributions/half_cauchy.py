@@ -13,9 +13,6 @@ __all__ = ["HalfCauchy"]
 class HalfCauchy(_HalfDistribution):
     _symmetric_family = Cauchy
 
-    def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(HalfCauchy, _instance))
-
     @property
     def mean(self):
         return hookgrad.full(tuple(self._extended_shape()), math.inf, dtype=self.scale.dtype)

@@ -12,9 +12,6 @@ __all__ = ["HalfNormal"]
 class HalfNormal(_HalfDistribution):
     _symmetric_family = Normal
 
-    def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(HalfNormal, _instance))
-
     @property
     def mean(self):
         return self.scale * math.sqrt(2 / math.pi)

@@ -23,7 +23,7 @@ class InverseGamma(TransformedDistribution):
         super().__init__(base, PowerTransform(-base.rate.new_ones(())), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(InverseGamma, _instance))
+        return self._expanded_family(InverseGamma, batch_shape, _instance)
 
     concentration = _attribute_of("base_dist", "concentration")
     rate = _attribute_of("base_dist", "rate")

@@ -383,11 +383,6 @@ def _kl_beta_continuous_bernoulli(p, q):
     return -p.entropy() - p.mean * q.logits - (-q.probs).log1p() - q._cont_bern_log_norm()
 
 
-@register_kl(Beta, Pareto)
-def _kl_beta_infinity(p, q):
-    return _infinite_like(p.concentration1)
-
-
 @register_kl(Beta, Exponential)
 def _kl_beta_exponential(p, q):
     return -p.entropy() - q.rate.log() + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0))
@@ -420,11 +415,6 @@ def _kl_beta_uniform(p, q):
     return _set_where((q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), result, math.inf)
 
 
-@register_kl(ContinuousBernoulli, Pareto)
-def _kl_continuous_bernoulli_infinity(p, q):
-    return _infinite_like(p.probs)
-
-
 @register_kl(ContinuousBernoulli, Exponential)
 def _kl_continuous_bernoulli_exponential(p, q):
     return -p.entropy() - q.rate.log() + q.rate * p.mean
@@ -442,14 +432,6 @@ def _kl_continuous_bernoulli_uniform(p, q):
     result = -p.entropy() + (q.high - q.low).log()
     outside = q.low.ge(p.support.lower_bound) | q.high.le(p.support.upper_bound)
     return hookgrad.where(outside, hookgrad.ones_like(result) * math.inf, result)
-
-
-@register_kl(Exponential, Beta)
-@register_kl(Exponential, ContinuousBernoulli)
-@register_kl(Exponential, Pareto)
-@register_kl(Exponential, Uniform)
-def _kl_exponential_infinity(p, q):
-    return _infinite_like(p.rate)
 
 
 @register_kl(Exponential, Gamma)
@@ -472,14 +454,6 @@ def _kl_exponential_normal(p, q):
     rate_sqr = p.rate.pow(2)
     t1 = 0.5 * (rate_sqr * var_normal * 2 * math.pi).log()
     return t1 - 1 + (rate_sqr.reciprocal() - q.loc / p.rate + q.loc.pow(2) * 0.5) / var_normal
-
-
-@register_kl(Gamma, Beta)
-@register_kl(Gamma, ContinuousBernoulli)
-@register_kl(Gamma, Pareto)
-@register_kl(Gamma, Uniform)
-def _kl_gamma_infinity(p, q):
-    return _infinite_like(p.concentration)
 
 
 @register_kl(Gamma, Exponential)
@@ -510,14 +484,29 @@ def _kl_gamma_normal(p, q):
     return t1 + (c - 1) * c.digamma() + (t2 - t3 + t4) / var_normal
 
 
-def _kl_real_line_infinity(p, q):
-    """p (on the whole real line) puts mass where q (on a half-line or an interval) has none."""
-    return _infinite_like(p.loc)
+def _kl_infinite(parameter: str):
+    """KL(p || q) where q puts no mass on part of p's support: infinite, shaped as p's ``parameter``."""
+    def kl(p, q):
+        return _infinite_like(getattr(p, parameter))
+    return kl
 
 
-for _real_line_type in (Gumbel, Laplace, Normal):
-    for _narrower_type in (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform):
-        register_kl(_real_line_type, _narrower_type)(_kl_real_line_infinity)
+_NARROWER_THAN_REAL_LINE = (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform)
+# p's family, the parameter that gives its shape, and the families q whose support misses part of p's
+_INFINITE_KL = (
+    (Beta, "concentration1", (Pareto,)),
+    (ContinuousBernoulli, "probs", (Pareto,)),
+    (Exponential, "rate", (Beta, ContinuousBernoulli, Pareto, Uniform)),
+    (Gamma, "concentration", (Beta, ContinuousBernoulli, Pareto, Uniform)),
+    (Pareto, "scale", (Beta, ContinuousBernoulli, Uniform)),
+    (Poisson, "rate", (Bernoulli, Binomial)),
+    (Gumbel, "loc", _NARROWER_THAN_REAL_LINE),
+    (Laplace, "loc", _NARROWER_THAN_REAL_LINE),
+    (Normal, "loc", _NARROWER_THAN_REAL_LINE),
+)
+for _p_type, _parameter, _q_types in _INFINITE_KL:
+    for _q_type in _q_types:
+        register_kl(_p_type, _q_type)(_kl_infinite(_parameter))
 
 
 @register_kl(Gumbel, Normal)
@@ -559,13 +548,6 @@ def _kl_normal_laplace(p, q):
     return -scale_ratio.log() + (t2 + t3) / q.scale - 0.5 * (1 + math.log(0.5 * math.pi))
 
 
-@register_kl(Pareto, Beta)
-@register_kl(Pareto, ContinuousBernoulli)
-@register_kl(Pareto, Uniform)
-def _kl_pareto_infinity(p, q):
-    return _infinite_like(p.scale)
-
-
 @register_kl(Pareto, Exponential)
 def _kl_pareto_exponential(p, q):
     prod = p.scale * q.rate
@@ -592,12 +574,6 @@ def _kl_pareto_normal(p, q):
     t3 = p.alpha * common.pow(2) / (p.alpha - 2)
     t4 = (p.alpha * common - q.loc).pow(2)
     return _set_where(p.alpha <= 2, t1 - t2 + (t3 + t4) / var_normal - 1, math.inf)
-
-
-@register_kl(Poisson, Bernoulli)
-@register_kl(Poisson, Binomial)
-def _kl_poisson_infinity(p, q):
-    return _infinite_like(p.rate)
 
 
 @register_kl(Uniform, Beta)

@@ -19,7 +19,7 @@ class LogNormal(TransformedDistribution):
         super().__init__(Normal(loc, scale, validate_args=validate_args), ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(LogNormal, _instance))
+        return self._expanded_family(LogNormal, batch_shape, _instance)
 
     loc = _attribute_of("base_dist", "loc")
     scale = _attribute_of("base_dist", "scale")

@@ -21,7 +21,7 @@ class LogisticNormal(TransformedDistribution):
         super().__init__(base, StickBreakingTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(LogisticNormal, _instance))
+        return self._expanded_family(LogisticNormal, batch_shape, _instance)
 
     @property
     def loc(self):

@@ -5,14 +5,14 @@ import hookgrad
 from hookgrad.nn.functional import logsigmoid
 from . import constraints
 from ._sampling import poisson
-from .distribution import Distribution
+from .distribution import Distribution, _GivenProbsOrLogits
 from .gamma import Gamma
 from .utils import _binary_logits_and_probs, _set_count_and_probs_or_logits, lazy_property
 
 __all__ = ["NegativeBinomial"]
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(_GivenProbsOrLogits, Distribution):
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
                        "probs": constraints.half_open_interval(0.0, 1.0), "logits": constraints.real}
     support = constraints.nonnegative_integer
@@ -23,9 +23,6 @@ class NegativeBinomial(Distribution):
 
     def expand(self, batch_shape, _instance=None):
         return self._expanded_probs_or_logits(NegativeBinomial, batch_shape, _instance, ("total_count",))
-
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
 
     @property
     def mean(self):
@@ -40,10 +37,6 @@ class NegativeBinomial(Distribution):
         return self.mean / (-self.logits).sigmoid()
 
     logits, probs = _binary_logits_and_probs()
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @lazy_property
     def _gamma(self):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hookgrad
 from . import constraints
-from .distribution import Distribution
+from .distribution import Distribution, _GivenProbsOrLogits
 from .transformed_distribution import TransformedDistribution
 from .transforms import SigmoidTransform
 from .utils import _attribute_of, _binary_logits_and_probs, _set_probs_or_logits, broadcast_all, clamp_probs
@@ -12,7 +12,7 @@ from .utils import _attribute_of, _binary_logits_and_probs, _set_probs_or_logits
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(_GivenProbsOrLogits, Distribution):
     """The logit of a relaxed Bernoulli draw (on the real line)."""
 
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -28,14 +28,7 @@ class LogitRelaxedBernoulli(Distribution):
         new.temperature = self.temperature
         return new
 
-    def _new(self, *args, **kwargs):
-        return self._param.new(*args, **kwargs)
-
     logits, probs = _binary_logits_and_probs()
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def rsample(self, sample_shape=hookgrad.Size()):
         shape = tuple(self._extended_shape(sample_shape))
@@ -71,4 +64,4 @@ class RelaxedBernoulli(_RelaxedByTransform, TransformedDistribution):
         super().__init__(base, SigmoidTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedBernoulli, _instance))
+        return self._expanded_family(RelaxedBernoulli, batch_shape, _instance)

@@ -58,4 +58,4 @@ class RelaxedOneHotCategorical(_RelaxedByTransform, TransformedDistribution):
         super().__init__(base, ExpTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return super().expand(batch_shape, _instance=self._get_checked_instance(RelaxedOneHotCategorical, _instance))
+        return self._expanded_family(RelaxedOneHotCategorical, batch_shape, _instance)

@@ -59,6 +59,14 @@ class TransformedDistribution(Distribution):
         new.transforms = self.transforms
         return self._finish_expanded(new, batch_shape)
 
+    def _expanded_family(self, cls, batch_shape, _instance, names=()):
+        """``expand`` for a family defined as a transform of a base distribution (LogNormal, Gumbel, ...):
+        checked against ``cls``, with the family's own parameters ``names`` expanded too."""
+        new = self._get_checked_instance(cls, _instance)
+        for name in names:
+            setattr(new, name, getattr(self, name).expand(batch_shape))
+        return TransformedDistribution.expand(self, batch_shape, _instance=new)
+
     @constraints.dependent_property(is_discrete=False)
     def support(self):
         if not self.transforms:

@@ -149,19 +149,21 @@ class SyncBatchNorm(_BatchNorm):
 
 from .lazy import LazyModuleMixin  # noqa: E402 - the lazy variants build on the classes above
 from ..parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
+from .utils import _layer_class  # noqa: E402
 
 
 class _LazyNormBase(LazyModuleMixin, _NormBase):
     """``num_features`` comes from dim 1 of the first input."""
 
     def __init__(self, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
-                 dtype=None) -> None:
+                 dtype=None, *, bias=True) -> None:
         super().__init__(0, eps, momentum, False, False)
         self.affine = affine
         self.track_running_stats = track_running_stats
         if self.affine:
             self.weight = UninitializedParameter(dtype=dtype)
-            self.bias = UninitializedParameter(dtype=dtype)
+            if bias:
+                self.bias = UninitializedParameter(dtype=dtype)
         if self.track_running_stats:
             self.running_mean = UninitializedBuffer(dtype=dtype)
             self.running_var = UninitializedBuffer(dtype=dtype)
@@ -177,23 +179,15 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             with hookgrad.no_grad():
                 if self.affine:
                     self.weight.materialize((self.num_features,))
-                    self.bias.materialize((self.num_features,))
+                    if self.bias is not None:
+                        self.bias.materialize((self.num_features,))
                 if self.track_running_stats:
                     self.running_mean.materialize((self.num_features,))
                     self.running_var.materialize((self.num_features,))
             self.reset_parameters()
 
 
-class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
-    cls_to_become = BatchNorm1d
-    _check_input_dim = BatchNorm1d._check_input_dim
-
-
-class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
-    cls_to_become = BatchNorm2d
-    _check_input_dim = BatchNorm2d._check_input_dim
-
-
-class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
-    cls_to_become = BatchNorm3d
-    _check_input_dim = BatchNorm3d._check_input_dim
+LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d = (
+    _layer_class(f"Lazy{eager.__name__}", (_LazyNormBase, _BatchNorm), __name__, cls_to_become=eager,
+                 _check_input_dim=eager._check_input_dim)
+    for eager in (BatchNorm1d, BatchNorm2d, BatchNorm3d))

@@ -174,16 +174,28 @@ def _abs_string_index(idx, length: int) -> str:
         raise IndexError(f"index {idx} is out of range")
     return str(idx + length if idx < 0 else idx)
 
-class ModuleList(Module):
+
+class _IndexedChildren(Module):
+    """What ModuleList and ParameterList share: children registered under "0", "1", ..., reached by
+    (negative) list index, extended by ``+=``, and left out of ``dir()``."""
+
+    def _get_abs_string_index(self, idx):
+        return _abs_string_index(idx, len(self))
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def __dir__(self):
+        return [key for key in super().__dir__() if not key.isdigit()]
+
+
+class ModuleList(_IndexedChildren):
     """A list of modules, registered so that parameters() and friends see them."""
 
     def __init__(self, modules: Optional[Iterable[Module]] = None) -> None:
         super().__init__()
         if modules is not None:
             self += modules
-
-    def _get_abs_string_index(self, idx):
-        return _abs_string_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -206,9 +218,6 @@ class ModuleList(Module):
 
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
-
-    def __iadd__(self, modules: Iterable[Module]) -> "ModuleList":
-        return self.extend(modules)
 
     def __add__(self, other: Iterable[Module]) -> "ModuleList":
         combined = ModuleList()
@@ -235,9 +244,6 @@ class ModuleList(Module):
                 local = f"({start}-{end}): {end - start + 1} x {r}"
             lines.append(_addindent(local, 2))
         return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
-
-    def __dir__(self):
-        return [key for key in super().__dir__() if not key.isdigit()]
 
     def insert(self, index: int, module: Module) -> None:
         """Insert ``module`` before position ``index``."""
@@ -333,7 +339,7 @@ class ModuleDict(Module):
             _update_from_pairs(self, modules, "ModuleDict")
 
 
-class ParameterList(Module):
+class ParameterList(_IndexedChildren):
     """A list of parameters; plain tensors assigned to it are wrapped into Parameters."""
 
     def __init__(self, values: Optional[Iterable[Any]] = None) -> None:
@@ -341,9 +347,6 @@ class ParameterList(Module):
         self._size = 0
         if values is not None:
             self += values
-
-    def _get_abs_string_index(self, idx):
-        return _abs_string_index(idx, len(self))
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -365,12 +368,6 @@ class ParameterList(Module):
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self[i] for i in range(len(self)))
-
-    def __iadd__(self, parameters: Iterable[Any]) -> "ParameterList":
-        return self.extend(parameters)
-
-    def __dir__(self):
-        return [key for key in super().__dir__() if not key.isdigit()]
 
     def append(self, value: Any) -> "ParameterList":
         """Add ``value`` at the end."""

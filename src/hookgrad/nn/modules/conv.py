@@ -10,6 +10,7 @@ from .. import init
 from .._functional.conv import padding_pairs
 from .linear import _add_weight_and_bias
 from .module import Module
+from .utils import _layer_class, _layers_by_dims
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
            "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
@@ -90,38 +91,30 @@ class _ConvNd(Module):
             self.padding_mode = "zeros"
 
 
-class Conv1d(_ConvNd):
+class _ConvLayerNd(_ConvNd):
+    """Conv1d, Conv2d and Conv3d: the options made ``_dims``-tuples, the convolution ``F.conv{_dims}d``."""
+
+    _dims = 1
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
                  groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1),
-                         padding if isinstance(padding, str) else _ntuple(padding, 1), _ntuple(dilation, 1),
-                         False, (0,), groups, bias, padding_mode, device, dtype)
+        dims = self._dims
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, dims), _ntuple(stride, dims),
+                         padding if isinstance(padding, str) else _ntuple(padding, dims), _ntuple(dilation, dims),
+                         False, (0,) * dims, groups, bias, padding_mode, device, dtype)
 
     def _conv_forward(self, input, weight, bias):
+        conv = getattr(F, f"conv{self._dims}d")  # looked up per call, so a patched F.conv2d is the one used
         if self.padding_mode != "zeros":
-            return F.conv1d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
-                            bias, self.stride, (0,), self.dilation, self.groups)
-        return F.conv1d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
+            return conv(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight, bias,
+                        self.stride, (0,) * self._dims, self.dilation, self.groups)
+        return conv(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
 
     def forward(self, input):
         return self._conv_forward(input, self.weight, self.bias)
 
 
-class Conv2d(_ConvNd):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2),
-                         padding if isinstance(padding, str) else _ntuple(padding, 2), _ntuple(dilation, 2),
-                         False, (0, 0), groups, bias, padding_mode, device, dtype)
-
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv2d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
-                            bias, self.stride, (0, 0), self.dilation, self.groups)
-        return F.conv2d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
+Conv1d, Conv2d, Conv3d = _layers_by_dims(_ConvLayerNd, "Conv", __name__)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -158,66 +151,29 @@ class _ConvTransposeNd(_ConvNd):
         return tuple(res)
 
 
-class ConvTranspose1d(_ConvTransposeNd):
+class _ConvTransposeLayerNd(_ConvTransposeNd):
+    """ConvTranspose1d, 2d and 3d: the options made ``_dims``-tuples, the convolution
+    ``F.conv_transpose{_dims}d``."""
+
+    _dims = 1
+
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
                  groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
                  dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 1), _ntuple(stride, 1),
-                         _ntuple(padding, 1), _ntuple(dilation, 1), True, _ntuple(output_padding, 1), groups,
-                         bias, padding_mode, device, dtype)
+        dims = self._dims
+        super().__init__(in_channels, out_channels, _ntuple(kernel_size, dims), _ntuple(stride, dims),
+                         _ntuple(padding, dims), _ntuple(dilation, dims), True, _ntuple(output_padding, dims),
+                         groups, bias, padding_mode, device, dtype)
 
     def forward(self, input, output_size=None):
-        op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 1,
+        op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, self._dims,
                                   self.dilation)
-        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
-                                  self.dilation)
+        conv_transpose = getattr(F, f"conv_transpose{self._dims}d")
+        return conv_transpose(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
+                              self.dilation)
 
 
-class ConvTranspose2d(_ConvTransposeNd):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
-                 dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 2), _ntuple(stride, 2),
-                         _ntuple(padding, 2), _ntuple(dilation, 2), True, _ntuple(output_padding, 2), groups,
-                         bias, padding_mode, device, dtype)
-
-    def forward(self, input, output_size=None):
-        op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 2,
-                                  self.dilation)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
-                                  self.dilation)
-
-
-class Conv3d(_ConvNd):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, dilation=1,
-                 groups: int = 1, bias: bool = True, padding_mode: str = "zeros", device=None, dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3),
-                         padding if isinstance(padding, str) else _ntuple(padding, 3), _ntuple(dilation, 3),
-                         False, (0, 0, 0), groups, bias, padding_mode, device, dtype)
-
-    def _conv_forward(self, input, weight, bias):
-        if self.padding_mode != "zeros":
-            return F.conv3d(F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), weight,
-                            bias, self.stride, (0, 0, 0), self.dilation, self.groups)
-        return F.conv3d(input, weight, bias, self.stride, self.padding, self.dilation, self.groups)
-
-    def forward(self, input):
-        return self._conv_forward(input, self.weight, self.bias)
-
-
-class ConvTranspose3d(_ConvTransposeNd):
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0, output_padding=0,
-                 groups: int = 1, bias: bool = True, dilation=1, padding_mode: str = "zeros", device=None,
-                 dtype=None) -> None:
-        super().__init__(in_channels, out_channels, _ntuple(kernel_size, 3), _ntuple(stride, 3),
-                         _ntuple(padding, 3), _ntuple(dilation, 3), True, _ntuple(output_padding, 3), groups,
-                         bias, padding_mode, device, dtype)
-
-    def forward(self, input, output_size=None):
-        op = self._output_padding(input, output_size, self.stride, self.padding, self.kernel_size, 3,
-                                  self.dilation)
-        return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding, op, self.groups,
-                                  self.dilation)
+ConvTranspose1d, ConvTranspose2d, ConvTranspose3d = _layers_by_dims(_ConvTransposeLayerNd, "ConvTranspose", __name__)
 
 
 from .lazy import LazyModuleMixin  # noqa: E402 - the lazy variants build on the classes above
@@ -276,31 +232,7 @@ def _lazy_conv(base, transposed: bool):
     return __init__
 
 
-class LazyConv1d(_LazyConvXdMixin, Conv1d):
-    cls_to_become = Conv1d
-    __init__ = _lazy_conv(Conv1d, False)
-
-
-class LazyConv2d(_LazyConvXdMixin, Conv2d):
-    cls_to_become = Conv2d
-    __init__ = _lazy_conv(Conv2d, False)
-
-
-class LazyConv3d(_LazyConvXdMixin, Conv3d):
-    cls_to_become = Conv3d
-    __init__ = _lazy_conv(Conv3d, False)
-
-
-class LazyConvTranspose1d(_LazyConvXdMixin, ConvTranspose1d):
-    cls_to_become = ConvTranspose1d
-    __init__ = _lazy_conv(ConvTranspose1d, True)
-
-
-class LazyConvTranspose2d(_LazyConvXdMixin, ConvTranspose2d):
-    cls_to_become = ConvTranspose2d
-    __init__ = _lazy_conv(ConvTranspose2d, True)
-
-
-class LazyConvTranspose3d(_LazyConvXdMixin, ConvTranspose3d):
-    cls_to_become = ConvTranspose3d
-    __init__ = _lazy_conv(ConvTranspose3d, True)
+LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
+    _layer_class(f"Lazy{eager.__name__}", (_LazyConvXdMixin, eager), __name__, cls_to_become=eager,
+                 __init__=_lazy_conv(eager, transposed=issubclass(eager, _ConvTransposeNd)))
+    for eager in (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .utils import _layers_by_dims
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
@@ -28,25 +29,16 @@ class Dropout(_DropoutNd):
         return F.dropout(input, self.p, self.training, self.inplace)
 
 
-class Dropout1d(_DropoutNd):
-    """Zeroes whole channels of (N, C, L) or (C, L) inputs."""
-
+class _ChannelDropoutNd(_DropoutNd):
     def forward(self, input):
-        return F.dropout1d(input, self.p, self.training, self.inplace)
+        # F's function looked up at each call, so that a patched F.dropout2d is used
+        return getattr(F, f"dropout{self._dims}d")(input, self.p, self.training, self.inplace)
 
 
-class Dropout2d(_DropoutNd):
-    """Zeroes whole channels of (N, C, H, W) or (C, H, W) inputs."""
-
-    def forward(self, input):
-        return F.dropout2d(input, self.p, self.training, self.inplace)
-
-
-class Dropout3d(_DropoutNd):
-    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
-
-    def forward(self, input):
-        return F.dropout3d(input, self.p, self.training, self.inplace)
+Dropout1d, Dropout2d, Dropout3d = _layers_by_dims(_ChannelDropoutNd, "Dropout", __name__, docs=(
+    "Zeroes whole channels of (N, C, L) or (C, L) inputs.",
+    "Zeroes whole channels of (N, C, H, W) or (C, H, W) inputs.",
+    "Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."))
 
 
 class AlphaDropout(_DropoutNd):

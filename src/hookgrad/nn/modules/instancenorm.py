@@ -5,6 +5,7 @@ import warnings
 
 from .. import functional as F
 from .batchnorm import _NormBase
+from .utils import _layer_class, _layers_by_dims
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
@@ -13,15 +14,15 @@ __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNo
 class _InstanceNorm(_NormBase):
     """Like batch norm, but without affine parameters or running statistics unless asked for."""
 
-    _spatial_dims = 0
+    _dims = 0
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1, affine: bool = False,
-                 track_running_stats: bool = False, device=None, dtype=None) -> None:
-        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+                 track_running_stats: bool = False, device=None, dtype=None, *, bias: bool = True) -> None:
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype, bias=bias)
 
     def _check_input_dim(self, input) -> None:
-        if input.dim() not in (self._spatial_dims + 1, self._spatial_dims + 2):
-            raise ValueError(f"expected {self._spatial_dims + 1}D or {self._spatial_dims + 2}D input "
+        if input.dim() not in (self._dims + 1, self._dims + 2):
+            raise ValueError(f"expected {self._dims + 1}D or {self._dims + 2}D input "
                              f"(got {input.dim()}D input)")
 
     def _load_from_state_dict(self, state_dict, prefix, local_metadata, strict, missing_keys, unexpected_keys,
@@ -46,14 +47,14 @@ class _InstanceNorm(_NormBase):
 
     def forward(self, input):
         self._check_input_dim(input)
-        feature_dim = input.dim() - self._spatial_dims - 1
+        feature_dim = input.dim() - self._dims - 1
         if input.size(feature_dim) != self.num_features:
             if self.affine:
                 raise ValueError(f"expected input's size at dim={feature_dim} to match num_features "
                                  f"({self.num_features}), but got: {input.size(feature_dim)}.")
             warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You can silence this "
                           f"warning by not passing in num_features, which is not used because affine=False")
-        unbatched = input.dim() == self._spatial_dims + 1
+        unbatched = input.dim() == self._dims + 1
         x = input.unsqueeze(0) if unbatched else input
         out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
                               self.training or not self.track_running_stats, self.momentum if self.momentum is not None
@@ -61,37 +62,12 @@ class _InstanceNorm(_NormBase):
         return out.squeeze(0) if unbatched else out
 
 
-class InstanceNorm1d(_InstanceNorm):
-    _spatial_dims = 1
-
-
-class InstanceNorm2d(_InstanceNorm):
-    _spatial_dims = 2
-
-
-class InstanceNorm3d(_InstanceNorm):
-    _spatial_dims = 3
+InstanceNorm1d, InstanceNorm2d, InstanceNorm3d = _layers_by_dims(_InstanceNorm, "InstanceNorm", __name__)
 
 
 from .batchnorm import _LazyNormBase  # noqa: E402 - the lazy variants build on the classes above
 
-
-class _LazyInstanceNorm(_LazyNormBase, _InstanceNorm):
-    def __init__(self, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
-                 dtype=None) -> None:
-        super().__init__(eps, momentum, affine, track_running_stats, device, dtype)
-
-
-class LazyInstanceNorm1d(_LazyInstanceNorm):
-    cls_to_become = InstanceNorm1d
-    _spatial_dims = 1
-
-
-class LazyInstanceNorm2d(_LazyInstanceNorm):
-    cls_to_become = InstanceNorm2d
-    _spatial_dims = 2
-
-
-class LazyInstanceNorm3d(_LazyInstanceNorm):
-    cls_to_become = InstanceNorm3d
-    _spatial_dims = 3
+LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
+    _layer_class(f"Lazy{eager.__name__}", (_LazyNormBase, _InstanceNorm), __name__, cls_to_become=eager,
+                 _dims=eager._dims)
+    for eager in (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
+from .utils import _layer_class, _layers_by_dims
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
@@ -25,17 +26,14 @@ class _MaxPoolNd(Module):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
-
-class MaxPool1d(_MaxPoolNd):
     def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+        # each family's F function is looked up by name at each call, so that a patched F.max_pool2d is used
+        return getattr(F, f"max_pool{self._dims}d")(input, self.kernel_size, self.stride, self.padding,
+                                                     self.dilation, ceil_mode=self.ceil_mode,
+                                                     return_indices=self.return_indices)
 
 
-class MaxPool2d(_MaxPoolNd):
-    def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+MaxPool1d, MaxPool2d, MaxPool3d = _layers_by_dims(_MaxPoolNd, "MaxPool", __name__)
 
 
 class _AvgPoolNd(Module):
@@ -60,6 +58,10 @@ class _AvgPoolWithDivisorNd(_AvgPoolNd):
         self.count_include_pad = count_include_pad
         self.divisor_override = divisor_override
 
+    def forward(self, input):
+        return getattr(F, f"avg_pool{self._dims}d")(input, self.kernel_size, self.stride, self.padding,
+                                                     self.ceil_mode, self.count_include_pad, self.divisor_override)
+
 
 class AvgPool1d(_AvgPoolNd):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
@@ -77,10 +79,8 @@ class AvgPool1d(_AvgPoolNd):
                             self.count_include_pad)
 
 
-class AvgPool2d(_AvgPoolWithDivisorNd):
-    def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+AvgPool2d, AvgPool3d = (_layer_class(f"AvgPool{dims}d", (_AvgPoolWithDivisorNd,), __name__, _dims=dims)
+                        for dims in (2, 3))
 
 
 class _AdaptiveAvgPoolNd(Module):
@@ -93,32 +93,12 @@ class _AdaptiveAvgPoolNd(Module):
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
-
-class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
     def forward(self, input):
-        return F.adaptive_avg_pool1d(input, self.output_size)
+        return getattr(F, f"adaptive_avg_pool{self._dims}d")(input, self.output_size)
 
 
-class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
-    def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-
-class MaxPool3d(_MaxPoolNd):
-    def forward(self, input):
-        return F.max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
-
-
-class AvgPool3d(_AvgPoolWithDivisorNd):
-    def forward(self, input):
-        return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-
-class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
-    def forward(self, input):
-        return F.adaptive_avg_pool3d(input, self.output_size)
+AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = _layers_by_dims(_AdaptiveAvgPoolNd, "AdaptiveAvgPool",
+                                                                          __name__)
 
 
 class _AdaptiveMaxPoolNd(Module):
@@ -132,20 +112,12 @@ class _AdaptiveMaxPoolNd(Module):
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
 
-
-class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
     def forward(self, input):
-        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+        return getattr(F, f"adaptive_max_pool{self._dims}d")(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
-    def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
-
-
-class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
-    def forward(self, input):
-        return F.adaptive_max_pool3d(input, self.output_size, self.return_indices)
+AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _layers_by_dims(_AdaptiveMaxPoolNd, "AdaptiveMaxPool",
+                                                                          __name__)
 
 
 class _MaxUnpoolNd(Module):
@@ -164,20 +136,11 @@ class _MaxUnpoolNd(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input, indices, output_size=None):
-        unpool = {1: F.max_unpool1d, 2: F.max_unpool2d, 3: F.max_unpool3d}[self._dims]
-        return unpool(input, indices, self.kernel_size, self.stride, self.padding, output_size)
+        return getattr(F, f"max_unpool{self._dims}d")(input, indices, self.kernel_size, self.stride, self.padding,
+                                                       output_size)
 
 
-class MaxUnpool1d(_MaxUnpoolNd):
-    _dims = 1
-
-
-class MaxUnpool2d(_MaxUnpoolNd):
-    _dims = 2
-
-
-class MaxUnpool3d(_MaxUnpoolNd):
-    _dims = 3
+MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _layers_by_dims(_MaxUnpoolNd, "MaxUnpool", __name__)
 
 
 class _LPPoolNd(Module):
@@ -194,20 +157,12 @@ class _LPPoolNd(Module):
         return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, stride={self.stride}, "
                 f"ceil_mode={self.ceil_mode}")
 
-
-class LPPool1d(_LPPoolNd):
     def forward(self, input):
-        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+        return getattr(F, f"lp_pool{self._dims}d")(input, float(self.norm_type), self.kernel_size, self.stride,
+                                                    self.ceil_mode)
 
 
-class LPPool2d(_LPPoolNd):
-    def forward(self, input):
-        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
-
-
-class LPPool3d(_LPPoolNd):
-    def forward(self, input):
-        return F.lp_pool3d(input, float(self.norm_type), self.kernel_size, self.stride, self.ceil_mode)
+LPPool1d, LPPool2d, LPPool3d = _layers_by_dims(_LPPoolNd, "LPPool", __name__)
 
 
 __all__ += ["LPPool1d", "LPPool2d", "LPPool3d"]

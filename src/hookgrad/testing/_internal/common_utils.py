@@ -203,25 +203,24 @@ def freeze_rng_state():
 
 
 @contextlib.contextmanager
+def _setting_for_block(read, write, value):
+    """``write(value)`` for the block, then the setting ``read()`` gave back."""
+    saved = read()
+    write(value)
+    try:
+        yield
+    finally:
+        write(saved)
+
+
 def set_default_dtype(dtype):
     torch = _torch()
-    saved = torch.get_default_dtype()
-    torch.set_default_dtype(dtype)
-    try:
-        yield
-    finally:
-        torch.set_default_dtype(saved)
+    return _setting_for_block(torch.get_default_dtype, torch.set_default_dtype, dtype)
 
 
-@contextlib.contextmanager
 def set_warn_always_context(new_value: bool):
     torch = _torch()
-    saved = torch.is_warn_always_enabled()
-    torch.set_warn_always(new_value)
-    try:
-        yield
-    finally:
-        torch.set_warn_always(saved)
+    return _setting_for_block(torch.is_warn_always_enabled, torch.set_warn_always, new_value)
 
 
 @contextlib.contextmanager
@@ -383,6 +382,11 @@ def instantiate_parametrized_tests(generic_cls):
 # --------------------------------------------------------------------------- TestCase
 
 
+def _settable(attribute: str) -> property:
+    """A property that reads and writes ``attribute`` (how TestCase exposes its minimum tolerances)."""
+    return property(lambda self: getattr(self, attribute), lambda self, value: setattr(self, attribute, value))
+
+
 class TestCase(unittest.TestCase):
     """unittest's TestCase plus what torch's test suite relies on: a tensor-aware ``assertEqual``
     (see ``_equality``), minimum tolerances (``precision``, ``rel_tol``), seeded random state in
@@ -395,21 +399,8 @@ class TestCase(unittest.TestCase):
     _ignore_not_implemented_error = False
     maxDiff = None
 
-    @property
-    def precision(self) -> float:
-        return self._precision
-
-    @precision.setter
-    def precision(self, value: float) -> None:
-        self._precision = value
-
-    @property
-    def rel_tol(self) -> float:
-        return self._rel_tol
-
-    @rel_tol.setter
-    def rel_tol(self, value: float) -> None:
-        self._rel_tol = value
+    precision = _settable("_precision")
+    rel_tol = _settable("_rel_tol")
 
     def setUp(self):
         set_rng_seed(SEED)

@@ -36,3 +36,15 @@ def check_columns(input_col, output_col):
             raise ValueError("`output_col` must be a single-element list or tuple")
         return output_col[0]
     return output_col
+
+
+class _ColumnMapper:
+    """The options of ``map`` on either kind of pipe: ``fn`` of each item (or of its ``input_col``
+    columns, written to ``output_col``)."""
+
+    def __init__(self, datapipe, fn, input_col=None, output_col=None):
+        self.datapipe, self.fn = datapipe, fn
+        self.input_col, self.output_col = input_col, check_columns(input_col, output_col)
+
+    def _mapped(self, item):
+        return apply_to_columns(self.fn, item, self.input_col, self.output_col)

@@ -34,19 +34,29 @@ class functional_datapipe:
 _determinism = [False]
 
 
-class guaranteed_datapipes_determinism:
-    """While active (from construction to the end of its block), constructing a pipe marked
-    ``non_deterministic`` raises TypeError."""
+class _SwitchWhileActive:
+    """Sets the switch ``_switch`` (a one-item list) to ``_value`` from construction to the end of
+    the ``with`` block, then puts back what it was."""
+
+    _switch: list
+    _value: bool
 
     def __init__(self) -> None:
-        self.prev = _determinism[0]
-        _determinism[0] = True
+        self.prev = self._switch[0]
+        self._switch[0] = self._value
 
     def __enter__(self) -> None:
         return None
 
     def __exit__(self, exc_type, exc_value, traceback) -> None:
-        _determinism[0] = self.prev
+        self._switch[0] = self.prev
+
+
+class guaranteed_datapipes_determinism(_SwitchWhileActive):
+    """While active (from construction to the end of its block), constructing a pipe marked
+    ``non_deterministic`` raises TypeError."""
+
+    _switch, _value = _determinism, True
 
 
 class non_deterministic:
@@ -117,18 +127,10 @@ def argument_validation(f):
 _runtime_validation_enabled = [True]
 
 
-class runtime_validation_disabled:
+class runtime_validation_disabled(_SwitchWhileActive):
     """Turn ``runtime_validation`` checks off while active."""
 
-    def __init__(self) -> None:
-        self.prev = _runtime_validation_enabled[0]
-        _runtime_validation_enabled[0] = False
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, exc_type, exc_value, traceback) -> None:
-        _runtime_validation_enabled[0] = self.prev
+    _switch, _value = _runtime_validation_enabled, False
 
 
 def runtime_validation(f):

@@ -3,13 +3,20 @@ from __future__ import annotations
 
 import random
 
-from .._columns import apply_to_columns, check_columns
+from .._columns import _ColumnMapper
 from .._decorator import functional_datapipe
 from ..datapipe import DataChunk, IterDataPipe
 from ..._collate import default_collate
 
 __all__ = ["Batcher", "Collator", "Concater", "Filter", "IterableWrapper", "Mapper", "Shuffler", "ShardingFilter",
            "UnBatcher", "Zipper"]
+
+
+def _length_of_source(pipe) -> int:
+    """The length of a pipe that yields one item per item of its source: the source's, where it has one."""
+    if hasattr(pipe.datapipe, "__len__"):
+        return len(pipe.datapipe)
+    raise TypeError(f"{type(pipe).__name__} instance doesn't have valid length")
 
 
 class IterableWrapperIterDataPipe(IterDataPipe):
@@ -34,21 +41,15 @@ class IterableWrapperIterDataPipe(IterDataPipe):
 
 
 @functional_datapipe("map")
-class MapperIterDataPipe(IterDataPipe):
+class MapperIterDataPipe(_ColumnMapper, IterDataPipe):
     """Apply ``fn`` to each item (or to its ``input_col`` columns, writing ``output_col``)."""
-
-    def __init__(self, datapipe, fn, input_col=None, output_col=None):
-        self.datapipe, self.fn = datapipe, fn
-        self.input_col, self.output_col = input_col, check_columns(input_col, output_col)
 
     def __iter__(self):
         for data in self.datapipe:
-            yield apply_to_columns(self.fn, data, self.input_col, self.output_col)
+            yield self._mapped(data)
 
     def __len__(self):
-        if hasattr(self.datapipe, "__len__"):
-            return len(self.datapipe)
-        raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
+        return _length_of_source(self)
 
 
 @functional_datapipe("filter")
@@ -190,9 +191,7 @@ class ShufflerIterDataPipe(IterDataPipe):
             yield self._buffer.pop(self._rng.randint(0, len(self._buffer) - 1))
 
     def __len__(self):
-        if hasattr(self.datapipe, "__len__"):
-            return len(self.datapipe)
-        raise TypeError(f"{type(self).__name__} instance doesn't have valid length")
+        return _length_of_source(self)
 
 
 @functional_datapipe("sharding_filter")

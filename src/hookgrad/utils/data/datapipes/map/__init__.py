@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import random
 
-from .._columns import apply_to_columns, check_columns
+from .._columns import _ColumnMapper
 from .._decorator import functional_datapipe
 from ..datapipe import DataChunk, IterDataPipe, MapDataPipe
 
@@ -30,15 +30,11 @@ class SequenceWrapperMapDataPipe(MapDataPipe):
 
 
 @functional_datapipe("map")
-class MapperMapDataPipe(MapDataPipe):
+class MapperMapDataPipe(_ColumnMapper, MapDataPipe):
     """``fn`` applied to each item as it is read."""
 
-    def __init__(self, datapipe, fn, input_col=None, output_col=None):
-        self.datapipe, self.fn = datapipe, fn
-        self.input_col, self.output_col = input_col, check_columns(input_col, output_col)
-
     def __getitem__(self, index):
-        return apply_to_columns(self.fn, self.datapipe[index], self.input_col, self.output_col)
+        return self._mapped(self.datapipe[index])
 
     def __len__(self):
         return len(self.datapipe)
