@@ -326,7 +326,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     if index._data.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index._data.dtype.kind not in "iu":
-        raise IndexError("index_select(): Expected dtype int32/int64 for index")
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     result = wrap(np.take(x._data, index._data.reshape(-1), axis=d) if x._data.ndim else x._data.copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexSelectBackward0, (x,), result)

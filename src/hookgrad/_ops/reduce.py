@@ -464,6 +464,11 @@ def aminmax(x, *, dim=None, keepdim=False):
 
 def _arg_extreme(x, dim, keepdim, np_fn):
     data = x._data
+    name = np_fn.__name__  # "argmax" / "argmin", as torch's errors name them
+    if dim is None and data.size == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+    if dim is not None and data.ndim and data.shape[_wrap_dim(dim, data.ndim)] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {_wrap_dim(dim, data.ndim)} to have non-zero size.")
     if dim is None:
         out = np.asarray(np_fn(data), dtype=np.int64)
         return wrap(out.reshape((1,) * data.ndim) if keepdim else out)
