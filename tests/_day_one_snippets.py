@@ -303,6 +303,57 @@ SNIPPETS = {
     "clip_grad_norm result": "m = nn.Linear(2, 1)\nm(torch.ones(1, 2)).sum().backward()\n"
                              "print(nn.utils.clip_grad_norm_(m.parameters(), 0.5))",
     "clone require grad warning": "x = torch.ones(1, requires_grad=True)\nprint(torch.tensor(x))",
+    # ---- more of the same, found by beginners every day -------------------------------------------
+    "unsqueeze dim out of range": "torch.ones(2).unsqueeze(5)",
+    "size dim out of range": "torch.ones(2, 3).size(2)",
+    "transpose dim out of range": "torch.ones(2, 3).transpose(0, 2)",
+    "cat dim out of range": "torch.cat([torch.ones(2), torch.ones(2)], dim=1)",
+    "max dim out of range": "torch.max(torch.ones(2), 1)",
+    "view two inferred dims": "torch.ones(4).view(2, -1, -1)",
+    "view -1 impossible": "torch.zeros(2, 3).view(-1, 4)",
+    "mask shape mismatch": "torch.ones(3, 3)[torch.tensor([True, False])]",
+    "integer division by zero": "torch.tensor([1]) // 0",
+    "float division by zero": "print(torch.tensor([1.]) / 0, torch.tensor([1]) / 0, torch.sqrt(torch.tensor(-1.)))",
+    "softmax without dim": "torch.ones(2).softmax()",
+    "flatten dim out of range": "torch.flatten(torch.ones(2, 2), 5)",
+    "sequential index out of range": "nn.Sequential(nn.ReLU())[5]",
+    "modulelist index out of range": "nn.ModuleList()[0]",
+    "state_dict missing key": "nn.Linear(1, 1).state_dict()['missing']",
+    "load missing file": "torch.load('no_such_checkpoint.pt')",
+    "legacy constructor": "print(torch.Tensor([1, 2]), torch.Tensor(2, 3).shape, torch.Tensor().shape, "
+                          "torch.LongTensor([1, 2]))",
+    "manual_seed returns a generator": "print(type(torch.manual_seed(0)))",
+    "conversions": "x = torch.tensor([1.7, -2.2])\nprint(x.int(), x.long(), x.half(), x.bool(), x.double(), "
+                   "x.to(torch.int32), x.type(torch.int64), torch.tensor(3.7).int())",
+    "device moves": "x = torch.ones(1)\nprint(x.cpu(), x.to('cpu'), x.to(torch.device('cpu')).device, x.is_cpu, "
+                    "nn.Linear(1, 1).to('cpu').weight.device)",
+    "sum over axis": "x = torch.arange(6.).reshape(2, 3)\nprint(x.sum(axis=0), x.sum(dim=1, keepdim=True), "
+                     "x.mean(dim=(0, 1)), x.norm(), x.std(), x.var(unbiased=False))",
+    "no_grad decorator": "@torch.no_grad()\ndef f(x):\n    return x * 2\nprint(f(torch.ones(1, requires_grad=True)))",
+    "F.softmax implicit dim": "print(F.softmax(torch.tensor([[1., 2.]]), dim=-1), F.log_softmax(torch.tensor([1., 1.]), 0))",
+    "collate dicts and strings": "dl = torch.utils.data.DataLoader([{'x': torch.ones(2), 'y': 1}, {'x': torch.zeros(2), "
+                                 "'y': 0}], batch_size=2)\nprint(next(iter(dl)))\n"
+                                 "print(next(iter(torch.utils.data.DataLoader([(1, 'a'), (2, 'b')], batch_size=2))))",
+    "optimizer defaults": "o = torch.optim.Adam([nn.Parameter(torch.ones(1))])\nprint(o.param_groups[0]['betas'], "
+                          "o.defaults['lr'], torch.optim.SGD([nn.Parameter(torch.ones(1))]).defaults['lr'])",
+    "loss item type": "loss = F.mse_loss(torch.ones(2), torch.zeros(2))\nprint(type(loss.item()), loss.item(), loss.dtype, loss.shape)",
+    "weight grad none": "m = nn.Linear(2, 2)\nprint(m.weight.grad, m.weight.is_leaf, m.weight.requires_grad, type(m.weight))",
+    "shape comparisons": "x = torch.zeros(2, 3)\nprint(x.shape == (2, 3), x.shape == [2, 3], x.shape + (1,), type(x.shape + (1,)), "
+                         "x.shape[1:], type(x.shape[1:]), tuple(x.shape), list(x.shape))",
+    "dtype properties": "print(torch.float32.is_floating_point, torch.int64.is_signed, torch.float32.itemsize, "
+                        "torch.complex64.is_complex, str(torch.float16), torch.tensor([1, 2]).dtype == torch.int64)",
+    "clamp and rounding": "x = torch.tensor([-1.5, 0.5, 2.5])\nprint(x.clamp(0, 1), x.round(), x.floor(), x.ceil(), x.abs(), x.sign())",
+    "comparison helpers": "a = torch.tensor([1., 2.])\nprint(torch.allclose(a, a + 1e-9), torch.equal(a, a), (a == a).all(), "
+                          "torch.isclose(a, a), a.eq(1), a.ne(1))",
+    "zeros_like and friends": "x = torch.ones(2, 2, dtype=torch.int32)\nprint(torch.zeros_like(x), torch.ones_like(x, dtype=torch.float32),"
+                              " torch.full_like(x, 7), torch.empty_like(x).shape, torch.rand_like(x.float()).shape)",
+    "argmax keepdim": "x = torch.tensor([[1., 3.], [4., 2.]])\nprint(x.argmax(dim=1), x.argmax(dim=1, keepdim=True), x.argmax())",
+    "where and masked_fill": "x = torch.tensor([1., -1., 2.])\nprint(x.masked_fill(x < 0, 0.), torch.where(x > 0, x, torch.zeros(3)))",
+    "topk sort argsort": "x = torch.tensor([3., 1., 2.])\nprint(x.topk(2), x.argsort(), x.sort(descending=True))",
+    "einsum and bmm": "a = torch.ones(2, 2, 3)\nb = torch.ones(2, 3, 4)\nprint(torch.bmm(a, b).shape, torch.einsum('bij,bjk->bik', a, b).shape)",
+    "bmm shape mismatch": "torch.bmm(torch.ones(2, 2, 3), torch.ones(2, 4, 4))",
+    "scatter and gather": "x = torch.arange(6.).reshape(2, 3)\nprint(x.gather(1, torch.tensor([[0], [2]])), "
+                          "torch.zeros(3).scatter(0, torch.tensor([2]), torch.tensor([5.])))",
 }
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")

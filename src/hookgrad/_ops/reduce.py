@@ -829,13 +829,15 @@ def _log_softmax_np(data, d):
 def _softmax_input(x, dim, dtype, kernel):
     """``x`` cast to ``dtype`` (a recorded op, so the gradient flows back in the input's dtype), its
     data widened for the computation and ``dim`` wrapped; torch's error for a non-floating input."""
+    if dim is None:  # only nn.functional's forms choose a dimension for the caller
+        raise TypeError(f'{kernel}() missing 1 required positional arguments: "dim"')
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
     data = _dtype.widen(x._data)
     if data.dtype.kind not in "fc":
         raise NotImplementedError(f'"{kernel}_lastdim_kernel_impl" not implemented for '
                                   f"'{_dtype.scalar_type_name(data.dtype)}'")
-    return x, data, _wrap_dim(dim if dim is not None else -1, data.ndim)
+    return x, data, _wrap_dim(dim, data.ndim)
 
 
 @op()
