@@ -354,6 +354,29 @@ SNIPPETS = {
     "bmm shape mismatch": "torch.bmm(torch.ones(2, 2, 3), torch.ones(2, 4, 4))",
     "scatter and gather": "x = torch.arange(6.).reshape(2, 3)\nprint(x.gather(1, torch.tensor([[0], [2]])), "
                           "torch.zeros(3).scatter(0, torch.tensor([2]), torch.tensor([5.])))",
+    "exception types": "for f in (lambda: torch.linalg.inv(torch.zeros(2, 2)), lambda: torch.ones(2) @ torch.ones(3), "
+                       "lambda: torch.ones(1).cuda()):\n    try:\n        f()\n    except Exception as e:\n"
+                       "        print(type(e), type(e).__mro__[1])",
+    "init functions": "w = torch.empty(2, 3)\nprint(type(nn.init.xavier_uniform_(w)), nn.init.zeros_(w), nn.init.constant_(w, 0.5), "
+                      "nn.init.calculate_gain('relu'))",
+    "parameters_to_vector": "m = nn.Linear(2, 1)\nnn.init.ones_(m.weight)\nnn.init.zeros_(m.bias)\n"
+                            "print(nn.utils.parameters_to_vector(m.parameters()))",
+    "distribution samples and log_prob": "D = torch.distributions\nn = D.Normal(torch.tensor([0.]), torch.tensor([1.]))\n"
+                                          "print(n.log_prob(torch.tensor([0.])), n.mean, n.stddev, n.sample().shape, "
+                                          "D.Categorical(logits=torch.zeros(3)).probs, n.batch_shape, n.event_shape)",
+    "scheduler stepping": "o = torch.optim.SGD([nn.Parameter(torch.ones(1))], lr=1.)\n"
+                          "s = torch.optim.lr_scheduler.StepLR(o, step_size=1, gamma=0.5)\nfor _ in range(3):\n"
+                          "    o.step()\n    s.step()\n    print(s.get_last_lr(), o.param_groups[0]['lr'])",
+    "grad_fn metadata": "x = torch.ones(2, requires_grad=True)\ny = x * 3\nprint(y.grad_fn.name(), y.grad_fn.metadata, "
+                        "y.grad_fn._saved_other, y.grad_fn.next_functions[0][0].variable is x)",
+    "tensor __repr__ of a view": "x = torch.arange(6.).reshape(2, 3)\nprint(x[:, 1], x[0], x.t(), x[None].shape, x[..., None].shape)",
+    "register_buffer and parameter": "m = nn.Module()\nm.register_buffer('b', torch.zeros(1))\n"
+                                     "m.register_parameter('p', nn.Parameter(torch.ones(1)))\nprint(m.state_dict(), list(m.buffers()), m)",
+    "module __repr__ with extra_repr": "class Scale(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                                       "        self.s = 2\n    def extra_repr(self):\n        return f's={self.s}'\n"
+                                       "print(nn.Sequential(Scale(), nn.Sequential(nn.ReLU())))",
+    "apply and children": "m = nn.Sequential(nn.Linear(1, 1), nn.ReLU())\nm.apply(lambda mod: print(type(mod).__name__))\n"
+                          "print(list(m.children())[1], len(list(m.modules())))",
 }
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
