@@ -101,10 +101,10 @@ class TorchIdentities:
         pending = list(node.__subclasses__())
         while pending:
             cls = pending.pop()
+            pending.extend(cls.__subclasses__())  # also below a class seen before: it may have new ones
             if cls in self._nodes_seen:
                 continue
             self._nodes_seen.add(cls)
-            pending.extend(cls.__subclasses__())
             identity = self._node_types.get(cls.__name__)
             if identity is not None and not (custom and issubclass(cls, custom)):
                 self._rename(cls, identity)
