@@ -10,7 +10,6 @@ import pickle
 import re
 import subprocess
 import sys
-import textwrap
 
 import pytest
 

@@ -2,8 +2,11 @@
 
 How it works: a finder at the front of ``sys.meta_path`` answers every import of ``torch`` or
 ``torch.X.Y`` with the module ``hookgrad`` or ``hookgrad.X.Y`` (the same module object, so
-``torch.nn.Module is hookgrad.nn.Module``); the script then runs as ``__main__`` with ``runpy``,
-with ``sys.argv`` and ``sys.path[0]`` set as ``python SCRIPT ARGS`` would set them.
+``torch.nn.Module is hookgrad.nn.Module``); the script then runs as ``__main__``,
+with ``sys.argv``, ``sys.path[0]`` and ``__file__`` set as ``python SCRIPT ARGS`` would set them.
+While the aliasing lasts, hookgrad's classes carry torch's ``__module__``/``__qualname__``
+(``<class 'torch.Tensor'>``; see ``_torch_identity.py``): the same finder sees each hookgrad module
+load and renames its classes.
 
 Parts of torch that hookgrad lacks fail loudly, never silently: importing a missing submodule
 raises ``ModuleNotFoundError("hookgrad has no torch.fft; ...")`` and reading a missing attribute of
@@ -160,7 +163,6 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
             raise ModuleNotFoundError(missing_message(fullname), name=None)
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(ours), is_package=found.submodule_search_locations
                                               is not None)
-
 
     def _renaming_spec(self, fullname, path, target):
         for finder in sys.meta_path:
