@@ -377,6 +377,27 @@ SNIPPETS = {
                                        "print(nn.Sequential(Scale(), nn.Sequential(nn.ReLU())))",
     "apply and children": "m = nn.Sequential(nn.Linear(1, 1), nn.ReLU())\nm.apply(lambda mod: print(type(mod).__name__))\n"
                           "print(list(m.children())[1], len(list(m.modules())))",
+    "reshape with wrong numel": "torch.arange(6).reshape(4, 2)",
+    "matmul with 0-d": "torch.matmul(torch.tensor(2.), torch.ones(2))",
+    "linear with 3-d input": "print(nn.Linear(2, 1, bias=False)(torch.ones(2, 3, 2)).shape)",
+    "mse_loss dtype mismatch": "F.mse_loss(torch.ones(2), torch.ones(2, dtype=torch.float64))",
+    "cross_entropy with float targets": "print(F.cross_entropy(torch.zeros(2, 3), torch.tensor([[1., 0., 0.], [0., 1., 0.]])))",
+    "nll_loss wrong target dtype": "F.nll_loss(torch.zeros(2, 3), torch.tensor([0., 1.]))",
+    "bce out of range": "F.binary_cross_entropy(torch.tensor([1.5]), torch.tensor([1.]))",
+    "embedding padding repr": "print(nn.Embedding(5, 2, padding_idx=0), nn.EmbeddingBag(5, 2, mode='sum'))",
+    "dropout in eval": "m = nn.Dropout(0.5).eval()\nprint(m(torch.ones(3)))",
+    "view as numpy shares": "x = torch.zeros(2)\na = x.numpy()\na[0] = 5\nprint(x)",
+    "clone vs detach grad": "x = torch.ones(1, requires_grad=True)\nprint(x.clone(), x.detach().requires_grad, x.clone().grad_fn.name())",
+    "set requires_grad on non-leaf": "x = torch.ones(1, requires_grad=True)\n(x * 2).requires_grad_(False)",
+    "grad on tensor without grad": "x = torch.ones(1)\ny = torch.ones(1, requires_grad=True)\ntorch.autograd.grad((x * y).sum(), x)",
+    "numel of empty and zero-size print": "print(torch.zeros(0).numel(), torch.zeros(3, 0).shape, torch.zeros(0).sum(), torch.zeros(0).mean())",
+    "int tensor ops promote": "a = torch.tensor([1, 2])\nprint(a * 1.5, a + True, (a / a).dtype, a.float().mean(), torch.tensor([1, 2], dtype=torch.uint8) - 3)",
+    "stack many": "print(torch.stack([torch.tensor(i) for i in range(3)]), torch.stack([torch.ones(2)] * 2, dim=1))",
+    "split sizes error": "torch.arange(5).split([2, 2])",
+    "repeat and expand print": "x = torch.tensor([1, 2])\nprint(x.repeat(2), x.expand(2, 2), x.repeat_interleave(2), x.tile((2,)))",
+    "optimizer zero_grad default": "p = nn.Parameter(torch.ones(1))\np.grad = torch.ones(1)\no = torch.optim.SGD([p], lr=1.)\no.zero_grad()\nprint(p.grad)",
+    "optimizer add_param_group": "o = torch.optim.SGD([nn.Parameter(torch.ones(1))], lr=0.1)\n"
+                                 "o.add_param_group({'params': [nn.Parameter(torch.ones(2))], 'lr': 0.5})\nprint(o)",
 }
 
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
