@@ -464,7 +464,9 @@ class Numbers(Dataset):
 
 if __name__ == "__main__":
     loader = DataLoader(Numbers(), batch_size=2, num_workers=2, multiprocessing_context=sys.argv[1])
-    print([batch.tolist() for batch in loader], type(next(iter(loader))).__module__.split(".")[0])
+    import hookgrad
+    batch = next(iter(loader))
+    print([batch.tolist() for batch in loader], type(batch).__module__, type(batch) is hookgrad.Tensor)
 """
 
 
@@ -478,4 +480,5 @@ def test_spawned_workers_under_hookgrad_run(tmp_path):
     done = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script), "spawn"], capture_output=True,
                           text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "[[[0, 0], [1, 0]], [[2, 1], [3, 1]]] hookgrad"
+    # hookgrad's tensors, named as torch's under `hookgrad run`
+    assert done.stdout.strip() == "[[[0, 0], [1, 0]], [[2, 1], [3, 1]]] torch True"

@@ -269,10 +269,12 @@ def test_under_hookgrad_run(tmp_path):
         "        loss = model(torch.ones(2, 3)).pow(2).mean()\n"
         "        writer.add_scalar('loss', loss.item(), step)\n"
         "        writer.add_histogram('weight', model.weight, step)\n"
-        "print(type(writer).__module__)\n")
+        "import hookgrad\n"
+        "print(type(writer).__module__, type(writer) is hookgrad.utils.tensorboard.SummaryWriter)\n")
     out = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script)], cwd=tmp_path,
                          env=_env(), capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "hookgrad.utils.tensorboard.writer"
+    # hookgrad's writer, named as torch's under `hookgrad run`
+    assert out.strip() == "torch.utils.tensorboard.writer True"
     run = _read_all(tmp_path / "logs")["."]
     assert [step for step, _ in run["scalars"]["loss"]] == [0, 1, 2]
     assert [entry[0] for entry in run["histograms"]["weight"]] == [0, 1, 2]

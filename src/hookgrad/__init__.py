@@ -124,6 +124,12 @@ _FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "f
                    "ScriptModule": "jit", "ScriptFunction": "jit"}
 
 
+def __dir__():
+    # the lazily loaded namespaces and functions are there for dir(torch) too
+    from ._nn_torch_names import NN_TORCH_NAMES
+    return sorted(set(globals()) | _LAZY | set(_FROM_NAMESPACE) | set(NN_TORCH_NAMES) | {"save", "load"})
+
+
 def __getattr__(name):
     # nn, optim and friends load on first use: ``import hookgrad`` stays light
     if name in _LAZY:

@@ -39,7 +39,7 @@ class tensortype(type):
         return _construct(cls, args, device, kwargs)
 
     def __repr__(cls):
-        return f"<class 'hookgrad.{cls.__name__}'>"
+        return f"<class '{cls.__module__}.{cls.__qualname__}'>"  # torch.FloatTensor under `hookgrad run`
 
 
 def _type_error_combination(args, kwargs):

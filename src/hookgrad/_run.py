@@ -2,8 +2,11 @@
 
 How it works: a finder at the front of ``sys.meta_path`` answers every import of ``torch`` or
 ``torch.X.Y`` with the module ``hookgrad`` or ``hookgrad.X.Y`` (the same module object, so
-``torch.nn.Module is hookgrad.nn.Module``); the script then runs as ``__main__`` with ``runpy``,
-with ``sys.argv`` and ``sys.path[0]`` set as ``python SCRIPT ARGS`` would set them.
+``torch.nn.Module is hookgrad.nn.Module``); the script then runs as ``__main__``,
+with ``sys.argv``, ``sys.path[0]`` and ``__file__`` set as ``python SCRIPT ARGS`` would set them.
+While the aliasing lasts, hookgrad's classes carry torch's ``__module__``/``__qualname__``
+(``<class 'torch.Tensor'>``; see ``_torch_identity.py``): the same finder sees each hookgrad module
+load and renames its classes.
 
 Parts of torch that hookgrad lacks fail loudly, never silently: importing a missing submodule
 raises ``ModuleNotFoundError("hookgrad has no torch.fft; ...")`` and reading a missing attribute of
@@ -16,15 +19,18 @@ there, and each rank sees torchrun's RANK, WORLD_SIZE, LOCAL_RANK and LOCAL_WORL
 from __future__ import annotations
 
 import argparse
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import io
 import os
 import runpy
 import sys
 import traceback
 import types
+import zipfile
 from typing import Sequence
 
 HINT = "see docs/api-coverage.md"  # the generated list of torch's names and which ones hookgrad has
@@ -43,6 +49,10 @@ def _torch_name(module_name: str) -> str:
 
 def _ours_name(torch_name: str) -> str:
     return _OURS + torch_name[len(_TORCH):]
+
+
+# torch's class identities worn by hookgrad's classes while torch_aliases is active (None outside)
+_identities = None
 
 
 def _guard_attributes(module: types.ModuleType) -> None:
@@ -66,7 +76,12 @@ def _guard_attributes(module: types.ModuleType) -> None:
             else:
                 if isinstance(value, types.ModuleType) and value.__name__.startswith(_OURS + "."):
                     _alias(value)
+                elif _identities is not None and isinstance(value, type):
+                    _identities.attribute_loaded(module.__name__, name, value)
                 return value
+        renamed = _identities.lookup(prefix, name) if _identities is not None else None
+        if renamed is not None:  # a class torch defines here and hookgrad elsewhere (torch._C.Generator)
+            return renamed
         if name.startswith("__") and name.endswith("__"):
             # dunder probes (__path__, __file__, ...) keep Python's own answer
             raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
@@ -110,10 +125,30 @@ class _AliasLoader(importlib.abc.Loader):
         _alias_loaded()
 
 
+class _RenamingLoader(importlib.abc.Loader):
+    """Runs a hookgrad module with its own loader, then gives its classes torch's identities."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        # the module keeps its own loader, as if this one had never been there
+        module.__loader__ = module.__spec__.loader = self.loader
+        self.loader.exec_module(module)
+        if _identities is not None:
+            _identities.module_loaded(module)
+
+
 class TorchAliasFinder(importlib.abc.MetaPathFinder):
-    """Resolves ``torch`` and ``torch.*`` to ``hookgrad`` and ``hookgrad.*``."""
+    """Resolves ``torch`` and ``torch.*`` to ``hookgrad`` and ``hookgrad.*``; hookgrad's own modules,
+    as they load, take torch's class identities."""
 
     def find_spec(self, fullname, path=None, target=None):
+        if fullname.startswith(_OURS + "."):
+            return self._renaming_spec(fullname, path, target)
         if fullname in _BINDINGS:
             return importlib.machinery.ModuleSpec(fullname, _AliasLoader(_BINDINGS[fullname]))
         if fullname != _TORCH and not fullname.startswith(_TORCH + "."):
@@ -129,6 +164,20 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
         return importlib.machinery.ModuleSpec(fullname, _AliasLoader(ours), is_package=found.submodule_search_locations
                                               is not None)
 
+    def _renaming_spec(self, fullname, path, target):
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            if finder is self or find is None:
+                continue
+            spec = find(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+            spec.loader = _RenamingLoader(spec.loader)
+        return spec
+
 
 class torch_aliases:
     """Context manager: while active, ``import torch`` gives hookgrad; on exit, the previous state returns."""
@@ -141,12 +190,22 @@ class torch_aliases:
         self._finder = TorchAliasFinder()
         sys.meta_path.insert(0, self._finder)
         importlib.import_module(_OURS)
+        global _identities
+        from ._torch_identity import TorchIdentities
+        self._outer_identities = _identities
+        if _identities is None:
+            _identities = TorchIdentities()
+            _identities.apply_loaded()
         _alias_loaded()
         return self
 
     def __exit__(self, *exc):
         if self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
+        global _identities
+        if self._outer_identities is None and _identities is not None:
+            _identities.restore()
+            _identities = None
         for name in [n for n in sys.modules if n == _TORCH or n.startswith(_TORCH + ".") or n in _BINDINGS]:
             del sys.modules[name]
         sys.modules.update(self._saved)
@@ -232,6 +291,31 @@ def _export_rank_environment() -> None:
                 break
 
 
+def script_filename(path: str) -> str:
+    """The script's ``__file__`` as ``python SCRIPT`` sets it: the path joined to the working directory
+    (not normalised: ``python ./a.py`` names ``/cwd/./a.py``), so tracebacks show absolute paths."""
+    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+
+
+def _run_file_as_main(path: str) -> None:
+    """Run a source file as ``__main__`` with the globals ``python SCRIPT`` gives it."""
+    filename = script_filename(path)
+    with io.open_code(filename) as f:
+        source = f.read()
+    code = compile(source, filename, "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=filename, __cached__=None, __package__=None, __spec__=None,
+                         __loader__=importlib.machinery.SourceFileLoader("__main__", filename),
+                         __builtins__=builtins, __annotations__={})
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
 def run_script(path: str, args: Sequence[str] = (), module: str | None = None) -> int:
     """Run ``path`` (or ``module``) as ``__main__`` with torch resolved to hookgrad; returns the exit code."""
     saved_argv = sys.argv[:]
@@ -244,7 +328,10 @@ def run_script(path: str, args: Sequence[str] = (), module: str | None = None) -
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
                 sys.argv = [path, *args]
-                runpy.run_path(path, run_name="__main__")
+                if os.path.isfile(path) and not zipfile.is_zipfile(path):
+                    _run_file_as_main(path)
+                else:  # a directory or zip archive with a __main__.py
+                    runpy.run_path(path, run_name="__main__")
     except SystemExit as exc:
         code = exc.code
         if code is None:
@@ -270,7 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.module is not None and opts.script is not None:
         rest = [opts.script, *rest]
     if opts.module is None and not os.path.exists(opts.script):
-        print(f"hookgrad run: can't open file {opts.script!r}: No such file or directory", file=sys.stderr)
+        print(f"hookgrad run: can't open file {script_filename(opts.script)!r}: [Errno 2] No such file or directory",
+              file=sys.stderr)
         return 2
     if opts.hostfile is not None and opts.nproc is None:
         parser.error("--hostfile needs --nproc N")

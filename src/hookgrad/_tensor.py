@@ -117,16 +117,21 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value) -> None:
-        self.requires_grad_(value)
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype can require gradients")
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        return self._set_requires_grad(requires_grad, "only Tensors of floating point dtype can require gradients")
+
+    def _set_requires_grad(self, requires_grad, refusal: str) -> "Tensor":
+        """``requires_grad_``; ``refusal`` is the message for an integer tensor, which torch words
+        differently for the method, the attribute and the factories' ``requires_grad=True``."""
         requires_grad = builtins.bool(requires_grad)
         if self._grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                "use a computed variable in a subgraph that doesn't require differentiation "
                                "use var_no_grad = var.detach().")
         if requires_grad and self._data.dtype.kind not in "fc" and not _dtype.is_floating_np(self._data.dtype):
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+            raise RuntimeError(refusal)
         self._requires_grad = requires_grad
         return self
 
@@ -533,6 +538,10 @@ def _wrap_dim(dim, ndim: int) -> int:
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n if ndim else 0
+
+
+# what torch says when a factory or Parameter is asked for an integer tensor that requires grad
+FACTORY_REFUSES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
 
 
 def _to_array(obj):

@@ -48,6 +48,7 @@ import tempfile
 import numpy as np
 
 from ._dtype import bfloat16_np, is_bfloat16_np
+from ._torch_identity import dumps_with_own_names, own_name
 
 __all__ = ["save", "load", "CheckpointError"]
 
@@ -202,7 +203,7 @@ class _Writer:
             return {"t": "npscalar", "a": self.add_array(np.asarray(obj))}
         # Anything else is kept as an opaque pickle that only weights_only=False will load.
         return {"t": "pickle", "type": f"{type(obj).__module__}.{type(obj).__qualname__}",
-                "b": self.add_blob(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))}
+                "b": self.add_blob(dumps_with_own_names(obj))}
 
     def serialize(self, obj) -> bytes:
         root = self.encode(obj)
@@ -973,6 +974,9 @@ def _safe_global_entries():
             module, _, qualname = name.rpartition(".")
         else:
             obj, module, qualname = entry, getattr(entry, "__module__", ""), getattr(entry, "__qualname__", "")
+            own = own_name(entry) if isinstance(entry, type) else None
+            if own is not None:  # a class named as torch's under `hookgrad run`: saved under its own name
+                table[own] = obj
         table[(module, qualname)] = obj
     return table
 

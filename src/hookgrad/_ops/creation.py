@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from .. import _dtype
-from .._tensor import Tensor, _to_array, wrap
+from .._tensor import FACTORY_REFUSES_GRAD, Tensor, _to_array, wrap
 from ._declare import module_all, op
 
 
@@ -23,7 +23,7 @@ def _finish(data, requires_grad=False, device=None):
         require_cpu(device)
     t = wrap(data)
     if requires_grad:
-        t.requires_grad_(True)
+        t._set_requires_grad(True, FACTORY_REFUSES_GRAD)
     return t
 
 
@@ -45,6 +45,60 @@ def _infer_dtype(data):
                     "booleans, (nested) sequences of them and NumPy arrays are supported")
 
 
+_SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex, np.number, np.bool_)
+
+
+def _nest_error(data, dtype) -> Exception | None:
+    """torch's error for ``tensor(data)`` when ``data`` is not a regular nest of numbers, found in
+    torch's order: the shape (read along the first elements), the element types, then each
+    sequence's length. None when ``data`` has none of these faults."""
+    if isinstance(data, str):
+        return TypeError("new(): invalid data type 'str'")
+    sizes, first = [], data
+    while isinstance(first, (list, tuple, str)):
+        if isinstance(first, str):
+            return ValueError("too many dimensions 'str'")
+        sizes.append(len(first))
+        if not first:
+            break
+        first = first[0]
+    leaves, pending = [], [data]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, (list, tuple)):
+            pending.extend(reversed(item))
+        else:
+            leaves.append(item)
+    if dtype is None:
+        for leaf in leaves:
+            if isinstance(leaf, str):
+                return TypeError("new(): invalid data type 'str'")
+            if not isinstance(leaf, _SCALARS) and not (isinstance(leaf, Tensor) and leaf._data.ndim == 0):
+                return RuntimeError(f"Could not infer dtype of {type(leaf).__name__}")
+        real = builtins.any(isinstance(leaf, (builtins.float, builtins.complex, np.floating, np.complexfloating))
+                            for leaf in leaves)
+    else:
+        real = _dtype.to_dtype(dtype).is_floating_point or _dtype.to_dtype(dtype).is_complex
+
+    def check(item, dim):
+        if dim == len(sizes):
+            if isinstance(item, (list, tuple)):
+                kind = type(item).__name__
+                return TypeError(f"must be real number, not {kind}" if real
+                                 else f"'{kind}' object cannot be interpreted as an integer")
+            return None
+        if not isinstance(item, (list, tuple)):
+            return TypeError("not a sequence")
+        if len(item) != sizes[dim]:
+            return ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} (got {len(item)})")
+        for part in item:
+            error = check(part, dim + 1)
+            if error is not None:
+                return error
+        return None
+    return check(data, 0)
+
+
 @op(method=False)
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     if isinstance(data, Tensor):
@@ -59,11 +113,17 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             arr = np.array([_to_array(x) for x in data])
             dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype)
         else:
-            dt = _dtype.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
+            try:
+                dt = _dtype.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
+            except (ValueError, TypeError) as e:
+                raise _nest_error(data, dtype) or e from None
             arr = data
     try:
         out = np.array(arr, dtype=dt.np, copy=True)
     except (ValueError, TypeError) as e:
+        nest_error = _nest_error(data, dtype)
+        if nest_error is not None:
+            raise nest_error from None
         raise ValueError(f"could not build a tensor from {type(data).__name__}: {e}") from None
     return _finish(out, requires_grad, device)
 
@@ -162,6 +222,11 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(vals[0]) and math.isfinite(vals[1])):
+        shown = [f"{v:g}" if isinstance(v, builtins.float) else str(v) for v in vals[:2]]
+        raise RuntimeError(f"unsupported range: {shown[0]} -> {shown[1]}")
+    if (vals[2] > 0 and vals[1] < vals[0]) or (vals[2] < 0 and vals[1] > vals[0]):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = _dtype.int64 if builtins.all(isinstance(v, (int, np.integer)) for v in vals) else _dtype.get_default_dtype()
     dt = _dtype.to_dtype(dtype)
@@ -185,6 +250,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
         dt = _dtype.get_default_dtype().to_complex()  # complex ends give a complex range, as torch
     else:
         dt = _resolve_dtype(dtype)
+    if int(steps) < 0:
+        raise RuntimeError("number of steps must be non-negative")
     if dt.is_complex:
         return _finish(np.linspace(complex(ends[0]), complex(ends[1]), int(steps)).astype(dt.np), requires_grad,
                        device)

@@ -82,6 +82,38 @@ def _take_at(g: Tensor, npi) -> Tensor:
     return result
 
 
+def _check_masks(shape, index) -> None:
+    """torch's error for a boolean mask whose shape does not match the dimensions it indexes. torch
+    applies the basic items first, so the shape it reports is the one they leave."""
+    shape = list(shape)
+    consumed = sum(_dims_taken(i) for i in index if i is not None and i is not Ellipsis)
+    dim = 0
+    for item in index:
+        if item is None:
+            shape.insert(dim, 1)
+            dim += 1
+        elif item is Ellipsis:
+            dim += len(shape) - consumed
+        elif isinstance(item, slice):
+            shape[dim] = len(range(*item.indices(shape[dim])))
+            dim += 1
+        elif isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool):
+            del shape[dim]
+            consumed -= 1
+        elif isinstance(item, Tensor) and item._data.dtype.kind == "b":
+            for j, size in enumerate(item._data.shape):
+                if dim + j < len(shape) and size != shape[dim + j]:
+                    raise IndexError(f"The shape of the mask {list(item._data.shape)} at index {j} does not match "
+                                     f"the shape of the indexed tensor {shape} at index {dim + j}")
+            dim += item._data.ndim
+        else:
+            dim += 1
+
+
+def _dims_taken(item) -> int:
+    return item._data.ndim if isinstance(item, Tensor) and item._data.dtype.kind == "b" else 1
+
+
 def getitem(x: Tensor, index) -> Tensor:
     index = _normalize_index(index)
     if all(_is_basic(i) for i in index):
@@ -90,6 +122,7 @@ def getitem(x: Tensor, index) -> Tensor:
     try:
         data = x._data[npi]
     except IndexError as e:
+        _check_masks(x._data.shape, index)
         raise IndexError(str(e).replace("axis", "dimension")) from None
     result = wrap(np.array(data, copy=True))
     if GRAD.enabled and x._requires_grad:
@@ -326,7 +359,7 @@ def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
     if index._data.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
     if index._data.dtype.kind not in "iu":
-        raise IndexError("index_select(): Expected dtype int32/int64 for index")
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     result = wrap(np.take(x._data, index._data.reshape(-1), axis=d) if x._data.ndim else x._data.copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexSelectBackward0, (x,), result)

@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from .. import _dtype, return_types
-from .._tensor import Tensor, wrap
+from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
@@ -1048,7 +1048,7 @@ def is_signed(x) -> bool:
 def scalar_tensor(s, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False):
     dt = (dtype or _dtype.get_default_dtype()).np
     out = wrap(np.asarray(s, dtype=dt))
-    return out.requires_grad_(requires_grad) if requires_grad else out
+    return out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD) if requires_grad else out
 
 
 def _strided_zeros(size, stride, np_dtype):
@@ -1064,7 +1064,7 @@ def _strided_zeros(size, stride, np_dtype):
 @op(method=False)
 def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
     out = wrap(_strided_zeros(size, stride, (dtype or _dtype.get_default_dtype()).np))
-    return out.requires_grad_(requires_grad) if requires_grad else out
+    return out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD) if requires_grad else out
 
 
 @op(function=False)
@@ -1198,7 +1198,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
                            f"i.e. len(size) = {len(size)} is not equal to len(physical_layout) = {len(order)}")
     physical = np.zeros(tuple(size[d] for d in order), dtype=(dtype or _dtype.get_default_dtype()).np)
     out = wrap(physical.transpose(np.argsort(order)))
-    return out.requires_grad_(requires_grad) if requires_grad else out
+    return out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD) if requires_grad else out
 
 
 # ---- small things: names, the default device ----------------------------------------------------

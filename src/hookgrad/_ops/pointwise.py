@@ -254,8 +254,15 @@ def div(a, b, *, rounding_mode=None, out=None):
     return _maybe_out(result, out)
 
 
+def _refuse_integer_zero_divisor(divisor, dt) -> None:
+    """Integer division by zero raises in torch (NumPy would give 0 and a warning)."""
+    if dt.kind in "iub" and not np.all(divisor):
+        raise RuntimeError("ZeroDivisionError")
+
+
 def _rounded_div(a, b, mode):
     dt = result_np_dtype(a, b)
+    _refuse_integer_zero_divisor(data_of(b, dt), dt)
     with _err():
         if mode == "floor":
             data = np.floor_divide(data_of(a, dt), data_of(b, dt)) if dt.kind in "iu" else np.floor(
@@ -869,6 +876,7 @@ class FmodBackward0(RemainderBackward0):
 def remainder(a, b):
     refuse_complex('"remainder_cpu" not implemented for \'{dtype}\'', a, b)
     a, b, dt = _binary_inputs(a, b)
+    _refuse_integer_zero_divisor(data_of(b, dt), dt)
     with _err():
         result = _finish(np.mod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):
@@ -880,6 +888,7 @@ def remainder(a, b):
 def fmod(a, b):
     refuse_complex('"fmod_cpu" not implemented for \'{dtype}\'', a, b)
     a, b, dt = _binary_inputs(a, b)
+    _refuse_integer_zero_divisor(data_of(b, dt), dt)
     with _err():
         result = _finish(np.fmod(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, None):

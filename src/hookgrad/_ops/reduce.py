@@ -464,6 +464,11 @@ def aminmax(x, *, dim=None, keepdim=False):
 
 def _arg_extreme(x, dim, keepdim, np_fn):
     data = x._data
+    name = np_fn.__name__  # "argmax" / "argmin", as torch's errors name them
+    if dim is None and data.size == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+    if dim is not None and data.ndim and data.shape[_wrap_dim(dim, data.ndim)] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {_wrap_dim(dim, data.ndim)} to have non-zero size.")
     if dim is None:
         out = np.asarray(np_fn(data), dtype=np.int64)
         return wrap(out.reshape((1,) * data.ndim) if keepdim else out)
@@ -824,13 +829,15 @@ def _log_softmax_np(data, d):
 def _softmax_input(x, dim, dtype, kernel):
     """``x`` cast to ``dtype`` (a recorded op, so the gradient flows back in the input's dtype), its
     data widened for the computation and ``dim`` wrapped; torch's error for a non-floating input."""
+    if dim is None:  # only nn.functional's forms choose a dimension for the caller
+        raise TypeError(f'{kernel}() missing 1 required positional arguments: "dim"')
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
     data = _dtype.widen(x._data)
     if data.dtype.kind not in "fc":
         raise NotImplementedError(f'"{kernel}_lastdim_kernel_impl" not implemented for '
                                   f"'{_dtype.scalar_type_name(data.dtype)}'")
-    return x, data, _wrap_dim(dim if dim is not None else -1, data.ndim)
+    return x, data, _wrap_dim(dim, data.ndim)
 
 
 @op()

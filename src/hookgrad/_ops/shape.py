@@ -47,10 +47,12 @@ def cat(tensors, dim: int = 0) -> Tensor:
     d = _wrap_dim(dim, ref.ndim)
     for i, t in enumerate(parts):
         s = t._data.shape
-        if len(s) != ref.ndim or any(a != b for j, (a, b) in enumerate(zip(s, ref.shape)) if j != d):
-            raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                               f"{ref.shape[1 - d] if ref.ndim > 1 else ref.shape[0]} but got size "
-                               f"{s[1 - d] if len(s) > 1 else s[0]} for tensor number {i} in the list.")
+        if len(s) != ref.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {len(s)}")
+        for j, (want, got) in enumerate(zip(ref.shape, s)):
+            if j != d and want != got:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size {want} "
+                                   f"but got size {got} for tensor number {i} in the list.")
     dt = _dtype.result_type(*parts).np
     result = wrap(np.concatenate([t._data for t in parts], axis=d).astype(dt, copy=False))
     if GRAD.enabled and any(t._requires_grad for t in tensors):

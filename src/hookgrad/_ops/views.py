@@ -447,11 +447,15 @@ def basic_index(x: Tensor, index: tuple) -> Tensor:
         raise IndexError("an index can only have a single ellipsis ('...')")
     consumed = builtins.sum(1 for i in index if i is not None and i is not Ellipsis)
     if consumed > nd:
+        if nd == 0:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or `tensor.item<T>()` "
+                             "in C++ to convert a 0-dim tensor to a number")
         raise IndexError(f"too many indices for tensor of dimension {nd}")
     out = x
     dim = 0
     touched = False
-    for item in index:
+    # an out-of-range error names the item's position in the index, as torch's does
+    for position_in_index, item in enumerate(index):
         if item is Ellipsis:
             dim += nd - consumed
         elif item is None:
@@ -469,7 +473,10 @@ def basic_index(x: Tensor, index: tuple) -> Tensor:
                 touched = True
             dim += 1
         else:
-            out = select(out, dim, int(item))
+            position, size = int(item), out._data.shape[dim]
+            if not -size <= position < size:
+                raise IndexError(f"index {position} is out of bounds for dimension {position_in_index} with size {size}")
+            out = select(out, dim, position)
             touched = True
     if not touched:
         return make_view(x, x._data.view(), AliasBackward0)

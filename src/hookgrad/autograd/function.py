@@ -129,7 +129,8 @@ def _validate_grad(node, index, g, meta):
 def _defines_setup_context(cls) -> bool:
     """Whether ``cls`` (below Function in its MRO) defines setup_context: then forward takes no ctx."""
     for klass in cls.__mro__:
-        if klass.__name__ == "Function" and klass.__module__ == __name__:
+        # the root of the Function hierarchy (known by its bases: its name may be torch's under `hookgrad run`)
+        if isinstance(klass, _FunctionMeta) and not any(isinstance(base, _FunctionMeta) for base in klass.__bases__):
             return False
         if "setup_context" in klass.__dict__:
             return True
@@ -140,7 +141,9 @@ class _FunctionMeta(type):
     """Gives every Function subclass its own node class, named ``<Name>Backward`` as in torch."""
 
     def __init__(cls, name, bases, attrs):
-        backward_cls = type(name + "Backward", (BackwardCFunction,), {"_forward_cls": cls})
+        # the node class lives where BackwardCFunction says it does (torch.autograd.function under `hookgrad run`)
+        backward_cls = type(name + "Backward", (BackwardCFunction,),
+                            {"_forward_cls": cls, "__module__": BackwardCFunction.__module__})
         cls._backward_cls = backward_cls
         super().__init__(name, bases, attrs)
         cls._custom_setup = _defines_setup_context(cls)

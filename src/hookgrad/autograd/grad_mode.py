@@ -109,6 +109,12 @@ class set_grad_enabled(_GradModeSwitch):
     def _clone_args(self):
         return (self.mode,)
 
+    def __repr__(self):
+        cls = type(self)
+        return f"{cls.__module__}.{cls.__qualname__}(mode={self.mode})"
+
+    __str__ = __repr__
+
     def __call__(self, fn):
         # used as a decorator: undo the immediate switch made by __init__
         STATE.enabled = self._prev

@@ -78,7 +78,8 @@ class Tracer:
 
     # ---- hooks a subclass may override ----------------------------------------------------------
     def is_leaf_module(self, m: Module, module_qualified_name: str) -> bool:
-        return type(m).__module__.startswith("hookgrad.nn") and not isinstance(m, Sequential)
+        # hookgrad's layers are named torch.nn.* under `hookgrad run`
+        return type(m).__module__.startswith(("hookgrad.nn", "torch.nn")) and not isinstance(m, Sequential)
 
     def path_of_module(self, mod: Module) -> str:
         for name, candidate in self.root.named_modules():

@@ -285,7 +285,7 @@ def _function_name(args):
     """A custom Function is reported by its class name; checkpointing's Function is none of the
     program's ops: the ops of the forward it runs are reported instead."""
     cls = args[0]
-    return None if cls.__module__ == "hookgrad.utils.checkpoint" else cls.__name__
+    return None if cls.__module__ in ("hookgrad.utils.checkpoint", "torch.utils.checkpoint") else cls.__name__
 
 
 def _cell_weights(args):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import hookgrad
-from hookgrad._tensor import Tensor
+from hookgrad._tensor import FACTORY_REFUSES_GRAD, Tensor
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
@@ -36,7 +36,7 @@ class Parameter(Tensor):
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
         out = _alias(cls, data)
-        out.requires_grad_(requires_grad)
+        out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD)
         return out
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -164,7 +164,7 @@ class UninitializedParameter(UninitializedTensorMixin, Parameter):
     def __new__(cls, requires_grad: bool = True, device=None, dtype=None):
         data = hookgrad.empty(0, dtype=dtype)
         out = _alias(cls, data)
-        out.requires_grad_(requires_grad)
+        out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD)
         return out
 
     def __deepcopy__(self, memo):
@@ -181,7 +181,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
 
     def __new__(cls, requires_grad: bool = False, device=None, dtype=None, persistent: bool = True):
         out = _alias(cls, hookgrad.empty(0, dtype=dtype))
-        out.requires_grad_(requires_grad)
+        out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD)
         return out
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -58,6 +58,8 @@ def _wrap(array):
 
 
 def _typename(obj) -> str:
+    if isinstance(obj, _tensor_cls()):
+        return obj.type()  # torch.typename names a tensor by its legacy type: torch.FloatTensor
     cls = type(obj)
     module = cls.__module__
     return cls.__qualname__ if module in (None, "builtins") else f"{module}.{cls.__qualname__}"

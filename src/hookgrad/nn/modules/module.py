@@ -1106,7 +1106,7 @@ class Module:
         elif params is not None and name in params:
             if value is not None:
                 raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
-                                "(hookgrad.nn.Parameter or None expected)")
+                                "(torch.nn.Parameter or None expected)")
             self.register_parameter(name, value)
         else:
             modules = self.__dict__.get("_modules")
@@ -1118,14 +1118,14 @@ class Module:
             elif modules is not None and name in modules:
                 if value is not None:
                     raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
-                                    "(hookgrad.nn.Module or None expected)")
+                                    "(torch.nn.Module or None expected)")
                 modules[name] = self._run_module_registration_hooks(name, value)
             else:
                 buffers = self.__dict__.get("_buffers")
                 if isinstance(value, Buffer) or (buffers is not None and name in buffers):
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                                        "(hookgrad.nn.Buffer, hookgrad.Tensor or None expected)")
+                                        "(torch.nn.Buffer, torch.Tensor or None expected)")
                     if isinstance(value, Buffer):
                         persistent = value.persistent
                     else:

@@ -100,7 +100,7 @@ def _workers_see_hookgrad_as_torch(context):
             os.environ[_spawn_main_key] = saved_env
 
 
-class _BaseLoaderIter:
+class _BaseDataLoaderIter:
     """What ``iter(loader)`` returns: an iterator over batches that also knows its length."""
 
     def __init__(self, loader):
@@ -159,7 +159,7 @@ class _BaseLoaderIter:
         raise NotImplementedError("{} cannot be pickled", self.__class__.__name__)
 
 
-class _SingleProcessLoaderIter(_BaseLoaderIter):
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     def __init__(self, loader):
         super().__init__(loader)
         self._fetcher = make_fetcher(self._dataset_kind, self._auto_collation, self._collate_fn,
@@ -169,7 +169,7 @@ class _SingleProcessLoaderIter(_BaseLoaderIter):
         return self._fetcher.fetch(self._next_index())
 
 
-class _MultiProcessLoaderIter(_BaseLoaderIter):
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     """Loads batches in ``num_workers`` processes.
 
     Task ``k`` (the k-th index of the sampler) goes to the next active worker in round robin; at
@@ -492,9 +492,9 @@ class DataLoader:
 
     def _get_iterator(self):
         if self.num_workers == 0:
-            return _SingleProcessLoaderIter(self)
+            return _SingleProcessDataLoaderIter(self)
         self.check_worker_number_rationality()
-        return _MultiProcessLoaderIter(self)
+        return _MultiProcessingDataLoaderIter(self)
 
     def __setattr__(self, attr, value):
         if self.__initialized and attr in ("batch_size", "batch_sampler", "sampler", "drop_last",
