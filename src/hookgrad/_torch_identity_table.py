@@ -84,6 +84,10 @@ CLASSES = {
         'detect_anomaly': ('torch.autograd.anomaly_mode', 'detect_anomaly'),
         'set_detect_anomaly': ('torch.autograd.anomaly_mode', 'set_detect_anomaly'),
     },
+    'hookgrad.autograd.forward_ad': {
+        'UnpackedDualTensor': ('torch.autograd.forward_ad', 'UnpackedDualTensor'),
+        'dual_level': ('torch.autograd.forward_ad', 'dual_level'),
+    },
     'hookgrad.autograd.function': {
         'BackwardCFunction': ('torch.autograd.function', 'BackwardCFunction'),
         'Function': ('torch.autograd.function', 'Function'),
@@ -734,6 +738,9 @@ CLASSES = {
     },
     'hookgrad.torch_version': {
         'TorchVersion': ('torch.torch_version', 'TorchVersion'),
+    },
+    'hookgrad.utils._contextlib': {
+        '_DecoratorContextManager': ('torch.utils._contextlib', '_DecoratorContextManager'),
     },
     'hookgrad.utils.checkpoint': {
         'CheckpointError': ('torch.utils.checkpoint', 'CheckpointError'),
