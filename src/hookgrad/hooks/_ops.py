@@ -46,9 +46,10 @@ class OpName(str):
     """The name of an op as an op hook sees it: the name of the torch function called (``linear``,
     ``conv2d``, ``add``, ``relu_`` for an in-place op, a custom Function's class name); ``node``
     is the graph node the op made (None when it recorded none) and ``inplace`` whether it wrote
-    into its input."""
+    into its input; ``args`` and ``kwargs`` are the arguments of the call (a method's ``self``
+    first), for hooks that need its non-tensor arguments (a convolution's stride)."""
 
-    __slots__ = ("node", "inplace")
+    __slots__ = ("node", "inplace", "args", "kwargs")
 
 
 _names: dict = {}
@@ -188,17 +189,17 @@ class _HookedOp:
             inputs += tuple(self.extra_inputs(args))
         before = [t.grad_fn for t in inputs]
         thread.busy += 1
-        return hooks, op, inplace, inputs, before
+        return hooks, op, inplace, inputs, before, kwargs
 
     def finish(self, call, args, result):
         """After the op (also when it raised: ``result`` is then not used); returns ``result``."""
         self.thread.busy -= 1
-        hooks, op, inplace, inputs, before = call
+        hooks, op, inplace, inputs, before, kwargs = call
         outputs = (args[0],) if self.writes_first else _tensors_in(result)
         if outputs:
             if self.name_of is not None and not inplace:  # a custom Function that marked an input dirty
                 inplace = any(o is i for o in outputs for i in inputs)
-            _report(hooks, op, inplace, inputs, before, outputs)
+            _report(hooks, op, inplace, inputs, before, outputs, args, kwargs)
         return result
 
 
@@ -375,10 +376,11 @@ def _hook_op_functions(on: bool) -> None:
 
 
 # ---- reporting ----------------------------------------------------------------------------------
-def _report(hooks, name, inplace, inputs, before, outputs) -> None:
+def _report(hooks, name, inplace, inputs, before, outputs, args=(), kwargs=None) -> None:
     """Run the forward op hooks for an op that returned ``outputs``."""
     op = OpName(name)
     op.inplace = inplace
+    op.args, op.kwargs = args, kwargs or {}
     op.node = None
     for o in outputs:
         node = o.grad_fn

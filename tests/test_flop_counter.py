@@ -1,0 +1,338 @@
+"""``torch.utils.flop_counter.FlopCounterMode`` and ``torch.utils.module_tracker.ModuleTracker``
+against torch's: totals, per-module and per-operator counts (forward, and forward with backward,
+where which inputs need grad decides what backward costs), the printed table, custom formulas and
+the errors of ``register_flop_formula``."""
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import pathlib
+import warnings
+
+import pytest
+
+import hookgrad
+from difftest import catch, differential, run_both, assert_same
+
+
+def _counts(T, fc):
+    """Modules sorted (torch fills them in set order), operators in the order they were counted."""
+    return {mod: [(str(op), n) for op, n in ops.items()] for mod, ops in sorted(fc.get_flop_counts().items())}
+
+
+def _measure(T, run, backward):
+    from importlib import import_module
+    FlopCounterMode = import_module(T.__name__ + ".utils.flop_counter").FlopCounterMode
+    T.manual_seed(0)
+    with FlopCounterMode(display=False) as fc:
+        out = run()
+        if backward and out.requires_grad:
+            out.sum().backward()
+    return fc.get_total_flops(), _counts(T, fc)
+
+
+def _r(T, *shape, grad=False):
+    return T.randn(*shape, requires_grad=grad)
+
+
+# (name, program(T, r, F)): every program returns one tensor; inputs made with r(..., grad=True)
+# need grad, the others do not
+OPS = {
+    "linear_2d_bias": lambda T, r, F: F.linear(r(4, 8, grad=True), r(3, 8, grad=True), r(3, grad=True)),
+    "linear_2d": lambda T, r, F: F.linear(r(4, 8, grad=True), r(3, 8, grad=True)),
+    "linear_3d_bias": lambda T, r, F: F.linear(r(2, 4, 8, grad=True), r(3, 8, grad=True), r(3, grad=True)),
+    "linear_3d_noncontig_bias": lambda T, r, F: F.linear(r(4, 2, 8, grad=True).transpose(0, 1), r(3, 8, grad=True),
+                                                          r(3, grad=True)),
+    "linear_3d_input_no_grad": lambda T, r, F: F.linear(r(2, 4, 8), r(3, 8, grad=True)),
+    "linear_4d_bias_frozen_bias": lambda T, r, F: F.linear(r(2, 2, 4, 8), r(3, 8, grad=True), r(3)),
+    "linear_1d_bias": lambda T, r, F: F.linear(r(8, grad=True), r(3, 8, grad=True), r(3, grad=True)),
+    "linear_frozen_weight": lambda T, r, F: F.linear(r(4, 8, grad=True), r(3, 8), r(3)),
+    "linear_1d": lambda T, r, F: F.linear(r(8), r(3, 8)),
+    "linear_1d_strided_bias": lambda T, r, F: F.linear(r(16)[::2], r(3, 8), r(3)),
+    "linear_3d_noncontig_no_grad": lambda T, r, F: F.linear(r(4, 2, 8).transpose(0, 1), r(3, 8), r(3)),
+    "dot": lambda T, r, F: T.matmul(r(5, grad=True), r(5, grad=True)),
+    "mv": lambda T, r, F: T.matmul(r(4, 5, grad=True), r(5, grad=True)),
+    "vm": lambda T, r, F: T.matmul(r(5, grad=True), r(5, 4, grad=True)),
+    "mm": lambda T, r, F: T.matmul(r(4, 5, grad=True), r(5, 6, grad=True)),
+    "matmul_operator": lambda T, r, F: r(4, 5, grad=True) @ r(5, 6, grad=True),
+    "matmul_3_2": lambda T, r, F: T.matmul(r(2, 4, 5, grad=True), r(5, 6, grad=True)),
+    "matmul_2_3": lambda T, r, F: T.matmul(r(4, 5, grad=True), r(2, 5, 6, grad=True)),
+    "matmul_3_3": lambda T, r, F: T.matmul(r(2, 4, 5, grad=True), r(2, 5, 6, grad=True)),
+    "matmul_4_4": lambda T, r, F: T.matmul(r(2, 3, 4, 5, grad=True), r(2, 3, 5, 6, grad=True)),
+    "matmul_4_3_broadcast": lambda T, r, F: T.matmul(r(2, 3, 4, 5, grad=True), r(3, 5, 6, grad=True)),
+    "matmul_1_3": lambda T, r, F: T.matmul(r(5, grad=True), r(2, 5, 6, grad=True)),
+    "matmul_3_1": lambda T, r, F: T.matmul(r(2, 4, 5, grad=True), r(5, grad=True)),
+    "matmul_2_3_no_grad": lambda T, r, F: T.matmul(r(4, 5), r(2, 5, 6)),
+    "matmul_1_3_no_grad": lambda T, r, F: T.matmul(r(5), r(2, 5, 6)),
+    "matmul_noncontig_3_2_no_grad": lambda T, r, F: T.matmul(r(4, 2, 5).transpose(0, 1), r(5, 6)),
+    "matmul_noncontig_3_2": lambda T, r, F: T.matmul(r(4, 2, 5).transpose(0, 1), r(5, 6, grad=True)),
+    "bmm": lambda T, r, F: T.bmm(r(2, 4, 5, grad=True), r(2, 5, 6, grad=True)),
+    "baddbmm": lambda T, r, F: T.baddbmm(r(2, 4, 6, grad=True), r(2, 4, 5, grad=True), r(2, 5, 6, grad=True)),
+    "addmm": lambda T, r, F: T.addmm(r(4, 6, grad=True), r(4, 5, grad=True), r(5, 6, grad=True)),
+    "mm_function": lambda T, r, F: T.mm(r(4, 5, grad=True), r(5, 6)),
+    "mm_method": lambda T, r, F: r(4, 5, grad=True).mm(r(5, 6)),
+    "addbmm": lambda T, r, F: T.addbmm(r(4, 6, grad=True), r(2, 4, 5, grad=True), r(2, 5, 6, grad=True)),
+    "einsum_batched": lambda T, r, F: T.einsum("bij,bjk->bik", r(2, 4, 5, grad=True), r(2, 5, 6, grad=True)),
+    "einsum_2d": lambda T, r, F: T.einsum("ij,jk->ik", r(4, 5), r(5, 6, grad=True)),
+    "einsum_outer": lambda T, r, F: T.einsum("i,j->ij", r(4, grad=True), r(5, grad=True)),
+    "einsum_batched_dot": lambda T, r, F: T.einsum("bi,bi->b", r(4, 3, grad=True), r(4, 3, grad=True)),
+    "einsum_sum_first": lambda T, r, F: T.einsum("ijk,jl->il", r(2, 3, 4, grad=True), r(3, 5, grad=True)),
+    "einsum_three": lambda T, r, F: T.einsum("ij,jk,kl->il", r(2, 3, grad=True), r(3, 4, grad=True),
+                                             r(4, 5, grad=True)),
+    "einsum_ellipsis": lambda T, r, F: T.einsum("...ij,...jk", r(2, 4, 5, grad=True), r(2, 5, 6)),
+    "conv1d_groups_stride": lambda T, r, F: F.conv1d(r(2, 4, 10, grad=True), r(6, 2, 3, grad=True), r(6, grad=True),
+                                                     stride=2, groups=2),
+    "conv2d_padding": lambda T, r, F: F.conv2d(r(2, 3, 8, 8, grad=True), r(4, 3, 3, 3, grad=True), r(4, grad=True),
+                                               padding=1),
+    "conv2d_input_no_grad": lambda T, r, F: F.conv2d(r(2, 3, 8, 8), r(4, 3, 3, 3, grad=True), r(4, grad=True),
+                                                     dilation=2),
+    "conv2d_bias_only": lambda T, r, F: F.conv2d(r(2, 3, 8, 8), r(4, 3, 3, 3), r(4, grad=True)),
+    "conv2d_unbatched": lambda T, r, F: F.conv2d(r(3, 8, 8, grad=True), r(4, 3, 3, 3, grad=True)),
+    "conv3d_stride": lambda T, r, F: F.conv3d(r(1, 2, 5, 5, 5, grad=True), r(4, 2, 2, 2, 2, grad=True), stride=2),
+    "conv_transpose2d": lambda T, r, F: F.conv_transpose2d(r(2, 4, 5, 5, grad=True), r(4, 3, 3, 3, grad=True),
+                                                           r(3, grad=True), stride=2, output_padding=1),
+    "conv_transpose2d_weight_only": lambda T, r, F: F.conv_transpose2d(r(2, 4, 5, 5), r(4, 3, 3, 3, grad=True),
+                                                                       stride=2),
+    "conv_transpose1d_groups": lambda T, r, F: F.conv_transpose1d(r(2, 4, 5, grad=True), r(4, 3, 3, grad=True),
+                                                                  groups=2),
+    "sdpa_math_value_dim": lambda T, r, F: F.scaled_dot_product_attention(r(2, 3, 4, 5, grad=True),
+                                                                          r(2, 3, 6, 5, grad=True),
+                                                                          r(2, 3, 6, 7, grad=True)),
+    "sdpa_3d": lambda T, r, F: F.scaled_dot_product_attention(r(3, 4, 5, grad=True), r(3, 6, 5, grad=True),
+                                                              r(3, 6, 7, grad=True)),
+    "sdpa_flash": lambda T, r, F: F.scaled_dot_product_attention(r(2, 3, 4, 5, grad=True), r(2, 3, 6, 5, grad=True),
+                                                                 r(2, 3, 6, 5, grad=True)),
+    "sdpa_mask": lambda T, r, F: F.scaled_dot_product_attention(r(2, 3, 4, 5, grad=True), r(2, 3, 6, 5),
+                                                                r(2, 3, 6, 7), attn_mask=r(4, 6)),
+    "sdpa_causal": lambda T, r, F: F.scaled_dot_product_attention(r(2, 3, 4, 5, grad=True), r(2, 3, 4, 5),
+                                                                  r(2, 3, 4, 7), is_causal=True),
+    "sdpa_dropout": lambda T, r, F: F.scaled_dot_product_attention(r(2, 3, 4, 5, grad=True), r(2, 3, 6, 5, grad=True),
+                                                                   r(2, 3, 6, 5, grad=True), dropout_p=0.5),
+    "sdpa_2d": lambda T, r, F: F.scaled_dot_product_attention(r(4, 5, grad=True), r(6, 5, grad=True), r(6, 7)),
+    "sdpa_broadcast_batch": lambda T, r, F: F.scaled_dot_product_attention(r(2, 3, 4, 5), r(1, 3, 6, 5),
+                                                                           r(1, 3, 6, 5)),
+    "sdpa_gqa_flash": lambda T, r, F: F.scaled_dot_product_attention(r(2, 4, 4, 5, grad=True),
+                                                                     r(2, 2, 6, 5, grad=True),
+                                                                     r(2, 2, 6, 5, grad=True), enable_gqa=True),
+    "sdpa_gqa_math": lambda T, r, F: F.scaled_dot_product_attention(r(2, 4, 4, 5, grad=True),
+                                                                    r(2, 2, 6, 5, grad=True),
+                                                                    r(2, 2, 6, 7, grad=True), enable_gqa=True),
+    "sdpa_key_last_dim_strided": lambda T, r, F: F.scaled_dot_product_attention(
+        r(2, 3, 4, 5, grad=True), r(2, 3, 5, 6, grad=True).transpose(-1, -2), r(2, 3, 6, 5)),
+}
+
+
+def _mha(T, **kwargs):
+    T.manual_seed(0)
+    return T.nn.MultiheadAttention(8, 2, **kwargs)
+
+
+MODULES = {
+    "mha_cross": lambda T, r: _mha(T)(r(3, 2, 8), r(4, 2, 8), r(4, 2, 8))[0],
+    "mha_self": lambda T, r: (lambda x: _mha(T)(x, x, x)[0])(r(3, 2, 8)),
+    "mha_self_no_weights": lambda T, r: (lambda x: _mha(T)(x, x, x, need_weights=False)[0])(r(3, 2, 8)),
+    "mha_shared_key_value": lambda T, r: (lambda k: _mha(T)(r(3, 2, 8), k, k)[0])(r(4, 2, 8)),
+    "mha_mask": lambda T, r: _mha(T)(r(3, 2, 8), r(4, 2, 8), r(4, 2, 8), attn_mask=T.zeros(3, 4))[0],
+    "mha_key_padding_mask": lambda T, r: _mha(T)(r(3, 2, 8), r(4, 2, 8), r(4, 2, 8),
+                                                 key_padding_mask=T.zeros(2, 4, dtype=T.bool))[0],
+    "mha_unbatched": lambda T, r: _mha(T)(r(3, 8), r(4, 8), r(4, 8))[0],
+    "mha_batch_first_kdim_vdim": lambda T, r: _mha(T, batch_first=True, kdim=6, vdim=5)(
+        r(2, 3, 8), r(2, 4, 6), r(2, 4, 5))[0],
+    "mha_eval_batch_first_grad": lambda T, r: (lambda x: _mha(T, batch_first=True).eval()(x, x, x)[0])(r(2, 3, 8)),
+    "mha_bias_kv_zero_attn": lambda T, r: _mha(T, add_bias_kv=True, add_zero_attn=True)(
+        r(3, 2, 8), r(4, 2, 8), r(4, 2, 8))[0],
+    "mha_no_bias": lambda T, r: _mha(T, bias=False)(r(3, 2, 8), r(4, 2, 8), r(4, 2, 8))[0],
+}
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+@pytest.mark.parametrize("name", list(OPS))
+@differential
+def test_op_counts(T, name, backward):
+    return _measure(T, lambda: OPS[name](T, lambda *s, grad=False: _r(T, *s, grad=grad), T.nn.functional),
+                    backward)
+
+
+@pytest.mark.parametrize("backward", [False, True], ids=["forward", "backward"])
+@pytest.mark.parametrize("name", list(MODULES))
+@differential
+def test_attention_module_counts(T, name, backward):
+    return _measure(T, lambda: MODULES[name](T, lambda *s, grad=False: _r(T, *s, grad=grad)), backward)
+
+
+def test_attention_fast_path_counts_nothing():
+    """An eval-mode batch_first self-attention under no_grad takes torch's fused kernel, which its
+    counter does not count."""
+    def scenario(T):
+        mha = _mha(T, batch_first=True).eval()
+        x = T.randn(2, 3, 8)
+        with T.no_grad():
+            return _measure(T, lambda: mha(x, x, x)[0], False), _measure(T, lambda: mha(x, x, x, need_weights=False)[0],
+                                                                         False)
+    got, want = run_both(scenario)
+    assert_same(got, want)
+
+
+# ---- models: module hierarchy, backward attribution, frozen parameters ------------------------------
+def _net(T):
+    nn = T.nn
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(4, 4, 3, padding=1)
+            self.act = nn.ReLU()
+            self.proj = nn.Sequential(nn.Linear(4, 4), nn.GELU())
+
+        def forward(self, x):
+            y = self.act(self.conv(x))
+            return self.proj(y.transpose(1, 3)).transpose(1, 3) + x
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(3, 4, 3, stride=2)
+            self.blocks = nn.Sequential(Block(), Block())
+            self.pool = nn.AdaptiveAvgPool2d(2)
+            self.head = nn.Linear(4 * 2 * 2, 10)
+
+        def forward(self, x):
+            return self.head(self.pool(self.blocks(self.stem(x))).flatten(1))
+
+    T.manual_seed(0)
+    return Net()
+
+
+def _mlp(T):
+    T.manual_seed(0)
+    nn = T.nn
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Sequential(nn.Linear(16, 16), nn.Tanh()), nn.Linear(16, 3))
+
+
+MODELS = {"mlp": (_mlp, (5, 8)), "cnn": (_net, (2, 3, 9, 9))}
+
+
+@pytest.mark.parametrize("setup", ["forward", "backward", "input_needs_grad", "frozen_first_layer", "no_grad",
+                                   "grad_of_input_only"])
+@pytest.mark.parametrize("model", list(MODELS))
+@differential
+def test_model_counts(T, model, setup):
+    make, shape = MODELS[model]
+    net = make(T)
+    x = T.randn(*shape, requires_grad=setup in ("input_needs_grad", "grad_of_input_only"))
+    if setup == "frozen_first_layer":
+        for p in list(net.children())[0].parameters():
+            p.requires_grad_(False)
+    from importlib import import_module
+    FlopCounterMode = import_module(T.__name__ + ".utils.flop_counter").FlopCounterMode
+    with FlopCounterMode(display=False) as fc:
+        if setup == "no_grad":
+            with T.no_grad():
+                net(x)
+        elif setup == "forward":
+            net(x)
+        elif setup == "grad_of_input_only":
+            # torch's module tracker cannot wait for a leaf's gradient under autograd.grad: it raises
+            raised = catch(T.autograd.grad, net(x).sum(), [x])
+            return raised, fc.get_total_flops(), _counts(T, fc)
+        else:
+            net(x).sum().backward()
+    return fc.get_total_flops(), _counts(T, fc)
+
+
+@differential
+def test_counter_outside_module_and_repeated_entry(T):
+    """Ops outside every module count under Global only; entering again starts from zero."""
+    from importlib import import_module
+    FlopCounterMode = import_module(T.__name__ + ".utils.flop_counter").FlopCounterMode
+    mlp = _mlp(T)
+    fc = FlopCounterMode(display=False)
+    with fc:
+        T.mm(T.randn(2, 8), T.randn(8, 3))
+        mlp(T.randn(4, 8))
+    first = (fc.get_total_flops(), _counts(T, fc))
+    with fc:
+        mlp(T.randn(1, 8))
+    return first, (fc.get_total_flops(), _counts(T, fc))
+
+
+# ---- the table -------------------------------------------------------------------------------------
+def _table_runs(T, depth):
+    from importlib import import_module
+    FlopCounterMode = import_module(T.__name__ + ".utils.flop_counter").FlopCounterMode
+    out = []
+    net, mlp = _net(T), _mlp(T)
+    with FlopCounterMode(display=False, depth=depth) as fc:
+        net(T.randn(2, 3, 9, 9)).sum().backward()
+    out += [fc.get_table(), fc.get_table(1), fc.get_table(5)]
+    with FlopCounterMode(display=False) as fc:
+        T.mm(T.randn(2, 3), T.randn(3, 4))
+        mlp(T.randn(4, 8))
+    out.append(fc.get_table())
+    with FlopCounterMode(display=False) as fc:
+        T.mm(T.randn(200, 300), T.randn(300, 400))
+        mlp(T.randn(4, 8))
+    out.append(fc.get_table())
+    with FlopCounterMode(display=False) as fc:
+        T.relu(T.randn(3))
+    out.append(fc.get_table())
+    return out
+
+
+def _without_tabulate():
+    """hookgrad's own layout: what it prints where the tabulate package is not installed."""
+    import builtins
+    real_import = builtins.__import__
+
+    def refuse(name, *args, **kwargs):
+        if name == "tabulate":
+            raise ImportError("no tabulate")
+        return real_import(name, *args, **kwargs)
+    return _patched(builtins, "__import__", refuse)
+
+
+@contextlib.contextmanager
+def _patched(owner, name, value):
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)
+
+
+# what torch 2.13 printed for _table_runs(torch, depth), with tabulate 0.10 installed (which strips
+# the cells' leading spaces)
+TORCH_TABLES = json.loads((pathlib.Path(__file__).parent / "flop_counter_tables.json").read_text())
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_table_matches_torch(depth):
+    tabulate = pytest.importorskip("tabulate")  # torch's get_table needs it
+    assert tabulate.__version__.startswith("0.10")
+    got, want = run_both(_table_runs, depth)
+    assert got == want
+    with _without_tabulate():
+        own = _table_runs(hookgrad, depth)
+    assert own == want
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3])
+def test_own_table_layout(depth):
+    """Without the tabulate package, hookgrad lays the table out as tabulate 0.10 does."""
+    with _without_tabulate():
+        assert _table_runs(hookgrad, depth) == TORCH_TABLES[str(depth)]
+
+
+def test_display_prints_the_table(capsys):
+    """display=True prints get_table(depth) on exit; the counts stay readable after."""
+    with _without_tabulate():
+        mlp = _mlp(hookgrad)
+        with hookgrad.utils.flop_counter.FlopCounterMode(depth=1) as fc:
+            mlp(hookgrad.randn(4, 8))
+        printed = capsys.readouterr().out
+    assert printed == fc.get_table(1) + "\n"
+    # what torch printed for the same program
+    assert printed == ("Module          FLOP    % Total\n------------  ------  ---------\n"
+                       "Sequential      3456    100.00%\n- aten.addmm    3456    100.00%\n")
