@@ -336,3 +336,137 @@ def test_display_prints_the_table(capsys):
     # what torch printed for the same program
     assert printed == ("Module          FLOP    % Total\n------------  ------  ---------\n"
                        "Sequential      3456    100.00%\n- aten.addmm    3456    100.00%\n")
+
+
+# ---- formulas, custom mappings, errors ------------------------------------------------------------
+def _flop_module(T):
+    from importlib import import_module
+    return import_module(T.__name__ + ".utils.flop_counter")
+
+
+@differential
+def test_formulas_by_torch_names(T):
+    fcm = _flop_module(T)
+    aten = T.ops.aten
+    return [fcm.mm_flop((3, 4), (4, 5)), fcm.addmm_flop((5,), (3, 4), (4, 5)), fcm.bmm_flop((2, 3, 4), (2, 4, 5)),
+            fcm.baddbmm_flop((2, 3, 5), (2, 3, 4), (2, 4, 5)),
+            fcm.conv_flop_count([2, 3, 8, 8], [4, 3, 3, 3], [2, 4, 6, 6]),
+            fcm.conv_flop_count([2, 4, 6, 6], [4, 3, 3, 3], [2, 3, 8, 8], transposed=True),
+            fcm.conv_flop((2, 3, 8, 8), (4, 3, 3, 3), None, [1, 1], [0, 0], [1, 1], False, out_val=(2, 4, 6, 6)),
+            fcm.conv_backward_flop((2, 4, 6, 6), (2, 3, 8, 8), (4, 3, 3, 3), None, [1], [0], [1], False, [0], 1,
+                                   [True, True, False], out_val=((2, 3, 8, 8), (4, 3, 3, 3), None)),
+            fcm.sdpa_flop_count((2, 4, 5, 8), (2, 2, 6, 8), (2, 2, 6, 3)),
+            fcm.sdpa_backward_flop_count((2, 4, 5, 3), (2, 4, 5, 8), (2, 2, 6, 8), (2, 2, 6, 3)),
+            fcm.sdpa_flop((1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)),
+            fcm.sdpa_backward_flop((1, 2, 3, 4), (1, 2, 3, 4), (1, 2, 5, 4), (1, 2, 5, 4)),
+            catch(fcm.mm_flop, (3, 4), (5, 6)), catch(fcm.bmm_flop, (2, 3, 4), (3, 4, 5)),
+            catch(fcm.sdpa_flop_count, (2, 3, 5, 8), (2, 2, 6, 8), (2, 2, 6, 3)),
+            [fcm.get_suffix_str(n) for n in (0, 999, 1000, 9999, 10000, 123456789, 10 ** 16)],
+            fcm.convert_num_with_suffix(123456, "K"), fcm.convert_to_percent_str(1, 3),
+            fcm.convert_to_percent_str(1, 0), fcm.normalize_tuple(3), fcm.normalize_tuple((3,)),
+            sorted(str(k) for k in fcm.flop_registry if str(k) in {
+                "aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.convolution", "aten.convolution_backward",
+                "aten._scaled_dot_product_flash_attention", "aten._scaled_dot_product_efficient_attention_backward"}),
+            fcm.flop_registry[aten.mm] is fcm.mm_flop, fcm.__all__]
+
+
+@differential
+def test_custom_mapping_and_registration_errors(T):
+    fcm = _flop_module(T)
+    aten = T.ops.aten
+    mlp = _mlp(T)
+
+    def relu_flops(x_shape, *args, out_shape=None, **kwargs):
+        return math.prod(out_shape)
+
+    def double_mm(a_shape, b_shape, *args, out_shape=None, **kwargs):
+        return 2 * a_shape[0] * a_shape[1] * b_shape[1] * 2
+
+    with fcm.FlopCounterMode(display=False, custom_mapping={aten.relu: relu_flops, aten.mm: double_mm}) as fc:
+        mlp(T.randn(4, 8, requires_grad=True)).sum().backward()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fcm.FlopCounterMode(mlp, display=False)
+    return (_counts(T, fc), [(w.category.__name__, str(w.message)) for w in caught],
+            catch(fcm.register_flop_formula(aten.mm), double_mm),
+            catch(fcm.register_flop_formula("aten.relu"), relu_flops),
+            catch(fcm.register_flop_formula(T.nn.functional.relu), relu_flops))
+
+
+@differential
+def test_exit_without_enter_and_reuse(T):
+    fcm = _flop_module(T)
+    fc = fcm.FlopCounterMode(display=False)
+    first = catch(fc.__exit__, None, None, None)
+    with fc:
+        T.mm(T.randn(2, 3), T.randn(3, 4))
+    return first, fc.get_total_flops(), list(fc.get_flop_counts())
+
+
+# ---- the module tracker ----------------------------------------------------------------------------
+@differential
+def test_module_tracker_parents_forward_and_backward(T):
+    from importlib import import_module
+    ModuleTracker = import_module(T.__name__ + ".utils.module_tracker").ModuleTracker
+    log = []
+    nn = T.nn
+
+    class Probe(nn.Module):
+        def __init__(self, tracker):
+            super().__init__()
+            self.tracker = tracker
+
+        def forward(self, x):
+            log.append(("forward", sorted(self.tracker.parents), self.tracker.is_bw))
+            y = x * 2
+            if y.requires_grad:
+                y.register_hook(lambda g: log.append(("backward", sorted(self.tracker.parents), self.tracker.is_bw)))
+            return y
+
+    with ModuleTracker() as tracker:
+        T.manual_seed(0)
+        net = nn.Sequential(nn.Linear(3, 3), nn.Sequential(Probe(tracker), nn.ReLU()), Probe(tracker))
+        net(T.randn(2, 3)).sum().backward()
+        after = sorted(tracker.parents)
+        frozen = nn.Sequential(Probe(tracker), nn.Linear(3, 2))
+        frozen(T.randn(2, 3, requires_grad=True)).sum().backward()
+    return log, after, sorted(tracker.parents), tracker.is_bw
+
+
+def test_untranslated_ops_warn():
+    """An op whose FLOPs torch counts but hookgrad's counter does not translate warns instead of
+    silently counting nothing (here an LSTM and a custom autograd.Function running a matmul)."""
+    fcm = hookgrad.utils.flop_counter
+
+    class Square(hookgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x @ x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    lstm = hookgrad.nn.LSTM(3, 4)
+    with pytest.warns(UserWarning, match="does not translate 'lstm'"):
+        with fcm.FlopCounterMode(display=False):
+            lstm(hookgrad.randn(2, 1, 3))
+    with pytest.warns(UserWarning, match="does not translate 'Square'"):
+        with fcm.FlopCounterMode(display=False):
+            Square.apply(hookgrad.randn(3, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with fcm.FlopCounterMode(display=False):
+            hookgrad.relu(hookgrad.randn(3)).sum()
+
+
+def test_counter_leaves_no_hook_behind():
+    from hookgrad.autograd import graph
+    fcm = hookgrad.utils.flop_counter
+    with pytest.raises(RuntimeError):
+        with fcm.FlopCounterMode(display=False):
+            hookgrad.mm(hookgrad.randn(2, 3), hookgrad.randn(4, 5))
+    assert not graph._op_forward_hooks and not graph._op_backward_hooks
+    with fcm.FlopCounterMode(display=False) as fc:
+        hookgrad.mm(hookgrad.randn(2, 3), hookgrad.randn(3, 5))
+    assert fc.get_total_flops() == 60
