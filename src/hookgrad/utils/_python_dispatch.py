@@ -23,6 +23,7 @@ import contextlib
 import warnings
 
 from .. import ops as _ops
+from .._C import _DisableTorchDispatch
 from .._tensor import Tensor
 
 __all__ = ["TorchDispatchMode", "is_traceable_wrapper_subclass", "transform_subclass"]
@@ -173,6 +174,8 @@ def _call_mode(func, args, kwargs):
 
 
 def _overload_name(name: str, args) -> str:
+    if name == "empty":
+        return "memory_format"
     if name in ("add", "sub", "mul", "div") and len(args) > 1:
         return "Tensor" if isinstance(args[1], Tensor) else "Scalar"
     if name in ("max", "min") and len(args) > 1 and not isinstance(args[1], Tensor):
@@ -213,6 +216,11 @@ def _steps(op, outputs):
         if x.dim() == 2:
             return [("t", (w,), {}, w.t), ("mm", (x, _Prev(0)), {}, lambda: own)]
         return [("t", (w,), {}, w.t), ("matmul", (x, _Prev(0)), {}, lambda: own)]
+    if name == "batch_norm":   # torch allocates an empty reserve buffer first
+        import hookgrad
+        empty_kwargs = {"dtype": hookgrad.uint8}
+        return [("empty", ([0],), empty_kwargs, lambda: hookgrad.empty(0, dtype=hookgrad.uint8)),
+                ("native_batch_norm", args, kwargs, lambda: own)]
     if name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
         return [("convolution", args, kwargs, lambda: own)]
     aten_name = _RENAMED.get(name, name)
@@ -248,7 +256,7 @@ def _interpolate(args, kwargs):
 _RENAMED = {
     "flatten": "view", "reshape": "view", "softmax": "_softmax", "log_softmax": "_log_softmax",
     "relu6": "hardtanh", "__getitem__": "select", "contiguous": "clone", "layer_norm": "native_layer_norm",
-    "group_norm": "native_group_norm", "batch_norm": "native_batch_norm", "pad": "constant_pad_nd",
+    "group_norm": "native_group_norm", "pad": "constant_pad_nd",
     "max_pool2d": _pool_name("max_pool2d"), "max_pool1d": "max_pool1d", "max_pool3d": _pool_name("max_pool3d"),
     "max_pool2d_with_indices": "max_pool2d_with_indices", "adaptive_avg_pool2d": _adaptive_avg,
     "matmul": lambda args, kwargs: "mm" if len(args) > 1 and args[0].dim() == 2 and getattr(args[1], "dim", lambda: 0)() == 2
@@ -259,7 +267,7 @@ _RENAMED = {
 
 def _dispatch_op(op, inputs, outputs):
     """The op hook: run the active modes over the ATen operators of ``op``."""
-    if not _STACK:
+    if not _STACK or _DisableTorchDispatch.active():
         return None
     if str(op) == "dropout" and not (op.args[2] if len(op.args) > 2 else op.kwargs.get("training", True)):
         return None      # torch's dropout in eval mode runs no operator
@@ -282,6 +290,8 @@ def _dispatch_op(op, inputs, outputs):
 
 
 def _backward_ran(node, grad_inputs, grad_outputs):
+    if _DisableTorchDispatch.active():
+        return
     for mode in _STACK:
         if not mode._warned_backward:
             mode._warned_backward = True

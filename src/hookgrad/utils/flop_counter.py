@@ -29,6 +29,7 @@ from functools import wraps
 from math import prod
 
 from .. import ops as _ops
+from .._C import _DisableTorchDispatch
 from .._tensor import Tensor
 from ._pytree import tree_map, tree_map_
 from .module_tracker import ModuleTracker
@@ -578,6 +579,8 @@ class _Translator:
 
     # -- forward ----------------------------------------------------------------------------------
     def forward(self, op, inputs, outputs):
+        if _DisableTorchDispatch.active():
+            return
         name = str(op)
         handler = getattr(self, "_fw_" + name, None)
         if handler is not None:
@@ -768,6 +771,8 @@ class _Translator:
 
     # -- backward ---------------------------------------------------------------------------------
     def backward(self, node, grad_inputs, grad_outputs):
+        if _DisableTorchDispatch.active():
+            return
         grad = grad_outputs[0] if grad_outputs else None
         if grad is None:
             return
