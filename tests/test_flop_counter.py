@@ -470,3 +470,25 @@ def test_counter_leaves_no_hook_behind():
     with fcm.FlopCounterMode(display=False) as fc:
         hookgrad.mm(hookgrad.randn(2, 3), hookgrad.randn(3, 5))
     assert fc.get_total_flops() == 60
+
+
+@differential
+def test_double_backward_and_checkpoint(T):
+    """create_graph's backward is counted once (as its nodes' formulas), and the second backward
+    through the graph it built; a checkpointed forward counts again when recomputed."""
+    from importlib import import_module
+    fcm = _flop_module(T)
+    checkpoint = import_module(T.__name__ + ".utils.checkpoint").checkpoint
+    T.manual_seed(0)
+    lin = T.nn.Linear(4, 3)
+    x = T.randn(2, 4, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # backward(create_graph=True)'s reference-cycle warning
+        with fcm.FlopCounterMode(display=False) as fc:
+            lin(x).pow(2).sum().backward(create_graph=True)
+            x.grad.sum().backward()
+    double = _counts(T, fc)
+    seq = _mlp(T)
+    with fcm.FlopCounterMode(display=False) as fc:
+        checkpoint(seq, T.randn(2, 8, requires_grad=True), use_reentrant=False).sum().backward()
+    return double, _counts(T, fc)

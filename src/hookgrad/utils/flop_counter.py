@@ -30,6 +30,8 @@ from math import prod
 
 from .. import ops as _ops
 from .._C import _DisableTorchDispatch
+from ..autograd import _hook_context
+from ..autograd import engine as _engine
 from .._tensor import Tensor
 from ._pytree import tree_map, tree_map_
 from .module_tracker import ModuleTracker
@@ -580,6 +582,10 @@ class _Translator:
     # -- forward ----------------------------------------------------------------------------------
     def forward(self, op, inputs, outputs):
         if _DisableTorchDispatch.active():
+            return
+        if _engine.current_task() is not None and not _hook_context.RECOMPUTING[0]:
+            # a backward formula's ops, reported because they build a graph (create_graph=True):
+            # the node that runs them is counted as torch's formula already
             return
         name = str(op)
         handler = getattr(self, "_fw_" + name, None)
