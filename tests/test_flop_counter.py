@@ -120,6 +120,19 @@ OPS = {
                                                                     r(2, 2, 6, 7, grad=True), enable_gqa=True),
     "sdpa_key_last_dim_strided": lambda T, r, F: F.scaled_dot_product_attention(
         r(2, 3, 4, 5, grad=True), r(2, 3, 5, 6, grad=True).transpose(-1, -2), r(2, 3, 6, 5)),
+    "bilinear": lambda T, r, F: F.bilinear(r(4, 3, grad=True), r(4, 5, grad=True), r(6, 3, 5, grad=True),
+                                           r(6, grad=True)),
+    "tensordot": lambda T, r, F: T.tensordot(r(2, 4, 5, grad=True), r(5, 6, grad=True), dims=1),
+    "tensordot_dim_lists": lambda T, r, F: T.tensordot(r(2, 3, 4, grad=True), r(4, 3, 5), dims=([1, 2], [1, 0])),
+    "multi_dot": lambda T, r, F: T.linalg.multi_dot([r(2, 3, grad=True), r(3, 4, grad=True), r(4, 5, grad=True)]),
+    "multi_dot_vectors": lambda T, r, F: T.linalg.multi_dot([r(3, grad=True), r(3, 4, grad=True),
+                                                             r(4, 5, grad=True), r(5, grad=True)]),
+    "multi_dot_reordered": lambda T, r, F: T.linalg.multi_dot([r(10, 3, grad=True), r(3, 8, grad=True),
+                                                               r(8, 2, grad=True), r(2, 7, grad=True)]),
+    "unfold": lambda T, r, F: F.unfold(r(1, 2, 4, 4, grad=True), 2),
+    "matmul_then_trace": lambda T, r, F: (r(3, 4, grad=True) @ r(4, 3, grad=True)).trace(),
+    "outer_addmv_addr": lambda T, r, F: T.addr(r(4, 5, grad=True), r(4, grad=True), r(5, grad=True)).sum()
+    + T.addmv(r(4, grad=True), r(4, 5, grad=True), r(5, grad=True)).sum() + T.outer(r(3, grad=True), r(2)).sum(),
 }
 
 
@@ -143,6 +156,13 @@ MODULES = {
     "mha_bias_kv_zero_attn": lambda T, r: _mha(T, add_bias_kv=True, add_zero_attn=True)(
         r(3, 2, 8), r(4, 2, 8), r(4, 2, 8))[0],
     "mha_no_bias": lambda T, r: _mha(T, bias=False)(r(3, 2, 8), r(4, 2, 8), r(4, 2, 8))[0],
+    "lstm": lambda T, r: T.nn.LSTM(3, 4)(r(2, 1, 3))[0],
+    "conv_same_reflect": lambda T, r: T.nn.Conv2d(3, 4, 3, padding="same", padding_mode="reflect")(
+        r(2, 3, 6, 6, grad=True)),
+    "transformer_encoder_layer": lambda T, r: T.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)(
+        r(3, 2, 8)),
+    "transformer_encoder_layer_eval": lambda T, r: T.nn.TransformerEncoderLayer(
+        8, 2, dim_feedforward=16, dropout=0.0, batch_first=True).eval()(r(2, 3, 8)),
 }
 
 
@@ -435,7 +455,8 @@ def test_module_tracker_parents_forward_and_backward(T):
 
 def test_untranslated_ops_warn():
     """An op whose FLOPs torch counts but hookgrad's counter does not translate warns instead of
-    silently counting nothing (here an LSTM and a custom autograd.Function running a matmul)."""
+    silently counting nothing (a GRU, a linalg backward, a custom autograd.Function running a
+    matmul)."""
     fcm = hookgrad.utils.flop_counter
 
     class Square(hookgrad.autograd.Function):
@@ -447,10 +468,14 @@ def test_untranslated_ops_warn():
         def backward(ctx, g):
             return g
 
-    lstm = hookgrad.nn.LSTM(3, 4)
-    with pytest.warns(UserWarning, match="does not translate 'lstm'"):
+    gru = hookgrad.nn.GRU(3, 4)
+    with pytest.warns(UserWarning, match="does not translate 'gru'"):
         with fcm.FlopCounterMode(display=False):
-            lstm(hookgrad.randn(2, 1, 3))
+            gru(hookgrad.randn(2, 1, 3))
+    a = hookgrad.randn(3, 3) + 3 * hookgrad.eye(3)
+    with pytest.warns(UserWarning, match="does not translate 'LinalgInvExBackward0'"):
+        with fcm.FlopCounterMode(display=False):
+            hookgrad.linalg.inv(a.requires_grad_()).sum().backward()
     with pytest.warns(UserWarning, match="does not translate 'Square'"):
         with fcm.FlopCounterMode(display=False):
             Square.apply(hookgrad.randn(3, 3))

@@ -423,6 +423,35 @@ def _linear_calls(x: _Operand, w_shape, w_needs_grad: bool, bias_shape) -> list:
     return _matmul_calls(x, wt)
 
 
+def _chain_products(shapes: list) -> list:
+    """The matrix products of torch's multi_dot, in the order it runs them: the cheapest
+    parenthesization (the classic dynamic programme over the chain)."""
+    n = len(shapes)
+    dims = [shapes[0][0]] + [s[1] for s in shapes]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+    products = []
+
+    def order(i, j):
+        if i == j:
+            return (dims[i], dims[i + 1])
+        k = split[i][j]
+        left, right = order(i, k), order(k + 1, j)
+        products.append((left, right))
+        return (left[0], right[1])
+
+    order(0, n - 1)
+    return products
+
+
 def _flash_eligible(q, k, v, dropout_p, enable_gqa) -> bool:
     """Whether torch's CPU backend selection sends this attention to its flash kernel (whose FLOPs
     torch's counter does not count) rather than to the math path (two matmuls)."""
@@ -546,10 +575,19 @@ def _einsum_contractions(equation: str, shapes: list, needs_grad: list):
 # ops hookgrad reports whose ATen decomposition torch counts, but which this counter does not
 # translate: counting nothing for them would be silently wrong, so they warn
 _UNTRANSLATED = frozenset((
-    "lstm", "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-    "cdist", "chain_matmul", "linalg_multi_dot", "inner", "tensordot", "bilinear", "conv_tbc", "embedding_bag",
+    "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "cdist", "inner", "linalg_matrix_power", "matrix_power", "conv_tbc", "embedding_bag",
     "transformer_encoder_layer_fwd",
 ))
+
+# backward nodes whose torch formula runs matrix products that this counter does not translate
+_UNTRANSLATED_NODES = ("LinalgInvExBackward0", "LinalgSolveExBackward0", "LinalgCholeskyExBackward0",
+                       "LinalgPinvBackward0", "LinalgEighBackward0", "LinalgSvdBackward0", "LinalgQrBackward0",
+                       "LinalgLuFactorExBackward0", "LinalgLuBackward0", "LinalgLuSolveBackward0",
+                       "LinalgLstsqBackward0", "LinalgMatrixExpBackward0", "LinalgEigBackward0",
+                       "TriangularSolveBackward0", "LinalgSolveTriangularBackward0", "CholeskySolveBackward0",
+                       "CholeskyInverseBackward0", "LinalgHouseholderProductBackward0", "InverseBackward0",
+                       "PinverseBackward0", "MatrixExpBackward0")
 
 
 _OP_NAMES: set = set()
@@ -593,6 +631,9 @@ class _Translator:
             for packet, args, out in handler(op, inputs, outputs):
                 self.counter._count_flops(packet, out, args, {})
             return
+        if op.node is not None:
+            # products hookgrad's implementation of this op recorded are no ATen call of torch's
+            self._mark_inner_products(op.node, inputs, _INNER_KINDS)
         if name in _UNTRANSLATED or name not in _op_names():   # not an op: a custom autograd.Function
             self._warn(name)
             return
@@ -611,7 +652,7 @@ class _Translator:
         if name not in self.warned:
             self.warned.add(name)
             warnings.warn(f"FlopCounterMode: hookgrad does not translate '{name}' into the ATen operators torch "
-                          "counts, so its FLOPs are not counted", UserWarning, stacklevel=4)
+                          "counts, so its FLOPs are not counted", UserWarning, stacklevel=6)
 
     def _fw_mm(self, op, inputs, outputs):
         return [(_MM, (inputs[0], inputs[1]), outputs[0])]
@@ -672,6 +713,40 @@ class _Translator:
 
     def _fw_convolution(self, op, inputs, outputs):
         return self._conv(op, inputs, outputs, bool(_arg(op, 6, "transposed", False)))
+
+    def _fw_addbmm(self, op, inputs, outputs):
+        # torch's addbmm kernel is not counted, but its backward's batched products are
+        if len(inputs) >= 3:
+            self._products(op, inputs, [(_BMM, (tuple(inputs[1].shape), tuple(inputs[2].shape)))])
+        return []
+
+    def _fw_tensordot(self, op, inputs, outputs):
+        a, b = inputs[0], inputs[1]
+        dims = _arg(op, 2, "dims", 2)
+        if isinstance(dims, int):
+            dims_a, dims_b = list(range(a.dim() - dims, a.dim())), list(range(dims))
+        else:
+            dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        dims_a = [d % max(a.dim(), 1) for d in dims_a]
+        dims_b = [d % max(b.dim(), 1) for d in dims_b]
+        inner = prod(a.shape[d] for d in dims_a)
+        free_a = prod(s for i, s in enumerate(a.shape) if i not in dims_a)
+        free_b = prod(s for i, s in enumerate(b.shape) if i not in dims_b)
+        return self._products(op, inputs, [(_MM, ((free_a, inner), (inner, free_b)))])
+
+    def _fw_linalg_multi_dot(self, op, inputs, outputs):
+        shapes = [tuple(t.shape) for t in inputs]
+        if len(shapes) < 2:
+            return []
+        if len(shapes[0]) == 1:
+            shapes[0] = (1,) + shapes[0]
+        if len(shapes[-1]) == 1:
+            shapes[-1] = shapes[-1] + (1,)
+        if len(shapes) == 2:
+            return [(_MM, tuple(shapes), None)]
+        return [(_MM, pair, None) for pair in _chain_products(shapes)]
+
+    _fw_chain_matmul = _fw_linalg_multi_dot
 
     def _fw_einsum(self, op, inputs, outputs):
         equation = _arg(op, 0, "equation")
@@ -754,8 +829,10 @@ class _Translator:
         operand that gets a gradient) at the product node hookgrad recorded, whatever its kind."""
         if op.node is not None:
             found = self._mark_inner_products(op.node, inputs)
-            if found and len(calls) == 1:
-                self.overrides[found[0]] = calls[0]
+            if len(calls) == 1:
+                # no product node: hookgrad computed it as one node of its own (tensordot's
+                # EinsumBackward0), whose first two gradients are the operands'
+                self.overrides[found[0] if found else op.node] = calls[0]
         return [(c[0], c[1], None) for c in calls]
 
     def _mark_inner_products(self, node, inputs, kinds=None):
@@ -791,6 +868,8 @@ class _Translator:
             calls = self._product_grads(node, grad_inputs, call)
         else:
             handler = getattr(self, "_bw_" + type(node).__name__, None)
+            if handler is None and type(node).__name__ in _UNTRANSLATED_NODES:
+                self._warn(type(node).__name__)
             if handler is None or node in self.uncounted_nodes:
                 return
             calls = handler(node, grad_inputs, grad)
@@ -804,7 +883,7 @@ class _Translator:
         packet, shapes = call[0], call[1]
         left, right = shapes[-2], shapes[-1]
         packet = _MM if packet in (_MM, _ADDMM) else _BMM
-        i, j = _PRODUCT_NODES[type(node).__name__]
+        i, j = _PRODUCT_NODES.get(type(node).__name__, (0, 1))
         wants = [grad_inputs[i] is not None, grad_inputs[j] is not None]
         if len(call) > 2:       # torch's left operand is hookgrad's right one
             wants.reverse()
@@ -876,6 +955,7 @@ class _Translator:
 _PRODUCT_NODES = {"MmBackward0": (0, 1), "BmmBackward0": (0, 1), "AddmmBackward0": (1, 2),
                   "BaddbmmBackward0": (1, 2)}
 _ATTENTION_PRODUCTS = ("BmmBackward0", "BaddbmmBackward0")
+_INNER_KINDS = tuple(_PRODUCT_NODES) + ("ConvolutionBackward0",)
 
 
 def _mha_fast_path(p: "_MhaArgs", grad_enabled: bool) -> bool:
