@@ -160,3 +160,16 @@ def test_modes_leave_no_hook_behind():
         with _recorder(hookgrad, log):
             raise ValueError
     assert not graph._op_forward_hooks and not graph._op_backward_hooks
+
+
+def test_unknown_ops_do_not_join_torch_ops_aten():
+    """An op without a known decomposition is dispatched under its own name, by a packet that is not
+    added to torch.ops.aten (torch may have no such operator)."""
+    log = []
+    mha = hookgrad.nn.MultiheadAttention(4, 2)
+    x = hookgrad.randn(3, 1, 4)
+    with hookgrad.no_grad(), _recorder(hookgrad, log):
+        mha(x, x, x)
+    assert "aten.multi_head_attention_forward" in log
+    with pytest.raises(AttributeError):
+        hookgrad.ops.aten.multi_head_attention_forward

@@ -122,14 +122,21 @@ def _pop_mode_temporarily():
 
 
 # ---- the ATen operators of an op ------------------------------------------------------------------
+_OWN_PACKETS: dict = {}
+
+
 def _packet(name: str):
     """``torch.ops.aten.<name>``; for a name hookgrad's operator table lacks, a packet of that name
-    whose calls run the op the program called (see ``_step``)."""
+    kept here (not added to ``torch.ops.aten``: torch may have no such operator), which calls with
+    other arguments than the op's cannot run."""
+    packet = _OWN_PACKETS.get(name)
+    if packet is not None:
+        return packet
     try:
         return getattr(_ops.aten, name)
     except AttributeError:
-        packet = _ops.OpOverloadPacket("aten", name, _unavailable(name), overloads=("default",))
-        _ops.aten.__dict__[name] = packet
+        packet = _OWN_PACKETS[name] = _ops.OpOverloadPacket("aten", name, _unavailable(name),
+                                                            overloads=("default",))
         return packet
 
 
