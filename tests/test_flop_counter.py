@@ -517,3 +517,14 @@ def test_double_backward_and_checkpoint(T):
     with fcm.FlopCounterMode(display=False) as fc:
         checkpoint(seq, T.randn(2, 8, requires_grad=True), use_reentrant=False).sum().backward()
     return double, _counts(T, fc)
+
+
+@differential
+def test_aten_convolution_runs(T):
+    """torch.ops.aten.convolution (a key of the counter's formulas) computes ATen's convolution."""
+    _flop_module(T)
+    T.manual_seed(0)
+    x, w, b = T.randn(2, 4, 6, 6), T.randn(4, 2, 3, 3), T.randn(4)
+    return (T.ops.aten.convolution(x, w, b, [2, 1], [1, 0], [1, 2], False, [0, 0], 2),
+            T.ops.aten.convolution(x, w, None, [2, 2], [1, 1], [1, 1], True, [1, 0], 2),
+            str(T.ops.aten.convolution_backward))
