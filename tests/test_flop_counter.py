@@ -157,6 +157,13 @@ MODULES = {
         r(3, 2, 8), r(4, 2, 8), r(4, 2, 8))[0],
     "mha_no_bias": lambda T, r: _mha(T, bias=False)(r(3, 2, 8), r(4, 2, 8), r(4, 2, 8))[0],
     "lstm": lambda T, r: T.nn.LSTM(3, 4)(r(2, 1, 3))[0],
+    "lstm_cell": lambda T, r: T.nn.LSTMCell(3, 4)(r(2, 3))[0],
+    "lstm_cell_input_and_state_need_grad": lambda T, r: T.nn.LSTMCell(3, 4)(r(2, 3, grad=True),
+                                                                            (r(2, 4, grad=True), r(2, 4)))[0],
+    "lstm_cell_unbatched": lambda T, r: T.nn.LSTMCell(3, 4)(r(3))[0],
+    "gru_cell": lambda T, r: T.nn.GRUCell(3, 4)(r(2, 3)),
+    "gru_cell_no_bias": lambda T, r: T.nn.GRUCell(3, 4, bias=False)(r(2, 3), r(2, 4, grad=True)),
+    "rnn_cell_relu": lambda T, r: T.nn.RNNCell(3, 4, nonlinearity="relu")(r(2, 3)),
     "conv_same_reflect": lambda T, r: T.nn.Conv2d(3, 4, 3, padding="same", padding_mode="reflect")(
         r(2, 3, 6, 6, grad=True)),
     "transformer_encoder_layer": lambda T, r: T.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)(

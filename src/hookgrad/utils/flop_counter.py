@@ -575,7 +575,7 @@ def _einsum_contractions(equation: str, shapes: list, needs_grad: list):
 # ops hookgrad reports whose ATen decomposition torch counts, but which this counter does not
 # translate: counting nothing for them would be silently wrong, so they warn
 _UNTRANSLATED = frozenset((
-    "gru", "rnn_tanh", "rnn_relu", "lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
+    "gru", "rnn_tanh", "rnn_relu",
     "cdist", "inner", "linalg_matrix_power", "matrix_power", "conv_tbc", "embedding_bag",
     "transformer_encoder_layer_fwd",
 ))
@@ -713,6 +713,20 @@ class _Translator:
 
     def _fw_convolution(self, op, inputs, outputs):
         return self._conv(op, inputs, outputs, bool(_arg(op, 6, "transposed", False)))
+
+    def _fw_lstm_cell(self, op, inputs, outputs):
+        """A recurrent cell: torch's runs two linears, the input's and the state's projection."""
+        cell, x = op.args[0], _arg(op, 1, "input")
+        rows = x.shape[0] if x.dim() == 2 else 1
+        calls = []
+        for w, b, width in ((cell.weight_ih, cell.bias_ih, cell.input_size), (cell.weight_hh, cell.bias_hh,
+                                                                               cell.hidden_size)):
+            wt = (width, w.shape[0])
+            calls.append((_ADDMM, (tuple(b.shape), (rows, width), wt)) if b is not None else
+                         (_MM, ((rows, width), wt)))
+        return [(c[0], c[1], None) for c in calls]
+
+    _fw_gru_cell = _fw_rnn_tanh_cell = _fw_rnn_relu_cell = _fw_lstm_cell
 
     def _fw_addbmm(self, op, inputs, outputs):
         # torch's addbmm kernel is not counted, but its backward's batched products are
