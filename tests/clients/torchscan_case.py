@@ -4,7 +4,6 @@ TorchDispatchMode that records every ATen operator."""
 import contextlib
 import io
 
-import torch
 from torch import nn
 from torchscan import summary
 
