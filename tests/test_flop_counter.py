@@ -237,7 +237,41 @@ def _mlp(T):
     return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Sequential(nn.Linear(16, 16), nn.Tanh()), nn.Linear(16, 3))
 
 
-MODELS = {"mlp": (_mlp, (5, 8)), "cnn": (_net, (2, 3, 9, 9))}
+def _residual(T):
+    nn = T.nn
+
+    class Residual(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.c1 = nn.Conv2d(4, 4, 3, padding=1, bias=False)
+            self.bn = nn.BatchNorm2d(4)
+            self.c2 = nn.Conv2d(4, 4, 1, groups=2)
+
+        def forward(self, x):
+            return T.relu(self.c2(T.relu(self.bn(self.c1(x)))) + x)
+
+    T.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3, stride=2, padding=1), Residual(), Residual(), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten(), nn.Linear(4, 3))
+
+
+def _transformer(T):
+    class WithTarget(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = T.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1, num_decoder_layers=1,
+                                          dim_feedforward=16, dropout=0.0)
+            self.target = T.randn(3, 2, 8)
+
+        def forward(self, x):
+            return self.model(x, self.target)
+
+    T.manual_seed(0)
+    return WithTarget()
+
+
+MODELS = {"mlp": (_mlp, (5, 8)), "cnn": (_net, (2, 3, 9, 9)), "residual": (_residual, (2, 3, 8, 8)),
+          "transformer": (_transformer, (4, 2, 8))}
 
 
 @pytest.mark.parametrize("setup", ["forward", "backward", "input_needs_grad", "frozen_first_layer", "no_grad",
@@ -246,10 +280,12 @@ MODELS = {"mlp": (_mlp, (5, 8)), "cnn": (_net, (2, 3, 9, 9))}
 @differential
 def test_model_counts(T, model, setup):
     make, shape = MODELS[model]
-    net = make(T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # Transformer's note on nested tensors
+        net = make(T)
     x = T.randn(*shape, requires_grad=setup in ("input_needs_grad", "grad_of_input_only"))
     if setup == "frozen_first_layer":
-        for p in list(net.children())[0].parameters():
+        for p in next(getattr(net, "model", net).children()).parameters():
             p.requires_grad_(False)
     from importlib import import_module
     FlopCounterMode = import_module(T.__name__ + ".utils.flop_counter").FlopCounterMode
