@@ -164,6 +164,7 @@ MODULES = {
     "gru_cell": lambda T, r: T.nn.GRUCell(3, 4)(r(2, 3)),
     "gru_cell_no_bias": lambda T, r: T.nn.GRUCell(3, 4, bias=False)(r(2, 3), r(2, 4, grad=True)),
     "rnn_cell_relu": lambda T, r: T.nn.RNNCell(3, 4, nonlinearity="relu")(r(2, 3)),
+    "lstm_two_layers": lambda T, r: T.nn.LSTM(3, 4, num_layers=2)(r(3, 2, 3))[0],
     "conv_same_reflect": lambda T, r: T.nn.Conv2d(3, 4, 3, padding="same", padding_mode="reflect")(
         r(2, 3, 6, 6, grad=True)),
     "transformer_encoder_layer": lambda T, r: T.nn.TransformerEncoderLayer(8, 2, dim_feedforward=16, dropout=0.0)(
@@ -302,6 +303,29 @@ def test_model_counts(T, model, setup):
         else:
             net(x).sum().backward()
     return fc.get_total_flops(), _counts(T, fc)
+
+
+RECURRENT = {
+    "gru": lambda T: T.nn.GRU(3, 4),
+    "rnn_two_layers": lambda T: T.nn.RNN(3, 4, num_layers=2),
+    "gru_bidirectional_batch_first": lambda T: T.nn.GRU(3, 4, bidirectional=True, batch_first=True),
+    "rnn_relu_no_bias": lambda T: T.nn.RNN(3, 4, bias=False, nonlinearity="relu"),
+}
+
+
+@pytest.mark.parametrize("name", list(RECURRENT))
+@differential
+def test_recurrent_layers_forward(T, name):
+    """GRU and RNN layers (forward: their projections, as torch's CPU kernels run them); under
+    no_grad and with a graph recorded."""
+    T.manual_seed(0)
+    layer = RECURRENT[name](T)
+    x = T.randn(2, 5, 3) if layer.batch_first else T.randn(5, 2, 3)
+    with T.no_grad():
+        first = _measure(T, lambda: layer(x)[0], False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # hookgrad: the backward is not counted (it warns)
+        return first, _measure(T, lambda: layer(x)[0], False)
 
 
 @differential
@@ -512,7 +536,7 @@ def test_untranslated_ops_warn():
             return g
 
     gru = hookgrad.nn.GRU(3, 4)
-    with pytest.warns(UserWarning, match="does not translate 'gru'"):
+    with pytest.warns(UserWarning, match="forward FLOPs of 'gru' as torch does, but not its backward"):
         with fcm.FlopCounterMode(display=False):
             gru(hookgrad.randn(2, 1, 3))
     a = hookgrad.randn(3, 3) + 3 * hookgrad.eye(3)

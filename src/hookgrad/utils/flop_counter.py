@@ -575,7 +575,6 @@ def _einsum_contractions(equation: str, shapes: list, needs_grad: list):
 # ops hookgrad reports whose ATen decomposition torch counts, but which this counter does not
 # translate: counting nothing for them would be silently wrong, so they warn
 _UNTRANSLATED = frozenset((
-    "gru", "rnn_tanh", "rnn_relu",
     "cdist", "inner", "linalg_matrix_power", "matrix_power", "conv_tbc", "embedding_bag",
     "transformer_encoder_layer_fwd",
 ))
@@ -727,6 +726,45 @@ class _Translator:
         return [(c[0], c[1], None) for c in calls]
 
     _fw_gru_cell = _fw_rnn_tanh_cell = _fw_rnn_relu_cell = _fw_lstm_cell
+
+    def _fw_gru(self, op, inputs, outputs):
+        """A GRU or plain RNN layer stack (torch's CPU LSTM kernel counts nothing): per layer and
+        direction, the input projection of all steps at once, then the state's per step."""
+        rnn, x = op.args[0], op.args[1]
+        if not isinstance(x, Tensor) or x.dim() != 3 or (len(op.args) > 4 and op.args[4] is not None):
+            self._warn(str(op))                     # packed sequences: not translated
+            return []
+        if op.node is not None:
+            self._mark_inner_products(op.node, inputs, _INNER_KINDS)
+            self._warn_backward(str(op))
+        gates = 3 if rnn.mode == "GRU" else 1
+        steps, batch = (x.shape[1], x.shape[0]) if rnn.batch_first else (x.shape[0], x.shape[1])
+        hidden, directions = rnn.hidden_size, 2 if rnn.bidirectional else 1
+        # the layer's input, time-major as torch's kernel sees it (batch_first: a transposed view)
+        layer_input = _Operand.of(x.transpose(0, 1) if rnn.batch_first else x)
+        calls = []
+        for layer in range(rnn.num_layers):
+            if layer:
+                layer_input = _Operand.contiguous((steps, batch, hidden * directions))
+            width = layer_input.shape[-1]
+            for direction in range(directions):
+                suffix = f"_l{layer}" + ("_reverse" if direction else "")
+                w_ih = getattr(rnn, "weight_ih" + suffix)
+                bias = (gates * hidden,) if rnn.bias else None
+                calls += _linear_calls(layer_input, (gates * hidden, width), w_ih.requires_grad, bias)
+                for _ in range(steps):
+                    calls.append((_ADDMM, (bias, (batch, hidden), (hidden, gates * hidden))) if rnn.bias
+                                 else (_MM, ((batch, hidden), (hidden, gates * hidden))))
+        return [(c[0], c[1], None) for c in calls]
+
+    _fw_rnn_tanh = _fw_rnn_relu = _fw_gru
+
+    def _warn_backward(self, name):
+        key = name + " backward"
+        if key not in self.warned:
+            self.warned.add(key)
+            warnings.warn(f"FlopCounterMode: hookgrad counts the forward FLOPs of '{name}' as torch does, but not "
+                          "its backward's", UserWarning, stacklevel=7)
 
     def _fw_addbmm(self, op, inputs, outputs):
         # torch's addbmm kernel is not counted, but its backward's batched products are
