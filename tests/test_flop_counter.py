@@ -307,25 +307,30 @@ def test_model_counts(T, model, setup):
 
 RECURRENT = {
     "gru": lambda T: T.nn.GRU(3, 4),
+    "gru_two_layers": lambda T: T.nn.GRU(3, 4, num_layers=2),
     "rnn_two_layers": lambda T: T.nn.RNN(3, 4, num_layers=2),
     "gru_bidirectional_batch_first": lambda T: T.nn.GRU(3, 4, bidirectional=True, batch_first=True),
     "rnn_relu_no_bias": lambda T: T.nn.RNN(3, 4, bias=False, nonlinearity="relu"),
 }
 
 
+@pytest.mark.parametrize("inputs", ["input", "input_needs_grad", "state_needs_grad", "last_state_only"])
 @pytest.mark.parametrize("name", list(RECURRENT))
 @differential
-def test_recurrent_layers_forward(T, name):
-    """GRU and RNN layers (forward: their projections, as torch's CPU kernels run them); under
-    no_grad and with a graph recorded."""
+def test_recurrent_layers(T, name, inputs):
+    """GRU and RNN layers: forward (the input projection of all steps at once, then the state's per
+    step, as torch's CPU kernels run them) under no_grad, and forward with backward (one product
+    per operand that needs grad), wherever the gradient enters."""
     T.manual_seed(0)
     layer = RECURRENT[name](T)
     x = T.randn(2, 5, 3) if layer.batch_first else T.randn(5, 2, 3)
+    x.requires_grad_(inputs == "input_needs_grad")
+    directions = 2 if layer.bidirectional else 1
+    h0 = T.randn(layer.num_layers * directions, 2, 4, requires_grad=True) if inputs == "state_needs_grad" else None
     with T.no_grad():
         first = _measure(T, lambda: layer(x)[0], False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")   # hookgrad: the backward is not counted (it warns)
-        return first, _measure(T, lambda: layer(x)[0], False)
+    pick = 1 if inputs == "last_state_only" else 0
+    return first, _measure(T, lambda: layer(x, h0)[pick], True)
 
 
 @differential
@@ -522,8 +527,8 @@ def test_module_tracker_parents_forward_and_backward(T):
 
 def test_untranslated_ops_warn():
     """An op whose FLOPs torch counts but hookgrad's counter does not translate warns instead of
-    silently counting nothing (a GRU, a linalg backward, a custom autograd.Function running a
-    matmul)."""
+    silently counting nothing (a GRU on a packed sequence, a linalg backward, a custom
+    autograd.Function running a matmul)."""
     fcm = hookgrad.utils.flop_counter
 
     class Square(hookgrad.autograd.Function):
@@ -536,9 +541,10 @@ def test_untranslated_ops_warn():
             return g
 
     gru = hookgrad.nn.GRU(3, 4)
-    with pytest.warns(UserWarning, match="forward FLOPs of 'gru' as torch does, but not its backward"):
+    packed = hookgrad.nn.utils.rnn.pack_padded_sequence(hookgrad.randn(3, 2, 3), [3, 2])
+    with pytest.warns(UserWarning, match="does not translate 'gru'"):
         with fcm.FlopCounterMode(display=False):
-            gru(hookgrad.randn(2, 1, 3))
+            gru(packed)
     a = hookgrad.randn(3, 3) + 3 * hookgrad.eye(3)
     with pytest.warns(UserWarning, match="does not translate 'LinalgInvExBackward0'"):
         with fcm.FlopCounterMode(display=False):
