@@ -34,6 +34,8 @@ CASES = {
     "thop": ("thop_case.py", [], "profile: MACs and parameter counts of a CNN and an MLP"),
     "torchinfo": ("torchinfo_case.py", [], "summary table text of a CNN and an LSTM model"),
     "fx_clients": ("fx_case.py", [], "BackPACK's torch.fx module converter on a residual model; thop's fx_profile"),
+    "torchscan": ("torchscan_case.py", [], "summary text and report of a CNN and an MLP: operator FLOPs from "
+                                           "FlopCounterMode, observed ATen operators from a TorchDispatchMode"),
 }
 
 

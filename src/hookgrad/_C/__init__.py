@@ -9,6 +9,7 @@ with torch's behaviour; every other ``torch._C`` name is missing (and says so un
   history after an in-place change with one as_strided node (torch's CPU default); turning view
   replay on raises NotImplementedError rather than being ignored.
 * ``_autograd._saved_tensors_hooks_is_enabled()``.
+* ``_DisableTorchDispatch()``: a context in which dispatch modes (and the flop counter) see nothing.
 """
 from __future__ import annotations
 
@@ -52,3 +53,22 @@ def _is_view_replay_enabled() -> bool:
 def _set_view_replay_enabled(mode: bool) -> None:
     from ..autograd._view_tracking import set_view_replay_enabled
     set_view_replay_enabled(mode)
+
+
+class _DisableTorchDispatch:
+    """``torch._C._DisableTorchDispatch()``: while entered (in this thread), dispatch modes and the
+    flop counter see none of the ops that run."""
+
+    _state = __import__("threading").local()
+
+    def __enter__(self):
+        _DisableTorchDispatch._state.depth = getattr(_DisableTorchDispatch._state, "depth", 0) + 1
+        return self
+
+    def __exit__(self, *exc_info):
+        _DisableTorchDispatch._state.depth -= 1
+        return False
+
+    @staticmethod
+    def active() -> bool:
+        return getattr(_DisableTorchDispatch._state, "depth", 0) > 0

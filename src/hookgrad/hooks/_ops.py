@@ -48,9 +48,10 @@ class OpName(str):
     """The name of an op as an op hook sees it: the name of the torch function called (``linear``,
     ``conv2d``, ``add``, ``relu_`` for an in-place op, a custom Function's class name); ``node``
     is the graph node the op made (None when it recorded none) and ``inplace`` whether it wrote
-    into its input."""
+    into its input; ``args`` and ``kwargs`` are the arguments of the call (a method's ``self``
+    first), for hooks that need its non-tensor arguments (a convolution's stride)."""
 
-    __slots__ = ("node", "inplace", "_call")
+    __slots__ = ("node", "inplace", "args", "kwargs", "_call")
 
 
 _names: dict = {}
@@ -201,7 +202,7 @@ class _HookedOp:
         if outputs:
             if self.name_of is not None and not inplace:  # a custom Function that marked an input dirty
                 inplace = any(o is i for o in outputs for i in inputs)
-            _report(hooks, op, inplace, inputs, before, outputs, (self.impl, args, kwargs, as_it_ran))
+            _report(hooks, op, inplace, inputs, before, outputs, args, kwargs, (self.impl, args, kwargs, as_it_ran))
         return result
 
 
@@ -386,12 +387,13 @@ def _hook_op_functions(on: bool) -> None:
 
 
 # ---- reporting ----------------------------------------------------------------------------------
-def _report(hooks, name, inplace, inputs, before, outputs, call) -> None:
+def _report(hooks, name, inplace, inputs, before, outputs, args=(), kwargs=None, call=None) -> None:
     """Run the forward op hooks for an op that returned ``outputs``; ``call`` is how it was called
     (its own code, the arguments, and what forward AD needs to run it again, or None)."""
     op = OpName(name)
     op.inplace = inplace
-    op._call = call + (_GRAD.enabled,)
+    op.args, op.kwargs = args, kwargs or {}
+    op._call = None if call is None else call + (_GRAD.enabled,)
     op.node = None
     for o in outputs:
         node = o.grad_fn

@@ -1,0 +1,175 @@
+"""``torch.utils._python_dispatch.TorchDispatchMode`` against torch's: which ATen operators a mode
+sees for the common ops of models (inputs made outside the mode: hookgrad's modes do not see
+factories), what a mode's result does, nesting, the mode stack helpers and
+``torch._C._DisableTorchDispatch``."""
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+import hookgrad
+from difftest import catch, differential
+
+
+def _mode_class(T):
+    return importlib.import_module(T.__name__ + ".utils._python_dispatch").TorchDispatchMode
+
+
+def _recorder(T, log, tag="", change=None):
+    class Recorder(_mode_class(T)):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            log.append(tag + str(func._overloadpacket))
+            out = func(*args, **(kwargs or {}))
+            return change(func, out) if change is not None else out
+    return Recorder()
+
+
+PROGRAMS = {
+    "conv2d": lambda T, F, x4, x2: F.conv2d(x4, T.ones(4, 3, 3, 3), T.ones(4)),
+    "relu": lambda T, F, x4, x2: F.relu(x4),
+    "relu_inplace": lambda T, F, x4, x2: F.relu(x4.clone(), inplace=True),
+    "max_pool2d": lambda T, F, x4, x2: F.max_pool2d(x4, 2),
+    "avg_pool2d": lambda T, F, x4, x2: F.avg_pool2d(x4, 2),
+    "adaptive_avg_pool2d": lambda T, F, x4, x2: F.adaptive_avg_pool2d(x4, 2),
+    "adaptive_avg_pool2d_global": lambda T, F, x4, x2: F.adaptive_avg_pool2d(x4, 1),
+    "flatten": lambda T, F, x4, x2: x4.flatten(1),
+    "view": lambda T, F, x4, x2: x4.view(2, -1),
+    "linear": lambda T, F, x4, x2: F.linear(x2, T.ones(3, 8), T.ones(3)),
+    "linear_no_bias": lambda T, F, x4, x2: F.linear(x2, T.ones(3, 8)),
+    "linear_3d": lambda T, F, x4, x2: F.linear(x2.view(2, 2, 8), T.ones(3, 8), T.ones(3)),
+    "batch_norm": lambda T, F, x4, x2: F.batch_norm(x4, T.zeros(3), T.ones(3), T.ones(3), T.zeros(3), False),
+    "layer_norm": lambda T, F, x4, x2: F.layer_norm(x2, (8,)),
+    "dropout_eval": lambda T, F, x4, x2: F.dropout(x2, 0.5, False),
+    "add_mul": lambda T, F, x4, x2: x2 + x2 * 2,
+    "activations": lambda T, F, x4, x2: F.gelu(T.tanh(T.sigmoid(F.silu(F.hardswish(F.leaky_relu(x2)))))),
+    "softmax": lambda T, F, x4, x2: F.log_softmax(F.softmax(x2, -1), -1),
+    "reductions": lambda T, F, x4, x2: x2.mean() + x2.sum(),
+    "shape_ops": lambda T, F, x4, x2: T.cat([x2.transpose(0, 1).contiguous(), x2.t()]),
+    "getitem": lambda T, F, x4, x2: x2[0],
+    "relu6": lambda T, F, x4, x2: F.relu6(x2),
+    "interpolate": lambda T, F, x4, x2: F.interpolate(x4, scale_factor=2),
+    "interpolate_bilinear": lambda T, F, x4, x2: F.interpolate(x4, scale_factor=2, mode="bilinear"),
+    "pad": lambda T, F, x4, x2: F.pad(x4, (1, 1)),
+    "matmul_2d": lambda T, F, x4, x2: x2 @ x2.t(),
+    "group_norm": lambda T, F, x4, x2: F.group_norm(x4, 3),
+    "conv_transpose2d": lambda T, F, x4, x2: F.conv_transpose2d(x4, T.ones(3, 4, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("name", list(PROGRAMS))
+@differential
+def test_operators_seen(T, name):
+    x4, x2 = T.randn(2, 3, 8, 8), T.randn(4, 8)
+    log = []
+    with T.no_grad(), _recorder(T, log):
+        out = PROGRAMS[name](T, T.nn.functional, x4, x2)
+    # the weights the programs make: factories, which hookgrad's modes do not see
+    return [entry for entry in log if entry not in ("aten.ones", "aten.zeros")], tuple(out.shape)
+
+
+@differential
+def test_module_operators_seen(T):
+    T.manual_seed(0)
+    nn = T.nn
+    model = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
+                          nn.Conv2d(8, 4, 3, stride=2), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 5),
+                          nn.Dropout(0.1)).eval()
+    x = T.randn(2, 3, 16, 16)
+    log = []
+    with T.no_grad(), _recorder(T, log):
+        out = model(x)
+    return log, out
+
+
+@differential
+def test_result_replaces_the_op_result(T):
+    def zero_relu(func, out):
+        return out * 0 if str(func._overloadpacket) == "aten.relu" else out
+    x = T.tensor([[-1.0, 2.0], [3.0, -4.0]])
+    log = []
+    with _recorder(T, log, change=zero_relu):
+        y = T.relu(x) + 1
+    return log, y
+
+
+@differential
+def test_func_with_other_arguments_computes(T):
+    class Doubling(_mode_class(T)):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if str(func._overloadpacket) == "aten.add":
+                return func(args[0], args[0])
+            return func(*args, **(kwargs or {}))
+    a, b = T.tensor([1.0, 2.0]), T.tensor([10.0, 20.0])
+    with Doubling():
+        return a + b
+
+
+@differential
+def test_nested_modes(T):
+    from importlib import import_module
+    dispatch = import_module(T.__name__ + ".utils._python_dispatch")
+    log = []
+    outer, inner = _recorder(T, log, "outer:"), _recorder(T, log, "inner:")
+    x = T.randn(3)
+    with outer:
+        with inner:
+            depth = dispatch._len_torch_dispatch_stack()
+            current = dispatch._get_current_dispatch_mode() is inner
+            T.relu(x)
+        T.neg(x)
+    return log, depth, current, dispatch._len_torch_dispatch_stack(), dispatch._get_current_dispatch_mode()
+
+
+@differential
+def test_disabled_dispatch_hides_ops(T):
+    log = []
+    x = T.randn(3)
+    from importlib import import_module
+    fcm = import_module(T.__name__ + ".utils.flop_counter")
+    with fcm.FlopCounterMode(display=False) as fc, _recorder(T, log):
+        with T._C._DisableTorchDispatch():
+            T.mm(T.randn(2, 3), T.randn(3, 4))
+            T.relu(x)
+        T.neg(x)
+    return log, fc.get_total_flops()
+
+
+@differential
+def test_dispatch_key_and_base_method(T):
+    Mode = _mode_class(T)
+    base = Mode()
+    return catch(base.__torch_dispatch__, None, (), ()), Mode.is_infra_mode()
+
+
+def test_backward_under_a_mode_warns_once():
+    log = []
+    x = hookgrad.randn(3, requires_grad=True)
+    with pytest.warns(UserWarning, match="see the forward ops only") as caught:
+        with _recorder(hookgrad, log):
+            (x * 2).sum().backward()
+            (x * 3).sum().backward()
+    assert len([w for w in caught if "forward ops only" in str(w.message)]) == 1
+    assert log == ["aten.mul", "aten.sum", "aten.mul", "aten.sum"]
+
+
+def test_modes_leave_no_hook_behind():
+    from hookgrad.autograd import graph
+    log = []
+    with pytest.raises(ValueError):
+        with _recorder(hookgrad, log):
+            raise ValueError
+    assert not graph._op_forward_hooks and not graph._op_backward_hooks
+
+
+def test_unknown_ops_do_not_join_torch_ops_aten():
+    """An op without a known decomposition is dispatched under its own name, by a packet that is not
+    added to torch.ops.aten (torch may have no such operator)."""
+    log = []
+    mha = hookgrad.nn.MultiheadAttention(4, 2)
+    x = hookgrad.randn(3, 1, 4)
+    with hookgrad.no_grad(), _recorder(hookgrad, log):
+        mha(x, x, x)
+    assert "aten.multi_head_attention_forward" in log
+    with pytest.raises(AttributeError):
+        hookgrad.ops.aten.multi_head_attention_forward
