@@ -42,6 +42,9 @@ CASES = {
     "torch_pruning": ("torch_pruning_case.py", [], "Torch-Pruning dependency groups, MetaPruner steps (magnitude, "
                                                    "BN scale, Taylor; residual CNN and transformer-like block) and "
                                                    "count_ops_and_params"),
+    "zennit": ("zennit_case.py", [], "Zennit LRP composites (epsilon/plus/flat, gamma/box, alpha-beta, guided "
+                                     "backprop, excitation) with a batch-norm canonizer; SmoothGrad, "
+                                     "IntegratedGradients, Occlusion"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -51,7 +54,7 @@ REQUIRES = {
     "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "captum": ["captum"], "captum_integrated": ["captum"],
     "thop": ["thop"], "torchinfo": ["torchinfo"], "fx_clients": ["backpack", "thop"],
     "summary_tables": ["torchsummary", "pytorch_model_summary"], "einops": ["einops"],
-    "torch_pruning": ["torch_pruning"],
+    "torch_pruning": ["torch_pruning"], "zennit": ["zennit"],
 }
 
 
