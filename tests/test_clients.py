@@ -45,6 +45,8 @@ CASES = {
     "zennit": ("zennit_case.py", [], "Zennit LRP composites (epsilon/plus/flat, gamma/box, alpha-beta, guided "
                                      "backprop, excitation) with a batch-norm canonizer; SmoothGrad, "
                                      "IntegratedGradients, Occlusion"),
+    "ptflops": ("ptflops_case.py", [], "ptflops (pytorch backend) MACs, parameters and per-layer tables of a CNN with "
+                                       "functional calls, a transformer-like and recurrent models"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -55,6 +57,7 @@ REQUIRES = {
     "thop": ["thop"], "torchinfo": ["torchinfo"], "fx_clients": ["backpack", "thop"],
     "summary_tables": ["torchsummary", "pytorch_model_summary"], "einops": ["einops"],
     "torch_pruning": ["torch_pruning"], "zennit": ["zennit"],
+    "ptflops": ["ptflops"],
 }
 
 

@@ -1,0 +1,95 @@
+"""Behaviours that real client libraries (tests/test_clients.py) rely on, each checked against torch on
+its own: what they found missing or different, as differential scenarios."""
+from __future__ import annotations
+
+import contextlib
+
+from difftest import catch, differential
+
+# public names that FLOP counters (ptflops, thop's fx profile) and tracers replace for a while
+PATCHED_TORCH = ("add", "mul", "matmul", "mm", "bmm", "addmm", "baddbmm", "softmax")
+PATCHED_METHODS = ("add", "mul", "matmul", "mm", "bmm", "addmm")
+PATCHED_FUNCTIONAL = ("linear", "softmax", "relu", "gelu", "dropout", "layer_norm")
+
+
+@contextlib.contextmanager
+def recording_calls(T, calls):
+    """Replace the public names above with recorders while the block runs, then put them back."""
+    F = T.nn.functional
+    saved = []
+    for owner, label, names in ((T, "torch", PATCHED_TORCH), (T.Tensor, "Tensor", PATCHED_METHODS),
+                                (F, "F", PATCHED_FUNCTIONAL)):
+        for name in names:
+            original = getattr(owner, name)
+            saved.append((owner, name, original))
+
+            def recorder(*args, _original=original, _name=f"{label}.{name}", **kwargs):
+                calls.append(_name)
+                return _original(*args, **kwargs)
+            setattr(owner, name, recorder)
+    try:
+        yield calls
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def _calls_of(T, fn):
+    calls = []
+    with recording_calls(T, calls):
+        out = fn()
+    return calls, out
+
+
+@differential
+def test_recurrent_layers_do_not_call_patched_public_ops(T):
+    T.manual_seed(0)
+    x = T.randn(3, 4, 5)
+    layers = [T.nn.LSTM(5, 6), T.nn.LSTM(5, 6, num_layers=2, bidirectional=True, proj_size=3), T.nn.GRU(5, 4),
+              T.nn.GRU(5, 4, bias=False), T.nn.RNN(5, 4, nonlinearity="relu")]
+    results = [_calls_of(T, lambda layer=layer: layer(x)[0]) for layer in layers]
+    cells = [T.nn.LSTMCell(5, 3), T.nn.GRUCell(5, 3), T.nn.RNNCell(5, 3, bias=False)]
+    results += [_calls_of(T, lambda cell=cell: cell(x[0])) for cell in cells]
+    return results
+
+
+@differential
+def test_multihead_attention_calls_what_torch_calls(T):
+    T.manual_seed(0)
+    attention = T.nn.MultiheadAttention(8, 2)
+    q, kv = T.randn(4, 2, 8), T.randn(5, 2, 8)
+    mask = T.zeros(4, 5, dtype=T.bool)
+    mask[0, 1] = True
+    return [_calls_of(T, lambda: attention(q, q, q)),
+            _calls_of(T, lambda: attention(q, kv, kv, attn_mask=mask)),
+            _calls_of(T, lambda: attention(q, kv, kv, need_weights=False)[0]),
+            _calls_of(T, lambda: attention(q, kv, kv, attn_mask=mask, need_weights=False)[0])]
+
+
+@differential
+def test_fused_functionals_do_not_call_patched_public_ops(T):
+    T.manual_seed(0)
+    F = T.nn.functional
+    theta = T.randn(2, 2, 3)
+    x = T.randn(2, 3, 4)
+    return [_calls_of(T, lambda: F.affine_grid(theta, [2, 1, 3, 4], align_corners=False)),
+            _calls_of(T, lambda: F.rms_norm(x, [4], eps=1e-6)),
+            _calls_of(T, lambda: F.alpha_dropout(x, 0.5, training=True).shape)]
+
+
+@differential
+def test_aten_convolution_with_backend_flags(T):
+    aten = T.ops.aten
+    image = T.linspace(-1, 1, 2 * 2 * 5 * 5).reshape(2, 2, 5, 5)
+    weight = T.linspace(-1, 1, 3 * 2 * 3 * 3).reshape(3, 2, 3, 3)
+    bias = T.tensor([0.5, -1.0, 2.0])
+    weight_t = T.linspace(-1, 1, 2 * 3 * 2 * 2).reshape(2, 3, 2, 2)
+    signal = T.linspace(-1, 1, 1 * 4 * 7).reshape(1, 4, 7)
+    return (aten._convolution(image, weight, bias, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, False, False, True, True),
+            aten._convolution.default(image, weight, None, [2, 1], [0, 1], [1, 2], False, [0, 0], 1,
+                                      False, True, False, False),
+            aten._convolution(image, weight_t, None, [2, 2], [0, 0], [1, 1], True, [1, 1], 1,
+                              False, False, True, True),
+            aten._convolution(signal, T.ones(4, 2, 3), None, [1], [1], [1], False, [0], 2, False, False, True, True),
+            catch(aten._convolution, image, T.ones(3, 5, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                  False, False, True, True))
