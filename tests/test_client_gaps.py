@@ -93,3 +93,15 @@ def test_aten_convolution_with_backend_flags(T):
             aten._convolution(signal, T.ones(4, 2, 3), None, [1], [1], [1], False, [0], 2, False, False, True, True),
             catch(aten._convolution, image, T.ones(3, 5, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
                   False, False, True, True))
+
+
+@differential
+def test_randint_like_forms(T):
+    x = T.zeros(40, 30)
+    T.manual_seed(0)
+    drawn = [T.randint_like(x, high=2), T.randint_like(x, 3), T.randint_like(x, 2, 5), T.randint_like(x, low=1, high=4),
+             T.randint_like(x, 1, high=3), T.randint_like(x, high=2, dtype=T.float64),
+             T.randint_like(x, 7, dtype=T.int64), T.randint_like(x[0], high=9, generator=T.Generator().manual_seed(3))]
+    refused = [catch(T.randint_like, x), catch(T.randint_like, x, low=2), catch(T.randint_like, x, 2, low=1),
+               catch(T.randint_like, x, 1, 2, 3), catch(T.randint_like, x, 3, 3)]
+    return drawn, refused, T.randint(high=9, size=(4,)), T.randint(low=2, high=5, size=(6,))

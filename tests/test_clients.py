@@ -47,6 +47,9 @@ CASES = {
                                      "IntegratedGradients, Occlusion"),
     "ptflops": ("ptflops_case.py", [], "ptflops (pytorch backend) MACs, parameters and per-layer tables of a CNN with "
                                        "functional calls, a transformer-like and recurrent models"),
+    "torchextractor": ("torchextractor_case.py", [], "torchextractor feature maps by names and by filter, custom "
+                                                     "capture, gradients through them, hooks removed on delete"),
+    "pyhessian": ("pyhessian_case.py", [], "PyHessian top eigenvalues and Hutchinson trace (double backward)"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -57,7 +60,7 @@ REQUIRES = {
     "thop": ["thop"], "torchinfo": ["torchinfo"], "fx_clients": ["backpack", "thop"],
     "summary_tables": ["torchsummary", "pytorch_model_summary"], "einops": ["einops"],
     "torch_pruning": ["torch_pruning"], "zennit": ["zennit"],
-    "ptflops": ["ptflops"],
+    "ptflops": ["ptflops"], "torchextractor": ["torchextractor"], "pyhessian": ["pyhessian"],
 }
 
 
