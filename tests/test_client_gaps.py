@@ -105,3 +105,28 @@ def test_randint_like_forms(T):
     refused = [catch(T.randint_like, x), catch(T.randint_like, x, low=2), catch(T.randint_like, x, 2, low=1),
                catch(T.randint_like, x, 1, 2, 3), catch(T.randint_like, x, 3, 3)]
     return drawn, refused, T.randint(high=9, size=(4,)), T.randint(low=2, high=5, size=(6,))
+
+
+@differential
+def test_vmap_nested_in_dims(T):
+    vmap = T.func.vmap
+    x, y = T.arange(6.0).reshape(3, 2), T.arange(6.0).reshape(2, 3)
+
+    def f(pair, named):
+        return pair[0] * named["x"] + pair[1]
+
+    def add_pair(pair):
+        return pair[0] + pair[1]
+
+    grads = vmap(T.func.grad(lambda w, xy: ((xy[0] * w).sum() - xy[1]) ** 2), in_dims=(None, (0, 0)))(
+        T.tensor([0.5, -1.0]), (x, T.tensor([1.0, 2.0, 3.0])))
+    return (vmap(f, in_dims=((0, 1), {"x": None}))((x, y), {"x": T.tensor(2.0)}),
+            vmap(f, in_dims=((0, 1), None))((x, y), {"x": T.tensor(2.0)}),
+            vmap(f, in_dims=((0, 1), 0))((x, y), {"x": T.arange(3.0)}),
+            vmap(add_pair, in_dims=((0, None),))((x, 5)), vmap(lambda a, n: a * n, in_dims=(0, None))(x, 3), grads,
+            catch(vmap(f, in_dims=[(0, 1), None]), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(f, in_dims=((0, 1, 0), None)), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(f, in_dims=([0, 1], None)), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(f, in_dims=((0, 1), {"y": None})), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(lambda a, n: a * n, in_dims=(0, 0)), x, 3), catch(vmap(add_pair, in_dims=((0, 0),)), (x, 5)),
+            catch(vmap(add_pair, in_dims=0), (x, 5)))

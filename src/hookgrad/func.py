@@ -333,21 +333,66 @@ def stack_module_state(models):
     return params, buffers
 
 
-def _dims_for(in_dims, args):
+def _fits(dims, value) -> bool:
+    """Whether ``dims`` (an int, None, or a nested tuple/list/dict of them) is a prefix of the
+    structure of ``value``, as torch's vmap requires of ``in_dims``."""
+    if dims is None or isinstance(dims, int):
+        return True
+    if isinstance(dims, (tuple, list)):
+        return (isinstance(value, (tuple, list)) and isinstance(value, list) == isinstance(dims, list)
+                and len(value) == len(dims) and all(_fits(d, v) for d, v in zip(dims, value)))
+    if isinstance(dims, dict):
+        return isinstance(value, dict) and set(value) == set(dims) and all(_fits(dims[k], value[k]) for k in dims)
+    return False
+
+
+def _with_dims(fn, value, dims, name, in_dims=None):
+    """``value`` rebuilt with ``fn(tensor, dim)`` at each tensor leaf, its dim taken from ``dims``
+    (a prefix of ``value``'s structure; None leaves the leaves under it as they are)."""
+    if dims is None:
+        return value
+    if isinstance(dims, int):
+        if not isinstance(value, (Tensor, tuple, list, dict)):
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dims} for an input but the "
+                             f"input is "
+                             f"of type {type(value)}. We cannot vmap over non-Tensor arguments, please use None as "
+                             "the respective in_dim")
+        if isinstance(value, Tensor):
+            return fn(value, dims)
+        if isinstance(value, dict):
+            return type(value)((k, _with_dims(fn, v, dims, name, in_dims)) for k, v in value.items())
+        return type(value)(*[_with_dims(fn, v, dims, name, in_dims) for v in value]) if hasattr(value, "_fields") else \
+            type(value)(_with_dims(fn, v, dims, name, in_dims) for v in value)
+    if isinstance(dims, dict):
+        return type(value)((k, _with_dims(fn, v, dims[k], name, in_dims)) for k, v in value.items())
+    parts = [_with_dims(fn, v, d, name, in_dims) for v, d in zip(value, dims)]
+    return type(value)(*parts) if hasattr(value, "_fields") else type(value)(parts)
+
+
+def _dims_for(in_dims, args, name):
     if isinstance(in_dims, int) or in_dims is None:
         return [in_dims] * len(args)
-    if len(in_dims) != len(args):
-        raise ValueError(f"vmap(func, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
-                         f"structure of `inputs`. in_dims has structure {len(in_dims)} but inputs has {len(args)}")
+    if not isinstance(in_dims, tuple):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to be int or a "
+                         f"(potentially nested) tuple matching the structure of inputs, got: {type(in_dims)}.")
+    if not _fits(in_dims, args):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
+                         f"structure of `inputs`. in_dims has structure {_structure(in_dims)} but inputs has "
+                         f"structure {_structure(args)}.")
     return list(in_dims)
 
 
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
-    """``func`` mapped over dim ``in_dims`` of its tensor arguments, results stacked at ``out_dims``."""
+    """``func`` mapped over dim ``in_dims`` of its tensor arguments, results stacked at ``out_dims``.
+    ``in_dims`` may be nested like the arguments (a dim per tuple/list/dict entry)."""
+    name = getattr(func, "__name__", repr(func))
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        dims = _dims_for(in_dims, args)
-        sizes = {t.shape[d] for a, d in zip(args, dims) if d is not None for t in _leaves(a)}
+        dims = _dims_for(in_dims, args, name)
+        sizes = set()
+        for a, d in zip(args, dims):
+            _with_dims(lambda t, dim: sizes.add(t.shape[dim]) or t, a, d, name, in_dims)
         if not sizes:
             raise ValueError("vmap(func, in_dims=...)(<inputs>): at least one input must be a Tensor mapped over "
                              "a dim (in_dims not all None)")
@@ -357,7 +402,7 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
         batch = sizes.pop()
         results = []
         for i in range(batch):
-            sliced = [a if d is None else _tree_map(lambda t, d=d: t.select(d, i), a) for a, d in zip(args, dims)]
+            sliced = [_with_dims(lambda t, dim: t.select(dim, i), a, d, name, in_dims) for a, d in zip(args, dims)]
             results.append(func(*sliced, **kwargs))
         return _stack_results(results, out_dims)
 
