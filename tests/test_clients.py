@@ -50,6 +50,8 @@ CASES = {
     "torchextractor": ("torchextractor_case.py", [], "torchextractor feature maps by names and by filter, custom "
                                                      "capture, gradients through them, hooks removed on delete"),
     "pyhessian": ("pyhessian_case.py", [], "PyHessian top eigenvalues and Hutchinson trace (double backward)"),
+    "hessian_eigenthings": ("hessian_eigenthings_case.py", [], "hessian-eigenthings Hessian, GGN and Fisher "
+                                                               "operators; power iteration, Lanczos, traces, density"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -61,6 +63,7 @@ REQUIRES = {
     "summary_tables": ["torchsummary", "pytorch_model_summary"], "einops": ["einops"],
     "torch_pruning": ["torch_pruning"], "zennit": ["zennit"],
     "ptflops": ["ptflops"], "torchextractor": ["torchextractor"], "pyhessian": ["pyhessian"],
+    "hessian_eigenthings": ["hessian_eigenthings"],
 }
 
 
