@@ -130,3 +130,35 @@ def test_vmap_nested_in_dims(T):
             catch(vmap(f, in_dims=((0, 1), {"y": None})), (x, y), {"x": T.tensor(2.0)}),
             catch(vmap(lambda a, n: a * n, in_dims=(0, 0)), x, 3), catch(vmap(add_pair, in_dims=((0, 0),)), (x, 5)),
             catch(vmap(add_pair, in_dims=0), (x, 5)))
+
+
+@differential
+def test_function_transforms_under_no_grad(T):
+    func = T.func
+    w = T.nn.Parameter(T.tensor([1.0, 2.0]))
+    x = T.tensor([0.5, -1.0])
+
+    def f(p):
+        return (p * x).sin()
+
+    def record(*tensors):
+        return [(t.detach(), t.requires_grad) for t in tensors]
+
+    results = []
+    out, pull = func.vjp(f, w)
+    results += [record(out, *pull(T.ones(2)))]
+    out, pull = func.vjp(f, x)
+    results += [record(out, *pull(T.ones(2)))]
+    with T.no_grad():
+        out, pull = func.vjp(f, w)
+        results += [record(out, *pull(T.ones(2)))]
+        results += [record(*func.jvp(f, (w,), (T.ones(2),))), record(func.grad(lambda p: f(p).sum())(w)),
+                    record(func.jacrev(f)(w)), record(func.hessian(lambda p: (p ** 3).sum())(w)),
+                    record(func.jvp(func.jacrev(lambda p: (p ** 3).sum()), (w,), (T.ones(2),))[1])]
+        # a GGN-vector product as curvature libraries write it: jvp, then the loss Hessian, then vjp
+        _, jv = func.jvp(f, (w,), (T.tensor([1.0, -1.0]),))
+        _, hjv = func.jvp(func.jacrev(lambda y: (y ** 2).sum() / 2), (f(w),), (jv,))
+        _, pull = func.vjp(f, w)
+        results += [record(*pull(hjv))]
+    results += [record(*func.jvp(f, (w,), (T.ones(2),))), record(func.grad(lambda p: f(p).sum())(w))]
+    return results

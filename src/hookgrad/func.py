@@ -44,8 +44,9 @@ def _leaves(tree) -> list:
 
 
 def _as_differentiable(t: Tensor) -> Tensor:
-    # keep the link to an outer graph (nested transforms), else start a fresh leaf
-    return t.clone() if t.requires_grad else t.detach().requires_grad_()
+    # keep the link to an outer graph (nested transforms, or grad mode on around the call), else start a
+    # fresh leaf: a transform computes its own gradients even under an outer no_grad, as torch's do
+    return t.clone() if t.requires_grad and hookgrad.is_grad_enabled() else t.detach().requires_grad_()
 
 
 def grad_and_value(func, argnums=0, has_aux: bool = False):
@@ -93,6 +94,8 @@ def grad(func, argnums=0, has_aux: bool = False):
 
 def vjp(func, *primals, has_aux: bool = False):
     """(``func(*primals)``, a function mapping cotangents to vector-Jacobian products)."""
+    # under an outer transform (or an outer graph) the results stay differentiable
+    nested = hookgrad.is_grad_enabled() and any(t.requires_grad for p in primals for t in _leaves(p))
     inputs = [_tree_map(_as_differentiable, p) for p in primals]
     with hookgrad.enable_grad():
         result = func(*inputs)
@@ -100,13 +103,17 @@ def vjp(func, *primals, has_aux: bool = False):
 
     def vjp_fn(*cotangents):
         outs, cots = _leaves(output), _leaves(cotangents)
+        keep = nested or (hookgrad.is_grad_enabled() and any(c.requires_grad for c in cots))
         flat = [t for p in inputs for t in _leaves(p)]
-        grads = hookgrad.autograd.grad(outs, flat, cots, create_graph=True, allow_unused=True)
+        with hookgrad.enable_grad():
+            grads = hookgrad.autograd.grad(outs, flat, cots, create_graph=True, allow_unused=True)
+        grads = [g if g is None or keep else g.detach() for g in grads]
         grads = [g if g is not None else hookgrad.zeros_like(t) for g, t in zip(grads, flat)]
         it = iter(grads)
         return tuple(_tree_map(lambda _: next(it), p) for p in inputs)
 
-    return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
+    shown = output if nested else _tree_map(Tensor.detach, output)
+    return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
 
 
 def _argnums_checked(argnums, num_args: int):
