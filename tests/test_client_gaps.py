@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from difftest import catch, differential
+from difftest import catch, differential, warns
 
 # public names that FLOP counters (ptflops, thop's fx profile) and tracers replace for a while
 PATCHED_TORCH = ("add", "mul", "matmul", "mm", "bmm", "addmm", "baddbmm", "softmax")
@@ -162,3 +162,62 @@ def test_function_transforms_under_no_grad(T):
         results += [record(*pull(hjv))]
     results += [record(*func.jvp(f, (w,), (T.ones(2),))), record(func.grad(lambda p: f(p).sum())(w))]
     return results
+
+
+@differential
+def test_out_argument_writes_in_place(T):
+    a = T.tensor([[1.0, -2.0], [3.0, 0.5]])
+    b = T.tensor([[0.5, 2.0], [-1.0, 4.0]])
+
+    def into(fn, out):
+        returned = fn(out)
+        return returned is out, out
+
+    base = T.zeros(3, 2)
+    row_view = base[1]
+    results = [
+        into(lambda o: T.sum(a, -2, keepdim=True, out=o), T.empty(1, 2)),
+        into(lambda o: T.sum(a, dim=1, out=o), T.empty(0)),
+        into(lambda o: T.mean(a, 0, out=o), T.empty(2)), into(lambda o: T.prod(a, 1, out=o), T.empty(2)),
+        into(lambda o: T.amax(a, 1, out=o), T.empty(2)), into(lambda o: T.norm(a, 2, dim=-2, keepdim=True, out=o),
+                                                             T.empty(1, 2)),
+        into(lambda o: T.logsumexp(a, 1, out=o), T.empty(2)), into(lambda o: T.cumsum(a, 1, out=o), T.empty(2, 2)),
+        into(lambda o: T.var(a, 1, out=o), T.empty(2)), into(lambda o: T.mul(a, b, out=o), T.empty(2, 2)),
+        into(lambda o: T.div(a, b, out=o), T.empty(2, 2)), into(lambda o: T.add(a, b, alpha=2, out=o), T.empty(2, 2)),
+        into(lambda o: T.lt(a, 1.0, out=o), T.empty(2, 2, dtype=T.bool)),
+        into(lambda o: T.reciprocal(a, out=o), T.empty(2, 2)),
+        into(lambda o: T.addcmul(a, b, a, value=-1, out=o), T.empty(2, 2)),
+        into(lambda o: T.matmul(a, b, out=o), T.empty(2, 2)), into(lambda o: T.where(a > 0, a, b, out=o), T.empty(2, 2)),
+        into(lambda o: T.clamp(a, -1, 1, out=o), T.empty(2, 2)),
+        into(lambda o: T.cat([a, b], out=o), T.empty(4, 2)), into(lambda o: T.sqrt(a.abs(), out=o), T.empty(2, 2)),
+        into(lambda o: T.sum(a, 0, out=o), row_view), base,                      # written through a view
+        into(lambda o: T.mul(a, b, out=o), T.empty(2, 2, dtype=T.float64)),       # cast to out's dtype
+        into(lambda o: T.sum(a, 1, out=o), T.empty(2, dtype=T.float64)),
+    ]
+    values, indices = T.empty(2), T.empty(2, dtype=T.long)
+    returned = T.max(a, 1, out=(values, indices))
+    results += [returned[0] is values, returned[1] is indices, values, indices]
+    w = T.ones(2, requires_grad=True)
+    # which out dtypes each op takes: sum casts to any, mean needs a castable one, amax the same, all bool
+    by_dtype = [catch(fn, a, 1, out=T.empty(2, dtype=dtype)) for fn in (T.sum, T.prod, T.mean, T.amax, T.all, T.var)
+                for dtype in (T.long, T.float64, T.bool)]
+    refused = [by_dtype, catch(T.mul, a, b, out=T.empty(2, 2, dtype=T.long)),
+               catch(T.cat, [a, b], out=T.empty(4, 2, dtype=T.long)), catch(T.where, a > 0, a, b, out=T.empty(2, 2, dtype=T.float64)),
+               catch(T.sum, w * 2, 0, out=T.empty(())), catch(T.mul, w, 2.0, out=T.empty(2)),
+               catch(T.sum, a, 1, out=[1.0, 2.0])]
+    with T.no_grad():
+        allowed = T.mul(w, 2.0, out=T.empty(2))
+    return results, refused, allowed, warns(T.sum, a, 1, out=T.empty(5))
+
+
+@differential
+def test_vmap_randomness(T):
+    vmap = T.func.vmap
+    generator = T.Generator().manual_seed(0)
+    same_with_generator = vmap(lambda x, g: x + T.randn((), generator=g), in_dims=(0, None), randomness="same")(
+        T.zeros(3), generator)
+    after = T.randn((), generator=generator)
+    T.manual_seed(0)
+    same_global = vmap(lambda x: x + T.randn(2), randomness="same")(T.zeros(3, 2))
+    return (same_with_generator, after, same_global, T.randn(()), catch(vmap(lambda x: x + T.randn(())), T.ones(3)),
+            catch(vmap, lambda x: x, randomness="bad"), vmap(lambda x: x * 2)(T.ones(2)))

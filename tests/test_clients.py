@@ -52,6 +52,8 @@ CASES = {
     "pyhessian": ("pyhessian_case.py", [], "PyHessian top eigenvalues and Hutchinson trace (double backward)"),
     "hessian_eigenthings": ("hessian_eigenthings_case.py", [], "hessian-eigenthings Hessian, GGN and Fisher "
                                                                "operators; power iteration, Lanczos, traces, density"),
+    "curvlinops": ("curvlinops_case.py", [], "curvlinops Hessian/GGN/EF/MC-Fisher/Jacobian operators, KFAC and EKFAC "
+                                             "(module and tensor hooks), inverses, trace and diagonal estimators"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -63,7 +65,7 @@ REQUIRES = {
     "summary_tables": ["torchsummary", "pytorch_model_summary"], "einops": ["einops"],
     "torch_pruning": ["torch_pruning"], "zennit": ["zennit"],
     "ptflops": ["ptflops"], "torchextractor": ["torchextractor"], "pyhessian": ["pyhessian"],
-    "hessian_eigenthings": ["hessian_eigenthings"],
+    "hessian_eigenthings": ["hessian_eigenthings"], "curvlinops": ["curvlinops", "einconv", "linear_operator"],
 }
 
 

@@ -389,10 +389,32 @@ def _dims_for(in_dims, args, name):
     return list(in_dims)
 
 
+def _generators_in(args, kwargs) -> list:
+    """The random generators a mapped call can draw from: the default one and any passed in."""
+    found = [hookgrad.default_generator]
+
+    def visit(value):
+        if isinstance(value, hookgrad.Generator):
+            if all(value is not g for g in found):
+                found.append(value)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                visit(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+    visit(list(args) + list(kwargs.values()))
+    return found
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
     """``func`` mapped over dim ``in_dims`` of its tensor arguments, results stacked at ``out_dims``.
-    ``in_dims`` may be nested like the arguments (a dim per tuple/list/dict entry)."""
+    ``in_dims`` may be nested like the arguments (a dim per tuple/list/dict entry). ``randomness``:
+    "same" gives every element the same draws, "error" refuses a call that draws, "different" draws
+    afresh per element (other numbers than torch's batched draw)."""
     name = getattr(func, "__name__", repr(func))
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -407,10 +429,20 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                              f"{sorted(sizes)} for the mapped dimension")
         batch = sizes.pop()
+        generators = _generators_in(args, kwargs)
+        before = [g.get_state() for g in generators]
         results = []
         for i in range(batch):
+            if randomness == "same":  # every element draws what the first one drew
+                for g, state in zip(generators, before):
+                    g.set_state(state)
             sliced = [_with_dims(lambda t, dim: t.select(dim, i), a, d, name, in_dims) for a, d in zip(args, dims)]
             results.append(func(*sliced, **kwargs))
+            if randomness == "error" and any(not hookgrad.equal(g.get_state(), state)
+                                             for g, state in zip(generators, before)):
+                raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "
+                                   "the 'same' or 'different' randomness flags on vmap or perform the randomness "
+                                   "operation out of vmap")
         return _stack_results(results, out_dims)
 
     return wrapper
