@@ -2,7 +2,7 @@
 (``python script.py``) and under ``python -m hookgrad run script.py``; each prints its results as
 JSON and the two must agree (float64 models, values to 1e-10).
 
-The scripts live in tests/clients/; all of them start at once (torch and hookgrad never share a
+The scripts live in tests/clients/; a few cases run at once (torch and hookgrad never share a
 process). A case is (script, arguments, what it checks).
 """
 from __future__ import annotations
@@ -86,16 +86,40 @@ def _start(args):
                             stderr=subprocess.PIPE, text=True)
 
 
+AHEAD = 3  # cases running at once (each on both frameworks): enough to overlap, few enough not to starve
+
+
+class _Runs:
+    """The cases' processes, started in CASES order a few cases ahead of the one a test waits for."""
+
+    def __init__(self, names):
+        self.order = list(names)
+        self.procs = {}
+
+    def _start_case(self, name):
+        script, args, _ = CASES[name]
+        self.procs[name] = (_start([script, *args]), _start(["-m", "hookgrad", "run", script, *args]))
+
+    def __getitem__(self, name):
+        at = self.order.index(name)
+        for ahead in self.order[at:at + AHEAD]:
+            if ahead not in self.procs:
+                self._start_case(ahead)
+        return self.procs[name]
+
+    def kill_all(self):
+        for procs in self.procs.values():
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+
+
 @pytest.fixture(scope="module")
 def client_runs():
-    """Every case on both frameworks, all started together."""
-    runs = {name: (_start([script, *args]), _start(["-m", "hookgrad", "run", script, *args]))
-            for name, (script, args, _) in CASES.items() if not _missing_modules(name)}
+    """Every case on both frameworks (the two never share a process)."""
+    runs = _Runs(name for name in CASES if not _missing_modules(name))
     yield runs
-    for procs in runs.values():
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
+    runs.kill_all()
 
 
 def _result(proc, label):
