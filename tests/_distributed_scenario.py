@@ -7,10 +7,12 @@ DistributedDataParallel's parameters and gradients after a few steps from identi
 import json
 import os
 import sys
+import warnings
 
 import numpy as np
 import torch
 import torch.distributed as dist
+import torch.distributed.nn as dist_nn
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 from torch.utils.data import DistributedSampler
@@ -78,6 +80,36 @@ keep("work.is_completed", work.is_completed())
 fut = dist.all_reduce(torch.ones(2) * (rank + 1), async_op=True).get_future()
 keep("future value", fut.wait()[0])
 keep("rank and size", [dist.get_rank(), dist.get_world_size(), dist.is_initialized()])
+
+# ---- differentiable collectives (torch.distributed.nn): values, gradients, FutureWarnings ----------
+def collective_with_grad(name, fn, n=4, output_defined=True):
+    x = (torch.arange(float(n), dtype=torch.float64) * (rank + 1) - 1).requires_grad_()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = fn(x * 1.5)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    weights = [torch.arange(1.0, o.numel() + 1, dtype=torch.float64).reshape(o.shape) * (i + 2 + rank)
+               for i, o in enumerate(outs)]
+    torch.autograd.backward(outs, weights)
+    if output_defined:  # a reduce's output off its dst rank is whatever the backend left there
+        keep(f"nn {name}", torch.stack([o.detach().reshape(-1) for o in outs]))
+    keep(f"nn {name} grad", x.grad)
+    keep(f"nn {name} warnings", sorted({w.category.__name__ for w in caught}))
+
+
+collective_with_grad("all_reduce", lambda x: dist_nn.all_reduce(x))
+collective_with_grad("all_reduce max", lambda x: dist_nn.all_reduce(x, op=dist.ReduceOp.MAX))
+collective_with_grad("all_gather", lambda x: dist_nn.all_gather(x))
+collective_with_grad("broadcast", lambda x: dist_nn.broadcast(x, src=1))
+collective_with_grad("reduce", lambda x: dist_nn.reduce(x, dst=0), output_defined=rank == 0)
+collective_with_grad("gather", lambda x: dist_nn.gather(x, dst=1))
+collective_with_grad("scatter", lambda x: dist_nn.scatter(list(x.reshape(2, 2).unbind()), src=0))
+collective_with_grad("all_to_all", lambda x: dist_nn.all_to_all(
+    [torch.zeros(2, dtype=torch.float64) for _ in range(2)], list(x.reshape(2, 2).unbind())))
+collective_with_grad("all_to_all_single", lambda x: dist_nn.all_to_all_single(
+    torch.zeros(4, dtype=torch.float64), x, [1, 3] if rank == 0 else [3, 1], [1, 3] if rank == 0 else [3, 1]))
+collective_with_grad("reduce_scatter", lambda x: dist_nn.reduce_scatter(torch.zeros(2, dtype=torch.float64),
+                                                                        list(x.reshape(2, 2).unbind())))
 
 # ---- errors: the same classes --------------------------------------------------------------------
 keep("error BAND on float", error_class(dist.all_reduce, torch.ones(2), op=dist.ReduceOp.BAND))

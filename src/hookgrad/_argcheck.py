@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from . import _autocast
+from . import _autocast, _out
 from ._tensor import Tensor
 
 TENSOR, OPTIONAL, OR_NUMBER, SEQUENCE = "Tensor", "Tensor or None", "Tensor or Number", "tuple of Tensors"
@@ -210,15 +210,16 @@ def checked(fn, name: str | None = None, via_method: str | None = None):
     checks = _checks_for(name, fn)
     plan = _KeywordPlan(name, fn, checks)
     torch_name = _TORCH_NAMES.get(name, name)
-    if not checks and not plan and _autocast.policy_of(torch_name) is None:
+    takes_out = name in _out.OUT_NAMES and "out" not in inspect.signature(fn).parameters
+    if not checks and not plan and not takes_out and _autocast.policy_of(torch_name) is None:
         return fn
-    wrapper = _wrapper(fn, torch_name, checks, plan, via_method)
+    wrapper = _wrapper(fn, torch_name, checks, plan, via_method, takes_out)
     wrapper.__hookgrad_checked__ = bool(checks or plan)  # not only the autocast cast
     wrapper.__hookgrad_wrapped__ = True
     return wrapper
 
 
-def _wrapper(fn, torch_name, checks, plan, via_method):
+def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False):
     """The checking wrapper of ``fn``, written out for its own checks: this runs in front of every
     public call, so a call with positional arguments costs one ``isinstance`` per tensor argument
     (a value that is not a Tensor goes on to the full rule); a call with keywords also looks its
@@ -279,6 +280,9 @@ def _wrapper(fn, torch_name, checks, plan, via_method):
             lines.append(f"        elif {param!r} in kwargs and not isinstance(kwargs[{param!r}], Tensor): "
                          f"refuse{i}(kwargs[{param!r}])")
         positional.append(f"    if n > {pos} and not isinstance(args[{pos}], Tensor): refuse{i}(args[{pos}])")
+    if takes_out:  # torch's out=, handled here for the functions that do not take it themselves
+        lines.append("        if 'out' in kwargs: return call_with_out(fn, torch_name, args, kwargs)")
+        names["call_with_out"] = _out.call_with_out
     lines.append("        return fn(*args, **kwargs)")
     lines += positional
     lines.append("    return fn(*args)")

@@ -44,8 +44,9 @@ def _leaves(tree) -> list:
 
 
 def _as_differentiable(t: Tensor) -> Tensor:
-    # keep the link to an outer graph (nested transforms), else start a fresh leaf
-    return t.clone() if t.requires_grad else t.detach().requires_grad_()
+    # keep the link to an outer graph (nested transforms, or grad mode on around the call), else start a
+    # fresh leaf: a transform computes its own gradients even under an outer no_grad, as torch's do
+    return t.clone() if t.requires_grad and hookgrad.is_grad_enabled() else t.detach().requires_grad_()
 
 
 def grad_and_value(func, argnums=0, has_aux: bool = False):
@@ -93,6 +94,8 @@ def grad(func, argnums=0, has_aux: bool = False):
 
 def vjp(func, *primals, has_aux: bool = False):
     """(``func(*primals)``, a function mapping cotangents to vector-Jacobian products)."""
+    # under an outer transform (or an outer graph) the results stay differentiable
+    nested = hookgrad.is_grad_enabled() and any(t.requires_grad for p in primals for t in _leaves(p))
     inputs = [_tree_map(_as_differentiable, p) for p in primals]
     with hookgrad.enable_grad():
         result = func(*inputs)
@@ -100,13 +103,17 @@ def vjp(func, *primals, has_aux: bool = False):
 
     def vjp_fn(*cotangents):
         outs, cots = _leaves(output), _leaves(cotangents)
+        keep = nested or (hookgrad.is_grad_enabled() and any(c.requires_grad for c in cots))
         flat = [t for p in inputs for t in _leaves(p)]
-        grads = hookgrad.autograd.grad(outs, flat, cots, create_graph=True, allow_unused=True)
+        with hookgrad.enable_grad():
+            grads = hookgrad.autograd.grad(outs, flat, cots, create_graph=True, allow_unused=True)
+        grads = [g if g is None or keep else g.detach() for g in grads]
         grads = [g if g is not None else hookgrad.zeros_like(t) for g, t in zip(grads, flat)]
         it = iter(grads)
         return tuple(_tree_map(lambda _: next(it), p) for p in inputs)
 
-    return (output, vjp_fn, aux) if has_aux else (output, vjp_fn)
+    shown = output if nested else _tree_map(Tensor.detach, output)
+    return (shown, vjp_fn, aux) if has_aux else (shown, vjp_fn)
 
 
 def _argnums_checked(argnums, num_args: int):
@@ -333,21 +340,88 @@ def stack_module_state(models):
     return params, buffers
 
 
-def _dims_for(in_dims, args):
+def _fits(dims, value) -> bool:
+    """Whether ``dims`` (an int, None, or a nested tuple/list/dict of them) is a prefix of the
+    structure of ``value``, as torch's vmap requires of ``in_dims``."""
+    if dims is None or isinstance(dims, int):
+        return True
+    if isinstance(dims, (tuple, list)):
+        return (isinstance(value, (tuple, list)) and isinstance(value, list) == isinstance(dims, list)
+                and len(value) == len(dims) and all(_fits(d, v) for d, v in zip(dims, value)))
+    if isinstance(dims, dict):
+        return isinstance(value, dict) and set(value) == set(dims) and all(_fits(dims[k], value[k]) for k in dims)
+    return False
+
+
+def _with_dims(fn, value, dims, name, in_dims=None):
+    """``value`` rebuilt with ``fn(tensor, dim)`` at each tensor leaf, its dim taken from ``dims``
+    (a prefix of ``value``'s structure; None leaves the leaves under it as they are)."""
+    if dims is None:
+        return value
+    if isinstance(dims, int):
+        if not isinstance(value, (Tensor, tuple, list, dict)):
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dims} for an input but the "
+                             f"input is "
+                             f"of type {type(value)}. We cannot vmap over non-Tensor arguments, please use None as "
+                             "the respective in_dim")
+        if isinstance(value, Tensor):
+            return fn(value, dims)
+        if isinstance(value, dict):
+            return type(value)((k, _with_dims(fn, v, dims, name, in_dims)) for k, v in value.items())
+        return type(value)(*[_with_dims(fn, v, dims, name, in_dims) for v in value]) if hasattr(value, "_fields") else \
+            type(value)(_with_dims(fn, v, dims, name, in_dims) for v in value)
+    if isinstance(dims, dict):
+        return type(value)((k, _with_dims(fn, v, dims[k], name, in_dims)) for k, v in value.items())
+    parts = [_with_dims(fn, v, d, name, in_dims) for v, d in zip(value, dims)]
+    return type(value)(*parts) if hasattr(value, "_fields") else type(value)(parts)
+
+
+def _dims_for(in_dims, args, name):
     if isinstance(in_dims, int) or in_dims is None:
         return [in_dims] * len(args)
-    if len(in_dims) != len(args):
-        raise ValueError(f"vmap(func, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
-                         f"structure of `inputs`. in_dims has structure {len(in_dims)} but inputs has {len(args)}")
+    if not isinstance(in_dims, tuple):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to be int or a "
+                         f"(potentially nested) tuple matching the structure of inputs, got: {type(in_dims)}.")
+    if not _fits(in_dims, args):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
+                         f"structure of `inputs`. in_dims has structure {_structure(in_dims)} but inputs has "
+                         f"structure {_structure(args)}.")
     return list(in_dims)
 
 
+def _generators_in(args, kwargs) -> list:
+    """The random generators a mapped call can draw from: the default one and any passed in."""
+    found = [hookgrad.default_generator]
+
+    def visit(value):
+        if isinstance(value, hookgrad.Generator):
+            if all(value is not g for g in found):
+                found.append(value)
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                visit(v)
+        elif isinstance(value, dict):
+            for v in value.values():
+                visit(v)
+    visit(list(args) + list(kwargs.values()))
+    return found
+
+
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
-    """``func`` mapped over dim ``in_dims`` of its tensor arguments, results stacked at ``out_dims``."""
+    """``func`` mapped over dim ``in_dims`` of its tensor arguments, results stacked at ``out_dims``.
+    ``in_dims`` may be nested like the arguments (a dim per tuple/list/dict entry). ``randomness``:
+    "same" gives every element the same draws, "error" refuses a call that draws, "different" draws
+    afresh per element (other numbers than torch's batched draw)."""
+    name = getattr(func, "__name__", repr(func))
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        dims = _dims_for(in_dims, args)
-        sizes = {t.shape[d] for a, d in zip(args, dims) if d is not None for t in _leaves(a)}
+        dims = _dims_for(in_dims, args, name)
+        sizes = set()
+        for a, d in zip(args, dims):
+            _with_dims(lambda t, dim: sizes.add(t.shape[dim]) or t, a, d, name, in_dims)
         if not sizes:
             raise ValueError("vmap(func, in_dims=...)(<inputs>): at least one input must be a Tensor mapped over "
                              "a dim (in_dims not all None)")
@@ -355,10 +429,20 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
             raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                              f"{sorted(sizes)} for the mapped dimension")
         batch = sizes.pop()
+        generators = _generators_in(args, kwargs)
+        before = [g.get_state() for g in generators]
         results = []
         for i in range(batch):
-            sliced = [a if d is None else _tree_map(lambda t, d=d: t.select(d, i), a) for a, d in zip(args, dims)]
+            if randomness == "same":  # every element draws what the first one drew
+                for g, state in zip(generators, before):
+                    g.set_state(state)
+            sliced = [_with_dims(lambda t, dim: t.select(dim, i), a, d, name, in_dims) for a, d in zip(args, dims)]
             results.append(func(*sliced, **kwargs))
+            if randomness == "error" and any(not hookgrad.equal(g.get_state(), state)
+                                             for g, state in zip(generators, before)):
+                raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "
+                                   "the 'same' or 'different' randomness flags on vmap or perform the randomness "
+                                   "operation out of vmap")
         return _stack_results(results, out_dims)
 
     return wrapper

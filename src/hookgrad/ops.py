@@ -87,6 +87,12 @@ def _convolution(input, weight, bias, stride, padding, dilation, transposed, out
     return getattr(F, f"conv{dims}d")(input, weight, bias, stride, padding, dilation, groups)
 
 
+def _convolution_with_backend_flags(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                                    groups, benchmark=False, deterministic=False, cudnn_enabled=True, allow_tf32=True):
+    # ATen's _convolution: convolution plus flags that choose a GPU backend; on NumPy they change nothing
+    return _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)
+
+
 def _embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     from .nn import functional as F
     return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
@@ -128,6 +134,7 @@ _ADAPTED = {"sym_size": _sym_size, "_softmax": _softmax, "softmax": _softmax, "_
             "log_softmax": _log_softmax, "slice": _slice, "convolution": _convolution, "embedding": _embedding,
             "_to_copy": _to_copy, "rsub": _rsub, "native_layer_norm": _native_layer_norm, "_unsafe_view": _unsafe_view,
             "scalar_tensor": _scalar_tensor}
+_ADAPTED["_convolution"] = _convolution_with_backend_flags
 
 # overload names code commonly spells; hookgrad's functions take all of these forms
 _OVERLOAD_NAMES = ("default", "Tensor", "Scalar", "int", "dim", "dim_IntList", "dim_int", "self", "other",

@@ -38,7 +38,8 @@ def plain(value):
 
 def emit(results: dict) -> None:
     # the torchvision beside torch 2.13 does not import: no client run may depend on it
-    results = dict(results, torchvision_imported="torchvision" in sys.modules)
+    # (a None entry is a script's own "not installed" marker, not an import)
+    results = dict(results, torchvision_imported=sys.modules.get("torchvision") is not None)
     sys.stdout.write("\n")  # some clients print without a final newline; the results get a line of their own
     json.dump(plain(results), sys.stdout)
     sys.stdout.write("\n")

@@ -463,11 +463,30 @@ def randn_like(t, *, dtype=None, generator=None, requires_grad=False, layout=Non
     return randn(t._data.shape, dtype=_like_dtype(t, dtype), generator=generator, requires_grad=requires_grad)
 
 
+_NOT_GIVEN = object()
+
+
+def _randint_like_bounds(bounds, low, high):
+    """torch's two forms, ``(input, high)`` and ``(input, low, high)``, positional or by keyword
+    (``randint_like(x, high=2)``, ``randint_like(x, 1, high=3)``); anything else is a TypeError."""
+    given = list(bounds)
+    if low is not _NOT_GIVEN:
+        if given:
+            given = None  # low both by position and by keyword
+        else:
+            given.append(low)
+    if given is not None and high is not _NOT_GIVEN:
+        given.append(high)
+    if given is None or not 1 <= len(given) <= 2 or (len(given) == 1 and low is not _NOT_GIVEN):
+        forms = "(Tensor input, int high, ...) or (Tensor input, int low, int high, ...)"
+        raise TypeError(f"randint_like() received an invalid combination of arguments - expected one of {forms}")
+    return (0, given[0]) if len(given) == 1 else tuple(given)
+
+
 @op(method=False)
-def randint_like(t, low, high=None, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
-                 memory_format=None) -> Tensor:
-    if high is None:
-        low, high = 0, low
+def randint_like(t, *bounds, low=_NOT_GIVEN, high=_NOT_GIVEN, dtype=None, generator=None, requires_grad=False,
+                 layout=None, device=None, memory_format=None) -> Tensor:
+    low, high = _randint_like_bounds(bounds, low, high)
     return randint(low, high, t._data.shape, dtype=_like_dtype(t, dtype), generator=generator,
                    requires_grad=requires_grad)
 

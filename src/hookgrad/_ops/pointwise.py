@@ -133,7 +133,7 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
         node.alpha = alpha
         node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
-    return _maybe_out(result, out)
+    return _maybe_out(result, out, "add")
 
 
 @op(inplace=True, saves_self=False)
@@ -209,7 +209,7 @@ def mul(a, b, *, out=None):
         else:
             node.scalar = b
             node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
-    return _maybe_out(result, out)
+    return _maybe_out(result, out, "mul")
 
 
 class DivBackward0(Node):
@@ -251,7 +251,7 @@ def div(a, b, *, rounding_mode=None, out=None):
         else:
             node.scalar = b
             node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
-    return _maybe_out(result, out)
+    return _maybe_out(result, out, "div")
 
 
 def _refuse_integer_zero_divisor(divisor, dt) -> None:
@@ -1021,11 +1021,16 @@ def addcdiv(x, t1, t2, *, value=1):
     return x + (t1 / t2) * value if value != 1 else x + t1 / t2
 
 
-def _maybe_out(result, out):
+def _maybe_out(result, out, name="out"):
     if out is None:
         return result
-    out._data = result._data
-    return out
+    # written in place, as torch writes out= (views of out see it; cast to out's dtype); autograd records
+    # no out= call
+    from .._out import write_native_out
+    if result.requires_grad:
+        raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
+                           "but one of the arguments requires grad.")
+    return write_native_out(result, out, name)
 
 
 __all__ = module_all(globals())

@@ -75,7 +75,7 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps=None) -> Tensor:
     if eps is None:
         eps = hookgrad.finfo(input.dtype).eps
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
-    out = input * (input * input).mean(dims, keepdim=True).add(eps).rsqrt()
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
 
 
@@ -476,7 +476,7 @@ def _alpha_dropout(input, p, training, mask_shape):
     noise = hookgrad.empty(*mask_shape, dtype=input.dtype).bernoulli_(1 - p)
     alpha = 1.7580993408473766
     a = 1.0 / math.sqrt((alpha * alpha * p + 1) * (1 - p))
-    b = noise.add(-1).mul_(alpha * a).add_(alpha * a * p)
+    b = (noise - 1).mul_(alpha * a).add_(alpha * a * p)
     noise.mul_(a)
     return input * noise + b
 

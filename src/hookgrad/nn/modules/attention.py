@@ -23,6 +23,8 @@ from .. import init
 from ..parameter import Parameter
 from .module import Module
 from .rnn import _dropout
+from hookgrad._ops.linalg import baddbmm as _baddbmm, bmm as _bmm
+from hookgrad._ops.reduce import softmax as _softmax
 
 try:
     from .linear import Linear as _Linear
@@ -54,10 +56,9 @@ def __getattr__(name):
 
 # ---- helpers --------------------------------------------------------------------------------------
 def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    if x.dim() == 2 and bias is not None:
-        return hookgrad.addmm(bias, x, weight.t())
-    out = x.matmul(weight.t())
-    return out if bias is None else out + bias
+    # looked up on the functional module at each call, as torch's Python attention code does: a patched
+    # F.linear (FLOP counters, tracers) sees the projections, a patched torch.addmm does not
+    return hookgrad.nn.functional.linear(x, weight, bias)
 
 
 def _canonical_mask(mask, mask_name: str, other_type, other_name: str, target_type, check_other=True):
@@ -118,13 +119,13 @@ def _pad_last(mask: Tensor) -> Tensor:
 def _safe_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
     """Softmax over the last dim; rows whose every entry is masked (-inf) give zeros, not NaN."""
     if mask is None:
-        return hookgrad.softmax(scores, -1)
+        return _softmax(scores, -1)
     dead = np.isneginf(scores._data).all(-1, keepdims=True)
     if not dead.any():
-        return hookgrad.softmax(scores, -1)
+        return _softmax(scores, -1)
     dead_t = hookgrad._tensor.wrap(dead)
     # soften dead rows before the softmax so that neither values nor gradients become NaN
-    probs = hookgrad.softmax(scores.masked_fill(dead_t, 0.0), -1)
+    probs = _softmax(scores.masked_fill(dead_t, 0.0), -1)
     return probs.masked_fill(dead_t, 0.0)
 
 
@@ -245,14 +246,17 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
     q_scaled = q * math.sqrt(1.0 / float(head_dim))
     k_t = k.transpose(-2, -1)
+    # with need_weights torch computes the weights in Python through torch.bmm / torch.baddbmm and
+    # F.softmax (names a patch can replace); without, in one fused kernel that no patch sees
+    bmm, baddbmm = (hookgrad.bmm, hookgrad.baddbmm) if need_weights else (_bmm, _baddbmm)
     if attn_mask is not None:
-        scores = hookgrad.baddbmm(attn_mask.expand(bsz * num_heads, tgt_len, src_len), q_scaled, k_t)
+        scores = baddbmm(attn_mask.expand(bsz * num_heads, tgt_len, src_len), q_scaled, k_t)
     else:
-        scores = hookgrad.bmm(q_scaled, k_t)
-    weights = hookgrad.softmax(scores, -1) if need_weights else _safe_softmax(scores, attn_mask)
+        scores = bmm(q_scaled, k_t)
+    weights = hookgrad.nn.functional.softmax(scores, dim=-1) if need_weights else _safe_softmax(scores, attn_mask)
     if dropout_p > 0.0:
         weights = _dropout(weights, dropout_p, True)
-    context = hookgrad.bmm(weights, v)                                     # (N * H, L, head_dim)
+    context = bmm(weights, v)                                              # (N * H, L, head_dim)
     context = context.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
     out = _linear(context, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
     if not batched:

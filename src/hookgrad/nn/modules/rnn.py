@@ -23,6 +23,9 @@ import numpy as np
 import hookgrad
 from hookgrad import _threads as _blas
 from hookgrad._ops._base import GRAD, any_requires_grad, edge, record
+# the cells call the ops themselves, not torch's public names: as in torch (whose recurrent kernels are
+# C++), code that patches torch.addmm or Tensor.matmul (FLOP counters) does not see a recurrent layer's steps
+from hookgrad._ops.linalg import addmm as _addmm, matmul as _matmul
 from hookgrad._tensor import Tensor, wrap
 from hookgrad.autograd.graph import Node
 
@@ -56,15 +59,15 @@ def _dropout(x: Tensor, p: float, training: bool) -> Tensor:
 # ``h``/``c`` the state, ``whh_t`` the transposed recurrent weight. Each returns the new state.
 
 def _tanh_step(xp, h, whh_t):
-    return hookgrad.addmm(xp, h, whh_t).tanh()
+    return _addmm(xp, h, whh_t).tanh()
 
 
 def _relu_step(xp, h, whh_t):
-    return hookgrad.addmm(xp, h, whh_t).relu()
+    return _addmm(xp, h, whh_t).relu()
 
 
 def _lstm_step(xp, h, c, whh_t, hidden):
-    gates = hookgrad.addmm(xp, h, whh_t)
+    gates = _addmm(xp, h, whh_t)
     s = gates.sigmoid()
     i = s[:, :hidden]
     f = s[:, hidden:2 * hidden]
@@ -75,7 +78,7 @@ def _lstm_step(xp, h, c, whh_t, hidden):
 
 
 def _gru_step(xp, h, whh_t, b_hh, hidden):
-    hp = h.matmul(whh_t) if b_hh is None else hookgrad.addmm(b_hh, h, whh_t)
+    hp = _matmul(h, whh_t) if b_hh is None else _addmm(b_hh, h, whh_t)
     rz = (xp[:, :2 * hidden] + hp[:, :2 * hidden]).sigmoid()
     r = rz[:, :hidden]
     z = rz[:, hidden:]
@@ -323,7 +326,7 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 def _project(x, w_ih, b_ih, b_hh, mode, kind):
     """The input projection of every step at once: ``x @ w_ih^T + b_ih`` (``+ b_hh`` except for GRU)."""
     if kind is Tensor:
-        xp = x.matmul(w_ih.t())
+        xp = _matmul(x, w_ih.t())
         if b_ih is not None:
             xp = xp + (b_ih if mode == "GRU" else b_ih + b_hh)
         return xp
@@ -511,7 +514,7 @@ class RNNBase(Module):
         else:
             (w_ih, w_hh, w_hr), b_ih, b_hh = weights, None, None
         steps = x.shape[time_dim]
-        xp = x.matmul(w_ih.t())
+        xp = _matmul(x, w_ih.t())
         if b_ih is not None:
             xp = xp + (b_ih + b_hh)
         xp = xp.unbind(time_dim)
@@ -519,7 +522,7 @@ class RNNBase(Module):
         outputs = [None] * steps
         for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
             h, c = _lstm_step(xp[t], h, c, whh_t, self.hidden_size)
-            h = h.matmul(whr_t)
+            h = _matmul(h, whr_t)
             outputs[t] = h
         return hookgrad.stack(outputs, time_dim), h, c
 
@@ -781,9 +784,9 @@ class RNNCellBase(Module):
 
     def _input_projection(self, input: Tensor, fold_hh_bias: bool) -> Tensor:
         if self.bias_ih is None:
-            return input.matmul(self.weight_ih.t())
+            return _matmul(input, self.weight_ih.t())
         bias = self.bias_ih + self.bias_hh if fold_hh_bias else self.bias_ih
-        return hookgrad.addmm(bias, input, self.weight_ih.t())
+        return _addmm(bias, input, self.weight_ih.t())
 
     def _check(self, input, hx, name: str, what: str = "hidden"):
         if input.dim() not in (1, 2):

@@ -1,0 +1,223 @@
+"""Behaviours that real client libraries (tests/test_clients.py) rely on, each checked against torch on
+its own: what they found missing or different, as differential scenarios."""
+from __future__ import annotations
+
+import contextlib
+
+from difftest import catch, differential, warns
+
+# public names that FLOP counters (ptflops, thop's fx profile) and tracers replace for a while
+PATCHED_TORCH = ("add", "mul", "matmul", "mm", "bmm", "addmm", "baddbmm", "softmax")
+PATCHED_METHODS = ("add", "mul", "matmul", "mm", "bmm", "addmm")
+PATCHED_FUNCTIONAL = ("linear", "softmax", "relu", "gelu", "dropout", "layer_norm")
+
+
+@contextlib.contextmanager
+def recording_calls(T, calls):
+    """Replace the public names above with recorders while the block runs, then put them back."""
+    F = T.nn.functional
+    saved = []
+    for owner, label, names in ((T, "torch", PATCHED_TORCH), (T.Tensor, "Tensor", PATCHED_METHODS),
+                                (F, "F", PATCHED_FUNCTIONAL)):
+        for name in names:
+            original = getattr(owner, name)
+            saved.append((owner, name, original))
+
+            def recorder(*args, _original=original, _name=f"{label}.{name}", **kwargs):
+                calls.append(_name)
+                return _original(*args, **kwargs)
+            setattr(owner, name, recorder)
+    try:
+        yield calls
+    finally:
+        for owner, name, original in saved:
+            setattr(owner, name, original)
+
+
+def _calls_of(T, fn):
+    calls = []
+    with recording_calls(T, calls):
+        out = fn()
+    return calls, out
+
+
+@differential
+def test_recurrent_layers_do_not_call_patched_public_ops(T):
+    T.manual_seed(0)
+    x = T.randn(3, 4, 5)
+    layers = [T.nn.LSTM(5, 6), T.nn.LSTM(5, 6, num_layers=2, bidirectional=True, proj_size=3), T.nn.GRU(5, 4),
+              T.nn.GRU(5, 4, bias=False), T.nn.RNN(5, 4, nonlinearity="relu")]
+    results = [_calls_of(T, lambda layer=layer: layer(x)[0]) for layer in layers]
+    cells = [T.nn.LSTMCell(5, 3), T.nn.GRUCell(5, 3), T.nn.RNNCell(5, 3, bias=False)]
+    results += [_calls_of(T, lambda cell=cell: cell(x[0])) for cell in cells]
+    return results
+
+
+@differential
+def test_multihead_attention_calls_what_torch_calls(T):
+    T.manual_seed(0)
+    attention = T.nn.MultiheadAttention(8, 2)
+    q, kv = T.randn(4, 2, 8), T.randn(5, 2, 8)
+    mask = T.zeros(4, 5, dtype=T.bool)
+    mask[0, 1] = True
+    return [_calls_of(T, lambda: attention(q, q, q)),
+            _calls_of(T, lambda: attention(q, kv, kv, attn_mask=mask)),
+            _calls_of(T, lambda: attention(q, kv, kv, need_weights=False)[0]),
+            _calls_of(T, lambda: attention(q, kv, kv, attn_mask=mask, need_weights=False)[0])]
+
+
+@differential
+def test_fused_functionals_do_not_call_patched_public_ops(T):
+    T.manual_seed(0)
+    F = T.nn.functional
+    theta = T.randn(2, 2, 3)
+    x = T.randn(2, 3, 4)
+    return [_calls_of(T, lambda: F.affine_grid(theta, [2, 1, 3, 4], align_corners=False)),
+            _calls_of(T, lambda: F.rms_norm(x, [4], eps=1e-6)),
+            _calls_of(T, lambda: F.alpha_dropout(x, 0.5, training=True).shape)]
+
+
+@differential
+def test_aten_convolution_with_backend_flags(T):
+    aten = T.ops.aten
+    image = T.linspace(-1, 1, 2 * 2 * 5 * 5).reshape(2, 2, 5, 5)
+    weight = T.linspace(-1, 1, 3 * 2 * 3 * 3).reshape(3, 2, 3, 3)
+    bias = T.tensor([0.5, -1.0, 2.0])
+    weight_t = T.linspace(-1, 1, 2 * 3 * 2 * 2).reshape(2, 3, 2, 2)
+    signal = T.linspace(-1, 1, 1 * 4 * 7).reshape(1, 4, 7)
+    return (aten._convolution(image, weight, bias, [1, 1], [1, 1], [1, 1], False, [0, 0], 1, False, False, True, True),
+            aten._convolution.default(image, weight, None, [2, 1], [0, 1], [1, 2], False, [0, 0], 1,
+                                      False, True, False, False),
+            aten._convolution(image, weight_t, None, [2, 2], [0, 0], [1, 1], True, [1, 1], 1,
+                              False, False, True, True),
+            aten._convolution(signal, T.ones(4, 2, 3), None, [1], [1], [1], False, [0], 2, False, False, True, True),
+            catch(aten._convolution, image, T.ones(3, 5, 3, 3), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                  False, False, True, True))
+
+
+@differential
+def test_randint_like_forms(T):
+    x = T.zeros(40, 30)
+    T.manual_seed(0)
+    drawn = [T.randint_like(x, high=2), T.randint_like(x, 3), T.randint_like(x, 2, 5), T.randint_like(x, low=1, high=4),
+             T.randint_like(x, 1, high=3), T.randint_like(x, high=2, dtype=T.float64),
+             T.randint_like(x, 7, dtype=T.int64), T.randint_like(x[0], high=9, generator=T.Generator().manual_seed(3))]
+    refused = [catch(T.randint_like, x), catch(T.randint_like, x, low=2), catch(T.randint_like, x, 2, low=1),
+               catch(T.randint_like, x, 1, 2, 3), catch(T.randint_like, x, 3, 3)]
+    return drawn, refused, T.randint(high=9, size=(4,)), T.randint(low=2, high=5, size=(6,))
+
+
+@differential
+def test_vmap_nested_in_dims(T):
+    vmap = T.func.vmap
+    x, y = T.arange(6.0).reshape(3, 2), T.arange(6.0).reshape(2, 3)
+
+    def f(pair, named):
+        return pair[0] * named["x"] + pair[1]
+
+    def add_pair(pair):
+        return pair[0] + pair[1]
+
+    grads = vmap(T.func.grad(lambda w, xy: ((xy[0] * w).sum() - xy[1]) ** 2), in_dims=(None, (0, 0)))(
+        T.tensor([0.5, -1.0]), (x, T.tensor([1.0, 2.0, 3.0])))
+    return (vmap(f, in_dims=((0, 1), {"x": None}))((x, y), {"x": T.tensor(2.0)}),
+            vmap(f, in_dims=((0, 1), None))((x, y), {"x": T.tensor(2.0)}),
+            vmap(f, in_dims=((0, 1), 0))((x, y), {"x": T.arange(3.0)}),
+            vmap(add_pair, in_dims=((0, None),))((x, 5)), vmap(lambda a, n: a * n, in_dims=(0, None))(x, 3), grads,
+            catch(vmap(f, in_dims=[(0, 1), None]), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(f, in_dims=((0, 1, 0), None)), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(f, in_dims=([0, 1], None)), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(f, in_dims=((0, 1), {"y": None})), (x, y), {"x": T.tensor(2.0)}),
+            catch(vmap(lambda a, n: a * n, in_dims=(0, 0)), x, 3), catch(vmap(add_pair, in_dims=((0, 0),)), (x, 5)),
+            catch(vmap(add_pair, in_dims=0), (x, 5)))
+
+
+@differential
+def test_function_transforms_under_no_grad(T):
+    func = T.func
+    w = T.nn.Parameter(T.tensor([1.0, 2.0]))
+    x = T.tensor([0.5, -1.0])
+
+    def f(p):
+        return (p * x).sin()
+
+    def record(*tensors):
+        return [(t.detach(), t.requires_grad) for t in tensors]
+
+    results = []
+    out, pull = func.vjp(f, w)
+    results += [record(out, *pull(T.ones(2)))]
+    out, pull = func.vjp(f, x)
+    results += [record(out, *pull(T.ones(2)))]
+    with T.no_grad():
+        out, pull = func.vjp(f, w)
+        results += [record(out, *pull(T.ones(2)))]
+        results += [record(*func.jvp(f, (w,), (T.ones(2),))), record(func.grad(lambda p: f(p).sum())(w)),
+                    record(func.jacrev(f)(w)), record(func.hessian(lambda p: (p ** 3).sum())(w)),
+                    record(func.jvp(func.jacrev(lambda p: (p ** 3).sum()), (w,), (T.ones(2),))[1])]
+        # a GGN-vector product as curvature libraries write it: jvp, then the loss Hessian, then vjp
+        _, jv = func.jvp(f, (w,), (T.tensor([1.0, -1.0]),))
+        _, hjv = func.jvp(func.jacrev(lambda y: (y ** 2).sum() / 2), (f(w),), (jv,))
+        _, pull = func.vjp(f, w)
+        results += [record(*pull(hjv))]
+    results += [record(*func.jvp(f, (w,), (T.ones(2),))), record(func.grad(lambda p: f(p).sum())(w))]
+    return results
+
+
+@differential
+def test_out_argument_writes_in_place(T):
+    a = T.tensor([[1.0, -2.0], [3.0, 0.5]])
+    b = T.tensor([[0.5, 2.0], [-1.0, 4.0]])
+
+    def into(fn, out):
+        returned = fn(out)
+        return returned is out, out
+
+    base = T.zeros(3, 2)
+    row_view = base[1]
+    results = [
+        into(lambda o: T.sum(a, -2, keepdim=True, out=o), T.empty(1, 2)),
+        into(lambda o: T.sum(a, dim=1, out=o), T.empty(0)),
+        into(lambda o: T.mean(a, 0, out=o), T.empty(2)), into(lambda o: T.prod(a, 1, out=o), T.empty(2)),
+        into(lambda o: T.amax(a, 1, out=o), T.empty(2)), into(lambda o: T.norm(a, 2, dim=-2, keepdim=True, out=o),
+                                                             T.empty(1, 2)),
+        into(lambda o: T.logsumexp(a, 1, out=o), T.empty(2)), into(lambda o: T.cumsum(a, 1, out=o), T.empty(2, 2)),
+        into(lambda o: T.var(a, 1, out=o), T.empty(2)), into(lambda o: T.mul(a, b, out=o), T.empty(2, 2)),
+        into(lambda o: T.div(a, b, out=o), T.empty(2, 2)), into(lambda o: T.add(a, b, alpha=2, out=o), T.empty(2, 2)),
+        into(lambda o: T.lt(a, 1.0, out=o), T.empty(2, 2, dtype=T.bool)),
+        into(lambda o: T.reciprocal(a, out=o), T.empty(2, 2)),
+        into(lambda o: T.addcmul(a, b, a, value=-1, out=o), T.empty(2, 2)),
+        into(lambda o: T.matmul(a, b, out=o), T.empty(2, 2)), into(lambda o: T.where(a > 0, a, b, out=o), T.empty(2, 2)),
+        into(lambda o: T.clamp(a, -1, 1, out=o), T.empty(2, 2)),
+        into(lambda o: T.cat([a, b], out=o), T.empty(4, 2)), into(lambda o: T.sqrt(a.abs(), out=o), T.empty(2, 2)),
+        into(lambda o: T.sum(a, 0, out=o), row_view), base,                      # written through a view
+        into(lambda o: T.mul(a, b, out=o), T.empty(2, 2, dtype=T.float64)),       # cast to out's dtype
+        into(lambda o: T.sum(a, 1, out=o), T.empty(2, dtype=T.float64)),
+    ]
+    values, indices = T.empty(2), T.empty(2, dtype=T.long)
+    returned = T.max(a, 1, out=(values, indices))
+    results += [returned[0] is values, returned[1] is indices, values, indices]
+    w = T.ones(2, requires_grad=True)
+    # which out dtypes each op takes: sum casts to any, mean needs a castable one, amax the same, all bool
+    by_dtype = [catch(fn, a, 1, out=T.empty(2, dtype=dtype)) for fn in (T.sum, T.prod, T.mean, T.amax, T.all, T.var)
+                for dtype in (T.long, T.float64, T.bool)]
+    refused = [by_dtype, catch(T.mul, a, b, out=T.empty(2, 2, dtype=T.long)),
+               catch(T.cat, [a, b], out=T.empty(4, 2, dtype=T.long)), catch(T.where, a > 0, a, b, out=T.empty(2, 2, dtype=T.float64)),
+               catch(T.sum, w * 2, 0, out=T.empty(())), catch(T.mul, w, 2.0, out=T.empty(2)),
+               catch(T.sum, a, 1, out=[1.0, 2.0])]
+    with T.no_grad():
+        allowed = T.mul(w, 2.0, out=T.empty(2))
+    return results, refused, allowed, warns(T.sum, a, 1, out=T.empty(5))
+
+
+@differential
+def test_vmap_randomness(T):
+    vmap = T.func.vmap
+    generator = T.Generator().manual_seed(0)
+    same_with_generator = vmap(lambda x, g: x + T.randn((), generator=g), in_dims=(0, None), randomness="same")(
+        T.zeros(3), generator)
+    after = T.randn((), generator=generator)
+    T.manual_seed(0)
+    same_global = vmap(lambda x: x + T.randn(2), randomness="same")(T.zeros(3, 2))
+    return (same_with_generator, after, same_global, T.randn(()), catch(vmap(lambda x: x + T.randn(())), T.ones(3)),
+            catch(vmap, lambda x: x, randomness="bad"), vmap(lambda x: x * 2)(T.ones(2)))
