@@ -35,7 +35,9 @@ LAYERS = [
                           "hookgrad.distributed", "hookgrad.multiprocessing", "hookgrad.utils.checkpoint",
                           "hookgrad.testing"]),
     ("tools", ["hookgrad.tools", "hookgrad.hooks",
-               "hookgrad.autograd.forward_ad"]),  # pushes tangents through the op hooks
+               "hookgrad.autograd.forward_ad",  # pushes tangents through the op hooks
+               # dispatch modes and the FLOP counter see the ops through the op hooks
+               "hookgrad.utils._python_dispatch", "hookgrad.utils.flop_counter", "hookgrad.utils.module_tracker"]),
     ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__",
              "hookgrad._bench_ddp", "hookgrad._worker_main"]),
 ]

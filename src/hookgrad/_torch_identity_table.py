@@ -138,6 +138,14 @@ CLASSES = {
         'FSDPModule': ('torch.distributed.fsdp', 'FSDPModule'),
         'MixedPrecisionPolicy': ('torch.distributed.fsdp', 'MixedPrecisionPolicy'),
     },
+    'hookgrad.distributed.nn.functional': {
+        '_AllGather': ('torch.distributed.nn.functional', '_AllGather'),
+        '_AllReduce': ('torch.distributed.nn.functional', '_AllReduce'),
+        '_Broadcast': ('torch.distributed.nn.functional', '_Broadcast'),
+        '_Gather': ('torch.distributed.nn.functional', '_Gather'),
+        '_Reduce': ('torch.distributed.nn.functional', '_Reduce'),
+        '_Scatter': ('torch.distributed.nn.functional', '_Scatter'),
+    },
     'hookgrad.distributed.tensor': {
         'DTensor': ('torch.distributed.tensor', 'DTensor'),
     },
@@ -791,8 +799,15 @@ CLASSES = {
         'SubsetRandomSampler': ('torch.utils.data.sampler', 'SubsetRandomSampler'),
         'WeightedRandomSampler': ('torch.utils.data.sampler', 'WeightedRandomSampler'),
     },
+    'hookgrad.utils.flop_counter': {
+        'FlopCounterMode': ('torch.utils.flop_counter', 'FlopCounterMode'),
+        '_FlopCounterMode': ('torch.utils.flop_counter', '_FlopCounterMode'),
+    },
     'hookgrad.utils.hooks': {
         'RemovableHandle': ('torch.utils.hooks', 'RemovableHandle'),
+    },
+    'hookgrad.utils.module_tracker': {
+        'ModuleTracker': ('torch.utils.module_tracker', 'ModuleTracker'),
     },
     'hookgrad.utils.tensorboard.writer': {
         'FileWriter': ('torch.utils.tensorboard.writer', 'FileWriter'),
