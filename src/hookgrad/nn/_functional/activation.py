@@ -23,6 +23,7 @@ _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
 _SQRT1_2 = math.sqrt(0.5)
+_LN_HALF = math.log(0.5)
 
 
 def _unary(x, data, node_cls, attrs=(), save=True):
@@ -155,29 +156,36 @@ def _normal_cdf_f32(d):
     """Phi(x) for a float32 array, in float32 NumPy passes over private buffers.
 
     SciPy's erf evaluates element by element (about 30 ns each: 16 ms on a 1024x512 input, two
-    calls per GELU training step); this runs vectorized in about a fifth of that. Error: below
-    2e-7 absolute; Phi(x) for x far below zero keeps its digits, where
+    calls per GELU training step); this runs vectorized in about a tenth of that. Error: below
+    2.5e-7 absolute; Phi(x) for x far below zero keeps its digits, where
     0.5 * (1 + erf) would cancel to nothing: relative error below 2e-5 there.
+
+    The choice between Phi(-|x|) and 1 - Phi(-|x|) is arithmetic (a 0/1 factor), not a masked
+    ufunc or np.where: on inputs whose signs are random those branch per element and cost more
+    than the whole evaluation.
     """
     f = np.float32
     shape = d.shape
     d = d.reshape(-1)  # 1-D, so that every step below is an array (0-d ones give scalars)
     z = np.abs(d)
-    z *= f(math.sqrt(0.5))
-    t = z * f(0.5)
+    t = z * f(0.5 * math.sqrt(0.5))
     t += f(1.0)
-    np.reciprocal(t, out=t)
+    np.divide(f(1.0), t, out=t)  # t = 1 / (1 + |x| / (2 sqrt 2))
     p = t * f(_ERFC_COEFFS[9])
     for c in _ERFC_COEFFS[8:0:-1]:
         p += f(c)
         p *= t
-    p += f(_ERFC_COEFFS[0])
-    z *= z
+    p += f(_ERFC_COEFFS[0] + _LN_HALF)  # the factor 1/2 of Phi folded into the exponent
+    np.multiply(z, z, out=z)
+    z *= f(0.5)
     p -= z
     np.exp(p, out=p)
-    p *= t                       # erfc(|x| / sqrt 2)
-    p *= f(0.5)                  # Phi(-|x|)
-    np.subtract(f(1.0), p, out=p, where=d >= 0)
+    p *= t                       # q = Phi(-|x|) = erfc(|x| / sqrt 2) / 2
+    positive = np.greater_equal(d, f(0.0), out=z)  # 1.0 where x >= 0, else 0.0
+    flip = p * f(-2.0)
+    flip += f(1.0)
+    flip *= positive             # 1 - 2q where x >= 0 (NaN stays NaN), else 0
+    p += flip
     return p.reshape(shape)
 
 
