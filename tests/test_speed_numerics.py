@@ -100,3 +100,51 @@ def test_gelu_scalar_empty_and_strided_inputs(approximate, dtype):
     tol = {"float16": dict(rtol=2e-3, atol=2e-3), "float32": dict(rtol=1e-5, atol=1e-6),
            "float64": dict(rtol=1e-12, atol=1e-14)}[dtype]
     assert_same(got, want, **tol)
+
+
+def _gelu_input(T, dtype="float32"):
+    values = np.random.default_rng(6).standard_normal((5, 7)) * 3
+    return T.tensor(values, dtype=getattr(T, dtype), requires_grad=True)
+
+
+@differential(rtol=1e-5, atol=1e-6)
+def test_gelu_backward_twice_with_retained_graph(T):
+    # the backward may reuse the forward's Phi(x): a second pass over the same graph sees it again
+    x = _gelu_input(T)
+    g = T.tensor(np.random.default_rng(7).standard_normal((5, 7)), dtype=T.float32)
+    y = T.nn.functional.gelu(x * 1.5)
+    y.backward(g, retain_graph=True)
+    first = x.grad.clone()
+    y.backward(g)
+    return [first, x.grad]
+
+
+@differential(rtol=1e-5, atol=1e-6)
+def test_gelu_backward_sees_what_the_unpack_hook_returns(T):
+    x = _gelu_input(T)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t * 2 - 1):
+        y = T.nn.functional.gelu(x * 1.0)
+    y.sum().backward()
+    return [y, x.grad]
+
+
+@differential
+def test_gelu_backward_after_its_input_changed_in_place(T):
+    x = _gelu_input(T)
+    h = x * 1.0
+    y = T.nn.functional.gelu(h)
+    h.add_(1.0)
+    return [catch(y.sum().backward)]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float64"])
+def test_gelu_backward_reusing_the_forward_cdf_in_other_dtypes(dtype):
+    def case(T):
+        x = _gelu_input(T, dtype)
+        y = T.nn.functional.gelu(x)
+        y.backward(T.ones_like(y))
+        return [y, x.grad]
+
+    got, want = run_both(case)
+    tol = dict(rtol=2e-3, atol=2e-3) if dtype == "float16" else dict(rtol=1e-12, atol=1e-14)
+    assert_same(got, want, **tol)

@@ -218,7 +218,8 @@ def _normal_cdf(x: Tensor) -> Tensor:
 
 
 class GeluBackward0(Node):
-    __slots__ = ("approximate",)
+    # cdf, cdf_of: Phi(x) from the forward and the array it was computed from (see _keep_cdf)
+    __slots__ = ("approximate", "cdf", "cdf_of")
     saved_names = ("self",)
     saved_values = {"approximate": lambda n: n.approximate}
 
@@ -231,11 +232,12 @@ class GeluBackward0(Node):
                 if self.approximate == "tanh":
                     dx = _gelu_tanh_grad_np(d)
                 else:
-                    dx = _normal_cdf_np(d)
-                    pdf = np.exp(d * d * d.dtype.type(-0.5))
-                    pdf *= d.dtype.type(_INV_SQRT_2PI)
-                    pdf *= d
-                    dx += pdf
+                    dx = np.multiply(d, d, out=np.empty_like(d))  # an array even when 0-d
+                    dx *= d.dtype.type(-0.5)
+                    np.exp(dx, out=dx)
+                    dx *= d.dtype.type(_INV_SQRT_2PI)
+                    dx *= d                          # x * pdf(x)
+                    dx += self._cdf_for(x._data, d)  # Phi(x) + x * pdf(x)
                 dx *= g._data
             return (wrap(dx.astype(x._data.dtype, copy=False)),)
         if self.approximate == "tanh":
@@ -246,6 +248,34 @@ class GeluBackward0(Node):
         cdf = _normal_cdf(x)
         pdf = ((x * x) * -0.5).exp() * _INV_SQRT_2PI
         return (g * (cdf + x * pdf),)
+
+
+    def _cdf_for(self, data, d):
+        """Phi of the saved input: the forward's array when the saved input is still that array
+        (the saved-tensor check has already refused one modified in place), else computed again."""
+        cdf = self.cdf
+        if cdf is not None and data is self.cdf_of:
+            return cdf
+        return _normal_cdf_np(d)
+
+    def release_variables(self):
+        super().release_variables()
+        self.cdf = self.cdf_of = None
+
+
+def _keep_cdf(result, data, cdf):
+    """Let GELU's backward reuse Phi(x) from the forward (one evaluation of erf instead of two).
+
+    Not under saved-tensor hooks: those may exist to keep less in memory (offloading,
+    compression), and the backward must then see only what the unpack hook returns."""
+    node = result._grad_fn
+    if node is None or type(node) is not GeluBackward0:
+        return
+    saved = node._saved
+    if saved and saved[0] is not None and saved[0].unpack_hook is None:
+        node.cdf, node.cdf_of = cdf, data
+    else:
+        node.cdf = node.cdf_of = None
 
 
 def _gelu_compute_dtype(d):
@@ -278,10 +308,14 @@ def gelu(input: Tensor, approximate: str = "none") -> Tensor:
             out = np.tanh(f(_SQRT_2_PI) * (c + f(0.044715) * c * c * c))
             out += f(1.0)
             out *= c * f(0.5)
-        else:  # x * Phi(x): the same rounding as (x * 0.5) * (1 + erf), halving being exact
-            out = _normal_cdf_np(c)
-            out *= c
-    return _unary(input, out.astype(d.dtype, copy=False), GeluBackward0, (("approximate", approximate),))
+            return _unary(input, out.astype(d.dtype, copy=False), GeluBackward0,
+                          (("approximate", approximate), ("cdf", None), ("cdf_of", None)))
+        # x * Phi(x): the same rounding as (x * 0.5) * (1 + erf), halving being exact
+        cdf = _normal_cdf_np(c)
+        out = cdf * c
+    result = _unary(input, out.astype(d.dtype, copy=False), GeluBackward0, (("approximate", approximate),))
+    _keep_cdf(result, d, cdf)
+    return result
 
 
 class SiluBackward0(Node):
