@@ -784,6 +784,51 @@ def logsumexp(x, dim, keepdim=False):
 
 
 # ---- softmax family --------------------------------------------------------------------------
+# Reductions over the last axis of short rows (attention scores: rows of 64) are slow in NumPy, which
+# walks each row on its own: on a (16, 4, 64, 64) float32 array np.max takes 0.24 ms and np.sum
+# 0.11 ms, against 0.05 ms for a halving tree of np.maximum and 0.02 ms for one BLAS product with a
+# vector of ones. The tree gives the same maximum (NaN included); the product sums in float32 like
+# np.sum, in another order, so it is kept to rows of moderate length.
+_ROW_SUM_BLAS_MAX = 4096
+
+
+def _blas_rows(a, axis):
+    """``a`` as a C-contiguous (rows, n) matrix when the reduction over ``axis`` can be a BLAS
+    product with ones (float32 or float64, the last axis, moderate n), else None."""
+    n = a.shape[-1] if a.ndim else 0
+    if (axis != a.ndim - 1 or a.dtype.type not in (np.float32, np.float64) or not 8 <= n <= _ROW_SUM_BLAS_MAX
+            or not a.flags.c_contiguous or a.size == 0):
+        return None
+    return a.reshape(-1, n)
+
+
+def sum_keepdims(a, axis):
+    """``np.sum(a, axis, keepdims=True)``; a BLAS product with ones for rows of a float matrix."""
+    rows = _blas_rows(a, axis)
+    if rows is None:
+        return np.sum(a, axis=axis, keepdims=True)
+    return (rows @ np.ones(rows.shape[1], dtype=a.dtype)).reshape(a.shape[:-1] + (1,))
+
+
+def max_keepdims(a, axis):
+    """``np.max(a, axis, keepdims=True)``; a halving tree of np.maximum over the last axis."""
+    if axis != a.ndim - 1 or a.shape[-1] < 8 or a.size == 0:
+        return np.max(a, axis=axis, keepdims=True)
+    n = a.shape[-1]
+    half = n // 2
+    m = np.maximum(a[..., :half], a[..., half:2 * half])
+    if n % 2:
+        np.maximum(m[..., :1], a[..., n - 1:], out=m[..., :1])
+    n = half
+    while n > 1:
+        half = n // 2
+        np.maximum(m[..., :half], m[..., half:2 * half], out=m[..., :half])  # disjoint halves
+        if n % 2:
+            np.maximum(m[..., :1], m[..., n - 1:n], out=m[..., :1])
+        n = half
+    return m[..., :1]
+
+
 class SoftmaxBackward0(Node):
     __slots__ = ("dim", "dim_arg")
     saved_names = ("result",)
@@ -792,6 +837,12 @@ class SoftmaxBackward0(Node):
     def apply(self, grads):
         (y,) = self.saved()
         g = grads[0]
+        yd, gd = y._data, g._data
+        if not GRAD.enabled and yd.dtype == gd.dtype and yd.dtype.type in (np.float32, np.float64):
+            with _err():
+                gy = gd * yd
+                gy -= yd * sum_keepdims(gy, self.dim)
+            return (wrap(gy),)
         gy = g * y
         return (gy - y * gy.sum(self.dim, keepdim=True),)
 
@@ -808,16 +859,15 @@ class LogSoftmaxBackward0(Node):
 
 
 def _softmax_np(data, d):
-    m = np.max(data, axis=d, keepdims=True)
-    e = np.exp(data - m)
-    e /= np.sum(e, axis=d, keepdims=True)
+    e = np.subtract(data, max_keepdims(data, d))
+    np.exp(e, out=e)
+    e /= sum_keepdims(e, d)
     return e
 
 
 def _log_softmax_np(data, d):
-    m = np.max(data, axis=d, keepdims=True)
-    shifted = data - m
-    shifted -= np.log(np.sum(np.exp(shifted), axis=d, keepdims=True))
+    shifted = np.subtract(data, max_keepdims(data, d))
+    shifted -= np.log(sum_keepdims(np.exp(shifted), d))
     return shifted
 
 
