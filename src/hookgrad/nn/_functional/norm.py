@@ -10,6 +10,8 @@ rebuilt from hookgrad ops, statistics included, so that it is differentiable aga
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ..._dtype import narrow_to, widen
@@ -114,7 +116,7 @@ def _mean_keepdims(a, axes):
     k = len(axes)
     if axes == tuple(range(a.ndim - k, a.ndim)) and a.dtype.type in (np.float32, np.float64) \
             and a.flags.c_contiguous and a.size:
-        n = int(np.prod(a.shape[a.ndim - k:]))
+        n = math.prod(a.shape[a.ndim - k:])
         total = sum_keepdims(a.reshape(a.shape[:a.ndim - k] + (n,)), a.ndim - k)
         total /= n
         return total.reshape(a.shape[:a.ndim - k] + (1,) * k)
@@ -126,7 +128,7 @@ def _sum_over(a, axes):
     k = len(axes)
     if axes == tuple(range(k)) and 0 < k < a.ndim and a.dtype.type in (np.float32, np.float64) \
             and a.flags.c_contiguous and a.size:
-        rows = int(np.prod(a.shape[:k]))
+        rows = math.prod(a.shape[:k])
         return (np.ones(rows, dtype=a.dtype) @ a.reshape(rows, -1)).reshape(a.shape[k:])
     return a.sum(axes)
 
