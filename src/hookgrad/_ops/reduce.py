@@ -6,6 +6,7 @@ import builtins
 import numpy as np
 
 from .. import _dtype, return_types
+from .. import _threads as _blas
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
@@ -808,7 +809,8 @@ def sum_keepdims(a, axis):
     rows = _blas_rows(a, axis)
     if rows is None:
         return np.sum(a, axis=axis, keepdims=True)
-    return (rows @ np.ones(rows.shape[1], dtype=a.dtype)).reshape(a.shape[:-1] + (1,))
+    # through _threads: a small product must not wake BLAS threads left spinning by a large one
+    return _blas.matmul(rows, np.ones(rows.shape[1], dtype=a.dtype)).reshape(a.shape[:-1] + (1,))
 
 
 def max_keepdims(a, axis):

@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 
+from ... import _threads as _blas
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
@@ -129,7 +130,7 @@ def _sum_over(a, axes):
     if axes == tuple(range(k)) and 0 < k < a.ndim and a.dtype.type in (np.float32, np.float64) \
             and a.flags.c_contiguous and a.size:
         rows = math.prod(a.shape[:k])
-        return (np.ones(rows, dtype=a.dtype) @ a.reshape(rows, -1)).reshape(a.shape[k:])
+        return _blas.matmul(np.ones(rows, dtype=a.dtype), a.reshape(rows, -1)).reshape(a.shape[k:])
     return a.sum(axes)
 
 
