@@ -249,7 +249,6 @@ class GeluBackward0(Node):
         pdf = ((x * x) * -0.5).exp() * _INV_SQRT_2PI
         return (g * (cdf + x * pdf),)
 
-
     def _cdf_for(self, data, d):
         """Phi of the saved input: the forward's array when the saved input is still that array
         (the saved-tensor check has already refused one modified in place), else computed again."""
