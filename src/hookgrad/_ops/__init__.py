@@ -56,11 +56,12 @@ def _bool_or_bitwise(logical, bitwise):
 
 def _bind_operators():
     T, P, apply_inplace = Tensor, pointwise, views.apply_inplace
-    T.__add__ = T.__radd__ = lambda a, b: P.add(a, b)
-    T.__sub__ = lambda a, b: P.sub(a, b)
-    T.__rsub__ = lambda a, b: P.rsub(a, b)
-    T.__mul__ = T.__rmul__ = lambda a, b: P.mul(a, b)
-    T.__truediv__ = lambda a, b: P.div(a, b)
+    # the op functions themselves (a lambda around each would add a frame to every operator)
+    T.__add__ = T.__radd__ = P.add
+    T.__sub__ = P.sub
+    T.__rsub__ = P.rsub
+    T.__mul__ = T.__rmul__ = P.mul
+    T.__truediv__ = P.div
     T.__rtruediv__ = lambda a, b: P.rdiv(a, b) if not isinstance(b, Tensor) else P.div(b, a)
     T.__floordiv__ = lambda a, b: P.floor_divide(a, b)
     T.__rfloordiv__ = lambda a, b: P.floor_divide(P.as_tensor_arg(b, a), a)

@@ -11,7 +11,8 @@ from ..autograd import grad_mode
 from ..autograd.graph import Node
 
 __all__ = ["GRAD", "NONE_EDGE", "edge", "any_requires_grad", "record", "as_tensor_arg", "is_number", "result_np_dtype",
-           "data_of", "sum_to_shape", "float_dtype_for", "zeros_like_data", "quiet_fp", "refuse_complex"]
+           "data_of", "sum_to_shape", "float_dtype_for", "zeros_like_data", "quiet_fp", "refuse_complex",
+           "FP_IGNORE", "fp_quiet", "fp_restore"]
 
 GRAD = grad_mode.STATE
 NONE_EDGE = (None, 0)
@@ -146,7 +147,20 @@ if _fp_state is not None:
 
         def __exit__(self, *exc_info):
             _fp_state.reset(self._token)
+
+    # the same without a with-statement, for the per-op fast paths (0.1 us instead of 0.4 us):
+    # ``token = fp_quiet(FP_IGNORE)`` ... ``fp_restore(token)`` in a finally clause
+    FP_IGNORE = _FP_IGNORE
+    fp_quiet, fp_restore = _fp_state.set, _fp_state.reset
 else:
     def quiet_fp():
         """``with quiet_fp():`` runs NumPy code with no floating-point warnings."""
         return np.errstate(all="ignore")
+
+    FP_IGNORE = "ignore"
+
+    def fp_quiet(setting):
+        return np.seterr(all=setting)
+
+    def fp_restore(previous):
+        np.seterr(**previous)

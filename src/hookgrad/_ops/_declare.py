@@ -18,7 +18,9 @@ import numpy as np
 from .._dtype import narrow_to, scalar_type_name
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
+from ..autograd.profiler import _active as _profiling
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
+from ._base import FP_IGNORE, fp_quiet, fp_restore
 from ._dtype_rules import numpy_dtypes, refuse_kernel
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
@@ -120,6 +122,13 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
 
 
 # ---- unary ops: a NumPy forward and a backward formula ----------------------------------------
+# the dtypes a unary op computes in as they are (no refusal, promotion or rounding to decide)
+_PLAIN_DTYPES = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)))
+# the dtypes a backward formula may compute in on arrays. Not float16: a Python number in a formula
+# enters its mul and div unrounded (see pointwise._np_binary), where NumPy rounds it to float16 first
+_ARRAY_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
+
+
 class UnaryNode(Node):
     """Backward of a declared unary op: ``backward(grad, saved)`` where ``saved`` is the op's input
     (``saves="self"``) or its result (``saves="result"``), or ``backward(grad)`` when it saves
@@ -127,10 +136,23 @@ class UnaryNode(Node):
 
     __slots__ = ()
     formula = None
+    # the formula on NumPy arrays (float32/64), for a backward that nothing records or observes
+    # (no create_graph, no profile): the same ufunc calls on the same operands, without a Tensor per step
+    array_formula = None
     conj_saved = True
 
     def apply(self, grads):
         saved = self.saved()
+        array_formula = self.array_formula
+        if array_formula is not None and not GRAD.enabled and not _profiling:
+            g = grads[0]._data
+            dtype = g.dtype
+            if dtype in _ARRAY_DTYPES and (not saved or saved[0]._data.dtype is dtype):
+                token = fp_quiet(FP_IGNORE)
+                try:
+                    return (wrap(array_formula(g, saved[0]._data) if saved else array_formula(g)),)
+                finally:
+                    fp_restore(token)
         if saved and self.conj_saved and saved[0]._data.dtype.kind == "c":
             # a holomorphic f with real Taylor coefficients: torch's gradient g * conj(f'(z)) is the
             # real formula evaluated at conj(z) (or at conj(f(z)) for one written with the result)
@@ -158,7 +180,7 @@ def node_class(name: str, base=Node, **attrs):
 
 
 def unary(name, forward, backward, *, node, saves=None, floating=True, on_complex="holomorphic", refuse=None,
-          **decl):
+          on_arrays=None, **decl):
     """Declare a unary op ``name`` from its NumPy ``forward(array)`` and its ``backward`` formula.
 
     ``backward(grad, saved)`` is written with hookgrad ops (so it is differentiable); ``saves`` is
@@ -170,12 +192,15 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
     backward formula holds for complex inputs with the saved value conjugated, torch's convention),
     ``"own"`` (the formula handles complex inputs itself), or the message of the NotImplementedError
     torch raises for a complex input (``{dtype}`` stands for torch's name of the input's type), or a
-    pair (exception class, message).
+    pair (exception class, message). ``on_arrays``: the backward on NumPy arrays, computing the
+    same values with the same ufunc calls (``True``: ``backward`` itself, written with operators only).
     """
     if backward is None:
         node_cls = node_class(node, ZeroGradNode)
     else:
+        array_formula = backward if on_arrays is True else on_arrays
         node_cls = node_class(node, UnaryNode, formula=staticmethod(backward),
+                              array_formula=None if array_formula is None else staticmethod(array_formula),
                               saved_names=(saves,) if saves else (), conj_saved=on_complex == "holomorphic")
     complex_refused = None if on_complex in ("holomorphic", "own") else on_complex
     save_input, save_output = saves == "self", saves == "result"
@@ -184,10 +209,31 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
     refused, kernel = refuse if refuse is not None else (None, None)
     refused_dtypes = numpy_dtypes(refused) if refused is not None else None
 
+    # the dtypes that need none of the checks and conversions below
+    plain_dtypes = frozenset(dt for dt in _PLAIN_DTYPES if refused_dtypes is None or dt not in refused_dtypes)
+
     def fn(x):
         if not isinstance(x, Tensor):
             x = as_tensor_arg(x)
         data = x._data
+        if data.dtype in plain_dtypes:
+            token = fp_quiet(FP_IGNORE)
+            try:
+                result = wrap(forward(data))
+            finally:
+                fp_restore(token)
+            if GRAD.enabled and x._requires_grad:
+                producer = x._grad_fn  # edge(x), written out for a non-view result of an op
+                n = node_cls(((producer, x._output_nr) if producer is not None and x._base is None else edge(x),))
+                result._grad_fn = n
+                result._requires_grad = True
+                if zero_grad:
+                    n.inputs = ((data.shape, data.dtype),)
+                elif save_input:
+                    n.save(x)
+                elif save_output:
+                    n.save(output=result)
+            return result
         if complex_refused is not None and data.dtype.kind == "c":
             error, message = complex_refused if isinstance(complex_refused, tuple) else (
                 NotImplementedError, complex_refused)

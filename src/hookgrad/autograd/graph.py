@@ -216,7 +216,9 @@ class Node:
         """Keep ``tensors`` (and this node's ``output``, last) for the backward, with their versions."""
         # spelled out for one and two tensors: this runs for most recorded ops
         n = len(tensors)
-        if n == 1:
+        if n == 0:
+            saved = ()
+        elif n == 1:
             t = tensors[0]
             saved = (None if t is None else SavedTensor(t),)
         elif n == 2:
