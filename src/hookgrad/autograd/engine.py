@@ -288,15 +288,20 @@ def _check_hook_result(hook, old, new):
 
 
 def _call_tensor_pre_hooks(node, grads):
+    # a hook that returns None (the usual case) keeps the gradient: no check to call
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks:
             for hook in tuple(hooks.values()):
-                grads[nr] = _check_hook_result(hook, grads[nr], hook(grads[nr]))
+                new = hook(grads[nr])
+                if new is not None:
+                    grads[nr] = _check_hook_result(hook, grads[nr], new)
     if node.is_sink:
         hooks = node.variable._backward_hooks
         if hooks:
             for hook in tuple(hooks.values()):
-                grads[0] = _check_hook_result(hook, grads[0], hook(grads[0]))
+                new = hook(grads[0])
+                if new is not None:
+                    grads[0] = _check_hook_result(hook, grads[0], new)
     if node._retains_grad_hooks:
         for nr, hook in tuple(node._retains_grad_hooks.items()):
             hook(grads[nr])
@@ -590,7 +595,7 @@ def _run_node(task, node, grads):
     # like torch, the incoming gradients are kept for post hooks only if some existed before the
     # backward ran; hooks registered during it (from an unpack hook) get an empty grad_outputs
     had_post_hooks = bool(node._post_hooks)
-    if node.runs_without_grads or any(g is not None for g in grads):
+    if node.runs_without_grads or grads[0] is not None or any(g is not None for g in grads):
         outputs = node.apply(grads)
     else:
         outputs = _without_grads(node)
@@ -599,7 +604,7 @@ def _run_node(task, node, grads):
         outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks or _op_backward_hooks:
         outputs = _after_backward(node, outputs, grads, had_post_hooks)
-    if not task.keep_graph:
+    if not task.keep_graph and (node._saved or node._releases_more_than_saved):
         node.release_variables()
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)

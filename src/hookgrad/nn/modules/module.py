@@ -907,6 +907,7 @@ class Module:
             return _hook_context.counted_call(self, self._call_with_hooks, forward_call, args, kwargs)
         result = None
         called_always_called_hooks = ()  # becomes a set when forward hooks run
+        latest = None  # [the result as the forward hooks have left it], while _run_forward_hooks runs
         pre_hook_progress = None  # while pre-hooks run: the args/kwargs as they have left them so far
         try:
             # The backward hook lists are taken before any forward hook runs.
@@ -914,7 +915,11 @@ class Module:
             if self._backward_pre_hooks or _global_backward_pre_hooks:
                 backward_pre_hooks = self._get_backward_pre_hooks()
             if self._backward_hooks or _global_backward_hooks:
-                full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
+                if _global_is_full_backward_hook is not False and self._is_full_backward_hook is not False:
+                    # _get_backward_hooks' usual case, written out (this runs on every hooked call)
+                    full_backward_hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+                else:
+                    full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
             live = None
             if live_hook_ids and (full_backward_hooks or backward_pre_hooks):
                 live = live_snapshot(self)
@@ -935,10 +940,20 @@ class Module:
 
             result = forward_call(*args, **kwargs)
 
-            if _global_forward_hooks or self._forward_hooks:
+            if _global_forward_hooks or self._forward_hooks_with_kwargs or self._forward_hooks_always_called:
                 called_always_called_hooks = set()
                 latest = [result]  # what the error path passes on if a forward hook raises
                 result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
+            elif self._forward_hooks:
+                # the usual case, _run_forward_hooks written out: this module's own plain hooks (none
+                # of them always_call, so the error path sees ``result`` as they left it)
+                for hook in tuple(self._forward_hooks.values()):
+                    if _hook_observer is None and not _hook_context.ON[0]:
+                        new = hook(self, args, result)
+                    else:
+                        new = _dispatch("forward_hook", self, hook, self, args, result)
+                    if new is not None:
+                        result = new
 
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
@@ -955,7 +970,7 @@ class Module:
         except Exception:
             if pre_hook_progress is not None:
                 args, kwargs = pre_hook_progress  # as torch's: the args as the earlier pre-hooks left them
-            if called_always_called_hooks != ():
+            if latest is not None:
                 result = latest[0]  # as torch's: the result as the forward hooks before the error left it
             self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
             raise
