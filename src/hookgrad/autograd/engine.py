@@ -604,8 +604,14 @@ def _run_node(task, node, grads):
         outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks or _op_backward_hooks:
         outputs = _after_backward(node, outputs, grads, had_post_hooks)
-    if not task.keep_graph and (node._saved or node._releases_more_than_saved):
+    if task.keep_graph:
+        pass
+    elif node._releases_more_than_saved:
         node.release_variables()
+    elif node._saved:  # Node.release_variables, written out as in _execute
+        if None in node._saved:
+            node._freed_undefined = tuple(map(_is_none, node._saved))
+        node._saved = None
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)
     return outputs

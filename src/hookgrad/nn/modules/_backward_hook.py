@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..._ops._base import edge
-from ..._ops.views import make_view
 from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
 from ...autograd.function import _function_view_message
@@ -69,13 +68,21 @@ class BackwardHookFunctionBackward(_HookIdentityNode):
 
 def _identity_view(t, node, output_nr):
     """A view of ``t`` as output ``output_nr`` of the identity ``node`` (a plain view without grad)."""
-    view = make_view(t, t._data.view())
+    # make_view's steps for a view recorded by no op, written out: two of these per hooked call
+    view = wrap(t._data.view())
+    view._base = t._base if t._base is not None else t
+    view._version_counter = t._version_counter
+    view._view_version = t._version_counter[0]
     if t._requires_grad:
         view._grad_fn = node
         view._output_nr = output_nr
         view._requires_grad = True
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
     return view
+
+
+# the tensor positions of a call with one tensor (read only: shared by every such call)
+_FIRST_ONLY = (0,)
 
 
 def _plain_call(kind, module, hook, *args):
@@ -135,7 +142,10 @@ class BackwardHook:
             # The gradient reached the inputs without passing through the outputs
             # (e.g. double backward): there is no grad_output to report.
             return None
-        original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+        if self.n_inputs == 1 and len(grad_input) == 1:  # one tensor in: _pack_with_none's result
+            original = res = (grad_input[0],)
+        else:
+            original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
         res, setters = _run_full_backward_hooks(self.dispatch, self.module, self.user_hooks, res, self.grad_outputs)
         self.grad_outputs = None
         if setters is None:  # no hook returned anything: the node passes its gradients on
@@ -146,6 +156,11 @@ class BackwardHook:
 
     def _output_backward(self, _grad_input, grad_output):
         """The output node has the module's grad_output: run the pre-hooks and remember it."""
+        if self.n_outputs == 1 and not self.user_pre_hooks and self.input_tensors_index is not None:
+            # the usual case: one tensor out, no pre-hooks, the input node runs the hooks; what
+            # the general path below would keep and return
+            self.grad_outputs = grads = (grad_output[0],)
+            return grads
         self.grad_outputs = original = self._pack_with_none(self.output_tensors_index, grad_output,
                                                             self.n_outputs)
         setters = None
@@ -225,11 +240,31 @@ class BackwardHook:
         return (tuple(new_args) if type(args) is tuple else type(args)(*new_args)), tensors_idx
 
     def setup_input_hook(self, args):
-        res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
         self.n_inputs = len(args)
+        if self.n_inputs == 1 and args.__class__ is tuple:
+            # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
+            arg = args[0]
+            if not (isinstance(arg, Tensor) and arg._requires_grad and grad_mode.STATE.enabled):
+                self.input_tensors_index = None
+                return args
+            node = BackwardHookFunctionBackward((edge(arg),), ((arg._data.shape, arg._data.dtype),),
+                                                self._input_backward)
+            self.input_tensors_index = _FIRST_ONLY
+            return (_identity_view(arg, node, 0),)
+        res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
         return res
 
     def setup_output_hook(self, args):
+        if isinstance(args, Tensor):
+            # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
+            self.n_outputs = 1
+            if not (args._requires_grad and grad_mode.STATE.enabled):
+                self.output_tensors_index = None
+                return args
+            node = BackwardHookFunctionBackward((edge(args),), ((args._data.shape, args._data.dtype),),
+                                                self._output_backward)
+            self.output_tensors_index = _FIRST_ONLY
+            return _identity_view(args, node, 0)
         is_tuple = isinstance(args, tuple)
         if not is_tuple:
             args = (args,)
