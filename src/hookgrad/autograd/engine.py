@@ -200,6 +200,8 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
     frame = task.caller if task is not None else None
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
+    if task is not None:
+        task.caller = frame  # the pass's next warning starts at the user's frame
     if frame is None:
         warnings.warn(message, category, stacklevel=2)
         return

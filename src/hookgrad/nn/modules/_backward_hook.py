@@ -18,6 +18,8 @@ from ...autograd.function import _function_view_message
 from ...autograd.engine import warn_at_caller
 from ...autograd.graph import Node
 
+_new_object = object.__new__
+
 __all__ = ["BackwardHook"]
 
 
@@ -156,10 +158,12 @@ class BackwardHook:
 
     def _output_backward(self, _grad_input, grad_output):
         """The output node has the module's grad_output: run the pre-hooks and remember it."""
-        if self.n_outputs == 1 and not self.user_pre_hooks and self.input_tensors_index is not None:
-            # the usual case: one tensor out, no pre-hooks, the input node runs the hooks; what
-            # the general path below would keep and return
+        if self.n_outputs == 1 and not self.user_pre_hooks:
+            # the usual case, one tensor out and no pre-hooks: what the general path below keeps,
+            # runs and returns
             self.grad_outputs = grads = (grad_output[0],)
+            if self.input_tensors_index is None:
+                self._run_hooks_without_inputs()
             return grads
         self.grad_outputs = original = self._pack_with_none(self.output_tensors_index, grad_output,
                                                             self.n_outputs)
@@ -184,19 +188,7 @@ class BackwardHook:
         local_grad_outputs = self.grad_outputs
 
         if self.input_tensors_index is None:
-            # No input requires grad: the input node never runs, so fire here.
-            warn_at_caller("Full backward hook is firing when gradients are computed with respect "
-                           "to module outputs since no inputs require gradients. See "
-                           "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                           "#torch.nn.Module.register_full_backward_hook for more details.")
-            grad_inputs = (None,) * self.n_inputs
-            for user_hook in self.user_hooks:
-                res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
-                                    grad_inputs, self.grad_outputs)
-                if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
-                    raise RuntimeError("Backward hook for Modules where no input requires gradient "
-                                       "should always return None or None for all gradients.")
-            self.grad_outputs = None
+            self._run_hooks_without_inputs()
 
         if local_grad_outputs is not None:
             if setters is not None:
@@ -205,6 +197,22 @@ class BackwardHook:
                                     local_grad_outputs, setters)
             return self._unpack_none(self.output_tensors_index, local_grad_outputs)
         return None
+
+    def _run_hooks_without_inputs(self):
+        """No input requires grad, so the input node never runs: the hooks run from the output
+        node, with a warning and all-None ``grad_input``."""
+        warn_at_caller("Full backward hook is firing when gradients are computed with respect "
+                       "to module outputs since no inputs require gradients. See "
+                       "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                       "#torch.nn.Module.register_full_backward_hook for more details.")
+        grad_inputs = (None,) * self.n_inputs
+        for user_hook in self.user_hooks:
+            res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
+                                grad_inputs, self.grad_outputs)
+            if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
+                raise RuntimeError("Backward hook for Modules where no input requires gradient "
+                                   "should always return None or None for all gradients.")
+        self.grad_outputs = None
 
     @staticmethod
     def _apply_on_tensors(on_backward, args):
@@ -247,8 +255,12 @@ class BackwardHook:
             if not (isinstance(arg, Tensor) and arg._requires_grad and grad_mode.STATE.enabled):
                 self.input_tensors_index = None
                 return args
-            node = BackwardHookFunctionBackward((edge(arg),), ((arg._data.shape, arg._data.dtype),),
-                                                self._input_backward)
+            # BackwardHookFunctionBackward((edge,), (meta,), on_backward), one Python call less
+            node = _new_object(BackwardHookFunctionBackward)
+            Node.__init__(node, (edge(arg),))
+            node._num_outputs = 1
+            node.metas = ((arg._data.shape, arg._data.dtype),)
+            node.on_backward = self._input_backward
             self.input_tensors_index = _FIRST_ONLY
             return (_identity_view(arg, node, 0),)
         res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
@@ -261,8 +273,11 @@ class BackwardHook:
             if not (args._requires_grad and grad_mode.STATE.enabled):
                 self.output_tensors_index = None
                 return args
-            node = BackwardHookFunctionBackward((edge(args),), ((args._data.shape, args._data.dtype),),
-                                                self._output_backward)
+            node = _new_object(BackwardHookFunctionBackward)  # as in setup_input_hook
+            Node.__init__(node, (edge(args),))
+            node._num_outputs = 1
+            node.metas = ((args._data.shape, args._data.dtype),)
+            node.on_backward = self._output_backward
             self.output_tensors_index = _FIRST_ONLY
             return _identity_view(args, node, 0)
         is_tuple = isinstance(args, tuple)
