@@ -1154,3 +1154,48 @@ def test_custom_function_view_error_names_the_op(T):
         o.mul_(2)
     heads.append(_error_head(lambda: o.grad_fn))
     return heads
+
+
+@differential
+def test_full_hooks_only_and_forward_registers_an_output_replacing_hook(T):
+    """A module whose only hooks are full backward hooks registers, in its first forward, a forward
+    hook that replaces the output: it runs in that call, and the backward hooks see the gradient
+    w.r.t. the replaced output (the backward set-up wraps what the forward hooks returned)."""
+    log = []
+
+    class Registers(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = T.nn.Parameter(T.tensor([1.5, -2.0]))
+
+        def forward(self, x):
+            if not self._forward_hooks:
+                self.register_forward_hook(lambda m, a, o: o * 3)
+            return x * self.w
+
+    mod = Registers()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(("bw", gi, go)))
+    x = T.tensor([0.5, 1.0], requires_grad=True)
+    out = mod(x)
+    (out * T.tensor([1.0, 2.0])).sum().backward()
+    return out, log, x.grad, mod.w.grad, out.grad_fn.name()
+
+
+def test_full_hooks_only_output_warning_points_at_the_callers_line():
+    import sys
+    import warnings
+
+    import hookgrad
+
+    class Dict(hookgrad.nn.Module):
+        def forward(self, x):
+            return {"y": x * 2}
+
+    mod = Dict()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        line = sys._getframe().f_lineno + 1
+        mod(hookgrad.ones(2, requires_grad=True))
+    [w] = [w for w in caught if "module output should be" in str(w.message)]
+    assert (w.filename, w.lineno) == (__file__, line)

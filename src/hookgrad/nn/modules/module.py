@@ -905,6 +905,38 @@ class Module:
         when its step comes, so a hook registered by an earlier step (or by ``forward``) runs."""
         if _hook_context.ON[0] and not _counted:  # hookgrad.hooks.context() needs the call's index
             return _hook_context.counted_call(self, self._call_with_hooks, forward_call, args, kwargs)
+        if self._is_full_backward_hook is True and not (
+                self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks or _counted
+                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_pre_hooks
+                or live_hook_ids or _global_is_full_backward_hook is False):
+            # the usual debugging set-up, only full backward hooks: the steps below, less the tests
+            # for the kinds that are absent (forward hooks that ``forward`` registers still run)
+            bw_hook = BackwardHook(self, [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+                                   if _global_backward_hooks else list(self._backward_hooks.values()),
+                                   [], dispatch=_dispatch)
+            result = None
+            called_always_called_hooks = ()
+            latest = None
+            try:
+                args = bw_hook.setup_input_hook(args)
+                result = forward_call(*args, **kwargs)
+                if _global_forward_hooks or self._forward_hooks:
+                    called_always_called_hooks = set()
+                    latest = [result]
+                    result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or "
+                                  f"a tuple of Tensors but received {type(result)}", stacklevel=3)
+                result = bw_hook.setup_output_hook(result)
+                if _backward_hook_call_observers:
+                    for observer in tuple(_backward_hook_call_observers):
+                        observer(self, bw_hook, result)
+                return result
+            except Exception:
+                if latest is not None:
+                    result = latest[0]
+                self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
+                raise
         result = None
         called_always_called_hooks = ()  # becomes a set when forward hooks run
         latest = None  # [the result as the forward hooks have left it], while _run_forward_hooks runs
