@@ -70,16 +70,28 @@ class BackwardHookFunctionBackward(_HookIdentityNode):
 
 def _identity_view(t, node, output_nr):
     """A view of ``t`` as output ``output_nr`` of the identity ``node`` (a plain view without grad)."""
-    # make_view's steps for a view recorded by no op, written out: two of these per hooked call
-    view = wrap(t._data.view())
-    view._base = t._base if t._base is not None else t
-    view._version_counter = t._version_counter
-    view._view_version = t._version_counter[0]
+    # wrap() and make_view's steps for a view recorded by no op, each slot set once: two of these
+    # run per hooked call (test_identity_view_sets_every_tensor_slot keeps this in step with wrap)
+    view = _new_object(Tensor)
+    view._data = t._data.view()
+    base = t._base
+    view._base = t if base is None else base
+    counter = view._version_counter = t._version_counter
+    view._view_version = counter[0]
+    view._grad = None
+    view._backward_hooks = None
+    view._post_accumulate_grad_hooks = None
+    view._accumulator = None
+    view._retains_grad = False
     if t._requires_grad:
+        view._requires_grad = True
         view._grad_fn = node
         view._output_nr = output_nr
-        view._requires_grad = True
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
+    else:
+        view._requires_grad = False
+        view._grad_fn = None
+        view._output_nr = 0
     return view
 
 

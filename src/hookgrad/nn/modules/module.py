@@ -42,6 +42,8 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import os
+import sys
 import time
 import warnings
 import weakref
@@ -170,13 +172,27 @@ def _set_hook_observer(callback: Optional[Callable]) -> Optional[Callable]:
 _backward_hook_call_observers: list = []
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def _stacklevel_outside_hookgrad() -> int:
+    """The ``stacklevel`` that makes a warning raised by this function's caller point at the first
+    frame outside hookgrad (how many hookgrad frames lie between varies: hookgrad.hooks counts
+    module calls through extra ones)."""
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
     """Call ``hook(*args)``, reporting the call to the hook observer when one is set (which reads
     ``args`` from this frame), and, while hookgrad.hooks is loaded, with the hook's context."""
+    if _hook_observer is None and not _hook_context.ON[0]:  # the usual case: nobody watches
+        return hook(*args)
     pushed = _hook_context.ON[0] and _push_hook_context(kind, module)
     observer = _hook_observer
-    if observer is None and not pushed:
-        return hook(*args)
     try:
         if observer is None:
             return hook(*args)
@@ -926,7 +942,8 @@ class Module:
                     result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
                 if not isinstance(result, (Tensor, tuple)):
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or "
-                                  f"a tuple of Tensors but received {type(result)}", stacklevel=3)
+                                  f"a tuple of Tensors but received {type(result)}",
+                                  stacklevel=_stacklevel_outside_hookgrad())
                 result = bw_hook.setup_output_hook(result)
                 if _backward_hook_call_observers:
                     for observer in tuple(_backward_hook_call_observers):
@@ -990,7 +1007,8 @@ class Module:
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or "
-                                  f"a tuple of Tensors but received {type(result)}", stacklevel=3)
+                                  f"a tuple of Tensors but received {type(result)}",
+                                  stacklevel=_stacklevel_outside_hookgrad())
                 result = bw_hook.setup_output_hook(result)
                 if _backward_hook_call_observers:
                     for observer in tuple(_backward_hook_call_observers):
