@@ -35,8 +35,10 @@ class RemovableHandle:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
-        if isinstance(extra_dict, dict):
-            self.extra_dict_ref: tuple = (weakref.ref(extra_dict),)
+        if extra_dict is None:  # the usual case
+            self.extra_dict_ref: tuple = ()
+        elif isinstance(extra_dict, dict):
+            self.extra_dict_ref = (weakref.ref(extra_dict),)
         elif isinstance(extra_dict, list):
             self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
         else:
@@ -73,7 +75,7 @@ class RemovableHandle:
 
 
 # Where each hook was registered, for ``hookgrad.hooks.inventory``: handle id -> (a weak reference
-# to the registry, the site as (file, line) or None, prepend). Handle ids are unique, so one flat
+# to the registry, the code object and line of the site (None, 0 when unknown), prepend). Handle ids are unique, so one flat
 # dict serves every registry; the weak reference tells a live registry from a dead one, or from
 # another registry that reuses the id (an unpickled handle). Only the public ``register_*`` calls
 # note a site; hooks the machinery registers per call do not.
@@ -118,8 +120,8 @@ def _caller_outside(frame):
 
 def _sweep_sites() -> None:
     """Forget the sites of hooks that were removed or whose registry is gone."""
-    for handle_id, (ref, _site, _prepend) in list(_registration_sites.items()):
-        registry = ref()
+    for handle_id, entry in list(_registration_sites.items()):
+        registry = entry[0]()
         if registry is None or handle_id not in registry:
             del _registration_sites[handle_id]
     _sweep_at[0] = max(_SWEEP_AT_LEAST, 2 * len(_registration_sites))
@@ -127,7 +129,7 @@ def _sweep_sites() -> None:
 
 def note_registration(registry: Any, handle_id: int, prepend: bool = False, holder: Any = None) -> None:
     """Remember where the hook ``registry[handle_id]`` was registered: the first frame outside
-    hookgrad above the ``register_*`` call (kept as (file, line), formatted when read), and
+    hookgrad above the ``register_*`` call (kept as (code object, line), formatted when read), and
     whether with ``prepend``. ``holder``: the tensor or node whose registry it is (told to the
     registration watchers)."""
     if _registration_watchers:
@@ -137,9 +139,10 @@ def note_registration(registry: Any, handle_id: int, prepend: bool = False, hold
     frame = sys._getframe(2)
     if frame.f_code not in _outside_code:
         frame = _caller_outside(frame)
-    _registration_sites[handle_id] = (weakref.ref(registry),
-                                       None if frame is None else (frame.f_code.co_filename, frame.f_lineno),
-                                       prepend)
+    if frame is None:
+        _registration_sites[handle_id] = (weakref.ref(registry), None, 0, prepend)
+    else:
+        _registration_sites[handle_id] = (weakref.ref(registry), frame.f_code, frame.f_lineno, prepend)
     if len(_registration_sites) > _sweep_at[0]:
         _sweep_sites()
 
@@ -149,10 +152,8 @@ def registration_of(registry: Any, handle_id: int) -> "tuple[str | None, bool]":
     entry = _registration_sites.get(handle_id)
     if entry is None or entry[0]() is not registry:
         return None, False
-    site = entry[1]
-    if site is not None:
-        site = f"{os.path.basename(site[0])}:{site[1]}"
-    return site, entry[2]
+    _ref, code, line, prepend = entry
+    return (None if code is None else f"{os.path.basename(code.co_filename)}:{line}"), prepend
 
 
 def unserializable_hook(fn):
