@@ -196,7 +196,7 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
     however many engine and hook frames lie between (torch's engine warns at a fixed level that
     fits ``Tensor.backward``). The caller's frame was noted when the pass started, so this walks
     only the frames of hookgrad's entry points, not the whole stack."""
-    task = current_task()
+    task = _task_stack[-1] if _task_stack else None  # current_task()
     frame = task.caller if task is not None else None
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
