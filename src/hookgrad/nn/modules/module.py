@@ -954,6 +954,34 @@ class Module:
                     result = latest[0]
                 self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
                 raise
+        if not (self._backward_hooks or self._forward_pre_hooks or self._backward_pre_hooks or _counted
+                or _global_backward_hooks or _global_forward_pre_hooks or _global_backward_pre_hooks):
+            # the other usual set-up, only forward hooks: the steps below without the backward set-up
+            result = None
+            called_always_called_hooks = ()
+            latest = None
+            try:
+                result = forward_call(*args, **kwargs)
+                if _global_forward_hooks or self._forward_hooks_with_kwargs or self._forward_hooks_always_called:
+                    called_always_called_hooks = set()
+                    latest = [result]
+                    result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
+                elif self._forward_hooks:
+                    # this module's own plain hooks: _run_forward_hooks written out (none is always_call,
+                    # so the error path sees ``result`` as they left it)
+                    for hook in tuple(self._forward_hooks.values()):
+                        if _hook_observer is None and not _hook_context.ON[0]:
+                            new = hook(self, args, result)
+                        else:
+                            new = _dispatch("forward_hook", self, hook, self, args, result)
+                        if new is not None:
+                            result = new
+                return result
+            except Exception:
+                if latest is not None:
+                    result = latest[0]
+                self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
+                raise
         result = None
         called_always_called_hooks = ()  # becomes a set when forward hooks run
         latest = None  # [the result as the forward hooks have left it], while _run_forward_hooks runs
@@ -989,20 +1017,10 @@ class Module:
 
             result = forward_call(*args, **kwargs)
 
-            if _global_forward_hooks or self._forward_hooks_with_kwargs or self._forward_hooks_always_called:
+            if _global_forward_hooks or self._forward_hooks:
                 called_always_called_hooks = set()
                 latest = [result]  # what the error path passes on if a forward hook raises
                 result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
-            elif self._forward_hooks:
-                # the usual case, _run_forward_hooks written out: this module's own plain hooks (none
-                # of them always_call, so the error path sees ``result`` as they left it)
-                for hook in tuple(self._forward_hooks.values()):
-                    if _hook_observer is None and not _hook_context.ON[0]:
-                        new = hook(self, args, result)
-                    else:
-                        new = _dispatch("forward_hook", self, hook, self, args, result)
-                    if new is not None:
-                        result = new
 
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
