@@ -204,6 +204,26 @@ def test_registered_at_skips_hookgrad_frames_and_is_none_for_torch():
     assert H.inventory(tlin)[0].registered_at is None
 
 
+def test_registration_sites_stay_bounded_and_live_hooks_keep_theirs():
+    """A hook registered on a fresh tensor every step leaves no lasting trace: the notes of dead
+    registries and removed hooks are swept out, those of live hooks stay."""
+    import hookgrad.utils.hooks as uh
+    lin = hookgrad.nn.Linear(2, 2)
+    line = sys._getframe().f_lineno + 1
+    lin.register_forward_hook(lambda *a: None)
+    x = hookgrad.ones(2, requires_grad=True)
+    removed = x.register_hook(lambda g: None)
+    removed.remove()
+    for _ in range(3 * uh._SWEEP_AT_LEAST):
+        (x * 2).register_hook(lambda g: None)
+    assert len(uh._registration_sites) <= max(uh._sweep_at[0], 2 * uh._SWEEP_AT_LEAST) + 1
+    assert removed.id not in uh._registration_sites
+    assert [r.registered_at for r in H.inventory(lin)] == [f"{HERE}:{line}"]
+    y = x * 2
+    y.register_hook(lambda g: None)
+    assert H.inventory(y)[0].registered_at == f"{HERE}:{line + 10}"
+
+
 def test_node_hooks_of_a_tensor_and_of_a_node():
     x = hookgrad.ones(2, requires_grad=True)
     y = x * 3

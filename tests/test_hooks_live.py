@@ -542,7 +542,8 @@ def test_property_live_grad_output_is_the_gradient_at_the_module_output(layers, 
 
     want = normalize(run(torch, live=False))
     got = normalize(run(hookgrad, live=True))
-    assert_same(got, want)
+    # float32 through up to four layers: the two libraries sum in different orders
+    assert_same(got, want, rtol=1e-4, atol=1e-5)
 
 
 @settings(max_examples=20, deadline=None)

@@ -368,6 +368,37 @@ def test_always_call_when_pre_hook_raises(T):
 
 
 # ------------------------------------------------------------------------------------------
+
+@differential
+def test_plain_forward_hooks_replace_in_turn_and_an_always_call_hook_added_midway_sees_the_latest(T):
+    """Plain forward hooks only (the fast path): each sees the result the one before returned; one
+    of them adds an always_call hook and a later one raises: the new hook runs once on the error
+    path with the result as the hooks before the error left it; removal during the loop does not
+    stop a hook already listed for this call."""
+    log = []
+    mod = mods(T).Scale()
+    handles = {}
+
+    def double(m, a, o):
+        log.append(("double", o.detach().clone()))
+        handles["late"].remove()
+        return o * 2
+
+    def add_always(m, a, o):
+        log.append(("add", o.detach().clone()))
+        m.register_forward_hook(lambda m2, a2, o2: log.append(("always", o2.detach().clone())), always_call=True)
+
+    def late(m, a, o):
+        log.append(("late", o.detach().clone()))
+        raise ValueError("late")
+
+    mod.register_forward_hook(double)
+    mod.register_forward_hook(add_always)
+    handles["late"] = mod.register_forward_hook(late)
+    first = catch(mod, leaf(T))
+    second = mod(leaf(T))  # late was removed; the always_call hook now runs as a plain one
+    return first, second, log
+
 # global forward hooks
 # ------------------------------------------------------------------------------------------
 @differential

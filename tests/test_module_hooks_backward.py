@@ -1154,3 +1154,79 @@ def test_custom_function_view_error_names_the_op(T):
         o.mul_(2)
     heads.append(_error_head(lambda: o.grad_fn))
     return heads
+
+
+@differential
+def test_full_hooks_only_and_forward_registers_an_output_replacing_hook(T):
+    """A module whose only hooks are full backward hooks registers, in its first forward, a forward
+    hook that replaces the output: it runs in that call, and the backward hooks see the gradient
+    w.r.t. the replaced output (the backward set-up wraps what the forward hooks returned)."""
+    log = []
+
+    class Registers(T.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = T.nn.Parameter(T.tensor([1.5, -2.0]))
+
+        def forward(self, x):
+            if not self._forward_hooks:
+                self.register_forward_hook(lambda m, a, o: o * 3)
+            return x * self.w
+
+    mod = Registers()
+    mod.register_full_backward_hook(lambda m, gi, go: log.append(("bw", gi, go)))
+    x = T.tensor([0.5, 1.0], requires_grad=True)
+    out = mod(x)
+    (out * T.tensor([1.0, 2.0])).sum().backward()
+    return out, log, x.grad, mod.w.grad, out.grad_fn.name()
+
+
+@pytest.mark.parametrize("calls_counted", [False, True])
+def test_full_hooks_only_output_warning_points_at_the_callers_line(calls_counted):
+    """However many hookgrad frames lie between (hookgrad.hooks counts calls through extra ones)."""
+    import sys
+    import warnings
+
+    import hookgrad
+    import hookgrad.hooks  # noqa: F401 - loading it turns call counting on
+    from hookgrad.autograd import _hook_context
+    was_on, _hook_context.ON[0] = _hook_context.ON[0], calls_counted
+
+    class Dict(hookgrad.nn.Module):
+        def forward(self, x):
+            return {"y": x * 2}
+
+    mod = Dict()
+    mod.register_full_backward_hook(lambda m, gi, go: None)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            line = sys._getframe().f_lineno + 1
+            mod(hookgrad.ones(2, requires_grad=True))
+    finally:
+        _hook_context.ON[0] = was_on
+    [w] = [w for w in caught if "module output should be" in str(w.message)]
+    assert (w.filename, w.lineno) == (__file__, line)
+
+
+def test_identity_view_sets_every_tensor_slot():
+    """The identity views of full backward hooks are built slot by slot (not through wrap): every
+    slot a tensor made by wrap has must be set, to the same value where the view does not differ."""
+    import hookgrad
+    from hookgrad._tensor import Tensor, wrap
+    from hookgrad.nn.modules._backward_hook import _identity_view
+
+    slots = [n for cls in Tensor.__mro__ for n in getattr(cls, "__slots__", ())
+             if n not in ("__weakref__", "__dict__")]
+    node = (hookgrad.ones(2, requires_grad=True) * 2).grad_fn
+    for requires_grad in (True, False):
+        t = hookgrad.ones(2, 3, requires_grad=requires_grad)
+        plain = wrap(t._data.view())
+        view = _identity_view(t, node, 0)
+        for name in slots:
+            assert hasattr(view, name), name
+            if name not in ("_data", "_base", "_version_counter", "_grad_fn", "_requires_grad"):
+                assert getattr(view, name) == getattr(plain, name), name
+        assert view._base is t and view._version_counter is t._version_counter
+        assert (view._grad_fn is node) == requires_grad and view._requires_grad == requires_grad
+        assert view._data.base is t._data and view.shape == t.shape

@@ -196,10 +196,12 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
     however many engine and hook frames lie between (torch's engine warns at a fixed level that
     fits ``Tensor.backward``). The caller's frame was noted when the pass started, so this walks
     only the frames of hookgrad's entry points, not the whole stack."""
-    task = current_task()
+    task = _task_stack[-1] if _task_stack else None  # current_task()
     frame = task.caller if task is not None else None
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame = frame.f_back
+    if task is not None:
+        task.caller = frame  # the pass's next warning starts at the user's frame
     if frame is None:
         warnings.warn(message, category, stacklevel=2)
         return
@@ -288,15 +290,20 @@ def _check_hook_result(hook, old, new):
 
 
 def _call_tensor_pre_hooks(node, grads):
+    # a hook that returns None (the usual case) keeps the gradient: no check to call
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks:
             for hook in tuple(hooks.values()):
-                grads[nr] = _check_hook_result(hook, grads[nr], hook(grads[nr]))
+                new = hook(grads[nr])
+                if new is not None:
+                    grads[nr] = _check_hook_result(hook, grads[nr], new)
     if node.is_sink:
         hooks = node.variable._backward_hooks
         if hooks:
             for hook in tuple(hooks.values()):
-                grads[0] = _check_hook_result(hook, grads[0], hook(grads[0]))
+                new = hook(grads[0])
+                if new is not None:
+                    grads[0] = _check_hook_result(hook, grads[0], new)
     if node._retains_grad_hooks:
         for nr, hook in tuple(node._retains_grad_hooks.items()):
             hook(grads[nr])
@@ -590,7 +597,7 @@ def _run_node(task, node, grads):
     # like torch, the incoming gradients are kept for post hooks only if some existed before the
     # backward ran; hooks registered during it (from an unpack hook) get an empty grad_outputs
     had_post_hooks = bool(node._post_hooks)
-    if node.runs_without_grads or any(g is not None for g in grads):
+    if node.runs_without_grads or grads[0] is not None or any(g is not None for g in grads):
         outputs = node.apply(grads)
     else:
         outputs = _without_grads(node)
@@ -599,8 +606,14 @@ def _run_node(task, node, grads):
         outputs = _drop_unneeded(node, outputs, exec_info)
     if node._post_hooks or _op_backward_hooks:
         outputs = _after_backward(node, outputs, grads, had_post_hooks)
-    if not task.keep_graph:
+    if task.keep_graph:
+        pass
+    elif node._releases_more_than_saved:
         node.release_variables()
+    elif node._saved:  # Node.release_variables, written out as in _execute
+        if None in node._saved:
+            node._freed_undefined = tuple(map(_is_none, node._saved))
+        node._saved = None
     if _anomaly_state.enabled and outputs and _anomaly_state.check_nan:
         _check_nan(node, outputs)
     return outputs

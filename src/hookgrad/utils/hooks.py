@@ -35,8 +35,10 @@ class RemovableHandle:
         self.hooks_dict_ref = weakref.ref(hooks_dict)
         self.id = RemovableHandle.next_id
         RemovableHandle.next_id += 1
-        if isinstance(extra_dict, dict):
-            self.extra_dict_ref: tuple = (weakref.ref(extra_dict),)
+        if extra_dict is None:  # the usual case
+            self.extra_dict_ref: tuple = ()
+        elif isinstance(extra_dict, dict):
+            self.extra_dict_ref = (weakref.ref(extra_dict),)
         elif isinstance(extra_dict, list):
             self.extra_dict_ref = tuple(weakref.ref(d) for d in extra_dict)
         else:
@@ -72,10 +74,15 @@ class RemovableHandle:
         return f"<RemovableHandle id={self.id} {'active' if alive else 'removed'}>"
 
 
-# Where each hook was registered, for ``hookgrad.hooks.inventory``: id(registry) -> (a weak
-# reference to the registry, {handle id: ((file, line) or None, prepend)}). Only the public
-# ``register_*`` calls note a site (one frame walk); hooks the machinery registers per call do not.
+# Where each hook was registered, for ``hookgrad.hooks.inventory``: handle id -> (a weak reference
+# to the registry, the code object and line of the site (None, 0 when unknown), prepend). Handle ids are unique, so one flat
+# dict serves every registry; the weak reference tells a live registry from a dead one, or from
+# another registry that reuses the id (an unpickled handle). Only the public ``register_*`` calls
+# note a site; hooks the machinery registers per call do not.
 _registration_sites: dict = {}
+# entries of dead registries and removed hooks are swept out when the dict outgrows this size
+_SWEEP_AT_LEAST = 1024
+_sweep_at = [_SWEEP_AT_LEAST]
 
 
 # hookgrad's own programs register hooks as a user's script does: their lines are the sites
@@ -87,59 +94,66 @@ def _in_hookgrad(module_name: str) -> bool:
         and module_name not in _PROGRAMS
 
 
-# the code objects of hookgrad's own functions met in that walk (a module's name is looked at once)
+# the code objects of hookgrad's own functions met in the frame walk (a module's name is looked at once)
 _hookgrad_code: set = set()
-# and of the callers' functions outside it (user code registers hooks from the same lines again)
+# and of the callers' functions outside it: a caller met before is found without a walk
 _outside_code: set = set()
-
-
-def _forget_registry(key: int) -> None:
-    _registration_sites.pop(key, None)
 
 
 # explain() (hookgrad.hooks) watches registrations while it runs: fn(registry, handle_id, holder)
 _registration_watchers: list = []
 
 
-def note_registration(registry: Any, handle_id: int, prepend: bool = False, holder: Any = None) -> None:
-    """Remember where the hook ``registry[handle_id]`` was registered: the first frame outside
-    hookgrad above the ``register_*`` call (kept as (file, line), formatted when read), and
-    whether with ``prepend``. ``holder``: the tensor or node whose registry it is (told to the
-    registration watchers)."""
-    if _registration_watchers:
-        for watcher in tuple(_registration_watchers):
-            watcher(registry, handle_id, holder)
-    frame = sys._getframe(2)
+def _caller_outside(frame):
+    """The first frame from ``frame`` up that is not hookgrad's own code (None past the top)."""
     while frame is not None:
         code = frame.f_code
         if code not in _hookgrad_code:
             if code in _outside_code or not _in_hookgrad(frame.f_globals.get("__name__") or ""):
                 if len(_outside_code) < 4096:  # a bounded cache of the callers' code objects
                     _outside_code.add(code)
-                break
+                return frame
             _hookgrad_code.add(code)
         frame = frame.f_back
-    site = None if frame is None else (frame.f_code.co_filename, frame.f_lineno)
-    key = id(registry)
-    entry = _registration_sites.get(key)
-    if entry is None or entry[0]() is not registry:
-        entry = _registration_sites[key] = (weakref.ref(registry, lambda _ref, key=key: _forget_registry(key)), {})
-    sites = entry[1]
-    if len(sites) > 2 * len(registry) + 16:  # forget removed hooks now and then
-        for stale in [i for i in sites if i not in registry]:
-            del sites[stale]
-    sites[handle_id] = (site, prepend)
+    return None
+
+
+def _sweep_sites() -> None:
+    """Forget the sites of hooks that were removed or whose registry is gone."""
+    for handle_id, entry in list(_registration_sites.items()):
+        registry = entry[0]()
+        if registry is None or handle_id not in registry:
+            del _registration_sites[handle_id]
+    _sweep_at[0] = max(_SWEEP_AT_LEAST, 2 * len(_registration_sites))
+
+
+def note_registration(registry: Any, handle_id: int, prepend: bool = False, holder: Any = None) -> None:
+    """Remember where the hook ``registry[handle_id]`` was registered: the first frame outside
+    hookgrad above the ``register_*`` call (kept as (code object, line), formatted when read), and
+    whether with ``prepend``. ``holder``: the tensor or node whose registry it is (told to the
+    registration watchers)."""
+    if _registration_watchers:
+        for watcher in tuple(_registration_watchers):
+            watcher(registry, handle_id, holder)
+    # the usual case, a user's function that registered hooks before: no walk
+    frame = sys._getframe(2)
+    if frame.f_code not in _outside_code:
+        frame = _caller_outside(frame)
+    if frame is None:
+        _registration_sites[handle_id] = (weakref.ref(registry), None, 0, prepend)
+    else:
+        _registration_sites[handle_id] = (weakref.ref(registry), frame.f_code, frame.f_lineno, prepend)
+    if len(_registration_sites) > _sweep_at[0]:
+        _sweep_sites()
 
 
 def registration_of(registry: Any, handle_id: int) -> "tuple[str | None, bool]":
     """(site, prepend) noted for ``registry[handle_id]``; (None, False) when none was noted."""
-    entry = _registration_sites.get(id(registry))
+    entry = _registration_sites.get(handle_id)
     if entry is None or entry[0]() is not registry:
         return None, False
-    site, prepend = entry[1].get(handle_id, (None, False))
-    if site is not None:
-        site = f"{os.path.basename(site[0])}:{site[1]}"
-    return site, prepend
+    _ref, code, line, prepend = entry
+    return (None if code is None else f"{os.path.basename(code.co_filename)}:{line}"), prepend
 
 
 def unserializable_hook(fn):

@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..._ops._base import edge
-from ..._ops.views import make_view
 from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
 from ...autograd.function import _function_view_message
 from ...autograd.engine import warn_at_caller
 from ...autograd.graph import Node
+
+_new_object = object.__new__
 
 __all__ = ["BackwardHook"]
 
@@ -69,13 +70,33 @@ class BackwardHookFunctionBackward(_HookIdentityNode):
 
 def _identity_view(t, node, output_nr):
     """A view of ``t`` as output ``output_nr`` of the identity ``node`` (a plain view without grad)."""
-    view = make_view(t, t._data.view())
+    # wrap() and make_view's steps for a view recorded by no op, each slot set once: two of these
+    # run per hooked call (test_identity_view_sets_every_tensor_slot keeps this in step with wrap)
+    view = _new_object(Tensor)
+    view._data = t._data.view()
+    base = t._base
+    view._base = t if base is None else base
+    counter = view._version_counter = t._version_counter
+    view._view_version = counter[0]
+    view._grad = None
+    view._backward_hooks = None
+    view._post_accumulate_grad_hooks = None
+    view._accumulator = None
+    view._retains_grad = False
     if t._requires_grad:
+        view._requires_grad = True
         view._grad_fn = node
         view._output_nr = output_nr
-        view._requires_grad = True
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
+    else:
+        view._requires_grad = False
+        view._grad_fn = None
+        view._output_nr = 0
     return view
+
+
+# the tensor positions of a call with one tensor (read only: shared by every such call)
+_FIRST_ONLY = (0,)
 
 
 def _plain_call(kind, module, hook, *args):
@@ -135,7 +156,10 @@ class BackwardHook:
             # The gradient reached the inputs without passing through the outputs
             # (e.g. double backward): there is no grad_output to report.
             return None
-        original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
+        if self.n_inputs == 1 and len(grad_input) == 1:  # one tensor in: _pack_with_none's result
+            original = res = (grad_input[0],)
+        else:
+            original = res = self._pack_with_none(self.input_tensors_index, grad_input, self.n_inputs)
         res, setters = _run_full_backward_hooks(self.dispatch, self.module, self.user_hooks, res, self.grad_outputs)
         self.grad_outputs = None
         if setters is None:  # no hook returned anything: the node passes its gradients on
@@ -146,6 +170,13 @@ class BackwardHook:
 
     def _output_backward(self, _grad_input, grad_output):
         """The output node has the module's grad_output: run the pre-hooks and remember it."""
+        if self.n_outputs == 1 and not self.user_pre_hooks:
+            # the usual case, one tensor out and no pre-hooks: what the general path below keeps,
+            # runs and returns
+            self.grad_outputs = grads = (grad_output[0],)
+            if self.input_tensors_index is None:
+                self._run_hooks_without_inputs()
+            return grads
         self.grad_outputs = original = self._pack_with_none(self.output_tensors_index, grad_output,
                                                             self.n_outputs)
         setters = None
@@ -169,19 +200,7 @@ class BackwardHook:
         local_grad_outputs = self.grad_outputs
 
         if self.input_tensors_index is None:
-            # No input requires grad: the input node never runs, so fire here.
-            warn_at_caller("Full backward hook is firing when gradients are computed with respect "
-                           "to module outputs since no inputs require gradients. See "
-                           "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
-                           "#torch.nn.Module.register_full_backward_hook for more details.")
-            grad_inputs = (None,) * self.n_inputs
-            for user_hook in self.user_hooks:
-                res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
-                                    grad_inputs, self.grad_outputs)
-                if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
-                    raise RuntimeError("Backward hook for Modules where no input requires gradient "
-                                       "should always return None or None for all gradients.")
-            self.grad_outputs = None
+            self._run_hooks_without_inputs()
 
         if local_grad_outputs is not None:
             if setters is not None:
@@ -190,6 +209,22 @@ class BackwardHook:
                                     local_grad_outputs, setters)
             return self._unpack_none(self.output_tensors_index, local_grad_outputs)
         return None
+
+    def _run_hooks_without_inputs(self):
+        """No input requires grad, so the input node never runs: the hooks run from the output
+        node, with a warning and all-None ``grad_input``."""
+        warn_at_caller("Full backward hook is firing when gradients are computed with respect "
+                       "to module outputs since no inputs require gradients. See "
+                       "https://docs.pytorch.org/docs/main/generated/torch.nn.Module.html"
+                       "#torch.nn.Module.register_full_backward_hook for more details.")
+        grad_inputs = (None,) * self.n_inputs
+        for user_hook in self.user_hooks:
+            res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
+                                grad_inputs, self.grad_outputs)
+            if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
+                raise RuntimeError("Backward hook for Modules where no input requires gradient "
+                                   "should always return None or None for all gradients.")
+        self.grad_outputs = None
 
     @staticmethod
     def _apply_on_tensors(on_backward, args):
@@ -225,11 +260,38 @@ class BackwardHook:
         return (tuple(new_args) if type(args) is tuple else type(args)(*new_args)), tensors_idx
 
     def setup_input_hook(self, args):
-        res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
         self.n_inputs = len(args)
+        if self.n_inputs == 1 and args.__class__ is tuple:
+            # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
+            arg = args[0]
+            if not (isinstance(arg, Tensor) and arg._requires_grad and grad_mode.STATE.enabled):
+                self.input_tensors_index = None
+                return args
+            # BackwardHookFunctionBackward((edge,), (meta,), on_backward), one Python call less
+            node = _new_object(BackwardHookFunctionBackward)
+            Node.__init__(node, (edge(arg),))
+            node._num_outputs = 1
+            node.metas = ((arg._data.shape, arg._data.dtype),)
+            node.on_backward = self._input_backward
+            self.input_tensors_index = _FIRST_ONLY
+            return (_identity_view(arg, node, 0),)
+        res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
         return res
 
     def setup_output_hook(self, args):
+        if isinstance(args, Tensor):
+            # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
+            self.n_outputs = 1
+            if not (args._requires_grad and grad_mode.STATE.enabled):
+                self.output_tensors_index = None
+                return args
+            node = _new_object(BackwardHookFunctionBackward)  # as in setup_input_hook
+            Node.__init__(node, (edge(args),))
+            node._num_outputs = 1
+            node.metas = ((args._data.shape, args._data.dtype),)
+            node.on_backward = self._output_backward
+            self.output_tensors_index = _FIRST_ONLY
+            return _identity_view(args, node, 0)
         is_tuple = isinstance(args, tuple)
         if not is_tuple:
             args = (args,)

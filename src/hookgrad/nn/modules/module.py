@@ -42,6 +42,8 @@ from __future__ import annotations
 import functools
 import inspect
 import itertools
+import os
+import sys
 import time
 import warnings
 import weakref
@@ -170,13 +172,27 @@ def _set_hook_observer(callback: Optional[Callable]) -> Optional[Callable]:
 _backward_hook_call_observers: list = []
 
 
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+
+
+def _stacklevel_outside_hookgrad() -> int:
+    """The ``stacklevel`` that makes a warning raised by this function's caller point at the first
+    frame outside hookgrad (how many hookgrad frames lie between varies: hookgrad.hooks counts
+    module calls through extra ones)."""
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
     """Call ``hook(*args)``, reporting the call to the hook observer when one is set (which reads
     ``args`` from this frame), and, while hookgrad.hooks is loaded, with the hook's context."""
+    if _hook_observer is None and not _hook_context.ON[0]:  # the usual case: nobody watches
+        return hook(*args)
     pushed = _hook_context.ON[0] and _push_hook_context(kind, module)
     observer = _hook_observer
-    if observer is None and not pushed:
-        return hook(*args)
     try:
         if observer is None:
             return hook(*args)
@@ -905,8 +921,70 @@ class Module:
         when its step comes, so a hook registered by an earlier step (or by ``forward``) runs."""
         if _hook_context.ON[0] and not _counted:  # hookgrad.hooks.context() needs the call's index
             return _hook_context.counted_call(self, self._call_with_hooks, forward_call, args, kwargs)
+        if self._is_full_backward_hook is True and not (
+                self._forward_pre_hooks or self._forward_hooks or self._backward_pre_hooks or _counted
+                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_pre_hooks
+                or live_hook_ids or _global_is_full_backward_hook is False):
+            # the usual debugging set-up, only full backward hooks: the steps below, less the tests
+            # for the kinds that are absent (forward hooks that ``forward`` registers still run)
+            bw_hook = BackwardHook(self, [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+                                   if _global_backward_hooks else list(self._backward_hooks.values()),
+                                   [], dispatch=_dispatch)
+            result = None
+            called_always_called_hooks = ()
+            latest = None
+            try:
+                args = bw_hook.setup_input_hook(args)
+                result = forward_call(*args, **kwargs)
+                if _global_forward_hooks or self._forward_hooks:
+                    called_always_called_hooks = set()
+                    latest = [result]
+                    result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a Tensor or "
+                                  f"a tuple of Tensors but received {type(result)}",
+                                  stacklevel=_stacklevel_outside_hookgrad())
+                result = bw_hook.setup_output_hook(result)
+                if _backward_hook_call_observers:
+                    for observer in tuple(_backward_hook_call_observers):
+                        observer(self, bw_hook, result)
+                return result
+            except Exception:
+                if latest is not None:
+                    result = latest[0]
+                self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
+                raise
+        if not (self._backward_hooks or self._forward_pre_hooks or self._backward_pre_hooks or _counted
+                or _global_backward_hooks or _global_forward_pre_hooks or _global_backward_pre_hooks):
+            # the other usual set-up, only forward hooks: the steps below without the backward set-up
+            result = None
+            called_always_called_hooks = ()
+            latest = None
+            try:
+                result = forward_call(*args, **kwargs)
+                if _global_forward_hooks or self._forward_hooks_with_kwargs or self._forward_hooks_always_called:
+                    called_always_called_hooks = set()
+                    latest = [result]
+                    result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
+                elif self._forward_hooks:
+                    # this module's own plain hooks: _run_forward_hooks written out (none is always_call,
+                    # so the error path sees ``result`` as they left it)
+                    for hook in tuple(self._forward_hooks.values()):
+                        if _hook_observer is None and not _hook_context.ON[0]:
+                            new = hook(self, args, result)
+                        else:
+                            new = _dispatch("forward_hook", self, hook, self, args, result)
+                        if new is not None:
+                            result = new
+                return result
+            except Exception:
+                if latest is not None:
+                    result = latest[0]
+                self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
+                raise
         result = None
         called_always_called_hooks = ()  # becomes a set when forward hooks run
+        latest = None  # [the result as the forward hooks have left it], while _run_forward_hooks runs
         pre_hook_progress = None  # while pre-hooks run: the args/kwargs as they have left them so far
         try:
             # The backward hook lists are taken before any forward hook runs.
@@ -914,7 +992,11 @@ class Module:
             if self._backward_pre_hooks or _global_backward_pre_hooks:
                 backward_pre_hooks = self._get_backward_pre_hooks()
             if self._backward_hooks or _global_backward_hooks:
-                full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
+                if _global_is_full_backward_hook is not False and self._is_full_backward_hook is not False:
+                    # _get_backward_hooks' usual case, written out (this runs on every hooked call)
+                    full_backward_hooks = [*_global_backward_hooks.values(), *self._backward_hooks.values()]
+                else:
+                    full_backward_hooks, non_full_backward_hooks = self._get_backward_hooks()
             live = None
             if live_hook_ids and (full_backward_hooks or backward_pre_hooks):
                 live = live_snapshot(self)
@@ -943,7 +1025,8 @@ class Module:
             if bw_hook is not None:
                 if not isinstance(result, (Tensor, tuple)):
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or "
-                                  f"a tuple of Tensors but received {type(result)}", stacklevel=3)
+                                  f"a tuple of Tensors but received {type(result)}",
+                                  stacklevel=_stacklevel_outside_hookgrad())
                 result = bw_hook.setup_output_hook(result)
                 if _backward_hook_call_observers:
                     for observer in tuple(_backward_hook_call_observers):
@@ -955,7 +1038,7 @@ class Module:
         except Exception:
             if pre_hook_progress is not None:
                 args, kwargs = pre_hook_progress  # as torch's: the args as the earlier pre-hooks left them
-            if called_always_called_hooks != ():
+            if latest is not None:
                 result = latest[0]  # as torch's: the result as the forward hooks before the error left it
             self._run_always_called_hooks(args, kwargs, result, called_always_called_hooks)
             raise
