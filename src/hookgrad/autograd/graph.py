@@ -442,7 +442,9 @@ class AccumulateGrad(Node):
     def apply(self, grads):
         var = self.variable
         grad = grads[0]
-        if grad is not None:
+        # a leaf whose requires_grad was switched off after the graph was built keeps its .grad (its
+        # post-accumulate hooks still run), as in torch
+        if grad is not None and var._requires_grad:
             _above.accumulate_into_grad(var, grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
@@ -550,11 +552,18 @@ class save_on_cpu(saved_tensors_hooks):
     """Saved tensors are copied off the device (a plain copy here: every tensor is on the CPU)."""
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        # as torch's: without pinned memory a CPU tensor is kept as it is (``cpu()`` of a CPU tensor is
+        # the tensor itself), so a later in-place change shows in what is unpacked; pinned memory copies
         def pack(t):
-            return (t.device, t.detach().clone())
+            if not pin_memory:
+                return (t.device, t.cpu())
+            packed = t.new_empty(t.size())
+            packed.copy_(t)
+            return (t.device, packed)
 
         def unpack(packed):
-            return packed[1]
+            device, tensor = packed
+            return tensor.to(device)
 
         super().__init__(pack, unpack)
 
