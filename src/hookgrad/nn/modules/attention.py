@@ -54,10 +54,8 @@ def __getattr__(name):
 
 # ---- helpers --------------------------------------------------------------------------------------
 def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    if x.dim() == 2 and bias is not None:
-        return hookgrad.addmm(bias, x, weight.t())
-    out = x.matmul(weight.t())
-    return out if bias is None else out + bias
+    # F.linear, as torch's attention uses: its nodes (and what they save) for inputs of any rank
+    return hookgrad.nn.functional.linear(x, weight, bias)
 
 
 def _canonical_mask(mask, mask_name: str, other_type, other_name: str, target_type, check_other=True):
