@@ -71,6 +71,24 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
     "combo:create_graph_through_recurrent": "a second pass through an LSTM/GRU differentiates torch's fused "
                                             "backward node, hookgrad's composed ops: which parameters accumulate "
                                             "before the pass stops on a freed graph differs",
+    "combo:create_graph_through_batchnorm": "torch differentiates batch norm's backward as one saved-tensor node "
+                                            "(NativeBatchNormBackwardBackward0), so a second pass over a freed graph "
+                                            "raises; hookgrad rebuilds it from ops that keep nothing to free, and "
+                                            "the pass runs",
+    "combo:create_graph_through_conv": "torch differentiates a convolution's backward as one "
+                                       "ConvolutionBackwardBackward0 node over (grad_output, input, weight): its "
+                                       "undefined input gradient reaches the nodes upstream (a hooked module's "
+                                       "BackwardHookFunction turns it into zeros); hookgrad's input gradient is a "
+                                       "transposed convolution with no edge to the input, so the second pass "
+                                       "skips them and unpacks in another order",
+    "combo:inplace_on_fused_layer_parameters": "hookgrad's composed LSTM/GRU/weight_norm ops save parameters that "
+                                               "torch's fused node does not need (a GRU's input bias), so an "
+                                               "in-place change of one after the forward raises the version error "
+                                               "in hookgrad only",
+    "combo:optimizer_step_on_input_of_hooked_module": "an optimizer step inside a post-accumulate hook changes, in "
+                                                      "place, an input wrapped by a full backward hook's view: "
+                                                      "torch's second pass first reads that view (the error names "
+                                                      "BackwardHookFunction), hookgrad's a view of it (named T)",
     "combo:view_made_under_no_grad": "a view of a tensor requiring grad made under no_grad requires grad in torch "
                                      "(a leaf without grad_fn that no gradient reaches; an in-place change of it "
                                      "under grad mode raises); in hookgrad it does not require grad",
@@ -433,9 +451,22 @@ def program_features(program) -> set[str]:
                     for n in ([s["on"]] if isinstance(s["on"], str) else s["on"])]
     if any(n.split(".")[0] in fused for n in leaf_targets):
         feats.add("combo:hooks_on_fused_layer_parameters")
-    if "model:reshape" in feats and any(s["k"] == "forward" and s.get("grad_ctx") and s["grad_ctx"]["mode"] != "inference_mode"
-                                        for s in program["steps"]):
+    # blocks that take views of their input (reshape, unsqueeze, split, a returned input)
+    view_blocks = {"reshape", "split", "conv1d", "conv2d", "maxpool", "avgpool", "mha", "mha_no_weights", "lstm",
+                   "gru", "identity", "dropout", "batchnorm", "batchnorm_eval", "function_dirty", "inplace_input"}
+    if feats & {f"model:{k}" for k in view_blocks} and any(
+            s["k"] == "forward" and s.get("grad_ctx") and s["grad_ctx"]["mode"] != "inference_mode"
+            for s in program["steps"]):
         feats.add("combo:view_made_under_no_grad")
+    if create_graph_any and "model:batchnorm" in feats:
+        feats.add("combo:create_graph_through_batchnorm")
+    if create_graph_any and feats & {"model:conv1d", "model:conv2d"}:
+        feats.add("combo:create_graph_through_conv")
+    inplace_targets = [s["on"] for s in program["steps"] if s["k"] in ("inplace", "detach")]
+    if any(n.split(".")[0] in fused for n in inplace_targets):
+        feats.add("combo:inplace_on_fused_layer_parameters")
+    if "act:opt_step" in feats and create_graph_any and feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
+        feats.add("combo:optimizer_step_on_input_of_hooked_module")
     if saved and "model:kwargs" in feats:
         feats.add("combo:saved_hooks_on_linear_without_bias")
     if saved - {"saved:clone"} and "model:relu_inplace" in feats and feats & {"inplace", "inplace:view"}:
