@@ -71,7 +71,7 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
     "combo:create_graph_through_recurrent": "a second pass through an LSTM/GRU differentiates torch's fused "
                                             "backward node, hookgrad's composed ops: which parameters accumulate "
                                             "before the pass stops on a freed graph differs",
-    "combo:create_graph_through_batchnorm": "torch differentiates batch norm's backward as one saved-tensor node "
+    "combo:create_graph_through_batchnorm": "torch differentiates batch norm's backward (train or eval) as one saved-tensor node "
                                             "(NativeBatchNormBackwardBackward0), so a second pass over a freed graph "
                                             "raises; hookgrad rebuilds it from ops that keep nothing to free, and "
                                             "the pass runs",
@@ -81,10 +81,11 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                        "BackwardHookFunction turns it into zeros); hookgrad's input gradient is a "
                                        "transposed convolution with no edge to the input, so the second pass "
                                        "skips them and unpacks in another order",
-    "combo:inplace_on_fused_layer_parameters": "hookgrad's composed LSTM/GRU/weight_norm ops save parameters that "
-                                               "torch's fused node does not need (a GRU's input bias), so an "
-                                               "in-place change of one after the forward raises the version error "
-                                               "in hookgrad only",
+    "combo:inplace_with_fused_layer": "hookgrad's composed LSTM/GRU/weight_norm ops save tensors that torch's "
+                                      "fused node does not (a GRU's input bias) and in another order, so after an "
+                                      "in-place change of a parameter or of an activation the version error comes "
+                                      "from another node (or in hookgrad only), with other gradients accumulated "
+                                      "before it",
     "combo:optimizer_step_on_input_of_hooked_module": "an optimizer step inside a post-accumulate hook changes, in "
                                                       "place, an input wrapped by a full backward hook's view: "
                                                       "torch's second pass first reads that view (the error names "
@@ -458,13 +459,14 @@ def program_features(program) -> set[str]:
             s["k"] == "forward" and s.get("grad_ctx") and s["grad_ctx"]["mode"] != "inference_mode"
             for s in program["steps"]):
         feats.add("combo:view_made_under_no_grad")
-    if create_graph_any and "model:batchnorm" in feats:
+    if create_graph_any and feats & {"model:batchnorm", "model:batchnorm_eval"}:
         feats.add("combo:create_graph_through_batchnorm")
     if create_graph_any and feats & {"model:conv1d", "model:conv2d"}:
         feats.add("combo:create_graph_through_conv")
     inplace_targets = [s["on"] for s in program["steps"] if s["k"] in ("inplace", "detach")]
-    if any(n.split(".")[0] in fused for n in inplace_targets):
-        feats.add("combo:inplace_on_fused_layer_parameters")
+    recurrent = {b["name"] for b in program["model"] if b["kind"] in ("lstm", "gru")}
+    if any(n.split(".")[0] in fused for n in inplace_targets) or (recurrent and inplace_targets):
+        feats.add("combo:inplace_with_fused_layer")
     if "act:opt_step" in feats and create_graph_any and feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
         feats.add("combo:optimizer_step_on_input_of_hooked_module")
     if saved and "model:kwargs" in feats:

@@ -52,6 +52,12 @@ REGRESSION_PROGRAMS = {
     "save_on_cpu keeps the tensor itself": _program(1393, ["linear", "shared"], [
         {"k": "forward", "saved": "save_on_cpu"}, {"k": "inplace", "on": "a_b0", "op": "mul_"},
         {"k": "roots", "how": "unbind"}, {"k": "grad", "inputs": ["shared.weight"], "allow_unused": True}]),
+    "batch norm's running statistics keep their version": _program(4614, ["batchnorm"], [
+        {"k": "hook", "kind": "g_bw", "on": "global", "label": "h0"}, _FORWARD, {"k": "roots", "how": "unbind"},
+        _FORWARD, {"k": "backward"}], x_requires_grad=True),
+    "a saved tensor detached in place, then changed": _program(4661, ["linear", "linear"], [
+        _FORWARD, {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "inplace", "on": "a_b0", "op": "add_"},
+        {"k": "roots", "how": "unbind"}, {"k": "backward"}]),
     "detach_ of a view raises": _program(2134, ["maxpool"], [_FORWARD, {"k": "detach", "on": "a_b0",
                                                                          "inplace": True}]),
 }

@@ -232,3 +232,31 @@ def test_once_differentiable_results_require_grad_and_refuse_a_second_derivative
     g, = T.autograd.grad((TanhOnce.apply(x) * w).sum(), [x], create_graph=True)
     second = catch(g.sum().backward)
     return plain, plain.requires_grad, g, g.requires_grad, g.grad_fn.name(), second, w.grad, x.grad
+
+
+@differential
+def test_batch_norm_updates_running_statistics_without_a_version_bump(T):
+    bn = T.nn.BatchNorm1d(3).double()
+    x = T.tensor([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]], dtype=T.float64, requires_grad=True)
+    versions = [bn.running_mean._version, bn.running_var._version, bn.num_batches_tracked._version]
+    first = bn(x)
+    second = bn(x * 2)  # a second training-mode forward before the first graph's backward
+    versions += [bn.running_mean._version, bn.running_var._version, bn.num_batches_tracked._version]
+    result = catch((first * T.tensor([1.0, 2.0, 3.0], dtype=T.float64)).sum().backward)
+    bn.eval()
+    third = bn(x)
+    with T.no_grad():
+        bn.running_mean.add_(1.0)  # a real in-place op bumps it, and the eval-mode graph notices
+    late = catch(third.sum().backward)
+    return versions, result, x.grad, second, bn.running_mean, bn.running_var, late
+
+
+@differential
+def test_a_saved_input_detached_in_place_then_changed_names_the_detach(T):
+    w = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    h = T.tensor([[0.5, -1.0]], dtype=T.float64, requires_grad=True) * 2
+    out = h @ w
+    h.detach_()
+    h.add_(1.0)
+    raised = catch(out.sum().backward)
+    return raised, "detached in-place" in raised.message, w.grad

@@ -384,6 +384,11 @@ class SavedTensor:
     def unpack(self, node=None):
         if self.unpack_hook is not None:
             return self._unpack_with_hook(node)
+        # torch looks for an in-place detach before it compares versions
+        if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn is None \
+                and self.grad_fn is not node:
+            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+                               "This is not supported, please use out-of-place `.detach()` instead")
         if self.counter[0] != self.version:
             if self.is_output:
                 desc, where = f"[{_type_name(self.tensor)} {list(self.tensor.shape)}]", f", which is output 0 of {_forward_name(node)},"
@@ -409,9 +414,6 @@ class SavedTensor:
             fn = out._grad_fn = node if self.grad_fn is None else self.grad_fn
             out._requires_grad = fn is not None
             return out
-        if self.grad_fn is not None and self.tensor._grad_fn is None and self.grad_fn is not node:
-            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
-                               "This is not supported, please use out-of-place `.detach()` instead")
         return self.tensor
 
 
