@@ -55,8 +55,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                               "(it disagrees with finite differences of its own first derivative, "
                                               "e.g. seed 226); hookgrad's composed ops give the right one, "
                                               "deliberately not torch's",
-    "combo:saved_hooks_on_maxpool": "torch's max-pool node packs its input and the int64 indices (and unpacks "
-                                    "both); hookgrad's keeps the window choice itself and packs only the input",
     "combo:float_indices_into_embedding_under_pack_hooks": "given float indices (a forward pre-hook scaled "
                                                            "them), torch's embedding node packs them before its "
                                                            "dtype check raises; hookgrad raises first, with no pack",
@@ -434,7 +432,7 @@ def program_features(program) -> set[str]:
     if "grad" in feats and any(n == "x" or "." in n for n in multi_on):
         feats.add("combo:multi_grad_hook_on_leaf_under_autograd_grad")
     saved = {f for f in feats if f.startswith("saved:")} - {"saved:save_on_cpu", "saved:disable", "saved:disable_only"}
-    for kind in ("weight_norm", "lstm", "gru", "mha_no_weights", "maxpool"):
+    for kind in ("weight_norm", "lstm", "gru", "mha_no_weights"):
         if saved and f"model:{kind}" in feats:
             feats.add(f"combo:saved_hooks_on_{kind}")
     if saved and "model:embedding" in feats and feats & {"ret:fwd_pre:scale", "ret:g_fwd_pre:scale"}:

@@ -260,3 +260,38 @@ def test_a_saved_input_detached_in_place_then_changed_names_the_detach(T):
     h.add_(1.0)
     raised = catch(out.sum().backward)
     return raised, "detached in-place" in raised.message, w.grad
+
+
+@pytest.mark.parametrize("mode", ["same", "clone", "scale", "flip"])
+@differential
+def test_max_pool_packs_and_unpacks_its_indices(T, mode):
+    x = T.tensor([[[0.1, 0.5, 0.3, 0.9]], [[0.4, -0.5, 0.6, 0.2]]], dtype=T.float64, requires_grad=True)
+    log = []
+
+    def pack(t):
+        log.append(("pack", str(t.dtype).split(".")[-1], tuple(t.shape)))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", str(t.dtype).split(".")[-1]))
+        if mode == "clone":
+            return t.clone()
+        if mode == "scale":
+            return t / 2.0
+        if mode == "flip" and t.dtype == T.int64:
+            return t.flip(-1)
+        return t
+
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = T.nn.functional.max_pool1d(x, 2, stride=1)
+    raised = catch((y * T.tensor([1.0, 2.0, 3.0], dtype=T.float64)).sum().backward)
+    return log, raised, x.grad
+
+
+@differential
+def test_max_pool_indices_returned_and_changed_in_place_break_the_backward(T):
+    x = T.tensor([[[0.1, 0.5, 0.3, 0.9]]], dtype=T.float64, requires_grad=True)
+    y, idx = T.nn.functional.max_pool1d(x, 2, stride=1, return_indices=True)
+    z, idx2 = T.nn.functional.max_pool1d(x, 2, stride=1, return_indices=True)
+    idx.add_(0)
+    return catch(y.sum().backward), idx, catch(z.sum().backward), x.grad

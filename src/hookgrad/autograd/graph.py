@@ -499,6 +499,11 @@ _PACK_MODIFIED_INPUT = (
     "need to perform in-place operations on the input to a pack hook.")
 
 
+def saved_tensor_hooks_active() -> bool:
+    """Whether a tensor saved now goes through a pack hook."""
+    return bool(_saved_hooks_stack) and _saved_hooks_stack[-1] is not None
+
+
 def _call_pack_hook(pack, tensor):
     """Run a pack hook as torch does: grad mode off, no saved-tensor hooks for what it saves itself,
     and its input must come back unchanged."""

@@ -30,15 +30,19 @@ class LinearMapNode(Node):
     def apply(self, grads):
         g = grads[0]
         adj = self.adj
+        x = None
         if self.uses_saved_indices:
             adj = self.adjoint_with_saved_indices()
+        elif self.saves_input:
+            saved = self.saved()
+            x = saved[0]
+            if len(saved) > 1:  # max pooling's indices, as unpacked now
+                adj = functools.partial(self.adjoint_at_saved, self, indices=saved[1])
         # the adjoint's node carries the op's args on, for the forward class it records in turn
         out = linear_map(g, adj, self.fwd, self.adjoint, args=getattr(self, "args", None))
         if self.saves_input:
-            (x,) = self.saved()
             return backward_results(self.constant_in_input, (g, x), (out,))
         return (out,)
-
 
     def adjoint_with_saved_indices(self):
         """The adjoint kernel over the indices as unpacked now, as torch's backward reads them: a freed
