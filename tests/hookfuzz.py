@@ -88,9 +88,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                       "place, an input wrapped by a full backward hook's view: "
                                                       "torch's second pass first reads that view (the error names "
                                                       "BackwardHookFunction), hookgrad's a view of it (named T)",
-    "combo:view_made_under_no_grad": "a view of a tensor requiring grad made under no_grad requires grad in torch "
-                                     "(a leaf without grad_fn that no gradient reaches; an in-place change of it "
-                                     "under grad mode raises); in hookgrad it does not require grad",
     "combo:inplace_relu_output_under_pack_hooks_then_inplace": "an in-place op computes out of place and writes "
                                                                "into its tensor, so a pack hook sees that result, "
                                                                "not the tensor itself: an alias it keeps misses a "
@@ -450,13 +447,6 @@ def program_features(program) -> set[str]:
                     for n in ([s["on"]] if isinstance(s["on"], str) else s["on"])]
     if any(n.split(".")[0] in fused for n in leaf_targets):
         feats.add("combo:hooks_on_fused_layer_parameters")
-    # blocks that take views of their input (reshape, unsqueeze, split, a returned input)
-    view_blocks = {"reshape", "split", "conv1d", "conv2d", "maxpool", "avgpool", "mha", "mha_no_weights", "lstm",
-                   "gru", "identity", "dropout", "batchnorm", "batchnorm_eval", "function_dirty", "inplace_input"}
-    if feats & {f"model:{k}" for k in view_blocks} and any(
-            s["k"] == "forward" and s.get("grad_ctx") and s["grad_ctx"]["mode"] != "inference_mode"
-            for s in program["steps"]):
-        feats.add("combo:view_made_under_no_grad")
     if create_graph_any and feats & {"model:batchnorm", "model:batchnorm_eval"}:
         feats.add("combo:create_graph_through_batchnorm")
     if create_graph_any and feats & {"model:conv1d", "model:conv2d"}:

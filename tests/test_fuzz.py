@@ -58,6 +58,15 @@ REGRESSION_PROGRAMS = {
     "a saved tensor detached in place, then changed": _program(4661, ["linear", "linear"], [
         _FORWARD, {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "inplace", "on": "a_b0", "op": "add_"},
         {"k": "roots", "how": "unbind"}, {"k": "backward"}]),
+    "a view made under no_grad requires grad when its base does": _program(3978, ["conv1d"], [
+        {"k": "hook", "kind": "g_fwd_pre", "on": "global", "label": "h1"},
+        {"k": "forward", "grad_ctx": {"block": "b0", "mode": "no_grad"}}], x_requires_grad=True),
+    "a view made under no_grad has no grad_fn or accumulator": _program(920, ["linear", "reshape"], [
+        {"k": "forward", "grad_ctx": {"block": "b1", "mode": "no_grad"}},
+        {"k": "hook", "kind": "multi", "on": ["out"], "label": "h3", "mode": "all"}]),
+    "a view made under no_grad, hooked by the next module": _program(1820, ["linear", "avgpool"], [
+        {"k": "hook", "kind": "fwd_pre", "on": "b1.pool", "label": "h2"},
+        {"k": "forward", "grad_ctx": {"block": "b1", "mode": "no_grad"}}]),
     "detach_ of a view raises": _program(2134, ["maxpool"], [_FORWARD, {"k": "detach", "on": "a_b0",
                                                                          "inplace": True}]),
 }

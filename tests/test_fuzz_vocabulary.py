@@ -295,3 +295,45 @@ def test_max_pool_indices_returned_and_changed_in_place_break_the_backward(T):
     z, idx2 = T.nn.functional.max_pool1d(x, 2, stride=1, return_indices=True)
     idx.add_(0)
     return catch(y.sum().backward), idx, catch(z.sum().backward), x.grad
+
+
+def _no_grad_view_scenario(T, make_base):
+    """What torch does with a view made under no_grad of a tensor whose base requires grad."""
+    w = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = make_base(T, w)
+    record = {}
+    with T.no_grad():
+        v = base.view(3)
+    record["attrs"] = (v.requires_grad, v.grad_fn is None, v.is_leaf, v._is_view())
+    y = v * 3
+    record["y"] = catch(lambda: (y.requires_grad, y.grad_fn.name(), [n is None for n, _ in y.grad_fn.next_functions]))
+    record["backward"] = catch(lambda: y.sum().backward())
+    record["v.grad"] = v.grad
+    record["in place under grad mode"] = catch(v.add_, 1)
+    record["view of it"] = catch(lambda: (v.view(3).requires_grad, v.view(3).grad_fn.name()))
+    record["in place on a view of it"] = catch(v.view(3).mul_, 2)
+    record["multi-grad hook"] = catch(T.autograd.graph.register_multi_grad_hook, [v], lambda grads: None)
+    record["w.grad"] = catch(lambda: ((v * w).sum().backward(), w.grad)[1])
+    record["grad wrt it"] = catch(T.autograd.grad, (v * w).sum(), [v])
+    with T.no_grad():
+        v.add_(1)  # allowed under no_grad, but the view is unusable under grad mode afterwards
+    record["after in place under no_grad"] = (catch(lambda: v.grad_fn), catch(lambda: v * 2))
+    return record
+
+
+@pytest.mark.parametrize("base", ["leaf", "non-leaf", "view of a constant"])
+@differential
+def test_a_view_made_under_no_grad_requires_grad_but_gets_no_gradient(T, base):
+    makers = {"leaf": lambda T, w: w, "non-leaf": lambda T, w: w * 2,
+              "view of a constant": lambda T, w: T.tensor([[1.0, 2.0, 3.0]]).reshape(3).requires_grad_()}
+    return _no_grad_view_scenario(T, makers[base])
+
+
+@differential
+def test_a_view_made_under_no_grad_of_a_view_whose_base_needs_no_grad(T):
+    x = T.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]).reshape(2, 3)  # a view of a tensor without grad
+    x.requires_grad_(True)
+    with T.no_grad():
+        u = x.unsqueeze(1)
+        chain = x.reshape(-1).view(2, 3).t().t()
+    return u.requires_grad, chain.requires_grad, catch(u.add_, 1)

@@ -205,6 +205,10 @@ class Tensor:
         if fn is not None:
             return fn, self._output_nr
         if self._requires_grad:
+            if self._base is not None and self.__dict__:
+                from ._ops.views import is_no_grad_view
+                if is_no_grad_view(self):
+                    return None, 0
             return self._grad_accumulator(), 0
         return None, 0
 

@@ -338,7 +338,7 @@ class SavedTensor:
         elif tensor._requires_grad:
             # held strongly, as torch does: a leaf saved by a custom Function without being its input
             # stays alive (the accumulator holds it) for the unpacked value to stand in for
-            self.accumulator = tensor._grad_accumulator()
+            self.accumulator = tensor._edge()[0]  # None for a view made under no_grad
 
     def _unpack_with_hook(self, node):
         value = self.unpack_hook(self.packed)
@@ -712,7 +712,7 @@ def _grad_fn_or_accumulator(tensor):
         return tensor.node
     node = tensor.grad_fn
     if node is None and tensor.requires_grad:
-        node = tensor._grad_accumulator()
+        node = tensor._edge()[0]  # None for a view made under no_grad: no gradient reaches it
     if node is None:
         raise AssertionError("Expected gradient function to be set")
     return node
