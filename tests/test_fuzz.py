@@ -150,6 +150,12 @@ def test_ci_programs_cover_the_vocabulary():
         "optimizer:sgd", "optimizer:adam", "act:remove_self", "act:remove", "act:register",
         "backward:retain_graph", "grad:create_graph", "model:shared", "model:kwargs", "model:tuple", "model:seq",
         "with_kwargs:fwd", "always_call:fwd", "prepend:bw"}
+    # the wider vocabulary: every block, and the calls outside programs make
+    wanted |= {f"model:{kind}" for kind in hookfuzz.BLOCK_KINDS} | {
+        "mode:train", "mode:eval", "requires_grad", "apply", "remove", "detach", "detach_", "retain_grad:view",
+        "clip:norm", "clip:norm_inf", "clip:value", "zero_grad:module", "backward:method", "backward:grad_tensors",
+        "act:register_global", "act:opt_step", "saved:save_on_cpu", "saved:disable", "saved:disable_only",
+        "grad_ctx:no_grad", "grad_ctx:enable_grad"}
     assert wanted <= seen, wanted - seen
 
 
