@@ -92,6 +92,12 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                                "into its tensor, so a pack hook sees that result, "
                                                                "not the tensor itself: an alias it keeps misses a "
                                                                "later in-place change that torch's sees",
+    "combo:double_backward_through_inplace_relu_on_a_view_under_pack_hooks": "an in-place ReLU on a block's output "
+                                                                             "that is a view (avgpool's squeeze, seed "
+                                                                             "5867) under pack hooks, then "
+                                                                             "create_graph and a second pass: hookgrad "
+                                                                             "raises the freed-graph error where torch "
+                                                                             "unpacks and runs (not yet understood)",
     "combo:create_graph_through_layernorm": "torch differentiates LayerNorm's backward as one saved-tensor node "
                                             "(NativeLayerNormBackwardBackward0); hookgrad rebuilds it from ops, so "
                                             "a second pass through it, hook order and saved-tensor hooks differ",
@@ -350,7 +356,19 @@ def generate(seed: int, disabled=frozenset()) -> dict:
         for s in program["steps"]:
             if s["k"] == "inplace":
                 s.update(on=f"a_{reshaped[0]}", view=False, no_grad=False)
+    # The same crash with the other blocks whose output is a view (a squeeze or flatten of the
+    # layer's result): their outputs are modified in place directly, under grad mode.
+    view_outputs = {f"a_{b['name']}" for b in blocks if b["kind"] in VIEW_OUTPUT_BLOCKS}
+    if blocks[-1]["kind"] in VIEW_OUTPUT_BLOCKS:
+        view_outputs.add("out")
+    for s in program["steps"]:
+        if s["k"] == "inplace" and s["on"] in view_outputs:
+            s.update(view=False, no_grad=False)
     return program
+
+
+# blocks whose output is a view of a tensor made inside them (see the end of generate)
+VIEW_OUTPUT_BLOCKS = ("conv1d", "conv2d", "maxpool", "avgpool", "mha_no_weights")
 
 
 def block_features(kind):
@@ -447,6 +465,9 @@ def program_features(program) -> set[str]:
                     for n in ([s["on"]] if isinstance(s["on"], str) else s["on"])]
     if any(n.split(".")[0] in fused for n in leaf_targets):
         feats.add("combo:hooks_on_fused_layer_parameters")
+    if saved and create_graph_any and "model:relu_inplace" in feats and feats & {
+            f"model:{k}" for k in VIEW_OUTPUT_BLOCKS + ("reshape",)}:
+        feats.add("combo:double_backward_through_inplace_relu_on_a_view_under_pack_hooks")
     if create_graph_any and feats & {"model:batchnorm", "model:batchnorm_eval"}:
         feats.add("combo:create_graph_through_batchnorm")
     if create_graph_any and feats & {"model:conv1d", "model:conv2d"}:
