@@ -357,13 +357,12 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             if s["k"] == "inplace":
                 s.update(on=f"a_{reshaped[0]}", view=False, no_grad=False)
     # The same crash with the other blocks whose output is a view (a squeeze or flatten of the
-    # layer's result): their outputs are modified in place directly, under grad mode.
+    # layer's result) and with the output made a view by retain_grad: no in-place steps on those.
     view_outputs = {f"a_{b['name']}" for b in blocks if b["kind"] in VIEW_OUTPUT_BLOCKS}
-    if blocks[-1]["kind"] in VIEW_OUTPUT_BLOCKS:
+    if blocks[-1]["kind"] in VIEW_OUTPUT_BLOCKS or any(s["k"] == "retain_grad" and s.get("view")
+                                                       for s in program["steps"]):
         view_outputs.add("out")
-    for s in program["steps"]:
-        if s["k"] == "inplace" and s["on"] in view_outputs:
-            s.update(view=False, no_grad=False)
+    program["steps"] = [s for s in program["steps"] if not (s["k"] == "inplace" and s["on"] in view_outputs)]
     return program
 
 
