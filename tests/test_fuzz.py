@@ -19,6 +19,66 @@ def frameworks():
     return hookfuzz.Frameworks()
 
 
+def _program(seed, model, steps, x_requires_grad=False):
+    return {"seed": seed, "x_requires_grad": x_requires_grad,
+            "model": [{"kind": kind, "name": f"b{i}"} for i, kind in enumerate(model)], "steps": steps}
+
+
+_FORWARD, _SUM = {"k": "forward"}, {"k": "roots", "how": "sum"}
+# Shrunk programs of divergences the fuzzer found and hookgrad fixed (the behaviour each pins), run
+# whatever KNOWN_DIVERGENT_FEATURES says.
+REGRESSION_PROGRAMS = {
+    "requires_grad_(False) on a bias between forward and backward": _program(156, ["conv2d"], [
+        _FORWARD, {"k": "requires_grad", "on": "b0.conv.bias"}, {"k": "roots", "how": "unbind"}, {"k": "backward"}]),
+    "an unrecorded custom Function call packs nothing": _program(9, ["function", "linear"], [
+        {"k": "hook", "kind": "fwd", "on": "b1", "label": "h2"}, {"k": "forward", "saved": "scale"}]),
+    "reentrant checkpoint under autograd.grad raises": _program(159, ["conv2d", "checkpoint_reentrant"], [
+        _FORWARD, {"k": "hook", "kind": "bw_pre", "on": "b1.inner", "label": "h4"}, {"k": "roots", "how": "two"},
+        {"k": "grad", "inputs": ["b0.conv.bias"], "allow_unused": True}]),
+    "clip_grad_value_ without gradients raises": _program(3, ["linear"], [{"k": "clip", "how": "value"}]),
+    "attention packs its projection's input before the weight": _program(18, ["mha"], [
+        {"k": "forward", "saved": "log"}], x_requires_grad=True),
+    "embedding's double backward stops on the freed graph": _program(78, ["linear", "embedding"], [
+        _FORWARD, {"k": "roots", "how": "two"}, {"k": "backward", "create_graph": True}, {"k": "double"}]),
+    "conv's double backward gives a leaf input None": _program(953, ["conv1d"], [
+        {"k": "hook", "kind": "post_acc", "on": "x", "label": "h0"}, _FORWARD, {"k": "roots", "how": "split"},
+        {"k": "grad", "inputs": ["b0.conv.bias"], "create_graph": True}, {"k": "double"}], x_requires_grad=True),
+    "conv's weight gradient reads its input as unpacked": _program(1181, ["linear", "conv1d"], [
+        {"k": "forward", "saved": "grad_mode"}, {"k": "inplace", "on": "a_b0", "op": "add_"},
+        {"k": "roots", "how": "two"}, {"k": "backward"}]),
+    "once_differentiable gradients require grad under create_graph": _program(1277, ["function_once", "linear"], [
+        _FORWARD, {"k": "hook", "kind": "multi", "on": ["x"], "label": "h4", "mode": "all"}, _SUM,
+        {"k": "backward", "create_graph": True}], x_requires_grad=True),
+    "save_on_cpu keeps the tensor itself": _program(1393, ["linear", "shared"], [
+        {"k": "forward", "saved": "save_on_cpu"}, {"k": "inplace", "on": "a_b0", "op": "mul_"},
+        {"k": "roots", "how": "unbind"}, {"k": "grad", "inputs": ["shared.weight"], "allow_unused": True}]),
+    "batch norm's running statistics keep their version": _program(4614, ["batchnorm"], [
+        {"k": "hook", "kind": "g_bw", "on": "global", "label": "h0"}, _FORWARD, {"k": "roots", "how": "unbind"},
+        _FORWARD, {"k": "backward"}], x_requires_grad=True),
+    "a saved tensor detached in place, then changed": _program(4661, ["linear", "linear"], [
+        _FORWARD, {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "inplace", "on": "a_b0", "op": "add_"},
+        {"k": "roots", "how": "unbind"}, {"k": "backward"}]),
+    "a view made under no_grad requires grad when its base does": _program(3978, ["conv1d"], [
+        {"k": "hook", "kind": "g_fwd_pre", "on": "global", "label": "h1"},
+        {"k": "forward", "grad_ctx": {"block": "b0", "mode": "no_grad"}}], x_requires_grad=True),
+    "a view made under no_grad has no grad_fn or accumulator": _program(920, ["linear", "reshape"], [
+        {"k": "forward", "grad_ctx": {"block": "b1", "mode": "no_grad"}},
+        {"k": "hook", "kind": "multi", "on": ["out"], "label": "h3", "mode": "all"}]),
+    "a view made under no_grad, hooked by the next module": _program(1820, ["linear", "avgpool"], [
+        {"k": "hook", "kind": "fwd_pre", "on": "b1.pool", "label": "h2"},
+        {"k": "forward", "grad_ctx": {"block": "b1", "mode": "no_grad"}}]),
+    "detach_ of a view raises": _program(2134, ["maxpool"], [_FORWARD, {"k": "detach", "on": "a_b0",
+                                                                         "inplace": True}]),
+}
+
+
+@pytest.mark.parametrize("name", list(REGRESSION_PROGRAMS))
+def test_regression_programs_run_the_same(frameworks, name):
+    program = REGRESSION_PROGRAMS[name]
+    diff, want, got, wmsg, gmsg = frameworks.check(program)
+    assert diff is None, hookfuzz.report(program, diff, want, got, wmsg, gmsg)
+
+
 def test_fixed_seeds_run_the_same_on_torch_and_hookgrad(frameworks):
     """Every CI program's event log matches torch's; a divergence is shown shrunk, with both logs."""
     start = time.perf_counter()
@@ -90,6 +150,12 @@ def test_ci_programs_cover_the_vocabulary():
         "optimizer:sgd", "optimizer:adam", "act:remove_self", "act:remove", "act:register",
         "backward:retain_graph", "grad:create_graph", "model:shared", "model:kwargs", "model:tuple", "model:seq",
         "with_kwargs:fwd", "always_call:fwd", "prepend:bw"}
+    # the wider vocabulary: every block, and the calls outside programs make
+    wanted |= {f"model:{kind}" for kind in hookfuzz.BLOCK_KINDS} | {
+        "mode:train", "mode:eval", "requires_grad", "apply", "remove", "detach", "detach_", "retain_grad:view",
+        "clip:norm", "clip:norm_inf", "clip:value", "zero_grad:module", "backward:method", "backward:grad_tensors",
+        "act:register_global", "act:opt_step", "saved:save_on_cpu", "saved:disable", "saved:disable_only",
+        "grad_ctx:no_grad", "grad_ctx:enable_grad"}
     assert wanted <= seen, wanted - seen
 
 

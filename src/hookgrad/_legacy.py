@@ -197,6 +197,11 @@ class _ExecutionEngine:
         engine.queue_final_callback(callback)
 
     @staticmethod
+    def is_checkpoint_valid() -> bool:
+        from .autograd import engine
+        return engine.is_checkpoint_valid()
+
+    @staticmethod
     def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=(), allow_unreachable=True,
                      accumulate_grad=True):
         from . import autograd

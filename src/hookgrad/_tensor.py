@@ -210,6 +210,10 @@ class Tensor:
         if fn is not None:
             return fn, self._output_nr
         if self._requires_grad:
+            if self._base is not None and self.__dict__:
+                from ._ops.views import is_no_grad_view
+                if is_no_grad_view(self):
+                    return None, 0
             return self._grad_accumulator(), 0
         return None, 0
 
@@ -340,7 +344,8 @@ class Tensor:
         return out
 
     def detach_(self) -> "Tensor":
-        if self._base is not None and self._base._requires_grad:
+        # torch refuses every view (whether or not anything requires grad); inference mode makes none
+        if self._base is not None and not _GRAD.inference:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._grad_fn = None
         self._requires_grad = False

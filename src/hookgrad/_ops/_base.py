@@ -27,7 +27,14 @@ def edge(t) -> tuple:
         fn = t.grad_fn
     if fn is not None:
         return (fn, t._output_nr)
+    if t._base is not None and t.__dict__ and _views().is_no_grad_view(t):
+        return NONE_EDGE  # torch gives such a view no grad accumulator
     return (t._grad_accumulator(), 0)
+
+
+def _views():
+    from . import views
+    return views
 
 
 def any_requires_grad(*tensors) -> bool:

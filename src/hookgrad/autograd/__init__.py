@@ -193,6 +193,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
+def _is_checkpoint_valid() -> bool:
+    """Whether reentrant checkpointing can run here (False in a pass toward chosen inputs)."""
+    from . import engine
+    return engine.is_checkpoint_valid()
+
 
 def __getattr__(name):
     # Variable lives with the other legacy classes, which need Tensor (itself importing this package)

@@ -34,6 +34,13 @@ def current_task():
     return _task_stack[-1] if _task_stack else None
 
 
+def is_checkpoint_valid() -> bool:
+    """False inside a pass that runs only toward chosen inputs (``autograd.grad``,
+    ``backward(inputs=...)``) or inside one nested in such a pass: what reentrant checkpointing
+    cannot serve, as torch's engine answers it."""
+    return all(task.exec_info is None for task in _task_stack)
+
+
 # ---- a binary heap with libstdc++'s exact push/pop algorithms -----------------------------------
 def _heap_push(heap: list, item) -> None:
     """libstdc++'s push_heap: ``item`` moves up from the end while its parent ranks lower."""

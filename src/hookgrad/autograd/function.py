@@ -71,13 +71,8 @@ class BackwardCFunction(Node, FunctionCtx):
         cls = self._forward_cls
         if self.materialize_grads:
             grads = [g if g is not None or meta is None else _zeros(meta) for g, meta in zip(grads, self._output_meta)]
-        prev = grad_mode.STATE.enabled
-        if getattr(cls.backward, "_once_differentiable", False):
-            grad_mode.STATE.enabled = False
-        try:
-            result = cls.backward(self, *grads)
-        finally:
-            grad_mode.STATE.enabled = prev
+        # a once_differentiable backward turns grad mode off itself (and marks its results)
+        result = cls.backward(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
         n_args = len(self._arg_is_tensor)
@@ -251,7 +246,9 @@ class Function(metaclass=_FunctionMeta):
                 o._requires_grad = False
             wrapped.append(o)
         node._num_outputs = len(outs)
-        if node.to_save is not None:
+        # torch saves only when the call is recorded (grad mode on and an input requiring grad); a
+        # pack hook does not see the tensors of an unrecorded call
+        if node.to_save is not None and recording:
             node._saved = tuple(None if t is None else SavedTensor(
                 t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in node.to_save)
         return wrapped[0] if single else tuple(wrapped)
@@ -293,13 +290,54 @@ def _function_view_message(node, output_nr, base_modified=False) -> str:
 InplaceFunction = Function
 
 
+_TWICE_MESSAGE = "trying to differentiate twice a function that was marked with @once_differentiable"
+
+
+class DelayedError(Node):
+    """The node of a ``once_differentiable`` backward's results under ``create_graph``: they require
+    grad (as torch's do), and differentiating them raises."""
+
+    __slots__ = ()
+
+    def name(self) -> str:
+        return "torch::autograd::Error"
+
+    def apply(self, grads):
+        raise RuntimeError(_TWICE_MESSAGE)
+
+
+def _delayed_error(outputs):
+    """Aliases of ``outputs`` whose grad_fn is a DelayedError over fresh leaves, as torch builds them."""
+    Tensor = _above.Tensor
+    from .._ops._declare import record_op
+    leaves, aliases = [], []
+    for v in outputs:
+        if isinstance(v, Tensor):
+            leaf = _above.wrap(v._data)
+            leaf._requires_grad = True
+            leaves.append(leaf)
+            aliases.append(_above.wrap(v._data))
+        else:
+            leaves.append(None)
+            aliases.append(v)
+    record_op(DelayedError, tuple(leaves), *[a for a in aliases if isinstance(a, Tensor)])
+    return tuple(aliases)
+
+
 def once_differentiable(fn):
-    """Mark a ``backward`` as not differentiable itself: it runs with grad mode off."""
+    """Mark a ``backward`` as not differentiable itself: it runs with grad mode off; under
+    ``create_graph`` its results still require grad, and a second differentiation raises."""
 
     @functools.wraps(fn)
     def wrapper(ctx, *args):
         with grad_mode.no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        Tensor = _above.Tensor
+        if not grad_mode.STATE.enabled or not any(isinstance(a, Tensor) and a._requires_grad for a in args):
+            return outputs
+        if not isinstance(outputs, tuple):
+            return _delayed_error((outputs,))[0]
+        return _delayed_error(outputs)
 
     wrapper._once_differentiable = True
     return wrapper

@@ -340,7 +340,7 @@ class SavedTensor:
         elif tensor._requires_grad:
             # held strongly, as torch does: a leaf saved by a custom Function without being its input
             # stays alive (the accumulator holds it) for the unpacked value to stand in for
-            self.accumulator = tensor._grad_accumulator()
+            self.accumulator = tensor._edge()[0]  # None for a view made under no_grad
 
     def _unpack_with_hook(self, node):
         value = self.unpack_hook(self.packed)
@@ -386,6 +386,11 @@ class SavedTensor:
     def unpack(self, node=None):
         if self.unpack_hook is not None:
             return self._unpack_with_hook(node)
+        # torch looks for an in-place detach before it compares versions
+        if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn is None \
+                and self.grad_fn is not node:
+            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
+                               "This is not supported, please use out-of-place `.detach()` instead")
         if self.counter[0] != self.version:
             if self.is_output:
                 desc, where = f"[{_type_name(self.tensor)} {list(self.tensor.shape)}]", f", which is output 0 of {_forward_name(node)},"
@@ -411,9 +416,6 @@ class SavedTensor:
             fn = out._grad_fn = node if self.grad_fn is None else self.grad_fn
             out._requires_grad = fn is not None
             return out
-        if self.grad_fn is not None and self.tensor._grad_fn is None and self.grad_fn is not node:
-            raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
-                               "This is not supported, please use out-of-place `.detach()` instead")
         return self.tensor
 
 
@@ -444,7 +446,9 @@ class AccumulateGrad(Node):
     def apply(self, grads):
         var = self.variable
         grad = grads[0]
-        if grad is not None:
+        # a leaf whose requires_grad was switched off after the graph was built keeps its .grad (its
+        # post-accumulate hooks still run), as in torch
+        if grad is not None and var._requires_grad:
             _above.accumulate_into_grad(var, grad)
         hooks = var._post_accumulate_grad_hooks
         if hooks:
@@ -495,6 +499,11 @@ _PACK_MODIFIED_INPUT = (
     "A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack hook cannot be "
     "modified by in-place operations as this can lead to unexpected side-effects. Please open an issue if you "
     "need to perform in-place operations on the input to a pack hook.")
+
+
+def saved_tensor_hooks_active() -> bool:
+    """Whether a tensor saved now goes through a pack hook."""
+    return bool(_saved_hooks_stack) and _saved_hooks_stack[-1] is not None
 
 
 def _call_pack_hook(pack, tensor):
@@ -552,11 +561,18 @@ class save_on_cpu(saved_tensors_hooks):
     """Saved tensors are copied off the device (a plain copy here: every tensor is on the CPU)."""
 
     def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        # as torch's: without pinned memory a CPU tensor is kept as it is (``cpu()`` of a CPU tensor is
+        # the tensor itself), so a later in-place change shows in what is unpacked; pinned memory copies
         def pack(t):
-            return (t.device, t.detach().clone())
+            if not pin_memory:
+                return (t.device, t.cpu())
+            packed = t.new_empty(t.size())
+            packed.copy_(t)
+            return (t.device, packed)
 
         def unpack(packed):
-            return packed[1]
+            device, tensor = packed
+            return tensor.to(device)
 
         super().__init__(pack, unpack)
 
@@ -698,7 +714,7 @@ def _grad_fn_or_accumulator(tensor):
         return tensor.node
     node = tensor.grad_fn
     if node is None and tensor.requires_grad:
-        node = tensor._grad_accumulator()
+        node = tensor._edge()[0]  # None for a view made under no_grad: no gradient reaches it
     if node is None:
         raise AssertionError("Expected gradient function to be set")
     return node

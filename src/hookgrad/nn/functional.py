@@ -25,6 +25,7 @@ EmbeddingBackward0 = linear_map_nodes(
     "EmbeddingBackward0", "EmbeddingBackwardBackward0", saved_names=("indices",),
     saved_values={"weight_sym_argsize_0": saved_arg(0), "padding_idx": lambda n: saved_dim(n.args[1]),
                   "scale_grad_by_freq": saved_arg(2), "sparse": saved_arg(3)})
+EmbeddingBackward0.uses_saved_indices = True
 
 # re-exports
 from ._functional.activation import (dropout, elu, gelu, hardtanh, leaky_relu, log_softmax, relu, relu6, sigmoid,

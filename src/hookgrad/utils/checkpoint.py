@@ -271,6 +271,11 @@ def _reentrant_function():
 
         @staticmethod
         def backward(ctx, *grad_outputs):
+            from ..autograd import engine
+            if not engine.is_checkpoint_valid():
+                raise RuntimeError("When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or "
+                                   "passing an `inputs` parameter to .backward(). To resolve this error, you can either "
+                                   "set use_reentrant=False, or call .backward() without passing the `inputs` argument.")
             inputs = list(ctx.inputs)
             for i, tensor in zip(ctx.tensor_indices, ctx.saved_tensors):
                 inputs[i] = tensor

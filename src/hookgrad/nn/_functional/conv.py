@@ -370,7 +370,9 @@ class ConvolutionBackward0(Node):
             if nf[0][0] is not None:
                 gx = conv_transpose(g, w, None, geom, self.x_shape)
             if nf[1][0] is not None:
-                gw = conv_weight(x, g, self.w_shape, geom, self.cols)
+                cols = self.cols
+                fresh = cols is not None and cols[1] is x._data and cols[2] == x._version_counter[0]
+                gw = conv_weight(x, g, self.w_shape, geom, cols[0] if fresh else None)
         else:
             if nf[0][0] is not None:
                 gx = convolution(g, w, None, geom)
@@ -395,8 +397,10 @@ def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
         node.geom, node.transposed = geom, False
         node.x_shape, node.w_shape = x._data.shape, w._data.shape
         node.bias_shape = (0,) if b is None else b._data.shape
-        # the im2col columns serve the weight gradient again; keep them only if it will be wanted
-        node.cols = cols if w._requires_grad else None
+        # the im2col columns serve the weight gradient again; keep them only if it will be wanted, with
+        # the input's array and version: pack hooks (which skip the version check) may hand back
+        # another tensor, or this one changed in place, and then the columns are stale
+        node.cols = (cols, x._data, x._version_counter[0]) if w._requires_grad else None
         node.save(x, w)  # torch packs both, whichever gradients are wanted
     return result
 
@@ -431,8 +435,18 @@ class ConvolutionBackwardBackward0(Node):
         return gx, gg
 
 
+class _NoGradNode(ZeroGradNode):
+    """torch's double backward of a convolution gives no gradient (undefined, not zeros) to an input
+    that the differentiated result does not depend on: a later AccumulateGrad gets None."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        return (None,) * len(self.next_functions)
+
+
 # a create_graph gradient that none of the convolution backward's inputs reaches (torch's name)
-_ConstantInConvolutionInputs = node_class("ConvolutionBackwardBackward0", ZeroGradNode)
+_ConstantInConvolutionInputs = node_class("ConvolutionBackwardBackward0", _NoGradNode)
 
 
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:

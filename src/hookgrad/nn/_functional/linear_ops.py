@@ -8,6 +8,8 @@ torch's names (``linear_map_nodes``).
 """
 from __future__ import annotations
 
+import functools
+
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
@@ -22,16 +24,38 @@ class LinearMapNode(Node):
     __slots__ = ("fwd", "adj", "args")
     adjoint = None  # the node class of the adjoint map
     saves_input = False  # torch keeps the input (pooling): version-checked, and an input of the backward
+    uses_saved_indices = False  # the node saved integer indices (embedding) that its backward unpacks and uses
     constant_in_input = None  # create_graph: the result's node when the gradient does not need grad
 
     def apply(self, grads):
         g = grads[0]
+        adj = self.adj
+        x = None
+        if self.uses_saved_indices:
+            adj = self.adjoint_with_saved_indices()
+        elif self.saves_input:
+            saved = self.saved()
+            x = saved[0]
+            if len(saved) > 1:  # max pooling's indices, as unpacked now
+                adj = functools.partial(self.adjoint_at_saved, self, indices=saved[1])
         # the adjoint's node carries the op's args on, for the forward class it records in turn
-        out = linear_map(g, self.adj, self.fwd, self.adjoint, args=getattr(self, "args", None))
+        out = linear_map(g, adj, self.fwd, self.adjoint, args=getattr(self, "args", None))
         if self.saves_input:
-            (x,) = self.saved()
             return backward_results(self.constant_in_input, (g, x), (out,))
         return (out,)
+
+    def adjoint_with_saved_indices(self):
+        """The adjoint kernel over the indices as unpacked now, as torch's backward reads them: a freed
+        graph raises, saved-tensor unpack hooks run and what they return is used."""
+        (indices,) = self.saved()
+        data = indices._data
+        if data.dtype.kind not in "iu":
+            raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar "
+                               f"types: Long, Int; but got {indices.type()} instead (while checking arguments for "
+                               "embedding_backward)")
+        if data is self.adj.keywords["idx"]:
+            return self.adj
+        return functools.partial(self.adj.func, **{**self.adj.keywords, "idx": data})
 
 
 def saved_arg(i: int):

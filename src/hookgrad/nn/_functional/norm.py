@@ -224,16 +224,16 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{_size_repr(Size(xd.shape))}")
         result, mean, var = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps)
+        # the running statistics are updated inside the kernel, as torch's are: no version bump, so a
+        # graph that saved them stays usable after another training-mode forward
         if running_mean is not None:
             rm = running_mean._data
             rm *= (1 - momentum)
             rm += (momentum * mean.reshape(-1)).astype(rm.dtype, copy=False)
-            running_mean._bump_version()
         if running_var is not None:
             rv = running_var._data
             rv *= (1 - momentum)
             rv += (momentum * var.reshape(-1) * (n / (n - 1))).astype(rv.dtype, copy=False)
-            running_var._bump_version()
         _save_batch_norm(result, x, weight, running_mean, running_var, True)
         return result
     if running_mean is None or running_var is None:

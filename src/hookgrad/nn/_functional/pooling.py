@@ -14,6 +14,7 @@ from ..._tensor import Tensor, wrap
 from .conv import _tuple, windows
 from .linear_ops import linear_map, linear_map_nodes, saved_arg
 from ..._ops._base import GRAD
+from ...autograd.graph import SavedTensor, saved_tensor_hooks_active
 
 
 # ---- geometry --------------------------------------------------------------------------------
@@ -24,6 +25,9 @@ MaxPool2DWithIndicesBackward0 = linear_map_nodes(
     saved_values={"kernel_size": saved_arg(0), "stride": saved_arg(1), "padding": saved_arg(2),
                   "dilation": saved_arg(3), "ceil_mode": saved_arg(4),
                   "result1": lambda n: wrap(n.args[5].flat_indices())})
+# with a second saved tensor (the indices, see _max_pool_result) the backward scatters by them
+MaxPool2DWithIndicesBackward0.adjoint_at_saved = staticmethod(lambda node, g, indices: _max_scatter_at(
+    g, indices, node.args[5]))
 AvgPool2DBackward0 = linear_map_nodes(
     "AvgPool2DBackward0", "AvgPool2DBackwardBackward0", saves_input=True,
     saved_values={"kernel_size": saved_arg(0), "stride": saved_arg(1), "padding": saved_arg(2),
@@ -264,7 +268,36 @@ def _max_pool_result(x, best, g, need_indices, args):
     fwd = functools.partial(_max_gather, geom=g)
     adj = functools.partial(_max_scatter, geom=g)
     out = linear_map(x, fwd, adj, MaxPool2DWithIndicesBackward0, value=best, args=args + (g,))
-    return out, (wrap(g.flat_indices()) if need_indices else None)
+    indices = wrap(g.flat_indices()) if need_indices else None
+    node = out._grad_fn
+    if node is not None and (indices is not None or saved_tensor_hooks_active()):
+        # torch's node keeps the indices as a saved tensor (packed after the input, version-checked,
+        # unpacked for the backward); without pack hooks or a caller holding them, the window choice
+        # kept in the geometry is the same thing and costs no index array
+        if indices is None:
+            indices = wrap(g.flat_indices())
+        node._saved = node._saved + (SavedTensor(indices),)
+        indices = indices if need_indices else None
+    return out, indices
+
+
+def _max_scatter_at(g, indices, geom):
+    """The input gradient of a max pool whose indices were unpacked as ``indices``: the geometry's
+    own scatter when they are its own choice, else a scatter by these indices (torch's kernel reads
+    whatever the saved tensor holds)."""
+    data = indices._data
+    if data.dtype != np.int64:
+        raise RuntimeError(f"expected scalar type Long but found {indices.type().split('.')[-1].replace('Tensor', '')}")
+    own = geom.flat_indices()
+    if data is own or np.array_equal(data, own):
+        return _max_scatter(g, geom=geom)
+    other = _MaxGeom()
+    for name in _MaxGeom.__slots__:
+        setattr(other, name, getattr(geom, name))
+    other._idx = data
+    g4 = g if g.ndim == 4 else g[None]
+    out = _max_scatter_exact(g4, other)
+    return out if g.ndim == 4 else out[0]
 
 
 def max_pool2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):

@@ -56,8 +56,8 @@ def __getattr__(name):
 
 # ---- helpers --------------------------------------------------------------------------------------
 def _linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
-    # looked up on the functional module at each call, as torch's Python attention code does: a patched
-    # F.linear (FLOP counters, tracers) sees the projections, a patched torch.addmm does not
+    # F.linear looked up at each call, as torch's attention code does: its nodes (and what they save) for
+    # inputs of any rank, and a patched F.linear (FLOP counters, tracers) sees the projections
     return hookgrad.nn.functional.linear(x, weight, bias)
 
 

@@ -119,7 +119,11 @@ def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
     """Clamp every gradient to ``[-clip_value, clip_value]`` in place."""
     clip_value = float(clip_value)
-    for p in _as_list(parameters):
+    params = _as_list(parameters)
+    if all(p.grad is None for p in params):
+        # torch groups the gradients for its foreach kernels and refuses an empty group, whatever foreach says
+        raise RuntimeError("Expected !nested_tensorlist[0].empty() to be true, but got false.")
+    for p in params:
         g = p.grad
         if g is None:
             continue

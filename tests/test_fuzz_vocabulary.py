@@ -1,0 +1,339 @@
+"""Behaviours the hook fuzzer's wider vocabulary (convolutions, normalization, attention, recurrent
+layers, checkpointing, parametrizations, custom Functions, clipping, mode switches) found diverging
+from torch, each pinned as a differential scenario."""
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from difftest import catch, differential
+
+
+def _filled(T, module):
+    """``module`` with fixed parameter values (initializers draw differently)."""
+    with T.no_grad():
+        for i, p in enumerate(module.parameters()):
+            p.copy_(T.linspace(-1.0, 1.0 + 0.1 * i, p.numel(), dtype=p.dtype).reshape(p.shape))
+    return module
+
+
+def _packs(T, log):
+    """Saved-tensor hooks that record the shape and dtype of what is packed."""
+    def pack(t):
+        log.append(("pack", tuple(t.shape), str(t.dtype).split(".")[-1]))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", tuple(t.shape)))
+        return t
+    return T.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+
+@differential
+def test_a_leaf_switched_off_after_the_forward_gets_no_grad_but_its_hooks_run(T):
+    weight = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    bias = T.tensor([0.5, 0.5, 0.5], requires_grad=True)
+    log = []
+    bias.register_post_accumulate_grad_hook(lambda p: log.append(("post acc", p.grad)))
+    loss = (weight * 2 + bias).sum()
+    bias.requires_grad_(False)
+    loss.backward()
+    return log, weight.grad, bias.grad, bias.requires_grad
+
+
+@differential
+def test_a_linear_bias_switched_off_between_forward_and_backward(T):
+    lin = T.nn.Linear(3, 2).double()
+    with T.no_grad():
+        lin.weight.copy_(T.arange(6.0).reshape(2, 3))
+    out = lin(T.ones(4, 3, dtype=T.float64))
+    lin.bias.requires_grad_(False)
+    T.autograd.backward(list(out.unbind()), [T.full((2,), float(i)) .double() for i in range(4)])
+    return lin.weight.grad, lin.bias.grad
+
+
+class _Cube:
+    @staticmethod
+    def make(T):
+        class Cube(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x * x
+
+            @staticmethod
+            def backward(ctx, grad):
+                x, = ctx.saved_tensors
+                return grad * 3 * x * x
+        return Cube
+
+
+@pytest.mark.parametrize("requires_grad", [False, True])
+@pytest.mark.parametrize("grad_mode", [False, True])
+@differential
+def test_a_custom_function_packs_its_saved_tensors_only_when_recorded(T, requires_grad, grad_mode):
+    Cube = _Cube.make(T)
+    x = T.tensor([0.5, -1.0], requires_grad=requires_grad)
+    log = []
+    with _packs(T, log), T.set_grad_enabled(grad_mode):
+        y = Cube.apply(x)
+    if y.requires_grad:
+        y.sum().backward()
+    return log, y, y.requires_grad, x.grad
+
+
+@pytest.mark.parametrize("how", ["grad", "inputs", "plain"])
+@differential
+def test_reentrant_checkpoint_refuses_passes_toward_chosen_inputs(T, how):
+    checkpoint = importlib.import_module(T.__name__ + ".utils.checkpoint").checkpoint
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    x = T.ones(2, 3, dtype=T.float64, requires_grad=True)
+    log = []
+    lin.register_forward_hook(lambda m, args, out: log.append("forward"))
+    y = checkpoint(lin, x, use_reentrant=True).sum()
+    if how == "grad":
+        result = catch(T.autograd.grad, y, [x])
+    elif how == "inputs":
+        result = catch(y.backward, inputs=[x])
+    else:
+        result = catch(y.backward)
+    return log, result, x.grad, T.autograd._is_checkpoint_valid()
+
+
+@pytest.mark.parametrize("foreach", [None, False])
+@differential
+def test_clip_grad_value_without_any_gradient_raises(T, foreach):
+    lin = T.nn.Linear(2, 2)
+    no_grads = catch(T.nn.utils.clip_grad_value_, lin.parameters(), 0.1, foreach=foreach)
+    empty = catch(T.nn.utils.clip_grad_value_, [], 0.1, foreach=foreach)
+    lin.bias.grad = T.tensor([3.0, -0.05])
+    clipped = catch(T.nn.utils.clip_grad_value_, lin.parameters(), 0.1, foreach=foreach)
+    return no_grads, empty, clipped, lin.bias.grad, lin.weight.grad
+
+
+@pytest.mark.parametrize("x_requires_grad", [False, True])
+@differential
+def test_attention_with_weights_packs_in_torchs_order(T, x_requires_grad):
+    attn = _filled(T, T.nn.MultiheadAttention(3, 1, batch_first=True).double())
+    x = T.tensor([[[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]]], dtype=T.float64, requires_grad=x_requires_grad)
+    log = []
+    with _packs(T, log):
+        out, weights = attn(x, x, x, need_weights=True)
+    (out.sum() + weights.sum()).backward()
+    return log, out, weights, attn.in_proj_weight.grad, x.grad
+
+
+@pytest.mark.parametrize("mode", ["plain", "clone", "float", "twice"])
+@differential
+def test_embedding_backward_unpacks_its_saved_indices(T, mode):
+    weight = T.tensor([[0.1, 0.2], [0.3, -0.4], [0.5, 0.6]], dtype=T.float64, requires_grad=True)
+    idx = T.tensor([0, 2, 2])
+    log = []
+
+    def pack(t):
+        log.append(("pack", str(t.dtype).split(".")[-1]))
+        return t.clone() if mode == "clone" else t
+
+    def unpack(t):
+        log.append(("unpack", str(t.dtype).split(".")[-1]))
+        return t.double() if mode == "float" and t.dtype == T.int64 else t
+
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        out = T.nn.functional.embedding(idx, weight)
+    loss = (out * out).sum()
+    first = catch(loss.backward, retain_graph=mode == "twice")
+    second = catch(loss.backward) if mode == "twice" else None
+    return log, first, second, weight.grad
+
+
+@differential
+def test_embedding_double_backward_through_a_freed_graph_raises_before_accumulating(T):
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    emb = _filled(T, T.nn.Embedding(5, 3).double())
+    out = lin(T.ones(2, 3, dtype=T.float64)) + emb(T.tensor([1, 3]))
+    T.autograd.backward([out.sum(), (out * out).sum()], create_graph=True, retain_graph=False)
+    grads = [p.grad for p in list(lin.parameters()) + list(emb.parameters())]
+    result = catch(sum((g * g).sum() for g in grads).backward)
+    return result, emb.weight.grad, lin.weight.grad
+
+
+@pytest.mark.parametrize("pin_memory", [False, True])
+@differential
+def test_save_on_cpu_keeps_a_cpu_tensor_itself_unless_pinning(T, pin_memory):
+    w = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    a = T.tensor([[0.5, -1.0], [2.0, 0.25]], dtype=T.float64, requires_grad=True)
+    h = a * 1.0
+    with T.autograd.graph.save_on_cpu(pin_memory=pin_memory):
+        out = h @ w
+    with T.no_grad():
+        h.mul_(2.0)
+    grads = catch(T.autograd.grad, out.sum(), [w])
+    return grads
+
+
+@differential
+def test_detach_in_place_refuses_every_view(T):
+    def attempt(make):
+        return catch(lambda: make().detach_())
+    x = T.ones(2, 3, requires_grad=True)
+    pool = T.nn.MaxPool1d(3, stride=1, padding=1)
+    return [attempt(lambda: T.ones(3).view(3)), attempt(lambda: T.arange(4).view(2, 2)[0]),
+            attempt(lambda: x.detach().unsqueeze(1)), attempt(lambda: pool(x.detach().unsqueeze(1)).squeeze(1)),
+            attempt(lambda: (x * 2).view(6)), attempt(lambda: x * 2)]
+
+
+@pytest.mark.parametrize("pack_mode", ["same", "clone"])
+@differential
+def test_convolution_weight_gradient_reads_the_unpacked_input(T, pack_mode):
+    conv = _filled(T, T.nn.Conv1d(1, 1, 3, padding=1).double())
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    h = lin(T.tensor([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]], dtype=T.float64))
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t.clone() if pack_mode == "clone" else t, lambda t: t):
+        out = conv(h.unsqueeze(1)).squeeze(1)
+    h.add_(1.0)
+    out.sum().backward()
+    return conv.weight.grad, conv.bias.grad, lin.weight.grad
+
+
+@differential
+def test_convolution_double_backward_gives_no_gradient_to_an_unused_input(T):
+    conv = _filled(T, T.nn.Conv1d(1, 1, 3, padding=1).double())
+    x = T.tensor([[[0.1, 0.2, 0.3]], [[0.4, -0.5, 0.6]]], dtype=T.float64, requires_grad=True)
+    log = []
+    x.register_post_accumulate_grad_hook(lambda p: log.append(("post acc", p.grad)))
+    out = conv(x)
+    gb, = T.autograd.grad(list(out.unbind()), [conv.bias], [T.ones(1, 3, dtype=T.float64) * (i + 1) for i in range(2)],
+                          create_graph=True)
+    (gb * gb).sum().backward()
+    return log, gb, x.grad, conv.weight.grad
+
+
+@differential
+def test_once_differentiable_results_require_grad_and_refuse_a_second_derivative(T):
+    once = importlib.import_module(T.__name__ + ".autograd.function").once_differentiable
+
+    class TanhOnce(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.tanh()
+            ctx.save_for_backward(y)
+            return y
+
+        @staticmethod
+        @once
+        def backward(ctx, grad):
+            y, = ctx.saved_tensors
+            return grad * (1 - y * y)
+
+    x = T.tensor([0.5, -1.0], requires_grad=True)
+    w = T.tensor([2.0], requires_grad=True)
+    plain, = T.autograd.grad(TanhOnce.apply(x).sum(), [x], create_graph=True)
+    g, = T.autograd.grad((TanhOnce.apply(x) * w).sum(), [x], create_graph=True)
+    second = catch(g.sum().backward)
+    return plain, plain.requires_grad, g, g.requires_grad, g.grad_fn.name(), second, w.grad, x.grad
+
+
+@differential
+def test_batch_norm_updates_running_statistics_without_a_version_bump(T):
+    bn = T.nn.BatchNorm1d(3).double()
+    x = T.tensor([[0.1, 0.2, 0.3], [0.4, -0.5, 0.6]], dtype=T.float64, requires_grad=True)
+    versions = [bn.running_mean._version, bn.running_var._version, bn.num_batches_tracked._version]
+    first = bn(x)
+    second = bn(x * 2)  # a second training-mode forward before the first graph's backward
+    versions += [bn.running_mean._version, bn.running_var._version, bn.num_batches_tracked._version]
+    result = catch((first * T.tensor([1.0, 2.0, 3.0], dtype=T.float64)).sum().backward)
+    bn.eval()
+    third = bn(x)
+    with T.no_grad():
+        bn.running_mean.add_(1.0)  # a real in-place op bumps it, and the eval-mode graph notices
+    late = catch(third.sum().backward)
+    return versions, result, x.grad, second, bn.running_mean, bn.running_var, late
+
+
+@differential
+def test_a_saved_input_detached_in_place_then_changed_names_the_detach(T):
+    w = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    h = T.tensor([[0.5, -1.0]], dtype=T.float64, requires_grad=True) * 2
+    out = h @ w
+    h.detach_()
+    h.add_(1.0)
+    raised = catch(out.sum().backward)
+    return raised, "detached in-place" in raised.message, w.grad
+
+
+@pytest.mark.parametrize("mode", ["same", "clone", "scale", "flip"])
+@differential
+def test_max_pool_packs_and_unpacks_its_indices(T, mode):
+    x = T.tensor([[[0.1, 0.5, 0.3, 0.9]], [[0.4, -0.5, 0.6, 0.2]]], dtype=T.float64, requires_grad=True)
+    log = []
+
+    def pack(t):
+        log.append(("pack", str(t.dtype).split(".")[-1], tuple(t.shape)))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", str(t.dtype).split(".")[-1]))
+        if mode == "clone":
+            return t.clone()
+        if mode == "scale":
+            return t / 2.0
+        if mode == "flip" and t.dtype == T.int64:
+            return t.flip(-1)
+        return t
+
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = T.nn.functional.max_pool1d(x, 2, stride=1)
+    raised = catch((y * T.tensor([1.0, 2.0, 3.0], dtype=T.float64)).sum().backward)
+    return log, raised, x.grad
+
+
+@differential
+def test_max_pool_indices_returned_and_changed_in_place_break_the_backward(T):
+    x = T.tensor([[[0.1, 0.5, 0.3, 0.9]]], dtype=T.float64, requires_grad=True)
+    y, idx = T.nn.functional.max_pool1d(x, 2, stride=1, return_indices=True)
+    z, idx2 = T.nn.functional.max_pool1d(x, 2, stride=1, return_indices=True)
+    idx.add_(0)
+    return catch(y.sum().backward), idx, catch(z.sum().backward), x.grad
+
+
+def _no_grad_view_scenario(T, make_base):
+    """What torch does with a view made under no_grad of a tensor whose base requires grad."""
+    w = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = make_base(T, w)
+    record = {}
+    with T.no_grad():
+        v = base.view(3)
+    record["attrs"] = (v.requires_grad, v.grad_fn is None, v.is_leaf, v._is_view())
+    y = v * 3
+    record["y"] = catch(lambda: (y.requires_grad, y.grad_fn.name(), [n is None for n, _ in y.grad_fn.next_functions]))
+    record["backward"] = catch(lambda: y.sum().backward())
+    record["v.grad"] = v.grad
+    record["in place under grad mode"] = catch(v.add_, 1)
+    record["view of it"] = catch(lambda: (v.view(3).requires_grad, v.view(3).grad_fn.name()))
+    record["in place on a view of it"] = catch(v.view(3).mul_, 2)
+    record["multi-grad hook"] = catch(T.autograd.graph.register_multi_grad_hook, [v], lambda grads: None)
+    record["w.grad"] = catch(lambda: ((v * w).sum().backward(), w.grad)[1])
+    record["grad wrt it"] = catch(T.autograd.grad, (v * w).sum(), [v])
+    with T.no_grad():
+        v.add_(1)  # allowed under no_grad, but the view is unusable under grad mode afterwards
+    record["after in place under no_grad"] = (catch(lambda: v.grad_fn), catch(lambda: v * 2))
+    return record
+
+
+@pytest.mark.parametrize("base", ["leaf", "non-leaf", "view of a constant"])
+@differential
+def test_a_view_made_under_no_grad_requires_grad_but_gets_no_gradient(T, base):
+    makers = {"leaf": lambda T, w: w, "non-leaf": lambda T, w: w * 2,
+              "view of a constant": lambda T, w: T.tensor([[1.0, 2.0, 3.0]]).reshape(3).requires_grad_()}
+    return _no_grad_view_scenario(T, makers[base])
+
+
+@differential
+def test_a_view_made_under_no_grad_of_a_view_whose_base_needs_no_grad(T):
+    x = T.tensor([0.1, 0.2, 0.3, 0.4, 0.5, 0.6]).reshape(2, 3)  # a view of a tensor without grad
+    x.requires_grad_(True)
+    with T.no_grad():
+        u = x.unsqueeze(1)
+        chain = x.reshape(-1).view(2, 3).t().t()
+    return u.requires_grad, chain.requires_grad, catch(u.add_, 1)
