@@ -867,6 +867,7 @@ NODE_TYPES = {
     'CumprodBackward0': ('builtins', 'CumprodBackward0'),
     'CumsumBackward0': ('builtins', 'CumsumBackward0'),
     'Deg2RadBackward0': ('builtins', 'Deg2RadBackward0'),
+    'DelayedError': ('builtins', 'DelayedError'),
     'DiagonalBackward0': ('builtins', 'DiagonalBackward0'),
     'DiagonalBackwardBackward0': ('builtins', 'DiagonalBackwardBackward0'),
     'DigammaBackward0': ('builtins', 'DigammaBackward0'),
