@@ -59,3 +59,17 @@ def test_inplace_modification_of_saved_tensor_raises(T):
     w.add_(1)
     r2 = catch(lambda: w.sum().backward())
     return r, r2, y._version
+
+
+@differential
+def test_unpacked_view_made_under_no_grad_stands_in_without_a_gradient(T):
+    """A view made under no_grad of a tensor that requires grad, saved under pack hooks: its unpacked
+    stand-in gets no gradient (none reaches the view), and the other operand's gradient is right."""
+    base = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True) * 1
+    with T.no_grad():
+        view = base.view(4)
+    w = T.tensor([0.5, -1.0, 2.0, 3.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+        y = (view * w).sum()
+    y.backward()
+    return w.grad, view.requires_grad, view.grad_fn is None

@@ -354,9 +354,10 @@ class SavedTensor:
             out._grad_fn, out._output_nr, out._requires_grad = node, self.output_nr, node is not None
         elif self.grad_fn is not None:
             out._grad_fn, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
-        elif self.requires_grad:
+        elif self.requires_grad and self.accumulator is not None:
             out._accumulator = weakref.ref(self.accumulator)
             out._requires_grad = True
+        # (a view made under no_grad has no accumulator: no gradient reaches it, so none reaches its stand-in)
         return out
 
     @property
