@@ -469,3 +469,18 @@ def test_uninitialized_parameter_refuses_its_shape():
         p.shape
     p.materialize((2, 3))
     assert type(p) is hookgrad.nn.Parameter and tuple(p.shape) == (2, 3) and not is_lazy(p)
+
+
+@differential
+def test_eval_batch_norm_backward_reads_the_running_statistics_as_they_are_at_backward(T):
+    """torch's eval-mode batch norm saves references to its running statistics; a training-mode
+    forward before the backward updates them in place, and the backward uses the new values."""
+    T.manual_seed(0)
+    bn = T.nn.BatchNorm1d(3).double().eval()
+    bn.running_var.fill_(2.0)
+    x = T.randn(4, 3, dtype=T.float64, requires_grad=True)
+    out = bn(x)
+    bn.train()
+    bn(T.randn(4, 3, dtype=T.float64) * 3 + 1)
+    grads = T.autograd.grad((out * T.arange(12.0, dtype=T.float64).reshape(4, 3)).sum(), [x, bn.weight])
+    return grads, bn.running_mean, bn.running_var

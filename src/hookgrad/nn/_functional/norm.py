@@ -43,6 +43,10 @@ class _NormBackward(Node):
     saves_bias = False
     saved_names = ("input", "weight")
 
+    def _statistics(self, saved):
+        """The mean and inverse standard deviation the backward normalizes with."""
+        return self.mean, self.invstd
+
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
@@ -53,7 +57,7 @@ class _NormBackward(Node):
             return self._apply_graph(g, x, w, saved[2] if self.saves_bias else None)
         gd, xd = g._data, x._data
         view, axes = self.view, self.axes
-        mean, invstd = self.mean, self.invstd
+        mean, invstd = self._statistics(saved)
         with _err():
             xhat = np.subtract(xd.reshape(view), mean)
             xhat *= invstd                       # in view's shape
@@ -88,7 +92,7 @@ class _NormBackward(Node):
             d = xv - mean
             invstd = ((d * d).mean(axes, keepdim=True) + self.eps).rsqrt()
         else:
-            mean, invstd = wrap(self.mean), wrap(self.invstd)
+            mean, invstd = (wrap(a) for a in self._statistics(self.saved()))
             d = xv - mean
         xhat_v = d * invstd
         xhat = xhat_v.reshape(x._data.shape)
@@ -144,6 +148,18 @@ class NativeBatchNormBackward0(_NormBackward):
     saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2")
     saved_values = {"training": lambda n: n.training, "eps": lambda n: n.eps}
     double_backward = node_class("NativeBatchNormBackwardBackward0", _NoGradDoubleBackward)
+
+    def _statistics(self, saved):
+        if self.batch_stats:
+            return self.mean, self.invstd
+        # evaluation mode reads the running statistics as they are now, as torch's saved references do
+        # (a training-mode forward in between updates them in place)
+        running_mean, running_var = saved[2]._data, saved[3]._data
+        dtype = self.mean.dtype
+        with _err():
+            mean = running_mean.reshape(self.affine).astype(dtype, copy=False)
+            invstd = (1.0 / np.sqrt(running_var.reshape(self.affine) + self.eps)).astype(dtype, copy=False)
+        return mean, invstd
 
 
 class NativeLayerNormBackward0(_NormBackward):
