@@ -202,3 +202,18 @@ def test_tied_accumulate_grads_run_in_torch_heap_order(T):
     (T.stack(leaves) * T.arange(9.0).unsqueeze(1)).sum().backward()
     T.cat([leaves[3], leaves[1], leaves[4], leaves[1], leaves[5]]).sum().backward()
     return log
+
+
+@differential
+def test_root_gradients_are_cast_to_their_outputs_dtype(T):
+    """The engine casts a root's gradient to the dtype of its output (tensor hooks, autograd.grad
+    and a leaf's .grad all see the output's dtype)."""
+    x = T.randn(3, dtype=T.float64, requires_grad=True)
+    y = x * 2
+    seen = []
+    y.register_hook(lambda g: seen.append(g.dtype))
+    grads = [T.autograd.grad(y, x, g, retain_graph=True)[0].dtype
+             for g in (T.ones(3), T.ones(3, dtype=T.int64), T.ones(3, dtype=T.float16))]
+    z = T.randn(3, requires_grad=True)
+    z.backward(T.ones(3, dtype=T.float64))
+    return grads, seen, z.grad.dtype

@@ -85,6 +85,8 @@ def _make_grads(outputs, grads):
             raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
                                f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] "
                                f"has a dtype of {o.dtype}.")
+        if g._data.dtype != o._data.dtype:  # the engine casts a root's gradient to its output's dtype, as torch's
+            g = g.to(o.dtype)
         out.append(g)
     if len(out) != len(outputs):
         raise RuntimeError(f"got {len(outputs)} tensors and {len(out)} gradients")
