@@ -484,3 +484,15 @@ def test_eval_batch_norm_backward_reads_the_running_statistics_as_they_are_at_ba
     bn(T.randn(4, 3, dtype=T.float64) * 3 + 1)
     grads = T.autograd.grad((out * T.arange(12.0, dtype=T.float64).reshape(4, 3)).sum(), [x, bn.weight])
     return grads, bn.running_mean, bn.running_var
+
+
+@differential
+def test_eval_batch_norm_double_backward_unpacks_each_saved_tensor_once(T):
+    T.manual_seed(0)
+    bn = T.nn.BatchNorm1d(3).double().eval()
+    x = T.randn(4, 3, dtype=T.float64, requires_grad=True)
+    unpacked = []
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: unpacked.append(tuple(t.shape)) or t):
+        out = bn(x)
+    (gx,) = T.autograd.grad((out * out).sum(), [x], create_graph=True)
+    return sorted(unpacked), gx

@@ -135,7 +135,8 @@ def _push_tangents(op, inputs, outputs):
     tangents = {id(t): tangent for t in inputs if (tangent := _dual.tangent_of(t)) is not None}
     if not tangents:
         return None
-    impl, args, kwargs, as_it_ran, grad_was_enabled = op._call
+    impl, as_it_ran, grad_was_enabled = op._call
+    args, kwargs = op.args, op.kwargs
     overwritten, random_states = as_it_ran or (None, [])
     if op in _TANGENT_RULES:
         return _TANGENT_RULES[op](inputs, outputs)

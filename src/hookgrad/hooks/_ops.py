@@ -202,7 +202,7 @@ class _HookedOp:
         if outputs:
             if self.name_of is not None and not inplace:  # a custom Function that marked an input dirty
                 inplace = any(o is i for o in outputs for i in inputs)
-            _report(hooks, op, inplace, inputs, before, outputs, args, kwargs, (self.impl, args, kwargs, as_it_ran))
+            _report(hooks, op, inplace, inputs, before, outputs, args, kwargs, (self.impl, as_it_ran))
         return result
 
 
@@ -387,13 +387,13 @@ def _hook_op_functions(on: bool) -> None:
 
 
 # ---- reporting ----------------------------------------------------------------------------------
-def _report(hooks, name, inplace, inputs, before, outputs, args=(), kwargs=None, call=None) -> None:
-    """Run the forward op hooks for an op that returned ``outputs``; ``call`` is how it was called
-    (its own code, the arguments, and what forward AD needs to run it again, or None)."""
+def _report(hooks, name, inplace, inputs, before, outputs, args, kwargs, call) -> None:
+    """Run the forward op hooks for an op that returned ``outputs`` when called with ``args`` and
+    ``kwargs``; ``call`` is the op's own code and what forward AD needs to run it again (or None)."""
     op = OpName(name)
     op.inplace = inplace
-    op.args, op.kwargs = args, kwargs or {}
-    op._call = None if call is None else call + (_GRAD.enabled,)
+    op.args, op.kwargs = args, kwargs
+    op._call = call + (_GRAD.enabled,)
     op.node = None
     for o in outputs:
         node = o.grad_fn

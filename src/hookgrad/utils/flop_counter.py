@@ -30,6 +30,7 @@ from math import prod
 
 from .. import ops as _ops
 from .._C import _DisableTorchDispatch
+from .._ops.decompositions import _chain_order
 from ..autograd import _hook_context
 from ..autograd import engine as _engine
 from .._tensor import Tensor
@@ -49,17 +50,6 @@ def _not_runnable(name: str):
     return run
 
 
-def _convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
-    """``aten.convolution``: the N-d convolution (or transposed convolution) of ATen's signature."""
-    from ..nn import functional as F
-
-    n = weight.dim() - 2
-    if transposed:
-        fn = getattr(F, f"conv_transpose{n}d")
-        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
-    return getattr(F, f"conv{n}d")(input, weight, bias, stride, padding, dilation, groups)
-
-
 def _aten_op(name: str, impl=None):
     """The ``torch.ops.aten.<name>`` packet, made here (and cached in ``torch.ops.aten``) for the
     operators hookgrad's op table has no entry for."""
@@ -75,7 +65,7 @@ _MM = _aten_op("mm")
 _ADDMM = _aten_op("addmm")
 _BMM = _aten_op("bmm")
 _BADDBMM = _aten_op("baddbmm")
-_CONVOLUTION = _aten_op("convolution", _convolution)
+_CONVOLUTION = _aten_op("convolution", _ops._convolution)
 _CONVOLUTION_BACKWARD = _aten_op("convolution_backward")
 
 
@@ -428,16 +418,7 @@ def _chain_products(shapes: list) -> list:
     parenthesization (the classic dynamic programme over the chain)."""
     n = len(shapes)
     dims = [shapes[0][0]] + [s[1] for s in shapes]
-    cost = [[0] * n for _ in range(n)]
-    split = [[0] * n for _ in range(n)]
-    for length in range(1, n):
-        for i in range(n - length):
-            j = i + length
-            cost[i][j] = None
-            for k in range(i, j):
-                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
-                if cost[i][j] is None or c < cost[i][j]:
-                    cost[i][j], split[i][j] = c, k
+    split = _chain_order(dims)
     products = []
 
     def order(i, j):

@@ -54,7 +54,7 @@ class _NormBackward(Node):
         nf = self.next_functions
         if GRAD.enabled:
             # torch's layer-norm double backward also has an edge to the bias (its gradient is None)
-            return self._apply_graph(g, x, w, saved[2] if self.saves_bias else None)
+            return self._apply_graph(g, x, w, saved, saved[2] if self.saves_bias else None)
         gd, xd = g._data, x._data
         view, axes = self.view, self.axes
         mean, invstd = self._statistics(saved)
@@ -82,7 +82,7 @@ class _NormBackward(Node):
                 gb = wrap(np.asarray(_sum_over(gd, self.affine_axes), dtype=gd.dtype))
         return gx, gw, gb
 
-    def _apply_graph(self, g, x, w, b=None):
+    def _apply_graph(self, g, x, w, saved, b=None):
         """The same backward from differentiable ops (create_graph=True)."""
         nf = self.next_functions
         view, axes = self.view, self.axes
@@ -92,7 +92,7 @@ class _NormBackward(Node):
             d = xv - mean
             invstd = ((d * d).mean(axes, keepdim=True) + self.eps).rsqrt()
         else:
-            mean, invstd = (wrap(a) for a in self._statistics(self.saved()))
+            mean, invstd = (wrap(a) for a in self._statistics(saved))
             d = xv - mean
         xhat_v = d * invstd
         xhat = xhat_v.reshape(x._data.shape)
