@@ -181,7 +181,7 @@ def generate() -> tuple[dict, dict]:
 
     import hookgrad
     from hookgrad.autograd.function import BackwardCFunction
-    from hookgrad.autograd.graph import Node
+    from hookgrad.autograd.graph import node_classes
 
     module_names = _hookgrad_module_names()
     found: dict[type, dict[tuple[str, str], set]] = {}   # class -> torch identity -> where it was seen
@@ -223,14 +223,7 @@ def generate() -> tuple[dict, dict]:
 
     torch_nodes = torch._C._functions
     node_types = {}
-    pending = list(Node.__subclasses__())
-    seen = set()
-    while pending:
-        cls = pending.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        pending.extend(cls.__subclasses__())
+    for cls in node_classes():
         torch_cls = getattr(torch_nodes, cls.__name__, None)
         if isinstance(torch_cls, type) and not issubclass(cls, BackwardCFunction):
             node_types[cls.__name__] = (torch_cls.__module__, torch_cls.__qualname__)

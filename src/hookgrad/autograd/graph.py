@@ -264,6 +264,19 @@ class Node:
         raise NotImplementedError(f"{self.name()} has no backward")
 
 
+
+def node_classes() -> list:
+    """Every subclass of Node made so far, each once. Node classes are also made by factories and
+    never stored in a module, so walking the subclasses is the only way to find them all."""
+    found, pending, seen = [], list(Node.__subclasses__()), set()
+    while pending:
+        cls = pending.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        found.append(cls)
+        pending.extend(cls.__subclasses__())
+    return found
 _is_none = functools.partial(operator.is_, None)
 
 

@@ -218,14 +218,7 @@ def _entry_points():
         if not name.startswith("_") and inspect.isfunction(value) and value.__module__.startswith("hookgrad"):
             found[(F, name)] = f"aten::{name}"
     patches = [(owner, attr, _timed(getattr(owner, attr), name)) for (owner, attr), name in found.items()]
-    pending = [graph.Node]
-    seen = set()
-    while pending:
-        cls = pending.pop()
-        if cls in seen:
-            continue
-        seen.add(cls)
-        pending.extend(cls.__subclasses__())
+    for cls in [graph.Node] + graph.node_classes():
         if inspect.isfunction(cls.__dict__.get("apply")):
             patches.append((cls, "apply", _timed_node_apply(cls.__dict__["apply"])))
     return patches
