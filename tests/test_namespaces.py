@@ -436,3 +436,11 @@ def test_function_modes_fail_loudly_when_entered():
         with TorchFunctionMode():
             pass
     assert is_traceable_wrapper_subclass(hookgrad.ones(1)) is False
+
+
+@differential
+def test_thread_safe_generator_and_scheduler_tensor_names(T):
+    """``torch.thread_safe_generator`` is None outside a DataLoader thread worker (the default
+    generator then serves), and lr_scheduler re-exports the Tensor class, as torch's module does."""
+    return (T.thread_safe_generator(), T.random.thread_safe_generator(),
+            T.optim.lr_scheduler.Tensor is T.Tensor)
