@@ -126,3 +126,27 @@ def test_binary_backward_on_arrays_is_bit_equal_to_the_recorded_formula(case, dt
     for got, want in zip([g for g in plain if g is not None], recorded):
         assert got.dtype == want.dtype and got.shape == want.shape
         np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "complex64"])
+@pytest.mark.parametrize("n, m", [(5, 7), (300, 4096), (4096, 3)])
+@differential(rtol=0, atol=0)
+def test_outer_shaped_products(T, dtype, n, m):
+    """(n, 1) @ (1, m) skips BLAS (NumPy's matmul runs that shape several times slower than the
+    writes it needs); each element is one product, so the result is the product to the bit."""
+    rng = np.random.RandomState(n + m)
+    a = T.tensor(rng.randn(n, 1) * 3).to(getattr(T, dtype))
+    b = T.tensor(rng.randn(1, m) * 3).to(getattr(T, dtype))
+    out = T.empty(n, m, dtype=a.dtype)
+    T.matmul(a, b, out=out)
+    return a @ b, T.mm(a, b), out, a.T.T @ b[:, : m // 2 + 1]
+
+
+@differential
+def test_linear_layer_at_batch_one(T):
+    """A linear layer's weight gradient at batch 1 is the outer product of the output gradient and the input."""
+    T.manual_seed(0)
+    layer = T.nn.Linear(784, 1024)
+    x = T.tensor(np.random.RandomState(0).randn(1, 784).astype(np.float32), requires_grad=True)
+    layer(x).tanh().sum().backward()
+    return layer.weight.grad, layer.bias.grad, x.grad, layer.weight.grad.is_contiguous()

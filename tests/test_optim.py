@@ -440,3 +440,20 @@ def test_differentiable_mode_is_refused_clearly():
                 hookgrad.optim.Adagrad):
         with pytest.raises(NotImplementedError, match="differentiable"):
             cls([p], lr=0.1, differentiable=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("kwargs", [{}, {"momentum": 0.9}, {"momentum": 0.9, "nesterov": True, "weight_decay": 1e-2},
+                                    {"momentum": 0.5, "dampening": 0.1, "weight_decay": 0.1, "maximize": True}])
+@differential(rtol=0, atol=0)
+def test_sgd_steps_are_torchs_to_the_bit(T, dtype, kwargs):
+    """Given exact gradients, SGD's parameters match torch's bit for bit: torch adds ``alpha * x``
+    with one rounding (``add_(x, alpha=...)``), which rounding the product first would miss."""
+    dt = getattr(T, dtype)
+    w = T.nn.Parameter(T.tensor(np.random.RandomState(1).randn(50, 30)).to(dt))
+    opt = T.optim.SGD([w], lr=0.0137, **kwargs)
+    for i in range(5):
+        opt.zero_grad()
+        (w * T.tensor(np.random.RandomState(i).randn(50, 30)).to(dt)).sum().backward()
+        opt.step()
+    return w.detach()

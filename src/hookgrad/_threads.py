@@ -174,8 +174,22 @@ def use_threads_for(work: int) -> None:
         _set(n)
 
 
+def _outer(a: np.ndarray, b: np.ndarray, out: np.ndarray | None) -> np.ndarray:
+    """``a @ b`` for a (n, 1) @ (1, m) product: each element is one product, as in BLAS.
+
+    NumPy's matmul runs this shape 4-12x slower than writing the result (float32 4096x784: 3.6 ms
+    against 0.5-0.9 ms), and it is every linear layer's weight gradient at batch 1. A broadcast
+    multiply loops over rows, so short rows go through einsum's outer-product loop instead.
+    """
+    if b.shape[1] < 2048 and out is None and a.dtype == b.dtype and a.dtype.kind in "fc":
+        return np.einsum("ij,jk->ik", a, b)
+    return np.multiply(a, b) if out is None else np.multiply(a, b, out=out)
+
+
 def matmul(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """``np.matmul(a, b)`` on a thread count chosen by the size of the product."""
+    if a.ndim == 2 and a.shape[1] == 1 and b.ndim == 2 and a.shape[0] > 1 and b.shape[1] > 1:
+        return _outer(a, b, out)
     if _max == 1 and _current == 1:  # one thread allowed and set: nothing to choose
         return np.matmul(a, b) if out is None else np.matmul(a, b, out=out)
     if a.ndim and b.ndim:
