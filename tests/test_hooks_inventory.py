@@ -345,3 +345,37 @@ def test_live_flag_on_a_user_module_subclass():
         ("", "full_backward_hook", {"live", "prepend"}), ("fc", "full_backward_pre_hook", {"live"})]
     assert H.remove(net, where=lambda r: "live" in r.flags) == 2
     assert H.inventory(net) == []
+
+
+def test_op_hooks_are_listed_and_removed_with_the_global_hooks():
+    """Op hooks are global hooks: inventory() lists them (owner: the ops they are limited to),
+    remove() unregisters them and op functions run their own code again; hookgrad's own users of
+    op hooks (forward AD) are neither listed nor removed."""
+    seen = []
+
+    def fwd(op, inputs, outputs):
+        seen.append(str(op))
+
+    def bwd(node, grad_inputs, grad_outputs):
+        seen.append("b:" + str(node))
+
+    h1, h1_line = H.register_op_hook(forward=fwd), sys._getframe().f_lineno
+    h2 = H.register_op_hook(backward=bwd, ops=["mul", "add"])
+    import hookgrad.autograd.forward_ad as fwAD
+    try:
+        with fwAD.dual_level():
+            records = [r for r in H.inventory() if r.kind.startswith("op_")]
+            assert [(r.kind, r.scope, r.owner, r.fn) for r in records] == [
+                ("op_forward_hook", "global", None, fwd), ("op_backward_hook", "global", "add,mul", bwd)]
+            assert records[0].registered_at == f"{HERE}:{h1_line}"
+            assert H.remove(kind=["op_forward_hook", "op_backward_hook"]) == 2
+            # forward AD's own op hook is still there and still works
+            x = fwAD.make_dual(hookgrad.tensor([1.0, 2.0]), hookgrad.tensor([1.0, 0.0]))
+            assert fwAD.unpack_dual(x * x).tangent.tolist() == [2.0, 0.0]
+        a = hookgrad.tensor([1.0], requires_grad=True)
+        (a * 2 + 1).sum().backward()
+        assert seen == [] and not H.inventory()
+    finally:
+        h1.remove()
+        h2.remove()
+

@@ -11,6 +11,7 @@ import types
 from typing import Any, Callable, Iterable, Optional
 
 from ..autograd import engine as _engine
+from ..autograd import graph as _graph
 from ..autograd.graph import Node
 from ..nn.modules import module as _module
 from ..nn.modules._live_backward_hook import live_hook_ids
@@ -58,7 +59,8 @@ _GLOBAL_OPTIMIZER_REGISTRIES = (
 KINDS = frozenset({kind for _, kind in (*_MODULE_REGISTRIES, *_OPTIMIZER_REGISTRIES, *_GLOBAL_MODULE_REGISTRIES,
                                         *_GLOBAL_OPTIMIZER_REGISTRIES) if kind is not None}
                   | {"full_backward_hook", "backward_hook", "tensor_hook", "post_accumulate_grad_hook",
-                     "node_hook", "node_pre_hook", "backward_start_hook", "backward_end_hook"})
+                     "node_hook", "node_pre_hook", "backward_start_hook", "backward_end_hook",
+                     "op_forward_hook", "op_backward_hook"})
 
 
 def _unwrapped(hook):
@@ -75,10 +77,18 @@ class _Collector:
         self.records: list = []
         self._seen: set = set()
 
-    def add_registry(self, registry, kind, scope, owner, holder, with_kwargs=(), always_called=()) -> None:
+    def add_registry(self, registry, kind, scope, owner, holder, with_kwargs=(), always_called=(),
+                     op_registry=False) -> None:
         if not registry:
             return
         for handle_id, hook in list(registry.items()):
+            if op_registry:
+                # an op hook is kept with the op names it is limited to; hookgrad's own users of
+                # op hooks (forward AD, FLOP counting, dispatch modes) are not the program's hooks
+                hook, names = hook
+                if getattr(hook, "__module__", None) and hook.__module__.partition(".")[0] == "hookgrad":
+                    continue
+                owner = None if names is None else ",".join(sorted(names))
             key = (id(registry), handle_id)
             if key in self._seen or getattr(hook, "_explain_own", False):
                 continue  # explain()'s own watchers are not the user's hooks
@@ -155,6 +165,10 @@ class _Collector:
         if engine is not None:
             self.add_registry(engine._backward_start_hooks, "backward_start_hook", "global", None, engine)
             self.add_registry(engine._backward_end_hooks, "backward_end_hook", "global", None, engine)
+            self.add_registry(_graph._op_forward_hooks, "op_forward_hook", "global", None, _graph,
+                              op_registry=True)
+            self.add_registry(_graph._op_backward_hooks, "op_backward_hook", "global", None, _graph,
+                              op_registry=True)
 
 
 def _is_hookgrad(holder) -> bool:
@@ -208,7 +222,7 @@ def inventory(*objs: Any) -> list:
     module itself) and the tensor and post-accumulate-grad hooks of its parameters and buffers
     (``owner`` is the parameter's name); an optimizer its step and state-dict hooks; a tensor
     its hooks and its ``grad_fn``'s node hooks; an autograd node its hooks. With no argument (or
-    the ``hookgrad`` package): the global hooks (module, optimizer, backward start/end); with the
+    the ``hookgrad`` package): the global hooks (module, optimizer, backward start/end, op hooks); with the
     ``torch`` package: torch's global module and optimizer hooks. torch modules, optimizers and
     tensors work too (their ``registered_at`` is None).
     """
@@ -258,4 +272,7 @@ def remove(*objs: Any, kind=None, where: Optional[Callable[[HookRecord], bool]] 
         for companion in _companions(record):
             if companion is not None:
                 companion.pop(record.handle_id, None)
+        if record.kind == "op_forward_hook":
+            from ._ops import _forward_hooks_changed  # op functions run their own code again
+            _forward_hooks_changed()
     return removed

@@ -33,7 +33,7 @@ from ..autograd import grad_mode
 from ..autograd import graph as _graph
 from .._ops.creation import Generator, default_generator
 from .._tensor import Tensor
-from ..utils.hooks import RemovableHandle
+from ..utils.hooks import RemovableHandle, note_registration
 from ._context import count_every_call
 
 __all__ = ["OpName", "register_op_hook"]
@@ -565,4 +565,6 @@ def register_op_hook(forward=None, backward=None, ops=None) -> RemovableHandle:
         _forward_hooks_changed()
     if backward is not None:
         _backward_hooks[handle.id] = (backward, names)
+    # one site per handle: the forward registry's entry carries it when there is one
+    note_registration(_forward_hooks if forward is not None else _backward_hooks, handle.id)
     return handle

@@ -14,7 +14,8 @@ class HookRecord:
     ``kind``: torch's name for the hook kind (``forward_hook``, ``full_backward_pre_hook``,
     ``tensor_hook``, ``node_pre_hook``, ``optimizer_step_post_hook``, ...); ``scope``: ``module``,
     ``global``, ``tensor``, ``node`` or ``optimizer``; ``owner``: the qualified name of the module
-    (``encoder.0.fc1``) or parameter it hangs on, None for global hooks; ``fn``: the hook;
+    (``encoder.0.fc1``) or parameter it hangs on, None for global hooks (for an op hook limited
+    to some ops, their names, comma-separated); ``fn``: the hook;
     ``handle_id``: the id of the handle its ``register_*`` call returned; ``flags``: which of
     ``prepend``, ``with_kwargs``, ``always_call`` it was registered with; ``registered_at``:
     ``"file.py:LINE"`` of the user's ``register_*`` call, when known; ``reason``: why it did not
