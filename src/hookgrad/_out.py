@@ -26,7 +26,7 @@ less_equal lgamma log log10 log1p log2 logaddexp logaddexp2 logcumsumexp logical
 logical_xor logit logsumexp lt lu_solve masked_select matmul matrix_power max maximum mean median min minimum
 mm msort mv mvlgamma nan_to_num nanmean nanmedian nanquantile ne neg negative nextafter nonzero norm not_equal
 ormqr outer polar polygamma pow quantile rad2deg reciprocal remainder renorm round row_stack rsqrt searchsorted
-sgn sigmoid sign signbit sin sinc sinh sqrt square stack std take_along_dim tan tanh tril triu trunc var vdot
+sgn sigmoid sign signbit sin sinc sinh sqrt square stack std take_along_dim tan tanh tensordot tril triu trunc var vdot
 vstack where xlogy sum prod nansum
 """.split())
 
@@ -36,7 +36,7 @@ vstack where xlogy sum prod nansum
 # TensorIterator ops) take a dtype the result can be cast to
 _ANY_DTYPE = frozenset("sum prod nansum cumsum cumprod".split())
 _SAME_DTYPE = frozenset("""amax amin norm max min median nanmedian where matmul mm bmm mv dot vdot addmm addmv addbmm
-baddbmm addr outer ger inner""".split())
+baddbmm addr outer ger inner tensordot""".split())
 _BOOL_ONLY = frozenset(("all", "any"))
 _FLOATING_ONLY = frozenset(("logsumexp",))
 _JOINS = frozenset("cat concat concatenate stack hstack vstack dstack column_stack row_stack".split())
@@ -53,6 +53,9 @@ def _check_dtype(name: str, result: Tensor, out: Tensor) -> None:
             raise RuntimeError(f"{name}(): Expected floating point type for result tensor, but got: "
                                f"{_short(out.dtype)}")
         return
+    if name == "tensordot":
+        raise RuntimeError(f"tensordot: Expected the output tensor to have dtype {_short(result.dtype)}, but got an "
+                           f"output tensor with dtype {_short(out.dtype)}")
     if name in _SAME_DTYPE:
         raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got {out.dtype} instead")
     if not can_cast(result.dtype, out.dtype):
@@ -107,7 +110,7 @@ def _short(dtype) -> str:
     names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
              "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
              "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
-    text = str(dtype).removeprefix("torch.")
+    text = str(dtype).rpartition(".")[2]
     return names.get(text, text)
 
 

@@ -1001,6 +1001,7 @@ NODE_TYPES = {
     'ReplicationPad2DBackwardBackward0': ('builtins', 'ReplicationPad2DBackwardBackward0'),
     'ReplicationPad3DBackward0': ('builtins', 'ReplicationPad3DBackward0'),
     'ReplicationPad3DBackwardBackward0': ('builtins', 'ReplicationPad3DBackwardBackward0'),
+    'ReshapeAliasBackward0': ('builtins', 'ReshapeAliasBackward0'),
     'RollBackward0': ('builtins', 'RollBackward0'),
     'RoundBackward0': ('builtins', 'RoundBackward0'),
     'RoundBackward1': ('builtins', 'RoundBackward1'),

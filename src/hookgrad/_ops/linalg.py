@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _dtype, return_types
 from .. import _threads as _blas
-from .._tensor import Tensor, wrap
+from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
@@ -230,7 +230,7 @@ class DotBackward0(Node):
                 g * _conj(a) if self.next_functions[1][0] is not None else None)
 
 
-@op(aliases=("inner",))
+@op()
 def dot(a: Tensor, b: Tensor) -> Tensor:
     if a._data.dtype.kind == "b":  # checked inline: this runs on every product
         _rules.refuse_kernel(a._data, _rules.BOOL, "dot")
@@ -467,18 +467,71 @@ def einsum(equation, *operands) -> Tensor:
 
 @op(method=False)
 def tensordot(a, b, dims=2):
-    if isinstance(dims, int):
-        da = list(range(a.ndim - dims, a.ndim))
-        db = list(range(dims))
+    """Contract ``dims`` of ``a`` with ``dims`` of ``b`` as torch does, so that the graph has torch's
+    nodes: sum away contracted dims of size 1 (a broadcast), permute the kept dims of ``a`` before and
+    those of ``b`` after the contracted ones, reshape both to matrices, one ``mm`` (``dot`` when no
+    dim is kept), and a reshape to the result's shape."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist() if dims.numel() > 1 else int(dims.item())
+    if isinstance(dims, (bool, float)) or not isinstance(dims, (int, np.integer, tuple, list)):
+        raise RuntimeError("tensordot expects dims to be int or tuple[list[int], list[int]] or list[list[int]] "
+                           f"containing two lists, but got dims={dims}")
+    if isinstance(dims, (int, np.integer)):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
     else:
-        da, db = [list(d) if isinstance(d, (list, tuple)) else [d] for d in dims]
-    letters = iter("abcdefghijklmnopqrstuvwxyz")
-    sa = [next(letters) for _ in range(a.ndim)]
-    sb = [next(letters) for _ in range(b.ndim)]
-    for i, j in zip(da, db):
-        sb[j] = sa[i]
-    out = [c for i, c in enumerate(sa) if i not in da] + [c for j, c in enumerate(sb) if j not in db]
-    return einsum("".join(sa) + "," + "".join(sb) + "->" + "".join(out), a, b)
+        dims_a, dims_b = ([d] if isinstance(d, (int, np.integer)) else list(d) for d in dims)
+    if len(dims_a) != len(dims_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    wrapped_a = [_wrap_dim(d, a.ndim) for d in dims_a]
+    wrapped_b = [_wrap_dim(d, b.ndim) for d in dims_b]
+    ta, tb, contracted = a, b, 1
+    for da, db, ia, ib in zip(dims_a, dims_b, wrapped_a, wrapped_b):
+        sa, sb = a._data.shape[ia], b._data.shape[ib]
+        if sb == 1:  # a broadcast dimension: summed right away
+            ta = ta.sum(da, keepdim=True, dtype=ta.dtype)
+        elif sa == 1:
+            tb = tb.sum(db, keepdim=True, dtype=tb.dtype)
+        elif sa != sb:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {sa} in dim {da} and "
+                               f"second has size {sb} in dim {db}")
+        else:
+            contracted *= sa
+    for wrapped, given in ((wrapped_a, dims_a), (wrapped_b, dims_b)):
+        seen = set()
+        for w, d in zip(wrapped, given):
+            if w in seen:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+            seen.add(w)
+    kept_a = [i for i in range(a.ndim) if i not in wrapped_a]
+    kept_b = [i for i in range(b.ndim) if i not in wrapped_b]
+    rows = int(np.prod([ta._data.shape[i] for i in kept_a]))
+    cols = int(np.prod([tb._data.shape[i] for i in kept_b]))
+    out_shape = [ta._data.shape[i] for i in kept_a] + [tb._data.shape[i] for i in kept_b]
+    # each operand permuted and reshaped in turn: the nodes' creation order is torch's, and with it
+    # the order the engine runs them in
+    vector = rows == 1 and cols == 1
+    ma = ta.permute(kept_a + wrapped_a)
+    ma = ma.flatten() if vector else ma.reshape(rows, contracted)
+    mb = tb.permute(wrapped_b + kept_b)
+    mb = mb.flatten() if vector else mb.reshape(contracted, cols)
+    return (dot(ma, mb) if vector else mm(ma, mb)).reshape(out_shape)
+
+
+@op()
+def inner(a, b):
+    """The sum of products over the last dims of ``a`` and ``b``; with a scalar, their product."""
+    if a.ndim == 0 or b.ndim == 0:
+        return a * b
+    if a._data.shape[-1] != b._data.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
+                           f"{list(a._data.shape)} and {list(b._data.shape)}")
+    return tensordot(a, b, dims=([-1], [-1]))
 
 
 # ---- linear algebra ---------------------------------------------------------------------------

@@ -74,6 +74,12 @@ class ViewBackward0(Node):
         return (grads[0].reshape(self.in_shape),)
 
 
+class ReshapeAliasBackward0(ViewBackward0):
+    """A reshape of a non-contiguous tensor that its strides still allow as a view (torch's
+    ``_reshape_alias``); a contiguous tensor's reshape is a plain ``view``."""
+    __slots__ = ()
+
+
 def _infer_shape(shape, numel):
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
@@ -128,12 +134,13 @@ def view_dtype(x, dt):
 def reshape(x: Tensor, *shape) -> Tensor:
     shape = _infer_shape(_shape_args(shape), x._data.size)
     data = x._data
-    if data.shape == shape:
+    contiguous = data.flags.c_contiguous
+    if data.shape == shape and contiguous:
         return view(x, shape)
     try:
         new = data.view()
         new.shape = shape
-        return make_view(x, new, ViewBackward0, in_shape=data.shape)
+        return make_view(x, new, ViewBackward0 if contiguous else ReshapeAliasBackward0, in_shape=data.shape)
     except AttributeError:
         # not expressible as a view: torch copies (clone) and reshapes the copy (not a view of it)
         from .linalg import _unsafe_view
