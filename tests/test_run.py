@@ -224,3 +224,14 @@ def test_sizes_and_dtypes_print_as_torch_under_run(tmp_path):
                                 "tensor([0., 0., 0.], dtype=torch.float64)", "True"]
     # imported as itself, hookgrad names itself
     assert repr(hookgrad.zeros(2, 3).shape) == "hookgrad.Size([2, 3])" and repr(hookgrad.float64) == "hookgrad.float64"
+
+
+def test_run_command_flag(tmp_path):
+    """``hookgrad run -c CODE`` is ``python -c CODE`` with torch resolved to hookgrad."""
+    code = "import sys, torch, hookgrad; assert torch is hookgrad; print(__name__, sys.argv, torch.ones(2).sum().item())"
+    proc = subprocess.run([sys.executable, "-m", "hookgrad", "run", "-c", code, "a", "-b"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=60)
+    assert (proc.returncode, proc.stdout.strip()) == (0, "__main__ ['-c', 'a', '-b'] 2.0"), proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "hookgrad", "run", "-c", "import torch\n1/0"], cwd=tmp_path,
+                          env=_env(), capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stderr.startswith("Traceback") and 'File "<string>", line 2' in proc.stderr

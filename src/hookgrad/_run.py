@@ -218,8 +218,9 @@ def make_parser() -> argparse.ArgumentParser:
         description="Run a PyTorch script with hookgrad standing in for torch: `import torch` (and torch.nn, "
                     "torch.optim, torch.utils.data, ...) resolve to hookgrad. Parts of torch that hookgrad "
                     f"lacks raise an error naming them ({HINT}).",
-        usage="hookgrad run [-h] [--nproc N [--hostfile FILE]] (SCRIPT | -m MODULE) [ARGS ...]")
+        usage="hookgrad run [-h] [--nproc N [--hostfile FILE]] (SCRIPT | -m MODULE | -c COMMAND) [ARGS ...]")
     parser.add_argument("-m", dest="module", metavar="MODULE", help="run a module as a script, like python -m")
+    parser.add_argument("-c", dest="command", metavar="COMMAND", help="run the program passed as a string, like python -c")
     parser.add_argument("--nproc", type=int, metavar="N",
                         help="start N processes (MPI ranks, through mpiexec) that each run the script, for "
                              "torch.distributed / DistributedDataParallel training (needs hookgrad[distributed])")
@@ -238,7 +239,7 @@ def _split_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg == "-m":
+        if arg in ("-m", "-c"):
             return argv[:i + 2], argv[i + 2:]
         if arg in _VALUED_OPTIONS:
             i += 2
@@ -316,14 +317,34 @@ def _run_file_as_main(path: str) -> None:
             sys.modules["__main__"] = saved
 
 
-def run_script(path: str, args: Sequence[str] = (), module: str | None = None) -> int:
-    """Run ``path`` (or ``module``) as ``__main__`` with torch resolved to hookgrad; returns the exit code."""
+def _run_command_as_main(command: str) -> None:
+    """Run a program given as a string as ``__main__``, as ``python -c`` does."""
+    code = compile(command, "<string>", "exec", dont_inherit=True)
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter,
+                         __builtins__=builtins, __annotations__={})
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
+def run_script(path: str | None, args: Sequence[str] = (), module: str | None = None,
+               command: str | None = None) -> int:
+    """Run ``path`` (or ``module``, or the program text ``command``) as ``__main__`` with torch resolved to
+    hookgrad; returns the exit code."""
     saved_argv = sys.argv[:]
-    entry = os.getcwd() if module is not None else os.path.dirname(os.path.abspath(path))
+    entry = os.getcwd() if module is not None or command is not None else os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, entry)
     try:
         with torch_aliases():
-            if module is not None:
+            if command is not None:
+                sys.argv = ["-c", *args]
+                _run_command_as_main(command)
+            elif module is not None:
                 sys.argv = [module, *args]
                 runpy.run_module(module, run_name="__main__", alter_sys=True)
             else:
@@ -352,11 +373,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ours, rest = _split_argv(argv)
     parser = make_parser()
     opts = parser.parse_args(ours)
-    if opts.module is None and opts.script is None:
-        parser.error("a SCRIPT (or -m MODULE) is required")
-    if opts.module is not None and opts.script is not None:
+    if opts.module is None and opts.command is None and opts.script is None:
+        parser.error("a SCRIPT (or -m MODULE, or -c COMMAND) is required")
+    if opts.module is not None and opts.command is not None:
+        parser.error("give -m MODULE or -c COMMAND, not both")
+    if (opts.module is not None or opts.command is not None) and opts.script is not None:
         rest = [opts.script, *rest]
-    if opts.module is None and not os.path.exists(opts.script):
+    if opts.command is not None:
+        opts.script = None
+    if opts.module is None and opts.command is None and not os.path.exists(opts.script):
         print(f"hookgrad run: can't open file {script_filename(opts.script)!r}: [Errno 2] No such file or directory",
               file=sys.stderr)
         return 2
@@ -365,12 +390,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if opts.nproc is not None:
         if opts.nproc < 1:
             parser.error("--nproc must be at least 1")
+        if opts.command is not None:
+            parser.error("--nproc runs a SCRIPT or -m MODULE, not -c COMMAND")
         if opts.module is not None:
             return launch_ranks(opts.nproc, opts.hostfile, None, opts.module, rest)
         return launch_ranks(opts.nproc, opts.hostfile, opts.script, None, rest)
     _export_rank_environment()
     try:
-        code = run_script(opts.script, rest, module=opts.module)
+        code = run_script(opts.script, rest, module=opts.module, command=opts.command)
     except Exception as exc:  # what `python SCRIPT` would print, exit code 1 included
         tb = _from_the_script_on(exc.__traceback__)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
