@@ -229,6 +229,52 @@ def survey():
     return result
 
 
+# How a test names each namespace: ``T.nn.functional.relu`` ends in ``functional.relu``, ``F.relu`` in ``F.relu``.
+_QUALIFIERS = {
+    "torch": {"T", "torch", "hookgrad", "th"}, "torch.nn": {"nn"}, "torch.nn.functional": {"F", "functional"},
+    "torch.nn.init": {"init"}, "torch.linalg": {"linalg"}, "torch.special": {"special"}, "torch.fft": {"fft"},
+    "torch.optim": {"optim"}, "torch.optim.lr_scheduler": {"lr_scheduler"}, "torch.autograd": {"autograd"},
+    "torch.func": {"func"}, "torch.distributions": {"distributions", "D", "dist"}, "torch.utils.data": {"data"},
+}
+_COMPARES = re.compile(r"^\s*(import torch\b|from torch\b|from difftest import|import difftest)", re.M)
+
+
+def _tests_against_torch():
+    """The source of every test file that runs its code on torch as well: differential scenarios,
+    the op registry, the client cases and the day-one snippets."""
+    tests = os.path.join(ROOT, "tests")
+    for folder, _dirs, files in os.walk(tests):
+        for file in sorted(files):
+            if not file.endswith(".py"):
+                continue
+            with open(os.path.join(folder, file), encoding="utf-8") as fh:
+                text = fh.read()
+            if _COMPARES.search(text) or folder != tests or file.startswith("_day_one") or file == "op_cases.py":
+                yield text
+
+
+def tested_references():
+    """({(qualifier, name)} for every ``qualifier.name`` in a test against torch, {every string literal
+    that is an identifier}): what the tested-against-torch count reads."""
+    pairs, words = set(), set()
+    for text in _tests_against_torch():
+        pairs.update(re.findall(r"(\w+)\s*\.\s*(?=(\w+))", text))  # overlapping: T.fft.fft2 gives fft.fft2 too
+        words.update(re.findall(r"[\"'](\w+)[\"']", text))
+    return pairs, words
+
+
+def is_tested(namespace: str, name: str, references) -> bool:
+    """A static approximation: the name is referenced, qualified by its namespace (any attribute of that
+    name for a Tensor method), or named in a string (the op tables' getattr rows), in a test that also
+    runs on torch."""
+    pairs, words = references
+    if name in words:
+        return True
+    if namespace == "torch.Tensor":
+        return any(attr == name for _, attr in pairs)
+    return any((qualifier, name) in pairs for qualifier in _QUALIFIERS[namespace])
+
+
 def _has(ours, name: str) -> bool:
     try:
         getattr(ours, name)
@@ -251,24 +297,34 @@ def render() -> str:
         "checkout of hookgrad; `tests/test_api_coverage.py` fails when it is out of date. Errors of the form "
         "\"hookgrad has no torch.X; see docs/api-coverage.md\" point here.",
         "",
-        "A name counts as present when hookgrad has an object of that name in the same place (it says nothing "
-        "about how completely it is tested). Names of device back ends, sparse layouts and quantization, "
-        "TorchScript's compiler internals, CUDA-only kernels and extension-only dtypes are left out on purpose and "
-        "not counted; the reason is given with them.",
+        "A name counts as present when hookgrad has an object of that name in the same place. It counts as "
+        "tested against torch when a test that runs its code on torch too (a differential scenario, a client "
+        "case, a day-one snippet) refers to it: qualified by its namespace (`F.relu`, `T.linalg.svd`, any "
+        "`.name` for a Tensor method) or as a string in an op table. That is a static reading of the tests, "
+        "an upper bound: a name mentioned once may still be tested thinly. Names of device back ends, sparse "
+        "layouts and quantization, TorchScript's compiler internals, CUDA-only kernels and extension-only dtypes "
+        "are left out on purpose and not counted; the reason is given with them.",
         "",
-        "| namespace | present | missing | share | left out on purpose |",
-        "|---|---:|---:|---:|---:|",
+        "| namespace | present | missing | share | present and tested against torch | left out on purpose |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
-    total_present = total_missing = 0
+    references = tested_references()
+    untested = {}
+    total_present = total_missing = total_tested = 0
     for namespace, (present, missing, left_out) in data.items():
         counted = len(present) + len(missing)
         share = f"{100 * len(present) / counted:.0f}%" if counted else "-"
+        untested[namespace] = [n for n in present if not is_tested(namespace, n, references)]
+        tested = len(present) - len(untested[namespace])
+        tested_share = f"{tested} ({100 * tested / counted:.0f}%)" if counted else "-"
         lines.append(f"| [`{namespace}`](#{namespace.replace('.', '')}) | {len(present)} | {len(missing)} | "
-                     f"{share} | {sum(len(v) for v in left_out.values())} |")
+                     f"{share} | {tested_share} | {sum(len(v) for v in left_out.values())} |")
         total_present += len(present)
         total_missing += len(missing)
+        total_tested += tested
     total = total_present + total_missing
-    lines.append(f"| all | {total_present} | {total_missing} | {100 * total_present / total:.0f}% | |")
+    lines.append(f"| all | {total_present} | {total_missing} | {100 * total_present / total:.0f}% | "
+                 f"{total_tested} ({100 * total_tested / total:.0f}%) | |")
     rows = submodule_survey()
     served = [name for name, found, _ in rows if found]
     lines += ["", "## torch submodules", "",
@@ -280,7 +336,9 @@ def render() -> str:
         lines.append(f"| `{name}` | {status} |")
     for namespace, (present, missing, left_out) in data.items():
         lines += ["", f"## {namespace}", "", f"**Missing ({len(missing)}):** {_names(missing)}", "",
-                  f"**Present ({len(present)}):** {_names(present)}"]
+                  f"**Present ({len(present)}):** {_names(present)}", "",
+                  f"**Present, not referenced by a test against torch ({len(untested[namespace])}):** "
+                  f"{_names(untested[namespace])}"]
         for reason, names in left_out.items():
             lines += ["", f"**Left out, {reason} ({len(names)}):** {_names(names)}"]
     return "\n".join(lines) + "\n"
