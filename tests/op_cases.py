@@ -992,6 +992,10 @@ BREADTH = {
     "fractional_max_pool3d": (lambda T, x: T.nn.functional.fractional_max_pool3d(
         x, 2, output_ratio=(0.6, 0.5, 0.7), _random_samples=T.tensor([[[0.2, 0.9, 0.4]]], dtype=x.dtype)),
         [(1, 5, 6, 6)]),
+    "cdist": (lambda T, a, b: T.cdist(a, b, p=1.0).sum() + T.cdist(a, b, p=3.0).sum() + T.cdist(a, b).sum()
+              + T.cdist(a, b, p=float("inf")).sum(), [(2, 3, 4), (1, 5, 4)]),
+    "cdist_by_product": (lambda T, a, b: T.cdist(a, b * 0.7 + 0.3, compute_mode="use_mm_for_euclid_dist"), [(3, 4), (5, 4)]),
+    "channel_shuffle": (lambda T, x: T.nn.functional.channel_shuffle(x, 2) + T.nn.ChannelShuffle(3)(x), [(2, 6, 3)]),
     "affine_grid": (lambda T, th: T.nn.functional.affine_grid(th, (2, 1, 3, 4), False), [(2, 2, 3)]),
     "poisson_zero_rates": (lambda T, x: T.poisson(x.abs() * 0) + x, [(2, 3)]),
     "native_group_norm_stats": (lambda T, x, w, b: (lambda r: r[0].sum() + r[1].sum() * 2 + r[2].sum())(

@@ -74,8 +74,21 @@ def result_type(a, b):
 
 
 def broadcast_shapes(*shapes):
-    import numpy as np
-    return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, _builtins.int) else (s,) for s in shapes]))
+    """The shape tensors of ``shapes`` broadcast to, with torch's RuntimeError when they do not."""
+    shapes = [tuple(s) if not isinstance(s, _builtins.int) else (s,) for s in shapes]
+    result = [1] * _builtins.max([len(s) for s in shapes] + [0])
+    for index, shape in enumerate(shapes):
+        for i in _builtins.range(1, len(shape) + 1):
+            size = shape[-i]
+            if size < 0:
+                raise ValueError("Attempting to broadcast a dimension with negative length!")
+            if result[-i] == 1 or (size != 1 and result[-i] == size):
+                result[-i] = size
+            elif size != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {size} at -{i}! Mismatching "
+                                   f"argument at index {index} had {shape}; but expected shape should be "
+                                   f"broadcastable to {result}")
+    return Size(result)
 
 
 def broadcast_tensors(*tensors):
@@ -88,11 +101,6 @@ def compile(model=None, **kwargs):
     if model is None:
         return lambda m: m
     return model
-
-
-def cdist(x1, x2, p=2.0):
-    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    return diff.abs().pow(p).sum(-1).pow(1.0 / p) if p != 2.0 else (diff * diff).sum(-1).sqrt()
 
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):

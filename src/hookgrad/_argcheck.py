@@ -55,6 +55,8 @@ _TORCH_NAMES = {"cross_entropy": "cross_entropy_loss", "nll_loss": "nll_loss_nd"
 _ARG_OVERRIDES = {
     "vander": {"x": (TENSOR, "x")}, "ormqr": {"tau": (TENSOR, "input2"), "other": (TENSOR, "input3")},
     "mm": {"b": (TENSOR, "mat2")}, "bmm": {"b": (TENSOR, "mat2")}, "matmul": {"b": (TENSOR, "other")},
+    "logical_and": {"b": (TENSOR, "other")}, "logical_or": {"b": (TENSOR, "other")},
+    "logical_xor": {"b": (TENSOR, "other")},
     "dot": {"b": (TENSOR, "tensor")}, "vdot": {"b": (TENSOR, "other")}, "inner": {"b": (TENSOR, "other")},
     "outer": {"b": (TENSOR, "vec2")}, "ger": {"b": (TENSOR, "vec2")}, "tensordot": {"b": (TENSOR, "b")},
     "addmm": {"a": (TENSOR, "mat1"), "b": (TENSOR, "mat2")}, "baddbmm": {"a": (TENSOR, "batch1"),

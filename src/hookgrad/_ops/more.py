@@ -322,6 +322,8 @@ def _shift(a, b, name, left):
             raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
                                       f"'{_legacy_name(t._data.dtype)}'")
     dt = result_np_dtype(a, b)
+    if dt == np.bool_:
+        raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for 'Bool'")
     ad, bd = a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
     bits = dt.itemsize * 8
     too_far = (bd >= bits) | (bd < 0)  # C shifts this far are undefined; torch gives 0 (or the sign)
@@ -449,6 +451,135 @@ def pdist(x, p=2):
         return wrap(np.zeros(0, dtype=x._data.dtype)) + x.sum() * 0
     diff = x[wrap(rows.astype(np.int64))] - x[wrap(cols.astype(np.int64))]
     return reduce.vector_norm(diff, p, dim=1)
+
+
+_CDIST_MODES = (None, "use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist")
+
+
+def _cdist_pairs(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Every row of ``a`` minus every row of ``b``, batch dims broadcast: (..., r1, r2, c)."""
+    return a[..., :, None, :] - b[..., None, :, :]
+
+
+def _cdist_np(a: np.ndarray, b: np.ndarray, p: float) -> np.ndarray:
+    diff = np.abs(_cdist_pairs(a, b))
+    if p == 0:
+        return (diff != 0).sum(-1).astype(a.dtype)
+    if p == 1:
+        return diff.sum(-1)
+    if p == 2:
+        return np.sqrt((diff * diff).sum(-1))
+    if math.isinf(p):
+        return diff.max(-1) if diff.shape[-1] else np.zeros(diff.shape[:-1], a.dtype)
+    return (diff ** p).sum(-1) ** (1.0 / p)
+
+
+class CdistBackward0(Node):
+    __slots__ = ("p",)
+    saved_names = ("x1", "x2", "result")
+    saved_values = {"p": lambda n: n.p}
+
+    def apply(self, grads):
+        x1, x2, result = self.saved()
+        g, p = grads[0], self.p
+        a, b, dist = x1._data, x2._data, result._data
+        diff = _cdist_pairs(a, b)
+        with quiet_fp():
+            if p == 0:
+                weight = np.zeros_like(diff)
+            elif p == 1:
+                weight = np.sign(diff)
+            elif p == 2:
+                weight = np.where(dist[..., None] == 0, 0, diff / dist[..., None])
+            elif math.isinf(p):
+                weight = np.sign(diff) * (np.abs(diff) == dist[..., None])
+            else:
+                weight = np.sign(diff) * np.abs(diff) ** (p - 1) / dist[..., None] ** (p - 1)
+                weight = np.where((dist[..., None] == 0) | (diff == 0), 0, weight)
+        weighted = weight * g._data[..., None]
+        ga = sum_to_shape(wrap(weighted.sum(-2).astype(a.dtype, copy=False)), a.shape)
+        gb = sum_to_shape(wrap(-weighted.sum(-3).astype(b.dtype, copy=False)), b.shape)
+        if GRAD.enabled and (g._requires_grad or x1._requires_grad or x2._requires_grad):
+            ga, gb = wrap(ga._data), wrap(gb._data)
+            record_op(CdistBackwardBackward0, (g, x1, x2), ga, gb)
+        return ga, gb
+
+
+class CdistBackwardBackward0(Node):
+    """A cdist gradient computed under create_graph: torch has no derivative for it."""
+    __slots__ = ()
+    _num_outputs = 2
+
+    def apply(self, grads):
+        raise NotImplementedError("the derivative for '_cdist_backward' is not implemented.")
+
+
+class EuclideanDistBackward0(Node):
+    __slots__ = ()
+    saved_names = ("x1", "x2", "result")
+
+    def apply(self, grads):
+        x1, x2, result = self.saved()
+        ratio = (grads[0] / result).masked_fill(result == 0, 0)  # 0: a subgradient where the distance is 0
+        return (x1 * ratio.sum(-1, keepdim=True) - ratio.matmul(x2),
+                x2 * ratio.sum(-2).unsqueeze(-1) - ratio.mT.matmul(x1))
+
+
+def _euclidean_dist(x1, x2):
+    """Distances by one product, as torch's ``_euclidean_dist``: [-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T,
+    clamped at 0 before the square root."""
+    a, b = x1._data, x2._data
+    ones_a, ones_b = np.ones(a.shape[:-1] + (1,), a.dtype), np.ones(b.shape[:-1] + (1,), b.dtype)
+    left = np.concatenate([a * -2, (a * a).sum(-1, keepdims=True), ones_a], -1)
+    right = np.concatenate([b, ones_b, (b * b).sum(-1, keepdims=True)], -1)
+    with quiet_fp():
+        result = wrap(np.sqrt(np.maximum(left @ np.swapaxes(right, -1, -2), 0)).astype(a.dtype, copy=False))
+    if GRAD.enabled and (x1._requires_grad or x2._requires_grad):
+        node = record_op(EuclideanDistBackward0, (x1, x2), result)
+        node.save(x1, x2, output=result)
+    return result
+
+
+@op(method=False)
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distance between every row of ``x1`` and every row of ``x2`` (batch dims broadcast).
+    As torch: for p = 2 with more than 25 rows on a side (or ``compute_mode="use_mm_for_euclid_dist"``) the
+    distances come from one matrix product (faster, less exact near 0), otherwise from the differences."""
+    if compute_mode not in _CDIST_MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    for name, t in (("X1", x1), ("X2", x2)):
+        if t.dim() < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: {t.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    for name, t in (("X1", x1), ("X2", x2)):
+        if not t.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_rules.scalar_type_name(t._data.dtype)}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if x1._data.dtype != x2._data.dtype:
+        raise RuntimeError(f"expected scalar type {_rules.scalar_type_name(x1._data.dtype)} but found {_rules.scalar_type_name(x2._data.dtype)}")
+    p = float(p)
+    r1, r2 = x1.shape[-2], x2.shape[-2]
+    use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist"
+                         or (compute_mode in (None, "use_mm_for_euclid_dist_if_necessary") and (r1 > 25 or r2 > 25)))
+    batch = tuple(np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
+    out_shape = batch + (r1, r2)
+    if use_mm:
+        if x1.dim() == 2 and x2.dim() == 2:
+            return _euclidean_dist(x1, x2).view(out_shape)
+        count = int(np.prod(batch))
+        a = x1.expand(batch + tuple(x1.shape[-2:])).contiguous().view(count, r1, x1.shape[-1])
+        b = x2.expand(batch + tuple(x2.shape[-2:])).contiguous().view(count, r2, x2.shape[-1])
+        return _euclidean_dist(a, b).view(out_shape)
+    _rules.refuse_kernel(x1._data, _rules.HALF, "cdist")  # the product form above takes half floats
+    with quiet_fp():
+        result = wrap(_cdist_np(x1._data, x2._data, p).astype(x1._data.dtype, copy=False).reshape(out_shape))
+    if GRAD.enabled and (x1._requires_grad or x2._requires_grad):
+        node = record_op(CdistBackward0, (x1, x2), result)
+        node.p = p
+        node.save(x1, x2, output=result)
+    return result
 
 
 # ---- shape ------------------------------------------------------------------------------------

@@ -1107,9 +1107,9 @@ def _bitwise(np_fn, name):
         a = as_tensor_arg(a)
         if not isinstance(b, Tensor):
             b = as_tensor_arg(b, a)
-        if _dtype.is_floating_np(a._data.dtype) or _dtype.is_floating_np(b._data.dtype):
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
         dt = result_np_dtype(a, b)
+        if np.dtype(dt).kind in "fc" or not np.dtype(dt).kind:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(np.dtype(dt))}'")
         return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
     bitwise.__name__ = bitwise.__qualname__ = name
     return op(name, inplace=True)(bitwise)
@@ -1122,8 +1122,8 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 @op(inplace=True)
 def bitwise_not(a):
-    if _dtype.is_floating_np(a._data.dtype):
-        raise RuntimeError("\"bitwise_not_cpu\" not implemented for 'Float'")
+    if a._data.dtype.kind in "fcV":
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_dtype.scalar_type_name(a._data.dtype)}'")
     return wrap(np.invert(a._data))
 
 

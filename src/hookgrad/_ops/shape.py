@@ -217,11 +217,15 @@ def flip(x: Tensor, dims) -> Tensor:
 
 @op()
 def fliplr(x):
+    if x.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
     return flip(x, 1)
 
 
 @op()
 def flipud(x):
+    if x.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
     return flip(x, 0)
 
 

@@ -398,16 +398,51 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     return x.reshape(*lead, c * r * r, h // r, w // r)
 
 
-def channel_shuffle(input: Tensor, groups: int) -> Tensor:
-    """Interleave the channels of ``groups`` groups: (N, g*k, *) -> channel order k-major."""
+class ChannelShuffleBackward0(Node):
+    __slots__ = ("groups",)
+    saved_values = {"groups": lambda n: n.groups}
+
+    def apply(self, grads):
+        g = grads[0]
+        return (channel_shuffle(g, g.shape[1] // self.groups),)  # k groups of g undo g groups of k
+
+
+def _shuffled(input: Tensor, groups: int, name: str) -> Tensor:
+    if input.dim() <= 2:
+        raise RuntimeError(f"{name} expects input with > 2 dims, but got input with sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"Number of groups to divide channels in must be positive. Value of groups:{groups}")
     batch, c = input.shape[0], input.shape[1]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
-    rest = tuple(input.shape[2:])
-    return input.reshape(batch, groups, c // groups, *rest).transpose(1, 2).reshape(batch, c, *rest)
+    data = input._data
+    rest = data.shape[2:]
+    return wrap(np.ascontiguousarray(data.reshape(batch, groups, c // groups, *rest).swapaxes(1, 2)).reshape(data.shape))
 
 
-native_channel_shuffle = channel_shuffle
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """Interleave the channels of ``groups`` groups: (N, g*k, *) -> channel order k-major."""
+    result = _shuffled(input, groups, "channel_shuffle")
+    if GRAD.enabled and input._requires_grad:
+        record_op(ChannelShuffleBackward0, (input,), result).groups = groups
+    return result
+
+
+def _no_native_shuffle_derivative(self, grads):
+    raise RuntimeError("derivative for aten::native_channel_shuffle is not implemented")
+
+
+# torch's node for an op that has no derivative
+_NativeChannelShuffleBackward = type("NotImplemented", (Node,), {"__slots__": (), "__module__": __name__,
+                                                                 "apply": _no_native_shuffle_derivative})
+
+
+def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
+    """channel_shuffle whose result has no derivative (torch's native kernel: backward raises)."""
+    result = _shuffled(input, groups, "channel_shuffle")
+    if GRAD.enabled and input._requires_grad:
+        record_op(_NativeChannelShuffleBackward, (input,), result)
+    return result
 
 
 # ---- distances ------------------------------------------------------------------------------------------

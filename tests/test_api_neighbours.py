@@ -1,0 +1,300 @@
+"""The names that only their neighbours' tests reached: aliases, in-place variants, comparison and
+bitwise families, the rarer layers and functional forms, distributions' transforms and the data
+utilities, each run on torch and on hookgrad and compared (values, dtypes, gradients, errors)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from difftest import catch, differential
+
+
+def _x(T, *shape, seed=0, grad=False, positive=False, dtype="float64"):
+    rng = np.random.RandomState(seed)
+    a = rng.rand(*shape) * 0.8 + 0.1 if positive else rng.randn(*shape)
+    return T.tensor(a, dtype=getattr(T, dtype), requires_grad=grad)
+
+
+def _ints(T, *shape, seed=0, low=0, high=8):
+    return T.tensor(np.random.RandomState(seed).randint(low, high, shape))
+
+
+def _with_grads(T, fn, *inputs):
+    out = fn(*inputs)
+    outs = out if isinstance(out, tuple) else (out,)
+    total = sum((o.double() * (1 + T.arange(o.numel(), dtype=T.float64).reshape(o.shape) / 7)).sum()
+                for o in outs if o.requires_grad)
+    grads = T.autograd.grad(total, [t for t in inputs if t.requires_grad], allow_unused=True)
+    return out, grads
+
+
+UNARY_ALIASES = ["arccos", "arcsin", "arctan", "arccosh", "arcsinh", "arctanh", "negative", "fix", "absolute"]
+
+
+@pytest.mark.parametrize("name", UNARY_ALIASES)
+@differential
+def test_unary_aliases(T, name):
+    shift = 1.5 if name == "arccosh" else 0.0
+    scale = 0.9 if name in ("arccos", "arcsin", "arctanh") else 2.0
+    x = _x(T, 3, 4, positive=True, grad=True)
+    fn = lambda t: getattr(T, name)(t * scale + shift)  # noqa: E731
+    y = x.detach().clone() * scale + shift
+    inplace = getattr(y, name + "_")()
+    return _with_grads(T, fn, x), getattr(x * scale + shift, name)(), inplace, y
+
+
+BINARY_ALIASES = ["divide", "multiply", "subtract", "greater", "greater_equal", "less", "less_equal", "not_equal",
+                  "eq", "ne", "float_power", "true_divide"]
+
+
+@pytest.mark.parametrize("name", BINARY_ALIASES)
+@differential
+def test_binary_aliases(T, name):
+    a, b = _x(T, 3, 1, seed=1, positive=True), _x(T, 4, seed=2, positive=True)
+    result = [getattr(T, name)(a, b), getattr(a, name)(b), getattr(T, name)(a, 2)]
+    c = a.clone().expand(3, 4).contiguous()
+    if name not in ("float_power",):
+        getattr(c, name + "_")(b)
+    else:
+        c = catch(lambda: c.float().float_power_(b))
+    return result, c
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or",
+                                  "logical_xor", "bitwise_left_shift", "bitwise_right_shift"])
+@differential
+def test_bitwise_and_logical_families(T, name):
+    a, b = _ints(T, 3, 4, seed=1), _ints(T, 4, seed=2, high=3)
+    bools = (a > 3, b > 1)
+    out = [getattr(T, name)(a, b), getattr(a, name)(b), catch(lambda: getattr(T, name)(*bools)),
+           catch(lambda: getattr(T, name)(a, 1))]
+    c = a.clone()
+    getattr(c, name + "_")(b)
+    return out, c, catch(lambda: getattr(T, name)(a.double(), b))
+
+
+@differential
+def test_bitwise_not_and_logical_not(T):
+    a = _ints(T, 3, 4, low=-4)
+    c, d = a.clone(), (a > 0).clone()
+    c.bitwise_not_()
+    d.logical_not_()
+    return (T.bitwise_not(a), T.bitwise_not(a > 0), T.logical_not(a), a.logical_not(), c, d,
+            catch(lambda: T.bitwise_not(a.double())))
+
+
+@differential
+def test_nan_reductions_and_classification(T):
+    x = T.tensor([[1.0, float("nan"), -2.0], [float("inf"), 3.0, float("-inf")]], dtype=T.float64)
+    g = T.tensor([[1.0, float("nan"), -2.0], [0.5, 3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    return (T.nansum(x[:, :2]), T.nansum(x, 1), x.nansum(0, keepdim=True), T.nanmean(g), g.nanmean(1),
+            T.isinf(x), T.isneginf(x), T.isposinf(x), x.isneginf(), _with_grads(T, lambda t: t.nansum() + t.nanmean(0).sum(), g))
+
+
+@differential
+def test_shape_helpers(T):
+    x = _x(T, 2, 3, 4, grad=True)
+    return (_with_grads(T, lambda t: T.moveaxis(t, 0, -1), x), x.moveaxis((0, 1), (2, 0)).shape,
+            _with_grads(T, lambda t: T.fliplr(t[0]) * T.flipud(t[1]), x), T.broadcast_shapes((2, 1), (3, 1, 4)),
+            _with_grads(T, lambda t: T.broadcast_to(t[0, 0], (3, 4)), x),
+            _with_grads(T, lambda t: T.hstack([t[0], t[1]]) + 0, x), [m.shape for m in T.meshgrid(T.arange(3), T.arange(2), indexing="xy")],
+            T.meshgrid(T.arange(3.0), T.arange(2.0), indexing="ij"), _with_grads(T, lambda t: T.concat([t, t], 1), x),
+            T.concatenate([x, x], dim=-1).shape, catch(lambda: T.broadcast_shapes((2, 3), (4,))),
+            catch(lambda: T.fliplr(T.arange(3))))
+
+
+@differential
+def test_creation_and_casting_helpers(T):
+    base = T.tensor([1.5, -2.0], dtype=T.float64)
+    return (T.logspace(0, 2, 5), T.logspace(-1, 1, 3, base=2.0, dtype=T.float32), T.asarray([1, 2, 3]),
+            T.asarray(np.array([1.0, 2.0])), T.can_cast(T.float64, T.int32), T.can_cast(T.int32, T.float64),
+            base.new_full((2, 2), 7), base.new_tensor([1, 2]), base.byte(), base.char(), base.short(),
+            base.ndimension(), base.nelement(), base.reshape_as(T.zeros(2, 1)))
+
+
+@differential
+def test_fused_multiply_adds_and_their_in_place_forms(T):
+    a, b, c = _x(T, 3, 4, grad=True), _x(T, 3, 4, seed=1, grad=True), _x(T, 3, 4, seed=2, positive=True, grad=True)
+    m, v = _x(T, 3, 5, seed=3, grad=True), _x(T, 5, 4, seed=4, grad=True)
+    out = _with_grads(T, lambda a, b, c, m, v: (T.addcdiv(a, b, c, value=0.5), a.addcdiv(b, c), T.addcmul(a, b, c, value=-2),
+                                                 T.ger(a[0], b[1]), T.clamp_max(a, 0.3), a.clamp_max(b)), a, b, c, m, v)
+    d = a.detach().clone()
+    d.addcdiv_(b.detach(), c.detach(), value=2).addcmul_(b.detach(), c.detach(), value=0.25)
+    d.addmm_(m.detach(), v.detach(), beta=0.5, alpha=2)
+    d.addr_(a.detach()[:, 0], b.detach()[0])
+    e = _x(T, 2, 3, 4).baddbmm_(_x(T, 2, 3, 5, seed=5), _x(T, 2, 5, 4, seed=6))
+    return out, d, e
+
+
+@differential
+def test_scatter_family_in_place(T):
+    index = T.tensor([[0, 1, 2, 0], [2, 0, 0, 1]])
+    src = _x(T, 2, 4, seed=3)
+    x = _x(T, 3, 4).clone()
+    x.scatter_(0, index, src)
+    y = _x(T, 3, 4).clone()
+    y.scatter_add_(0, index, src)
+    z = _x(T, 3, 4, grad=True)
+    reduce = _with_grads(T, lambda t, s: t.scatter_reduce(0, index, s, reduce="amax", include_self=False), z,
+                         _x(T, 2, 4, seed=3, grad=True))
+    w = _x(T, 3, 4).clone()
+    w.index_add_(1, T.tensor([0, 3]), _x(T, 3, 2, seed=4), alpha=2)
+    return x, y, reduce, w, _x(T, 3, 4).clone().scatter_(1, index[:, :2], 5.0)
+
+
+@differential
+def test_in_place_signs_and_remainders(T):
+    x = _x(T, 3, 4) * 3
+    c = [x.clone() for _ in range(6)]
+    c[0].sgn_()
+    c[1].sign_()
+    c[2].remainder_(1.5)
+    c[3].fmod_(-1.25)
+    c[4].floor_divide_(0.75)
+    c[5].absolute_()
+    return c, x.divide(2, rounding_mode="floor"), x.clone().divide_(3, rounding_mode="trunc"), x.clone().multiply_(2), x.clone().subtract_(1, alpha=3)
+
+
+@differential
+def test_views_and_flags(T):
+    x = _x(T, 2, 3, dtype="float64")
+    z = T.complex(x, x.flip(1))
+    leaf = _x(T, 3, grad=True)
+    mid = leaf * 2
+    mid.retain_grad()
+    (mid ** 2).sum().backward()
+    return z.mH, z.adjoint(), x.mH, mid.retains_grad, leaf.retains_grad, mid.grad, x.is_meta, x.dim_order()
+
+
+@differential
+def test_cdist(T):
+    a, b = _x(T, 2, 3, 4, grad=True), _x(T, 2, 5, 4, seed=1, grad=True)
+    big_a, big_b = _x(T, 30, 4, seed=2, grad=True), _x(T, 3, 27, 4, seed=3, grad=True)
+    same = _x(T, 2, 3)
+    return ([_with_grads(T, lambda a, b: T.cdist(a, b, p=p), a, b) for p in (0.0, 0.5, 1.0, 2.0, 3.0, float("inf"))],
+            _with_grads(T, lambda a, b: T.cdist(a, b), big_a, big_b),
+            _with_grads(T, lambda a, b: T.cdist(a, b, compute_mode="use_mm_for_euclid_dist"), a, b),
+            _with_grads(T, lambda a, b: T.cdist(a, b, compute_mode="donot_use_mm_for_euclid_dist"), big_a, big_b),
+            T.cdist(same, same), T.cdist(T.zeros(2, 0), T.zeros(3, 0)), T.cdist(T.zeros(0, 3), T.zeros(2, 3)).shape,
+            [catch(bad) for bad in (lambda: T.cdist(a, b, p=-1), lambda: T.cdist(a, b[..., :3]), lambda: T.cdist(a[0, 0], b),
+                                    lambda: T.cdist(a, b, compute_mode="x"), lambda: T.cdist(a.long(), b.long()),
+                                    lambda: T.cdist(a.half(), b.half()), lambda: T.cdist(a.float(), b))])
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, float("inf")])
+@differential
+def test_cdist_gradient_at_zero_distance_and_no_double_backward(T, p):
+    x = T.zeros(1, 2, dtype=T.float64, requires_grad=True)
+    (g,) = T.autograd.grad(T.cdist(x, x.detach(), p=p).sum(), x, create_graph=True)
+    return g, catch(lambda: g.sum().backward())
+
+
+@pytest.mark.parametrize("name", ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_avg_pool3d"])
+@differential
+def test_adaptive_pools(T, name):
+    nd = int(name[-2])
+    x = _x(T, 2, 3, *([7, 5, 6][:nd]), grad=True)
+    size = (4, 2, 3)[:nd] if nd > 1 else 3
+    fn = getattr(T.nn.functional, name)
+    result = _with_grads(T, lambda t: fn(t, size), x)
+    if "max" in name:
+        out, idx = fn(x, size, return_indices=True)
+        with_indices = getattr(T.nn.functional, name + "_with_indices")(x, size)
+        return result, idx, with_indices[1]
+    return result
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+@differential
+def test_max_pool_with_indices_and_unpool(T, nd):
+    F = T.nn.functional
+    x = _x(T, 2, 3, *([6, 4, 4][:nd]), grad=True)
+    out, idx = getattr(F, f"max_pool{nd}d_with_indices")(x, 2)
+    unpooled = getattr(F, f"max_unpool{nd}d")(out, idx, 2)
+    layer = getattr(T.nn, f"MaxUnpool{nd}d")(2)
+    grads = T.autograd.grad((unpooled * unpooled).sum(), x)
+    return out, idx, unpooled, layer(out, idx, output_size=x.shape), grads
+
+
+@differential
+def test_rarer_functional_forms(T):
+    F = T.nn.functional
+    x = _x(T, 2, 4, 5, 5, grad=True)
+    return [_with_grads(T, fn, x) for fn in (lambda t: F.glu(t, 1), lambda t: F.local_response_norm(t, 3),
+                                              lambda t: F.softshrink(t, 0.3), lambda t: F.upsample(t, scale_factor=2),
+                                              lambda t: F.upsample_bilinear(t, size=(7, 6)),
+                                              lambda t: F.upsample_nearest(t, scale_factor=2),
+                                              lambda t: F.channel_shuffle(t, 2))], catch(
+        lambda: T.autograd.grad(F.native_channel_shuffle(x, 2).sum(), x)), F.native_channel_shuffle(x, 2)
+
+
+@differential
+def test_rarer_layers(T):
+    T.manual_seed(0)
+    x3 = _x(T, 1, 2, 3, 4, 4, grad=True)
+    x1 = _x(T, 2, 3, 5, grad=True, dtype="float32")
+    layers = [(T.nn.CircularPad3d((1, 0, 2, 1, 0, 1)), x3), (T.nn.ReflectionPad3d(1), x3),
+              (T.nn.ReplicationPad1d((2, 1)), x1)]
+    out = [_with_grads(T, layer, x) for layer, x in layers]
+    drop = T.nn.FeatureAlphaDropout(0.3).eval()
+    return out, drop(x1), T.nn.SyncBatchNorm(3).eval()(x1)
+
+
+@pytest.mark.parametrize("case", range(8))
+@differential
+def test_distribution_transforms(T, case):
+    tr = T.distributions.transforms
+    x = _x(T, 3, 4, grad=True, seed=case)
+    transform = [tr.AffineTransform(1.5, -2.0), tr.ExpTransform(), tr.SigmoidTransform(), tr.TanhTransform(),
+                 tr.SoftplusTransform(), tr.PowerTransform(2.0), tr.ComposeTransform([tr.ExpTransform(), tr.AffineTransform(0.0, 3.0)]),
+                 tr.AbsTransform()][case]
+    inp = x.abs() + 0.1 if case == 5 else x
+    y = transform(inp)
+    out = [y, transform.sign if case not in (7,) else None, transform.domain.check(inp)]
+    if case != 7:
+        out += [transform.inv(y), transform.log_abs_det_jacobian(inp, y)]
+    return out, T.autograd.grad(y.sum(), x)
+
+
+@differential
+def test_structured_transforms(T):
+    tr = T.distributions.transforms
+    x = _x(T, 2, 3, grad=True)
+    stick = tr.StickBreakingTransform()
+    soft = tr.SoftmaxTransform()
+    chol = tr.LowerCholeskyTransform()
+    corr = tr.CorrCholeskyTransform()
+    m = _x(T, 3, 3, seed=1, grad=True)
+    y = stick(x)
+    reshape = tr.ReshapeTransform((2, 3), (6,))
+    cat = tr.CatTransform([tr.ExpTransform(), tr.AffineTransform(1.0, 2.0)], dim=1, lengths=[1, 2])
+    stack = tr.StackTransform([tr.ExpTransform(), tr.AffineTransform(1.0, 2.0)], dim=0)
+    ind = tr.IndependentTransform(tr.ExpTransform(), 1)
+    pd = tr.PositiveDefiniteTransform()
+    return (y, stick.inv(y), stick.log_abs_det_jacobian(x, y), soft(x), chol(m), corr(x), reshape(x), cat(x),
+            stack(x), ind.log_abs_det_jacobian(x, ind(x)), pd(m), tr.identity_transform(x),
+            T.autograd.grad(stick.log_abs_det_jacobian(x, y).sum() + corr(x).sum(), x))
+
+
+@differential
+def test_data_utilities(T):
+    data = T.utils.data
+    a = data.TensorDataset(T.arange(6.0).reshape(3, 2), T.arange(3))
+    b = data.TensorDataset(T.arange(4.0).reshape(2, 2) + 10, T.arange(2) + 10)
+    concat = data.ConcatDataset([a, b])
+    subset = data.Subset(concat, [4, 0, 2])
+    stacked = data.StackDataset(a, labels=T.arange(3) * 2) if False else data.StackDataset(a, a)
+
+    class Stream(data.IterableDataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(range(self.n))
+
+    chain = data.ChainDataset([Stream(2), Stream(3)])
+    batches = list(data.BatchSampler(data.SequentialSampler(range(7)), batch_size=3, drop_last=False))
+    collated = data.default_collate([{"x": T.ones(2), "y": 1}, {"x": T.zeros(2), "y": 2}])
+    converted = data.default_convert([np.array([1.0, 2.0]), (np.int64(3), "s")])
+    return (len(concat), concat[3], [subset[i] for i in range(len(subset))], stacked[1], list(chain), batches,
+            collated, converted, data.get_worker_info(), list(data.DataLoader(subset, batch_size=2)))
