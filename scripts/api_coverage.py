@@ -234,7 +234,7 @@ _QUALIFIERS = {
     "torch": {"T", "torch", "hookgrad", "th"}, "torch.nn": {"nn"}, "torch.nn.functional": {"F", "functional"},
     "torch.nn.init": {"init"}, "torch.linalg": {"linalg"}, "torch.special": {"special"}, "torch.fft": {"fft"},
     "torch.optim": {"optim"}, "torch.optim.lr_scheduler": {"lr_scheduler"}, "torch.autograd": {"autograd"},
-    "torch.func": {"func"}, "torch.distributions": {"distributions", "D", "dist"}, "torch.utils.data": {"data"},
+    "torch.func": {"func"}, "torch.distributions": {"distributions", "D", "dist", "transforms", "tr"}, "torch.utils.data": {"data"},
 }
 _COMPARES = re.compile(r"^\s*(import torch\b|from torch\b|from difftest import|import difftest)", re.M)
 
@@ -300,7 +300,8 @@ def render() -> str:
         "A name counts as present when hookgrad has an object of that name in the same place. It counts as "
         "tested against torch when a test that runs its code on torch too (a differential scenario, a client "
         "case, a day-one snippet) refers to it: qualified by its namespace (`F.relu`, `T.linalg.svd`, any "
-        "`.name` for a Tensor method) or as a string in an op table. That is a static reading of the tests, "
+        "`.name` for a Tensor method) or as a string in an op table, or refers to the same object by another "
+        "of its names (`torch.enable_grad` is `torch.autograd.enable_grad`). That is a static reading of the tests, "
         "an upper bound: a name mentioned once may still be tested thinly. Names of device back ends, sparse "
         "layouts and quantization, TorchScript's compiler internals, CUDA-only kernels and extension-only dtypes "
         "are left out on purpose and not counted; the reason is given with them.",
@@ -309,12 +310,22 @@ def render() -> str:
         "|---|---:|---:|---:|---:|---:|",
     ]
     references = tested_references()
+    # one object under several names (torch.enable_grad is torch.autograd.enable_grad; torch.unsqueeze is
+    # Tensor.unsqueeze's function) is tested when any of its names is
+    objects = {namespace: _hookgrad_object(namespace) for namespace in data}
+    tested_objects = set()
+    for namespace, (present, _missing, _left_out) in data.items():
+        for name in present:
+            obj = getattr(objects[namespace], name, None)
+            if callable(obj) and is_tested(namespace, name, references):
+                tested_objects.add(id(obj))
     untested = {}
     total_present = total_missing = total_tested = 0
     for namespace, (present, missing, left_out) in data.items():
         counted = len(present) + len(missing)
         share = f"{100 * len(present) / counted:.0f}%" if counted else "-"
-        untested[namespace] = [n for n in present if not is_tested(namespace, n, references)]
+        untested[namespace] = [n for n in present if not is_tested(namespace, n, references)
+                               and id(getattr(objects[namespace], n, None)) not in tested_objects]
         tested = len(present) - len(untested[namespace])
         tested_share = f"{tested} ({100 * tested / counted:.0f}%)" if counted else "-"
         lines.append(f"| [`{namespace}`](#{namespace.replace('.', '')}) | {len(present)} | {len(missing)} | "

@@ -189,7 +189,12 @@ def test_cdist_gradient_at_zero_distance_and_no_double_backward(T, p):
     return g, catch(lambda: g.sum().backward())
 
 
-@pytest.mark.parametrize("name", ["adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d", "adaptive_avg_pool3d"])
+# names spelled out (not built from the dim), so that the coverage count sees them
+ADAPTIVE = {"adaptive_max_pool1d": "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d": "adaptive_max_pool2d_with_indices",
+            "adaptive_max_pool3d": "adaptive_max_pool3d_with_indices", "adaptive_avg_pool3d": None}
+
+
+@pytest.mark.parametrize("name", sorted(ADAPTIVE))
 @differential
 def test_adaptive_pools(T, name):
     nd = int(name[-2])
@@ -197,23 +202,73 @@ def test_adaptive_pools(T, name):
     size = (4, 2, 3)[:nd] if nd > 1 else 3
     fn = getattr(T.nn.functional, name)
     result = _with_grads(T, lambda t: fn(t, size), x)
-    if "max" in name:
+    if ADAPTIVE[name]:
         out, idx = fn(x, size, return_indices=True)
-        with_indices = getattr(T.nn.functional, name + "_with_indices")(x, size)
+        with_indices = getattr(T.nn.functional, ADAPTIVE[name])(x, size)
         return result, idx, with_indices[1]
     return result
 
 
-@pytest.mark.parametrize("nd", [1, 2, 3])
+UNPOOL = [(1, "max_pool1d_with_indices", "max_unpool1d", "MaxUnpool1d"),
+          (2, "max_pool2d_with_indices", "max_unpool2d", "MaxUnpool2d"),
+          (3, "max_pool3d_with_indices", "max_unpool3d", "MaxUnpool3d")]
+
+
+@pytest.mark.parametrize("names", UNPOOL, ids=str)
 @differential
-def test_max_pool_with_indices_and_unpool(T, nd):
+def test_max_pool_with_indices_and_unpool(T, names):
+    nd, pool, unpool, layer_name = names
     F = T.nn.functional
     x = _x(T, 2, 3, *([6, 4, 4][:nd]), grad=True)
-    out, idx = getattr(F, f"max_pool{nd}d_with_indices")(x, 2)
-    unpooled = getattr(F, f"max_unpool{nd}d")(out, idx, 2)
-    layer = getattr(T.nn, f"MaxUnpool{nd}d")(2)
+    out, idx = getattr(F, pool)(x, 2)
+    unpooled = getattr(F, unpool)(out, idx, 2)
+    layer = getattr(T.nn, layer_name)(2)
     grads = T.autograd.grad((unpooled * unpooled).sum(), x)
     return out, idx, unpooled, layer(out, idx, output_size=x.shape), grads
+
+
+@pytest.mark.parametrize("names", [("fractional_max_pool2d_with_indices", 2), ("fractional_max_pool3d_with_indices", 3)])
+@differential
+def test_fractional_max_pool_with_indices(T, names):
+    name, nd = names
+    x = _x(T, 1, 2, *([6, 7, 6][:nd]), grad=True)
+    samples = T.tensor(np.random.RandomState(4).rand(1, 2, nd), dtype=T.float64)
+    out, idx = getattr(T.nn.functional, name)(x, 2, output_size=(3,) * nd, _random_samples=samples)
+    return out, idx, T.autograd.grad(out.sum(), x)
+
+
+INPLACE = ["absolute_", "addcmul_", "bitwise_and_", "bitwise_xor_", "divide_", "floor_divide_", "fmod_",
+           "greater_equal_", "less_", "multiply_", "remainder_", "sgn_", "sign_", "subtract_", "tril_", "triu_",
+           "true_divide_"]
+
+
+@pytest.mark.parametrize("name", INPLACE)
+@differential
+def test_in_place_forms_match_their_functions(T, name):
+    """Each in-place method writes what its function returns into the tensor, bumps its version and
+    returns the tensor itself; a leaf that requires grad refuses."""
+    integral = name.startswith("bitwise")
+    x = _ints(T, 3, 4, low=-5, high=6) if integral else _x(T, 3, 4) * 3
+    other = _ints(T, 4, seed=1, low=1, high=4) if integral else _x(T, 4, seed=1, positive=True) + 0.5
+    args = {"addcmul_": (other, other), "tril_": (), "triu_": (1,), "sgn_": (), "sign_": (), "absolute_": ()}.get(name, (other,))
+    y = x.clone()
+    version = y._version
+    returned = getattr(y, name)(*args)
+    leaf = _x(T, 3, 4, grad=True)
+    return y, returned is y, y._version > version, catch(lambda: getattr(leaf, name)(*[
+        a.double() if not integral and hasattr(a, "double") else a for a in args]))
+
+
+@differential
+def test_shape_and_index_functions(T):
+    x = _x(T, 3, 4, grad=True)
+    rows, cols = T.tril_indices(4, 3, 1), T.triu_indices(3, 4, -1)
+    return (_with_grads(T, lambda t: T.swapaxes(t, 0, 1) * T.swapdims(t, 1, 0), x), x.swapdims(0, 1),
+            _with_grads(T, lambda t: T.take_along_dim(t, T.tensor([[0, 2, 1, 3]]), dim=1), x),
+            x.take_along_dim(T.tensor([[1], [0], [2]]), 1), [t.shape for t in T.tensor_split(x, 3, dim=1)],
+            T.tensor_split(x, [1, 3]), x.tensor_split(2), _with_grads(T, lambda t: T.tile(t, (2, 1, 2)), x),
+            T.vstack([x, x]).shape, T.unsqueeze(x, -1).shape, rows, cols, x.to(T.short).dtype, x.short(),
+            x.to_dense() is x, T.range(0, 3, 0.5), T.scatter_reduce(x, 1, T.tensor([[0, 0, 1, 1]] * 3), x, "sum"))
 
 
 @differential
