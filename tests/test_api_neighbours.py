@@ -353,3 +353,58 @@ def test_data_utilities(T):
     converted = data.default_convert([np.array([1.0, 2.0]), (np.int64(3), "s")])
     return (len(concat), concat[3], [subset[i] for i in range(len(subset))], stacked[1], list(chain), batches,
             collated, converted, data.get_worker_info(), list(data.DataLoader(subset, batch_size=2)))
+
+
+@differential
+def test_autocast_and_mode_state_functions(T):
+    state = [T.is_autocast_cpu_enabled(), T.get_autocast_cpu_dtype(), T.get_autocast_gpu_dtype(),
+             T.is_inference_mode_enabled()]
+    T.set_autocast_cpu_enabled(True)
+    T.set_autocast_cpu_dtype(T.bfloat16)
+    state += [T.is_autocast_cpu_enabled(), T.get_autocast_cpu_dtype()]
+    T.set_autocast_cpu_enabled(False)
+    T.set_autocast_cpu_dtype(T.bfloat16)
+    T.set_autocast_dtype("cpu", T.bfloat16)
+    T.set_autocast_gpu_dtype(T.float16)
+    T.set_autocast_cache_enabled(True)
+    T.clear_autocast_cache()
+    with T.inference_mode():
+        state.append(T.is_inference_mode_enabled())
+    return state, T.GradScaler is T.amp.GradScaler
+
+
+@differential
+def test_in_place_dropouts_and_conj(T):
+    x = _x(T, 2, 3)
+    outs = [T.dropout_(x.clone(), 0.5, False), T.alpha_dropout_(x.clone(), 0.5, False),
+            T.feature_alpha_dropout_(x.clone(), 0.5, False)]
+    z = T.complex(x, -x)
+    T.conj_physical_(z)
+    return outs, z, T.utils.dlpack.from_dlpack(T.to_dlpack(x)) if hasattr(T, "to_dlpack") else None
+
+
+@differential
+def test_autograd_enums_and_flags(T):
+    ag = T.autograd
+    before = ag.is_multithreading_enabled()
+    ag.set_multithreading_enabled(False)
+    during = ag.is_multithreading_enabled()
+    ag.set_multithreading_enabled(True)
+    return (before, during, ag.is_tensor_like(T.ones(1)), ag.is_tensor_like([1]), ag.kineto_available() in (True, False),
+            [m.name for m in ag.ProfilerActivity.__members__.values()][:1], ag.ProfilerState.Disabled.name,
+            ag.DeviceType.CPU.name, ag.ProfilerConfig is not None)
+
+
+@differential
+def test_lazy_3d_layers_dirac_and_ifft2(T):
+    T.manual_seed(0)
+    x = _x(T, 1, 2, 3, 4, 4, dtype="float32")
+    conv = T.nn.LazyConvTranspose3d(3, 2)
+    norm = T.nn.LazyInstanceNorm3d()
+    out = conv(x)
+    w = T.empty(4, 2, 3, 3)
+    T.nn.init.dirac_(w, groups=2)
+    old = T.empty(2, 2, 3)
+    T.nn.init.dirac(old)
+    z = T.complex(_x(T, 3, 4), _x(T, 3, 4, seed=1))
+    return tuple(conv.weight.shape), out.shape, norm(x), w, old, T.fft.ifft2(z), T.fft.ifft2(z, s=(2, 6), norm="ortho")
