@@ -7,6 +7,7 @@ hookgrad lacks fails with an error naming it.
 """
 from __future__ import annotations
 
+import importlib.metadata
 import os
 import re
 import subprocess
@@ -235,3 +236,31 @@ def test_run_command_flag(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "hookgrad", "run", "-c", "import torch\n1/0"], cwd=tmp_path,
                           env=_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and proc.stderr.startswith("Traceback") and 'File "<string>", line 2' in proc.stderr
+
+
+def test_torch_package_metadata_without_torch_installed(tmp_path):
+    """Where no torch is installed, libraries asking importlib.metadata for torch's version (or checking a
+    requirement such as torch>=2.0) find hookgrad's, which starts with the torch release it follows; where
+    torch is installed, its own record answers."""
+    import numpy
+    import scipy
+    site = tmp_path / "site"
+    site.mkdir()
+    for package in (numpy, scipy):  # a Python path with NumPy and SciPy but no torch
+        folder = os.path.dirname(package.__file__)
+        os.symlink(folder, site / os.path.basename(folder))
+        libs = folder + ".libs"
+        if os.path.isdir(libs):
+            os.symlink(libs, site / os.path.basename(libs))
+    env = dict(_env(), PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "src"), str(site)]))
+    code = ("import importlib.metadata as m, torch\n"
+            "print(m.version('torch'), m.distribution('torch').metadata['Name'])")
+    proc = subprocess.run([sys.executable, "-S", "-m", "hookgrad", "run", "-c", code], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    import hookgrad
+    assert (proc.returncode, proc.stdout.strip()) == (0, f"{hookgrad.__version__} torch"), proc.stderr
+    proc = subprocess.run([sys.executable, "-m", "hookgrad", "run", "-c",
+                           "import importlib.metadata as m; print(m.version('torch'))"], cwd=tmp_path, env=_env(),
+                          capture_output=True, text=True, timeout=120)
+    import torch
+    assert proc.stdout.strip() == importlib.metadata.version("torch") == torch.__version__, proc.stderr

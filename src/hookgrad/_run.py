@@ -23,6 +23,7 @@ import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import io
 import os
@@ -179,6 +180,42 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
         return spec
 
 
+class _TorchDistribution(importlib.metadata.Distribution):
+    """The installed-package record of ``torch`` where no real torch is installed: libraries that check
+    ``importlib.metadata.version("torch")`` (or a requirement such as ``torch>=2.0``) find hookgrad's
+    version, which starts with the torch release whose API it follows."""
+
+    def read_text(self, filename):
+        if filename == "METADATA":
+            from .version import __version__
+            return (f"Metadata-Version: 2.1\nName: {_TORCH}\nVersion: {__version__}\n"
+                    f"Summary: hookgrad standing in for torch under hookgrad run\n")
+        return None
+
+    def locate_file(self, path):
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), str(path))
+
+
+class TorchMetadataFinder(importlib.abc.MetaPathFinder):
+    """Answers package-metadata lookups for ``torch`` when no installed distribution does. It sits at
+    the end of ``sys.meta_path``, so an installed torch's own record comes first."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        return None
+
+    def find_distributions(self, context=importlib.metadata.DistributionFinder.Context()):
+        name = getattr(context, "name", None)
+        if name is None or name.replace("_", "-").lower() != _TORCH:
+            return iter(())
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_distributions", None)
+            if finder is self or find is None:
+                continue
+            if next(iter(find(context)), None) is not None:
+                return iter(())  # a real torch is installed: its record answers
+        return iter((_TorchDistribution(),))
+
+
 class torch_aliases:
     """Context manager: while active, ``import torch`` gives hookgrad; on exit, the previous state returns."""
 
@@ -189,6 +226,8 @@ class torch_aliases:
             del sys.modules[name]
         self._finder = TorchAliasFinder()
         sys.meta_path.insert(0, self._finder)
+        self._metadata_finder = TorchMetadataFinder()
+        sys.meta_path.append(self._metadata_finder)
         importlib.import_module(_OURS)
         global _identities
         from ._torch_identity import TorchIdentities
@@ -202,6 +241,8 @@ class torch_aliases:
     def __exit__(self, *exc):
         if self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
+        if self._metadata_finder in sys.meta_path:
+            sys.meta_path.remove(self._metadata_finder)
         global _identities
         if self._outer_identities is None and _identities is not None:
             _identities.restore()
