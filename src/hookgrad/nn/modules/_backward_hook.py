@@ -68,6 +68,53 @@ class BackwardHookFunctionBackward(_HookIdentityNode):
     __slots__ = ()
 
 
+class _OneInputNode(BackwardHookFunctionBackward):
+    """The input node of a call with one positional argument, a tensor: ``_input_backward``'s
+    steps for one gradient, written into ``apply`` (a hooked call makes one of these per call)."""
+
+    __slots__ = ("owner",)  # the call's BackwardHook (``on_backward`` is not set)
+
+    def apply(self, grads):
+        grad = grads[0]
+        if grad is None:  # materialized, as the generic node does
+            shape, dtype = self.metas[0]
+            grad = wrap(np.zeros(shape, dtype=dtype))
+        outs = (grad,)
+        owner = self.owner
+        grad_outputs = owner.grad_outputs
+        if grad_outputs is None:  # reached without passing through the outputs: see _input_backward
+            return outs
+        res, setters = _run_full_backward_hooks(owner.dispatch, owner.module, owner.user_hooks, outs, grad_outputs)
+        owner.grad_outputs = None
+        if setters is None:
+            return outs
+        _check_replacements(owner.module, "grad_input", _FIRST_ONLY, outs, res, setters)
+        return (res[0],)
+
+
+class _OneOutputNode(BackwardHookFunctionBackward):
+    """The output node of a call whose result is one tensor: ``_output_backward``'s steps for one
+    gradient, written into ``apply``. Like the generic node's ``on_backward`` call, the pre-hooks
+    and the record see the gradient as received (None when none arrived), and that is what the
+    node passes on. (``metas`` and ``on_backward`` are not set: nothing here reads them.)"""
+
+    __slots__ = ("owner",)  # the call's BackwardHook
+
+    def apply(self, grads):
+        owner = self.owner
+        if owner.user_pre_hooks:
+            return owner._output_backward(None, grads)
+        owner.grad_outputs = outs = (grads[0],)
+        if owner.input_tensors_index is None:
+            owner._run_hooks_without_inputs()
+        return outs
+
+
+# what users see: one class name, as in torch, for every shape of call
+_OneInputNode.__name__ = _OneInputNode.__qualname__ = "BackwardHookFunctionBackward"
+_OneOutputNode.__name__ = _OneOutputNode.__qualname__ = "BackwardHookFunctionBackward"
+
+
 def _identity_view(t, node, output_nr):
     """A view of ``t`` as output ``output_nr`` of the identity ``node`` (a plain view without grad)."""
     # wrap() and make_view's steps for a view recorded by no op, each slot set once: two of these
@@ -120,20 +167,21 @@ class BackwardHook:
     its hook observer.
     """
 
-    __slots__ = ("user_hooks", "user_pre_hooks", "module", "dispatch", "grad_outputs", "n_outputs",
-                 "output_tensors_index", "n_inputs", "input_tensors_index")
+    # the state before the set-up and between backward passes, as class attributes: a hooked call
+    # makes one BackwardHook, which then stores only what its call changes
+    dispatch = staticmethod(_plain_call)
+    grad_outputs = None
+    n_outputs = -1
+    output_tensors_index = None
+    n_inputs = -1
+    input_tensors_index = None
 
     def __init__(self, module, user_hooks, user_pre_hooks, dispatch=None) -> None:
         self.user_hooks = user_hooks
         self.user_pre_hooks = user_pre_hooks
         self.module = module
-        self.dispatch = dispatch if dispatch is not None else _plain_call
-
-        self.grad_outputs = None
-        self.n_outputs = -1
-        self.output_tensors_index = None
-        self.n_inputs = -1
-        self.input_tensors_index = None
+        if dispatch is not None:
+            self.dispatch = dispatch
 
     @staticmethod
     def _pack_with_none(indices, values, size):
@@ -265,14 +313,14 @@ class BackwardHook:
             # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
             arg = args[0]
             if not (isinstance(arg, Tensor) and arg._requires_grad and grad_mode.STATE.enabled):
-                self.input_tensors_index = None
+                self.input_tensors_index = None  # (a BackwardHook may be set up again)
                 return args
             # BackwardHookFunctionBackward((edge,), (meta,), on_backward), one Python call less
-            node = _new_object(BackwardHookFunctionBackward)
+            node = _new_object(_OneInputNode)
             Node.__init__(node, (edge(arg),))
             node._num_outputs = 1
             node.metas = ((arg._data.shape, arg._data.dtype),)
-            node.on_backward = self._input_backward
+            node.owner = self
             self.input_tensors_index = _FIRST_ONLY
             return (_identity_view(arg, node, 0),)
         res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
@@ -285,11 +333,10 @@ class BackwardHook:
             if not (args._requires_grad and grad_mode.STATE.enabled):
                 self.output_tensors_index = None
                 return args
-            node = _new_object(BackwardHookFunctionBackward)  # as in setup_input_hook
+            node = _new_object(_OneOutputNode)  # as in setup_input_hook
             Node.__init__(node, (edge(args),))
             node._num_outputs = 1
-            node.metas = ((args._data.shape, args._data.dtype),)
-            node.on_backward = self._output_backward
+            node.owner = self
             self.output_tensors_index = _FIRST_ONLY
             return _identity_view(args, node, 0)
         is_tuple = isinstance(args, tuple)
