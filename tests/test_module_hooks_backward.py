@@ -1209,6 +1209,37 @@ def test_full_hooks_only_output_warning_points_at_the_callers_line(calls_counted
     assert (w.filename, w.lineno) == (__file__, line)
 
 
+def test_one_tensor_view_and_node_match_the_general_steps():
+    """_view_through_new_node writes out Node.__init__, edge and _identity_view for one-tensor calls:
+    its node and view must have every slot those set, with the same values where they do not differ."""
+    import hookgrad
+    from hookgrad._ops._base import edge
+    from hookgrad._tensor import Tensor
+    from hookgrad.autograd.graph import Node
+    from hookgrad.nn.modules._backward_hook import _OneOutputNode, _identity_view, _view_through_new_node
+
+    def slots(cls):
+        return [n for c in cls.__mro__ for n in getattr(c, "__slots__", ()) if n not in ("__weakref__", "__dict__")]
+
+    leaf = hookgrad.ones(2, 3, requires_grad=True)
+    sources = {"leaf": leaf, "non-leaf": leaf * 2, "view": (leaf * 2)[0], "view of a leaf": leaf[1]}
+    for what, t in sources.items():
+        view, node = _view_through_new_node(t, _OneOutputNode, "owner")
+        reference = object.__new__(_OneOutputNode)
+        Node.__init__(reference, (edge(t),))
+        for name in slots(Node):
+            assert hasattr(node, name) == hasattr(reference, name), (what, name)
+            if name != "_seq" and hasattr(reference, name):
+                assert getattr(node, name) == getattr(reference, name), (what, name)
+        assert node._seq == reference._seq - 1 and node._num_outputs == 1 and node.owner == "owner"
+        expected = _identity_view(t, node, 0)
+        for name in slots(Tensor):
+            if name != "_data":
+                assert getattr(view, name) is getattr(expected, name) or getattr(view, name) == getattr(expected, name), (what, name)
+        assert view.__dict__ == expected.__dict__
+        assert view._data.base is expected._data.base and view._data is not t._data
+
+
 def test_identity_view_sets_every_tensor_slot():
     """The identity views of full backward hooks are built slot by slot (not through wrap): every
     slot a tensor made by wrap has must be set, to the same value where the view does not differ."""

@@ -16,7 +16,7 @@ from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
 from ...autograd.function import _function_view_message
 from ...autograd.engine import warn_at_caller
-from ...autograd.graph import Node
+from ...autograd.graph import Node, _anomaly_state, _next_seq
 
 _new_object = object.__new__
 
@@ -68,6 +68,53 @@ class BackwardHookFunctionBackward(_HookIdentityNode):
     __slots__ = ()
 
 
+class _OneInputNode(BackwardHookFunctionBackward):
+    """The input node of a call with one positional argument, a tensor: ``_input_backward``'s
+    steps for one gradient, written into ``apply`` (a hooked call makes one of these per call)."""
+
+    __slots__ = ("owner",)  # the call's BackwardHook (``on_backward`` is not set)
+
+    def apply(self, grads):
+        grad = grads[0]
+        if grad is None:  # materialized, as the generic node does
+            shape, dtype = self.metas[0]
+            grad = wrap(np.zeros(shape, dtype=dtype))
+        outs = (grad,)
+        owner = self.owner
+        grad_outputs = owner.grad_outputs
+        if grad_outputs is None:  # reached without passing through the outputs: see _input_backward
+            return outs
+        res, setters = _run_full_backward_hooks(owner.dispatch, owner.module, owner.user_hooks, outs, grad_outputs)
+        owner.grad_outputs = None
+        if setters is None:
+            return outs
+        _check_replacements(owner.module, "grad_input", _FIRST_ONLY, outs, res, setters)
+        return (res[0],)
+
+
+class _OneOutputNode(BackwardHookFunctionBackward):
+    """The output node of a call whose result is one tensor: ``_output_backward``'s steps for one
+    gradient, written into ``apply``. Like the generic node's ``on_backward`` call, the pre-hooks
+    and the record see the gradient as received (None when none arrived), and that is what the
+    node passes on. (``metas`` and ``on_backward`` are not set: nothing here reads them.)"""
+
+    __slots__ = ("owner",)  # the call's BackwardHook
+
+    def apply(self, grads):
+        owner = self.owner
+        if owner.user_pre_hooks:
+            return owner._output_backward(None, grads)
+        owner.grad_outputs = outs = (grads[0],)
+        if owner.input_tensors_index is None:
+            owner._run_hooks_without_inputs()
+        return outs
+
+
+# what users see: one class name, as in torch, for every shape of call
+_OneInputNode.__name__ = _OneInputNode.__qualname__ = "BackwardHookFunctionBackward"
+_OneOutputNode.__name__ = _OneOutputNode.__qualname__ = "BackwardHookFunctionBackward"
+
+
 def _identity_view(t, node, output_nr):
     """A view of ``t`` as output ``output_nr`` of the identity ``node`` (a plain view without grad)."""
     # wrap() and make_view's steps for a view recorded by no op, each slot set once: two of these
@@ -95,6 +142,50 @@ def _identity_view(t, node, output_nr):
     return view
 
 
+def _view_through_new_node(t, node_cls, owner):
+    """A view of ``t``, which requires grad, as the one output of a new identity node of
+    ``node_cls`` for ``owner`` (an edge to ``t``, no hooks, nothing saved).
+
+    ``Node.__init__``, ``edge`` and ``_identity_view`` written out: this runs for the input and the
+    output of every hooked call with one tensor in or out, and three Python calls were a fifth of
+    its cost (test_one_tensor_view_and_node_match_the_general_steps keeps them in step)."""
+    fn = t._grad_fn
+    base = t._base
+    # a view's grad_fn may have to be regenerated, and a leaf's edge is its accumulator: edge() decides
+    t_edge = (fn, t._output_nr) if fn is not None and base is None else edge(t)
+    node = _new_object(node_cls)
+    if _anomaly_state.enabled:
+        Node.__init__(node, (t_edge,))  # records where the forward ran
+    else:
+        node.next_functions = (t_edge,)
+        node._seq = _next_seq()
+        node._pre_hooks = None
+        node._post_hooks = None
+        node._tensor_pre_hooks = None
+        node._retains_grad_hooks = None
+        node._has_hooks = False
+        node._metadata = None
+        node._saved = ()
+        node._anomaly_trace = None
+    node._num_outputs = 1
+    node.owner = owner
+    view = _new_object(Tensor)  # _identity_view's steps for a tensor that requires grad
+    view._data = t._data.view()
+    view._base = t if base is None else base
+    counter = view._version_counter = t._version_counter
+    view._view_version = counter[0]
+    view._grad = None
+    view._backward_hooks = None
+    view._post_accumulate_grad_hooks = None
+    view._accumulator = None
+    view._retains_grad = False
+    view._requires_grad = True
+    view._grad_fn = node
+    view._output_nr = 0
+    view.__dict__["_inplace_error"] = (_function_view_message, node, 0)
+    return view, node
+
+
 # the tensor positions of a call with one tensor (read only: shared by every such call)
 _FIRST_ONLY = (0,)
 
@@ -120,20 +211,21 @@ class BackwardHook:
     its hook observer.
     """
 
-    __slots__ = ("user_hooks", "user_pre_hooks", "module", "dispatch", "grad_outputs", "n_outputs",
-                 "output_tensors_index", "n_inputs", "input_tensors_index")
+    # the state before the set-up and between backward passes, as class attributes: a hooked call
+    # makes one BackwardHook, which then stores only what its call changes
+    dispatch = staticmethod(_plain_call)
+    grad_outputs = None
+    n_outputs = -1
+    output_tensors_index = None
+    n_inputs = -1
+    input_tensors_index = None
 
     def __init__(self, module, user_hooks, user_pre_hooks, dispatch=None) -> None:
         self.user_hooks = user_hooks
         self.user_pre_hooks = user_pre_hooks
         self.module = module
-        self.dispatch = dispatch if dispatch is not None else _plain_call
-
-        self.grad_outputs = None
-        self.n_outputs = -1
-        self.output_tensors_index = None
-        self.n_inputs = -1
-        self.input_tensors_index = None
+        if dispatch is not None:
+            self.dispatch = dispatch
 
     @staticmethod
     def _pack_with_none(indices, values, size):
@@ -260,21 +352,17 @@ class BackwardHook:
         return (tuple(new_args) if type(args) is tuple else type(args)(*new_args)), tensors_idx
 
     def setup_input_hook(self, args):
-        self.n_inputs = len(args)
-        if self.n_inputs == 1 and args.__class__ is tuple:
+        self.n_inputs = n_inputs = len(args)
+        if n_inputs == 1 and args.__class__ is tuple:
             # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
             arg = args[0]
             if not (isinstance(arg, Tensor) and arg._requires_grad and grad_mode.STATE.enabled):
-                self.input_tensors_index = None
+                self.input_tensors_index = None  # (a BackwardHook may be set up again)
                 return args
-            # BackwardHookFunctionBackward((edge,), (meta,), on_backward), one Python call less
-            node = _new_object(BackwardHookFunctionBackward)
-            Node.__init__(node, (edge(arg),))
-            node._num_outputs = 1
+            view, node = _view_through_new_node(arg, _OneInputNode, self)
             node.metas = ((arg._data.shape, arg._data.dtype),)
-            node.on_backward = self._input_backward
             self.input_tensors_index = _FIRST_ONLY
-            return (_identity_view(arg, node, 0),)
+            return (view,)
         res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)
         return res
 
@@ -285,13 +373,8 @@ class BackwardHook:
             if not (args._requires_grad and grad_mode.STATE.enabled):
                 self.output_tensors_index = None
                 return args
-            node = _new_object(BackwardHookFunctionBackward)  # as in setup_input_hook
-            Node.__init__(node, (edge(args),))
-            node._num_outputs = 1
-            node.metas = ((args._data.shape, args._data.dtype),)
-            node.on_backward = self._output_backward
             self.output_tensors_index = _FIRST_ONLY
-            return _identity_view(args, node, 0)
+            return _view_through_new_node(args, _OneOutputNode, self)[0]
         is_tuple = isinstance(args, tuple)
         if not is_tuple:
             args = (args,)

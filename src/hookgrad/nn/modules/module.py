@@ -186,6 +186,10 @@ def _stacklevel_outside_hookgrad() -> int:
     return level
 
 
+# the backward pre-hooks of a call that has none (shared: BackwardHook only reads them)
+_NO_PRE_HOOKS = ()
+
+
 def _dispatch(kind: str, module: Any, hook: Callable, *args: Any) -> Any:
     """Call ``hook(*args)``, reporting the call to the hook observer when one is set (which reads
     ``args`` from this frame), and, while hookgrad.hooks is loaded, with the hook's context."""
@@ -928,11 +932,10 @@ class Module:
             # the usual debugging set-up, only full backward hooks: the steps below, less the tests
             # for the kinds that are absent (forward hooks that ``forward`` registers still run)
             bw_hook = BackwardHook(self, [*_global_backward_hooks.values(), *self._backward_hooks.values()]
-                                   if _global_backward_hooks else list(self._backward_hooks.values()),
-                                   [], dispatch=_dispatch)
-            result = None
+                                   if _global_backward_hooks else [*self._backward_hooks.values()],
+                                   _NO_PRE_HOOKS, _dispatch)
+            result = latest = None
             called_always_called_hooks = ()
-            latest = None
             try:
                 args = bw_hook.setup_input_hook(args)
                 result = forward_call(*args, **kwargs)
@@ -940,7 +943,7 @@ class Module:
                     called_always_called_hooks = set()
                     latest = [result]
                     result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
-                if not isinstance(result, (Tensor, tuple)):
+                if result.__class__ is not Tensor and not isinstance(result, (Tensor, tuple)):
                     warnings.warn("For backward hooks to be called, module output should be a Tensor or "
                                   f"a tuple of Tensors but received {type(result)}",
                                   stacklevel=_stacklevel_outside_hookgrad())
