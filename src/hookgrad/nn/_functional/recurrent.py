@@ -126,7 +126,7 @@ def _gru_cell(x_w, hidden, p):
     hgates = _unsafe_chunk(_linear(hidden, p.w_hh, p.b_hh), 3)
     reset_gate = hgates[0].add_(igates[0]).sigmoid_()
     input_gate = hgates[1].add_(igates[1]).sigmoid_()
-    new_gate = igates[2].add(hgates[2].mul_(reset_gate)).tanh_()
+    new_gate = (igates[2] + hgates[2].mul_(reset_gate)).tanh_()
     return (hidden - new_gate).mul_(input_gate).add_(new_gate)
 
 
