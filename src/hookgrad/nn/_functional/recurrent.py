@@ -387,62 +387,111 @@ def _workspace_bytes(steps, batch, input_size, hidden):
     return sum(-(-r // _PAGE) for r in regions) * _PAGE
 
 
-def _sigmoid(x):
-    return 0.5 * (1.0 + np.tanh(0.5 * x))  # stable for any |x|, one transcendental call
+class _LstmKernel:
+    """One LSTM layer and direction on NumPy arrays, forward and backpropagation through time.
 
+    The gates are kept in the order (o, i, f, g) rather than torch's (i, f, g, o): the three
+    sigmoid gates are then one block, and so are the three gates whose gradient scales with the
+    cell's. The sigmoid gates' weight rows are halved, so one ``tanh`` over all four gates gives
+    ``tanh(z / 2)`` for them (``sigmoid(z) = (1 + tanh(z / 2)) / 2``) and ``tanh(z)`` for g. The time
+    loops run once per step, where NumPy's per-call cost dominates: they do few, wide operations
+    into preallocated arrays, and what does not depend on the recursion is computed for all steps
+    at once.
+    """
 
-def _lstm_steps_np(xp, h, c, w_hh, reverse):
-    """The forward time loop on arrays: ``xp`` (T, B, 4H) holds each step's input projection with
-    both biases. Returns (output (T, B, H), h_T, c_T, per-step cache for the backward)."""
-    steps, hidden = xp.shape[0], w_hh.shape[1]
-    H = hidden
-    # a row-major copy of the transpose: OpenBLAS multiplies (32x128) @ (128x512) in 32 us against
-    # 43 us through the transposed view, and the loop does it once per step
-    w_t = np.ascontiguousarray(w_hh.T)
-    _blas.use_threads_for(h.shape[0] * w_hh.shape[0] * w_hh.shape[1])
-    out = np.empty((steps,) + h.shape, dtype=h.dtype)
-    cache = [None] * steps
-    for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-        gates = h @ w_t
-        gates += xp[t]
-        s = _sigmoid(gates)
-        g = np.tanh(gates[:, 2 * H:3 * H])
-        c_new = s[:, H:2 * H] * c
-        c_new += s[:, :H] * g
-        tc = np.tanh(c_new)
-        cache[t] = (h, c, s, g, tc)
-        h = out[t] = s[:, 3 * H:] * tc
-        c = c_new
-    return out, h, c, cache
+    __slots__ = ("H", "order", "w_ih", "w_hh", "gates", "cells", "tanh_cells", "h0", "c0", "out", "reverse")
 
+    def __init__(self, w_ih, w_hh, reverse):
+        H = self.H = w_hh.shape[1]
+        self.order = np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)])
+        self.w_ih, self.w_hh, self.reverse = w_ih[self.order], w_hh[self.order], reverse
 
-def _lstm_steps_backward_np(cache, d_out, dh, dc, w_hh, reverse):
-    """Backpropagation through time on arrays: returns (d gates (T, B, 4H), d h0, d c0, d w_hh)."""
-    steps = len(cache)
-    H = w_hh.shape[1]
-    d_gates = np.empty((steps, dh.shape[0], 4 * H), dtype=dh.dtype)
-    h_prev = np.empty((steps, dh.shape[0], H), dtype=dh.dtype)
-    _blas.use_threads_for(dh.shape[0] * w_hh.shape[0] * w_hh.shape[1])
-    for t in (range(steps) if reverse else range(steps - 1, -1, -1)):
-        h, c_prev, s, g, tc = cache[t]
-        if d_out is not None:
-            dh = dh + d_out[t]
-        dc = dc + dh * s[:, 3 * H:] * (1 - tc * tc)
-        dg = d_gates[t]
-        ds = s * (1 - s)
-        np.multiply(dc, g, out=dg[:, :H])
-        np.multiply(dc, c_prev, out=dg[:, H:2 * H])
-        np.multiply(dc, s[:, :H], out=dg[:, 2 * H:3 * H])
-        np.multiply(dh, tc, out=dg[:, 3 * H:])
-        dg[:, :2 * H] *= ds[:, :2 * H]
-        dg[:, 2 * H:3 * H] *= 1 - g * g
-        dg[:, 3 * H:] *= ds[:, 3 * H:]
-        h_prev[t] = h
-        dh = dg @ w_hh
-        dc = dc * s[:, H:2 * H]
-    flat = d_gates.reshape(-1, 4 * H)
-    dw_hh = flat.T @ h_prev.reshape(-1, H)
-    return d_gates, dh, dc, dw_hh
+    def _steps(self, count):
+        return range(count - 1, -1, -1) if self.reverse else range(count)
+
+    def forward(self, x, b_ih, b_hh, h, c):
+        """x (T, B, I); returns (output (T, B, H), h_T, c_T)."""
+        H = self.H
+        steps, batch = x.shape[0], x.shape[1]
+        half = np.ones(4 * H, dtype=x.dtype)
+        half[:3 * H] = 0.5
+        gates = (x.reshape(-1, x.shape[2]) @ (self.w_ih * half[:, None]).T).reshape(steps, batch, 4 * H)
+        if b_ih is not None:
+            gates += (b_ih + b_hh)[self.order] * half
+        # a row-major copy of the transpose: OpenBLAS multiplies (32x128) @ (128x512) in 32 us
+        # against 43 us through the transposed view
+        w_t = np.ascontiguousarray((self.w_hh * half[:, None]).T)
+        _blas.use_threads_for(batch * 4 * H * H)
+        cells = np.empty((steps, batch, H), dtype=x.dtype)
+        tanh_cells = np.empty_like(cells)
+        out = np.empty_like(cells)
+        self.h0, self.c0 = h, c
+        scratch = np.empty((batch, 4 * H), dtype=x.dtype)
+        product = np.empty((batch, H), dtype=x.dtype)
+        for t in self._steps(steps):
+            g_t = gates[t]
+            np.matmul(h, w_t, out=scratch)
+            g_t += scratch
+            np.tanh(g_t, out=g_t)
+            sig = g_t[:, :3 * H]
+            sig *= 0.5
+            sig += 0.5
+            c_t = cells[t]
+            np.multiply(g_t[:, 2 * H:3 * H], c, out=c_t)
+            np.multiply(g_t[:, H:2 * H], g_t[:, 3 * H:], out=product)
+            c_t += product
+            np.tanh(c_t, out=tanh_cells[t])
+            np.multiply(g_t[:, :H], tanh_cells[t], out=out[t])
+            h, c = out[t], c_t
+        self.gates, self.cells, self.tanh_cells, self.out = gates, cells, tanh_cells, out
+        return out, h, c
+
+    def _previous(self, states, first):
+        """Each step's incoming state: ``first`` for the first step processed, else the state the
+        step before it (in processing order) produced."""
+        prev = np.empty_like(states)
+        if self.reverse:
+            prev[-1] = first
+            prev[:-1] = states[1:]
+        else:
+            prev[0] = first
+            prev[1:] = states[:-1]
+        return prev
+
+    def backward(self, x, d_out, dh, dc, need):
+        """Gradients (dx, dw_ih, dw_hh, db, dh0, dc0) in torch's gate order; ``need`` says which of
+        x, w_ih and the biases are wanted."""
+        H = self.H
+        gates, tanh_cells = self.gates, self.tanh_cells
+        o, i, f, g = gates[..., :H], gates[..., H:2 * H], gates[..., 2 * H:3 * H], gates[..., 3 * H:]
+        c_prev = self._previous(self.cells, self.c0)
+        # per-step factors that do not depend on the recursion, for all steps at once
+        to_cell = o * (1 - tanh_cells * tanh_cells)                       # dc += dh * to_cell
+        to_o = tanh_cells * o * (1 - o)                                   # d_o = dh * to_o
+        to_ifg = np.stack([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g)], 2)  # (T, B, 3, H)
+        steps, batch = gates.shape[0], gates.shape[1]
+        d_gates = np.empty_like(gates)
+        dh, dc = dh.copy(), dc.copy()
+        product = np.empty_like(dh)
+        w_hh = self.w_hh
+        for t in (range(steps) if self.reverse else range(steps - 1, -1, -1)):
+            if d_out is not None:
+                dh += d_out[t]
+            np.multiply(dh, to_cell[t], out=product)
+            dc += product
+            dg = d_gates[t]
+            np.multiply(dh, to_o[t], out=dg[:, :H])
+            np.multiply(dc[:, None, :], to_ifg[t], out=dg[:, H:].reshape(batch, 3, H))
+            dh = dg @ w_hh
+            dc *= f[t]
+        flat = d_gates.reshape(-1, 4 * H)
+        undo = np.argsort(self.order)                                     # back to torch's gate order
+        h_prev = self._previous(self.out, self.h0).reshape(-1, H)
+        dw_hh = (flat.T @ h_prev)[undo]
+        dx = (flat @ self.w_ih).reshape(x.shape) if need[0] else None
+        dw_ih = (flat.T @ x.reshape(-1, x.shape[-1]))[undo] if need[1] else None
+        db = flat.sum(0)[undo] if need[2] else None
+        return dx, dw_ih, dw_hh, db, dh, dc
 
 
 def _lstm_backward_tensor(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, d_out, d_hy, d_cy):
@@ -510,15 +559,10 @@ class MkldnnRnnLayerBackward0(Node):
             return tuple(r if n else None for r, n in zip(result, need))
         if self.cache is None:
             raise RuntimeError(_FREED)
-        H = w_hh.shape[1]
         dh = d_hy._data if d_hy is not None else np.zeros(hx.shape, hx._data.dtype)
         dc = d_cy._data if d_cy is not None else np.zeros(cx.shape, cx._data.dtype)
-        d_gates, dh0, dc0, dw_hh = _lstm_steps_backward_np(self.cache, None if d_out is None else d_out._data,
-                                                           dh, dc, w_hh._data, self.reverse)
-        flat = d_gates.reshape(-1, 4 * H)
-        dx = (flat @ w_ih._data).reshape(x.shape) if need[0] else None
-        dw_ih = flat.T @ x._data.reshape(-1, x.shape[-1]) if need[1] else None
-        db = flat.sum(0) if need[3] or need[4] else None
+        dx, dw_ih, dw_hh, db, dh0, dc0 = self.cache.backward(
+            x._data, None if d_out is None else d_out._data, dh, dc, (need[0], need[1], need[3] or need[4]))
         result = (dx, dw_ih, dw_hh if need[2] else None, db if need[3] else None,
                   db.copy() if need[4] else None, dh0 if need[5] else None, dc0 if need[6] else None)
         return tuple(None if r is None else wrap(r) for r in result)
@@ -540,18 +584,17 @@ def _onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, hidden_size, num_l
     """``at::mkldnn_rnn_layer``: x (T, B, I) contiguous; returns (output, hy, cy)."""
     xd = x._data
     steps, batch, features = xd.shape
-    xp = (xd.reshape(-1, features) @ w_ih._data.T).reshape(steps, batch, -1)
-    if has_biases:
-        xp += b_ih._data + b_hh._data
-    out, h, c, cache = _lstm_steps_np(xp, hx._data, cx._data, w_hh._data, reverse)
-    out, hy, cy = wrap(out), wrap(np.ascontiguousarray(h)), wrap(np.ascontiguousarray(c))
+    kernel = _LstmKernel(w_ih._data, w_hh._data, reverse)
+    out, h, c = kernel.forward(xd, b_ih._data if has_biases else None, b_hh._data if has_biases else None,
+                               hx._data, cx._data)
+    out, hy, cy = wrap(out), wrap(h.copy()), wrap(c.copy())  # (h, c: rows of the kernel's arrays)
     inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
     if any_requires_grad(*inputs):
         workspace = hookgrad.zeros(_workspace_bytes(steps, batch, features, hidden_size), dtype=hookgrad.uint8)
         node = MkldnnRnnLayerBackward0(tuple(edge(t) for t in inputs))
         node.reverse, node.hidden_size, node.num_layers, node.has_biases = reverse, hidden_size, num_layers, has_biases
         node.bidirectional, node.batch_first, node.train = bidirectional, batch_first, train
-        node.cache = cache
+        node.cache = kernel
         node._num_outputs = 3  # (the workspace, its fourth result, is not differentiable: no gradient slot)
         record(node, out, hy, cy, inputs=inputs)
         node._saved = tuple(SavedTensor(t) for t in (hx, cx, x, w_ih, w_hh, b_ih, b_hh)) + tuple(
