@@ -221,3 +221,35 @@ def test_pack_and_pad_graph(T, batch_first, enforce_sorted):
     (padded * T.arange(padded.numel(), dtype=padded.dtype).reshape(padded.shape)).sum().backward()
     return log, packed.data, packed.batch_sizes, padded, out_lengths, x.grad, \
         [getattr(packed.data.grad_fn, a) for a in ("_saved_batch_first", "_saved_input_sym_sizes")]
+
+
+CELL_CASES = [(kind, batched, h0, bias, nonlinearity) for kind in ("LSTMCell", "GRUCell", "RNNCell")
+              for batched in (True, False) for h0 in (True, False) for bias in (True, False)
+              for nonlinearity in (("tanh", "relu") if kind == "RNNCell" else ("tanh",))]
+
+
+@pytest.mark.parametrize("kind,batched,h0,bias,nonlinearity", CELL_CASES)
+@differential(rtol=1e-6, atol=1e-8)
+def test_cells_graph(T, kind, batched, h0, bias, nonlinearity):
+    """The single-step cells: ATen's cell step (torch.lstm_cell ...), node by node."""
+    rng = np.random.default_rng(7)
+    kw = dict(bias=bias, nonlinearity=nonlinearity) if kind == "RNNCell" else dict(bias=bias)
+    m = getattr(T.nn, kind)(3, 4, **kw).double()
+    with T.no_grad():
+        for p in m.parameters():
+            p.copy_(T.tensor(rng.uniform(-0.5, 0.5, tuple(p.shape))))
+    x = T.tensor(rng.normal(size=(2, 3) if batched else (3,)), requires_grad=True)
+    args = [x]
+    if h0:
+        shape = (2, 4) if batched else (4,)
+        h = T.tensor(rng.normal(size=shape), requires_grad=True)
+        args.append((h, T.tensor(rng.normal(size=shape), requires_grad=True)) if kind == "LSTMCell" else h)
+    log = []
+    with T.autograd.graph.saved_tensors_hooks(lambda t: log.append(("pack", tuple(t.shape))) or t,
+                                              lambda t: log.append(("unpack", tuple(t.shape))) or t):
+        out = m(*args)
+    outs = out if isinstance(out, tuple) else (out,)
+    for node in _nodes([o.grad_fn for o in outs]):
+        node.register_prehook(lambda g, node=node: log.append(("run", node.name())))
+    sum((o * o).sum() for o in outs).backward()
+    return log, [o.detach() for o in outs], x.grad, [p.grad for p in m.parameters()]

@@ -105,10 +105,12 @@ def _gather_params(params, has_biases, has_projections=False):
     return out
 
 
-# one step of each cell, on the step's input projection ``x_w`` (input biases added)
-def _lstm_cell(x_w, hidden, p):
+# one step of each cell, on the step's input projection ``x_w`` (input biases added); the single-step
+# ops (``lstm_cell`` ...) pass ``x_w=None`` and the ``input`` instead, projected where ATen does it
+def _lstm_cell(x_w, hidden, p, input=None):
     hx, cx = hidden
-    gates = _linear(hx, p.w_hh, p.b_hh).add_(x_w)
+    gates = _linear(hx, p.w_hh, p.b_hh)
+    gates = gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih))
     ingate, forgetgate, cellgate, outgate = _unsafe_chunk(gates, 4)
     ingate = ingate.sigmoid_()
     forgetgate = forgetgate.sigmoid_()
@@ -121,8 +123,8 @@ def _lstm_cell(x_w, hidden, p):
     return hy, cy
 
 
-def _gru_cell(x_w, hidden, p):
-    igates = _unsafe_chunk(x_w, 3)
+def _gru_cell(x_w, hidden, p, input=None):
+    igates = _unsafe_chunk(x_w if input is None else _linear(input, p.w_ih, p.b_ih), 3)
     hgates = _unsafe_chunk(_linear(hidden, p.w_hh, p.b_hh), 3)
     reset_gate = hgates[0].add_(igates[0]).sigmoid_()
     input_gate = hgates[1].add_(igates[1]).sigmoid_()
@@ -130,12 +132,20 @@ def _gru_cell(x_w, hidden, p):
     return (hidden - new_gate).mul_(input_gate).add_(new_gate)
 
 
-def _tanh_cell(x_w, hidden, p):
-    return _linear(hidden, p.w_hh, p.b_hh).add_(x_w).tanh()
+def _tanh_cell(x_w, hidden, p, input=None):
+    gates = _linear(hidden, p.w_hh, p.b_hh)
+    return gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih)).tanh()
 
 
-def _relu_cell(x_w, hidden, p):
-    return _linear(hidden, p.w_hh, p.b_hh).add_(x_w).relu()
+def _relu_cell(x_w, hidden, p, input=None):
+    gates = _linear(hidden, p.w_hh, p.b_hh)
+    return gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih)).relu()
+
+
+def cell_step(mode, input, hidden, w_ih, w_hh, b_ih=None, b_hh=None):
+    """ATen's single-step ops (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``):
+    one step of the layers' cell on 2-D ``input`` and state."""
+    return _CELLS[mode](None, hidden, _CellParams(w_ih, w_hh, b_ih, b_hh), input)
 
 
 _CELLS = {"LSTM": _lstm_cell, "GRU": _gru_cell, "RNN_TANH": _tanh_cell, "RNN_RELU": _relu_cell}

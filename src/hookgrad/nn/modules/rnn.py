@@ -7,8 +7,8 @@ How a layer runs: ``forward`` takes torch's Python steps (unbatched input, defau
 permutation of a packed batch's states) and calls the one op torch's module calls, ``torch.lstm``
 / ``gru`` / ``rnn_tanh`` / ``rnn_relu`` (``nn/_functional/recurrent.py``), which builds torch's
 graph: a float32 LSTM is one fused ``MkldnnRnnLayerBackward0`` node per layer and direction, every
-other case ATen's composition of ordinary ops, step by step. The single-step cells are composed
-of tensor ops.
+other case ATen's composition of ordinary ops, step by step. The single-step cells run that same
+step (``torch.lstm_cell`` ...).
 """
 from __future__ import annotations
 
@@ -17,9 +17,6 @@ import numbers
 import warnings
 
 import hookgrad
-# the cells call the ops themselves, not torch's public names: as in torch (whose recurrent kernels are
-# C++), code that patches torch.addmm or Tensor.matmul (FLOP counters) does not see a recurrent layer's steps
-from hookgrad._ops.linalg import addmm as _addmm, matmul as _matmul
 from hookgrad._tensor import Tensor
 
 from .. import init
@@ -46,38 +43,6 @@ def _dropout(x: Tensor, p: float, training: bool) -> Tensor:
         return x * 0
     keep = hookgrad.bernoulli(hookgrad.full_like(x.detach(), 1.0 - p))
     return x * keep / (1.0 - p)
-
-
-# ---- one time step of each cell kind, composed of tensor ops (the cells, projected LSTM) -----------
-# ``xp`` is the input projection of this step (input biases already added, except GRU's b_hh),
-# ``h``/``c`` the state, ``whh_t`` the transposed recurrent weight. Each returns the new state.
-
-def _tanh_step(xp, h, whh_t):
-    return _addmm(xp, h, whh_t).tanh()
-
-
-def _relu_step(xp, h, whh_t):
-    return _addmm(xp, h, whh_t).relu()
-
-
-def _lstm_step(xp, h, c, whh_t, hidden):
-    gates = _addmm(xp, h, whh_t)
-    s = gates.sigmoid()
-    i = s[:, :hidden]
-    f = s[:, hidden:2 * hidden]
-    o = s[:, 3 * hidden:]
-    g = gates[:, 2 * hidden:3 * hidden].tanh()
-    c = f * c + i * g
-    return o * c.tanh(), c
-
-
-def _gru_step(xp, h, whh_t, b_hh, hidden):
-    hp = _matmul(h, whh_t) if b_hh is None else _addmm(b_hh, h, whh_t)
-    rz = (xp[:, :2 * hidden] + hp[:, :2 * hidden]).sigmoid()
-    r = rz[:, :hidden]
-    z = rz[:, hidden:]
-    n = (xp[:, 2 * hidden:] + r * hp[:, 2 * hidden:]).tanh()
-    return n + z * (h - n)
 
 
 def _is_packed(input) -> bool:
@@ -427,12 +392,6 @@ class RNNCellBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
-    def _input_projection(self, input: Tensor, fold_hh_bias: bool) -> Tensor:
-        if self.bias_ih is None:
-            return _matmul(input, self.weight_ih.t())
-        bias = self.bias_ih + self.bias_hh if fold_hh_bias else self.bias_ih
-        return _addmm(bias, input, self.weight_ih.t())
-
     def _check(self, input, hx, name: str, what: str = "hidden"):
         if input.dim() not in (1, 2):
             raise ValueError(f"{name}: Expected input to be 1D or 2D, got {input.dim()}D instead")
@@ -474,13 +433,10 @@ class RNNCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         batched, input, hx = self._batched_with_hidden(input, hx, "RNNCell")
-        if self.nonlinearity == "tanh":
-            step = _tanh_step
-        elif self.nonlinearity == "relu":
-            step = _relu_step
-        else:
+        if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        out = step(self._input_projection(input, True), hx, self.weight_hh.t())
+        out = _recurrent.cell_step("RNN_" + self.nonlinearity.upper(), input, hx, self.weight_ih, self.weight_hh,
+                                   self.bias_ih, self.bias_hh)
         return out if batched else out.squeeze(0)
 
 
@@ -507,7 +463,8 @@ class LSTMCell(RNNCellBase):
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
         self._check_sizes(input, hx[0], "[0]")
         self._check_sizes(input, hx[1], "[1]")
-        h, c = _lstm_step(self._input_projection(input, True), hx[0], hx[1], self.weight_hh.t(), self.hidden_size)
+        h, c = _recurrent.cell_step("LSTM", input, (hx[0], hx[1]), self.weight_ih, self.weight_hh, self.bias_ih,
+                                    self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -519,6 +476,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         batched, input, hx = self._batched_with_hidden(input, hx, "GRUCell")
-        out = _gru_step(self._input_projection(input, False), hx, self.weight_hh.t(), self.bias_hh,
-                        self.hidden_size)
+        out = _recurrent.cell_step("GRU", input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return out if batched else out.squeeze(0)
