@@ -2,10 +2,13 @@
 
 * ``torch.lstm`` / ``torch.gru`` / ``torch.rnn_tanh`` / ``torch.rnn_relu`` with ATen's two forms,
   ``(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)`` and the
-  packed ``(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)``.
-  They run the very layer loop of ``nn.LSTM``/``nn.GRU``/``nn.RNN`` (one graph node per layer and
-  direction), on a flat parameter list in torch's order (per layer and direction: ``w_ih, w_hh``,
-  then ``b_ih, b_hh`` with biases, then ``w_hr`` with a projection).
+  packed ``(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)``,
+  on a flat parameter list in torch's order (per layer and direction: ``w_ih, w_hh``, then ``b_ih,
+  b_hh`` with biases, then ``w_hr`` with a projection). ``nn.LSTM``/``GRU``/``RNN`` call them. They
+  build the graph torch's CPU build builds: a float32 LSTM (padded, no projection) is oneDNN's
+  fused layer, one ``MkldnnRnnLayerBackward0`` per layer and direction with a NumPy time loop and
+  backward; everything else is ATen's composition of ordinary ops (``RNN.cpp``), step by step.
+  ``cell_step`` is the single-step ops (``torch.lstm_cell`` ...), for the cell modules.
 * ``torch.embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
   per_sample_weights, include_last_offset, padding_idx)``: one ``EmbeddingBagBackward0`` node and
   ATen's four results ``(output, offset2bag, bag_size, max_indices)``; ``F.embedding_bag`` calls it.
