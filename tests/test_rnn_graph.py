@@ -253,3 +253,21 @@ def test_cells_graph(T, kind, batched, h0, bias, nonlinearity):
         node.register_prehook(lambda g, node=node: log.append(("run", node.name())))
     sum((o * o).sum() for o in outs).backward()
     return log, [o.detach() for o in outs], x.grad, [p.grad for p in m.parameters()]
+
+
+@pytest.mark.parametrize("name", ["lstm_cell", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell"])
+@differential(rtol=1e-6, atol=1e-8)
+def test_functional_cells(T, name):
+    rng = np.random.default_rng(8)
+    gates = {"lstm_cell": 4, "gru_cell": 3}.get(name, 1)
+
+    def leaf(*shape):
+        return T.tensor(rng.normal(size=shape), requires_grad=True)
+
+    x, h, c = leaf(2, 3), leaf(2, 4), leaf(2, 4)
+    weights = [leaf(gates * 4, 3), leaf(gates * 4, 4), leaf(gates * 4), leaf(gates * 4)]
+    out = getattr(T, name)(x, (h, c) if name == "lstm_cell" else h, *weights)
+    outs = out if isinstance(out, tuple) else (out,)
+    names = sorted(n.name() for n in _nodes([o.grad_fn for o in outs]))
+    grads = T.autograd.grad(sum((o * o).sum() for o in outs), [x, h] + weights)
+    return names, [o.detach() for o in outs], list(grads)
