@@ -113,8 +113,6 @@ KNOWN_DIFFERENCES = {
     "edge:torch_bce_with_logits": {"bool", "int64", "uint8"},
     "edge:torch_embedding_bag_mean_max": {"bool", "int64", "uint8"},
     "edge:torch_embedding_bag_sum_weighted": {"bool", "int64", "uint8"},
-    "edge:torch_gru_packed": {"bfloat16", "bool", "int64", "uint8"},
-    "edge:torch_lstm": {"bfloat16", "bool", "int64", "uint8"},
     "edge:torch_max_pool": {"bool", "int64", "uint8"},
     "edge:torch_max_pool2d_3d": {"bool"},
     "edge:torch_norms": {"bool", "int64", "uint8"},

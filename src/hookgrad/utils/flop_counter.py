@@ -722,52 +722,21 @@ class _Translator:
         hidden, directions = rnn.hidden_size, 2 if rnn.bidirectional else 1
         # the layer's input, time-major as torch's kernel sees it (batch_first: a transposed view)
         layer_input = _Operand.of(x.transpose(0, 1) if rnn.batch_first else x)
-        hx = op.args[2] if len(op.args) > 2 and isinstance(op.args[2], Tensor) else None
-        input_grad = x.requires_grad       # whether the layer's input needs grad
-        calls, grads = [], []              # forward calls; (call, left needs grad, right needs grad)
+        calls = []
         for layer in range(rnn.num_layers):
             if layer:
                 layer_input = _Operand.contiguous((steps, batch, hidden * directions))
             width = layer_input.shape[-1]
-            layer_params = False
             for direction in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if direction else "")
-                w_ih, w_hh = getattr(rnn, "weight_ih" + suffix), getattr(rnn, "weight_hh" + suffix)
-                params = [w_ih, w_hh] + ([getattr(rnn, "bias_ih" + suffix), getattr(rnn, "bias_hh" + suffix)]
-                                         if rnn.bias else [])
-                layer_params |= any(p.requires_grad for p in params)
-                state_grad = hx is not None and hx.requires_grad
-                chain_grad = input_grad or state_grad or any(p.requires_grad for p in params)
+                w_ih = getattr(rnn, "weight_ih" + suffix)
                 bias = (gates * hidden,) if rnn.bias else None
-                for call in _linear_calls(layer_input, (gates * hidden, width), w_ih.requires_grad, bias):
-                    calls.append(call)
-                    grads.append((call, input_grad, w_ih.requires_grad))
-                for step in range(steps):
-                    call = ((_ADDMM, (bias, (batch, hidden), (hidden, gates * hidden))) if rnn.bias
-                            else (_MM, ((batch, hidden), (hidden, gates * hidden))))
-                    calls.append(call)
-                    grads.append((call, state_grad if step == 0 else chain_grad, w_hh.requires_grad))
-            input_grad = input_grad or layer_params or (hx is not None and hx.requires_grad)
-        if op.node is not None:
-            # hookgrad's own products are not torch's; torch's backward runs, per forward product,
-            # one product per operand that needs grad: counted when the op's backward starts
-            self._mark_inner_products(op.node, inputs, _INNER_KINDS)
-            backward = []
-            for call, left, right in grads:
-                packet, shapes = call[0], call[1]
-                a, b = shapes[-2], shapes[-1]
-                packet = _MM if packet in (_MM, _ADDMM) else _BMM
-                batch_dims = tuple(a[:-2])
-                m, k, n = a[-2], a[-1], b[-1]
-                if left:
-                    backward.append((packet, (batch_dims + (m, n), batch_dims + (n, k)), None))
-                if right:
-                    backward.append((packet, (batch_dims + (k, m), batch_dims + (m, n)), None))
-            # at the first of hookgrad's per-layer nodes to run: whichever output is used, they run
-            record = (backward, set())
-            for layer_node in self._mark_inner_products(op.node, inputs, _RECURRENT_LAYER_NODES) or [op.node]:
-                self.uncounted_nodes.discard(layer_node)
-                self.bulk[layer_node] = record
+                calls.extend(_linear_calls(layer_input, (gates * hidden, width), w_ih.requires_grad, bias))
+                for _ in range(steps):
+                    calls.append((_ADDMM, (bias, (batch, hidden), (hidden, gates * hidden))) if rnn.bias
+                                 else (_MM, ((batch, hidden), (hidden, gates * hidden))))
+        # the layers' graph is torch's own composition (addmm, mm and their nodes), so the backward's
+        # products are counted as its nodes run
         return [(c[0], c[1], None) for c in calls]
 
     _fw_rnn_tanh = _fw_rnn_relu = _fw_gru
@@ -1023,7 +992,6 @@ _PRODUCT_NODES = {"MmBackward0": (0, 1), "BmmBackward0": (0, 1), "AddmmBackward0
                   "BaddbmmBackward0": (1, 2)}
 _ATTENTION_PRODUCTS = ("BmmBackward0", "BaddbmmBackward0")
 _INNER_KINDS = tuple(_PRODUCT_NODES) + ("ConvolutionBackward0",)
-_RECURRENT_LAYER_NODES = ("GruLayerBackward0", "RnnTanhLayerBackward0", "RnnReluLayerBackward0")
 
 
 def _mha_fast_path(p: "_MhaArgs", grad_enabled: bool) -> bool:

@@ -2,10 +2,13 @@
 
 * ``torch.lstm`` / ``torch.gru`` / ``torch.rnn_tanh`` / ``torch.rnn_relu`` with ATen's two forms,
   ``(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)`` and the
-  packed ``(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)``.
-  They run the very layer loop of ``nn.LSTM``/``nn.GRU``/``nn.RNN`` (one graph node per layer and
-  direction), on a flat parameter list in torch's order (per layer and direction: ``w_ih, w_hh``,
-  then ``b_ih, b_hh`` with biases, then ``w_hr`` with a projection).
+  packed ``(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional)``,
+  on a flat parameter list in torch's order (per layer and direction: ``w_ih, w_hh``, then ``b_ih,
+  b_hh`` with biases, then ``w_hr`` with a projection). ``nn.LSTM``/``GRU``/``RNN`` call them. They
+  build the graph torch's CPU build builds: a float32 LSTM (padded, no projection) is oneDNN's
+  fused layer, one ``MkldnnRnnLayerBackward0`` per layer and direction with a NumPy time loop and
+  backward; everything else is ATen's composition of ordinary ops (``RNN.cpp``), step by step.
+  ``cell_step`` is the single-step ops (``torch.lstm_cell`` ...), for the cell modules.
 * ``torch.embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
   per_sample_weights, include_last_offset, padding_idx)``: one ``EmbeddingBagBackward0`` node and
   ATen's four results ``(output, offset2bag, bag_size, max_indices)``; ``F.embedding_bag`` calls it.
@@ -13,91 +16,642 @@
 """
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import hookgrad
-from ..._ops._base import GRAD
+from ... import _threads as _blas
+from ..._ops._base import GRAD, any_requires_grad, edge, record
 from ..._ops._declare import record_op
+# the layers call the ops themselves, not torch's public names: as in torch (whose recurrent kernels are
+# C++), code that patches torch.addmm or Tensor.matmul (FLOP counters) does not see a layer's steps
+from ..._ops.linalg import addmm as _addmm, matmul as _matmul
 from ..._tensor import Tensor, wrap
-from ...autograd.graph import Node
+from ...autograd.graph import Node, SavedTensor
 
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "embedding_bag", "batch_norm_update_stats"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
 
-class _Layers:
-    """What ``RNNBase``'s layer loop reads from its module, given by a flat parameter list."""
+# ---- ATen's composed recurrent layers ----------------------------------------------------------
+# GRU and RNN (any dtype), and LSTM where oneDNN does not take it (float64, packed input, proj_size),
+# run as ATen's RNN.cpp runs them on the CPU: the input projection of all steps is one linear, then
+# each step is a cell made of ordinary ops (several of them in place), so the graph has torch's
+# nodes, in torch's order, saving torch's tensors.
 
-    def __init__(self, mode, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
-        from ..modules.rnn import RNNBase
-        params = list(params)
-        directions = 2 if bidirectional else 1
-        if num_layers < 1 or not params or len(params) % (num_layers * directions):
-            raise RuntimeError("got an incorrect number of RNN parameters")
-        per_dir = len(params) // (num_layers * directions)
-        plain = 4 if has_biases else 2
-        if per_dir not in (plain, plain + 1) or (per_dir == plain + 1 and mode != "LSTM"):
-            raise RuntimeError("got an incorrect number of RNN parameters")
-        self.mode = mode
-        self._flat_weights = params
-        self.bias = has_biases
-        self.num_layers = num_layers
-        self.dropout = float(dropout)
-        self.training = bool(train)
-        self.bidirectional = bool(bidirectional)
-        self.batch_first = bool(batch_first)
-        self.hidden_size = params[0].shape[0] // _GATES[mode]
-        self.proj_size = params[per_dir - 1].shape[0] if per_dir == plain + 1 else 0
-        self._run_layers = RNNBase._run_layers.__get__(self)
-        self._run_projected_lstm = RNNBase._run_projected_lstm.__get__(self)
+class UnsafeSplitBackward0(Node):
+    """``unsafe_chunk``'s node. Its outputs are slices of the input that are not views (in-place ops
+    on them are allowed, as in torch); the backward concatenates their gradients, zeros for none."""
+
+    __slots__ = ("dim", "split_size", "in_shape", "dtype", "_num_outputs")
+    saved_values = {"dim": lambda n: n.dim, "self_sym_sizes": lambda n: n.in_shape,
+                    "split_size": lambda n: n.split_size}
+
+    def apply(self, grads):
+        shape = list(self.in_shape)
+        shape[self.dim] = self.split_size
+        if GRAD.enabled:  # create_graph: differentiable again
+            pieces = [g if g is not None else hookgrad.zeros(shape, dtype=hookgrad.tensor(np.zeros(0, self.dtype)).dtype)
+                      for g in grads]
+            return (hookgrad.cat(pieces, self.dim),)
+        return (wrap(np.concatenate([g._data if g is not None else np.zeros(shape, self.dtype) for g in grads],
+                                    self.dim)),)
 
 
-def _check_input(mode, input, hx, cx, layers):
-    if input.dim() != 3:
-        raise RuntimeError(f"{mode.lower()}: Expected input to be 3D, got {input.dim()}D instead")
-    batch = input.shape[0] if layers.batch_first else input.shape[1]
-    directions = 2 if layers.bidirectional else 1
-    out_hidden = layers.proj_size or layers.hidden_size
-    want_h = (layers.num_layers * directions, batch, out_hidden)
-    if tuple(hx.shape) != want_h:
-        raise RuntimeError(f"Expected hidden size {want_h}, got {list(hx.shape)}")
-    if cx is not None and tuple(cx.shape) != want_h[:2] + (layers.hidden_size,):
-        raise RuntimeError(f"Expected hidden size {want_h[:2] + (layers.hidden_size,)}, got {list(cx.shape)}")
+def _unsafe_chunk(x, chunks):
+    """``x.unsafe_chunk(chunks, 1)`` of a 2-D ``x``: slices sharing its memory, with no view tracking."""
+    data = x._data
+    size = data.shape[1] // chunks
+    pieces = [wrap(data[:, i * size:(i + 1) * size]) for i in range(chunks)]
+    if GRAD.enabled and x._requires_grad:
+        node = record_op(UnsafeSplitBackward0, (x,), *pieces)
+        node._num_outputs = chunks
+        node.dim, node.split_size, node.in_shape, node.dtype = 1, size, tuple(data.shape), data.dtype
+    return pieces
 
 
-def _run_padded(mode, input, hx, cx, layers):
-    _check_input(mode, input, hx, cx, layers)
-    return layers._run_layers(input, hx, cx)
+def _linear(x, weight, bias):
+    """``at::linear`` as the recurrent layers call it: ``addmm`` for 2-D input and for contiguous 3-D
+    input (through views), else ``matmul`` and an in-place bias add."""
+    if bias is not None and x._data.ndim == 2:
+        return _addmm(bias, x, weight.t())
+    if bias is not None and x._data.ndim == 3 and x.is_contiguous():
+        steps, batch, features = x.shape
+        out = _addmm(bias, x.view(steps * batch, features), weight.t())
+        return out.view(steps, batch, out.shape[1])
+    out = _matmul(x, weight.t())
+    if bias is not None:
+        out.add_(bias)
+    return out
 
 
-def _run_packed(mode, data, batch_sizes, hx, cx, layers):
-    """Packed input (sequences sorted longest first, as ``pack_padded_sequence`` leaves them): each
-    sequence runs alone for its own length; the outputs are packed back in the same layout."""
+class _CellParams:
+    __slots__ = ("w_ih", "w_hh", "b_ih", "b_hh", "w_hr")
+
+    def __init__(self, w_ih, w_hh, b_ih=None, b_hh=None, w_hr=None):
+        self.w_ih, self.w_hh, self.b_ih, self.b_hh, self.w_hr = w_ih, w_hh, b_ih, b_hh, w_hr
+
+
+def _gather_params(params, has_biases, has_projections=False):
+    per = (4 if has_biases else 2) + (1 if has_projections else 0)
+    if len(params) % per:
+        raise RuntimeError("got an incorrect number of RNN parameters")
+    out = []
+    for i in range(0, len(params), per):
+        p = params[i:i + per]
+        if has_biases:
+            out.append(_CellParams(p[0], p[1], p[2], p[3], p[4] if has_projections else None))
+        else:
+            out.append(_CellParams(p[0], p[1], None, None, p[2] if has_projections else None))
+    return out
+
+
+# one step of each cell, on the step's input projection ``x_w`` (input biases added); the single-step
+# ops (``lstm_cell`` ...) pass ``x_w=None`` and the ``input`` instead, projected where ATen does it
+def _lstm_cell(x_w, hidden, p, input=None):
+    hx, cx = hidden
+    gates = _linear(hx, p.w_hh, p.b_hh)
+    gates = gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih))
+    ingate, forgetgate, cellgate, outgate = _unsafe_chunk(gates, 4)
+    ingate = ingate.sigmoid_()
+    forgetgate = forgetgate.sigmoid_()
+    cellgate = cellgate.tanh_()
+    outgate = outgate.sigmoid_()
+    cy = (forgetgate * cx).add_(ingate * cellgate)
+    hy = outgate * cy.tanh()
+    if p.w_hr is not None:
+        hy = _matmul(hy, p.w_hr.t())
+    return hy, cy
+
+
+def _gru_cell(x_w, hidden, p, input=None):
+    igates = _unsafe_chunk(x_w if input is None else _linear(input, p.w_ih, p.b_ih), 3)
+    hgates = _unsafe_chunk(_linear(hidden, p.w_hh, p.b_hh), 3)
+    reset_gate = hgates[0].add_(igates[0]).sigmoid_()
+    input_gate = hgates[1].add_(igates[1]).sigmoid_()
+    new_gate = (igates[2] + hgates[2].mul_(reset_gate)).tanh_()
+    return (hidden - new_gate).mul_(input_gate).add_(new_gate)
+
+
+def _tanh_cell(x_w, hidden, p, input=None):
+    gates = _linear(hidden, p.w_hh, p.b_hh)
+    return gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih)).tanh()
+
+
+def _relu_cell(x_w, hidden, p, input=None):
+    gates = _linear(hidden, p.w_hh, p.b_hh)
+    return gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih)).relu()
+
+
+def cell_step(mode, input, hidden, w_ih, w_hh, b_ih=None, b_hh=None):
+    """ATen's single-step ops (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``):
+    one step of the layers' cell on 2-D ``input`` and state."""
+    return _CELLS[mode](None, hidden, _CellParams(w_ih, w_hh, b_ih, b_hh), input)
+
+
+_CELLS = {"LSTM": _lstm_cell, "GRU": _gru_cell, "RNN_TANH": _tanh_cell, "RNN_RELU": _relu_cell}
+
+
+def _output_of(hidden):
+    return hidden[0] if isinstance(hidden, tuple) else hidden
+
+
+# For LSTM's (h, c) pairs ATen makes both halves as arguments of one call, which its compiler
+# evaluates last to first: c's node is recorded before h's (and so runs after it in the backward).
+def _hidden_slice(hidden, start, end):
+    if isinstance(hidden, tuple):
+        c = hidden[1].narrow(0, start, end - start)
+        return hidden[0].narrow(0, start, end - start), c
+    return hidden.narrow(0, start, end - start)
+
+
+def _hidden_concat(hiddens):
+    if isinstance(hiddens[0], tuple):
+        c = hookgrad.cat([h[1] for h in hiddens], 0)
+        return hookgrad.cat([h[0] for h in hiddens], 0), c
+    return hookgrad.cat(hiddens, 0)
+
+
+def _run_steps(cell, steps, hidden, p):
+    outputs = []
+    for x_w in steps:
+        hidden = cell(x_w, hidden, p)
+        outputs.append(_output_of(hidden))
+    if not outputs:
+        raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+    return outputs, hidden
+
+
+def _full_layer(cell):
+    def layer(input, hidden, p):
+        outputs, hidden = _run_steps(cell, _linear(input, p.w_ih, p.b_ih).unbind(0), hidden, p)
+        return hookgrad.stack(outputs, 0), hidden
+    return layer
+
+
+def _full_bidirectional_layer(cell):
+    def layer(input, hidden, params):
+        forward, backward = params
+        outputs, fw_hidden = _run_steps(cell, _linear(input, forward.w_ih, forward.b_ih).unbind(0), hidden[0],
+                                        forward)
+        fw_output = hookgrad.stack(outputs, 0)
+        steps = _linear(input, backward.w_ih, backward.b_ih).unbind(0)
+        outputs, rev_hidden = _run_steps(cell, steps[::-1], hidden[1], backward)
+        rev_output = hookgrad.stack(outputs[::-1], 0)
+        return hookgrad.cat([fw_output, rev_output], fw_output.dim() - 1), (fw_hidden, rev_hidden)
+    return layer
+
+
+def _packed_layer(cell, batch_sizes):
+    """Packed rows, forward in time: sequences that end leave their final state behind."""
+    def layer(data, hidden, p):
+        x_w = _linear(data, p.w_ih, p.b_ih)
+        outputs, finished = [], []
+        offset, last = 0, batch_sizes[0]
+        for size in batch_sizes:
+            step = x_w.narrow(0, offset, size)
+            offset += size
+            if last > size:
+                finished.append(_hidden_slice(hidden, size, last))
+                hidden = _hidden_slice(hidden, 0, size)
+            last = size
+            hidden = cell(step, hidden, p)
+            outputs.append(_output_of(hidden))
+        finished.append(hidden)
+        return hookgrad.cat(outputs, 0), _hidden_concat(finished[::-1])
+    return layer
+
+
+def _reversed_packed_layer(cell, batch_sizes):
+    """Packed rows, backward in time: sequences join the batch as their last step comes up."""
+    def layer(data, input_hidden, p):
+        x_w = _linear(data, p.w_ih, p.b_ih)
+        outputs = []
+        offset, last = data.shape[0], batch_sizes[-1]
+        hidden = _hidden_slice(input_hidden, 0, last)
+        for size in reversed(batch_sizes):
+            if size > last:
+                hidden = _hidden_concat([hidden, _hidden_slice(input_hidden, last, size)])
+            step = x_w.narrow(0, offset - size, size)
+            offset -= size
+            last = size
+            hidden = cell(step, hidden, p)
+            outputs.append(_output_of(hidden))
+        return hookgrad.cat(outputs[::-1], 0), hidden
+    return layer
+
+
+def _packed_bidirectional_layer(cell, batch_sizes):
+    forward_layer, backward_layer = _packed_layer(cell, batch_sizes), _reversed_packed_layer(cell, batch_sizes)
+
+    def layer(data, hidden, params):
+        fw_output, fw_hidden = forward_layer(data, hidden[0], params[0])
+        rev_output, rev_hidden = backward_layer(data, hidden[1], params[1])
+        return hookgrad.cat([fw_output, rev_output], -1), (fw_hidden, rev_hidden)
+    return layer
+
+
+def _aten_dropout(x, p):
+    """``at::dropout(x, p, train=True)`` on the CPU: ``x`` times a scaled Bernoulli mask."""
+    if not 0 <= p <= 1:
+        raise RuntimeError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or x.numel() == 0:
+        return x
+    if p == 1:
+        return x * hookgrad.zeros((), dtype=x.dtype)
+    noise = hookgrad.empty_like(x).bernoulli_(1 - p)
+    noise.div_(1 - p)
+    return x * noise
+
+
+def _rnn_impl(mode, input, params, hiddens, num_layers, dropout, train, bidirectional, batch_sizes=None):
+    """ATen's layer stack: returns (output, final hidden per layer and direction)."""
+    cell = _CELLS[mode]
+    if bidirectional:
+        layer = _full_bidirectional_layer(cell) if batch_sizes is None else _packed_bidirectional_layer(
+            cell, batch_sizes)
+        hiddens = [(hiddens[i], hiddens[i + 1]) for i in range(0, len(hiddens), 2)]
+        params = [(params[i], params[i + 1]) for i in range(0, len(params), 2)]
+    else:
+        layer = _full_layer(cell) if batch_sizes is None else _packed_layer(cell, batch_sizes)
+    if num_layers != len(hiddens):
+        raise RuntimeError("Expected more hidden states in stacked_rnn")
+    if num_layers != len(params):
+        raise RuntimeError("Expected more weights in stacked_rnn")
+    final = []
+    for index in range(num_layers):
+        input, hidden = layer(input, hiddens[index], params[index])
+        final.append(hidden)
+        if dropout != 0 and train and index < num_layers - 1:
+            input = _aten_dropout(input, dropout)
+    if bidirectional:
+        final = [h for pair in final for h in pair]
+    return input, final
+
+
+def _check_hidden_count(hx, num_layers, bidirectional):
+    directions = 2 if bidirectional else 1
+    if hx.dim() < 1 or hx.shape[0] != num_layers * directions:
+        raise RuntimeError("Expected more hidden states in stacked_rnn")
+
+
+_warned_projections = [False]
+
+
+def _uses_onednn(input):
+    """torch's CPU LSTM runs oneDNN's fused layer for float32 input with elements, while enabled."""
+    from ...backends import mkldnn
+    return mkldnn.enabled and input.dtype == hookgrad.float32 and input.numel() != 0
+
+
+def _lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+        raise RuntimeError("lstm expects two hidden states")
+    h0, c0 = hx
+    has_projections = h0.shape[2] != c0.shape[2]
+    if _uses_onednn(input):
+        if not has_projections:
+            return _onednn_lstm(input, h0, c0, list(params), has_biases, num_layers, dropout, train, bidirectional,
+                                batch_first)
+        if not _warned_projections[0]:
+            _warned_projections[0] = True
+            warnings.warn("LSTM with projections is not supported with oneDNN. Using default implementation.",
+                          stacklevel=3)
+    x = input.transpose(0, 1) if batch_first else input
+    cells = _gather_params(list(params), has_biases, has_projections)
+    hiddens = list(zip(h0.unbind(0), c0.unbind(0)))
+    output, final = _rnn_impl("LSTM", x, cells, hiddens, num_layers, dropout, train, bidirectional)
+    hy, cy = _stack_states(final)
+    if batch_first:
+        output = output.transpose(0, 1)
+    return output, hy, cy
+
+
+def _lstm_packed(data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+        raise RuntimeError("lstm expects two hidden states")
+    h0, c0 = hx
+    has_projections = h0.shape[2] != c0.shape[2]
+    cells = _gather_params(list(params), has_biases, has_projections)
+    hiddens = list(zip(h0.unbind(0), c0.unbind(0)))
+    output, final = _rnn_impl("LSTM", data, cells, hiddens, num_layers, dropout, train, bidirectional,
+                              _sizes(batch_sizes))
+    return (output,) + _stack_states(final)
+
+
+def _stack_states(final):
+    """(hy, cy) from the per-layer (h, c) pairs; cy's stack first (see ``_hidden_slice``)."""
+    cy = hookgrad.stack([c for _, c in final], 0)
+    return hookgrad.stack([h for h, _ in final], 0), cy
+
+
+def _one_hidden(mode, input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    x = input.transpose(0, 1) if batch_first else input
+    cells = _gather_params(list(params), has_biases)
+    output, final = _rnn_impl(mode, x, cells, list(hx.unbind(0)), num_layers, dropout, train, bidirectional)
+    hy = hookgrad.stack(final, 0)
+    if batch_first:
+        output.transpose_(0, 1)
+    return output, hy
+
+
+def _one_hidden_packed(mode, data, batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional):
+    cells = _gather_params(list(params), has_biases)
+    output, final = _rnn_impl(mode, data, cells, list(hx.unbind(0)), num_layers, dropout, train, bidirectional,
+                              _sizes(batch_sizes))
+    return output, hookgrad.stack(final, 0)
+
+
+def _sizes(batch_sizes):
     sizes = [int(b) for b in batch_sizes.tolist()]
-    if any(later > earlier for earlier, later in zip(sizes, sizes[1:])) or (sizes and sizes[-1] < 1):
+    if not sizes:
+        raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
+    if any(later > earlier for earlier, later in zip(sizes, sizes[1:])) or sizes[-1] < 1:
         raise RuntimeError("batch_sizes must be non-increasing and positive")
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
-    batch = sizes[0] if sizes else 0
-    lengths = [sum(1 for s in sizes if s > b) for b in range(batch)]
-    outputs, h_n, c_n = [], [], []
-    for b, length in enumerate(lengths):
-        rows = hookgrad.tensor(starts[:length] + b, dtype=hookgrad.int64)
-        x = data.index_select(0, rows).unsqueeze(1)
-        h0 = hx[:, b:b + 1]
-        c0 = cx[:, b:b + 1] if cx is not None else None
-        _check_input(mode, x, h0, c0, layers)
-        out, h, c = layers._run_layers(x, h0, c0)
-        outputs.append(out.squeeze(1))
-        h_n.append(h)
-        c_n.append(c)
-    # packed row of (time t, sequence b) -> its row in the concatenated per-sequence outputs
-    first_row = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    order = [first_row[b] + t for t, size in enumerate(sizes) for b in range(size)]
-    packed = hookgrad.cat(outputs, 0).index_select(0, hookgrad.tensor(order, dtype=hookgrad.int64))
-    return packed, hookgrad.cat(h_n, 1), (hookgrad.cat(c_n, 1) if cx is not None else None)
+    return sizes
 
 
+# ---- oneDNN's fused LSTM layer (float32) ---------------------------------------------------------
+# torch runs a float32 LSTM layer by layer and direction through one fused op, whose node
+# MkldnnRnnLayerBackward0 saves hx, cx, the input, the four weights (zeros of the weights' shapes
+# for absent biases), the output, hy, cy and oneDNN's workspace. Here the time loop runs on NumPy
+# arrays; the per-step gate values the backward needs stay on the node (what torch keeps in the
+# workspace, whose bytes are oneDNN's own: the workspace tensor here has its size, zero-filled).
+
+_PAGE = 4096
+
+
+def _good_ld(dim):
+    ld = -(-dim // 16) * 16
+    return ld + 16 if ld % 256 == 0 else ld
+
+
+def _workspace_bytes(steps, batch, input_size, hidden):
+    """The size of oneDNN's LSTM training workspace for one layer and direction, as measured on
+    torch 2.13: page-aligned regions for the gates, the hidden outputs, three state buffers of the
+    widest feature size and two of the hidden size. Exact wherever input and hidden sizes are
+    multiples of 16 or every region fits in a page (verified on a grid of shapes); elsewhere
+    oneDNN pads some regions differently and the size is close but may differ."""
+    states = _good_ld(max(input_size, hidden))
+    regions = [steps * batch * _good_ld(4 * hidden) * 4, steps * batch * _good_ld(hidden) * 4]
+    regions += [2 * (steps + 1) * batch * states * 4] * 3 + [2 * (steps + 1) * batch * _good_ld(hidden) * 4] * 2
+    return sum(-(-r // _PAGE) for r in regions) * _PAGE
+
+
+class _LstmKernel:
+    """One LSTM layer and direction on NumPy arrays, forward and backpropagation through time.
+
+    The gates are kept in the order (o, i, f, g) rather than torch's (i, f, g, o): the three
+    sigmoid gates are then one block, and so are the three gates whose gradient scales with the
+    cell's. The sigmoid gates' weight rows are halved, so one ``tanh`` over all four gates gives
+    ``tanh(z / 2)`` for them (``sigmoid(z) = (1 + tanh(z / 2)) / 2``) and ``tanh(z)`` for g. The time
+    loops run once per step, where NumPy's per-call cost dominates: they do few, wide operations
+    into preallocated arrays, and what does not depend on the recursion is computed for all steps
+    at once.
+    """
+
+    __slots__ = ("H", "order", "w_ih", "w_hh", "gates", "cells", "tanh_cells", "h0", "c0", "out", "reverse")
+
+    def __init__(self, w_ih, w_hh, reverse):
+        H = self.H = w_hh.shape[1]
+        self.order = np.concatenate([np.arange(3 * H, 4 * H), np.arange(0, 3 * H)])
+        self.w_ih, self.w_hh, self.reverse = w_ih[self.order], w_hh[self.order], reverse
+
+    def _steps(self, count):
+        return range(count - 1, -1, -1) if self.reverse else range(count)
+
+    def forward(self, x, b_ih, b_hh, h, c):
+        """x (T, B, I); returns (output (T, B, H), h_T, c_T)."""
+        H = self.H
+        steps, batch = x.shape[0], x.shape[1]
+        half = np.ones(4 * H, dtype=x.dtype)
+        half[:3 * H] = 0.5
+        gates = (x.reshape(-1, x.shape[2]) @ (self.w_ih * half[:, None]).T).reshape(steps, batch, 4 * H)
+        if b_ih is not None:
+            gates += (b_ih + b_hh)[self.order] * half
+        # a row-major copy of the transpose: OpenBLAS multiplies (32x128) @ (128x512) in 32 us
+        # against 43 us through the transposed view
+        w_t = np.ascontiguousarray((self.w_hh * half[:, None]).T)
+        _blas.use_threads_for(batch * 4 * H * H)
+        cells = np.empty((steps, batch, H), dtype=x.dtype)
+        tanh_cells = np.empty_like(cells)
+        out = np.empty_like(cells)
+        self.h0, self.c0 = h, c
+        scratch = np.empty((batch, 4 * H), dtype=x.dtype)
+        product = np.empty((batch, H), dtype=x.dtype)
+        for t in self._steps(steps):
+            g_t = gates[t]
+            np.matmul(h, w_t, out=scratch)
+            g_t += scratch
+            np.tanh(g_t, out=g_t)
+            sig = g_t[:, :3 * H]
+            sig *= 0.5
+            sig += 0.5
+            c_t = cells[t]
+            np.multiply(g_t[:, 2 * H:3 * H], c, out=c_t)
+            np.multiply(g_t[:, H:2 * H], g_t[:, 3 * H:], out=product)
+            c_t += product
+            np.tanh(c_t, out=tanh_cells[t])
+            np.multiply(g_t[:, :H], tanh_cells[t], out=out[t])
+            h, c = out[t], c_t
+        self.gates, self.cells, self.tanh_cells, self.out = gates, cells, tanh_cells, out
+        return out, h, c
+
+    def _previous(self, states, first):
+        """Each step's incoming state: ``first`` for the first step processed, else the state the
+        step before it (in processing order) produced."""
+        prev = np.empty_like(states)
+        if self.reverse:
+            prev[-1] = first
+            prev[:-1] = states[1:]
+        else:
+            prev[0] = first
+            prev[1:] = states[:-1]
+        return prev
+
+    def backward(self, x, d_out, dh, dc, need):
+        """Gradients (dx, dw_ih, dw_hh, db, dh0, dc0) in torch's gate order; ``need`` says which of
+        x, w_ih and the biases are wanted."""
+        H = self.H
+        gates, tanh_cells = self.gates, self.tanh_cells
+        o, i, f, g = gates[..., :H], gates[..., H:2 * H], gates[..., 2 * H:3 * H], gates[..., 3 * H:]
+        c_prev = self._previous(self.cells, self.c0)
+        # per-step factors that do not depend on the recursion, for all steps at once
+        to_cell = o * (1 - tanh_cells * tanh_cells)                       # dc += dh * to_cell
+        to_o = tanh_cells * o * (1 - o)                                   # d_o = dh * to_o
+        to_ifg = np.stack([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g)], 2)  # (T, B, 3, H)
+        steps, batch = gates.shape[0], gates.shape[1]
+        d_gates = np.empty_like(gates)
+        dh, dc = dh.copy(), dc.copy()
+        product = np.empty_like(dh)
+        w_hh = self.w_hh
+        for t in (range(steps) if self.reverse else range(steps - 1, -1, -1)):
+            if d_out is not None:
+                dh += d_out[t]
+            np.multiply(dh, to_cell[t], out=product)
+            dc += product
+            dg = d_gates[t]
+            np.multiply(dh, to_o[t], out=dg[:, :H])
+            np.multiply(dc[:, None, :], to_ifg[t], out=dg[:, H:].reshape(batch, 3, H))
+            dh = dg @ w_hh
+            dc *= f[t]
+        flat = d_gates.reshape(-1, 4 * H)
+        undo = np.argsort(self.order)                                     # back to torch's gate order
+        h_prev = self._previous(self.out, self.h0).reshape(-1, H)
+        dw_hh = (flat.T @ h_prev)[undo]
+        dx = (flat @ self.w_ih).reshape(x.shape) if need[0] else None
+        dw_ih = (flat.T @ x.reshape(-1, x.shape[-1]))[undo] if need[1] else None
+        db = flat.sum(0)[undo] if need[2] else None
+        return dx, dw_ih, dw_hh, db, dh, dc
+
+
+def _lstm_backward_tensor(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, d_out, d_hy, d_cy):
+    """The layer's gradients written with Tensor ops (the forward recomputed from the saved tensors,
+    then backpropagation through time), so that they are differentiable again."""
+    H = w_hh.shape[1]
+    steps = x.shape[0]
+    order = range(steps - 1, -1, -1) if reverse else range(steps)
+    xp = _matmul(x, w_ih.t()) + (b_ih + b_hh)
+    cache = [None] * steps
+    h, c = hx, cx
+    for t in order:
+        gates = xp[t] + _matmul(h, w_hh.t())
+        s = gates.sigmoid()
+        g = gates[:, 2 * H:3 * H].tanh()
+        c_new = s[:, H:2 * H] * c + s[:, :H] * g
+        tc = c_new.tanh()
+        cache[t] = (h, c, s, g, tc)
+        h, c = s[:, 3 * H:] * tc, c_new
+    dh = d_hy if d_hy is not None else hookgrad.zeros_like(hx)
+    dc = d_cy if d_cy is not None else hookgrad.zeros_like(cx)
+    d_gates = [None] * steps
+    for t in reversed(order):
+        h_prev, c_prev, s, g, tc = cache[t]
+        if d_out is not None:
+            dh = dh + d_out[t]
+        dc = dc + dh * s[:, 3 * H:] * (1 - tc * tc)
+        ds = s * (1 - s)
+        d_gates[t] = hookgrad.cat([dc * g * ds[:, :H], dc * c_prev * ds[:, H:2 * H], dc * s[:, :H] * (1 - g * g),
+                                   dh * tc * ds[:, 3 * H:]], 1)
+        dh = _matmul(d_gates[t], w_hh)
+        dc = dc * s[:, H:2 * H]
+    flat = hookgrad.stack(d_gates, 0).reshape(-1, 4 * H)
+    dx = _matmul(flat, w_ih).reshape(tuple(x.shape))
+    dw_ih = _matmul(flat.t(), x.reshape(-1, x.shape[-1]))
+    dw_hh = _matmul(flat.t(), hookgrad.stack([cache[t][0] for t in range(steps)], 0).reshape(-1, H))
+    db = flat.sum(0)
+    return dx, dw_ih, dw_hh, db, db, dh, dc
+
+
+class MkldnnRnnLayerBackward0(Node):
+    """One LSTM layer and direction (oneDNN's fused op): inputs (input, weight0..3, hx_, cx_)."""
+
+    __slots__ = ("reverse", "hidden_size", "num_layers", "has_biases", "bidirectional", "batch_first", "train",
+                 "cache", "_num_outputs")
+    saved_names = ("hx_", "cx_", "input", "weight0", "weight1", "weight2", "weight3", "result0", "result1",
+                   "result2", "result3")
+    saved_values = {"reverse": lambda n: n.reverse, "batch_sizes": lambda n: (), "mode": lambda n: 2,
+                    "hidden_size": lambda n: n.hidden_size, "num_layers": lambda n: n.num_layers,
+                    "has_biases": lambda n: n.has_biases, "bidirectional": lambda n: n.bidirectional,
+                    "batch_first": lambda n: n.batch_first, "train": lambda n: n.train}
+
+    def release_variables(self) -> None:
+        super().release_variables()
+        self.cache = None
+
+    def apply(self, grads):
+        hx, cx, x, w_ih, w_hh, b_ih, b_hh, _out, _hy, _cy, workspace = self.saved()
+        if workspace.dtype != hookgrad.uint8:
+            raise RuntimeError(f"expected scalar type Byte but found {_scalar_name(workspace.dtype)}")
+        d_out, d_hy, d_cy = (list(grads) + [None] * 3)[:3]
+        need = [fn is not None for fn, _ in self.next_functions]
+        if GRAD.enabled:  # create_graph: the same gradients from Tensor ops, differentiable again
+            result = _lstm_backward_tensor(x, w_ih, w_hh, b_ih, b_hh, hx, cx, self.reverse, d_out, d_hy, d_cy)
+            return tuple(r if n else None for r, n in zip(result, need))
+        if self.cache is None:
+            raise RuntimeError(_FREED)
+        dh = d_hy._data if d_hy is not None else np.zeros(hx.shape, hx._data.dtype)
+        dc = d_cy._data if d_cy is not None else np.zeros(cx.shape, cx._data.dtype)
+        dx, dw_ih, dw_hh, db, dh0, dc0 = self.cache.backward(
+            x._data, None if d_out is None else d_out._data, dh, dc, (need[0], need[1], need[3] or need[4]))
+        result = (dx, dw_ih, dw_hh if need[2] else None, db if need[3] else None,
+                  db.copy() if need[4] else None, dh0 if need[5] else None, dc0 if need[6] else None)
+        return tuple(None if r is None else wrap(r) for r in result)
+
+
+def _scalar_name(dtype):
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+            "int32": "Int", "bool": "Bool"}.get(str(dtype).split(".")[-1], str(dtype).split(".")[-1])
+
+
+_FREED = ("Trying to backward through the graph a second time (or directly access saved tensors after they have "
+          "already been freed). Saved intermediate values of the graph are freed when you call .backward() or "
+          "autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time or "
+          "if you need to access saved tensors after calling backward.")
+
+
+def _onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, hidden_size, num_layers, has_biases, bidirectional,
+                  batch_first, train):
+    """``at::mkldnn_rnn_layer``: x (T, B, I) contiguous; returns (output, hy, cy)."""
+    xd = x._data
+    steps, batch, features = xd.shape
+    kernel = _LstmKernel(w_ih._data, w_hh._data, reverse)
+    out, h, c = kernel.forward(xd, b_ih._data if has_biases else None, b_hh._data if has_biases else None,
+                               hx._data, cx._data)
+    out, hy, cy = wrap(out), wrap(h.copy()), wrap(c.copy())  # (h, c: rows of the kernel's arrays)
+    inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
+    if any_requires_grad(*inputs):
+        workspace = hookgrad.zeros(_workspace_bytes(steps, batch, features, hidden_size), dtype=hookgrad.uint8)
+        node = MkldnnRnnLayerBackward0(tuple(edge(t) for t in inputs))
+        node.reverse, node.hidden_size, node.num_layers, node.has_biases = reverse, hidden_size, num_layers, has_biases
+        node.bidirectional, node.batch_first, node.train = bidirectional, batch_first, train
+        node.cache = kernel
+        node._num_outputs = 3  # (the workspace, its fourth result, is not differentiable: no gradient slot)
+        record(node, out, hy, cy, inputs=inputs)
+        node._saved = tuple(SavedTensor(t) for t in (hx, cx, x, w_ih, w_hh, b_ih, b_hh)) + tuple(
+            SavedTensor(t, True) for t in (out, hy, cy)) + (SavedTensor(workspace),)
+    return out, hy, cy
+
+
+def _onednn_lstm(input, hx, cx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first):
+    """``at::mkldnn_rnn``: the layers and directions of a float32 LSTM, one fused node each."""
+    hidden_size = hx.shape[2]
+    x = input.transpose(0, 1) if batch_first else input
+    x = x.contiguous()
+    hx, cx = hx.contiguous(), cx.contiguous()
+    stride = 4 if has_biases else 2
+    directions = 2 if bidirectional else 1
+    if len(params) != stride * num_layers * directions:
+        raise RuntimeError("got an incorrect number of RNN parameters")
+    layer_hy, layer_cy = [], []
+    for layer in range(num_layers):
+        outputs = []
+        for direction in range(directions):
+            index = layer * directions + direction
+            weights = params[index * stride:(index + 1) * stride]
+            layer_hx, layer_cx = hx[index], cx[index]
+            if has_biases:
+                b_ih, b_hh = weights[2], weights[3]
+            else:
+                b_ih = hookgrad.zeros(tuple(weights[0].shape), dtype=weights[0].dtype)
+                b_hh = hookgrad.zeros(tuple(weights[1].shape), dtype=weights[1].dtype)
+            out, hy, cy = _onednn_layer(x, weights[0], weights[1], b_ih, b_hh, layer_hx, layer_cx, direction > 0,
+                                        hidden_size, num_layers, has_biases, bidirectional, batch_first, train)
+            outputs.append(out)
+            layer_hy.append(hy)
+            layer_cy.append(cy)
+        x = outputs[0] if directions == 1 else hookgrad.cat(outputs, -1)
+        if dropout != 0 and train and layer < num_layers - 1:
+            x = _aten_dropout(x, dropout)
+    hy = hookgrad.stack(layer_hy, 0)
+    cy = hookgrad.stack(layer_cy, 0)
+    output = x.transpose(0, 1) if batch_first else x
+    return output, hy, cy
+
+
+# ---- the public entry points: torch.lstm / gru / rnn_tanh / rnn_relu -------------------------------
 def _entry(mode):
     name = mode.lower()
 
@@ -108,25 +662,22 @@ def _entry(mode):
         packed = isinstance(args[0], Tensor) and (is_lstm or isinstance(args[1], Tensor))
         if packed:
             batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidirectional = args
-            batch_first = False
-        else:
-            hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = args
+            if is_lstm:
+                return _lstm_packed(input, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+                                    bidirectional)
+            return _one_hidden_packed(mode, input, batch_sizes, hx, params, has_biases, num_layers, dropout, train,
+                                      bidirectional)
+        hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first = args
+        if input.dim() != 3:
+            raise RuntimeError(f"{name}: Expected input to be 3D, got {input.dim()}D instead")
         if is_lstm:
-            if not isinstance(hx, (tuple, list)) or len(hx) != 2:
-                raise RuntimeError("lstm expects two hidden states")
-            h0, c0 = hx
-        else:
-            h0, c0 = hx, None
-        layers = _Layers(mode, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
-        if packed:
-            out, h, c = _run_packed(mode, input, batch_sizes, h0, c0, layers)
-        else:
-            out, h, c = _run_padded(mode, input, h0, c0, layers)
-        return (out, h, c) if is_lstm else (out, h)
+            return _lstm(input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first)
+        return _one_hidden(mode, input, hx, params, has_biases, num_layers, dropout, train, bidirectional,
+                           batch_first)
 
     run.__name__ = run.__qualname__ = name
     run.__doc__ = (f"torch.{name}: the whole {mode} over a sequence (padded or packed), from a flat parameter "
-                   "list; see the module docstring.")
+                   "list, built as ATen builds it on the CPU; see the section comments above.")
     return run
 
 

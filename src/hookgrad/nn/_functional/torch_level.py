@@ -246,35 +246,26 @@ def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners
     return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
 
 
-# ---- recurrent cells (one step) ---------------------------------------------------------------------------
-def _linear(x, w, b):
-    from .. import functional as F
-    return F.linear(x, w, b)
-
-
+# ---- recurrent cells (one step): ATen's cell step, as the cell modules run it ---------------------------------
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).tanh()
+    from .recurrent import cell_step
+    return cell_step("RNN_TANH", input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    return (_linear(input, w_ih, b_ih) + _linear(hx, w_hh, b_hh)).relu()
+    from .recurrent import cell_step
+    return cell_step("RNN_RELU", input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    from .recurrent import cell_step
     h, c = hx
-    gates = _linear(input, w_ih, b_ih) + _linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, 1)
-    cy = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    return o.sigmoid() * cy.tanh(), cy
+    return cell_step("LSTM", input, (h, c), w_ih, w_hh, b_ih, b_hh)
 
 
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    i_r, i_z, i_n = _linear(input, w_ih, b_ih).chunk(3, 1)
-    h_r, h_z, h_n = _linear(hx, w_hh, b_hh).chunk(3, 1)
-    r = (i_r + h_r).sigmoid()
-    z = (i_z + h_z).sigmoid()
-    n = (i_n + r * h_n).tanh()
-    return n + z * (hx - n)
+    from .recurrent import cell_step
+    return cell_step("GRU", input, hx, w_ih, w_hh, b_ih, b_hh)
 
 
 # ---- deprecated norms kept by torch for TorchScript ----------------------------------------------------------

@@ -12,7 +12,10 @@ from collections import namedtuple
 import numpy as np
 
 import hookgrad
-from ..._tensor import Tensor
+from ..._ops._base import GRAD
+from ..._ops._declare import record_op
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "unpad_sequence", "pack_sequence", "unpack_sequence"]
@@ -94,46 +97,84 @@ def _pack_time_major(padded: Tensor, batch_sizes: list[int], order: list[int]) -
     return hookgrad.cat(rows, 0)
 
 
+class PackPaddedSequenceBackward0(Node):
+    """``_pack_padded_sequence``'s node: the packed rows' gradients go back to their padded places
+    (zeros at the padding)."""
+
+    __slots__ = ("input_sizes", "batch_first")
+    saved_names = ("result1",)
+    saved_values = {"input_sym_sizes": lambda n: n.input_sizes, "batch_first": lambda n: n.batch_first}
+
+    def apply(self, grads):
+        (batch_sizes,) = self.saved()
+        grad = grads[0]
+        sizes = list(self.input_sizes)
+        if self.batch_first:
+            sizes[0], sizes[1] = sizes[1], sizes[0]
+        grad_input = hookgrad.zeros(sizes, dtype=grad.dtype)
+        offset = 0
+        for t, size in enumerate(int(b) for b in batch_sizes.tolist()):
+            grad_input[t].narrow(0, 0, size).copy_(grad.narrow(0, offset, size))
+            offset += size
+        return (grad_input.transpose(0, 1) if self.batch_first else grad_input,)
+
+
+def _pack_padded(input: Tensor, lengths: list[int], batch_first: bool):
+    """ATen's ``_pack_padded_sequence``: (packed rows, batch_sizes), one graph node."""
+    data = input._data.swapaxes(0, 1) if batch_first else input._data
+    if data.size == 0:
+        raise RuntimeError("Cannot pack empty tensors.")
+    if len(lengths) != data.shape[1]:
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} "
+                           f"(batch_size={data.shape[1]})")
+    if lengths[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
+                           "that is <= 0")
+    if any(a < b for a, b in zip(lengths, lengths[1:])):
+        raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
+                           "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
+                           "pack_sequence to sidestep this requirement if you do not need ONNX "
+                           "exportability.")
+    if lengths[0] > data.shape[0]:
+        raise RuntimeError(f"Expected sequence length to be larger than or equal to {lengths[0]}, "
+                           f"but got {data.shape[0]}")
+    sizes = _batch_sizes(lengths)
+    packed = wrap(np.concatenate([data[t, :size] for t, size in enumerate(sizes)], 0))
+    batch_sizes = hookgrad.tensor(sizes, dtype=hookgrad.int64)
+    if GRAD.enabled and input.requires_grad:
+        node = record_op(PackPaddedSequenceBackward0, (input,), packed)
+        node.input_sizes, node.batch_first = tuple(input.shape), batch_first
+        node.save(batch_sizes)
+    return packed, batch_sizes
+
+
 def _batch_sizes(sorted_lengths: list[int]) -> list[int]:
     return [sum(1 for n in sorted_lengths if n > t) for t in range(sorted_lengths[0])]
 
 
 def pack_padded_sequence(input: Tensor, lengths, batch_first: bool = False,
                          enforce_sorted: bool = True) -> PackedSequence:
-    """Pack a padded batch (``T x B x *``, or ``B x T x *`` with ``batch_first``) of the given lengths."""
+    """Pack a padded batch (``T x B x *``, or ``B x T x *`` with ``batch_first``) of the given lengths:
+    as torch, an ``index_select`` into length order unless ``enforce_sorted``, then one
+    ``PackPaddedSequenceBackward0`` node."""
     lengths = _lengths_list(lengths)
-    if batch_first:
-        input = input.transpose(0, 1)
-    if len(lengths) != input.size(1):
-        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(lengths)} "
-                           f"(batch_size={input.size(1)})")
-    if any(n <= 0 for n in lengths):
-        raise RuntimeError("Length of all samples has to be greater than 0, but found an element in 'lengths' "
-                           "that is <= 0")
     if enforce_sorted:
-        if any(a < b for a, b in zip(lengths, lengths[1:])):
-            raise RuntimeError("`lengths` array must be sorted in decreasing order when `enforce_sorted` is "
-                               "True. You can pass `enforce_sorted=False` to pack_padded_sequence and/or "
-                               "pack_sequence to sidestep this requirement if you do not need ONNX "
-                               "exportability.")
-        order = list(range(len(lengths)))
         sorted_indices = None
     else:
         # a stable sort, longest first: equal lengths keep their batch order
         order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        lengths = [lengths[i] for i in order]
         sorted_indices = hookgrad.tensor(order, dtype=hookgrad.int64)
-    sorted_lengths = [lengths[i] for i in order]
-    if sorted_lengths[0] > input.size(0):
-        raise RuntimeError(f"Expected sequence length to be larger than or equal to {sorted_lengths[0]}, "
-                           f"but got {input.size(0)}")
-    batch_sizes = _batch_sizes(sorted_lengths)
-    data = _pack_time_major(input, batch_sizes, order)
-    return PackedSequence(data, hookgrad.tensor(batch_sizes, dtype=hookgrad.int64), sorted_indices, None)
+        input = input.index_select(0 if batch_first else 1, sorted_indices)
+    data, batch_sizes = _pack_padded(input, lengths, batch_first)
+    return PackedSequence(data, batch_sizes, sorted_indices, None)
 
 
 def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, padding_value: float = 0.0,
                         total_length: int | None = None):
-    """Undo ``pack_padded_sequence``: returns (padded batch, lengths as an int64 tensor), original order."""
+    """Undo ``pack_padded_sequence``: returns (padded batch, lengths as an int64 tensor), original order.
+    Built as ATen builds it: a tensor full of ``padding_value`` into which each run of steps with
+    the same batch size is copied (so the graph has torch's slices, views and CopySlices)."""
     data, batch_sizes = sequence.data, [int(v) for v in sequence.batch_sizes.tolist()]
     steps = len(batch_sizes)
     if total_length is not None:
@@ -144,26 +185,25 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
         total_length = steps
     batch = batch_sizes[0]
     feature_shape = tuple(data.shape[1:])
-    rows, offset = [], 0
-    for size in batch_sizes:
-        step = data[offset:offset + size]
-        offset += size
-        if size < batch:
-            fill = hookgrad.full((batch - size, *feature_shape), padding_value, dtype=data.dtype)
-            step = hookgrad.cat([step, fill], 0)
-        rows.append(step)
-    for _ in range(total_length - steps):
-        rows.append(hookgrad.full((batch, *feature_shape), padding_value, dtype=data.dtype))
-    padded = hookgrad.stack(rows, 0)
+    output = hookgrad.full((total_length, batch) + feature_shape, padding_value, dtype=data.dtype)
+    offset, prev_size, prev_i = 0, batch, 0
+    for i in range(steps + 1):
+        size = batch_sizes[i] if i < steps else 0
+        if size != prev_size:
+            count = prev_size * (i - prev_i)
+            rows = data.narrow(0, offset, count).view((i - prev_i, prev_size) + feature_shape)
+            output.narrow(0, prev_i, i - prev_i).narrow(1, 0, prev_size).copy_(rows)
+            offset += count
+            prev_i = i
+        prev_size = size
     sorted_lengths = [sum(1 for size in batch_sizes if size > b) for b in range(batch)]
-    lengths = sorted_lengths
+    if batch_first:
+        output = output.transpose(0, 1)
+    lengths = hookgrad.tensor(sorted_lengths, dtype=hookgrad.int64)
     if sequence.unsorted_indices is not None:
         unsorted = sequence.unsorted_indices
-        padded = padded.index_select(1, unsorted)
-        lengths = [sorted_lengths[i] for i in unsorted.tolist()]
-    if batch_first:
-        padded = padded.transpose(0, 1)
-    return padded, hookgrad.tensor(lengths, dtype=hookgrad.int64)
+        return output.index_select(0 if batch_first else 1, unsorted), lengths[unsorted]
+    return output, lengths
 
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
