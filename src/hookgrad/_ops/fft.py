@@ -286,61 +286,73 @@ def _ihfft(x, dims, sizes, norm, fname):
 
 @_declare
 def fft(input, n=None, dim=-1, norm=None):
+    """The one-dimensional discrete Fourier transform along ``dim`` (padded or trimmed to ``n``)."""
     return _transform(input, n, dim, _one_dim, _c2c, norm, forward=True)
 
 
 @_declare
 def ifft(input, n=None, dim=-1, norm=None):
+    """The inverse of ``fft``."""
     return _transform(input, n, dim, _one_dim, _c2c, norm, forward=False)
 
 
 @_declare
 def fftn(input, s=None, dim=None, norm=None):
+    """The n-dimensional transform over ``dim`` (by default the last ``len(s)`` dims, or all)."""
     return _transform(input, s, dim, _many_dims, _c2c, norm, forward=True)
 
 
 @_declare
 def ifftn(input, s=None, dim=None, norm=None):
+    """The inverse of ``fftn``."""
     return _transform(input, s, dim, _many_dims, _c2c, norm, forward=False)
 
 
 @_declare
 def fft2(input, s=None, dim=(-2, -1), norm=None):
+    """``fftn`` over the last two dims."""
     return fftn(input, s, dim, norm)
 
 
 @_declare
 def ifft2(input, s=None, dim=(-2, -1), norm=None):
+    """``ifftn`` over the last two dims."""
     return ifftn(input, s, dim, norm)
 
 
 @_declare
 def rfft(input, n=None, dim=-1, norm=None):
+    """The transform of a real signal: only the n // 2 + 1 non-negative frequencies."""
     return _transform(input, n, dim, _one_dim, _r2c, norm, fname="rfft")
 
 
 @_declare
 def rfftn(input, s=None, dim=None, norm=None):
+    """The n-dimensional real transform: one-sided along the last of ``dim``, full along the others."""
     return _transform(input, s, dim, _many_dims, _r2c, norm, fname="rfftn")
 
 
 @_declare
 def rfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``rfftn`` over the last two dims."""
     return rfftn(input, s, dim, norm)
 
 
 @_declare
 def irfft(input, n=None, dim=-1, norm=None):
+    """The inverse of ``rfft``: a real signal of ``n`` points (by default 2 * (m - 1))."""
     return _transform(input, n, dim, _c2r_one_dim, _c2r, norm)
 
 
 @_declare
 def irfftn(input, s=None, dim=None, norm=None):
+    """The inverse of ``rfftn``."""
     return _transform(input, s, dim, _c2r_many_dims, _c2r, norm)
 
 
 @_declare
 def irfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``irfftn`` over the last two dims."""
     return irfftn(input, s, dim, norm)
 
 
@@ -352,26 +364,31 @@ def hfft(input, n=None, dim=-1, norm=None):
 
 @_declare
 def hfftn(input, s=None, dim=None, norm=None):
+    """The n-dimensional ``hfft``."""
     return _transform(input, s, dim, _c2r_many_dims, _c2r, norm, forward=True, conj_input=True, c2c_first=True)
 
 
 @_declare
 def hfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``hfftn`` over the last two dims."""
     return hfftn(input, s, dim, norm)
 
 
 @_declare
 def ihfft(input, n=None, dim=-1, norm=None):
+    """The inverse of ``hfft``: the first half of the Hermitian-symmetric signal of a real spectrum."""
     return _transform(input, n, dim, _one_dim, _ihfft, norm, fname="ihfft")
 
 
 @_declare
 def ihfftn(input, s=None, dim=None, norm=None):
+    """The inverse of ``hfftn``."""
     return _transform(input, s, dim, _many_dims, _ihfft, norm, fname="ihfftn")
 
 
 @_declare
 def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``ihfftn`` over the last two dims."""
     return ihfftn(input, s, dim, norm)
 
 
