@@ -1,4 +1,4 @@
-"""Every public class of hookgrad.nn, hookgrad.optim and hookgrad.distributions has a written-out
+"""Every public class of hookgrad.nn, hookgrad.optim, hookgrad.distributions (and amp) has a written-out
 ``class X(...)`` statement that ``inspect.getsource`` finds, as torch's do (tools such as torch.fx,
 torchlens and debuggers read layer sources)."""
 from __future__ import annotations
@@ -14,7 +14,8 @@ from difftest import differential
 # public modules whose classes are checked (the submodules code in the wild imports classes from)
 MODULES = ("nn", "nn.modules", "nn.parameter", "nn.utils", "nn.utils.parametrize", "nn.utils.prune",
            "nn.utils.rnn", "nn.parallel", "optim", "optim.lr_scheduler", "optim.swa_utils", "distributions",
-           "distributions.transforms", "distributions.constraints", "distributions.constraint_registry")
+           "distributions.transforms", "distributions.constraints", "distributions.constraint_registry",
+           "amp", "cpu.amp", "cuda.amp")
 
 
 def _public_classes(package: str) -> dict:
