@@ -175,29 +175,29 @@ for _name in ("__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__add
     setattr(_ConcreteSym, _name, _delegate(_name))
 
 
-class SymInt(_ConcreteSym):
+class _ConcreteSymNumber(_ConcreteSym):
+    """SymInt and SymFloat: ordered, so ``sym_max``/``sym_min`` apply."""
+
+    __slots__ = ()
+
+    def __sym_max__(self, other):
+        return sym_max(self.node, other)
+
+    def __sym_min__(self, other):
+        return sym_min(self.node, other)
+
+
+class SymInt(_ConcreteSymNumber):
     __slots__ = ()
     _kind = builtins.int
 
     def __index__(self):
         return self.node
 
-    def __sym_max__(self, other):
-        return sym_max(self.node, other)
 
-    def __sym_min__(self, other):
-        return sym_min(self.node, other)
-
-
-class SymFloat(_ConcreteSym):
+class SymFloat(_ConcreteSymNumber):
     __slots__ = ()
     _kind = builtins.float
-
-    def __sym_max__(self, other):
-        return sym_max(self.node, other)
-
-    def __sym_min__(self, other):
-        return sym_min(self.node, other)
 
 
 class SymBool(_ConcreteSym):

@@ -89,11 +89,9 @@ def fft_r2c(x: Tensor, dims: tuple, normalization: int, onesided: bool = True) -
     """A forward transform of a real tensor; with ``onesided`` only the first n//2 + 1 entries of
     the last of ``dims`` (the rest are their conjugates)."""
     d = x._data
+    transform = np.fft.rfftn if onesided else np.fft.fftn
     with quiet_fp():
-        if onesided:
-            out = np.fft.rfftn(d, axes=dims, norm=_NP_FORWARD[normalization])
-        else:
-            out = np.fft.fftn(d, axes=dims, norm=_NP_FORWARD[normalization])
+        out = transform(d, axes=dims, norm=_NP_FORWARD[normalization])
     result = wrap(out.astype(_complex_np(d.dtype), copy=False))
     if GRAD.enabled and x._requires_grad:
         node = record_op(FftR2CBackward0, (x,), result)
@@ -184,14 +182,14 @@ def _resize(x: Tensor, dims, sizes) -> Tensor:
     return x
 
 
-def _one_dim(x: Tensor, n, dim, fname):
+def _one_dim(x: Tensor, n, dim):
     dim = _wrap_dim(dim, x._data.ndim)
     if n is not None and n < 1:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
     return (dim,), (x._data.shape[dim] if n is None else int(n),)
 
 
-def _many_dims(x: Tensor, s, dim, fname, default_all=True):
+def _many_dims(x: Tensor, s, dim):
     """(dims, sizes) for an n-dimensional transform, torch's rules for s= and dim=."""
     nd = x._data.ndim
     if dim is not None:
@@ -215,22 +213,19 @@ def _many_dims(x: Tensor, s, dim, fname, default_all=True):
     return dims, sizes
 
 
-def _c2c(input, dims, sizes, norm, forward):
-    x = _as_complex(as_tensor_arg(input))
-    x = _resize(x, dims, sizes)
+def _c2c(x, dims, sizes, norm, forward):
+    x = _resize(_as_complex(x), dims, sizes)
     return fft_c2c(x, dims, _norm_mode(norm, forward), forward)
 
 
-def _r2c(input, dims, sizes, norm, fname, forward=True):
-    x = _as_real(as_tensor_arg(input), fname)
-    x = _resize(x, dims, sizes)
-    out = fft_r2c(x, dims, _norm_mode(norm, forward), True)
-    return out
+def _r2c(x, dims, sizes, norm, fname):
+    x = _resize(_as_real(x, fname), dims, sizes)
+    return fft_r2c(x, dims, _norm_mode(norm, True), True)
 
 
-def _c2r(input, dims, sizes, norm, forward=False, conj_input=False, c2c_first=False):
+def _c2r(x, dims, sizes, norm, forward=False, conj_input=False, c2c_first=False):
     """One-sided complex to real over ``dims`` with output sizes ``sizes`` (last: n, input n//2 + 1)."""
-    x = _as_complex(as_tensor_arg(input))
+    x = _as_complex(x)
     mode = _norm_mode(norm, forward)
     x = _resize(x, dims, sizes[:-1] + (sizes[-1] // 2 + 1,))
     if c2c_first and len(dims) > 1:
@@ -258,117 +253,30 @@ def _declare(fn):
     return op(function=False, method=False)(fn)
 
 
-@_declare
-def fft(input, n=None, dim=-1, norm=None):
+def _transform(input, size, dim, dims_and_sizes, kernel, norm, **options):
+    """A public transform: the dims and sizes that ``dims_and_sizes`` reads from ``n``/``s`` and ``dim``
+    (torch's rules), then ``kernel`` over them."""
     x = as_tensor_arg(input)
-    dims, sizes = _one_dim(x, n, dim, "fft")
-    return _c2c(x, dims, sizes, norm, True)
+    dims, sizes = dims_and_sizes(x, size, dim)
+    return kernel(x, dims, sizes, norm, **options)
 
 
-@_declare
-def ifft(input, n=None, dim=-1, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _one_dim(x, n, dim, "ifft")
-    return _c2c(x, dims, sizes, norm, False)
+def _c2r_one_dim(x, n, dim):
+    """A one-dimensional complex to real transform's dim and size: by default 2 * (m - 1) for m inputs."""
+    (d,), _ = _one_dim(x, n, dim)
+    return (d,), (_default_last_size(x, d, n),)
 
 
-@_declare
-def fftn(input, s=None, dim=None, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _many_dims(x, s, dim, "fftn")
-    return _c2c(x, dims, sizes, norm, True)
-
-
-@_declare
-def ifftn(input, s=None, dim=None, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _many_dims(x, s, dim, "ifftn")
-    return _c2c(x, dims, sizes, norm, False)
-
-
-@_declare
-def fft2(input, s=None, dim=(-2, -1), norm=None):
-    return fftn(input, s, dim, norm)
-
-
-@_declare
-def ifft2(input, s=None, dim=(-2, -1), norm=None):
-    return ifftn(input, s, dim, norm)
-
-
-@_declare
-def rfft(input, n=None, dim=-1, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _one_dim(x, n, dim, "rfft")
-    return _r2c(x, dims, sizes, norm, "rfft")
-
-
-@_declare
-def rfftn(input, s=None, dim=None, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _many_dims(x, s, dim, "rfftn")
-    return _r2c(x, dims, sizes, norm, "rfftn")
-
-
-@_declare
-def rfft2(input, s=None, dim=(-2, -1), norm=None):
-    return rfftn(input, s, dim, norm)
-
-
-@_declare
-def irfft(input, n=None, dim=-1, norm=None):
-    x = as_tensor_arg(input)
-    d = _wrap_dim(dim, x._data.ndim)
-    if n is not None and n < 1:
-        raise RuntimeError(f"Invalid number of data points ({n}) specified")
-    return _c2r(x, (d,), (_default_last_size(x, d, n),), norm)
-
-
-def _c2r_sizes(x, s, dim, fname):
-    dims, sizes = _many_dims(x, s, dim, fname)
+def _c2r_many_dims(x, s, dim):
+    dims, sizes = _many_dims(x, s, dim)
     if s is None or int(s[-1]) == -1:
         sizes = sizes[:-1] + (_default_last_size(x, dims[-1], None),)
     return dims, sizes
 
 
-@_declare
-def irfftn(input, s=None, dim=None, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _c2r_sizes(x, s, dim, "irfftn")
-    return _c2r(x, dims, sizes, norm)
-
-
-@_declare
-def irfft2(input, s=None, dim=(-2, -1), norm=None):
-    return irfftn(input, s, dim, norm)
-
-
-@_declare
-def hfft(input, n=None, dim=-1, norm=None):
-    """The real spectrum of a Hermitian-symmetric signal given by its first half (conj, then c2r)."""
-    x = as_tensor_arg(input)
-    d = _wrap_dim(dim, x._data.ndim)
-    if n is not None and n < 1:
-        raise RuntimeError(f"Invalid number of data points ({n}) specified")
-    return _c2r(x, (d,), (_default_last_size(x, d, n),), norm, forward=True, conj_input=True)
-
-
-@_declare
-def hfftn(input, s=None, dim=None, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _c2r_sizes(x, s, dim, "hfftn")
-    return _c2r(x, dims, sizes, norm, forward=True, conj_input=True, c2c_first=True)
-
-
-@_declare
-def hfft2(input, s=None, dim=(-2, -1), norm=None):
-    return hfftn(input, s, dim, norm)
-
-
-def _ihfft_nd(x, dims, sizes, norm, fname):
+def _ihfft(x, dims, sizes, norm, fname):
     from .complex import conj, conj_physical
-    x = _as_real(x, fname)
-    x = _resize(x, dims, sizes)
+    x = _resize(_as_real(x, fname), dims, sizes)
     mode = _norm_mode(norm, False)
     out = fft_r2c(x, dims[-1:], mode, True)
     if len(dims) == 1:
@@ -377,21 +285,110 @@ def _ihfft_nd(x, dims, sizes, norm, fname):
 
 
 @_declare
+def fft(input, n=None, dim=-1, norm=None):
+    """The one-dimensional discrete Fourier transform along ``dim`` (padded or trimmed to ``n``)."""
+    return _transform(input, n, dim, _one_dim, _c2c, norm, forward=True)
+
+
+@_declare
+def ifft(input, n=None, dim=-1, norm=None):
+    """The inverse of ``fft``."""
+    return _transform(input, n, dim, _one_dim, _c2c, norm, forward=False)
+
+
+@_declare
+def fftn(input, s=None, dim=None, norm=None):
+    """The n-dimensional transform over ``dim`` (by default the last ``len(s)`` dims, or all)."""
+    return _transform(input, s, dim, _many_dims, _c2c, norm, forward=True)
+
+
+@_declare
+def ifftn(input, s=None, dim=None, norm=None):
+    """The inverse of ``fftn``."""
+    return _transform(input, s, dim, _many_dims, _c2c, norm, forward=False)
+
+
+@_declare
+def fft2(input, s=None, dim=(-2, -1), norm=None):
+    """``fftn`` over the last two dims."""
+    return fftn(input, s, dim, norm)
+
+
+@_declare
+def ifft2(input, s=None, dim=(-2, -1), norm=None):
+    """``ifftn`` over the last two dims."""
+    return ifftn(input, s, dim, norm)
+
+
+@_declare
+def rfft(input, n=None, dim=-1, norm=None):
+    """The transform of a real signal: only the n // 2 + 1 non-negative frequencies."""
+    return _transform(input, n, dim, _one_dim, _r2c, norm, fname="rfft")
+
+
+@_declare
+def rfftn(input, s=None, dim=None, norm=None):
+    """The n-dimensional real transform: one-sided along the last of ``dim``, full along the others."""
+    return _transform(input, s, dim, _many_dims, _r2c, norm, fname="rfftn")
+
+
+@_declare
+def rfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``rfftn`` over the last two dims."""
+    return rfftn(input, s, dim, norm)
+
+
+@_declare
+def irfft(input, n=None, dim=-1, norm=None):
+    """The inverse of ``rfft``: a real signal of ``n`` points (by default 2 * (m - 1))."""
+    return _transform(input, n, dim, _c2r_one_dim, _c2r, norm)
+
+
+@_declare
+def irfftn(input, s=None, dim=None, norm=None):
+    """The inverse of ``rfftn``."""
+    return _transform(input, s, dim, _c2r_many_dims, _c2r, norm)
+
+
+@_declare
+def irfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``irfftn`` over the last two dims."""
+    return irfftn(input, s, dim, norm)
+
+
+@_declare
+def hfft(input, n=None, dim=-1, norm=None):
+    """The real spectrum of a Hermitian-symmetric signal given by its first half (conj, then c2r)."""
+    return _transform(input, n, dim, _c2r_one_dim, _c2r, norm, forward=True, conj_input=True)
+
+
+@_declare
+def hfftn(input, s=None, dim=None, norm=None):
+    """The n-dimensional ``hfft``."""
+    return _transform(input, s, dim, _c2r_many_dims, _c2r, norm, forward=True, conj_input=True, c2c_first=True)
+
+
+@_declare
+def hfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``hfftn`` over the last two dims."""
+    return hfftn(input, s, dim, norm)
+
+
+@_declare
 def ihfft(input, n=None, dim=-1, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _one_dim(x, n, dim, "ihfft")
-    return _ihfft_nd(x, dims, sizes, norm, "ihfft")
+    """The inverse of ``hfft``: the first half of the Hermitian-symmetric signal of a real spectrum."""
+    return _transform(input, n, dim, _one_dim, _ihfft, norm, fname="ihfft")
 
 
 @_declare
 def ihfftn(input, s=None, dim=None, norm=None):
-    x = as_tensor_arg(input)
-    dims, sizes = _many_dims(x, s, dim, "ihfftn")
-    return _ihfft_nd(x, dims, sizes, norm, "ihfftn")
+    """The inverse of ``hfftn``."""
+    return _transform(input, s, dim, _many_dims, _ihfft, norm, fname="ihfftn")
 
 
 @_declare
 def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    """``ihfftn`` over the last two dims."""
     return ihfftn(input, s, dim, norm)
 
 
@@ -451,7 +448,18 @@ def _full_window(window, win_length, n_fft, like):
     return window
 
 
-def _stft_lengths(n_fft, hop_length, win_length, name):
+_NO_WINDOW_WARNINGS = {
+    "stft": "A window was not provided. A rectangular window will be applied,which is known to cause spectral "
+            "leakage. Other windows such as torch.hann_window or torch.hamming_window are recommended to reduce "
+            "spectral leakage.To suppress this warning and use a rectangular window, explicitly set "
+            "`window=torch.ones(n_fft, device=<device>)`.",
+    "istft": "A window was not provided. A rectangular window will be applied.Please provide the same window used "
+             "by stft to make the inversion lossless.To suppress this warning and use a rectangular window, "
+             "explicitly set `window=torch.ones(n_fft, device=<device>)`."}
+
+
+def _stft_lengths(n_fft, hop_length, win_length, window, name):
+    """stft's and istft's hop and window lengths, checked; warns (once) when no window is given."""
     hop = n_fft // 4 if hop_length is None else int(hop_length)
     win = n_fft if win_length is None else int(win_length)
     if n_fft <= 0:
@@ -460,7 +468,16 @@ def _stft_lengths(n_fft, hop_length, win_length, name):
         raise RuntimeError(f"{name}: expected hop_length > 0, but got hop_length={hop}")
     if win <= 0 or win > n_fft:
         raise RuntimeError(f"{name}: expected 0 < win_length <= n_fft, but got win_length={win}")
+    if window is None:
+        from ..autograd._warn_once import warn_once
+        warn_once(f"{name}_no_window", _NO_WINDOW_WARNINGS[name], stacklevel=4)
     return hop, win
+
+
+def _with_batch_dim(x, batched_ndim: int):
+    """``x`` with a leading batch dim (added when it has none), and whether it came with one."""
+    batched = x._data.ndim == batched_ndim
+    return (x if batched else x.unsqueeze(0)), batched
 
 
 @op()
@@ -485,16 +502,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                   stacklevel=3)
     if x._data.ndim not in (1, 2):
         raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {x._data.ndim}D tensor")
-    hop, win = _stft_lengths(n_fft, hop_length, win_length, "stft")
-    if window is None:
-        from ..autograd._warn_once import warn_once
-        warn_once("stft_no_window", "A window was not provided. A rectangular window will be applied,which is known to "
-                  "cause spectral leakage. Other windows such as torch.hann_window or torch.hamming_window are "
-                  "recommended to reduce spectral leakage.To suppress this warning and use a rectangular window, "
-                  "explicitly set `window=torch.ones(n_fft, device=<device>)`.", stacklevel=3)
-    batched = x._data.ndim == 2
-    if not batched:
-        x = x.unsqueeze(0)
+    hop, win = _stft_lengths(n_fft, hop_length, win_length, window, "stft")
+    x, batched = _with_batch_dim(x, 2)
     if center:
         from ..nn import functional as F
         half = n_fft // 2
@@ -530,15 +539,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
                            "return_complex=True.")
     if x._data.ndim not in (2, 3):
         raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex, but got {x._data.ndim}D")
-    hop, win = _stft_lengths(n_fft, hop_length, win_length, "istft")
-    if window is None:
-        from ..autograd._warn_once import warn_once
-        warn_once("istft_no_window", "A window was not provided. A rectangular window will be applied.Please provide "
-                  "the same window used by stft to make the inversion lossless.To suppress this warning and use a "
-                  "rectangular window, explicitly set `window=torch.ones(n_fft, device=<device>)`.", stacklevel=3)
-    batched = x._data.ndim == 3
-    if not batched:
-        x = x.unsqueeze(0)
+    hop, win = _stft_lengths(n_fft, hop_length, win_length, window, "istft")
+    x, batched = _with_batch_dim(x, 3)
     n_freq, n_frames = x._data.shape[-2], x._data.shape[-1]
     onesided = n_freq != n_fft if onesided is None else onesided
     if onesided and n_fft // 2 + 1 != n_freq:

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import sys
 
-from ._deprecated import deprecated_device_amp
+from ._deprecated import DeprecatedAutocast, DeprecatedGradScaler
 
 __all__ = ["GradScaler", "autocast"]
 
-autocast, GradScaler = deprecated_device_amp("cuda", __name__)
+
+class autocast(DeprecatedAutocast):
+    _deprecated_device = "cuda"
+
+
+class GradScaler(DeprecatedGradScaler):
+    _deprecated_device = "cuda"
+
 
 # importable as hookgrad.cuda.amp (and so as torch.cuda.amp under ``hookgrad run``)
 sys.modules.setdefault("hookgrad.cuda.amp", sys.modules[__name__])

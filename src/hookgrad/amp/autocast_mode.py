@@ -93,11 +93,7 @@ class autocast:
         return False
 
     def __call__(self, func):
-        @functools.wraps(func)
-        def run(*args, **kwargs):
-            with self:
-                return func(*args, **kwargs)
-        return run
+        return autocast_decorator(self, func)
 
 
 # ---- torch.* functions on the autocast state (what torch.autocast itself uses) -----------------

@@ -21,14 +21,8 @@ class _Times:
         return 0.0 if self.count == 0 else self.self_cpu_time_total / self.count
 
     # there is no accelerator: every device figure is zero, as in torch's CPU-only profiles
-    device_time_total = 0.0
-    self_device_time_total = 0.0
-    cuda_time_total = 0.0
-    self_cuda_time_total = 0.0
-    cpu_memory_usage = 0
-    self_cpu_memory_usage = 0
-    device_memory_usage = 0
-    self_device_memory_usage = 0
+    device_time_total = self_device_time_total = cuda_time_total = self_cuda_time_total = 0.0
+    cpu_memory_usage = self_cpu_memory_usage = device_memory_usage = self_device_memory_usage = 0
 
     @property
     def device_time(self) -> float:

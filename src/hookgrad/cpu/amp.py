@@ -2,8 +2,14 @@
 ``torch.amp.GradScaler('cpu', ...)``; each warns (FutureWarning) as torch does."""
 from __future__ import annotations
 
-from ..amp._deprecated import deprecated_device_amp
+from ..amp._deprecated import DeprecatedAutocast, DeprecatedGradScaler
 
 __all__ = ["GradScaler", "autocast"]
 
-autocast, GradScaler = deprecated_device_amp("cpu", __name__)
+
+class autocast(DeprecatedAutocast):
+    _deprecated_device = "cpu"
+
+
+class GradScaler(DeprecatedGradScaler):
+    _deprecated_device = "cpu"

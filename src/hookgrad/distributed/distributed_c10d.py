@@ -771,11 +771,49 @@ def _same_shape(tensors, like, name: str, what: str) -> None:
                              f"but the tensor has shape {list(like.shape)} and dtype {like.dtype}")
 
 
+def _checked_group(group, **tensor_arguments) -> ProcessGroup | None:
+    """Check a collective's tensor arguments, in order (one named ``..._list`` must be a list of tensors,
+    any other a tensor), then return the group to run on (None: this rank is not a member)."""
+    for param, value in tensor_arguments.items():
+        (_check_tensor_list if param.endswith("_list") else _check_tensor)(value, param)
+    return _group(group)
+
+
+def _check_one_per_rank(pg: ProcessGroup, tensors, like, name: str, param: str, what: str) -> None:
+    if len(tensors) != pg.size():
+        raise ValueError(f"{name}: {param} must have world_size ({pg.size()}) tensors, got {len(tensors)}")
+    _same_shape(tensors, like, name, what)
+
+
+def _check_root_only_list(pg: ProcessGroup, is_root: bool, tensors, like, name: str, param: str) -> None:
+    """gather's and scatter's list: given (one tensor per rank) on the root rank, and only there."""
+    role = "destination" if name == "gather" else "source"
+    if is_root:
+        if not tensors:
+            raise ValueError(f"Argument ``{param}`` must be specified on {role} rank.")
+        _check_tensor_list(tensors, param)
+        _check_one_per_rank(pg, tensors, like, name, param, f"{param} tensor")
+    elif tensors:
+        raise ValueError(f"Argument ``{param}`` must NOT be specified on non-{role} ranks.")
+
+
+def _check_world_size_times(pg: ProcessGroup, whole, part, name: str, whole_name: str, part_name: str) -> None:
+    """The single-tensor forms: ``whole`` holds world_size times ``part``'s elements, in its dtype."""
+    if whole.numel() != pg.size() * part.numel() or whole.dtype != part.dtype:
+        raise ValueError(f"{name}: the {whole_name} must hold world_size ({pg.size()}) times the {part_name}'s "
+                         f"elements in the same dtype, but got {whole_name} {list(whole.shape)} {whole.dtype} "
+                         f"for {part_name} {list(part.shape)} {part.dtype}")
+
+
+def _fill_from_rows(tensors, rows: np.ndarray, dtype) -> None:
+    for out, row in zip(tensors, rows):
+        _store(out, row.view(dtype))
+
+
 # ---- collectives on tensors --------------------------------------------------------------------------
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """Reduce ``tensor`` across the group, in place on every rank."""
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
     reduction = _Reduction(op, tensor._data.dtype, "all_reduce", pg.size())
@@ -789,8 +827,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
 
 def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=None):
     """Copy ``tensor`` from rank ``src`` into ``tensor`` on every other rank."""
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
     root = _root(pg, src, group_src, "broadcast")
@@ -806,9 +843,7 @@ def broadcast(tensor, src=None, group=None, async_op: bool = False, group_src=No
 
 def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     """Fill ``tensor_list[i]`` with rank i's ``tensor``."""
-    _check_tensor_list(tensor_list, "tensor_list")
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor_list=tensor_list, tensor=tensor)
     if pg is None:
         return None
     if len(tensor_list) != pg.size():
@@ -819,25 +854,17 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     send = _transport_view(_flat_copy(tensor))
     recv = np.empty((pg.size(), send.size), dtype=send.dtype)
     request = pg._comm.Iallgather(_mpi_buffer(send), _mpi_buffer(recv))
-
-    def scatter_into_list():
-        for out, row in zip(tensor_list, recv):
-            _store(out, row.view(tensor._data.dtype))
-    work = Work([request], scatter_into_list, list(tensor_list), keep=(send, recv))
+    work = Work([request], lambda: _fill_from_rows(tensor_list, recv, tensor._data.dtype), list(tensor_list),
+                keep=(send, recv))
     return _completed(work, async_op)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bool = False):
     """Gather every rank's ``input_tensor`` into ``output_tensor``, concatenated (or stacked) along dim 0."""
-    _check_tensor(output_tensor, "output_tensor")
-    _check_tensor(input_tensor, "input_tensor")
-    pg = _group(group)
+    pg = _checked_group(group, output_tensor=output_tensor, input_tensor=input_tensor)
     if pg is None:
         return None
-    if output_tensor.numel() != pg.size() * input_tensor.numel() or output_tensor.dtype != input_tensor.dtype:
-        raise ValueError(f"all_gather_into_tensor: the output must hold world_size ({pg.size()}) times the "
-                         f"input's elements in the same dtype, but got output {list(output_tensor.shape)} "
-                         f"{output_tensor.dtype} for input {list(input_tensor.shape)} {input_tensor.dtype}")
+    _check_world_size_times(pg, output_tensor, input_tensor, "all_gather_into_tensor", "output", "input")
     _check_matching(pg, "_ALLGATHER_BASE", input_tensor)
     send = _transport_view(_flat_copy(input_tensor))
     out_flat = _writable_flat_or_empty(output_tensor)
@@ -847,7 +874,12 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
     return _completed(work, async_op)
 
 
-def _reduce_scatter_flat(pg, output_tensor, send: np.ndarray, reduction: _Reduction, async_op: bool):
+def _reduce_scatter(pg, output_tensor, inputs, op, name: str, matched_as: str, async_op: bool):
+    """Reduce the concatenation of ``inputs`` over the ranks; rank i keeps block i in ``output_tensor``."""
+    reduction = _Reduction(op, output_tensor._data.dtype, name, pg.size())
+    _check_matching(pg, matched_as, output_tensor, reduce_op=op)
+    blocks = [_flat_copy(t).astype(reduction.work_dtype) for t in inputs]
+    send = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
     recv = np.empty(output_tensor.numel(), dtype=reduction.work_dtype)
     request = pg._comm.Ireduce_scatter_block([send, reduction.mpi_type], [recv, reduction.mpi_type],
                                              reduction.mpi_op)
@@ -857,42 +889,25 @@ def _reduce_scatter_flat(pg, output_tensor, send: np.ndarray, reduction: _Reduct
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """``output`` on rank i = the reduction over ranks of ``input_list[i]``."""
-    _check_tensor(output, "output")
-    _check_tensor_list(input_list, "input_list")
-    pg = _group(group)
+    pg = _checked_group(group, output=output, input_list=input_list)
     if pg is None:
         return None
-    if len(input_list) != pg.size():
-        raise ValueError(f"reduce_scatter: input_list must have world_size ({pg.size()}) tensors, "
-                         f"got {len(input_list)}")
-    _same_shape(input_list, output, "reduce_scatter", "input tensor")
-    reduction = _Reduction(op, output._data.dtype, "reduce_scatter", pg.size())
-    _check_matching(pg, "REDUCE_SCATTER", output, reduce_op=op)
-    send = np.concatenate([_flat_copy(t).astype(reduction.work_dtype) for t in input_list])
-    return _reduce_scatter_flat(pg, output, send, reduction, async_op)
+    _check_one_per_rank(pg, input_list, output, "reduce_scatter", "input_list", "input tensor")
+    return _reduce_scatter(pg, output, input_list, op, "reduce_scatter", "REDUCE_SCATTER", async_op)
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op: bool = False):
     """``reduce_scatter`` with the inputs concatenated (or stacked) along dim 0 of one tensor."""
-    _check_tensor(output, "output")
-    _check_tensor(input, "input")
-    pg = _group(group)
+    pg = _checked_group(group, output=output, input=input)
     if pg is None:
         return None
-    if input.numel() != pg.size() * output.numel() or input.dtype != output.dtype:
-        raise ValueError(f"reduce_scatter_tensor: the input must hold world_size ({pg.size()}) times the "
-                         f"output's elements in the same dtype, but got input {list(input.shape)} {input.dtype} "
-                         f"for output {list(output.shape)} {output.dtype}")
-    reduction = _Reduction(op, output._data.dtype, "reduce_scatter_tensor", pg.size())
-    _check_matching(pg, "_REDUCE_SCATTER_BASE", output, reduce_op=op)
-    send = _flat_copy(input).astype(reduction.work_dtype)
-    return _reduce_scatter_flat(pg, output, send, reduction, async_op)
+    _check_world_size_times(pg, input, output, "reduce_scatter_tensor", "input", "output")
+    return _reduce_scatter(pg, output, [input], op, "reduce_scatter_tensor", "_REDUCE_SCATTER_BASE", async_op)
 
 
 def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False, group_dst=None):
     """Reduce ``tensor`` across the group into rank ``dst``'s ``tensor``; the others keep theirs."""
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
     root = _root(pg, dst, group_dst, "reduce", "dst")
@@ -911,32 +926,20 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
 
 def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = False, group_dst=None):
     """Rank ``dst`` receives every rank's ``tensor`` in ``gather_list``."""
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
     root = _root(pg, dst, group_dst, "gather", "dst")
     is_root = pg.rank() == root
-    if is_root:
-        if not gather_list:
-            raise ValueError("Argument ``gather_list`` must be specified on destination rank.")
-        _check_tensor_list(gather_list, "gather_list")
-        if len(gather_list) != pg.size():
-            raise ValueError(f"gather: gather_list must have world_size ({pg.size()}) tensors, got {len(gather_list)}")
-        _same_shape(gather_list, tensor, "gather", "gather_list tensor")
-    elif gather_list:
-        raise ValueError("Argument ``gather_list`` must NOT be specified on non-destination ranks.")
+    _check_root_only_list(pg, is_root, gather_list, tensor, "gather", "gather_list")
     _check_matching(pg, "GATHER", tensor, root=root)
     send = _transport_view(_flat_copy(tensor))
     kind = _mpi_type(send.dtype)
     if is_root:
         recv = np.empty((pg.size(), send.size), dtype=send.dtype)
         request = pg._comm.Igather([send, kind], [recv, kind], root)
-
-        def fill():
-            for out, row in zip(gather_list, recv):
-                _store(out, row.view(tensor._data.dtype))
-        work = Work([request], fill, list(gather_list), keep=(send, recv))
+        work = Work([request], lambda: _fill_from_rows(gather_list, recv, tensor._data.dtype), list(gather_list),
+                    keep=(send, recv))
     else:
         request = pg._comm.Igather([send, kind], None, root)
         work = Work([request], None, [], keep=send)
@@ -945,22 +948,12 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
 
 def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = False, group_src=None):
     """Rank ``src`` sends ``scatter_list[i]`` to rank i, which receives it into ``tensor``."""
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
     root = _root(pg, src, group_src, "scatter")
     is_root = pg.rank() == root
-    if is_root:
-        if not scatter_list:
-            raise ValueError("Argument ``scatter_list`` must be specified on source rank.")
-        _check_tensor_list(scatter_list, "scatter_list")
-        if len(scatter_list) != pg.size():
-            raise ValueError(f"scatter: scatter_list must have world_size ({pg.size()}) tensors, "
-                             f"got {len(scatter_list)}")
-        _same_shape(scatter_list, tensor, "scatter", "scatter_list tensor")
-    elif scatter_list:
-        raise ValueError("Argument ``scatter_list`` must NOT be specified on non-source ranks.")
+    _check_root_only_list(pg, is_root, scatter_list, tensor, "scatter", "scatter_list")
     _check_matching(pg, "SCATTER", tensor, root=root)
     recv_flat = np.empty(tensor.numel(), dtype=tensor._data.dtype)
     recv = _transport_view(recv_flat)
@@ -987,9 +980,7 @@ def _alltoallv(pg, send: np.ndarray, send_counts, recv: np.ndarray, recv_counts,
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool = False):
     """Rank i sends ``input_tensor_list[j]`` to rank j, which receives it in ``output_tensor_list[i]``."""
-    _check_tensor_list(output_tensor_list, "output_tensor_list")
-    _check_tensor_list(input_tensor_list, "input_tensor_list")
-    pg = _group(group)
+    pg = _checked_group(group, output_tensor_list=output_tensor_list, input_tensor_list=input_tensor_list)
     if pg is None:
         return None
     n = pg.size()
@@ -1016,9 +1007,7 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
 def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None, group=None,
                       async_op: bool = False):
     """``all_to_all`` on one tensor split along dim 0 (evenly, or by the given split sizes)."""
-    _check_tensor(output, "output")
-    _check_tensor(input, "input")
-    pg = _group(group)
+    pg = _checked_group(group, output=output, input=input)
     if pg is None:
         return None
     n = pg.size()
@@ -1083,8 +1072,7 @@ def _peer(pg, global_rank, group_rank, param: str) -> int:
 
 
 def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None):
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
     peer = _peer(pg, dst, group_dst, "dst")
@@ -1093,8 +1081,7 @@ def isend(tensor, dst=None, group=None, tag: int = 0, group_dst=None):
 
 
 def irecv(tensor, src=None, group=None, tag: int = 0, group_src=None):
-    _check_tensor(tensor, "tensor")
-    pg = _group(group)
+    pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
     MPI = _load_mpi()

@@ -722,16 +722,20 @@ def _check_dim(dim, tensor, name):
         raise AssertionError(f"dim {dim} out of range for {name} with {tensor.dim()} dimensions")
 
 
+def _cached_parts(tseq, cache_size) -> list:
+    """CatTransform's and StackTransform's transforms, checked, each with the cache size of the whole."""
+    if not all(isinstance(t, Transform) for t in tseq):
+        raise AssertionError("All elements of tseq must be Transform instances")
+    return [t.with_cache(cache_size) for t in tseq] if cache_size else list(tseq)
+
+
 class CatTransform(Transform):
     """Apply ``tseq[i]`` to consecutive slices of ``lengths[i]`` along ``dim`` and concatenate."""
 
     def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        transforms = _cached_parts(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = transforms
         self.lengths = [1] * len(self.transforms) if lengths is None else list(lengths)
         if len(self.lengths) != len(self.transforms):
             raise AssertionError(f"lengths ({len(self.lengths)}) must match transforms ({len(self.transforms)})")
@@ -792,12 +796,9 @@ class StackTransform(Transform):
     """Apply ``tseq[i]`` to index ``i`` along ``dim`` and stack the results."""
 
     def __init__(self, tseq, dim=0, cache_size=0):
-        if not all(isinstance(t, Transform) for t in tseq):
-            raise AssertionError("All elements of tseq must be Transform instances")
-        if cache_size:
-            tseq = [t.with_cache(cache_size) for t in tseq]
+        transforms = _cached_parts(tseq, cache_size)
         super().__init__(cache_size=cache_size)
-        self.transforms = list(tseq)
+        self.transforms = transforms
         self.dim = dim
 
     def with_cache(self, cache_size=1):

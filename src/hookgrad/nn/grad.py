@@ -18,47 +18,41 @@ def _conv(dims: int):
     return {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[dims]
 
 
-def _input_grad(dims, input_size, weight: Tensor, grad_output: Tensor, stride, padding, dilation, groups):
-    probe = zeros(tuple(input_size), dtype=grad_output.dtype).requires_grad_(True)
+def _conv_grad(dims, wrt: str, input, weight, grad_output: Tensor, stride, padding, dilation, groups):
+    """The gradient of conv{dims}d with respect to ``wrt`` ("input" or "weight"), whose size stands in
+    its place: a zero probe of that size takes its place in one convolution, and autograd does the rest."""
+    size = input if wrt == "input" else weight
+    probe = zeros(tuple(size), dtype=grad_output.dtype).requires_grad_(True)
+    operands = (probe, weight.detach()) if wrt == "input" else (input.detach(), probe)
     with autograd.grad_mode.enable_grad():
-        out = _conv(dims)(probe, weight.detach(), None, stride, padding, dilation, groups)
+        out = _conv(dims)(*operands, None, stride, padding, dilation, groups)
         if tuple(out.shape) != tuple(grad_output.shape):
-            raise RuntimeError(f"conv{dims}d_input: grad_output has shape {tuple(grad_output.shape)}, but the "
-                               f"convolution of an input of size {tuple(input_size)} gives {tuple(out.shape)}")
-        (grad,) = autograd.grad(out, probe, grad_output)
-    return grad
-
-
-def _weight_grad(dims, input: Tensor, weight_size, grad_output: Tensor, stride, padding, dilation, groups):
-    probe = zeros(tuple(weight_size), dtype=grad_output.dtype).requires_grad_(True)
-    with autograd.grad_mode.enable_grad():
-        out = _conv(dims)(input.detach(), probe, None, stride, padding, dilation, groups)
-        if tuple(out.shape) != tuple(grad_output.shape):
-            raise RuntimeError(f"conv{dims}d_weight: grad_output has shape {tuple(grad_output.shape)}, but the "
-                               f"convolution with a weight of size {tuple(weight_size)} gives {tuple(out.shape)}")
+            of_size = "of an input" if wrt == "input" else "with a weight"
+            raise RuntimeError(f"conv{dims}d_{wrt}: grad_output has shape {tuple(grad_output.shape)}, but the "
+                               f"convolution {of_size} of size {tuple(size)} gives {tuple(out.shape)}")
         (grad,) = autograd.grad(out, probe, grad_output)
     return grad
 
 
 def conv1d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    return _input_grad(1, input_size, weight, grad_output, stride, padding, dilation, groups)
+    return _conv_grad(1, "input", input_size, weight, grad_output, stride, padding, dilation, groups)
 
 
 def conv1d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    return _weight_grad(1, input, weight_size, grad_output, stride, padding, dilation, groups)
+    return _conv_grad(1, "weight", input, weight_size, grad_output, stride, padding, dilation, groups)
 
 
 def conv2d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    return _input_grad(2, input_size, weight, grad_output, stride, padding, dilation, groups)
+    return _conv_grad(2, "input", input_size, weight, grad_output, stride, padding, dilation, groups)
 
 
 def conv2d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    return _weight_grad(2, input, weight_size, grad_output, stride, padding, dilation, groups)
+    return _conv_grad(2, "weight", input, weight_size, grad_output, stride, padding, dilation, groups)
 
 
 def conv3d_input(input_size, weight, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    return _input_grad(3, input_size, weight, grad_output, stride, padding, dilation, groups)
+    return _conv_grad(3, "input", input_size, weight, grad_output, stride, padding, dilation, groups)
 
 
 def conv3d_weight(input, weight_size, grad_output, stride=1, padding=0, dilation=1, groups=1):
-    return _weight_grad(3, input, weight_size, grad_output, stride, padding, dilation, groups)
+    return _conv_grad(3, "weight", input, weight_size, grad_output, stride, padding, dilation, groups)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative, _check_not_differentiable,
+from .optimizer import (Optimizer, _as_float, _builtin_defaults, _bump, _check_lr, _check_non_negative,
                         _no_grad_step)
 
 __all__ = ["Adadelta"]
@@ -28,10 +28,9 @@ class Adadelta(Optimizer):
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
         _check_non_negative(eps=eps, weight_decay=weight_decay)
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
-                        capturable=capturable, foreach=foreach, differentiable=differentiable)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                                   maximize=maximize, capturable=capturable, foreach=foreach,
+                                                   differentiable=differentiable))
 
     @_no_grad_step
     def step(self, closure=None):

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
-                        _check_not_differentiable, _new_step_counter, _no_grad_step, _wrap)
+from .optimizer import (Optimizer, _as_float, _builtin_defaults, _bump, _check_lr, _check_non_negative,
+                        _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Adagrad"]
 
@@ -27,11 +27,9 @@ class Adagrad(Optimizer):
         _check_lr(lr)
         _check_non_negative(lr_decay=lr_decay, weight_decay=weight_decay,
                             initial_accumulator_value=initial_accumulator_value, eps=eps)
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
-                        initial_accumulator_value=initial_accumulator_value, foreach=foreach,
-                        maximize=maximize, differentiable=differentiable, fused=fused)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
+                                                   initial_accumulator_value=initial_accumulator_value, foreach=foreach,
+                                                   maximize=maximize, differentiable=differentiable, fused=fused))
         for group in self.param_groups:
             for p in group["params"]:
                 self._init_state(self.state[p], p, group)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _adam_group_values, _check_hyperparameters, _lerp_
-from .optimizer import Optimizer, _bump, _check_not_differentiable, _no_grad_step
+from .optimizer import Optimizer, _builtin_defaults, _bump, _no_grad_step
 
 __all__ = ["Adamax"]
 
@@ -24,10 +24,9 @@ class Adamax(Optimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         _check_hyperparameters(lr, betas, eps, weight_decay)
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, foreach=foreach,
-                        maximize=maximize, differentiable=differentiable, capturable=capturable)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                                   foreach=foreach, maximize=maximize, differentiable=differentiable,
+                                                   capturable=capturable))
 
     @_no_grad_step
     def step(self, closure=None):

@@ -9,8 +9,8 @@
 """
 from __future__ import annotations
 
-from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
-                        _check_not_differentiable, _new_step_counter, _no_grad_step, _scalar_np_dtype,
+from .optimizer import (Optimizer, _as_float, _builtin_defaults, _bump, _check_lr, _check_non_negative,
+                        _new_step_counter, _no_grad_step, _scalar_np_dtype,
                         _scalar_state, _zeros_like_params)
 
 __all__ = ["ASGD"]
@@ -26,10 +26,9 @@ class ASGD(Optimizer):
                  maximize=False, differentiable=False, capturable=False):
         _check_lr(lr)
         _check_non_negative(weight_decay=weight_decay)
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay, foreach=foreach,
-                        maximize=maximize, differentiable=differentiable, capturable=capturable)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, lambd=lambd, alpha=alpha, t0=t0, weight_decay=weight_decay,
+                                                   foreach=foreach, maximize=maximize, differentiable=differentiable,
+                                                   capturable=capturable))
 
     @staticmethod
     def _init_state(state, p, group):

@@ -69,6 +69,28 @@ def _per_group(name: str, optimizer, value) -> list:
     return [_copy(value)] * len(optimizer.param_groups)
 
 
+def _uses_beta1(optimizer) -> bool:
+    """Whether a momentum-cycling scheduler sets beta1 (Adam's kind) rather than ``momentum``."""
+    if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+        raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+    return "betas" in optimizer.defaults
+
+
+def _set_momentum(group: dict, use_beta1: bool, momentum) -> None:
+    if use_beta1:
+        group["betas"] = (momentum, *group["betas"][1:])
+    else:
+        group["momentum"] = momentum
+
+
+def _start_momentum_cycle(optimizer, use_beta1: bool, base_momentums, max_momentums) -> None:
+    """A new cycling schedule starts at the maximum momentum; the groups keep both bounds."""
+    for group, base_momentum, max_momentum in zip(optimizer.param_groups, base_momentums, max_momentums):
+        _set_momentum(group, use_beta1, max_momentum)
+        group["max_momentum"] = max_momentum
+        group["base_momentum"] = base_momentum
+
+
 class _Flag:
     """Sets a boolean attribute of a scheduler for the duration of a ``with`` block."""
 
@@ -533,21 +555,11 @@ class OneCycleLR(LRScheduler):
 
         self.cycle_momentum = cycle_momentum
         if self.cycle_momentum:
-            if "momentum" not in self.optimizer.defaults and "betas" not in self.optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
-                                 "option enabled")
-            self.use_beta1 = "betas" in self.optimizer.defaults
+            self.use_beta1 = _uses_beta1(self.optimizer)
             max_momentums = _per_group("max_momentum", optimizer, max_momentum)
             base_momentums = _per_group("base_momentum", optimizer, base_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(max_momentums, base_momentums,
-                                                         optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m_momentum, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_momentum
-                    group["max_momentum"] = m_momentum
-                    group["base_momentum"] = b_momentum
+                _start_momentum_cycle(optimizer, self.use_beta1, base_momentums, max_momentums)
         super().__init__(optimizer, last_epoch)
 
     def _anneal_func(self, start, end, pct):
@@ -577,10 +589,7 @@ class OneCycleLR(LRScheduler):
                 start_step = phase["end_step"]
             lrs.append(lr)
             if self.cycle_momentum:
-                if self.use_beta1:
-                    group["betas"] = (momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = momentum
+                _set_momentum(group, self.use_beta1, momentum)
         return lrs
 
 
@@ -781,21 +790,11 @@ class CyclicLR(LRScheduler):
         self._init_scale_fn()
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise ValueError("optimizer must support momentum or beta1 with `cycle_momentum` "
-                                 "option enabled")
-            self.use_beta1 = "betas" in optimizer.defaults
+            self.use_beta1 = _uses_beta1(optimizer)
             self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
             self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
             if last_epoch == -1:
-                for m_momentum, b_momentum, group in zip(self.max_momentums, self.base_momentums,
-                                                         optimizer.param_groups):
-                    if self.use_beta1:
-                        group["betas"] = (m_momentum, *group["betas"][1:])
-                    else:
-                        group["momentum"] = m_momentum
-                    group["max_momentum"] = m_momentum
-                    group["base_momentum"] = b_momentum
+                _start_momentum_cycle(optimizer, self.use_beta1, self.base_momentums, self.max_momentums)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
 
@@ -841,11 +840,7 @@ class CyclicLR(LRScheduler):
         if self.cycle_momentum:
             for group, base_m, max_m in zip(self.optimizer.param_groups, self.base_momentums,
                                             self.max_momentums):
-                momentum = max_m - (max_m - base_m) * scale_factor * self.scale_fn(where)
-                if self.use_beta1:
-                    group["betas"] = (momentum, *group["betas"][1:])
-                else:
-                    group["momentum"] = momentum
+                _set_momentum(group, self.use_beta1, max_m - (max_m - base_m) * scale_factor * self.scale_fn(where))
         return lrs
 
     def state_dict(self) -> dict:

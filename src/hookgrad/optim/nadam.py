@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _adam_group_values, _check_hyperparameters, _update_moments
-from .optimizer import (Optimizer, _bump, _check_non_negative, _check_not_differentiable, _new_step_counter,
+from .optimizer import (Optimizer, _builtin_defaults, _bump, _check_non_negative, _new_step_counter,
                         _no_grad_step, _scalar_state, _zeros_like_params)
 
 __all__ = ["NAdam"]
@@ -36,11 +36,11 @@ class NAdam(Optimizer):
                  differentiable=False):
         _check_hyperparameters(lr, betas, eps, weight_decay)
         _check_non_negative(momentum_decay=momentum_decay)
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, momentum_decay=momentum_decay,
-                        decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, foreach=foreach,
-                        capturable=capturable, differentiable=differentiable)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                                   momentum_decay=momentum_decay,
+                                                   decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
+                                                   foreach=foreach, capturable=capturable,
+                                                   differentiable=differentiable))
 
     @staticmethod
     def _init_state(state, p, group):

@@ -142,6 +142,12 @@ def _check_not_differentiable(differentiable) -> None:
                                   "parameters in place on their NumPy arrays, outside autograd")
 
 
+def _builtin_defaults(**options) -> dict:
+    """A built-in optimizer's ``defaults`` (its options, in torch's order), once ``differentiable`` is refused."""
+    _check_not_differentiable(options["differentiable"])
+    return options
+
+
 def _check_lr(lr) -> None:
     """torch's checks on ``lr``: a tensor holds one element, and the value is not negative."""
     if isinstance(lr, _tensor_cls()) and lr.numel() != 1:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _adam_group_values, _check_hyperparameters, _update_moments
-from .optimizer import Optimizer, _bump, _check_not_differentiable, _no_grad_step
+from .optimizer import Optimizer, _builtin_defaults, _bump, _no_grad_step
 
 __all__ = ["RAdam"]
 
@@ -30,11 +30,10 @@ class RAdam(Optimizer):
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
         _check_hyperparameters(lr, betas, eps, weight_decay)
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, maximize=maximize,
-                        foreach=foreach, capturable=capturable,
-                        decoupled_weight_decay=decoupled_weight_decay, differentiable=differentiable)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                                   maximize=maximize, foreach=foreach, capturable=capturable,
+                                                   decoupled_weight_decay=decoupled_weight_decay,
+                                                   differentiable=differentiable))
 
     @_no_grad_step
     def step(self, closure=None):

@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .adam import _lerp_
-from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_non_negative,
-                        _check_not_differentiable, _new_step_counter, _no_grad_step, _zeros_like_params)
+from .optimizer import (Optimizer, _as_float, _builtin_defaults, _bump, _check_lr, _check_non_negative,
+                        _new_step_counter, _no_grad_step, _zeros_like_params)
 
 __all__ = ["RMSprop"]
 
@@ -27,11 +27,9 @@ class RMSprop(Optimizer):
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         _check_lr(lr)
         _check_non_negative(eps=eps, momentum=momentum, weight_decay=weight_decay, alpha=alpha)
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
-                        weight_decay=weight_decay, capturable=capturable, foreach=foreach,
-                        maximize=maximize, differentiable=differentiable)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, momentum=momentum, alpha=alpha, eps=eps, centered=centered,
+                                                   weight_decay=weight_decay, capturable=capturable, foreach=foreach,
+                                                   maximize=maximize, differentiable=differentiable))
 
     @staticmethod
     def _init_state(state, p, group):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .optimizer import (Optimizer, _as_float, _bump, _check_lr, _check_not_differentiable,
+from .optimizer import (Optimizer, _as_float, _builtin_defaults, _bump, _check_lr,
                         _new_step_counter, _no_grad_step, _wrap)
 
 __all__ = ["Rprop"]
@@ -27,10 +27,9 @@ class Rprop(Optimizer):
         _check_lr(lr)
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
-        _check_not_differentiable(differentiable)
-        defaults = dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach, maximize=maximize,
-                        differentiable=differentiable, capturable=capturable)
-        super().__init__(params, defaults)
+        super().__init__(params, _builtin_defaults(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach,
+                                                   maximize=maximize, differentiable=differentiable,
+                                                   capturable=capturable))
 
     @staticmethod
     def _init_state(state, p, group):

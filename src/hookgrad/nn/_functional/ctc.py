@@ -59,21 +59,10 @@ def _alpha(lp, ext, skip):
 
 
 def _beta(lp, ext, skip):
-    steps, states = lp.shape[0], len(ext)
-    lb = np.full((steps, states), -np.inf)
-    if steps == 0:
-        return lb
-    lb[-1, -1] = lp[-1, ext[-1]]
-    if states > 1:
-        lb[-1, -2] = lp[-1, ext[-2]]
-    # s may move on to s + 2 where s + 2 may be reached by a skip
+    """The backward recursion: the forward one run from the last step and the last state back. State s
+    may move on to s + 2 where s + 2 may be reached from s by a skip."""
     skip_from = np.concatenate((skip[2:], [False, False]))
-    for t in range(steps - 2, -1, -1):
-        nxt = lb[t + 1]
-        one = np.concatenate((nxt[1:], [-np.inf]))
-        two = np.where(skip_from, np.concatenate((nxt[2:], [-np.inf, -np.inf])), -np.inf)
-        lb[t] = lp[t, ext] + _logsumexp(nxt, one, two)
-    return lb
+    return _alpha(lp[::-1], ext[::-1], skip_from[::-1])[::-1, ::-1]
 
 
 def _sample_targets(targets, target_lengths, b, offsets):

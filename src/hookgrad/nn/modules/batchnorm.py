@@ -149,7 +149,6 @@ class SyncBatchNorm(_BatchNorm):
 
 from .lazy import LazyModuleMixin  # noqa: E402 - the lazy variants build on the classes above
 from ..parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
-from .utils import _layer_class  # noqa: E402
 
 
 class _LazyNormBase(LazyModuleMixin, _NormBase):
@@ -187,7 +186,16 @@ class _LazyNormBase(LazyModuleMixin, _NormBase):
             self.reset_parameters()
 
 
-LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d = (
-    _layer_class(f"Lazy{eager.__name__}", (_LazyNormBase, _BatchNorm), __name__, cls_to_become=eager,
-                 _check_input_dim=eager._check_input_dim)
-    for eager in (BatchNorm1d, BatchNorm2d, BatchNorm3d))
+class LazyBatchNorm1d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm1d
+    _check_input_dim = BatchNorm1d._check_input_dim
+
+
+class LazyBatchNorm2d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm2d
+    _check_input_dim = BatchNorm2d._check_input_dim
+
+
+class LazyBatchNorm3d(_LazyNormBase, _BatchNorm):
+    cls_to_become = BatchNorm3d
+    _check_input_dim = BatchNorm3d._check_input_dim

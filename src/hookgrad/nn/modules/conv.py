@@ -10,7 +10,6 @@ from .. import init
 from .._functional.conv import padding_pairs
 from .linear import _add_weight_and_bias
 from .module import Module
-from .utils import _layer_class, _layers_by_dims
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "LazyConv1d",
            "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d"]
@@ -114,7 +113,16 @@ class _ConvLayerNd(_ConvNd):
         return self._conv_forward(input, self.weight, self.bias)
 
 
-Conv1d, Conv2d, Conv3d = _layers_by_dims(_ConvLayerNd, "Conv", __name__)
+class Conv1d(_ConvLayerNd):
+    _dims = 1
+
+
+class Conv2d(_ConvLayerNd):
+    _dims = 2
+
+
+class Conv3d(_ConvLayerNd):
+    _dims = 3
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -173,7 +181,16 @@ class _ConvTransposeLayerNd(_ConvTransposeNd):
                               self.dilation)
 
 
-ConvTranspose1d, ConvTranspose2d, ConvTranspose3d = _layers_by_dims(_ConvTransposeLayerNd, "ConvTranspose", __name__)
+class ConvTranspose1d(_ConvTransposeLayerNd):
+    _dims = 1
+
+
+class ConvTranspose2d(_ConvTransposeLayerNd):
+    _dims = 2
+
+
+class ConvTranspose3d(_ConvTransposeLayerNd):
+    _dims = 3
 
 
 from .lazy import LazyModuleMixin  # noqa: E402 - the lazy variants build on the classes above
@@ -217,22 +234,40 @@ class _LazyConvXdMixin(LazyModuleMixin):
             self.reset_parameters()
 
 
-def _lazy_conv(base, transposed: bool):
-    if transposed:
-        def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
-                     dilation=1, padding_mode="zeros", device=None, dtype=None):
-            base.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False, dilation,
-                          padding_mode)
-            self._lazy_setup(out_channels, bias, dtype)
-    else:
-        def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
-                     padding_mode="zeros", device=None, dtype=None):
-            base.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
-            self._lazy_setup(out_channels, bias, dtype)
-    return __init__
+class _LazyConvLayerNd(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
+                 padding_mode="zeros", device=None, dtype=None) -> None:
+        _ConvLayerNd.__init__(self, 0, 0, kernel_size, stride, padding, dilation, groups, False, padding_mode)
+        self._lazy_setup(out_channels, bias, dtype)
 
 
-LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d, LazyConvTranspose3d = (
-    _layer_class(f"Lazy{eager.__name__}", (_LazyConvXdMixin, eager), __name__, cls_to_become=eager,
-                 __init__=_lazy_conv(eager, transposed=issubclass(eager, _ConvTransposeNd)))
-    for eager in (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d))
+class _LazyConvTransposeLayerNd(_LazyConvXdMixin):
+    def __init__(self, out_channels, kernel_size, stride=1, padding=0, output_padding=0, groups=1, bias=True,
+                 dilation=1, padding_mode="zeros", device=None, dtype=None) -> None:
+        _ConvTransposeLayerNd.__init__(self, 0, 0, kernel_size, stride, padding, output_padding, groups, False,
+                                       dilation, padding_mode)
+        self._lazy_setup(out_channels, bias, dtype)
+
+
+class LazyConv1d(_LazyConvLayerNd, Conv1d):
+    cls_to_become = Conv1d
+
+
+class LazyConv2d(_LazyConvLayerNd, Conv2d):
+    cls_to_become = Conv2d
+
+
+class LazyConv3d(_LazyConvLayerNd, Conv3d):
+    cls_to_become = Conv3d
+
+
+class LazyConvTranspose1d(_LazyConvTransposeLayerNd, ConvTranspose1d):
+    cls_to_become = ConvTranspose1d
+
+
+class LazyConvTranspose2d(_LazyConvTransposeLayerNd, ConvTranspose2d):
+    cls_to_become = ConvTranspose2d
+
+
+class LazyConvTranspose3d(_LazyConvTransposeLayerNd, ConvTranspose3d):
+    cls_to_become = ConvTranspose3d

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
-from .utils import _layers_by_dims
 
 __all__ = ["Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
 
@@ -35,10 +34,22 @@ class _ChannelDropoutNd(_DropoutNd):
         return getattr(F, f"dropout{self._dims}d")(input, self.p, self.training, self.inplace)
 
 
-Dropout1d, Dropout2d, Dropout3d = _layers_by_dims(_ChannelDropoutNd, "Dropout", __name__, docs=(
-    "Zeroes whole channels of (N, C, L) or (C, L) inputs.",
-    "Zeroes whole channels of (N, C, H, W) or (C, H, W) inputs.",
-    "Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."))
+class Dropout1d(_ChannelDropoutNd):
+    """Zeroes whole channels of (N, C, L) or (C, L) inputs."""
+
+    _dims = 1
+
+
+class Dropout2d(_ChannelDropoutNd):
+    """Zeroes whole channels of (N, C, H, W) or (C, H, W) inputs."""
+
+    _dims = 2
+
+
+class Dropout3d(_ChannelDropoutNd):
+    """Zeroes whole channels of (N, C, D, H, W) or (C, D, H, W) inputs."""
+
+    _dims = 3
 
 
 class AlphaDropout(_DropoutNd):

@@ -5,7 +5,6 @@ import warnings
 
 from .. import functional as F
 from .batchnorm import _NormBase
-from .utils import _layer_class, _layers_by_dims
 
 __all__ = ["InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
@@ -62,12 +61,30 @@ class _InstanceNorm(_NormBase):
         return out.squeeze(0) if unbatched else out
 
 
-InstanceNorm1d, InstanceNorm2d, InstanceNorm3d = _layers_by_dims(_InstanceNorm, "InstanceNorm", __name__)
+class InstanceNorm1d(_InstanceNorm):
+    _dims = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _dims = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _dims = 3
 
 
 from .batchnorm import _LazyNormBase  # noqa: E402 - the lazy variants build on the classes above
 
-LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (
-    _layer_class(f"Lazy{eager.__name__}", (_LazyNormBase, _InstanceNorm), __name__, cls_to_become=eager,
-                 _dims=eager._dims)
-    for eager in (InstanceNorm1d, InstanceNorm2d, InstanceNorm3d))
+class LazyInstanceNorm1d(_LazyNormBase, _InstanceNorm):
+    cls_to_become = InstanceNorm1d
+    _dims = 1
+
+
+class LazyInstanceNorm2d(_LazyNormBase, _InstanceNorm):
+    cls_to_become = InstanceNorm2d
+    _dims = 2
+
+
+class LazyInstanceNorm3d(_LazyNormBase, _InstanceNorm):
+    cls_to_become = InstanceNorm3d
+    _dims = 3

@@ -98,8 +98,9 @@ class RMSNorm(_AffineNorm):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
 
 
-class LocalResponseNorm(Module):
-    __constants__ = ["size", "alpha", "beta", "k"]
+class _ResponseNorm(Module):
+    """LocalResponseNorm's and CrossMapLRN2d's options: a window of ``size`` channels, and
+    x / (k + alpha / size * (sum of squares in the window)) ** beta."""
 
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0) -> None:
         super().__init__()
@@ -108,11 +109,15 @@ class LocalResponseNorm(Module):
         self.beta = beta
         self.k = k
 
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class LocalResponseNorm(_ResponseNorm):
+    __constants__ = ["size", "alpha", "beta", "k"]
+
     def forward(self, input):
         return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self):
-        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 # ---- CrossMapLRN2d: torch's legacy Function, forward recurrence and backward formula as torch has them ----
@@ -168,21 +173,14 @@ def _cross_map_lrn2d_function():
 _CROSS_MAP = []
 
 
-class CrossMapLRN2d(Module):
+class CrossMapLRN2d(_ResponseNorm):
     def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1) -> None:
-        super().__init__()
-        self.size = size
-        self.alpha = alpha
-        self.beta = beta
-        self.k = k
+        super().__init__(size, alpha, beta, k)
 
     def forward(self, input):
         if not _CROSS_MAP:
             _CROSS_MAP.append(_cross_map_lrn2d_function())
         return _CROSS_MAP[0].apply(input, self.size, self.alpha, self.beta, self.k)
-
-    def extra_repr(self) -> str:
-        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
 
 
 __all__ += ["CrossMapLRN2d"]

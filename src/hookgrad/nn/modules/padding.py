@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
-from .utils import _layers_by_dims, _ntuple
+from .utils import _ntuple
 
 __all__ = ["CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d",
            "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d", "ReplicationPad2d",
@@ -42,7 +42,16 @@ class _ConstantPadNd(_PadNd):
         return f"padding={self.padding}, value={self.value}"
 
 
-ConstantPad1d, ConstantPad2d, ConstantPad3d = _layers_by_dims(_ConstantPadNd, "ConstantPad", __name__)
+class ConstantPad1d(_ConstantPadNd):
+    _dims = 1
+
+
+class ConstantPad2d(_ConstantPadNd):
+    _dims = 2
+
+
+class ConstantPad3d(_ConstantPadNd):
+    _dims = 3
 
 
 class _ZeroPadNd(_ConstantPadNd):
@@ -53,25 +62,61 @@ class _ZeroPadNd(_ConstantPadNd):
         return f"{self.padding}"
 
 
-ZeroPad1d, ZeroPad2d, ZeroPad3d = _layers_by_dims(_ZeroPadNd, "ZeroPad", __name__)
+class ZeroPad1d(_ZeroPadNd):
+    _dims = 1
+
+
+class ZeroPad2d(_ZeroPadNd):
+    _dims = 2
+
+
+class ZeroPad3d(_ZeroPadNd):
+    _dims = 3
 
 
 class _ReflectionPadNd(_PadNd):
     _mode = "reflect"
 
 
-ReflectionPad1d, ReflectionPad2d, ReflectionPad3d = _layers_by_dims(_ReflectionPadNd, "ReflectionPad", __name__)
+class ReflectionPad1d(_ReflectionPadNd):
+    _dims = 1
+
+
+class ReflectionPad2d(_ReflectionPadNd):
+    _dims = 2
+
+
+class ReflectionPad3d(_ReflectionPadNd):
+    _dims = 3
 
 
 class _ReplicationPadNd(_PadNd):
     _mode = "replicate"
 
 
-ReplicationPad1d, ReplicationPad2d, ReplicationPad3d = _layers_by_dims(_ReplicationPadNd, "ReplicationPad", __name__)
+class ReplicationPad1d(_ReplicationPadNd):
+    _dims = 1
+
+
+class ReplicationPad2d(_ReplicationPadNd):
+    _dims = 2
+
+
+class ReplicationPad3d(_ReplicationPadNd):
+    _dims = 3
 
 
 class _CircularPadNd(_PadNd):
     _mode = "circular"
 
 
-CircularPad1d, CircularPad2d, CircularPad3d = _layers_by_dims(_CircularPadNd, "CircularPad", __name__)
+class CircularPad1d(_CircularPadNd):
+    _dims = 1
+
+
+class CircularPad2d(_CircularPadNd):
+    _dims = 2
+
+
+class CircularPad3d(_CircularPadNd):
+    _dims = 3

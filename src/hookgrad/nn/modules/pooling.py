@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from .. import functional as F
 from .module import Module
-from .utils import _layer_class, _layers_by_dims
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d", "AdaptiveAvgPool1d",
            "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d"]
@@ -33,7 +32,16 @@ class _MaxPoolNd(Module):
                                                      return_indices=self.return_indices)
 
 
-MaxPool1d, MaxPool2d, MaxPool3d = _layers_by_dims(_MaxPoolNd, "MaxPool", __name__)
+class MaxPool1d(_MaxPoolNd):
+    _dims = 1
+
+
+class MaxPool2d(_MaxPoolNd):
+    _dims = 2
+
+
+class MaxPool3d(_MaxPoolNd):
+    _dims = 3
 
 
 class _AvgPoolNd(Module):
@@ -79,8 +87,12 @@ class AvgPool1d(_AvgPoolNd):
                             self.count_include_pad)
 
 
-AvgPool2d, AvgPool3d = (_layer_class(f"AvgPool{dims}d", (_AvgPoolWithDivisorNd,), __name__, _dims=dims)
-                        for dims in (2, 3))
+class AvgPool2d(_AvgPoolWithDivisorNd):
+    _dims = 2
+
+
+class AvgPool3d(_AvgPoolWithDivisorNd):
+    _dims = 3
 
 
 class _AdaptiveAvgPoolNd(Module):
@@ -97,8 +109,16 @@ class _AdaptiveAvgPoolNd(Module):
         return getattr(F, f"adaptive_avg_pool{self._dims}d")(input, self.output_size)
 
 
-AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d = _layers_by_dims(_AdaptiveAvgPoolNd, "AdaptiveAvgPool",
-                                                                          __name__)
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    _dims = 1
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _dims = 2
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    _dims = 3
 
 
 class _AdaptiveMaxPoolNd(Module):
@@ -116,8 +136,16 @@ class _AdaptiveMaxPoolNd(Module):
         return getattr(F, f"adaptive_max_pool{self._dims}d")(input, self.output_size, self.return_indices)
 
 
-AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d = _layers_by_dims(_AdaptiveMaxPoolNd, "AdaptiveMaxPool",
-                                                                          __name__)
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    _dims = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _dims = 2
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    _dims = 3
 
 
 class _MaxUnpoolNd(Module):
@@ -140,7 +168,16 @@ class _MaxUnpoolNd(Module):
                                                        output_size)
 
 
-MaxUnpool1d, MaxUnpool2d, MaxUnpool3d = _layers_by_dims(_MaxUnpoolNd, "MaxUnpool", __name__)
+class MaxUnpool1d(_MaxUnpoolNd):
+    _dims = 1
+
+
+class MaxUnpool2d(_MaxUnpoolNd):
+    _dims = 2
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    _dims = 3
 
 
 class _LPPoolNd(Module):
@@ -162,7 +199,16 @@ class _LPPoolNd(Module):
                                                     self.ceil_mode)
 
 
-LPPool1d, LPPool2d, LPPool3d = _layers_by_dims(_LPPoolNd, "LPPool", __name__)
+class LPPool1d(_LPPoolNd):
+    _dims = 1
+
+
+class LPPool2d(_LPPoolNd):
+    _dims = 2
+
+
+class LPPool3d(_LPPoolNd):
+    _dims = 3
 
 
 __all__ += ["LPPool1d", "LPPool2d", "LPPool3d"]

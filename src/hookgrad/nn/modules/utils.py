@@ -53,15 +53,3 @@ def consume_prefix_in_state_dict_if_present(state_dict, prefix: str) -> None:
             if key and (key == prefix.replace(".", "") or key.startswith(prefix)):
                 metadata[key[len(prefix):]] = metadata.pop(key)
 
-
-def _layer_class(name: str, bases: tuple, module: str, **attributes) -> type:
-    """``class name(*bases)`` holding ``attributes``, defined in ``module`` (its name, qualified name and
-    pickling as if written out there): for layer families whose members differ only in class attributes."""
-    return type(name, bases, {"__module__": module, "__qualname__": name, **attributes})
-
-
-def _layers_by_dims(base: type, stem: str, module: str, docs=(None, None, None)) -> tuple:
-    """The 1-d, 2-d and 3-d members ``{stem}1d``, ``{stem}2d``, ``{stem}3d`` of a family: ``base`` with
-    its class attribute ``_dims`` set to 1, 2 and 3 (and their docstrings ``docs``)."""
-    return tuple(_layer_class(f"{stem}{dims}d", (base,), module, _dims=dims, __doc__=doc)
-                 for dims, doc in zip((1, 2, 3), docs))

@@ -50,12 +50,7 @@ class BasePruningMethod(ABC):
         already there, if any); returns the method now hooked on the module."""
         method = _combined_method(cls, module, name, *args, **kwargs)
         orig = getattr(module, name)
-        if importance_scores is not None:
-            if importance_scores.shape != orig.shape:
-                raise AssertionError(f"importance_scores should have the same shape as parameter {name} of "
-                                     f"{module}, got {importance_scores.shape} vs {orig.shape}")
-        else:
-            importance_scores = orig
+        importance_scores = _importance_scores(importance_scores, orig, f"parameter {name} of {module}")
         first_pruning = not isinstance(method, PruningContainer)
         if first_pruning:
             module.register_parameter(name + "_orig", orig)
@@ -78,12 +73,7 @@ class BasePruningMethod(ABC):
 
     def prune(self, t, default_mask=None, importance_scores=None):
         """``t`` times the mask this method computes for it (no module involved)."""
-        if importance_scores is not None:
-            if importance_scores.shape != t.shape:
-                raise AssertionError(f"importance_scores should have the same shape as tensor t, got "
-                                     f"{importance_scores.shape} vs {t.shape}")
-        else:
-            importance_scores = t
+        importance_scores = _importance_scores(importance_scores, t, "tensor t")
         default_mask = default_mask if default_mask is not None else hookgrad.ones_like(t)
         return t * self.compute_mask(importance_scores, default_mask=default_mask)
 
@@ -99,6 +89,16 @@ class BasePruningMethod(ABC):
         del module._parameters[self._tensor_name + "_orig"]
         del module._buffers[self._tensor_name + "_mask"]
         setattr(module, self._tensor_name, orig)
+
+
+def _importance_scores(scores, like, what: str):
+    """The scores that rank the entries of ``like``: ``scores`` when given (of ``like``'s shape), else ``like``."""
+    if scores is None:
+        return like
+    if scores.shape != like.shape:
+        raise AssertionError(f"importance_scores should have the same shape as {what}, got {scores.shape} vs "
+                             f"{like.shape}")
+    return scores
 
 
 def _combined_method(cls, module, name, *args, **kwargs):
@@ -260,6 +260,16 @@ def _channel_mask(t, dim, kept):
     return mask
 
 
+def _channels_to_prune(t, amount, dim) -> tuple:
+    """A structured method's channel count along ``dim`` and how many of them ``amount`` prunes."""
+    _validate_structured_pruning(t)
+    _validate_pruning_dim(t, dim)
+    channels = t.shape[dim]
+    count = _compute_nparams_toprune(amount, channels)
+    _validate_pruning_amount(count, channels)
+    return channels, count
+
+
 class RandomStructured(BasePruningMethod):
     """Prunes ``amount`` whole channels along ``dim``, chosen at random."""
 
@@ -271,11 +281,7 @@ class RandomStructured(BasePruningMethod):
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        channels = t.shape[self.dim]
-        count = _compute_nparams_toprune(self.amount, channels)
-        _validate_pruning_amount(count, channels)
+        channels, count = _channels_to_prune(t, self.amount, self.dim)
         if count == 0:
             return default_mask
         draws = hookgrad.rand(channels)
@@ -300,11 +306,7 @@ class LnStructured(BasePruningMethod):
         self.dim = dim
 
     def compute_mask(self, t, default_mask):
-        _validate_structured_pruning(t)
-        _validate_pruning_dim(t, self.dim)
-        channels = t.shape[self.dim]
-        count = _compute_nparams_toprune(self.amount, channels)
-        _validate_pruning_amount(count, channels)
+        channels, count = _channels_to_prune(t, self.amount, self.dim)
         norm = _compute_norm(t.detach(), self.n, self.dim)
         kept = hookgrad.topk(norm, k=channels - count, largest=True).indices
         if count == 0:

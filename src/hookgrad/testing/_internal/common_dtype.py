@@ -7,49 +7,51 @@ def _group(*names):
     return tuple(getattr(_d, name) for name in names)
 
 
+def _and_extra(group):
+    """The ``*_and`` form of a dtype group: the group with the given dtypes appended."""
+    def group_and(*dtypes):
+        return group() + dtypes
+    group_and.__name__ = group_and.__qualname__ = f"{group.__name__}_and"
+    return group_and
+
+
 def floating_types():
     return _group("float32", "float64")
 
 
-def floating_types_and(*dtypes):
-    return floating_types() + dtypes
+floating_types_and = _and_extra(floating_types)
 
 
 def integral_types():
     return _group("uint8", "int8", "int16", "int32", "int64")
 
 
-def integral_types_and(*dtypes):
-    return integral_types() + dtypes
+integral_types_and = _and_extra(integral_types)
 
 
 def all_types():
     return floating_types() + integral_types()
 
 
-def all_types_and(*dtypes):
-    return all_types() + dtypes
+all_types_and = _and_extra(all_types)
 
 
 def complex_types():
     return _group("complex64", "complex128")
 
 
-def complex_types_and(*dtypes):
-    return complex_types() + dtypes
+complex_types_and = _and_extra(complex_types)
 
 
 def floating_and_complex_types():
     return floating_types() + complex_types()
 
 
-def floating_and_complex_types_and(*dtypes):
-    return floating_and_complex_types() + dtypes
+floating_and_complex_types_and = _and_extra(floating_and_complex_types)
 
 
 def all_types_and_complex():
     return all_types() + complex_types()
 
 
-def all_types_and_complex_and(*dtypes):
-    return all_types_and_complex() + dtypes
+all_types_and_complex_and = _and_extra(all_types_and_complex)

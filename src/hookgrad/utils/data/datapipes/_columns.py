@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 
+def call_on_columns(fn, data, input_col):
+    """``fn`` of the whole sample (``input_col`` None), of one column, or of several as arguments."""
+    if input_col is None:
+        return fn(data)
+    if isinstance(input_col, (list, tuple)):
+        return fn(*(data[col] for col in input_col))
+    return fn(data[input_col])
+
+
 def apply_to_columns(fn, data, input_col, output_col):
     if input_col is None and output_col is None:
         return fn(data)
-    if input_col is None:
-        result = fn(data)
-    elif isinstance(input_col, (list, tuple)):
-        result = fn(*(data[col] for col in input_col))
-    else:
-        result = fn(data[input_col])
+    result = call_on_columns(fn, data, input_col)
     was_tuple = isinstance(data, tuple)
     data = list(data) if was_tuple else data
     if output_col is None:

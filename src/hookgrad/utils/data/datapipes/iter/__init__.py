@@ -1,10 +1,9 @@
 """Built-in iterable-style DataPipes and their functional names."""
 from __future__ import annotations
 
-import random
-
-from .._columns import _ColumnMapper
+from .._columns import _ColumnMapper, call_on_columns
 from .._decorator import functional_datapipe
+from .._shared import _BatchOptions, _ShuffleSettings
 from ..datapipe import DataChunk, IterDataPipe
 from ..._collate import default_collate
 
@@ -61,12 +60,7 @@ class FilterIterDataPipe(IterDataPipe):
 
     def __iter__(self):
         for data in self.datapipe:
-            if self.input_col is None:
-                keep = self.filter_fn(data)
-            elif isinstance(self.input_col, (list, tuple)):
-                keep = self.filter_fn(*(data[col] for col in self.input_col))
-            else:
-                keep = self.filter_fn(data[self.input_col])
+            keep = call_on_columns(self.filter_fn, data, self.input_col)
             if not isinstance(keep, bool):
                 raise ValueError(f"Boolean output is required for `filter_fn` of FilterIterDataPipe, got {type(keep)}")
             if keep:
@@ -74,14 +68,8 @@ class FilterIterDataPipe(IterDataPipe):
 
 
 @functional_datapipe("batch")
-class BatcherIterDataPipe(IterDataPipe):
+class BatcherIterDataPipe(_BatchOptions, IterDataPipe):
     """Group consecutive items into batches (``wrapper_class``, DataChunk by default)."""
-
-    def __init__(self, datapipe, batch_size, drop_last=False, wrapper_class=DataChunk):
-        if batch_size <= 0:
-            raise AssertionError("Batch size is required to be larger than 0!")
-        self.datapipe, self.batch_size, self.drop_last, self.wrapper_class = datapipe, batch_size, drop_last, \
-            wrapper_class
 
     def __iter__(self):
         batch = []
@@ -138,7 +126,7 @@ class CollatorIterDataPipe(MapperIterDataPipe):
 
 
 @functional_datapipe("shuffle")
-class ShufflerIterDataPipe(IterDataPipe):
+class ShufflerIterDataPipe(_ShuffleSettings, IterDataPipe):
     """Shuffle with a buffer of ``buffer_size`` items (Python's ``random.Random``, seeded per
     iteration: by ``set_seed``, else a seed shared by all DataLoader workers of the epoch, else a
     draw from hookgrad's global generator)."""
@@ -148,18 +136,8 @@ class ShufflerIterDataPipe(IterDataPipe):
             raise AssertionError("buffer_size should be larger than 0")
         self.datapipe = datapipe if unbatch_level == 0 else datapipe.unbatch(unbatch_level=unbatch_level)
         self.buffer_size = buffer_size
-        self._enabled = True
-        self._seed = None
-        self._rng = random.Random()
+        self._init_shuffle_settings()
         self._buffer = []
-
-    def set_shuffle(self, shuffle=True):
-        self._enabled = shuffle
-        return self
-
-    def set_seed(self, seed: int):
-        self._seed = seed
-        return self
 
     def reset(self) -> None:
         self._buffer = []

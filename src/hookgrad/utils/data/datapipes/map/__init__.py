@@ -1,11 +1,10 @@
 """Built-in map-style DataPipes and their functional names."""
 from __future__ import annotations
 
-import random
-
 from .._columns import _ColumnMapper
 from .._decorator import functional_datapipe
-from ..datapipe import DataChunk, IterDataPipe, MapDataPipe
+from .._shared import _BatchOptions, _ShuffleSettings
+from ..datapipe import IterDataPipe, MapDataPipe
 
 __all__ = ["Batcher", "Concater", "Mapper", "SequenceWrapper", "Shuffler", "Zipper"]
 
@@ -41,14 +40,8 @@ class MapperMapDataPipe(_ColumnMapper, MapDataPipe):
 
 
 @functional_datapipe("batch")
-class BatcherMapDataPipe(MapDataPipe):
+class BatcherMapDataPipe(_BatchOptions, MapDataPipe):
     """Item ``i`` is the batch of items ``i*batch_size`` to ``(i+1)*batch_size - 1``."""
-
-    def __init__(self, datapipe, batch_size, drop_last=False, wrapper_class=DataChunk):
-        if batch_size <= 0:
-            raise AssertionError("Batch size is required to be larger than 0!")
-        self.datapipe, self.batch_size, self.drop_last, self.wrapper_class = datapipe, batch_size, drop_last, \
-            wrapper_class
 
     def __getitem__(self, index):
         batch = []
@@ -67,24 +60,14 @@ class BatcherMapDataPipe(MapDataPipe):
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
 
-class ShufflerIterDataPipe(IterDataPipe):
+class ShufflerIterDataPipe(_ShuffleSettings, IterDataPipe):
     """The items of a map pipe in a random order (an IterDataPipe; ``shuffle`` of a map pipe)."""
 
     def __init__(self, datapipe, *, indices=None):
         self.datapipe = datapipe
         self.indices = list(range(len(datapipe))) if indices is None else indices
-        self._enabled = True
-        self._seed = None
-        self._rng = random.Random()
+        self._init_shuffle_settings()
         self._shuffled_indices = self.indices
-
-    def set_shuffle(self, shuffle=True):
-        self._enabled = shuffle
-        return self
-
-    def set_seed(self, seed: int):
-        self._seed = seed
-        return self
 
     def reset(self) -> None:
         if self._enabled and self._seed is None:
