@@ -69,6 +69,10 @@ REGRESSION_PROGRAMS = {
         {"k": "forward", "grad_ctx": {"block": "b1", "mode": "no_grad"}}]),
     "detach_ of a view raises": _program(2134, ["maxpool"], [_FORWARD, {"k": "detach", "on": "a_b0",
                                                                          "inplace": True}]),
+    "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
+        {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
+        {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},
+        {"k": "grad", "inputs": ["b0.attn.in_proj_weight"], "allow_unused": True}]),
 }
 
 

@@ -337,3 +337,26 @@ def test_a_view_made_under_no_grad_of_a_view_whose_base_needs_no_grad(T):
         u = x.unsqueeze(1)
         chain = x.reshape(-1).view(2, 3).t().t()
     return u.requires_grad, chain.requires_grad, catch(u.add_, 1)
+
+
+@differential
+def test_a_custom_function_reads_a_saved_input_detached_in_place(T):
+    """ctx.saved_tensors names its node when unpacking: an input detached in place since is handed
+    back (a built-in op's node refuses it, see the test above)."""
+    class Cube(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, = ctx.saved_tensors
+            return grad * 3 * x * x
+
+    w = T.tensor([1.0, -2.0, 0.5], dtype=T.float64, requires_grad=True)
+    h = w * 2
+    out = Cube.apply(h)
+    h.detach_()
+    raised = catch(lambda: out.sum().backward())
+    return raised, w.grad, h.requires_grad, h.grad_fn

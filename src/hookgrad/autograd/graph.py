@@ -111,6 +111,9 @@ class Node:
     # whether release_variables is overridden (frees more than ``_saved``): the engine calls it
     # only for such nodes and for nodes that saved something
     _releases_more_than_saved = False
+    # a custom Function's ctx.saved_tensors names its node when unpacking (torch's saved_for), so a
+    # saved input detached in place since is still handed back; built-in nodes name none and refuse
+    unpacks_for_itself = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -402,7 +405,7 @@ class SavedTensor:
             return self._unpack_with_hook(node)
         # torch looks for an in-place detach before it compares versions
         if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn is None \
-                and self.grad_fn is not node:
+                and self.grad_fn is not node and not (node is not None and node.unpacks_for_itself):
             raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                                "This is not supported, please use out-of-place `.detach()` instead")
         if self.counter[0] != self.version:
