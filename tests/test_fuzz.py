@@ -69,6 +69,10 @@ REGRESSION_PROGRAMS = {
         {"k": "forward", "grad_ctx": {"block": "b1", "mode": "no_grad"}}]),
     "detach_ of a view raises": _program(2134, ["maxpool"], [_FORWARD, {"k": "detach", "on": "a_b0",
                                                                          "inplace": True}]),
+    "checkpoint over a view made under no_grad: the recomputation saves more": _program(
+        8894, ["linear", "reshape", "checkpoint"], [{"k": "forward", "saved": "detach",
+                                                     "grad_ctx": {"block": "b1", "mode": "no_grad"}}, _SUM,
+                                                    {"k": "backward"}]),
     "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
         {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
         {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},

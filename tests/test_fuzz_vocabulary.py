@@ -360,3 +360,40 @@ def test_a_custom_function_reads_a_saved_input_detached_in_place(T):
     h.detach_()
     raised = catch(lambda: out.sum().backward())
     return raised, w.grad, h.requires_grad, h.grad_fn
+
+
+@differential
+def test_an_input_without_an_edge_gets_nothing_saved_for_its_gradient(T):
+    """A view made under no_grad requires grad but has no edge: products keep nothing for its
+    gradient (what pack hooks see, and a checkpoint's recomputation compares against)."""
+    a = T.tensor([[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]], dtype=T.float64, requires_grad=True) * 1
+    w = T.tensor([[0.5, 1.0, -1.5], [2.0, -0.5, 1.0]], dtype=T.float64, requires_grad=True)
+    m = T.tensor([[1.0, 0.0, 2.0], [-1.0, 1.0, 0.0], [0.5, 0.5, 0.5]], dtype=T.float64, requires_grad=True)
+    v = T.tensor([1.0, 2.0, -1.0], dtype=T.float64, requires_grad=True)
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    with T.no_grad():
+        b = a.view(2, 3)
+    results = []
+    for make in (lambda: b * w, lambda: w * b, lambda: w / b, lambda: b @ m, lambda: T.mm(b, m), lambda: b.mv(v),
+                 lambda: lin(b)):
+        log = []
+        with T.autograd.graph.saved_tensors_hooks(lambda t: log.append(tuple(t.shape)) or t, lambda t: t):
+            out = make()
+        out.sum().backward()
+        results.append(log)
+    return results, w.grad, m.grad, v.grad, lin.weight.grad
+
+
+@differential
+def test_checkpoint_over_a_view_made_under_no_grad_refuses_the_recomputation(T):
+    checkpoint = importlib.import_module(T.__name__ + ".utils.checkpoint").checkpoint
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    inner = _filled(T, T.nn.Sequential(T.nn.Linear(3, 3), T.nn.Tanh()).double())
+    x = T.tensor([[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]], dtype=T.float64)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+        a = lin(x)
+        with T.no_grad():
+            b = a.view(2, 3)
+        out = checkpoint(inner, b, use_reentrant=False)
+    raised = catch(out.sum().backward)
+    return raised, lin.weight.grad, inner[0].weight.grad
