@@ -73,6 +73,9 @@ REGRESSION_PROGRAMS = {
         8894, ["linear", "reshape", "checkpoint"], [{"k": "forward", "saved": "detach",
                                                      "grad_ctx": {"block": "b1", "mode": "no_grad"}}, _SUM,
                                                     {"k": "backward"}]),
+    "a view of a leaf view, after an optimizer step in a post-accumulate hook": _program(18813, ["reshape"], [
+        {"k": "hook", "kind": "post_acc", "on": "x", "label": "h1", "act": "opt_step"}, _FORWARD, _SUM,
+        {"k": "backward"}, {"k": "grad", "inputs": ["out"], "allow_unused": True}], x_requires_grad=True),
     "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
         {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
         {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},

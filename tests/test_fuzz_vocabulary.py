@@ -397,3 +397,19 @@ def test_checkpoint_over_a_view_made_under_no_grad_refuses_the_recomputation(T):
         out = checkpoint(inner, b, use_reentrant=False)
     raised = catch(out.sum().backward)
     return raised, lin.weight.grad, inner[0].weight.grad
+
+
+@differential
+def test_a_view_of_a_leaf_that_is_itself_a_view_is_rebased_after_an_in_place_change(T):
+    """x = plain.reshape(...).requires_grad_(): views of x share plain as their base. After x
+    changes in place, such a view gets a new node whose edge leads nowhere (plain needs no grad)."""
+    x = T.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=T.float64).reshape(2, 3)
+    x.requires_grad_(True)
+    out = x.reshape(-1).view(x.shape).t().t()
+    root = (out * out).sum()
+    before = (out.grad_fn.name(), out.requires_grad)
+    with T.no_grad():
+        x.add_(1.0)
+    after = (out.grad_fn.name(), out.requires_grad, out.grad_fn.next_functions[0][0], out.is_leaf)
+    unused = T.autograd.grad([root], [out], allow_unused=True, retain_graph=True)
+    return before, after, unused, catch(root.backward), x.grad

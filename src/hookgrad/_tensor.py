@@ -240,7 +240,9 @@ class Tensor:
         from ._ops.views import as_strided_node
         self._view_version = self._version_counter[0]
         base = self._base
-        if base._requires_grad:
+        # a view that required grad when made is rebased even when its base does not (a view of a
+        # leaf that is itself a view of a plain tensor): its new node then leads nowhere, as in torch
+        if base._requires_grad or self._requires_grad:
             old, old_output_nr = self._grad_fn, self._output_nr
             self._grad_fn = as_strided_node(base, self)
             self._requires_grad = True
