@@ -34,9 +34,6 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "grad_ctx:inference_mode": "hookgrad's inference_mode is no_grad: its results are no inference tensors, so "
-                               "saving one for backward, updating one in place or setting requires_grad on one "
-                               "outside the mode is accepted where torch raises RuntimeError",
     "combo:saved_hooks_on_weight_norm": "torch computes weight_norm as one _weight_norm_interface node (packs g, v "
                                         "and the norms); hookgrad composes it from norm, div and mul, so pack hooks "
                                         "see other tensors in another order",

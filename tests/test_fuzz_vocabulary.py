@@ -410,6 +410,7 @@ def test_a_view_of_a_leaf_that_is_itself_a_view_is_rebased_after_an_in_place_cha
     before = (out.grad_fn.name(), out.requires_grad)
     with T.no_grad():
         x.add_(1.0)
-    after = (out.grad_fn.name(), out.requires_grad, out.grad_fn.next_functions[0][0], out.is_leaf)
+    after = (out.grad_fn.name(), out.requires_grad, out.grad_fn.next_functions[0][0], out.is_leaf,
+             x.grad_fn, x.is_leaf)  # the leaf view itself had no node and gets none
     unused = T.autograd.grad([root], [out], allow_unused=True, retain_graph=True)
     return before, after, unused, catch(root.backward), x.grad
