@@ -80,6 +80,10 @@ REGRESSION_PROGRAMS = {
         {"k": "optimizer", "type": "adam"}, {"k": "hook", "kind": "g_fwd", "on": "global", "label": "h0", "ret": "scale"},
         {"k": "hook", "kind": "g_fwd_pre", "on": "global", "label": "h1", "ret": "scale"}, _FORWARD,
         {"k": "roots", "how": "square"}, {"k": "backward"}, {"k": "step"}]),
+    "a second pass through avg pooling's backward reaches its input's freed history": _program(
+        15180, ["linear", "avgpool", "linear"], [_FORWARD, {"k": "roots", "how": "unbind"},
+                                                 {"k": "grad", "inputs": ["b0.bias"], "allow_unused": True,
+                                                  "create_graph": True}, {"k": "double"}]),
     "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
         {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
         {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},

@@ -414,3 +414,36 @@ def test_a_view_of_a_leaf_that_is_itself_a_view_is_rebased_after_an_in_place_cha
              x.grad_fn, x.is_leaf)  # the leaf view itself had no node and gets none
     unused = T.autograd.grad([root], [out], allow_unused=True, retain_graph=True)
     return before, after, unused, catch(root.backward), x.grad
+
+
+@pytest.mark.parametrize("pool", ["avg", "max", "adaptive"])
+@differential
+def test_a_pooling_backward_recorded_for_double_backward_has_an_edge_to_the_input(T, pool):
+    """torch's pooling backward-of-backward node reads (grad_output, self), self's gradient being
+    zeros: a second pass runs the input's history (a freed graph raises; hooks see the zeros)."""
+    F = T.nn.functional
+    fn = {"avg": lambda h: F.avg_pool1d(h, 3, stride=1, padding=1),
+          "max": lambda h: F.max_pool1d(h, 3, stride=1, padding=1),
+          "adaptive": lambda h: F.adaptive_avg_pool1d(h, 2)}[pool]
+    results = []
+    for retain in (False, True):
+        w = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [1.0, 1.0, -2.0]], dtype=T.float64, requires_grad=True)
+        b = T.tensor([0.1, -0.2, 0.3], dtype=T.float64, requires_grad=True)
+        x = T.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]], dtype=T.float64)
+        log = []
+        h = T.nn.functional.linear(x, w, b)
+        h.register_hook(lambda g: log.append(("h", g)))
+        pooled = fn(h.unsqueeze(1)).squeeze(1)
+        out = F.linear(pooled, w[:, :pooled.shape[1]].detach().requires_grad_())
+        loss = (out * T.tensor([1.0, 2.0, -1.0], dtype=T.float64)).sum()  # linear in the pooled values
+        g, = T.autograd.grad(loss, [b], create_graph=True, retain_graph=retain)
+        names, pending = [], [g.grad_fn]
+        while pending:  # the second pass's pooling node, and how many edges it has
+            node = pending.pop()
+            if "Pool" in node.name():
+                names.append((node.name(), sum(n is not None for n, _ in node.next_functions)))
+            else:
+                pending.extend(n for n, _ in node.next_functions if n is not None)
+        raised = catch(lambda: (g * g).sum().backward())
+        results.append((names, raised, log, w.grad, b.grad))
+    return results
