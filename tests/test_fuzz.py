@@ -69,6 +69,25 @@ REGRESSION_PROGRAMS = {
         {"k": "forward", "grad_ctx": {"block": "b1", "mode": "no_grad"}}]),
     "detach_ of a view raises": _program(2134, ["maxpool"], [_FORWARD, {"k": "detach", "on": "a_b0",
                                                                          "inplace": True}]),
+    "checkpoint over a view made under no_grad: the recomputation saves more": _program(
+        8894, ["linear", "reshape", "checkpoint"], [{"k": "forward", "saved": "detach",
+                                                     "grad_ctx": {"block": "b1", "mode": "no_grad"}}, _SUM,
+                                                    {"k": "backward"}]),
+    "a view of a leaf view, after an optimizer step in a post-accumulate hook": _program(18813, ["reshape"], [
+        {"k": "hook", "kind": "post_acc", "on": "x", "label": "h1", "act": "opt_step"}, _FORWARD, _SUM,
+        {"k": "backward"}, {"k": "grad", "inputs": ["out"], "allow_unused": True}], x_requires_grad=True),
+    "Adam on attention's key bias, whose gradient is zero up to rounding": _program(16683, ["mha"], [
+        {"k": "optimizer", "type": "adam"}, {"k": "hook", "kind": "g_fwd", "on": "global", "label": "h0", "ret": "scale"},
+        {"k": "hook", "kind": "g_fwd_pre", "on": "global", "label": "h1", "ret": "scale"}, _FORWARD,
+        {"k": "roots", "how": "square"}, {"k": "backward"}, {"k": "step"}]),
+    "a second pass through avg pooling's backward reaches its input's freed history": _program(
+        15180, ["linear", "avgpool", "linear"], [_FORWARD, {"k": "roots", "how": "unbind"},
+                                                 {"k": "grad", "inputs": ["b0.bias"], "allow_unused": True,
+                                                  "create_graph": True}, {"k": "double"}]),
+    "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
+        {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
+        {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},
+        {"k": "grad", "inputs": ["b0.attn.in_proj_weight"], "allow_unused": True}]),
 }
 
 

@@ -337,3 +337,113 @@ def test_a_view_made_under_no_grad_of_a_view_whose_base_needs_no_grad(T):
         u = x.unsqueeze(1)
         chain = x.reshape(-1).view(2, 3).t().t()
     return u.requires_grad, chain.requires_grad, catch(u.add_, 1)
+
+
+@differential
+def test_a_custom_function_reads_a_saved_input_detached_in_place(T):
+    """ctx.saved_tensors names its node when unpacking: an input detached in place since is handed
+    back (a built-in op's node refuses it, see the test above)."""
+    class Cube(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, = ctx.saved_tensors
+            return grad * 3 * x * x
+
+    w = T.tensor([1.0, -2.0, 0.5], dtype=T.float64, requires_grad=True)
+    h = w * 2
+    out = Cube.apply(h)
+    h.detach_()
+    raised = catch(lambda: out.sum().backward())
+    return raised, w.grad, h.requires_grad, h.grad_fn
+
+
+@differential
+def test_an_input_without_an_edge_gets_nothing_saved_for_its_gradient(T):
+    """A view made under no_grad requires grad but has no edge: products keep nothing for its
+    gradient (what pack hooks see, and a checkpoint's recomputation compares against)."""
+    a = T.tensor([[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]], dtype=T.float64, requires_grad=True) * 1
+    w = T.tensor([[0.5, 1.0, -1.5], [2.0, -0.5, 1.0]], dtype=T.float64, requires_grad=True)
+    m = T.tensor([[1.0, 0.0, 2.0], [-1.0, 1.0, 0.0], [0.5, 0.5, 0.5]], dtype=T.float64, requires_grad=True)
+    v = T.tensor([1.0, 2.0, -1.0], dtype=T.float64, requires_grad=True)
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    with T.no_grad():
+        b = a.view(2, 3)
+    results = []
+    for make in (lambda: b * w, lambda: w * b, lambda: w / b, lambda: b @ m, lambda: T.mm(b, m), lambda: b.mv(v),
+                 lambda: lin(b)):
+        log = []
+        with T.autograd.graph.saved_tensors_hooks(lambda t: log.append(tuple(t.shape)) or t, lambda t: t):
+            out = make()
+        out.sum().backward()
+        results.append(log)
+    return results, w.grad, m.grad, v.grad, lin.weight.grad
+
+
+@differential
+def test_checkpoint_over_a_view_made_under_no_grad_refuses_the_recomputation(T):
+    checkpoint = importlib.import_module(T.__name__ + ".utils.checkpoint").checkpoint
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    inner = _filled(T, T.nn.Sequential(T.nn.Linear(3, 3), T.nn.Tanh()).double())
+    x = T.tensor([[1.0, -2.0, 0.5], [0.25, 3.0, -1.0]], dtype=T.float64)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t.detach(), lambda t: t):
+        a = lin(x)
+        with T.no_grad():
+            b = a.view(2, 3)
+        out = checkpoint(inner, b, use_reentrant=False)
+    raised = catch(out.sum().backward)
+    return raised, lin.weight.grad, inner[0].weight.grad
+
+
+@differential
+def test_a_view_of_a_leaf_that_is_itself_a_view_is_rebased_after_an_in_place_change(T):
+    """x = plain.reshape(...).requires_grad_(): views of x share plain as their base. After x
+    changes in place, such a view gets a new node whose edge leads nowhere (plain needs no grad)."""
+    x = T.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], dtype=T.float64).reshape(2, 3)
+    x.requires_grad_(True)
+    out = x.reshape(-1).view(x.shape).t().t()
+    root = (out * out).sum()
+    before = (out.grad_fn.name(), out.requires_grad)
+    with T.no_grad():
+        x.add_(1.0)
+    after = (out.grad_fn.name(), out.requires_grad, out.grad_fn.next_functions[0][0], out.is_leaf,
+             x.grad_fn, x.is_leaf)  # the leaf view itself had no node and gets none
+    unused = T.autograd.grad([root], [out], allow_unused=True, retain_graph=True)
+    return before, after, unused, catch(root.backward), x.grad
+
+
+@pytest.mark.parametrize("pool", ["avg", "max", "adaptive"])
+@differential
+def test_a_pooling_backward_recorded_for_double_backward_has_an_edge_to_the_input(T, pool):
+    """torch's pooling backward-of-backward node reads (grad_output, self), self's gradient being
+    zeros: a second pass runs the input's history (a freed graph raises; hooks see the zeros)."""
+    F = T.nn.functional
+    fn = {"avg": lambda h: F.avg_pool1d(h, 3, stride=1, padding=1),
+          "max": lambda h: F.max_pool1d(h, 3, stride=1, padding=1),
+          "adaptive": lambda h: F.adaptive_avg_pool1d(h, 2)}[pool]
+    results = []
+    for retain in (False, True):
+        w = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5], [1.0, 1.0, -2.0]], dtype=T.float64, requires_grad=True)
+        b = T.tensor([0.1, -0.2, 0.3], dtype=T.float64, requires_grad=True)
+        x = T.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]], dtype=T.float64)
+        log = []
+        h = T.nn.functional.linear(x, w, b)
+        h.register_hook(lambda g: log.append(("h", g)))
+        pooled = fn(h.unsqueeze(1)).squeeze(1)
+        out = F.linear(pooled, w[:, :pooled.shape[1]].detach().requires_grad_())
+        loss = (out * T.tensor([1.0, 2.0, -1.0], dtype=T.float64)).sum()  # linear in the pooled values
+        g, = T.autograd.grad(loss, [b], create_graph=True, retain_graph=retain)
+        names, pending = [], [g.grad_fn]
+        while pending:  # the second pass's pooling node, and how many edges it has
+            node = pending.pop()
+            if "Pool" in node.name():
+                names.append((node.name(), sum(n is not None for n, _ in node.next_functions)))
+            else:
+                pending.extend(n for n, _ in node.next_functions if n is not None)
+        raised = catch(lambda: (g * g).sum().backward())
+        results.append((names, raised, log, w.grad, b.grad))
+    return results

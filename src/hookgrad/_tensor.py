@@ -20,6 +20,7 @@ from .autograd.graph import AccumulateGrad, Node
 from .utils.hooks import RemovableHandle, note_registration
 
 _GRAD = grad_mode.STATE
+_InferenceCounter = grad_mode.InferenceCounter
 
 
 class Tensor:
@@ -126,6 +127,8 @@ class Tensor:
         """``requires_grad_``; ``refusal`` is the message for an integer tensor, which torch words
         differently for the method, the attribute and the factories' ``requires_grad=True``."""
         requires_grad = builtins.bool(requires_grad)
+        if requires_grad and self._version_counter.__class__ is _InferenceCounter and not _GRAD.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if self._grad_fn is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                "use a computed variable in a subgraph that doesn't require differentiation "
@@ -179,7 +182,10 @@ class Tensor:
 
     @property
     def _version(self) -> int:
-        return self._version_counter[0]
+        counter = self._version_counter
+        if counter.__class__ is _InferenceCounter:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return counter[0]
 
     def _bump_version(self) -> None:
         self._version_counter[0] += 1
@@ -240,7 +246,10 @@ class Tensor:
         from ._ops.views import as_strided_node
         self._view_version = self._version_counter[0]
         base = self._base
-        if base._requires_grad:
+        # a view with a node is rebased even when its base needs no grad (a view of a leaf that is
+        # itself a view of a plain tensor): its new node then leads nowhere, as in torch; such a
+        # leaf itself (no node) keeps none
+        if base._requires_grad or self._grad_fn is not None:
             old, old_output_nr = self._grad_fn, self._output_nr
             self._grad_fn = as_strided_node(base, self)
             self._requires_grad = True
@@ -496,7 +505,7 @@ def _init(t: Tensor, data: np.ndarray) -> None:
     t._grad_fn = None
     t._grad = None
     t._output_nr = 0
-    t._version_counter = [0]
+    t._version_counter = [0] if not _GRAD.inference else _InferenceCounter()
     t._base = None
     t._view_version = 0
     t._backward_hooks = None
@@ -521,7 +530,7 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     t._grad_fn = None
     t._grad = None
     t._output_nr = 0
-    t._version_counter = [0]
+    t._version_counter = [0] if not _GRAD.inference else _InferenceCounter()
     t._base = None
     t._view_version = 0
     t._backward_hooks = None

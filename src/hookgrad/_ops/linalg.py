@@ -115,7 +115,10 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
         ad, bd = a._data, b._data
         node.b_transposed = _is_transposed(bd)
         node.layouts = (ad.shape, ad.strides, bd.shape, bd.strides, ad.itemsize)
-        node.save(b if a._requires_grad else None, a if b._requires_grad else None)  # torch's order
+        # what each gradient needs, kept when that gradient has an edge (a view made under no_grad
+        # requires grad yet has none, as in torch)
+        edges = node.next_functions
+        node.save(b if edges[0][0] is not None else None, a if edges[1][0] is not None else None)  # torch's order
     return result
 
 
@@ -185,7 +188,8 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
         node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
         node.b_transposed = _is_transposed(bd)
         node.layouts = (ad.shape, ad.strides, bd.shape, bd.strides, ad.itemsize)
-        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+        edges = node.next_functions  # as in mm: saved for a gradient that has an edge
+        node.save(a if edges[2][0] is not None else None, b if edges[1][0] is not None else None)
     return result
 
 
@@ -215,7 +219,8 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
         result = wrap(_narrow(a._data @ v._data, a._data.dtype))
     if GRAD.enabled and (a._requires_grad or v._requires_grad):
         node = record_op(MvBackward0, (a, v), result)
-        node.save(a if v._requires_grad else None, v if a._requires_grad else None)
+        edges = node.next_functions  # as in mm: saved for a gradient that has an edge
+        node.save(a if edges[1][0] is not None else None, v if edges[0][0] is not None else None)
     return result
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from .. import _dtype, return_types
 from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from ..autograd._warn_once import warn_once
+from ..autograd import grad_mode
 from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
@@ -1315,7 +1316,7 @@ def dim_order(x, *, ambiguity_check=False):
 
 @op()
 def is_inference(x) -> bool:
-    return False
+    return grad_mode.is_inference_tensor(x)
 
 
 @op(method=False)

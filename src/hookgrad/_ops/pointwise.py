@@ -325,7 +325,9 @@ def mul(a, b, *, out=None):
         if isinstance(b, Tensor):
             node.scalar = None
             # each side's gradient needs only the other side (packed in torch's order: other, self)
-            node.save(b if a._requires_grad else None, a if b._requires_grad else None)
+            # (a side with no edge, a view made under no_grad, needs no gradient: torch keeps nothing for it)
+            edges = node.next_functions
+            node.save(b if edges[0][0] is not None else None, a if edges[1][0] is not None else None)
         else:
             node.scalar = b
             node.save(None)  # torch saves the number as a tensor: a second backward finds it freed
@@ -374,7 +376,7 @@ def div(a, b, *, rounding_mode=None, out=None):
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
             node.scalar = None
-            node.save(b, a if b._requires_grad else None)  # torch's order: other, self
+            node.save(b, a if node.next_functions[1][0] is not None else None)  # torch's order: other, self
         else:
             node.scalar = b
             node.save(None)  # torch saves the number as a tensor: a second backward finds it freed

@@ -34,32 +34,39 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
             error = x.__dict__.get("_inplace_error")
             if type(error) is tuple:  # a view of a custom Function's view inherits its restriction
                 out.__dict__["_inplace_error"] = (error[0], node, 0)
-    elif node_cls is not None and out._base._requires_grad and not GRAD.inference:
-        # a view made under no_grad of a tensor whose base requires grad requires grad too, as in
-        # torch (which asks the base): a leaf without grad_fn that no gradient reaches, which must
-        # not be modified in place under grad mode (nor used after its base was)
+    elif node_cls is not None and out._base._requires_grad:
+        # a view made under no_grad (or inference_mode) of a tensor whose base requires grad requires
+        # grad too, as in torch (which asks the base): a leaf without grad_fn that no gradient
+        # reaches, which must not be modified in place under grad mode (nor used after its base was)
         out._requires_grad = True
-        out.__dict__["_inplace_error"] = (no_grad_view_message, None, 0)
+        out.__dict__["_inplace_error"] = (inference_view_message if GRAD.inference else no_grad_view_message,
+                                          None, 0)
     return out
 
 
-def no_grad_view_message(node, output_nr, base_modified=False) -> str:
+def no_grad_view_message(node, output_nr, base_modified=False, mode="no_grad", block="no_grad",
+                         where="with grad mode enabled") -> str:
     what = "its base or another view of its base has been modified inplace" if base_modified \
         else "is being modified inplace"
     # a view of such a view (made under grad mode) is named by its own node, as torch names it
-    head = "A view was created in no_grad mode" if node is None else \
+    head = f"A view was created in {mode} mode" if node is None else \
         f"Output {output_nr} of {re.sub(r'Backward[0-9]*$', '', node.name())} is a view of a view which was created " \
-        "in no_grad mode"
-    return (f"{head} and {what} with grad mode enabled. Given that this use case is "
+        f"in {mode} mode"
+    return (f"{head} and {what} {where}. Given that this use case is "
             "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and the "
-            "inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or both "
+            f"inplace either both inside the {block} block (if you don't want the inplace to be tracked) or both "
             "outside (if you want the inplace to be tracked).")
 
 
+def inference_view_message(node, output_nr, base_modified=False) -> str:
+    return no_grad_view_message(node, output_nr, base_modified, "inference", "inference_mode", "in normal mode")
+
+
 def is_no_grad_view(t) -> bool:
-    """A view made under no_grad of a tensor requiring grad (or a view of one): no gradient reaches it."""
+    """A view made under no_grad or inference_mode of a tensor requiring grad (or a view of one): no
+    gradient reaches it."""
     error = t.__dict__.get("_inplace_error") if t.__dict__ else None
-    return type(error) is tuple and error[0] is no_grad_view_message
+    return type(error) is tuple and (error[0] is no_grad_view_message or error[0] is inference_view_message)
 
 
 # ---- reshaping views --------------------------------------------------------------------------

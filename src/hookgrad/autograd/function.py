@@ -48,6 +48,7 @@ class BackwardCFunction(Node, FunctionCtx):
     # no __slots__ here: ctx objects take arbitrary attributes
     _forward_cls = None
     runs_without_grads = True
+    unpacks_for_itself = True
 
     def __init__(self, next_functions=()):
         Node.__init__(self, next_functions)

@@ -16,6 +16,30 @@ class _GradState:
 STATE = _GradState()
 
 
+class InferenceCounter(list):
+    """The version counter of an inference tensor (made under ``inference_mode``), and its mark.
+
+    torch's inference tensors track no version: reading ``_version`` raises, and an in-place
+    update outside inference mode raises once the update is written, as torch's does. Views and
+    detached aliases share it, so they are inference tensors too."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        super().__init__((0,))
+
+    def __setitem__(self, index, value):
+        if not STATE.inference:
+            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can "
+                               "make a clone to get a normal tensor before doing inplace update.See "
+                               "https://github.com/pytorch/rfcs/pull/17 for more details.")
+        super().__setitem__(index, value)
+
+
+def is_inference_tensor(t) -> bool:
+    return t._version_counter.__class__ is InferenceCounter
+
+
 def is_grad_enabled() -> bool:
     return STATE.enabled
 
@@ -122,7 +146,9 @@ class set_grad_enabled(_GradModeSwitch):
 
 
 class inference_mode(_GradModeSwitch):
-    """Like no_grad (hookgrad has no separate inference tensors); ``inference_mode(False)`` is a no-op."""
+    """Grad mode off, and every tensor made inside is an inference tensor (no version counter; it
+    cannot be saved for backward, updated in place or made to require grad outside the mode).
+    ``inference_mode(False)`` leaves the mode and turns grad mode on, even inside ``no_grad``."""
 
     def __new__(cls, mode=True):
         self = super().__new__(cls)
@@ -132,15 +158,13 @@ class inference_mode(_GradModeSwitch):
         return self
 
     def __init__(self, mode=True):
-        self.enabled_flag = bool(mode)
-        self.mode = not self.enabled_flag
+        self.enabled_flag = self.mode = bool(mode)
 
     def __enter__(self):
         self._prev = STATE.enabled
         self._prev_inf = STATE.inference
-        if self.enabled_flag:
-            STATE.enabled = False
-            STATE.inference = True
+        STATE.enabled = not self.enabled_flag
+        STATE.inference = self.enabled_flag
         return None
 
     def __exit__(self, *exc):

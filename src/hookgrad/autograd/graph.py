@@ -51,6 +51,7 @@ from typing import Any, Callable
 from .._late import LateNames
 from ..utils.hooks import RemovableHandle, note_registration
 from . import grad_mode
+from .grad_mode import InferenceCounter as _InferenceCounter
 
 __all__ = ["Node", "AccumulateGrad", "SavedTensor", "saved_tensors_hooks", "save_on_cpu",
            "disable_saved_tensors_hooks", "register_multi_grad_hook", "GradientEdge", "get_gradient_edge"]
@@ -111,6 +112,9 @@ class Node:
     # whether release_variables is overridden (frees more than ``_saved``): the engine calls it
     # only for such nodes and for nodes that saved something
     _releases_more_than_saved = False
+    # a custom Function's ctx.saved_tensors names its node when unpacking (torch's saved_for), so a
+    # saved input detached in place since is still handed back; built-in nodes name none and refuse
+    unpacks_for_itself = False
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -308,6 +312,18 @@ def _saved_accessor(index: int, raw: bool):
     return get
 
 
+def refuse_inference_saves(*tensors) -> None:
+    """Raise torch's error if one of ``tensors`` (those an op is about to save) is an inference
+    tensor. Ops with side effects call it before them, as torch saves inputs before it computes."""
+    for t in tensors:
+        if t is not None and t._version_counter.__class__ is _InferenceCounter:
+            raise RuntimeError(
+                "Inference tensors cannot be saved for backward. Please do not use Tensors created in inference "
+                "mode in computation tracked by autograd. To work around this, you can make a clone to get a "
+                "normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+                "`torch.inference_mode()`.")
+
+
 class SavedTensor:
     """A tensor kept for the backward: its value, or what the pack hook made of it.
 
@@ -323,6 +339,8 @@ class SavedTensor:
 
     def __init__(self, tensor, is_output=False):
         counter = self.counter = tensor._version_counter
+        if counter.__class__ is _InferenceCounter:
+            refuse_inference_saves(tensor)
         self.version = counter[0]
         self.is_output = is_output
         if not _saved_hooks_stack or _saved_hooks_stack[-1] is None:
@@ -402,7 +420,7 @@ class SavedTensor:
             return self._unpack_with_hook(node)
         # torch looks for an in-place detach before it compares versions
         if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn is None \
-                and self.grad_fn is not node:
+                and self.grad_fn is not node and not (node is not None and node.unpacks_for_itself):
             raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                                "This is not supported, please use out-of-place `.detach()` instead")
         if self.counter[0] != self.version:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD
+from ..._ops._base import GRAD, edge
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 
@@ -21,7 +23,9 @@ class LinearMapNode(Node):
     """Backward of a linear map: applies the adjoint kernel (recorded, so it is differentiable too)."""
 
     # args: the op's arguments as torch's node reports them (read by the class's ``saved_values``)
-    __slots__ = ("fwd", "adj", "args")
+    # constant_input: (shape, dtype) of the forward's input when this node is an adjoint that also
+    # has an edge to it (see apply)
+    __slots__ = ("fwd", "adj", "args", "constant_input")
     adjoint = None  # the node class of the adjoint map
     saves_input = False  # torch keeps the input (pooling): version-checked, and an input of the backward
     uses_saved_indices = False  # the node saved integer indices (embedding) that its backward unpacks and uses
@@ -29,6 +33,15 @@ class LinearMapNode(Node):
 
     def apply(self, grads):
         g = grads[0]
+        if len(self.next_functions) == 2:
+            # an adjoint recorded under create_graph over (grad_output, self): its gradient in the
+            # forward's input is zero, materialized as torch's, so a pass reaches that input's history
+            shape, dtype = self.constant_input
+            return self._apply_adjoint(g)[0], (wrap(np.zeros(shape, dtype)) if self.next_functions[1][0] is not None
+                                               else None)
+        return self._apply_adjoint(g)
+
+    def _apply_adjoint(self, g):
         adj = self.adj
         x = None
         if self.uses_saved_indices:
@@ -41,6 +54,12 @@ class LinearMapNode(Node):
         # the adjoint's node carries the op's args on, for the forward class it records in turn
         out = linear_map(g, adj, self.fwd, self.adjoint, args=getattr(self, "args", None))
         if self.saves_input:
+            node = out._grad_fn
+            if x is not None and x._requires_grad and node is not None and node.__class__ is self.adjoint:
+                # torch's backward node of a pooling backward has edges to the gradient and to the
+                # input (whose gradient is zeros): a second pass runs the input's history too
+                node.next_functions = node.next_functions + (edge(x),)
+                node.constant_input = (x._data.shape, x._data.dtype)
             return backward_results(self.constant_in_input, (g, x), (out,))
         return (out,)
 

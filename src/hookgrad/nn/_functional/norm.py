@@ -17,7 +17,7 @@ import numpy as np
 from ... import _threads as _blas
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
-from ...autograd.graph import Node
+from ...autograd.graph import Node, refuse_inference_saves
 from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
@@ -240,6 +240,8 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{_size_repr(Size(xd.shape))}")
         result, mean, var = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps)
+        if result._grad_fn is not None:  # torch saves before its kernel updates the statistics
+            refuse_inference_saves(x, weight, running_mean, running_var)
         # the running statistics are updated inside the kernel, as torch's are: no version bump, so a
         # graph that saved them stays usable after another training-mode forward
         if running_mean is not None:
