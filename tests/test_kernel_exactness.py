@@ -37,3 +37,18 @@ def test_max_pool_2x2_on_a_non_contiguous_input(T):
     y.backward(-T.ones_like(y))
     return _with_signs(T, y) + _with_signs(T, x.grad)
 
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@differential(rtol=0, atol=0)
+def test_relu_gradient_passes_where_the_result_is_nan(T, dtype):
+    # torch's threshold_backward zeroes where result <= 0: a NaN result lets its gradient through
+    x = T.tensor([float("nan"), 1.0, -1.0, 0.0, -0.0, float("-nan")], dtype=getattr(T, dtype), requires_grad=True)
+    g = T.tensor([2.0, -3.0, float("inf"), float("nan"), -5.0, 7.0], dtype=getattr(T, dtype))
+    y = T.relu(x)
+    y.backward(g)
+    out = _with_signs(T, y) + _with_signs(T, x.grad)
+    x.grad = None
+    (gx,) = T.autograd.grad(T.relu(x), x, g.clone().requires_grad_(), create_graph=True)
+    (ggx,) = T.autograd.grad(gx.sum(), x, allow_unused=True, materialize_grads=True)
+    return out + [gx, ggx]
+
