@@ -52,3 +52,35 @@ def test_relu_gradient_passes_where_the_result_is_nan(T, dtype):
     (ggx,) = T.autograd.grad(gx.sum(), x, allow_unused=True, materialize_grads=True)
     return out + [gx, ggx]
 
+
+_SGD_SETTINGS = [dict(lr=0.01), dict(lr=0.1, momentum=0.9), dict(lr=0.05, momentum=0.9, dampening=0.3),
+                 dict(lr=0.03, momentum=0.8, nesterov=True, weight_decay=1e-3),
+                 dict(lr=0.02, weight_decay=0.1, maximize=True), dict(lr=0.0)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("settings", range(len(_SGD_SETTINGS)))
+@differential(rtol=0, atol=0)
+def test_sgd_updates_round_as_torch(T, dtype, settings):
+    # torch's add(x, alpha=a) rounds a * x + y once; the product rounded first differs in the last
+    # bit of about one element in ten
+    rng = np.random.default_rng(settings)
+    shapes = [(64, 300), (37,), (5, 3)]  # a vectorized body and a scalar tail
+    params = [T.nn.Parameter(T.tensor(rng.standard_normal(s).astype(dtype))) for s in shapes]
+    transposed = T.nn.Parameter(T.tensor(rng.standard_normal((6, 4)).astype(dtype)).t())  # not contiguous
+    params.append(transposed)
+    opt = T.optim.SGD(params, **_SGD_SETTINGS[settings])
+    for _ in range(3):
+        for p in params:
+            p.grad = T.tensor(rng.standard_normal(tuple(p.shape)).astype(dtype))
+        opt.step()
+    return [p.detach() for p in params]
+
+
+@differential(rtol=0, atol=0)
+def test_sgd_with_zero_lr_and_non_finite_gradients(T):
+    p = T.nn.Parameter(T.tensor([1.0, -0.0, 0.0, 2.0]))
+    opt = T.optim.SGD([p], lr=0.0)
+    p.grad = T.tensor([float("inf"), -1.0, 1.0, float("nan")])
+    opt.step()
+    return [p.detach(), T.signbit(p.detach())]
