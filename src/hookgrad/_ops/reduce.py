@@ -13,7 +13,7 @@ from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
-from ._base import quiet_fp, refuse_complex
+from ._base import ones_vector, quiet_fp, refuse_complex
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -815,7 +815,7 @@ def sum_keepdims(a, axis):
     if rows is None:
         return np.sum(a, axis=axis, keepdims=True)
     # through _threads: a small product must not wake BLAS threads left spinning by a large one
-    return _blas.matmul(rows, np.ones(rows.shape[1], dtype=a.dtype)).reshape(a.shape[:-1] + (1,))
+    return _blas.matmul(rows, ones_vector(rows.shape[1], a.dtype)).reshape(a.shape[:-1] + (1,))
 
 
 def max_keepdims(a, axis):
