@@ -84,3 +84,37 @@ def test_sgd_with_zero_lr_and_non_finite_gradients(T):
     p.grad = T.tensor([float("inf"), -1.0, 1.0, float("nan")])
     opt.step()
     return [p.detach(), T.signbit(p.detach())]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape, dim", [((64, 10), 1), ((3, 5, 7), 1), ((3, 5, 7), -1), ((4, 9), 0), ((6,), 0), ((), 0)])
+def test_log_softmax_array_backward_is_bit_equal_to_the_recorded_formula(dtype, shape, dim):
+    import hookgrad
+    rng = np.random.default_rng(len(shape) + dim)
+    x = hookgrad.tensor(rng.standard_normal(shape).astype(dtype) * 3, requires_grad=True)
+    upstream = hookgrad.tensor(rng.standard_normal(shape).astype(dtype))
+    hookgrad.log_softmax(x, dim).backward(upstream)  # nothing records this backward: arrays
+    upstream.requires_grad_()
+    (recorded,) = hookgrad.autograd.grad(hookgrad.log_softmax(x, dim), x, upstream, create_graph=True)
+    assert recorded.grad_fn is not None
+    np.testing.assert_array_equal(x.grad.numpy(), recorded.detach().numpy())
+
+
+@differential(rtol=1e-6, atol=1e-7)
+def test_cross_entropy_step_gradients(T):
+    rng = np.random.default_rng(3)
+    x = T.tensor(rng.standard_normal((64, 10)).astype("float32"), requires_grad=True)
+    target = T.tensor(rng.integers(0, 10, 64))
+    loss = T.nn.functional.cross_entropy(x, target)
+    loss.backward()
+    return [loss, x.grad]
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@differential(rtol=0, atol=0)
+def test_softmax_gradients_of_a_0d_input(T, name):
+    fn = getattr(T, name)
+    x = T.tensor(2.0, requires_grad=True)
+    fn(x, 0).backward(T.tensor(3.0))
+    (g,) = T.autograd.grad(fn(x, 0), x, T.tensor(3.0, requires_grad=True), create_graph=True)
+    return [x.grad, g.detach()]
