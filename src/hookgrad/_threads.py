@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 __all__ = ["matmul", "use_threads_for", "set_max_threads", "max_threads", "forget_current", "current_threads",
-           "SMALL_WORK"]
+           "SMALL_WORK", "include_loaded_libraries"]
 
 # Products with fewer multiply-adds than this run on one BLAS thread. Measured with
 # ``python -m hookgrad._threads`` (median of 9 interleaved samples, float32 square products n^3,
@@ -213,6 +213,18 @@ def set_max_threads(n: int) -> None:
     _max = _allowed = max(1, int(n))
     if _current > _max:
         _set(_max)
+
+
+def include_loaded_libraries() -> None:
+    """Control BLAS libraries loaded after the first product too (SciPy's own OpenBLAS, loaded on
+    first use), so that their calls follow the same thread choice; the counts chosen so far stay."""
+    global _set_fn, _current
+    if _set_fn is _UNKNOWN or _set_fn is None:
+        return  # the first product finds every library loaded by then; None: BLAS not controllable
+    found = _threadpoolctl_setter() or _openblas_from_maps()
+    if found is not None:
+        _set_fn = found[0]
+        _current = -1  # the newcomer's count is unknown: the next choice sets it
 
 
 def forget_current() -> None:

@@ -629,13 +629,13 @@ _RELU_BOUNDS = {}  # per floating dtype: (0, inf) as 0-d arrays
 _SAME_SIZE_INT = {2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def _masked(g, keep):
-    """``g`` where ``keep``, else +0.0, exactly as torch's threshold_backward: the bits of ``g`` ANDed
-    with all-ones or all-zeros. Multiplying by the mask would turn an inf or NaN gradient at a
+def _zeroed_where(g, drop):
+    """+0.0 where ``drop``, else ``g``, exactly as torch's threshold_backward: the bits of ``g`` ANDed
+    with all-zeros or all-ones. Multiplying by a mask would turn an inf or NaN gradient at a
     dropped position into NaN, and a negative one into -0.0; this costs one more integer pass."""
     ints = _SAME_SIZE_INT[g.dtype.itemsize]
-    bits = keep.view(np.uint8).astype(ints)
-    np.negative(bits, out=bits)  # 1 -> all ones
+    bits = drop.view(np.uint8).astype(ints)
+    bits -= 1  # 1 -> 0, 0 -> all ones
     np.bitwise_and(np.ascontiguousarray(g).view(ints), bits, out=bits)
     return bits.view(g.dtype)
 
@@ -655,7 +655,7 @@ class ThresholdBackwardBackward0(Node):
         gg = grads[0]
         g_part = r_part = None
         if self.next_functions[0][0] is not None and gg is not None:
-            g_part = gg.masked_fill(~(r > 0), 0)
+            g_part = gg.masked_fill(r <= 0, 0)  # torch's test: a NaN result lets the gradient through
         if self.next_functions[1][0] is not None:
             r_part = wrap(np.zeros(r._data.shape, dtype=gg._data.dtype if gg is not None else r._data.dtype))
         return g_part, r_part
@@ -663,9 +663,9 @@ class ThresholdBackwardBackward0(Node):
 
 def _relu_backward(g, r):
     gd, rd = g._data, r._data
-    keep = rd > 0
+    drop = rd <= 0  # torch's threshold_backward test: where the result is NaN the gradient passes
     exact = gd.dtype == rd.dtype and gd.dtype.kind == "f"
-    out = wrap(_masked(gd, keep) if exact else gd * keep)
+    out = wrap(_zeroed_where(gd, drop) if exact else gd * ~drop)
     if GRAD.enabled and (g._requires_grad or r._requires_grad):  # create_graph
         node = record_op(ThresholdBackwardBackward0, (g, r), out)
         node.save(r)

@@ -13,7 +13,7 @@ from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
-from ._base import quiet_fp, refuse_complex
+from ._base import ones_vector, quiet_fp, refuse_complex
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -815,7 +815,7 @@ def sum_keepdims(a, axis):
     if rows is None:
         return np.sum(a, axis=axis, keepdims=True)
     # through _threads: a small product must not wake BLAS threads left spinning by a large one
-    return _blas.matmul(rows, np.ones(rows.shape[1], dtype=a.dtype)).reshape(a.shape[:-1] + (1,))
+    return _blas.matmul(rows, ones_vector(rows.shape[1], a.dtype)).reshape(a.shape[:-1] + (1,))
 
 
 def max_keepdims(a, axis):
@@ -843,7 +843,7 @@ class SoftmaxBackward0(Node):
                 gy -= yd * sum_keepdims(gy, self.dim)
             return (wrap(gy),)
         gy = g * y
-        return (gy - y * gy.sum(self.dim, keepdim=True),)
+        return (gy - y * (gy.sum(self.dim, keepdim=True) if y._data.ndim else gy),)  # (0-d: its own sum)
 
 
 class LogSoftmaxBackward0(Node):
@@ -854,7 +854,17 @@ class LogSoftmaxBackward0(Node):
     def apply(self, grads):
         (y,) = self.saved()
         g = grads[0]
-        return (g - y.exp() * g.sum(self.dim, keepdim=True),)
+        yd, gd = y._data, g._data
+        if not GRAD.enabled and yd.ndim and yd.dtype == gd.dtype and yd.dtype.type in (np.float32, np.float64):
+            # the formula below on arrays, the same NumPy calls (a cross-entropy step's last node:
+            # four Tensor ops cost more than their arithmetic on a (batch, classes) gradient)
+            with _err():
+                gx = np.exp(yd)
+                gx *= gd.sum(axis=(self.dim,), keepdims=True, dtype=gd.dtype)
+                np.subtract(gd, gx, out=gx)
+            return (wrap(gx),)
+        # (a 0-d input is its own one-element sum)
+        return (g - y.exp() * (g.sum(self.dim, keepdim=True) if y._data.ndim else g),)
 
 
 def _softmax_np(data, d):

@@ -8,6 +8,7 @@ decay and maximization, with PyTorch's update rule:
 """
 from __future__ import annotations
 
+from ._fused import add_scaled_
 from .optimizer import (Optimizer, _as_float, _bump, _check_not_differentiable,
                         _no_grad_step, _tensor_cls, _wrap)
 
@@ -55,8 +56,10 @@ class SGD(Optimizer):
                 d_p = grad._data
                 if maximize:
                     d_p = -d_p
+                # each add with a factor rounds once, as torch's add(x, alpha=...) does
                 if weight_decay != 0:
-                    d_p = d_p + weight_decay * p._data
+                    d_p = d_p.copy()
+                    add_scaled_(d_p, p._data, weight_decay)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
@@ -65,12 +68,15 @@ class SGD(Optimizer):
                     else:
                         b = buf._data
                         b *= momentum
-                        b += d_p if dampening == 0 else (1 - dampening) * d_p
+                        add_scaled_(b, d_p, 1 - dampening)
                         _bump(buf)
                     state["momentum_buffer"] = buf
-                    d_p = d_p + momentum * buf._data if nesterov else buf._data
-                step = d_p * lr
-                p._data -= step
+                    if nesterov:
+                        d_p = d_p.copy()
+                        add_scaled_(d_p, buf._data, momentum)
+                    else:
+                        d_p = buf._data
+                add_scaled_(p._data, d_p, -lr)
                 p._version_counter[0] += 1  # _bump(p), written out
 
 

@@ -21,7 +21,7 @@ from ... import _threads as _blas
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD
+from ..._ops._base import GRAD, ones_vector
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 
@@ -327,7 +327,7 @@ def _bias_grad(g):
         return g.sum((0,) + tuple(range(2, d.ndim)))
     # each (sample, channel) plane summed by a matmul with ones: 3x faster than reducing over (0, 2, 3)
     planes = d.reshape(d.shape[0], d.shape[1], -1)
-    return wrap((planes @ np.ones(planes.shape[2], dtype=d.dtype)).sum(0))
+    return wrap((planes @ ones_vector(planes.shape[2], d.dtype)).sum(0))
 
 
 # ---- recorded ops ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, refuse_inference_saves
 from ..._ops._base import GRAD
-from ..._ops._base import quiet_fp
+from ..._ops._base import ones_vector, quiet_fp
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 from ..._ops.reduce import sum_keepdims
 
@@ -134,7 +134,7 @@ def _sum_over(a, axes):
     if axes == tuple(range(k)) and 0 < k < a.ndim and a.dtype.type in (np.float32, np.float64) \
             and a.flags.c_contiguous and a.size:
         rows = math.prod(a.shape[:k])
-        return _blas.matmul(np.ones(rows, dtype=a.dtype), a.reshape(rows, -1)).reshape(a.shape[k:])
+        return _blas.matmul(ones_vector(rows, a.dtype), a.reshape(rows, -1)).reshape(a.shape[k:])
     return a.sum(axes)
 
 
