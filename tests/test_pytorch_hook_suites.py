@@ -515,3 +515,71 @@ def test_saved_tensors_hooks_enabled_flag(T):
         flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
     flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
     return flags
+
+
+# --------------------------------------------------------------------------- module conversion switches
+
+
+def test_swap_parametrizer_names_and_sets_the_switch():
+    seen = []
+
+    class Suite(hg_utils.TestCase):
+        @hg_utils.swap([True, False])
+        @hg_utils.parametrize("keep", [True, False])
+        def test_x(self, keep):
+            seen.append((hookgrad.__future__.get_swap_module_params_on_conversion(), keep))
+
+    hg_utils.instantiate_parametrized_tests(Suite)
+    names = sorted(n for n in vars(Suite) if n.startswith("test"))
+    assert names == ["test_x_swap_False_keep_False", "test_x_swap_False_keep_True",
+                     "test_x_swap_True_keep_False", "test_x_swap_True_keep_True"]
+    for name in names:
+        assert _run_case(Suite, name) == (0, 0)
+    assert sorted(seen) == [(False, False), (False, True), (True, False), (True, True)]
+    assert hookgrad.__future__.get_swap_module_params_on_conversion() is False
+
+
+@differential
+def test_overwrite_params_on_conversion_replaces_parameter_objects(T):
+    """With the overwrite switch on, converting a module puts new Parameter objects (and new
+    gradients) in place of the old ones; off, the old objects take the new data."""
+    results = []
+    for overwrite in (False, True):
+        T.__future__.set_overwrite_module_params_on_conversion(overwrite)
+        try:
+            layer = T.nn.Linear(2, 2)
+            layer(T.ones(1, 2)).sum().backward()
+            weight, grad = layer.weight, layer.weight.grad
+            layer.double()
+            results.append((layer.weight is weight, layer.weight.grad is grad, layer.weight.dtype,
+                            layer.weight.grad.dtype, type(layer.weight).__name__, layer.weight.requires_grad,
+                            T.__future__.get_overwrite_module_params_on_conversion()))
+        finally:
+            T.__future__.set_overwrite_module_params_on_conversion(False)
+    return results
+
+
+def test_swap_on_conversion_is_refused_loudly():
+    hookgrad.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        layer = hookgrad.nn.Linear(2, 2)
+        with pytest.raises(NotImplementedError, match="swap"):
+            layer.double()
+        with pytest.raises(NotImplementedError, match="swap"):
+            layer.load_state_dict(layer.state_dict())
+    finally:
+        hookgrad.__future__.set_swap_module_params_on_conversion(False)
+    assert layer.weight.dtype == hookgrad.float32  # the refused conversion changed nothing
+    layer.load_state_dict(layer.state_dict())
+
+
+@differential
+def test_load_state_dict_rejects_a_non_tensor_with_torchs_words(T):
+    layer = T.nn.Linear(2, 2, bias=False)
+    outcomes = []
+    for value in (np.ones((2, 2)), ((1.0, 1.0), (2.0, 2.0))):
+        try:
+            layer.load_state_dict({"weight": value})
+        except RuntimeError as exc:
+            outcomes.append("expected torch.Tensor or Tensor-like object from checkpoint but received" in str(exc))
+    return outcomes, layer.weight.shape

@@ -336,6 +336,46 @@ class parametrize:
             yield suffix, dict(zip(self.arg_names, values)), decorators
 
 
+class SwapTensorsGuard:
+    """``torch.__future__.set_swap_module_params_on_conversion(value)`` inside the block (left as it
+    is for None); the previous setting comes back after."""
+
+    def __init__(self, use_swap_tensors):
+        self.use_swap_tensors = use_swap_tensors
+
+    def __enter__(self):
+        future = _torch().__future__
+        self._saved = future.get_swap_module_params_on_conversion()
+        if self.use_swap_tensors is not None:
+            future.set_swap_module_params_on_conversion(self.use_swap_tensors)
+
+    def __exit__(self, *exc):
+        _torch().__future__.set_swap_module_params_on_conversion(self._saved)
+
+
+def wrapSwapTensorsTest(swap=None):
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with SwapTensorsGuard(swap):
+                return fn(*args, **kwargs)
+        return wrapper
+    return decorate
+
+
+class swap(parametrize):
+    """``@swap([True, False])``: one test per setting of swapping module parameters on conversion,
+    named ``..._swap_True`` / ``..._swap_False``."""
+
+    def __init__(self, swap_values):
+        super().__init__("", [])
+        self.swap_values = swap_values
+
+    def cases(self):
+        for value in self.swap_values:
+            yield f"swap_{value}", {}, [wrapSwapTensorsTest(value)]
+
+
 def expand_parametrized(name, fn):
     """All (test name, test function) pairs the parametrizers on ``fn`` produce."""
     parametrizers = getattr(fn, "_hookgrad_parametrizers", [])
@@ -397,6 +437,7 @@ class TestCase(unittest.TestCase):
     _do_cuda_memory_leak_check = False
     _do_cuda_non_default_stream = False
     _ignore_not_implemented_error = False
+    _default_dtype_check_enabled = False
     maxDiff = None
 
     precision = _settable("_precision")
