@@ -583,3 +583,97 @@ def test_load_state_dict_rejects_a_non_tensor_with_torchs_words(T):
         except RuntimeError as exc:
             outcomes.append("expected torch.Tensor or Tensor-like object from checkpoint but received" in str(exc))
     return outcomes, layer.weight.shape
+
+
+# --------------------------------------------------------------------------- graph-task entry points
+
+
+@differential
+def test_current_graph_task_id_counts_passes(T):
+    seen = []
+    t = T.tensor(1.0, requires_grad=True).clone()
+    t.register_hook(lambda g: seen.append(T._C._current_graph_task_id()))
+    for _ in range(3):
+        t.backward(retain_graph=True)
+    T.autograd.grad(t, t.grad_fn.next_functions[0][0].variable, retain_graph=True)
+    return [s - seen[0] for s in seen], T._C._current_graph_task_id()
+
+
+@differential
+def test_current_graph_task_execution_order_names(T):
+    """The order predicted from a hook on the root, for single and several roots, with and without
+    ``inputs``; refused outside a pass and with multithreading on."""
+    predicted = []
+
+    def hook(_):
+        predicted.append([n.name().split(" ")[-1] for n in T._C._current_graph_task_execution_order()])
+
+    with T.autograd.set_multithreading_enabled(False):
+        t = T.tensor(1.0, requires_grad=True).clone().sin().exp()
+        t.register_hook(hook)
+        t.backward()
+        a, b = T.tensor(1.0, requires_grad=True), T.tensor(2.0, requires_grad=True)
+        out = b.sin() * a.cos()
+        out.register_hook(hook)
+        out.backward()
+        a = T.tensor(1.0, requires_grad=True)
+        b = a * 2
+        outs = (b.sin(), b.cos(), b.cos())
+        outs[2].register_hook(hook)  # the root that runs first (a later one would see counts torch erased)
+        T.autograd.grad(outs, inputs=(a,))
+        c = a * T.tensor(3.0, requires_grad=True)
+        out = c.sin()
+        out.register_hook(hook)
+        T.autograd.grad((out,), inputs=(a, c))
+    outside = catch(T._C._current_graph_task_execution_order)
+    t = T.tensor(1.0, requires_grad=True).clone().exp()
+    t.register_hook(hook)
+    with T.autograd.set_multithreading_enabled(True):
+        threaded = catch(t.backward)
+    return predicted, outside, threaded
+
+
+@differential
+def test_delayed_error_raises_only_when_reached(T):
+    x = T.rand(2, requires_grad=True)
+    y = T.rand(2, requires_grad=True)
+    y_safe = T._C._functions.DelayedError("Boom!", 1)(y)
+    results = [y_safe.grad_fn.name(), y_safe.data_ptr() == y.data_ptr(), y_safe._version]
+    out = x * 2 + y_safe
+    try:
+        out.sum().backward(retain_graph=True)
+    except RuntimeError as exc:
+        results.append(str(exc))
+    results.append(T.autograd.grad(out.sum(), x, retain_graph=True)[0])
+    results.append(T.autograd.grad(out.sum(), y_safe)[0])
+    with T.no_grad():
+        results.append(T._C._functions.DelayedError("x", 1)(y).grad_fn.name())
+    results.append(T._C._functions.DelayedError("x", 1)(T.rand(2)).grad_fn)
+    pair = T._C._functions.DelayedError("x", 2)(y, y * 2)
+    results.append([p.output_nr for p in pair])
+    results.append(catch(T._C._functions.DelayedError("x", 2), y))
+    return results
+
+
+@differential
+def test_undefined_grad_passes_undefined_gradients(T):
+    seen = []
+
+    class Probe(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, materialize):
+            ctx.set_materialize_grads(materialize)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen.append(None if grad is None else grad.clone())
+            return grad, None
+
+    for materialize in (True, False):
+        x = T.ones(2, requires_grad=True)
+        out = T._C._functions.UndefinedGrad()(Probe.apply(x, materialize))
+        seen.append(out.grad_fn.name())
+        out.sum().backward()
+        seen.append(x.grad)
+    return seen

@@ -124,6 +124,27 @@ class GraphTask:
                                "autograd.grad(). This is currently not supported.")
         return True
 
+    def execution_order(self) -> list:
+        """The nodes this pass will still run, in order: a dry run of the engine's heap over a copy
+        of the remaining dependency counts, skipping what ``exec_info`` leaves out."""
+        deps, roots = self.reachable
+        deps = dict(deps)
+        exec_info = self.exec_info
+        heap, order = [], []
+        for node in dict.fromkeys(roots):
+            if node is not None:
+                _heap_push(heap, (node._seq, node))
+        while heap:
+            _, node = _heap_pop(heap)
+            order.append(node)
+            for nxt, _ in node.next_functions:
+                if nxt is None or (exec_info is not None and nxt not in exec_info):
+                    continue
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    _heap_push(heap, (nxt._seq, nxt))
+        return order
+
     def __repr__(self):
         return f"<GraphTask at {id(self):#x}>"
 
