@@ -677,3 +677,113 @@ def test_undefined_grad_passes_undefined_gradients(T):
         out.sum().backward()
         seen.append(x.grad)
     return seen
+
+
+# --------------------------------------------------------------------------- anomaly mode's reports
+
+
+def _anomaly_reports(T, run):
+    """The warnings ``run()`` gives inside detect_anomaly, each as (category, its first non-empty
+    line, whether the user's forward line is quoted), and the error it raised."""
+    import warnings as _warnings
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        with T.autograd.detect_anomaly():
+            error = catch(run)
+    reports = []
+    for w in caught:
+        text = str(w.message)
+        first = next(line for line in text.splitlines() if line.strip())
+        reports.append((w.category.__name__, first.split(" (Triggered")[0], "FORWARD_LINE" in text))
+    return reports, error
+
+
+@differential
+def test_anomaly_reports_any_error_of_a_node_with_its_forward_stack(T):
+    results = []
+
+    def inplace_error():
+        a = T.randn(5, requires_grad=True)
+        d1 = a + 1
+        d2 = d1 ** 2  # FORWARD_LINE
+        d1 += 1
+        T.autograd.grad(d2.sum(), a)
+    results.append(_anomaly_reports(T, inplace_error))
+
+    def hook_error():
+        z = (T.ones(2, requires_grad=True) * 3).sum()  # FORWARD_LINE
+
+        def bad(g):
+            raise ValueError("from a hook")
+        z.register_hook(bad)
+        z.backward()
+    results.append(_anomaly_reports(T, hook_error))
+
+    def callback_error():
+        y = (T.ones(2, requires_grad=True) * 2).sum()
+
+        def bad():
+            raise ValueError("from a callback")
+        y.register_hook(lambda g: T.autograd.Variable._execution_engine.queue_callback(bad))
+        y.backward()
+    results.append(_anomaly_reports(T, callback_error))
+    return results
+
+
+@differential
+def test_anomaly_reports_the_chain_of_nodes_that_built_the_failing_one(T):
+    class Outer(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sum(0, keepdim=True)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return Inner.apply(g.expand(3) * x)
+
+    class Inner(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    def built_under_anomaly():
+        x = T.rand(3, requires_grad=True)
+        out = Outer.apply(x)  # FORWARD_LINE
+        (gx,) = T.autograd.grad(out, (x,), create_graph=True)
+        gx.sum().backward()
+
+    x = T.rand(3, requires_grad=True)
+    (gx,) = T.autograd.grad(Outer.apply(x), (x,), create_graph=True)
+    return _anomaly_reports(T, built_under_anomaly), _anomaly_reports(T, gx.sum().backward)
+
+
+def test_anomaly_report_goes_to_stderr_when_warnings_are_errors(capsys):
+    import warnings as _warnings
+    with _warnings.catch_warnings():
+        with hookgrad.autograd.detect_anomaly():
+            _warnings.simplefilter("error")
+            a = hookgrad.randn(3, requires_grad=True)
+            d1 = a + 1
+            d2 = d1 ** 2
+            d1 += 1
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                d2.sum().backward()
+    err = capsys.readouterr().err
+    assert "UserWarning: Error detected in PowBackward0. Traceback of forward call" in err
+    assert "d2 = d1 ** 2" in err
+
+
+@differential
+def test_no_node_is_current_during_final_callbacks(T):
+    seen = []
+    y = (T.ones(2, requires_grad=True) * 2).sum()
+    y.register_hook(lambda g: T.autograd.Variable._execution_engine.queue_callback(
+        lambda: seen.append(T._C._current_autograd_node())))
+    y.backward()
+    return seen

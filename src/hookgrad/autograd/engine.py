@@ -375,13 +375,9 @@ def _call_post_hooks(node, outputs, grads):
 
 
 def _check_nan(node, outputs):
+    # (the forward trace is reported by _execute's error path, as for any error of a node)
     for i, g in enumerate(outputs):
         if g is not None and _tensor._dtype.is_inexact_np(g._data.dtype) and np.isnan(g._data).any():
-            trace = node._anomaly_trace
-            if trace:
-                import warnings
-                warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}",
-                              RuntimeWarning, stacklevel=3)
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
@@ -553,12 +549,18 @@ def _execute(task, roots, root_grads, inputs, accumulate):
             # accumulate_into_grad); ``grads`` is rebound before the next node runs, and ``buf``
             # is the gradient list of a node still to run
             outputs = g = None
+        task.current_node = None  # no node runs during the final callbacks
         if task.final_callbacks:
             # like torch's engine: after the last node, still inside the pass (a callback may queue
             # more, and current_task() is this pass), in the pass's grad mode
             if hooks_changes[0] != unchanged:
                 _graph._restore_hooks_state(hooks_state)
             _run_final_callbacks(task)
+    except BaseException:
+        if anomaly.enabled and task.current_node is not None:  # a node (its hooks included) failed
+            from .anomaly_mode import report_backward_error
+            report_backward_error(task.current_node)
+        raise
     finally:
         _task_stack.pop()
         grad_mode.STATE.enabled = prev_mode

@@ -619,10 +619,34 @@ class _AnomalyState:
 _anomaly_state = _AnomalyState()
 
 
+_PACKAGE_DIR = __file__[:-len("autograd/graph.py")]  # .../hookgrad/
+
+
+def _is_runner_frame(frame) -> bool:
+    return frame.filename.startswith(_PACKAGE_DIR) or frame.filename.startswith("<frozen runpy>")
+
+
 def _record_forward_trace(node) -> None:
     import traceback
-    node._anomaly_trace = "".join(traceback.format_stack()[:-3])
+    frames = traceback.extract_stack()[:-3]
+    # the user's stack, as torch shows it: without hookgrad's own frames at the top (the op that
+    # made the node) nor, under ``hookgrad run``, the runner's frames below the script
+    end = len(frames)
+    while end > 0 and frames[end - 1].filename.startswith(_PACKAGE_DIR):
+        end -= 1
+    start = 0
+    while start < end and _is_runner_frame(frames[start]):
+        start += 1
+    if start == end:  # a stack made only of hookgrad frames: keep it whole
+        start, end = 0, len(frames)
+    node._anomaly_trace = "".join(traceback.format_list(frames[start:end]))
     node.metadata["traceback_"] = node._anomaly_trace
+    # a node made while another node's backward runs (a backward that builds a graph) records that
+    # node as its parent: an error's report walks up the chain
+    from .engine import current_task
+    task = current_task()
+    if task is not None and task.current_node is not None:
+        node.metadata["parent_"] = task.current_node
 
 
 # ---- gradient edges and multi-grad hooks ----------------------------------------------------
