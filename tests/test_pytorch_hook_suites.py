@@ -787,3 +787,36 @@ def test_no_node_is_current_during_final_callbacks(T):
         lambda: seen.append(T._C._current_autograd_node())))
     y.backward()
     return seen
+
+
+@differential
+def test_in_place_op_on_a_view_saving_its_output_makes_no_reference_cycle(T):
+    """relu_ on a view saves its output, whose new history leads back to relu's node: held weakly,
+    so the graph is freed by reference counting alone; double backward still goes through it."""
+    import gc as _gc
+    freed = []
+
+    class NoteDeletion:
+        def __del__(self):
+            freed.append(True)
+
+    def build():
+        root = T.randn(3, 3, requires_grad=True)
+        copy = root.clone()
+        copy.grad_fn.register_hook(NoteDeletion())
+        T.nn.functional.relu(copy.view(9), inplace=True)
+
+    enabled = _gc.isenabled()
+    _gc.disable()
+    try:
+        build()
+        after_build = len(freed)
+    finally:
+        if enabled:
+            _gc.enable()
+    root = T.tensor([[1.0, -2.0], [3.0, -4.0]], requires_grad=True)
+    view = (root * root).view(4)
+    out = view.relu_()
+    (g,) = T.autograd.grad(out.sum(), root, create_graph=True)
+    (gg,) = T.autograd.grad(g.sum(), root)
+    return after_build, g, gg

@@ -425,9 +425,13 @@ class SavedTensor:
         if self.is_output:
             out = _above.wrap(self.tensor)
             out._version_counter = self.counter
-            # an in-place op on a view keeps the view's new history (torch's weak grad_fn): double
-            # backward then runs the op's node through CopySlices, once
-            fn = out._grad_fn = node if self.grad_fn is None else self.grad_fn
+            # an in-place op on a view keeps the view's new history (torch's weak grad_fn, see
+            # views.apply_inplace): double backward then runs the op's node through CopySlices, once;
+            # once that history is gone, the node itself stands in
+            fn = None if self.grad_fn is None else self.grad_fn()
+            if fn is None:
+                fn = node
+            out._grad_fn = fn
             out._requires_grad = fn is not None
             return out
         return self.tensor
