@@ -820,3 +820,56 @@ def test_in_place_op_on_a_view_saving_its_output_makes_no_reference_cycle(T):
     (g,) = T.autograd.grad(out.sum(), root, create_graph=True)
     (gg,) = T.autograd.grad(g.sum(), root)
     return after_build, g, gg
+
+
+@differential
+def test_function_ctx_lets_go_of_what_forward_handed_it(T):
+    """After apply, ctx.to_save / dirty_tensors / non_differentiable / saved_for_forward are None, so
+    an output saved for backward is freed by reference counting (also when checkpoint's early stop
+    interrupts the save during recomputation)."""
+    import gc as _gc
+    import weakref as _weakref
+    refs = []
+
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            y = x * 3
+            ctx.mark_non_differentiable(y)
+            z = x.clone()
+            ctx.save_for_backward(z, y)
+            refs.append(_weakref.ref(z))
+            return x, y, z
+
+        @staticmethod
+        def backward(ctx, gx, gy, gz):
+            ctx.saved_tensors
+            return gx + gz
+
+    x = T.ones(2, requires_grad=True).clone()
+    a, b, c = Func.apply(x)
+    attrs = [getattr(a.grad_fn, k) for k in ("to_save", "dirty_tensors", "non_differentiable", "saved_for_forward")]
+
+    def run(checkpointed):
+        inp = T.ones(2, requires_grad=True)
+        fn = lambda t: Func.apply(t.clone())[2]  # noqa: E731
+        out = T.utils.checkpoint.checkpoint(fn, inp, use_reentrant=False) if checkpointed else fn(inp)
+        out.sum().backward()
+        return inp.grad
+
+    enabled = _gc.isenabled()
+    _gc.disable()
+    try:
+        del a, b, c
+        alive = [r() is not None for r in refs]
+        refs.clear()
+        grads = [run(False), run(True)]
+        # the plain call's output and the recomputed one (torch keeps the checkpointed forward's
+        # own output in a cycle until the collector runs: not a behaviour to copy)
+        alive_after_runs = [refs[0]() is not None, refs[-1]() is not None, len(refs)]
+    finally:
+        if enabled:
+            _gc.enable()
+    return attrs, alive, grads, alive_after_runs

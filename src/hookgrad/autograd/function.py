@@ -248,9 +248,14 @@ class Function(metaclass=_FunctionMeta):
         node._num_outputs = len(outs)
         # torch saves only when the call is recorded (grad mode on and an input requiring grad); a
         # pack hook does not see the tensors of an unrecorded call
-        if node.to_save is not None and recording:
+        to_save = node.to_save
+        # as torch, the ctx lets go of what forward handed it before saving (a pack hook may raise,
+        # as checkpoint's early stop does): these may be its outputs, and output -> node -> output
+        # would be a reference cycle
+        node.to_save = node.dirty_tensors = node.non_differentiable = node.saved_for_forward = None
+        if to_save is not None and recording:
             node._saved = tuple(None if t is None else SavedTensor(
-                t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in node.to_save)
+                t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in to_save)
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod
