@@ -242,9 +242,18 @@ def test_decorators_skip_or_run_as_on_a_cpu_build_without_dynamo():
         def test_cuda(self):
             ran.append("cuda")
 
+        @hg_utils.skipIfXpu(msg="not on xpu")
+        def test_xpu_msg(self):
+            ran.append("xpu")
+
+        @hg_utils.skipIfRocm
+        def test_rocm_bare(self):
+            ran.append("rocm")
+
     outcomes = {name: _run_case(Suite, name) for name in
-                ("test_dynamo_called", "test_dynamo_bare", "test_xfail_dynamo", "test_lapack", "test_slow", "test_cuda")}
-    assert ran == ["called", "bare", "xfail", "lapack"]
+                ("test_dynamo_called", "test_dynamo_bare", "test_xfail_dynamo", "test_lapack", "test_slow", "test_cuda",
+                 "test_xpu_msg", "test_rocm_bare")}
+    assert ran == ["called", "bare", "xfail", "lapack", "xpu", "rocm"]
     assert outcomes["test_slow"] == (0, 1) and outcomes["test_cuda"] == (0, 1)
     assert outcomes["test_dynamo_called"] == (0, 0)
     assert hg_utils.TEST_WITH_TORCHDYNAMO is False and hg_utils.TEST_CUDA is False

@@ -104,8 +104,19 @@ skipIfTorchDynamo = _decorator_with_optional_message("test doesn't currently wor
 skipIfTorchInductor = _decorator_with_optional_message("test doesn't currently work with torchinductor",
                                                         skip_it=False)
 skipIfCrossRef = _pass_through
-skipIfRocm = _pass_through
-skipIfXpu = _pass_through
+
+
+def _func_or_msg_decorator(condition, default_message):
+    """torch's ``skipIfX(func=None, *, msg=...)`` form: usable bare or as ``@skipIfX(msg="why")``."""
+    def decorator(func=None, *, msg=default_message):
+        apply = _conditional_skip(condition, msg)
+        return apply if func is None else apply(func)
+    return decorator
+
+
+skipIfRocm = _func_or_msg_decorator(TEST_WITH_ROCM, "test doesn't currently work on the ROCm stack")
+skipIfXpu = _func_or_msg_decorator(TEST_XPU, "test doesn't currently work on the XPU stack")
+skipIfRocm_BUGGY, skipIfXpu_BUGGY = skipIfRocm, skipIfXpu
 skipIfMPS = _pass_through
 skipIfHpu = _pass_through
 skipIfNoLapack = _pass_through      # linear algebra comes from NumPy's LAPACK
