@@ -882,3 +882,50 @@ def test_function_ctx_lets_go_of_what_forward_handed_it(T):
         if enabled:
             _gc.enable()
     return attrs, alive, grads, alive_after_runs
+
+
+@differential
+def test_unpack_hook_result_is_handed_back_as_is_for_a_tensor_without_autograd(T):
+    """Under saved-tensor hooks, a saved tensor that neither requires grad nor has history comes
+    back from unpacking as the very object the unpack hook returned (so checkpointing keeps the
+    identity of such inputs); one with autograd identity comes back as a new tensor."""
+    seen = []
+
+    class Keep(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            seen.extend([x is returned[0], y is returned[1], x.requires_grad, y.requires_grad])
+            return g, None
+
+    returned = []
+
+    def unpack(t):
+        returned.append(t)
+        return t
+
+    a = T.tensor(1.0, requires_grad=True)
+    b = T.tensor(2.0)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        out = Keep.apply(a, b)
+    out.backward()
+    x_backward = []
+
+    class Identity(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            x_backward.extend(ctx.saved_tensors)
+            return g, None
+
+    T.utils.checkpoint.checkpoint(Identity.apply, a, b, use_reentrant=False).backward()
+    return seen, x_backward[0] is b

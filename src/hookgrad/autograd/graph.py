@@ -361,6 +361,8 @@ class SavedTensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
                             f"result of type {type(value).__name__}")
+        if not self.is_output and self.grad_fn is None and not self.requires_grad and not value._requires_grad:
+            return value  # nothing autograd-related to restore: torch hands the hook's tensor back as it is
         out = _above.wrap(value._data)
         out._version_counter = value._version_counter
         if self.is_output:
