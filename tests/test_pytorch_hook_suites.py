@@ -929,3 +929,63 @@ def test_unpack_hook_result_is_handed_back_as_is_for_a_tensor_without_autograd(T
 
     T.utils.checkpoint.checkpoint(Identity.apply, a, b, use_reentrant=False).backward()
     return seen, x_backward[0] is b
+
+
+# --------------------------------------------------------------------------- checkpoint
+
+
+@differential
+def test_checkpoint_recomputes_under_the_forwards_autocast_state(T):
+    dtypes = []
+
+    def fn(x, y):
+        z = T.mm(x, y)
+        dtypes.append(z.dtype)
+        return T.mm(z, y)
+
+    results = []
+    for use_reentrant in (False, True):
+        for enabled in (True, False):
+            x = T.randn(3, 3, requires_grad=True)
+            y = T.randn(3, 3, requires_grad=True)
+            with T.autocast(device_type="cpu", dtype=T.bfloat16, enabled=enabled):
+                out = T.utils.checkpoint.checkpoint(fn, x, y, use_reentrant=use_reentrant)
+            out.float().sum().backward()
+            results.append((out.dtype, x.grad.dtype, y.grad is not None))
+    return results, dtypes
+
+
+@differential
+def test_checkpoint_recomputes_once_per_backward_pass(T):
+    """A second unpack of the same saved tensor within one pass raises CheckpointError; outside a
+    pass every unpack recomputes."""
+    count = [0]
+    errors = []
+
+    class Twice(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            try:
+                ctx.saved_tensors
+            except RuntimeError as exc:
+                errors.append((type(exc).__name__, "already unpacked once" in str(exc)))
+            return g * 2
+
+    def fn(x):
+        count[0] += 1
+        return Twice.apply(x * x).exp()
+
+    x = T.tensor([0.5, 1.0], requires_grad=True)
+    out = T.utils.checkpoint.checkpoint(fn, x, use_reentrant=False)
+    out.grad_fn._saved_result
+    out.grad_fn._saved_result
+    counts = [count[0]]
+    out.sum().backward()
+    counts.append(count[0])
+    return counts, errors, x.grad
