@@ -989,3 +989,82 @@ def test_checkpoint_recomputes_once_per_backward_pass(T):
     out.sum().backward()
     counts.append(count[0])
     return counts, errors, x.grad
+
+
+# --------------------------------------------------------------------------- SavedTensor objects
+
+
+@differential
+def test_custom_function_raw_saved_tensors(T):
+    class Save(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = Save.apply(a)
+    saved = y.grad_fn._raw_saved_tensors
+    results = [type(s).__name__ for s in saved]
+    results.append(catch(saved[1].register_hooks, lambda x: x, lambda x: x))
+    results.append(catch(saved[0].register_hooks, lambda x: x))
+    results.append(catch(saved[0].register_hooks, 1, 1))
+    saved[0].register_hooks(lambda x: x * 2, lambda x: x)
+    results.append(catch(saved[0].register_hooks, lambda x: x, lambda x: x))
+    results.append(y.grad_fn.saved_tensors)
+    y.sum().backward()
+    results.append(catch(lambda: y.grad_fn._raw_saved_tensors))
+    results.append(catch(lambda: y.grad_fn.saved_tensors))
+    results.append(catch(T.autograd.SavedTensor))
+    mul = a * a
+    results.append(type(T.nn.functional.nll_loss(T.ones(2, 3, requires_grad=True), T.tensor([0, 1]))
+                        .grad_fn._raw_saved_weight).__name__)
+    results.append(mul.grad_fn._raw_saved_self is not None)
+    return results
+
+
+@differential
+def test_make_saved_tensor_runs_the_hooks_in_force(T):
+    log = []
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or t,
+                                              lambda t: log.append("unpack") or t):
+        saved = T._C._autograd._make_saved_tensor(a, is_output=False)
+        first, second = saved.unpack(), saved.unpack()
+    plain = T._C._autograd._make_saved_tensor(a, is_output=False)
+    return log, first is a, second is a, plain.unpack() is a, plain.data is a, type(saved).__name__
+
+
+@differential
+def test_clear_saved_tensors_on_access(T):
+    import weakref as _weakref
+    log = []
+
+    class Once(T.autograd.Function):
+        clear_saved_tensors_on_access = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            ref = _weakref.ref(x)
+            del x
+            log.append(ref() is None)
+            log.append(catch(lambda: ctx.saved_tensors))
+            return g
+
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    Once.apply(x.clone()).sum().backward()
+    y = Once.apply(x.clone())
+    log.append(y.grad_fn.saved_tensors[0].shape)
+    log.append(catch(lambda: y.grad_fn.saved_tensors))
+    log.append(T.autograd.Function.clear_saved_tensors_on_access)
+    return log, x.grad

@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype
 from .._late import LateNames
 from . import grad_mode
-from .graph import Node, SavedTensor
+from .graph import _FREED_MESSAGE, Node, SavedTensor
 
 # The Tensor and the op helpers are layers above this one (see hookgrad/_late.py).
 _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor", edge="hookgrad._ops._base",
@@ -61,7 +61,25 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
-        return self.saved()
+        if not getattr(self._forward_cls, "clear_saved_tensors_on_access", False):
+            return self.saved()
+        # the Function asked for its saved tensors to be let go of once read
+        if self.__dict__.get("_saved_taken"):
+            raise RuntimeError("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is "
+                               "set on the autograd.Function. Either access saved_tensors only once, or set "
+                               "clear_saved_tensors_on_access=False.")
+        values = self.saved()
+        self._saved_taken = True
+        self._saved = ()
+        return values
+
+    @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects behind ``saved_tensors`` (one for each None saved too)."""
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        return tuple(SavedTensor.of_none() if s is None else s for s in saved)
 
     @property
     def saved_variables(self):
@@ -150,6 +168,8 @@ class Function(metaclass=_FunctionMeta):
     and are called through ``apply``."""
 
     generate_vmap_rule = False
+    # True: ``ctx.saved_tensors`` may be read once, and the node lets go of them when it is
+    clear_saved_tensors_on_access = False
 
     def __init__(self, *args, **kwargs):
         import warnings

@@ -302,10 +302,16 @@ def _saved_accessor(index: int, raw: bool):
                 return None
             raise RuntimeError(_FREED_MESSAGE)
         saved = node._saved[index] if index < len(node._saved) else None
-        if raw or saved is None:
+        if saved is None:
+            # torch keeps an undefined SavedVariable there: the raw one is a SavedTensor too
+            return SavedTensor.of_none() if raw else None
+        if raw:
             return saved
         return saved.unpack(node)
     return get
+
+
+_NOTHING = object()
 
 
 class SavedTensor:
@@ -321,7 +327,9 @@ class SavedTensor:
     __slots__ = ("tensor", "version", "counter", "unpack_hook", "packed", "is_output",
                  "grad_fn", "output_nr", "accumulator", "requires_grad")
 
-    def __init__(self, tensor, is_output=False):
+    def __init__(self, tensor=_NOTHING, is_output=False):
+        if tensor is _NOTHING:  # (made by the autograd machinery only, as in torch)
+            raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
         counter = self.counter = tensor._version_counter
         self.version = counter[0]
         self.is_output = is_output
@@ -387,11 +395,29 @@ class SavedTensor:
             return out
         return self.tensor
 
-    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
-        """Pack the saved value now with ``pack_hook``; the backward unpacks it with ``unpack_hook``."""
+    @classmethod
+    def of_none(cls) -> "SavedTensor":
+        """What a custom Function's ``save_for_backward(None)`` shows in ``_raw_saved_tensors``."""
+        saved = object.__new__(cls)
+        saved.tensor = saved.unpack_hook = saved.grad_fn = saved.accumulator = None
+        saved.is_output = False
+        saved.counter, saved.version = [0], 0
+        return saved
+
+    def register_hooks(self, *hooks) -> None:
+        """``register_hooks(pack_hook, unpack_hook)``: pack the saved value now with ``pack_hook``;
+        the backward unpacks it with ``unpack_hook``."""
+        if len(hooks) != 2 or not all(callable(h) for h in hooks):
+            raise TypeError("register_hooks(): incompatible function arguments. The following argument types are "
+                            "supported:\n    1. (self: torch._C._autograd.SavedTensor, arg0: collections.abc."
+                            "Callable, arg1: collections.abc.Callable) -> None\n\nInvoked with: "
+                            + ", ".join(repr(a) for a in (self, *hooks)))
+        pack_hook, unpack_hook = hooks
         if self.unpack_hook is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
+        if self.tensor is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
         value = self.unpack()
         self._remember_identity(value)  # what the unpack hook returns takes the original's place
         # as torch: grad mode off, a saved original is handed over as a detached alias, and the
