@@ -1068,3 +1068,31 @@ def test_clear_saved_tensors_on_access(T):
     log.append(catch(lambda: y.grad_fn.saved_tensors))
     log.append(T.autograd.Function.clear_saved_tensors_on_access)
     return log, x.grad
+
+
+@differential
+def test_graph_exec_group_recomputes_once_across_backward_calls(T):
+    results = []
+    for grouped in (True, False):
+        count = [0]
+
+        def fn(x):
+            count[0] += 1
+            y = x.sin().cos()
+            return y, y.sin().cos()
+
+        x = T.tensor([[0.1, 0.2], [0.3, 0.4]], requires_grad=True)
+        y, z = T.utils.checkpoint.checkpoint(fn, x, use_reentrant=False)
+        import contextlib as _contextlib
+        with T.utils.checkpoint.GraphExecGroup() if grouped else _contextlib.nullcontext():
+            (gy,) = T.autograd.grad(z, inputs=(y,), grad_outputs=(T.ones(2, 2),))
+            (gx,) = T.autograd.grad(y, inputs=(x,), grad_outputs=(gy,))
+        results.append((count[0], gx))
+    x = T.tensor([0.5, 1.5], requires_grad=True)
+    out = T.utils.checkpoint.checkpoint(lambda t: t.sin().cos(), x, use_reentrant=False)
+    with T.utils.checkpoint.GraphExecGroup() as group:
+        out.sum().backward(retain_graph=True)
+        overlap = catch(out.sum().backward)
+        nested = catch(T.utils.checkpoint.GraphExecGroup().__enter__)
+        current = T.utils.checkpoint.GraphExecGroup._get_current_group() is group
+    return results, overlap, nested, current, T.utils.checkpoint.GraphExecGroup._get_current_group()

@@ -26,9 +26,31 @@ import weakref
 
 from ..autograd._hook_context import RECOMPUTING as _RECOMPUTING  # what hookgrad.hooks.context() reports
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop",
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop", "GraphExecGroup",
            "CheckpointPolicy", "CheckpointFunction", "check_backward_validity", "detach_variable",
            "set_checkpoint_debug_enabled"]
+
+
+_graph_exec_group = [None]  # the GraphExecGroup block the program is in
+
+
+class GraphExecGroup:
+    """Within the block, each non-reentrant checkpoint recomputes at most once, whatever the number
+    of backward calls; those calls must then need disjoint saved tensors (a second unpack of the
+    same one raises CheckpointError). Blocks do not nest."""
+
+    def __enter__(self):
+        if _graph_exec_group[0] is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group {_graph_exec_group[0]}")
+        _graph_exec_group[0] = self
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _graph_exec_group[0] = None
+
+    @classmethod
+    def _get_current_group(cls):
+        return _graph_exec_group[0]
 
 
 class CheckpointError(RuntimeError):
@@ -168,16 +190,22 @@ class _Frame:
         return placeholder
 
     def unpack(self, placeholder):
-        # like torch: one recomputation per backward pass; outside a pass, every unpack recomputes
-        task = _current_task()
-        pass_id = object() if task is None else task.id
+        # like torch: one recomputation per backward pass, or per GraphExecGroup block; outside a
+        # pass, every unpack recomputes
+        pass_id = _graph_exec_group[0]
+        if pass_id is None:
+            task = _current_task()
+            pass_id = object() if task is None else task.id
         if pass_id not in self.recomputed:
             self.recomputed = {pass_id: self._recompute()}  # an earlier pass's leftovers are dropped
         produced = self.recomputed[pass_id]
         if id(placeholder) not in produced:
+            extra = ("Performing two backward calls that overlap (i.e. require the same saved activation in order "
+                     "to compute gradients) is not allowed while under the torch.utils.checkpoint.GraphExecGroup "
+                     "context. ") if _graph_exec_group[0] is not None else ""
             raise CheckpointError("torch.utils.checkpoint: Unpack is being triggered for a tensor that was already "
-                                  "unpacked once. If you are calling ctx.saved_tensors in backward, make sure to do "
-                                  "so only once. Otherwise please open an issue with details on your use case.")
+                                  f"unpacked once. {extra}If you are calling ctx.saved_tensors in backward, make sure "
+                                  "to do so only once. Otherwise please open an issue with details on your use case.")
         return produced.pop(id(placeholder))
 
     def _unpacked_inputs(self):
