@@ -118,11 +118,37 @@ def _build_parametrized(utils, T):
     return Suite
 
 
+def _build_optim_suite(utils, device, optimizers, T):
+    """A device-generic suite parametrized with @optims over SGD, Adam and LBFGS, instantiated;
+    the class and what its tests received."""
+    infos = [i for i in optimizers.optim_db if i.name in ("SGD", "Adam", "LBFGS")]
+    seen = []
+
+    class TestOptimSuite(utils.TestCase):
+        @optimizers.optims(infos, dtypes=[T.float32, T.float64])
+        def test_o(self, device, dtype, optim_info):
+            seen.append((device, str(dtype).split(".")[-1], optim_info.name, optim_info.step_requires_closure))
+
+        @optimizers.optims(infos)
+        def test_default_dtype(self, device, dtype, optim_info):
+            seen.append((device, str(dtype).split(".")[-1], optim_info.name))
+
+    scope = {"TestOptimSuite": TestOptimSuite}
+    device.instantiate_device_type_tests(TestOptimSuite, scope)
+    return scope["TestOptimSuiteCPU"], seen
+
+
 def _torch_reference_values():
     """What torch's own test helpers answer for the cases here (run in the subprocess)."""
     utils = _torch_common_utils()
+    from torch.testing._internal import common_device_type, common_optimizers
+    optim_suite, seen = _build_optim_suite(utils, common_device_type, common_optimizers, torch)
+    names = sorted(n for n in vars(optim_suite) if n.startswith("test"))
+    for name in names:
+        _run_case(optim_suite, name)
     return {"verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
-            "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test"))}
+            "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test")),
+            "optim_names": names, "optim_seen": sorted(map(list, seen))}
 
 
 @pytest.fixture(scope="module")
@@ -1096,3 +1122,37 @@ def test_graph_exec_group_recomputes_once_across_backward_calls(T):
         nested = catch(T.utils.checkpoint.GraphExecGroup().__enter__)
         current = T.utils.checkpoint.GraphExecGroup._get_current_group() is group
     return results, overlap, nested, current, T.utils.checkpoint.GraphExecGroup._get_current_group()
+
+
+
+def test_optims_instantiation_matches_torch(torch_reference):
+    from hookgrad.testing._internal import common_optimizers as hg_optimizers
+    suite, seen = _build_optim_suite(hg_utils, hg_device, hg_optimizers, hookgrad)
+    names = sorted(n for n in vars(suite) if n.startswith("test"))
+    assert names == torch_reference["optim_names"]
+    for name in names:
+        assert _run_case(suite, name) == (0, 0)
+    assert sorted(map(list, seen)) == torch_reference["optim_seen"]
+
+
+def test_optim_inputs_with_implementation_flags():
+    from hookgrad.testing._internal import common_optimizers as hg_optimizers
+    info = {i.name: i for i in hg_optimizers.optim_db}
+    sgd = hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs("cpu", hookgrad.float32, info["SGD"])
+    base = info["SGD"].optim_inputs_func("cpu")
+    assert len(sgd) == 2 * len(base)  # each input with fused off, then on (no foreach kernels on the CPU)
+    assert [i.kwargs.get("fused") for i in sgd[:2]] == [False, True] and "foreach" not in sgd[0].kwargs
+    assert hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs("cpu", hookgrad.float32,
+                                                                           info["LBFGS"])[0] is not None
+    with pytest.raises(AssertionError):
+        hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs("cpu", hookgrad.float32, info["SGD"],
+                                                                        skip=("bogus",))
+    for optim_info in hg_optimizers.optim_db:  # every listed input constructs and steps
+        param = hookgrad.zeros(2, 2, requires_grad=True)
+        param.grad = hookgrad.ones(2, 2)
+        for optim_input in hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs(
+                "cpu", hookgrad.float32, optim_info):
+            if optim_info.only_supports_sparse_grads:
+                continue
+            optimizer = optim_info.optim_cls([param], **optim_input.kwargs)
+            optimizer.step((lambda: hookgrad.tensor(1.0)) if optim_info.step_requires_closure else None)
