@@ -1156,3 +1156,39 @@ def test_optim_inputs_with_implementation_flags():
                 continue
             optimizer = optim_info.optim_cls([param], **optim_input.kwargs)
             optimizer.step((lambda: hookgrad.tensor(1.0)) if optim_info.step_requires_closure else None)
+
+
+@differential
+def test_deeply_nested_reentrant_backward(T):
+    """Reentrant backward calls nested past the depth at which the engine continues on a fresh
+    thread: gradients, hook order and an error raised at the bottom are as without nesting."""
+    order = []
+
+    class Deep(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, fail_at):
+            ctx.fail_at = fail_at
+            with T.enable_grad():
+                ctx.x = x.detach().requires_grad_() - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        def backward(ctx, g):
+            order.append(int(ctx.x.item()))
+            if ctx.x.item() == ctx.fail_at:
+                raise ValueError(f"bottom reached at {ctx.fail_at}")
+            if ctx.x < 0:
+                return g, None
+            with T.enable_grad():
+                out = Deep.apply(ctx.x, ctx.fail_at).sum()
+                out.register_hook(lambda grad: order.append("hook"))
+                out.backward()
+            return g * 2, None
+
+    v = T.tensor(200.0, requires_grad=True)
+    Deep.apply(v, -100).sum().backward()
+    finished = (len(order), order[:3], order[-3:], v.grad)
+    order.clear()
+    w = T.tensor(70.0, requires_grad=True)  # the error is raised on the second thread
+    error = catch(lambda: Deep.apply(w, 3).sum().backward())
+    return finished, error, len(order), w.grad

@@ -381,6 +381,36 @@ def _check_nan(node, outputs):
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
+# A backward pass started from inside a node's backward (reentrant) nests Python frames; like torch's
+# engine, which hands a pass nested this deep to another thread, each _MAX_REENTRANT_DEPTH levels
+# continue on a fresh thread (its own recursion limit and C stack) while the caller's thread waits
+_MAX_REENTRANT_DEPTH = 60
+_thread_base_depth = [0]  # how deep the nesting was where the current thread took over
+
+
+def _on_fresh_thread(fn, *args, **kwargs):
+    import threading
+    outcome = {}
+    base = len(_task_stack)
+
+    def run():
+        saved = _thread_base_depth[0]
+        _thread_base_depth[0] = base
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
+            outcome["error"] = error
+        finally:
+            _thread_base_depth[0] = saved
+
+    worker = threading.Thread(target=run, name="hookgrad-reentrant-backward")
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True,
             root_tensors=(), input_tensors=None, caller=None):
     """Run a backward pass from ``roots`` (edges) seeded with ``root_grads``.
@@ -390,6 +420,9 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     ``root_tensors``/``input_tensors``: what the caller differentiated, for the lifecycle hooks;
     ``caller``: the frame of the ``backward()``/``grad()`` call (see ``warn_at_caller``).
     """
+    if len(_task_stack) - _thread_base_depth[0] >= _MAX_REENTRANT_DEPTH:
+        return _on_fresh_thread(execute, roots, root_grads, keep_graph, create_graph, inputs, accumulate,
+                                root_tensors, input_tensors, caller)
     task = GraphTask(keep_graph, create_graph)
     task.caller = caller
     if _backward_start_hooks or _backward_end_hooks:
