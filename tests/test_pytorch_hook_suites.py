@@ -118,11 +118,37 @@ def _build_parametrized(utils, T):
     return Suite
 
 
+def _build_optim_suite(utils, device, optimizers, T):
+    """A device-generic suite parametrized with @optims over SGD, Adam and LBFGS, instantiated;
+    the class and what its tests received."""
+    infos = [i for i in optimizers.optim_db if i.name in ("SGD", "Adam", "LBFGS")]
+    seen = []
+
+    class TestOptimSuite(utils.TestCase):
+        @optimizers.optims(infos, dtypes=[T.float32, T.float64])
+        def test_o(self, device, dtype, optim_info):
+            seen.append((device, str(dtype).split(".")[-1], optim_info.name, optim_info.step_requires_closure))
+
+        @optimizers.optims(infos)
+        def test_default_dtype(self, device, dtype, optim_info):
+            seen.append((device, str(dtype).split(".")[-1], optim_info.name))
+
+    scope = {"TestOptimSuite": TestOptimSuite}
+    device.instantiate_device_type_tests(TestOptimSuite, scope)
+    return scope["TestOptimSuiteCPU"], seen
+
+
 def _torch_reference_values():
     """What torch's own test helpers answer for the cases here (run in the subprocess)."""
     utils = _torch_common_utils()
+    from torch.testing._internal import common_device_type, common_optimizers
+    optim_suite, seen = _build_optim_suite(utils, common_device_type, common_optimizers, torch)
+    names = sorted(n for n in vars(optim_suite) if n.startswith("test"))
+    for name in names:
+        _run_case(optim_suite, name)
     return {"verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
-            "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test"))}
+            "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test")),
+            "optim_names": names, "optim_seen": sorted(map(list, seen))}
 
 
 @pytest.fixture(scope="module")
@@ -242,9 +268,18 @@ def test_decorators_skip_or_run_as_on_a_cpu_build_without_dynamo():
         def test_cuda(self):
             ran.append("cuda")
 
+        @hg_utils.skipIfXpu(msg="not on xpu")
+        def test_xpu_msg(self):
+            ran.append("xpu")
+
+        @hg_utils.skipIfRocm
+        def test_rocm_bare(self):
+            ran.append("rocm")
+
     outcomes = {name: _run_case(Suite, name) for name in
-                ("test_dynamo_called", "test_dynamo_bare", "test_xfail_dynamo", "test_lapack", "test_slow", "test_cuda")}
-    assert ran == ["called", "bare", "xfail", "lapack"]
+                ("test_dynamo_called", "test_dynamo_bare", "test_xfail_dynamo", "test_lapack", "test_slow", "test_cuda",
+                 "test_xpu_msg", "test_rocm_bare")}
+    assert ran == ["called", "bare", "xfail", "lapack", "xpu", "rocm"]
     assert outcomes["test_slow"] == (0, 1) and outcomes["test_cuda"] == (0, 1)
     assert outcomes["test_dynamo_called"] == (0, 0)
     assert hg_utils.TEST_WITH_TORCHDYNAMO is False and hg_utils.TEST_CUDA is False
@@ -515,3 +550,645 @@ def test_saved_tensors_hooks_enabled_flag(T):
         flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
     flags.append(T._C._autograd._saved_tensors_hooks_is_enabled())
     return flags
+
+
+# --------------------------------------------------------------------------- module conversion switches
+
+
+def test_swap_parametrizer_names_and_sets_the_switch():
+    seen = []
+
+    class Suite(hg_utils.TestCase):
+        @hg_utils.swap([True, False])
+        @hg_utils.parametrize("keep", [True, False])
+        def test_x(self, keep):
+            seen.append((hookgrad.__future__.get_swap_module_params_on_conversion(), keep))
+
+    hg_utils.instantiate_parametrized_tests(Suite)
+    names = sorted(n for n in vars(Suite) if n.startswith("test"))
+    assert names == ["test_x_swap_False_keep_False", "test_x_swap_False_keep_True",
+                     "test_x_swap_True_keep_False", "test_x_swap_True_keep_True"]
+    for name in names:
+        assert _run_case(Suite, name) == (0, 0)
+    assert sorted(seen) == [(False, False), (False, True), (True, False), (True, True)]
+    assert hookgrad.__future__.get_swap_module_params_on_conversion() is False
+
+
+@differential
+def test_overwrite_params_on_conversion_replaces_parameter_objects(T):
+    """With the overwrite switch on, converting a module puts new Parameter objects (and new
+    gradients) in place of the old ones; off, the old objects take the new data."""
+    results = []
+    for overwrite in (False, True):
+        T.__future__.set_overwrite_module_params_on_conversion(overwrite)
+        try:
+            layer = T.nn.Linear(2, 2)
+            layer(T.ones(1, 2)).sum().backward()
+            weight, grad = layer.weight, layer.weight.grad
+            layer.double()
+            results.append((layer.weight is weight, layer.weight.grad is grad, layer.weight.dtype,
+                            layer.weight.grad.dtype, type(layer.weight).__name__, layer.weight.requires_grad,
+                            T.__future__.get_overwrite_module_params_on_conversion()))
+        finally:
+            T.__future__.set_overwrite_module_params_on_conversion(False)
+    return results
+
+
+def test_swap_on_conversion_is_refused_loudly():
+    hookgrad.__future__.set_swap_module_params_on_conversion(True)
+    try:
+        layer = hookgrad.nn.Linear(2, 2)
+        with pytest.raises(NotImplementedError, match="swap"):
+            layer.double()
+        with pytest.raises(NotImplementedError, match="swap"):
+            layer.load_state_dict(layer.state_dict())
+    finally:
+        hookgrad.__future__.set_swap_module_params_on_conversion(False)
+    assert layer.weight.dtype == hookgrad.float32  # the refused conversion changed nothing
+    layer.load_state_dict(layer.state_dict())
+
+
+@differential
+def test_load_state_dict_rejects_a_non_tensor_with_torchs_words(T):
+    layer = T.nn.Linear(2, 2, bias=False)
+    outcomes = []
+    for value in (np.ones((2, 2)), ((1.0, 1.0), (2.0, 2.0))):
+        try:
+            layer.load_state_dict({"weight": value})
+        except RuntimeError as exc:
+            outcomes.append("expected torch.Tensor or Tensor-like object from checkpoint but received" in str(exc))
+    return outcomes, layer.weight.shape
+
+
+# --------------------------------------------------------------------------- graph-task entry points
+
+
+@differential
+def test_current_graph_task_id_counts_passes(T):
+    seen = []
+    t = T.tensor(1.0, requires_grad=True).clone()
+    t.register_hook(lambda g: seen.append(T._C._current_graph_task_id()))
+    for _ in range(3):
+        t.backward(retain_graph=True)
+    T.autograd.grad(t, t.grad_fn.next_functions[0][0].variable, retain_graph=True)
+    return [s - seen[0] for s in seen], T._C._current_graph_task_id()
+
+
+@differential
+def test_current_graph_task_execution_order_names(T):
+    """The order predicted from a hook on the root, for single and several roots, with and without
+    ``inputs``; refused outside a pass and with multithreading on."""
+    predicted = []
+
+    def hook(_):
+        predicted.append([n.name().split(" ")[-1] for n in T._C._current_graph_task_execution_order()])
+
+    with T.autograd.set_multithreading_enabled(False):
+        t = T.tensor(1.0, requires_grad=True).clone().sin().exp()
+        t.register_hook(hook)
+        t.backward()
+        a, b = T.tensor(1.0, requires_grad=True), T.tensor(2.0, requires_grad=True)
+        out = b.sin() * a.cos()
+        out.register_hook(hook)
+        out.backward()
+        a = T.tensor(1.0, requires_grad=True)
+        b = a * 2
+        outs = (b.sin(), b.cos(), b.cos())
+        outs[2].register_hook(hook)  # the root that runs first (a later one would see counts torch erased)
+        T.autograd.grad(outs, inputs=(a,))
+        c = a * T.tensor(3.0, requires_grad=True)
+        out = c.sin()
+        out.register_hook(hook)
+        T.autograd.grad((out,), inputs=(a, c))
+    outside = catch(T._C._current_graph_task_execution_order)
+    t = T.tensor(1.0, requires_grad=True).clone().exp()
+    t.register_hook(hook)
+    with T.autograd.set_multithreading_enabled(True):
+        threaded = catch(t.backward)
+    return predicted, outside, threaded
+
+
+@differential
+def test_delayed_error_raises_only_when_reached(T):
+    x = T.rand(2, requires_grad=True)
+    y = T.rand(2, requires_grad=True)
+    y_safe = T._C._functions.DelayedError("Boom!", 1)(y)
+    results = [y_safe.grad_fn.name(), y_safe.data_ptr() == y.data_ptr(), y_safe._version]
+    out = x * 2 + y_safe
+    try:
+        out.sum().backward(retain_graph=True)
+    except RuntimeError as exc:
+        results.append(str(exc))
+    results.append(T.autograd.grad(out.sum(), x, retain_graph=True)[0])
+    results.append(T.autograd.grad(out.sum(), y_safe)[0])
+    with T.no_grad():
+        results.append(T._C._functions.DelayedError("x", 1)(y).grad_fn.name())
+    results.append(T._C._functions.DelayedError("x", 1)(T.rand(2)).grad_fn)
+    pair = T._C._functions.DelayedError("x", 2)(y, y * 2)
+    results.append([p.output_nr for p in pair])
+    results.append(catch(T._C._functions.DelayedError("x", 2), y))
+    return results
+
+
+@differential
+def test_undefined_grad_passes_undefined_gradients(T):
+    seen = []
+
+    class Probe(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, materialize):
+            ctx.set_materialize_grads(materialize)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen.append(None if grad is None else grad.clone())
+            return grad, None
+
+    for materialize in (True, False):
+        x = T.ones(2, requires_grad=True)
+        out = T._C._functions.UndefinedGrad()(Probe.apply(x, materialize))
+        seen.append(out.grad_fn.name())
+        out.sum().backward()
+        seen.append(x.grad)
+    return seen
+
+
+# --------------------------------------------------------------------------- anomaly mode's reports
+
+
+def _anomaly_reports(T, run):
+    """The warnings ``run()`` gives inside detect_anomaly, each as (category, its first non-empty
+    line, whether the user's forward line is quoted), and the error it raised."""
+    import warnings as _warnings
+    with _warnings.catch_warnings(record=True) as caught:
+        _warnings.simplefilter("always")
+        with T.autograd.detect_anomaly():
+            error = catch(run)
+    reports = []
+    for w in caught:
+        text = str(w.message)
+        first = next(line for line in text.splitlines() if line.strip())
+        reports.append((w.category.__name__, first.split(" (Triggered")[0], "FORWARD_LINE" in text))
+    return reports, error
+
+
+@differential
+def test_anomaly_reports_any_error_of_a_node_with_its_forward_stack(T):
+    results = []
+
+    def inplace_error():
+        a = T.randn(5, requires_grad=True)
+        d1 = a + 1
+        d2 = d1 ** 2  # FORWARD_LINE
+        d1 += 1
+        T.autograd.grad(d2.sum(), a)
+    results.append(_anomaly_reports(T, inplace_error))
+
+    def hook_error():
+        z = (T.ones(2, requires_grad=True) * 3).sum()  # FORWARD_LINE
+
+        def bad(g):
+            raise ValueError("from a hook")
+        z.register_hook(bad)
+        z.backward()
+    results.append(_anomaly_reports(T, hook_error))
+
+    def callback_error():
+        y = (T.ones(2, requires_grad=True) * 2).sum()
+
+        def bad():
+            raise ValueError("from a callback")
+        y.register_hook(lambda g: T.autograd.Variable._execution_engine.queue_callback(bad))
+        y.backward()
+    results.append(_anomaly_reports(T, callback_error))
+    return results
+
+
+@differential
+def test_anomaly_reports_the_chain_of_nodes_that_built_the_failing_one(T):
+    class Outer(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sum(0, keepdim=True)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return Inner.apply(g.expand(3) * x)
+
+    class Inner(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    def built_under_anomaly():
+        x = T.rand(3, requires_grad=True)
+        out = Outer.apply(x)  # FORWARD_LINE
+        (gx,) = T.autograd.grad(out, (x,), create_graph=True)
+        gx.sum().backward()
+
+    x = T.rand(3, requires_grad=True)
+    (gx,) = T.autograd.grad(Outer.apply(x), (x,), create_graph=True)
+    return _anomaly_reports(T, built_under_anomaly), _anomaly_reports(T, gx.sum().backward)
+
+
+def test_anomaly_report_goes_to_stderr_when_warnings_are_errors(capsys):
+    import warnings as _warnings
+    with _warnings.catch_warnings():
+        with hookgrad.autograd.detect_anomaly():
+            _warnings.simplefilter("error")
+            a = hookgrad.randn(3, requires_grad=True)
+            d1 = a + 1
+            d2 = d1 ** 2
+            d1 += 1
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                d2.sum().backward()
+    err = capsys.readouterr().err
+    assert "UserWarning: Error detected in PowBackward0. Traceback of forward call" in err
+    assert "d2 = d1 ** 2" in err
+
+
+@differential
+def test_no_node_is_current_during_final_callbacks(T):
+    seen = []
+    y = (T.ones(2, requires_grad=True) * 2).sum()
+    y.register_hook(lambda g: T.autograd.Variable._execution_engine.queue_callback(
+        lambda: seen.append(T._C._current_autograd_node())))
+    y.backward()
+    return seen
+
+
+@differential
+def test_in_place_op_on_a_view_saving_its_output_makes_no_reference_cycle(T):
+    """relu_ on a view saves its output, whose new history leads back to relu's node: held weakly,
+    so the graph is freed by reference counting alone; double backward still goes through it."""
+    import gc as _gc
+    freed = []
+
+    class NoteDeletion:
+        def __del__(self):
+            freed.append(True)
+
+    def build():
+        root = T.randn(3, 3, requires_grad=True)
+        copy = root.clone()
+        copy.grad_fn.register_hook(NoteDeletion())
+        T.nn.functional.relu(copy.view(9), inplace=True)
+
+    enabled = _gc.isenabled()
+    _gc.disable()
+    try:
+        build()
+        after_build = len(freed)
+    finally:
+        if enabled:
+            _gc.enable()
+    root = T.tensor([[1.0, -2.0], [3.0, -4.0]], requires_grad=True)
+    view = (root * root).view(4)
+    out = view.relu_()
+    (g,) = T.autograd.grad(out.sum(), root, create_graph=True)
+    (gg,) = T.autograd.grad(g.sum(), root)
+    return after_build, g, gg
+
+
+@differential
+def test_function_ctx_lets_go_of_what_forward_handed_it(T):
+    """After apply, ctx.to_save / dirty_tensors / non_differentiable / saved_for_forward are None, so
+    an output saved for backward is freed by reference counting (also when checkpoint's early stop
+    interrupts the save during recomputation)."""
+    import gc as _gc
+    import weakref as _weakref
+    refs = []
+
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            y = x * 3
+            ctx.mark_non_differentiable(y)
+            z = x.clone()
+            ctx.save_for_backward(z, y)
+            refs.append(_weakref.ref(z))
+            return x, y, z
+
+        @staticmethod
+        def backward(ctx, gx, gy, gz):
+            ctx.saved_tensors
+            return gx + gz
+
+    x = T.ones(2, requires_grad=True).clone()
+    a, b, c = Func.apply(x)
+    attrs = [getattr(a.grad_fn, k) for k in ("to_save", "dirty_tensors", "non_differentiable", "saved_for_forward")]
+
+    def run(checkpointed):
+        inp = T.ones(2, requires_grad=True)
+        fn = lambda t: Func.apply(t.clone())[2]  # noqa: E731
+        out = T.utils.checkpoint.checkpoint(fn, inp, use_reentrant=False) if checkpointed else fn(inp)
+        out.sum().backward()
+        return inp.grad
+
+    enabled = _gc.isenabled()
+    _gc.disable()
+    try:
+        del a, b, c
+        alive = [r() is not None for r in refs]
+        refs.clear()
+        grads = [run(False), run(True)]
+        # the plain call's output and the recomputed one (torch keeps the checkpointed forward's
+        # own output in a cycle until the collector runs: not a behaviour to copy)
+        alive_after_runs = [refs[0]() is not None, refs[-1]() is not None, len(refs)]
+    finally:
+        if enabled:
+            _gc.enable()
+    return attrs, alive, grads, alive_after_runs
+
+
+@differential
+def test_unpack_hook_result_is_handed_back_as_is_for_a_tensor_without_autograd(T):
+    """Under saved-tensor hooks, a saved tensor that neither requires grad nor has history comes
+    back from unpacking as the very object the unpack hook returned (so checkpointing keeps the
+    identity of such inputs); one with autograd identity comes back as a new tensor."""
+    seen = []
+
+    class Keep(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x, y)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            seen.extend([x is returned[0], y is returned[1], x.requires_grad, y.requires_grad])
+            return g, None
+
+    returned = []
+
+    def unpack(t):
+        returned.append(t)
+        return t
+
+    a = T.tensor(1.0, requires_grad=True)
+    b = T.tensor(2.0)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        out = Keep.apply(a, b)
+    out.backward()
+    x_backward = []
+
+    class Identity(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            x_backward.extend(ctx.saved_tensors)
+            return g, None
+
+    T.utils.checkpoint.checkpoint(Identity.apply, a, b, use_reentrant=False).backward()
+    return seen, x_backward[0] is b
+
+
+# --------------------------------------------------------------------------- checkpoint
+
+
+@differential
+def test_checkpoint_recomputes_under_the_forwards_autocast_state(T):
+    dtypes = []
+
+    def fn(x, y):
+        z = T.mm(x, y)
+        dtypes.append(z.dtype)
+        return T.mm(z, y)
+
+    results = []
+    for use_reentrant in (False, True):
+        for enabled in (True, False):
+            x = T.randn(3, 3, requires_grad=True)
+            y = T.randn(3, 3, requires_grad=True)
+            with T.autocast(device_type="cpu", dtype=T.bfloat16, enabled=enabled):
+                out = T.utils.checkpoint.checkpoint(fn, x, y, use_reentrant=use_reentrant)
+            out.float().sum().backward()
+            results.append((out.dtype, x.grad.dtype, y.grad is not None))
+    return results, dtypes
+
+
+@differential
+def test_checkpoint_recomputes_once_per_backward_pass(T):
+    """A second unpack of the same saved tensor within one pass raises CheckpointError; outside a
+    pass every unpack recomputes."""
+    count = [0]
+    errors = []
+
+    class Twice(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            try:
+                ctx.saved_tensors
+            except RuntimeError as exc:
+                errors.append((type(exc).__name__, "already unpacked once" in str(exc)))
+            return g * 2
+
+    def fn(x):
+        count[0] += 1
+        return Twice.apply(x * x).exp()
+
+    x = T.tensor([0.5, 1.0], requires_grad=True)
+    out = T.utils.checkpoint.checkpoint(fn, x, use_reentrant=False)
+    out.grad_fn._saved_result
+    out.grad_fn._saved_result
+    counts = [count[0]]
+    out.sum().backward()
+    counts.append(count[0])
+    return counts, errors, x.grad
+
+
+# --------------------------------------------------------------------------- SavedTensor objects
+
+
+@differential
+def test_custom_function_raw_saved_tensors(T):
+    class Save(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x, None)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = T.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    y = Save.apply(a)
+    saved = y.grad_fn._raw_saved_tensors
+    results = [type(s).__name__ for s in saved]
+    results.append(catch(saved[1].register_hooks, lambda x: x, lambda x: x))
+    results.append(catch(saved[0].register_hooks, lambda x: x))
+    results.append(catch(saved[0].register_hooks, 1, 1))
+    saved[0].register_hooks(lambda x: x * 2, lambda x: x)
+    results.append(catch(saved[0].register_hooks, lambda x: x, lambda x: x))
+    results.append(y.grad_fn.saved_tensors)
+    y.sum().backward()
+    results.append(catch(lambda: y.grad_fn._raw_saved_tensors))
+    results.append(catch(lambda: y.grad_fn.saved_tensors))
+    results.append(catch(T.autograd.SavedTensor))
+    mul = a * a
+    results.append(type(T.nn.functional.nll_loss(T.ones(2, 3, requires_grad=True), T.tensor([0, 1]))
+                        .grad_fn._raw_saved_weight).__name__)
+    results.append(mul.grad_fn._raw_saved_self is not None)
+    return results
+
+
+@differential
+def test_make_saved_tensor_runs_the_hooks_in_force(T):
+    log = []
+    a = T.tensor([1.0, 2.0], requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or t,
+                                              lambda t: log.append("unpack") or t):
+        saved = T._C._autograd._make_saved_tensor(a, is_output=False)
+        first, second = saved.unpack(), saved.unpack()
+    plain = T._C._autograd._make_saved_tensor(a, is_output=False)
+    return log, first is a, second is a, plain.unpack() is a, plain.data is a, type(saved).__name__
+
+
+@differential
+def test_clear_saved_tensors_on_access(T):
+    import weakref as _weakref
+    log = []
+
+    class Once(T.autograd.Function):
+        clear_saved_tensors_on_access = True
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            ref = _weakref.ref(x)
+            del x
+            log.append(ref() is None)
+            log.append(catch(lambda: ctx.saved_tensors))
+            return g
+
+    x = T.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    Once.apply(x.clone()).sum().backward()
+    y = Once.apply(x.clone())
+    log.append(y.grad_fn.saved_tensors[0].shape)
+    log.append(catch(lambda: y.grad_fn.saved_tensors))
+    log.append(T.autograd.Function.clear_saved_tensors_on_access)
+    return log, x.grad
+
+
+@differential
+def test_graph_exec_group_recomputes_once_across_backward_calls(T):
+    results = []
+    for grouped in (True, False):
+        count = [0]
+
+        def fn(x):
+            count[0] += 1
+            y = x.sin().cos()
+            return y, y.sin().cos()
+
+        x = T.tensor([[0.1, 0.2], [0.3, 0.4]], requires_grad=True)
+        y, z = T.utils.checkpoint.checkpoint(fn, x, use_reentrant=False)
+        import contextlib as _contextlib
+        with T.utils.checkpoint.GraphExecGroup() if grouped else _contextlib.nullcontext():
+            (gy,) = T.autograd.grad(z, inputs=(y,), grad_outputs=(T.ones(2, 2),))
+            (gx,) = T.autograd.grad(y, inputs=(x,), grad_outputs=(gy,))
+        results.append((count[0], gx))
+    x = T.tensor([0.5, 1.5], requires_grad=True)
+    out = T.utils.checkpoint.checkpoint(lambda t: t.sin().cos(), x, use_reentrant=False)
+    with T.utils.checkpoint.GraphExecGroup() as group:
+        out.sum().backward(retain_graph=True)
+        overlap = catch(out.sum().backward)
+        nested = catch(T.utils.checkpoint.GraphExecGroup().__enter__)
+        current = T.utils.checkpoint.GraphExecGroup._get_current_group() is group
+    return results, overlap, nested, current, T.utils.checkpoint.GraphExecGroup._get_current_group()
+
+
+
+def test_optims_instantiation_matches_torch(torch_reference):
+    from hookgrad.testing._internal import common_optimizers as hg_optimizers
+    suite, seen = _build_optim_suite(hg_utils, hg_device, hg_optimizers, hookgrad)
+    names = sorted(n for n in vars(suite) if n.startswith("test"))
+    assert names == torch_reference["optim_names"]
+    for name in names:
+        assert _run_case(suite, name) == (0, 0)
+    assert sorted(map(list, seen)) == torch_reference["optim_seen"]
+
+
+def test_optim_inputs_with_implementation_flags():
+    from hookgrad.testing._internal import common_optimizers as hg_optimizers
+    info = {i.name: i for i in hg_optimizers.optim_db}
+    sgd = hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs("cpu", hookgrad.float32, info["SGD"])
+    base = info["SGD"].optim_inputs_func("cpu")
+    assert len(sgd) == 2 * len(base)  # each input with fused off, then on (no foreach kernels on the CPU)
+    assert [i.kwargs.get("fused") for i in sgd[:2]] == [False, True] and "foreach" not in sgd[0].kwargs
+    assert hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs("cpu", hookgrad.float32,
+                                                                           info["LBFGS"])[0] is not None
+    with pytest.raises(AssertionError):
+        hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs("cpu", hookgrad.float32, info["SGD"],
+                                                                        skip=("bogus",))
+    for optim_info in hg_optimizers.optim_db:  # every listed input constructs and steps
+        param = hookgrad.zeros(2, 2, requires_grad=True)
+        param.grad = hookgrad.ones(2, 2)
+        for optim_input in hg_optimizers._get_optim_inputs_including_global_cliquey_kwargs(
+                "cpu", hookgrad.float32, optim_info):
+            if optim_info.only_supports_sparse_grads:
+                continue
+            optimizer = optim_info.optim_cls([param], **optim_input.kwargs)
+            optimizer.step((lambda: hookgrad.tensor(1.0)) if optim_info.step_requires_closure else None)
+
+
+@differential
+def test_deeply_nested_reentrant_backward(T):
+    """Reentrant backward calls nested past the depth at which the engine continues on a fresh
+    thread: gradients, hook order and an error raised at the bottom are as without nesting."""
+    order = []
+
+    class Deep(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, fail_at):
+            ctx.fail_at = fail_at
+            with T.enable_grad():
+                ctx.x = x.detach().requires_grad_() - 1
+            return ctx.x.detach()
+
+        @staticmethod
+        def backward(ctx, g):
+            order.append(int(ctx.x.item()))
+            if ctx.x.item() == ctx.fail_at:
+                raise ValueError(f"bottom reached at {ctx.fail_at}")
+            if ctx.x < 0:
+                return g, None
+            with T.enable_grad():
+                out = Deep.apply(ctx.x, ctx.fail_at).sum()
+                out.register_hook(lambda grad: order.append("hook"))
+                out.backward()
+            return g * 2, None
+
+    v = T.tensor(200.0, requires_grad=True)
+    Deep.apply(v, -100).sum().backward()
+    finished = (len(order), order[:3], order[-3:], v.grad)
+    order.clear()
+    w = T.tensor(70.0, requires_grad=True)  # the error is raised on the second thread
+    error = catch(lambda: Deep.apply(w, 3).sum().backward())
+    return finished, error, len(order), w.grad

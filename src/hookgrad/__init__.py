@@ -27,6 +27,7 @@ from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enab
 from .autograd._warn_once import is_warn_always_enabled, set_warn_always
 from . import autograd, return_types, utils
 from . import random  # noqa: E402 - torch.random (fork_rng, the default generator's state)
+from . import __future__  # noqa: E402 - torch.__future__ (module conversion switches)
 from .random import thread_safe_generator  # noqa: E402
 from .utils.dlpack import from_dlpack, frombuffer
 from ._runtime import *  # noqa: F401,F403 - deterministic mode and thread counts

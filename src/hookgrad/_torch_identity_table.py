@@ -754,6 +754,7 @@ CLASSES = {
         'CheckpointError': ('torch.utils.checkpoint', 'CheckpointError'),
         'CheckpointPolicy': ('torch.utils.checkpoint', 'CheckpointPolicy'),
         'DefaultDeviceType': ('torch.utils.checkpoint', 'DefaultDeviceType'),
+        'GraphExecGroup': ('torch.utils.checkpoint', 'GraphExecGroup'),
         'SelectiveCheckpointContext': ('torch.utils.checkpoint', 'SelectiveCheckpointContext'),
     },
     'hookgrad.utils.collect_env': {
@@ -883,6 +884,7 @@ NODE_TYPES = {
     'ErfBackward0': ('builtins', 'ErfBackward0'),
     'ErfcBackward0': ('builtins', 'ErfcBackward0'),
     'ErfinvBackward0': ('builtins', 'ErfinvBackward0'),
+    'Error': ('builtins', 'Error'),
     'EuclideanDistBackward0': ('builtins', 'EuclideanDistBackward0'),
     'Exp2Backward0': ('builtins', 'Exp2Backward0'),
     'ExpBackward0': ('builtins', 'ExpBackward0'),
@@ -1072,6 +1074,7 @@ NODE_TYPES = {
     'TriuBackward0': ('builtins', 'TriuBackward0'),
     'TruncBackward0': ('builtins', 'TruncBackward0'),
     'UnbindBackward0': ('builtins', 'UnbindBackward0'),
+    'UndefinedGradBackward': ('builtins', 'UndefinedGradBackward'),
     'UnfoldBackward0': ('builtins', 'UnfoldBackward0'),
     'UnsafeSplitBackward0': ('builtins', 'UnsafeSplitBackward0'),
     'UnsafeViewBackward0': ('builtins', 'UnsafeViewBackward0'),

@@ -10,12 +10,15 @@ with torch's behaviour; every other ``torch._C`` name is missing (and says so un
   replay on raises NotImplementedError rather than being ignored.
 * ``_autograd._saved_tensors_hooks_is_enabled()``.
 * ``_DisableTorchDispatch()``: a context in which dispatch modes (and the flop counter) see nothing.
+* ``_current_graph_task_id()``: the running backward pass's number (-1 outside one);
+  ``_current_graph_task_execution_order()``: the nodes the running pass will execute, in order.
+* ``_functions.DelayedError`` / ``_functions.UndefinedGrad`` (see ``_functions``).
 """
 from __future__ import annotations
 
 import weakref
 
-from . import _autograd  # noqa: F401
+from . import _autograd, _functions  # noqa: F401
 
 
 def _will_engine_execute_node(node) -> bool:
@@ -33,6 +36,27 @@ def _current_autograd_node():
     from ..autograd.engine import current_task
     task = current_task()
     return None if task is None else task.current_node
+
+
+def _current_graph_task_id() -> int:
+    from ..autograd.engine import current_task
+    task = current_task()
+    return -1 if task is None else task.id
+
+
+def _current_graph_task_execution_order() -> list:
+    """The nodes of the running pass in the order its engine will run them, starting from its
+    roots (computed from the pass's remaining dependency counts, as torch does)."""
+    from ..autograd import is_multithreading_enabled
+    from ..autograd.engine import current_task
+    task = current_task()
+    if task is None:
+        raise RuntimeError("_current_graph_task_execution_order should only be called during the backward pass")
+    if is_multithreading_enabled():
+        raise RuntimeError("_current_graph_task_execution_order expects the current backward to be executed with "
+                           "multithreading disabled, e.g. by running:\n\n>>> with torch.autograd."
+                           "set_multithreading_enabled(False):\n...     torch.autograd.grad(...)\n")
+    return task.execution_order()
 
 
 class _WeakTensorRef:

@@ -1,4 +1,5 @@
-"""``torch._C._autograd``: the saved-tensor-hooks switch that ``disable_saved_tensors_hooks`` flips."""
+"""``torch._C._autograd``: the saved-tensor-hooks switch that ``disable_saved_tensors_hooks`` flips, and
+``_make_saved_tensor``."""
 from __future__ import annotations
 
 
@@ -6,3 +7,15 @@ def _saved_tensors_hooks_is_enabled() -> bool:
     """False inside ``torch.autograd.graph.disable_saved_tensors_hooks``, True elsewhere."""
     from ..autograd.graph import _saved_hooks_disabled
     return _saved_hooks_disabled[0] is None
+
+
+def _make_saved_tensor(tensor, is_output, is_inplace_on_view=False):
+    """A SavedTensor of ``tensor`` made as an op would save it: the saved-tensor hooks in force pack it
+    now, and each ``unpack()`` runs the unpack hook."""
+    from .._tensor import Tensor
+    from ..autograd.graph import SavedTensor
+    if not isinstance(tensor, Tensor) or not isinstance(is_output, bool) or not isinstance(is_inplace_on_view, bool):
+        raise TypeError("_make_saved_tensor(): incompatible function arguments. The following argument types are "
+                        "supported:\n    1. (tensor: torch.Tensor, is_output: bool, is_inplace_on_view: bool = False) "
+                        "-> torch._C._autograd.SavedTensor")
+    return SavedTensor(tensor, is_output)

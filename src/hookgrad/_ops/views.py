@@ -11,6 +11,8 @@ import re
 import builtins
 import math
 
+import weakref
+
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
@@ -943,7 +945,9 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         if node._saved:
             for saved in node._saved:
                 if saved is not None and saved.is_output and saved.unpack_hook is None:
-                    saved.grad_fn = x._grad_fn  # unpacked, the output is the view with its new history
+                    # unpacked, the output is the view with its new history; held weakly, as torch
+                    # does: that history leads back to this node (a strong reference is a cycle)
+                    saved.grad_fn = weakref.ref(x._grad_fn)
     return x
 
 

@@ -1,6 +1,7 @@
 """Anomaly detection: record each node's forward stack, and fail fast on NaN gradients."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 from .graph import _anomaly_state
@@ -56,3 +57,34 @@ class set_detect_anomaly:
     def __exit__(self, *exc):
         _anomaly_state.enabled, _anomaly_state.check_nan = self._prev
         return False
+
+
+def _warn_or_print(message: str) -> None:
+    """A UserWarning; where the warning filters turn it into an error, written to stderr instead
+    (the error being reported must stay the one raised)."""
+    try:
+        warnings.warn(message, UserWarning, stacklevel=2)
+    except Exception:  # noqa: BLE001 - any error a warning filter raises
+        sys.stderr.write(f"UserWarning: {message}\n")
+
+
+def report_backward_error(node) -> None:
+    """What torch's engine warns when ``node`` failed in a pass run under anomaly mode: the forward
+    stack that created it (kept in ``node.metadata["traceback_"]``), then that of each node whose
+    backward created the one before (``metadata["parent_"]``)."""
+    stack = node.metadata.get("traceback_")
+    if stack is None:
+        _warn_or_print(f"Error detected in {node.name()}. No forward pass information available. Enable detect "
+                       "anomaly during forward pass for more information.")
+        return
+    _warn_or_print(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{stack}")
+    parent = node.metadata.get("parent_")
+    while parent is not None:
+        stack = parent.metadata.get("traceback_")
+        if stack is None:
+            _warn_or_print(f"Error detected in {parent.name()}. No forward pass information available. Enable "
+                           "detect anomaly during forward pass for more information.")
+        else:
+            _warn_or_print(f"\n\nPrevious calculation was induced by {parent.name()}. Traceback of forward call "
+                           f"that induced the previous calculation:\n{stack}")
+        parent = parent.metadata.get("parent_")

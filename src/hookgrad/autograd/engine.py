@@ -124,6 +124,27 @@ class GraphTask:
                                "autograd.grad(). This is currently not supported.")
         return True
 
+    def execution_order(self) -> list:
+        """The nodes this pass will still run, in order: a dry run of the engine's heap over a copy
+        of the remaining dependency counts, skipping what ``exec_info`` leaves out."""
+        deps, roots = self.reachable
+        deps = dict(deps)
+        exec_info = self.exec_info
+        heap, order = [], []
+        for node in dict.fromkeys(roots):
+            if node is not None:
+                _heap_push(heap, (node._seq, node))
+        while heap:
+            _, node = _heap_pop(heap)
+            order.append(node)
+            for nxt, _ in node.next_functions:
+                if nxt is None or (exec_info is not None and nxt not in exec_info):
+                    continue
+                deps[nxt] -= 1
+                if deps[nxt] == 0:
+                    _heap_push(heap, (nxt._seq, nxt))
+        return order
+
     def __repr__(self):
         return f"<GraphTask at {id(self):#x}>"
 
@@ -354,14 +375,40 @@ def _call_post_hooks(node, outputs, grads):
 
 
 def _check_nan(node, outputs):
+    # (the forward trace is reported by _execute's error path, as for any error of a node)
     for i, g in enumerate(outputs):
         if g is not None and _tensor._dtype.is_inexact_np(g._data.dtype) and np.isnan(g._data).any():
-            trace = node._anomaly_trace
-            if trace:
-                import warnings
-                warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused the error:\n{trace}",
-                              RuntimeWarning, stacklevel=3)
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
+
+
+# A backward pass started from inside a node's backward (reentrant) nests Python frames; like torch's
+# engine, which hands a pass nested this deep to another thread, each _MAX_REENTRANT_DEPTH levels
+# continue on a fresh thread (its own recursion limit and C stack) while the caller's thread waits
+_MAX_REENTRANT_DEPTH = 60
+_thread_base_depth = [0]  # how deep the nesting was where the current thread took over
+
+
+def _on_fresh_thread(fn, *args, **kwargs):
+    import threading
+    outcome = {}
+    base = len(_task_stack)
+
+    def run():
+        saved = _thread_base_depth[0]
+        _thread_base_depth[0] = base
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as error:  # noqa: BLE001 - handed to the waiting caller
+            outcome["error"] = error
+        finally:
+            _thread_base_depth[0] = saved
+
+    worker = threading.Thread(target=run, name="hookgrad-reentrant-backward")
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True,
@@ -373,6 +420,9 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
     ``root_tensors``/``input_tensors``: what the caller differentiated, for the lifecycle hooks;
     ``caller``: the frame of the ``backward()``/``grad()`` call (see ``warn_at_caller``).
     """
+    if len(_task_stack) - _thread_base_depth[0] >= _MAX_REENTRANT_DEPTH:
+        return _on_fresh_thread(execute, roots, root_grads, keep_graph, create_graph, inputs, accumulate,
+                                root_tensors, input_tensors, caller)
     task = GraphTask(keep_graph, create_graph)
     task.caller = caller
     if _backward_start_hooks or _backward_end_hooks:
@@ -532,12 +582,18 @@ def _execute(task, roots, root_grads, inputs, accumulate):
             # accumulate_into_grad); ``grads`` is rebound before the next node runs, and ``buf``
             # is the gradient list of a node still to run
             outputs = g = None
+        task.current_node = None  # no node runs during the final callbacks
         if task.final_callbacks:
             # like torch's engine: after the last node, still inside the pass (a callback may queue
             # more, and current_task() is this pass), in the pass's grad mode
             if hooks_changes[0] != unchanged:
                 _graph._restore_hooks_state(hooks_state)
             _run_final_callbacks(task)
+    except BaseException:
+        if anomaly.enabled and task.current_node is not None:  # a node (its hooks included) failed
+            from .anomaly_mode import report_backward_error
+            report_backward_error(task.current_node)
+        raise
     finally:
         _task_stack.pop()
         grad_mode.STATE.enabled = prev_mode

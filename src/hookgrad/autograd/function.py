@@ -13,7 +13,7 @@ import numpy as np
 from .. import _dtype
 from .._late import LateNames
 from . import grad_mode
-from .graph import Node, SavedTensor
+from .graph import _FREED_MESSAGE, Node, SavedTensor
 
 # The Tensor and the op helpers are layers above this one (see hookgrad/_late.py).
 _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor", edge="hookgrad._ops._base",
@@ -62,7 +62,25 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
-        return self.saved()
+        if not getattr(self._forward_cls, "clear_saved_tensors_on_access", False):
+            return self.saved()
+        # the Function asked for its saved tensors to be let go of once read
+        if self.__dict__.get("_saved_taken"):
+            raise RuntimeError("saved_tensors can only be accessed once when clear_saved_tensors_on_access=True is "
+                               "set on the autograd.Function. Either access saved_tensors only once, or set "
+                               "clear_saved_tensors_on_access=False.")
+        values = self.saved()
+        self._saved_taken = True
+        self._saved = ()
+        return values
+
+    @property
+    def _raw_saved_tensors(self):
+        """The SavedTensor objects behind ``saved_tensors`` (one for each None saved too)."""
+        saved = self._saved
+        if saved is None:
+            raise RuntimeError(_FREED_MESSAGE)
+        return tuple(SavedTensor.of_none() if s is None else s for s in saved)
 
     @property
     def saved_variables(self):
@@ -151,6 +169,8 @@ class Function(metaclass=_FunctionMeta):
     and are called through ``apply``."""
 
     generate_vmap_rule = False
+    # True: ``ctx.saved_tensors`` may be read once, and the node lets go of them when it is
+    clear_saved_tensors_on_access = False
 
     def __init__(self, *args, **kwargs):
         import warnings
@@ -249,9 +269,14 @@ class Function(metaclass=_FunctionMeta):
         node._num_outputs = len(outs)
         # torch saves only when the call is recorded (grad mode on and an input requiring grad); a
         # pack hook does not see the tensors of an unrecorded call
-        if node.to_save is not None and recording:
+        to_save = node.to_save
+        # as torch, the ctx lets go of what forward handed it before saving (a pack hook may raise,
+        # as checkpoint's early stop does): these may be its outputs, and output -> node -> output
+        # would be a reference cycle
+        node.to_save = node.dirty_tensors = node.non_differentiable = node.saved_for_forward = None
+        if to_save is not None and recording:
             node._saved = tuple(None if t is None else SavedTensor(
-                t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in node.to_save)
+                t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in to_save)
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod

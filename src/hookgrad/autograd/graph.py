@@ -306,7 +306,10 @@ def _saved_accessor(index: int, raw: bool):
                 return None
             raise RuntimeError(_FREED_MESSAGE)
         saved = node._saved[index] if index < len(node._saved) else None
-        if raw or saved is None:
+        if saved is None:
+            # torch keeps an undefined SavedVariable there: the raw one is a SavedTensor too
+            return SavedTensor.of_none() if raw else None
+        if raw:
             return saved
         return saved.unpack(node)
     return get
@@ -324,6 +327,9 @@ def refuse_inference_saves(*tensors) -> None:
                 "`torch.inference_mode()`.")
 
 
+_NOTHING = object()
+
+
 class SavedTensor:
     """A tensor kept for the backward: its value, or what the pack hook made of it.
 
@@ -337,7 +343,9 @@ class SavedTensor:
     __slots__ = ("tensor", "version", "counter", "unpack_hook", "packed", "is_output",
                  "grad_fn", "output_nr", "accumulator", "requires_grad")
 
-    def __init__(self, tensor, is_output=False):
+    def __init__(self, tensor=_NOTHING, is_output=False):
+        if tensor is _NOTHING:  # (made by the autograd machinery only, as in torch)
+            raise RuntimeError("Trying to create a SavedTensor object from Python is forbidden.")
         counter = self.counter = tensor._version_counter
         if counter.__class__ is _InferenceCounter:
             refuse_inference_saves(tensor)
@@ -379,6 +387,8 @@ class SavedTensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
                             f"result of type {type(value).__name__}")
+        if not self.is_output and self.grad_fn is None and not self.requires_grad and not value._requires_grad:
+            return value  # nothing autograd-related to restore: torch hands the hook's tensor back as it is
         out = _above.wrap(value._data)
         out._version_counter = value._version_counter
         if self.is_output:
@@ -403,11 +413,29 @@ class SavedTensor:
             return out
         return self.tensor
 
-    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
-        """Pack the saved value now with ``pack_hook``; the backward unpacks it with ``unpack_hook``."""
+    @classmethod
+    def of_none(cls) -> "SavedTensor":
+        """What a custom Function's ``save_for_backward(None)`` shows in ``_raw_saved_tensors``."""
+        saved = object.__new__(cls)
+        saved.tensor = saved.unpack_hook = saved.grad_fn = saved.accumulator = None
+        saved.is_output = False
+        saved.counter, saved.version = [0], 0
+        return saved
+
+    def register_hooks(self, *hooks) -> None:
+        """``register_hooks(pack_hook, unpack_hook)``: pack the saved value now with ``pack_hook``;
+        the backward unpacks it with ``unpack_hook``."""
+        if len(hooks) != 2 or not all(callable(h) for h in hooks):
+            raise TypeError("register_hooks(): incompatible function arguments. The following argument types are "
+                            "supported:\n    1. (self: torch._C._autograd.SavedTensor, arg0: collections.abc."
+                            "Callable, arg1: collections.abc.Callable) -> None\n\nInvoked with: "
+                            + ", ".join(repr(a) for a in (self, *hooks)))
+        pack_hook, unpack_hook = hooks
         if self.unpack_hook is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
+        if self.tensor is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
         value = self.unpack()
         self._remember_identity(value)  # what the unpack hook returns takes the original's place
         # as torch: grad mode off, a saved original is handed over as a detached alias, and the
@@ -443,9 +471,13 @@ class SavedTensor:
         if self.is_output:
             out = _above.wrap(self.tensor)
             out._version_counter = self.counter
-            # an in-place op on a view keeps the view's new history (torch's weak grad_fn): double
-            # backward then runs the op's node through CopySlices, once
-            fn = out._grad_fn = node if self.grad_fn is None else self.grad_fn
+            # an in-place op on a view keeps the view's new history (torch's weak grad_fn, see
+            # views.apply_inplace): double backward then runs the op's node through CopySlices, once;
+            # once that history is gone, the node itself stands in
+            fn = None if self.grad_fn is None else self.grad_fn()
+            if fn is None:
+                fn = node
+            out._grad_fn = fn
             out._requires_grad = fn is not None
             return out
         return self.tensor
@@ -637,10 +669,34 @@ class _AnomalyState:
 _anomaly_state = _AnomalyState()
 
 
+_PACKAGE_DIR = __file__[:-len("autograd/graph.py")]  # .../hookgrad/
+
+
+def _is_runner_frame(frame) -> bool:
+    return frame.filename.startswith(_PACKAGE_DIR) or frame.filename.startswith("<frozen runpy>")
+
+
 def _record_forward_trace(node) -> None:
     import traceback
-    node._anomaly_trace = "".join(traceback.format_stack()[:-3])
+    frames = traceback.extract_stack()[:-3]
+    # the user's stack, as torch shows it: without hookgrad's own frames at the top (the op that
+    # made the node) nor, under ``hookgrad run``, the runner's frames below the script
+    end = len(frames)
+    while end > 0 and frames[end - 1].filename.startswith(_PACKAGE_DIR):
+        end -= 1
+    start = 0
+    while start < end and _is_runner_frame(frames[start]):
+        start += 1
+    if start == end:  # a stack made only of hookgrad frames: keep it whole
+        start, end = 0, len(frames)
+    node._anomaly_trace = "".join(traceback.format_list(frames[start:end]))
     node.metadata["traceback_"] = node._anomaly_trace
+    # a node made while another node's backward runs (a backward that builds a graph) records that
+    # node as its parent: an error's report walks up the chain
+    from .engine import current_task
+    task = current_task()
+    if task is not None and task.current_node is not None:
+        node.metadata["parent_"] = task.current_node
 
 
 # ---- gradient edges and multi-grad hooks ----------------------------------------------------

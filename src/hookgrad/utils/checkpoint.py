@@ -26,9 +26,31 @@ import weakref
 
 from ..autograd._hook_context import RECOMPUTING as _RECOMPUTING  # what hookgrad.hooks.context() reports
 
-__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop",
+__all__ = ["checkpoint", "checkpoint_sequential", "CheckpointError", "set_checkpoint_early_stop", "GraphExecGroup",
            "CheckpointPolicy", "CheckpointFunction", "check_backward_validity", "detach_variable",
            "set_checkpoint_debug_enabled"]
+
+
+_graph_exec_group = [None]  # the GraphExecGroup block the program is in
+
+
+class GraphExecGroup:
+    """Within the block, each non-reentrant checkpoint recomputes at most once, whatever the number
+    of backward calls; those calls must then need disjoint saved tensors (a second unpack of the
+    same one raises CheckpointError). Blocks do not nest."""
+
+    def __enter__(self):
+        if _graph_exec_group[0] is not None:
+            raise RuntimeError(f"GraphExecGroup contexts cannot be nested. Already inside group {_graph_exec_group[0]}")
+        _graph_exec_group[0] = self
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        _graph_exec_group[0] = None
+
+    @classmethod
+    def _get_current_group(cls):
+        return _graph_exec_group[0]
 
 
 class CheckpointError(RuntimeError):
@@ -112,8 +134,20 @@ def _hg():
     return hookgrad
 
 
+def _cpu_autocast_state() -> dict:
+    """The CPU autocast settings in force now, to be restored around a recomputation."""
+    hg = _hg()
+    return {"enabled": hg.is_autocast_enabled("cpu"), "dtype": hg.get_autocast_dtype("cpu"),
+            "cache_enabled": hg.is_autocast_cache_enabled()}
+
+
 def _metadata(t) -> dict:
     return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
+
+
+def _current_task():
+    from ..autograd.engine import current_task
+    return current_task()
 
 
 class _StopRecomputation(Exception):
@@ -138,11 +172,14 @@ class _Frame:
         self.inputs = [SavedTensor(a) if isinstance(a, hg.Tensor) else a for a in args]
         self.input_requires_grad = [isinstance(a, hg.Tensor) and a.requires_grad for a in args]
         self.rng_state = hg.get_rng_state() if preserve_rng_state else None
+        self.autocast_state = _cpu_autocast_state()
         self.early_stop = early_stop
         self.check_metadata = check_metadata
         self.placeholders: list = []  # weak references, in saving order
         self.metadata: list = []
-        self.recomputed: dict = {}  # id(placeholder) -> tensor
+        # per backward pass (graph task id): id(placeholder) -> tensor, what that pass's one
+        # recomputation produced and its unpacking has not taken yet
+        self.recomputed: dict = {}
         self.forward_completed = False
 
     def pack(self, tensor):
@@ -153,9 +190,23 @@ class _Frame:
         return placeholder
 
     def unpack(self, placeholder):
-        if id(placeholder) not in self.recomputed:
-            self._recompute()
-        return self.recomputed.pop(id(placeholder))
+        # like torch: one recomputation per backward pass, or per GraphExecGroup block; outside a
+        # pass, every unpack recomputes
+        pass_id = _graph_exec_group[0]
+        if pass_id is None:
+            task = _current_task()
+            pass_id = object() if task is None else task.id
+        if pass_id not in self.recomputed:
+            self.recomputed = {pass_id: self._recompute()}  # an earlier pass's leftovers are dropped
+        produced = self.recomputed[pass_id]
+        if id(placeholder) not in produced:
+            extra = ("Performing two backward calls that overlap (i.e. require the same saved activation in order "
+                     "to compute gradients) is not allowed while under the torch.utils.checkpoint.GraphExecGroup "
+                     "context. ") if _graph_exec_group[0] is not None else ""
+            raise CheckpointError("torch.utils.checkpoint: Unpack is being triggered for a tensor that was already "
+                                  f"unpacked once. {extra}If you are calling ctx.saved_tensors in backward, make sure "
+                                  "to do so only once. Otherwise please open an issue with details on your use case.")
+        return produced.pop(id(placeholder))
 
     def _unpacked_inputs(self):
         from ..autograd.graph import SavedTensor
@@ -170,7 +221,8 @@ class _Frame:
             inputs.append(value)
         return inputs
 
-    def _recompute(self) -> None:
+    def _recompute(self) -> dict:
+        """Rerun the function; {id(placeholder): recomputed tensor} for the placeholders alive."""
         hg = _hg()
         from ..autograd.graph import saved_tensors_hooks
         produced: list = []
@@ -190,7 +242,8 @@ class _Frame:
         try:
             if self.rng_state is not None:
                 hg.set_rng_state(self.rng_state)
-            with saved_tensors_hooks(collect, lambda index: produced[index]), hg.enable_grad():
+            with saved_tensors_hooks(collect, lambda index: produced[index]), hg.enable_grad(), \
+                    hg.autocast("cpu", **self.autocast_state):
                 _RECOMPUTING[0] += 1
                 try:
                     self.fn(*args, **self.kwargs)
@@ -214,11 +267,12 @@ class _Frame:
                                   for i, a, b in different)
                 raise CheckpointError("torch.utils.checkpoint: Recomputed values for the following tensors have "
                                       f"different metadata than during the forward pass.\n{listing}.\n{_DEBUG_TIP}")
-        self.recomputed = {}
+        recomputed = {}
         for ref, tensor in zip(self.placeholders, produced):
             placeholder = ref()
             if placeholder is not None:
-                self.recomputed[id(placeholder)] = tensor
+                recomputed[id(placeholder)] = tensor
+        return recomputed
 
 
 def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args, kwargs):
@@ -255,6 +309,7 @@ def _reentrant_function():
             check_backward_validity(args)
             ctx.run_function = run_function
             ctx.preserve_rng_state = preserve_rng_state
+            ctx.autocast_state = _cpu_autocast_state()
             if preserve_rng_state:
                 ctx.fwd_rng_state = hg.get_rng_state()
             ctx.inputs, ctx.tensor_indices, tensors = [], [], []
@@ -284,7 +339,7 @@ def _reentrant_function():
             try:
                 if saved_rng is not None:
                     hg.set_rng_state(ctx.fwd_rng_state)
-                with hg.enable_grad():
+                with hg.enable_grad(), hg.autocast("cpu", **ctx.autocast_state):
                     _RECOMPUTING[0] += 1
                     try:
                         outputs = ctx.run_function(*detached)

@@ -645,18 +645,26 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
+        hookgrad.__future__.refuse_swap("converting a module")
+        overwrite = hookgrad.__future__.get_overwrite_module_params_on_conversion()
         for key, param in self._parameters.items():
             if param is None:
                 continue
             with hookgrad.no_grad():
                 param_applied = fn(param)
             param_grad = param.grad
-            if param_applied is not param:
+            replaced = overwrite and param_applied is not param
+            if replaced:
+                # a new Parameter object takes the old one's place, with a new converted gradient
+                self._parameters[key] = param = Parameter(param_applied, param.requires_grad)
+            elif param_applied is not param:
                 _set_tensor_data(param, param_applied)
             if param_grad is not None:
                 with hookgrad.no_grad():
                     grad_applied = fn(param_grad)
-                if grad_applied is not param_grad:
+                if replaced:
+                    param.grad = grad_applied.requires_grad_(param_grad.requires_grad)
+                elif grad_applied is not param_grad:
                     _set_tensor_data(param.grad, grad_applied)
         for key, buf in self._buffers.items():
             if buf is not None:
@@ -1358,7 +1366,7 @@ class Module:
                 continue
             input_param = state_dict[key]
             if not isinstance(input_param, Tensor):
-                error_msgs.append(f'While copying the parameter named "{key}", expected hookgrad.Tensor or '
+                error_msgs.append(f'While copying the parameter named "{key}", expected torch.Tensor or '
                                   f"Tensor-like object from checkpoint but received {type(input_param)}")
                 continue
             # A 1-element 1-d tensor loads into a 0-d parameter (old checkpoints stored those).
@@ -1413,6 +1421,7 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        hookgrad.__future__.refuse_swap("loading a state dict")
         missing_keys: list = []
         unexpected_keys: list = []
         error_msgs: list = []

@@ -104,8 +104,19 @@ skipIfTorchDynamo = _decorator_with_optional_message("test doesn't currently wor
 skipIfTorchInductor = _decorator_with_optional_message("test doesn't currently work with torchinductor",
                                                         skip_it=False)
 skipIfCrossRef = _pass_through
-skipIfRocm = _pass_through
-skipIfXpu = _pass_through
+
+
+def _func_or_msg_decorator(condition, default_message):
+    """torch's ``skipIfX(func=None, *, msg=...)`` form: usable bare or as ``@skipIfX(msg="why")``."""
+    def decorator(func=None, *, msg=default_message):
+        apply = _conditional_skip(condition, msg)
+        return apply if func is None else apply(func)
+    return decorator
+
+
+skipIfRocm = _func_or_msg_decorator(TEST_WITH_ROCM, "test doesn't currently work on the ROCm stack")
+skipIfXpu = _func_or_msg_decorator(TEST_XPU, "test doesn't currently work on the XPU stack")
+skipIfRocm_BUGGY, skipIfXpu_BUGGY = skipIfRocm, skipIfXpu
 skipIfMPS = _pass_through
 skipIfHpu = _pass_through
 skipIfNoLapack = _pass_through      # linear algebra comes from NumPy's LAPACK
@@ -336,6 +347,46 @@ class parametrize:
             yield suffix, dict(zip(self.arg_names, values)), decorators
 
 
+class SwapTensorsGuard:
+    """``torch.__future__.set_swap_module_params_on_conversion(value)`` inside the block (left as it
+    is for None); the previous setting comes back after."""
+
+    def __init__(self, use_swap_tensors):
+        self.use_swap_tensors = use_swap_tensors
+
+    def __enter__(self):
+        future = _torch().__future__
+        self._saved = future.get_swap_module_params_on_conversion()
+        if self.use_swap_tensors is not None:
+            future.set_swap_module_params_on_conversion(self.use_swap_tensors)
+
+    def __exit__(self, *exc):
+        _torch().__future__.set_swap_module_params_on_conversion(self._saved)
+
+
+def wrapSwapTensorsTest(swap=None):
+    def decorate(fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with SwapTensorsGuard(swap):
+                return fn(*args, **kwargs)
+        return wrapper
+    return decorate
+
+
+class swap(parametrize):
+    """``@swap([True, False])``: one test per setting of swapping module parameters on conversion,
+    named ``..._swap_True`` / ``..._swap_False``."""
+
+    def __init__(self, swap_values):
+        super().__init__("", [])
+        self.swap_values = swap_values
+
+    def cases(self):
+        for value in self.swap_values:
+            yield f"swap_{value}", {}, [wrapSwapTensorsTest(value)]
+
+
 def expand_parametrized(name, fn):
     """All (test name, test function) pairs the parametrizers on ``fn`` produce."""
     parametrizers = getattr(fn, "_hookgrad_parametrizers", [])
@@ -397,6 +448,7 @@ class TestCase(unittest.TestCase):
     _do_cuda_memory_leak_check = False
     _do_cuda_non_default_stream = False
     _ignore_not_implemented_error = False
+    _default_dtype_check_enabled = False
     maxDiff = None
 
     precision = _settable("_precision")
