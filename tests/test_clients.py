@@ -56,6 +56,9 @@ CASES = {
                                                                "operators; power iteration, Lanczos, traces, density"),
     "curvlinops": ("curvlinops_case.py", [], "curvlinops Hessian/GGN/EF/MC-Fisher/Jacobian operators, KFAC and EKFAC "
                                              "(module and tensor hooks), inverses, trace and diagonal estimators"),
+    "captum_attrs": ("captum_attrs_case.py", [], "Captum GuidedBackprop, Deconvolution, GuidedGradCam, LRP, neuron and "
+                                                 "layer methods, DeepLift on smooth nonlinearities, GradientShap, "
+                                                 "NoiseTunnel, ShapleyValueSampling, Occlusion, FeatureAblation"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -69,6 +72,7 @@ REQUIRES = {
     "ptflops": ["ptflops"], "torchextractor": ["torchextractor"], "pyhessian": ["pyhessian"],
     "hessian_eigenthings": ["hessian_eigenthings"], "curvlinops": ["curvlinops", "einconv", "linear_operator"],
     "torchscan": ["torchscan"],
+    "captum_attrs": ["captum"],
 }
 
 
