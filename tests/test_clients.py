@@ -59,6 +59,9 @@ CASES = {
     "captum_attrs": ("captum_attrs_case.py", [], "Captum GuidedBackprop, Deconvolution, GuidedGradCam, LRP, neuron and "
                                                  "layer methods, DeepLift on smooth nonlinearities, GradientShap, "
                                                  "NoiseTunnel, ShapleyValueSampling, Occlusion, FeatureAblation"),
+    "opacus_layers": ("opacus_layers_case.py", [], "Opacus per-sample gradients of Conv1d/2d/3d, LayerNorm, GroupNorm, "
+                                                   "InstanceNorm, RMSNorm, Embedding, DPMultiheadAttention, DPLSTM, "
+                                                   "DPGRU; ghost clipping; a PrivacyEngine loop with noise"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -72,7 +75,7 @@ REQUIRES = {
     "ptflops": ["ptflops"], "torchextractor": ["torchextractor"], "pyhessian": ["pyhessian"],
     "hessian_eigenthings": ["hessian_eigenthings"], "curvlinops": ["curvlinops", "einconv", "linear_operator"],
     "torchscan": ["torchscan"],
-    "captum_attrs": ["captum"],
+    "captum_attrs": ["captum"], "opacus_layers": ["opacus"],
 }
 
 
