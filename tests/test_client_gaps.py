@@ -271,3 +271,23 @@ def test_transposed_convolution_bias_of_another_dtype(T):
         (y * y).sum().backward()
         found.append((y, y.grad_fn.name(), x.grad, w.grad, b.grad))
     return found
+
+
+@differential
+def test_einsum_and_tensordot_operand_dtypes(T):
+    """BackPACK's KFRA contracts a float64 matrix with a float32 weight: torch's einsum refuses operands of
+    different dtypes wherever a pair has indices to sum (its bmm path) and promotes them in outer and
+    elementwise products; tensordot always wants one dtype."""
+    f64, f32, i64 = (dict(dtype=T.float64), dict(dtype=T.float32), dict(dtype=T.int64))
+    cases = [("ik,kj->ij", [((2, 3), f64), ((3, 4), f32)]), ("ik,kj->ij", [((2, 3), f32), ((3, 4), f64)]),
+             ("i,i->", [((3,), f32), ((3,), f64)]), ("ik,kj,jl->il", [((2, 3), f64), ((3, 4), f32), ((4, 2), f64)]),
+             ("ik,kj->ij", [((2, 3), f64), ((3, 4), i64)]), ("i,j->ij", [((2,), f32), ((3,), dict(dtype=T.float16))]),
+             ("ij,ij->ij", [((2, 3), f64), ((2, 3), f32)]), ("i,i->i", [((2,), i64), ((2,), f32)]),
+             ("i,j,j->i", [((2,), i64), ((3,), f32), ((3,), f64)]), ("i,j,j->i", [((2,), i64), ((3,), f32), ((3,), f32)]),
+             ("ij,j->i", [((2, 3), dict(dtype=T.bfloat16)), ((3,), dict(dtype=T.float16))]),
+             ("bij,bjk->bik", [((2, 2, 3), f32), ((2, 3, 2), f32)])]
+    found = [catch(lambda: T.einsum(eq, *[T.ones(*shape, **kind) for shape, kind in ops])) for eq, ops in cases]
+    found.append(_message(lambda: T.einsum("ik,kj->ij", T.ones(2, 3, **f64), T.ones(3, 4))))
+    found.append(_message(lambda: T.tensordot(T.ones(2, 3), T.ones(3, 2, **f64), 1)))
+    found.append(_message(lambda: T.tensordot(T.ones(2), T.ones(3, **f64), 0)))
+    return found
