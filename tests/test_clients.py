@@ -62,6 +62,9 @@ CASES = {
     "opacus_layers": ("opacus_layers_case.py", [], "Opacus per-sample gradients of Conv1d/2d/3d, LayerNorm, GroupNorm, "
                                                    "InstanceNorm, RMSNorm, Embedding, DPMultiheadAttention, DPLSTM, "
                                                    "DPGRU; ghost clipping; a PrivacyEngine loop with noise"),
+    "backpack_curvature": ("backpack_curvature_case.py", [], "BackPACK DiagGGN (exact, MC, per sample), sqrt GGN, "
+                                                             "DiagHessian, KFAC/KFLR/KFRA, HMP/GGNMP/PCHMP on conv "
+                                                             "nets; Hessian-free products; RNN first-order"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -75,7 +78,7 @@ REQUIRES = {
     "ptflops": ["ptflops"], "torchextractor": ["torchextractor"], "pyhessian": ["pyhessian"],
     "hessian_eigenthings": ["hessian_eigenthings"], "curvlinops": ["curvlinops", "einconv", "linear_operator"],
     "torchscan": ["torchscan"],
-    "captum_attrs": ["captum"], "opacus_layers": ["opacus"],
+    "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
 }
 
 
