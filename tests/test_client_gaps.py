@@ -291,3 +291,19 @@ def test_einsum_and_tensordot_operand_dtypes(T):
     found.append(_message(lambda: T.tensordot(T.ones(2, 3), T.ones(3, 2, **f64), 1)))
     found.append(_message(lambda: T.tensordot(T.ones(2), T.ones(3, **f64), 0)))
     return found
+
+
+@differential
+def test_storage_sizes_and_construction(T):
+    """torchinfo's "Input size (MB)" sums sys.getsizeof of the inputs' storages: the bytes plus the
+    object, as torch reports them; a storage built from a byte count or from byte values."""
+    import sys
+    import warnings
+    x = T.zeros(2, 3, 8, 8, dtype=T.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TypedStorage's deprecation
+        typed = [sys.getsizeof(x.storage()), sys.getsizeof(T.ones(3, dtype=T.int8).storage())]
+    made = T.UntypedStorage(10)
+    return (sys.getsizeof(x.untyped_storage()), sys.getsizeof(x[1].untyped_storage()),
+            sys.getsizeof(T.zeros(0).untyped_storage()), typed, sys.getsizeof(made), made.nbytes(), len(made),
+            list(T.UntypedStorage([1, 2, 255])), T.UntypedStorage().nbytes())

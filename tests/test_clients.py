@@ -65,6 +65,9 @@ CASES = {
     "backpack_curvature": ("backpack_curvature_case.py", [], "BackPACK DiagGGN (exact, MC, per sample), sqrt GGN, "
                                                              "DiagHessian, KFAC/KFLR/KFRA, HMP/GGNMP/PCHMP on conv "
                                                              "nets; Hessian-free products; RNN first-order"),
+    "torchinfo_variants": ("torchinfo_variants_case.py", [], "torchinfo depths 0-4 of nested containers, all columns, "
+                                                             "row settings, stacked bidirectional GRU, projected LSTM, "
+                                                             "transformer encoder, frozen parameters, dict input"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -79,6 +82,7 @@ REQUIRES = {
     "hessian_eigenthings": ["hessian_eigenthings"], "curvlinops": ["curvlinops", "einconv", "linear_operator"],
     "torchscan": ["torchscan"],
     "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
+    "torchinfo_variants": ["torchinfo"],
 }
 
 
