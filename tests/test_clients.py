@@ -68,6 +68,8 @@ CASES = {
     "torchinfo_variants": ("torchinfo_variants_case.py", [], "torchinfo depths 0-4 of nested containers, all columns, "
                                                              "row settings, stacked bidirectional GRU, projected LSTM, "
                                                              "transformer encoder, frozen parameters, dict input"),
+    "torchcam": ("torchcam_case.py", [], "TorchCAM CAM, Grad-CAM/++, XGradCAM, LayerCAM, Score-CAM/SS-CAM/IS-CAM, "
+                                         "SmoothGradCAM++, fused layers, layer location, metrics, hooks removed"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -82,7 +84,7 @@ REQUIRES = {
     "hessian_eigenthings": ["hessian_eigenthings"], "curvlinops": ["curvlinops", "einconv", "linear_operator"],
     "torchscan": ["torchscan"],
     "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
-    "torchinfo_variants": ["torchinfo"],
+    "torchinfo_variants": ["torchinfo"], "torchcam": ["torchcam"],
 }
 
 
