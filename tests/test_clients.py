@@ -70,7 +70,7 @@ CASES = {
                                                              "transformer encoder, frozen parameters, dict input"),
     "torchcam": ("torchcam_case.py", [], "TorchCAM CAM, Grad-CAM/++, XGradCAM, LayerCAM, Score-CAM/SS-CAM/IS-CAM, "
                                          "SmoothGradCAM++, fused layers, layer location, metrics, hooks removed"),
-    # nngeometry is not in the test extra: its metadata requires torchvision, which no release pairs with torch 2.13
+    # nngeometry is not in the test extra: its metadata requires torchvision (which does not import beside torch 2.13)
     "nngeometry": ("nngeometry_case.py", [], "NNGeometry Fisher matrices (dense, diagonal, block, KFAC, EKFAC, "
                                              "quasi-diagonal, low-rank) from hooked Jacobians; MC Fisher, Gram, "
                                              "Jacobian, torch.func Hessian"),
