@@ -74,6 +74,8 @@ CASES = {
     "nngeometry": ("nngeometry_case.py", [], "NNGeometry Fisher matrices (dense, diagonal, block, KFAC, EKFAC, "
                                              "quasi-diagonal, low-rank) from hooked Jacobians; MC Fisher, Gram, "
                                              "Jacobian, torch.func Hessian"),
+    "captum_influence": ("captum_influence_case.py", [], "Captum TracInCP (hooked per-sample and per-example "
+                                                         "gradients over saved checkpoints), TracInCPFast, top-k"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -89,7 +91,7 @@ REQUIRES = {
     "torchscan": ["torchscan"],
     "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
     "torchinfo_variants": ["torchinfo"], "torchcam": ["torchcam"],
-    "nngeometry": ["nngeometry"],
+    "nngeometry": ["nngeometry"], "captum_influence": ["captum"],
 }
 
 
