@@ -221,3 +221,89 @@ def test_vmap_randomness(T):
     same_global = vmap(lambda x: x + T.randn(2), randomness="same")(T.zeros(3, 2))
     return (same_with_generator, after, same_global, T.randn(()), catch(vmap(lambda x: x + T.randn(())), T.ones(3)),
             catch(vmap, lambda x: x, randomness="bad"), vmap(lambda x: x * 2)(T.ones(2)))
+
+
+def _message(fn):
+    """The exception class and message ``fn`` raised (convolution argument errors are matched by text)."""
+    try:
+        out = fn()
+    except Exception as exc:  # noqa: BLE001 - recording it is the point
+        return type(exc).__name__, str(exc)
+    return "ok", out
+
+
+@differential
+def test_convolution_argument_errors(T):
+    """BackPACK's pooling derivatives hand convolutions a float32 weight with float64 inputs: torch's
+    messages and their order; bad strides, paddings, dilations and groups raise instead of computing."""
+    F = T.nn.functional
+    found = []
+    for nd, conv, transposed_conv in ((1, F.conv1d, F.conv_transpose1d), (2, F.conv2d, F.conv_transpose2d),
+                                      (3, F.conv3d, F.conv_transpose3d)):
+        x, w = T.ones(1, 2, *[3] * nd), T.ones(2, 2, *[2] * nd)
+        bad = [dict(stride=0), dict(stride=-1), dict(padding=-1), dict(dilation=0), dict(dilation=-1),
+               dict(groups=0), dict(stride=(1,) * (nd + 1)), dict(padding=(1,) * (nd + 1)),
+               dict(bias=T.ones(3)), dict(bias=T.ones(2, dtype=T.float64)), dict(stride=0, padding=-1),
+               dict(groups=0, bias=T.ones(2, dtype=T.float64)), dict(dilation=0, bias=T.ones(5))]
+        for fn in (conv, transposed_conv):
+            for kwargs in bad + ([dict(output_padding=-1), dict(output_padding=(0,) * (nd + 1))]
+                                 if fn is transposed_conv else []):
+                found.append(_message(lambda: fn(x, w, **kwargs)))
+            found.append(_message(lambda: fn(x, w.double())))
+            found.append(_message(lambda: fn(x.double(), w)))
+            found.append(_message(lambda: fn(T.ones(1, 3, *[3] * nd), w.double())))
+            found.append(_message(lambda: fn(x.to(T.bfloat16), w)))
+            found.append(_message(lambda: fn(x.to(T.float16), w)))
+    return found
+
+
+@differential
+def test_transposed_convolution_bias_of_another_dtype(T):
+    """A 1-d or 2-d transposed convolution takes a bias of another dtype: the result keeps the input's
+    dtype and the bias's gradient comes back in the bias's."""
+    F = T.nn.functional
+    found = []
+    for fn, nd in ((F.conv_transpose1d, 1), (F.conv_transpose2d, 2)):
+        x = T.linspace(-1, 1, 2 * 3 ** nd).reshape(1, 2, *[3] * nd).requires_grad_()
+        w = T.linspace(0.5, -0.5, 4 * 2 ** nd).reshape(2, 2, *[2] * nd).requires_grad_()
+        b = T.tensor([0.25, -1.5], dtype=T.float64, requires_grad=True)
+        y = fn(x, w, b, stride=2)
+        (y * y).sum().backward()
+        found.append((y, y.grad_fn.name(), x.grad, w.grad, b.grad))
+    return found
+
+
+@differential
+def test_einsum_and_tensordot_operand_dtypes(T):
+    """BackPACK's KFRA contracts a float64 matrix with a float32 weight: torch's einsum refuses operands of
+    different dtypes wherever a pair has indices to sum (its bmm path) and promotes them in outer and
+    elementwise products; tensordot always wants one dtype."""
+    f64, f32, i64 = (dict(dtype=T.float64), dict(dtype=T.float32), dict(dtype=T.int64))
+    cases = [("ik,kj->ij", [((2, 3), f64), ((3, 4), f32)]), ("ik,kj->ij", [((2, 3), f32), ((3, 4), f64)]),
+             ("i,i->", [((3,), f32), ((3,), f64)]), ("ik,kj,jl->il", [((2, 3), f64), ((3, 4), f32), ((4, 2), f64)]),
+             ("ik,kj->ij", [((2, 3), f64), ((3, 4), i64)]), ("i,j->ij", [((2,), f32), ((3,), dict(dtype=T.float16))]),
+             ("ij,ij->ij", [((2, 3), f64), ((2, 3), f32)]), ("i,i->i", [((2,), i64), ((2,), f32)]),
+             ("i,j,j->i", [((2,), i64), ((3,), f32), ((3,), f64)]), ("i,j,j->i", [((2,), i64), ((3,), f32), ((3,), f32)]),
+             ("ij,j->i", [((2, 3), dict(dtype=T.bfloat16)), ((3,), dict(dtype=T.float16))]),
+             ("bij,bjk->bik", [((2, 2, 3), f32), ((2, 3, 2), f32)])]
+    found = [catch(lambda: T.einsum(eq, *[T.ones(*shape, **kind) for shape, kind in ops])) for eq, ops in cases]
+    found.append(_message(lambda: T.einsum("ik,kj->ij", T.ones(2, 3, **f64), T.ones(3, 4))))
+    found.append(_message(lambda: T.tensordot(T.ones(2, 3), T.ones(3, 2, **f64), 1)))
+    found.append(_message(lambda: T.tensordot(T.ones(2), T.ones(3, **f64), 0)))
+    return found
+
+
+@differential
+def test_storage_sizes_and_construction(T):
+    """torchinfo's "Input size (MB)" sums sys.getsizeof of the inputs' storages: the bytes plus the
+    object, as torch reports them; a storage built from a byte count or from byte values."""
+    import sys
+    import warnings
+    x = T.zeros(2, 3, 8, 8, dtype=T.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # TypedStorage's deprecation
+        typed = [sys.getsizeof(x.storage()), sys.getsizeof(T.ones(3, dtype=T.int8).storage())]
+    made = T.UntypedStorage(10)
+    return (sys.getsizeof(x.untyped_storage()), sys.getsizeof(x[1].untyped_storage()),
+            sys.getsizeof(T.zeros(0).untyped_storage()), typed, sys.getsizeof(made), made.nbytes(), len(made),
+            list(T.UntypedStorage([1, 2, 255])), T.UntypedStorage().nbytes())

@@ -56,6 +56,26 @@ CASES = {
                                                                "operators; power iteration, Lanczos, traces, density"),
     "curvlinops": ("curvlinops_case.py", [], "curvlinops Hessian/GGN/EF/MC-Fisher/Jacobian operators, KFAC and EKFAC "
                                              "(module and tensor hooks), inverses, trace and diagonal estimators"),
+    "captum_attrs": ("captum_attrs_case.py", [], "Captum GuidedBackprop, Deconvolution, GuidedGradCam, LRP, neuron and "
+                                                 "layer methods, DeepLift on smooth nonlinearities, GradientShap, "
+                                                 "NoiseTunnel, ShapleyValueSampling, Occlusion, FeatureAblation"),
+    "opacus_layers": ("opacus_layers_case.py", [], "Opacus per-sample gradients of Conv1d/2d/3d, LayerNorm, GroupNorm, "
+                                                   "InstanceNorm, RMSNorm, Embedding, DPMultiheadAttention, DPLSTM, "
+                                                   "DPGRU; ghost clipping; a PrivacyEngine loop with noise"),
+    "backpack_curvature": ("backpack_curvature_case.py", [], "BackPACK DiagGGN (exact, MC, per sample), sqrt GGN, "
+                                                             "DiagHessian, KFAC/KFLR/KFRA, HMP/GGNMP/PCHMP on conv "
+                                                             "nets; Hessian-free products; RNN first-order"),
+    "torchinfo_variants": ("torchinfo_variants_case.py", [], "torchinfo depths 0-4 of nested containers, all columns, "
+                                                             "row settings, stacked bidirectional GRU, projected LSTM, "
+                                                             "transformer encoder, frozen parameters, dict input"),
+    "torchcam": ("torchcam_case.py", [], "TorchCAM CAM, Grad-CAM/++, XGradCAM, LayerCAM, Score-CAM/SS-CAM/IS-CAM, "
+                                         "SmoothGradCAM++, fused layers, layer location, metrics, hooks removed"),
+    # nngeometry is not in the test extra: its metadata requires torchvision (which does not import beside torch 2.13)
+    "nngeometry": ("nngeometry_case.py", [], "NNGeometry Fisher matrices (dense, diagonal, block, KFAC, EKFAC, "
+                                             "quasi-diagonal, low-rank) from hooked Jacobians; MC Fisher, Gram, "
+                                             "Jacobian, torch.func Hessian"),
+    "captum_influence": ("captum_influence_case.py", [], "Captum TracInCP (hooked per-sample and per-example "
+                                                         "gradients over saved checkpoints), TracInCPFast, top-k"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -69,6 +89,9 @@ REQUIRES = {
     "ptflops": ["ptflops"], "torchextractor": ["torchextractor"], "pyhessian": ["pyhessian"],
     "hessian_eigenthings": ["hessian_eigenthings"], "curvlinops": ["curvlinops", "einconv", "linear_operator"],
     "torchscan": ["torchscan"],
+    "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
+    "torchinfo_variants": ["torchinfo"], "torchcam": ["torchcam"],
+    "nngeometry": ["nngeometry"], "captum_influence": ["captum"],
 }
 
 

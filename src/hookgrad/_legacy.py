@@ -13,6 +13,7 @@ tensor and all its views (and ``detach()``/``.data`` aliases) report one storage
 from __future__ import annotations
 
 import builtins
+import sys
 import warnings
 import weakref
 
@@ -263,6 +264,16 @@ def _address(arr: np.ndarray) -> int:
     return arr.__array_interface__["data"][0]
 
 
+class _Plain:
+    pass
+
+
+# sys.getsizeof of torch's storage objects is their bytes plus 64 (untyped) or 56 (typed); getsizeof adds
+# to __sizeof__ the header this interpreter puts before objects like these
+_HEADER = sys.getsizeof(_Plain()) - _Plain().__sizeof__()
+_UNTYPED_STORAGE_OBJECT_SIZE = 64 - _HEADER
+_TYPED_STORAGE_OBJECT_SIZE = 56 - _HEADER
+
 _storages: "weakref.WeakValueDictionary[int, UntypedStorage]" = weakref.WeakValueDictionary()
 
 
@@ -270,9 +281,15 @@ class UntypedStorage:
     """The bytes behind one or more tensors. One object per buffer while it is referenced, so
     ``a.untyped_storage() is a[1:].untyped_storage()`` as in torch."""
 
-    def __init__(self, root: np.ndarray):
+    def __init__(self, root=0):
+        if not isinstance(root, np.ndarray):  # torch.UntypedStorage(nbytes) or (a sequence of byte values)
+            root = (np.zeros(root, dtype=np.uint8) if isinstance(root, builtins.int)
+                    else np.array(list(root), dtype=np.uint8))
         self._root = root
         self._bytes = _byte_view(root)
+
+    def __sizeof__(self):  # torch's: the object plus its bytes (torchinfo's "Input size" sums these)
+        return _UNTYPED_STORAGE_OBJECT_SIZE + self.nbytes()
 
     @classmethod
     def _of(cls, arr: np.ndarray) -> "UntypedStorage":
@@ -355,6 +372,9 @@ class TypedStorage:
     def __init__(self, untyped: UntypedStorage, dtype):
         self._untyped_storage = untyped
         self.dtype = dtype
+
+    def __sizeof__(self):
+        return _TYPED_STORAGE_OBJECT_SIZE + self.nbytes()
 
     device = property(lambda self: _cpu())
 

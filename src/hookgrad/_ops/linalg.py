@@ -451,6 +451,22 @@ def _parse_einsum(equation, operands):
     return ins, out
 
 
+def _check_einsum_dtypes(ins, out, operands):
+    """torch contracts the operands left to right: a pair with indices to sum goes through bmm, which
+    wants one dtype; a pair without (an outer or elementwise product) multiplies, promoting the dtypes."""
+    left_subs, left = set(ins[0]), operands[0]._data.dtype
+    for k in range(1, len(operands)):
+        later = set(out).union(*(set(s) for s in ins[k + 1:]))
+        right = operands[k]._data.dtype
+        if any(c not in later for c in left_subs & set(ins[k])):
+            if left != right:
+                raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(left)} but found "
+                                   f"{_dtype.scalar_type_name(right)}")
+        else:
+            left = _dtype.promote_types(_dtype.from_numpy_dtype(left), _dtype.from_numpy_dtype(right)).np
+        left_subs = {c for c in left_subs | set(ins[k]) if c in later}
+
+
 @op(method=False)
 def einsum(equation, *operands) -> Tensor:
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -468,6 +484,7 @@ def einsum(equation, *operands) -> Tensor:
             if sizes.get(c, n) != n and n != 1 and sizes.get(c) != 1:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped)")
             sizes[c] = max(sizes.get(c, 1), n)
+    _check_einsum_dtypes(ins, out, operands)
     dt = _dtype.result_type(*operands).np
     work = _dtype.compute_dtype(dt)  # bfloat16 operands: float32 products and sums, one rounding
     result = wrap(_narrow(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._data.astype(work, copy=False)

@@ -18,10 +18,12 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ... import _threads as _blas
+from ... import _dtype
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, ones_vector
+from ..._ops.linalg import _C_TYPE_NAMES
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
 
@@ -347,7 +349,7 @@ def _conv_output_padding(node):
 
 
 class ConvolutionBackward0(Node):
-    __slots__ = ("geom", "cols", "transposed", "x_shape", "w_shape", "bias_shape", "out_shape")
+    __slots__ = ("geom", "cols", "transposed", "x_shape", "w_shape", "bias_shape", "out_shape", "bias_dtype")
     saved_names = ("input", "weight")
     saved_values = {
         "stride": lambda n: tuple(int(s) for s in n.geom.stride[-n.geom.nd:]),
@@ -383,6 +385,8 @@ class ConvolutionBackward0(Node):
         self.cols = None
         if nf[2][0] is not None:
             gb = _bias_grad(g)
+            if gb._data.dtype != self.bias_dtype:  # a transposed convolution's bias may differ from the input
+                gb = gb.to(wrap(np.empty(0, self.bias_dtype)).dtype)
         return backward_results(_ConstantInConvolutionInputs, (g, x, w), (gx, gw, gb))
 
 
@@ -397,6 +401,7 @@ def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
         node.geom, node.transposed = geom, False
         node.x_shape, node.w_shape = x._data.shape, w._data.shape
         node.bias_shape = (0,) if b is None else b._data.shape
+        node.bias_dtype = None if b is None else b._data.dtype
         # the im2col columns serve the weight gradient again; keep them only if it will be wanted, with
         # the input's array and version: pack hooks (which skip the version check) may hand back
         # another tensor, or this one changed in place, and then the columns are stale
@@ -417,6 +422,7 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
         node.geom, node.transposed, node.cols = geom, True, None
         node.x_shape, node.w_shape, node.out_shape = x._data.shape, w._data.shape, out_shape
         node.bias_shape = (0,) if b is None else b._data.shape
+        node.bias_dtype = None if b is None else b._data.dtype
         node.save(x if w._requires_grad else None, w if x._requires_grad else None)
     return result
 
@@ -474,10 +480,32 @@ def _fmt(t):
     return " x ".join(str(int(v)) for v in t)
 
 
-def _check_input(x, w, nd, name, groups, transposed=False):
+def _check_input(x, w, nd, name, groups, transposed=False, bias=None, stride=1, padding=0, dilation=1,
+                 output_padding=0):
+    """torch's argument errors for a convolution, in the order torch raises them (the dtype of the weight
+    is checked later, by ``_check_dtypes``, and dilation 0 by ``_check_dilation``)."""
     if x._data.ndim != nd + 2 and x._data.ndim != nd + 1:
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
                            f"of size: {list(x._data.shape)}")
+    if not transposed and bias is not None and bias._data.dtype != x._data.dtype:
+        raise RuntimeError(f"Input type ({_c_type_name(x)}) and bias type ({_c_type_name(bias)}) should be the same")
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    params = {"stride": stride, "padding": padding, "dilation": dilation}
+    if transposed:
+        params["output_padding"] = output_padding
+    for key, value in params.items():
+        if isinstance(value, (tuple, list)) and len(value) not in (1, nd):
+            raise RuntimeError(f"expected {key} to be a single integer value or a list of {nd} values to match the "
+                               f"convolution dimensions, but got {key}={list(value)}")
+    if not isinstance(padding, str) and any(p < 0 for p in _tuple(padding, nd)):
+        raise RuntimeError("negative padding is not supported")
+    if transposed and any(p < 0 for p in _tuple(output_padding, nd)):
+        raise RuntimeError("negative output_padding is not supported")
+    if any(s <= 0 for s in _tuple(stride, nd)):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d < 0 for d in _tuple(dilation, nd)):
+        raise RuntimeError("dilation should be greater than zero")
     if w._data.ndim != nd + 2:
         raise RuntimeError(f"weight should have at least three dimensions" if nd == 1 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
@@ -489,12 +517,41 @@ def _check_input(x, w, nd, name, groups, transposed=False):
         head = f"Given transposed=1, weight of size" if transposed else f"Given groups={groups}, weight of size"
         raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(x._data.shape)} to have {want} "
                            f"channels, but got {c} channels instead")
-    if x._data.dtype != w._data.dtype:
-        raise RuntimeError(f"Input type ({_tname(x)}) and weight type ({_tname(w)}) should be the same")
+    out_channels = w._data.shape[1] * groups if transposed else w._data.shape[0]
+    if bias is not None and bias._data.shape != (out_channels,):
+        head = "Given transposed=1, weight" if transposed else "Given weight"
+        raise RuntimeError(f"{head} of size {list(w._data.shape)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {list(bias._data.shape)} instead")
 
 
-def _tname(t):
-    return {"float32": "float", "float64": "double"}.get(t._data.dtype.name, t._data.dtype.name)
+def _check_dilation(dilation, nd, transposed):
+    """Dilation 0, in the words of torch's CPU kernels (1-d convolutions run as 2-d ones)."""
+    dilation = _tuple(dilation, nd)
+    if all(d > 0 for d in dilation):
+        return
+    if nd == 1:
+        dilation = (1,) + dilation
+    if not transposed:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(dilation)}")
+    names = ("dilation_depth", "dilation_height", "dilation_width")[-len(dilation):]
+    raise RuntimeError("dilation should be greater than zero, but got "
+                       + ", ".join(f"{n}: {d}" for n, d in zip(names, dilation)))
+
+
+def _check_dtypes(x, w):
+    """torch's CPU error for a weight whose dtype is not the input's. (A convolution's bias must have the
+    input's dtype, see ``_check_input``; a transposed convolution's need not: its result takes the input's.)"""
+    if x._data.dtype == w._data.dtype:
+        return
+    if x.dtype is _dtype.bfloat16:  # torch tries its oneDNN path for bfloat16 inputs first
+        raise RuntimeError(f"Input type (CPUBFloat16Type) and weight type ({w.type()}) should be the same or input "
+                           "should be a MKLDNN tensor and weight is a dense tensor")
+    raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(x._data.dtype)} but found "
+                       f"{_dtype.scalar_type_name(w._data.dtype)}")
+
+
+def _c_type_name(t):
+    return _C_TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name)
 
 
 def padding_pairs(padding, kernel, dilation, stride, nd):
@@ -523,7 +580,8 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
     if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(x).__name__}, {type(weight).__name__})")
-    _check_input(x, weight, nd, name, groups)
+    _check_input(x, weight, nd, name, groups, bias=bias, stride=stride, padding=padding, dilation=dilation)
+    _check_dilation(dilation, nd, transposed=False)
     unbatched = x._data.ndim == nd + 1
     if unbatched:
         x = x.unsqueeze(0)
@@ -537,9 +595,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
         geom = _Geom(stride, pairs[0] + pairs[1], dilation, groups, 2)
         sizes = (x._data.shape[2] + sum(pairs[0]), x._data.shape[3] + sum(pairs[1]))
     check_kernel_fits(sizes, ks, dilation)
-    if bias is not None and bias._data.shape != (weight._data.shape[0],):
-        raise RuntimeError(f"Given weight of size {list(weight._data.shape)}, expected bias to be 1-dimensional with "
-                           f"{weight._data.shape[0]} elements, but got bias of size {list(bias._data.shape)} instead")
+    _check_dtypes(x, weight)
     out = convolution(x, weight, bias, geom)
     return out.squeeze(0) if unbatched else out
 
@@ -565,15 +621,18 @@ def transposed_geometry(ins, ks, stride, padding, output_padding, dilation, nd, 
 
 
 def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
-    _check_input(x, weight, nd, name, groups, transposed=True)
+    _check_input(x, weight, nd, name, groups, transposed=True, bias=bias, stride=stride, padding=padding,
+                 dilation=dilation, output_padding=output_padding)
+    _check_dilation(dilation, nd, transposed=True)
+    c_out = weight._data.shape[1] * groups
     unbatched = x._data.ndim == nd + 1
     if unbatched:
         x = x.unsqueeze(0)
     stride, padding, output_padding, dilation, outs = transposed_geometry(
         x._data.shape[2:], weight._data.shape[2:], stride, padding, output_padding, dilation, nd, name)
+    _check_dtypes(x, weight)
     # the adjoint of a convolution of an input of size ``outs``; output_padding adds rows at the end that
     # the convolution's windows never reach, which the padding on that side accounts for
-    c_out = weight._data.shape[1] * groups
     if nd == 1:
         geom = _Geom((1, stride[0]), (0, 0, padding[0], padding[0]), (1, dilation[0]), groups, 1)
     else:

@@ -16,11 +16,12 @@ import math
 import numpy as np
 
 import hookgrad
+from ... import _dtype
 from ..._ops._base import GRAD
 from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from .conv import _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
+from .conv import _check_dilation, _check_dtypes, _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
            "window_views"]
@@ -303,19 +304,24 @@ def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
     if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(x).__name__}, {type(weight).__name__})")
-    _check_input(x, weight, nd, name, groups)
-    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
-        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
-                           f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+    _check_input(x, weight, nd, name, groups, bias=bias, stride=stride, padding=padding, dilation=dilation)
+    _check_dilation(dilation, nd, transposed=False)
+    _check_dtypes(x, weight)
     unbatched = x.dim() == nd + 1
     out = convolution_nd(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, dilation, groups)
     return out.squeeze(0) if unbatched else out
 
 
 def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
-    _check_input(x, weight, nd, name, groups, transposed=True)
+    _check_input(x, weight, nd, name, groups, transposed=True, bias=bias, stride=stride, padding=padding,
+                 dilation=dilation, output_padding=output_padding)
+    _check_dilation(dilation, nd, transposed=True)
     stride, padding, output_padding, dilation, _ = transposed_geometry(
         tuple(x.shape[-nd:]), tuple(weight.shape[2:]), stride, padding, output_padding, dilation, nd, name)
+    _check_dtypes(x, weight)
+    if bias is not None and bias.dtype != x.dtype:  # torch's 3-d kernel, unlike its 1-d and 2-d ones, refuses it
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(x._data.dtype)} but found "
+                           f"{_dtype.scalar_type_name(bias._data.dtype)}")
     unbatched = x.dim() == nd + 1
     out = conv_transpose_nd_generic(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding,
                                     output_padding, groups, dilation)
