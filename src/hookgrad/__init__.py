@@ -74,12 +74,26 @@ def result_type(a, b):
 
 
 def broadcast_shapes(*shapes):
-    import numpy as np
-    return Size(np.broadcast_shapes(*[tuple(s) if not isinstance(s, _builtins.int) else (s,) for s in shapes]))
+    shapes = [tuple(s) if not isinstance(s, _builtins.int) else (s,) for s in shapes]
+    result = [1] * _builtins.max((len(s) for s in shapes), default=0)
+    for index, shape in enumerate(shapes):   # torch's walk, from the last dimension, and its message
+        for i in _builtins.range(-1, -1 - len(shape), -1):
+            if shape[i] == 1 or shape[i] == result[i]:
+                continue
+            if result[i] != 1:
+                raise RuntimeError(f"Attempting to broadcast a dimension of length {shape[i]} at {i}! Mismatching "
+                                   f"argument at index {index} had {shape}; but expected shape should be "
+                                   f"broadcastable to {result}")
+            result[i] = shape[i]
+    return Size(result)
 
 
 def broadcast_tensors(*tensors):
-    shape = broadcast_shapes(*[t.shape for t in tensors])
+    from ._ops.pointwise import broadcast_mismatch
+    try:
+        shape = broadcast_shapes(*[t.shape for t in tensors])
+    except RuntimeError:
+        raise RuntimeError(broadcast_mismatch(*[t.shape for t in tensors])) from None
     return tuple(t.expand(shape) for t in tensors)
 
 

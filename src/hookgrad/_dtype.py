@@ -163,8 +163,9 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         if is_bfloat16_np(np_dtype):
             return bfloat16
-        raise TypeError(f"can't convert NumPy dtype {np.dtype(np_dtype)} to a hookgrad dtype; "
-                        "supported: " + ", ".join(d.name for d in _ALL)) from None
+        raise TypeError(f"can't convert np.ndarray of type numpy.{np_dtype.type.__name__}. The only supported types "
+                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
+                        "uint32, uint16, uint8, and bool.") from None
 
 
 def to_dtype(d) -> dtype:

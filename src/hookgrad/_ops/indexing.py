@@ -39,6 +39,11 @@ def _np_index(index):
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
+        elif isinstance(item, str):
+            raise TypeError("new(): invalid data type 'str'")   # torch reads a string as a sequence to convert
+        elif item is not None and item is not Ellipsis and not isinstance(item, (slice, numbers.Integral, np.ndarray)):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             f"valid indices (got {type(item).__name__})")
         else:
             out.append(item)
     return tuple(out)
@@ -114,10 +119,38 @@ def _dims_taken(item) -> int:
     return item._data.ndim if isinstance(item, Tensor) and item._data.dtype.kind == "b" else 1
 
 
+def _is_integer(item) -> bool:
+    return isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool)
+
+
+def _split_integers(index):
+    """torch applies an index's integers as selections before its tensor and list items (NumPy
+    counts them among the advanced ones, which moves the result's dimensions when a slice stands
+    between them): (the basic part, the advanced rest to apply to its result), or None when the index
+    mixes no integers with advanced items."""
+    if not any(_is_integer(i) for i in index) or all(_is_basic(i) for i in index):
+        return None
+    basic, rest = [], []
+    for item in index:
+        if _is_basic(item) and not isinstance(item, Tensor):
+            basic.append(item)
+            if not _is_integer(item):
+                rest.append(Ellipsis if item is Ellipsis else slice(None))
+        else:
+            spans = item._data.ndim if isinstance(item, Tensor) and item._data.dtype.kind == "b" else (
+                np.asarray(item).ndim if isinstance(item, (list, tuple)) and np.asarray(item).dtype.kind == "b" else 1)
+            basic.extend([slice(None)] * spans)
+            rest.append(item)
+    return tuple(basic), tuple(rest)
+
+
 def getitem(x: Tensor, index) -> Tensor:
     index = _normalize_index(index)
     if all(_is_basic(i) for i in index):
         return basic_index(x, index)
+    split = _split_integers(index)
+    if split is not None:
+        return getitem(basic_index(x, split[0]), split[1])
     npi = _np_index(index)
     try:
         data = x._data[npi]
@@ -175,16 +208,27 @@ def setitem(x: Tensor, index, value) -> None:
         shape = value._data.shape
         lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
         value = value.reshape(shape[lead:])
+    split = _split_integers(index)
+    if split is not None:
+        setitem(basic_index(x, split[0]), split[1], value)
+        return
     if all(_is_basic(i) for i in index):
         target = basic_index(x, index)
         if isinstance(value, Tensor):
+            if value._data.shape != target._data.shape:
+                value.expand(target._data.shape)   # torch's error for a value that does not fit the target
             target.copy_(value)
         else:
             target.fill_(value)
         return
     check_inplace(x)
     npi = _np_index(index)
-    apply_inplace(x, _index_put, npi, value, saves_self=False)
+    try:
+        apply_inplace(x, _index_put, npi, value, saves_self=False)
+    except ValueError:
+        value_shape = value._data.shape if isinstance(value, Tensor) else np.shape(value)
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(x._data[npi].shape)}") from None
 
 
 @op(function=False)

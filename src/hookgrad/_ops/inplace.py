@@ -130,7 +130,7 @@ def _floating_only(kernel):
     def check(a):
         if not _is_floating(a.dtype):
             from .. import _dtype
-            name = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize()
+            name = _dtype.scalar_type_name(a.dtype)
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
     return check
 
@@ -139,7 +139,7 @@ def _continuous_only(name, type_word=None):
     def check(a):
         if not _is_floating(a.dtype):
             from .. import _dtype
-            shown = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize() if type_word is None \
+            shown = _dtype.scalar_type_name(a.dtype) if type_word is None \
                 else type_word(a.dtype)
             raise RuntimeError(f"{name} distribution is a continuous probability distribution. dtype must be a "
                                f"floating point but you specified {shown}")

@@ -336,7 +336,11 @@ def matmul(a, b) -> Tensor:
     # general batched case: broadcast the batch dims, then bmm
     a2 = a.unsqueeze(0) if da == 1 else a
     b2 = b.unsqueeze(-1) if db == 1 else b
-    batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    except ValueError:
+        from .pointwise import broadcast_mismatch
+        raise RuntimeError(broadcast_mismatch(a2._data.shape[:-2], b2._data.shape[:-2])) from None
     if a2._data.shape[-1] != b2._data.shape[-2]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{int(np.prod(batch))}, {a2._data.shape[-1]}] but got: "

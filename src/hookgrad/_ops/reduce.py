@@ -25,10 +25,11 @@ def norm_dims(dim, ndim):
     if isinstance(dim, (list, tuple)):
         if len(dim) == 0:
             return None
-        dims = tuple(sorted({_wrap_dim(int(d), ndim) for d in dim}))
-        if len(dims) != len(dim):
-            raise RuntimeError("dim appears multiple times in the list of dims")
-        return dims
+        wrapped = [_wrap_dim(int(d), ndim) for d in dim]
+        for i, d in enumerate(wrapped):
+            if d in wrapped[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        return tuple(sorted(wrapped))
     return (_wrap_dim(int(dim), ndim),)
 
 
@@ -438,6 +439,14 @@ def _amax(x, dim, keepdim, is_max):
     refuse_complex(f'"{"max" if is_max else "min"}_values_cpu" not implemented for \'{{dtype}}\'', x)
     data = x._data
     dims = norm_dims(dim if dim != () else None, data.ndim)
+    if data.size == 0:
+        name = "amax" if is_max else "amin"
+        if dims is None:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for d in dims:
+            if data.shape[d] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     fn = np.max if is_max else np.min
     result = wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim)))
     if GRAD.enabled and x._requires_grad:

@@ -474,7 +474,7 @@ def _fmt(t):
     return " x ".join(str(int(v)) for v in t)
 
 
-def _check_input(x, w, nd, name, groups, transposed=False):
+def _check_input(x, w, nd, name, groups, transposed=False, bias=None):
     if x._data.ndim != nd + 2 and x._data.ndim != nd + 1:
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
                            f"of size: {list(x._data.shape)}")
@@ -487,14 +487,27 @@ def _check_input(x, w, nd, name, groups, transposed=False):
     want = w._data.shape[0] if transposed else w._data.shape[1] * groups
     if c != want:
         head = f"Given transposed=1, weight of size" if transposed else f"Given groups={groups}, weight of size"
-        raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(x._data.shape)} to have {want} "
+        shown = ((1,) if x._data.ndim == nd + 1 else ()) + x._data.shape   # torch reports the batched shape
+        raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(shown)} to have {want} "
                            f"channels, but got {c} channels instead")
+    # torch compares the input with a plain convolution's bias first, then with the weight
+    if bias is not None and not transposed and x._data.dtype != bias._data.dtype:
+        raise RuntimeError(f"Input type ({_tname(x)}) and bias type ({_tname(bias)}) should be the same")
     if x._data.dtype != w._data.dtype:
-        raise RuntimeError(f"Input type ({_tname(x)}) and weight type ({_tname(w)}) should be the same")
+        from ..._dtype import scalar_type_name
+        raise RuntimeError(f"expected scalar type {scalar_type_name(x._data.dtype)} but found "
+                           f"{scalar_type_name(w._data.dtype)}")
+
+
+# the C++ type names torch's convolution errors print
+_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                 "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                 "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+                 "complex128": "c10::complex<double>"}
 
 
 def _tname(t):
-    return {"float32": "float", "float64": "double"}.get(t._data.dtype.name, t._data.dtype.name)
+    return _C_TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name)
 
 
 def padding_pairs(padding, kernel, dilation, stride, nd):
@@ -523,7 +536,7 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
     if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(x).__name__}, {type(weight).__name__})")
-    _check_input(x, weight, nd, name, groups)
+    _check_input(x, weight, nd, name, groups, bias=bias)
     unbatched = x._data.ndim == nd + 1
     if unbatched:
         x = x.unsqueeze(0)

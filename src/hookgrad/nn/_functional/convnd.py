@@ -303,7 +303,7 @@ def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
     if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(x).__name__}, {type(weight).__name__})")
-    _check_input(x, weight, nd, name, groups)
+    _check_input(x, weight, nd, name, groups, bias=bias)
     if bias is not None and tuple(bias.shape) != (weight.shape[0],):
         raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional with "
                            f"{weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
