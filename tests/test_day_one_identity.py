@@ -305,12 +305,8 @@ def sweep2_records():
 
 # Differences left in the second sweep (each fails loudly if it starts to match)
 SWEEP2_KNOWN_DIFFERENCES = {
-    "print get_printoptions": "hookgrad has no torch._tensor_str module (PRINT_OPTS)",
     "promotion with python scalars": "float16 with a Python complex promotes to complex32, which has no tensors here",
     "index two ellipses": "torch accepts x[..., ...]; hookgrad raises IndexError as NumPy does",
-    "index_add and scatter_add": "scatter_reduce has only reduce='sum'",
-    "in-place overlapping copy": "assignment between partly overlapping views copies (NumPy's rule) where torch "
-                                 "raises",
     "save custom class weights_only": "pickle's message for a local class differs in wording",
     "init seeded functions": "orthogonal_'s float32 QR comes from another LAPACK than torch's: one printed entry "
                              "differs in its last digit (a difference of one float32 ulp)",

@@ -133,6 +133,7 @@ _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerator", "mps", "xpu", "signal",
           "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for
 _LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
+_LAZY |= {"_tensor_str"}  # torch._tensor_str.PRINT_OPTS and printoptions
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
 _FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "futures", "to_dlpack": "utils.dlpack",
                    "ScriptModule": "jit", "ScriptFunction": "jit"}

@@ -379,11 +379,100 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return result
 
 
+_REDUCE_AT = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum, "amin": np.minimum}
+
+
+def _reduce_identity(reduce: str, dtype: np.dtype):
+    """The value a reduction starts from where ``include_self=False`` leaves the target out."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "b":
+        return reduce == "amin"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if reduce == "amax" else info.max
+    return -np.inf if reduce == "amax" else np.inf
+
+
+def _scatter_reduced(x: np.ndarray, d: int, index: np.ndarray, src: np.ndarray, reduce: str, include_self: bool):
+    """The forward of ``scatter_reduce`` on arrays: each target reduced with the sources sent to it
+    (and itself unless ``include_self`` is False); a mean of integers rounds down, as torch's does."""
+    data = x.copy()
+    pos = _scatter_positions(index, d)
+    values = src[tuple(slice(0, n) for n in index.shape)]
+    if not include_self:
+        data[pos] = _reduce_identity(reduce, data.dtype)
+    _REDUCE_AT[reduce].at(data, pos, values)
+    if reduce == "mean":
+        counts = np.full(data.shape, 1 if include_self else 0, dtype=np.int64)
+        np.add.at(counts, pos, 1)
+        counts = np.maximum(counts, 1)
+        data = np.floor_divide(data, counts).astype(data.dtype) if data.dtype.kind in "iu" else \
+            (data / counts).astype(data.dtype)
+    return data
+
+
+class ScatterReduceBackward0(Node):
+    __slots__ = ("dim", "dim_arg", "reduce", "include_self")
+    saved_names = ("index", "self", "src", "result")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "reduce": lambda n: n.reduce,
+                    "include_self": lambda n: n.include_self}
+
+    def apply(self, grads):
+        index, x, src, result = self.saved()
+        g, d, reduce = grads[0], self.dim, self.reduce
+        if reduce not in _REDUCE_AT:
+            raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}.")
+        src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+        if reduce == "sum":
+            gx, gs = g, g.gather(d, index)
+        elif reduce == "mean":
+            counts = (g * 0 + (1. if self.include_self else 0.)).scatter_add(d, index, (src * 0 + 1).to(g.dtype))
+            counts = counts.masked_fill(counts == 0, 1)
+            gx, gs = g / counts, (g / counts).gather(d, index)
+        elif reduce == "prod":
+            # products of everything else at a target, exact where one factor is zero
+            x_nonzero = x.masked_fill(x == 0, 1)
+            gx = g * _scatter_reduce_plain(x_nonzero, d, index, src, "prod", self.include_self) / x_nonzero
+            src_zero = src == 0
+            zeros_at = (x * 0).scatter_add(d, index, src_zero.to(x.dtype)).gather(d, index)
+            single_zero = src_zero & (zeros_at == 1)
+            without_zero = _scatter_reduce_plain(x, d, index, src.masked_fill(single_zero, 1), "prod",
+                                                 self.include_self)
+            gs = ((g * without_zero).gather(d, index)).where(
+                single_zero, (g * result).gather(d, index) / src.masked_fill(src_zero, 1))
+        else:   # amax / amin: the gradient shared evenly among the values equal to the result
+            # (torch counts a target equal to the result even when include_self=False leaves it out)
+            x_wins = (x == result).to(g.dtype)
+            src_wins = (src == result.gather(d, index)).to(g.dtype)
+            share = g / x_wins.scatter_add(d, index, src_wins)
+            gx, gs = x_wins * share, src_wins * share.gather(d, index)
+        if not self.include_self:
+            gx = gx.scatter(d, index, 0.)
+        nf = self.next_functions
+        return (gx if nf[0][0] is not None else None), (gs if nf[1][0] is not None else None)
+
+
+def _scatter_reduce_plain(x, d, index, src, reduce, include_self):
+    return wrap(_scatter_reduced(x._data, d, index._data, src._data, reduce, include_self))
+
+
 @op(inplace=True)
 def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
-    if reduce == "sum":
-        return scatter_add(x, dim, index, src)
-    raise NotImplementedError(f"hookgrad: scatter_reduce with reduce={reduce!r} is not implemented")
+    # torch's forward also takes "max" and "min" (its backward then refuses them)
+    forward_reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+    if forward_reduce not in _REDUCE_AT:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    _check_index(index, "scatter_reduce")
+    d = _wrap_dim(dim, x._data.ndim)
+    result = wrap(_scatter_reduced(x._data, d, index._data, src._data, forward_reduce, include_self))
+    if GRAD.enabled and (x._requires_grad or src._requires_grad):
+        node = record_op(ScatterReduceBackward0, (x, src), result)
+        node.dim, node.dim_arg, node.reduce, node.include_self = d, dim, reduce, include_self
+        node.save(index, x, src, output=result)
+    return result
 
 
 class IndexSelectBackward0(Node):
