@@ -564,6 +564,163 @@ SNIPPETS = {
     "softmax on integer": "torch.tensor([1, 2]).softmax(0)",
     "relu on bool": "torch.relu(torch.tensor([True]))",
     "sigmoid on integer": "print(torch.sigmoid(torch.tensor([0, 1])), torch.exp(torch.tensor([0, 1])), torch.tensor([4]).sqrt())",
+    # ---- third pass: more random streams, printing corners, module and tensor everyday calls ----------------
+    "random large sizes": "torch.manual_seed(0)\nprint(torch.rand(20)[-3:], torch.randn(33)[-3:], torch.randint(0, 1000, (40,))[-4:], "
+                          "torch.randperm(50)[:6], torch.randn(17, dtype=torch.float64)[-2:])",
+    "random in-place samplers": "torch.manual_seed(0)\nx = torch.empty(20)\nprint(x.exponential_(2.)[:3], x.geometric_(0.3)[:3], "
+                                "x.cauchy_()[:3], x.log_normal_()[:3], x.random_(0, 10)[:5], x.random_()[:2], x.uniform_()[-2:])",
+    "random integer in-place": "torch.manual_seed(0)\nprint(torch.empty(5, dtype=torch.int64).random_(0, 100), "
+                               "torch.empty(5, dtype=torch.int8).random_(), torch.empty(3, dtype=torch.bool).random_())",
+    "poisson and normal tensor": "torch.manual_seed(0)\nprint(torch.poisson(torch.full((5,), 3.)), torch.normal(torch.zeros(20), 2.)[-3:])",
+    "randn_like and randint_like seeded": "torch.manual_seed(0)\nx = torch.zeros(2, 2)\nprint(torch.randn_like(x), torch.randint_like(x, 10), "
+                                          "torch.rand_like(x, dtype=torch.float64))",
+    "generator states": "g = torch.Generator()\ng.manual_seed(3)\ns = g.get_state()\na = torch.randn(2, generator=g)\ng.set_state(s)\n"
+                        "print(torch.equal(a, torch.randn(2, generator=g)), g.initial_seed(), torch.Generator().manual_seed(5).initial_seed())",
+    "fork_rng": "torch.manual_seed(0)\nwith torch.random.fork_rng():\n    a = torch.rand(2)\nprint(a, torch.rand(2))",
+    "seed after seed()": "torch.manual_seed(9)\nprint(torch.initial_seed(), torch.rand(1))",
+    "shuffle with generator": "g = torch.Generator().manual_seed(1)\ndl = torch.utils.data.DataLoader(torch.arange(8), batch_size=4, shuffle=True, generator=g)\n"
+                              "print([b.tolist() for b in dl], [b.tolist() for b in dl])",
+    "print float64 scientific": "print(torch.tensor([1e-12, 1.0], dtype=torch.float64), torch.tensor([123456789.123], dtype=torch.float64))",
+    "print float64 many digits": "print(torch.tensor([3.141592653589793, 2.718281828459045], dtype=torch.float64))",
+    "print half summarised": "print(torch.arange(1200).half())",
+    "print complex summarised": "print(torch.arange(1200.).to(torch.complex64))",
+    "print int8 summarised": "print(torch.arange(1100, dtype=torch.int16))",
+    "print bool summarised": "print(torch.ones(1001, dtype=torch.bool))",
+    "print 2-d summarised columns": "print(torch.arange(2000.).reshape(2, 1000))",
+    "print 2-d summarised rows": "print(torch.arange(2000.).reshape(1000, 2))",
+    "print sci with nan": "print(torch.tensor([1e-9, float('nan'), 1e9]), torch.tensor([float('nan'), 1e-9]))",
+    "print negative whole floats": "print(torch.tensor([-1., -20., 300.]), torch.tensor([-0.5]), torch.tensor([[-1.], [10.]]))",
+    "print large whole floats": "print(torch.tensor([1e8, 1.]), torch.tensor([1e9]), torch.tensor([123456789.]))",
+    "print small floats": "print(torch.tensor([0.0001]), torch.tensor([0.00001]), torch.tensor([1e-4, 1.0]))",
+    "print float with grad and dtype": "print(torch.ones(2, dtype=torch.float64, requires_grad=True) * 2, "
+                                       "torch.ones(2, dtype=torch.float16, requires_grad=True).sum())",
+    "print view grad_fn": "x = torch.ones(2, 2, requires_grad=True)\nprint(x.view(4).grad_fn, x.t().grad_fn, x[0].grad_fn, x.expand(3, 2, 2).grad_fn, "
+                          "x.unsqueeze(0).grad_fn, x.permute(1, 0).grad_fn, x.reshape(4).grad_fn, x.flatten().grad_fn)",
+    "print grad_fn of ops": "x = torch.ones(2, requires_grad=True)\nfor y in (x.sin(), x.log(), x.sqrt(), x.abs(), x / 2, 2 / x, x - 1, 1 - x, -x, "
+                            "x ** 2, 2 ** x, x.max(), x.norm(), x.clamp(0, 1), F.softplus(x), F.gelu(x), F.silu(x), x.cumsum(0)):\n"
+                            "    print(y.grad_fn.name())",
+    "print tensor subclass-like param in list": "m = nn.Linear(1, 1)\nnn.init.ones_(m.weight)\nnn.init.zeros_(m.bias)\nprint(list(m.parameters()))",
+    "print module with parameter attribute": "class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                                             "        self.scale = nn.Parameter(torch.ones(1))\n        self.fc = nn.Linear(1, 1)\nprint(M(), len(list(M().parameters())))",
+    "print sliced Sequential": "m = nn.Sequential(nn.Linear(1, 2), nn.ReLU(), nn.Linear(2, 1))\nprint(m[1:], m[-1], len(m), type(m[0:2]).__name__)",
+    "print ModuleDict nested": "print(nn.ModuleDict({'enc': nn.Sequential(nn.Linear(2, 2)), 'act': nn.ModuleDict({'r': nn.ReLU()})}))",
+    "print model after to double": "m = nn.Linear(2, 1).double()\nprint(m, m.weight.dtype, m(torch.ones(1, 2, dtype=torch.float64)).dtype)",
+    "print model summary loop": "m = nn.Sequential(nn.Conv2d(1, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(36, 2))\n"
+                                "for name, p in m.named_parameters():\n    print(name, tuple(p.shape), p.numel(), p.requires_grad)\n"
+                                "print(m(torch.zeros(1, 1, 5, 5)).shape)",
+    "print model state_dict shapes": "m = nn.Sequential(nn.BatchNorm2d(2), nn.LSTM(2, 3))\nprint({k: tuple(v.shape) for k, v in m.state_dict().items()})",
+    "freeze parameters": "m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 1))\nfor p in m[0].parameters():\n    p.requires_grad = False\n"
+                         "print([p.requires_grad for p in m.parameters()], sum(p.numel() for p in m.parameters() if p.requires_grad))\n"
+                         "m(torch.ones(1, 2)).sum().backward()\nprint(m[0].weight.grad, m[1].bias.grad)",
+    "zero_grad set_to_none False": "m = nn.Linear(1, 1)\nm(torch.ones(1, 1)).sum().backward()\nm.zero_grad(set_to_none=False)\nprint(m.weight.grad, m.bias.grad)",
+    "optimizer state after Adam steps": "torch.manual_seed(0)\np = nn.Parameter(torch.ones(2))\no = torch.optim.Adam([p], lr=0.1)\nfor _ in range(2):\n"
+                                        "    o.zero_grad()\n    (p * torch.tensor([1., -2.])).sum().backward()\n    o.step()\n"
+                                        "print(p, o.state[p]['step'], o.state[p]['exp_avg'], o.state[p]['exp_avg_sq'])",
+    "optimizer print state_dict after step": "p = nn.Parameter(torch.ones(2))\no = torch.optim.Adam([p], lr=0.1)\np.grad = torch.ones(2)\no.step()\nprint(o.state_dict())",
+    "Tensor.to forms": "x = torch.ones(2)\nprint(x.to(torch.float64).dtype, x.to(torch.zeros(1, dtype=torch.int32)).dtype, x.to('cpu', torch.int64).dtype, "
+                       "x.to(dtype=torch.float16).dtype, x.to(x) is x, x.to(torch.float32) is x, x.type_as(torch.zeros(1, dtype=torch.int8)).dtype)",
+    "Tensor.type forms": "x = torch.ones(2)\nprint(x.type(), x.type(torch.DoubleTensor).type(), x.type('torch.IntTensor'), x.double().type(torch.float32).dtype)",
+    "Tensor.type bad name": "torch.ones(1).type('torch.NoSuchTensor')",
+    "Tensor new forms": "x = torch.ones(2, dtype=torch.float64)\nprint(x.new_tensor([1, 2]), x.new_zeros((2, 1)), x.new_ones(2, dtype=torch.int32), x.new(2).shape, x.new([3.]))",
+    "is_floating_point and friends": "print(torch.ones(1).is_floating_point(), torch.ones(1, dtype=torch.long).is_floating_point(), "
+                                     "torch.is_tensor(1), torch.is_tensor(torch.ones(1)), torch.is_floating_point(torch.ones(1, dtype=torch.bool)), "
+                                     "torch.numel(torch.ones(2, 3)), torch.is_complex(torch.ones(1, dtype=torch.complex64)), torch.ones(1).is_signed())",
+    "dtype methods": "print(torch.float32.to_complex(), torch.complex128.to_real(), torch.int8.is_signed, torch.uint8.is_signed, "
+                     "torch.bfloat16.is_floating_point, torch.float16.itemsize, torch.bool.itemsize, torch.float64 == torch.double)",
+    "Size errors and ops": "s = torch.Size([2, 3, 4])\nprint(s.numel(), s[1:], s.count(3), s.index(4), s + torch.Size([5]), torch.Size([2]) * 2, hash(s) == hash((2, 3, 4)))",
+    "Size from floats": "torch.Size([2.0])",
+    "equal allclose isclose corners": "a = torch.tensor([1., float('nan')])\nprint(torch.equal(a, a), torch.allclose(a, a), torch.allclose(a, a, equal_nan=True), "
+                                      "torch.isclose(a, a), torch.equal(torch.ones(2), torch.ones(2, dtype=torch.int64)), torch.equal(torch.ones(2), torch.ones(3)))",
+    "allclose dtype mismatch": "torch.allclose(torch.ones(2), torch.ones(2, dtype=torch.float64))",
+    "detach_ and requires_grad_": "x = torch.ones(2, requires_grad=True)\ny = x * 2\ny.detach_()\nprint(y.requires_grad, y.grad_fn, y.is_leaf, x.requires_grad_(False).requires_grad)",
+    "inplace on detached shares": "x = torch.ones(2, requires_grad=True)\nd = x.detach()\nd.zero_()\nprint(x)",
+    "backward through modified detached": "x = torch.ones(2, requires_grad=True)\ny = x.exp()\ny.detach().zero_()\ny.sum().backward()",
+    "torch.no_grad and requires_grad_": "with torch.no_grad():\n    x = torch.ones(2, requires_grad=True)\n    y = x * 2\nprint(x.requires_grad, y.requires_grad)",
+    "set_grad_enabled function": "torch.set_grad_enabled(False)\nx = torch.ones(1, requires_grad=True)\nprint((x * 2).requires_grad)\n"
+                                 "torch.set_grad_enabled(True)\nprint((x * 2).requires_grad)",
+    "max of empty tensor": "torch.tensor([]).max()",
+    "T on 3-d": "warnings.simplefilter('always')\nwith warnings.catch_warnings(record=True) as w:\n    print(torch.ones(2, 3, 4).T.shape)\n"
+                "print([str(x.message)[:60] for x in w])",
+    "numpy T vs mT": "x = torch.ones(2, 3, 4)\nprint(x.mT.shape, x.transpose(-2, -1).shape, x.permute(2, 1, 0).shape)",
+    "view -1 on non-contiguous": "torch.ones(2, 3).t().view(-1)",
+    "contiguous then view": "print(torch.arange(6).reshape(2, 3).t().contiguous().view(-1))",
+    "flatten unflatten": "x = torch.arange(24).reshape(2, 3, 4)\nprint(x.flatten(1).shape, x.flatten(0, 1).shape, x.unflatten(2, (2, 2)).shape, "
+                         "nn.Flatten()(x).shape, nn.Unflatten(1, (3, 1))(torch.ones(2, 3)).shape)",
+    "squeeze and unsqueeze chains": "x = torch.zeros(1, 3, 1, 2)\nprint(x.squeeze().shape, x.squeeze(2).shape, x.squeeze(-1).shape, x.unsqueeze(-1).shape, x[None, :, None].shape)",
+    "stack cat hstack vstack": "a, b = torch.tensor([1, 2]), torch.tensor([3, 4])\nprint(torch.hstack([a, b]), torch.vstack([a, b]), torch.dstack([a, b]).shape, "
+                               "torch.column_stack([a, b]), torch.row_stack([a, b]).shape)",
+    "split chunk unbind": "x = torch.arange(10)\nprint(x.split([3, 7]), x.chunk(3), x.reshape(2, 5).unbind(), torch.tensor_split(x, 3))",
+    "sort stable and topk largest": "x = torch.tensor([2, 1, 2, 1, 3])\nprint(x.sort(stable=True), x.topk(2, largest=False), x.argsort(descending=True), x.kthvalue(2))",
+    "unique options": "x = torch.tensor([3, 1, 3, 2, 1])\nprint(x.unique(sorted=True, return_inverse=True), torch.unique_consecutive(x), "
+                      "torch.unique(torch.tensor([[1, 2], [1, 2]]), dim=0))",
+    "clamp with tensors and errors": "x = torch.arange(4.)\nprint(x.clamp(min=torch.tensor([1., 1., 1., 1.])), x.clamp(max=2), torch.clip(x, 1, 2))",
+    "clamp without bounds": "torch.arange(4.).clamp()",
+    "math functions": "x = torch.tensor([0.5, 2.])\nprint(x.exp(), x.log(), x.log2(), x.log10(), x.sqrt(), x.rsqrt(), x.sin(), x.cos(), x.tanh(), x.sigmoid(), "
+                      "x.erf(), x.reciprocal(), x.pow(3), x.exp2(), x.expm1(), x.log1p(), torch.atan2(x, x + 1))",
+    "rounding functions": "x = torch.tensor([-2.5, -0.5, 0.5, 1.5, 2.567])\nprint(x.round(), x.round(decimals=1), x.trunc(), x.frac(), x.fix(), "
+                          "torch.floor_divide(x, 2), torch.remainder(x, 2), torch.fmod(x, 2))",
+    "integer math": "a = torch.tensor([-7, 7])\nprint(a // 2, a % 3, a.abs(), a.neg(), a.pow(2), a * a, torch.div(a, 2), a.sign(), a.float().sqrt())",
+    "bitwise and logical": "a, b = torch.tensor([1, 2, 3]), torch.tensor([3, 2, 1])\nprint(a & b, a | b, a ^ b, ~a, a << 1, a >> 1, "
+                           "torch.logical_and(a > 1, b > 1), torch.logical_not(a > 1), (a > 1) | (b > 2))",
+    "bitwise on floats": "torch.tensor([1.]) & torch.tensor([1.])",
+    "comparisons return bool": "a = torch.tensor([1., 2., 3.])\nprint(a > 2, a >= 2, a < 2, a == 2, a != 2, torch.gt(a, 2), a.eq(torch.tensor([1., 0., 3.])), "
+                               "torch.maximum(a, torch.tensor(2.)), torch.minimum(a, torch.tensor([0., 5., 0.])))",
+    "lerp addcmul addcdiv": "a = torch.zeros(2)\nb = torch.ones(2)\nprint(torch.lerp(a, b, 0.3), torch.addcmul(a, b, b, value=2), torch.addcdiv(a, b, b + 1), "
+                            "torch.addmm(torch.zeros(2, 2), torch.eye(2), torch.ones(2, 2), beta=0.5, alpha=2))",
+    "outer cross kron": "a = torch.tensor([1., 2., 3.])\nprint(torch.outer(a, a), torch.cross(a, a.flip(0), dim=0), torch.kron(torch.eye(2), torch.ones(1, 2)))",
+    "einsum forms": "a = torch.arange(6.).reshape(2, 3)\nprint(torch.einsum('ij->ji', a), torch.einsum('ij,ij->', a, a), torch.einsum('i,j->ij', a[0], a[1]), "
+                    "torch.einsum('ii->i', torch.eye(2)), torch.einsum('bi,bi->b', a, a))",
+    "einsum bad equation": "torch.einsum('ij,jk->ik', torch.ones(2, 3), torch.ones(2, 3))",
+    "linalg basics": "a = torch.tensor([[2., 1.], [1., 3.]])\nprint(torch.linalg.inv(a), torch.linalg.det(a), torch.linalg.solve(a, torch.ones(2)), "
+                     "torch.linalg.eigh(a).eigenvalues, torch.linalg.norm(a, 'fro'), torch.linalg.matrix_rank(a), torch.trace(a))",
+    "linalg singular": "torch.linalg.inv(torch.ones(2, 2))",
+    "linalg non-square": "torch.linalg.det(torch.ones(2, 3))",
+    "cholesky not positive definite": "torch.linalg.cholesky(torch.tensor([[1., 2.], [2., 1.]]))",
+    "softmax family": "x = torch.tensor([[1., 2., 3.]])\nprint(F.softmax(x, dim=1), F.log_softmax(x, 1), F.softmin(x, 1), torch.softmax(x, -1, dtype=torch.float64))",
+    "activation values": "x = torch.linspace(-2, 2, 5)\nfor f in (F.relu, F.relu6, F.elu, F.selu, F.celu, F.leaky_relu, F.gelu, F.silu, F.mish, F.softplus, "
+                         "F.softsign, F.hardtanh, F.hardswish, F.hardsigmoid, F.tanhshrink, F.logsigmoid, torch.tanh, torch.sigmoid):\n"
+                         "    print(f.__name__, f(x))",
+    "losses values": "torch.manual_seed(0)\nx, y = torch.randn(4, 3), torch.tensor([0, 2, 1, 2])\nprint(F.cross_entropy(x, y), F.nll_loss(F.log_softmax(x, 1), y), "
+                     "F.mse_loss(x, x * 0), F.l1_loss(x, x * 0), F.smooth_l1_loss(x, x * 0), F.huber_loss(x, x * 0, delta=0.5), "
+                     "F.binary_cross_entropy_with_logits(x, (x > 0).float()), F.kl_div(F.log_softmax(x, 1), F.softmax(x * 2, 1), reduction='batchmean'), "
+                     "F.cross_entropy(x, y, label_smoothing=0.1), F.cross_entropy(x, y, reduction='none'), F.cross_entropy(x, F.softmax(x, 1)))",
+    "loss modules reductions": "x, y = torch.tensor([[1., 2.]]), torch.tensor([[0., 4.]])\nprint(nn.MSELoss()(x, y), nn.MSELoss(reduction='sum')(x, y), "
+                               "nn.MSELoss(reduction='none')(x, y), nn.L1Loss()(x, y))",
+    "loss bad reduction": "nn.MSELoss(reduction='avg')(torch.ones(1), torch.ones(1))",
+    "cross_entropy ignore_index and weight": "x = torch.tensor([[1., 2., 3.], [1., 0., 0.]])\nprint(F.cross_entropy(x, torch.tensor([2, -100])), "
+                                             "F.cross_entropy(x, torch.tensor([0, 1]), weight=torch.tensor([1., 2., 3.])), F.cross_entropy(x, torch.tensor([0, 1]), ignore_index=1))",
+    "cross_entropy 3-d input": "print(F.cross_entropy(torch.zeros(2, 3, 4), torch.zeros(2, 4, dtype=torch.long)))",
+    "layers forward values": "torch.manual_seed(0)\nx = torch.randn(1, 2, 4, 4)\nprint(nn.Conv2d(2, 1, 3)(x), nn.MaxPool2d(2)(x), nn.AvgPool2d(2)(x).shape, nn.BatchNorm2d(2)(x).mean(), "
+                              "nn.GroupNorm(1, 2)(x).std(), nn.LayerNorm(4)(x)[0, 0, 0], nn.Upsample(scale_factor=2)(x).shape)",
+    "rnn forward shapes": "torch.manual_seed(0)\nrnn = nn.LSTM(3, 4, batch_first=True)\nout, (h, c) = rnn(torch.randn(2, 5, 3))\nprint(out.shape, h.shape, c.shape, out[0, -1])\n"
+                          "gru = nn.GRU(3, 2, num_layers=2)\nout, h = gru(torch.randn(5, 1, 3))\nprint(out.shape, h.shape)",
+    "embedding forward": "torch.manual_seed(0)\ne = nn.Embedding(5, 2, padding_idx=0)\nprint(e(torch.tensor([[0, 1], [4, 4]])), e.weight[0])",
+    "transformer encoder forward": "torch.manual_seed(0)\nlayer = nn.TransformerEncoderLayer(d_model=4, nhead=2, dim_feedforward=8, dropout=0.0, batch_first=True)\n"
+                                   "enc = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)\nprint(enc(torch.randn(1, 3, 4)))",
+    "multihead attention forward": "torch.manual_seed(0)\nmha = nn.MultiheadAttention(4, 2, batch_first=True)\nx = torch.randn(1, 3, 4)\nout, w = mha(x, x, x)\nprint(out, w)",
+    "dropout modes": "torch.manual_seed(0)\nd = nn.Dropout(0.5)\nx = torch.ones(6)\nprint(d(x), d.eval()(x), F.dropout(x, 0.5, training=False), nn.Dropout(0.)(x))",
+    "batchnorm running stats": "torch.manual_seed(0)\nbn = nn.BatchNorm1d(2)\nfor _ in range(3):\n    bn(torch.randn(4, 2))\nprint(bn.running_mean, bn.running_var, bn.num_batches_tracked)\n"
+                               "bn.eval()\nprint(bn(torch.ones(1, 2)))",
+    "train eval flags nested": "m = nn.Sequential(nn.Dropout(), nn.Sequential(nn.BatchNorm1d(1)))\nm.eval()\nprint([x.training for x in m.modules()])\nm.train()\n"
+                               "print([x.training for x in m.modules()])",
+    "hooks everyday": "m = nn.Linear(2, 1)\nh = m.register_forward_hook(lambda mod, inp, out: print('hook', type(mod).__name__, inp[0].shape, out.shape))\n"
+                      "m(torch.ones(3, 2))\nh.remove()\nm(torch.ones(3, 2))\nprint(type(h).__name__)",
+    "tensor hook": "x = torch.ones(2, requires_grad=True)\nx.register_hook(lambda g: print('grad', g))\n(x * 3).sum().backward()\nprint(x.grad)",
+    "torch.save of tensor dtype kept": _SAVE + "torch.save(torch.arange(3, dtype=torch.int16), path)\nt = torch.load(path)\nprint(t, t.dtype)",
+    "checkpoint dict idiom": _SAVE + "torch.manual_seed(0)\nmodel = nn.Linear(2, 1)\nopt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)\n"
+                                     "model(torch.ones(1, 2)).sum().backward()\nopt.step()\n"
+                                     "torch.save({'epoch': 1, 'model_state_dict': model.state_dict(), 'optimizer_state_dict': opt.state_dict(), 'loss': 0.5}, path)\n"
+                                     "ck = torch.load(path)\nm2 = nn.Linear(2, 1)\no2 = torch.optim.SGD(m2.parameters(), lr=0.1, momentum=0.9)\n"
+                                     "m2.load_state_dict(ck['model_state_dict'])\no2.load_state_dict(ck['optimizer_state_dict'])\n"
+                                     "print(ck['epoch'], ck['loss'], m2.weight, o2.state_dict()['state'])",
+    "load_state_dict strict false report": "m = nn.Sequential(nn.Linear(2, 2))\nr = m.load_state_dict({'0.weight': torch.ones(2, 2), 'x': torch.ones(1)}, strict=False)\n"
+                                           "print(r, r.missing_keys, r.unexpected_keys)",
+    "save with pathlib": "import tempfile, pathlib\np = pathlib.Path(tempfile.mkdtemp()) / 'x.pt'\ntorch.save([1, torch.ones(1)], p)\nprint(torch.load(p))",
+    "load weights_only with numpy inside": _SAVE + "import numpy as np\ntorch.save({'a': np.ones(2)}, path)\ntorch.load(path)",
+    "print Parameter repr with grad_fn free": "p = nn.Parameter(torch.arange(3.))\nprint(repr(p), str(p * 1), p.data, p.detach())",
+    "print printoptions context": "with torch._tensor_str.printoptions(precision=1):\n    print(torch.tensor([1.25, 3.14159]))\nprint(torch.tensor([1.25, 3.14159]))",
+    "print PRINT_OPTS after set": "torch.set_printoptions(precision=3, linewidth=60)\nprint(torch._tensor_str.PRINT_OPTS)\ntorch.set_printoptions(profile='default')",
+    "in-place partial overlap views": "x = torch.arange(6.)\nx[:3].copy_(x[3:])\nprint(x)\nx[1:4].copy_(x[2:5])",
 }
 
 

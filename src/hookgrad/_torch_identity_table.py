@@ -1009,6 +1009,7 @@ NODE_TYPES = {
     'ScatterAddBackward0': ('builtins', 'ScatterAddBackward0'),
     'ScatterBackward0': ('builtins', 'ScatterBackward0'),
     'ScatterBackward1': ('builtins', 'ScatterBackward1'),
+    'ScatterReduceBackward0': ('builtins', 'ScatterReduceBackward0'),
     'SegmentReduceBackward0': ('builtins', 'SegmentReduceBackward0'),
     'SelectBackward0': ('builtins', 'SelectBackward0'),
     'SelectBackwardBackward0': ('builtins', 'SelectBackwardBackward0'),

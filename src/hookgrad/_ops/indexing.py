@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from ._declare import module_all, op, record_op
@@ -465,8 +466,19 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     forward_reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
     if forward_reduce not in _REDUCE_AT:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    _check_index(index, "scatter_reduce")
+    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src._data.dtype != x._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    kind = x._data.dtype.kind
+    if (forward_reduce == "mean" and kind == "b") or (forward_reduce in ("amax", "amin") and kind == "c"):
+        raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{forward_reduce}\" not implemented for "
+                                  f"'{scalar_type_name(x._data.dtype)}'")
     d = _wrap_dim(dim, x._data.ndim)
+    size = x._data.shape[d] if x._data.ndim else 1
+    if index._data.size and (index._data.max() >= size or index._data.min() < -size):
+        bad = int(index._data.max()) if index._data.max() >= size else int(index._data.min())
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
     result = wrap(_scatter_reduced(x._data, d, index._data, src._data, forward_reduce, include_self))
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
         node = record_op(ScatterReduceBackward0, (x, src), result)

@@ -1126,9 +1126,9 @@ def _bitwise(np_fn, name):
         a = as_tensor_arg(a)
         if not isinstance(b, Tensor):
             b = as_tensor_arg(b, a)
-        if _dtype.is_floating_np(a._data.dtype) or _dtype.is_floating_np(b._data.dtype):
-            raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
         dt = result_np_dtype(a, b)
+        if dt.kind not in "iub":
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(dt)}'")
         return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
     bitwise.__name__ = bitwise.__qualname__ = name
     return op(name, inplace=True)(bitwise)
@@ -1174,6 +1174,9 @@ def isneginf(x):
 @op()
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = as_tensor_arg(a), as_tensor_arg(b, a)
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"{_dtype.scalar_type_name(a._data.dtype)} did not match "
+                           f"{_dtype.scalar_type_name(b._data.dtype)}")
     return wrap(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
