@@ -214,3 +214,16 @@ def test_scatter_reduce_gradcheck(reduce):
     for include_self in (True, False):
         assert hookgrad.autograd.gradcheck(
             lambda a, b: a.scatter_reduce(1, index, b, reduce, include_self=include_self), (x, src))
+
+
+@differential
+def test_complex_legacy_storages(T):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # TypedStorage's deprecation notice
+        made = T.ComplexFloatStorage([1 + 2j, 3])
+        double = T.ComplexDoubleStorage(2)
+        read = T.ComplexFloatStorage.from_buffer(b"\x00\x00\x80?\x00\x00\x00@", "little")
+        return [list(made), made.dtype, len(double), double.dtype, list(read), _text(repr(T.ComplexFloatStorage)),
+                isinstance(T.ones(2, dtype=T.complex64).storage(), T.ComplexFloatStorage),
+                isinstance(T.ones(2, dtype=T.complex64).storage(), T.ComplexDoubleStorage),
+                T.ones(1, dtype=T.complex128).storage_type() is T.ComplexDoubleStorage]

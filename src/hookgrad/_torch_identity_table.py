@@ -14,6 +14,8 @@ CLASSES = {
         'ByteTensor': ('torch', 'ByteTensor'),
         'CharStorage': ('torch', 'CharStorage'),
         'CharTensor': ('torch', 'CharTensor'),
+        'ComplexDoubleStorage': ('torch', 'ComplexDoubleStorage'),
+        'ComplexFloatStorage': ('torch', 'ComplexFloatStorage'),
         'DoubleStorage': ('torch', 'DoubleStorage'),
         'DoubleTensor': ('torch', 'DoubleTensor'),
         'FloatStorage': ('torch', 'FloatStorage'),
