@@ -721,6 +721,87 @@ SNIPPETS = {
     "print printoptions context": "with torch._tensor_str.printoptions(precision=1):\n    print(torch.tensor([1.25, 3.14159]))\nprint(torch.tensor([1.25, 3.14159]))",
     "print PRINT_OPTS after set": "torch.set_printoptions(precision=3, linewidth=60)\nprint(torch._tensor_str.PRINT_OPTS)\ntorch.set_printoptions(profile='default')",
     "in-place partial overlap views": "x = torch.arange(6.)\nx[:3].copy_(x[3:])\nprint(x)\nx[1:4].copy_(x[2:5])",
+    # ---- fourth pass: the official tutorials, line by line ---------------------------------------------
+    "blitz tensors": "torch.manual_seed(0)\ndata = [[1, 2], [3, 4]]\nx_data = torch.tensor(data)\nimport numpy as np\nnp_array = np.array(data)\n"
+                     "x_np = torch.from_numpy(np_array)\nx_ones = torch.ones_like(x_data)\nprint(f'Ones Tensor: \\n {x_ones} \\n')\n"
+                     "x_rand = torch.rand_like(x_data, dtype=torch.float)\nprint(f'Random Tensor: \\n {x_rand} \\n')\nshape = (2, 3,)\n"
+                     "print(torch.rand(shape), torch.ones(shape), torch.zeros(shape))\ntensor = torch.rand(3, 4)\n"
+                     "print(f'Shape of tensor: {tensor.shape}')\nprint(f'Datatype of tensor: {tensor.dtype}')\nprint(f'Device tensor is stored on: {tensor.device}')",
+    "blitz operations": "tensor = torch.ones(4, 4)\nprint(f'First row: {tensor[0]}')\nprint(f'First column: {tensor[:, 0]}')\nprint(f'Last column: {tensor[..., -1]}')\n"
+                        "tensor[:, 1] = 0\nprint(tensor)\nt1 = torch.cat([tensor, tensor, tensor], dim=1)\nprint(t1)\ny1 = tensor @ tensor.T\ny2 = tensor.matmul(tensor.T)\n"
+                        "y3 = torch.rand_like(y1)\ntorch.matmul(tensor, tensor.T, out=y3)\nz1 = tensor * tensor\nz3 = torch.rand_like(tensor)\ntorch.mul(tensor, tensor, out=z3)\n"
+                        "print(y1, y3, z1, z3)\nagg = tensor.sum()\nagg_item = agg.item()\nprint(agg_item, type(agg_item))\nprint(f'{tensor} \\n')\ntensor.add_(5)\nprint(tensor)",
+    "blitz numpy bridge": "t = torch.ones(5)\nprint(f't: {t}')\nn = t.numpy()\nprint(f'n: {n}')\nt.add_(1)\nprint(f't: {t}')\nprint(f'n: {n}')\n"
+                          "import numpy as np\nn = np.ones(5)\nt = torch.from_numpy(n)\nnp.add(n, 1, out=n)\nprint(f't: {t}')\nprint(f'n: {n}')",
+    "blitz autograd": "x = torch.ones(2, 2, requires_grad=True)\nprint(x)\ny = x + 2\nprint(y)\nprint(y.grad_fn)\nz = y * y * 3\nout = z.mean()\nprint(z, out)\n"
+                      "a = torch.randn(2, 2)\na = ((a * 3) / (a - 1))\nprint(a.requires_grad)\na.requires_grad_(True)\nprint(a.requires_grad)\nb = (a * a).sum()\n"
+                      "print(b.grad_fn)\nout.backward()\nprint(x.grad)",
+    "blitz vector-Jacobian": "torch.manual_seed(0)\nx = torch.randn(3, requires_grad=True)\ny = x * 2\nwhile y.data.norm() < 1000:\n    y = y * 2\nprint(y)\n"
+                             "v = torch.tensor([0.1, 1.0, 0.0001], dtype=torch.float)\ny.backward(v)\nprint(x.grad)\nprint(x.requires_grad)\n"
+                             "print((x ** 2).requires_grad)\nwith torch.no_grad():\n    print((x ** 2).requires_grad)\ny = x.detach()\nprint(y.requires_grad)\n"
+                             "print(x.eq(y).all())",
+    "blitz autograd gradients": "import torch\na = torch.tensor([2., 3.], requires_grad=True)\nb = torch.tensor([6., 4.], requires_grad=True)\nQ = 3*a**3 - b**2\n"
+                                "external_grad = torch.tensor([1., 1.])\nQ.backward(gradient=external_grad)\nprint(9*a**2 == a.grad)\nprint(-2*b == b.grad)\n"
+                                "x = torch.rand(5, 5)\ny = torch.rand(5, 5)\nz = torch.rand((5, 5), requires_grad=True)\na = x + y\n"
+                                "print(f'Does `a` require gradients?: {a.requires_grad}')\nb = x + z\nprint(f'Does `b` require gradients?: {b.requires_grad}')",
+    "blitz neural network": "torch.manual_seed(0)\nclass Net(nn.Module):\n    def __init__(self):\n        super(Net, self).__init__()\n"
+                            "        self.conv1 = nn.Conv2d(1, 6, 5)\n        self.conv2 = nn.Conv2d(6, 16, 5)\n        self.fc1 = nn.Linear(16 * 5 * 5, 120)\n"
+                            "        self.fc2 = nn.Linear(120, 84)\n        self.fc3 = nn.Linear(84, 10)\n    def forward(self, input):\n"
+                            "        c1 = F.relu(self.conv1(input))\n        s2 = F.max_pool2d(c1, (2, 2))\n        c3 = F.relu(self.conv2(s2))\n"
+                            "        s4 = F.max_pool2d(c3, 2)\n        s4 = torch.flatten(s4, 1)\n        f5 = F.relu(self.fc1(s4))\n        f6 = F.relu(self.fc2(f5))\n"
+                            "        output = self.fc3(f6)\n        return output\nnet = Net()\nprint(net)\nparams = list(net.parameters())\nprint(len(params))\n"
+                            "print(params[0].size())\ninput = torch.randn(1, 1, 32, 32)\nout = net(input)\nprint(out)\nnet.zero_grad()\nout.backward(torch.randn(1, 10))\n"
+                            "output = net(input)\ntarget = torch.randn(10)\ntarget = target.view(1, -1)\ncriterion = nn.MSELoss()\nloss = criterion(output, target)\n"
+                            "print(loss)\nprint(loss.grad_fn)\nprint(loss.grad_fn.next_functions[0][0])\nprint(loss.grad_fn.next_functions[0][0].next_functions[0][0])\n"
+                            "net.zero_grad()\nprint('conv1.bias.grad before backward')\nprint(net.conv1.bias.grad)\nloss.backward()\nprint('conv1.bias.grad after backward')\n"
+                            "print(net.conv1.bias.grad)\nlearning_rate = 0.01\nfor f in net.parameters():\n    f.data.sub_(f.grad.data * learning_rate)\n"
+                            "import torch.optim as optim\noptimizer = optim.SGD(net.parameters(), lr=0.01)\noptimizer.zero_grad()\noutput = net(input)\n"
+                            "loss = criterion(output, target)\nloss.backward()\noptimizer.step()\nprint(loss)",
+    "quickstart model and loop": "torch.manual_seed(0)\ndevice = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else 'cpu'\n"
+                                 "print(f'Using {device} device')\nclass NeuralNetwork(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                                 "        self.flatten = nn.Flatten()\n        self.linear_relu_stack = nn.Sequential(nn.Linear(4*4, 8), nn.ReLU(), nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 3))\n"
+                                 "    def forward(self, x):\n        x = self.flatten(x)\n        logits = self.linear_relu_stack(x)\n        return logits\n"
+                                 "model = NeuralNetwork().to(device)\nprint(model)\nX = torch.rand(20, 1, 4, 4)\ny = torch.randint(0, 3, (20,))\n"
+                                 "dl = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(X, y), batch_size=8)\nloss_fn = nn.CrossEntropyLoss()\n"
+                                 "optimizer = torch.optim.SGD(model.parameters(), lr=1e-1)\nsize = len(dl.dataset)\nmodel.train()\n"
+                                 "for batch, (Xb, yb) in enumerate(dl):\n    Xb, yb = Xb.to(device), yb.to(device)\n    pred = model(Xb)\n    loss = loss_fn(pred, yb)\n"
+                                 "    loss.backward()\n    optimizer.step()\n    optimizer.zero_grad()\n    loss, current = loss.item(), (batch + 1) * len(Xb)\n"
+                                 "    print(f'loss: {loss:>7f}  [{current:>5d}/{size:>5d}]')\nmodel.eval()\ntest_loss, correct = 0, 0\nwith torch.no_grad():\n"
+                                 "    for Xb, yb in dl:\n        pred = model(Xb)\n        test_loss += loss_fn(pred, yb).item()\n"
+                                 "        correct += (pred.argmax(1) == yb).type(torch.float).sum().item()\n"
+                                 "print(f'Test Error: \\n Accuracy: {(100*correct/size):>0.1f}%, Avg loss: {test_loss/len(dl):>8f} \\n')\n"
+                                 "pred_probab = nn.Softmax(dim=1)(model(X[:1]))\nprint(pred_probab.argmax(1))\n"
+                                 "for name, param in model.named_parameters():\n    print(f'Layer: {name} | Size: {param.size()} | Values : {param[:2]} \\n')",
+    "tensor format specs": "t = torch.tensor(0.123456)\nprint(f'{t:>7f}', f'{t:.3e}', f'{t:10.2f}|', f'{torch.tensor(3):>5d}', f'{torch.tensor(2.5):g}', '{:.1%}'.format(torch.tensor(0.25)))",
+    "tensor format empty spec": "print(f'{torch.tensor([1.5, 2.]):}', format(torch.tensor(1.5)), format(torch.ones(2), ''))",
+    "tensor format spec int on float": "f'{torch.tensor(2.5):d}'",
+    "save load tutorial": _SAVE + "torch.manual_seed(0)\nmodel = nn.Sequential(nn.Linear(2, 2))\ntorch.save(model.state_dict(), path)\n"
+                                  "model2 = nn.Sequential(nn.Linear(2, 2))\nprint(model2.load_state_dict(torch.load(path, weights_only=True)))\nmodel2.eval()\n"
+                                  "torch.save(model, path)\nm3 = torch.load(path, weights_only=False)\nprint(m3, torch.equal(m3[0].weight, model[0].weight))",
+    "datasets tutorial custom": "class CustomDataset(torch.utils.data.Dataset):\n    def __init__(self, n, transform=None, target_transform=None):\n"
+                                "        self.n, self.transform, self.target_transform = n, transform, target_transform\n    def __len__(self):\n        return self.n\n"
+                                "    def __getitem__(self, idx):\n        x, y = torch.full((2,), float(idx)), idx % 2\n        if self.transform:\n            x = self.transform(x)\n"
+                                "        if self.target_transform:\n            y = self.target_transform(y)\n        return x, y\n"
+                                "ds = CustomDataset(5, transform=lambda x: x * 10, target_transform=lambda y: torch.zeros(2).scatter_(0, torch.tensor(y), value=1))\n"
+                                "dl = torch.utils.data.DataLoader(ds, batch_size=2, shuffle=False)\nxs, ys = next(iter(dl))\n"
+                                "print(f'Feature batch shape: {xs.size()}')\nprint(f'Labels batch shape: {ys.size()}')\nprint(xs, ys)",
+    "autograd tutorial": "x = torch.ones(5)\ny = torch.zeros(3)\nw = torch.tensor([[0.1 * i for i in range(3)]] * 5, requires_grad=True)\n"
+                         "b = torch.tensor([0.5, -0.5, 0.], requires_grad=True)\nz = torch.matmul(x, w) + b\nloss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)\n"
+                         "print(f'Gradient function for z = {z.grad_fn}')\nprint(f'Gradient function for loss = {loss.grad_fn}')\nloss.backward()\nprint(w.grad)\nprint(b.grad)\n"
+                         "z = torch.matmul(x, w) + b\nprint(z.requires_grad)\nwith torch.no_grad():\n    z = torch.matmul(x, w) + b\nprint(z.requires_grad)\n"
+                         "z_det = (torch.matmul(x, w) + b).detach()\nprint(z_det.requires_grad)\ninp = torch.eye(4, 5, requires_grad=True)\nout = (inp + 1).pow(2).t()\n"
+                         "out.backward(torch.ones_like(out), retain_graph=True)\nprint(f'First call\\n{inp.grad}')\nout.backward(torch.ones_like(out), retain_graph=True)\n"
+                         "print(f'\\nSecond call\\n{inp.grad}')\ninp.grad.zero_()\nout.backward(torch.ones_like(out), retain_graph=True)\nprint(f'\\nCall after zeroing gradients\\n{inp.grad}')",
+    "optimization tutorial hyperparameters": "learning_rate = 1e-3\nbatch_size = 64\nepochs = 5\nloss_fn = nn.CrossEntropyLoss()\nmodel = nn.Linear(2, 2)\n"
+                                             "optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)\nprint(optimizer, loss_fn)",
+    "buildmodel tutorial layers": "torch.manual_seed(0)\ninput_image = torch.rand(3, 28, 28)\nprint(input_image.size())\nflatten = nn.Flatten()\nflat_image = flatten(input_image)\n"
+                                  "print(flat_image.size())\nlayer1 = nn.Linear(in_features=28*28, out_features=20)\nhidden1 = layer1(flat_image)\nprint(hidden1.size())\n"
+                                  "print(f'Before ReLU: {hidden1}\\n\\n')\nhidden1 = nn.ReLU()(hidden1)\nprint(f'After ReLU: {hidden1}')\n"
+                                  "seq_modules = nn.Sequential(flatten, layer1, nn.ReLU(), nn.Linear(20, 10))\nlogits = seq_modules(torch.rand(3, 28, 28))\n"
+                                  "softmax = nn.Softmax(dim=1)\npred_probab = softmax(logits)\nprint(pred_probab)",
+    "tensor tutorial more": "tensor = torch.ones(4, 4)\nif torch.accelerator.is_available():\n    tensor = tensor.to(torch.accelerator.current_accelerator())\n"
+                            "print(tensor.is_cuda, torch.accelerator.is_available(), torch.accelerator.current_accelerator())\n"
+                            "t = torch.arange(4.)\nprint(t.T if t.dim() < 2 else t, torch.cat([t, t], dim=0).view(2, 4))",
 }
 
 

@@ -329,11 +329,24 @@ class ScatterAddBackward0(Node):
         return g if self.next_functions[0][0] is not None else None, gs
 
 
+def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
+    """torch reads a 0-d index (and a 0-d source with it) into a 1-d tensor as one of a single
+    element (the tutorials' ``zeros(10).scatter_(0, tensor(y), value=1)``)."""
+    if index._data.ndim == 0 and x._data.ndim == 1:
+        index = index.reshape(1)
+        if isinstance(src, Tensor) and src._data.ndim == 0:
+            src = src.reshape(1)
+    if index._data.ndim != max(x._data.ndim, 1) and index._data.ndim != x._data.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    return index, src
+
+
 @op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
     _check_index(index, "scatter")
     if src is None:
         src = value
+    index, src = _scalar_index_as_vector(x, index, src)
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
     pos = _scatter_positions(index._data, d)
@@ -368,6 +381,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
 @op(inplace=True, saves_self=False)
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _check_index(index, "scatter_add")
+    index, src = _scalar_index_as_vector(x, index, src)
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
     sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
