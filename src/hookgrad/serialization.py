@@ -295,7 +295,13 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         except NotTorchEncodable:
             data = None
     if data is None:
-        data = _Writer().serialize(obj)
+        try:
+            data = _Writer().serialize(obj)
+        except pickle.PicklingError as exc:
+            # the words of the C pickler that torch.save uses, for a class that cannot be found by name
+            import re
+            raise pickle.PicklingError(re.sub(r"it's not found as (.+)\.([^.]+)$", r"attribute lookup \2 on \1 failed",
+                                              str(exc))) from None
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         directory = os.path.dirname(os.path.abspath(path))
