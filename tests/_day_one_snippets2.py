@@ -37,6 +37,15 @@ _SCHEDULE = ("o = torch.optim.SGD([nn.Parameter(torch.ones(1))], lr=0.1, momentu
              "    print(epoch, [round(g['lr'], 6) for g in o.param_groups], [round(v, 6) for v in s.get_last_lr()])\n"
              "print(sorted(k for k in s.state_dict() if not k.startswith('_')))")
 
+_OPTIMIZER_STATE = ("torch.manual_seed(0)\nmodel = nn.Linear(2, 1)\np = model.parameters()\nopt = torch.optim.{opt}\n"
+                    "def closure():\n    opt.zero_grad()\n    loss = model(torch.ones(3, 2)).pow(2).mean()\n    loss.backward()\n"
+                    "    return loss\nfor _ in range(2):\n    opt.step(closure)\nprint(opt.state_dict())")
+
+_SCHEDULER_STATE = ("o = torch.optim.SGD([nn.Parameter(torch.ones(1))], lr=0.1, momentum=0.9)\n"
+                    "s = torch.optim.lr_scheduler.{sched}\nfor _ in range(2):\n    o.step()\n"
+                    "    s.step(1.0) if isinstance(s, torch.optim.lr_scheduler.ReduceLROnPlateau) else s.step()\n"
+                    "print({{k: v for k, v in s.state_dict().items() if k not in ('_scale_fn_ref',)}})\nprint(o.state_dict()['param_groups'])")
+
 _SAVE = "import tempfile, os\nd = tempfile.mkdtemp()\npath = os.path.join(d, 'f.pt')\n"
 
 SNIPPETS = {
@@ -476,6 +485,9 @@ SNIPPETS = {
     **{f"train with {opt}": _TRAIN.format(opt=opt)
        for opt in _OPTIMIZERS},
     **{f"schedule {sched.split('(')[0]}": _SCHEDULE.format(sched=sched) for sched in _SCHEDULERS},
+    **{f"optimizer state_dict of {opt}": _OPTIMIZER_STATE.format(opt=opt) for opt in _OPTIMIZERS},
+    **{f"scheduler state_dict of {sched.split('(')[0]}": _SCHEDULER_STATE.format(sched=sched) for sched in _SCHEDULERS
+       if "lambda" not in sched},
     "classification loop": "torch.manual_seed(0)\nx = torch.randn(32, 4)\ny = (x[:, 0] > 0).long()\n"
                            "model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))\n"
                            "opt = torch.optim.SGD(model.parameters(), lr=0.5)\nloss_fn = nn.CrossEntropyLoss()\n"
