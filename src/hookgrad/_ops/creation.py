@@ -39,27 +39,55 @@ def _leaf_dtype(leaf):
     raise TypeError(f"can't convert {type(leaf).__name__} to a tensor")
 
 
+def _leaves(data):
+    """(the set of leaf types, the leaves whose dtype depends on more than their type: tensors and
+    arrays) of a nest of lists and tuples, read a sequence at a time (C loops over big lists)."""
+    types, typed, pending = set(), [], [data]
+    while pending:
+        seq = pending.pop()
+        for tp in set(map(type, seq)):
+            if issubclass(tp, (list, tuple)):
+                pending.extend(x for x in seq if type(x) is tp)
+            else:
+                types.add(tp)
+                if issubclass(tp, (Tensor, np.ndarray)):
+                    typed.extend(x for x in seq if type(x) is tp)
+    return types, typed
+
+
 def _infer_dtype(data):
     """torch's rule for ``tensor(data)``: the promotion of what every element stands for (bools ->
     bool, ints -> int64, floats -> the default dtype, NumPy scalars and arrays and tensors their own
     type), so that ``[np.int32(1), 2]`` is int64 and ``[np.float64(1.)]`` float64."""
     if not isinstance(data, (list, tuple)):
         return _leaf_dtype(data)
-    kinds, pending = {}, [data]
-    while pending:
-        item = pending.pop()
-        if isinstance(item, (list, tuple)):
-            pending.extend(item)
-        elif type(item) not in kinds or isinstance(item, (Tensor, np.ndarray, np.generic)):
-            kinds[type(item)] = _leaf_dtype(item) if type(item) not in kinds else \
-                _dtype.promote_types(kinds[type(item)], _leaf_dtype(item))
-    if not kinds:
+    types, typed = _leaves(data)
+    found = [_leaf_dtype(tp()) if tp in (builtins.bool, builtins.int, builtins.float, builtins.complex)
+             else _dtype.from_numpy_dtype(np.dtype(tp)) if issubclass(tp, np.generic)
+             else None for tp in types]
+    found = [d for d in found if d is not None] + [_leaf_dtype(x) for x in typed]
+    for tp in types:
+        if not issubclass(tp, (np.generic, Tensor, np.ndarray)) and tp not in (
+                builtins.bool, builtins.int, builtins.float, builtins.complex):
+            _leaf_dtype(next(iter(_of_type(data, tp))))   # raises for what no tensor can hold
+    if not found:
         return _dtype.get_default_dtype()
-    found = list(kinds.values())
     result = found[0]
     for d in found[1:]:
         result = _dtype.promote_types(result, d)
     return result
+
+
+def _of_type(data, tp):
+    """The leaves of type ``tp`` in a nest (for the error about one of them)."""
+    pending = [data]
+    while pending:
+        seq = pending.pop()
+        for x in seq:
+            if isinstance(x, (list, tuple)):
+                pending.append(x)
+            elif type(x) is tp:
+                yield x
 
 
 def _nest_sizes(data) -> int:
@@ -153,13 +181,17 @@ def _checked_array(values, dt) -> np.ndarray:
     complex number. Floating types take out-of-range values as inf."""
     if dt.is_complex or (dt is _dtype.bool):
         return np.array(values, dtype=dt.np, copy=True)
+    if dt.is_floating_point:
+        try:
+            with np.errstate(over="ignore"):
+                return np.array(values, dtype=dt.np, copy=True)
+        except TypeError:
+            if np.array(values).dtype.kind == "c":
+                raise TypeError("must be real number, not complex") from None
+            raise
     natural = np.array(values)
     if natural.dtype.kind == "c":
-        raise TypeError("must be real number, not complex" if dt.is_floating_point
-                        else "'complex' object cannot be interpreted as an integer")
-    if dt.is_floating_point:
-        with np.errstate(over="ignore"):
-            return np.array(values, dtype=dt.np, copy=True)
+        raise TypeError("'complex' object cannot be interpreted as an integer")
     limits = np.iinfo(dt.np)
     lowest = -limits.max if limits.min == 0 else limits.min
     if natural.dtype.kind == "O":   # Python ints beyond 64 bits
@@ -199,7 +231,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             dt = _dtype.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
         except (ValueError, TypeError) as e:
             raise _nest_error(data, dtype) or e from None
-        arr = _tensors_to_arrays(data, _nest_sizes(data)) if isinstance(data, (list, tuple)) else data
+        arr = data
+        if isinstance(data, (list, tuple)) and builtins.any(issubclass(tp, Tensor) for tp in _leaves(data)[0]):
+            arr = _tensors_to_arrays(data, _nest_sizes(data))
     try:
         if isinstance(data, Tensor) or isinstance(data, np.ndarray):
             out = np.array(arr, dtype=dt.np, copy=True)   # a conversion of stored values: wraps, as torch's
