@@ -814,6 +814,28 @@ SNIPPETS = {
     "tensor tutorial more": "tensor = torch.ones(4, 4)\nif torch.accelerator.is_available():\n    tensor = tensor.to(torch.accelerator.current_accelerator())\n"
                             "print(tensor.is_cuda, torch.accelerator.is_available(), torch.accelerator.current_accelerator())\n"
                             "t = torch.arange(4.)\nprint(t.T if t.dim() < 2 else t, torch.cat([t, t], dim=0).view(2, 4))",
+    # ---- fifth pass: conversions between dtypes -------------------------------------------------------
+    "float to int conversions": "x = torch.tensor([-2.7, -0.5, 0.5, 2.7, 1e3])\nprint(x.int(), x.long(), x.short(), x.to(torch.int8), x.char())",
+    "float to uint8 in range": "print(torch.tensor([0.4, 1.6, 254.9]).byte(), torch.tensor([300.]).to(torch.int16))",
+    "half overflow and underflow": "print(torch.tensor([70000., 1e-8, -70000.]).half(), torch.tensor([1e39], dtype=torch.float64).float())",
+    "bool conversions": "print(torch.tensor([0., -0., 0.1, float('nan'), float('inf')]).bool(), torch.tensor([0, 2, -1]).bool(), torch.tensor([True, False]).float())",
+    "int64 to float32 precision": "print(torch.tensor([2 ** 24 + 1]).float().long(), torch.tensor([2 ** 53 + 1]).double().long(), torch.tensor(16777217).float().item())",
+    "complex conversions": "z = torch.tensor([1 + 2j])\nprint(z.real, z.imag, z.abs(), z.angle(), z.conj(), torch.view_as_real(z), z.to(torch.complex128).dtype)",
+    "complex to real warning": "warnings.simplefilter('always')\nwith warnings.catch_warnings(record=True) as w:\n    print(torch.tensor([1 + 2j]).float())\n"
+                               "print([str(x.message).split(' (Triggered')[0] for x in w])",
+    "bfloat16 conversions": "x = torch.tensor([1.2345678, 100.5, 3e38, 1e-40])\nprint(x.bfloat16(), x.bfloat16().float(), x.bfloat16().half(), torch.tensor([1, 2]).bfloat16())",
+    "double to float rounding": "print(torch.tensor([0.1], dtype=torch.float64).float().double(), torch.tensor([1 / 3], dtype=torch.float64).half())",
+    "to same dtype shares": "x = torch.ones(2)\ny = x.to(torch.float32)\ny[0] = 5\nz = x.to(torch.float32, copy=True)\nz[1] = 7\nprint(x, y is x, x.float() is x, x.to(torch.float64) is x)",
+    "int division results": "a = torch.tensor([7, -7], dtype=torch.int32)\nprint(a / 2, (a / 2).dtype, a // 2, (a // 2).dtype, a % 2, torch.div(a, 2, rounding_mode='trunc').dtype)",
+    "uint8 arithmetic wraps": "a = torch.tensor([250, 5], dtype=torch.uint8)\nprint(a + 10, a - 10, a * 2, -a if False else 0, a.sum(), a.sum().dtype, a.prod().dtype)",
+    "int8 sum promotes": "a = torch.tensor([100, 100], dtype=torch.int8)\nprint(a.sum(), a.sum().dtype, a.cumsum(0), a.cumsum(0).dtype, a.mean(dtype=torch.float32), a.max().dtype)",
+    "float16 sum accumulates": "x = torch.full((10000,), 0.1, dtype=torch.float16)\nprint(x.sum(), x.mean(), x.cumsum(0)[-1], x.float().sum())",
+    "bfloat16 arithmetic": "a = torch.tensor([1.5, 2.25], dtype=torch.bfloat16)\nprint(a + 1, a * a, a / 3, a.exp(), a.sum(), (a + 1.0).dtype, (a + torch.ones(2)).dtype)",
+    "tensor type conversions by string": "x = torch.ones(2)\nprint(x.to('cpu').dtype, x.type(torch.int32).dtype, x.type('torch.LongTensor').dtype, x.type(torch.LongTensor).dtype)",
+    "astype style errors": "torch.ones(2).astype(torch.int32)",
+    "dtype from numpy dtype": "import numpy as np\ntorch.ones(2, dtype=np.float32)",
+    "tensor from numpy object array": "import numpy as np\ntorch.tensor(np.array([1, 'a'], dtype=object))",
+    "torch.as_tensor with dtype keeps sharing": "import numpy as np\na = np.zeros(2, dtype=np.float32)\nt = torch.as_tensor(a, dtype=torch.float32)\na[0] = 3\nu = torch.as_tensor(a, dtype=torch.float64)\na[1] = 4\nprint(t, u)",
 }
 
 

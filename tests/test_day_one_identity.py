@@ -310,6 +310,10 @@ SWEEP2_KNOWN_DIFFERENCES = {
     "optimizer state_dict of LBFGS(p, lr=0.5)": "LBFGS's ro history (1 / y.s on steps near 1e-5) differs from "
                                                 "torch's in float32's last bits (dot products summed in another "
                                                 "order); the other entries print the same",
+    "astype style errors": "an attribute torch.Tensor lacks too is reported as 'hookgrad has no torch.Tensor.X; see "
+                           "docs/api-coverage.md' first, Python's own words after (tests/test_api_coverage.py wants "
+                           "that order)",
+    "dtype from numpy dtype": "factories accept a NumPy dtype (and a dtype's name) where torch raises TypeError",
     "activation values": "F.logsigmoid.__name__ is 'logsigmoid' (torch's builtin calls itself log_sigmoid)",
     "load weights_only with numpy inside": "hookgrad's weights-only load takes NumPy arrays, which torch refuses "
                                            "unless numpy._core.multiarray._reconstruct is allowlisted",

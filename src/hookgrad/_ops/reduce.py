@@ -243,6 +243,10 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 
 
 def _cumprod_np(data, d):
+    """Running products; float16 and bfloat16 accumulate in float32 with each product rounded once,
+    as torch's kernel does."""
+    if data.dtype == np.float16 or _dtype.is_bfloat16_np(data.dtype):
+        return np.cumprod(data.astype(np.float32), axis=d).astype(data.dtype)
     return np.cumprod(data, axis=d)
 
 
@@ -297,11 +301,11 @@ class CumsumBackward0(Node):
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     out_dt = _sum_dtype(x, dtype)
-    data = x._data
-    if _dtype.is_bfloat16_np(out_dt):  # accumulate in float32, round each running sum once (as torch)
+    data, final_dt = x._data, out_dt
+    if _dtype.is_bfloat16_np(out_dt) or out_dt == np.float16:  # accumulate in float32, round each sum once
         data, out_dt = data.astype(np.float32), np.dtype(np.float32)
-    result = wrap(_dtype.narrow_to(np.cumsum(data, axis=d, dtype=out_dt) if data.ndim else data.astype(out_dt),
-                                   _sum_dtype(x, dtype)))
+    sums = np.cumsum(data, axis=d, dtype=out_dt) if data.ndim else data.astype(out_dt)
+    result = wrap(sums if sums.dtype == final_dt else sums.astype(final_dt))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CumsumBackward0, (x,), result)
         node.dim, node.dim_arg = d, dim
