@@ -836,6 +836,9 @@ SNIPPETS = {
     "dtype from numpy dtype": "import numpy as np\ntorch.ones(2, dtype=np.float32)",
     "tensor from numpy object array": "import numpy as np\ntorch.tensor(np.array([1, 'a'], dtype=object))",
     "torch.as_tensor with dtype keeps sharing": "import numpy as np\na = np.zeros(2, dtype=np.float32)\nt = torch.as_tensor(a, dtype=torch.float32)\na[0] = 3\nu = torch.as_tensor(a, dtype=torch.float64)\na[1] = 4\nprint(t, u)",
+    "float16 reductions accumulate in float32": "torch.manual_seed(0)\nx = (torch.rand(4000) * 10).half()\nm = torch.rand(64, 64).half()\n"
+                                                "print(x.norm(), x.sum(), m.sum(0)[:3], m.mean(1)[:3], x.var(), x.std(), x.logsumexp(0), "
+                                                "x.cumsum(0)[-2:], (x[:50] / 5 + 0.5).cumprod(0)[-1], x.dot(x), x.bfloat16().norm())",
 }
 
 

@@ -241,7 +241,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
                            f"[{b._data.shape[0]}] to have the same number of elements, but got "
                            f"{a._data.shape[0]} and {b._data.shape[0]} elements respectively")
     _check_same_dtype(a, b, "dot")
-    result = wrap(_narrow(np.asarray(a._data @ b._data), a._data.dtype))
+    with np.errstate(over="ignore", invalid="ignore"):   # a float16 dot may overflow to inf, quietly as torch's
+        result = wrap(_narrow(np.asarray(a._data @ b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(DotBackward0, (a, b), result)
         node.save(a, b)
