@@ -162,6 +162,12 @@ MATRIX = {
     "scatter": (lambda T, a, b: a.scatter(0, T.tensor([[1, 0, 2]]), b), [(3, 3), (1, 3)]),
     "scatter_add": (lambda T, a, b: a.scatter_add(1, T.tensor([[0, 0], [2, 1], [1, 1]]), b), [(3, 3), (3, 2)]),
     "index_add": (lambda T, a, b: a.index_add(0, T.tensor([0, 2, 0]), b), [(3, 2), (3, 2)]),
+    "scatter_reduce_mean": (lambda T, a, b: a.scatter_reduce(1, T.tensor([[0, 0], [2, 1], [1, 1]]), b, "mean"),
+                            [(3, 3), (3, 2)]),
+    "scatter_reduce_amax": (lambda T, a, b: a.scatter_reduce(1, T.tensor([[0, 0], [2, 1], [1, 1]]), b, "amax",
+                                                             include_self=False), [(3, 3), (3, 2)]),
+    "scatter_reduce_prod": (lambda T, a, b: a.scatter_reduce(1, T.tensor([[0, 0], [2, 1], [1, 1]]), b, "prod"),
+                            [(3, 3), (3, 2)]),
     "masked_fill_t": (lambda T, a, b: a.masked_fill(a > 0, b.sum()), [(3, 3), (2,)]),
 }
 

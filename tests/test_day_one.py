@@ -179,3 +179,51 @@ def test_return_types_pickle_and_copy():
     again = pickle.loads(pickle.dumps(result))
     assert type(again) is type(result) and again.values.tolist() == [3., 2.] and again.indices.tolist() == [1, 0]
     assert copy.deepcopy(result).indices.tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin", "max", "min"])
+@pytest.mark.parametrize("include_self", [True, False])
+@differential
+def test_scatter_reduce_values_and_gradients(T, reduce, include_self):
+    x = T.tensor([[1., 2., 0., 4.], [-1., 3., 3., 0.]], requires_grad=True)
+    src = T.tensor([[3., 0., 5., 2., 2.], [3., 3., 0., 0., -2.]], requires_grad=True)
+    index = T.tensor([[0, 0, 1, 3, 3], [1, 2, 2, 0, 0]])
+    from difftest import catch
+    out = x.scatter_reduce(1, index, src, reduce, include_self=include_self)
+    grads = catch(T.autograd.grad, (out * T.arange(1., 5.)).sum(), (x, src))   # torch's backward refuses max/min
+    in_place = x.detach().clone().scatter_reduce_(1, index, src.detach(), reduce, include_self=include_self)
+    ints = T.tensor([5, 7, -9]).scatter_reduce(0, T.tensor([0, 0, 2]), T.tensor([2, 4, 4]), reduce,
+                                               include_self=include_self)
+    return out, grads, out.grad_fn.name(), in_place, ints
+
+
+@differential
+def test_scatter_reduce_refuses_unknown_reductions(T):
+    from difftest import catch
+    x = T.zeros(3)
+    return [catch(x.scatter_reduce, 0, T.tensor([0]), T.ones(1), name) for name in ("add", "multiply", "mul")]
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce_gradcheck(reduce):
+    import hookgrad
+    gen = hookgrad.Generator().manual_seed(3)
+    x = hookgrad.rand(3, 4, dtype=hookgrad.float64, generator=gen).requires_grad_()
+    src = hookgrad.rand(3, 5, dtype=hookgrad.float64, generator=gen).requires_grad_()
+    index = hookgrad.randint(0, 4, (3, 5), generator=gen)
+    for include_self in (True, False):
+        assert hookgrad.autograd.gradcheck(
+            lambda a, b: a.scatter_reduce(1, index, b, reduce, include_self=include_self), (x, src))
+
+
+@differential
+def test_complex_legacy_storages(T):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # TypedStorage's deprecation notice
+        made = T.ComplexFloatStorage([1 + 2j, 3])
+        double = T.ComplexDoubleStorage(2)
+        read = T.ComplexFloatStorage.from_buffer(b"\x00\x00\x80?\x00\x00\x00@", "little")
+        return [list(made), made.dtype, len(double), double.dtype, list(read), _text(repr(T.ComplexFloatStorage)),
+                isinstance(T.ones(2, dtype=T.complex64).storage(), T.ComplexFloatStorage),
+                isinstance(T.ones(2, dtype=T.complex64).storage(), T.ComplexDoubleStorage),
+                T.ones(1, dtype=T.complex128).storage_type() is T.ComplexDoubleStorage]

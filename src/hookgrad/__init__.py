@@ -93,7 +93,11 @@ def broadcast_shapes(*shapes):
 
 
 def broadcast_tensors(*tensors):
-    shape = broadcast_shapes(*[t.shape for t in tensors])
+    from ._ops.pointwise import broadcast_mismatch
+    try:
+        shape = broadcast_shapes(*[t.shape for t in tensors])
+    except RuntimeError:
+        raise RuntimeError(broadcast_mismatch(*[t.shape for t in tensors])) from None
     return tuple(t.expand(shape) for t in tensors)
 
 
@@ -128,6 +132,7 @@ _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerator", "mps", "xpu", "signal",
           "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for
 _LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
+_LAZY |= {"_tensor_str"}  # torch._tensor_str.PRINT_OPTS and printoptions
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
 _FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "futures", "to_dlpack": "utils.dlpack",
                    "ScriptModule": "jit", "ScriptFunction": "jit"}

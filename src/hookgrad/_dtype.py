@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import builtins as _builtins
+import operator as _operator
 import sys as _sys
 
 import numpy as np
@@ -163,8 +164,9 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         if is_bfloat16_np(np_dtype):
             return bfloat16
-        raise TypeError(f"can't convert NumPy dtype {np.dtype(np_dtype)} to a hookgrad dtype; "
-                        "supported: " + ", ".join(d.name for d in _ALL)) from None
+        raise TypeError(f"can't convert np.ndarray of type numpy.{np_dtype.type.__name__}. The only supported types "
+                        "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
+                        "uint32, uint16, uint8, and bool.") from None
 
 
 def to_dtype(d) -> dtype:
@@ -309,6 +311,21 @@ class iinfo:
 class Size(tuple):
     """A tensor's shape: a tuple that prints as ``hookgrad.Size([2, 3])`` (``torch.Size([2, 3])`` under
     ``hookgrad run``, as dtypes do)."""
+
+    def __new__(cls, sizes=()):
+        try:
+            return tuple.__new__(cls, map(_operator.index, sizes))
+        except TypeError:
+            for i, s in enumerate(sizes):
+                if not hasattr(s, "__index__"):
+                    raise TypeError(f"torch.Size() takes an iterable of 'int' (item {i} is '{type(s).__name__}')") \
+                        from None
+            raise
+
+    def __mul__(self, times):
+        return Size(tuple(self) * times)
+
+    __rmul__ = __mul__
 
     def __repr__(self):
         return f"{shown_name()}.Size({list(self)})"

@@ -18,7 +18,7 @@ from ._tensor import Tensor
 
 __all__ = ["StorageBase", "Storage", "FloatStorage", "DoubleStorage", "HalfStorage", "BFloat16Storage",
            "LongStorage", "IntStorage", "ShortStorage", "CharStorage", "ByteStorage", "BoolStorage",
-           "BFloat16Tensor"]
+           "BFloat16Tensor", "ComplexFloatStorage", "ComplexDoubleStorage"]
 
 
 class _StorageBaseMeta(type):
@@ -62,7 +62,7 @@ class _TypedStorageClass(type):
             raise TypeError("new(): invalid data type 'str'")
         if isinstance(arg, (Sequence, np.ndarray)) and not isinstance(arg, Tensor):
             values = np.asarray(arg)
-            if values.dtype.kind not in "biuf":
+            if values.dtype.kind not in ("biufc" if dt.is_complex else "biuf"):
                 raise TypeError(f"new(): invalid data type '{type(arg).__name__}'")
             return TypedStorage(UntypedStorage(values.astype(dt.np).reshape(-1)), dt)
         raise TypeError(f"{cls!r}.__new__ received an invalid combination of arguments. Expected one of:\n"
@@ -104,10 +104,13 @@ ShortStorage = _storage_class("ShortStorage", _dtype.int16)
 CharStorage = _storage_class("CharStorage", _dtype.int8)
 ByteStorage = _storage_class("ByteStorage", _dtype.uint8)
 BoolStorage = _storage_class("BoolStorage", _dtype.bool)
+ComplexFloatStorage = _storage_class("ComplexFloatStorage", _dtype.complex64)
+ComplexDoubleStorage = _storage_class("ComplexDoubleStorage", _dtype.complex128)
 Storage = FloatStorage  # as in torch
 
 _BY_DTYPE = {c.dtype.name: c for c in (FloatStorage, DoubleStorage, HalfStorage, BFloat16Storage, LongStorage,
-                                       IntStorage, ShortStorage, CharStorage, ByteStorage, BoolStorage)}
+                                       IntStorage, ShortStorage, CharStorage, ByteStorage, BoolStorage,
+                                       ComplexFloatStorage, ComplexDoubleStorage)}
 
 
 def storage_type(self: Tensor):

@@ -377,6 +377,8 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if self._requires_grad:   # np.array(t) goes through numpy(), as in torch
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._data)
         if dtype is not None:
             return self._data.astype(dtype, copy=False)

@@ -64,6 +64,50 @@ class CheckpointError(RuntimeError):
     """A checkpoint file is corrupt, truncated, of an unknown format or version, or inconsistent."""
 
 
+class _NotACheckpoint(CheckpointError, pickle.UnpicklingError):
+    """A file that is no checkpoint at all: torch's unpickler fails on its first byte, so this is
+    also (and is named as) pickle's UnpicklingError."""
+
+
+_NotACheckpoint.__name__ = _NotACheckpoint.__qualname__ = "UnpicklingError"
+
+_LOAD_DEFAULT_CHANGE = (
+    "In PyTorch 2.6, we changed the default value of the `weights_only` argument in `torch.load` from `False` to "
+    "`True`. Re-running `torch.load` with `weights_only` set to `False` will likely succeed, but it can result in "
+    "arbitrary code execution. Do it only if you got the file from a trusted source.")
+_LOAD_DOCS = ("\n\nCheck the documentation of torch.load to learn more about types accepted by default with "
+              "weights_only https://pytorch.org/docs/stable/generated/torch.load.html.")
+
+
+def _weights_only_failure(detail: str) -> str:
+    """torch's message for a refused weights-only load, around the unpickler's own ``detail``."""
+    if "was not an allowed global by default" in detail:
+        return ("Weights only load failed. This file can still be loaded, to do so you have two options, "
+                "\033[1mdo those steps only if you trust the source of the checkpoint\033[0m. "
+                f"\n\t(1) {_LOAD_DEFAULT_CHANGE}\n\t(2) Alternatively, to load with `weights_only=True` please check "
+                "the recommended steps in the following error message.\n\tWeightsUnpickler error: " + detail
+                + _LOAD_DOCS)
+    return (f"Weights only load failed. {_LOAD_DEFAULT_CHANGE}\nPlease file an issue with the following so that we "
+            "can make `weights_only=True` compatible with your use case: WeightsUnpickler error: \n\n" + detail
+            + _LOAD_DOCS)
+
+
+def _unsupported_global(module: str, name: str) -> str:
+    """The unpickler's refusal of a global, naming hookgrad's own classes as the script sees them
+    (torch's names under ``hookgrad run``); nothing outside hookgrad is imported to name it."""
+    full = f"{module}.{name}"
+    if module == "hookgrad" or module.startswith("hookgrad."):
+        import importlib
+        try:
+            found = getattr(importlib.import_module(module), name)
+            full = f"{found.__module__}.{found.__qualname__}"
+        except (ImportError, AttributeError):
+            pass
+    return (f"Unsupported global: GLOBAL {full} was not an allowed global by default. Please use "
+            f"`torch.serialization.add_safe_globals([{full}])` or the `torch.serialization.safe_globals([{full}])` "
+            "context manager to allowlist this global if you trust this class/function.")
+
+
 # ---------------------------------------------------------------------------------------------
 # Type lookups (lazy: this module is imported while the package is still loading)
 # ---------------------------------------------------------------------------------------------
@@ -251,7 +295,13 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         except NotTorchEncodable:
             data = None
     if data is None:
-        data = _Writer().serialize(obj)
+        try:
+            data = _Writer().serialize(obj)
+        except pickle.PicklingError as exc:
+            # the words of the C pickler that torch.save uses, for a class that cannot be found by name
+            import re
+            raise pickle.PicklingError(re.sub(r"it's not found as (.+)\.([^.]+)$", r"attribute lookup \2 on \1 failed",
+                                              str(exc))) from None
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         directory = os.path.dirname(os.path.abspath(path))
@@ -605,12 +655,7 @@ class _PickleReader:
     def find_global(self, module: str, name: str):
         value = self.globals.get((module, name))
         if value is None:
-            raise pickle.UnpicklingError(
-                f"Weights only load failed: the checkpoint refers to {module}.{name}, which is not a "
-                "tensor, a Parameter or a plain container. Loading it can run arbitrary code. "
-                f"Unsupported global: GLOBAL {module}.{name} was not an allowed global by default. If you trust "
-                f"it, allow it with torch.serialization.add_safe_globals([{name}]) or the "
-                f"torch.serialization.safe_globals([{name}]) context manager.")
+            raise pickle.UnpicklingError(_weights_only_failure(_unsupported_global(module, name)))
         return value
 
     def value(self, obj):
@@ -853,7 +898,10 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
         if bytes(buffer[:4]) == b"PK\x03\x04":
             return _load_torch_zip(buffer, map_location)
         if len(buffer) >= len(MAGIC) and bytes(buffer[:len(MAGIC)]) != MAGIC:
-            raise CheckpointError("not a hookgrad checkpoint (bad magic number)")
+            first = chr(buffer[0])
+            detail = _weights_only_failure(f"Unsupported operand {buffer[0]}") if weights_only else \
+                f"invalid load key, {first!r}."
+            raise _NotACheckpoint(f"{detail} (not a hookgrad checkpoint: bad magic number)")
         raise CheckpointError(f"checkpoint is truncated ({len(buffer)} bytes)")
     version, header_len = _PREFIX.unpack_from(buffer, len(MAGIC))
     if version != FORMAT_VERSION:
@@ -1085,11 +1133,7 @@ class _SafeUnpickler(pickle.Unpickler):
             return self.safe[(module, name)]
         if (module, name) in _ARRAY_GLOBALS:
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(
-            f"Weights only load failed: the checkpoint contains an object of type {self.type_name!r}, stored as a "
-            f"pickle. Loading it can run arbitrary code. Unsupported global: GLOBAL {module}.{name} was not an "
-            f"allowed global by default. If you trust it, allow it with torch.serialization.add_safe_globals([{name}])"
-            f" or load the file with weights_only=False.")
+        raise pickle.UnpicklingError(_weights_only_failure(_unsupported_global(module, name)))
 
 
 def _set_state(target, state) -> None:

@@ -74,6 +74,12 @@ def _bind_operators():
     T.__neg__ = P.neg
     T.__pos__ = lambda a: a
     T.__abs__ = P.abs
+    T.__lshift__ = lambda a, b: more.bitwise_left_shift(a, b)
+    T.__rshift__ = lambda a, b: more.bitwise_right_shift(a, b)
+    T.__rlshift__ = lambda a, b: more.bitwise_left_shift(P.as_tensor_arg(b, a), a)
+    T.__rrshift__ = lambda a, b: more.bitwise_right_shift(P.as_tensor_arg(b, a), a)
+    T.__ilshift__ = lambda a, b: a.bitwise_left_shift_(b)
+    T.__irshift__ = lambda a, b: a.bitwise_right_shift_(b)
     T.__invert__ = lambda a: P.logical_not(a) if a._data.dtype == np.bool_ else P.bitwise_not(a)
     T.__and__ = T.__rand__ = _bool_or_bitwise(P.logical_and, P.bitwise_and)
     T.__or__ = T.__ror__ = _bool_or_bitwise(P.logical_or, P.bitwise_or)

@@ -27,22 +27,93 @@ def _finish(data, requires_grad=False, device=None):
     return t
 
 
+def _leaf_dtype(leaf):
+    """The dtype one element of ``tensor(data)``'s nest stands for: a Python number its category's
+    default, a NumPy scalar or array its own type, a tensor its dtype."""
+    if isinstance(leaf, Tensor):
+        return leaf.dtype
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return _dtype.from_numpy_dtype(leaf.dtype)
+    if isinstance(leaf, (builtins.bool, builtins.int, builtins.float, builtins.complex)):
+        return _dtype.scalar_dtype(leaf)
+    raise TypeError(f"can't convert {type(leaf).__name__} to a tensor")
+
+
+def _leaves(data):
+    """(the set of leaf types, the leaves whose dtype depends on more than their type: tensors and
+    arrays) of a nest of lists and tuples, read a sequence at a time (C loops over big lists)."""
+    types, typed, pending = set(), [], [data]
+    while pending:
+        seq = pending.pop()
+        for tp in set(map(type, seq)):
+            if issubclass(tp, (list, tuple)):
+                pending.extend(x for x in seq if type(x) is tp)
+            else:
+                types.add(tp)
+                if issubclass(tp, (Tensor, np.ndarray)):
+                    typed.extend(x for x in seq if type(x) is tp)
+    return types, typed
+
+
 def _infer_dtype(data):
-    """torch's rule for ``tensor(data)``: bools -> bool, ints -> int64, floats -> the default dtype."""
-    arr = np.asarray(data)
-    kind = arr.dtype.kind
-    if kind == "b":
-        return _dtype.bool
-    if kind in "iu":
-        return _dtype.int64 if not isinstance(data, np.ndarray) else _dtype.from_numpy_dtype(arr.dtype)
-    if kind == "f":
-        return _dtype.get_default_dtype() if not isinstance(data, np.ndarray) else _dtype.from_numpy_dtype(arr.dtype)
-    if kind == "c":
-        if isinstance(data, np.ndarray):
-            return _dtype.from_numpy_dtype(arr.dtype)
-        return _dtype.get_default_dtype().to_complex()
-    raise TypeError(f"can't convert {type(data).__name__} of dtype {arr.dtype} to a tensor: only numbers, "
-                    "booleans, (nested) sequences of them and NumPy arrays are supported")
+    """torch's rule for ``tensor(data)``: the promotion of what every element stands for (bools ->
+    bool, ints -> int64, floats -> the default dtype, NumPy scalars and arrays and tensors their own
+    type), so that ``[np.int32(1), 2]`` is int64 and ``[np.float64(1.)]`` float64."""
+    if not isinstance(data, (list, tuple)):
+        return _leaf_dtype(data)
+    types, typed = _leaves(data)
+    found = [_leaf_dtype(tp()) if tp in (builtins.bool, builtins.int, builtins.float, builtins.complex)
+             else _dtype.from_numpy_dtype(np.dtype(tp)) if issubclass(tp, np.generic)
+             else None for tp in types]
+    found = [d for d in found if d is not None] + [_leaf_dtype(x) for x in typed]
+    for tp in types:
+        if not issubclass(tp, (np.generic, Tensor, np.ndarray)) and tp not in (
+                builtins.bool, builtins.int, builtins.float, builtins.complex):
+            _leaf_dtype(next(iter(_of_type(data, tp))))   # raises for what no tensor can hold
+    if not found:
+        return _dtype.get_default_dtype()
+    result = found[0]
+    for d in found[1:]:
+        result = _dtype.promote_types(result, d)
+    return result
+
+
+def _of_type(data, tp):
+    """The leaves of type ``tp`` in a nest (for the error about one of them)."""
+    pending = [data]
+    while pending:
+        seq = pending.pop()
+        for x in seq:
+            if isinstance(x, (list, tuple)):
+                pending.append(x)
+            elif type(x) is tp:
+                yield x
+
+
+def _nest_sizes(data) -> int:
+    """How many dimensions ``tensor(data)`` has, read along the first elements as torch does: lists,
+    tuples and NumPy arrays are sequences, a tensor met on that path is one element."""
+    depth, first = 0, data
+    while isinstance(first, (list, tuple, np.ndarray)) and not (isinstance(first, np.ndarray) and first.ndim == 0):
+        depth += 1
+        if len(first) == 0:
+            break
+        first = first[0]
+    return depth
+
+
+def _tensors_to_arrays(data, depth: int):
+    """``data`` with its tensors replaced by arrays: a tensor where the nest expects more dimensions
+    is a sequence; one in an element's place must hold one element (torch's rule)."""
+    if isinstance(data, Tensor):
+        if depth > 0:
+            return data._data
+        if data._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return data._data.reshape(())
+    if isinstance(data, (list, tuple)):
+        return [_tensors_to_arrays(item, depth - 1) for item in data]
+    return data
 
 
 _SCALARS = (builtins.bool, builtins.int, builtins.float, builtins.complex, np.number, np.bool_)
@@ -99,6 +170,51 @@ def _nest_error(data, dtype) -> Exception | None:
     return check(data, 0)
 
 
+_ELEMENT_REFUSALS = ("Overflow when unpacking long long", "must be real number, not complex",
+                     "'complex' object cannot be interpreted as an integer")
+
+
+def _checked_array(values, dt) -> np.ndarray:
+    """Python numbers -> an array of ``dt``, refusing what torch's element conversion refuses: an
+    integer type gets no value beyond its range (negative values down to ``-max`` wrap into an
+    unsigned type, as torch lets them), no nan or inf and no complex number; a real type gets no
+    complex number. Floating types take out-of-range values as inf."""
+    if dt.is_complex or (dt is _dtype.bool):
+        return np.array(values, dtype=dt.np, copy=True)
+    if dt.is_floating_point:
+        try:
+            with np.errstate(over="ignore"):
+                return np.array(values, dtype=dt.np, copy=True)
+        except TypeError:
+            if np.array(values).dtype.kind == "c":
+                raise TypeError("must be real number, not complex") from None
+            raise
+    natural = np.array(values)
+    if natural.dtype.kind == "c":
+        raise TypeError("'complex' object cannot be interpreted as an integer")
+    limits = np.iinfo(dt.np)
+    lowest = -limits.max if limits.min == 0 else limits.min
+    if natural.dtype.kind == "O":   # Python ints beyond 64 bits
+        flat = natural.ravel().tolist()
+        if dt is _dtype.int64 or not builtins.all(lowest <= int(v) <= limits.max for v in flat):
+            raise ValueError("Overflow when unpacking long long")
+    elif natural.dtype.kind == "u" and dt is _dtype.int64:
+        raise ValueError("Overflow when unpacking long long")
+    elif natural.size and natural.dtype.kind in "iuf":
+        bad = (natural < lowest) | (natural > limits.max)
+        if natural.dtype.kind == "f":
+            bad |= ~np.isfinite(natural) | ((natural < 0) & (limits.min == 0))
+        if bad.any():
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+    with np.errstate(invalid="ignore", over="ignore"):
+        if natural.dtype.kind in "iub":
+            return natural.astype(np.int64 if natural.dtype.kind != "u" else np.uint64).astype(dt.np)
+        if natural.dtype.kind == "O":
+            return np.array([int(v) % (1 << (8 * dt.itemsize)) if v < 0 and limits.min == 0 else int(v)
+                             for v in natural.ravel().tolist()], dtype=dt.np).reshape(natural.shape)
+        return natural.astype(dt.np)
+
+
 @op(method=False)
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     if isinstance(data, Tensor):
@@ -109,21 +225,26 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         arr = data._data
         dt = _dtype.to_dtype(dtype) if dtype is not None else data.dtype
     else:
-        if isinstance(data, (list, tuple)) and data and builtins.any(isinstance(x, Tensor) for x in data):
-            arr = np.array([_to_array(x) for x in data])
-            dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.from_numpy_dtype(arr.dtype)
-        else:
-            try:
-                dt = _dtype.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
-            except (ValueError, TypeError) as e:
-                raise _nest_error(data, dtype) or e from None
-            arr = data
+        if isinstance(data, np.ndarray):
+            _check_numpy_source(data)
+        try:
+            dt = _dtype.to_dtype(dtype) if dtype is not None else _infer_dtype(data)
+        except (ValueError, TypeError) as e:
+            raise _nest_error(data, dtype) or e from None
+        arr = data
+        if isinstance(data, (list, tuple)) and builtins.any(issubclass(tp, Tensor) for tp in _leaves(data)[0]):
+            arr = _tensors_to_arrays(data, _nest_sizes(data))
     try:
-        out = np.array(arr, dtype=dt.np, copy=True)
+        if isinstance(data, Tensor) or isinstance(data, np.ndarray):
+            out = np.array(arr, dtype=dt.np, copy=True)   # a conversion of stored values: wraps, as torch's
+        else:
+            out = _checked_array(arr, dt)
     except (ValueError, TypeError) as e:
         nest_error = _nest_error(data, dtype)
         if nest_error is not None:
             raise nest_error from None
+        if str(e) in _ELEMENT_REFUSALS:
+            raise
         raise ValueError(f"could not build a tensor from {type(data).__name__}: {e}") from None
     return _finish(out, requires_grad, device)
 
@@ -141,11 +262,21 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
 asarray = as_tensor
 
 
+def _check_numpy_source(array: np.ndarray) -> None:
+    """torch's refusals of a NumPy array as a tensor's source: a type it has no tensor for, or a
+    negative stride (even where it would copy)."""
+    _dtype.from_numpy_dtype(array.dtype)
+    if any(s < 0 for s in array.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
+                         "strides are not currently supported. (You can probably work around this by making a "
+                         "copy of your array  with array.copy().) ")
+
+
 @op(method=False)
 def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
-    _dtype.from_numpy_dtype(array.dtype)  # raises for unsupported dtypes
+    _check_numpy_source(array)
     return wrap(array)
 
 
@@ -171,7 +302,11 @@ def _size(size, size_keyword=None):
 
 @op(method=False)
 def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
-    return _finish(np.zeros(_size(shape, size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
+    try:
+        shape = _size(shape, size)
+    except RuntimeError:
+        raise RuntimeError("zeros: Dimension size must be non-negative.") from None
+    return _finish(np.zeros(shape, dtype=_resolve_dtype(dtype).np), requires_grad, device)
 
 
 @op(method=False)
@@ -266,6 +401,10 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 @op(method=False)
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     return _finish(np.eye(n, m if m is not None else n, dtype=_resolve_dtype(dtype).np), requires_grad, device)
 
 
@@ -384,7 +523,7 @@ def _into_out(out, result):
 def _floating(dtype, kernel):
     dt = _resolve_dtype(dtype)
     if not dt.is_floating_point:
-        raise NotImplementedError(f"\"{kernel}\" not implemented for '{repr(dt).split('.')[-1].capitalize()}'")
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{_dtype.scalar_type_name(dt.np)}'")
     return dt
 
 
@@ -509,7 +648,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
                             "expected one of: (Tensor mean, Tensor std), (Tensor mean, float std), "
                             "(float mean, Tensor std), (float mean, float std, tuple of ints size)")
         _check_std(std)
-        dt = _resolve_dtype(dtype)
+        dt = _floating(dtype, "normal_kernel_cpu")
         return _sampled(_size((size,)), dt, lambda a: _rng_streams.normal(gen, a, mean, std), requires_grad, device,
                         out)
     if std_t and (std._data < 0).any():
@@ -517,6 +656,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
     if not std_t:
         _check_std(std)
     like = mean if mean_t else std
+    if not (_dtype.is_floating_np(like._data.dtype) or like._data.dtype.kind == "c"):
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
+                                  f"'{_dtype.scalar_type_name(like._data.dtype)}'")
     shape = np.broadcast_shapes(mean._data.shape if mean_t else (), std._data.shape if std_t else ())
     dtype_np = like._data.dtype
     if mean_t and not std_t:
@@ -539,7 +681,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     probs = input._data
     if probs.dtype.kind != "f":
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
-                                  f"'{repr(_dtype.from_numpy_dtype(probs.dtype)).split('.')[-1].capitalize()}'")
+                                  f"'{_dtype.scalar_type_name(probs.dtype)}'")
     if ((probs < 0) | (probs > 1)).any():
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could this error message "
                            "be improved?  If so, please report an enhancement request to PyTorch.)")
@@ -560,7 +702,7 @@ def multinomial(probs, num_samples, replacement=False, *, generator=None, out=No
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if p.dtype.kind != "f":
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{repr(_dtype.from_numpy_dtype(p.dtype)).split('.')[-1].capitalize()}")
+                           f"{_dtype.scalar_type_name(p.dtype)}")
     n_categories = p.shape[-1]
     if n_sample <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")

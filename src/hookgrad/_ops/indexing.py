@@ -5,6 +5,7 @@ import numbers
 
 import numpy as np
 
+from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from ._declare import module_all, op, record_op
@@ -39,6 +40,11 @@ def _np_index(index):
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
+        elif isinstance(item, str):
+            raise TypeError("new(): invalid data type 'str'")   # torch reads a string as a sequence to convert
+        elif item is not None and item is not Ellipsis and not isinstance(item, (slice, numbers.Integral, np.ndarray)):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are "
+                             f"valid indices (got {type(item).__name__})")
         else:
             out.append(item)
     return tuple(out)
@@ -114,10 +120,38 @@ def _dims_taken(item) -> int:
     return item._data.ndim if isinstance(item, Tensor) and item._data.dtype.kind == "b" else 1
 
 
+def _is_integer(item) -> bool:
+    return isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool)
+
+
+def _split_integers(index):
+    """torch applies an index's integers as selections before its tensor and list items (NumPy
+    counts them among the advanced ones, which moves the result's dimensions when a slice stands
+    between them): (the basic part, the advanced rest to apply to its result), or None when the index
+    mixes no integers with advanced items."""
+    if not any(_is_integer(i) for i in index) or all(_is_basic(i) for i in index):
+        return None
+    basic, rest = [], []
+    for item in index:
+        if _is_basic(item) and not isinstance(item, Tensor):
+            basic.append(item)
+            if not _is_integer(item):
+                rest.append(Ellipsis if item is Ellipsis else slice(None))
+        else:
+            spans = item._data.ndim if isinstance(item, Tensor) and item._data.dtype.kind == "b" else (
+                np.asarray(item).ndim if isinstance(item, (list, tuple)) and np.asarray(item).dtype.kind == "b" else 1)
+            basic.extend([slice(None)] * spans)
+            rest.append(item)
+    return tuple(basic), tuple(rest)
+
+
 def getitem(x: Tensor, index) -> Tensor:
     index = _normalize_index(index)
     if all(_is_basic(i) for i in index):
         return basic_index(x, index)
+    split = _split_integers(index)
+    if split is not None:
+        return getitem(basic_index(x, split[0]), split[1])
     npi = _np_index(index)
     try:
         data = x._data[npi]
@@ -175,16 +209,27 @@ def setitem(x: Tensor, index, value) -> None:
         shape = value._data.shape
         lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
         value = value.reshape(shape[lead:])
+    split = _split_integers(index)
+    if split is not None:
+        setitem(basic_index(x, split[0]), split[1], value)
+        return
     if all(_is_basic(i) for i in index):
         target = basic_index(x, index)
         if isinstance(value, Tensor):
+            if value._data.shape != target._data.shape:
+                value.expand(target._data.shape)   # torch's error for a value that does not fit the target
             target.copy_(value)
         else:
             target.fill_(value)
         return
     check_inplace(x)
     npi = _np_index(index)
-    apply_inplace(x, _index_put, npi, value, saves_self=False)
+    try:
+        apply_inplace(x, _index_put, npi, value, saves_self=False)
+    except ValueError:
+        value_shape = value._data.shape if isinstance(value, Tensor) else np.shape(value)
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
+                           f"indexing result of shape {list(x._data[npi].shape)}") from None
 
 
 @op(function=False)
@@ -284,11 +329,24 @@ class ScatterAddBackward0(Node):
         return g if self.next_functions[0][0] is not None else None, gs
 
 
+def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
+    """torch reads a 0-d index (and a 0-d source with it) into a 1-d tensor as one of a single
+    element (the tutorials' ``zeros(10).scatter_(0, tensor(y), value=1)``)."""
+    if index._data.ndim == 0 and x._data.ndim == 1:
+        index = index.reshape(1)
+        if isinstance(src, Tensor) and src._data.ndim == 0:
+            src = src.reshape(1)
+    if index._data.ndim != max(x._data.ndim, 1) and index._data.ndim != x._data.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    return index, src
+
+
 @op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
     _check_index(index, "scatter")
     if src is None:
         src = value
+    index, src = _scalar_index_as_vector(x, index, src)
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
     pos = _scatter_positions(index._data, d)
@@ -323,6 +381,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
 @op(inplace=True, saves_self=False)
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     _check_index(index, "scatter_add")
+    index, src = _scalar_index_as_vector(x, index, src)
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
     sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
@@ -335,11 +394,111 @@ def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return result
 
 
+_REDUCE_AT = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum, "amin": np.minimum}
+
+
+def _reduce_identity(reduce: str, dtype: np.dtype):
+    """The value a reduction starts from where ``include_self=False`` leaves the target out."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "b":
+        return reduce == "amin"
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return info.min if reduce == "amax" else info.max
+    return -np.inf if reduce == "amax" else np.inf
+
+
+def _scatter_reduced(x: np.ndarray, d: int, index: np.ndarray, src: np.ndarray, reduce: str, include_self: bool):
+    """The forward of ``scatter_reduce`` on arrays: each target reduced with the sources sent to it
+    (and itself unless ``include_self`` is False); a mean of integers rounds down, as torch's does."""
+    data = x.copy()
+    pos = _scatter_positions(index, d)
+    values = src[tuple(slice(0, n) for n in index.shape)]
+    if not include_self:
+        data[pos] = _reduce_identity(reduce, data.dtype)
+    _REDUCE_AT[reduce].at(data, pos, values)
+    if reduce == "mean":
+        counts = np.full(data.shape, 1 if include_self else 0, dtype=np.int64)
+        np.add.at(counts, pos, 1)
+        counts = np.maximum(counts, 1)
+        data = np.floor_divide(data, counts).astype(data.dtype) if data.dtype.kind in "iu" else \
+            (data / counts).astype(data.dtype)
+    return data
+
+
+class ScatterReduceBackward0(Node):
+    __slots__ = ("dim", "dim_arg", "reduce", "include_self")
+    saved_names = ("index", "self", "src", "result")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "reduce": lambda n: n.reduce,
+                    "include_self": lambda n: n.include_self}
+
+    def apply(self, grads):
+        index, x, src, result = self.saved()
+        g, d, reduce = grads[0], self.dim, self.reduce
+        if reduce not in _REDUCE_AT:
+            raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}.")
+        src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+        if reduce == "sum":
+            gx, gs = g, g.gather(d, index)
+        elif reduce == "mean":
+            counts = (g * 0 + (1. if self.include_self else 0.)).scatter_add(d, index, (src * 0 + 1).to(g.dtype))
+            counts = counts.masked_fill(counts == 0, 1)
+            gx, gs = g / counts, (g / counts).gather(d, index)
+        elif reduce == "prod":
+            # products of everything else at a target, exact where one factor is zero
+            x_nonzero = x.masked_fill(x == 0, 1)
+            gx = g * _scatter_reduce_plain(x_nonzero, d, index, src, "prod", self.include_self) / x_nonzero
+            src_zero = src == 0
+            zeros_at = (x * 0).scatter_add(d, index, src_zero.to(x.dtype)).gather(d, index)
+            single_zero = src_zero & (zeros_at == 1)
+            without_zero = _scatter_reduce_plain(x, d, index, src.masked_fill(single_zero, 1), "prod",
+                                                 self.include_self)
+            gs = ((g * without_zero).gather(d, index)).where(
+                single_zero, (g * result).gather(d, index) / src.masked_fill(src_zero, 1))
+        else:   # amax / amin: the gradient shared evenly among the values equal to the result
+            # (torch counts a target equal to the result even when include_self=False leaves it out)
+            x_wins = (x == result).to(g.dtype)
+            src_wins = (src == result.gather(d, index)).to(g.dtype)
+            share = g / x_wins.scatter_add(d, index, src_wins)
+            gx, gs = x_wins * share, src_wins * share.gather(d, index)
+        if not self.include_self:
+            gx = gx.scatter(d, index, 0.)
+        nf = self.next_functions
+        return (gx if nf[0][0] is not None else None), (gs if nf[1][0] is not None else None)
+
+
+def _scatter_reduce_plain(x, d, index, src, reduce, include_self):
+    return wrap(_scatter_reduced(x._data, d, index._data, src._data, reduce, include_self))
+
+
 @op(inplace=True)
 def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
-    if reduce == "sum":
-        return scatter_add(x, dim, index, src)
-    raise NotImplementedError(f"hookgrad: scatter_reduce with reduce={reduce!r} is not implemented")
+    # torch's forward also takes "max" and "min" (its backward then refuses them)
+    forward_reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
+    if forward_reduce not in _REDUCE_AT:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
+    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
+    if src._data.dtype != x._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    kind = x._data.dtype.kind
+    if (forward_reduce == "mean" and kind == "b") or (forward_reduce in ("amax", "amin") and kind == "c"):
+        raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{forward_reduce}\" not implemented for "
+                                  f"'{scalar_type_name(x._data.dtype)}'")
+    d = _wrap_dim(dim, x._data.ndim)
+    size = x._data.shape[d] if x._data.ndim else 1
+    if index._data.size and (index._data.max() >= size or index._data.min() < -size):
+        bad = int(index._data.max()) if index._data.max() >= size else int(index._data.min())
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
+    result = wrap(_scatter_reduced(x._data, d, index._data, src._data, forward_reduce, include_self))
+    if GRAD.enabled and (x._requires_grad or src._requires_grad):
+        node = record_op(ScatterReduceBackward0, (x, src), result)
+        node.dim, node.dim_arg, node.reduce, node.include_self = d, dim, reduce, include_self
+        node.save(index, x, src, output=result)
+    return result
 
 
 class IndexSelectBackward0(Node):

@@ -90,8 +90,20 @@ def _copied(x, src):
     return result
 
 
+def _refuse_partial_overlap(target: np.ndarray, source: np.ndarray) -> None:
+    """torch refuses to copy between two different views of some of the same elements (copying a
+    view onto itself is fine); NumPy would copy through a buffer instead."""
+    same_view = (target.__array_interface__["data"][0] == source.__array_interface__["data"][0]
+                 and target.shape == source.shape and target.strides == source.strides)
+    if not same_view and np.may_share_memory(target, source) and np.shares_memory(target, source, max_work=10 ** 6):
+        raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer "
+                           "to a single memory location. Please clone() the tensor before performing the operation.")
+
+
 @op("copy_", function=False)
 def copy_(self, src, non_blocking=False):
+    if isinstance(src, Tensor) and src._data.dtype == self._data.dtype:
+        _refuse_partial_overlap(self._data, src._data)
     return apply_inplace(self, _copied, src, saves_self=False)
 
 
@@ -130,7 +142,7 @@ def _floating_only(kernel):
     def check(a):
         if not _is_floating(a.dtype):
             from .. import _dtype
-            name = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize()
+            name = _dtype.scalar_type_name(a.dtype)
             raise NotImplementedError(f"\"{kernel}\" not implemented for '{name}'")
     return check
 
@@ -139,7 +151,7 @@ def _continuous_only(name, type_word=None):
     def check(a):
         if not _is_floating(a.dtype):
             from .. import _dtype
-            shown = repr(_dtype.from_numpy_dtype(a.dtype)).split(".")[-1].capitalize() if type_word is None \
+            shown = _dtype.scalar_type_name(a.dtype) if type_word is None \
                 else type_word(a.dtype)
             raise RuntimeError(f"{name} distribution is a continuous probability distribution. dtype must be a "
                                f"floating point but you specified {shown}")

@@ -247,7 +247,8 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
                            f"[{b._data.shape[0]}] to have the same number of elements, but got "
                            f"{a._data.shape[0]} and {b._data.shape[0]} elements respectively")
     _check_same_dtype(a, b, "dot")
-    result = wrap(_narrow(np.asarray(a._data @ b._data), a._data.dtype))
+    with np.errstate(over="ignore", invalid="ignore"):   # a float16 dot may overflow to inf, quietly as torch's
+        result = wrap(_narrow(np.asarray(a._data @ b._data), a._data.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(DotBackward0, (a, b), result)
         node.save(a, b)
@@ -352,7 +353,11 @@ def matmul(a, b) -> Tensor:
     # general batched case: broadcast the batch dims, then bmm
     a2 = a.unsqueeze(0) if da == 1 else a
     b2 = b.unsqueeze(-1) if db == 1 else b
-    batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    try:
+        batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+    except ValueError:
+        from .pointwise import broadcast_mismatch
+        raise RuntimeError(broadcast_mismatch(a2._data.shape[:-2], b2._data.shape[:-2])) from None
     if a2._data.shape[-1] != b2._data.shape[-2]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{int(np.prod(batch))}, {a2._data.shape[-1]}] but got: "
@@ -476,12 +481,19 @@ def einsum(equation, *operands) -> Tensor:
         _rules.refuse_kernel(t._data, _rules.BOOL, "bmm")  # torch contracts through bmm
     ins, out = _parse_einsum(equation, operands)
     sizes = {}
-    for s, t in zip(ins, operands):
+    for i, (s, t) in enumerate(zip(ins, operands)):
         if len(s) != t._data.ndim:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
-                               f"number of dimensions ({t._data.ndim}) for operand 0 and no ellipsis was given")
-        for c, n in zip(s, t._data.shape):
+                               f"number of dimensions ({t._data.ndim}) for operand {i} and no ellipsis was given")
+        for j, (c, n) in enumerate(zip(s, t._data.shape)):
+            first = s.index(c)
+            if first < j and t._data.shape[first] != n:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the sizes don't match, "
+                                   f"{n} != {t._data.shape[first]}")
             if sizes.get(c, n) != n and n != 1 and sizes.get(c) != 1:
+                if c in equation:
+                    raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} which does not "
+                                       f"broadcast with previously seen size {sizes[c]}")
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes (original->remapped)")
             sizes[c] = max(sizes.get(c, 1), n)
     _check_einsum_dtypes(ins, out, operands)
@@ -578,6 +590,21 @@ class LinalgInvExBackward0(Node):
         return (-(inv_t @ grads[0] @ inv_t),)
 
 
+def _singular_message(data: np.ndarray) -> str:
+    """torch's words for a matrix inv cannot invert: which batch element, and which diagonal element
+    of its LU factor (counted from 1) is zero."""
+    from scipy.linalg import lapack
+    batch = data.reshape((-1,) + data.shape[-2:])
+    for i, matrix in enumerate(batch):
+        getrf = lapack.get_lapack_funcs("getrf", (matrix,))
+        info = getrf(matrix)[2]
+        if info > 0:
+            where = f"(Batch element {i}): " if data.ndim > 2 else ""
+            return (f"linalg.inv: {where}The diagonal element {info} is zero, the inversion could not be "
+                    "completed because the input matrix is singular.")
+    return "linalg.inv: The inversion could not be completed because the input matrix is singular."
+
+
 @op("inverse")
 def inv(a: Tensor) -> Tensor:
     _floating_matrix(a, "linalg.inv", "low precision")
@@ -586,8 +613,7 @@ def inv(a: Tensor) -> Tensor:
         data = np.linalg.inv(a._data)
     except np.linalg.LinAlgError:
         from .decompositions import LinAlgError
-        raise LinAlgError("linalg.inv: The diagonal element 1 is zero, the inversion could not be completed "
-                           "because the input matrix is singular.") from None
+        raise LinAlgError(_singular_message(a._data)) from None
     result = wrap(data.astype(a._data.dtype, copy=False))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgInvExBackward0, (a,), result)

@@ -609,10 +609,12 @@ def logcumsumexp(x, dim):
     data = _dtype.widen(x._data)  # bfloat16: float32 math, one rounding back
     if data.dtype.kind not in "fc":
         raise _not_implemented("logcumsumexp_out_cpu", data)
+    if data.dtype == np.float16:   # float32 accumulation, as for bfloat16
+        data = data.astype(np.float32)
     d = _dim_of(x, dim)
     with quiet_fp():
         out = data.copy() if data.ndim == 0 else np.logaddexp.accumulate(data, axis=d)
-    result = wrap(_dtype.narrow_to(out, x._data.dtype))
+    result = wrap(out if out.dtype == x._data.dtype else out.astype(x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogcumsumexpBackward0, (x,), result)
         node.dim = d

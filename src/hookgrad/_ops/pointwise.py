@@ -154,6 +154,22 @@ def _broadcast_message(a, b):
     return f"shapes {list(sa)} and {list(sb)} are not broadcastable"
 
 
+def broadcast_mismatch(*shapes) -> str:
+    """torch's message for shapes that do not broadcast, as its iterator finds it: the shape the
+    earlier operands broadcast to (tensor a) against the first operand that does not fit (tensor b)."""
+    so_far = ()
+    for shape in shapes:
+        shape = tuple(shape)
+        n = max(len(so_far), len(shape))
+        pa, pb = (1,) * (n - len(so_far)) + so_far, (1,) * (n - len(shape)) + shape
+        for i in range(n - 1, -1, -1):
+            if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
+                return (f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
+                        f"non-singleton dimension {i}")
+        so_far = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(pa, pb))
+    return f"shapes {[list(s) for s in shapes]} are not broadcastable"
+
+
 def _finish(out_data, np_dtype):
     if out_data.dtype != np_dtype:
         with _err():  # a value beyond the narrower type becomes inf, quietly as in torch
@@ -916,7 +932,10 @@ def where(condition, input=None, other=None):
         b = as_tensor_arg(b, a)
     dt = result_np_dtype(a, b)
     cond = condition._data.astype(bool, copy=False)
-    result = wrap(np.where(cond, data_of(a, dt), data_of(b, dt)))
+    try:
+        result = wrap(np.where(cond, data_of(a, dt), data_of(b, dt)))
+    except ValueError:
+        raise RuntimeError(broadcast_mismatch(cond.shape, a._data.shape, b._data.shape)) from None
     if _needs(a, b):
         node = record_op(WhereBackward0, (a, b), result)
         node.a_shape, node.b_shape = a._data.shape, b._data.shape
@@ -1157,6 +1176,9 @@ def isneginf(x):
 @op()
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = as_tensor_arg(a), as_tensor_arg(b, a)
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"{_dtype.scalar_type_name(a._data.dtype)} did not match "
+                           f"{_dtype.scalar_type_name(b._data.dtype)}")
     return wrap(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 

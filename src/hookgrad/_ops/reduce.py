@@ -25,10 +25,11 @@ def norm_dims(dim, ndim):
     if isinstance(dim, (list, tuple)):
         if len(dim) == 0:
             return None
-        dims = tuple(sorted({_wrap_dim(int(d), ndim) for d in dim}))
-        if len(dims) != len(dim):
-            raise RuntimeError("dim appears multiple times in the list of dims")
-        return dims
+        wrapped = [_wrap_dim(int(d), ndim) for d in dim]
+        for i, d in enumerate(wrapped):
+            if d in wrapped[:i]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        return tuple(sorted(wrapped))
     return (_wrap_dim(int(dim), ndim),)
 
 
@@ -94,18 +95,18 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
     dims = norm_dims(dim, data.ndim)
     out_dt = result_dt = _sum_dtype(x, dtype)
-    if out_dt.kind == "V" and _dtype.is_bfloat16_np(out_dt):
+    if out_dt == np.float16 or (out_dt.kind == "V" and _dtype.is_bfloat16_np(out_dt)):
         # accumulate in float32, round the result once (as torch)
         data, out_dt = data.astype(np.float32), np.dtype(np.float32)
     if dims is None and dim is None:
         total = np.asarray(data.sum(dtype=out_dt))
-        result = wrap(total if out_dt is result_dt else _dtype.narrow_to(total, result_dt))
+        result = wrap(total if out_dt is result_dt else total.astype(result_dt))
         if GRAD.enabled and x._requires_grad:
             node = record_op(SumBackward0, (x,), result)
             node.in_shape = data.shape
         return result
     total = np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt))
-    result = wrap(total if out_dt is result_dt else _dtype.narrow_to(total, result_dt))
+    result = wrap(total if out_dt is result_dt else total.astype(result_dt))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SumBackward1, (x,), result)
         node.in_shape, node.dims, node.keepdim, node.dim_arg = data.shape, dims, keepdim, dim
@@ -223,15 +224,16 @@ def _prod_others(x: Tensor, dims):
 @op()
 def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     data = x._data
-    out_dt = _sum_dtype(x, dtype)
-    if dim is None:
-        result = wrap(np.asarray(data.prod(dtype=out_dt)))
-        dims = None
-        node_cls = ProdBackward0
-    else:
-        dims = norm_dims(dim, data.ndim)
-        result = wrap(np.asarray(data.prod(axis=dims, keepdims=keepdim, dtype=out_dt)))
-        node_cls = ProdBackward1
+    out_dt = result_dt = _sum_dtype(x, dtype)
+    with _err():
+        if dim is None:
+            result = wrap(np.asarray(data.prod(dtype=out_dt)).astype(result_dt, copy=False))
+            dims = None
+            node_cls = ProdBackward0
+        else:
+            dims = norm_dims(dim, data.ndim)
+            result = wrap(np.asarray(data.prod(axis=dims, keepdims=keepdim, dtype=out_dt)).astype(result_dt, copy=False))
+            node_cls = ProdBackward1
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.dims, node.keepdim = dims, keepdim
@@ -242,6 +244,10 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 
 
 def _cumprod_np(data, d):
+    """Running products; float16 and bfloat16 accumulate in float32 with each product rounded once,
+    as torch's kernel does."""
+    if data.dtype == np.float16 or _dtype.is_bfloat16_np(data.dtype):
+        return np.cumprod(data.astype(np.float32), axis=d).astype(data.dtype)
     return np.cumprod(data, axis=d)
 
 
@@ -296,11 +302,11 @@ class CumsumBackward0(Node):
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     d = _wrap_dim(dim, x._data.ndim)
     out_dt = _sum_dtype(x, dtype)
-    data = x._data
-    if _dtype.is_bfloat16_np(out_dt):  # accumulate in float32, round each running sum once (as torch)
+    data, final_dt = x._data, out_dt
+    if _dtype.is_bfloat16_np(out_dt) or out_dt == np.float16:  # accumulate in float32, round each sum once
         data, out_dt = data.astype(np.float32), np.dtype(np.float32)
-    result = wrap(_dtype.narrow_to(np.cumsum(data, axis=d, dtype=out_dt) if data.ndim else data.astype(out_dt),
-                                   _sum_dtype(x, dtype)))
+    sums = np.cumsum(data, axis=d, dtype=out_dt) if data.ndim else data.astype(out_dt)
+    result = wrap(sums if sums.dtype == final_dt else sums.astype(final_dt))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CumsumBackward0, (x,), result)
         node.dim, node.dim_arg = d, dim
@@ -438,6 +444,14 @@ def _amax(x, dim, keepdim, is_max):
     refuse_complex(f'"{"max" if is_max else "min"}_values_cpu" not implemented for \'{{dtype}}\'', x)
     data = x._data
     dims = norm_dims(dim if dim != () else None, data.ndim)
+    if data.size == 0:
+        name = "amax" if is_max else "amin"
+        if dims is None:
+            raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                               "Specify the reduction dim with the 'dim' argument.")
+        for d in dims:
+            if data.shape[d] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     fn = np.max if is_max else np.min
     result = wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim)))
     if GRAD.enabled and x._requires_grad:
@@ -719,6 +733,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     if x._data.dtype.kind == "c" and dtype is None:  # the norm of the moduli (a real result)
         return vector_norm(x.abs(), ord, dim, keepdim)
     data = _dtype.widen(x._data) if dtype is None else x._data
+    if dtype is None and data.dtype == np.float16:   # float32 sums, one rounding back (as torch)
+        data = data.astype(np.float32)
     if dtype is not None:
         data = data.astype(_dtype.to_dtype(dtype).np)
     if data.dtype.kind not in "fc":
@@ -740,8 +756,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         else:
             out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
     result = wrap(np.asarray(out, dtype=data.dtype))
-    if dtype is None:
-        result._data = _dtype.narrow_to(result._data, x._data.dtype)
+    if dtype is None and result._data.dtype != x._data.dtype:
+        result._data = result._data.astype(x._data.dtype)
     if GRAD.enabled and x._requires_grad:
         node = record_op(LinalgVectorNormBackward0, (x,), result)
         node.ord, node.dims, node.keepdim, node.dim_arg = ord, dims, keepdim, dim

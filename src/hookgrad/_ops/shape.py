@@ -38,7 +38,7 @@ class CatBackward0(Node):
 def cat(tensors, dim: int = 0) -> Tensor:
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # torch skips legacy empty 1-D tensors of size 0
     parts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
     ref = parts[0]._data

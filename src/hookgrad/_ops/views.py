@@ -136,7 +136,18 @@ def view(x: Tensor, *shape, dtype=None) -> Tensor:
 
 
 def view_dtype(x, dt):
-    return make_view(x, x._data.view(dt.np))
+    from .._dtype import scalar_type_name
+    data = x._data
+    if dt.itemsize != data.itemsize:
+        names = f"{scalar_type_name(data.dtype)} as {scalar_type_name(dt.np)} (different element sizes)"
+        if not data.ndim:
+            raise RuntimeError(f"self.dim() cannot be 0 to view {names}")
+        if data.strides[-1] != data.itemsize and data.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 to view {names}, but got {data.strides[-1] // data.itemsize}")
+        if dt.itemsize > data.itemsize and data.shape[-1] % (dt.itemsize // data.itemsize):
+            raise RuntimeError(f"self.size(-1) must be divisible by {dt.itemsize // data.itemsize} to view {names}, "
+                               f"but got {data.shape[-1]}")
+    return make_view(x, data.view(dt.np))
 
 
 @op()

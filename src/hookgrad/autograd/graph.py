@@ -173,7 +173,13 @@ class Node:
         return self._seq
 
     def __repr__(self):
-        return f"<{self.name()} object at {id(self):#x}>"
+        # Python's default repr, as torch's nodes have: the class (not name(), which for AccumulateGrad is
+        # "torch::autograd::AccumulateGrad"), with its module where that is one of torch's (a custom
+        # Function's backward class lives in torch.autograd.function)
+        cls = type(self)
+        module = cls.__module__
+        shown = f"{module}.{cls.__qualname__}" if module.startswith("torch.") else cls.__qualname__
+        return f"<{shown} object at {id(self):#x}>"
 
     def __call__(self, *grads):
         """Run this node's backward directly on gradients (no hooks), as torch allows."""

@@ -91,6 +91,9 @@ def _start_momentum_cycle(optimizer, use_beta1: bool, base_momentums, max_moment
         group["base_momentum"] = base_momentum
 
 
+# where torch's scheduler warnings send the reader
+_SCHEDULE_DOCS = "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate"
+
 class _Flag:
     """Sets a boolean attribute of a scheduler for the duration of a ``with`` block."""
 
@@ -173,14 +176,15 @@ class LRScheduler:
     def step(self, epoch=None) -> None:
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
-                warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate "
-                              "scheduler initialization. Please, make sure to call `optimizer.step()` "
-                              "before `lr_scheduler.step()`.", UserWarning, stacklevel=2)
+                warnings.warn("Seems like `optimizer.step()` has been overridden after learning rate scheduler "
+                              "initialization. Please, make sure to call `optimizer.step()` before "
+                              "`lr_scheduler.step()`. See more details at " + _SCHEDULE_DOCS, UserWarning, stacklevel=2)
             elif not getattr(self.optimizer, "_opt_called", False):
-                warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. "
-                              "You should call them in the opposite order: `optimizer.step()` before "
-                              "`lr_scheduler.step()`. Failure to do this will result in skipping the "
-                              "first value of the learning rate schedule.", UserWarning, stacklevel=2)
+                warnings.warn("Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 and "
+                              "later, you should call them in the opposite order: `optimizer.step()` before "
+                              "`lr_scheduler.step()`.  Failure to do this will result in PyTorch skipping the first "
+                              "value of the learning rate schedule. See more details at " + _SCHEDULE_DOCS,
+                              UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(_EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)

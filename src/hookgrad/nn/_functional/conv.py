@@ -515,7 +515,8 @@ def _check_input(x, w, nd, name, groups, transposed=False, bias=None, stride=1, 
     want = w._data.shape[0] if transposed else w._data.shape[1] * groups
     if c != want:
         head = f"Given transposed=1, weight of size" if transposed else f"Given groups={groups}, weight of size"
-        raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(x._data.shape)} to have {want} "
+        shown = ((1,) if x._data.ndim == nd + 1 else ()) + x._data.shape   # torch reports the batched shape
+        raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(shown)} to have {want} "
                            f"channels, but got {c} channels instead")
     out_channels = w._data.shape[1] * groups if transposed else w._data.shape[0]
     if bias is not None and bias._data.shape != (out_channels,):

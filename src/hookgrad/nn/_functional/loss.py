@@ -413,6 +413,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({_size(t._data.shape)}) that is different to the input size "
                          f"({_size(x._data.shape)}) is deprecated. Please ensure they have the same size.")
     xd, td = x._data, t._data
+    if td.dtype != xd.dtype:
+        from ..._dtype import scalar_type_name
+        raise RuntimeError(f"Found dtype {scalar_type_name(td.dtype)} but expected {scalar_type_name(xd.dtype)}")
     if ((xd < 0) | (xd > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
     if weight is not None:
@@ -456,6 +459,11 @@ class BinaryCrossEntropyWithLogitsBackward0(_BinaryCrossEntropyNode):
                 gt = -x * g
             if w is not None:
                 gt = gt * w
+        # the loss has the target's type; each gradient has its own input's
+        if gx is not None and gx.dtype != x.dtype:
+            gx = gx.to(x.dtype)
+        if gt is not None and gt.dtype != t.dtype:
+            gt = gt.to(t.dtype)
         return gx, gt
 
 
@@ -468,6 +476,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise ValueError(f"Target size ({_size(t._data.shape)}) must be the same as input size "
                          f"({_size(x._data.shape)})")
     xd, td = x._data, t._data
+    if td.dtype.kind == "b":
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
+                           "`logical_xor()` operator instead.")
+    if td.dtype.kind in "iu":
+        from ..._dtype import scalar_type_name
+        raise RuntimeError(f"result type {scalar_type_name(xd.dtype)} can't be cast to the desired output type "
+                           f"{scalar_type_name(td.dtype)}")
     with _err():
         sp_neg = np.logaddexp(0, -xd)  # -log(sigmoid(x))
         if pos_weight is not None:
@@ -477,7 +492,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
             vals = (1 - td) * xd + sp_neg
     if weight is not None:
         vals = vals * weight._data
-    result = wrap(_reduced(np.asarray(vals, dtype=xd.dtype), reduction))
+    # torch computes into a tensor of the target's type: a float64 target gives a float64 loss
+    result = wrap(_reduced(np.asarray(vals, dtype=td.dtype), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
         node = record_op(BinaryCrossEntropyWithLogitsBackward0, (x, t), result)
         node.reduction = reduction

@@ -67,9 +67,21 @@ def _pool_args(name, x, kernel_size, stride, padding, dilation, nd=2):
 
 
 def _check_dims(x, nd, name):
-    if x._data.ndim not in (nd + 1, nd + 2):
-        raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
-                           f"size for input, but got: {list(x._data.shape)}")
+    """torch's rank check of each pooling op, in that op's own words (they differ from op to op)."""
+    shape = x._data.shape
+    ranks_ok = len(shape) in (nd + 1, nd + 2)
+    if name in ("avg_pool1d", "adaptive_avg_pool1d") and not ranks_ok:
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {len(shape)}-dimensional tensor for argument #1 "
+                           f"'self' (while checking arguments for {name})")
+    if name == "adaptive_avg_pool2d" and not ranks_ok:
+        raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(shape)}")
+    empty_inner = ranks_ok and any(n == 0 for n in shape[len(shape) - nd - 1:])
+    if name == "max_pool2d" and not ranks_ok:
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    if not ranks_ok or (empty_inner and name in ("max_pool1d", "max_pool2d", "avg_pool2d")):
+        prefix = "max_pool1d: " if name == "max_pool1d" else ""
+        raise RuntimeError(f"{prefix}Expected {nd + 1}D or {nd + 2}D (batch mode) tensor with optional 0 dim batch "
+                           f"size for input, but got:{list(shape)}")
 
 
 def _as4(a):

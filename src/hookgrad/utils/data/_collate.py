@@ -53,9 +53,9 @@ def _as_tensor(array: np.ndarray):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    if any(t.requires_grad for t in batch):
+    if any(t.requires_grad for t in batch) or any(t._data.shape != batch[0]._data.shape for t in batch):
         import hookgrad
-        return hookgrad.stack(list(batch), 0)
+        return hookgrad.stack(list(batch), 0)   # also torch's error for tensors of different sizes
     return _wrap(np.stack([t._data for t in batch]))
 
 
