@@ -408,3 +408,14 @@ def test_lazy_3d_layers_dirac_and_ifft2(T):
     T.nn.init.dirac(old)
     z = T.complex(_x(T, 3, 4), _x(T, 3, 4, seed=1))
     return tuple(conv.weight.shape), out.shape, norm(x), w, old, T.fft.ifft2(z), T.fft.ifft2(z, s=(2, 6), norm="ortho")
+
+
+@differential
+def test_augmented_index_assignment_on_rows_of_one(T):
+    """``w[i:j] += v`` reads a view, adds in place and assigns it back onto itself: views of the same
+    elements, whatever their size-1 dims, are no partial overlap."""
+    w, u = T.zeros(1, 4), T.zeros(4, 1)
+    w[0:1] += T.ones(1, 4)
+    u[1:3] += 1
+    x = T.arange(6.0)
+    return w, u, catch(lambda: x[1:4].copy_(x[0:3]))

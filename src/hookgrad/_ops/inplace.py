@@ -93,11 +93,11 @@ def _copied(x, src):
 def _refuse_partial_overlap(target: np.ndarray, source: np.ndarray) -> None:
     """torch refuses to copy between two different views of some of the same elements (copying a
     view onto itself is fine); NumPy would copy through a buffer instead."""
-    # the same elements in the same order: a size-1 dim's stride says nothing (views made by different
-    # indexing paths may differ there)
+    # the same elements in the same order, size-1 dims aside (index assignment drops a value's leading
+    # ones, and a size-1 dim's stride says nothing)
     same_view = (target.__array_interface__["data"][0] == source.__array_interface__["data"][0]
-                 and target.shape == source.shape
-                 and all(a == b for a, b, n in zip(target.strides, source.strides, target.shape) if n > 1))
+                 and [(n, st) for n, st in zip(target.shape, target.strides) if n != 1]
+                 == [(n, st) for n, st in zip(source.shape, source.strides) if n != 1])
     if not same_view and np.may_share_memory(target, source) and np.shares_memory(target, source, max_work=10 ** 6):
         raise RuntimeError("unsupported operation: some elements of the input tensor and the written-to tensor refer "
                            "to a single memory location. Please clone() the tensor before performing the operation.")
