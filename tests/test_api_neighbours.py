@@ -419,3 +419,18 @@ def test_augmented_index_assignment_on_rows_of_one(T):
     u[1:3] += 1
     x = T.arange(6.0)
     return w, u, catch(lambda: x[1:4].copy_(x[0:3]))
+
+
+@pytest.mark.parametrize("call", ["sum(0)", "mean(-1)", "amax(0)", "amin(-1)", "sum((0,))", "logsumexp(0)", "prod(0)",
+                                  "var(0, correction=0)", "norm(dim=0)", "sum(0, keepdim=True)", "nansum(0)",
+                                  "count_nonzero(0)", "flip(0)", "max(0)", "argmax(0)", "cumsum(0)", "softmax(0)",
+                                  "median(0)", "sum(1)", "mean((0, 0))"])
+@differential
+def test_reducing_dim_0_of_a_0d_tensor(T, call):
+    """A 0-d tensor has a dim 0 (and -1) to reduce over: the tensor itself."""
+    x = T.tensor(3.0, dtype=T.float64, requires_grad=True)
+    out = catch(lambda: eval("x." + call))
+    if isinstance(out, tuple):
+        out = out[0]
+    grads = T.autograd.grad(out, x) if isinstance(out, T.Tensor) and out.requires_grad else None
+    return out, grads, catch(lambda: eval("x.detach().bool()." + call.split("(")[0].replace("sum", "all") + "(0)"))

@@ -29,8 +29,9 @@ def norm_dims(dim, ndim):
         for i, d in enumerate(wrapped):
             if d in wrapped[:i]:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        return tuple(sorted(wrapped))
-    return (_wrap_dim(int(dim), ndim),)
+        return tuple(sorted(wrapped)) if ndim else None  # a 0-d tensor's dim 0 (or -1) is the tensor
+    wrapped = _wrap_dim(int(dim), ndim)
+    return (wrapped,) if ndim else None
 
 
 def _keep_shape(in_shape, dims):

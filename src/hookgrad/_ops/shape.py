@@ -208,7 +208,8 @@ class FlipBackward0(Node):
 def flip(x: Tensor, dims) -> Tensor:
     dims_arg = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims_arg)
-    result = wrap(np.flip(x._data, dims).copy())
+    # a 0-d tensor's dim 0 is the tensor itself: nothing to reverse
+    result = wrap(np.flip(x._data, dims).copy() if x._data.ndim else x._data.copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(FlipBackward0, (x,), result)
         node.dims, node.dims_arg = dims, dims_arg
