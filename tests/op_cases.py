@@ -1108,6 +1108,12 @@ EDGE.update({
                                                                   False, 1)[0]
                                      + T.nn.functional.embedding_bag(T.tensor([[1, 7], [0, 3]]), w, mode="max"),
                                      [(10, 3)], _VALUES_AND_GRADIENTS),
+    # float32: torch's fused oneDNN layer (MkldnnRnnLayerBackward0); too coarse for a float64 gradcheck, so its
+    # gradients are compared with torch's (tests/test_rnn_graph.py) and checked in float64 through torch_lstm
+    "torch_lstm_float32": (lambda T, x, h, c, wi, wh, bi, bh: (lambda o: o[0].sum() + 2 * o[1].sum() + 3 * o[2].sum())(
+        T.lstm(x.float(), (h.float(), c.float()), [wi.float(), wh.float(), bi.float(), bh.float()], True, 1, 0.0,
+               False, False, False)), [(3, 2, 4), (1, 2, 5), (1, 2, 5), (20, 4), (20, 5), (20,), (20,)],
+        {"gradcheck": False, "facts": (), "rtol": 1e-5, "atol": 1e-6}),
     "torch_lstm": (lambda T, x, h, c, wi, wh, bi, bh: (lambda o: o[0].sum() + 2 * o[1].sum() + 3 * o[2].sum())(
         T.lstm(x, (h, c), [wi, wh, bi, bh], True, 1, 0.0, False, False, False)),
         [(4, 2, 3), (1, 2, 2), (1, 2, 2), (8, 3), (8, 2), (8,), (8,)]),
