@@ -1192,3 +1192,27 @@ def test_deeply_nested_reentrant_backward(T):
     w = T.tensor(70.0, requires_grad=True)  # the error is raised on the second thread
     error = catch(lambda: Deep.apply(w, 3).sum().backward())
     return finished, error, len(order), w.grad
+
+
+@differential
+def test_dispatch_mode_names_arithmetic_with_a_python_number_as_tensor_overloads(T):
+    """torch's bindings wrap a Python number operand into a tensor: a mode sees aten.mul.Tensor,
+    not aten.mul.Scalar (and div with a rounding mode is aten.div.Tensor_mode)."""
+    from hookgrad.utils import _python_dispatch as hg_dispatch
+    import torch.utils._python_dispatch as torch_dispatch
+    module = hg_dispatch if T is hookgrad else torch_dispatch
+    seen = []
+
+    class Names(module.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = T.tensor([1.0, 2.0])
+    with Names():
+        x.mul(2)
+        T.add(x, 2, alpha=3)
+        x / 2
+        x.div(2, rounding_mode="floor")
+        x.sub(x)
+    return seen

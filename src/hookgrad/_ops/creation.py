@@ -55,39 +55,45 @@ def _leaves(data):
     return types, typed
 
 
+_PY_NUMBERS = (builtins.bool, builtins.int, builtins.float, builtins.complex)
+
+
 def _infer_dtype(data):
     """torch's rule for ``tensor(data)``: the promotion of what every element stands for (bools ->
     bool, ints -> int64, floats -> the default dtype, NumPy scalars and arrays and tensors their own
-    type), so that ``[np.int32(1), 2]`` is int64 and ``[np.float64(1.)]`` float64."""
-    if not isinstance(data, (list, tuple)):
+    type), so that ``[np.int32(1), 2]`` is int64 and ``[np.float64(1.)]`` float64. Other sequences
+    (a storage, a range) are read as NumPy reads them."""
+    if isinstance(data, (list, tuple)):
+        types, typed = _leaves(data)
+        if all(tp in _PY_NUMBERS or issubclass(tp, (np.generic, Tensor, np.ndarray)) for tp in types):
+            found = [_leaf_dtype(tp()) if tp in _PY_NUMBERS else _dtype.from_numpy_dtype(np.dtype(tp))
+                     for tp in types if tp in _PY_NUMBERS or issubclass(tp, np.generic)]
+            found += [_leaf_dtype(x) for x in typed]
+            if not found:
+                return _dtype.get_default_dtype()
+            result = found[0]
+            for d in found[1:]:
+                result = _dtype.promote_types(result, d)
+            return result
+    elif isinstance(data, _PY_NUMBERS + (np.generic, Tensor, np.ndarray)):
         return _leaf_dtype(data)
-    types, typed = _leaves(data)
-    found = [_leaf_dtype(tp()) if tp in (builtins.bool, builtins.int, builtins.float, builtins.complex)
-             else _dtype.from_numpy_dtype(np.dtype(tp)) if issubclass(tp, np.generic)
-             else None for tp in types]
-    found = [d for d in found if d is not None] + [_leaf_dtype(x) for x in typed]
-    for tp in types:
-        if not issubclass(tp, (np.generic, Tensor, np.ndarray)) and tp not in (
-                builtins.bool, builtins.int, builtins.float, builtins.complex):
-            _leaf_dtype(next(iter(_of_type(data, tp))))   # raises for what no tensor can hold
-    if not found:
+    return _array_dtype(data)
+
+
+def _array_dtype(data):
+    """The dtype of any other nest, from NumPy's reading of it: bools, integers (int64), floats (the
+    default dtype) or complex numbers (the default complex type)."""
+    kind = np.asarray(data).dtype.kind
+    if kind == "b":
+        return _dtype.bool
+    if kind in "iu":
+        return _dtype.int64
+    if kind == "f":
         return _dtype.get_default_dtype()
-    result = found[0]
-    for d in found[1:]:
-        result = _dtype.promote_types(result, d)
-    return result
-
-
-def _of_type(data, tp):
-    """The leaves of type ``tp`` in a nest (for the error about one of them)."""
-    pending = [data]
-    while pending:
-        seq = pending.pop()
-        for x in seq:
-            if isinstance(x, (list, tuple)):
-                pending.append(x)
-            elif type(x) is tp:
-                yield x
+    if kind == "c":
+        return _dtype.get_default_dtype().to_complex()
+    raise TypeError(f"can't convert {type(data).__name__} to a tensor: only numbers, booleans, (nested) sequences "
+                    "of them and NumPy arrays are supported")
 
 
 def _nest_sizes(data) -> int:

@@ -180,11 +180,13 @@ def _call_mode(func, args, kwargs):
         _STACK.append(mode)
 
 
-def _overload_name(name: str, args) -> str:
+def _overload_name(name: str, args, kwargs=None) -> str:
+    kwargs = kwargs or {}
     if name == "empty":
         return "memory_format"
     if name in ("add", "sub", "mul", "div") and len(args) > 1:
-        return "Tensor" if isinstance(args[1], Tensor) else "Scalar"
+        # a Python number operand is wrapped into a tensor by torch's bindings: still .Tensor
+        return "Tensor_mode" if name == "div" and kwargs.get("rounding_mode") is not None else "Tensor"
     if name in ("max", "min") and len(args) > 1 and not isinstance(args[1], Tensor):
         return "dim"
     if name in ("mean", "sum") and len(args) > 1:
@@ -282,7 +284,7 @@ def _dispatch_op(op, inputs, outputs):
     results: list = []
     for name, args, kwargs, thunk in steps:
         args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
-        func = _DispatchedOp(_packet(name), _overload_name(name, args), args, kwargs, thunk)
+        func = _DispatchedOp(_packet(name), _overload_name(name, args, kwargs), args, kwargs, thunk)
         results.append(_call_mode(func, args, kwargs))
     result = results[-1]
     own = outputs[0] if len(outputs) == 1 else tuple(outputs)
