@@ -561,9 +561,9 @@ def tensordot(a, b, dims=2):
     # each operand permuted and reshaped in turn: the nodes' creation order is torch's, and with it
     # the order the engine runs them in
     vector = rows == 1 and cols == 1
-    ma = ta.permute(kept_a + wrapped_a)
+    ma = ta.permute(kept_a + dims_a)  # the contracted dims as given (torch's node saves them so)
     ma = ma.flatten() if vector else ma.reshape(rows, contracted)
-    mb = tb.permute(wrapped_b + kept_b)
+    mb = tb.permute(dims_b + kept_b)
     mb = mb.flatten() if vector else mb.reshape(contracted, cols)
     return (dot(ma, mb) if vector else mm(ma, mb)).reshape(out_shape)
 

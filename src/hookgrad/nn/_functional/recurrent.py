@@ -428,7 +428,7 @@ class _LstmKernel:
         steps, batch = x.shape[0], x.shape[1]
         half = np.ones(4 * H, dtype=x.dtype)
         half[:3 * H] = 0.5
-        gates = (x.reshape(-1, x.shape[2]) @ (self.w_ih * half[:, None]).T).reshape(steps, batch, 4 * H)
+        gates = _blas.matmul(x.reshape(-1, x.shape[2]), (self.w_ih * half[:, None]).T).reshape(steps, batch, 4 * H)
         if b_ih is not None:
             gates += (b_ih + b_hh)[self.order] * half
         # a row-major copy of the transpose: OpenBLAS multiplies (32x128) @ (128x512) in 32 us
@@ -487,6 +487,7 @@ class _LstmKernel:
         dh, dc = dh.copy(), dc.copy()
         product = np.empty_like(dh)
         w_hh = self.w_hh
+        _blas.use_threads_for(batch * 4 * H * H)  # the per-step products are small: no spinning threads
         for t in (range(steps) if self.reverse else range(steps - 1, -1, -1)):
             if d_out is not None:
                 dh += d_out[t]
@@ -500,9 +501,9 @@ class _LstmKernel:
         flat = d_gates.reshape(-1, 4 * H)
         undo = np.argsort(self.order)                                     # back to torch's gate order
         h_prev = self._previous(self.out, self.h0).reshape(-1, H)
-        dw_hh = (flat.T @ h_prev)[undo]
-        dx = (flat @ self.w_ih).reshape(x.shape) if need[0] else None
-        dw_ih = (flat.T @ x.reshape(-1, x.shape[-1]))[undo] if need[1] else None
+        dw_hh = _blas.matmul(flat.T, h_prev)[undo]
+        dx = _blas.matmul(flat, self.w_ih).reshape(x.shape) if need[0] else None
+        dw_ih = _blas.matmul(flat.T, x.reshape(-1, x.shape[-1]))[undo] if need[1] else None
         db = flat.sum(0)[undo] if need[2] else None
         return dx, dw_ih, dw_hh, db, dh, dc
 
