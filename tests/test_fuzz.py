@@ -84,6 +84,9 @@ REGRESSION_PROGRAMS = {
         15180, ["linear", "avgpool", "linear"], [_FORWARD, {"k": "roots", "how": "unbind"},
                                                  {"k": "grad", "inputs": ["b0.bias"], "allow_unused": True,
                                                   "create_graph": True}, {"k": "double"}]),
+    "a second backward through a frozen linear that saved nothing": _program(10236, ["linear"], [
+        {"k": "hook", "kind": "bw", "on": "net", "label": "h1", "act": "queue_callback"},
+        {"k": "requires_grad", "on": "b0.weight"}, _FORWARD, _SUM, {"k": "backward"}, {"k": "backward"}]),
     "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
         {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
         {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},

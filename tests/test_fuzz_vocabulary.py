@@ -447,3 +447,23 @@ def test_a_pooling_backward_recorded_for_double_backward_has_an_edge_to_the_inpu
         raised = catch(lambda: (g * g).sum().backward())
         results.append((names, raised, log, w.grad, b.grad))
     return results
+
+
+@differential
+def test_a_second_backward_through_a_node_that_saved_nothing_runs(T):
+    """A frozen linear layer on an input needing no grad keeps nothing (only the bias gets a
+    gradient): a second backward without retain_graph finds nothing freed. A product with a
+    number keeps it as a tensor, freed with the graph."""
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    lin.weight.requires_grad_(False)
+    x = T.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]], dtype=T.float64)
+    loss = lin(x).sum()
+    loss.backward()
+    again = catch(loss.backward)
+    node = loss.grad_fn.next_functions[0][0]
+    saved = (node.name(), node._saved_mat1, node._saved_mat2)
+    b = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    scaled = (b * 3.0).sum()
+    scaled.backward()
+    number = catch(scaled.backward)
+    return again, saved, lin.bias.grad, number, b.grad
