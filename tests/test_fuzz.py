@@ -177,7 +177,7 @@ def test_ci_programs_cover_the_vocabulary():
         "mode:train", "mode:eval", "requires_grad", "apply", "remove", "detach", "detach_", "retain_grad:view",
         "clip:norm", "clip:norm_inf", "clip:value", "zero_grad:module", "backward:method", "backward:grad_tensors",
         "act:register_global", "act:opt_step", "saved:save_on_cpu", "saved:disable", "saved:disable_only",
-        "grad_ctx:no_grad", "grad_ctx:enable_grad"}
+        "grad_ctx:no_grad", "grad_ctx:enable_grad", "grad_ctx:inference_mode"}
     assert wanted <= seen, wanted - seen
 
 
@@ -189,6 +189,11 @@ def test_comparison_uses_a_float_tolerance_and_sees_every_other_difference():
     assert hookfuzz.compare(a, [("hook", "h0", ("T", "float64", (2,), [1.0, 2.0], True))]) is not None
     assert hookfuzz.compare(a, a + [("hook", "h1", None)]) == (1, None, ("hook", "h1", None))
     assert hookfuzz.compare([("ok", True)], [("ok", 1)]) is not None
+    # parameters after optimizer steps: rounding noise amplified by Adam passes, a step's worth does not
+    p = [("param", "b0.bias", ("T", "float64", (2,), [0.67, 0.21], False))]
+    assert hookfuzz.compare(p, [("param", "b0.bias", ("T", "float64", (2,), [0.67, 0.21 + 2e-6], False))]) is None
+    assert hookfuzz.compare(p, [("param", "b0.bias", ("T", "float64", (2,), [0.67, 0.22], False))]) is not None
+    assert hookfuzz.compare([("hook", "h0", 0.21)], [("hook", "h0", 0.21 + 2e-6)]) is not None
 
 
 def _first_divergence(frameworks, seeds):
