@@ -34,9 +34,6 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "combo:saved_hooks_on_weight_norm": "torch computes weight_norm as one _weight_norm_interface node (packs g, v "
-                                        "and the norms); hookgrad composes it from norm, div and mul, so pack hooks "
-                                        "see other tensors in another order",
     "combo:saved_hooks_on_lstm": "torch runs an LSTM as one fused op whose node packs per-step gate tensors; "
                                  "hookgrad composes it from matmuls and activations, so pack hooks see other tensors",
     "combo:saved_hooks_on_gru": "torch runs a GRU as one fused op whose node packs per-step gate tensors; "
