@@ -53,10 +53,10 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                            "them), torch's embedding node packs them before its "
                                                            "dtype check raises; hookgrad raises first, with no pack",
     "combo:legacy_backward_hook_on_fused_layer": "a legacy register_backward_hook sees the gradients of the last op "
-                                                 "of the module's output: for LSTM/GRU and weight_norm that is one "
+                                                 "of the module's output: for LSTM/GRU that is one "
                                                  "fused torch op, a different node from the last of hookgrad's "
                                                  "composed ops",
-    "combo:hooks_on_fused_layer_parameters": "the parameters of an LSTM/GRU/weight_norm get their gradients from "
+    "combo:hooks_on_fused_layer_parameters": "the parameters of an LSTM/GRU get their gradients from "
                                              "one fused node in torch and from several composed ones in hookgrad, "
                                              "so their tensor, post-accumulate and multi-grad hooks (and an error "
                                              "raised in one) come in another order",
@@ -73,7 +73,7 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                        "BackwardHookFunction turns it into zeros); hookgrad's input gradient is a "
                                        "transposed convolution with no edge to the input, so the second pass "
                                        "skips them and unpacks in another order",
-    "combo:inplace_with_fused_layer": "hookgrad's composed LSTM/GRU/weight_norm ops save tensors that torch's "
+    "combo:inplace_with_fused_layer": "hookgrad's composed LSTM/GRU ops save tensors that torch's "
                                       "fused node does not (a GRU's input bias) and in another order, so after an "
                                       "in-place change of a parameter or of an activation the version error comes "
                                       "from another node (or in hookgrad only), with other gradients accumulated "
@@ -458,7 +458,7 @@ def program_features(program) -> set[str]:
     for kind in ("weight_norm", "mha_no_weights"):
         if create_graph_any and f"model:{kind}" in feats:
             feats.add(f"combo:create_graph_through_{kind}")
-    fused = {b["name"] for b in program["model"] if b["kind"] in ("lstm", "gru", "weight_norm")}
+    fused = {b["name"] for b in program["model"] if b["kind"] in ("lstm", "gru")}
     if fused and feats & {"hook:legacy_bw", "hook:g_legacy_bw"}:
         feats.add("combo:legacy_backward_hook_on_fused_layer")
     if fused and create_graph_any and (fused & {b["name"] for b in program["model"] if b["kind"] != "weight_norm"}):
