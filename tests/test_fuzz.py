@@ -87,6 +87,9 @@ REGRESSION_PROGRAMS = {
     "a second backward through a frozen linear that saved nothing": _program(10236, ["linear"], [
         {"k": "hook", "kind": "bw", "on": "net", "label": "h1", "act": "queue_callback"},
         {"k": "requires_grad", "on": "b0.weight"}, _FORWARD, _SUM, {"k": "backward"}, {"k": "backward"}]),
+    "detach_ of an inference tensor's view": _program(23450, ["avgpool"], [
+        {"k": "forward", "grad_ctx": {"block": "b0", "mode": "inference_mode"}},
+        {"k": "detach", "on": "a_b0", "inplace": True}]),
     "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
         {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
         {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},
