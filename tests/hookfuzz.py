@@ -34,9 +34,6 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "combo:saved_hooks_on_weight_norm": "torch computes weight_norm as one _weight_norm_interface node (packs g, v "
-                                        "and the norms); hookgrad composes it from norm, div and mul, so pack hooks "
-                                        "see other tensors in another order",
     "combo:saved_hooks_on_mha_no_weights": "without weights torch's attention runs one fused "
                                             "_scaled_dot_product_flash_attention_for_cpu node; hookgrad composes it "
                                             "from bmm and softmax, so pack hooks see other tensors",
@@ -51,13 +48,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
     "combo:float_indices_into_embedding_under_pack_hooks": "given float indices (a forward pre-hook scaled "
                                                            "them), torch's embedding node packs them before its "
                                                            "dtype check raises; hookgrad raises first, with no pack",
-    "combo:legacy_backward_hook_on_fused_layer": "a legacy register_backward_hook sees the gradients of the last op "
-                                                 "of the module's output: for weight_norm that is one fused torch "
-                                                 "op, a different node from the last of hookgrad's composed ops",
-    "combo:hooks_on_fused_layer_parameters": "the parameters of a weight_norm layer get their gradients from one "
-                                             "fused node in torch and from several composed ones in hookgrad, "
-                                             "so their tensor, post-accumulate and multi-grad hooks (and an error "
-                                             "raised in one) come in another order",
     "combo:create_graph_through_batchnorm": "torch differentiates batch norm's backward (train or eval) as one saved-tensor node "
                                             "(NativeBatchNormBackwardBackward0), so a second pass over a freed graph "
                                             "raises; hookgrad rebuilds it from ops that keep nothing to free, and "
@@ -68,10 +58,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                        "BackwardHookFunction turns it into zeros); hookgrad's input gradient is a "
                                        "transposed convolution with no edge to the input, so the second pass "
                                        "skips them and unpacks in another order",
-    "combo:inplace_with_fused_layer": "hookgrad's composed weight_norm ops save tensors that torch's fused node "
-                                      "does not and in another order, so after an in-place change of a parameter "
-                                      "or of an activation the version error comes from another node (or in "
-                                      "hookgrad only), with other gradients accumulated before it",
     "combo:optimizer_step_on_input_of_hooked_module": "an optimizer step inside a post-accumulate hook changes, in "
                                                       "place, an input wrapped by a full backward hook's view: "
                                                       "torch's second pass first reads that view (the error names "
@@ -452,13 +438,6 @@ def program_features(program) -> set[str]:
     for kind in ("weight_norm", "mha_no_weights"):
         if create_graph_any and f"model:{kind}" in feats:
             feats.add(f"combo:create_graph_through_{kind}")
-    fused = {b["name"] for b in program["model"] if b["kind"] == "weight_norm"}
-    if fused and feats & {"hook:legacy_bw", "hook:g_legacy_bw"}:
-        feats.add("combo:legacy_backward_hook_on_fused_layer")
-    leaf_targets = [n for s in program["steps"] if s["k"] == "hook" and s["kind"] in ("tensor", "post_acc", "multi")
-                    for n in ([s["on"]] if isinstance(s["on"], str) else s["on"])]
-    if any(n.split(".")[0] in fused for n in leaf_targets):
-        feats.add("combo:hooks_on_fused_layer_parameters")
     if saved and create_graph_any and "model:relu_inplace" in feats and feats & {
             f"model:{k}" for k in VIEW_OUTPUT_BLOCKS + ("reshape",)}:
         feats.add("combo:double_backward_through_inplace_relu_on_a_view_under_pack_hooks")
@@ -466,9 +445,6 @@ def program_features(program) -> set[str]:
         feats.add("combo:create_graph_through_batchnorm")
     if create_graph_any and feats & {"model:conv1d", "model:conv2d"}:
         feats.add("combo:create_graph_through_conv")
-    inplace_targets = [s["on"] for s in program["steps"] if s["k"] in ("inplace", "detach")]
-    if any(n.split(".")[0] in fused for n in inplace_targets):
-        feats.add("combo:inplace_with_fused_layer")
     if "act:opt_step" in feats and create_graph_any and feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
         feats.add("combo:optimizer_step_on_input_of_hooked_module")
     if saved and "model:kwargs" in feats:

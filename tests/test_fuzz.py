@@ -84,6 +84,12 @@ REGRESSION_PROGRAMS = {
         15180, ["linear", "avgpool", "linear"], [_FORWARD, {"k": "roots", "how": "unbind"},
                                                  {"k": "grad", "inputs": ["b0.bias"], "allow_unused": True,
                                                   "create_graph": True}, {"k": "double"}]),
+    "a second backward through a frozen linear that saved nothing": _program(10236, ["linear"], [
+        {"k": "hook", "kind": "bw", "on": "net", "label": "h1", "act": "queue_callback"},
+        {"k": "requires_grad", "on": "b0.weight"}, _FORWARD, _SUM, {"k": "backward"}, {"k": "backward"}]),
+    "detach_ of an inference tensor's view": _program(23450, ["avgpool"], [
+        {"k": "forward", "grad_ctx": {"block": "b0", "mode": "inference_mode"}},
+        {"k": "detach", "on": "a_b0", "inplace": True}]),
     "a custom Function reads its saved input detached in place": _program(6579, ["mha", "function"], [
         {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
         {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},
@@ -174,7 +180,7 @@ def test_ci_programs_cover_the_vocabulary():
         "mode:train", "mode:eval", "requires_grad", "apply", "remove", "detach", "detach_", "retain_grad:view",
         "clip:norm", "clip:norm_inf", "clip:value", "zero_grad:module", "backward:method", "backward:grad_tensors",
         "act:register_global", "act:opt_step", "saved:save_on_cpu", "saved:disable", "saved:disable_only",
-        "grad_ctx:no_grad", "grad_ctx:enable_grad"}
+        "grad_ctx:no_grad", "grad_ctx:enable_grad", "grad_ctx:inference_mode"}
     assert wanted <= seen, wanted - seen
 
 
@@ -186,6 +192,11 @@ def test_comparison_uses_a_float_tolerance_and_sees_every_other_difference():
     assert hookfuzz.compare(a, [("hook", "h0", ("T", "float64", (2,), [1.0, 2.0], True))]) is not None
     assert hookfuzz.compare(a, a + [("hook", "h1", None)]) == (1, None, ("hook", "h1", None))
     assert hookfuzz.compare([("ok", True)], [("ok", 1)]) is not None
+    # parameters after optimizer steps: rounding noise amplified by Adam passes, a step's worth does not
+    p = [("param", "b0.bias", ("T", "float64", (2,), [0.67, 0.21], False))]
+    assert hookfuzz.compare(p, [("param", "b0.bias", ("T", "float64", (2,), [0.67, 0.21 + 2e-6], False))]) is None
+    assert hookfuzz.compare(p, [("param", "b0.bias", ("T", "float64", (2,), [0.67, 0.22], False))]) is not None
+    assert hookfuzz.compare([("hook", "h0", 0.21)], [("hook", "h0", 0.21 + 2e-6)]) is not None
 
 
 def _first_divergence(frameworks, seeds):

@@ -180,3 +180,16 @@ def test_batch_norm_refuses_an_inference_input_before_updating_its_statistics(T)
     with T.no_grad():
         bn(made)  # nothing is saved without grad mode
     return refused, state_after_refusal, bn.running_mean, bn.running_var
+
+
+@differential
+def test_a_view_of_an_inference_tensor_is_no_view_to_autograd(T):
+    with T.inference_mode():
+        made = T.ones(2, 3)
+        row = made[0]
+        pooled = T.nn.functional.avg_pool1d(made.unsqueeze(1), 3, stride=1, padding=1).squeeze(1)
+    normal = T.ones(2, 3)
+    with T.inference_mode():
+        normal_row = normal[0]
+    flags = [(t._is_view(), t._base is None, t.is_inference()) for t in (row, pooled, normal_row)]
+    return flags, catch(row.detach_), catch(pooled.detach_), catch(normal_row.detach_), row, pooled

@@ -447,3 +447,51 @@ def test_a_pooling_backward_recorded_for_double_backward_has_an_edge_to_the_inpu
         raised = catch(lambda: (g * g).sum().backward())
         results.append((names, raised, log, w.grad, b.grad))
     return results
+
+
+@differential
+def test_a_second_backward_through_a_node_that_saved_nothing_runs(T):
+    """A frozen linear layer on an input needing no grad keeps nothing (only the bias gets a
+    gradient): a second backward without retain_graph finds nothing freed. A product with a
+    number keeps it as a tensor, freed with the graph."""
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    lin.weight.requires_grad_(False)
+    x = T.tensor([[1.0, 2.0, -1.0], [0.5, -0.5, 3.0]], dtype=T.float64)
+    loss = lin(x).sum()
+    loss.backward()
+    again = catch(loss.backward)
+    node = loss.grad_fn.next_functions[0][0]
+    saved = (node.name(), node._saved_mat1, node._saved_mat2)
+    b = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    scaled = (b * 3.0).sum()
+    scaled.backward()
+    number = catch(scaled.backward)
+    return again, saved, lin.bias.grad, number, b.grad
+
+
+@pytest.mark.parametrize("dim", [0, 1, None])
+@pytest.mark.parametrize("api", ["parametrization", "hook"])
+@differential
+def test_weight_norm_is_one_node_where_torch_fuses_it(T, dim, api):
+    """dim first or last: torch's single _weight_norm_interface node (edges to v and g; packs g, v
+    and the norms); other dims compose from ops, as torch's do."""
+    lin = _filled(T, T.nn.Linear(4, 3).double())
+    utils = T.nn.utils
+    if api == "parametrization":
+        lin = utils.parametrizations.weight_norm(lin, dim=dim)
+        g, v = lin.parametrizations.weight.original0, lin.parametrizations.weight.original1
+    else:
+        lin = utils.weight_norm(lin, dim=dim)
+        g, v = lin.weight_g, lin.weight_v
+    x = T.tensor([[1.0, 2.0, -1.0, 0.5], [0.5, -0.5, 3.0, 1.0]], dtype=T.float64)
+    log = []
+    with T.autograd.graph.saved_tensors_hooks(lambda t: log.append(("pack", tuple(t.shape))) or t,
+                                              lambda t: log.append(("unpack", tuple(t.shape))) or t):
+        out = lin(x)
+        node = out.grad_fn.next_functions[2][0].next_functions[0][0]  # addmm <- t <- the weight's node
+        edges = [n.variable is v if n is not None and hasattr(n, "variable") else None
+                 for n, _ in node.next_functions]
+        saved = [getattr(node, name) for name in ("_saved_g", "_saved_v", "_saved_result1", "_saved_dim")
+                 if hasattr(node, name)]
+        (out * T.tensor([1.0, -2.0, 0.5], dtype=T.float64)).sum().backward()
+    return log, node.name(), edges, saved, out, g.grad, v.grad

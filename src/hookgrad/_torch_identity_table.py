@@ -1088,6 +1088,7 @@ NODE_TYPES = {
     'ViewAsComplexBackward0': ('builtins', 'ViewAsComplexBackward0'),
     'ViewAsRealBackward0': ('builtins', 'ViewAsRealBackward0'),
     'ViewBackward0': ('builtins', 'ViewBackward0'),
+    'WeightNormInterfaceBackward0': ('builtins', 'WeightNormInterfaceBackward0'),
     'WhereBackward0': ('builtins', 'WhereBackward0'),
     'XlogyBackward0': ('builtins', 'XlogyBackward0'),
     'XlogyBackward1': ('builtins', 'XlogyBackward1'),

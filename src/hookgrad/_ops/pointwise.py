@@ -309,6 +309,9 @@ class MulBackward0(Node):
     saved_names = ("other", "self")
     saved_values = {"other": _number_or_saved(0)}
 
+    def saved_a_number(self) -> bool:
+        return self.scalar is not None
+
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
@@ -353,6 +356,9 @@ def mul(a, b, *, out=None):
 class DivBackward0(Node):
     __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
     saved_names = ("other", "self")
+
+    def saved_a_number(self) -> bool:
+        return self.scalar is not None
 
     def apply(self, grads):
         g = grads[0]

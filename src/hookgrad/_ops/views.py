@@ -17,6 +17,7 @@ import numpy as np
 
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.function import view_inplace_error_head
+from ..autograd.grad_mode import InferenceCounter
 from ..autograd.graph import _FREED_MESSAGE, Node, saved_dim
 from ._declare import module_all, op, record_op
 from ._base import GRAD, edge, record, sum_to_shape
@@ -25,7 +26,8 @@ from ._base import GRAD, edge, record, sum_to_shape
 def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
     """A Tensor over ``data`` (a NumPy view of ``x``'s memory) registered as a view of ``x``."""
     out = wrap(data)
-    out._base = x._base if x._base is not None else x
+    # a view of an inference tensor is no view to autograd (no base; detach_ works), as in torch
+    out._base = None if x._version_counter.__class__ is InferenceCounter else x._base if x._base is not None else x
     out._version_counter = x._version_counter
     out._view_version = x._version_counter[0]
     if node_cls is not None and GRAD.enabled and x._requires_grad:
@@ -36,7 +38,7 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
             error = x.__dict__.get("_inplace_error")
             if type(error) is tuple:  # a view of a custom Function's view inherits its restriction
                 out.__dict__["_inplace_error"] = (error[0], node, 0)
-    elif node_cls is not None and out._base._requires_grad:
+    elif node_cls is not None and out._base is not None and out._base._requires_grad:
         # a view made under no_grad (or inference_mode) of a tensor whose base requires grad requires
         # grad too, as in torch (which asks the base): a leaf without grad_fn that no gradient
         # reaches, which must not be modified in place under grad mode (nor used after its base was)

@@ -244,7 +244,12 @@ class Node:
         """The saved tensors, after checking none was modified in place since."""
         saved = self._saved
         if saved is None:
-            raise RuntimeError(_FREED_MESSAGE)
+            # a node that kept no tensor at all (what it saved was needed by no gradient) finds
+            # nothing freed, as torch's undefined saved variables; a number kept as a tensor is
+            undefined = getattr(self, "_freed_undefined", None)
+            if undefined is None or not all(undefined) or self.saved_a_number():
+                raise RuntimeError(_FREED_MESSAGE)
+            return (None,) * len(undefined)
         n = len(saved)
         if n == 1:
             s = saved[0]
@@ -261,6 +266,11 @@ class Node:
             if s is not None:
                 values[i] = s.unpack(self)
         return tuple(values)
+
+    def saved_a_number(self) -> bool:
+        """Whether a None in what this node saved stands for a number torch keeps as a tensor (freed
+        with the rest): nodes that do so say when."""
+        return False
 
     def release_variables(self) -> None:
         # (the engine runs these steps itself for nodes that do not override this method)

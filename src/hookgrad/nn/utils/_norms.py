@@ -1,7 +1,13 @@
 """Tensor helpers shared by the weight/spectral norm reparametrizations, built from existing ops."""
 from __future__ import annotations
 
+import numpy as np
+
 import hookgrad
+from ...autograd.graph import Node
+from ..._ops._base import GRAD
+from ..._ops._declare import record_op
+from ..._tensor import wrap
 
 
 def norm_except_dim(v, pow: float = 2, dim: int = 0):
@@ -18,9 +24,43 @@ def norm_except_dim(v, pow: float = 2, dim: int = 0):
     return v.norm(pow, others, keepdim=True) if others else v.abs()
 
 
+class WeightNormInterfaceBackward0(Node):
+    """torch's one node for ``_weight_norm_interface(v, g, dim)`` (edges to v and g): it keeps g, v
+    and the norms it computed (``result1``), in that order, and differentiates ``g * v / norms``."""
+
+    __slots__ = ("dim",)
+    saved_names = ("g", "v", "result1")
+    saved_values = {"dim": lambda n: n.dim}
+
+    def apply(self, grads):
+        g, v, norms = self.saved()
+        grad = grads[0]
+        others = tuple(d for d in range(v.ndim) if d != self.dim)
+        per_dim = (grad * v).sum(others, keepdim=True)
+        grad_v = grad_g = None
+        if self.next_functions[0][0] is not None:
+            grad_v = (g / norms) * (grad - v * (per_dim / (norms * norms)))
+        if self.next_functions[1][0] is not None:
+            grad_g = per_dim / norms
+        return grad_v, grad_g
+
+
 def weight_norm_value(v, g, dim: int):
-    """``v`` scaled so its norm (over all dims but ``dim``) is ``g``."""
-    return v * (g / norm_except_dim(v, 2, dim))
+    """``v`` scaled so its norm (over all dims but ``dim``) is ``g``. Where torch fuses it (dim first
+    or last, no half precision) it is one WeightNormInterfaceBackward0 node, as in torch."""
+    fused = dim is not None and v.ndim > 1 and dim in (0, v.ndim - 1) and v.dtype == g.dtype and \
+        v._data.dtype.kind == "f" and v._data.dtype.itemsize >= 4 and tuple(g.shape) == tuple(
+            s if d == dim else 1 for d, s in enumerate(v.shape))
+    if not fused or not (GRAD.enabled and (v.requires_grad or g.requires_grad)):
+        return v * (g / norm_except_dim(v, 2, dim))
+    vd, gd = v._data, g._data
+    others = tuple(d for d in range(vd.ndim) if d != dim)
+    norms = wrap(np.sqrt((vd * vd).sum(axis=others, keepdims=True)))
+    result = wrap(vd * (gd / norms._data))
+    node = record_op(WeightNormInterfaceBackward0, (v, g), result)
+    node.dim = dim
+    node.save(g, v, norms)
+    return result
 
 
 def reshape_to_matrix(weight, dim: int):
