@@ -339,38 +339,33 @@ def script_filename(path: str) -> str:
     return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
 
 
+def _exec_as_main(code, **module_globals) -> None:
+    """Run compiled ``code`` as the ``__main__`` module, with ``module_globals`` besides Python's own."""
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__package__=None, __spec__=None, __builtins__=builtins, __annotations__={},
+                         **module_globals)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = main
+    try:
+        exec(code, main.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
 def _run_file_as_main(path: str) -> None:
     """Run a source file as ``__main__`` with the globals ``python SCRIPT`` gives it."""
     filename = script_filename(path)
     with io.open_code(filename) as f:
         source = f.read()
-    code = compile(source, filename, "exec", dont_inherit=True)
-    main = types.ModuleType("__main__")
-    main.__dict__.update(__file__=filename, __cached__=None, __package__=None, __spec__=None,
-                         __loader__=importlib.machinery.SourceFileLoader("__main__", filename),
-                         __builtins__=builtins, __annotations__={})
-    saved = sys.modules.get("__main__")
-    sys.modules["__main__"] = main
-    try:
-        exec(code, main.__dict__)
-    finally:
-        if saved is not None:
-            sys.modules["__main__"] = saved
+    _exec_as_main(compile(source, filename, "exec", dont_inherit=True), __file__=filename, __cached__=None,
+                  __loader__=importlib.machinery.SourceFileLoader("__main__", filename))
 
 
 def _run_command_as_main(command: str) -> None:
     """Run a program given as a string as ``__main__``, as ``python -c`` does."""
-    code = compile(command, "<string>", "exec", dont_inherit=True)
-    main = types.ModuleType("__main__")
-    main.__dict__.update(__package__=None, __spec__=None, __loader__=importlib.machinery.BuiltinImporter,
-                         __builtins__=builtins, __annotations__={})
-    saved = sys.modules.get("__main__")
-    sys.modules["__main__"] = main
-    try:
-        exec(code, main.__dict__)
-    finally:
-        if saved is not None:
-            sys.modules["__main__"] = saved
+    _exec_as_main(compile(command, "<string>", "exec", dont_inherit=True),
+                  __loader__=importlib.machinery.BuiltinImporter)
 
 
 def run_script(path: str | None, args: Sequence[str] = (), module: str | None = None,
