@@ -255,7 +255,6 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
     return result
 
 
-inner = dot
 
 
 @op()
@@ -275,9 +274,13 @@ class BmmBackward0(Node):
             gd = g._data
             with _quiet():
                 # NumPy's batched product is about 1.5x slower with a transposed right operand than
-                # with a contiguous copy of it, copy included (same BLAS sums: the same bits)
-                ga = wrap(_narrow(_blas.matmul(gd, np.ascontiguousarray(_conj_np(b._data).transpose(0, 2, 1))),
-                                  gd.dtype)) if self.next_functions[0][0] is not None else None
+                # with a contiguous copy of it (same BLAS sums: the same bits). The copy pays for itself
+                # when many rows of g use each element (attention: 64); for a convolution's few output
+                # channels against its unrolled windows (8 rows, 1.7M elements) it costs more than it saves
+                bt = _conj_np(b._data).transpose(0, 2, 1)
+                if gd.shape[-2] >= 32:
+                    bt = np.ascontiguousarray(bt)
+                ga = wrap(_narrow(_blas.matmul(gd, bt), gd.dtype)) if self.next_functions[0][0] is not None else None
                 gb = wrap(_narrow(_blas.matmul(_conj_np(a._data).transpose(0, 2, 1), gd), gd.dtype)) \
                     if self.next_functions[1][0] is not None else None
             return ga, gb
