@@ -277,10 +277,12 @@ class BmmBackward0(Node):
                 # with a contiguous copy of it (same BLAS sums: the same bits). The copy pays for itself
                 # when many rows of g use each element (attention: 64); for a convolution's few output
                 # channels against its unrolled windows (8 rows, 1.7M elements) it costs more than it saves
-                bt = _conj_np(b._data).transpose(0, 2, 1)
-                if gd.shape[-2] >= 32:
-                    bt = np.ascontiguousarray(bt)
-                ga = wrap(_narrow(_blas.matmul(gd, bt), gd.dtype)) if self.next_functions[0][0] is not None else None
+                ga = None
+                if self.next_functions[0][0] is not None:
+                    bt = _conj_np(b._data).transpose(0, 2, 1)
+                    if gd.shape[-2] >= 32:
+                        bt = np.ascontiguousarray(bt)
+                    ga = wrap(_narrow(_blas.matmul(gd, bt), gd.dtype))
                 gb = wrap(_narrow(_blas.matmul(_conj_np(a._data).transpose(0, 2, 1), gd), gd.dtype)) \
                     if self.next_functions[1][0] is not None else None
             return ga, gb
