@@ -343,17 +343,7 @@ def test_a_view_made_under_no_grad_of_a_view_whose_base_needs_no_grad(T):
 def test_a_custom_function_reads_a_saved_input_detached_in_place(T):
     """ctx.saved_tensors names its node when unpacking: an input detached in place since is handed
     back (a built-in op's node refuses it, see the test above)."""
-    class Cube(T.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x * x
-
-        @staticmethod
-        def backward(ctx, grad):
-            x, = ctx.saved_tensors
-            return grad * 3 * x * x
-
+    Cube = _Cube.make(T)
     w = T.tensor([1.0, -2.0, 0.5], dtype=T.float64, requires_grad=True)
     h = w * 2
     out = Cube.apply(h)
