@@ -951,15 +951,7 @@ class Module:
                     called_always_called_hooks = set()
                     latest = [result]
                     result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
-                if result.__class__ is not Tensor and not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a Tensor or "
-                                  f"a tuple of Tensors but received {type(result)}",
-                                  stacklevel=_stacklevel_outside_hookgrad())
-                result = bw_hook.setup_output_hook(result)
-                if _backward_hook_call_observers:
-                    for observer in tuple(_backward_hook_call_observers):
-                        observer(self, bw_hook, result)
-                return result
+                return self._backward_hooked_output(bw_hook, result)
             except Exception:
                 if latest is not None:
                     result = latest[0]
@@ -1034,14 +1026,7 @@ class Module:
                 result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
 
             if bw_hook is not None:
-                if not isinstance(result, (Tensor, tuple)):
-                    warnings.warn("For backward hooks to be called, module output should be a Tensor or "
-                                  f"a tuple of Tensors but received {type(result)}",
-                                  stacklevel=_stacklevel_outside_hookgrad())
-                result = bw_hook.setup_output_hook(result)
-                if _backward_hook_call_observers:
-                    for observer in tuple(_backward_hook_call_observers):
-                        observer(self, bw_hook, result)
+                result = self._backward_hooked_output(bw_hook, result)
 
             if non_full_backward_hooks:
                 self._install_legacy_backward_hooks(non_full_backward_hooks, args, result)
@@ -1074,6 +1059,19 @@ class Module:
             if progress is not None:
                 progress[0], progress[1] = args, kwargs
         return args, kwargs
+
+    def _backward_hooked_output(self, bw_hook, result):
+        """``result`` passed through the full backward hooks' output identity (torch's warning when it
+        is no Tensor or tuple), shown to the call observers."""
+        if result.__class__ is not Tensor and not isinstance(result, (Tensor, tuple)):
+            warnings.warn("For backward hooks to be called, module output should be a Tensor or "
+                          f"a tuple of Tensors but received {type(result)}",
+                          stacklevel=_stacklevel_outside_hookgrad())
+        result = bw_hook.setup_output_hook(result)
+        if _backward_hook_call_observers:
+            for observer in tuple(_backward_hook_call_observers):
+                observer(self, bw_hook, result)
+        return result
 
     def _run_forward_hooks(self, args, kwargs, result, called_always_called_hooks, latest=None):
         """Global, then local forward hooks; each may replace the result (kept in ``latest[0]`` as
