@@ -24,7 +24,7 @@ from ._base import FP_IGNORE, fp_quiet, fp_restore
 from ._dtype_rules import numpy_dtypes, refuse_kernel
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
-           "module_all", "bind_tensor_methods", "backward_results"]
+           "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node"]
 
 
 class OpDecl:
@@ -92,6 +92,18 @@ def module_all(namespace: dict) -> list:
                 namespace.setdefault(n, d.fn)
                 names.append(n)
     return names
+
+
+def no_derivative_node(aten_op: str) -> type:
+    """torch's node for a result whose op has no derivative: named ``NotImplemented``, its backward
+    raises ``RuntimeError: derivative for aten::<aten_op> is not implemented``."""
+    message = f"derivative for aten::{aten_op} is not implemented"
+
+    def apply(self, grads):
+        raise RuntimeError(message)
+
+    return type("NotImplemented", (Node,), {"__slots__": (), "__module__": sys._getframe(1).f_globals["__name__"],
+                                            "apply": apply})
 
 
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):

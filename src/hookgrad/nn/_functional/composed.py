@@ -10,7 +10,7 @@ import numpy as np
 
 import hookgrad
 from ..._ops._base import GRAD
-from ..._ops._declare import record_op
+from ..._ops._declare import no_derivative_node, record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import _dtype_rules as _rules
@@ -428,13 +428,7 @@ def channel_shuffle(input: Tensor, groups: int) -> Tensor:
     return result
 
 
-def _no_native_shuffle_derivative(self, grads):
-    raise RuntimeError("derivative for aten::native_channel_shuffle is not implemented")
-
-
-# torch's node for an op that has no derivative
-_NativeChannelShuffleBackward = type("NotImplemented", (Node,), {"__slots__": (), "__module__": __name__,
-                                                                 "apply": _no_native_shuffle_derivative})
+_NativeChannelShuffleBackward = no_derivative_node("native_channel_shuffle")
 
 
 def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._ops._base import GRAD, quiet_fp
-from ..._ops._declare import record_op
+from ..._ops._declare import no_derivative_node, record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, SavedTensor
 
@@ -105,13 +105,8 @@ class CtcLossBackward0(Node):
         return result, None
 
 
-def _not_implemented(self, grads):
-    raise RuntimeError("derivative for aten::_ctc_loss_backward is not implemented")
-
-
 # torch's node for a gradient that has no derivative of its own
-_CtcDoubleBackward = type("NotImplemented", (Node,), {"__slots__": (), "__module__": __name__,
-                                                      "apply": _not_implemented})
+_CtcDoubleBackward = no_derivative_node("_ctc_loss_backward")
 
 
 def _lengths(value, name):
