@@ -96,7 +96,7 @@ BLOCK_KINDS = ["linear", "relu", "tanh", "sigmoid", "seq", "shared", "tuple", "k
                "conv1d", "conv2d", "batchnorm", "batchnorm_eval", "dropout", "embedding", "gelu", "silu", "elu",
                "leaky_relu", "softplus", "hardtanh", "maxpool", "avgpool", "mha", "mha_no_weights", "lstm", "gru",
                "checkpoint", "checkpoint_reentrant", "identity", "modulelist", "moduledict", "weight_norm",
-               "parametrize", "function", "function_dirty", "function_once"]
+               "parametrize", "function", "function_dirty", "function_once", "contraction"]
 # Each block's parameters (by name; "{}" is the block's name) and its submodules (suffixes).
 BLOCK_PARAMS = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tuple": ["{}.lin.bias"],
                 "layernorm": ["{}.weight", "{}.bias"], "kwargs": ["{}.lin.weight"],
@@ -112,7 +112,8 @@ BLOCK_PARAMS = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tup
                 "modulelist": ["{}.layers.0.weight"], "moduledict": ["{}.layers.lin.weight"],
                 "weight_norm": ["{}.bias", "{}.parametrizations.weight.original0",
                                 "{}.parametrizations.weight.original1"],
-                "parametrize": ["{}.bias", "{}.parametrizations.weight.original"]}
+                "parametrize": ["{}.bias", "{}.parametrizations.weight.original"],
+                "contraction": ["{}.weight"]}
 BLOCK_SUBMODULES = {"seq": [".0", ".1"], "tuple": [".lin"], "kwargs": [".lin"], "conv1d": [".conv"],
                     "conv2d": [".conv"], "embedding": [".emb"], "maxpool": [".pool"], "avgpool": [".pool"],
                     "mha": [".attn"], "mha_no_weights": [".attn", ".attn.out_proj"], "lstm": [".rnn"],
@@ -521,6 +522,18 @@ def _classes(T):
         def forward(self, x):
             return x.mul_(1.5)
 
+    class Contraction(nn.Module):
+        """tensordot, inner and cdist against a (WIDTH, WIDTH) weight: permutes, reshapes, mm/dot and
+        torch's CdistBackward0 under the hooks."""
+
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(T.zeros(WIDTH, WIDTH, dtype=T.float64))
+
+        def forward(self, x):
+            mixed = T.tensordot(x, self.weight, dims=([1], [1])) + T.inner(x, self.weight[0]).unsqueeze(1)
+            return mixed + T.cdist(x, self.weight, p=1.0) * 0.1
+
     class Conv1dBlock(nn.Module):
         def __init__(self):
             super().__init__()
@@ -702,7 +715,7 @@ def _classes(T):
                       "weight_norm": lambda: parametrized("weight_norm"),
                       "parametrize": lambda: parametrized("symmetric"), "function": lambda: FunctionBlock(Cube),
                       "function_dirty": lambda: FunctionBlock(DoubleInPlace, copy_input=True),
-                      "function_once": lambda: FunctionBlock(TanhOnce)}
+                      "function_once": lambda: FunctionBlock(TanhOnce), "contraction": Contraction}
             for b in self.blocks:
                 if b["kind"] == "shared":
                     if not hasattr(self, "shared"):
