@@ -434,3 +434,22 @@ def test_reducing_dim_0_of_a_0d_tensor(T, call):
         out = out[0]
     grads = T.autograd.grad(out, x) if isinstance(out, T.Tensor) and out.requires_grad else None
     return out, grads, catch(lambda: eval("x.detach().bool()." + call.split("(")[0].replace("sum", "all") + "(0)"))
+
+
+@differential
+def test_variance_without_degrees_of_freedom_warns_as_torch(T):
+    """var/std and their _mean forms warn, naming the call, when the correction leaves no degree of
+    freedom; complex inputs warn once per part; the warning points at the caller's line."""
+    import warnings
+    calls = [lambda: T.randn(3, 1).var(1), lambda: T.randn(3, 1).std(dim=1, correction=0),
+             lambda: T.randn(2, 3).var(1, correction=3), lambda: T.var_mean(T.randn(1)),
+             lambda: T.std_mean(T.randn(2, 1), 1), lambda: T.randn(0).var(), lambda: T.tensor(3.0).std(),
+             lambda: T.std(T.randn(1, dtype=T.complex64)), lambda: T.var(T.randn(4), unbiased=False)]
+    seen = []
+    for call in calls:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        seen.append([(w.category.__name__, str(w.message).split(" (Triggered internally")[0],
+                      w.filename == __file__) for w in caught])
+    return seen

@@ -6,6 +6,7 @@ import builtins
 import numpy as np
 
 from .. import _dtype, return_types
+from ..autograd._warn_once import warn_at_user_frame
 from .. import _threads as _blas
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
@@ -592,17 +593,29 @@ def _var_args(dim, unbiased, keepdim, correction):
     return dim, _correction(unbiased, correction), keepdim
 
 
+def _warn_without_dof(caller, n, correction):
+    if caller is not None and n - correction <= 0:
+        warn_at_user_frame(f"{caller}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                           "reduction factor (input numel divided by output numel).")
+
+
 @op()
 def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up
-        return (var(x.real, dim, unbiased, keepdim, correction=correction)
-                + var(x.imag, dim, unbiased, keepdim, correction=correction))
+    return _var(x, dim, unbiased, keepdim, correction, "var")
+
+
+def _var(x, dim, unbiased, keepdim, correction, caller):
+    """var, warning as ``caller()`` (torch's name for the public call) when no degree of freedom is left."""
+    if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up (each warns, as in torch)
+        return (_var(x.real, dim, unbiased, keepdim, correction, caller)
+                + _var(x.imag, dim, unbiased, keepdim, correction, caller))
     _floating_only_var_std(x)
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
+    _warn_without_dof(caller, n, corr)
     with _err():
         out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / builtins.max(n - corr, 0)) \
             if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
@@ -623,14 +636,19 @@ def _out_shape(shape, dims, keepdim):
 
 @op()
 def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _std(x, dim, unbiased, keepdim, correction, "std")
+
+
+def _std(x, dim, unbiased, keepdim, correction, caller):
     if x._data.dtype.kind == "c":
-        return var(x, dim, unbiased, keepdim, correction=correction).sqrt()
+        return _var(x, dim, unbiased, keepdim, correction, caller).sqrt()
     _floating_only_var_std(x)
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
+    _warn_without_dof(caller, n, corr)
     with _err():
         out = np.sqrt(np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))) if n - corr > 0 \
             else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
@@ -681,7 +699,7 @@ class StdMeanBackward0(VarMeanBackward0):
 
 def _stat_mean(stat, node_cls, x, dim, unbiased, keepdim, correction):
     with grad_mode.no_grad():
-        s = stat(x, dim, unbiased, keepdim, correction=correction)
+        s = stat(x, dim, unbiased, keepdim, correction, "std_mean" if stat is _std else "var_mean")
         m = mean(x, dim, keepdim) if dim is not None and not isinstance(dim, bool) else mean(x)
     if GRAD.enabled and x._requires_grad:
         correction_arg = _correction_arg(dim, unbiased, correction)
@@ -695,12 +713,12 @@ def _stat_mean(stat, node_cls, x, dim, unbiased, keepdim, correction):
 
 @op(method=False)
 def var_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _stat_mean(var, VarMeanBackward0, x, dim, unbiased, keepdim, correction)
+    return _stat_mean(_var, VarMeanBackward0, x, dim, unbiased, keepdim, correction)
 
 
 @op(method=False)
 def std_mean(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _stat_mean(std, StdMeanBackward0, x, dim, unbiased, keepdim, correction)
+    return _stat_mean(_std, StdMeanBackward0, x, dim, unbiased, keepdim, correction)
 
 
 class LinalgVectorNormBackward0(Node):

@@ -1,6 +1,8 @@
 """Warnings that appear once per process, unless ``set_warn_always(True)`` asks for every one."""
 from __future__ import annotations
 
+import os
+import sys
 import warnings
 
 _always = [False]
@@ -26,3 +28,16 @@ def warn_once(key: str, message: str, category=UserWarning, stacklevel: int = 2)
     elif key not in _already_warned:
         _already_warned.add(key)
         warnings.warn(message, category, stacklevel=stacklevel + 1)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def warn_at_user_frame(message: str, category=UserWarning) -> None:
+    """Warn as torch's kernels do: from the first frame outside hookgrad, however many hookgrad frames
+    (method wrappers, argument checks, composite ops) lie between it and the caller."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
