@@ -1138,3 +1138,10 @@ DOUBLE_BACKWARD.update({
     # the fill value is a constant: the gradient's own backward pads with zeros
     "pad_value": lambda T, x: (T.nn.functional.pad(x, (1, 2, 0, 1), value=2.5) ** 2).sum(),
 })
+EDGE.update({
+    # the backward of softmax's backward, as a create_graph pass records it (its own backward second order)
+    "_softmax_backward_data": (lambda T, g, x: T._softmax_backward_data(g, x.softmax(1), 1, x.dtype),
+                               [(2, 3), (2, 3)], SECOND_ORDER),
+    "_log_softmax_backward_data": (lambda T, g, x: T._log_softmax_backward_data(g, x.log_softmax(0), 0, x.dtype),
+                                   [(3, 2), (3, 2)], SECOND_ORDER),
+})

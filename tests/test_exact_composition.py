@@ -983,3 +983,25 @@ def test_layer_norm_checks_saved_versions_in_torchs_order(T, changed):
     except RuntimeError as exc:
         return str(exc).split(" is at version")[0]
     return None
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
+@pytest.mark.parametrize("shape,dim", [((2, 3), 1), ((4,), 0), ((2, 3, 2), 0)])
+@differential
+def test_softmax_double_and_triple_backward_are_torchs_nodes(T, name, shape, dim):
+    """A create_graph pass through softmax records torch's one *BackwardDataBackward0 node over
+    (grad_output, output); its own backward gives the third derivatives, and pack hooks see torch's."""
+    fn = getattr(T, name)
+    n = int(np.prod(shape))
+    y = T.tensor(np.linspace(-1.5, 2.0, n).reshape(shape), dtype=T.float64, requires_grad=True)
+    upstream = T.tensor(np.cos(np.arange(n)).reshape(shape), dtype=T.float64, requires_grad=True)
+    packed = []
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append(tuple(t.shape)) or t, lambda t: t):
+        (g,) = T.autograd.grad(fn(y, dim), y, upstream, create_graph=True)
+    node = g.grad_fn
+    graph = (node.name(), node._saved_dim, [type(f).__name__ for f, _ in node.next_functions])
+    second = T.autograd.grad((g * g).sum(), [y, upstream], create_graph=True)
+    third = T.autograd.grad(second[0].sum() + second[1].pow(2).sum(), [y, upstream])
+    (plain,) = T.autograd.grad(fn(y, dim).sum(), y, create_graph=True)
+    return graph, packed, g, [t.grad_fn.name() for t in second], second, third, \
+        [f if f is None else type(f).__name__ for f, _ in plain.grad_fn.next_functions]

@@ -877,8 +877,7 @@ class SoftmaxBackward0(Node):
                 gy = gd * yd
                 gy -= yd * sum_keepdims(gy, self.dim)
             return (wrap(gy),)
-        gy = g * y
-        return (gy - y * (gy.sum(self.dim, keepdim=True) if y._data.ndim else gy),)  # (0-d: its own sum)
+        return (_softmax_backward_data(g, y, self.dim, y.dtype),)
 
 
 class LogSoftmaxBackward0(Node):
@@ -898,8 +897,75 @@ class LogSoftmaxBackward0(Node):
                 gx *= gd.sum(axis=(self.dim,), keepdims=True, dtype=gd.dtype)
                 np.subtract(gd, gx, out=gx)
             return (wrap(gx),)
-        # (a 0-d input is its own one-element sum)
-        return (g - y.exp() * (g.sum(self.dim, keepdim=True) if y._data.ndim else g),)
+        return (_log_softmax_backward_data(g, y, self.dim, y.dtype),)
+
+
+def _sum_over(t, dim):
+    return t.sum(dim, keepdim=True) if t._data.ndim else t  # (a 0-d tensor is its own one-element sum)
+
+
+class SoftmaxBackwardDataBackward0(Node):
+    """The backward of softmax's backward (a create_graph pass), one node as in torch."""
+    __slots__ = ("dim",)
+    saved_names = ("grad_output", "output")
+    saved_values = {"dim": lambda n: n.dim}
+
+    def apply(self, grads):
+        g, y = self.saved()
+        gg = grads[0]
+        grad_g = _softmax_backward_data(gg, y, self.dim, y.dtype) if self.next_functions[0][0] is not None else None
+        grad_y = None
+        if self.next_functions[1][0] is not None:
+            grad_y = g * gg - _sum_over(y * g, self.dim) * gg - g * _sum_over(y * gg, self.dim)
+        return grad_g, grad_y
+
+
+class LogSoftmaxBackwardDataBackward0(Node):
+    __slots__ = ("dim",)
+    saved_names = ("grad_output", "output")
+    saved_values = {"dim": lambda n: n.dim}
+
+    def apply(self, grads):
+        g, y = self.saved()
+        gg = grads[0]
+        grad_g = gg - _sum_over(gg * y.exp(), self.dim) if self.next_functions[0][0] is not None else None
+        grad_y = -_sum_over(g, self.dim) * y.exp() * gg if self.next_functions[1][0] is not None else None
+        return grad_g, grad_y
+
+
+def _backward_data(node_cls, kernel, grad_output, output, dim, input_dtype):
+    g, y = grad_output._data, output._data
+    d = _wrap_dim(dim, y.ndim)
+    with _err():
+        gx = kernel(g.astype(y.dtype, copy=False), y, d)
+    result = wrap(gx.astype(_dtype.to_dtype(input_dtype).np, copy=False))
+    if GRAD.enabled and (grad_output._requires_grad or output._requires_grad):
+        node = record_op(node_cls, (grad_output, output), result)
+        node.dim = d
+        node.save(grad_output, output)
+    return result
+
+
+def _softmax_backward_np(g, y, d):
+    gy = g * y
+    gy -= y * (sum_keepdims(gy, d) if y.ndim else gy)
+    return gy
+
+
+def _log_softmax_backward_np(g, y, d):
+    return g - np.exp(y) * (g.sum(axis=(d,), keepdims=True, dtype=g.dtype) if y.ndim else g)
+
+
+@op(method=False)
+def _softmax_backward_data(grad_output, output, dim, input_dtype):
+    return _backward_data(SoftmaxBackwardDataBackward0, _softmax_backward_np, grad_output, output, dim,
+                          input_dtype)
+
+
+@op(method=False)
+def _log_softmax_backward_data(grad_output, output, dim, input_dtype):
+    return _backward_data(LogSoftmaxBackwardDataBackward0, _log_softmax_backward_np, grad_output, output, dim,
+                          input_dtype)
 
 
 def _softmax_np(data, d):
