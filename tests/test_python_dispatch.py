@@ -173,3 +173,14 @@ def test_unknown_ops_do_not_join_torch_ops_aten():
     assert "aten.multi_head_attention_forward" in log
     with pytest.raises(AttributeError):
         hookgrad.ops.aten.multi_head_attention_forward
+
+
+@differential
+def test_a_deep_copy_of_an_op_is_the_op(T):
+    """Tables keyed by ``torch.ops.aten.*`` (a FLOP counter's, deep-copied before use) keep finding
+    the ops a mode receives: deepcopy returns the same packet and overload."""
+    import copy
+    table = {T.ops.aten.convolution: "conv", T.ops.aten.addmm.default: "addmm"}
+    copied = copy.deepcopy(table)
+    return (copy.deepcopy(T.ops.aten.mm) is T.ops.aten.mm, copy.deepcopy(T.ops.aten.mm.default) is T.ops.aten.mm.default,
+            copied.get(T.ops.aten.convolution), copied.get(T.ops.aten.addmm.default))

@@ -204,6 +204,10 @@ class OpOverload:
         return isinstance(other, OpOverload) and (self._qualname, self._overloadname) == \
             (other._qualname, other._overloadname)
 
+    # one object per operator, as in torch: a deep copy (of a table keyed by ops, say) is the op itself
+    def __deepcopy__(self, memo=None):
+        return self
+
 
 class _Schema:
     def __init__(self, text: str, name: str):
@@ -259,6 +263,9 @@ class OpOverloadPacket:
 
     def __hash__(self):
         return hash(self._qualname)
+
+    def __deepcopy__(self, memo=None):
+        return self
 
 
 class _OpNamespace(types.ModuleType):
