@@ -29,6 +29,7 @@ import os
 import numpy as np
 
 from . import _autocast, _out
+from ._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from ._tensor import Tensor
 
 TENSOR, OPTIONAL, OR_NUMBER, SEQUENCE = "Tensor", "Tensor or None", "Tensor or Number", "tuple of Tensors"
@@ -288,6 +289,11 @@ def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False):
     lines.append("        return fn(*args, **kwargs)")
     lines += positional
     lines.append("    return fn(*args)")
+    # torch's kernels never warn about NaN, infinities or overflow: NumPy's floating-point warnings
+    # are off for the whole call (one context-variable set and reset, nested calls included)
+    lines = [lines[0], "    token = fp_quiet(FP_IGNORE)", "    try:"] + ["    " + line for line in lines[1:]] + [
+        "    finally:", "        fp_restore(token)"]
+    names.update(fp_quiet=fp_quiet, fp_restore=fp_restore, FP_IGNORE=FP_IGNORE)
     # a file name inside the package that no file has: tracebacks show no stray source line
     exec(compile("\n".join(lines), f"{_PACKAGE_DIR}<checks of {torch_name}>", "exec"), names)
     return functools.wraps(fn)(names["wrapper"])

@@ -242,7 +242,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             arr = _tensors_to_arrays(data, _nest_sizes(data))
     try:
         if isinstance(data, Tensor) or isinstance(data, np.ndarray):
-            out = np.array(arr, dtype=dt.np, copy=True)   # a conversion of stored values: wraps, as torch's
+            with np.errstate(over="ignore", invalid="ignore"):  # out of range: inf (or wrapped), silently
+                out = np.array(arr, dtype=dt.np, copy=True)   # a conversion of stored values: wraps, as torch's
         else:
             out = _checked_array(arr, dt)
     except (ValueError, TypeError) as e:

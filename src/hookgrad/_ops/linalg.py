@@ -660,7 +660,8 @@ class LinalgDetBackward0(Node):
 def det(a: Tensor) -> Tensor:
     _floating_matrix(a, "linalg.det", "lu_cpu")
     _square(a, "linalg.det")
-    result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
+    with _quiet():
+        result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgDetBackward0, (a,), result)
         node.save(a, output=result)
@@ -690,7 +691,8 @@ class LinalgSlogdetBackward0(Node):
 def slogdet(a: Tensor):
     _floating_matrix(a, "linalg.slogdet", "low precision")
     _square(a, "linalg.slogdet")
-    sign, logabs = np.linalg.slogdet(a._data)
+    with _quiet():
+        sign, logabs = np.linalg.slogdet(a._data)
     s = wrap(np.asarray(sign, dtype=a._data.dtype))
     la = wrap(np.asarray(logabs, dtype=a._data.real.dtype))  # real for a complex matrix too
     if GRAD.enabled and a._requires_grad:

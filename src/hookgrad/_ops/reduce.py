@@ -14,7 +14,7 @@ from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
-from ._base import ones_vector, quiet_fp, refuse_complex
+from ._base import FP_IGNORE, fp_quiet, fp_restore, ones_vector, quiet_fp, refuse_complex
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -100,14 +100,18 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if out_dt == np.float16 or (out_dt.kind == "V" and _dtype.is_bfloat16_np(out_dt)):
         # accumulate in float32, round the result once (as torch)
         data, out_dt = data.astype(np.float32), np.dtype(np.float32)
+    token = fp_quiet(FP_IGNORE)  # inf - inf gives NaN without a warning, as in torch
+    try:
+        total = np.asarray(data.sum(dtype=out_dt) if dims is None and dim is None
+                           else data.sum(axis=dims, keepdims=keepdim, dtype=out_dt))
+    finally:
+        fp_restore(token)
     if dims is None and dim is None:
-        total = np.asarray(data.sum(dtype=out_dt))
         result = wrap(total if out_dt is result_dt else total.astype(result_dt))
         if GRAD.enabled and x._requires_grad:
             node = record_op(SumBackward0, (x,), result)
             node.in_shape = data.shape
         return result
-    total = np.asarray(data.sum(axis=dims, keepdims=keepdim, dtype=out_dt))
     result = wrap(total if out_dt is result_dt else total.astype(result_dt))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SumBackward1, (x,), result)
@@ -284,7 +288,8 @@ def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
     if dtype is None and x._data.dtype.kind in "biu":
         dtype = _dtype.int64  # integer and bool products accumulate in int64, as torch's
     data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
-    result = wrap(_cumprod_np(data, d))
+    with _err():
+        result = wrap(_cumprod_np(data, d))
     if GRAD.enabled and x._requires_grad:
         node = record_op(CumprodBackward0, (x,), result)
         node.dim, node.dim_arg = d, dim

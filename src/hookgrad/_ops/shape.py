@@ -343,7 +343,8 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
         with np.errstate(invalid="ignore"):
             new = data.real.astype(dt.np)
     else:
-        new = data.astype(dt.np)
+        with np.errstate(over="ignore"):  # a value out of the new type's range becomes inf, silently as in torch
+            new = data.astype(dt.np)
     result = wrap(new)
     if GRAD.enabled and x._requires_grad and (dt.is_floating_point or dt.is_complex):
         node = record_op(ToCopyBackward0, (x,), result)

@@ -22,6 +22,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _tensor
+from .._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from . import _hook_context, grad_mode
 from . import graph as _graph
 from .graph import _anomaly_state, _is_none, _op_backward_hooks
@@ -425,11 +426,17 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
                                 root_tensors, input_tensors, caller)
     task = GraphTask(keep_graph, create_graph)
     task.caller = caller
-    if _backward_start_hooks or _backward_end_hooks:
-        info = BackwardPassInfo(task, "backward" if accumulate else "grad", tuple(root_tensors),
-                                None if input_tensors is None else tuple(input_tensors))
-        return _execute_with_lifecycle(task, info, roots, root_grads, inputs, accumulate)
-    return _execute(task, roots, root_grads, inputs, accumulate)
+    # torch's backward kernels never warn about NaN, infinities or overflow: NumPy's floating-point
+    # warnings are off for the pass
+    token = fp_quiet(FP_IGNORE)
+    try:
+        if _backward_start_hooks or _backward_end_hooks:
+            info = BackwardPassInfo(task, "backward" if accumulate else "grad", tuple(root_tensors),
+                                    None if input_tensors is None else tuple(input_tensors))
+            return _execute_with_lifecycle(task, info, roots, root_grads, inputs, accumulate)
+        return _execute(task, roots, root_grads, inputs, accumulate)
+    finally:
+        fp_restore(token)
 
 
 def _execute_with_lifecycle(task, info, roots, root_grads, inputs, accumulate):
