@@ -365,9 +365,13 @@ class Tensor:
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if self._data.dtype.kind == "V":  # bfloat16, float8 (e5m2 has kind "f": ml_dtypes' own item() serves it)
+            return _dtype.python_values(self._data.reshape(()))
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if self._data.dtype.kind == "V":
+            return _dtype.python_values(self._data)
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:

@@ -21,7 +21,8 @@ from ..autograd.graph import Node
 from ..autograd.profiler import _active as _profiling
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
 from ._base import FP_IGNORE, fp_quiet, fp_restore
-from ._dtype_rules import numpy_dtypes, refuse_kernel
+from ._dtype_rules import numpy_dtypes, refuse_kernel, refuse_lowprec
+from .. import _dtype
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node"]
@@ -141,6 +142,10 @@ _PLAIN_DTYPES = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)))
 _ARRAY_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
+# the unary ops torch computes on float8 tensors (not on float8_e8m0fnu, which has no sign to drop)
+_LOWPREC_UNARY = frozenset(("abs", "absolute"))
+
+
 class UnaryNode(Node):
     """Backward of a declared unary op: ``backward(grad, saved)`` where ``saved`` is the op's input
     (``saves="self"``) or its result (``saves="result"``), or ``backward(grad)`` when it saves
@@ -252,6 +257,10 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
             raise error(message.replace("{dtype}", scalar_type_name(data.dtype)))
         if refused_dtypes is not None and data.dtype in refused_dtypes:
             refuse_kernel(data, refused, kernel)
+        if _dtype.is_lowprec_storage_np(data.dtype) and not (
+                name in _LOWPREC_UNARY and data.dtype != _dtype.float8_e8m0fnu.np
+                and data.dtype in _dtype._FLOAT8_NP):
+            refuse_lowprec(data, f"{name}_cpu")
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))
         with quiet_fp():
