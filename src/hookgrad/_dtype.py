@@ -63,15 +63,14 @@ class dtype:
 
 
 class _Complex32(dtype):
-    """complex32 (chalf): two float16 parts. NumPy has no such type, so the dtype exists (it prints,
-    compares and promotes as torch's) but no tensor can hold it."""
+    """complex32 (chalf): two float16 parts. NumPy has no such type: its tensors hold a structured
+    NumPy type of two float16 fields (real, imag), torch's own memory layout, so that ``.real``,
+    ``.imag`` and ``view_as_real`` are float16 views as in torch, and NumPy refuses any arithmetic on
+    it outright. The few ops torch computes on complex32 (add, sub, mul, neg, abs, comparisons)
+    compute in complex64 and round both parts to float16 once."""
 
     __slots__ = ()
-
-    @property
-    def np(self):
-        raise TypeError("hookgrad has no complex32 (chalf) tensors: NumPy has no complex type with float16 "
-                        "parts; use complex64 (torch.cfloat) instead")
+    np = None  # set below, once the dtype exists
 
 
 class _BFloat16(dtype):
@@ -148,7 +147,30 @@ def is_floating_np(np_dtype) -> _py_bool:
     """Whether a NumPy dtype is one of hookgrad's floating types (bfloat16's and float8's NumPy kind
     is "V")."""
     return np_dtype.kind == "f" or np_dtype.kind == "V" and (np_dtype.name in _BY_NAME
-                                                             or np_dtype in _LOWPREC_NP)
+                                                             or np_dtype in _LOWPREC_NP and np_dtype != _C32_NP)
+
+
+def is_complex_np(np_dtype) -> _py_bool:
+    """Whether a NumPy dtype is one of hookgrad's complex types (complex32's is a structured type)."""
+    return np_dtype.kind == "c" or np_dtype == _C32_NP
+
+
+def complex32_as_complex64(data: np.ndarray) -> np.ndarray:
+    """complex32 values (two float16 fields) as a complex64 array (exactly: a new array)."""
+    out = np.empty(data.shape, np.complex64)
+    out.real, out.imag = data["real"], data["imag"]
+    return out
+
+
+def to_complex32(values: np.ndarray) -> np.ndarray:
+    """Any numbers as a complex32 array: each part rounded to float16 once (from complex64 values,
+    as torch's conversion goes through float)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = values.astype(np.float32).astype(np.complex64) if values.dtype in _FLOAT8_NP else \
+            values.astype(np.complex64)
+        out = np.empty(values.shape, _C32_NP)
+        out["real"], out["imag"] = wide.real.astype(np.float16), wide.imag.astype(np.float16)
+    return out
 
 
 float16 = half = dtype("float16", np.float16)
@@ -165,6 +187,7 @@ complex64 = dtype("complex64", np.complex64)
 complex128 = cdouble = dtype("complex128", np.complex128)
 cfloat = complex64
 complex32 = chalf = _Complex32("complex32", None, kind="c", itemsize=4)
+_Complex32.np = _C32_NP = np.dtype([("real", np.float16), ("imag", np.float16)])
 # the wide unsigned types: torch stores and converts them but promotes them with no other type
 uint16 = dtype("uint16", np.uint16)
 uint32 = dtype("uint32", np.uint32)
@@ -184,7 +207,8 @@ _FLOAT8_NAMES = frozenset(d.name for d in _FLOAT8)
 # the NumPy dtypes of those loaded so far (ml_dtypes gives float8_e5m2 the kind "f", the others "V":
 # they are recognized by identity, not by kind)
 _FLOAT8_NP: set = set()
-_LOWPREC_NP: set = {float4_e2m1fn_x2.np}
+# ... and every storage type torch computes (almost) nothing on: the ops' gates refuse these
+_LOWPREC_NP: set = {float4_e2m1fn_x2.np, _C32_NP}
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128) + _WIDE_UNSIGNED
 _BY_NP = {d.np: d for d in _ALL}
@@ -193,6 +217,7 @@ _BY_NAME["bfloat16"] = bfloat16
 _BY_NAME["complex32"] = complex32
 _BY_NAME.update((d.name, d) for d in _UNPROMOTABLE)
 _BY_NP[float4_e2m1fn_x2.np] = float4_e2m1fn_x2
+_BY_NP[_C32_NP] = complex32
 _BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
                 cfloat=complex64, cdouble=complex128, chalf=complex32)
 
@@ -447,6 +472,8 @@ def widen(data: np.ndarray) -> np.ndarray:
 
 def python_values(data: np.ndarray):
     """``data.tolist()`` as torch's ``tolist``/``item`` give it: Python numbers; float4 pairs refuse."""
+    if data.dtype == _C32_NP:
+        return complex32_as_complex64(data).tolist()
     if data.dtype == float4_e2m1fn_x2.np:
         raise RuntimeError("load_scalar: invalid type") if data.ndim else NotImplementedError(
             "\"_local_scalar_dense_cpu\" not implemented for 'Float4_e2m1fn_x2'")
@@ -458,6 +485,8 @@ def printed_values(data: np.ndarray) -> np.ndarray:
     float4 pairs as their bytes (as torch prints them), anything else as is."""
     if data.dtype == float4_e2m1fn_x2.np:
         return data.view(np.uint8).astype(np.float32)
+    if data.dtype == _C32_NP:
+        return complex32_as_complex64(data)
     if data.dtype.kind == "V" or data.dtype in _FLOAT8_NP:
         return data.astype(np.float32)
     return data
@@ -470,6 +499,8 @@ def narrow_to(out: np.ndarray, like: np.dtype) -> np.ndarray:
         return out.astype(like)
     if like in _FLOAT8_NP and out.dtype != like:  # float8 products: float32 sums, torch's rounding once
         return cast(out, like)
+    if like == _C32_NP and out.dtype != like:  # complex32: complex64 math, parts rounded to float16 once
+        return to_complex32(out) if out.dtype.kind == "c" else out.astype(np.float16)
     return out
 
 
@@ -496,6 +527,14 @@ def cast(data: np.ndarray, target: np.dtype) -> np.ndarray:
     (see _dtype_float8), and float4_e2m1fn_x2, which torch converts to and from nothing."""
     source = data.dtype
     if target in _LOWPREC_NP or source in _LOWPREC_NP:
+        if source == _C32_NP:
+            if target == _C32_NP:
+                return data.copy()
+            if target != float4_e2m1fn_x2.np:
+                wide = complex32_as_complex64(data)
+                return cast(wide if is_complex_np(target) else wide.real, target)
+        if target == _C32_NP and source != float4_e2m1fn_x2.np:
+            return to_complex32(data)
         if target == float4_e2m1fn_x2.np or source == float4_e2m1fn_x2.np:
             if source != target:  # torch's kernel names the copy of a float8 source "copy_"
                 kernel = "copy_" if is_float8_np(source) or is_float8_np(target) else "copy_kernel"
@@ -539,15 +578,15 @@ def full_array(shape, value, target: np.dtype) -> np.ndarray:
     if target in _LOWPREC_NP:
         if target == float4_e2m1fn_x2.np:
             raise NotImplementedError("\"fill_cpu\" not implemented for 'Float4_e2m1fn_x2'")
-        if not isinstance(value, np.ndarray) and _py_int(np.prod(shape)) > 1:
+        if target in _FLOAT8_NP and not isinstance(value, np.ndarray) and _py_int(np.prod(shape)) > 1:
             _refuse_float8_overflow(value, target)
         return cast(np.full(shape, value), target)
     return np.full(shape, value, dtype=target)
 
 
 def is_inexact_np(np_dtype) -> _py_bool:
-    """Floating or complex (what can carry a gradient), bfloat16 included."""
-    return np_dtype.kind in "fc" or is_bfloat16_np(np_dtype)
+    """Floating or complex (what can carry a gradient), bfloat16, float8 and complex32 included."""
+    return np_dtype.kind in "fc" or np_dtype.kind == "V" and (is_floating_np(np_dtype) or np_dtype == _C32_NP)
 
 
 # torch's C++ names of the scalar types, as its kernels' error messages spell them
@@ -567,5 +606,5 @@ def scalar_type_name(np_dtype) -> str:
         name = np_dtype.name
     else:
         np_dtype = np.dtype(np_dtype)
-        name = float4_e2m1fn_x2.name if np_dtype == float4_e2m1fn_x2.np else np_dtype.name
+        name = _BY_NP[np_dtype].name if np_dtype.kind == "V" and np_dtype in _BY_NP else np_dtype.name
     return _SCALAR_TYPE_NAMES.get(name, name)

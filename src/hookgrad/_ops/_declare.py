@@ -142,8 +142,20 @@ _PLAIN_DTYPES = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)))
 _ARRAY_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
 
 
-# the unary ops torch computes on float8 tensors (not on float8_e8m0fnu, which has no sign to drop)
-_LOWPREC_UNARY = frozenset(("abs", "absolute"))
+# the unary ops torch computes on float8 tensors (not on float8_e8m0fnu, which has no sign to drop),
+# and on complex32 ones (in complex64, the result rounded to complex32 or float16 once)
+_FLOAT8_UNARY = frozenset(("abs", "absolute"))
+_COMPLEX32_UNARY = frozenset(("abs", "absolute", "neg", "negative"))
+
+
+def _lowprec_operand(name: str, data):
+    """What unary op ``name`` computes on for a float8 or complex32 array ``data``, or torch's
+    NotImplementedError where it has no kernel for the type."""
+    if data.dtype == _dtype.complex32.np and name in _COMPLEX32_UNARY:
+        return _dtype.complex32_as_complex64(data)
+    if _dtype.is_float8_np(data.dtype) and name in _FLOAT8_UNARY and data.dtype != _dtype.float8_e8m0fnu.np:
+        return data
+    refuse_lowprec(data, f"{name}_cpu")
 
 
 class UnaryNode(Node):
@@ -257,10 +269,8 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
             raise error(message.replace("{dtype}", scalar_type_name(data.dtype)))
         if refused_dtypes is not None and data.dtype in refused_dtypes:
             refuse_kernel(data, refused, kernel)
-        if _dtype.is_lowprec_storage_np(data.dtype) and not (
-                name in _LOWPREC_UNARY and data.dtype != _dtype.float8_e8m0fnu.np
-                and data.dtype in _dtype._FLOAT8_NP):
-            refuse_lowprec(data, f"{name}_cpu")
+        if _dtype.is_lowprec_storage_np(data.dtype):
+            data = _lowprec_operand(name, data)
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))
         with quiet_fp():

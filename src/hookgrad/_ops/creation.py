@@ -186,6 +186,8 @@ def _checked_array(values, dt) -> np.ndarray:
     integer type gets no value beyond its range (negative values down to ``-max`` wrap into an
     unsigned type, as torch lets them), no nan or inf and no complex number; a real type gets no
     complex number. Floating types take out-of-range values as inf."""
+    if dt is _dtype.complex32:
+        return _dtype.to_complex32(np.array(values, dtype=np.complex128))
     if dt.is_complex or (dt is _dtype.bool):
         return np.array(values, dtype=dt.np, copy=True)
     if dt.is_floating_point:
@@ -543,7 +545,7 @@ def _floating(dtype, kernel):
 @op(method=False)
 def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
          layout=None, pin_memory=False) -> Tensor:
-    if dtype is not None:
+    if dtype is not None and not _resolve_dtype(dtype).is_complex:
         _rules.refuse_lowprec(_resolve_dtype(dtype).np, "check_uniform_bounds")
     if dtype is not None and _resolve_dtype(dtype).is_complex:  # torch fills view_as_real: both parts uniform
         parts = rand(*_size(shape, size), 2, generator=generator, dtype=_resolve_dtype(dtype).to_real())
@@ -556,6 +558,8 @@ def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_gr
 
 def _as_complex_np(parts: np.ndarray) -> np.ndarray:
     """(..., 2) real and imaginary parts as one complex array (torch's view_as_complex)."""
+    if parts.dtype == np.float16:  # complex32: two float16 fields, the parts' own layout
+        return np.ascontiguousarray(parts).view(_dtype.complex32.np)[..., 0]
     complex_np = np.complex128 if parts.dtype == np.float64 else np.complex64
     return np.ascontiguousarray(parts).view(complex_np)[..., 0]
 
@@ -563,7 +567,7 @@ def _as_complex_np(parts: np.ndarray) -> np.ndarray:
 @op(method=False)
 def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           layout=None, pin_memory=False) -> Tensor:
-    if dtype is not None:
+    if dtype is not None and not _resolve_dtype(dtype).is_complex:
         _rules.refuse_lowprec(_resolve_dtype(dtype).np, "normal_kernel_cpu")
     gen = _generator(generator)
     if dtype is not None and _resolve_dtype(dtype).is_complex:

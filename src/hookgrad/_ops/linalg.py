@@ -31,7 +31,7 @@ def _check_same_dtype(a, b, what):
     (and its NotImplementedError for float8_e8m0fnu and float4 pairs, which it multiplies nowhere)."""
     if a._data.dtype == b._data.dtype:
         if _dtype.is_lowprec_storage_np(a._data.dtype) and a.dtype in (_dtype.float8_e8m0fnu,
-                                                                        _dtype.float4_e2m1fn_x2):
+                                                                        _dtype.float4_e2m1fn_x2, _dtype.complex32):
             _rules.refuse_lowprec(a._data, "addmm_impl_cpu_")
         return
     name_a, name_b = _dtype.scalar_type_name(a._data.dtype), _dtype.scalar_type_name(b._data.dtype)

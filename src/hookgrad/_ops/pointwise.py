@@ -35,8 +35,11 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
     """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError.
     ``float32_scalar``: with float16 or bfloat16 operands a Python number enters as float32, unrounded
     (torch's mul and div; its add, sub and pow round the number to the operands' type first)."""
-    if np_fn not in _LOWPREC_BINARY and _dtype.is_lowprec_storage_np(dt):
-        _rules.refuse_lowprec(dt, f"{np_fn.__name__}_cpu")
+    if _dtype.is_lowprec_storage_np(dt):
+        if dt == _C32 and np_fn in _COMPLEX32_BINARY:
+            return _complex32_binary(np_fn, a, b, scale)
+        if np_fn not in _LOWPREC_BINARY:
+            _rules.refuse_lowprec(dt, f"{np_fn.__name__}_cpu")
     with _err():  # nor about a number beyond the type's range (it becomes inf)
         reduced = dt == _F16 or dt.kind == "V" and _dtype.is_bfloat16_np(dt)
         if float32_scalar and reduced and not isinstance(b, Tensor):
@@ -60,8 +63,30 @@ def _operand_dtype(a, b):
     return None
 
 
-# the binary ufuncs torch runs on float8 tensors: (in)equality
+# the binary ufuncs torch runs on float8 tensors: (in)equality; and on complex32 ones: those and
+# add, sub, mul, computed in complex64 with the result's parts rounded to float16 once
 _LOWPREC_BINARY = (np.equal, np.not_equal)
+_COMPLEX32_BINARY = (np.equal, np.not_equal, np.add, np.subtract, np.multiply)
+_C32 = _dtype.complex32.np
+
+
+def _complex32_binary(np_fn, a, b, scale):
+    def wide(x):
+        if isinstance(x, Tensor):
+            return _dtype.cast(x._data, np.dtype(np.complex64))
+        return np.complex64(x)
+    other = wide(b)
+    if np_fn is np.add or np_fn is np.subtract:
+        # torch adds ``alpha * other`` with a complex product even for alpha 1: an infinite part of
+        # ``other`` makes the other part NaN (inf * 0), as there
+        with _err():
+            other = other * np.complex64(scale)
+    try:
+        with _err():
+            out = np_fn(wide(a), other)
+    except ValueError:
+        raise RuntimeError(_broadcast_message(a, b)) from None
+    return out if out.dtype.kind == "b" else _dtype.to_complex32(out)
 
 
 # ---- the common case without promotion: a float tensor with a tensor of its dtype or a number ----
@@ -391,7 +416,7 @@ class DivBackward0(Node):
 
 def _div_dtype(a, b):
     dt = result_np_dtype(a, b)
-    return dt if dt.kind in "fc" or _dtype.is_floating_np(dt) else _dtype.get_default_dtype().np
+    return dt if dt.kind in "fc" or _dtype.is_inexact_np(dt) else _dtype.get_default_dtype().np
 
 
 @op(aliases=("divide", "true_divide"), inplace=True)
@@ -1182,6 +1207,8 @@ def bitwise_not(a):
 
 @op()
 def isnan(x):
+    if x._data.dtype == _C32:
+        return wrap(np.isnan(_dtype.complex32_as_complex64(x._data)))
     return wrap(np.isnan(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 

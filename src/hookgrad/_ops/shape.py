@@ -339,11 +339,11 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
     if dt.np.kind in "iub" and data.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             new = data.astype(dt.np)
-    elif data.dtype.kind == "c" and not dt.is_complex:
+    elif _dtype.is_complex_np(data.dtype) and not dt.is_complex:
         from ..autograd._warn_once import warn_once
         warn_once("complex_to_real", "Casting complex values to real discards the imaginary part", stacklevel=3)
         with np.errstate(invalid="ignore"):
-            new = _dtype.cast(data.real, dt.np)
+            new = _dtype.cast(data.real if data.dtype.kind == "c" else data, dt.np)
     else:
         new = _dtype.cast(data, dt.np)
     result = wrap(new)
