@@ -905,6 +905,7 @@ NODE_TYPES = {
     'FracBackward0': ('builtins', 'FracBackward0'),
     'GatherBackward0': ('builtins', 'GatherBackward0'),
     'GeluBackward0': ('builtins', 'GeluBackward0'),
+    'GroupedMmBackward0': ('builtins', 'GroupedMmBackward0'),
     'HardtanhBackward0': ('builtins', 'HardtanhBackward0'),
     'HardtanhBackwardBackward0': ('builtins', 'HardtanhBackwardBackward0'),
     'HuberLossBackward0': ('builtins', 'HuberLossBackward0'),

@@ -103,8 +103,11 @@ def no_derivative_node(aten_op: str) -> type:
     def apply(self, grads):
         raise RuntimeError(message)
 
+    def name(self):
+        return "torch::autograd::NotImplemented"  # torch's C++ node, named with its namespace
+
     return type("NotImplemented", (Node,), {"__slots__": (), "__module__": sys._getframe(1).f_globals["__name__"],
-                                            "apply": apply})
+                                            "apply": apply, "name": name})
 
 
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):
