@@ -114,6 +114,10 @@ CLASSES = {
     },
     'hookgrad.autograd.profiler': {
         'DeviceType': ('torch._C._autograd', 'DeviceType'),
+        'ProfilerActivity': ('torch._C._profiler', 'ProfilerActivity'),
+        'ProfilerConfig': ('torch._C._profiler', 'ProfilerConfig'),
+        'ProfilerEvent': ('torch._C._autograd', 'ProfilerEvent'),
+        'ProfilerState': ('torch._C._profiler', 'ProfilerState'),
         'profile': ('torch.autograd.profiler', 'profile'),
         'record_function': ('torch.autograd.profiler', 'record_function'),
     },
