@@ -1145,3 +1145,13 @@ EDGE.update({
     "_log_softmax_backward_data": (lambda T, g, x: T._log_softmax_backward_data(g, x.log_softmax(0), 0, x.dtype),
                                    [(3, 2), (3, 2)], SECOND_ORDER),
 })
+
+EDGE.update({
+    # grouped products exist for float32, bfloat16 and float16 only (float64 inputs are cast; no
+    # gradcheck); the operands' leading strides are multiples of 16 bytes, as the grouped-GEMM layout
+    # check wants
+    "grouped_mm_3d": (lambda T, a, b: T.nn.functional.grouped_mm(a.float(), b.float()), [(2, 3, 4), (2, 4, 8)],
+                      {"gradcheck": False, "rtol": 1e-5, "atol": 1e-5}),
+    "grouped_mm_jagged": (lambda T, a, b: T._grouped_mm(a.float(), b.float(), T.tensor([1, 4, 5], dtype=T.int32)),
+                          [(5, 4), (3, 4, 8)], {"gradcheck": False, "rtol": 1e-5, "atol": 1e-5}),
+})

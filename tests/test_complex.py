@@ -143,10 +143,12 @@ def test_refused_op_names_the_type():
         hookgrad.tensor(Z) < hookgrad.tensor(Z)
 
 
-def test_complex32_is_a_dtype_but_holds_no_tensor():
+def test_complex32_holds_tensors_in_torchs_layout():
+    """complex32 tensors exist (tests/test_complex32.py compares them with torch): two float16 parts
+    per element, four bytes, viewable as float16."""
     assert hookgrad.complex32.is_complex and hookgrad.promote_types(hookgrad.half, hookgrad.chalf) is hookgrad.chalf
-    with pytest.raises(TypeError, match="NumPy has no complex type with float16 parts"):
-        hookgrad.zeros(2, dtype=hookgrad.chalf)
+    z = hookgrad.zeros(2, dtype=hookgrad.chalf)
+    assert z.dtype is hookgrad.chalf and z.element_size() == 4 and z.view(hookgrad.float16).shape == (4,)
 
 
 # ---- gradients: torch's convention ------------------------------------------------------------------

@@ -305,7 +305,6 @@ def sweep2_records():
 
 # Differences left in the second sweep (each fails loudly if it starts to match)
 SWEEP2_KNOWN_DIFFERENCES = {
-    "promotion with python scalars": "float16 with a Python complex promotes to complex32, which has no tensors here",
     "index two ellipses": "torch accepts x[..., ...]; hookgrad raises IndexError as NumPy does",
     "optimizer state_dict of LBFGS(p, lr=0.5)": "LBFGS's ro history (1 / y.s on steps near 1e-5) differs from "
                                                 "torch's in float32's last bits (dot products summed in another "

@@ -62,19 +62,10 @@ def outcome(T, row: str, dtype: str):
 
 
 KNOWN_DIFFERENCES = {
-    # complex32 (ComplexHalf): torch makes one from two float16 parts; NumPy has no such type, so
-    # hookgrad refuses view_as_complex of float16 (RuntimeError) where torch goes on
-    "edge:complex_abs_angle_sgn": {"float16"},
     # integer inputs: torch refuses conv3d on uint8 and linear interpolation on int64/bool
     # (NotImplementedError); hookgrad's composed layers compute (or refuse with RuntimeError)
     "edge:conv3d_stride_one": {"uint8"},
     "edge:interpolate_bilinear_and_nearest": {"bool", "int64"},
-    "edge:complex_holomorphic_unary": {"float16"},
-    "edge:complex_matmul_sum_prod": {"float16"},
-    "edge:complex_mul_div_exp": {"float16"},
-    "edge:complex_parts": {"float16"},
-    "edge:complex_polar": {"float16"},
-    "edge:complex_real_mix": {"float16"},
     "edge:linalg_eig_complex": {"float16"},
     "edge:addbmm": {"int64", "uint8"},
     "edge:addbmm_": {"bool", "uint8"},

@@ -17,6 +17,8 @@ from ._dtype import (Size, bool, complex64, complex128, double, dtype, finfo, fl
 from ._dtype import bfloat16  # noqa: E402 - computes through the optional ml_dtypes package
 from ._dtype import cdouble, cfloat, chalf, complex32  # noqa: E402
 from ._dtype import uint16, uint32, uint64  # noqa: E402
+from ._dtype import (float4_e2m1fn_x2, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,  # noqa: E402 - ml_dtypes
+                     float8_e5m2fnuz, float8_e8m0fnu)
 from ._format import set_printoptions
 from ._tensor import Tensor
 from . import _ops

@@ -15,6 +15,8 @@ __all__ = ["dtype", "Size", "float16", "half", "float32", "float", "float64", "d
            "get_default_dtype", "set_default_dtype", "promote_types", "result_type", "to_dtype", "finfo", "iinfo",
            "bfloat16"]
 __all__ += ["uint16", "uint32", "uint64"]
+__all__ += ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu",
+            "float4_e2m1fn_x2"]
 
 
 def shown_name() -> str:
@@ -38,7 +40,7 @@ class dtype:
             kind, itemsize = self.np.kind, self.np.itemsize
         self.is_floating_point = kind == "f"
         self.is_complex = kind == "c"
-        self.is_signed = kind in "fic"
+        self.is_signed = kind in "fic" and name != "float8_e8m0fnu"  # e8m0: an exponent, no sign bit
         self.itemsize = itemsize
         # bool < integer < floating < complex: the categories of type promotion
         self._category = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}[kind]
@@ -61,15 +63,14 @@ class dtype:
 
 
 class _Complex32(dtype):
-    """complex32 (chalf): two float16 parts. NumPy has no such type, so the dtype exists (it prints,
-    compares and promotes as torch's) but no tensor can hold it."""
+    """complex32 (chalf): two float16 parts. NumPy has no such type: its tensors hold a structured
+    NumPy type of two float16 fields (real, imag), torch's own memory layout, so that ``.real``,
+    ``.imag`` and ``view_as_real`` are float16 views as in torch, and NumPy refuses any arithmetic on
+    it outright. The few ops torch computes on complex32 (add, sub, mul, neg, abs, comparisons)
+    compute in complex64 and round both parts to float16 once."""
 
     __slots__ = ()
-
-    @property
-    def np(self):
-        raise TypeError("hookgrad has no complex32 (chalf) tensors: NumPy has no complex type with float16 "
-                        "parts; use complex64 (torch.cfloat) instead")
+    np = None  # set below, once the dtype exists
 
 
 class _BFloat16(dtype):
@@ -83,21 +84,53 @@ class _BFloat16(dtype):
         return bfloat16_np()
 
 
-_bf16_np = []
+class _Float8(dtype):
+    """A one-byte float of torch's (``float8_e4m3fn`` and friends), stored as ml_dtypes' type of the
+    same name: loaded on first use, like bfloat16. torch computes almost nothing on these types (they
+    are storage for scaled matmuls): conversions, copies, views and comparisons; other ops refuse
+    them with torch's NotImplementedError."""
+
+    __slots__ = ()
+
+    @property
+    def np(self):
+        return ml_dtypes_np(self.name)
 
 
-def bfloat16_np() -> np.dtype:
-    """ml_dtypes' bfloat16 NumPy dtype; a clear error naming the optional extra when it is missing."""
-    if not _bf16_np:
+class _Float4x2(dtype):
+    """float4_e2m1fn_x2: two 4-bit floats packed in one byte. torch stores and moves these bytes (views,
+    copies, cat) and converts them to nothing; here they are a one-byte structured NumPy type, so that
+    NumPy too refuses any arithmetic on them. Needs no extra package."""
+
+    __slots__ = ()
+    np = None  # set below, once the dtype exists
+
+
+_ml_np: dict = {}
+
+
+def ml_dtypes_np(name: str) -> np.dtype:
+    """ml_dtypes' NumPy dtype ``name`` (bfloat16, float8_*); a clear error naming the optional extra
+    when the package is missing."""
+    found = _ml_np.get(name)
+    if found is None:
         try:
             import ml_dtypes
         except ImportError:
             raise ModuleNotFoundError(
-                "bfloat16 tensors need the ml_dtypes package (NumPy has no bfloat16): "
+                f"{name} tensors need the ml_dtypes package (NumPy has no {name}): "
                 "pip install hookgrad[bfloat16]  (or: pip install ml_dtypes)") from None
-        _bf16_np.append(np.dtype(ml_dtypes.bfloat16))
-        _BY_NP[_bf16_np[0]] = bfloat16
-    return _bf16_np[0]
+        found = _ml_np[name] = np.dtype(getattr(ml_dtypes, name))
+        _BY_NP[found] = _BY_NAME[name]
+        if name in _FLOAT8_NAMES:
+            _FLOAT8_NP.add(found)
+            _LOWPREC_NP.add(found)
+    return found
+
+
+def bfloat16_np() -> np.dtype:
+    """ml_dtypes' bfloat16 NumPy dtype; a clear error naming the optional extra when it is missing."""
+    return ml_dtypes_np("bfloat16")
 
 
 def is_bfloat16_np(np_dtype) -> _py_bool:
@@ -111,8 +144,33 @@ def compute_dtype(np_dtype) -> np.dtype:
 
 
 def is_floating_np(np_dtype) -> _py_bool:
-    """Whether a NumPy dtype is one of hookgrad's floating types (bfloat16's NumPy kind is "V")."""
-    return np_dtype.kind == "f" or is_bfloat16_np(np_dtype)
+    """Whether a NumPy dtype is one of hookgrad's floating types (bfloat16's and float8's NumPy kind
+    is "V")."""
+    return np_dtype.kind == "f" or np_dtype.kind == "V" and (np_dtype.name in _BY_NAME
+                                                             or np_dtype in _LOWPREC_NP and np_dtype != _C32_NP)
+
+
+def is_complex_np(np_dtype) -> _py_bool:
+    """Whether a NumPy dtype is one of hookgrad's complex types (complex32's is a structured type)."""
+    return np_dtype.kind == "c" or np_dtype == _C32_NP
+
+
+def complex32_as_complex64(data: np.ndarray) -> np.ndarray:
+    """complex32 values (two float16 fields) as a complex64 array (exactly: a new array)."""
+    out = np.empty(data.shape, np.complex64)
+    out.real, out.imag = data["real"], data["imag"]
+    return out
+
+
+def to_complex32(values: np.ndarray) -> np.ndarray:
+    """Any numbers as a complex32 array: each part rounded to float16 once (from complex64 values,
+    as torch's conversion goes through float)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        wide = values.astype(np.float32).astype(np.complex64) if values.dtype in _FLOAT8_NP else \
+            values.astype(np.complex64)
+        out = np.empty(values.shape, _C32_NP)
+        out["real"], out["imag"] = wide.real.astype(np.float16), wide.imag.astype(np.float16)
+    return out
 
 
 float16 = half = dtype("float16", np.float16)
@@ -129,17 +187,37 @@ complex64 = dtype("complex64", np.complex64)
 complex128 = cdouble = dtype("complex128", np.complex128)
 cfloat = complex64
 complex32 = chalf = _Complex32("complex32", None, kind="c", itemsize=4)
+_Complex32.np = _C32_NP = np.dtype([("real", np.float16), ("imag", np.float16)])
 # the wide unsigned types: torch stores and converts them but promotes them with no other type
 uint16 = dtype("uint16", np.uint16)
 uint32 = dtype("uint32", np.uint32)
 uint64 = dtype("uint64", np.uint64)
 _WIDE_UNSIGNED = (uint16, uint32, uint64)
+# storage types of scaled matmuls: no promotion with any other type, almost no arithmetic
+float8_e4m3fn = _Float8("float8_e4m3fn", None, kind="f", itemsize=1)
+float8_e4m3fnuz = _Float8("float8_e4m3fnuz", None, kind="f", itemsize=1)
+float8_e5m2 = _Float8("float8_e5m2", None, kind="f", itemsize=1)
+float8_e5m2fnuz = _Float8("float8_e5m2fnuz", None, kind="f", itemsize=1)
+float8_e8m0fnu = _Float8("float8_e8m0fnu", None, kind="f", itemsize=1)
+float4_e2m1fn_x2 = _Float4x2("float4_e2m1fn_x2", None, kind="f", itemsize=1)
+_Float4x2.np = np.dtype([("float4_e2m1fn_x2", np.uint8)])
+_FLOAT8 = (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
+_UNPROMOTABLE = _FLOAT8 + (float4_e2m1fn_x2,)
+_FLOAT8_NAMES = frozenset(d.name for d in _FLOAT8)
+# the NumPy dtypes of those loaded so far (ml_dtypes gives float8_e5m2 the kind "f", the others "V":
+# they are recognized by identity, not by kind)
+_FLOAT8_NP: set = set()
+# ... and every storage type torch computes (almost) nothing on: the ops' gates refuse these
+_LOWPREC_NP: set = {float4_e2m1fn_x2.np, _C32_NP}
 
 _ALL = (float16, float32, float64, int8, int16, int32, int64, uint8, bool, complex64, complex128) + _WIDE_UNSIGNED
 _BY_NP = {d.np: d for d in _ALL}
 _BY_NAME = {d.name: d for d in _ALL}
 _BY_NAME["bfloat16"] = bfloat16
 _BY_NAME["complex32"] = complex32
+_BY_NAME.update((d.name, d) for d in _UNPROMOTABLE)
+_BY_NP[float4_e2m1fn_x2.np] = float4_e2m1fn_x2
+_BY_NP[_C32_NP] = complex32
 _BY_NAME.update(half=float16, float=float32, double=float64, short=int16, int=int32, long=int64,
                 cfloat=complex64, cdouble=complex128, chalf=complex32)
 
@@ -162,8 +240,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     try:
         return _BY_NP[np_dtype]
     except KeyError:
-        if is_bfloat16_np(np_dtype):
-            return bfloat16
+        if np_dtype.kind == "V" and np_dtype.name in _BY_NAME:  # an ml_dtypes type not yet looked up
+            return _BY_NAME[np_dtype.name]
         raise TypeError(f"can't convert np.ndarray of type numpy.{np_dtype.type.__name__}. The only supported types "
                         "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, uint64, "
                         "uint32, uint16, uint8, and bool.") from None
@@ -194,6 +272,9 @@ def promote_types(a, b) -> dtype:
     a, b = to_dtype(a), to_dtype(b)
     if a is b:
         return a
+    if a in _UNPROMOTABLE or b in _UNPROMOTABLE:
+        raise RuntimeError("Promotion for Float8 Types is not supported, attempted to promote "
+                           f"{scalar_type_name(a)} and {scalar_type_name(b)}")
     if (a in _WIDE_UNSIGNED or b in _WIDE_UNSIGNED) and a._category == b._category:
         raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, attempted to promote "
                            f"{scalar_type_name(a.np)} and {scalar_type_name(b.np)}")
@@ -268,6 +349,12 @@ class finfo:
         if d is bfloat16:
             self._set_bfloat16()
             return
+        if d.name in _FLOAT8_LIMITS:
+            self._set_float8(d.name)
+            return
+        if d is float4_e2m1fn_x2:
+            self.bits = 8  # the only limit torch gives for packed pairs; the others raise (__getattr__)
+            return
         info = np.finfo(d.np)
         self.dtype = d.name  # torch's finfo/iinfo name their dtype as a string
         self.bits = info.bits
@@ -288,9 +375,41 @@ class finfo:
         self.tiny = self.smallest_normal = 2.0 ** -126
         self.resolution = 0.01
 
+    # what torch's finfo of float4_e2m1fn_x2 raises for each limit: the C++ limit it has no value for
+    _FLOAT4_REFUSED = {"eps": "epsilon", "max": "max", "min": "lowest", "tiny": "min", "smallest_normal": "min",
+                       "resolution": "digits10", "dtype": "dtype"}
+
+    def __getattr__(self, name):
+        if name in self._FLOAT4_REFUSED:
+            raise NotImplementedError(f"\"{self._FLOAT4_REFUSED[name]}\" not implemented for 'Float4_e2m1fn_x2'")
+        raise AttributeError(name)
+
+    def _set_float8(self, name):
+        eps, largest, smallest_normal = _FLOAT8_LIMITS[name]
+        self.dtype = name
+        self.bits = 8
+        self.eps, self.max = eps, largest
+        # e8m0 has no sign: its min is its smallest value, as torch reports it
+        self.min = smallest_normal if name == "float8_e8m0fnu" else -largest
+        self.tiny = self.smallest_normal = smallest_normal
+        self.resolution = 1.0  # 10 ** -(decimal digits of a 2- or 3-bit mantissa: 0)
+
     def __repr__(self):
+        if "eps" not in self.__dict__:
+            raise TypeError("bad argument type for built-in operation")
         return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
                 f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+# name -> (eps, max, smallest normal), as torch's finfo reports them (c10's numeric_limits; note the
+# e5m2fnuz eps of 2**-3, where its 2-bit mantissa would give 2**-2: torch's value is kept)
+_FLOAT8_LIMITS = {
+    "float8_e4m3fn": (2.0 ** -3, 448.0, 2.0 ** -6),
+    "float8_e4m3fnuz": (2.0 ** -3, 240.0, 2.0 ** -7),
+    "float8_e5m2": (2.0 ** -2, 57344.0, 2.0 ** -14),
+    "float8_e5m2fnuz": (2.0 ** -3, 57344.0, 2.0 ** -15),
+    "float8_e8m0fnu": (1.0, 2.0 ** 127, 2.0 ** -127),
+}
 
 
 class iinfo:
@@ -298,6 +417,8 @@ class iinfo:
 
     def __init__(self, d):
         d = to_dtype(d)
+        if d.is_floating_point or d.is_complex:
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
         info = np.iinfo(d.np)
         self.dtype = d.name
         self.bits = info.bits
@@ -349,34 +470,141 @@ def widen(data: np.ndarray) -> np.ndarray:
     return data.astype(np.float32) if is_bfloat16_np(data.dtype) else data
 
 
+def python_values(data: np.ndarray):
+    """``data.tolist()`` as torch's ``tolist``/``item`` give it: Python numbers; float4 pairs refuse."""
+    if data.dtype == _C32_NP:
+        return complex32_as_complex64(data).tolist()
+    if data.dtype == float4_e2m1fn_x2.np:
+        raise RuntimeError("load_scalar: invalid type") if data.ndim else NotImplementedError(
+            "\"_local_scalar_dense_cpu\" not implemented for 'Float4_e2m1fn_x2'")
+    return data.tolist()
+
+
+def printed_values(data: np.ndarray) -> np.ndarray:
+    """What a print shows of ``data``: bfloat16 and float8 values as float32 (exactly), the packed
+    float4 pairs as their bytes (as torch prints them), anything else as is."""
+    if data.dtype == float4_e2m1fn_x2.np:
+        return data.view(np.uint8).astype(np.float32)
+    if data.dtype == _C32_NP:
+        return complex32_as_complex64(data)
+    if data.dtype.kind == "V" or data.dtype in _FLOAT8_NP:
+        return data.astype(np.float32)
+    return data
+
+
 def narrow_to(out: np.ndarray, like: np.dtype) -> np.ndarray:
-    """A result computed in float32 (or wider) for bfloat16 operands (``like``: their NumPy dtype),
-    rounded back to bfloat16 once; any other result unchanged."""
+    """A result computed in float32 (or wider) for bfloat16 or float8 operands (``like``: their NumPy
+    dtype), rounded back to that type once; any other result unchanged."""
     if like.kind == "V" and like.name == "bfloat16" and out.dtype.kind == "f":
         return out.astype(like)
+    if like in _FLOAT8_NP and out.dtype != like:  # float8 products: float32 sums, torch's rounding once
+        return cast(out, like)
+    if like == _C32_NP and out.dtype != like:  # complex32: complex64 math, parts rounded to float16 once
+        return to_complex32(out) if out.dtype.kind == "c" else out.astype(np.float16)
     return out
 
 
 def refuse_bfloat16_numpy(data: np.ndarray) -> None:
-    """torch hands no bfloat16 array to NumPy (``.numpy()``, ``np.asarray``): the same TypeError here,
-    although hookgrad's storage is an ml_dtypes array (reach it through ``.float().numpy()``)."""
-    if is_bfloat16_np(data.dtype):
-        raise TypeError("Got unsupported ScalarType BFloat16")
+    """torch hands no bfloat16 (or float8, float4) array to NumPy (``.numpy()``, ``np.asarray``): the
+    same TypeError here, although hookgrad's storage is an ml_dtypes array (reach it through
+    ``.float().numpy()``)."""
+    if data.dtype.kind == "V" or data.dtype in _FLOAT8_NP:
+        raise TypeError(f"Got unsupported ScalarType {scalar_type_name(data.dtype)}")
+
+
+def is_float8_np(np_dtype) -> _py_bool:
+    return np_dtype in _FLOAT8_NP
+
+
+def is_lowprec_storage_np(np_dtype) -> _py_bool:
+    """float8 and float4 arrays: types torch stores and converts but computes (almost) nothing on."""
+    return np_dtype in _LOWPREC_NP
+
+
+def cast(data: np.ndarray, target: np.dtype) -> np.ndarray:
+    """``data`` converted to the NumPy dtype ``target`` (a new array) as torch converts: NumPy's cast,
+    except into and out of the one-byte floats, whose rounding and saturation are torch's own
+    (see _dtype_float8), and float4_e2m1fn_x2, which torch converts to and from nothing."""
+    source = data.dtype
+    if target in _LOWPREC_NP or source in _LOWPREC_NP:
+        if source == _C32_NP:
+            if target == _C32_NP:
+                return data.copy()
+            if target != float4_e2m1fn_x2.np:
+                wide = complex32_as_complex64(data)
+                return cast(wide if is_complex_np(target) else wide.real, target)
+        if target == _C32_NP and source != float4_e2m1fn_x2.np:
+            return to_complex32(data)
+        if target == float4_e2m1fn_x2.np or source == float4_e2m1fn_x2.np:
+            if source != target:  # torch's kernel names the copy of a float8 source "copy_"
+                kernel = "copy_" if is_float8_np(source) or is_float8_np(target) else "copy_kernel"
+                raise NotImplementedError(f"\"{kernel}\" not implemented for 'Float4_e2m1fn_x2'")
+            return data.copy()
+        if is_float8_np(target):
+            from ._dtype_float8 import to_float8
+            return to_float8(data.real if source.kind == "c" else data, target)
+        if is_float8_np(source):
+            with np.errstate(over="ignore", invalid="ignore"):  # beyond float16 is inf, NaN to int undefined
+                return data.astype(np.float32).astype(target)
+    return data.astype(target)
+
+
+def _refuse_float8_overflow(value, target: np.dtype) -> None:
+    """torch's check of a Python number that fills a float8 tensor (``full``, ``fill_``): beyond the
+    type's finite range is an error (not the saturation or NaN of a tensor conversion), except inf
+    for float8_e5m2, which has it; integers below an unsigned type's range wrap instead."""
+    d = _BY_NP[target]
+    if isinstance(value, complex):
+        raise RuntimeError(f"value cannot be converted to type c10::{scalar_type_name(d)} without overflow")
+    eps, largest, smallest = _FLOAT8_LIMITS[d.name]
+    lowest = smallest if d is float8_e8m0fnu else -largest
+    if isinstance(value, (_py_bool, np.bool_)):
+        return
+    if isinstance(value, (_py_int, np.integer)):
+        too_low = -value > largest if d is float8_e8m0fnu else value < lowest
+        bad = too_low or value > largest
+    else:
+        value = _py_float(value)
+        bad = not (d is float8_e5m2 and value in (_py_float("inf"), -_py_float("inf"))) and (
+            value < lowest or value > largest)
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type c10::{scalar_type_name(d)} without overflow")
+
+
+def full_array(shape, value, target: np.dtype) -> np.ndarray:
+    """``np.full(shape, value, dtype=target)`` with torch's conversion of ``value`` into a one-byte float
+    (a Python number is checked for overflow first where torch's fill kernel checks: more than one
+    element)."""
+    if target in _LOWPREC_NP:
+        if target == float4_e2m1fn_x2.np:
+            raise NotImplementedError("\"fill_cpu\" not implemented for 'Float4_e2m1fn_x2'")
+        if target in _FLOAT8_NP and not isinstance(value, np.ndarray) and _py_int(np.prod(shape)) > 1:
+            _refuse_float8_overflow(value, target)
+        return cast(np.full(shape, value), target)
+    return np.full(shape, value, dtype=target)
 
 
 def is_inexact_np(np_dtype) -> _py_bool:
-    """Floating or complex (what can carry a gradient), bfloat16 included."""
-    return np_dtype.kind in "fc" or is_bfloat16_np(np_dtype)
+    """Floating or complex (what can carry a gradient), bfloat16, float8 and complex32 included."""
+    return np_dtype.kind in "fc" or np_dtype.kind == "V" and (is_floating_np(np_dtype) or np_dtype == _C32_NP)
 
 
 # torch's C++ names of the scalar types, as its kernels' error messages spell them
 _SCALAR_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
                       "complex64": "ComplexFloat", "complex128": "ComplexDouble", "int64": "Long", "int32": "Int",
                       "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
-_SCALAR_TYPE_NAMES.update(uint16="UInt16", uint32="UInt32", uint64="UInt64")
+_SCALAR_TYPE_NAMES.update(uint16="UInt16", uint32="UInt32", uint64="UInt64", complex32="ComplexHalf",
+                          float8_e4m3fn="Float8_e4m3fn", float8_e4m3fnuz="Float8_e4m3fnuz",
+                          float8_e5m2="Float8_e5m2", float8_e5m2fnuz="Float8_e5m2fnuz",
+                          float8_e8m0fnu="Float8_e8m0fnu", float4_e2m1fn_x2="Float4_e2m1fn_x2")
 
 
 def scalar_type_name(np_dtype) -> str:
-    """torch's name of a scalar type in kernel errors ("Long", "Float", ...); NumPy's for any other."""
-    name = np.dtype(np_dtype).name
+    """torch's name of a scalar type in kernel errors ("Long", "Float", ...) for a NumPy dtype or a
+    hookgrad dtype; NumPy's name for any other."""
+    if isinstance(np_dtype, dtype):
+        name = np_dtype.name
+    else:
+        np_dtype = np.dtype(np_dtype)
+        name = _BY_NP[np_dtype].name if np_dtype.kind == "V" and np_dtype in _BY_NP else np_dtype.name
     return _SCALAR_TYPE_NAMES.get(name, name)

@@ -37,7 +37,7 @@ def get_printoptions() -> dict:
 class _Formatter:
     """The common width and mode of one tensor's elements (or of the real or imaginary parts)."""
 
-    def __init__(self, values: np.ndarray):
+    def __init__(self, values: np.ndarray, zero=None):
         self.floating = values.dtype.kind == "f"
         self.int_mode, self.sci_mode, self.max_width = True, False, 1
         precision = _options["precision"]
@@ -45,7 +45,10 @@ class _Formatter:
             self.max_width = max((len(str(v)) for v in values.reshape(-1).tolist()), default=1)
             return
         flat = values.reshape(-1).astype(np.float64)
-        nonzero = flat[np.isfinite(flat) & (flat != 0)]
+        if zero is None:
+            nonzero = flat[np.isfinite(flat) & (flat != 0)]
+        else:  # float8_e8m0fnu: torch's isfinite passes its NaN, and its "zero" is 2**-127
+            nonzero = flat[flat != zero]
         if nonzero.size == 0:
             return
         magnitudes = np.abs(nonzero)
@@ -91,13 +94,13 @@ def _summarized(values: np.ndarray) -> np.ndarray:
 class _ElementText:
     """Formats one element: real, or complex as ``real+imagj`` with a formatter per part."""
 
-    def __init__(self, values: np.ndarray, summarize: bool):
+    def __init__(self, values: np.ndarray, summarize: bool, zero=None):
         shown = _summarized(values) if summarize else values
         if values.dtype.kind == "c":
             self.real, self.imag = _Formatter(shown.real), _Formatter(shown.imag)
             self.width = self.real.max_width + 2 + self.imag.max_width + 1
         else:
-            self.real, self.imag = _Formatter(shown), None
+            self.real, self.imag = _Formatter(shown, zero), None
             self.width = self.real.max_width + 2
 
     def __call__(self, value) -> str:
@@ -136,12 +139,14 @@ def _nested(values: np.ndarray, indent: int, summarize: bool, text: _ElementText
     return "[" + ("," + "\n" * (values.ndim - 1) + " " * (indent + 1)).join(rows) + "]"
 
 
-def format_array(values: np.ndarray, indent: int) -> str:
-    """The bracketed body of a tensor print (``[]`` when empty)."""
+def format_array(values: np.ndarray, indent: int, zero=None) -> str:
+    """The bracketed body of a tensor print (``[]`` when empty). ``zero``: for float8_e8m0fnu, the
+    value that the choice of mode and width skips as torch skips zeros and non-finite values there
+    (its smallest value, which is what 0 converts to; its NaN counts as finite, as in torch)."""
     if values.size == 0:
         return "[]"
     summarize = values.size > _options["threshold"]
-    return _nested(values, indent, summarize, _ElementText(values, summarize))
+    return _nested(values, indent, summarize, _ElementText(values, summarize, zero))
 
 
 def _with_suffixes(body: str, suffixes: list, indent: int) -> str:
@@ -158,8 +163,8 @@ def _with_suffixes(body: str, suffixes: list, indent: int) -> str:
 
 
 def format_tensor(t) -> str:
-    from ._dtype import get_default_dtype, widen
-    data = widen(t._data)  # bfloat16 prints from its exact float32 values
+    from ._dtype import get_default_dtype, printed_values
+    data = printed_values(t._data)  # bfloat16 and float8 print from their exact float32 values
     plain = type(t).__name__ in ("Tensor", "Parameter")
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
@@ -177,7 +182,7 @@ def format_tensor(t) -> str:
         default_complex = "complex128" if default.name == "float64" else "complex64"
         if not (dt is default or dt.name in ("int64", "bool", default_complex)):
             suffixes.append(f"dtype={dt}")
-        body = format_array(data, indent)
+        body = format_array(data, indent, zero=2.0 ** -127 if dt.name == "float8_e8m0fnu" else None)
     fn = t.grad_fn
     if fn is not None:
         suffixes.append(f"grad_fn=<{fn.name().rsplit('::', 1)[-1]}>")

@@ -106,7 +106,7 @@ class Tensor:
         return _dtype.is_floating_np(self._data.dtype)
 
     def is_complex(self) -> bool:
-        return self._data.dtype.kind == "c"
+        return _dtype.is_complex_np(self._data.dtype)
 
     def get_device(self) -> int:
         return -1
@@ -133,7 +133,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                "use a computed variable in a subgraph that doesn't require differentiation "
                                "use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc" and not _dtype.is_floating_np(self._data.dtype):
+        if requires_grad and self._data.dtype.kind not in "fc" and not _dtype.is_inexact_np(self._data.dtype):
             raise RuntimeError(refusal)
         self._requires_grad = requires_grad
         return self
@@ -365,9 +365,13 @@ class Tensor:
     def item(self):
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if self._data.dtype.kind == "V":  # bfloat16, float8, complex32 (float8_e5m2 has kind "f": its item() serves)
+            return _dtype.python_values(self._data.reshape(()))
         return self._data.reshape(()).item()
 
     def tolist(self):
+        if self._data.dtype.kind == "V":
+            return _dtype.python_values(self._data)
         return self._data.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:

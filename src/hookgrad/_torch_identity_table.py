@@ -114,6 +114,10 @@ CLASSES = {
     },
     'hookgrad.autograd.profiler': {
         'DeviceType': ('torch._C._autograd', 'DeviceType'),
+        'ProfilerActivity': ('torch._C._profiler', 'ProfilerActivity'),
+        'ProfilerConfig': ('torch._C._profiler', 'ProfilerConfig'),
+        'ProfilerEvent': ('torch._C._autograd', 'ProfilerEvent'),
+        'ProfilerState': ('torch._C._profiler', 'ProfilerState'),
         'profile': ('torch.autograd.profiler', 'profile'),
         'record_function': ('torch.autograd.profiler', 'record_function'),
     },
@@ -905,6 +909,7 @@ NODE_TYPES = {
     'FracBackward0': ('builtins', 'FracBackward0'),
     'GatherBackward0': ('builtins', 'GatherBackward0'),
     'GeluBackward0': ('builtins', 'GeluBackward0'),
+    'GroupedMmBackward0': ('builtins', 'GroupedMmBackward0'),
     'HardtanhBackward0': ('builtins', 'HardtanhBackward0'),
     'HardtanhBackwardBackward0': ('builtins', 'HardtanhBackwardBackward0'),
     'HuberLossBackward0': ('builtins', 'HuberLossBackward0'),

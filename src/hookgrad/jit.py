@@ -19,7 +19,8 @@ class ScriptModule:
     """The type of a compiled TorchScript module; hookgrad never builds one."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("hookgrad has no TorchScript: torch.jit.script returns the module unchanged")
+        # torch's TypeError (its C++ class takes no Python arguments)
+        raise TypeError("hookgrad has no TorchScript: torch.jit.script returns the module unchanged")
 
 
 class RecursiveScriptModule(ScriptModule):
@@ -30,7 +31,8 @@ class ScriptFunction:
     """The type of a compiled TorchScript function; hookgrad never builds one."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("hookgrad has no TorchScript: torch.jit.script returns the function unchanged")
+        raise TypeError("ScriptFunction: No constructor defined! (hookgrad has no TorchScript: torch.jit.script "
+                        "returns the function unchanged)")
 
 
 class TracerWarning(Warning):

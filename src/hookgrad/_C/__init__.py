@@ -19,6 +19,7 @@ from __future__ import annotations
 import weakref
 
 from . import _autograd, _functions  # noqa: F401
+from . import _profiler  # noqa: F401,E402 - ProfilerConfig's _ExperimentalConfig
 
 
 def _will_engine_execute_node(node) -> bool:

@@ -18,6 +18,7 @@ from . import complex as complex_ops
 from . import fft as fft_ops
 from . import tensor_methods
 from . import torch_breadth
+from . import scaled_mm as scaled_mm_ops
 from ._declare import bind_tensor_methods
 from .creation import *  # noqa: F401,F403
 from .decompositions import *  # noqa: F401,F403
@@ -35,11 +36,13 @@ from .special import *  # noqa: F401,F403
 from .views import *  # noqa: F401,F403
 from .complex import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
+from .scaled_mm import *  # noqa: F401,F403
 
 __all__ = (creation.__all__ + indexing.__all__ + linalg.__all__ + pointwise.__all__ + reduce.__all__
            + shape.__all__ + views.__all__ + more.__all__ + ordering.__all__ + special.__all__ + decompositions.__all__
            + breadth.__all__ + tensor_methods.__all__ + complex_ops.__all__ + fft_ops.__all__)
 __all__ += torch_breadth.__all__
+__all__ += scaled_mm_ops.__all__
 
 
 def _comparable(b):

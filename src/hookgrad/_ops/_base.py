@@ -85,7 +85,7 @@ def data_of(x, np_dtype):
     if isinstance(x, Tensor):
         d = x._data
         # a bool mask needs no converted copy: NumPy's loops promote bool to any other type exactly
-        return d if d.dtype == np_dtype or d.dtype == np.bool_ else d.astype(np_dtype)
+        return d if d.dtype == np_dtype or d.dtype == np.bool_ else _dtype.cast(d, np_dtype)
     if isinstance(x, np.ndarray):
         return x.astype(np_dtype, copy=False)
     return np_dtype.type(x) if np_dtype.kind != "b" else x

@@ -21,7 +21,8 @@ from ..autograd.graph import Node
 from ..autograd.profiler import _active as _profiling
 from ._base import GRAD, NONE_EDGE, as_tensor_arg, edge, float_dtype_for, quiet_fp, record
 from ._base import FP_IGNORE, fp_quiet, fp_restore
-from ._dtype_rules import numpy_dtypes, refuse_kernel
+from ._dtype_rules import numpy_dtypes, refuse_kernel, refuse_lowprec
+from .. import _dtype
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node"]
@@ -102,8 +103,11 @@ def no_derivative_node(aten_op: str) -> type:
     def apply(self, grads):
         raise RuntimeError(message)
 
+    def name(self):
+        return "torch::autograd::NotImplemented"  # torch's C++ node, named with its namespace
+
     return type("NotImplemented", (Node,), {"__slots__": (), "__module__": sys._getframe(1).f_globals["__name__"],
-                                            "apply": apply})
+                                            "apply": apply, "name": name})
 
 
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):
@@ -139,6 +143,22 @@ _PLAIN_DTYPES = frozenset(map(np.dtype, (np.float16, np.float32, np.float64)))
 # the dtypes a backward formula may compute in on arrays. Not float16: a Python number in a formula
 # enters its mul and div unrounded (see pointwise._np_binary), where NumPy rounds it to float16 first
 _ARRAY_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
+
+
+# the unary ops torch computes on float8 tensors (not on float8_e8m0fnu, which has no sign to drop),
+# and on complex32 ones (in complex64, the result rounded to complex32 or float16 once)
+_FLOAT8_UNARY = frozenset(("abs", "absolute"))
+_COMPLEX32_UNARY = frozenset(("abs", "absolute", "neg", "negative"))
+
+
+def _lowprec_operand(name: str, data):
+    """What unary op ``name`` computes on for a float8 or complex32 array ``data``, or torch's
+    NotImplementedError where it has no kernel for the type."""
+    if data.dtype == _dtype.complex32.np and name in _COMPLEX32_UNARY:
+        return _dtype.complex32_as_complex64(data)
+    if _dtype.is_float8_np(data.dtype) and name in _FLOAT8_UNARY and data.dtype != _dtype.float8_e8m0fnu.np:
+        return data
+    refuse_lowprec(data, f"{name}_cpu")
 
 
 class UnaryNode(Node):
@@ -252,6 +272,8 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
             raise error(message.replace("{dtype}", scalar_type_name(data.dtype)))
         if refused_dtypes is not None and data.dtype in refused_dtypes:
             refuse_kernel(data, refused, kernel)
+        if _dtype.is_lowprec_storage_np(data.dtype):
+            data = _lowprec_operand(name, data)
         if floating and data.dtype.kind not in "fc":
             data = data.astype(float_dtype_for(x))
         with quiet_fp():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dtype import scalar_type_name
+from .._dtype import is_lowprec_storage_np, scalar_type_name
 
 __all__: list = []  # declares no op: the helpers here are the ops' own
 
@@ -36,3 +36,12 @@ def refuse_kernel(data, refused, kernel: str) -> None:
     """torch's NotImplementedError when the NumPy array ``data`` has a dtype in ``refused``."""
     if data.dtype in numpy_dtypes(refused):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(data.dtype)}'")
+
+
+def refuse_lowprec(data, kernel: str) -> None:
+    """torch's NotImplementedError for an op it has no kernel of for float8 and float4_e2m1fn_x2
+    (storage types: it converts, copies, views and compares them, and computes almost nothing on
+    them). ``data``: the operand's NumPy array or dtype."""
+    dt = getattr(data, "dtype", data)
+    if is_lowprec_storage_np(dt):
+        raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(dt)}'")

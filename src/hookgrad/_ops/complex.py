@@ -17,6 +17,7 @@ from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, sum_to_shape
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from .decompositions import LinAlgError, _result_type
 from .views import make_view, select
@@ -24,6 +25,7 @@ from .views import make_view, select
 _EIG = _result_type("linalg_eig", ["eigenvalues", "eigenvectors"])
 
 _PART_DTYPES = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}
+_PART_DTYPES[_dtype.complex32.np] = np.dtype(np.float16)  # two float16 fields: torch's layout
 _COMPLEX_OF = {v: k for k, v in _PART_DTYPES.items()}
 
 
@@ -40,11 +42,13 @@ class _Interface:
 
 def _reinterpret(data: np.ndarray, dtype: np.dtype, shape: tuple, strides: tuple) -> np.ndarray:
     """``data``'s memory (from its first element) read as ``dtype`` with the given layout; no copy."""
-    return np.asarray(_Interface(data, dtype, shape, strides))
+    view = np.asarray(_Interface(data, dtype, shape, strides))
+    # the interface's type string of a structured type (complex32) is raw bytes: name the fields again
+    return view.view(dtype) if view.dtype != dtype else view
 
 
 def _is_complex(t: Tensor) -> bool:
-    return t._data.dtype.kind == "c"
+    return _dtype.is_complex_np(t._data.dtype)
 
 
 # ---- views of the parts ---------------------------------------------------------------------------
@@ -164,7 +168,12 @@ class ConjPhysicalBackward0(Node):
 
 
 def _conjugated(x, node_cls):
-    result = wrap(np.conjugate(x._data))
+    if x._data.dtype == _dtype.complex32.np:  # two float16 fields: negate the imaginary one
+        flipped = x._data.copy()
+        flipped["imag"] = -flipped["imag"]
+        result = wrap(flipped)
+    else:
+        result = wrap(np.conjugate(x._data))
     if GRAD.enabled and x._requires_grad:
         record_op(node_cls, (x,), result)
     return result
@@ -247,6 +256,7 @@ def angle(input):
     """The argument of each element (a real tensor); for real tensors pi where negative, 0 elsewhere."""
     x = as_tensor_arg(input)
     d = x._data
+    _rules.refuse_lowprec(d, "angle_cpu")
     if d.dtype.kind == "c":
         with quiet_fp():
             result = wrap(np.angle(d))
@@ -301,7 +311,10 @@ def complex(real, imag):
     _check_parts(real, imag, "real", "imag")
     _broadcast(real, imag)
     out = np.empty(np.broadcast_shapes(real._data.shape, imag._data.shape), dtype=_COMPLEX_OF[real._data.dtype])
-    out.real, out.imag = real._data, imag._data
+    if out.dtype.kind == "c":
+        out.real, out.imag = real._data, imag._data
+    else:  # complex32: its two float16 fields
+        out["real"], out["imag"] = real._data, imag._data
     result = wrap(out)
     if GRAD.enabled and (real._requires_grad or imag._requires_grad):
         node = record_op(ComplexBackward0, (real, imag), result)
@@ -335,6 +348,8 @@ def polar(abs, angle):
     _check_parts(abs, angle, "abs", "angle")
     _broadcast(abs, angle)
     r, theta = abs._data, angle._data
+    if r.dtype == np.float16:  # no complex32 result: torch has no half-precision polar kernel
+        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
     out = np.empty(np.broadcast_shapes(r.shape, theta.shape), dtype=_COMPLEX_OF[r.dtype])
     with quiet_fp():
         out.real, out.imag = r * np.cos(theta), r * np.sin(theta)
@@ -435,6 +450,7 @@ def _dtype_method(name, dtype):
 
 
 _dtype_method("cfloat", _dtype.complex64)
+_dtype_method("chalf", _dtype.complex32)
 _dtype_method("cdouble", _dtype.complex128)
 
 __all__ = module_all(globals())

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import _dtype
 from .._tensor import FACTORY_REFUSES_GRAD, Tensor, _to_array, wrap
+from . import _dtype_rules as _rules
 from ._declare import module_all, op
 
 
@@ -185,11 +186,17 @@ def _checked_array(values, dt) -> np.ndarray:
     integer type gets no value beyond its range (negative values down to ``-max`` wrap into an
     unsigned type, as torch lets them), no nan or inf and no complex number; a real type gets no
     complex number. Floating types take out-of-range values as inf."""
+    if dt is _dtype.complex32:
+        return _dtype.to_complex32(np.array(values, dtype=np.complex128))
     if dt.is_complex or (dt is _dtype.bool):
         return np.array(values, dtype=dt.np, copy=True)
     if dt.is_floating_point:
         try:
             with np.errstate(over="ignore"):
+                if _dtype.is_lowprec_storage_np(dt.np):
+                    if dt is _dtype.float4_e2m1fn_x2:  # packed pairs: no number converts to one
+                        raise RuntimeError("store_scalar: invalid type")
+                    return _dtype.cast(np.array(values, dtype=np.float64), dt.np)
                 return np.array(values, dtype=dt.np, copy=True)
         except TypeError:
             if np.array(values).dtype.kind == "c":
@@ -242,8 +249,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
             arr = _tensors_to_arrays(data, _nest_sizes(data))
     try:
         if isinstance(data, Tensor) or isinstance(data, np.ndarray):
-            with np.errstate(over="ignore", invalid="ignore"):  # out of range: inf (or wrapped), silently
-                out = np.array(arr, dtype=dt.np, copy=True)   # a conversion of stored values: wraps, as torch's
+            # a conversion of stored values: wraps, as torch's (out of range: inf or wrapped, silently)
+            with np.errstate(over="ignore", invalid="ignore"):
+                out = _dtype.cast(np.asarray(arr), dt.np) if dt.np.kind == "V" or _dtype.is_float8_np(dt.np) \
+                    else np.array(arr, dtype=dt.np, copy=True)
         else:
             out = _checked_array(arr, dt)
     except (ValueError, TypeError) as e:
@@ -318,7 +327,7 @@ def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=N
 
 @op(method=False)
 def ones(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
-    return _finish(np.ones(_size(shape, size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
+    return _finish(_dtype.full_array(_size(shape, size), 1, _resolve_dtype(dtype).np), requires_grad, device)
 
 
 @op(method=False)
@@ -330,7 +339,7 @@ def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, memor
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype
-    return _finish(np.full(_size((size,)), fill_value, dtype=_resolve_dtype(dtype).np), requires_grad, device)
+    return _finish(_dtype.full_array(_size((size,)), fill_value, _resolve_dtype(dtype).np), requires_grad, device)
 
 
 def _like_dtype(t, dtype):
@@ -344,7 +353,7 @@ def zeros_like(t, *, dtype=None, device=None, requires_grad=False, memory_format
 
 @op(method=False)
 def ones_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(np.ones(t._data.shape, dtype=_like_dtype(t, dtype).np), requires_grad, device)
+    return _finish(_dtype.full_array(t._data.shape, 1, _like_dtype(t, dtype).np), requires_grad, device)
 
 
 @op(method=False)
@@ -354,7 +363,7 @@ def empty_like(t, *, dtype=None, device=None, requires_grad=False, memory_format
 
 @op(method=False)
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(np.full(t._data.shape, fill_value, dtype=_like_dtype(t, dtype).np), requires_grad, device)
+    return _finish(_dtype.full_array(t._data.shape, fill_value, _like_dtype(t, dtype).np), requires_grad, device)
 
 
 @op(method=False)
@@ -537,6 +546,8 @@ def _floating(dtype, kernel):
 @op(method=False)
 def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
          layout=None, pin_memory=False) -> Tensor:
+    if dtype is not None and not _resolve_dtype(dtype).is_complex:
+        _rules.refuse_lowprec(_resolve_dtype(dtype).np, "check_uniform_bounds")
     if dtype is not None and _resolve_dtype(dtype).is_complex:  # torch fills view_as_real: both parts uniform
         parts = rand(*_size(shape, size), 2, generator=generator, dtype=_resolve_dtype(dtype).to_real())
         return _finish(_as_complex_np(parts._data), requires_grad, device)
@@ -548,6 +559,8 @@ def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_gr
 
 def _as_complex_np(parts: np.ndarray) -> np.ndarray:
     """(..., 2) real and imaginary parts as one complex array (torch's view_as_complex)."""
+    if parts.dtype == np.float16:  # complex32: two float16 fields, the parts' own layout
+        return np.ascontiguousarray(parts).view(_dtype.complex32.np)[..., 0]
     complex_np = np.complex128 if parts.dtype == np.float64 else np.complex64
     return np.ascontiguousarray(parts).view(complex_np)[..., 0]
 
@@ -555,6 +568,8 @@ def _as_complex_np(parts: np.ndarray) -> np.ndarray:
 @op(method=False)
 def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           layout=None, pin_memory=False) -> Tensor:
+    if dtype is not None and not _resolve_dtype(dtype).is_complex:
+        _rules.refuse_lowprec(_resolve_dtype(dtype).np, "normal_kernel_cpu")
     gen = _generator(generator)
     if dtype is not None and _resolve_dtype(dtype).is_complex:
         # torch's complex normal fills view_as_real with std 1/sqrt(2): E|z|^2 = 1

@@ -143,6 +143,8 @@ def _as_complex(x: Tensor) -> Tensor:
     k = x._data.dtype.kind
     if k == "c":
         return x
+    if x._data.dtype == _dtype.complex32.np:  # torch's CPU transforms have no half-precision types
+        raise RuntimeError("MKL FFT doesn't support tensors of type: Half")
     _refuse_half(x)
     if k != "f":
         x = x.to(_dtype.get_default_dtype())

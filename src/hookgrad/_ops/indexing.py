@@ -8,6 +8,7 @@ import numpy as np
 from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
@@ -577,6 +578,7 @@ class MaskedFillBackward1(Node):
 
 @op(inplace=True, saves_self=False)
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
+    _rules.refuse_lowprec(x._data, "masked_fill")
     mask = as_tensor_arg(mask)
     if mask._data.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
@@ -624,6 +626,7 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
 
 @op()
 def nonzero(x, *, as_tuple=False):
+    _rules.refuse_lowprec(x._data, "nonzero_count_cpu")
     if x._data.ndim == 0:  # a 0-d input counts as one element with no coordinates
         found = np.flatnonzero(x._data.reshape(1))
         if as_tuple:

@@ -45,12 +45,12 @@ def fill(x, value):
         if value._data.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value._data.ndim} dimensions.")
-        result = wrap(np.full(x._data.shape, value._data, dtype=x._data.dtype))
+        result = wrap(_dtype.full_array(x._data.shape, value._data, x._data.dtype))
         if GRAD.enabled and (x._requires_grad or value._requires_grad):
             node = record_op(FillBackward3, (x, value), result)
             node.shape, node.dtype = x._data.shape, x._data.dtype
         return result
-    result = wrap(np.full(x._data.shape, value, dtype=x._data.dtype))
+    result = wrap(_dtype.full_array(x._data.shape, value, x._data.dtype))
     if GRAD.enabled and x._requires_grad:
         record_op(FillBackward2, (x,), result).keep_shapes(x)
     return result
@@ -77,7 +77,7 @@ def _copied(x, src):
     if not isinstance(src, Tensor):
         src = wrap(np.asarray(src))
     try:
-        data = np.broadcast_to(src._data, x._data.shape).astype(x._data.dtype)
+        data = _dtype.cast(np.broadcast_to(src._data, x._data.shape), x._data.dtype)
     except ValueError:
         raise RuntimeError(f"The size of tensor a ({x._data.shape[-1] if x._data.ndim else 1}) must match the size of "
                            f"tensor b ({src._data.shape[-1] if src._data.ndim else 1}) at non-singleton dimension "

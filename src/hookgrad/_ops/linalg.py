@@ -27,8 +27,12 @@ _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"
 
 
 def _check_same_dtype(a, b, what):
-    """torch's dtype error for a product of ``a`` and ``b``, in the wording of the kernel ``what``."""
+    """torch's dtype error for a product of ``a`` and ``b``, in the wording of the kernel ``what``
+    (and its NotImplementedError for float8_e8m0fnu and float4 pairs, which it multiplies nowhere)."""
     if a._data.dtype == b._data.dtype:
+        if _dtype.is_lowprec_storage_np(a._data.dtype) and a.dtype in (_dtype.float8_e8m0fnu,
+                                                                        _dtype.float4_e2m1fn_x2, _dtype.complex32):
+            _rules.refuse_lowprec(a._data, "addmm_impl_cpu_")
         return
     name_a, name_b = _dtype.scalar_type_name(a._data.dtype), _dtype.scalar_type_name(b._data.dtype)
     if what == "mm":

@@ -1173,7 +1173,7 @@ def is_same_size(x, other) -> bool:
 
 @op()
 def is_signed(x) -> bool:
-    return x._data.dtype.kind in "ifc"
+    return x.dtype.is_signed
 
 
 @op(method=False)

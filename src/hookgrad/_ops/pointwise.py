@@ -35,6 +35,11 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
     """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError.
     ``float32_scalar``: with float16 or bfloat16 operands a Python number enters as float32, unrounded
     (torch's mul and div; its add, sub and pow round the number to the operands' type first)."""
+    if _dtype.is_lowprec_storage_np(dt):
+        if dt == _C32 and np_fn in _COMPLEX32_BINARY:
+            return _complex32_binary(np_fn, a, b, scale)
+        if np_fn not in _LOWPREC_BINARY:
+            _rules.refuse_lowprec(dt, f"{np_fn.__name__}_cpu")
     with _err():  # nor about a number beyond the type's range (it becomes inf)
         reduced = dt == _F16 or dt.kind == "V" and _dtype.is_bfloat16_np(dt)
         if float32_scalar and reduced and not isinstance(b, Tensor):
@@ -48,6 +53,40 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
             return np_fn(data_of(a, dt), bd)
     except ValueError:
         raise RuntimeError(_broadcast_message(a, b)) from None
+
+
+def _operand_dtype(a, b):
+    """The NumPy dtype of the first Tensor among ``a``, ``b`` (None when neither is one)."""
+    for operand in (a, b):
+        if isinstance(operand, Tensor):
+            return operand._data.dtype
+    return None
+
+
+# the binary ufuncs torch runs on float8 tensors: (in)equality; and on complex32 ones: those and
+# add, sub, mul, computed in complex64 with the result's parts rounded to float16 once
+_LOWPREC_BINARY = (np.equal, np.not_equal)
+_COMPLEX32_BINARY = (np.equal, np.not_equal, np.add, np.subtract, np.multiply)
+_C32 = _dtype.complex32.np
+
+
+def _complex32_binary(np_fn, a, b, scale):
+    def wide(x):
+        if isinstance(x, Tensor):
+            return _dtype.cast(x._data, np.dtype(np.complex64))
+        return np.complex64(x)
+    other = wide(b)
+    if np_fn is np.add or np_fn is np.subtract:
+        # torch adds ``alpha * other`` with a complex product even for alpha 1: an infinite part of
+        # ``other`` makes the other part NaN (inf * 0), as there
+        with _err():
+            other = other * np.complex64(scale)
+    try:
+        with _err():
+            out = np_fn(wide(a), other)
+    except ValueError:
+        raise RuntimeError(_broadcast_message(a, b)) from None
+    return out if out.dtype.kind == "b" else _dtype.to_complex32(out)
 
 
 # ---- the common case without promotion: a float tensor with a tensor of its dtype or a number ----
@@ -377,7 +416,7 @@ class DivBackward0(Node):
 
 def _div_dtype(a, b):
     dt = result_np_dtype(a, b)
-    return dt if dt.kind in "fc" or _dtype.is_floating_np(dt) else _dtype.get_default_dtype().np
+    return dt if dt.kind in "fc" or _dtype.is_inexact_np(dt) else _dtype.get_default_dtype().np
 
 
 @op(aliases=("divide", "true_divide"), inplace=True)
@@ -503,6 +542,9 @@ def _power(base, exponent, dt):
 
 @op(inplace=True)
 def pow(a, b):
+    for operand in (a, b):
+        if isinstance(operand, Tensor):
+            _rules.refuse_lowprec(operand._data, "pow")
     if is_number(a) and isinstance(b, Tensor):
         dt = result_np_dtype(b, a)
         with _err():
@@ -823,6 +865,7 @@ class ClampBackward0(Node):
 
 @op(aliases=("clip",), inplace=True)
 def clamp(x, min=None, max=None):
+    _rules.refuse_lowprec(x._data, "clamp_scalar_cpu")
     refuse_complex("clamp is not supported for complex types", x)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -902,6 +945,7 @@ def _extremum(a, b, np_fn, node_cls, pick):
 
 @op(inplace=True)
 def maximum(a, b):
+    _rules.refuse_lowprec(_operand_dtype(a, b), "maximum_cpu")
     refuse_complex("maximum not implemented for complex tensors.", a, b, error=RuntimeError)
     return _extremum(a, b, np.maximum, MaximumBackward0, "max")
 
@@ -1086,6 +1130,9 @@ def fmod(a, b):
 
 
 # ---- comparisons and logic (no gradient) -------------------------------------------------------
+_FLOAT4_X2 = _dtype.float4_e2m1fn_x2.np
+
+
 def _compare(np_fn, name, aliases=()):
     def compare(a, b):
         if not isinstance(a, Tensor):
@@ -1095,6 +1142,10 @@ def _compare(np_fn, name, aliases=()):
         if ordered:
             refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         dt = result_np_dtype(a, b)
+        if dt == _FLOAT4_X2:  # packed float4 pairs: torch compares them as bytes, for (in)equality only
+            if ordered or not isinstance(b, Tensor):
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Float4_e2m1fn_x2'")
+            return wrap(np.asarray(np_fn(a._data.view(np.uint8), b._data.view(np.uint8))))
         with _err():
             return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
     ordered = name in ("lt", "le", "gt", "ge")
@@ -1156,11 +1207,15 @@ def bitwise_not(a):
 
 @op()
 def isnan(x):
+    if x._data.dtype == _C32:
+        return wrap(np.isnan(_dtype.complex32_as_complex64(x._data)))
     return wrap(np.isnan(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 
 @op()
 def isinf(x):
+    if x._data.dtype != _dtype.float8_e5m2.np:  # the one float8 type torch's isinf takes: it has inf
+        _rules.refuse_lowprec(x._data, "isinf")
     return wrap(np.isinf(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 
@@ -1182,6 +1237,7 @@ def isneginf(x):
 @op()
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = as_tensor_arg(a), as_tensor_arg(b, a)
+    _rules.refuse_lowprec(a._data, "mul_cpu_reduced_float")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"{_dtype.scalar_type_name(a._data.dtype)} did not match "
                            f"{_dtype.scalar_type_name(b._data.dtype)}")

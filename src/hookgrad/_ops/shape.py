@@ -6,6 +6,7 @@ import numpy as np
 from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
+from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record
 
@@ -206,6 +207,7 @@ class FlipBackward0(Node):
 
 @op(method=False)  # Tensor.flip takes *dims
 def flip(x: Tensor, dims) -> Tensor:
+    _rules.refuse_lowprec(x._data, "flip_cpu")
     dims_arg = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims_arg)
     # a 0-d tensor's dim 0 is the tensor itself: nothing to reverse
@@ -337,14 +339,14 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
     if dt.np.kind in "iub" and data.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             new = data.astype(dt.np)
-    elif data.dtype.kind == "c" and not dt.is_complex:
+    elif _dtype.is_complex_np(data.dtype) and not dt.is_complex:
         from ..autograd._warn_once import warn_once
         warn_once("complex_to_real", "Casting complex values to real discards the imaginary part", stacklevel=3)
         with np.errstate(invalid="ignore"):
-            new = data.real.astype(dt.np)
+            new = _dtype.cast(data.real if data.dtype.kind == "c" else data, dt.np)
     else:
         with np.errstate(over="ignore"):  # a value out of the new type's range becomes inf, silently as in torch
-            new = data.astype(dt.np)
+            new = _dtype.cast(data, dt.np)
     result = wrap(new)
     if GRAD.enabled and x._requires_grad and (dt.is_floating_point or dt.is_complex):
         node = record_op(ToCopyBackward0, (x,), result)

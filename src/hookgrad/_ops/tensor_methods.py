@@ -214,7 +214,11 @@ def module_load(self, other, assign=False):
 
 @op(function=False)
 def record_stream(self, stream):
-    """A CUDA allocator's bookkeeping: torch has no CPU kernel for it."""
+    """A CUDA allocator's bookkeeping: torch has no CPU kernel for it (and takes only a Stream)."""
+    from .._torch_extras import Stream
+    from ..cuda import Stream as CudaStream
+    if not isinstance(stream, (Stream, CudaStream)):
+        raise RuntimeError("unknown parameter type")
     raise NotImplementedError("Could not run 'aten::record_stream' with arguments from the 'CPU' backend. This could "
                               "be because the operator doesn't exist for this backend.")
 

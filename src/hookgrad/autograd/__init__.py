@@ -13,6 +13,7 @@ from .gradcheck import gradcheck, gradgradcheck
 from ._view_tracking import _force_original_view_tracking  # noqa: F401
 from .graph import Node, SavedTensor
 from .profiler import DeviceType, ProfilerActivity, ProfilerConfig, ProfilerState, kineto_available
+from .profiler import ProfilerEvent, _disable_profiler_legacy, _enable_profiler_legacy  # noqa: E402
 from ._extra_modes import (enforce_grad_layout_policy, is_grad_layout_enforcement_enabled, is_multithreading_enabled,
                            set_multithreading_enabled)
 from ._view_tracking import is_view_replay_enabled
@@ -29,6 +30,7 @@ __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable",
            "ProfilerConfig", "ProfilerState", "kineto_available", "enforce_grad_layout_policy",
            "is_multithreading_enabled", "set_multithreading_enabled", "is_view_replay_enabled",
            "handle_torch_function", "has_torch_function", "is_tensor_like"]
+__all__ += ["ProfilerEvent"]
 
 
 def _outputs_tuple(x) -> tuple:

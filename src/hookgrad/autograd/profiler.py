@@ -21,7 +21,7 @@ import time
 from .profiler_util import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerActivity",
-           "ProfilerState", "ProfilerConfig", "DeviceType", "kineto_available"]
+           "ProfilerState", "ProfilerConfig", "DeviceType", "kineto_available", "ProfilerEvent"]
 
 
 class _IntLike(enum.Enum):
@@ -380,3 +380,121 @@ class profile:
         return str(self._function_events)
 
     __repr__ = __str__
+
+
+# ---- the legacy profiler's raw events ----------------------------------------------------------------
+class ProfilerEvent:
+    """One raw event of the legacy profiler (``torch.autograd._disable_profiler_legacy()`` returns them,
+    per thread): a ``mark`` (``__start_profile``, ``__stop_profile``), or the ``push`` that opens a
+    range and the ``pop`` that closes it (same ``handle()``). Made by the profiler only, as torch's."""
+
+    __slots__ = ("_kind", "_name", "_thread", "_start_us", "_handle", "_shapes", "_sequence_nr")
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("hookgrad.autograd.ProfilerEvent: No constructor defined!")
+
+    @classmethod
+    def _made(cls, kind, name, thread, start_us, handle, shapes=(), sequence_nr=-1):
+        event = object.__new__(cls)
+        event._kind, event._name, event._thread, event._start_us = kind, name, thread, start_us
+        event._handle, event._shapes, event._sequence_nr = handle, [list(s) for s in shapes], sequence_nr
+        return event
+
+    def kind(self) -> str:
+        return self._kind
+
+    def name(self) -> str:
+        return self._name
+
+    def thread_id(self) -> int:
+        return self._thread
+
+    def fwd_thread_id(self) -> int:
+        return 0
+
+    def start_us(self) -> float:
+        return self._start_us
+
+    def cpu_elapsed_us(self, other: "ProfilerEvent") -> float:
+        return other._start_us - self._start_us
+
+    def cuda_elapsed_us(self, other: "ProfilerEvent") -> float:
+        raise RuntimeError("Events were not recorded for CUDA")
+
+    def handle(self) -> int:
+        return self._handle
+
+    def shapes(self) -> list:
+        return [list(s) for s in self._shapes]
+
+    def sequence_nr(self) -> int:
+        return self._sequence_nr
+
+    def device(self) -> int:
+        return -1  # a CPU event
+
+    def node_id(self) -> int:
+        return -1
+
+    def is_remote(self) -> bool:
+        return False
+
+    def is_async(self) -> bool:
+        return False
+
+    def has_cuda(self) -> bool:
+        return False
+
+    def cpu_memory_usage(self) -> int:
+        return 0
+
+    def cuda_memory_usage(self) -> int:
+        return 0
+
+    def scope(self) -> int:
+        return 0
+
+    def flops(self) -> int:
+        return 0
+
+    def correlation_id(self) -> int:
+        return 0
+
+    def stack(self) -> list:
+        return []
+
+    def __repr__(self):
+        return f"<ProfilerEvent {self._kind} {self._name!r} handle={self._handle}>"
+
+
+_legacy: list = []  # the recorder of the legacy profiler while it runs
+
+
+def _enable_profiler_legacy(config) -> None:
+    """Start the legacy profiler (torch.autograd._enable_profiler_legacy): ``config`` a ProfilerConfig."""
+    if _legacy:
+        raise RuntimeError("Profiler is already enabled on this thread")
+    _legacy.append(_start(bool(getattr(config, "report_input_shapes", False))))
+
+
+def _disable_profiler_legacy() -> list:
+    """Stop the legacy profiler: its raw events, one list per thread (here: the one that recorded)."""
+    if not _legacy:
+        raise RuntimeError("Profiler is not enabled")
+    rec = _legacy.pop()
+    thread = 1  # torch numbers the threads it records from 1
+    stop_us = rec.now_us()
+    ranges = _stop(rec)
+    # every range as a push at its start and a pop at its end, in time order (a pop before a push at
+    # the same instant: an inner range closes before the next one opens)
+    edges = []
+    for handle, event in enumerate(sorted(ranges, key=lambda e: (e.start_us, e.id)), start=1):
+        edges.append((event.start_us, 1, handle, "push", event))
+        edges.append((event.end_us, 0, handle, "pop", event))
+    edges.sort(key=lambda edge: (edge[0], edge[1], edge[2] if edge[1] else -edge[2]))
+    events = [ProfilerEvent._made("mark", "__start_profile", thread, 0.0, 0)]
+    for when, _, handle, kind, event in edges:
+        events.append(ProfilerEvent._made(kind, event.name if kind == "push" else "", thread, when, handle,
+                                          event.input_shapes if kind == "push" else ()))
+    events.append(ProfilerEvent._made("mark", "__stop_profile", thread, stop_us, 0))
+    return [events]

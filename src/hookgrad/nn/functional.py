@@ -350,6 +350,10 @@ __all__ += [
     "assert_int_or_pair", "boolean_dispatch", "handle_torch_function", "has_torch_function", "has_torch_function_unary",
     "has_torch_function_variadic", "linear_cross_entropy",
 ]
+from .._ops.scaled_mm import (ScalingType, SwizzleType, grouped_mm, scaled_grouped_mm,  # noqa: E402
+                              scaled_mm)
+
+__all__ += ["ScalingType", "SwizzleType", "grouped_mm", "scaled_grouped_mm", "scaled_mm"]
 
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)
 from .._argcheck import FUNCTIONAL_VIA_METHOD as _VIA_METHOD, guard_namespace as _guard_namespace  # noqa: E402

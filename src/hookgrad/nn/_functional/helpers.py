@@ -11,16 +11,16 @@ __all__ = ["BroadcastingList1", "BroadcastingList2", "BroadcastingList3", "asser
 boolean_dispatched = {}
 
 
-class _BroadcastingList:
+class BroadcastingListCls:
     """A type marker (``BroadcastingList2[int]``): an int, or a list of that many ints."""
 
     def __getitem__(self, types):
         return None
 
 
-BroadcastingList1 = _BroadcastingList()
-BroadcastingList2 = _BroadcastingList()
-BroadcastingList3 = _BroadcastingList()
+BroadcastingList1 = BroadcastingListCls()
+BroadcastingList2 = BroadcastingListCls()
+BroadcastingList3 = BroadcastingListCls()
 
 
 def assert_int_or_pair(arg, arg_name, message):
