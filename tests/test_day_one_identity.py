@@ -266,8 +266,6 @@ KNOWN_DIFFERENCES = {
     "module prefixes": "functions keep hookgrad's __module__ (hookgrad.nn._functional.activation for "
                        "torch.nn.functional.relu); only classes take torch's identity",
     "unknown dtype name": "hookgrad's factories accept a dtype's name ('float32') where torch raises TypeError",
-    "sum over axis": "NumPy's keyword names (axis=, keepdims=) that torch's argument parser accepts for dim= and "
-                     "keepdim= are not accepted",
 }
 
 

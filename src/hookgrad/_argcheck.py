@@ -152,6 +152,10 @@ _VARIADIC_KEYWORDS = {"size": ("size",), "shape": ("shape", "size"), "sizes": ("
 
 # torch's keyword names for parameters hookgrad names differently
 _TORCH_KEYWORDS = {"split_size_or_sections": ("split_size",)}
+# NumPy's names that torch's argument parser takes for these parameters of every built-in function and
+# method (``x.sum(axis=0, keepdims=True)``); what torch writes in Python (F.softmax, Tensor.norm) does not
+NUMPY_KEYWORDS = {"axis": "dim", "keepdims": "keepdim"}
+PYTHON_LEVEL_IN_TORCH = frozenset({"norm", "split", "unique", "unique_consecutive", "unflatten"})
 
 
 class _KeywordPlan:
@@ -159,8 +163,13 @@ class _KeywordPlan:
     (``input=``, ``other=``, ``mat2=``, ...) become hookgrad's, and a variadic size given as a
     keyword (``ones(size=(2, 3))``, ``x.view(size=...)``, ``x.permute(dims=...)``) becomes positional."""
 
-    def __init__(self, name, fn, checks):
+    def __init__(self, name, fn, checks, numpy_names=True):
         params = list(inspect.signature(fn).parameters.values())
+        own = {p.name for p in params}
+        python_level = name in PYTHON_LEVEL_IN_TORCH and numpy_names != "always"
+        self.numpy = {} if not numpy_names or python_level else {
+            alias: param for alias, param in NUMPY_KEYWORDS.items() if param in own and alias not in own}
+        self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         self.renames = {torch_arg: param for _, param, _, torch_arg, _, _ in checks if torch_arg != param}
         for p in params:
             for alias in _TORCH_KEYWORDS.get(p.name, ()):
@@ -178,10 +187,22 @@ class _KeywordPlan:
         self.name = name
         self.arange = name == "arange"  # torch.arange(end=5) counts from 0
 
-    def __bool__(self):
+    @property
+    def torch_forms(self) -> bool:
+        """Whether torch's own keyword forms need translating (beyond NumPy's names)."""
         return bool(self.renames or self.variadic or self.arange)
 
+    def __bool__(self):
+        return self.torch_forms or bool(self.numpy)
+
     def apply(self, args, kwargs):
+        if self.numpy:
+            for alias, param in self.numpy.items():
+                if alias in kwargs:
+                    if param in kwargs or (param in self.positional and self.positional.index(param) < len(args)):
+                        # torch's parser then reads the NumPy name as an unknown keyword
+                        raise TypeError(f"{self.name}() got an unexpected keyword argument '{alias}'")
+                    kwargs[param] = kwargs.pop(alias)
         for torch_arg, param in self.renames.items():
             if torch_arg in kwargs and param not in kwargs:
                 kwargs[param] = kwargs.pop(torch_arg)
@@ -204,19 +225,20 @@ class _KeywordPlan:
         return args, kwargs
 
 
-def checked(fn, name: str | None = None, via_method: str | None = None):
+def checked(fn, name: str | None = None, via_method: str | None = None, numpy_names: bool = True):
     """``fn`` with torch's checks of its tensor arguments in front and torch's keyword forms
     accepted (``fn`` itself when it needs neither).
-    ``via_method``: torch calls ``input.<via_method>()``, so a non-tensor input raises AttributeError."""
+    ``via_method``: torch calls ``input.<via_method>()``, so a non-tensor input raises AttributeError.
+    ``numpy_names``: whether ``axis=``/``keepdims=`` stand for ``dim=``/``keepdim=`` (torch's built-ins)."""
     name = name or fn.__name__
     checks = _checks_for(name, fn)
-    plan = _KeywordPlan(name, fn, checks)
+    plan = _KeywordPlan(name, fn, checks, numpy_names)
     torch_name = _TORCH_NAMES.get(name, name)
     takes_out = name in _out.OUT_NAMES and "out" not in inspect.signature(fn).parameters
     if not checks and not plan and not takes_out and _autocast.policy_of(torch_name) is None:
         return fn
     wrapper = _wrapper(fn, torch_name, checks, plan, via_method, takes_out)
-    wrapper.__hookgrad_checked__ = bool(checks or plan)  # not only the autocast cast
+    wrapper.__hookgrad_checked__ = bool(checks or plan.torch_forms)  # not only the autocast cast or NumPy names
     wrapper.__hookgrad_wrapped__ = True
     return wrapper
 
@@ -348,7 +370,7 @@ def _takes_only_varargs(fn) -> bool:
 
 def _method_with_checks(fn, name, checks, plan):
     method = _wrapper(fn, _TORCH_NAMES.get(name, name), checks, plan, None)
-    method.__hookgrad_checked__ = bool(checks or plan)
+    method.__hookgrad_checked__ = bool(checks or plan.torch_forms)
     method.__hookgrad_wrapped__ = True
     return method
 
@@ -363,14 +385,29 @@ def _is_public_api_module(module: str) -> bool:
     return module == "hookgrad" or module == "hookgrad._ops" or module.startswith(_GUARDED_MODULES)
 
 
-def guard_namespace(namespace: dict, names, via_method=None) -> None:
+def guard_namespace(namespace: dict, names, via_method=None, numpy_names=True) -> None:
     """Replace each function ``namespace[name]`` of hookgrad's op and functional modules with its
     checked version (creation functions get only torch's keyword forms: their parameters are not
-    named like tensors)."""
+    named like tensors). ``numpy_names``: True, False or the names that take ``axis=``/``keepdims=``."""
     for name in names:
         fn = namespace.get(name)
         if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_wrapped__", False):
             continue
         if not _is_public_api_module(fn.__module__) and not fn.__module__.startswith("hookgrad._ops.creation"):
             continue
-        namespace[name] = checked(fn, name, (via_method or {}).get(name))
+        numpy = numpy_names if isinstance(numpy_names, bool) else name in numpy_names
+        namespace[name] = checked(fn, name, (via_method or {}).get(name), numpy)
+
+
+def accept_numpy_names(namespace: dict, names) -> None:
+    """Let each function ``namespace[name]`` with a ``dim``/``keepdim`` parameter take NumPy's
+    ``axis=``/``keepdims=`` too, as torch's built-ins of that namespace do (torch.linalg)."""
+    for name in names:
+        fn = namespace.get(name)
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_wrapped__", False):
+            continue
+        plan = _KeywordPlan(name, fn, [], numpy_names="always")
+        if plan.numpy:
+            wrapper = _wrapper(fn, name, [], plan, None)
+            wrapper.__hookgrad_wrapped__ = True
+            namespace[name] = wrapper
