@@ -265,7 +265,6 @@ KNOWN_DIFFERENCES = {
     "inspect": "hookgrad's modules use postponed annotations: signatures show 'int' where torch shows int",
     "module prefixes": "functions keep hookgrad's __module__ (hookgrad.nn._functional.activation for "
                        "torch.nn.functional.relu); only classes take torch's identity",
-    "unknown dtype name": "hookgrad's factories accept a dtype's name ('float32') where torch raises TypeError",
 }
 
 
@@ -311,7 +310,6 @@ SWEEP2_KNOWN_DIFFERENCES = {
     "astype style errors": "an attribute torch.Tensor lacks too is reported as 'hookgrad has no torch.Tensor.X; see "
                            "docs/api-coverage.md' first, Python's own words after (tests/test_api_coverage.py wants "
                            "that order)",
-    "dtype from numpy dtype": "factories accept a NumPy dtype (and a dtype's name) where torch raises TypeError",
     "activation values": "F.logsigmoid.__name__ is 'logsigmoid' (torch's builtin calls itself log_sigmoid)",
     "load weights_only with numpy inside": "hookgrad's weights-only load takes NumPy arrays, which torch refuses "
                                            "unless numpy._core.multiarray._reconstruct is allowlisted",

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from . import _autocast, _out
+from . import _autocast, _dtype, _out
 from ._tensor import Tensor
 
 TENSOR, OPTIONAL, OR_NUMBER, SEQUENCE = "Tensor", "Tensor or None", "Tensor or Number", "tuple of Tensors"
@@ -87,6 +87,19 @@ def type_name(value) -> str:
     cls = type(value)
     module = cls.__module__
     return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+_PYTHON_TYPES_AS_DTYPES = (float, int, bool, complex)
+
+
+def check_dtype_argument(fn_name: str, value) -> None:
+    """torch's TypeError for a ``dtype=`` that is neither a dtype nor one of Python's number types
+    (a dtype's name or a NumPy dtype: hookgrad's internals take those, torch's API does not)."""
+    if value is None or isinstance(value, _dtype.dtype) or any(value is t for t in _PYTHON_TYPES_AS_DTYPES):
+        return
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":   # code mixing the two
+        return
+    raise TypeError(f"{fn_name}(): argument 'dtype' must be torch.dtype, not {type_name(value)}")
 
 
 def _checks_for(name: str, fn):
@@ -163,13 +176,17 @@ class _KeywordPlan:
     (``input=``, ``other=``, ``mat2=``, ...) become hookgrad's, and a variadic size given as a
     keyword (``ones(size=(2, 3))``, ``x.view(size=...)``, ``x.permute(dims=...)``) becomes positional."""
 
-    def __init__(self, name, fn, checks, numpy_names=True):
+    def __init__(self, name, fn, checks, numpy_names=True, takes_out=False):
         params = list(inspect.signature(fn).parameters.values())
         own = {p.name for p in params}
+        # the keywords a call may use (None: any, ``fn`` takes **kwargs)
+        self.known = None if any(p.kind == p.VAR_KEYWORD for p in params) else own | ({"out"} if takes_out else set())
         python_level = name in PYTHON_LEVEL_IN_TORCH and numpy_names != "always"
         self.numpy = {} if not numpy_names or python_level else {
             alias: param for alias, param in NUMPY_KEYWORDS.items() if param in own and alias not in own}
         self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        # hookgrad's own code may name a dtype ('float32') or give NumPy's; torch's callers may not
+        self.dtype_checked = "dtype" in own
         self.renames = {torch_arg: param for _, param, _, torch_arg, _, _ in checks if torch_arg != param}
         for p in params:
             for alias in _TORCH_KEYWORDS.get(p.name, ()):
@@ -193,10 +210,21 @@ class _KeywordPlan:
         return bool(self.renames or self.variadic or self.arange)
 
     def __bool__(self):
-        return self.torch_forms or bool(self.numpy)
+        return self.torch_forms or bool(self.numpy) or self.dtype_checked
+
+    def _refuse_unknown_keywords(self, kwargs):
+        """A call with NumPy's names and a keyword nobody takes: torch's parser names the first
+        keyword that is not a parameter's own name, a NumPy name included."""
+        if self.known is None or all(k in self.known or k in self.numpy for k in kwargs):
+            return
+        first = next(k for k in kwargs if k not in self.known)
+        raise TypeError(f"{self.name}() got an unexpected keyword argument '{first}'")
 
     def apply(self, args, kwargs):
-        if self.numpy:
+        if self.dtype_checked and "dtype" in kwargs:
+            check_dtype_argument(self.name, kwargs["dtype"])
+        if self.numpy and not self.numpy.keys().isdisjoint(kwargs):
+            self._refuse_unknown_keywords(kwargs)
             for alias, param in self.numpy.items():
                 if alias in kwargs:
                     if param in kwargs or (param in self.positional and self.positional.index(param) < len(args)):
@@ -232,9 +260,9 @@ def checked(fn, name: str | None = None, via_method: str | None = None, numpy_na
     ``numpy_names``: whether ``axis=``/``keepdims=`` stand for ``dim=``/``keepdim=`` (torch's built-ins)."""
     name = name or fn.__name__
     checks = _checks_for(name, fn)
-    plan = _KeywordPlan(name, fn, checks, numpy_names)
-    torch_name = _TORCH_NAMES.get(name, name)
     takes_out = name in _out.OUT_NAMES and "out" not in inspect.signature(fn).parameters
+    plan = _KeywordPlan(name, fn, checks, numpy_names, takes_out)
+    torch_name = _TORCH_NAMES.get(name, name)
     if not checks and not plan and not takes_out and _autocast.policy_of(torch_name) is None:
         return fn
     wrapper = _wrapper(fn, torch_name, checks, plan, via_method, takes_out)

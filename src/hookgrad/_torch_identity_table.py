@@ -43,6 +43,9 @@ CLASSES = {
         'UntypedStorage': ('torch.storage', 'UntypedStorage'),
         'Variable': ('torch.autograd.variable', 'Variable'),
     },
+    'hookgrad._ops.decompositions': {
+        '_LinAlgError': ('torch._C', '_LinAlgError'),
+    },
     'hookgrad._ops.rng': {
         'Generator': ('torch._C', 'Generator'),
     },
@@ -374,9 +377,6 @@ CLASSES = {
     },
     'hookgrad.library': {
         'Library': ('torch.library', 'Library'),
-    },
-    'hookgrad.linalg': {
-        'LinAlgError': ('torch._C', '_LinAlgError'),
     },
     'hookgrad.nn.attention': {
         'SDPBackend': ('torch.nn.attention', '_SDPBackend'),
