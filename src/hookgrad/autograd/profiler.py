@@ -254,7 +254,7 @@ def _entry_points():
         found[(Tensor, "__getitem__")] = _getitem_name
     for name in getattr(F, "__all__", dir(F)):
         value = getattr(F, name, None)
-        if not name.startswith("_") and inspect.isfunction(value) and value.__module__.startswith("hookgrad"):
+        if not name.startswith("_") and inspect.isfunction(value) and value.__module__.startswith(("hookgrad", "torch.")):
             found[(F, name)] = f"aten::{name}"
     patches = [(owner, attr, _timed(getattr(owner, attr), name)) for (owner, attr), name in found.items()]
     for cls in [graph.Node] + graph.node_classes():
