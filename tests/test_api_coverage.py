@@ -70,6 +70,18 @@ def test_missing_tensor_methods_point_to_the_list(survey):
         assert f"`{name}`" in doc
     with pytest.raises(AttributeError, match="^'Tensor' object has no attribute '_private'$"):
         x._private
+    # a name torch lacks too gets Python's own words only, as under torch
+    with pytest.raises(AttributeError, match="^'Tensor' object has no attribute 'astype'$"):
+        x.astype
+
+
+def test_tensor_names_torch_has_are_listed_as_absent():
+    import torch
+
+    from hookgrad._torch_tensor_absent import TORCH_TENSOR_NAMES_ABSENT
+    torch_names = {n for n in dir(torch.Tensor) if not n.startswith("_")}
+    lacking = {n for n in torch_names if not hasattr(hookgrad.Tensor, n)}
+    assert lacking <= TORCH_TENSOR_NAMES_ABSENT <= torch_names
 
 
 def test_missing_functions_point_to_the_list(survey):

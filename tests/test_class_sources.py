@@ -76,3 +76,31 @@ def test_classes_torch_can_show_hookgrad_can_show(T):
     classes = _public_classes(T.__name__)
     return {path: _names_its_class(classes[path], _class_statement(classes[path])) for path in shared
             if _names_its_class(theirs[path], _class_statement(theirs[path]))}
+
+
+# classes outside the walked packages that torch builds in C++ or with a factory and hookgrad writes out
+WRITTEN_OUT = ("profiler.ProfilerActivity", "autograd.profiler.ProfilerActivity", "autograd.profiler.ProfilerState",
+               "autograd.profiler.DeviceType", "linalg.LinAlgError", "utils.collect_env.SystemEnv")
+
+
+@pytest.mark.parametrize("path", WRITTEN_OUT)
+def test_enums_errors_and_records_have_class_statements(path):
+    import hookgrad
+
+    module_name, name = path.rsplit(".", 1)
+    cls = getattr(importlib.import_module(f"hookgrad.{module_name}"), name)
+    assert _names_its_class(cls, _class_statement(cls)), _class_statement(cls)
+    assert inspect.getsourcefile(cls) == inspect.getsourcefile(importlib.import_module(cls.__module__))
+    assert hookgrad.linalg.LinAlgError.__name__ == "_LinAlgError"  # torch's class is torch._C._LinAlgError
+
+
+def test_written_out_enums_keep_torch_members():
+    import torch
+
+    import hookgrad
+    for ours, theirs in ((hookgrad.profiler.ProfilerActivity, torch.profiler.ProfilerActivity),
+                         (hookgrad.autograd.profiler.DeviceType, torch.autograd.profiler.DeviceType)):
+        assert [(n, int(m)) for n, m in ours.__members__.items()] == \
+               [(n, int(m)) for n, m in theirs.__members__.items()]
+    fields = hookgrad.utils.collect_env.get_env_info()._fields
+    assert fields[0] == "torch_version" and "pip_packages" in fields

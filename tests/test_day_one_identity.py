@@ -79,6 +79,42 @@ def test_table_entries_are_torch_identities():
     assert "MulBackward0" in NODE_TYPES and "AccumulateGrad" in NODE_TYPES
 
 
+def test_function_entries_are_torch_identities():
+    """Each function entry names what torch's function at the same public path says of itself; the
+    module is given only where it leads back to hookgrad's function under ``hookgrad run``."""
+    import importlib
+
+    from hookgrad._torch_identity_table import FUNCTIONS
+    assert sum(map(len, FUNCTIONS.values())) > 1000
+    elsewhere = []
+    for module_name, entries in FUNCTIONS.items():
+        theirs = importlib.import_module("torch" + module_name[len("hookgrad"):])
+        for attribute, (module, name) in entries.items():
+            if module is not None:   # torch has a function under that identity
+                torch_fn = getattr(importlib.import_module(module), name)
+                assert (torch_fn.__module__, torch_fn.__name__) == (module, name), (module_name, attribute)
+            elif getattr(theirs, attribute).__name__ != name:
+                # hookgrad's one function is torch's several (aliases): the identity comes from another place
+                elsewhere.append((module_name, attribute))
+    assert len(elsewhere) <= 10, elsewhere
+    assert FUNCTIONS["hookgrad.nn.functional"]["relu"] == ("torch.nn.functional", "relu")
+    assert FUNCTIONS["hookgrad.nn.functional"]["logsigmoid"] == (None, "log_sigmoid")
+
+
+def test_functions_take_torch_names_then_give_them_back():
+    relu, add = hookgrad.nn.functional.relu, hookgrad.add
+    own = [(f.__module__, f.__name__, f.__qualname__) for f in (relu, add, hookgrad.nn.functional.logsigmoid)]
+    with torch_aliases():
+        import torch as aliased
+        assert (relu.__module__, relu.__name__) == ("torch.nn.functional", "relu")
+        assert add.__module__ == "torch"
+        assert aliased.nn.functional.logsigmoid.__name__ == "log_sigmoid"
+        for fn in (relu, add, aliased.nn.functional.logsigmoid):   # they still pickle by reference
+            assert pickle.loads(pickle.dumps(fn)) is fn
+    assert [(f.__module__, f.__name__, f.__qualname__)
+            for f in (relu, add, hookgrad.nn.functional.logsigmoid)] == own
+
+
 def test_plain_import_keeps_hookgrad_names():
     assert hookgrad.Tensor.__module__ == "hookgrad._tensor"
     assert hookgrad.nn.Linear.__module__ == "hookgrad.nn.modules.linear"
@@ -263,11 +299,6 @@ def snippet_records():
 # Differences left (each fails loudly if it starts to match, so that it leaves this list)
 KNOWN_DIFFERENCES = {
     "inspect": "hookgrad's modules use postponed annotations: signatures show 'int' where torch shows int",
-    "module prefixes": "functions keep hookgrad's __module__ (hookgrad.nn._functional.activation for "
-                       "torch.nn.functional.relu); only classes take torch's identity",
-    "unknown dtype name": "hookgrad's factories accept a dtype's name ('float32') where torch raises TypeError",
-    "sum over axis": "NumPy's keyword names (axis=, keepdims=) that torch's argument parser accepts for dim= and "
-                     "keepdim= are not accepted",
 }
 
 
@@ -305,15 +336,9 @@ def sweep2_records():
 
 # Differences left in the second sweep (each fails loudly if it starts to match)
 SWEEP2_KNOWN_DIFFERENCES = {
-    "index two ellipses": "torch accepts x[..., ...]; hookgrad raises IndexError as NumPy does",
     "optimizer state_dict of LBFGS(p, lr=0.5)": "LBFGS's ro history (1 / y.s on steps near 1e-5) differs from "
                                                 "torch's in float32's last bits (dot products summed in another "
                                                 "order); the other entries print the same",
-    "astype style errors": "an attribute torch.Tensor lacks too is reported as 'hookgrad has no torch.Tensor.X; see "
-                           "docs/api-coverage.md' first, Python's own words after (tests/test_api_coverage.py wants "
-                           "that order)",
-    "dtype from numpy dtype": "factories accept a NumPy dtype (and a dtype's name) where torch raises TypeError",
-    "activation values": "F.logsigmoid.__name__ is 'logsigmoid' (torch's builtin calls itself log_sigmoid)",
     "load weights_only with numpy inside": "hookgrad's weights-only load takes NumPy arrays, which torch refuses "
                                            "unless numpy._core.multiarray._reconstruct is allowlisted",
     "init seeded functions": "orthogonal_'s float32 QR comes from another LAPACK than torch's: one printed entry "

@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from . import _autocast, _out
+from . import _autocast, _dtype, _out
 from ._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from ._tensor import Tensor
 
@@ -88,6 +88,19 @@ def type_name(value) -> str:
     cls = type(value)
     module = cls.__module__
     return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+
+
+_PYTHON_TYPES_AS_DTYPES = (float, int, bool, complex)
+
+
+def check_dtype_argument(fn_name: str, value) -> None:
+    """torch's TypeError for a ``dtype=`` that is neither a dtype nor one of Python's number types
+    (a dtype's name or a NumPy dtype: hookgrad's internals take those, torch's API does not)."""
+    if value is None or isinstance(value, _dtype.dtype) or any(value is t for t in _PYTHON_TYPES_AS_DTYPES):
+        return
+    if type(value).__module__ == "torch" and type(value).__name__ == "dtype":   # code mixing the two
+        return
+    raise TypeError(f"{fn_name}(): argument 'dtype' must be torch.dtype, not {type_name(value)}")
 
 
 def _checks_for(name: str, fn):
@@ -153,6 +166,10 @@ _VARIADIC_KEYWORDS = {"size": ("size",), "shape": ("shape", "size"), "sizes": ("
 
 # torch's keyword names for parameters hookgrad names differently
 _TORCH_KEYWORDS = {"split_size_or_sections": ("split_size",)}
+# NumPy's names that torch's argument parser takes for these parameters of every built-in function and
+# method (``x.sum(axis=0, keepdims=True)``); what torch writes in Python (F.softmax, Tensor.norm) does not
+NUMPY_KEYWORDS = {"axis": "dim", "keepdims": "keepdim"}
+PYTHON_LEVEL_IN_TORCH = frozenset({"norm", "split", "unique", "unique_consecutive", "unflatten"})
 
 
 class _KeywordPlan:
@@ -160,8 +177,17 @@ class _KeywordPlan:
     (``input=``, ``other=``, ``mat2=``, ...) become hookgrad's, and a variadic size given as a
     keyword (``ones(size=(2, 3))``, ``x.view(size=...)``, ``x.permute(dims=...)``) becomes positional."""
 
-    def __init__(self, name, fn, checks):
+    def __init__(self, name, fn, checks, numpy_names=True, takes_out=False):
         params = list(inspect.signature(fn).parameters.values())
+        own = {p.name for p in params}
+        # the keywords a call may use (None: any, ``fn`` takes **kwargs)
+        self.known = None if any(p.kind == p.VAR_KEYWORD for p in params) else own | ({"out"} if takes_out else set())
+        python_level = name in PYTHON_LEVEL_IN_TORCH and numpy_names != "always"
+        self.numpy = {} if not numpy_names or python_level else {
+            alias: param for alias, param in NUMPY_KEYWORDS.items() if param in own and alias not in own}
+        self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        # hookgrad's own code may name a dtype ('float32') or give NumPy's; torch's callers may not
+        self.dtype_checked = "dtype" in own
         self.renames = {torch_arg: param for _, param, _, torch_arg, _, _ in checks if torch_arg != param}
         for p in params:
             for alias in _TORCH_KEYWORDS.get(p.name, ()):
@@ -179,10 +205,33 @@ class _KeywordPlan:
         self.name = name
         self.arange = name == "arange"  # torch.arange(end=5) counts from 0
 
-    def __bool__(self):
+    @property
+    def torch_forms(self) -> bool:
+        """Whether torch's own keyword forms need translating (beyond NumPy's names)."""
         return bool(self.renames or self.variadic or self.arange)
 
+    def __bool__(self):
+        return self.torch_forms or bool(self.numpy) or self.dtype_checked
+
+    def _refuse_unknown_keywords(self, kwargs):
+        """A call with NumPy's names and a keyword nobody takes: torch's parser names the first
+        keyword that is not a parameter's own name, a NumPy name included."""
+        if self.known is None or all(k in self.known or k in self.numpy for k in kwargs):
+            return
+        first = next(k for k in kwargs if k not in self.known)
+        raise TypeError(f"{self.name}() got an unexpected keyword argument '{first}'")
+
     def apply(self, args, kwargs):
+        if self.dtype_checked and "dtype" in kwargs:
+            check_dtype_argument(self.name, kwargs["dtype"])
+        if self.numpy and not self.numpy.keys().isdisjoint(kwargs):
+            self._refuse_unknown_keywords(kwargs)
+            for alias, param in self.numpy.items():
+                if alias in kwargs:
+                    if param in kwargs or (param in self.positional and self.positional.index(param) < len(args)):
+                        # torch's parser then reads the NumPy name as an unknown keyword
+                        raise TypeError(f"{self.name}() got an unexpected keyword argument '{alias}'")
+                    kwargs[param] = kwargs.pop(alias)
         for torch_arg, param in self.renames.items():
             if torch_arg in kwargs and param not in kwargs:
                 kwargs[param] = kwargs.pop(torch_arg)
@@ -205,19 +254,20 @@ class _KeywordPlan:
         return args, kwargs
 
 
-def checked(fn, name: str | None = None, via_method: str | None = None):
+def checked(fn, name: str | None = None, via_method: str | None = None, numpy_names: bool = True):
     """``fn`` with torch's checks of its tensor arguments in front and torch's keyword forms
     accepted (``fn`` itself when it needs neither).
-    ``via_method``: torch calls ``input.<via_method>()``, so a non-tensor input raises AttributeError."""
+    ``via_method``: torch calls ``input.<via_method>()``, so a non-tensor input raises AttributeError.
+    ``numpy_names``: whether ``axis=``/``keepdims=`` stand for ``dim=``/``keepdim=`` (torch's built-ins)."""
     name = name or fn.__name__
     checks = _checks_for(name, fn)
-    plan = _KeywordPlan(name, fn, checks)
-    torch_name = _TORCH_NAMES.get(name, name)
     takes_out = name in _out.OUT_NAMES and "out" not in inspect.signature(fn).parameters
+    plan = _KeywordPlan(name, fn, checks, numpy_names, takes_out)
+    torch_name = _TORCH_NAMES.get(name, name)
     if not checks and not plan and not takes_out and _autocast.policy_of(torch_name) is None:
         return fn
     wrapper = _wrapper(fn, torch_name, checks, plan, via_method, takes_out)
-    wrapper.__hookgrad_checked__ = bool(checks or plan)  # not only the autocast cast
+    wrapper.__hookgrad_checked__ = bool(checks or plan.torch_forms)  # not only the autocast cast or NumPy names
     wrapper.__hookgrad_wrapped__ = True
     return wrapper
 
@@ -354,7 +404,7 @@ def _takes_only_varargs(fn) -> bool:
 
 def _method_with_checks(fn, name, checks, plan):
     method = _wrapper(fn, _TORCH_NAMES.get(name, name), checks, plan, None)
-    method.__hookgrad_checked__ = bool(checks or plan)
+    method.__hookgrad_checked__ = bool(checks or plan.torch_forms)
     method.__hookgrad_wrapped__ = True
     return method
 
@@ -369,14 +419,29 @@ def _is_public_api_module(module: str) -> bool:
     return module == "hookgrad" or module == "hookgrad._ops" or module.startswith(_GUARDED_MODULES)
 
 
-def guard_namespace(namespace: dict, names, via_method=None) -> None:
+def guard_namespace(namespace: dict, names, via_method=None, numpy_names=True) -> None:
     """Replace each function ``namespace[name]`` of hookgrad's op and functional modules with its
     checked version (creation functions get only torch's keyword forms: their parameters are not
-    named like tensors)."""
+    named like tensors). ``numpy_names``: True, False or the names that take ``axis=``/``keepdims=``."""
     for name in names:
         fn = namespace.get(name)
         if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_wrapped__", False):
             continue
         if not _is_public_api_module(fn.__module__) and not fn.__module__.startswith("hookgrad._ops.creation"):
             continue
-        namespace[name] = checked(fn, name, (via_method or {}).get(name))
+        numpy = numpy_names if isinstance(numpy_names, bool) else name in numpy_names
+        namespace[name] = checked(fn, name, (via_method or {}).get(name), numpy)
+
+
+def accept_numpy_names(namespace: dict, names) -> None:
+    """Let each function ``namespace[name]`` with a ``dim``/``keepdim`` parameter take NumPy's
+    ``axis=``/``keepdims=`` too, as torch's built-ins of that namespace do (torch.linalg)."""
+    for name in names:
+        fn = namespace.get(name)
+        if not inspect.isfunction(fn) or getattr(fn, "__hookgrad_wrapped__", False):
+            continue
+        plan = _KeywordPlan(name, fn, [], numpy_names="always")
+        if plan.numpy:
+            wrapper = _wrapper(fn, name, [], plan, None)
+            wrapper.__hookgrad_wrapped__ = True
+            namespace[name] = wrapper

@@ -256,8 +256,8 @@ def to_dtype(d) -> dtype:
         if key in _BY_NAME:
             return _BY_NAME[key]
         raise TypeError(f"unknown dtype {d!r}")
-    if d is _py_float:
-        return get_default_dtype()
+    if d is _py_float:   # torch reads Python's float as float64 (not the default dtype)
+        return float64
     if d is _py_int:
         return int64
     if d is _py_bool:

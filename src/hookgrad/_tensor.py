@@ -492,7 +492,8 @@ class Tensor:
     def __getattr__(self, name):
         # only called when normal lookup failed; an AttributeError keeps hasattr() working
         message = f"'{type(self).__name__}' object has no attribute '{name}'"
-        if not name.startswith("_"):
+        from ._torch_tensor_absent import TORCH_TENSOR_NAMES_ABSENT
+        if name in TORCH_TENSOR_NAMES_ABSENT:
             from ._run import missing_message
             message = f"{missing_message(f'torch.Tensor.{name}')} ({message})"
         raise AttributeError(message, name=name, obj=self)

@@ -12,7 +12,12 @@ by the tests, so it cannot drift from torch or guess. It lists
 * ``CLASSES``: for a hookgrad module, its attributes that are classes with a counterpart in torch at
   the same public path, and that counterpart's ``(__module__, __qualname__)``;
 * ``NODE_TYPES``: the names of hookgrad's backward nodes that torch implements as C++ node types,
-  with the identity torch gives them (``("builtins", "MulBackward0")``).
+  with the identity torch gives them (``("builtins", "MulBackward0")``);
+* ``FUNCTIONS``: for a hookgrad module, its public functions with a counterpart in torch at the same
+  public path, and that counterpart's ``(__module__, __name__)`` (``F.relu`` is
+  ``("torch.nn.functional", "relu")``, ``F.logsigmoid`` is ``(None, "log_sigmoid")``). The module is
+  None where torch's (``torch._C._nn``) would not lead pickle back to the function: such a function
+  takes torch's ``__name__`` and keeps its own ``__module__`` and ``__qualname__``.
 
 :class:`TorchIdentities` renames the classes of every hookgrad module already loaded and of each one
 loaded later (``_run`` calls :meth:`TorchIdentities.module_loaded`), and gives every class its own
@@ -37,26 +42,32 @@ class TorchIdentities:
     """Gives hookgrad's classes torch's ``__module__``/``__qualname__`` and takes them back."""
 
     def __init__(self):
-        from ._torch_identity_table import CLASSES, NODE_TYPES
+        from ._torch_identity_table import CLASSES, FUNCTIONS, NODE_TYPES
         self._classes = CLASSES
+        self._functions = FUNCTIONS
         self._node_types = NODE_TYPES
         self._original: dict[type, tuple[str, str]] = {}
+        self._original_functions: dict = {}   # function -> (__module__, __name__, __qualname__)
         self._nodes_seen: set[type] = set()
         self._homes = None
 
     def apply_loaded(self) -> None:
-        for name in list(self._classes):
+        for name in list(self._classes) + list(self._functions):
             module = sys.modules.get(name)
             if module is not None:
                 self.module_loaded(module)
         self._rename_nodes()
 
     def module_loaded(self, module: types.ModuleType) -> None:
-        """Rename the classes ``module`` defines (called once it has run)."""
+        """Rename the classes and functions ``module`` defines (called once it has run)."""
         for attribute, identity in self._classes.get(module.__name__, {}).items():
             cls = module.__dict__.get(attribute)
             if isinstance(cls, type):
                 self._rename(cls, identity)
+        for attribute, identity in self._functions.get(module.__name__, {}).items():
+            fn = module.__dict__.get(attribute)
+            if isinstance(fn, types.FunctionType):
+                self._rename_function(fn, identity)
         self._rename_nodes()
 
     def attribute_loaded(self, module_name: str, attribute: str, value) -> None:
@@ -80,8 +91,19 @@ class TorchIdentities:
     def restore(self) -> None:
         for cls, (module, qualname) in self._original.items():
             cls.__module__, cls.__qualname__ = module, qualname
+        for fn, (module, name, qualname) in self._original_functions.items():
+            fn.__module__, fn.__name__, fn.__qualname__ = module, name, qualname
         self._original.clear()
+        self._original_functions.clear()
         self._nodes_seen.clear()
+
+    def _rename_function(self, fn, identity) -> None:
+        if fn not in self._original_functions:
+            self._original_functions[fn] = (fn.__module__, fn.__name__, fn.__qualname__)
+        module, name = identity
+        fn.__name__ = name
+        if module is not None:
+            fn.__module__, fn.__qualname__ = module, name
 
     def _rename(self, cls: type, identity) -> None:
         if cls not in self._original:
@@ -175,8 +197,8 @@ def _is_public(module_name: str) -> bool:
     return not any(part.startswith("_") for part in module_name.split(".")[1:])
 
 
-def generate() -> tuple[dict, dict]:
-    """``(CLASSES, NODE_TYPES)`` from the installed torch and this hookgrad (see the module doc)."""
+def generate() -> tuple[dict, dict, dict]:
+    """``(CLASSES, NODE_TYPES, FUNCTIONS)`` from the installed torch and this hookgrad (see the module doc)."""
     import torch
 
     import hookgrad
@@ -185,6 +207,7 @@ def generate() -> tuple[dict, dict]:
 
     module_names = _hookgrad_module_names()
     found: dict[type, dict[tuple[str, str], set]] = {}   # class -> torch identity -> where it was seen
+    found_functions: dict = {}                             # the same for functions
     for name in module_names:
         if not _is_public(name):
             continue
@@ -202,6 +225,11 @@ def generate() -> tuple[dict, dict]:
                 except Exception:  # noqa: BLE001 - hookgrad lacks it
                     continue
             torch_cls = getattr(theirs, attribute, None)
+            if isinstance(cls, types.FunctionType) and not attribute.startswith("_"):
+                identity = _function_identity(cls, torch_cls)
+                if identity is not None:
+                    found_functions.setdefault(cls, {}).setdefault(identity, set()).add((name, attribute))
+                continue
             if not (isinstance(cls, type) and isinstance(torch_cls, type)):
                 continue
             if not cls.__module__.startswith("hookgrad") or cls.__name__ != torch_cls.__name__:
@@ -216,10 +244,20 @@ def generate() -> tuple[dict, dict]:
         # the identity seen at the most public paths (ties: the first by name) is torch's answer
         identity = max(identities, key=lambda ident: (len(identities[ident]), ident))
         chosen.append((cls, identity, _home(cls, {p for ps in identities.values() for p in ps})))
+    functions: dict[str, dict[str, tuple]] = {}
+    chosen_functions = []
+    for fn, identities in found_functions.items():
+        identity = max(identities, key=lambda ident: (len(identities[ident]), ident))
+        places = sorted(p for ps in identities.values() for p in ps)
+        chosen_functions.append((fn, identity, places[0], fn.__name__))  # its own name, before any renaming
     with torch_aliases():
         for cls, identity, home in chosen:
             if home is not None and _found_under_torch_name(cls, identity):
                 classes.setdefault(home[0], {})[home[1]] = identity
+        for fn, (module_name, name), home, own_name in chosen_functions:
+            leads_back = _function_found_under_torch_name(fn, module_name, name)
+            if leads_back or name != own_name:
+                functions.setdefault(home[0], {})[home[1]] = (module_name if leads_back else None, name)
 
     torch_nodes = torch._C._functions
     node_types = {}
@@ -228,7 +266,34 @@ def generate() -> tuple[dict, dict]:
         if isinstance(torch_cls, type) and not issubclass(cls, BackwardCFunction):
             node_types[cls.__name__] = (torch_cls.__module__, torch_cls.__qualname__)
     del hookgrad
-    return ({m: dict(sorted(v.items())) for m, v in sorted(classes.items())}, dict(sorted(node_types.items())))
+    return ({m: dict(sorted(v.items())) for m, v in sorted(classes.items())}, dict(sorted(node_types.items())),
+            {m: dict(sorted(v.items())) for m, v in sorted(functions.items())})
+
+
+def _function_identity(fn, torch_fn):
+    """torch's ``(__module__, __name__)`` for the function at the place ``fn`` is (None when torch has
+    no function there)."""
+    if torch_fn is None or isinstance(torch_fn, type) or not callable(torch_fn):
+        return None
+    if not fn.__module__.startswith("hookgrad"):
+        return None
+    module, name = getattr(torch_fn, "__module__", None), getattr(torch_fn, "__name__", None)
+    if not isinstance(module, str) or not isinstance(name, str):
+        return None
+    return module, name
+
+
+def _function_found_under_torch_name(fn, module_name: str, name: str) -> bool:
+    """Whether, under ``hookgrad run``, ``module_name.name`` is ``fn`` (so pickle finds it there)."""
+    import importlib
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:
+        return False
+    try:
+        return getattr(module, name) is fn
+    except AttributeError:
+        return False
 
 
 def _found_under_torch_name(cls: type, identity: tuple[str, str]) -> bool:
@@ -264,13 +329,14 @@ def _home(cls: type, places: set) -> tuple[str, str] | None:
     return own if own in held else held[0]
 
 
-def render(classes: dict, node_types: dict) -> str:
+def render(classes: dict, node_types: dict, functions: dict) -> str:
     import torch
     lines = ['"""Generated by ``python -m hookgrad._torch_identity --write`` from torch '
              f'{torch.__version__.split("+")[0]}; do not edit.',
              "",
              "CLASSES: hookgrad module -> {attribute: (torch's __module__, torch's __qualname__)};",
-             "NODE_TYPES: backward node class name -> torch's identity for its C++ node type.",
+             "NODE_TYPES: backward node class name -> torch's identity for its C++ node type;",
+             "FUNCTIONS: hookgrad module -> {attribute: (torch's __module__ or None, torch's __name__)}.",
              '"""', "", "CLASSES = {"]
     for module, entries in classes.items():
         lines.append(f"    {module!r}: {{")
@@ -280,6 +346,12 @@ def render(classes: dict, node_types: dict) -> str:
     lines += ["}", "", "NODE_TYPES = {"]
     for name, identity in node_types.items():
         lines.append(f"    {name!r}: {identity!r},")
+    lines += ["}", "", "FUNCTIONS = {"]
+    for module, entries in functions.items():
+        lines.append(f"    {module!r}: {{")
+        for attribute, identity in entries.items():
+            lines.append(f"        {attribute!r}: {identity!r},")
+        lines.append("    },")
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -5,3 +5,8 @@ from ._tensor import Tensor  # torch.fft re-exports it too
 
 __all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2", "irfft2", "rfftn", "irfftn",
            "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn", "fftfreq", "rfftfreq", "fftshift", "ifftshift"]
+
+from . import _argcheck  # noqa: E402
+
+# torch.fft's functions are built-ins: they take NumPy's axis=/keepdims= for dim=/keepdim=
+_argcheck.accept_numpy_names(globals(), __all__)

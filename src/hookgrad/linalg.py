@@ -24,3 +24,8 @@ __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "di
            "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv",
            "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv",
            "tensorsolve", "vander", "vecdot", "vector_norm"]
+
+from . import _argcheck  # noqa: E402
+
+# torch.linalg's functions are built-ins: they take NumPy's axis=/keepdims= for dim=/keepdim=
+_argcheck.accept_numpy_names(globals(), __all__)

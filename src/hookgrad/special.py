@@ -51,3 +51,6 @@ from . import _argcheck  # noqa: E402
 _argcheck.guard_namespace(globals(), [n for n in __all__ if not n.endswith(("_polynomial_t", "_polynomial_u",
                                       "_polynomial_v", "_polynomial_w", "_polynomial_h", "_polynomial_he",
                                       "_polynomial_l", "_polynomial_p")) and n not in ("xlogy", "xlog1py", "zeta")])
+
+# torch.special's functions are built-ins: they take NumPy's axis=/keepdims= for dim=/keepdim=
+_argcheck.accept_numpy_names(globals(), __all__)

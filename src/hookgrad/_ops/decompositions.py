@@ -24,13 +24,12 @@ from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 
 
-class LinAlgError(RuntimeError):
+class _LinAlgError(RuntimeError):
     """torch.linalg.LinAlgError: a linear-algebra routine could not complete on its input."""
 
 
 # torch's class is torch._C._LinAlgError, exported as torch.linalg.LinAlgError
-LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
-LinAlgError.__module__ = "hookgrad.linalg"
+LinAlgError = _LinAlgError
 
 
 def _result_type(name, fields):

@@ -20,9 +20,20 @@ def _is_basic(item) -> bool:
         isinstance(item, Tensor) and item._data.ndim == 0 and item._data.dtype.kind in "iu")
 
 
+def _without_trailing_ellipses(index: tuple) -> tuple:
+    """torch lets a second ``...`` end an index (``x[..., ...]``, ``x[0, ..., ...]``): once the first
+    has covered the remaining dimensions, the later ones cover none. One before another index item
+    stays, for NumPy to refuse (torch's results there read past the tensor's dimensions)."""
+    while len(index) > 1 and index[-1] is Ellipsis and any(i is Ellipsis for i in index[:-1]):
+        index = index[:-1]
+    return index
+
+
 def _normalize_index(index):
     if not isinstance(index, tuple):
         index = (index,)
+    elif len(index) > 1 and index[-1] is Ellipsis:
+        index = _without_trailing_ellipses(index)
     return tuple(int(i.item()) if isinstance(i, Tensor) and i._data.ndim == 0 and i._data.dtype.kind in "iu"
                  else i for i in index)
 

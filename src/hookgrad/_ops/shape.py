@@ -358,6 +358,9 @@ def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
 def to(x: Tensor, *args, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; copy=, non_blocking= accepted."""
     dtype = kwargs.pop("dtype", None)
+    if dtype is not None:
+        from .._argcheck import check_dtype_argument
+        check_dtype_argument("to", dtype)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
     kwargs.pop("memory_format", None)
@@ -367,7 +370,7 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
-        elif isinstance(a, _dtype.dtype) or (type(a).__name__ == "dtype"):
+        elif isinstance(a, _dtype.dtype) or (type(a).__name__ == "dtype") or a in (float, int, bool, complex):
             dtype = a
         elif isinstance(a, (str,)) or type(a).__name__ == "device":
             device = a

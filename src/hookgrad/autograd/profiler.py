@@ -34,17 +34,56 @@ class _IntLike(enum.Enum):
         return self.value
 
 
-ProfilerActivity = _IntLike("ProfilerActivity", [("CPU", 0), ("XPU", 1), ("MTIA", 4), ("CUDA", 2), ("HPU", 3),
-                                                  ("PrivateUse1", 5)], module=__name__)
-ProfilerState = _IntLike("ProfilerState", [("Disabled", 0), ("CPU", 1), ("CUDA", 2), ("NVTX", 3), ("ITT", 4),
-                                           ("PRIVATEUSE1", 5), ("KINETO", 6), ("KINETO_GPU_FALLBACK", 7),
-                                           ("KINETO_PRIVATEUSE1_FALLBACK", 8), ("KINETO_PRIVATEUSE1", 9)],
-                         module=__name__)
-DeviceType = _IntLike("DeviceType", [("CPU", 0), ("CUDA", 1), ("MKLDNN", 2), ("OPENGL", 3), ("OPENCL", 4),
-                                     ("IDEEP", 5), ("HIP", 6), ("FPGA", 7), ("MAIA", 8), ("XLA", 9), ("Vulkan", 10),
-                                     ("Metal", 11), ("XPU", 12), ("MPS", 13), ("MTIA", 19), ("Meta", 14),
-                                     ("HPU", 15), ("VE", 16), ("Lazy", 17), ("IPU", 18), ("PrivateUse1", 20)],
-                      module=__name__)
+class ProfilerActivity(_IntLike):
+    """The kinds of activity a profile can record (members in torch's order)."""
+
+    CPU = 0
+    XPU = 1
+    MTIA = 4
+    CUDA = 2
+    HPU = 3
+    PrivateUse1 = 5
+
+
+class ProfilerState(_IntLike):
+    """The profiler's state as torch's C++ enum numbers it."""
+
+    Disabled = 0
+    CPU = 1
+    CUDA = 2
+    NVTX = 3
+    ITT = 4
+    PRIVATEUSE1 = 5
+    KINETO = 6
+    KINETO_GPU_FALLBACK = 7
+    KINETO_PRIVATEUSE1_FALLBACK = 8
+    KINETO_PRIVATEUSE1 = 9
+
+
+class DeviceType(_IntLike):
+    """torch's C++ device-type numbering (an event's ``device_type``)."""
+
+    CPU = 0
+    CUDA = 1
+    MKLDNN = 2
+    OPENGL = 3
+    OPENCL = 4
+    IDEEP = 5
+    HIP = 6
+    FPGA = 7
+    MAIA = 8
+    XLA = 9
+    Vulkan = 10
+    Metal = 11
+    XPU = 12
+    MPS = 13
+    MTIA = 19
+    Meta = 14
+    HPU = 15
+    VE = 16
+    Lazy = 17
+    IPU = 18
+    PrivateUse1 = 20
 
 
 class ProfilerConfig:
@@ -215,7 +254,7 @@ def _entry_points():
         found[(Tensor, "__getitem__")] = _getitem_name
     for name in getattr(F, "__all__", dir(F)):
         value = getattr(F, name, None)
-        if not name.startswith("_") and inspect.isfunction(value) and value.__module__.startswith("hookgrad"):
+        if not name.startswith("_") and inspect.isfunction(value) and value.__module__.startswith(("hookgrad", "torch.")):
             found[(F, name)] = f"aten::{name}"
     patches = [(owner, attr, _timed(getattr(owner, attr), name)) for (owner, attr), name in found.items()]
     for cls in [graph.Node] + graph.node_classes():

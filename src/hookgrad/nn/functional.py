@@ -358,7 +358,8 @@ __all__ += ["ScalingType", "SwizzleType", "grouped_mm", "scaled_grouped_mm", "sc
 # torch's TypeError for a non-tensor where a function takes a tensor (see hookgrad/_argcheck.py)
 from .._argcheck import FUNCTIONAL_VIA_METHOD as _VIA_METHOD, guard_namespace as _guard_namespace  # noqa: E402
 
-_guard_namespace(globals(), __all__, _VIA_METHOD)
+# torch writes nn.functional in Python: only its built-ins take NumPy's axis=/keepdims=
+_guard_namespace(globals(), __all__, _VIA_METHOD, numpy_names=("cosine_similarity", "pairwise_distance"))
 
 import sys as _sys  # noqa: E402
 

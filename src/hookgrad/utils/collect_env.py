@@ -6,13 +6,25 @@ import locale
 import os
 import platform
 import sys
-from collections import namedtuple
+from typing import NamedTuple
 
 __all__ = ["SystemEnv", "get_env_info", "get_pretty_env_info", "pretty_str", "main"]
 
-SystemEnv = namedtuple("SystemEnv", ["torch_version", "hookgrad_version", "is_debug_build", "os", "python_version",
-                                     "python_platform", "is_cuda_available", "cuda_runtime_version",
-                                     "cpu_count", "numpy_version", "scipy_version", "pip_packages"])
+class SystemEnv(NamedTuple):
+    """What ``get_env_info`` found: the fields a bug report shows."""
+
+    torch_version: str
+    hookgrad_version: str
+    is_debug_build: bool
+    os: str
+    python_version: str
+    python_platform: str
+    is_cuda_available: bool
+    cuda_runtime_version: str | None
+    cpu_count: int | None
+    numpy_version: str
+    scipy_version: str | None
+    pip_packages: str
 
 
 def _version_of(name: str):
