@@ -1261,3 +1261,44 @@ def test_identity_view_sets_every_tensor_slot():
         assert view._base is t and view._version_counter is t._version_counter
         assert (view._grad_fn is node) == requires_grad and view._requires_grad == requires_grad
         assert view._data.base is t._data and view.shape == t.shape
+
+
+def test_backward_hook_made_inline_matches_init(monkeypatch):
+    """Module._call_with_hooks makes the BackwardHook of a call with only full backward hooks
+    without calling __init__: it must hold what __init__ would store, and nothing else."""
+    import hookgrad
+    from hookgrad.autograd import _hook_context
+    from hookgrad.nn.modules import module as module_mod
+
+    # that path is taken while no other kind of hook exists anywhere and hookgrad.hooks' contexts
+    # are off: the module-wide registries are emptied for this test (others may have filled them)
+    monkeypatch.setattr(_hook_context, "ON", [False])
+    from collections import OrderedDict
+    for name in ("_global_backward_pre_hooks", "_global_backward_hooks", "_global_forward_pre_hooks",
+                 "_global_forward_hooks", "live_hook_ids"):
+        monkeypatch.setattr(module_mod, name, OrderedDict())
+    monkeypatch.setattr(module_mod, "_global_is_full_backward_hook", None)
+    from hookgrad.nn.modules._backward_hook import BackwardHook
+
+    made = []
+    real_setup = BackwardHook.setup_input_hook
+
+    def spy(self, args):
+        made.append(self)
+        return real_setup(self, args)
+
+    lin = hookgrad.nn.Linear(3, 2)
+    hook = lambda m, gi, go: None  # noqa: E731
+    lin.register_full_backward_hook(hook)
+    BackwardHook.setup_input_hook = spy
+    try:
+        lin(hookgrad.ones(4, 3, requires_grad=True)).sum().backward()
+    finally:
+        BackwardHook.setup_input_hook = real_setup
+    (inline,) = made
+    reference = BackwardHook(lin, [hook], module_mod._NO_PRE_HOOKS, module_mod._dispatch)
+    before_setup = {k: v for k, v in inline.__dict__.items()
+                    if k in ("user_hooks", "user_pre_hooks", "module", "dispatch")}
+    assert before_setup == reference.__dict__
+    assert set(inline.__dict__) - set(reference.__dict__) <= {
+        "n_inputs", "input_tensors_index", "n_outputs", "output_tensors_index", "grad_outputs"}

@@ -344,8 +344,12 @@ class Tensor:
 
     # -- autograd entry points --------------------------------------------------------------
     def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        autograd = _autograd_module[0]
+        if autograd is None:  # imported on first use (hookgrad.autograd imports this module)
+            from . import autograd
+            _autograd_module[0] = autograd
+        # looked up on each call, as torch's: a patched autograd.backward is what runs
+        autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
         out = wrap(self._data)
@@ -523,6 +527,7 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 
 _NDARRAY = np.ndarray
 _new_object = object.__new__
+_autograd_module = [None]  # hookgrad.autograd, once Tensor.backward has imported it
 
 
 def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:

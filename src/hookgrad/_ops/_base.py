@@ -23,8 +23,8 @@ def edge(t) -> tuple:
     if t is None or not t._requires_grad:
         return NONE_EDGE
     fn = t._grad_fn
-    if t._base is not None:
-        fn = t.grad_fn
+    if t._base is not None and t._view_version != t._version_counter[0]:
+        fn = t.grad_fn  # changed in place through its base since: grad_fn regenerates the view's node
     if fn is not None:
         return (fn, t._output_nr)
     if t._base is not None and t.__dict__ and _views().is_no_grad_view(t):

@@ -484,25 +484,36 @@ def _execute(task, roots, root_grads, inputs, accumulate):
         task.exec_info = needed
 
     buffers = {}
-    for (node, nr), grad in zip(roots, root_grads):
-        if node is None:
-            continue
-        buf = buffers.get(node)
-        if buf is None:
-            buf = buffers[node] = [None] * node._num_outputs
-        buf[nr] = grad if buf[nr] is None else buf[nr] + grad
-
     # a heap entry is (sequence number, node, its gradients): a node is pushed once all its
     # gradients have arrived, so they travel with it (a node fed by one edge never needs a buffer)
     heap = []
-    # a lone root edge is visited even when no wanted gradient lies behind it (its tensor hooks and
-    # retain_grad run); several roots hang off one dummy node in torch, which visits only those needed
-    lone_root = len(roots) == 1
-    for node in dict.fromkeys(root_nodes):
-        if node is not None and deps.get(node, 0) == 0:
-            if task.exec_info is not None and node not in task.exec_info and not lone_root:
+    # the heap is a libstdc++ priority queue; while it is empty, the one node made ready is held
+    # here instead (the state a push then a pop would leave)
+    ready_node = ready_grads = None
+    if len(roots) == 1 and len(root_grads) == 1:
+        # a lone root edge (the usual loss.backward()) is the first node to run, whatever is wanted
+        # (see below): the steps below for one root, without the buffers and the heap
+        node, nr = roots[0]
+        if node is not None:
+            ready_grads = [None] * node._num_outputs
+            ready_grads[nr] = root_grads[0]
+            ready_node = node
+    else:
+        for (node, nr), grad in zip(roots, root_grads):
+            if node is None:
                 continue
-            _heap_push(heap, (node._seq, node, buffers.pop(node)))
+            buf = buffers.get(node)
+            if buf is None:
+                buf = buffers[node] = [None] * node._num_outputs
+            buf[nr] = grad if buf[nr] is None else buf[nr] + grad
+        # a lone root edge is visited even when no wanted gradient lies behind it (its tensor hooks and
+        # retain_grad run); several roots hang off one dummy node in torch, which visits only those needed
+        lone_root = len(roots) == 1
+        for node in dict.fromkeys(root_nodes):
+            if node is not None and deps.get(node, 0) == 0:
+                if task.exec_info is not None and node not in task.exec_info and not lone_root:
+                    continue
+                _heap_push(heap, (node._seq, node, buffers.pop(node)))
 
     prev_mode = grad_mode.STATE.enabled
     grad_mode.STATE.enabled = task.create_graph
@@ -515,9 +526,6 @@ def _execute(task, roots, root_grads, inputs, accumulate):
     hooks_state = _graph._hooks_state()
     unchanged = hooks_state[2]
     anomaly = _anomaly_state
-    # the heap is a libstdc++ priority queue; while it is empty, the one node made ready is held
-    # here instead (the state a push then a pop would leave)
-    ready_node = ready_grads = None
     try:
         while True:
             if ready_node is not None:  # a chain's lone ready node: no heap at all
@@ -554,7 +562,24 @@ def _execute(task, roots, root_grads, inputs, accumulate):
                 _graph._restore_hooks_state(hooks_state)
             if outputs is None:
                 continue
-            for (nxt, nr), g in zip(node.next_functions, outputs):
+            nexts = node.next_functions
+            if len(nexts) == 1 and exec_info is None and outputs:
+                # one edge (a chain's link, an identity node): the loop below for a next node that this
+                # gradient makes ready, without its zip, its per-edge tests and buffer look-ups
+                nxt = nexts[0][0]
+                if nxt is not None and deps[nxt] == 1 and nxt._num_outputs == 1 and not buffers:
+                    deps[nxt] = 0
+                    if ready_node is None and not heap:
+                        ready_node, ready_grads = nxt, [outputs[0]]
+                    else:
+                        if ready_node is not None:  # what the heap would hold: it had been empty
+                            heap.append((ready_node._seq, ready_node, ready_grads))
+                            ready_node = None
+                        push(heap, (nxt._seq, nxt, [outputs[0]]))
+                    # as after the loop below; ``buf`` may still hold the gradients this node ran on
+                    outputs = buf = None
+                    continue
+            for (nxt, nr), g in zip(nexts, outputs):
                 if nxt is None:
                     continue
                 remaining = deps[nxt] - 1

@@ -186,6 +186,7 @@ def _stacklevel_outside_hookgrad() -> int:
     return level
 
 
+_new_object = object.__new__
 # the backward pre-hooks of a call that has none (shared: BackwardHook only reads them)
 _NO_PRE_HOOKS = ()
 
@@ -939,9 +940,14 @@ class Module:
                 or live_hook_ids or _global_is_full_backward_hook is False):
             # the usual debugging set-up, only full backward hooks: the steps below, less the tests
             # for the kinds that are absent (forward hooks that ``forward`` registers still run)
-            bw_hook = BackwardHook(self, [*_global_backward_hooks.values(), *self._backward_hooks.values()]
-                                   if _global_backward_hooks else [*self._backward_hooks.values()],
-                                   _NO_PRE_HOOKS, _dispatch)
+            # BackwardHook(self, hooks, _NO_PRE_HOOKS, _dispatch), its __init__ written out (this
+            # runs on every hooked call; test_backward_hook_made_inline_matches_init keeps them in step)
+            bw_hook = _new_object(BackwardHook)
+            bw_hook.user_hooks = ([*_global_backward_hooks.values(), *self._backward_hooks.values()]
+                                  if _global_backward_hooks else [*self._backward_hooks.values()])
+            bw_hook.user_pre_hooks = _NO_PRE_HOOKS
+            bw_hook.module = self
+            bw_hook.dispatch = _dispatch
             result = latest = None
             called_always_called_hooks = ()
             try:
@@ -951,6 +957,8 @@ class Module:
                     called_always_called_hooks = set()
                     latest = [result]
                     result = self._run_forward_hooks(args, kwargs, result, called_always_called_hooks, latest)
+                if result.__class__ is Tensor and not _backward_hook_call_observers:
+                    return bw_hook.setup_output_hook(result)  # _backward_hooked_output's usual case
                 return self._backward_hooked_output(bw_hook, result)
             except Exception:
                 if latest is not None:
