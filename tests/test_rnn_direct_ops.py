@@ -252,3 +252,57 @@ def test_bad_hidden_state_raises_as_with_the_methods():
         finally:
             recurrent._USE_DIRECT_OPS[0] = True
     assert errors[0] == errors[1]
+
+
+def _run_cell(kind, dtype, direct, batched=True, h0=True, bias=True, frozen=(), x_grad=True, h_grad=False,
+              nonlinearity="tanh"):
+    recurrent._USE_DIRECT_OPS[0] = direct
+    try:
+        rng = np.random.default_rng(1)
+        kw = dict(bias=bias, nonlinearity=nonlinearity) if kind == "RNNCell" else dict(bias=bias)
+        m = getattr(T.nn, kind)(3, 4, **kw).to(getattr(T, dtype))
+        with T.no_grad():
+            for p in m.parameters():
+                p.copy_(T.tensor(rng.uniform(-0.6, 0.6, tuple(p.shape))))
+        for name, p in m.named_parameters():
+            if any(name.startswith(f) for f in frozen):
+                p.requires_grad_(False)
+        dt = getattr(T, dtype)
+        x = T.tensor(rng.normal(size=(2, 3) if batched else (3,)), dtype=dt, requires_grad=x_grad)
+        args, leaves = [x], [x] + list(m.parameters())
+        if h0:
+            shape = (2, 4) if batched else (4,)
+            h = T.tensor(rng.normal(size=shape), dtype=dt, requires_grad=h_grad)
+            leaves.append(h)
+            if kind == "LSTMCell":
+                c = T.tensor(rng.normal(size=shape), dtype=dt, requires_grad=h_grad)
+                leaves.append(c)
+                args.append((h, c))
+            else:
+                args.append(h)
+        out = m(*args)
+        outputs = list(out) if isinstance(out, tuple) else [out]
+        graph = _describe(outputs, leaves)
+        grads = None
+        if outputs[0].requires_grad:
+            sum((t * t).sum() for t in outputs).backward()
+            grads = [None if t.grad is None else _array(t.grad._data) for t in leaves]
+        return graph, grads
+    finally:
+        recurrent._USE_DIRECT_OPS[0] = True
+
+
+CELL_CASES = [
+    ("LSTMCell", "float32", dict()), ("LSTMCell", "float64", dict(h_grad=True, bias=False)),
+    ("LSTMCell", "float32", dict(batched=False, h0=False)), ("LSTMCell", "float64", dict(frozen=("weight",))),
+    ("GRUCell", "float32", dict(h_grad=True)), ("GRUCell", "float64", dict(batched=False, bias=False)),
+    ("GRUCell", "float64", dict(x_grad=False, frozen=("weight", "bias"))),
+    ("RNNCell", "float32", dict(nonlinearity="relu", h_grad=True)), ("RNNCell", "float64", dict(h0=False)),
+]
+
+
+@pytest.mark.parametrize("kind,dtype,config", CELL_CASES,
+                         ids=[f"{k}-{d}-{'-'.join(f'{a}={b}' for a, b in c.items())}" for k, d, c in CELL_CASES])
+def test_direct_ops_in_the_cells(kind, dtype, config):
+    """The single-step cells (torch.lstm_cell ...) take the same direct ops."""
+    assert _run_cell(kind, dtype, True, **config) == _run_cell(kind, dtype, False, **config)

@@ -277,7 +277,13 @@ def _relu_cell(x_w, hidden, p, input=None, ops=_MethodOps):
 def cell_step(mode, input, hidden, w_ih, w_hh, b_ih=None, b_hh=None):
     """ATen's single-step ops (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``):
     one step of the layers' cell on 2-D ``input`` and state."""
-    return _CELLS[mode](None, hidden, _CellParams(w_ih, w_hh, b_ih, b_hh), input)
+    state = tuple(hidden) if isinstance(hidden, (tuple, list)) else (hidden,)
+    ops = _step_ops((input,) + state + (w_ih, w_hh, b_ih, b_hh))
+    token = fp_quiet(FP_IGNORE)
+    try:
+        return _CELLS[mode](None, hidden, _CellParams(w_ih, w_hh, b_ih, b_hh), input, ops)
+    finally:
+        fp_restore(token)
 
 
 _CELLS = {"LSTM": _lstm_cell, "GRU": _gru_cell, "RNN_TANH": _tanh_cell, "RNN_RELU": _relu_cell}
