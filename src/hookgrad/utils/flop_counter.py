@@ -711,35 +711,51 @@ class _Translator:
     _fw_gru_cell = _fw_rnn_tanh_cell = _fw_rnn_relu_cell = _fw_lstm_cell
 
     def _fw_gru(self, op, inputs, outputs):
-        """A GRU or plain RNN layer stack (torch's CPU LSTM kernel counts nothing): per layer and
-        direction, the input projection of all steps at once, then the state's per step."""
+        """A recurrent layer stack as torch's CPU kernels compose it: per layer and direction, the
+        input projection of all steps at once, then per step the state's projection (and an LSTM's
+        output projection, with ``proj_size``), on the rows still running for packed input. A
+        float32 LSTM that oneDNN's fused layer runs counts nothing (torch has no formula for it)."""
+        from ..nn._functional.recurrent import _uses_onednn
         rnn, x = op.args[0], op.args[1]
-        if not isinstance(x, Tensor) or x.dim() != 3 or (len(op.args) > 4 and op.args[4] is not None):
-            self._warn(str(op))                     # packed sequences: not translated
+        batch_sizes = op.args[3] if len(op.args) > 3 else None
+        if not isinstance(x, Tensor) or x.dim() != (3 if batch_sizes is None else 2):
+            self._warn(str(op))
             return []
-        gates = 3 if rnn.mode == "GRU" else 1
-        steps, batch = (x.shape[1], x.shape[0]) if rnn.batch_first else (x.shape[0], x.shape[1])
+        if rnn.mode == "LSTM" and batch_sizes is None and not rnn.proj_size and _uses_onednn(x):
+            return []
+        gates = {"LSTM": 4, "GRU": 3}.get(rnn.mode, 1)
         hidden, directions = rnn.hidden_size, 2 if rnn.bidirectional else 1
-        # the layer's input, time-major as torch's kernel sees it (batch_first: a transposed view)
-        layer_input = _Operand.of(x.transpose(0, 1) if rnn.batch_first else x)
+        width_out = rnn.proj_size or hidden
+        if batch_sizes is None:
+            steps, batch = (x.shape[1], x.shape[0]) if rnn.batch_first else (x.shape[0], x.shape[1])
+            step_rows = [batch] * steps
+            # the layer's input, time-major as torch's kernel sees it (batch_first: a transposed view)
+            layer_input = _Operand.of(x.transpose(0, 1) if rnn.batch_first else x)
+            later_shape = (steps, batch, width_out * directions)
+        else:
+            step_rows = [int(b) for b in batch_sizes.tolist()]
+            layer_input = _Operand.of(x)
+            later_shape = (x.shape[0], width_out * directions)
         calls = []
         for layer in range(rnn.num_layers):
             if layer:
-                layer_input = _Operand.contiguous((steps, batch, hidden * directions))
+                layer_input = _Operand.contiguous(later_shape)
             width = layer_input.shape[-1]
             for direction in range(directions):
                 suffix = f"_l{layer}" + ("_reverse" if direction else "")
                 w_ih = getattr(rnn, "weight_ih" + suffix)
                 bias = (gates * hidden,) if rnn.bias else None
                 calls.extend(_linear_calls(layer_input, (gates * hidden, width), w_ih.requires_grad, bias))
-                for _ in range(steps):
-                    calls.append((_ADDMM, (bias, (batch, hidden), (hidden, gates * hidden))) if rnn.bias
-                                 else (_MM, ((batch, hidden), (hidden, gates * hidden))))
+                for rows in step_rows:
+                    calls.append((_ADDMM, (bias, (rows, width_out), (width_out, gates * hidden))) if rnn.bias
+                                 else (_MM, ((rows, width_out), (width_out, gates * hidden))))
+                    if rnn.proj_size:
+                        calls.append((_MM, ((rows, hidden), (hidden, rnn.proj_size))))
         # the layers' graph is torch's own composition (addmm, mm and their nodes), so the backward's
         # products are counted as its nodes run
         return [(c[0], c[1], None) for c in calls]
 
-    _fw_rnn_tanh = _fw_rnn_relu = _fw_gru
+    _fw_rnn_tanh = _fw_rnn_relu = _fw_lstm = _fw_gru
 
     def _fw_addbmm(self, op, inputs, outputs):
         # torch's addbmm kernel is not counted, but its backward's batched products are

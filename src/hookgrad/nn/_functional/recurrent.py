@@ -22,13 +22,17 @@ import numpy as np
 
 import hookgrad
 from ... import _threads as _blas
-from ..._ops._base import GRAD, any_requires_grad, edge, record
+from ..._ops import pointwise as _pw, views as _views
+from ..._ops._base import FP_IGNORE, GRAD, NONE_EDGE, any_requires_grad, edge, fp_quiet, fp_restore, record
 from ..._ops._declare import record_op
+from ..._ops.views import apply_inplace
 # the layers call the ops themselves, not torch's public names: as in torch (whose recurrent kernels are
 # C++), code that patches torch.addmm or Tensor.matmul (FLOP counters) does not see a layer's steps
 from ..._ops.linalg import addmm as _addmm, matmul as _matmul
 from ..._tensor import Tensor, wrap
-from ...autograd.graph import Node, SavedTensor
+from ...autograd import _dual, anomaly_mode as _anomaly
+from ...autograd.graph import Node, SavedTensor, saved_tensor_hooks_active
+from ...autograd.profiler import _active as _profiler_active
 
 __all__ = ["lstm", "gru", "rnn_tanh", "rnn_relu", "embedding_bag", "batch_norm_update_stats"]
 
@@ -87,6 +91,130 @@ def _linear(x, weight, bias):
     return out
 
 
+# ---- the ops of a step, two ways -----------------------------------------------------------------
+# A layer runs a few hundred small ops per pass. As Tensor methods each goes through the public
+# op path (argument checks, an in-place op's general history rewrite on a copy of its input); the
+# direct forms below build the same nodes, saving the same tensors at the same versions, from the
+# ops' own functions. They assume what holds inside a layer's step: an in-place op writes into a
+# fresh result of the step (no view, no leaf) with an operand of its dtype and shape (anything
+# else takes the method). The methods stay for where something watches the ops one by one: a
+# profile (torch's shows each ATen op of the layer), saved-tensor hooks (a pack hook sees what
+# the method path saves), anomaly mode (its traces name the calling frames) and forward-mode AD.
+
+_DIRECT_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
+
+
+def _fresh_operands(x, other=None) -> bool:
+    """Whether the direct in-place form applies: ``x`` a float32/64 tensor made by the step (not
+    a view, not a leaf requiring grad, no view restriction), ``other`` None or of its dtype and shape."""
+    xd = x._data
+    if xd.dtype not in _DIRECT_DTYPES or x._base is not None or x.__dict__ or (
+            x._requires_grad and x._grad_fn is None):
+        return False
+    return other is None or (isinstance(other, Tensor) and other._data.dtype is xd.dtype
+                             and other._data.shape == xd.shape)
+
+
+def _direct_add_(x, other):
+    """``x.add_(other)``: AddBackward0 (alpha 1) becomes ``x``'s node, as the method records it."""
+    if not _fresh_operands(x, other):
+        return _MethodOps.add_(x, other)
+    xd = x._data
+    np.add(xd, other._data, out=xd)
+    x._version_counter[0] += 1
+    if GRAD.enabled and (x._requires_grad or other._requires_grad):
+        node = _pw.AddBackward0(((x._grad_fn, x._output_nr) if x._requires_grad else NONE_EDGE, edge(other)))
+        node.alpha = 1
+        node.a_shape, node.a_dtype = xd.shape, xd.dtype
+        node.b_shape, node.b_dtype = other._data.shape, other._data.dtype
+        x._after_inplace(node)
+    return x
+
+
+def _direct_unary_(forward, node_cls, method):
+    """``x.<op>_()`` for an elementwise op whose node saves its result (sigmoid, tanh): computed into
+    ``x``, whose node it becomes, saving ``x`` at its new version."""
+    def run(x):
+        if not _fresh_operands(x):
+            return method(x)
+        xd = x._data
+        np.copyto(xd, forward(xd))
+        x._version_counter[0] += 1
+        if GRAD.enabled and x._requires_grad:
+            node = node_cls(((x._grad_fn, x._output_nr),))
+            node.save(output=x)
+            x._after_inplace(node)
+        return x
+    return run
+
+
+def _direct_mul_(x, other):
+    """``x.mul_(other)``: the in-place op's own history rewrite, without the method's checks."""
+    if not _fresh_operands(x, other):
+        return _MethodOps.mul_(x, other)
+    return apply_inplace(x, _pw.mul, other)
+
+
+def _direct_linear(x, weight, bias):
+    """``_linear`` of one step's 2-D state; other inputs take ``_linear``."""
+    if x._data.ndim == 2:
+        return _addmm(bias, x, _views.t(weight)) if bias is not None else _matmul(x, _views.t(weight))
+    return _linear(x, weight, bias)
+
+
+class _MethodOps:
+    """The step's ops as Tensor methods and operators, looked up at each call (a profile patches them)."""
+    linear = staticmethod(_linear)
+    add_ = staticmethod(lambda x, other: x.add_(other))
+    mul_ = staticmethod(lambda x, other: x.mul_(other))
+    sigmoid_ = staticmethod(lambda x: x.sigmoid_())
+    tanh_ = staticmethod(lambda x: x.tanh_())
+    add = staticmethod(lambda a, b: a + b)
+    sub = staticmethod(lambda a, b: a - b)
+    mul = staticmethod(lambda a, b: a * b)
+    tanh = staticmethod(lambda x: x.tanh())
+    relu = staticmethod(lambda x: x.relu())
+    narrow = staticmethod(lambda x, dim, start, length: x.narrow(dim, start, length))
+
+
+class _DirectOps:
+    """The same ops from their own functions (see above)."""
+    linear = staticmethod(_direct_linear)
+    add_ = staticmethod(_direct_add_)
+    mul_ = staticmethod(_direct_mul_)
+    sigmoid_ = staticmethod(_direct_unary_(_pw._sigmoid_np, _pw.sigmoid.node_cls, _MethodOps.sigmoid_))
+    tanh_ = staticmethod(_direct_unary_(np.tanh, _pw.tanh.node_cls, _MethodOps.tanh_))
+    add = staticmethod(_pw.add)
+    sub = staticmethod(_pw.sub)
+    mul = staticmethod(_pw.mul)
+    tanh = staticmethod(_pw.tanh)
+    relu = staticmethod(_pw.relu)
+    narrow = staticmethod(_views.narrow)
+
+
+# tests switch the direct forms off to compare the two
+_USE_DIRECT_OPS = [True]
+
+
+def _step_ops(tensors):
+    """The direct ops where nothing watches the step's ops one by one and the layer's tensors are
+    float32/64 of one dtype, else the methods."""
+    if not _USE_DIRECT_OPS[0] or _profiler_active or saved_tensor_hooks_active() or _anomaly.is_anomaly_enabled() \
+            or _dual.has_tangents():
+        return _MethodOps
+    dtype = None
+    for t in tensors:
+        if t is None:
+            continue
+        if not isinstance(t, Tensor):
+            return _MethodOps
+        if dtype is None:
+            dtype = t._data.dtype
+        elif t._data.dtype is not dtype:
+            return _MethodOps
+    return _DirectOps if dtype in _DIRECT_DTYPES else _MethodOps
+
+
 class _CellParams:
     __slots__ = ("w_ih", "w_hh", "b_ih", "b_hh", "w_hr")
 
@@ -109,46 +237,53 @@ def _gather_params(params, has_biases, has_projections=False):
 
 
 # one step of each cell, on the step's input projection ``x_w`` (input biases added); the single-step
-# ops (``lstm_cell`` ...) pass ``x_w=None`` and the ``input`` instead, projected where ATen does it
-def _lstm_cell(x_w, hidden, p, input=None):
+# ops (``lstm_cell`` ...) pass ``x_w=None`` and the ``input`` instead, projected where ATen does it.
+# ``ops``: the step's ops, as methods or in their direct forms (see above)
+def _lstm_cell(x_w, hidden, p, input=None, ops=_MethodOps):
     hx, cx = hidden
-    gates = _linear(hx, p.w_hh, p.b_hh)
-    gates = gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih))
+    gates = ops.linear(hx, p.w_hh, p.b_hh)
+    gates = ops.add_(gates, x_w if input is None else ops.linear(input, p.w_ih, p.b_ih))
     ingate, forgetgate, cellgate, outgate = _unsafe_chunk(gates, 4)
-    ingate = ingate.sigmoid_()
-    forgetgate = forgetgate.sigmoid_()
-    cellgate = cellgate.tanh_()
-    outgate = outgate.sigmoid_()
-    cy = (forgetgate * cx).add_(ingate * cellgate)
-    hy = outgate * cy.tanh()
+    ingate = ops.sigmoid_(ingate)
+    forgetgate = ops.sigmoid_(forgetgate)
+    cellgate = ops.tanh_(cellgate)
+    outgate = ops.sigmoid_(outgate)
+    cy = ops.add_(ops.mul(forgetgate, cx), ops.mul(ingate, cellgate))
+    hy = ops.mul(outgate, ops.tanh(cy))
     if p.w_hr is not None:
         hy = _matmul(hy, p.w_hr.t())
     return hy, cy
 
 
-def _gru_cell(x_w, hidden, p, input=None):
-    igates = _unsafe_chunk(x_w if input is None else _linear(input, p.w_ih, p.b_ih), 3)
-    hgates = _unsafe_chunk(_linear(hidden, p.w_hh, p.b_hh), 3)
-    reset_gate = hgates[0].add_(igates[0]).sigmoid_()
-    input_gate = hgates[1].add_(igates[1]).sigmoid_()
-    new_gate = (igates[2] + hgates[2].mul_(reset_gate)).tanh_()
-    return (hidden - new_gate).mul_(input_gate).add_(new_gate)
+def _gru_cell(x_w, hidden, p, input=None, ops=_MethodOps):
+    igates = _unsafe_chunk(x_w if input is None else ops.linear(input, p.w_ih, p.b_ih), 3)
+    hgates = _unsafe_chunk(ops.linear(hidden, p.w_hh, p.b_hh), 3)
+    reset_gate = ops.sigmoid_(ops.add_(hgates[0], igates[0]))
+    input_gate = ops.sigmoid_(ops.add_(hgates[1], igates[1]))
+    new_gate = ops.tanh_(ops.add(igates[2], ops.mul_(hgates[2], reset_gate)))
+    return ops.add_(ops.mul_(ops.sub(hidden, new_gate), input_gate), new_gate)
 
 
-def _tanh_cell(x_w, hidden, p, input=None):
-    gates = _linear(hidden, p.w_hh, p.b_hh)
-    return gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih)).tanh()
+def _tanh_cell(x_w, hidden, p, input=None, ops=_MethodOps):
+    gates = ops.linear(hidden, p.w_hh, p.b_hh)
+    return ops.tanh(ops.add_(gates, x_w if input is None else ops.linear(input, p.w_ih, p.b_ih)))
 
 
-def _relu_cell(x_w, hidden, p, input=None):
-    gates = _linear(hidden, p.w_hh, p.b_hh)
-    return gates.add_(x_w if input is None else _linear(input, p.w_ih, p.b_ih)).relu()
+def _relu_cell(x_w, hidden, p, input=None, ops=_MethodOps):
+    gates = ops.linear(hidden, p.w_hh, p.b_hh)
+    return ops.relu(ops.add_(gates, x_w if input is None else ops.linear(input, p.w_ih, p.b_ih)))
 
 
 def cell_step(mode, input, hidden, w_ih, w_hh, b_ih=None, b_hh=None):
     """ATen's single-step ops (``lstm_cell``, ``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``):
     one step of the layers' cell on 2-D ``input`` and state."""
-    return _CELLS[mode](None, hidden, _CellParams(w_ih, w_hh, b_ih, b_hh), input)
+    state = tuple(hidden) if isinstance(hidden, (tuple, list)) else (hidden,)
+    ops = _step_ops((input,) + state + (w_ih, w_hh, b_ih, b_hh))
+    token = fp_quiet(FP_IGNORE)
+    try:
+        return _CELLS[mode](None, hidden, _CellParams(w_ih, w_hh, b_ih, b_hh), input, ops)
+    finally:
+        fp_restore(token)
 
 
 _CELLS = {"LSTM": _lstm_cell, "GRU": _gru_cell, "RNN_TANH": _tanh_cell, "RNN_RELU": _relu_cell}
@@ -160,11 +295,11 @@ def _output_of(hidden):
 
 # For LSTM's (h, c) pairs ATen makes both halves as arguments of one call, which its compiler
 # evaluates last to first: c's node is recorded before h's (and so runs after it in the backward).
-def _hidden_slice(hidden, start, end):
+def _hidden_slice(hidden, start, end, ops=_MethodOps):
     if isinstance(hidden, tuple):
-        c = hidden[1].narrow(0, start, end - start)
-        return hidden[0].narrow(0, start, end - start), c
-    return hidden.narrow(0, start, end - start)
+        c = ops.narrow(hidden[1], 0, start, end - start)
+        return ops.narrow(hidden[0], 0, start, end - start), c
+    return ops.narrow(hidden, 0, start, end - start)
 
 
 def _hidden_concat(hiddens):
@@ -174,77 +309,78 @@ def _hidden_concat(hiddens):
     return hookgrad.cat(hiddens, 0)
 
 
-def _run_steps(cell, steps, hidden, p):
+def _run_steps(cell, steps, hidden, p, ops):
     outputs = []
     for x_w in steps:
-        hidden = cell(x_w, hidden, p)
+        hidden = cell(x_w, hidden, p, None, ops)
         outputs.append(_output_of(hidden))
     if not outputs:
         raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
     return outputs, hidden
 
 
-def _full_layer(cell):
+def _full_layer(cell, ops):
     def layer(input, hidden, p):
-        outputs, hidden = _run_steps(cell, _linear(input, p.w_ih, p.b_ih).unbind(0), hidden, p)
+        outputs, hidden = _run_steps(cell, _linear(input, p.w_ih, p.b_ih).unbind(0), hidden, p, ops)
         return hookgrad.stack(outputs, 0), hidden
     return layer
 
 
-def _full_bidirectional_layer(cell):
+def _full_bidirectional_layer(cell, ops):
     def layer(input, hidden, params):
         forward, backward = params
         outputs, fw_hidden = _run_steps(cell, _linear(input, forward.w_ih, forward.b_ih).unbind(0), hidden[0],
-                                        forward)
+                                        forward, ops)
         fw_output = hookgrad.stack(outputs, 0)
         steps = _linear(input, backward.w_ih, backward.b_ih).unbind(0)
-        outputs, rev_hidden = _run_steps(cell, steps[::-1], hidden[1], backward)
+        outputs, rev_hidden = _run_steps(cell, steps[::-1], hidden[1], backward, ops)
         rev_output = hookgrad.stack(outputs[::-1], 0)
         return hookgrad.cat([fw_output, rev_output], fw_output.dim() - 1), (fw_hidden, rev_hidden)
     return layer
 
 
-def _packed_layer(cell, batch_sizes):
+def _packed_layer(cell, batch_sizes, ops):
     """Packed rows, forward in time: sequences that end leave their final state behind."""
     def layer(data, hidden, p):
         x_w = _linear(data, p.w_ih, p.b_ih)
         outputs, finished = [], []
         offset, last = 0, batch_sizes[0]
         for size in batch_sizes:
-            step = x_w.narrow(0, offset, size)
+            step = ops.narrow(x_w, 0, offset, size)
             offset += size
             if last > size:
-                finished.append(_hidden_slice(hidden, size, last))
-                hidden = _hidden_slice(hidden, 0, size)
+                finished.append(_hidden_slice(hidden, size, last, ops))
+                hidden = _hidden_slice(hidden, 0, size, ops)
             last = size
-            hidden = cell(step, hidden, p)
+            hidden = cell(step, hidden, p, None, ops)
             outputs.append(_output_of(hidden))
         finished.append(hidden)
         return hookgrad.cat(outputs, 0), _hidden_concat(finished[::-1])
     return layer
 
 
-def _reversed_packed_layer(cell, batch_sizes):
+def _reversed_packed_layer(cell, batch_sizes, ops):
     """Packed rows, backward in time: sequences join the batch as their last step comes up."""
     def layer(data, input_hidden, p):
         x_w = _linear(data, p.w_ih, p.b_ih)
         outputs = []
         offset, last = data.shape[0], batch_sizes[-1]
-        hidden = _hidden_slice(input_hidden, 0, last)
+        hidden = _hidden_slice(input_hidden, 0, last, ops)
         for size in reversed(batch_sizes):
             if size > last:
-                hidden = _hidden_concat([hidden, _hidden_slice(input_hidden, last, size)])
-            step = x_w.narrow(0, offset - size, size)
+                hidden = _hidden_concat([hidden, _hidden_slice(input_hidden, last, size, ops)])
+            step = ops.narrow(x_w, 0, offset - size, size)
             offset -= size
             last = size
-            hidden = cell(step, hidden, p)
+            hidden = cell(step, hidden, p, None, ops)
             outputs.append(_output_of(hidden))
         return hookgrad.cat(outputs[::-1], 0), hidden
     return layer
 
 
-def _packed_bidirectional_layer(cell, batch_sizes):
-    forward_layer, backward_layer = _packed_layer(cell, batch_sizes), _reversed_packed_layer(cell, batch_sizes)
+def _packed_bidirectional_layer(cell, batch_sizes, ops):
+    forward_layer = _packed_layer(cell, batch_sizes, ops)
+    backward_layer = _reversed_packed_layer(cell, batch_sizes, ops)
 
     def layer(data, hidden, params):
         fw_output, fw_hidden = forward_layer(data, hidden[0], params[0])
@@ -269,23 +405,30 @@ def _aten_dropout(x, p):
 def _rnn_impl(mode, input, params, hiddens, num_layers, dropout, train, bidirectional, batch_sizes=None):
     """ATen's layer stack: returns (output, final hidden per layer and direction)."""
     cell = _CELLS[mode]
+    ops = _step_ops([input] + [t for h in hiddens for t in (h if isinstance(h, tuple) else (h,))] +
+                    [w for p in params for w in (p.w_ih, p.w_hh, p.b_ih, p.b_hh, p.w_hr)])
     if bidirectional:
-        layer = _full_bidirectional_layer(cell) if batch_sizes is None else _packed_bidirectional_layer(
-            cell, batch_sizes)
+        layer = _full_bidirectional_layer(cell, ops) if batch_sizes is None else _packed_bidirectional_layer(
+            cell, batch_sizes, ops)
         hiddens = [(hiddens[i], hiddens[i + 1]) for i in range(0, len(hiddens), 2)]
         params = [(params[i], params[i + 1]) for i in range(0, len(params), 2)]
     else:
-        layer = _full_layer(cell) if batch_sizes is None else _packed_layer(cell, batch_sizes)
+        layer = _full_layer(cell, ops) if batch_sizes is None else _packed_layer(cell, batch_sizes, ops)
     if num_layers != len(hiddens):
         raise RuntimeError("Expected more hidden states in stacked_rnn")
     if num_layers != len(params):
         raise RuntimeError("Expected more weights in stacked_rnn")
     final = []
-    for index in range(num_layers):
-        input, hidden = layer(input, hiddens[index], params[index])
-        final.append(hidden)
-        if dropout != 0 and train and index < num_layers - 1:
-            input = _aten_dropout(input, dropout)
+    # the direct ops compute on arrays without the ops' own guards: no inf/nan warnings (torch has none)
+    token = fp_quiet(FP_IGNORE)
+    try:
+        for index in range(num_layers):
+            input, hidden = layer(input, hiddens[index], params[index])
+            final.append(hidden)
+            if dropout != 0 and train and index < num_layers - 1:
+                input = _aten_dropout(input, dropout)
+    finally:
+        fp_restore(token)
     if bidirectional:
         final = [h for pair in final for h in pair]
     return input, final
