@@ -342,7 +342,6 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     # the breadth additions composed from other ops (their graphs save those ops' tensors)
     'edge:addbmm',
     'edge:addbmm_',
-    'edge:addmm_addmv_baddbmm_methods',
     'edge:addr',
     'edge:affine_grid',
     'edge:conv_tbc',
