@@ -22,7 +22,7 @@ from ... import _dtype
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD, ones_vector
+from ..._ops._base import GRAD, edge, ones_vector
 from ..._ops.linalg import _C_TYPE_NAMES
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 
@@ -365,6 +365,18 @@ class ConvolutionBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         x, w = self.saved()
+        if GRAD.enabled and not self.transposed:
+            # create_graph: torch's backward is one op, differentiated by one ConvolutionBackwardBackward0
+            # node over (grad_output, input, weight); the gradients themselves are computed unrecorded
+            GRAD.enabled = False
+            try:
+                results = self._gradients(g, x, w)
+            finally:
+                GRAD.enabled = True
+            return _record_double_backward(self, g, x, w, results)
+        return self._gradients(g, x, w)
+
+    def _gradients(self, g, x, w):
         nf = self.next_functions
         geom = self.geom
         gx = gw = gb = None
@@ -427,8 +439,9 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
     return result
 
 
-class ConvolutionBackwardBackward0(Node):
-    """Backward of the weight-gradient op: it is bilinear in (x, gout)."""
+class _WeightGradient(Node):
+    """Backward of the weight-gradient op (third order and transposed convolutions): it is bilinear
+    in (x, gout)."""
 
     __slots__ = ("geom", "x_shape")
 
@@ -439,6 +452,60 @@ class ConvolutionBackwardBackward0(Node):
         gx = conv_transpose(gout, gw, None, self.geom, self.x_shape) if nf[0][0] is not None else None
         gg = convolution(x, gw, None, self.geom) if nf[1][0] is not None else None
         return gx, gg
+
+
+_WeightGradientNode = node_class("ConvolutionBackwardBackward0", _WeightGradient)
+
+
+class ConvolutionBackwardBackward0(Node):
+    """torch's derivative of a convolution's backward: one node over (grad_output, input, weight)
+    whose results are the input, weight and bias gradients; its own backward composes the
+    convolution ops (so a third order records them)."""
+
+    __slots__ = ("geom", "transposed", "x_shape", "w_shape", "out_shape")
+    _num_outputs = 3
+    saved_names = ("grad_output", "input", "weight")
+    saved_values = {k: v for k, v in ConvolutionBackward0.saved_values.items() if k != "bias_sym_sizes_opt"}
+
+    def apply(self, grads):
+        ggx, ggw, ggb = (list(grads) + [None] * 3)[:3]
+        g, x, w = self.saved()
+        nf = self.next_functions
+        geom = self.geom
+        gg = gx = gw = None
+        if nf[0][0] is not None:
+            terms = []
+            if ggx is not None:
+                terms.append(convolution(ggx, w, None, geom))
+            if ggw is not None:
+                terms.append(convolution(x, ggw, None, geom))
+            if ggb is not None:
+                terms.append(ggb.reshape((1, -1) + (1,) * (g._data.ndim - 2)).expand_as(g))
+            for t in terms:
+                gg = t if gg is None else gg + t
+        if nf[1][0] is not None and ggw is not None:
+            gx = conv_transpose(g, ggw, None, geom, self.x_shape)
+        if nf[2][0] is not None and ggx is not None:
+            gw = conv_weight(ggx, g, self.w_shape, geom)
+        return gg, gx, gw
+
+
+def _record_double_backward(first, g, x, w, results):
+    """``results`` (input, weight, bias gradients) made the outputs of torch's double-backward node
+    when any of its inputs requires grad."""
+    if not (g._requires_grad or x._requires_grad or w._requires_grad):
+        return results
+    node = ConvolutionBackwardBackward0((edge(g), edge(x), edge(w)))
+    node.geom, node.transposed = first.geom, first.transposed
+    node.x_shape, node.w_shape, node.out_shape = first.x_shape, first.w_shape, getattr(first, "out_shape", None)
+    node.save(g, x, w)
+    outputs = []
+    for i, out in enumerate(results):
+        if out is not None:
+            out = wrap(out._data)
+            out._grad_fn, out._output_nr, out._requires_grad = node, i, True
+        outputs.append(out)
+    return tuple(outputs)
 
 
 class _NoGradNode(ZeroGradNode):
@@ -461,7 +528,7 @@ def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Ten
     gw = conv_weight_grad_np(_as4d(widen(x._data), nd), _as4d(widen(gout._data), nd), w4, geom, cols)
     result = wrap(gw.reshape(w_shape).astype(gout._data.dtype, copy=False))
     if GRAD.enabled and (x._requires_grad or gout._requires_grad):
-        node = record_op(ConvolutionBackwardBackward0, (x, gout), result)
+        node = record_op(_WeightGradientNode, (x, gout), result)
         node.geom, node.x_shape = geom, x._data.shape
         node.save(x, gout)
     return result
