@@ -32,6 +32,15 @@ def make_layer(T, kind):
         m, shape = T.nn.Conv1d(2, 3, 2, dtype=T.float64), (2, 2, 5)
     elif kind == "conv2d_strided_groups":
         m, shape = T.nn.Conv2d(2, 4, 2, stride=2, padding=1, groups=2, dtype=T.float64), (2, 2, 5, 4)
+    elif kind == "conv_transpose1d":
+        m, shape = T.nn.ConvTranspose1d(2, 3, 3, stride=2, output_padding=1, dtype=T.float64), (2, 2, 4)
+    elif kind == "conv_transpose1d_plain":
+        m, shape = T.nn.ConvTranspose1d(2, 3, 3, stride=2, padding=1, dtype=T.float64), (2, 2, 4)
+    elif kind == "conv_transpose2d_groups":
+        m, shape = T.nn.ConvTranspose2d(2, 4, 2, stride=2, groups=2, dilation=2, padding=1, output_padding=1,
+                                        dtype=T.float64), (2, 2, 3, 4)
+    elif kind == "conv_transpose1d_cut":  # output_padding past the stride (under the dilation): a cut input gradient
+        m, shape = T.nn.ConvTranspose1d(2, 3, 2, stride=1, dilation=3, output_padding=2, dtype=T.float64), (2, 2, 4)
     else:
         raise ValueError(kind)
     with T.no_grad():
@@ -45,7 +54,7 @@ def make_layer(T, kind):
 
 
 KINDS = ["layernorm", "layernorm_2d", "batchnorm", "batchnorm_eval", "batchnorm2d", "conv1d",
-         "conv2d_strided_groups"]
+         "conv2d_strided_groups", "conv_transpose1d", "conv_transpose1d_plain", "conv_transpose2d_groups", "conv_transpose1d_cut"]
 WANTED = {"all": ("x", "w", "b", "g"), "input": ("x",), "affine": ("w", "b"), "input_and_grad": ("x", "g"),
           "weight": ("w",), "bias": ("b",)}
 
@@ -70,12 +79,14 @@ def test_second_and_third_order(T, kind, wanted):
     second = T.autograd.grad(loss, everything, create_graph=True, allow_unused=True)
     rec["second"] = list(second)
     third_loss = [(s * s).sum() for s in second if s is not None and s.requires_grad]
-    if third_loss:
+    # (torch's third order through a transposed convolution with output_padding raises "output_padding
+    # is not supported for non-transposed convolutions"; hookgrad computes it, not compared here)
+    if third_loss and not getattr(m, "output_padding", (0,))[0]:
         rec["third"] = list(T.autograd.grad(sum(third_loss), everything, allow_unused=True))
     return rec
 
 
-@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d"])
+@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d", "conv_transpose1d"])
 @differential
 def test_pack_order_and_freed_second_pass(T, kind):
     m, shape = make_layer(T, kind)
