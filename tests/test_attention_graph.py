@@ -232,3 +232,20 @@ def test_multihead_attention_graph(T, case):
     loss.backward()
     rec["grads"] = [p.grad for p in mha.parameters()] + [t.grad for t in (q, k, v)]
     return rec
+
+
+@differential(rtol=1e-6, atol=1e-8)
+def test_dropout_paths_draw_torchs_random_numbers(T):
+    """Dropout sends attention to the math composition (its dropout draws torch's stream), with and
+    without MultiheadAttention's weights."""
+    T.manual_seed(3)
+    q = T.tensor(arr((2, 3, 4, 5), 0), requires_grad=True)
+    out = T.nn.functional.scaled_dot_product_attention(q, q, q, dropout_p=0.4)
+    graph = walk(out)
+    out.sum().backward()
+    T.manual_seed(5)
+    mha = T.nn.MultiheadAttention(4, 2, dropout=0.5, dtype=T.float64)
+    x = T.tensor(arr((3, 2, 4), 1), requires_grad=True)
+    without, _ = mha(x, x, x, need_weights=False)
+    with_weights, weights = mha(x, x, x)
+    return graph, out, q.grad, walk(without), without, with_weights, weights
