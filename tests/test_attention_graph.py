@@ -72,6 +72,8 @@ SDPA_CASES = {
     "math_broadcast_batch": ([(2, 3, 4, 5), (1, 3, 6, 5), (1, 3, 6, 5)], {}),
     "math_mask_requires_grad": ([(2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5)], {"mask": arr((4, 6), 3),
                                                                            "mask_grad": True}),
+    "math_bfloat16_mask": ([(2, 4, 5), (2, 6, 5), (2, 6, 5)], {"mask": BOOL_MASK, "dtype": "bfloat16"}),
+    "math_float16_causal": ([(2, 4, 5), (2, 6, 5), (2, 6, 5)], {"is_causal": True, "dtype": "float16"}),
     "math_dropout_one": ([(2, 3, 4, 5), (2, 3, 6, 5), (2, 3, 6, 5)], {"dropout_p": 1.0}),
 }
 

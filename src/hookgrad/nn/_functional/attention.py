@@ -16,6 +16,7 @@ import math
 
 import numpy as np
 
+from ... import _dtype
 from ..._dtype import narrow_to, scalar_type_name, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
@@ -172,6 +173,15 @@ def _scale_factor(query, scale) -> float:
 
 
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
+    # half and bfloat16 inputs are computed in float32 and the result rounded once, as torch does
+    reduced = query.dtype if query._data.dtype.name in ("float16", "bfloat16") else None
+    if reduced is not None:
+        query, key, value = (t.to(_dtype.float32) for t in (query, key, value))
+    out = _math_attention_exact(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return out if reduced is None else out.to(reduced)
+
+
+def _math_attention_exact(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     # torch scales the query and the key by the square root each (a negative scale goes to the query)
     factor = _scale_factor(query, scale)
     root = math.sqrt(abs(factor))
