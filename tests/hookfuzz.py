@@ -34,13 +34,6 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "combo:saved_hooks_on_mha_no_weights": "without weights torch's attention runs one fused "
-                                            "_scaled_dot_product_flash_attention_for_cpu node; hookgrad composes it "
-                                            "from bmm and softmax, so pack hooks see other tensors",
-    "combo:create_graph_through_mha_no_weights": "torch's fused CPU attention kernel has no double backward "
-                                                 "(RuntimeError 'derivative for aten::_scaled_dot_product_flash_"
-                                                 "attention_for_cpu_backward is not implemented', before any hook "
-                                                 "of the second pass); hookgrad differentiates its composed ops",
     "combo:create_graph_through_weight_norm": "torch's second derivative through _weight_norm_interface is wrong "
                                               "(it disagrees with finite differences of its own first derivative, "
                                               "e.g. seed 226); hookgrad's composed ops give the right one, "
@@ -48,16 +41,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
     "combo:float_indices_into_embedding_under_pack_hooks": "given float indices (a forward pre-hook scaled "
                                                            "them), torch's embedding node packs them before its "
                                                            "dtype check raises; hookgrad raises first, with no pack",
-    "combo:create_graph_through_batchnorm": "torch differentiates batch norm's backward (train or eval) as one saved-tensor node "
-                                            "(NativeBatchNormBackwardBackward0), so a second pass over a freed graph "
-                                            "raises; hookgrad rebuilds it from ops that keep nothing to free, and "
-                                            "the pass runs",
-    "combo:create_graph_through_conv": "torch differentiates a convolution's backward as one "
-                                       "ConvolutionBackwardBackward0 node over (grad_output, input, weight): its "
-                                       "undefined input gradient reaches the nodes upstream (a hooked module's "
-                                       "BackwardHookFunction turns it into zeros); hookgrad's input gradient is a "
-                                       "transposed convolution with no edge to the input, so the second pass "
-                                       "skips them and unpacks in another order",
     "combo:optimizer_step_on_input_of_hooked_module": "an optimizer step inside a post-accumulate hook changes, in "
                                                       "place, an input wrapped by a full backward hook's view: "
                                                       "torch's second pass first reads that view (the error names "
@@ -72,9 +55,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                                              "create_graph and a second pass: hookgrad "
                                                                              "raises the freed-graph error where torch "
                                                                              "unpacks and runs (not yet understood)",
-    "combo:create_graph_through_layernorm": "torch differentiates LayerNorm's backward as one saved-tensor node "
-                                            "(NativeLayerNormBackwardBackward0); hookgrad rebuilds it from ops, so "
-                                            "a second pass through it, hook order and saved-tensor hooks differ",
 }
 
 WIDTH = 3

@@ -259,6 +259,9 @@ FUNCTIONAL = {
     "normalize": (lambda x: F.normalize(x), [t(2, 3)]),
     "sdpa": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True), [t(1, 2, 2), t(1, 3, 2, seed=1),
                                                                                       t(1, 3, 2, seed=2)], SECOND_ORDER),
+    # 4-D with one head size: the fused CPU kernel's node (its backward has no derivative)
+    "sdpa_fused": (lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                   [t(1, 2, 3, 2), t(1, 2, 4, 2, seed=1), t(1, 2, 4, 2, seed=2)]),
     "mse_loss": (lambda x, y: F.mse_loss(x, y), [t(2, 3), t(2, 3, seed=1)], SECOND_ORDER),
     "l1_loss": (lambda x, y: F.l1_loss(x, y, reduction="sum"), [t(2, 3), t(2, 3, seed=1)]),
     "smooth_l1_loss": (lambda x, y: F.smooth_l1_loss(x, y, beta=0.5), [t(2, 3), t(2, 3, seed=1)], SECOND_ORDER),
@@ -520,8 +523,11 @@ def _attention(mask, **kw):
 
 for mask, kw in [(None, {}), (None, dict(is_causal=True)), (None, dict(scale=0.3)), ("bool", {}), ("float", {}),
                  ("dead", {})]:
-    _vs_torch(f"sdpa_{mask}_{kw}", _attention(mask, **kw), arr(2, 4, 3), arr(2, 6, 3, seed=1), arr(2, 6, 5, seed=2),
-              facts=NO_NAME)
+    _vs_torch(f"sdpa_{mask}_{kw}", _attention(mask, **kw), arr(2, 4, 3), arr(2, 6, 3, seed=1), arr(2, 6, 5, seed=2))
+# 4-D inputs with one head size: torch's fused CPU kernel (ScaledDotProductFlashAttentionForCpuBackward0)
+for mask, kw in [(None, {}), (None, dict(is_causal=True)), ("bool", dict(scale=0.3)), ("dead", {})]:
+    _vs_torch(f"sdpa_fused_{mask}_{kw}", _attention(mask, **kw), arr(1, 2, 4, 3), arr(1, 2, 6, 3, seed=1),
+              arr(1, 2, 6, 3, seed=2))
 
 # losses
 for reduction in ["mean", "sum", "none"]:

@@ -336,13 +336,9 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'functional_vs_torch:nll_loss_weight_ignore_none',
     'functional_vs_torch:nll_loss_weight_ignore_sum',
     'functional_vs_torch:pad_circular(1, 2, 5)(2, 1)',
-    "functional_vs_torch:sdpa_None_{'is_causal': True}",
-    'functional_vs_torch:sdpa_bool_{}',
-    'functional_vs_torch:sdpa_dead_{}',
     # the breadth additions composed from other ops (their graphs save those ops' tensors)
     'edge:addbmm',
     'edge:addbmm_',
-    'edge:addmm_addmv_baddbmm_methods',
     'edge:addr',
     'edge:affine_grid',
     'edge:conv_tbc',

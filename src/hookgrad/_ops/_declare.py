@@ -95,9 +95,10 @@ def module_all(namespace: dict) -> list:
     return names
 
 
-def no_derivative_node(aten_op: str) -> type:
+def no_derivative_node(aten_op: str, **attrs) -> type:
     """torch's node for a result whose op has no derivative: named ``NotImplemented``, its backward
-    raises ``RuntimeError: derivative for aten::<aten_op> is not implemented``."""
+    raises ``RuntimeError: derivative for aten::<aten_op> is not implemented``. ``attrs``: more class
+    attributes (``_num_outputs`` for a backward with several results)."""
     message = f"derivative for aten::{aten_op} is not implemented"
 
     def apply(self, grads):
@@ -107,7 +108,7 @@ def no_derivative_node(aten_op: str) -> type:
         return "torch::autograd::NotImplemented"  # torch's C++ node, named with its namespace
 
     return type("NotImplemented", (Node,), {"__slots__": (), "__module__": sys._getframe(1).f_globals["__name__"],
-                                            "apply": apply, "name": name})
+                                            "apply": apply, "name": name, **attrs})
 
 
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):

@@ -395,9 +395,50 @@ def addmv(bias, mat, vec, *, beta=1, alpha=1):
     return bias * beta + mv(mat, vec) * alpha
 
 
+class BaddbmmBackward0(Node):
+    __slots__ = ("bias_shape", "beta", "alpha")
+    saved_names = ("batch1", "batch2")
+    saved_values = {"alpha": lambda n: n.alpha, "beta": lambda n: n.beta}
+
+    def apply(self, grads):
+        a, b = self.saved()
+        g = grads[0]
+        nf = self.next_functions
+        gbias = ga = gb = None
+        if nf[0][0] is not None:
+            gbias = sum_to_shape(g if self.beta == 1 else g * self.beta, self.bias_shape)
+        if nf[1][0] is not None:
+            ga = bmm(g, b.transpose(1, 2))
+            if self.alpha != 1:
+                ga = ga * self.alpha
+        if nf[2][0] is not None:
+            gb = bmm(a.transpose(1, 2), g)
+            if self.alpha != 1:
+                gb = gb * self.alpha
+        return gbias, ga, gb
+
+
 @op(inplace=True)
 def baddbmm(bias, a, b, *, beta=1, alpha=1):
-    return bias * beta + bmm(a, b) * alpha
+    """``beta * bias + alpha * (a @ b)`` over a batch, in one node (the bias broadcast), as torch's."""
+    if not all(isinstance(t, Tensor) for t in (bias, a, b)):
+        return bias * beta + bmm(a, b) * alpha
+    enabled, GRAD.enabled = GRAD.enabled, False  # the values from the plain ops, nothing recorded
+    try:
+        product = bmm(a, b)
+        out = (product * alpha if alpha != 1 else product) + (bias * beta if beta != 1 else bias)
+    finally:
+        GRAD.enabled = enabled
+    if tuple(out._data.shape) != tuple(product._data.shape):
+        raise RuntimeError(f"The size of tensor a ({bias._data.shape[-1]}) must match the size of tensor b "
+                           f"({product._data.shape[-1]}) at non-singleton dimension 2")
+    result = wrap(out._data)
+    if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
+        node = record_op(BaddbmmBackward0, (bias, a, b), result)
+        node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
+        # each product side is kept for the other's gradient (torch's order: batch1, batch2)
+        node.save(a if b._requires_grad else None, b if a._requires_grad else None)
+    return result
 
 
 # ---- einsum -----------------------------------------------------------------------------------

@@ -17,8 +17,6 @@ from ._functional import conv as _conv
 from ._functional import pooling as _pool
 from ._functional.linear_ops import linear_map, linear_map_nodes, saved_arg
 from ..autograd.graph import saved_dim
-from .attention import _backends as _sdpa_backends
-_SDPA_ALL = frozenset(_sdpa_backends.DEFAULT_PRIORITY)
 
 # args: weight's number of rows, padding_idx, scale_grad_by_freq, sparse; the indices are saved
 EmbeddingBackward0 = linear_map_nodes(
@@ -58,6 +56,8 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         return linalg.addmm(bias, input, weight.t())
     if nd == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
+    if not input._data.flags.c_contiguous:  # torch flattens only a contiguous input; else matmul, then add_
+        return linalg.matmul(input, weight.t()).add_(bias)
     lead = input._data.shape[:-1]
     out = linalg.addmm(bias, input.reshape(-1, input._data.shape[-1]), weight.t())
     return out.view(lead + (out._data.shape[-1],))
@@ -207,38 +207,8 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     return result
 
 
-# ---- attention -------------------------------------------------------------------------------
-def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
-                                 enable_gqa=False) -> Tensor:
-    if _sdpa_backends.enabled != _SDPA_ALL:  # a kernel choice from torch.nn.attention.sdpa_kernel
-        _sdpa_backends.require_cpu_kernel(query, key, value, dropout_p)
-    L, S = query._data.shape[-2], key._data.shape[-2]
-    e = query._data.shape[-1]
-    scale_factor = 1.0 / math.sqrt(e) if scale is None else scale
-    if enable_gqa and key._data.ndim >= 3 and query._data.shape[-3] != key._data.shape[-3]:
-        rep = query._data.shape[-3] // key._data.shape[-3]
-        key = key.repeat_interleave(rep, -3)
-        value = value.repeat_interleave(rep, -3)
-    attn = linalg.matmul(query, key.transpose(-2, -1)) * scale_factor
-    if is_causal:
-        if attn_mask is not None:
-            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
-                               "is_causal=True")
-        causal = np.tril(np.ones((L, S), dtype=bool))
-        attn = attn.masked_fill(wrap(~causal), float("-inf"))
-    if attn_mask is not None:
-        if attn_mask._data.dtype == np.bool_:
-            attn = attn.masked_fill(wrap(~attn_mask._data), float("-inf"))
-        else:
-            attn = attn + attn_mask
-    # rows masked everywhere give zeros (torch's safe softmax), not NaN
-    weights = _act.softmax(attn, -1)
-    dead = np.isneginf(attn._data).all(-1, keepdims=True)
-    if dead.any():
-        weights = weights.masked_fill(wrap(np.broadcast_to(dead, attn._data.shape)), 0.0)
-    if dropout_p > 0.0:
-        weights = _act.dropout(weights, dropout_p, True)
-    return linalg.matmul(weights, value)
+# ---- attention ------------------------------------------------------------------------------
+from ._functional.attention import scaled_dot_product_attention  # noqa: E402
 
 
 # ---- small aliases ---------------------------------------------------------------------------

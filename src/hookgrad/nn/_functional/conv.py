@@ -22,9 +22,9 @@ from ... import _dtype
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from ..._ops._base import GRAD, ones_vector
+from ..._ops._base import GRAD, edge, ones_vector
 from ..._ops.linalg import _C_TYPE_NAMES
-from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
+from ..._ops._declare import node_class, record_op
 
 
 class _Geom:
@@ -365,6 +365,18 @@ class ConvolutionBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         x, w = self.saved()
+        if GRAD.enabled:
+            # create_graph: torch's backward is one op, differentiated by one ConvolutionBackwardBackward0
+            # node over (grad_output, input, weight); the gradients themselves are computed unrecorded
+            GRAD.enabled = False
+            try:
+                results = self._gradients(g, x, w)
+            finally:
+                GRAD.enabled = True
+            return _record_double_backward(self, g, x, w, results)
+        return self._gradients(g, x, w)
+
+    def _gradients(self, g, x, w):
         nf = self.next_functions
         geom = self.geom
         gx = gw = gb = None
@@ -387,7 +399,7 @@ class ConvolutionBackward0(Node):
             gb = _bias_grad(g)
             if gb._data.dtype != self.bias_dtype:  # a transposed convolution's bias may differ from the input
                 gb = gb.to(wrap(np.empty(0, self.bias_dtype)).dtype)
-        return backward_results(_ConstantInConvolutionInputs, (g, x, w), (gx, gw, gb))
+        return gx, gw, gb
 
 
 def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
@@ -423,12 +435,13 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
         node.x_shape, node.w_shape, node.out_shape = x._data.shape, w._data.shape, out_shape
         node.bias_shape = (0,) if b is None else b._data.shape
         node.bias_dtype = None if b is None else b._data.dtype
-        node.save(x if w._requires_grad else None, w if x._requires_grad else None)
+        node.save(x, w)  # torch packs both, whichever gradients are wanted
     return result
 
 
-class ConvolutionBackwardBackward0(Node):
-    """Backward of the weight-gradient op: it is bilinear in (x, gout)."""
+class _WeightGradient(Node):
+    """Backward of the weight-gradient op (third order and transposed convolutions): it is bilinear
+    in (x, gout)."""
 
     __slots__ = ("geom", "x_shape")
 
@@ -441,18 +454,102 @@ class ConvolutionBackwardBackward0(Node):
         return gx, gg
 
 
-class _NoGradNode(ZeroGradNode):
-    """torch's double backward of a convolution gives no gradient (undefined, not zeros) to an input
-    that the differentiated result does not depend on: a later AccumulateGrad gets None."""
+_WeightGradientNode = node_class("ConvolutionBackwardBackward0", _WeightGradient)
 
-    __slots__ = ()
+
+class ConvolutionBackwardBackward0(Node):
+    """torch's derivative of a convolution's backward: one node over (grad_output, input, weight)
+    whose results are the input, weight and bias gradients; its own backward composes the
+    convolution ops (so a third order records them)."""
+
+    __slots__ = ("geom", "transposed", "x_shape", "w_shape", "out_shape", "full_x_shape")
+    _num_outputs = 3
+    saved_names = ("grad_output", "input", "weight")
+    saved_values = {k: v for k, v in ConvolutionBackward0.saved_values.items() if k != "bias_sym_sizes_opt"}
 
     def apply(self, grads):
-        return (None,) * len(self.next_functions)
+        ggx, ggw, ggb = (list(grads) + [None] * 3)[:3]
+        g, x, w = self.saved()
+        if self.transposed:
+            return self._apply_transposed(g, x, w, ggx, ggw, ggb)
+        nf = self.next_functions
+        geom = self.geom
+        gg = gx = gw = None
+        if nf[0][0] is not None:
+            terms = []
+            if ggx is not None:
+                terms.append(convolution(ggx, w, None, geom))
+            if ggw is not None:
+                terms.append(convolution(x, ggw, None, geom))
+            if ggb is not None:
+                terms.append(ggb.reshape((1, -1) + (1,) * (g._data.ndim - 2)).expand_as(g))
+            for t in terms:
+                gg = t if gg is None else gg + t
+        if nf[1][0] is not None and ggw is not None:
+            gx = conv_transpose(g, ggw, None, geom, self.x_shape)
+        if nf[2][0] is not None and ggx is not None:
+            gw = conv_weight(ggx, g, self.w_shape, geom)
+        return gg, gx, gw
+
+    def _apply_transposed(self, g, x, w, ggx, ggw, ggb):
+        """The same for a transposed convolution, whose input gradient is a convolution of the
+        incoming gradient (cut to the input's size where output_padding reached past the windows)."""
+        nf = self.next_functions
+        geom = self.geom
+        if ggx is not None and tuple(ggx._data.shape) != self.full_x_shape:
+            from .pooling import pad
+            extra = [f - s for f, s in zip(self.full_x_shape[2:], ggx._data.shape[2:])]
+            ggx = pad(ggx, tuple(v for e in reversed(extra) for v in (0, e)))
+        gg = gx = gw = None
+        if nf[0][0] is not None:
+            terms = []
+            if ggx is not None:
+                terms.append(conv_transpose(ggx, w, None, geom, g._data.shape))
+            if ggw is not None:
+                terms.append(conv_transpose(x, ggw, None, geom, g._data.shape))
+            if ggb is not None:
+                terms.append(ggb.reshape((1, -1) + (1,) * (g._data.ndim - 2)).expand_as(g))
+            for t in terms:
+                gg = t if gg is None else gg + t
+        if nf[1][0] is not None and ggw is not None:
+            gx = convolution(g, ggw, None, geom)
+            if gx._data.shape != self.x_shape:
+                gx = gx[tuple(slice(0, s) for s in self.x_shape)]
+        if nf[2][0] is not None and ggx is not None:
+            gw = conv_weight(g, ggx, self.w_shape, geom)
+        return gg, gx, gw
 
 
-# a create_graph gradient that none of the convolution backward's inputs reaches (torch's name)
-_ConstantInConvolutionInputs = node_class("ConvolutionBackwardBackward0", _NoGradNode)
+def _full_input_shape(first):
+    """A transposed convolution's input gradient before the cut: the size of a convolution over the
+    output (output_padding may add rows no window reaches)."""
+    geom, out_shape, w_shape = first.geom, first.out_shape, first.w_shape
+    if geom.nd == 1:
+        spatial = (_out_size(out_shape[2], w_shape[2], geom.stride[1], geom.dil[1], geom.pad[2], geom.pad[3]),)
+    else:
+        spatial = tuple(_out_size(out_shape[2 + i], w_shape[2 + i], geom.stride[i], geom.dil[i], geom.pad[2 * i],
+                                  geom.pad[2 * i + 1]) for i in range(2))
+    return tuple(first.x_shape[:2]) + spatial
+
+
+def _record_double_backward(first, g, x, w, results):
+    """``results`` (input, weight, bias gradients) made the outputs of torch's double-backward node
+    when any of its inputs requires grad."""
+    if not (g._requires_grad or x._requires_grad or w._requires_grad):
+        return results
+    node = ConvolutionBackwardBackward0((edge(g), edge(x), edge(w)))
+    node.geom, node.transposed = first.geom, first.transposed
+    node.x_shape, node.w_shape = first.x_shape, first.w_shape
+    if first.transposed:
+        node.out_shape, node.full_x_shape = first.out_shape, _full_input_shape(first)
+    node.save(g, x, w)
+    outputs = []
+    for i, out in enumerate(results):
+        if out is not None:
+            out = wrap(out._data)
+            out._grad_fn, out._output_nr, out._requires_grad = node, i, True
+        outputs.append(out)
+    return tuple(outputs)
 
 
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
@@ -461,7 +558,7 @@ def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Ten
     gw = conv_weight_grad_np(_as4d(widen(x._data), nd), _as4d(widen(gout._data), nd), w4, geom, cols)
     result = wrap(gw.reshape(w_shape).astype(gout._data.dtype, copy=False))
     if GRAD.enabled and (x._requires_grad or gout._requires_grad):
-        node = record_op(ConvolutionBackwardBackward0, (x, gout), result)
+        node = record_op(_WeightGradientNode, (x, gout), result)
         node.geom, node.x_shape = geom, x._data.shape
         node.save(x, gout)
     return result

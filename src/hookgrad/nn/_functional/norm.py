@@ -18,7 +18,7 @@ from ... import _threads as _blas
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, refuse_inference_saves
-from ..._ops._base import GRAD
+from ..._ops._base import GRAD, edge
 from ..._ops._base import ones_vector, quiet_fp
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
 from ..._ops.reduce import sum_keepdims
@@ -42,6 +42,8 @@ class _NormBackward(Node):
     bias_grad_from_backward = True
     saves_bias = False
     saved_names = ("input", "weight")
+    # torch's one node for this backward's derivative (None: the backward is composed of ops)
+    double_backward_node = None
 
     def _statistics(self, saved):
         """The mean and inverse standard deviation the backward normalizes with."""
@@ -52,9 +54,19 @@ class _NormBackward(Node):
         saved = self.saved()
         x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
         nf = self.next_functions
-        if GRAD.enabled:
+        b = saved[2] if self.saves_bias else None
+        recorded = GRAD.enabled and self.double_backward_node is not None
+        if GRAD.enabled and not recorded:
             # torch's layer-norm double backward also has an edge to the bias (its gradient is None)
-            return self._apply_graph(g, x, w, saved, saved[2] if self.saves_bias else None)
+            return self._apply_graph(g, x, w, saved, b)
+        grads = self._apply_arrays(g, x, w, saved)
+        if recorded:
+            return self._record_double_backward(g, x, w, b, saved, grads)
+        return grads
+
+    def _apply_arrays(self, g, x, w, saved):
+        """The first-order backward on NumPy arrays."""
+        nf = self.next_functions
         gd, xd = g._data, x._data
         view, axes = self.view, self.axes
         mean, invstd = self._statistics(saved)
@@ -81,6 +93,26 @@ class _NormBackward(Node):
             if nf[2][0] is not None:
                 gb = wrap(np.asarray(_sum_over(gd, self.affine_axes), dtype=gd.dtype))
         return gx, gw, gb
+
+    def _record_double_backward(self, g, x, w, b, saved, grads):
+        """Under create_graph, torch's backward is one op whose derivative is one node over the
+        incoming gradient and what the forward saved: its results become that node's outputs."""
+        node_cls = self.double_backward_node
+        inputs = node_cls.edge_inputs(g, x, w, b, saved)
+        if not any(t is not None and t._requires_grad for t in inputs):
+            return grads
+        node = node_cls(tuple(edge(t) for t in inputs))
+        node.view, node.axes, node.affine, node.affine_axes = self.view, self.axes, self.affine, self.affine_axes
+        node.eps, node.batch_stats = self.eps, self.batch_stats
+        node.mean, node.invstd = self._statistics(saved) if not self.batch_stats else (self.mean, self.invstd)
+        node.save_for_double_backward(g, x, w, saved)
+        outputs = []
+        for i, out in enumerate(grads):
+            if out is not None:
+                out = wrap(out._data)
+                out._grad_fn, out._output_nr, out._requires_grad = node, i, True
+            outputs.append(out)
+        return tuple(outputs)
 
     def _apply_graph(self, g, x, w, saved, b=None):
         """The same backward from differentiable ops (create_graph=True)."""
@@ -142,12 +174,115 @@ def _sum(t, axes):
     return t.sum(axes) if axes else t
 
 
+class _NormDoubleBackward(Node):
+    """torch's double backward of batch and layer norm: one node over the first backward's incoming
+    gradient, input and weight (and torch's other edges), keeping them and the statistics. Its
+    backward is the first backward's vector-Jacobian product, written with differentiable ops
+    (so a third order composes); the statistics count as constants there, as in torch."""
+
+    __slots__ = ("view", "axes", "affine", "affine_axes", "eps", "batch_stats", "mean", "invstd")
+    _num_outputs = 3
+    # where the incoming gradient, the input and the weight sit among the edges
+    g_edge, x_edge, w_edge = 0, 1, 2
+
+    def _operands(self):
+        """(incoming gradient, input, weight) from what was saved."""
+        raise NotImplementedError
+
+    def apply(self, grads):
+        ggx, ggw, ggb = (list(grads) + [None] * 3)[:3]
+        g, x, w = self._operands()
+        nf = self.next_functions
+        wants_g, wants_x, wants_w = (nf[i][0] is not None for i in (self.g_edge, self.x_edge, self.w_edge))
+        axes, affine = self.axes, self.affine
+        mean, s = wrap(self.mean), wrap(self.invstd)
+        xh = (x - mean) * s
+        w_b = w.reshape(affine) if w is not None else None
+        ggw_b = ggw.reshape(affine) if ggw is not None else None
+
+        def centred(a):  # a minus its mean, minus its component along xh (a symmetric map)
+            return a - a.mean(axes, keepdim=True) - xh * (a * xh).mean(axes, keepdim=True)
+
+        gg_in = (centred(ggx) if self.batch_stats else ggx) if ggx is not None else None
+        out = [None] * len(nf)
+        if wants_g:
+            terms = []
+            if gg_in is not None:
+                terms.append(gg_in * s * w_b if w_b is not None else gg_in * s)
+            if ggw_b is not None:
+                terms.append(ggw_b * xh)
+            if ggb is not None:
+                terms.append(ggb.reshape(affine).expand_as(x))
+            out[self.g_edge] = _total(terms)
+        if wants_w and gg_in is not None:
+            out[self.w_edge] = _sum(g * s * gg_in, self.affine_axes)
+        if wants_x:
+            terms = []
+            if ggw_b is not None:
+                terms.append(centred(ggw_b * g) * s if self.batch_stats else ggw_b * g * s)
+            if ggx is not None and self.batch_stats:
+                u = g * w_b if w_b is not None else g
+                u_c = centred(u)
+                gx = u_c * s
+                terms.append(-(s * xh * (ggx * gx).mean(axes, keepdim=True))
+                             - s * s * ((u * xh).mean(axes, keepdim=True) * gg_in
+                                        + (ggx * xh).mean(axes, keepdim=True) * u_c))
+            out[self.x_edge] = _total(terms)
+        return tuple(out)
+
+
+def _total(terms):
+    if not terms:
+        return None
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return total
+
+
+class NativeLayerNormBackwardBackward0(_NormDoubleBackward):
+    __slots__ = ()
+    # edges: grad_out, input, mean, rstd, weight, bias (torch packs in alphabetical order)
+    saved_names = ("grad_out", "input", "mean", "rstd", "weight")
+    saved_values = {"normalized_shape": lambda n: n.affine}
+    g_edge, x_edge, w_edge = 0, 1, 4
+
+    @staticmethod
+    def edge_inputs(g, x, w, b, saved):
+        return (g, x, saved[3], saved[4], w, b)
+
+    def save_for_double_backward(self, g, x, w, saved):
+        self.save(g, x, saved[3], saved[4], w)
+
+    def _operands(self):
+        g, x, _, _, w = self.saved()
+        return g, x, w
+
+
+class NativeBatchNormBackwardBackward0(_NormDoubleBackward):
+    __slots__ = ()
+    # edges: grad_out, input, weight, running_mean, running_var (torch packs in alphabetical order)
+    saved_names = ("grad_out", "input", "running_mean", "running_var", "save_invstd", "save_mean", "weight")
+    saved_values = {"eps": lambda n: n.eps, "train": lambda n: n.batch_stats}
+
+    @staticmethod
+    def edge_inputs(g, x, w, b, saved):
+        return (g, x, w, saved[2], saved[3])
+
+    def save_for_double_backward(self, g, x, w, saved):
+        self.save(g, x, saved[2], saved[3], saved[5], saved[4], w)
+
+    def _operands(self):
+        g, x, _, _, _, _, w = self.saved()
+        return g, x, w
+
+
 class NativeBatchNormBackward0(_NormBackward):
     __slots__ = ("training",)
     # saved after the running statistics are updated, as torch does (batch_norm below)
     saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2")
     saved_values = {"training": lambda n: n.training, "eps": lambda n: n.eps}
-    double_backward = node_class("NativeBatchNormBackwardBackward0", _NoGradDoubleBackward)
+    double_backward_node = NativeBatchNormBackwardBackward0
 
     def _statistics(self, saved):
         if self.batch_stats:
@@ -168,7 +303,7 @@ class NativeLayerNormBackward0(_NormBackward):
     saved_names = ("weight", "input", "bias", "result1", "result2")
     unpack_order = (2, 1, 0, 3, 4)  # torch packs weight, input, bias but unpacks bias, input, weight
     saved_values = {"normalized_shape": lambda n: n.affine}
-    double_backward = node_class("NativeLayerNormBackwardBackward0", _NoGradDoubleBackward)
+    double_backward_node = NativeLayerNormBackwardBackward0
 
 
 class NativeGroupNormBackward0(_NormBackward):

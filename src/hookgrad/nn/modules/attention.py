@@ -6,8 +6,9 @@ projections, ``add_bias_kv``, ``add_zero_attn``, boolean or additive masks (``at
 unbatched inputs and ``batch_first``. Internally the sequence-first layout (L, N, E) is used,
 as in PyTorch.
 
-With ``need_weights=False`` PyTorch computes through ``scaled_dot_product_attention``, whose
-softmax gives zeros (not NaN) for a query whose keys are all masked; hookgrad does the same.
+The op sequence is torch's, so the graph is too: the packed projection's unflatten/transpose/
+contiguous split, the per-head views, and with ``need_weights=False`` one
+``scaled_dot_product_attention`` call (torch's fused CPU node where its gates pass).
 PyTorch's inference fast path computes the same function, so it needs no counterpart here.
 """
 from __future__ import annotations
@@ -22,9 +23,6 @@ from hookgrad._tensor import Tensor
 from .. import init
 from ..parameter import Parameter
 from .module import Module
-from .rnn import _dropout
-from hookgrad._ops.linalg import baddbmm as _baddbmm, bmm as _bmm
-from hookgrad._ops.reduce import softmax as _softmax
 
 try:
     from .linear import Linear as _Linear
@@ -110,25 +108,6 @@ def _shape_check(query, key, value, key_padding_mask, attn_mask, num_heads) -> b
     return dims == 3
 
 
-def _pad_last(mask: Tensor) -> Tensor:
-    """Append one zero column (PyTorch pads the masks this way for bias_kv and zero attention)."""
-    zeros = hookgrad.zeros(*mask.shape[:-1], 1, dtype=mask.dtype)
-    return hookgrad.cat([mask, zeros], -1)
-
-
-def _safe_softmax(scores: Tensor, mask: Tensor | None) -> Tensor:
-    """Softmax over the last dim; rows whose every entry is masked (-inf) give zeros, not NaN."""
-    if mask is None:
-        return _softmax(scores, -1)
-    dead = np.isneginf(scores._data).all(-1, keepdims=True)
-    if not dead.any():
-        return _softmax(scores, -1)
-    dead_t = hookgrad._tensor.wrap(dead)
-    # soften dead rows before the softmax so that neither values nor gradients become NaN
-    probs = _softmax(scores.masked_fill(dead_t, 0.0), -1)
-    return probs.masked_fill(dead_t, 0.0)
-
-
 # ---- the function ----------------------------------------------------------------------------------
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
                                  bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
@@ -150,8 +129,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the Transformer module "
                            "method `generate_square_subsequent_mask` to create this mask.")
-    # the is_causal hint only selects a kernel in PyTorch; the mask itself says the same thing
-    attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # the causal hint alone goes to scaled_dot_product_attention
+    else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype, check_other=False)
+        if key_padding_mask is not None:
+            is_causal = False
 
     if embed_dim != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}")
@@ -165,31 +148,18 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     elif tuple(key.shape) != tuple(value.shape):
         raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
 
-    # input projections
+    # input projections (torch's op sequence: its nodes, and what they save)
     if not use_separate_proj_weight:
         if in_proj_weight is None:
             raise AssertionError("use_separate_proj_weight is False but in_proj_weight is None")
-        if query is key and key is value:
-            q, k, v = _linear(query, in_proj_weight, in_proj_bias).chunk(3, -1)
-        else:
-            w_q, w_kv = in_proj_weight[:embed_dim], in_proj_weight[embed_dim:]
-            b_q = b_kv = None
-            if in_proj_bias is not None:
-                b_q, b_kv = in_proj_bias[:embed_dim], in_proj_bias[embed_dim:]
-            q = _linear(query, w_q, b_q)
-            if key is value:
-                k, v = _linear(key, w_kv, b_kv).chunk(2, -1)
-            else:
-                w_k, w_v = w_kv.chunk(2)
-                b_k, b_v = b_kv.chunk(2) if b_kv is not None else (None, None)
-                k, v = _linear(key, w_k, b_k), _linear(value, w_v, b_v)
+        q, k, v = _project_packed(query, key, value, in_proj_weight, in_proj_bias)
     else:
         for name, w in (("q", q_proj_weight), ("k", k_proj_weight), ("v", v_proj_weight)):
             if w is None:
                 raise AssertionError(f"use_separate_proj_weight is True but {name}_proj_weight is None")
         b_q, b_k, b_v = in_proj_bias.chunk(3) if in_proj_bias is not None else (None, None, None)
-        q, k, v = (_linear(query, q_proj_weight, b_q), _linear(key, k_proj_weight, b_k),
-                   _linear(value, v_proj_weight, b_v))
+        q, k, v = _project_separate(query, key, value, (q_proj_weight, k_proj_weight, v_proj_weight),
+                                    (b_q, b_k, b_v))
 
     if attn_mask is not None:
         if attn_mask.dim() == 2:
@@ -204,6 +174,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         else:
             raise RuntimeError(f"attn_mask's dimension {attn_mask.dim()} is not supported")
 
+    F = hookgrad.nn.functional
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key." if static_k is not None
@@ -211,64 +182,124 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         k = hookgrad.cat([k, bias_k.repeat(1, bsz, 1)])
         v = hookgrad.cat([v, bias_v.repeat(1, bsz, 1)])
         if attn_mask is not None:
-            attn_mask = _pad_last(attn_mask)
+            attn_mask = F.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = _pad_last(key_padding_mask)
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
     elif bias_k is not None or bias_v is not None:
         raise AssertionError("bias_k is set but bias_v is None" if bias_k is not None
                              else "bias_v is set but bias_k is None")
 
     # heads: (L, N, E) -> (N * H, L, head_dim)
-    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
-    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else static_k
-    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else static_v
+    q = q.view(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.view(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None else \
+        _static(static_k, "static_k", bsz * num_heads, head_dim)
+    v = v.view(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None else \
+        _static(static_v, "static_v", bsz * num_heads, head_dim)
 
     if add_zero_attn:
-        zeros = hookgrad.zeros(bsz * num_heads, 1, head_dim, dtype=k.dtype)
-        k = hookgrad.cat([k, zeros], 1)
-        v = hookgrad.cat([v, zeros], 1)
+        k = hookgrad.cat([k, hookgrad.zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype)], dim=1)
+        v = hookgrad.cat([v, hookgrad.zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype)], dim=1)
         if attn_mask is not None:
-            attn_mask = _pad_last(attn_mask)
+            attn_mask = F.pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
-            key_padding_mask = _pad_last(key_padding_mask)
+            key_padding_mask = F.pad(key_padding_mask, (0, 1))
     src_len = k.shape[1]
 
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
-        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1)
-        kpm = kpm.reshape(bsz * num_heads, 1, src_len)
-        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+        if key_padding_mask.shape[0] != bsz:
+            raise AssertionError(f"Expected key_padded_mask.shape[0] to be {bsz}, but got "
+                                 f"{key_padding_mask.shape[0]}")
+        if key_padding_mask.shape[1] != src_len:
+            raise AssertionError(f"Expected key_padded_mask.shape[1] to be {src_len}, but got "
+                                 f"{key_padding_mask.shape[1]}")
+        key_padding_mask = key_padding_mask.view(bsz, 1, 1, src_len).expand(-1, num_heads, -1, -1).reshape(
+            bsz * num_heads, 1, src_len)
+        attn_mask = key_padding_mask if attn_mask is None else attn_mask + key_padding_mask
 
     if not training:
         dropout_p = 0.0
 
-    q_scaled = q * math.sqrt(1.0 / float(head_dim))
-    k_t = k.transpose(-2, -1)
-    # with need_weights torch computes the weights in Python through torch.bmm / torch.baddbmm and
-    # F.softmax (names a patch can replace); without, in one fused kernel that no patch sees
-    bmm, baddbmm = (hookgrad.bmm, hookgrad.baddbmm) if need_weights else (_bmm, _baddbmm)
+    if need_weights:
+        # the weights in Python through torch.bmm / torch.baddbmm and F.softmax (names a patch can replace)
+        q_scaled = q * math.sqrt(1.0 / float(q.shape[2]))
+        if attn_mask is not None:
+            weights = hookgrad.baddbmm(attn_mask, q_scaled, k.transpose(-2, -1))
+        else:
+            weights = hookgrad.bmm(q_scaled, k.transpose(-2, -1))
+        weights = F.softmax(weights, dim=-1)
+        if dropout_p > 0.0:
+            weights = F.dropout(weights, p=dropout_p)
+        out = hookgrad.bmm(weights, v)
+        out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+        out = _linear(out, out_proj_weight, out_proj_bias)
+        out = out.view(tgt_len, bsz, out.shape[1])
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not batched:
+            out = out.squeeze(1)
+            weights = weights.squeeze(0)
+        return out, weights
+
+    # without weights: one scaled_dot_product_attention over (N, H, L, head_dim)
     if attn_mask is not None:
-        scores = baddbmm(attn_mask.expand(bsz * num_heads, tgt_len, src_len), q_scaled, k_t)
-    else:
-        scores = bmm(q_scaled, k_t)
-    weights = hookgrad.nn.functional.softmax(scores, dim=-1) if need_weights else _safe_softmax(scores, attn_mask)
-    if dropout_p > 0.0:
-        weights = _dropout(weights, dropout_p, True)
-    context = bmm(weights, v)                                              # (N * H, L, head_dim)
-    context = context.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-    out = _linear(context, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, -1)
+        if attn_mask.shape[0] == 1 and attn_mask.dim() == 3:
+            attn_mask = attn_mask.unsqueeze(0)
+        else:
+            attn_mask = attn_mask.view(bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).reshape(bsz * tgt_len, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias)
+    out = out.view(tgt_len, bsz, out.shape[1])
     if not batched:
         out = out.squeeze(1)
-    if not need_weights:
-        return out, None
-    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
-    if average_attn_weights:
-        weights = weights.mean(dim=1)
-    if not batched:
-        weights = weights.squeeze(0)
-    return out, weights
+    return out, None
+
+
+def _project_packed(query, key, value, weight, bias):
+    """The packed input projection: one linear when query, key and value are one tensor (two when
+    key and value are), its result split per role through torch's unflatten/transpose/contiguous."""
+    e = query.shape[-1]
+    if key is value:
+        if query is key:
+            return _split_roles(_linear(query, weight, bias), 3, e)
+        w_q, w_kv = weight.split([e, e * 2])
+        b_q, b_kv = bias.split([e, e * 2]) if bias is not None else (None, None)
+        q = _linear(query, w_q, b_q)
+        k, v = _split_roles(_linear(key, w_kv, b_kv), 2, e)
+        return q, k, v
+    w_q, w_k, w_v = weight.chunk(3)
+    b_q, b_k, b_v = bias.chunk(3) if bias is not None else (None, None, None)
+    return _linear(query, w_q, b_q), _linear(key, w_k, b_k), _linear(value, w_v, b_v)
+
+
+def _split_roles(proj, roles, e):
+    """(..., roles * E) -> ``roles`` contiguous tensors (..., E), as torch's packed projection makes them."""
+    parts = proj.unflatten(-1, (roles, e)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+    return tuple(parts[i] for i in range(roles))
+
+
+def _project_separate(query, key, value, weights, biases):
+    """Separate q/k/v projection weights, with torch's shape checks."""
+    eq, ek, ev = query.shape[-1], key.shape[-1], value.shape[-1]
+    for role, w, want in zip(("query", "key", "value"), weights, ((eq, eq), (eq, ek), (eq, ev))):
+        if tuple(w.shape) != want:
+            raise AssertionError(f"expecting {role} weights shape of {want}, but got {w.shape}")
+    for role, b in zip(("query", "key", "value"), biases):
+        if b is not None and tuple(b.shape) != (eq,):
+            raise AssertionError(f"expecting {role} bias shape of {(eq,)}, but got {b.shape}")
+    return tuple(_linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+
+
+def _static(t, name, rows, head_dim):
+    if t.shape[0] != rows:
+        raise AssertionError(f"expecting {name}.size(0) of {rows}, but got {t.shape[0]}")
+    if t.shape[2] != head_dim:
+        raise AssertionError(f"expecting {name}.size(2) of {head_dim}, but got {t.shape[2]}")
+    return t
 
 
 # ---- the module ----------------------------------------------------------------------------------
