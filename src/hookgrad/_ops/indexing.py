@@ -293,10 +293,20 @@ def _scatter_positions(index: np.ndarray, d: int):
     return tuple(grids)
 
 
-class ScatterBackward0(Node):
+class _ScatterNode(Node):
+    """Backward of a scatter along ``dim``: keeps the index (``keep``)."""
+
     __slots__ = ("dim", "dim_arg")
     saved_names = ("index",)
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
+
+    def keep(self, d: int, dim, index: Tensor) -> None:
+        self.dim, self.dim_arg = d, dim
+        self.save(index)
+
+
+class ScatterBackward0(_ScatterNode):
+    __slots__ = ()
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -317,10 +327,8 @@ class ScatterBackward1(ScatterBackward0):
         return (grads[0].scatter(self.dim, index, 0.0),)
 
 
-class ScatterAddBackward0(Node):
-    __slots__ = ("dim", "dim_arg")
-    saved_names = ("index",)
-    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
+class ScatterAddBackward0(_ScatterNode):
+    __slots__ = ()
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -341,56 +349,48 @@ def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
     return index, src
 
 
+def _scatter_start(x: Tensor, dim, index: Tensor, src, name: str):
+    """The checked index and source, the wrapped ``dim`` and the copy of ``x``'s data to scatter into."""
+    _check_index(index, name)
+    index, src = _scalar_index_as_vector(x, index, src)
+    return index, src, _wrap_dim(dim, x._data.ndim), x._data.copy()
+
+
+def _sent_part(src: Tensor, index: Tensor) -> np.ndarray:
+    """The part of ``src`` that a scatter sends: its leading block of ``index``'s shape."""
+    return src._data[tuple(slice(0, s) for s in index._data.shape)]
+
+
 @op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
-    _check_index(index, "scatter")
-    if src is None:
-        src = value
-    index, src = _scalar_index_as_vector(x, index, src)
-    d = _wrap_dim(dim, x._data.ndim)
-    data = x._data.copy()
+    index, src, d, data = _scatter_start(x, dim, index, value if src is None else src, "scatter")
     pos = _scatter_positions(index._data, d)
-    if isinstance(src, Tensor):
-        sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
-        if reduce == "add":
-            np.add.at(data, pos, sdata)
-        elif reduce == "multiply":
-            np.multiply.at(data, pos, sdata)
-        else:
-            data[pos] = sdata
-    else:
-        if reduce == "add":
-            np.add.at(data, pos, src)
-        elif reduce == "multiply":
-            np.multiply.at(data, pos, src)
-        else:
-            data[pos] = src
-    result = wrap(data)
     src_t = src if isinstance(src, Tensor) else None
+    sent = src if src_t is None else _sent_part(src_t, index)
+    if reduce == "add":
+        np.add.at(data, pos, sent)
+    elif reduce == "multiply":
+        np.multiply.at(data, pos, sent)
+    else:
+        data[pos] = sent
+    result = wrap(data)
     if GRAD.enabled and (x._requires_grad or (src_t is not None and src_t._requires_grad)):
         if src_t is not None:
             node = ScatterBackward0((edge(x), edge(src_t)))
         else:
             node = ScatterBackward1((edge(x),))
-        node.dim, node.dim_arg = d, dim
-        node.save(index)
+        node.keep(d, dim, index)
         record(node, result, inputs=(x, src))
     return result
 
 
 @op(inplace=True, saves_self=False)
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    _check_index(index, "scatter_add")
-    index, src = _scalar_index_as_vector(x, index, src)
-    d = _wrap_dim(dim, x._data.ndim)
-    data = x._data.copy()
-    sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
-    np.add.at(data, _scatter_positions(index._data, d), sdata)
+    index, src, d, data = _scatter_start(x, dim, index, src, "scatter_add")
+    np.add.at(data, _scatter_positions(index._data, d), _sent_part(src, index))
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
-        node = record_op(ScatterAddBackward0, (x, src), result)
-        node.dim, node.dim_arg = d, dim
-        node.save(index)
+        record_op(ScatterAddBackward0, (x, src), result).keep(d, dim, index)
     return result
 
 
