@@ -56,16 +56,22 @@ def _elements(strides, itemsize):
     return tuple(s // itemsize for s in strides)
 
 
+def _layout_values(first: str, second: str) -> dict:
+    """torch's saved sizes and strides of a product's two matrices (named ``first`` and ``second``),
+    read from the node's ``layouts``: (first's shape, byte strides, second's shape, byte strides,
+    itemsize) as they were when the product was recorded."""
+    return {
+        f"{first}_sym_sizes": lambda n: n.layouts[0],
+        f"{first}_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
+        f"{second}_sym_sizes": lambda n: n.layouts[2],
+        f"{second}_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
+    }
+
+
 class MmBackward0(Node):
     __slots__ = ("b_transposed", "layouts")
     saved_names = ("mat2", "self")
-    # layouts: (self's shape, byte strides, mat2's shape, byte strides, itemsize) when recorded
-    saved_values = {
-        "self_sym_sizes": lambda n: n.layouts[0],
-        "self_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
-        "mat2_sym_sizes": lambda n: n.layouts[2],
-        "mat2_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
-    }
+    saved_values = _layout_values("self", "mat2")
 
     def apply(self, grads):
         b, a = self.saved()
@@ -126,14 +132,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 class AddmmBackward0(Node):
     __slots__ = ("bias_shape", "beta", "alpha", "b_transposed", "layouts")
     saved_names = ("mat1", "mat2")
-    # layouts: (mat1's shape, byte strides, mat2's shape, byte strides, itemsize) when recorded
-    saved_values = {
-        "alpha": lambda n: n.alpha, "beta": lambda n: n.beta,
-        "mat1_sym_sizes": lambda n: n.layouts[0],
-        "mat1_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
-        "mat2_sym_sizes": lambda n: n.layouts[2],
-        "mat2_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
-    }
+    saved_values = {"alpha": lambda n: n.alpha, "beta": lambda n: n.beta, **_layout_values("mat1", "mat2")}
 
     def apply(self, grads):
         a, b = self.saved()
