@@ -24,7 +24,7 @@ from ._base import FP_IGNORE, fp_quiet, fp_restore
 from ._dtype_rules import numpy_dtypes, refuse_kernel
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
-           "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node"]
+           "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node", "formula_node"]
 
 
 class OpDecl:
@@ -189,6 +189,14 @@ class ZeroGradNode(Node):
 def node_class(name: str, base=Node, **attrs):
     """A Node subclass named like torch's grad_fn, made once at declaration time."""
     return type(name, (base,), {"__slots__": (), "__module__": __name__, **attrs})
+
+
+def formula_node(name: str, saved_names: tuple, formula) -> type:
+    """torch's node ``name`` for an op with one differentiable input, whose gradient is
+    ``formula(grad, *saved)`` written with hookgrad ops (so it is differentiable itself); ``saved_names``
+    are torch's names of what the op saves, in order. The saved tensors enter as they are."""
+    return node_class(name, UnaryNode, formula=staticmethod(formula), saved_names=saved_names, conj_saved=False,
+                      __module__=sys._getframe(1).f_globals["__name__"])
 
 
 def unary(name, forward, backward, *, node, saves=None, floating=True, on_complex="holomorphic", refuse=None,

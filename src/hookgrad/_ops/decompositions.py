@@ -21,7 +21,7 @@ from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import formula_node, module_all, op, record_op
 
 
 class LinAlgError(RuntimeError):
@@ -789,13 +789,7 @@ def pinv_backward(g, P, A):
     return gA
 
 
-class LinalgPinvBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self", "result")
-
-    def apply(self, grads):
-        A, P = self.saved()
-        return (pinv_backward(grads[0], P, A),)
+LinalgPinvBackward0 = formula_node("LinalgPinvBackward0", ("self", "result"), lambda g, A, P: pinv_backward(g, P, A))
 
 
 def _tolerances(atol, rtol, smax, shape, dtype):

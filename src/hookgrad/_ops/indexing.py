@@ -8,7 +8,7 @@ import numpy as np
 from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
-from ._declare import module_all, op, record_op
+from ._declare import formula_node, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
 
@@ -554,13 +554,7 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     return result
 
 
-class MaskedFillBackward0(Node):
-    __slots__ = ()
-    saved_names = ("mask",)
-
-    def apply(self, grads):
-        (mask,) = self.saved()
-        return (grads[0].masked_fill(mask, 0.0),)
+MaskedFillBackward0 = formula_node("MaskedFillBackward0", ("mask",), lambda g, mask: g.masked_fill(mask, 0.0))
 
 
 class MaskedFillBackward1(Node):

@@ -8,7 +8,7 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import FP_IGNORE, fp_quiet, fp_restore, quiet_fp, refuse_complex
-from ._declare import _ARRAY_DTYPES, ZeroGradNode, module_all, op, record_op, unary
+from ._declare import _ARRAY_DTYPES, ZeroGradNode, formula_node, module_all, op, record_op, unary
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
 
@@ -1004,13 +1004,7 @@ def lerp(start, end, weight):
     return result
 
 
-class NanToNumBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self",)
-
-    def apply(self, grads):
-        (x,) = self.saved()
-        return (grads[0] * x.isfinite(),)
+NanToNumBackward0 = formula_node("NanToNumBackward0", ("self",), lambda g, x: g * x.isfinite())
 
 
 @op(inplace=True)
