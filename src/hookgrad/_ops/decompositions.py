@@ -919,20 +919,17 @@ def _lstsq_pair(one, mat, rhs):
 
 
 # ---- matrix functions -------------------------------------------------------------------------
-class LinalgMatrixExpBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self",)
+def _matrix_exp_backward(g, A):
+    n = A.shape[-1]
+    from .shape import cat
+    # d/dA <G, exp(A)> is the top-right block of exp([[A^T, G], [0, A^T]])
+    zero = wrap(np.zeros(A.shape, dtype=A._data.dtype))
+    At = A.mT
+    block = cat([cat([At, g], -1), cat([zero, At], -1)], -2)
+    return matrix_exp(block)[..., :n, n:]
 
-    def apply(self, grads):
-        (A,) = self.saved()
-        g = grads[0]
-        n = A.shape[-1]
-        from .shape import cat
-        # d/dA <G, exp(A)> is the top-right block of exp([[A^T, G], [0, A^T]])
-        zero = wrap(np.zeros(A.shape, dtype=A._data.dtype))
-        At = A.mT
-        block = cat([cat([At, g], -1), cat([zero, At], -1)], -2)
-        return (matrix_exp(block)[..., :n, n:],)
+
+LinalgMatrixExpBackward0 = formula_node("LinalgMatrixExpBackward0", ("self",), _matrix_exp_backward)
 
 
 @op(method=True)
