@@ -172,6 +172,14 @@ class UnaryNode(Node):
         return (self.formula(grads[0], *saved),)
 
 
+class _InputShapeNode(Node):
+    """Backward of an op whose gradient needs its input's shape only (``in_shape``, which torch
+    shows as ``self_sym_sizes``): sum, view, reshape, expand, squeeze."""
+
+    __slots__ = ("in_shape",)
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+
+
 class ZeroGradNode(Node):
     """Backward of an op whose gradient is zero almost everywhere (sign, floor, round, rounding
     division, ...): ``inputs`` holds ``(shape, dtype)`` per input (``None`` for a number)."""

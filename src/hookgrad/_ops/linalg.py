@@ -9,7 +9,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import _InputShapeNode, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, ones_vector, record, sum_to_shape
 from ._base import quiet_fp
 
@@ -308,9 +308,8 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     return result
 
 
-class UnsafeViewBackward0(Node):
-    __slots__ = ("in_shape",)
-    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+class UnsafeViewBackward0(_InputShapeNode):
+    __slots__ = ()
 
     def apply(self, grads):
         return (grads[0].reshape(self.in_shape),)

@@ -11,7 +11,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import _InputShapeNode, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import ones_vector, quiet_fp, refuse_complex
 
@@ -65,9 +65,8 @@ def _dims_arg(dim):
     return saved_dim(dim if dim is None or isinstance(dim, (tuple, list)) else (dim,))
 
 
-class SumBackward0(Node):
-    __slots__ = ("in_shape",)
-    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+class SumBackward0(_InputShapeNode):
+    __slots__ = ()
 
     def apply(self, grads):
         return (grads[0].expand(self.in_shape),)
