@@ -24,7 +24,8 @@ from ._base import FP_IGNORE, fp_quiet, fp_restore
 from ._dtype_rules import numpy_dtypes, refuse_kernel
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
-           "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node", "formula_node"]
+           "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node", "formula_node",
+           "pair_formula_node"]
 
 
 class OpDecl:
@@ -205,6 +206,29 @@ def formula_node(name: str, saved_names: tuple, formula) -> type:
     are torch's names of what the op saves, in order. The saved tensors enter as they are."""
     return node_class(name, UnaryNode, formula=staticmethod(formula), saved_names=saved_names, conj_saved=False,
                       __module__=sys._getframe(1).f_globals["__name__"])
+
+
+class _PairFormulaNode(Node):
+    """Backward of an op with two inputs: ``first(grad, *saved)`` and ``second(grad, *saved)`` are
+    their gradients, each computed only where its input has an edge. Subclasses are made by
+    ``pair_formula_node``."""
+
+    __slots__ = ()
+    first = second = None
+
+    def apply(self, grads):
+        saved = self.saved()
+        g = grads[0]
+        edges = self.next_functions
+        return (self.first(g, *saved) if edges[0][0] is not None else None,
+                self.second(g, *saved) if edges[1][0] is not None else None)
+
+
+def pair_formula_node(name: str, saved_names: tuple, first, second) -> type:
+    """torch's node ``name`` for an op with two inputs whose gradients are ``first(grad, *saved)``
+    and ``second(grad, *saved)``, written with hookgrad ops; ``saved_names`` as in ``formula_node``."""
+    return node_class(name, _PairFormulaNode, first=staticmethod(first), second=staticmethod(second),
+                      saved_names=saved_names, __module__=sys._getframe(1).f_globals["__name__"])
 
 
 def unary(name, forward, backward, *, node, saves=None, floating=True, on_complex="holomorphic", refuse=None,

@@ -8,7 +8,7 @@ import numpy as np
 from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
-from ._declare import formula_node, module_all, op, record_op
+from ._declare import formula_node, module_all, op, pair_formula_node, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
 
@@ -554,19 +554,14 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     return result
 
 
-MaskedFillBackward0 = formula_node("MaskedFillBackward0", ("mask",), lambda g, mask: g.masked_fill(mask, 0.0))
+def _masked_fill_grad(g, mask):
+    return g.masked_fill(mask, 0.0)
 
 
-class MaskedFillBackward1(Node):
-    __slots__ = ()
-    saved_names = ("mask",)
-
-    def apply(self, grads):
-        (mask,) = self.saved()
-        g = grads[0]
-        gx = g.masked_fill(mask, 0.0) if self.next_functions[0][0] is not None else None
-        gv = (g * mask).sum() if self.next_functions[1][0] is not None else None
-        return gx, gv
+# a number value, or a 0-d tensor value (which gets the masked part of the gradient, summed)
+MaskedFillBackward0 = formula_node("MaskedFillBackward0", ("mask",), _masked_fill_grad)
+MaskedFillBackward1 = pair_formula_node("MaskedFillBackward1", ("mask",), _masked_fill_grad,
+                                        lambda g, mask: (g * mask).sum())
 
 
 @op(inplace=True, saves_self=False)

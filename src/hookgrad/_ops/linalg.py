@@ -9,7 +9,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
-from ._declare import _InputShapeNode, module_all, op, record_op
+from ._declare import _InputShapeNode, module_all, op, pair_formula_node, record_op
 from ._base import GRAD, as_tensor_arg, edge, ones_vector, record, sum_to_shape
 from ._base import quiet_fp
 
@@ -193,16 +193,8 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     return result
 
 
-class MvBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self", "vec")
-
-    def apply(self, grads):
-        a, v = self.saved()
-        g = grads[0]
-        ga = outer(g, _conj(v)) if self.next_functions[0][0] is not None else None
-        gv = mv(_conj(a).t(), g) if self.next_functions[1][0] is not None else None
-        return ga, gv
+MvBackward0 = pair_formula_node("MvBackward0", ("self", "vec"), lambda g, a, v: outer(g, _conj(v)),
+                                lambda g, a, v: mv(_conj(a).t(), g))
 
 
 @op()
@@ -224,15 +216,8 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     return result
 
 
-class DotBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self", "tensor")
-
-    def apply(self, grads):
-        a, b = self.saved()
-        g = grads[0]
-        return (g * _conj(b) if self.next_functions[0][0] is not None else None,
-                g * _conj(a) if self.next_functions[1][0] is not None else None)
+DotBackward0 = pair_formula_node("DotBackward0", ("self", "tensor"), lambda g, a, b: g * _conj(b),
+                                 lambda g, a, b: g * _conj(a))
 
 
 @op()
