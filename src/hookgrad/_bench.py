@@ -175,6 +175,16 @@ class Built:
     check: Callable[[], list[float]]     # values compared across frameworks before timing
 
 
+def _checked_by_input_grad(step: Callable[[], Any], x: Any) -> Built:
+    """A one-step workload whose step differentiates a loss w.r.t. the leaf ``x``: compared across
+    frameworks by the loss and the sum and absolute sum of ``x.grad``."""
+    def check():
+        loss = step()
+        return [loss.item(), x.grad.sum().item(), x.grad.abs().sum().item()]
+
+    return Built({"step": step}, check)
+
+
 def w_mlp(T, ws):
     step = build_mlp_step(T, ws)
     return Built({"step": step}, lambda: _losses(step))
@@ -250,11 +260,7 @@ def w_elementwise(T, ws):
         loss.backward()
         return loss
 
-    def check():
-        loss = step()
-        return [loss.item(), x.grad.sum().item(), x.grad.abs().sum().item()]
-
-    return Built({"step": step}, check)
+    return _checked_by_input_grad(step, x)
 
 
 def w_cnn(T, ws):
@@ -403,11 +409,7 @@ def w_interpolate(T, ws):
         loss.backward()
         return loss
 
-    def check():
-        loss = step()
-        return [loss.item(), x.grad.sum().item(), x.grad.abs().sum().item()]
-
-    return Built({"step": step}, check)
+    return _checked_by_input_grad(step, x)
 
 
 def w_lstm_packed(T, ws):

@@ -510,19 +510,15 @@ _warn_nonleaf_grad = [True]
 
 
 def _init(t: Tensor, data: np.ndarray) -> None:
-    # (wrap sets the same attributes itself)
-    t._data = data
-    t._requires_grad = False
-    t._grad_fn = None
-    t._grad = None
-    t._output_nr = 0
-    t._version_counter = [0] if not _GRAD.inference else _InferenceCounter()
-    t._base = None
-    t._view_version = 0
-    t._backward_hooks = None
-    t._post_accumulate_grad_hooks = None
-    t._accumulator = None
-    t._retains_grad = False
+    """Give ``t`` (made by ``object.__new__``: a subclass instance, a copy, an unpickled tensor) the
+    state ``wrap`` gives a new tensor around ``data``."""
+    fresh = wrap(data)
+    for field in _STATE_FIELDS:
+        setattr(t, field, getattr(fresh, field))
+
+
+# the per-tensor state wrap sets (not __weakref__ and __dict__, which every instance has from the start)
+_STATE_FIELDS = tuple(name for name in Tensor.__slots__ if not name.startswith("__"))
 
 
 _NDARRAY = np.ndarray
@@ -535,7 +531,7 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     if data.__class__ is not _NDARRAY and not isinstance(data, _NDARRAY):
         # NumPy's ufuncs return scalars for 0-d operands; a Tensor holds an array (in-place ops write to it)
         data = np.asarray(data)
-    # _init written out: this runs for every tensor an op makes
+    # written out, no loop over fields: this runs for every tensor an op makes
     t = _new_object(Tensor)
     t._data = data
     t._requires_grad = requires_grad

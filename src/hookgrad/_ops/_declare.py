@@ -25,7 +25,8 @@ from ._dtype_rules import numpy_dtypes, refuse_kernel, refuse_lowprec
 from .. import _dtype
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
-           "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node"]
+           "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node", "formula_node",
+           "pair_formula_node"]
 
 
 class OpDecl:
@@ -193,6 +194,14 @@ class UnaryNode(Node):
         return (self.formula(grads[0], *saved),)
 
 
+class _InputShapeNode(Node):
+    """Backward of an op whose gradient needs its input's shape only (``in_shape``, which torch
+    shows as ``self_sym_sizes``): sum, view, reshape, expand, squeeze."""
+
+    __slots__ = ("in_shape",)
+    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+
+
 class ZeroGradNode(Node):
     """Backward of an op whose gradient is zero almost everywhere (sign, floor, round, rounding
     division, ...): ``inputs`` holds ``(shape, dtype)`` per input (``None`` for a number)."""
@@ -210,6 +219,37 @@ class ZeroGradNode(Node):
 def node_class(name: str, base=Node, **attrs):
     """A Node subclass named like torch's grad_fn, made once at declaration time."""
     return type(name, (base,), {"__slots__": (), "__module__": __name__, **attrs})
+
+
+def formula_node(name: str, saved_names: tuple, formula) -> type:
+    """torch's node ``name`` for an op with one differentiable input, whose gradient is
+    ``formula(grad, *saved)`` written with hookgrad ops (so it is differentiable itself); ``saved_names``
+    are torch's names of what the op saves, in order. The saved tensors enter as they are."""
+    return node_class(name, UnaryNode, formula=staticmethod(formula), saved_names=saved_names, conj_saved=False,
+                      __module__=sys._getframe(1).f_globals["__name__"])
+
+
+class _PairFormulaNode(Node):
+    """Backward of an op with two inputs: ``first(grad, *saved)`` and ``second(grad, *saved)`` are
+    their gradients, each computed only where its input has an edge. Subclasses are made by
+    ``pair_formula_node``."""
+
+    __slots__ = ()
+    first = second = None
+
+    def apply(self, grads):
+        saved = self.saved()
+        g = grads[0]
+        edges = self.next_functions
+        return (self.first(g, *saved) if edges[0][0] is not None else None,
+                self.second(g, *saved) if edges[1][0] is not None else None)
+
+
+def pair_formula_node(name: str, saved_names: tuple, first, second) -> type:
+    """torch's node ``name`` for an op with two inputs whose gradients are ``first(grad, *saved)``
+    and ``second(grad, *saved)``, written with hookgrad ops; ``saved_names`` as in ``formula_node``."""
+    return node_class(name, _PairFormulaNode, first=staticmethod(first), second=staticmethod(second),
+                      saved_names=saved_names, __module__=sys._getframe(1).f_globals["__name__"])
 
 
 def unary(name, forward, backward, *, node, saves=None, floating=True, on_complex="holomorphic", refuse=None,

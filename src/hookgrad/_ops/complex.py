@@ -18,7 +18,7 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, sum_to_shape
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import formula_node, module_all, op, record_op
 from .decompositions import LinAlgError, _result_type
 from .views import make_view, select
 
@@ -236,19 +236,16 @@ def adjoint(input):
 
 
 # ---- angle, complex, polar ----------------------------------------------------------------------
-class AngleBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self",)
+def _angle_backward(g, x):
+    if not _is_complex(x):
+        return g * 0  # the angle of a real number is a step function
+    # d angle / dz in torch's convention: i z / |z|^2 (zero at z = 0)
+    sq = x.abs().pow(2)
+    safe = sq + (sq == 0)
+    return (g * x / safe * 1j).masked_fill(sq == 0, 0)
 
-    def apply(self, grads):
-        (x,) = self.saved()
-        g = grads[0]
-        if not _is_complex(x):
-            return (g * 0,)  # the angle of a real number is a step function
-        # d angle / dz in torch's convention: i z / |z|^2 (zero at z = 0)
-        sq = x.abs().pow(2)
-        safe = sq + (sq == 0)
-        return ((g * x / safe * 1j).masked_fill(sq == 0, 0),)
+
+AngleBackward0 = formula_node("AngleBackward0", ("self",), _angle_backward)
 
 
 @op()

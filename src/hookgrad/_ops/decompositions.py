@@ -21,7 +21,7 @@ from ..autograd._warn_once import warn_once
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import formula_node, module_all, op, record_op
 
 
 class _LinAlgError(RuntimeError):
@@ -788,13 +788,7 @@ def pinv_backward(g, P, A):
     return gA
 
 
-class LinalgPinvBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self", "result")
-
-    def apply(self, grads):
-        A, P = self.saved()
-        return (pinv_backward(grads[0], P, A),)
+LinalgPinvBackward0 = formula_node("LinalgPinvBackward0", ("self", "result"), lambda g, A, P: pinv_backward(g, P, A))
 
 
 def _tolerances(atol, rtol, smax, shape, dtype):
@@ -924,20 +918,17 @@ def _lstsq_pair(one, mat, rhs):
 
 
 # ---- matrix functions -------------------------------------------------------------------------
-class LinalgMatrixExpBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self",)
+def _matrix_exp_backward(g, A):
+    n = A.shape[-1]
+    from .shape import cat
+    # d/dA <G, exp(A)> is the top-right block of exp([[A^T, G], [0, A^T]])
+    zero = wrap(np.zeros(A.shape, dtype=A._data.dtype))
+    At = A.mT
+    block = cat([cat([At, g], -1), cat([zero, At], -1)], -2)
+    return matrix_exp(block)[..., :n, n:]
 
-    def apply(self, grads):
-        (A,) = self.saved()
-        g = grads[0]
-        n = A.shape[-1]
-        from .shape import cat
-        # d/dA <G, exp(A)> is the top-right block of exp([[A^T, G], [0, A^T]])
-        zero = wrap(np.zeros(A.shape, dtype=A._data.dtype))
-        At = A.mT
-        block = cat([cat([At, g], -1), cat([zero, At], -1)], -2)
-        return (matrix_exp(block)[..., :n, n:],)
+
+LinalgMatrixExpBackward0 = formula_node("LinalgMatrixExpBackward0", ("self",), _matrix_exp_backward)
 
 
 @op(method=True)

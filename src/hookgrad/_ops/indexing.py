@@ -9,7 +9,7 @@ from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import formula_node, module_all, op, pair_formula_node, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
 
@@ -305,10 +305,20 @@ def _scatter_positions(index: np.ndarray, d: int):
     return tuple(grids)
 
 
-class ScatterBackward0(Node):
+class _ScatterNode(Node):
+    """Backward of a scatter along ``dim``: keeps the index (``keep``)."""
+
     __slots__ = ("dim", "dim_arg")
     saved_names = ("index",)
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
+
+    def keep(self, d: int, dim, index: Tensor) -> None:
+        self.dim, self.dim_arg = d, dim
+        self.save(index)
+
+
+class ScatterBackward0(_ScatterNode):
+    __slots__ = ()
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -329,10 +339,8 @@ class ScatterBackward1(ScatterBackward0):
         return (grads[0].scatter(self.dim, index, 0.0),)
 
 
-class ScatterAddBackward0(Node):
-    __slots__ = ("dim", "dim_arg")
-    saved_names = ("index",)
-    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
+class ScatterAddBackward0(_ScatterNode):
+    __slots__ = ()
 
     def apply(self, grads):
         (index,) = self.saved()
@@ -353,56 +361,48 @@ def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
     return index, src
 
 
+def _scatter_start(x: Tensor, dim, index: Tensor, src, name: str):
+    """The checked index and source, the wrapped ``dim`` and the copy of ``x``'s data to scatter into."""
+    _check_index(index, name)
+    index, src = _scalar_index_as_vector(x, index, src)
+    return index, src, _wrap_dim(dim, x._data.ndim), x._data.copy()
+
+
+def _sent_part(src: Tensor, index: Tensor) -> np.ndarray:
+    """The part of ``src`` that a scatter sends: its leading block of ``index``'s shape."""
+    return src._data[tuple(slice(0, s) for s in index._data.shape)]
+
+
 @op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
-    _check_index(index, "scatter")
-    if src is None:
-        src = value
-    index, src = _scalar_index_as_vector(x, index, src)
-    d = _wrap_dim(dim, x._data.ndim)
-    data = x._data.copy()
+    index, src, d, data = _scatter_start(x, dim, index, value if src is None else src, "scatter")
     pos = _scatter_positions(index._data, d)
-    if isinstance(src, Tensor):
-        sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
-        if reduce == "add":
-            np.add.at(data, pos, sdata)
-        elif reduce == "multiply":
-            np.multiply.at(data, pos, sdata)
-        else:
-            data[pos] = sdata
-    else:
-        if reduce == "add":
-            np.add.at(data, pos, src)
-        elif reduce == "multiply":
-            np.multiply.at(data, pos, src)
-        else:
-            data[pos] = src
-    result = wrap(data)
     src_t = src if isinstance(src, Tensor) else None
+    sent = src if src_t is None else _sent_part(src_t, index)
+    if reduce == "add":
+        np.add.at(data, pos, sent)
+    elif reduce == "multiply":
+        np.multiply.at(data, pos, sent)
+    else:
+        data[pos] = sent
+    result = wrap(data)
     if GRAD.enabled and (x._requires_grad or (src_t is not None and src_t._requires_grad)):
         if src_t is not None:
             node = ScatterBackward0((edge(x), edge(src_t)))
         else:
             node = ScatterBackward1((edge(x),))
-        node.dim, node.dim_arg = d, dim
-        node.save(index)
+        node.keep(d, dim, index)
         record(node, result, inputs=(x, src))
     return result
 
 
 @op(inplace=True, saves_self=False)
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    _check_index(index, "scatter_add")
-    index, src = _scalar_index_as_vector(x, index, src)
-    d = _wrap_dim(dim, x._data.ndim)
-    data = x._data.copy()
-    sdata = src._data[tuple(slice(0, s) for s in index._data.shape)]
-    np.add.at(data, _scatter_positions(index._data, d), sdata)
+    index, src, d, data = _scatter_start(x, dim, index, src, "scatter_add")
+    np.add.at(data, _scatter_positions(index._data, d), _sent_part(src, index))
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
-        node = record_op(ScatterAddBackward0, (x, src), result)
-        node.dim, node.dim_arg = d, dim
-        node.save(index)
+        record_op(ScatterAddBackward0, (x, src), result).keep(d, dim, index)
     return result
 
 
@@ -566,25 +566,14 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     return result
 
 
-class MaskedFillBackward0(Node):
-    __slots__ = ()
-    saved_names = ("mask",)
-
-    def apply(self, grads):
-        (mask,) = self.saved()
-        return (grads[0].masked_fill(mask, 0.0),)
+def _masked_fill_grad(g, mask):
+    return g.masked_fill(mask, 0.0)
 
 
-class MaskedFillBackward1(Node):
-    __slots__ = ()
-    saved_names = ("mask",)
-
-    def apply(self, grads):
-        (mask,) = self.saved()
-        g = grads[0]
-        gx = g.masked_fill(mask, 0.0) if self.next_functions[0][0] is not None else None
-        gv = (g * mask).sum() if self.next_functions[1][0] is not None else None
-        return gx, gv
+# a number value, or a 0-d tensor value (which gets the masked part of the gradient, summed)
+MaskedFillBackward0 = formula_node("MaskedFillBackward0", ("mask",), _masked_fill_grad)
+MaskedFillBackward1 = pair_formula_node("MaskedFillBackward1", ("mask",), _masked_fill_grad,
+                                        lambda g, mask: (g * mask).sum())
 
 
 @op(inplace=True, saves_self=False)

@@ -9,7 +9,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import _InputShapeNode, module_all, op, pair_formula_node, record_op
 from ._base import GRAD, as_tensor_arg, edge, ones_vector, record, sum_to_shape
 from ._base import quiet_fp
 
@@ -60,16 +60,22 @@ def _elements(strides, itemsize):
     return tuple(s // itemsize for s in strides)
 
 
+def _layout_values(first: str, second: str) -> dict:
+    """torch's saved sizes and strides of a product's two matrices (named ``first`` and ``second``),
+    read from the node's ``layouts``: (first's shape, byte strides, second's shape, byte strides,
+    itemsize) as they were when the product was recorded."""
+    return {
+        f"{first}_sym_sizes": lambda n: n.layouts[0],
+        f"{first}_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
+        f"{second}_sym_sizes": lambda n: n.layouts[2],
+        f"{second}_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
+    }
+
+
 class MmBackward0(Node):
     __slots__ = ("b_transposed", "layouts")
     saved_names = ("mat2", "self")
-    # layouts: (self's shape, byte strides, mat2's shape, byte strides, itemsize) when recorded
-    saved_values = {
-        "self_sym_sizes": lambda n: n.layouts[0],
-        "self_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
-        "mat2_sym_sizes": lambda n: n.layouts[2],
-        "mat2_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
-    }
+    saved_values = _layout_values("self", "mat2")
 
     def apply(self, grads):
         b, a = self.saved()
@@ -130,14 +136,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 class AddmmBackward0(Node):
     __slots__ = ("bias_shape", "beta", "alpha", "b_transposed", "layouts")
     saved_names = ("mat1", "mat2")
-    # layouts: (mat1's shape, byte strides, mat2's shape, byte strides, itemsize) when recorded
-    saved_values = {
-        "alpha": lambda n: n.alpha, "beta": lambda n: n.beta,
-        "mat1_sym_sizes": lambda n: n.layouts[0],
-        "mat1_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
-        "mat2_sym_sizes": lambda n: n.layouts[2],
-        "mat2_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
-    }
+    saved_values = {"alpha": lambda n: n.alpha, "beta": lambda n: n.beta, **_layout_values("mat1", "mat2")}
 
     def apply(self, grads):
         a, b = self.saved()
@@ -198,16 +197,8 @@ def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     return result
 
 
-class MvBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self", "vec")
-
-    def apply(self, grads):
-        a, v = self.saved()
-        g = grads[0]
-        ga = outer(g, _conj(v)) if self.next_functions[0][0] is not None else None
-        gv = mv(_conj(a).t(), g) if self.next_functions[1][0] is not None else None
-        return ga, gv
+MvBackward0 = pair_formula_node("MvBackward0", ("self", "vec"), lambda g, a, v: outer(g, _conj(v)),
+                                lambda g, a, v: mv(_conj(a).t(), g))
 
 
 @op()
@@ -229,15 +220,8 @@ def mv(a: Tensor, v: Tensor) -> Tensor:
     return result
 
 
-class DotBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self", "tensor")
-
-    def apply(self, grads):
-        a, b = self.saved()
-        g = grads[0]
-        return (g * _conj(b) if self.next_functions[0][0] is not None else None,
-                g * _conj(a) if self.next_functions[1][0] is not None else None)
+DotBackward0 = pair_formula_node("DotBackward0", ("self", "tensor"), lambda g, a, b: g * _conj(b),
+                                 lambda g, a, b: g * _conj(a))
 
 
 @op()
@@ -313,9 +297,8 @@ def bmm(a: Tensor, b: Tensor) -> Tensor:
     return result
 
 
-class UnsafeViewBackward0(Node):
-    __slots__ = ("in_shape",)
-    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+class UnsafeViewBackward0(_InputShapeNode):
+    __slots__ = ()
 
     def apply(self, grads):
         return (grads[0].reshape(self.in_shape),)

@@ -20,7 +20,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, refuse_complex
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import module_all, node_class, op, record_op
 from ._stl_order import sort as std_sort
 from ._stl_order import topk_row
 from .views import make_view
@@ -113,34 +113,14 @@ class _SelectNode(Node):
         return (_select_backward(grads[0], indices, self.dim, self.in_shape, self.keepdim),)
 
 
-class SortBackward0(_SelectNode):
-    __slots__ = ()
-
-
-class SortBackward1(_SelectNode):
-    """torch's node for the overload with a ``stable`` argument."""
-
-    __slots__ = ()
-
-
-class TopkBackward0(_SelectNode):
-    __slots__ = ()
-
-
-class KthvalueBackward0(_SelectNode):
-    __slots__ = ()
-
-
-class MedianBackward1(_SelectNode):
-    __slots__ = ()
-
-
-class NanmedianBackward1(_SelectNode):
-    __slots__ = ()
-
-
-class ModeBackward0(_SelectNode):
-    __slots__ = ()
+# torch's nodes of the value-selecting ops (SortBackward1: the overload with a ``stable`` argument)
+SortBackward0 = node_class("SortBackward0", _SelectNode, __module__=__name__)
+SortBackward1 = node_class("SortBackward1", _SelectNode, __module__=__name__)
+TopkBackward0 = node_class("TopkBackward0", _SelectNode, __module__=__name__)
+KthvalueBackward0 = node_class("KthvalueBackward0", _SelectNode, __module__=__name__)
+MedianBackward1 = node_class("MedianBackward1", _SelectNode, __module__=__name__)
+NanmedianBackward1 = node_class("NanmedianBackward1", _SelectNode, __module__=__name__)
+ModeBackward0 = node_class("ModeBackward0", _SelectNode, __module__=__name__)
 
 
 def _selected(node_cls, name, x, values, indices, dim, keepdim):
@@ -375,22 +355,24 @@ def _median_dim(x, dim, keepdim, ignore_nan):
     return _selected(node_cls, name, x, values, picked, d, keepdim)
 
 
-@op()
-def median(x, dim=None, keepdim=False):
-    refuse_complex('"median_cpu" not implemented for \'{dtype}\'', x)
+def _median_op(x, dim, keepdim, ignore_nan):
+    """median, or nanmedian (``ignore_nan``): of all elements, or along ``dim`` with indices."""
+    name = "nanmedian" if ignore_nan else "median"
+    refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', x)
     _rules.refuse_kernel(x._data, _rules.BOOL, "median_cpu")
     if dim is None:
-        return _full_median(x, False)
-    return _median_dim(x, dim, keepdim, False)
+        return _full_median(x, ignore_nan)
+    return _median_dim(x, dim, keepdim, ignore_nan)
+
+
+@op()
+def median(x, dim=None, keepdim=False):
+    return _median_op(x, dim, keepdim, ignore_nan=False)
 
 
 @op()
 def nanmedian(x, dim=None, keepdim=False):
-    refuse_complex('"nanmedian_cpu" not implemented for \'{dtype}\'', x)
-    _rules.refuse_kernel(x._data, _rules.BOOL, "median_cpu")
-    if dim is None:
-        return _full_median(x, True)
-    return _median_dim(x, dim, keepdim, True)
+    return _median_op(x, dim, keepdim, ignore_nan=True)
 
 
 @op()

@@ -8,7 +8,7 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import FP_IGNORE, fp_quiet, fp_restore, quiet_fp, refuse_complex
-from ._declare import _ARRAY_DTYPES, ZeroGradNode, module_all, op, record_op, unary
+from ._declare import _ARRAY_DTYPES, ZeroGradNode, formula_node, module_all, op, record_op, unary
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
 
@@ -181,16 +181,26 @@ def _grad_on_arrays(ufunc, gd, other, shape, dtype):
     return _cast(sum_to_shape(wrap(out), shape), dtype)
 
 
-def _broadcast_message(a, b):
-    sa = tuple(a.shape) if isinstance(a, Tensor) else ()
-    sb = tuple(b.shape) if isinstance(b, Tensor) else ()
+def _padded(sa: tuple, sb: tuple):
+    """The two shapes with leading 1s to one length, as broadcasting lines them up."""
     n = max(len(sa), len(sb))
-    pa, pb = (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
-    for i in range(n - 1, -1, -1):
+    return (1,) * (n - len(sa)) + sa, (1,) * (n - len(sb)) + sb
+
+
+def _mismatch(pa: tuple, pb: tuple):
+    """torch's message for the last dim where padded shapes ``pa`` (tensor a) and ``pb`` (tensor b)
+    do not broadcast, or None where they do."""
+    for i in range(len(pa) - 1, -1, -1):
         if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
             return (f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at non-singleton "
                     f"dimension {i}")
-    return f"shapes {list(sa)} and {list(sb)} are not broadcastable"
+    return None
+
+
+def _broadcast_message(a, b):
+    sa = tuple(a.shape) if isinstance(a, Tensor) else ()
+    sb = tuple(b.shape) if isinstance(b, Tensor) else ()
+    return _mismatch(*_padded(sa, sb)) or f"shapes {list(sa)} and {list(sb)} are not broadcastable"
 
 
 def broadcast_mismatch(*shapes) -> str:
@@ -198,13 +208,10 @@ def broadcast_mismatch(*shapes) -> str:
     earlier operands broadcast to (tensor a) against the first operand that does not fit (tensor b)."""
     so_far = ()
     for shape in shapes:
-        shape = tuple(shape)
-        n = max(len(so_far), len(shape))
-        pa, pb = (1,) * (n - len(so_far)) + so_far, (1,) * (n - len(shape)) + shape
-        for i in range(n - 1, -1, -1):
-            if pa[i] != pb[i] and pa[i] != 1 and pb[i] != 1:
-                return (f"The size of tensor a ({pa[i]}) must match the size of tensor b ({pb[i]}) at "
-                        f"non-singleton dimension {i}")
+        pa, pb = _padded(so_far, tuple(shape))
+        message = _mismatch(pa, pb)
+        if message is not None:
+            return message
         so_far = tuple(max(x, y) if min(x, y) != 0 else 0 for x, y in zip(pa, pb))
     return f"shapes {[list(s) for s in shapes]} are not broadcastable"
 
@@ -343,13 +350,20 @@ def _number_or_saved(index):
     return get
 
 
-class MulBackward0(Node):
+class _TensorOrNumberNode(Node):
+    """Backward of mul or div, whose second operand is a tensor or a number (``scalar``): keeps each
+    operand's shape and dtype for its gradient."""
+
     __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
     saved_names = ("other", "self")
-    saved_values = {"other": _number_or_saved(0)}
 
     def saved_a_number(self) -> bool:
         return self.scalar is not None
+
+
+class MulBackward0(_TensorOrNumberNode):
+    __slots__ = ()
+    saved_values = {"other": _number_or_saved(0)}
 
     def apply(self, grads):
         g = grads[0]
@@ -392,12 +406,8 @@ def mul(a, b, *, out=None):
     return result if out is None else _maybe_out(result, out, "mul")
 
 
-class DivBackward0(Node):
-    __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype", "scalar")
-    saved_names = ("other", "self")
-
-    def saved_a_number(self) -> bool:
-        return self.scalar is not None
+class DivBackward0(_TensorOrNumberNode):
+    __slots__ = ()
 
     def apply(self, grads):
         g = grads[0]
@@ -1038,13 +1048,7 @@ def lerp(start, end, weight):
     return result
 
 
-class NanToNumBackward0(Node):
-    __slots__ = ()
-    saved_names = ("self",)
-
-    def apply(self, grads):
-        (x,) = self.saved()
-        return (grads[0] * x.isfinite(),)
+NanToNumBackward0 = formula_node("NanToNumBackward0", ("self",), lambda g, x: g * x.isfinite())
 
 
 @op(inplace=True)
@@ -1105,28 +1109,28 @@ class FmodBackward0(RemainderBackward0):
     __slots__ = ()
 
 
-@op(inplace=True)
-def remainder(a, b):
-    refuse_complex('"remainder_cpu" not implemented for \'{dtype}\'', a, b)
-    a, b, dt = _binary_inputs(a, b)
-    _refuse_integer_zero_divisor(data_of(b, dt), dt)
-    with _err():
-        result = _finish(np.mod(data_of(a, dt), data_of(b, dt)), dt)
-    if _needs(a, None):
-        record_op(RemainderBackward0, (a,), result)
-    return result
+def _declared_as(fn, name, **decl):
+    """``fn``, a function a factory made for op ``name``, under that name and declared as the op."""
+    fn.__name__ = fn.__qualname__ = name
+    return op(name, **decl)(fn)
 
 
-@op(inplace=True)
-def fmod(a, b):
-    refuse_complex('"fmod_cpu" not implemented for \'{dtype}\'', a, b)
-    a, b, dt = _binary_inputs(a, b)
-    _refuse_integer_zero_divisor(data_of(b, dt), dt)
-    with _err():
-        result = _finish(np.fmod(data_of(a, dt), data_of(b, dt)), dt)
-    if _needs(a, None):
-        record_op(FmodBackward0, (a,), result)
-    return result
+def _modulo(np_fn, name, node_cls):
+    """remainder (the divisor's sign) or fmod (the dividend's sign) from its NumPy function."""
+    def modulo(a, b):
+        refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
+        a, b, dt = _binary_inputs(a, b)
+        _refuse_integer_zero_divisor(data_of(b, dt), dt)
+        with _err():
+            result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
+        if _needs(a, None):
+            record_op(node_cls, (a,), result)
+        return result
+    return _declared_as(modulo, name, inplace=True)
+
+
+remainder = _modulo(np.mod, "remainder", RemainderBackward0)
+fmod = _modulo(np.fmod, "fmod", FmodBackward0)
 
 
 # ---- comparisons and logic (no gradient) -------------------------------------------------------
@@ -1149,8 +1153,7 @@ def _compare(np_fn, name, aliases=()):
         with _err():
             return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
     ordered = name in ("lt", "le", "gt", "ge")
-    compare.__name__ = compare.__qualname__ = name
-    return op(name, aliases=aliases, inplace=True)(compare)
+    return _declared_as(compare, name, aliases=aliases, inplace=True)
 
 
 eq = _compare(np.equal, "eq")
@@ -1166,8 +1169,7 @@ def _logical(np_fn, name):
     def logical(a, b):
         a, b = as_tensor_arg(a), as_tensor_arg(b)
         return wrap(np_fn(a._data, b._data))
-    logical.__name__ = logical.__qualname__ = name
-    return op(name, inplace=True)(logical)
+    return _declared_as(logical, name, inplace=True)
 
 
 logical_and = _logical(np.logical_and, "logical_and")
@@ -1189,8 +1191,7 @@ def _bitwise(np_fn, name):
         if np.dtype(dt).kind in "fc" or not np.dtype(dt).kind:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(np.dtype(dt))}'")
         return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
-    bitwise.__name__ = bitwise.__qualname__ = name
-    return op(name, inplace=True)(bitwise)
+    return _declared_as(bitwise, name, inplace=True)
 
 
 bitwise_and = _bitwise(np.bitwise_and, "bitwise_and")

@@ -12,7 +12,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import _InputShapeNode, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import FP_IGNORE, fp_quiet, fp_restore, ones_vector, quiet_fp, refuse_complex
 
@@ -66,9 +66,8 @@ def _dims_arg(dim):
     return saved_dim(dim if dim is None or isinstance(dim, (tuple, list)) else (dim,))
 
 
-class SumBackward0(Node):
-    __slots__ = ("in_shape",)
-    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+class SumBackward0(_InputShapeNode):
+    __slots__ = ()
 
     def apply(self, grads):
         return (grads[0].expand(self.in_shape),)
@@ -84,7 +83,6 @@ class SumBackward1(Node):
 
 
 def _sum_dtype(x, dtype):
-    _rules.refuse_lowprec(x._data, "sum_cpu")
     if dtype is not None:
         return _dtype.to_dtype(dtype).np
     k = x._data.dtype.kind
@@ -144,7 +142,6 @@ class MeanBackward1(Node):
 
 @op()
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    _rules.refuse_lowprec(x._data, "sum_cpu")
     data = _dtype.widen(x._data) if dtype is None else x._data
     if data.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
@@ -368,7 +365,6 @@ class MinBackward0(MaxBackward0):
 
 def _extreme(x, dim, keepdim, is_max, name):
     data = x._data
-    _rules.refuse_lowprec(data, f"{name}_all")
     if dim is None:
         if data.size == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -426,7 +422,10 @@ def min(x: Tensor, dim=None, keepdim: bool = False):
     return _extreme(x, dim, keepdim, False, "min")
 
 
-class AmaxBackward0(Node):
+class _ResultOverDimsBackward(Node):
+    """Backward of a reduction over ``dims`` that saves its input and its result: ``gradient(x, g,
+    result)`` gets the incoming gradient and the result with the reduced dims restored (size 1)."""
+
     __slots__ = ("dims", "keepdim", "dim_arg")
     saved_names = ("self", "result")
     saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim}
@@ -434,9 +433,16 @@ class AmaxBackward0(Node):
     def apply(self, grads):
         x, result = self.saved()
         g, result = _restore_dims(x._data.shape, self.dims, self.keepdim, grads[0], result)
+        return (self.gradient(x, g, result),)
+
+
+class AmaxBackward0(_ResultOverDimsBackward):
+    __slots__ = ()
+
+    def gradient(self, x, g, result):
         mask = (x == result)
         count = mask.sum(self.dims, keepdim=True) if self.dims is not None else mask.sum()
-        return ((g / count) * mask,)
+        return (g / count) * mask
 
 
 class AminBackward0(AmaxBackward0):
@@ -451,7 +457,6 @@ def _refuse_extreme(x, dim, name):
 
 
 def _amax(x, dim, keepdim, is_max):
-    _rules.refuse_lowprec(x._data, f'{"max" if is_max else "min"}_values_cpu')
     refuse_complex(f'"{"max" if is_max else "min"}_values_cpu" not implemented for \'{{dtype}}\'', x)
     data = x._data
     dims = norm_dims(dim if dim != () else None, data.ndim)
@@ -491,7 +496,6 @@ def aminmax(x, *, dim=None, keepdim=False):
 def _arg_extreme(x, dim, keepdim, np_fn):
     data = x._data
     name = np_fn.__name__  # "argmax" / "argmin", as torch's errors name them
-    _rules.refuse_lowprec(data, f"{name}_cpu")
     if dim is None and data.size == 0:
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
     if dim is not None and data.ndim and data.shape[_wrap_dim(dim, data.ndim)] == 0:
@@ -551,36 +555,38 @@ def _correction_arg(dim, unbiased, correction):
     return None if dim is None else 1
 
 
-class VarBackward0(Node):
+def _variance_grad(x, g, dims, keepdim, correction, std=None):
+    """The gradient of the variance of ``x`` over ``dims`` (of the standard deviation, when its
+    result ``std`` is given) for the incoming gradient ``g``."""
+    n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
+    mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
+    if std is None:
+        (g,) = _restore_dims(x._data.shape, dims, keepdim, g)
+        return g * (x - mu) * (2.0 / builtins.max(n - correction, 0))
+    g, std = _restore_dims(x._data.shape, dims, keepdim, g, std)
+    return g * (x - mu) / (std * builtins.max(n - correction, 0))
+
+
+class _VarianceBackward(Node):
+    """Backward of var (saves ``self``) or std (saves ``self`` and ``result``)."""
+
     __slots__ = ("dims", "keepdim", "correction", "dim_arg", "correction_arg")
+    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim,
+                    "correction": lambda n: n.correction_arg}
+
+    def apply(self, grads):
+        saved = self.saved()
+        return (_variance_grad(saved[0], grads[0], self.dims, self.keepdim, self.correction, *saved[1:]),)
+
+
+class VarBackward0(_VarianceBackward):
+    __slots__ = ()
     saved_names = ("self",)
-    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim,
-                    "correction": lambda n: n.correction_arg}
-
-    def apply(self, grads):
-        (x,) = self.saved()
-        g = grads[0]
-        dims = self.dims
-        n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
-        mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
-        (g,) = _restore_dims(x._data.shape, dims, self.keepdim, g)
-        return (g * (x - mu) * (2.0 / builtins.max(n - self.correction, 0)),)
 
 
-class StdBackward0(Node):
-    __slots__ = ("dims", "keepdim", "correction", "dim_arg", "correction_arg")
+class StdBackward0(_VarianceBackward):
+    __slots__ = ()
     saved_names = ("self", "result")
-    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim,
-                    "correction": lambda n: n.correction_arg}
-
-    def apply(self, grads):
-        x, result = self.saved()
-        g = grads[0]
-        dims = self.dims
-        n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
-        mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
-        g, result = _restore_dims(x._data.shape, dims, self.keepdim, g, result)
-        return (g * (x - mu) / (result * builtins.max(n - self.correction, 0)),)
 
 
 def _correction(unbiased, correction):
@@ -604,21 +610,14 @@ def _var_args(dim, unbiased, keepdim, correction):
 
 
 def _warn_without_dof(caller, n, correction):
-    if caller is not None and n - correction <= 0:
+    if n - correction <= 0:
         warn_at_user_frame(f"{caller}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                            "reduction factor (input numel divided by output numel).")
 
 
-@op()
-def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return _var(x, dim, unbiased, keepdim, correction, "var")
-
-
-def _var(x, dim, unbiased, keepdim, correction, caller):
-    """var, warning as ``caller()`` (torch's name for the public call) when no degree of freedom is left."""
-    if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up (each warns, as in torch)
-        return (_var(x.real, dim, unbiased, keepdim, correction, caller)
-                + _var(x.imag, dim, unbiased, keepdim, correction, caller))
+def _variance(x, dim, unbiased, keepdim, correction, std, caller):
+    """var of a real floating ``x`` (its square root, std, when ``std``), recorded with torch's node;
+    warns as ``caller()`` (torch's name for the public call) when no degree of freedom is left."""
     _floating_only_var_std(x)
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
@@ -627,15 +626,34 @@ def _var(x, dim, unbiased, keepdim, correction, caller):
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
     _warn_without_dof(caller, n, corr)
     with _err():
-        out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / builtins.max(n - corr, 0)) \
-            if n - corr > 0 else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
+        if n - corr > 0:
+            out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))
+            if std:
+                out = np.sqrt(out)
+        else:
+            out = np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
     result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = record_op(VarBackward0, (x,), result)
+        node = record_op(StdBackward0 if std else VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
         node.dim_arg, node.correction_arg = dim, correction_arg
-        node.save(x)
+        if std:
+            node.save(x, output=result)
+        else:
+            node.save(x)
     return result
+
+
+@op()
+def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _var(x, dim, unbiased, keepdim, correction, "var")
+
+
+def _var(x, dim, unbiased, keepdim, correction, caller):
+    if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up (each warns, as in torch)
+        return (_var(x.real, dim, unbiased, keepdim, correction, caller)
+                + _var(x.imag, dim, unbiased, keepdim, correction, caller))
+    return _variance(x, dim, unbiased, keepdim, correction, False, caller)
 
 
 def _out_shape(shape, dims, keepdim):
@@ -652,32 +670,14 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 def _std(x, dim, unbiased, keepdim, correction, caller):
     if x._data.dtype.kind == "c":
         return _var(x, dim, unbiased, keepdim, correction, caller).sqrt()
-    _floating_only_var_std(x)
-    correction_arg = _correction_arg(dim, unbiased, correction)
-    dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
-    data = _dtype.widen(x._data)
-    dims = norm_dims(dim, data.ndim)
-    n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
-    _warn_without_dof(caller, n, corr)
-    with _err():
-        out = np.sqrt(np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))) if n - corr > 0 \
-            else np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
-    if GRAD.enabled and x._requires_grad:
-        node = record_op(StdBackward0, (x,), result)
-        node.dims, node.keepdim, node.correction = dims, keepdim, corr
-        node.dim_arg, node.correction_arg = dim, correction_arg
-        node.save(x, output=result)
-    return result
+    return _variance(x, dim, unbiased, keepdim, correction, True, caller)
 
 
-class VarMeanBackward0(Node):
+class VarMeanBackward0(_VarianceBackward):
     """One node for both outputs of var_mean (std_mean below), as torch records them."""
 
-    __slots__ = ("dims", "keepdim", "correction", "dim_arg", "correction_arg")
+    __slots__ = ()
     saved_names = ("self",)
-    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim,
-                    "correction": lambda n: n.correction_arg}
     _num_outputs = 2
 
     def apply(self, grads):
@@ -685,17 +685,11 @@ class VarMeanBackward0(Node):
         x = saved[0]
         g_stat, g_mean = grads
         shape, dims, keepdim = x._data.shape, self.dims, self.keepdim
-        n = x._data.size if dims is None else int(np.prod([shape[d] for d in dims]))
         grad = None
         if g_stat is not None:
-            mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
-            if len(saved) == 1:  # variance
-                (g,) = _restore_dims(shape, dims, keepdim, g_stat)
-                grad = g * (x - mu) * (2.0 / builtins.max(n - self.correction, 0))
-            else:  # standard deviation
-                g, result = _restore_dims(shape, dims, keepdim, g_stat, saved[1])
-                grad = g * (x - mu) / (result * builtins.max(n - self.correction, 0))
+            grad = _variance_grad(x, g_stat, dims, keepdim, self.correction, *saved[1:])
         if g_mean is not None:
+            n = x._data.size if dims is None else int(np.prod([shape[d] for d in dims]))
             (g,) = _restore_dims(shape, dims, keepdim or dims is None, g_mean)
             g = g.expand(shape) / n
             grad = g if grad is None else grad + g
@@ -803,15 +797,11 @@ def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
     return vector_norm(x, p, dim, keepdim, dtype=dtype)
 
 
-class LogsumexpBackward0(Node):
-    __slots__ = ("dims", "keepdim", "dim_arg")
-    saved_names = ("self", "result")
-    saved_values = {"dim": lambda n: _dims_arg(n.dim_arg), "keepdim": lambda n: n.keepdim}
+class LogsumexpBackward0(_ResultOverDimsBackward):
+    __slots__ = ()
 
-    def apply(self, grads):
-        x, result = self.saved()
-        g, result = _restore_dims(x._data.shape, self.dims, self.keepdim, grads[0], result)
-        return (g * (x - result).exp(),)
+    def gradient(self, x, g, result):
+        return g * (x - result).exp()
 
 
 @op()
@@ -873,24 +863,17 @@ def max_keepdims(a, axis):
     return np.maximum.reduceat(a.reshape(-1), starts).reshape(a.shape[:-1] + (1,))
 
 
-class SoftmaxBackward0(Node):
-    __slots__ = ("dim", "dim_arg")
-    saved_names = ("result",)
-    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
-
-    def apply(self, grads):
-        (y,) = self.saved()
-        g = grads[0]
-        yd, gd = y._data, g._data
-        if not GRAD.enabled and yd.dtype == gd.dtype and yd.dtype.type in (np.float32, np.float64):
-            with _err():
-                gy = gd * yd
-                gy -= yd * sum_keepdims(gy, self.dim)
-            return (wrap(gy),)
-        return (_softmax_backward_data(g, y, self.dim, y.dtype),)
+def _row_sum(t, dim):
+    """``t`` summed along ``dim``, keeping it; a 0-d tensor is its own one-element sum."""
+    return t.sum(dim, keepdim=True) if t._data.ndim else t
 
 
-class LogSoftmaxBackward0(Node):
+class _SoftmaxFamilyBackward(Node):
+    """Backward of softmax or log_softmax from the saved result ``y``: ``formula(g, y, dim)`` on
+    tensors, and ``on_arrays(gd, yd, dim)``, the same NumPy calls without a Tensor per step, for a
+    float32/64 backward that nothing records (a cross-entropy step's last node: four Tensor ops cost
+    more than their arithmetic on a (batch, classes) gradient)."""
+
     __slots__ = ("dim", "dim_arg")
     saved_names = ("result",)
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
@@ -900,18 +883,38 @@ class LogSoftmaxBackward0(Node):
         g = grads[0]
         yd, gd = y._data, g._data
         if not GRAD.enabled and yd.ndim and yd.dtype == gd.dtype and yd.dtype.type in (np.float32, np.float64):
-            # the formula below on arrays, the same NumPy calls (a cross-entropy step's last node:
-            # four Tensor ops cost more than their arithmetic on a (batch, classes) gradient)
             with _err():
-                gx = np.exp(yd)
-                gx *= gd.sum(axis=(self.dim,), keepdims=True, dtype=gd.dtype)
-                np.subtract(gd, gx, out=gx)
-            return (wrap(gx),)
-        return (_log_softmax_backward_data(g, y, self.dim, y.dtype),)
+                return (wrap(self.on_arrays(gd, yd, self.dim)),)
+        return (self.formula(g, y, self.dim),)
 
 
-def _sum_over(t, dim):
-    return t.sum(dim, keepdim=True) if t._data.ndim else t  # (a 0-d tensor is its own one-element sum)
+class SoftmaxBackward0(_SoftmaxFamilyBackward):
+    __slots__ = ()
+
+    @staticmethod
+    def on_arrays(gd, yd, dim):
+        gy = gd * yd
+        gy -= yd * sum_keepdims(gy, dim)
+        return gy
+
+    @staticmethod
+    def formula(g, y, dim):  # under create_graph: torch's one node for the backward of this backward
+        return _softmax_backward_data(g, y, dim, y.dtype)
+
+
+class LogSoftmaxBackward0(_SoftmaxFamilyBackward):
+    __slots__ = ()
+
+    @staticmethod
+    def on_arrays(gd, yd, dim):
+        gx = np.exp(yd)
+        gx *= gd.sum(axis=(dim,), keepdims=True, dtype=gd.dtype)
+        np.subtract(gd, gx, out=gx)
+        return gx
+
+    @staticmethod
+    def formula(g, y, dim):
+        return _log_softmax_backward_data(g, y, dim, y.dtype)
 
 
 class SoftmaxBackwardDataBackward0(Node):
@@ -926,7 +929,7 @@ class SoftmaxBackwardDataBackward0(Node):
         grad_g = _softmax_backward_data(gg, y, self.dim, y.dtype) if self.next_functions[0][0] is not None else None
         grad_y = None
         if self.next_functions[1][0] is not None:
-            grad_y = g * gg - _sum_over(y * g, self.dim) * gg - g * _sum_over(y * gg, self.dim)
+            grad_y = g * gg - _row_sum(y * g, self.dim) * gg - g * _row_sum(y * gg, self.dim)
         return grad_g, grad_y
 
 
@@ -938,8 +941,8 @@ class LogSoftmaxBackwardDataBackward0(Node):
     def apply(self, grads):
         g, y = self.saved()
         gg = grads[0]
-        grad_g = gg - _sum_over(gg * y.exp(), self.dim) if self.next_functions[0][0] is not None else None
-        grad_y = -_sum_over(g, self.dim) * y.exp() * gg if self.next_functions[1][0] is not None else None
+        grad_g = gg - _row_sum(gg * y.exp(), self.dim) if self.next_functions[0][0] is not None else None
+        grad_y = -_row_sum(g, self.dim) * y.exp() * gg if self.next_functions[1][0] is not None else None
         return grad_g, grad_y
 
 
@@ -957,13 +960,11 @@ def _backward_data(node_cls, kernel, grad_output, output, dim, input_dtype):
 
 
 def _softmax_backward_np(g, y, d):
-    gy = g * y
-    gy -= y * (sum_keepdims(gy, d) if y.ndim else gy)
-    return gy
+    return SoftmaxBackward0.on_arrays(g, y, d) if y.ndim else g * y - y * (g * y)  # (0-d: its own sum)
 
 
 def _log_softmax_backward_np(g, y, d):
-    return g - np.exp(y) * (g.sum(axis=(d,), keepdims=True, dtype=g.dtype) if y.ndim else g)
+    return LogSoftmaxBackward0.on_arrays(g, y, d) if y.ndim else g - np.exp(y) * g
 
 
 @op(method=False)
@@ -998,7 +999,6 @@ def _softmax_input(x, dim, dtype, kernel):
         raise TypeError(f'{kernel}() missing 1 required positional arguments: "dim"')
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
-    _rules.refuse_lowprec(x._data, "softmax_lastdim_kernel_impl")
     data = _dtype.widen(x._data)
     if data.dtype.kind not in "fc":
         raise NotImplementedError(f'"{kernel}_lastdim_kernel_impl" not implemented for '
@@ -1006,33 +1006,30 @@ def _softmax_input(x, dim, dtype, kernel):
     return x, data, _wrap_dim(dim, data.ndim)
 
 
-@op()
-def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
-    x, data, d = _softmax_input(x, dim, dtype, "softmax")
+def _softmax_family(x, dim, dtype, kernel, on_rows, zero_dim_value, node_cls):
+    """softmax or log_softmax: ``on_rows(data, d)`` computes it along ``d``; a 0-d input gives
+    ``zero_dim_value`` (its softmax over itself)."""
+    x, data, d = _softmax_input(x, dim, dtype, kernel)
     if dtype is None and x._data.dtype.kind in "biu":
-        _rules.refuse_kernel(x._data, _rules.INTEGRAL, "softmax_kernel_impl")
+        _rules.refuse_kernel(x._data, _rules.INTEGRAL, f"{kernel}_kernel_impl")
     with _err():
-        result = wrap(_dtype.narrow_to(_softmax_np(data, d) if data.ndim else np.ones_like(data), x._data.dtype))
+        out = on_rows(data, d) if data.ndim else np.full_like(data, zero_dim_value)
+        result = wrap(_dtype.narrow_to(out, x._data.dtype))
     if GRAD.enabled and x._requires_grad:
-        node = record_op(SoftmaxBackward0, (x,), result)
+        node = record_op(node_cls, (x,), result)
         node.dim, node.dim_arg = d, dim
         node.save(output=result)
     return result
+
+
+@op()
+def softmax(x, dim=None, dtype=None, *, _stacklevel=3):
+    return _softmax_family(x, dim, dtype, "softmax", _softmax_np, 1, SoftmaxBackward0)
 
 
 @op()
 def log_softmax(x, dim=None, dtype=None, *, _stacklevel=3):
-    x, data, d = _softmax_input(x, dim, dtype, "log_softmax")
-    if dtype is None and x._data.dtype.kind in "biu":
-        _rules.refuse_kernel(x._data, _rules.INTEGRAL, "log_softmax_kernel_impl")
-    with _err():
-        result = wrap(_dtype.narrow_to(_log_softmax_np(data, d) if data.ndim else np.zeros_like(data),
-                                       x._data.dtype))
-    if GRAD.enabled and x._requires_grad:
-        node = record_op(LogSoftmaxBackward0, (x,), result)
-        node.dim, node.dim_arg = d, dim
-        node.save(output=result)
-    return result
+    return _softmax_family(x, dim, dtype, "log_softmax", _log_softmax_np, 0, LogSoftmaxBackward0)
 
 
 __all__ = module_all(globals())

@@ -19,7 +19,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.function import view_inplace_error_head
 from ..autograd.grad_mode import InferenceCounter
 from ..autograd.graph import _FREED_MESSAGE, Node, saved_dim
-from ._declare import module_all, op, record_op
+from ._declare import _InputShapeNode, module_all, op, record_op
 from ._base import GRAD, edge, record, sum_to_shape
 
 
@@ -74,9 +74,8 @@ def is_no_grad_view(t) -> bool:
 
 
 # ---- reshaping views --------------------------------------------------------------------------
-class ViewBackward0(Node):
-    __slots__ = ("in_shape",)
-    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+class ViewBackward0(_InputShapeNode):
+    __slots__ = ()
 
     def apply(self, grads):
         if not GRAD.enabled:
@@ -201,9 +200,8 @@ def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     return view(x, shape[:d] + sizes + shape[d + 1:])
 
 
-class SqueezeBackward0(Node):
-    __slots__ = ("in_shape", "dim_arg")
-    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+class SqueezeBackward0(_InputShapeNode):
+    __slots__ = ("dim_arg",)
 
     def apply(self, grads):
         return (grads[0].reshape(self.in_shape),)
@@ -357,9 +355,8 @@ moveaxis = movedim
 
 
 # ---- expand -----------------------------------------------------------------------------------
-class ExpandBackward0(Node):
-    __slots__ = ("in_shape",)
-    saved_values = {"self_sym_sizes": lambda n: n.in_shape}
+class ExpandBackward0(_InputShapeNode):
+    __slots__ = ()
 
     def apply(self, grads):
         return (sum_to_shape(grads[0], self.in_shape),)

@@ -20,6 +20,7 @@ import functools
 import warnings
 
 from .. import _autocast, _dtype
+from ..autograd.grad_mode import run_inside
 
 __all__ = ["autocast", "is_autocast_available", "is_autocast_enabled"]
 
@@ -182,11 +183,7 @@ __all__ += ["autocast_decorator", "custom_fwd", "custom_bwd"]
 
 def autocast_decorator(autocast_instance, func):
     """``func`` run inside ``autocast_instance`` at each call."""
-    @functools.wraps(func)
-    def decorate_autocast(*args, **kwargs):
-        with autocast_instance:
-            return func(*args, **kwargs)
-    return decorate_autocast
+    return run_inside(func, lambda: autocast_instance)
 
 
 def _cast(value, device_type: str, dtype):

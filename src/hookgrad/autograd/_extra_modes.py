@@ -12,8 +12,9 @@ Both work as a call (set now), a context manager (restored after the block) and 
 """
 from __future__ import annotations
 
-import functools
 import threading
+
+from .grad_mode import run_inside
 
 _flags = threading.local()
 
@@ -53,11 +54,7 @@ class _FlagSwitch:
         return self.__class__(self.mode)
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with self.clone():
-                return fn(*args, **kwargs)
-        return wrapped
+        return run_inside(fn, self.clone)
 
 
 class set_multithreading_enabled(_FlagSwitch):

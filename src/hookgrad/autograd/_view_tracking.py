@@ -4,7 +4,7 @@ default), so ``mode=False`` is honoured and ``mode=True`` raises NotImplementedE
 itself is what ``torch._C._is_view_replay_enabled`` / ``_set_view_replay_enabled`` read and set."""
 from __future__ import annotations
 
-import functools
+from .grad_mode import run_inside
 
 _view_replay_enabled = [False]
 
@@ -37,12 +37,7 @@ class _force_original_view_tracking:
 
     def __call__(self, fn):
         set_view_replay_enabled(self.prev)
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.clone():
-                return fn(*args, **kwargs)
-        return wrapper
+        return run_inside(fn, self.clone)
 
     def clone(self):
         return self.__class__(self.mode)

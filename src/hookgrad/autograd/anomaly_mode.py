@@ -4,6 +4,7 @@ from __future__ import annotations
 import sys
 import warnings
 
+from .grad_mode import run_inside
 from .graph import _anomaly_state
 
 
@@ -34,13 +35,7 @@ class detect_anomaly:
         return False
 
     def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*a, **kw):
-            with self:
-                return fn(*a, **kw)
-        return wrapper
+        return run_inside(fn, lambda: self)
 
 
 class set_detect_anomaly:

@@ -40,6 +40,16 @@ def is_inference_tensor(t) -> bool:
     return t._version_counter.__class__ is InferenceCounter
 
 
+def run_inside(fn, context):
+    """``fn`` wrapped so that each call runs inside ``context()`` (a context manager): what a
+    context manager does when it decorates a function."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with context():
+            return fn(*args, **kwargs)
+    return wrapper
+
+
 def is_grad_enabled() -> bool:
     return STATE.enabled
 
@@ -79,11 +89,7 @@ class _GradModeSwitch:
                         return stop.value
             return gen_wrapper
 
-        @functools.wraps(fn)
-        def wrapper(*a, **kw):
-            with switch_cls(*args):
-                return fn(*a, **kw)
-        return wrapper
+        return run_inside(fn, functools.partial(switch_cls, *args))
 
     def _clone_args(self):
         return ()

@@ -18,6 +18,7 @@ import inspect
 import threading
 import time
 
+from .grad_mode import run_inside
 from .profiler_util import EventList, FunctionEvent, FunctionEventAvg  # noqa: F401
 
 __all__ = ["profile", "record_function", "EventList", "FunctionEvent", "FunctionEventAvg", "ProfilerActivity",
@@ -326,11 +327,7 @@ class record_function:
         return False
 
     def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapped(*args, **kwargs):
-            with record_function(self.name, self.args):
-                return fn(*args, **kwargs)
-        return wrapped
+        return run_inside(fn, functools.partial(record_function, self.name, self.args))
 
 
 class profile:

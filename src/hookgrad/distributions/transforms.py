@@ -374,12 +374,14 @@ class ReshapeTransform(Transform):
 
 
 class _ParameterFreeTransform(Transform):
-    """A transform without parameters: equal to every instance of the transform class that derives
-    from this one directly, subclasses included (torch compares these with ``isinstance``)."""
+    """A transform without parameters: equal to every instance of the first public transform class
+    that derives from this one, subclasses included (torch compares these with ``isinstance``)."""
+
+    _equal_to = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if _ParameterFreeTransform in cls.__bases__:
+        if cls._equal_to is None or cls._equal_to.__name__.startswith("_"):
             cls._equal_to = cls
 
     def __eq__(self, other):
@@ -388,11 +390,16 @@ class _ParameterFreeTransform(Transform):
     __hash__ = object.__hash__
 
 
-class ExpTransform(_ParameterFreeTransform):
+class _IncreasingBijectionOfReals(_ParameterFreeTransform):
+    """A strictly increasing bijection from the real line onto its ``codomain``."""
+
     domain = constraints.real
-    codomain = constraints.positive
     bijective = True
     sign = +1
+
+
+class ExpTransform(_IncreasingBijectionOfReals):
+    codomain = constraints.positive
 
     def _call(self, x):
         return x.exp()
@@ -451,11 +458,8 @@ def _clipped_sigmoid(x):
     return x.sigmoid().clamp(min=finfo.tiny, max=1.0 - finfo.eps)
 
 
-class SigmoidTransform(_ParameterFreeTransform):
-    domain = constraints.real
+class SigmoidTransform(_IncreasingBijectionOfReals):
     codomain = constraints.unit_interval
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return _clipped_sigmoid(x)
@@ -469,11 +473,8 @@ class SigmoidTransform(_ParameterFreeTransform):
         return -softplus(-x) - softplus(x)
 
 
-class SoftplusTransform(_ParameterFreeTransform):
-    domain = constraints.real
+class SoftplusTransform(_IncreasingBijectionOfReals):
     codomain = constraints.positive
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return softplus(x)
@@ -485,11 +486,8 @@ class SoftplusTransform(_ParameterFreeTransform):
         return -softplus(-x)
 
 
-class TanhTransform(_ParameterFreeTransform):
-    domain = constraints.real
+class TanhTransform(_IncreasingBijectionOfReals):
     codomain = constraints.interval(-1.0, 1.0)
-    bijective = True
-    sign = +1
 
     def _call(self, x):
         return x.tanh()

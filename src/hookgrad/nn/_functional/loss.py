@@ -411,13 +411,19 @@ class BinaryCrossEntropyBackward0(_BinaryCrossEntropyNode):
         return gx, gt
 
 
+def _refuse_other_size(x, t, message: str) -> None:
+    """The binary cross entropies take a target of the input's size only: torch's ValueError
+    ``message``, with the two sizes filled in, otherwise."""
+    if t._data.shape != x._data.shape:
+        raise ValueError(message.format(target=_size(t._data.shape), input=_size(x._data.shape)))
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x, t = input, target
-    if t._data.shape != x._data.shape:
-        raise ValueError(f"Using a target size ({_size(t._data.shape)}) that is different to the input size "
-                         f"({_size(x._data.shape)}) is deprecated. Please ensure they have the same size.")
+    _refuse_other_size(x, t, "Using a target size ({target}) that is different to the input size ({input}) is "
+                             "deprecated. Please ensure they have the same size.")
     xd, td = x._data, t._data
     if td.dtype != xd.dtype:
         from ..._dtype import scalar_type_name
@@ -478,9 +484,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x, t = input, target
-    if t._data.shape != x._data.shape:
-        raise ValueError(f"Target size ({_size(t._data.shape)}) must be the same as input size "
-                         f"({_size(x._data.shape)})")
+    _refuse_other_size(x, t, "Target size ({target}) must be the same as input size ({input})")
     xd, td = x._data, t._data
     if td.dtype.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "

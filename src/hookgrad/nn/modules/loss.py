@@ -26,18 +26,23 @@ class _WeightedLoss(_Loss):
         self.register_buffer("weight", weight)
 
 
-class L1Loss(_Loss):
+class _ReductionOnlyLoss(_Loss):
+    """A loss whose only option is the reduction: ``F.<_function>(input, target, reduction=...)``
+    (looked up at each call, as a written-out forward would)."""
+
     __constants__ = ["reduction"]
+    _function = ""
 
     def forward(self, input, target):
-        return F.l1_loss(input, target, reduction=self.reduction)
+        return getattr(F, self._function)(input, target, reduction=self.reduction)
 
 
-class MSELoss(_Loss):
-    __constants__ = ["reduction"]
+class L1Loss(_ReductionOnlyLoss):
+    _function = "l1_loss"
 
-    def forward(self, input, target):
-        return F.mse_loss(input, target, reduction=self.reduction)
+
+class MSELoss(_ReductionOnlyLoss):
+    _function = "mse_loss"
 
 
 class SmoothL1Loss(_Loss):
@@ -169,18 +174,12 @@ class HingeEmbeddingLoss(_Loss):
         return F.hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
 
 
-class MultiLabelMarginLoss(_Loss):
-    __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+class MultiLabelMarginLoss(_ReductionOnlyLoss):
+    _function = "multilabel_margin_loss"
 
 
-class SoftMarginLoss(_Loss):
-    __constants__ = ["reduction"]
-
-    def forward(self, input, target):
-        return F.soft_margin_loss(input, target, reduction=self.reduction)
+class SoftMarginLoss(_ReductionOnlyLoss):
+    _function = "soft_margin_loss"
 
 
 class MultiLabelSoftMarginLoss(_WeightedLoss):
@@ -190,26 +189,27 @@ class MultiLabelSoftMarginLoss(_WeightedLoss):
         return F.multilabel_soft_margin_loss(input, target, weight=self.weight, reduction=self.reduction)
 
 
-class CosineEmbeddingLoss(_Loss):
+class _PairMarginLoss(_Loss):
+    """A loss of two inputs and a target of 1s and -1s, with a margin:
+    ``F.<_function>(input1, input2, target, margin=..., reduction=...)`` (looked up at each call)."""
+
     __constants__ = ["margin", "reduction"]
+    _function = ""
 
     def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean") -> None:
         super().__init__(size_average, reduce, reduction)
         self.margin = margin
 
     def forward(self, input1, input2, target):
-        return F.cosine_embedding_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+        return getattr(F, self._function)(input1, input2, target, margin=self.margin, reduction=self.reduction)
 
 
-class MarginRankingLoss(_Loss):
-    __constants__ = ["margin", "reduction"]
+class CosineEmbeddingLoss(_PairMarginLoss):
+    _function = "cosine_embedding_loss"
 
-    def __init__(self, margin: float = 0.0, size_average=None, reduce=None, reduction: str = "mean") -> None:
-        super().__init__(size_average, reduce, reduction)
-        self.margin = margin
 
-    def forward(self, input1, input2, target):
-        return F.margin_ranking_loss(input1, input2, target, margin=self.margin, reduction=self.reduction)
+class MarginRankingLoss(_PairMarginLoss):
+    _function = "margin_ranking_loss"
 
 
 class MultiMarginLoss(_WeightedLoss):
