@@ -512,3 +512,18 @@ def test_make_tensor(T, dtype):
     make = T.testing.make_tensor
     dt = getattr(T, dtype)
     return [make((3, 4), dtype=dt, device="cpu"), make((5,), dtype=dt, device="cpu", low=1, high=9)] + _tail(T)
+
+
+@pytest.mark.parametrize("framework", ["torch", "hookgrad"])
+def test_default_generator_is_seeded_from_entropy_at_startup(framework):
+    """torch seeds its default CPU generator from the system's entropy in each new process (unseeded
+    programs draw other numbers on every run), while a Generator() made later starts from the fixed
+    67280421310721; hookgrad's generators start the same way."""
+    import subprocess
+    import sys
+    code = (f"import {framework} as T; g = T.Generator(); "
+            "print(T.initial_seed(), g.initial_seed(), T.rand(1).item())")
+    runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+            for _ in range(2)]
+    assert runs[0][0] != runs[1][0] and runs[0][2] != runs[1][2]
+    assert runs[0][1] == runs[1][1] == "67280421310721"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import os
 
 import numpy as np
 
@@ -482,6 +483,9 @@ from . import rng as _rng_streams
 from .rng import Generator
 
 default_generator = Generator()
+# torch seeds its default CPU generator from the system's entropy when it starts (each run draws other
+# numbers until manual_seed); a Generator() made later starts from the fixed DEFAULT_SEED
+default_generator.manual_seed(int.from_bytes(os.urandom(8), "little"))
 
 
 def _generator(generator) -> Generator:
