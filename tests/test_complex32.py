@@ -111,3 +111,25 @@ def test_parts_are_float16_views_that_write_through():
     c.real[0] = 7.0
     hookgrad.view_as_real(c)[1, 1] = 0.5
     assert c.tolist() == [7 + 2j, 3 + 0.5j]
+
+
+GRADIENTS = {
+    "mul_add": lambda T, c, d: c * d + c, "sub_neg": lambda T, c, d: -(c - d * 2), "abs": lambda T, c, d: c.abs(),
+    "sgn": lambda T, c, d: c.sgn() * d, "conj": lambda T, c, d: c.conj() * d,
+    "real_imag": lambda T, c, d: c.real * d.imag, "view_as_real": lambda T, c, d: T.view_as_real(c) * 2,
+    "mul_scalar": lambda T, c, d: c * (1 - 2j), "to_c64": lambda T, c, d: c.to(T.complex64) * d.to(T.complex64),
+    "cat": lambda T, c, d: T.cat([c, d]), "index": lambda T, c, d: c[1:] * d[:1],
+    "where": lambda T, c, d: T.where(T.tensor([True, False]), c, d), "clone": lambda T, c, d: c.clone(),
+    "broadcast": lambda T, c, d: c.reshape(2, 1) + d,
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRADIENTS))
+@differential(rtol=0, atol=0)
+def test_gradients(T, case):
+    """torch's convention (the gradient carries conj(df/dz)), each step rounded to complex32; a
+    broadcast's gradient needs a complex32 sum, which torch has no kernel for."""
+    c = T.tensor([1 + 2j, 3 - 1j], dtype=T.chalf).requires_grad_()
+    d = T.tensor([0.5 - 1j, 2 + 2j], dtype=T.chalf).requires_grad_()
+    y = GRADIENTS[case](T, c, d)
+    return [y.grad_fn.name(), catch(lambda: y.backward(T.ones_like(y))), c.grad, d.grad]

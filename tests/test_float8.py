@@ -243,7 +243,7 @@ def test_without_ml_dtypes_the_dtypes_exist_and_tensors_name_the_extra():
         try:
             hookgrad.zeros(2, dtype=d)
         except ModuleNotFoundError as e:
-            assert "ml_dtypes" in str(e) and "float8_e4m3fn" in str(e), e
+            assert "ml_dtypes" in str(e) and "float8_e4m3fn" in str(e) and "hookgrad[float8]" in str(e), e
         else:
             raise AssertionError("no error")
         x = hookgrad.tensor([1, 2], dtype=hookgrad.uint8).view(hookgrad.float4_e2m1fn_x2)  # needs no extra

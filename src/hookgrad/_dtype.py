@@ -117,9 +117,10 @@ def ml_dtypes_np(name: str) -> np.dtype:
         try:
             import ml_dtypes
         except ImportError:
+            extra = "bfloat16" if name == "bfloat16" else "float8"
             raise ModuleNotFoundError(
                 f"{name} tensors need the ml_dtypes package (NumPy has no {name}): "
-                "pip install hookgrad[bfloat16]  (or: pip install ml_dtypes)") from None
+                f"pip install hookgrad[{extra}]  (or: pip install ml_dtypes)") from None
         found = _ml_np[name] = np.dtype(getattr(ml_dtypes, name))
         _BY_NP[found] = _BY_NAME[name]
         if name in _FLOAT8_NAMES:

@@ -119,6 +119,8 @@ def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
     if not GRAD.enabled:
+        if dims and g._data.dtype in _dtype._LOWPREC_NP:  # complex32 gradients: torch has no sum for them
+            raise NotImplementedError(f"\"sum_cpu\" not implemented for '{_dtype.scalar_type_name(g._data.dtype)}'")
         data = g._data.sum(axis=dims, keepdims=True) if dims else g._data
         return wrap(data.reshape(shape) if data.shape != shape else data)
     if dims:

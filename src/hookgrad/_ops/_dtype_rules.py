@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._dtype import is_lowprec_storage_np, scalar_type_name
+from .._dtype import _LOWPREC_NP, is_lowprec_storage_np, scalar_type_name
 
 __all__: list = []  # declares no op: the helpers here are the ops' own
 
@@ -36,6 +36,11 @@ def refuse_kernel(data, refused, kernel: str) -> None:
     """torch's NotImplementedError when the NumPy array ``data`` has a dtype in ``refused``."""
     if data.dtype in numpy_dtypes(refused):
         raise NotImplementedError(f"\"{kernel}\" not implemented for '{scalar_type_name(data.dtype)}'")
+
+
+# the NumPy dtypes refuse_lowprec refuses (filled as ml_dtypes' types load): callers on hot paths test
+# ``array.dtype in LOWPREC`` first and call refuse_lowprec only then
+LOWPREC = _LOWPREC_NP
 
 
 def refuse_lowprec(data, kernel: str) -> None:

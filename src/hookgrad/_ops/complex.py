@@ -253,7 +253,8 @@ def angle(input):
     """The argument of each element (a real tensor); for real tensors pi where negative, 0 elsewhere."""
     x = as_tensor_arg(input)
     d = x._data
-    _rules.refuse_lowprec(d, "angle_cpu")
+    if d.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(d, "angle_cpu")
     if d.dtype.kind == "c":
         with quiet_fp():
             result = wrap(np.angle(d))

@@ -578,7 +578,8 @@ MaskedFillBackward1 = pair_formula_node("MaskedFillBackward1", ("mask",), _maske
 
 @op(inplace=True, saves_self=False)
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
-    _rules.refuse_lowprec(x._data, "masked_fill")
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "masked_fill")
     mask = as_tensor_arg(mask)
     if mask._data.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
@@ -626,7 +627,8 @@ def masked_select(x: Tensor, mask: Tensor) -> Tensor:
 
 @op()
 def nonzero(x, *, as_tuple=False):
-    _rules.refuse_lowprec(x._data, "nonzero_count_cpu")
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "nonzero_count_cpu")
     if x._data.ndim == 0:  # a 0-d input counts as one element with no coordinates
         found = np.flatnonzero(x._data.reshape(1))
         if as_tuple:

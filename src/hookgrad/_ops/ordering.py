@@ -139,7 +139,8 @@ def _dim_of(x, dim):
 # ---- sort / argsort / msort / topk -----------------------------------------------------------------
 @op()
 def sort(x, dim=-1, descending=False, stable=None):
-    _rules.refuse_lowprec(x._data, "sorting_kernel_method_name")
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "sorting_kernel_method_name")
     refuse_complex(" Sort does not support complex dtypes on CPU", x, error=RuntimeError)
     # ``stable`` given (even False) selects torch's other overload (SortBackward1)
     node_cls = SortBackward0 if stable is None else SortBackward1

@@ -35,7 +35,7 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
     """``np_fn(a, b * scale)`` in dtype ``dt``; broadcasting failures become torch's RuntimeError.
     ``float32_scalar``: with float16 or bfloat16 operands a Python number enters as float32, unrounded
     (torch's mul and div; its add, sub and pow round the number to the operands' type first)."""
-    if _dtype.is_lowprec_storage_np(dt):
+    if dt in _rules.LOWPREC:
         if dt == _C32 and np_fn in _COMPLEX32_BINARY:
             return _complex32_binary(np_fn, a, b, scale)
         if np_fn not in _LOWPREC_BINARY:
@@ -263,7 +263,7 @@ def _cast(g, np_dtype):
 def _conj(v):
     """The conjugate of a complex operand (torch's gradients carry conj(df/dz)); others as they are."""
     if isinstance(v, Tensor):
-        return v.conj() if v._data.dtype.kind == "c" else v
+        return v.conj() if v._data.dtype.kind == "c" or v._data.dtype == _C32 else v
     return v.conjugate() if isinstance(v, complex) else v
 
 
@@ -554,7 +554,8 @@ def _power(base, exponent, dt):
 def pow(a, b):
     for operand in (a, b):
         if isinstance(operand, Tensor):
-            _rules.refuse_lowprec(operand._data, "pow")
+            if operand._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+                _rules.refuse_lowprec(operand._data, "pow")
     if is_number(a) and isinstance(b, Tensor):
         dt = result_np_dtype(b, a)
         with _err():
@@ -782,12 +783,14 @@ class SgnBackward0(Node):
 @op(inplace=True)
 def sgn(x):
     """``x / |x|`` for complex tensors (0 at 0); ``sign`` for real ones."""
-    if not isinstance(x, Tensor) or x._data.dtype.kind != "c":
+    if not isinstance(x, Tensor) or x._data.dtype.kind != "c" and x._data.dtype != _C32:
         return _real_sgn(x)
     d = x._data
+    wide = _dtype.complex32_as_complex64(d) if d.dtype == _C32 else d  # complex32: computed in complex64
     with _err():
-        r = np.abs(d)
-        result = wrap(np.where(r == 0, 0, d / np.where(r == 0, 1, r)).astype(d.dtype))
+        r = np.abs(wide)
+        values = np.where(r == 0, 0, wide / np.where(r == 0, 1, r)).astype(wide.dtype)
+        result = wrap(_dtype.to_complex32(values) if d.dtype == _C32 else values)
     if GRAD.enabled and x._requires_grad:
         record_op(SgnBackward0, (x,), result).save(x, output=result)
     return result
@@ -875,7 +878,8 @@ class ClampBackward0(Node):
 
 @op(aliases=("clip",), inplace=True)
 def clamp(x, min=None, max=None):
-    _rules.refuse_lowprec(x._data, "clamp_scalar_cpu")
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "clamp_scalar_cpu")
     refuse_complex("clamp is not supported for complex types", x)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -1216,7 +1220,8 @@ def isnan(x):
 @op()
 def isinf(x):
     if x._data.dtype != _dtype.float8_e5m2.np:  # the one float8 type torch's isinf takes: it has inf
-        _rules.refuse_lowprec(x._data, "isinf")
+        if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+            _rules.refuse_lowprec(x._data, "isinf")
     return wrap(np.isinf(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
 
 
@@ -1238,7 +1243,8 @@ def isneginf(x):
 @op()
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = as_tensor_arg(a), as_tensor_arg(b, a)
-    _rules.refuse_lowprec(a._data, "mul_cpu_reduced_float")
+    if a._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(a._data, "mul_cpu_reduced_float")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"{_dtype.scalar_type_name(a._data.dtype)} did not match "
                            f"{_dtype.scalar_type_name(b._data.dtype)}")

@@ -83,6 +83,8 @@ class SumBackward1(Node):
 
 
 def _sum_dtype(x, dtype):
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "sum_cpu")
     if dtype is not None:
         return _dtype.to_dtype(dtype).np
     k = x._data.dtype.kind
@@ -142,6 +144,8 @@ class MeanBackward1(Node):
 
 @op()
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "sum_cpu")
     data = _dtype.widen(x._data) if dtype is None else x._data
     if data.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
@@ -365,6 +369,8 @@ class MinBackward0(MaxBackward0):
 
 def _extreme(x, dim, keepdim, is_max, name):
     data = x._data
+    if data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(data, f"{name}_all")
     if dim is None:
         if data.size == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
@@ -457,6 +463,8 @@ def _refuse_extreme(x, dim, name):
 
 
 def _amax(x, dim, keepdim, is_max):
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, f'{"max" if is_max else "min"}_values_cpu')
     refuse_complex(f'"{"max" if is_max else "min"}_values_cpu" not implemented for \'{{dtype}}\'', x)
     data = x._data
     dims = norm_dims(dim if dim != () else None, data.ndim)
@@ -496,6 +504,8 @@ def aminmax(x, *, dim=None, keepdim=False):
 def _arg_extreme(x, dim, keepdim, np_fn):
     data = x._data
     name = np_fn.__name__  # "argmax" / "argmin", as torch's errors name them
+    if data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(data, f"{name}_cpu")
     if dim is None and data.size == 0:
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
     if dim is not None and data.ndim and data.shape[_wrap_dim(dim, data.ndim)] == 0:
@@ -999,6 +1009,8 @@ def _softmax_input(x, dim, dtype, kernel):
         raise TypeError(f'{kernel}() missing 1 required positional arguments: "dim"')
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "softmax_lastdim_kernel_impl")
     data = _dtype.widen(x._data)
     if data.dtype.kind not in "fc":
         raise NotImplementedError(f'"{kernel}_lastdim_kernel_impl" not implemented for '

@@ -207,7 +207,8 @@ class FlipBackward0(Node):
 
 @op(method=False)  # Tensor.flip takes *dims
 def flip(x: Tensor, dims) -> Tensor:
-    _rules.refuse_lowprec(x._data, "flip_cpu")
+    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._data, "flip_cpu")
     dims_arg = (dims,) if isinstance(dims, int) else tuple(dims)
     dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims_arg)
     # a 0-d tensor's dim 0 is the tensor itself: nothing to reverse
