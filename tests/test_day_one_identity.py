@@ -353,8 +353,6 @@ SWEEP2_KNOWN_DIFFERENCES = {
     "optimizer state_dict of LBFGS(p, lr=0.5)": "LBFGS's ro history (1 / y.s on steps near 1e-5) differs from "
                                                 "torch's in float32's last bits (dot products summed in another "
                                                 "order); the other entries print the same",
-    "load weights_only with numpy inside": "hookgrad's weights-only load takes NumPy arrays, which torch refuses "
-                                           "unless numpy._core.multiarray._reconstruct is allowlisted",
     "init seeded functions": "orthogonal_'s float32 QR comes from another LAPACK than torch's: one printed entry "
                              "differs in its last digit (a difference of one float32 ulp)",
 }
