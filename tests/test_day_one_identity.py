@@ -115,6 +115,20 @@ def test_functions_take_torch_names_then_give_them_back():
             for f in (relu, add, hookgrad.nn.functional.logsigmoid)] == own
 
 
+def test_annotations_evaluate_where_torch_evaluates_them():
+    import inspect
+
+    from hookgrad._torch_identity_table import EAGER_ANNOTATIONS
+    assert "torch.nn.modules.linear" in EAGER_ANNOTATIONS and "torch.optim.lr_scheduler" not in EAGER_ANNOTATIONS
+    linear, step = hookgrad.nn.Linear.__init__, hookgrad.optim.lr_scheduler.StepLR.__init__
+    before = str(inspect.signature(linear)), str(inspect.signature(step))
+    with torch_aliases():
+        assert str(inspect.signature(linear)).startswith("(self, in_features: int, out_features: int, bias: bool")
+        assert "step_size: 'int'" in str(inspect.signature(step))   # torch's module postpones its annotations
+        assert "in_channels: int" in str(inspect.signature(hookgrad.nn.Conv2d.__init__))   # inherited
+    assert (str(inspect.signature(linear)), str(inspect.signature(step))) == before
+
+
 def test_plain_import_keeps_hookgrad_names():
     assert hookgrad.Tensor.__module__ == "hookgrad._tensor"
     assert hookgrad.nn.Linear.__module__ == "hookgrad.nn.modules.linear"
@@ -298,7 +312,6 @@ def snippet_records():
 
 # Differences left (each fails loudly if it starts to match, so that it leaves this list)
 KNOWN_DIFFERENCES = {
-    "inspect": "hookgrad's modules use postponed annotations: signatures show 'int' where torch shows int",
 }
 
 
@@ -339,8 +352,6 @@ SWEEP2_KNOWN_DIFFERENCES = {
     "optimizer state_dict of LBFGS(p, lr=0.5)": "LBFGS's ro history (1 / y.s on steps near 1e-5) differs from "
                                                 "torch's in float32's last bits (dot products summed in another "
                                                 "order); the other entries print the same",
-    "load weights_only with numpy inside": "hookgrad's weights-only load takes NumPy arrays, which torch refuses "
-                                           "unless numpy._core.multiarray._reconstruct is allowlisted",
     "init seeded functions": "orthogonal_'s float32 QR comes from another LAPACK than torch's: one printed entry "
                              "differs in its last digit (a difference of one float32 ulp)",
 }

@@ -17,7 +17,11 @@ by the tests, so it cannot drift from torch or guess. It lists
   public path, and that counterpart's ``(__module__, __name__)`` (``F.relu`` is
   ``("torch.nn.functional", "relu")``, ``F.logsigmoid`` is ``(None, "log_sigmoid")``). The module is
   None where torch's (``torch._C._nn``) would not lead pickle back to the function: such a function
-  takes torch's ``__name__`` and keeps its own ``__module__`` and ``__qualname__``.
+  takes torch's ``__name__`` and keeps its own ``__module__`` and ``__qualname__``;
+* ``EAGER_ANNOTATIONS``: the torch modules (of those identities) that evaluate their annotations;
+  hookgrad's modules postpone theirs, so the classes and functions torch defines in these modules
+  get their annotations evaluated while they wear torch's identity (``inspect.signature`` then shows
+  ``in_features: int`` as torch's does, not ``'int'``).
 
 :class:`TorchIdentities` renames the classes of every hookgrad module already loaded and of each one
 loaded later (``_run`` calls :meth:`TorchIdentities.module_loaded`), and gives every class its own
@@ -42,9 +46,11 @@ class TorchIdentities:
     """Gives hookgrad's classes torch's ``__module__``/``__qualname__`` and takes them back."""
 
     def __init__(self):
-        from ._torch_identity_table import CLASSES, FUNCTIONS, NODE_TYPES
+        from ._torch_identity_table import CLASSES, EAGER_ANNOTATIONS, FUNCTIONS, NODE_TYPES
         self._classes = CLASSES
         self._functions = FUNCTIONS
+        self._eager = EAGER_ANNOTATIONS
+        self._original_annotations: dict = {}   # function -> its own (postponed) annotations
         self._node_types = NODE_TYPES
         self._original: dict[type, tuple[str, str]] = {}
         self._original_functions: dict = {}   # function -> (__module__, __name__, __qualname__)
@@ -93,8 +99,11 @@ class TorchIdentities:
             cls.__module__, cls.__qualname__ = module, qualname
         for fn, (module, name, qualname) in self._original_functions.items():
             fn.__module__, fn.__name__, fn.__qualname__ = module, name, qualname
+        for fn, annotations in self._original_annotations.items():
+            fn.__annotations__ = annotations
         self._original.clear()
         self._original_functions.clear()
+        self._original_annotations.clear()
         self._nodes_seen.clear()
 
     def _rename_function(self, fn, identity) -> None:
@@ -104,11 +113,45 @@ class TorchIdentities:
         fn.__name__ = name
         if module is not None:
             fn.__module__, fn.__qualname__ = module, name
+            if module in self._eager:
+                self._evaluate_annotations(fn)
+
+    def _evaluate_annotations(self, fn) -> None:
+        """Replace ``fn``'s postponed (string) annotations with their values, where they evaluate in
+        its module (one that names a type imported only for type checkers stays a string)."""
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is not None:   # inspect.signature reads the innermost function's annotations
+            self._evaluate_annotations(wrapped)
+        own = fn.__annotations__
+        if fn in self._original_annotations or not any(isinstance(v, str) for v in own.values()):
+            return
+        evaluated = {}
+        for key, value in own.items():
+            if isinstance(value, str):
+                try:
+                    value = eval(value, getattr(fn, "__globals__", {}))  # noqa: S307 - hookgrad's own source
+                except Exception:  # noqa: BLE001 - keep the string, as inspect shows an unresolved one
+                    pass
+            evaluated[key] = value
+        self._original_annotations[fn] = own
+        fn.__annotations__ = evaluated
+
+    def _evaluate_class_annotations(self, cls) -> None:
+        # inherited methods too (Conv2d's __init__ is its private base's), hookgrad's classes only
+        for klass in cls.__mro__:
+            if not klass.__module__.startswith(("hookgrad", "torch")):
+                continue
+            for value in list(vars(klass).values()):
+                fn = getattr(value, "__func__", value)   # static and class methods
+                if isinstance(fn, types.FunctionType):
+                    self._evaluate_annotations(fn)
 
     def _rename(self, cls: type, identity) -> None:
         if cls not in self._original:
             self._original[cls] = (cls.__module__, cls.__qualname__)
         cls.__module__, cls.__qualname__ = identity
+        if identity[0] in getattr(self, "_eager", ()):
+            self._evaluate_class_annotations(cls)
 
     def _rename_nodes(self) -> None:
         """Backward node classes are made in many places (some by factories, never stored in a
@@ -197,8 +240,8 @@ def _is_public(module_name: str) -> bool:
     return not any(part.startswith("_") for part in module_name.split(".")[1:])
 
 
-def generate() -> tuple[dict, dict, dict]:
-    """``(CLASSES, NODE_TYPES, FUNCTIONS)`` from the installed torch and this hookgrad (see the module doc)."""
+def generate() -> tuple[dict, dict, dict, list]:
+    """``(CLASSES, NODE_TYPES, FUNCTIONS, EAGER_ANNOTATIONS)`` from the installed torch and this hookgrad (see the module doc)."""
     import torch
 
     import hookgrad
@@ -266,8 +309,17 @@ def generate() -> tuple[dict, dict, dict]:
         if isinstance(torch_cls, type) and not issubclass(cls, BackwardCFunction):
             node_types[cls.__name__] = (torch_cls.__module__, torch_cls.__qualname__)
     del hookgrad
+    import __future__
+    import importlib
+    identity_modules = {ident[0] for entries in classes.values() for ident in entries.values()}
+    identity_modules |= {ident[0] for entries in functions.values() for ident in entries.values() if ident[0]}
+    eager = set()
+    for module_name in identity_modules:
+        module = sys.modules.get(module_name) or _torch_counterpart(module_name)
+        if module is not None and getattr(module, "annotations", None) is not __future__.annotations:
+            eager.add(module_name)
     return ({m: dict(sorted(v.items())) for m, v in sorted(classes.items())}, dict(sorted(node_types.items())),
-            {m: dict(sorted(v.items())) for m, v in sorted(functions.items())})
+            {m: dict(sorted(v.items())) for m, v in sorted(functions.items())}, sorted(eager))
 
 
 def _function_identity(fn, torch_fn):
@@ -329,14 +381,15 @@ def _home(cls: type, places: set) -> tuple[str, str] | None:
     return own if own in held else held[0]
 
 
-def render(classes: dict, node_types: dict, functions: dict) -> str:
+def render(classes: dict, node_types: dict, functions: dict, eager: list) -> str:
     import torch
     lines = ['"""Generated by ``python -m hookgrad._torch_identity --write`` from torch '
              f'{torch.__version__.split("+")[0]}; do not edit.',
              "",
              "CLASSES: hookgrad module -> {attribute: (torch's __module__, torch's __qualname__)};",
              "NODE_TYPES: backward node class name -> torch's identity for its C++ node type;",
-             "FUNCTIONS: hookgrad module -> {attribute: (torch's __module__ or None, torch's __name__)}.",
+             "FUNCTIONS: hookgrad module -> {attribute: (torch's __module__ or None, torch's __name__)};",
+             "EAGER_ANNOTATIONS: the torch modules among those that evaluate their annotations.",
              '"""', "", "CLASSES = {"]
     for module, entries in classes.items():
         lines.append(f"    {module!r}: {{")
@@ -352,7 +405,9 @@ def render(classes: dict, node_types: dict, functions: dict) -> str:
         for attribute, identity in entries.items():
             lines.append(f"        {attribute!r}: {identity!r},")
         lines.append("    },")
-    lines.append("}")
+    lines += ["}", "", "EAGER_ANNOTATIONS = frozenset({"]
+    lines += [f"    {name!r}," for name in eager]
+    lines.append("})")
     return "\n".join(lines) + "\n"
 
 

@@ -13,6 +13,10 @@ and the checksum before it builds anything, then validates every dtype, shape an
 corrupt or truncated file raises :class:`CheckpointError` (a ``RuntimeError``) and never yields a
 partial result.
 
+NumPy arrays and scalars are stored as such, but ``weights_only`` loading (the default) refuses them as
+torch does, until the user allows ``numpy._core.multiarray._reconstruct`` (or ``.scalar``),
+``numpy.ndarray``, ``numpy.dtype`` and the dtype's class with ``add_safe_globals``.
+
 Objects outside that list are stored as an opaque pickle only when saved, and loading them needs
 ``weights_only=False`` (like PyTorch's ``torch.load``, which refuses them by default with
 ``pickle.UnpicklingError``); only do that for files you trust.
@@ -467,9 +471,15 @@ class _Reader:
                 device_cls = _optional("_device", "device")
                 return device_cls(str(node["v"])) if device_cls is not None else str(node["v"])
             if tag == "ndarray":
-                return self.array(node["a"]).copy()
+                array = self.array(node["a"])
+                if self.weights_only:
+                    require_numpy_globals(_NUMPY_ARRAY_GLOBALS, array.dtype)
+                return array.copy()
             if tag == "npscalar":
-                return self.array(node["a"])[()]
+                array = self.array(node["a"])
+                if self.weights_only:
+                    require_numpy_globals(_NUMPY_SCALAR_GLOBALS, array.dtype)
+                return array[()]
             if tag == "pickle":
                 if self.weights_only:
                     # only the globals allowed with torch.serialization.add_safe_globals (and the
@@ -803,6 +813,10 @@ class _PickleReader:
                 if type(target) in self.user_classes:
                     _set_state(target, state)
                     continue
+                if isinstance(target, (np.dtype, np.ndarray)):   # torch's unpickler names the class it refuses
+                    raise pickle.UnpicklingError(_weights_only_failure(
+                        "Can only build Tensor, Parameter, OrderedDict or types allowlisted via `add_safe_globals`, "
+                        f"but got {type(target)}"))
                 if not isinstance(target, dict) or not isinstance(state, dict) or \
                         not all(isinstance(k, str) for k in state):
                     raise CheckpointError("PyTorch checkpoint sets state on an object that is not allowed")
@@ -1077,16 +1091,21 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
         reader = _Reader(buffer, header_end + (-header_end) % _ALIGN, len(buffer) - _DIGEST_SIZE, header["tensors"],
                          True, None)
         nodes = [header["root"]]
+        numpy_names = set()   # what torch's unpickler would meet for the arrays and scalars stored as such
         while nodes:
             node = nodes.pop()
             if isinstance(node, dict):
                 if node.get("t") == "pickle":
                     pickles.append(bytes(reader.bytes_at(node["b"])))
                 else:
+                    if node.get("t") in ("ndarray", "npscalar"):
+                        numpy_names.update(_NUMPY_ARRAY_GLOBALS if node["t"] == "ndarray" else _NUMPY_SCALAR_GLOBALS)
                     nodes.extend(node.values())
             elif isinstance(node, list):
                 nodes.extend(node)
-        allowed = set(_ARRAY_GLOBALS)
+        allowed = set(_ARRAY_GLOBALS) | _NUMPY_GLOBAL_NAMES
+        safe = {_NUMPY_OLD_NAMES.get(key, key) for key in _safe_global_entries()}
+        numpy_refused = sorted(f"{m}.{n}" for m, n in numpy_names - safe)
     elif zipfile.is_zipfile(io.BytesIO(bytes(buffer))):
         with zipfile.ZipFile(io.BytesIO(bytes(buffer))) as zf:
             names = [n for n in zf.namelist() if n == "data.pkl" or n.endswith("/data.pkl")]
@@ -1094,6 +1113,7 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
                 raise ValueError("Expected input to be a checkpoint returned by torch.save")
             pickles.append(zf.read(names[0]))
         allowed = set(_torch_globals(types.SimpleNamespace(rebuild_tensor=None, rebuild_parameter=None)))
+        numpy_refused = []
     else:
         raise ValueError("Expected input to be a checkpoint returned by torch.save")
     allowed |= set(_safe_global_entries())
@@ -1107,13 +1127,36 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
                 found.add(tuple(arg.split(" ", 1)))
             elif opcode.name == "STACK_GLOBAL" and len(strings) >= 2:
                 found.add((strings[-2], strings[-1]))
-    return sorted(f"{m}.{n}" for m, n in found - allowed)
+    return sorted(set(f"{m}.{n}" for m, n in found - allowed) | set(numpy_refused))
 
 
-_ARRAY_GLOBALS = {("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
-                  ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-                  ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
-                  ("numpy._core.multiarray", "scalar"), ("hookgrad._tensor", "_rebuild_tensor"),
+# NumPy arrays and scalars load under weights_only only once the user allows what torch's unpickler
+# would meet for them, in the order it meets them: the rebuilding function, ndarray, dtype, then the
+# dtype's own class (numpy.dtypes.Float64DType), whatever the checkpoint's format
+_NUMPY_ARRAY_GLOBALS = (("numpy._core.multiarray", "_reconstruct"), ("numpy", "ndarray"), ("numpy", "dtype"))
+_NUMPY_SCALAR_GLOBALS = (("numpy._core.multiarray", "scalar"), ("numpy", "dtype"))
+_NUMPY_OLD_NAMES = {("numpy.core.multiarray", "_reconstruct"): ("numpy._core.multiarray", "_reconstruct"),
+                    ("numpy.core.multiarray", "scalar"): ("numpy._core.multiarray", "scalar")}
+
+
+def require_numpy_globals(needed, np_dtype) -> None:
+    """torch's refusal of a NumPy array or scalar under ``weights_only`` unless its globals are allowed."""
+    allowed = {_NUMPY_OLD_NAMES.get(key, key) for key in _safe_global_entries()}
+    for module, name in needed:
+        if (module, name) not in allowed:
+            raise pickle.UnpicklingError(_weights_only_failure(_unsupported_global(module, name)))
+    dtype_class = type(np.dtype(np_dtype))
+    if (dtype_class.__module__, dtype_class.__qualname__) not in allowed:
+        raise pickle.UnpicklingError(_weights_only_failure(
+            "Can only build Tensor, Parameter, OrderedDict or types allowlisted via `add_safe_globals`, but got "
+            f"{dtype_class}"))
+
+
+_NUMPY_GLOBAL_NAMES = {("numpy._core.numeric", "_frombuffer"), ("numpy.core.numeric", "_frombuffer"),
+                       ("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
+                       ("numpy", "ndarray"), ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"),
+                       ("numpy._core.multiarray", "scalar")}
+_ARRAY_GLOBALS = {("hookgrad._tensor", "_rebuild_tensor"),
                   ("hookgrad._tensor", "Tensor"), ("hookgrad.nn.parameter", "Parameter"),
                   ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"),
                   ("builtins", "complex"), ("builtins", "slice"), ("builtins", "bytearray")}
@@ -1131,7 +1174,8 @@ class _SafeUnpickler(pickle.Unpickler):
     def find_class(self, module, name):
         if (module, name) in self.safe:
             return self.safe[(module, name)]
-        if (module, name) in _ARRAY_GLOBALS:
+        # hookgrad's tensors pickle as NumPy arrays inside an allowed object: the NumPy names stay allowed here
+        if (module, name) in _ARRAY_GLOBALS or (module, name) in _NUMPY_GLOBAL_NAMES:
             return super().find_class(module, name)
         raise pickle.UnpicklingError(_weights_only_failure(_unsupported_global(module, name)))
 
