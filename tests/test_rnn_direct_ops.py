@@ -306,3 +306,32 @@ CELL_CASES = [
 def test_direct_ops_in_the_cells(kind, dtype, config):
     """The single-step cells (torch.lstm_cell ...) take the same direct ops."""
     assert _run_cell(kind, dtype, True, **config) == _run_cell(kind, dtype, False, **config)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("needs", [(True, True, True), (False, True, False), (True, False, False),
+                                   (False, False, True), (False, False, False)])
+@pytest.mark.parametrize("direct", [True, False])
+def test_state_product_records_what_addmm_records(dtype, needs, direct):
+    """A layer's steps multiply the state by a row-major copy of ``w_hh.t()``: the node, its edges and
+    saved operands are what ``addmm(b_hh, hx, w_hh.t())`` records, the values equal to rounding."""
+    from hookgrad._ops.linalg import addmm
+    rng = np.random.default_rng(3)
+    dt = getattr(T, dtype)
+    values = [rng.normal(size=shape) for shape in ((12, 4), (12,), (5, 4))]
+    results = []
+    for cached in (True, False):
+        w, b, h = (T.tensor(v, dtype=dt, requires_grad=n) for v, n in zip(values, needs))
+        p = recurrent._CellParams(None, w, None, b)
+        ops = recurrent._DirectOps if direct else recurrent._MethodOps
+        if cached:
+            p.keep_transpose()
+            out = recurrent._state_linear(h, p, ops)
+        else:
+            out = addmm(b, h, w.t())
+        graph, outputs, leaves = _describe([out], [w, b, h])
+        array = outputs[0][3]
+        results.append((graph, [o[:3] + o[4:] for o in outputs], leaves,
+                        np.frombuffer(array[3], dtype=array[0]).copy()))
+    assert results[0][:3] == results[1][:3]
+    np.testing.assert_allclose(results[0][3], results[1][3], rtol=1e-5)
