@@ -47,6 +47,8 @@ SELECTING = {
     "median_keepdim": lambda T, x: x.median(-1, keepdim=True),
     "nanmedian_all": lambda T, x: T.nanmedian(x),
     "nanmedian_dim": lambda T, x: x.nanmedian(1),
+    # a full max or min that is NaN: its gradient is shared among the NaNs, as a median's is
+    "max_all": lambda T, x: x.max(), "min_all": lambda T, x: T.min(x),
     "cummax": lambda T, x: x.cummax(1),
     "cummin": lambda T, x: T.cummin(x, -1),
     "cummax_dim0": lambda T, x: x.cummax(0),
@@ -67,6 +69,7 @@ TIES = [[1.0, 2.0, 2.0, 0.5], [3.0, 3.0, 3.0, 3.0], [2.0, 1.0, 2.0, 1.0]]
 TIE_OPS = {
     "sort": lambda T, x: x.sort(1), "sort_desc": lambda T, x: x.sort(1, descending=True),
     "median_all": lambda T, x: x.median(), "median_dim": lambda T, x: x.median(1),
+    "max_all": lambda T, x: x.max(), "min_all": lambda T, x: T.min(x),
     "mode": lambda T, x: x.mode(1), "mode_dim0": lambda T, x: x.mode(0, keepdim=True),
     "kthvalue": lambda T, x: x.kthvalue(2, 1), "kthvalue_dim0": lambda T, x: x.kthvalue(2, 0, keepdim=True),
     "topk": lambda T, x: x.topk(2, 1), "topk_smallest": lambda T, x: x.topk(3, 1, largest=False),

@@ -17,7 +17,7 @@ from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from . import _dtype_rules as _rules
-from ._declare import inplace_function, module_all, op, record_op, unary
+from ._declare import formula_node, inplace_function, module_all, op, record_op, unary
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
@@ -176,13 +176,8 @@ class CopysignBackward0(Node):
         return ga, gb
 
 
-class CopysignBackward1(Node):
-    __slots__ = ()
-    saved_names = ("self", "result")
-
-    def apply(self, grads):
-        a, r = self.saved()
-        return (grads[0] * (r / a).masked_fill(a == 0, 0.0),)
+CopysignBackward1 = formula_node("CopysignBackward1", ("self", "result"),
+                                 lambda g, a, r: g * (r / a).masked_fill(a == 0, 0.0))
 
 
 @op(inplace=True)

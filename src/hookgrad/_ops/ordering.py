@@ -20,7 +20,8 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, refuse_complex
 from . import _dtype_rules as _rules
-from ._declare import module_all, node_class, op, record_op
+from ._declare import formula_node, module_all, node_class, op, record_op
+from .reduce import evenly_distributed_grad
 from ._stl_order import sort as std_sort
 from ._stl_order import topk_row
 from .views import make_view
@@ -290,20 +291,8 @@ def _value_less(a, b) -> bool:
 
 
 # ---- median / nanmedian / mode -----------------------------------------------------------------
-class MedianBackward0(Node):
-    """Gradient of a full median: shared evenly among the elements equal to it (NaN: among NaNs)."""
-
-    __slots__ = ()
-    saved_names = ("self", "result")
-
-    def apply(self, grads):
-        x, result = self.saved()
-        mask = x.isnan() if bool(result.isnan()) else (x == result)
-        return ((grads[0] / mask.sum()) * mask,)
-
-
-class NanmedianBackward0(MedianBackward0):
-    __slots__ = ()
+MedianBackward0 = formula_node("MedianBackward0", ("self", "result"), evenly_distributed_grad)
+NanmedianBackward0 = formula_node("NanmedianBackward0", ("self", "result"), evenly_distributed_grad)
 
 
 def _full_median(x, ignore_nan):

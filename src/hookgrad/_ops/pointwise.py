@@ -766,18 +766,14 @@ sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inpla
 _real_sgn = unary("sgn", _sign_np, None, node="SgnBackward0", floating=False, function=False, method=False)
 
 
-class SgnBackward0(Node):
+def _complex_sgn_backward(g, x, s):
     """sgn of a complex tensor, z / |z|: torch's gradient (g - conj(g) sgn(z)^2) / (2 |z|), 0 at z = 0."""
+    r = x.abs()
+    safe = r + (r == 0)
+    return ((g - g.conj() * s * s) / (safe * 2)).masked_fill(r == 0, 0)
 
-    __slots__ = ()
-    saved_names = ("self", "result")
 
-    def apply(self, grads):
-        x, s = self.saved()
-        g = grads[0]
-        r = x.abs()
-        safe = r + (r == 0)
-        return (((g - g.conj() * s * s) / (safe * 2)).masked_fill(r == 0, 0),)
+SgnBackward0 = formula_node("SgnBackward0", ("self", "result"), _complex_sgn_backward)
 
 
 @op(inplace=True)

@@ -12,7 +12,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import _InputShapeNode, module_all, op, record_op
+from ._declare import _InputShapeNode, formula_node, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
 from ._base import FP_IGNORE, fp_quiet, fp_restore, ones_vector, quiet_fp, refuse_complex
 
@@ -328,21 +328,15 @@ def _return_type(name):
     return return_types.make(name, ("values", "indices"))
 
 
-class MaxBackward1(Node):
-    """Gradient of a full max/min: shared evenly among the elements that tie for it."""
-
-    __slots__ = ()
-    saved_names = ("self", "result")
-
-    def apply(self, grads):
-        x, result = self.saved()
-        mask = (x == result)
-        count = mask.sum()
-        return ((grads[0] / count) * mask,)
+def evenly_distributed_grad(g, x, result):
+    """The gradient of a full reduction that picks one value (max, min, median): shared evenly among
+    the elements equal to it, or among the NaNs when it is NaN (torch's rule)."""
+    mask = x.isnan() if bool(result.isnan()) else (x == result)
+    return (g / mask.sum()) * mask
 
 
-class MinBackward1(MaxBackward1):
-    __slots__ = ()
+MaxBackward1 = formula_node("MaxBackward1", ("self", "result"), evenly_distributed_grad)
+MinBackward1 = formula_node("MinBackward1", ("self", "result"), evenly_distributed_grad)
 
 
 class MaxBackward0(Node):
