@@ -27,10 +27,12 @@ class RecursiveScriptModule(ScriptModule):
 
 
 class ScriptFunction:
-    """The type of a compiled TorchScript function; hookgrad never builds one."""
+    """The type of a compiled TorchScript function; hookgrad never builds one (a TypeError, as torch's
+    class without a Python constructor gives)."""
 
     def __init__(self, *args, **kwargs):
-        raise RuntimeError("hookgrad has no TorchScript: torch.jit.script returns the function unchanged")
+        raise TypeError("ScriptFunction: No constructor defined! (hookgrad has no TorchScript: torch.jit.script "
+                        "returns the function unchanged)")
 
 
 class TracerWarning(Warning):

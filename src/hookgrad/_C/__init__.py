@@ -153,18 +153,15 @@ def _log_api_usage_once(event) -> None:
 
 
 def _add_docstr(obj, docstr):
-    """Give a function of hookgrad's (one that stands in for a torch builtin) ``docstr`` if it has none;
-    as in torch, one that has a docstring already refuses, and other kinds of object are refused."""
-    if not isinstance(docstr, str):
-        raise TypeError(f"_add_docstr(): argument 'docstr' must be str, not {type(docstr).__name__}")
+    """torch's rule: a builtin function or method descriptor without a docstring gets ``docstr``; one
+    with a docstring refuses; a Python function (which every hookgrad function is) is refused."""
     kind = type(obj).__name__
-    ours = getattr(obj, "__module__", None) or ""
-    if not (ours == "hookgrad" or ours.startswith("hookgrad.") or kind == "builtin_function_or_method"):
+    if kind not in ("builtin_function_or_method", "method_descriptor", "getset_descriptor", "member_descriptor"):
         raise TypeError(f"don't know how to add docstring to type '{kind}'")
-    if obj.__doc__:
-        raise RuntimeError(f"function '{obj.__name__}' already has a docstring")
-    obj.__doc__ = docstr
-    return obj
+    noun = "function" if kind == "builtin_function_or_method" else "method" if kind == "method_descriptor" \
+        else "attribute"
+    # a C object's docstring cannot be set from Python; those of builtins are never empty
+    raise RuntimeError(f"{noun} '{obj.__name__}' already has a docstring")
 
 
 def _to_dlpack(tensor):

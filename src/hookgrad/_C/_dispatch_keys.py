@@ -40,6 +40,7 @@ for _key, _bits in _BITS.items():
     # range markers (StartOfDenseBackends, EndOf...) share bits with a real key: the real one names them
     if _bits and not _key.name.startswith(("StartOf", "EndOf")):
         _NAMED.setdefault(_bits, _key)
+_RANGE_START = {_bits: _key for _key, _bits in _BITS.items() if _key.name.startswith("StartOf")}
 
 
 def _bits_of(value) -> list:
@@ -92,7 +93,7 @@ class DispatchKeySet:
         return self | DispatchKeySet(key)
 
     def remove(self, key) -> "DispatchKeySet":
-        return DispatchKeySet.from_raw_repr(self._repr & ~_BITS[key])
+        return self - DispatchKeySet(key)  # torch's remove also keeps the back-end bits
 
     def has(self, key) -> bool:
         bits = _BITS[key]
@@ -110,8 +111,17 @@ class DispatchKeySet:
         return keys
 
     def highestPriorityTypeId(self):  # noqa: N802 - torch's name
-        keys = self._keys()
-        return keys[-1] if keys else DispatchKey.Undefined
+        functionalities = _bits_of(self._repr & ~_BACKEND_MASK)
+        if not functionalities:
+            return DispatchKey.Undefined
+        top = functionalities[-1]
+        if top not in _PER_BACKEND:
+            return _NAMED.get(top, DispatchKey.Undefined)
+        backends = _bits_of(self._repr & _BACKEND_MASK)
+        if backends:
+            return _NAMED.get(top | backends[-1], DispatchKey.Undefined)
+        # a per-back-end functionality with no back end: torch answers with its range's start marker
+        return _RANGE_START.get(top, DispatchKey.Undefined)
 
     def __iter__(self):
         return iter(self._keys())

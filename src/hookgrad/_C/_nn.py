@@ -2,7 +2,8 @@
 
 Where torch's ``F.X`` is this very function (``F.gelu is torch._C._nn.gelu``) the name answers with
 hookgrad's ``F.X``. The others take ATen's arguments and call hookgrad's functional op: losses take
-``reduction`` as torch's integer enum (0 none, 1 mean, 2 sum), pools take ``stride=[]`` for "the kernel
+``reduction`` as torch's integer enum (0 none, 1 mean, 2 sum; left out it is 0 here, as in torch's Python
+binding, although the ATen schema says 1), pools take ``stride=[]`` for "the kernel
 size", padding functions are named by mode. Names that are not here (the mkldnn and depthwise kernels,
 ``upsample_*``, ``fractional_max_pool*``, ``rrelu_with_noise``, ``max_unpool*``, torch's ``_test_*``
 helpers) are missing and say so.
@@ -35,7 +36,7 @@ def _reduction(value) -> str:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"reduction must be an int (torch's Reduction enum), not {type(value).__name__}")
     if not 0 <= value < len(_REDUCTIONS):
-        raise ValueError(f"{value} is not a valid value for reduction")
+        raise RuntimeError(f"{value} is not a valid value for reduction")
     return _REDUCTIONS[value]
 
 
@@ -77,31 +78,31 @@ def elu(self, alpha=1, scale=1, input_scale=1):
 
 
 # ---- losses (reduction: torch's integer enum) --------------------------------------------------------
-def mse_loss(self, target, reduction=1):
+def mse_loss(self, target, reduction=0):
     return _F().mse_loss(self, target, reduction=_reduction(reduction))
 
 
-def l1_loss(self, target, reduction=1):
+def l1_loss(self, target, reduction=0):
     return _F().l1_loss(self, target, reduction=_reduction(reduction))
 
 
-def smooth_l1_loss(self, target, reduction=1, beta=1.0):
+def smooth_l1_loss(self, target, reduction=0, beta=1.0):
     return _F().smooth_l1_loss(self, target, reduction=_reduction(reduction), beta=beta)
 
 
-def huber_loss(self, target, reduction=1, delta=1.0):
+def huber_loss(self, target, reduction=0, delta=1.0):
     return _F().huber_loss(self, target, reduction=_reduction(reduction), delta=delta)
 
 
-def soft_margin_loss(self, target, reduction=1):
+def soft_margin_loss(self, target, reduction=0):
     return _F().soft_margin_loss(self, target, reduction=_reduction(reduction))
 
 
-def binary_cross_entropy(self, target, weight=None, reduction=1):
+def binary_cross_entropy(self, target, weight=None, reduction=0):
     return _F().binary_cross_entropy(self, target, weight=weight, reduction=_reduction(reduction))
 
 
-def nll_loss(self, target, weight=None, reduction=1, ignore_index=-100):
+def nll_loss(self, target, weight=None, reduction=0, ignore_index=-100):
     return _F().nll_loss(self, target, weight=weight, reduction=_reduction(reduction), ignore_index=ignore_index)
 
 
@@ -109,16 +110,16 @@ nll_loss_nd = nll_loss
 nll_loss2d = nll_loss
 
 
-def cross_entropy_loss(self, target, weight=None, reduction=1, ignore_index=-100, label_smoothing=0.0):
+def cross_entropy_loss(self, target, weight=None, reduction=0, ignore_index=-100, label_smoothing=0.0):
     return _F().cross_entropy(self, target, weight=weight, reduction=_reduction(reduction),
                               ignore_index=ignore_index, label_smoothing=label_smoothing)
 
 
-def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=1):
+def multi_margin_loss(self, target, p=1, margin=1, weight=None, reduction=0):
     return _F().multi_margin_loss(self, target, p=p, margin=margin, weight=weight, reduction=_reduction(reduction))
 
 
-def multilabel_margin_loss(self, target, reduction=1):
+def multilabel_margin_loss(self, target, reduction=0):
     return _F().multilabel_margin_loss(self, target, reduction=_reduction(reduction))
 
 
