@@ -29,6 +29,32 @@ CLASSES = {
         'ShortStorage': ('torch', 'ShortStorage'),
         'ShortTensor': ('torch', 'ShortTensor'),
     },
+    'hookgrad._C': {
+        '_DisableTorchDispatch': ('torch._C', '_DisableTorchDispatch'),
+        '_WeakTensorRef': ('torch._C', '_WeakTensorRef'),
+    },
+    'hookgrad._C._dispatch_keys': {
+        'DispatchKey': ('torch', 'DispatchKey'),
+        'DispatchKeySet': ('torch', 'DispatchKeySet'),
+        '_ExcludeDispatchKeyGuard': ('torch._C', '_ExcludeDispatchKeyGuard'),
+    },
+    'hookgrad._C._torch_function': {
+        '_EnableTorchFunction': ('torch._C', '_EnableTorchFunction'),
+    },
+    'hookgrad._C._torchscript': {
+        'Block': ('torch', 'Block'),
+        'FunctionSchema': ('torch', 'FunctionSchema'),
+        'Graph': ('torch', 'Graph'),
+        'Node': ('torch', 'Node'),
+        'ScriptClass': ('torch', 'ScriptClass'),
+        'ScriptMethod': ('torch', 'ScriptMethod'),
+        'ScriptObject': ('torch', 'ScriptObject'),
+        'TracingState': ('torch', 'TracingState'),
+        'Value': ('torch', 'Value'),
+    },
+    'hookgrad._C._variable_functions': {
+        '_VariableFunctionsClass': ('torch._C', '_VariableFunctionsClass'),
+    },
     'hookgrad._device': {
         'device': ('torch', 'device'),
     },
@@ -943,6 +969,7 @@ NODE_TYPES = {
     'Log2Backward0': ('builtins', 'Log2Backward0'),
     'LogBackward0': ('builtins', 'LogBackward0'),
     'LogSoftmaxBackward0': ('builtins', 'LogSoftmaxBackward0'),
+    'LogSoftmaxBackwardDataBackward0': ('builtins', 'LogSoftmaxBackwardDataBackward0'),
     'Logaddexp2Backward0': ('builtins', 'Logaddexp2Backward0'),
     'LogaddexpBackward0': ('builtins', 'LogaddexpBackward0'),
     'LogcumsumexpBackward0': ('builtins', 'LogcumsumexpBackward0'),
@@ -1034,6 +1061,7 @@ NODE_TYPES = {
     'SliceInverseBackward0': ('builtins', 'SliceInverseBackward0'),
     'SmoothL1LossBackward0': ('builtins', 'SmoothL1LossBackward0'),
     'SoftmaxBackward0': ('builtins', 'SoftmaxBackward0'),
+    'SoftmaxBackwardDataBackward0': ('builtins', 'SoftmaxBackwardDataBackward0'),
     'SoftplusBackward0': ('builtins', 'SoftplusBackward0'),
     'SortBackward0': ('builtins', 'SortBackward0'),
     'SortBackward1': ('builtins', 'SortBackward1'),

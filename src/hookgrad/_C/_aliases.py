@@ -20,7 +20,8 @@ def lookup(namespace: str, public_module: str, name: str):
         else:
             if callable(value):
                 return value
-    raise AttributeError(f"module 'torch._C.{namespace}' has no attribute '{name}'")
+    from .._run import missing_message
+    raise AttributeError(missing_message(f"torch._C.{namespace}.{name}"))
 
 
 def present(namespace: str, public_module: str) -> list:
