@@ -329,3 +329,32 @@ def test_left_out_names_are_missing_under_run():
     import hookgrad
     for name in hookgrad._C.LEFT_OUT:
         assert not hasattr(hookgrad._C, name), name
+
+
+def test_under_run_torch_c_names_resolve_and_missing_ones_say_so(tmp_path):
+    import os
+    import subprocess
+    import sys
+    script = tmp_path / "uses_c.py"
+    script.write_text(
+        "import torch\n"
+        "from torch._C import ScriptMethod, TensorBase, DispatchKeySet, _disabled_torch_function_impl\n"
+        "import torch._C._nn\n"
+        "print(torch._C._nn.gelu is torch.nn.functional.gelu, isinstance(torch.ones(1), TensorBase))\n"
+        "print(torch._C.DispatchKeySet, torch._C.ScriptMethod, type(torch._C.Generator()))\n"
+        "for get in (lambda: torch._C._cxx_flags, lambda: torch._C._nn.upsample_nearest2d,\n"
+        "            lambda: torch._C._VariableFunctions.quantize_per_tensor):\n"
+        "    try:\n"
+        "        get()\n"
+        "    except AttributeError as exc:\n"
+        "        print(exc)\n")
+    env = dict(os.environ)
+    out = subprocess.run([sys.executable, "-m", "hookgrad", "run", str(script)], capture_output=True, text=True,
+                         env=env, timeout=300)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "True True",
+        "<class 'torch.DispatchKeySet'> <class 'torch.ScriptMethod'> <class 'torch._C.Generator'>",
+        "hookgrad has no torch._C._cxx_flags; see docs/api-coverage.md",
+        "hookgrad has no torch._C._nn.upsample_nearest2d; see docs/api-coverage.md",
+        "hookgrad has no torch._C._VariableFunctions.quantize_per_tensor; see docs/api-coverage.md"]

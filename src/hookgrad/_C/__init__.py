@@ -280,11 +280,13 @@ def _error_if_any_worker_fails() -> None:
 LEFT_OUT = {
     "_cxx_flags": "the flags torch's C++ library was compiled with; hookgrad has no compiled library",
     "_show_config": "describes torch's C++ build (compiler, MKL, oneDNN, CUDA); hookgrad has no compiled library",
-    "_parallel_info": "reports ATen's and OpenMP's thread pools; hookgrad runs no thread pool of its own",
+    "_parallel_info": "reports ATen's intra-/inter-op thread pools and its OpenMP/MKL build in torch's format; "
+                      "hookgrad's only threads are its BLAS's (torch.get_num_threads answers for those)",
     "_GLIBCXX_USE_CXX11_ABI": "the C++ ABI for building extensions against torch; hookgrad takes no C++ extensions",
     "_dispatch_has_kernel_for_dispatch_key": "asks torch's C++ dispatcher about kernels registered per key; "
                                              "hookgrad's ops have no per-key kernels",
-    "PyTorchFileReader": "torch's C++ zip-archive reader; hookgrad.load reads torch's checkpoint format with zipfile",
+    "PyTorchFileReader": "torch's C++ zip-archive reader object; hookgrad.load reads torch's zip checkpoints with "
+                         "Python's zipfile and has no reader object to hand out",
     "_functorch": "functorch's C++ interpreter stack (levels, wrapped tensors); hookgrad.func transforms work "
                   "without wrapper tensors",
     "_sparse": "sparse tensor kernels; hookgrad has only dense tensors",
