@@ -206,6 +206,40 @@ def submodule_survey():
     return rows
 
 
+# torch._C names that libraries reach for (a scan of installed libraries and of the recipes in torch's own
+# Python code); hookgrad._C.LEFT_OUT gives the reason for each one left out on purpose
+TORCH_C_NAMES = [
+    "_nn", "TensorBase", "_fft", "_VariableFunctionsClass", "_VariableFunctions", "_ExcludeDispatchKeyGuard",
+    "_linalg", "_TensorBase", "_special", "_functorch", "_to_dlpack", "_get_tracing_state", "_autograd",
+    "_DisableTorchDispatch", "PyTorchFileReader", "DispatchKeySet", "DispatchKey", "_sparse", "_functions",
+    "_current_graph_task_id", "DisableTorchFunction", "_nested", "_log_api_usage_once", "_len_torch_function_stack",
+    "ScriptMethod", "DisableTorchFunctionSubclass", "Generator", "_get_cpu_capability",
+    "_disabled_torch_function_impl", "_EnableTorchFunction", "_has_torch_function", "_has_torch_function_unary",
+    "_has_torch_function_variadic", "_is_torch_function_enabled", "_add_docstr", "ScriptObject", "ScriptFunction",
+    "Graph", "Value", "Node", "_set_grad_enabled", "_get_cudnn_enabled", "_get_mkldnn_enabled",
+    "_set_mkldnn_enabled", "_show_config", "_parallel_info", "_cxx_flags", "_get_float32_matmul_precision",
+    "_is_any_autocast_enabled", "_set_worker_signal_handlers", "_set_worker_pids", "_remove_worker_pids",
+    "_error_if_any_worker_fails", "_get_privateuse1_backend_name", "_get_default_device",
+    "_is_torch_function_mode_enabled", "_dispatch_has_kernel_for_dispatch_key", "_get_accelerator",
+    "_GLIBCXX_USE_CXX11_ABI", "_get_function_stack_at", "_set_autograd_fallback_mode",
+    "_get_autograd_fallback_mode", "_will_engine_execute_node", "_current_autograd_node", "_WeakTensorRef",
+]
+TORCH_C_NAMESPACES = ["_nn", "_fft", "_linalg", "_special", "_VariableFunctions"]
+
+
+def torch_c_survey():
+    """([(name, present, reason left out or None)], [(namespace, torch's count, hookgrad's count)])."""
+    import torch
+
+    import hookgrad._C as ours
+    names = [(name, hasattr(ours, name), ours.LEFT_OUT.get(name)) for name in TORCH_C_NAMES]
+    namespaces = []
+    for namespace in TORCH_C_NAMESPACES:
+        theirs = [n for n in dir(getattr(torch._C, namespace)) if not n.startswith("__")]
+        namespaces.append((namespace, len(theirs), sum(hasattr(getattr(ours, namespace), n) for n in theirs)))
+    return names, namespaces
+
+
 def left_out_reason(name: str, namespace: str = "torch"):
     kind = _left_out_kind(name, namespace)
     return None if kind is None else _REASONS[kind]
@@ -345,6 +379,17 @@ def render() -> str:
     for name, found, reason in rows:
         status = "imports" if found else (f"left out: {reason}" if reason else "missing")
         lines.append(f"| `{name}` | {status} |")
+    c_names, c_namespaces = torch_c_survey()
+    lines += ["", "## torch._C", "",
+              "The private `torch._C` names that libraries use (found by scanning installed libraries and the recipes "
+              "in torch's own Python code): "
+              f"{sum(found for _, found, _ in c_names)} of {len(c_names)} are present; the op namespaces answer "
+              "with hookgrad's functions under torch's names there.", "",
+              "| torch._C namespace | torch's names | present in hookgrad |", "|---|---:|---:|"]
+    lines += [f"| `{namespace}` | {theirs} | {found} |" for namespace, theirs, found in c_namespaces]
+    lines += ["", "| name | in hookgrad |", "|---|---|"]
+    for name, found, reason in c_names:
+        lines.append(f"| `torch._C.{name}` | {'present' if found else f'left out: {reason}' if reason else 'missing'} |")
     for namespace, (present, missing, left_out) in data.items():
         lines += ["", f"## {namespace}", "", f"**Missing ({len(missing)}):** {_names(missing)}", "",
                   f"**Present ({len(present)}):** {_names(present)}", "",

@@ -307,19 +307,21 @@ class AcceleratorError(RuntimeError):
     """Raised by torch for errors of an accelerator device; hookgrad has none."""
 
 
-class DisableTorchFunction:
-    """Context manager that turns ``__torch_function__`` overrides off. hookgrad's ops consult no
-    ``__torch_function__`` overrides, so inside and outside the block behave alike."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
+from ._C._torch_function import ALL_DISABLED, SUBCLASSES_DISABLED, StateSwitch  # noqa: E402
 
 
-class DisableTorchFunctionSubclass(DisableTorchFunction):
-    """``DisableTorchFunction`` for Tensor subclasses only (see there)."""
+class DisableTorchFunction(StateSwitch):
+    """Context manager that turns ``__torch_function__`` overrides off for the block (what
+    ``torch.overrides.has_torch_function`` and ``torch._C._is_torch_function_enabled`` answer there).
+    hookgrad's ops consult no overrides, so they behave alike inside and outside."""
+
+    target = ALL_DISABLED
+
+
+class DisableTorchFunctionSubclass(StateSwitch):
+    """``DisableTorchFunction`` for Tensor subclasses' overrides only."""
+
+    target = SUBCLASSES_DISABLED
 
 
 # ---- streams and events on the CPU --------------------------------------------------------------------

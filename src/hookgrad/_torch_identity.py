@@ -237,7 +237,8 @@ def _torch_counterpart(torch_module_name: str):
 
 
 def _is_public(module_name: str) -> bool:
-    return not any(part.startswith("_") for part in module_name.split(".")[1:])
+    # torch._C is private by name, yet libraries name its classes (torch._C.DispatchKeySet, ScriptMethod)
+    return module_name == "hookgrad._C" or not any(part.startswith("_") for part in module_name.split(".")[1:])
 
 
 def generate() -> tuple[dict, dict, dict, list]:

@@ -31,6 +31,32 @@ CLASSES = {
         'ShortStorage': ('torch', 'ShortStorage'),
         'ShortTensor': ('torch', 'ShortTensor'),
     },
+    'hookgrad._C': {
+        '_DisableTorchDispatch': ('torch._C', '_DisableTorchDispatch'),
+        '_WeakTensorRef': ('torch._C', '_WeakTensorRef'),
+    },
+    'hookgrad._C._dispatch_keys': {
+        'DispatchKey': ('torch', 'DispatchKey'),
+        'DispatchKeySet': ('torch', 'DispatchKeySet'),
+        '_ExcludeDispatchKeyGuard': ('torch._C', '_ExcludeDispatchKeyGuard'),
+    },
+    'hookgrad._C._torch_function': {
+        '_EnableTorchFunction': ('torch._C', '_EnableTorchFunction'),
+    },
+    'hookgrad._C._torchscript': {
+        'Block': ('torch', 'Block'),
+        'FunctionSchema': ('torch', 'FunctionSchema'),
+        'Graph': ('torch', 'Graph'),
+        'Node': ('torch', 'Node'),
+        'ScriptClass': ('torch', 'ScriptClass'),
+        'ScriptMethod': ('torch', 'ScriptMethod'),
+        'ScriptObject': ('torch', 'ScriptObject'),
+        'TracingState': ('torch', 'TracingState'),
+        'Value': ('torch', 'Value'),
+    },
+    'hookgrad._C._variable_functions': {
+        '_VariableFunctionsClass': ('torch._C', '_VariableFunctionsClass'),
+    },
     'hookgrad._device': {
         'device': ('torch', 'device'),
     },

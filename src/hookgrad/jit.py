@@ -28,7 +28,8 @@ class RecursiveScriptModule(ScriptModule):
 
 
 class ScriptFunction:
-    """The type of a compiled TorchScript function; hookgrad never builds one."""
+    """The type of a compiled TorchScript function; hookgrad never builds one (a TypeError, as torch's
+    class without a Python constructor gives)."""
 
     def __init__(self, *args, **kwargs):
         raise TypeError("ScriptFunction: No constructor defined! (hookgrad has no TorchScript: torch.jit.script "

@@ -21,13 +21,18 @@ _TENSOR_HANDLER = getattr(Tensor, "__torch_function__", None)
 
 
 def _overloaded(args) -> list:
-    """Argument types with their own ``__torch_function__`` (subclasses before their bases)."""
+    """Argument types with their own ``__torch_function__`` (subclasses before their bases); none
+    inside ``DisableTorchFunction``/``DisableTorchFunctionSubclass``."""
+    from ._C._torch_function import _disabled_torch_function_impl, _is_torch_function_enabled
+    if not _is_torch_function_enabled():
+        return []
     types: list = []
     for arg in args:
         kind = type(arg)
         handler = getattr(kind, "__torch_function__", None)
-        # plain tensors and Parameters (no handler of their own) do not overload anything
-        if handler is None or handler == _TENSOR_HANDLER or kind in types:
+        # plain tensors and Parameters (no handler of their own) do not overload anything, nor does a
+        # subclass that opted out with torch._C._disabled_torch_function_impl
+        if handler is None or handler == _TENSOR_HANDLER or handler is _disabled_torch_function_impl or kind in types:
             continue
         position = len(types)
         for i, seen in enumerate(types):

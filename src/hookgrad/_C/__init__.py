@@ -97,3 +97,199 @@ class _DisableTorchDispatch:
     @staticmethod
     def active() -> bool:
         return getattr(_DisableTorchDispatch._state, "depth", 0) > 0
+
+
+# ---- classes torch defines in torch._C -------------------------------------------------------------
+# classes of other hookgrad modules, looked up on first use (hookgrad's own modules import this package)
+_ELSEWHERE = {
+    "Generator": ("hookgrad._ops.rng", "Generator"),
+    "TensorBase": ("hookgrad._tensor", "Tensor"),  # hookgrad's one tensor class is the base of them all
+    "_TensorBase": ("hookgrad._tensor", "Tensor"),  # torch's older name, kept by torch as an alias
+    "DisableTorchFunction": ("hookgrad._torch_extras", "DisableTorchFunction"),
+    "DisableTorchFunctionSubclass": ("hookgrad._torch_extras", "DisableTorchFunctionSubclass"),
+    "ScriptFunction": ("hookgrad.jit", "ScriptFunction"),  # torch.jit.ScriptFunction is torch._C's class
+}
+
+
+def __getattr__(name):
+    home = _ELSEWHERE.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    return getattr(importlib.import_module(home[0]), home[1])
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ELSEWHERE))
+
+
+from ._dispatch_keys import DispatchKey, DispatchKeySet, _ExcludeDispatchKeyGuard  # noqa: E402,F401
+from ._torch_function import (_disabled_torch_function_impl, _EnableTorchFunction, _has_torch_function,  # noqa: E402,F401
+                              _has_torch_function_unary, _has_torch_function_variadic,
+                              _is_torch_function_all_disabled, _is_torch_function_enabled,
+                              _is_torch_function_mode_enabled, _len_torch_function_stack, _get_function_stack_at)
+from ._torchscript import (Block, CompilationUnit, FunctionSchema, Graph, Node, ScriptClass,  # noqa: E402,F401
+                           ScriptMethod, ScriptModule, ScriptObject, TracingState, Value)
+from ._variable_functions import _VariableFunctions, _VariableFunctionsClass  # noqa: E402,F401
+from . import _fft, _linalg, _nn, _special  # noqa: E402,F401
+
+
+# ---- flags and queries -----------------------------------------------------------------------------
+def _set_grad_enabled(enabled) -> None:
+    if not isinstance(enabled, bool):
+        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {type(enabled).__name__}")
+    from ..autograd import grad_mode
+    grad_mode.STATE.enabled = enabled
+
+
+def _get_tracing_state():
+    """No TorchScript tracer runs in hookgrad, so there is never a tracing state."""
+    return None
+
+
+def _log_api_usage_once(event) -> None:
+    """torch reports the event to its usage telemetry; hookgrad keeps none, so only the argument is checked."""
+    if not isinstance(event, str):
+        raise TypeError("bad argument type for built-in operation")
+
+
+def _add_docstr(obj, docstr):
+    """torch's rule: a builtin function or method descriptor without a docstring gets ``docstr``; one
+    with a docstring refuses; a Python function (which every hookgrad function is) is refused."""
+    kind = type(obj).__name__
+    if kind not in ("builtin_function_or_method", "method_descriptor", "getset_descriptor", "member_descriptor"):
+        raise TypeError(f"don't know how to add docstring to type '{kind}'")
+    noun = "function" if kind == "builtin_function_or_method" else "method" if kind == "method_descriptor" \
+        else "attribute"
+    # a C object's docstring cannot be set from Python; those of builtins are never empty
+    raise RuntimeError(f"{noun} '{obj.__name__}' already has a docstring")
+
+
+def _to_dlpack(tensor):
+    from ..utils.dlpack import to_dlpack
+    return to_dlpack(tensor)
+
+
+def _get_default_device() -> str:
+    from .. import get_default_device
+    return str(get_default_device())
+
+
+def _get_float32_matmul_precision() -> str:
+    from .. import get_float32_matmul_precision
+    return get_float32_matmul_precision()
+
+
+def _set_float32_matmul_precision(precision) -> None:
+    from .. import set_float32_matmul_precision
+    set_float32_matmul_precision(precision)
+
+
+def _is_any_autocast_enabled() -> bool:
+    from .. import _autocast
+    return bool(_autocast.STATE.enabled)  # the CPU is hookgrad's only autocast device
+
+
+def _get_cpu_capability() -> str:
+    from ..backends.cpu import get_cpu_capability
+    return get_cpu_capability()
+
+
+def _get_privateuse1_backend_name() -> str:
+    return "privateuseone"  # torch's name while no back end has been renamed; hookgrad registers none
+
+
+def _get_accelerator(check=None):
+    """The current accelerator; hookgrad has none, so (as torch without one) the CPU, or an error when
+    ``check`` asks for a real one."""
+    from .._device import device
+    if check:
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+    return device("cpu")
+
+
+def _flag(module_name: str, value=None, setter: str = ""):
+    import importlib
+    module = importlib.import_module(module_name)
+    if setter:
+        module.enabled = value  # the back end's flag checks the type with torch's message
+        return None
+    return module.enabled
+
+
+def _get_cudnn_enabled() -> bool:
+    return _flag("hookgrad.backends.cudnn")
+
+
+def _set_cudnn_enabled(enabled) -> None:
+    _flag("hookgrad.backends.cudnn", enabled, "set")
+
+
+def _get_mkldnn_enabled() -> bool:
+    return _flag("hookgrad.backends.mkldnn")
+
+
+def _set_mkldnn_enabled(enabled) -> None:
+    _flag("hookgrad.backends.mkldnn", enabled, "set")
+
+
+_AUTOGRAD_FALLBACK_MODES = ("nothing", "warn", "error")
+_autograd_fallback = ["warn"]
+
+
+def _set_autograd_fallback_mode(mode) -> None:
+    """torch's fallback decides what an operator without an autograd kernel does to gradients; every
+    hookgrad op has its derivative or raises, but the setting is kept and reported as torch does."""
+    if mode not in _AUTOGRAD_FALLBACK_MODES:
+        raise RuntimeError(f"Unsupported AutogradFallbackMode: {mode}")
+    _autograd_fallback[0] = mode
+
+
+def _get_autograd_fallback_mode() -> str:
+    return _autograd_fallback[0]
+
+
+# ---- DataLoader worker bookkeeping ----------------------------------------------------------------
+# torch's C++ side installs SIGCHLD/SIGBUS/SIGSEGV handlers in workers and checks, from the main
+# process, the recorded worker pids for one that died; hookgrad's DataLoader watches its own worker
+# processes, so these keep torch's arguments and errors for the bookkeeping and do nothing more.
+_worker_pids: dict = {}
+
+
+def _set_worker_signal_handlers() -> None:
+    return None
+
+
+def _set_worker_pids(key, child_pids) -> None:
+    if not isinstance(child_pids, tuple):
+        raise TypeError(f"_set_worker_pids expects a tuple for child_pids, but got {type(child_pids).__name__}")
+    if key in _worker_pids:
+        raise ValueError("_set_worker_pids should be called only once for each _BaseDataLoaderIter.")
+    _worker_pids[key] = child_pids
+
+
+def _remove_worker_pids(key) -> None:
+    if _worker_pids.pop(key, None) is None:
+        raise ValueError(f"Cannot find worker information for _BaseDataLoaderIter with id {key}")
+
+
+def _error_if_any_worker_fails() -> None:
+    return None
+
+
+# names of torch._C that hookgrad leaves out on purpose, with why (docs/api-coverage.md lists them)
+LEFT_OUT = {
+    "_cxx_flags": "the flags torch's C++ library was compiled with; hookgrad has no compiled library",
+    "_show_config": "describes torch's C++ build (compiler, MKL, oneDNN, CUDA); hookgrad has no compiled library",
+    "_parallel_info": "reports ATen's intra-/inter-op thread pools and its OpenMP/MKL build in torch's format; "
+                      "hookgrad's only threads are its BLAS's (torch.get_num_threads answers for those)",
+    "_GLIBCXX_USE_CXX11_ABI": "the C++ ABI for building extensions against torch; hookgrad takes no C++ extensions",
+    "_dispatch_has_kernel_for_dispatch_key": "asks torch's C++ dispatcher about kernels registered per key; "
+                                             "hookgrad's ops have no per-key kernels",
+    "PyTorchFileReader": "torch's C++ zip-archive reader object; hookgrad.load reads torch's zip checkpoints with "
+                         "Python's zipfile and has no reader object to hand out",
+    "_functorch": "functorch's C++ interpreter stack (levels, wrapped tensors); hookgrad.func transforms work "
+                  "without wrapper tensors",
+    "_sparse": "sparse tensor kernels; hookgrad has only dense tensors",
+    "_nested": "nested (jagged) tensors; hookgrad has only dense tensors",
+}
