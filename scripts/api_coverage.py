@@ -223,6 +223,10 @@ TORCH_C_NAMES = [
     "_is_torch_function_mode_enabled", "_dispatch_has_kernel_for_dispatch_key", "_get_accelerator",
     "_GLIBCXX_USE_CXX11_ABI", "_get_function_stack_at", "_set_autograd_fallback_mode",
     "_get_autograd_fallback_mode", "_will_engine_execute_node", "_current_autograd_node", "_WeakTensorRef",
+    "_increment_version", "_log_api_usage_metadata", "has_mkl", "has_openmp", "has_lapack", "_has_mkldnn",
+    "_is_multithreading_enabled", "_set_multithreading_enabled", "_get_cudnn_benchmark", "_set_cudnn_benchmark",
+    "_get_cudnn_deterministic", "_get_cudnn_allow_tf32", "_is_autocast_available", "_TensorMeta",
+    "_len_torch_dispatch_stack", "_get_dispatch_mode",
 ]
 TORCH_C_NAMESPACES = ["_nn", "_fft", "_linalg", "_special", "_VariableFunctions"]
 

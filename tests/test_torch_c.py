@@ -218,6 +218,43 @@ def test_flags(T):
 
 
 @differential
+def test_backend_flags_and_build_facts(T):
+    C = T._C
+    seen = [C._get_cudnn_benchmark(), C._get_cudnn_deterministic(), C._get_cudnn_allow_tf32(),
+            C._get_mkldnn_deterministic(), C.has_lapack, C._has_mps, C._mps_is_available(),
+            C.has_mkl == T.backends.mkl.is_available(), C.has_openmp == T.backends.openmp.is_available(),
+            C._is_multithreading_enabled(), C._is_grad_layout_enforcement_enabled()]
+    for name, module, flag in [("cudnn_benchmark", T.backends.cudnn, "benchmark"),
+                               ("cudnn_deterministic", T.backends.cudnn, "deterministic"),
+                               ("cudnn_allow_tf32", T.backends.cudnn, "allow_tf32"),
+                               ("mkldnn_deterministic", T.backends.mkldnn, "deterministic")]:
+        before = getattr(C, "_get_" + name)()
+        getattr(C, "_set_" + name)(not before)
+        seen += [getattr(C, "_get_" + name)(), getattr(module, flag), catch(getattr(C, "_set_" + name), 1)]
+        getattr(C, "_set_" + name)(before)
+    C._set_multithreading_enabled(False)
+    seen += [C._is_multithreading_enabled(), T.autograd.is_multithreading_enabled(),
+             catch(C._set_multithreading_enabled, 0)]
+    C._set_multithreading_enabled(True)
+    C._set_grad_layout_enforcement_enabled(False)
+    seen.append(C._is_grad_layout_enforcement_enabled())
+    C._set_grad_layout_enforcement_enabled(True)
+    return seen
+
+
+@differential
+def test_increment_version(T):
+    C = T._C
+    x, y, rows = T.ones(2), T.zeros(1), T.ones(3, 2)
+    C._increment_version([x])
+    C._increment_version([x, y, x])
+    C._increment_version(rows)  # a tensor is iterated: one bump per row
+    return [x._version, y._version, rows._version, catch(C._increment_version, 3),
+            catch(C._increment_version, T.tensor(1.0)), catch(C._increment_version, [x, 3]),
+            C._log_api_usage_metadata("event", {"a": "b"}), catch(C._log_api_usage_metadata, "event", {"a": 1})]
+
+
+@differential
 def test_small_queries(T):
     C = T._C
 
@@ -323,6 +360,13 @@ def test_generated_tables_are_what_torch_says():
     spec.loader.exec_module(module)
     with open(os.path.join(os.path.dirname(ours.__file__), "_tables.py"), encoding="utf-8") as fh:
         assert fh.read() == module.render(), "run python src/hookgrad/_C/_generate.py --write"
+
+
+def test_build_facts_answer_for_hookgrad():
+    import hookgrad
+    C = hookgrad._C
+    # torch is built with oneDNN and says so; hookgrad does not use it
+    assert C._has_mkldnn is False and hookgrad.backends.mkldnn.is_available() is False
 
 
 def test_left_out_names_are_missing_under_run():

@@ -111,6 +111,9 @@ _ELSEWHERE = {
 
 
 def __getattr__(name):
+    built_with = globals().get("_BUILT_WITH", {})  # defined further down; asked for while this module loads
+    if name in built_with:
+        return built_with[name]()
     home = _ELSEWHERE.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -119,7 +122,7 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_ELSEWHERE))
+    return sorted(set(globals()) | set(_ELSEWHERE) | set(_BUILT_WITH))
 
 
 from ._dispatch_keys import DispatchKey, DispatchKeySet, _ExcludeDispatchKeyGuard  # noqa: E402,F401
@@ -207,29 +210,34 @@ def _get_accelerator(check=None):
     return device("cpu")
 
 
-def _flag(module_name: str, value=None, setter: str = ""):
+_UNSET = object()
+
+
+def _flag_value(module_name: str, flag: str, value=_UNSET):
+    """Read (or, given ``value``, set) a torch.backends flag: hookgrad keeps them on those modules, whose
+    setters check the type with torch's message."""
     import importlib
     module = importlib.import_module(module_name)
-    if setter:
-        module.enabled = value  # the back end's flag checks the type with torch's message
-        return None
-    return module.enabled
+    if value is _UNSET:
+        return getattr(module, flag)
+    setattr(module, flag, value)
+    return None
 
 
 def _get_cudnn_enabled() -> bool:
-    return _flag("hookgrad.backends.cudnn")
+    return _flag_value("hookgrad.backends.cudnn", "enabled")
 
 
 def _set_cudnn_enabled(enabled) -> None:
-    _flag("hookgrad.backends.cudnn", enabled, "set")
+    _flag_value("hookgrad.backends.cudnn", "enabled", enabled)
 
 
 def _get_mkldnn_enabled() -> bool:
-    return _flag("hookgrad.backends.mkldnn")
+    return _flag_value("hookgrad.backends.mkldnn", "enabled")
 
 
 def _set_mkldnn_enabled(enabled) -> None:
-    _flag("hookgrad.backends.mkldnn", enabled, "set")
+    _flag_value("hookgrad.backends.mkldnn", "enabled", enabled)
 
 
 _AUTOGRAD_FALLBACK_MODES = ("nothing", "warn", "error")
@@ -246,6 +254,102 @@ def _set_autograd_fallback_mode(mode) -> None:
 
 def _get_autograd_fallback_mode() -> str:
     return _autograd_fallback[0]
+
+
+def _bool_argument(function: str, value) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{function}(): argument 'enabled' (position 1) must be bool, not {type(value).__name__}")
+
+
+def _get_cudnn_benchmark() -> bool:
+    return _flag_value("hookgrad.backends.cudnn", "benchmark")
+
+
+def _set_cudnn_benchmark(value) -> None:
+    _flag_value("hookgrad.backends.cudnn", "benchmark", value)
+
+
+def _get_cudnn_deterministic() -> bool:
+    return _flag_value("hookgrad.backends.cudnn", "deterministic")
+
+
+def _set_cudnn_deterministic(value) -> None:
+    _flag_value("hookgrad.backends.cudnn", "deterministic", value)
+
+
+def _get_cudnn_allow_tf32() -> bool:
+    return _flag_value("hookgrad.backends.cudnn", "allow_tf32")
+
+
+def _set_cudnn_allow_tf32(value) -> None:
+    _flag_value("hookgrad.backends.cudnn", "allow_tf32", value)
+
+
+def _get_mkldnn_deterministic() -> bool:
+    return _flag_value("hookgrad.backends.mkldnn", "deterministic")
+
+
+def _set_mkldnn_deterministic(value) -> None:
+    _flag_value("hookgrad.backends.mkldnn", "deterministic", value)
+
+
+def _is_multithreading_enabled() -> bool:
+    from ..autograd._extra_modes import is_multithreading_enabled
+    return is_multithreading_enabled()
+
+
+def _set_multithreading_enabled(enabled) -> None:
+    _bool_argument("set_multithreading_enabled", enabled)
+    from ..autograd._extra_modes import _set
+    _set("multithreading", enabled)
+
+
+def _is_grad_layout_enforcement_enabled() -> bool:
+    from ..autograd._extra_modes import is_grad_layout_enforcement_enabled
+    return is_grad_layout_enforcement_enabled()
+
+
+def _set_grad_layout_enforcement_enabled(enabled) -> None:
+    _bool_argument("set_grad_layout_enforcement_enabled", enabled)
+    from ..autograd._extra_modes import _set
+    _set("grad_layout", enabled)
+
+
+def _increment_version(tensors) -> None:
+    """Bump the version counter of each tensor of an iterable, as an in-place change does. As in torch, a
+    tensor given alone is iterated too: each of its rows (a view sharing its counter) bumps it once."""
+    from .._tensor import Tensor
+    try:
+        tensors = list(tensors)
+    except TypeError:
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input") from None
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input")
+    for t in tensors:
+        t._bump_version()
+
+
+def _log_api_usage_metadata(event, metadata) -> None:
+    """torch sends the event to its usage telemetry; hookgrad keeps none, so only the arguments are checked."""
+    from collections.abc import Mapping
+    if not (isinstance(event, str) and isinstance(metadata, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        raise TypeError("_log_api_usage_metadata(): incompatible function arguments. The following argument types "
+                        "are supported:\n    1. (arg0: str, arg1: collections.abc.Mapping[str, str]) -> None")
+
+
+def _mps_is_available() -> bool:
+    return False
+
+
+# what torch was built with, answered for what hookgrad computes with (see hookgrad.backends)
+_BUILT_WITH = {
+    "has_mkl": lambda: __import__("hookgrad.backends.mkl", fromlist=["_"]).is_available(),
+    "has_openmp": lambda: __import__("hookgrad.backends.openmp", fromlist=["_"]).is_available(),
+    "has_lapack": lambda: True,  # NumPy and SciPy always carry LAPACK
+    "_has_mkldnn": lambda: False,
+    "_has_mps": lambda: False,
+}
 
 
 # ---- DataLoader worker bookkeeping ----------------------------------------------------------------
@@ -290,5 +394,7 @@ LEFT_OUT = {
     "_functorch": "functorch's C++ interpreter stack (levels, wrapped tensors); hookgrad.func transforms work "
                   "without wrapper tensors",
     "_sparse": "sparse tensor kernels; hookgrad has only dense tensors",
+    "_TensorMeta": "the metaclass of torch's C tensor type; hookgrad's Tensor is a plain Python class (its "
+                   "metaclass is type), so no class could answer isinstance(cls, _TensorMeta) as torch's do",
     "_nested": "nested (jagged) tensors; hookgrad has only dense tensors",
 }
