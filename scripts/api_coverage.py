@@ -391,6 +391,12 @@ def render() -> str:
               "with hookgrad's functions under torch's names there.", "",
               "| torch._C namespace | torch's names | present in hookgrad |", "|---|---:|---:|"]
     lines += [f"| `{namespace}` | {theirs} | {found} |" for namespace, theirs, found in c_namespaces]
+    import torch
+
+    import hookgrad._C._nn as ours_nn
+    nn_missing = [n for n in dir(torch._C._nn) if not n.startswith("__") and not hasattr(ours_nn, n)]
+    lines += ["", "`torch._C._nn` names hookgrad does not have: " + "; ".join(
+        f"`{n}` ({ours_nn.LEFT_OUT[n]})" if n in ours_nn.LEFT_OUT else f"`{n}`" for n in nn_missing) + "."]
     lines += ["", "| name | in hookgrad |", "|---|---|"]
     for name, found, reason in c_names:
         lines.append(f"| `torch._C.{name}` | {'present' if found else f'left out: {reason}' if reason else 'missing'} |")

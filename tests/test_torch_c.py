@@ -90,6 +90,35 @@ def _nn_cases(T):
         "unflatten_dense_tensors": lambda: C.unflatten_dense_tensors(T.arange(8.0), [T.ones(2, 3), T.ones(2)]),
         "scaled_dot_product_attention": lambda: C.scaled_dot_product_attention(x[0], x[0], x[1]),
         "bad_reduction": lambda: C.mse_loss(x, x, 5),
+        "conv_depthwise2d": lambda: C._conv_depthwise2d(x, w[:3, :1], [3, 3], None, [1, 1], [1, 1], [1, 1]),
+        "conv_depthwise3d": lambda: C.conv_depthwise3d(x[None], w[:3, :1, None], [1, 3, 3], T.ones(3), [1, 1, 1],
+                                                       [0, 1, 1], [1, 1, 1]),
+        "silu_": lambda: C.silu_(x * 1), "mish_": lambda: C.mish_(x * 1), "relu6_": lambda: C.relu6_(x * 3),
+        "hardsigmoid_": lambda: C.hardsigmoid_(x * 1), "hardswish_": lambda: C.hardswish_(x * 1),
+        "upsample_nearest2d": lambda: C.upsample_nearest2d(x, [9, 12]),
+        "upsample_nearest2d_vec": lambda: C.upsample_nearest2d(x, None, [1.5, 2.0]),
+        "upsample_nearest2d_scales": lambda: C.upsample_nearest2d(x, [12, 9], 2.0, 1.5),
+        "upsample_nearest1d": lambda: C.upsample_nearest1d(x[0], [10]),
+        "upsample_nearest3d": lambda: C.upsample_nearest3d(x[None], [4, 7, 7]),
+        "nearest_exact2d": lambda: C._upsample_nearest_exact2d(x, [9, 4]),
+        "upsample_linear1d": lambda: C.upsample_linear1d(x[0], [11], False),
+        "upsample_bilinear2d": lambda: C.upsample_bilinear2d(x, [9, 4], True),
+        "upsample_bilinear2d_vec": lambda: C.upsample_bilinear2d(x, None, False, [1.5, 0.5]),
+        "upsample_trilinear3d": lambda: C.upsample_trilinear3d(x[None], [4, 5, 8], False),
+        "upsample_both_sizes": lambda: C.upsample_nearest2d(x, [4, 4], [2.0, 2.0]),
+        "max_unpool2d": lambda: C.max_unpool2d(*C.max_pool2d_with_indices(x, [2, 2]), [6, 6]),
+        "max_unpool2d_bigger": lambda: C.max_unpool2d(*C.max_pool2d_with_indices(x, [2, 2]), [7, 7]),
+        "max_unpool3d": lambda: C.max_unpool3d(*C.max_pool3d_with_indices(x[None], [1, 2, 2]), [3, 6, 6],
+                                               [1, 2, 2], [0, 0, 0]),
+        "max_unpool3d_bad_index": lambda: C.max_unpool3d(*C.max_pool3d_with_indices(x[None], [1, 2, 2]), [2, 6, 6],
+                                                         [1, 2, 2], [0, 0, 0]),
+        "fractional_max_pool2d": lambda: C.fractional_max_pool2d(x, [2, 2], [4, 4],
+                                                                 T.tensor(rng.random((2, 3, 2)).astype(np.float32))),
+        "_pad_enum_reflect": lambda: C._pad_enum(x, [1, 2], 0),
+        "_pad_enum_replicate": lambda: C._pad_enum(x, [2, 0, 1, 1], 1),
+        "_pad_enum_circular": lambda: C._pad_enum(x, [1, 1, 2, 1], 2),
+        "_pad_enum_constant": lambda: C._pad_enum(x, [1, 2, 1, 0], 3, 2.5),
+        "_pad_enum_value_with_reflect": lambda: C._pad_enum(x, [1, 2], 0, 2.5),
     }, x
 
 
@@ -101,7 +130,13 @@ def _nn_cases(T):
     "adaptive_max_pool2d", "avg_pool2d", "max_pool2d_with_indices", "max_pool2d_with_stride", "pad",
     "pad_reflect", "reflection_pad2d", "replication_pad1d", "_pad_circular", "im2col", "col2im", "thnn_conv2d",
     "slow_conv_dilated2d", "slow_conv_transpose2d", "one_hot", "pad_sequence", "flatten_dense_tensors",
-    "unflatten_dense_tensors", "scaled_dot_product_attention", "bad_reduction"])
+    "unflatten_dense_tensors", "scaled_dot_product_attention", "bad_reduction", "conv_depthwise2d",
+    "conv_depthwise3d", "silu_", "mish_", "relu6_", "hardsigmoid_", "hardswish_", "upsample_nearest2d",
+    "upsample_nearest2d_vec", "upsample_nearest2d_scales", "upsample_nearest1d", "upsample_nearest3d",
+    "nearest_exact2d", "upsample_linear1d", "upsample_bilinear2d", "upsample_bilinear2d_vec",
+    "upsample_trilinear3d", "upsample_both_sizes", "max_unpool2d", "max_unpool2d_bigger", "max_unpool3d",
+    "max_unpool3d_bad_index", "fractional_max_pool2d", "_pad_enum_reflect", "_pad_enum_constant",
+    "_pad_enum_circular", "_pad_enum_replicate", "_pad_enum_value_with_reflect"])
 @differential(rtol=1e-4, atol=1e-5)
 def test_nn_namespace(T, case):
     cases, x = _nn_cases(T)
@@ -386,7 +421,7 @@ def test_under_run_torch_c_names_resolve_and_missing_ones_say_so(tmp_path):
         "import torch._C._nn\n"
         "print(torch._C._nn.gelu is torch.nn.functional.gelu, isinstance(torch.ones(1), TensorBase))\n"
         "print(torch._C.DispatchKeySet, torch._C.ScriptMethod, type(torch._C.Generator()))\n"
-        "for get in (lambda: torch._C._cxx_flags, lambda: torch._C._nn.upsample_nearest2d,\n"
+        "for get in (lambda: torch._C._cxx_flags, lambda: torch._C._nn.mkldnn_linear,\n"
         "            lambda: torch._C._VariableFunctions.quantize_per_tensor):\n"
         "    try:\n"
         "        get()\n"
@@ -400,5 +435,14 @@ def test_under_run_torch_c_names_resolve_and_missing_ones_say_so(tmp_path):
         "True True",
         "<class 'torch.DispatchKeySet'> <class 'torch.ScriptMethod'> <class 'torch._C.Generator'>",
         "hookgrad has no torch._C._cxx_flags; see docs/api-coverage.md",
-        "hookgrad has no torch._C._nn.upsample_nearest2d; see docs/api-coverage.md",
+        "hookgrad has no torch._C._nn.mkldnn_linear; see docs/api-coverage.md",
         "hookgrad has no torch._C._VariableFunctions.quantize_per_tensor; see docs/api-coverage.md"]
+
+
+def test_nn_names_left_out_are_torch_names_hookgrad_lacks():
+    import torch
+
+    import hookgrad._C._nn as ours
+    for name in ours.LEFT_OUT:
+        assert hasattr(torch._C._nn, name), name
+        assert not hasattr(ours, name), name
