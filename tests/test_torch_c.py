@@ -3,12 +3,11 @@ torch-function helpers, DispatchKey/DispatchKeySet, the guards and flags, TorchS
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 import pytest
 
-from difftest import catch, differential, warns
+from difftest import catch, differential
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)

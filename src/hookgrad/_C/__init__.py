@@ -23,8 +23,8 @@ from . import _autograd, _functions  # noqa: F401
 
 def _will_engine_execute_node(node) -> bool:
     from ..autograd.engine import current_task
-    from ..autograd.graph import Node
-    if not isinstance(node, Node):
+    from ..autograd.graph import Node as GraphNode
+    if not isinstance(node, GraphNode):
         raise RuntimeError(f"_will_engine_execute_node expects an grad_fn, but got {type(node).__name__}")
     task = current_task()
     if task is None:
@@ -126,8 +126,8 @@ def __dir__():
 
 
 from ._dispatch_keys import DispatchKey, DispatchKeySet, _ExcludeDispatchKeyGuard  # noqa: E402,F401
-from ._torch_function import (_disabled_torch_function_impl, _EnableTorchFunction, _has_torch_function,  # noqa: E402,F401
-                              _has_torch_function_unary, _has_torch_function_variadic,
+from ._torch_function import (_disabled_torch_function_impl, _EnableTorchFunction,  # noqa: E402,F401
+                              _has_torch_function, _has_torch_function_unary, _has_torch_function_variadic,
                               _is_torch_function_all_disabled, _is_torch_function_enabled,
                               _is_torch_function_mode_enabled, _len_torch_function_stack, _get_function_stack_at)
 from ._torchscript import (Block, CompilationUnit, FunctionSchema, Graph, Node, ScriptClass,  # noqa: E402,F401
@@ -139,7 +139,8 @@ from . import _fft, _linalg, _nn, _special  # noqa: E402,F401
 # ---- flags and queries -----------------------------------------------------------------------------
 def _set_grad_enabled(enabled) -> None:
     if not isinstance(enabled, bool):
-        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {type(enabled).__name__}")
+        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                        f"not {type(enabled).__name__}")
     from ..autograd import grad_mode
     grad_mode.STATE.enabled = enabled
 
@@ -156,15 +157,18 @@ def _log_api_usage_once(event) -> None:
 
 
 def _add_docstr(obj, docstr):
-    """torch's rule: a builtin function or method descriptor without a docstring gets ``docstr``; one
-    with a docstring refuses; a Python function (which every hookgrad function is) is refused."""
+    """torch's rule: a Python function (which every hookgrad function is) is refused with a TypeError; a
+    builtin function or descriptor that has a docstring refuses with a RuntimeError. (torch fills in the
+    docstring of one of its own C functions that has none; Python cannot write a C object's docstring, so
+    that case refuses loudly here too.)"""
     kind = type(obj).__name__
     if kind not in ("builtin_function_or_method", "method_descriptor", "getset_descriptor", "member_descriptor"):
         raise TypeError(f"don't know how to add docstring to type '{kind}'")
     noun = "function" if kind == "builtin_function_or_method" else "method" if kind == "method_descriptor" \
         else "attribute"
-    # a C object's docstring cannot be set from Python; those of builtins are never empty
-    raise RuntimeError(f"{noun} '{obj.__name__}' already has a docstring")
+    if obj.__doc__:
+        raise RuntimeError(f"{noun} '{obj.__name__}' already has a docstring")
+    raise RuntimeError(f"hookgrad cannot set the docstring of the C {noun} '{obj.__name__}'")
 
 
 def _to_dlpack(tensor):

@@ -291,7 +291,8 @@ def _upsample(name, mode, dims, takes_align_corners, antialias=False):
         # explicit scales change where output pixels sample the input; interpolate uses them exactly when they
         # also give the requested size
         sizes = input.shape[-dims:]
-        if len(scales) == dims and all(s is not None and int(n * s) == o for n, s, o in zip(sizes, scales, output_size)):
+        if len(scales) == dims and all(s is not None and int(n * s) == o
+                                       for n, s, o in zip(sizes, scales, output_size)):
             return interpolate(input, scale_factor=scales, mode=mode, recompute_scale_factor=False, **extra)
         raise NotImplementedError(f"hookgrad's {name} takes explicit scales only when they give output_size")
     upsample.__name__ = upsample.__qualname__ = name
