@@ -445,3 +445,9 @@ def test_nn_names_left_out_are_torch_names_hookgrad_lacks():
     for name in ours.LEFT_OUT:
         assert hasattr(torch._C._nn, name), name
         assert not hasattr(ours, name), name
+
+
+@differential
+def test_dispatch_key_set_is_not_iterable(T):
+    S, DK = T._C.DispatchKeySet, T._C.DispatchKey
+    return catch(list, S(DK.CPU))
