@@ -107,33 +107,39 @@ _ELSEWHERE = {
     "DisableTorchFunction": ("hookgrad._torch_extras", "DisableTorchFunction"),
     "DisableTorchFunctionSubclass": ("hookgrad._torch_extras", "DisableTorchFunctionSubclass"),
     "ScriptFunction": ("hookgrad.jit", "ScriptFunction"),  # torch.jit.ScriptFunction is torch._C's class
+    # this package's own larger tables, built on first use rather than at ``import hookgrad``
+    "DispatchKey": ("hookgrad._C._dispatch_keys", "DispatchKey"),
+    "DispatchKeySet": ("hookgrad._C._dispatch_keys", "DispatchKeySet"),
+    "_ExcludeDispatchKeyGuard": ("hookgrad._C._dispatch_keys", "_ExcludeDispatchKeyGuard"),
+    "_VariableFunctions": ("hookgrad._C._variable_functions", "_VariableFunctions"),
+    "_VariableFunctionsClass": ("hookgrad._C._variable_functions", "_VariableFunctionsClass"),
 }
+_SUBMODULES = ("_nn", "_fft", "_linalg", "_special")
 
 
 def __getattr__(name):
     built_with = globals().get("_BUILT_WITH", {})  # defined further down; asked for while this module loads
     if name in built_with:
         return built_with[name]()
+    import importlib
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     home = _ELSEWHERE.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
     return getattr(importlib.import_module(home[0]), home[1])
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_ELSEWHERE) | set(_BUILT_WITH))
+    return sorted(set(globals()) | set(_ELSEWHERE) | set(_BUILT_WITH) | set(_SUBMODULES))
 
 
-from ._dispatch_keys import DispatchKey, DispatchKeySet, _ExcludeDispatchKeyGuard  # noqa: E402,F401
 from ._torch_function import (_disabled_torch_function_impl, _EnableTorchFunction,  # noqa: E402,F401
                               _has_torch_function, _has_torch_function_unary, _has_torch_function_variadic,
                               _is_torch_function_all_disabled, _is_torch_function_enabled,
                               _is_torch_function_mode_enabled, _len_torch_function_stack, _get_function_stack_at)
 from ._torchscript import (Block, CompilationUnit, FunctionSchema, Graph, Node, ScriptClass,  # noqa: E402,F401
                            ScriptMethod, ScriptModule, ScriptObject, TracingState, Value)
-from ._variable_functions import _VariableFunctions, _VariableFunctionsClass  # noqa: E402,F401
-from . import _fft, _linalg, _nn, _special  # noqa: E402,F401
 
 
 # ---- flags and queries -----------------------------------------------------------------------------
