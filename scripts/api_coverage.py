@@ -223,6 +223,10 @@ TORCH_C_NAMES = [
     "_is_torch_function_mode_enabled", "_dispatch_has_kernel_for_dispatch_key", "_get_accelerator",
     "_GLIBCXX_USE_CXX11_ABI", "_get_function_stack_at", "_set_autograd_fallback_mode",
     "_get_autograd_fallback_mode", "_will_engine_execute_node", "_current_autograd_node", "_WeakTensorRef",
+    "_increment_version", "_log_api_usage_metadata", "has_mkl", "has_openmp", "has_lapack", "_has_mkldnn",
+    "_is_multithreading_enabled", "_set_multithreading_enabled", "_get_cudnn_benchmark", "_set_cudnn_benchmark",
+    "_get_cudnn_deterministic", "_get_cudnn_allow_tf32", "_is_autocast_available", "_TensorMeta",
+    "_len_torch_dispatch_stack", "_get_dispatch_mode",
 ]
 TORCH_C_NAMESPACES = ["_nn", "_fft", "_linalg", "_special", "_VariableFunctions"]
 
@@ -384,9 +388,18 @@ def render() -> str:
               "The private `torch._C` names that libraries use (found by scanning installed libraries and the recipes "
               "in torch's own Python code): "
               f"{sum(found for _, found, _ in c_names)} of {len(c_names)} are present; the op namespaces answer "
-              "with hookgrad's functions under torch's names there.", "",
+              "with hookgrad's functions under torch's names there. hookgrad's ops do not call a Tensor subclass's own "
+              "`__torch_function__`: a subclass gets plain tensors back, as with `_disabled_torch_function_impl`, so "
+              "libraries built on that protocol (torchview's graph recorder) see module calls but not the functions "
+              "called between them.", "",
               "| torch._C namespace | torch's names | present in hookgrad |", "|---|---:|---:|"]
     lines += [f"| `{namespace}` | {theirs} | {found} |" for namespace, theirs, found in c_namespaces]
+    import torch
+
+    import hookgrad._C._nn as ours_nn
+    nn_missing = [n for n in dir(torch._C._nn) if not n.startswith("__") and not hasattr(ours_nn, n)]
+    lines += ["", "`torch._C._nn` names hookgrad does not have: " + "; ".join(
+        f"`{n}` ({ours_nn.LEFT_OUT[n]})" if n in ours_nn.LEFT_OUT else f"`{n}`" for n in nn_missing) + "."]
     lines += ["", "| name | in hookgrad |", "|---|---|"]
     for name, found, reason in c_names:
         lines.append(f"| `torch._C.{name}` | {'present' if found else f'left out: {reason}' if reason else 'missing'} |")

@@ -3,12 +3,11 @@ torch-function helpers, DispatchKey/DispatchKeySet, the guards and flags, TorchS
 from __future__ import annotations
 
 import itertools
-import warnings
 
 import numpy as np
 import pytest
 
-from difftest import catch, differential, warns
+from difftest import catch, differential
 
 RNG = np.random.default_rng(0)
 X = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
@@ -90,6 +89,35 @@ def _nn_cases(T):
         "unflatten_dense_tensors": lambda: C.unflatten_dense_tensors(T.arange(8.0), [T.ones(2, 3), T.ones(2)]),
         "scaled_dot_product_attention": lambda: C.scaled_dot_product_attention(x[0], x[0], x[1]),
         "bad_reduction": lambda: C.mse_loss(x, x, 5),
+        "conv_depthwise2d": lambda: C._conv_depthwise2d(x, w[:3, :1], [3, 3], None, [1, 1], [1, 1], [1, 1]),
+        "conv_depthwise3d": lambda: C.conv_depthwise3d(x[None], w[:3, :1, None], [1, 3, 3], T.ones(3), [1, 1, 1],
+                                                       [0, 1, 1], [1, 1, 1]),
+        "silu_": lambda: C.silu_(x * 1), "mish_": lambda: C.mish_(x * 1), "relu6_": lambda: C.relu6_(x * 3),
+        "hardsigmoid_": lambda: C.hardsigmoid_(x * 1), "hardswish_": lambda: C.hardswish_(x * 1),
+        "upsample_nearest2d": lambda: C.upsample_nearest2d(x, [9, 12]),
+        "upsample_nearest2d_vec": lambda: C.upsample_nearest2d(x, None, [1.5, 2.0]),
+        "upsample_nearest2d_scales": lambda: C.upsample_nearest2d(x, [12, 9], 2.0, 1.5),
+        "upsample_nearest1d": lambda: C.upsample_nearest1d(x[0], [10]),
+        "upsample_nearest3d": lambda: C.upsample_nearest3d(x[None], [4, 7, 7]),
+        "nearest_exact2d": lambda: C._upsample_nearest_exact2d(x, [9, 4]),
+        "upsample_linear1d": lambda: C.upsample_linear1d(x[0], [11], False),
+        "upsample_bilinear2d": lambda: C.upsample_bilinear2d(x, [9, 4], True),
+        "upsample_bilinear2d_vec": lambda: C.upsample_bilinear2d(x, None, False, [1.5, 0.5]),
+        "upsample_trilinear3d": lambda: C.upsample_trilinear3d(x[None], [4, 5, 8], False),
+        "upsample_both_sizes": lambda: C.upsample_nearest2d(x, [4, 4], [2.0, 2.0]),
+        "max_unpool2d": lambda: C.max_unpool2d(*C.max_pool2d_with_indices(x, [2, 2]), [6, 6]),
+        "max_unpool2d_bigger": lambda: C.max_unpool2d(*C.max_pool2d_with_indices(x, [2, 2]), [7, 7]),
+        "max_unpool3d": lambda: C.max_unpool3d(*C.max_pool3d_with_indices(x[None], [1, 2, 2]), [3, 6, 6],
+                                               [1, 2, 2], [0, 0, 0]),
+        "max_unpool3d_bad_index": lambda: C.max_unpool3d(*C.max_pool3d_with_indices(x[None], [1, 2, 2]), [2, 6, 6],
+                                                         [1, 2, 2], [0, 0, 0]),
+        "fractional_max_pool2d": lambda: C.fractional_max_pool2d(x, [2, 2], [4, 4],
+                                                                 T.tensor(rng.random((2, 3, 2)).astype(np.float32))),
+        "_pad_enum_reflect": lambda: C._pad_enum(x, [1, 2], 0),
+        "_pad_enum_replicate": lambda: C._pad_enum(x, [2, 0, 1, 1], 1),
+        "_pad_enum_circular": lambda: C._pad_enum(x, [1, 1, 2, 1], 2),
+        "_pad_enum_constant": lambda: C._pad_enum(x, [1, 2, 1, 0], 3, 2.5),
+        "_pad_enum_value_with_reflect": lambda: C._pad_enum(x, [1, 2], 0, 2.5),
     }, x
 
 
@@ -101,7 +129,13 @@ def _nn_cases(T):
     "adaptive_max_pool2d", "avg_pool2d", "max_pool2d_with_indices", "max_pool2d_with_stride", "pad",
     "pad_reflect", "reflection_pad2d", "replication_pad1d", "_pad_circular", "im2col", "col2im", "thnn_conv2d",
     "slow_conv_dilated2d", "slow_conv_transpose2d", "one_hot", "pad_sequence", "flatten_dense_tensors",
-    "unflatten_dense_tensors", "scaled_dot_product_attention", "bad_reduction"])
+    "unflatten_dense_tensors", "scaled_dot_product_attention", "bad_reduction", "conv_depthwise2d",
+    "conv_depthwise3d", "silu_", "mish_", "relu6_", "hardsigmoid_", "hardswish_", "upsample_nearest2d",
+    "upsample_nearest2d_vec", "upsample_nearest2d_scales", "upsample_nearest1d", "upsample_nearest3d",
+    "nearest_exact2d", "upsample_linear1d", "upsample_bilinear2d", "upsample_bilinear2d_vec",
+    "upsample_trilinear3d", "upsample_both_sizes", "max_unpool2d", "max_unpool2d_bigger", "max_unpool3d",
+    "max_unpool3d_bad_index", "fractional_max_pool2d", "_pad_enum_reflect", "_pad_enum_constant",
+    "_pad_enum_circular", "_pad_enum_replicate", "_pad_enum_value_with_reflect"])
 @differential(rtol=1e-4, atol=1e-5)
 def test_nn_namespace(T, case):
     cases, x = _nn_cases(T)
@@ -218,6 +252,43 @@ def test_flags(T):
 
 
 @differential
+def test_backend_flags_and_build_facts(T):
+    C = T._C
+    seen = [C._get_cudnn_benchmark(), C._get_cudnn_deterministic(), C._get_cudnn_allow_tf32(),
+            C._get_mkldnn_deterministic(), C.has_lapack, C._has_mps, C._mps_is_available(),
+            C.has_mkl == T.backends.mkl.is_available(), C.has_openmp == T.backends.openmp.is_available(),
+            C._is_multithreading_enabled(), C._is_grad_layout_enforcement_enabled()]
+    for name, module, flag in [("cudnn_benchmark", T.backends.cudnn, "benchmark"),
+                               ("cudnn_deterministic", T.backends.cudnn, "deterministic"),
+                               ("cudnn_allow_tf32", T.backends.cudnn, "allow_tf32"),
+                               ("mkldnn_deterministic", T.backends.mkldnn, "deterministic")]:
+        before = getattr(C, "_get_" + name)()
+        getattr(C, "_set_" + name)(not before)
+        seen += [getattr(C, "_get_" + name)(), getattr(module, flag), catch(getattr(C, "_set_" + name), 1)]
+        getattr(C, "_set_" + name)(before)
+    C._set_multithreading_enabled(False)
+    seen += [C._is_multithreading_enabled(), T.autograd.is_multithreading_enabled(),
+             catch(C._set_multithreading_enabled, 0)]
+    C._set_multithreading_enabled(True)
+    C._set_grad_layout_enforcement_enabled(False)
+    seen.append(C._is_grad_layout_enforcement_enabled())
+    C._set_grad_layout_enforcement_enabled(True)
+    return seen
+
+
+@differential
+def test_increment_version(T):
+    C = T._C
+    x, y, rows = T.ones(2), T.zeros(1), T.ones(3, 2)
+    C._increment_version([x])
+    C._increment_version([x, y, x])
+    C._increment_version(rows)  # a tensor is iterated: one bump per row
+    return [x._version, y._version, rows._version, catch(C._increment_version, 3),
+            catch(C._increment_version, T.tensor(1.0)), catch(C._increment_version, [x, 3]),
+            C._log_api_usage_metadata("event", {"a": "b"}), catch(C._log_api_usage_metadata, "event", {"a": 1})]
+
+
+@differential
 def test_small_queries(T):
     C = T._C
 
@@ -325,6 +396,13 @@ def test_generated_tables_are_what_torch_says():
         assert fh.read() == module.render(), "run python src/hookgrad/_C/_generate.py --write"
 
 
+def test_build_facts_answer_for_hookgrad():
+    import hookgrad
+    C = hookgrad._C
+    # torch is built with oneDNN and says so; hookgrad does not use it
+    assert C._has_mkldnn is False and hookgrad.backends.mkldnn.is_available() is False
+
+
 def test_left_out_names_are_missing_under_run():
     import hookgrad
     for name in hookgrad._C.LEFT_OUT:
@@ -342,7 +420,7 @@ def test_under_run_torch_c_names_resolve_and_missing_ones_say_so(tmp_path):
         "import torch._C._nn\n"
         "print(torch._C._nn.gelu is torch.nn.functional.gelu, isinstance(torch.ones(1), TensorBase))\n"
         "print(torch._C.DispatchKeySet, torch._C.ScriptMethod, type(torch._C.Generator()))\n"
-        "for get in (lambda: torch._C._cxx_flags, lambda: torch._C._nn.upsample_nearest2d,\n"
+        "for get in (lambda: torch._C._cxx_flags, lambda: torch._C._nn.mkldnn_linear,\n"
         "            lambda: torch._C._VariableFunctions.quantize_per_tensor):\n"
         "    try:\n"
         "        get()\n"
@@ -356,5 +434,20 @@ def test_under_run_torch_c_names_resolve_and_missing_ones_say_so(tmp_path):
         "True True",
         "<class 'torch.DispatchKeySet'> <class 'torch.ScriptMethod'> <class 'torch._C.Generator'>",
         "hookgrad has no torch._C._cxx_flags; see docs/api-coverage.md",
-        "hookgrad has no torch._C._nn.upsample_nearest2d; see docs/api-coverage.md",
+        "hookgrad has no torch._C._nn.mkldnn_linear; see docs/api-coverage.md",
         "hookgrad has no torch._C._VariableFunctions.quantize_per_tensor; see docs/api-coverage.md"]
+
+
+def test_nn_names_left_out_are_torch_names_hookgrad_lacks():
+    import torch
+
+    import hookgrad._C._nn as ours
+    for name in ours.LEFT_OUT:
+        assert hasattr(torch._C._nn, name), name
+        assert not hasattr(ours, name), name
+
+
+@differential
+def test_dispatch_key_set_is_not_iterable(T):
+    S, DK = T._C.DispatchKeySet, T._C.DispatchKey
+    return catch(list, S(DK.CPU))

@@ -24,8 +24,8 @@ from . import _profiler  # noqa: F401,E402 - ProfilerConfig's _ExperimentalConfi
 
 def _will_engine_execute_node(node) -> bool:
     from ..autograd.engine import current_task
-    from ..autograd.graph import Node
-    if not isinstance(node, Node):
+    from ..autograd.graph import Node as GraphNode
+    if not isinstance(node, GraphNode):
         raise RuntimeError(f"_will_engine_execute_node expects an grad_fn, but got {type(node).__name__}")
     task = current_task()
     if task is None:
@@ -108,36 +108,46 @@ _ELSEWHERE = {
     "DisableTorchFunction": ("hookgrad._torch_extras", "DisableTorchFunction"),
     "DisableTorchFunctionSubclass": ("hookgrad._torch_extras", "DisableTorchFunctionSubclass"),
     "ScriptFunction": ("hookgrad.jit", "ScriptFunction"),  # torch.jit.ScriptFunction is torch._C's class
+    # this package's own larger tables, built on first use rather than at ``import hookgrad``
+    "DispatchKey": ("hookgrad._C._dispatch_keys", "DispatchKey"),
+    "DispatchKeySet": ("hookgrad._C._dispatch_keys", "DispatchKeySet"),
+    "_ExcludeDispatchKeyGuard": ("hookgrad._C._dispatch_keys", "_ExcludeDispatchKeyGuard"),
+    "_VariableFunctions": ("hookgrad._C._variable_functions", "_VariableFunctions"),
+    "_VariableFunctionsClass": ("hookgrad._C._variable_functions", "_VariableFunctionsClass"),
 }
+_SUBMODULES = ("_nn", "_fft", "_linalg", "_special")
 
 
 def __getattr__(name):
+    built_with = globals().get("_BUILT_WITH", {})  # defined further down; asked for while this module loads
+    if name in built_with:
+        return built_with[name]()
+    import importlib
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
     home = _ELSEWHERE.get(name)
     if home is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
     return getattr(importlib.import_module(home[0]), home[1])
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_ELSEWHERE))
+    return sorted(set(globals()) | set(_ELSEWHERE) | set(_BUILT_WITH) | set(_SUBMODULES))
 
 
-from ._dispatch_keys import DispatchKey, DispatchKeySet, _ExcludeDispatchKeyGuard  # noqa: E402,F401
-from ._torch_function import (_disabled_torch_function_impl, _EnableTorchFunction, _has_torch_function,  # noqa: E402,F401
-                              _has_torch_function_unary, _has_torch_function_variadic,
+from ._torch_function import (_disabled_torch_function_impl, _EnableTorchFunction,  # noqa: E402,F401
+                              _has_torch_function, _has_torch_function_unary, _has_torch_function_variadic,
                               _is_torch_function_all_disabled, _is_torch_function_enabled,
                               _is_torch_function_mode_enabled, _len_torch_function_stack, _get_function_stack_at)
 from ._torchscript import (Block, CompilationUnit, FunctionSchema, Graph, Node, ScriptClass,  # noqa: E402,F401
                            ScriptMethod, ScriptModule, ScriptObject, TracingState, Value)
-from ._variable_functions import _VariableFunctions, _VariableFunctionsClass  # noqa: E402,F401
-from . import _fft, _linalg, _nn, _special  # noqa: E402,F401
 
 
 # ---- flags and queries -----------------------------------------------------------------------------
 def _set_grad_enabled(enabled) -> None:
     if not isinstance(enabled, bool):
-        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not {type(enabled).__name__}")
+        raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                        f"not {type(enabled).__name__}")
     from ..autograd import grad_mode
     grad_mode.STATE.enabled = enabled
 
@@ -154,15 +164,18 @@ def _log_api_usage_once(event) -> None:
 
 
 def _add_docstr(obj, docstr):
-    """torch's rule: a builtin function or method descriptor without a docstring gets ``docstr``; one
-    with a docstring refuses; a Python function (which every hookgrad function is) is refused."""
+    """torch's rule: a Python function (which every hookgrad function is) is refused with a TypeError; a
+    builtin function or descriptor that has a docstring refuses with a RuntimeError. (torch fills in the
+    docstring of one of its own C functions that has none; Python cannot write a C object's docstring, so
+    that case refuses loudly here too.)"""
     kind = type(obj).__name__
     if kind not in ("builtin_function_or_method", "method_descriptor", "getset_descriptor", "member_descriptor"):
         raise TypeError(f"don't know how to add docstring to type '{kind}'")
     noun = "function" if kind == "builtin_function_or_method" else "method" if kind == "method_descriptor" \
         else "attribute"
-    # a C object's docstring cannot be set from Python; those of builtins are never empty
-    raise RuntimeError(f"{noun} '{obj.__name__}' already has a docstring")
+    if obj.__doc__:
+        raise RuntimeError(f"{noun} '{obj.__name__}' already has a docstring")
+    raise RuntimeError(f"hookgrad cannot set the docstring of the C {noun} '{obj.__name__}'")
 
 
 def _to_dlpack(tensor):
@@ -208,29 +221,34 @@ def _get_accelerator(check=None):
     return device("cpu")
 
 
-def _flag(module_name: str, value=None, setter: str = ""):
+_UNSET = object()
+
+
+def _flag_value(module_name: str, flag: str, value=_UNSET):
+    """Read (or, given ``value``, set) a torch.backends flag: hookgrad keeps them on those modules, whose
+    setters check the type with torch's message."""
     import importlib
     module = importlib.import_module(module_name)
-    if setter:
-        module.enabled = value  # the back end's flag checks the type with torch's message
-        return None
-    return module.enabled
+    if value is _UNSET:
+        return getattr(module, flag)
+    setattr(module, flag, value)
+    return None
 
 
 def _get_cudnn_enabled() -> bool:
-    return _flag("hookgrad.backends.cudnn")
+    return _flag_value("hookgrad.backends.cudnn", "enabled")
 
 
 def _set_cudnn_enabled(enabled) -> None:
-    _flag("hookgrad.backends.cudnn", enabled, "set")
+    _flag_value("hookgrad.backends.cudnn", "enabled", enabled)
 
 
 def _get_mkldnn_enabled() -> bool:
-    return _flag("hookgrad.backends.mkldnn")
+    return _flag_value("hookgrad.backends.mkldnn", "enabled")
 
 
 def _set_mkldnn_enabled(enabled) -> None:
-    _flag("hookgrad.backends.mkldnn", enabled, "set")
+    _flag_value("hookgrad.backends.mkldnn", "enabled", enabled)
 
 
 _AUTOGRAD_FALLBACK_MODES = ("nothing", "warn", "error")
@@ -247,6 +265,102 @@ def _set_autograd_fallback_mode(mode) -> None:
 
 def _get_autograd_fallback_mode() -> str:
     return _autograd_fallback[0]
+
+
+def _bool_argument(function: str, value) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{function}(): argument 'enabled' (position 1) must be bool, not {type(value).__name__}")
+
+
+def _get_cudnn_benchmark() -> bool:
+    return _flag_value("hookgrad.backends.cudnn", "benchmark")
+
+
+def _set_cudnn_benchmark(value) -> None:
+    _flag_value("hookgrad.backends.cudnn", "benchmark", value)
+
+
+def _get_cudnn_deterministic() -> bool:
+    return _flag_value("hookgrad.backends.cudnn", "deterministic")
+
+
+def _set_cudnn_deterministic(value) -> None:
+    _flag_value("hookgrad.backends.cudnn", "deterministic", value)
+
+
+def _get_cudnn_allow_tf32() -> bool:
+    return _flag_value("hookgrad.backends.cudnn", "allow_tf32")
+
+
+def _set_cudnn_allow_tf32(value) -> None:
+    _flag_value("hookgrad.backends.cudnn", "allow_tf32", value)
+
+
+def _get_mkldnn_deterministic() -> bool:
+    return _flag_value("hookgrad.backends.mkldnn", "deterministic")
+
+
+def _set_mkldnn_deterministic(value) -> None:
+    _flag_value("hookgrad.backends.mkldnn", "deterministic", value)
+
+
+def _is_multithreading_enabled() -> bool:
+    from ..autograd._extra_modes import is_multithreading_enabled
+    return is_multithreading_enabled()
+
+
+def _set_multithreading_enabled(enabled) -> None:
+    _bool_argument("set_multithreading_enabled", enabled)
+    from ..autograd._extra_modes import _set
+    _set("multithreading", enabled)
+
+
+def _is_grad_layout_enforcement_enabled() -> bool:
+    from ..autograd._extra_modes import is_grad_layout_enforcement_enabled
+    return is_grad_layout_enforcement_enabled()
+
+
+def _set_grad_layout_enforcement_enabled(enabled) -> None:
+    _bool_argument("set_grad_layout_enforcement_enabled", enabled)
+    from ..autograd._extra_modes import _set
+    _set("grad_layout", enabled)
+
+
+def _increment_version(tensors) -> None:
+    """Bump the version counter of each tensor of an iterable, as an in-place change does. As in torch, a
+    tensor given alone is iterated too: each of its rows (a view sharing its counter) bumps it once."""
+    from .._tensor import Tensor
+    try:
+        tensors = list(tensors)
+    except TypeError:
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input") from None
+    if not all(isinstance(t, Tensor) for t in tensors):
+        raise RuntimeError("increment_version expect a Iterable[Tensor] as input")
+    for t in tensors:
+        t._bump_version()
+
+
+def _log_api_usage_metadata(event, metadata) -> None:
+    """torch sends the event to its usage telemetry; hookgrad keeps none, so only the arguments are checked."""
+    from collections.abc import Mapping
+    if not (isinstance(event, str) and isinstance(metadata, Mapping)
+            and all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
+        raise TypeError("_log_api_usage_metadata(): incompatible function arguments. The following argument types "
+                        "are supported:\n    1. (arg0: str, arg1: collections.abc.Mapping[str, str]) -> None")
+
+
+def _mps_is_available() -> bool:
+    return False
+
+
+# what torch was built with, answered for what hookgrad computes with (see hookgrad.backends)
+_BUILT_WITH = {
+    "has_mkl": lambda: __import__("hookgrad.backends.mkl", fromlist=["_"]).is_available(),
+    "has_openmp": lambda: __import__("hookgrad.backends.openmp", fromlist=["_"]).is_available(),
+    "has_lapack": lambda: True,  # NumPy and SciPy always carry LAPACK
+    "_has_mkldnn": lambda: False,
+    "_has_mps": lambda: False,
+}
 
 
 # ---- DataLoader worker bookkeeping ----------------------------------------------------------------
@@ -291,5 +405,7 @@ LEFT_OUT = {
     "_functorch": "functorch's C++ interpreter stack (levels, wrapped tensors); hookgrad.func transforms work "
                   "without wrapper tensors",
     "_sparse": "sparse tensor kernels; hookgrad has only dense tensors",
+    "_TensorMeta": "the metaclass of torch's C tensor type; hookgrad's Tensor is a plain Python class (its "
+                   "metaclass is type), so no class could answer isinstance(cls, _TensorMeta) as torch's do",
     "_nested": "nested (jagged) tensors; hookgrad has only dense tensors",
 }

@@ -123,9 +123,6 @@ class DispatchKeySet:
         # a per-back-end functionality with no back end: torch answers with its range's start marker
         return _RANGE_START.get(top, DispatchKey.Undefined)
 
-    def __iter__(self):
-        return iter(self._keys())
-
     def __repr__(self):
         return f"DispatchKeySet({', '.join(k.name for k in self._keys())})"
 
@@ -148,7 +145,7 @@ class _ExcludeDispatchKeyGuard:
             raise TypeError("__init__(): incompatible constructor arguments. The following argument types are "
                             "supported:\n    1. torch._C._ExcludeDispatchKeyGuard(arg0: torch._C.DispatchKeySet)"
                             f"\n\nInvoked with: {keyset!r}")
-        keys = set(keyset)
+        keys = set(keyset._keys())
         unsupported = sorted(k.name for k in keys - _PYTHON_KEYS - _AUTOCAST_KEYS - _AUTOGRAD_KEYS)
         if unsupported:
             raise NotImplementedError(f"hookgrad cannot exclude the dispatch keys {', '.join(unsupported)}: only the "

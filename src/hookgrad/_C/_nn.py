@@ -4,9 +4,8 @@ Where torch's ``F.X`` is this very function (``F.gelu is torch._C._nn.gelu``) th
 hookgrad's ``F.X``. The others take ATen's arguments and call hookgrad's functional op: losses take
 ``reduction`` as torch's integer enum (0 none, 1 mean, 2 sum; left out it is 0 here, as in torch's Python
 binding, although the ATen schema says 1), pools take ``stride=[]`` for "the kernel
-size", padding functions are named by mode. Names that are not here (the mkldnn and depthwise kernels,
-``upsample_*``, ``fractional_max_pool*``, ``rrelu_with_noise``, ``max_unpool*``, torch's ``_test_*``
-helpers) are missing and say so.
+size", padding functions are named by mode. Names that are not here (the mkldnn kernels, ``gelu_``,
+``rrelu_with_noise``, ``_upsample_lanczos2d_aa``, torch's ``_test_*`` helpers) are missing and say so.
 """
 from __future__ import annotations
 
@@ -15,6 +14,23 @@ from __future__ import annotations
 _SAME_AS_FUNCTIONAL = ("linear", "gelu", "softplus", "softshrink", "one_hot", "avg_pool2d", "avg_pool3d",
                        "scaled_dot_product_attention", "elu_", "hardtanh_", "leaky_relu_")
 _REDUCTIONS = ("none", "mean", "sum")
+
+# torch._C._nn names left out on purpose, with why (docs/api-coverage.md lists them)
+LEFT_OUT = {
+    "mkldnn_linear": "oneDNN kernels on oneDNN's own tensor layout; hookgrad does not use oneDNN",
+    "mkldnn_reorder_conv2d_weight": "oneDNN weight layouts; hookgrad does not use oneDNN",
+    "mkldnn_reorder_conv3d_weight": "oneDNN weight layouts; hookgrad does not use oneDNN",
+    "gelu_": "an in-place gelu that torch.nn.functional itself never calls; hookgrad has no in-place gelu kernel",
+    "rrelu_with_noise": "fills its noise argument from torch's random stream in place; F.rrelu is hookgrad's rrelu",
+    "rrelu_with_noise_": "as rrelu_with_noise",
+    "_upsample_lanczos2d_aa": "Lanczos resampling, which hookgrad's interpolate does not have",
+    "_test_ambiguous_defaults": "a fixture of torch's own argument-parser tests",
+    "_test_optional_filled_intlist": "a fixture of torch's own argument-parser tests",
+    "_test_optional_floatlist": "a fixture of torch's own argument-parser tests",
+    "_test_optional_intlist": "a fixture of torch's own argument-parser tests",
+    "_test_string_default": "a fixture of torch's own argument-parser tests",
+    "_test_warn_in_autograd": "a fixture of torch's own autograd tests",
+}
 
 
 def _F():
@@ -154,7 +170,10 @@ max_pool3d_with_indices = _pool_with_indices("max_pool3d")
 
 
 def pad(self, pad, mode="constant", value=None):  # noqa: A002 - ATen's argument name
+    if mode != "constant" and value is not None:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     return _F().pad(self, pad, mode=mode, value=value)
+
 
 
 def _mode_pad(mode, name):
@@ -204,6 +223,145 @@ def slow_conv_transpose2d(self, weight, kernel_size, bias=None, stride=1, paddin
 
 def slow_conv_transpose3d(self, weight, kernel_size, bias=None, stride=1, padding=0, output_padding=0, dilation=1):
     return _F().conv_transpose3d(self, weight, bias, stride, padding, output_padding, 1, dilation)
+
+
+def _conv_depthwise(functional_name, name):
+    def conv(self, weight, kernel_size, bias, stride, padding, dilation):
+        # torch has this kernel for CUDA only; on the CPU it refuses (F.conv2d with groups is the CPU way)
+        raise NotImplementedError(f"Could not run 'aten::{name}' with arguments from the 'CPU' backend: torch "
+                                  f"has this kernel for CUDA only (use F.{functional_name} with groups)")
+    conv.__name__ = conv.__qualname__ = name
+    return conv
+
+
+_conv_depthwise2d = _conv_depthwise("conv2d", "_conv_depthwise2d")
+conv_depthwise3d = _conv_depthwise("conv3d", "conv_depthwise3d")
+
+
+# ---- in-place activations (F's inplace=True) -----------------------------------------------------------
+def _inplace(functional_name):
+    def op(self):
+        return getattr(_F(), functional_name)(self, inplace=True)
+    op.__name__ = op.__qualname__ = functional_name + "_"
+    return op
+
+
+silu_ = _inplace("silu")
+mish_ = _inplace("mish")
+hardsigmoid_ = _inplace("hardsigmoid")
+hardswish_ = _inplace("hardswish")
+relu6_ = _inplace("relu6")
+
+
+# ---- upsampling ----------------------------------------------------------------------------------------
+def _upsample(name, mode, dims, takes_align_corners, antialias=False):
+    """Both of ATen's overloads: ``(self, output_size, [align_corners,] scales...)`` and the ``.vec`` one,
+    ``(input, output_size, [align_corners,] scale_factors)``, told apart as torch's binding does: a list (or
+    None) of scale factors where the per-dimension scales would be."""
+    def upsample(input, output_size, *args, **kwargs):  # noqa: A002 - ATen's argument name
+        args = list(args)
+        align_corners = None
+        if takes_align_corners:
+            if args:
+                align_corners = args.pop(0)
+            elif "align_corners" in kwargs:
+                align_corners = kwargs.pop("align_corners")
+            else:
+                raise TypeError(f"{name}() missing required argument 'align_corners'")
+        extra = {"align_corners": align_corners} if takes_align_corners else {}
+        if antialias:
+            extra["antialias"] = True
+        interpolate = _F().interpolate
+        if "scale_factors" in kwargs or (len(args) == 1 and not kwargs and
+                                         (args[0] is None or isinstance(args[0], (list, tuple)))):
+            scale_factors = kwargs.pop("scale_factors", None) if "scale_factors" in kwargs else args[0]
+            if (output_size is None) == (scale_factors is None):
+                raise RuntimeError("Must specify exactly one of output_size and scale_factors")
+            if output_size is not None:
+                return interpolate(input, size=list(output_size), mode=mode, **extra)
+            return interpolate(input, scale_factor=list(scale_factors), mode=mode, **extra)
+        scales = list(args) + [kwargs.pop(k) for k in list(kwargs) if k.startswith("scales")]
+        if kwargs:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(kwargs)}")
+        output_size = list(output_size)
+        if len(output_size) != dims:
+            raise RuntimeError(f"It is expected output_size equals to {dims}, but got size {len(output_size)}")
+        if all(s is None for s in scales):
+            return interpolate(input, size=output_size, mode=mode, **extra)
+        # explicit scales change where output pixels sample the input; interpolate uses them exactly when they
+        # also give the requested size
+        sizes = input.shape[-dims:]
+        if len(scales) == dims and all(s is not None and int(n * s) == o
+                                       for n, s, o in zip(sizes, scales, output_size)):
+            return interpolate(input, scale_factor=scales, mode=mode, recompute_scale_factor=False, **extra)
+        raise NotImplementedError(f"hookgrad's {name} takes explicit scales only when they give output_size")
+    upsample.__name__ = upsample.__qualname__ = name
+    return upsample
+
+
+upsample_nearest1d = _upsample("upsample_nearest1d", "nearest", 1, False)
+upsample_nearest2d = _upsample("upsample_nearest2d", "nearest", 2, False)
+upsample_nearest3d = _upsample("upsample_nearest3d", "nearest", 3, False)
+_upsample_nearest_exact1d = _upsample("_upsample_nearest_exact1d", "nearest-exact", 1, False)
+_upsample_nearest_exact2d = _upsample("_upsample_nearest_exact2d", "nearest-exact", 2, False)
+_upsample_nearest_exact3d = _upsample("_upsample_nearest_exact3d", "nearest-exact", 3, False)
+upsample_linear1d = _upsample("upsample_linear1d", "linear", 1, True)
+upsample_bilinear2d = _upsample("upsample_bilinear2d", "bilinear", 2, True)
+upsample_bicubic2d = _upsample("upsample_bicubic2d", "bicubic", 2, True)
+upsample_trilinear3d = _upsample("upsample_trilinear3d", "trilinear", 3, True)
+_upsample_bilinear2d_aa = _upsample("_upsample_bilinear2d_aa", "bilinear", 2, True, antialias=True)
+_upsample_bicubic2d_aa = _upsample("_upsample_bicubic2d_aa", "bicubic", 2, True, antialias=True)
+
+
+# ---- unpooling, fractional pooling, padding by enum ---------------------------------------------------
+def _unpool(name, dims):
+    def unpool(self, indices, output_size, *shape_checks):
+        """Scatter ``self`` to the flat positions ``indices`` of an ``output_size`` plane (ATen's stride and
+        padding arguments for 3-D only serve checks)."""
+        output_size = [int(n) for n in output_size]
+        if len(output_size) != dims:
+            raise RuntimeError(f"There should be exactly {dims} elements in output_size, but got {len(output_size)} "
+                               f"elements.")
+        if tuple(indices.shape) != tuple(self.shape):
+            raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
+                               f"({tuple(self.shape)}) but got indices tensor with shape: {tuple(indices.shape)}")
+        lead = tuple(self.shape[:-dims])
+        plane = 1
+        for n in output_size:
+            plane *= n
+        if indices.numel():
+            low, high = int(indices.min()), int(indices.max())
+            if low < 0 or high >= plane:
+                raise RuntimeError(f"Found an invalid max index: {high if high >= plane else low} (output volumes "
+                                   f"are of size {'x'.join(str(n) for n in output_size)}")
+        flat = self.new_zeros(lead + (plane,))
+        flat = flat.scatter(-1, indices.reshape(lead + (-1,)), self.reshape(lead + (-1,)))
+        return flat.reshape(lead + tuple(output_size))
+    unpool.__name__ = unpool.__qualname__ = name
+    return unpool
+
+
+max_unpool2d = _unpool("max_unpool2d", 2)
+max_unpool3d = _unpool("max_unpool3d", 3)
+
+
+def fractional_max_pool2d(self, kernel_size, output_size, random_samples):
+    return _F().fractional_max_pool2d(self, kernel_size, output_size=output_size, return_indices=True,
+                                      _random_samples=random_samples)
+
+
+def fractional_max_pool3d(self, kernel_size, output_size, random_samples):
+    return _F().fractional_max_pool3d(self, kernel_size, output_size=output_size, return_indices=True,
+                                      _random_samples=random_samples)
+
+
+_PAD_MODES = ("reflect", "replicate", "circular", "constant")  # ATen's padding_mode enum, in order
+
+
+def _pad_enum(self, pad, mode, value=None):  # noqa: A002 - ATen's argument names
+    if not 0 <= mode < len(_PAD_MODES):
+        raise RuntimeError(f"Unrecognised padding mode {mode}")
+    return globals()["pad"](self, list(pad), _PAD_MODES[mode], value)  # the argument named pad hides the function
 
 
 # ---- helpers -------------------------------------------------------------------------------------------
