@@ -251,3 +251,20 @@ def test_dropout_paths_draw_torchs_random_numbers(T):
     without, _ = mha(x, x, x, need_weights=False)
     with_weights, weights = mha(x, x, x)
     return graph, out, q.grad, walk(without), without, with_weights, weights
+
+
+@differential
+def test_flop_counter_follows_the_kernel_choice(T):
+    """torch's FLOP counter counts the math composition's products and nothing for the fused kernel;
+    hookgrad's counter asks the same kernel choice (masks included)."""
+    import importlib
+    counter = importlib.import_module(T.__name__ + ".utils.flop_counter").FlopCounterMode
+    q = T.tensor(arr((2, 3, 4, 5), 0), requires_grad=True)
+    k = T.tensor(arr((2, 3, 6, 5), 1))
+    totals = []
+    for mask in [None, T.tensor(arr((4, 6), 2)), T.tensor(arr((3, 4, 6), 2)), T.tensor(arr((4, 6), 2)).requires_grad_(),
+                 T.tensor(arr((2, 1, 4, 6), 2) > 0)]:
+        with counter(display=False) as flops:
+            T.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=mask).sum().backward()
+        totals.append(flops.get_total_flops())
+    return totals

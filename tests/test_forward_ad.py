@@ -227,14 +227,17 @@ def test_reverse_mode_over_forward_mode(T):
 
 
 def test_matches_func_jvp_on_a_transformer_layer():
-    """Forward AD and torch.func.jvp (reverse mode twice) agree on a whole transformer layer."""
+    """Forward AD and torch.func.jvp (reverse mode twice) agree on a whole transformer layer (its
+    attention on the math kernel: the fused CPU one has no forward derivative, as in torch)."""
     fwAD = hookgrad.autograd.forward_ad
     hookgrad.manual_seed(0)
     layer = hookgrad.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
     x, v = hookgrad.randn(2, 5, 8), hookgrad.randn(2, 5, 8)
-    with fwAD.dual_level():
+    math_kernel = hookgrad.nn.attention.sdpa_kernel(hookgrad.nn.attention.SDPBackend.MATH)
+    with math_kernel, fwAD.dual_level():
         tangent = fwAD.unpack_dual(layer(fwAD.make_dual(x, v))).tangent
-    want = hookgrad.func.jvp(layer, (x,), (v,))[1]
+    with hookgrad.nn.attention.sdpa_kernel(hookgrad.nn.attention.SDPBackend.MATH):
+        want = hookgrad.func.jvp(layer, (x,), (v,))[1]
     np.testing.assert_allclose(tangent.detach().numpy(), want.detach().numpy(), rtol=1e-4, atol=1e-5)
     # leaving the level leaves no op hook behind
     assert not hookgrad.hooks._ops._forward_hooks
@@ -278,3 +281,22 @@ def test_scatter_reduce_prod_tangent_is_the_derivative():
     plus = fn(hookgrad, hookgrad.tensor(a + eps * ta), hookgrad.tensor(b + eps * tb)).numpy()
     minus = fn(hookgrad, hookgrad.tensor(a - eps * ta), hookgrad.tensor(b - eps * tb)).numpy()
     np.testing.assert_allclose(tangent, (plus - minus) / (2 * eps), rtol=1e-6, atol=1e-8)
+
+
+@differential
+def test_fused_attention_has_no_forward_derivative(T):
+    """torch's fused CPU attention kernel refuses forward AD and func.jvp with NotImplementedError."""
+    fwAD = T.autograd.forward_ad
+    q = T.tensor(np.linspace(-1, 1, 24).reshape(1, 2, 3, 4))
+    attention = T.nn.functional.scaled_dot_product_attention
+
+    def dual():
+        with fwAD.dual_level():
+            return fwAD.unpack_dual(attention(fwAD.make_dual(q, q * 0.5), q, q)).tangent
+
+    def math_dual():
+        with T.nn.attention.sdpa_kernel(T.nn.attention.SDPBackend.MATH), fwAD.dual_level():
+            return fwAD.unpack_dual(attention(fwAD.make_dual(q, q * 0.5), q, q)).tangent
+
+    return (catch(dual), catch(T.func.jvp, lambda t: attention(t, q, q), (q,), (q * 0.5,)), math_dual(),
+            attention(q[0], q[0], q[0]) is not None)

@@ -19,6 +19,7 @@ from ._einops import rearrange
 
 import hookgrad
 from ._tensor import Tensor
+from .autograd import _dual
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call", "jvp", "jacfwd", "hessian",
            "linearize", "stack_module_state", "functionalize", "replace_all_batch_norm_modules_", "debug_unwrap",
@@ -269,7 +270,7 @@ class _TangentMap:
         flat_tangents = _leaves(tangents)
         if self.pulled:
             grads, positions = zip(*self.pulled)
-            with hookgrad.enable_grad():
+            with hookgrad.enable_grad(), _dual.products_through():
                 pushed = hookgrad.autograd.grad(grads, self.dummies, [flat_tangents[i] for i in positions],
                                                 retain_graph=True, create_graph=keep_graph, allow_unused=True)
         else:

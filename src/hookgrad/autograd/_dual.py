@@ -7,9 +7,11 @@ machinery that computes them.
 """
 from __future__ import annotations
 
+import contextlib
+import re
 import weakref
 
-__all__ = ["LEVEL", "tangent_of", "set_tangent", "drop_all"]
+__all__ = ["LEVEL", "tangent_of", "set_tangent", "drop_all", "products_through"]
 
 LEVEL = [-1]              # the current dual level: -1 outside ``dual_level``, else 0
 _TANGENTS: dict = {}      # id(tensor) -> (weak reference to the tensor, its tangent)
@@ -42,3 +44,24 @@ def has_tangents() -> bool:
 
 def drop_all() -> None:
     _TANGENTS.clear()
+
+
+_NO_BACKWARD_DERIVATIVE = re.compile(r"derivative for aten::(\w+?)_backward is not implemented")
+
+
+@contextlib.contextmanager
+def products_through():
+    """Around the second reverse pass of a forward-mode product: an op whose backward has no
+    derivative (torch's fused CPU attention) has no forward derivative either, and torch says so
+    with its NotImplementedError for forward AD."""
+    try:
+        yield
+    except RuntimeError as error:
+        found = _NO_BACKWARD_DERIVATIVE.fullmatch(str(error))
+        if found is None:
+            raise
+        raise NotImplementedError(
+            f"Trying to use forward AD with {found.group(1)} that does not support it because it has not been "
+            "implemented yet.\nPlease file an issue to PyTorch at https://github.com/pytorch/pytorch/issues/new?"
+            "template=feature-request.yml so that we can prioritize its implementation or submit a PR adding the "
+            "implementation to derivatives.yaml") from None

@@ -187,8 +187,9 @@ def _push_tangents(op, inputs, outputs):
         used = [(g, d) for g, d in zip(pulled, directions) if g is not None and g.requires_grad]
         pushed = [None] * len(probes)
         if used:
-            pushed = autograd.grad([g for g, _ in used], probes, [d.to(g.dtype) for g, d in used],
-                                   create_graph=nested, allow_unused=True)
+            with _dual.products_through():
+                pushed = autograd.grad([g for g, _ in used], probes, [d.to(g.dtype) for g, d in used],
+                                       create_graph=nested, allow_unused=True)
     for (out, again), jvp in zip(pairs, pushed):
         if jvp is None:
             jvp = _zeros_like(again)

@@ -34,6 +34,7 @@ from .._ops.decompositions import _chain_order
 from ..autograd import _hook_context
 from ..autograd import engine as _engine
 from .._tensor import Tensor
+from ..nn._functional import attention as _attention
 from ._pytree import tree_map, tree_map_
 from .module_tracker import ModuleTracker
 
@@ -433,19 +434,12 @@ def _chain_products(shapes: list) -> list:
     return products
 
 
-def _flash_eligible(q, k, v, dropout_p, enable_gqa) -> bool:
+def _flash_eligible(q, k, v, attn_mask, dropout_p, enable_gqa) -> bool:
     """Whether torch's CPU backend selection sends this attention to its flash kernel (whose FLOPs
-    torch's counter does not count) rather than to the math path (two matmuls)."""
-    if not (q.dim() == k.dim() == v.dim() == 4) or dropout_p > 0.0:
-        return False
-    if not (q.shape[-1] == k.shape[-1] == v.shape[-1]):
-        return False
-    if not (q.shape[0] == k.shape[0] == v.shape[0]):
-        return False
-    if not (q.shape[1] == k.shape[1] == v.shape[1]):
-        if not (enable_gqa and k.shape[1] == v.shape[1] and k.shape[1] and q.shape[1] % k.shape[1] == 0):
-            return False
-    return all(t.shape[-1] == 1 or t.stride(-1) == 1 for t in (q, k, v))
+    torch's counter does not count) rather than to the math path (two matmuls): the choice
+    ``scaled_dot_product_attention`` itself made (its mask, grouped heads and sdpa_kernel included)."""
+    mask = _attention._additive_mask(attn_mask, q._data.dtype)
+    return _attention._use_flash(q, k, v, mask, dropout_p, enable_gqa)
 
 
 def _arg(op, index, name, default=None):
@@ -805,7 +799,7 @@ class _Translator:
         q, k, v = _arg(op, 0, "query"), _arg(op, 1, "key"), _arg(op, 2, "value")
         dropout_p = _arg(op, 4, "dropout_p", 0.0)
         enable_gqa = op.kwargs.get("enable_gqa", _arg(op, 7, "enable_gqa", False))
-        flash = _flash_eligible(q, k, v, dropout_p, enable_gqa)
+        flash = _flash_eligible(q, k, v, _arg(op, 3, "attn_mask"), dropout_p, enable_gqa)
         if flash and op.node is not None:
             self._mark_inner_products(op.node, inputs, _ATTENTION_PRODUCTS)
         return _sdpa_calls(q, k, v, dropout_p, enable_gqa, flash)
