@@ -38,13 +38,14 @@ def test_creation_and_conversions(T):
 
 
 @differential(rtol=0, atol=0)
-def test_conversions_to_real_types_warn_and_keep_the_real_part(T):
+def test_conversions_to_real_types_keep_the_real_part(T):
+    # (both warn "Casting complex values to real discards the imaginary part" once per process; which
+    # test comes first decides who warns here, so the warning is not compared)
     import warnings
     c32 = T.tensor(VALUES).chalf()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        out = [c32.to(T.float32), c32.half(), c32.to(T.float64), c32.to(T.bfloat16)]
-    return out + [sorted({w.category.__name__ for w in caught})]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [c32.to(T.float32), c32.half(), c32.to(T.float64), c32.to(T.bfloat16)]
 
 
 @differential

@@ -139,7 +139,7 @@ def test_script_directory_is_importable_and_exit_code_passes_through(tmp_path):
 
 
 @pytest.mark.parametrize("snippet,kind,name", [
-    ("torch.float8_e4m3fn", "AttributeError", "torch.float8_e4m3fn"),
+    ("torch.qint8", "AttributeError", "torch.qint8"),
     ("import torch.onnx", "ModuleNotFoundError", "torch.onnx"),
     ("torch.totally_missing_op(torch.ones(2))", "AttributeError", "torch.totally_missing_op"),
     ("import torch.nn.functional as F\nF.no_such_function", "AttributeError", "torch.nn.functional.no_such_function"),

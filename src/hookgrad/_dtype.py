@@ -496,12 +496,13 @@ def printed_values(data: np.ndarray) -> np.ndarray:
 def narrow_to(out: np.ndarray, like: np.dtype) -> np.ndarray:
     """A result computed in float32 (or wider) for bfloat16 or float8 operands (``like``: their NumPy
     dtype), rounded back to that type once; any other result unchanged."""
-    if like.kind == "V" and like.name == "bfloat16" and out.dtype.kind == "f":
-        return out.astype(like)
+    if like.kind == "V":
+        if like.name == "bfloat16" and out.dtype.kind == "f":
+            return out.astype(like)
+        if like == _C32_NP and out.dtype != like:  # complex32: complex64 math, parts rounded to float16 once
+            return to_complex32(out) if out.dtype.kind == "c" else out.astype(np.float16)
     if like in _FLOAT8_NP and out.dtype != like:  # float8 products: float32 sums, torch's rounding once
         return cast(out, like)
-    if like == _C32_NP and out.dtype != like:  # complex32: complex64 math, parts rounded to float16 once
-        return to_complex32(out) if out.dtype.kind == "c" else out.astype(np.float16)
     return out
 
 
