@@ -146,8 +146,8 @@ def _view_through_new_node(t, node_cls, owner):
     """A view of ``t``, which requires grad, as the one output of a new identity node of
     ``node_cls`` for ``owner`` (an edge to ``t``, no hooks, nothing saved).
 
-    ``Node.__init__``, ``edge`` and ``_identity_view`` written out: this runs for the input and the output of every hooked
-    call with one tensor in or out, and those calls were a large part of its cost
+    ``Node.__init__``, ``edge`` and ``_identity_view`` written out: this runs for the input and the
+    output of every hooked call with one tensor in or out, and those calls were a large part of its cost
     (test_one_tensor_view_and_node_match_the_general_steps keeps them in step)."""
     fn = t._grad_fn
     base = t._base
