@@ -1261,3 +1261,17 @@ def test_identity_view_sets_every_tensor_slot():
         assert view._base is t and view._version_counter is t._version_counter
         assert (view._grad_fn is node) == requires_grad and view._requires_grad == requires_grad
         assert view._data.base is t._data and view.shape == t.shape
+
+
+@differential
+def test_engine_warning_reaches_code_run_by_exec_without_a_module_name(T):
+    """Code exec'd with globals that have no ``__name__`` (a notebook runner, a test harness) still
+    sees the warnings the backward pass raises at its line, under an "always" filter."""
+    import warnings
+    code = ("m = T.nn.Linear(2, 2)\nm.register_full_backward_hook(lambda *a: None)\n"
+            "m(T.ones(1, 2)).sum().backward()\n")
+    exec("x = T.ones(3, requires_grad=True)\n(x * x).sum().backward()", {"T": T})  # an earlier pass
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(code, {"T": T})
+    return [(w.category.__name__, str(w.message)[:70], w.filename, w.lineno) for w in caught]
