@@ -1302,3 +1302,17 @@ def test_backward_hook_made_inline_matches_init(monkeypatch):
     assert before_setup == reference.__dict__
     assert set(inline.__dict__) - set(reference.__dict__) <= {
         "n_inputs", "input_tensors_index", "n_outputs", "output_tensors_index", "grad_outputs"}
+
+
+@differential
+def test_engine_warning_reaches_code_run_by_exec_without_a_module_name(T):
+    """Code exec'd with globals that have no ``__name__`` (a notebook runner, a test harness) still
+    sees the warnings the backward pass raises at its line, under an "always" filter."""
+    import warnings
+    code = ("m = T.nn.Linear(2, 2)\nm.register_full_backward_hook(lambda *a: None)\n"
+            "m(T.ones(1, 2)).sum().backward()\n")
+    exec("x = T.ones(3, requires_grad=True)\n(x * x).sum().backward()", {"T": T})  # an earlier pass
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(code, {"T": T})
+    return [(w.category.__name__, str(w.message)[:70], w.filename, w.lineno) for w in caught]

@@ -235,9 +235,12 @@ def warn_at_caller(message: str, category=UserWarning) -> None:
         warnings.warn(message, category, stacklevel=2)
         return
     module_globals = frame.f_globals
-    # no module_globals argument: with it, warn_explicit reads the source line even for an ignored warning
+    # no module_globals argument: with it, warn_explicit reads the source line even for an ignored warning.
+    # Code exec'd with globals that have no __name__ gets the module from the file name: module=None
+    # would make warn_explicit drop the warning even under an "always" filter
+    name = module_globals.get("__name__")
     warnings.warn_explicit(message, category, frame.f_code.co_filename, frame.f_lineno,
-                           module=module_globals.get("__name__"),
+                           **({"module": name} if isinstance(name, str) else {}),
                            registry=module_globals.setdefault("__warningregistry__", {}))
 
 
