@@ -452,6 +452,11 @@ def storage(self: Tensor) -> TypedStorage:
     return TypedStorage(UntypedStorage._of(self._data), self.dtype)
 
 
+def _typed_storage(self: Tensor) -> TypedStorage:
+    # torch's internal spelling of storage(), without the deprecation warning
+    return TypedStorage(UntypedStorage._of(self._data), self.dtype)
+
+
 def storage_offset(self: Tensor) -> int:
     data = self._data
     return (_address(data) - _address(_root_array(data))) // data.itemsize
@@ -481,6 +486,7 @@ Tensor.new = tensor_new
 Tensor.type = tensor_type
 Tensor.storage = storage
 Tensor.untyped_storage = untyped_storage
+Tensor._typed_storage = _typed_storage
 Tensor.storage_offset = storage_offset
 Tensor.data_ptr = data_ptr
 

@@ -96,3 +96,47 @@ class _DisableTorchDispatch:
     @staticmethod
     def active() -> bool:
         return getattr(_DisableTorchDispatch._state, "depth", 0) > 0
+
+
+
+# ---- names Lightning and torchmetrics reach ---------------------------------------------------------
+# Where a name is also defined further up this module, that definition wins (``_fallback``).
+class _TensorMetaType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        from .._tensor import Tensor
+        return isinstance(obj, type) and issubclass(obj, Tensor)
+
+
+class _TensorMeta(type, metaclass=_TensorMetaType):
+    """``torch._C._TensorMeta``, the metaclass of torch's tensor classes: hookgrad's tensor classes
+    are ordinary classes, so it answers isinstance for them (``isinstance(torch.Tensor,
+    torch._C._TensorMeta)``) without being their ``type``."""
+
+
+from .._zip_archive import PyTorchFileReader  # noqa: E402,F401  (torch.PyTorchFileReader is torch._C's)
+
+
+class _fallback:
+    """Definitions kept only for names nothing above defines."""
+
+    @staticmethod
+    def _log_api_usage_once(event) -> None:
+        # torch logs API usage to its internal telemetry; hookgrad keeps none
+        if not isinstance(event, str):
+            raise TypeError(f"_log_api_usage_once(): incompatible function arguments; got {type(event).__name__}")
+
+    @staticmethod
+    def _parse_to(*args, **kwargs):
+        """``torch._C._nn._parse_to``: the (device, dtype, non_blocking, memory_format) that
+        ``Module.to(*args, **kwargs)`` reads from its arguments."""
+        from ..nn.modules.module import _parse_to as parse
+        return parse(*args, **kwargs)
+
+
+globals().setdefault("_log_api_usage_once", _fallback._log_api_usage_once)
+if "_nn" not in globals():  # the torch._C._nn namespace
+    import sys as _sys
+    import types as _types
+    _nn = _types.ModuleType(__name__ + "._nn", "torch._C._nn: the nn functions' C namespace")
+    _nn._parse_to = _fallback._parse_to
+    _sys.modules[_nn.__name__] = _nn
