@@ -76,6 +76,13 @@ CASES = {
                                              "Jacobian, torch.func Hessian"),
     "captum_influence": ("captum_influence_case.py", [], "Captum TracInCP (hooked per-sample and per-example "
                                                          "gradients over saved checkpoints), TracInCPFast, top-k"),
+    "lightning": ("lightning_case.py", [], "Lightning Trainer fit/validate/test/predict with EarlyStopping, "
+                                          "ModelCheckpoint (reloaded, resumed), LearningRateMonitor, CSVLogger, "
+                                          "gradient clipping and accumulation; ModelSummary with FLOPs"),
+    "lightning_fabric": ("fabric_case.py", [], "Lightning Fabric setup, backward, no_backward_sync, clip_gradients, "
+                                               "save/load/load_raw"),
+    "torchmetrics": ("torchmetrics_case.py", [], "torchmetrics classification and regression metrics, "
+                                                 "MetricCollection, state dicts, functional metrics"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -92,6 +99,7 @@ REQUIRES = {
     "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
     "torchinfo_variants": ["torchinfo"], "torchcam": ["torchcam"],
     "nngeometry": ["nngeometry"], "captum_influence": ["captum"],
+    "lightning": ["lightning", "torchmetrics"], "lightning_fabric": ["lightning"], "torchmetrics": ["torchmetrics"],
 }
 
 
@@ -108,7 +116,9 @@ def _env():
 
 
 def _start(args):
-    return subprocess.Popen([sys.executable, *args], cwd=CLIENTS, env=_env(), stdout=subprocess.PIPE,
+    # a run without site-packages (python -S, the path given by PYTHONPATH) starts the cases the same way
+    site_flag = ["-S"] if sys.flags.no_site else []
+    return subprocess.Popen([sys.executable, *site_flag, *args], cwd=CLIENTS, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
