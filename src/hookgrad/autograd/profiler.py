@@ -428,3 +428,8 @@ class emit_itt:
 
 
 __all__ += ["emit_nvtx", "emit_itt"]
+
+
+def _profiler_enabled() -> bool:
+    """``torch.autograd._profiler_enabled()``: whether a profile records on this thread now."""
+    return _recorder() is not None
