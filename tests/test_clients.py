@@ -79,6 +79,10 @@ CASES = {
     "lightning": ("lightning_case.py", [], "Lightning Trainer fit/validate/test/predict with EarlyStopping, "
                                           "ModelCheckpoint (reloaded, resumed), LearningRateMonitor, CSVLogger, "
                                           "gradient clipping and accumulation; ModelSummary with FLOPs"),
+    "lightning_callbacks": ("lightning_callbacks_case.py", [], "Lightning DataModule, metric objects and grad_norm "
+                                                               "logged, profilers, SWA, weight averaging, pruning, "
+                                                               "finetuning, accumulation schedule, manual optimization, "
+                                                               "TensorBoardLogger, batch limits, lr and batch-size finders"),
     "lightning_fabric": ("fabric_case.py", [], "Lightning Fabric setup, backward, no_backward_sync, clip_gradients, "
                                                "save/load/load_raw"),
     "torchmetrics": ("torchmetrics_case.py", [], "torchmetrics classification and regression metrics, "
@@ -99,7 +103,8 @@ REQUIRES = {
     "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
     "torchinfo_variants": ["torchinfo"], "torchcam": ["torchcam"],
     "nngeometry": ["nngeometry"], "captum_influence": ["captum"],
-    "lightning": ["lightning", "torchmetrics"], "lightning_fabric": ["lightning"], "torchmetrics": ["torchmetrics"],
+    "lightning": ["lightning", "torchmetrics"], "lightning_fabric": ["lightning"],
+    "lightning_callbacks": ["lightning", "torchmetrics", "tensorboard"], "torchmetrics": ["torchmetrics"],
 }
 
 
