@@ -87,6 +87,9 @@ CASES = {
                                                "save/load/load_raw"),
     "torchmetrics": ("torchmetrics_case.py", [], "torchmetrics classification and regression metrics, "
                                                  "MetricCollection, state dicts, functional metrics"),
+    "torchmetrics_more": ("torchmetrics_more_case.py", [], "torchmetrics aggregation, calibration, curves, rank "
+                                                           "correlations, retrieval, wrappers (tracker, bootstrap), "
+                                                           "image, audio and text metrics with float64 states"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -105,6 +108,7 @@ REQUIRES = {
     "nngeometry": ["nngeometry"], "captum_influence": ["captum"],
     "lightning": ["lightning", "torchmetrics"], "lightning_fabric": ["lightning"],
     "lightning_callbacks": ["lightning", "torchmetrics", "tensorboard"], "torchmetrics": ["torchmetrics"],
+    "torchmetrics_more": ["torchmetrics"],
 }
 
 

@@ -3,7 +3,6 @@ ModelCheckpoint (reloaded), LearningRateMonitor, gradient clipping, gradient acc
 scheduler and self.log; the model summary table with its FLOPs column."""
 import csv
 import os
-import sys
 import tempfile
 import warnings
 
