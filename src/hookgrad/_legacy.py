@@ -449,7 +449,7 @@ def storage(self: Tensor) -> TypedStorage:
                       "the only storage class. This should only matter to you if you are using storages "
                       "directly.  To access UntypedStorage directly, use tensor.untyped_storage() instead of "
                       "tensor.storage()", UserWarning, stacklevel=2)
-    return TypedStorage(UntypedStorage._of(self._data), self.dtype)
+    return _typed_storage(self)
 
 
 def _typed_storage(self: Tensor) -> TypedStorage:

@@ -65,6 +65,9 @@ CLASSES = {
         'layout': ('torch', 'layout'),
         'memory_format': ('torch', 'memory_format'),
     },
+    'hookgrad._zip_archive': {
+        'PyTorchFileReader': ('torch', 'PyTorchFileReader'),
+    },
     'hookgrad.accelerator': {
         'device_index': ('torch.accelerator', 'device_index'),
     },
@@ -114,6 +117,8 @@ CLASSES = {
     },
     'hookgrad.autograd.profiler': {
         'DeviceType': ('torch._C._autograd', 'DeviceType'),
+        'emit_itt': ('torch.autograd.profiler', 'emit_itt'),
+        'emit_nvtx': ('torch.autograd.profiler', 'emit_nvtx'),
         'profile': ('torch.autograd.profiler', 'profile'),
         'record_function': ('torch.autograd.profiler', 'record_function'),
     },

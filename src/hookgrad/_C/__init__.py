@@ -98,7 +98,6 @@ class _DisableTorchDispatch:
         return getattr(_DisableTorchDispatch._state, "depth", 0) > 0
 
 
-
 # ---- names Lightning and torchmetrics reach ---------------------------------------------------------
 # Where a name is also defined further up this module, that definition wins (``_fallback``).
 class _TensorMetaType(type):
