@@ -51,7 +51,7 @@ _TORCHSCRIPT = {
     "FunctionSchema", "FutureType", "Gradient", "Graph", "GraphExecutorState", "IODescriptor", "InferredType",
     "IntType", "InterfaceType", "JITException", "ListType", "LiteScriptModule", "LockingLogger", "LoggerBase",
     "ModuleDict", "Node", "NoneType", "NoopLogger", "NumberType", "OperatorInfo", "OptionalType", "ParameterDict",
-    "PyObjectType", "PyTorchFileReader", "PyTorchFileWriter", "RRefType", "ScriptClass", "ScriptClassFunction",
+    "PyObjectType", "PyTorchFileWriter", "RRefType", "ScriptClass", "ScriptClassFunction",
     "ScriptDict", "ScriptDictIterator", "ScriptDictKeyIterator", "ScriptList", "ScriptListIterator", "ScriptMethod",
     "ScriptModuleSerializer", "ScriptObject", "ScriptObjectProperty", "SerializationStorageContext", "StaticModule",
     "StreamObjType", "StringType", "SymBoolType", "SymIntType", "Tag", "TensorType", "ThroughputBenchmark",

@@ -76,6 +76,20 @@ CASES = {
                                              "Jacobian, torch.func Hessian"),
     "captum_influence": ("captum_influence_case.py", [], "Captum TracInCP (hooked per-sample and per-example "
                                                          "gradients over saved checkpoints), TracInCPFast, top-k"),
+    "lightning": ("lightning_case.py", [], "Lightning Trainer fit/validate/test/predict with EarlyStopping, "
+                                          "ModelCheckpoint (reloaded, resumed), LearningRateMonitor, CSVLogger, "
+                                          "gradient clipping and accumulation; ModelSummary with FLOPs"),
+    "lightning_callbacks": ("lightning_callbacks_case.py", [], "Lightning DataModule, metric objects and grad_norm "
+                                                               "logged, profilers, SWA, weight averaging, pruning, "
+                                                               "finetuning, accumulation schedule, manual optimization, "
+                                                               "TensorBoardLogger, batch limits, lr and batch-size finders"),
+    "lightning_fabric": ("fabric_case.py", [], "Lightning Fabric setup, backward, no_backward_sync, clip_gradients, "
+                                               "save/load/load_raw"),
+    "torchmetrics": ("torchmetrics_case.py", [], "torchmetrics classification and regression metrics, "
+                                                 "MetricCollection, state dicts, functional metrics"),
+    "torchmetrics_more": ("torchmetrics_more_case.py", [], "torchmetrics aggregation, calibration, curves, rank "
+                                                           "correlations, retrieval, wrappers (tracker, bootstrap), "
+                                                           "image, audio and text metrics with float64 states"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -92,6 +106,9 @@ REQUIRES = {
     "captum_attrs": ["captum"], "opacus_layers": ["opacus"], "backpack_curvature": ["backpack"],
     "torchinfo_variants": ["torchinfo"], "torchcam": ["torchcam"],
     "nngeometry": ["nngeometry"], "captum_influence": ["captum"],
+    "lightning": ["lightning", "torchmetrics"], "lightning_fabric": ["lightning"],
+    "lightning_callbacks": ["lightning", "torchmetrics", "tensorboard"], "torchmetrics": ["torchmetrics"],
+    "torchmetrics_more": ["torchmetrics"],
 }
 
 
@@ -108,7 +125,9 @@ def _env():
 
 
 def _start(args):
-    return subprocess.Popen([sys.executable, *args], cwd=CLIENTS, env=_env(), stdout=subprocess.PIPE,
+    # a run without site-packages (python -S, the path given by PYTHONPATH) starts the cases the same way
+    site_flag = ["-S"] if sys.flags.no_site else []
+    return subprocess.Popen([sys.executable, *site_flag, *args], cwd=CLIENTS, env=_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 

@@ -138,6 +138,7 @@ _LAZY |= {"_tensor_str"}  # torch._tensor_str.PRINT_OPTS and printoptions
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
 _FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "futures", "to_dlpack": "utils.dlpack",
                    "ScriptModule": "jit", "ScriptFunction": "jit"}
+_FROM_NAMESPACE["PyTorchFileReader"] = "_zip_archive"
 
 
 def __dir__():

@@ -53,6 +53,15 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        # ``with device:`` makes it the factories' default; hookgrad's default is always the CPU, so
+        # entering the CPU changes nothing and any other device gets torch's no-such-device error
+        require_cpu(self)
+        return self
+
+    def __exit__(self, *exc_info):
+        return False
+
 
 def require_cpu(where) -> device:
     """``where`` as a device, when it is the CPU; for any other device the error torch gives on a

@@ -449,6 +449,11 @@ def storage(self: Tensor) -> TypedStorage:
                       "the only storage class. This should only matter to you if you are using storages "
                       "directly.  To access UntypedStorage directly, use tensor.untyped_storage() instead of "
                       "tensor.storage()", UserWarning, stacklevel=2)
+    return _typed_storage(self)
+
+
+def _typed_storage(self: Tensor) -> TypedStorage:
+    # torch's internal spelling of storage(), without the deprecation warning
     return TypedStorage(UntypedStorage._of(self._data), self.dtype)
 
 
@@ -481,6 +486,7 @@ Tensor.new = tensor_new
 Tensor.type = tensor_type
 Tensor.storage = storage
 Tensor.untyped_storage = untyped_storage
+Tensor._typed_storage = _typed_storage
 Tensor.storage_offset = storage_offset
 Tensor.data_ptr = data_ptr
 

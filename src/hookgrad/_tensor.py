@@ -68,6 +68,9 @@ class Tensor:
     is_quantized = False
     is_meta = False
     is_cpu = True
+    # the other back ends' and layouts' flags: a hookgrad tensor is a dense CPU tensor
+    is_mps = is_xpu = is_xla = is_ipu = is_mtia = is_maia = is_vulkan = is_mkldnn = False
+    is_nested = is_sparse_csr = False
     layout = "torch.strided"
 
     @property

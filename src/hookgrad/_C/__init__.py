@@ -400,12 +400,24 @@ LEFT_OUT = {
     "_GLIBCXX_USE_CXX11_ABI": "the C++ ABI for building extensions against torch; hookgrad takes no C++ extensions",
     "_dispatch_has_kernel_for_dispatch_key": "asks torch's C++ dispatcher about kernels registered per key; "
                                              "hookgrad's ops have no per-key kernels",
-    "PyTorchFileReader": "torch's C++ zip-archive reader object; hookgrad.load reads torch's zip checkpoints with "
-                         "Python's zipfile and has no reader object to hand out",
     "_functorch": "functorch's C++ interpreter stack (levels, wrapped tensors); hookgrad.func transforms work "
                   "without wrapper tensors",
     "_sparse": "sparse tensor kernels; hookgrad has only dense tensors",
-    "_TensorMeta": "the metaclass of torch's C tensor type; hookgrad's Tensor is a plain Python class (its "
-                   "metaclass is type), so no class could answer isinstance(cls, _TensorMeta) as torch's do",
     "_nested": "nested (jagged) tensors; hookgrad has only dense tensors",
 }
+
+
+# ---- the tensor metaclass and the torch.save archive reader -----------------------------------------
+class _TensorMetaType(type):
+    def __instancecheck__(cls, obj) -> bool:
+        from .._tensor import Tensor
+        return isinstance(obj, type) and issubclass(obj, Tensor)
+
+
+class _TensorMeta(type, metaclass=_TensorMetaType):
+    """``torch._C._TensorMeta``, the metaclass of torch's tensor classes: hookgrad's tensor classes
+    are ordinary classes, so it answers isinstance for them (``isinstance(torch.Tensor,
+    torch._C._TensorMeta)``) without being their ``type``."""
+
+
+from .._zip_archive import PyTorchFileReader  # noqa: E402,F401  (torch.PyTorchFileReader is torch._C's)

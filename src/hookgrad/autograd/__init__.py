@@ -14,6 +14,7 @@ from ._view_tracking import _force_original_view_tracking  # noqa: F401
 from .graph import Node, SavedTensor
 from .profiler import DeviceType, ProfilerActivity, ProfilerConfig, ProfilerState, kineto_available
 from .profiler import ProfilerEvent, _disable_profiler_legacy, _enable_profiler_legacy  # noqa: E402
+from .profiler import _profiler_enabled  # noqa: F401
 from ._extra_modes import (enforce_grad_layout_policy, is_grad_layout_enforcement_enabled, is_multithreading_enabled,
                            set_multithreading_enabled)
 from ._view_tracking import is_view_replay_enabled

@@ -154,14 +154,15 @@ class EventList(list):
     def self_cpu_time_total(self) -> float:
         return sum(event.self_cpu_time_total for event in self)
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0, group_by_overload_name=False):
+    def key_averages(self, group_by_input_shapes=False, group_by_stack_n=0, group_by_overload_name=False):
         """One FunctionEventAvg per event name (per name and input shapes when
-        ``group_by_input_shape``), in order of first appearance."""
+        ``group_by_input_shapes``), in order of first appearance. (torch spells the keyword with a
+        final s here and without one in ``profile.key_averages``.)"""
         groups = OrderedDict()
         for event in self:
-            key = (event.key, str(event.input_shapes)) if group_by_input_shape else event.key
+            key = (event.key, str(event.input_shapes)) if group_by_input_shapes else event.key
             groups.setdefault(key, FunctionEventAvg()).add(event)
-        if not group_by_input_shape:
+        if not group_by_input_shapes:
             for average in groups.values():
                 average.input_shapes = ""  # as torch: the shapes belong to the grouped view only
         return EventList(groups.values())

@@ -80,7 +80,7 @@ def tensorboard_trace_handler(dir_name: str, worker_name: Optional[str] = None, 
     def handler(prof) -> None:
         os.makedirs(dir_name, exist_ok=True)
         worker = worker_name or f"{socket.gethostname()}_{os.getpid()}"
-        name = f"{worker}.{time.time_ns() // 1_000_000}.pt.trace.json"
+        name = f"{worker}.{time.time_ns()}.pt.trace.json"  # nanoseconds, as torch: no clash between traces
         path = os.path.join(dir_name, name)
         prof.export_chrome_trace(path)
         if use_gzip:
