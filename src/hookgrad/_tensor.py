@@ -100,7 +100,10 @@ class Tensor:
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return self._data.flags.c_contiguous
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from . import _memory_format
+        return _memory_format.is_contiguous(self._data, memory_format)
 
     def is_floating_point(self) -> bool:
         return _dtype.is_floating_np(self._data.dtype)
