@@ -90,6 +90,8 @@ def type_name(value) -> str:
 
 
 _PYTHON_TYPES_AS_DTYPES = (float, int, bool, complex)
+# Tensor.type(dtype="torch.IntTensor") takes a tensor type's name, as torch's does
+_DTYPE_NAMES_ALLOWED = frozenset({"type"})
 
 
 def check_dtype_argument(fn_name: str, value) -> None:
@@ -186,7 +188,7 @@ class _KeywordPlan:
             alias: param for alias, param in NUMPY_KEYWORDS.items() if param in own and alias not in own}
         self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         # hookgrad's own code may name a dtype ('float32') or give NumPy's; torch's callers may not
-        self.dtype_checked = "dtype" in own
+        self.dtype_checked = "dtype" in own and name not in _DTYPE_NAMES_ALLOWED
         self.renames = {torch_arg: param for _, param, _, torch_arg, _, _ in checks if torch_arg != param}
         for p in params:
             for alias in _TORCH_KEYWORDS.get(p.name, ()):
