@@ -315,7 +315,12 @@ def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False):
                   "        return fn(*args, **kwargs)"]
     lines += ["    if kwargs:"]
     if plan:
-        lines.append("        args, kwargs = plan_apply(args, kwargs)")
+        if plan.torch_forms:
+            lines.append("        args, kwargs = plan_apply(args, kwargs)")
+        else:   # only NumPy's names or a dtype to check: look for those keywords first (the common call has none)
+            watched = list(plan.numpy) + (["dtype"] if plan.dtype_checked else [])
+            lines.append(f"        if {' or '.join(f'{k!r} in kwargs' for k in watched)}: "
+                         "args, kwargs = plan_apply(args, kwargs)")
         names["plan_apply"] = plan.apply
     lines.append("        n = len(args)")
     positional = ["    n = len(args)"]
