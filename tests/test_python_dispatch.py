@@ -1,7 +1,6 @@
 """``torch.utils._python_dispatch.TorchDispatchMode`` against torch's: which ATen operators a mode
-sees for the common ops of models (inputs made outside the mode: hookgrad's modes do not see
-factories), what a mode's result does, nesting, the mode stack helpers and
-``torch._C._DisableTorchDispatch``."""
+sees for the common ops of models, in the forward and the backward pass, and for the factories; what
+a mode's result does, nesting, the mode stack helpers and ``torch._C._DisableTorchDispatch``."""
 from __future__ import annotations
 
 import importlib
@@ -64,8 +63,7 @@ def test_operators_seen(T, name):
     log = []
     with T.no_grad(), _recorder(T, log):
         out = PROGRAMS[name](T, T.nn.functional, x4, x2)
-    # the weights the programs make: factories, which hookgrad's modes do not see
-    return [entry for entry in log if entry not in ("aten.ones", "aten.zeros")], tuple(out.shape)
+    return log, tuple(out.shape)
 
 
 @differential
@@ -142,15 +140,80 @@ def test_dispatch_key_and_base_method(T):
     return catch(base.__torch_dispatch__, None, (), ()), Mode.is_infra_mode()
 
 
-def test_backward_under_a_mode_warns_once():
+def _full_recorder(T, log):
+    class Recorder(_mode_class(T)):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            log.append(str(func))
+            return func(*args, **(kwargs or {}))
+    return Recorder()
+
+
+def _without_implicit_grad(T, log):
+    # torch's loss.backward() makes its implicit gradient with aten.ones_like; hookgrad's engine makes
+    # it without the factory a mode could see
+    if T.__name__ != "torch":
+        return log
+    first = log.index("aten.ones_like.default")
+    return log[:first] + log[first + 1:]
+
+
+MODELS = {
+    "mlp pow mean": lambda T, m, x: m(x).pow(2).mean(),
+    "mlp mse": lambda T, m, x: T.nn.functional.mse_loss(m(x), T.zeros(3, 2)),
+    "mlp sum": lambda T, m, x: m(x).relu().sum(),
+    "matmul chain": lambda T, m, x: (x @ m[0].weight.t()).mean(),
+}
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+@differential
+def test_forward_and_backward_operators_of_models(T, name):
+    """Two training steps' operators, by overload: the second accumulates into .grad (aten.add_)
+    where the first took the gradient as it came (aten.detach)."""
+    T.manual_seed(0)
+    m = T.nn.Sequential(T.nn.Linear(4, 8), T.nn.ReLU(), T.nn.Linear(8, 2))
+    x = T.randn(3, 4)
+    logs = []
+    for _ in range(2):
+        log = []
+        with _full_recorder(T, log):
+            MODELS[name](T, m, x).backward()
+        logs.append(_without_implicit_grad(T, log))
+    return logs, [p.grad for p in m.parameters()]
+
+
+@differential
+def test_factories_are_seen(T):
+    log = []
+    like = T.ones(2, 3)
+    with _full_recorder(T, log):
+        made = [T.zeros(2), T.ones(2, 3), T.randn(2, 3), T.rand(3), T.empty(1), T.full((2,), 3.0),
+                T.zeros_like(like), T.ones_like(like), T.arange(4), T.eye(2)]
+    return log, [tuple(t.shape) for t in made]
+
+
+@differential
+def test_backward_result_replaces_the_gradient(T):
+    class Halving(_mode_class(T)):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            return out / 2 if str(func) == "aten.threshold_backward.default" else out
+    x = T.tensor([[-1.0, 2.0, 3.0]], requires_grad=True)
+    with Halving():
+        T.relu(x).sum().backward()
+    return x.grad
+
+
+def test_backward_of_an_undispatched_node_warns_once():
     log = []
     x = hookgrad.randn(3, requires_grad=True)
-    with pytest.warns(UserWarning, match="see the forward ops only") as caught:
+    with pytest.warns(UserWarning, match="MulBackward0's are not dispatched") as caught:
         with _recorder(hookgrad, log):
             (x * 2).sum().backward()
             (x * 3).sum().backward()
-    assert len([w for w in caught if "forward ops only" in str(w.message)]) == 1
-    assert log == ["aten.mul", "aten.sum", "aten.mul", "aten.sum"]
+    assert len([w for w in caught if "not dispatched" in str(w.message)]) == 1
+    assert log == ["aten.mul", "aten.sum", "aten.expand", "aten.detach", "aten.mul", "aten.sum", "aten.expand",
+                   "aten.add_"]
 
 
 def test_modes_leave_no_hook_behind():

@@ -46,7 +46,7 @@ from .version import __version__  # noqa: E402 - "2.13.0+hookgrad.0.1.0": torch 
 from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
                       LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
 strided = "torch.strided"
-contiguous_format = preserve_format = channels_last = "torch.contiguous_format"
+contiguous_format = preserve_format = "torch.contiguous_format"
 from ._torch_extras import *  # noqa: F401,F403,E402 - settings, layouts, sym_*, streams, cond
 from ._storage_types import *  # noqa: F401,F403,E402 - FloatStorage & co., Tensor.storage_type
 

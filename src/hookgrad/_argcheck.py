@@ -91,6 +91,8 @@ def type_name(value) -> str:
 
 
 _PYTHON_TYPES_AS_DTYPES = (float, int, bool, complex)
+# Tensor.type(dtype="torch.IntTensor") takes a tensor type's name, as torch's does
+_DTYPE_NAMES_ALLOWED = frozenset({"type"})
 
 
 def check_dtype_argument(fn_name: str, value) -> None:
@@ -187,7 +189,7 @@ class _KeywordPlan:
             alias: param for alias, param in NUMPY_KEYWORDS.items() if param in own and alias not in own}
         self.positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         # hookgrad's own code may name a dtype ('float32') or give NumPy's; torch's callers may not
-        self.dtype_checked = "dtype" in own
+        self.dtype_checked = "dtype" in own and name not in _DTYPE_NAMES_ALLOWED
         self.renames = {torch_arg: param for _, param, _, torch_arg, _, _ in checks if torch_arg != param}
         for p in params:
             for alias in _TORCH_KEYWORDS.get(p.name, ()):
@@ -314,7 +316,12 @@ def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False):
                   "        return fn(*args, **kwargs)"]
     lines += ["    if kwargs:"]
     if plan:
-        lines.append("        args, kwargs = plan_apply(args, kwargs)")
+        if plan.torch_forms:
+            lines.append("        args, kwargs = plan_apply(args, kwargs)")
+        else:   # only NumPy's names or a dtype to check: look for those keywords first (the common call has none)
+            watched = list(plan.numpy) + (["dtype"] if plan.dtype_checked else [])
+            lines.append(f"        if {' or '.join(f'{k!r} in kwargs' for k in watched)}: "
+                         "args, kwargs = plan_apply(args, kwargs)")
         names["plan_apply"] = plan.apply
     lines.append("        n = len(args)")
     positional = ["    n = len(args)"]

@@ -103,7 +103,10 @@ class Tensor:
         return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return self._data.flags.c_contiguous
+        if memory_format is None:
+            return self._data.flags.c_contiguous
+        from . import _memory_format
+        return _memory_format.is_contiguous(self._data, memory_format)
 
     def is_floating_point(self) -> bool:
         return _dtype.is_floating_np(self._data.dtype)
@@ -499,14 +502,18 @@ class Tensor:
     def __getattr__(self, name):
         # only called when normal lookup failed; an AttributeError keeps hasattr() working
         message = f"'{type(self).__name__}' object has no attribute '{name}'"
-        from ._torch_tensor_absent import TORCH_TENSOR_NAMES_ABSENT
-        if name in TORCH_TENSOR_NAMES_ABSENT:
+        if name[:1] != "_" and name in _torch_names_absent():   # a name torch has: point to the list
             from ._run import missing_message
             message = f"{missing_message(f'torch.Tensor.{name}')} ({message})"
         raise AttributeError(message, name=name, obj=self)
 
     # numpy must defer to our reflected operators (``ndarray * Tensor`` -> Tensor.__rmul__)
     __array_priority__ = 1000
+
+
+def _torch_names_absent() -> frozenset:
+    from ._torch_tensor_absent import TORCH_TENSOR_NAMES_ABSENT
+    return TORCH_TENSOR_NAMES_ABSENT
 
 
 _warn_nonleaf_grad = [True]

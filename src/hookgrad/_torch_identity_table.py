@@ -33,6 +33,7 @@ CLASSES = {
     },
     'hookgrad._C': {
         '_DisableTorchDispatch': ('torch._C', '_DisableTorchDispatch'),
+        '_TensorMeta': ('torch._C', '_TensorMeta'),
         '_WeakTensorRef': ('torch._C', '_WeakTensorRef'),
     },
     'hookgrad._C._dispatch_keys': {
@@ -96,6 +97,9 @@ CLASSES = {
         'layout': ('torch', 'layout'),
         'memory_format': ('torch', 'memory_format'),
     },
+    'hookgrad._zip_archive': {
+        'PyTorchFileReader': ('torch', 'PyTorchFileReader'),
+    },
     'hookgrad.accelerator': {
         'device_index': ('torch.accelerator', 'device_index'),
     },
@@ -149,6 +153,8 @@ CLASSES = {
         'ProfilerConfig': ('torch._C._profiler', 'ProfilerConfig'),
         'ProfilerEvent': ('torch._C._autograd', 'ProfilerEvent'),
         'ProfilerState': ('torch._C._profiler', 'ProfilerState'),
+        'emit_itt': ('torch.autograd.profiler', 'emit_itt'),
+        'emit_nvtx': ('torch.autograd.profiler', 'emit_nvtx'),
         'profile': ('torch.autograd.profiler', 'profile'),
         'record_function': ('torch.autograd.profiler', 'record_function'),
     },

@@ -7,7 +7,7 @@ import os
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _memory_format
 from .._tensor import FACTORY_REFUSES_GRAD, Tensor, _to_array, wrap
 from . import _dtype_rules as _rules
 from ._declare import module_all, op
@@ -333,7 +333,8 @@ def ones(*shape, size=None, dtype=None, device=None, requires_grad=False, out=No
 
 @op(method=False)
 def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None) -> Tensor:
-    return _finish(np.empty(_size(shape, size), dtype=_resolve_dtype(dtype).np), requires_grad, device)
+    return _finish(_memory_format.empty(_size(shape, size), _resolve_dtype(dtype).np, memory_format), requires_grad,
+                   device)
 
 
 @op(method=False)
@@ -349,22 +350,44 @@ def _like_dtype(t, dtype):
 
 @op(method=False)
 def zeros_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(np.zeros(t._data.shape, dtype=_like_dtype(t, dtype).np), requires_grad, device)
+    # memory_format None is torch's preserve_format: the new tensor takes t's layout
+    return _finish(_memory_format.like(t._data, _like_dtype(t, dtype).np, memory_format, 0), requires_grad, device)
 
 
 @op(method=False)
 def ones_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(_dtype.full_array(t._data.shape, 1, _like_dtype(t, dtype).np), requires_grad, device)
+    return _finish(_filled_like(t, _like_dtype(t, dtype).np, memory_format, 1), requires_grad, device)
 
 
 @op(method=False)
 def empty_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(np.empty(t._data.shape, dtype=_like_dtype(t, dtype).np), requires_grad, device)
+    return _finish(_memory_format.like(t._data, _like_dtype(t, dtype).np, memory_format), requires_grad, device)
 
 
 @op(method=False)
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(_dtype.full_array(t._data.shape, fill_value, _like_dtype(t, dtype).np), requires_grad, device)
+    return _finish(_filled_like(t, _like_dtype(t, dtype).np, memory_format, fill_value), requires_grad, device)
+
+
+def _filled_like(t, np_dtype, memory_format, value):
+    """An array shaped as ``t`` in ``memory_format``, every element ``value`` (a one-byte float takes
+    torch's conversion and overflow check)."""
+    out = _memory_format.like(t._data, np_dtype, memory_format)
+    out[...] = _dtype.full_array(out.shape, value, np_dtype) if np_dtype in _rules.LOWPREC else value
+    return out
+
+
+def _sampled_like(t, memory_format, sample):
+    """``sample(shape)`` (a new tensor) for a tensor shaped as ``t`` in ``memory_format`` (None:
+    t's layout): the values are drawn in memory order, as torch fills a tensor's storage."""
+    order = _memory_format.memory_order(t._data, memory_format)
+    if order is None:
+        return sample(t._data.shape)
+    block = sample(tuple(t._data.shape[d] for d in order))
+    result = wrap(_memory_format.in_memory_order(block._data, order))
+    if block._requires_grad:
+        result._set_requires_grad(True, FACTORY_REFUSES_GRAD)
+    return result
 
 
 @op(method=False)
@@ -619,13 +642,15 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 @op(method=False)
 def rand_like(t, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
               memory_format=None) -> Tensor:
-    return rand(t._data.shape, dtype=_like_dtype(t, dtype), generator=generator, requires_grad=requires_grad)
+    return _sampled_like(t, memory_format, lambda shape: rand(shape, dtype=_like_dtype(t, dtype), generator=generator,
+                                                             requires_grad=requires_grad))
 
 
 @op(method=False)
 def randn_like(t, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
                memory_format=None) -> Tensor:
-    return randn(t._data.shape, dtype=_like_dtype(t, dtype), generator=generator, requires_grad=requires_grad)
+    return _sampled_like(t, memory_format, lambda shape: randn(shape, dtype=_like_dtype(t, dtype), generator=generator,
+                                                              requires_grad=requires_grad))
 
 
 _NOT_GIVEN = object()
@@ -652,8 +677,8 @@ def _randint_like_bounds(bounds, low, high):
 def randint_like(t, *bounds, low=_NOT_GIVEN, high=_NOT_GIVEN, dtype=None, generator=None, requires_grad=False,
                  layout=None, device=None, memory_format=None) -> Tensor:
     low, high = _randint_like_bounds(bounds, low, high)
-    return randint(low, high, t._data.shape, dtype=_like_dtype(t, dtype), generator=generator,
-                   requires_grad=requires_grad)
+    return _sampled_like(t, memory_format, lambda shape: randint(low, high, shape, dtype=_like_dtype(t, dtype),
+                                                                generator=generator, requires_grad=requires_grad))
 
 
 def _check_std(std, name="normal"):

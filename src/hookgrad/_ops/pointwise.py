@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _memory_format
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
@@ -50,7 +50,15 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
             bd = bd * scale
     try:
         with _err():  # torch never warns about inf/nan arithmetic
-            return np_fn(data_of(a, dt), bd)
+            ad = data_of(a, dt)
+            result = np_fn(ad, bd)
+            if not ad.flags.c_contiguous and isinstance(result, np.ndarray) and result.shape == ad.shape and \
+                    _memory_format.is_dense(ad) and \
+                    _memory_format.memory_order(result) != _memory_format.memory_order(ad):
+                relaid = np.empty_like(ad, dtype=result.dtype)   # torch's result takes its first operand's layout
+                relaid[...] = result
+                return relaid
+            return result
     except ValueError:
         raise RuntimeError(_broadcast_message(a, b)) from None
 
@@ -143,7 +151,12 @@ def _fast_binary(ufunc, a, b, swap=False):
         return None
     token = fp_quiet(FP_IGNORE)
     try:
-        return ufunc(bd, ad) if swap else ufunc(ad, bd)
+        if swap:
+            return ufunc(bd, ad)
+        if not ad.flags.c_contiguous and bd.flags.c_contiguous and ad.shape == bd.shape:
+            # torch's result takes its first operand's layout (channels-last, transposed); NumPy's the row-major one's
+            return ufunc(ad, bd, out=np.empty_like(ad))
+        return ufunc(ad, bd)
     except ValueError:
         return None
     finally:

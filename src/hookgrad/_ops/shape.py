@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import _dtype
+from .. import _dtype, _memory_format
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
@@ -306,10 +306,8 @@ class CloneBackward0(Node):
 
 @op()
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
-    # layout is preserved like torch's preserve_format, except for expanded (stride-0) tensors
-    data = x._data
-    order = "C" if memory_format == "torch.contiguous_format" or 0 in data.strides else "K"
-    result = wrap(np.array(data, copy=True, order=order))
+    # preserve_format keeps a dense tensor's layout; an expanded (stride-0) one comes out row-major
+    result = wrap(_memory_format.copy(x._data, memory_format))
     if GRAD.enabled and x._requires_grad:
         record(CloneBackward0((edge(x),)), result, inputs=(x,))
     return result
@@ -317,9 +315,12 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
 
 @op(function=False)
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
-    if x._data.flags.c_contiguous:
+    memory_format = memory_format or _memory_format.CONTIGUOUS
+    if _memory_format.is_contiguous(x._data, memory_format):   # preserve_format: as row-major
         return x
-    return clone(x, memory_format="torch.contiguous_format")
+    if memory_format == _memory_format.PRESERVE:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return clone(x, memory_format=memory_format)
 
 
 class ToCopyBackward0(Node):
@@ -332,11 +333,18 @@ class ToCopyBackward0(Node):
         return (g.to(self.dtype),)
 
 
-def to_dtype(x: Tensor, dtype, copy: bool = False) -> Tensor:
+def to_dtype(x: Tensor, dtype, copy: bool = False, memory_format=None) -> Tensor:
     dt = _dtype.to_dtype(dtype)
-    if x._data.dtype == dt.np and not copy:
+    relayout = memory_format not in (None, _memory_format.PRESERVE) and \
+        not _memory_format.is_contiguous(x._data, memory_format)
+    if x._data.dtype == dt.np and not copy and not relayout:
         return x
-    data = x._data
+    data = _memory_format.copy(x._data, memory_format) if relayout else x._data
+    if relayout and data.dtype == dt.np:   # the relaid copy is the result
+        result = wrap(data)
+        if GRAD.enabled and x._requires_grad:
+            record_op(ToCopyBackward0, (x,), result).dtype = _dtype.from_numpy_dtype(data.dtype)
+        return result
     if dt.np.kind in "iub" and data.dtype.kind == "f":
         with np.errstate(invalid="ignore"):
             new = data.astype(dt.np)
@@ -364,7 +372,7 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
         check_dtype_argument("to", dtype)
     copy = kwargs.pop("copy", False)
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     device = kwargs.pop("device", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {list(kwargs)}")
@@ -383,8 +391,10 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
         from .._device import require_cpu
         require_cpu(device)  # raises for anything but the CPU
     if dtype is None:
+        if memory_format not in (None, _memory_format.PRESERVE):
+            return to_dtype(x, x.dtype, copy, memory_format)
         return clone(x) if copy else x
-    return to_dtype(x, dtype, copy)
+    return to_dtype(x, dtype, copy, memory_format)
 
 
 @op(function=False)

@@ -21,7 +21,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import _tensor
+from .. import _memory_format, _tensor
 from .._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from . import _hook_context, grad_mode
 from . import graph as _graph
@@ -663,7 +663,11 @@ def _is_private(grad, data) -> bool:
 
 
 def _copy_like(data, like):
-    return np.array(data, order="C" if like.flags.c_contiguous else "K", copy=True)
+    if like.flags.c_contiguous or not _memory_format.is_dense(like):
+        return np.array(data, order="C", copy=True)
+    out = np.empty_like(like, dtype=data.dtype)   # like's strides
+    out[...] = data
+    return out
 
 
 def _accumulate_buffer(old, new):
@@ -766,7 +770,9 @@ def accumulate_into_grad(var, grad) -> None:
         var.grad = _tensor.wrap(np.empty_like(vdata, dtype=data.dtype)).copy_(grad) if current is None else current + grad
         return
     if current is None:
-        layout_ok = data.flags.c_contiguous or not vdata.flags.c_contiguous
+        # torch's layout contract: .grad is strided as a dense leaf is (channels-last, transposed), else row-major
+        layout_ok = data.strides == vdata.strides if not vdata.flags.c_contiguous and _memory_format.is_dense(vdata) \
+            else data.flags.c_contiguous
         new = _tensor.wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, vdata))
         if same_dtype and data.shape == vdata.shape:
             var._grad = new

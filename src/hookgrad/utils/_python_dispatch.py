@@ -13,9 +13,13 @@ decomposition under its own name), innermost mode first:
 * What the mode returns for the op's last operator replaces the op's result (same shape and dtype,
   as for an op hook's return).
 
-What a mode does not see: factories (``torch.zeros``, ``randn``), the ops inside a custom
-``autograd.Function``'s forward, and the backward's operators (a backward pass run while a mode is
-active warns once per mode).
+In a backward pass the modes see the ATen operators of torch's formulas for the common nodes (linear's
+addmm and t, mm, relu, pow, mean, sum, mse_loss, a leaf's accumulation), with the arguments torch's
+formula passes; a node of another kind is not dispatched and warns once per mode. The ``torch.*``
+factories (``torch.zeros``, ``randn``, ``ones_like``, ...) are seen as ``aten.<name>.default`` when
+called through the ``torch`` namespace while a mode is active. What a mode does not see: the ops inside
+a custom ``autograd.Function``'s forward, the factories hookgrad calls inside its own ops, and the
+``ones_like`` that makes the implicit gradient of ``loss.backward()``.
 """
 from __future__ import annotations
 
@@ -70,6 +74,7 @@ def _push_mode(mode) -> None:
     if _HOOK[0] is None:
         from ..hooks import register_op_hook
         _HOOK[0] = register_op_hook(forward=_dispatch_op, backward=_backward_ran)
+        _swap_factories(True)
 
 
 def _pop_mode(mode) -> None:
@@ -79,6 +84,7 @@ def _pop_mode(mode) -> None:
     if not _STACK and _HOOK[0] is not None:
         _HOOK[0].remove()
         _HOOK[0] = None
+        _swap_factories(False)
 
 
 def is_traceable_wrapper_subclass(t) -> bool:
@@ -191,6 +197,10 @@ def _overload_name(name: str, args, kwargs=None) -> str:
         return "dim"
     if name in ("mean", "sum") and len(args) > 1:
         return "dim_IntList"
+    if name == "pow" and len(args) > 1:
+        if not isinstance(args[0], Tensor):
+            return "Scalar"
+        return "Tensor_Tensor" if isinstance(args[1], Tensor) else "Tensor_Scalar"
     return "default"
 
 
@@ -281,6 +291,9 @@ def _dispatch_op(op, inputs, outputs):
     if str(op) == "dropout" and not (op.args[2] if len(op.args) > 2 else op.kwargs.get("training", True)):
         return None      # torch's dropout in eval mode runs no operator
     steps = _steps(op, outputs)
+    if _saves_its_output(op):
+        # torch detaches a result its node saves for the backward (relu, sigmoid, tanh, exp)
+        steps = steps + [("detach", (_Prev(len(steps) - 1),), {}, lambda: outputs[0].detach())]
     results: list = []
     for name, args, kwargs, thunk in steps:
         args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
@@ -298,11 +311,178 @@ def _dispatch_op(op, inputs, outputs):
                        f"aten.{steps[-1][0]}, whose result is {len(outputs)} tensor(s)")
 
 
+def _saves_its_output(op) -> bool:
+    node = getattr(op, "node", None)
+    saved = getattr(node, "_saved", None)
+    return bool(saved) and any(entry is not None and getattr(entry, "is_output", False) for entry in saved)
+
+
+# ---- factories ------------------------------------------------------------------------------------
+# the torch.* factories a mode sees (as aten.<name>.default), swapped in while a mode is active
+_FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
+              "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like")
+_ORIGINAL_FACTORIES: dict = {}
+
+
+def _dispatching_factory(name, factory):
+    def factory_seen_by_modes(*args, **kwargs):
+        result = factory(*args, **kwargs)
+        if not _STACK or _DisableTorchDispatch.active():
+            return result
+        func = _DispatchedOp(_packet(name), _overload_name(name, args, kwargs), args, kwargs, lambda: result)
+        returned = _call_mode(func, args, kwargs)
+        return returned if isinstance(returned, Tensor) else result
+    factory_seen_by_modes.__wrapped__ = factory
+    for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
+        setattr(factory_seen_by_modes, attribute, getattr(factory, attribute, None))
+    return factory_seen_by_modes
+
+
+def _swap_factories(on: bool) -> None:
+    import hookgrad
+    if on and not _ORIGINAL_FACTORIES:
+        for name in _FACTORIES:
+            factory = getattr(hookgrad, name, None)
+            if factory is not None:
+                _ORIGINAL_FACTORIES[name] = factory
+                setattr(hookgrad, name, _dispatching_factory(name, factory))
+    elif not on:
+        for name, factory in _ORIGINAL_FACTORIES.items():
+            setattr(hookgrad, name, factory)
+        _ORIGINAL_FACTORIES.clear()
+
+
 def _backward_ran(node, grad_inputs, grad_outputs):
-    if _DisableTorchDispatch.active():
-        return
-    for mode in _STACK:
-        if not mode._warned_backward:
-            mode._warned_backward = True
-            warnings.warn(f"{type(mode).__name__}: hookgrad's dispatch modes see the forward ops only; the "
-                          "ATen operators of the backward pass are not dispatched to them", UserWarning, stacklevel=2)
+    """The op backward hook: run the active modes over the ATen operators torch's formula for
+    ``node`` runs (a node without a known formula is announced by a warning, once per mode). What a
+    mode returns for the operator that makes an input's gradient replaces that gradient."""
+    if not _STACK or _DisableTorchDispatch.active():
+        return None
+    plan = _BACKWARD_STEPS.get(type(node).__name__)
+    if plan is None:
+        for mode in _STACK:
+            if not mode._warned_backward:
+                mode._warned_backward = True
+                warnings.warn(f"{type(mode).__name__}: hookgrad dispatches the backward operators of the common "
+                              f"nodes only; {type(node).__name__}'s are not dispatched to modes", UserWarning,
+                              stacklevel=2)
+        return None
+    grad = grad_outputs[0] if grad_outputs else None
+    if grad is None:
+        return None
+    import hookgrad
+    with hookgrad.no_grad():
+        steps = plan(node, grad, grad_inputs)
+        results: list = []
+        replaced = list(grad_inputs)
+        changed = False
+        for name, overload, args, thunk, grad_index in steps:
+            args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
+            func = _DispatchedOp(_packet(name), overload, args, {}, thunk)
+            result = _call_mode(func, args, {})
+            results.append(result)
+            if grad_index is not None and isinstance(result, Tensor) and result is not replaced[grad_index]:
+                replaced[grad_index] = result
+                changed = True
+    return tuple(replaced) if changed else None
+
+
+def _saved(node, name):
+    return getattr(node, "_saved_" + name)
+
+
+def _needs(grad_inputs, index) -> bool:
+    return index < len(grad_inputs) and grad_inputs[index] is not None
+
+
+def _addmm_steps(node, grad, grad_inputs):
+    """torch's addmm backward: mat1's gradient ``grad @ mat2.t()``; mat2's ``mat1.t() @ grad``, or
+    ``(grad.t() @ mat1).t()`` for a mat2 laid out transposed (a Linear's ``weight.t()``); the bias's
+    ``grad.sum(0, keepdim=True)`` viewed as the bias."""
+    steps = []
+    mat1, mat2 = _saved(node, "mat1"), _saved(node, "mat2")
+    if _needs(grad_inputs, 1):
+        steps += [("t", "default", (mat2,), lambda: mat2.t(), None),
+                  ("mm", "default", (grad, _Prev(len(steps))), lambda: grad_inputs[1], 1)]
+    if _needs(grad_inputs, 2):
+        steps += _mat2_steps(node, grad, mat1, grad_inputs, 2, len(steps))
+    if _needs(grad_inputs, 0):
+        first = len(steps)
+        bias_grad = grad_inputs[0]
+        steps += [("sum", "dim_IntList", (grad, [0], True), lambda: bias_grad.reshape(1, -1), None),
+                  ("view", "default", (_Prev(first), list(bias_grad.shape)), lambda: bias_grad, 0)]
+    return steps
+
+
+def _mat2_steps(node, grad, mat1, grad_inputs, index, first):
+    """The second matrix's gradient: ``mat1.t() @ grad``, or ``(grad.t() @ mat1).t()`` when that
+    matrix is laid out transposed (a Linear's ``weight.t()``), as torch's mm_mat2_backward."""
+    strides, sizes = tuple(_saved(node, "mat2_sym_strides")), tuple(_saved(node, "mat2_sym_sizes"))
+    if len(strides) == 2 and strides[0] == 1 and sizes[0] > 1:
+        return [("t", "default", (grad,), lambda: grad.t(), None),
+                ("mm", "default", (_Prev(first), mat1), lambda: grad_inputs[index].t(), None),
+                ("t", "default", (_Prev(first + 1),), lambda: grad_inputs[index], index)]
+    return [("t", "default", (mat1,), lambda: mat1.t(), None),
+            ("mm", "default", (_Prev(first), grad), lambda: grad_inputs[index], index)]
+
+
+def _mm_steps(node, grad, grad_inputs):
+    steps = []
+    mat1, mat2 = _saved(node, "self"), _saved(node, "mat2")
+    if _needs(grad_inputs, 0):
+        steps += [("t", "default", (mat2,), lambda: mat2.t(), None),
+                  ("mm", "default", (grad, _Prev(0)), lambda: grad_inputs[0], 0)]
+    if _needs(grad_inputs, 1):
+        steps += _mat2_steps(node, grad, mat1, grad_inputs, 1, len(steps))
+    return steps
+
+
+def _pow_steps(node, grad, grad_inputs):
+    exponent, x = _saved(node, "exponent"), _saved(node, "self")
+    if exponent == 0:
+        return [("zeros_like", "default", (x,), lambda: grad_inputs[0], 0)]
+    return [("pow", "Tensor_Scalar", (x, exponent - 1), lambda: x.pow(exponent - 1), None),
+            ("mul", "Scalar", (_Prev(0), exponent), lambda: x.pow(exponent - 1) * exponent, None),
+            ("mul", "Tensor", (grad, _Prev(1)), lambda: grad_inputs[0], 0)]
+
+
+def _mean_steps(node, grad, grad_inputs):
+    sizes, numel = list(_saved(node, "self_sym_sizes")), _saved(node, "self_sym_numel")
+    return [("expand", "default", (grad, sizes), lambda: grad.expand(sizes), None),
+            ("div", "Scalar", (_Prev(0), numel), lambda: grad_inputs[0], 0)]
+
+
+def _sum_steps(node, grad, grad_inputs):
+    sizes = list(_saved(node, "self_sym_sizes"))
+    return [("expand", "default", (grad, sizes), lambda: grad_inputs[0], 0)]
+
+
+def _relu_steps(node, grad, grad_inputs):
+    result = _saved(node, "result")
+    return [("detach", "default", (result,), lambda: result, None),   # unpacking the saved result
+            ("threshold_backward", "default", (grad, _Prev(0), 0), lambda: grad_inputs[0], 0)]
+
+
+def _mse_steps(node, grad, grad_inputs):
+    x, target, reduction = _saved(node, "self"), _saved(node, "target"), _saved(node, "reduction")
+    return [("mse_loss_backward", "default", (grad, x, target, reduction), lambda: grad_inputs[0], 0)]
+
+
+def _t_steps(node, grad, grad_inputs):
+    return [("t", "default", (grad,), lambda: grad_inputs[0], 0)]
+
+
+def _accumulate_steps(node, grad, grad_inputs):
+    """A leaf's first gradient is taken as it is (torch detaches it), a later one added in place."""
+    variable = node.variable
+    current = variable.grad
+    if current is not None and current._data is grad._data:
+        return [("detach", "default", (grad,), lambda: current, None)]
+    return [("add_", "Tensor", (current, grad), lambda: current, None)]
+
+
+# torch's formulas for the common nodes, as the ATen operators they run (name, overload, args,
+# result, which input's gradient it is); the others are announced, not dispatched
+_BACKWARD_STEPS = {"AddmmBackward0": _addmm_steps, "MmBackward0": _mm_steps, "PowBackward0": _pow_steps,
+                   "MeanBackward0": _mean_steps, "SumBackward0": _sum_steps, "ReluBackward0": _relu_steps,
+                   "MseLossBackward0": _mse_steps, "TBackward0": _t_steps, "AccumulateGrad": _accumulate_steps}

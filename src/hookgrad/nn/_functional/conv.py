@@ -695,7 +695,23 @@ def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
     check_kernel_fits(sizes, ks, dilation)
     _check_dtypes(x, weight)
     out = convolution(x, weight, bias, geom)
-    return out.squeeze(0) if unbatched else out
+    return out.squeeze(0) if unbatched else laid_out_as_torch(out, x, weight)
+
+
+def laid_out_as_torch(out: Tensor, x: Tensor, weight: Tensor) -> Tensor:
+    """A convolution's fresh result, channels-last in memory where torch's is: when the input or the
+    weight is channels-last (and not also row-major). Only the strides change: same values, no op."""
+    from ... import _memory_format
+    name = {4: _memory_format.CHANNELS_LAST, 5: _memory_format.CHANNELS_LAST_3D}.get(out._data.ndim)
+    if name is None:
+        return out
+    for t in (x, weight):
+        data = t._data
+        if data.ndim == out._data.ndim and not data.flags.c_contiguous and _memory_format.is_contiguous(data, name):
+            if not _memory_format.is_contiguous(out._data, name):
+                out._data = _memory_format.copy(out._data, name)
+            break
+    return out
 
 
 def transposed_geometry(ins, ks, stride, padding, output_padding, dilation, nd, name):

@@ -22,6 +22,7 @@ from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from .conv import _check_dilation, _check_dtypes, _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
+from .conv import laid_out_as_torch
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
            "window_views"]
@@ -309,7 +310,7 @@ def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
     _check_dtypes(x, weight)
     unbatched = x.dim() == nd + 1
     out = convolution_nd(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, dilation, groups)
-    return out.squeeze(0) if unbatched else out
+    return out.squeeze(0) if unbatched else laid_out_as_torch(out, x, weight)
 
 
 def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):

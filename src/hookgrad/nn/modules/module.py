@@ -715,7 +715,7 @@ class Module:
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``,
         ``to(device, dtype)``, ``to(tensor)``; only floating point (and complex) tensors change
         dtype."""
-        device, dtype, non_blocking, _ = _parse_to(*args, **kwargs)
+        device, dtype, non_blocking, memory_format = _parse_to(*args, **kwargs)
         if dtype is not None:
             if not (dtype.is_floating_point or dtype.is_complex):
                 raise TypeError("nn.Module.to only accepts floating point or complex dtypes, "
@@ -730,6 +730,8 @@ class Module:
                 t = t.to(dtype)
             if device is not None:
                 t = t.to(device)
+            if memory_format is not None and t.dim() in (4, 5):   # torch relays out only these
+                t = t.to(memory_format=memory_format)
             return t
 
         return self._apply(convert)

@@ -1,6 +1,6 @@
 """``torch.nn.utils.convert_conv{2,3}d_weight_memory_format``: lay out convolution weights in a
-given memory format. hookgrad keeps every tensor contiguous (its ``channels_last`` is the
-contiguous format), so the weights are re-laid in that format and keep their values."""
+given memory format (``channels_last`` puts the channels last in memory, as torch does); the weights
+keep their values."""
 from __future__ import annotations
 
 __all__ = ["convert_conv2d_weight_memory_format", "convert_conv3d_weight_memory_format"]
