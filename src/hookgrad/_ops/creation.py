@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from .. import _dtype, _memory_format
-from .._tensor import FACTORY_REFUSES_GRAD, Tensor, _to_array, wrap
+from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from . import _dtype_rules as _rules
 from ._declare import module_all, op
 
