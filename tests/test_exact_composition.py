@@ -1005,3 +1005,40 @@ def test_softmax_double_and_triple_backward_are_torchs_nodes(T, name, shape, dim
     (plain,) = T.autograd.grad(fn(y, dim).sum(), y, create_graph=True)
     return graph, packed, g, [t.grad_fn.name() for t in second], second, third, \
         [f if f is None else type(f).__name__ for f, _ in plain.grad_fn.next_functions]
+
+
+MIXED_DTYPE_OPS = {
+    "mse_loss": lambda T, a, b: T.nn.functional.mse_loss(a, b),
+    "smooth_l1_loss": lambda T, a, b: T.nn.functional.smooth_l1_loss(a, b),
+    "l1_loss": lambda T, a, b: T.nn.functional.l1_loss(a, b),
+    "where": lambda T, a, b: T.where(b > 0, a, b).sum(),
+    "cat": lambda T, a, b: T.cat([a, b]).sum(),
+    "stack": lambda T, a, b: (T.stack([a, b]) * 2).sum(),
+    "atan2": lambda T, a, b: T.atan2(a, b).sum(),
+    "maximum": lambda T, a, b: T.maximum(a, b).sum(),
+    "minimum": lambda T, a, b: T.minimum(a, b).sum(),
+    "fmax": lambda T, a, b: T.fmax(a, b).sum(),
+    "hypot": lambda T, a, b: T.hypot(a, b).sum(),
+    "copysign": lambda T, a, b: T.copysign(a, b).sum(),
+    "clamp_tensor": lambda T, a, b: T.clamp(a, min=b).sum(),
+    "logaddexp": lambda T, a, b: T.logaddexp(a, b).sum(),
+    "mul": lambda T, a, b: (a * b).sum(),
+    "sub": lambda T, a, b: (b - a).sum(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MIXED_DTYPE_OPS))
+@differential
+def test_gradients_take_their_inputs_dtype(T, name):
+    """A float32 tensor meeting a float64 one: the gradient each input receives is cast to its own
+    dtype (torch's engine does it for every node), for leaves and for hooked intermediates."""
+    lin = T.nn.Linear(3, 3)
+    with T.no_grad():
+        lin.weight.copy_(T.tensor(np.linspace(-1, 1, 9).reshape(3, 3), dtype=T.float32))
+        lin.bias.fill_(0.1)
+    a = lin(T.tensor([[0.5, -1.0, 2.0]], dtype=T.float32)).reshape(3)
+    b = T.tensor([0.25, -0.5, 1.5], dtype=T.float64, requires_grad=True)
+    seen = []
+    a.register_hook(lambda g: seen.append((g.dtype, g.clone())))
+    MIXED_DTYPE_OPS[name](T, a, b).backward()
+    return seen, lin.weight.grad, lin.bias.grad, b.grad

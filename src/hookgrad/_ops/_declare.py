@@ -112,6 +112,15 @@ def no_derivative_node(aten_op: str, **attrs) -> type:
                                             "apply": apply, "name": name, **attrs})
 
 
+def note_input_dtypes(node, inputs) -> None:
+    """Keep ``inputs``' dtypes on ``node`` (one entry per edge, in order) when the tensors among them
+    differ: the engine then casts each gradient to its input's dtype."""
+    dtypes = tuple(t._data.dtype if isinstance(t, Tensor) else None for t in inputs)
+    present = [d for d in dtypes if d is not None]
+    if present and any(d is not present[0] for d in present):
+        node._input_dtypes = dtypes
+
+
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):
     """The shared tail of a recorded op: a ``node_cls`` node whose edges lead to ``inputs``, made the
     grad_fn of ``outputs`` (output_nr in order). Returns the node, for the caller to store what its
@@ -123,12 +132,15 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
         node = node_cls((edge(inputs[0]),))
     elif n == 2:
         a, b = inputs
-        node = node_cls((edge(a), edge(b) if b.__class__ is Tensor or isinstance(b, Tensor) else NONE_EDGE))
-    elif n == 3:
-        a, b, c = inputs
-        node = node_cls((edge(a), edge(b), edge(c)))
+        if b.__class__ is Tensor or isinstance(b, Tensor):
+            node = node_cls((edge(a), edge(b)))
+            if a is not None and a._data.dtype is not b._data.dtype:
+                node._input_dtypes = (a._data.dtype, b._data.dtype)
+        else:
+            node = node_cls((edge(a), NONE_EDGE))
     else:
         node = node_cls(tuple([edge(t) for t in inputs]))
+        note_input_dtypes(node, inputs)
     if len(outputs) == 1:
         out = outputs[0]
         out._grad_fn = node

@@ -7,7 +7,7 @@ from .. import _dtype, _memory_format
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import module_all, note_input_dtypes, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record
 
 
@@ -58,6 +58,7 @@ def cat(tensors, dim: int = 0) -> Tensor:
     result = wrap(np.concatenate([t._data for t in parts], axis=d).astype(dt, copy=False))
     if GRAD.enabled and any(t._requires_grad for t in tensors):
         node = CatBackward0(tuple(edge(t) for t in tensors))
+        note_input_dtypes(node, tensors)
         node.dim, node.dim_arg = d, dim
         node.sizes = [t._data.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
         node.shapes = [t._data.shape for t in tensors]
@@ -100,6 +101,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
     result = wrap(np.stack([t._data for t in tensors], axis=d).astype(dt, copy=False))
     if GRAD.enabled and any(t._requires_grad for t in tensors):
         node = StackBackward0(tuple(edge(t) for t in tensors))
+        note_input_dtypes(node, tensors)
         node.dim, node.dim_arg = d, dim
         node.real_inputs = _real_inputs_of_complex(tensors, result)
         record(node, result, inputs=tuple(tensors))

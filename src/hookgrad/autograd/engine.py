@@ -220,6 +220,22 @@ def _call_lifecycle_hooks(registry, info) -> None:
 _PACKAGE_DIR = __file__[:-len("autograd/engine.py")]  # .../hookgrad/
 
 
+def _cast_to_input_dtypes(dtypes, outputs):
+    """A node's gradients, each in the dtype of the forward input it belongs to (torch's engine casts
+    them so: a float32 leaf of a float64 loss gets a float32 gradient). Floating to floating only."""
+    cast = list(outputs)
+    for i, (g, dtype) in enumerate(zip(cast, dtypes)):
+        if g is not None and dtype is not None and g._data.dtype != dtype and dtype.kind == "f" \
+                and g._data.dtype.kind == "f":
+            cast[i] = g.to(_dtype_of(dtype))
+    return tuple(cast)
+
+
+def _dtype_of(np_dtype):
+    from .._dtype import from_numpy_dtype
+    return from_numpy_dtype(np_dtype)
+
+
 def warn_at_caller(message: str, category=UserWarning) -> None:
     """Warn from inside a backward pass at the line of the user's ``backward()``/``grad()`` call,
     however many engine and hook frames lie between (torch's engine warns at a fixed level that
@@ -547,6 +563,8 @@ def _execute(task, roots, root_grads, inputs, accumulate):
                 # _run_node's steps for a node without hooks (hooks its backward registers still run)
                 if node.runs_without_grads or grads[0] is not None or any(g is not None for g in grads):
                     outputs = node.apply(grads)
+                    if node._input_dtypes is not None:
+                        outputs = _cast_to_input_dtypes(node._input_dtypes, outputs)
                 else:
                     outputs = _without_grads(node)
                 if node._post_hooks or _op_backward_hooks:
@@ -701,6 +719,8 @@ def _run_node(task, node, grads):
     had_post_hooks = bool(node._post_hooks)
     if node.runs_without_grads or grads[0] is not None or any(g is not None for g in grads):
         outputs = node.apply(grads)
+        if getattr(node, "_input_dtypes", None) is not None:
+            outputs = _cast_to_input_dtypes(node._input_dtypes, outputs)
     else:
         outputs = _without_grads(node)
     exec_info = task.exec_info

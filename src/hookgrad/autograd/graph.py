@@ -83,7 +83,8 @@ class Node:
     """
 
     __slots__ = ("next_functions", "_seq", "_pre_hooks", "_post_hooks", "_tensor_pre_hooks",
-                 "_retains_grad_hooks", "_has_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined", "__weakref__")
+                 "_retains_grad_hooks", "_has_hooks", "_metadata", "_saved", "_anomaly_trace", "_freed_undefined",
+                 "_input_dtypes", "__weakref__")
 
     # built-in formulas are skipped when no gradient arrived at all (every output stays undefined);
     # custom Functions and AccumulateGrad run regardless, as in torch
@@ -154,6 +155,9 @@ class Node:
         self._has_hooks = False
         self._metadata = None
         self._saved = ()
+        # the forward inputs' NumPy dtypes when they differ (a float32 tensor against a float64 one):
+        # the engine casts each gradient to its input's dtype, as torch's validate_outputs does
+        self._input_dtypes = None
         if _anomaly_state.enabled:
             _record_forward_trace(self)
         else:
