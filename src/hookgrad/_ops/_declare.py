@@ -138,6 +138,15 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
                 node._input_dtypes = (a._data.dtype, b._data.dtype)
         else:
             node = node_cls((edge(a), NONE_EDGE))
+    elif n == 3:
+        a, b, c = inputs
+        node = node_cls((edge(a), edge(b), edge(c)))
+        if a is not None and b is not None and c is not None:
+            d = a._data.dtype
+            if b._data.dtype is not d or c._data.dtype is not d:
+                node._input_dtypes = (d, b._data.dtype, c._data.dtype)
+        else:
+            note_input_dtypes(node, inputs)
     else:
         node = node_cls(tuple([edge(t) for t in inputs]))
         note_input_dtypes(node, inputs)

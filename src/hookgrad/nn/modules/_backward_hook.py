@@ -166,6 +166,7 @@ def _view_through_new_node(t, node_cls, owner):
         node._has_hooks = False
         node._metadata = None
         node._saved = ()
+        node._input_dtypes = None
         node._anomaly_trace = None
     node._num_outputs = 1
     node.owner = owner
