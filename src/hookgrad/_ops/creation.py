@@ -351,7 +351,10 @@ def _like_dtype(t, dtype):
 @op(method=False)
 def zeros_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     # memory_format None is torch's preserve_format: the new tensor takes t's layout
-    return _finish(_memory_format.like(t._data, _like_dtype(t, dtype).np, memory_format, 0), requires_grad, device)
+    np_dtype = _like_dtype(t, dtype).np
+    # all-zero bytes, as torch's zeros: for float8_e8m0fnu that is 2**-127 (the type has no zero)
+    return _finish(_memory_format.like(t._data, np_dtype, memory_format, np.zeros((), dtype=np_dtype)), requires_grad,
+                   device)
 
 
 @op(method=False)
