@@ -921,8 +921,10 @@ class LogSoftmaxBackward0(_SoftmaxFamilyBackward):
         return _log_softmax_backward_data(g, y, dim, y.dtype)
 
 
-class SoftmaxBackwardDataBackward0(Node):
-    """The backward of softmax's backward (a create_graph pass), one node as in torch."""
+class _SoftmaxDataBackward(Node):
+    """The backward of softmax's (or log_softmax's) backward, a create_graph pass: one node over
+    (grad_output, output), as torch records it; ``grad_of_grad_output`` and ``grad_of_output`` are the
+    two formulas, given the saved g and y and the incoming gg."""
     __slots__ = ("dim",)
     saved_names = ("grad_output", "output")
     saved_values = {"dim": lambda n: n.dim}
@@ -930,24 +932,32 @@ class SoftmaxBackwardDataBackward0(Node):
     def apply(self, grads):
         g, y = self.saved()
         gg = grads[0]
-        grad_g = _softmax_backward_data(gg, y, self.dim, y.dtype) if self.next_functions[0][0] is not None else None
-        grad_y = None
-        if self.next_functions[1][0] is not None:
-            grad_y = g * gg - _row_sum(y * g, self.dim) * gg - g * _row_sum(y * gg, self.dim)
-        return grad_g, grad_y
+        return (self.grad_of_grad_output(g, y, gg, self.dim) if self.next_functions[0][0] is not None else None,
+                self.grad_of_output(g, y, gg, self.dim) if self.next_functions[1][0] is not None else None)
 
 
-class LogSoftmaxBackwardDataBackward0(Node):
-    __slots__ = ("dim",)
-    saved_names = ("grad_output", "output")
-    saved_values = {"dim": lambda n: n.dim}
+class SoftmaxBackwardDataBackward0(_SoftmaxDataBackward):
+    __slots__ = ()
 
-    def apply(self, grads):
-        g, y = self.saved()
-        gg = grads[0]
-        grad_g = gg - _row_sum(gg * y.exp(), self.dim) if self.next_functions[0][0] is not None else None
-        grad_y = -_row_sum(g, self.dim) * y.exp() * gg if self.next_functions[1][0] is not None else None
-        return grad_g, grad_y
+    @staticmethod
+    def grad_of_grad_output(g, y, gg, dim):
+        return _softmax_backward_data(gg, y, dim, y.dtype)
+
+    @staticmethod
+    def grad_of_output(g, y, gg, dim):
+        return g * gg - _row_sum(y * g, dim) * gg - g * _row_sum(y * gg, dim)
+
+
+class LogSoftmaxBackwardDataBackward0(_SoftmaxDataBackward):
+    __slots__ = ()
+
+    @staticmethod
+    def grad_of_grad_output(g, y, gg, dim):
+        return gg - _row_sum(gg * y.exp(), dim)
+
+    @staticmethod
+    def grad_of_output(g, y, gg, dim):
+        return -_row_sum(g, dim) * y.exp() * gg
 
 
 def _backward_data(node_cls, kernel, grad_output, output, dim, input_dtype):

@@ -535,10 +535,12 @@ def _disable_profiler_legacy() -> list:
     events.append(ProfilerEvent._made("mark", "__stop_profile", thread, stop_us, 0))
     return [events]
 
-class emit_nvtx:
-    """``torch.autograd.profiler.emit_nvtx``: NVTX ranges for the NVIDIA profilers. They need CUDA;
-    as on a CPU-only torch, entering it raises the CUDA-less AssertionError (``enabled=False`` makes
-    it a no-op)."""
+
+class _AnnotationRanges:
+    """What emit_nvtx and emit_itt share: an ``enabled`` switch and entering once per object (torch
+    leaves ``entered`` set on exit, so an object enters once)."""
+
+    _tool = ""
 
     def __init__(self, enabled=True, record_shapes=False):
         self.enabled = enabled
@@ -549,35 +551,35 @@ class emit_nvtx:
         if not self.enabled:
             return None
         if self.entered:
-            raise RuntimeError("NVTX annotation context manager is not reentrant")
+            raise RuntimeError(f"{self._tool} annotation context manager is not reentrant")
         self.entered = True
-        from .. import cuda
-        cuda.synchronize()  # raises: no CUDA here
+        self._open()
         return self
+
+    def _open(self):
+        pass
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         return False
 
 
-class emit_itt:
+class emit_nvtx(_AnnotationRanges):
+    """``torch.autograd.profiler.emit_nvtx``: NVTX ranges for the NVIDIA profilers. They need CUDA;
+    as on a CPU-only torch, entering it raises the CUDA-less AssertionError (``enabled=False`` makes
+    it a no-op)."""
+
+    _tool = "NVTX"
+
+    def _open(self):
+        from .. import cuda
+        cuda.synchronize()  # raises: no CUDA here
+
+
+class emit_itt(_AnnotationRanges):
     """``torch.autograd.profiler.emit_itt``: Intel ITT ranges for VTune. Outside VTune the ranges
     go nowhere (as torch's do), so entering and leaving only check that it is not re-entered."""
 
-    def __init__(self, enabled=True, record_shapes=False):
-        self.enabled = enabled
-        self.entered = False
-        self.record_shapes = record_shapes
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        if self.entered:
-            raise RuntimeError("ITT annotation context manager is not reentrant")
-        self.entered = True
-        return self
-
-    def __exit__(self, exc_type, exc_val, exc_tb):
-        return False  # torch leaves ``entered`` set: one object enters once
+    _tool = "ITT"
 
 
 __all__ += ["emit_nvtx", "emit_itt"]
