@@ -121,6 +121,18 @@ def note_input_dtypes(node, inputs) -> None:
         node._input_dtypes = dtypes
 
 
+def outputs_of(node, results) -> tuple:
+    """``results`` (Tensors or None), computed by composed ops, as fresh tensors that are ``node``'s
+    outputs 0, 1, ... instead (one node in the graph where the composition had many)."""
+    outputs = []
+    for i, out in enumerate(results):
+        if out is not None:
+            out = wrap(out._data)
+            out._grad_fn, out._output_nr, out._requires_grad = node, i, True
+        outputs.append(out)
+    return tuple(outputs)
+
+
 def record_op(node_cls, inputs: tuple, *outputs: Tensor):
     """The shared tail of a recorded op: a ``node_cls`` node whose edges lead to ``inputs``, made the
     grad_fn of ``outputs`` (output_nr in order). Returns the node, for the caller to store what its

@@ -24,7 +24,7 @@ from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, ones_vector
 from ..._ops.linalg import _C_TYPE_NAMES
-from ..._ops._declare import node_class, record_op
+from ..._ops._declare import node_class, outputs_of, record_op
 
 
 class _Geom:
@@ -543,13 +543,7 @@ def _record_double_backward(first, g, x, w, results):
     if first.transposed:
         node.out_shape, node.full_x_shape = first.out_shape, _full_input_shape(first)
     node.save(g, x, w)
-    outputs = []
-    for i, out in enumerate(results):
-        if out is not None:
-            out = wrap(out._data)
-            out._grad_fn, out._output_nr, out._requires_grad = node, i, True
-        outputs.append(out)
-    return tuple(outputs)
+    return outputs_of(node, results)
 
 
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
@@ -604,14 +598,14 @@ def _check_input(x, w, nd, name, groups, transposed=False, bias=None, stride=1, 
     if any(d < 0 for d in _tuple(dilation, nd)):
         raise RuntimeError("dilation should be greater than zero")
     if w._data.ndim != nd + 2:
-        raise RuntimeError(f"weight should have at least three dimensions" if nd == 1 else
+        raise RuntimeError("weight should have at least three dimensions" if nd == 1 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
                            f"{list(x._data.shape)}, but got {w._data.ndim}-dimensional weight of size "
                            f"{list(w._data.shape)} instead")
     c = x._data.shape[-nd - 1]
     want = w._data.shape[0] if transposed else w._data.shape[1] * groups
     if c != want:
-        head = f"Given transposed=1, weight of size" if transposed else f"Given groups={groups}, weight of size"
+        head = "Given transposed=1, weight of size" if transposed else f"Given groups={groups}, weight of size"
         shown = ((1,) if x._data.ndim == nd + 1 else ()) + x._data.shape   # torch reports the batched shape
         raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(shown)} to have {want} "
                            f"channels, but got {c} channels instead")

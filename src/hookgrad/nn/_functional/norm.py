@@ -20,7 +20,7 @@ from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, refuse_inference_saves
 from ..._ops._base import GRAD, edge
 from ..._ops._base import ones_vector, quiet_fp
-from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, outputs_of, record_op
 from ..._ops.reduce import sum_keepdims
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
@@ -53,7 +53,6 @@ class _NormBackward(Node):
         g = grads[0]
         saved = self.saved()
         x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
-        nf = self.next_functions
         b = saved[2] if self.saves_bias else None
         recorded = GRAD.enabled and self.double_backward_node is not None
         if GRAD.enabled and not recorded:
@@ -106,13 +105,7 @@ class _NormBackward(Node):
         node.eps, node.batch_stats = self.eps, self.batch_stats
         node.mean, node.invstd = self._statistics(saved) if not self.batch_stats else (self.mean, self.invstd)
         node.save_for_double_backward(g, x, w, saved)
-        outputs = []
-        for i, out in enumerate(grads):
-            if out is not None:
-                out = wrap(out._data)
-                out._grad_fn, out._output_nr, out._requires_grad = node, i, True
-            outputs.append(out)
-        return tuple(outputs)
+        return outputs_of(node, grads)
 
     def _apply_graph(self, g, x, w, saved, b=None):
         """The same backward from differentiable ops (create_graph=True)."""
