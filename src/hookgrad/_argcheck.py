@@ -69,7 +69,7 @@ _ARG_OVERRIDES = {
     "index_put": {"indices": None}, "index_put_": {"indices": None}, "select": {"index": None},
     "copy_": {"src": (TENSOR, "other")}, "movedim": {"source": None}, "moveaxis": {"source": None}, "expand_as": {"other": (TENSOR, "other")},
     "reshape_as": {"other": (TENSOR, "other")}, "type_as": {"other": (TENSOR, "other")}, "where": {"input": (OR_NUMBER, "input")}, "masked_fill": {"value": None}, "take_along_dim": {"indices": (TENSOR, "indices")},
-    "select_scatter": {"index": None}, "vander": {"x": (TENSOR, "x")},
+    "select_scatter": {"index": None},
     "resize_as_": {"the_template": (TENSOR, "the_template")}, "map2_": {"x": (TENSOR, "x"), "y": (TENSOR, "y")},
     "bucketize": {"input": (OR_NUMBER, "input")},
     "batch_norm": {"weight": (OPTIONAL, "weight")}, "instance_norm": {"weight": (OPTIONAL, "weight")},
