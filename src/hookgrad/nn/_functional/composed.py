@@ -524,19 +524,8 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 # ---- activations ---------------------------------------------------------------------------------------
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return _in_place(selu, input)
-    return _F().elu(input, _SELU_ALPHA) * _SELU_SCALE
-
-
-def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    if inplace:
-        return _in_place(celu, input, alpha)
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "elu_cpu")
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
-    return hookgrad.where(input > 0, input, ((input / alpha).exp() - 1) * alpha)
+# recorded as torch's EluBackward0/1 and CeluBackward0/1
+from .activation import celu, selu  # noqa: E402
 
 
 # torch.prelu and torch.hardshrink are these functions too (declared with the ops)
