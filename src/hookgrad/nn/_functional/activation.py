@@ -114,6 +114,11 @@ _NEGATIVE_SLOPE_INPLACE = ("In-place elu backward calculation is triggered with 
                            "please call out-of-place version instead.")
 
 
+def _elu_compute(d):
+    """The dtype elu's kernel computes in: float32 for the half types (rounded once at the end)."""
+    return d.astype(np.float32) if d.dtype.kind in "fV" and d.dtype.itemsize < 4 else d
+
+
 def _elu_backward_np(gd, sd, alpha, scale, input_scale, is_result):
     """torch's elu_backward kernel on arrays; ``sd`` is the input, or the result when ``is_result``."""
     typ = np.result_type(gd, sd).type
@@ -132,8 +137,8 @@ def elu_backward(grad_output, self_or_result, alpha, scale, input_scale, is_resu
     if is_result and alpha < 0:
         raise RuntimeError(_NEGATIVE_SLOPE_INPLACE)
     gd, sd = grad_output._data, self_or_result._data
-    out = _elu_backward_np(widen(gd), widen(sd), alpha, scale, input_scale, is_result)
-    result = wrap(narrow_to(out, np.result_type(gd, sd)))
+    out = _elu_backward_np(_elu_compute(gd), _elu_compute(sd), alpha, scale, input_scale, is_result)
+    result = wrap(out.astype(np.result_type(gd, sd), copy=False))
     if GRAD.enabled and (grad_output._requires_grad or self_or_result._requires_grad):
         node = record_op(EluBackwardBackward0, (grad_output, self_or_result), result)
         node.alpha, node.scale, node.input_scale, node.is_result = alpha, scale, input_scale, is_result
@@ -217,13 +222,13 @@ class CeluBackward1(CeluBackward0):
 def _elu_forward(x, alpha, scale, input_scale, node_cls):
     """torch's elu kernel: x > 0 ? x * scale : expm1(x * input_scale) * (alpha * scale), in x's type
     (float32 math for the half types); ``node_cls`` keeps the input or (in-place forms) the result."""
-    d = widen(x._data)
+    d = _elu_compute(x._data)
     typ = d.dtype.type
     with _err():
         neg = np.expm1(np.minimum(d, 0) * typ(input_scale)) * (typ(alpha) * typ(scale))
         pos = d if scale == 1 else d * typ(scale)
-        out = np.where(d > 0, pos, neg).astype(d.dtype, copy=False)
-    result = wrap(narrow_to(out, x._data.dtype))
+        out = np.where(d > 0, pos, neg).astype(x._data.dtype, copy=False)
+    result = wrap(out)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.alpha, node.scale, node.input_scale, node.is_result = alpha, scale, input_scale, False
