@@ -32,6 +32,8 @@ FORMS = {
     "celu_negative_alpha": lambda T, x: T.nn.functional.celu(x, -1.3),
     "elu_inplace": lambda T, x: T.nn.functional.elu(x * 1, 0.7, inplace=True),
     "F.elu_": lambda T, x: T.nn.functional.elu_(x * 1, 0.3),
+    "F.elu_default": lambda T, x: T.nn.functional.elu_(x * 1),
+    "torch.celu_default": lambda T, x: T.celu_(x * 1),
     "selu_inplace": lambda T, x: T.nn.functional.selu(x * 1, inplace=True),
     "torch.selu_": lambda T, x: T.selu_(x * 1),
     "celu_inplace": lambda T, x: T.nn.functional.celu(x * 1, 0.7, inplace=True),

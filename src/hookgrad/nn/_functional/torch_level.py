@@ -50,7 +50,7 @@ def threshold_(input, threshold, value):
     return views.apply_inplace(input, _composed.threshold, threshold, value)
 
 
-def elu_(input, alpha=1.0):
+def elu_(input, alpha=1):  # torch reports the int default on its node
     return _act.elu(input, alpha, inplace=True)
 
 
