@@ -126,6 +126,11 @@ def test_bad_inputs(T):
     out["grad_after"] = x.grad
     leaf = T.tensor([1.0], requires_grad=True)
     out["leaf_inplace"] = catch(F.selu, leaf, True)
+    out["leaf_inplace_alpha_0"] = catch(F.celu, leaf, 0.0, True)
+    for dtype in (T.complex64, T.complex128):
+        z = T.tensor([1 + 1j, -1 - 1j], dtype=dtype)
+        out[str(dtype).split(".")[-1]] = [catch(F.elu, z), catch(F.selu, z), catch(F.celu, z, 0.5),
+                                          catch(F.elu, z, 1.0, True), catch(T.selu_, z), z]
     return out
 
 

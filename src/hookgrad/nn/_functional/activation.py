@@ -239,8 +239,11 @@ def _elu_forward(x, alpha, scale, input_scale, node_cls):
     return result
 
 
+_NOT_ELU_TYPES = _rules.INTEGRAL | frozenset(("complex64", "complex128"))
+
+
 def _elu_family(input, inplace, alpha, scale, input_scale, out_of_place_node, inplace_node):
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "elu_cpu")
+    _rules.refuse_kernel(input._data, _NOT_ELU_TYPES, "elu_cpu")
     if inplace:
         return views.apply_inplace(input, _elu_forward, alpha, scale, input_scale, inplace_node, saves_self=False)
     return _elu_forward(input, alpha, scale, input_scale, out_of_place_node)
@@ -256,6 +259,8 @@ def selu(input: Tensor, inplace: bool = False) -> Tensor:
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
     if alpha == 0:
+        if inplace:
+            views.check_inplace(input)  # torch refuses an in-place change of a leaf first
         raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
     return _elu_family(input, inplace, alpha, 1, 1.0 / alpha, CeluBackward0, CeluBackward1)
 
