@@ -145,3 +145,17 @@ def test_saved_tensors_are_checked_for_later_changes(T):
     a.mul_(2)  # the saved input changed
     second = catch(lambda: z.sum().backward())
     return first, second
+
+
+@pytest.mark.parametrize("form", ["elu", "selu", "celu", "elu_inplace", "celu_inplace"])
+@differential
+def test_double_backward_packs_grad_output_then_input(T, form):
+    log = []
+    x = T.tensor([-1.0, 0.0, 2.0], dtype=T.float64, requires_grad=True)
+    y = FORMS[form](T, x)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: (log.append(("pack", t.clone())), t)[1],
+                                              lambda t: (log.append(("unpack", t.clone())), t)[1]):
+        g, = T.autograd.grad(y, x, T.tensor([3.0, 4.0, 5.0], dtype=T.float64), create_graph=True)
+    g.grad_fn.register_prehook(lambda grad_outputs: log.append(("prehook", g.grad_fn.name(), grad_outputs)))
+    g.sum().backward()
+    return log, x.grad
