@@ -147,7 +147,7 @@ def elu_backward(grad_output, self_or_result, alpha, scale, input_scale, is_resu
 
 
 class _EluParams(Node):
-    __slots__ = ("alpha", "scale", "input_scale", "is_result")
+    __slots__ = ("alpha", "scale", "input_scale", "is_result")  # is_result: the double backward's only
 
 
 class EluBackwardBackward0(_EluParams):
@@ -159,6 +159,8 @@ class EluBackwardBackward0(_EluParams):
     def apply(self, grads):
         g, s = self.saved()
         gg = grads[0]
+        if gg is None:
+            return None, None
         nf = self.next_functions
         args = (self.alpha, self.scale, self.input_scale, self.is_result)
         g_part = s_part = None
@@ -231,7 +233,7 @@ def _elu_forward(x, alpha, scale, input_scale, node_cls):
     result = wrap(out)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
-        node.alpha, node.scale, node.input_scale, node.is_result = alpha, scale, input_scale, False
+        node.alpha, node.scale, node.input_scale = alpha, scale, input_scale
         if node_cls.saved_names == ("result",):
             node.save(output=result)
         else:
