@@ -246,6 +246,11 @@ FUNCTIONAL = {
     "relu": (lambda x: F.relu(x), [t(2, 3)]),
     "leaky_relu": (lambda x: F.leaky_relu(x, 0.1), [t(2, 3)], SECOND_ORDER),
     "elu": (lambda x: F.elu(x, 0.7), [t(2, 3)], SECOND_ORDER),
+    "elu_inplace": (lambda x: F.elu(x * 1, 0.7, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "selu": (lambda x: F.selu(x), [t(2, 3)], SECOND_ORDER),
+    "selu_inplace": (lambda x: F.selu(x * 1, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "celu": (lambda x: F.celu(x, 0.7), [t(2, 3)], SECOND_ORDER),
+    "celu_inplace": (lambda x: F.celu(x * 1, 1.5, inplace=True), [t(2, 3)], SECOND_ORDER),
     "gelu": (lambda x: F.gelu(x), [t(2, 3)], SECOND_ORDER),
     "gelu_tanh": (lambda x: F.gelu(x, approximate="tanh"), [t(2, 3)], SECOND_ORDER),
     "silu": (lambda x: F.silu(x), [t(2, 3)], SECOND_ORDER),
@@ -485,6 +490,13 @@ def _inplace_activation(name):
 
 for name in ["relu", "leaky_relu", "elu", "silu", "hardtanh", "relu6"]:
     _vs_torch(f"{name}_inplace", _inplace_activation(name), arr(3, 4) * 3, facts=NO_NAME)
+# the ELU family: EluBackward0/1, CeluBackward0/1 (the in-place forms keep the result)
+for name, kw in [("selu", {}), ("celu", {}), ("celu", {"alpha": 0.7}), ("celu", {"alpha": -1.5})]:
+    _vs_torch(f"{name}_{kw}", lambda T, F, x, name=name, kw=kw: getattr(F, name)(x, **kw), arr(3, 7) * 4,
+              dtypes=("float64", "float32"))
+for name in ["elu", "selu", "celu"]:
+    _vs_torch(f"{name}_inplace_node", lambda T, F, x, name=name: getattr(F, name)(x * 1, inplace=True), arr(3, 4) * 3,
+              facts=(GRAD_FN, PACK_ORDER))
 for name in ["logsigmoid", "softsign", "tanhshrink", "mish", "hardsigmoid", "hardswish"]:
     _vs_torch(name, lambda T, F, x, name=name: getattr(F, name)(x), arr(3, 5) * 4, facts=NO_NAME)
 _vs_torch("softmin", lambda T, F, x: F.softmin(x, 1), arr(3, 5), facts=NO_NAME)
@@ -740,6 +752,14 @@ UNARY.update({
     "unfold_step": (lambda T, x: x.unfold(-1, 2, 2), {}),
 })
 
+DOUBLE_BACKWARD.update({
+    "elu_family": lambda T, x: (T.nn.functional.elu(x, 0.7) * T.celu(x, 0.5) + T.selu(x) ** 2
+                                + T.nn.functional.elu_(x * 1, 0.3) ** 2 + T.celu_(x * 2, 1.5) * x).sum(),
+})
+EDGE.update({
+    "elu_family_saved": (lambda T, x: T.nn.functional.elu(x, 0.7) + T.selu(x) + T.celu(x, 0.7)
+                         + T.nn.functional.elu_(x * 1, 0.3) + T.selu_(x * 1) + T.celu_(x * 1, 2.0), [(2, 3)]),
+})
 DOUBLE_BACKWARD.update({
     "sort": lambda T, x: (x.sort(1).values * T.arange(4.0, dtype=x.dtype)).pow(2).sum(),
     "topk": lambda T, x: x.topk(2, 0).values.pow(3).sum(),

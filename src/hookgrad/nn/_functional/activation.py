@@ -106,29 +106,165 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:
     return hardtanh(input, 0, 6, inplace)  # torch's node reports the ints
 
 
-class EluBackward0(Node):
-    __slots__ = ("alpha",)
+# ---- the ELU family: torch's elu(x, alpha, scale, input_scale); selu and celu are its instances --
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+_NEGATIVE_SLOPE_INPLACE = ("In-place elu backward calculation is triggered with a negative slope which is not "
+                           "supported. This is caused by calling in-place forward function with a negative slope, "
+                           "please call out-of-place version instead.")
+
+
+def _elu_compute(d):
+    """The dtype elu's kernel computes in: float32 for the half types (rounded once at the end)."""
+    return d.astype(np.float32) if d.dtype.kind in "fV" and d.dtype.itemsize < 4 else d
+
+
+def _elu_backward_np(gd, sd, alpha, scale, input_scale, is_result):
+    """torch's elu_backward kernel on arrays; ``sd`` is the input, or the result when ``is_result``."""
+    typ = np.result_type(gd, sd).type
+    negcoef, poscoef, negiptcoef = typ(alpha) * typ(scale), typ(scale), typ(input_scale)
+    with _err():
+        if is_result:
+            neg = gd * negiptcoef * (sd + negcoef)
+        else:
+            neg = gd * negiptcoef * negcoef * np.exp(sd * negiptcoef)
+        return np.where(sd <= 0, neg, gd * poscoef)
+
+
+def elu_backward(grad_output, self_or_result, alpha, scale, input_scale, is_result):
+    """The gradient of elu, recorded under create_graph as torch records it: one node over the
+    incoming gradient and the saved input (or result)."""
+    if is_result and alpha < 0:
+        raise RuntimeError(_NEGATIVE_SLOPE_INPLACE)
+    gd, sd = grad_output._data, self_or_result._data
+    out = _elu_backward_np(_elu_compute(gd), _elu_compute(sd), alpha, scale, input_scale, is_result)
+    result = wrap(out.astype(np.result_type(gd, sd), copy=False))
+    if GRAD.enabled and (grad_output._requires_grad or self_or_result._requires_grad):
+        node = record_op(EluBackwardBackward0, (grad_output, self_or_result), result)
+        node.alpha, node.scale, node.input_scale, node.is_result = alpha, scale, input_scale, is_result
+        node.save(grad_output, self_or_result)
+    return result
+
+
+class _EluParams(Node):
+    __slots__ = ("alpha", "scale", "input_scale", "is_result")  # is_result: the double backward's only
+
+
+class EluBackwardBackward0(_EluParams):
+    __slots__ = ()
+    saved_names = ("grad_output", "self_or_result")
+    saved_values = {"alpha": lambda n: n.alpha, "scale": lambda n: n.scale, "input_scale": lambda n: n.input_scale,
+                    "is_result": lambda n: n.is_result}
+
+    def apply(self, grads):
+        g, s = self.saved()
+        gg = grads[0]
+        if gg is None:
+            return None, None
+        nf = self.next_functions
+        args = (self.alpha, self.scale, self.input_scale, self.is_result)
+        g_part = s_part = None
+        if nf[0][0] is not None:
+            g_part = elu_backward(gg, s, *args)
+        if nf[1][0] is not None:
+            # torch's elu_double_backward: the STRICT test s < 0 (the second derivative is 0 at 0)
+            negative = _const(s._data < 0, gg)
+            if self.is_result:
+                s_part = gg * g * self.input_scale * negative
+            else:
+                s_part = elu_backward(gg * g * self.input_scale, s, *args) * negative
+        return g_part, s_part
+
+
+class EluBackward0(_EluParams):
+    __slots__ = ()
     saved_names = ("self",)
-    # ELU is torch's elu with scale and input_scale 1 (SELU and CELU are composed here)
-    saved_values = {"alpha": lambda n: n.alpha, "scale": lambda n: 1, "input_scale": lambda n: 1}
+    saved_values = {"alpha": lambda n: n.alpha, "scale": lambda n: n.scale, "input_scale": lambda n: n.input_scale}
 
     def apply(self, grads):
         (x,) = self.saved()
-        pos = wrap(x._data > 0)
-        neg_part = x.clamp(max=0).exp() * self.alpha
-        return (grads[0] * pointwise.where(pos, 1.0, neg_part),)
+        return (elu_backward(grads[0], x, self.alpha, self.scale, self.input_scale, False),)
 
 
-def _elu(x, alpha):
-    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
+class EluBackward1(EluBackward0):
+    """The in-place form: it keeps the result, not the overwritten input."""
+    __slots__ = ()
+    saved_names = ("result",)
+
+    def apply(self, grads):
+        (r,) = self.saved()
+        return (elu_backward(grads[0], r, self.alpha, self.scale, self.input_scale, True),)
+
+
+def _celu_input_scale(alpha):
+    # torch's CELU backward divides by alpha rounded to float32 (1.0 / alpha.toFloat()); its forward
+    # by alpha itself
+    return 1.0 / float(np.float32(alpha))
+
+
+class CeluBackward0(_EluParams):
+    __slots__ = ()
+    saved_names = ("self",)
+    saved_values = {"alpha": lambda n: n.alpha}
+
+    def apply(self, grads):
+        (x,) = self.saved()
+        return (elu_backward(grads[0], x, self.alpha, 1, _celu_input_scale(self.alpha), False),)
+
+
+class CeluBackward1(CeluBackward0):
+    __slots__ = ()
+    saved_names = ("result",)
+
+    def apply(self, grads):
+        (r,) = self.saved()
+        return (elu_backward(grads[0], r, self.alpha, 1, _celu_input_scale(self.alpha), True),)
+
+
+def _elu_forward(x, alpha, scale, input_scale, node_cls):
+    """torch's elu kernel: x > 0 ? x * scale : expm1(x * input_scale) * (alpha * scale), in x's type
+    (float32 math for the half types); ``node_cls`` keeps the input or (in-place forms) the result."""
+    d = _elu_compute(x._data)
+    typ = d.dtype.type
     with _err():
-        out = np.where(d > 0, d, alpha * np.expm1(np.minimum(d, 0))).astype(d.dtype, copy=False)
-    return _unary(x, out, EluBackward0, (("alpha", alpha),))
+        neg = np.expm1(np.minimum(d, 0) * typ(input_scale)) * (typ(alpha) * typ(scale))
+        pos = d if scale == 1 else d * typ(scale)
+        out = np.where(d > 0, pos, neg).astype(x._data.dtype, copy=False)
+    result = wrap(out)
+    if GRAD.enabled and x._requires_grad:
+        node = record_op(node_cls, (x,), result)
+        node.alpha, node.scale, node.input_scale = alpha, scale, input_scale
+        if node_cls.saved_names == ("result",):
+            node.save(output=result)
+        else:
+            node.save(x)
+    return result
+
+
+_NOT_ELU_TYPES = _rules.INTEGRAL | frozenset(("complex64", "complex128"))
+
+
+def _elu_family(input, inplace, alpha, scale, input_scale, out_of_place_node, inplace_node):
+    _rules.refuse_kernel(input._data, _NOT_ELU_TYPES, "elu_cpu")
+    if inplace:
+        return views.apply_inplace(input, _elu_forward, alpha, scale, input_scale, inplace_node, saves_self=False)
+    return _elu_forward(input, alpha, scale, input_scale, out_of_place_node)
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "elu_cpu")
-    return _maybe_inplace(input, _elu, inplace, alpha)
+    return _elu_family(input, inplace, alpha, 1, 1, EluBackward0, EluBackward1)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:
+    return _elu_family(input, inplace, _SELU_ALPHA, _SELU_SCALE, 1, EluBackward0, EluBackward1)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
+    if alpha == 0:
+        if inplace:
+            views.check_inplace(input)  # torch refuses an in-place change of a leaf first
+        raise RuntimeError("ZeroDivisionError: alpha cannot be 0 for CELU")
+    return _elu_family(input, inplace, alpha, 1, 1.0 / alpha, CeluBackward0, CeluBackward1)
 
 
 # ---- smooth activations ----------------------------------------------------------------------

@@ -490,10 +490,6 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, 5, "dropout3d")
 
 
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
-
-
 def _alpha_dropout(input, p, training, mask_shape):
     if p < 0.0 or p > 1.0:
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
@@ -524,19 +520,8 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 # ---- activations ---------------------------------------------------------------------------------------
-def selu(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return _in_place(selu, input)
-    return _F().elu(input, _SELU_ALPHA) * _SELU_SCALE
-
-
-def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:
-    if inplace:
-        return _in_place(celu, input, alpha)
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "elu_cpu")
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
-    return hookgrad.where(input > 0, input, ((input / alpha).exp() - 1) * alpha)
+# recorded as torch's EluBackward0/1 and CeluBackward0/1
+from .activation import celu, selu  # noqa: E402
 
 
 # torch.prelu and torch.hardshrink are these functions too (declared with the ops)

@@ -33,11 +33,11 @@ def _reduction(value):
 
 # ---- the in-place activations of nn.functional (torch.celu_ is F.celu_, ...) ------------------
 def celu_(input, alpha=1.0):
-    return views.apply_inplace(input, _composed.celu, alpha)
+    return _act.celu(input, alpha, inplace=True)
 
 
 def selu_(input):
-    return views.apply_inplace(input, _composed.selu)
+    return _act.selu(input, inplace=True)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
@@ -50,7 +50,7 @@ def threshold_(input, threshold, value):
     return views.apply_inplace(input, _composed.threshold, threshold, value)
 
 
-def elu_(input, alpha=1.0):
+def elu_(input, alpha=1):  # torch reports the int default on its node
     return _act.elu(input, alpha, inplace=True)
 
 
