@@ -10,6 +10,9 @@ $(PY):
 
 test: $(PY)
 	$(PIP) install --quiet -e '.[test]'
+	@# backpack-for-pytorch requires torchvision, whose PyPI build may not import beside torch's CPU build;
+	@# torchmetrics and Lightning import torchvision whenever it is installed, so one that cannot be imported goes
+	$(PY) -c "import torchvision" 2>/dev/null || $(PIP) uninstall --quiet -y torchvision
 	$(PY) -m pytest
 
 demo: $(PY)

@@ -137,3 +137,11 @@ def test_profiler_enabled_and_key_averages_keyword(T):
     plain = prof.function_events.key_averages()
     mm_rows = lambda events: sorted(str(e.input_shapes) for e in events if e.key == "aten::mm")  # noqa: E731
     return before, during, T.autograd._profiler_enabled(), mm_rows(grouped), mm_rows(plain)
+
+
+@differential
+def test_distributed_constants(T):
+    """Lightning imports the default process-group timeout whenever torch.distributed is available."""
+    import importlib
+    constants = importlib.import_module(T.__name__ + ".distributed.constants")
+    return str(constants.default_pg_timeout), constants.default_pg_nccl_timeout
