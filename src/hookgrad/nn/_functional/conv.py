@@ -668,12 +668,17 @@ def check_kernel_fits(padded_sizes, kernel, dilation):
                            f"({_fmt(reach)}). Kernel size can't be greater than actual input size")
 
 
-def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
+def check_conv_arguments(x, weight, bias, stride, padding, dilation, groups, nd, name):
+    """A forward convolution's argument checks, in torch's order (the dtypes are checked later)."""
     if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
         raise TypeError(f"{name}() received an invalid combination of arguments - got "
                         f"({type(x).__name__}, {type(weight).__name__})")
     _check_input(x, weight, nd, name, groups, bias=bias, stride=stride, padding=padding, dilation=dilation)
     _check_dilation(dilation, nd, transposed=False)
+
+
+def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
+    check_conv_arguments(x, weight, bias, stride, padding, dilation, groups, nd, name)
     unbatched = x._data.ndim == nd + 1
     if unbatched:
         x = x.unsqueeze(0)

@@ -22,7 +22,7 @@ from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from .conv import _check_dilation, _check_dtypes, _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
-from .conv import laid_out_as_torch
+from .conv import check_conv_arguments, laid_out_as_torch
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
            "window_views"]
@@ -302,11 +302,7 @@ def conv_transpose_nd_generic(x: Tensor, weight: Tensor, bias, stride, padding, 
 
 
 def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
-    if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
-        raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"({type(x).__name__}, {type(weight).__name__})")
-    _check_input(x, weight, nd, name, groups, bias=bias, stride=stride, padding=padding, dilation=dilation)
-    _check_dilation(dilation, nd, transposed=False)
+    check_conv_arguments(x, weight, bias, stride, padding, dilation, groups, nd, name)
     _check_dtypes(x, weight)
     unbatched = x.dim() == nd + 1
     out = convolution_nd(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, dilation, groups)
