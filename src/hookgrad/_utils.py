@@ -20,12 +20,8 @@ def _flatten_dense_tensors(tensors):
 
 def _unflatten_dense_tensors(flat, tensors):
     """Views of ``flat`` shaped like ``tensors`` (the inverse of ``_flatten_dense_tensors``)."""
-    out, offset = [], 0
-    for tensor in tensors:
-        count = tensor.numel()
-        out.append(flat.narrow(0, offset, count).view_as(tensor))
-        offset += count
-    return tuple(out)
+    from ._C._nn import unflatten_dense_tensors
+    return unflatten_dense_tensors(flat, tensors)
 
 
 def _get_device_index(device, optional: bool = False, allow_cpu: bool = False) -> int:
