@@ -54,15 +54,10 @@ def cat(tensors, dim: int = 0) -> Tensor:
             if j != d and want != got:
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size {want} "
                                    f"but got size {got} for tensor number {i} in the list.")
-    dt = _dtype.result_type(*parts).np
-    result = wrap(np.concatenate([t._data for t in parts], axis=d).astype(dt, copy=False))
-    if GRAD.enabled and any(t._requires_grad for t in tensors):
-        node = CatBackward0(tuple(edge(t) for t in tensors))
-        note_input_dtypes(node, tensors)
-        node.dim, node.dim_arg = d, dim
+    result, node = _joined(np.concatenate, tensors, parts, d, dim, CatBackward0)
+    if node is not None:
         node.sizes = [t._data.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
         node.shapes = [t._data.shape for t in tensors]
-        node.real_inputs = _real_inputs_of_complex(tensors, result)
         record(node, result, inputs=tuple(tensors))
     return result
 
@@ -86,6 +81,21 @@ def _real_inputs_of_complex(tensors, result):
     return [t._data.dtype.kind != "c" for t in tensors]
 
 
+def _joined(np_join, tensors, parts, d, dim, node_cls):
+    """cat's and stack's shared body: ``parts`` (the tensors that take part) joined along ``d`` in
+    their promoted dtype, and the backward node for all ``tensors`` (None without grad), its dim,
+    input dtypes and real inputs filled in, not yet recorded."""
+    dt = _dtype.result_type(*parts).np
+    result = wrap(np_join([t._data for t in parts], axis=d).astype(dt, copy=False))
+    if not (GRAD.enabled and any(t._requires_grad for t in tensors)):
+        return result, None
+    node = node_cls(tuple(edge(t) for t in tensors))
+    note_input_dtypes(node, tensors)
+    node.dim, node.dim_arg = d, dim
+    node.real_inputs = _real_inputs_of_complex(tensors, result)
+    return result, node
+
+
 @op(method=False)
 def stack(tensors, dim: int = 0) -> Tensor:
     tensors = [as_tensor_arg(t) for t in tensors]
@@ -97,13 +107,8 @@ def stack(tensors, dim: int = 0) -> Tensor:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 and "
                                f"{list(t._data.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1)
-    dt = _dtype.result_type(*tensors).np
-    result = wrap(np.stack([t._data for t in tensors], axis=d).astype(dt, copy=False))
-    if GRAD.enabled and any(t._requires_grad for t in tensors):
-        node = StackBackward0(tuple(edge(t) for t in tensors))
-        note_input_dtypes(node, tensors)
-        node.dim, node.dim_arg = d, dim
-        node.real_inputs = _real_inputs_of_complex(tensors, result)
+    result, node = _joined(np.stack, tensors, tensors, d, dim, StackBackward0)
+    if node is not None:
         record(node, result, inputs=tuple(tensors))
     return result
 
