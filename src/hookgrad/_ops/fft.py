@@ -255,6 +255,15 @@ def _declare(fn):
     return op(function=False, method=False)(fn)
 
 
+def _over_last_two_dims(transform_n):
+    """The two-dimensional form of an n-dimensional transform: the same with ``dim=(-2, -1)``."""
+    def transform_2(input, s=None, dim=(-2, -1), norm=None):
+        return transform_n(input, s, dim, norm)
+    transform_2.__name__ = transform_2.__qualname__ = transform_n.__name__[:-1] + "2"
+    transform_2.__doc__ = f"``{transform_n.__name__}`` over the last two dims."
+    return _declare(transform_2)
+
+
 def _transform(input, size, dim, dims_and_sizes, kernel, norm, **options):
     """A public transform: the dims and sizes that ``dims_and_sizes`` reads from ``n``/``s`` and ``dim``
     (torch's rules), then ``kernel`` over them."""
@@ -310,16 +319,10 @@ def ifftn(input, s=None, dim=None, norm=None):
     return _transform(input, s, dim, _many_dims, _c2c, norm, forward=False)
 
 
-@_declare
-def fft2(input, s=None, dim=(-2, -1), norm=None):
-    """``fftn`` over the last two dims."""
-    return fftn(input, s, dim, norm)
+fft2 = _over_last_two_dims(fftn)
 
 
-@_declare
-def ifft2(input, s=None, dim=(-2, -1), norm=None):
-    """``ifftn`` over the last two dims."""
-    return ifftn(input, s, dim, norm)
+ifft2 = _over_last_two_dims(ifftn)
 
 
 @_declare
@@ -334,10 +337,7 @@ def rfftn(input, s=None, dim=None, norm=None):
     return _transform(input, s, dim, _many_dims, _r2c, norm, fname="rfftn")
 
 
-@_declare
-def rfft2(input, s=None, dim=(-2, -1), norm=None):
-    """``rfftn`` over the last two dims."""
-    return rfftn(input, s, dim, norm)
+rfft2 = _over_last_two_dims(rfftn)
 
 
 @_declare
@@ -352,10 +352,7 @@ def irfftn(input, s=None, dim=None, norm=None):
     return _transform(input, s, dim, _c2r_many_dims, _c2r, norm)
 
 
-@_declare
-def irfft2(input, s=None, dim=(-2, -1), norm=None):
-    """``irfftn`` over the last two dims."""
-    return irfftn(input, s, dim, norm)
+irfft2 = _over_last_two_dims(irfftn)
 
 
 @_declare
@@ -370,10 +367,7 @@ def hfftn(input, s=None, dim=None, norm=None):
     return _transform(input, s, dim, _c2r_many_dims, _c2r, norm, forward=True, conj_input=True, c2c_first=True)
 
 
-@_declare
-def hfft2(input, s=None, dim=(-2, -1), norm=None):
-    """``hfftn`` over the last two dims."""
-    return hfftn(input, s, dim, norm)
+hfft2 = _over_last_two_dims(hfftn)
 
 
 @_declare
@@ -388,10 +382,7 @@ def ihfftn(input, s=None, dim=None, norm=None):
     return _transform(input, s, dim, _many_dims, _ihfft, norm, fname="ihfftn")
 
 
-@_declare
-def ihfft2(input, s=None, dim=(-2, -1), norm=None):
-    """``ihfftn`` over the last two dims."""
-    return ihfftn(input, s, dim, norm)
+ihfft2 = _over_last_two_dims(ihfftn)
 
 
 def _freq(values, dtype, requires_grad, fname):
