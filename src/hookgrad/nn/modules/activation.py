@@ -113,7 +113,10 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class Softmax(Module):
+class _SoftmaxOverDim(Module):
+    """Softmax, LogSoftmax and Softmin: one optional ``dim`` (None for torch's legacy choice); siblings,
+    not subclasses of one another, as in torch."""
+
     __constants__ = ["dim"]
 
     def __init__(self, dim=None) -> None:
@@ -125,14 +128,16 @@ class Softmax(Module):
         if not hasattr(self, "dim"):
             self.dim = None
 
-    def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
-
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
-class LogSoftmax(Softmax):
+class Softmax(_SoftmaxOverDim):
+    def forward(self, input):
+        return F.softmax(input, self.dim, _stacklevel=5)
+
+
+class LogSoftmax(_SoftmaxOverDim):
     def forward(self, input):
         return F.log_softmax(input, self.dim, _stacklevel=5)
 
@@ -233,21 +238,25 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-class Hardshrink(Module):
+class _Shrink(Module):
+    """Hardshrink and Softshrink: one threshold ``lambd``; siblings, as in torch."""
+
     __constants__ = ["lambd"]
 
     def __init__(self, lambd: float = 0.5) -> None:
         super().__init__()
         self.lambd = lambd
 
-    def forward(self, input):
-        return F.hardshrink(input, self.lambd)
-
     def extra_repr(self) -> str:
         return f"{self.lambd}"
 
 
-class Softshrink(Hardshrink):
+class Hardshrink(_Shrink):
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class Softshrink(_Shrink):
     def forward(self, input):
         return F.softshrink(input, self.lambd)
 
@@ -290,7 +299,7 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class Softmin(Softmax):
+class Softmin(_SoftmaxOverDim):
     def forward(self, input):
         return F.softmin(input, self.dim, _stacklevel=5)
 

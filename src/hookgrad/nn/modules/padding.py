@@ -62,16 +62,16 @@ class _ZeroPadNd(_ConstantPadNd):
         return f"{self.padding}"
 
 
-class ZeroPad1d(_ZeroPadNd):
-    _dims = 1
+class ZeroPad1d(_ZeroPadNd, ConstantPad1d):
+    """``ConstantPad1d`` with the value 0 (a subclass of it, as in torch)."""
 
 
-class ZeroPad2d(_ZeroPadNd):
-    _dims = 2
+class ZeroPad2d(_ZeroPadNd, ConstantPad2d):
+    """``ConstantPad2d`` with the value 0 (a subclass of it, as in torch)."""
 
 
-class ZeroPad3d(_ZeroPadNd):
-    _dims = 3
+class ZeroPad3d(_ZeroPadNd, ConstantPad3d):
+    """``ConstantPad3d`` with the value 0 (a subclass of it, as in torch)."""
 
 
 class _ReflectionPadNd(_PadNd):

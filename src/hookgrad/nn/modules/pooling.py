@@ -214,7 +214,7 @@ class LPPool3d(_LPPoolNd):
 __all__ += ["LPPool1d", "LPPool2d", "LPPool3d"]
 
 
-class FractionalMaxPool2d(Module):
+class _FractionalMaxPoolNd(Module):
     __constants__ = ["kernel_size", "return_indices", "output_size", "output_ratio"]
     _nd = 2
 
@@ -243,7 +243,11 @@ class FractionalMaxPool2d(Module):
                   _random_samples=self._random_samples)
 
 
-class FractionalMaxPool3d(FractionalMaxPool2d):
+class FractionalMaxPool2d(_FractionalMaxPoolNd):
+    _nd = 2
+
+
+class FractionalMaxPool3d(_FractionalMaxPoolNd):
     _nd = 3
 
 
