@@ -5,6 +5,7 @@ from .. import functional as F
 import hookgrad
 
 from ..parameter import Parameter
+from ._one_option import _OneOptionLayer
 from .module import Module
 
 __all__ = ["ReLU", "LeakyReLU", "ELU", "GELU", "SiLU", "Sigmoid", "Tanh", "Softplus", "Softmax", "LogSoftmax",
@@ -224,18 +225,12 @@ class CELU(_AlphaInplace):
         return F.celu(input, self.alpha, self.inplace)
 
 
-class GLU(Module):
+class GLU(_OneOptionLayer):
     __constants__ = ["dim"]
+    _function = "glu"
 
     def __init__(self, dim: int = -1) -> None:
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        return F.glu(input, self.dim)
-
-    def extra_repr(self) -> str:
-        return f"dim={self.dim}"
+        super().__init__(dim)
 
 
 class _Shrink(Module):

@@ -1,21 +1,14 @@
 """ChannelShuffle: interleave the channels of ``groups`` groups."""
 from __future__ import annotations
 
-from .. import functional as F
-from .module import Module
+from ._one_option import _OneOptionLayer
 
 __all__ = ["ChannelShuffle"]
 
 
-class ChannelShuffle(Module):
+class ChannelShuffle(_OneOptionLayer):
     __constants__ = ["groups"]
+    _function = "channel_shuffle"
 
     def __init__(self, groups: int) -> None:
-        super().__init__()
-        self.groups = groups
-
-    def forward(self, input):
-        return F.channel_shuffle(input, self.groups)
-
-    def extra_repr(self) -> str:
-        return f"groups={self.groups}"
+        super().__init__(groups)

@@ -1,35 +1,22 @@
 """Moving channels into space and back: PixelShuffle and PixelUnshuffle."""
 from __future__ import annotations
 
-from .. import functional as F
-from .module import Module
+from ._one_option import _OneOptionLayer
 
 __all__ = ["PixelShuffle", "PixelUnshuffle"]
 
 
-class PixelShuffle(Module):
+class PixelShuffle(_OneOptionLayer):
     __constants__ = ["upscale_factor"]
+    _function = "pixel_shuffle"
 
     def __init__(self, upscale_factor: int) -> None:
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input):
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"upscale_factor={self.upscale_factor}"
+        super().__init__(upscale_factor)
 
 
-class PixelUnshuffle(Module):
+class PixelUnshuffle(_OneOptionLayer):
     __constants__ = ["downscale_factor"]
+    _function = "pixel_unshuffle"
 
     def __init__(self, downscale_factor: int) -> None:
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input):
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self) -> str:
-        return f"downscale_factor={self.downscale_factor}"
+        super().__init__(downscale_factor)
