@@ -391,6 +391,18 @@ def test_new_torch_names_are_present():
 
 
 @differential
+def test_in_place_squeeze_and_unsqueeze_nodes_save_what_torch_saves(T):
+    out = []
+    for name, args in (("squeeze_", ()), ("squeeze_", (0,)), ("squeeze_", (-2,)), ("squeeze_", ((0,),)),
+                       ("squeeze_", ((0, 1),)), ("unsqueeze_", (1,)), ("unsqueeze_", (-1,))):
+        y = T.ones(1, 3, requires_grad=True) * 2
+        getattr(y, name)(*args)
+        node = y.grad_fn
+        out.append((node.name(), {k: getattr(node, k) for k in dir(node) if k.startswith("_saved_")}))
+    return out
+
+
+@differential
 def test_in_place_shape_changes(T):
     out = []
     for name, args in (("unsqueeze_", (1,)), ("unsqueeze_", (-1,)), ("squeeze_", ()), ("squeeze_", (0,)), ("t_", ()),

@@ -17,7 +17,7 @@ from ..autograd.graph import Node
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from . import _dtype_rules as _rules
-from ._declare import formula_node, inplace_function, module_all, op, record_op, unary
+from ._declare import formula_node, inplace_function, module_all, node_class, op, record_op, unary
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
@@ -733,22 +733,12 @@ def detach_copy(x):
 
 
 # ---- in-place shape changes: unsqueeze_, squeeze_, t_, transpose_ ----------------------------------
-class UnsqueezeBackward1(Node):
-    __slots__ = ("dim",)
-
-    def apply(self, grads):
-        return (grads[0].squeeze(self.dim),)
-
-
-class SqueezeBackward3(Node):
-    __slots__ = ("self_sizes",)
-
-    def apply(self, grads):
-        return (grads[0].reshape(self.self_sizes),)
-
-
-class SqueezeBackward4(SqueezeBackward3):
-    __slots__ = ()
+# unsqueeze_'s and squeeze_'s nodes: the out-of-place ops' gradients and saved values, under torch's
+# in-place names
+UnsqueezeBackward1 = node_class("UnsqueezeBackward1", views.UnsqueezeBackward0)
+SqueezeBackward3 = node_class("SqueezeBackward3", views.SqueezeBackward0)
+SqueezeBackward4 = node_class("SqueezeBackward4", views.SqueezeBackward1)
+SqueezeBackward5 = node_class("SqueezeBackward5", views.SqueezeBackward2)
 
 
 class TransposeBackward1(Node):
@@ -784,14 +774,14 @@ def _reshape_in_place(x, new_data, node_cls, **attrs):
 @op("unsqueeze_", function=False)
 def unsqueeze_(self, dim):
     new = views.unsqueeze(self.detach(), dim)._data
-    return _reshape_in_place(self, new, UnsqueezeBackward1, dim=dim % new.ndim)
+    return _reshape_in_place(self, new, UnsqueezeBackward1, dim=dim % new.ndim, dim_arg=dim)
 
 
 @op("squeeze_", function=False)
 def squeeze_(self, dim=None):
     new = views.squeeze(self.detach(), dim)._data if dim is not None else views.squeeze(self.detach())._data
-    return _reshape_in_place(self, new, SqueezeBackward3 if dim is None else SqueezeBackward4,
-                             self_sizes=self._data.shape)
+    node_cls = SqueezeBackward3 if dim is None else SqueezeBackward4 if isinstance(dim, int) else SqueezeBackward5
+    return _reshape_in_place(self, new, node_cls, in_shape=self._data.shape, dim_arg=dim)
 
 
 @op("transpose_", function=False, aliases=("swapaxes_", "swapdims_"))
