@@ -391,10 +391,11 @@ def test_new_torch_names_are_present():
 
 
 @differential
-def test_in_place_squeeze_and_unsqueeze_nodes_save_what_torch_saves(T):
+def test_in_place_shape_change_nodes_save_what_torch_saves(T):
     out = []
     for name, args in (("squeeze_", ()), ("squeeze_", (0,)), ("squeeze_", (-2,)), ("squeeze_", ((0,),)),
-                       ("squeeze_", ((0, 1),)), ("unsqueeze_", (1,)), ("unsqueeze_", (-1,))):
+                       ("squeeze_", ((0, 1),)), ("unsqueeze_", (1,)), ("unsqueeze_", (-1,)), ("t_", ()),
+                       ("transpose_", (0, 1)), ("transpose_", (-1, 0)), ("swapaxes_", (1, 0)), ("swapdims_", (0, 0))):
         y = T.ones(1, 3, requires_grad=True) * 2
         getattr(y, name)(*args)
         node = y.grad_fn

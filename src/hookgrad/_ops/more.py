@@ -733,23 +733,14 @@ def detach_copy(x):
 
 
 # ---- in-place shape changes: unsqueeze_, squeeze_, t_, transpose_ ----------------------------------
-# unsqueeze_'s and squeeze_'s nodes: the out-of-place ops' gradients and saved values, under torch's
+# the in-place shape changes' nodes: the out-of-place ops' gradients and saved values, under torch's
 # in-place names
 UnsqueezeBackward1 = node_class("UnsqueezeBackward1", views.UnsqueezeBackward0)
 SqueezeBackward3 = node_class("SqueezeBackward3", views.SqueezeBackward0)
 SqueezeBackward4 = node_class("SqueezeBackward4", views.SqueezeBackward1)
 SqueezeBackward5 = node_class("SqueezeBackward5", views.SqueezeBackward2)
-
-
-class TransposeBackward1(Node):
-    __slots__ = ("dim0", "dim1")
-
-    def apply(self, grads):
-        return (grads[0].transpose(self.dim0, self.dim1),)
-
-
-class TBackward1(TransposeBackward1):
-    __slots__ = ()
+TransposeBackward1 = node_class("TransposeBackward1", views.TransposeBackward0)
+TBackward1 = node_class("TBackward1", views.TBackward0)
 
 
 def _reshape_in_place(x, new_data, node_cls, **attrs):
@@ -787,7 +778,8 @@ def squeeze_(self, dim=None):
 @op("transpose_", function=False, aliases=("swapaxes_", "swapdims_"))
 def transpose_(self, dim0, dim1):
     new = views.transpose(self.detach(), dim0, dim1)._data
-    return _reshape_in_place(self, new, TransposeBackward1, dim0=dim0, dim1=dim1)
+    return _reshape_in_place(self, new, TransposeBackward1, d0=dim0 % max(self.dim(), 1),
+                             d1=dim1 % max(self.dim(), 1), dims_arg=(dim0, dim1))
 
 
 @op("t_", function=False)
@@ -795,7 +787,7 @@ def t_(self):
     if self.dim() > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
     new = views.t(self.detach())._data
-    return _reshape_in_place(self, new, TBackward1, dim0=0, dim1=self.dim() - 1 if self.dim() else 0)
+    return _reshape_in_place(self, new, TBackward1)
 
 
 @op(function=False)
