@@ -6,6 +6,7 @@ from hookgrad.nn.functional import one_hot
 from . import constraints
 from .categorical import Categorical, _OnCategorical
 from .distribution import Distribution
+from .utils import _attribute_of
 
 __all__ = ["OneHotCategorical", "OneHotCategoricalStraightThrough"]
 
@@ -23,13 +24,8 @@ class OneHotCategorical(_OnCategorical, Distribution):
     def expand(self, batch_shape, _instance=None):
         return self._expanded(OneHotCategorical, batch_shape, _instance, ("_categorical",))
 
-    @property
-    def _param(self):
-        return self._categorical._param
-
-    @property
-    def mean(self):
-        return self._categorical.probs
+    _param = _attribute_of("_categorical", "_param")
+    mean = _attribute_of("_categorical", "probs")
 
     @property
     def mode(self):

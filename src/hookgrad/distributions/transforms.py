@@ -11,8 +11,8 @@ import operator
 import hookgrad
 from hookgrad.nn.functional import logsigmoid, pad, softplus
 from . import constraints
-from .utils import (_diag_embed, _diagonal, _sum_rightmost, broadcast_all, lazy_property, tril_matrix_to_vec,
-                    vec_to_tril_matrix)
+from .utils import (_attribute_of, _diag_embed, _diagonal, _sum_rightmost, broadcast_all, lazy_property,
+                    tril_matrix_to_vec, vec_to_tril_matrix)
 
 __all__ = ["AbsTransform", "AffineTransform", "CatTransform", "ComposeTransform", "CorrCholeskyTransform",
            "CumulativeDistributionTransform", "ExpTransform", "IndependentTransform", "LowerCholeskyTransform",
@@ -132,13 +132,8 @@ class _InverseTransform(Transform):
     def codomain(self):
         return self._forward.domain
 
-    @property
-    def bijective(self):
-        return self._forward.bijective
-
-    @property
-    def sign(self):
-        return self._forward.sign
+    bijective = _attribute_of("_forward", "bijective")
+    sign = _attribute_of("_forward", "sign")
 
     @property
     def inv(self):
@@ -291,13 +286,8 @@ class IndependentTransform(Transform):
     def codomain(self):
         return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
-    @property
-    def bijective(self):
-        return self.base_transform.bijective
-
-    @property
-    def sign(self):
-        return self.base_transform.sign
+    bijective = _attribute_of("base_transform", "bijective")
+    sign = _attribute_of("base_transform", "sign")
 
     def _call(self, x):
         if x.dim() < self.domain.event_dim:
