@@ -512,3 +512,23 @@ def test_fill_diagonal_gradient(T):
     y.fill_diagonal_(1.0)
     (y * T.arange(6.0).reshape(2, 3)).sum().backward()
     return y, x.grad
+
+
+@differential
+def test_tensor_split_pieces_are_slice_views(T):
+    """Each piece is its own slice view, as in torch: its node and saved bounds, in-place changes
+    allowed, overlapping and backward indices, tensors as indices or sections; bad input refused."""
+    out = []
+    for spec, dim in ((3, 0), ([1, 4], 0), (4, -1), ([5, 2], 0), ([-2], 0), ([7], 0), ([0, 0], 0),
+                      (T.tensor([1, 3]), 0), (T.tensor(3), 0), ((1,), 1)):
+        x = T.arange(12.0).reshape(6, 2).requires_grad_()
+        pieces = T.tensor_split(x * 1, spec, dim)
+        out.append([(p.grad_fn.name(), {k: getattr(p.grad_fn, k) for k in dir(p.grad_fn) if k.startswith("_saved_")},
+                     p) for p in pieces])
+        pieces[-1].mul_(2)
+        sum(p.sum() * (i + 1) for i, p in enumerate(pieces)).backward()
+        out.append(x.grad)
+    x = T.ones(6, 2)
+    out += [catch(T.tensor_split, x, bad) for bad in (0, -1, T.tensor([[1]]), T.tensor([1.5]), 2.0)]
+    out += [catch(T.tensor_split, T.tensor(3.0), 1), x.tensor_split(2, 1)[0].shape, x.tensor_split([1])[1].shape]
+    return out

@@ -631,17 +631,41 @@ def chunk(x: Tensor, chunks: int, dim: int = 0):
     return split(x, step, d)
 
 
+def _tensor_split_cuts(indices_or_sections, size: int) -> list:
+    """Where tensor_split cuts a dim of ``size``: the given indices (a list, or a 1-D long tensor), or
+    for ``n`` sections (an int or a 0-d long tensor) the ends of all but the last, the first
+    ``size % n`` sections one longer."""
+    spec = indices_or_sections
+    if isinstance(spec, Tensor):
+        if spec._data.ndim > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
+                               f"one-dimensional tensor, but got a tensor with {spec._data.ndim} dims")
+        if spec._data.dtype != np.int64:
+            from .._dtype import scalar_type_name
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
+                               f"{scalar_type_name(spec._data.dtype)}")
+        spec = int(spec._data) if spec._data.ndim == 0 else [int(i) for i in spec._data]
+    if not isinstance(spec, int):
+        return [int(i) for i in spec]
+    if spec <= 0:
+        raise RuntimeError(f"number of sections must be larger than 0, got {spec}")
+    cuts, end = [], 0
+    for i in range(spec - 1):
+        end += size // spec + (1 if i < size % spec else 0)
+        cuts.append(end)
+    return cuts
+
+
 @op()
 def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
+    """The pieces between the cuts, each its own slice view (SliceBackward0), as in torch: pieces may
+    overlap or be empty when the indices go backwards, and each may be modified in place."""
+    if x._data.ndim == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
     d = _wrap_dim(dim, x._data.ndim)
     size = x._data.shape[d]
-    if isinstance(indices_or_sections, int):
-        n = indices_or_sections
-        sizes = [size // n + (1 if i < size % n else 0) for i in range(n)]
-    else:
-        idx = [0] + [builtins.min(builtins.max(int(i), 0), size) for i in indices_or_sections] + [size]
-        sizes = [builtins.max(b - a, 0) for a, b in zip(idx[:-1], idx[1:])]
-    return split(x, sizes, d)
+    cuts = _tensor_split_cuts(indices_or_sections, size)
+    return tuple(slice_dim(x, d, start, end) for start, end in zip([0] + cuts, cuts + [size]))
 
 
 @op()
