@@ -531,4 +531,6 @@ def test_tensor_split_pieces_are_slice_views(T):
     x = T.ones(6, 2)
     out += [catch(T.tensor_split, x, bad) for bad in (0, -1, T.tensor([[1]]), T.tensor([1.5]), 2.0)]
     out += [catch(T.tensor_split, T.tensor(3.0), 1), x.tensor_split(2, 1)[0].shape, x.tensor_split([1])[1].shape]
+    y = T.arange(12.0).reshape(2, 3, 2).requires_grad_() * 1
+    out += [[p.grad_fn.name() for p in pieces] for pieces in (T.hsplit(y, 3), T.vsplit(y, [1]), T.dsplit(y, 2))]
     return out
