@@ -594,20 +594,6 @@ def test_overwrite_params_on_conversion_replaces_parameter_objects(T):
     return results
 
 
-def test_swap_on_conversion_is_refused_loudly():
-    hookgrad.__future__.set_swap_module_params_on_conversion(True)
-    try:
-        layer = hookgrad.nn.Linear(2, 2)
-        with pytest.raises(NotImplementedError, match="swap"):
-            layer.double()
-        with pytest.raises(NotImplementedError, match="swap"):
-            layer.load_state_dict(layer.state_dict())
-    finally:
-        hookgrad.__future__.set_swap_module_params_on_conversion(False)
-    assert layer.weight.dtype == hookgrad.float32  # the refused conversion changed nothing
-    layer.load_state_dict(layer.state_dict())
-
-
 @differential
 def test_load_state_dict_rejects_a_non_tensor_with_torchs_words(T):
     layer = T.nn.Linear(2, 2, bias=False)

@@ -421,3 +421,26 @@ class _TensorMeta(type, metaclass=_TensorMetaType):
 
 
 from .._zip_archive import PyTorchFileReader  # noqa: E402,F401  (torch.PyTorchFileReader is torch._C's)
+
+
+def _check_swappable_impl(t1, t2) -> None:
+    """Raise as torch's ``_swap_tensor_impl`` does for a tensor whose autograd state is weakly
+    referenced from elsewhere: ``retain_grad()`` keeps such a reference in torch."""
+    for tensor, name in ((t1, "t1"), (t2, "t2")):
+        if tensor._retains_grad:
+            raise RuntimeError(f"Expected no weakrefs to {name}'s Tensor object but got  1")
+
+
+def _swap_tensor_impl(t1, t2) -> None:
+    """Exchange the TensorImpl state (every slot of ``Tensor``) of ``t1`` and ``t2``; the leaf
+    accumulator each takes along now accumulates into its new owner."""
+    from .._tensor import _STATE_FIELDS
+    _check_swappable_impl(t1, t2)
+    for field in _STATE_FIELDS:
+        value = getattr(t1, field)
+        setattr(t1, field, getattr(t2, field))
+        setattr(t2, field, value)
+    for tensor in (t1, t2):
+        node = None if tensor._accumulator is None else tensor._accumulator()
+        if node is not None:
+            node.variable = tensor

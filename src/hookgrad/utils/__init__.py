@@ -14,6 +14,9 @@ _LATE_SUBMODULES += ("flop_counter", "module_tracker", "_python_dispatch")
 
 
 def __getattr__(name):
+    if name == "swap_tensors":
+        from ._swap import swap_tensors
+        return swap_tensors
     if name in _LATE_SUBMODULES:
         return _importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
