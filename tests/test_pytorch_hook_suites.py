@@ -19,6 +19,7 @@ import sys
 import textwrap
 import types
 import unittest
+import warnings
 
 import numpy as np
 import pytest
@@ -1202,3 +1203,60 @@ def test_dispatch_mode_names_arithmetic_with_a_python_number_as_tensor_overloads
         x.div(2, rounding_mode="floor")
         x.sub(x)
     return seen
+
+
+@differential
+def test_legacy_resize_and_type_functions(T):
+    """torch.autograd._functions (test_autograd imports it): Resize keeps the element count and
+    reshapes the gradient back; Type casts, warns that it is deprecated, and casts the gradient back."""
+    import importlib
+    functions = importlib.import_module(f"{T.__name__}.autograd._functions")
+    x = T.arange(6.0, dtype=T.float64).requires_grad_()
+    y = functions.Resize.apply(x, (2, 3))
+    y.sum().backward()
+    resized = (y.shape, type(y.grad_fn).__name__, x.grad.clone())
+    refused = catch(functions.Resize.apply, x, (4, 2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        z = functions.Type.apply(x, T.FloatTensor)
+    (z * 2).sum().backward()
+    return resized, refused, refused.message, [w.category.__name__ for w in caught], z.dtype, x.grad
+
+
+@differential
+def test_no_dispatch_hides_ops_from_a_dispatch_mode(T):
+    import importlib
+    mode_utils = importlib.import_module(f"{T.__name__}.utils._mode_utils")
+    dispatch = importlib.import_module(f"{T.__name__}.utils._python_dispatch")
+    seen = []
+
+    class Names(dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = T.ones(2)
+    with Names():
+        x.mul(3)
+        with mode_utils.no_dispatch():
+            x.add(1)
+        x.sub(1)
+    return seen, mode_utils.all_same_mode([1, 1]), mode_utils.all_same_mode([1, 2])
+
+
+@differential
+def test_calculate_shape_names_output_and_grad_shapes(T):
+    out, grad, batched = T.ones(2, 3), T.ones(4), T.ones(5, 2, 3)
+    return (tuple(T.autograd._calculate_shape(out, grad, False)[0]),
+            tuple(T.autograd._calculate_shape(out, grad, False)[1]),
+            tuple(T.autograd._calculate_shape(out, batched, True)[1]))
+
+
+def test_mask_not_all_zeros_is_a_boolean_mask_with_a_true_element():
+    from hookgrad.testing._internal.common_methods_invocations import mask_not_all_zeros
+    for shape in [(1,), (3, 4), (2, 1, 2)]:
+        for _ in range(20):
+            mask = mask_not_all_zeros(shape)
+            assert mask.dtype == hookgrad.bool and tuple(mask.shape) == shape and bool(mask.any())
+    with pytest.raises(AssertionError):
+        mask_not_all_zeros(())

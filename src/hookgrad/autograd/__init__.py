@@ -55,6 +55,17 @@ def _inputs_tuple(x, api: str) -> tuple:
     return x
 
 
+def _calculate_shape(output, grad, is_grads_batched: bool):
+    """(output's shape, gradient's shape) as a shape-mismatch error names them; with
+    ``is_grads_batched`` the gradient's first dimension is the batch and is left out."""
+    if isinstance(output, graph.GradientEdge):
+        if is_grads_batched:
+            raise RuntimeError("Batched grads are not supported with GradientEdge")
+        raise NotImplementedError("_calculate_shape of a GradientEdge: hookgrad's nodes do not record the "
+                                  "shapes of their outputs")
+    return output.shape, (grad.shape[1:] if is_grads_batched else grad.shape)
+
+
 def _make_grads(outputs, grads):
     """One gradient per output: the given ones checked against their outputs, ones for scalar outputs
     that need grad and got None. Extra gradients are ignored; too few raise (as in torch)."""

@@ -11,6 +11,7 @@ from . import hooks  # noqa: F401
 _LATE_SUBMODULES = ("data", "dlpack", "checkpoint")
 _LATE_SUBMODULES += ("_pytree", "weak", "_contextlib", "collect_env", "benchmark", "model_zoo")
 _LATE_SUBMODULES += ("flop_counter", "module_tracker", "_python_dispatch")
+_LATE_SUBMODULES += ("_mode_utils",)
 
 
 def __getattr__(name):
