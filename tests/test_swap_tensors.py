@@ -133,3 +133,24 @@ def test_module_load_returning_an_input_is_reported(T, swap_on):
     m.register_buffer("b", T.zeros(2).as_subclass(Broken))
     error = catch(m.load_state_dict, {"b": T.ones(2)})
     return error, "module_load returned one of self or other" in error.message, m.b
+
+
+@differential
+def test_conversion_keeps_optimizer_and_module_hooks_but_not_tensor_hooks(T, swap_on):
+    """Swapping keeps the Parameter objects an optimizer holds; module hooks stay, while a hook
+    registered on a parameter follows its old contents into the discarded tensor (as in torch)."""
+    T.manual_seed(0)
+    m = T.nn.Sequential(T.nn.Linear(3, 4), T.nn.Tanh(), T.nn.Linear(4, 2))
+    m.register_buffer("running", T.zeros(2))
+    opt = T.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+    x = T.ones(5, 3)
+    m(x).sum().backward()
+    opt.step()
+    seen = []
+    m.register_forward_hook(lambda mod, args, out: seen.append(("forward", out.dtype)))
+    m[0].weight.register_hook(lambda g: seen.append(("weight hook", g.dtype)))
+    m.double()
+    opt.zero_grad()
+    m(x.double()).sum().backward()
+    opt.step()
+    return seen, [p.dtype for p in m.parameters()], m.running.dtype, [p.detach() for p in m.parameters()]
