@@ -1260,3 +1260,36 @@ def test_mask_not_all_zeros_is_a_boolean_mask_with_a_true_element():
             assert mask.dtype == hookgrad.bool and tuple(mask.shape) == shape and bool(mask.any())
     with pytest.raises(AssertionError):
         mask_not_all_zeros(())
+
+
+@differential
+def test_views_of_inference_tensors_have_no_history_outside_inference_mode(T):
+    """A view of an inference tensor (even one requiring grad) is an inference tensor with no
+    grad_fn and no base, outside inference_mode too; other ops on it are tracked."""
+    with T.inference_mode():
+        c = T.ones(2, 3, requires_grad=True)
+    views = {"view": lambda t: t.view(-1), "t": lambda t: t.t(), "select": lambda t: t[0],
+             "split": lambda t: t.split(1)[0], "unbind": lambda t: t.unbind()[1], "chunk": lambda t: t.chunk(2, 1)[0],
+             "as_strided": lambda t: t.as_strided((2,), (1,)), "expand": lambda t: t[:1].expand(4, 3),
+             "mul": lambda t: t * 2}
+    return {name: (T.is_inference(out), out.requires_grad, out.is_leaf, out._is_view(), out._base is None)
+            for name, f in views.items() for out in [f(c)]}
+
+
+@differential
+def test_resize_of_a_tensor_requiring_grad_is_allowed_in_inference_mode(T):
+    outcomes = []
+    for make_inside in (True, False):
+        if make_inside:
+            with T.inference_mode():
+                x = T.ones(1, 2, 3, requires_grad=True)
+        else:
+            x = T.ones(1, 2, 3, requires_grad=True)
+        with T.inference_mode():
+            x.resize_(1, 2)
+            x.resize_as_(T.ones(2, 1))
+        outcomes.append((tuple(x.shape), x.requires_grad, T.is_inference(x)))
+    with T.no_grad():
+        outcomes.append(catch(T.ones(2, requires_grad=True).resize_, 1, 2))
+    outcomes.append(catch(T.ones(2, requires_grad=True).resize_, 1, 2))
+    return outcomes
