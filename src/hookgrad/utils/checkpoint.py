@@ -159,6 +159,14 @@ class _Placeholder:
     __slots__ = ("__weakref__",)
 
 
+class _Unplaced:
+    """A tensor a recomputation saves beyond the forward's placeholders, kept as it is (see collect)."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
 class _Frame:
     """One checkpointed call: its inputs, the placeholders its forward saved, and the tensors
     the latest recomputation produced for them."""
@@ -181,6 +189,9 @@ class _Frame:
         # recomputation produced and its unpacking has not taken yet
         self.recomputed: dict = {}
         self.forward_completed = False
+        # set when a recomputation ran before the forward finished and saved more than it had: the
+        # counts and metadata can then no longer be compared (torch gives up checking too)
+        self.ignore_saved_mismatch = False
 
     def pack(self, tensor):
         placeholder = _Placeholder()
@@ -230,6 +241,11 @@ class _Frame:
         def collect(tensor):
             index = len(produced)
             if index >= len(self.placeholders):
+                if not self.early_stop and not self.forward_completed:
+                    # a backward inside the checkpointed function unpacked (and so recomputed) before
+                    # the forward was over; what that rerun's own backward saves has no placeholder
+                    self.ignore_saved_mismatch = True
+                    return _Unplaced(tensor)
                 raise CheckpointError("torch.utils.checkpoint: trying to save more tensors during recomputation "
                                       f"than during the original forward pass.\n{_DEBUG_TIP}")
             produced.append(tensor.detach() if tensor.requires_grad else tensor)
@@ -242,7 +258,7 @@ class _Frame:
         try:
             if self.rng_state is not None:
                 hg.set_rng_state(self.rng_state)
-            with saved_tensors_hooks(collect, lambda index: produced[index]), hg.enable_grad(), \
+            with saved_tensors_hooks(collect, _unpack_recomputed(produced)), hg.enable_grad(), \
                     hg.autocast("cpu", **self.autocast_state):
                 _RECOMPUTING[0] += 1
                 try:
@@ -254,12 +270,12 @@ class _Frame:
         finally:
             if saved_rng is not None:
                 hg.set_rng_state(saved_rng)
-        if len(produced) != len(self.placeholders):
+        if len(produced) != len(self.placeholders) and not self.ignore_saved_mismatch:
             raise CheckpointError("torch.utils.checkpoint: A different number of tensors was saved during the "
                                   "original forward and recomputation.\nNumber of tensors saved during forward: "
                                   f"{len(self.placeholders)}\nNumber of tensors saved during recomputation: "
                                   f"{len(produced)}.\n{_DEBUG_TIP}")
-        if self.check_metadata:
+        if self.check_metadata and not self.ignore_saved_mismatch:
             different = [(i, meta, _metadata(t)) for i, (meta, t) in enumerate(zip(self.metadata, produced))
                          if meta != _metadata(t)]
             if different:
@@ -273,6 +289,12 @@ class _Frame:
             if placeholder is not None:
                 recomputed[id(placeholder)] = tensor
         return recomputed
+
+
+def _unpack_recomputed(produced: list):
+    def unpack(packed):
+        return packed.tensor if packed.__class__ is _Unplaced else produced[packed]
+    return unpack
 
 
 def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args, kwargs):
