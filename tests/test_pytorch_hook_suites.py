@@ -1318,3 +1318,51 @@ def test_grad_inside_a_checkpoint_without_early_stop(T):
         (ggg,) = T.autograd.grad(gg, (x,))
         results.append((g, gg, ggg))
     return results
+
+
+@differential
+def test_custom_function_backward_may_be_named_vjp_but_not_both(T):
+    class ViaVjp(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 3
+
+    class Both(ViaVjp):
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = T.ones(2, requires_grad=True)
+    ViaVjp.apply(x).sum().backward()
+    refused = catch(lambda: Both.apply(x).sum().backward())
+    return x.grad, refused, refused.message
+
+
+@differential
+def test_materialize_non_diff_grads_switch_keeps_none_for_non_differentiable_outputs(T):
+    seen = []
+
+    def make(materialize_non_diff):
+        class Func(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                out0, out1 = x.clone(), x.clone()
+                ctx.mark_non_differentiable(out1)
+                if not materialize_non_diff:
+                    ctx._materialize_non_diff_grads = False
+                return out0, out1
+
+            @staticmethod
+            def backward(ctx, g0, g1):
+                seen.append((materialize_non_diff, None if g1 is None else g1.clone()))
+                return g0
+        return Func
+
+    for flag in (True, False):
+        a = T.tensor(1.0, requires_grad=True)
+        make(flag).apply(a)[0].backward()
+    return seen, T._C.is_grad_enabled()

@@ -444,3 +444,9 @@ def _swap_tensor_impl(t1, t2) -> None:
         node = None if tensor._accumulator is None else tensor._accumulator()
         if node is not None:
             node.variable = tensor
+
+
+def is_grad_enabled() -> bool:
+    """``torch._C.is_grad_enabled()``: the same switch as ``torch.is_grad_enabled()``."""
+    from ..autograd.grad_mode import is_grad_enabled as enabled
+    return enabled()
