@@ -1366,3 +1366,33 @@ def test_materialize_non_diff_grads_switch_keeps_none_for_non_differentiable_out
         a = T.tensor(1.0, requires_grad=True)
         make(flag).apply(a)[0].backward()
     return seen, T._C.is_grad_enabled()
+
+
+@differential
+def test_setup_context_sees_forward_defaults_as_inputs(T):
+    seen = []
+
+    class Pow(T.autograd.Function):
+        @staticmethod
+        def forward(x, y=3):
+            return x ** y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            seen.append(tuple(type(i).__name__ for i in inputs))
+            x, y = inputs
+            ctx.save_for_backward(x)
+            ctx.y = y
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.y * x ** (ctx.y - 1), None
+
+    x = T.tensor(2.0, requires_grad=True)
+    results = []
+    for call in (lambda: Pow.apply(x), lambda: Pow.apply(x, 4), lambda: Pow.apply(x, y=5)):
+        out = call()
+        (g,) = T.autograd.grad(out, x)
+        results.append((out, g))
+    return seen, results

@@ -6,6 +6,7 @@ The node that a Function records is also its ``ctx`` (as in torch), and it is an
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 
 import numpy as np
@@ -121,6 +122,13 @@ class BackwardCFunction(Node, FunctionCtx):
         return tuple(out)
 
 
+def _bind_default_args(forward, args, kwargs) -> tuple:
+    """(positional arguments with forward's defaults filled in, keyword-only arguments)."""
+    bound = inspect.signature(forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
 def _user_backward(cls):
     """The Function's ``backward``, or its ``vjp`` (the other name torch accepts); not both."""
     backward_fn, vjp_fn = cls.backward, cls.vjp
@@ -215,6 +223,10 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         Tensor, edge = _above.Tensor, _above.edge
+        if cls._custom_setup:
+            # as torch: forward's defaults (and arguments given by keyword) join the inputs
+            # setup_context sees, positionally; each counts as an input backward returns a gradient for
+            args, kwargs = _bind_default_args(cls.forward, args, kwargs)
 
         enabled = grad_mode.STATE.enabled
         tensor_args = []
