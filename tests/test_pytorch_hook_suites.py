@@ -1396,3 +1396,17 @@ def test_setup_context_sees_forward_defaults_as_inputs(T):
         (g,) = T.autograd.grad(out, x)
         results.append((out, g))
     return seen, results
+
+
+@differential
+def test_set_gives_a_leaf_a_new_gradient_accumulator(T):
+    x = T.rand(2, requires_grad=True)
+    old_edge = T.autograd.graph.get_gradient_edge(x)
+    out = x.clone()
+    with T.no_grad():
+        x.set_(T.ones(2))
+    new_node = T.autograd.graph.get_gradient_edge(x).node
+    by_tensor = catch(T.autograd.grad, out.sum(), x, retain_graph=True)
+    by_edge = T.autograd.grad(out.sum(), old_edge, retain_graph=True)
+    out.sum().backward()  # the old accumulator still accumulates into x
+    return new_node is old_edge.node, by_tensor, by_edge, x.grad, (x * 3).sum().backward(), x.grad
