@@ -1410,3 +1410,16 @@ def test_set_gives_a_leaf_a_new_gradient_accumulator(T):
     by_edge = T.autograd.grad(out.sum(), old_edge, retain_graph=True)
     out.sum().backward()  # the old accumulator still accumulates into x
     return new_node is old_edge.node, by_tensor, by_edge, x.grad, (x * 3).sum().backward(), x.grad
+
+
+@differential
+def test_writing_part_of_an_expanded_tensor_refuses_only_true_self_overlap(T):
+    """torch refuses a write into a tensor whose own elements share memory (a zero stride over more
+    than one element); one element or one row of an expanded tensor can be written."""
+    g = T.arange(3.0).clone().expand(4, 3)
+    g[0, 1] = 7
+    e = T.zeros(1).expand(5)
+    e[2] = 3
+    row = catch(g.__setitem__, 0, 5)
+    block = catch(T.ones(2, 1).expand(2, 3).__setitem__, (slice(None), slice(1, None)), 0)
+    return g, e, row if isinstance(row, Raised) else g.clone(), block

@@ -969,6 +969,21 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     return x
 
 
+def _writable_alias(target: np.ndarray) -> np.ndarray:
+    """A writable array over ``target``'s memory. NumPy marks every view of an expanded (broadcast)
+    array read-only; torch refuses a write only where the written tensor itself has elements sharing
+    memory (a zero stride over more than one element), so one element of an expanded tensor can be set."""
+    overlap = builtins.any(step == 0 and n > 1 for step, n in zip(target.strides, target.shape))
+    root = target
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if overlap or not root.flags.writeable or not root.flags.c_contiguous:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    offset = target.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(target.shape, target.dtype, buffer=root, offset=offset, strides=target.strides)
+
+
 def _write(x: Tensor, data: np.ndarray) -> None:
     target = x._data
     if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
@@ -982,8 +997,7 @@ def _write(x: Tensor, data: np.ndarray) -> None:
             raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast shape "
                                f"{list(data.shape)}") from None
     if not target.flags.writeable:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location. Please clone() the tensor before performing the operation.")
+        target = _writable_alias(target)
     np.copyto(target, data, casting="unsafe")
     x._version_counter[0] += 1
 
