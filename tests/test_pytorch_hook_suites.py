@@ -11,6 +11,7 @@ unmodified under ``hookgrad run`` outside this repository; what they import is c
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -1423,3 +1424,39 @@ def test_writing_part_of_an_expanded_tensor_refuses_only_true_self_overlap(T):
     row = catch(g.__setitem__, 0, 5)
     block = catch(T.ones(2, 1).expand(2, 3).__setitem__, (slice(None), slice(1, None)), 0)
     return g, e, row if isinstance(row, Raised) else g.clone(), block
+
+
+@differential
+def test_checkpoint_debug_reports_operator_logs_on_non_determinism(T):
+    """checkpoint(debug=True) (or set_checkpoint_debug_enabled(True)) turns a recomputation mismatch
+    into torch's report: the operators of both runs and the guidance text; the global switch off
+    wins over debug=True; debug=True with a context_fn is a ValueError."""
+    from torch.utils import checkpoint as torch_checkpoint
+    ck = hookgrad.utils.checkpoint if T is hookgrad else torch_checkpoint
+
+    def non_deterministic():
+        calls = [0]
+
+        def fn(x):
+            calls[0] += 1
+            return x.sin().exp() if calls[0] == 1 else x.sin() * T.tensor([1.0, 2.0])
+        return fn
+
+    a = T.randn(1, requires_grad=True)
+    reports = []
+    for debug, switch in ((True, None), (False, True), (True, False)):
+        def run():
+            out = ck.checkpoint(non_deterministic(), a, use_reentrant=False, debug=debug)
+            out.backward()
+        if switch is None:
+            error = catch(run)
+        else:
+            with ck.set_checkpoint_debug_enabled(switch):
+                error = catch(run)
+        text = error.message
+        reports.append((error, "passed `debug=True` to checkpoint" in text,
+                        "Operations executed during recomputation" in text, "aten.sin.default" in text,
+                        "have different metadata" in text))
+    refused = catch(ck.checkpoint, non_deterministic(), a, use_reentrant=False, debug=True,
+                    context_fn=lambda: (contextlib.nullcontext(), contextlib.nullcontext()))
+    return reports, refused, refused.message
