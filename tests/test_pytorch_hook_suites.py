@@ -1460,3 +1460,28 @@ def test_checkpoint_debug_reports_operator_logs_on_non_determinism(T):
     refused = catch(ck.checkpoint, non_deterministic(), a, use_reentrant=False, debug=True,
                     context_fn=lambda: (contextlib.nullcontext(), contextlib.nullcontext()))
     return reports, refused, refused.message
+
+
+@differential
+def test_node_is_a_virtual_base_class(T):
+    Node = T.autograd.graph.Node
+    a = T.rand(3, requires_grad=True)
+    b = a.exp()
+
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    c = Func.apply(a)
+    acc = b.grad_fn.next_functions[0][0]
+    functions = T._C._functions
+    return (isinstance(b.grad_fn, Node), issubclass(type(b.grad_fn), Node), Node in type(b.grad_fn).mro(),
+            isinstance(acc, Node), Node in type(acc).mro(), isinstance(c.grad_fn, Node), Node in type(c.grad_fn).mro(),
+            isinstance(functions.AccumulateGrad, Node), issubclass(functions.AccumulateGrad, Node),
+            issubclass(functions.DelayedError, Node), isinstance(None, Node), isinstance(Node, Node),
+            issubclass(Node, Node), issubclass(T.autograd.function.BackwardCFunction, Node), issubclass(int, Node))

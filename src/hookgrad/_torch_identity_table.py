@@ -2491,6 +2491,9 @@ FUNCTIONS = {
         'xlogy': ('torch._C._special', 'special_xlogy'),
         'zeta': ('torch._C._special', 'special_zeta'),
     },
+    'hookgrad.utils': {
+        'swap_tensors': ('torch.utils', 'swap_tensors'),
+    },
     'hookgrad.utils.checkpoint': {
         'check_backward_validity': ('torch.utils.checkpoint', 'check_backward_validity'),
         'checkpoint': ('torch.utils.checkpoint', 'checkpoint'),
@@ -2724,6 +2727,7 @@ EAGER_ANNOTATIONS = frozenset({
     'torch.random',
     'torch.serialization',
     'torch.torch_version',
+    'torch.utils',
     'torch.utils._contextlib',
     'torch.utils._pytree',
     'torch.utils.collect_env',
