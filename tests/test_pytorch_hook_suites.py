@@ -148,7 +148,14 @@ def _torch_reference_values():
     names = sorted(n for n in vars(optim_suite) if n.startswith("test"))
     for name in names:
         _run_case(optim_suite, name)
-    return {"verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
+    from torch.testing._internal import common_dtype
+
+    def sample(a, b=2, *args, c, **kw):
+        return a
+    helpers = {"dtype_name": utils.dtype_name(torch.int64), "arglist": utils.get_function_arglist(sample),
+               "dtype2prec": sorted((str(k).split(".")[-1], v) for k, v in utils.dtype2prec_DONTUSE.items()),
+               "math_dtypes": [str(d).split(".")[-1] for d in common_dtype.get_all_math_dtypes("cpu")]}
+    return {"helpers": helpers, "verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
             "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test")),
             "optim_names": names, "optim_seen": sorted(map(list, seen))}
 
@@ -1485,3 +1492,44 @@ def test_node_is_a_virtual_base_class(T):
             isinstance(functions.AccumulateGrad, Node), issubclass(functions.AccumulateGrad, Node),
             issubclass(functions.DelayedError, Node), isinstance(None, Node), isinstance(Node, Node),
             issubclass(Node, Node), issubclass(T.autograd.function.BackwardCFunction, Node), issubclass(int, Node))
+
+
+def test_small_helpers_test_nn_imports_behave_as_torchs(monkeypatch, torch_reference):
+    from hookgrad.testing._internal import common_cuda as hg_cuda, common_mkldnn as hg_mkldnn
+    from hookgrad.testing._internal import common_dtype as hg_dtype
+
+    want = torch_reference["helpers"]
+    assert hg_utils.dtype_name(hookgrad.int64) == want["dtype_name"] == "int64"
+
+    def sample(a, b=2, *args, c, **kw):
+        return a
+    assert hg_utils.get_function_arglist(sample) == want["arglist"] == ["a", "b"]
+    ran = []
+    assert hg_utils.gcIfJetson(lambda: ran.append(1) or "dropped")() is None and ran == [1]
+    assert sorted((str(k).split(".")[-1], v) for k, v in hg_utils.dtype2prec_DONTUSE.items()) == \
+        [tuple(pair) for pair in want["dtype2prec"]]
+    assert [str(d).split(".")[-1] for d in hg_dtype.get_all_math_dtypes("cpu")] == want["math_dtypes"]
+
+    class Case(hg_utils.TestCase):
+        def runTest(self):
+            pass
+    case = Case()
+    case.precision = 1e-7
+    with hg_cuda.tf32_on(case, 1e-3):
+        assert case.precision == 1e-3
+    assert case.precision == 1e-7
+    calls = []
+    for decorator in (hg_cuda.tf32_on_and_off(0.005), hg_mkldnn.reduced_f32_on_and_off(),
+                      hg_device.skipCUDAIfNotRocm):
+        decorator(lambda self, device: calls.append(device))(case, "cpu")
+    assert calls == ["cpu"] * 3  # each runs the test once on the CPU
+    hg_utils._assertGradAndGradgradChecks(case, lambda x: (x * x).sum(),
+                                          (hookgrad.randn(3, dtype=hookgrad.float64, requires_grad=True),))
+
+    from urllib import error, request
+
+    def unreachable(*args, **kwargs):
+        raise error.URLError("no network")
+    monkeypatch.setattr(request, "urlopen", unreachable)
+    with pytest.warns(RuntimeWarning, match="could not download test file"), pytest.raises(unittest.SkipTest):
+        hg_utils.download_file("https://example.invalid/hookgrad-missing-file.pt")
