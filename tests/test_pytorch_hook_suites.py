@@ -1533,3 +1533,28 @@ def test_small_helpers_test_nn_imports_behave_as_torchs(monkeypatch, torch_refer
     monkeypatch.setattr(request, "urlopen", unreachable)
     with pytest.warns(RuntimeWarning, match="could not download test file"), pytest.raises(unittest.SkipTest):
         hg_utils.download_file("https://example.invalid/hookgrad-missing-file.pt")
+
+
+@differential
+def test_gradient_edge_as_output_of_grad_and_backward(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+
+    def fn(reduce=True):
+        tmp = x.sin().cos()
+        if reduce:
+            tmp = tmp.sum()
+        return tmp.exp().clone().sin().sum(), T.autograd.graph.get_gradient_edge(tmp)
+
+    out, edge = fn()
+    (tmp_grad,) = T.autograd.grad(out, (edge,))
+    (two_steps,) = T.autograd.grad(edge, (x,), grad_outputs=(tmp_grad,))
+    (one_step,) = T.autograd.grad(fn()[0], (x,))
+    errors = [catch(T.autograd.grad, fn(reduce=False)[1], (x,)),
+              catch(T.autograd.grad, fn()[1], (x,), grad_outputs=T.tensor([1.0, 2.0, 3.0])),
+              catch(T.autograd.grad, fn()[1], (x,), grad_outputs=T.rand_like(tmp_grad, dtype=T.complex64))]
+    _, edge = fn()
+    T.autograd.backward(edge, retain_graph=True)
+    by_backward = x.grad.clone()
+    x.grad = None
+    T.autograd.backward((edge, fn()[0]))
+    return two_steps, one_step, errors, by_backward, x.grad

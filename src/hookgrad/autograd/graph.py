@@ -777,7 +777,11 @@ class GradientEdge(tuple):
 def get_gradient_edge(tensor) -> GradientEdge:
     if not tensor.requires_grad:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
-    return GradientEdge(*tensor._edge())
+    edge = GradientEdge(*tensor._edge())
+    # the shape and dtype of the gradient that enters there (torch reads them off the node): what
+    # autograd.grad / backward check a given gradient against, or make ones of, for an edge as output
+    edge._gradient_meta = (tensor._data.shape, tensor._data.dtype)
+    return edge
 
 
 class _MultiHandle:
