@@ -1558,3 +1558,11 @@ def test_gradient_edge_as_output_of_grad_and_backward(T):
     x.grad = None
     T.autograd.backward((edge, fn()[0]))
     return two_steps, one_step, errors, by_backward, x.grad
+
+
+@differential
+def test_profiler_itt_is_reachable_and_not_built(T):
+    """torch.profiler is an attribute of torch (test files read torch.profiler.itt.is_available() at
+    import); without an ITT build the range functions raise."""
+    itt = T.profiler.itt
+    return itt.is_available(), catch(itt.range_push, "x"), catch(itt.mark, "x"), catch(itt.range_pop)

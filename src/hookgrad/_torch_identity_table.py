@@ -2410,6 +2410,13 @@ FUNCTIONS = {
         'resolve_name': ('torch.overrides', 'resolve_name'),
         'wrap_torch_function': ('torch.overrides', 'wrap_torch_function'),
     },
+    'hookgrad.profiler.itt': {
+        'is_available': ('torch.profiler.itt', 'is_available'),
+        'mark': ('torch.profiler.itt', 'mark'),
+        'range': ('torch.profiler.itt', 'range'),
+        'range_pop': ('torch.profiler.itt', 'range_pop'),
+        'range_push': ('torch.profiler.itt', 'range_push'),
+    },
     'hookgrad.random': {
         'fork_rng': ('torch.random', 'fork_rng'),
     },
@@ -2724,6 +2731,7 @@ EAGER_ANNOTATIONS = frozenset({
     'torch.optim.sgd',
     'torch.optim.sparse_adam',
     'torch.overrides',
+    'torch.profiler.itt',
     'torch.random',
     'torch.serialization',
     'torch.torch_version',
