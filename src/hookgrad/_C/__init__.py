@@ -433,7 +433,8 @@ def _check_swappable_impl(t1, t2) -> None:
 
 def _swap_tensor_impl(t1, t2) -> None:
     """Exchange the TensorImpl state (every slot of ``Tensor``) of ``t1`` and ``t2``; the leaf
-    accumulator each takes along now accumulates into its new owner."""
+    accumulator each takes along now accumulates into its new owner, and each version counter
+    moves one step (see below)."""
     from .._tensor import _STATE_FIELDS
     _check_swappable_impl(t1, t2)
     for field in _STATE_FIELDS:
@@ -444,6 +445,13 @@ def _swap_tensor_impl(t1, t2) -> None:
         node = None if tensor._accumulator is None else tensor._accumulator()
         if node is not None:
             node.variable = tensor
+        # torch refuses to swap a tensor a graph saved (its TensorImpl's use count); hookgrad cannot
+        # count those holders, so it makes them fail loudly instead: anything that saved either
+        # tensor before the swap now sees a newer version and raises when backward unpacks it
+        # (a view made before shares the counter and is seen as modified too)
+        counter = tensor._version_counter
+        if counter.__class__ is list:  # (inference tensors track no version and cannot be saved)
+            counter[0] += 1
 
 
 def is_grad_enabled() -> bool:

@@ -8,9 +8,10 @@ follows the data: the leaf accumulator of ``t1`` (the node a graph built earlier
 gradient to) now belongs to ``t2`` and is poisoned, so a backward through a graph recorded before
 the swap raises instead of accumulating into the wrong object.
 
-torch also refuses a tensor whose TensorImpl is held elsewhere in C++ (its ``_use_count``: a view
-of it, a graph that saved it). hookgrad's graphs keep arrays, not tensor objects, so they stay
-valid across a swap; only the accumulator counts here.
+torch also refuses a tensor whose TensorImpl is held elsewhere in C++ (its ``_use_count``: a graph
+that saved it, a view of it). hookgrad cannot count those holders; instead the swap moves both
+version counters one step, so a graph that saved either tensor raises the in-place-modification
+error when its backward unpacks it, rather than computing with the swapped-in values.
 """
 from __future__ import annotations
 
