@@ -11,6 +11,7 @@ unmodified under ``hookgrad run`` outside this repository; what they import is c
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -19,6 +20,7 @@ import sys
 import textwrap
 import types
 import unittest
+import warnings
 
 import numpy as np
 import pytest
@@ -146,7 +148,14 @@ def _torch_reference_values():
     names = sorted(n for n in vars(optim_suite) if n.startswith("test"))
     for name in names:
         _run_case(optim_suite, name)
-    return {"verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
+    from torch.testing._internal import common_dtype
+
+    def sample(a, b=2, *args, c, **kw):
+        return a
+    helpers = {"dtype_name": utils.dtype_name(torch.int64), "arglist": utils.get_function_arglist(sample),
+               "dtype2prec": sorted((str(k).split(".")[-1], v) for k, v in utils.dtype2prec_DONTUSE.items()),
+               "math_dtypes": [str(d).split(".")[-1] for d in common_dtype.get_all_math_dtypes("cpu")]}
+    return {"helpers": helpers, "verdicts": [_verdict(utils.TestCase(), *case[1:]) for case in _cases(torch)],
             "names": sorted(n for n in vars(_build_parametrized(utils, torch)) if n.startswith("test")),
             "optim_names": names, "optim_seen": sorted(map(list, seen))}
 
@@ -592,20 +601,6 @@ def test_overwrite_params_on_conversion_replaces_parameter_objects(T):
         finally:
             T.__future__.set_overwrite_module_params_on_conversion(False)
     return results
-
-
-def test_swap_on_conversion_is_refused_loudly():
-    hookgrad.__future__.set_swap_module_params_on_conversion(True)
-    try:
-        layer = hookgrad.nn.Linear(2, 2)
-        with pytest.raises(NotImplementedError, match="swap"):
-            layer.double()
-        with pytest.raises(NotImplementedError, match="swap"):
-            layer.load_state_dict(layer.state_dict())
-    finally:
-        hookgrad.__future__.set_swap_module_params_on_conversion(False)
-    assert layer.weight.dtype == hookgrad.float32  # the refused conversion changed nothing
-    layer.load_state_dict(layer.state_dict())
 
 
 @differential
@@ -1216,3 +1211,362 @@ def test_dispatch_mode_names_arithmetic_with_a_python_number_as_tensor_overloads
         x.div(2, rounding_mode="floor")
         x.sub(x)
     return seen
+
+
+@differential
+def test_legacy_resize_and_type_functions(T):
+    """torch.autograd._functions (test_autograd imports it): Resize keeps the element count and
+    reshapes the gradient back; Type casts, warns that it is deprecated, and casts the gradient back."""
+    import importlib
+    functions = importlib.import_module(f"{T.__name__}.autograd._functions")
+    x = T.arange(6.0, dtype=T.float64).requires_grad_()
+    y = functions.Resize.apply(x, (2, 3))
+    y.sum().backward()
+    resized = (y.shape, type(y.grad_fn).__name__, x.grad.clone())
+    refused = catch(functions.Resize.apply, x, (4, 2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        z = functions.Type.apply(x, T.FloatTensor)
+    (z * 2).sum().backward()
+    return resized, refused, refused.message, [w.category.__name__ for w in caught], z.dtype, x.grad
+
+
+@differential
+def test_no_dispatch_hides_ops_from_a_dispatch_mode(T):
+    import importlib
+    mode_utils = importlib.import_module(f"{T.__name__}.utils._mode_utils")
+    dispatch = importlib.import_module(f"{T.__name__}.utils._python_dispatch")
+    seen = []
+
+    class Names(dispatch.TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    x = T.ones(2)
+    with Names():
+        x.mul(3)
+        with mode_utils.no_dispatch():
+            x.add(1)
+        x.sub(1)
+    return seen, mode_utils.all_same_mode([1, 1]), mode_utils.all_same_mode([1, 2])
+
+
+@differential
+def test_calculate_shape_names_output_and_grad_shapes(T):
+    out, grad, batched = T.ones(2, 3), T.ones(4), T.ones(5, 2, 3)
+    return (tuple(T.autograd._calculate_shape(out, grad, False)[0]),
+            tuple(T.autograd._calculate_shape(out, grad, False)[1]),
+            tuple(T.autograd._calculate_shape(out, batched, True)[1]))
+
+
+def test_mask_not_all_zeros_is_a_boolean_mask_with_a_true_element():
+    from hookgrad.testing._internal.common_methods_invocations import mask_not_all_zeros
+    for shape in [(1,), (3, 4), (2, 1, 2)]:
+        for _ in range(20):
+            mask = mask_not_all_zeros(shape)
+            assert mask.dtype == hookgrad.bool and tuple(mask.shape) == shape and bool(mask.any())
+    with pytest.raises(AssertionError):
+        mask_not_all_zeros(())
+
+
+@differential
+def test_views_of_inference_tensors_have_no_history_outside_inference_mode(T):
+    """A view of an inference tensor (even one requiring grad) is an inference tensor with no
+    grad_fn and no base, outside inference_mode too; other ops on it are tracked."""
+    with T.inference_mode():
+        c = T.ones(2, 3, requires_grad=True)
+    views = {"view": lambda t: t.view(-1), "t": lambda t: t.t(), "select": lambda t: t[0],
+             "split": lambda t: t.split(1)[0], "unbind": lambda t: t.unbind()[1], "chunk": lambda t: t.chunk(2, 1)[0],
+             "as_strided": lambda t: t.as_strided((2,), (1,)), "expand": lambda t: t[:1].expand(4, 3),
+             "mul": lambda t: t * 2}
+    return {name: (T.is_inference(out), out.requires_grad, out.is_leaf, out._is_view(), out._base is None)
+            for name, f in views.items() for out in [f(c)]}
+
+
+@differential
+def test_resize_of_a_tensor_requiring_grad_is_allowed_in_inference_mode(T):
+    outcomes = []
+    for make_inside in (True, False):
+        if make_inside:
+            with T.inference_mode():
+                x = T.ones(1, 2, 3, requires_grad=True)
+        else:
+            x = T.ones(1, 2, 3, requires_grad=True)
+        with T.inference_mode():
+            x.resize_(1, 2)
+            x.resize_as_(T.ones(2, 1))
+        outcomes.append((tuple(x.shape), x.requires_grad, T.is_inference(x)))
+    with T.no_grad():
+        outcomes.append(catch(T.ones(2, requires_grad=True).resize_, 1, 2))
+    outcomes.append(catch(T.ones(2, requires_grad=True).resize_, 1, 2))
+    return outcomes
+
+
+@differential
+def test_grad_inside_a_checkpoint_without_early_stop(T):
+    """autograd.grad(create_graph=True) inside a non-reentrant checkpoint with early_stop=False:
+    the rerun its backward triggers during the forward saves more than the forward had so far,
+    which torch accepts (and stops comparing counts for that checkpoint)."""
+    from torch.utils import checkpoint as torch_checkpoint
+    ck = hookgrad.utils.checkpoint if T is hookgrad else torch_checkpoint
+
+    def inner_grad(x):
+        with T.enable_grad():
+            out = x.sin().exp().sin()
+            (g,) = T.autograd.grad(out, (x,), create_graph=True)
+        return g
+
+    results = []
+    for early_stop in (True, False):
+        x = T.tensor(0.7, requires_grad=True)
+        with ck.set_checkpoint_early_stop(early_stop):
+            g = ck.checkpoint(inner_grad, x, use_reentrant=False)
+            (gg,) = T.autograd.grad(g, (x,), create_graph=True)
+        (ggg,) = T.autograd.grad(gg, (x,))
+        results.append((g, gg, ggg))
+    return results
+
+
+@differential
+def test_custom_function_backward_may_be_named_vjp_but_not_both(T):
+    class ViaVjp(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 3
+
+    class Both(ViaVjp):
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = T.ones(2, requires_grad=True)
+    ViaVjp.apply(x).sum().backward()
+    refused = catch(lambda: Both.apply(x).sum().backward())
+    return x.grad, refused, refused.message
+
+
+@differential
+def test_materialize_non_diff_grads_switch_keeps_none_for_non_differentiable_outputs(T):
+    seen = []
+
+    def make(materialize_non_diff):
+        class Func(T.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                out0, out1 = x.clone(), x.clone()
+                ctx.mark_non_differentiable(out1)
+                if not materialize_non_diff:
+                    ctx._materialize_non_diff_grads = False
+                return out0, out1
+
+            @staticmethod
+            def backward(ctx, g0, g1):
+                seen.append((materialize_non_diff, None if g1 is None else g1.clone()))
+                return g0
+        return Func
+
+    for flag in (True, False):
+        a = T.tensor(1.0, requires_grad=True)
+        make(flag).apply(a)[0].backward()
+    return seen, T._C.is_grad_enabled()
+
+
+@differential
+def test_setup_context_sees_forward_defaults_as_inputs(T):
+    seen = []
+
+    class Pow(T.autograd.Function):
+        @staticmethod
+        def forward(x, y=3):
+            return x ** y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            seen.append(tuple(type(i).__name__ for i in inputs))
+            x, y = inputs
+            ctx.save_for_backward(x)
+            ctx.y = y
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * ctx.y * x ** (ctx.y - 1), None
+
+    x = T.tensor(2.0, requires_grad=True)
+    results = []
+    for call in (lambda: Pow.apply(x), lambda: Pow.apply(x, 4), lambda: Pow.apply(x, y=5)):
+        out = call()
+        (g,) = T.autograd.grad(out, x)
+        results.append((out, g))
+    return seen, results
+
+
+@differential
+def test_set_gives_a_leaf_a_new_gradient_accumulator(T):
+    x = T.rand(2, requires_grad=True)
+    old_edge = T.autograd.graph.get_gradient_edge(x)
+    out = x.clone()
+    with T.no_grad():
+        x.set_(T.ones(2))
+    new_node = T.autograd.graph.get_gradient_edge(x).node
+    by_tensor = catch(T.autograd.grad, out.sum(), x, retain_graph=True)
+    by_edge = T.autograd.grad(out.sum(), old_edge, retain_graph=True)
+    out.sum().backward()  # the old accumulator still accumulates into x
+    return new_node is old_edge.node, by_tensor, by_edge, x.grad, (x * 3).sum().backward(), x.grad
+
+
+@differential
+def test_writing_part_of_an_expanded_tensor_refuses_only_true_self_overlap(T):
+    """torch refuses a write into a tensor whose own elements share memory (a zero stride over more
+    than one element); one element or one row of an expanded tensor can be written."""
+    g = T.arange(3.0).clone().expand(4, 3)
+    g[0, 1] = 7
+    e = T.zeros(1).expand(5)
+    e[2] = 3
+    row = catch(g.__setitem__, 0, 5)
+    block = catch(T.ones(2, 1).expand(2, 3).__setitem__, (slice(None), slice(1, None)), 0)
+    return g, e, row if isinstance(row, Raised) else g.clone(), block
+
+
+@differential
+def test_checkpoint_debug_reports_operator_logs_on_non_determinism(T):
+    """checkpoint(debug=True) (or set_checkpoint_debug_enabled(True)) turns a recomputation mismatch
+    into torch's report: the operators of both runs and the guidance text; the global switch off
+    wins over debug=True; debug=True with a context_fn is a ValueError."""
+    from torch.utils import checkpoint as torch_checkpoint
+    ck = hookgrad.utils.checkpoint if T is hookgrad else torch_checkpoint
+
+    def non_deterministic():
+        calls = [0]
+
+        def fn(x):
+            calls[0] += 1
+            return x.sin().exp() if calls[0] == 1 else x.sin() * T.tensor([1.0, 2.0])
+        return fn
+
+    a = T.randn(1, requires_grad=True)
+    reports = []
+    for debug, switch in ((True, None), (False, True), (True, False)):
+        def run():
+            out = ck.checkpoint(non_deterministic(), a, use_reentrant=False, debug=debug)
+            out.backward()
+        if switch is None:
+            error = catch(run)
+        else:
+            with ck.set_checkpoint_debug_enabled(switch):
+                error = catch(run)
+        text = error.message
+        reports.append((error, "passed `debug=True` to checkpoint" in text,
+                        "Operations executed during recomputation" in text, "aten.sin.default" in text,
+                        "have different metadata" in text))
+    refused = catch(ck.checkpoint, non_deterministic(), a, use_reentrant=False, debug=True,
+                    context_fn=lambda: (contextlib.nullcontext(), contextlib.nullcontext()))
+    return reports, refused, refused.message
+
+
+@differential
+def test_node_is_a_virtual_base_class(T):
+    Node = T.autograd.graph.Node
+    a = T.rand(3, requires_grad=True)
+    b = a.exp()
+
+    class Func(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    c = Func.apply(a)
+    acc = b.grad_fn.next_functions[0][0]
+    functions = T._C._functions
+    return (isinstance(b.grad_fn, Node), issubclass(type(b.grad_fn), Node), Node in type(b.grad_fn).mro(),
+            isinstance(acc, Node), Node in type(acc).mro(), isinstance(c.grad_fn, Node), Node in type(c.grad_fn).mro(),
+            isinstance(functions.AccumulateGrad, Node), issubclass(functions.AccumulateGrad, Node),
+            issubclass(functions.DelayedError, Node), isinstance(None, Node), isinstance(Node, Node),
+            issubclass(Node, Node), issubclass(T.autograd.function.BackwardCFunction, Node), issubclass(int, Node))
+
+
+def test_small_helpers_test_nn_imports_behave_as_torchs(monkeypatch, torch_reference):
+    from hookgrad.testing._internal import common_cuda as hg_cuda, common_mkldnn as hg_mkldnn
+    from hookgrad.testing._internal import common_dtype as hg_dtype
+
+    want = torch_reference["helpers"]
+    assert hg_utils.dtype_name(hookgrad.int64) == want["dtype_name"] == "int64"
+
+    def sample(a, b=2, *args, c, **kw):
+        return a
+    assert hg_utils.get_function_arglist(sample) == want["arglist"] == ["a", "b"]
+    ran = []
+    assert hg_utils.gcIfJetson(lambda: ran.append(1) or "dropped")() is None and ran == [1]
+    assert sorted((str(k).split(".")[-1], v) for k, v in hg_utils.dtype2prec_DONTUSE.items()) == \
+        [tuple(pair) for pair in want["dtype2prec"]]
+    assert [str(d).split(".")[-1] for d in hg_dtype.get_all_math_dtypes("cpu")] == want["math_dtypes"]
+
+    class Case(hg_utils.TestCase):
+        def runTest(self):
+            pass
+    case = Case()
+    case.precision = 1e-7
+    with hg_cuda.tf32_on(case, 1e-3):
+        assert case.precision == 1e-3
+    assert case.precision == 1e-7
+    calls = []
+    for decorator in (hg_cuda.tf32_on_and_off(0.005), hg_mkldnn.reduced_f32_on_and_off(),
+                      hg_device.skipCUDAIfNotRocm):
+        decorator(lambda self, device: calls.append(device))(case, "cpu")
+    assert calls == ["cpu"] * 3  # each runs the test once on the CPU
+    hg_utils._assertGradAndGradgradChecks(case, lambda x: (x * x).sum(),
+                                          (hookgrad.randn(3, dtype=hookgrad.float64, requires_grad=True),))
+
+    from urllib import error, request
+
+    def unreachable(*args, **kwargs):
+        raise error.URLError("no network")
+    monkeypatch.setattr(request, "urlopen", unreachable)
+    with pytest.warns(RuntimeWarning, match="could not download test file"), pytest.raises(unittest.SkipTest):
+        hg_utils.download_file("https://example.invalid/hookgrad-missing-file.pt")
+
+
+@differential
+def test_gradient_edge_as_output_of_grad_and_backward(T):
+    x = T.tensor([1.0, 2.0], requires_grad=True)
+
+    def fn(reduce=True):
+        tmp = x.sin().cos()
+        if reduce:
+            tmp = tmp.sum()
+        return tmp.exp().clone().sin().sum(), T.autograd.graph.get_gradient_edge(tmp)
+
+    out, edge = fn()
+    (tmp_grad,) = T.autograd.grad(out, (edge,))
+    (two_steps,) = T.autograd.grad(edge, (x,), grad_outputs=(tmp_grad,))
+    (one_step,) = T.autograd.grad(fn()[0], (x,))
+    errors = [catch(T.autograd.grad, fn(reduce=False)[1], (x,)),
+              catch(T.autograd.grad, fn()[1], (x,), grad_outputs=T.tensor([1.0, 2.0, 3.0])),
+              catch(T.autograd.grad, fn()[1], (x,), grad_outputs=T.rand_like(tmp_grad, dtype=T.complex64))]
+    _, edge = fn()
+    T.autograd.backward(edge, retain_graph=True)
+    by_backward = x.grad.clone()
+    x.grad = None
+    T.autograd.backward((edge, fn()[0]))
+    return two_steps, one_step, errors, by_backward, x.grad
+
+
+def test_profiler_itt_is_reachable_and_not_built():
+    """torch.profiler is an attribute of torch (test files read torch.profiler.itt.is_available() at
+    import). hookgrad has no ITT (torch's x86 builds have): is_available() is False and the range
+    functions raise the RuntimeError torch raises on a build without it."""
+    itt = hookgrad.profiler.itt
+    assert itt.is_available() is False
+    for call in (lambda: itt.range_push("x"), lambda: itt.mark("x"), itt.range_pop):
+        with pytest.raises(RuntimeError, match="ITT functions not installed"):
+            call()
+    assert "profiler" in dir(hookgrad)

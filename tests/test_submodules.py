@@ -1016,3 +1016,38 @@ def test_pytree_return_types_are_their_own_nodes(T):
         out.append((leaves, spec.num_leaves, spec.context, type(rebuilt).__name__, rebuilt[0],
                     [pt.keystr(k) for k, _ in pt.tree_leaves_with_path(result)]))
     return out
+
+
+@differential
+def test_allow_mutation_context_shows_torchs_bookkeeping(T):
+    """ctx.cloned holds one entry per saved tensor (per version) changed in place while its graph
+    lives; ctx.tid_to_weakhandle one per saved tensor; both forget a graph once it is freed."""
+    graph = _graph_extras(T)
+    counts = []
+
+    def note(ctx):
+        counts.append((len(list(ctx.cloned.items())), len(list(ctx.tid_to_weakhandle.items())),
+                       len(list(ctx.original.items()))))
+
+    with graph.allow_mutation_on_saved_tensors() as ctx:
+        a = T.randn(2, 3, requires_grad=True).clone()
+        b, c = a ** 2, a ** 2  # the same tensor at one version: one handle
+        note(ctx)
+        a.sin_()
+        note(ctx)
+        d = a ** 3
+        a[:1].mul_(2)  # through a view
+        note(ctx)
+        del b, c
+        note(ctx)
+        d.sum().backward()
+        note(ctx)
+        base = T.ones(2, requires_grad=True)
+        plain, out = T.tensor([1.0, 2.0]), None
+        out = base * plain
+        T.sin(T.tensor([2.0, 3.0]), out=plain)
+        note(ctx)
+        out.sum().backward()
+        note(ctx)
+        grad = base.grad
+    return counts, grad

@@ -135,6 +135,7 @@ _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerat
           "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for
 _LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
 _LAZY |= {"_tensor_str"}  # torch._tensor_str.PRINT_OPTS and printoptions
+_LAZY |= {"profiler"}  # torch.profiler (test files read torch.profiler.itt.is_available() at import)
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
 _FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "futures", "to_dlpack": "utils.dlpack",
                    "ScriptModule": "jit", "ScriptFunction": "jit"}

@@ -2411,6 +2411,13 @@ FUNCTIONS = {
         'resolve_name': ('torch.overrides', 'resolve_name'),
         'wrap_torch_function': ('torch.overrides', 'wrap_torch_function'),
     },
+    'hookgrad.profiler.itt': {
+        'is_available': ('torch.profiler.itt', 'is_available'),
+        'mark': ('torch.profiler.itt', 'mark'),
+        'range': ('torch.profiler.itt', 'range'),
+        'range_pop': ('torch.profiler.itt', 'range_pop'),
+        'range_push': ('torch.profiler.itt', 'range_push'),
+    },
     'hookgrad.random': {
         'fork_rng': ('torch.random', 'fork_rng'),
     },
@@ -2491,6 +2498,9 @@ FUNCTIONS = {
         'xlog1py': ('torch._C._special', 'special_xlog1py'),
         'xlogy': ('torch._C._special', 'special_xlogy'),
         'zeta': ('torch._C._special', 'special_zeta'),
+    },
+    'hookgrad.utils': {
+        'swap_tensors': ('torch.utils', 'swap_tensors'),
     },
     'hookgrad.utils.checkpoint': {
         'check_backward_validity': ('torch.utils.checkpoint', 'check_backward_validity'),
@@ -2722,9 +2732,11 @@ EAGER_ANNOTATIONS = frozenset({
     'torch.optim.sgd',
     'torch.optim.sparse_adam',
     'torch.overrides',
+    'torch.profiler.itt',
     'torch.random',
     'torch.serialization',
     'torch.torch_version',
+    'torch.utils',
     'torch.utils._contextlib',
     'torch.utils._pytree',
     'torch.utils.collect_env',

@@ -421,3 +421,40 @@ class _TensorMeta(type, metaclass=_TensorMetaType):
 
 
 from .._zip_archive import PyTorchFileReader  # noqa: E402,F401  (torch.PyTorchFileReader is torch._C's)
+
+
+def _check_swappable_impl(t1, t2) -> None:
+    """Raise as torch's ``_swap_tensor_impl`` does for a tensor whose autograd state is weakly
+    referenced from elsewhere: ``retain_grad()`` keeps such a reference in torch."""
+    for tensor, name in ((t1, "t1"), (t2, "t2")):
+        if tensor._retains_grad:
+            raise RuntimeError(f"Expected no weakrefs to {name}'s Tensor object but got  1")
+
+
+def _swap_tensor_impl(t1, t2) -> None:
+    """Exchange the TensorImpl state (every slot of ``Tensor``) of ``t1`` and ``t2``; the leaf
+    accumulator each takes along now accumulates into its new owner, and each version counter
+    moves one step (see below)."""
+    from .._tensor import _STATE_FIELDS
+    _check_swappable_impl(t1, t2)
+    for field in _STATE_FIELDS:
+        value = getattr(t1, field)
+        setattr(t1, field, getattr(t2, field))
+        setattr(t2, field, value)
+    for tensor in (t1, t2):
+        node = None if tensor._accumulator is None else tensor._accumulator()
+        if node is not None:
+            node.variable = tensor
+        # torch refuses to swap a tensor a graph saved (its TensorImpl's use count); hookgrad cannot
+        # count those holders, so it makes them fail loudly instead: anything that saved either
+        # tensor before the swap now sees a newer version and raises when backward unpacks it
+        # (a view made before shares the counter and is seen as modified too)
+        counter = tensor._version_counter
+        if counter.__class__ is list:  # (inference tensors track no version and cannot be saved)
+            counter[0] += 1
+
+
+def is_grad_enabled() -> bool:
+    """``torch._C.is_grad_enabled()``: the same switch as ``torch.is_grad_enabled()``."""
+    from ..autograd.grad_mode import is_grad_enabled as enabled
+    return enabled()

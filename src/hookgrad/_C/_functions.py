@@ -9,7 +9,7 @@ node is attached whenever an input requires grad, whatever the grad mode.
 from __future__ import annotations
 
 from .._tensor import Tensor, wrap
-from ..autograd.graph import Node
+from ..autograd.graph import AccumulateGrad, Node  # noqa: F401 - AccumulateGrad: torch's name here too
 
 
 class Error(Node):
@@ -83,3 +83,8 @@ class UndefinedGrad:
     def __call__(self, *inputs):
         _check_count(inputs, 1)
         return _wrap_outputs(inputs, UndefinedGradBackward)
+
+
+# torch registers these as node classes (a call makes a node)
+Node.register(DelayedError)
+Node.register(UndefinedGrad)

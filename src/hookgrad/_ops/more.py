@@ -1216,7 +1216,7 @@ def map_(self, other, callable):
 
 
 def _resize(self, shape_):
-    if self._requires_grad:
+    if self._requires_grad and not GRAD.inference:  # inference_mode switches autograd's check off, as in torch
         raise RuntimeError("cannot resize variables that require grad")
     if self._base is not None:
         raise RuntimeError("hookgrad resizes only tensors that are not views")

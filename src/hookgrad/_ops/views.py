@@ -23,14 +23,22 @@ from ._declare import _InputShapeNode, module_all, op, record_op
 from ._base import GRAD, edge, record, sum_to_shape
 
 
+def _records_view(x: Tensor) -> bool:
+    """Whether a view of ``x`` gets a node: under grad mode, of a tensor requiring grad that is no
+    inference tensor (torch gives a view of an inference tensor no history, even outside inference_mode)."""
+    return GRAD.enabled and x._requires_grad and x._version_counter.__class__ is not InferenceCounter
+
+
 def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
     """A Tensor over ``data`` (a NumPy view of ``x``'s memory) registered as a view of ``x``."""
     out = wrap(data)
-    # a view of an inference tensor is no view to autograd (no base; detach_ works), as in torch
-    out._base = None if x._version_counter.__class__ is InferenceCounter else x._base if x._base is not None else x
+    # a view of an inference tensor is no view to autograd (no base, no history: it requires no grad
+    # even outside inference_mode; detach_ works), as in torch
+    of_inference = x._version_counter.__class__ is InferenceCounter
+    out._base = None if of_inference else x._base if x._base is not None else x
     out._version_counter = x._version_counter
     out._view_version = x._version_counter[0]
-    if node_cls is not None and GRAD.enabled and x._requires_grad:
+    if node_cls is not None and _records_view(x):
         node = record_op(node_cls, (x,), out)
         for k, v in attrs.items():
             setattr(node, k, v)
@@ -583,7 +591,7 @@ def _multi_view(x, pieces, node):
     outs = []
     for i, data in enumerate(pieces):
         out = wrap(data)
-        out._base = x._base if x._base is not None else x
+        out._base = None if x._version_counter.__class__ is InferenceCounter else x._base if x._base is not None else x
         out._version_counter = x._version_counter
         out._view_version = x._version_counter[0]
         if node is not None:
@@ -614,7 +622,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
     bounds = np.cumsum([0] + sizes)
     pieces = [x._data[(slice(None),) * d + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:])]
     node = None
-    if GRAD.enabled and x._requires_grad:
+    if _records_view(x):
         node = node_cls((edge(x),))
         node.dim, node.sizes, node.in_shape, node.dtype = d, sizes, x._data.shape, x._data.dtype
         node.dim_arg, node.split_arg = dim, split_size_or_sections
@@ -673,7 +681,7 @@ def unbind(x: Tensor, dim: int = 0):
     d = _wrap_dim(dim, x._data.ndim)
     pieces = [x._data[(slice(None),) * d + (i, Ellipsis)] for i in range(x._data.shape[d])]
     node = None
-    if GRAD.enabled and x._requires_grad:
+    if _records_view(x):
         node = UnbindBackward0((edge(x),))
         node.dim, node.in_shape, node.dtype, node.dim_arg = d, x._data.shape, x._data.dtype, dim
     return _multi_view(x, pieces, node)
@@ -854,7 +862,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     data = np.lib.stride_tricks.as_strided(start[offset:], tuple(size), tuple(s * item for s in stride),
                                            writeable=True)
     out = make_view(x, data)
-    if GRAD.enabled and x._requires_grad:
+    if _records_view(x):
         node = record_op(AsStridedBackward0, (x,), out)
         node.geometry = Geometry(x._data, data)
         node.args = (tuple(size), tuple(stride), storage_offset)
@@ -985,6 +993,21 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     return x
 
 
+def _writable_alias(target: np.ndarray) -> np.ndarray:
+    """A writable array over ``target``'s memory. NumPy marks every view of an expanded (broadcast)
+    array read-only; torch refuses a write only where the written tensor itself has elements sharing
+    memory (a zero stride over more than one element), so one element of an expanded tensor can be set."""
+    overlap = builtins.any(step == 0 and n > 1 for step, n in zip(target.strides, target.shape))
+    root = target
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if overlap or not root.flags.writeable or not root.flags.c_contiguous:
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                           "single memory location. Please clone() the tensor before performing the operation.")
+    offset = target.__array_interface__["data"][0] - root.__array_interface__["data"][0]
+    return np.ndarray(target.shape, target.dtype, buffer=root, offset=offset, strides=target.strides)
+
+
 def _write(x: Tensor, data: np.ndarray) -> None:
     target = x._data
     if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
@@ -998,8 +1021,7 @@ def _write(x: Tensor, data: np.ndarray) -> None:
             raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast shape "
                                f"{list(data.shape)}") from None
     if not target.flags.writeable:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location. Please clone() the tensor before performing the operation.")
+        target = _writable_alias(target)
     np.copyto(target, data, casting="unsafe")
     x._version_counter[0] += 1
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import sys
 
+import numpy as np
+
 from . import graph, grad_mode
 from ._warn_once import warn_once
 from . import functional  # noqa: F401
@@ -23,7 +25,7 @@ from .. import _dtype
 
 # backward() and grad() run once per pass: names from above are bound once, not imported per call
 _above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine", ones_like="hookgrad._ops.creation",
-                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base")
+                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor")
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly",
@@ -36,7 +38,7 @@ __all__ += ["ProfilerEvent"]
 
 def _outputs_tuple(x) -> tuple:
     """``tensors`` / ``outputs``: one tensor or an iterable of them (None is not iterable: TypeError)."""
-    return (x,) if isinstance(x, _above.Tensor) else tuple(x)
+    return (x,) if isinstance(x, (_above.Tensor, graph.GradientEdge)) else tuple(x)
 
 
 def _inputs_tuple(x, api: str) -> tuple:
@@ -55,10 +57,35 @@ def _inputs_tuple(x, api: str) -> tuple:
     return x
 
 
+def _calculate_shape(output, grad, is_grads_batched: bool):
+    """(output's shape, gradient's shape) as a shape-mismatch error names them; with
+    ``is_grads_batched`` the gradient's first dimension is the batch and is left out."""
+    if isinstance(output, graph.GradientEdge):
+        if is_grads_batched:
+            raise RuntimeError("Batched grads are not supported with GradientEdge")
+        return _gradient_stand_in(output).shape, grad.shape
+    return output.shape, (grad.shape[1:] if is_grads_batched else grad.shape)
+
+
+def _gradient_stand_in(edge):
+    """For a GradientEdge given as an output: a tensor of the shape and dtype of the gradient that
+    enters there (no memory of its own), which the checks below treat as that output."""
+    meta = getattr(edge, "_gradient_meta", None)
+    if meta is None:
+        raise NotImplementedError("a GradientEdge as an output of autograd.grad/backward needs the shape of its "
+                                  "gradient, which hookgrad records only for edges made by "
+                                  "torch.autograd.graph.get_gradient_edge")
+    shape, dtype = meta
+    stand_in = _above.wrap(np.broadcast_to(np.zeros((), dtype=dtype), shape))
+    stand_in._requires_grad = True
+    return stand_in
+
+
 def _make_grads(outputs, grads):
     """One gradient per output: the given ones checked against their outputs, ones for scalar outputs
     that need grad and got None. Extra gradients are ignored; too few raise (as in torch)."""
     Tensor, ones_like, as_tensor_arg = _above.Tensor, _above.ones_like, _above.as_tensor_arg
+    outputs = [_gradient_stand_in(o) if isinstance(o, graph.GradientEdge) else o for o in outputs]
     if grads is None:
         grads = (None,) * len(outputs)
     elif isinstance(grads, Tensor):
@@ -99,6 +126,9 @@ def _make_grads(outputs, grads):
 def _root_edges(outputs):
     edges = []
     for i, t in enumerate(outputs):
+        if isinstance(t, graph.GradientEdge):
+            edges.append((t.node, t.output_nr))
+            continue
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")
         edges.append(t._edge())

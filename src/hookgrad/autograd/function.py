@@ -6,6 +6,7 @@ The node that a Function records is also its ``ctx`` (as in torch), and it is an
 from __future__ import annotations
 
 import functools
+import inspect
 import re
 
 import numpy as np
@@ -91,7 +92,7 @@ class BackwardCFunction(Node, FunctionCtx):
         if self.materialize_grads:
             grads = [g if g is not None or meta is None else _zeros(meta) for g, meta in zip(grads, self._output_meta)]
         # a once_differentiable backward turns grad mode off itself (and marks its results)
-        result = cls.backward(self, *grads)
+        result = _user_backward(cls)(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
         n_args = len(self._arg_is_tensor)
@@ -119,6 +120,22 @@ class BackwardCFunction(Node, FunctionCtx):
                     g = _validate_grad(self, i, g, meta)
             out.append(g)
         return tuple(out)
+
+
+def _bind_default_args(forward, args, kwargs) -> tuple:
+    """(positional arguments with forward's defaults filled in, keyword-only arguments)."""
+    bound = inspect.signature(forward).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return bound.args, bound.kwargs
+
+
+def _user_backward(cls):
+    """The Function's ``backward``, or its ``vjp`` (the other name torch accepts); not both."""
+    backward_fn, vjp_fn = cls.backward, cls.vjp
+    if backward_fn is not Function.backward and vjp_fn is not Function.vjp:
+        raise RuntimeError("Implementing both 'backward' and 'vjp' for a custom Function is not allowed. You should "
+                           "only implement one of them.")
+    return vjp_fn if vjp_fn is not Function.vjp else backward_fn
 
 
 def _zeros(meta):
@@ -206,6 +223,10 @@ class Function(metaclass=_FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         Tensor, edge = _above.Tensor, _above.edge
+        if cls._custom_setup:
+            # as torch: forward's defaults (and arguments given by keyword) join the inputs
+            # setup_context sees, positionally; each counts as an input backward returns a gradient for
+            args, kwargs = _bind_default_args(cls.forward, args, kwargs)
 
         enabled = grad_mode.STATE.enabled
         tensor_args = []
@@ -249,9 +270,12 @@ class Function(metaclass=_FunctionMeta):
                 wrapped.append(o)
                 meta.append(None)
                 continue
-            meta.append((o._data.shape, o._data.dtype))
             is_dirty = bool(dirty) and any(o is t for t in dirty)
             is_non_diff = bool(non_diff) and any(o is t for t in non_diff)
+            # ctx._materialize_non_diff_grads = False: a non-differentiable output's missing gradient
+            # reaches backward as None even while grads are materialized (torch's private switch)
+            keeps_none = is_non_diff and not node.__dict__.get("_materialize_non_diff_grads", True)
+            meta.append(None if keeps_none else (o._data.shape, o._data.dtype))
             if not is_dirty and any(o is t for t in tensor_args):
                 # an input returned as-is: the caller gets a view of it, which refuses in-place ops
                 o = _returned_input_view(o, node, i, recording and not is_non_diff)

@@ -74,8 +74,8 @@ _FREED_MESSAGE = (
     "graph a second time or if you need to access saved tensors after calling backward.")
 
 
-class Node:
-    """A recorded operation in the backward graph.
+class _NodeBase:
+    """What every node is and does (``Node`` below is its public face).
 
     Subclasses implement ``apply(grads) -> tuple`` with hookgrad Tensor ops (so that
     ``create_graph=True`` records the backward itself). Tensors needed by the backward are stored
@@ -119,7 +119,7 @@ class Node:
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        cls._releases_more_than_saved = cls.release_variables is not Node.release_variables
+        cls._releases_more_than_saved = cls.release_variables is not _NodeBase.release_variables
         own_names, own_values = "saved_names" in cls.__dict__, "saved_values" in cls.__dict__
         if not (own_names or own_values):
             return
@@ -287,6 +287,50 @@ class Node:
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()} has no backward")
 
+
+class _VirtualBase(type):
+    """torch's ``autograd.graph.Node`` is a virtual base class: every node is an instance of it
+    (and every node class a subclass), yet it is in no node class's MRO. The node classes here
+    derive from ``Node`` (so they are easy to find); their MRO leaves it out and the checks below
+    answer for it."""
+
+    def mro(cls):
+        order = super().mro()
+        if _PUBLIC_NODE and cls is not _PUBLIC_NODE[0]:
+            order = [klass for klass in order if klass is not _PUBLIC_NODE[0]]
+        return order
+
+    def __instancecheck__(cls, obj):
+        if _PUBLIC_NODE and cls is _PUBLIC_NODE[0]:
+            return isinstance(obj, _NodeBase)
+        return super().__instancecheck__(obj)
+
+    def __subclasscheck__(cls, sub):
+        if _PUBLIC_NODE and cls is _PUBLIC_NODE[0]:
+            return isinstance(sub, type) and (issubclass(sub, _NodeBase) or
+                                              any(issubclass(sub, v) for v in _VIRTUAL_NODE_CLASSES))
+        return super().__subclasscheck__(sub)
+
+    def register(cls, subclass):
+        """Count ``subclass`` as a node class in ``issubclass`` (what torch registers by hand, such as
+        ``torch._C._functions.DelayedError``, whose instances make nodes when called)."""
+        _VIRTUAL_NODE_CLASSES.append(subclass)
+        return subclass
+
+
+_PUBLIC_NODE: list = []
+_VIRTUAL_NODE_CLASSES: list = []
+
+
+class Node(_NodeBase, metaclass=_VirtualBase):
+    """A recorded operation in the backward graph (``grad_fn``): its ``name()``, ``next_functions``,
+    ``metadata`` and hooks (``register_hook``, ``register_prehook``). Node classes derive from it; as
+    in torch it is a virtual base class, absent from their ``mro()``."""
+
+    __slots__ = ()
+
+
+_PUBLIC_NODE.append(Node)
 
 
 def node_classes() -> list:
@@ -733,7 +777,11 @@ class GradientEdge(tuple):
 def get_gradient_edge(tensor) -> GradientEdge:
     if not tensor.requires_grad:
         raise RuntimeError("It is not possible to get the gradient edge for a Tensor that does not require gradients")
-    return GradientEdge(*tensor._edge())
+    edge = GradientEdge(*tensor._edge())
+    # the shape and dtype of the gradient that enters there (torch reads them off the node): what
+    # autograd.grad / backward check a given gradient against, or make ones of, for an edge as output
+    edge._gradient_meta = (tensor._data.shape, tensor._data.dtype)
+    return edge
 
 
 class _MultiHandle:

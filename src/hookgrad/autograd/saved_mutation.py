@@ -7,12 +7,14 @@ dispatcher, so the saved-tensor pack hook keeps a copy of the values, and the un
 back the tensor itself when its version counter shows no change since (the common case: the
 same object, as in torch), or a tensor made from the copy when the tensor, or a view sharing its
 memory, was changed. Gradients are torch's; the copy costs memory for every tensor saved inside
-the context. Backward must run inside the same context (torch's AssertionError otherwise), and the
-contexts do not nest (torch's RuntimeError).
+the context. The context object's ``cloned``, ``original`` and ``tid_to_weakhandle`` show what
+torch's show (computed from the version counters when read). Backward must run inside the same
+context (torch's AssertionError otherwise), and the contexts do not nest (torch's RuntimeError).
 """
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import numpy as np
 
@@ -28,26 +30,51 @@ _OUTSIDE = ("Trying to backward outside of the 'allow_mutation_on_saved_tensors'
 _enabled = [False]
 
 
+class _Handle:
+    """What the graph keeps for one saved tensor (at one version): the values it had then. The
+    graph holds it strongly, the context weakly, so the context forgets it with the graph."""
+
+    __slots__ = ("version", "values", "__weakref__")
+
+    def __init__(self, version, values):
+        self.version, self.values = version, values
+
+
 class _AllowMutationOnSavedContext:
-    """The state of one ``allow_mutation_on_saved_tensors`` block: the saved tensors and, for the
-    ones changed since, what backward gets instead."""
+    """The state of one ``allow_mutation_on_saved_tensors`` block, shown as torch shows it:
+    ``original`` maps each live handle to its tensor while that tensor is unchanged, ``cloned``
+    maps it to the values saved once the tensor (or a view of its memory) changed in place, and
+    ``tid_to_weakhandle`` maps ``(id, data_ptr, version)`` of each saved tensor to its handle (the
+    same tensor saved twice at one version shares a handle). Entries go when their graph goes."""
 
     def __init__(self) -> None:
-        self.original: dict = {}
-        self.cloned: dict = {}
+        self._tensors: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._clones: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self.tid_to_weakhandle: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._open = True
 
+    def _changed(self, handle) -> bool:
+        return self._tensors[handle]._version != handle.version
+
+    @property
+    def original(self) -> dict:
+        return {h: t for h, t in list(self._tensors.items()) if not self._changed(h)}
+
+    @property
+    def cloned(self) -> dict:
+        return {h: self._clone(h) for h in list(self._tensors.keys()) if self._changed(h)}
+
+    def _clone(self, handle):
+        clone = self._clones.get(handle)
+        if clone is None:
+            clone = self._clones[handle] = _above.wrap(handle.values)
+        return clone
+
     def clear(self) -> None:
-        self.original.clear()
-        self.cloned.clear()
+        self._tensors.clear()
+        self._clones.clear()
+        self.tid_to_weakhandle.clear()
         self._open = False
-
-
-class _Saved:
-    __slots__ = ("key", "version", "values", "__weakref__")
-
-    def __init__(self, key, version, values):
-        self.key, self.version, self.values = key, version, values
 
 
 def increment_version(tensor) -> None:
@@ -64,20 +91,20 @@ def allow_mutation_on_saved_tensors():
     ctx = _AllowMutationOnSavedContext()
 
     def pack(tensor):
-        handle = _Saved(id(tensor), tensor._version, np.array(tensor._data, copy=True))
-        ctx.original[handle.key] = tensor
+        tid = (id(tensor), tensor.data_ptr(), tensor._version)
+        handle = ctx.tid_to_weakhandle.get(tid)
+        if handle is None:
+            handle = _Handle(tensor._version, np.array(tensor._data, copy=True))
+            ctx.tid_to_weakhandle[tid] = handle
+            ctx._tensors[handle] = tensor
         return handle
 
     def unpack(handle):
-        if not _enabled[0] or not ctx._open or handle.key not in ctx.original:
+        if not _enabled[0] or not ctx._open or handle not in ctx._tensors:
             raise AssertionError(_OUTSIDE)
-        tensor = ctx.original[handle.key]
-        if tensor._version == handle.version:
-            return tensor
-        clone = ctx.cloned.get(handle.key)
-        if clone is None:  # changed in place since it was saved: backward gets the saved values
-            clone = ctx.cloned[handle.key] = _above.wrap(handle.values)
-        return clone
+        if ctx._changed(handle):  # changed in place since it was saved: backward gets the saved values
+            return ctx._clone(handle)
+        return ctx._tensors[handle]
 
     with saved_tensors_hooks(pack, unpack):
         try:

@@ -18,6 +18,7 @@ from warnings import warn
 from ..autograd import profiler as _autograd_profiler
 from ..autograd.profiler_util import EventList
 from ..autograd.profiler import DeviceType, ProfilerActivity, kineto_available, record_function
+from . import itt  # noqa: F401 - torch.profiler.itt, reached as an attribute
 
 __all__ = ["profile", "schedule", "supported_activities", "tensorboard_trace_handler", "ProfilerAction",
            "ProfilerActivity", "kineto_available", "DeviceType", "record_function"]

@@ -12,7 +12,9 @@ saved-tensor hooks, as PyTorch's non-reentrant checkpoint is:
   last needed tensor is saved, so hooks of modules after that point do not fire again; without
   it ``fn`` runs to the end. Every backward pass recomputes anew.
 - the rerun must save as many tensors, with the same shapes and dtypes, as the forward did
-  (``determinism_check='default'``), else CheckpointError.
+  (``determinism_check='default'``), else CheckpointError; with ``debug=True`` (or
+  ``set_checkpoint_debug_enabled(True)``) that error carries the ATen operators both runs executed
+  and the frames they were called from, as torch's does.
 
 ``use_reentrant=True`` is the older scheme: ``fn`` runs under no_grad inside an autograd
 Function whose backward reruns it with grad and backpropagates through the rerun. Not passing
@@ -159,6 +161,14 @@ class _Placeholder:
     __slots__ = ("__weakref__",)
 
 
+class _Unplaced:
+    """A tensor a recomputation saves beyond the forward's placeholders, kept as it is (see collect)."""
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+
 class _Frame:
     """One checkpointed call: its inputs, the placeholders its forward saved, and the tensors
     the latest recomputation produced for them."""
@@ -181,6 +191,10 @@ class _Frame:
         # recomputation produced and its unpacking has not taken yet
         self.recomputed: dict = {}
         self.forward_completed = False
+        # set when a recomputation ran before the forward finished and saved more than it had: the
+        # counts and metadata can then no longer be compared (torch gives up checking too)
+        self.ignore_saved_mismatch = False
+        self.on_error = None  # debug=True: turns a CheckpointError of the recomputation into torch's report
 
     def pack(self, tensor):
         placeholder = _Placeholder()
@@ -197,7 +211,12 @@ class _Frame:
             task = _current_task()
             pass_id = object() if task is None else task.id
         if pass_id not in self.recomputed:
-            self.recomputed = {pass_id: self._recompute()}  # an earlier pass's leftovers are dropped
+            try:
+                self.recomputed = {pass_id: self._recompute()}  # an earlier pass's leftovers are dropped
+            except CheckpointError as error:
+                if self.on_error is not None:  # debug=True: the operator logs of both runs
+                    self.on_error(error)
+                raise
         produced = self.recomputed[pass_id]
         if id(placeholder) not in produced:
             extra = ("Performing two backward calls that overlap (i.e. require the same saved activation in order "
@@ -230,6 +249,11 @@ class _Frame:
         def collect(tensor):
             index = len(produced)
             if index >= len(self.placeholders):
+                if not self.early_stop and not self.forward_completed:
+                    # a backward inside the checkpointed function unpacked (and so recomputed) before
+                    # the forward was over; what that rerun's own backward saves has no placeholder
+                    self.ignore_saved_mismatch = True
+                    return _Unplaced(tensor)
                 raise CheckpointError("torch.utils.checkpoint: trying to save more tensors during recomputation "
                                       f"than during the original forward pass.\n{_DEBUG_TIP}")
             produced.append(tensor.detach() if tensor.requires_grad else tensor)
@@ -242,7 +266,7 @@ class _Frame:
         try:
             if self.rng_state is not None:
                 hg.set_rng_state(self.rng_state)
-            with saved_tensors_hooks(collect, lambda index: produced[index]), hg.enable_grad(), \
+            with saved_tensors_hooks(collect, _unpack_recomputed(produced)), hg.enable_grad(), \
                     hg.autocast("cpu", **self.autocast_state):
                 _RECOMPUTING[0] += 1
                 try:
@@ -254,12 +278,12 @@ class _Frame:
         finally:
             if saved_rng is not None:
                 hg.set_rng_state(saved_rng)
-        if len(produced) != len(self.placeholders):
+        if len(produced) != len(self.placeholders) and not self.ignore_saved_mismatch:
             raise CheckpointError("torch.utils.checkpoint: A different number of tensors was saved during the "
                                   "original forward and recomputation.\nNumber of tensors saved during forward: "
                                   f"{len(self.placeholders)}\nNumber of tensors saved during recomputation: "
                                   f"{len(produced)}.\n{_DEBUG_TIP}")
-        if self.check_metadata:
+        if self.check_metadata and not self.ignore_saved_mismatch:
             different = [(i, meta, _metadata(t)) for i, (meta, t) in enumerate(zip(self.metadata, produced))
                          if meta != _metadata(t)]
             if different:
@@ -275,7 +299,126 @@ class _Frame:
         return recomputed
 
 
-def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args, kwargs):
+_DEBUG_REPORT = """ \
+An error happened while unpacking tensors; dumping logs of latest computation
+because you passed `debug=True` to `torch.utils.checkpoint.checkpoint()`.
+Scroll all the way down for guidance on how to navigate these logs.
+
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|        1. Stack traces of the operators that ran in the original forward     |
++------------------------------------------------------------------------------+
+
+{forward_traces}
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|        2. Stack traces of the operators that ran during recomputation        |
++------------------------------------------------------------------------------+
+
+{recompute_traces}
++~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~+
+|       3. Log of operators in the original forward and recomputation          |
++------------------------------------------------------------------------------+
+(Scroll up to correlate stack traces with each operation listed below. This
+ helps identify their source in the code.)
+
+IMPORTANT: Differences in "detach" calls between the original forward and the
+           recomputation are expected. They are introduced by the checkpointing
+           mechanism and can be ignored.
+
+Operations executed during the original forward:
+
+{forward_ops}
+
+Operations executed during recomputation:
+
+{recompute_ops}
+
++------------------------------------------------------------------------------+
+ ERROR: Detected non-determinism while running activation checkpointing
+
+ You are seeing this error because you passed `debug=True` to checkpoint and
+ tensors to be saved during the original forward and differ between those saved
+ during recomputation. This can happen if different operators were ran in the
+ original forward and in the recomputation.
+
+ To identify where the mismatch may be coming from, you can do the following:
+
+ 1) Compare the operators ran during original forward and recomputation to
+    see where they differ. These operators are printed above in the order they
+    were executed.
+
+ 2) Review the stack trace for each operator to locate its invocation source.
+    Each operator's stack trace is printed in their execution order.
+
+ Note that the logs can be quite long. Here's how they are structured:
+ (Tip: you can Ctrl-f for these headers)
+
+ 1. Stack traces of the operators that ran in the original forward
+ 2. Stack traces of the operators that ran during recomputation
+ 3. Log of operators in the original forward and recomputation
+ 4. Error message                                             <--- You are here
+--------------------------------------------------------------------------------
+"""
+
+
+def _debug_context_and_error():
+    """checkpoint(debug=True): (context_fn, on_error). The contexts log every ATen operator of the
+    forward and of the recomputation with the Python frames it was called from; on_error raises a
+    CheckpointError carrying both logs (torch's report, with hookgrad's operator log lines)."""
+    import os
+    import traceback
+    from . import _python_dispatch
+
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+    class _OperatorLog(_python_dispatch.TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops, self.traces = [], []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(str(func))
+            self.traces.append([frame for frame in traceback.extract_stack()[:-1]
+                                if not os.path.abspath(frame.filename).startswith(package_dir)])
+            return func(*args, **(kwargs or {}))
+
+    logs = {"forward": None, "recompute": None}
+
+    @contextlib.contextmanager
+    def logging(which):
+        log = logs[which] = _OperatorLog()
+        with log:
+            yield
+
+    def traces(label, log):
+        lines = []
+        for i, (op, frames) in enumerate(zip(log.ops, log.traces)):
+            lines.append(f"{op}   ({i + 1} of {len(log.ops)} in {label})\n")
+            lines.extend(f"{f.filename}:{f.lineno}:{f.name}" for f in reversed(frames))
+            lines.append("\n")
+        return "\n".join(lines)
+
+    def on_error(error):
+        forward, recompute = logs["forward"], logs["recompute"]
+        if forward is None or recompute is None:
+            raise AssertionError("checkpoint(debug=True): an operator log is missing")
+        raise CheckpointError(_DEBUG_REPORT.format(
+            forward_traces=traces("original", forward), recompute_traces=traces("recompute", recompute),
+            forward_ops="\n".join(forward.ops), recompute_ops="\n".join(recompute.ops))) from error
+
+    def context_fn():
+        return logging("forward"), logging("recompute")
+
+    return context_fn, on_error
+
+
+def _unpack_recomputed(produced: list):
+    def unpack(packed):
+        return packed.tensor if packed.__class__ is _Unplaced else produced[packed]
+    return unpack
+
+
+def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args, kwargs,
+                                  on_error=None):
     hg = _hg()
     from ..autograd.graph import saved_tensors_hooks
     if determinism_check not in ("default", "none"):
@@ -293,6 +436,7 @@ def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_ch
             return function(*inputs, **kw)
 
     frame = _Frame(rerun, args, kwargs, preserve, early_stop, determinism_check == "default")
+    frame.on_error = on_error
     with saved_tensors_hooks(frame.pack, frame.unpack), forward_context:
         out = function(*args, **kwargs)
     frame.forward_completed = True
@@ -390,11 +534,13 @@ def checkpoint(function, *args, use_reentrant=None, context_fn=noop_context_fn, 
         if "fn" not in _REENTRANT:
             _REENTRANT["fn"] = _reentrant_function()
         return _REENTRANT["fn"].apply(function, preserve, *args)
+    on_error = None
     if _debug_override["value"] if _debug_override["value"] is not None else debug:
-        raise NotImplementedError("checkpoint(debug=True) (operator traces on mismatch) is not implemented in "
-                                  "hookgrad")
+        if context_fn is not noop_context_fn:
+            raise ValueError("debug=True is incompatible with non-default context_fn")
+        context_fn, on_error = _debug_context_and_error()
     return _checkpoint_without_reentrant(function, preserve, context_fn, determinism_check, early_stop, args,
-                                         kwargs)
+                                         kwargs, on_error)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=None, **kwargs):

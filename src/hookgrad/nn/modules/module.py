@@ -434,6 +434,21 @@ def _parse_to(*args, **kwargs):
     return device, dtype, non_blocking, memory_format
 
 
+def _swap_in_loaded(param: Tensor, input_param: Tensor, assign: bool) -> None:
+    """``load_state_dict``'s swapping path: ``param`` (keeping its identity) takes the contents of
+    ``param.module_load(input_param)``, a Parameter again if ``param`` is one."""
+    loaded = param.module_load(input_param, assign=assign)
+    if loaded is input_param or loaded is param:
+        raise RuntimeError("module_load returned one of self or other, please .detach() "
+                           "the result if returning one of the inputs in module_load")
+    if isinstance(param, Parameter):
+        if not isinstance(loaded, Parameter):
+            loaded = Parameter(loaded, requires_grad=param.requires_grad)
+        else:
+            loaded.requires_grad_(param.requires_grad)
+    hookgrad.utils.swap_tensors(param, loaded)
+
+
 def _set_tensor_data(tensor: Tensor, new: Tensor) -> None:
     """Make ``tensor`` hold ``new``'s values (dtype included) without changing its identity."""
     tensor.data = new
@@ -646,13 +661,16 @@ class Module:
         if recurse:
             for module in self.children():
                 module._apply(fn)
-        hookgrad.__future__.refuse_swap("converting a module")
         overwrite = hookgrad.__future__.get_overwrite_module_params_on_conversion()
+        use_swap_tensors = hookgrad.__future__.get_swap_module_params_on_conversion()
         for key, param in self._parameters.items():
             if param is None:
                 continue
             with hookgrad.no_grad():
                 param_applied = fn(param)
+            if use_swap_tensors:
+                self._swap_in_converted(key, param, param_applied, fn)
+                continue
             param_grad = param.grad
             replaced = overwrite and param_applied is not param
             if replaced:
@@ -671,6 +689,28 @@ class Module:
             if buf is not None:
                 self._buffers[key] = fn(buf)
         return self
+
+    def _swap_in_converted(self, key: str, param: Parameter, param_applied: Tensor, fn) -> None:
+        """``_apply`` under ``set_swap_module_params_on_conversion(True)``: the parameter object (and
+        its gradient's) stays, and takes the converted tensor's contents by ``swap_tensors``."""
+        param_grad = param.grad
+        try:
+            param.grad = None  # the gradient is swapped on its own below
+            hookgrad.utils.swap_tensors(param, Parameter(param_applied, requires_grad=param.requires_grad))
+        except Exception as e:
+            if param_grad is not None:
+                param.grad = param_grad
+            raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}") from e
+        if param_grad is None:
+            return
+        with hookgrad.no_grad():
+            grad_applied = fn(param_grad)
+        grad_applied.requires_grad_(param_grad.requires_grad)
+        try:
+            hookgrad.utils.swap_tensors(param_grad, grad_applied)
+        except Exception as e:
+            raise RuntimeError(f"_apply(): Couldn't swap {self._get_name()}.{key}.grad") from e
+        param.grad = param_grad
 
     def apply(self, fn: Callable[["Module"], None]) -> "Module":
         """Call ``fn`` on every submodule (children first, recursively), then on ``self``."""
@@ -1365,6 +1405,7 @@ class Module:
         local_state = {k: v for k, v in itertools.chain(self._parameters.items(), persistent_buffers.items())
                        if v is not None}
         assign = local_metadata.get("assign_to_params_buffers", False)
+        use_swap_tensors = hookgrad.__future__.get_swap_module_params_on_conversion()
 
         for name, param in local_state.items():
             key = prefix + name
@@ -1386,7 +1427,9 @@ class Module:
                 continue
             try:
                 with hookgrad.no_grad():
-                    if assign:
+                    if use_swap_tensors:
+                        _swap_in_loaded(param, input_param, assign)
+                    elif assign:
                         if isinstance(param, Parameter):
                             if not isinstance(input_param, Parameter):
                                 input_param = Parameter(input_param, requires_grad=param.requires_grad)
@@ -1396,7 +1439,8 @@ class Module:
                     else:
                         param.copy_(input_param)
             except Exception as ex:  # noqa: BLE001 - reported like PyTorch, as an error message
-                error_msgs.append(f'While copying the parameter named "{key}", whose dimensions in the model '
+                action = "swapping" if use_swap_tensors else "copying"
+                error_msgs.append(f'While {action} the parameter named "{key}", whose dimensions in the model '
                                   f"are {param.size()} and whose dimensions in the checkpoint are "
                                   f"{input_param.size()}, an exception occurred : {ex.args}.")
 
@@ -1429,7 +1473,6 @@ class Module:
         """
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        hookgrad.__future__.refuse_swap("loading a state dict")
         missing_keys: list = []
         unexpected_keys: list = []
         error_msgs: list = []

@@ -169,6 +169,7 @@ def _never(*args, **kwargs):
 skipCUDAIf = skipMPSIf = skipXPUIf = skipMetaIf = skipHPUIf = _never
 skipCUDAIfRocm = skipMeta = skipMPS = skipXLA = skipHPU = skipCUDAIfNoCudnn = skipCUDAIfNoMagma = (lambda fn: fn)
 skipCUDAIfCudnnVersionLessThan = skipCUDAIfRocmVersionLessThan = _never
+skipCUDAIfNotRocm = (lambda fn: fn)  # skips CUDA tests only: a CPU test runs
 expectedFailureMPS = expectedFailureMeta = expectedFailureXLA = expectedFailureXPU = (lambda fn: fn)
 expectedFailureCUDA = (lambda fn: fn)
 largeTensorTest = _never

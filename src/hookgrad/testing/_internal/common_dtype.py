@@ -55,3 +55,26 @@ def all_types_and_complex():
 
 
 all_types_and_complex_and = _and_extra(all_types_and_complex)
+
+
+def get_all_int_dtypes() -> list:
+    return list(_group("uint8", "int8", "int16", "int32", "int64"))
+
+
+def get_all_fp_dtypes(include_half=True, include_bfloat16=True) -> list:
+    dtypes = list(_group("float32", "float64"))
+    if include_half:
+        dtypes.append(_d.float16)
+    if include_bfloat16:
+        dtypes.append(_d.bfloat16)
+    return dtypes
+
+
+def get_all_complex_dtypes(include_complex32=False) -> list:
+    return ([_d.complex32] if include_complex32 else []) + list(_group("complex64", "complex128"))
+
+
+def get_all_math_dtypes(device) -> list:
+    """The integer, floating (half only on CUDA) and complex dtypes, as torch lists them."""
+    return get_all_int_dtypes() + get_all_fp_dtypes(include_half=device.startswith("cuda"),
+                                                    include_bfloat16=False) + get_all_complex_dtypes()

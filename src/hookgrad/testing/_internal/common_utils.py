@@ -272,6 +272,52 @@ def gradgradcheck(fn, inputs, grad_outputs=None, **kwargs):
     return _torch().autograd.gradgradcheck(fn, inputs, grad_outputs, **kwargs)
 
 
+def _assertGradAndGradgradChecks(test_case, apply_fn, inputs, **kwargs):
+    """Assert gradcheck and gradgradcheck pass for ``apply_fn`` at ``inputs``."""
+    test_case.assertTrue(gradcheck(apply_fn, inputs, **kwargs))
+    test_case.assertTrue(gradgradcheck(apply_fn, inputs, **kwargs))
+
+
+def dtype_name(dtype) -> str:
+    """``torch.int64`` -> ``'int64'``."""
+    return str(dtype).split(".")[1]
+
+
+def get_function_arglist(func) -> list:
+    return __import__("inspect").getfullargspec(func).args
+
+
+def gcIfJetson(fn):
+    """Collects garbage around the test on a Jetson board; elsewhere the test runs as it is (its
+    return value dropped, as torch's wrapper drops it)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if IS_JETSON:
+            gc.collect()
+        fn(*args, **kwargs)
+    return wrapper
+
+
+def download_file(url, binary=True):
+    """Fetch ``url`` into a ``data`` directory beside this file (once); skip the test, with torch's
+    RuntimeWarning, when it cannot be downloaded."""
+    from urllib import error, request
+    from urllib.parse import urlsplit
+    data_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+    path = os.path.join(data_dir, os.path.basename(urlsplit(url)[2]))
+    if os.path.exists(path):
+        return path
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+        with request.urlopen(url, timeout=15) as source, open(path, "wb" if binary else "w") as target:
+            target.write(source.read())
+        return path
+    except (error.URLError, OSError) as e:
+        msg = f"could not download test file '{url}'"
+        warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        raise unittest.SkipTest(msg) from e
+
+
 def make_tensor(*args, **kwargs):
     from .. import make_tensor as _make_tensor
     return _make_tensor(*args, **kwargs)
@@ -590,3 +636,12 @@ def run_tests(argv=None):
     rest = _split_runner_argv(argv[1:])
     unittest.main(module="__main__", argv=[argv[0], *rest])
 
+
+def __getattr__(name):
+    # dtype2prec_DONTUSE: per-dtype test precisions, keyed by hookgrad's dtypes (made on first use,
+    # so that importing this module does not import the package)
+    if name == "dtype2prec_DONTUSE":
+        torch = _torch()
+        value = globals()[name] = {torch.float: 1e-5, torch.double: 1e-5, torch.half: 1e-2, torch.bfloat16: 1e-1}
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
