@@ -73,3 +73,20 @@ def test_unpacked_view_made_under_no_grad_stands_in_without_a_gradient(T):
         y = (view * w).sum()
     y.backward()
     return w.grad, view.requires_grad, view.grad_fn is None
+
+
+@differential
+def test_unpacked_view_made_under_no_grad_still_requires_grad_under_create_graph(T):
+    """The stand-in of a view made under no_grad (or inference_mode) of a tensor that requires grad
+    requires grad like the view itself, so a create_graph gradient computed from it does too."""
+    results = []
+    for mode in (T.no_grad, T.inference_mode):
+        base = T.tensor([[0.1, -0.5, 0.3], [0.7, 0.2, -0.4]], dtype=T.float64, requires_grad=True) * 1
+        with mode():
+            view = base.reshape(-1).view(2, 3)
+        weight = T.ones(3, 3, dtype=T.float64, requires_grad=True)
+        with T.autograd.graph.saved_tensors_hooks(lambda t: t * 2.0, lambda t: t / 2.0):
+            out = view.mm(weight)
+        grad, = T.autograd.grad([out], [weight], [T.ones(2, 3, dtype=T.float64)], create_graph=True)
+        results.append((grad, grad.requires_grad, out.grad_fn._saved_self.requires_grad))
+    return results

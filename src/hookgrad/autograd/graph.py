@@ -415,10 +415,12 @@ class SavedTensor:
             out._grad_fn, out._output_nr, out._requires_grad = node, self.output_nr, node is not None
         elif self.grad_fn is not None:
             out._grad_fn, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
-        elif self.requires_grad and self.accumulator is not None:
-            out._accumulator = weakref.ref(self.accumulator)
+        elif self.requires_grad:
+            if self.accumulator is not None:
+                out._accumulator = weakref.ref(self.accumulator)
             out._requires_grad = True
-        # (a view made under no_grad has no accumulator: no gradient reaches it, so none reaches its stand-in)
+        # (a view made under no_grad has no accumulator: no gradient reaches it, so none reaches its
+        # stand-in; it still requires grad, as torch's unpacked variable does)
         return out
 
     @property
@@ -820,9 +822,11 @@ def _grad_fn_or_accumulator(tensor):
     """The node where ``tensor``'s gradient arrives: its grad_fn, or its leaf's AccumulateGrad."""
     if isinstance(tensor, GradientEdge):
         return tensor.node
-    node = tensor.grad_fn
-    if node is None and tensor.requires_grad:
+    # requires_grad read first, as torch does (what a non-tensor's AttributeError names)
+    if tensor.requires_grad and tensor.grad_fn is None:
         node = tensor._edge()[0]  # None for a view made under no_grad: no gradient reaches it
+    else:
+        node = tensor.grad_fn
     if node is None:
         raise AssertionError("Expected gradient function to be set")
     return node
