@@ -49,12 +49,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                                "into its tensor, so a pack hook sees that result, "
                                                                "not the tensor itself: an alias it keeps misses a "
                                                                "later in-place change that torch's sees",
-    "combo:double_backward_through_inplace_relu_on_a_view_under_pack_hooks": "an in-place ReLU on a block's output "
-                                                                             "that is a view (avgpool's squeeze, seed "
-                                                                             "5867) under pack hooks, then "
-                                                                             "create_graph and a second pass: hookgrad "
-                                                                             "raises the freed-graph error where torch "
-                                                                             "unpacks and runs (not yet understood)",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
@@ -299,6 +293,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             step = {"k": "backward", "retain_graph": rng.random() < 0.4, "create_graph": rng.random() < 0.15}
             if rng.random() < 0.2:
                 step["inputs"] = rng.sample(params + ["x"], rng.randint(1, min(2, len(params) + 1)))
+            if rng.random() < 0.1:
+                step["ctx_hook"] = rng.choice(params + ["x"])  # `with t.register_hook(h): backward`
             if rng.random() < 0.2:
                 step["method"] = True  # roots[0].backward(...)
             elif rng.random() < 0.15:
@@ -402,7 +398,7 @@ def step_features(step) -> list[str]:
                 feats.append(f"{k}:{opt}")
         if step.get("inputs"):
             feats.append(f"{k}:inputs")
-        for opt in ("method", "grad_tensors"):
+        for opt in ("method", "grad_tensors", "ctx_hook"):
             if step.get(opt):
                 feats.append(f"{k}:{opt}")
         return feats
@@ -960,6 +956,11 @@ class Interpreter:
                 result = None
             else:
                 self.event("ok", self.S(result))
+        # a hook that raised inside a grad-mode switch must not leave the switch on
+        T = self.T
+        if not T.is_grad_enabled() or T.is_inference_mode_enabled():
+            self.event("mode_left", T.is_grad_enabled(), T.is_inference_mode_enabled())
+            T.set_grad_enabled(True)
         # torch gives the create_graph warnings once per process, so they depend on what ran before
         cats = sorted({w.category.__name__ for w in caught if "create_graph=True" not in str(w.message)}
                       - {"DeprecationWarning"})
@@ -978,6 +979,19 @@ class Interpreter:
         for name, t in self.retained:
             grads[name] = self.S(t.grad)
         self.event("grads", tuple(sorted(grads.items())))
+        self.event("registries", *self.registries())
+
+    def registries(self):
+        """How many hooks of each kind every module, the globals and the tensors hold at the end
+        (what a raising hook or a removal during a pass may leave behind)."""
+        def count(d):
+            return len(d) if d is not None else 0
+        modules = tuple((self.module_name(m), tuple(count(getattr(m, a, None)) for a in MODULE_REGISTRIES),
+                         getattr(m, "_is_full_backward_hook", None)) for _, m in self.net.named_modules())
+        globals_ = tuple(count(getattr(self.mm, "_global_" + a)) for a in GLOBAL_REGISTRIES)
+        tensors = [("x", self.x)] + list(self.net.named_parameters()) + sorted(
+            (n, t) for n, t in self.env.items() if isinstance(t, self.T.Tensor))
+        return modules, globals_, tuple((n, count(getattr(t, "_backward_hooks", None))) for n, t in tensors)
 
     # ---- steps
     def do_forward(self, step):
@@ -1063,10 +1077,14 @@ class Interpreter:
         if step.get("grad_tensors"):
             grads = [T.full_like(r, 1.5 + i) for i, r in enumerate(self.roots)]
         options = dict(retain_graph=step.get("retain_graph", False), create_graph=step.get("create_graph", False))
-        if step.get("method"):
-            self.roots[0].backward(grads[0] if grads else None, **options, **kwargs)
-        else:
-            T.autograd.backward(self.roots, grads, **options, **kwargs)
+        with contextlib.ExitStack() as ctx:
+            if step.get("ctx_hook"):
+                ctx.enter_context(self.tensor(step["ctx_hook"]).register_hook(
+                    lambda g: self.event("hook", "ctx", "tensor", self.S(g))))
+            if step.get("method"):
+                self.roots[0].backward(grads[0] if grads else None, **options, **kwargs)
+            else:
+                T.autograd.backward(self.roots, grads, **options, **kwargs)
 
     def do_grad(self, step):
         if self.roots is None:
@@ -1514,6 +1532,15 @@ class Interpreter:
         return mod.register_backward_hook(hook)
 
 
+MODULE_REGISTRIES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+                     "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
+                     "_backward_hooks", "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                     "_load_state_dict_post_hooks")
+GLOBAL_REGISTRIES = ("forward_pre_hooks", "forward_hooks", "forward_hooks_with_kwargs", "forward_hooks_always_called",
+                     "backward_pre_hooks", "backward_hooks", "module_registration_hooks",
+                     "parameter_registration_hooks", "buffer_registration_hooks")
+
+
 class _Handles:
     """The handles ``net.apply`` registered, removed together."""
 
@@ -1731,8 +1758,8 @@ def render_step(step):
                 "split": "roots = out.split(1); grads = [1, 2, ...]",
                 "unbind": "roots = torch.unbind(out); grads = [1, 2, ...]",
                 "tuple": "roots = <tuple block's two outputs>; grads = [1, 2]"}[step["how"]]
-    if k == "backward" and (step.get("method") or step.get("grad_tensors")):
-        extra = _args(step, ["retain_graph", "create_graph", "inputs"])
+    if k == "backward" and (step.get("method") or step.get("grad_tensors") or step.get("ctx_hook")):
+        extra = _args(step, ["retain_graph", "create_graph", "inputs", "ctx_hook"])
         grads = "[1.5, 2.5, ...]" if step.get("grad_tensors") else "grads"
         if step.get("method"):
             return f"roots[0].backward({grads}[0]" + (", " + extra if extra else "") + ")"

@@ -90,3 +90,29 @@ def test_unpacked_view_made_under_no_grad_still_requires_grad_under_create_graph
         grad, = T.autograd.grad([out], [weight], [T.ones(2, 3, dtype=T.float64)], create_graph=True)
         results.append((grad, grad.requires_grad, out.grad_fn._saved_self.requires_grad))
     return results
+
+
+@differential
+def test_batch_norm_packs_its_running_statistics_before_updating_them(T):
+    """In training mode torch packs the running statistics before its kernel updates them: a pack
+    hook sees the old values, and one that raises leaves them unchanged (the module still counts
+    the batch); the next forward then runs as usual."""
+    bn = T.nn.BatchNorm1d(3).double()
+    with T.no_grad():
+        bn.running_var.fill_(3.0)
+    x = T.tensor([[0.1, -0.5, 0.3], [0.7, 0.2, -0.4]], dtype=T.float64, requires_grad=True)
+    seen = []
+
+    def refuse(t):
+        raise ValueError("no packing here")
+
+    def record(t):
+        seen.append(sorted(round(v, 6) for v in t.detach().reshape(-1).tolist()))
+        return t
+    with T.autograd.graph.saved_tensors_hooks(refuse, lambda t: t):
+        raised = catch(bn, x)
+    after_raise = (bn.running_mean.clone(), bn.running_var.clone(), bn.num_batches_tracked.clone())
+    with T.autograd.graph.saved_tensors_hooks(record, lambda t: t):
+        out = bn(x)
+    out.sum().backward()
+    return raised.cls, after_raise, sorted(seen), bn.running_mean, bn.running_var, x.grad

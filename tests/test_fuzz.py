@@ -104,6 +104,13 @@ REGRESSION_PROGRAMS = {
             {"k": "hook", "kind": "bw_pre", "on": "b3.pool", "label": "h7", "ret": "none_tuple"},
             {"k": "forward", "saved": "scale", "grad_ctx": {"block": "b1", "mode": "inference_mode"}},
             {"k": "roots", "how": "two"}, {"k": "backward", "create_graph": True}, {"k": "double"}]),
+    "a double backward through an in-place ReLU on a view under pack hooks": _program(
+        8524, ["conv1d", "relu_inplace", "seq"], [
+            {"k": "forward", "saved": "clone"}, {"k": "roots", "how": "unbind"},
+            {"k": "grad", "inputs": ["b0.conv.weight"], "allow_unused": True, "retain_graph": True,
+             "create_graph": True}, {"k": "double"}]),
+    "a pack hook that raises leaves batch norm's running statistics alone": _program(2791, ["batchnorm"], [
+        {"k": "forward", "saved": "raise_pack"}]),
 }
 
 

@@ -954,8 +954,8 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         x._regenerate_view_grad_fn()  # torch gives the changed view its new node at once
         if node._saved:
             for saved in node._saved:
-                if saved is not None and saved.is_output and saved.unpack_hook is None:
-                    # unpacked, the output is the view with its new history; held weakly, as torch
+                if saved is not None and saved.is_output:
+                    # unpacked (by an unpack hook too), the output is the view with its new history; held weakly, as torch
                     # does: that history leads back to this node (a strong reference is a cycle)
                     saved.grad_fn = weakref.ref(x._grad_fn)
     return x
