@@ -1,5 +1,7 @@
 """Saved-tensor hooks, differentially against torch: `saved_tensors_hooks` pack/unpack,
 `disable_saved_tensors_hooks`, `save_on_cpu`, and the version check on saved tensors."""
+import pytest
+
 from difftest import catch, differential
 
 
@@ -116,3 +118,21 @@ def test_batch_norm_packs_its_running_statistics_before_updating_them(T):
         out = bn(x)
     out.sum().backward()
     return raised.cls, after_raise, sorted(seen), bn.running_mean, bn.running_var, x.grad
+
+
+@pytest.mark.parametrize("keep", ["itself", "save_on_cpu", "clone"])
+@differential
+def test_a_packed_in_place_output_aliases_the_tensor_it_was_written_into(T, keep):
+    """relu_ packs its output, which is the tensor itself: a pack hook that keeps it (or save_on_cpu,
+    whose CPU copy of a CPU tensor is the tensor) sees a later in-place change (no version check
+    under hooks), one that clones it does not."""
+    w = T.tensor([[0.5, -1.0, 0.25], [-0.5, 1.5, -2.0]], dtype=T.float64, requires_grad=True)
+    if keep == "save_on_cpu":
+        hooks = T.autograd.graph.save_on_cpu()
+    else:
+        hooks = T.autograd.graph.saved_tensors_hooks(lambda t: t if keep == "itself" else t.clone(), lambda t: t)
+    with hooks:
+        h = T.relu_(w * 1.0)
+    h.add_(1.0)  # every entry positive now: ReLU's mask read from the alias passes every gradient
+    grad, = T.autograd.grad(h.sum(), [w])
+    return grad, h

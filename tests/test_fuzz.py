@@ -111,6 +111,11 @@ REGRESSION_PROGRAMS = {
              "create_graph": True}, {"k": "double"}]),
     "a pack hook that raises leaves batch norm's running statistics alone": _program(2791, ["batchnorm"], [
         {"k": "forward", "saved": "raise_pack"}]),
+    "a packed in-place ReLU output aliases its tensor, changed again in place": _program(
+        24277, ["lstm", "relu_inplace"], [
+            {"k": "forward", "saved": "save_on_cpu"}, {"k": "hook", "kind": "node_post", "on": "a_b0", "label": "h2"},
+            {"k": "inplace", "on": "a_b1", "op": "add_"}, _SUM,
+            {"k": "grad", "inputs": ["b0.rnn.bias_hh_l0"], "allow_unused": True}]),
 }
 
 
@@ -165,6 +170,14 @@ def test_a_program_logs_the_same_whatever_ran_before(frameworks, name):
     backward = [hookfuzz.interpret(T, p)[0] for p in reversed(programs)][::-1]
     for program, a, b in zip(programs, forward, backward):
         assert hookfuzz.compare(a, b) is None, hookfuzz.render(program)
+
+
+def test_no_hook_on_a_view_an_in_place_block_changed_under_a_grad_mode_switch():
+    """torch 2.13 crashes (segfault) on such a program (seed 41604 drew one), taking the run down."""
+    program = hookfuzz.generate(41604)
+    assert [b["kind"] for b in program["model"]][1:3] == ["mha_no_weights", "relu_inplace"]
+    assert any(s["k"] == "forward" and s.get("grad_ctx") for s in program["steps"])
+    assert not [s for s in program["steps"] if s["k"] in ("hook", "retain_grad") and "a_b1" in str(s.get("on"))]
 
 
 def test_ci_programs_avoid_known_divergent_features():
