@@ -104,7 +104,9 @@ SD_HOOK_KINDS = ["sd_pre", "sd_post", "load_pre", "load_post"]
 # What each hook kind may return besides None ("none"), and what a replacement means. "raise_once"
 # raises on the first call only (the next pass must run as in torch); "wrong_shape", "wrong_dtype"
 # and "wrong_len" (a tuple one longer) replace a gradient with one torch refuses; "non_tensor"
-# replaces a forward's input or output with a plain number.
+# replaces a forward's input or output with a plain number. State-dict hooks change what they are
+# given in place: "drop_key" deletes the module's first key, "error" adds a loading error,
+# "clear_missing" and "add_unexpected" edit the incompatible keys a strict load checks.
 RETURNS = {
     "tensor": ["none", "scale", "zero", "raise", "raise_once", "wrong_shape", "wrong_dtype", "non_tensor"],
     "node_pre": ["none", "scale", "raise", "raise_once", "wrong_len", "wrong_shape"],
@@ -126,9 +128,9 @@ RETURNS = {
     "g_opt_pre": ["none"],
     "g_opt_post": ["none"],
     "sd_pre": ["none", "raise"],
-    "sd_post": ["none"],
-    "load_pre": ["none", "raise"],
-    "load_post": ["none"],
+    "sd_post": ["none", "drop_key"],
+    "load_pre": ["none", "raise", "drop_key", "error"],
+    "load_post": ["none", "clear_missing", "add_unexpected"],
 }
 # What a hook may do to the registries (or the grad mode) while it runs, besides the actions drawn
 # in hook_step: remove its own handle twice, remove the hook registered right after it, register
@@ -1452,12 +1454,18 @@ class Interpreter:
                 def hook(m, sd, prefix, meta):
                     ev("hook", label, kind, self.module_name(m), self.S(sd), prefix)
                     self.after(step, label)
+                    if ret == "drop_key":
+                        drop_first(sd, prefix)
                     return done(None)
                 return mod.register_state_dict_post_hook(hook)
             if kind == "load_pre":
                 def hook(m, sd, prefix, meta, strict, missing, unexpected, errors):
                     ev("hook", label, kind, self.module_name(m), prefix, strict)
                     self.after(step, label)
+                    if ret == "drop_key":
+                        drop_first(sd, prefix)
+                    elif ret == "error":
+                        errors.append(f"refused by {label}")
                     return done(None)
                 return mod.register_load_state_dict_pre_hook(hook)
 
@@ -1465,6 +1473,10 @@ class Interpreter:
                 ev("hook", label, kind, self.module_name(m), tuple(incompatible.missing_keys),
                    tuple(incompatible.unexpected_keys))
                 self.after(step, label)
+                if ret == "clear_missing":
+                    incompatible.missing_keys.clear()
+                elif ret == "add_unexpected":
+                    incompatible.unexpected_keys.append(f"added.by.{label}")
                 return done(None)
             return mod.register_load_state_dict_post_hook(hook)
         raise ValueError(kind)
@@ -1546,6 +1558,13 @@ MODULE_REGISTRIES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_f
 GLOBAL_REGISTRIES = ("forward_pre_hooks", "forward_hooks", "forward_hooks_with_kwargs", "forward_hooks_always_called",
                      "backward_pre_hooks", "backward_hooks", "module_registration_hooks",
                      "parameter_registration_hooks", "buffer_registration_hooks")
+
+
+def drop_first(state_dict, prefix):
+    """Deletes the first key under ``prefix`` from a state dict (what a hook may do in place)."""
+    key = next((k for k in state_dict if k.startswith(prefix)), None)
+    if key is not None:
+        del state_dict[key]
 
 
 class _Handles:
