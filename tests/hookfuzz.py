@@ -148,6 +148,9 @@ KEY_PHRASES = [
     "inplace", "in-place", "second time", "freed", "does not require grad", "not have been used",
     "should return None", "leaf Variable", "view", "mutated", "BackwardHookFunction",
     "returned an invalid", "grad_fn", "expected", "size", "element 0", "version",
+    # a replacement gradient refused: torch's wording, and the hook name its engine quotes
+    "has changed the size of value", "has changed the type of value", "invalid number of grad", "hook 'hook'",
+    "expected Variable", "requires_grad", "must be Tensor",
 ]
 
 
