@@ -45,16 +45,10 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                       "place, an input wrapped by a full backward hook's view: "
                                                       "torch's second pass first reads that view (the error names "
                                                       "BackwardHookFunction), hookgrad's a view of it (named T)",
-    "combo:inplace_relu_output_under_pack_hooks_then_inplace": "an in-place op computes out of place and writes "
-                                                               "into its tensor, so a pack hook sees that result, "
-                                                               "not the tensor itself: an alias it keeps misses a "
-                                                               "later in-place change that torch's sees",
-    "combo:double_backward_through_inplace_relu_on_a_view_under_pack_hooks": "an in-place ReLU on a block's output "
-                                                                             "that is a view (avgpool's squeeze, seed "
-                                                                             "5867) under pack hooks, then "
-                                                                             "create_graph and a second pass: hookgrad "
-                                                                             "raises the freed-graph error where torch "
-                                                                             "unpacks and runs (not yet understood)",
+    "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
+                                  "overloads, so its TypeError reads 'received an invalid combination of "
+                                  "arguments ... expected one of'; hookgrad's names the argument ('must be "
+                                  "Tensor, not float'); same class",
 }
 
 WIDTH = 3
@@ -76,7 +70,8 @@ BLOCK_KINDS = ["linear", "relu", "tanh", "sigmoid", "seq", "shared", "tuple", "k
                "conv1d", "conv2d", "batchnorm", "batchnorm_eval", "dropout", "embedding", "gelu", "silu", "elu",
                "leaky_relu", "softplus", "hardtanh", "maxpool", "avgpool", "mha", "mha_no_weights", "lstm", "gru",
                "checkpoint", "checkpoint_reentrant", "identity", "modulelist", "moduledict", "weight_norm",
-               "parametrize", "function", "function_dirty", "function_once", "contraction"]
+               "parametrize", "function", "function_dirty", "function_once", "contraction",
+               "function_nondiff", "function_no_materialize"]
 # Each block's parameters (by name; "{}" is the block's name) and its submodules (suffixes).
 BLOCK_PARAMS = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tuple": ["{}.lin.bias"],
                 "layernorm": ["{}.weight", "{}.bias"], "kwargs": ["{}.lin.weight"],
@@ -106,32 +101,46 @@ TENSOR_HOOK_KINDS = ["tensor", "node_pre", "node_post", "post_acc"]
 OPT_HOOK_KINDS = ["opt_pre", "opt_post", "g_opt_pre", "g_opt_post"]
 SD_HOOK_KINDS = ["sd_pre", "sd_post", "load_pre", "load_post"]
 
-# What each hook kind may return besides None ("none"), and what a replacement means.
+# What each hook kind may return besides None ("none"), and what a replacement means. "raise_once"
+# raises on the first call only (the next pass must run as in torch); "wrong_shape", "wrong_dtype"
+# and "wrong_len" (a tuple one longer) replace a gradient with one torch refuses; "non_tensor"
+# replaces a forward's input or output with a plain number. State-dict hooks change what they are
+# given in place: "drop_key" deletes the module's first key, "error" adds a loading error,
+# "clear_missing" and "add_unexpected" edit the incompatible keys a strict load checks.
 RETURNS = {
-    "tensor": ["none", "scale", "zero", "raise"],
-    "node_pre": ["none", "scale"],
-    "node_post": ["none", "scale", "none_tuple", "raise"],
-    "post_acc": ["none", "self", "tensor"],
-    "fwd_pre": ["none", "scale", "raise"],
-    "fwd": ["none", "scale", "raise"],
-    "bw_pre": ["none", "scale", "none_tuple", "bare", "raise"],
-    "bw": ["none", "scale", "none_tuple", "raise"],
-    "legacy_bw": ["none", "scale"],
-    "g_fwd_pre": ["none", "scale"],
-    "g_fwd": ["none", "scale"],
-    "g_bw_pre": ["none", "scale"],
-    "g_bw": ["none", "scale"],
+    "tensor": ["none", "scale", "zero", "raise", "raise_once", "wrong_shape", "wrong_dtype", "non_tensor"],
+    "node_pre": ["none", "scale", "raise", "raise_once", "wrong_len", "wrong_shape"],
+    "node_post": ["none", "scale", "none_tuple", "raise", "raise_once", "wrong_len", "wrong_shape"],
+    "post_acc": ["none", "self", "tensor", "raise"],
+    "fwd_pre": ["none", "scale", "raise", "raise_once", "non_tensor"],
+    "fwd": ["none", "scale", "raise", "raise_once", "non_tensor"],
+    "bw_pre": ["none", "scale", "none_tuple", "bare", "raise", "raise_once", "wrong_len", "wrong_shape"],
+    "bw": ["none", "scale", "none_tuple", "raise", "raise_once", "wrong_len", "wrong_shape", "wrong_dtype"],
+    "legacy_bw": ["none", "scale", "raise", "wrong_len"],
+    "g_fwd_pre": ["none", "scale", "raise_once"],
+    "g_fwd": ["none", "scale", "raise_once"],
+    "g_bw_pre": ["none", "scale", "raise_once", "wrong_len"],
+    "g_bw": ["none", "scale", "raise_once", "wrong_len"],
     "g_legacy_bw": ["none"],
-    "multi": ["none"],
+    "multi": ["none", "raise"],
     "opt_pre": ["none", "raise"],
     "opt_post": ["none"],
     "g_opt_pre": ["none"],
     "g_opt_post": ["none"],
     "sd_pre": ["none", "raise"],
-    "sd_post": ["none"],
-    "load_pre": ["none"],
-    "load_post": ["none"],
+    "sd_post": ["none", "drop_key"],
+    "load_pre": ["none", "raise", "drop_key", "error"],
+    "load_post": ["none", "clear_missing", "add_unexpected"],
 }
+# What a hook may do to the registries (or the grad mode) while it runs, besides the actions drawn
+# in hook_step: remove its own handle twice, remove the hook registered right after it, register
+# a hook of another kind (on a leaf, on the output's node, on the whole model, or a global one),
+# and switch the grad mode for a computation of its own.
+REGISTRY_ACTS = ["remove_self_twice", "remove_next", "register_tensor", "register_node", "register_module",
+                 "register_g_bw", "register_g_fwd_pre", "grad_mode:no_grad", "grad_mode:enable_grad",
+                 "grad_mode:inference_mode", "grad_mode:set_false"]
+# global registration hooks (called when a module, parameter or buffer is assigned to any module)
+REGISTRATION_KINDS = ["module", "parameter", "buffer"]
 # hooks that run during a backward pass (where a callback may be queued for the pass's end)
 BACKWARD_HOOK_KINDS = ("tensor", "post_acc", "node_pre", "node_post", "multi", "bw_pre", "bw", "legacy_bw",
                        "g_bw_pre", "g_bw")
@@ -139,6 +148,9 @@ KEY_PHRASES = [
     "inplace", "in-place", "second time", "freed", "does not require grad", "not have been used",
     "should return None", "leaf Variable", "view", "mutated", "BackwardHookFunction",
     "returned an invalid", "grad_fn", "expected", "size", "element 0", "version",
+    # a replacement gradient refused: torch's wording, and the hook name its engine quotes
+    "has changed the size of value", "has changed the type of value", "invalid number of grad", "hook 'hook'",
+    "expected Variable", "requires_grad", "must be Tensor",
 ]
 
 
@@ -192,6 +204,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             step["act"] = "register_global"  # a global forward hook registered from inside a hook
         elif r < 0.62 and kind == "post_acc":
             step["act"] = "opt_step"  # the per-parameter optimizer pattern: step and zero inside the hook
+        if "act" not in step and rng.random() < 0.3:
+            step["act"] = rng.choice(REGISTRY_ACTS)
         if kind in ("fwd_pre", "fwd", "bw_pre", "bw"):
             step["prepend"] = rng.random() < 0.3
         if kind in ("fwd_pre", "fwd"):
@@ -223,11 +237,13 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             labelled.append(step["label"])
             return step
         if r < 0.7 and labelled:
-            return {"k": "remove", "label": rng.choice(labelled)}
+            return {"k": "remove", "label": rng.choice(labelled), "twice": rng.random() < 0.3}
         if r < 0.85 and after_forward:
             return {"k": "detach", "on": rng.choice(acts), "inplace": rng.random() < 0.5}
         if after_forward:
-            return {"k": "retain_grad", "on": "out", "view": True}
+            return {"k": "retain_grad", "on": "out" if rng.random() < 0.6 else rng.choice(acts), "view": True}
+        if rng.random() < 0.5:
+            return {"k": "grow", "on": rng.choice(module_names), "what": rng.choice(REGISTRATION_KINDS)}
         return None
 
     def before_forward():
@@ -244,6 +260,11 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             return hook_step(rng.choice(["tensor", "post_acc"]), rng.choice(leaves or ["x"]))
         if r < 0.9:
             return hook_step(rng.choice(SD_HOOK_KINDS), rng.choice(module_names))
+        if r < 0.95:
+            step = {"k": "registration_hook", "what": rng.choice(REGISTRATION_KINDS), "label": next(labels),
+                    "replace": rng.random() < 0.4}
+            labelled.append(step["label"])
+            return step
         return {"k": "retain_grad", "on": "x"}
 
     def after_forward():
@@ -253,7 +274,10 @@ def generate(seed: int, disabled=frozenset()) -> dict:
         if r < 0.35:
             return hook_step("tensor", rng.choice(acts))
         if r < 0.55:
-            return hook_step(rng.choice(["node_pre", "node_post"]), rng.choice(acts))
+            step = hook_step(rng.choice(["node_pre", "node_post"]), rng.choice(acts))
+            if rng.random() < 0.3:
+                step["depth"] = 1  # the node feeding the tensor's grad_fn (a view chain's inner node)
+            return step
         if r < 0.65:
             return {"k": "retain_grad", "on": rng.choice(acts)}
         if r < 0.75:
@@ -270,6 +294,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             step = {"k": "backward", "retain_graph": rng.random() < 0.4, "create_graph": rng.random() < 0.15}
             if rng.random() < 0.2:
                 step["inputs"] = rng.sample(params + ["x"], rng.randint(1, min(2, len(params) + 1)))
+            if rng.random() < 0.1:
+                step["ctx_hook"] = rng.choice(params + ["x"])  # `with t.register_hook(h): backward`
             if rng.random() < 0.2:
                 step["method"] = True  # roots[0].backward(...)
             elif rng.random() < 0.15:
@@ -290,7 +316,10 @@ def generate(seed: int, disabled=frozenset()) -> dict:
         def forward_step():
             step = {"k": "forward", "no_grad": rng.random() < 0.05,
                     "saved": rng.choice([None] * 7 + ["log", "grad_mode", "clone", "detach", "scale"]
-                                        + ["save_on_cpu", "disable", "disable_only"])}
+                                        + ["save_on_cpu", "disable", "disable_only"]
+                                        + ["raise_pack", "raise_unpack", "raise_unpack_once"])}
+            if rng.random() < 0.1:
+                step["ctx_hook"] = rng.choice(module_names)  # `with m.register_forward_hook(h):`
             if rng.random() < 0.12:
                 step["grad_ctx"] = {"block": rng.choice(blocks)["name"],
                                     "mode": rng.choice(["no_grad", "inference_mode", "enable_grad"])}
@@ -310,7 +339,10 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             draw(lambda: {"k": "zero_grad", "set_to_none": rng.random() < 0.5,
                           **({"on": rng.choice(module_names)} if rng.random() < 0.3 else {})})
         if rng.random() < 0.2:
-            draw(lambda: {"k": "state_dict", "load": rng.random() < 0.5})
+            draw(lambda: {"k": "state_dict", "load": rng.random() < 0.5,
+                          "variant": rng.choice([None, None, "missing", "missing_strict", "unexpected",
+                                                 "unexpected_strict", "prefix", "assign"]),
+                          **({"on": rng.choice(module_names[1:] or ["net"])} if rng.random() < 0.3 else {})})
     # torch 2.13 itself crashes (segfault) when a hook is registered on a view whose base or another
     # view of its base was modified in place (h = x.softmax(1); v = h.t().t(); h.mul_(2);
     # v.register_hook(f)). Such a program would take the fuzzer down instead of testing hookgrad, so
@@ -326,7 +358,21 @@ def generate(seed: int, disabled=frozenset()) -> dict:
     if blocks[-1]["kind"] in VIEW_OUTPUT_BLOCKS or any(s["k"] == "retain_grad" and s.get("view")
                                                        for s in program["steps"]):
         view_outputs.add("out")
+    if any(s["k"] == "retain_grad" and s.get("view") and s["on"] != "out" for s in program["steps"]):
+        # activations alias each other (identity blocks, in-place blocks): no in-place steps at all
+        view_outputs.update(s["on"] for s in program["steps"] if s["k"] == "inplace")
     program["steps"] = [s for s in program["steps"] if not (s["k"] == "inplace" and s["on"] in view_outputs)]
+    # The same crash when an in-place block (ReLU(inplace=True)) modifies such a view under no_grad
+    # (a grad-mode switch around one block) and a hook is then registered on that view.
+    changed_views = {f"a_{b['name']}" for b, after in zip(blocks, blocks[1:])
+                     if b["kind"] in VIEW_OUTPUT_BLOCKS + ("reshape",) and after["kind"] in ("relu_inplace", "inplace_input")}
+    if changed_views and any(s["k"] == "forward" and s.get("grad_ctx") for s in program["steps"]):
+        def hooks_changed_view(s):
+            on = s.get("on")
+            names = set(on) if isinstance(on, list) else {on}
+            return (s["k"] == "retain_grad" or (s["k"] == "hook" and s["kind"] in TENSOR_HOOK_KINDS + ["multi"])) \
+                and bool(names & changed_views)
+        program["steps"] = [s for s in program["steps"] if not hooks_changed_view(s)]
     return program
 
 
@@ -354,6 +400,8 @@ def step_features(step) -> list[str]:
                 feats.append(f"{opt}:{step['kind']}")
         if k == "hook" and step["kind"] == "multi":
             feats.append(f"multi:{step.get('mode', 'all')}")
+        if step.get("depth"):
+            feats.append(f"depth:{step['kind']}")
         return feats
     if k in ("backward", "grad"):
         feats = [k]
@@ -362,7 +410,7 @@ def step_features(step) -> list[str]:
                 feats.append(f"{k}:{opt}")
         if step.get("inputs"):
             feats.append(f"{k}:inputs")
-        for opt in ("method", "grad_tensors"):
+        for opt in ("method", "grad_tensors", "ctx_hook"):
             if step.get(opt):
                 feats.append(f"{k}:{opt}")
         return feats
@@ -371,6 +419,7 @@ def step_features(step) -> list[str]:
     if k == "forward":
         return ["forward"] + ([f"saved:{step['saved']}"] if step.get("saved") else []) + \
             (["forward:no_grad"] if step.get("no_grad") else []) + \
+            (["forward:ctx_hook"] if step.get("ctx_hook") else []) + \
             ([f"grad_ctx:{step['grad_ctx']['mode']}"] if step.get("grad_ctx") else [])
     if k == "inplace":
         return ["inplace"] + [f"inplace:{o}" for o in ("no_grad", "view") if step.get(o)]
@@ -381,7 +430,17 @@ def step_features(step) -> list[str]:
     if k == "detach":
         return ["detach_" if step.get("inplace") else "detach"]
     if k == "retain_grad":
-        return ["retain_grad"] + (["retain_grad:view"] if step.get("view") else [])
+        return ["retain_grad"] + (["retain_grad:view"] if step.get("view") else []) + \
+            (["retain_grad:view_of_activation"] if step.get("view") and step["on"] not in ("out", "x") else [])
+    if k == "remove":
+        return ["remove"] + (["remove:twice"] if step.get("twice") else [])
+    if k == "state_dict":
+        return ["state_dict"] + ([f"state_dict:{step['variant']}"] if step.get("variant") else []) + \
+            (["state_dict:module"] if step.get("on") else [])
+    if k == "registration_hook":
+        return [f"registration_hook:{step['what']}"] + (["registration_hook:replace"] if step.get("replace") else [])
+    if k == "grow":
+        return [f"grow:{step['what']}"]
     if k == "clip":
         return [f"clip:{step['how']}"]
     if k == "zero_grad":
@@ -449,6 +508,8 @@ def program_features(program) -> set[str]:
         feats.add("combo:zero_grad_after_create_graph")
     if any(f.startswith("act:") and f.endswith(("opt_pre", "opt_post")) for f in feats):
         feats.add("combo:optimizer_hooks_changed_during_step")
+    if "ret:fwd_pre:non_tensor" in feats and feats & {"model:conv1d", "model:conv2d"}:
+        feats.add("combo:non_tensor_into_conv")
     if feats & {"inplace", "inplace:no_grad", "inplace:view"} and \
             feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
         feats.add("combo:inplace_with_full_backward_hooks")
@@ -656,6 +717,34 @@ def _classes(T):
             y, = ctx.saved_tensors
             return grad * (1 - y * y)
 
+    class ScaleWithSign(Function):
+        """Two outputs, the second (the input's sign) marked non-differentiable."""
+
+        @staticmethod
+        def forward(ctx, x):
+            sign = x.sign()
+            ctx.mark_non_differentiable(sign)
+            return x * 2, sign
+
+        @staticmethod
+        def backward(ctx, grad, grad_sign):
+            return grad * 2 + grad_sign  # the sign's gradient is materialized: zeros
+
+    class TwoScales(Function):
+        """Two outputs of which the block uses one; gradients are not materialized, so the unused
+        output's gradient is None (a zero tensor there would be hookgrad materializing it)."""
+
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, grad_first, grad_second):
+            if grad_second is not None:
+                raise RuntimeError("the unused output got a materialized gradient")
+            return None if grad_first is None else grad_first * 2
+
     class FunctionBlock(nn.Module):
         def __init__(self, fn, copy_input=False):
             super().__init__()
@@ -663,7 +752,10 @@ def _classes(T):
 
         def forward(self, x):
             # the in-place function gets a fresh non-leaf, as a real layer would
-            return self.fn.apply(x * 1.0 if self.copy_input else x)
+            out = self.fn.apply(x * 1.0 if self.copy_input else x)
+            if isinstance(out, tuple):
+                return out[0] + out[1] * 0.25 if self.fn is ScaleWithSign else out[0]
+            return out
 
     def batchnorm(eval_mode):
         bn = nn.BatchNorm1d(WIDTH, momentum=0.3)
@@ -695,7 +787,9 @@ def _classes(T):
                       "weight_norm": lambda: parametrized("weight_norm"),
                       "parametrize": lambda: parametrized("symmetric"), "function": lambda: FunctionBlock(Cube),
                       "function_dirty": lambda: FunctionBlock(DoubleInPlace, copy_input=True),
-                      "function_once": lambda: FunctionBlock(TanhOnce), "contraction": Contraction}
+                      "function_once": lambda: FunctionBlock(TanhOnce), "contraction": Contraction,
+                      "function_nondiff": lambda: FunctionBlock(ScaleWithSign),
+                      "function_no_materialize": lambda: FunctionBlock(TwoScales)}
             for b in self.blocks:
                 if b["kind"] == "shared":
                     if not hasattr(self, "shared"):
@@ -789,6 +883,7 @@ class Interpreter:
         self.opt = None
         self.saved_state = None
         self.param_opts = {}  # post-accumulate-grad hook label -> that parameter's own optimizer
+        self.unpack_raised = False
         self.mm = importlib.import_module(T.__name__ + ".nn.modules.module")
         self.optmod = importlib.import_module(T.__name__ + ".optim.optimizer")
 
@@ -873,6 +968,11 @@ class Interpreter:
                 result = None
             else:
                 self.event("ok", self.S(result))
+        # a hook that raised inside a grad-mode switch must not leave the switch on
+        T = self.T
+        if not T.is_grad_enabled() or T.is_inference_mode_enabled():
+            self.event("mode_left", T.is_grad_enabled(), T.is_inference_mode_enabled())
+            T.set_grad_enabled(True)
         # torch gives the create_graph warnings once per process, so they depend on what ran before
         cats = sorted({w.category.__name__ for w in caught if "create_graph=True" not in str(w.message)}
                       - {"DeprecationWarning"})
@@ -891,6 +991,19 @@ class Interpreter:
         for name, t in self.retained:
             grads[name] = self.S(t.grad)
         self.event("grads", tuple(sorted(grads.items())))
+        self.event("registries", *self.registries())
+
+    def registries(self):
+        """How many hooks of each kind every module, the globals and the tensors hold at the end
+        (what a raising hook or a removal during a pass may leave behind)."""
+        def count(d):
+            return len(d) if d is not None else 0
+        modules = tuple((self.module_name(m), tuple(count(getattr(m, a, None)) for a in MODULE_REGISTRIES),
+                         getattr(m, "_is_full_backward_hook", None)) for _, m in self.net.named_modules())
+        globals_ = tuple(count(getattr(self.mm, "_global_" + a)) for a in GLOBAL_REGISTRIES)
+        tensors = [("x", self.x)] + list(self.net.named_parameters()) + sorted(
+            (n, t) for n, t in self.env.items() if isinstance(t, self.T.Tensor))
+        return modules, globals_, tuple((n, count(getattr(t, "_backward_hooks", None))) for n, t in tensors)
 
     # ---- steps
     def do_forward(self, step):
@@ -913,6 +1026,10 @@ class Interpreter:
                 if mode == "enable_grad":  # the rest of the forward under no_grad
                     ctx.enter_context(T.no_grad())
                 self.net.block_grad_mode[grad_ctx["block"]] = getattr(T, mode)
+            if step.get("ctx_hook"):
+                name = self.module_name
+                ctx.enter_context(self.module(step["ctx_hook"]).register_forward_hook(
+                    lambda m, args, out: self.event("hook", "ctx", "fwd", name(m), self.S(out))))
             self.net.acts = {}
             out = self.net(self.x)
         self.env.update(self.net.acts)
@@ -921,6 +1038,8 @@ class Interpreter:
 
     def saved_hooks(self, mode):
         def pack(t):
+            if mode == "raise_pack":
+                raise HookFailed("pack")
             if mode == "grad_mode":
                 self.event("pack", self.S(t)[:3], "grad enabled", bool(self.T.is_grad_enabled()))
             else:
@@ -929,6 +1048,9 @@ class Interpreter:
 
         def unpack(t):
             self.event("unpack", self.S(t)[:3])
+            if mode == "raise_unpack" or (mode == "raise_unpack_once" and not self.unpack_raised):
+                self.unpack_raised = True
+                raise HookFailed("unpack")
             return t / 2.0 if mode == "scale" else t
         return pack, unpack
 
@@ -967,10 +1089,14 @@ class Interpreter:
         if step.get("grad_tensors"):
             grads = [T.full_like(r, 1.5 + i) for i, r in enumerate(self.roots)]
         options = dict(retain_graph=step.get("retain_graph", False), create_graph=step.get("create_graph", False))
-        if step.get("method"):
-            self.roots[0].backward(grads[0] if grads else None, **options, **kwargs)
-        else:
-            T.autograd.backward(self.roots, grads, **options, **kwargs)
+        with contextlib.ExitStack() as ctx:
+            if step.get("ctx_hook"):
+                ctx.enter_context(self.tensor(step["ctx_hook"]).register_hook(
+                    lambda g: self.event("hook", "ctx", "tensor", self.S(g))))
+            if step.get("method"):
+                self.roots[0].backward(grads[0] if grads else None, **options, **kwargs)
+            else:
+                T.autograd.backward(self.roots, grads, **options, **kwargs)
 
     def do_grad(self, step):
         if self.roots is None:
@@ -1034,13 +1160,51 @@ class Interpreter:
             self.net.zero_grad(set_to_none=step["set_to_none"])
 
     def do_state_dict(self, step):
-        sd = self.net.state_dict()
+        """A state dict (of the model or of one module, with or without a prefix), then maybe
+        loaded back shifted: missing or unexpected keys, strict or not, or assigned."""
+        mod = self.module(step["on"]) if step.get("on") else self.net
+        variant = step.get("variant")
+        prefix = "p." if variant == "prefix" else ""
+        sd = mod.state_dict(prefix=prefix)
         keys = tuple(sd)
         if step.get("load"):
-            shifted = {k: v.detach() + 0.5 for k, v in sd.items()}
-            result = self.net.load_state_dict(shifted)
+            shifted = {k[len(prefix):]: v.detach() + 0.5 for k, v in sd.items()}
+            if variant in ("missing", "missing_strict") and shifted:
+                shifted.pop(next(iter(shifted)))
+            if variant in ("unexpected", "unexpected_strict"):
+                shifted["unexpected.weight"] = self.T.zeros(1, dtype=self.T.float64)
+            result = mod.load_state_dict(shifted, strict=variant not in ("missing", "unexpected"),
+                                         assign=variant == "assign")
             return keys, tuple(result.missing_keys), tuple(result.unexpected_keys)
         return keys
+
+    def do_registration_hook(self, step):
+        """A global hook called when a module, parameter or buffer is assigned to a module; with
+        "replace" it returns what is registered instead."""
+        T, what, label = self.T, step["what"], step["label"]
+
+        def hook(module, name, value):
+            self.event("hook", label, "registration_" + what, type(module).__name__, name, self.S(value))
+            if not step.get("replace") or value is None:
+                return None
+            if what == "module":
+                return T.nn.Tanh()
+            doubled = value.detach() * 2.0
+            return T.nn.Parameter(doubled) if what == "parameter" else doubled
+        handle = getattr(self.mm, f"register_module_{what}_registration_hook")(hook)
+        self.global_handles.append(handle)
+        self.handles[label] = handle
+
+    def do_grow(self, step):
+        """Assigns a new parameter, buffer or submodule to a module (registration hooks fire)."""
+        T, mod = self.T, self.module(step["on"])
+        if step["what"] == "parameter":
+            mod.register_parameter("grown", T.nn.Parameter(T.full((2,), 0.5, dtype=T.float64)))
+        elif step["what"] == "buffer":
+            mod.register_buffer("grown_buffer", T.full((2,), -0.5, dtype=T.float64))
+        else:
+            mod.add_module("grown_module", T.nn.Identity())
+        return type(getattr(mod, {"parameter": "grown", "buffer": "grown_buffer"}.get(step["what"], "grown_module"))).__name__
 
     def do_mode(self, step):
         mod = self.module(step["on"])
@@ -1068,6 +1232,8 @@ class Interpreter:
         if handle is None:
             raise Skip(step["label"])
         handle.remove()
+        if step.get("twice"):
+            handle.remove()
 
     def do_apply(self, step):
         """``net.apply`` registering one logging hook on every module."""
@@ -1122,6 +1288,18 @@ class Interpreter:
                 lambda: self.event("callback", label))
         elif act == "remove_self":
             self.handles[label].remove()
+        elif act == "remove_self_twice":
+            self.handles[label].remove()
+            self.handles[label].remove()
+        elif act == "remove_next":
+            other = self.handles.get(f"h{int(label.rstrip(chr(39))[1:]) + 1}")
+            if other is not None:
+                other.remove()
+        elif act.startswith("grad_mode:"):
+            self.switch_grad_mode(act.split(":", 1)[1], label)
+        elif act.startswith("register_") and act != "register_global" and not step.get("_done_" + label):
+            step["_done_" + label] = True
+            self.register_from_hook(act[len("register_"):], label + "~")
         elif act.startswith("remove:"):
             other = self.handles.get(act.split(":", 1)[1])
             if other is not None:
@@ -1135,12 +1313,75 @@ class Interpreter:
             except Skip:
                 pass
 
+    def switch_grad_mode(self, mode, label):
+        """Inside a hook: the grad mode it runs under, then a small computation under another."""
+        T = self.T
+        before = T.is_grad_enabled()
+        leaf = T.ones(2, dtype=T.float64, requires_grad=True)
+        if mode == "set_false":
+            T.set_grad_enabled(False)
+            try:
+                y = leaf * 2.0
+            finally:
+                T.set_grad_enabled(before)
+        else:
+            with getattr(T, mode)():
+                y = leaf * 2.0
+        self.event("grad_mode", label, before, mode, bool(y.requires_grad), y.is_inference(),
+                   T.is_grad_enabled(), T.is_inference_mode_enabled())
+
+    def register_from_hook(self, what, label):
+        """A hook of another kind registered while a hook runs (once); it only logs."""
+        T, ev = self.T, self.event
+        if what == "tensor":
+            target = next((t for t in [self.x] + list(self.net.parameters()) if t.requires_grad), None)
+            if target is None:
+                return
+            handle = target.register_hook(lambda g: ev("hook", label, "tensor", self.S(g)))
+        elif what == "node":
+            out = self.env.get("out")
+            fn = out.grad_fn if isinstance(out, T.Tensor) else None
+            if fn is None:
+                return
+            handle = fn.register_prehook(lambda grad_outputs: ev("hook", label, "node_pre", fn.name(),
+                                                                 self.S(grad_outputs)))
+        elif what == "module":
+            handle = self.net.register_full_backward_hook(
+                lambda m, gin, gout: ev("hook", label, "bw", "net", self.S(gin), self.S(gout)))
+        elif what == "g_bw":
+            handle = self.mm.register_module_full_backward_hook(
+                lambda m, gin, gout: ev("hook", label, "g_bw", self.module_name(m), self.S(gin), self.S(gout)))
+            self.global_handles.append(handle)
+        else:
+            handle = self.mm.register_module_forward_pre_hook(
+                lambda m, args: ev("hook", label, "g_fwd_pre", self.module_name(m), self.S(args)))
+            self.global_handles.append(handle)
+        self.handles[label] = handle
+
+    def wrong(self, ret, value):
+        """A replacement torch refuses (or, "non_tensor", one that breaks what follows)."""
+        if ret not in ("non_tensor", "wrong_len", "wrong_shape", "wrong_dtype"):
+            return None
+        if ret == "non_tensor":
+            return 1.5
+        if ret == "wrong_len":
+            return tuple(value) + (None,)
+        change = (lambda t: t.unsqueeze(0)) if ret == "wrong_shape" else (lambda t: t.float())
+        if isinstance(value, self.T.Tensor):
+            return change(value)
+        if isinstance(value, (tuple, list)):
+            first = next((i for i, v in enumerate(value) if isinstance(v, self.T.Tensor)), None)
+            if first is not None:
+                return tuple(change(v) if i == first else v for i, v in enumerate(value))
+        return value
+
     def register(self, step, kind, on, label):
         T, mm, ret = self.T, self.mm, step.get("ret", "none")
         ev = self.event
 
         def done(result):
-            if ret == "raise":
+            if ret == "raise" or (ret == "raise_once" and not step.get("_raised_" + label)):
+                step["_raised_" + label] = True
                 raise HookFailed(label)
             ev("return", label, self.S(result))
             return result
@@ -1149,7 +1390,7 @@ class Interpreter:
             def hook(g):
                 ev("hook", label, kind, self.S(g))
                 self.after(step, label)
-                return done({"none": None, "scale": g * 2.0, "zero": g * 0.0}.get(ret))
+                return done({"none": None, "scale": g * 2.0, "zero": g * 0.0}.get(ret, self.wrong(ret, g)))
             return self.tensor(on).register_hook(hook)
         if kind == "post_acc":
             def hook(p):
@@ -1162,20 +1403,23 @@ class Interpreter:
             return target.register_post_accumulate_grad_hook(hook)
         if kind in ("node_pre", "node_post"):
             fn = self.tensor(on).grad_fn
+            if fn is not None and step.get("depth"):
+                fn = next((f for f, _ in fn.next_functions if f is not None), None)
             if fn is None:
                 raise Skip("no grad_fn")
             if kind == "node_pre":
                 def hook(grad_outputs):
                     ev("hook", label, kind, fn.name(), self.S(grad_outputs))
                     self.after(step, label)
-                    return done(self.scale(grad_outputs, 2.0) if ret == "scale" else None)
+                    return done({"none": None, "scale": self.scale(grad_outputs, 2.0)}.get(
+                        ret, self.wrong(ret, grad_outputs)))
                 return fn.register_prehook(hook)
 
             def hook(grad_inputs, grad_outputs):
                 ev("hook", label, kind, fn.name(), self.S(grad_inputs), self.S(grad_outputs))
                 self.after(step, label)
                 result = {"none": None, "scale": self.scale(grad_inputs, 3.0),
-                          "none_tuple": tuple(None for _ in grad_inputs)}.get(ret)
+                          "none_tuple": tuple(None for _ in grad_inputs)}.get(ret, self.wrong(ret, grad_inputs))
                 return done(result)
             return fn.register_hook(hook)
         if kind == "multi":
@@ -1213,12 +1457,18 @@ class Interpreter:
                 def hook(m, sd, prefix, meta):
                     ev("hook", label, kind, self.module_name(m), self.S(sd), prefix)
                     self.after(step, label)
+                    if ret == "drop_key":
+                        drop_first(sd, prefix)
                     return done(None)
                 return mod.register_state_dict_post_hook(hook)
             if kind == "load_pre":
                 def hook(m, sd, prefix, meta, strict, missing, unexpected, errors):
                     ev("hook", label, kind, self.module_name(m), prefix, strict)
                     self.after(step, label)
+                    if ret == "drop_key":
+                        drop_first(sd, prefix)
+                    elif ret == "error":
+                        errors.append(f"refused by {label}")
                     return done(None)
                 return mod.register_load_state_dict_pre_hook(hook)
 
@@ -1226,6 +1476,10 @@ class Interpreter:
                 ev("hook", label, kind, self.module_name(m), tuple(incompatible.missing_keys),
                    tuple(incompatible.unexpected_keys))
                 self.after(step, label)
+                if ret == "clear_missing":
+                    incompatible.missing_keys.clear()
+                elif ret == "add_unexpected":
+                    incompatible.unexpected_keys.append(f"added.by.{label}")
                 return done(None)
             return mod.register_load_state_dict_post_hook(hook)
         raise ValueError(kind)
@@ -1241,37 +1495,41 @@ class Interpreter:
                     ev("hook", label, kind, name(m), self.S(args), tuple(sorted(kwargs)))
                     self.after(step, label)
                     kwargs = {**kwargs, "scale": 2.0} if "scale" in kwargs else kwargs
+                    if ret == "non_tensor":
+                        return done(((1.5,), kwargs))
                     return done(((self.scale(args[0], 2.0),) + tuple(args[1:]), kwargs) if ret == "scale" else None)
             else:
                 def hook(m, args):
                     ev("hook", label, kind, name(m), self.S(args))
                     self.after(step, label)
+                    if ret == "non_tensor":
+                        return done(1.5)
                     return done((self.scale(args[0], 2.0),) + tuple(args[1:]) if ret == "scale" else None)
         elif base == "fwd":
             if with_kwargs:
                 def hook(m, args, kwargs, out):
                     ev("hook", label, kind, name(m), self.S(args), tuple(sorted(kwargs)), self.S(out))
                     self.after(step, label, out)
-                    return done(self.scale(out, 3.0) if ret == "scale" else None)
+                    return done({"none": None, "scale": self.scale(out, 3.0)}.get(ret, self.wrong(ret, out)))
             else:
                 def hook(m, args, out):
                     ev("hook", label, kind, name(m), self.S(args), self.S(out))
                     self.after(step, label, out)
-                    return done(self.scale(out, 3.0) if ret == "scale" else None)
+                    return done({"none": None, "scale": self.scale(out, 3.0)}.get(ret, self.wrong(ret, out)))
         elif base == "bw_pre":
             def hook(m, grad_output):
                 ev("hook", label, kind, name(m), self.S(grad_output))
                 self.after(step, label)
                 result = {"none": None, "scale": self.scale(grad_output, 0.5),
                           "none_tuple": tuple(None for _ in grad_output),
-                          "bare": grad_output[0] if grad_output else None}.get(ret)
+                          "bare": grad_output[0] if grad_output else None}.get(ret, self.wrong(ret, grad_output))
                 return done(result)
         else:  # bw and legacy_bw
             def hook(m, grad_input, grad_output):
                 ev("hook", label, kind, name(m), self.S(grad_input), self.S(grad_output))
                 self.after(step, label)
                 result = {"none": None, "scale": self.scale(grad_input, 3.0),
-                          "none_tuple": tuple(None for _ in grad_input)}.get(ret)
+                          "none_tuple": tuple(None for _ in grad_input)}.get(ret, self.wrong(ret, grad_input))
                 return done(result)
 
         if kind.startswith("g_"):
@@ -1294,6 +1552,22 @@ class Interpreter:
         if base == "bw":
             return mod.register_full_backward_hook(hook, prepend=step.get("prepend", False))
         return mod.register_backward_hook(hook)
+
+
+MODULE_REGISTRIES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+                     "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
+                     "_backward_hooks", "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
+                     "_load_state_dict_post_hooks")
+GLOBAL_REGISTRIES = ("forward_pre_hooks", "forward_hooks", "forward_hooks_with_kwargs", "forward_hooks_always_called",
+                     "backward_pre_hooks", "backward_hooks", "module_registration_hooks",
+                     "parameter_registration_hooks", "buffer_registration_hooks")
+
+
+def drop_first(state_dict, prefix):
+    """Deletes the first key under ``prefix`` from a state dict (what a hook may do in place)."""
+    key = next((k for k in state_dict if k.startswith(prefix)), None)
+    if key is not None:
+        del state_dict[key]
 
 
 class _Handles:
@@ -1406,7 +1680,8 @@ class Frameworks:
 STEP_DEFAULTS = {"ret": "none", "act": None, "prepend": False, "with_kwargs": False, "always_call": False,
                  "retain_graph": False, "create_graph": False, "saved": None, "no_grad": False, "view": False,
                  "inputs": None, "load": False, "mode": "all", "method": False, "grad_tensors": False,
-                 "grad_ctx": None, "inplace": False}
+                 "grad_ctx": None, "inplace": False, "depth": 0, "twice": False, "ctx_hook": None,
+                 "variant": None, "replace": False}
 
 
 def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
@@ -1494,13 +1769,14 @@ def _args(step, keys):
 def render_step(step):
     k = step["k"]
     if k == "hook":
-        extra = _args(step, ["ret", "act", "prepend", "with_kwargs", "always_call", "mode"])
+        extra = _args(step, ["ret", "act", "prepend", "with_kwargs", "always_call", "mode", "depth"])
         target = {"global": "<global>", "opt": "opt"}.get(step["on"], step["on"]) if isinstance(step["on"], str) \
             else "[" + ", ".join(step["on"]) + "]"
         return f"{step['label']} = register {step['kind']} hook on {target}({extra})"
     if k == "forward":
         ctx = " with saved_tensors_hooks(" + step["saved"] + ")" if step.get("saved") else ""
         ctx += " under no_grad" if step.get("no_grad") else ""
+        ctx += f" inside `with {step['ctx_hook']}.register_forward_hook(h):`" if step.get("ctx_hook") else ""
         if step.get("grad_ctx"):
             ctx += f" ({step['grad_ctx']['block']} under {step['grad_ctx']['mode']}"
             ctx += ", the rest under no_grad)" if step["grad_ctx"]["mode"] == "enable_grad" else ")"
@@ -1511,8 +1787,8 @@ def render_step(step):
                 "split": "roots = out.split(1); grads = [1, 2, ...]",
                 "unbind": "roots = torch.unbind(out); grads = [1, 2, ...]",
                 "tuple": "roots = <tuple block's two outputs>; grads = [1, 2]"}[step["how"]]
-    if k == "backward" and (step.get("method") or step.get("grad_tensors")):
-        extra = _args(step, ["retain_graph", "create_graph", "inputs"])
+    if k == "backward" and (step.get("method") or step.get("grad_tensors") or step.get("ctx_hook")):
+        extra = _args(step, ["retain_graph", "create_graph", "inputs", "ctx_hook"])
         grads = "[1.5, 2.5, ...]" if step.get("grad_tensors") else "grads"
         if step.get("method"):
             return f"roots[0].backward({grads}[0]" + (", " + extra if extra else "") + ")"
@@ -1540,7 +1816,12 @@ def render_step(step):
                 "norm_inf": "clip_grad_norm_(net.parameters(), 0.5, norm_type=inf)",
                 "value": "clip_grad_value_(net.parameters(), 0.1)"}[step["how"]]
     if k == "remove":
-        return f"{step['label']}.remove()"
+        return f"{step['label']}.remove()" + (f"; {step['label']}.remove()" if step.get("twice") else "")
+    if k == "registration_hook":
+        return (f"{step['label']} = register_module_{step['what']}_registration_hook(<log"
+                + (", return a replacement" if step.get("replace") else "") + ">)")
+    if k == "grow":
+        return f"{step['on']}.<register a new {step['what']}>"
     if k == "apply":
         return f"{step['label']} = net.apply(<register a logging {step['kind']} hook>)"
     if k == "inplace":
@@ -1555,8 +1836,12 @@ def render_step(step):
     if k == "zero_grad":
         return f"({step.get('on') or 'opt or net'}).zero_grad(set_to_none={step['set_to_none']})"
     if k == "state_dict":
-        return "sd = net.state_dict()" + ("; net.load_state_dict({k: v + 0.5 for k, v in sd.items()})"
-                                          if step.get("load") else "")
+        on = step.get("on") or "net"
+        text = f"sd = {on}.state_dict(" + ("prefix='p.'" if step.get("variant") == "prefix" else "") + ")"
+        if step.get("load"):
+            text += f"; {on}.load_state_dict({{k: v + 0.5 for k, v in sd.items()}}"
+            text += f", <{step['variant']}>)" if step.get("variant") else ")"
+        return text
     return repr(step)
 
 

@@ -966,6 +966,25 @@ def test_create_graph_through_an_in_place_relu_on_a_view(T):
     return gb.requires_grad, gb, gw, x.grad, lin.weight.grad, lin.bias.grad
 
 
+@pytest.mark.parametrize("pack", ["identity", "clone"])
+@differential
+def test_create_graph_through_an_in_place_relu_on_a_view_under_pack_hooks(T, pack):
+    """The same under saved-tensor hooks: the unpacked ReLU result stands for the view with its new
+    history (through CopySlices), so the second pass runs ReLU's node once, as without hooks."""
+    x = T.tensor([[0.1, -0.5, 0.3], [0.7, 0.2, -0.4]], dtype=T.float64, requires_grad=True)
+    unpacked = []
+
+    def unpack(t):
+        unpacked.append(tuple(t.shape))
+        return t
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t.clone() if pack == "clone" else t, unpack):
+        h = T.relu_((x * 2).unsqueeze(1).squeeze(1))
+        out = (h * h).tanh()
+    g, = T.autograd.grad(out.sum(), [x], create_graph=True)
+    second = catch(lambda: (g * g).sum().backward())
+    return g, second, x.grad, unpacked
+
+
 @pytest.mark.parametrize("changed", ["weight", "bias"])
 @differential
 def test_layer_norm_checks_saved_versions_in_torchs_order(T, changed):

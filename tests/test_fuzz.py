@@ -94,6 +94,28 @@ REGRESSION_PROGRAMS = {
         {"k": "hook", "kind": "bw_pre", "on": "b0.attn", "label": "h2"}, _FORWARD,
         {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "roots", "how": "split"},
         {"k": "grad", "inputs": ["b0.attn.in_proj_weight"], "allow_unused": True}]),
+    "a forward hook's float output given to a multi-grad hook": _program(102, ["linear"], [
+        {"k": "hook", "kind": "fwd", "on": "b0", "label": "h7", "ret": "non_tensor"}, _FORWARD,
+        {"k": "hook", "kind": "multi", "on": ["a_b0"], "label": "h10", "mode": "all"}]),
+    "a forward pre-hook's float input to Sigmoid": _program(1207, ["sigmoid"], [
+        {"k": "hook", "kind": "fwd_pre", "on": "net", "label": "h1", "ret": "non_tensor"}, _FORWARD]),
+    "an unpacked view made under inference_mode requires grad under create_graph": _program(
+        1329, ["linear", "reshape", "linear", "maxpool"], [
+            {"k": "hook", "kind": "bw_pre", "on": "b3.pool", "label": "h7", "ret": "none_tuple"},
+            {"k": "forward", "saved": "scale", "grad_ctx": {"block": "b1", "mode": "inference_mode"}},
+            {"k": "roots", "how": "two"}, {"k": "backward", "create_graph": True}, {"k": "double"}]),
+    "a double backward through an in-place ReLU on a view under pack hooks": _program(
+        8524, ["conv1d", "relu_inplace", "seq"], [
+            {"k": "forward", "saved": "clone"}, {"k": "roots", "how": "unbind"},
+            {"k": "grad", "inputs": ["b0.conv.weight"], "allow_unused": True, "retain_graph": True,
+             "create_graph": True}, {"k": "double"}]),
+    "a pack hook that raises leaves batch norm's running statistics alone": _program(2791, ["batchnorm"], [
+        {"k": "forward", "saved": "raise_pack"}]),
+    "a packed in-place ReLU output aliases its tensor, changed again in place": _program(
+        24277, ["lstm", "relu_inplace"], [
+            {"k": "forward", "saved": "save_on_cpu"}, {"k": "hook", "kind": "node_post", "on": "a_b0", "label": "h2"},
+            {"k": "inplace", "on": "a_b1", "op": "add_"}, _SUM,
+            {"k": "grad", "inputs": ["b0.rnn.bias_hh_l0"], "allow_unused": True}]),
 }
 
 
@@ -150,6 +172,14 @@ def test_a_program_logs_the_same_whatever_ran_before(frameworks, name):
         assert hookfuzz.compare(a, b) is None, hookfuzz.render(program)
 
 
+def test_no_hook_on_a_view_an_in_place_block_changed_under_a_grad_mode_switch():
+    """torch 2.13 crashes (segfault) on such a program (seed 41604 drew one), taking the run down."""
+    program = hookfuzz.generate(41604)
+    assert [b["kind"] for b in program["model"]][1:3] == ["mha_no_weights", "relu_inplace"]
+    assert any(s["k"] == "forward" and s.get("grad_ctx") for s in program["steps"])
+    assert not [s for s in program["steps"] if s["k"] in ("hook", "retain_grad") and "a_b1" in str(s.get("on"))]
+
+
 def test_ci_programs_avoid_known_divergent_features():
     for seed in CI_SEEDS:
         assert not hookfuzz.program_features(hookfuzz.generate(seed, CI_DISABLED)) & CI_DISABLED
@@ -181,6 +211,16 @@ def test_ci_programs_cover_the_vocabulary():
         "clip:norm", "clip:norm_inf", "clip:value", "zero_grad:module", "backward:method", "backward:grad_tensors",
         "act:register_global", "act:opt_step", "saved:save_on_cpu", "saved:disable", "saved:disable_only",
         "grad_ctx:no_grad", "grad_ctx:enable_grad", "grad_ctx:inference_mode"}
+    # hooks changing the registries or the grad mode, raising, or returning what torch refuses;
+    # registration and state-dict hooks; custom Functions' non-differentiable outputs
+    wanted |= {"act:" + act.split(":")[0] for act in hookfuzz.REGISTRY_ACTS} | {
+        f"ret:{kind}:{ret}" for kind, rets in hookfuzz.RETURNS.items() for ret in rets
+        if ret in ("raise_once", "wrong_shape", "wrong_dtype", "wrong_len", "non_tensor")} | {
+        "saved:raise_pack", "saved:raise_unpack", "saved:raise_unpack_once", "forward:ctx_hook", "remove:twice",
+        "retain_grad:view_of_activation", "depth:node_pre", "depth:node_post", "registration_hook:replace",
+        "state_dict:module"} | {f"registration_hook:{w}" for w in hookfuzz.REGISTRATION_KINDS} | {
+        f"grow:{w}" for w in hookfuzz.REGISTRATION_KINDS} | {
+        f"state_dict:{v}" for v in ("missing", "missing_strict", "unexpected", "unexpected_strict", "prefix", "assign")}
     assert wanted <= seen, wanted - seen
 
 

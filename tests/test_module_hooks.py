@@ -907,3 +907,16 @@ def test_always_call_hooks_after_a_pre_hook_error_see_the_args_earlier_pre_hooks
         for handle in handles:
             handle.remove()
     return type(outcome).__name__, seen
+
+
+@differential
+def test_forward_pre_hook_handing_a_float_to_an_activation_raises_torchs_type_error(T):
+    """A pre-hook replacing the input with a plain number: Sigmoid and Tanh raise torch's TypeError
+    naming the argument, and the module runs again once the hook is removed."""
+    results = []
+    for module in (T.nn.Sigmoid(), T.nn.Tanh(), T.nn.Sequential(T.nn.Tanh())):
+        handle = module.register_forward_pre_hook(lambda m, args: 1.5)
+        raised = catch(module, T.ones(2))
+        handle.remove()
+        results.append((raised.cls, raised.message, module(T.zeros(2))))
+    return results

@@ -1316,3 +1316,26 @@ def test_engine_warning_reaches_code_run_by_exec_without_a_module_name(T):
         warnings.simplefilter("always")
         exec(code, {"T": T})
     return [(w.category.__name__, str(w.message)[:70], w.filename, w.lineno) for w in caught]
+
+
+@pytest.mark.parametrize("kind", ["pre", "full"])
+@pytest.mark.parametrize("change", ["size", "type"])
+@differential
+def test_a_backward_hook_changing_a_gradient_is_named_as_torch_names_it(T, kind, change):
+    """The size and type errors quote the hook's ``__name__`` (torch's wording; context may follow),
+    and the module runs again once the hook is removed."""
+    lin = T.nn.Linear(3, 2).double()
+    with T.no_grad():
+        lin.weight.copy_(T.tensor([[0.5, -1.0, 0.25], [1.5, 0.75, -0.5]], dtype=T.float64))
+
+    def reshaping_hook(module, *grads):
+        g = grads[-1][0]
+        return (g.unsqueeze(0) if change == "size" else g.float(),) if kind == "pre" else \
+            (grads[0][0].unsqueeze(0) if change == "size" else grads[0][0].float(),)
+    register = lin.register_full_backward_pre_hook if kind == "pre" else lin.register_full_backward_hook
+    handle = register(reshaping_hook)
+    x = T.ones(2, 3, dtype=T.float64, requires_grad=True)
+    raised = catch(lambda: lin(x).sum().backward())
+    handle.remove()
+    lin(x).sum().backward()
+    return raised.cls, raised.message.split(" of value")[0], x.grad

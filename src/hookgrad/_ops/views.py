@@ -969,10 +969,15 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     if node._saved:
         # an op that kept its output now keeps x itself: later in-place changes to x must be caught
         for saved in node._saved:
-            if saved is not None and saved.is_output and saved.unpack_hook is None:
-                saved.tensor = x._data
-                saved.counter = x._version_counter
-                saved.version = x._version_counter[0]
+            if saved is not None and saved.is_output:
+                if saved.unpack_hook is None:
+                    saved.tensor = x._data
+                    saved.counter = x._version_counter
+                    saved.version = x._version_counter[0]
+                elif result._data.shape == x._data.shape and result._data.dtype == x._data.dtype:
+                    # a pack hook was handed the result: what it kept of it aliases x, as torch's
+                    # output is x itself (later in-place changes show through, unchecked)
+                    result._data, result._version_counter = x._data, x._version_counter
     if x._base is None:
         x._after_inplace(node)
     else:
@@ -986,8 +991,8 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         x._regenerate_view_grad_fn()  # torch gives the changed view its new node at once
         if node._saved:
             for saved in node._saved:
-                if saved is not None and saved.is_output and saved.unpack_hook is None:
-                    # unpacked, the output is the view with its new history; held weakly, as torch
+                if saved is not None and saved.is_output:
+                    # unpacked (by an unpack hook too), the output is the view with its new history; held weakly, as torch
                     # does: that history leads back to this node (a strong reference is a cycle)
                     saved.grad_fn = weakref.ref(x._grad_fn)
     return x

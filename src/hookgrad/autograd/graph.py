@@ -456,13 +456,21 @@ class SavedTensor:
         out = _above.wrap(value._data)
         out._version_counter = value._version_counter
         if self.is_output:
-            out._grad_fn, out._output_nr, out._requires_grad = node, self.output_nr, node is not None
+            # as without hooks: an in-place op on a view gave the output the view's new history
+            fn = None if self.grad_fn is None else self.grad_fn()
+            if fn is None:
+                fn, output_nr = node, self.output_nr
+            else:
+                output_nr = 0
+            out._grad_fn, out._output_nr, out._requires_grad = fn, output_nr, fn is not None
         elif self.grad_fn is not None:
             out._grad_fn, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
-        elif self.requires_grad and self.accumulator is not None:
-            out._accumulator = weakref.ref(self.accumulator)
+        elif self.requires_grad:
+            if self.accumulator is not None:
+                out._accumulator = weakref.ref(self.accumulator)
             out._requires_grad = True
-        # (a view made under no_grad has no accumulator: no gradient reaches it, so none reaches its stand-in)
+        # (a view made under no_grad has no accumulator: no gradient reaches it, so none reaches its
+        # stand-in; it still requires grad, as torch's unpacked variable does)
         return out
 
     @property
@@ -501,7 +509,10 @@ class SavedTensor:
         if self.tensor is None:
             raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
         value = self.unpack()
+        view_history = self.grad_fn if self.is_output else None  # (an in-place op on a view's, held weakly)
         self._remember_identity(value)  # what the unpack hook returns takes the original's place
+        if view_history is not None:
+            self.grad_fn = view_history
         # as torch: grad mode off, a saved original is handed over as a detached alias, and the
         # hook may not modify it in place
         packed = _call_pack_hook(pack_hook, value if self.is_output else value.detach())
@@ -868,9 +879,11 @@ def _grad_fn_or_accumulator(tensor):
     """The node where ``tensor``'s gradient arrives: its grad_fn, or its leaf's AccumulateGrad."""
     if isinstance(tensor, GradientEdge):
         return tensor.node
-    node = tensor.grad_fn
-    if node is None and tensor.requires_grad:
+    # requires_grad read first, as torch does (what a non-tensor's AttributeError names)
+    if tensor.requires_grad and tensor.grad_fn is None:
         node = tensor._edge()[0]  # None for a view made under no_grad: no gradient reaches it
+    else:
+        node = tensor.grad_fn
     if node is None:
         raise AssertionError("Expected gradient function to be set")
     return node

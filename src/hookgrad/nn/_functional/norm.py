@@ -272,7 +272,7 @@ class NativeBatchNormBackwardBackward0(_NormDoubleBackward):
 
 class NativeBatchNormBackward0(_NormBackward):
     __slots__ = ("training",)
-    # saved after the running statistics are updated, as torch does (batch_norm below)
+    # saved before the running statistics are updated, as torch does (batch_norm below)
     saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2")
     saved_values = {"training": lambda n: n.training, "eps": lambda n: n.eps}
     double_backward_node = NativeBatchNormBackwardBackward0
@@ -370,6 +370,8 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         result, mean, var = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps)
         if result._grad_fn is not None:  # torch saves before its kernel updates the statistics
             refuse_inference_saves(x, weight, running_mean, running_var)
+        # (so a pack hook sees them before the update, and one that raises leaves them unchanged)
+        _save_batch_norm(result, x, weight, running_mean, running_var, True)
         # the running statistics are updated inside the kernel, as torch's are: no version bump, so a
         # graph that saved them stays usable after another training-mode forward
         if running_mean is not None:
@@ -380,7 +382,6 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             rv = running_var._data
             rv *= (1 - momentum)
             rv += (momentum * var.reshape(-1) * (n / (n - 1))).astype(rv.dtype, copy=False)
-        _save_batch_norm(result, x, weight, running_mean, running_var, True)
         return result
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
@@ -392,8 +393,8 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
 
 
 def _save_batch_norm(result, x, weight, running_mean, running_var, training):
-    """What torch's batch norm packs, once the running statistics are updated: the batch mean and
-    inverse std (empty in evaluation mode)."""
+    """What torch's batch norm packs (in training mode before the running statistics are updated):
+    the inputs, then the batch mean and inverse std (empty in evaluation mode)."""
     node = result._grad_fn
     if node is None:
         return

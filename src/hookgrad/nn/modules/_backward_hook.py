@@ -433,8 +433,10 @@ def _check_replacements(module, what, indices, original, final, setters) -> None
         if old is None:
             continue
         if new.dtype != old.dtype:
-            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {old.type()} got "
+            # torch's engine quotes the name of torch's own wrapper around module hooks, 'hook'
+            # (the user's hook is named in the context after it)
+            raise RuntimeError(f"hook 'hook' has changed the type of value (was {old.type()} got "
                                f"{new.type()}) {where}")
         if tuple(new.shape) != tuple(old.shape):
-            raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value (was "
+            raise RuntimeError(f"hook 'hook' has changed the size of value (was "
                                f"{list(old.shape)} got {list(new.shape)}) {where}")
