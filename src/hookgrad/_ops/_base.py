@@ -91,6 +91,19 @@ def data_of(x, np_dtype):
     return np_dtype.type(x) if np_dtype.kind != "b" else x
 
 
+def wrapped_int(x: int, np_dtype):
+    """A Python int as an operand of integer arithmetic in ``np_dtype``: torch reads it as a 64-bit
+    integer and casts, so a value beyond the type wraps around (``uint8 - 3``, ``int8 * 1000``);
+    beyond 64 bits it is refused with Python's OverflowError."""
+    if x < -(1 << 63) or x >= (1 << 64):
+        raise OverflowError("int too big to convert")
+    bits = np_dtype.itemsize * 8
+    x &= (1 << bits) - 1
+    if np_dtype.kind == "i" and x >= 1 << (bits - 1):
+        x -= 1 << bits
+    return np_dtype.type(x)
+
+
 _ONES_CACHE: dict = {}
 _ONES_CACHED_UP_TO = 1 << 16  # elements; longer sums spend far more in the product than in np.ones
 

@@ -8,6 +8,7 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import FP_IGNORE, fp_quiet, fp_restore, quiet_fp, refuse_complex
+from ._base import wrapped_int
 from ._declare import _ARRAY_DTYPES, ZeroGradNode, formula_node, module_all, op, record_op, unary
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
@@ -44,10 +45,16 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
         reduced = dt == _F16 or dt.kind == "V" and _dtype.is_bfloat16_np(dt)
         if float32_scalar and reduced and not isinstance(b, Tensor):
             bd = np.float32(b)
+        elif b.__class__ is int and dt.kind in "iu":
+            bd = wrapped_int(b, dt)
         else:
             bd = data_of(b, dt)
         if scale != 1:
             bd = bd * scale
+        elif dt.kind == "c" and (np_fn is np.add or np_fn is np.subtract):
+            # torch adds ``alpha * other`` with a complex product even for alpha 1: an infinite part of
+            # ``other`` makes the other part NaN (inf * 0), as there
+            bd = bd * dt.type(1)
     try:
         with _err():  # torch never warns about inf/nan arithmetic
             ad = data_of(a, dt)
@@ -290,7 +297,7 @@ def _refuse_bool_subtraction(a, b, dt):
     if dt.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if any(isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (a, b)):
+    if any(isinstance(t, (bool, np.bool_)) or isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (a, b)):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
 
@@ -302,8 +309,11 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
     else:
         a, b, dt = _binary_inputs(a, b)
         if node_cls is SubBackward0 and (dt.kind == "b" or (isinstance(a, Tensor) and a._data.dtype.kind == "b")
-                                         or (isinstance(b, Tensor) and b._data.dtype.kind == "b")):
+                                         or (isinstance(b, Tensor) and b._data.dtype.kind == "b")
+                                         or isinstance(b, (bool, np.bool_))):
             _refuse_bool_subtraction(a, b, dt)
+        if isinstance(alpha, (bool, np.bool_)) and dt.kind != "b":
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
         if dt.kind in "biu" and isinstance(alpha, float):
             raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
         result = _finish(_np_binary(np_fn, a, b, dt, alpha), dt)
@@ -347,7 +357,8 @@ def rsub(a, b, *, alpha=1):
     else:
         a, b, dt = _binary_inputs(a, b)
         _refuse_bool_subtraction(a, b, dt)
-        result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
+        with _err():
+            result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
         node = record_op(RsubBackward1, (a,), result)
         node.alpha, node.a_dtype = alpha, a._data.dtype
@@ -473,15 +484,26 @@ def _refuse_integer_zero_divisor(divisor, dt) -> None:
         raise RuntimeError("ZeroDivisionError")
 
 
+def _arith_operand(x, dt):
+    """An operand of integer or float arithmetic in ``dt``: a Python int wraps around an integer type
+    as in torch (see ``wrapped_int``)."""
+    if x.__class__ is int and dt.kind in "iu":
+        return wrapped_int(x, dt)
+    return data_of(x, dt)
+
+
 def _rounded_div(a, b, mode):
     dt = result_np_dtype(a, b)
-    _refuse_integer_zero_divisor(data_of(b, dt), dt)
+    ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
+    _refuse_integer_zero_divisor(bd, dt)
+    if not isinstance(b, Tensor) and (dt == _F16 or _dtype.is_bfloat16_np(dt)):
+        ad, bd = ad.astype(np.float32), np.float32(b)   # the number enters unrounded, as in div
     with _err():
         if mode == "floor":
-            data = np.floor_divide(data_of(a, dt), data_of(b, dt)) if dt.kind in "iu" else np.floor(
-                np.true_divide(data_of(a, dt), data_of(b, dt)))
+            # NumPy's float floor division is torch's div_floor: from fmod, so 1 // 0.1 is 9 as in Python
+            data = np.floor_divide(ad, bd)
         elif mode == "trunc":
-            q = np.true_divide(data_of(a, dt), data_of(b, dt))
+            q = np.true_divide(ad, bd)
             data = np.trunc(q)
         else:
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
@@ -1133,16 +1155,27 @@ def _modulo(np_fn, name, node_cls):
     def modulo(a, b):
         refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         a, b, dt = _binary_inputs(a, b)
-        _refuse_integer_zero_divisor(data_of(b, dt), dt)
+        ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
+        _refuse_integer_zero_divisor(bd, dt)
         with _err():
-            result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
+            result = _finish(np_fn(ad, bd), dt)
         if _needs(a, None):
             record_op(node_cls, (a,), result)
         return result
     return _declared_as(modulo, name, inplace=True)
 
 
-remainder = _modulo(np.mod, "remainder", RemainderBackward0)
+def _float_remainder(a, b):
+    """torch's remainder: fmod, moved by the divisor where the signs differ. A zero keeps the
+    dividend's sign (NumPy's mod gives it the divisor's)."""
+    if np.result_type(a, b).kind in "iub":
+        return np.mod(a, b)
+    mod = np.fmod(a, b)
+    moved = (mod != 0) & ((np.asarray(b) < 0) != (mod < 0))
+    return np.where(moved, mod + b, mod).astype(mod.dtype, copy=False)
+
+
+remainder = _modulo(_float_remainder, "remainder", RemainderBackward0)
 fmod = _modulo(np.fmod, "fmod", FmodBackward0)
 
 
@@ -1198,12 +1231,12 @@ def logical_not(a):
 def _bitwise(np_fn, name):
     def bitwise(a, b):
         a = as_tensor_arg(a)
-        if not isinstance(b, Tensor):
-            b = as_tensor_arg(b, a)
+        if not isinstance(b, Tensor) and not (b.__class__ is int and a._data.dtype.kind in "iu"):
+            b = as_tensor_arg(b, a)   # an int stays a number: it wraps around a's type (_arith_operand)
         dt = result_np_dtype(a, b)
         if np.dtype(dt).kind in "fc" or not np.dtype(dt).kind:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(np.dtype(dt))}'")
-        return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
+        return wrap(np_fn(_arith_operand(a, dt), _arith_operand(b, dt)))
     return _declared_as(bitwise, name, inplace=True)
 
 

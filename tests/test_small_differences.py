@@ -1,0 +1,67 @@
+"""Small differences from torch found by the day-one sweeps, each checked on both frameworks:
+integer scalars that wrap around, the sign of a zero remainder, floor division through fmod,
+bool operands of subtraction, complex add/sub through a complex product with alpha."""
+from __future__ import annotations
+
+import pytest
+from difftest import catch, differential
+
+INF = float("inf")
+
+
+def text(x) -> str:
+    """A tensor's printed form (it shows the sign of a zero, NaNs and infinities), under torch's name."""
+    return str(x).replace("hookgrad.", "torch.")
+
+
+@differential
+def test_python_ints_wrap_around_integer_types(T):
+    u = T.tensor([0, 1, 250], dtype=T.uint8)
+    i8 = T.tensor([100, -100], dtype=T.int8)
+    out = []
+    for v in (-1, 256, 1000, 2 ** 31, 2 ** 63 - 1, 2 ** 63, -2 ** 63):
+        out += [text(u + v), text(u - v), text(u * v), text(i8 * v), text(T.tensor([1], dtype=T.int32) + v)]
+    out += [text(u // 257), text(u % 258), text(u & 257), text(u | -1), text(T.remainder(u, -1)), text(u == 256),
+            text(u < 300), text(u.clone().mul_(-1)), text(i8.clone().add_(1000))]
+    out.append(catch(lambda: u + 2 ** 64))
+    return out
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@differential
+def test_remainder_and_floor_division_of_floats(T, dtype):
+    dt = getattr(T, dtype)
+    a = T.tensor([7.5, -7.5, 7.5, -7.5, -0.0, 0.0, -3.0, 3.0, 1.0, 5.0, INF, -INF], dtype=dt)
+    b = T.tensor([2.0, 2.0, -2.0, -2.0, 3.0, 3.0, 3.0, -3.0, 0.1, 0.0, 2.0, 2.0], dtype=dt)
+    return [text(a % b), text(a // b), text(T.fmod(a, b)), text(a % -1.5), text(a // 0.1), text(a % 0.3),
+            text(3 % b), text(5 // b), text(a % INF), text(a // INF), text(T.div(a, 0.1, rounding_mode="floor")),
+            text(T.div(a, 0.1, rounding_mode="trunc"))]
+
+
+@differential
+def test_remainder_and_floor_division_of_integers(T):
+    a = T.tensor([7, -7, 7, -7, 0])
+    b = T.tensor([2, 2, -2, -2, 5])
+    return [text(a // b), text(a % b), text(T.fmod(a, b)), text(a // -3), text(a % -3), text(10 // b), text(10 % b),
+            catch(lambda: a // 0), catch(lambda: a % 0)]
+
+
+@pytest.mark.parametrize("expression", ["a - True", "a - False", "True - a", "T.rsub(a, True)", "a.sub_(True)",
+                                        "a - T.tensor(True)", "a + True", "a.sub(1, alpha=True)",
+                                        "a.add(1, alpha=True)", "f - True", "f.sub(True)",
+                                        "T.tensor([True]).add(True, alpha=True)"])
+@differential
+def test_bool_operands_of_subtraction(T, expression):
+    a, f = T.tensor([1, 2]), T.tensor([1.5])
+    return catch(lambda: text(eval(expression)))
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@differential
+def test_complex_add_and_sub_multiply_by_alpha(T, dtype):
+    dt = getattr(T, dtype)
+    a = T.tensor([1 + 0j, 1 + 1j, complex(INF, 0), complex(0, -INF)], dtype=dt)
+    b = T.tensor([complex(INF, 1), complex(1, INF), complex(INF, INF), 2 + 0j], dtype=dt)
+    return [text(x) for x in (a + b, a - b, b - a, T.add(a, b, alpha=2), T.sub(a, b, alpha=2), T.add(a, b, alpha=1j),
+                             a + complex(INF, 1), a - complex(INF, 1), complex(INF, 1) - a, a + 1, a.add(INF, alpha=2),
+                             b.clone().add_(a), T.rsub(a, b, alpha=2), T.add(a, 2, alpha=3), a + a.real)]
