@@ -65,3 +65,43 @@ def test_complex_add_and_sub_multiply_by_alpha(T, dtype):
     return [text(x) for x in (a + b, a - b, b - a, T.add(a, b, alpha=2), T.sub(a, b, alpha=2), T.add(a, b, alpha=1j),
                              a + complex(INF, 1), a - complex(INF, 1), complex(INF, 1) - a, a + 1, a.add(INF, alpha=2),
                              b.clone().add_(a), T.rsub(a, b, alpha=2), T.add(a, 2, alpha=3), a + a.real)]
+
+
+_NOT_BROADCASTING = [
+    "T.maximum(T.ones(2, 3), T.ones(4))", "T.minimum(T.ones(2, 3), T.ones(4))", "T.max(T.ones(2), T.ones(3))",
+    "T.fmax(T.ones(2, 3), T.ones(4))", "T.isclose(T.ones(2), T.ones(3))", "T.allclose(T.ones(2), T.ones(3))",
+    "T.addcmul(T.ones(3), T.ones(2), T.ones(3))", "T.addcmul(T.ones(3), T.ones(3), T.ones(2))",
+    "T.addcdiv(T.ones(3), T.ones(2), T.ones(3))", "T.addcmul(T.ones(2), T.ones(3), T.ones(3))",
+    "T.lerp(T.ones(2), T.ones(3), 0.5)", "T.lerp(T.ones(2), T.ones(2), T.ones(3))", "T.atan2(T.ones(2), T.ones(3))",
+    "T.heaviside(T.ones(2), T.ones(3))", "T.clamp(T.ones(2), T.ones(3))", "T.clamp(T.ones(2), None, T.ones(3))",
+    "T.ones(2, dtype=T.bool) & T.ones(3, dtype=T.bool)", "T.pow(T.ones(2), T.ones(3))",
+    "T.float_power(T.ones(2), T.ones(3))", "T.logical_and(T.ones(2), T.ones(3))", "T.logical_xor(T.ones(2), T.ones(3))",
+    "T.remainder(T.ones(2), T.ones(3))", "T.floor_divide(T.ones(2), T.ones(3))", "T.fmod(T.ones(2), T.ones(3))",
+    "T.masked_select(T.ones(2), T.ones(3, dtype=T.bool))", "T.ones(3).masked_fill(T.tensor([True, False]), 0.)",
+    "T.ones(3).masked_fill_(T.ones(2, 3, dtype=T.bool), 0.)", "T.ones(2).eq(T.ones(3))", "T.ones(2) % T.ones(3)",
+    "T.where(T.ones(2, dtype=T.bool), T.ones(3), 0.)", "T.bitwise_xor(T.ones(2, dtype=T.long), T.ones(3, dtype=T.long))",
+]
+
+
+@pytest.mark.parametrize("expression", _NOT_BROADCASTING)
+@differential
+def test_operands_that_do_not_broadcast(T, expression):
+    try:
+        eval(expression)
+    except Exception as exc:  # noqa: BLE001 - the class and torch's message are compared
+        return type(exc).__name__, str(exc)
+    return None
+
+
+@differential
+def test_masked_fill_broadcasts_self_and_sums_its_gradient(T):
+    x = T.ones(3, requires_grad=True)
+    v = T.tensor(2.0, requires_grad=True)
+    mask = T.tensor([[True, False, False], [False, False, True]])
+    weights = T.arange(6.0).reshape(2, 3)
+    y = x.masked_fill(mask, 0.0)
+    z = x.masked_fill(mask, v)
+    (y * weights).sum().backward()
+    first = x.grad.clone()
+    (z * weights).sum().backward()
+    return y, z, first, x.grad, v.grad, type(y.grad_fn).__name__, type(z.grad_fn).__name__

@@ -388,7 +388,7 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._data)
-        return self._data
+        return self._data.view()   # a new array object on the tensor's memory each call, as torch's
 
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:   # np.array(t) goes through numpy(), as in torch

@@ -281,7 +281,10 @@ asarray = as_tensor
 
 def _check_numpy_source(array: np.ndarray) -> None:
     """torch's refusals of a NumPy array as a tensor's source: a type it has no tensor for, or a
-    negative stride (even where it would copy)."""
+    negative stride (even where it would copy), a byte order other than the machine's."""
+    if not array.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
     _dtype.from_numpy_dtype(array.dtype)
     if any(s < 0 for s in array.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "

@@ -9,9 +9,10 @@ from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import formula_node, module_all, op, pair_formula_node, record_op
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
+from .pointwise import check_broadcast
 
 
 def _is_basic(item) -> bool:
@@ -49,6 +50,8 @@ def _np_index(index):
             out.append(arr)
         elif isinstance(item, (list, tuple)):
             arr = np.asarray([i._data if isinstance(i, Tensor) else i for i in item])
+            if arr.size == 0 and arr.dtype.kind == "f":
+                arr = arr.astype(np.int64)   # ``x[[]]``: torch reads an empty list as an empty long index
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
@@ -157,6 +160,18 @@ def _split_integers(index):
     return tuple(basic), tuple(rest)
 
 
+def _torch_index_error(exc: IndexError) -> IndexError:
+    """NumPy's IndexError in torch's words."""
+    text = str(exc)
+    if text.startswith("shape mismatch: indexing arrays could not be broadcast together with shapes"):
+        import re
+        shapes = [f"[{', '.join(n.strip() for n in group.split(',') if n.strip())}]"
+                  for group in re.findall(r"\(([\d,\s]*)\)", text)]
+        return IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes "
+                          f"{', '.join(shapes)}")
+    return IndexError(text.replace("axis", "dimension"))
+
+
 def getitem(x: Tensor, index) -> Tensor:
     index = _normalize_index(index)
     if all(_is_basic(i) for i in index):
@@ -169,7 +184,7 @@ def getitem(x: Tensor, index) -> Tensor:
         data = x._data[npi]
     except IndexError as e:
         _check_masks(x._data.shape, index)
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise _torch_index_error(e) from None
     result = wrap(np.array(data, copy=True))
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexBackward0, (x,), result)
@@ -238,6 +253,8 @@ def setitem(x: Tensor, index, value) -> None:
     npi = _np_index(index)
     try:
         apply_inplace(x, _index_put, npi, value, saves_self=False)
+    except IndexError as e:
+        raise _torch_index_error(e) from None
     except ValueError:
         value_shape = value._data.shape if isinstance(value, Tensor) else np.shape(value)
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
@@ -570,10 +587,28 @@ def _masked_fill_grad(g, mask):
     return g.masked_fill(mask, 0.0)
 
 
-# a number value, or a 0-d tensor value (which gets the masked part of the gradient, summed)
-MaskedFillBackward0 = formula_node("MaskedFillBackward0", ("mask",), _masked_fill_grad)
-MaskedFillBackward1 = pair_formula_node("MaskedFillBackward1", ("mask",), _masked_fill_grad,
-                                        lambda g, mask: (g * mask).sum())
+class MaskedFillBackward0(Node):
+    """masked_fill with a number value. A mask larger than ``self`` broadcasts it: its gradient is
+    summed back to its shape."""
+
+    __slots__ = ("self_shape",)
+    saved_names = ("mask",)
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        return (sum_to_shape(_masked_fill_grad(grads[0], mask), self.self_shape),)
+
+
+class MaskedFillBackward1(MaskedFillBackward0):
+    """masked_fill with a 0-d tensor value, which gets the masked part of the gradient, summed."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        edges = self.next_functions
+        return (sum_to_shape(_masked_fill_grad(grads[0], mask), self.self_shape) if edges[0][0] is not None else None,
+                (grads[0] * mask).sum() if edges[1][0] is not None else None)
 
 
 @op(inplace=True, saves_self=False)
@@ -589,15 +624,15 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{vt._data.ndim} dimension(s).")
     v = vt._data if vt is not None else value
+    check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
     data = np.where(mask._data, np.asarray(v).astype(x._data.dtype), x._data)
-    if data.shape != x._data.shape:
-        raise RuntimeError(f"The size of the mask ({mask._data.shape}) must match the tensor ({x._data.shape})")
     result = wrap(np.ascontiguousarray(data))
     if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
         if vt is not None:
             node = MaskedFillBackward1((edge(x), edge(vt)))
         else:
             node = MaskedFillBackward0((edge(x),))
+        node.self_shape = x._data.shape
         node.save(mask)
         record(node, result, inputs=(x, value))
     return result
@@ -615,6 +650,7 @@ class MaskedSelectBackward0(Node):
 
 @op()
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    check_broadcast(mask, x)
     m = np.broadcast_to(mask._data, np.broadcast_shapes(mask._data.shape, x._data.shape))
     xd = np.broadcast_to(x._data, m.shape)
     result = wrap(xd[m].copy())

@@ -297,6 +297,7 @@ def heaviside(x, values):
     x, values = as_tensor_arg(x), as_tensor_arg(values)
     if x._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    pointwise.check_broadcast(x, values)
     d, v = x._data, values._data
     out = np.where(d == 0, v, (d > 0).astype(d.dtype)) if d.dtype.kind != "b" else np.where(d, True, v)
     return wrap(np.asarray(np.broadcast_to(out, np.broadcast_shapes(d.shape, v.shape)), dtype=d.dtype).copy())

@@ -223,6 +223,16 @@ def _broadcast_message(a, b):
     return _mismatch(*_padded(sa, sb)) or f"shapes {list(sa)} and {list(sb)} are not broadcastable"
 
 
+def check_broadcast(*operands) -> None:
+    """torch's RuntimeError where the shapes of the tensors among ``operands`` (in the op's order)
+    do not broadcast together."""
+    shapes = [tuple(t.shape) for t in operands if isinstance(t, Tensor)]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise RuntimeError(broadcast_mismatch(*shapes)) from None
+
+
 def broadcast_mismatch(*shapes) -> str:
     """torch's message for shapes that do not broadcast, as its iterator finds it: the shape the
     earlier operands broadcast to (tensor a) against the first operand that does not fit (tensor b)."""
@@ -921,6 +931,7 @@ def clamp(x, min=None, max=None):
         lo = as_tensor_arg(min, x) if min is not None else None
         hi = as_tensor_arg(max, x) if max is not None else None
         data = x._data.astype(dt, copy=False)
+        check_broadcast(x, lo, hi)
         if lo is not None:
             data = np.maximum(data, lo._data.astype(dt, copy=False))
         if hi is not None:
@@ -980,7 +991,8 @@ def _extremum(a, b, np_fn, node_cls, pick):
     a = as_tensor_arg(a)
     b = as_tensor_arg(b, a)
     dt = result_np_dtype(a, b)
-    result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
+    with _err():
+        result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, b):
         node = record_op(node_cls, (a, b), result)
         node.pick = pick
@@ -1066,6 +1078,7 @@ class LerpBackward1(Node):
 @op(inplace=True)
 def lerp(start, end, weight):
     start, end = as_tensor_arg(start), as_tensor_arg(end)
+    check_broadcast(start, end, weight)
     _rules.refuse_kernel(start._data, _rules.INTEGRAL,
                          "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
     if isinstance(weight, Tensor):
@@ -1214,7 +1227,8 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 def _logical(np_fn, name):
     def logical(a, b):
         a, b = as_tensor_arg(a), as_tensor_arg(b)
-        return wrap(np_fn(a._data, b._data))
+        with _err():
+            return wrap(np_fn(a._data, b._data))
     return _declared_as(logical, name, inplace=True)
 
 
@@ -1236,7 +1250,8 @@ def _bitwise(np_fn, name):
         dt = result_np_dtype(a, b)
         if np.dtype(dt).kind in "fc" or not np.dtype(dt).kind:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(np.dtype(dt))}'")
-        return wrap(np_fn(_arith_operand(a, dt), _arith_operand(b, dt)))
+        with _err():
+            return wrap(np_fn(_arith_operand(a, dt), _arith_operand(b, dt)))
     return _declared_as(bitwise, name, inplace=True)
 
 
@@ -1290,6 +1305,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"{_dtype.scalar_type_name(a._data.dtype)} did not match "
                            f"{_dtype.scalar_type_name(b._data.dtype)}")
+    check_broadcast(a, b)
     return wrap(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
@@ -1310,11 +1326,13 @@ def where_method(self, condition, other):
 
 @op(inplace=True)
 def addcmul(x, t1, t2, *, value=1):
+    check_broadcast(x, t1, t2)
     return x + (t1 * t2) * value if value != 1 else x + t1 * t2
 
 
 @op(inplace=True)
 def addcdiv(x, t1, t2, *, value=1):
+    check_broadcast(x, t1, t2)
     return x + (t1 / t2) * value if value != 1 else x + t1 / t2
 
 
