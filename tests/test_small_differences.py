@@ -105,3 +105,109 @@ def test_masked_fill_broadcasts_self_and_sums_its_gradient(T):
     first = x.grad.clone()
     (z * weights).sum().backward()
     return y, z, first, x.grad, v.grad, type(y.grad_fn).__name__, type(z.grad_fn).__name__
+
+
+_MIXED_DTYPES_AND_INDEX_RULES = [
+    # gather / scatter: int32 or int64 index, no negative index, index no larger than self (and src)
+    "x.gather(1, T.tensor([[0], [1]], dtype=T.int32))", "x.gather(1, T.tensor([[0.], [1.]]))",
+    "x.gather(1, T.tensor([[0], [1]], dtype=T.int16))", "x.gather(1, T.tensor([[0], [1], [0]]))",
+    "x.gather(0, T.tensor([[0, 1, 0]]))", "x.gather(1, T.tensor([[0], [-1]]))", "x.gather(1, T.tensor([[0], [-3]]))",
+    "x.gather(1, T.tensor([[2], [0]]))", "T.zeros(3).scatter(0, T.tensor([0.]), 1.)",
+    "T.zeros(3).scatter(0, T.tensor([0], dtype=T.int32), 1.)", "T.zeros(3).scatter_(0, T.tensor([5]), 1.)",
+    "T.zeros(3).scatter_(0, T.tensor([-1]), 1.)", "T.zeros(3).scatter_(0, T.tensor([0]), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).scatter(0, T.tensor([0]), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).scatter_add(0, T.tensor([0]), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).scatter_add(0, T.tensor([0], dtype=T.int32), T.ones(1))", "T.zeros(3).scatter_add(0, T.tensor([7]), T.ones(1))",
+    "T.zeros(3, 2).scatter_(0, T.tensor([[0, 1, 2, 0]]), 1.)", "T.zeros(3, 2).scatter_(0, T.tensor([[0], [1]]), T.ones(1, 1))",
+    "T.zeros(3).scatter_reduce(0, T.tensor([0]), T.ones(1, dtype=T.float64), 'sum')",
+    # index_* / put / take / masked_scatter / index_put: self's dtype for the source, torch's index rules
+    "T.zeros(3).index_add(0, T.tensor([0]), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).index_add(0, T.tensor([0]), T.ones(1, dtype=T.float64), alpha=2)",
+    "T.zeros(3).index_add(0, T.tensor([0], dtype=T.int32), T.ones(1))", "T.zeros(3).index_add(0, T.tensor([0.]), T.ones(1))",
+    "T.zeros(3).index_copy(0, T.tensor([0]), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).index_copy(0, T.tensor([0], dtype=T.int32), T.ones(1))", "T.zeros(3).index_copy(0, T.tensor([0.]), T.ones(1))",
+    "T.zeros(3).index_fill(0, T.tensor([0], dtype=T.int32), 1.)", "T.zeros(3).index_fill(0, T.tensor([0.]), 1.)",
+    "T.zeros(3).index_reduce(0, T.tensor([0]), T.ones(1, dtype=T.float64), 'prod')",
+    "T.zeros(3).index_reduce(0, T.tensor([0.]), T.ones(1), 'prod')",
+    "T.zeros(3).masked_scatter(T.tensor([True, False, True]), T.ones(2, dtype=T.float64))",
+    "T.zeros(3).masked_scatter_(T.tensor([True, False, True]), T.ones(2, dtype=T.float64))",
+    "T.zeros(3).masked_fill(T.tensor([True, False, True]), T.tensor(1., dtype=T.float64))",
+    "T.zeros(3).put_(T.tensor([0]), T.ones(1, dtype=T.float64))", "T.zeros(3).put(T.tensor([0]), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).put_(T.tensor([0], dtype=T.int32), T.ones(1))", "T.take(T.zeros(3), T.tensor([0], dtype=T.int32))",
+    "T.take(T.zeros(3), T.tensor([0.]))", "T.zeros(3).index_put_((T.tensor([0]),), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).index_put((T.tensor([0]),), T.ones(1, dtype=T.float64))",
+    "T.zeros(3).index_put_((T.tensor([0]),), T.tensor(1, dtype=T.int64))",
+    # pointwise ops with one dtype rule
+    "T.lerp(T.zeros(3), T.ones(3, dtype=T.float64), 0.5)", "T.lerp(T.zeros(3, dtype=T.float64), T.ones(3), 0.5)",
+    "T.lerp(T.zeros(3), T.ones(3), T.tensor(0.5, dtype=T.float64))",
+    "T.lerp(T.zeros(3), T.ones(3), T.full((3,), 0.5, dtype=T.float64))",
+    "T.lerp(T.zeros(3), T.ones(3), T.tensor([0.5], dtype=T.float64))", "T.zeros(3).lerp_(T.ones(3, dtype=T.float64), 0.5)",
+    "T.lerp(T.zeros(2, dtype=T.float16), T.zeros(2), 0.5)", "T.lerp(T.zeros(2, dtype=T.complex64), T.zeros(2, dtype=T.complex128), 0.5)",
+    "T.cross(T.zeros(3, dtype=T.float64), T.ones(3), dim=0)", "T.linalg.cross(T.zeros(3), T.ones(3, dtype=T.float64))",
+    "T.where(T.tensor([1, 0]), 1., 0.)", "T.where(T.tensor([1., 0.]), T.ones(2), T.zeros(2))",
+    "T.ones(2).where(T.tensor([1, 0]), 0.)", "T.where(T.tensor([1, 0], dtype=T.uint8), T.ones(2), T.zeros(2))",
+    "T.where(T.tensor([3, 0]))", "T.addcmul(T.zeros(3), T.ones(3, dtype=T.float64), T.ones(3))",
+    "F.huber_loss(T.zeros(3), T.ones(3, dtype=T.float64))", "F.huber_loss(T.zeros(3), T.ones(3, dtype=T.float64), reduction='none')",
+    "F.huber_loss(T.zeros(3), T.ones(3, dtype=T.long))", "F.huber_loss(T.zeros(3, dtype=T.float64), T.ones(3))",
+    "F.huber_loss(T.zeros(3, requires_grad=True), T.ones(3, dtype=T.float64)).backward()",
+    "F.huber_loss(T.zeros(3, dtype=T.float64, requires_grad=True), T.ones(3)).backward()",
+    "F.huber_loss(T.zeros(3), T.ones(3, dtype=T.float64, requires_grad=True)).backward()",
+    "F.huber_loss(T.zeros(3, requires_grad=True), T.ones(3, dtype=T.float16)).backward()",
+    "F.smooth_l1_loss(T.zeros(3, requires_grad=True), T.ones(3, dtype=T.float64)).backward()",
+]
+
+
+@pytest.mark.parametrize("expression", _MIXED_DTYPES_AND_INDEX_RULES)
+@differential
+def test_mixed_dtypes_and_index_rules(T, expression):
+    import warnings
+    F = T.nn.functional
+    x = T.ones(2, 2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = eval(expression)
+        except Exception as exc:  # noqa: BLE001 - the class and torch's message are compared
+            return type(exc).__name__, str(exc)
+    return result
+
+
+@pytest.mark.parametrize("args,dtype", [((0, 5, 1.5), "int64"), ((0, 5, 1.5), "int32"), ((0.5, 5, 1.5), "int64"),
+                                        ((0.5, 5, 1.5), "int32"), ((0, 5, 0.5), "int64"), ((0, 5, 0.5), "int32"),
+                                        ((0, -5, -1.5), "int16"), ((0, 2.5), "int64"), ((0.9, 3.9), "uint8"),
+                                        ((10, 0, -3), "int64"), ((5,), "bool"), ((0, 10, 0.1), "float32"),
+                                        ((0, 10, 0.1), "float16"), ((0, 3, 0.1), "bfloat16"),
+                                        ((0, 100, 0.37), "float32"), ((5, -3, -0.11), "float16"),
+                                        ((0, 300, 0.013), "float32"), ((0, 1, 1 / 3), "bfloat16")])
+@differential(rtol=0, atol=0)
+def test_arange_values_as_torch_rounds_them(T, args, dtype):
+    result = catch(T.arange, *args, dtype=getattr(T, dtype))
+    return result if not hasattr(result, "float") else (result.dtype, result.float().tolist())
+
+
+_MESSAGES = [
+    "a.grad = T.ones(3)", "a.grad = T.ones(2, dtype=T.float64)", "a.grad = T.ones(2, dtype=T.long)",
+    "a.grad = T.ones(2, dtype=T.float16)", "a.grad = [1., 1.]", "a.grad = T.ones(1, 2)",
+    "T.cat(T.ones(2))", "T.stack(T.ones(2))", "T.cat(T.nn.Parameter(T.ones(1)))", "T.relu(Foo())",
+    "T.cat(Foo())", "T.relu(np.ones(1))",
+    "T.einsum('ij->ik', x)", "T.einsum('ij->ii', x)", "T.einsum('ij->i.', x)", "T.einsum('ij-ji', x)",
+    "T.einsum('ij->j->i', x)", "T.einsum('i1->i', x)", "T.einsum('ij->ij,', x)", "T.einsum('i j->j i', x)",
+    "T.einsum('...ij->...', x)", "x.tile(2)", "x.tile(2, 1)", "x.tile((2,))", "T.tile(x, (2,))", "T.tile(x, 2)",
+    "T.ones(2).expand(-1, 2)", "T.ones(2).expand(3, -1)", "x[[0, 1], [0, 1, 0]]", "x[[]]", "x[[], []]",
+]
+
+
+@pytest.mark.parametrize("statement", _MESSAGES)
+@differential
+def test_errors_in_torch_words(T, statement):
+    import numpy as np
+
+    class Foo:
+        pass
+    a = T.ones(2, requires_grad=True)
+    x = T.ones(2, 2)
+    try:
+        exec(statement)
+    except Exception as exc:  # noqa: BLE001 - the class and torch's message are compared
+        return type(exc).__name__, str(exc)
+    return a.grad, x

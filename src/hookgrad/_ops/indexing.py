@@ -261,14 +261,23 @@ def setitem(x: Tensor, index, value) -> None:
                            f"indexing result of shape {list(x._data[npi].shape)}") from None
 
 
+def _check_index_put_dtypes(x, values):
+    if isinstance(values, Tensor) and values._data.dtype != x._data.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{scalar_type_name(x._data.dtype)} for the destination and "
+                           f"{scalar_type_name(values._data.dtype)} for the source.")
+
+
 @op(function=False)
 def index_put_(x, indices, values, accumulate=False):
+    _check_index_put_dtypes(x, values)
     npi = _np_index(tuple(indices))
     return apply_inplace(x, _index_put, npi, values, accumulate, saves_self=False)
 
 
 @op()
 def index_put(x, indices, values, accumulate=False):
+    _check_index_put_dtypes(x, values)
     return _index_put(x, _np_index(tuple(indices)), values, accumulate)
 
 
@@ -285,8 +294,31 @@ class GatherBackward0(Node):
 
 
 def _check_index(index, name):
-    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+
+
+def _check_index_bounds(idx: np.ndarray, size: int, d: int) -> None:
+    """torch's refusal of the first index (in order) outside ``[0, size)``: gather and scatter take
+    no negative index."""
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        bad = idx[(idx < 0) | (idx >= size)].flat[0]
+        raise RuntimeError(f"index {int(bad)} is out of bounds for dimension {d} with size {size}")
+
+
+def _check_scatter_shapes(x: Tensor, d: int, index: Tensor, src) -> None:
+    """torch's rule for scatter: ``index`` no larger than ``self`` apart from ``dim``, nor than ``src``."""
+    if not index._data.ndim:
+        return
+    xs, ix = x._data.shape, index._data.shape
+    wrong = any(i != d and n > xs[i] for i, n in enumerate(ix))
+    if isinstance(src, Tensor):
+        ss = src._data.shape
+        if wrong or any(n > ss[i] for i, n in enumerate(ix) if i < len(ss)):
+            raise RuntimeError(f"Expected index {list(ix)} to be no larger than self {list(xs)} apart from dimension "
+                               f"{d} and to be no larger size than src {list(ss)}")
+    elif wrong:
+        raise RuntimeError(f"Expected index {list(ix)} to be no larger than self {list(xs)} apart from dimension {d}")
 
 
 @op()
@@ -296,8 +328,11 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     if index._data.ndim != x._data.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     idx = index._data
-    if idx.size and (idx.min() < -x._data.shape[d] or idx.max() >= x._data.shape[d]):
-        raise RuntimeError(f"index {int(idx.max())} is out of bounds for dimension {d} with size {x._data.shape[d]}")
+    for i, n in enumerate(idx.shape):
+        if i != d and n > x._data.shape[i]:
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {list(idx.shape)} to be no larger "
+                               f"than self {list(x._data.shape)} apart from dimension {d}")
+    _check_index_bounds(idx, x._data.shape[d] if x._data.ndim else 1, d)
     src = x._data[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(idx.shape))]
     result = wrap(np.take_along_axis(src, idx, axis=d))
     if GRAD.enabled and x._requires_grad:
@@ -381,8 +416,13 @@ def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
 def _scatter_start(x: Tensor, dim, index: Tensor, src, name: str):
     """The checked index and source, the wrapped ``dim`` and the copy of ``x``'s data to scatter into."""
     _check_index(index, name)
+    if isinstance(src, Tensor) and src._data.dtype != x._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
     index, src = _scalar_index_as_vector(x, index, src)
-    return index, src, _wrap_dim(dim, x._data.ndim), x._data.copy()
+    d = _wrap_dim(dim, x._data.ndim)
+    _check_scatter_shapes(x, d, index, src)
+    _check_index_bounds(index._data, x._data.shape[d] if x._data.ndim else 1, d)
+    return index, src, d, x._data.copy()
 
 
 def _sent_part(src: Tensor, index: Tensor) -> np.ndarray:
@@ -571,6 +611,12 @@ class IndexAddBackward0(Node):
 
 @op(inplace=True, saves_self=False)
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    if index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{scalar_type_name(index._data.dtype)}")
+    if source._data.dtype != x._data.dtype:
+        raise RuntimeError(f"index_add_(): self ({scalar_type_name(x._data.dtype)}) and source "
+                           f"({scalar_type_name(source._data.dtype)}) must have the same scalar type")
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
     moved = np.moveaxis(data, d, 0)

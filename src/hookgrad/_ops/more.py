@@ -397,6 +397,9 @@ def cross(a, b, dim=None):
     _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.dim() != b.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._data.dtype)} but found "
+                           f"{_dtype.scalar_type_name(b._data.dtype)}")
     if tuple(a.shape) != tuple(b.shape):
         both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
         a, b = a.expand(*both), b.expand(*both)
@@ -978,8 +981,15 @@ def as_strided_scatter(x, src, size, stride, storage_offset=None):
 # ---- indexing ---------------------------------------------------------------------------------
 def _check_long_index(index, name):
     if not isinstance(index, Tensor) or index._data.dtype != np.int64:
-        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got "
-                           f"{_dtype.from_numpy_dtype(index._data.dtype) if isinstance(index, Tensor) else type(index)}")
+        found = _dtype.scalar_type_name(index._data.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {found}")
+
+
+def _same_dtype_as_self(x, source, message):
+    """torch's refusal of a source whose dtype is not self's (``message`` takes ``{self}``, ``{source}``)."""
+    if source._data.dtype != x._data.dtype:
+        raise RuntimeError(message.format(self=_dtype.scalar_type_name(x._data.dtype),
+                                          source=_dtype.scalar_type_name(source._data.dtype)))
 
 
 @op()
@@ -995,7 +1005,9 @@ def take(x, index):
 
 @op(inplace=True)
 def put(x, index, source, accumulate=False):
-    _check_long_index(index, "put")
+    _check_long_index(index, "put_")
+    _same_dtype_as_self(x, source, "put_(): self and source expected to have the same dtype, but got "
+                                   "self.dtype = {self} and source.dtype = {source}")
     if index.numel() != source.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
@@ -1014,7 +1026,9 @@ def _dim_index(x, dim, index):
 
 @op(inplace=True)
 def index_copy(x, dim, index, source):
-    _check_long_index(index, "index_copy")
+    _check_long_index(index, "index_copy_")
+    _same_dtype_as_self(x, source, "index_copy_(): self and source expected to have the same dtype, but got "
+                                   "(self) {self} and (source) {source}")
     if x.dim() == 0:
         return source.clone().reshape(())
     return x.index_put(_dim_index(x, dim, index), source.to(x.dtype))
@@ -1022,7 +1036,8 @@ def index_copy(x, dim, index, source):
 
 @op(inplace=True)
 def index_fill(x, dim, index, value):
-    _check_long_index(index, "index_fill")
+    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
@@ -1036,7 +1051,11 @@ def index_fill(x, dim, index, value):
 @op(inplace=True)
 def index_reduce(x, dim, index, source, reduce, *, include_self=True):
     """Each slice of ``source`` along ``dim`` reduced (prod, mean, amax, amin) into ``x``'s slice ``index[i]``."""
-    _check_long_index(index, "index_reduce")
+    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
+        found = _dtype.scalar_type_name(index._data.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: {found}")
+    _same_dtype_as_self(x, source, "index_reduce_(): self ({self}) and source ({source}) must have the same scalar "
+                                   "type")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     if x.dim() == 0:
@@ -1068,6 +1087,8 @@ def masked_scatter(x, mask, source):
     if mask._data.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{_dtype.from_numpy_dtype(mask._data.dtype)}")
+    _same_dtype_as_self(x, source, "masked_scatter: expected self and source to have same dtypes but got{self} and "
+                                   "{source}")
     full = views.expand(mask, *x.shape) if tuple(mask.shape) != tuple(x.shape) else mask
     n = int(full._data.sum())
     if source.numel() < n:

@@ -1,6 +1,8 @@
 """Elementwise ops: each forward (NumPy) beside its backward (hookgrad ops, so it is differentiable)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _dtype, _memory_format
@@ -1031,6 +1033,12 @@ def where(condition, input=None, other=None):
     condition = as_tensor_arg(condition)
     if input is None and other is None:
         return tuple(wrap(i) for i in np.nonzero(condition._data))
+    if condition._data.dtype == np.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+                      "future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
+    elif condition._data.dtype != np.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_dtype.scalar_type_name(condition._data.dtype)}")
     a = as_tensor_arg(input) if not is_number(input) else input
     b = as_tensor_arg(other) if not is_number(other) else other
     if not isinstance(a, Tensor):
@@ -1079,6 +1087,13 @@ class LerpBackward1(Node):
 def lerp(start, end, weight):
     start, end = as_tensor_arg(start), as_tensor_arg(end)
     check_broadcast(start, end, weight)
+    # one dtype throughout; a 0-d weight is a number of any float dtype
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other._data.dtype != start._data.dtype and (name == "end" or other._data.ndim):
+            raise RuntimeError(f"expected dtype {_dtype.cpp_type_name(start._data.dtype)} for `{name}` but got dtype "
+                               f"{_dtype.cpp_type_name(other._data.dtype)}")
+    if isinstance(weight, Tensor) and weight._data.ndim == 0 and weight._data.dtype != start._data.dtype:
+        weight = weight.to(start.dtype)
     _rules.refuse_kernel(start._data, _rules.INTEGRAL,
                          "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
     if isinstance(weight, Tensor):

@@ -156,8 +156,10 @@ def repeat(x: Tensor, *sizes) -> Tensor:
     return result
 
 
-@op()
+@op(method=False)  # Tensor.tile takes *dims
 def tile(x, dims):
+    if isinstance(dims, int):
+        raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not int")
     dims = tuple(dims)
     if len(dims) < x._data.ndim:
         dims = (1,) * (x._data.ndim - len(dims)) + dims
@@ -407,6 +409,11 @@ def type_as(x, other):
 @op("flip", function=False)
 def flip_method(self, *dims):
     return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+@op("tile", function=False)
+def tile_method(self, *dims):
+    return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 
 def _dtype_method(name, dtype):

@@ -965,6 +965,21 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     return x
 
 
+def _writable_alias(target: np.ndarray):
+    """A writable array on ``target``'s memory where torch would write it: a view of an expanded
+    tensor (NumPy makes those read-only) whose own elements do not overlap (``x.expand(2, 3)[0, 0]``).
+    None where its elements overlap or its memory is read-only itself."""
+    if any(stride == 0 and n > 1 for stride, n in zip(target.strides, target.shape)):
+        return None
+    owner = target
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if owner is target or not owner.flags.writeable or not owner.flags.c_contiguous:
+        return None
+    offset = target.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+    return np.ndarray(target.shape, target.dtype, buffer=owner, offset=offset, strides=target.strides)
+
+
 def _write(x: Tensor, data: np.ndarray) -> None:
     target = x._data
     if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
@@ -978,8 +993,10 @@ def _write(x: Tensor, data: np.ndarray) -> None:
             raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast shape "
                                f"{list(data.shape)}") from None
     if not target.flags.writeable:
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
-                           "single memory location. Please clone() the tensor before performing the operation.")
+        target = _writable_alias(target)
+        if target is None:
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
     np.copyto(target, data, casting="unsafe")
     x._version_counter[0] += 1
 

@@ -125,6 +125,15 @@ class HuberLossBackward0(_PointwiseLossBackward):
         inside = wrap(np.abs(d._data) <= delta)
         return pointwise.where(inside, d, d.sign() * delta)
 
+    def apply(self, grads):
+        x, t = self.saved()
+        if x._data.dtype != t._data.dtype:
+            # torch's backward kernel takes one dtype: the gradient's own operand first, the other second
+            ours, other = (x, t) if self.next_functions[0][0] is not None else (t, x)
+            raise RuntimeError(f"Found dtype {scalar_type_name(other._data.dtype)} but expected "
+                               f"{scalar_type_name(ours._data.dtype)}")
+        return super().apply(grads)
+
 
 def _reduced(values: np.ndarray, reduction: str) -> np.ndarray:
     """The binary cross entropies' per-element values reduced as ``reduction`` says, in their dtype
@@ -202,7 +211,8 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     x, t = _broadcast_pair(input, target)
     a = np.abs(x._data - t._data)
-    vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(a.dtype, copy=False)
+    # the loss takes the input's dtype, whatever the target's
+    vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(x._data.dtype, copy=False)
     if weight is not None:
         return _weighted(_pointwise_loss(HuberLossBackward0, x, t, "none", vals, delta), weight, reduction, input,
                          normalize_by_weight=False)
