@@ -3,6 +3,8 @@ integer scalars that wrap around, the sign of a zero remainder, floor division t
 bool operands of subtraction, complex add/sub through a complex product with alpha."""
 from __future__ import annotations
 
+import math
+
 import pytest
 from difftest import catch, differential
 
@@ -211,3 +213,49 @@ def test_errors_in_torch_words(T, statement):
     except Exception as exc:  # noqa: BLE001 - the class and torch's message are compared
         return type(exc).__name__, str(exc)
     return a.grad, x
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("value", [None, 0.0, 0, 1.5])
+@pytest.mark.parametrize("shape,pad", [((1, 2, 3), (1, 1)), ((1, 1, 3, 4), (1, 1, 1, 1)), ((1, 2, 3), (1,)),
+                                       ((1, 2, 3), (3, 3)), ((3,), (1, 1)), ((1, 1, 3, 4), (1, 1))])
+@differential
+def test_pad_modes_and_values(T, mode, value, shape, pad):
+    x = T.arange(float(math.prod(shape))).reshape(shape)
+    kwargs = {} if value is None else {"value": value}
+    try:
+        return T.nn.functional.pad(x, pad, mode=mode, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the class and torch's message are compared
+        return type(exc).__name__, str(exc)
+
+
+@differential
+def test_writes_into_views_of_expanded_tensors(T):
+    x = T.zeros(3).expand(2, 3)
+    x[0, 0] = 1
+    y = T.zeros(1, 3).expand(2, 3)
+    y[1] = T.tensor([1.0, 2.0, 3.0])
+    refused = []
+    for write in (lambda: y.add_(1), lambda: y.__setitem__((slice(None), 0), 2.0), lambda: T.ones(3).expand(2, 3).mul_(2)):
+        try:
+            write()
+            refused.append(None)
+        except RuntimeError as exc:
+            refused.append(str(exc))
+    return x, y, refused
+
+
+@differential
+def test_angle_gradients_and_second_derivative_at_zero(T):
+    out = []
+    for value in (0j, 1 + 0j, 1j, -2 + 1j):
+        z = T.tensor(value, requires_grad=True)
+        (g,) = T.autograd.grad(T.angle(z), z, create_graph=True)
+        out += [g, T.autograd.grad(g.real, z)[0]]
+    z = T.tensor([0j, 1 + 1j, -3j, 0j], requires_grad=True)
+    (g,) = T.autograd.grad(T.angle(z).sum(), z, create_graph=True)
+    out += [g, T.autograd.grad(g.imag.sum(), z)[0]]
+    x = T.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    (g,) = T.autograd.grad(T.angle(x).sum(), x, create_graph=True)
+    out += [g, g.requires_grad, g.grad_fn is None]
+    return out
