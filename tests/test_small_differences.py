@@ -259,3 +259,19 @@ def test_angle_gradients_and_second_derivative_at_zero(T):
     (g,) = T.autograd.grad(T.angle(x).sum(), x, create_graph=True)
     out += [g, g.requires_grad, g.grad_fn is None]
     return out
+
+
+@pytest.mark.parametrize("expression", ["T.autograd.detect_anomaly()(lambda: 1)", "T.autograd.detect_anomaly(lambda: 1)()",
+                                        "T.autograd.set_detect_anomaly(True)(lambda: 1)",
+                                        "callable(T.autograd.detect_anomaly())"])
+@differential
+def test_detect_anomaly_is_no_decorator(T, expression):
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            result = eval(expression)
+        except Exception as exc:  # noqa: BLE001 - the class and torch's message are compared
+            result = type(exc).__name__, str(exc)
+        T.autograd.set_detect_anomaly(False)
+    return result
