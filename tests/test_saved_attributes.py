@@ -186,7 +186,6 @@ SAVED_VALUES_NOT_DECLARED_YET = frozenset({
     'edge:cumulative_trapezoid',
     'edge:diff',
     'edge:eigvalsh',
-    'edge:inplace_shape_changes',
     'edge:linalg_cholesky',
     'edge:linalg_cholesky_upper',
     'edge:linalg_eigh_upper',

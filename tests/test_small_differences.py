@@ -275,3 +275,26 @@ def test_detect_anomaly_is_no_decorator(T, expression):
             result = type(exc).__name__, str(exc)
         T.autograd.set_detect_anomaly(False)
     return result
+
+
+_IN_PLACE_VIEWS = {
+    "squeeze_": lambda x: x.squeeze_(), "squeeze_ dim": lambda x: x.squeeze_(1), "squeeze_ -dim": lambda x: x.squeeze_(-2),
+    "squeeze_ dims": lambda x: x.squeeze_((1,)), "squeeze_ -dims": lambda x: x.squeeze_((-2, 0)),
+    "unsqueeze_": lambda x: x.unsqueeze_(0), "unsqueeze_ -dim": lambda x: x.unsqueeze_(-1),
+    "transpose_": lambda x: x.transpose_(0, 2), "transpose_ -dim": lambda x: x.transpose_(-1, 0),
+    "swapdims_": lambda x: x.swapdims_(0, 1), "t_": lambda x: x.squeeze_(1).t_(), "mul": lambda x: x * 2,
+    "relu_": lambda x: x.relu_(),
+}
+
+
+@pytest.mark.parametrize("name", list(_IN_PLACE_VIEWS))
+@differential
+def test_saved_attributes_of_in_place_view_ops(T, name):
+    leaf = T.ones(2, 1, 3, requires_grad=True)
+    y = _IN_PLACE_VIEWS[name](leaf.clone())
+    node = y.grad_fn
+    saved = {a: getattr(node, a) for a in dir(node) if a.startswith("_saved") and a not in ("_saved_result", "_saved_self")}
+    underscored = [a for a in dir(node) if a.startswith("_") and not a.startswith("__")
+                   and a not in ("_input_metadata", "_set_sequence_nr")]   # torch's C++ node API hookgrad lacks
+    y.sum().backward()
+    return type(node).__name__, saved, underscored, leaf.grad

@@ -1107,6 +1107,7 @@ NODE_TYPES = {
     'SqueezeBackward2': ('builtins', 'SqueezeBackward2'),
     'SqueezeBackward3': ('builtins', 'SqueezeBackward3'),
     'SqueezeBackward4': ('builtins', 'SqueezeBackward4'),
+    'SqueezeBackward5': ('builtins', 'SqueezeBackward5'),
     'StackBackward0': ('builtins', 'StackBackward0'),
     'StdBackward0': ('builtins', 'StdBackward0'),
     'StdMeanBackward0': ('builtins', 'StdMeanBackward0'),

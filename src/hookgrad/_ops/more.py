@@ -13,7 +13,7 @@ from .. import _dtype, return_types
 from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd import grad_mode
-from ..autograd.graph import Node
+from ..autograd.graph import Node, saved_dim
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from . import _dtype_rules as _rules
@@ -738,7 +738,8 @@ def detach_copy(x):
 
 # ---- in-place shape changes: unsqueeze_, squeeze_, t_, transpose_ ----------------------------------
 class UnsqueezeBackward1(Node):
-    __slots__ = ("dim",)
+    __slots__ = ("dim", "dim_arg")
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
 
     def apply(self, grads):
         return (grads[0].squeeze(self.dim),)
@@ -746,17 +747,26 @@ class UnsqueezeBackward1(Node):
 
 class SqueezeBackward3(Node):
     __slots__ = ("self_sizes",)
+    saved_values = {"self_sym_sizes": lambda n: n.self_sizes}
 
     def apply(self, grads):
         return (grads[0].reshape(self.self_sizes),)
 
 
 class SqueezeBackward4(SqueezeBackward3):
+    """squeeze_ of one dim (SqueezeBackward5: of a tuple of dims)."""
+
+    __slots__ = ("dim_arg",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "self_sym_sizes": lambda n: n.self_sizes}
+
+
+class SqueezeBackward5(SqueezeBackward4):
     __slots__ = ()
 
 
 class TransposeBackward1(Node):
-    __slots__ = ("dim0", "dim1")
+    __slots__ = ("dim0", "dim1", "dims_arg")
+    saved_values = {"dim0": lambda n: saved_dim(n.dims_arg[0]), "dim1": lambda n: saved_dim(n.dims_arg[1])}
 
     def apply(self, grads):
         return (grads[0].transpose(self.dim0, self.dim1),)
@@ -764,6 +774,7 @@ class TransposeBackward1(Node):
 
 class TBackward1(TransposeBackward1):
     __slots__ = ()
+    saved_values = {}
 
 
 def _reshape_in_place(x, new_data, node_cls, **attrs):
@@ -788,20 +799,22 @@ def _reshape_in_place(x, new_data, node_cls, **attrs):
 @op("unsqueeze_", function=False)
 def unsqueeze_(self, dim):
     new = views.unsqueeze(self.detach(), dim)._data
-    return _reshape_in_place(self, new, UnsqueezeBackward1, dim=dim % new.ndim)
+    return _reshape_in_place(self, new, UnsqueezeBackward1, dim=dim % new.ndim, dim_arg=dim)
 
 
 @op("squeeze_", function=False)
 def squeeze_(self, dim=None):
     new = views.squeeze(self.detach(), dim)._data if dim is not None else views.squeeze(self.detach())._data
-    return _reshape_in_place(self, new, SqueezeBackward3 if dim is None else SqueezeBackward4,
-                             self_sizes=self._data.shape)
+    node_cls = SqueezeBackward3 if dim is None else SqueezeBackward5 if isinstance(dim, (tuple, list)) else \
+        SqueezeBackward4
+    attrs = {} if dim is None else {"dim_arg": tuple(dim) if isinstance(dim, (tuple, list)) else dim}
+    return _reshape_in_place(self, new, node_cls, self_sizes=self._data.shape, **attrs)
 
 
 @op("transpose_", function=False, aliases=("swapaxes_", "swapdims_"))
 def transpose_(self, dim0, dim1):
     new = views.transpose(self.detach(), dim0, dim1)._data
-    return _reshape_in_place(self, new, TransposeBackward1, dim0=dim0, dim1=dim1)
+    return _reshape_in_place(self, new, TransposeBackward1, dim0=dim0, dim1=dim1, dims_arg=(dim0, dim1))
 
 
 @op("t_", function=False)
