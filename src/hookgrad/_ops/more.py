@@ -183,6 +183,7 @@ CopysignBackward1 = formula_node("CopysignBackward1", ("self", "result"),
 @op(inplace=True)
 def copysign(a, b):
     a = as_tensor_arg(a)
+    _rules.refuse_lowprec(a._data, "copysign_cpu")
     if isinstance(b, Tensor):
         ad, bd = _float_operands(a, b, "copysign")
     else:

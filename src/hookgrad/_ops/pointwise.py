@@ -42,7 +42,7 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
         if dt == _C32 and np_fn in _COMPLEX32_BINARY:
             return _complex32_binary(np_fn, a, b, scale)
         if np_fn not in _LOWPREC_BINARY:
-            _rules.refuse_lowprec(dt, f"{np_fn.__name__}_cpu")
+            _rules.refuse_lowprec(dt, _LOWPREC_KERNELS.get(np_fn) or f"{np_fn.__name__}_cpu")
     with _err():  # nor about a number beyond the type's range (it becomes inf)
         reduced = dt == _F16 or dt.kind == "V" and _dtype.is_bfloat16_np(dt)
         if float32_scalar and reduced and not isinstance(b, Tensor):
@@ -83,6 +83,9 @@ def _operand_dtype(a, b):
 # the binary ufuncs torch runs on float8 tensors: (in)equality; and on complex32 ones: those and
 # add, sub, mul, computed in complex64 with the result's parts rounded to float16 once
 _LOWPREC_BINARY = (np.equal, np.not_equal)
+# torch's names of the kernels that refuse them
+_LOWPREC_KERNELS = {np.add: "add_stub", np.subtract: "add_stub", np.multiply: "mul_cpu_reduced_float",
+                    np.true_divide: "div_cpu_reduced_float"}
 _COMPLEX32_BINARY = (np.equal, np.not_equal, np.add, np.subtract, np.multiply)
 _C32 = _dtype.complex32.np
 
@@ -363,6 +366,7 @@ def rsub(a, b, *, alpha=1):
     """``b - alpha * a``."""
     if isinstance(b, Tensor):
         return sub(b, a, alpha=alpha)
+    _rules.refuse_lowprec(_operand_dtype(a, b), "add_stub")
     data = _fast_binary(np.subtract, a, b, swap=True) if alpha.__class__ is int and alpha == 1 else None
     if data is not None:
         result = wrap(data)
@@ -506,6 +510,8 @@ def _arith_operand(x, dt):
 
 def _rounded_div(a, b, mode):
     dt = result_np_dtype(a, b)
+    if mode in ("floor", "trunc"):
+        _rules.refuse_lowprec(_operand_dtype(a, b), f"div_{mode}_cpu_reduced_float")
     ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
     _refuse_integer_zero_divisor(bd, dt)
     if not isinstance(b, Tensor) and (dt == _F16 or _dtype.is_bfloat16_np(dt)):
@@ -1116,6 +1122,7 @@ NanToNumBackward0 = formula_node("NanToNumBackward0", ("self",), lambda g, x: g 
 
 @op(inplace=True)
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    _rules.refuse_lowprec(x._data, "nan_to_num")
     data = x._data
     if _dtype.is_bfloat16_np(data.dtype):  # NumPy sees no float in bfloat16: work in float32 (exact)
         top = _dtype.finfo(_dtype.bfloat16).max
@@ -1182,6 +1189,7 @@ def _modulo(np_fn, name, node_cls):
     """remainder (the divisor's sign) or fmod (the dividend's sign) from its NumPy function."""
     def modulo(a, b):
         refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
+        _rules.refuse_lowprec(_operand_dtype(a, b), f"{name}_cpu")
         a, b, dt = _binary_inputs(a, b)
         ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
         _refuse_integer_zero_divisor(bd, dt)
