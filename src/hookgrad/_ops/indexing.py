@@ -324,6 +324,7 @@ def _check_scatter_shapes(x: Tensor, d: int, index: Tensor, src) -> None:
 @op()
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     _check_index(index, "gather")
+    _rules.refuse_lowprec(x._data, "scatter_gather_tensor_cpu")
     d = _wrap_dim(dim, x._data.ndim)
     if index._data.ndim != x._data.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
@@ -418,6 +419,7 @@ def _scatter_start(x: Tensor, dim, index: Tensor, src, name: str):
     _check_index(index, name)
     if isinstance(src, Tensor) and src._data.dtype != x._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _rules.refuse_lowprec(x._data, "scatter_gather_tensor_cpu" if isinstance(src, Tensor) else "scatter_gather_scalar_cpu")
     index, src = _scalar_index_as_vector(x, index, src)
     d = _wrap_dim(dim, x._data.ndim)
     _check_scatter_shapes(x, d, index, src)
@@ -553,6 +555,8 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if src._data.dtype != x._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _rules.refuse_lowprec(x._data, f"scatter_gather_tensor_cpu_reduce_{forward_reduce}"
+                          if forward_reduce in ("amax", "amin", "mean") else "scatter_gather_tensor_cpu")
     kind = x._data.dtype.kind
     if (forward_reduce == "mean" and kind == "b") or (forward_reduce in ("amax", "amin") and kind == "c"):
         raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{forward_reduce}\" not implemented for "
@@ -617,6 +621,7 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
     if source._data.dtype != x._data.dtype:
         raise RuntimeError(f"index_add_(): self ({scalar_type_name(x._data.dtype)}) and source "
                            f"({scalar_type_name(source._data.dtype)}) must have the same scalar type")
+    _rules.refuse_float8(x._data, "scatter_gather_tensor_cpu")
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
     moved = np.moveaxis(data, d, 0)

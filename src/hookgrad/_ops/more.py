@@ -78,6 +78,7 @@ def _float_operands(a, b, name):
             raise TypeError(f"{name}(): argument '{argname}' (position {pos + 1}) must be Tensor, not "
                             f"{type(arg).__name__}")
     dt = result_np_dtype(a, b)
+    _rules.refuse_lowprec(dt, f"{name}_cpu")
     if name in _NO_INTEGER_KERNEL:
         _rules.refuse_kernel(np.empty(0, dt), _rules.INTEGRAL, f"{name}_cpu")
     if _dtype.is_bfloat16_np(dt):
@@ -225,6 +226,7 @@ def _nan_ignoring(a, b, np_fn, node_cls, name):
     a = as_tensor_arg(a)
     b = as_tensor_arg(b, a)
     dt = result_np_dtype(a, b)
+    _rules.refuse_lowprec(dt, f"{name}_cpu")
     result = wrap(_broadcast_or_raise(np_fn, a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         record_op(node_cls, (a, b), result).save(b, a)
@@ -1009,6 +1011,7 @@ def _same_dtype_as_self(x, source, message):
 @op()
 def take(x, index):
     _check_long_index(index, "take")
+    _rules.refuse_lowprec(x._data, "take_cpu")
     n = x.numel()
     flat = index._data
     bad = (flat >= n) | (flat < -n)
@@ -1020,6 +1023,7 @@ def take(x, index):
 @op(inplace=True)
 def put(x, index, source, accumulate=False):
     _check_long_index(index, "put_")
+    _rules.refuse_lowprec(x._data, "take_put_cpu")
     _same_dtype_as_self(x, source, "put_(): self and source expected to have the same dtype, but got "
                                    "self.dtype = {self} and source.dtype = {source}")
     if index.numel() != source.numel():
@@ -1041,6 +1045,7 @@ def _dim_index(x, dim, index):
 @op(inplace=True)
 def index_copy(x, dim, index, source):
     _check_long_index(index, "index_copy_")
+    _rules.refuse_float8(x._data, "index_copy_cpu")
     _same_dtype_as_self(x, source, "index_copy_(): self and source expected to have the same dtype, but got "
                                    "(self) {self} and (source) {source}")
     if x.dim() == 0:
@@ -1052,6 +1057,7 @@ def index_copy(x, dim, index, source):
 def index_fill(x, dim, index, value):
     if not isinstance(index, Tensor) or index._data.dtype != np.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    _rules.refuse_float8(x._data, "index_fill_cpu")
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")

@@ -169,6 +169,8 @@ def msort(x):
 
 @op()
 def topk(x, k, dim=-1, largest=True, sorted=True):
+    if x._data.dtype == _dtype.complex32.np:
+        raise RuntimeError(" topk does not support complex dtypes on CPU")
     refuse_complex(" topk does not support complex dtypes on CPU", x, error=RuntimeError)
     _rules.refuse_lowprec(x._data, "topk_cpu")
     data = x._data

@@ -42,7 +42,8 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
         if dt == _C32 and np_fn in _COMPLEX32_BINARY:
             return _complex32_binary(np_fn, a, b, scale)
         if np_fn not in _LOWPREC_BINARY:
-            _rules.refuse_lowprec(dt, _LOWPREC_KERNELS.get(np_fn) or f"{np_fn.__name__}_cpu")
+            kernel = _LOWPREC_KERNELS.get(np_fn) or f"{np_fn.__name__}_cpu"
+            _rules.refuse_lowprec(dt, kernel if dt != _C32 else kernel.replace("_reduced_float", ""))
     with _err():  # nor about a number beyond the type's range (it becomes inf)
         reduced = dt == _F16 or dt.kind == "V" and _dtype.is_bfloat16_np(dt)
         if float32_scalar and reduced and not isinstance(b, Tensor):
@@ -366,15 +367,18 @@ def rsub(a, b, *, alpha=1):
     """``b - alpha * a``."""
     if isinstance(b, Tensor):
         return sub(b, a, alpha=alpha)
-    _rules.refuse_lowprec(_operand_dtype(a, b), "add_stub")
+    _rules.refuse_float8(_operand_dtype(a, b), "add_stub")
     data = _fast_binary(np.subtract, a, b, swap=True) if alpha.__class__ is int and alpha == 1 else None
     if data is not None:
         result = wrap(data)
     else:
         a, b, dt = _binary_inputs(a, b)
         _refuse_bool_subtraction(a, b, dt)
-        with _err():
-            result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
+        if dt == _C32:
+            result = wrap(_complex32_binary(np.subtract, b, a, alpha))
+        else:
+            with _err():
+                result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
         node = record_op(RsubBackward1, (a,), result)
         node.alpha, node.a_dtype = alpha, a._data.dtype
@@ -511,7 +515,8 @@ def _arith_operand(x, dt):
 def _rounded_div(a, b, mode):
     dt = result_np_dtype(a, b)
     if mode in ("floor", "trunc"):
-        _rules.refuse_lowprec(_operand_dtype(a, b), f"div_{mode}_cpu_reduced_float")
+        dt_in = _operand_dtype(a, b)
+        _rules.refuse_lowprec(dt_in, f"div_{mode}_cpu" + ("" if dt_in == _C32 else "_reduced_float"))
     ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
     _refuse_integer_zero_divisor(bd, dt)
     if not isinstance(b, Tensor) and (dt == _F16 or _dtype.is_bfloat16_np(dt)):
@@ -1017,6 +1022,7 @@ def maximum(a, b):
 
 @op(inplace=True)
 def minimum(a, b):
+    _rules.refuse_lowprec(_operand_dtype(a, b), "minimum_cpu")
     refuse_complex("minimum not implemented for complex tensors.", a, b, error=RuntimeError)
     return _extremum(a, b, np.minimum, MinimumBackward0, "min")
 
@@ -1092,6 +1098,7 @@ class LerpBackward1(Node):
 @op(inplace=True)
 def lerp(start, end, weight):
     start, end = as_tensor_arg(start), as_tensor_arg(end)
+    _rules.refuse_lowprec(start._data, "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
     check_broadcast(start, end, weight)
     # one dtype throughout; a 0-d weight is a number of any float dtype
     for name, other in (("end", end), ("weight", weight)):
@@ -1153,6 +1160,7 @@ class Atan2Backward0(Node):
 def atan2(a, b):
     refuse_complex('"atan2_cpu" not implemented for \'{dtype}\'', a, b)
     a, b = as_tensor_arg(a), as_tensor_arg(b)
+    _rules.refuse_lowprec(result_np_dtype(a, b), "atan2_cpu")
     dt = _dtype.result_type(a, b)
     if not dt.is_floating_point:  # integer and bool operands give the default float type, as in torch
         dt = _dtype.get_default_dtype()

@@ -624,7 +624,7 @@ def _variance(x, dim, unbiased, keepdim, correction, std, caller):
     """var of a real floating ``x`` (its square root, std, when ``std``), recorded with torch's node;
     warns as ``caller()`` (torch's name for the public call) when no degree of freedom is left."""
     _floating_only_var_std(x)
-    if _rules.is_lowprec_storage_np(x._data.dtype):
+    if _rules.is_lowprec_storage_np(x._data.dtype) and x._data.dtype != _dtype.complex32.np:
         if dim is None or isinstance(dim, bool):   # torch's all-element kernel names the dtype itself
             raise RuntimeError(f"std_var_all: Unsupported dtype {_dtype.scalar_type_name(x._data.dtype)}")
         _rules.refuse_lowprec(x._data, "std_cpu")

@@ -284,7 +284,7 @@ class TriuBackward0(Node):
 
 
 def _triangle(x: Tensor, diagonal: int, np_fn, node_cls) -> Tensor:
-    _rules.refuse_lowprec(x._data, np_fn.__name__)   # torch's kernels are named tril and triu
+    _rules.refuse_float8(x._data, np_fn.__name__)   # torch's kernels are named tril and triu
     result = wrap(np_fn(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
