@@ -735,6 +735,7 @@ EDGE.update({
                               .transpose_(0, 1).swapaxes_(1, 0) * w, [(2, 3), (3, 2)]),
     "squeeze_dims_": (lambda T, x: (x * 1).unsqueeze_(0).squeeze_((0,)) + (x * 1).unsqueeze_(1).squeeze_(-2),
                       [(2, 3)]),
+    "inplace_squeeze_dims": (lambda T, x: (x * 1).unsqueeze_(-1).squeeze_((-1, 0)) * 2, [(1, 3)]),
     "cumsum_": (lambda T, x: (x * 1).cumsum_(1) + (x * 1).cumprod_(0), [(2, 3)]),
     "sum_to_size": (lambda T, x: x.sum_to_size(1, 3) * x.sum_to_size(2, 1), [(2, 3)]),
     "constant_pad_nd": (lambda T, x: T.constant_pad_nd(x, (1, 2), 0.5) + T.adjoint(x).sum(), [(2, 3)]),

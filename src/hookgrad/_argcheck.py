@@ -84,10 +84,20 @@ FUNCTIONAL_VIA_METHOD = {"softmax": "softmax", "log_softmax": "log_softmax", "so
               "tanh": "tanh", "softsign": "softsign", "tanhshrink": "tanhshrink", "normalize": "norm"}
 
 
+_HEAP_TYPE = 1 << 9   # Py_TPFLAGS_HEAPTYPE: a class made by a class statement
+
+
 def type_name(value) -> str:
+    """The name torch's argument errors give ``value``'s type: CPython's ``tp_name``, which is the
+    bare name for a class statement's class (Tensor, Parameter, a user's class) and
+    ``module.name`` for a C type (``torch.Size``, ``numpy.ndarray``), the bare name for builtins."""
     cls = type(value)
     module = cls.__module__
-    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+    if module == "builtins" or isinstance(value, Tensor):
+        return cls.__qualname__
+    if cls.__flags__ & _HEAP_TYPE and not module.startswith(("torch", "hookgrad")):
+        return cls.__name__
+    return f"{module}.{cls.__qualname__}"
 
 
 _PYTHON_TYPES_AS_DTYPES = (float, int, bool, complex)

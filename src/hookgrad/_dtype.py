@@ -601,6 +601,19 @@ _SCALAR_TYPE_NAMES.update(uint16="UInt16", uint32="UInt32", uint64="UInt64", com
                           float8_e8m0fnu="Float8_e8m0fnu", float4_e2m1fn_x2="Float4_e2m1fn_x2")
 
 
+_CPP_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                   "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                   "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+                   "complex128": "c10::complex<double>"}
+
+
+def cpp_type_name(np_dtype) -> str:
+    """The C++ spelling of a dtype that torch's messages print from its type metadata ("float",
+    "long int", "c10::Half"); the ScalarType name for the others."""
+    np_dtype = np.dtype(np_dtype)
+    return _CPP_TYPE_NAMES.get(np_dtype.name) or scalar_type_name(np_dtype)
+
+
 def scalar_type_name(np_dtype) -> str:
     """torch's name of a scalar type in kernel errors ("Long", "Float", ...) for a NumPy dtype or a
     hookgrad dtype; NumPy's name for any other."""

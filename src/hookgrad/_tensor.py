@@ -175,11 +175,16 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if value._data.shape != self._data.shape:
-                raise RuntimeError(f"assigned grad has data of a different size: expected "
-                                   f"{list(self._data.shape)}, got {list(value._data.shape)}")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
+                                   f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
+                                   f"tensor are the same size")
             if value._data.dtype != self._data.dtype:
-                raise RuntimeError(f"assigned grad has data of a different type: expected "
-                                   f"{self.type()}, got {value.type()}")
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{_dtype.cpp_type_name(value._data.dtype)}'"
+                                   f" to a tensor with grad_dtype '{_dtype.scalar_type_name(self._data.dtype)}'. The "
+                                   "gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You "
+                                   "can set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
+                                   "any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
+                                   "gradient may break downstream systems that assume they match.")
         self._grad = value
 
     @grad.deleter
@@ -388,7 +393,7 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._data)
-        return self._data
+        return self._data.view()   # a new array object on the tensor's memory each call, as torch's
 
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:   # np.array(t) goes through numpy(), as in torch

@@ -91,6 +91,19 @@ def data_of(x, np_dtype):
     return np_dtype.type(x) if np_dtype.kind != "b" else x
 
 
+def wrapped_int(x: int, np_dtype):
+    """A Python int as an operand of integer arithmetic in ``np_dtype``: torch reads it as a 64-bit
+    integer and casts, so a value beyond the type wraps around (``uint8 - 3``, ``int8 * 1000``);
+    beyond 64 bits it is refused with Python's OverflowError."""
+    if x < -(1 << 63) or x >= (1 << 64):
+        raise OverflowError("int too big to convert")
+    bits = np_dtype.itemsize * 8
+    x &= (1 << bits) - 1
+    if np_dtype.kind == "i" and x >= 1 << (bits - 1):
+        x -= 1 << bits
+    return np_dtype.type(x)
+
+
 _ONES_CACHE: dict = {}
 _ONES_CACHED_UP_TO = 1 << 16  # elements; longer sums spend far more in the product than in np.ones
 
@@ -152,6 +165,26 @@ def zeros_like_data(t: Tensor) -> Tensor:
     return wrap(np.zeros(t._data.shape, dtype=t._data.dtype))
 
 
+# ---- NumPy's broadcasting errors as torch's ---------------------------------------------------------
+_NUMPY_BROADCAST_ERRORS = ("operands could not be broadcast together with shapes",
+                           "shape mismatch: objects cannot be broadcast to a single shape")
+
+
+def raise_torch_broadcast_error(exc: ValueError) -> None:
+    """Raise torch's RuntimeError for NumPy's ValueError about operands that do not broadcast (the
+    shapes in the order NumPy met them, which is the order of the op's operands); return for any
+    other ValueError."""
+    text = str(exc)
+    if not text.startswith(_NUMPY_BROADCAST_ERRORS):
+        return
+    import re
+
+    from .pointwise import broadcast_mismatch
+    shapes = [tuple(int(n) for n in group.split(",") if n.strip())
+              for group in re.findall(r"\(([\d,\s]*)\)", text)]
+    raise RuntimeError(broadcast_mismatch(*shapes)) from None
+
+
 # ---- floating-point error reports ----------------------------------------------------------------
 # torch never warns about inf/nan arithmetic, so every NumPy kernel runs with NumPy's floating-point
 # error reports off. ``np.errstate`` costs ~1 us per use and the ops use it on every call; this sets
@@ -174,17 +207,26 @@ if _fp_state is not None:
             self._token = _fp_state.set(_FP_IGNORE)
             return self
 
-        def __exit__(self, *exc_info):
+        def __exit__(self, exc_type, exc, tb):
             _fp_state.reset(self._token)
+            if exc_type is ValueError:
+                raise_torch_broadcast_error(exc)
 
     # the same without a with-statement, for the per-op fast paths (0.1 us instead of 0.4 us):
     # ``token = fp_quiet(FP_IGNORE)`` ... ``fp_restore(token)`` in a finally clause
     FP_IGNORE = _FP_IGNORE
     fp_quiet, fp_restore = _fp_state.set, _fp_state.reset
 else:
-    def quiet_fp():
+    class quiet_fp(np.errstate):
         """``with quiet_fp():`` runs NumPy code with no floating-point warnings."""
-        return np.errstate(all="ignore")
+
+        def __init__(self):
+            super().__init__(all="ignore")
+
+        def __exit__(self, exc_type, exc, tb):
+            super().__exit__(exc_type, exc, tb)
+            if exc_type is ValueError:
+                raise_torch_broadcast_error(exc)
 
     FP_IGNORE = "ignore"
 

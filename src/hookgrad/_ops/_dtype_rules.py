@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _dtype as _dtype_module
 from .._dtype import _LOWPREC_NP, is_lowprec_storage_np, scalar_type_name
 
 __all__: list = []  # declares no op: the helpers here are the ops' own
@@ -41,6 +42,14 @@ def refuse_kernel(data, refused, kernel: str) -> None:
 # the NumPy dtypes refuse_lowprec refuses (filled as ml_dtypes' types load): callers on hot paths test
 # ``array.dtype in LOWPREC`` first and call refuse_lowprec only then
 LOWPREC = _LOWPREC_NP
+
+
+def refuse_float8(data, kernel: str) -> None:
+    """``refuse_lowprec`` for an op torch has a complex32 kernel of (index_add, tril, var, rsub):
+    float8 and float4 only."""
+    dt = getattr(data, "dtype", data)
+    if dt != _dtype_module.complex32.np:
+        refuse_lowprec(dt, kernel)
 
 
 def refuse_lowprec(data, kernel: str) -> None:

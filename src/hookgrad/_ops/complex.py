@@ -238,11 +238,13 @@ def adjoint(input):
 # ---- angle, complex, polar ----------------------------------------------------------------------
 def _angle_backward(g, x):
     if not _is_complex(x):
-        return g * 0  # the angle of a real number is a step function
-    # d angle / dz in torch's convention: i z / |z|^2 (zero at z = 0)
-    sq = x.abs().pow(2)
-    safe = sq + (sq == 0)
-    return (g * x / safe * 1j).masked_fill(sq == 0, 0)
+        # the angle of a real number is a step function: torch's gradient is a constant zero
+        return wrap(np.zeros_like(x._data))
+    # d angle / dz in torch's convention: i z / |z|^2, chosen away by a where at z = 0 (torch's
+    # formula: its second derivative there is NaN, from the 0/0 of the branch not taken)
+    from .pointwise import where
+    with quiet_fp():
+        return where(x == 0, wrap(np.zeros((), dtype=x._data.dtype)), g * x / x.abs().pow(2) * 1j)
 
 
 AngleBackward0 = formula_node("AngleBackward0", ("self",), _angle_backward)

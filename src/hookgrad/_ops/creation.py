@@ -281,7 +281,10 @@ asarray = as_tensor
 
 def _check_numpy_source(array: np.ndarray) -> None:
     """torch's refusals of a NumPy array as a tensor's source: a type it has no tensor for, or a
-    negative stride (even where it would copy)."""
+    negative stride (even where it would copy), a byte order other than the machine's."""
+    if not array.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte order. Conversion "
+                         "between byte orders is currently not supported.")
     _dtype.from_numpy_dtype(array.dtype)
     if any(s < 0 for s in array.strides):
         raise ValueError("At least one stride in the given numpy array is negative, and tensors with negative "
@@ -408,11 +411,42 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = _dtype.int64 if builtins.all(isinstance(v, (int, np.integer)) for v in vals) else _dtype.get_default_dtype()
     dt = _dtype.to_dtype(dtype)
-    if dt.is_complex:
+    if dt.is_complex or dt.np == np.bool_:
         raise NotImplementedError(f'"arange_cpu" not implemented for \'{_dtype.scalar_type_name(dt.np)}\'')
+    if dt.np.kind in "iub":
+        # torch steps an integer range by the numbers truncated to integers; int64 also counts its
+        # length from them, the narrower types from the numbers themselves
+        first, last, stride = (int(v) for v in vals)
+        if dt.np == np.int64:
+            if stride == 0:
+                raise ValueError("step must be nonzero")
+            n = builtins.max(-((first - last) // stride), 0)
+        else:
+            n = builtins.max(int(math.ceil((vals[1] - vals[0]) / vals[2])), 0)
+        return _finish((first + np.arange(n, dtype=np.int64) * stride).astype(dt.np), requires_grad, device)
     n = builtins.max(int(math.ceil((vals[1] - vals[0]) / vals[2])), 0)
-    data = (vals[0] + np.arange(n, dtype=np.float64 if dt.np.kind == "f" else np.int64) * vals[2]).astype(dt.np)
+    if dt.np == np.float32 or dt.np == np.float16 or _dtype.is_bfloat16_np(dt.np):
+        data = _arange_in_vectors(vals[0], vals[2], n, dt.np)
+    else:
+        data = (vals[0] + np.arange(n, dtype=np.float64) * vals[2]).astype(dt.np)
     return _finish(data, requires_grad, device)
+
+
+def _arange_in_vectors(start, step, n, np_dtype):
+    """A float32/float16/bfloat16 range with torch's CPU kernel's roundings: pairs of vectors (8
+    float32 or 16 half elements) start from ``start + step * i`` rounded to the dtype and add
+    ``k * step`` to that, in the wider type (float64, float32); the elements after the last pair are
+    ``start + step * i``. (A range longer than 32768 elements that torch splits between threads
+    starts its vectors elsewhere: its last bits may differ.)"""
+    wide, width = (np.float64, 8) if np_dtype == np.float32 else (np.float32, 16)
+    idx = np.arange(n)
+    first, stride = wide(start), wide(step)
+    lane = idx % width
+    base = (first + stride * (idx - lane).astype(wide)).astype(np_dtype)
+    data = (base.astype(wide) + lane.astype(wide) * stride).astype(np_dtype)
+    paired = (n // (2 * width)) * 2 * width
+    data[paired:] = (first + stride * idx[paired:].astype(wide)).astype(np_dtype)
+    return data
 
 
 @op("range", method=False)

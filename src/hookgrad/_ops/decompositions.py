@@ -1353,6 +1353,9 @@ def linalg_cross(a, b, *, dim=-1):
     _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._data.dtype)} but found "
+                           f"{_dtype.scalar_type_name(b._data.dtype)}")
     if a.shape[dim] != 3 or b.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
                            f"{b.shape[dim]}")

@@ -9,9 +9,10 @@ from .._dtype import scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import formula_node, module_all, op, pair_formula_node, record_op
+from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import apply_inplace, basic_index, check_inplace
+from .pointwise import check_broadcast
 
 
 def _is_basic(item) -> bool:
@@ -49,6 +50,8 @@ def _np_index(index):
             out.append(arr)
         elif isinstance(item, (list, tuple)):
             arr = np.asarray([i._data if isinstance(i, Tensor) else i for i in item])
+            if arr.size == 0 and arr.dtype.kind == "f":
+                arr = arr.astype(np.int64)   # ``x[[]]``: torch reads an empty list as an empty long index
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
@@ -157,6 +160,18 @@ def _split_integers(index):
     return tuple(basic), tuple(rest)
 
 
+def _torch_index_error(exc: IndexError) -> IndexError:
+    """NumPy's IndexError in torch's words."""
+    text = str(exc)
+    if text.startswith("shape mismatch: indexing arrays could not be broadcast together with shapes"):
+        import re
+        shapes = [f"[{', '.join(n.strip() for n in group.split(',') if n.strip())}]"
+                  for group in re.findall(r"\(([\d,\s]*)\)", text)]
+        return IndexError(f"shape mismatch: indexing tensors could not be broadcast together with shapes "
+                          f"{', '.join(shapes)}")
+    return IndexError(text.replace("axis", "dimension"))
+
+
 def getitem(x: Tensor, index) -> Tensor:
     index = _normalize_index(index)
     if all(_is_basic(i) for i in index):
@@ -169,7 +184,7 @@ def getitem(x: Tensor, index) -> Tensor:
         data = x._data[npi]
     except IndexError as e:
         _check_masks(x._data.shape, index)
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise _torch_index_error(e) from None
     result = wrap(np.array(data, copy=True))
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexBackward0, (x,), result)
@@ -238,20 +253,31 @@ def setitem(x: Tensor, index, value) -> None:
     npi = _np_index(index)
     try:
         apply_inplace(x, _index_put, npi, value, saves_self=False)
+    except IndexError as e:
+        raise _torch_index_error(e) from None
     except ValueError:
         value_shape = value._data.shape if isinstance(value, Tensor) else np.shape(value)
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
                            f"indexing result of shape {list(x._data[npi].shape)}") from None
 
 
+def _check_index_put_dtypes(x, values):
+    if isinstance(values, Tensor) and values._data.dtype != x._data.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{scalar_type_name(x._data.dtype)} for the destination and "
+                           f"{scalar_type_name(values._data.dtype)} for the source.")
+
+
 @op(function=False)
 def index_put_(x, indices, values, accumulate=False):
+    _check_index_put_dtypes(x, values)
     npi = _np_index(tuple(indices))
     return apply_inplace(x, _index_put, npi, values, accumulate, saves_self=False)
 
 
 @op()
 def index_put(x, indices, values, accumulate=False):
+    _check_index_put_dtypes(x, values)
     return _index_put(x, _np_index(tuple(indices)), values, accumulate)
 
 
@@ -268,19 +294,46 @@ class GatherBackward0(Node):
 
 
 def _check_index(index, name):
-    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+
+
+def _check_index_bounds(idx: np.ndarray, size: int, d: int) -> None:
+    """torch's refusal of the first index (in order) outside ``[0, size)``: gather and scatter take
+    no negative index."""
+    if idx.size and (idx.min() < 0 or idx.max() >= size):
+        bad = idx[(idx < 0) | (idx >= size)].flat[0]
+        raise RuntimeError(f"index {int(bad)} is out of bounds for dimension {d} with size {size}")
+
+
+def _check_scatter_shapes(x: Tensor, d: int, index: Tensor, src) -> None:
+    """torch's rule for scatter: ``index`` no larger than ``self`` apart from ``dim``, nor than ``src``."""
+    if not index._data.ndim:
+        return
+    xs, ix = x._data.shape, index._data.shape
+    wrong = any(i != d and n > xs[i] for i, n in enumerate(ix))
+    if isinstance(src, Tensor):
+        ss = src._data.shape
+        if wrong or any(n > ss[i] for i, n in enumerate(ix) if i < len(ss)):
+            raise RuntimeError(f"Expected index {list(ix)} to be no larger than self {list(xs)} apart from dimension "
+                               f"{d} and to be no larger size than src {list(ss)}")
+    elif wrong:
+        raise RuntimeError(f"Expected index {list(ix)} to be no larger than self {list(xs)} apart from dimension {d}")
 
 
 @op()
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     _check_index(index, "gather")
+    _rules.refuse_lowprec(x._data, "scatter_gather_tensor_cpu")
     d = _wrap_dim(dim, x._data.ndim)
     if index._data.ndim != x._data.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     idx = index._data
-    if idx.size and (idx.min() < -x._data.shape[d] or idx.max() >= x._data.shape[d]):
-        raise RuntimeError(f"index {int(idx.max())} is out of bounds for dimension {d} with size {x._data.shape[d]}")
+    for i, n in enumerate(idx.shape):
+        if i != d and n > x._data.shape[i]:
+            raise RuntimeError(f"Size does not match at dimension {i} expected index {list(idx.shape)} to be no larger "
+                               f"than self {list(x._data.shape)} apart from dimension {d}")
+    _check_index_bounds(idx, x._data.shape[d] if x._data.ndim else 1, d)
     src = x._data[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(idx.shape))]
     result = wrap(np.take_along_axis(src, idx, axis=d))
     if GRAD.enabled and x._requires_grad:
@@ -364,8 +417,14 @@ def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
 def _scatter_start(x: Tensor, dim, index: Tensor, src, name: str):
     """The checked index and source, the wrapped ``dim`` and the copy of ``x``'s data to scatter into."""
     _check_index(index, name)
+    if isinstance(src, Tensor) and src._data.dtype != x._data.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _rules.refuse_lowprec(x._data, "scatter_gather_tensor_cpu" if isinstance(src, Tensor) else "scatter_gather_scalar_cpu")
     index, src = _scalar_index_as_vector(x, index, src)
-    return index, src, _wrap_dim(dim, x._data.ndim), x._data.copy()
+    d = _wrap_dim(dim, x._data.ndim)
+    _check_scatter_shapes(x, d, index, src)
+    _check_index_bounds(index._data, x._data.shape[d] if x._data.ndim else 1, d)
+    return index, src, d, x._data.copy()
 
 
 def _sent_part(src: Tensor, index: Tensor) -> np.ndarray:
@@ -496,6 +555,8 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if src._data.dtype != x._data.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    _rules.refuse_lowprec(x._data, f"scatter_gather_tensor_cpu_reduce_{forward_reduce}"
+                          if forward_reduce in ("amax", "amin", "mean") else "scatter_gather_tensor_cpu")
     kind = x._data.dtype.kind
     if (forward_reduce == "mean" and kind == "b") or (forward_reduce in ("amax", "amin") and kind == "c"):
         raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{forward_reduce}\" not implemented for "
@@ -554,6 +615,13 @@ class IndexAddBackward0(Node):
 
 @op(inplace=True, saves_self=False)
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    if index._data.dtype not in (np.int64, np.int32):
+        raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{scalar_type_name(index._data.dtype)}")
+    if source._data.dtype != x._data.dtype:
+        raise RuntimeError(f"index_add_(): self ({scalar_type_name(x._data.dtype)}) and source "
+                           f"({scalar_type_name(source._data.dtype)}) must have the same scalar type")
+    _rules.refuse_float8(x._data, "scatter_gather_tensor_cpu")
     d = _wrap_dim(dim, x._data.ndim)
     data = x._data.copy()
     moved = np.moveaxis(data, d, 0)
@@ -570,10 +638,28 @@ def _masked_fill_grad(g, mask):
     return g.masked_fill(mask, 0.0)
 
 
-# a number value, or a 0-d tensor value (which gets the masked part of the gradient, summed)
-MaskedFillBackward0 = formula_node("MaskedFillBackward0", ("mask",), _masked_fill_grad)
-MaskedFillBackward1 = pair_formula_node("MaskedFillBackward1", ("mask",), _masked_fill_grad,
-                                        lambda g, mask: (g * mask).sum())
+class MaskedFillBackward0(Node):
+    """masked_fill with a number value. A mask larger than ``self`` broadcasts it: its gradient is
+    summed back to its shape."""
+
+    __slots__ = ("self_shape",)
+    saved_names = ("mask",)
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        return (sum_to_shape(_masked_fill_grad(grads[0], mask), self.self_shape),)
+
+
+class MaskedFillBackward1(MaskedFillBackward0):
+    """masked_fill with a 0-d tensor value, which gets the masked part of the gradient, summed."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        edges = self.next_functions
+        return (sum_to_shape(_masked_fill_grad(grads[0], mask), self.self_shape) if edges[0][0] is not None else None,
+                (grads[0] * mask).sum() if edges[1][0] is not None else None)
 
 
 @op(inplace=True, saves_self=False)
@@ -589,15 +675,15 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{vt._data.ndim} dimension(s).")
     v = vt._data if vt is not None else value
+    check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
     data = np.where(mask._data, np.asarray(v).astype(x._data.dtype), x._data)
-    if data.shape != x._data.shape:
-        raise RuntimeError(f"The size of the mask ({mask._data.shape}) must match the tensor ({x._data.shape})")
     result = wrap(np.ascontiguousarray(data))
     if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
         if vt is not None:
             node = MaskedFillBackward1((edge(x), edge(vt)))
         else:
             node = MaskedFillBackward0((edge(x),))
+        node.self_shape = x._data.shape
         node.save(mask)
         record(node, result, inputs=(x, value))
     return result
@@ -615,6 +701,7 @@ class MaskedSelectBackward0(Node):
 
 @op()
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
+    check_broadcast(mask, x)
     m = np.broadcast_to(mask._data, np.broadcast_shapes(mask._data.shape, x._data.shape))
     xd = np.broadcast_to(x._data, m.shape)
     result = wrap(xd[m].copy())

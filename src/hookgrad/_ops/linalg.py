@@ -467,9 +467,26 @@ def _undiagonal(g, target, subs, sizes):
 def _parse_einsum(equation, operands):
     """Subscripts per operand and for the output, with any ellipsis spelled out as letters."""
     import string
+    arrow = equation.find("->")
+    for i, c in enumerate(equation):
+        allowed = c in string.ascii_letters or c in " ." or (c == "," and (arrow < 0 or i < arrow)) or \
+            (arrow >= 0 and i in (arrow, arrow + 1))
+        if not allowed:
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, subscripts "
+                               "must be in [a-zA-Z]")
     eq = equation.replace(" ", "")
     lhs, out = eq.split("->") if "->" in eq else (eq, None)
     ins = lhs.split(",")
+    if out is not None:
+        plain = out.replace("...", "")
+        if "." in plain:
+            raise RuntimeError("einsum(): found '.' for output that is not part of any ellipsis (...)")
+        for c in plain:
+            if plain.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+            if c not in lhs:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any input "
+                                   "operand")
     if len(ins) != len(operands):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation"
                            if len(operands) > len(ins) else

@@ -13,7 +13,7 @@ from .. import _dtype, return_types
 from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd import grad_mode
-from ..autograd.graph import Node
+from ..autograd.graph import Node, saved_dim
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from . import _dtype_rules as _rules
@@ -78,6 +78,7 @@ def _float_operands(a, b, name):
             raise TypeError(f"{name}(): argument '{argname}' (position {pos + 1}) must be Tensor, not "
                             f"{type(arg).__name__}")
     dt = result_np_dtype(a, b)
+    _rules.refuse_lowprec(dt, f"{name}_cpu")
     if name in _NO_INTEGER_KERNEL:
         _rules.refuse_kernel(np.empty(0, dt), _rules.INTEGRAL, f"{name}_cpu")
     if _dtype.is_bfloat16_np(dt):
@@ -183,6 +184,7 @@ CopysignBackward1 = formula_node("CopysignBackward1", ("self", "result"),
 @op(inplace=True)
 def copysign(a, b):
     a = as_tensor_arg(a)
+    _rules.refuse_lowprec(a._data, "copysign_cpu")
     if isinstance(b, Tensor):
         ad, bd = _float_operands(a, b, "copysign")
     else:
@@ -224,6 +226,7 @@ def _nan_ignoring(a, b, np_fn, node_cls, name):
     a = as_tensor_arg(a)
     b = as_tensor_arg(b, a)
     dt = result_np_dtype(a, b)
+    _rules.refuse_lowprec(dt, f"{name}_cpu")
     result = wrap(_broadcast_or_raise(np_fn, a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         record_op(node_cls, (a, b), result).save(b, a)
@@ -297,6 +300,7 @@ def heaviside(x, values):
     x, values = as_tensor_arg(x), as_tensor_arg(values)
     if x._data.dtype != values._data.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    pointwise.check_broadcast(x, values)
     d, v = x._data, values._data
     out = np.where(d == 0, v, (d > 0).astype(d.dtype)) if d.dtype.kind != "b" else np.where(d, True, v)
     return wrap(np.asarray(np.broadcast_to(out, np.broadcast_shapes(d.shape, v.shape)), dtype=d.dtype).copy())
@@ -396,6 +400,9 @@ def cross(a, b, dim=None):
     _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.dim() != b.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    if a._data.dtype != b._data.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._data.dtype)} but found "
+                           f"{_dtype.scalar_type_name(b._data.dtype)}")
     if tuple(a.shape) != tuple(b.shape):
         both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
         a, b = a.expand(*both), b.expand(*both)
@@ -959,13 +966,21 @@ def as_strided_scatter(x, src, size, stride, storage_offset=None):
 # ---- indexing ---------------------------------------------------------------------------------
 def _check_long_index(index, name):
     if not isinstance(index, Tensor) or index._data.dtype != np.int64:
-        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got "
-                           f"{_dtype.from_numpy_dtype(index._data.dtype) if isinstance(index, Tensor) else type(index)}")
+        found = _dtype.scalar_type_name(index._data.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {found}")
+
+
+def _same_dtype_as_self(x, source, message):
+    """torch's refusal of a source whose dtype is not self's (``message`` takes ``{self}``, ``{source}``)."""
+    if source._data.dtype != x._data.dtype:
+        raise RuntimeError(message.format(self=_dtype.scalar_type_name(x._data.dtype),
+                                          source=_dtype.scalar_type_name(source._data.dtype)))
 
 
 @op()
 def take(x, index):
     _check_long_index(index, "take")
+    _rules.refuse_lowprec(x._data, "take_cpu")
     n = x.numel()
     flat = index._data
     bad = (flat >= n) | (flat < -n)
@@ -976,7 +991,10 @@ def take(x, index):
 
 @op(inplace=True)
 def put(x, index, source, accumulate=False):
-    _check_long_index(index, "put")
+    _check_long_index(index, "put_")
+    _rules.refuse_lowprec(x._data, "take_put_cpu")
+    _same_dtype_as_self(x, source, "put_(): self and source expected to have the same dtype, but got "
+                                   "self.dtype = {self} and source.dtype = {source}")
     if index.numel() != source.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
@@ -995,7 +1013,10 @@ def _dim_index(x, dim, index):
 
 @op(inplace=True)
 def index_copy(x, dim, index, source):
-    _check_long_index(index, "index_copy")
+    _check_long_index(index, "index_copy_")
+    _rules.refuse_float8(x._data, "index_copy_cpu")
+    _same_dtype_as_self(x, source, "index_copy_(): self and source expected to have the same dtype, but got "
+                                   "(self) {self} and (source) {source}")
     if x.dim() == 0:
         return source.clone().reshape(())
     return x.index_put(_dim_index(x, dim, index), source.to(x.dtype))
@@ -1003,7 +1024,9 @@ def index_copy(x, dim, index, source):
 
 @op(inplace=True)
 def index_fill(x, dim, index, value):
-    _check_long_index(index, "index_fill")
+    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    _rules.refuse_float8(x._data, "index_fill_cpu")
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
@@ -1017,7 +1040,11 @@ def index_fill(x, dim, index, value):
 @op(inplace=True)
 def index_reduce(x, dim, index, source, reduce, *, include_self=True):
     """Each slice of ``source`` along ``dim`` reduced (prod, mean, amax, amin) into ``x``'s slice ``index[i]``."""
-    _check_long_index(index, "index_reduce")
+    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
+        found = _dtype.scalar_type_name(index._data.dtype) if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: {found}")
+    _same_dtype_as_self(x, source, "index_reduce_(): self ({self}) and source ({source}) must have the same scalar "
+                                   "type")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
     if x.dim() == 0:
@@ -1049,6 +1076,8 @@ def masked_scatter(x, mask, source):
     if mask._data.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
                            f"{_dtype.from_numpy_dtype(mask._data.dtype)}")
+    _same_dtype_as_self(x, source, "masked_scatter: expected self and source to have same dtypes but got{self} and "
+                                   "{source}")
     full = views.expand(mask, *x.shape) if tuple(mask.shape) != tuple(x.shape) else mask
     n = int(full._data.sum())
     if source.numel() < n:

@@ -169,7 +169,10 @@ def msort(x):
 
 @op()
 def topk(x, k, dim=-1, largest=True, sorted=True):
+    if x._data.dtype == _dtype.complex32.np:
+        raise RuntimeError(" topk does not support complex dtypes on CPU")
     refuse_complex(" topk does not support complex dtypes on CPU", x, error=RuntimeError)
+    _rules.refuse_lowprec(x._data, "topk_cpu")
     data = x._data
     d = _dim_of(x, dim)
     size = data.shape[d] if data.ndim else 1
@@ -277,6 +280,7 @@ def _kth(x, k, dim, keepdim, node_cls, name, torch_ties=False):
 @op()
 def kthvalue(x, k, dim=-1, keepdim=False):
     refuse_complex('"kthvalue_cpu" not implemented for \'{dtype}\'', x)
+    _rules.refuse_lowprec(x._data, "kthvalue_cpu")
     d = _dim_of(x, dim)
     size = x._data.shape[d] if x._data.ndim else 1
     if k < 1 or k > size:
@@ -350,6 +354,7 @@ def _median_op(x, dim, keepdim, ignore_nan):
     name = "nanmedian" if ignore_nan else "median"
     refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', x)
     _rules.refuse_kernel(x._data, _rules.BOOL, "median_cpu")
+    _rules.refuse_lowprec(x._data, "median_cpu" if dim is None else "median_out")
     if dim is None:
         return _full_median(x, ignore_nan)
     return _median_dim(x, dim, keepdim, ignore_nan)
@@ -368,6 +373,7 @@ def nanmedian(x, dim=None, keepdim=False):
 @op()
 def mode(x, dim=-1, keepdim=False):
     refuse_complex('"mode_cpu" not implemented for \'{dtype}\'', x)
+    _rules.refuse_lowprec(x._data, "mode_cpu")
     data = x._data
     d = _dim_of(x, dim)
     if data.ndim == 0:
@@ -535,12 +541,14 @@ def _cumulative_extreme(x, dim, is_max):
 @op()
 def cummax(x, dim):
     refuse_complex('"cummax_cpu" not implemented for \'{dtype}\'', x)
+    _rules.refuse_lowprec(x._data, "cummax_cpu")
     return _cumulative_extreme(x, dim, True)
 
 
 @op()
 def cummin(x, dim):
     refuse_complex('"cummin_cpu" not implemented for \'{dtype}\'', x)
+    _rules.refuse_lowprec(x._data, "cummin_cpu")
     return _cumulative_extreme(x, dim, False)
 
 

@@ -1,6 +1,8 @@
 """Elementwise ops: each forward (NumPy) beside its backward (hookgrad ops, so it is differentiable)."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import _dtype, _memory_format
@@ -8,6 +10,7 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import FP_IGNORE, fp_quiet, fp_restore, quiet_fp, refuse_complex
+from ._base import wrapped_int
 from ._declare import _ARRAY_DTYPES, ZeroGradNode, formula_node, module_all, op, record_op, unary
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
@@ -39,15 +42,22 @@ def _np_binary(np_fn, a, b, dt, scale=1, float32_scalar=False):
         if dt == _C32 and np_fn in _COMPLEX32_BINARY:
             return _complex32_binary(np_fn, a, b, scale)
         if np_fn not in _LOWPREC_BINARY:
-            _rules.refuse_lowprec(dt, f"{np_fn.__name__}_cpu")
+            kernel = _LOWPREC_KERNELS.get(np_fn) or f"{np_fn.__name__}_cpu"
+            _rules.refuse_lowprec(dt, kernel if dt != _C32 else kernel.replace("_reduced_float", ""))
     with _err():  # nor about a number beyond the type's range (it becomes inf)
         reduced = dt == _F16 or dt.kind == "V" and _dtype.is_bfloat16_np(dt)
         if float32_scalar and reduced and not isinstance(b, Tensor):
             bd = np.float32(b)
+        elif b.__class__ is int and dt.kind in "iu":
+            bd = wrapped_int(b, dt)
         else:
             bd = data_of(b, dt)
         if scale != 1:
             bd = bd * scale
+        elif dt.kind == "c" and (np_fn is np.add or np_fn is np.subtract):
+            # torch adds ``alpha * other`` with a complex product even for alpha 1: an infinite part of
+            # ``other`` makes the other part NaN (inf * 0), as there
+            bd = bd * dt.type(1)
     try:
         with _err():  # torch never warns about inf/nan arithmetic
             ad = data_of(a, dt)
@@ -74,6 +84,9 @@ def _operand_dtype(a, b):
 # the binary ufuncs torch runs on float8 tensors: (in)equality; and on complex32 ones: those and
 # add, sub, mul, computed in complex64 with the result's parts rounded to float16 once
 _LOWPREC_BINARY = (np.equal, np.not_equal)
+# torch's names of the kernels that refuse them
+_LOWPREC_KERNELS = {np.add: "add_stub", np.subtract: "add_stub", np.multiply: "mul_cpu_reduced_float",
+                    np.true_divide: "div_cpu_reduced_float"}
 _COMPLEX32_BINARY = (np.equal, np.not_equal, np.add, np.subtract, np.multiply)
 _C32 = _dtype.complex32.np
 
@@ -216,6 +229,16 @@ def _broadcast_message(a, b):
     return _mismatch(*_padded(sa, sb)) or f"shapes {list(sa)} and {list(sb)} are not broadcastable"
 
 
+def check_broadcast(*operands) -> None:
+    """torch's RuntimeError where the shapes of the tensors among ``operands`` (in the op's order)
+    do not broadcast together."""
+    shapes = [tuple(t.shape) for t in operands if isinstance(t, Tensor)]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise RuntimeError(broadcast_mismatch(*shapes)) from None
+
+
 def broadcast_mismatch(*shapes) -> str:
     """torch's message for shapes that do not broadcast, as its iterator finds it: the shape the
     earlier operands broadcast to (tensor a) against the first operand that does not fit (tensor b)."""
@@ -290,7 +313,7 @@ def _refuse_bool_subtraction(a, b, dt):
     if dt.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if any(isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (a, b)):
+    if any(isinstance(t, (bool, np.bool_)) or isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (a, b)):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
 
@@ -302,8 +325,11 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
     else:
         a, b, dt = _binary_inputs(a, b)
         if node_cls is SubBackward0 and (dt.kind == "b" or (isinstance(a, Tensor) and a._data.dtype.kind == "b")
-                                         or (isinstance(b, Tensor) and b._data.dtype.kind == "b")):
+                                         or (isinstance(b, Tensor) and b._data.dtype.kind == "b")
+                                         or isinstance(b, (bool, np.bool_))):
             _refuse_bool_subtraction(a, b, dt)
+        if isinstance(alpha, (bool, np.bool_)) and dt.kind != "b":
+            raise RuntimeError("Boolean alpha only supported for Boolean results.")
         if dt.kind in "biu" and isinstance(alpha, float):
             raise RuntimeError("For integral input tensors, argument alpha must not be a floating point number.")
         result = _finish(_np_binary(np_fn, a, b, dt, alpha), dt)
@@ -341,13 +367,18 @@ def rsub(a, b, *, alpha=1):
     """``b - alpha * a``."""
     if isinstance(b, Tensor):
         return sub(b, a, alpha=alpha)
+    _rules.refuse_float8(_operand_dtype(a, b), "add_stub")
     data = _fast_binary(np.subtract, a, b, swap=True) if alpha.__class__ is int and alpha == 1 else None
     if data is not None:
         result = wrap(data)
     else:
         a, b, dt = _binary_inputs(a, b)
         _refuse_bool_subtraction(a, b, dt)
-        result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
+        if dt == _C32:
+            result = wrap(_complex32_binary(np.subtract, b, a, alpha))
+        else:
+            with _err():
+                result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
         node = record_op(RsubBackward1, (a,), result)
         node.alpha, node.a_dtype = alpha, a._data.dtype
@@ -473,15 +504,29 @@ def _refuse_integer_zero_divisor(divisor, dt) -> None:
         raise RuntimeError("ZeroDivisionError")
 
 
+def _arith_operand(x, dt):
+    """An operand of integer or float arithmetic in ``dt``: a Python int wraps around an integer type
+    as in torch (see ``wrapped_int``)."""
+    if x.__class__ is int and dt.kind in "iu":
+        return wrapped_int(x, dt)
+    return data_of(x, dt)
+
+
 def _rounded_div(a, b, mode):
     dt = result_np_dtype(a, b)
-    _refuse_integer_zero_divisor(data_of(b, dt), dt)
+    if mode in ("floor", "trunc"):
+        dt_in = _operand_dtype(a, b)
+        _rules.refuse_lowprec(dt_in, f"div_{mode}_cpu" + ("" if dt_in == _C32 else "_reduced_float"))
+    ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
+    _refuse_integer_zero_divisor(bd, dt)
+    if not isinstance(b, Tensor) and (dt == _F16 or _dtype.is_bfloat16_np(dt)):
+        ad, bd = ad.astype(np.float32), np.float32(b)   # the number enters unrounded, as in div
     with _err():
         if mode == "floor":
-            data = np.floor_divide(data_of(a, dt), data_of(b, dt)) if dt.kind in "iu" else np.floor(
-                np.true_divide(data_of(a, dt), data_of(b, dt)))
+            # NumPy's float floor division is torch's div_floor: from fmod, so 1 // 0.1 is 9 as in Python
+            data = np.floor_divide(ad, bd)
         elif mode == "trunc":
-            q = np.true_divide(data_of(a, dt), data_of(b, dt))
+            q = np.true_divide(ad, bd)
             data = np.trunc(q)
         else:
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
@@ -899,6 +944,7 @@ def clamp(x, min=None, max=None):
         lo = as_tensor_arg(min, x) if min is not None else None
         hi = as_tensor_arg(max, x) if max is not None else None
         data = x._data.astype(dt, copy=False)
+        check_broadcast(x, lo, hi)
         if lo is not None:
             data = np.maximum(data, lo._data.astype(dt, copy=False))
         if hi is not None:
@@ -958,7 +1004,8 @@ def _extremum(a, b, np_fn, node_cls, pick):
     a = as_tensor_arg(a)
     b = as_tensor_arg(b, a)
     dt = result_np_dtype(a, b)
-    result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
+    with _err():
+        result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
     if _needs(a, b):
         node = record_op(node_cls, (a, b), result)
         node.pick = pick
@@ -975,6 +1022,7 @@ def maximum(a, b):
 
 @op(inplace=True)
 def minimum(a, b):
+    _rules.refuse_lowprec(_operand_dtype(a, b), "minimum_cpu")
     refuse_complex("minimum not implemented for complex tensors.", a, b, error=RuntimeError)
     return _extremum(a, b, np.minimum, MinimumBackward0, "min")
 
@@ -997,6 +1045,12 @@ def where(condition, input=None, other=None):
     condition = as_tensor_arg(condition)
     if input is None and other is None:
         return tuple(wrap(i) for i in np.nonzero(condition._data))
+    if condition._data.dtype == np.uint8:
+        warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
+                      "future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
+    elif condition._data.dtype != np.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{_dtype.scalar_type_name(condition._data.dtype)}")
     a = as_tensor_arg(input) if not is_number(input) else input
     b = as_tensor_arg(other) if not is_number(other) else other
     if not isinstance(a, Tensor):
@@ -1044,6 +1098,15 @@ class LerpBackward1(Node):
 @op(inplace=True)
 def lerp(start, end, weight):
     start, end = as_tensor_arg(start), as_tensor_arg(end)
+    _rules.refuse_lowprec(start._data, "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
+    check_broadcast(start, end, weight)
+    # one dtype throughout; a 0-d weight is a number of any float dtype
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other._data.dtype != start._data.dtype and (name == "end" or other._data.ndim):
+            raise RuntimeError(f"expected dtype {_dtype.cpp_type_name(start._data.dtype)} for `{name}` but got dtype "
+                               f"{_dtype.cpp_type_name(other._data.dtype)}")
+    if isinstance(weight, Tensor) and weight._data.ndim == 0 and weight._data.dtype != start._data.dtype:
+        weight = weight.to(start.dtype)
     _rules.refuse_kernel(start._data, _rules.INTEGRAL,
                          "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
     if isinstance(weight, Tensor):
@@ -1066,6 +1129,7 @@ NanToNumBackward0 = formula_node("NanToNumBackward0", ("self",), lambda g, x: g 
 
 @op(inplace=True)
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
+    _rules.refuse_lowprec(x._data, "nan_to_num")
     data = x._data
     if _dtype.is_bfloat16_np(data.dtype):  # NumPy sees no float in bfloat16: work in float32 (exact)
         top = _dtype.finfo(_dtype.bfloat16).max
@@ -1096,6 +1160,7 @@ class Atan2Backward0(Node):
 def atan2(a, b):
     refuse_complex('"atan2_cpu" not implemented for \'{dtype}\'', a, b)
     a, b = as_tensor_arg(a), as_tensor_arg(b)
+    _rules.refuse_lowprec(result_np_dtype(a, b), "atan2_cpu")
     dt = _dtype.result_type(a, b)
     if not dt.is_floating_point:  # integer and bool operands give the default float type, as in torch
         dt = _dtype.get_default_dtype()
@@ -1132,17 +1197,29 @@ def _modulo(np_fn, name, node_cls):
     """remainder (the divisor's sign) or fmod (the dividend's sign) from its NumPy function."""
     def modulo(a, b):
         refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
+        _rules.refuse_lowprec(_operand_dtype(a, b), f"{name}_cpu")
         a, b, dt = _binary_inputs(a, b)
-        _refuse_integer_zero_divisor(data_of(b, dt), dt)
+        ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
+        _refuse_integer_zero_divisor(bd, dt)
         with _err():
-            result = _finish(np_fn(data_of(a, dt), data_of(b, dt)), dt)
+            result = _finish(np_fn(ad, bd), dt)
         if _needs(a, None):
             record_op(node_cls, (a,), result)
         return result
     return _declared_as(modulo, name, inplace=True)
 
 
-remainder = _modulo(np.mod, "remainder", RemainderBackward0)
+def _float_remainder(a, b):
+    """torch's remainder: fmod, moved by the divisor where the signs differ. A zero keeps the
+    dividend's sign (NumPy's mod gives it the divisor's)."""
+    if np.result_type(a, b).kind in "iub":
+        return np.mod(a, b)
+    mod = np.fmod(a, b)
+    moved = (mod != 0) & ((np.asarray(b) < 0) != (mod < 0))
+    return np.where(moved, mod + b, mod).astype(mod.dtype, copy=False)
+
+
+remainder = _modulo(_float_remainder, "remainder", RemainderBackward0)
 fmod = _modulo(np.fmod, "fmod", FmodBackward0)
 
 
@@ -1181,7 +1258,8 @@ greater, greater_equal, less, less_equal, not_equal = gt, ge, lt, le, ne
 def _logical(np_fn, name):
     def logical(a, b):
         a, b = as_tensor_arg(a), as_tensor_arg(b)
-        return wrap(np_fn(a._data, b._data))
+        with _err():
+            return wrap(np_fn(a._data, b._data))
     return _declared_as(logical, name, inplace=True)
 
 
@@ -1198,12 +1276,13 @@ def logical_not(a):
 def _bitwise(np_fn, name):
     def bitwise(a, b):
         a = as_tensor_arg(a)
-        if not isinstance(b, Tensor):
-            b = as_tensor_arg(b, a)
+        if not isinstance(b, Tensor) and not (b.__class__ is int and a._data.dtype.kind in "iu"):
+            b = as_tensor_arg(b, a)   # an int stays a number: it wraps around a's type (_arith_operand)
         dt = result_np_dtype(a, b)
         if np.dtype(dt).kind in "fc" or not np.dtype(dt).kind:
             raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_dtype.scalar_type_name(np.dtype(dt))}'")
-        return wrap(np_fn(data_of(a, dt), data_of(b, dt)))
+        with _err():
+            return wrap(np_fn(_arith_operand(a, dt), _arith_operand(b, dt)))
     return _declared_as(bitwise, name, inplace=True)
 
 
@@ -1257,6 +1336,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"{_dtype.scalar_type_name(a._data.dtype)} did not match "
                            f"{_dtype.scalar_type_name(b._data.dtype)}")
+    check_broadcast(a, b)
     return wrap(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
@@ -1277,11 +1357,13 @@ def where_method(self, condition, other):
 
 @op(inplace=True)
 def addcmul(x, t1, t2, *, value=1):
+    check_broadcast(x, t1, t2)
     return x + (t1 * t2) * value if value != 1 else x + t1 * t2
 
 
 @op(inplace=True)
 def addcdiv(x, t1, t2, *, value=1):
+    check_broadcast(x, t1, t2)
     return x + (t1 / t2) * value if value != 1 else x + t1 / t2
 
 

@@ -287,6 +287,7 @@ class CumprodBackward0(Node):
 
 @op(inplace=True)
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
+    _rules.refuse_lowprec(x._data, "cumprod_out_cpu")
     d = _wrap_dim(dim, x._data.ndim)
     if dtype is None and x._data.dtype.kind in "biu":
         dtype = _dtype.int64  # integer and bool products accumulate in int64, as torch's
@@ -623,6 +624,10 @@ def _variance(x, dim, unbiased, keepdim, correction, std, caller):
     """var of a real floating ``x`` (its square root, std, when ``std``), recorded with torch's node;
     warns as ``caller()`` (torch's name for the public call) when no degree of freedom is left."""
     _floating_only_var_std(x)
+    if _rules.is_lowprec_storage_np(x._data.dtype) and x._data.dtype != _dtype.complex32.np:
+        if dim is None or isinstance(dim, bool):   # torch's all-element kernel names the dtype itself
+            raise RuntimeError(f"std_var_all: Unsupported dtype {_dtype.scalar_type_name(x._data.dtype)}")
+        _rules.refuse_lowprec(x._data, "std_cpu")
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._data)
@@ -810,6 +815,7 @@ class LogsumexpBackward0(_ResultOverDimsBackward):
 
 @op()
 def logsumexp(x, dim, keepdim=False):
+    _rules.refuse_lowprec(x._data, "max_values_cpu")
     data = x._data
     if data.dtype.kind not in "fc":
         data = data.astype(float_dtype_for(x))

@@ -161,8 +161,10 @@ def repeat(x: Tensor, *sizes) -> Tensor:
     return result
 
 
-@op()
+@op(method=False)  # Tensor.tile takes *dims
 def tile(x, dims):
+    if isinstance(dims, int):
+        raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not int")
     dims = tuple(dims)
     if len(dims) < x._data.ndim:
         dims = (1,) * (x._data.ndim - len(dims)) + dims
@@ -287,6 +289,7 @@ class TriuBackward0(Node):
 
 
 def _triangle(x: Tensor, diagonal: int, np_fn, node_cls) -> Tensor:
+    _rules.refuse_float8(x._data, np_fn.__name__)   # torch's kernels are named tril and triu
     result = wrap(np_fn(x._data, diagonal))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
@@ -412,6 +415,11 @@ def type_as(x, other):
 @op("flip", function=False)
 def flip_method(self, *dims):
     return flip(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
+
+
+@op("tile", function=False)
+def tile_method(self, *dims):
+    return tile(self, dims[0] if len(dims) == 1 and not isinstance(dims[0], int) else dims)
 
 
 def _dtype_method(name, dtype):

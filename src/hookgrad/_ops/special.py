@@ -48,6 +48,11 @@ def _float_data(x):
 
 
 # ---- unary ops with a gradient --------------------------------------------------------------------
+# torch's names of the kernels that refuse float8 inputs, where not "<name>_cpu"
+_FLOAT8_KERNELS = {"erf": "erf_vml_cpu", "erfc": "erfc_vml_cpu", "erfinv": "erfinv_vml_cpu",
+                   "lgamma": "lgamma_vml_cpu", "digamma": "digamma", "i0": "i0_vml_cpu"}
+
+
 def _unary(name, forward, backward, *, node, saves=("self",), refuse=None, **decl):
     """An elementwise op from its NumPy ``forward`` and ``backward(grad, *saved)`` (hookgrad ops, so
     double backward works); ``saves`` names what the node keeps ("self" and/or "result")."""
@@ -62,6 +67,7 @@ def _unary(name, forward, backward, *, node, saves=("self",), refuse=None, **dec
             refuse_complex(f'"{name}_vml_cpu" not implemented for \'{{dtype}}\'', x)
         if refuse is not None:
             _rules.refuse_kernel(x._data, _rules.HALF, f"{name}_cpu")
+        _rules.refuse_lowprec(x._data, _FLOAT8_KERNELS.get(name, f"{name}_cpu"))
         with quiet_fp():
             # bfloat16: float32 math, one rounding back (as torch computes it)
             result = wrap(narrow_to(forward(_float_data(x)), x._data.dtype))
@@ -407,7 +413,10 @@ def _binary_nodes(prefix, d_self, d_other, saved=("self", "other"), scalar_varia
     return nodes
 
 
-def _binary(a, b, kernel, nodes):
+def _binary(a, b, kernel, nodes, name):
+    for t in (a, b):
+        if isinstance(t, Tensor):
+            _rules.refuse_lowprec(t._data, f"{name}_cpu")
     a, b, dt = _binary_operands(a, b)
     try:
         with quiet_fp():
@@ -466,11 +475,11 @@ _XLOG1PY = _binary_nodes("SpecialXlog1PyBackward", _d_xlog1py_self, lambda g, a,
 
 @op(inplace=True)
 def xlogy(input, other):
-    return _binary(input, other, _xlogy_np, _XLOGY)
+    return _binary(input, other, _xlogy_np, _XLOGY, "xlogy")
 
 
 def xlog1py(input, other):
-    return _binary(input, other, _xlog1py_np, _XLOG1PY)
+    return _binary(input, other, _xlog1py_np, _XLOG1PY, "xlog1py")
 
 
 def _zeta_np(s, q, dt):
@@ -496,7 +505,7 @@ def zeta(input, other):
     for operand in (input, other):
         if isinstance(operand, Tensor):
             _rules.refuse_kernel(operand._data, _rules.HALF, "zeta_cpu")
-    return _binary(input, other, _zeta_np, _ZETA)
+    return _binary(input, other, _zeta_np, _ZETA, "zeta")
 
 
 def _d_igamma_other(g, a, x):
@@ -545,13 +554,13 @@ def _igamma_np(lower):
 @op(inplace=True)
 def igamma(input, other):
     _tensor_operands("igamma", input, other)
-    return _binary(input, other, _igamma_np(True), _IGAMMA)
+    return _binary(input, other, _igamma_np(True), _IGAMMA, "igamma")
 
 
 @op(inplace=True)
 def igammac(input, other):
     _tensor_operands("igammac", input, other)
-    return _binary(input, other, _igamma_np(False), _IGAMMAC)
+    return _binary(input, other, _igamma_np(False), _IGAMMAC, "igammac")
 
 
 # ---- functions torch does not differentiate: Bessel, Airy, orthogonal polynomials ----------------

@@ -379,6 +379,10 @@ def expand(x: Tensor, *sizes) -> Tensor:
                            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
                            f"tensor ({len(shape)})")
     lead = len(sizes) - len(shape)
+    for i in range(lead):
+        if sizes[i] == -1:
+            raise RuntimeError(f"The expanded size of the tensor ({sizes[i]}) isn't allowed in a leading, non-existing "
+                               f"dimension {i}")
     target = tuple(shape[i - lead] if s == -1 else s for i, s in enumerate(sizes))
     for i, s in enumerate(shape):
         if s != 1 and s != target[i + lead]:

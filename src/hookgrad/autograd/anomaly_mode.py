@@ -4,7 +4,6 @@ from __future__ import annotations
 import sys
 import warnings
 
-from .grad_mode import run_inside
 from .graph import _anomaly_state
 
 
@@ -18,7 +17,8 @@ def is_anomaly_check_nan_enabled() -> bool:
 
 class detect_anomaly:
     """Inside, a backward node that returns NaN raises RuntimeError naming it, and a warning shows
-    the forward stack trace of the op that created it. Usable as a decorator too."""
+    the forward stack trace of the op that created it. A context manager only: as in torch, an
+    instance is not callable (no decorator form)."""
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = check_nan
@@ -33,9 +33,6 @@ class detect_anomaly:
     def __exit__(self, *exc):
         _anomaly_state.enabled, _anomaly_state.check_nan = self._prev
         return False
-
-    def __call__(self, fn):
-        return run_inside(fn, lambda: self)
 
 
 class set_detect_anomaly:

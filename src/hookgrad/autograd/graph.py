@@ -74,6 +74,21 @@ _FREED_MESSAGE = (
     "graph a second time or if you need to access saved tensors after calling backward.")
 
 
+_NODE_INTERNALS: list = []
+# the underscored names torch's nodes list in dir() (hookgrad's own machinery stays out of it)
+_TORCH_NODE_UNDERSCORED = frozenset({"_input_metadata", "_register_hook_dict", "_sequence_nr", "_set_sequence_nr"})
+
+
+def _node_internals() -> frozenset:
+    """The underscored names Node itself defines for its machinery (slots such as ``_saved``,
+    helpers such as ``_add_post_hook``), which ``dir(node)`` leaves out as torch's nodes have none."""
+    if not _NODE_INTERNALS:
+        names = set(_NodeBase.__slots__) | set(vars(_NodeBase))
+        _NODE_INTERNALS.append(frozenset(n for n in names if n.startswith("_") and not n.startswith("__")
+                                         and n not in _TORCH_NODE_UNDERSCORED))
+    return _NODE_INTERNALS[0]
+
+
 class _NodeBase:
     """What every node is and does (``Node`` below is its public face).
 
@@ -141,8 +156,9 @@ class _NodeBase:
 
     def __dir__(self):
         listed = self._listed_saved_attrs
+        hidden = _node_internals()
         return [n for n in super().__dir__()
-                if n in listed or not (n.startswith("_saved_") or n.startswith("_raw_saved_"))]
+                if n in listed or not (n.startswith("_saved_") or n.startswith("_raw_saved_") or n in hidden)]
 
     def __init__(self, next_functions: tuple):
         self.next_functions = next_functions

@@ -117,13 +117,21 @@ class SmoothL1LossBackward0(_PointwiseLossBackward):
 
 
 class HuberLossBackward0(_PointwiseLossBackward):
-    __slots__ = ()
+    __slots__ = ("dtypes",)   # (input's, target's) NumPy dtypes where they differ
     saved_values = {"reduction": _reduction, "delta": lambda n: n.param}
 
     def local(self, d):
         delta = self.param
         inside = wrap(np.abs(d._data) <= delta)
         return pointwise.where(inside, d, d.sign() * delta)
+
+    def apply(self, grads):
+        dtypes = getattr(self, "dtypes", None)
+        if dtypes is not None:
+            # torch's backward kernel takes one dtype: the gradient's own operand's, refusing the other's
+            ours, other = dtypes if self.next_functions[0][0] is not None else dtypes[::-1]
+            raise RuntimeError(f"Found dtype {scalar_type_name(other)} but expected {scalar_type_name(ours)}")
+        return super().apply(grads)
 
 
 def _reduced(values: np.ndarray, reduction: str) -> np.ndarray:
@@ -202,11 +210,14 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     x, t = _broadcast_pair(input, target)
     a = np.abs(x._data - t._data)
-    vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(a.dtype, copy=False)
+    # the loss takes the input's dtype, whatever the target's
+    vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(x._data.dtype, copy=False)
+    loss = _pointwise_loss(HuberLossBackward0, x, t, "none" if weight is not None else reduction, vals, delta)
+    if isinstance(loss.grad_fn, HuberLossBackward0):
+        loss.grad_fn.dtypes = (x._data.dtype, t._data.dtype) if x._data.dtype != t._data.dtype else None
     if weight is not None:
-        return _weighted(_pointwise_loss(HuberLossBackward0, x, t, "none", vals, delta), weight, reduction, input,
-                         normalize_by_weight=False)
-    return _pointwise_loss(HuberLossBackward0, x, t, reduction, vals, delta)
+        return _weighted(loss, weight, reduction, input, normalize_by_weight=False)
+    return loss
 
 
 # ---- negative log likelihood and cross entropy -----------------------------------------------

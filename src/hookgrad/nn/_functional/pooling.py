@@ -601,9 +601,15 @@ def pad(x: Tensor, pad, mode="constant", value=None):
         return linear_map(x, fwd, adj, ConstantPadNdBackward0, value=filled, args=(pad,))
     if mode not in _MODE_NAMES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
     k = len(pairs)
     if not (k in (1, 2, 3) and nd in (k + 1, k + 2)):
-        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.")
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for {nd}D input tensor.\n"
+                                  "Supported combinations for non-constant padding:\n"
+                                  "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+                                  "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+                                  "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
     plan = []
     for i, (b, e) in enumerate(pairs):
         axis = nd - 1 - i
