@@ -76,9 +76,11 @@ _ARG_OVERRIDES = {
     "set_": {"source": None}, "native_batch_norm": {"weight": (OPTIONAL, "weight")},
     "native_layer_norm": {"weight": (OPTIONAL, "weight")}, "native_group_norm": {"weight": (OPTIONAL, "weight")},
 }
-# torch accepts a Python number as the first argument of these
+# torch accepts a Python number as the first argument of these (add ... floor_divide: its parser lets a
+# number stand for any of their tensors, as a wrapped number: ``torch.div(1.0, t)``)
 _FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",
-                        "bitwise_left_shift", "bitwise_right_shift", "result_type"}
+                        "bitwise_left_shift", "bitwise_right_shift", "result_type",
+                        "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide"}
 # torch.nn.functional implements these in Python as ``input.<method>()``: a non-tensor raises AttributeError
 FUNCTIONAL_VIA_METHOD = {"softmax": "softmax", "log_softmax": "log_softmax", "softmin": "softmin", "sigmoid": "sigmoid",
               "tanh": "tanh", "softsign": "softsign", "tanhshrink": "tanhshrink", "normalize": "norm"}
