@@ -130,3 +130,50 @@ def test_range_integer_dtypes(T):
             for args in ((0, 2), (0.5, 3.7, 1.5), (5, 0.5, -1.5), (1, 1), (-2.5, 3.9, 1.2), (0, 1, -1)):
                 out.append(catch(T.range, *args, dtype=dtype))
     return out
+
+
+def _deprecated_calls(T):
+    a = T.tensor([1.0, 2.0], dtype=T.float64)
+    b = T.tensor([3.0, 5.0], dtype=T.float64)
+    M = T.tensor([[1.0, 2.0], [0.5, -1.0]], dtype=T.float64)
+    v = T.tensor([1.0, -1.0], dtype=T.float64)
+    return {
+        "add": lambda: T.add(a, 2, b), "Tensor.add": lambda: a.add(2, b), "add_": lambda: a.clone().add_(-0.5, b),
+        "sub": lambda: T.sub(a, 2, b), "Tensor.sub": lambda: a.sub(2, b), "sub_": lambda: a.clone().sub_(2, b),
+        "addcmul": lambda: T.addcmul(a, 0.5, a, b), "Tensor.addcmul": lambda: a.addcmul(0.5, a, b),
+        "addcmul_": lambda: a.clone().addcmul_(0.5, a, b), "addcdiv": lambda: T.addcdiv(a, 0.5, a, b),
+        "Tensor.addcdiv": lambda: a.addcdiv(0.5, a, b), "addcdiv_": lambda: a.clone().addcdiv_(0.5, a, b),
+        "addmm": lambda: T.addmm(2, M, 3, M, M), "addmm_beta": lambda: T.addmm(2, M, M, M),
+        "Tensor.addmm": lambda: M.addmm(2, 3, M, M), "Tensor.addmm_": lambda: M.clone().addmm_(2, 3, M, M),
+        "Tensor.addmm_beta": lambda: M.clone().addmm_(2, M, M), "addmv": lambda: T.addmv(2, v, 3, M, v),
+        "addmv_beta": lambda: T.addmv(2, v, M, v), "Tensor.addmv_": lambda: v.clone().addmv_(2, 3, M, v),
+        "addr": lambda: T.addr(2, M, 3, v, v), "Tensor.addr_": lambda: M.clone().addr_(2, 3, v, v),
+        "baddbmm": lambda: T.baddbmm(2, M[None], 3, M[None], M[None]),
+        "addbmm": lambda: T.addbmm(2, M, 3, M[None], M[None]),
+        "Tensor.baddbmm_": lambda: M[None].clone().baddbmm_(2, 3, M[None], M[None]),
+        "Tensor.addbmm_": lambda: M.clone().addbmm_(2, 3, M[None], M[None]),
+        # not a deprecated form: the ordinary errors
+        "add_bad": lambda: T.add(a, "x", b), "addcmul_bad": lambda: a.addcmul(0.5, a, [1.0, 2.0]),
+        "addmm_bad": lambda: T.addmm(2, M, 3, M, [1]),
+    }
+
+
+@differential
+def test_deprecated_positional_overloads(T):
+    """p.add_(-lr, grad), x.addcmul_(value, t1, t2), torch.addmm(beta, m, alpha, m1, m2): torch's deprecated
+    overloads (old optimizers use them) give the current forms' results, with a UserWarning."""
+    from difftest import warns
+    T.set_warn_always(True)
+    try:
+        out = {name: warns(call) for name, call in _deprecated_calls(T).items()}
+    finally:
+        T.set_warn_always(False)
+    x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    y = T.tensor([3.0, 4.0], dtype=T.float64, requires_grad=True)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        z = x.add(3, y).addcmul(0.5, x, y)
+    z.sum().backward()
+    out["grads"] = (z, x.grad, y.grad)
+    return out

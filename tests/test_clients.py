@@ -90,6 +90,12 @@ CASES = {
     "torchmetrics_more": ("torchmetrics_more_case.py", [], "torchmetrics aggregation, calibration, curves, rank "
                                                            "correlations, retrieval, wrappers (tracker, bootstrap), "
                                                            "image, audio and text metrics with float64 states"),
+    "torch_optimizer": ("torch_optimizer_case.py", [], "torch-optimizer's optimizers (deprecated positional add_/"
+                                                       "addcmul_ forms, eye(out=)): steps, state dicts, reloads, "
+                                                       "Lookahead, AdaHessian's Hutchinson curvature"),
+    "torchdiffeq": ("torchdiffeq_case.py", [], "torchdiffeq odeint with adaptive and fixed-grid solvers, gradients "
+                                               "through the solver and by the adjoint method, tuple states, "
+                                               "gradients with respect to time, odeint_event"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -109,6 +115,7 @@ REQUIRES = {
     "lightning": ["lightning", "torchmetrics"], "lightning_fabric": ["lightning"],
     "lightning_callbacks": ["lightning", "torchmetrics", "tensorboard"], "torchmetrics": ["torchmetrics"],
     "torchmetrics_more": ["torchmetrics"],
+    "torch_optimizer": ["torch_optimizer", "pytorch_ranger"], "torchdiffeq": ["torchdiffeq"],
 }
 
 
