@@ -96,6 +96,11 @@ CASES = {
     "torchdiffeq": ("torchdiffeq_case.py", [], "torchdiffeq odeint with adaptive and fixed-grid solvers, gradients "
                                                "through the solver and by the adjoint method, tuple states, "
                                                "gradients with respect to time, odeint_event"),
+    "torchattacks": ("torchattacks_case.py", [], "torchattacks FGSM/BIM/PGD/PGDL2/momentum, input-diversity and "
+                                                 "noise variants, CW, DeepFool, targeted modes, normalisation"),
+    "ema": ("ema_case.py", [], "torch-ema ExponentialMovingAverage and ema-pytorch EMA (post-step hook), KarrasEMA, "
+                               "PostHocEMA snapshots synthesised"),
+    "torch_cka": ("torch_cka_case.py", [], "torch-cka centred kernel alignment of layers gathered by forward hooks"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -116,6 +121,7 @@ REQUIRES = {
     "lightning_callbacks": ["lightning", "torchmetrics", "tensorboard"], "torchmetrics": ["torchmetrics"],
     "torchmetrics_more": ["torchmetrics"],
     "torch_optimizer": ["torch_optimizer", "pytorch_ranger"], "torchdiffeq": ["torchdiffeq"],
+    "torchattacks": ["torchattacks"], "ema": ["torch_ema", "ema_pytorch"], "torch_cka": ["torch_cka"],
 }
 
 
