@@ -177,3 +177,59 @@ def test_deprecated_positional_overloads(T):
     z.sum().backward()
     out["grads"] = (z, x.grad, y.grad)
     return out
+
+
+@differential
+def test_vmap_over_autograd_grad(T):
+    """vmap(lambda v: autograd.grad(y, x, v)) (torchjd's Jacobians): torch runs the backward once for the
+    whole batch, so retain_graph=False frees the graph only after the mapped call; also nested."""
+    x = T.tensor([1.0, 2.0, 3.0], dtype=T.float64, requires_grad=True)
+    y = x.sin() * x
+
+    def vjp(v):
+        return T.autograd.grad(y, x, v)[0]
+    jacobian = T.vmap(vjp)(T.eye(3, dtype=T.float64))
+    freed = catch(lambda: T.autograd.grad(y.sum(), x))
+    z = x.exp() * 2
+    nested = T.vmap(T.vmap(lambda v: T.autograd.grad(z, x, v)[0]))(T.ones(2, 2, 3, dtype=T.float64))
+    return jacobian, freed, nested, catch(lambda: T.autograd.grad(z.sum(), x))
+
+
+@differential
+def test_keyword_names_of_binary_ops(T):
+    """torch's own argument names: pow(input, exponent) (geoopt passes exponent=), float_power,
+    linalg.cross(input, other), cholesky_solve(input, input2)."""
+    a = T.tensor([[1.5, 2.0], [0.5, 3.0]], dtype=T.float64)
+    b = T.tensor([[0.5, 1.0], [2.0, -1.0]], dtype=T.float64)
+    return [T.pow(a, exponent=2), T.pow(input=a, exponent=b), a.pow(exponent=0.5), T.float_power(a, exponent=2),
+            T.linalg.cross(T.ones(3), other=T.tensor([1.0, 2.0, 3.0])),
+            T.cholesky_solve(b, input2=T.eye(2, dtype=T.float64)), catch(T.pow, a, exponent="x")]
+
+
+@differential
+def test_remainder_sign_of_zero(T):
+    """torch's remainder is fmod moved by the divisor: a zero result keeps the dividend's sign."""
+    a = T.tensor([3.0, -3.0, 2.5, -2.5, 0.0, -0.0, 7.0, float("inf")], dtype=T.float64)
+    b = T.tensor([-1.0, 1.0, -0.5, 0.5, -2.0, 2.0, -2.5, 2.0], dtype=T.float64)
+    r = T.remainder(a, b)
+    return r, T.signbit(r), T.signbit(a % -1.0), T.signbit(T.remainder(a.float(), 1.0)), T.remainder(T.tensor([7, -7]), 3)
+
+
+
+@differential
+def test_make_subclass(T):
+    class Located(T.Tensor):
+        def __new__(cls, data, place="here", requires_grad=False):
+            instance = T.Tensor._make_subclass(cls, data, requires_grad)
+            instance.place = place
+            return instance
+
+    data = T.tensor([1.0, 2.0], dtype=T.float64)
+    made = Located(data, place="there", requires_grad=True)
+    with T.no_grad():
+        made.mul_(3)  # the same memory as data
+    out = (made * 2).sum()
+    out.backward()
+    return (type(made).__name__, made.place, made.requires_grad, made.is_leaf, data, made.grad,
+            isinstance(made, T.Tensor), catch(T.Tensor._make_subclass, int, data),
+            catch(T.Tensor._make_subclass, Located, T.tensor([1, 2]), True))

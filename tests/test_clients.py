@@ -101,6 +101,12 @@ CASES = {
     "ema": ("ema_case.py", [], "torch-ema ExponentialMovingAverage and ema-pytorch EMA (post-step hook), KarrasEMA, "
                                "PostHocEMA snapshots synthesised"),
     "torch_cka": ("torch_cka_case.py", [], "torch-cka centred kernel alignment of layers gathered by forward hooks"),
+    "torchjd": ("torchjd_case.py", [], "TorchJD autojac backward/mtl_backward/jac (vmap over autograd.grad), "
+                                       "jac_to_grad with aggregators, autogram Engine Gramians through hooks"),
+    "geoopt": ("geoopt_case.py", [], "geoopt ManifoldParameter/ManifoldTensor (Tensor._make_subclass), Riemannian "
+                                     "Adam and SGD on sphere, Stiefel, Poincare ball; maps, distances, transports"),
+    "torchsde": ("torchsde_case.py", [], "torchsde sdeint (Euler, Milstein, SRK, reversible Heun, midpoint; diagonal "
+                                         "and general noise) over seeded Brownian intervals, sdeint_adjoint"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -122,6 +128,7 @@ REQUIRES = {
     "torchmetrics_more": ["torchmetrics"],
     "torch_optimizer": ["torch_optimizer", "pytorch_ranger"], "torchdiffeq": ["torchdiffeq"],
     "torchattacks": ["torchattacks"], "ema": ["torch_ema", "ema_pytorch"], "torch_cka": ["torch_cka"],
+    "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
 }
 
 

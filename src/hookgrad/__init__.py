@@ -164,3 +164,5 @@ def __getattr__(name):
         return getattr(_importlib.import_module("._safetensors", __name__), name.replace("_safetensors", "_file"))
     from ._run import missing_message
     raise AttributeError(f"module 'hookgrad' has no attribute '{name}' ({missing_message(f'torch.{name}')})")
+# torch.torch is torch itself (kornia writes torch.torch.Tensor and torch.torch.deg2rad)
+torch = _importlib.import_module(__name__)

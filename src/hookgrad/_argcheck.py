@@ -75,6 +75,8 @@ _ARG_OVERRIDES = {
     "batch_norm": {"weight": (OPTIONAL, "weight")}, "instance_norm": {"weight": (OPTIONAL, "weight")},
     "set_": {"source": None}, "native_batch_norm": {"weight": (OPTIONAL, "weight")},
     "native_layer_norm": {"weight": (OPTIONAL, "weight")}, "native_group_norm": {"weight": (OPTIONAL, "weight")},
+    "pow": {"b": (OR_NUMBER, "exponent")}, "float_power": {"b": (OR_NUMBER, "exponent")},
+    "cholesky_solve": {"b": (TENSOR, "input"), "L": (TENSOR, "input2")},
 }
 # torch accepts a Python number as the first argument of these (add ... floor_divide: its parser lets a
 # number stand for any of their tensors, as a wrapped number: ``torch.div(1.0, t)``)

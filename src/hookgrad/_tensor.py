@@ -38,6 +38,10 @@ class Tensor:
 
     def __init__(self, *args, **kwargs):
         # ``hookgrad.Tensor(2, 3)`` is an uninitialized 2x3 tensor, ``Tensor([1, 2])`` a float tensor
+        if type(self).__new__ is not Tensor.__new__:
+            # a subclass that builds its instances in its own __new__ (``_make_subclass``): as in torch,
+            # whose constructor is all in __new__, the arguments are its own and change nothing here
+            return
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
         if len(args) == 1 and not isinstance(args[0], (builtins.int, np.integer)):

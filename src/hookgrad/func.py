@@ -438,7 +438,12 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
                 for g, state in zip(generators, before):
                     g.set_state(state)
             sliced = [_with_dims(lambda t, dim: t.select(dim, i), a, d, name, in_dims) for a, d in zip(args, dims)]
-            results.append(func(*sliced, **kwargs))
+            more = i < batch - 1
+            hookgrad.autograd.MAPPED_SLICES_AHEAD[0] += more  # a backward inside keeps the graph for the next slice
+            try:
+                results.append(func(*sliced, **kwargs))
+            finally:
+                hookgrad.autograd.MAPPED_SLICES_AHEAD[0] -= more
             if randomness == "error" and any(not hookgrad.equal(g.get_state(), state)
                                              for g, state in zip(generators, before)):
                 raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "

@@ -1155,7 +1155,16 @@ def _modulo(np_fn, name, node_cls):
     return _declared_as(modulo, name, inplace=True)
 
 
-remainder = _modulo(np.mod, "remainder", RemainderBackward0)
+def _torch_remainder(a, b):
+    """torch's remainder: fmod, moved by the divisor when its sign differs from the divisor's; a zero
+    keeps fmod's sign (the dividend's), where NumPy's mod gives the divisor's."""
+    if not (np.asarray(a).dtype.kind == "f" or np.asarray(b).dtype.kind == "f"):
+        return np.mod(a, b)
+    r = np.fmod(a, b)
+    return np.where((r != 0) & ((r < 0) != (np.asarray(b) < 0)), r + b, r)
+
+
+remainder = _modulo(_torch_remainder, "remainder", RemainderBackward0)
 fmod = _modulo(np.fmod, "fmod", FmodBackward0)
 
 
