@@ -233,3 +233,39 @@ def test_make_subclass(T):
     return (type(made).__name__, made.place, made.requires_grad, made.is_leaf, data, made.grad,
             isinstance(made, T.Tensor), catch(T.Tensor._make_subclass, int, data),
             catch(T.Tensor._make_subclass, Located, T.tensor([1, 2]), True))
+
+
+@differential
+def test_names_kornia_reaches_for(T):
+    """torch.torch is torch; torch._assert_async and torch._assert; functorch transforms reported active
+    inside torch.func's transforms only; no fake tensor and no proxy-tracing mode outside compilation."""
+    import importlib
+    fake = importlib.import_module(T.__name__ + "._subclasses.fake_tensor")
+    proxy = importlib.import_module(T.__name__ + ".fx.experimental.proxy_tensor")
+    seen = []
+
+    def probe(x):
+        seen.append(T._C._are_functorch_transforms_active())
+        return x.sin().sum()
+    T.func.grad(probe)(T.tensor([1.0, 2.0]))
+    T.vmap(lambda x: probe(x) * 1)(T.ones(2, 3))  # (hookgrad maps slice by slice: it calls probe twice)
+    return (T.torch is T, T.torch.Tensor is T.Tensor, T._assert_async(T.tensor(True)),
+            catch(T._assert_async, T.tensor(0.0)), catch(T._assert_async, T.tensor(False), "my message"),
+            catch(T._assert_async, T.tensor([1, 1])), catch(T._assert_async, T.tensor([])), catch(T._assert_async, 1),
+            catch(T._assert, False, "no"), T._assert(True, "fine"),
+            T._C._are_functorch_transforms_active(), sorted(set(seen)), fake.is_fake(T.ones(2)), fake.is_fake(3),
+            proxy.get_proxy_mode())
+
+
+def test_distributed_optim_and_rpc_names():
+    """Ignite's Checkpoint imports ZeroRedundancyOptimizer for an isinstance check, torchopt imports
+    torch.distributed.rpc: both modules exist; hookgrad shards nothing and has no RPC, and says so
+    (torch on a build without RPC answers is_available() False too)."""
+    import hookgrad
+    from hookgrad.distributed.optim import ZeroRedundancyOptimizer
+    from hookgrad.distributed import rpc
+    optimizer = hookgrad.optim.SGD([hookgrad.zeros(2, requires_grad=True)], lr=0.1)
+    assert not isinstance(optimizer, ZeroRedundancyOptimizer)
+    with pytest.raises(RuntimeError, match="ZeroRedundancyOptimizer"):
+        ZeroRedundancyOptimizer([hookgrad.zeros(2, requires_grad=True)], hookgrad.optim.SGD, lr=0.1)
+    assert rpc.is_available() is False

@@ -107,6 +107,10 @@ CASES = {
                                      "Adam and SGD on sphere, Stiefel, Poincare ball; maps, distances, transports"),
     "torchsde": ("torchsde_case.py", [], "torchsde sdeint (Euler, Milstein, SRK, reversible Heun, midpoint; diagonal "
                                          "and general noise) over seeded Brownian intervals, sdeint_adjoint"),
+    "kornia": ("kornia_case.py", [], "Kornia filters, colour conversions, warps, morphology, enhancement, features, "
+                                     "losses and metrics with gradients; geometry conversions; augmentation"),
+    "ignite": ("ignite_case.py", [], "PyTorch-Ignite supervised trainer/evaluator with gradient accumulation, metrics, "
+                                     "event handlers, LR schedulers, early stopping, checkpoints saved and reloaded"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -129,6 +133,7 @@ REQUIRES = {
     "torch_optimizer": ["torch_optimizer", "pytorch_ranger"], "torchdiffeq": ["torchdiffeq"],
     "torchattacks": ["torchattacks"], "ema": ["torch_ema", "ema_pytorch"], "torch_cka": ["torch_cka"],
     "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
+    "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
 }
 
 
