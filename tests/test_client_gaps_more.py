@@ -269,3 +269,45 @@ def test_distributed_optim_and_rpc_names():
     with pytest.raises(RuntimeError, match="ZeroRedundancyOptimizer"):
         ZeroRedundancyOptimizer([hookgrad.zeros(2, requires_grad=True)], hookgrad.optim.SGD, lr=0.1)
     assert rpc.is_available() is False
+
+
+FOREACH_UNARY = ("abs", "ceil", "cos", "erf", "exp", "expm1", "floor", "frac", "lgamma", "log1p", "neg",
+                 "reciprocal", "round", "sigmoid", "sign", "sin", "sqrt", "tanh", "trunc", "rsqrt")
+
+
+@differential
+def test_foreach_functions(T):
+    """torch._foreach_* (ema-pytorch's use_foreach, optimizers' foreach paths): each op across a list of
+    tensors with numbers, number lists, tensor lists or a tensor as the other operand; the in-place
+    forms update the tensors and return the list; torch's errors for empty and mismatched lists."""
+    def fresh():
+        return [T.tensor([1.5, -2.0, 0.25], dtype=T.float64), T.tensor([[3.0, 0.5]], dtype=T.float64)]
+    others = [T.tensor([0.5, 1.0, 2.0], dtype=T.float64), T.tensor([[1.0, -1.0]], dtype=T.float64)]
+    out = {}
+    for name in FOREACH_UNARY:
+        a = [t.abs() + 0.1 for t in fresh()]
+        out[name] = (getattr(T, f"_foreach_{name}")(a), getattr(T, f"_foreach_{name}_")(a), a)
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum", "clamp_min", "clamp_max", "pow"):
+        for other in (2.0, [0.5, 3.0], others, T.tensor(1.5, dtype=T.float64)):
+            a = fresh() if name != "pow" else [t.abs() for t in fresh()]
+            out[f"{name}_{type(other).__name__}"] = (getattr(T, f"_foreach_{name}")(a, other),
+                                                     getattr(T, f"_foreach_{name}_")(a, other), a)
+    a = fresh()
+    out["alpha"] = (T._foreach_add(a, others, alpha=2), T._foreach_sub_(a, others, alpha=0.5), a)
+    for name in ("addcmul", "addcdiv"):
+        a = fresh()
+        out[name] = (getattr(T, f"_foreach_{name}")(a, others, others, 0.5),
+                     getattr(T, f"_foreach_{name}")(a, others, others, [0.5, 2.0]),
+                     getattr(T, f"_foreach_{name}_")(a, others, others, T.tensor([1.0, 3.0], dtype=T.float64)), a)
+    a = fresh()
+    out["lerp"] = (T._foreach_lerp(a, others, 0.3), T._foreach_lerp_(a, others, [0.1, 0.9]), a)
+    a = fresh()
+    out["reductions"] = (T._foreach_norm(a), T._foreach_norm(a, 1), T._foreach_max(a), T._foreach_clone(a),
+                         T._foreach_copy_(a, others), T._foreach_zero_(a), a)
+    x = T.tensor([1.0, 2.0], dtype=T.float64, requires_grad=True)
+    y, = T._foreach_mul([x], 3.0)
+    (y * y).sum().backward()
+    out["grad"] = x.grad
+    out["errors"] = (catch(T._foreach_add, [], 1.0), catch(T._foreach_add, fresh(), [1.0]),
+                     catch(T._foreach_add, fresh(), others[:1]))
+    return out

@@ -66,7 +66,7 @@ results["ema_pytorch"] = {"decays": decays, "step": ema.step, "ema_params": list
 
 model = make_model()
 optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-hooked = EMA(model, beta=0.9, update_after_step=0, update_every=1)
+hooked = EMA(model, beta=0.9, update_after_step=0, update_every=1, use_foreach=True)  # torch._foreach_lerp_
 hooked.add_to_optimizer_post_step_hook(optimizer)
 for _ in range(4):
     train_step(model, optimizer)
