@@ -111,6 +111,8 @@ CASES = {
                                      "losses and metrics with gradients; geometry conversions; augmentation"),
     "ignite": ("ignite_case.py", [], "PyTorch-Ignite supervised trainer/evaluator with gradient accumulation, metrics, "
                                      "event handlers, LR schedulers, early stopping, checkpoints saved and reloaded"),
+    "skorch": ("skorch_case.py", [], "skorch NeuralNetClassifier/Regressor fit, partial_fit, predict_proba, callbacks, "
+                                     "history, validation split, saved parameters; a scikit-learn grid search"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -134,6 +136,7 @@ REQUIRES = {
     "torchattacks": ["torchattacks"], "ema": ["torch_ema", "ema_pytorch"], "torch_cka": ["torch_cka"],
     "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
     "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
+    "skorch": ["skorch", "sklearn"],
 }
 
 
