@@ -113,6 +113,8 @@ CASES = {
                                      "event handlers, LR schedulers, early stopping, checkpoints saved and reloaded"),
     "skorch": ("skorch_case.py", [], "skorch NeuralNetClassifier/Regressor fit, partial_fit, predict_proba, callbacks, "
                                      "history, validation split, saved parameters; a scikit-learn grid search"),
+    "delve": ("delve_case.py", [], "Delve layer saturation: covariances of Linear/Conv2d outputs from forward hooks "
+                                   "over training; saturation, intrinsic dimension, trace, determinant in its CSV"),
 }
 
 # the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
@@ -136,7 +138,7 @@ REQUIRES = {
     "torchattacks": ["torchattacks"], "ema": ["torch_ema", "ema_pytorch"], "torch_cka": ["torch_cka"],
     "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
     "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
-    "skorch": ["skorch", "sklearn"],
+    "skorch": ["skorch", "sklearn"], "delve": ["delve", "pandas", "tensorboardX"],
 }
 
 
