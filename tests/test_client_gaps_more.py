@@ -311,3 +311,27 @@ def test_foreach_functions(T):
     out["errors"] = (catch(T._foreach_add, [], 1.0), catch(T._foreach_add, fresh(), [1.0]),
                      catch(T._foreach_add, fresh(), others[:1]))
     return out
+
+
+@differential
+def test_tensor_subclass_construction(T):
+    """A subclass's own __new__ (super().__new__(cls, data) or _make_subclass) makes the instance; its
+    __init__ arguments change nothing in Tensor; a subclass without __new__ takes Tensor's constructor."""
+    class Tagged(T.Tensor):
+        def __new__(cls, data, tag="x"):
+            made = super().__new__(cls, data)
+            made.tag = tag
+            return made
+
+    class Plain(T.Tensor):
+        pass
+
+    class Scaled(T.Tensor):
+        def __new__(cls, x, scale):
+            return T.Tensor._make_subclass(cls, x * scale, True)
+
+        def __init__(self, x, scale):
+            self.scale = scale
+    a, b, c, d = Tagged([1.0, 2.0], tag="y"), Plain([3.0, 4.0]), Plain(2, 3), Scaled(T.ones(2), 3.0)
+    return (type(a).__name__, a.tag, a.tolist(), a.dtype, type(b).__name__, b.tolist(), tuple(c.shape),
+            type(d).__name__, d.tolist(), d.requires_grad, d.scale)
