@@ -117,7 +117,8 @@ CASES = {
                                    "over training; saturation, intrinsic dimension, trace, determinant in its CSV"),
 }
 
-# the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
+# the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
+# with compiled or torchvision-bound requirements: nngeometry, torchattacks, kornia, skorch, delve); a case
 # whose module is missing is skipped with the reason, not failed
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
