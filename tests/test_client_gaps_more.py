@@ -212,7 +212,8 @@ def test_remainder_sign_of_zero(T):
     a = T.tensor([3.0, -3.0, 2.5, -2.5, 0.0, -0.0, 7.0, float("inf")], dtype=T.float64)
     b = T.tensor([-1.0, 1.0, -0.5, 0.5, -2.0, 2.0, -2.5, 2.0], dtype=T.float64)
     r = T.remainder(a, b)
-    return r, T.signbit(r), T.signbit(a % -1.0), T.signbit(T.remainder(a.float(), 1.0)), T.remainder(T.tensor([7, -7]), 3)
+    return (r, T.signbit(r), T.signbit(a % -1.0), T.signbit(T.remainder(a.float(), 1.0)),
+            T.remainder(T.tensor([7, -7]), 3))
 
 
 
