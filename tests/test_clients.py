@@ -90,9 +90,35 @@ CASES = {
     "torchmetrics_more": ("torchmetrics_more_case.py", [], "torchmetrics aggregation, calibration, curves, rank "
                                                            "correlations, retrieval, wrappers (tracker, bootstrap), "
                                                            "image, audio and text metrics with float64 states"),
+    "torch_optimizer": ("torch_optimizer_case.py", [], "torch-optimizer's optimizers (deprecated positional add_/"
+                                                       "addcmul_ forms, eye(out=)): steps, state dicts, reloads, "
+                                                       "Lookahead, AdaHessian's Hutchinson curvature"),
+    "torchdiffeq": ("torchdiffeq_case.py", [], "torchdiffeq odeint with adaptive and fixed-grid solvers, gradients "
+                                               "through the solver and by the adjoint method, tuple states, "
+                                               "gradients with respect to time, odeint_event"),
+    "torchattacks": ("torchattacks_case.py", [], "torchattacks FGSM/BIM/PGD/PGDL2/momentum, input-diversity and "
+                                                 "noise variants, CW, DeepFool, targeted modes, normalisation"),
+    "ema": ("ema_case.py", [], "torch-ema ExponentialMovingAverage and ema-pytorch EMA (post-step hook), KarrasEMA, "
+                               "PostHocEMA snapshots synthesised"),
+    "torch_cka": ("torch_cka_case.py", [], "torch-cka centred kernel alignment of layers gathered by forward hooks"),
+    "torchjd": ("torchjd_case.py", [], "TorchJD autojac backward/mtl_backward/jac (vmap over autograd.grad), "
+                                       "jac_to_grad with aggregators, autogram Engine Gramians through hooks"),
+    "geoopt": ("geoopt_case.py", [], "geoopt ManifoldParameter/ManifoldTensor (Tensor._make_subclass), Riemannian "
+                                     "Adam and SGD on sphere, Stiefel, Poincare ball; maps, distances, transports"),
+    "torchsde": ("torchsde_case.py", [], "torchsde sdeint (Euler, Milstein, SRK, reversible Heun, midpoint; diagonal "
+                                         "and general noise) over seeded Brownian intervals, sdeint_adjoint"),
+    "kornia": ("kornia_case.py", [], "Kornia filters, colour conversions, warps, morphology, enhancement, features, "
+                                     "losses and metrics with gradients; geometry conversions; augmentation"),
+    "ignite": ("ignite_case.py", [], "PyTorch-Ignite supervised trainer/evaluator with gradient accumulation, metrics, "
+                                     "event handlers, LR schedulers, early stopping, checkpoints saved and reloaded"),
+    "skorch": ("skorch_case.py", [], "skorch NeuralNetClassifier/Regressor fit, partial_fit, predict_proba, callbacks, "
+                                     "history, validation split, saved parameters; a scikit-learn grid search"),
+    "delve": ("delve_case.py", [], "Delve layer saturation: covariances of Linear/Conv2d outputs from forward hooks "
+                                   "over training; saturation, intrinsic dimension, trace, determinant in its CSV"),
 }
 
-# the modules each case imports beyond torch and numpy (all in the test extra of pyproject.toml); a case
+# the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
+# with compiled or torchvision-bound requirements: nngeometry, torchattacks, kornia, skorch, delve); a case
 # whose module is missing is skipped with the reason, not failed
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
@@ -109,6 +135,11 @@ REQUIRES = {
     "lightning": ["lightning", "torchmetrics"], "lightning_fabric": ["lightning"],
     "lightning_callbacks": ["lightning", "torchmetrics", "tensorboard"], "torchmetrics": ["torchmetrics"],
     "torchmetrics_more": ["torchmetrics"],
+    "torch_optimizer": ["torch_optimizer", "pytorch_ranger"], "torchdiffeq": ["torchdiffeq"],
+    "torchattacks": ["torchattacks"], "ema": ["torch_ema", "ema_pytorch"], "torch_cka": ["torch_cka"],
+    "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
+    "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
+    "skorch": ["skorch", "sklearn"], "delve": ["delve", "pandas", "tensorboardX"],
 }
 
 

@@ -48,6 +48,7 @@ from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTen
 strided = "torch.strided"
 contiguous_format = preserve_format = "torch.contiguous_format"
 from ._torch_extras import *  # noqa: F401,F403,E402 - settings, layouts, sym_*, streams, cond
+from ._foreach import *  # noqa: F401,F403,E402 - torch._foreach_* (an op across a list of tensors)
 from ._storage_types import *  # noqa: F401,F403,E402 - FloatStorage & co., Tensor.storage_type
 
 
@@ -165,3 +166,5 @@ def __getattr__(name):
         return getattr(_importlib.import_module("._safetensors", __name__), name.replace("_safetensors", "_file"))
     from ._run import missing_message
     raise AttributeError(f"module 'hookgrad' has no attribute '{name}' ({missing_message(f'torch.{name}')})")
+# torch.torch is torch itself (kornia writes torch.torch.Tensor and torch.torch.deg2rad)
+torch = _importlib.import_module(__name__)

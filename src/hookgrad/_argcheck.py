@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from . import _autocast, _dtype, _out
+from . import _autocast, _deprecated_overloads, _dtype, _out
 from ._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from ._tensor import Tensor
 
@@ -75,10 +75,14 @@ _ARG_OVERRIDES = {
     "batch_norm": {"weight": (OPTIONAL, "weight")}, "instance_norm": {"weight": (OPTIONAL, "weight")},
     "set_": {"source": None}, "native_batch_norm": {"weight": (OPTIONAL, "weight")},
     "native_layer_norm": {"weight": (OPTIONAL, "weight")}, "native_group_norm": {"weight": (OPTIONAL, "weight")},
+    "pow": {"b": (OR_NUMBER, "exponent")}, "float_power": {"b": (OR_NUMBER, "exponent")},
+    "cholesky_solve": {"b": (TENSOR, "input"), "L": (TENSOR, "input2")},
 }
-# torch accepts a Python number as the first argument of these
+# torch accepts a Python number as the first argument of these (add ... floor_divide: its parser lets a
+# number stand for any of their tensors, as a wrapped number: ``torch.div(1.0, t)``)
 _FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and", "bitwise_or", "bitwise_xor",
-                        "bitwise_left_shift", "bitwise_right_shift", "result_type"}
+                        "bitwise_left_shift", "bitwise_right_shift", "result_type",
+                        "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide"}
 # torch.nn.functional implements these in Python as ``input.<method>()``: a non-tensor raises AttributeError
 FUNCTIONAL_VIA_METHOD = {"softmax": "softmax", "log_softmax": "log_softmax", "softmin": "softmin", "sigmoid": "sigmoid",
               "tanh": "tanh", "softsign": "softsign", "tanhshrink": "tanhshrink", "normalize": "norm"}
@@ -284,7 +288,7 @@ def checked(fn, name: str | None = None, via_method: str | None = None, numpy_na
     return wrapper
 
 
-def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False):
+def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False, method=False):
     """The checking wrapper of ``fn``, written out for its own checks: this runs in front of every
     public call, so a call with positional arguments costs one ``isinstance`` per tensor argument
     (a value that is not a Tensor goes on to the full rule); a call with keywords also looks its
@@ -318,6 +322,11 @@ def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False):
              "check_sequence": check_sequence, "torch_name": torch_name, "autocast": _autocast.STATE,
              "cast_arguments": _autocast.cast_arguments, "policy": _autocast.policy_of(torch_name)}
     lines = ["def wrapper(*args, **kwargs):"]
+    deprecated = _deprecated_overloads.rewrite_for(torch_name, method)
+    if deprecated is not None:  # torch's deprecated overloads (x.add_(-lr, grad)): a number where a tensor goes
+        least, at, names["deprecated"] = deprecated
+        lines.append(f"    if len(args) >= {least} and not isinstance(args[{at}], Tensor): "
+                     "args, kwargs = deprecated(args, kwargs)")
     if names["policy"] is not None:
         # CPU autocast casts the arguments after torch's checks of them, before the op
         lines += ["    if autocast.enabled:",
@@ -408,7 +417,8 @@ def accept_keyword_forms(cls) -> None:
             checks = [(pos, None, kind, torch_arg, torch_pos, none_ok)
                       for pos, _, kind, torch_arg, torch_pos, none_ok in checks]
         method_checks[name] = checks
-        if checks or plan or _autocast.policy_of(_TORCH_NAMES.get(name, name)) is not None:
+        if checks or plan or _autocast.policy_of(_TORCH_NAMES.get(name, name)) is not None or \
+                _deprecated_overloads.rewrite_for(_TORCH_NAMES.get(name, name), True) is not None:
             setattr(cls, name, _method_with_checks(fn, name, checks, plan))
 
 
@@ -420,7 +430,7 @@ def _takes_only_varargs(fn) -> bool:
 
 
 def _method_with_checks(fn, name, checks, plan):
-    method = _wrapper(fn, _TORCH_NAMES.get(name, name), checks, plan, None)
+    method = _wrapper(fn, _TORCH_NAMES.get(name, name), checks, plan, None, method=True)
     method.__hookgrad_checked__ = bool(checks or plan.torch_forms)
     method.__hookgrad_wrapped__ = True
     return method

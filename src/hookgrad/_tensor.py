@@ -34,9 +34,19 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
         _init(self, np.empty(0, dtype=_dtype.get_default_dtype().np))
+        if cls.__new__ is not Tensor.__new__ and (args or kwargs):
+            self._construct(*args, **kwargs)  # ``super().__new__(cls, data)`` from a subclass's __new__
         return self
 
     def __init__(self, *args, **kwargs):
+        if type(self).__new__ is not Tensor.__new__:
+            # a subclass that builds its instances in its own __new__ (``_make_subclass``,
+            # ``super().__new__(cls, data)``): as in torch, whose constructor is all in __new__, the
+            # arguments are the subclass's own and change nothing here
+            return
+        self._construct(*args, **kwargs)
+
+    def _construct(self, *args, **kwargs):
         # ``hookgrad.Tensor(2, 3)`` is an uninitialized 2x3 tensor, ``Tensor([1, 2])`` a float tensor
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")

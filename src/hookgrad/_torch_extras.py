@@ -19,7 +19,8 @@ __all__ = ["get_float32_matmul_precision", "set_float32_matmul_precision", "set_
            "legacy_contiguous_format", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
            "sym_sqrt", "sym_sum", "SymInt", "SymFloat", "SymBool", "Stream", "Event", "fork", "wait", "cond",
            "while_loop", "sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size",
-           "OutOfMemoryError", "AcceleratorError", "DisableTorchFunction", "DisableTorchFunctionSubclass"]
+           "OutOfMemoryError", "AcceleratorError", "DisableTorchFunction", "DisableTorchFunctionSubclass",
+           "_assert_async", "_assert"]
 
 # ---- settings -----------------------------------------------------------------------------------
 _PRECISIONS = ("highest", "high", "medium")
@@ -531,3 +532,23 @@ def while_loop(cond_fn, body_fn, carried_inputs):
 
 
 del _name
+
+
+# ---- assertions -----------------------------------------------------------------------------------
+def _assert_async(input, assert_msg=None):
+    """torch._assert_async: a RuntimeError unless the one-element ``input`` is nonzero (on a CPU
+    tensor torch checks at once, as here)."""
+    from ._tensor import Tensor
+    if not isinstance(input, Tensor):
+        raise TypeError(f"_assert_async(): argument 'input' (position 1) must be Tensor, not {type(input).__name__}")
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with " + ("no values" if input.numel() == 0 else
+                                                              "more than one value") + " is ambiguous")
+    if not bool(input._data.reshape(-1)[0]):
+        raise RuntimeError(assert_msg if assert_msg is not None else
+                           "Expected Tensor with single nonzero value, but got zero")
+
+
+def _assert(condition, message):
+    """torch._assert: Python's assert, as a function (symbolic tracing records a call to it)."""
+    assert condition, message

@@ -1954,6 +1954,9 @@ FUNCTIONS = {
         'reduce_scatter': ('torch.distributed.nn.functional', 'reduce_scatter'),
         'scatter': ('torch.distributed.nn.functional', 'scatter'),
     },
+    'hookgrad.distributed.rpc': {
+        'is_available': ('torch.distributed.rpc', 'is_available'),
+    },
     'hookgrad.distributions': {
         'kl_divergence': ('torch.distributions.kl', 'kl_divergence'),
         'register_kl': ('torch.distributions.kl', 'register_kl'),
@@ -2026,6 +2029,10 @@ FUNCTIONS = {
         'map_arg': ('torch.fx.node', 'map_arg'),
         'symbolic_trace': ('torch.fx._symbolic_trace', 'symbolic_trace'),
         'wrap': ('torch.fx._symbolic_trace', 'wrap'),
+    },
+    'hookgrad.fx.experimental.proxy_tensor': {
+        'get_proxy_mode': ('torch.fx.experimental.proxy_tensor', 'get_proxy_mode'),
+        'make_fx': ('torch.fx.experimental.proxy_tensor', 'make_fx'),
     },
     'hookgrad.fx.node': {
         'map_aggregate': ('torch.fx.node', 'map_aggregate'),
@@ -2614,6 +2621,7 @@ EAGER_ANNOTATIONS = frozenset({
     'torch.distributed.distributed_c10d',
     'torch.distributed.fsdp',
     'torch.distributed.nn.functional',
+    'torch.distributed.rpc',
     'torch.distributed.tensor',
     'torch.distributions.bernoulli',
     'torch.distributions.beta',

@@ -26,6 +26,20 @@ __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call",
            "rearrange"]
 
 
+# how many torch.func transforms (grad, vjp, jacrev/jacfwd, jvp, vmap) are running their function now:
+# torch._C._are_functorch_transforms_active() answers from it
+TRANSFORMS_ACTIVE = [0]
+
+
+@contextlib.contextmanager
+def _transform_active():
+    TRANSFORMS_ACTIVE[0] += 1
+    try:
+        yield
+    finally:
+        TRANSFORMS_ACTIVE[0] -= 1
+
+
 def _tree_map(fn, tree):
     if isinstance(tree, Tensor):
         return fn(tree)
@@ -61,7 +75,8 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         for n in numbers:
             args[n] = _tree_map(_as_differentiable, args[n])
         with hookgrad.enable_grad():
-            result = func(*args, **kwargs)
+            with _transform_active():
+                result = func(*args, **kwargs)
             output, aux = (result if has_aux else (result, None))
             if not isinstance(output, Tensor) or output.numel() != 1:
                 raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
@@ -99,7 +114,8 @@ def vjp(func, *primals, has_aux: bool = False):
     nested = hookgrad.is_grad_enabled() and any(t.requires_grad for p in primals for t in _leaves(p))
     inputs = [_tree_map(_as_differentiable, p) for p in primals]
     with hookgrad.enable_grad():
-        result = func(*inputs)
+        with _transform_active():
+            result = func(*inputs)
     output, aux = (result if has_aux else (result, None))
 
     def vjp_fn(*cotangents):
@@ -150,7 +166,8 @@ def _jacobian_transform(func, argnums, has_aux: bool, api: str):
         if not flat_inputs:
             raise RuntimeError(f"{api}(f, ...)(*args): Expected args to be tensors")
         with hookgrad.enable_grad():
-            result = func(*args, **kwargs)
+            with _transform_active():
+                result = func(*args, **kwargs)
             if has_aux and not (isinstance(result, tuple) and len(result) == 2):
                 raise RuntimeError(f"{api}(f, ...)(*args): output of function f should be a tuple: (output, aux) "
                                    "if has_aux is True")
@@ -238,7 +255,8 @@ def _check_tangents(api: str, primals, tangents) -> None:
 def _run_for_products(api, func, primals, has_aux):
     inputs = [_tree_map(_as_differentiable, p) for p in primals]
     with hookgrad.enable_grad():
-        result = func(*inputs)
+        with _transform_active():
+            result = func(*inputs)
     if has_aux and not (isinstance(result, tuple) and len(result) == 2):
         raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
     output, aux = (result if has_aux else (result, None))
@@ -438,7 +456,13 @@ def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=N
                 for g, state in zip(generators, before):
                     g.set_state(state)
             sliced = [_with_dims(lambda t, dim: t.select(dim, i), a, d, name, in_dims) for a, d in zip(args, dims)]
-            results.append(func(*sliced, **kwargs))
+            more = i < batch - 1
+            hookgrad.autograd.MAPPED_SLICES_AHEAD[0] += more  # a backward inside keeps the graph for the next slice
+            try:
+                with _transform_active():
+                    results.append(func(*sliced, **kwargs))
+            finally:
+                hookgrad.autograd.MAPPED_SLICES_AHEAD[0] -= more
             if randomness == "error" and any(not hookgrad.equal(g.get_state(), state)
                                              for g, state in zip(generators, before)):
                 raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "

@@ -152,6 +152,12 @@ def _set_grad_enabled(enabled) -> None:
     grad_mode.STATE.enabled = enabled
 
 
+def _are_functorch_transforms_active() -> bool:
+    """Whether a torch.func transform (vmap, grad, vjp, jacrev, jvp, ...) is running its function."""
+    from .. import func
+    return func.TRANSFORMS_ACTIVE[0] > 0
+
+
 def _get_tracing_state():
     """No TorchScript tracer runs in hookgrad, so there is never a tracing state."""
     return None

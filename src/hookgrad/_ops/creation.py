@@ -19,6 +19,33 @@ def _resolve_dtype(dtype, default=None):
     return _dtype.to_dtype(dtype)
 
 
+def _made_into(out, dtype, make, name, requires_grad=False, warn_resize=False, writes=True):
+    """torch's ``out=`` of a factory: the values are made in out's dtype (``make(dtype)``; another
+    ``dtype=`` is an error), then out is resized to them and overwritten in place (``empty`` only
+    resizes it)."""
+    from .._out import _short, refuse_autograd
+    from ..autograd._warn_once import warn_at_user_frame
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if dtype is not None and _dtype.to_dtype(dtype) != out.dtype:
+        raise RuntimeError(f"dtype {_short(_dtype.to_dtype(dtype))} does not match dtype of out parameter "
+                           f"({_short(out.dtype)})")
+    refuse_autograd(f"aten::{name}", (), {}, out)
+    result = make(out.dtype)
+    if warn_resize and out.numel() not in (0, result.numel()):
+        warn_at_user_frame(f"The number of elements in the out tensor of shape {list(out.shape)} is {out.numel()} "
+                           f"which does not match the computed number of elements {result.numel()}. Note that this "
+                           "may occur as a result of rounding error. The out tensor will be resized to a tensor of "
+                           f"shape ({result.numel()},).")
+    if writes:
+        _into_out(out, result)
+    elif tuple(out.shape) != tuple(result.shape):
+        out.resize_(result.shape)
+    if requires_grad:  # torch marks the out tensor
+        out.requires_grad_(True)
+    return out
+
+
 def _finish(data, requires_grad=False, device=None):
     if device is not None:
         from .._device import require_cpu
@@ -322,6 +349,9 @@ def _size(size, size_keyword=None):
 
 @op(method=False)
 def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: zeros(*shape, size=size, dtype=dt, device=device),
+                          "zeros", requires_grad)
     try:
         shape = _size(shape, size)
     except RuntimeError:
@@ -331,17 +361,25 @@ def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=N
 
 @op(method=False)
 def ones(*shape, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: ones(*shape, size=size, dtype=dt, device=device),
+                          "ones", requires_grad)
     return _finish(_dtype.full_array(_size(shape, size), 1, _resolve_dtype(dtype).np), requires_grad, device)
 
 
 @op(method=False)
 def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, memory_format=None, out=None, layout=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: empty(*shape, size=size, dtype=dt, device=device),
+                          "empty", requires_grad, writes=False)
     return _finish(_memory_format.empty(_size(shape, size), _resolve_dtype(dtype).np, memory_format), requires_grad,
                    device)
 
 
 @op(method=False)
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: full(size, fill_value, dtype=dt, device=device), "full", requires_grad)
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype
     return _finish(_dtype.full_array(_size((size,)), fill_value, _resolve_dtype(dtype).np), requires_grad, device)
@@ -397,7 +435,11 @@ def _sampled_like(t, memory_format, sample):
 
 
 @op(method=False)
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: arange(start, end, step, dtype=dt, device=device),
+                          "arange", requires_grad,
+                          warn_resize=True)
     if end is None:
         start, end = 0, start
     vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
@@ -450,13 +492,36 @@ def _arange_in_vectors(start, step, n, np_dtype):
 
 
 @op("range", method=False)
-def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
-    return arange(start, end + step / 2 if step > 0 else end - abs(step) / 2, step,
-                  dtype=dtype or _dtype.get_default_dtype(), requires_grad=requires_grad)
+def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False, out=None):
+    from ..autograd._warn_once import warn_at_user_frame
+    warn_at_user_frame("torch.range is deprecated and will be removed in a future release because its behavior is "
+                       "inconsistent with Python's range builtin. Instead, use torch.arange, which produces values in "
+                       "[start, end).")
+
+    def make(dt):
+        dt = _dtype.to_dtype(dt)
+        if dt.np.kind not in "iu":
+            return arange(start, end + step / 2 if step > 0 else end - abs(step) / 2, step, dtype=dt, device=device)
+        # integers: torch counts (end - start) // step + 1 on the values truncated toward zero
+        vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+        first, last, stride = (int(v) for v in vals)
+        if vals[2] == 0 or stride == 0:
+            raise RuntimeError("step must be nonzero")
+        if (vals[2] > 0 and vals[1] < vals[0]) or (vals[2] < 0 and vals[1] > vals[0]):
+            raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+        span = last - first
+        n = builtins.max(abs(span) // abs(stride) * (1 if (span >= 0) == (stride > 0) else -1) + 1, 0)
+        return _finish((first + np.arange(n, dtype=np.int64) * stride).astype(dt.np), False, device)
+    if out is not None:
+        return _made_into(out, dtype, make, "range", requires_grad, warn_resize=True)
+    return _finish(make(dtype or _dtype.get_default_dtype())._data, requires_grad)
 
 
 @op(method=False)
-def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: linspace(start, end, steps, dtype=dt, device=device),
+                          "linspace", requires_grad)
     ends = [v.item() if isinstance(v, Tensor) else v for v in (start, end)]
     if dtype is None and builtins.any(isinstance(v, complex) for v in ends):
         dt = _dtype.get_default_dtype().to_complex()  # complex ends give a complex range, as torch
@@ -471,13 +536,18 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 
 @op(method=False)
-def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: logspace(start, end, steps, base, dtype=dt, device=device),
+                          "logspace", requires_grad)
     dt = _resolve_dtype(dtype)
     return _finish(np.logspace(start, end, int(steps), base=base).astype(dt.np), requires_grad, device)
 
 
 @op(method=False)
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False) -> Tensor:
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: eye(n, m, dtype=dt, device=device), "eye", requires_grad)
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
     if m is not None and m < 0:
@@ -610,6 +680,9 @@ def _floating(dtype, kernel):
 @op(method=False)
 def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
          layout=None, pin_memory=False) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: rand(*shape, size=size, generator=generator, dtype=dt,
+                                                      device=device), "rand", requires_grad)
     if dtype is not None and not _resolve_dtype(dtype).is_complex:
         _rules.refuse_lowprec(_resolve_dtype(dtype).np, "check_uniform_bounds")
     if dtype is not None and _resolve_dtype(dtype).is_complex:  # torch fills view_as_real: both parts uniform
@@ -632,6 +705,9 @@ def _as_complex_np(parts: np.ndarray) -> np.ndarray:
 @op(method=False)
 def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           layout=None, pin_memory=False) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: randn(*shape, size=size, generator=generator, dtype=dt,
+                                                       device=device), "randn", requires_grad)
     if dtype is not None and not _resolve_dtype(dtype).is_complex:
         _rules.refuse_lowprec(_resolve_dtype(dtype).np, "normal_kernel_cpu")
     gen = _generator(generator)
@@ -653,6 +729,9 @@ def _check_random_bounds(low, high):
 @op(method=False)
 def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None, requires_grad=False,
             out=None, layout=None, pin_memory=False) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: randint(low, high, size, generator=generator, dtype=dt,
+                                                         device=device), "randint", requires_grad)
     if size is None:  # randint(high, size)
         low, high, size = 0, low, high
     if high is None:
@@ -668,6 +747,9 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 @op(method=False)
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
              pin_memory=False) -> Tensor:
+    if out is not None:
+        return _made_into(out, dtype, lambda dt: randperm(n, generator=generator, dtype=dt, device=device),
+                          "randperm", requires_grad)
     n = int(n)
     if n < 0:
         raise RuntimeError(f"n must be non-negative, got{n}")

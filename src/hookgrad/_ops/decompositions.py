@@ -1347,9 +1347,10 @@ def _cross_parts(a, b):
     return a, b
 
 
-def linalg_cross(a, b, *, dim=-1):
-    """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (inputs broadcast)."""
-    a, b = as_tensor_arg(a), as_tensor_arg(b)
+def linalg_cross(input, other, *, dim=-1):
+    """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (inputs broadcast); torch's
+    argument names (``linalg.cross(x, other=y)``)."""
+    a, b = as_tensor_arg(input), as_tensor_arg(other)
     _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")

@@ -11,7 +11,7 @@ from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import FP_IGNORE, fp_quiet, fp_restore, quiet_fp, refuse_complex
 from ._base import wrapped_int
-from ._declare import _ARRAY_DTYPES, ZeroGradNode, formula_node, module_all, op, record_op, unary
+from ._declare import _ARRAY_DTYPES, ZeroGradNode, formula_node, module_all, no_derivative_node, op, record_op, unary
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
 
@@ -26,7 +26,8 @@ except ImportError:
 def _binary_inputs(a, b):
     """(a, b, numpy result dtype): ``a`` is a Tensor, ``b`` a Tensor or a Python number."""
     if not isinstance(a, Tensor):
-        a = as_tensor_arg(a)
+        # a number first (torch.div(1.0, t)) promotes as a wrapped number: the tensor's dtype decides
+        a = as_tensor_arg(a, like=b if isinstance(b, Tensor) else None)
     if not isinstance(b, Tensor) and not is_number(b):
         b = as_tensor_arg(b)
     elif isinstance(b, np.generic):
@@ -323,6 +324,8 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
     if data is not None:
         result = wrap(data)
     else:
+        if node_cls is SubBackward0 and isinstance(a, (bool, np.bool_)):
+            _refuse_bool_subtraction(as_tensor_arg(a), b, np.dtype(np.int64))  # torch.sub(True, t)
         a, b, dt = _binary_inputs(a, b)
         if node_cls is SubBackward0 and (dt.kind == "b" or (isinstance(a, Tensor) and a._data.dtype.kind == "b")
                                          or (isinstance(b, Tensor) and b._data.dtype.kind == "b")
@@ -512,7 +515,7 @@ def _arith_operand(x, dt):
     return data_of(x, dt)
 
 
-def _rounded_div(a, b, mode):
+def _rounded_div(a, b, mode, recorded=True):
     dt = result_np_dtype(a, b)
     if mode in ("floor", "trunc"):
         dt_in = _operand_dtype(a, b)
@@ -531,7 +534,7 @@ def _rounded_div(a, b, mode):
         else:
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
     result = _finish(np.asarray(data), dt)
-    if _needs(a, b):
+    if recorded and _needs(a, b):
         record_op(DivBackward2, (a, b), result).keep_shapes(a, b)
     return result
 
@@ -543,8 +546,18 @@ def rdiv(a, b):
 
 @op(inplace=True)
 def floor_divide(a, b):
-    refuse_complex('"div_floor_cpu" not implemented for \'{dtype}\'', a, b)
-    return div(a, b, rounding_mode="floor")
+    a, b, dt = _binary_inputs(a, b)
+    if dt.kind == "c":  # a complex number operand too, not only a complex tensor
+        raise NotImplementedError(f'"div_floor_cpu" not implemented for \'{_dtype.scalar_type_name(dt)}\'')
+    result = _rounded_div(a, b, "floor", recorded=False)
+    differentiable = tuple(t for t in (a, b) if isinstance(t, Tensor) and t._requires_grad)
+    if GRAD.enabled and differentiable:
+        # torch defines no derivative for floor_divide (div with rounding_mode has its zero one)
+        record_op(_FloorDivideBackward, differentiable, result)
+    return result
+
+
+_FloorDivideBackward = no_derivative_node("floor_divide")
 
 
 class DivBackward2(ZeroGradNode):

@@ -121,6 +121,27 @@ def as_subclass(self, cls):
     return out
 
 
+def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None, dispatch_device=False,
+                   dispatch_layout=False, _extra_dispatch_keys=None, storage_size=None):
+    """``Tensor._make_subclass(cls, data, require_grad)``: a new leaf of class ``cls`` over ``data``'s
+    memory (and version counter), detached from its graph (how Parameter-like subclasses are made)."""
+    if not isinstance(cls, type):
+        raise TypeError(f"cls must be a type (got {type(cls).__name__})")
+    if not issubclass(cls, Tensor):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not possible. "
+                        "Make sure your class inherits from Tensor.")
+    if not isinstance(data, Tensor):
+        raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, not {type(data).__name__}")
+    from ..nn.parameter import _alias
+    from .._tensor import FACTORY_REFUSES_GRAD
+    out = _alias(cls, data)
+    out._set_requires_grad(bool(require_grad), FACTORY_REFUSES_GRAD)
+    return out
+
+
+Tensor._make_subclass = staticmethod(_make_subclass)
+
+
 # ---- trivial queries ------------------------------------------------------------------------------------
 @op()
 def is_distributed(self):
