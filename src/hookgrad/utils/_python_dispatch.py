@@ -24,9 +24,11 @@ a custom ``autograd.Function``'s forward, the factories hookgrad calls inside it
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
 
 from .. import ops as _ops
+from . import _aten_calls
 from .._C import _DisableTorchDispatch
 from .._tensor import Tensor
 
@@ -240,12 +242,61 @@ def _steps(op, outputs):
         empty_kwargs = {"dtype": hookgrad.uint8}
         return [("empty", ([0],), empty_kwargs, lambda: hookgrad.empty(0, dtype=hookgrad.uint8)),
                 ("native_batch_norm", args, kwargs, lambda: own)]
-    if name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
-        return [("convolution", args, kwargs, lambda: own)]
     aten_name = _RENAMED.get(name, name)
     if callable(aten_name):
         aten_name = aten_name(args, kwargs)
+    converter = _CONVERTERS.get(name) or _CONVERTERS.get(aten_name)
+    if converter is not None:
+        steps = converter(op, _aten_values(op, aten_name), own)
+        if steps is not None:
+            return steps
+    laid_out = _aten_calls.lay_out(aten_name, _aten_values(op, aten_name))
+    if laid_out is not None:
+        overload, aten_args, aten_kwargs = laid_out
+        return [(aten_name, aten_args, aten_kwargs, lambda: own, overload)]
     return [(aten_name, args, kwargs, lambda: own)]
+
+
+_SIGNATURES: dict = {}
+# hookgrad's parameters that change no ATen argument when left at these values
+_NOT_ATEN = {"inplace": False, "out": None, "_stacklevel": None, "return_indices": False}
+
+
+def _aten_values(op, aten_name):
+    """The op's arguments as ATen's ``aten_name`` names its parameters: by name where hookgrad's
+    parameter has ATen's name, else by position (hookgrad's first parameter is ATen's ``self``);
+    ``*sizes`` as one list."""
+    impl = op._call[0]
+    signature = _SIGNATURES.get(impl)
+    if signature is None:
+        signature = _SIGNATURES[impl] = inspect.signature(impl)
+    try:
+        bound = signature.bind(*op.args, **op.kwargs)
+    except TypeError:
+        return {}
+    signatures = _aten_calls.TABLE.get(aten_name)
+    aten_params = [p.name for p in signatures[0].params if not p.keyword_only] if signatures else []
+    known = {p.name for s in signatures or () for p in s.params}
+    values = {}
+    position = 0
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            value = list(value[0]) if len(value) == 1 and isinstance(value[0], (list, tuple)) else list(value)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            values.update(value)
+            continue
+        if name in _NOT_ATEN and (value is None or value is False or name in ("_stacklevel", "return_indices")):
+            position += 1
+            continue
+        if name not in known and kind is not inspect.Parameter.KEYWORD_ONLY:
+            if position < len(aten_params):
+                name = aten_params[position]
+            elif position == 0:
+                name = "self"
+        values[name] = value
+        position += 1
+    return {k: v for k, v in values.items() if v is not None}
 
 
 def _pool_name(kind):
@@ -269,6 +320,8 @@ def _interpolate(args, kwargs):
         return f"_upsample_nearest_exact{x.dim() - 2}d"
     return f"upsample_{mode}{x.dim() - 2}d"
 
+
+_CONVERTERS: dict = {}
 
 # hookgrad's op names -> the ATen operator torch's decomposition runs (the common ops; the others
 # are dispatched under their own name)
@@ -295,9 +348,10 @@ def _dispatch_op(op, inputs, outputs):
         # torch detaches a result its node saves for the backward (relu, sigmoid, tanh, exp)
         steps = steps + [("detach", (_Prev(len(steps) - 1),), {}, lambda: outputs[0].detach())]
     results: list = []
-    for name, args, kwargs, thunk in steps:
+    for name, args, kwargs, thunk, *overload in steps:
         args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
-        func = _DispatchedOp(_packet(name), _overload_name(name, args, kwargs), args, kwargs, thunk)
+        overload = overload[0] if overload else _overload_name(name, args, kwargs)
+        func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
         results.append(_call_mode(func, args, kwargs))
     result = results[-1]
     own = outputs[0] if len(outputs) == 1 else tuple(outputs)
@@ -486,3 +540,179 @@ def _accumulate_steps(node, grad, grad_inputs):
 _BACKWARD_STEPS = {"AddmmBackward0": _addmm_steps, "MmBackward0": _mm_steps, "PowBackward0": _pow_steps,
                    "MeanBackward0": _mean_steps, "SumBackward0": _sum_steps, "ReluBackward0": _relu_steps,
                    "MseLossBackward0": _mse_steps, "TBackward0": _t_steps, "AccumulateGrad": _accumulate_steps}
+
+
+# ---- composite ops, as the ATen operators torch's decomposition runs ----------------------------
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _spread(value, count):
+    return [int(value)] * count if isinstance(value, int) else [int(v) for v in value]
+
+
+def _conv_steps(op, values, own):
+    """conv{1,2,3}d and conv_transpose{1,2,3}d: one ``aten.convolution`` with all nine arguments; an
+    unbatched input is unsqueezed first and the result squeezed."""
+    name = str(op)
+    transposed = name.startswith("conv_transpose")
+    x, weight = values.get("input", values.get("self")), values.get("weight")
+    if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
+        return None
+    dims = weight.dim() - 2
+    padding = values.get("padding", 0)
+    dilation = _spread(values.get("dilation", 1), dims)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        else:
+            total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+            if any(t % 2 for t in total):
+                return None      # torch pads the input first: not described here
+            padding = [t // 2 for t in total]
+    args = [x, weight, values.get("bias"), _spread(values.get("stride", 1), dims), _spread(padding, dims),
+            dilation, transposed, _spread(values.get("output_padding", 0), dims), int(values.get("groups", 1))]
+    if x.dim() == dims + 2:
+        return [("convolution", tuple(args), {}, lambda: own, "default")]
+    batched = lambda: x.unsqueeze(0)
+    return [("unsqueeze", (x, 0), {}, batched, "default"),
+            ("convolution", (_Prev(0),) + tuple(args[1:]), {}, lambda: own.unsqueeze(0), "default"),
+            ("squeeze", (_Prev(1), 0), {}, lambda: own, "dim")]
+
+
+def _softmax_steps(op, values, own):
+    name = "_log_softmax" if str(op) == "log_softmax" else "_softmax"
+    x, dim = values.get("self"), values.get("dim")
+    if dim is None or values.get("dtype") is not None:
+        return None
+    return [(name, (x, dim, False), {}, lambda: own, "default")]
+
+
+def _layer_norm_steps(op, values, own):
+    x = values.get("self", values.get("input"))
+    args = (x, list(values["normalized_shape"]), values.get("weight"), values.get("bias"),
+            float(values.get("eps", 1e-5)))
+    return [("native_layer_norm", args, {}, lambda: own, "default")]
+
+
+def _group_norm_steps(op, values, own):
+    x = values.get("self", values.get("input"))
+    n, c = x.shape[0], x.shape[1]
+    spatial = 1
+    for size in x.shape[2:]:
+        spatial *= size
+    args = (x, values.get("weight"), values.get("bias"), n, c, spatial, values["num_groups"],
+            float(values.get("eps", 1e-5)))
+    return [("native_group_norm", args, {}, lambda: own, "default")]
+
+
+def _view_of_result(op, values, own):
+    """flatten, reshape, unflatten: ``aten.view`` to the result's shape when the input can be viewed
+    so; else torch copies first (``clone`` then ``_unsafe_view``)."""
+    x = values.get("self")
+    if not isinstance(x, Tensor):
+        return None
+    shape = list(own.shape)
+    if str(op) == "flatten" and x.dim() == own.dim() and x.dim() <= 1:
+        return [("alias" if x.dim() == 1 else "view", (x,) if x.dim() == 1 else (x, shape), {}, lambda: own, "default")]
+    if own._base is not None or own is x or own.data_ptr() == x.data_ptr():
+        return [("view", (x, shape), {}, lambda: own, "default")]
+    import hookgrad
+    return [("clone", (x,), {"memory_format": hookgrad.contiguous_format}, lambda: x.contiguous(), "default"),
+            ("_unsafe_view", (_Prev(0), shape), {}, lambda: own, "default")]
+
+
+def _norm_steps(op, values, own):
+    x = values.get("self")
+    p = values.get("p", 2)
+    if isinstance(p, str) or not isinstance(x, Tensor):
+        return None
+    dim = values.get("dim")
+    laid_out = _aten_calls.lay_out("linalg_vector_norm", {"self": x, "ord": p, "dim": dim,
+                                                         "keepdim": values.get("keepdim", False)})
+    overload, args, kwargs = laid_out
+    return [("linalg_vector_norm", args, kwargs, lambda: own, overload)]
+
+
+def _dropout_steps(op, values, own):
+    """Training-mode dropout: a mask drawn into an empty tensor, scaled, multiplied in."""
+    x = values.get("self")
+    p = float(values.get("p", 0.5))
+    if not isinstance(x, Tensor) or p in (0.0, 1.0) or op.inplace:
+        return None
+    import hookgrad
+    keep = 1 - p
+
+    kept = lambda: (own != 0).to(x.dtype)   # where x is 0 the draw is unknown: 0 then
+    return [("empty_like", (x,), {}, lambda: hookgrad.empty_like(x), "default"),
+            ("bernoulli_", (_Prev(0), keep), {}, kept, "float"),
+            ("div_", (_Prev(1), keep), {}, lambda: kept() / keep, "Scalar"),
+            ("mul", (x, _Prev(2)), {}, lambda: own, "Tensor")]
+
+
+def _loss_steps(op, values, own):
+    """The losses with a ``reduction``: ATen takes it as torch's enum (none 0, mean 1, sum 2)."""
+    name = str(op)
+    values = dict(values)
+    reduction = values.get("reduction", "mean")
+    values.pop("size_average", None)
+    values.pop("reduce", None)
+    if not isinstance(reduction, str):
+        return None
+    values["reduction"] = _REDUCTIONS[reduction]
+    if name == "smooth_l1_loss" and values.get("beta", 1.0) == 0:
+        return None
+    laid_out = _aten_calls.lay_out(name, values)
+    if laid_out is None:
+        return None
+    overload, args, kwargs = laid_out
+    return [(name, args, kwargs, lambda: own, overload)]
+
+
+def _cross_entropy_steps(op, values, own):
+    """Class indices, no label smoothing: ``_log_softmax`` over the class dim, then ``nll_loss_forward``
+    (``nll_loss2d_forward`` for a 4-D input)."""
+    x, target = values.get("self"), values.get("target")
+    reduction = values.get("reduction", "mean")
+    if not isinstance(x, Tensor) or not isinstance(target, Tensor) or target.dtype.is_floating_point \
+            or values.get("label_smoothing", 0.0) or values.get("size_average") is not None \
+            or values.get("reduce") is not None or x.dim() not in (1, 2, 4):
+        return None
+    import hookgrad
+    dim = 0 if x.dim() == 1 else 1
+    log_probs = lambda: hookgrad.log_softmax(x, dim)
+    nll = "nll_loss2d_forward" if x.dim() == 4 else "nll_loss_forward"
+    weight_sum = lambda: (own, hookgrad.tensor(0.0, dtype=own.dtype))
+    return [("_log_softmax", (x, dim, False), {}, log_probs, "default"),
+            ("detach", (_Prev(0),), {}, log_probs, "default"),
+            (nll, (_Prev(0), target, values.get("weight"), _REDUCTIONS[reduction], values.get("ignore_index", -100)),
+             {}, weight_sum, "default")]
+
+
+for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+    _CONVERTERS[_name] = _conv_steps
+_CONVERTERS.update({"_softmax": _softmax_steps, "_log_softmax": _softmax_steps, "native_layer_norm": _layer_norm_steps,
+                    "native_group_norm": _group_norm_steps,
+                    "flatten": _view_of_result, "reshape": _view_of_result, "unflatten": _view_of_result,
+                    "norm": _norm_steps, "dropout": _dropout_steps,
+                    "cross_entropy": _cross_entropy_steps})
+
+
+def _l1_loss_steps(op, values, own):
+    """torch computes l1_loss in ATen operators: ``sub``, ``abs``, then the reduction."""
+    x, target = values.get("self"), values.get("target")
+    reduction = values.get("reduction", "mean")
+    if not isinstance(x, Tensor) or not isinstance(target, Tensor) or x.shape != target.shape \
+            or reduction not in _REDUCTIONS:
+        return None
+    steps = [("sub", (x, target), {}, lambda: x - target, "Tensor"),
+             ("abs", (_Prev(0),), {}, lambda: (x - target).abs(), "default")]
+    if reduction == "none":
+        steps[-1] = steps[-1][:3] + (lambda: own, "default")
+        return steps
+    return steps + [(reduction, (_Prev(1),), {}, lambda: own, "default")]
+
+
+_CONVERTERS["l1_loss"] = _l1_loss_steps
+for _name in ("mse_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+              ):
+    _CONVERTERS[_name] = _loss_steps
