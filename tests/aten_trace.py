@@ -32,6 +32,8 @@ def _structure(value, T):
         return {k: _structure(v, T) for k, v in sorted(value.items())}
     if isinstance(value, float):
         return round(value, 6)
+    if isinstance(value, str) and type(value) is not str:   # hookgrad's layouts and memory formats
+        return str(value).replace("torch.", "")
     if isinstance(value, (bool, int, str)) or value is None:
         return value
     return str(value).replace("torch.", "").replace("hookgrad.", "")

@@ -206,6 +206,14 @@ def _overload_name(name: str, args, kwargs=None) -> str:
     return "default"
 
 
+def _resolved(arg, results):
+    if isinstance(arg, _Prev):
+        return results[arg.index]
+    if isinstance(arg, list) and any(isinstance(a, _Prev) for a in arg):
+        return [_resolved(a, results) for a in arg]
+    return arg
+
+
 class _Prev:
     """An argument that is the result of an earlier step (as the mode returned it)."""
 
@@ -239,9 +247,25 @@ def _steps(op, outputs):
         return [("t", (w,), {}, w.t), ("matmul", (x, _Prev(0)), {}, lambda: own)]
     if name == "batch_norm":   # torch allocates an empty reserve buffer first
         import hookgrad
-        empty_kwargs = {"dtype": hookgrad.uint8}
-        return [("empty", ([0],), empty_kwargs, lambda: hookgrad.empty(0, dtype=hookgrad.uint8)),
-                ("native_batch_norm", args, kwargs, lambda: own)]
+        values = _aten_values(op, "batch_norm")
+        x = values.get("self", values.get("input"))
+        empty_kwargs = {"dtype": hookgrad.uint8, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+        norm_args = (x, values.get("weight"), values.get("bias"), values.get("running_mean"),
+                     values.get("running_var"), bool(values.get("training", False)),
+                     float(values.get("momentum", 0.1)), float(values.get("eps", 1e-5)))
+        return [("empty", ([0],), empty_kwargs, lambda: hookgrad.empty(0, dtype=hookgrad.uint8), "memory_format"),
+                ("native_batch_norm", norm_args, {},
+                 lambda: (own,) + _batch_norm_statistics(x.detach(), norm_args[5], norm_args[7]), "default")]
+    if name == "contiguous":
+        if args[0].is_contiguous():
+            return []
+        import hookgrad
+        return [("clone", (args[0],), {"memory_format": hookgrad.contiguous_format}, lambda: own, "default")]
+    if name in _CONVERSIONS:
+        x = args[0]
+        if own is x or own.dtype == x.dtype:
+            return []
+        return [("_to_copy", (x,), {"dtype": own.dtype}, lambda: own, "default")]
     aten_name = _RENAMED.get(name, name)
     if callable(aten_name):
         aten_name = aten_name(args, kwargs)
@@ -299,6 +323,22 @@ def _aten_values(op, aten_name):
     return {k: v for k, v in values.items() if v is not None}
 
 
+_CONVERSIONS = frozenset(("to", "float", "double", "half", "bfloat16", "int", "long", "bool", "short", "char",
+                          "byte", "type", "type_as"))
+
+
+def _batch_norm_statistics(x, training, eps):
+    """The mean and inverse standard deviation per channel that torch's batch norm kernel returns
+    beside its result (in training; empty tensors in evaluation, as torch's CPU kernel)."""
+    import hookgrad
+    if not training:
+        return hookgrad.empty(0, dtype=x.dtype), hookgrad.empty(0, dtype=x.dtype)
+    dims = [0] + list(range(2, x.dim()))
+    mean = x.mean(dims)
+    invstd = hookgrad.rsqrt(x.var(dims, unbiased=False) + eps)
+    return mean, invstd
+
+
 def _pool_name(kind):
     def name(args, kwargs):
         return f"{kind}_with_indices"
@@ -344,12 +384,14 @@ def _dispatch_op(op, inputs, outputs):
     if str(op) == "dropout" and not (op.args[2] if len(op.args) > 2 else op.kwargs.get("training", True)):
         return None      # torch's dropout in eval mode runs no operator
     steps = _steps(op, outputs)
+    if not steps:
+        return None
     if _saves_its_output(op):
         # torch detaches a result its node saves for the backward (relu, sigmoid, tanh, exp)
         steps = steps + [("detach", (_Prev(len(steps) - 1),), {}, lambda: outputs[0].detach())]
     results: list = []
     for name, args, kwargs, thunk, *overload in steps:
-        args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
+        args = tuple(_resolved(a, results) for a in args)
         overload = overload[0] if overload else _overload_name(name, args, kwargs)
         func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
         results.append(_call_mode(func, args, kwargs))
@@ -359,8 +401,10 @@ def _dispatch_op(op, inputs, outputs):
         return None
     if isinstance(result, Tensor) and len(outputs) == 1:
         return result
-    if isinstance(result, (tuple, list)) and len(result) == len(outputs):
-        return tuple(result)
+    if isinstance(result, (tuple, list)) and len(result) >= len(outputs):
+        # an ATen operator returning more than the op (batch norm's statistics, a loss's total weight)
+        kept = tuple(result[:len(outputs)])
+        return None if all(a is b for a, b in zip(kept, outputs)) else (kept[0] if len(kept) == 1 else kept)
     raise RuntimeError(f"TorchDispatchMode.__torch_dispatch__ returned {type(result).__name__} for "
                        f"aten.{steps[-1][0]}, whose result is {len(outputs)} tensor(s)")
 
@@ -374,7 +418,7 @@ def _saves_its_output(op) -> bool:
 # ---- factories ------------------------------------------------------------------------------------
 # the torch.* factories a mode sees (as aten.<name>.default), swapped in while a mode is active
 _FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
-              "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like")
+              "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "tensor")
 _ORIGINAL_FACTORIES: dict = {}
 
 
@@ -383,13 +427,59 @@ def _dispatching_factory(name, factory):
         result = factory(*args, **kwargs)
         if not _STACK or _DisableTorchDispatch.active():
             return result
-        func = _DispatchedOp(_packet(name), _overload_name(name, args, kwargs), args, kwargs, lambda: result)
+        if name == "tensor":   # torch makes the tensor outside the dispatcher, then lifts it in
+            import numpy as np
+            import hookgrad
+            func = _DispatchedOp(_packet("lift_fresh"), "default", (result,), {}, lambda: result)
+            returned = _call_mode(func, (result,), {})
+            lifted = returned if isinstance(returned, Tensor) else result
+            if args and isinstance(args[0], np.ndarray):   # then a NumPy array's tensor is copied
+                options = {"dtype": result.dtype, "device": hookgrad.device("cpu")}
+                func = _DispatchedOp(_packet("_to_copy"), "default", (lifted,), options, lambda: lifted)
+                returned = _call_mode(func, (lifted,), options)
+                lifted = returned if isinstance(returned, Tensor) else lifted
+            return lifted
+        overload, args, kwargs = _factory_call(name, args, kwargs)
+        func = _DispatchedOp(_packet(name), overload, args, kwargs, lambda: result)
         returned = _call_mode(func, args, kwargs)
         return returned if isinstance(returned, Tensor) else result
     factory_seen_by_modes.__wrapped__ = factory
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
         setattr(factory_seen_by_modes, attribute, getattr(factory, attribute, None))
     return factory_seen_by_modes
+
+
+def _factory_call(name, args, kwargs):
+    """``(overload, args, kwargs)`` of a factory as torch's dispatcher passes them: the size as one
+    list, the options as keywords (``device`` and ``pin_memory`` always, the others when given)."""
+    import hookgrad
+    options = {k: kwargs[k] for k in ("dtype", "layout") if kwargs.get(k) is not None}
+    if name.endswith("_like"):
+        if kwargs.get("device") is not None:
+            options["device"] = hookgrad.device(kwargs["device"])
+        options["pin_memory"] = False
+        if kwargs.get("memory_format") is not None:
+            options["memory_format"] = kwargs["memory_format"]
+        return "default", tuple(args), options
+    options["device"] = hookgrad.device(kwargs.get("device") or "cpu")
+    options["pin_memory"] = bool(kwargs.get("pin_memory", False))
+    overload = "default"
+    if name in ("zeros", "ones", "empty", "rand", "randn", "full"):
+        fill = ()
+        if name == "full":
+            fill, args = (args[1] if len(args) > 1 else kwargs.get("fill_value"),), args[:1]
+        size = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+        args = ([int(n) for n in kwargs.get("size", size)],) + fill
+        overload = "memory_format" if name == "empty" else "default"
+    elif name == "eye":
+        overload = "m" if len(args) > 1 else "default"
+    elif name == "arange":
+        overload = {1: "default", 2: "start", 3: "start_step"}.get(len(args), "default")
+    elif name == "randint":
+        size = [int(n) for n in args[-1]] if args and isinstance(args[-1], (list, tuple)) else kwargs.get("size")
+        args = tuple(args[:-1]) + ((list(size),) if size is not None else ())
+        overload = "low" if len(args) == 3 else "default"
+    return overload, tuple(args), options
 
 
 def _swap_factories(on: bool) -> None:
@@ -712,6 +802,102 @@ def _l1_loss_steps(op, values, own):
     return steps + [(reduction, (_Prev(1),), {}, lambda: own, "default")]
 
 
+_LAST = 9223372036854775807   # torch's slice end for an open end
+
+
+def _getitem_steps(op, values, own):
+    """``x[index]`` as torch's indexing runs it: ``select`` for an int, ``slice`` for a slice (a full
+    one inside a tuple is skipped), ``unsqueeze`` for None, ``alias`` for ``...``, then one
+    ``index.Tensor`` for the tensor (and list) indices, a list first made a tensor (``lift_fresh``)."""
+    import hookgrad
+    x, index = op.args[0], op.args[1]
+    if index is Ellipsis:
+        return [("alias", (x,), {}, lambda: own, "default")]
+    single = not isinstance(index, tuple)
+    items = [index] if single else list(index)
+    if any(isinstance(i, bool) or not isinstance(i, (int, slice, Tensor, list, type(None), type(Ellipsis)))
+           for i in items) or sum(i is Ellipsis for i in items) > 1:
+        return None
+    consumed = sum(i.dim() if isinstance(i, Tensor) and i.dtype == hookgrad.bool else
+                   0 if i is None or i is Ellipsis else 1 for i in items)
+    expanded = []
+    for i in items:
+        expanded.extend([slice(None)] * (x.dim() - consumed) if i is Ellipsis else [i])
+    steps: list = []
+    basic: list = []          # the index applied so far (ints, slices, None): its result is a view of x
+    advanced: list = []       # per dim of the result so far: None or the tensor indexing it
+    dim = 0
+
+    def current():
+        return _Prev(len(steps) - 1) if steps else x
+
+    def view_of(prefix):
+        return lambda: x[tuple(prefix)]
+    for i in expanded:
+        if isinstance(i, int):
+            steps.append(("select", (current(), dim, i), {}, view_of(basic + [i]), "int"))
+            basic.append(i)
+        elif i is None:
+            steps.append(("unsqueeze", (current(), dim), {}, view_of(basic + [None]), "default"))
+            basic.append(None)
+            advanced.append(None)
+            dim += 1
+        elif isinstance(i, slice):
+            full = i.start in (None, 0) and i.stop is None and i.step in (None, 1)
+            if not full or single:
+                start = 0 if i.start is None else i.start
+                stop = _LAST if i.stop is None else i.stop
+                step = 1 if i.step is None else i.step
+                args = (current(), dim, start, stop) + ((step,) if step != 1 else ())
+                steps.append(("slice", args, {}, view_of(basic + [i]), "Tensor"))
+            basic.append(i)
+            advanced.append(None)
+            dim += 1
+        else:
+            if isinstance(i, list):
+                made = hookgrad.tensor(i)
+                steps_before = len(steps)
+                steps.append(("lift_fresh", (made,), {}, lambda made=made: made, "default"))
+                i = _Prev(steps_before)
+                width = 1
+            else:
+                width = i.dim() if i.dtype == hookgrad.bool else 1
+            advanced.append(i)
+            basic.extend([slice(None)] * width)
+            dim += width
+    if not any(a is not None for a in advanced):
+        if not steps:
+            return [("alias", (x,), {}, lambda: own, "default")]
+        steps[-1] = steps[-1][:3] + (lambda: own, steps[-1][4])
+        return steps
+    while advanced and advanced[-1] is None:
+        advanced.pop()
+    # the tensor indices apply to the view the others made
+    source = [s for s in steps if s[0] != "lift_fresh"]
+    target = _Prev(steps.index(source[-1])) if source else x
+    steps.append(("index", (target, advanced), {}, lambda: own, "Tensor"))
+    return steps
+
+
+_CONVERTERS["__getitem__"] = _getitem_steps
+
+
+def _embedding_steps(op, values, own):
+    """F.embedding(input, weight): ATen's ``embedding`` takes the weight first."""
+    indices, weight = values.get("self"), values.get("weight", values.get("indices"))
+    if not isinstance(indices, Tensor) or not isinstance(weight, Tensor) or values.get("max_norm") is not None:
+        return None
+    padding_idx = values.get("padding_idx")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    laid_out = _aten_calls.lay_out("embedding", {
+        "weight": weight, "indices": indices, "padding_idx": -1 if padding_idx is None else padding_idx,
+        "scale_grad_by_freq": bool(values.get("scale_grad_by_freq", False)), "sparse": bool(values.get("sparse", False))})
+    overload, args, kwargs = laid_out
+    return [("embedding", args, kwargs, lambda: own, overload)]
+
+
+_CONVERTERS["embedding"] = _embedding_steps
 _CONVERTERS["l1_loss"] = _l1_loss_steps
 for _name in ("mse_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
               ):
