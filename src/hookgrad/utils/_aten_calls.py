@@ -18,6 +18,8 @@ import ast
 from .._tensor import Tensor
 
 SIGNATURES = """
+_adaptive_avg_pool2d.default: self:T, output_size:I2
+_adaptive_avg_pool3d.default: self:T, output_size:I3
 abs.default: self:T
 acos.default: self:T
 acosh.default: self:T
@@ -305,8 +307,12 @@ TABLE = _parse(SIGNATURES)
 
 def lay_out(name: str, values: dict):
     """``(overload, args, kwargs)`` for ATen's ``name`` called with ``values`` (param name ->
-    value); None when no overload of ``name`` described here takes them."""
-    for signature in TABLE.get(name, ()):
+    value); None when no overload of ``name`` described here takes them. An in-place variant
+    (``relu_``) takes its operator's parameters."""
+    signatures = TABLE.get(name)
+    if signatures is None and name.endswith("_"):
+        signatures = TABLE.get(name[:-1])
+    for signature in signatures or ():
         if signature.fits(values):
             args, kwargs = signature.lay_out(values)
             return signature.overload, args, kwargs

@@ -208,19 +208,25 @@ def _overload_name(name: str, args, kwargs=None) -> str:
 
 def _resolved(arg, results):
     if isinstance(arg, _Prev):
-        return results[arg.index]
+        result = results[arg.index]
+        return result if arg.item is None else result[arg.item]
     if isinstance(arg, list) and any(isinstance(a, _Prev) for a in arg):
         return [_resolved(a, results) for a in arg]
     return arg
 
 
+# a last step that runs no operator: the op's result gathered from earlier steps' results
+_GATHER = "the op's result"
+
+
 class _Prev:
-    """An argument that is the result of an earlier step (as the mode returned it)."""
+    """An argument that is the result of an earlier step (as the mode returned it), or one element
+    of it (``item``) where that step returns several tensors."""
 
-    __slots__ = ("index",)
+    __slots__ = ("index", "item")
 
-    def __init__(self, index: int):
-        self.index = index
+    def __init__(self, index: int, item=None):
+        self.index, self.item = index, item
 
 
 def _steps(op, outputs):
@@ -284,6 +290,8 @@ def _steps(op, outputs):
 _SIGNATURES: dict = {}
 # hookgrad's parameters that change no ATen argument when left at these values
 _NOT_ATEN = {"inplace": False, "out": None, "_stacklevel": None, "return_indices": False}
+# hookgrad's flags that are part of the op's name (relu_, max_pool2d_with_indices), not arguments
+_IN_THE_NAME = ("_stacklevel", "return_indices", "inplace")
 
 
 def _aten_values(op, aten_name):
@@ -310,7 +318,7 @@ def _aten_values(op, aten_name):
         elif kind is inspect.Parameter.VAR_KEYWORD:
             values.update(value)
             continue
-        if name in _NOT_ATEN and (value is None or value is False or name in ("_stacklevel", "return_indices")):
+        if name in _NOT_ATEN and (value is None or value is False or name in _IN_THE_NAME):
             position += 1
             continue
         if name not in known and kind is not inspect.Parameter.KEYWORD_ONLY:
@@ -386,16 +394,22 @@ def _dispatch_op(op, inputs, outputs):
     steps = _steps(op, outputs)
     if not steps:
         return None
-    if _saves_its_output(op):
-        # torch detaches a result its node saves for the backward (relu, sigmoid, tanh, exp)
-        steps = steps + [("detach", (_Prev(len(steps) - 1),), {}, lambda: outputs[0].detach())]
     results: list = []
     for name, args, kwargs, thunk, *overload in steps:
         args = tuple(_resolved(a, results) for a in args)
+        if name == _GATHER:
+            results.append(args if len(args) > 1 else args[0])
+            continue
         overload = overload[0] if overload else _overload_name(name, args, kwargs)
         func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
         results.append(_call_mode(func, args, kwargs))
     result = results[-1]
+    # torch detaches each result its node saves for the backward (relu's, sigmoid's, std's)
+    for index in _saved_outputs(op, outputs):
+        value = result[index] if isinstance(result, (tuple, list)) else result
+        output = outputs[index]
+        func = _DispatchedOp(_packet("detach"), "default", (value,), {}, output.detach)
+        _call_mode(func, (value,), {})
     own = outputs[0] if len(outputs) == 1 else tuple(outputs)
     if result is own or result is None:
         return None
@@ -407,6 +421,19 @@ def _dispatch_op(op, inputs, outputs):
         return None if all(a is b for a, b in zip(kept, outputs)) else (kept[0] if len(kept) == 1 else kept)
     raise RuntimeError(f"TorchDispatchMode.__torch_dispatch__ returned {type(result).__name__} for "
                        f"aten.{steps[-1][0]}, whose result is {len(outputs)} tensor(s)")
+
+
+def _saved_outputs(op, outputs) -> list:
+    """The indices of the outputs that the op's node saved."""
+    node = getattr(op, "node", None)
+    saved = getattr(node, "_saved", None)
+    if not saved:
+        return []
+    arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)]
+    if not arrays:
+        return []
+    found = [i for i, o in enumerate(outputs) if any(o._data is a for a in arrays)]
+    return found or [0]
 
 
 def _saves_its_output(op) -> bool:
@@ -882,9 +909,81 @@ def _getitem_steps(op, values, own):
 _CONVERTERS["__getitem__"] = _getitem_steps
 
 
+def _can_view(x, shape) -> bool:
+    try:
+        x.view(shape)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _reshape_steps(source, x, shape, steps):
+    """``reshape`` of ``x`` (an earlier step's result ``source``) as the ATen operators it runs: a
+    ``view`` when it can be one, else ``clone`` then ``_unsafe_view``."""
+    import hookgrad
+    if _can_view(x, shape):
+        steps.append(("view", (source, list(shape)), {}, lambda: x.view(shape), "default"))
+    else:
+        steps.append(("clone", (source,), {"memory_format": hookgrad.contiguous_format}, lambda: x.contiguous(),
+                      "default"))
+        steps.append(("_unsafe_view", (_Prev(len(steps) - 1), list(shape)), {}, lambda: x.reshape(shape), "default"))
+    return _Prev(len(steps) - 1)
+
+
+def _matmul_steps(op, values, own):
+    """``matmul`` as torch's rule runs it: ``dot``, ``mv``, ``mm``; a vector on the left unsqueezed
+    into ``mm``; a batch on the left of a matrix or vector folded into one ``mm``/``mv``; two batches
+    broadcast (``expand``), reshaped and multiplied by ``bmm``. Others: not described (None)."""
+    a, b = op.args[0], op.args[1] if len(op.args) > 1 else values.get("other")
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        return None
+    da, db = a.dim(), b.dim()
+    if da == 1 and db == 1:
+        return [("dot", (a, b), {}, lambda: own, "default")]
+    if da == 2 and db == 1:
+        return [("mv", (a, b), {}, lambda: own, "default")]
+    if da == 2 and db == 2:
+        return [("mm", (a, b), {}, lambda: own, "default")]
+    if da == 1 and db == 2:
+        return [("unsqueeze", (a, 0), {}, lambda: a.unsqueeze(0), "default"),
+                ("mm", (_Prev(0), b), {}, lambda: own.unsqueeze(0), "default"),
+                ("squeeze", (_Prev(1), 0), {}, lambda: own, "dim")]
+    steps: list = []
+    if da >= 3 and db in (1, 2):
+        rows = 1
+        for size in a.shape[:-1]:
+            rows *= size
+        folded = _reshape_steps(a, a, [rows, a.shape[-1]], steps)
+        flat = own.reshape(rows, -1) if db == 2 else own.reshape(rows)
+        steps.append(("mm" if db == 2 else "mv", (folded, b), {}, lambda: flat, "default"))
+        steps.append(("_unsafe_view", (_Prev(len(steps) - 1), list(own.shape)), {}, lambda: own, "default"))
+        return steps
+    if da >= 3 and db >= 3:
+        batch = list(own.shape[:-2])
+        count = 1
+        for size in batch:
+            count *= size
+        operands = []
+        for x in (a, b):
+            expanded_shape = batch + list(x.shape[-2:])
+            steps.append(("expand", (x, expanded_shape), {}, lambda x=x, s=expanded_shape: x.expand(s), "default"))
+            expanded = x.expand(expanded_shape)
+            operands.append(_reshape_steps(_Prev(len(steps) - 1), expanded, [count] + list(x.shape[-2:]), steps))
+        flat = own.reshape([count] + list(own.shape[-2:]))
+        steps.append(("bmm", tuple(operands), {}, lambda: flat, "default"))
+        steps.append(("_unsafe_view", (_Prev(len(steps) - 1), list(own.shape)), {}, lambda: own, "default"))
+        return steps
+    return None
+
+
+_CONVERTERS["matmul"] = _matmul_steps
+
+
 def _embedding_steps(op, values, own):
     """F.embedding(input, weight): ATen's ``embedding`` takes the weight first."""
-    indices, weight = values.get("self"), values.get("weight", values.get("indices"))
+    given = _given(op)
+    indices, weight = given.get("input"), given.get("weight")
+    values = given
     if not isinstance(indices, Tensor) or not isinstance(weight, Tensor) or values.get("max_norm") is not None:
         return None
     padding_idx = values.get("padding_idx")
@@ -902,3 +1001,196 @@ _CONVERTERS["l1_loss"] = _l1_loss_steps
 for _name in ("mse_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
               ):
     _CONVERTERS[_name] = _loss_steps
+
+
+def _given(op) -> dict:
+    """The op's arguments by hookgrad's parameter names, the defaults filled in."""
+    impl = op._call[0]
+    signature = _SIGNATURES.get(impl)
+    if signature is None:
+        signature = _SIGNATURES[impl] = inspect.signature(impl)
+    bound = signature.bind(*op.args, **op.kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _one(name, args, kwargs, own, overload="default"):
+    return [(name, tuple(args), kwargs, lambda: own, overload)]
+
+
+def _variance_steps(op, values, own):
+    """var, std, var_mean, std_mean: ATen's ``.correction`` overload; a dim makes torch pass the
+    correction (1 unless given), ``unbiased`` becomes a correction of 1 or 0."""
+    given = _given(op)
+    x, dim = given.get("x", given.get("input")), given.get("dim")
+    if not isinstance(x, Tensor):
+        return None
+    correction, unbiased = given.get("correction"), given.get("unbiased")
+    if correction is None and unbiased is not None:
+        correction = 1 if unbiased else 0
+    elif correction is None and dim is not None:
+        correction = 1
+    kwargs = {}
+    if correction is not None:
+        kwargs["correction"] = correction
+    if given.get("keepdim"):
+        kwargs["keepdim"] = True
+    args = (x,) if dim is None else (x, _spread(dim, 1))
+    return _one(str(op), args, kwargs, own, "correction")
+
+
+def _defaults_filled(op, values, own):
+    """Functions whose torch Python code passes every argument on to ATen (``F.hardtanh`` passes
+    ``-1.0`` and ``1.0``, ``F.elu`` its alpha): their defaults reach the mode."""
+    given = _given(op)
+    name = str(op)
+    base = name.rstrip("_")
+    x = given.get("input", given.get("x"))
+    if base == "hardtanh":
+        args = (x, given["min_val"], given["max_val"])
+    elif base == "relu6":
+        return _one("hardtanh_" if name.endswith("_") else "hardtanh", (x, 0, 6), {}, own)
+    elif base == "elu":
+        args = (x, given["alpha"])
+    elif base == "selu":
+        args = (x, 1.6732632423543772, 1.0507009873554805)
+        return _one("elu_" if name.endswith("_") else "elu", args, {}, own)
+    else:
+        return None
+    return _one(name, args, {}, own)
+
+
+def _pad_steps(op, values, own):
+    given = _given(op)
+    x, pad, mode = given.get("input", given.get("x")), list(given.get("pad")), given.get("mode", "constant")
+    if mode == "constant":
+        value = given.get("value")
+        return _one("constant_pad_nd", (x, pad, 0.0 if value is None else value), {}, own)
+    if mode in ("reflect", "replicate"):
+        kind = "reflection" if mode == "reflect" else "replication"
+        return _one(f"{kind}_pad{len(pad) // 2}d", (x, pad), {}, own)
+    return None
+
+
+def _pool1d_steps(op, values, own):
+    """1-d pools run as their 2-d kernel over an unsqueezed height of 1, then squeezed."""
+    given = _given(op)
+    name = str(op)
+    x = given.get("input", given.get("x"))
+    if not isinstance(x, Tensor):
+        return None
+
+    def one_row(value):
+        return [1, value] if isinstance(value, int) else [1] + [int(v) for v in value]
+    if name.startswith("adaptive_avg"):
+        kernel, args = "_adaptive_avg_pool2d", (one_row(given["output_size"]),)
+        values_of = lambda: own.unsqueeze(-2)
+    elif name.startswith("max_pool1d"):
+        kernel_size = given["kernel_size"]
+        stride = given.get("stride")
+        stride = kernel_size if stride in (None, [], ()) else stride
+        args = (one_row(kernel_size), one_row(stride), [0] + one_row(given.get("padding", 0))[1:],
+                one_row(given.get("dilation", 1)), bool(given.get("ceil_mode", False)))
+        kernel = "max_pool2d_with_indices"
+        with_indices = _with_indices(op, own)
+        values_of = lambda: tuple(o.unsqueeze(-2) for o in with_indices())
+    elif name.startswith("avg_pool1d"):
+        kernel_size = given["kernel_size"]
+        stride = given.get("stride")
+        stride = kernel_size if stride in (None, [], ()) else stride
+        args = (one_row(kernel_size), one_row(stride), [0] + one_row(given.get("padding", 0))[1:],
+                bool(given.get("ceil_mode", False)), bool(given.get("count_include_pad", True)))
+        kernel = "avg_pool2d"
+        values_of = lambda: own.unsqueeze(-2)
+    else:
+        return None
+    laid_out = _aten_calls.lay_out(kernel, dict(zip([p.name for p in _aten_calls.TABLE[kernel][0].params],
+                                                    (x.unsqueeze(-2),) + args)))
+    overload, kernel_args, kernel_kwargs = laid_out
+    steps = [("unsqueeze", (x, -2), {}, lambda: x.unsqueeze(-2), "default"),
+             (kernel, (_Prev(0),) + kernel_args[1:], kernel_kwargs, values_of, overload)]
+    if kernel != "max_pool2d_with_indices":
+        steps.append(("squeeze", (_Prev(1), -2), {}, lambda: own, "dim"))
+        return steps
+    # both of the kernel's results are squeezed; the op's are the squeezed ones it returns
+    steps.append(("squeeze", (_Prev(1, 0), -2), {}, lambda: with_indices()[0], "dim"))
+    steps.append(("squeeze", (_Prev(1, 1), -2), {}, lambda: with_indices()[1], "dim"))
+    return steps + [(_GATHER, (_Prev(2), _Prev(3)), {}, None, None)] if isinstance(own, tuple) else \
+        steps + [(_GATHER, (_Prev(2),), {}, None, None)]
+
+
+def _with_indices(op, own):
+    """A thunk for a max pool's (values, indices): the op's own when it returned both, else the
+    indices computed once more (only when a mode asks for them)."""
+    if isinstance(own, tuple):
+        return lambda: own
+    from ..nn import functional as F
+    given = _given(op)
+    given.pop("return_indices", None)
+    name = str(op).removesuffix("_with_indices")
+    return lambda: (own, getattr(F, name)(*given.values(), return_indices=True)[1])
+
+
+def _adaptive_avg_pool2d_steps(op, values, own):
+    given = _given(op)
+    x, size = given.get("input", given.get("x")), given.get("output_size")
+    sizes = [size, size] if isinstance(size, int) else list(size)
+    if any(s is None for s in sizes):
+        sizes = [x.shape[-2 + i] if s is None else s for i, s in enumerate(sizes)]
+    if sizes == [1, 1]:
+        return _one("mean", (x, [-1, -2], True), {}, own, "dim")
+    return _one("_adaptive_avg_pool2d", (x, sizes), {}, own)
+
+
+def _narrow_steps(op, values, own):
+    given = _given(op)
+    x, dim, start, length = given["x"], given["dim"], given["start"], given["length"]
+    if isinstance(start, Tensor):
+        return None
+    begin = start + x.shape[dim] if start < 0 else start
+    return _one("slice", (x, dim, begin, begin + length), {}, own, "Tensor")
+
+
+def _sort_steps(op, values, own):
+    given = _given(op)
+    x = given["x"]
+    dim, descending, stable = given.get("dim", -1), given.get("descending", False), given.get("stable")
+    if stable is None:
+        args = (x,) + ((dim, descending) if descending else (dim,) if dim != -1 else ())
+        return _one("sort", args, {}, own)
+    kwargs = {"stable": stable}
+    if dim != -1:
+        kwargs["dim"] = dim
+    if descending:
+        kwargs["descending"] = True
+    return _one("sort", (x,), kwargs, own, "stable")
+
+
+def _squeeze_steps(op, values, own):
+    given = _given(op)
+    x, dim = given["x"], given.get("dim")
+    if dim is None:
+        return _one("squeeze", (x,), {}, own)
+    if isinstance(dim, (tuple, list)):
+        return _one("squeeze", (x, [int(d) for d in dim]), {}, own, "dims")
+    return _one("squeeze", (x, dim), {}, own, "dim")
+
+
+def _round_steps(op, values, own):
+    decimals = _given(op).get("decimals", 0)
+    x = op.args[0]
+    if decimals:
+        return _one("round", (x,), {"decimals": decimals}, own, "decimals")
+    return _one("round", (x,), {}, own)
+
+
+_CONVERTERS.update({"square": lambda op, values, own: _one("pow", (op.args[0], 2), {}, own, "Tensor_Scalar"),
+                    "fix": lambda op, values, own: _one("trunc", (op.args[0],), {}, own),
+                    "narrow": _narrow_steps, "sort": _sort_steps, "squeeze": _squeeze_steps, "round": _round_steps,
+                    "pad": _pad_steps, "adaptive_avg_pool2d": _adaptive_avg_pool2d_steps})
+for _name in ("var", "std", "var_mean", "std_mean"):
+    _CONVERTERS[_name] = _variance_steps
+for _name in ("hardtanh", "hardtanh_", "relu6", "relu6_", "elu", "elu_", "selu", "selu_"):
+    _CONVERTERS[_name] = _defaults_filled
+for _name in ("max_pool1d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d"):
+    _CONVERTERS[_name] = _pool1d_steps
