@@ -29,6 +29,7 @@ import warnings
 
 from .. import ops as _ops
 from . import _aten_calls
+from .flop_counter import _is_custom_function
 from .._C import _DisableTorchDispatch
 from .._tensor import Tensor
 
@@ -75,7 +76,7 @@ def _push_mode(mode) -> None:
     _STACK.append(mode)
     if _HOOK[0] is None:
         from ..hooks import register_op_hook
-        _HOOK[0] = register_op_hook(forward=_dispatch_op, backward=_backward_ran)
+        _HOOK[0] = register_op_hook(forward=_dispatch_op, backward=_backward_ran, inside_functions=True)
         _swap_factories(True)
 
 
@@ -389,6 +390,8 @@ def _dispatch_op(op, inputs, outputs):
     """The op hook: run the active modes over the ATen operators of ``op``."""
     if not _STACK or _DisableTorchDispatch.active():
         return None
+    if _is_custom_function(op):
+        return None      # torch's modes see the operators its forward runs (reported on their own)
     if str(op) == "dropout" and not (op.args[2] if len(op.args) > 2 else op.kwargs.get("training", True)):
         return None      # torch's dropout in eval mode runs no operator
     steps = _steps(op, outputs)
@@ -530,6 +533,8 @@ def _backward_ran(node, grad_inputs, grad_outputs):
     if not _STACK or _DisableTorchDispatch.active():
         return None
     plan = _BACKWARD_STEPS.get(type(node).__name__)
+    if plan is None and hasattr(node, "_forward_cls"):
+        return None     # a custom Function's backward: the ops it runs are dispatched as they run
     if plan is None:
         for mode in _STACK:
             if not mode._warned_backward:
