@@ -227,12 +227,12 @@ def test_modes_leave_no_hook_behind():
 
 def test_unknown_ops_do_not_join_torch_ops_aten():
     """An op without a known decomposition is dispatched under its own name, by a packet that is not
-    added to torch.ops.aten (torch may have no such operator)."""
+    added to torch.ops.aten (torch may have no such operator): attention with a padding mask."""
     log = []
     mha = hookgrad.nn.MultiheadAttention(4, 2)
     x = hookgrad.randn(3, 1, 4)
     with hookgrad.no_grad(), _recorder(hookgrad, log):
-        mha(x, x, x)
+        mha(x, x, x, key_padding_mask=hookgrad.tensor([[False, False, True]]))
     assert "aten.multi_head_attention_forward" in log
     with pytest.raises(AttributeError):
         hookgrad.ops.aten.multi_head_attention_forward

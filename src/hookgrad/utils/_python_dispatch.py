@@ -32,6 +32,7 @@ from . import _aten_calls
 from .flop_counter import _is_custom_function
 from .._C import _DisableTorchDispatch
 from .._tensor import Tensor
+from ..nn._functional import attention as _attention
 
 __all__ = ["TorchDispatchMode", "is_traceable_wrapper_subclass", "transform_subclass"]
 
@@ -163,7 +164,8 @@ class _DispatchedOp(_ops.OpOverload):
     def __init__(self, packet, overload: str, args, kwargs, result):
         super().__init__(packet, overload)
         self._given = (args, kwargs)
-        self._result = result
+        self._result = result       # None: the arguments are not the op's own; run the operator
+        self._returned = _NOTHING   # what a call gave back from ``result``
 
     @property
     def _overloadpacket(self):
@@ -175,8 +177,9 @@ class _DispatchedOp(_ops.OpOverload):
                 and kwargs.keys() == given_kwargs.keys() and all(kwargs[k] is given_kwargs[k] for k in kwargs))
         if _STACK:       # the next mode out sees it first
             return _call_mode(self, args, kwargs)
-        if same:
-            return self._result()
+        if same and self._result is not None:
+            value = self._returned = self._result()
+            return value
         return self._op(*args, **kwargs)
 
 
@@ -216,6 +219,17 @@ def _resolved(arg, results):
     return arg
 
 
+_NOTHING = object()
+
+
+def _prevs_in(args):
+    for a in args:
+        if isinstance(a, _Prev):
+            yield a
+        elif isinstance(a, list):
+            yield from (p for p in a if isinstance(p, _Prev))
+
+
 # a last step that runs no operator: the op's result gathered from earlier steps' results
 _GATHER = "the op's result"
 
@@ -244,7 +258,7 @@ def _steps(op, outputs):
         if x.dim() == 2 and bias is not None:
             return [("t", (w,), {}, w.t), ("addmm", (bias, x, _Prev(0)), {}, lambda: own)]
         if bias is not None and x.is_contiguous() and x.dim() != 2:
-            rows, n = -1, own.shape[-1]
+            rows, n = x.numel() // x.shape[-1], own.shape[-1]
             return [("view", (x, [rows, x.shape[-1]]), {}, lambda: x.reshape(rows, x.shape[-1])),
                     ("t", (w,), {}, w.t),
                     ("addmm", (bias, _Prev(0), _Prev(1)), {}, lambda: own.reshape(rows, n)),
@@ -398,14 +412,21 @@ def _dispatch_op(op, inputs, outputs):
     if not steps:
         return None
     results: list = []
-    for name, args, kwargs, thunk, *overload in steps:
+    replaced: set = set()    # steps whose result a mode changed: the steps using it run for real
+    for index, (name, args, kwargs, thunk, *overload) in enumerate(steps):
+        uses_replaced = any(p.index in replaced for p in _prevs_in(args))
         args = tuple(_resolved(a, results) for a in args)
         if name == _GATHER:
             results.append(args if len(args) > 1 else args[0])
+            if uses_replaced:
+                replaced.add(index)
             continue
         overload = overload[0] if overload else _overload_name(name, args, kwargs)
-        func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
-        results.append(_call_mode(func, args, kwargs))
+        func = _DispatchedOp(_packet(name), overload, args, kwargs, None if uses_replaced else thunk)
+        result = _call_mode(func, args, kwargs)
+        if uses_replaced or result is not func._returned:
+            replaced.add(index)
+        results.append(result)
     result = results[-1]
     # torch detaches each result its node saves for the backward (relu's, sigmoid's, std's)
     for index in _saved_outputs(op, outputs):
@@ -759,7 +780,9 @@ def _dropout_steps(op, values, own):
     """Training-mode dropout: a mask drawn into an empty tensor, scaled, multiplied in."""
     x = values.get("self")
     p = float(values.get("p", 0.5))
-    if not isinstance(x, Tensor) or p in (0.0, 1.0) or op.inplace:
+    if p == 0.0:
+        return []        # torch's dropout runs no operator then
+    if not isinstance(x, Tensor) or p == 1.0 or op.inplace:
         return None
     import hookgrad
     keep = 1 - p
@@ -1199,3 +1222,120 @@ for _name in ("hardtanh", "hardtanh_", "relu6", "relu6_", "elu", "elu_", "selu",
     _CONVERTERS[_name] = _defaults_filled
 for _name in ("max_pool1d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d"):
     _CONVERTERS[_name] = _pool1d_steps
+
+
+def _attention_steps(op, values, own):
+    """``multi_head_attention_forward`` for self-attention (one tensor as query, key and value) with a
+    packed input projection and biases, no masks, no dropout: torch's Python code as the ATen operators
+    it runs (the projection's ``addmm``, the heads' views, then the flash kernel when no weights are
+    asked for, else the math path's ``bmm``/``_softmax``/``bmm`` and the heads' mean). Others: None."""
+    import math
+
+    import hookgrad
+    from ..nn import functional as F
+    given = _given(op)
+    x = given["query"]
+    if not (x is given["key"] is given["value"]) or x.dim() != 3 or given["use_separate_proj_weight"] \
+            or given["in_proj_bias"] is None or given["out_proj_bias"] is None or given["bias_k"] is not None \
+            or given["add_zero_attn"] or given["key_padding_mask"] is not None or given["attn_mask"] is not None \
+            or given["is_causal"] or (given["training"] and given["dropout_p"] > 0) \
+            or given["static_k"] is not None or given["static_v"] is not None:
+        return None
+    length, batch, embed = x.shape
+    heads = given["num_heads"]
+    head_dim = embed // heads
+    w_in, b_in, w_out, b_out = (given["in_proj_weight"], given["in_proj_bias"], given["out_proj_weight"],
+                                given["out_proj_bias"])
+    need_weights = given["need_weights"]
+    flash = not need_weights
+    if flash:
+        probe = x.detach().view(length, batch, heads, head_dim).permute(1, 2, 0, 3)
+        if not _attention._use_flash(probe, probe, probe, None, 0.0, False):
+            return None
+    grad = op._call[-1] and any(t is not None and t.requires_grad for t in (x, w_in, b_in, w_out, b_out))
+    cache: dict = {}
+
+    def value_of(key):
+        """The intermediates, computed once when a mode asks for one."""
+        if not cache:
+            with hookgrad.no_grad():
+                packed = F.linear(x, w_in, b_in)
+                q, k, v = packed.unflatten(-1, (3, embed)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+                heads_of = [t.view(length, batch * heads, head_dim).transpose(0, 1) for t in (q, k, v)]
+                cache.update(packed=packed, qkv=(q, k, v), heads=heads_of)
+                if flash:
+                    four = [t.view(batch, heads, length, head_dim) for t in heads_of]
+                    cache["four"] = four
+                    out = F.scaled_dot_product_attention(*four)
+                    cache["attention"] = (out, hookgrad.logsumexp(
+                        four[0] @ four[1].transpose(-2, -1) / math.sqrt(head_dim), -1))
+                    cache["merged"] = out.permute(2, 0, 1, 3).reshape(length * batch, embed)
+                else:
+                    scaled = heads_of[0] * (1 / math.sqrt(head_dim))
+                    scores = scaled @ heads_of[1].transpose(-2, -1)
+                    weights = scores.softmax(-1)
+                    mixed = weights @ heads_of[2]
+                    cache.update(scaled=scaled, scores=scores, weights=weights, mixed=mixed,
+                                 merged=mixed.transpose(0, 1).reshape(length * batch, embed))
+        return cache[key]
+
+    steps: list = []
+
+    def step(name, args, thunk, overload="default", kwargs=None):
+        steps.append((name, args, kwargs or {}, thunk, overload))
+        return _Prev(len(steps) - 1)
+    flat = step("view", (x, [length * batch, embed]), lambda: x.reshape(length * batch, embed))
+    w_in_t = step("t", (w_in,), lambda: w_in.t())
+    packed = step("addmm", (b_in, flat, w_in_t), lambda: value_of("packed").reshape(length * batch, 3 * embed))
+    packed = step("view", (packed, [length, batch, 3 * embed]), lambda: value_of("packed"))
+    split = step("view", (packed, [length, batch, 3, embed]), lambda: value_of("packed").view(length, batch, 3, embed))
+    split = step("unsqueeze", (split, 0), lambda: value_of("packed").view(length, batch, 3, embed).unsqueeze(0))
+    split = step("transpose", (split, 0, -2), lambda: value_of("packed").view(length, batch, 3, embed).unsqueeze(0)
+                 .transpose(0, -2), "int")
+    split = step("squeeze", (split, -2), lambda: hookgrad.stack(value_of("qkv")), "dim")
+    split = step("clone", (split,), lambda: hookgrad.stack(value_of("qkv")), kwargs={
+        "memory_format": hookgrad.contiguous_format})
+    selected = [step("select", (split, 0, i), lambda i=i: value_of("qkv")[i], "int") for i in range(3)]
+    per_head = []
+    for i, s in enumerate(selected):
+        viewed = step("view", (s, [length, batch * heads, head_dim]),
+                      lambda i=i: value_of("qkv")[i].view(length, batch * heads, head_dim))
+        per_head.append(step("transpose", (viewed, 0, 1), lambda i=i: value_of("heads")[i], "int"))
+    if flash:
+        four = [step("view", (h, [batch, heads, length, head_dim]), lambda i=i: value_of("four")[i])
+                for i, h in enumerate(per_head)]
+        attended = step("_scaled_dot_product_flash_attention_for_cpu", tuple(four), lambda: value_of("attention"))
+        if grad:
+            step("detach", (_Prev(attended.index, 0),), lambda: value_of("attention")[0])
+        merged = step("permute", (_Prev(attended.index, 0), [2, 0, 1, 3]),
+                      lambda: value_of("attention")[0].permute(2, 0, 1, 3))
+        merged = step("view", (merged, [length * batch, embed]), lambda: value_of("merged"))
+    else:
+        scaled = step("mul", (per_head[0], 1 / math.sqrt(head_dim)), lambda: value_of("scaled"), "Tensor")
+        keys_t = step("transpose", (per_head[1], -2, -1), lambda: value_of("heads")[1].transpose(-2, -1), "int")
+        scores = step("bmm", (scaled, keys_t), lambda: value_of("scores"))
+        weights = step("_softmax", (scores, -1, False), lambda: value_of("weights"))
+        if grad:
+            step("detach", (weights,), lambda: value_of("weights"))
+        mixed = step("bmm", (weights, per_head[2]), lambda: value_of("mixed"))
+        mixed = step("transpose", (mixed, 0, 1), lambda: value_of("mixed").transpose(0, 1), "int")
+        mixed = step("clone", (mixed,), lambda: value_of("mixed").transpose(0, 1).contiguous(),
+                     kwargs={"memory_format": hookgrad.contiguous_format})
+        merged = step("_unsafe_view", (mixed, [length * batch, embed]), lambda: value_of("merged"))
+    outputs = own if isinstance(own, tuple) else (own,)
+    w_out_t = step("t", (w_out,), lambda: w_out.t())
+    projected = step("addmm", (b_out, merged, w_out_t), lambda: outputs[0].reshape(length * batch, embed))
+    result = step("view", (projected, [length, batch, embed]), lambda: outputs[0])
+    if not need_weights:
+        return steps
+    per_batch = step("view", (weights, [batch, heads, length, length]),
+                     lambda: value_of("weights").view(batch, heads, length, length))
+    if given["average_attn_weights"]:
+        averaged = step("mean", (per_batch, [1]), lambda: outputs[1], "dim")
+    else:
+        averaged = per_batch
+    steps.append((_GATHER, (result, averaged), {}, None, None))
+    return steps
+
+
+_CONVERTERS["multi_head_attention_forward"] = _attention_steps
