@@ -573,14 +573,19 @@ def _backward_ran(node, grad_inputs, grad_outputs):
         results: list = []
         replaced = list(grad_inputs)
         changed = False
-        for name, overload, args, thunk, grad_index in steps:
-            args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
-            func = _DispatchedOp(_packet(name), overload, args, {}, thunk)
-            result = _call_mode(func, args, {})
+        for name, overload, args, thunk, grad_index, *kwargs in steps:
+            args = tuple(_resolved(a, results) for a in args)
+            kwargs = kwargs[0] if kwargs else {}
+            func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
+            result = _call_mode(func, args, kwargs)
             results.append(result)
-            if grad_index is not None and isinstance(result, Tensor) and result is not replaced[grad_index]:
-                replaced[grad_index] = result
-                changed = True
+            # a kernel computing several gradients gives them in the order ``grad_index`` names
+            pairs = zip(grad_index, result) if isinstance(grad_index, tuple) and isinstance(result, (tuple, list)) \
+                else ((grad_index, result),)
+            for index, value in pairs:
+                if index is not None and isinstance(value, Tensor) and value is not replaced[index]:
+                    replaced[index] = value
+                    changed = True
     return tuple(replaced) if changed else None
 
 
@@ -1339,3 +1344,119 @@ def _attention_steps(op, values, own):
 
 
 _CONVERTERS["multi_head_attention_forward"] = _attention_steps
+
+
+# ---- backward: the nodes whose formula is one fused ATen kernel ----------------------------------
+def _as_list(value):
+    return [int(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _kernel_plan(kernel, saved_names, grads=(0,), mask=False, unpacks_result=False):
+    """A node whose backward torch computes with one ATen kernel ``kernel(grad, *saved)``: the saved
+    values as the node holds them (tuples as lists), an output mask of the gradients needed, and the
+    kernel's results as the gradients of the inputs ``grads`` names. A node that saved its own
+    result first unpacks it (``detach``)."""
+    def plan(node, grad, grad_inputs):
+        steps = []
+        args = [grad]
+        for name in saved_names:
+            if name == "result" and unpacks_result:
+                result = _saved(node, "result")
+                steps.append(("detach", "default", (result,), lambda: result, None))
+                args.append(_Prev(0))
+            else:
+                args.append(_signed(_as_list(_saved(node, name))))
+        if mask:
+            args.append([_needs(grad_inputs, i) for i in range(len(grads))])
+        if len(grads) == 1:
+            steps.append((kernel, "default", tuple(args), lambda: grad_inputs[grads[0]], grads[0]))
+        else:
+            steps.append((kernel, "default", tuple(args), lambda: tuple(
+                grad_inputs[i] if _needs(grad_inputs, i) else None for i in grads), grads))
+        return steps
+    return plan
+
+
+def _convolution_backward_steps(node, grad, grad_inputs):
+    bias_sizes = _saved(node, "bias_sym_sizes_opt")
+    args = (grad, _saved(node, "input"), _saved(node, "weight"), [0] if bias_sizes is None else _as_list(bias_sizes),
+            _as_list(_saved(node, "stride")), _as_list(_saved(node, "padding")), _as_list(_saved(node, "dilation")),
+            bool(_saved(node, "transposed")), _as_list(_saved(node, "output_padding")), int(_saved(node, "groups")),
+            [_needs(grad_inputs, i) for i in range(3)])
+    return [("convolution_backward", "default", args,
+             lambda: tuple(grad_inputs[i] if _needs(grad_inputs, i) else None for i in range(3)), (0, 1, 2))]
+
+
+def _softmax_backward_plan(kernel):
+    def plan(node, grad, grad_inputs):
+        result = _saved(node, "result")
+        return [("detach", "default", (result,), lambda: result, None),
+                (kernel, "default", (grad, _Prev(0), _saved(node, "dim"), result.dtype), lambda: grad_inputs[0], 0)]
+    return plan
+
+
+def _elu_backward_steps(node, grad, grad_inputs):
+    args = (grad, _saved(node, "alpha"), _saved(node, "scale"), _saved(node, "input_scale"), False,
+            _saved(node, "self"))
+    return [("elu_backward", "default", args, lambda: grad_inputs[0], 0)]
+
+
+def _gelu_backward_steps(node, grad, grad_inputs):
+    approximate = _saved(node, "approximate")
+    kwargs_free_args = (grad, _saved(node, "self"))
+    if approximate != "none":
+        return [("gelu_backward", "default", kwargs_free_args, lambda: grad_inputs[0], 0, {"approximate": approximate})]
+    return [("gelu_backward", "default", kwargs_free_args, lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({
+    "ConvolutionBackward0": _convolution_backward_steps,
+    "MaxPool2DWithIndicesBackward0": _kernel_plan(
+        "max_pool2d_with_indices_backward", ("self", "kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                                             "result1")),
+    "AvgPool2DBackward0": _kernel_plan(
+        "avg_pool2d_backward", ("self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                                "divisor_override")),
+    "NativeLayerNormBackward0": _kernel_plan(
+        "native_layer_norm_backward", ("input", "normalized_shape", "result1", "result2", "weight", "bias"),
+        grads=(0, 1, 2), mask=True),
+    "NativeBatchNormBackward0": _kernel_plan(
+        "native_batch_norm_backward", ("input", "weight", "running_mean", "running_var", "result1", "result2",
+                                       "training", "eps"), grads=(0, 1, 2), mask=True),
+    "NllLossBackward0": _kernel_plan(
+        "nll_loss_backward", ("self", "target", "weight", "reduction", "ignore_index", "total_weight")),
+    "LogSoftmaxBackward0": _softmax_backward_plan("_log_softmax_backward_data"),
+    "SoftmaxBackward0": _softmax_backward_plan("_softmax_backward_data"),
+    "TanhBackward0": _kernel_plan("tanh_backward", ("result",), unpacks_result=True),
+    "SigmoidBackward0": _kernel_plan("sigmoid_backward", ("result",), unpacks_result=True),
+    "EluBackward0": _elu_backward_steps,
+    "GeluBackward0": _gelu_backward_steps,
+})
+
+
+def _signed(value):
+    """A saved int64 the node reports as torch does, unsigned (nll_loss's ignore_index=-100)."""
+    return value - (1 << 64) if isinstance(value, int) and value >= 1 << 63 else value
+
+
+def _view_backward_steps(node, grad, grad_inputs):
+    return [("view", "default", (grad, list(_saved(node, "self_sym_sizes"))), lambda: grad_inputs[0], 0)]
+
+
+def _permute_backward_steps(node, grad, grad_inputs):
+    dims = [d % len(_saved(node, "dims")) for d in _saved(node, "dims")]
+    inverse = [dims.index(i) for i in range(len(dims))]
+    return [("permute", "default", (grad, inverse), lambda: grad_inputs[0], 0)]
+
+
+def _transpose_backward_steps(node, grad, grad_inputs):
+    return [("transpose", "int", (grad, _saved(node, "dim0"), _saved(node, "dim1")), lambda: grad_inputs[0], 0)]
+
+
+def _unsqueeze_backward_steps(node, grad, grad_inputs):
+    return [("squeeze", "dim", (grad, _saved(node, "dim")), lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({"ViewBackward0": _view_backward_steps, "PermuteBackward0": _permute_backward_steps,
+                        "TransposeBackward0": _transpose_backward_steps,
+                        "UnsqueezeBackward0": _unsqueeze_backward_steps})
