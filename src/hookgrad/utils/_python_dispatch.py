@@ -676,10 +676,20 @@ def _t_steps(node, grad, grad_inputs):
 
 def _accumulate_steps(node, grad, grad_inputs):
     """A leaf's first gradient is taken as it is (torch detaches it), a later one added in place."""
+    import numpy as np
     variable = node.variable
     current = variable.grad
     if current is not None and current._data is grad._data:
         return [("detach", "default", (grad,), lambda: current, None)]
+    if current is not None and not grad._data.flags.c_contiguous and current.shape == grad.shape \
+            and np.array_equal(current._data, grad._data):
+        # a first gradient laid out otherwise (an expanded one) is copied into a fresh tensor;
+        # a later one equal to the sum so far is indistinguishable from it here
+        import hookgrad
+        strides = [int(s) for s in current.stride()]
+        options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+        return [("new_empty_strided", "default", (grad, list(grad.shape), strides), lambda: current, None, options),
+                ("copy_", "default", (_Prev(0), grad), lambda: current, None)]
     return [("add_", "Tensor", (current, grad), lambda: current, None)]
 
 
@@ -1460,3 +1470,24 @@ def _unsqueeze_backward_steps(node, grad, grad_inputs):
 _BACKWARD_STEPS.update({"ViewBackward0": _view_backward_steps, "PermuteBackward0": _permute_backward_steps,
                         "TransposeBackward0": _transpose_backward_steps,
                         "UnsqueezeBackward0": _unsqueeze_backward_steps})
+
+
+def _mul_backward_steps(node, grad, grad_inputs):
+    steps = []
+    x, other = _saved(node, "self"), _saved(node, "other")
+    if _needs(grad_inputs, 0):
+        steps.append(("mul", "Tensor", (grad, other), lambda: grad_inputs[0], 0))
+    if _needs(grad_inputs, 1):
+        steps.append(("mul", "Tensor", (grad, x), lambda: grad_inputs[1], 1))
+    return steps
+
+
+def _exp_backward_steps(node, grad, grad_inputs):
+    result = _saved(node, "result")
+    return [("detach", "default", (result,), lambda: result, None),
+            ("mul", "Tensor", (grad, _Prev(0)), lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({"MulBackward0": _mul_backward_steps, "ExpBackward0": _exp_backward_steps,
+                        "NegBackward0": lambda node, grad, grad_inputs: [
+                            ("neg", "default", (grad,), lambda: grad_inputs[0], 0)]})
