@@ -207,12 +207,12 @@ def test_backward_result_replaces_the_gradient(T):
 def test_backward_of_an_undispatched_node_warns_once():
     log = []
     x = hookgrad.randn(3, requires_grad=True)
-    with pytest.warns(UserWarning, match="MulBackward0's are not dispatched") as caught:
+    with pytest.warns(UserWarning, match="SinBackward0's are not dispatched") as caught:
         with _recorder(hookgrad, log):
-            (x * 2).sum().backward()
-            (x * 3).sum().backward()
+            x.sin().sum().backward()
+            x.sin().sum().backward()
     assert len([w for w in caught if "not dispatched" in str(w.message)]) == 1
-    assert log == ["aten.mul", "aten.sum", "aten.expand", "aten.detach", "aten.mul", "aten.sum", "aten.expand",
+    assert log == ["aten.sin", "aten.sum", "aten.expand", "aten.detach", "aten.sin", "aten.sum", "aten.expand",
                    "aten.add_"]
 
 

@@ -2,24 +2,30 @@
 
 torch calls a mode's ``__torch_dispatch__(func, types, args, kwargs)`` for every ATen operator an op
 runs, and what it returns is the operator's result. hookgrad has no ATen dispatcher; its op hooks
-see each op the program calls (``linear``, ``relu``, ``max_pool2d``), after it ran. A
-``TorchDispatchMode`` here is called once per ATen operator torch's decomposition of that op would
-run, named as torch names it (``linear`` -> ``aten.t`` then ``aten.addmm``; ``flatten`` ->
-``aten.view``; ``F.max_pool2d`` -> ``aten.max_pool2d_with_indices``; an op without a known
-decomposition under its own name), innermost mode first:
+see each op the program calls (``linear``, ``conv2d``, ``x[i]``), after it ran. A
+``TorchDispatchMode`` here is called once per ATen operator torch's decomposition of that op runs,
+named as torch names it and with the arguments torch's dispatcher passes (laid out by the
+operator's parameters, see ``_aten_calls``): ``linear`` -> ``t``, ``addmm``; ``conv2d`` -> one
+``convolution`` with nine arguments; ``matmul`` by torch's folding rule; ``cross_entropy`` ->
+``_log_softmax``, ``nll_loss_forward``; indexing -> ``select``/``slice``/``index``; self-attention ->
+its projections, views and attention kernel. An op without a known decomposition is dispatched
+under its own name. Innermost mode first:
 
-* ``func(*args, **kwargs)`` with the arguments the mode was given returns the op's result (computed
-  once, not again); with other arguments it runs hookgrad's implementation of that operator.
+* ``func(*args, **kwargs)`` with the arguments the mode was given returns the result hookgrad
+  computed (not computed again); with other arguments (a mode changed an earlier operator's
+  result) it runs hookgrad's implementation of that operator.
 * What the mode returns for the op's last operator replaces the op's result (same shape and dtype,
   as for an op hook's return).
 
-In a backward pass the modes see the ATen operators of torch's formulas for the common nodes (linear's
-addmm and t, mm, relu, pow, mean, sum, mse_loss, a leaf's accumulation), with the arguments torch's
-formula passes; a node of another kind is not dispatched and warns once per mode. The ``torch.*``
-factories (``torch.zeros``, ``randn``, ``ones_like``, ...) are seen as ``aten.<name>.default`` when
-called through the ``torch`` namespace while a mode is active. What a mode does not see: the ops inside
-a custom ``autograd.Function``'s forward, the factories hookgrad calls inside its own ops, and the
-``ones_like`` that makes the implicit gradient of ``loss.backward()``.
+The ops a custom ``autograd.Function``'s forward and backward run are dispatched as they run (the
+op hook looks inside Functions). In a backward pass the modes see the ATen operators of torch's
+formulas for the nodes listed in ``_BACKWARD_STEPS`` (the fused kernels of convolution, pooling,
+norms, nll_loss, softmax; linear's addmm and t; the views; a leaf's accumulation), with the
+arguments torch's formula passes; a node of another kind is not dispatched and warns once per mode.
+The ``torch.*`` factories (``torch.zeros``, ``torch.tensor`` as ``lift_fresh``, ...) are seen when
+called through the ``torch`` namespace while a mode is active. What a mode does not see: the
+factories hookgrad calls inside its own ops and the ``ones_like`` that makes the implicit gradient
+of ``loss.backward()``.
 """
 from __future__ import annotations
 
