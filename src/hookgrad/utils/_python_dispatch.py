@@ -271,7 +271,12 @@ def _steps(op, outputs):
                     ("view", (_Prev(2), list(own.shape)), {}, lambda: own)]
         if x.dim() == 2:
             return [("t", (w,), {}, w.t), ("mm", (x, _Prev(0)), {}, lambda: own)]
-        return [("t", (w,), {}, w.t), ("matmul", (x, _Prev(0)), {}, lambda: own)]
+        # no bias: x @ w.t() by matmul's rule, on the t step's result
+        transposed = w.t()
+        product = _matmul_of(x, transposed, own)
+        if product is None:
+            return [("t", (w,), {}, w.t), ("matmul", (x, _Prev(0)), {}, lambda: own)]
+        return [("t", (w,), {}, lambda: transposed, "default")] + _after_first(product, transposed)
     if name == "batch_norm":   # torch allocates an empty reserve buffer first
         import hookgrad
         values = _aten_values(op, "batch_norm")
@@ -779,6 +784,9 @@ def _view_of_result(op, values, own):
     if str(op) == "flatten" and x.dim() == own.dim() and x.dim() <= 1:
         return [("alias" if x.dim() == 1 else "view", (x,) if x.dim() == 1 else (x, shape), {}, lambda: own, "default")]
     if own._base is not None or own is x or own.data_ptr() == x.data_ptr():
+        if str(op) == "reshape":   # torch views with the shape as given (-1 included)
+            given = _given(op).get("shape", ())
+            shape = list(given[0] if len(given) == 1 and isinstance(given[0], (list, tuple)) else given)
         return [("view", (x, shape), {}, lambda: own, "default")]
     import hookgrad
     return [("clone", (x,), {"memory_format": hookgrad.contiguous_format}, lambda: x.contiguous(), "default"),
@@ -984,6 +992,10 @@ def _matmul_steps(op, values, own):
     into ``mm``; a batch on the left of a matrix or vector folded into one ``mm``/``mv``; two batches
     broadcast (``expand``), reshaped and multiplied by ``bmm``. Others: not described (None)."""
     a, b = op.args[0], op.args[1] if len(op.args) > 1 else values.get("other")
+    return _matmul_of(a, b, own)
+
+
+def _matmul_of(a, b, own):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         return None
     da, db = a.dim(), b.dim()
@@ -1497,3 +1509,37 @@ def _exp_backward_steps(node, grad, grad_inputs):
 _BACKWARD_STEPS.update({"MulBackward0": _mul_backward_steps, "ExpBackward0": _exp_backward_steps,
                         "NegBackward0": lambda node, grad, grad_inputs: [
                             ("neg", "default", (grad,), lambda: grad_inputs[0], 0)]})
+
+
+def _chunk_steps(op, values, own):
+    """chunk(n) is torch's ``split`` by the chunk size; split by a list is ``split_with_sizes``."""
+    import math
+    given = _given(op)
+    x = given.get("x", given.get("input"))
+    if not isinstance(x, Tensor):
+        return None
+    dim = given.get("dim", 0)
+    if str(op) == "chunk":
+        size = math.ceil(x.shape[dim] / given["chunks"])
+        return _one("split", (x, size) + ((dim,) if dim != 0 else ()), {}, own, "Tensor")
+    sizes = given.get("split_size_or_sections", given.get("split_size"))
+    if isinstance(sizes, (list, tuple)):
+        return _one("split_with_sizes", (x, [int(n) for n in sizes]) + ((dim,) if dim != 0 else ()), {}, own)
+    return _one("split", (x, sizes) + ((dim,) if dim != 0 else ()), {}, own, "Tensor")
+
+
+_CONVERTERS.update({"chunk": _chunk_steps, "split": _chunk_steps})
+
+
+def _after_first(steps, operand):
+    """``steps`` placed after one step whose result is ``operand``: their earlier-step references
+    move by one, and ``operand`` becomes a reference to that step."""
+    def moved(arg):
+        if isinstance(arg, _Prev):
+            return _Prev(arg.index + 1, arg.item)
+        if arg is operand:
+            return _Prev(0)
+        if isinstance(arg, list):
+            return [moved(a) for a in arg]
+        return arg
+    return [(name, tuple(moved(a) for a in args)) + tuple(rest) for name, args, *rest in steps]
