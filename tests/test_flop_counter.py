@@ -5,6 +5,7 @@ the errors of ``register_flop_formula``."""
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import math
 import pathlib
@@ -561,26 +562,12 @@ def test_module_tracker_parents_forward_and_backward(T):
 
 def test_untranslated_ops_warn():
     """An op whose FLOPs torch counts but hookgrad's counter does not translate warns instead of
-    silently counting nothing (a linalg backward, a custom
-    autograd.Function running a matmul)."""
+    silently counting nothing (a linalg backward)."""
     fcm = hookgrad.utils.flop_counter
-
-    class Square(hookgrad.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x @ x
-
-        @staticmethod
-        def backward(ctx, g):
-            return g
-
     a = hookgrad.randn(3, 3) + 3 * hookgrad.eye(3)
     with pytest.warns(UserWarning, match="does not translate 'LinalgInvExBackward0'"):
         with fcm.FlopCounterMode(display=False):
             hookgrad.linalg.inv(a.requires_grad_()).sum().backward()
-    with pytest.warns(UserWarning, match="does not translate 'Square'"):
-        with fcm.FlopCounterMode(display=False):
-            Square.apply(hookgrad.randn(3, 3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with fcm.FlopCounterMode(display=False):
@@ -630,3 +617,29 @@ def test_aten_convolution_runs(T):
     return (T.ops.aten.convolution(x, w, b, [2, 1], [1, 0], [1, 2], False, [0, 0], 2),
             T.ops.aten.convolution(x, w, None, [2, 2], [1, 1], [1, 1], True, [1, 0], 2),
             str(T.ops.aten.convolution_backward))
+
+
+@differential
+def test_custom_function_internals_counted(T):
+    """The ops a custom autograd.Function's forward and backward run are counted, per module too
+    (torch's test_flop_counter test_autograd_op: 750)."""
+    counter = importlib.import_module(T.__name__ + ".utils.flop_counter")
+
+    class Twice(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return T.mm(x, x)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return T.mm(grad, grad) + T.mm(grad, grad)
+
+    class Block(T.nn.Module):
+        def forward(self, x):
+            return Twice.apply(x).relu()
+
+    a = T.ones(5, 5, requires_grad=True)
+    with counter.FlopCounterMode(display=False) as mode:
+        Block()(a).sum().backward()
+    counts = {module: {str(op): n for op, n in ops.items()} for module, ops in mode.get_flop_counts().items()}
+    return mode.get_total_flops(), counts

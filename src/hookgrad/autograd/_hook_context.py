@@ -14,6 +14,9 @@ ON: list = [False]
 ACTIVE: list = []
 # (module, call_index) of the module calls counted now, innermost last (see hookgrad.hooks._context)
 CALLS: list = []
+# > 0 while the engine runs a custom autograd.Function's backward (op hooks that look inside
+# Functions see the ops it runs)
+FUNCTION_BACKWARD = [0]
 # checkpoint recomputations in progress (hookgrad.utils.checkpoint counts them)
 RECOMPUTING: list = [0]
 # set by hookgrad.hooks: counted_call(module, call_with_hooks, forward_call, args, kwargs)

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import _dtype
 from .._late import LateNames
+from . import _hook_context as _hook_state
 from . import grad_mode
 from .graph import _FREED_MESSAGE, Node, SavedTensor
 
@@ -92,7 +93,11 @@ class BackwardCFunction(Node, FunctionCtx):
         if self.materialize_grads:
             grads = [g if g is not None or meta is None else _zeros(meta) for g, meta in zip(grads, self._output_meta)]
         # a once_differentiable backward turns grad mode off itself (and marks its results)
-        result = _user_backward(cls)(self, *grads)
+        _hook_state.FUNCTION_BACKWARD[0] += 1
+        try:
+            result = _user_backward(cls)(self, *grads)
+        finally:
+            _hook_state.FUNCTION_BACKWARD[0] -= 1
         if not isinstance(result, tuple):
             result = (result,)
         n_args = len(self._arg_is_tensor)

@@ -92,6 +92,18 @@ def _forward_hooks_for(name):
 
 class _ThreadState(threading.local):
     busy = 0  # > 0 while an op or a forward op hook runs in this thread: what runs inside is not reported
+    # the ``busy`` levels at which a custom Function's forward runs: the ops it calls directly are
+    # reported to the hooks that look inside Functions
+    function_levels: tuple = ()
+
+
+# handle ids of the forward op hooks that see the ops inside custom Functions' forward and backward
+_inside_functions: set = set()
+
+
+def _inside_hooks(name):
+    return [hook for key, (hook, ops) in tuple(_forward_hooks.items())
+            if key in _inside_functions and (ops is None or name in ops)]
 
 
 _thread = _ThreadState()
@@ -173,8 +185,14 @@ class _HookedOp:
         computing gradients without create_graph, or no hook for its name), else what ``finish``
         needs; the op then counts as running."""
         thread = self.thread
+        inside = False
         if thread.busy or (not _GRAD.enabled and _engine.current_task() is not None):
-            return None
+            # not an op of the program's own; inside a custom Function it is, for some hooks
+            inside = _inside_functions and (
+                (thread.function_levels and thread.busy == thread.function_levels[-1])
+                or (not thread.busy and _state.FUNCTION_BACKWARD[0] > 0))
+            if not inside:
+                return None
         op = self.name if self.name_of is None else self.name_of(args)
         if op is None:  # a call that is no op of its own: what it runs is reported
             return None
@@ -183,7 +201,7 @@ class _HookedOp:
             op, inplace = op + "_", True
         if self.indices_at is not None and self._flag(self.indices_at, "return_indices", args, kwargs):
             op += "_with_indices"
-        hooks = _forward_hooks_for(op)
+        hooks = _inside_hooks(op) if inside else _forward_hooks_for(op)
         if not hooks:
             return None
         inputs = _operands(args, kwargs, self.positional, self.keyword_only)
@@ -192,18 +210,33 @@ class _HookedOp:
         before = [t.grad_fn for t in inputs]
         as_it_ran = _state_before_op(args, kwargs, inplace) if _dual.has_tangents() else None
         thread.busy += 1
-        return hooks, op, inplace, inputs, before, kwargs, as_it_ran
+        function = self.name_of is _function_name and bool(_inside_functions)
+        if function:
+            thread.function_levels += (thread.busy,)
+        return hooks, op, inplace, inputs, before, kwargs, as_it_ran, function
 
     def finish(self, call, args, result):
         """After the op (also when it raised: ``result`` is then not used); returns ``result``."""
         self.thread.busy -= 1
-        hooks, op, inplace, inputs, before, kwargs, as_it_ran = call
+        hooks, op, inplace, inputs, before, kwargs, as_it_ran, function = call
+        if function:
+            self.thread.function_levels = self.thread.function_levels[:-1]
         outputs = (args[0],) if self.writes_first else _tensors_in(result)
         if outputs:
             if self.name_of is not None and not inplace:  # a custom Function that marked an input dirty
                 inplace = any(o is i for o in outputs for i in inputs)
             _report(hooks, op, inplace, inputs, before, outputs, args, kwargs, (self.impl, as_it_ran))
         return result
+
+
+def _abandon(self, call):
+    """The op raised: it no longer runs."""
+    self.thread.busy -= 1
+    if call[-1]:
+        self.thread.function_levels = self.thread.function_levels[:-1]
+
+
+_HookedOp.abandon = _abandon
 
 
 def _state_before_op(args, kwargs, inplace):
@@ -236,7 +269,7 @@ def _template(free: int):
                   "        try:",
                   "            result = _hooked_op.impl(*args, **kwargs)",
                   "        except BaseException:",
-                  "            _hooked_op.thread.busy -= 1",
+                  "            _hooked_op.abandon(call)",
                   "            raise",
                   "        return _hooked_op.finish(call, args, result)",
                   "    return hooked"]
@@ -501,6 +534,7 @@ class _OpHookHandle(RemovableHandle):
 
     def remove(self) -> None:
         super().remove()
+        _inside_functions.discard(self.id)
         _forward_hooks_changed()
 
     def __enter__(self):
@@ -526,7 +560,7 @@ def _op_names(ops):
     return names
 
 
-def register_op_hook(forward=None, backward=None, ops=None) -> RemovableHandle:
+def register_op_hook(forward=None, backward=None, ops=None, *, inside_functions=False) -> RemovableHandle:
     """Hook every op.
 
     ``forward(op, inputs, outputs)`` runs after every op the program calls that returns tensors,
@@ -550,7 +584,9 @@ def register_op_hook(forward=None, backward=None, ops=None) -> RemovableHandle:
     node's own post-hooks, like a post-hook on every node (a returned tuple replaces grad_inputs);
     its names are the nodes' (``addmm`` for the node ``linear`` made, ``mm``, ``relu``).
 
-    ``ops``: a name or a collection of names; only those ops (and nodes) are reported. Returns a
+    ``ops``: a name or a collection of names; only those ops (and nodes) are reported.
+    ``inside_functions=True``: the forward hook also sees the ops a custom ``autograd.Function``'s
+    forward and backward call (as torch's dispatch modes do), besides the Function itself. Returns a
     handle whose ``remove()`` unregisters both hooks; it is also a context manager.
     """
     if forward is None and backward is None:
@@ -562,6 +598,8 @@ def register_op_hook(forward=None, backward=None, ops=None) -> RemovableHandle:
     handle = _OpHookHandle(_forward_hooks, extra_dict=_backward_hooks)
     if forward is not None:
         _forward_hooks[handle.id] = (forward, names)
+        if inside_functions:
+            _inside_functions.add(handle.id)
         _forward_hooks_changed()
     if backward is not None:
         _backward_hooks[handle.id] = (backward, names)

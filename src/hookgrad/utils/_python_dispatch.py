@@ -2,33 +2,43 @@
 
 torch calls a mode's ``__torch_dispatch__(func, types, args, kwargs)`` for every ATen operator an op
 runs, and what it returns is the operator's result. hookgrad has no ATen dispatcher; its op hooks
-see each op the program calls (``linear``, ``relu``, ``max_pool2d``), after it ran. A
-``TorchDispatchMode`` here is called once per ATen operator torch's decomposition of that op would
-run, named as torch names it (``linear`` -> ``aten.t`` then ``aten.addmm``; ``flatten`` ->
-``aten.view``; ``F.max_pool2d`` -> ``aten.max_pool2d_with_indices``; an op without a known
-decomposition under its own name), innermost mode first:
+see each op the program calls (``linear``, ``conv2d``, ``x[i]``), after it ran. A
+``TorchDispatchMode`` here is called once per ATen operator torch's decomposition of that op runs,
+named as torch names it and with the arguments torch's dispatcher passes (laid out by the
+operator's parameters, see ``_aten_calls``): ``linear`` -> ``t``, ``addmm``; ``conv2d`` -> one
+``convolution`` with nine arguments; ``matmul`` by torch's folding rule; ``cross_entropy`` ->
+``_log_softmax``, ``nll_loss_forward``; indexing -> ``select``/``slice``/``index``; self-attention ->
+its projections, views and attention kernel. An op without a known decomposition is dispatched
+under its own name. Innermost mode first:
 
-* ``func(*args, **kwargs)`` with the arguments the mode was given returns the op's result (computed
-  once, not again); with other arguments it runs hookgrad's implementation of that operator.
+* ``func(*args, **kwargs)`` with the arguments the mode was given returns the result hookgrad
+  computed (not computed again); with other arguments (a mode changed an earlier operator's
+  result) it runs hookgrad's implementation of that operator.
 * What the mode returns for the op's last operator replaces the op's result (same shape and dtype,
   as for an op hook's return).
 
-In a backward pass the modes see the ATen operators of torch's formulas for the common nodes (linear's
-addmm and t, mm, relu, pow, mean, sum, mse_loss, a leaf's accumulation), with the arguments torch's
-formula passes; a node of another kind is not dispatched and warns once per mode. The ``torch.*``
-factories (``torch.zeros``, ``randn``, ``ones_like``, ...) are seen as ``aten.<name>.default`` when
-called through the ``torch`` namespace while a mode is active. What a mode does not see: the ops inside
-a custom ``autograd.Function``'s forward, the factories hookgrad calls inside its own ops, and the
-``ones_like`` that makes the implicit gradient of ``loss.backward()``.
+The ops a custom ``autograd.Function``'s forward and backward run are dispatched as they run (the
+op hook looks inside Functions). In a backward pass the modes see the ATen operators of torch's
+formulas for the nodes listed in ``_BACKWARD_STEPS`` (the fused kernels of convolution, pooling,
+norms, nll_loss, softmax; linear's addmm and t; the views; a leaf's accumulation), with the
+arguments torch's formula passes; a node of another kind is not dispatched and warns once per mode.
+The ``torch.*`` factories (``torch.zeros``, ``torch.tensor`` as ``lift_fresh``, ...) are seen when
+called through the ``torch`` namespace while a mode is active. What a mode does not see: the
+factories hookgrad calls inside its own ops and the ``ones_like`` that makes the implicit gradient
+of ``loss.backward()``.
 """
 from __future__ import annotations
 
 import contextlib
+import inspect
 import warnings
 
 from .. import ops as _ops
+from . import _aten_calls
+from .flop_counter import _is_custom_function
 from .._C import _DisableTorchDispatch
 from .._tensor import Tensor
+from ..nn._functional import attention as _attention
 
 __all__ = ["TorchDispatchMode", "is_traceable_wrapper_subclass", "transform_subclass"]
 
@@ -73,7 +83,7 @@ def _push_mode(mode) -> None:
     _STACK.append(mode)
     if _HOOK[0] is None:
         from ..hooks import register_op_hook
-        _HOOK[0] = register_op_hook(forward=_dispatch_op, backward=_backward_ran)
+        _HOOK[0] = register_op_hook(forward=_dispatch_op, backward=_backward_ran, inside_functions=True)
         _swap_factories(True)
 
 
@@ -160,7 +170,8 @@ class _DispatchedOp(_ops.OpOverload):
     def __init__(self, packet, overload: str, args, kwargs, result):
         super().__init__(packet, overload)
         self._given = (args, kwargs)
-        self._result = result
+        self._result = result       # None: the arguments are not the op's own; run the operator
+        self._returned = _NOTHING   # what a call gave back from ``result``
 
     @property
     def _overloadpacket(self):
@@ -172,8 +183,9 @@ class _DispatchedOp(_ops.OpOverload):
                 and kwargs.keys() == given_kwargs.keys() and all(kwargs[k] is given_kwargs[k] for k in kwargs))
         if _STACK:       # the next mode out sees it first
             return _call_mode(self, args, kwargs)
-        if same:
-            return self._result()
+        if same and self._result is not None:
+            value = self._returned = self._result()
+            return value
         return self._op(*args, **kwargs)
 
 
@@ -204,13 +216,38 @@ def _overload_name(name: str, args, kwargs=None) -> str:
     return "default"
 
 
+def _resolved(arg, results):
+    if isinstance(arg, _Prev):
+        result = results[arg.index]
+        return result if arg.item is None else result[arg.item]
+    if isinstance(arg, list) and any(isinstance(a, _Prev) for a in arg):
+        return [_resolved(a, results) for a in arg]
+    return arg
+
+
+_NOTHING = object()
+
+
+def _prevs_in(args):
+    for a in args:
+        if isinstance(a, _Prev):
+            yield a
+        elif isinstance(a, list):
+            yield from (p for p in a if isinstance(p, _Prev))
+
+
+# a last step that runs no operator: the op's result gathered from earlier steps' results
+_GATHER = "the op's result"
+
+
 class _Prev:
-    """An argument that is the result of an earlier step (as the mode returned it)."""
+    """An argument that is the result of an earlier step (as the mode returned it), or one element
+    of it (``item``) where that step returns several tensors."""
 
-    __slots__ = ("index",)
+    __slots__ = ("index", "item")
 
-    def __init__(self, index: int):
-        self.index = index
+    def __init__(self, index: int, item=None):
+        self.index, self.item = index, item
 
 
 def _steps(op, outputs):
@@ -227,25 +264,113 @@ def _steps(op, outputs):
         if x.dim() == 2 and bias is not None:
             return [("t", (w,), {}, w.t), ("addmm", (bias, x, _Prev(0)), {}, lambda: own)]
         if bias is not None and x.is_contiguous() and x.dim() != 2:
-            rows, n = -1, own.shape[-1]
+            rows, n = x.numel() // x.shape[-1], own.shape[-1]
             return [("view", (x, [rows, x.shape[-1]]), {}, lambda: x.reshape(rows, x.shape[-1])),
                     ("t", (w,), {}, w.t),
                     ("addmm", (bias, _Prev(0), _Prev(1)), {}, lambda: own.reshape(rows, n)),
                     ("view", (_Prev(2), list(own.shape)), {}, lambda: own)]
         if x.dim() == 2:
             return [("t", (w,), {}, w.t), ("mm", (x, _Prev(0)), {}, lambda: own)]
-        return [("t", (w,), {}, w.t), ("matmul", (x, _Prev(0)), {}, lambda: own)]
+        # no bias: x @ w.t() by matmul's rule, on the t step's result
+        transposed = w.t()
+        product = _matmul_of(x, transposed, own)
+        if product is None:
+            return [("t", (w,), {}, w.t), ("matmul", (x, _Prev(0)), {}, lambda: own)]
+        return [("t", (w,), {}, lambda: transposed, "default")] + _after_first(product, transposed)
     if name == "batch_norm":   # torch allocates an empty reserve buffer first
         import hookgrad
-        empty_kwargs = {"dtype": hookgrad.uint8}
-        return [("empty", ([0],), empty_kwargs, lambda: hookgrad.empty(0, dtype=hookgrad.uint8)),
-                ("native_batch_norm", args, kwargs, lambda: own)]
-    if name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
-        return [("convolution", args, kwargs, lambda: own)]
+        values = _aten_values(op, "batch_norm")
+        x = values.get("self", values.get("input"))
+        empty_kwargs = {"dtype": hookgrad.uint8, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+        norm_args = (x, values.get("weight"), values.get("bias"), values.get("running_mean"),
+                     values.get("running_var"), bool(values.get("training", False)),
+                     float(values.get("momentum", 0.1)), float(values.get("eps", 1e-5)))
+        return [("empty", ([0],), empty_kwargs, lambda: hookgrad.empty(0, dtype=hookgrad.uint8), "memory_format"),
+                ("native_batch_norm", norm_args, {},
+                 lambda: (own,) + _batch_norm_statistics(x.detach(), norm_args[5], norm_args[7]), "default")]
+    if name == "contiguous":
+        if args[0].is_contiguous():
+            return []
+        import hookgrad
+        return [("clone", (args[0],), {"memory_format": hookgrad.contiguous_format}, lambda: own, "default")]
+    if name in _CONVERSIONS:
+        x = args[0]
+        if own is x or own.dtype == x.dtype:
+            return []
+        return [("_to_copy", (x,), {"dtype": own.dtype}, lambda: own, "default")]
     aten_name = _RENAMED.get(name, name)
     if callable(aten_name):
         aten_name = aten_name(args, kwargs)
+    converter = _CONVERTERS.get(name) or _CONVERTERS.get(aten_name)
+    if converter is not None:
+        steps = converter(op, _aten_values(op, aten_name), own)
+        if steps is not None:
+            return steps
+    laid_out = _aten_calls.lay_out(aten_name, _aten_values(op, aten_name))
+    if laid_out is not None:
+        overload, aten_args, aten_kwargs = laid_out
+        return [(aten_name, aten_args, aten_kwargs, lambda: own, overload)]
     return [(aten_name, args, kwargs, lambda: own)]
+
+
+_SIGNATURES: dict = {}
+# hookgrad's parameters that change no ATen argument when left at these values
+_NOT_ATEN = {"inplace": False, "out": None, "_stacklevel": None, "return_indices": False}
+# hookgrad's flags that are part of the op's name (relu_, max_pool2d_with_indices), not arguments
+_IN_THE_NAME = ("_stacklevel", "return_indices", "inplace")
+
+
+def _aten_values(op, aten_name):
+    """The op's arguments as ATen's ``aten_name`` names its parameters: by name where hookgrad's
+    parameter has ATen's name, else by position (hookgrad's first parameter is ATen's ``self``);
+    ``*sizes`` as one list."""
+    impl = op._call[0]
+    signature = _SIGNATURES.get(impl)
+    if signature is None:
+        signature = _SIGNATURES[impl] = inspect.signature(impl)
+    try:
+        bound = signature.bind(*op.args, **op.kwargs)
+    except TypeError:
+        return {}
+    signatures = _aten_calls.TABLE.get(aten_name)
+    aten_params = [p.name for p in signatures[0].params if not p.keyword_only] if signatures else []
+    known = {p.name for s in signatures or () for p in s.params}
+    values = {}
+    position = 0
+    for name, value in bound.arguments.items():
+        kind = signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            value = list(value[0]) if len(value) == 1 and isinstance(value[0], (list, tuple)) else list(value)
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            values.update(value)
+            continue
+        if name in _NOT_ATEN and (value is None or value is False or name in _IN_THE_NAME):
+            position += 1
+            continue
+        if name not in known and kind is not inspect.Parameter.KEYWORD_ONLY:
+            if position < len(aten_params):
+                name = aten_params[position]
+            elif position == 0:
+                name = "self"
+        values[name] = value
+        position += 1
+    return {k: v for k, v in values.items() if v is not None}
+
+
+_CONVERSIONS = frozenset(("to", "float", "double", "half", "bfloat16", "int", "long", "bool", "short", "char",
+                          "byte", "type", "type_as"))
+
+
+def _batch_norm_statistics(x, training, eps):
+    """The mean and inverse standard deviation per channel that torch's batch norm kernel returns
+    beside its result (in training; empty tensors in evaluation, as torch's CPU kernel)."""
+    import hookgrad
+    if not training:
+        return hookgrad.empty(0, dtype=x.dtype), hookgrad.empty(0, dtype=x.dtype)
+    dims = [0] + list(range(2, x.dim()))
+    mean = x.mean(dims)
+    invstd = hookgrad.rsqrt(x.var(dims, unbiased=False) + eps)
+    return mean, invstd
 
 
 def _pool_name(kind):
@@ -270,6 +395,8 @@ def _interpolate(args, kwargs):
     return f"upsample_{mode}{x.dim() - 2}d"
 
 
+_CONVERTERS: dict = {}
+
 # hookgrad's op names -> the ATen operator torch's decomposition runs (the common ops; the others
 # are dispatched under their own name)
 _RENAMED = {
@@ -288,27 +415,60 @@ def _dispatch_op(op, inputs, outputs):
     """The op hook: run the active modes over the ATen operators of ``op``."""
     if not _STACK or _DisableTorchDispatch.active():
         return None
+    if _is_custom_function(op):
+        return None      # torch's modes see the operators its forward runs (reported on their own)
     if str(op) == "dropout" and not (op.args[2] if len(op.args) > 2 else op.kwargs.get("training", True)):
         return None      # torch's dropout in eval mode runs no operator
     steps = _steps(op, outputs)
-    if _saves_its_output(op):
-        # torch detaches a result its node saves for the backward (relu, sigmoid, tanh, exp)
-        steps = steps + [("detach", (_Prev(len(steps) - 1),), {}, lambda: outputs[0].detach())]
+    if not steps:
+        return None
     results: list = []
-    for name, args, kwargs, thunk in steps:
-        args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
-        func = _DispatchedOp(_packet(name), _overload_name(name, args, kwargs), args, kwargs, thunk)
-        results.append(_call_mode(func, args, kwargs))
+    replaced: set = set()    # steps whose result a mode changed: the steps using it run for real
+    for index, (name, args, kwargs, thunk, *overload) in enumerate(steps):
+        uses_replaced = any(p.index in replaced for p in _prevs_in(args))
+        args = tuple(_resolved(a, results) for a in args)
+        if name == _GATHER:
+            results.append(args if len(args) > 1 else args[0])
+            if uses_replaced:
+                replaced.add(index)
+            continue
+        overload = overload[0] if overload else _overload_name(name, args, kwargs)
+        func = _DispatchedOp(_packet(name), overload, args, kwargs, None if uses_replaced else thunk)
+        result = _call_mode(func, args, kwargs)
+        if uses_replaced or result is not func._returned:
+            replaced.add(index)
+        results.append(result)
     result = results[-1]
+    # torch detaches each result its node saves for the backward (relu's, sigmoid's, std's)
+    for index in _saved_outputs(op, outputs):
+        value = result[index] if isinstance(result, (tuple, list)) else result
+        output = outputs[index]
+        func = _DispatchedOp(_packet("detach"), "default", (value,), {}, output.detach)
+        _call_mode(func, (value,), {})
     own = outputs[0] if len(outputs) == 1 else tuple(outputs)
     if result is own or result is None:
         return None
     if isinstance(result, Tensor) and len(outputs) == 1:
         return result
-    if isinstance(result, (tuple, list)) and len(result) == len(outputs):
-        return tuple(result)
+    if isinstance(result, (tuple, list)) and len(result) >= len(outputs):
+        # an ATen operator returning more than the op (batch norm's statistics, a loss's total weight)
+        kept = tuple(result[:len(outputs)])
+        return None if all(a is b for a, b in zip(kept, outputs)) else (kept[0] if len(kept) == 1 else kept)
     raise RuntimeError(f"TorchDispatchMode.__torch_dispatch__ returned {type(result).__name__} for "
                        f"aten.{steps[-1][0]}, whose result is {len(outputs)} tensor(s)")
+
+
+def _saved_outputs(op, outputs) -> list:
+    """The indices of the outputs that the op's node saved."""
+    node = getattr(op, "node", None)
+    saved = getattr(node, "_saved", None)
+    if not saved:
+        return []
+    arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)]
+    if not arrays:
+        return []
+    found = [i for i, o in enumerate(outputs) if any(o._data is a for a in arrays)]
+    return found or [0]
 
 
 def _saves_its_output(op) -> bool:
@@ -320,7 +480,7 @@ def _saves_its_output(op) -> bool:
 # ---- factories ------------------------------------------------------------------------------------
 # the torch.* factories a mode sees (as aten.<name>.default), swapped in while a mode is active
 _FACTORIES = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
-              "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like")
+              "eye", "zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like", "tensor")
 _ORIGINAL_FACTORIES: dict = {}
 
 
@@ -329,13 +489,59 @@ def _dispatching_factory(name, factory):
         result = factory(*args, **kwargs)
         if not _STACK or _DisableTorchDispatch.active():
             return result
-        func = _DispatchedOp(_packet(name), _overload_name(name, args, kwargs), args, kwargs, lambda: result)
+        if name == "tensor":   # torch makes the tensor outside the dispatcher, then lifts it in
+            import numpy as np
+            import hookgrad
+            func = _DispatchedOp(_packet("lift_fresh"), "default", (result,), {}, lambda: result)
+            returned = _call_mode(func, (result,), {})
+            lifted = returned if isinstance(returned, Tensor) else result
+            if args and isinstance(args[0], np.ndarray):   # then a NumPy array's tensor is copied
+                options = {"dtype": result.dtype, "device": hookgrad.device("cpu")}
+                func = _DispatchedOp(_packet("_to_copy"), "default", (lifted,), options, lambda: lifted)
+                returned = _call_mode(func, (lifted,), options)
+                lifted = returned if isinstance(returned, Tensor) else lifted
+            return lifted
+        overload, args, kwargs = _factory_call(name, args, kwargs)
+        func = _DispatchedOp(_packet(name), overload, args, kwargs, lambda: result)
         returned = _call_mode(func, args, kwargs)
         return returned if isinstance(returned, Tensor) else result
     factory_seen_by_modes.__wrapped__ = factory
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
         setattr(factory_seen_by_modes, attribute, getattr(factory, attribute, None))
     return factory_seen_by_modes
+
+
+def _factory_call(name, args, kwargs):
+    """``(overload, args, kwargs)`` of a factory as torch's dispatcher passes them: the size as one
+    list, the options as keywords (``device`` and ``pin_memory`` always, the others when given)."""
+    import hookgrad
+    options = {k: kwargs[k] for k in ("dtype", "layout") if kwargs.get(k) is not None}
+    if name.endswith("_like"):
+        if kwargs.get("device") is not None:
+            options["device"] = hookgrad.device(kwargs["device"])
+        options["pin_memory"] = False
+        if kwargs.get("memory_format") is not None:
+            options["memory_format"] = kwargs["memory_format"]
+        return "default", tuple(args), options
+    options["device"] = hookgrad.device(kwargs.get("device") or "cpu")
+    options["pin_memory"] = bool(kwargs.get("pin_memory", False))
+    overload = "default"
+    if name in ("zeros", "ones", "empty", "rand", "randn", "full"):
+        fill = ()
+        if name == "full":
+            fill, args = (args[1] if len(args) > 1 else kwargs.get("fill_value"),), args[:1]
+        size = args[0] if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+        args = ([int(n) for n in kwargs.get("size", size)],) + fill
+        overload = "memory_format" if name == "empty" else "default"
+    elif name == "eye":
+        overload = "m" if len(args) > 1 else "default"
+    elif name == "arange":
+        overload = {1: "default", 2: "start", 3: "start_step"}.get(len(args), "default")
+    elif name == "randint":
+        size = [int(n) for n in args[-1]] if args and isinstance(args[-1], (list, tuple)) else kwargs.get("size")
+        args = tuple(args[:-1]) + ((list(size),) if size is not None else ())
+        overload = "low" if len(args) == 3 else "default"
+    return overload, tuple(args), options
 
 
 def _swap_factories(on: bool) -> None:
@@ -359,6 +565,8 @@ def _backward_ran(node, grad_inputs, grad_outputs):
     if not _STACK or _DisableTorchDispatch.active():
         return None
     plan = _BACKWARD_STEPS.get(type(node).__name__)
+    if plan is None and hasattr(node, "_forward_cls"):
+        return None     # a custom Function's backward: the ops it runs are dispatched as they run
     if plan is None:
         for mode in _STACK:
             if not mode._warned_backward:
@@ -376,14 +584,19 @@ def _backward_ran(node, grad_inputs, grad_outputs):
         results: list = []
         replaced = list(grad_inputs)
         changed = False
-        for name, overload, args, thunk, grad_index in steps:
-            args = tuple(results[a.index] if isinstance(a, _Prev) else a for a in args)
-            func = _DispatchedOp(_packet(name), overload, args, {}, thunk)
-            result = _call_mode(func, args, {})
+        for name, overload, args, thunk, grad_index, *kwargs in steps:
+            args = tuple(_resolved(a, results) for a in args)
+            kwargs = kwargs[0] if kwargs else {}
+            func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
+            result = _call_mode(func, args, kwargs)
             results.append(result)
-            if grad_index is not None and isinstance(result, Tensor) and result is not replaced[grad_index]:
-                replaced[grad_index] = result
-                changed = True
+            # a kernel computing several gradients gives them in the order ``grad_index`` names
+            pairs = zip(grad_index, result) if isinstance(grad_index, tuple) and isinstance(result, (tuple, list)) \
+                else ((grad_index, result),)
+            for index, value in pairs:
+                if index is not None and isinstance(value, Tensor) and value is not replaced[index]:
+                    replaced[index] = value
+                    changed = True
     return tuple(replaced) if changed else None
 
 
@@ -474,10 +687,20 @@ def _t_steps(node, grad, grad_inputs):
 
 def _accumulate_steps(node, grad, grad_inputs):
     """A leaf's first gradient is taken as it is (torch detaches it), a later one added in place."""
+    import numpy as np
     variable = node.variable
     current = variable.grad
     if current is not None and current._data is grad._data:
         return [("detach", "default", (grad,), lambda: current, None)]
+    if current is not None and not grad._data.flags.c_contiguous and current.shape == grad.shape \
+            and np.array_equal(current._data, grad._data):
+        # a first gradient laid out otherwise (an expanded one) is copied into a fresh tensor;
+        # a later one equal to the sum so far is indistinguishable from it here
+        import hookgrad
+        strides = [int(s) for s in current.stride()]
+        options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+        return [("new_empty_strided", "default", (grad, list(grad.shape), strides), lambda: current, None, options),
+                ("copy_", "default", (_Prev(0), grad), lambda: current, None)]
     return [("add_", "Tensor", (current, grad), lambda: current, None)]
 
 
@@ -486,3 +709,837 @@ def _accumulate_steps(node, grad, grad_inputs):
 _BACKWARD_STEPS = {"AddmmBackward0": _addmm_steps, "MmBackward0": _mm_steps, "PowBackward0": _pow_steps,
                    "MeanBackward0": _mean_steps, "SumBackward0": _sum_steps, "ReluBackward0": _relu_steps,
                    "MseLossBackward0": _mse_steps, "TBackward0": _t_steps, "AccumulateGrad": _accumulate_steps}
+
+
+# ---- composite ops, as the ATen operators torch's decomposition runs ----------------------------
+_REDUCTIONS = {"none": 0, "mean": 1, "sum": 2}
+
+
+def _spread(value, count):
+    return [int(value)] * count if isinstance(value, int) else [int(v) for v in value]
+
+
+def _conv_steps(op, values, own):
+    """conv{1,2,3}d and conv_transpose{1,2,3}d: one ``aten.convolution`` with all nine arguments; an
+    unbatched input is unsqueezed first and the result squeezed."""
+    name = str(op)
+    transposed = name.startswith("conv_transpose")
+    x, weight = values.get("input", values.get("self")), values.get("weight")
+    if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
+        return None
+    dims = weight.dim() - 2
+    padding = values.get("padding", 0)
+    dilation = _spread(values.get("dilation", 1), dims)
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = 0
+        else:
+            total = [d * (k - 1) for d, k in zip(dilation, weight.shape[2:])]
+            if any(t % 2 for t in total):
+                return None      # torch pads the input first: not described here
+            padding = [t // 2 for t in total]
+    args = [x, weight, values.get("bias"), _spread(values.get("stride", 1), dims), _spread(padding, dims),
+            dilation, transposed, _spread(values.get("output_padding", 0), dims), int(values.get("groups", 1))]
+    if x.dim() == dims + 2:
+        return [("convolution", tuple(args), {}, lambda: own, "default")]
+    batched = lambda: x.unsqueeze(0)
+    return [("unsqueeze", (x, 0), {}, batched, "default"),
+            ("convolution", (_Prev(0),) + tuple(args[1:]), {}, lambda: own.unsqueeze(0), "default"),
+            ("squeeze", (_Prev(1), 0), {}, lambda: own, "dim")]
+
+
+def _softmax_steps(op, values, own):
+    name = "_log_softmax" if str(op) == "log_softmax" else "_softmax"
+    x, dim = values.get("self"), values.get("dim")
+    if dim is None or values.get("dtype") is not None:
+        return None
+    return [(name, (x, dim, False), {}, lambda: own, "default")]
+
+
+def _layer_norm_steps(op, values, own):
+    x = values.get("self", values.get("input"))
+    args = (x, list(values["normalized_shape"]), values.get("weight"), values.get("bias"),
+            float(values.get("eps", 1e-5)))
+    return [("native_layer_norm", args, {}, lambda: own, "default")]
+
+
+def _group_norm_steps(op, values, own):
+    x = values.get("self", values.get("input"))
+    n, c = x.shape[0], x.shape[1]
+    spatial = 1
+    for size in x.shape[2:]:
+        spatial *= size
+    args = (x, values.get("weight"), values.get("bias"), n, c, spatial, values["num_groups"],
+            float(values.get("eps", 1e-5)))
+    return [("native_group_norm", args, {}, lambda: own, "default")]
+
+
+def _view_of_result(op, values, own):
+    """flatten, reshape, unflatten: ``aten.view`` to the result's shape when the input can be viewed
+    so; else torch copies first (``clone`` then ``_unsafe_view``)."""
+    x = values.get("self")
+    if not isinstance(x, Tensor):
+        return None
+    shape = list(own.shape)
+    if str(op) == "flatten" and x.dim() == own.dim() and x.dim() <= 1:
+        return [("alias" if x.dim() == 1 else "view", (x,) if x.dim() == 1 else (x, shape), {}, lambda: own, "default")]
+    if own._base is not None or own is x or own.data_ptr() == x.data_ptr():
+        if str(op) == "reshape":   # torch views with the shape as given (-1 included)
+            given = _given(op).get("shape", ())
+            shape = list(given[0] if len(given) == 1 and isinstance(given[0], (list, tuple)) else given)
+        return [("view", (x, shape), {}, lambda: own, "default")]
+    import hookgrad
+    return [("clone", (x,), {"memory_format": hookgrad.contiguous_format}, lambda: x.contiguous(), "default"),
+            ("_unsafe_view", (_Prev(0), shape), {}, lambda: own, "default")]
+
+
+def _norm_steps(op, values, own):
+    x = values.get("self")
+    p = values.get("p", 2)
+    if isinstance(p, str) or not isinstance(x, Tensor):
+        return None
+    dim = values.get("dim")
+    laid_out = _aten_calls.lay_out("linalg_vector_norm", {"self": x, "ord": p, "dim": dim,
+                                                         "keepdim": values.get("keepdim", False)})
+    overload, args, kwargs = laid_out
+    return [("linalg_vector_norm", args, kwargs, lambda: own, overload)]
+
+
+def _dropout_steps(op, values, own):
+    """Training-mode dropout: a mask drawn into an empty tensor, scaled, multiplied in."""
+    x = values.get("self")
+    p = float(values.get("p", 0.5))
+    if p == 0.0:
+        return []        # torch's dropout runs no operator then
+    if not isinstance(x, Tensor) or p == 1.0 or op.inplace:
+        return None
+    import hookgrad
+    keep = 1 - p
+
+    kept = lambda: (own != 0).to(x.dtype)   # where x is 0 the draw is unknown: 0 then
+    return [("empty_like", (x,), {}, lambda: hookgrad.empty_like(x), "default"),
+            ("bernoulli_", (_Prev(0), keep), {}, kept, "float"),
+            ("div_", (_Prev(1), keep), {}, lambda: kept() / keep, "Scalar"),
+            ("mul", (x, _Prev(2)), {}, lambda: own, "Tensor")]
+
+
+def _loss_steps(op, values, own):
+    """The losses with a ``reduction``: ATen takes it as torch's enum (none 0, mean 1, sum 2)."""
+    name = str(op)
+    values = dict(values)
+    reduction = values.get("reduction", "mean")
+    values.pop("size_average", None)
+    values.pop("reduce", None)
+    if not isinstance(reduction, str):
+        return None
+    values["reduction"] = _REDUCTIONS[reduction]
+    if name == "smooth_l1_loss" and values.get("beta", 1.0) == 0:
+        return None
+    laid_out = _aten_calls.lay_out(name, values)
+    if laid_out is None:
+        return None
+    overload, args, kwargs = laid_out
+    return [(name, args, kwargs, lambda: own, overload)]
+
+
+def _cross_entropy_steps(op, values, own):
+    """Class indices, no label smoothing: ``_log_softmax`` over the class dim, then ``nll_loss_forward``
+    (``nll_loss2d_forward`` for a 4-D input)."""
+    x, target = values.get("self"), values.get("target")
+    reduction = values.get("reduction", "mean")
+    if not isinstance(x, Tensor) or not isinstance(target, Tensor) or target.dtype.is_floating_point \
+            or values.get("label_smoothing", 0.0) or values.get("size_average") is not None \
+            or values.get("reduce") is not None or x.dim() not in (1, 2, 4):
+        return None
+    import hookgrad
+    dim = 0 if x.dim() == 1 else 1
+    log_probs = lambda: hookgrad.log_softmax(x, dim)
+    nll = "nll_loss2d_forward" if x.dim() == 4 else "nll_loss_forward"
+    weight_sum = lambda: (own, hookgrad.tensor(0.0, dtype=own.dtype))
+    return [("_log_softmax", (x, dim, False), {}, log_probs, "default"),
+            ("detach", (_Prev(0),), {}, log_probs, "default"),
+            (nll, (_Prev(0), target, values.get("weight"), _REDUCTIONS[reduction], values.get("ignore_index", -100)),
+             {}, weight_sum, "default")]
+
+
+for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
+    _CONVERTERS[_name] = _conv_steps
+_CONVERTERS.update({"_softmax": _softmax_steps, "_log_softmax": _softmax_steps, "native_layer_norm": _layer_norm_steps,
+                    "native_group_norm": _group_norm_steps,
+                    "flatten": _view_of_result, "reshape": _view_of_result, "unflatten": _view_of_result,
+                    "norm": _norm_steps, "dropout": _dropout_steps,
+                    "cross_entropy": _cross_entropy_steps})
+
+
+def _l1_loss_steps(op, values, own):
+    """torch computes l1_loss in ATen operators: ``sub``, ``abs``, then the reduction."""
+    x, target = values.get("self"), values.get("target")
+    reduction = values.get("reduction", "mean")
+    if not isinstance(x, Tensor) or not isinstance(target, Tensor) or x.shape != target.shape \
+            or reduction not in _REDUCTIONS:
+        return None
+    steps = [("sub", (x, target), {}, lambda: x - target, "Tensor"),
+             ("abs", (_Prev(0),), {}, lambda: (x - target).abs(), "default")]
+    if reduction == "none":
+        steps[-1] = steps[-1][:3] + (lambda: own, "default")
+        return steps
+    return steps + [(reduction, (_Prev(1),), {}, lambda: own, "default")]
+
+
+_LAST = 9223372036854775807   # torch's slice end for an open end
+
+
+def _getitem_steps(op, values, own):
+    """``x[index]`` as torch's indexing runs it: ``select`` for an int, ``slice`` for a slice (a full
+    one inside a tuple is skipped), ``unsqueeze`` for None, ``alias`` for ``...``, then one
+    ``index.Tensor`` for the tensor (and list) indices, a list first made a tensor (``lift_fresh``)."""
+    import hookgrad
+    x, index = op.args[0], op.args[1]
+    if index is Ellipsis:
+        return [("alias", (x,), {}, lambda: own, "default")]
+    single = not isinstance(index, tuple)
+    items = [index] if single else list(index)
+    if any(isinstance(i, bool) or not isinstance(i, (int, slice, Tensor, list, type(None), type(Ellipsis)))
+           for i in items) or sum(i is Ellipsis for i in items) > 1:
+        return None
+    consumed = sum(i.dim() if isinstance(i, Tensor) and i.dtype == hookgrad.bool else
+                   0 if i is None or i is Ellipsis else 1 for i in items)
+    expanded = []
+    for i in items:
+        expanded.extend([slice(None)] * (x.dim() - consumed) if i is Ellipsis else [i])
+    steps: list = []
+    basic: list = []          # the index applied so far (ints, slices, None): its result is a view of x
+    advanced: list = []       # per dim of the result so far: None or the tensor indexing it
+    dim = 0
+
+    def current():
+        return _Prev(len(steps) - 1) if steps else x
+
+    def view_of(prefix):
+        return lambda: x[tuple(prefix)]
+    for i in expanded:
+        if isinstance(i, int):
+            steps.append(("select", (current(), dim, i), {}, view_of(basic + [i]), "int"))
+            basic.append(i)
+        elif i is None:
+            steps.append(("unsqueeze", (current(), dim), {}, view_of(basic + [None]), "default"))
+            basic.append(None)
+            advanced.append(None)
+            dim += 1
+        elif isinstance(i, slice):
+            full = i.start in (None, 0) and i.stop is None and i.step in (None, 1)
+            if not full or single:
+                start = 0 if i.start is None else i.start
+                stop = _LAST if i.stop is None else i.stop
+                step = 1 if i.step is None else i.step
+                args = (current(), dim, start, stop) + ((step,) if step != 1 else ())
+                steps.append(("slice", args, {}, view_of(basic + [i]), "Tensor"))
+            basic.append(i)
+            advanced.append(None)
+            dim += 1
+        else:
+            if isinstance(i, list):
+                made = hookgrad.tensor(i)
+                steps_before = len(steps)
+                steps.append(("lift_fresh", (made,), {}, lambda made=made: made, "default"))
+                i = _Prev(steps_before)
+                width = 1
+            else:
+                width = i.dim() if i.dtype == hookgrad.bool else 1
+            advanced.append(i)
+            basic.extend([slice(None)] * width)
+            dim += width
+    if not any(a is not None for a in advanced):
+        if not steps:
+            return [("alias", (x,), {}, lambda: own, "default")]
+        steps[-1] = steps[-1][:3] + (lambda: own, steps[-1][4])
+        return steps
+    while advanced and advanced[-1] is None:
+        advanced.pop()
+    # the tensor indices apply to the view the others made
+    source = [s for s in steps if s[0] != "lift_fresh"]
+    target = _Prev(steps.index(source[-1])) if source else x
+    steps.append(("index", (target, advanced), {}, lambda: own, "Tensor"))
+    return steps
+
+
+_CONVERTERS["__getitem__"] = _getitem_steps
+
+
+def _can_view(x, shape) -> bool:
+    try:
+        x.view(shape)
+    except RuntimeError:
+        return False
+    return True
+
+
+def _reshape_steps(source, x, shape, steps):
+    """``reshape`` of ``x`` (an earlier step's result ``source``) as the ATen operators it runs: a
+    ``view`` when it can be one, else ``clone`` then ``_unsafe_view``."""
+    import hookgrad
+    if _can_view(x, shape):
+        steps.append(("view", (source, list(shape)), {}, lambda: x.view(shape), "default"))
+    else:
+        steps.append(("clone", (source,), {"memory_format": hookgrad.contiguous_format}, lambda: x.contiguous(),
+                      "default"))
+        steps.append(("_unsafe_view", (_Prev(len(steps) - 1), list(shape)), {}, lambda: x.reshape(shape), "default"))
+    return _Prev(len(steps) - 1)
+
+
+def _matmul_steps(op, values, own):
+    """``matmul`` as torch's rule runs it: ``dot``, ``mv``, ``mm``; a vector on the left unsqueezed
+    into ``mm``; a batch on the left of a matrix or vector folded into one ``mm``/``mv``; two batches
+    broadcast (``expand``), reshaped and multiplied by ``bmm``. Others: not described (None)."""
+    a, b = op.args[0], op.args[1] if len(op.args) > 1 else values.get("other")
+    return _matmul_of(a, b, own)
+
+
+def _matmul_of(a, b, own):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        return None
+    da, db = a.dim(), b.dim()
+    if da == 1 and db == 1:
+        return [("dot", (a, b), {}, lambda: own, "default")]
+    if da == 2 and db == 1:
+        return [("mv", (a, b), {}, lambda: own, "default")]
+    if da == 2 and db == 2:
+        return [("mm", (a, b), {}, lambda: own, "default")]
+    if da == 1 and db == 2:
+        return [("unsqueeze", (a, 0), {}, lambda: a.unsqueeze(0), "default"),
+                ("mm", (_Prev(0), b), {}, lambda: own.unsqueeze(0), "default"),
+                ("squeeze", (_Prev(1), 0), {}, lambda: own, "dim")]
+    steps: list = []
+    if da >= 3 and db in (1, 2):
+        rows = 1
+        for size in a.shape[:-1]:
+            rows *= size
+        folded = _reshape_steps(a, a, [rows, a.shape[-1]], steps)
+        flat = own.reshape(rows, -1) if db == 2 else own.reshape(rows)
+        steps.append(("mm" if db == 2 else "mv", (folded, b), {}, lambda: flat, "default"))
+        steps.append(("_unsafe_view", (_Prev(len(steps) - 1), list(own.shape)), {}, lambda: own, "default"))
+        return steps
+    if da >= 3 and db >= 3:
+        batch = list(own.shape[:-2])
+        count = 1
+        for size in batch:
+            count *= size
+        operands = []
+        for x in (a, b):
+            expanded_shape = batch + list(x.shape[-2:])
+            steps.append(("expand", (x, expanded_shape), {}, lambda x=x, s=expanded_shape: x.expand(s), "default"))
+            expanded = x.expand(expanded_shape)
+            operands.append(_reshape_steps(_Prev(len(steps) - 1), expanded, [count] + list(x.shape[-2:]), steps))
+        flat = own.reshape([count] + list(own.shape[-2:]))
+        steps.append(("bmm", tuple(operands), {}, lambda: flat, "default"))
+        steps.append(("_unsafe_view", (_Prev(len(steps) - 1), list(own.shape)), {}, lambda: own, "default"))
+        return steps
+    return None
+
+
+_CONVERTERS["matmul"] = _matmul_steps
+
+
+def _embedding_steps(op, values, own):
+    """F.embedding(input, weight): ATen's ``embedding`` takes the weight first."""
+    given = _given(op)
+    indices, weight = given.get("input"), given.get("weight")
+    values = given
+    if not isinstance(indices, Tensor) or not isinstance(weight, Tensor) or values.get("max_norm") is not None:
+        return None
+    padding_idx = values.get("padding_idx")
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx += weight.shape[0]
+    laid_out = _aten_calls.lay_out("embedding", {
+        "weight": weight, "indices": indices, "padding_idx": -1 if padding_idx is None else padding_idx,
+        "scale_grad_by_freq": bool(values.get("scale_grad_by_freq", False)), "sparse": bool(values.get("sparse", False))})
+    overload, args, kwargs = laid_out
+    return [("embedding", args, kwargs, lambda: own, overload)]
+
+
+_CONVERTERS["embedding"] = _embedding_steps
+_CONVERTERS["l1_loss"] = _l1_loss_steps
+for _name in ("mse_loss", "huber_loss", "smooth_l1_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+              ):
+    _CONVERTERS[_name] = _loss_steps
+
+
+def _given(op) -> dict:
+    """The op's arguments by hookgrad's parameter names, the defaults filled in."""
+    impl = op._call[0]
+    signature = _SIGNATURES.get(impl)
+    if signature is None:
+        signature = _SIGNATURES[impl] = inspect.signature(impl)
+    bound = signature.bind(*op.args, **op.kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _one(name, args, kwargs, own, overload="default"):
+    return [(name, tuple(args), kwargs, lambda: own, overload)]
+
+
+def _variance_steps(op, values, own):
+    """var, std, var_mean, std_mean: ATen's ``.correction`` overload; a dim makes torch pass the
+    correction (1 unless given), ``unbiased`` becomes a correction of 1 or 0."""
+    given = _given(op)
+    x, dim = given.get("x", given.get("input")), given.get("dim")
+    if not isinstance(x, Tensor):
+        return None
+    correction, unbiased = given.get("correction"), given.get("unbiased")
+    if correction is None and unbiased is not None:
+        correction = 1 if unbiased else 0
+    elif correction is None and dim is not None:
+        correction = 1
+    kwargs = {}
+    if correction is not None:
+        kwargs["correction"] = correction
+    if given.get("keepdim"):
+        kwargs["keepdim"] = True
+    args = (x,) if dim is None else (x, _spread(dim, 1))
+    return _one(str(op), args, kwargs, own, "correction")
+
+
+def _defaults_filled(op, values, own):
+    """Functions whose torch Python code passes every argument on to ATen (``F.hardtanh`` passes
+    ``-1.0`` and ``1.0``, ``F.elu`` its alpha): their defaults reach the mode."""
+    given = _given(op)
+    name = str(op)
+    base = name.rstrip("_")
+    x = given.get("input", given.get("x"))
+    if base == "hardtanh":
+        args = (x, given["min_val"], given["max_val"])
+    elif base == "relu6":
+        return _one("hardtanh_" if name.endswith("_") else "hardtanh", (x, 0, 6), {}, own)
+    elif base == "elu":
+        args = (x, given["alpha"])
+    elif base == "selu":
+        args = (x, 1.6732632423543772, 1.0507009873554805)
+        return _one("elu_" if name.endswith("_") else "elu", args, {}, own)
+    else:
+        return None
+    return _one(name, args, {}, own)
+
+
+def _pad_steps(op, values, own):
+    given = _given(op)
+    x, pad, mode = given.get("input", given.get("x")), list(given.get("pad")), given.get("mode", "constant")
+    if mode == "constant":
+        value = given.get("value")
+        return _one("constant_pad_nd", (x, pad, 0.0 if value is None else value), {}, own)
+    if mode in ("reflect", "replicate"):
+        kind = "reflection" if mode == "reflect" else "replication"
+        return _one(f"{kind}_pad{len(pad) // 2}d", (x, pad), {}, own)
+    return None
+
+
+def _pool1d_steps(op, values, own):
+    """1-d pools run as their 2-d kernel over an unsqueezed height of 1, then squeezed."""
+    given = _given(op)
+    name = str(op)
+    x = given.get("input", given.get("x"))
+    if not isinstance(x, Tensor):
+        return None
+
+    def one_row(value):
+        return [1, value] if isinstance(value, int) else [1] + [int(v) for v in value]
+    if name.startswith("adaptive_avg"):
+        kernel, args = "_adaptive_avg_pool2d", (one_row(given["output_size"]),)
+        values_of = lambda: own.unsqueeze(-2)
+    elif name.startswith("max_pool1d"):
+        kernel_size = given["kernel_size"]
+        stride = given.get("stride")
+        stride = kernel_size if stride in (None, [], ()) else stride
+        args = (one_row(kernel_size), one_row(stride), [0] + one_row(given.get("padding", 0))[1:],
+                one_row(given.get("dilation", 1)), bool(given.get("ceil_mode", False)))
+        kernel = "max_pool2d_with_indices"
+        with_indices = _with_indices(op, own)
+        values_of = lambda: tuple(o.unsqueeze(-2) for o in with_indices())
+    elif name.startswith("avg_pool1d"):
+        kernel_size = given["kernel_size"]
+        stride = given.get("stride")
+        stride = kernel_size if stride in (None, [], ()) else stride
+        args = (one_row(kernel_size), one_row(stride), [0] + one_row(given.get("padding", 0))[1:],
+                bool(given.get("ceil_mode", False)), bool(given.get("count_include_pad", True)))
+        kernel = "avg_pool2d"
+        values_of = lambda: own.unsqueeze(-2)
+    else:
+        return None
+    laid_out = _aten_calls.lay_out(kernel, dict(zip([p.name for p in _aten_calls.TABLE[kernel][0].params],
+                                                    (x.unsqueeze(-2),) + args)))
+    overload, kernel_args, kernel_kwargs = laid_out
+    steps = [("unsqueeze", (x, -2), {}, lambda: x.unsqueeze(-2), "default"),
+             (kernel, (_Prev(0),) + kernel_args[1:], kernel_kwargs, values_of, overload)]
+    if kernel != "max_pool2d_with_indices":
+        steps.append(("squeeze", (_Prev(1), -2), {}, lambda: own, "dim"))
+        return steps
+    # both of the kernel's results are squeezed; the op's are the squeezed ones it returns
+    steps.append(("squeeze", (_Prev(1, 0), -2), {}, lambda: with_indices()[0], "dim"))
+    steps.append(("squeeze", (_Prev(1, 1), -2), {}, lambda: with_indices()[1], "dim"))
+    return steps + [(_GATHER, (_Prev(2), _Prev(3)), {}, None, None)] if isinstance(own, tuple) else \
+        steps + [(_GATHER, (_Prev(2),), {}, None, None)]
+
+
+def _with_indices(op, own):
+    """A thunk for a max pool's (values, indices): the op's own when it returned both, else the
+    indices computed once more (only when a mode asks for them)."""
+    if isinstance(own, tuple):
+        return lambda: own
+    from ..nn import functional as F
+    given = _given(op)
+    given.pop("return_indices", None)
+    name = str(op).removesuffix("_with_indices")
+    return lambda: (own, getattr(F, name)(*given.values(), return_indices=True)[1])
+
+
+def _adaptive_avg_pool2d_steps(op, values, own):
+    given = _given(op)
+    x, size = given.get("input", given.get("x")), given.get("output_size")
+    sizes = [size, size] if isinstance(size, int) else list(size)
+    if any(s is None for s in sizes):
+        sizes = [x.shape[-2 + i] if s is None else s for i, s in enumerate(sizes)]
+    if sizes == [1, 1]:
+        return _one("mean", (x, [-1, -2], True), {}, own, "dim")
+    return _one("_adaptive_avg_pool2d", (x, sizes), {}, own)
+
+
+def _narrow_steps(op, values, own):
+    given = _given(op)
+    x, dim, start, length = given["x"], given["dim"], given["start"], given["length"]
+    if isinstance(start, Tensor):
+        return None
+    begin = start + x.shape[dim] if start < 0 else start
+    return _one("slice", (x, dim, begin, begin + length), {}, own, "Tensor")
+
+
+def _sort_steps(op, values, own):
+    given = _given(op)
+    x = given["x"]
+    dim, descending, stable = given.get("dim", -1), given.get("descending", False), given.get("stable")
+    if stable is None:
+        args = (x,) + ((dim, descending) if descending else (dim,) if dim != -1 else ())
+        return _one("sort", args, {}, own)
+    kwargs = {"stable": stable}
+    if dim != -1:
+        kwargs["dim"] = dim
+    if descending:
+        kwargs["descending"] = True
+    return _one("sort", (x,), kwargs, own, "stable")
+
+
+def _squeeze_steps(op, values, own):
+    given = _given(op)
+    x, dim = given["x"], given.get("dim")
+    if dim is None:
+        return _one("squeeze", (x,), {}, own)
+    if isinstance(dim, (tuple, list)):
+        return _one("squeeze", (x, [int(d) for d in dim]), {}, own, "dims")
+    return _one("squeeze", (x, dim), {}, own, "dim")
+
+
+def _round_steps(op, values, own):
+    decimals = _given(op).get("decimals", 0)
+    x = op.args[0]
+    if decimals:
+        return _one("round", (x,), {"decimals": decimals}, own, "decimals")
+    return _one("round", (x,), {}, own)
+
+
+_CONVERTERS.update({"square": lambda op, values, own: _one("pow", (op.args[0], 2), {}, own, "Tensor_Scalar"),
+                    "fix": lambda op, values, own: _one("trunc", (op.args[0],), {}, own),
+                    "narrow": _narrow_steps, "sort": _sort_steps, "squeeze": _squeeze_steps, "round": _round_steps,
+                    "pad": _pad_steps, "adaptive_avg_pool2d": _adaptive_avg_pool2d_steps})
+for _name in ("var", "std", "var_mean", "std_mean"):
+    _CONVERTERS[_name] = _variance_steps
+for _name in ("hardtanh", "hardtanh_", "relu6", "relu6_", "elu", "elu_", "selu", "selu_"):
+    _CONVERTERS[_name] = _defaults_filled
+for _name in ("max_pool1d", "max_pool1d_with_indices", "avg_pool1d", "adaptive_avg_pool1d"):
+    _CONVERTERS[_name] = _pool1d_steps
+
+
+def _attention_steps(op, values, own):
+    """``multi_head_attention_forward`` for self-attention (one tensor as query, key and value) with a
+    packed input projection and biases, no masks, no dropout: torch's Python code as the ATen operators
+    it runs (the projection's ``addmm``, the heads' views, then the flash kernel when no weights are
+    asked for, else the math path's ``bmm``/``_softmax``/``bmm`` and the heads' mean). Others: None."""
+    import math
+
+    import hookgrad
+    from ..nn import functional as F
+    given = _given(op)
+    x = given["query"]
+    if not (x is given["key"] is given["value"]) or x.dim() != 3 or given["use_separate_proj_weight"] \
+            or given["in_proj_bias"] is None or given["out_proj_bias"] is None or given["bias_k"] is not None \
+            or given["add_zero_attn"] or given["key_padding_mask"] is not None or given["attn_mask"] is not None \
+            or given["is_causal"] or (given["training"] and given["dropout_p"] > 0) \
+            or given["static_k"] is not None or given["static_v"] is not None:
+        return None
+    length, batch, embed = x.shape
+    heads = given["num_heads"]
+    head_dim = embed // heads
+    w_in, b_in, w_out, b_out = (given["in_proj_weight"], given["in_proj_bias"], given["out_proj_weight"],
+                                given["out_proj_bias"])
+    need_weights = given["need_weights"]
+    flash = not need_weights
+    if flash:
+        probe = x.detach().view(length, batch, heads, head_dim).permute(1, 2, 0, 3)
+        if not _attention._use_flash(probe, probe, probe, None, 0.0, False):
+            return None
+    grad = op._call[-1] and any(t is not None and t.requires_grad for t in (x, w_in, b_in, w_out, b_out))
+    cache: dict = {}
+
+    def value_of(key):
+        """The intermediates, computed once when a mode asks for one."""
+        if not cache:
+            with hookgrad.no_grad():
+                packed = F.linear(x, w_in, b_in)
+                q, k, v = packed.unflatten(-1, (3, embed)).unsqueeze(0).transpose(0, -2).squeeze(-2).contiguous()
+                heads_of = [t.view(length, batch * heads, head_dim).transpose(0, 1) for t in (q, k, v)]
+                cache.update(packed=packed, qkv=(q, k, v), heads=heads_of)
+                if flash:
+                    four = [t.view(batch, heads, length, head_dim) for t in heads_of]
+                    cache["four"] = four
+                    out = F.scaled_dot_product_attention(*four)
+                    cache["attention"] = (out, hookgrad.logsumexp(
+                        four[0] @ four[1].transpose(-2, -1) / math.sqrt(head_dim), -1))
+                    cache["merged"] = out.permute(2, 0, 1, 3).reshape(length * batch, embed)
+                else:
+                    scaled = heads_of[0] * (1 / math.sqrt(head_dim))
+                    scores = scaled @ heads_of[1].transpose(-2, -1)
+                    weights = scores.softmax(-1)
+                    mixed = weights @ heads_of[2]
+                    cache.update(scaled=scaled, scores=scores, weights=weights, mixed=mixed,
+                                 merged=mixed.transpose(0, 1).reshape(length * batch, embed))
+        return cache[key]
+
+    steps: list = []
+
+    def step(name, args, thunk, overload="default", kwargs=None):
+        steps.append((name, args, kwargs or {}, thunk, overload))
+        return _Prev(len(steps) - 1)
+    flat = step("view", (x, [length * batch, embed]), lambda: x.reshape(length * batch, embed))
+    w_in_t = step("t", (w_in,), lambda: w_in.t())
+    packed = step("addmm", (b_in, flat, w_in_t), lambda: value_of("packed").reshape(length * batch, 3 * embed))
+    packed = step("view", (packed, [length, batch, 3 * embed]), lambda: value_of("packed"))
+    split = step("view", (packed, [length, batch, 3, embed]), lambda: value_of("packed").view(length, batch, 3, embed))
+    split = step("unsqueeze", (split, 0), lambda: value_of("packed").view(length, batch, 3, embed).unsqueeze(0))
+    split = step("transpose", (split, 0, -2), lambda: value_of("packed").view(length, batch, 3, embed).unsqueeze(0)
+                 .transpose(0, -2), "int")
+    split = step("squeeze", (split, -2), lambda: hookgrad.stack(value_of("qkv")), "dim")
+    split = step("clone", (split,), lambda: hookgrad.stack(value_of("qkv")), kwargs={
+        "memory_format": hookgrad.contiguous_format})
+    selected = [step("select", (split, 0, i), lambda i=i: value_of("qkv")[i], "int") for i in range(3)]
+    per_head = []
+    for i, s in enumerate(selected):
+        viewed = step("view", (s, [length, batch * heads, head_dim]),
+                      lambda i=i: value_of("qkv")[i].view(length, batch * heads, head_dim))
+        per_head.append(step("transpose", (viewed, 0, 1), lambda i=i: value_of("heads")[i], "int"))
+    if flash:
+        four = [step("view", (h, [batch, heads, length, head_dim]), lambda i=i: value_of("four")[i])
+                for i, h in enumerate(per_head)]
+        attended = step("_scaled_dot_product_flash_attention_for_cpu", tuple(four), lambda: value_of("attention"))
+        if grad:
+            step("detach", (_Prev(attended.index, 0),), lambda: value_of("attention")[0])
+        merged = step("permute", (_Prev(attended.index, 0), [2, 0, 1, 3]),
+                      lambda: value_of("attention")[0].permute(2, 0, 1, 3))
+        merged = step("view", (merged, [length * batch, embed]), lambda: value_of("merged"))
+    else:
+        scaled = step("mul", (per_head[0], 1 / math.sqrt(head_dim)), lambda: value_of("scaled"), "Tensor")
+        keys_t = step("transpose", (per_head[1], -2, -1), lambda: value_of("heads")[1].transpose(-2, -1), "int")
+        scores = step("bmm", (scaled, keys_t), lambda: value_of("scores"))
+        weights = step("_softmax", (scores, -1, False), lambda: value_of("weights"))
+        if grad:
+            step("detach", (weights,), lambda: value_of("weights"))
+        mixed = step("bmm", (weights, per_head[2]), lambda: value_of("mixed"))
+        mixed = step("transpose", (mixed, 0, 1), lambda: value_of("mixed").transpose(0, 1), "int")
+        mixed = step("clone", (mixed,), lambda: value_of("mixed").transpose(0, 1).contiguous(),
+                     kwargs={"memory_format": hookgrad.contiguous_format})
+        merged = step("_unsafe_view", (mixed, [length * batch, embed]), lambda: value_of("merged"))
+    outputs = own if isinstance(own, tuple) else (own,)
+    w_out_t = step("t", (w_out,), lambda: w_out.t())
+    projected = step("addmm", (b_out, merged, w_out_t), lambda: outputs[0].reshape(length * batch, embed))
+    result = step("view", (projected, [length, batch, embed]), lambda: outputs[0])
+    if not need_weights:
+        return steps
+    per_batch = step("view", (weights, [batch, heads, length, length]),
+                     lambda: value_of("weights").view(batch, heads, length, length))
+    if given["average_attn_weights"]:
+        averaged = step("mean", (per_batch, [1]), lambda: outputs[1], "dim")
+    else:
+        averaged = per_batch
+    steps.append((_GATHER, (result, averaged), {}, None, None))
+    return steps
+
+
+_CONVERTERS["multi_head_attention_forward"] = _attention_steps
+
+
+# ---- backward: the nodes whose formula is one fused ATen kernel ----------------------------------
+def _as_list(value):
+    return [int(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _kernel_plan(kernel, saved_names, grads=(0,), mask=False, unpacks_result=False):
+    """A node whose backward torch computes with one ATen kernel ``kernel(grad, *saved)``: the saved
+    values as the node holds them (tuples as lists), an output mask of the gradients needed, and the
+    kernel's results as the gradients of the inputs ``grads`` names. A node that saved its own
+    result first unpacks it (``detach``)."""
+    def plan(node, grad, grad_inputs):
+        steps = []
+        args = [grad]
+        for name in saved_names:
+            if name == "result" and unpacks_result:
+                result = _saved(node, "result")
+                steps.append(("detach", "default", (result,), lambda: result, None))
+                args.append(_Prev(0))
+            else:
+                args.append(_signed(_as_list(_saved(node, name))))
+        if mask:
+            args.append([_needs(grad_inputs, i) for i in range(len(grads))])
+        if len(grads) == 1:
+            steps.append((kernel, "default", tuple(args), lambda: grad_inputs[grads[0]], grads[0]))
+        else:
+            steps.append((kernel, "default", tuple(args), lambda: tuple(
+                grad_inputs[i] if _needs(grad_inputs, i) else None for i in grads), grads))
+        return steps
+    return plan
+
+
+def _convolution_backward_steps(node, grad, grad_inputs):
+    bias_sizes = _saved(node, "bias_sym_sizes_opt")
+    args = (grad, _saved(node, "input"), _saved(node, "weight"), [0] if bias_sizes is None else _as_list(bias_sizes),
+            _as_list(_saved(node, "stride")), _as_list(_saved(node, "padding")), _as_list(_saved(node, "dilation")),
+            bool(_saved(node, "transposed")), _as_list(_saved(node, "output_padding")), int(_saved(node, "groups")),
+            [_needs(grad_inputs, i) for i in range(3)])
+    return [("convolution_backward", "default", args,
+             lambda: tuple(grad_inputs[i] if _needs(grad_inputs, i) else None for i in range(3)), (0, 1, 2))]
+
+
+def _softmax_backward_plan(kernel):
+    def plan(node, grad, grad_inputs):
+        result = _saved(node, "result")
+        return [("detach", "default", (result,), lambda: result, None),
+                (kernel, "default", (grad, _Prev(0), _saved(node, "dim"), result.dtype), lambda: grad_inputs[0], 0)]
+    return plan
+
+
+def _elu_backward_steps(node, grad, grad_inputs):
+    args = (grad, _saved(node, "alpha"), _saved(node, "scale"), _saved(node, "input_scale"), False,
+            _saved(node, "self"))
+    return [("elu_backward", "default", args, lambda: grad_inputs[0], 0)]
+
+
+def _gelu_backward_steps(node, grad, grad_inputs):
+    approximate = _saved(node, "approximate")
+    kwargs_free_args = (grad, _saved(node, "self"))
+    if approximate != "none":
+        return [("gelu_backward", "default", kwargs_free_args, lambda: grad_inputs[0], 0, {"approximate": approximate})]
+    return [("gelu_backward", "default", kwargs_free_args, lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({
+    "ConvolutionBackward0": _convolution_backward_steps,
+    "MaxPool2DWithIndicesBackward0": _kernel_plan(
+        "max_pool2d_with_indices_backward", ("self", "kernel_size", "stride", "padding", "dilation", "ceil_mode",
+                                             "result1")),
+    "AvgPool2DBackward0": _kernel_plan(
+        "avg_pool2d_backward", ("self", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad",
+                                "divisor_override")),
+    "NativeLayerNormBackward0": _kernel_plan(
+        "native_layer_norm_backward", ("input", "normalized_shape", "result1", "result2", "weight", "bias"),
+        grads=(0, 1, 2), mask=True),
+    "NativeBatchNormBackward0": _kernel_plan(
+        "native_batch_norm_backward", ("input", "weight", "running_mean", "running_var", "result1", "result2",
+                                       "training", "eps"), grads=(0, 1, 2), mask=True),
+    "NllLossBackward0": _kernel_plan(
+        "nll_loss_backward", ("self", "target", "weight", "reduction", "ignore_index", "total_weight")),
+    "LogSoftmaxBackward0": _softmax_backward_plan("_log_softmax_backward_data"),
+    "SoftmaxBackward0": _softmax_backward_plan("_softmax_backward_data"),
+    "TanhBackward0": _kernel_plan("tanh_backward", ("result",), unpacks_result=True),
+    "SigmoidBackward0": _kernel_plan("sigmoid_backward", ("result",), unpacks_result=True),
+    "EluBackward0": _elu_backward_steps,
+    "GeluBackward0": _gelu_backward_steps,
+})
+
+
+def _signed(value):
+    """A saved int64 the node reports as torch does, unsigned (nll_loss's ignore_index=-100)."""
+    return value - (1 << 64) if isinstance(value, int) and value >= 1 << 63 else value
+
+
+def _view_backward_steps(node, grad, grad_inputs):
+    return [("view", "default", (grad, list(_saved(node, "self_sym_sizes"))), lambda: grad_inputs[0], 0)]
+
+
+def _permute_backward_steps(node, grad, grad_inputs):
+    dims = [d % len(_saved(node, "dims")) for d in _saved(node, "dims")]
+    inverse = [dims.index(i) for i in range(len(dims))]
+    return [("permute", "default", (grad, inverse), lambda: grad_inputs[0], 0)]
+
+
+def _transpose_backward_steps(node, grad, grad_inputs):
+    return [("transpose", "int", (grad, _saved(node, "dim0"), _saved(node, "dim1")), lambda: grad_inputs[0], 0)]
+
+
+def _unsqueeze_backward_steps(node, grad, grad_inputs):
+    return [("squeeze", "dim", (grad, _saved(node, "dim")), lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({"ViewBackward0": _view_backward_steps, "PermuteBackward0": _permute_backward_steps,
+                        "TransposeBackward0": _transpose_backward_steps,
+                        "UnsqueezeBackward0": _unsqueeze_backward_steps})
+
+
+def _mul_backward_steps(node, grad, grad_inputs):
+    steps = []
+    x, other = _saved(node, "self"), _saved(node, "other")
+    if _needs(grad_inputs, 0):
+        steps.append(("mul", "Tensor", (grad, other), lambda: grad_inputs[0], 0))
+    if _needs(grad_inputs, 1):
+        steps.append(("mul", "Tensor", (grad, x), lambda: grad_inputs[1], 1))
+    return steps
+
+
+def _exp_backward_steps(node, grad, grad_inputs):
+    result = _saved(node, "result")
+    return [("detach", "default", (result,), lambda: result, None),
+            ("mul", "Tensor", (grad, _Prev(0)), lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({"MulBackward0": _mul_backward_steps, "ExpBackward0": _exp_backward_steps,
+                        "NegBackward0": lambda node, grad, grad_inputs: [
+                            ("neg", "default", (grad,), lambda: grad_inputs[0], 0)]})
+
+
+def _chunk_steps(op, values, own):
+    """chunk(n) is torch's ``split`` by the chunk size; split by a list is ``split_with_sizes``."""
+    import math
+    given = _given(op)
+    x = given.get("x", given.get("input"))
+    if not isinstance(x, Tensor):
+        return None
+    dim = given.get("dim", 0)
+    if str(op) == "chunk":
+        size = math.ceil(x.shape[dim] / given["chunks"])
+        return _one("split", (x, size) + ((dim,) if dim != 0 else ()), {}, own, "Tensor")
+    sizes = given.get("split_size_or_sections", given.get("split_size"))
+    if isinstance(sizes, (list, tuple)):
+        return _one("split_with_sizes", (x, [int(n) for n in sizes]) + ((dim,) if dim != 0 else ()), {}, own)
+    return _one("split", (x, sizes) + ((dim,) if dim != 0 else ()), {}, own, "Tensor")
+
+
+_CONVERTERS.update({"chunk": _chunk_steps, "split": _chunk_steps})
+
+
+def _after_first(steps, operand):
+    """``steps`` placed after one step whose result is ``operand``: their earlier-step references
+    move by one, and ``operand`` becomes a reference to that step."""
+    def moved(arg):
+        if isinstance(arg, _Prev):
+            return _Prev(arg.index + 1, arg.item)
+        if arg is operand:
+            return _Prev(0)
+        if isinstance(arg, list):
+            return [moved(a) for a in arg]
+        return arg
+    return [(name, tuple(moved(a) for a in args)) + tuple(rest) for name, args, *rest in steps]

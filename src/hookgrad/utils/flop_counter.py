@@ -576,6 +576,13 @@ def _op_names() -> set:
     return _OP_NAMES
 
 
+def _is_custom_function(op) -> bool:
+    """``op`` is a custom ``autograd.Function``'s apply (reported with its class as first argument)."""
+    from ..autograd.function import Function
+    cls = op.args[0] if op.args else None
+    return isinstance(cls, type) and issubclass(cls, Function)
+
+
 class _Translator:
     """Turns hookgrad's ops and graph nodes into the ATen calls torch's would make."""
 
@@ -597,7 +604,8 @@ class _Translator:
     def forward(self, op, inputs, outputs):
         if _DisableTorchDispatch.active():
             return
-        if _engine.current_task() is not None and not _hook_context.RECOMPUTING[0]:
+        if _engine.current_task() is not None and not _hook_context.RECOMPUTING[0] \
+                and not _hook_context.FUNCTION_BACKWARD[0]:
             # a backward formula's ops, reported because they build a graph (create_graph=True):
             # the node that runs them is counted as torch's formula already
             return
@@ -610,7 +618,9 @@ class _Translator:
         if op.node is not None:
             # products hookgrad's implementation of this op recorded are no ATen call of torch's
             self._mark_inner_products(op.node, inputs, _INNER_KINDS)
-        if name in _UNTRANSLATED or name not in _op_names():   # not an op: a custom autograd.Function
+        if _is_custom_function(op):
+            return       # the ops its forward and backward call are counted, as torch counts them
+        if name in _UNTRANSLATED or name not in _op_names():
             self._warn(name)
             return
         packet = self.packets.get(name, False)
@@ -1170,7 +1180,8 @@ class _FlopCounterMode:
 
     def __enter__(self):
         from ..hooks import register_op_hook
-        self.handle = register_op_hook(forward=self.translator.forward, backward=self.translator.backward)
+        self.handle = register_op_hook(forward=self.translator.forward, backward=self.translator.backward,
+                                       inside_functions=True)
         return self
 
     def __exit__(self, *args):
