@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import hookgrad
+from hookgrad._C._torch_function import _disabled_torch_function_impl
 from hookgrad._tensor import FACTORY_REFUSES_GRAD, Tensor
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
@@ -29,6 +30,7 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl  # results of ops on a Parameter are plain tensors
 
     def __new__(cls, data: Any = None, requires_grad: bool = True):
         if data is None:
@@ -88,6 +90,7 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     instance; ``isinstance(x, Buffer)`` recognises it."""
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data: Any = None, *, persistent: bool = True):
         if data is None:
@@ -106,6 +109,7 @@ class UninitializedTensorMixin:
     """
 
     cls_to_become = None
+    __torch_function__ = _disabled_torch_function_impl
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         if dtype is None:
