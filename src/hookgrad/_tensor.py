@@ -491,9 +491,16 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self._data.ndim == 0:
+        if self._data.ndim == 0 and type(self) is Tensor:  # torch formats only plain 0-d tensors as numbers
             return self.item().__format__(spec)
         return object.__format__(self, spec)
+
+    def __contains__(self, element) -> bool:
+        import numbers
+        if isinstance(element, (Tensor, numbers.Number)):
+            return builtins.bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) - {"__dict__"})

@@ -159,8 +159,10 @@ def overloaded_args(values, include_plain: bool = False) -> list:
 
 
 # functions torch writes in Python (or whose C++ entry hands ``self`` over): plain tensors among their
-# arguments are in ``types`` when a mode is active. Filled in by ``install``.
+# arguments are in ``types`` when a mode is active. Filled in by the install functions below.
 SELF_LEVEL: set = set()
+# the C++ methods and property accessors that hand ``self`` over whatever its class (a Parameter too)
+PASSES_SELF: set = set()
 
 
 def dispatch(func, args, kwargs):
@@ -182,13 +184,14 @@ def dispatch(func, args, kwargs):
             self_level = False
         found = overloaded_args(values, self_level)
     else:
-        found = []
+        found, self_level = [], False
+    from .._tensor import Tensor
     if not modes:
-        if not found:
-            return NO_DISPATCH
-        from .._tensor import Tensor
-        if all(type(a) is Tensor for a in found):  # plain tensors alone do not trigger dispatch
-            return NO_DISPATCH
+        if not found or not any(_overloads(type(a), Tensor, False) for a in found):
+            return NO_DISPATCH  # plain tensors and Parameters alone do not trigger dispatch
+    elif self_level and args and func in PASSES_SELF and isinstance(args[0], Tensor) \
+            and all(type(a) is not type(args[0]) for a in found):
+        found.insert(0, args[0])
     return handle(func, found, args, kwargs)
 
 
@@ -327,8 +330,9 @@ def dispatching_property(prop: property) -> property:
     exec(compile(_PROPERTY_SOURCE, _ENTRY_FILE, "exec"), namespace)
     new = property(namespace["get"], namespace["set_"] if prop.fset is not None else None, prop.fdel, prop.__doc__)
     holder.append(new)
-    SELF_LEVEL.add(new.__get__)
-    SELF_LEVEL.add(new.__set__)
+    for accessor in (new.__get__, new.__set__):
+        SELF_LEVEL.add(accessor)
+        PASSES_SELF.add(accessor)
     return new
 
 
@@ -377,7 +381,12 @@ def install_namespace(namespace: dict, names, self_level=frozenset(), never=froz
     """Make each op function ``namespace[name]`` consult overrides (the checked ones already do)."""
     for name in names:
         fn = namespace.get(name)
-        if name in never or fn is None:
+        if fn is None:
+            continue
+        if name in never:
+            if has_dispatch(fn) and hasattr(fn, "__wrapped__"):
+                # torch's function consults no overrides (F.sigmoid calls the method, which does)
+                namespace[name] = fn.__wrapped__
             continue
         if not has_dispatch(fn):
             if not _is_op_function(fn):
@@ -409,7 +418,8 @@ def install_tensor_entry_points() -> None:
 
 def _install_tensor(cls) -> None:
     import inspect
-    from ._torch_function_tables import OPERATOR_AS, OPERATORS_AS_THEMSELVES, TENSOR_NEVER, TENSOR_SELF_LEVEL
+    from ._torch_function_tables import (OPERATOR_AS, OPERATORS_AS_THEMSELVES, TENSOR_NEVER, TENSOR_PYTHON_LEVEL,
+                                         TENSOR_SELF_LEVEL)
     functions_elsewhere = _namespace_functions()
     for name, value in list(vars(cls).items()):
         if name in TENSOR_NEVER:
@@ -434,6 +444,8 @@ def _install_tensor(cls) -> None:
         method = cls.__dict__[name]
         if name in TENSOR_SELF_LEVEL or OPERATOR_AS.get(name) in TENSOR_SELF_LEVEL:
             SELF_LEVEL.add(method)
+            if name not in TENSOR_PYTHON_LEVEL:
+                PASSES_SELF.add(method)
     _NOWRAP.add(cls.grad.__get__)
 
 

@@ -53,6 +53,15 @@ TENSOR_SELF_LEVEL = frozenset("""
     unique unique_consecutive untyped_storage values zero_
 """.split())
 
+# the Tensor methods torch writes in Python (the rest of TENSOR_SELF_LEVEL hand ``self`` over from C++)
+TENSOR_PYTHON_LEVEL = frozenset("""
+    __array__ __array_wrap__ __contains__ __deepcopy__ __dlpack__ __dlpack_device__ __floordiv__
+    __format__ __ipow__ __len__ __pow__ __rdiv__ __reduce_ex__ __repr__ __reversed__ __rfloordiv__
+    __rlshift__ __rmatmul__ __rmod__ __rpow__ __rrshift__ __rsub__ __rtruediv__ __setstate__ backward
+    dim_order is_shared istft lu module_load norm register_hook register_post_accumulate_grad_hook
+    resize resize_as share_memory_ split stft storage storage_type unique unique_consecutive unflatten
+""".split())
+
 # operators torch hands over as another method (``a + b`` as ``Tensor.add``); the rest as themselves
 OPERATOR_AS = {
     "__add__": "add", "__radd__": "add", "__sub__": "sub", "__mul__": "mul", "__rmul__": "mul",
