@@ -414,3 +414,25 @@ def test_bad_mode_leaves_the_stack_usable():
             hookgrad.ones(1)
     assert _get_current_function_mode_stack() == []
     assert (hookgrad.ones(1) + 1).tolist() == [2.0]
+
+
+@differential
+def test_empty_init_mode_as_lightning_uses_it(T):
+    """Lightning's ``init_module(empty_init=True)``: a device context plus a mode that skips every
+    ``torch.nn.init`` function (by its ``__module__``); a logging mode below records the rest."""
+    log = []
+    Mode = _logging_mode(T, log)
+
+    class EmptyInit(T.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if getattr(func, "__module__", None) in ("torch.nn.init", "hookgrad.nn.init"):
+                skipped.append(func.__name__)
+                return kwargs["tensor"] if "tensor" in kwargs else args[0]
+            return func(*args, **kwargs)
+
+    skipped = []
+    with T.device("cpu"), Mode(), EmptyInit():
+        model = T.nn.Sequential(T.nn.Linear(3, 4), T.nn.Linear(4, 2, bias=False))
+    return log, skipped, [tuple(p.shape) for p in model.parameters()], \
+        [type(p).__name__ for p in model.parameters()]

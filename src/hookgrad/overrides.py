@@ -148,8 +148,10 @@ def _namespaces() -> list:
     import hookgrad
     _tf.install_tensor_entry_points()  # listing them: Tensor's entry points are the ones to list
     import hookgrad.nn.functional
+    import hookgrad.nn.init
     return [("torch", hookgrad), ("torch.functional", None), ("torch.nn.functional", hookgrad.nn.functional),
-            ("torch.linalg", hookgrad.linalg), ("torch.fft", hookgrad.fft), ("torch.special", hookgrad.special)]
+            ("torch.linalg", hookgrad.linalg), ("torch.fft", hookgrad.fft), ("torch.special", hookgrad.special),
+            ("torch.nn.init", hookgrad.nn.init)]
 
 
 def _namespace_entries() -> dict:

@@ -303,6 +303,31 @@ def dispatching_as(fn, target_name: str, cls):
     return operator
 
 
+_KEYWORD_ENTRY_SOURCE = """
+def entry(*args, **kwargs):
+    if LIVE[0]:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        first = next(iter(bound.arguments.values()))
+        if has_torch_function((first,)):
+            return handle_torch_function(entry, (first,), **bound.arguments)
+    return fn(*args, **kwargs)
+"""
+
+
+def dispatching_by_keyword(fn):
+    """``fn`` consulting the overrides of its first argument as torch's functions written in Python do:
+    every argument handed over by keyword (``handle_torch_function(uniform_, (tensor,), tensor=tensor, a=a, ...)``)."""
+    import inspect
+    from ..overrides import handle_torch_function, has_torch_function
+    namespace = {"__name__": __name__, "LIVE": LIVE, "fn": fn, "signature": inspect.signature(fn),
+                 "has_torch_function": has_torch_function, "handle_torch_function": handle_torch_function}
+    exec(compile(_KEYWORD_ENTRY_SOURCE, _ENTRY_FILE, "exec"), namespace)
+    entry = functools.update_wrapper(namespace["entry"], fn)
+    entry.__hookgrad_dispatches__ = True
+    return entry
+
+
 _PROPERTY_SOURCE = """
 def get(self):
     if LIVE[0]:
