@@ -64,7 +64,9 @@ class device:
 
     def __exit__(self, *exc_info):
         from .overrides import _pop_mode
+        from ._C._torch_function import release_tensor_entry_points
         _pop_mode()
+        release_tensor_entry_points()
         return False
 
 

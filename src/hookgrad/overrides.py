@@ -270,6 +270,7 @@ class TorchFunctionMode:
 
     def __exit__(self, exc_type, exc_val, exc_tb):
         _pop_mode()
+        _tf.release_tensor_entry_points()
 
     @classmethod
     def push(cls, *args, **kwargs):

@@ -422,56 +422,89 @@ def install_namespace(namespace: dict, names, self_level=frozenset(), never=froz
 
 
 _tensor_entry_points_installed = False
+_SWAPS: list = []  # (name, Tensor's own attribute, its entry point): built once, so entry points keep their identity
 
 
 def install_tensor_entry_points() -> None:
     """Make Tensor's public methods, operators and properties consult overrides, each handed over as
     torch hands it (``a + b`` as ``Tensor.add``, ``a.shape`` as ``Tensor.shape.__get__``).
 
-    Done once, when the protocol is first needed: when the first overloading Tensor subclass is
-    defined, a mode is first pushed, a tensor-like first reaches a function, or the overridable
-    functions are first listed. Until then the methods are the ops themselves (an entry point is one
-    more Python frame on every method call and operator). The methods whose argument checks run in
-    front of them (``Tensor.add``) consult overrides from the start."""
+    Done when the protocol is needed: when the first overloading Tensor subclass is defined, a mode is
+    pushed, a tensor-like reaches a function, or the overridable functions are listed; undone by
+    ``release_tensor_entry_points`` when the last mode exits and no overloading subclass exists. In
+    between, the methods are the ops themselves (an entry point is one more Python frame on every
+    method call, operator and property read). The methods whose argument checks run in front of them
+    (``Tensor.add``) consult overrides always."""
     global _tensor_entry_points_installed
     if _tensor_entry_points_installed:
         return
-    _tensor_entry_points_installed = True
     from .._tensor import Tensor
-    _install_tensor(Tensor)
+    if not _SWAPS:
+        _build_tensor_entry_points(Tensor)
+    for name, _, entry in _SWAPS:
+        setattr(Tensor, name, entry)
+    _tensor_entry_points_installed = True
 
 
-def _install_tensor(cls) -> None:
+def release_tensor_entry_points() -> None:
+    """Put Tensor's own methods back once nothing can override them (no mode, no overloading subclass)."""
+    global _tensor_entry_points_installed
+    if not _tensor_entry_points_installed or LIVE[0]:
+        return
+    from .._tensor import Tensor
+    for name, own, _ in _SWAPS:
+        setattr(Tensor, name, own)
+    _tensor_entry_points_installed = False
+
+
+# Tensor's flags that are class constants here and properties in torch (overrides see their getters)
+_CONSTANT_PROPERTIES = ("is_cuda", "is_sparse", "is_quantized", "is_meta", "is_cpu", "is_mps", "is_xpu", "is_xla",
+                        "is_ipu", "is_mtia", "is_maia", "is_vulkan", "is_mkldnn", "is_nested", "is_sparse_csr",
+                        "layout")
+
+
+def _constant_property(value) -> property:
+    return property(lambda self: value)
+
+
+def _build_tensor_entry_points(cls) -> None:
     import inspect
     from ._torch_function_tables import (OPERATOR_AS, OPERATORS_AS_THEMSELVES, TENSOR_NEVER, TENSOR_PYTHON_LEVEL,
                                          TENSOR_SELF_LEVEL)
     functions_elsewhere = _namespace_functions()
+    entries = {}
     for name, value in list(vars(cls).items()):
         if name in TENSOR_NEVER:
             continue
+        if name in _CONSTANT_PROPERTIES and not isinstance(value, property):
+            entries[name] = (value, dispatching_property(_constant_property(value)))
+            continue
         if isinstance(value, property):
             if not name.startswith("_"):
-                setattr(cls, name, dispatching_property(value))
+                entries[name] = (value, dispatching_property(value))
             continue
         if not inspect.isfunction(value):
             continue
         if name.startswith("_"):
             if name in OPERATORS_AS_THEMSELVES:
-                setattr(cls, name, dispatching(value, name))
+                entries[name] = (value, dispatching(value, name))
             elif name in OPERATOR_AS:
-                setattr(cls, name, dispatching_as(value, OPERATOR_AS[name], cls))
+                entries[name] = (value, dispatching_as(value, OPERATOR_AS[name], cls))
             else:
                 continue
-        elif not has_dispatch(value) or id(value) in functions_elsewhere:
-            # a method's own entry point: overrides get ``Tensor.<name>``, not ``torch.<name>``
-            setattr(cls, name, dispatching(getattr(value, "__wrapped__", value) if id(value) in functions_elsewhere
-                                           else value, name))
-        method = cls.__dict__[name]
+        elif id(value) in functions_elsewhere:
+            # the same object as a torch.* function: the method gets its own entry point (overrides get
+            # ``Tensor.<name>``, not ``torch.<name>``)
+            entries[name] = (value, dispatching(getattr(value, "__wrapped__", value), name))
+        elif not has_dispatch(value):
+            entries[name] = (value, dispatching(value, name))
+        method = entries[name][1] if name in entries else value
         if name in TENSOR_SELF_LEVEL or OPERATOR_AS.get(name) in TENSOR_SELF_LEVEL:
             SELF_LEVEL.add(method)
             if name not in TENSOR_PYTHON_LEVEL:
                 PASSES_SELF.add(method)
-    _NOWRAP.add(cls.grad.__get__)
+    _SWAPS.extend((name, own, entry) for name, (own, entry) in entries.items())
+    _NOWRAP.add(entries["grad"][1].__get__)
 
 
 def _namespace_functions() -> set:
