@@ -670,6 +670,7 @@ CLASSES = {
         'UninitializedParameter': ('torch.nn.parameter', 'UninitializedParameter'),
         'UninitializedTensorMixin': ('torch.nn.parameter', 'UninitializedTensorMixin'),
         '_BufferMeta': ('torch.nn.parameter', '_BufferMeta'),
+        '_ParameterMeta': ('torch.nn.parameter', '_ParameterMeta'),
     },
     'hookgrad.nn.utils.parametrizations': {
         '_OrthMaps': ('torch.nn.utils.parametrizations', '_OrthMaps'),
@@ -774,6 +775,7 @@ CLASSES = {
         'SWALR': ('torch.optim.swa_utils', 'SWALR'),
     },
     'hookgrad.overrides': {
+        'BaseTorchFunctionMode': ('torch.overrides', 'BaseTorchFunctionMode'),
         'TorchFunctionMode': ('torch.overrides', 'TorchFunctionMode'),
     },
     'hookgrad.serialization': {
@@ -1391,7 +1393,6 @@ FUNCTIONS = {
         'get_float32_matmul_precision': ('torch', 'get_float32_matmul_precision'),
         'get_num_interop_threads': ('torch', 'get_num_interop_threads'),
         'get_num_threads': ('torch', 'get_num_threads'),
-        'get_rng_state': ('torch.random', 'get_rng_state'),
         'gradient': ('torch', 'gradient'),
         'greater': ('torch', 'greater'),
         'greater_equal': ('torch', 'greater_equal'),
@@ -1651,7 +1652,6 @@ FUNCTIONS = {
         'set_num_interop_threads': ('torch', 'set_num_interop_threads'),
         'set_num_threads': ('torch', 'set_num_threads'),
         'set_printoptions': ('torch._tensor_str', 'set_printoptions'),
-        'set_rng_state': ('torch.random', 'set_rng_state'),
         'set_warn_always': ('torch', 'set_warn_always'),
         'sgn': ('torch', 'sgn'),
         'sigmoid': ('torch', 'sigmoid'),
@@ -2407,11 +2407,14 @@ FUNCTIONS = {
         'get_overridable_functions': ('torch.overrides', 'get_overridable_functions'),
         'get_testing_overrides': ('torch.overrides', 'get_testing_overrides'),
         'is_tensor_method_or_property': ('torch.overrides', 'is_tensor_method_or_property'),
+        'redispatch_function': ('torch.overrides', 'redispatch_function'),
         'resolve_name': ('torch.overrides', 'resolve_name'),
         'wrap_torch_function': ('torch.overrides', 'wrap_torch_function'),
     },
     'hookgrad.random': {
         'fork_rng': ('torch.random', 'fork_rng'),
+        'get_rng_state': ('torch.random', 'get_rng_state'),
+        'set_rng_state': ('torch.random', 'set_rng_state'),
     },
     'hookgrad.serialization': {
         'add_safe_globals': ('torch.serialization', 'add_safe_globals'),
