@@ -1393,6 +1393,7 @@ FUNCTIONS = {
         'get_float32_matmul_precision': ('torch', 'get_float32_matmul_precision'),
         'get_num_interop_threads': ('torch', 'get_num_interop_threads'),
         'get_num_threads': ('torch', 'get_num_threads'),
+        'get_rng_state': ('torch.random', 'get_rng_state'),
         'gradient': ('torch', 'gradient'),
         'greater': ('torch', 'greater'),
         'greater_equal': ('torch', 'greater_equal'),
@@ -1652,6 +1653,7 @@ FUNCTIONS = {
         'set_num_interop_threads': ('torch', 'set_num_interop_threads'),
         'set_num_threads': ('torch', 'set_num_threads'),
         'set_printoptions': ('torch._tensor_str', 'set_printoptions'),
+        'set_rng_state': ('torch.random', 'set_rng_state'),
         'set_warn_always': ('torch', 'set_warn_always'),
         'sgn': ('torch', 'sgn'),
         'sigmoid': ('torch', 'sigmoid'),
@@ -2413,8 +2415,6 @@ FUNCTIONS = {
     },
     'hookgrad.random': {
         'fork_rng': ('torch.random', 'fork_rng'),
-        'get_rng_state': ('torch.random', 'get_rng_state'),
-        'set_rng_state': ('torch.random', 'set_rng_state'),
     },
     'hookgrad.serialization': {
         'add_safe_globals': ('torch.serialization', 'add_safe_globals'),

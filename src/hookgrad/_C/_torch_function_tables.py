@@ -81,7 +81,8 @@ OPERATORS_AS_THEMSELVES = frozenset("""
 TORCH_NEVER = frozenset("""
     is_tensor is_storage broadcast_shapes compile set_default_dtype get_default_dtype manual_seed seed initial_seed
     is_grad_enabled is_inference_mode_enabled typename set_printoptions from_numpy set_default_device
-    get_default_device use_deterministic_algorithms are_deterministic_algorithms_enabled
+    get_default_device use_deterministic_algorithms are_deterministic_algorithms_enabled get_rng_state set_rng_state
+    set_default_tensor_type
 """.split())
 # Tensor methods that never consult overrides
 TENSOR_NEVER = frozenset("as_subclass _make_subclass _make_wrapper_subclass".split())
