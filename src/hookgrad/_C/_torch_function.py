@@ -21,6 +21,7 @@ ENABLED, SUBCLASSES_DISABLED, ALL_DISABLED = "enabled", "subclasses disabled", "
 
 # overloading Tensor subclasses defined so far + modes on any thread's stack
 LIVE = [0]
+_TENSOR = [None]  # hookgrad.Tensor, set on first use (this module loads before it)
 NO_DISPATCH = object()  # dispatch(...)'s answer when no override applies: the caller runs its own code
 
 
@@ -83,6 +84,10 @@ def _is_torch_function_mode_enabled() -> bool:
 
 # ---- the mode stack ------------------------------------------------------------------------------------
 def _push_on_torch_function_stack(mode) -> None:
+    if _TENSOR[0] is None:
+        from .._tensor import Tensor
+        _TENSOR[0] = Tensor
+        _PLAIN_KINDS.add(Tensor)
     if not _tensor_entry_points_installed:
         install_tensor_entry_points()
     _local.modes.append(mode)
@@ -119,7 +124,13 @@ def _disabled_torch_function_impl(func, types, args=(), kwargs=None):
 def note_subclass(cls) -> None:
     """Called for every new Tensor subclass: one whose ``__torch_function__`` is not the opt-out turns
     the dispatch checks on for good."""
-    if getattr(cls, "__torch_function__", None) is not _disabled_torch_function_impl:
+    if _TENSOR[0] is None:
+        from .._tensor import Tensor
+        _TENSOR[0] = Tensor
+        _PLAIN_KINDS.add(Tensor)
+    if getattr(cls, "__torch_function__", None) is _disabled_torch_function_impl:
+        _PLAIN_KINDS.add(cls)
+    else:
         if not _tensor_entry_points_installed:
             install_tensor_entry_points()
         LIVE[0] += 1
@@ -165,9 +176,32 @@ SELF_LEVEL: set = set()
 PASSES_SELF: set = set()
 
 
+# argument classes that never overload, skipped without a look at their class: the common arguments,
+# plain tensors and the Tensor subclasses that opted out (Parameter)
+_PLAIN_KINDS = {int, float, bool, complex, str, type(None), slice, type(Ellipsis)}
+
+
 def dispatch(func, args, kwargs):
     """The override's result for ``func(*args, **kwargs)``, or ``NO_DISPATCH`` when none applies
     (no mode active and no overloading argument)."""
+    local = _local
+    current = local.state
+    if current == ENABLED:
+        if not local.modes and not local.skip:
+            # the common case once some subclass exists: plain tensors, Parameters and numbers only
+            plain = _PLAIN_KINDS
+            for value in args:
+                if value.__class__ not in plain:
+                    break
+            else:
+                if not kwargs or all(v.__class__ in plain for v in kwargs.values()):
+                    return NO_DISPATCH
+    elif current == ALL_DISABLED:
+        return NO_DISPATCH
+    return _dispatch(func, args, kwargs)
+
+
+def _dispatch(func, args, kwargs):
     local = _local
     current = local.state
     if current == ALL_DISABLED:
