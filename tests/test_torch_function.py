@@ -436,3 +436,39 @@ def test_empty_init_mode_as_lightning_uses_it(T):
         model = T.nn.Sequential(T.nn.Linear(3, 4), T.nn.Linear(4, 2, bias=False))
     return log, skipped, [tuple(p.shape) for p in model.parameters()], \
         [type(p).__name__ for p in model.parameters()]
+
+
+@pytest.mark.parametrize("layer", ["layernorm", "batchnorm", "groupnorm", "maxpool", "conv1d", "gelu", "softmax",
+                                   "embedding_input", "losses", "dropout_eval", "upsample", "mha_core"])
+@differential
+def test_layers_hand_their_functions_to_the_override(T, layer):
+    log = []
+    LoggingTensor = _logging_subclass(T, log)
+    nn = T.nn
+    T.manual_seed(0)
+
+    def sub(*shape):
+        return T.linspace(-1, 1, int(T.tensor(shape).prod())).reshape(shape).as_subclass(LoggingTensor)
+
+    runs = {
+        "layernorm": lambda: nn.LayerNorm(4)(sub(2, 4)),
+        "batchnorm": lambda: nn.BatchNorm1d(4)(sub(3, 4)),
+        "groupnorm": lambda: nn.GroupNorm(2, 4)(sub(2, 4, 3)),
+        "maxpool": lambda: nn.MaxPool2d(2)(sub(1, 1, 4, 4)),
+        "conv1d": lambda: nn.Conv1d(2, 2, 3)(sub(1, 2, 5)),
+        "gelu": lambda: nn.GELU()(sub(2, 3)),
+        "softmax": lambda: (nn.Softmax(dim=1)(sub(2, 3)), nn.LogSoftmax(dim=1)(sub(2, 3))),
+        "embedding_input": lambda: nn.Embedding(5, 2)(T.tensor([[1, 4]]).as_subclass(LoggingTensor)),
+        "losses": lambda: (nn.CrossEntropyLoss()(sub(2, 3), T.tensor([0, 2])), nn.MSELoss()(sub(2, 3), T.zeros(2, 3)),
+                           nn.BCEWithLogitsLoss()(sub(2, 3), T.zeros(2, 3)), nn.HuberLoss()(sub(2, 3), T.zeros(2, 3))),
+        "dropout_eval": lambda: nn.Dropout(0.5).eval()(sub(2, 4)),
+        "upsample": lambda: nn.Upsample(scale_factor=2)(sub(1, 1, 2, 2)),
+        # the module's fast-path checks (dtype and is_nested reads) differ: only the functional call and its
+        # surroundings are compared
+        "mha_core": lambda: nn.MultiheadAttention(4, 2, batch_first=True)(sub(2, 3, 4), sub(2, 3, 4), sub(2, 3, 4)),
+    }
+    result = runs[layer]()
+    if layer == "mha_core":
+        log[:] = [entry for entry in log if not entry[0].endswith(("dtype.__get__", "is_nested.__get__"))]
+    kinds = [type(r).__name__ for r in result] if isinstance(result, tuple) else type(result).__name__
+    return log, kinds
