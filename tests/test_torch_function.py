@@ -472,3 +472,27 @@ def test_layers_hand_their_functions_to_the_override(T, layer):
         log[:] = [entry for entry in log if not entry[0].endswith(("dtype.__get__", "is_nested.__get__"))]
     kinds = [type(r).__name__ for r in result] if isinstance(result, tuple) else type(result).__name__
     return log, kinds
+
+
+@differential
+def test_torch_c_state_and_stack_functions(T):
+    C = T._C
+    log = []
+    Mode = _logging_mode(T, log)
+    states = [C._get_torch_function_state().name]
+    with C.DisableTorchFunctionSubclass():
+        states.append(C._get_torch_function_state().name)
+        with C.DisableTorchFunction():
+            states.append(C._get_torch_function_state().name)
+    C._set_torch_function_state(C._TorchFunctionState.SUBCLASSES_DISABLED)
+    states.append(C._is_torch_function_enabled())
+    C._set_torch_function_state(C._TorchFunctionState.ENABLED)
+    mode = Mode()
+    C._push_on_torch_function_stack(mode)
+    T.ones(1)
+    depth = C._len_torch_function_stack()
+    popped = C._pop_torch_function_stack() is mode
+    C._set_skip_next_torch_function(True)
+    peeked = C._peek_should_skip_torch_function()
+    C._set_skip_next_torch_function(False)
+    return states, log, depth, popped, peeked, C._len_torch_function_stack(), catch(C._pop_torch_function_stack)

@@ -43,6 +43,7 @@ CLASSES = {
     },
     'hookgrad._C._torch_function': {
         '_EnableTorchFunction': ('torch._C', '_EnableTorchFunction'),
+        '_TorchFunctionState': ('torch._C', '_TorchFunctionState'),
     },
     'hookgrad._C._torchscript': {
         'Block': ('torch', 'Block'),

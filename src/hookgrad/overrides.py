@@ -103,11 +103,7 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
 def redispatch_function(func, types, args, kwargs):
     """Call ``func`` without consulting the overrides for this one call (the calls it makes consult
     them as usual)."""
-    _tf.skip_one_hop()
-    try:
-        return func(*args, **(kwargs or {}))
-    finally:
-        _tf.take_skip()
+    return _tf._skip_one_hop_torch_function(func, types, args, kwargs)
 
 
 def is_tensor_like(inp) -> bool:

@@ -14,6 +14,7 @@ to its own code when it is 0. Non-Tensor tensor-likes (any object whose class ha
 """
 from __future__ import annotations
 
+import enum
 import functools
 import threading
 
@@ -393,6 +394,44 @@ def dispatching_property(prop: property) -> property:
         SELF_LEVEL.add(accessor)
         PASSES_SELF.add(accessor)
     return new
+
+
+class _TorchFunctionState(enum.IntEnum):
+    """``torch._C._TorchFunctionState``: the three states the switches set."""
+
+    ENABLED = 0
+    SUBCLASSES_DISABLED = 1
+    ALL_DISABLED = 2
+
+
+_STATE_BY_NAME = {ENABLED: _TorchFunctionState.ENABLED, SUBCLASSES_DISABLED: _TorchFunctionState.SUBCLASSES_DISABLED,
+                  ALL_DISABLED: _TorchFunctionState.ALL_DISABLED}
+
+
+def _get_torch_function_state() -> _TorchFunctionState:
+    return _STATE_BY_NAME[_local.state]
+
+
+def _set_torch_function_state(value) -> None:
+    value = _TorchFunctionState(value)
+    _local.state = {v: k for k, v in _STATE_BY_NAME.items()}[value]
+
+
+def _set_skip_next_torch_function(skip: bool) -> None:
+    _local.skip = bool(skip)
+
+
+def _peek_should_skip_torch_function() -> bool:
+    return _local.skip
+
+
+def _skip_one_hop_torch_function(func, types, args, kwargs):
+    """Call ``func`` without consulting the overrides for this one call (``redispatch_function``)."""
+    skip_one_hop()
+    try:
+        return func(*args, **(kwargs or {}))
+    finally:
+        take_skip()
 
 
 def skip_one_hop() -> None:
