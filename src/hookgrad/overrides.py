@@ -195,8 +195,9 @@ def get_overridable_functions() -> dict:
     import hookgrad
     result: dict = {}
     modules = dict(_namespaces())
+    import hookgrad.functional
     for prefix, functions in _namespace_entries().items():
-        key = modules[prefix] if modules[prefix] is not None else prefix
+        key = modules[prefix] if modules[prefix] is not None else hookgrad.functional
         result.setdefault(key, []).extend(functions.values())
     result[hookgrad.Tensor] = list(_tensor_entries())
     return result
