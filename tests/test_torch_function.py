@@ -496,3 +496,27 @@ def test_torch_c_state_and_stack_functions(T):
     peeked = C._peek_should_skip_torch_function()
     C._set_skip_next_torch_function(False)
     return states, log, depth, popped, peeked, C._len_torch_function_stack(), catch(C._pop_torch_function_stack)
+
+
+@differential
+def test_functions_written_in_python_hand_over_keywords_as_torch(T):
+    """torch's Python functions pass required parameters by position and the rest by keyword, defaults
+    included; built-ins pass the arguments as given."""
+    seen = []
+
+    class Recorder(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append((_name(T, func), len(args), sorted(kwargs or {})))
+            return super().__torch_function__(func, types, args, kwargs)
+
+    F = T.nn.functional
+    x = T.linspace(-1, 1, 6).reshape(2, 3).as_subclass(Recorder)
+    target = T.tensor([0, 2])
+    calls = [lambda: F.relu(x), lambda: F.softmax(x, 1), lambda: F.mse_loss(x, T.zeros(2, 3)),
+             lambda: F.cross_entropy(x, target), lambda: F.layer_norm(x, (3,)), lambda: F.dropout(x, 0.0),
+             lambda: T.split(x, 1), lambda: x.split(1, 0), lambda: repr(x), lambda: T.einsum("ij->j", x),
+             lambda: F.linear(x, T.ones(2, 3)), lambda: T.add(x, 1, alpha=2), lambda: x.sum(dim=0)]
+    for call in calls:
+        call()
+    return seen

@@ -175,6 +175,31 @@ def overloaded_args(values, include_plain: bool = False) -> list:
 SELF_LEVEL: set = set()
 # the C++ methods and property accessors that hand ``self`` over whatever its class (a Parameter too)
 PASSES_SELF: set = set()
+# {function torch writes in Python: its signature}: torch hands their required parameters over by position
+# and the others by keyword, defaults included (``handle_torch_function(relu, (input,), input, inplace=inplace)``)
+KEYWORD_FORM: dict = {}
+
+
+def _torch_form(signature, args, kwargs):
+    """``args``/``kwargs`` as torch's Python functions hand them to overrides; as given when they do not
+    bind to ``signature`` (torch's keyword names where hookgrad's differ)."""
+    try:
+        bound = signature.bind(*args, **(kwargs or {}))
+    except TypeError:
+        return args, kwargs
+    bound.apply_defaults()
+    positional, keywords = [], {}
+    for name, value in bound.arguments.items():
+        param = signature.parameters[name]
+        if param.kind == param.VAR_POSITIONAL:
+            positional.extend(value)
+        elif param.kind == param.VAR_KEYWORD:
+            keywords.update(value)
+        elif param.default is param.empty and param.kind != param.KEYWORD_ONLY:
+            positional.append(value)
+        else:
+            keywords[name] = value
+    return tuple(positional), keywords
 
 
 # argument classes that never overload, skipped without a look at their class: the common arguments,
@@ -227,6 +252,10 @@ def _dispatch(func, args, kwargs):
     elif self_level and args and func in PASSES_SELF and isinstance(args[0], Tensor) \
             and all(type(a) is not type(args[0]) for a in found):
         found.insert(0, args[0])
+    if self_level:
+        signature = KEYWORD_FORM.get(func)
+        if signature is not None:
+            args, kwargs = _torch_form(signature, args, kwargs)
     return handle(func, found, args, kwargs)
 
 
@@ -475,6 +504,14 @@ def _is_op_function(fn) -> bool:
                                                       "hookgrad.functional", "hookgrad._legacy"))
 
 
+def _note_keyword_form(fn) -> None:
+    import inspect
+    try:
+        KEYWORD_FORM[fn] = inspect.signature(fn)
+    except (TypeError, ValueError):
+        pass
+
+
 def install_namespace(namespace: dict, names, self_level=frozenset(), never=frozenset()) -> None:
     """Make each op function ``namespace[name]`` consult overrides (the checked ones already do)."""
     for name in names:
@@ -492,6 +529,7 @@ def install_namespace(namespace: dict, names, self_level=frozenset(), never=froz
             fn = namespace[name] = dispatching(fn)
         if name in self_level:
             SELF_LEVEL.add(fn)
+            _note_keyword_form(fn)
 
 
 _tensor_entry_points_installed = False
@@ -576,6 +614,8 @@ def _build_tensor_entry_points(cls) -> None:
             SELF_LEVEL.add(method)
             if name not in TENSOR_PYTHON_LEVEL:
                 PASSES_SELF.add(method)
+            elif not name.startswith("__") or name == "__repr__":  # operators take their operands by position
+                _note_keyword_form(method)
     _SWAPS.extend((name, own, entry) for name, (own, entry) in entries.items())
     _NOWRAP.add(entries["grad"][1].__get__)
 
