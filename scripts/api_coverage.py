@@ -388,10 +388,9 @@ def render() -> str:
               "The private `torch._C` names that libraries use (found by scanning installed libraries and the recipes "
               "in torch's own Python code): "
               f"{sum(found for _, found, _ in c_names)} of {len(c_names)} are present; the op namespaces answer "
-              "with hookgrad's functions under torch's names there. hookgrad's ops do not call a Tensor subclass's own "
-              "`__torch_function__`: a subclass gets plain tensors back, as with `_disabled_torch_function_impl`, so "
-              "libraries built on that protocol (torchview's graph recorder) see module calls but not the functions "
-              "called between them.", "",
+              "with hookgrad's functions under torch's names there. Every public function, Tensor method, operator "
+              "and property consults `__torch_function__` (Tensor subclasses, tensor-likes, `TorchFunctionMode`) as "
+              "torch's do, with the torch-function switches above.", "",
               "| torch._C namespace | torch's names | present in hookgrad |", "|---|---:|---:|"]
     lines += [f"| `{namespace}` | {theirs} | {found} |" for namespace, theirs, found in c_namespaces]
     import torch

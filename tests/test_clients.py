@@ -28,6 +28,8 @@ CASES = {
                                              "on a Linear and a Conv2d model with MSELoss"),
     "torchviz": ("torchviz_case.py", [], "make_dot node labels and edges of an MLP"),
     "torchviz_attrs": ("torchviz_case.py", ["attrs"], "make_dot with params, show_attrs, show_saved; CNN graph"),
+    "torchview": ("torchview_case.py", [], "draw_graph node labels and edges of a CNN, an MLP and a residual model "
+                                           "(recorded through a __torch_function__ Tensor subclass)"),
     "captum": ("captum_case.py", [], "Saliency, DeepLift and DeepLiftShap (MaxPool2d rule), LayerGradCam"),
     "captum_integrated": ("captum_integrated_case.py", [], "IntegratedGradients (riemann, gauss-legendre, "
                                                           "convergence delta) and LayerConductance"),
@@ -122,7 +124,7 @@ CASES = {
 # whose module is missing is skipped with the reason, not failed
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
-    "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "captum": ["captum"], "captum_integrated": ["captum"],
+    "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "torchview": ["torchview"], "captum": ["captum"], "captum_integrated": ["captum"],
     "thop": ["thop"], "torchinfo": ["torchinfo"], "fx_clients": ["backpack", "thop"],
     "summary_tables": ["torchsummary", "pytorch_model_summary"], "einops": ["einops"],
     "torch_pruning": ["torch_pruning"], "zennit": ["zennit"],

@@ -27,7 +27,8 @@ LAYERS = [
     ("autograd engine", ["hookgrad.autograd.engine"]),
     ("namespace", ["hookgrad", "hookgrad.autograd.variable"]),  # torch's path of the legacy Variable class
     ("namespace utilities", ["hookgrad.utils._pytree",  # torch.Size is a pytree node
-                             "hookgrad.utils.model_zoo"]),  # torch.hub's loader
+                             "hookgrad.utils.model_zoo",  # torch.hub's loader
+                             "hookgrad.utils._device"]),  # DeviceContext, the mode torch.device pushes
     ("nn", ["hookgrad.nn"]),
     ("optim", ["hookgrad.optim"]),
     ("data", ["hookgrad.utils.data", "hookgrad.data"]),

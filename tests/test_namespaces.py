@@ -426,15 +426,10 @@ def test_torch_function_protocol_helpers():
         api(Refuses(), t)
 
 
-def test_function_modes_fail_loudly_when_entered():
-    """Function modes cannot intercept hookgrad's functions: entering one raises. (Dispatch modes
-    work: tests/test_python_dispatch.py.)"""
-    from hookgrad.overrides import TorchFunctionMode
+def test_plain_tensors_are_not_traceable_wrapper_subclasses():
+    """(Function modes: tests/test_torch_function.py; dispatch modes: tests/test_python_dispatch.py.)"""
     from hookgrad.utils._python_dispatch import is_traceable_wrapper_subclass
 
-    with pytest.raises(NotImplementedError):
-        with TorchFunctionMode():
-            pass
     assert is_traceable_wrapper_subclass(hookgrad.ones(1)) is False
 
 

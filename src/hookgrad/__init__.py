@@ -125,6 +125,13 @@ _argcheck.accept_keyword_forms(Tensor)
 Tensor.__matmul__ = _argcheck.matmul_operator(_ops.linalg.matmul)
 Tensor.__rmatmul__ = _argcheck.matmul_operator(_ops.linalg.matmul, reflected=True)
 
+from ._C import _torch_function, _torch_function_tables  # noqa: E402
+
+# every op function consults __torch_function__ overrides and function modes (Tensor's methods do
+# from the first use of the protocol on: _torch_function.install_tensor_entry_points)
+_torch_function.install_namespace(globals(), [_name for _name in list(globals()) if not _name.startswith("_")],
+                                  _torch_function_tables.TORCH_PYTHON_LEVEL, _torch_function_tables.TORCH_NEVER)
+
 _LAZY = {"nn", "optim", "tools", "serialization", "cuda"}
 _LAZY |= {"futures", "jit", "distributed", "fx", "func", "overrides", "distributions", "multiprocessing",
           "torch_version", "version"}  # torch namespaces

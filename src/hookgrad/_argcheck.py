@@ -29,6 +29,7 @@ import os
 import numpy as np
 
 from . import _autocast, _deprecated_overloads, _dtype, _out
+from ._C import _torch_function
 from ._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from ._tensor import Tensor
 
@@ -158,8 +159,23 @@ def _fails(kind: str, value, none_ok: bool) -> bool:
     return True
 
 
+class TensorLikeArgument(TypeError):
+    """Raised by the checks for a non-Tensor argument whose class has a ``__torch_function__``: the
+    checking wrapper then hands the call to the overrides instead of refusing it."""
+
+
+def _refuse_tensor_like(value) -> None:
+    if _torch_function.overloaded_args((value,)) and _torch_function.state() == _torch_function.ENABLED:
+        _torch_function.install_tensor_entry_points()
+        raise TensorLikeArgument(f"a tensor-like {type_name(value)} reached a check outside a public function")
+
+
 def check_sequence(fn_name: str, value, position: int = 0, arg: str = "tensors") -> None:
     """A sequence of tensors, as torch checks the ``tensors`` of cat/stack/...: raises TypeError."""
+    if isinstance(value, (list, tuple)) and not all(isinstance(item, Tensor) for item in value):
+        _refuse_tensor_like(value)
+    elif not isinstance(value, Tensor):
+        _refuse_tensor_like(value)
     if isinstance(value, Tensor) or not isinstance(value, (list, tuple)):
         raise TypeError(f"{fn_name}(): argument '{arg}' (position {position + 1}) must be tuple of Tensors, "
                         f"not {type_name(value)}")
@@ -169,6 +185,7 @@ def check_sequence(fn_name: str, value, position: int = 0, arg: str = "tensors")
 
 
 def _raise(torch_name: str, pos: int, torch_arg: str, via_method: str | None, value):
+    _refuse_tensor_like(value)
     if via_method is not None and pos == 0:
         raise AttributeError(f"'{type_name(value)}' object has no attribute '{via_method}'")
     raise TypeError(f"{torch_name}(): argument '{torch_arg}' (position {pos + 1}) must be Tensor, "
@@ -319,6 +336,9 @@ def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False, method=F
 
     # the generated code counts as this module's (warnings that skip hookgrad's frames skip it too)
     names = {"__name__": __name__, "fn": fn, "Tensor": Tensor, "check_all": check_all,
+             "live": _torch_function.LIVE, "dispatch": _torch_function.dispatch,
+             "NO_DISPATCH": _torch_function.NO_DISPATCH, "TensorLikeArgument": TensorLikeArgument,
+             "dispatch_tensor_like": _dispatch_tensor_like,
              "check_sequence": check_sequence, "torch_name": torch_name, "autocast": _autocast.STATE,
              "cast_arguments": _autocast.cast_arguments, "policy": _autocast.policy_of(torch_name)}
     lines = ["def wrapper(*args, **kwargs):"]
@@ -367,12 +387,26 @@ def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False, method=F
     lines.append("    return fn(*args)")
     # torch's kernels never warn about NaN, infinities or overflow: NumPy's floating-point warnings
     # are off for the whole call (one context-variable set and reset, nested calls included)
-    lines = [lines[0], "    token = fp_quiet(FP_IGNORE)", "    try:"] + ["    " + line for line in lines[1:]] + [
+    # overrides first (``__torch_function__`` of an argument's class, function modes): one list read
+    # while no Tensor subclass overrides and no mode was ever pushed
+    lines = [lines[0], "    if live[0]:", "        result = dispatch(wrapper, args, kwargs)",
+             "        if result is not NO_DISPATCH: return result",
+             "    token = fp_quiet(FP_IGNORE)", "    try:"] + ["    " + line for line in lines[1:]] + [
+        "    except TensorLikeArgument:", "        return dispatch_tensor_like(wrapper, args, kwargs)",
         "    finally:", "        fp_restore(token)"]
     names.update(fp_quiet=fp_quiet, fp_restore=fp_restore, FP_IGNORE=FP_IGNORE)
     # a file name inside the package that no file has: tracebacks show no stray source line
     exec(compile("\n".join(lines), f"{_PACKAGE_DIR}<checks of {torch_name}>", "exec"), names)
-    return functools.wraps(fn)(names["wrapper"])
+    wrapper = functools.wraps(fn)(names["wrapper"])
+    wrapper.__hookgrad_dispatches__ = True
+    return wrapper
+
+
+def _dispatch_tensor_like(public, args, kwargs):
+    result = _torch_function.dispatch(public, args, kwargs)
+    if result is _torch_function.NO_DISPATCH:
+        raise TypeError(f"{public.__name__}(): no override took the tensor-like argument")
+    return result
 
 
 def matmul_operator(matmul, reflected=False):

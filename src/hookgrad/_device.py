@@ -54,12 +54,19 @@ class device:
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
     def __enter__(self):
-        # ``with device:`` makes it the factories' default; hookgrad's default is always the CPU, so
-        # entering the CPU changes nothing and any other device gets torch's no-such-device error
+        # ``with device:`` pushes a DeviceContext function mode that makes it the factories' default
+        # (as torch does); hookgrad has only the CPU, so any other device gets torch's no-such-device error
         require_cpu(self)
+        from .overrides import _push_mode
+        from .utils._device import DeviceContext
+        _push_mode(DeviceContext(self))
         return self
 
     def __exit__(self, *exc_info):
+        from .overrides import _pop_mode
+        from ._C._torch_function import release_tensor_entry_points
+        _pop_mode()
+        release_tensor_entry_points()
         return False
 
 

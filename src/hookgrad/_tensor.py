@@ -433,7 +433,7 @@ class Tensor:
         return self._data.shape[0]
 
     def __iter__(self):
-        if self._data.ndim == 0:
+        if self.dim() == 0:
             raise TypeError("iteration over a 0-d tensor")
         return iter(self.unbind(0))
 
@@ -506,9 +506,16 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self._data.ndim == 0:
+        if self._data.ndim == 0 and type(self) is Tensor:  # torch formats only plain 0-d tensors as numbers
             return self.item().__format__(spec)
         return object.__format__(self, spec)
+
+    def __contains__(self, element) -> bool:
+        import numbers
+        if isinstance(element, (Tensor, numbers.Number)):
+            return builtins.bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                           f"{type(element)}.")
 
     def __dir__(self):
         return sorted(set(object.__dir__(self)) - {"__dict__"})
@@ -524,6 +531,34 @@ class Tensor:
 
     # numpy must defer to our reflected operators (``ndarray * Tensor`` -> Tensor.__rmul__)
     __array_priority__ = 1000
+
+    # -- the __torch_function__ protocol (hookgrad._C._torch_function) ---------------------
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        from ._C._torch_function import note_subclass
+        note_subclass(cls)
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """Runs ``func`` with subclass overrides off and returns its tensor results as ``cls``
+        instances (a subclass that overrides this usually ends with ``super().__torch_function__``)."""
+        from ._C._torch_function import subclass_preserving
+        return subclass_preserving(cls, func, types, args, kwargs)
+
+    @staticmethod
+    def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None, dispatch_device=False,
+                       dispatch_layout=False, _extra_dispatch_keys=None, storage_size=None):
+        """A new leaf of class ``cls`` over ``data``'s memory (detached from its graph)."""
+        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
+            raise TypeError(f"cls must be a type (got {type(cls).__name__})")
+        if not isinstance(data, Tensor):
+            raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, not "
+                            f"{type(data).__name__}")
+        out = _new_object(cls)
+        _init(out, data._data)
+        out._version_counter = data._version_counter
+        out._set_requires_grad(require_grad, FACTORY_REFUSES_GRAD)
+        return out
 
 
 def _torch_names_absent() -> frozenset:

@@ -43,6 +43,7 @@ CLASSES = {
     },
     'hookgrad._C._torch_function': {
         '_EnableTorchFunction': ('torch._C', '_EnableTorchFunction'),
+        '_TorchFunctionState': ('torch._C', '_TorchFunctionState'),
     },
     'hookgrad._C._torchscript': {
         'Block': ('torch', 'Block'),
@@ -670,6 +671,7 @@ CLASSES = {
         'UninitializedParameter': ('torch.nn.parameter', 'UninitializedParameter'),
         'UninitializedTensorMixin': ('torch.nn.parameter', 'UninitializedTensorMixin'),
         '_BufferMeta': ('torch.nn.parameter', '_BufferMeta'),
+        '_ParameterMeta': ('torch.nn.parameter', '_ParameterMeta'),
     },
     'hookgrad.nn.utils.parametrizations': {
         '_OrthMaps': ('torch.nn.utils.parametrizations', '_OrthMaps'),
@@ -774,6 +776,7 @@ CLASSES = {
         'SWALR': ('torch.optim.swa_utils', 'SWALR'),
     },
     'hookgrad.overrides': {
+        'BaseTorchFunctionMode': ('torch.overrides', 'BaseTorchFunctionMode'),
         'TorchFunctionMode': ('torch.overrides', 'TorchFunctionMode'),
     },
     'hookgrad.serialization': {
@@ -2415,6 +2418,7 @@ FUNCTIONS = {
         'get_overridable_functions': ('torch.overrides', 'get_overridable_functions'),
         'get_testing_overrides': ('torch.overrides', 'get_testing_overrides'),
         'is_tensor_method_or_property': ('torch.overrides', 'is_tensor_method_or_property'),
+        'redispatch_function': ('torch.overrides', 'redispatch_function'),
         'resolve_name': ('torch.overrides', 'resolve_name'),
         'wrap_torch_function': ('torch.overrides', 'wrap_torch_function'),
     },

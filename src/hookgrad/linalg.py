@@ -29,3 +29,7 @@ from . import _argcheck  # noqa: E402
 
 # torch.linalg's functions are built-ins: they take NumPy's axis=/keepdims= for dim=/keepdim=
 _argcheck.accept_numpy_names(globals(), __all__)
+
+from ._C import _torch_function as _tf  # noqa: E402
+
+_tf.install_namespace(globals(), __all__)  # each function consults __torch_function__ overrides and modes

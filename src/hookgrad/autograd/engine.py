@@ -26,6 +26,10 @@ from .._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from . import _hook_context, grad_mode
 from . import graph as _graph
 from .graph import _anomaly_state, _is_none, _op_backward_hooks
+from .._late import LateNames
+
+_above = LateNames(torch_function_live="hookgrad._C._torch_function:LIVE",
+                   disable_torch_function="hookgrad._C._torch_function:_DisableAll")
 
 _task_stack: list = []
 
@@ -445,6 +449,15 @@ def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None
                                 root_tensors, input_tensors, caller)
     task = GraphTask(keep_graph, create_graph)
     task.caller = caller
+    if _above.torch_function_live[0]:
+        # torch's backward kernels are C++ and consult no __torch_function__; ours are written with
+        # the public ops, which must not hand saved subclass tensors or the pass to overrides
+        with _above.disable_torch_function():
+            return _execute_undispatched(task, roots, root_grads, inputs, accumulate, root_tensors, input_tensors)
+    return _execute_undispatched(task, roots, root_grads, inputs, accumulate, root_tensors, input_tensors)
+
+
+def _execute_undispatched(task, roots, root_grads, inputs, accumulate, root_tensors, input_tensors):
     # torch's backward kernels never warn about NaN, infinities or overflow: NumPy's floating-point
     # warnings are off for the pass
     token = fp_quiet(FP_IGNORE)

@@ -335,4 +335,9 @@ import sys as _sys  # noqa: E402
 
 from ._functional import torch_level as _torch_level  # noqa: E402
 
+from .._C import _torch_function as _tf, _torch_function_tables as _tf_tables  # noqa: E402
+
+# every function here consults __torch_function__ overrides and function modes (before torch.* shares them)
+_tf.install_namespace(globals(), [_n for _n in list(globals()) if not _n.startswith("_")],
+                      _tf_tables.FUNCTIONAL_PYTHON_LEVEL, _tf_tables.FUNCTIONAL_NEVER)
 _torch_level.bind_functional(_sys.modules[__name__])  # torch.conv2d is F.conv2d, ...

@@ -68,12 +68,15 @@ def calculate_gain(nonlinearity: str, param=None) -> float:
 
 def _calculate_fan_in_and_fan_out(tensor: Tensor):
     """(fan_in, fan_out): dims 1 and 0 times the receptive field (product of dims 2...)."""
+    # dim() and size(i), as torch's reads them (what a function mode sees)
     if tensor.dim() < 2:
         raise ValueError("Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    fan_in, fan_out = tensor.size(1), tensor.size(0)
     receptive_field_size = 1
-    for s in tensor.shape[2:]:
-        receptive_field_size *= s
-    return tensor.shape[1] * receptive_field_size, tensor.shape[0] * receptive_field_size
+    if tensor.dim() > 2:
+        for s in tensor.shape[2:]:
+            receptive_field_size *= s
+    return fan_in * receptive_field_size, fan_out * receptive_field_size
 
 
 def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
@@ -264,6 +267,16 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
             zero_indices = hookgrad.randperm(rows)[:num_zeros]
             tensor[zero_indices, col_idx] = 0
     return tensor
+
+
+# torch's uniform_, normal_, constant_ and kaiming_uniform_ consult __torch_function__ (handing every
+# argument over by keyword); the other initializers reach overrides through the Tensor methods they call
+from hookgrad._C._torch_function import dispatching_by_keyword as _dispatching_by_keyword  # noqa: E402
+
+uniform_ = _dispatching_by_keyword(uniform_)
+normal_ = _dispatching_by_keyword(normal_)
+constant_ = _dispatching_by_keyword(constant_)
+kaiming_uniform_ = _dispatching_by_keyword(kaiming_uniform_)
 
 
 def _make_deprecate(meth):

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 import hookgrad
-from hookgrad._tensor import FACTORY_REFUSES_GRAD, Tensor
+from hookgrad._C._torch_function import _disabled_torch_function_impl
+from hookgrad._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
+
+
+def _detached(data: Tensor) -> Tensor:
+    """``data.detach()`` without consulting overrides (torch's ``_make_subclass`` consults none)."""
+    out = wrap(data._data)
+    out._version_counter = data._version_counter
+    return out
 
 __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "is_lazy"]
 
@@ -13,7 +21,7 @@ __all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer
 def _alias(cls, data: Tensor) -> Tensor:
     """A new leaf of class ``cls`` sharing ``data``'s memory and version counter."""
     out = object.__new__(cls)
-    src = data.detach()
+    src = _detached(data)
     for slot in ("_data", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
                  "_base", "_view_version", "_backward_hooks", "_post_accumulate_grad_hooks",
                  "_accumulator", "_retains_grad"):
@@ -21,7 +29,17 @@ def _alias(cls, data: Tensor) -> Tensor:
     return out
 
 
-class Parameter(Tensor):
+class _ParameterMeta(type):
+    """``isinstance(t, Parameter)`` also holds for a Tensor subclass instance made a parameter by
+    ``Parameter(t)`` (which keeps its class, as in torch)."""
+
+    def __instancecheck__(cls, instance) -> bool:
+        if cls is Parameter and getattr(instance, "_is_param", False) and isinstance(instance, Tensor):
+            return True
+        return super().__instancecheck__(instance)
+
+
+class Parameter(Tensor, metaclass=_ParameterMeta):
     """A tensor that is a module parameter: assigning one to a Module attribute registers it.
 
     ``Parameter(data, requires_grad=True)`` shares ``data``'s memory and is always a leaf.
@@ -29,12 +47,25 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl  # results of ops on a Parameter are plain tensors
 
     def __new__(cls, data: Any = None, requires_grad: bool = True):
         if data is None:
             data = hookgrad.empty(0)
         if not isinstance(data, Tensor):
             raise TypeError(f"Parameter(): argument 'data' must be Tensor, not {type(data).__name__}")
+        if getattr(type(data), "__torch_function__", None) is not _disabled_torch_function_impl and \
+                type(data) is not Tensor:
+            # a subclass that overrides __torch_function__ stays itself, marked as a parameter
+            out = data.detach().requires_grad_(requires_grad)
+            if type(out) is not type(data):
+                raise RuntimeError(f"Creating a Parameter from an instance of type {type(data).__name__} requires "
+                                   f"that detach() returns an instance of the same type, but return type "
+                                   f"{type(out).__name__} was found instead. To use the type as a Parameter, please "
+                                   f"correct the detach() semantics defined by its __torch_dispatch__() "
+                                   f"implementation.")
+            out._is_param = True
+            return out
         out = _alias(cls, data)
         out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD)
         return out
@@ -88,6 +119,7 @@ class Buffer(Tensor, metaclass=_BufferMeta):
     instance; ``isinstance(x, Buffer)`` recognises it."""
 
     __slots__ = ()
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data: Any = None, *, persistent: bool = True):
         if data is None:
@@ -106,6 +138,7 @@ class UninitializedTensorMixin:
     """
 
     cls_to_become = None
+    __torch_function__ = _disabled_torch_function_impl
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         if dtype is None:

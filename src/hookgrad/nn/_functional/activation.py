@@ -495,11 +495,11 @@ def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tenso
 
 
 def sigmoid(input: Tensor) -> Tensor:
-    return pointwise.sigmoid(input)
+    return input.sigmoid()  # the method, as torch's F.sigmoid calls it (what overrides see)
 
 
 def tanh(input: Tensor) -> Tensor:
-    return pointwise.tanh(input)
+    return input.tanh()
 
 
 # ---- softmax ---------------------------------------------------------------------------------

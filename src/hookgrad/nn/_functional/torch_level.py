@@ -377,6 +377,8 @@ def bind_functional(F) -> None:
     for name in SAME_AS_FUNCTIONAL + FUNCTIONAL_INPLACE:
         namespace[name] = getattr(F, name)
     guard_namespace(namespace, [n for n in TORCH_NAMES if n not in SAME_AS_FUNCTIONAL + FUNCTIONAL_INPLACE])
+    from ..._C._torch_function import install_namespace
+    install_namespace(namespace, [n for n in TORCH_NAMES if n not in SAME_AS_FUNCTIONAL + FUNCTIONAL_INPLACE])
 
 
 from .recurrent import batch_norm_update_stats, embedding_bag, gru, lstm, rnn_relu, rnn_tanh  # noqa: E402,F401

@@ -91,7 +91,7 @@ class SiLU(_InplaceOnly):
 
 class Sigmoid(Module):
     def forward(self, input):
-        return hookgrad.sigmoid(input)  # the checked function: a non-tensor input is a TypeError
+        return hookgrad.sigmoid(input)  # torch.sigmoid, as torch's module calls it (what overrides see)
 
 
 class Tanh(Module):

@@ -382,14 +382,16 @@ class MultiheadAttention(Module):
                 query, key, value = (x.transpose(1, 0) for x in (query, key, value))
         kwargs = dict(training=self.training, key_padding_mask=key_padding_mask, need_weights=need_weights,
                       attn_mask=attn_mask, average_attn_weights=average_attn_weights, is_causal=is_causal)
+        # through nn.functional's entry point, as torch's module calls it (what __torch_function__ overrides see)
+        from ..functional import multi_head_attention_forward as functional_forward
         if not self._qkv_same_embed_dim:
-            out, weights = multi_head_attention_forward(
+            out, weights = functional_forward(
                 query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
                 self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
                 self.out_proj.bias, use_separate_proj_weight=True, q_proj_weight=self.q_proj_weight,
                 k_proj_weight=self.k_proj_weight, v_proj_weight=self.v_proj_weight, **kwargs)
         else:
-            out, weights = multi_head_attention_forward(
+            out, weights = functional_forward(
                 query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight, self.in_proj_bias,
                 self.bias_k, self.bias_v, self.add_zero_attn, self.dropout, self.out_proj.weight,
                 self.out_proj.bias, **kwargs)
