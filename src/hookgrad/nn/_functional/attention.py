@@ -246,6 +246,21 @@ def _sum_groups(a, heads):
     return a.reshape(a.shape[0], heads, a.shape[1] // heads, *a.shape[2:]).sum(2)
 
 
+def _empty_blhe(shape, dtype):
+    """An uninitialized (B, H, L, E) array laid out (B, L, H, E) in memory."""
+    b, h, l, e = shape
+    return np.empty((b, l, h, e), dtype=dtype).transpose(0, 2, 1, 3)
+
+
+def _in_blhe_order(a):
+    """``a`` (B, H, L, E) laid out (B, L, H, E) in memory (no copy when it already is)."""
+    if a.strides == _empty_blhe(a.shape, a.dtype).strides or a.size == 0:
+        return a
+    out = _empty_blhe(a.shape, a.dtype)
+    out[...] = a
+    return out
+
+
 class ScaledDotProductFlashAttentionForCpuBackward0(Node):
     __slots__ = ("is_causal", "scale")
     # torch packs (and unpacks) these in alphabetical order; the output comes last
@@ -271,15 +286,20 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             else:
                 p = np.exp(s - lse_rows)
                 p[np.isneginf(s)] = 0.0
-            gv = np.matmul(np.swapaxes(p, -1, -2), go)
+            # torch's kernel writes the three gradients (batch, heads, length, dim) in (batch, length,
+            # heads, dim) memory order, whatever the inputs' layouts: each product goes straight there
+            # when no rounding to a reduced dtype or summing over repeated heads comes between
+            direct = q.dtype == dtype
+            gv = np.matmul(np.swapaxes(p, -1, -2), go,
+                           out=_empty_blhe(v.shape, dtype) if direct and vr is v else None)
             gs = np.matmul(go, np.swapaxes(vr, -1, -2))
             gs -= sum_keepdims(np.multiply(go, o, out=np.empty(go.shape, go.dtype)), 3)
             gs *= p
-            gq = np.matmul(gs, kr)
+            gq = np.matmul(gs, kr, out=_empty_blhe(q.shape, dtype) if direct else None)
             gq *= factor
-            gk = np.matmul(np.swapaxes(gs, -1, -2), q)
+            gk = np.matmul(np.swapaxes(gs, -1, -2), q, out=_empty_blhe(k.shape, dtype) if direct and kr is k else None)
             gk *= factor
-        results = [wrap(narrow_to(np.asarray(a, dtype=q.dtype), dtype))
+        results = [wrap(_in_blhe_order(narrow_to(np.asarray(a, dtype=q.dtype), dtype)))
                    for a in (gq, _sum_groups(gk, k.shape[1]), _sum_groups(gv, v.shape[1]))]
         if GRAD.enabled:
             # the fused backward has no derivative: its results hang off torch's NotImplemented node,
