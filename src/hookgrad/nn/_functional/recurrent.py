@@ -627,8 +627,8 @@ class _LstmKernel:
         # the per-step arithmetic runs on contiguous arrays (on the rows of a (B, 4H) matrix NumPy's
         # loops cost 2-3x as much at this size), and the products are batched per gate: (B, H) @
         # (4, H, H) takes 39 us against 54 us for (B, H) @ (H, 4H) on one core (batch 32, H 128)
-        w_ih = (self.w_ih * half[:, None]).reshape(4, H, -1).transpose(0, 2, 1)        # (4, I, H)
-        gates = np.matmul(x[:, None], w_ih[None])                                      # (T, 4, B, H)
+        w_ih = (self.w_ih * half[:, None]).reshape(4, H, x.shape[2]).transpose(0, 2, 1)  # (4, I, H)
+        gates = _blas.matmul(x[:, None], w_ih[None])                                     # (T, 4, B, H)
         if b_ih is not None:
             gates += ((b_ih + b_hh)[self.order] * half).reshape(4, 1, H)
         w_hh = np.ascontiguousarray((self.w_hh * half[:, None]).reshape(4, H, H).transpose(0, 2, 1))
