@@ -142,6 +142,32 @@ def test_fused_attention_reduced_precision(T, dtype):
     return out.grad_fn.name(), out, lse, q.grad, k.grad, v.grad
 
 
+@pytest.mark.parametrize("layout", ["contiguous", "length_major", "length_first", "mixed"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "gqa"])
+@differential(rtol=2e-2, atol=2e-2)
+def test_fused_attention_gradient_layout(T, layout, dtype):
+    """The layout (strides) of the gradients the fused backward hands to each input, whatever the
+    inputs' own layouts: what a tensor hook on q, k and v sees."""
+    heads, kv_heads = (4, 2) if dtype == "gqa" else (3, 3)
+    dt = getattr(T, "float32" if dtype == "gqa" else dtype)
+    order = {"contiguous": (0, 1, 2, 3), "length_major": (0, 2, 1, 3), "length_first": (2, 0, 1, 3),
+             "mixed": (0, 1, 2, 3)}[layout]
+
+    def laid_out(h, seed, perm):
+        shape = (2, h, 5, 4)
+        base = T.tensor(arr([shape[d] for d in perm], seed), dtype=dt, requires_grad=True)
+        return base, (base * 1).permute(*[perm.index(d) for d in range(4)])
+
+    leaves, inputs = zip(*(laid_out(h, i, (0, 2, 1, 3) if layout == "mixed" and i == 1 else order)
+                           for i, h in enumerate((heads, kv_heads, kv_heads))))
+    seen = []
+    for t in inputs:
+        t.register_hook(lambda g: seen.append((tuple(g.shape), g.stride(), g.dtype)))
+    out = T.nn.functional.scaled_dot_product_attention(*inputs, enable_gqa=dtype == "gqa")
+    out.float().pow(2).sum().backward()
+    return out.grad_fn.name(), tuple(out.stride()), seen, [x.grad for x in leaves]
+
+
 @differential
 def test_sdpa_bad_input(T):
     F = T.nn.functional

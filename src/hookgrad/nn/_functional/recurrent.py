@@ -623,33 +623,36 @@ class _LstmKernel:
         steps, batch = x.shape[0], x.shape[1]
         half = np.ones(4 * H, dtype=x.dtype)
         half[:3 * H] = 0.5
-        gates = _blas.matmul(x.reshape(-1, x.shape[2]), (self.w_ih * half[:, None]).T).reshape(steps, batch, 4 * H)
+        # the gates are kept gate-major, (T, 4, B, H): each gate of a step is one contiguous block, so
+        # the per-step arithmetic runs on contiguous arrays (on the rows of a (B, 4H) matrix NumPy's
+        # loops cost up to 2.5x as much here), and the products are batched per gate: (B, H) @
+        # (4, H, H) takes 39 us against 54 us for (B, H) @ (H, 4H) on one core (batch 32, H 128)
+        w_ih = (self.w_ih * half[:, None]).reshape(4, H, x.shape[2]).transpose(0, 2, 1)  # (4, I, H)
+        gates = _blas.matmul(x[:, None], w_ih[None])                                     # (T, 4, B, H)
         if b_ih is not None:
-            gates += (b_ih + b_hh)[self.order] * half
-        # a row-major copy of the transpose: OpenBLAS multiplies (32x128) @ (128x512) in 32 us
-        # against 43 us through the transposed view
-        w_t = np.ascontiguousarray((self.w_hh * half[:, None]).T)
+            gates += ((b_ih + b_hh)[self.order] * half).reshape(4, 1, H)
+        w_hh = np.ascontiguousarray((self.w_hh * half[:, None]).reshape(4, H, H).transpose(0, 2, 1))
         _blas.use_threads_for(batch * 4 * H * H)
         cells = np.empty((steps, batch, H), dtype=x.dtype)
         tanh_cells = np.empty_like(cells)
         out = np.empty_like(cells)
         self.h0, self.c0 = h, c
-        scratch = np.empty((batch, 4 * H), dtype=x.dtype)
+        scratch = np.empty((4, batch, H), dtype=x.dtype)
         product = np.empty((batch, H), dtype=x.dtype)
         for t in self._steps(steps):
             g_t = gates[t]
-            np.matmul(h, w_t, out=scratch)
+            np.matmul(h, w_hh, out=scratch)
             g_t += scratch
             np.tanh(g_t, out=g_t)
-            sig = g_t[:, :3 * H]
+            sig = g_t[:3]
             sig *= 0.5
             sig += 0.5
             c_t = cells[t]
-            np.multiply(g_t[:, 2 * H:3 * H], c, out=c_t)
-            np.multiply(g_t[:, H:2 * H], g_t[:, 3 * H:], out=product)
+            np.multiply(g_t[2], c, out=c_t)
+            np.multiply(g_t[1], g_t[3], out=product)
             c_t += product
             np.tanh(c_t, out=tanh_cells[t])
-            np.multiply(g_t[:, :H], tanh_cells[t], out=out[t])
+            np.multiply(g_t[0], tanh_cells[t], out=out[t])
             h, c = out[t], c_t
         self.gates, self.cells, self.tanh_cells, self.out = gates, cells, tanh_cells, out
         return out, h, c
@@ -671,17 +674,21 @@ class _LstmKernel:
         x, w_ih and the biases are wanted."""
         H = self.H
         gates, tanh_cells = self.gates, self.tanh_cells
-        o, i, f, g = gates[..., :H], gates[..., H:2 * H], gates[..., 2 * H:3 * H], gates[..., 3 * H:]
+        o, i, f, g = gates[:, 0], gates[:, 1], gates[:, 2], gates[:, 3]  # each (T, B, H)
         c_prev = self._previous(self.cells, self.c0)
         # per-step factors that do not depend on the recursion, for all steps at once
         to_cell = o * (1 - tanh_cells * tanh_cells)                       # dc += dh * to_cell
         to_o = tanh_cells * o * (1 - o)                                   # d_o = dh * to_o
         to_ifg = np.stack([g * i * (1 - i), c_prev * f * (1 - f), i * (1 - g * g)], 2)  # (T, B, 3, H)
-        steps, batch = gates.shape[0], gates.shape[1]
-        d_gates = np.empty_like(gates)
+        steps, batch = gates.shape[0], gates.shape[2]
+        d_gates = np.empty((steps, batch, 4 * H), dtype=gates.dtype)
         dh, dc = dh.copy(), dc.copy()
         product = np.empty_like(dh)
-        w_hh = self.w_hh
+        # the step's dh as four per-gate products (B, H) @ (H, H) summed (42 us against 50 us for
+        # one (B, 4H) @ (4H, H) product on one core at batch 32, H 128)
+        w_hh = self.w_hh.reshape(4, H, H)
+        d_gates_by_gate = d_gates.reshape(steps, batch, 4, H).transpose(0, 2, 1, 3)
+        per_gate = np.empty((4, batch, H), dtype=gates.dtype)
         _blas.use_threads_for(batch * 4 * H * H)  # the per-step products are small: no spinning threads
         for t in (range(steps) if self.reverse else range(steps - 1, -1, -1)):
             if d_out is not None:
@@ -691,7 +698,8 @@ class _LstmKernel:
             dg = d_gates[t]
             np.multiply(dh, to_o[t], out=dg[:, :H])
             np.multiply(dc[:, None, :], to_ifg[t], out=dg[:, H:].reshape(batch, 3, H))
-            dh = dg @ w_hh
+            np.matmul(d_gates_by_gate[t], w_hh, out=per_gate)
+            np.add.reduce(per_gate, axis=0, out=dh)  # dh's last reader this step was above
             dc *= f[t]
         flat = d_gates.reshape(-1, 4 * H)
         undo = np.argsort(self.order)                                     # back to torch's gate order
