@@ -545,21 +545,6 @@ class Tensor:
         from ._C._torch_function import subclass_preserving
         return subclass_preserving(cls, func, types, args, kwargs)
 
-    @staticmethod
-    def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=None, dispatch_device=False,
-                       dispatch_layout=False, _extra_dispatch_keys=None, storage_size=None):
-        """A new leaf of class ``cls`` over ``data``'s memory (detached from its graph)."""
-        if not (isinstance(cls, type) and issubclass(cls, Tensor)):
-            raise TypeError(f"cls must be a type (got {type(cls).__name__})")
-        if not isinstance(data, Tensor):
-            raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, not "
-                            f"{type(data).__name__}")
-        out = _new_object(cls)
-        _init(out, data._data)
-        out._version_counter = data._version_counter
-        out._set_requires_grad(require_grad, FACTORY_REFUSES_GRAD)
-        return out
-
 
 def _torch_names_absent() -> frozenset:
     from ._torch_tensor_absent import TORCH_TENSOR_NAMES_ABSENT
