@@ -23,7 +23,7 @@ from ...autograd.graph import Node, saved_dim
 from ..._ops import linalg
 from ..._ops._base import GRAD, edge, quiet_fp
 from ..._ops._declare import no_derivative_node, record_op
-from ..._ops.reduce import SoftmaxBackward0, _softmax_np, max_keepdims, sum_keepdims
+from ..._ops.reduce import SoftmaxBackward0, _softmax_np
 from ..attention import _backends
 from . import activation as _act
 
@@ -293,7 +293,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             gv = np.matmul(np.swapaxes(p, -1, -2), go,
                            out=_empty_blhe(v.shape, dtype) if direct and vr is v else None)
             gs = np.matmul(go, np.swapaxes(vr, -1, -2))
-            gs -= sum_keepdims(np.multiply(go, o, out=np.empty(go.shape, go.dtype)), 3)
+            gs -= (go * o).sum(-1, keepdims=True)
             gs *= p
             gq = np.matmul(gs, kr, out=_empty_blhe(q.shape, dtype) if direct else None)
             gq *= factor
@@ -313,12 +313,11 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
 _FlashDoubleBackward = no_derivative_node("_scaled_dot_product_flash_attention_for_cpu_backward", _num_outputs=3)
 
 
-def _empty_laid_out_like(shape, strides, dtype):
-    """An uninitialized array of ``shape`` in the memory order of ``strides`` (torch's kernel writes its
-    output into an ``empty_like(query)``: the MultiheadAttention query's (L, N, H, E) order makes the
-    later reshape a view)."""
-    order = sorted(range(len(shape)), key=lambda d: -strides[d])  # outermost first; ties keep dim order
-    return np.empty([shape[d] for d in order], dtype=dtype).transpose(np.argsort(order))
+def _laid_out_like(a, strides):
+    """``a``'s values in the memory order of ``strides`` (torch's kernel writes its output into an
+    ``empty_like(query)``: the MultiheadAttention query's (L, N, H, E) order makes the later reshape a view)."""
+    order = sorted(range(a.ndim), key=lambda d: -strides[d])  # outermost first; ties keep dim order
+    return np.ascontiguousarray(a.transpose(order)).transpose(np.argsort(order))
 
 
 def _flash_attention(query, key, value, attn_mask, is_causal, scale):
@@ -328,34 +327,15 @@ def _flash_attention(query, key, value, attn_mask, is_causal, scale):
     s = _scores(q, _repeat_kv(k, heads), None if attn_mask is None else attn_mask._data, is_causal,
                 _scale_factor(query, scale))
     with quiet_fp():
-        # the scores' buffer is private: exp(s - max) overwrites it; as in torch's kernel the output is
-        # (exp(s - max) @ v) times the reciprocal of the row sums
-        top = max_keepdims(s, 3)
+        top = s.max(-1, keepdims=True)
         dead = np.isneginf(top)
-        any_dead = dead.any()
-        if any_dead:
-            top[dead] = 0.0
-        p = np.subtract(s, top, out=s)
-        np.exp(p, out=p)
-        total = sum_keepdims(p, 3)
-        if any_dead:
-            total[dead] = 1.0
-        lse = np.log(total)
-        lse += top
-        if any_dead:
-            lse[dead] = 0.0
-        np.divide(1.0, total, out=total)
-        v_rows = _repeat_kv(v, heads)
-        shape = p.shape[:-1] + v_rows.shape[-1:]
-        if q.dtype == dtype:
-            out = np.matmul(p, v_rows, out=_empty_laid_out_like(shape, query._data.strides, dtype))
-            out *= total
-        else:  # computed wider: rounded once into the query's layout
-            wide = np.matmul(p, v_rows)
-            wide *= total
-            out = _empty_laid_out_like(shape, query._data.strides, dtype)
-            out[...] = narrow_to(wide, dtype)
-    result = wrap(out)
+        top[dead] = 0.0
+        p = np.exp(s - top)
+        total = p.sum(-1, keepdims=True)
+        lse = np.where(dead, 0.0, top + np.log(np.where(dead, 1.0, total)))
+        p /= np.where(dead, 1.0, total)
+        out = np.matmul(p, _repeat_kv(v, heads))
+    result = wrap(_laid_out_like(narrow_to(np.asarray(out, dtype=q.dtype), dtype), query._data.strides))
     if GRAD.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
         node = record_op(ScaledDotProductFlashAttentionForCpuBackward0, (query, key, value), result)
         node.is_causal, node.scale = bool(is_causal), None if scale is None else float(scale)
