@@ -21,7 +21,7 @@ from ..._dtype import narrow_to, scalar_type_name, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
 from ..._ops import linalg
-from ..._ops._base import GRAD, edge, quiet_fp
+from ..._ops._base import GRAD, quiet_fp
 from ..._ops._declare import no_derivative_node, record_op
 from ..._ops.reduce import SoftmaxBackward0, _softmax_np
 from ..attention import _backends
