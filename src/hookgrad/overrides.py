@@ -37,13 +37,7 @@ def _get_overloaded_args(relevant_args, get_type_fn=None) -> list:
         handler = getattr(kind, "__torch_function__", None)
         if kind in kinds or handler is None or handler is _tf._disabled_torch_function_impl:
             continue
-        position = len(found)
-        for i, seen in enumerate(kinds):
-            if issubclass(kind, seen):
-                position = i
-                break
-        found.insert(position, arg)
-        kinds.insert(position, kind)
+        _tf.insert_before_bases(found, kinds, arg, kind)
     return found
 
 

@@ -160,14 +160,20 @@ def overloaded_args(values, include_plain: bool = False) -> list:
             kind = type(item)
             if kind in kinds or not _overloads(kind, Tensor, include_plain):
                 continue
-            position = len(found)
-            for i, seen in enumerate(kinds):
-                if issubclass(kind, seen):
-                    position = i
-                    break
-            found.insert(position, item)
-            kinds.insert(position, kind)
+            insert_before_bases(found, kinds, item, kind)
     return found
+
+
+def insert_before_bases(found: list, kinds: list, item, kind: type) -> None:
+    """Put ``item`` (of type ``kind``) into the calling order: before the first argument of a base class
+    of ``kind``, otherwise last (torch's rule: subclasses before their bases, else left to right)."""
+    position = len(found)
+    for i, seen in enumerate(kinds):
+        if issubclass(kind, seen):
+            position = i
+            break
+    found.insert(position, item)
+    kinds.insert(position, kind)
 
 
 # functions torch writes in Python (or whose C++ entry hands ``self`` over): plain tensors among their
