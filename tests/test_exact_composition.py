@@ -17,7 +17,7 @@ def _raised(fn):
     return None
 
 
-def _data(T, *shape, start=-1.0, stop=1.0, requires_grad=True):
+def _ndarray(T, *shape, start=-1.0, stop=1.0, requires_grad=True):
     n = int(np.prod(shape))
     values = np.linspace(start, stop, n).reshape(shape)
     return T.tensor(values, dtype=T.float32, requires_grad=requires_grad)
@@ -26,7 +26,7 @@ def _data(T, *shape, start=-1.0, stop=1.0, requires_grad=True):
 # ---- several roots that are outputs of one node ----------------------------------------------
 @differential
 def test_backward_from_every_output_of_split(T):
-    w = _data(T, 4)
+    w = _ndarray(T, 4)
     a, b = (w * 1).split(2)
     T.autograd.backward([a, b], [T.ones(2), T.ones(2) * 2])
     return w.grad
@@ -34,7 +34,7 @@ def test_backward_from_every_output_of_split(T):
 
 @differential
 def test_backward_from_some_outputs_of_chunk_and_one_twice(T):
-    w = _data(T, 6)
+    w = _ndarray(T, 6)
     a, b, c = (w * 2).chunk(3)
     T.autograd.backward([a, c, a], [T.ones(2), T.ones(2) * 3, T.ones(2) * 5])
     return w.grad
@@ -42,15 +42,15 @@ def test_backward_from_some_outputs_of_chunk_and_one_twice(T):
 
 @differential
 def test_grad_of_unbind_outputs_like_captum(T):
-    x = _data(T, 3, 2)
-    w = _data(T, 2, 4, start=0.5, stop=2.0)
+    x = _ndarray(T, 3, 2)
+    w = _ndarray(T, 2, 4, start=0.5, stop=2.0)
     out = (x @ w).sum(1)
     return T.autograd.grad(T.unbind(out), [x, w])
 
 
 @differential
 def test_grad_of_unbind_outputs_with_grad_outputs_and_retain_graph(T):
-    x = _data(T, 4)
+    x = _ndarray(T, 4)
     out = x.exp()
     parts = list(out.unbind())
     first = T.autograd.grad(parts, [x], [T.tensor(float(i + 1)) for i in range(4)], retain_graph=True)
@@ -71,11 +71,11 @@ def test_tuple_returning_module_with_full_backward_hook_as_two_roots(T):
 
     m = Pair()
     with T.no_grad():
-        m.lin.weight.copy_(_data(T, 2, 3, requires_grad=False))
+        m.lin.weight.copy_(_ndarray(T, 2, 3, requires_grad=False))
         m.lin.bias.fill_(0.1)
     log = []
     m.register_full_backward_hook(lambda mod, gi, go: log.append((gi, go)))
-    x = _data(T, 4, 3)
+    x = _ndarray(T, 4, 3)
     h, s = m(x)
     T.autograd.backward([h, s], [T.ones(4, 2), T.ones(4, 2) * 2])
     h, s = m(x)
@@ -124,8 +124,8 @@ def test_full_backward_pre_hook_dropping_gradient_still_frees_upstream(T):
 @differential
 def test_post_hooks_see_none_for_gradients_not_needed(T):
     log = []
-    a = _data(T, 2)
-    b = _data(T, 2, start=3.0, stop=4.0)
+    a = _ndarray(T, 2)
+    b = _ndarray(T, 2, start=3.0, stop=4.0)
     y = a * b
     y.grad_fn.register_hook(lambda gi, go: log.append(("mul", gi, go)))
     via_grad = T.autograd.grad(y.sum(), [a], retain_graph=True)
@@ -152,8 +152,8 @@ def test_custom_function_post_hook_sees_every_gradient_under_grad(T):
             log.append(("needs", ctx.needs_input_grad))
             return g * 2, g * 3
 
-    a = _data(T, 2)
-    b = _data(T, 2, start=2.0)
+    a = _ndarray(T, 2)
+    b = _ndarray(T, 2, start=2.0)
     y = Scale.apply(a, b)
     y.grad_fn.register_hook(lambda gi, go: log.append(("post", gi)))
     return T.autograd.grad(y.sum(), [a]), log
@@ -162,9 +162,9 @@ def test_custom_function_post_hook_sees_every_gradient_under_grad(T):
 @differential
 def test_tensor_list_ops_compute_every_piece_when_one_is_needed(T):
     log = []
-    a = _data(T, 2)
-    b = _data(T, 2, start=2.0)
-    c = _data(T, 2, requires_grad=False)
+    a = _ndarray(T, 2)
+    b = _ndarray(T, 2, start=2.0)
+    c = _ndarray(T, 2, requires_grad=False)
     for make in (lambda: T.cat([a, b, c]), lambda: T.stack([b, a]), lambda: T.cat([a * 1, c])):
         y = make()
         y.grad_fn.register_hook(lambda gi, go: log.append([g is None for g in gi]))
@@ -210,7 +210,7 @@ def _warning_texts(fn):
 @differential
 def test_create_graph_backward_warns_under_warn_always(T):
     before = T.is_warn_always_enabled()
-    a = _data(T, 2)
+    a = _ndarray(T, 2)
     T.set_warn_always(True)
     try:
         enabled = T.is_warn_always_enabled()
@@ -257,8 +257,8 @@ def test_create_graph_backward_warns_once_per_process():
 
 @differential
 def test_create_graph_gradient_is_a_copy_that_zero_grad_can_detach(T):
-    a = _data(T, 2, 2)
-    b = _data(T, 2, start=0.5, stop=1.5)
+    a = _ndarray(T, 2, 2)
+    b = _ndarray(T, 2, start=0.5, stop=1.5)
     import warnings
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -290,8 +290,8 @@ def test_anomaly_flags_at_top_level(T):
 @differential
 def test_lone_root_is_visited_when_nothing_behind_it_is_wanted(T):
     log = []
-    a = _data(T, 2)
-    u = _data(T, 2, start=2.0)
+    a = _ndarray(T, 2)
+    u = _ndarray(T, 2, start=2.0)
     loss = (a * 2).sum()
     loss.retain_grad()
     loss.register_hook(lambda g: log.append(("loss", g)))
@@ -309,8 +309,8 @@ def test_lone_root_is_visited_when_nothing_behind_it_is_wanted(T):
 @differential
 def test_several_roots_visit_only_those_a_wanted_gradient_lies_behind(T):
     log = []
-    a = _data(T, 2)
-    u = _data(T, 2, start=2.0)
+    a = _ndarray(T, 2)
+    u = _ndarray(T, 2, start=2.0)
 
     def roots():
         la = (a * 2).sum()
@@ -334,8 +334,8 @@ def test_several_roots_visit_only_those_a_wanted_gradient_lies_behind(T):
 @pytest.mark.filterwarnings("ignore::FutureWarning")
 @differential
 def test_grad_and_backward_argument_checks(T):
-    a = _data(T, 2)
-    u = _data(T, 2, start=2.0)
+    a = _ndarray(T, 2)
+    u = _ndarray(T, 2, start=2.0)
     loss = lambda: (a * 2).sum()  # noqa: E731
     calls = [
         lambda: T.autograd.grad(None, [a]),
@@ -382,8 +382,8 @@ def _shown(grads):
 @differential
 def test_multi_grad_hook_refuses_tensor_without_grad(T):
     log = []
-    a = _data(T, 2)
-    c = _data(T, 2, requires_grad=False)
+    a = _ndarray(T, 2)
+    c = _ndarray(T, 2, requires_grad=False)
     refused = catch(T.autograd.graph.register_multi_grad_hook, (a, c), lambda g: log.append(_shown(g)))
     accepted_any = T.autograd.graph.register_multi_grad_hook((a, c), lambda g: log.append(("any", _shown(g))),
                                                              mode="any")
@@ -395,8 +395,8 @@ def test_multi_grad_hook_refuses_tensor_without_grad(T):
 @differential
 def test_multi_grad_hook_with_leaf_under_autograd_grad(T):
     log = []
-    a = _data(T, 2)
-    b = _data(T, 2, start=3.0, stop=4.0)
+    a = _ndarray(T, 2)
+    b = _ndarray(T, 2, start=3.0, stop=4.0)
     x = a * 2
     r = (x * 3).sum() + (b * 1).sum()
     handle = T.autograd.graph.register_multi_grad_hook((x, b), lambda g: log.append(("xb", _shown(g))))
@@ -415,7 +415,7 @@ def test_multi_grad_hook_with_leaf_under_autograd_grad(T):
 @differential
 def test_multi_grad_hook_all_containing_the_root(T):
     log = []
-    a = _data(T, 2)
+    a = _ndarray(T, 2)
     x = a * 2
     r = (x * 3).sum()
     r2 = (x * 5).sum()
@@ -456,7 +456,7 @@ def test_multi_grad_hook_all_containing_the_root(T):
 @differential
 def test_hooks_registered_after_in_place_before_grad_fn_is_read(T):
     log = []
-    a = _data(T, 2)
+    a = _ndarray(T, 2)
     b = a * 2
     b.mul_(3)
     b.register_hook(lambda g: log.append(("b", g)))
@@ -480,7 +480,7 @@ def test_hooks_registered_after_in_place_before_grad_fn_is_read(T):
 
 @differential
 def test_in_place_on_zero_dim_results_of_arithmetic(T):
-    a = _data(T, 2)
+    a = _ndarray(T, 2)
     loss = (a * 2).sum() + (a * 3).sum()
     alias = loss.detach()
     with T.no_grad():
@@ -502,7 +502,7 @@ def test_in_place_on_zero_dim_results_of_arithmetic(T):
 @differential
 def test_post_accumulate_grad_hook_returns(T, returns):
     log = []
-    p = _data(T, 2)
+    p = _ndarray(T, 2)
     other = T.ones(2)
 
     def first(t):
@@ -520,7 +520,7 @@ def test_post_accumulate_grad_hook_returns(T, returns):
 
 @differential
 def test_post_accumulate_grad_hook_stepping_the_parameter(T):
-    p = _data(T, 2)
+    p = _ndarray(T, 2)
     p.register_post_accumulate_grad_hook(lambda q: q.add_(q.grad, alpha=-0.01))
     (p * 2).sum().backward()
     return p.detach(), p.grad
@@ -531,8 +531,8 @@ def test_post_accumulate_grad_hook_stepping_the_parameter(T):
                                      "wrong_dtype", "tuple"])
 @differential
 def test_node_hook_return_checks(T, kind, returns):
-    a = _data(T, 2)
-    b = _data(T, 2, start=2.0)
+    a = _ndarray(T, 2)
+    b = _ndarray(T, 2, start=2.0)
     y = a * b
     make = {"list": lambda g: list(g), "tensor": lambda g: T.ones(2), "int": lambda g: 3,
             "too_many": lambda g: (None,) * 3, "bad_element": lambda g: tuple(3 for _ in g),
@@ -548,8 +548,8 @@ def test_node_hook_return_checks(T, kind, returns):
 
 @differential
 def test_hooks_cannot_replace_a_none_gradient(T):
-    a = _data(T, 2)
-    c = _data(T, 2, requires_grad=False)
+    a = _ndarray(T, 2)
+    c = _ndarray(T, 2, requires_grad=False)
     y = a * c
     y.grad_fn.register_hook(lambda gi, go: (gi[0], T.ones(2)))
     post = _raised(lambda: y.sum().backward())
@@ -558,7 +558,7 @@ def test_hooks_cannot_replace_a_none_gradient(T):
     w.grad_fn.register_prehook(lambda go: (None,))
     z.register_hook(lambda g: T.ones(2))
     tensor_hook = _raised(lambda: w.sum().backward())
-    leaf = _data(T, 2)
+    leaf = _ndarray(T, 2)
     leaf.register_hook(lambda g: 3)
     v = (leaf * 2).clone()
     v.grad_fn.register_prehook(lambda go: (None,))
@@ -579,21 +579,21 @@ def test_pack_hook_runs_without_grad_and_unpacked_value_is_the_original(T):
         log.append(("unpack", T.is_grad_enabled(), x.requires_grad, x.grad_fn is None))
         return x
 
-    a = _data(T, 2, start=1.0, stop=2.0)
+    a = _ndarray(T, 2, start=1.0, stop=2.0)
     with T.autograd.graph.saved_tensors_hooks(pack, unpack):
         y = a ** 3
     g, = T.autograd.grad(y.sum(), a, create_graph=True)
     g.sum().backward()
     scaled = (g, g.requires_grad, a.grad)
 
-    b = _data(T, 2, start=1.0, stop=2.0)
+    b = _ndarray(T, 2, start=1.0, stop=2.0)
     with T.autograd.graph.saved_tensors_hooks(lambda x: x.detach(), lambda x: x):
         y = b ** 3
     g, = T.autograd.grad(y.sum(), b, create_graph=True)
     g.sum().backward()
     detached = (g, g.requires_grad, b.grad)
 
-    c = _data(T, 2, start=1.0, stop=2.0)
+    c = _ndarray(T, 2, start=1.0, stop=2.0)
     mid = c * 1
     with T.autograd.graph.saved_tensors_hooks(lambda x: x * 2, lambda x: x):
         y = mid ** 3
@@ -601,14 +601,14 @@ def test_pack_hook_runs_without_grad_and_unpacked_value_is_the_original(T):
     g.sum().backward()
     non_leaf = (g, c.grad)
 
-    d = _data(T, 2, start=1.0, stop=2.0)
+    d = _ndarray(T, 2, start=1.0, stop=2.0)
     with T.autograd.graph.saved_tensors_hooks(lambda x: x * 2, lambda x: x):
         y = d.exp()
     g, = T.autograd.grad(y.sum(), d, create_graph=True)
     g.sum().backward()
     saved_output = (g, d.grad)
 
-    e = _data(T, 2, start=1.0, stop=2.0)
+    e = _ndarray(T, 2, start=1.0, stop=2.0)
     other = T.tensor([5.0, 5.0], requires_grad=True)
     with T.autograd.graph.saved_tensors_hooks(lambda x: x, lambda x: other):
         y = e ** 3
@@ -620,7 +620,7 @@ def test_pack_hook_runs_without_grad_and_unpacked_value_is_the_original(T):
 
 @differential
 def test_pack_hook_modifying_its_input_in_place_raises(T):
-    a = _data(T, 2, start=1.0, stop=2.0)
+    a = _ndarray(T, 2, start=1.0, stop=2.0)
     b = a * 1
 
     def bad_pack(x):
@@ -641,7 +641,7 @@ def test_pack_hook_modifying_its_input_in_place_raises(T):
 
 @differential
 def test_changes_through_data_are_invisible_to_autograd(T):
-    p = _data(T, 2, start=1.0, stop=2.0)
+    p = _ndarray(T, 2, start=1.0, stop=2.0)
     y = (p * p).sum()
     p.data.add_(1)
     y.backward()
@@ -652,7 +652,7 @@ def test_changes_through_data_are_invisible_to_autograd(T):
 def test_backward_works_on_a_copy_of_the_saved_tensor_hook_state(T):
     G = T.autograd.graph
     log = []
-    a = _data(T, 2, start=1.0, stop=2.0)
+    a = _ndarray(T, 2, start=1.0, stop=2.0)
 
     def usable():
         with G.saved_tensors_hooks(lambda x: x, lambda x: x):
@@ -697,7 +697,7 @@ def test_backward_works_on_a_copy_of_the_saved_tensor_hook_state(T):
         log.append("unpack")
         return x
 
-    b = _data(T, 2, start=1.0, stop=2.0)
+    b = _ndarray(T, 2, start=1.0, stop=2.0)
     with G.saved_tensors_hooks(lambda x: x, unpack_push_once):
         z = b.exp().sin()
     grads = T.autograd.grad(z.sum(), b, create_graph=True)
@@ -790,7 +790,7 @@ def test_full_backward_hook_returning_none_gradients_upstream_still_runs(T):
     lin2 = T.nn.Linear(2, 2)
     with T.no_grad():
         for m in (lin1, lin2):
-            m.weight.copy_(_data(T, 2, 2, requires_grad=False))
+            m.weight.copy_(_ndarray(T, 2, 2, requires_grad=False))
             m.bias.fill_(0.5)
     lin2.register_full_backward_hook(lambda m, gi, go: (None,))
     lin1.register_full_backward_hook(lambda m, gi, go: log.append((gi, go)))

@@ -1234,10 +1234,10 @@ def test_one_tensor_view_and_node_match_the_general_steps():
         assert node._seq == reference._seq - 1 and node._num_outputs == 1 and node.owner == "owner"
         expected = _identity_view(t, node, 0)
         for name in slots(Tensor):
-            if name != "_data":
+            if name != "_ndarray":
                 assert getattr(view, name) is getattr(expected, name) or getattr(view, name) == getattr(expected, name), (what, name)
         assert view.__dict__ == expected.__dict__
-        assert view._data.base is expected._data.base and view._data is not t._data
+        assert view._ndarray.base is expected._ndarray.base and view._ndarray is not t._ndarray
 
 
 def test_identity_view_sets_every_tensor_slot():
@@ -1252,15 +1252,15 @@ def test_identity_view_sets_every_tensor_slot():
     node = (hookgrad.ones(2, requires_grad=True) * 2).grad_fn
     for requires_grad in (True, False):
         t = hookgrad.ones(2, 3, requires_grad=requires_grad)
-        plain = wrap(t._data.view())
+        plain = wrap(t._ndarray.view())
         view = _identity_view(t, node, 0)
         for name in slots:
             assert hasattr(view, name), name
-            if name not in ("_data", "_base", "_version_counter", "_grad_fn", "_requires_grad"):
+            if name not in ("_ndarray", "_base", "_version_counter", "_grad_fn", "_requires_grad"):
                 assert getattr(view, name) == getattr(plain, name), name
         assert view._base is t and view._version_counter is t._version_counter
         assert (view._grad_fn is node) == requires_grad and view._requires_grad == requires_grad
-        assert view._data.base is t._data and view.shape == t.shape
+        assert view._ndarray.base is t._ndarray and view.shape == t.shape
 
 
 def test_backward_hook_made_inline_matches_init(monkeypatch):

@@ -64,7 +64,7 @@ def _describe(outputs, leaves):
         return memory.setdefault(key, len(memory)), a.__array_interface__["data"][0] - key
 
     def tensor(t):
-        return (tensors(t), counters(t._version_counter), t._version_counter[0], _array(t._data), where(t._data),
+        return (tensors(t), counters(t._version_counter), t._version_counter[0], _array(t._ndarray), where(t._ndarray),
                 t._requires_grad, None if t._grad_fn is None else index.get(id(t._grad_fn), type(t._grad_fn).__name__),
                 t._output_nr, t._base is None)
 
@@ -139,7 +139,7 @@ def _run(kind, dtype, direct, packed=None, hx_grad=False, frozen=(), x_grad=True
             for node in nodes:
                 node.register_prehook(lambda g, node=node: run_order.append(node.name()))
             sum((t * t).sum() for t in outputs).backward()
-            grads = [None if t.grad is None else _array(t.grad._data) for t in leaves]
+            grads = [None if t.grad is None else _array(t.grad._ndarray) for t in leaves]
         return graph, run_order, grads
     finally:
         recurrent._USE_DIRECT_OPS[0] = True
@@ -286,7 +286,7 @@ def _run_cell(kind, dtype, direct, batched=True, h0=True, bias=True, frozen=(), 
         grads = None
         if outputs[0].requires_grad:
             sum((t * t).sum() for t in outputs).backward()
-            grads = [None if t.grad is None else _array(t.grad._data) for t in leaves]
+            grads = [None if t.grad is None else _array(t.grad._ndarray) for t in leaves]
         return graph, grads
     finally:
         recurrent._USE_DIRECT_OPS[0] = True

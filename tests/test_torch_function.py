@@ -523,3 +523,13 @@ def test_functions_written_in_python_hand_over_keywords_as_torch(T):
     for call in calls:
         call()
     return seen
+
+
+def test_subclass_defined_right_after_import():
+    # the first subclass builds the dispatch entry points; nothing else may have been touched yet
+    import subprocess
+    import sys
+    code = "import hookgrad as torch\nclass S(torch.Tensor):\n    pass\nprint(type(S([1.0]) + 1).__name__)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "S"

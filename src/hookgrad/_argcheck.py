@@ -7,7 +7,7 @@ with a TypeError naming the function, the argument and the type it got::
     linear(): argument 'input' (position 1) must be Tensor, not numpy.ndarray
     expected Tensor as element 1 in argument 0, but got numpy.ndarray
 
-hookgrad's kernels read ``._data`` and would otherwise leak an AttributeError, or silently accept
+hookgrad's kernels read ``._ndarray`` and would otherwise leak an AttributeError, or silently accept
 an array. ``guard_namespace`` wraps every public function of a namespace once, at import: which
 parameters must be tensors follows from their names (hookgrad's functions use torch's names or
 the short ``x``/``a``/``b``), with a small table for the functions whose torch argument names

@@ -115,7 +115,7 @@ class _WeightStore:
         return model
 
 
-def _data(tag: str, shape: tuple, kind: str = "normal", high: int = 10) -> np.ndarray:
+def _bench_data(tag: str, shape: tuple, kind: str = "normal", high: int = 10) -> np.ndarray:
     rng = np.random.default_rng(zlib.crc32(tag.encode()))
     if kind == "int":
         return rng.integers(0, high, size=shape).astype(np.int64)
@@ -163,8 +163,8 @@ def build_mlp_step(T: Any, ws: _WeightStore | None = None) -> Callable[[], Any]:
     """One MLP 784-256-10 SGD training step on a fixed batch of 64 (also used by memory.py)."""
     ws = ws or _WeightStore()
     model = ws.apply(T, _mlp(T), "mlp")
-    x = T.tensor(_data("mlp/x", (64, 784)))
-    y = T.tensor(_data("mlp/y", (64,), "int"))
+    x = T.tensor(_bench_data("mlp/x", (64, 784)))
+    y = T.tensor(_bench_data("mlp/y", (64,), "int"))
     return _train_step(T, model, x, y)
 
 
@@ -193,8 +193,8 @@ def w_mlp(T, ws):
 def _hooked_mlp(T, ws, install):
     plain = build_mlp_step(T, ws)
     model = ws.apply(T, _mlp(T), "mlp")
-    x = T.tensor(_data("mlp/x", (64, 784)))
-    y = T.tensor(_data("mlp/y", (64,), "int"))
+    x = T.tensor(_bench_data("mlp/x", (64, 784)))
+    y = T.tensor(_bench_data("mlp/y", (64,), "int"))
     calls = install(model)
     hooked = _train_step(T, model, x, y)
 
@@ -241,8 +241,8 @@ def w_mlp_forward_tensor_hooks(T, ws):
 
 
 def w_elementwise(T, ws):
-    x = T.tensor(_data("ew/x", (4, 4)), requires_grad=True)
-    c = T.tensor(_data("ew/c", (4, 4)))
+    x = T.tensor(_bench_data("ew/x", (4, 4)), requires_grad=True)
+    c = T.tensor(_bench_data("ew/c", (4, 4)))
 
     def step():
         x.grad = None
@@ -265,8 +265,8 @@ def w_elementwise(T, ws):
 
 def w_cnn(T, ws):
     model = ws.apply(T, _cnn(T), "cnn")
-    x = T.tensor(_data("cnn/x", (64, 1, 28, 28)))
-    y = T.tensor(_data("cnn/y", (64,), "int"))
+    x = T.tensor(_bench_data("cnn/x", (64, 1, 28, 28)))
+    y = T.tensor(_bench_data("cnn/y", (64,), "int"))
     step = _train_step(T, model, x, y)
     return Built({"step": step}, lambda: _losses(step))
 
@@ -291,7 +291,7 @@ def w_transformer(T, ws):
     # dropout=0 so that both frameworks compute the same function; train mode (no fast path)
     layer = T.nn.TransformerEncoderLayer(d_model=128, nhead=4, dropout=0.0, batch_first=True)
     ws.apply(T, layer, "transformer")
-    x = T.tensor(_data("transformer/x", (16, 64, 128)))
+    x = T.tensor(_bench_data("transformer/x", (16, 64, 128)))
 
     def run():
         out = layer(x)
@@ -301,7 +301,7 @@ def w_transformer(T, ws):
 
 
 def _block_input(T):
-    return T.tensor(_data("block/x", (16, 64, 128)))  # batch 16, seq 64, dim 128
+    return T.tensor(_bench_data("block/x", (16, 64, 128)))  # batch 16, seq 64, dim 128
 
 
 def w_block_mha(T, ws):
@@ -355,7 +355,7 @@ def w_block_manual(T, ws):
 
 def w_lstm(T, ws):
     lstm = ws.apply(T, T.nn.LSTM(64, 128), "lstm")
-    x = T.tensor(_data("lstm/x", (32, 32, 64)))  # (seq, batch, input)
+    x = T.tensor(_bench_data("lstm/x", (32, 32, 64)))  # (seq, batch, input)
 
     def run():
         out, (h, c) = lstm(x)
@@ -366,7 +366,7 @@ def w_lstm(T, ws):
 
 def w_cnn_inference(T, ws):
     model = ws.apply(T, _cnn(T), "cnn")
-    x = T.tensor(_data("cnn/x256", (256, 1, 28, 28)))
+    x = T.tensor(_bench_data("cnn/x256", (256, 1, 28, 28)))
 
     def step():
         with T.no_grad():
@@ -381,7 +381,7 @@ def w_cnn_inference(T, ws):
 
 def w_conv3d(T, ws):
     conv = ws.apply(T, T.nn.Conv3d(3, 8, 3, padding=1), "conv3d")
-    x = T.tensor(_data("conv3d/x", (4, 3, 16, 16, 16)), requires_grad=True)
+    x = T.tensor(_bench_data("conv3d/x", (4, 3, 16, 16, 16)), requires_grad=True)
 
     def run():
         x.grad = None
@@ -396,10 +396,10 @@ def w_conv3d(T, ws):
 
 def w_interpolate(T, ws):
     F = T.nn.functional
-    x = T.tensor(_data("interpolate/x", (8, 16, 32, 32)), requires_grad=True)
+    x = T.tensor(_bench_data("interpolate/x", (8, 16, 32, 32)), requires_grad=True)
     # weights for the two outputs, so that the gradients are not all ones
-    wb = T.tensor(_data("interpolate/wb", (8, 16, 64, 64)))
-    wn = T.tensor(_data("interpolate/wn", (8, 16, 64, 64)))
+    wb = T.tensor(_bench_data("interpolate/wb", (8, 16, 64, 64)))
+    wn = T.tensor(_bench_data("interpolate/wn", (8, 16, 64, 64)))
 
     def step():
         x.grad = None
@@ -415,7 +415,7 @@ def w_interpolate(T, ws):
 def w_lstm_packed(T, ws):
     rnn_utils = T.nn.utils.rnn
     lstm = ws.apply(T, T.nn.LSTM(64, 128), "lstm_packed")
-    x = T.tensor(_data("lstm_packed/x", (32, 16, 64)))  # (max len, batch, input)
+    x = T.tensor(_bench_data("lstm_packed/x", (32, 16, 64)))  # (max len, batch, input)
     # varied lengths from 32 down to 4, in decreasing order as enforce_sorted wants
     lengths = T.tensor(np.linspace(32, 4, 16).round().astype(np.int64))
 
@@ -437,7 +437,7 @@ def w_module_call(T, ws):
             return x
 
     m = Ident()
-    x = T.tensor(_data("call/x", (4,)))
+    x = T.tensor(_bench_data("call/x", (4,)))
     forward = m.forward
 
     def call():
@@ -953,8 +953,8 @@ def _mlp_sized(batch: int, width: int) -> Callable[[Any, _WeightStore], Built]:
         nn = T.nn
         model = ws.apply(T, nn.Sequential(nn.Linear(784, width), nn.ReLU(), nn.Linear(width, 10)),
                          f"mlp{width}")
-        x = T.tensor(_data(f"mlp/x{batch}", (batch, 784)))
-        y = T.tensor(_data(f"mlp/y{batch}", (batch,), "int"))
+        x = T.tensor(_bench_data(f"mlp/x{batch}", (batch, 784)))
+        y = T.tensor(_bench_data(f"mlp/y{batch}", (batch,), "int"))
         step = _train_step(T, model, x, y)
         return Built({"step": step}, lambda: _losses(step))
     return build
@@ -963,8 +963,8 @@ def _mlp_sized(batch: int, width: int) -> Callable[[Any, _WeightStore], Built]:
 def _cnn_sized(batch: int) -> Callable[[Any, _WeightStore], Built]:
     def build(T, ws):
         model = ws.apply(T, _cnn(T), "cnn")
-        x = T.tensor(_data(f"cnn/x{batch}", (batch, 1, 28, 28)))
-        y = T.tensor(_data(f"cnn/y{batch}", (batch,), "int"))
+        x = T.tensor(_bench_data(f"cnn/x{batch}", (batch, 1, 28, 28)))
+        y = T.tensor(_bench_data(f"cnn/y{batch}", (batch,), "int"))
         step = _train_step(T, model, x, y)
         return Built({"step": step}, lambda: _losses(step))
     return build
@@ -1145,13 +1145,13 @@ def _per_sample_step(T: Any, model: Any, x: Any, y: Any) -> Built:
 
 def w_persample_mlp(T, ws):
     model = ws.apply(T, _mlp(T), "mlp")
-    return _per_sample_step(T, model, T.tensor(_data("mlp/x", (64, 784))), T.tensor(_data("mlp/y", (64,), "int")))
+    return _per_sample_step(T, model, T.tensor(_bench_data("mlp/x", (64, 784))), T.tensor(_bench_data("mlp/y", (64,), "int")))
 
 
 def w_persample_cnn(T, ws):
     model = ws.apply(T, _cnn(T), "cnn")
-    return _per_sample_step(T, model, T.tensor(_data("cnn/x", (64, 1, 28, 28))),
-                            T.tensor(_data("cnn/y", (64,), "int")))
+    return _per_sample_step(T, model, T.tensor(_bench_data("cnn/x", (64, 1, 28, 28))),
+                            T.tensor(_bench_data("cnn/y", (64,), "int")))
 
 
 PERSAMPLE_WORKLOADS = [

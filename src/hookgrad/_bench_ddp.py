@@ -37,12 +37,12 @@ DEFAULT_BUCKET_CAP_MB = 0.0001
 
 # ---- inside one rank -----------------------------------------------------------------------------------
 def _workload(hookgrad, family: str, batch: int, rank: int, world: int):
-    from ._bench import _WeightStore, _cnn, _data, _mlp
+    from ._bench import _WeightStore, _cnn, _bench_data, _mlp
     ws = _WeightStore()
     model = ws.apply(hookgrad, _mlp(hookgrad) if family == "mlp" else _cnn(hookgrad), family)
     shape = (batch, 784) if family == "mlp" else (batch, 1, 28, 28)
-    x = _data(f"ddp/{family}/x{batch}", shape)
-    y = _data(f"ddp/{family}/y{batch}", (batch,), "int")
+    x = _bench_data(f"ddp/{family}/x{batch}", shape)
+    y = _bench_data(f"ddp/{family}/y{batch}", (batch,), "int")
     share = slice(rank * batch // world, (rank + 1) * batch // world)
     return model, hookgrad.tensor(x[share]), hookgrad.tensor(y[share])
 

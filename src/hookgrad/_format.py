@@ -164,7 +164,7 @@ def _with_suffixes(body: str, suffixes: list, indent: int) -> str:
 
 def format_tensor(t) -> str:
     from ._dtype import get_default_dtype, printed_values
-    data = printed_values(t._data)  # bfloat16 and float8 print from their exact float32 values
+    data = printed_values(t._ndarray)  # bfloat16 and float8 print from their exact float32 values
     plain = type(t).__name__ in ("Tensor", "Parameter")
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)

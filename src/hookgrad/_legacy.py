@@ -34,7 +34,7 @@ class tensortype(type):
     """Metaclass of the legacy typed tensor classes (torch's ``torch.tensortype``)."""
 
     def __instancecheck__(cls, obj) -> bool:
-        return isinstance(obj, Tensor) and obj._data.dtype == cls.dtype.np
+        return isinstance(obj, Tensor) and obj._ndarray.dtype == cls.dtype.np
 
     def __call__(cls, *args, device=None, **kwargs):
         return _construct(cls, args, device, kwargs)
@@ -65,7 +65,7 @@ def _construct(cls, args, device, kwargs) -> Tensor:
     if len(args) == 1:
         (arg,) = args
         if isinstance(arg, Tensor):
-            if arg._data.dtype != np_dtype:
+            if arg._ndarray.dtype != np_dtype:
                 raise TypeError(f"expected {cls.dtype} (got {arg.dtype})")
             return arg.view(arg.shape)  # an alias of ``arg``, as torch's legacy constructor returns
         if isinstance(arg, UntypedStorage):
@@ -124,7 +124,7 @@ for _np_name, _type_name in TYPE_NAMES.items():
 
 
 def type_name(t: Tensor) -> str:
-    return TYPE_NAMES.get(t._data.dtype.name, "torch.Tensor")
+    return TYPE_NAMES.get(t._ndarray.dtype.name, "torch.Tensor")
 
 
 def _dtype_of_type(spec):
@@ -152,7 +152,7 @@ def tensor_type(self: Tensor, dtype=None, non_blocking=False, **kwargs):
             raise TypeError(f"type() got an unexpected keyword argument '{next(iter(kwargs))}'")
         return type_name(self)
     target = _dtype_of_type(dtype)
-    if target.np == self._data.dtype:
+    if target.np == self._ndarray.dtype:
         return self
     return self.to(target)
 
@@ -439,7 +439,7 @@ _typed_storage_warned = [False]
 
 
 def untyped_storage(self: Tensor) -> UntypedStorage:
-    return UntypedStorage._of(self._data)
+    return UntypedStorage._of(self._ndarray)
 
 
 def storage(self: Tensor) -> TypedStorage:
@@ -454,16 +454,16 @@ def storage(self: Tensor) -> TypedStorage:
 
 def _typed_storage(self: Tensor) -> TypedStorage:
     # torch's internal spelling of storage(), without the deprecation warning
-    return TypedStorage(UntypedStorage._of(self._data), self.dtype)
+    return TypedStorage(UntypedStorage._of(self._ndarray), self.dtype)
 
 
 def storage_offset(self: Tensor) -> int:
-    data = self._data
+    data = self._ndarray
     return (_address(data) - _address(_root_array(data))) // data.itemsize
 
 
 def data_ptr(self: Tensor) -> int:
-    return _address(self._data) if self._data.size else 0
+    return _address(self._ndarray) if self._ndarray.size else 0
 
 
 def is_storage(obj) -> bool:
@@ -475,7 +475,7 @@ _TYPE_BY_NP = {t.dtype.np: t for t in _TYPES}
 
 def tensor_new(self: Tensor, *args, device=None, **kwargs) -> Tensor:
     """``x.new(...)``: the legacy constructor of ``x``'s type (sizes, data, or a tensor of that type)."""
-    cls = _TYPE_BY_NP.get(self._data.dtype)
+    cls = _TYPE_BY_NP.get(self._ndarray.dtype)
     if cls is None:  # complex: no legacy class, same rules
         cls = tensortype(type_name(self)[len("torch."):], (), {"dtype": self.dtype})
     return _construct(cls, args, device, kwargs)

@@ -30,8 +30,8 @@ def _shared_groups(tensors) -> list[list[str]]:
     from ._legacy import UntypedStorage
     by_storage = collections.defaultdict(list)
     for name, t in tensors.items():
-        if t._data.size:
-            by_storage[id(UntypedStorage._of(t._data)._root)].append(name)
+        if t._ndarray.size:
+            by_storage[id(UntypedStorage._of(t._ndarray)._root)].append(name)
     return [sorted(names) for names in by_storage.values() if len(names) > 1]
 
 
@@ -49,7 +49,7 @@ def _arrays(tensors, check_shared: bool = True) -> dict:
                 f"Some tensors share memory, this will lead to duplicate memory on disk and potential differences "
                 f"when loading them again: {shared}.\nA potential way to correctly save your model is to use "
                 "`save_model`.")
-    return {name: t._data if t._data.flags.c_contiguous else t._data.copy(order="C") for name, t in tensors.items()}
+    return {name: t._ndarray if t._ndarray.flags.c_contiguous else t._ndarray.copy(order="C") for name, t in tensors.items()}
 
 
 def save(tensors, metadata=None) -> bytes:
@@ -109,8 +109,8 @@ def _kept_names(state_dict) -> dict:
     from ._legacy import UntypedStorage
     removed = {}
     for group in _shared_groups(state_dict):
-        complete = [n for n in group if state_dict[n]._data.nbytes == UntypedStorage._of(
-            state_dict[n]._data).nbytes() and state_dict[n].storage_offset() == 0]
+        complete = [n for n in group if state_dict[n]._ndarray.nbytes == UntypedStorage._of(
+            state_dict[n]._ndarray).nbytes() and state_dict[n].storage_offset() == 0]
         if not complete:
             raise RuntimeError(f"Error while trying to find names to remove to save state dict, but found no "
                                f"suitable name to keep for saving amongst: {set(group)}. None is covering the "

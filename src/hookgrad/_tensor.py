@@ -26,7 +26,7 @@ _InferenceCounter = grad_mode.InferenceCounter
 class Tensor:
     """An n-dimensional array with autograd. See the README for what differs from torch (little)."""
 
-    __slots__ = ("_data", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
+    __slots__ = ("_ndarray", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
                  "_base", "_view_version", "_backward_hooks", "_post_accumulate_grad_hooks",
                  "_accumulator", "_retains_grad", "__weakref__", "__dict__")
 
@@ -51,23 +51,23 @@ class Tensor:
         if kwargs:
             raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
         if len(args) == 1 and not isinstance(args[0], (builtins.int, np.integer)):
-            self._data = np.asarray(_to_array(args[0]), dtype=_dtype.get_default_dtype().np)
+            self._ndarray = np.asarray(_to_array(args[0]), dtype=_dtype.get_default_dtype().np)
         elif args:
-            self._data = np.zeros(tuple(args), dtype=_dtype.get_default_dtype().np)
+            self._ndarray = np.zeros(tuple(args), dtype=_dtype.get_default_dtype().np)
 
     # -- metadata ----------------------------------------------------------------------------
     @property
     def shape(self) -> Size:
-        return Size(self._data.shape)
+        return Size(self._ndarray.shape)
 
     def size(self, dim=None):
         if dim is None:
-            return Size(self._data.shape)
-        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+            return Size(self._ndarray.shape)
+        return self._ndarray.shape[_wrap_dim(dim, self._ndarray.ndim)]
 
     @property
     def dtype(self):
-        return _dtype.from_numpy_dtype(self._data.dtype)
+        return _dtype.from_numpy_dtype(self._ndarray.dtype)
 
     @property
     def device(self):
@@ -85,44 +85,44 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return self._data.ndim
+        return self._ndarray.ndim
 
     def dim(self) -> int:
-        return self._data.ndim
+        return self._ndarray.ndim
 
     ndimension = dim
 
     def numel(self) -> int:
-        return self._data.size
+        return self._ndarray.size
 
     nelement = numel
 
     def element_size(self) -> int:
-        return self._data.itemsize
+        return self._ndarray.itemsize
 
     @property
     def itemsize(self) -> int:
-        return self._data.itemsize
+        return self._ndarray.itemsize
 
     @property
     def nbytes(self) -> int:
-        return self._data.nbytes
+        return self._ndarray.nbytes
 
     def stride(self, dim=None):
-        strides = tuple(s // self._data.itemsize for s in self._data.strides)
-        return strides if dim is None else strides[_wrap_dim(dim, self._data.ndim)]
+        strides = tuple(s // self._ndarray.itemsize for s in self._ndarray.strides)
+        return strides if dim is None else strides[_wrap_dim(dim, self._ndarray.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
         if memory_format is None:
-            return self._data.flags.c_contiguous
+            return self._ndarray.flags.c_contiguous
         from . import _memory_format
-        return _memory_format.is_contiguous(self._data, memory_format)
+        return _memory_format.is_contiguous(self._ndarray, memory_format)
 
     def is_floating_point(self) -> bool:
-        return _dtype.is_floating_np(self._data.dtype)
+        return _dtype.is_floating_np(self._ndarray.dtype)
 
     def is_complex(self) -> bool:
-        return _dtype.is_complex_np(self._data.dtype)
+        return _dtype.is_complex_np(self._ndarray.dtype)
 
     def get_device(self) -> int:
         return -1
@@ -149,7 +149,7 @@ class Tensor:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                "use a computed variable in a subgraph that doesn't require differentiation "
                                "use var_no_grad = var.detach().")
-        if requires_grad and self._data.dtype.kind not in "fc" and not _dtype.is_inexact_np(self._data.dtype):
+        if requires_grad and self._ndarray.dtype.kind not in "fc" and not _dtype.is_inexact_np(self._ndarray.dtype):
             raise RuntimeError(refusal)
         self._requires_grad = requires_grad
         return self
@@ -184,13 +184,13 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
-            if value._data.shape != self._data.shape:
-                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._data.shape)}' to a tensor "
-                                   f"of size '{list(self._data.shape)}'. Please ensure that the gradient and the "
+            if value._ndarray.shape != self._ndarray.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value._ndarray.shape)}' to a tensor "
+                                   f"of size '{list(self._ndarray.shape)}'. Please ensure that the gradient and the "
                                    f"tensor are the same size")
-            if value._data.dtype != self._data.dtype:
-                raise RuntimeError(f"attempting to assign a gradient with dtype '{_dtype.cpp_type_name(value._data.dtype)}'"
-                                   f" to a tensor with grad_dtype '{_dtype.scalar_type_name(self._data.dtype)}'. The "
+            if value._ndarray.dtype != self._ndarray.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype '{_dtype.cpp_type_name(value._ndarray.dtype)}'"
+                                   f" to a tensor with grad_dtype '{_dtype.scalar_type_name(self._ndarray.dtype)}'. The "
                                    "gradient must match the tensor's grad_dtype (defaults to the tensor's dtype). You "
                                    "can set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
                                    "any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
@@ -222,11 +222,11 @@ class Tensor:
     @property
     def data(self) -> "Tensor":
         # same storage, own version counter (as in torch): changes through .data are invisible to autograd
-        return wrap(self._data)
+        return wrap(self._ndarray)
 
     @data.setter
     def data(self, value: "Tensor") -> None:
-        self._data = value._data
+        self._ndarray = value._ndarray
 
     def _is_view(self) -> bool:
         return self._base is not None
@@ -331,7 +331,7 @@ class Tensor:
             if t is None or grad is None:
                 return
             if t._grad is None:
-                t._grad = wrap(grad._data.copy()) if not _GRAD.enabled else grad.clone()
+                t._grad = wrap(grad._ndarray.copy()) if not _GRAD.enabled else grad.clone()
             else:
                 t._grad = t._grad + grad
 
@@ -373,7 +373,7 @@ class Tensor:
         autograd.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> "Tensor":
-        out = wrap(self._data)
+        out = wrap(self._ndarray)
         out._version_counter = self._version_counter
         return out
 
@@ -388,30 +388,30 @@ class Tensor:
 
     # -- conversion ------------------------------------------------------------------------
     def item(self):
-        if self._data.size != 1:
-            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        if self._data.dtype.kind == "V":  # bfloat16, float8, complex32 (float8_e5m2 has kind "f": its item() serves)
-            return _dtype.python_values(self._data.reshape(()))
-        return self._data.reshape(()).item()
+        if self._ndarray.size != 1:
+            raise RuntimeError(f"a Tensor with {self._ndarray.size} elements cannot be converted to Scalar")
+        if self._ndarray.dtype.kind == "V":  # bfloat16, float8, complex32 (float8_e5m2 has kind "f": its item() serves)
+            return _dtype.python_values(self._ndarray.reshape(()))
+        return self._ndarray.reshape(()).item()
 
     def tolist(self):
-        if self._data.dtype.kind == "V":
-            return _dtype.python_values(self._data)
-        return self._data.tolist()
+        if self._ndarray.dtype.kind == "V":
+            return _dtype.python_values(self._ndarray)
+        return self._ndarray.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        _dtype.refuse_bfloat16_numpy(self._data)
-        return self._data.view()   # a new array object on the tensor's memory each call, as torch's
+        _dtype.refuse_bfloat16_numpy(self._ndarray)
+        return self._ndarray.view()   # a new array object on the tensor's memory each call, as torch's
 
     def __array__(self, dtype=None, copy=None):
         if self._requires_grad:   # np.array(t) goes through numpy(), as in torch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
-        _dtype.refuse_bfloat16_numpy(self._data)
+        _dtype.refuse_bfloat16_numpy(self._ndarray)
         if dtype is not None:
-            return self._data.astype(dtype, copy=False)
-        return self._data
+            return self._ndarray.astype(dtype, copy=False)
+        return self._ndarray
 
     def cpu(self) -> "Tensor":
         return self
@@ -428,9 +428,9 @@ class Tensor:
         return False
 
     def __len__(self) -> int:
-        if self._data.ndim == 0:
+        if self._ndarray.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
-        return self._data.shape[0]
+        return self._ndarray.shape[0]
 
     def __iter__(self):
         if self.dim() == 0:
@@ -438,9 +438,9 @@ class Tensor:
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
-        if self._data.size != 1:
+        if self._ndarray.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
-        return builtins.bool(self._data.reshape(()))
+        return builtins.bool(self._ndarray.reshape(()))
 
     def __float__(self) -> float:
         if self.requires_grad:
@@ -451,12 +451,12 @@ class Tensor:
         return builtins.int(self._scalar())
 
     def _scalar(self):
-        if self._data.size != 1:
+        if self._ndarray.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return self._data.reshape(()).item()
+        return self._ndarray.reshape(()).item()
 
     def __index__(self) -> int:
-        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+        if self._ndarray.dtype.kind not in "iub" or self._ndarray.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return builtins.int(self.item())
 
@@ -478,7 +478,7 @@ class Tensor:
     def __reduce_ex__(self, protocol):
         from .utils.hooks import warn_if_has_hooks
         warn_if_has_hooks(self)
-        return (_rebuild_tensor, (self._data.copy(), self._requires_grad, type(self)))
+        return (_rebuild_tensor, (self._ndarray.copy(), self._requires_grad, type(self)))
 
     def __deepcopy__(self, memo):
         if not self.is_leaf:
@@ -489,7 +489,7 @@ class Tensor:
         if id(self) in memo:
             return memo[id(self)]
         out = type(self).__new__(type(self))
-        _init(out, self._data.copy())
+        _init(out, self._ndarray.copy())
         out._requires_grad = self._requires_grad
         if self._grad is not None:
             out._grad = self._grad.__deepcopy__(memo)
@@ -506,7 +506,7 @@ class Tensor:
     __str__ = __repr__
 
     def __format__(self, spec):
-        if self._data.ndim == 0 and type(self) is Tensor:  # torch formats only plain 0-d tensors as numbers
+        if self._ndarray.ndim == 0 and type(self) is Tensor:  # torch formats only plain 0-d tensors as numbers
             return self.item().__format__(spec)
         return object.__format__(self, spec)
 
@@ -578,7 +578,7 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
         data = np.asarray(data)
     # written out, no loop over fields: this runs for every tensor an op makes
     t = _new_object(Tensor)
-    t._data = data
+    t._ndarray = data
     t._requires_grad = requires_grad
     t._grad_fn = None
     t._grad = None
@@ -614,7 +614,7 @@ FACTORY_REFUSES_GRAD = "Only Tensors of floating point and complex dtype can req
 def _to_array(obj):
     """Nested sequences that may contain tensors -> ndarray (dtype decided by the caller)."""
     if isinstance(obj, Tensor):
-        return obj._data
+        return obj._ndarray
     if isinstance(obj, (list, tuple)):
         if obj and any(isinstance(x, Tensor) for x in obj):
             return np.array([_to_array(x) for x in obj])

@@ -544,7 +544,7 @@ def _assert_async(input, assert_msg=None):
     if input.numel() != 1:
         raise RuntimeError("Boolean value of Tensor with " + ("no values" if input.numel() == 0 else
                                                               "more than one value") + " is ambiguous")
-    if not bool(input._data.reshape(-1)[0]):
+    if not bool(input._ndarray.reshape(-1)[0]):
         raise RuntimeError(assert_msg if assert_msg is not None else
                            "Expected Tensor with single nonzero value, but got zero")
 

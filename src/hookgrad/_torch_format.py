@@ -203,7 +203,7 @@ class _PickleWriter:
         self.op(b"r", struct.pack("<I", slot))
 
     def plain_tensor(self, t, requires_grad: bool) -> None:
-        data = t._data
+        data = t._ndarray
         dtype_name = data.dtype.name
         if dtype_name not in _STORAGE_TYPES:
             raise NotTorchEncodable(f"tensor of dtype {dtype_name}")

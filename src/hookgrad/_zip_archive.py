@@ -43,9 +43,9 @@ class PyTorchFileReader:
                 raise TypeError("PyTorchFileReader needs a file opened in binary mode")
         else:
             raise TypeError(f"__init__(): incompatible constructor arguments; got {type(file).__name__}")
-        self._data = bytes(data)
+        self._ndarray = bytes(data)
         try:
-            self._zip = zipfile.ZipFile(io.BytesIO(self._data))
+            self._zip = zipfile.ZipFile(io.BytesIO(self._ndarray))
         except zipfile.BadZipFile:
             raise _stream_error("reading zip archive: failed finding central directory") from None
         infos = self._zip.infolist()
@@ -79,7 +79,7 @@ class PyTorchFileReader:
 
     def get_record_offset(self, name: str) -> int:
         info = self._info(name)
-        fields = _LOCAL_HEADER.unpack_from(self._data, info.header_offset)
+        fields = _LOCAL_HEADER.unpack_from(self._ndarray, info.header_offset)
         name_length, extra_length = fields[-2], fields[-1]
         return info.header_offset + _LOCAL_HEADER.size + name_length + extra_length
 

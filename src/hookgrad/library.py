@@ -273,7 +273,7 @@ def _flat_tensors(values):
 
 
 def _storage_of(t):
-    data = t._data
+    data = t._ndarray
     while getattr(data, "base", None) is not None:
         data = data.base
     return data

@@ -208,7 +208,7 @@ class _Writer:
             return index
         from .utils.hooks import warn_if_has_hooks
         warn_if_has_hooks(t)
-        entry = self.add_array(t._data)
+        entry = self.add_array(t._ndarray)
         is_param = self.parameter_cls is not None and isinstance(t, self.parameter_cls)
         entry.update(requires_grad=bool(t.requires_grad), parameter=is_param)
         index = len(self.tensors)

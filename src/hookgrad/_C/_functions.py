@@ -48,7 +48,7 @@ def _wrap_outputs(inputs, make_node):
     for t in inputs:
         if t is not None and not isinstance(t, Tensor):
             raise TypeError(f"expected a Tensor argument, but got {type(t).__name__}")
-    outputs = tuple(None if t is None else wrap(t._data) for t in inputs)
+    outputs = tuple(None if t is None else wrap(t._ndarray) for t in inputs)
     if any(t is not None and t.requires_grad for t in inputs):
         node = make_node(tuple(t._edge() if t is not None else (None, 0) for t in inputs))
         node._num_outputs = len(outputs)

@@ -628,4 +628,5 @@ def _build_tensor_entry_points(cls) -> None:
 
 def _namespace_functions() -> set:
     import hookgrad
-    return {id(v) for v in vars(hookgrad).values() if has_dispatch(v)}
+    # a snapshot: reading an attribute of a lazily loaded submodule can add names to the namespace
+    return {id(v) for v in list(vars(hookgrad).values()) if has_dispatch(v)}

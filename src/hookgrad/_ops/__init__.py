@@ -51,7 +51,7 @@ def _comparable(b):
 
 def _bool_or_bitwise(logical, bitwise):
     def op(a, b):
-        if a._data.dtype == np.bool_ and (not isinstance(b, Tensor) or b._data.dtype == np.bool_):
+        if a._ndarray.dtype == np.bool_ and (not isinstance(b, Tensor) or b._ndarray.dtype == np.bool_):
             return logical(a, b)
         return bitwise(a, b)
     return op
@@ -83,7 +83,7 @@ def _bind_operators():
     T.__rrshift__ = lambda a, b: more.bitwise_right_shift(P.as_tensor_arg(b, a), a)
     T.__ilshift__ = lambda a, b: a.bitwise_left_shift_(b)
     T.__irshift__ = lambda a, b: a.bitwise_right_shift_(b)
-    T.__invert__ = lambda a: P.logical_not(a) if a._data.dtype == np.bool_ else P.bitwise_not(a)
+    T.__invert__ = lambda a: P.logical_not(a) if a._ndarray.dtype == np.bool_ else P.bitwise_not(a)
     T.__and__ = T.__rand__ = _bool_or_bitwise(P.logical_and, P.bitwise_and)
     T.__or__ = T.__ror__ = _bool_or_bitwise(P.logical_or, P.bitwise_or)
     T.__xor__ = T.__rxor__ = _bool_or_bitwise(P.logical_xor, P.bitwise_xor)

@@ -73,17 +73,17 @@ def is_number(x) -> bool:
 
 def result_np_dtype(a, b) -> np.dtype:
     """NumPy dtype of torch's promotion of ``a`` and ``b`` (fast path for the common cases)."""
-    if type(b) is float and a._data.dtype.kind == "f":
-        return a._data.dtype
-    if isinstance(b, Tensor) and isinstance(a, Tensor) and a._data.dtype is b._data.dtype:
-        return a._data.dtype
+    if type(b) is float and a._ndarray.dtype.kind == "f":
+        return a._ndarray.dtype
+    if isinstance(b, Tensor) and isinstance(a, Tensor) and a._ndarray.dtype is b._ndarray.dtype:
+        return a._ndarray.dtype
     return _dtype.result_type(a, b).np
 
 
 def data_of(x, np_dtype):
     """The raw operand for NumPy: an array in ``np_dtype`` (no copy when already there) or a scalar."""
     if isinstance(x, Tensor):
-        d = x._data
+        d = x._ndarray
         # a bool mask needs no converted copy: NumPy's loops promote bool to any other type exactly
         return d if d.dtype == np_dtype or d.dtype == np.bool_ else _dtype.cast(d, np_dtype)
     if isinstance(x, np.ndarray):
@@ -126,29 +126,29 @@ def ones_vector(n: int, dtype) -> np.ndarray:
 
 def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
     """Reduce a broadcast gradient back to ``shape`` (sum over the broadcast dimensions)."""
-    gshape = g._data.shape
+    gshape = g._ndarray.shape
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
     dims = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape) if s == 1 and gshape[i + lead] != 1)
     if not GRAD.enabled:
-        if dims and g._data.dtype in _dtype._LOWPREC_NP:  # complex32 gradients: torch has no sum for them
-            raise NotImplementedError(f"\"sum_cpu\" not implemented for '{_dtype.scalar_type_name(g._data.dtype)}'")
-        data = g._data.sum(axis=dims, keepdims=True) if dims else g._data
+        if dims and g._ndarray.dtype in _dtype._LOWPREC_NP:  # complex32 gradients: torch has no sum for them
+            raise NotImplementedError(f"\"sum_cpu\" not implemented for '{_dtype.scalar_type_name(g._ndarray.dtype)}'")
+        data = g._ndarray.sum(axis=dims, keepdims=True) if dims else g._ndarray
         return wrap(data.reshape(shape) if data.shape != shape else data)
     if dims:
         g = g.sum(dims, keepdim=True)
-    if g._data.shape != shape:
+    if g._ndarray.shape != shape:
         g = g.reshape(shape)
     return g
 
 
 def float_dtype_for(t: Tensor) -> np.dtype:
     """Ops like exp and sqrt promote integer inputs to the default float dtype."""
-    kind = t._data.dtype.kind
+    kind = t._ndarray.dtype.kind
     if kind in "fc":
-        return t._data.dtype
-    if _dtype.is_bfloat16_np(t._data.dtype):
+        return t._ndarray.dtype
+    if _dtype.is_bfloat16_np(t._ndarray.dtype):
         return np.dtype(np.float32)  # computed in float32, the result rounded back (see _dtype.narrow_to)
     return _dtype.get_default_dtype().np
 
@@ -157,12 +157,12 @@ def refuse_complex(message: str, *operands, error=NotImplementedError) -> None:
     """Raise torch's error for an op it does not define on complex numbers (ordering, clamping, ...)
     when an operand is complex; ``{dtype}`` in ``message`` becomes torch's name of its type."""
     for t in operands:
-        if isinstance(t, Tensor) and t._data.dtype.kind == "c":
-            raise error(message.replace("{dtype}", _dtype.scalar_type_name(t._data.dtype)))
+        if isinstance(t, Tensor) and t._ndarray.dtype.kind == "c":
+            raise error(message.replace("{dtype}", _dtype.scalar_type_name(t._ndarray.dtype)))
 
 
 def zeros_like_data(t: Tensor) -> Tensor:
-    return wrap(np.zeros(t._data.shape, dtype=t._data.dtype))
+    return wrap(np.zeros(t._ndarray.shape, dtype=t._ndarray.dtype))
 
 
 # ---- NumPy's broadcasting errors as torch's ---------------------------------------------------------

@@ -115,7 +115,7 @@ def no_derivative_node(aten_op: str, **attrs) -> type:
 def note_input_dtypes(node, inputs) -> None:
     """Keep ``inputs``' dtypes on ``node`` (one entry per edge, in order) when the tensors among them
     differ: the engine then casts each gradient to its input's dtype."""
-    dtypes = tuple(t._data.dtype if isinstance(t, Tensor) else None for t in inputs)
+    dtypes = tuple(t._ndarray.dtype if isinstance(t, Tensor) else None for t in inputs)
     present = [d for d in dtypes if d is not None]
     if present and any(d is not present[0] for d in present):
         node._input_dtypes = dtypes
@@ -127,7 +127,7 @@ def outputs_of(node, results) -> tuple:
     outputs = []
     for i, out in enumerate(results):
         if out is not None:
-            out = wrap(out._data)
+            out = wrap(out._ndarray)
             out._grad_fn, out._output_nr, out._requires_grad = node, i, True
         outputs.append(out)
     return tuple(outputs)
@@ -146,17 +146,17 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
         a, b = inputs
         if b.__class__ is Tensor or isinstance(b, Tensor):
             node = node_cls((edge(a), edge(b)))
-            if a is not None and a._data.dtype is not b._data.dtype:
-                node._input_dtypes = (a._data.dtype, b._data.dtype)
+            if a is not None and a._ndarray.dtype is not b._ndarray.dtype:
+                node._input_dtypes = (a._ndarray.dtype, b._ndarray.dtype)
         else:
             node = node_cls((edge(a), NONE_EDGE))
     elif n == 3:
         a, b, c = inputs
         node = node_cls((edge(a), edge(b), edge(c)))
         if a is not None and b is not None and c is not None:
-            d = a._data.dtype
-            if b._data.dtype is not d or c._data.dtype is not d:
-                node._input_dtypes = (d, b._data.dtype, c._data.dtype)
+            d = a._ndarray.dtype
+            if b._ndarray.dtype is not d or c._ndarray.dtype is not d:
+                node._input_dtypes = (d, b._ndarray.dtype, c._ndarray.dtype)
         else:
             note_input_dtypes(node, inputs)
     else:
@@ -212,15 +212,15 @@ class UnaryNode(Node):
         saved = self.saved()
         array_formula = self.array_formula
         if array_formula is not None and not GRAD.enabled and not _profiling:
-            g = grads[0]._data
+            g = grads[0]._ndarray
             dtype = g.dtype
-            if dtype in _ARRAY_DTYPES and (not saved or saved[0]._data.dtype is dtype):
+            if dtype in _ARRAY_DTYPES and (not saved or saved[0]._ndarray.dtype is dtype):
                 token = fp_quiet(FP_IGNORE)
                 try:
-                    return (wrap(array_formula(g, saved[0]._data) if saved else array_formula(g)),)
+                    return (wrap(array_formula(g, saved[0]._ndarray) if saved else array_formula(g)),)
                 finally:
                     fp_restore(token)
-        if saved and self.conj_saved and saved[0]._data.dtype.kind == "c":
+        if saved and self.conj_saved and saved[0]._ndarray.dtype.kind == "c":
             # a holomorphic f with real Taylor coefficients: torch's gradient g * conj(f'(z)) is the
             # real formula evaluated at conj(z) (or at conj(f(z)) for one written with the result)
             saved = (saved[0].conj(),)
@@ -246,7 +246,7 @@ class ZeroGradNode(Node):
                      for s, e in zip(self.inputs, self.next_functions))
 
     def keep_shapes(self, *inputs) -> None:
-        self.inputs = tuple((t._data.shape, t._data.dtype) if isinstance(t, Tensor) else None for t in inputs)
+        self.inputs = tuple((t._ndarray.shape, t._ndarray.dtype) if isinstance(t, Tensor) else None for t in inputs)
 
 
 def node_class(name: str, base=Node, **attrs):
@@ -321,7 +321,7 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
     def fn(x):
         if not isinstance(x, Tensor):
             x = as_tensor_arg(x)
-        data = x._data
+        data = x._ndarray
         if data.dtype in plain_dtypes:
             token = fp_quiet(FP_IGNORE)
             try:
@@ -352,14 +352,14 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
             data = data.astype(float_dtype_for(x))
         with quiet_fp():
             out = forward(data)
-        if x._data.dtype.kind == "V":  # bfloat16 (ml_dtypes): computed in float32, rounded once
-            out = narrow_to(out, x._data.dtype)
+        if x._ndarray.dtype.kind == "V":  # bfloat16 (ml_dtypes): computed in float32, rounded once
+            out = narrow_to(out, x._ndarray.dtype)
         result = wrap(out)
         if GRAD.enabled and x._requires_grad:
             n = node_cls((edge(x),))
             record(n, result, inputs=(x,))
             if zero_grad:
-                n.inputs = ((data.shape, x._data.dtype),)
+                n.inputs = ((data.shape, x._ndarray.dtype),)
             elif save_input:
                 n.save(x)
             elif save_output:
@@ -406,7 +406,7 @@ def backward_results(node_cls, inputs: tuple, outputs: tuple) -> tuple:
     fixed = []
     for out in outputs:
         if out is not None and not out._requires_grad:
-            out = wrap(out._data)
+            out = wrap(out._ndarray)
             record_op(node_cls, inputs, out).keep_shapes(*inputs)
         fixed.append(out)
     return tuple(fixed)

@@ -98,7 +98,7 @@ _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "int6
 
 
 def _type_name(t):
-    return _TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name)
+    return _TYPE_NAMES.get(t._ndarray.dtype.name, t._ndarray.dtype.name)
 
 
 def _check_weights(w, name, num_obs, integral):
@@ -108,27 +108,27 @@ def _check_weights(w, name, num_obs, integral):
     if w.numel() != num_obs:
         raise RuntimeError(f"cov(): expected {name} to have the same numel as there are observations in the input "
                            f"but got {w.numel()} != {num_obs}")
-    kind = w._data.dtype.kind
+    kind = w._ndarray.dtype.kind
     if integral and kind not in "iub":
         raise RuntimeError(f"cov(): expected fweights to have integral dtype but got fweights with "
                            f"{_type_name(w)} dtype")
     if not integral and kind not in "fc":
         raise RuntimeError(f"cov(): expected aweights to have floating point dtype but got aweights with "
                            f"{_type_name(w)} dtype")
-    if w._data.size and (w._data < 0).any():
+    if w._ndarray.size and (w._ndarray < 0).any():
         raise RuntimeError(f"cov(): {name} cannot be negative")
 
 
 @op()
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """Covariance of the rows (variables) of ``input`` over its columns (observations)."""
-    if input._data.dtype.kind == "b":
+    if input._ndarray.dtype.kind == "b":
         raise RuntimeError("cov(): bool dtype is not supported for input")
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an input with "
                            f"{input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
-    if x._data.dtype.kind not in "fc":
+    if x._ndarray.dtype.kind not in "fc":
         x = x.to(_dtype.get_default_dtype())
     num_obs = x.shape[1]
     w = None
@@ -149,7 +149,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm = w_sum - correction * (w * aweights).sum() / w_sum
     else:
         norm = w_sum - correction
-    if bool((norm <= 0)._data):
+    if bool((norm <= 0)._ndarray):
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than the number of "
                       "observations.", UserWarning, stacklevel=2)
         norm = norm * 0
@@ -219,11 +219,11 @@ PoissonBackward0 = node_class("PoissonBackward0", ZeroGradNode)
 @op(method=False)
 def poisson(input, generator=None):
     """Poisson samples with rates ``input`` (zero gradient, as torch's PoissonBackward0 gives)."""
-    if input._data.dtype.kind != "f":
+    if input._ndarray.dtype.kind != "f":
         raise RuntimeError(f'"poisson_cpu" not implemented for \'{_type_name(input)}\'')
-    if (input._data < 0).any():
+    if (input._ndarray < 0).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    result = wrap(_rs.poisson(_generator(generator), input._data).astype(input._data.dtype))
+    result = wrap(_rs.poisson(_generator(generator), input._ndarray).astype(input._ndarray.dtype))
     if GRAD.enabled and input._requires_grad:
         record_op(PoissonBackward0, (input,), result).keep_shapes(input)
     return result
@@ -232,9 +232,9 @@ def poisson(input, generator=None):
 @op(method=False)
 def binomial(count, prob, generator=None):
     """Binomial samples of ``count`` trials with success probability ``prob`` (torch has no derivative)."""
-    if count._data.dtype.kind != "f":
+    if count._ndarray.dtype.kind != "f":
         raise ValueError(f"binomial only supports floating-point dtypes for count, got: {_type_name(count)}")
-    c, p = np.broadcast_arrays(count._data, prob._data)
+    c, p = np.broadcast_arrays(count._ndarray, prob._ndarray)
     return wrap(_rs.binomial(_generator(generator), c, p.astype(c.dtype, copy=False)))
 
 
@@ -242,7 +242,7 @@ def binomial(count, prob, generator=None):
 @op()
 def hardshrink(input, lambd=0.5):
     """``input`` where ``|input| > lambd``, else 0 (``nn.functional.hardshrink`` is this function)."""
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "hardshrink_cpu")
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "hardshrink_cpu")
     return pointwise.where(input.abs() > lambd, input, creation.zeros_like(input))
 
 
@@ -250,7 +250,7 @@ def hardshrink(input, lambd=0.5):
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, one weight per channel (dim 1) or one shared
     (``nn.functional.prelu`` is this function)."""
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "prelu_cpu")
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "prelu_cpu")
     if weight.numel() != 1 and (input.dim() < 2 or weight.numel() != input.shape[1]):
         raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
                            f"{weight.numel()} and channel size = {input.shape[1] if input.dim() > 1 else 1}.")

@@ -48,7 +48,7 @@ def _reinterpret(data: np.ndarray, dtype: np.dtype, shape: tuple, strides: tuple
 
 
 def _is_complex(t: Tensor) -> bool:
-    return _dtype.is_complex_np(t._data.dtype)
+    return _dtype.is_complex_np(t._ndarray.dtype)
 
 
 # ---- views of the parts ---------------------------------------------------------------------------
@@ -72,7 +72,7 @@ def view_as_real(input):
     x = input
     if not _is_complex(x):
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    data = x._data
+    data = x._ndarray
     part = _PART_DTYPES[data.dtype]
     view = _reinterpret(data, part, data.shape + (2,), data.strides + (part.itemsize,))
     return make_view(x, view, ViewAsRealBackward0)
@@ -82,7 +82,7 @@ def view_as_real(input):
 def view_as_complex(input):
     """A real tensor whose last dimension is 2 (real, imaginary) viewed as a complex tensor."""
     x = input
-    data = x._data
+    data = x._ndarray
     if data.dtype not in _COMPLEX_OF:
         name = _dtype.scalar_type_name(data.dtype)
         raise RuntimeError("view_as_complex is only supported for half, float and double tensors, but got a "
@@ -94,7 +94,7 @@ def view_as_complex(input):
         raise RuntimeError("Tensor must have a last dimension with stride 1")
     if any(s % (2 * item) for n, s in zip(data.shape[:-1], data.strides[:-1]) if n > 1):
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
-    base = x._base._data if x._base is not None else data
+    base = x._base._ndarray if x._base is not None else data
     offset = data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     if offset % (2 * item):
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")
@@ -120,13 +120,13 @@ def view_as_complex_copy(input):
 def _real_part(x):
     if not _is_complex(x):
         return x
-    return select(view_as_real(x), x._data.ndim, 0)  # torch's node reports the dim counted from the front
+    return select(view_as_real(x), x._ndarray.ndim, 0)  # torch's node reports the dim counted from the front
 
 
 def _imag_part(x):
     if not _is_complex(x):
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return select(view_as_real(x), x._data.ndim, 1)
+    return select(view_as_real(x), x._ndarray.ndim, 1)
 
 
 @op(method=False)  # Tensor.real and Tensor.imag are properties (set below)
@@ -168,12 +168,12 @@ class ConjPhysicalBackward0(Node):
 
 
 def _conjugated(x, node_cls):
-    if x._data.dtype == _dtype.complex32.np:  # two float16 fields: negate the imaginary one
-        flipped = x._data.copy()
+    if x._ndarray.dtype == _dtype.complex32.np:  # two float16 fields: negate the imaginary one
+        flipped = x._ndarray.copy()
         flipped["imag"] = -flipped["imag"]
         result = wrap(flipped)
     else:
-        result = wrap(np.conjugate(x._data))
+        result = wrap(np.conjugate(x._ndarray))
     if GRAD.enabled and x._requires_grad:
         record_op(node_cls, (x,), result)
     return result
@@ -219,7 +219,7 @@ def is_neg(input) -> bool:
 
 @op()
 def isreal(input):
-    d = as_tensor_arg(input)._data
+    d = as_tensor_arg(input)._ndarray
     if d.dtype.kind != "c":
         return wrap(np.ones(d.shape, dtype=bool))
     return wrap(d.imag == 0)
@@ -239,12 +239,12 @@ def adjoint(input):
 def _angle_backward(g, x):
     if not _is_complex(x):
         # the angle of a real number is a step function: torch's gradient is a constant zero
-        return wrap(np.zeros_like(x._data))
+        return wrap(np.zeros_like(x._ndarray))
     # d angle / dz in torch's convention: i z / |z|^2, chosen away by a where at z = 0 (torch's
     # formula: its second derivative there is NaN, from the 0/0 of the branch not taken)
     from .pointwise import where
     with quiet_fp():
-        return where(x == 0, wrap(np.zeros((), dtype=x._data.dtype)), g * x / x.abs().pow(2) * 1j)
+        return where(x == 0, wrap(np.zeros((), dtype=x._ndarray.dtype)), g * x / x.abs().pow(2) * 1j)
 
 
 AngleBackward0 = formula_node("AngleBackward0", ("self",), _angle_backward)
@@ -254,7 +254,7 @@ AngleBackward0 = formula_node("AngleBackward0", ("self",), _angle_backward)
 def angle(input):
     """The argument of each element (a real tensor); for real tensors pi where negative, 0 elsewhere."""
     x = as_tensor_arg(input)
-    d = x._data
+    d = x._ndarray
     if d.dtype in _rules.LOWPREC:  # float8, float4, complex32
         _rules.refuse_lowprec(d, "angle_cpu")
     if d.dtype.kind == "c":
@@ -276,7 +276,7 @@ def _check_parts(a, b, name_a, name_b):
     for t, n in ((a, name_a), (b, name_b)):
         if not isinstance(t, Tensor):
             raise TypeError(f"argument '{n}' must be Tensor, not {type(t).__name__}")
-    da, db = a._data.dtype, b._data.dtype
+    da, db = a._ndarray.dtype, b._ndarray.dtype
     if da not in _COMPLEX_OF or db not in _COMPLEX_OF:
         raise RuntimeError("Expected both inputs to be Half, Float or Double tensors but got "
                            f"{_dtype.scalar_type_name(da)} and {_dtype.scalar_type_name(db)}")
@@ -287,7 +287,7 @@ def _check_parts(a, b, name_a, name_b):
 
 def _broadcast(a, b):
     try:
-        return np.broadcast_shapes(a._data.shape, b._data.shape)
+        return np.broadcast_shapes(a._ndarray.shape, b._ndarray.shape)
     except ValueError:
         raise RuntimeError(f"The size of tensor a must match the size of tensor b: shapes {list(a.shape)} and "
                            f"{list(b.shape)} are not broadcastable") from None
@@ -310,15 +310,15 @@ def complex(real, imag):
     """``real + i imag`` (broadcast), a complex tensor of the parts' precision."""
     _check_parts(real, imag, "real", "imag")
     _broadcast(real, imag)
-    out = np.empty(np.broadcast_shapes(real._data.shape, imag._data.shape), dtype=_COMPLEX_OF[real._data.dtype])
+    out = np.empty(np.broadcast_shapes(real._ndarray.shape, imag._ndarray.shape), dtype=_COMPLEX_OF[real._ndarray.dtype])
     if out.dtype.kind == "c":
-        out.real, out.imag = real._data, imag._data
+        out.real, out.imag = real._ndarray, imag._ndarray
     else:  # complex32: its two float16 fields
-        out["real"], out["imag"] = real._data, imag._data
+        out["real"], out["imag"] = real._ndarray, imag._ndarray
     result = wrap(out)
     if GRAD.enabled and (real._requires_grad or imag._requires_grad):
         node = record_op(ComplexBackward0, (real, imag), result)
-        node.shapes = (real._data.shape, imag._data.shape)
+        node.shapes = (real._ndarray.shape, imag._ndarray.shape)
         node.save(imag, real)
     return result
 
@@ -347,7 +347,7 @@ def polar(abs, angle):
     """``abs * (cos(angle) + i sin(angle))`` (broadcast)."""
     _check_parts(abs, angle, "abs", "angle")
     _broadcast(abs, angle)
-    r, theta = abs._data, angle._data
+    r, theta = abs._ndarray, angle._ndarray
     if r.dtype == np.float16:  # no complex32 result: torch has no half-precision polar kernel
         raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
     out = np.empty(np.broadcast_shapes(r.shape, theta.shape), dtype=_COMPLEX_OF[r.dtype])
@@ -376,14 +376,14 @@ class LinalgEigBackward0(Node):
             VhgV = Vh @ gV
             diag_VhgV = VhgV.diagonal(0, -2, -1)
             # eigenvectors are fixed only up to a phase each: a loss that sees the phase has no gradient
-            if not np.allclose(diag_VhgV._data.imag, 0, rtol=1e-2, atol=1e-2):
+            if not np.allclose(diag_VhgV._ndarray.imag, 0, rtol=1e-2, atol=1e-2):
                 raise RuntimeError("linalg_eig_backward: The eigenvectors in the complex case are specified up to "
                                    "multiplication by e^{i phi}. The specified loss function depends on this "
                                    "quantity, so it is ill-defined.")
             Lc = L.conj()
-            n = L._data.shape[-1]
+            n = L._ndarray.shape[-1]
             # E[i, j] = conj(L_j) - conj(L_i), 1 on the diagonal (where the numerator is 0)
-            E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + wrap(np.eye(n, dtype=L._data.dtype))
+            E = Lc.unsqueeze(-2) - Lc.unsqueeze(-1) + wrap(np.eye(n, dtype=L._ndarray.dtype))
             inner = (VhgV - Vh @ (V * _real_part(diag_VhgV).unsqueeze(-2))) / E
             if gL is not None:
                 inner = inner + _diag_embed(gL)
@@ -393,14 +393,14 @@ class LinalgEigBackward0(Node):
 
 
 def _diag_embed(v):
-    n = v._data.shape[-1]
-    return v.unsqueeze(-1) * wrap(np.eye(n, dtype=v._data.dtype))
+    n = v._ndarray.shape[-1]
+    return v.unsqueeze(-1) * wrap(np.eye(n, dtype=v._ndarray.dtype))
 
 
 def _eig_input(A, name):
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg_{name}(): argument 'input' (position 1) must be Tensor, not {type(A).__name__}")
-    d = A._data
+    d = A._ndarray
     if d.ndim < 2:
         raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
     if d.shape[-1] != d.shape[-2]:
@@ -415,7 +415,7 @@ def _eig_input(A, name):
 
 def _eig(A, name):
     A = _eig_input(A, name)
-    d = A._data
+    d = A._ndarray
     out = _COMPLEX_OF.get(d.dtype, d.dtype)
     with quiet_fp():
         if not np.isfinite(d).all():

@@ -142,10 +142,10 @@ def _tensors_to_arrays(data, depth: int):
     is a sequence; one in an element's place must hold one element (torch's rule)."""
     if isinstance(data, Tensor):
         if depth > 0:
-            return data._data
-        if data._data.size != 1:
+            return data._ndarray
+        if data._ndarray.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        return data._data.reshape(())
+        return data._ndarray.reshape(())
     if isinstance(data, (list, tuple)):
         return [_tensors_to_arrays(item, depth - 1) for item in data]
     return data
@@ -179,7 +179,7 @@ def _nest_error(data, dtype) -> Exception | None:
         for leaf in leaves:
             if isinstance(leaf, str):
                 return TypeError("new(): invalid data type 'str'")
-            if not isinstance(leaf, _SCALARS) and not (isinstance(leaf, Tensor) and leaf._data.ndim == 0):
+            if not isinstance(leaf, _SCALARS) and not (isinstance(leaf, Tensor) and leaf._ndarray.ndim == 0):
                 return RuntimeError(f"Could not infer dtype of {type(leaf).__name__}")
         real = builtins.any(isinstance(leaf, (builtins.float, builtins.complex, np.floating, np.complexfloating))
                             for leaf in leaves)
@@ -263,7 +263,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
         warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
                       "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
-        arr = data._data
+        arr = data._ndarray
         dt = _dtype.to_dtype(dtype) if dtype is not None else data.dtype
     else:
         if isinstance(data, np.ndarray):
@@ -394,7 +394,7 @@ def zeros_like(t, *, dtype=None, device=None, requires_grad=False, memory_format
     # memory_format None is torch's preserve_format: the new tensor takes t's layout
     np_dtype = _like_dtype(t, dtype).np
     # all-zero bytes, as torch's zeros: for float8_e8m0fnu that is 2**-127 (the type has no zero)
-    return _finish(_memory_format.like(t._data, np_dtype, memory_format, np.zeros((), dtype=np_dtype)), requires_grad,
+    return _finish(_memory_format.like(t._ndarray, np_dtype, memory_format, np.zeros((), dtype=np_dtype)), requires_grad,
                    device)
 
 
@@ -405,7 +405,7 @@ def ones_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=
 
 @op(method=False)
 def empty_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(_memory_format.like(t._data, _like_dtype(t, dtype).np, memory_format), requires_grad, device)
+    return _finish(_memory_format.like(t._ndarray, _like_dtype(t, dtype).np, memory_format), requires_grad, device)
 
 
 @op(method=False)
@@ -416,7 +416,7 @@ def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False, me
 def _filled_like(t, np_dtype, memory_format, value):
     """An array shaped as ``t`` in ``memory_format``, every element ``value`` (a one-byte float takes
     torch's conversion and overflow check)."""
-    out = _memory_format.like(t._data, np_dtype, memory_format)
+    out = _memory_format.like(t._ndarray, np_dtype, memory_format)
     out[...] = _dtype.full_array(out.shape, value, np_dtype) if np_dtype in _rules.LOWPREC else value
     return out
 
@@ -424,11 +424,11 @@ def _filled_like(t, np_dtype, memory_format, value):
 def _sampled_like(t, memory_format, sample):
     """``sample(shape)`` (a new tensor) for a tensor shaped as ``t`` in ``memory_format`` (None:
     t's layout): the values are drawn in memory order, as torch fills a tensor's storage."""
-    order = _memory_format.memory_order(t._data, memory_format)
+    order = _memory_format.memory_order(t._ndarray, memory_format)
     if order is None:
-        return sample(t._data.shape)
-    block = sample(tuple(t._data.shape[d] for d in order))
-    result = wrap(_memory_format.in_memory_order(block._data, order))
+        return sample(t._ndarray.shape)
+    block = sample(tuple(t._ndarray.shape[d] for d in order))
+    result = wrap(_memory_format.in_memory_order(block._ndarray, order))
     if block._requires_grad:
         result._set_requires_grad(True, FACTORY_REFUSES_GRAD)
     return result
@@ -514,7 +514,7 @@ def range_(start, end, step=1, *, dtype=None, device=None, requires_grad=False, 
         return _finish((first + np.arange(n, dtype=np.int64) * stride).astype(dt.np), False, device)
     if out is not None:
         return _made_into(out, dtype, make, "range", requires_grad, warn_resize=True)
-    return _finish(make(dtype or _dtype.get_default_dtype())._data, requires_grad)
+    return _finish(make(dtype or _dtype.get_default_dtype())._ndarray, requires_grad)
 
 
 @op(method=False)
@@ -687,7 +687,7 @@ def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_gr
         _rules.refuse_lowprec(_resolve_dtype(dtype).np, "check_uniform_bounds")
     if dtype is not None and _resolve_dtype(dtype).is_complex:  # torch fills view_as_real: both parts uniform
         parts = rand(*_size(shape, size), 2, generator=generator, dtype=_resolve_dtype(dtype).to_real())
-        return _finish(_as_complex_np(parts._data), requires_grad, device)
+        return _finish(_as_complex_np(parts._ndarray), requires_grad, device)
     dt = _floating(dtype, "check_uniform_bounds")
     gen = _generator(generator)
     return _sampled(_size(shape, size), dt, lambda a: _rng_streams.fill_in_memory_order(
@@ -716,7 +716,7 @@ def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_g
         real = _resolve_dtype(dtype).to_real()
         parts = _sampled(_size(shape, size) + (2,), real, lambda a: _rng_streams.normal(gen, a, 0.0, 0.5 ** 0.5),
                          False, device, None)
-        return _finish(_as_complex_np(parts._data), requires_grad, device)
+        return _finish(_as_complex_np(parts._ndarray), requires_grad, device)
     dt = _floating(dtype, "normal_kernel_cpu")
     return _sampled(_size(shape, size), dt, lambda a: _rng_streams.normal(gen, a, 0.0, 1.0), requires_grad, device, out)
 
@@ -821,23 +821,23 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, out=None, dtype=None
         dt = _floating(dtype, "normal_kernel_cpu")
         return _sampled(_size((size,)), dt, lambda a: _rng_streams.normal(gen, a, mean, std), requires_grad, device,
                         out)
-    if std_t and (std._data < 0).any():
+    if std_t and (std._ndarray < 0).any():
         raise RuntimeError("normal expects all elements of std >= 0.0")
     if not std_t:
         _check_std(std)
     like = mean if mean_t else std
-    if not (_dtype.is_floating_np(like._data.dtype) or like._data.dtype.kind == "c"):
+    if not (_dtype.is_floating_np(like._ndarray.dtype) or like._ndarray.dtype.kind == "c"):
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
-                                  f"'{_dtype.scalar_type_name(like._data.dtype)}'")
-    shape = np.broadcast_shapes(mean._data.shape if mean_t else (), std._data.shape if std_t else ())
-    dtype_np = like._data.dtype
+                                  f"'{_dtype.scalar_type_name(like._ndarray.dtype)}'")
+    shape = np.broadcast_shapes(mean._ndarray.shape if mean_t else (), std._ndarray.shape if std_t else ())
+    dtype_np = like._ndarray.dtype
     if mean_t and not std_t:
         z = _rng_streams.normal(gen, np.empty(shape, dtype_np), 0.0, std)
-        data = (z + mean._data).astype(dtype_np, copy=False)
+        data = (z + mean._ndarray).astype(dtype_np, copy=False)
     else:
         z = _rng_streams.normal(gen, np.empty(shape, dtype_np), 0.0, 1.0)
-        m = mean._data if mean_t else np.asarray(mean, dtype=dtype_np)
-        data = (z * std._data + m).astype(dtype_np, copy=False)
+        m = mean._ndarray if mean_t else np.asarray(mean, dtype=dtype_np)
+        data = (z * std._ndarray + m).astype(dtype_np, copy=False)
     result = wrap(np.ascontiguousarray(data))
     return result if out is None else _into_out(out, result)
 
@@ -848,7 +848,7 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     gen = _generator(generator)
     if p is not None:
         return empty_like(input).bernoulli_(p, generator=gen)
-    probs = input._data
+    probs = input._ndarray
     if probs.dtype.kind != "f":
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
                                   f"'{_dtype.scalar_type_name(probs.dtype)}'")
@@ -866,7 +866,7 @@ def multinomial(probs, num_samples, replacement=False, *, generator=None, out=No
     normalised running sum; without (or for one sample), the largest ``p / Exp(1)`` (an exponential
     draw per category), which samples without replacement in proportion to ``p``."""
     gen = _generator(generator)
-    p = probs._data
+    p = probs._ndarray
     n_sample = int(num_samples)
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

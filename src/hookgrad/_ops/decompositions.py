@@ -83,14 +83,14 @@ _HALF_CHECKS = {
 
 def _scalar_name(a):
     from .._dtype import scalar_type_name
-    return scalar_type_name(a._data.dtype)
+    return scalar_type_name(a._ndarray.dtype)
 
 
 def _refuse_half(a, name):
-    if a._data.dtype.name not in _rules.HALF:
+    if a._ndarray.dtype.name not in _rules.HALF:
         return
     if name in _HALF_REFUSALS:
-        _rules.refuse_kernel(a._data, _rules.HALF, _HALF_REFUSALS[name])
+        _rules.refuse_kernel(a._ndarray, _rules.HALF, _HALF_REFUSALS[name])
     if name in _HALF_CHECKS:
         raise RuntimeError(_HALF_CHECKS[name](a))
 
@@ -103,22 +103,22 @@ _INTEGER_KERNELS = {"linalg.eigh": "linalg_eigh_cpu", "linalg.solve_triangular":
 
 def _float_input(a, name, arg="input"):
     a = as_tensor_arg(a)
-    kind = a._data.dtype.kind
+    kind = a._ndarray.dtype.kind
     _refuse_half(a, name)
     if name in _INTEGER_KERNELS:
-        _rules.refuse_kernel(a._data, _rules.INTEGRAL, _INTEGER_KERNELS[name])
-    if kind not in "fc" and not _dtype.is_bfloat16_np(a._data.dtype):
+        _rules.refuse_kernel(a._ndarray, _rules.INTEGRAL, _INTEGER_KERNELS[name])
+    if kind not in "fc" and not _dtype.is_bfloat16_np(a._ndarray.dtype):
         names = {np.dtype(np.int32): "Int", np.dtype(np.int16): "Short", np.dtype(np.int8): "Char"}
-        got = names.get(a._data.dtype, _TYPE_NAMES.get(kind, str(a._data.dtype)))
+        got = names.get(a._ndarray.dtype, _TYPE_NAMES.get(kind, str(a._ndarray.dtype)))
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as {arg}. Got {got}")
     return a
 
 
 def _matrix(a, name, arg="A"):
     a = _float_input(a, name, "input")
-    if a._data.ndim < 2:
+    if a._ndarray.ndim < 2:
         raise RuntimeError(f"{name}: The input tensor {arg} must have at least 2 dimensions.")
-    if a._data.dtype.kind == "c" and GRAD.enabled and a._requires_grad:
+    if a._ndarray.dtype.kind == "c" and GRAD.enabled and a._requires_grad:
         # these backward formulas are written for real matrices: refuse rather than differentiate wrongly
         raise NotImplementedError(f"hookgrad: {name} has no gradient for complex matrices (linalg.eig, eigvals, "
                                   "det, inv, solve and matmul have)")
@@ -132,9 +132,9 @@ def _real_np(np_dtype):
 
 def _square(a, name, arg="A"):
     a = _matrix(a, name, arg)
-    if a._data.shape[-1] != a._data.shape[-2]:
+    if a._ndarray.shape[-1] != a._ndarray.shape[-2]:
         raise RuntimeError(f"{name}: {arg} must be batches of square matrices, but they are "
-                           f"{a._data.shape[-2]} by {a._data.shape[-1]} matrices")
+                           f"{a._ndarray.shape[-2]} by {a._ndarray.shape[-1]} matrices")
     return a
 
 
@@ -156,11 +156,11 @@ def _per_matrix(fn, *arrays):
 
 
 def _zero_if_none(g, like):
-    return g if g is not None else wrap(np.zeros(like._data.shape, dtype=like._data.dtype))
+    return g if g is not None else wrap(np.zeros(like._ndarray.shape, dtype=like._ndarray.dtype))
 
 
 def _eye_like(n, a):
-    return wrap(np.eye(n, dtype=a._data.dtype))
+    return wrap(np.eye(n, dtype=a._ndarray.dtype))
 
 
 def _diag(v):
@@ -233,7 +233,7 @@ def _check_svd_driver(driver):
 def _svd_arrays(a, full_matrices):
     with quiet_fp():
         try:
-            return np.linalg.svd(a._data, full_matrices=full_matrices)
+            return np.linalg.svd(a._ndarray, full_matrices=full_matrices)
         except np.linalg.LinAlgError:
             raise LinAlgError("linalg.svd: The algorithm failed to converge because the input matrix is "
                               "ill-conditioned or has too many repeated singular values (error code: 1).") from None
@@ -244,7 +244,7 @@ def linalg_svd(a, full_matrices=True, *, driver=None):
     a = _matrix(a, "linalg.svd")
     _check_svd_driver(driver)
     u, s, vh = _svd_arrays(a, full_matrices)
-    U, S, Vh = wrap(u), wrap(s.astype(_real_np(a._data.dtype), copy=False)), wrap(vh)
+    U, S, Vh = wrap(u), wrap(s.astype(_real_np(a._ndarray.dtype), copy=False)), wrap(vh)
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgSvdBackward0, (a,), U, S, Vh)
         node._num_outputs = 3
@@ -259,7 +259,7 @@ def svdvals(a, *, driver=None):
     _check_svd_driver(driver)
     if not (GRAD.enabled and a._requires_grad):
         with quiet_fp():
-            return wrap(np.linalg.svd(a._data, compute_uv=False).astype(_real_np(a._data.dtype), copy=False))
+            return wrap(np.linalg.svd(a._ndarray, compute_uv=False).astype(_real_np(a._ndarray.dtype), copy=False))
     return linalg_svd(a, full_matrices=False).S
 
 
@@ -269,9 +269,9 @@ def svd_legacy(a, some=True, compute_uv=True):
     if not compute_uv:
         a = _matrix(a, "linalg.svd")
         S = svdvals(a)
-        m, n = a._data.shape[-2:]
-        batch = a._data.shape[:-2]
-        zeros = lambda r, c: wrap(np.zeros(batch + (r, c), dtype=a._data.dtype))
+        m, n = a._ndarray.shape[-2:]
+        batch = a._ndarray.shape[:-2]
+        zeros = lambda r, c: wrap(np.zeros(batch + (r, c), dtype=a._ndarray.dtype))
         return _SVD_LEGACY(zeros(m, m), S, zeros(n, n))
     U, S, Vh = linalg_svd(a, full_matrices=not some)
     return _SVD_LEGACY(U, S, Vh.mT)
@@ -321,10 +321,10 @@ def linalg_qr(a, mode="reduced"):
                            f"(default), 'r', or 'complete'")
     with quiet_fp():
         if mode == "r":
-            r = np.linalg.qr(a._data, mode="r")
-            q = np.zeros((0,), dtype=a._data.dtype)
+            r = np.linalg.qr(a._ndarray, mode="r")
+            q = np.zeros((0,), dtype=a._ndarray.dtype)
         else:
-            q, r = np.linalg.qr(a._data, mode=mode)
+            q, r = np.linalg.qr(a._ndarray, mode=mode)
     Q, R = wrap(np.ascontiguousarray(q)), wrap(np.ascontiguousarray(r))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgQrBackward0, (a,), Q, R)
@@ -354,7 +354,7 @@ class LinalgEighBackward0(Node):
             return ((V * gL.unsqueeze(-2)) @ V.mT,)
         with quiet_fp():
             # E[i, j] = L_j - L_i, infinite on the diagonal so that those terms vanish
-            E = L.unsqueeze(-2) - L.unsqueeze(-1) + wrap(np.diag(np.full(L.shape[-1], np.inf, dtype=L._data.dtype)))
+            E = L.unsqueeze(-2) - L.unsqueeze(-1) + wrap(np.diag(np.full(L.shape[-1], np.inf, dtype=L._ndarray.dtype)))
         VtgV = V.mT @ gV
         inner = (VtgV - VtgV.mT) * 0.5 / E
         if gL is not None:
@@ -374,11 +374,11 @@ def eigh(a, UPLO="L"):
     a = _square(a, "linalg.eigh")
     with quiet_fp():
         try:
-            w, v = np.linalg.eigh(a._data, UPLO=_check_uplo(UPLO))
+            w, v = np.linalg.eigh(a._ndarray, UPLO=_check_uplo(UPLO))
         except np.linalg.LinAlgError:
             raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input matrix is "
                               "ill-conditioned or has too many repeated eigenvalues (error code: 1).") from None
-    L, V = wrap(w.astype(_real_np(a._data.dtype), copy=False)), wrap(v)
+    L, V = wrap(w.astype(_real_np(a._ndarray.dtype), copy=False)), wrap(v)
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgEighBackward0, (a,), L, V)
         node._num_outputs = 2
@@ -391,7 +391,7 @@ def eigvalsh(a, UPLO="L"):
     a = _square(a, "linalg.eigh")
     if not (GRAD.enabled and a._requires_grad):
         with quiet_fp():
-            return wrap(np.linalg.eigvalsh(a._data, UPLO=_check_uplo(UPLO)).astype(_real_np(a._data.dtype), copy=False))
+            return wrap(np.linalg.eigvalsh(a._ndarray, UPLO=_check_uplo(UPLO)).astype(_real_np(a._ndarray.dtype), copy=False))
     return eigh(a, UPLO).eigenvalues
 
 
@@ -450,10 +450,10 @@ def _first_bad_minor(m):
 
 
 def _cholesky(a, upper, name, check_errors):
-    _rules.refuse_kernel(as_tensor_arg(a)._data, _rules.HALF, "cholesky_cpu")
+    _rules.refuse_kernel(as_tensor_arg(a)._ndarray, _rules.HALF, "cholesky_cpu")
     a = _square(a, name)
     with quiet_fp():
-        factors, info = _cholesky_arrays(np.tril(a._data), upper, name, check_errors)
+        factors, info = _cholesky_arrays(np.tril(a._ndarray), upper, name, check_errors)
     # np.linalg.cholesky reads the lower triangle; torch does too
     Lt = wrap(factors)
     if GRAD.enabled and a._requires_grad:
@@ -498,7 +498,7 @@ def cholesky_solve(b, L, upper=False):
 def cholesky_inverse(L, upper=False):
     """torch.cholesky_inverse: the inverse of ``L L^T`` (or ``U^T U``) from its factor."""
     L = _square(L, "cholesky_inverse", "input")
-    eye = wrap(np.broadcast_to(np.eye(L.shape[-1], dtype=L._data.dtype), L._data.shape).copy())
+    eye = wrap(np.broadcast_to(np.eye(L.shape[-1], dtype=L._ndarray.dtype), L._ndarray.shape).copy())
     return cholesky_solve(eye, L, upper)
 
 
@@ -523,19 +523,19 @@ class LinalgSolveTriangularBackward0(Node):
 def solve_triangular(a, b, *, upper, left=True, unitriangular=False):
     """torch.linalg.solve_triangular: X with ``A X = B`` (``left=False``: ``X A = B``), A triangular."""
     a, b = _square(a, "linalg.solve_triangular"), _float_input(b, "linalg.solve_triangular")
-    if b._data.ndim < 2:
+    if b._ndarray.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 dimensions.")
-    if a._data.dtype != b._data.dtype:
+    if a._ndarray.dtype != b._ndarray.dtype:
         raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, but found "
                            f"A of type {a.dtype} and B of type {b.dtype} instead".replace("hookgrad.", ""))
-    n = a._data.shape[-1]
-    inner = b._data.shape[-2] if left else b._data.shape[-1]
+    n = a._ndarray.shape[-1]
+    inner = b._ndarray.shape[-2] if left else b._ndarray.shape[-1]
     if inner != n:
         raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the equation "
-                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {b._data.shape[-2]}x{b._data.shape[-1]})")
-    batch = np.broadcast_shapes(a._data.shape[:-2], b._data.shape[:-2])
-    ad = np.broadcast_to(a._data, batch + a._data.shape[-2:])
-    bd = np.broadcast_to(b._data, batch + b._data.shape[-2:])
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and {b._ndarray.shape[-2]}x{b._ndarray.shape[-1]})")
+    batch = np.broadcast_shapes(a._ndarray.shape[:-2], b._ndarray.shape[:-2])
+    ad = np.broadcast_to(a._ndarray, batch + a._ndarray.shape[-2:])
+    bd = np.broadcast_to(b._ndarray, batch + b._ndarray.shape[-2:])
 
     def one(m, rhs):
         if left:
@@ -544,14 +544,14 @@ def solve_triangular(a, b, *, upper, left=True, unitriangular=False):
                                     check_finite=False).T
     with quiet_fp():
         if n == 0 or 0 in bd.shape:
-            out = np.zeros(batch + b._data.shape[-2:], dtype=b._data.dtype)
+            out = np.zeros(batch + b._ndarray.shape[-2:], dtype=b._ndarray.dtype)
         else:
             out = _per_matrix(one, ad, bd)
-    result = wrap(np.ascontiguousarray(out, dtype=b._data.dtype))
+    result = wrap(np.ascontiguousarray(out, dtype=b._ndarray.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(LinalgSolveTriangularBackward0, (a, b), result)
         node.upper, node.left, node.unitriangular = upper, left, unitriangular
-        node.a_shape, node.b_shape = a._data.shape, b._data.shape
+        node.a_shape, node.b_shape = a._ndarray.shape, b._ndarray.shape
         node.save(a, output=result)
     return result
 
@@ -621,9 +621,9 @@ class LinalgLuFactorExBackward0(Node):
 
 def _lu_input(a, name):
     a = as_tensor_arg(a)
-    _rules.refuse_kernel(a._data, _rules.HALF, "lu_cpu")
-    if a._data.dtype.kind not in "fc":
-        raise NotImplementedError(f'"lu_cpu" not implemented for \'{_TYPE_NAMES.get(a._data.dtype.kind, "Long")}\'')
+    _rules.refuse_kernel(a._ndarray, _rules.HALF, "lu_cpu")
+    if a._ndarray.dtype.kind not in "fc":
+        raise NotImplementedError(f'"lu_cpu" not implemented for \'{_TYPE_NAMES.get(a._ndarray.dtype.kind, "Long")}\'')
     return _matrix(a, name)
 
 
@@ -662,7 +662,7 @@ def linalg_lu(a, *, pivot=True):
     a = _lu_input(a, "linalg.lu")
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
-    p, l, u, _piv = _lu_arrays(a._data)
+    p, l, u, _piv = _lu_arrays(a._ndarray)
     P, L, U = wrap(p), wrap(l), wrap(u)
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgLuBackward0, (a,), P, L, U)
@@ -677,14 +677,14 @@ def _lu_factor(a, pivot, name):
     a = _lu_input(a, name)
     if not pivot:
         raise RuntimeError(f"{name}: LU without pivoting is not implemented on the CPU")
-    p, l, u, piv = _lu_arrays(a._data)
-    m, n = a._data.shape[-2:]
+    p, l, u, piv = _lu_arrays(a._ndarray)
+    m, n = a._ndarray.shape[-2:]
     k = min(m, n)
-    packed = np.zeros(a._data.shape, dtype=a._data.dtype)
+    packed = np.zeros(a._ndarray.shape, dtype=a._ndarray.dtype)
     packed[..., :, :k] += np.tril(l, -1)
     packed[..., :k, :] += u
     LU, pivots = wrap(packed), wrap(piv)
-    info = np.zeros(a._data.shape[:-2], dtype=np.int32)
+    info = np.zeros(a._ndarray.shape[:-2], dtype=np.int32)
     diag = np.abs(np.diagonal(u, 0, -2, -1)) == 0
     if diag.size:
         info = np.where(diag.any(-1), diag.argmax(-1) + 1, 0).astype(np.int32)
@@ -706,17 +706,17 @@ def lu_factor(a, *, pivot=True):
 def lu_factor_ex(a, *, pivot=True, check_errors=False):
     """torch.linalg.lu_factor_ex: ``(LU, pivots, info)``."""
     LU, pivots, info = _lu_factor(a, pivot, "linalg.lu_factor_ex")
-    if check_errors and info._data.any():
-        first = int(np.flatnonzero(info._data.reshape(-1))[0])
-        raise RuntimeError(f"torch.linalg.lu_factor_ex: U[{int(info._data.reshape(-1)[first])},"
-                          f"{int(info._data.reshape(-1)[first])}] is zero and using it on lu_solve would result "
+    if check_errors and info._ndarray.any():
+        first = int(np.flatnonzero(info._ndarray.reshape(-1))[0])
+        raise RuntimeError(f"torch.linalg.lu_factor_ex: U[{int(info._ndarray.reshape(-1)[first])},"
+                          f"{int(info._ndarray.reshape(-1)[first])}] is zero and using it on lu_solve would result "
                           f"in a division by zero. If you still want to perform the factorization, consider "
                           f"calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
     return _LU_FACTOR_EX(LU, pivots, info)
 
 
 def _permutation_from_pivots(pivots, m, dtype):
-    piv = pivots._data.reshape((-1, pivots._data.shape[-1])) - 1
+    piv = pivots._ndarray.reshape((-1, pivots._ndarray.shape[-1])) - 1
     Ps = []
     for row in piv:
         perm = np.arange(m)
@@ -725,20 +725,20 @@ def _permutation_from_pivots(pivots, m, dtype):
         P = np.zeros((m, m), dtype=dtype)
         P[perm, np.arange(m)] = 1
         Ps.append(P)
-    return np.stack(Ps).reshape(pivots._data.shape[:-1] + (m, m)) if Ps else np.zeros(
-        pivots._data.shape[:-1] + (m, m), dtype=dtype)
+    return np.stack(Ps).reshape(pivots._ndarray.shape[:-1] + (m, m)) if Ps else np.zeros(
+        pivots._ndarray.shape[:-1] + (m, m), dtype=dtype)
 
 
 @op(method=False)
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """torch.lu_unpack: ``(P, L, U)`` from ``lu_factor``'s packed result."""
     LU = _matrix(LU_data, "lu_unpack", "LU_data")
-    m, n = LU._data.shape[-2:]
+    m, n = LU._ndarray.shape[-2:]
     k = min(m, n)
-    P = wrap(_permutation_from_pivots(LU_pivots, m, LU._data.dtype)) if unpack_pivots else wrap(
-        np.zeros((0,), LU._data.dtype))
+    P = wrap(_permutation_from_pivots(LU_pivots, m, LU._ndarray.dtype)) if unpack_pivots else wrap(
+        np.zeros((0,), LU._ndarray.dtype))
     if not unpack_data:
-        empty = wrap(np.zeros((0,), LU._data.dtype))
+        empty = wrap(np.zeros((0,), LU._ndarray.dtype))
         return _LU_UNPACK(P, empty, empty)
     L = LU[..., :, :k].tril(-1) + _eye_like(m, LU)[:, :k]
     U = LU[..., :k, :].triu()
@@ -792,18 +792,18 @@ LinalgPinvBackward0 = formula_node("LinalgPinvBackward0", ("self", "result"), la
 
 
 def _tolerances(atol, rtol, smax, shape, dtype):
-    atol_v = 0.0 if atol is None else (atol._data if isinstance(atol, Tensor) else np.asarray(atol))
+    atol_v = 0.0 if atol is None else (atol._ndarray if isinstance(atol, Tensor) else np.asarray(atol))
     if rtol is None:
         rtol_v = np.finfo(dtype).eps * max(shape[-2:]) if (atol is None or np.all(atol_v == 0)) else 0.0
     else:
-        rtol_v = rtol._data if isinstance(rtol, Tensor) else np.asarray(rtol)
+        rtol_v = rtol._ndarray if isinstance(rtol, Tensor) else np.asarray(rtol)
     return np.maximum(atol_v, rtol_v * smax)
 
 
 def pinv(a, *, atol=None, rtol=None, hermitian=False):
     """torch.linalg.pinv: the pseudo-inverse, dropping singular values below ``max(atol, rtol * smax)``."""
     a = _matrix(a, "linalg.pinv")
-    data = a._data
+    data = a._ndarray
     with quiet_fp():
         if data.size == 0:
             out = np.zeros(data.shape[:-2] + data.shape[:-3:-1], dtype=data.dtype)
@@ -865,18 +865,18 @@ def lstsq(a, b, rcond=None, *, driver=None):
     driver = "gelsy" if driver is None else driver
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, gelsd, gelss)")
-    if a._data.dtype != b._data.dtype:
+    if a._ndarray.dtype != b._ndarray.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same dtype, but got "
                            f"input's dtype {a.dtype} and other's dtype {b.dtype}".replace("hookgrad.", ""))
-    vector = b._data.ndim == a._data.ndim - 1  # torch's rule for lstsq (solve's is stricter)
-    bd = b._data[..., None] if vector else b._data
-    m, n = a._data.shape[-2:]
+    vector = b._ndarray.ndim == a._ndarray.ndim - 1  # torch's rule for lstsq (solve's is stricter)
+    bd = b._ndarray[..., None] if vector else b._ndarray
+    m, n = a._ndarray.shape[-2:]
     if bd.shape[-2] != m:
         raise RuntimeError(f"torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
-    batch = np.broadcast_shapes(a._data.shape[:-2], bd.shape[:-2])
-    ad = np.broadcast_to(a._data, batch + (m, n))
+    batch = np.broadcast_shapes(a._ndarray.shape[:-2], bd.shape[:-2])
+    ad = np.broadcast_to(a._ndarray, batch + (m, n))
     bd = np.broadcast_to(bd, batch + bd.shape[-2:])
-    eps = np.finfo(a._data.dtype).eps
+    eps = np.finfo(a._ndarray.dtype).eps
     cut = eps * max(m, n) if rcond is None else rcond
 
     def one(mat, rhs):
@@ -884,14 +884,14 @@ def lstsq(a, b, rcond=None, *, driver=None):
         return x, np.int64(rank), sv
     with quiet_fp():
         if ad.size == 0 or bd.size == 0:
-            x = np.zeros(batch + (n, bd.shape[-1]), a._data.dtype)
+            x = np.zeros(batch + (n, bd.shape[-1]), a._ndarray.dtype)
             rank = np.zeros(batch, np.int64)
-            sv = np.zeros(batch + (min(m, n),), a._data.dtype)
+            sv = np.zeros(batch + (min(m, n),), a._ndarray.dtype)
         else:
             x, rank, sv = _per_matrix(lambda mat, rhs: _lstsq_pair(one, mat, rhs), ad, bd)
             rank = rank.reshape(batch)
             sv = sv.reshape(batch + (min(m, n),))
-    dt = a._data.dtype
+    dt = a._ndarray.dtype
     if driver == "gels":  # QR based: assumes full rank
         pass
     full_rank = m > n and bool(np.all(rank == n))
@@ -922,7 +922,7 @@ def _matrix_exp_backward(g, A):
     n = A.shape[-1]
     from .shape import cat
     # d/dA <G, exp(A)> is the top-right block of exp([[A^T, G], [0, A^T]])
-    zero = wrap(np.zeros(A.shape, dtype=A._data.dtype))
+    zero = wrap(np.zeros(A.shape, dtype=A._ndarray.dtype))
     At = A.mT
     block = cat([cat([At, g], -1), cat([zero, At], -1)], -2)
     return matrix_exp(block)[..., :n, n:]
@@ -936,8 +936,8 @@ def matrix_exp(a):
     """torch.linalg.matrix_exp: the matrix exponential (SciPy's Pade approximation)."""
     a = _square(a, "linalg.matrix_exp")
     with quiet_fp():
-        data = sla.expm(a._data) if a._data.size else a._data.copy()
-    result = wrap(np.ascontiguousarray(np.asarray(data, dtype=a._data.dtype)))
+        data = sla.expm(a._ndarray) if a._ndarray.size else a._ndarray.copy()
+    result = wrap(np.ascontiguousarray(np.asarray(data, dtype=a._ndarray.dtype)))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgMatrixExpBackward0, (a,), result)
         node.save(a)
@@ -948,14 +948,14 @@ def matrix_exp(a):
 def matrix_power(a, n):
     """torch.linalg.matrix_power: ``A^n`` by repeated squaring (negative n through the inverse)."""
     from .linalg import inv, matmul
-    a = _square(a, "linalg.matrix_power", "A") if a._data.dtype.kind in "fc" else a
-    if a._data.ndim < 2 or a._data.shape[-1] != a._data.shape[-2]:
+    a = _square(a, "linalg.matrix_power", "A") if a._ndarray.dtype.kind in "fc" else a
+    if a._ndarray.ndim < 2 or a._ndarray.shape[-1] != a._ndarray.shape[-2]:
         raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but they are "
-                           f"{a._data.shape[-2] if a._data.ndim >= 2 else 1} by {a._data.shape[-1]} matrices")
+                           f"{a._ndarray.shape[-2] if a._ndarray.ndim >= 2 else 1} by {a._ndarray.shape[-1]} matrices")
     if not isinstance(n, (int, np.integer)):
         raise TypeError(f"matrix_power(): argument 'n' (position 2) must be int, not {type(n).__name__}")
     if n == 0:
-        return wrap(np.broadcast_to(np.eye(a._data.shape[-1], dtype=a._data.dtype), a._data.shape).copy())
+        return wrap(np.broadcast_to(np.eye(a._ndarray.shape[-1], dtype=a._ndarray.dtype), a._ndarray.shape).copy())
     if n < 0:
         a, n = inv(a), -n
     result, base = None, a
@@ -974,10 +974,10 @@ def matrix_rank(a, *, atol=None, rtol=None, hermitian=False, tol=None):
     if tol is not None:
         atol, rtol = tol, 0.0
     with quiet_fp():
-        if a._data.size == 0:
-            return wrap(np.zeros(a._data.shape[:-2], dtype=np.int64))
-        s = np.abs(np.linalg.eigvalsh(a._data)) if hermitian else np.linalg.svd(a._data, compute_uv=False)
-        tol_v = _tolerances(atol, rtol, s.max(-1), a._data.shape, a._data.dtype)
+        if a._ndarray.size == 0:
+            return wrap(np.zeros(a._ndarray.shape[:-2], dtype=np.int64))
+        s = np.abs(np.linalg.eigvalsh(a._ndarray)) if hermitian else np.linalg.svd(a._ndarray, compute_uv=False)
+        tol_v = _tolerances(atol, rtol, s.max(-1), a._ndarray.shape, a._ndarray.dtype)
         return wrap(np.asarray((s > np.expand_dims(tol_v, -1)).sum(-1), dtype=np.int64))
 
 
@@ -988,9 +988,9 @@ def cond(a, p=None):
         s = svdvals(a)
         smax, smin = s[..., 0], s[..., -1]
         return smin / smax if p == -2 else smax / smin
-    if a._data.shape[-1] != a._data.shape[-2]:
+    if a._ndarray.shape[-1] != a._ndarray.shape[-2]:
         raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but they are "
-                           f"{a._data.shape[-2]} by {a._data.shape[-1]} matrices")
+                           f"{a._ndarray.shape[-2]} by {a._ndarray.shape[-1]} matrices")
     from .linalg import inv
     return matrix_norm(a, p) * matrix_norm(inv(a), p)
 
@@ -1004,7 +1004,7 @@ def matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     a = _float_input(a, "linalg.matrix_norm")
     if ord not in _MATRIX_ORDS:
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    if ord in ("nuc", 2, -2) and a._data.dtype.name in _rules.HALF:  # these go through an SVD
+    if ord in ("nuc", 2, -2) and a._ndarray.dtype.name in _rules.HALF:  # these go through an SVD
         raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {_scalar_name(a)}")
     if dtype is not None:
         a = a.to(dtype)
@@ -1057,15 +1057,15 @@ def inv_ex(a, *, check_errors=False):
     from .linalg import inv
     a = _square(a, "linalg.inv_ex")
     info = _singular_info(a)
-    if info._data.any():
+    if info._ndarray.any():
         if check_errors:
             inv(a)
-        nan = wrap(np.full(a._data.shape, np.nan, dtype=a._data.dtype))
+        nan = wrap(np.full(a._ndarray.shape, np.nan, dtype=a._ndarray.dtype))
         with quiet_fp():
-            good = info._data == 0
-            data = np.where(good[..., None, None], np.linalg.inv(np.where(good[..., None, None], a._data,
-                                                                       np.eye(a._data.shape[-1]))), np.nan)
-        return _INV_EX(wrap(data.astype(a._data.dtype)) if not a._requires_grad else nan, info)
+            good = info._ndarray == 0
+            data = np.where(good[..., None, None], np.linalg.inv(np.where(good[..., None, None], a._ndarray,
+                                                                       np.eye(a._ndarray.shape[-1]))), np.nan)
+        return _INV_EX(wrap(data.astype(a._ndarray.dtype)) if not a._requires_grad else nan, info)
     return _INV_EX(inv(a), info)
 
 
@@ -1074,10 +1074,10 @@ def solve_ex(a, b, *, left=True, check_errors=False):
     from .linalg import solve
     a = _square(a, "linalg.solve_ex")
     info = _singular_info(a)
-    if info._data.any() and not check_errors:
-        shape = np.broadcast_shapes(a._data.shape[:-2], b._data.shape[:-2 if b.ndim >= a.ndim else -1])
-        return _SOLVE_EX(wrap(np.full(shape + b._data.shape[-2 if b.ndim >= a.ndim else -1:], np.nan,
-                                      dtype=a._data.dtype)), info)
+    if info._ndarray.any() and not check_errors:
+        shape = np.broadcast_shapes(a._ndarray.shape[:-2], b._ndarray.shape[:-2 if b.ndim >= a.ndim else -1])
+        return _SOLVE_EX(wrap(np.full(shape + b._ndarray.shape[-2 if b.ndim >= a.ndim else -1:], np.nan,
+                                      dtype=a._ndarray.dtype)), info)
     if not left:
         return _SOLVE_EX(solve(a.mT, b.mT).mT, info)
     return _SOLVE_EX(solve(a, b), info)
@@ -1096,7 +1096,7 @@ def logdet(a):
     a = _square(a, "linalg.slogdet")
     sign, logabs = slogdet(a)
     from .pointwise import where
-    nan = wrap(np.asarray(np.nan, dtype=a._data.dtype))
+    nan = wrap(np.asarray(np.nan, dtype=a._ndarray.dtype))
     return where(sign < 0, nan, logabs)
 
 
@@ -1104,10 +1104,10 @@ def logdet(a):
 def vecdot(x, y, *, dim=-1):
     """torch.linalg.vecdot: ``sum(conj(x) * y, dim)`` over broadcast shapes."""
     x, y = _float_input(x, "linalg.vecdot", "x"), _float_input(y, "linalg.vecdot", "y")
-    if x._data.dtype != y._data.dtype:
+    if x._ndarray.dtype != y._ndarray.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found x of type "
                            f"{x.dtype} and y of type {y.dtype} instead".replace("hookgrad.", ""))
-    return (x.conj() * y).sum(dim) if x._data.dtype.kind == "c" else (x * y).sum(dim)
+    return (x.conj() * y).sum(dim) if x._ndarray.dtype.kind == "c" else (x * y).sum(dim)
 
 
 def multi_dot(tensors):
@@ -1181,7 +1181,7 @@ def trace(a):
     """torch.trace: the sum of a 2-D matrix's diagonal."""
     if a.ndim != 2:
         raise RuntimeError("trace: expected a matrix, but got tensor with dim " + str(a.ndim))
-    _rules.refuse_kernel(a._data, _rules.BOOL, "trace")
+    _rules.refuse_kernel(a._ndarray, _rules.BOOL, "trace")
     return a.diagonal().sum()
 
 
@@ -1213,7 +1213,7 @@ def householder_product(a, tau):
         raise RuntimeError("torch.linalg.householder_product: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
     lower = a.tril(-1) + _eye_like(m, a)[:, :n]
-    Q = wrap(np.broadcast_to(np.eye(m, n, dtype=a._data.dtype), a._data.shape).copy())
+    Q = wrap(np.broadcast_to(np.eye(m, n, dtype=a._ndarray.dtype), a._ndarray.shape).copy())
     for i in range(k - 1, -1, -1):  # apply H_k first: Q = H_i Q
         v = lower[..., :, i:i + 1]
         t = tau[..., i:i + 1].unsqueeze(-1)
@@ -1270,7 +1270,7 @@ def linalg_vander(x, *, N=None):
     if n <= 0:
         raise RuntimeError("N must be greater than 1.")
     from .shape import cat
-    ones = wrap(np.ones(tuple(x.shape) + (1,), dtype=x._data.dtype))
+    ones = wrap(np.ones(tuple(x.shape) + (1,), dtype=x._ndarray.dtype))
     if n == 1:
         return ones
     return cat([ones, x.unsqueeze(-1).expand(tuple(x.shape) + (n - 1,)).cumprod(-1)], -1)
@@ -1283,7 +1283,7 @@ _LDL_FACTOR_EX = _result_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 def _ldl(a, hermitian, name):
     a = _square(a, name)
-    data = a._data
+    data = a._ndarray
 
     def one(m):
         sytrf, = sla.get_lapack_funcs(("sytrf",), (m,))
@@ -1307,28 +1307,28 @@ def ldl_factor_ex(a, *, hermitian=False, check_errors=False):
     """torch.linalg.ldl_factor_ex: LAPACK sytrf's compact ``LD``, ``pivots`` (1-based; negative for the
     2x2 blocks) and ``info``."""
     LD, pivots, info = _ldl(a, hermitian, "torch.linalg.ldl_factor_ex")
-    if check_errors and info._data.any():
+    if check_errors and info._ndarray.any():
         raise LinAlgError(f"torch.linalg.ldl_factor_ex: The factorization could not be completed because the "
-                          f"input is singular (D[{int(info._data.reshape(-1)[np.flatnonzero(info._data)[0]])}] is zero).")
+                          f"input is singular (D[{int(info._ndarray.reshape(-1)[np.flatnonzero(info._ndarray)[0]])}] is zero).")
     return _LDL_FACTOR_EX(LD, pivots, info)
 
 
 def ldl_factor(a, *, hermitian=False):
     """torch.linalg.ldl_factor: ``(LD, pivots)``."""
     LD, pivots, info = _ldl(a, hermitian, "torch.linalg.ldl_factor")
-    if info._data.any():
+    if info._ndarray.any():
         raise LinAlgError(f"torch.linalg.ldl_factor: The factorization could not be completed because the input "
-                          f"is singular (D[{int(info._data.reshape(-1)[np.flatnonzero(info._data)[0]])}] is zero).")
+                          f"is singular (D[{int(info._ndarray.reshape(-1)[np.flatnonzero(info._ndarray)[0]])}] is zero).")
     return _LDL_FACTOR(LD, pivots)
 
 
 def ldl_solve(LD, pivots, B, *, hermitian=False):
     """torch.linalg.ldl_solve: X with ``A X = B`` from A's ``ldl_factor``."""
     LD, B = _square(LD, "torch.linalg.ldl_solve", "LD"), _float_input(B, "torch.linalg.ldl_solve", "B")
-    batch = np.broadcast_shapes(LD._data.shape[:-2], B._data.shape[:-2])
-    ld = np.broadcast_to(LD._data, batch + LD._data.shape[-2:])
-    piv = np.broadcast_to(pivots._data, batch + pivots._data.shape[-1:])
-    b = np.broadcast_to(B._data, batch + B._data.shape[-2:])
+    batch = np.broadcast_shapes(LD._ndarray.shape[:-2], B._ndarray.shape[:-2])
+    ld = np.broadcast_to(LD._ndarray, batch + LD._ndarray.shape[-2:])
+    piv = np.broadcast_to(pivots._ndarray, batch + pivots._ndarray.shape[-1:])
+    b = np.broadcast_to(B._ndarray, batch + B._ndarray.shape[-2:])
 
     def one(m, p, rhs):
         sytrs, = sla.get_lapack_funcs(("sytrs",), (m,))
@@ -1342,7 +1342,7 @@ def ldl_solve(LD, pivots, B, *, hermitian=False):
 # ---- cross products, Vandermonde matrices, Householder representations ----------------------------
 def _cross_parts(a, b):
     a, b = as_tensor_arg(a), as_tensor_arg(b)
-    shape = np.broadcast_shapes(a._data.shape, b._data.shape)
+    shape = np.broadcast_shapes(a._ndarray.shape, b._ndarray.shape)
     a, b = a.expand(shape), b.expand(shape)
     return a, b
 
@@ -1351,12 +1351,12 @@ def linalg_cross(input, other, *, dim=-1):
     """torch.linalg.cross: the cross product of 3-vectors along ``dim`` (inputs broadcast); torch's
     argument names (``linalg.cross(x, other=y)``)."""
     a, b = as_tensor_arg(input), as_tensor_arg(other)
-    _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
+    _rules.refuse_kernel(a._ndarray, _rules.BOOL, "cross")
     if a.ndim != b.ndim:
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._data.dtype)} but found "
-                           f"{_dtype.scalar_type_name(b._data.dtype)}")
+    if a._ndarray.dtype != b._ndarray.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._ndarray.dtype)} but found "
+                           f"{_dtype.scalar_type_name(b._ndarray.dtype)}")
     if a.shape[dim] != 3 or b.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
                            f"{b.shape[dim]}")
@@ -1385,11 +1385,11 @@ def geqrf(a):
         qr_raw, tau = sla.qr(m, mode="raw")[0]
         return np.ascontiguousarray(qr_raw), tau
     with quiet_fp():
-        if a._data.size == 0:
-            k = min(a._data.shape[-2:])
-            return _GEQRF(wrap(a._data.copy()), wrap(np.zeros(a._data.shape[:-2] + (k,), a._data.dtype)))
-        packed, tau = _per_matrix(lambda m: _pair_vector(one(m)), a._data)
-    return _GEQRF(wrap(packed), wrap(tau.reshape(a._data.shape[:-2] + (-1,))))
+        if a._ndarray.size == 0:
+            k = min(a._ndarray.shape[-2:])
+            return _GEQRF(wrap(a._ndarray.copy()), wrap(np.zeros(a._ndarray.shape[:-2] + (k,), a._ndarray.dtype)))
+        packed, tau = _per_matrix(lambda m: _pair_vector(one(m)), a._ndarray)
+    return _GEQRF(wrap(packed), wrap(tau.reshape(a._ndarray.shape[:-2] + (-1,))))
 
 
 def _pair_vector(parts):
@@ -1407,11 +1407,11 @@ def ormqr(a, tau, other, left=True, transpose=False):
     k = tau.shape[-1]
     # pad to m Householder vectors with tau = 0 (identity reflections): the full m-by-m Q
     if a.shape[-1] < m:
-        a = cat([a, wrap(np.zeros(tuple(a.shape[:-1]) + (m - a.shape[-1],), a._data.dtype))], -1)
+        a = cat([a, wrap(np.zeros(tuple(a.shape[:-1]) + (m - a.shape[-1],), a._ndarray.dtype))], -1)
     else:
         a = a[..., :, :m]
     if k < m:
-        tau = cat([tau, wrap(np.zeros(tuple(tau.shape[:-1]) + (m - k,), tau._data.dtype))], -1)
+        tau = cat([tau, wrap(np.zeros(tuple(tau.shape[:-1]) + (m - k,), tau._ndarray.dtype))], -1)
     Q = householder_product(a, tau)
     Q = Q.mT if transpose else Q
     return Q @ other if left else other @ Q

@@ -51,7 +51,7 @@ class FftC2CBackward0(Node):
 
 def fft_c2c(x: Tensor, dims: tuple, normalization: int, forward: bool) -> Tensor:
     """A complex transform over ``dims`` (e^{-i} when ``forward``), scaled per ``normalization``."""
-    d = x._data
+    d = x._ndarray
     with quiet_fp():
         if forward:
             out = np.fft.fftn(d, axes=dims, norm=_NP_FORWARD[normalization])
@@ -76,19 +76,19 @@ class FftR2CBackward0(Node):
         if self.onesided:
             # the dropped half of the spectrum had zero gradient: pad it back, then the adjoint
             last = self.dims[-1]
-            missing = self.full_size - g._data.shape[last]
+            missing = self.full_size - g._ndarray.shape[last]
             if missing > 0:
-                shape = list(g._data.shape)
+                shape = list(g._ndarray.shape)
                 shape[last] = missing
                 from .shape import cat
-                g = cat([g, wrap(np.zeros(shape, dtype=g._data.dtype))], last)
+                g = cat([g, wrap(np.zeros(shape, dtype=g._ndarray.dtype))], last)
         return (fft_c2c(g, self.dims, self.normalization, False).real,)
 
 
 def fft_r2c(x: Tensor, dims: tuple, normalization: int, onesided: bool = True) -> Tensor:
     """A forward transform of a real tensor; with ``onesided`` only the first n//2 + 1 entries of
     the last of ``dims`` (the rest are their conjugates)."""
-    d = x._data
+    d = x._ndarray
     transform = np.fft.rfftn if onesided else np.fft.fftn
     with quiet_fp():
         out = transform(d, axes=dims, norm=_NP_FORWARD[normalization])
@@ -109,12 +109,12 @@ class FftC2RBackward0(Node):
         g = grads[0]
         gi = fft_r2c(g, self.dims, self.normalization, True)
         last = self.dims[-1]
-        half = gi._data.shape[last]
+        half = gi._ndarray.shape[last]
         doubled = self.last_dim_size - half  # entries that stand for themselves and their mirror image
         if doubled > 0:
-            weights = np.ones(half, dtype=g._data.dtype)
+            weights = np.ones(half, dtype=g._ndarray.dtype)
             weights[1:1 + doubled] = 2
-            shape = [1] * gi._data.ndim
+            shape = [1] * gi._ndarray.ndim
             shape[last] = half
             gi = gi * wrap(weights.reshape(shape))
         return (gi,)
@@ -123,7 +123,7 @@ class FftC2RBackward0(Node):
 def fft_c2r(x: Tensor, dims: tuple, normalization: int, last_dim_size: int) -> Tensor:
     """The inverse of a one-sided transform: a real tensor whose last of ``dims`` has ``last_dim_size``
     entries, from ``x`` holding its first last_dim_size // 2 + 1 coefficients there."""
-    d = x._data
+    d = x._ndarray
     sizes = [d.shape[a] for a in dims[:-1]] + [last_dim_size]
     with quiet_fp():
         out = np.fft.irfftn(d, s=sizes, axes=dims, norm=_NP_INVERSE[normalization])
@@ -140,27 +140,27 @@ _PART = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): 
 # ---- arguments as torch reads them -------------------------------------------------------------------
 def _as_complex(x: Tensor) -> Tensor:
     """A complex tensor for a complex transform: real (and integer) tensors are converted first."""
-    k = x._data.dtype.kind
+    k = x._ndarray.dtype.kind
     if k == "c":
         return x
-    if x._data.dtype == _dtype.complex32.np:  # torch's CPU transforms have no half-precision types
+    if x._ndarray.dtype == _dtype.complex32.np:  # torch's CPU transforms have no half-precision types
         raise RuntimeError("MKL FFT doesn't support tensors of type: Half")
     _refuse_half(x)
     if k != "f":
         x = x.to(_dtype.get_default_dtype())
-    return x.to(_dtype.from_numpy_dtype(x._data.dtype).to_complex())
+    return x.to(_dtype.from_numpy_dtype(x._ndarray.dtype).to_complex())
 
 
 def _refuse_half(x: Tensor) -> None:
     """torch's pocketfft has no half-precision transforms."""
-    if x._data.dtype == np.float16 or _dtype.is_bfloat16_np(x._data.dtype):
-        raise RuntimeError("Unsupported dtype " + _dtype.scalar_type_name(x._data.dtype))
+    if x._ndarray.dtype == np.float16 or _dtype.is_bfloat16_np(x._ndarray.dtype):
+        raise RuntimeError("Unsupported dtype " + _dtype.scalar_type_name(x._ndarray.dtype))
 
 
 def _as_real(x: Tensor, fname: str) -> Tensor:
-    k = x._data.dtype.kind
+    k = x._ndarray.dtype.kind
     if k == "c":
-        raise RuntimeError(f"{fname} expects a real input tensor, but got {_dtype.scalar_type_name(x._data.dtype)}")
+        raise RuntimeError(f"{fname} expects a real input tensor, but got {_dtype.scalar_type_name(x._ndarray.dtype)}")
     _refuse_half(x)
     if k != "f":
         x = x.to(_dtype.get_default_dtype())
@@ -169,14 +169,14 @@ def _as_real(x: Tensor, fname: str) -> Tensor:
 
 def _resize(x: Tensor, dims, sizes) -> Tensor:
     """Zero-pad or trim ``x`` along each of ``dims`` to the matching size (torch's resize of the input)."""
-    pads = [0] * (2 * x._data.ndim)
+    pads = [0] * (2 * x._ndarray.ndim)
     padded = False
     for dim, size in zip(dims, sizes):
-        have = x._data.shape[dim]
+        have = x._ndarray.shape[dim]
         if size < have:
             x = x.narrow(dim, 0, size)
         elif size > have:
-            pads[2 * (x._data.ndim - 1 - dim) + 1] = size - have
+            pads[2 * (x._ndarray.ndim - 1 - dim) + 1] = size - have
             padded = True
     if padded:
         from .more import constant_pad_nd
@@ -185,15 +185,15 @@ def _resize(x: Tensor, dims, sizes) -> Tensor:
 
 
 def _one_dim(x: Tensor, n, dim):
-    dim = _wrap_dim(dim, x._data.ndim)
+    dim = _wrap_dim(dim, x._ndarray.ndim)
     if n is not None and n < 1:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
-    return (dim,), (x._data.shape[dim] if n is None else int(n),)
+    return (dim,), (x._ndarray.shape[dim] if n is None else int(n),)
 
 
 def _many_dims(x: Tensor, s, dim):
     """(dims, sizes) for an n-dimensional transform, torch's rules for s= and dim=."""
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     if dim is not None:
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
         dims = tuple(_wrap_dim(d, nd) for d in dims)
@@ -207,8 +207,8 @@ def _many_dims(x: Tensor, s, dim):
         dims = tuple(range(nd - len(s), nd))
     else:
         dims = tuple(range(nd))
-    sizes = tuple(x._data.shape[d] for d in dims) if s is None else tuple(
-        x._data.shape[d] if int(n) == -1 else int(n) for d, n in zip(dims, s))
+    sizes = tuple(x._ndarray.shape[d] for d in dims) if s is None else tuple(
+        x._ndarray.shape[d] if int(n) == -1 else int(n) for d, n in zip(dims, s))
     for n in sizes:
         if n < 1:
             raise RuntimeError(f"Invalid number of data points ({n}) specified")
@@ -408,10 +408,10 @@ def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fa
 
 def _shift(input, dim, inverse):
     x = as_tensor_arg(input)
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     dims = tuple(range(nd)) if dim is None else ((dim,) if isinstance(dim, int) else tuple(dim))
     dims = tuple(_wrap_dim(d, nd) for d in dims)
-    shifts = tuple(((x._data.shape[d] + 1) // 2 if inverse else x._data.shape[d] // 2) for d in dims)
+    shifts = tuple(((x._ndarray.shape[d] + 1) // 2 if inverse else x._ndarray.shape[d] // 2) for d in dims)
     return x.roll(shifts, dims)
 
 
@@ -431,9 +431,9 @@ def _full_window(window, win_length, n_fft, like):
     """The window padded with zeros on both sides (centred) to ``n_fft``; ones when none is given."""
     if window is None:
         window = wrap(np.ones(win_length, dtype=_PART.get(like, like) if like.kind == "c" else like))
-    elif window._data.ndim != 1 or window._data.shape[0] != win_length:
+    elif window._ndarray.ndim != 1 or window._ndarray.shape[0] != win_length:
         raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length={win_length}, but got "
-                           f"window with size {list(window._data.shape)}")
+                           f"window with size {list(window._ndarray.shape)}")
     if win_length < n_fft:
         left = (n_fft - win_length) // 2
         from .more import constant_pad_nd
@@ -469,7 +469,7 @@ def _stft_lengths(n_fft, hop_length, win_length, window, name):
 
 def _with_batch_dim(x, batched_ndim: int):
     """``x`` with a leading batch dim (added when it has none), and whether it came with one."""
-    batched = x._data.ndim == batched_ndim
+    batched = x._ndarray.ndim == batched_ndim
     return (x if batched else x.unsqueeze(0)), batched
 
 
@@ -478,9 +478,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
          normalized=False, onesided=None, return_complex=None):
     """Fourier transforms of overlapping windowed frames: (batch, n_fft // 2 + 1 or n_fft, frames)."""
     x = as_tensor_arg(input)
-    if x._data.dtype == np.float16 or _dtype.is_bfloat16_np(x._data.dtype):
-        raise RuntimeError(f"MKL FFT doesn't support tensors of type: {_dtype.scalar_type_name(x._data.dtype)}")
-    complex_input = x._data.dtype.kind == "c" or (window is not None and window._data.dtype.kind == "c")
+    if x._ndarray.dtype == np.float16 or _dtype.is_bfloat16_np(x._ndarray.dtype):
+        raise RuntimeError(f"MKL FFT doesn't support tensors of type: {_dtype.scalar_type_name(x._ndarray.dtype)}")
+    complex_input = x._ndarray.dtype.kind == "c" or (window is not None and window._ndarray.dtype.kind == "c")
     if return_complex is None:
         if not complex_input:
             raise RuntimeError("stft requires the return_complex parameter be given for real inputs, and will "
@@ -493,8 +493,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
                   "complex tensors for all inputs, and return_complex=False will raise an error.\nNote: you can "
                   "still call torch.view_as_real on the complex output to recover the old return format.",
                   stacklevel=3)
-    if x._data.ndim not in (1, 2):
-        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {x._data.ndim}D tensor")
+    if x._ndarray.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {x._ndarray.ndim}D tensor")
     hop, win = _stft_lengths(n_fft, hop_length, win_length, window, "stft")
     x, batched = _with_batch_dim(x, 2)
     if center:
@@ -502,11 +502,11 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         half = n_fft // 2
         # as torch: the signals padded as one (1, batch, length) input
         x = F.pad(x.unsqueeze(0), (half, half), mode=pad_mode).squeeze(0)
-    length = x._data.shape[-1]
+    length = x._ndarray.shape[-1]
     if n_fft > length:
         raise RuntimeError(f"stft: expected 0 < n_fft < {length}, but got n_fft={n_fft}")
     frames = x.unfold(-1, n_fft, hop)  # (batch, frames, n_fft)
-    frames = frames * _full_window(window, win, n_fft, x._data.dtype)
+    frames = frames * _full_window(window, win, n_fft, x._ndarray.dtype)
     onesided = not complex_input if onesided is None else onesided
     if onesided and complex_input:
         raise RuntimeError("Cannot have onesided output if window or input is complex")
@@ -527,14 +527,14 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     """The signal whose ``stft`` is ``input``: inverse transforms of the frames, overlap-added and
     divided by the summed squared window."""
     x = as_tensor_arg(input)
-    if x._data.dtype.kind != "c":
+    if x._ndarray.dtype.kind != "c":
         raise RuntimeError("istft requires a complex-valued input tensor matching the output from stft with "
                            "return_complex=True.")
-    if x._data.ndim not in (2, 3):
-        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex, but got {x._data.ndim}D")
+    if x._ndarray.ndim not in (2, 3):
+        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex, but got {x._ndarray.ndim}D")
     hop, win = _stft_lengths(n_fft, hop_length, win_length, window, "istft")
     x, batched = _with_batch_dim(x, 3)
-    n_freq, n_frames = x._data.shape[-2], x._data.shape[-1]
+    n_freq, n_frames = x._ndarray.shape[-2], x._ndarray.shape[-1]
     onesided = n_freq != n_fft if onesided is None else onesided
     if onesided and n_fft // 2 + 1 != n_freq:
         raise RuntimeError("istft: expected the frequency dimension (3rd to the last) of the input tensor to match "
@@ -552,15 +552,15 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         # a real signal: as torch, from the first half of a two-sided spectrum too (Hermitian assumed)
         half = n_fft // 2 + 1
         frames = irfft(spectra if onesided else spectra.narrow(-1, 0, half), n=n_fft, norm=norm)
-    w = _full_window(window, win, n_fft, frames._data.dtype)
+    w = _full_window(window, win, n_fft, frames._ndarray.dtype)
     frames = frames * w
     total = n_fft + hop * (n_frames - 1)
     positions = wrap((np.arange(n_frames)[:, None] * hop + np.arange(n_fft)[None, :]).reshape(-1))
-    batch = frames._data.shape[0]
-    signal = wrap(np.zeros((batch, total), dtype=frames._data.dtype)).index_add(
+    batch = frames._ndarray.shape[0]
+    signal = wrap(np.zeros((batch, total), dtype=frames._ndarray.dtype)).index_add(
         1, positions, frames.reshape(batch, -1))
-    envelope = np.zeros(total, dtype=np.abs(w._data).dtype)
-    np.add.at(envelope, positions._data, np.abs(w._data.reshape(1, -1).repeat(n_frames, 0).reshape(-1)) ** 2)
+    envelope = np.zeros(total, dtype=np.abs(w._ndarray).dtype)
+    np.add.at(envelope, positions._ndarray, np.abs(w._ndarray.reshape(1, -1).repeat(n_frames, 0).reshape(-1)) ** 2)
     start = n_fft // 2 if center else 0
     end = total - (n_fft // 2 if center else 0) if length is None else start + int(length)
     end = min(end, total)
@@ -569,9 +569,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         raise RuntimeError("istft: window overlap add min: the window's squares sum to zero somewhere in the "
                            "kept signal (no inversion there)")
     signal = signal[:, start:end] / wrap(kept.reshape(1, -1))
-    if length is not None and signal._data.shape[-1] < length:
+    if length is not None and signal._ndarray.shape[-1] < length:
         from .more import constant_pad_nd
-        signal = constant_pad_nd(signal, [0, int(length) - signal._data.shape[-1]])
+        signal = constant_pad_nd(signal, [0, int(length) - signal._ndarray.shape[-1]])
     return signal if batched else signal.squeeze(0)
 
 

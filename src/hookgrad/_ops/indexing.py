@@ -18,7 +18,7 @@ from .pointwise import check_broadcast
 def _is_basic(item) -> bool:
     return item is None or item is Ellipsis or isinstance(item, slice) or (
         isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool)) or (
-        isinstance(item, Tensor) and item._data.ndim == 0 and item._data.dtype.kind in "iu")
+        isinstance(item, Tensor) and item._ndarray.ndim == 0 and item._ndarray.dtype.kind in "iu")
 
 
 def _without_trailing_ellipses(index: tuple) -> tuple:
@@ -35,7 +35,7 @@ def _normalize_index(index):
         index = (index,)
     elif len(index) > 1 and index[-1] is Ellipsis:
         index = _without_trailing_ellipses(index)
-    return tuple(int(i.item()) if isinstance(i, Tensor) and i._data.ndim == 0 and i._data.dtype.kind in "iu"
+    return tuple(int(i.item()) if isinstance(i, Tensor) and i._ndarray.ndim == 0 and i._ndarray.dtype.kind in "iu"
                  else i for i in index)
 
 
@@ -44,12 +44,12 @@ def _np_index(index):
     out = []
     for item in index:
         if isinstance(item, Tensor):
-            arr = item._data
+            arr = item._ndarray
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
         elif isinstance(item, (list, tuple)):
-            arr = np.asarray([i._data if isinstance(i, Tensor) else i for i in item])
+            arr = np.asarray([i._ndarray if isinstance(i, Tensor) else i for i in item])
             if arr.size == 0 and arr.dtype.kind == "f":
                 arr = arr.astype(np.int64)   # ``x[[]]``: torch reads an empty list as an empty long index
             if arr.dtype.kind not in "iub":
@@ -84,8 +84,8 @@ IndexPutAccumulateNode.__name__ = IndexPutAccumulateNode.__qualname__ = "IndexPu
 
 def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
     """zeros(shape) with ``g`` added at ``index`` (repeated indices add up); differentiable."""
-    buf = np.zeros(shape, dtype=g._data.dtype)
-    np.add.at(buf, index, g._data)
+    buf = np.zeros(shape, dtype=g._ndarray.dtype)
+    np.add.at(buf, index, g._ndarray)
     out = wrap(buf)
     if GRAD.enabled and g._requires_grad:
         node = record_op(IndexPutAccumulateNode, (g,), out)
@@ -96,10 +96,10 @@ def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
 def _take_at(g: Tensor, npi) -> Tensor:
     """``g[npi]`` for an index already in NumPy's form, recorded (IndexBackward0) when a graph is
     being built: backward formulas use it so that their results stay differentiable."""
-    result = wrap(np.array(g._data[npi], copy=True))
+    result = wrap(np.array(g._ndarray[npi], copy=True))
     if GRAD.enabled and g._requires_grad:
         node = record_op(IndexBackward0, (g,), result)
-        node.in_shape, node.index = g._data.shape, npi
+        node.in_shape, node.index = g._ndarray.shape, npi
     return result
 
 
@@ -121,18 +121,18 @@ def _check_masks(shape, index) -> None:
         elif isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool):
             del shape[dim]
             consumed -= 1
-        elif isinstance(item, Tensor) and item._data.dtype.kind == "b":
-            for j, size in enumerate(item._data.shape):
+        elif isinstance(item, Tensor) and item._ndarray.dtype.kind == "b":
+            for j, size in enumerate(item._ndarray.shape):
                 if dim + j < len(shape) and size != shape[dim + j]:
-                    raise IndexError(f"The shape of the mask {list(item._data.shape)} at index {j} does not match "
+                    raise IndexError(f"The shape of the mask {list(item._ndarray.shape)} at index {j} does not match "
                                      f"the shape of the indexed tensor {shape} at index {dim + j}")
-            dim += item._data.ndim
+            dim += item._ndarray.ndim
         else:
             dim += 1
 
 
 def _dims_taken(item) -> int:
-    return item._data.ndim if isinstance(item, Tensor) and item._data.dtype.kind == "b" else 1
+    return item._ndarray.ndim if isinstance(item, Tensor) and item._ndarray.dtype.kind == "b" else 1
 
 
 def _is_integer(item) -> bool:
@@ -153,7 +153,7 @@ def _split_integers(index):
             if not _is_integer(item):
                 rest.append(Ellipsis if item is Ellipsis else slice(None))
         else:
-            spans = item._data.ndim if isinstance(item, Tensor) and item._data.dtype.kind == "b" else (
+            spans = item._ndarray.ndim if isinstance(item, Tensor) and item._ndarray.dtype.kind == "b" else (
                 np.asarray(item).ndim if isinstance(item, (list, tuple)) and np.asarray(item).dtype.kind == "b" else 1)
             basic.extend([slice(None)] * spans)
             rest.append(item)
@@ -181,14 +181,14 @@ def getitem(x: Tensor, index) -> Tensor:
         return getitem(basic_index(x, split[0]), split[1])
     npi = _np_index(index)
     try:
-        data = x._data[npi]
+        data = x._ndarray[npi]
     except IndexError as e:
-        _check_masks(x._data.shape, index)
+        _check_masks(x._ndarray.shape, index)
         raise _torch_index_error(e) from None
     result = wrap(np.array(data, copy=True))
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexBackward0, (x,), result)
-        node.in_shape, node.index = x._data.shape, npi
+        node.in_shape, node.index = x._ndarray.shape, npi
     return result
 
 
@@ -208,8 +208,8 @@ class IndexPutBackward0(Node):
 def _index_put(x: Tensor, index, value, accumulate=False) -> Tensor:
     """Out-of-place ``index_put``: a copy of ``x`` with ``value`` written (or added) at ``index``."""
     value_t = value if isinstance(value, Tensor) else None
-    vdata = value._data if value_t is not None else value
-    data = x._data.copy()
+    vdata = value._ndarray if value_t is not None else value
+    data = x._ndarray.copy()
     if accumulate:
         np.add.at(data, index, vdata)
     else:
@@ -218,7 +218,7 @@ def _index_put(x: Tensor, index, value, accumulate=False) -> Tensor:
     if GRAD.enabled and (x._requires_grad or (value_t is not None and value_t._requires_grad)):
         node = record_op(IndexPutBackward0, (x, value_t), result)
         node.index = index
-        node.value_shape = value_t._data.shape if value_t is not None else ()
+        node.value_shape = value_t._ndarray.shape if value_t is not None else ()
         node.accumulate = accumulate
     return result
 
@@ -229,11 +229,11 @@ def index_put_zero(g: Tensor, index) -> Tensor:
 
 def setitem(x: Tensor, index, value) -> None:
     index = _normalize_index(index)
-    if isinstance(value, Tensor) and value._data.dtype != x._data.dtype:
+    if isinstance(value, Tensor) and value._ndarray.dtype != x._ndarray.dtype:
         value = value.to(x.dtype)
-    if isinstance(value, Tensor) and value._data.ndim and value._data.shape[0] == 1:
+    if isinstance(value, Tensor) and value._ndarray.ndim and value._ndarray.shape[0] == 1:
         # torch drops the value's leading size-1 dimensions before broadcasting it into the target
-        shape = value._data.shape
+        shape = value._ndarray.shape
         lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
         value = value.reshape(shape[lead:])
     split = _split_integers(index)
@@ -243,8 +243,8 @@ def setitem(x: Tensor, index, value) -> None:
     if all(_is_basic(i) for i in index):
         target = basic_index(x, index)
         if isinstance(value, Tensor):
-            if value._data.shape != target._data.shape:
-                value.expand(target._data.shape)   # torch's error for a value that does not fit the target
+            if value._ndarray.shape != target._ndarray.shape:
+                value.expand(target._ndarray.shape)   # torch's error for a value that does not fit the target
             target.copy_(value)
         else:
             target.fill_(value)
@@ -256,16 +256,16 @@ def setitem(x: Tensor, index, value) -> None:
     except IndexError as e:
         raise _torch_index_error(e) from None
     except ValueError:
-        value_shape = value._data.shape if isinstance(value, Tensor) else np.shape(value)
+        value_shape = value._ndarray.shape if isinstance(value, Tensor) else np.shape(value)
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
-                           f"indexing result of shape {list(x._data[npi].shape)}") from None
+                           f"indexing result of shape {list(x._ndarray[npi].shape)}") from None
 
 
 def _check_index_put_dtypes(x, values):
-    if isinstance(values, Tensor) and values._data.dtype != x._data.dtype:
+    if isinstance(values, Tensor) and values._ndarray.dtype != x._ndarray.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{scalar_type_name(x._data.dtype)} for the destination and "
-                           f"{scalar_type_name(values._data.dtype)} for the source.")
+                           f"{scalar_type_name(x._ndarray.dtype)} for the destination and "
+                           f"{scalar_type_name(values._ndarray.dtype)} for the source.")
 
 
 @op(function=False)
@@ -289,12 +289,12 @@ class GatherBackward0(Node):
 
     def apply(self, grads):
         index = self.saved()[0]
-        zeros = wrap(np.zeros(self.in_shape, dtype=grads[0]._data.dtype))
+        zeros = wrap(np.zeros(self.in_shape, dtype=grads[0]._ndarray.dtype))
         return (zeros.scatter_add(self.dim, index, grads[0]),)
 
 
 def _check_index(index, name):
-    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
+    if not isinstance(index, Tensor) or index._ndarray.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
@@ -308,12 +308,12 @@ def _check_index_bounds(idx: np.ndarray, size: int, d: int) -> None:
 
 def _check_scatter_shapes(x: Tensor, d: int, index: Tensor, src) -> None:
     """torch's rule for scatter: ``index`` no larger than ``self`` apart from ``dim``, nor than ``src``."""
-    if not index._data.ndim:
+    if not index._ndarray.ndim:
         return
-    xs, ix = x._data.shape, index._data.shape
+    xs, ix = x._ndarray.shape, index._ndarray.shape
     wrong = any(i != d and n > xs[i] for i, n in enumerate(ix))
     if isinstance(src, Tensor):
-        ss = src._data.shape
+        ss = src._ndarray.shape
         if wrong or any(n > ss[i] for i, n in enumerate(ix) if i < len(ss)):
             raise RuntimeError(f"Expected index {list(ix)} to be no larger than self {list(xs)} apart from dimension "
                                f"{d} and to be no larger size than src {list(ss)}")
@@ -324,21 +324,21 @@ def _check_scatter_shapes(x: Tensor, d: int, index: Tensor, src) -> None:
 @op()
 def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
     _check_index(index, "gather")
-    _rules.refuse_lowprec(x._data, "scatter_gather_tensor_cpu")
-    d = _wrap_dim(dim, x._data.ndim)
-    if index._data.ndim != x._data.ndim:
+    _rules.refuse_lowprec(x._ndarray, "scatter_gather_tensor_cpu")
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    if index._ndarray.ndim != x._ndarray.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    idx = index._data
+    idx = index._ndarray
     for i, n in enumerate(idx.shape):
-        if i != d and n > x._data.shape[i]:
+        if i != d and n > x._ndarray.shape[i]:
             raise RuntimeError(f"Size does not match at dimension {i} expected index {list(idx.shape)} to be no larger "
-                               f"than self {list(x._data.shape)} apart from dimension {d}")
-    _check_index_bounds(idx, x._data.shape[d] if x._data.ndim else 1, d)
-    src = x._data[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(idx.shape))]
+                               f"than self {list(x._ndarray.shape)} apart from dimension {d}")
+    _check_index_bounds(idx, x._ndarray.shape[d] if x._ndarray.ndim else 1, d)
+    src = x._ndarray[tuple(slice(0, s) if i != d else slice(None) for i, s in enumerate(idx.shape))]
     result = wrap(np.take_along_axis(src, idx, axis=d))
     if GRAD.enabled and x._requires_grad:
         node = record_op(GatherBackward0, (x,), result)
-        node.dim, node.in_shape, node.dim_arg, node.sparse_grad = d, x._data.shape, dim, sparse_grad
+        node.dim, node.in_shape, node.dim_arg, node.sparse_grad = d, x._ndarray.shape, dim, sparse_grad
         node.save(index, x)
     return result
 
@@ -405,11 +405,11 @@ class ScatterAddBackward0(_ScatterNode):
 def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
     """torch reads a 0-d index (and a 0-d source with it) into a 1-d tensor as one of a single
     element (the tutorials' ``zeros(10).scatter_(0, tensor(y), value=1)``)."""
-    if index._data.ndim == 0 and x._data.ndim == 1:
+    if index._ndarray.ndim == 0 and x._ndarray.ndim == 1:
         index = index.reshape(1)
-        if isinstance(src, Tensor) and src._data.ndim == 0:
+        if isinstance(src, Tensor) and src._ndarray.ndim == 0:
             src = src.reshape(1)
-    if index._data.ndim != max(x._data.ndim, 1) and index._data.ndim != x._data.ndim:
+    if index._ndarray.ndim != max(x._ndarray.ndim, 1) and index._ndarray.ndim != x._ndarray.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     return index, src
 
@@ -417,25 +417,25 @@ def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
 def _scatter_start(x: Tensor, dim, index: Tensor, src, name: str):
     """The checked index and source, the wrapped ``dim`` and the copy of ``x``'s data to scatter into."""
     _check_index(index, name)
-    if isinstance(src, Tensor) and src._data.dtype != x._data.dtype:
+    if isinstance(src, Tensor) and src._ndarray.dtype != x._ndarray.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    _rules.refuse_lowprec(x._data, "scatter_gather_tensor_cpu" if isinstance(src, Tensor) else "scatter_gather_scalar_cpu")
+    _rules.refuse_lowprec(x._ndarray, "scatter_gather_tensor_cpu" if isinstance(src, Tensor) else "scatter_gather_scalar_cpu")
     index, src = _scalar_index_as_vector(x, index, src)
-    d = _wrap_dim(dim, x._data.ndim)
+    d = _wrap_dim(dim, x._ndarray.ndim)
     _check_scatter_shapes(x, d, index, src)
-    _check_index_bounds(index._data, x._data.shape[d] if x._data.ndim else 1, d)
-    return index, src, d, x._data.copy()
+    _check_index_bounds(index._ndarray, x._ndarray.shape[d] if x._ndarray.ndim else 1, d)
+    return index, src, d, x._ndarray.copy()
 
 
 def _sent_part(src: Tensor, index: Tensor) -> np.ndarray:
     """The part of ``src`` that a scatter sends: its leading block of ``index``'s shape."""
-    return src._data[tuple(slice(0, s) for s in index._data.shape)]
+    return src._ndarray[tuple(slice(0, s) for s in index._ndarray.shape)]
 
 
 @op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
     index, src, d, data = _scatter_start(x, dim, index, value if src is None else src, "scatter")
-    pos = _scatter_positions(index._data, d)
+    pos = _scatter_positions(index._ndarray, d)
     src_t = src if isinstance(src, Tensor) else None
     sent = src if src_t is None else _sent_part(src_t, index)
     if reduce == "add":
@@ -458,7 +458,7 @@ def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=
 @op(inplace=True, saves_self=False)
 def scatter_add(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     index, src, d, data = _scatter_start(x, dim, index, src, "scatter_add")
-    np.add.at(data, _scatter_positions(index._data, d), _sent_part(src, index))
+    np.add.at(data, _scatter_positions(index._ndarray, d), _sent_part(src, index))
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
         record_op(ScatterAddBackward0, (x, src), result).keep(d, dim, index)
@@ -542,7 +542,7 @@ class ScatterReduceBackward0(Node):
 
 
 def _scatter_reduce_plain(x, d, index, src, reduce, include_self):
-    return wrap(_scatter_reduced(x._data, d, index._data, src._data, reduce, include_self))
+    return wrap(_scatter_reduced(x._ndarray, d, index._ndarray, src._ndarray, reduce, include_self))
 
 
 @op(inplace=True)
@@ -551,22 +551,22 @@ def scatter_reduce(x, dim, index, src, reduce, *, include_self=True):
     forward_reduce = {"max": "amax", "min": "amin"}.get(reduce, reduce)
     if forward_reduce not in _REDUCE_AT:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
-    if not isinstance(index, Tensor) or index._data.dtype.kind not in "iu":
+    if not isinstance(index, Tensor) or index._ndarray.dtype.kind not in "iu":
         raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
-    if src._data.dtype != x._data.dtype:
+    if src._ndarray.dtype != x._ndarray.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
-    _rules.refuse_lowprec(x._data, f"scatter_gather_tensor_cpu_reduce_{forward_reduce}"
+    _rules.refuse_lowprec(x._ndarray, f"scatter_gather_tensor_cpu_reduce_{forward_reduce}"
                           if forward_reduce in ("amax", "amin", "mean") else "scatter_gather_tensor_cpu")
-    kind = x._data.dtype.kind
+    kind = x._ndarray.dtype.kind
     if (forward_reduce == "mean" and kind == "b") or (forward_reduce in ("amax", "amin") and kind == "c"):
         raise NotImplementedError(f"\"scatter_gather_tensor_cpu_reduce_{forward_reduce}\" not implemented for "
-                                  f"'{scalar_type_name(x._data.dtype)}'")
-    d = _wrap_dim(dim, x._data.ndim)
-    size = x._data.shape[d] if x._data.ndim else 1
-    if index._data.size and (index._data.max() >= size or index._data.min() < -size):
-        bad = int(index._data.max()) if index._data.max() >= size else int(index._data.min())
+                                  f"'{scalar_type_name(x._ndarray.dtype)}'")
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    size = x._ndarray.shape[d] if x._ndarray.ndim else 1
+    if index._ndarray.size and (index._ndarray.max() >= size or index._ndarray.min() < -size):
+        bad = int(index._ndarray.max()) if index._ndarray.max() >= size else int(index._ndarray.min())
         raise RuntimeError(f"index {bad} is out of bounds for dimension {d} with size {size}")
-    result = wrap(_scatter_reduced(x._data, d, index._data, src._data, forward_reduce, include_self))
+    result = wrap(_scatter_reduced(x._ndarray, d, index._ndarray, src._ndarray, forward_reduce, include_self))
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
         node = record_op(ScatterReduceBackward0, (x, src), result)
         node.dim, node.dim_arg, node.reduce, node.include_self = d, dim, reduce, include_self
@@ -581,21 +581,21 @@ class IndexSelectBackward0(Node):
 
     def apply(self, grads):
         (index,) = self.saved()
-        zeros = wrap(np.zeros(self.in_shape, dtype=grads[0]._data.dtype))
+        zeros = wrap(np.zeros(self.in_shape, dtype=grads[0]._ndarray.dtype))
         return (zeros.index_add(self.dim, index, grads[0]),)
 
 
 @op()
 def index_select(x: Tensor, dim: int, index: Tensor) -> Tensor:
-    d = _wrap_dim(dim, x._data.ndim)
-    if index._data.ndim > 1:
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    if index._ndarray.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    if index._data.dtype.kind not in "iu":
+    if index._ndarray.dtype.kind not in "iu":
         raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
-    result = wrap(np.take(x._data, index._data.reshape(-1), axis=d) if x._data.ndim else x._data.copy())
+    result = wrap(np.take(x._ndarray, index._ndarray.reshape(-1), axis=d) if x._ndarray.ndim else x._ndarray.copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexSelectBackward0, (x,), result)
-        node.dim, node.in_shape, node.dim_arg = d, x._data.shape, dim
+        node.dim, node.in_shape, node.dim_arg = d, x._ndarray.shape, dim
         node.save(index)
     return result
 
@@ -615,21 +615,21 @@ class IndexAddBackward0(Node):
 
 @op(inplace=True, saves_self=False)
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
-    if index._data.dtype not in (np.int64, np.int32):
+    if index._ndarray.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
-                           f"{scalar_type_name(index._data.dtype)}")
-    if source._data.dtype != x._data.dtype:
-        raise RuntimeError(f"index_add_(): self ({scalar_type_name(x._data.dtype)}) and source "
-                           f"({scalar_type_name(source._data.dtype)}) must have the same scalar type")
-    _rules.refuse_float8(x._data, "scatter_gather_tensor_cpu")
-    d = _wrap_dim(dim, x._data.ndim)
-    data = x._data.copy()
+                           f"{scalar_type_name(index._ndarray.dtype)}")
+    if source._ndarray.dtype != x._ndarray.dtype:
+        raise RuntimeError(f"index_add_(): self ({scalar_type_name(x._ndarray.dtype)}) and source "
+                           f"({scalar_type_name(source._ndarray.dtype)}) must have the same scalar type")
+    _rules.refuse_float8(x._ndarray, "scatter_gather_tensor_cpu")
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    data = x._ndarray.copy()
     moved = np.moveaxis(data, d, 0)
-    np.add.at(moved, index._data.reshape(-1), np.moveaxis(source._data * alpha if alpha != 1 else source._data, d, 0))
+    np.add.at(moved, index._ndarray.reshape(-1), np.moveaxis(source._ndarray * alpha if alpha != 1 else source._ndarray, d, 0))
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or source._requires_grad):
         node = record_op(IndexAddBackward0, (x, source), result)
-        node.dim, node.alpha, node.dim_arg, node.source_dim = d, alpha, dim, source._data.ndim
+        node.dim, node.alpha, node.dim_arg, node.source_dim = d, alpha, dim, source._ndarray.ndim
         node.save(index, source)
     return result
 
@@ -664,26 +664,26 @@ class MaskedFillBackward1(MaskedFillBackward0):
 
 @op(inplace=True, saves_self=False)
 def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "masked_fill")
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "masked_fill")
     mask = as_tensor_arg(mask)
-    if mask._data.dtype != np.bool_:
+    if mask._ndarray.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
                            f"{mask.dtype}".replace("hookgrad.", ""))
     vt = value if isinstance(value, Tensor) else None
-    if vt is not None and vt._data.ndim != 0:
+    if vt is not None and vt._ndarray.ndim != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
-                           f"{vt._data.ndim} dimension(s).")
-    v = vt._data if vt is not None else value
+                           f"{vt._ndarray.ndim} dimension(s).")
+    v = vt._ndarray if vt is not None else value
     check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
-    data = np.where(mask._data, np.asarray(v).astype(x._data.dtype), x._data)
+    data = np.where(mask._ndarray, np.asarray(v).astype(x._ndarray.dtype), x._ndarray)
     result = wrap(np.ascontiguousarray(data))
     if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
         if vt is not None:
             node = MaskedFillBackward1((edge(x), edge(vt)))
         else:
             node = MaskedFillBackward0((edge(x),))
-        node.self_shape = x._data.shape
+        node.self_shape = x._ndarray.shape
         node.save(mask)
         record(node, result, inputs=(x, value))
     return result
@@ -695,33 +695,33 @@ class MaskedSelectBackward0(Node):
 
     def apply(self, grads):
         mask = self.saved()[0]
-        m = np.broadcast_to(mask._data, self.in_shape)
+        m = np.broadcast_to(mask._ndarray, self.in_shape)
         return (index_put_accumulate(grads[0], self.in_shape, np.nonzero(m)),)
 
 
 @op()
 def masked_select(x: Tensor, mask: Tensor) -> Tensor:
     check_broadcast(mask, x)
-    m = np.broadcast_to(mask._data, np.broadcast_shapes(mask._data.shape, x._data.shape))
-    xd = np.broadcast_to(x._data, m.shape)
+    m = np.broadcast_to(mask._ndarray, np.broadcast_shapes(mask._ndarray.shape, x._ndarray.shape))
+    xd = np.broadcast_to(x._ndarray, m.shape)
     result = wrap(xd[m].copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(MaskedSelectBackward0, (x,), result)
-        node.in_shape = x._data.shape
+        node.in_shape = x._ndarray.shape
         node.save(mask, x)
     return result
 
 
 @op()
 def nonzero(x, *, as_tuple=False):
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "nonzero_count_cpu")
-    if x._data.ndim == 0:  # a 0-d input counts as one element with no coordinates
-        found = np.flatnonzero(x._data.reshape(1))
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "nonzero_count_cpu")
+    if x._ndarray.ndim == 0:  # a 0-d input counts as one element with no coordinates
+        found = np.flatnonzero(x._ndarray.reshape(1))
         if as_tuple:
             return (wrap(found.astype(np.int64)),)
         return wrap(np.zeros((found.size, 0), np.int64))
-    idx = np.nonzero(x._data)
+    idx = np.nonzero(x._ndarray)
     if as_tuple:
         return tuple(wrap(i.astype(np.int64)) for i in idx)
     return wrap(np.stack(idx, axis=1).astype(np.int64) if idx else np.zeros((0, 0), np.int64))

@@ -24,7 +24,7 @@ class FillBackward2(ZeroGradNode):
 
 @op(function=False, method=False, inplace="zero_", saves_self=False)
 def zero(x):
-    result = wrap(np.zeros(x._data.shape, dtype=x._data.dtype))
+    result = wrap(np.zeros(x._ndarray.shape, dtype=x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         record_op(ZeroBackward0, (x,), result).keep_shapes(x)
     return result
@@ -42,15 +42,15 @@ class FillBackward3(Node):
 @op(function=False, method=False, inplace="fill_", saves_self=False)
 def fill(x, value):
     if isinstance(value, Tensor):
-        if value._data.ndim != 0:
+        if value._ndarray.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
-                               f"{value._data.ndim} dimensions.")
-        result = wrap(_dtype.full_array(x._data.shape, value._data, x._data.dtype))
+                               f"{value._ndarray.ndim} dimensions.")
+        result = wrap(_dtype.full_array(x._ndarray.shape, value._ndarray, x._ndarray.dtype))
         if GRAD.enabled and (x._requires_grad or value._requires_grad):
             node = record_op(FillBackward3, (x, value), result)
-            node.shape, node.dtype = x._data.shape, x._data.dtype
+            node.shape, node.dtype = x._ndarray.shape, x._ndarray.dtype
         return result
-    result = wrap(_dtype.full_array(x._data.shape, value, x._data.dtype))
+    result = wrap(_dtype.full_array(x._ndarray.shape, value, x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         record_op(FillBackward2, (x,), result).keep_shapes(x)
     return result
@@ -68,7 +68,7 @@ class CopyBackwards(Node):
         gs = None
         if self.next_functions[1][0] is not None:
             gs = sum_to_shape(g, self.src_shape)
-            if gs._data.dtype != self.src_dtype:
+            if gs._ndarray.dtype != self.src_dtype:
                 gs = gs.to(_dtype.from_numpy_dtype(self.src_dtype))
         return gx, gs
 
@@ -77,16 +77,16 @@ def _copied(x, src):
     if not isinstance(src, Tensor):
         src = wrap(np.asarray(src))
     try:
-        data = _dtype.cast(np.broadcast_to(src._data, x._data.shape), x._data.dtype)
+        data = _dtype.cast(np.broadcast_to(src._ndarray, x._ndarray.shape), x._ndarray.dtype)
     except ValueError:
-        raise RuntimeError(f"The size of tensor a ({x._data.shape[-1] if x._data.ndim else 1}) must match the size of "
-                           f"tensor b ({src._data.shape[-1] if src._data.ndim else 1}) at non-singleton dimension "
-                           f"{x._data.ndim - 1}") from None
+        raise RuntimeError(f"The size of tensor a ({x._ndarray.shape[-1] if x._ndarray.ndim else 1}) must match the size of "
+                           f"tensor b ({src._ndarray.shape[-1] if src._ndarray.ndim else 1}) at non-singleton dimension "
+                           f"{x._ndarray.ndim - 1}") from None
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or src._requires_grad):
         node = record_op(CopyBackwards, (x, src), result)
-        node.shape, node.dtype = x._data.shape, x._data.dtype
-        node.src_shape, node.src_dtype = src._data.shape, src._data.dtype
+        node.shape, node.dtype = x._ndarray.shape, x._ndarray.dtype
+        node.src_shape, node.src_dtype = src._ndarray.shape, src._ndarray.dtype
     return result
 
 
@@ -105,15 +105,15 @@ def _refuse_partial_overlap(target: np.ndarray, source: np.ndarray) -> None:
 
 @op("copy_", function=False)
 def copy_(self, src, non_blocking=False):
-    if isinstance(src, Tensor) and src._data.dtype == self._data.dtype:
-        _refuse_partial_overlap(self._data, src._data)
+    if isinstance(src, Tensor) and src._ndarray.dtype == self._ndarray.dtype:
+        _refuse_partial_overlap(self._ndarray, src._ndarray)
     return apply_inplace(self, _copied, src, saves_self=False)
 
 
 # ---- random fills: zero-gradient ops that replace the values with samples ----------------------
 # Each sampler maps the target array to its new values, drawing what torch's CPU kernel draws (rng.py).
 def _randomized(x, sample):
-    data = x._data
+    data = x._ndarray
     values = sample(data) if data.size else data.copy()
     result = wrap(np.asarray(values).astype(data.dtype, copy=False).reshape(data.shape))
     if GRAD.enabled and x._requires_grad:
@@ -193,7 +193,7 @@ def _normal_sampler(gen, mean=0.0, std=1.0):
 
 def _bernoulli_sampler(gen, p=0.5):
     if isinstance(p, Tensor):
-        probs = p._data
+        probs = p._ndarray
 
         def sample(target):
             expanded = np.ascontiguousarray(np.broadcast_to(probs, target.shape))

@@ -29,14 +29,14 @@ _C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half"
 def _check_same_dtype(a, b, what):
     """torch's dtype error for a product of ``a`` and ``b``, in the wording of the kernel ``what``
     (and its NotImplementedError for float8_e8m0fnu and float4 pairs, which it multiplies nowhere)."""
-    if a._data.dtype == b._data.dtype:
-        if _dtype.is_lowprec_storage_np(a._data.dtype) and a.dtype in (_dtype.float8_e8m0fnu,
+    if a._ndarray.dtype == b._ndarray.dtype:
+        if _dtype.is_lowprec_storage_np(a._ndarray.dtype) and a.dtype in (_dtype.float8_e8m0fnu,
                                                                         _dtype.float4_e2m1fn_x2, _dtype.complex32):
-            _rules.refuse_lowprec(a._data, "addmm_impl_cpu_")
+            _rules.refuse_lowprec(a._ndarray, "addmm_impl_cpu_")
         return
-    name_a, name_b = _dtype.scalar_type_name(a._data.dtype), _dtype.scalar_type_name(b._data.dtype)
+    name_a, name_b = _dtype.scalar_type_name(a._ndarray.dtype), _dtype.scalar_type_name(b._ndarray.dtype)
     if what == "mm":
-        c_a, c_b = (_C_TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name) for t in (a, b))
+        c_a, c_b = (_C_TYPE_NAMES.get(t._ndarray.dtype.name, t._ndarray.dtype.name) for t in (a, b))
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {c_a} != {c_b}")
     if what == "mv":  # torch checks addmv's (result, matrix, vector): the result takes the vector's dtype
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {name_b}, {name_a}, and {name_b}")
@@ -49,7 +49,7 @@ def _check_same_dtype(a, b, what):
 
 def _conj(t: Tensor) -> Tensor:
     """Complex operands enter gradients conjugated (torch's convention); real ones as they are."""
-    return t.conj() if t._data.dtype.kind == "c" else t
+    return t.conj() if t._ndarray.dtype.kind == "c" else t
 
 
 def _conj_np(d: np.ndarray) -> np.ndarray:
@@ -90,7 +90,7 @@ def _mm_grad_self(g, b):
     if GRAD.enabled:
         return mm(g, _conj(b).t())
     with _quiet():
-        return wrap(_narrow(_blas.matmul(g._data, (b._data.conj() if b._data.dtype.kind == "c" else b._data).T), g._data.dtype))
+        return wrap(_narrow(_blas.matmul(g._ndarray, (b._ndarray.conj() if b._ndarray.dtype.kind == "c" else b._ndarray).T), g._ndarray.dtype))
 
 
 def _is_transposed(m: np.ndarray) -> bool:
@@ -105,25 +105,25 @@ def _mm_grad_other(a, g, b_transposed):
         return mm(_conj(a).t(), g)
     with _quiet():
         if b_transposed:
-            return wrap(_narrow(_blas.matmul(g._data.T, _conj_np(a._data)).T, g._data.dtype))
-        return wrap(_narrow(_blas.matmul(_conj_np(a._data).T, g._data), g._data.dtype))
+            return wrap(_narrow(_blas.matmul(g._ndarray.T, _conj_np(a._ndarray)).T, g._ndarray.dtype))
+        return wrap(_narrow(_blas.matmul(_conj_np(a._ndarray).T, g._ndarray), g._ndarray.dtype))
 
 
 @op()
 def mm(a: Tensor, b: Tensor) -> Tensor:
-    if a._data.ndim != 2 or b._data.ndim != 2:
-        raise RuntimeError(f"{'self' if a._data.ndim != 2 else 'mat2'} must be a matrix")
-    if a._data.shape[1] != b._data.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
-                           f"{b._data.shape[0]}x{b._data.shape[1]})")
+    if a._ndarray.ndim != 2 or b._ndarray.ndim != 2:
+        raise RuntimeError(f"{'self' if a._ndarray.ndim != 2 else 'mat2'} must be a matrix")
+    if a._ndarray.shape[1] != b._ndarray.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._ndarray.shape[0]}x{a._ndarray.shape[1]} and "
+                           f"{b._ndarray.shape[0]}x{b._ndarray.shape[1]})")
     _check_same_dtype(a, b, "mm")
-    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
-        _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
+    if a._ndarray.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._ndarray, _rules.BOOL, "addmm_impl_cpu_")
     with _quiet():
-        result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
+        result = wrap(_narrow(_blas.matmul(a._ndarray, b._ndarray), a._ndarray.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(MmBackward0, (a, b), result)
-        ad, bd = a._data, b._data
+        ad, bd = a._ndarray, b._ndarray
         node.b_transposed = _is_transposed(bd)
         node.layouts = (ad.shape, ad.strides, bd.shape, bd.strides, ad.itemsize)
         # what each gradient needs, kept when that gradient has an edge (a view made under no_grad
@@ -143,7 +143,7 @@ class AddmmBackward0(Node):
         g = grads[0]
         gbias = ga = gb = None
         if self.next_functions[0][0] is not None:
-            gd = g._data
+            gd = g._ndarray
             if not GRAD.enabled and gd.ndim == 2 and self.bias_shape == gd.shape[1:] and gd.dtype.kind == "f":
                 # a linear layer's bias: the batch sum as ones @ g (a BLAS call, 3x faster than a reduction)
                 gbias = wrap(_narrow(ones_vector(gd.shape[0], gd.dtype) @ gd, gd.dtype))
@@ -165,31 +165,31 @@ class AddmmBackward0(Node):
 @op(inplace=True)
 def addmm(bias: Tensor, a: Tensor, b: Tensor, *, beta=1, alpha=1) -> Tensor:
     """``beta * bias + alpha * (a @ b)`` in one node (what ``F.linear`` records)."""
-    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
-        _rules.refuse_kernel(a._data, _rules.BOOL, "addmm_impl_cpu_")
-    if a._data.shape[1] != b._data.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._data.shape[0]}x{a._data.shape[1]} and "
-                           f"{b._data.shape[0]}x{b._data.shape[1]})")
-    if bias._data.dtype != b._data.dtype or a._data.dtype != b._data.dtype:
+    if a._ndarray.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._ndarray, _rules.BOOL, "addmm_impl_cpu_")
+    if a._ndarray.shape[1] != b._ndarray.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a._ndarray.shape[0]}x{a._ndarray.shape[1]} and "
+                           f"{b._ndarray.shape[0]}x{b._ndarray.shape[1]})")
+    if bias._ndarray.dtype != b._ndarray.dtype or a._ndarray.dtype != b._ndarray.dtype:
         _check_same_dtype(bias, b, "self")
         _check_same_dtype(a, b, "mat1")
-    ad, bd = a._data, b._data
+    ad, bd = a._ndarray, b._ndarray
     with _quiet():
         if alpha == 1 and beta == 1 and bd.shape[1] >= 4 * ad.shape[0] and _is_transposed(bd):
             # a linear layer much wider than its batch: OpenBLAS computes weight @ x^T faster than
             # x @ weight^T (MLP 784->256 at batch 64: 300 us instead of 390 us on one core, with
             # the bias added during the copy back to row-major order)
             out = np.empty((ad.shape[0], bd.shape[1]), dtype=np.result_type(ad, bd))
-            np.add(_blas.matmul(bd.T, ad.T).T, bias._data, out=out)
+            np.add(_blas.matmul(bd.T, ad.T).T, bias._ndarray, out=out)
         else:
             out = _blas.matmul(ad, bd)
             if alpha != 1:
                 out *= alpha
-            out += bias._data if beta == 1 else beta * bias._data
+            out += bias._ndarray if beta == 1 else beta * bias._ndarray
     result = wrap(_narrow(out, ad.dtype))
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
         node = record_op(AddmmBackward0, (bias, a, b), result)
-        node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
+        node.bias_shape, node.beta, node.alpha = bias._ndarray.shape, beta, alpha
         node.b_transposed = _is_transposed(bd)
         node.layouts = (ad.shape, ad.strides, bd.shape, bd.strides, ad.itemsize)
         edges = node.next_functions  # as in mm: saved for a gradient that has an edge
@@ -203,16 +203,16 @@ MvBackward0 = pair_formula_node("MvBackward0", ("self", "vec"), lambda g, a, v: 
 
 @op()
 def mv(a: Tensor, v: Tensor) -> Tensor:
-    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
-        _rules.refuse_kernel(a._data, _rules.BOOL, "addmv_impl_cpu")
-    if a._data.ndim != 2 or v._data.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got {a._data.ndim}, {v._data.ndim}")
-    if a._data.shape[1] != v._data.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({a._data.shape[0]}), mat ({a._data.shape[0]}x"
-                           f"{a._data.shape[1]}), vec ({v._data.shape[0]})")
+    if a._ndarray.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._ndarray, _rules.BOOL, "addmv_impl_cpu")
+    if a._ndarray.ndim != 2 or v._ndarray.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {a._ndarray.ndim}, {v._ndarray.ndim}")
+    if a._ndarray.shape[1] != v._ndarray.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({a._ndarray.shape[0]}), mat ({a._ndarray.shape[0]}x"
+                           f"{a._ndarray.shape[1]}), vec ({v._ndarray.shape[0]})")
     _check_same_dtype(a, v, "mv")
     with _quiet():
-        result = wrap(_narrow(a._data @ v._data, a._data.dtype))
+        result = wrap(_narrow(a._ndarray @ v._ndarray, a._ndarray.dtype))
     if GRAD.enabled and (a._requires_grad or v._requires_grad):
         node = record_op(MvBackward0, (a, v), result)
         edges = node.next_functions  # as in mm: saved for a gradient that has an edge
@@ -226,17 +226,17 @@ DotBackward0 = pair_formula_node("DotBackward0", ("self", "tensor"), lambda g, a
 
 @op()
 def dot(a: Tensor, b: Tensor) -> Tensor:
-    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
-        _rules.refuse_kernel(a._data, _rules.BOOL, "dot")
-    if a._data.ndim != 1 or b._data.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a._data.ndim}D and {b._data.ndim}D tensors")
-    if a._data.shape != b._data.shape:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._data.shape[0]}] and src "
-                           f"[{b._data.shape[0]}] to have the same number of elements, but got "
-                           f"{a._data.shape[0]} and {b._data.shape[0]} elements respectively")
+    if a._ndarray.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._ndarray, _rules.BOOL, "dot")
+    if a._ndarray.ndim != 1 or b._ndarray.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {a._ndarray.ndim}D and {b._ndarray.ndim}D tensors")
+    if a._ndarray.shape != b._ndarray.shape:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{a._ndarray.shape[0]}] and src "
+                           f"[{b._ndarray.shape[0]}] to have the same number of elements, but got "
+                           f"{a._ndarray.shape[0]} and {b._ndarray.shape[0]} elements respectively")
     _check_same_dtype(a, b, "dot")
     with np.errstate(over="ignore", invalid="ignore"):   # a float16 dot may overflow to inf, quietly as torch's
-        result = wrap(_narrow(np.asarray(a._data @ b._data), a._data.dtype))
+        result = wrap(_narrow(np.asarray(a._ndarray @ b._ndarray), a._ndarray.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(DotBackward0, (a, b), result)
         node.save(a, b)
@@ -259,7 +259,7 @@ class BmmBackward0(Node):
         b, a = self.saved()
         g = grads[0]
         if not GRAD.enabled and not _profiling:  # (a profile shows the backward's bmm ops)
-            gd = g._data
+            gd = g._ndarray
             with _quiet():
                 # NumPy's batched product is about 1.5x slower with a transposed right operand than
                 # with a contiguous copy of it (same BLAS sums: the same bits). The copy pays for itself
@@ -267,11 +267,11 @@ class BmmBackward0(Node):
                 # channels against its unrolled windows (8 rows, 1.7M elements) it costs more than it saves
                 ga = None
                 if self.next_functions[0][0] is not None:
-                    bt = _conj_np(b._data).transpose(0, 2, 1)
+                    bt = _conj_np(b._ndarray).transpose(0, 2, 1)
                     if gd.shape[-2] >= 32:
                         bt = np.ascontiguousarray(bt)
                     ga = wrap(_narrow(_blas.matmul(gd, bt), gd.dtype))
-                gb = wrap(_narrow(_blas.matmul(_conj_np(a._data).transpose(0, 2, 1), gd), gd.dtype)) \
+                gb = wrap(_narrow(_blas.matmul(_conj_np(a._ndarray).transpose(0, 2, 1), gd), gd.dtype)) \
                     if self.next_functions[1][0] is not None else None
             return ga, gb
         ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
@@ -281,16 +281,16 @@ class BmmBackward0(Node):
 
 @op()
 def bmm(a: Tensor, b: Tensor) -> Tensor:
-    if a._data.dtype.kind == "b":  # checked inline: this runs on every product
-        _rules.refuse_kernel(a._data, _rules.BOOL, "bmm")
-    if a._data.ndim != 3 or b._data.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if a._data.ndim != 3 else "batch2 must be a 3D tensor")
-    if a._data.shape[0] != b._data.shape[0] or a._data.shape[2] != b._data.shape[1]:
+    if a._ndarray.dtype.kind == "b":  # checked inline: this runs on every product
+        _rules.refuse_kernel(a._ndarray, _rules.BOOL, "bmm")
+    if a._ndarray.ndim != 3 or b._ndarray.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if a._ndarray.ndim != 3 else "batch2 must be a 3D tensor")
+    if a._ndarray.shape[0] != b._ndarray.shape[0] or a._ndarray.shape[2] != b._ndarray.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{a._data.shape[0]}, {a._data.shape[2]}] but got: [{b._data.shape[0]}, {b._data.shape[1]}].")
+                           f"[{a._ndarray.shape[0]}, {a._ndarray.shape[2]}] but got: [{b._ndarray.shape[0]}, {b._ndarray.shape[1]}].")
     _check_same_dtype(a, b, "bmm")
     with _quiet():
-        result = wrap(_narrow(_blas.matmul(a._data, b._data), a._data.dtype))
+        result = wrap(_narrow(_blas.matmul(a._ndarray, b._ndarray), a._ndarray.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(BmmBackward0, (a, b), result)
         node.save(b if a._requires_grad else None, a if b._requires_grad else None)
@@ -312,17 +312,17 @@ class SqueezeBackward4(UnsafeViewBackward0):
 
 def _unsafe_view(x: Tensor, shape, node_cls=UnsafeViewBackward0) -> Tensor:
     """Reshape of a fresh result; recorded as its own node (not a view) like torch's _unsafe_view."""
-    result = wrap(x._data.reshape(shape))
+    result = wrap(x._ndarray.reshape(shape))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
-        node.in_shape = x._data.shape
+        node.in_shape = x._ndarray.shape
     return result
 
 
 @op()
 def matmul(a, b) -> Tensor:
     a, b = as_tensor_arg(a), as_tensor_arg(b)
-    da, db = a._data.ndim, b._data.ndim
+    da, db = a._ndarray.ndim, b._ndarray.ndim
     if da == 0 or db == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
     if da == 1 and db == 1:
@@ -330,31 +330,31 @@ def matmul(a, b) -> Tensor:
     if da == 2 and db == 1:
         return mv(a, b)
     if da == 1 and db == 2:
-        if a._data.shape[0] != b._data.shape[0]:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied (1x{a._data.shape[0]} and "
-                               f"{b._data.shape[0]}x{b._data.shape[1]})")
-        return _unsafe_view(mm(a.unsqueeze(0), b), (b._data.shape[1],), SqueezeBackward4)
+        if a._ndarray.shape[0] != b._ndarray.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied (1x{a._ndarray.shape[0]} and "
+                               f"{b._ndarray.shape[0]}x{b._ndarray.shape[1]})")
+        return _unsafe_view(mm(a.unsqueeze(0), b), (b._ndarray.shape[1],), SqueezeBackward4)
     if da == 2 and db == 2:
         return mm(a, b)
     if da >= 3 and db <= 2:
         # fold the batch into the rows: one BLAS call
-        lead = a._data.shape[:-1]
-        folded = a.reshape(-1, a._data.shape[-1])
+        lead = a._ndarray.shape[:-1]
+        folded = a.reshape(-1, a._ndarray.shape[-1])
         out = mv(folded, b) if db == 1 else mm(folded, b)
-        return _unsafe_view(out, lead if db == 1 else lead + (b._data.shape[-1],))
+        return _unsafe_view(out, lead if db == 1 else lead + (b._ndarray.shape[-1],))
     # general batched case: broadcast the batch dims, then bmm
     a2 = a.unsqueeze(0) if da == 1 else a
     b2 = b.unsqueeze(-1) if db == 1 else b
     try:
-        batch = np.broadcast_shapes(a2._data.shape[:-2], b2._data.shape[:-2])
+        batch = np.broadcast_shapes(a2._ndarray.shape[:-2], b2._ndarray.shape[:-2])
     except ValueError:
         from .pointwise import broadcast_mismatch
-        raise RuntimeError(broadcast_mismatch(a2._data.shape[:-2], b2._data.shape[:-2])) from None
-    if a2._data.shape[-1] != b2._data.shape[-2]:
+        raise RuntimeError(broadcast_mismatch(a2._ndarray.shape[:-2], b2._ndarray.shape[:-2])) from None
+    if a2._ndarray.shape[-1] != b2._ndarray.shape[-2]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{int(np.prod(batch))}, {a2._data.shape[-1]}] but got: "
-                           f"[{int(np.prod(batch))}, {b2._data.shape[-2]}].")
-    n, m, p = a2._data.shape[-2], a2._data.shape[-1], b2._data.shape[-1]
+                           f"[{int(np.prod(batch))}, {a2._ndarray.shape[-1]}] but got: "
+                           f"[{int(np.prod(batch))}, {b2._ndarray.shape[-2]}].")
+    n, m, p = a2._ndarray.shape[-2], a2._ndarray.shape[-1], b2._ndarray.shape[-1]
     a3 = a2.expand(batch + (n, m)).reshape(-1, n, m)
     b3 = b2.expand(batch + (m, p)).reshape(-1, m, p)
     out_shape = batch + (n, p)
@@ -412,13 +412,13 @@ def baddbmm(bias, a, b, *, beta=1, alpha=1):
         out = (product * alpha if alpha != 1 else product) + (bias * beta if beta != 1 else bias)
     finally:
         GRAD.enabled = enabled
-    if tuple(out._data.shape) != tuple(product._data.shape):
-        raise RuntimeError(f"The size of tensor a ({bias._data.shape[-1]}) must match the size of tensor b "
-                           f"({product._data.shape[-1]}) at non-singleton dimension 2")
-    result = wrap(out._data)
+    if tuple(out._ndarray.shape) != tuple(product._ndarray.shape):
+        raise RuntimeError(f"The size of tensor a ({bias._ndarray.shape[-1]}) must match the size of tensor b "
+                           f"({product._ndarray.shape[-1]}) at non-singleton dimension 2")
+    result = wrap(out._ndarray)
     if GRAD.enabled and (bias._requires_grad or a._requires_grad or b._requires_grad):
         node = record_op(BaddbmmBackward0, (bias, a, b), result)
-        node.bias_shape, node.beta, node.alpha = bias._data.shape, beta, alpha
+        node.bias_shape, node.beta, node.alpha = bias._ndarray.shape, beta, alpha
         # each product side is kept for the other's gradient (torch's order: batch1, batch2)
         node.save(a if b._requires_grad else None, b if a._requires_grad else None)
     return result
@@ -443,7 +443,7 @@ class EinsumBackward(Node):
             tensors = [g] + [_conj(t) for _, t in others]
             if missing:
                 terms.append(missing)
-                tensors.append(wrap(np.ones([self.sizes[c] for c in missing], dtype=g._data.dtype)))
+                tensors.append(wrap(np.ones([self.sizes[c] for c in missing], dtype=g._ndarray.dtype)))
             target = "".join(dict.fromkeys(subs))
             gi = einsum(",".join(terms) + "->" + target, *tensors)
             if target != subs:
@@ -457,10 +457,10 @@ EinsumBackward.__name__ = EinsumBackward.__qualname__ = "EinsumBackward0"  # tor
 
 
 def _undiagonal(g, target, subs, sizes):
-    full = np.zeros([sizes[c] for c in subs], dtype=g._data.dtype)
+    full = np.zeros([sizes[c] for c in subs], dtype=g._ndarray.dtype)
     idx = np.indices([sizes[c] for c in target])
     pos = tuple(idx[target.index(c)] for c in subs)
-    full[pos] = g._data
+    full[pos] = g._ndarray
     return wrap(full)
 
 
@@ -494,9 +494,9 @@ def _parse_einsum(equation, operands):
     ell = ""
     if "..." in eq:
         free = [c for c in string.ascii_letters if c not in eq]
-        n_ell = max((t._data.ndim - (len(s) - 3) for s, t in zip(ins, operands) if "..." in s), default=0)
+        n_ell = max((t._ndarray.ndim - (len(s) - 3) for s, t in zip(ins, operands) if "..." in s), default=0)
         ell = "".join(free[:n_ell])
-        ins = [s.replace("...", ell[n_ell - (t._data.ndim - (len(s) - 3)):]) if "..." in s else s
+        ins = [s.replace("...", ell[n_ell - (t._ndarray.ndim - (len(s) - 3)):]) if "..." in s else s
                for s, t in zip(ins, operands)]
         if out is not None:
             out = out.replace("...", ell)
@@ -509,10 +509,10 @@ def _parse_einsum(equation, operands):
 def _check_einsum_dtypes(ins, out, operands):
     """torch contracts the operands left to right: a pair with indices to sum goes through bmm, which
     wants one dtype; a pair without (an outer or elementwise product) multiplies, promoting the dtypes."""
-    left_subs, left = set(ins[0]), operands[0]._data.dtype
+    left_subs, left = set(ins[0]), operands[0]._ndarray.dtype
     for k in range(1, len(operands)):
         later = set(out).union(*(set(s) for s in ins[k + 1:]))
-        right = operands[k]._data.dtype
+        right = operands[k]._ndarray.dtype
         if any(c not in later for c in left_subs & set(ins[k])):
             if left != right:
                 raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(left)} but found "
@@ -528,18 +528,18 @@ def einsum(equation, *operands) -> Tensor:
         operands = tuple(operands[0])
     operands = tuple(as_tensor_arg(t) for t in operands)
     for t in operands:
-        _rules.refuse_kernel(t._data, _rules.BOOL, "bmm")  # torch contracts through bmm
+        _rules.refuse_kernel(t._ndarray, _rules.BOOL, "bmm")  # torch contracts through bmm
     ins, out = _parse_einsum(equation, operands)
     sizes = {}
     for i, (s, t) in enumerate(zip(ins, operands)):
-        if len(s) != t._data.ndim:
+        if len(s) != t._ndarray.ndim:
             raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(s)}) does not match the "
-                               f"number of dimensions ({t._data.ndim}) for operand {i} and no ellipsis was given")
-        for j, (c, n) in enumerate(zip(s, t._data.shape)):
+                               f"number of dimensions ({t._ndarray.ndim}) for operand {i} and no ellipsis was given")
+        for j, (c, n) in enumerate(zip(s, t._ndarray.shape)):
             first = s.index(c)
-            if first < j and t._data.shape[first] != n:
+            if first < j and t._ndarray.shape[first] != n:
                 raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {i} but the sizes don't match, "
-                                   f"{n} != {t._data.shape[first]}")
+                                   f"{n} != {t._ndarray.shape[first]}")
             if sizes.get(c, n) != n and n != 1 and sizes.get(c) != 1:
                 if c in equation:
                     raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {i} which does not "
@@ -549,7 +549,7 @@ def einsum(equation, *operands) -> Tensor:
     _check_einsum_dtypes(ins, out, operands)
     dt = _dtype.result_type(*operands).np
     work = _dtype.compute_dtype(dt)  # bfloat16 operands: float32 products and sums, one rounding
-    result = wrap(_narrow(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._data.astype(work, copy=False)
+    result = wrap(_narrow(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._ndarray.astype(work, copy=False)
                                                                              for t in operands],
                                                optimize=len(operands) > 2)), dt))
     if GRAD.enabled and any(t._requires_grad for t in operands):
@@ -581,13 +581,13 @@ def tensordot(a, b, dims=2):
         dims_a, dims_b = ([d] if isinstance(d, (int, np.integer)) else list(d) for d in dims)
     if len(dims_a) != len(dims_b):
         raise RuntimeError("both dimension lists should have same length")
-    if a._data.dtype != b._data.dtype:
+    if a._ndarray.dtype != b._ndarray.dtype:
         raise RuntimeError("both inputs should have same dtype")
     wrapped_a = [_wrap_dim(d, a.ndim) for d in dims_a]
     wrapped_b = [_wrap_dim(d, b.ndim) for d in dims_b]
     ta, tb, contracted = a, b, 1
     for da, db, ia, ib in zip(dims_a, dims_b, wrapped_a, wrapped_b):
-        sa, sb = a._data.shape[ia], b._data.shape[ib]
+        sa, sb = a._ndarray.shape[ia], b._ndarray.shape[ib]
         if sb == 1:  # a broadcast dimension: summed right away
             ta = ta.sum(da, keepdim=True, dtype=ta.dtype)
         elif sa == 1:
@@ -605,9 +605,9 @@ def tensordot(a, b, dims=2):
             seen.add(w)
     kept_a = [i for i in range(a.ndim) if i not in wrapped_a]
     kept_b = [i for i in range(b.ndim) if i not in wrapped_b]
-    rows = int(np.prod([ta._data.shape[i] for i in kept_a]))
-    cols = int(np.prod([tb._data.shape[i] for i in kept_b]))
-    out_shape = [ta._data.shape[i] for i in kept_a] + [tb._data.shape[i] for i in kept_b]
+    rows = int(np.prod([ta._ndarray.shape[i] for i in kept_a]))
+    cols = int(np.prod([tb._ndarray.shape[i] for i in kept_b]))
+    out_shape = [ta._ndarray.shape[i] for i in kept_a] + [tb._ndarray.shape[i] for i in kept_b]
     # each operand permuted and reshaped in turn: the nodes' creation order is torch's, and with it
     # the order the engine runs them in
     vector = rows == 1 and cols == 1
@@ -623,9 +623,9 @@ def inner(a, b):
     """The sum of products over the last dims of ``a`` and ``b``; with a scalar, their product."""
     if a.ndim == 0 or b.ndim == 0:
         return a * b
-    if a._data.shape[-1] != b._data.shape[-1]:
+    if a._ndarray.shape[-1] != b._ndarray.shape[-1]:
         raise RuntimeError(f"inner() the last dimension must match on both input tensors but got shapes "
-                           f"{list(a._data.shape)} and {list(b._data.shape)}")
+                           f"{list(a._ndarray.shape)} and {list(b._ndarray.shape)}")
     return tensordot(a, b, dims=([-1], [-1]))
 
 
@@ -660,11 +660,11 @@ def inv(a: Tensor) -> Tensor:
     _floating_matrix(a, "linalg.inv", "low precision")
     _square(a, "linalg.inv")
     try:
-        data = np.linalg.inv(a._data)
+        data = np.linalg.inv(a._ndarray)
     except np.linalg.LinAlgError:
         from .decompositions import LinAlgError
-        raise LinAlgError(_singular_message(a._data)) from None
-    result = wrap(data.astype(a._data.dtype, copy=False))
+        raise LinAlgError(_singular_message(a._ndarray)) from None
+    result = wrap(data.astype(a._ndarray.dtype, copy=False))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgInvExBackward0, (a,), result)
         node.save(output=result)
@@ -675,20 +675,20 @@ def _floating_matrix(a, name, half):
     """torch's refusals of linalg inputs: integers and bools (RuntimeError), and float16/bfloat16,
     which ``half`` says how it refuses: ``"low precision"`` (RuntimeError) or a kernel name whose
     NotImplementedError torch raises."""
-    dt = a._data.dtype
+    dt = a._ndarray.dtype
     if not _dtype.is_inexact_np(dt):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{_dtype.scalar_type_name(dt)}")
     if dt.name in _rules.HALF:
         if half == "low precision":
             raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {_dtype.scalar_type_name(dt)}")
-        _rules.refuse_kernel(a._data, _rules.HALF, half)
+        _rules.refuse_kernel(a._ndarray, _rules.HALF, half)
 
 
 def _square(a, name):
-    if a._data.ndim < 2 or a._data.shape[-1] != a._data.shape[-2]:
+    if a._ndarray.ndim < 2 or a._ndarray.shape[-1] != a._ndarray.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
-                           f"{a._data.shape[-2] if a._data.ndim >= 2 else 1} by {a._data.shape[-1]} matrices")
+                           f"{a._ndarray.shape[-2] if a._ndarray.ndim >= 2 else 1} by {a._ndarray.shape[-1]} matrices")
 
 
 class LinalgDetBackward0(Node):
@@ -706,7 +706,7 @@ def det(a: Tensor) -> Tensor:
     _floating_matrix(a, "linalg.det", "lu_cpu")
     _square(a, "linalg.det")
     with _quiet():
-        result = wrap(np.asarray(np.linalg.det(a._data), dtype=a._data.dtype))
+        result = wrap(np.asarray(np.linalg.det(a._ndarray), dtype=a._ndarray.dtype))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgDetBackward0, (a,), result)
         node.save(a, output=result)
@@ -719,16 +719,16 @@ class LinalgSlogdetBackward0(Node):
     def apply(self, grads):
         (a,) = self.saved()
         g = grads[1]
-        if a._data.dtype.kind == "c":
+        if a._ndarray.dtype.kind == "c":
             # d logabsdet and d sign both come through tr(A^-1 dA): the weight of A^-H is
             # g_logabsdet - i Im(conj(g_sign) sign)
-            sign = wrap(np.asarray(np.linalg.slogdet(a._data)[0]))
-            w = g if g is not None else wrap(np.zeros(sign._data.shape, dtype=a._data.real.dtype))
+            sign = wrap(np.asarray(np.linalg.slogdet(a._ndarray)[0]))
+            w = g if g is not None else wrap(np.zeros(sign._ndarray.shape, dtype=a._ndarray.real.dtype))
             if grads[0] is not None:
                 w = w - (grads[0].conj() * sign).imag * 1j
             return (w.unsqueeze(-1).unsqueeze(-1) * inv(a).mH,)
         if g is None:
-            return (wrap(np.zeros(a._data.shape, dtype=a._data.dtype)),)
+            return (wrap(np.zeros(a._ndarray.shape, dtype=a._ndarray.dtype)),)
         return (g.unsqueeze(-1).unsqueeze(-1) * inv(a).mT,)
 
 
@@ -737,9 +737,9 @@ def slogdet(a: Tensor):
     _floating_matrix(a, "linalg.slogdet", "low precision")
     _square(a, "linalg.slogdet")
     with _quiet():
-        sign, logabs = np.linalg.slogdet(a._data)
-    s = wrap(np.asarray(sign, dtype=a._data.dtype))
-    la = wrap(np.asarray(logabs, dtype=a._data.real.dtype))  # real for a complex matrix too
+        sign, logabs = np.linalg.slogdet(a._ndarray)
+    s = wrap(np.asarray(sign, dtype=a._ndarray.dtype))
+    la = wrap(np.asarray(logabs, dtype=a._ndarray.real.dtype))  # real for a complex matrix too
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgSlogdetBackward0, (a,), s, la)
         node._num_outputs = 2
@@ -768,19 +768,19 @@ class LinalgSolveExBackward0(Node):
 def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
     _floating_matrix(a, "linalg.solve", "lu_cpu")
     _square(a, "linalg.solve")
-    if a._data.dtype != b._data.dtype:
+    if a._ndarray.dtype != b._ndarray.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
-                           f"{_dtype.scalar_type_name(a._data.dtype)} and B of type "
-                           f"{_dtype.scalar_type_name(b._data.dtype)} instead")
-    vector = b._data.ndim == a._data.ndim - 1
+                           f"{_dtype.scalar_type_name(a._ndarray.dtype)} and B of type "
+                           f"{_dtype.scalar_type_name(b._ndarray.dtype)} instead")
+    vector = b._ndarray.ndim == a._ndarray.ndim - 1
     try:
-        data = np.linalg.solve(a._data, b._data[..., None] if vector else b._data)
+        data = np.linalg.solve(a._ndarray, b._ndarray[..., None] if vector else b._ndarray)
     except np.linalg.LinAlgError:
         from .decompositions import LinAlgError
         raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
     if vector:
         data = data[..., 0]
-    result = wrap(data.astype(a._data.dtype, copy=False))
+    result = wrap(data.astype(a._ndarray.dtype, copy=False))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(LinalgSolveExBackward0, (a, b), result)
         node.vector = vector

@@ -58,7 +58,7 @@ def fix(x):
 
 @op()
 def positive(x):
-    if x._data.dtype == np.bool_:
+    if x._ndarray.dtype == np.bool_:
         raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return x
 
@@ -66,7 +66,7 @@ def positive(x):
 @op()
 def signbit(x):
     x = as_tensor_arg(x)
-    d = x._data
+    d = x._ndarray
     return wrap(np.signbit(d) if d.dtype.kind != "b" else np.zeros(d.shape, bool))
 
 
@@ -85,7 +85,7 @@ def _float_operands(a, b, name):
         dt = np.dtype(np.float32)  # float32 math; the caller rounds the result back (_rounded_back)
     elif dt.kind not in "fc":
         dt = _dtype.get_default_dtype().np
-    return a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
+    return a._ndarray.astype(dt, copy=False), b._ndarray.astype(dt, copy=False)
 
 
 # float-only kernels in torch (integer and bool inputs are refused, not promoted)
@@ -117,7 +117,7 @@ class HypotBackward0(Node):
     def apply(self, grads):
         b, a, r = self.saved()
         g = grads[0] / r
-        return _grads(self, a._data.shape, b._data.shape, g * a, g * b)
+        return _grads(self, a._ndarray.shape, b._ndarray.shape, g * a, g * b)
 
 
 @op(inplace=True)
@@ -138,7 +138,7 @@ class LogaddexpBackward0(Node):
         b, a = self.saved()
         # d/da log(e^a + e^b) = sigmoid(a - b) (in base 2: the same of (a - b) ln 2)
         wa = ((a - b) * self.scale).sigmoid()
-        return _grads(self, a._data.shape, b._data.shape, grads[0] * wa, grads[0] * (1 - wa))
+        return _grads(self, a._ndarray.shape, b._ndarray.shape, grads[0] * wa, grads[0] * (1 - wa))
 
 
 class Logaddexp2Backward0(LogaddexpBackward0):
@@ -172,7 +172,7 @@ class CopysignBackward0(Node):
         a, r = self.saved()
         # d|a|/da with the sign of the result; zero where a is zero (as torch)
         ratio = (r / a).masked_fill(a == 0, 0.0)
-        ga = sum_to_shape(grads[0] * ratio, a._data.shape) if self.next_functions[0][0] is not None else None
+        ga = sum_to_shape(grads[0] * ratio, a._ndarray.shape) if self.next_functions[0][0] is not None else None
         gb = sum_to_shape(grads[0] * 0, self.b_shape) if self.next_functions[1][0] is not None else None
         return ga, gb
 
@@ -184,7 +184,7 @@ CopysignBackward1 = formula_node("CopysignBackward1", ("self", "result"),
 @op(inplace=True)
 def copysign(a, b):
     a = as_tensor_arg(a)
-    _rules.refuse_lowprec(a._data, "copysign_cpu")
+    _rules.refuse_lowprec(a._ndarray, "copysign_cpu")
     if isinstance(b, Tensor):
         ad, bd = _float_operands(a, b, "copysign")
     else:
@@ -193,12 +193,12 @@ def copysign(a, b):
             dt = np.dtype(np.float32)
         elif dt.kind not in "fc":
             dt = _dtype.get_default_dtype().np
-        ad, bd = a._data.astype(dt, copy=False), np.asarray(b, dtype=dt)
+        ad, bd = a._ndarray.astype(dt, copy=False), np.asarray(b, dtype=dt)
     result = wrap(_rounded_back(_broadcast_or_raise(np.copysign, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):
         if isinstance(b, Tensor):
             node = record_op(CopysignBackward0, (a, b), result)
-            node.b_shape = b._data.shape
+            node.b_shape = b._ndarray.shape
         else:
             node = record_op(CopysignBackward1, (a,), result)
         node.save(a, output=result)
@@ -214,7 +214,7 @@ class FmaxBackward0(Node):
         b, a = self.saved()
         take_a = self.pick_self(a, b)
         g = grads[0]
-        return _grads(self, a._data.shape, b._data.shape, g.masked_fill(~take_a, 0.0), g.masked_fill(take_a, 0.0))
+        return _grads(self, a._ndarray.shape, b._ndarray.shape, g.masked_fill(~take_a, 0.0), g.masked_fill(take_a, 0.0))
 
 
 class FminBackward0(FmaxBackward0):
@@ -227,7 +227,7 @@ def _nan_ignoring(a, b, np_fn, node_cls, name):
     b = as_tensor_arg(b, a)
     dt = result_np_dtype(a, b)
     _rules.refuse_lowprec(dt, f"{name}_cpu")
-    result = wrap(_broadcast_or_raise(np_fn, a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)))
+    result = wrap(_broadcast_or_raise(np_fn, a._ndarray.astype(dt, copy=False), b._ndarray.astype(dt, copy=False)))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         record_op(node_cls, (a, b), result).save(b, a)
     return result
@@ -251,7 +251,7 @@ def ldexp(x, other):
     """``x * 2 ** other``, in floating point."""
     x = as_tensor_arg(x)
     other = as_tensor_arg(other)
-    if not _dtype.is_inexact_np(x._data.dtype):
+    if not _dtype.is_inexact_np(x._ndarray.dtype):
         x = x.to(_dtype.get_default_dtype())
     return x * pointwise.pow(2.0, other)
 
@@ -259,9 +259,9 @@ def ldexp(x, other):
 @op()
 def frexp(x):
     x = as_tensor_arg(x)
-    if x._data.dtype.kind != "f":
+    if x._ndarray.dtype.kind != "f":
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    mantissa, exponent = np.frexp(x._data)
+    mantissa, exponent = np.frexp(x._ndarray)
     return FrexpResult(wrap(mantissa), wrap(exponent.astype(np.int32)))
 
 
@@ -270,17 +270,17 @@ FrexpResult = return_types.make("frexp", ("mantissa", "exponent"))
 
 def _same_dtype_no_grad(a, b, name, np_fn, kinds, message):
     a, b = as_tensor_arg(a), as_tensor_arg(b)
-    if a._data.dtype.kind not in kinds or b._data.dtype.kind not in kinds:
+    if a._ndarray.dtype.kind not in kinds or b._ndarray.dtype.kind not in kinds:
         raise message(a, b)
     dt = result_np_dtype(a, b)
-    return wrap(np.asarray(_broadcast_or_raise(np_fn, a._data.astype(dt, copy=False), b._data.astype(dt, copy=False))))
+    return wrap(np.asarray(_broadcast_or_raise(np_fn, a._ndarray.astype(dt, copy=False), b._ndarray.astype(dt, copy=False))))
 
 
 def _not_implemented_for(name):
     def message(a, b):
-        bad = a if a._data.dtype.kind in "fcb" else b
+        bad = a if a._ndarray.dtype.kind in "fcb" else b
         return NotImplementedError(f"\"{name}_cpu\" not implemented for "
-                                   f"'{_dtype.scalar_type_name(bad._data.dtype)}'")
+                                   f"'{_dtype.scalar_type_name(bad._ndarray.dtype)}'")
     return message
 
 
@@ -298,10 +298,10 @@ def lcm(a, b):
 def heaviside(x, values):
     refuse_complex("heaviside is not yet implemented for complex tensors.", x, values, error=RuntimeError)
     x, values = as_tensor_arg(x), as_tensor_arg(values)
-    if x._data.dtype != values._data.dtype:
+    if x._ndarray.dtype != values._ndarray.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     pointwise.check_broadcast(x, values)
-    d, v = x._data, values._data
+    d, v = x._ndarray, values._ndarray
     out = np.where(d == 0, v, (d > 0).astype(d.dtype)) if d.dtype.kind != "b" else np.where(d, True, v)
     return wrap(np.asarray(np.broadcast_to(out, np.broadcast_shapes(d.shape, v.shape)), dtype=d.dtype).copy())
 
@@ -310,21 +310,21 @@ def heaviside(x, values):
 def nextafter(x, other):
     x, other = as_tensor_arg(x), as_tensor_arg(other)
     dt = result_np_dtype(x, other)
-    return wrap(np.asarray(_broadcast_or_raise(np.nextafter, x._data.astype(dt, copy=False),
-                                               other._data.astype(dt, copy=False))))
+    return wrap(np.asarray(_broadcast_or_raise(np.nextafter, x._ndarray.astype(dt, copy=False),
+                                               other._ndarray.astype(dt, copy=False))))
 
 
 def _shift(a, b, name, left):
     a = as_tensor_arg(a)
     b = as_tensor_arg(b, a)
     for t in (a, b):
-        if t._data.dtype.kind not in "iub":
+        if t._ndarray.dtype.kind not in "iub":
             raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
-                                      f"'{_legacy_name(t._data.dtype)}'")
+                                      f"'{_legacy_name(t._ndarray.dtype)}'")
     dt = result_np_dtype(a, b)
     if dt == np.bool_:
         raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for 'Bool'")
-    ad, bd = a._data.astype(dt, copy=False), b._data.astype(dt, copy=False)
+    ad, bd = a._ndarray.astype(dt, copy=False), b._ndarray.astype(dt, copy=False)
     bits = dt.itemsize * 8
     too_far = (bd >= bits) | (bd < 0)  # C shifts this far are undefined; torch gives 0 (or the sign)
     safe = np.where(too_far, 0, bd).astype(dt)
@@ -376,7 +376,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     if x is not None and not isinstance(x, Tensor):
         raise TypeError(f"trapezoid() received an invalid combination of arguments: x must be a Tensor (the spacing "
                         f"is the keyword dx)")
-    if y._data.dtype.kind == "b":
+    if y._ndarray.dtype.kind == "b":
         raise RuntimeError("trapezoid: received a bool input for `y`, but bool is not supported")
     dim = dim % y.dim() if y.dim() else 0
     if y.shape[dim] == 0:
@@ -397,12 +397,12 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 
 @op()
 def cross(a, b, dim=None):
-    _rules.refuse_kernel(a._data, _rules.BOOL, "cross")
+    _rules.refuse_kernel(a._ndarray, _rules.BOOL, "cross")
     if a.dim() != b.dim():
         raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._data.dtype)} but found "
-                           f"{_dtype.scalar_type_name(b._data.dtype)}")
+    if a._ndarray.dtype != b._ndarray.dtype:
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._ndarray.dtype)} but found "
+                           f"{_dtype.scalar_type_name(b._ndarray.dtype)}")
     if tuple(a.shape) != tuple(b.shape):
         both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
         a, b = a.expand(*both), b.expand(*both)
@@ -447,11 +447,11 @@ def dist(a, b, p=2):
 def pdist(x, p=2):
     if x.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {x.dim()}D")
-    _rules.refuse_kernel(x._data, _rules.HALF, "pdist")
+    _rules.refuse_kernel(x._ndarray, _rules.HALF, "pdist")
     n = x.shape[0]
     rows, cols = np.triu_indices(n, 1)
     if len(rows) == 0:
-        return wrap(np.zeros(0, dtype=x._data.dtype)) + x.sum() * 0
+        return wrap(np.zeros(0, dtype=x._ndarray.dtype)) + x.sum() * 0
     diff = x[wrap(rows.astype(np.int64))] - x[wrap(cols.astype(np.int64))]
     return reduce.vector_norm(diff, p, dim=1)
 
@@ -485,7 +485,7 @@ class CdistBackward0(Node):
     def apply(self, grads):
         x1, x2, result = self.saved()
         g, p = grads[0], self.p
-        a, b, dist = x1._data, x2._data, result._data
+        a, b, dist = x1._ndarray, x2._ndarray, result._ndarray
         diff = _cdist_pairs(a, b)
         with quiet_fp():
             if p == 0:
@@ -499,11 +499,11 @@ class CdistBackward0(Node):
             else:
                 weight = np.sign(diff) * np.abs(diff) ** (p - 1) / dist[..., None] ** (p - 1)
                 weight = np.where((dist[..., None] == 0) | (diff == 0), 0, weight)
-        weighted = weight * g._data[..., None]
+        weighted = weight * g._ndarray[..., None]
         ga = sum_to_shape(wrap(weighted.sum(-2).astype(a.dtype, copy=False)), a.shape)
         gb = sum_to_shape(wrap(-weighted.sum(-3).astype(b.dtype, copy=False)), b.shape)
         if GRAD.enabled and (g._requires_grad or x1._requires_grad or x2._requires_grad):
-            ga, gb = wrap(ga._data), wrap(gb._data)
+            ga, gb = wrap(ga._ndarray), wrap(gb._ndarray)
             record_op(CdistBackwardBackward0, (g, x1, x2), ga, gb)
         return ga, gb
 
@@ -531,7 +531,7 @@ class EuclideanDistBackward0(Node):
 def _euclidean_dist(x1, x2):
     """Distances by one product, as torch's ``_euclidean_dist``: [-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T,
     clamped at 0 before the square root."""
-    a, b = x1._data, x2._data
+    a, b = x1._ndarray, x2._ndarray
     ones_a, ones_b = np.ones(a.shape[:-1] + (1,), a.dtype), np.ones(b.shape[:-1] + (1,), b.dtype)
     left = np.concatenate([a * -2, (a * a).sum(-1, keepdims=True), ones_a], -1)
     right = np.concatenate([b, ones_b, (b * b).sum(-1, keepdims=True)], -1)
@@ -557,11 +557,11 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
     for name, t in (("X1", x1), ("X2", x2)):
         if not t.dtype.is_floating_point:
-            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_rules.scalar_type_name(t._data.dtype)}")
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: {_rules.scalar_type_name(t._ndarray.dtype)}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    if x1._data.dtype != x2._data.dtype:
-        raise RuntimeError(f"expected scalar type {_rules.scalar_type_name(x1._data.dtype)} but found {_rules.scalar_type_name(x2._data.dtype)}")
+    if x1._ndarray.dtype != x2._ndarray.dtype:
+        raise RuntimeError(f"expected scalar type {_rules.scalar_type_name(x1._ndarray.dtype)} but found {_rules.scalar_type_name(x2._ndarray.dtype)}")
     p = float(p)
     r1, r2 = x1.shape[-2], x2.shape[-2]
     use_mm = p == 2 and (compute_mode == "use_mm_for_euclid_dist"
@@ -575,9 +575,9 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
         a = x1.expand(batch + tuple(x1.shape[-2:])).contiguous().view(count, r1, x1.shape[-1])
         b = x2.expand(batch + tuple(x2.shape[-2:])).contiguous().view(count, r2, x2.shape[-1])
         return _euclidean_dist(a, b).view(out_shape)
-    _rules.refuse_kernel(x1._data, _rules.HALF, "cdist")  # the product form above takes half floats
+    _rules.refuse_kernel(x1._ndarray, _rules.HALF, "cdist")  # the product form above takes half floats
     with quiet_fp():
-        result = wrap(_cdist_np(x1._data, x2._data, p).astype(x1._data.dtype, copy=False).reshape(out_shape))
+        result = wrap(_cdist_np(x1._ndarray, x2._ndarray, p).astype(x1._ndarray.dtype, copy=False).reshape(out_shape))
     if GRAD.enabled and (x1._requires_grad or x2._requires_grad):
         node = record_op(CdistBackward0, (x1, x2), result)
         node.p = p
@@ -761,30 +761,30 @@ def _reshape_in_place(x, new_data, node_cls, **attrs):
         node = record_op(node_cls, (x,), wrap(new_data))
         for k, v in attrs.items():
             setattr(node, k, v)
-        x._data = new_data
+        x._ndarray = new_data
         x._after_inplace(node)
     else:
-        x._data = new_data
+        x._ndarray = new_data
     x._version_counter[0] += 1
     return x
 
 
 @op("unsqueeze_", function=False)
 def unsqueeze_(self, dim):
-    new = views.unsqueeze(self.detach(), dim)._data
+    new = views.unsqueeze(self.detach(), dim)._ndarray
     return _reshape_in_place(self, new, UnsqueezeBackward1, dim=dim % new.ndim, dim_arg=dim)
 
 
 @op("squeeze_", function=False)
 def squeeze_(self, dim=None):
-    new = views.squeeze(self.detach(), dim)._data if dim is not None else views.squeeze(self.detach())._data
+    new = views.squeeze(self.detach(), dim)._ndarray if dim is not None else views.squeeze(self.detach())._ndarray
     node_cls = SqueezeBackward3 if dim is None else SqueezeBackward4 if isinstance(dim, int) else SqueezeBackward5
-    return _reshape_in_place(self, new, node_cls, in_shape=self._data.shape, dim_arg=dim)
+    return _reshape_in_place(self, new, node_cls, in_shape=self._ndarray.shape, dim_arg=dim)
 
 
 @op("transpose_", function=False, aliases=("swapaxes_", "swapdims_"))
 def transpose_(self, dim0, dim1):
-    new = views.transpose(self.detach(), dim0, dim1)._data
+    new = views.transpose(self.detach(), dim0, dim1)._ndarray
     return _reshape_in_place(self, new, TransposeBackward1, d0=dim0 % max(self.dim(), 1),
                              d1=dim1 % max(self.dim(), 1), dims_arg=(dim0, dim1))
 
@@ -793,7 +793,7 @@ def transpose_(self, dim0, dim1):
 def t_(self):
     if self.dim() > 2:
         raise RuntimeError(f"t_() expects a tensor with <= 2 dimensions, but self is {self.dim()}D")
-    new = views.t(self.detach())._data
+    new = views.t(self.detach())._ndarray
     return _reshape_in_place(self, new, TBackward1)
 
 
@@ -818,11 +818,11 @@ def sum_to_size(x, *size):
 @op(method=False)
 def unravel_index(indices, shape):
     indices = as_tensor_arg(indices)
-    if indices._data.dtype.kind not in "iu":
+    if indices._ndarray.dtype.kind not in "iu":
         raise TypeError("expected 'indices' to be integer dtype, but got " + str(_dtype.from_numpy_dtype(
-            indices._data.dtype)))
+            indices._ndarray.dtype)))
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    flat = indices._data.astype(np.int64)
+    flat = indices._ndarray.astype(np.int64)
     coords = []
     for size in reversed(shape):  # floor division and modulo, as torch (out-of-range indices wrap)
         coords.append(flat % size if size else flat * 0)
@@ -838,8 +838,8 @@ def constant_pad_nd(x, pad, value=0):
 
 @op("float_power_", function=False)
 def float_power_(self, exponent):
-    if self._data.dtype != np.float64:
-        raise RuntimeError(f"the base given to float_power_ has dtype {_legacy_name(self._data.dtype)} but the operation's result requires "
+    if self._ndarray.dtype != np.float64:
+        raise RuntimeError(f"the base given to float_power_ has dtype {_legacy_name(self._ndarray.dtype)} but the operation's result requires "
                            f"dtype Double")
     return views.apply_inplace(self, pointwise.float_power, exponent)
 
@@ -867,7 +867,7 @@ def _gradient_along(f, d, step, edge_order):
         return t.reshape(shape_)
 
     if isinstance(step, Tensor):  # coordinates
-        x = step.to(f.dtype) if f.dtype != step.dtype and f._data.dtype.kind == "f" else step
+        x = step.to(f.dtype) if f.dtype != step.dtype and f._ndarray.dtype.kind == "f" else step
         dx = x[1:] - x[:-1]
         dx1, dx2 = dx[:-1], dx[1:]
         a = along(-dx2 / (dx1 * (dx1 + dx2)))
@@ -915,7 +915,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
                                f"and a dim argument of length {len(dims)}.")
     else:
         steps = [spacing] * len(dims)
-    f = input if input._data.dtype.kind in "fc" else input.to(_dtype.get_default_dtype())
+    f = input if input._ndarray.dtype.kind in "fc" else input.to(_dtype.get_default_dtype())
     for s in steps:
         if isinstance(s, Tensor) and s.dim() != 1:
             raise RuntimeError(f"torch.gradient expected each element of spacing to have one dimension, but got an "
@@ -925,7 +925,7 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
 
 @op(function=True)
 def nonzero_static(x, *, size, fill_value=-1):
-    found = np.argwhere(x._data)
+    found = np.argwhere(x._ndarray)
     out = np.full((size, x.dim()), fill_value, dtype=np.int64)
     k = builtins.min(size, len(found))
     out[:k] = found[:k]
@@ -965,24 +965,24 @@ def as_strided_scatter(x, src, size, stride, storage_offset=None):
 
 # ---- indexing ---------------------------------------------------------------------------------
 def _check_long_index(index, name):
-    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
-        found = _dtype.scalar_type_name(index._data.dtype) if isinstance(index, Tensor) else type(index).__name__
+    if not isinstance(index, Tensor) or index._ndarray.dtype != np.int64:
+        found = _dtype.scalar_type_name(index._ndarray.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"{name}(): Expected a long tensor for index, but got {found}")
 
 
 def _same_dtype_as_self(x, source, message):
     """torch's refusal of a source whose dtype is not self's (``message`` takes ``{self}``, ``{source}``)."""
-    if source._data.dtype != x._data.dtype:
-        raise RuntimeError(message.format(self=_dtype.scalar_type_name(x._data.dtype),
-                                          source=_dtype.scalar_type_name(source._data.dtype)))
+    if source._ndarray.dtype != x._ndarray.dtype:
+        raise RuntimeError(message.format(self=_dtype.scalar_type_name(x._ndarray.dtype),
+                                          source=_dtype.scalar_type_name(source._ndarray.dtype)))
 
 
 @op()
 def take(x, index):
     _check_long_index(index, "take")
-    _rules.refuse_lowprec(x._data, "take_cpu")
+    _rules.refuse_lowprec(x._ndarray, "take_cpu")
     n = x.numel()
-    flat = index._data
+    flat = index._ndarray
     bad = (flat >= n) | (flat < -n)
     if bad.any():
         raise IndexError(f"out of range: tried to access index {int(flat[bad].flat[0])} on a tensor of {n} elements.")
@@ -992,16 +992,16 @@ def take(x, index):
 @op(inplace=True)
 def put(x, index, source, accumulate=False):
     _check_long_index(index, "put_")
-    _rules.refuse_lowprec(x._data, "take_put_cpu")
+    _rules.refuse_lowprec(x._ndarray, "take_put_cpu")
     _same_dtype_as_self(x, source, "put_(): self and source expected to have the same dtype, but got "
                                    "self.dtype = {self} and source.dtype = {source}")
     if index.numel() != source.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of elements, but got "
                            f"source.numel() = {source.numel()}, index.numel() = {index.numel()}")
     n = x.numel()
-    bad = (index._data >= n) | (index._data < -n)
+    bad = (index._ndarray >= n) | (index._ndarray < -n)
     if bad.any():
-        raise IndexError(f"out of range: tried to access index {int(index._data[bad].flat[0])} on a tensor of {n} "
+        raise IndexError(f"out of range: tried to access index {int(index._ndarray[bad].flat[0])} on a tensor of {n} "
                          f"elements.")
     flat = x.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(x.dtype), accumulate)
     return flat.reshape(x.shape)
@@ -1014,7 +1014,7 @@ def _dim_index(x, dim, index):
 @op(inplace=True)
 def index_copy(x, dim, index, source):
     _check_long_index(index, "index_copy_")
-    _rules.refuse_float8(x._data, "index_copy_cpu")
+    _rules.refuse_float8(x._ndarray, "index_copy_cpu")
     _same_dtype_as_self(x, source, "index_copy_(): self and source expected to have the same dtype, but got "
                                    "(self) {self} and (source) {source}")
     if x.dim() == 0:
@@ -1024,14 +1024,14 @@ def index_copy(x, dim, index, source):
 
 @op(inplace=True)
 def index_fill(x, dim, index, value):
-    if not isinstance(index, Tensor) or index._data.dtype != np.int64:
+    if not isinstance(index, Tensor) or index._ndarray.dtype != np.int64:
         raise IndexError("index_fill_(): Expected dtype int64 for index.")
-    _rules.refuse_float8(x._data, "index_fill_cpu")
+    _rules.refuse_float8(x._ndarray, "index_fill_cpu")
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
     if not isinstance(value, Tensor):
-        value = wrap(np.asarray(value, dtype=x._data.dtype))
+        value = wrap(np.asarray(value, dtype=x._ndarray.dtype))
     if x.dim() == 0:
         return value.to(x.dtype).clone()
     return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
@@ -1040,8 +1040,8 @@ def index_fill(x, dim, index, value):
 @op(inplace=True)
 def index_reduce(x, dim, index, source, reduce, *, include_self=True):
     """Each slice of ``source`` along ``dim`` reduced (prod, mean, amax, amin) into ``x``'s slice ``index[i]``."""
-    if not isinstance(index, Tensor) or index._data.dtype not in (np.int64, np.int32):
-        found = _dtype.scalar_type_name(index._data.dtype) if isinstance(index, Tensor) else type(index).__name__
+    if not isinstance(index, Tensor) or index._ndarray.dtype not in (np.int64, np.int32):
+        found = _dtype.scalar_type_name(index._ndarray.dtype) if isinstance(index, Tensor) else type(index).__name__
         raise RuntimeError(f"index_reduce_(): Expected dtype int32/int64 for index but got: {found}")
     _same_dtype_as_self(x, source, "index_reduce_(): self ({self}) and source ({source}) must have the same scalar "
                                    "type")
@@ -1050,7 +1050,7 @@ def index_reduce(x, dim, index, source, reduce, *, include_self=True):
     if x.dim() == 0:
         x, source = x.reshape(1), source.reshape(1)
     dim = dim % x.dim()
-    positions = index._data.reshape(-1) % builtins.max(x.shape[dim], 1)
+    positions = index._ndarray.reshape(-1) % builtins.max(x.shape[dim], 1)
     targets = np.unique(positions)
     if targets.size == 0:
         return x.clone()
@@ -1073,13 +1073,13 @@ def index_reduce(x, dim, index, source, reduce, *, include_self=True):
 
 @op(inplace=True)
 def masked_scatter(x, mask, source):
-    if mask._data.dtype != np.bool_:
+    if mask._ndarray.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
-                           f"{_dtype.from_numpy_dtype(mask._data.dtype)}")
+                           f"{_dtype.from_numpy_dtype(mask._ndarray.dtype)}")
     _same_dtype_as_self(x, source, "masked_scatter: expected self and source to have same dtypes but got{self} and "
                                    "{source}")
     full = views.expand(mask, *x.shape) if tuple(mask.shape) != tuple(x.shape) else mask
-    n = int(full._data.sum())
+    n = int(full._ndarray.sum())
     if source.numel() < n:
         raise RuntimeError("Number of elements of source < number of ones in mask")
     return x.index_put((full,), source.reshape(-1)[:n].to(x.dtype))
@@ -1100,9 +1100,9 @@ def block_diag(*tensors):
         blocks.append(t.reshape(1, -1) if t.dim() < 2 else t)
     if not blocks:
         return wrap(np.zeros((1, 0), dtype=_dtype.get_default_dtype().np))
-    hd = _dtype.from_numpy_dtype(blocks[0]._data.dtype)
+    hd = _dtype.from_numpy_dtype(blocks[0]._ndarray.dtype)
     for b in blocks[1:]:
-        hd = _dtype.promote_types(hd, _dtype.from_numpy_dtype(b._data.dtype))
+        hd = _dtype.promote_types(hd, _dtype.from_numpy_dtype(b._ndarray.dtype))
     dt = hd.np
     width = sum(b.shape[1] for b in blocks)
     rows, left = [], 0
@@ -1132,12 +1132,12 @@ def combinations(x, r=2, with_replacement=False):
     if r < 0:
         raise RuntimeError(f"Expect a non-negative number, but got {r}")
     if r == 0:
-        return wrap(np.zeros(0, dtype=x._data.dtype))
+        return wrap(np.zeros(0, dtype=x._ndarray.dtype))
     pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
     combos = list(pick(range(x.shape[0]), r))
     if not combos:
-        return wrap(np.zeros((0, r), dtype=x._data.dtype)) + x.sum() * 0 if x._requires_grad else wrap(
-            np.zeros((0, r), dtype=x._data.dtype))
+        return wrap(np.zeros((0, r), dtype=x._ndarray.dtype)) + x.sum() * 0 if x._requires_grad else wrap(
+            np.zeros((0, r), dtype=x._ndarray.dtype))
     return x[wrap(np.array(combos, dtype=np.int64))]
 
 
@@ -1148,11 +1148,11 @@ def vander(x, N=None, increasing=False):
     n = x.shape[0] if N is None else N
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    if x._data.dtype.kind == "b" or x._data.dtype.kind in "iu":
+    if x._ndarray.dtype.kind == "b" or x._ndarray.dtype.kind in "iu":
         x = x.to(_dtype.int64)
     if n == 0:
-        return wrap(np.zeros((x.shape[0], 0), dtype=x._data.dtype))
-    ones = wrap(np.ones(x.shape[0], dtype=x._data.dtype))
+        return wrap(np.zeros((x.shape[0], 0), dtype=x._ndarray.dtype))
+    ones = wrap(np.ones(x.shape[0], dtype=x._ndarray.dtype))
     columns = [ones]
     for _ in range(1, n):
         columns.append(columns[-1] * x)
@@ -1169,7 +1169,7 @@ def is_nonzero(x) -> bool:
         raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
     if n > 1:
         raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
-    return bool(x._data.reshape(()).item() != 0)
+    return bool(x._ndarray.reshape(()).item() != 0)
 
 
 @op()
@@ -1208,7 +1208,7 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 @op(function=False)
 def new_empty_strided(self, size, stride, *, dtype=None, layout=None, device=None, requires_grad=False,
                       pin_memory=False):
-    return empty_strided(size, stride, dtype=dtype or _dtype.from_numpy_dtype(self._data.dtype),
+    return empty_strided(size, stride, dtype=dtype or _dtype.from_numpy_dtype(self._ndarray.dtype),
                          requires_grad=requires_grad)
 
 
@@ -1218,7 +1218,7 @@ def as_strided_(self, size, stride, storage_offset=None):
     if GRAD.enabled and self._requires_grad:
         raise RuntimeError("hookgrad: as_strided_ on a tensor that requires grad is not supported; use as_strided")
     view = views.as_strided(self, size, stride, storage_offset)
-    self._data = view._data
+    self._ndarray = view._ndarray
     return self
 
 
@@ -1226,7 +1226,7 @@ def as_strided_(self, size, stride, storage_offset=None):
 def apply_(self, callable):
     """Replace each element by ``callable(element)`` (a Python function, as torch on the CPU)."""
     views.check_inplace(self)
-    d = self._data
+    d = self._ndarray
     kind = float if d.dtype.kind == "f" else bool if d.dtype.kind == "b" else int
     values = np.array([callable(kind(v)) for v in d.reshape(-1).tolist()], dtype=d.dtype).reshape(d.shape)
     return views.apply_inplace(self, lambda t: wrap(values))
@@ -1236,8 +1236,8 @@ def apply_(self, callable):
 def map_(self, other, callable):
     """``self[i] = callable(self[i], other[i])`` with ``other`` broadcast to ``self``."""
     views.check_inplace(self)
-    d = self._data
-    o = np.broadcast_to(as_tensor_arg(other)._data, d.shape)
+    d = self._ndarray
+    o = np.broadcast_to(as_tensor_arg(other)._ndarray, d.shape)
     kind = float if d.dtype.kind == "f" else bool if d.dtype.kind == "b" else int
     values = np.array([callable(kind(a), kind(b)) for a, b in zip(d.reshape(-1).tolist(), o.reshape(-1).tolist())],
                       dtype=d.dtype).reshape(d.shape)
@@ -1251,10 +1251,10 @@ def _resize(self, shape_):
         raise RuntimeError("hookgrad resizes only tensors that are not views")
     shape_ = tuple(int(s) for s in shape_)
     n = int(np.prod(shape_)) if shape_ else 1
-    flat = self._data.reshape(-1)
+    flat = self._ndarray.reshape(-1)
     data = np.zeros(n, dtype=flat.dtype)
     data[:builtins.min(n, flat.size)] = flat[:n]
-    self._data = data.reshape(shape_)
+    self._ndarray = data.reshape(shape_)
     self._version_counter[0] += 1
     return self
 
@@ -1287,7 +1287,7 @@ def fill_diagonal_(self, fill_value, wrap=False):
         index = (wrap_index(rows), wrap_index(cols))
     else:
         index = tuple(wrap_index(np.arange(n)) for _ in range(self.dim()))
-    value = fill_value if isinstance(fill_value, Tensor) else as_tensor_arg(np.asarray(fill_value, dtype=self._data.dtype))
+    value = fill_value if isinstance(fill_value, Tensor) else as_tensor_arg(np.asarray(fill_value, dtype=self._ndarray.dtype))
     return self.index_put_(index, value.to(self.dtype))
 
 
@@ -1299,10 +1299,10 @@ def wrap_index(a):
 def map2_(self, x, y, callable):
     """``self[i] = callable(self[i], x[i], y[i])`` with ``x`` and ``y`` broadcast to ``self``."""
     views.check_inplace(self)
-    d = self._data
+    d = self._ndarray
     kind = float if d.dtype.kind == "f" else bool if d.dtype.kind == "b" else int
-    xs = np.broadcast_to(as_tensor_arg(x)._data, d.shape).reshape(-1).tolist()
-    ys = np.broadcast_to(as_tensor_arg(y)._data, d.shape).reshape(-1).tolist()
+    xs = np.broadcast_to(as_tensor_arg(x)._ndarray, d.shape).reshape(-1).tolist()
+    ys = np.broadcast_to(as_tensor_arg(y)._ndarray, d.shape).reshape(-1).tolist()
     values = np.array([callable(kind(a), kind(b), kind(c)) for a, b, c in zip(d.reshape(-1).tolist(), xs, ys)],
                       dtype=d.dtype).reshape(d.shape)
     return views.apply_inplace(self, lambda t: wrap(values))

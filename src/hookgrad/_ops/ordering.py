@@ -101,7 +101,7 @@ def _select_backward(g: Tensor, indices: Tensor, dim: int, in_shape, keepdim: bo
     if not keepdim:
         g = g.unsqueeze(dim)
         indices = indices.unsqueeze(dim)
-    zeros = wrap(np.zeros(in_shape, dtype=g._data.dtype))
+    zeros = wrap(np.zeros(in_shape, dtype=g._ndarray.dtype))
     return zeros.scatter(dim, indices, g)
 
 
@@ -128,25 +128,25 @@ def _selected(node_cls, name, x, values, indices, dim, keepdim):
     vals, inds = wrap(np.array(values, order="C")), _indices(indices)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), vals)
-        node.dim, node.in_shape, node.keepdim = dim, x._data.shape, keepdim
+        node.dim, node.in_shape, node.keepdim = dim, x._ndarray.shape, keepdim
         node.save(inds)
     return _return_type(name)(vals, inds)
 
 
 def _dim_of(x, dim):
-    return _wrap_dim(dim, x._data.ndim)
+    return _wrap_dim(dim, x._ndarray.ndim)
 
 
 # ---- sort / argsort / msort / topk -----------------------------------------------------------------
 @op()
 def sort(x, dim=-1, descending=False, stable=None):
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "sorting_kernel_method_name")
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "sorting_kernel_method_name")
     refuse_complex(" Sort does not support complex dtypes on CPU", x, error=RuntimeError)
     # ``stable`` given (even False) selects torch's other overload (SortBackward1)
     node_cls = SortBackward0 if stable is None else SortBackward1
     d = _dim_of(x, dim)
-    data = x._data
+    data = x._ndarray
     if data.ndim == 0:
         return _selected(node_cls, "sort", x, data.copy(), np.zeros((), np.int64), 0, True)
     order = _order(data, d, descending) if stable else _torch_order(data, d, descending)
@@ -157,9 +157,9 @@ def sort(x, dim=-1, descending=False, stable=None):
 def argsort(x, dim=-1, descending=False, stable=False):
     refuse_complex(" Sort does not support complex dtypes on CPU", x, error=RuntimeError)
     d = _dim_of(x, dim)
-    if x._data.ndim == 0:
+    if x._ndarray.ndim == 0:
         return _indices(0)
-    return _indices(_order(x._data, d, descending) if stable else _torch_order(x._data, d, descending))
+    return _indices(_order(x._ndarray, d, descending) if stable else _torch_order(x._ndarray, d, descending))
 
 
 @op()
@@ -169,11 +169,11 @@ def msort(x):
 
 @op()
 def topk(x, k, dim=-1, largest=True, sorted=True):
-    if x._data.dtype == _dtype.complex32.np:
+    if x._ndarray.dtype == _dtype.complex32.np:
         raise RuntimeError(" topk does not support complex dtypes on CPU")
     refuse_complex(" topk does not support complex dtypes on CPU", x, error=RuntimeError)
-    _rules.refuse_lowprec(x._data, "topk_cpu")
-    data = x._data
+    _rules.refuse_lowprec(x._ndarray, "topk_cpu")
+    data = x._ndarray
     d = _dim_of(x, dim)
     size = data.shape[d] if data.ndim else 1
     if data.dtype == np.bool_:
@@ -255,7 +255,7 @@ def _quickselect_index(row: list, k: int) -> int:
 def _kth(x, k, dim, keepdim, node_cls, name, torch_ties=False):
     """The k-th smallest (0-based ``k``) along ``dim``, as (values, indices). Equal values resolve to
     the first in input order, or with ``torch_ties`` to the one torch's quickselect lands on."""
-    data = x._data
+    data = x._ndarray
     d = _dim_of(x, dim)
     if data.ndim == 0:
         return _selected(node_cls, name, x, data.copy(), np.zeros((), np.int64), 0, keepdim)
@@ -280,13 +280,13 @@ def _kth(x, k, dim, keepdim, node_cls, name, torch_ties=False):
 @op()
 def kthvalue(x, k, dim=-1, keepdim=False):
     refuse_complex('"kthvalue_cpu" not implemented for \'{dtype}\'', x)
-    _rules.refuse_lowprec(x._data, "kthvalue_cpu")
+    _rules.refuse_lowprec(x._ndarray, "kthvalue_cpu")
     d = _dim_of(x, dim)
-    size = x._data.shape[d] if x._data.ndim else 1
+    size = x._ndarray.shape[d] if x._ndarray.ndim else 1
     if k < 1 or k > size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    if x._data.dtype == np.bool_:
-        raise _not_implemented("kthvalue_cpu", x._data)
+    if x._ndarray.dtype == np.bool_:
+        raise _not_implemented("kthvalue_cpu", x._ndarray)
     return _kth(x, k - 1, d, keepdim, KthvalueBackward0, "kthvalue", torch_ties=True)
 
 
@@ -300,15 +300,15 @@ NanmedianBackward0 = formula_node("NanmedianBackward0", ("self", "result"), even
 
 
 def _full_median(x, ignore_nan):
-    flat = x._data.reshape(-1)
+    flat = x._ndarray.reshape(-1)
     nan = np.isnan(flat) if flat.dtype.kind in "fV" else None
     if ignore_nan and nan is not None:
         flat = flat[~nan]
     if flat.size == 0 or (not ignore_nan and nan is not None and nan.any()):
-        value = np.asarray(np.nan, dtype=x._data.dtype)
+        value = np.asarray(np.nan, dtype=x._ndarray.dtype)
     else:
         value = np.take(flat, _order(flat, 0, False)[(flat.size - 1) // 2])
-    result = wrap(np.asarray(value, dtype=x._data.dtype))
+    result = wrap(np.asarray(value, dtype=x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(NanmedianBackward0 if ignore_nan else MedianBackward0, (x,), result)
         node.save(x, output=result)
@@ -317,11 +317,11 @@ def _full_median(x, ignore_nan):
 
 def _median_dim(x, dim, keepdim, ignore_nan):
     name = "nanmedian" if ignore_nan else "median"
-    if x._data.dtype == np.bool_:
-        raise _not_implemented(f"{name}_out", x._data)
+    if x._ndarray.dtype == np.bool_:
+        raise _not_implemented(f"{name}_out", x._ndarray)
     node_cls = NanmedianBackward1 if ignore_nan else MedianBackward1
     d = _dim_of(x, dim)
-    data = x._data
+    data = x._ndarray
     if data.ndim and data.shape[d] == 0:
         if math.prod(data.shape[:d] + data.shape[d + 1:]):
             raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
@@ -353,8 +353,8 @@ def _median_op(x, dim, keepdim, ignore_nan):
     """median, or nanmedian (``ignore_nan``): of all elements, or along ``dim`` with indices."""
     name = "nanmedian" if ignore_nan else "median"
     refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', x)
-    _rules.refuse_kernel(x._data, _rules.BOOL, "median_cpu")
-    _rules.refuse_lowprec(x._data, "median_cpu" if dim is None else "median_out")
+    _rules.refuse_kernel(x._ndarray, _rules.BOOL, "median_cpu")
+    _rules.refuse_lowprec(x._ndarray, "median_cpu" if dim is None else "median_out")
     if dim is None:
         return _full_median(x, ignore_nan)
     return _median_dim(x, dim, keepdim, ignore_nan)
@@ -373,8 +373,8 @@ def nanmedian(x, dim=None, keepdim=False):
 @op()
 def mode(x, dim=-1, keepdim=False):
     refuse_complex('"mode_cpu" not implemented for \'{dtype}\'', x)
-    _rules.refuse_lowprec(x._data, "mode_cpu")
-    data = x._data
+    _rules.refuse_lowprec(x._ndarray, "mode_cpu")
+    data = x._ndarray
     d = _dim_of(x, dim)
     if data.ndim == 0:
         return _selected(ModeBackward0, "mode", x, data.copy(), np.zeros((), np.int64), 0, keepdim)
@@ -419,39 +419,39 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
 def _quantile(x, q, dim, keepdim, interpolation, ignore_nan, name):
-    if x._data.dtype not in (np.float32, np.float64):
+    if x._ndarray.dtype not in (np.float32, np.float64):
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     scalar_q = not isinstance(q, Tensor)
     if scalar_q:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
-        qs = np.asarray([q], dtype=x._data.dtype)
+        qs = np.asarray([q], dtype=x._ndarray.dtype)
     else:
-        if q._data.ndim > 1:
+        if q._ndarray.ndim > 1:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
-        if q._data.dtype != x._data.dtype:
+        if q._ndarray.dtype != x._ndarray.dtype:
             raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
-        if q._data.size and not ((q._data >= 0) & (q._data <= 1)).all():
+        if q._ndarray.size and not ((q._ndarray >= 0) & (q._ndarray <= 1)).all():
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
-        scalar_q = q._data.ndim == 0
-        qs = q._data.reshape(-1)
+        scalar_q = q._ndarray.ndim == 0
+        qs = q._ndarray.reshape(-1)
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
                            f"but got {interpolation}")
-    if x._data.size == 0:
+    if x._ndarray.size == 0:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
     if dim is None:
         src, d = x.reshape(-1), 0
     else:
         d = _dim_of(x, dim)
-        src = x if x._data.ndim else x.reshape(1)
+        src = x if x._ndarray.ndim else x.reshape(1)
     ordered = sort(src, d).values  # NaN last
-    n = ordered._data.shape[d]
+    n = ordered._ndarray.shape[d]
     # ranks per slice: over the non-NaN count (nanquantile) or n (a slice with NaN gives NaN)
-    nan_count = np.isnan(src._data).sum(axis=d, keepdims=True)
+    nan_count = np.isnan(src._ndarray).sum(axis=d, keepdims=True)
     count = (n - nan_count) if ignore_nan else np.full_like(nan_count, n)
     last = np.maximum(count - 1, 0).astype(np.float64)
-    qshape = (-1,) + (1,) * src._data.ndim
+    qshape = (-1,) + (1,) * src._ndarray.ndim
     ranks = qs.astype(np.float64).reshape(qshape) * last  # (len(q), ...slice shape with 1 at d)
     if interpolation == "lower":
         ranks = np.floor(ranks)
@@ -465,21 +465,21 @@ def _quantile(x, q, dim, keepdim, interpolation, ignore_nan, name):
     lo = np.floor(ranks).astype(np.int64)
     hi = np.minimum(lo + 1, np.where(bad, n - 1, last).astype(np.int64))
     weight = ranks - lo
-    out_shape = list(src._data.shape)
+    out_shape = list(src._ndarray.shape)
     out_shape[d] = 1
     full = (len(qs),) + tuple(out_shape)
     lo, hi = np.broadcast_to(lo, full), np.broadcast_to(hi, full)
-    expanded = ordered.unsqueeze(0).expand(len(qs), *ordered._data.shape)
+    expanded = ordered.unsqueeze(0).expand(len(qs), *ordered._ndarray.shape)
     below = expanded.gather(d + 1, _indices(lo))
     above = expanded.gather(d + 1, _indices(hi))
     if interpolation == "midpoint":
         weight = np.where(weight > 0, 0.5, 0.0)
-    w = wrap(np.broadcast_to(weight, full).astype(x._data.dtype))
+    w = wrap(np.broadcast_to(weight, full).astype(x._ndarray.dtype))
     result = below.lerp(above, w).squeeze((d + 1,))
     if keepdim:
         if dim is None:
-            result = result.reshape((len(qs),) + (1,) * x._data.ndim)
-        elif x._data.ndim:
+            result = result.reshape((len(qs),) + (1,) * x._ndarray.ndim)
+        elif x._ndarray.ndim:
             result = result.unsqueeze(d + 1)
     if scalar_q:
         result = result.squeeze(0)
@@ -503,9 +503,9 @@ class CummaxBackward0(Node):
 
     def apply(self, grads):
         x, indices = self.saved()
-        if x._data.ndim == 0:
+        if x._ndarray.ndim == 0:
             return (grads[0],)
-        zeros = wrap(np.zeros(x._data.shape, dtype=grads[0]._data.dtype))
+        zeros = wrap(np.zeros(x._ndarray.shape, dtype=grads[0]._ndarray.dtype))
         return (zeros.scatter_add(self.dim, indices, grads[0]),)
 
 
@@ -515,7 +515,7 @@ class CumminBackward0(CummaxBackward0):
 
 def _cumulative_extreme(x, dim, is_max):
     name = "cummax" if is_max else "cummin"
-    data = x._data
+    data = x._ndarray
     d = _dim_of(x, dim)
     if data.ndim == 0:
         values, picked = data.copy(), np.zeros((), np.int64)
@@ -541,14 +541,14 @@ def _cumulative_extreme(x, dim, is_max):
 @op()
 def cummax(x, dim):
     refuse_complex('"cummax_cpu" not implemented for \'{dtype}\'', x)
-    _rules.refuse_lowprec(x._data, "cummax_cpu")
+    _rules.refuse_lowprec(x._ndarray, "cummax_cpu")
     return _cumulative_extreme(x, dim, True)
 
 
 @op()
 def cummin(x, dim):
     refuse_complex('"cummin_cpu" not implemented for \'{dtype}\'', x)
-    _rules.refuse_lowprec(x._data, "cummin_cpu")
+    _rules.refuse_lowprec(x._ndarray, "cummin_cpu")
     return _cumulative_extreme(x, dim, False)
 
 
@@ -565,18 +565,18 @@ class LogcumsumexpBackward0(Node):
     def apply(self, grads):
         x, result = self.saved()
         g, d = grads[0], self.dim
-        if x._data.ndim == 0:
+        if x._ndarray.ndim == 0:
             return (g,)
         if not GRAD.enabled:
             # log space, positive and negative parts apart: no overflow for large inputs
-            gd, xd, rd = g._data, x._data, result._data
+            gd, xd, rd = g._ndarray, x._ndarray, result._ndarray
             with quiet_fp():
                 pos = _reverse_logcumsumexp(np.where(gd > 0, np.log(np.abs(gd)), -np.inf) - rd, d)
                 neg = _reverse_logcumsumexp(np.where(gd < 0, np.log(np.abs(gd)), -np.inf) - rd, d)
                 out = np.exp(xd + pos) - np.exp(xd + neg)
             return (wrap(out.astype(gd.dtype, copy=False)),)
         # differentiable form over (i, j) pairs along the dim: exponents are <= 0 where i >= j
-        n = x._data.shape[d]
+        n = x._ndarray.shape[d]
         xj = x.movedim(d, -1).unsqueeze(-2)         # [..., 1, j]
         ri = result.movedim(d, -1).unsqueeze(-1)    # [..., i, 1]
         gi = g.movedim(d, -1).unsqueeze(-1)
@@ -587,7 +587,7 @@ class LogcumsumexpBackward0(Node):
 
 @op()
 def logcumsumexp(x, dim):
-    data = _dtype.widen(x._data)  # bfloat16: float32 math, one rounding back
+    data = _dtype.widen(x._ndarray)  # bfloat16: float32 math, one rounding back
     if data.dtype.kind not in "fc":
         raise _not_implemented("logcumsumexp_out_cpu", data)
     if data.dtype == np.float16:   # float32 accumulation, as for bfloat16
@@ -595,7 +595,7 @@ def logcumsumexp(x, dim):
     d = _dim_of(x, dim)
     with quiet_fp():
         out = data.copy() if data.ndim == 0 else np.logaddexp.accumulate(data, axis=d)
-    result = wrap(out if out.dtype == x._data.dtype else out.astype(x._data.dtype))
+    result = wrap(out if out.dtype == x._ndarray.dtype else out.astype(x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogcumsumexpBackward0, (x,), result)
         node.dim = d
@@ -606,21 +606,21 @@ def logcumsumexp(x, dim):
 # ---- diff / unfold ---------------------------------------------------------------------------------
 @op()
 def diff(x, n=1, dim=-1, prepend=None, append=None):
-    if x._data.ndim == 0:
+    if x._ndarray.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = _dim_of(x, dim)
     parts = [t for t in (prepend, x, append) if t is not None]
-    if builtins.any(t._data.ndim != x._data.ndim for t in parts):
+    if builtins.any(t._ndarray.ndim != x._ndarray.ndim for t in parts):
         raise RuntimeError("diff expects prepend or append to be the same dimension as input")
     out = x.clone() if len(parts) == 1 else _cat(parts, d)
     for _ in range(n):
-        length = out._data.shape[d]
+        length = out._ndarray.shape[d]
         if length == 0:
             break
         later, earlier = out.narrow(d, 1, length - 1), out.narrow(d, 0, length - 1)
-        out = later.logical_xor(earlier) if out._data.dtype == np.bool_ else later - earlier
+        out = later.logical_xor(earlier) if out._ndarray.dtype == np.bool_ else later - earlier
     return out
 
 
@@ -644,16 +644,16 @@ def _unfold_backward(g: Tensor, in_shape, d, size, step):
     """Windows' gradients added back to the positions they were read from (differentiable)."""
     if len(in_shape) == 0:
         return g.reshape(())
-    count = g._data.shape[d]
+    count = g._ndarray.shape[d]
     # [..., count (at d), ..., size] -> [..., count * size (at d), ...]
     g = g.movedim(-1, d + 1).flatten(d, d + 1)
-    zeros = wrap(np.zeros(in_shape, dtype=g._data.dtype))
+    zeros = wrap(np.zeros(in_shape, dtype=g._ndarray.dtype))
     return zeros.index_add(d, _indices(_window_positions(count, size, step)), g)
 
 
 @op(function=False)
 def unfold(x, dimension, size, step):
-    data = x._data
+    data = x._ndarray
     d = _wrap_dim(dimension, builtins.max(data.ndim, 1))
     length = data.shape[d] if data.ndim else 1
     if size > length:
@@ -683,7 +683,7 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
 @op()
 def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
     refuse_complex('"unique" not implemented for \'{dtype}\'', x)
-    data = x._data
+    data = x._ndarray
     if dim is None:
         flat = data.reshape(-1)
         if flat.dtype.kind in "fV":
@@ -710,7 +710,7 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
 
 @op()
 def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
-    data = x._data
+    data = x._ndarray
     if dim is None:
         flat = data.reshape(-1)
         new = np.ones(flat.size, dtype=bool)
@@ -733,7 +733,7 @@ def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
 # ---- counting and histograms -------------------------------------------------------------------
 @op()
 def bincount(x, weights=None, minlength=0):
-    data = x._data
+    data = x._ndarray
     if data.dtype.kind not in "iu":
         raise _not_implemented("bincount_cpu", data)
     if data.ndim != 1 or (data.size and data.min() < 0):
@@ -742,7 +742,7 @@ def bincount(x, weights=None, minlength=0):
         raise RuntimeError("minlength should be >= 0")
     if weights is None:
         return _indices(np.bincount(data, minlength=minlength))
-    w = weights._data
+    w = weights._ndarray
     if w.shape != data.shape:
         raise RuntimeError("weights should be 1-d and have the same length as input")
     out_dtype = np.float32 if w.dtype == np.float32 else np.float64
@@ -750,8 +750,8 @@ def bincount(x, weights=None, minlength=0):
 
 
 def _float_only(x, kernel):
-    if x._data.dtype.kind != "f":
-        raise _not_implemented(kernel, x._data)
+    if x._ndarray.dtype.kind != "f":
+        raise _not_implemented(kernel, x._ndarray)
 
 
 def _range_of(data, lo, hi, histc):
@@ -829,7 +829,7 @@ def histc(x, bins=100, min=0, max=0):
         raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
     if min > max:
         raise RuntimeError("torch.histc: max must be larger than min")
-    data = x._data.reshape(-1)
+    data = x._ndarray.reshape(-1)
     dt = data.dtype
     lo, hi = _range_of(data, min, max, True)
     pos = _bin_positions(data, dt.type(lo), dt.type(hi), None, bins)
@@ -839,13 +839,13 @@ def histc(x, bins=100, min=0, max=0):
 @op()
 def histogram(x, bins=100, *, range=None, weight=None, density=False):
     _float_only(x, "histogram_cpu")
-    data = x._data.reshape(-1)
+    data = x._ndarray.reshape(-1)
     dt = data.dtype
     if isinstance(bins, Tensor):
-        if bins._data.ndim != 1:
+        if bins._ndarray.ndim != 1:
             raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
-                               f"{bins._data.ndim} dimensions in the bins tensor for dimension 0")
-        edges = bins._data.astype(dt)
+                               f"{bins._ndarray.ndim} dimensions in the bins tensor for dimension 0")
+        edges = bins._ndarray.astype(dt)
         search = "binary"
     else:
         if bins <= 0:
@@ -857,7 +857,7 @@ def histogram(x, bins=100, *, range=None, weight=None, density=False):
         edges = _linspace(lo, hi, bins + 1, dt)
         search = "local"
     nbins = len(edges) - 1
-    w = None if weight is None else weight._data.reshape(-1)
+    w = None if weight is None else weight._ndarray.reshape(-1)
     pos = _bin_positions(data, edges[0], edges[-1], edges, search) if nbins > 0 else np.full(data.shape, -1)
     hist = _histogram_counts(data, pos, builtins.max(nbins, 0), w, dt)
     if density and nbins > 0:
@@ -877,11 +877,11 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites, got side of "
                                "left while right was True")
         right = side == "right"
-    seq = sorted_sequence._data
+    seq = sorted_sequence._ndarray
     scalar = not isinstance(input, Tensor)
-    values = np.asarray(input) if scalar else input._data
+    values = np.asarray(input) if scalar else input._ndarray
     if sorter is not None:
-        seq = np.take_along_axis(seq, sorter._data, -1)
+        seq = np.take_along_axis(seq, sorter._ndarray, -1)
     how = "right" if right else "left"
     if scalar and seq.ndim > 1:
         raise RuntimeError("torch.searchsorted(): input value can be a scalar only when boundaries tensor dimension "
@@ -901,15 +901,15 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 @op(method=False)
 def bucketize(input, boundaries, *, out_int32=False, right=False):
-    if boundaries._data.ndim != 1:
-        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries._data.ndim})")
+    if boundaries._ndarray.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries._ndarray.ndim})")
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
 @op(method=False)
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    a = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
-    b = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
+    a = elements._ndarray if isinstance(elements, Tensor) else np.asarray(elements)
+    b = test_elements._ndarray if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     return wrap(np.asarray(np.isin(a, b, invert=invert)))
 
 
@@ -917,12 +917,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
 def unravel_index(indices, shape):
     if not isinstance(indices, Tensor):
         indices = as_tensor_arg(indices)
-    if indices._data.dtype.kind not in "iu":
-        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{indices._data.dtype.name}")
+    if indices._ndarray.dtype.kind not in "iu":
+        raise TypeError(f"expected 'indices' to be integer dtype, but got torch.{indices._ndarray.dtype.name}")
     shape = (shape,) if isinstance(shape, int) else tuple(int(s) for s in shape)
     if builtins.any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
-    flat = indices._data.astype(np.int64)
+    flat = indices._ndarray.astype(np.int64)
     out = []
     for size in reversed(shape):
         out.append(np.remainder(flat, size) if size else np.zeros_like(flat))

@@ -78,7 +78,7 @@ def _operand_dtype(a, b):
     """The NumPy dtype of the first Tensor among ``a``, ``b`` (None when neither is one)."""
     for operand in (a, b):
         if isinstance(operand, Tensor):
-            return operand._data.dtype
+            return operand._ndarray.dtype
     return None
 
 
@@ -95,7 +95,7 @@ _C32 = _dtype.complex32.np
 def _complex32_binary(np_fn, a, b, scale):
     def wide(x):
         if isinstance(x, Tensor):
-            return _dtype.cast(x._data, np.dtype(np.complex64))
+            return _dtype.cast(x._ndarray, np.dtype(np.complex64))
         return np.complex64(x)
     other = wide(b)
     if np_fn is np.add or np_fn is np.subtract:
@@ -142,7 +142,7 @@ def _fast_binary(ufunc, a, b, swap=False):
     as torch does."""
     if not isinstance(a, Tensor):
         return None
-    ad = a._data
+    ad = a._ndarray
     dtype = ad.dtype
     if dtype not in _FAST_FLOATS:
         return None
@@ -160,7 +160,7 @@ def _fast_binary(ufunc, a, b, swap=False):
             fp_restore(token)
     if not isinstance(b, Tensor):
         return None
-    bd = b._data
+    bd = b._ndarray
     if bd.dtype is not dtype:
         return None
     token = fp_quiet(FP_IGNORE)
@@ -183,7 +183,7 @@ def _plain_grad(g):
     no create_graph records it, no profile times its ops, and ``g`` is float32/64. Else None."""
     if GRAD.enabled or _profiling:
         return None
-    gd = g._data
+    gd = g._ndarray
     return gd if gd.dtype in _ARRAY_DTYPES else None
 
 
@@ -194,8 +194,8 @@ def _grad_on_arrays(ufunc, gd, other, shape, dtype):
     cls = other.__class__
     if cls is float or cls is int:
         od = _scalar_operand(other, gd.dtype)
-    elif isinstance(other, Tensor) and other._data.dtype is gd.dtype:
-        od = other._data
+    elif isinstance(other, Tensor) and other._ndarray.dtype is gd.dtype:
+        od = other._ndarray
     else:
         return None
     token = fp_quiet(FP_IGNORE)
@@ -288,11 +288,11 @@ class SubBackward0(AddBackward0):
 
 
 def _cast(g, np_dtype):
-    if g is None or g._data.dtype == np_dtype:
+    if g is None or g._ndarray.dtype == np_dtype:
         return g
-    if g._data.dtype.kind == "c" and np_dtype.kind != "c":
+    if g._ndarray.dtype.kind == "c" and np_dtype.kind != "c":
         g = g.real  # a real input of a complex result gets the real part (torch's handle_r_to_c)
-        if g._data.dtype == np_dtype:
+        if g._ndarray.dtype == np_dtype:
             return g
     return g.to(_dtype.from_numpy_dtype(np_dtype))
 
@@ -300,13 +300,13 @@ def _cast(g, np_dtype):
 def _conj(v):
     """The conjugate of a complex operand (torch's gradients carry conj(df/dz)); others as they are."""
     if isinstance(v, Tensor):
-        return v.conj() if v._data.dtype.kind == "c" or v._data.dtype == _C32 else v
+        return v.conj() if v._ndarray.dtype.kind == "c" or v._ndarray.dtype == _C32 else v
     return v.conjugate() if isinstance(v, complex) else v
 
 
 def _shape_dtype(b):
     if isinstance(b, Tensor):
-        return b._data.shape, b._data.dtype
+        return b._ndarray.shape, b._ndarray.dtype
     return (), None
 
 
@@ -314,7 +314,7 @@ def _refuse_bool_subtraction(a, b, dt):
     if dt.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
                            "Use the `^` or `logical_xor()` operator instead.")
-    if any(isinstance(t, (bool, np.bool_)) or isinstance(t, Tensor) and t._data.dtype.kind == "b" for t in (a, b)):
+    if any(isinstance(t, (bool, np.bool_)) or isinstance(t, Tensor) and t._ndarray.dtype.kind == "b" for t in (a, b)):
         raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you are trying "
                            "to invert a mask, use the `~` or `logical_not()` operator instead.")
 
@@ -327,8 +327,8 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
         if node_cls is SubBackward0 and isinstance(a, (bool, np.bool_)):
             _refuse_bool_subtraction(as_tensor_arg(a), b, np.dtype(np.int64))  # torch.sub(True, t)
         a, b, dt = _binary_inputs(a, b)
-        if node_cls is SubBackward0 and (dt.kind == "b" or (isinstance(a, Tensor) and a._data.dtype.kind == "b")
-                                         or (isinstance(b, Tensor) and b._data.dtype.kind == "b")
+        if node_cls is SubBackward0 and (dt.kind == "b" or (isinstance(a, Tensor) and a._ndarray.dtype.kind == "b")
+                                         or (isinstance(b, Tensor) and b._ndarray.dtype.kind == "b")
                                          or isinstance(b, (bool, np.bool_))):
             _refuse_bool_subtraction(a, b, dt)
         if isinstance(alpha, (bool, np.bool_)) and dt.kind != "b":
@@ -339,7 +339,7 @@ def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
     if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):  # _needs
         node = record_op(node_cls, (a, b), result)
         node.alpha = alpha
-        node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
+        node.a_shape, node.a_dtype = a._ndarray.shape, a._ndarray.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
     return result if out is None else _maybe_out(result, out, "add")
 
@@ -384,7 +384,7 @@ def rsub(a, b, *, alpha=1):
                 result = _finish(np.subtract(data_of(b, dt), data_of(a, dt) * alpha), dt)
     if _needs(a, None):
         node = record_op(RsubBackward1, (a,), result)
-        node.alpha, node.a_dtype = alpha, a._data.dtype
+        node.alpha, node.a_dtype = alpha, a._ndarray.dtype
     return result
 
 
@@ -439,7 +439,7 @@ def mul(a, b, *, out=None):
         result = _finish(_np_binary(np.multiply, a, b, dt, float32_scalar=True), dt)
     if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):  # _needs
         node = record_op(MulBackward0, (a, b), result)
-        node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
+        node.a_shape, node.a_dtype = a._ndarray.shape, a._ndarray.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
             node.scalar = None
@@ -490,7 +490,7 @@ def div(a, b, *, rounding_mode=None, out=None):
             result = _finish(_np_binary(np.true_divide, a, b, dt, float32_scalar=True), dt)
     if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):  # _needs
         node = record_op(DivBackward0, (a, b), result)
-        node.a_shape, node.a_dtype = a._data.shape, a._data.dtype
+        node.a_shape, node.a_dtype = a._ndarray.shape, a._ndarray.dtype
         node.b_shape, node.b_dtype = _shape_dtype(b)
         if isinstance(b, Tensor):
             node.scalar = None
@@ -586,13 +586,13 @@ class PowBackward1(Node):
         g = grads[0]
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = _cast(sum_to_shape(g * _conj(b * a.pow(b - 1)), self.a_shape), a._data.dtype)
+            ga = _cast(sum_to_shape(g * _conj(b * a.pow(b - 1)), self.a_shape), a._ndarray.dtype)
         if self.next_functions[1][0] is not None:
             # d(a^b)/db = a^b * log(a), taken as 0 where a == 0 and b >= 0
             la = a.log()
             gb = g * _conj(result * la)
             gb = gb.masked_fill((a == 0) & (b.real >= 0), 0.0)
-            gb = _cast(sum_to_shape(gb, self.b_shape), b._data.dtype)
+            gb = _cast(sum_to_shape(gb, self.b_shape), b._ndarray.dtype)
         return ga, gb
 
 
@@ -625,8 +625,8 @@ def _power(base, exponent, dt):
 def pow(a, b):
     for operand in (a, b):
         if isinstance(operand, Tensor):
-            if operand._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-                _rules.refuse_lowprec(operand._data, "pow")
+            if operand._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+                _rules.refuse_lowprec(operand._ndarray, "pow")
     if is_number(a) and isinstance(b, Tensor):
         dt = result_np_dtype(b, a)
         with _err():
@@ -643,7 +643,7 @@ def pow(a, b):
             result = _finish(_power(a, b, dt), dt)
         if _needs(a, b):
             node = record_op(PowBackward1, (a, b), result)
-            node.a_shape, node.b_shape = a._data.shape, b._data.shape
+            node.a_shape, node.b_shape = a._ndarray.shape, b._ndarray.shape
             node.save(b, a, output=result)
         return result
     if dt.kind in "iu" and b < 0:
@@ -695,7 +695,7 @@ abs = unary("abs", np.abs, lambda g, x: g * x.sgn(), node="AbsBackward0", saves=
 
 
 def _abs_in_place(self):
-    if self._data.dtype.kind == "c":
+    if self._ndarray.dtype.kind == "c":
         raise RuntimeError("In-place abs is not supported for complex tensors.")
     from .views import apply_inplace
     return apply_inplace(self, abs)
@@ -803,12 +803,12 @@ class ThresholdBackwardBackward0(Node):
         if self.next_functions[0][0] is not None and gg is not None:
             g_part = gg.masked_fill(r <= 0, 0)  # torch's test: a NaN result lets the gradient through
         if self.next_functions[1][0] is not None:
-            r_part = wrap(np.zeros(r._data.shape, dtype=gg._data.dtype if gg is not None else r._data.dtype))
+            r_part = wrap(np.zeros(r._ndarray.shape, dtype=gg._ndarray.dtype if gg is not None else r._ndarray.dtype))
         return g_part, r_part
 
 
 def _relu_backward(g, r):
-    gd, rd = g._data, r._data
+    gd, rd = g._ndarray, r._ndarray
     drop = rd <= 0  # torch's threshold_backward test: where the result is NaN the gradient passes
     exact = gd.dtype == rd.dtype and gd.dtype.kind == "f"
     out = wrap(_zeroed_where(gd, drop) if exact else gd * ~drop)
@@ -850,9 +850,9 @@ SgnBackward0 = formula_node("SgnBackward0", ("self", "result"), _complex_sgn_bac
 @op(inplace=True)
 def sgn(x):
     """``x / |x|`` for complex tensors (0 at 0); ``sign`` for real ones."""
-    if not isinstance(x, Tensor) or x._data.dtype.kind != "c" and x._data.dtype != _C32:
+    if not isinstance(x, Tensor) or x._ndarray.dtype.kind != "c" and x._ndarray.dtype != _C32:
         return _real_sgn(x)
-    d = x._data
+    d = x._ndarray
     wide = _dtype.complex32_as_complex64(d) if d.dtype == _C32 else d  # complex32: computed in complex64
     with _err():
         r = np.abs(wide)
@@ -888,7 +888,7 @@ def round(x, *, decimals=0):
         return _round_half_even(x)
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
-    data = x._data
+    data = x._ndarray
     _rules.refuse_kernel(data, _rules.INTEGRAL, "round_cpu")
     if _dtype.is_floating_np(data.dtype):
         result = wrap(_dtype.narrow_to(np.round(_dtype.widen(data), decimals), data.dtype))
@@ -934,19 +934,19 @@ class ClampBackward0(Node):
         hi_mask = (x <= hi) if hi is not None else None
         if self.next_functions[0][0] is not None:
             mask = lo_mask if hi_mask is None else hi_mask if lo_mask is None else lo_mask & hi_mask
-            gx = sum_to_shape(g.masked_fill(~mask, 0), x._data.shape)
+            gx = sum_to_shape(g.masked_fill(~mask, 0), x._ndarray.shape)
         if lo is not None and self.next_functions[1][0] is not None:
             m = ~lo_mask if hi_mask is None else (~lo_mask) & (lo <= hi)
-            gl = sum_to_shape(g.masked_fill(~m, 0), lo._data.shape)
+            gl = sum_to_shape(g.masked_fill(~m, 0), lo._ndarray.shape)
         if hi is not None and self.next_functions[2][0] is not None:
-            gh = sum_to_shape(g.masked_fill(hi_mask, 0), hi._data.shape)
+            gh = sum_to_shape(g.masked_fill(hi_mask, 0), hi._ndarray.shape)
         return gx, gl, gh
 
 
 @op(aliases=("clip",), inplace=True)
 def clamp(x, min=None, max=None):
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "clamp_scalar_cpu")
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "clamp_scalar_cpu")
     refuse_complex("clamp is not supported for complex types", x)
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
@@ -956,19 +956,19 @@ def clamp(x, min=None, max=None):
     if isinstance(min, Tensor) or isinstance(max, Tensor):
         lo = as_tensor_arg(min, x) if min is not None else None
         hi = as_tensor_arg(max, x) if max is not None else None
-        data = x._data.astype(dt, copy=False)
+        data = x._ndarray.astype(dt, copy=False)
         check_broadcast(x, lo, hi)
         if lo is not None:
-            data = np.maximum(data, lo._data.astype(dt, copy=False))
+            data = np.maximum(data, lo._ndarray.astype(dt, copy=False))
         if hi is not None:
-            data = np.minimum(data, hi._data.astype(dt, copy=False))
+            data = np.minimum(data, hi._ndarray.astype(dt, copy=False))
         result = wrap(np.asarray(data, dtype=dt))
         if GRAD.enabled and (x._requires_grad or (lo is not None and lo._requires_grad)
                              or (hi is not None and hi._requires_grad)):
             node = record_op(ClampBackward0, (x, lo, hi), result)
             node.save(x, lo, hi)
         return result
-    data = x._data.astype(dt, copy=False)
+    data = x._ndarray.astype(dt, copy=False)
     with _err():
         out = np.clip(data, min, max) if min is None or max is None or min <= max else np.full_like(data, max)
     result = wrap(np.asarray(out, dtype=dt))
@@ -1004,8 +1004,8 @@ class MaximumBackward0(Node):
         else:
             wa = (a < b) + (a == b) * 0.5
         wa = wa.to(g.dtype)
-        ga = sum_to_shape(g * wa, a._data.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * (1 - wa), b._data.shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(g * wa, a._ndarray.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(g * (1 - wa), b._ndarray.shape) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
@@ -1057,13 +1057,13 @@ class WhereBackward0(Node):
 def where(condition, input=None, other=None):
     condition = as_tensor_arg(condition)
     if input is None and other is None:
-        return tuple(wrap(i) for i in np.nonzero(condition._data))
-    if condition._data.dtype == np.uint8:
+        return tuple(wrap(i) for i in np.nonzero(condition._ndarray))
+    if condition._ndarray.dtype == np.uint8:
         warnings.warn("where received a uint8 condition tensor. This behavior is deprecated and will be removed in a "
                       "future version of PyTorch. Use a boolean condition instead.", UserWarning, stacklevel=2)
-    elif condition._data.dtype != np.bool_:
+    elif condition._ndarray.dtype != np.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a tensor with dtype "
-                           f"{_dtype.scalar_type_name(condition._data.dtype)}")
+                           f"{_dtype.scalar_type_name(condition._ndarray.dtype)}")
     a = as_tensor_arg(input) if not is_number(input) else input
     b = as_tensor_arg(other) if not is_number(other) else other
     if not isinstance(a, Tensor):
@@ -1071,14 +1071,14 @@ def where(condition, input=None, other=None):
     if not isinstance(b, Tensor):
         b = as_tensor_arg(b, a)
     dt = result_np_dtype(a, b)
-    cond = condition._data.astype(bool, copy=False)
+    cond = condition._ndarray.astype(bool, copy=False)
     try:
         result = wrap(np.where(cond, data_of(a, dt), data_of(b, dt)))
     except ValueError:
-        raise RuntimeError(broadcast_mismatch(cond.shape, a._data.shape, b._data.shape)) from None
+        raise RuntimeError(broadcast_mismatch(cond.shape, a._ndarray.shape, b._ndarray.shape)) from None
     if _needs(a, b):
         node = record_op(WhereBackward0, (a, b), result)
-        node.a_shape, node.b_shape = a._data.shape, b._data.shape
+        node.a_shape, node.b_shape = a._ndarray.shape, b._ndarray.shape
         node.save(wrap(cond))
     return result
 
@@ -1102,38 +1102,38 @@ class LerpBackward1(Node):
     def apply(self, grads):
         g = grads[0]
         start, end, w = self.saved()
-        ga = sum_to_shape(g * (1 - w), start._data.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * w, end._data.shape) if self.next_functions[1][0] is not None else None
-        gw = sum_to_shape(g * (end - start), w._data.shape) if self.next_functions[2][0] is not None else None
+        ga = sum_to_shape(g * (1 - w), start._ndarray.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(g * w, end._ndarray.shape) if self.next_functions[1][0] is not None else None
+        gw = sum_to_shape(g * (end - start), w._ndarray.shape) if self.next_functions[2][0] is not None else None
         return ga, gb, gw
 
 
 @op(inplace=True)
 def lerp(start, end, weight):
     start, end = as_tensor_arg(start), as_tensor_arg(end)
-    _rules.refuse_lowprec(start._data, "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
+    _rules.refuse_lowprec(start._ndarray, "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
     check_broadcast(start, end, weight)
     # one dtype throughout; a 0-d weight is a number of any float dtype
     for name, other in (("end", end), ("weight", weight)):
-        if isinstance(other, Tensor) and other._data.dtype != start._data.dtype and (name == "end" or other._data.ndim):
-            raise RuntimeError(f"expected dtype {_dtype.cpp_type_name(start._data.dtype)} for `{name}` but got dtype "
-                               f"{_dtype.cpp_type_name(other._data.dtype)}")
-    if isinstance(weight, Tensor) and weight._data.ndim == 0 and weight._data.dtype != start._data.dtype:
+        if isinstance(other, Tensor) and other._ndarray.dtype != start._ndarray.dtype and (name == "end" or other._ndarray.ndim):
+            raise RuntimeError(f"expected dtype {_dtype.cpp_type_name(start._ndarray.dtype)} for `{name}` but got dtype "
+                               f"{_dtype.cpp_type_name(other._ndarray.dtype)}")
+    if isinstance(weight, Tensor) and weight._ndarray.ndim == 0 and weight._ndarray.dtype != start._ndarray.dtype:
         weight = weight.to(start.dtype)
-    _rules.refuse_kernel(start._data, _rules.INTEGRAL,
+    _rules.refuse_kernel(start._ndarray, _rules.INTEGRAL,
                          "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar")
     if isinstance(weight, Tensor):
-        result = wrap(start._data + weight._data * (end._data - start._data))
+        result = wrap(start._ndarray + weight._ndarray * (end._ndarray - start._ndarray))
         if GRAD.enabled and (start._requires_grad or end._requires_grad or weight._requires_grad):
             node = record_op(LerpBackward1, (start, end, weight), result)
             node.save(start, end, weight)
         return result
-    s, e = _dtype.widen(start._data), _dtype.widen(end._data)  # bfloat16: float32 math, one rounding
-    result = wrap((s + weight * (e - s)).astype(start._data.dtype, copy=False))
+    s, e = _dtype.widen(start._ndarray), _dtype.widen(end._ndarray)  # bfloat16: float32 math, one rounding
+    result = wrap((s + weight * (e - s)).astype(start._ndarray.dtype, copy=False))
     if _needs(start, end):
         node = record_op(LerpBackward0, (start, end), result)
         node.weight = weight
-        node.shapes = (start._data.shape, end._data.shape)  # torch keeps no tensor for a number weight
+        node.shapes = (start._ndarray.shape, end._ndarray.shape)  # torch keeps no tensor for a number weight
     return result
 
 
@@ -1142,8 +1142,8 @@ NanToNumBackward0 = formula_node("NanToNumBackward0", ("self",), lambda g, x: g 
 
 @op(inplace=True)
 def nan_to_num(x, nan=0.0, posinf=None, neginf=None):
-    _rules.refuse_lowprec(x._data, "nan_to_num")
-    data = x._data
+    _rules.refuse_lowprec(x._ndarray, "nan_to_num")
+    data = x._ndarray
     if _dtype.is_bfloat16_np(data.dtype):  # NumPy sees no float in bfloat16: work in float32 (exact)
         top = _dtype.finfo(_dtype.bfloat16).max
         posinf, neginf = (top if posinf is None else posinf), (-top if neginf is None else neginf)
@@ -1164,8 +1164,8 @@ class Atan2Backward0(Node):
         b, a = self.saved()
         g = grads[0]
         denom = a * a + b * b
-        ga = sum_to_shape(g * b / denom, a._data.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(-g * a / denom, b._data.shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(g * b / denom, a._ndarray.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(-g * a / denom, b._ndarray.shape) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
@@ -1180,7 +1180,7 @@ def atan2(a, b):
     # computed in float64 and rounded once: NumPy's float32 arctan2 is off by an ulp where torch's is not
     work = np.float64 if dt.np.itemsize < 8 else dt.np
     with _err():
-        result = wrap(np.arctan2(a._data.astype(work, copy=False), b._data.astype(work, copy=False)).astype(dt.np))
+        result = wrap(np.arctan2(a._ndarray.astype(work, copy=False), b._ndarray.astype(work, copy=False)).astype(dt.np))
     if _needs(a, b):
         node = record_op(Atan2Backward0, (a, b), result)
         node.save(b, a)
@@ -1252,7 +1252,7 @@ def _compare(np_fn, name, aliases=()):
         if dt == _FLOAT4_X2:  # packed float4 pairs: torch compares them as bytes, for (in)equality only
             if ordered or not isinstance(b, Tensor):
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Float4_e2m1fn_x2'")
-            return wrap(np.asarray(np_fn(a._data.view(np.uint8), b._data.view(np.uint8))))
+            return wrap(np.asarray(np_fn(a._ndarray.view(np.uint8), b._ndarray.view(np.uint8))))
         with _err():
             return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
     ordered = name in ("lt", "le", "gt", "ge")
@@ -1272,7 +1272,7 @@ def _logical(np_fn, name):
     def logical(a, b):
         a, b = as_tensor_arg(a), as_tensor_arg(b)
         with _err():
-            return wrap(np_fn(a._data, b._data))
+            return wrap(np_fn(a._ndarray, b._ndarray))
     return _declared_as(logical, name, inplace=True)
 
 
@@ -1283,13 +1283,13 @@ logical_xor = _logical(np.logical_xor, "logical_xor")
 
 @op(inplace=True)
 def logical_not(a):
-    return wrap(np.logical_not(as_tensor_arg(a)._data))
+    return wrap(np.logical_not(as_tensor_arg(a)._ndarray))
 
 
 def _bitwise(np_fn, name):
     def bitwise(a, b):
         a = as_tensor_arg(a)
-        if not isinstance(b, Tensor) and not (b.__class__ is int and a._data.dtype.kind in "iu"):
+        if not isinstance(b, Tensor) and not (b.__class__ is int and a._ndarray.dtype.kind in "iu"):
             b = as_tensor_arg(b, a)   # an int stays a number: it wraps around a's type (_arith_operand)
         dt = result_np_dtype(a, b)
         if np.dtype(dt).kind in "fc" or not np.dtype(dt).kind:
@@ -1306,61 +1306,61 @@ bitwise_xor = _bitwise(np.bitwise_xor, "bitwise_xor")
 
 @op(inplace=True)
 def bitwise_not(a):
-    if a._data.dtype.kind in "fcV":
-        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_dtype.scalar_type_name(a._data.dtype)}'")
-    return wrap(np.invert(a._data))
+    if a._ndarray.dtype.kind in "fcV":
+        raise NotImplementedError(f"\"bitwise_not_cpu\" not implemented for '{_dtype.scalar_type_name(a._ndarray.dtype)}'")
+    return wrap(np.invert(a._ndarray))
 
 
 @op()
 def isnan(x):
-    if x._data.dtype == _C32:
-        return wrap(np.isnan(_dtype.complex32_as_complex64(x._data)))
-    return wrap(np.isnan(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
+    if x._ndarray.dtype == _C32:
+        return wrap(np.isnan(_dtype.complex32_as_complex64(x._ndarray)))
+    return wrap(np.isnan(x._ndarray) if _dtype.is_inexact_np(x._ndarray.dtype) else np.zeros(x._ndarray.shape, bool))
 
 
 @op()
 def isinf(x):
-    if x._data.dtype != _dtype.float8_e5m2.np:  # the one float8 type torch's isinf takes: it has inf
-        if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-            _rules.refuse_lowprec(x._data, "isinf")
-    return wrap(np.isinf(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.zeros(x._data.shape, bool))
+    if x._ndarray.dtype != _dtype.float8_e5m2.np:  # the one float8 type torch's isinf takes: it has inf
+        if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+            _rules.refuse_lowprec(x._ndarray, "isinf")
+    return wrap(np.isinf(x._ndarray) if _dtype.is_inexact_np(x._ndarray.dtype) else np.zeros(x._ndarray.shape, bool))
 
 
 @op()
 def isfinite(x):
-    return wrap(np.isfinite(x._data) if _dtype.is_inexact_np(x._data.dtype) else np.ones(x._data.shape, bool))
+    return wrap(np.isfinite(x._ndarray) if _dtype.is_inexact_np(x._ndarray.dtype) else np.ones(x._ndarray.shape, bool))
 
 
 @op()
 def isposinf(x):
-    return wrap(np.isposinf(x._data))
+    return wrap(np.isposinf(x._ndarray))
 
 
 @op()
 def isneginf(x):
-    return wrap(np.isneginf(x._data))
+    return wrap(np.isneginf(x._ndarray))
 
 
 @op()
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     a, b = as_tensor_arg(a), as_tensor_arg(b, a)
-    if a._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(a._data, "mul_cpu_reduced_float")
-    if a._data.dtype != b._data.dtype:
-        raise RuntimeError(f"{_dtype.scalar_type_name(a._data.dtype)} did not match "
-                           f"{_dtype.scalar_type_name(b._data.dtype)}")
+    if a._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(a._ndarray, "mul_cpu_reduced_float")
+    if a._ndarray.dtype != b._ndarray.dtype:
+        raise RuntimeError(f"{_dtype.scalar_type_name(a._ndarray.dtype)} did not match "
+                           f"{_dtype.scalar_type_name(b._ndarray.dtype)}")
     check_broadcast(a, b)
-    return wrap(np.isclose(a._data, b._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return wrap(np.isclose(a._ndarray, b._ndarray, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
 @op()
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(isclose(a, b, rtol, atol, equal_nan)._data.all())
+    return bool(isclose(a, b, rtol, atol, equal_nan)._ndarray.all())
 
 
 @op()
 def equal(a, b) -> bool:
-    return a._data.shape == b._data.shape and bool(np.array_equal(a._data, b._data))
+    return a._ndarray.shape == b._ndarray.shape and bool(np.array_equal(a._ndarray, b._ndarray))
 
 
 @op("where", function=False)

@@ -83,19 +83,19 @@ class SumBackward1(Node):
 
 
 def _sum_dtype(x, dtype):
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "sum_cpu")
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "sum_cpu")
     if dtype is not None:
         return _dtype.to_dtype(dtype).np
-    k = x._data.dtype.kind
-    return np.dtype(np.int64) if k in "iub" else x._data.dtype
+    k = x._ndarray.dtype.kind
+    return np.dtype(np.int64) if k in "iub" else x._ndarray.dtype
 
 
 @op()
 def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     if not isinstance(x, Tensor):
         x = as_tensor_arg(x)
-    data = x._data
+    data = x._ndarray
     dims = norm_dims(dim, data.ndim)
     out_dt = result_dt = _sum_dtype(x, dtype)
     if out_dt == np.float16 or (out_dt.kind == "V" and _dtype.is_bfloat16_np(out_dt)):
@@ -144,9 +144,9 @@ class MeanBackward1(Node):
 
 @op()
 def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "sum_cpu")
-    data = _dtype.widen(x._data) if dtype is None else x._data
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "sum_cpu")
+    data = _dtype.widen(x._ndarray) if dtype is None else x._ndarray
     if data.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError(f"mean(): could not infer output dtype. Input dtype must be either a floating point or "
                            f"complex dtype. Got: {_dtype.scalar_type_name(data.dtype)}")
@@ -158,8 +158,8 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
             result = wrap(np.asarray(data.mean(), dtype=data.dtype))
         else:
             result = wrap(np.asarray(data.mean(axis=dims, keepdims=keepdim), dtype=data.dtype))
-        if dtype is None and result._data.dtype != x._data.dtype:
-            result._data = _dtype.narrow_to(result._data, x._data.dtype)
+        if dtype is None and result._ndarray.dtype != x._ndarray.dtype:
+            result._ndarray = _dtype.narrow_to(result._ndarray, x._ndarray.dtype)
     if GRAD.enabled and x._requires_grad:
         count = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
         if dim is None:
@@ -188,18 +188,18 @@ class ProdBackward0(Node):
         g = grads[0]
         dims = self.dims
         if not self.keepdim and dims is not None:
-            g = g.reshape(_keep_shape(x._data.shape, dims))
-            result = result.reshape(_keep_shape(x._data.shape, dims))
+            g = g.reshape(_keep_shape(x._ndarray.shape, dims))
+            result = result.reshape(_keep_shape(x._ndarray.shape, dims))
         elif dims is None:
-            g = g.reshape((1,) * x._data.ndim)
-            result = result.reshape((1,) * x._data.ndim)
-        if not (x._data == 0).any():
-            if x._data.dtype.kind == "c":
+            g = g.reshape((1,) * x._ndarray.ndim)
+            result = result.reshape((1,) * x._ndarray.ndim)
+        if not (x._ndarray == 0).any():
+            if x._ndarray.dtype.kind == "c":
                 return (g * (result / x).conj(),)  # torch's convention: g times conj of the derivative
             return (g * result / x,)
         # with zeros: product of all the other elements, computed without dividing
         others = _prod_others(x, dims)
-        return (g * (others.conj() if x._data.dtype.kind == "c" else others),)
+        return (g * (others.conj() if x._ndarray.dtype.kind == "c" else others),)
 
 
 class ProdBackward1(ProdBackward0):
@@ -212,13 +212,13 @@ def _prod_others(x: Tensor, dims):
     if dims is None:
         flat = x.reshape(-1)
         others = _prod_others(flat, (0,))
-        return others.reshape(x._data.shape)
+        return others.reshape(x._ndarray.shape)
     out = x
     for d in dims:
-        n = x._data.shape[d]
-        ones_shape = list(x._data.shape)
+        n = x._ndarray.shape[d]
+        ones_shape = list(x._ndarray.shape)
         ones_shape[d] = 1
-        ones = wrap(np.ones(ones_shape, dtype=x._data.dtype))
+        ones = wrap(np.ones(ones_shape, dtype=x._ndarray.dtype))
         if n == 1:
             out = ones
             continue
@@ -232,7 +232,7 @@ def _prod_others(x: Tensor, dims):
 
 @op()
 def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
-    data = x._data
+    data = x._ndarray
     out_dt = result_dt = _sum_dtype(x, dtype)
     with _err():
         if dim is None:
@@ -269,29 +269,29 @@ class CumprodBackward0(Node):
         x, out = self.saved()
         g = grads[0]
         d = self.dim
-        if x._data.dtype.kind == "c":  # torch's convention: the conjugates of the partial products
+        if x._ndarray.dtype.kind == "c":  # torch's convention: the conjugates of the partial products
             x, out = x.conj(), out.conj()
-        if not (x._data == 0).any():
+        if not (x._ndarray == 0).any():
             return ((g * out).flip(d).cumsum(d).flip(d) / x,)
         # with zeros: d out_j / d x_i is the cumulative product with x_i replaced by 1 (j >= i)
         from .shape import cat
-        n = x._data.shape[d]
+        n = x._ndarray.shape[d]
         parts = []
         for i in range(n):
-            keep = np.ones(x._data.shape, dtype=bool)
+            keep = np.ones(x._ndarray.shape, dtype=bool)
             keep[(slice(None),) * d + (i,)] = False
-            cp = x.where(wrap(keep), wrap(np.ones((), dtype=x._data.dtype))).cumprod(d)
+            cp = x.where(wrap(keep), wrap(np.ones((), dtype=x._ndarray.dtype))).cumprod(d)
             parts.append((g.narrow(d, i, n - i) * cp.narrow(d, i, n - i)).sum(d, keepdim=True))
         return (cat(parts, d),)
 
 
 @op(inplace=True)
 def cumprod(x: Tensor, dim: int, *, dtype=None) -> Tensor:
-    _rules.refuse_lowprec(x._data, "cumprod_out_cpu")
-    d = _wrap_dim(dim, x._data.ndim)
-    if dtype is None and x._data.dtype.kind in "biu":
+    _rules.refuse_lowprec(x._ndarray, "cumprod_out_cpu")
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    if dtype is None and x._ndarray.dtype.kind in "biu":
         dtype = _dtype.int64  # integer and bool products accumulate in int64, as torch's
-    data = x._data if dtype is None else x._data.astype(_dtype.to_dtype(dtype).np)
+    data = x._ndarray if dtype is None else x._ndarray.astype(_dtype.to_dtype(dtype).np)
     with _err():
         result = wrap(_cumprod_np(data, d))
     if GRAD.enabled and x._requires_grad:
@@ -311,9 +311,9 @@ class CumsumBackward0(Node):
 
 @op(inplace=True)
 def cumsum(x: Tensor, dim: int, *, dtype=None) -> Tensor:
-    d = _wrap_dim(dim, x._data.ndim)
+    d = _wrap_dim(dim, x._ndarray.ndim)
     out_dt = _sum_dtype(x, dtype)
-    data, final_dt = x._data, out_dt
+    data, final_dt = x._ndarray, out_dt
     if _dtype.is_bfloat16_np(out_dt) or out_dt == np.float16:  # accumulate in float32, round each sum once
         data, out_dt = data.astype(np.float32), np.dtype(np.float32)
     sums = np.cumsum(data, axis=d, dtype=out_dt) if data.ndim else data.astype(out_dt)
@@ -354,7 +354,7 @@ class MaxBackward0(Node):
         if not self.keepdim:
             g = g.unsqueeze(self.dim)
             indices = indices.unsqueeze(self.dim)
-        zeros = wrap(np.zeros(self.in_shape, dtype=g._data.dtype))
+        zeros = wrap(np.zeros(self.in_shape, dtype=g._ndarray.dtype))
         return (zeros.scatter(self.dim, indices, g),)
 
 
@@ -363,7 +363,7 @@ class MinBackward0(MaxBackward0):
 
 
 def _extreme(x, dim, keepdim, is_max, name):
-    data = x._data
+    data = x._ndarray
     if data.dtype in _rules.LOWPREC:  # float8, float4, complex32
         _rules.refuse_lowprec(data, f"{name}_all")
     if dim is None:
@@ -433,7 +433,7 @@ class _ResultOverDimsBackward(Node):
 
     def apply(self, grads):
         x, result = self.saved()
-        g, result = _restore_dims(x._data.shape, self.dims, self.keepdim, grads[0], result)
+        g, result = _restore_dims(x._ndarray.shape, self.dims, self.keepdim, grads[0], result)
         return (self.gradient(x, g, result),)
 
 
@@ -458,10 +458,10 @@ def _refuse_extreme(x, dim, name):
 
 
 def _amax(x, dim, keepdim, is_max):
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, f'{"max" if is_max else "min"}_values_cpu')
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, f'{"max" if is_max else "min"}_values_cpu')
     refuse_complex(f'"{"max" if is_max else "min"}_values_cpu" not implemented for \'{{dtype}}\'', x)
-    data = x._data
+    data = x._ndarray
     dims = norm_dims(dim if dim != () else None, data.ndim)
     if data.size == 0:
         name = "amax" if is_max else "amin"
@@ -497,7 +497,7 @@ def aminmax(x, *, dim=None, keepdim=False):
 
 
 def _arg_extreme(x, dim, keepdim, np_fn):
-    data = x._data
+    data = x._ndarray
     name = np_fn.__name__  # "argmax" / "argmin", as torch's errors name them
     if data.dtype in _rules.LOWPREC:  # float8, float4, complex32
         _rules.refuse_lowprec(data, f"{name}_cpu")
@@ -526,7 +526,7 @@ def argmin(x, dim=None, keepdim=False):
 
 
 def _truth_reduction(np_reduce, x, dim, keepdim):
-    data = x._data
+    data = x._ndarray
     if dim is None:
         return wrap(np.asarray(np_reduce(data)))
     return wrap(np.asarray(np_reduce(data, axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
@@ -544,7 +544,7 @@ def any(x, dim=None, keepdim=False):
 
 @op()
 def count_nonzero(x, dim=None):
-    return wrap(np.asarray(np.count_nonzero(x._data, axis=norm_dims(dim, x._data.ndim)), dtype=np.int64))
+    return wrap(np.asarray(np.count_nonzero(x._ndarray, axis=norm_dims(dim, x._ndarray.ndim)), dtype=np.int64))
 
 
 # ---- variance and friends ------------------------------------------------------------------
@@ -563,12 +563,12 @@ def _correction_arg(dim, unbiased, correction):
 def _variance_grad(x, g, dims, keepdim, correction, std=None):
     """The gradient of the variance of ``x`` over ``dims`` (of the standard deviation, when its
     result ``std`` is given) for the incoming gradient ``g``."""
-    n = x._data.size if dims is None else int(np.prod([x._data.shape[d] for d in dims]))
+    n = x._ndarray.size if dims is None else int(np.prod([x._ndarray.shape[d] for d in dims]))
     mu = x.mean(dims, keepdim=True) if dims is not None else x.mean()
     if std is None:
-        (g,) = _restore_dims(x._data.shape, dims, keepdim, g)
+        (g,) = _restore_dims(x._ndarray.shape, dims, keepdim, g)
         return g * (x - mu) * (2.0 / builtins.max(n - correction, 0))
-    g, std = _restore_dims(x._data.shape, dims, keepdim, g, std)
+    g, std = _restore_dims(x._ndarray.shape, dims, keepdim, g, std)
     return g * (x - mu) / (std * builtins.max(n - correction, 0))
 
 
@@ -603,7 +603,7 @@ def _correction(unbiased, correction):
 
 
 def _floating_only_var_std(x):
-    if not _dtype.is_inexact_np(x._data.dtype):
+    if not _dtype.is_inexact_np(x._ndarray.dtype):
         raise RuntimeError("std and var only support floating point and complex dtypes")
 
 
@@ -624,13 +624,13 @@ def _variance(x, dim, unbiased, keepdim, correction, std, caller):
     """var of a real floating ``x`` (its square root, std, when ``std``), recorded with torch's node;
     warns as ``caller()`` (torch's name for the public call) when no degree of freedom is left."""
     _floating_only_var_std(x)
-    if _rules.is_lowprec_storage_np(x._data.dtype) and x._data.dtype != _dtype.complex32.np:
+    if _rules.is_lowprec_storage_np(x._ndarray.dtype) and x._ndarray.dtype != _dtype.complex32.np:
         if dim is None or isinstance(dim, bool):   # torch's all-element kernel names the dtype itself
-            raise RuntimeError(f"std_var_all: Unsupported dtype {_dtype.scalar_type_name(x._data.dtype)}")
-        _rules.refuse_lowprec(x._data, "std_cpu")
+            raise RuntimeError(f"std_var_all: Unsupported dtype {_dtype.scalar_type_name(x._ndarray.dtype)}")
+        _rules.refuse_lowprec(x._ndarray, "std_cpu")
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
-    data = _dtype.widen(x._data)
+    data = _dtype.widen(x._ndarray)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
     _warn_without_dof(caller, n, corr)
@@ -641,7 +641,7 @@ def _variance(x, dim, unbiased, keepdim, correction, std, caller):
                 out = np.sqrt(out)
         else:
             out = np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(StdBackward0 if std else VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
@@ -659,7 +659,7 @@ def var(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def _var(x, dim, unbiased, keepdim, correction, caller):
-    if x._data.dtype.kind == "c":  # a real result: the variances of the two parts add up (each warns, as in torch)
+    if x._ndarray.dtype.kind == "c":  # a real result: the variances of the two parts add up (each warns, as in torch)
         return (_var(x.real, dim, unbiased, keepdim, correction, caller)
                 + _var(x.imag, dim, unbiased, keepdim, correction, caller))
     return _variance(x, dim, unbiased, keepdim, correction, False, caller)
@@ -677,7 +677,7 @@ def std(x, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def _std(x, dim, unbiased, keepdim, correction, caller):
-    if x._data.dtype.kind == "c":
+    if x._ndarray.dtype.kind == "c":
         return _var(x, dim, unbiased, keepdim, correction, caller).sqrt()
     return _variance(x, dim, unbiased, keepdim, correction, True, caller)
 
@@ -693,12 +693,12 @@ class VarMeanBackward0(_VarianceBackward):
         saved = self.saved()
         x = saved[0]
         g_stat, g_mean = grads
-        shape, dims, keepdim = x._data.shape, self.dims, self.keepdim
+        shape, dims, keepdim = x._ndarray.shape, self.dims, self.keepdim
         grad = None
         if g_stat is not None:
             grad = _variance_grad(x, g_stat, dims, keepdim, self.correction, *saved[1:])
         if g_mean is not None:
-            n = x._data.size if dims is None else int(np.prod([shape[d] for d in dims]))
+            n = x._ndarray.size if dims is None else int(np.prod([shape[d] for d in dims]))
             (g,) = _restore_dims(shape, dims, keepdim or dims is None, g_mean)
             g = g.expand(shape) / n
             grad = g if grad is None else grad + g
@@ -719,7 +719,7 @@ def _stat_mean(stat, node_cls, x, dim, unbiased, keepdim, correction):
         dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
         node = record_op(node_cls, (x,), s, m)
         node.dim_arg, node.correction_arg = dim, correction_arg
-        node.dims, node.keepdim, node.correction = norm_dims(dim, x._data.ndim), keepdim, corr
+        node.dims, node.keepdim, node.correction = norm_dims(dim, x._ndarray.ndim), keepdim, corr
         node.save(x) if node_cls is VarMeanBackward0 else node.save(x, output=s)
     return s, m
 
@@ -743,7 +743,7 @@ class LinalgVectorNormBackward0(Node):
         x, result = self.saved()
         g = grads[0]
         dims = self.dims
-        g, result = _restore_dims(x._data.shape, dims, self.keepdim or dims is None, g, result)
+        g, result = _restore_dims(x._ndarray.shape, dims, self.keepdim or dims is None, g, result)
         p = self.ord
         if p == 2:
             scale = (g / result).masked_fill(result == 0, 0.0)
@@ -762,9 +762,9 @@ class LinalgVectorNormBackward0(Node):
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    if x._data.dtype.kind == "c" and dtype is None:  # the norm of the moduli (a real result)
+    if x._ndarray.dtype.kind == "c" and dtype is None:  # the norm of the moduli (a real result)
         return vector_norm(x.abs(), ord, dim, keepdim)
-    data = _dtype.widen(x._data) if dtype is None else x._data
+    data = _dtype.widen(x._ndarray) if dtype is None else x._ndarray
     if dtype is None and data.dtype == np.float16:   # float32 sums, one rounding back (as torch)
         data = data.astype(np.float32)
     if dtype is not None:
@@ -788,8 +788,8 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
         else:
             out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
     result = wrap(np.asarray(out, dtype=data.dtype))
-    if dtype is None and result._data.dtype != x._data.dtype:
-        result._data = result._data.astype(x._data.dtype)
+    if dtype is None and result._ndarray.dtype != x._ndarray.dtype:
+        result._ndarray = result._ndarray.astype(x._ndarray.dtype)
     if GRAD.enabled and x._requires_grad:
         node = record_op(LinalgVectorNormBackward0, (x,), result)
         node.ord, node.dims, node.keepdim, node.dim_arg = ord, dims, keepdim, dim
@@ -815,8 +815,8 @@ class LogsumexpBackward0(_ResultOverDimsBackward):
 
 @op()
 def logsumexp(x, dim, keepdim=False):
-    _rules.refuse_lowprec(x._data, "max_values_cpu")
-    data = x._data
+    _rules.refuse_lowprec(x._ndarray, "max_values_cpu")
+    data = x._ndarray
     if data.dtype.kind not in "fc":
         data = data.astype(float_dtype_for(x))
     dims = norm_dims(dim, data.ndim)
@@ -826,7 +826,7 @@ def logsumexp(x, dim, keepdim=False):
         out = np.log(np.sum(np.exp(data - m), axis=dims, keepdims=True)) + m
     if not keepdim:
         out = out.reshape(_out_shape(data.shape, dims, False))
-    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
+    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogsumexpBackward0, (x,), result)
         node.dims, node.keepdim, node.dim_arg = dims, keepdim, dim
@@ -875,7 +875,7 @@ def max_keepdims(a, axis):
 
 def _row_sum(t, dim):
     """``t`` summed along ``dim``, keeping it; a 0-d tensor is its own one-element sum."""
-    return t.sum(dim, keepdim=True) if t._data.ndim else t
+    return t.sum(dim, keepdim=True) if t._ndarray.ndim else t
 
 
 class _SoftmaxFamilyBackward(Node):
@@ -891,7 +891,7 @@ class _SoftmaxFamilyBackward(Node):
     def apply(self, grads):
         (y,) = self.saved()
         g = grads[0]
-        yd, gd = y._data, g._data
+        yd, gd = y._ndarray, g._ndarray
         if not GRAD.enabled and yd.ndim and yd.dtype == gd.dtype and yd.dtype.type in (np.float32, np.float64):
             with _err():
                 return (wrap(self.on_arrays(gd, yd, self.dim)),)
@@ -967,7 +967,7 @@ class LogSoftmaxBackwardDataBackward0(_SoftmaxDataBackward):
 
 
 def _backward_data(node_cls, kernel, grad_output, output, dim, input_dtype):
-    g, y = grad_output._data, output._data
+    g, y = grad_output._ndarray, output._ndarray
     d = _wrap_dim(dim, y.ndim)
     with _err():
         gx = kernel(g.astype(y.dtype, copy=False), y, d)
@@ -1019,9 +1019,9 @@ def _softmax_input(x, dim, dtype, kernel):
         raise TypeError(f'{kernel}() missing 1 required positional arguments: "dim"')
     if dtype is not None:
         x = x.to(_dtype.to_dtype(dtype))
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "softmax_lastdim_kernel_impl")
-    data = _dtype.widen(x._data)
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "softmax_lastdim_kernel_impl")
+    data = _dtype.widen(x._ndarray)
     if data.dtype.kind not in "fc":
         raise NotImplementedError(f'"{kernel}_lastdim_kernel_impl" not implemented for '
                                   f"'{_dtype.scalar_type_name(data.dtype)}'")
@@ -1032,11 +1032,11 @@ def _softmax_family(x, dim, dtype, kernel, on_rows, zero_dim_value, node_cls):
     """softmax or log_softmax: ``on_rows(data, d)`` computes it along ``d``; a 0-d input gives
     ``zero_dim_value`` (its softmax over itself)."""
     x, data, d = _softmax_input(x, dim, dtype, kernel)
-    if dtype is None and x._data.dtype.kind in "biu":
-        _rules.refuse_kernel(x._data, _rules.INTEGRAL, f"{kernel}_kernel_impl")
+    if dtype is None and x._ndarray.dtype.kind in "biu":
+        _rules.refuse_kernel(x._ndarray, _rules.INTEGRAL, f"{kernel}_kernel_impl")
     with _err():
         out = on_rows(data, d) if data.ndim else np.full_like(data, zero_dim_value)
-        result = wrap(_dtype.narrow_to(out, x._data.dtype))
+        result = wrap(_dtype.narrow_to(out, x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.dim, node.dim_arg = d, dim

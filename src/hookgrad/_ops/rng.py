@@ -86,9 +86,9 @@ class Generator:
 
     def set_state(self, new_state) -> "Generator":
         from .._tensor import Tensor
-        if not isinstance(new_state, Tensor) or new_state._data.dtype != np.uint8:
+        if not isinstance(new_state, Tensor) or new_state._ndarray.dtype != np.uint8:
             raise TypeError("RNG state must be a torch.ByteTensor")
-        self._load_state_bytes(np.ascontiguousarray(new_state._data).reshape(-1).tobytes())
+        self._load_state_bytes(np.ascontiguousarray(new_state._ndarray).reshape(-1).tobytes())
         return self
 
     def clone_state(self) -> "Generator":

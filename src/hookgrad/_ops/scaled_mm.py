@@ -68,20 +68,20 @@ _ScaledMmV2Backward = no_derivative_node("_scaled_mm_v2")
 
 
 def _float32_of(t: Tensor) -> np.ndarray:
-    return _dtype.cast(t._data, np.dtype(np.float32)) if t._data.dtype != np.float32 else t._data
+    return _dtype.cast(t._ndarray, np.dtype(np.float32)) if t._ndarray.dtype != np.float32 else t._ndarray
 
 
 def _is_float8(t: Tensor) -> bool:
-    return _dtype.is_float8_np(t._data.dtype)
+    return _dtype.is_float8_np(t._ndarray.dtype)
 
 
 def _scaled_product(mat_a, mat_b, scale_a, scale_b, bias, out_dtype, node_cls):
     """``(a * scale_a) @ (b * scale_b) + bias`` in float32, rounded once to ``out_dtype``."""
-    if mat_a._data.ndim != 2:
+    if mat_a._ndarray.ndim != 2:
         raise RuntimeError("mat1 must be a matrix")
-    if mat_b._data.ndim != 2:
+    if mat_b._ndarray.ndim != 2:
         raise RuntimeError("mat2 must be a matrix")
-    (m, k), (k2, n) = mat_a._data.shape, mat_b._data.shape
+    (m, k), (k2, n) = mat_a._ndarray.shape, mat_b._ndarray.shape
     if k != k2:
         raise RuntimeError(f"mat_a and mat_b shapes cannot be multiplied ({m}x{k} and {k2}x{n})")
     out = _dtype.to_dtype(out_dtype) if out_dtype is not None else mat_a.dtype
@@ -101,16 +101,16 @@ def _scales_fit(mat_a, mat_b, scale_a, scale_b) -> bool:
     ``mat_a`` ((M, 1)) and per column of ``mat_b`` ((1, N))."""
     if not (_is_float8(mat_a) and _is_float8(mat_b)):
         return False
-    if scale_a._data.dtype != np.float32 or scale_b._data.dtype != np.float32:
+    if scale_a._ndarray.dtype != np.float32 or scale_b._ndarray.dtype != np.float32:
         return False
-    if scale_a._data.size == 1 and scale_b._data.size == 1:
+    if scale_a._ndarray.size == 1 and scale_b._ndarray.size == 1:
         return True
-    m, n = mat_a._data.shape[0], mat_b._data.shape[-1]
-    return scale_a._data.shape == (m, 1) and scale_b._data.shape == (1, n)
+    m, n = mat_a._ndarray.shape[0], mat_b._ndarray.shape[-1]
+    return scale_a._ndarray.shape == (m, 1) and scale_b._ndarray.shape == (1, n)
 
 
 def _invalid_scaling(mat_a, mat_b) -> ValueError:
-    m, n = mat_a._data.shape[0], mat_b._data.shape[-1]
+    m, n = mat_a._ndarray.shape[0], mat_b._ndarray.shape[-1]
     return ValueError(
         "Invalid scaling configuration.\n"
         "- For TensorWise scaling, a and b should be float8, scales should be float and singletons.\n"
@@ -121,7 +121,7 @@ def _invalid_scaling(mat_a, mat_b) -> ValueError:
 @op(method=False)
 def _scaled_mm(input, mat2, scale_a, scale_b, bias=None, scale_result=None, out_dtype=None, use_fast_accum=False):
     """torch._scaled_mm on the CPU: ``scale_result`` and ``use_fast_accum`` change nothing there."""
-    if input._data.ndim == 2 and mat2._data.ndim == 2 and not _scales_fit(input, mat2, scale_a, scale_b):
+    if input._ndarray.ndim == 2 and mat2._ndarray.ndim == 2 and not _scales_fit(input, mat2, scale_a, scale_b):
         raise _invalid_scaling(input, mat2)
     return _scaled_product(input, mat2, scale_a, scale_b, bias, out_dtype, _ScaledMmBackward)
 
@@ -146,16 +146,16 @@ def scaled_mm(mat_a, mat_b, scale_a, scale_recipe_a, scale_b, scale_recipe_b, sw
     if len(scales_a) != 1 or len(scales_b) != 1 or recipes not in ([0, 0], [1, 1]):
         raise _invalid_scaling(mat_a, mat_b)
     sa, sb = scales_a[0], scales_b[0]
-    floats = _is_float8(mat_a) and _is_float8(mat_b) and sa._data.dtype == np.float32 == sb._data.dtype
+    floats = _is_float8(mat_a) and _is_float8(mat_b) and sa._ndarray.dtype == np.float32 == sb._ndarray.dtype
     if recipes == [0, 0]:
         if not floats:
             raise _invalid_scaling(mat_a, mat_b)
         for name, s in (("scale_a", sa), ("scale_b", sb)):
-            if s._data.size != 1:
+            if s._ndarray.size != 1:
                 raise ValueError(f"{name} must have 1 Float element")
     else:
         for s in (sa, sb):
-            if s._data.ndim == 0:
+            if s._ndarray.ndim == 0:
                 raise IndexError("Dimension specified as 0 but tensor has no dimensions")
         if not _scales_fit(mat_a, mat_b, sa, sb):
             raise _invalid_scaling(mat_a, mat_b)
@@ -188,11 +188,11 @@ _GROUPED_DTYPES = frozenset(map(np.dtype, (np.float32, np.float16)))
 
 
 def _check_grouped_operand(t: Tensor, name: str) -> None:
-    d = t._data.dtype
+    d = t._ndarray.dtype
     if d not in _GROUPED_DTYPES and not _dtype.is_bfloat16_np(d):
         raise RuntimeError(f"Expected {name} to be Float32, BFloat16 or Float16 matrix, got "
                            f"{_dtype.scalar_type_name(d)}")
-    if t._data.ndim not in (2, 3):
+    if t._ndarray.ndim not in (2, 3):
         raise RuntimeError(f"{name} has to be 2 or 3d")
 
 
@@ -243,21 +243,21 @@ def _grouped_values(a: np.ndarray, b: np.ndarray, offs) -> np.ndarray:
 def _checked_grouped(mat_a, mat_b, offs, bias, out_dtype) -> None:
     _check_grouped_operand(mat_a, "mat_a")
     _check_grouped_operand(mat_b, "mat_b")
-    a, b = mat_a._data, mat_b._data
+    a, b = mat_a._ndarray, mat_b._ndarray
     has_2d = a.ndim == 2 or b.ndim == 2
     if has_2d != (offs is not None):
         raise RuntimeError("Have to provide offsets if there is a 2d matrix, or no offset if both matrices are 3d")
     if offs is not None:
-        if offs._data.ndim != 1:
+        if offs._ndarray.ndim != 1:
             raise RuntimeError("offs has to be 1D")
-        if offs._data.dtype != np.int32:
+        if offs._ndarray.dtype != np.int32:
             raise RuntimeError("Offsets have to be int32")
     if a.shape[-1] != b.shape[-2 if b.ndim == 3 else 0]:
         raise RuntimeError("contraction dimension of mat_a and mat_b must match")
     if a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]:
         raise RuntimeError("batched dimension has to match")
     groups = a.shape[0] if a.ndim == 3 else (b.shape[0] if b.ndim == 3 else None)
-    if offs is not None and groups is not None and offs._data.shape[0] != groups:
+    if offs is not None and groups is not None and offs._ndarray.shape[0] != groups:
         raise RuntimeError("matrix batch sizes have to match")
     if bias is not None:
         raise RuntimeError("Bias not supported yet")
@@ -298,12 +298,12 @@ def _grouped_mm(input, mat2, offs=None, bias=None, out_dtype=None):
     """torch._grouped_mm: one product per group (see the module's description)."""
     mat_a, mat_b = input, mat2
     _checked_grouped(mat_a, mat_b, offs, bias, out_dtype)
-    offsets = offs._data if offs is not None else None
-    values = _grouped_values(mat_a._data, mat_b._data, offsets)
-    result = wrap(_dtype.cast(values, mat_a._data.dtype) if mat_a._data.dtype != np.float32 else values)
+    offsets = offs._ndarray if offs is not None else None
+    values = _grouped_values(mat_a._ndarray, mat_b._ndarray, offsets)
+    result = wrap(_dtype.cast(values, mat_a._ndarray.dtype) if mat_a._ndarray.dtype != np.float32 else values)
     if GRAD.enabled and (mat_a._requires_grad or mat_b._requires_grad):
         node = record_op(GroupedMmBackward0, (mat_a, mat_b), result)
-        a, b = mat_a._data, mat_b._data
+        a, b = mat_a._ndarray, mat_b._ndarray
         node.layouts = (a.shape, tuple(st // a.itemsize for st in a.strides), b.shape,
                         tuple(st // b.itemsize for st in b.strides))
         node.save(mat_b, offs, mat_a)

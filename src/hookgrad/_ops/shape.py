@@ -13,7 +13,7 @@ from ._base import GRAD, as_tensor_arg, edge, record
 
 def _real_where_real(pieces, real_inputs):
     """A complex gradient's pieces for the real inputs of a mixed list: their real parts (as torch)."""
-    if not real_inputs or pieces[0]._data.dtype.kind != "c":
+    if not real_inputs or pieces[0]._ndarray.dtype.kind != "c":
         return tuple(pieces)
     return tuple(p.real if real else p for p, real in zip(pieces, real_inputs))
 
@@ -30,7 +30,7 @@ class CatBackward0(Node):
         start = 0
         for size, shape in zip(self.sizes, self.shapes):
             piece = g.narrow(self.dim, start, size)
-            out.append(piece.reshape(shape) if piece._data.shape != shape else piece)
+            out.append(piece.reshape(shape) if piece._ndarray.shape != shape else piece)
             start += size
         return _real_where_real(out, self.real_inputs)
 
@@ -41,13 +41,13 @@ def cat(tensors, dim: int = 0) -> Tensor:
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     # torch skips legacy empty 1-D tensors of size 0
-    parts = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
-    ref = parts[0]._data
+    parts = [t for t in tensors if not (t._ndarray.ndim == 1 and t._ndarray.shape[0] == 0)] or tensors[:1]
+    ref = parts[0]._ndarray
     if ref.ndim == 0:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
     d = _wrap_dim(dim, ref.ndim)
     for i, t in enumerate(parts):
-        s = t._data.shape
+        s = t._ndarray.shape
         if len(s) != ref.ndim:
             raise RuntimeError(f"Tensors must have same number of dimensions: got {ref.ndim} and {len(s)}")
         for j, (want, got) in enumerate(zip(ref.shape, s)):
@@ -56,8 +56,8 @@ def cat(tensors, dim: int = 0) -> Tensor:
                                    f"but got size {got} for tensor number {i} in the list.")
     result, node = _joined(np.concatenate, tensors, parts, d, dim, CatBackward0)
     if node is not None:
-        node.sizes = [t._data.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
-        node.shapes = [t._data.shape for t in tensors]
+        node.sizes = [t._ndarray.shape[d] if any(t is p for p in parts) else 0 for t in tensors]
+        node.shapes = [t._ndarray.shape for t in tensors]
         record(node, result, inputs=tuple(tensors))
     return result
 
@@ -76,9 +76,9 @@ class StackBackward0(Node):
 
 def _real_inputs_of_complex(tensors, result):
     """Which inputs are real when the joined result is complex (None when there is nothing to do)."""
-    if result._data.dtype.kind != "c" or all(t._data.dtype.kind == "c" for t in tensors):
+    if result._ndarray.dtype.kind != "c" or all(t._ndarray.dtype.kind == "c" for t in tensors):
         return None
-    return [t._data.dtype.kind != "c" for t in tensors]
+    return [t._ndarray.dtype.kind != "c" for t in tensors]
 
 
 def _joined(np_join, tensors, parts, d, dim, node_cls):
@@ -86,7 +86,7 @@ def _joined(np_join, tensors, parts, d, dim, node_cls):
     their promoted dtype, and the backward node for all ``tensors`` (None without grad), its dim,
     input dtypes and real inputs filled in, not yet recorded."""
     dt = _dtype.result_type(*parts).np
-    result = wrap(np_join([t._data for t in parts], axis=d).astype(dt, copy=False))
+    result = wrap(np_join([t._ndarray for t in parts], axis=d).astype(dt, copy=False))
     if not (GRAD.enabled and any(t._requires_grad for t in tensors)):
         return result, None
     node = node_cls(tuple(edge(t) for t in tensors))
@@ -101,11 +101,11 @@ def stack(tensors, dim: int = 0) -> Tensor:
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    shape = tensors[0]._data.shape
+    shape = tensors[0]._ndarray.shape
     for i, t in enumerate(tensors):
-        if t._data.shape != shape:
+        if t._ndarray.shape != shape:
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 and "
-                               f"{list(t._data.shape)} at entry {i}")
+                               f"{list(t._ndarray.shape)} at entry {i}")
     d = _wrap_dim(dim, len(shape) + 1)
     result, node = _joined(np.stack, tensors, tensors, d, dim, StackBackward0)
     if node is not None:
@@ -116,7 +116,7 @@ def stack(tensors, dim: int = 0) -> Tensor:
 @op(method=False)
 def hstack(tensors):
     tensors = [as_tensor_arg(t) for t in tensors]
-    return cat(tensors, 0 if tensors[0]._data.ndim == 1 else 1)
+    return cat(tensors, 0 if tensors[0]._ndarray.ndim == 1 else 1)
 
 
 @op(method=False)
@@ -125,7 +125,7 @@ def column_stack(tensors):
     tensors = [as_tensor_arg(t) for t in tensors]
     if not tensors:
         raise RuntimeError("column_stack expects a non-empty TensorList")
-    return hstack([t.reshape(-1, 1) if t._data.ndim <= 1 else t for t in tensors])
+    return hstack([t.reshape(-1, 1) if t._ndarray.ndim <= 1 else t for t in tensors])
 
 
 @op(method=False)
@@ -152,12 +152,12 @@ class RepeatBackward0(Node):
 @op(function=False)
 def repeat(x: Tensor, *sizes) -> Tensor:
     sizes = tuple(sizes[0]) if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)) else tuple(sizes)
-    if len(sizes) < x._data.ndim:
+    if len(sizes) < x._ndarray.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor")
-    result = wrap(np.tile(x._data, sizes))
+    result = wrap(np.tile(x._ndarray, sizes))
     if GRAD.enabled and x._requires_grad:
         node = record_op(RepeatBackward0, (x,), result)
-        node.in_shape, node.repeats = x._data.shape, sizes
+        node.in_shape, node.repeats = x._ndarray.shape, sizes
     return result
 
 
@@ -166,8 +166,8 @@ def tile(x, dims):
     if isinstance(dims, int):
         raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not int")
     dims = tuple(dims)
-    if len(dims) < x._data.ndim:
-        dims = (1,) * (x._data.ndim - len(dims)) + dims
+    if len(dims) < x._ndarray.ndim:
+        dims = (1,) * (x._ndarray.ndim - len(dims)) + dims
     return repeat(x, dims)
 
 
@@ -181,10 +181,10 @@ class RepeatInterleaveBackward(Node):
         g = grads[0]
         idx = np.repeat(np.arange(self.in_shape[self.dim]), self.repeats)
         if GRAD.enabled and g._requires_grad:  # create_graph: the same sum, recorded
-            zeros = wrap(np.zeros(self.in_shape, dtype=g._data.dtype))
+            zeros = wrap(np.zeros(self.in_shape, dtype=g._ndarray.dtype))
             return (zeros.index_add(self.dim, wrap(idx.astype(np.int64)), g),)
-        out = np.zeros(self.in_shape, dtype=g._data.dtype)
-        np.add.at(np.moveaxis(out, self.dim, 0), idx, np.moveaxis(g._data, self.dim, 0))
+        out = np.zeros(self.in_shape, dtype=g._ndarray.dtype)
+        np.add.at(np.moveaxis(out, self.dim, 0), idx, np.moveaxis(g._ndarray, self.dim, 0))
         return (wrap(out),)
 
 
@@ -196,13 +196,13 @@ def repeat_interleave(x, repeats, dim=None):
     if dim is None:
         x = x.reshape(-1)
         dim = 0
-    d = _wrap_dim(dim, x._data.ndim)
-    reps = repeats._data if isinstance(repeats, Tensor) else repeats
-    result = wrap(np.repeat(x._data, reps, axis=d))
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    reps = repeats._ndarray if isinstance(repeats, Tensor) else repeats
+    result = wrap(np.repeat(x._ndarray, reps, axis=d))
     if GRAD.enabled and x._requires_grad:
         node = record_op(RepeatInterleaveBackward, (x,), result)
-        node.dim, node.repeats, node.in_shape, node.dim_arg = d, reps, x._data.shape, dim
-        node.save(wrap(np.repeat(np.arange(x._data.shape[d]), reps)))
+        node.dim, node.repeats, node.in_shape, node.dim_arg = d, reps, x._ndarray.shape, dim
+        node.save(wrap(np.repeat(np.arange(x._ndarray.shape[d]), reps)))
     return result
 
 
@@ -216,12 +216,12 @@ class FlipBackward0(Node):
 
 @op(method=False)  # Tensor.flip takes *dims
 def flip(x: Tensor, dims) -> Tensor:
-    if x._data.dtype in _rules.LOWPREC:  # float8, float4, complex32
-        _rules.refuse_lowprec(x._data, "flip_cpu")
+    if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
+        _rules.refuse_lowprec(x._ndarray, "flip_cpu")
     dims_arg = (dims,) if isinstance(dims, int) else tuple(dims)
-    dims = tuple(_wrap_dim(d, x._data.ndim) for d in dims_arg)
+    dims = tuple(_wrap_dim(d, x._ndarray.ndim) for d in dims_arg)
     # a 0-d tensor's dim 0 is the tensor itself: nothing to reverse
-    result = wrap(np.flip(x._data, dims).copy() if x._data.ndim else x._data.copy())
+    result = wrap(np.flip(x._ndarray, dims).copy() if x._ndarray.ndim else x._ndarray.copy())
     if GRAD.enabled and x._requires_grad:
         node = record_op(FlipBackward0, (x,), result)
         node.dims, node.dims_arg = dims, dims_arg
@@ -263,9 +263,9 @@ def roll(x: Tensor, shifts, dims=None) -> Tensor:
     if isinstance(dims, list):
         dims = tuple(dims)
     if dims is None:
-        result = wrap(np.roll(x._data.reshape(-1), shifts).reshape(x._data.shape))
+        result = wrap(np.roll(x._ndarray.reshape(-1), shifts).reshape(x._ndarray.shape))
     else:
-        result = wrap(np.roll(x._data, shifts, dims))
+        result = wrap(np.roll(x._ndarray, shifts, dims))
     if GRAD.enabled and x._requires_grad:
         node = record_op(RollBackward0, (x,), result)
         node.shifts, node.dims = shifts, dims
@@ -289,8 +289,8 @@ class TriuBackward0(Node):
 
 
 def _triangle(x: Tensor, diagonal: int, np_fn, node_cls) -> Tensor:
-    _rules.refuse_float8(x._data, np_fn.__name__)   # torch's kernels are named tril and triu
-    result = wrap(np_fn(x._data, diagonal))
+    _rules.refuse_float8(x._ndarray, np_fn.__name__)   # torch's kernels are named tril and triu
+    result = wrap(np_fn(x._ndarray, diagonal))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.diagonal = diagonal
@@ -317,7 +317,7 @@ class CloneBackward0(Node):
 @op()
 def clone(x: Tensor, *, memory_format=None) -> Tensor:
     # preserve_format keeps a dense tensor's layout; an expanded (stride-0) one comes out row-major
-    result = wrap(_memory_format.copy(x._data, memory_format))
+    result = wrap(_memory_format.copy(x._ndarray, memory_format))
     if GRAD.enabled and x._requires_grad:
         record(CloneBackward0((edge(x),)), result, inputs=(x,))
     return result
@@ -326,7 +326,7 @@ def clone(x: Tensor, *, memory_format=None) -> Tensor:
 @op(function=False)
 def contiguous(x: Tensor, memory_format=None) -> Tensor:
     memory_format = memory_format or _memory_format.CONTIGUOUS
-    if _memory_format.is_contiguous(x._data, memory_format):   # preserve_format: as row-major
+    if _memory_format.is_contiguous(x._ndarray, memory_format):   # preserve_format: as row-major
         return x
     if memory_format == _memory_format.PRESERVE:
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
@@ -338,7 +338,7 @@ class ToCopyBackward0(Node):
 
     def apply(self, grads):
         g = grads[0]
-        if g._data.dtype.kind == "c" and not self.dtype.is_complex:
+        if g._ndarray.dtype.kind == "c" and not self.dtype.is_complex:
             g = g.real  # the real input of a complex copy gets the gradient's real part, as torch
         return (g.to(self.dtype),)
 
@@ -346,10 +346,10 @@ class ToCopyBackward0(Node):
 def to_dtype(x: Tensor, dtype, copy: bool = False, memory_format=None) -> Tensor:
     dt = _dtype.to_dtype(dtype)
     relayout = memory_format not in (None, _memory_format.PRESERVE) and \
-        not _memory_format.is_contiguous(x._data, memory_format)
-    if x._data.dtype == dt.np and not copy and not relayout:
+        not _memory_format.is_contiguous(x._ndarray, memory_format)
+    if x._ndarray.dtype == dt.np and not copy and not relayout:
         return x
-    data = _memory_format.copy(x._data, memory_format) if relayout else x._data
+    data = _memory_format.copy(x._ndarray, memory_format) if relayout else x._ndarray
     if relayout and data.dtype == dt.np:   # the relaid copy is the result
         result = wrap(data)
         if GRAD.enabled and x._requires_grad:

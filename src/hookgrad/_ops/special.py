@@ -43,7 +43,7 @@ def _kernel(name):
 
 
 def _float_data(x):
-    d = x._data
+    d = x._ndarray
     return d if d.dtype.kind in "fc" else d.astype(float_dtype_for(x))
 
 
@@ -66,11 +66,11 @@ def _unary(name, forward, backward, *, node, saves=("self",), refuse=None, **dec
         if not complex_ok:
             refuse_complex(f'"{name}_vml_cpu" not implemented for \'{{dtype}}\'', x)
         if refuse is not None:
-            _rules.refuse_kernel(x._data, _rules.HALF, f"{name}_cpu")
-        _rules.refuse_lowprec(x._data, _FLOAT8_KERNELS.get(name, f"{name}_cpu"))
+            _rules.refuse_kernel(x._ndarray, _rules.HALF, f"{name}_cpu")
+        _rules.refuse_lowprec(x._ndarray, _FLOAT8_KERNELS.get(name, f"{name}_cpu"))
         with quiet_fp():
             # bfloat16: float32 math, one rounding back (as torch computes it)
-            result = wrap(narrow_to(forward(_float_data(x)), x._data.dtype))
+            result = wrap(narrow_to(forward(_float_data(x)), x._ndarray.dtype))
         if GRAD.enabled and x._requires_grad:
             n = node_cls((edge(x),))
             record(n, result, inputs=(x,))
@@ -213,7 +213,7 @@ def _polygamma(n, input, node_cls):
     if n < 0:
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     with quiet_fp():
-        result = wrap(narrow_to(_polygamma_np(int(n), _float_data(x)), x._data.dtype))
+        result = wrap(narrow_to(_polygamma_np(int(n), _float_data(x)), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.n = int(n)
@@ -256,7 +256,7 @@ def _mvdigamma(x, p):
 @op(inplace=True)
 def mvlgamma(input, p):
     x = input if isinstance(input, Tensor) else as_tensor_arg(input)
-    if x._data.dtype.kind == "b":
+    if x._ndarray.dtype.kind == "b":
         raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
@@ -264,7 +264,7 @@ def mvlgamma(input, p):
     js = np.arange(p, dtype=d.dtype) / d.dtype.type(2)
     with quiet_fp():
         total = _lgamma_np(d[..., None] - js).sum(-1) + d.dtype.type(p * (p - 1) / 4.0 * math.log(math.pi))
-    result = wrap(narrow_to(np.asarray(total, dtype=d.dtype), x._data.dtype))
+    result = wrap(narrow_to(np.asarray(total, dtype=d.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(MvlgammaBackward0, (x,), result)
         node.p = int(p)
@@ -337,7 +337,7 @@ def logit(input, eps=None):
     d = _float_data(x)
     z = d if eps is None else np.clip(d, d.dtype.type(eps), d.dtype.type(1 - eps))
     with quiet_fp():
-        result = wrap(narrow_to(np.log(z / (d.dtype.type(1) - z)).astype(d.dtype, copy=False), x._data.dtype))
+        result = wrap(narrow_to(np.log(z / (d.dtype.type(1) - z)).astype(d.dtype, copy=False), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogitBackward0, (x,), result)
         node.eps = None if eps is None else float(eps)
@@ -361,7 +361,7 @@ def _binary_operands(a, b):
 
 
 def _operand(x, dt):
-    return x._data.astype(dt, copy=False) if isinstance(x, Tensor) else dt.type(x)
+    return x._ndarray.astype(dt, copy=False) if isinstance(x, Tensor) else dt.type(x)
 
 
 class _BinaryNode(Node):
@@ -395,7 +395,7 @@ class _BinaryNode(Node):
                 continue
             d = (self.d_self if pos == 0 else self.d_other)(g, a, b)
             d = sum_to_shape(d, self.shapes[pos])
-            if d._data.dtype != self.dtypes[pos]:
+            if d._ndarray.dtype != self.dtypes[pos]:
                 d = d.to(_dtype.from_numpy_dtype(self.dtypes[pos]))
             out.append(d)
         return tuple(out)
@@ -416,7 +416,7 @@ def _binary_nodes(prefix, d_self, d_other, saved=("self", "other"), scalar_varia
 def _binary(a, b, kernel, nodes, name):
     for t in (a, b):
         if isinstance(t, Tensor):
-            _rules.refuse_lowprec(t._data, f"{name}_cpu")
+            _rules.refuse_lowprec(t._ndarray, f"{name}_cpu")
     a, b, dt = _binary_operands(a, b)
     try:
         with quiet_fp():
@@ -439,8 +439,8 @@ def _binary(a, b, kernel, nodes, name):
             node = record_op(nodes[2], (a,), result)
             node.scalar = b
             node.save(a)
-        node.shapes = tuple(t._data.shape if isinstance(t, Tensor) else () for t in (a, b))
-        node.dtypes = tuple(t._data.dtype if isinstance(t, Tensor) else dt for t in (a, b))
+        node.shapes = tuple(t._ndarray.shape if isinstance(t, Tensor) else () for t in (a, b))
+        node.dtypes = tuple(t._ndarray.dtype if isinstance(t, Tensor) else dt for t in (a, b))
     return result
 
 
@@ -504,7 +504,7 @@ _ZETA = _binary_nodes("SpecialZetaBackward", _no_derivative("zeta"), _d_zeta_oth
 def zeta(input, other):
     for operand in (input, other):
         if isinstance(operand, Tensor):
-            _rules.refuse_kernel(operand._data, _rules.HALF, "zeta_cpu")
+            _rules.refuse_kernel(operand._ndarray, _rules.HALF, "zeta_cpu")
     return _binary(input, other, _zeta_np, _ZETA, "zeta")
 
 
@@ -744,7 +744,7 @@ def _polynomial(name, kernel):
             raise TypeError(f"{name}() expected a Tensor for input or n")
         x, _, dt = _binary_operands(input, n)
         xd = np.asarray(_operand(x, dt))
-        nd = n._data if isinstance(n, Tensor) else np.asarray(n)
+        nd = n._ndarray if isinstance(n, Tensor) else np.asarray(n)
         try:
             xd, nd = np.broadcast_arrays(xd, _degree(nd, dt))
         except ValueError:

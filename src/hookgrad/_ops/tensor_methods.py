@@ -35,7 +35,7 @@ def _resize_function():
         @staticmethod
         def forward(ctx, tensor, sizes):
             ctx.input_sizes = tuple(tensor.shape)
-            return wrap(np.ascontiguousarray(tensor._data).reshape(tuple(int(s) for s in sizes)))
+            return wrap(np.ascontiguousarray(tensor._ndarray).reshape(tuple(int(s) for s in sizes)))
 
         @staticmethod
         def backward(ctx, grad_output):
@@ -77,14 +77,14 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     argument); from a storage: ``size``/``stride`` elements from ``storage_offset``."""
     check_inplace(self)
     if source is None:
-        data = np.empty(0, dtype=self._data.dtype)
+        data = np.empty(0, dtype=self._ndarray.dtype)
     elif isinstance(source, Tensor):
-        if source._data.dtype != self._data.dtype:
+        if source._ndarray.dtype != self._ndarray.dtype:
             raise RuntimeError(f"Expected object of scalar type {self.dtype} but got scalar type {source.dtype} for "
                                f"argument 'source'")
-        data = source._data
+        data = source._ndarray
     else:  # a storage: its bytes seen as self's dtype
-        raw = np.frombuffer(source._bytes, dtype=self._data.dtype) if hasattr(source, "_bytes") else None
+        raw = np.frombuffer(source._bytes, dtype=self._ndarray.dtype) if hasattr(source, "_bytes") else None
         if raw is None:
             raise TypeError(f"set_(): argument 'source' must be Tensor or Storage, not {type(source).__name__}")
         size = tuple(size) if size is not None else (raw.size - storage_offset,)
@@ -93,7 +93,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         itemsize = raw.itemsize
         data = np.lib.stride_tricks.as_strided(raw[storage_offset:], shape=size,
                                                strides=tuple(s * itemsize for s in stride))
-    self._data = data
+    self._ndarray = data
     self._version_counter[0] += 1
     if self._grad_fn is None:
         # as torch: a leaf gets a new gradient accumulator, so graphs recorded before do not reach
@@ -105,7 +105,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 @op(function=False)
 def is_set_to(self, tensor):
     """Whether both tensors look at the same memory with the same offset, sizes and strides."""
-    a, b = self._data, tensor._data
+    a, b = self._ndarray, tensor._ndarray
     return _address(a) == _address(b) and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype
 
 
@@ -116,7 +116,7 @@ def as_subclass(self, cls):
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not possible. "
                         "Make sure your class inherits from Tensor.")
-    out = make_view(self, self._data.view(), AliasBackward0)
+    out = make_view(self, self._ndarray.view(), AliasBackward0)
     out.__class__ = cls
     return out
 
@@ -217,7 +217,7 @@ def _set_volatile(self, value):
 def _grad_dtype(self):
     if not self.is_leaf:
         raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
-    return _dtype.from_numpy_dtype(self._data.dtype)
+    return _dtype.from_numpy_dtype(self._ndarray.dtype)
 
 
 def _set_grad_dtype(self, value):

@@ -37,7 +37,7 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
     x = as_tensor_arg(input)
     if mode != 0:
         raise RuntimeError(f"hash_tensor only supports mode=0 (xor_reduction), got {mode}")
-    bits = _bits64(np.ascontiguousarray(x._data))
+    bits = _bits64(np.ascontiguousarray(x._ndarray))
     axes = None if dim is None or dim == () or dim == [] else tuple(
         d % max(bits.ndim, 1) for d in ((dim,) if isinstance(dim, int) else dim))
     if bits.size == 0:
@@ -61,10 +61,10 @@ class SegmentReduceBackward0(Node):
     __slots__ = ("kind", "segments", "axis", "initial", "data_shape")
 
     def apply(self, grads):
-        grad = grads[0]._data
+        grad = grads[0]._ndarray
         data, result = self.saved()
-        x = np.moveaxis(data._data, self.axis, -1)
-        r = np.moveaxis(result._data, self.axis, -1)
+        x = np.moveaxis(data._ndarray, self.axis, -1)
+        r = np.moveaxis(result._ndarray, self.axis, -1)
         g = np.moveaxis(grad, self.axis, -1)
         out = np.zeros_like(x)
         for lead, bounds in self.segments:
@@ -110,25 +110,25 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got {reduce}")
     kind = _SEGMENT_REDUCTIONS[reduce]
     data = as_tensor_arg(data)
-    if not _dtype.is_inexact_np(data._data.dtype):
-        _rules.refuse_kernel(data._data, _rules.INTEGRAL, "_segment_reduce_cpu")
+    if not _dtype.is_inexact_np(data._ndarray.dtype):
+        _rules.refuse_kernel(data._ndarray, _rules.INTEGRAL, "_segment_reduce_cpu")
     if lengths is not None:
-        sizes = np.asarray(as_tensor_arg(lengths)._data, dtype=np.int64)
+        sizes = np.asarray(as_tensor_arg(lengths)._ndarray, dtype=np.int64)
     elif offsets is not None:
-        bounds = np.asarray(as_tensor_arg(offsets)._data, dtype=np.int64)
+        bounds = np.asarray(as_tensor_arg(offsets)._ndarray, dtype=np.int64)
         sizes = np.diff(bounds, axis=-1)
     else:
         raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
-    axis = axis % data._data.ndim
+    axis = axis % data._ndarray.ndim
     if axis != sizes.ndim - 1:
         raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of lengths but got {axis}.")
     if (sizes < 0).any():
         raise RuntimeError("lengths contains negative value!")
-    if not unsafe and (sizes.sum(-1) != data._data.shape[axis]).any():
+    if not unsafe and (sizes.sum(-1) != data._ndarray.shape[axis]).any():
         raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum to "
                            "data.size(lengths.dim()-1) when !unsafe.")
     # the reduced axis moved last: (lead..., rest..., axis), where lengths is (lead..., segments)
-    x = np.moveaxis(_dtype.widen(data._data), axis, -1)
+    x = np.moveaxis(_dtype.widen(data._ndarray), axis, -1)
     lead_shape = sizes.shape[:-1]
     n_segments = sizes.shape[-1]
     out = np.empty(x.shape[:-1] + (n_segments,), dtype=x.dtype)
@@ -154,7 +154,7 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
             else:
                 value = members.prod(-1) * (1 if initial is None else initial)
             out[lead + (Ellipsis, seg)] = value
-    result = wrap(_dtype.narrow_to(np.ascontiguousarray(np.moveaxis(out, -1, axis)), data._data.dtype))
+    result = wrap(_dtype.narrow_to(np.ascontiguousarray(np.moveaxis(out, -1, axis)), data._ndarray.dtype))
     if GRAD.enabled and data._requires_grad:
         node = record_op(SegmentReduceBackward0, (data,), result)
         node.kind, node.segments, node.axis, node.initial = kind, segments, axis, initial
@@ -171,18 +171,18 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
     """A D-dimensional histogram of the points in the last dimension of ``input`` (``bins``: one
     count for every dimension, a count per dimension, or the edges per dimension)."""
     x = as_tensor_arg(input)
-    if not _dtype.is_floating_np(x._data.dtype):
-        _rules.refuse_kernel(x._data, _rules.INTEGRAL, "histogramdd")
-    points = x._data.reshape(-1, x._data.shape[-1])
+    if not _dtype.is_floating_np(x._ndarray.dtype):
+        _rules.refuse_kernel(x._ndarray, _rules.INTEGRAL, "histogramdd")
+    points = x._ndarray.reshape(-1, x._ndarray.shape[-1])
     dims = points.shape[-1]
     if isinstance(bins, int):
         np_bins = [bins] * dims
     else:
-        np_bins = [np.asarray(b._data) if isinstance(b, Tensor) else b for b in bins]
+        np_bins = [np.asarray(b._ndarray) if isinstance(b, Tensor) else b for b in bins]
     np_range = None if range is None else [(range[2 * i], range[2 * i + 1]) for i in builtins.range(dims)]
-    w = None if weight is None else as_tensor_arg(weight)._data.reshape(-1)
+    w = None if weight is None else as_tensor_arg(weight)._ndarray.reshape(-1)
     hist, edges = np.histogramdd(points, bins=np_bins, range=np_range, weights=w, density=density)
-    dt = x._data.dtype
+    dt = x._ndarray.dtype
     return _histogramdd_result(wrap(hist.astype(dt)), tuple(wrap(np.asarray(e).astype(dt)) for e in edges))
 
 
@@ -284,14 +284,14 @@ def lobpcg(A, k=None, B=None, X=None, n=None, iK=None, niter=None, tol=None, lar
     if method not in (None, "ortho", "basic"):
         raise ValueError(f"LOBPCG method must be 'basic' or 'ortho', got {method!r}")
     largest = True if largest is None else largest
-    if not _dtype.is_inexact_np(a._data.dtype) or a.dtype.name == "bfloat16":
+    if not _dtype.is_inexact_np(a._ndarray.dtype) or a.dtype.name == "bfloat16":
         # torch multiplies A with a float32 starting basis
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {_C_TYPE_NAMES.get(a.dtype.name, a.dtype.name)} "
                            "!= float")
     if a.dtype.name in _rules.HALF:
         if tol is None:
             raise KeyError(a.dtype)  # torch looks the default tolerance up for float32/float64 only
-        _rules.refuse_kernel(a._data, _rules.HALF, "cholesky_cpu")
+        _rules.refuse_kernel(a._ndarray, _rules.HALF, "cholesky_cpu")
     if B is not None and GRAD.enabled and (a.requires_grad or B.requires_grad):
         # torch's backward has no formula for B != I: the same refusal when it runs
         return _lobpcg_no_backward().apply(a, B, k, largest)
@@ -364,12 +364,12 @@ def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
     strides over ``input``'s memory (torch's inverse of ``slice`` for views of a common base)."""
     from .views import make_view
     x, src = as_tensor_arg(input), as_tensor_arg(src)
-    item = x._data.itemsize
-    dim = dim % max(src._data.ndim, 1)
+    item = x._ndarray.itemsize
+    dim = dim % max(src._ndarray.ndim, 1)
     start = 0 if start is None else (start + src.shape[dim] if start < 0 else start)
-    strides = [s // src._data.itemsize for s in src._data.strides]
-    base = x._data if x._base is None else x._base._data
-    here = (x._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+    strides = [s // src._ndarray.itemsize for s in src._ndarray.strides]
+    base = x._ndarray if x._base is None else x._base._ndarray
+    here = (x._ndarray.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
     offset = here - start * strides[dim]
     extent = 1 + sum((n - 1) * s for n, s in zip(src.shape, strides)) if all(src.shape) else 0
     if offset < 0 or offset + extent > base.size:

@@ -88,7 +88,7 @@ class ViewBackward0(_InputShapeNode):
     def apply(self, grads):
         if not GRAD.enabled:
             # a plain reshape: no view bookkeeping is needed for a gradient nobody differentiates
-            return (wrap(grads[0]._data.reshape(self.in_shape)),)
+            return (wrap(grads[0]._ndarray.reshape(self.in_shape)),)
         return (grads[0].reshape(self.in_shape),)
 
 
@@ -133,8 +133,8 @@ def view(x: Tensor, *shape, dtype=None) -> Tensor:
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)) and not isinstance(shape[0], Tensor):
         from .. import _dtype
         return view_dtype(x, _dtype.to_dtype(shape[0]))
-    shape = _infer_shape(_shape_args(shape), x._data.size)
-    data = x._data
+    shape = _infer_shape(_shape_args(shape), x._ndarray.size)
+    data = x._ndarray
     try:
         new = data.view()
         new.shape = shape  # raises instead of copying when the strides do not allow a view
@@ -146,7 +146,7 @@ def view(x: Tensor, *shape, dtype=None) -> Tensor:
 
 def view_dtype(x, dt):
     from .._dtype import scalar_type_name
-    data = x._data
+    data = x._ndarray
     if dt.itemsize != data.itemsize:
         names = f"{scalar_type_name(data.dtype)} as {scalar_type_name(dt.np)} (different element sizes)"
         if not data.ndim:
@@ -161,8 +161,8 @@ def view_dtype(x, dt):
 
 @op()
 def reshape(x: Tensor, *shape) -> Tensor:
-    shape = _infer_shape(_shape_args(shape), x._data.size)
-    data = x._data
+    shape = _infer_shape(_shape_args(shape), x._ndarray.size)
+    data = x._ndarray
     contiguous = data.flags.c_contiguous
     if data.shape == shape and contiguous:
         return view(x, shape)
@@ -178,17 +178,17 @@ def reshape(x: Tensor, *shape) -> Tensor:
 
 @op(function=False)
 def view_as(x, other):
-    return view(x, other._data.shape)
+    return view(x, other._ndarray.shape)
 
 
 @op(function=False)
 def reshape_as(x, other):
-    return reshape(x, other._data.shape)
+    return reshape(x, other._ndarray.shape)
 
 
 @op()
 def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     if nd == 0:
         return reshape(x, (1,))
     s, e = _wrap_dim(start_dim, nd), _wrap_dim(end_dim, nd)
@@ -196,14 +196,14 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
         return x
-    shape = x._data.shape
+    shape = x._ndarray.shape
     return reshape(x, shape[:s] + (math.prod(shape[s:e + 1]),) + shape[e + 1:])
 
 
 @op()
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
-    d = _wrap_dim(dim, x._data.ndim)
-    shape = x._data.shape
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    shape = x._ndarray.shape
     sizes = _infer_shape(tuple(sizes), shape[d])
     return view(x, shape[:d] + sizes + shape[d + 1:])
 
@@ -227,7 +227,7 @@ class SqueezeBackward2(SqueezeBackward0):
 
 @op()
 def squeeze(x: Tensor, dim=None) -> Tensor:
-    shape = x._data.shape
+    shape = x._ndarray.shape
     if dim is None:
         new = tuple(s for s in shape if s != 1)
         node_cls = SqueezeBackward0
@@ -236,7 +236,7 @@ def squeeze(x: Tensor, dim=None) -> Tensor:
         dims = {_wrap_dim(d, len(shape)) for d in dims}
         new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
         node_cls = SqueezeBackward1 if isinstance(dim, int) else SqueezeBackward2
-    return make_view(x, x._data.reshape(new), node_cls, in_shape=shape, dim_arg=dim)
+    return make_view(x, x._ndarray.reshape(new), node_cls, in_shape=shape, dim_arg=dim)
 
 
 class UnsqueezeBackward0(Node):
@@ -249,8 +249,8 @@ class UnsqueezeBackward0(Node):
 
 @op()
 def unsqueeze(x: Tensor, dim: int) -> Tensor:
-    d = _wrap_dim(dim, x._data.ndim + 1)
-    return make_view(x, np.expand_dims(x._data, d), UnsqueezeBackward0, dim=d, dim_arg=dim)
+    d = _wrap_dim(dim, x._ndarray.ndim + 1)
+    return make_view(x, np.expand_dims(x._ndarray, d), UnsqueezeBackward0, dim=d, dim_arg=dim)
 
 
 # ---- permutations ---------------------------------------------------------------------------
@@ -265,7 +265,7 @@ class PermuteBackward0(Node):
 @op()
 def permute(x: Tensor, *dims) -> Tensor:
     dims = _shape_args(dims)
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     if len(dims) != nd:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match "
                            f"the length of the desired ordering of dimensions i.e. input.dim() = {nd} is not "
@@ -273,7 +273,7 @@ def permute(x: Tensor, *dims) -> Tensor:
     dims_arg, dims = dims, tuple(_wrap_dim(d, nd) for d in dims)
     if len(set(dims)) != nd:
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return make_view(x, x._data.transpose(dims), PermuteBackward0, dims=dims, dims_arg=dims_arg)
+    return make_view(x, x._ndarray.transpose(dims), PermuteBackward0, dims=dims, dims_arg=dims_arg)
 
 
 class TransposeBackward0(Node):
@@ -286,9 +286,9 @@ class TransposeBackward0(Node):
 
 @op(aliases=("swapaxes", "swapdims"))
 def transpose(x: Tensor, dim0: int, dim1: int) -> Tensor:
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     d0, d1 = _wrap_dim(dim0, nd), _wrap_dim(dim1, nd)
-    return make_view(x, np.swapaxes(x._data, d0, d1), TransposeBackward0, d0=d0, d1=d1,
+    return make_view(x, np.swapaxes(x._ndarray, d0, d1), TransposeBackward0, d0=d0, d1=d1,
                      dims_arg=(dim0, dim1))
 
 
@@ -300,19 +300,19 @@ class TBackward0(Node):
 
     def apply(self, grads):
         if not GRAD.enabled:
-            return (wrap(grads[0]._data.T),)
+            return (wrap(grads[0]._ndarray.T),)
         return (grads[0].t(),)
 
 
 @op()
 def t(x: Tensor) -> Tensor:
-    if x._data.ndim > 2:
-        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x._data.ndim}D")
-    return make_view(x, x._data.T, TBackward0)
+    if x._ndarray.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x._ndarray.ndim}D")
+    return make_view(x, x._ndarray.T, TBackward0)
 
 
 def T_property(x: Tensor) -> Tensor:
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     if nd < 2:
         return x
     return permute(x, tuple(range(nd - 1, -1, -1)))
@@ -320,7 +320,7 @@ def T_property(x: Tensor) -> Tensor:
 
 def H_property(x: Tensor) -> Tensor:
     """The conjugate transpose of a matrix."""
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     if nd == 0:
         import warnings
         warnings.warn("Tensor.H is deprecated on 0-D tensors. Consider using x.conj().", UserWarning, stacklevel=2)
@@ -329,26 +329,26 @@ def H_property(x: Tensor) -> Tensor:
         raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got {nd}-D tensor."
                            + (" For batches of matrices, consider using tensor.mH" if nd > 2 else ""))
     out = transpose(x, 0, 1)
-    return out.conj() if x._data.dtype.kind == "c" else out
+    return out.conj() if x._ndarray.dtype.kind == "c" else out
 
 
 def mH_property(x: Tensor) -> Tensor:
     """The conjugate transpose of the last two dimensions."""
-    if x._data.ndim < 2:
+    if x._ndarray.ndim < 2:
         raise RuntimeError("tensor.mH is only supported on matrices or batches of matrices. Got 1-D tensor.")
     out = transpose(x, -2, -1)
-    return out.conj() if x._data.dtype.kind == "c" else out
+    return out.conj() if x._ndarray.dtype.kind == "c" else out
 
 
 def mT_property(x: Tensor) -> Tensor:
-    if x._data.ndim < 2:
+    if x._ndarray.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor.")
     return transpose(x, -2, -1)
 
 
 @op(aliases=("moveaxis",))
 def movedim(x: Tensor, source, destination) -> Tensor:
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     src = [_wrap_dim(s, nd) for s in src]
@@ -373,7 +373,7 @@ class ExpandBackward0(_InputShapeNode):
 @op(function=False)
 def expand(x: Tensor, *sizes) -> Tensor:
     sizes = _shape_args(sizes)
-    shape = x._data.shape
+    shape = x._ndarray.shape
     if len(sizes) < len(shape):
         raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(sizes)}): the number of sizes "
                            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in the "
@@ -390,15 +390,15 @@ def expand(x: Tensor, *sizes) -> Tensor:
                                f"({s}) at non-singleton dimension {i + lead}.  Target sizes: {list(sizes)}.  "
                                f"Tensor sizes: {list(shape)}")
     if target == shape:
-        data = x._data.view()
+        data = x._ndarray.view()
     else:
-        data = np.broadcast_to(x._data, target)
+        data = np.broadcast_to(x._ndarray, target)
     return make_view(x, data, ExpandBackward0, in_shape=shape)
 
 
 @op(function=False)
 def expand_as(x, other):
-    return expand(x, other._data.shape)
+    return expand(x, other._ndarray.shape)
 
 
 @op()
@@ -455,8 +455,8 @@ IndexScatterNode.__name__ = IndexScatterNode.__qualname__ = "SelectBackwardBackw
 
 def index_scatter(g: Tensor, shape, index) -> Tensor:
     """zeros(shape) with ``g`` written at ``index`` (basic indexing); differentiable."""
-    buf = np.zeros(shape, dtype=g._data.dtype)
-    buf[index] = g._data
+    buf = np.zeros(shape, dtype=g._ndarray.dtype)
+    buf[index] = g._ndarray
     out = wrap(buf)
     if GRAD.enabled and g._requires_grad:
         node = record_op(IndexScatterNode, (g,), out)
@@ -466,35 +466,35 @@ def index_scatter(g: Tensor, shape, index) -> Tensor:
 
 @op()
 def select(x: Tensor, dim: int, index: int) -> Tensor:
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     if nd == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = _wrap_dim(dim, nd)
-    size = x._data.shape[d]
+    size = x._ndarray.shape[d]
     index = int(index)
     if not -size <= index < size:
         raise IndexError(f"index {index} is out of bounds for dimension {d} with size {size}")
     # the trailing Ellipsis keeps NumPy returning a (0-d) view rather than a scalar copy
     idx = (slice(None),) * d + (index % size, Ellipsis)
-    return make_view(x, x._data[idx], SelectBackward0, in_shape=x._data.shape, index=idx, dim_arg=dim,
+    return make_view(x, x._ndarray[idx], SelectBackward0, in_shape=x._ndarray.shape, index=idx, dim_arg=dim,
                      index_arg=index)
 
 
 def slice_dim(x: Tensor, dim: int, start, stop, step=1, given=None) -> Tensor:
     """``x`` sliced along ``dim``; ``given``: the bounds as the user wrote them (torch's node reports
     those), when they differ from the normalized ones passed here."""
-    d = _wrap_dim(dim, x._data.ndim)
+    d = _wrap_dim(dim, x._ndarray.ndim)
     if step is not None and step <= 0:
         raise ValueError("step must be greater than zero")
     idx = (slice(None),) * d + (slice(start, stop, step),)
-    return make_view(x, x._data[idx], SliceBackward0, in_shape=x._data.shape, index=idx,
+    return make_view(x, x._ndarray[idx], SliceBackward0, in_shape=x._ndarray.shape, index=idx,
                      bounds=given or (start, stop, step), dim_arg=dim)
 
 
 @op()
 def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
-    d = _wrap_dim(dim, x._data.ndim)
-    size = x._data.shape[d]
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    size = x._ndarray.shape[d]
     start = int(start)
     if start < 0:
         start += size
@@ -506,7 +506,7 @@ def narrow(x: Tensor, dim: int, start: int, length: int) -> Tensor:
 def basic_index(x: Tensor, index: tuple) -> Tensor:
     """``x[index]`` for ints, slices, None and Ellipsis: a chain of select/slice/unsqueeze views
     in torch's order, so grad_fn and next_functions come out the same."""
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     n_ellipsis = builtins.sum(1 for i in index if i is Ellipsis)
     if n_ellipsis > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -528,7 +528,7 @@ def basic_index(x: Tensor, index: tuple) -> Tensor:
             dim += 1
             touched = True
         elif isinstance(item, slice):
-            size = out._data.shape[dim]
+            size = out._ndarray.shape[dim]
             start, stop, step = item.indices(size)
             if item.step is not None and item.step <= 0:
                 raise ValueError("step must be greater than zero")
@@ -538,13 +538,13 @@ def basic_index(x: Tensor, index: tuple) -> Tensor:
                 touched = True
             dim += 1
         else:
-            position, size = int(item), out._data.shape[dim]
+            position, size = int(item), out._ndarray.shape[dim]
             if not -size <= position < size:
                 raise IndexError(f"index {position} is out of bounds for dimension {position_in_index} with size {size}")
             out = select(out, dim, position)
             touched = True
     if not touched:
-        return make_view(x, x._data.view(), AliasBackward0)
+        return make_view(x, x._ndarray.view(), AliasBackward0)
     return out
 
 
@@ -609,8 +609,8 @@ def _multi_view(x, pieces, node):
 
 @op()
 def split(x: Tensor, split_size_or_sections, dim: int = 0):
-    d = _wrap_dim(dim, x._data.ndim)
-    size = x._data.shape[d]
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    size = x._ndarray.shape[d]
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and size:
@@ -624,11 +624,11 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
                                f"at dimension {d}), but got split_sizes={sizes}")
         node_cls = SplitWithSizesBackward0
     bounds = np.cumsum([0] + sizes)
-    pieces = [x._data[(slice(None),) * d + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:])]
+    pieces = [x._ndarray[(slice(None),) * d + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:])]
     node = None
     if _records_view(x):
         node = node_cls((edge(x),))
-        node.dim, node.sizes, node.in_shape, node.dtype = d, sizes, x._data.shape, x._data.dtype
+        node.dim, node.sizes, node.in_shape, node.dtype = d, sizes, x._ndarray.shape, x._ndarray.dtype
         node.dim_arg, node.split_arg = dim, split_size_or_sections
     return _multi_view(x, pieces, node)
 
@@ -637,8 +637,8 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
 def chunk(x: Tensor, chunks: int, dim: int = 0):
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
-    d = _wrap_dim(dim, x._data.ndim)
-    size = x._data.shape[d]
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    size = x._ndarray.shape[d]
     step = -(-size // chunks) if size else 1
     return split(x, step, d)
 
@@ -649,14 +649,14 @@ def _tensor_split_cuts(indices_or_sections, size: int) -> list:
     ``size % n`` sections one longer."""
     spec = indices_or_sections
     if isinstance(spec, Tensor):
-        if spec._data.ndim > 1:
+        if spec._ndarray.ndim > 1:
             raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a zero-dimensional or "
-                               f"one-dimensional tensor, but got a tensor with {spec._data.ndim} dims")
-        if spec._data.dtype != np.int64:
+                               f"one-dimensional tensor, but got a tensor with {spec._ndarray.ndim} dims")
+        if spec._ndarray.dtype != np.int64:
             from .._dtype import scalar_type_name
             raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype of long, but got "
-                               f"{scalar_type_name(spec._data.dtype)}")
-        spec = int(spec._data) if spec._data.ndim == 0 else [int(i) for i in spec._data]
+                               f"{scalar_type_name(spec._ndarray.dtype)}")
+        spec = int(spec._ndarray) if spec._ndarray.ndim == 0 else [int(i) for i in spec._ndarray]
     if not isinstance(spec, int):
         return [int(i) for i in spec]
     if spec <= 0:
@@ -672,22 +672,22 @@ def _tensor_split_cuts(indices_or_sections, size: int) -> list:
 def tensor_split(x: Tensor, indices_or_sections, dim: int = 0):
     """The pieces between the cuts, each its own slice view (SliceBackward0), as in torch: pieces may
     overlap or be empty when the indices go backwards, and each may be modified in place."""
-    if x._data.ndim == 0:
+    if x._ndarray.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
-    d = _wrap_dim(dim, x._data.ndim)
-    size = x._data.shape[d]
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    size = x._ndarray.shape[d]
     cuts = _tensor_split_cuts(indices_or_sections, size)
     return tuple(slice_dim(x, d, start, end) for start, end in zip([0] + cuts, cuts + [size]))
 
 
 @op()
 def unbind(x: Tensor, dim: int = 0):
-    d = _wrap_dim(dim, x._data.ndim)
-    pieces = [x._data[(slice(None),) * d + (i, Ellipsis)] for i in range(x._data.shape[d])]
+    d = _wrap_dim(dim, x._ndarray.ndim)
+    pieces = [x._ndarray[(slice(None),) * d + (i, Ellipsis)] for i in range(x._ndarray.shape[d])]
     node = None
     if _records_view(x):
         node = UnbindBackward0((edge(x),))
-        node.dim, node.in_shape, node.dtype, node.dim_arg = d, x._data.shape, x._data.dtype, dim
+        node.dim, node.in_shape, node.dtype, node.dim_arg = d, x._ndarray.shape, x._ndarray.dtype, dim
     return _multi_view(x, pieces, node)
 
 
@@ -699,9 +699,9 @@ class DiagonalBackward0(Node):
 
     def apply(self, grads):
         g = grads[0]
-        buf = np.zeros(self.in_shape, dtype=g._data.dtype)
+        buf = np.zeros(self.in_shape, dtype=g._ndarray.dtype)
         view = _writable_diagonal(buf, self.offset, self.d1, self.d2)
-        view[...] = g._data
+        view[...] = g._ndarray
         out = wrap(buf)
         if GRAD.enabled and g._requires_grad:  # create_graph: the result reads back g's diagonal
             node = record_op(DiagonalBackwardBackward0, (g,), out)
@@ -736,10 +736,10 @@ def _writable_diagonal(arr, offset, d1, d2):
 
 @op()
 def diagonal(x: Tensor, offset: int = 0, dim1: int = 0, dim2: int = 1) -> Tensor:
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     d1, d2 = _wrap_dim(dim1, nd), _wrap_dim(dim2, nd)
-    data = _writable_diagonal(x._data, offset, d1, d2)
-    return make_view(x, data, DiagonalBackward0, in_shape=x._data.shape, offset=offset, d1=d1, d2=d2,
+    data = _writable_diagonal(x._ndarray, offset, d1, d2)
+    return make_view(x, data, DiagonalBackward0, in_shape=x._ndarray.shape, offset=offset, d1=d1, d2=d2,
                      dims_arg=(dim1, dim2))
 
 
@@ -821,8 +821,8 @@ class AsStridedBackwardBackward0(Node):
 
 def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
     """zeros shaped like the base, with ``g`` added at the view's place; differentiable."""
-    whole, part = geometry.buffers(g._data.dtype)
-    part += g._data
+    whole, part = geometry.buffers(g._ndarray.dtype)
+    part += g._ndarray
     out = wrap(np.ascontiguousarray(whole))
     if GRAD.enabled and g._requires_grad:
         node = record_op(AsStridedBackwardBackward0, (g,), out)
@@ -832,8 +832,8 @@ def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
 
 def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
     """The view's place read out of ``g`` (shaped like the base); differentiable."""
-    whole, part = geometry.buffers(g._data.dtype)
-    whole[...] = g._data
+    whole, part = geometry.buffers(g._ndarray.dtype)
+    whole[...] = g._ndarray
     out = wrap(part.copy())
     if GRAD.enabled and g._requires_grad:
         node = record_op(AsStridedBackward0, (g,), out)
@@ -844,7 +844,7 @@ def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
 
 def as_strided_node(base: Tensor, view_tensor: Tensor) -> Node:
     node = AsStridedBackward0((edge(base),))
-    node.geometry = geom = Geometry(base._data, view_tensor._data)
+    node.geometry = geom = Geometry(base._ndarray, view_tensor._ndarray)
     node.args = _strided_args(geom)
     return node
 
@@ -857,10 +857,10 @@ def _strided_args(geom: Geometry) -> tuple:
 
 @op()
 def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
-    item = x._data.itemsize
-    base = x._data if x._base is None else x._base._data
+    item = x._ndarray.itemsize
+    base = x._ndarray if x._base is None else x._base._ndarray
     offset = storage_offset if storage_offset is not None else (
-        x._data.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
+        x._ndarray.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
     start = np.lib.stride_tricks.as_strided(base.reshape(-1) if base.flags.c_contiguous else base.ravel(),
                                             (base.size,), (item,))
     data = np.lib.stride_tricks.as_strided(start[offset:], tuple(size), tuple(s * item for s in stride),
@@ -868,7 +868,7 @@ def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     out = make_view(x, data)
     if _records_view(x):
         node = record_op(AsStridedBackward0, (x,), out)
-        node.geometry = Geometry(x._data, data)
+        node.geometry = Geometry(x._ndarray, data)
         node.args = (tuple(size), tuple(stride), storage_offset)
     return out
 
@@ -889,8 +889,8 @@ class CopySlices(Node):
             return (None,) * len(self.next_functions)
         if self.fn is None:  # released by an earlier backward that did not retain the graph
             raise RuntimeError(_FREED_MESSAGE)
-        whole, part = self.geometry.buffers(g._data.dtype)
-        whole[...] = g._data
+        whole, part = self.geometry.buffers(g._ndarray.dtype)
+        whole[...] = g._ndarray
         view_grad = wrap(part.copy())
         if GRAD.enabled and g._requires_grad:
             view_grad = strided_gather(g, self.geometry)
@@ -898,7 +898,7 @@ class CopySlices(Node):
         if res[0] is None:
             part[...] = 0
         else:
-            part[...] = res[0]._data
+            part[...] = res[0]._ndarray
         base_grad = wrap(np.array(whole))
         # differentiable when the incoming gradient or the op's own gradient (a ReLU's, which
         # depends on its saved result) requires grad
@@ -912,7 +912,7 @@ class CopySlices(Node):
         elif differentiable:
             # differentiable form: g with the view's part replaced
             mask_geom = self.geometry
-            keep = strided_scatter(wrap(np.ones(mask_geom.shape, dtype=g._data.dtype)), mask_geom)
+            keep = strided_scatter(wrap(np.ones(mask_geom.shape, dtype=g._ndarray.dtype)), mask_geom)
             base_grad = g * (1 - keep) + (strided_scatter(res[0], mask_geom) if res[0] is not None else 0)
         return (base_grad,) + tuple(res[1:])
 
@@ -955,10 +955,10 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
             result = op(x, *args, **kwargs)
         finally:
             GRAD.enabled = prev
-        _write(x, result._data)
+        _write(x, result._ndarray)
         return x
     # the op sees x's current value and history, in storage the write below will not touch
-    alias = wrap(x._data.copy() if saves_self else x._data)
+    alias = wrap(x._ndarray.copy() if saves_self else x._ndarray)
     alias._version_counter = [0] if saves_self else x._version_counter
     if x._requires_grad:
         alias._grad_fn = x.grad_fn
@@ -967,7 +967,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         alias._accumulator = x._accumulator
     result = op(alias, *args, **kwargs)
     node = result._grad_fn
-    _write(x, result._data)
+    _write(x, result._ndarray)
     if node is None:
         return x
     if node._saved:
@@ -975,19 +975,19 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         for saved in node._saved:
             if saved is not None and saved.is_output:
                 if saved.unpack_hook is None:
-                    saved.tensor = x._data
+                    saved.tensor = x._ndarray
                     saved.counter = x._version_counter
                     saved.version = x._version_counter[0]
-                elif result._data.shape == x._data.shape and result._data.dtype == x._data.dtype:
+                elif result._ndarray.shape == x._ndarray.shape and result._ndarray.dtype == x._ndarray.dtype:
                     # a pack hook was handed the result: what it kept of it aliases x, as torch's
                     # output is x itself (later in-place changes show through, unchecked)
-                    result._data, result._version_counter = x._data, x._version_counter
+                    result._ndarray, result._version_counter = x._ndarray, x._version_counter
     if x._base is None:
         x._after_inplace(node)
     else:
         base = x._base
         cs = CopySlices((edge(base),) + node.next_functions[1:])
-        cs.geometry = Geometry(base._data, x._data)
+        cs.geometry = Geometry(base._ndarray, x._ndarray)
         cs.fn = node
         base._after_inplace(cs)
         base._view_version = base._version_counter[0]
@@ -1018,7 +1018,7 @@ def _writable_alias(target: np.ndarray) -> np.ndarray:
 
 
 def _write(x: Tensor, data: np.ndarray) -> None:
-    target = x._data
+    target = x._ndarray
     if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
         from .. import _dtype
         raise RuntimeError(f"result type {_dtype.scalar_type_name(data.dtype)} can't be cast to "

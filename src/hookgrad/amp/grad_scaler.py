@@ -96,11 +96,11 @@ class GradScaler:
                 if param.grad is None:
                     continue
                 grad = param.grad
-                if not allow_fp16 and grad._data.dtype == np.float16:
+                if not allow_fp16 and grad._ndarray.dtype == np.float16:
                     raise ValueError("Attempting to unscale FP16 gradients.")
-                data = grad._data
+                data = grad._ndarray
                 if not np.isfinite(data).all():
-                    found._data[...] = 1.0
+                    found._ndarray[...] = 1.0
                 with np.errstate(all="ignore"):
                     data *= data.dtype.type(inv_scale)
                 bump = getattr(grad, "_bump_version", None)
@@ -120,7 +120,7 @@ class GradScaler:
         if state["stage"] == OptState.STEPPED:
             raise RuntimeError("unscale_() is being called after step().")
         # the reciprocal in double, rounded to float32, as torch computes it
-        inv_scale = float(np.float32(1.0 / float(self._scale._data)))
+        inv_scale = float(np.float32(1.0 / float(self._scale._ndarray)))
         state["found_inf"] = self._unscale_grads(optimizer, inv_scale, allow_fp16=False)
         state["stage"] = OptState.UNSCALED
 
@@ -138,7 +138,7 @@ class GradScaler:
         if state["stage"] == OptState.READY:
             self.unscale_(optimizer)
         result = None
-        if not float(state["found_inf"]._data):
+        if not float(state["found_inf"]._ndarray):
             result = optimizer.step(*args, **kwargs)
         state["stage"] = OptState.STEPPED
         return result
@@ -150,35 +150,35 @@ class GradScaler:
         scale, tracker = self._check_scale_growth_tracker("update")
         if new_scale is not None:
             if isinstance(new_scale, float):
-                scale._data[...] = new_scale
+                scale._ndarray[...] = new_scale
             else:
                 reason = ("new_scale should be a float or a 1-element torch.cuda.FloatTensor or torch.FloatTensor "
                           "with requires_grad=False.")
                 if str(new_scale.device.type) != self._device or new_scale.numel() != 1 or new_scale.requires_grad:
                     raise AssertionError(reason)
-                scale._data[...] = np.asarray(new_scale._data).reshape(())
+                scale._ndarray[...] = np.asarray(new_scale._ndarray).reshape(())
         else:
             found = [s["found_inf"] for s in self._per_optimizer_states.values() if s["found_inf"] is not None]
             if not found:
                 raise AssertionError("No inf checks were recorded prior to update.")
-            if sum(float(f._data) for f in found) > 0:
-                scale._data[...] = scale._data * np.float32(self._backoff_factor)
-                tracker._data[...] = 0
+            if sum(float(f._ndarray) for f in found) > 0:
+                scale._ndarray[...] = scale._ndarray * np.float32(self._backoff_factor)
+                tracker._ndarray[...] = 0
             else:
-                successful = int(tracker._data) + 1
+                successful = int(tracker._ndarray) + 1
                 if successful == self._growth_interval:
-                    grown = scale._data * np.float32(self._growth_factor)
+                    grown = scale._ndarray * np.float32(self._growth_factor)
                     if np.isfinite(grown):
-                        scale._data[...] = grown
-                    tracker._data[...] = 0
+                        scale._ndarray[...] = grown
+                    tracker._ndarray[...] = 0
                 else:
-                    tracker._data[...] = successful
+                    tracker._ndarray[...] = successful
         self._per_optimizer_states = defaultdict(_fresh_optimizer_state)
 
     # -- accessors and state -----------------------------------------------------------------------
     def get_scale(self) -> float:
         if self._enabled:
-            return self._init_scale if self._scale is None else float(self._scale._data)
+            return self._init_scale if self._scale is None else float(self._scale._ndarray)
         return 1.0
 
     def get_growth_factor(self) -> float:
@@ -201,7 +201,7 @@ class GradScaler:
 
     def _get_growth_tracker(self) -> int:
         if self._enabled:
-            return self._init_growth_tracker if self._growth_tracker is None else int(self._growth_tracker._data)
+            return self._init_growth_tracker if self._growth_tracker is None else int(self._growth_tracker._ndarray)
         return 0
 
     def is_enabled(self) -> bool:
@@ -222,13 +222,13 @@ class GradScaler:
                                "instance of GradScaler.")
         self._init_scale = state_dict["scale"]
         if self._scale is not None:
-            self._scale._data[...] = state_dict["scale"]
+            self._scale._ndarray[...] = state_dict["scale"]
         self._growth_factor = state_dict["growth_factor"]
         self._backoff_factor = state_dict["backoff_factor"]
         self._growth_interval = state_dict["growth_interval"]
         self._init_growth_tracker = state_dict["_growth_tracker"]
         if self._growth_tracker is not None:
-            self._growth_tracker._data[...] = state_dict["_growth_tracker"]
+            self._growth_tracker._ndarray[...] = state_dict["_growth_tracker"]
 
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()

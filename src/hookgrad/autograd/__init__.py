@@ -100,22 +100,22 @@ def _make_grads(outputs, grads):
             if not o._requires_grad:
                 out.append(None)  # refused below: the output needs no grad
                 continue
-            if o._data.size != 1:
+            if o._ndarray.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not _dtype.is_inexact_np(o._data.dtype):
+            if not _dtype.is_inexact_np(o._ndarray.dtype):
                 raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
             out.append(ones_like(o))
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        if g._data.shape != o._data.shape:
+        if g._ndarray.shape != o._ndarray.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                                f"shape of {o.shape}.".replace("hookgrad.Size", "torch.Size"))
-        if (g._data.dtype.kind == "c") != (o._data.dtype.kind == "c"):
+        if (g._ndarray.dtype.kind == "c") != (o._ndarray.dtype.kind == "c"):
             raise RuntimeError(f"For complex Tensors, both grad_output and output are required to have the same "
                                f"dtype. Mismatch in dtype: grad_output[{i}] has a dtype of {g.dtype} and output[{i}] "
                                f"has a dtype of {o.dtype}.")
-        if g._data.dtype != o._data.dtype:  # the engine casts a root's gradient to its output's dtype, as torch's
+        if g._ndarray.dtype != o._ndarray.dtype:  # the engine casts a root's gradient to its output's dtype, as torch's
             g = g.to(o.dtype)
         out.append(g)
     if len(out) != len(outputs):

@@ -229,8 +229,8 @@ def _cast_to_input_dtypes(dtypes, outputs):
     them so: a float32 leaf of a float64 loss gets a float32 gradient). Floating to floating only."""
     cast = list(outputs)
     for i, (g, dtype) in enumerate(zip(cast, dtypes)):
-        if g is not None and dtype is not None and g._data.dtype != dtype and dtype.kind == "f" \
-                and g._data.dtype.kind == "f":
+        if g is not None and dtype is not None and g._ndarray.dtype != dtype and dtype.kind == "f" \
+                and g._ndarray.dtype.kind == "f":
             cast[i] = g.to(_dtype_of(dtype))
     return tuple(cast)
 
@@ -333,10 +333,10 @@ def _check_hook_result(hook, old, new):
     if not isinstance(new, _tensor.Tensor):
         raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
     if new is not old:
-        if new._data.dtype != old._data.dtype:
+        if new._ndarray.dtype != old._ndarray.dtype:
             raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was {old.type()} got "
                                f"{new.type()})")
-        if new._data.shape != old._data.shape:
+        if new._ndarray.shape != old._ndarray.shape:
             raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
     return new
 
@@ -401,7 +401,7 @@ def _call_post_hooks(node, outputs, grads):
 def _check_nan(node, outputs):
     # (the forward trace is reported by _execute's error path, as for any error of a node)
     for i, g in enumerate(outputs):
-        if g is not None and _tensor._dtype.is_inexact_np(g._data.dtype) and np.isnan(g._data).any():
+        if g is not None and _tensor._dtype.is_inexact_np(g._ndarray.dtype) and np.isnan(g._ndarray).any():
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th output.")
 
 
@@ -789,13 +789,13 @@ def accumulate_into_grad(var, grad) -> None:
     reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
     """
     current = var._grad  # a leaf's: what its .grad property returns
-    vdata = var._data
-    data = grad._data
+    vdata = var._ndarray
+    data = grad._ndarray
     same_dtype = data.dtype == vdata.dtype
     if not same_dtype and _tensor._dtype.is_bfloat16_np(vdata.dtype):
         # a backward formula that left bfloat16 for float32 math: round once into the leaf's dtype
         grad = grad.to(var.dtype)
-        data = grad._data
+        data = grad._ndarray
         same_dtype = True
     if grad_mode.STATE.enabled:
         # create_graph: the gradient keeps its own graph, so accumulate out of place; the first one
@@ -812,7 +812,7 @@ def accumulate_into_grad(var, grad) -> None:
         else:
             var.grad = new  # the .grad setter's errors
         return
-    cur = current._data
+    cur = current._ndarray
     if cur.shape == data.shape and cur.flags.writeable:
         np.add(cur, data, out=cur, casting="unsafe")
         current._bump_version()

@@ -161,7 +161,7 @@ def _push_tangents(op, inputs, outputs):
             if value is target:  # the value the in-place op overwrote
                 found = wrap(overwritten, requires_grad=key in tangents)
             elif key not in tangents:  # a copy: running the op again must not change the program's tensors
-                found = wrap(value._data.copy())
+                found = wrap(value._ndarray.copy())
             elif nested and value.requires_grad:
                 found = value.view_as(value)  # keeps the way back to the program's graph
             else:
@@ -202,7 +202,7 @@ def _embedding_tangent(inputs, outputs):
     indices, weight = inputs[:2]
     tangent = _dual.tangent_of(weight)
     if tangent is not None and _dual.tangent_of(indices) is None:
-        _dual.set_tangent(outputs[0], wrap(tangent.detach()._data[indices._data]))
+        _dual.set_tangent(outputs[0], wrap(tangent.detach()._ndarray[indices._ndarray]))
     return None
 
 
@@ -226,4 +226,4 @@ def _as_it_ran(impl, args, kwargs, random_states):
 
 
 def _zeros_like(t: Tensor) -> Tensor:
-    return wrap(np.zeros_like(t._data))
+    return wrap(np.zeros_like(t._ndarray))

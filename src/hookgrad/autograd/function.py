@@ -121,7 +121,7 @@ class BackwardCFunction(Node, FunctionCtx):
                     raise TypeError(f"function {self.name()} returned a gradient of type {type(g).__name__} at "
                                     f"position {i + 1}; expected a Tensor or None")
                 meta = input_meta[len(out)]
-                if g._data.shape != meta[0] or g._data.dtype != meta[1]:
+                if g._ndarray.shape != meta[0] or g._ndarray.dtype != meta[1]:
                     g = _validate_grad(self, i, g, meta)
             out.append(g)
         return tuple(out)
@@ -149,15 +149,15 @@ def _zeros(meta):
 
 def _validate_grad(node, index, g, meta):
     shape, dtype = meta
-    if g._data.shape != shape:
+    if g._ndarray.shape != shape:
         try:
-            if np.broadcast_shapes(shape, g._data.shape) != g._data.shape:
+            if np.broadcast_shapes(shape, g._ndarray.shape) != g._ndarray.shape:
                 raise ValueError
             g = _above.sum_to_shape(g, shape)
         except ValueError:
             raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index {index} - got "
-                               f"{list(g._data.shape)} but expected shape compatible with {list(shape)}") from None
-    if g._data.dtype != dtype:
+                               f"{list(g._ndarray.shape)} but expected shape compatible with {list(shape)}") from None
+    if g._ndarray.dtype != dtype:
         g = g.to(_dtype.from_numpy_dtype(dtype))
     return g
 
@@ -251,7 +251,7 @@ class Function(metaclass=_FunctionMeta):
         node = cls._backward_cls(tuple([edge(t) for t in tensor_args]) if recording else ())
         node._arg_is_tensor = is_tensor
         node.needs_input_grad = tuple(needs)
-        node._input_meta = [(t._data.shape, t._data.dtype) for t in tensor_args]
+        node._input_meta = [(t._ndarray.shape, t._ndarray.dtype) for t in tensor_args]
 
         grad_mode.STATE.enabled = False
         try:
@@ -280,11 +280,11 @@ class Function(metaclass=_FunctionMeta):
             # ctx._materialize_non_diff_grads = False: a non-differentiable output's missing gradient
             # reaches backward as None even while grads are materialized (torch's private switch)
             keeps_none = is_non_diff and not node.__dict__.get("_materialize_non_diff_grads", True)
-            meta.append(None if keeps_none else (o._data.shape, o._data.dtype))
+            meta.append(None if keeps_none else (o._ndarray.shape, o._ndarray.dtype))
             if not is_dirty and any(o is t for t in tensor_args):
                 # an input returned as-is: the caller gets a view of it, which refuses in-place ops
                 o = _returned_input_view(o, node, i, recording and not is_non_diff)
-            if recording and not is_non_diff and _dtype.is_inexact_np(o._data.dtype):
+            if recording and not is_non_diff and _dtype.is_inexact_np(o._ndarray.dtype):
                 if is_dirty:
                     _above.check_inplace(o)
                     o._version_counter[0] += 1
@@ -314,7 +314,7 @@ class Function(metaclass=_FunctionMeta):
 
 
 def _returned_input_view(t, node, output_nr, differentiable):
-    view = _above.make_view(t, t._data.view())
+    view = _above.make_view(t, t._ndarray.view())
     if differentiable:
         # the message is built only if someone actually tries an in-place op
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
@@ -368,10 +368,10 @@ def _delayed_error(outputs):
     leaves, aliases = [], []
     for v in outputs:
         if isinstance(v, Tensor):
-            leaf = _above.wrap(v._data)
+            leaf = _above.wrap(v._ndarray)
             leaf._requires_grad = True
             leaves.append(leaf)
-            aliases.append(_above.wrap(v._data))
+            aliases.append(_above.wrap(v._ndarray))
         else:
             leaves.append(None)
             aliases.append(v)

@@ -29,7 +29,7 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
         # no output has a graph: then none may depend on the inputs (as torch checks); a backward
         # formula that forgot to record its own graph shows up here under gradgradcheck
         for oi, out in enumerate(outputs):
-            if out._data.dtype.kind in "fc" and not _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol):
+            if out._ndarray.dtype.kind in "fc" and not _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol):
                 if raise_exception:
                     raise GradcheckError("Numerical gradient for function expected to be zero")
                 return False
@@ -41,22 +41,22 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
         # complex numbers count as pairs of reals (as in torch's gradcheck): a complex output gives a
         # row for its real part (seed 1) and one for its imaginary part (seed 1j); a complex input a
         # column for a perturbation of its real part and one of its imaginary part
-        seeds = (1, 1j) if out._data.dtype.kind == "c" else (1,)
+        seeds = (1, 1j) if out._ndarray.dtype.kind == "c" else (1,)
         analytical = [np.zeros((n_out * len(seeds), _real_size(t))) for t in diff_inputs]
         from .._tensor import wrap
         for j in range(n_out):
             for si, value in enumerate(seeds):
-                seed = np.zeros(n_out, dtype=out._data.dtype)
+                seed = np.zeros(n_out, dtype=out._ndarray.dtype)
                 seed[j] = value
-                grads = autograd_grad(out, diff_inputs, wrap(seed.reshape(out._data.shape)), retain_graph=True,
+                grads = autograd_grad(out, diff_inputs, wrap(seed.reshape(out._ndarray.shape)), retain_graph=True,
                                       allow_unused=True)
                 for k, g in enumerate(grads):
                     if g is not None:
-                        analytical[k][j * len(seeds) + si] = _as_reals(g._data, diff_inputs[k]._data.dtype.kind == "c")
+                        analytical[k][j * len(seeds) + si] = _as_reals(g._ndarray, diff_inputs[k]._ndarray.dtype.kind == "c")
         for k, t in enumerate(diff_inputs):
             numerical = np.zeros_like(analytical[k])
-            flat = t._data.reshape(-1)
-            steps = (eps, eps * 1j) if t._data.dtype.kind == "c" else (eps,)
+            flat = t._ndarray.reshape(-1)
+            steps = (eps, eps * 1j) if t._ndarray.dtype.kind == "c" else (eps,)
             for i in range(t.numel()):
                 for si, step in enumerate(steps):
                     numerical[:, i * len(steps) + si] = _numerical_column(fn, inputs, oi, flat, i, step)
@@ -70,7 +70,7 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
 
 
 def _real_size(t) -> int:
-    return t.numel() * (2 if t._data.dtype.kind == "c" else 1)
+    return t.numel() * (2 if t._ndarray.dtype.kind == "c" else 1)
 
 
 def _as_reals(data: np.ndarray, complex_input: bool) -> np.ndarray:
@@ -88,19 +88,19 @@ def _numerical_column(fn, inputs, oi, flat, i, eps):
     # perturb the array directly (no autograd op); fn may itself need grad mode
     # each output read out (copied) before the next step: it may be a view of the input
     flat[i] = orig + eps
-    out = _flatten_outputs(fn(*inputs))[oi]._data
+    out = _flatten_outputs(fn(*inputs))[oi]._ndarray
     is_complex = out.dtype.kind == "c"
     plus = _as_reals(out, is_complex).copy()
     flat[i] = orig - eps
-    minus = _as_reals(_flatten_outputs(fn(*inputs))[oi]._data, is_complex).copy()
+    minus = _as_reals(_flatten_outputs(fn(*inputs))[oi]._ndarray, is_complex).copy()
     flat[i] = orig
     return (plus - minus) / (2 * abs(eps))
 
 
 def _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol) -> bool:
     for t in diff_inputs:
-        flat = t._data.reshape(-1)
-        steps = (eps, eps * 1j) if t._data.dtype.kind == "c" else (eps,)
+        flat = t._ndarray.reshape(-1)
+        steps = (eps, eps * 1j) if t._ndarray.dtype.kind == "c" else (eps,)
         for i in range(t.numel()):
             for step in steps:
                 if not np.allclose(_numerical_column(fn, inputs, oi, flat, i, step), 0.0, rtol=0.0, atol=atol):
@@ -127,7 +127,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
         # random grad_outputs that require grad: the first gradients must be differentiable with
         # respect to them too (as in torch), which catches a backward formula computed off the graph
         rng = np.random.default_rng(0)
-        grad_outputs = [wrap(_random_like(rng, o._data)).requires_grad_() for o in outputs]
+        grad_outputs = [wrap(_random_like(rng, o._ndarray)).requires_grad_() for o in outputs]
     else:
         grad_outputs = [grad_outputs] if isinstance(grad_outputs, Tensor) else list(grad_outputs)
     n_grads = len(grad_outputs)
@@ -165,8 +165,8 @@ def get_numerical_jacobian_wrt_specific_input(fn, input_idx, inputs, outputs, ep
     ``input_idx`` (or ``input``): one ``(input.numel(), output.numel())`` tensor per output."""
     import hookgrad
     target = inputs[input_idx] if input is None else input
-    flat = target._data.reshape(-1)
-    if not np.shares_memory(flat, target._data):
+    flat = target._ndarray.reshape(-1)
+    if not np.shares_memory(flat, target._ndarray):
         raise RuntimeError("get_numerical_jacobian needs inputs whose elements can be perturbed in place "
                            "(a contiguous tensor)")
     outputs = _as_tuple(outputs)
@@ -174,9 +174,9 @@ def get_numerical_jacobian_wrt_specific_input(fn, input_idx, inputs, outputs, ep
     for i in range(flat.size):
         orig = flat[i]
         flat[i] = orig + eps
-        plus = [o._data.astype(np.float64).reshape(-1) for o in _as_tuple(fn(*inputs))]
+        plus = [o._ndarray.astype(np.float64).reshape(-1) for o in _as_tuple(fn(*inputs))]
         flat[i] = orig - eps
-        minus = [o._data.astype(np.float64).reshape(-1) for o in _as_tuple(fn(*inputs))]
+        minus = [o._ndarray.astype(np.float64).reshape(-1) for o in _as_tuple(fn(*inputs))]
         flat[i] = orig
         for k, (p, m) in enumerate(zip(plus, minus)):
             columns[k].append((p - m) / (2 * eps))
@@ -225,7 +225,7 @@ def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
         result = [np.zeros((t.numel(), n_out)) for t in diff_inputs]
         sizes_ok = types_ok = True
         for j in range(n_out):
-            basis = np.zeros(n_out, dtype=output._data.dtype)
+            basis = np.zeros(n_out, dtype=output._ndarray.dtype)
             basis[j] = 1
             grads = hookgrad.autograd.grad(output, diff_inputs, hookgrad.tensor(basis.reshape(output.shape)),
                                            retain_graph=True, allow_unused=True)
@@ -234,7 +234,7 @@ def get_analytical_jacobian(inputs, output, nondet_tol=0.0, grad_out=1.0):
                     continue
                 sizes_ok &= tuple(g.shape) == tuple(t.shape)
                 types_ok &= g.dtype == t.dtype
-                result[k][:, j] = g._data.astype(np.float64).reshape(-1)
+                result[k][:, j] = g._ndarray.astype(np.float64).reshape(-1)
         return result, sizes_ok, types_ok
 
     first, sizes_ok, types_ok = rows()

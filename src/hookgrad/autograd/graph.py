@@ -434,7 +434,7 @@ class SavedTensor:
         if not _saved_hooks_stack or _saved_hooks_stack[-1] is None:
             self.unpack_hook = None
             if is_output:
-                self.tensor = tensor._data
+                self.tensor = tensor._ndarray
                 self.grad_fn = None
             else:
                 self.tensor = tensor
@@ -469,7 +469,7 @@ class SavedTensor:
                             f"result of type {type(value).__name__}")
         if not self.is_output and self.grad_fn is None and not self.requires_grad and not value._requires_grad:
             return value  # nothing autograd-related to restore: torch hands the hook's tensor back as it is
-        out = _above.wrap(value._data)
+        out = _above.wrap(value._ndarray)
         out._version_counter = value._version_counter
         if self.is_output:
             # as without hooks: an in-place op on a view gave the output the view's new history
@@ -807,7 +807,7 @@ def get_gradient_edge(tensor) -> GradientEdge:
     edge = GradientEdge(*tensor._edge())
     # the shape and dtype of the gradient that enters there (torch reads them off the node): what
     # autograd.grad / backward check a given gradient against, or make ones of, for an edge as output
-    edge._gradient_meta = (tensor._data.shape, tensor._data.dtype)
+    edge._gradient_meta = (tensor._ndarray.shape, tensor._ndarray.dtype)
     return edge
 
 

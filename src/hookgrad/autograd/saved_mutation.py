@@ -94,7 +94,7 @@ def allow_mutation_on_saved_tensors():
         tid = (id(tensor), tensor.data_ptr(), tensor._version)
         handle = ctx.tid_to_weakhandle.get(tid)
         if handle is None:
-            handle = _Handle(tensor._version, np.array(tensor._data, copy=True))
+            handle = _Handle(tensor._version, np.array(tensor._ndarray, copy=True))
             ctx.tid_to_weakhandle[tid] = handle
             ctx._tensors[handle] = tensor
         return handle

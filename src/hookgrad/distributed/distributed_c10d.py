@@ -605,12 +605,12 @@ def _transport_view(arr: np.ndarray) -> np.ndarray:
 
 
 def _flat_copy(tensor) -> np.ndarray:
-    return np.ascontiguousarray(tensor._data).reshape(-1)
+    return np.ascontiguousarray(tensor._ndarray).reshape(-1)
 
 
 def _writable_flat(tensor):
     """The tensor's own memory as a flat array MPI can write into, or None when it needs a copy."""
-    data = tensor._data
+    data = tensor._ndarray
     if data.flags["C_CONTIGUOUS"] and data.flags["WRITEABLE"]:
         return data.reshape(-1)
     return None
@@ -620,7 +620,7 @@ def _writable_flat_or_empty(tensor) -> np.ndarray:
     """A flat array for MPI to write the tensor's new values into: its own memory when possible, else a
     fresh one that ``_store`` copies back."""
     own = _writable_flat(tensor)
-    return own if own is not None else np.empty(tensor.numel(), dtype=tensor._data.dtype)
+    return own if own is not None else np.empty(tensor.numel(), dtype=tensor._ndarray.dtype)
 
 
 def _mpi_buffer(array: np.ndarray) -> list:
@@ -630,7 +630,7 @@ def _mpi_buffer(array: np.ndarray) -> list:
 
 def _store(tensor, flat: np.ndarray) -> None:
     """Write ``flat`` into ``tensor`` (unless it already is the tensor's memory) and bump its version."""
-    data = tensor._data
+    data = tensor._ndarray
     if not (flat.base is data or flat is data or np.shares_memory(flat, data)):
         if not data.flags["WRITEABLE"]:
             raise RuntimeError("a collective cannot write into this tensor: its memory is read-only "
@@ -698,9 +698,9 @@ def _fingerprint(op: str, tensor=None, root: int = -1, reduce_op=None, with_shap
     fp[0] = _OPS.index(op)
     fp[2], fp[3] = root, -1 if reduce_op is None else int(_op_type(reduce_op))
     if tensor is not None:
-        fp[1] = zlib.crc32(str(tensor._data.dtype).encode()) & 0x7FFFFFFF
+        fp[1] = zlib.crc32(str(tensor._ndarray.dtype).encode()) & 0x7FFFFFFF
         if with_shape:
-            shape = tuple(tensor._data.shape)
+            shape = tuple(tensor._ndarray.shape)
             fp[4] = len(shape)
             fp[5:5 + min(len(shape), _MAX_DIMS)] = shape[:_MAX_DIMS]
             if len(shape) > _MAX_DIMS:
@@ -766,7 +766,7 @@ def _root(pg: ProcessGroup, global_rank, group_rank, name: str, param: str = "sr
 
 def _same_shape(tensors, like, name: str, what: str) -> None:
     for i, t in enumerate(tensors):
-        if tuple(t._data.shape) != tuple(like._data.shape) or t._data.dtype != like._data.dtype:
+        if tuple(t._ndarray.shape) != tuple(like._ndarray.shape) or t._ndarray.dtype != like._ndarray.dtype:
             raise ValueError(f"{name}: {what} at index {i} has shape {list(t.shape)} and dtype {t.dtype}, "
                              f"but the tensor has shape {list(like.shape)} and dtype {like.dtype}")
 
@@ -816,7 +816,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op: bool = False):
     pg = _checked_group(group, tensor=tensor)
     if pg is None:
         return None
-    reduction = _Reduction(op, tensor._data.dtype, "all_reduce", pg.size())
+    reduction = _Reduction(op, tensor._ndarray.dtype, "all_reduce", pg.size())
     _check_matching(pg, "ALLREDUCE", tensor, reduce_op=op)
     MPI = _load_mpi()
     flat = reduction.buffer_for(tensor)
@@ -854,7 +854,7 @@ def all_gather(tensor_list, tensor, group=None, async_op: bool = False):
     send = _transport_view(_flat_copy(tensor))
     recv = np.empty((pg.size(), send.size), dtype=send.dtype)
     request = pg._comm.Iallgather(_mpi_buffer(send), _mpi_buffer(recv))
-    work = Work([request], lambda: _fill_from_rows(tensor_list, recv, tensor._data.dtype), list(tensor_list),
+    work = Work([request], lambda: _fill_from_rows(tensor_list, recv, tensor._ndarray.dtype), list(tensor_list),
                 keep=(send, recv))
     return _completed(work, async_op)
 
@@ -876,7 +876,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op: bo
 
 def _reduce_scatter(pg, output_tensor, inputs, op, name: str, matched_as: str, async_op: bool):
     """Reduce the concatenation of ``inputs`` over the ranks; rank i keeps block i in ``output_tensor``."""
-    reduction = _Reduction(op, output_tensor._data.dtype, name, pg.size())
+    reduction = _Reduction(op, output_tensor._ndarray.dtype, name, pg.size())
     _check_matching(pg, matched_as, output_tensor, reduce_op=op)
     blocks = [_flat_copy(t).astype(reduction.work_dtype) for t in inputs]
     send = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
@@ -911,7 +911,7 @@ def reduce(tensor, dst=None, op=ReduceOp.SUM, group=None, async_op: bool = False
     if pg is None:
         return None
     root = _root(pg, dst, group_dst, "reduce", "dst")
-    reduction = _Reduction(op, tensor._data.dtype, "reduce", pg.size())
+    reduction = _Reduction(op, tensor._ndarray.dtype, "reduce", pg.size())
     _check_matching(pg, "REDUCE", tensor, root=root, reduce_op=op)
     send = _flat_copy(tensor).astype(reduction.work_dtype, copy=True)
     if pg.rank() == root:
@@ -938,7 +938,7 @@ def gather(tensor, gather_list=None, dst=None, group=None, async_op: bool = Fals
     if is_root:
         recv = np.empty((pg.size(), send.size), dtype=send.dtype)
         request = pg._comm.Igather([send, kind], [recv, kind], root)
-        work = Work([request], lambda: _fill_from_rows(gather_list, recv, tensor._data.dtype), list(gather_list),
+        work = Work([request], lambda: _fill_from_rows(gather_list, recv, tensor._ndarray.dtype), list(gather_list),
                     keep=(send, recv))
     else:
         request = pg._comm.Igather([send, kind], None, root)
@@ -955,7 +955,7 @@ def scatter(tensor, scatter_list=None, src=None, group=None, async_op: bool = Fa
     is_root = pg.rank() == root
     _check_root_only_list(pg, is_root, scatter_list, tensor, "scatter", "scatter_list")
     _check_matching(pg, "SCATTER", tensor, root=root)
-    recv_flat = np.empty(tensor.numel(), dtype=tensor._data.dtype)
+    recv_flat = np.empty(tensor.numel(), dtype=tensor._ndarray.dtype)
     recv = _transport_view(recv_flat)
     kind = _mpi_type(recv.dtype)
     if is_root:
@@ -987,12 +987,12 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op: bool
     if len(output_tensor_list) != n or len(input_tensor_list) != n:
         raise ValueError(f"all_to_all: both tensor lists must have world_size ({n}) tensors, got "
                          f"{len(output_tensor_list)} outputs and {len(input_tensor_list)} inputs")
-    dtypes = {t._data.dtype for t in (*output_tensor_list, *input_tensor_list)}
+    dtypes = {t._ndarray.dtype for t in (*output_tensor_list, *input_tensor_list)}
     if len(dtypes) != 1:
         raise ValueError("all_to_all: every input and output tensor must have the same dtype")
     _check_matching(pg, "ALLTOALL", input_tensor_list[0], with_shape=False)
     send = _transport_view(np.concatenate([_flat_copy(t) for t in input_tensor_list]))
-    recv_flat = np.empty(sum(t.numel() for t in output_tensor_list), dtype=output_tensor_list[0]._data.dtype)
+    recv_flat = np.empty(sum(t.numel() for t in output_tensor_list), dtype=output_tensor_list[0]._ndarray.dtype)
     recv_counts = [t.numel() for t in output_tensor_list]
 
     def fill():
@@ -1011,7 +1011,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     if pg is None:
         return None
     n = pg.size()
-    if output._data.dtype != input._data.dtype:
+    if output._ndarray.dtype != input._ndarray.dtype:
         raise ValueError("all_to_all_single: input and output must have the same dtype")
 
     def counts(t, splits, what):
@@ -1031,7 +1031,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     recv_counts = counts(output, output_split_sizes, "output")
     _check_matching(pg, "ALLTOALL_BASE", input, with_shape=False)
     send = _transport_view(_flat_copy(input))
-    recv_flat = np.empty(output.numel(), dtype=output._data.dtype)
+    recv_flat = np.empty(output.numel(), dtype=output._ndarray.dtype)
     return _alltoallv(pg, send, send_counts, _transport_view(recv_flat), recv_counts,
                       lambda: _store(output, recv_flat), [output], async_op)
 

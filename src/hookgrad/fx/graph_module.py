@@ -19,7 +19,7 @@ def _copy_attr(from_obj, to_module, target: str) -> None:
     value = getattr(from_obj, field)
     if isinstance(value, Module) or type(value).__name__ == "Parameter":
         setattr(to_module, field, value)
-    elif hasattr(value, "_data") and field in getattr(from_obj, "_buffers", {}):
+    elif hasattr(value, "_ndarray") and field in getattr(from_obj, "_buffers", {}):
         to_module.register_buffer(field, value)
     else:
         setattr(to_module, field, value)

@@ -242,7 +242,7 @@ _HookedOp.abandon = _abandon
 def _state_before_op(args, kwargs, inplace):
     """What forward-mode AD needs to run an op again as it ran (see autograd/forward_ad.py): the
     value an in-place op overwrites, and the state of each random generator it may draw from."""
-    overwritten = args[0]._data.copy() if inplace and args and isinstance(args[0], Tensor) else None
+    overwritten = args[0]._ndarray.copy() if inplace and args and isinstance(args[0], Tensor) else None
     generators = [default_generator] + [g for g in list(args) + list(kwargs.values()) if isinstance(g, Generator)]
     return overwritten, [(g, g.get_state()) for g in generators]
 
@@ -476,7 +476,7 @@ def _replace_outputs(op, hook, inputs, outputs, result) -> None:
             continue
         if not isinstance(value, Tensor):
             raise TypeError(f"{where} returned {type(value).__name__} for output {i}: expected a Tensor or None")
-        if value._data.shape != old._data.shape or value._data.dtype != old._data.dtype:
+        if value._ndarray.shape != old._ndarray.shape or value._ndarray.dtype != old._ndarray.dtype:
             raise RuntimeError(f"{where} has changed the size or type of output {i} (was {old.type()} "
                                f"{list(old.shape)}, got {value.type()} {list(value.shape)}): a replacement must "
                                "keep every output's shape and dtype")
@@ -489,10 +489,10 @@ def _replace_outputs(op, hook, inputs, outputs, result) -> None:
         if value is None or value is old:
             continue
         if op.inplace:
-            np.copyto(old._data, value._data)
+            np.copyto(old._ndarray, value._ndarray)
             continue
-        before, after = old._data, np.array(value._data, copy=True)
-        old._data = after
+        before, after = old._ndarray, np.array(value._ndarray, copy=True)
+        old._ndarray = after
         for entry in saved:  # what the node saved of its output is the replaced value too
             if entry is not None and entry.is_output and entry.tensor is before:
                 entry.tensor = after

@@ -49,39 +49,39 @@ __all__ = [
 # ---- linear layers ---------------------------------------------------------------------------
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``input @ weight.T + bias``, recorded as torch records it (AddmmBackward0 for 2-D input)."""
-    nd = input._data.ndim
+    nd = input._ndarray.ndim
     if bias is None:
         return linalg.matmul(input, weight.t())
     if nd == 2:
         return linalg.addmm(bias, input, weight.t())
     if nd == 0:
         raise RuntimeError("both arguments to linear need to be at least 1D, but they are 0D and 2D")
-    if not input._data.flags.c_contiguous:  # torch flattens only a contiguous input; else matmul, then add_
+    if not input._ndarray.flags.c_contiguous:  # torch flattens only a contiguous input; else matmul, then add_
         return linalg.matmul(input, weight.t()).add_(bias)
-    lead = input._data.shape[:-1]
-    out = linalg.addmm(bias, input.reshape(-1, input._data.shape[-1]), weight.t())
-    return out.view(lead + (out._data.shape[-1],))
+    lead = input._ndarray.shape[:-1]
+    out = linalg.addmm(bias, input.reshape(-1, input._ndarray.shape[-1]), weight.t())
+    return out.view(lead + (out._ndarray.shape[-1],))
 
 
 def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """``y_o = x1 @ W_o @ x2 + b_o`` over the last dims (batch dims must agree)."""
-    a, b = input1._data.shape, input2._data.shape
+    a, b = input1._ndarray.shape, input2._ndarray.shape
     if a[:-1] != b[:-1]:
         raise RuntimeError(f"bilinear(): input batch dimensions do not match: got {list(a[:-1])} and "
                            f"{list(b[:-1])}")
-    if a[-1] != weight._data.shape[1]:
+    if a[-1] != weight._ndarray.shape[1]:
         raise RuntimeError(f"bilinear(): input1 size does not match weight size: got {a[-1]} but expected "
-                           f"{weight._data.shape[1]}")
-    if b[-1] != weight._data.shape[2]:
+                           f"{weight._ndarray.shape[1]}")
+    if b[-1] != weight._ndarray.shape[2]:
         raise RuntimeError(f"bilinear(): input2 size does not match weight size: got {b[-1]} but expected "
-                           f"{weight._data.shape[2]}")
-    if bias is not None and bias._data.shape[-1] != weight._data.shape[0]:
-        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias._data.shape[-1]} but "
-                           f"expected {weight._data.shape[0]}")
+                           f"{weight._ndarray.shape[2]}")
+    if bias is not None and bias._ndarray.shape[-1] != weight._ndarray.shape[0]:
+        raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias._ndarray.shape[-1]} but "
+                           f"expected {weight._ndarray.shape[0]}")
     x1 = input1.reshape(-1, a[-1])
     x2 = input2.reshape(-1, b[-1])
     # (x1 @ W_o) . x2 for every o: one matmul against the weight folded to (in1, out*in2)
-    o, i1, i2 = weight._data.shape
+    o, i1, i2 = weight._ndarray.shape
     t = linalg.matmul(x1, weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
     out = (t * x2.unsqueeze(1)).sum(-1)
     out = out.reshape(a[:-1] + (o,))
@@ -141,11 +141,11 @@ def _embedding_adj(g, idx, num, pad_row, counts):
 
 def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False) -> Tensor:
-    idx = input._data
+    idx = input._ndarray
     if idx.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the following scalar types: "
                            f"Long, Int; but got {input.type()} instead (while checking arguments for embedding)")
-    num = weight._data.shape[0]
+    num = weight._ndarray.shape[0]
     if padding_idx is not None:
         if padding_idx > 0:
             assert padding_idx < num, "Padding_idx must be within num_embeddings"
@@ -158,10 +158,10 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
         _embedding_renorm(weight, idx, max_norm, norm_type)
     counts = None
     if scale_grad_by_freq:
-        counts = np.bincount(idx.reshape(-1), minlength=num).astype(weight._data.dtype)
+        counts = np.bincount(idx.reshape(-1), minlength=num).astype(weight._ndarray.dtype)
     fwd = functools.partial(_embedding_fwd, idx=idx, pad_row=padding_idx)
     adj = functools.partial(_embedding_adj, idx=idx, num=num, pad_row=padding_idx, counts=counts)
-    out = linear_map(weight, fwd, adj, EmbeddingBackward0, value=weight._data[idx],
+    out = linear_map(weight, fwd, adj, EmbeddingBackward0, value=weight._ndarray[idx],
                      args=(num, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse))
     if out._grad_fn is not None:
         out._grad_fn.save(input)
@@ -171,7 +171,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
 def _embedding_renorm(weight, idx, max_norm, norm_type):
     """Rescale, in place and outside autograd, the looked-up rows whose norm exceeds ``max_norm``."""
     rows = np.unique(idx.reshape(-1))
-    w = weight._data
+    w = weight._ndarray
     sub = w[rows]
     norms = np.linalg.norm(sub, ord=norm_type, axis=1)
     big = norms > max_norm
@@ -182,7 +182,7 @@ def _embedding_renorm(weight, idx, max_norm, norm_type):
 
 
 def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    d = tensor._data
+    d = tensor._ndarray
     if d.dtype != np.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     if num_classes == -1:
@@ -202,7 +202,7 @@ def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12, o
     denom = input.norm(p, dim, keepdim=True).clamp_min(eps).expand_as(input)
     result = input / denom
     if out is not None:
-        out._data = result._data
+        out._ndarray = result._ndarray
         return out
     return result
 
@@ -219,7 +219,7 @@ def relu_(input: Tensor) -> Tensor:
 def _refuse_integral(input, kernel):
     """torch has no integer or bool kernel for these activations (its NotImplementedError)."""
     from .._ops import _dtype_rules
-    _dtype_rules.refuse_kernel(input._data, _dtype_rules.INTEGRAL, kernel)
+    _dtype_rules.refuse_kernel(input._ndarray, _dtype_rules.INTEGRAL, kernel)
 
 
 def logsigmoid(input: Tensor) -> Tensor:

@@ -26,7 +26,7 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 # ---------------------------------------------------------------------------------------------
 def _store(tensor: Tensor, values) -> Tensor:
     """Write ``values`` (broadcast, cast to the tensor's dtype) into ``tensor`` in place."""
-    data = tensor._data
+    data = tensor._ndarray
     data[...] = np.asarray(values).astype(data.dtype, copy=False)
     bump = getattr(tensor, "_bump_version", None)
     if bump is not None:

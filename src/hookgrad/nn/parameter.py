@@ -11,7 +11,7 @@ from hookgrad._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 
 def _detached(data: Tensor) -> Tensor:
     """``data.detach()`` without consulting overrides (torch's ``_make_subclass`` consults none)."""
-    out = wrap(data._data)
+    out = wrap(data._ndarray)
     out._version_counter = data._version_counter
     return out
 
@@ -22,7 +22,7 @@ def _alias(cls, data: Tensor) -> Tensor:
     """A new leaf of class ``cls`` sharing ``data``'s memory and version counter."""
     out = object.__new__(cls)
     src = _detached(data)
-    for slot in ("_data", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
+    for slot in ("_ndarray", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
                  "_base", "_view_version", "_backward_hooks", "_post_accumulate_grad_hooks",
                  "_accumulator", "_retains_grad"):
         setattr(out, slot, getattr(src, slot))
@@ -92,7 +92,7 @@ class Parameter(Tensor, metaclass=_ParameterMeta):
     def __reduce_ex__(self, protocol):
         # Like PyTorch, a pickled parameter keeps its data, requires_grad and Python attributes,
         # not its hooks.
-        return (_rebuild_parameter, (self._data.copy(), self._requires_grad, dict(self.__dict__), type(self)))
+        return (_rebuild_parameter, (self._ndarray.copy(), self._requires_grad, dict(self.__dict__), type(self)))
 
 
 def _rebuild_parameter(data, requires_grad, state=None, cls=Parameter):

@@ -39,7 +39,7 @@ class Adadelta(Optimizer):
             lr = _as_float(group["lr"])
             rho, eps, weight_decay = group["rho"], group["eps"], group["weight_decay"]
             for p, state, grad in self._grads_to_apply(group, weight_decay):
-                sq, acc = state["square_avg"]._data, state["acc_delta"]._data
+                sq, acc = state["square_avg"]._ndarray, state["acc_delta"]._ndarray
                 sq *= rho
                 sq += (1 - rho) * grad * grad
                 std = np.sqrt(sq + eps)
@@ -50,7 +50,7 @@ class Adadelta(Optimizer):
                 acc += (1 - rho) * delta * delta
                 _bump(state["square_avg"])
                 _bump(state["acc_delta"])
-                p._data += -lr * delta
+                p._ndarray += -lr * delta
                 _bump(p)
 
 

@@ -61,7 +61,7 @@ class Adafactor(Optimizer):
                 if p.dtype.is_complex:
                     raise RuntimeError("Adafactor does not support complex parameters")
                 state = self.state[p]
-                grad = p.grad._data
+                grad = p.grad._ndarray
                 if len(state) == 0:
                     state["step"] = _new_step_counter()
                     if grad.ndim > 1:
@@ -72,13 +72,13 @@ class Adafactor(Optimizer):
                         state["variance"] = _wrap(np.zeros_like(grad))
                 if group["maximize"]:
                     grad = -grad
-                param = p._data
+                param = p._ndarray
                 if eps1 is None:
                     eps1 = float(np.finfo(param.dtype).eps)
                 step_t = state["step"]
-                step_t._data += 1
+                step_t._ndarray += 1
                 _bump(step_t)
-                step = float(step_t._data)
+                step = float(step_t._ndarray)
                 one_minus_beta2 = step ** beta2_decay
                 rho = min(lr, 1 / (step ** 0.5))
                 rms_param = float(np.sqrt(np.sum(param.astype(np.float64) ** 2))) / (param.size ** 0.5)
@@ -88,19 +88,19 @@ class Adafactor(Optimizer):
                 if grad.ndim > 1:
                     row_var, col_var = state["row_var"], state["col_var"]
                     squared = grad * grad
-                    _lerp_(row_var._data, squared.sum(axis=-1, keepdims=True) / grad.shape[-1],
+                    _lerp_(row_var._ndarray, squared.sum(axis=-1, keepdims=True) / grad.shape[-1],
                            one_minus_beta2)
-                    _lerp_(col_var._data, squared.sum(axis=-2, keepdims=True) / grad.shape[-2],
+                    _lerp_(col_var._ndarray, squared.sum(axis=-2, keepdims=True) / grad.shape[-2],
                            one_minus_beta2)
                     _bump(row_var)
                     _bump(col_var)
-                    estimate = np.matmul(row_var._data, col_var._data)
-                    estimate /= np.maximum(row_var._data.mean(axis=-2, keepdims=True), eps1)
+                    estimate = np.matmul(row_var._ndarray, col_var._ndarray)
+                    estimate /= np.maximum(row_var._ndarray.mean(axis=-2, keepdims=True), eps1)
                 else:
                     variance = state["variance"]
-                    _lerp_(variance._data, grad * grad, one_minus_beta2)
+                    _lerp_(variance._ndarray, grad * grad, one_minus_beta2)
                     _bump(variance)
-                    estimate = variance._data.copy()
+                    estimate = variance._ndarray.copy()
                 np.maximum(estimate, eps1 * eps1, out=estimate)
                 update = 1.0 / np.sqrt(estimate)
                 update *= grad

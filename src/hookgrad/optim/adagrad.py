@@ -37,7 +37,7 @@ class Adagrad(Optimizer):
     def _init_state(self, state, p, group):
         # the constructor's value, for parameters added later too (as torch does)
         state["step"] = _new_step_counter()
-        state["sum"] = _wrap(np.full_like(p._data, self.defaults["initial_accumulator_value"]))
+        state["sum"] = _wrap(np.full_like(p._ndarray, self.defaults["initial_accumulator_value"]))
 
 
     def share_memory(self):
@@ -51,17 +51,17 @@ class Adagrad(Optimizer):
             weight_decay, lr_decay, eps = group["weight_decay"], group["lr_decay"], group["eps"]
             # torch's Adagrad has no capturable check
             for p, state, grad in self._grads_to_apply(group, weight_decay, capturable_names=None):
-                step = float(state["step"]._data)
+                step = float(state["step"]._ndarray)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 sum_t = state["sum"]
-                s = sum_t._data
+                s = sum_t._ndarray
                 s += grad * grad
                 _bump(sum_t)
                 std = np.sqrt(s)
                 std += eps
                 update = grad * -clr
                 update /= std
-                p._data += update
+                p._ndarray += update
                 _bump(p)
 
 

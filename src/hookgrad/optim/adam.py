@@ -41,7 +41,7 @@ def _update_moments(state: dict, grad: np.ndarray, beta1: float, beta2: float, s
     ``1 - beta1`` and ``exp_avg_sq`` becomes ``beta2 * v + (1 - beta2) * g * g`` in PyTorch's order of
     operations. ``scratch`` is a buffer shaped like the parameter; returns the two arrays."""
     exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-    m, v = exp_avg._data, exp_avg_sq._data
+    m, v = exp_avg._ndarray, exp_avg_sq._ndarray
     _lerp_(m, grad, 1 - beta1, scratch)
     v *= beta2
     np.multiply(grad, 1 - beta2, out=scratch)
@@ -117,26 +117,26 @@ class Adam(Optimizer):
             amsgrad = group["amsgrad"]
             decoupled = group.get("decoupled_weight_decay", False)
             for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr):
-                scratch = np.empty_like(p._data)
+                scratch = np.empty_like(p._ndarray)
                 m, v = _update_moments(state, grad, beta1, beta2, scratch)
 
-                step = float(state["step"]._data)
+                step = float(state["step"]._ndarray)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1
                 bias_correction2_sqrt = bias_correction2 ** 0.5
                 if amsgrad:
                     max_sq = state["max_exp_avg_sq"]
-                    np.maximum(max_sq._data, v, out=max_sq._data)
+                    np.maximum(max_sq._ndarray, v, out=max_sq._ndarray)
                     _bump(max_sq)
-                    denom = np.sqrt(max_sq._data)
+                    denom = np.sqrt(max_sq._ndarray)
                 else:
                     denom = np.sqrt(v)
                 denom /= bias_correction2_sqrt
                 denom += eps
                 update = np.multiply(m, -step_size, out=scratch)
                 update /= denom
-                p._data += update
+                p._ndarray += update
                 _bump(p)
 
 

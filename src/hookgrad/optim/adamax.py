@@ -34,14 +34,14 @@ class Adamax(Optimizer):
         for group in self.param_groups:
             beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
             for p, state, grad in self._grads_to_apply(group, weight_decay):
-                m, u = state["exp_avg"]._data, state["exp_inf"]._data
+                m, u = state["exp_avg"]._ndarray, state["exp_inf"]._ndarray
                 _lerp_(m, grad, 1 - beta1)
                 u *= beta2
                 np.maximum(u, np.abs(grad) + eps, out=u)
                 _bump(state["exp_avg"])
                 _bump(state["exp_inf"])
-                clr = lr / (1 - beta1 ** float(state["step"]._data))
-                p._data += -clr * (m / u)
+                clr = lr / (1 - beta1 ** float(state["step"]._ndarray))
+                p._ndarray += -clr * (m / u)
                 _bump(p)
 
 

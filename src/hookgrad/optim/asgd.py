@@ -46,25 +46,25 @@ class ASGD(Optimizer):
             weight_decay = group["weight_decay"]
             for p, state, grad in self._grads_to_apply(group, weight_decay,
                                                        capturable_names="params, mus, etas, and state_steps"):
-                param = p._data
+                param = p._ndarray
                 step_t, eta_t, mu_t, ax_t = state["step"], state["eta"], state["mu"], state["ax"]
-                eta = float(eta_t._data)
+                eta = float(eta_t._ndarray)
                 param *= 1 - lambd * eta
                 param += -eta * grad
                 _bump(p)
-                mu = float(mu_t._data)
-                ax = ax_t._data
+                mu = float(mu_t._ndarray)
+                ax = ax_t._ndarray
                 if mu != 1:
                     ax += (param - ax) * ax.dtype.type(mu)
                 else:
                     ax[...] = param
                 _bump(ax_t)
-                step = float(step_t._data)
+                step = float(step_t._ndarray)
                 # the new values pass through a default-dtype scalar (PyTorch's as_tensor) even
                 # when the state itself is float64, e.g. after loading a state dict
                 default = _scalar_np_dtype()
-                eta_t._data[...] = default(lr / ((1 + lambd * lr * step) ** alpha))
-                mu_t._data[...] = default(1 / max(1, step - t0))
+                eta_t._ndarray[...] = default(lr / ((1 + lambd * lr * step) ** alpha))
+                mu_t._ndarray[...] = default(1 / max(1, step - t0))
                 _bump(eta_t)
                 _bump(mu_t)
 

@@ -109,7 +109,7 @@ def _strong_wolfe_search(evaluate, t, d, f, g, gtd, c1=1e-4, c2=0.9, tolerance_c
 
 
 def _array(value):
-    return value._data if isinstance(value, _tensor_cls()) else np.asarray(value)
+    return value._ndarray if isinstance(value, _tensor_cls()) else np.asarray(value)
 
 
 class LBFGS(Optimizer):
@@ -139,24 +139,24 @@ class LBFGS(Optimizer):
 
     # -- flat views over all parameters --------------------------------------------------------
     def _flat_grad(self) -> np.ndarray:
-        parts = [np.zeros(p._data.size, dtype=p._data.dtype) if p.grad is None else p.grad._data.ravel()
+        parts = [np.zeros(p._ndarray.size, dtype=p._ndarray.dtype) if p.grad is None else p.grad._ndarray.ravel()
                  for p in self._params]
         return np.concatenate(parts)
 
     def _move(self, step_size, direction: np.ndarray) -> None:
         offset = 0
         for p in self._params:
-            n = p._data.size
-            p._data += step_size * direction[offset:offset + n].reshape(p._data.shape)
+            n = p._ndarray.size
+            p._ndarray += step_size * direction[offset:offset + n].reshape(p._ndarray.shape)
             _bump(p)
             offset += n
 
     def _snapshot(self) -> list:
-        return [p._data.copy() for p in self._params]
+        return [p._ndarray.copy() for p in self._params]
 
     def _restore(self, saved: list) -> None:
         for p, data in zip(self._params, saved):
-            p._data[...] = data
+            p._ndarray[...] = data
             _bump(p)
 
     def step(self, closure):

@@ -51,7 +51,7 @@ def _group_values(optimizer, key: str) -> list:
 def _set_group_value(group: dict, key: str, value) -> None:
     current = group[key]
     if _is_tensor(current):
-        current._data[...] = float(value)
+        current._ndarray[...] = float(value)
         bump = getattr(current, "_bump_version", None)
         if bump is not None:
             bump()

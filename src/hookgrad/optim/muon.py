@@ -113,15 +113,15 @@ class Muon(Optimizer):
                 state = self.state[p]
                 if "momentum_buffer" not in state:
                     self._init_state(state, p, group)
-                grad = p.grad._data
+                grad = p.grad._ndarray
                 if grad.ndim != 2:
                     raise ValueError("Param gradient must be a 2D matrix")
                 buf_tensor = state["momentum_buffer"]
-                buf = buf_tensor._data
+                buf = buf_tensor._ndarray
                 buf += (grad - buf) * (1 - momentum)
                 _bump(buf_tensor)
                 update = grad + (buf - grad) * momentum if group["nesterov"] else buf
                 ortho = zeropower_via_newtonschulz(update, group["ns_coefficients"], group["ns_steps"], group["eps"])
-                p._data *= 1 - lr * weight_decay
-                p._data -= (adjust_lr(lr, group["adjust_lr_fn"], p.shape) * ortho).astype(p._data.dtype)
+                p._ndarray *= 1 - lr * weight_decay
+                p._ndarray -= (adjust_lr(lr, group["adjust_lr_fn"], p.shape) * ortho).astype(p._ndarray.dtype)
                 _bump(p)

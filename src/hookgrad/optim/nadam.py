@@ -57,16 +57,16 @@ class NAdam(Optimizer):
             decoupled = group["decoupled_weight_decay"]
             for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr,
                                                        capturable_names="params, mu_products and state_steps"):
-                param = p._data
+                param = p._ndarray
                 mu_product_t = state["mu_product"]
-                step = float(state["step"]._data)
+                step = float(state["step"]._ndarray)
                 bias_correction2 = 1 - beta2 ** step
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 # the product lives in the counter's own (usually float32) precision, as in PyTorch
-                mu_product_t._data *= mu_product_t._data.dtype.type(mu)
+                mu_product_t._ndarray *= mu_product_t._ndarray.dtype.type(mu)
                 _bump(mu_product_t)
-                mu_product = float(mu_product_t._data)
+                mu_product = float(mu_product_t._ndarray)
                 m, v = _update_moments(state, grad, beta1, beta2, np.empty_like(param))
                 denom = np.sqrt(v / bias_correction2)
                 denom += eps

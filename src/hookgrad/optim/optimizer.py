@@ -1,7 +1,7 @@
 """The Optimizer base class: parameter groups, per-parameter state, state dicts and hooks.
 
 Update rules live in the subclasses and work directly on the NumPy arrays behind parameters
-(``p._data``) and their gradients, in place, in the parameter's own dtype. Everything a user
+(``p._ndarray``) and their gradients, in place, in the parameter's own dtype. Everything a user
 can observe (``param_groups``, ``state``, ``state_dict()``, hook order and return-value rules)
 follows PyTorch 2.13.
 
@@ -84,20 +84,20 @@ def _new_step_counter():
 def _zeros_like_params(state: dict, p, *names: str) -> None:
     """``state[name]`` for each of ``names``: a tensor of zeros shaped like ``p`` (a running average)."""
     for name in names:
-        state[name] = _wrap(np.zeros_like(p._data))
+        state[name] = _wrap(np.zeros_like(p._ndarray))
 
 
 def _scalar_state(value: float):
     """A 0-d tensor in the step counters' dtype holding ``value`` (NAdam's ``mu_product``,
     ASGD's ``eta`` and ``mu``)."""
     counter = _new_step_counter()
-    counter._data[...] = value
+    counter._ndarray[...] = value
     return counter
 
 
 def _as_float(x) -> float:
     """A hyper-parameter as a Python float (a 1-element tensor is accepted, as in PyTorch)."""
-    data = getattr(x, "_data", None)
+    data = getattr(x, "_ndarray", None)
     if data is not None:
         return float(np.asarray(data).reshape(()))
     return float(x)
@@ -320,7 +320,7 @@ class Optimizer:
             grad_tensor = p.grad
             if grad_tensor is None:
                 continue
-            if grad_tensor._data.dtype.kind == "c":
+            if grad_tensor._ndarray.dtype.kind == "c":
                 # torch updates view_as_real(param) with these rules; squaring a complex gradient here
                 # would be silently wrong, so refuse (before any state changes) until that is in place
                 raise NotImplementedError(
@@ -332,16 +332,16 @@ class Optimizer:
             if len(state) == 0:
                 self._init_state(state, p, group)
             step_t = state["step"]
-            step_t._data += 1
+            step_t._ndarray += 1
             _bump(step_t)
-            grad = grad_tensor._data
+            grad = grad_tensor._ndarray
             if maximize:
                 grad = -grad
             if weight_decay != 0:
                 if decoupled:
-                    p._data *= 1 - lr * weight_decay
+                    p._ndarray *= 1 - lr * weight_decay
                 else:
-                    grad = grad + weight_decay * p._data
+                    grad = grad + weight_decay * p._ndarray
             yield p, state, grad
 
     def __repr__(self) -> str:
@@ -452,12 +452,12 @@ class Optimizer:
                 fused = pg.get("fused", False)
                 capturable = pg.get("capturable", False)
                 break
-        data = value._data
+        data = value._ndarray
         if key == "step":
             if (capturable or fused) and data.dtype != np.float32:
                 return _wrap(data.astype(np.float32))
             return value
-        target = param._data.dtype
+        target = param._ndarray.dtype
         if (target.kind in "fc" or target.name == "bfloat16") and data.dtype != target:
             return _wrap(data.astype(target))
         return value
@@ -531,7 +531,7 @@ class Optimizer:
                         grad.detach_()
                     else:
                         grad.requires_grad_(False)
-                    grad._data[...] = 0
+                    grad._ndarray[...] = 0
                     _bump(grad)
 
     def add_param_group(self, param_group: dict) -> None:

@@ -42,8 +42,8 @@ class RAdam(Optimizer):
             beta1, beta2, lr, weight_decay, eps = _adam_group_values(group)
             decoupled = group["decoupled_weight_decay"]
             for p, state, grad in self._grads_to_apply(group, weight_decay, decoupled=decoupled, lr=lr):
-                param = p._data
-                step = float(state["step"]._data)
+                param = p._ndarray
+                step = float(state["step"]._ndarray)
                 m, v = _update_moments(state, grad, beta1, beta2, np.empty_like(param))
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step

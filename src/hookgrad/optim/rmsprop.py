@@ -49,17 +49,17 @@ class RMSprop(Optimizer):
             weight_decay, momentum = group["weight_decay"], group["momentum"]
             centered = group["centered"]
             for p, state, grad in self._grads_to_apply(group, weight_decay):
-                param = p._data
+                param = p._ndarray
                 square_avg = state["square_avg"]
-                sq = square_avg._data
+                sq = square_avg._ndarray
                 sq *= alpha
                 sq += (1 - alpha) * grad * grad
                 _bump(square_avg)
                 if centered:
                     grad_avg = state["grad_avg"]
-                    _lerp_(grad_avg._data, grad, 1 - alpha)
+                    _lerp_(grad_avg._ndarray, grad, 1 - alpha)
                     _bump(grad_avg)
-                    ga = grad_avg._data
+                    ga = grad_avg._ndarray
                     avg = sq + (-1) * ga * ga
                     np.sqrt(avg, out=avg)
                 else:
@@ -67,7 +67,7 @@ class RMSprop(Optimizer):
                 avg += eps
                 if momentum > 0:
                     buf_t = state["momentum_buffer"]
-                    buf = buf_t._data
+                    buf = buf_t._ndarray
                     buf *= momentum
                     buf += grad / avg
                     _bump(buf_t)

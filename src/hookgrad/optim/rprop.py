@@ -34,8 +34,8 @@ class Rprop(Optimizer):
     @staticmethod
     def _init_state(state, p, group):
         state["step"] = _new_step_counter()
-        state["prev"] = _wrap(np.zeros_like(p._data))
-        state["step_size"] = _wrap(np.full_like(p.grad._data, _as_float(group["lr"])))
+        state["prev"] = _wrap(np.zeros_like(p._ndarray))
+        state["step_size"] = _wrap(np.full_like(p.grad._ndarray, _as_float(group["lr"])))
 
     @_no_grad_step
     def step(self, closure=None):
@@ -44,7 +44,7 @@ class Rprop(Optimizer):
             etaminus, etaplus = group["etas"]
             step_size_min, step_size_max = group["step_sizes"]
             for p, state, grad in self._grads_to_apply(group):
-                prev, step_size = state["prev"]._data, state["step_size"]._data
+                prev, step_size = state["prev"]._ndarray, state["step_size"]._ndarray
                 agreement = np.sign(grad * prev)
                 factor = np.ones_like(agreement)
                 factor[agreement > 0] = etaplus
@@ -53,7 +53,7 @@ class Rprop(Optimizer):
                 np.clip(step_size, step_size_min, step_size_max, out=step_size)
                 grad = grad.copy()
                 grad[agreement < 0] = 0  # the sign flipped: no move this step
-                p._data -= np.sign(grad) * step_size
+                p._ndarray -= np.sign(grad) * step_size
                 prev[...] = grad
                 for t in (p, state["prev"], state["step_size"]):
                     _bump(t)

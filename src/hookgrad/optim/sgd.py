@@ -53,30 +53,30 @@ class SGD(Optimizer):
                 grad = p._grad  # a parameter is a leaf: what its .grad property returns
                 if grad is None:
                     continue
-                d_p = grad._data
+                d_p = grad._ndarray
                 if maximize:
                     d_p = -d_p
                 # each add with a factor rounds once, as torch's add(x, alpha=...) does
                 if weight_decay != 0:
                     d_p = d_p.copy()
-                    add_scaled_(d_p, p._data, weight_decay)
+                    add_scaled_(d_p, p._ndarray, weight_decay)
                 if momentum != 0:
                     state = self.state[p]
                     buf = state.get("momentum_buffer")
                     if buf is None:
                         buf = _wrap(d_p.copy())
                     else:
-                        b = buf._data
+                        b = buf._ndarray
                         b *= momentum
                         add_scaled_(b, d_p, 1 - dampening)
                         _bump(buf)
                     state["momentum_buffer"] = buf
                     if nesterov:
                         d_p = d_p.copy()
-                        add_scaled_(d_p, buf._data, momentum)
+                        add_scaled_(d_p, buf._ndarray, momentum)
                     else:
-                        d_p = buf._data
-                add_scaled_(p._data, d_p, -lr)
+                        d_p = buf._ndarray
+                add_scaled_(p._ndarray, d_p, -lr)
                 p._version_counter[0] += 1  # _bump(p), written out
 
 

@@ -226,7 +226,7 @@ def _compare_tensors(actual, expected, rtol, atol, path, options):
     if options["check_dtype"] and actual.dtype != expected.dtype:
         attribute_mismatch("dtype", actual.dtype, expected.dtype)
 
-    a, e = np.asarray(actual.detach()._data), np.asarray(expected.detach()._data)
+    a, e = np.asarray(actual.detach()._ndarray), np.asarray(expected.detach()._ndarray)
     if a.dtype != e.dtype:
         from .._dtype import promote_types
         common = promote_types(actual.dtype, expected.dtype).np

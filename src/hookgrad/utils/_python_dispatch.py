@@ -467,7 +467,7 @@ def _saved_outputs(op, outputs) -> list:
     arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)]
     if not arrays:
         return []
-    found = [i for i, o in enumerate(outputs) if any(o._data is a for a in arrays)]
+    found = [i for i, o in enumerate(outputs) if any(o._ndarray is a for a in arrays)]
     return found or [0]
 
 
@@ -690,10 +690,10 @@ def _accumulate_steps(node, grad, grad_inputs):
     import numpy as np
     variable = node.variable
     current = variable.grad
-    if current is not None and current._data is grad._data:
+    if current is not None and current._ndarray is grad._ndarray:
         return [("detach", "default", (grad,), lambda: current, None)]
-    if current is not None and not grad._data.flags.c_contiguous and current.shape == grad.shape \
-            and np.array_equal(current._data, grad._data):
+    if current is not None and not grad._ndarray.flags.c_contiguous and current.shape == grad.shape \
+            and np.array_equal(current._ndarray, grad._ndarray):
         # a first gradient laid out otherwise (an expanded one) is copied into a fresh tensor;
         # a later one equal to the sum so far is indistinguishable from it here
         import hookgrad

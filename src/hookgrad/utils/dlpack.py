@@ -64,7 +64,7 @@ def tensor_dlpack(self, stream=-1, *, max_version=None, dl_device=None, copy=Non
         kwargs["dl_device"] = dl_device
     if copy is not None:
         kwargs["copy"] = copy
-    return self._data.__dlpack__(**kwargs)
+    return self._ndarray.__dlpack__(**kwargs)
 
 
 def tensor_dlpack_device(self):

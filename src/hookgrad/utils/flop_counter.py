@@ -438,7 +438,7 @@ def _flash_eligible(q, k, v, attn_mask, dropout_p, enable_gqa) -> bool:
     """Whether torch's CPU backend selection sends this attention to its flash kernel (whose FLOPs
     torch's counter does not count) rather than to the math path (two matmuls): the choice
     ``scaled_dot_product_attention`` itself made (its mask, grouped heads and sdpa_kernel included)."""
-    mask = _attention._additive_mask(attn_mask, q._data.dtype)
+    mask = _attention._additive_mask(attn_mask, q._ndarray.dtype)
     return _attention._use_flash(q, k, v, mask, dropout_p, enable_gqa)
 
 

@@ -27,7 +27,7 @@ _LN_HALF = math.log(0.5)
 
 
 def _unary(x, data, node_cls, attrs=(), save=True):
-    result = wrap(narrow_to(data, x._data.dtype))
+    result = wrap(narrow_to(data, x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         for k, v in attrs:
@@ -44,7 +44,7 @@ def _maybe_inplace(x, fn, inplace, *args):
 
 
 def _const(mask, like):
-    return wrap(mask.astype(like._data.dtype, copy=False))
+    return wrap(mask.astype(like._ndarray.dtype, copy=False))
 
 
 # ---- relu family -----------------------------------------------------------------------------
@@ -65,17 +65,17 @@ class LeakyReluBackward0(Node):
         (x,) = self.saved()
         g = grads[0]
         return backward_results(LeakyReluBackwardBackward0, (g, x),
-                                (g * _const(np.where(x._data > 0, 1.0, self.slope), x),))
+                                (g * _const(np.where(x._ndarray > 0, 1.0, self.slope), x),))
 
 
 def _leaky_relu(x, negative_slope):
-    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
+    d = widen(x._ndarray)  # bfloat16: float32 math, rounded once in _unary
     return _unary(x, np.where(d > 0, d, d * d.dtype.type(negative_slope)), LeakyReluBackward0,
                   (("slope", negative_slope),))
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01, inplace: bool = False) -> Tensor:
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "leaky_relu_cpu")
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "leaky_relu_cpu")
     return _maybe_inplace(input, _leaky_relu, inplace, negative_slope)
 
 
@@ -86,13 +86,13 @@ class HardtanhBackward0(Node):
 
     def apply(self, grads):
         (x,) = self.saved()
-        d = x._data
+        d = x._ndarray
         g = grads[0]
         return backward_results(HardtanhBackwardBackward0, (g, x), (g * _const((d > self.lo) & (d < self.hi), x),))
 
 
 def _hardtanh(x, min_val, max_val):
-    return _unary(x, np.clip(x._data, min_val, max_val).astype(x._data.dtype, copy=False), HardtanhBackward0,
+    return _unary(x, np.clip(x._ndarray, min_val, max_val).astype(x._ndarray.dtype, copy=False), HardtanhBackward0,
                   (("lo", min_val), ("hi", max_val)))
 
 
@@ -136,7 +136,7 @@ def elu_backward(grad_output, self_or_result, alpha, scale, input_scale, is_resu
     incoming gradient and the saved input (or result)."""
     if is_result and alpha < 0:
         raise RuntimeError(_NEGATIVE_SLOPE_INPLACE)
-    gd, sd = grad_output._data, self_or_result._data
+    gd, sd = grad_output._ndarray, self_or_result._ndarray
     out = _elu_backward_np(_elu_compute(gd), _elu_compute(sd), alpha, scale, input_scale, is_result)
     result = wrap(out.astype(np.result_type(gd, sd), copy=False))
     if GRAD.enabled and (grad_output._requires_grad or self_or_result._requires_grad):
@@ -168,7 +168,7 @@ class EluBackwardBackward0(_EluParams):
             g_part = elu_backward(gg, s, *args)
         if nf[1][0] is not None:
             # torch's elu_double_backward: the STRICT test s < 0 (the second derivative is 0 at 0)
-            negative = _const(s._data < 0, gg)
+            negative = _const(s._ndarray < 0, gg)
             if self.is_result:
                 s_part = gg * g * self.input_scale * negative
             else:
@@ -224,12 +224,12 @@ class CeluBackward1(CeluBackward0):
 def _elu_forward(x, alpha, scale, input_scale, node_cls):
     """torch's elu kernel: x > 0 ? x * scale : expm1(x * input_scale) * (alpha * scale), in x's type
     (float32 math for the half types); ``node_cls`` keeps the input or (in-place forms) the result."""
-    d = _elu_compute(x._data)
+    d = _elu_compute(x._ndarray)
     typ = d.dtype.type
     with _err():
         neg = np.expm1(np.minimum(d, 0) * typ(input_scale)) * (typ(alpha) * typ(scale))
         pos = d if scale == 1 else d * typ(scale)
-        out = np.where(d > 0, pos, neg).astype(x._data.dtype, copy=False)
+        out = np.where(d > 0, pos, neg).astype(x._ndarray.dtype, copy=False)
     result = wrap(out)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
@@ -245,7 +245,7 @@ _NOT_ELU_TYPES = _rules.INTEGRAL | frozenset(("complex64", "complex128"))
 
 
 def _elu_family(input, inplace, alpha, scale, input_scale, out_of_place_node, inplace_node):
-    _rules.refuse_kernel(input._data, _NOT_ELU_TYPES, "elu_cpu")
+    _rules.refuse_kernel(input._ndarray, _NOT_ELU_TYPES, "elu_cpu")
     if inplace:
         return views.apply_inplace(input, _elu_forward, alpha, scale, input_scale, inplace_node, saves_self=False)
     return _elu_forward(input, alpha, scale, input_scale, out_of_place_node)
@@ -349,7 +349,7 @@ NormalCdfBackward.__name__ = NormalCdfBackward.__qualname__ = "ErfBackward0"  # 
 
 
 def _normal_cdf(x: Tensor) -> Tensor:
-    d = _gelu_compute_dtype(x._data)
+    d = _gelu_compute_dtype(x._ndarray)
     return _unary(x, _normal_cdf_np(d), NormalCdfBackward)
 
 
@@ -364,7 +364,7 @@ class GeluBackward0(Node):
         g = grads[0]
         if not GRAD.enabled:  # plain backward: one NumPy expression in torch's order of operations
             with _err():
-                d = _gelu_compute_dtype(x._data)
+                d = _gelu_compute_dtype(x._ndarray)
                 if self.approximate == "tanh":
                     dx = _gelu_tanh_grad_np(d)
                 else:
@@ -373,9 +373,9 @@ class GeluBackward0(Node):
                     np.exp(dx, out=dx)
                     dx *= d.dtype.type(_INV_SQRT_2PI)
                     dx *= d                          # x * pdf(x)
-                    dx += self._cdf_for(x._data, d)  # Phi(x) + x * pdf(x)
-                dx *= g._data
-            return (wrap(dx.astype(x._data.dtype, copy=False)),)
+                    dx += self._cdf_for(x._ndarray, d)  # Phi(x) + x * pdf(x)
+                dx *= g._ndarray
+            return (wrap(dx.astype(x._ndarray.dtype, copy=False)),)
         if self.approximate == "tanh":
             inner = (x + x * x * x * 0.044715) * _SQRT_2_PI
             t = inner.tanh()
@@ -432,8 +432,8 @@ def _gelu_tanh_grad_np(d):
 def gelu(input: Tensor, approximate: str = "none") -> Tensor:
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh.")
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "GeluKernelImpl")
-    d = input._data
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "GeluKernelImpl")
+    d = input._ndarray
     if not is_inexact_np(d.dtype):
         raise NotImplementedError(f"\"GeluKernelImpl\" not implemented for '{scalar_type_name(d.dtype)}'")
     c = _gelu_compute_dtype(d)
@@ -464,12 +464,12 @@ class SiluBackward0(Node):
 
 
 def _silu(x):
-    d = widen(x._data)  # bfloat16: float32 math, rounded once in _unary
+    d = widen(x._ndarray)  # bfloat16: float32 math, rounded once in _unary
     return _unary(x, d * pointwise._sigmoid_np(d), SiluBackward0)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "silu_cpu")
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "silu_cpu")
     return _maybe_inplace(input, _silu, inplace)
 
 
@@ -480,13 +480,13 @@ class SoftplusBackward0(Node):
 
     def apply(self, grads):
         (x,) = self.saved()
-        linear = wrap(x._data * self.beta > self.threshold)
+        linear = wrap(x._ndarray * self.beta > self.threshold)
         return (grads[0] * pointwise.where(linear, 1.0, (x * self.beta).sigmoid()),)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "softplus_cpu")
-    d = widen(input._data)  # bfloat16: float32 math, rounded once in _unary
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "softplus_cpu")
+    d = widen(input._ndarray)  # bfloat16: float32 math, rounded once in _unary
     bx = d * d.dtype.type(beta)
     with _err():
         soft = (np.logaddexp(0, bx) / beta).astype(d.dtype, copy=False)
@@ -511,13 +511,13 @@ def _softmax_dim(name, ndim, stacklevel):
 
 def softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
-        dim = _softmax_dim("softmax", input._data.ndim, _stacklevel)
+        dim = _softmax_dim("softmax", input._ndarray.ndim, _stacklevel)
     return reduce.softmax(input, dim, dtype)
 
 
 def log_softmax(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
     if dim is None:
-        dim = _softmax_dim("log_softmax", input._data.ndim, _stacklevel)
+        dim = _softmax_dim("log_softmax", input._ndarray.ndim, _stacklevel)
     return reduce.log_softmax(input, dim, dtype)
 
 
@@ -538,7 +538,7 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0.0:
         return input
-    d = input._data
+    d = input._ndarray
     if p == 1.0:
         scale = np.zeros(d.shape, dtype=d.dtype)
     else:

@@ -35,7 +35,7 @@ _FLASH_DTYPES = frozenset(("float32", "float64", "float16", "bfloat16"))
 # ---- argument checks and the kernel choice ----------------------------------------------------
 def _check_inputs(query, key, value, attn_mask):
     """torch's validation before any kernel is chosen."""
-    q, k, v = query._data, key._data, value._data
+    q, k, v = query._ndarray, key._ndarray, value._ndarray
     if not (q.dtype == k.dtype == v.dtype):
         raise RuntimeError("Expected query, key, and value to have the same dtype, but got query.dtype: "
                            f"{scalar_type_name(q.dtype)} key.dtype: {scalar_type_name(k.dtype)} and value.dtype: "
@@ -44,7 +44,7 @@ def _check_inputs(query, key, value, attn_mask):
         raise RuntimeError("Expected query, key, and value to all be  at least 2 dimensional, but got query.dim: "
                            f"{q.ndim} key.dim: {k.ndim} and value.dim: {v.ndim} instead.")
     if attn_mask is not None:
-        m = attn_mask._data.dtype
+        m = attn_mask._ndarray.dtype
         if not (m == np.bool_ or m.kind == "f" or m.name == "bfloat16" or m == q.dtype):
             raise RuntimeError("Expected attn_mask dtype to be bool or float or to match query dtype, but got "
                                f"attn_mask.dtype: {scalar_type_name(m)} and  query.dtype: "
@@ -57,12 +57,12 @@ def _mask_fits(attn_mask, query, key) -> bool:
         return True
     if attn_mask._requires_grad:
         return False
-    shape = attn_mask._data.shape
+    shape = attn_mask._ndarray.shape
     if len(shape) < 2:  # torch reads the mask's dim -2 before its rank
         raise IndexError(f"Dimension out of range (expected to be in range of [{-max(len(shape), 1)}, "
                          f"{max(len(shape), 1) - 1}], but got -2)")
-    b, h, lq = query._data.shape[:3]
-    lk = key._data.shape[2]
+    b, h, lq = query._ndarray.shape[:3]
+    lk = key._ndarray.shape[2]
     if shape[-2] not in (lq, 1) or shape[-1] not in (lk, 1):
         return False
     if len(shape) == 2:
@@ -74,7 +74,7 @@ def _flash_gates(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
     """Whether torch's fused CPU kernel takes this call (its gates, in its order)."""
     if dropout_p > 0.0:
         return False
-    q, k, v = query._data, key._data, value._data
+    q, k, v = query._ndarray, key._ndarray, value._ndarray
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         return False
     if not (q.shape[0] == k.shape[0] == v.shape[0]):
@@ -109,15 +109,15 @@ def _use_flash(query, key, value, attn_mask, dropout_p, enable_gqa) -> bool:
 
 def _additive_mask(attn_mask, dtype):
     """A boolean mask as torch converts it before any kernel: 0 where True, -inf where False."""
-    if attn_mask is None or attn_mask._data.dtype != np.bool_:
+    if attn_mask is None or attn_mask._ndarray.dtype != np.bool_:
         return attn_mask
-    return wrap(np.where(attn_mask._data, 0.0, -np.inf).astype(dtype))
+    return wrap(np.where(attn_mask._ndarray, 0.0, -np.inf).astype(dtype))
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None,
                                  enable_gqa=False) -> Tensor:
     _check_inputs(query, key, value, attn_mask)
-    attn_mask = _additive_mask(attn_mask, query._data.dtype)
+    attn_mask = _additive_mask(attn_mask, query._ndarray.dtype)
     if _use_flash(query, key, value, attn_mask, dropout_p, enable_gqa):
         return _flash_attention(query, key, value, attn_mask, is_causal, scale)
     return _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
@@ -134,14 +134,14 @@ class SafeSoftmaxBackward0(SoftmaxBackward0):
 
 
 def _safe_softmax(x: Tensor, dim: int) -> Tensor:
-    data = widen(x._data)
+    data = widen(x._ndarray)
     axis = dim % data.ndim
     with quiet_fp():
         dead = np.isneginf(data).all(axis, keepdims=True)
         out = _softmax_np(np.where(dead, 0.0, data) if dead.any() else data, axis)
         if dead.any():
             out = np.where(dead, 0.0, out)
-    result = wrap(narrow_to(np.asarray(out, dtype=data.dtype), x._data.dtype))
+    result = wrap(narrow_to(np.asarray(out, dtype=data.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SafeSoftmaxBackward0, (x,), result)
         node.dim, node.dim_arg = axis, dim
@@ -162,19 +162,19 @@ class MulBackward1(Node):
 
 def _scalar_mul(x: Tensor, other: float) -> Tensor:
     with quiet_fp():
-        result = wrap(narrow_to(np.asarray(widen(x._data) * other, dtype=widen(x._data).dtype), x._data.dtype))
+        result = wrap(narrow_to(np.asarray(widen(x._ndarray) * other, dtype=widen(x._ndarray).dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         record_op(MulBackward1, (x,), result).other = other
     return result
 
 
 def _scale_factor(query, scale) -> float:
-    return 1.0 / math.sqrt(query._data.shape[-1]) if scale is None else float(scale)
+    return 1.0 / math.sqrt(query._ndarray.shape[-1]) if scale is None else float(scale)
 
 
 def _math_attention(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa):
     # half and bfloat16 inputs are computed in float32 and the result rounded once, as torch does
-    reduced = query.dtype if query._data.dtype.name in ("float16", "bfloat16") else None
+    reduced = query.dtype if query._ndarray.dtype.name in ("float16", "bfloat16") else None
     if reduced is not None:
         query, key, value = (t.to(_dtype.float32) for t in (query, key, value))
     out = _math_attention_exact(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
@@ -191,8 +191,8 @@ def _math_attention_exact(query, key, value, attn_mask, dropout_p, is_causal, sc
         if attn_mask is not None:
             raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set when "
                                "is_causal=True")
-        rows, cols = query._data.shape[-2], key._data.shape[-2]
-        attn_mask = wrap(np.where(np.tril(np.ones((rows, cols), dtype=bool)), 0.0, -np.inf).astype(q._data.dtype))
+        rows, cols = query._ndarray.shape[-2], key._ndarray.shape[-2]
+        attn_mask = wrap(np.where(np.tril(np.ones((rows, cols), dtype=bool)), 0.0, -np.inf).astype(q._ndarray.dtype))
     if enable_gqa:
         key, value = _repeat_heads(query, key, value)
     scores = linalg.matmul(q, _scalar_mul(key.transpose(-2, -1), root))
@@ -206,7 +206,7 @@ def _math_attention_exact(query, key, value, attn_mask, dropout_p, is_causal, sc
 
 def _repeat_heads(query, key, value):
     """Grouped-query attention in the math composition: key and value heads repeated to the query's."""
-    hq, hk, hv = query._data.shape[-3], key._data.shape[-3], value._data.shape[-3]
+    hq, hk, hv = query._ndarray.shape[-3], key._ndarray.shape[-3], value._ndarray.shape[-3]
     if hq == hk == hv:
         return key, value
     if hk == 0 or hv == 0 or hq % hk or hq % hv:
@@ -216,7 +216,7 @@ def _repeat_heads(query, key, value):
 
 def _repeat_interleave_heads(t, times):
     """``t.repeat_interleave(times, -3)`` as torch's C++ composes it: unsqueeze, expand, clone, view."""
-    shape = t._data.shape
+    shape = t._ndarray.shape
     dim = len(shape) - 3
     wide = t.unsqueeze(dim + 1).expand(*shape[:dim + 1], times, *shape[dim + 1:])
     return wide.clone().view(*shape[:dim], shape[dim] * times, *shape[dim + 1:])
@@ -270,15 +270,15 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
     def apply(self, grads):
         mask, key, query, value, lse, out = self.saved()
         g = grads[0]
-        dtype = query._data.dtype
-        q, k, v = widen(query._data), widen(key._data), widen(value._data)
+        dtype = query._ndarray.dtype
+        q, k, v = widen(query._ndarray), widen(key._ndarray), widen(value._ndarray)
         heads = q.shape[1]
         kr, vr = _repeat_kv(k, heads), _repeat_kv(v, heads)
         factor = _scale_factor(query, self.scale)
-        go, o = widen(g._data).astype(q.dtype, copy=False), widen(out._data).astype(q.dtype, copy=False)
+        go, o = widen(g._ndarray).astype(q.dtype, copy=False), widen(out._ndarray).astype(q.dtype, copy=False)
         with quiet_fp():
-            s = _scores(q, kr, None if mask is None else mask._data, self.is_causal, factor)
-            lse_rows = widen(lse._data).astype(q.dtype, copy=False)[..., None]
+            s = _scores(q, kr, None if mask is None else mask._ndarray, self.is_causal, factor)
+            lse_rows = widen(lse._ndarray).astype(q.dtype, copy=False)[..., None]
             if np.isfinite(lse_rows).all():
                 # exp(-inf - finite) is 0 already: the probabilities overwrite the private scores
                 p = np.subtract(s, lse_rows, out=s)
@@ -321,10 +321,10 @@ def _laid_out_like(a, strides):
 
 
 def _flash_attention(query, key, value, attn_mask, is_causal, scale):
-    dtype = query._data.dtype
-    q, k, v = widen(query._data), widen(key._data), widen(value._data)
+    dtype = query._ndarray.dtype
+    q, k, v = widen(query._ndarray), widen(key._ndarray), widen(value._ndarray)
     heads = q.shape[1]
-    s = _scores(q, _repeat_kv(k, heads), None if attn_mask is None else attn_mask._data, is_causal,
+    s = _scores(q, _repeat_kv(k, heads), None if attn_mask is None else attn_mask._ndarray, is_causal,
                 _scale_factor(query, scale))
     with quiet_fp():
         top = s.max(-1, keepdims=True)
@@ -335,7 +335,7 @@ def _flash_attention(query, key, value, attn_mask, is_causal, scale):
         lse = np.where(dead, 0.0, top + np.log(np.where(dead, 1.0, total)))
         p /= np.where(dead, 1.0, total)
         out = np.matmul(p, _repeat_kv(v, heads))
-    result = wrap(_laid_out_like(narrow_to(np.asarray(out, dtype=q.dtype), dtype), query._data.strides))
+    result = wrap(_laid_out_like(narrow_to(np.asarray(out, dtype=q.dtype), dtype), query._ndarray.strides))
     if GRAD.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
         node = record_op(ScaledDotProductFlashAttentionForCpuBackward0, (query, key, value), result)
         node.is_causal, node.scale = bool(is_causal), None if scale is None else float(scale)

@@ -293,11 +293,11 @@ def _recorded(node_cls, source: Tensor, result: Tensor, resampling: _Resampling)
 
 
 def _resample(x: Tensor, resampling: _Resampling) -> Tensor:
-    return _recorded(ResampleBackward, x, wrap(resampling.apply(x._data)), resampling)
+    return _recorded(ResampleBackward, x, wrap(resampling.apply(x._ndarray)), resampling)
 
 
 def _resample_adjoint(g: Tensor, resampling: _Resampling) -> Tensor:
-    return _recorded(ResampleAdjointBackward, g, wrap(resampling.adjoint(g._data)), resampling)
+    return _recorded(ResampleAdjointBackward, g, wrap(resampling.adjoint(g._ndarray)), resampling)
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -326,7 +326,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", ali
     out = input
     # float32/float64 resample in one recorded op per axis; other dtypes through the tensor ops,
     # whose dtype rules (half precision, integers) they follow
-    fused = input._data.dtype in (np.float32, np.float64)
+    fused = input._ndarray.dtype in (np.float32, np.float64)
     # the last axis first, as torch's kernel nests its sums (it decides where NaNs from infinities go)
     for axis in (reversed(range(nd)) if fused else range(nd)):
         dim = 2 + axis
@@ -345,7 +345,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", ali
         shape[dim] = len(src)
         if fused:
             # the fraction rounded to the input's dtype, as the tensor ops below would hold it
-            out = _resample(out, _Resampling(dim, n_in, low, high, frac.astype(input._data.dtype).reshape(shape)))
+            out = _resample(out, _Resampling(dim, n_in, low, high, frac.astype(input._ndarray.dtype).reshape(shape)))
             continue
         weight_high = hookgrad.tensor(frac.reshape(shape), dtype=input.dtype)
         below = out.index_select(dim, hookgrad.tensor(low, dtype=hookgrad.int64))
@@ -415,7 +415,7 @@ def _shuffled(input: Tensor, groups: int, name: str) -> Tensor:
     batch, c = input.shape[0], input.shape[1]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels and {groups} groups.")
-    data = input._data
+    data = input._ndarray
     rest = data.shape[2:]
     return wrap(np.ascontiguousarray(data.reshape(batch, groups, c // groups, *rest).swapaxes(1, 2)).reshape(data.shape))
 
@@ -533,7 +533,7 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, trainin
     """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise."""
     if inplace:
         return _in_place(rrelu, input, lower, upper, training)
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "leaky_relu_cpu")
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "leaky_relu_cpu")
     if not training:
         return _F().leaky_relu(input, (lower + upper) / 2)
     return rrelu_with_generator(input, lower, upper)
@@ -575,7 +575,7 @@ hardshrink = hookgrad.hardshrink
 def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    _rules.refuse_kernel(input._data, _rules.INTEGRAL, "softshrink_check")
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "softshrink_check")
     return hookgrad.where(input > lambd, input - lambd,
                           hookgrad.where(input < -lambd, input + lambd, hookgrad.zeros_like(input)))
 

@@ -319,12 +319,12 @@ def _from4d(a, nd):
 
 def _bias_add(out, b):
     if b is not None:
-        out += b._data.reshape((1, -1) + (1,) * (out.ndim - 2))
+        out += b._ndarray.reshape((1, -1) + (1,) * (out.ndim - 2))
     return out
 
 
 def _bias_grad(g):
-    d = g._data
+    d = g._ndarray
     if GRAD.enabled or d.dtype.kind != "f":  # create_graph: a recorded, differentiable sum
         return g.sum((0,) + tuple(range(2, d.ndim)))
     # each (sample, channel) plane summed by a matmul with ones: 3x faster than reducing over (0, 2, 3)
@@ -385,19 +385,19 @@ class ConvolutionBackward0(Node):
                 gx = conv_transpose(g, w, None, geom, self.x_shape)
             if nf[1][0] is not None:
                 cols = self.cols
-                fresh = cols is not None and cols[1] is x._data and cols[2] == x._version_counter[0]
+                fresh = cols is not None and cols[1] is x._ndarray and cols[2] == x._version_counter[0]
                 gw = conv_weight(x, g, self.w_shape, geom, cols[0] if fresh else None)
         else:
             if nf[0][0] is not None:
                 gx = convolution(g, w, None, geom)
-                if gx._data.shape != self.x_shape:  # output_padding >= stride (allowed when < dilation)
+                if gx._ndarray.shape != self.x_shape:  # output_padding >= stride (allowed when < dilation)
                     gx = gx[tuple(slice(0, s) for s in self.x_shape)]
             if nf[1][0] is not None:
                 gw = conv_weight(g, x, self.w_shape, geom)
         self.cols = None
         if nf[2][0] is not None:
             gb = _bias_grad(g)
-            if gb._data.dtype != self.bias_dtype:  # a transposed convolution's bias may differ from the input
+            if gb._ndarray.dtype != self.bias_dtype:  # a transposed convolution's bias may differ from the input
                 gb = gb.to(wrap(np.empty(0, self.bias_dtype)).dtype)
         return gx, gw, gb
 
@@ -405,19 +405,19 @@ class ConvolutionBackward0(Node):
 def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
     nd = geom.nd
     # bfloat16 operands: float32 products and sums, the result rounded once (see _dtype.narrow_to)
-    out, cols = conv_forward_np(_as4d(widen(x._data), nd), _as4d(widen(w._data), nd), geom,
-                                None if b is None else b._data)
-    result = wrap(narrow_to(_from4d(out, nd), x._data.dtype))
+    out, cols = conv_forward_np(_as4d(widen(x._ndarray), nd), _as4d(widen(w._ndarray), nd), geom,
+                                None if b is None else b._ndarray)
+    result = wrap(narrow_to(_from4d(out, nd), x._ndarray.dtype))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed = geom, False
-        node.x_shape, node.w_shape = x._data.shape, w._data.shape
-        node.bias_shape = (0,) if b is None else b._data.shape
-        node.bias_dtype = None if b is None else b._data.dtype
+        node.x_shape, node.w_shape = x._ndarray.shape, w._ndarray.shape
+        node.bias_shape = (0,) if b is None else b._ndarray.shape
+        node.bias_dtype = None if b is None else b._ndarray.dtype
         # the im2col columns serve the weight gradient again; keep them only if it will be wanted, with
         # the input's array and version: pack hooks (which skip the version check) may hand back
         # another tensor, or this one changed in place, and then the columns are stale
-        node.cols = (cols, x._data, x._version_counter[0]) if w._requires_grad else None
+        node.cols = (cols, x._ndarray, x._version_counter[0]) if w._requires_grad else None
         node.save(x, w)  # torch packs both, whichever gradients are wanted
     return result
 
@@ -426,15 +426,15 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
     """Adjoint of ``convolution`` in its input: maps (N, O, ...) to ``out_shape`` (N, C, ...)."""
     nd = geom.nd
     shape4 = out_shape if nd == 2 else (out_shape[0], out_shape[1], 1, out_shape[2])
-    out = conv_input_grad_np(_as4d(widen(x._data), nd), _as4d(widen(w._data), nd), shape4, geom)
+    out = conv_input_grad_np(_as4d(widen(x._ndarray), nd), _as4d(widen(w._ndarray), nd), shape4, geom)
     out = np.ascontiguousarray(_from4d(out, nd))
-    result = wrap(narrow_to(_bias_add(out, b), x._data.dtype))
+    result = wrap(narrow_to(_bias_add(out, b), x._ndarray.dtype))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = record_op(ConvolutionBackward0, (x, w, b), result)
         node.geom, node.transposed, node.cols = geom, True, None
-        node.x_shape, node.w_shape, node.out_shape = x._data.shape, w._data.shape, out_shape
-        node.bias_shape = (0,) if b is None else b._data.shape
-        node.bias_dtype = None if b is None else b._data.dtype
+        node.x_shape, node.w_shape, node.out_shape = x._ndarray.shape, w._ndarray.shape, out_shape
+        node.bias_shape = (0,) if b is None else b._ndarray.shape
+        node.bias_dtype = None if b is None else b._ndarray.dtype
         node.save(x, w)  # torch packs both, whichever gradients are wanted
     return result
 
@@ -482,7 +482,7 @@ class ConvolutionBackwardBackward0(Node):
             if ggw is not None:
                 terms.append(convolution(x, ggw, None, geom))
             if ggb is not None:
-                terms.append(ggb.reshape((1, -1) + (1,) * (g._data.ndim - 2)).expand_as(g))
+                terms.append(ggb.reshape((1, -1) + (1,) * (g._ndarray.ndim - 2)).expand_as(g))
             for t in terms:
                 gg = t if gg is None else gg + t
         if nf[1][0] is not None and ggw is not None:
@@ -496,24 +496,24 @@ class ConvolutionBackwardBackward0(Node):
         incoming gradient (cut to the input's size where output_padding reached past the windows)."""
         nf = self.next_functions
         geom = self.geom
-        if ggx is not None and tuple(ggx._data.shape) != self.full_x_shape:
+        if ggx is not None and tuple(ggx._ndarray.shape) != self.full_x_shape:
             from .pooling import pad
-            extra = [f - s for f, s in zip(self.full_x_shape[2:], ggx._data.shape[2:])]
+            extra = [f - s for f, s in zip(self.full_x_shape[2:], ggx._ndarray.shape[2:])]
             ggx = pad(ggx, tuple(v for e in reversed(extra) for v in (0, e)))
         gg = gx = gw = None
         if nf[0][0] is not None:
             terms = []
             if ggx is not None:
-                terms.append(conv_transpose(ggx, w, None, geom, g._data.shape))
+                terms.append(conv_transpose(ggx, w, None, geom, g._ndarray.shape))
             if ggw is not None:
-                terms.append(conv_transpose(x, ggw, None, geom, g._data.shape))
+                terms.append(conv_transpose(x, ggw, None, geom, g._ndarray.shape))
             if ggb is not None:
-                terms.append(ggb.reshape((1, -1) + (1,) * (g._data.ndim - 2)).expand_as(g))
+                terms.append(ggb.reshape((1, -1) + (1,) * (g._ndarray.ndim - 2)).expand_as(g))
             for t in terms:
                 gg = t if gg is None else gg + t
         if nf[1][0] is not None and ggw is not None:
             gx = convolution(g, ggw, None, geom)
-            if gx._data.shape != self.x_shape:
+            if gx._ndarray.shape != self.x_shape:
                 gx = gx[tuple(slice(0, s) for s in self.x_shape)]
         if nf[2][0] is not None and ggx is not None:
             gw = conv_weight(g, ggx, self.w_shape, geom)
@@ -549,11 +549,11 @@ def _record_double_backward(first, g, x, w, results):
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
     nd = geom.nd
     w4 = w_shape if nd == 2 else (w_shape[0], w_shape[1], 1, w_shape[2])
-    gw = conv_weight_grad_np(_as4d(widen(x._data), nd), _as4d(widen(gout._data), nd), w4, geom, cols)
-    result = wrap(gw.reshape(w_shape).astype(gout._data.dtype, copy=False))
+    gw = conv_weight_grad_np(_as4d(widen(x._ndarray), nd), _as4d(widen(gout._ndarray), nd), w4, geom, cols)
+    result = wrap(gw.reshape(w_shape).astype(gout._ndarray.dtype, copy=False))
     if GRAD.enabled and (x._requires_grad or gout._requires_grad):
         node = record_op(_WeightGradientNode, (x, gout), result)
-        node.geom, node.x_shape = geom, x._data.shape
+        node.geom, node.x_shape = geom, x._ndarray.shape
         node.save(x, gout)
     return result
 
@@ -575,10 +575,10 @@ def _check_input(x, w, nd, name, groups, transposed=False, bias=None, stride=1, 
                  output_padding=0):
     """torch's argument errors for a convolution, in the order torch raises them (the dtype of the weight
     is checked later, by ``_check_dtypes``, and dilation 0 by ``_check_dilation``)."""
-    if x._data.ndim != nd + 2 and x._data.ndim != nd + 1:
+    if x._ndarray.ndim != nd + 2 and x._ndarray.ndim != nd + 1:
         raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to {name}, but got input "
-                           f"of size: {list(x._data.shape)}")
-    if not transposed and bias is not None and bias._data.dtype != x._data.dtype:
+                           f"of size: {list(x._ndarray.shape)}")
+    if not transposed and bias is not None and bias._ndarray.dtype != x._ndarray.dtype:
         raise RuntimeError(f"Input type ({_c_type_name(x)}) and bias type ({_c_type_name(bias)}) should be the same")
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
@@ -597,23 +597,23 @@ def _check_input(x, w, nd, name, groups, transposed=False, bias=None, stride=1, 
         raise RuntimeError("non-positive stride is not supported")
     if any(d < 0 for d in _tuple(dilation, nd)):
         raise RuntimeError("dilation should be greater than zero")
-    if w._data.ndim != nd + 2:
+    if w._ndarray.ndim != nd + 2:
         raise RuntimeError("weight should have at least three dimensions" if nd == 1 else
                            f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional input "
-                           f"{list(x._data.shape)}, but got {w._data.ndim}-dimensional weight of size "
-                           f"{list(w._data.shape)} instead")
-    c = x._data.shape[-nd - 1]
-    want = w._data.shape[0] if transposed else w._data.shape[1] * groups
+                           f"{list(x._ndarray.shape)}, but got {w._ndarray.ndim}-dimensional weight of size "
+                           f"{list(w._ndarray.shape)} instead")
+    c = x._ndarray.shape[-nd - 1]
+    want = w._ndarray.shape[0] if transposed else w._ndarray.shape[1] * groups
     if c != want:
         head = "Given transposed=1, weight of size" if transposed else f"Given groups={groups}, weight of size"
-        shown = ((1,) if x._data.ndim == nd + 1 else ()) + x._data.shape   # torch reports the batched shape
-        raise RuntimeError(f"{head} {list(w._data.shape)}, expected input{list(shown)} to have {want} "
+        shown = ((1,) if x._ndarray.ndim == nd + 1 else ()) + x._ndarray.shape   # torch reports the batched shape
+        raise RuntimeError(f"{head} {list(w._ndarray.shape)}, expected input{list(shown)} to have {want} "
                            f"channels, but got {c} channels instead")
-    out_channels = w._data.shape[1] * groups if transposed else w._data.shape[0]
-    if bias is not None and bias._data.shape != (out_channels,):
+    out_channels = w._ndarray.shape[1] * groups if transposed else w._ndarray.shape[0]
+    if bias is not None and bias._ndarray.shape != (out_channels,):
         head = "Given transposed=1, weight" if transposed else "Given weight"
-        raise RuntimeError(f"{head} of size {list(w._data.shape)}, expected bias to be 1-dimensional with "
-                           f"{out_channels} elements, but got bias of size {list(bias._data.shape)} instead")
+        raise RuntimeError(f"{head} of size {list(w._ndarray.shape)}, expected bias to be 1-dimensional with "
+                           f"{out_channels} elements, but got bias of size {list(bias._ndarray.shape)} instead")
 
 
 def _check_dilation(dilation, nd, transposed):
@@ -633,17 +633,17 @@ def _check_dilation(dilation, nd, transposed):
 def _check_dtypes(x, w):
     """torch's CPU error for a weight whose dtype is not the input's. (A convolution's bias must have the
     input's dtype, see ``_check_input``; a transposed convolution's need not: its result takes the input's.)"""
-    if x._data.dtype == w._data.dtype:
+    if x._ndarray.dtype == w._ndarray.dtype:
         return
     if x.dtype is _dtype.bfloat16:  # torch tries its oneDNN path for bfloat16 inputs first
         raise RuntimeError(f"Input type (CPUBFloat16Type) and weight type ({w.type()}) should be the same or input "
                            "should be a MKLDNN tensor and weight is a dense tensor")
-    raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(x._data.dtype)} but found "
-                       f"{_dtype.scalar_type_name(w._data.dtype)}")
+    raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(x._ndarray.dtype)} but found "
+                       f"{_dtype.scalar_type_name(w._ndarray.dtype)}")
 
 
 def _c_type_name(t):
-    return _C_TYPE_NAMES.get(t._data.dtype.name, t._data.dtype.name)
+    return _C_TYPE_NAMES.get(t._ndarray.dtype.name, t._ndarray.dtype.name)
 
 
 def padding_pairs(padding, kernel, dilation, stride, nd):
@@ -679,18 +679,18 @@ def check_conv_arguments(x, weight, bias, stride, padding, dilation, groups, nd,
 
 def conv_nd(x, weight, bias, stride, padding, dilation, groups, nd, name):
     check_conv_arguments(x, weight, bias, stride, padding, dilation, groups, nd, name)
-    unbatched = x._data.ndim == nd + 1
+    unbatched = x._ndarray.ndim == nd + 1
     if unbatched:
         x = x.unsqueeze(0)
-    ks = weight._data.shape[2:]
+    ks = weight._ndarray.shape[2:]
     stride, dilation = _tuple(stride, nd), _tuple(dilation, nd)
     pairs = padding_pairs(padding, ks, dilation, stride, nd)
     if nd == 1:
         geom = _Geom((1, stride[0]), (0, 0) + pairs[0], (1, dilation[0]), groups, 1)
-        sizes = (x._data.shape[2] + sum(pairs[0]),)
+        sizes = (x._ndarray.shape[2] + sum(pairs[0]),)
     else:
         geom = _Geom(stride, pairs[0] + pairs[1], dilation, groups, 2)
-        sizes = (x._data.shape[2] + sum(pairs[0]), x._data.shape[3] + sum(pairs[1]))
+        sizes = (x._ndarray.shape[2] + sum(pairs[0]), x._ndarray.shape[3] + sum(pairs[1]))
     check_kernel_fits(sizes, ks, dilation)
     _check_dtypes(x, weight)
     out = convolution(x, weight, bias, geom)
@@ -701,14 +701,14 @@ def laid_out_as_torch(out: Tensor, x: Tensor, weight: Tensor) -> Tensor:
     """A convolution's fresh result, channels-last in memory where torch's is: when the input or the
     weight is channels-last (and not also row-major). Only the strides change: same values, no op."""
     from ... import _memory_format
-    name = {4: _memory_format.CHANNELS_LAST, 5: _memory_format.CHANNELS_LAST_3D}.get(out._data.ndim)
+    name = {4: _memory_format.CHANNELS_LAST, 5: _memory_format.CHANNELS_LAST_3D}.get(out._ndarray.ndim)
     if name is None:
         return out
     for t in (x, weight):
-        data = t._data
-        if data.ndim == out._data.ndim and not data.flags.c_contiguous and _memory_format.is_contiguous(data, name):
-            if not _memory_format.is_contiguous(out._data, name):
-                out._data = _memory_format.copy(out._data, name)
+        data = t._ndarray
+        if data.ndim == out._ndarray.ndim and not data.flags.c_contiguous and _memory_format.is_contiguous(data, name):
+            if not _memory_format.is_contiguous(out._ndarray, name):
+                out._ndarray = _memory_format.copy(out._ndarray, name)
             break
     return out
 
@@ -737,12 +737,12 @@ def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, 
     _check_input(x, weight, nd, name, groups, transposed=True, bias=bias, stride=stride, padding=padding,
                  dilation=dilation, output_padding=output_padding)
     _check_dilation(dilation, nd, transposed=True)
-    c_out = weight._data.shape[1] * groups
-    unbatched = x._data.ndim == nd + 1
+    c_out = weight._ndarray.shape[1] * groups
+    unbatched = x._ndarray.ndim == nd + 1
     if unbatched:
         x = x.unsqueeze(0)
     stride, padding, output_padding, dilation, outs = transposed_geometry(
-        x._data.shape[2:], weight._data.shape[2:], stride, padding, output_padding, dilation, nd, name)
+        x._ndarray.shape[2:], weight._ndarray.shape[2:], stride, padding, output_padding, dilation, nd, name)
     _check_dtypes(x, weight)
     # the adjoint of a convolution of an input of size ``outs``; output_padding adds rows at the end that
     # the convolution's windows never reach, which the padding on that side accounts for
@@ -751,5 +751,5 @@ def conv_transpose_nd(x, weight, bias, stride, padding, output_padding, groups, 
     else:
         geom = _Geom(stride, (padding[0], padding[0], padding[1], padding[1]), dilation, groups, 2)
     # a convolution over ``outs`` must give exactly ``ins`` outputs: check, and pad the far side if needed
-    out = conv_transpose(x, weight, bias, geom, (x._data.shape[0], c_out) + outs)
+    out = conv_transpose(x, weight, bias, geom, (x._ndarray.shape[0], c_out) + outs)
     return out.squeeze(0) if unbatched else out

@@ -135,13 +135,13 @@ def _record_window_op(node_cls, source: Tensor, result: Tensor, *geometry):
 
 
 def _gather_windows(x: Tensor, kernel, stride, dilation, out_sizes, channels_last) -> Tensor:
-    cols = wrap(_gather_windows_np(x._data, kernel, stride, dilation, out_sizes, channels_last))
-    return _record_window_op(WindowGatherBackward, x, cols, x._data.shape, kernel, stride, dilation, out_sizes,
+    cols = wrap(_gather_windows_np(x._ndarray, kernel, stride, dilation, out_sizes, channels_last))
+    return _record_window_op(WindowGatherBackward, x, cols, x._ndarray.shape, kernel, stride, dilation, out_sizes,
                              channels_last)
 
 
 def _scatter_windows(cols: Tensor, in_shape, kernel, stride, dilation, out_sizes, channels_last) -> Tensor:
-    out = wrap(_scatter_windows_np(cols._data, in_shape, kernel, stride, dilation, out_sizes, channels_last))
+    out = wrap(_scatter_windows_np(cols._ndarray, in_shape, kernel, stride, dilation, out_sizes, channels_last))
     return _record_window_op(WindowScatterBackward, cols, out, in_shape, kernel, stride, dilation, out_sizes,
                              channels_last)
 
@@ -191,7 +191,7 @@ def _record_shift_op(node_cls, source: Tensor, result: Tensor, in_shape, shifts,
 def _shifted_gather(x: Tensor, in_shape, shifts, out_sizes) -> Tensor:
     """x (N, C, *S) -> (N, C * K, length): row (c, tap) is x_flat[n, c, shift[tap]:][:length],
     ``length`` the first ``out_sizes[0]`` rows of the grid."""
-    data = x._data.reshape(in_shape)
+    data = x._ndarray.reshape(in_shape)
     length = out_sizes[0] * math.prod(in_shape[3:])
     batch, channels = data.shape[:2]
     flat = data.reshape(batch, channels, math.prod(in_shape[2:]))
@@ -207,7 +207,7 @@ def _shifted_gather(x: Tensor, in_shape, shifts, out_sizes) -> Tensor:
 
 def _shifted_scatter(cols: Tensor, in_shape, shifts, out_sizes) -> Tensor:
     """The adjoint of ``_shifted_gather``: each row added back at its shift."""
-    data = cols._data
+    data = cols._ndarray
     batch, channels = in_shape[:2]
     size = math.prod(in_shape[2:])
     length = out_sizes[0] * math.prod(in_shape[3:])
@@ -250,8 +250,8 @@ def convolution_nd(x: Tensor, weight: Tensor, bias, stride, padding, dilation, g
     batch, channels = x.shape[0], x.shape[1]
     out_channels = weight.shape[0]
     group_in, group_out = channels // groups, out_channels // groups
-    if (groups == 1 and all(st == 1 for st in stride) and np.isfinite(x._data).all()
-            and np.isfinite(weight._data).all()):
+    if (groups == 1 and all(st == 1 for st in stride) and np.isfinite(x._ndarray).all()
+            and np.isfinite(weight._ndarray).all()):
         out = _convolution_unit_stride(x, weight, dilation, out_sizes)
         if bias is not None:
             return out + bias.reshape(1, out_channels, *([1] * nd))
@@ -317,8 +317,8 @@ def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, grou
         tuple(x.shape[-nd:]), tuple(weight.shape[2:]), stride, padding, output_padding, dilation, nd, name)
     _check_dtypes(x, weight)
     if bias is not None and bias.dtype != x.dtype:  # torch's 3-d kernel, unlike its 1-d and 2-d ones, refuses it
-        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(x._data.dtype)} but found "
-                           f"{_dtype.scalar_type_name(bias._data.dtype)}")
+        raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(x._ndarray.dtype)} but found "
+                           f"{_dtype.scalar_type_name(bias._ndarray.dtype)}")
     unbatched = x.dim() == nd + 1
     out = conv_transpose_nd_generic(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding,
                                     output_padding, groups, dilation)

@@ -79,9 +79,9 @@ class CtcLossBackward0(Node):
 
     def apply(self, grads):
         log_probs, targets, nll, log_alpha = self.saved()
-        lp_all = log_probs._data.astype(np.float64)
-        tg, nll_d = targets._data, nll._data.astype(np.float64)
-        gout = grads[0]._data.astype(np.float64)
+        lp_all = log_probs._ndarray.astype(np.float64)
+        tg, nll_d = targets._ndarray, nll._ndarray.astype(np.float64)
+        gout = grads[0]._ndarray.astype(np.float64)
         grad = np.zeros(lp_all.shape, dtype=np.float64)
         for b in range(lp_all.shape[1]):
             steps = self.input_lengths[b]
@@ -89,7 +89,7 @@ class CtcLossBackward0(Node):
                 continue
             ext = _extended(_sample_targets(tg, self.target_lengths, b, self.offsets), self.blank)
             lp = lp_all[:steps, b]
-            la = log_alpha._data[b, :steps, :len(ext)].astype(np.float64)
+            la = log_alpha._ndarray[b, :steps, :len(ext)].astype(np.float64)
             lb = _beta(lp, ext, _skip_allowed(ext, self.blank))
             # log of sum over the states of each class of alpha * beta, per step and class
             lcab = np.full(lp.shape, -np.inf)
@@ -98,9 +98,9 @@ class CtcLossBackward0(Node):
                 lcab[:, cls] = _logsumexp(lcab[:, cls], both[:, s])
             with quiet_fp():
                 grad[:steps, b] = (np.exp(lp) - np.exp(lcab + nll_d[b] - lp)) * gout[b]
-        result = wrap(grad.astype(log_probs._data.dtype))
+        result = wrap(grad.astype(log_probs._ndarray.dtype))
         if GRAD.enabled and (grads[0]._requires_grad or log_probs._requires_grad):
-            result = wrap(result._data)
+            result = wrap(result._ndarray)
             record_op(_CtcDoubleBackward, (grads[0], log_probs), result)
         return result, None
 
@@ -111,7 +111,7 @@ _CtcDoubleBackward = no_derivative_node("_ctc_loss_backward")
 
 def _lengths(value, name):
     if isinstance(value, Tensor):
-        return [int(v) for v in value._data.reshape(-1)]
+        return [int(v) for v in value._ndarray.reshape(-1)]
     if isinstance(value, (int, np.integer)):
         return [int(value)]
     return [int(v) for v in value]
@@ -119,7 +119,7 @@ def _lengths(value, name):
 
 def _ctc_nll(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity):
     """Per-sample negative log likelihoods (N,) of a (T, N, C) ``log_probs``, recorded as one node."""
-    lp_all = log_probs._data
+    lp_all = log_probs._ndarray
     steps, batch, classes = lp_all.shape
     if len(input_lengths) != batch:
         raise RuntimeError("input_lengths must be of size batch_size")
@@ -127,7 +127,7 @@ def _ctc_nll(log_probs, targets, input_lengths, target_lengths, blank, zero_infi
         raise RuntimeError("target_lengths must be of size batch_size")
     if not 0 <= blank < classes:
         raise RuntimeError("blank must be in label range")
-    tg = targets._data
+    tg = targets._ndarray
     offsets = np.concatenate(([0], np.cumsum(target_lengths)[:-1])).astype(np.int64)
     if tg.ndim == 1:
         if tg.shape[0] != sum(target_lengths):

@@ -85,8 +85,8 @@ def _fractional(input, kernel_size, output_size, output_ratio, return_indices, s
         if out[d] + kernel[d] - 1 > spatial[d]:
             dim = _DIM_NAMES[nd][d]
             raise RuntimeError(f"{name}(): pool {dim} {kernel[d]} too large relative to input {dim} {spatial[d]}")
-    data = x._data
-    u = samples._data
+    data = x._ndarray
+    u = samples._ndarray
     dtype = data.dtype if data.dtype.kind == "f" else np.dtype(np.float32)
     indices = np.empty((n, c) + out, dtype=np.int64)
     # torch's samples are ordered last spatial dim first for 2-d (width, height), first dim first for 3-d

@@ -59,7 +59,7 @@ class LinearMapNode(Node):
                 # torch's backward node of a pooling backward has edges to the gradient and to the
                 # input (whose gradient is zeros): a second pass runs the input's history too
                 node.next_functions = node.next_functions + (edge(x),)
-                node.constant_input = (x._data.shape, x._data.dtype)
+                node.constant_input = (x._ndarray.shape, x._ndarray.dtype)
             return backward_results(self.constant_in_input, (g, x), (out,))
         return (out,)
 
@@ -67,7 +67,7 @@ class LinearMapNode(Node):
         """The adjoint kernel over the indices as unpacked now, as torch's backward reads them: a freed
         graph raises, saved-tensor unpack hooks run and what they return is used."""
         (indices,) = self.saved()
-        data = indices._data
+        data = indices._ndarray
         if data.dtype.kind not in "iu":
             raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the following scalar "
                                f"types: Long, Int; but got {indices.type()} instead (while checking arguments for "
@@ -103,7 +103,7 @@ def linear_map(x: Tensor, fwd, adj, node_cls, value=None, args=None) -> Tensor:
     ``args``: what the node class's ``saved_values`` read.
     """
     # bfloat16: the kernel runs in float32 and its result is rounded once (as torch's)
-    result = wrap(narrow_to(fwd(widen(x._data)), x._data.dtype) if value is None else value)
+    result = wrap(narrow_to(fwd(widen(x._ndarray)), x._ndarray.dtype) if value is None else value)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.fwd, node.adj = fwd, adj

@@ -52,15 +52,15 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
 
 
 def _broadcast_pair(x, t, warn=True):
-    if x._data.shape != t._data.shape:
+    if x._ndarray.shape != t._ndarray.shape:
         if warn:
-            warnings.warn(f"Using a target size ({_size(t._data.shape)}) that is different to the input size "
-                          f"({_size(x._data.shape)}). This will likely lead to incorrect results due to "
+            warnings.warn(f"Using a target size ({_size(t._ndarray.shape)}) that is different to the input size "
+                          f"({_size(x._ndarray.shape)}). This will likely lead to incorrect results due to "
                           f"broadcasting. Please ensure they have the same size.", UserWarning, stacklevel=3)
         try:
-            shape = np.broadcast_shapes(x._data.shape, t._data.shape)
+            shape = np.broadcast_shapes(x._ndarray.shape, t._ndarray.shape)
         except ValueError:
-            a, b = x._data.shape, t._data.shape
+            a, b = x._ndarray.shape, t._ndarray.shape
             n = max(len(a), len(b))
             a, b = (1,) * (n - len(a)) + a, (1,) * (n - len(b)) + b
             for i in range(n - 1, -1, -1):
@@ -92,7 +92,7 @@ class _PointwiseLossBackward(Node):
         d = x - t
         local = self.local(d)
         if self.reduction == "mean":
-            g = g / d._data.size
+            g = g / d._ndarray.size
         gx = local * g
         nf = self.next_functions
         return (gx if nf[0][0] is not None else None, -gx if nf[1][0] is not None else None)
@@ -112,7 +112,7 @@ class SmoothL1LossBackward0(_PointwiseLossBackward):
 
     def local(self, d):
         beta = self.param
-        inside = wrap(np.abs(d._data) < beta)
+        inside = wrap(np.abs(d._ndarray) < beta)
         return pointwise.where(inside, d / beta, d.sign())
 
 
@@ -122,7 +122,7 @@ class HuberLossBackward0(_PointwiseLossBackward):
 
     def local(self, d):
         delta = self.param
-        inside = wrap(np.abs(d._data) <= delta)
+        inside = wrap(np.abs(d._ndarray) <= delta)
         return pointwise.where(inside, d, d.sign() * delta)
 
     def apply(self, grads):
@@ -162,7 +162,7 @@ def _pointwise_loss(node_cls, x, t, reduction, values, param=None):
 def _weighted(loss, weight, reduction, input, normalize_by_weight=True):
     """torch's weighted regression losses: same-size weights; 'mean' divides by the weights' sum
     (MSE, L1) or by the element count (Huber)."""
-    if weight._data.shape != input._data.shape:
+    if weight._ndarray.shape != input._ndarray.shape:
         raise ValueError("Weights and input must have the same size.")
     loss = loss * weight
     if reduction == "mean" and normalize_by_weight:
@@ -176,7 +176,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     x, t = _broadcast_pair(input, target)
     if weight is not None:
         return _weighted((x - t) ** 2, weight, reduction, input)
-    d = x._data - t._data
+    d = x._ndarray - t._ndarray
     return _pointwise_loss(MseLossBackward0, x, t, reduction, d * d)
 
 
@@ -198,7 +198,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0.0:
         return l1_loss(input, target, reduction=reduction)
     x, t = _broadcast_pair(input, target)
-    a = np.abs(x._data - t._data)
+    a = np.abs(x._ndarray - t._ndarray)
     with _err():
         vals = np.where(a < beta, 0.5 * a * a / beta, a - 0.5 * beta).astype(a.dtype, copy=False)
     return _pointwise_loss(SmoothL1LossBackward0, x, t, reduction, vals, beta)
@@ -209,12 +209,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     x, t = _broadcast_pair(input, target)
-    a = np.abs(x._data - t._data)
+    a = np.abs(x._ndarray - t._ndarray)
     # the loss takes the input's dtype, whatever the target's
-    vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(x._data.dtype, copy=False)
+    vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(x._ndarray.dtype, copy=False)
     loss = _pointwise_loss(HuberLossBackward0, x, t, "none" if weight is not None else reduction, vals, delta)
     if isinstance(loss.grad_fn, HuberLossBackward0):
-        loss.grad_fn.dtypes = (x._data.dtype, t._data.dtype) if x._data.dtype != t._data.dtype else None
+        loss.grad_fn.dtypes = (x._ndarray.dtype, t._ndarray.dtype) if x._ndarray.dtype != t._ndarray.dtype else None
     if weight is not None:
         return _weighted(loss, weight, reduction, input, normalize_by_weight=False)
     return loss
@@ -231,9 +231,9 @@ class NllLossBackward0(Node):
         g = grads[0]
         # coef holds -w_i/denominator at each target position (input layout); the rest is zero
         if self.reduction == "none":
-            g = g.unsqueeze(1) if g._data.ndim >= 1 and len(self.coef.shape) > 1 else g
+            g = g.unsqueeze(1) if g._ndarray.ndim >= 1 and len(self.coef.shape) > 1 else g
         if not GRAD.enabled:
-            return (wrap(self.coef * g._data),)
+            return (wrap(self.coef * g._ndarray),)
         return (wrap(self.coef) * g,)
 
 
@@ -242,7 +242,7 @@ class NllLoss2DBackward0(NllLossBackward0):
 
 
 def _target_checks(x, t, class_dim):
-    xd, td = x._data, t._data
+    xd, td = x._ndarray, t._ndarray
     if td.dtype.kind == "f" or td.dtype.kind == "b" or td.dtype not in (np.int64, np.uint8):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {scalar_type_name(td.dtype)}")
 
@@ -251,7 +251,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x, t = input, target
-    xd, td = x._data, t._data
+    xd, td = x._ndarray, t._ndarray
     if xd.ndim < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {xd.ndim})")
     if xd.ndim == 2 and td.ndim != 1:
@@ -266,9 +266,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                            f"Expected target size {list((xd.shape[0],) + xd.shape[2:])}, got {list(td.shape)}")
     _target_checks(x, t, 1)
     c = xd.shape[1] if xd.ndim >= 2 else xd.shape[0]
-    if weight is not None and weight._data.shape != (c,):
+    if weight is not None and weight._ndarray.shape != (c,):
         raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no classes but got "
-                           f"weight tensor of shape: {list(weight._data.shape)}")
+                           f"weight tensor of shape: {list(weight._ndarray.shape)}")
     if xd.ndim == 2 and weight is None and reduction == "mean" and ignore_index < 0 and td.size:
         fast = _nll_mean_all_valid(x, xd, td.astype(np.int64, copy=False), c, t)
         if fast is not None:
@@ -286,7 +286,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     picked = x2[rows, safe]
     w = valid.astype(xd.dtype)
     if weight is not None:
-        w = w * weight._data[safe].astype(xd.dtype, copy=False)
+        w = w * weight._ndarray[safe].astype(xd.dtype, copy=False)
     losses = -w * picked
     if reduction == "none":
         out = losses.reshape(td.shape)
@@ -345,40 +345,40 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     x, t = input, target
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    class_dim = 1 if x._data.ndim >= 2 else 0
-    c = x._data.shape[class_dim]
+    class_dim = 1 if x._ndarray.ndim >= 2 else 0
+    c = x._ndarray.shape[class_dim]
     logp = _rops.log_softmax(x, class_dim)
-    if t._data.shape == x._data.shape:
-        if not is_floating_np(t._data.dtype):
+    if t._ndarray.shape == x._ndarray.shape:
+        if not is_floating_np(t._ndarray.dtype):
             raise RuntimeError(f"Expected floating point type for target with class probabilities, got "
-                               f"{scalar_type_name(t._data.dtype)}")
+                               f"{scalar_type_name(t._ndarray.dtype)}")
         if label_smoothing > 0:
             t = t * (1 - label_smoothing) + label_smoothing / c
         prod = logp * t
         if weight is not None:
-            prod = prod * weight.reshape((1, c) + (1,) * (x._data.ndim - 2) if class_dim else (c,))
+            prod = prod * weight.reshape((1, c) + (1,) * (x._ndarray.ndim - 2) if class_dim else (c,))
         if reduction == "none":
             return -prod.sum(class_dim)
         total = -prod.sum()
         if reduction == "mean" and class_dim:
-            return total / (x._data.size // c if x._data.size else 0)
+            return total / (x._ndarray.size // c if x._ndarray.size else 0)
         return total
     nll = nll_loss(logp, t, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0:
         return nll
-    ignore = wrap(t._data == ignore_index)
+    ignore = wrap(t._ndarray == ignore_index)
     if weight is not None:
-        wshape = (1, c) + (1,) * (x._data.ndim - 2) if class_dim else (c,)
+        wshape = (1, c) + (1,) * (x._ndarray.ndim - 2) if class_dim else (c,)
         smooth = -(logp * weight.reshape(wshape)).sum(class_dim)
     else:
         smooth = -logp.sum(class_dim)
     smooth = smooth.masked_fill(ignore, 0.0)
     if reduction == "mean":
         if weight is not None:
-            td = t._data[~ignore._data]
-            denom = wrap(np.asarray(weight._data[td].sum(), dtype=weight._data.dtype))
+            td = t._ndarray[~ignore._ndarray]
+            denom = wrap(np.asarray(weight._ndarray[td].sum(), dtype=weight._ndarray.dtype))
         else:
-            denom = wrap(np.asarray((~ignore._data).sum()))
+            denom = wrap(np.asarray((~ignore._ndarray).sum()))
         ret = smooth.sum() / denom
     elif reduction == "sum":
         ret = smooth.sum()
@@ -396,7 +396,7 @@ class _BinaryCrossEntropyNode(Node):
         g = grads[0]
         x, t = self.saved()[:2]
         if self.reduction == "mean":
-            g = g / x._data.size
+            g = g / x._ndarray.size
         return g, x, t
 
 
@@ -425,8 +425,8 @@ class BinaryCrossEntropyBackward0(_BinaryCrossEntropyNode):
 def _refuse_other_size(x, t, message: str) -> None:
     """The binary cross entropies take a target of the input's size only: torch's ValueError
     ``message``, with the two sizes filled in, otherwise."""
-    if t._data.shape != x._data.shape:
-        raise ValueError(message.format(target=_size(t._data.shape), input=_size(x._data.shape)))
+    if t._ndarray.shape != x._ndarray.shape:
+        raise ValueError(message.format(target=_size(t._ndarray.shape), input=_size(x._ndarray.shape)))
 
 
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -435,18 +435,18 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     x, t = input, target
     _refuse_other_size(x, t, "Using a target size ({target}) that is different to the input size ({input}) is "
                              "deprecated. Please ensure they have the same size.")
-    xd, td = x._data, t._data
+    xd, td = x._ndarray, t._ndarray
     if td.dtype != xd.dtype:
         from ..._dtype import scalar_type_name
         raise RuntimeError(f"Found dtype {scalar_type_name(td.dtype)} but expected {scalar_type_name(xd.dtype)}")
     if ((xd < 0) | (xd > 1)).any():
         raise RuntimeError("all elements of input should be between 0 and 1")
     if weight is not None:
-        weight = weight.expand(x._data.shape) if weight._data.shape != x._data.shape else weight
+        weight = weight.expand(x._ndarray.shape) if weight._ndarray.shape != x._ndarray.shape else weight
     with _err():
         vals = -(td * np.maximum(np.log(xd), -100) + (1 - td) * np.maximum(np.log1p(-xd), -100))
     if weight is not None:
-        vals = vals * weight._data
+        vals = vals * weight._ndarray
     result = wrap(_reduced(vals.astype(xd.dtype, copy=False), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
         node = record_op(BinaryCrossEntropyBackward0, (x, t), result)
@@ -496,7 +496,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     _check_reduction(reduction)
     x, t = input, target
     _refuse_other_size(x, t, "Target size ({target}) must be the same as input size ({input})")
-    xd, td = x._data, t._data
+    xd, td = x._ndarray, t._ndarray
     if td.dtype.kind == "b":
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` or "
                            "`logical_xor()` operator instead.")
@@ -507,12 +507,12 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     with _err():
         sp_neg = np.logaddexp(0, -xd)  # -log(sigmoid(x))
         if pos_weight is not None:
-            pw = pos_weight._data
+            pw = pos_weight._ndarray
             vals = (1 - td) * xd + (1 + (pw - 1) * td) * sp_neg
         else:
             vals = (1 - td) * xd + sp_neg
     if weight is not None:
-        vals = vals * weight._data
+        vals = vals * weight._ndarray
     # torch computes into a tensor of the target's type: a float64 target gives a float64 loss
     result = wrap(_reduced(np.asarray(vals, dtype=td.dtype), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
@@ -540,16 +540,16 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = t.exp() * (t - x)
     else:
         if t._requires_grad and GRAD.enabled:
-            xlogy = pointwise.where(t > 0, t * t.clamp(min=1e-38 if t._data.dtype == np.float32 else 1e-308).log(),
+            xlogy = pointwise.where(t > 0, t * t.clamp(min=1e-38 if t._ndarray.dtype == np.float32 else 1e-308).log(),
                                     0.0)
         else:
-            td = t._data
+            td = t._ndarray
             with _err():
                 xlogy = wrap(np.where(td == 0, 0, td * np.log(np.where(td == 0, 1, td))).astype(td.dtype,
                                                                                              copy=False))
         loss = xlogy - t * x
     if reduction_ == "batchmean":
-        if x._data.ndim == 0:
+        if x._ndarray.ndim == 0:
             return loss.sum()
-        return loss.sum() / x._data.shape[0]
+        return loss.sum() / x._ndarray.shape[0]
     return _reduce(loss, reduction_)

@@ -186,7 +186,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise ValueError("weight must be one-dimensional")
     rows = _class_rows(input)
     n, c = rows.shape
-    t = target._data.reshape(-1)
+    t = target._ndarray.reshape(-1)
     if t.size != n or (input.dim() == 2 and target.dim() != 1) or (input.dim() < 2 and target.dim() > 1):
         raise RuntimeError(f"inconsistent target size, expected {n} but got {_sizes(target)}")
     if t.size and (t.min() < 0 or t.max() >= c):
@@ -199,7 +199,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * weight.index_select(0, wrap(t.astype(np.int64))).unsqueeze(1)
     others = np.ones((n, c), dtype=bool)
     others[np.arange(n), t] = False
-    loss = (z * wrap(others.astype(rows._data.dtype))).sum(1) / c
+    loss = (z * wrap(others.astype(rows._ndarray.dtype))).sum(1) / c
     if input.dim() < 2:
         loss = loss.reshape(())
     return _reduce(loss, reduction)
@@ -213,8 +213,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     n, c = rows.shape
     if tuple(target.shape) != tuple(input.shape):
         raise RuntimeError(f"inconsistent target size: {_sizes(target)} for input of size: {_sizes(input)}")
-    t = target._data.reshape(n, c)
-    counts = np.zeros((n, c), dtype=rows._data.dtype)
+    t = target._ndarray.reshape(n, c)
+    counts = np.zeros((n, c), dtype=rows._ndarray.dtype)
     for row in range(n):
         for cls in t[row]:
             if cls < 0:
@@ -222,7 +222,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
             if cls >= c:
                 raise RuntimeError("target out of range")
             counts[row, cls] += 1
-    others = (counts == 0).astype(rows._data.dtype)
+    others = (counts == 0).astype(rows._ndarray.dtype)
     pair_weight = wrap(counts[:, :, None] * others[:, None, :])
     z = (1 - rows.unsqueeze(2) + rows.unsqueeze(1)).relu()
     loss = (z * pair_weight).sum((1, 2)) / c

@@ -66,7 +66,7 @@ class _NormBackward(Node):
     def _apply_arrays(self, g, x, w, saved):
         """The first-order backward on NumPy arrays."""
         nf = self.next_functions
-        gd, xd = g._data, x._data
+        gd, xd = g._ndarray, x._ndarray
         view, axes = self.view, self.axes
         mean, invstd = self._statistics(saved)
         with _err():
@@ -74,7 +74,7 @@ class _NormBackward(Node):
             xhat *= invstd                       # in view's shape
             gx = gw = gb = None
             if nf[0][0] is not None:
-                gv = (gd * w._data.reshape(self.affine) if w is not None else gd).reshape(view)
+                gv = (gd * w._ndarray.reshape(self.affine) if w is not None else gd).reshape(view)
                 if self.batch_stats:
                     centre = _mean_keepdims(gv, axes)
                     gv_xhat = gv * xhat
@@ -88,7 +88,7 @@ class _NormBackward(Node):
             if nf[1][0] is not None:
                 xhat = xhat.reshape(xd.shape)
                 gw = wrap(np.asarray(_sum_over(np.multiply(gd, xhat, out=xhat), self.affine_axes),
-                                     dtype=w._data.dtype))
+                                     dtype=w._ndarray.dtype))
             if nf[2][0] is not None:
                 gb = wrap(np.asarray(_sum_over(gd, self.affine_axes), dtype=gd.dtype))
         return gx, gw, gb
@@ -120,7 +120,7 @@ class _NormBackward(Node):
             mean, invstd = (wrap(a) for a in self._statistics(saved))
             d = xv - mean
         xhat_v = d * invstd
-        xhat = xhat_v.reshape(x._data.shape)
+        xhat = xhat_v.reshape(x._ndarray.shape)
         gx = gw = gb = None
         if nf[0][0] is not None:
             gxhat = g * w.reshape(self.affine) if w is not None else g
@@ -129,7 +129,7 @@ class _NormBackward(Node):
                 gxv = (gv - gv.mean(axes, keepdim=True) - xhat_v * (gv * xhat_v).mean(axes, keepdim=True)) * invstd
             else:
                 gxv = gv * invstd
-            gx = gxv.reshape(x._data.shape)
+            gx = gxv.reshape(x._ndarray.shape)
         if nf[1][0] is not None:
             gw = _sum(g * xhat, self.affine_axes)
         if nf[2][0] is not None:
@@ -282,7 +282,7 @@ class NativeBatchNormBackward0(_NormBackward):
             return self.mean, self.invstd
         # evaluation mode reads the running statistics as they are now, as torch's saved references do
         # (a training-mode forward in between updates them in place)
-        running_mean, running_var = saved[2]._data, saved[3]._data
+        running_mean, running_var = saved[2]._ndarray, saved[3]._ndarray
         dtype = self.mean.dtype
         with _err():
             mean = running_mean.reshape(self.affine).astype(dtype, copy=False)
@@ -312,7 +312,7 @@ class NativeGroupNormBackward0(_NormBackward):
 
 def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, mean=None, var=None):
     """Shared forward: statistics (from the batch unless given), normalization, affine, recording."""
-    xd = widen(x._data)  # bfloat16: statistics and normalization in float32, the output rounded once
+    xd = widen(x._ndarray)  # bfloat16: statistics and normalization in float32, the output rounded once
     xv = xd.reshape(view)
     batch_stats = mean is None
     with _err():
@@ -327,10 +327,10 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
         out *= invstd  # xv - mean is a fresh array: normalized in place
         out = out.reshape(xd.shape)
     if weight is not None:
-        out *= weight._data.reshape(affine)
+        out *= weight._ndarray.reshape(affine)
     if bias is not None:
-        out += bias._data.reshape(affine)
-    result = wrap(narrow_to(out, x._data.dtype))
+        out += bias._ndarray.reshape(affine)
+    result = wrap(narrow_to(out, x._ndarray.dtype))
     if GRAD.enabled and (x._requires_grad or (weight is not None and weight._requires_grad)
                          or (bias is not None and bias._requires_grad)):
         node = record_op(node_cls, (x, weight, bias), result)
@@ -344,14 +344,14 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
 
 
 def _check_len(t, name, c):
-    if t is not None and t._data.size != c:
-        raise RuntimeError(f"{name} should contain {c} elements not {t._data.size}")
+    if t is not None and t._ndarray.size != c:
+        raise RuntimeError(f"{name} should contain {c} elements not {t._ndarray.size}")
 
 
 def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1,
                eps=1e-5) -> Tensor:
     x = input
-    xd = x._data
+    xd = x._ndarray
     if xd.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {xd.ndim}D input)")
     c = xd.shape[1]
@@ -375,18 +375,18 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
         # the running statistics are updated inside the kernel, as torch's are: no version bump, so a
         # graph that saved them stays usable after another training-mode forward
         if running_mean is not None:
-            rm = running_mean._data
+            rm = running_mean._ndarray
             rm *= (1 - momentum)
             rm += (momentum * mean.reshape(-1)).astype(rm.dtype, copy=False)
         if running_var is not None:
-            rv = running_var._data
+            rv = running_var._ndarray
             rv *= (1 - momentum)
             rv += (momentum * var.reshape(-1) * (n / (n - 1))).astype(rv.dtype, copy=False)
         return result
     if running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
-    mean = running_mean._data.reshape(affine).astype(xd.dtype, copy=False)
-    var = running_var._data.reshape(affine).astype(xd.dtype, copy=False)
+    mean = running_mean._ndarray.reshape(affine).astype(xd.dtype, copy=False)
+    var = running_var._ndarray.reshape(affine).astype(xd.dtype, copy=False)
     result, _, _ = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps, mean, var)
     _save_batch_norm(result, x, weight, running_mean, running_var, False)
     return result
@@ -402,7 +402,7 @@ def _save_batch_norm(result, x, weight, running_mean, running_var, training):
     if training:
         stats = wrap(node.mean.reshape(-1)), wrap(node.invstd.reshape(-1))
     else:
-        stats = wrap(np.empty(0, x._data.dtype)), wrap(np.empty(0, x._data.dtype))
+        stats = wrap(np.empty(0, x._ndarray.dtype)), wrap(np.empty(0, x._ndarray.dtype))
     node.save(x, weight, running_mean, running_var, *stats)
 
 
@@ -412,7 +412,7 @@ def _size_repr(size):
 
 def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps=1e-5) -> Tensor:
     x = input
-    xd = x._data
+    xd = x._ndarray
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
     ns = tuple(int(s) for s in normalized_shape)
@@ -421,9 +421,9 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps=1e-5
         raise RuntimeError(f"Given normalized_shape={list(ns)}, expected input with shape [*, "
                            f"{', '.join(str(s) for s in ns)}], but got input of size{list(xd.shape)}")
     for t, name in ((weight, "weight"), (bias, "bias")):
-        if t is not None and tuple(t._data.shape) != ns:
+        if t is not None and tuple(t._ndarray.shape) != ns:
             raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got {name} of shape "
-                               f"{list(t._data.shape)} and normalized_shape = {list(ns)}")
+                               f"{list(t._ndarray.shape)} and normalized_shape = {list(ns)}")
     axes = tuple(range(xd.ndim - k, xd.ndim))
     lead = tuple(range(xd.ndim - k))
     result, _, _ = _normalize(NativeLayerNormBackward0, x, weight, bias, xd.shape, axes, ns, lead, eps)
@@ -432,7 +432,7 @@ def layer_norm(input: Tensor, normalized_shape, weight=None, bias=None, eps=1e-5
 
 def group_norm(input: Tensor, num_groups: int, weight=None, bias=None, eps=1e-5) -> Tensor:
     x = input
-    xd = x._data
+    xd = x._ndarray
     if xd.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received {xd.ndim}")
     n, c = xd.shape[:2]

@@ -68,7 +68,7 @@ def _pool_args(name, x, kernel_size, stride, padding, dilation, nd=2):
 
 def _check_dims(x, nd, name):
     """torch's rank check of each pooling op, in that op's own words (they differ from op to op)."""
-    shape = x._data.shape
+    shape = x._ndarray.shape
     ranks_ok = len(shape) in (nd + 1, nd + 2)
     if name in ("avg_pool1d", "adaptive_avg_pool1d") and not ranks_ok:
         raise RuntimeError(f"Expected 2 to 3 dimensions, but got {len(shape)}-dimensional tensor for argument #1 "
@@ -290,7 +290,7 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
                             need_indices=True):
     _check_dims(x, 2, "max_pool2d")
     (kh, kw), (sh, sw), (ph, pw), (dh, dw) = _pool_args("max", x, kernel_size, stride, padding, dilation)
-    data, unbatched = _as4(x._data)
+    data, unbatched = _as4(x._ndarray)
     n, c, h, w = data.shape
     ho, wo = _pool_out(h, kh, sh, ph, dh, ceil_mode), _pool_out(w, kw, sw, pw, dw, ceil_mode)
     if ho <= 0 or wo <= 0:
@@ -300,7 +300,7 @@ def max_pool2d_with_indices(x: Tensor, kernel_size, stride=None, padding=0, dila
     g.kh, g.kw, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.ho, g.wo = kh, kw, sh, sw, ph, pw, dh, dw, ho, wo
     g.eb = max(0, (ho - 1) * sh + dh * (kh - 1) + 1 - h - 2 * ph)
     g.er = max(0, (wo - 1) * sw + dw * (kw - 1) + 1 - w - 2 * pw)
-    g.shape, g._idx, g._arg, g.pair = x._data.shape, None, None, None
+    g.shape, g._idx, g._arg, g.pair = x._ndarray.shape, None, None, None
     wants_winner = need_indices or (GRAD.enabled and x._requires_grad)
     args = ((kh, kw), () if stride is None or len(_listed(stride)) == 0 else (sh, sw), (ph, pw), (dh, dw), ceil_mode)
     if (kh, kw, sh, sw, ph, pw, dh, dw) == (2, 2, 2, 2, 0, 0, 1, 1) and not ceil_mode:
@@ -366,7 +366,7 @@ def _max_scatter_at(g, indices, geom):
     """The input gradient of a max pool whose indices were unpacked as ``indices``: the geometry's
     own scatter when they are its own choice, else a scatter by these indices (torch's kernel reads
     whatever the saved tensor holds)."""
-    data = indices._data
+    data = indices._ndarray
     if data.dtype != np.int64:
         raise RuntimeError(f"expected scalar type Long but found {indices.type().split('.')[-1].replace('Tensor', '')}")
     own = geom.flat_indices()
@@ -458,21 +458,21 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
                divisor_override=None):
     _check_dims(x, 2, "avg_pool2d")
     (kh, kw), (sh, sw), (ph, pw), _ = _pool_args("avg", x, kernel_size, stride, padding, 1)
-    h, w = x._data.shape[-2:]
+    h, w = x._ndarray.shape[-2:]
     ho, wo = _pool_out(h, kh, sh, ph, 1, ceil_mode), _pool_out(w, kw, sw, pw, 1, ceil_mode)
     if ho <= 0 or wo <= 0:
-        c = x._data.shape[-3]
+        c = x._ndarray.shape[-3]
         raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{ho}x{wo}). "
                            f"Output size is too small")
     eb = max(0, (ho - 1) * sh + kh - h - 2 * ph)
     er = max(0, (wo - 1) * sw + kw - w - 2 * pw)
     if divisor_override:
-        div = np.asarray(divisor_override, dtype=x._data.dtype)
+        div = np.asarray(divisor_override, dtype=x._ndarray.dtype)
     else:
         dv = np.outer(_divisors(h, kh, sh, ph, ho, count_include_pad), _divisors(w, kw, sw, pw, wo, count_include_pad))
-        div = dv.astype(x._data.dtype)
+        div = dv.astype(x._ndarray.dtype)
     geom = (kh, kw, sh, sw, ph, pw, eb, er, ho, wo, div)
-    in_shape = x._data.shape if x._data.ndim == 4 else (1,) + x._data.shape
+    in_shape = x._ndarray.shape if x._ndarray.ndim == 4 else (1,) + x._ndarray.shape
     fwd = functools.partial(_avg_fwd_b, geom=geom)
     adj = functools.partial(_avg_adj_b, geom=geom, in_shape=in_shape)
     args = ((kh, kw), () if stride is None or len(_listed(stride)) == 0 else (sh, sw), (ph, pw), count_include_pad,
@@ -505,7 +505,7 @@ def _adaptive_fwd(a, mh, mwt):
 
 def adaptive_avg_pool2d(x, output_size):
     _check_dims(x, 2, "adaptive_avg_pool2d")
-    h, w = x._data.shape[-2:]
+    h, w = x._ndarray.shape[-2:]
     if isinstance(output_size, (tuple, list)):
         oh, ow = output_size
     else:
@@ -514,7 +514,7 @@ def adaptive_avg_pool2d(x, output_size):
     ow = w if ow is None else int(ow)
     if oh == 1 and ow == 1:
         return x.mean((-2, -1), keepdim=True)
-    dt = x._data.dtype
+    dt = x._ndarray.dtype
     mh, mw = _adaptive_matrix(h, oh, dt), _adaptive_matrix(w, ow, dt)
     fwd = functools.partial(_adaptive_fwd, mh=mh, mwt=np.ascontiguousarray(mw.T))
     adj = functools.partial(_adaptive_fwd, mh=np.ascontiguousarray(mh.T), mwt=mw)
@@ -581,23 +581,23 @@ def pad(x: Tensor, pad, mode="constant", value=None):
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
-    nd = x._data.ndim
+    nd = x._ndarray.ndim
     if len(pad) // 2 > nd:
         raise RuntimeError(f"Padding length should be less than or equal to two times the input dimension but "
                            f"got padding length {len(pad)} and input of dimension {nd}")
     pairs = [(pad[2 * i], pad[2 * i + 1]) for i in range(len(pad) // 2)]  # last dim first
     if mode == "constant":
         pads = [(0, 0)] * (nd - len(pairs)) + pairs[::-1]
-        for s, (b, e) in zip(x._data.shape, pads):
+        for s, (b, e) in zip(x._ndarray.shape, pads):
             if s + b + e < 0:
                 raise RuntimeError(f"The input size {s}, plus negative padding {b} and {e} resulted in a negative "
                                    f"output size, which is invalid. Check dimension {pads.index((b, e))} of your input.")
         # the gradient's own backward pads with zeros: the fill value is a constant, not part of the linear map
         fwd = functools.partial(_const_pad_fwd, pads=pads, value=0)
-        adj = functools.partial(_const_pad_adj, pads=pads, in_shape=x._data.shape)
+        adj = functools.partial(_const_pad_adj, pads=pads, in_shape=x._ndarray.shape)
         filled = None
         if value:
-            filled = narrow_to(_const_pad_fwd(widen(x._data), pads, value), x._data.dtype)
+            filled = narrow_to(_const_pad_fwd(widen(x._ndarray), pads, value), x._ndarray.dtype)
         return linear_map(x, fwd, adj, ConstantPadNdBackward0, value=filled, args=(pad,))
     if mode not in _MODE_NAMES:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
@@ -613,10 +613,10 @@ def pad(x: Tensor, pad, mode="constant", value=None):
     plan = []
     for i, (b, e) in enumerate(pairs):
         axis = nd - 1 - i
-        size = x._data.shape[axis]
+        size = x._ndarray.shape[axis]
         if mode == "reflect" and (b >= size or e >= size):
             raise RuntimeError(f"Argument #4: Padding size should be less than the corresponding input dimension, "
-                               f"but got: padding ({b}, {e}) at dimension {axis} of input {list(x._data.shape)}")
+                               f"but got: padding ({b}, {e}) at dimension {axis} of input {list(x._ndarray.shape)}")
         if mode == "circular" and (b > size or e > size):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         plan.append((axis, _pad_index(size, b, e, mode), size))

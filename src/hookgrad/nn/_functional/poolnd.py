@@ -129,7 +129,7 @@ def adaptive_pool_nd(x: Tensor, output_size, nd: int, reduce: str, name: str):
 
 def _adaptive_max_indices(x: Tensor, out: Tensor, nd: int):
     """Flat spatial index of the first maximum in each adaptive window (torch's ``indices``)."""
-    data = x.detach()._data  # (not .numpy(): bfloat16 tensors refuse it, as in torch)
+    data = x.detach()._ndarray  # (not .numpy(): bfloat16 tensors refuse it, as in torch)
     sizes, outs = data.shape[-nd:], out.shape[-nd:]
     lead = data.shape[:-nd]
     windows = [_adaptive_windows(n, m) for n, m in zip(sizes, outs)]

@@ -60,13 +60,13 @@ class UnsafeSplitBackward0(Node):
             pieces = [g if g is not None else hookgrad.zeros(shape, dtype=hookgrad.tensor(np.zeros(0, self.dtype)).dtype)
                       for g in grads]
             return (hookgrad.cat(pieces, self.dim),)
-        return (wrap(np.concatenate([g._data if g is not None else np.zeros(shape, self.dtype) for g in grads],
+        return (wrap(np.concatenate([g._ndarray if g is not None else np.zeros(shape, self.dtype) for g in grads],
                                     self.dim)),)
 
 
 def _unsafe_chunk(x, chunks):
     """``x.unsafe_chunk(chunks, 1)`` of a 2-D ``x``: slices sharing its memory, with no view tracking."""
-    data = x._data
+    data = x._ndarray
     size = data.shape[1] // chunks
     pieces = [wrap(data[:, i * size:(i + 1) * size]) for i in range(chunks)]
     if GRAD.enabled and x._requires_grad:
@@ -79,9 +79,9 @@ def _unsafe_chunk(x, chunks):
 def _linear(x, weight, bias):
     """``at::linear`` as the recurrent layers call it: ``addmm`` for 2-D input and for contiguous 3-D
     input (through views), else ``matmul`` and an in-place bias add."""
-    if bias is not None and x._data.ndim == 2:
+    if bias is not None and x._ndarray.ndim == 2:
         return _addmm(bias, x, weight.t())
-    if bias is not None and x._data.ndim == 3 and x.is_contiguous():
+    if bias is not None and x._ndarray.ndim == 3 and x.is_contiguous():
         steps, batch, features = x.shape
         out = _addmm(bias, x.view(steps * batch, features), weight.t())
         return out.view(steps, batch, out.shape[1])
@@ -107,26 +107,26 @@ _DIRECT_DTYPES = frozenset(map(np.dtype, (np.float32, np.float64)))
 def _fresh_operands(x, other=None) -> bool:
     """Whether the direct in-place form applies: ``x`` a float32/64 tensor made by the step (not
     a view, not a leaf requiring grad, no view restriction), ``other`` None or of its dtype and shape."""
-    xd = x._data
+    xd = x._ndarray
     if xd.dtype not in _DIRECT_DTYPES or x._base is not None or x.__dict__ or (
             x._requires_grad and x._grad_fn is None):
         return False
-    return other is None or (isinstance(other, Tensor) and other._data.dtype is xd.dtype
-                             and other._data.shape == xd.shape)
+    return other is None or (isinstance(other, Tensor) and other._ndarray.dtype is xd.dtype
+                             and other._ndarray.shape == xd.shape)
 
 
 def _direct_add_(x, other):
     """``x.add_(other)``: AddBackward0 (alpha 1) becomes ``x``'s node, as the method records it."""
     if not _fresh_operands(x, other):
         return _MethodOps.add_(x, other)
-    xd = x._data
-    np.add(xd, other._data, out=xd)
+    xd = x._ndarray
+    np.add(xd, other._ndarray, out=xd)
     x._version_counter[0] += 1
     if GRAD.enabled and (x._requires_grad or other._requires_grad):
         node = _pw.AddBackward0(((x._grad_fn, x._output_nr) if x._requires_grad else NONE_EDGE, edge(other)))
         node.alpha = 1
         node.a_shape, node.a_dtype = xd.shape, xd.dtype
-        node.b_shape, node.b_dtype = other._data.shape, other._data.dtype
+        node.b_shape, node.b_dtype = other._ndarray.shape, other._ndarray.dtype
         x._after_inplace(node)
     return x
 
@@ -148,7 +148,7 @@ def _direct_unary_(forward, node_cls, method):
     def run(x):
         if not _fresh_operands(x):
             return method(x)
-        xd = x._data
+        xd = x._ndarray
         forward(xd, out=xd)
         x._version_counter[0] += 1
         if GRAD.enabled and x._requires_grad:
@@ -168,7 +168,7 @@ def _direct_mul_(x, other):
 
 def _direct_linear(x, weight, bias):
     """``_linear`` of one step's 2-D state; other inputs take ``_linear``."""
-    if x._data.ndim == 2:
+    if x._ndarray.ndim == 2:
         return _addmm(bias, x, _views.t(weight)) if bias is not None else _matmul(x, _views.t(weight))
     return _linear(x, weight, bias)
 
@@ -222,8 +222,8 @@ def _step_ops(tensors):
         if not isinstance(t, Tensor):
             return _MethodOps
         if dtype is None:
-            dtype = t._data.dtype
-        elif t._data.dtype is not dtype:
+            dtype = t._ndarray.dtype
+        elif t._ndarray.dtype is not dtype:
             return _MethodOps
     return _DirectOps if dtype in _DIRECT_DTYPES else _MethodOps
 
@@ -239,7 +239,7 @@ class _CellParams:
         self.w_hh_t = None
 
     def keep_transpose(self) -> None:
-        w = self.w_hh._data
+        w = self.w_hh._ndarray
         if w.ndim == 2 and w.dtype in _DIRECT_DTYPES:
             self.w_hh_t = np.ascontiguousarray(w.T)
 
@@ -252,19 +252,19 @@ def _state_linear(hx, p, ops):
     and the steps of a packed batch are that narrow. Without a copy (single steps), a bias, or for
     operands that do not fit, ``ops.linear``."""
     w_t_values, bias = p.w_hh_t, p.b_hh
-    ad = hx._data
+    ad = hx._ndarray
     if w_t_values is None or bias is None or ad.ndim != 2 or ad.dtype is not w_t_values.dtype \
-            or bias._data.dtype is not ad.dtype or ad.shape[1] != w_t_values.shape[0]:
+            or bias._ndarray.dtype is not ad.dtype or ad.shape[1] != w_t_values.shape[0]:
         return ops.linear(hx, p.w_hh, bias)
     w_t = ops.t(p.w_hh)
     out = _blas.matmul(ad, w_t_values)
-    out += bias._data
+    out += bias._ndarray
     result = wrap(out)
     if GRAD.enabled and (bias._requires_grad or hx._requires_grad or w_t._requires_grad):
         # addmm's record, for these operands (tests compare the two)
         node = record_op(AddmmBackward0, (bias, hx, w_t), result)
-        bd = w_t._data
-        node.bias_shape, node.beta, node.alpha = bias._data.shape, 1, 1
+        bd = w_t._ndarray
+        node.bias_shape, node.beta, node.alpha = bias._ndarray.shape, 1, 1
         node.b_transposed = _is_transposed(bd)
         node.layouts = (ad.shape, ad.strides, bd.shape, bd.strides, ad.itemsize)
         edges = node.next_functions
@@ -776,10 +776,10 @@ class MkldnnRnnLayerBackward0(Node):
             return tuple(r if n else None for r, n in zip(result, need))
         if self.cache is None:
             raise RuntimeError(_FREED)
-        dh = d_hy._data if d_hy is not None else np.zeros(hx.shape, hx._data.dtype)
-        dc = d_cy._data if d_cy is not None else np.zeros(cx.shape, cx._data.dtype)
+        dh = d_hy._ndarray if d_hy is not None else np.zeros(hx.shape, hx._ndarray.dtype)
+        dc = d_cy._ndarray if d_cy is not None else np.zeros(cx.shape, cx._ndarray.dtype)
         dx, dw_ih, dw_hh, db, dh0, dc0 = self.cache.backward(
-            x._data, None if d_out is None else d_out._data, dh, dc, (need[0], need[1], need[3] or need[4]))
+            x._ndarray, None if d_out is None else d_out._ndarray, dh, dc, (need[0], need[1], need[3] or need[4]))
         result = (dx, dw_ih, dw_hh if need[2] else None, db if need[3] else None,
                   db.copy() if need[4] else None, dh0 if need[5] else None, dc0 if need[6] else None)
         return tuple(None if r is None else wrap(r) for r in result)
@@ -799,11 +799,11 @@ _FREED = ("Trying to backward through the graph a second time (or directly acces
 def _onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, hidden_size, num_layers, has_biases, bidirectional,
                   batch_first, train):
     """``at::mkldnn_rnn_layer``: x (T, B, I) contiguous; returns (output, hy, cy)."""
-    xd = x._data
+    xd = x._ndarray
     steps, batch, features = xd.shape
-    kernel = _LstmKernel(w_ih._data, w_hh._data, reverse)
-    out, h, c = kernel.forward(xd, b_ih._data if has_biases else None, b_hh._data if has_biases else None,
-                               hx._data, cx._data)
+    kernel = _LstmKernel(w_ih._ndarray, w_hh._ndarray, reverse)
+    out, h, c = kernel.forward(xd, b_ih._ndarray if has_biases else None, b_hh._ndarray if has_biases else None,
+                               hx._ndarray, cx._ndarray)
     out, hy, cy = wrap(out), wrap(h.copy()), wrap(c.copy())  # (h, c: rows of the kernel's arrays)
     inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
     if any_requires_grad(*inputs):
@@ -909,13 +909,13 @@ class EmbeddingBagBackward0(Node):
         want_weight, want_per_sample = (self.next_functions[0][0] is not None,
                                         len(self.next_functions) > 1 and self.next_functions[1][0] is not None)
         if self.mode == "max":
-            mask = wrap(self.nonempty.astype(grad._data.dtype)[:, None])
+            mask = wrap(self.nonempty.astype(grad._ndarray.dtype)[:, None])
             if want_weight:
                 d_weight = hookgrad.zeros(self.weight_shape, dtype=grad.dtype).scatter_add(
                     0, wrap(self.max_indices), grad * mask)
             return d_weight, None
         bag_grad = grad.index_select(0, wrap(self.bag_of))
-        scale = wrap(self.scale.astype(grad._data.dtype))
+        scale = wrap(self.scale.astype(grad._ndarray.dtype))
         if per_sample is not None:
             scale = scale * per_sample
         if want_weight:
@@ -923,7 +923,7 @@ class EmbeddingBagBackward0(Node):
                 0, wrap(self.indices), bag_grad * scale.unsqueeze(1))
         if want_per_sample:
             picked = rows.index_select(0, wrap(self.indices))
-            d_per_sample = (bag_grad * picked).sum(1) * wrap(self.scale.astype(grad._data.dtype))
+            d_per_sample = (bag_grad * picked).sum(1) * wrap(self.scale.astype(grad._ndarray.dtype))
         return d_weight, d_per_sample
 
 
@@ -965,7 +965,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
                            f"for mode='sum' (got mode='{mode_name}'). Please open a feature request on GitHub.")
     if scale_grad_by_freq:
         raise NotImplementedError("hookgrad's embedding_bag does not scale gradients by frequency")
-    idx = indices._data.astype(np.int64)
+    idx = indices._ndarray.astype(np.int64)
     num_weights, width = weight.shape
     if idx.size and (idx.min() < 0 or idx.max() >= num_weights):
         bad = int(idx[(idx < 0) | (idx >= num_weights)][0])
@@ -973,14 +973,14 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
                            f"{bad} is out of range for a weight of {num_weights} rows)")
     if padding_idx is not None and padding_idx < 0:
         padding_idx += num_weights
-    starts, ends = _bags(idx, offsets._data, include_last_offset)
+    starts, ends = _bags(idx, offsets._ndarray, include_last_offset)
     n_bags = starts.size
     bag_of = np.zeros(idx.size, dtype=np.int64)
     for b in range(n_bags):  # an index's bag: the last bag starting at or before it
         bag_of[starts[b]:ends[b]] = b
     keep = np.ones(idx.size, dtype=bool) if padding_idx is None else idx != padding_idx
     counts = np.bincount(bag_of[keep], minlength=n_bags)[:n_bags] if idx.size else np.zeros(n_bags, np.int64)
-    w = weight._data
+    w = weight._ndarray
     out_dtype = w.dtype
     max_indices = None
     nonempty = counts > 0
@@ -1000,7 +1000,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
             scale = scale / np.maximum(counts, 1)[bag_of]
         contributions = w[idx] * scale[:, None].astype(out_dtype)
         if per_sample_weights is not None:
-            contributions = contributions * per_sample_weights._data[:, None]
+            contributions = contributions * per_sample_weights._ndarray[:, None]
         out = np.zeros((n_bags, width), dtype=out_dtype)
         if idx.size:
             np.add.at(out, bag_of, contributions)
@@ -1014,7 +1014,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         node.save(weight if per_sample_weights is not None else None, per_sample_weights)
     # ATen's bookkeeping results, as torch fills them on the CPU: in sum mode its float32 kernel
     # without padding_idx leaves offset2bag empty, and bag_size/max_indices are zeros, one per offset
-    index_dtype = indices._data.dtype
+    index_dtype = indices._ndarray.dtype
     if mode_name == "sum":
         fast_sum = out_dtype == np.float32 and padding_idx is None
         offset2bag = np.zeros(0, dtype=np.int64) if fast_sum else bag_of
@@ -1030,17 +1030,17 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
 def batch_norm_update_stats(input, running_mean, running_var, momentum):
     """The batch's per-channel mean and biased variance; the running statistics given are updated in
     place to ``(1 - momentum) * running + momentum * batch`` (with the unbiased variance), as in torch."""
-    data = input._data
+    data = input._ndarray
     axes = (0,) + tuple(range(2, data.ndim))
     count = data.size // data.shape[1]
     mean = data.mean(axis=axes)
     var = data.var(axis=axes)
     with hookgrad.no_grad():
         if running_mean is not None:
-            running_mean.copy_(wrap(((1 - momentum) * running_mean._data + momentum * mean).astype(
-                running_mean._data.dtype)))
+            running_mean.copy_(wrap(((1 - momentum) * running_mean._ndarray + momentum * mean).astype(
+                running_mean._ndarray.dtype)))
         if running_var is not None:
             unbiased = var * (count / max(count - 1, 1))
-            running_var.copy_(wrap(((1 - momentum) * running_var._data + momentum * unbiased).astype(
-                running_var._data.dtype)))
+            running_var.copy_(wrap(((1 - momentum) * running_var._ndarray + momentum * unbiased).astype(
+                running_var._ndarray.dtype)))
     return wrap(mean.astype(data.dtype)), wrap(var.astype(data.dtype))

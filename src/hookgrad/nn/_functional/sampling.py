@@ -68,7 +68,7 @@ def affine_grid(theta, size, align_corners=None):
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     if theta.shape[0] != size[0]:
         raise RuntimeError(f"affine_grid: theta batch size {theta.shape[0]} does not match size[0] {size[0]}")
-    dt = theta._data.dtype
+    dt = theta._ndarray.dtype
     axes = [_base_coords(s, align_corners, dt) for s in spatial]  # (D,) H, W
     mesh = np.meshgrid(*axes, indexing="ij")
     # the last coordinate is x (width), then y (height), then z (depth), then the constant 1
@@ -120,7 +120,7 @@ def _gather(flat_input, positions, sizes, out_shape):
     n, c = flat_input.shape[:2]
     index = wrap(np.ascontiguousarray(np.broadcast_to(flat_index.reshape(n, 1, -1), (n, c, flat_index[0].size))))
     values = flat_input.gather(2, index).reshape(n, c, *out_shape)
-    mask = wrap(inside.reshape(n, 1, *out_shape).astype(flat_input._data.dtype))
+    mask = wrap(inside.reshape(n, 1, *out_shape).astype(flat_input._ndarray.dtype))
     return values * mask
 
 
@@ -162,9 +162,9 @@ def _bicubic(flat, grid, sizes, out_shape, padding_mode, align_corners):
     h, w = sizes
     ix = _unnormalize(grid[..., 0], w, align_corners)
     iy = _unnormalize(grid[..., 1], h, align_corners)
-    x0, y0 = np.floor(ix._data).astype(np.int64), np.floor(iy._data).astype(np.int64)
-    wx = _cubic_weights(ix - wrap(x0.astype(ix._data.dtype)))
-    wy = _cubic_weights(iy - wrap(y0.astype(iy._data.dtype)))
+    x0, y0 = np.floor(ix._ndarray).astype(np.int64), np.floor(iy._ndarray).astype(np.int64)
+    wx = _cubic_weights(ix - wrap(x0.astype(ix._ndarray.dtype)))
+    wy = _cubic_weights(iy - wrap(y0.astype(iy._ndarray.dtype)))
     out = None
     for i in range(4):
         rows = _tap_positions(y0 - 1 + i, h, padding_mode, align_corners)
@@ -209,13 +209,13 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     # grid's last dim is x (width) first: coordinate k samples spatial dim nd - 1 - k
     coords = [_source_coords(grid[..., nd - 1 - d], sizes[d], padding_mode, align_corners) for d in range(nd)]
     if mode == "nearest":
-        positions = [np.round(c._data).astype(np.int64) for c in coords]  # half to even, as torch's nearbyint
+        positions = [np.round(c._ndarray).astype(np.int64) for c in coords]  # half to even, as torch's nearbyint
         values = _gather(flat, positions, sizes, out_shape)
         # the grid gets torch's zero gradient: joined through the branch of a where that is never taken
         taken = wrap(np.ones((1,) * values.dim(), dtype=bool))
         return hookgrad.where(taken, values, sum(c for c in coords).unsqueeze(1))
-    lows = [np.floor(c._data).astype(np.int64) for c in coords]
-    fracs = [c - wrap(low.astype(c._data.dtype)) for c, low in zip(coords, lows)]
+    lows = [np.floor(c._ndarray).astype(np.int64) for c in coords]
+    fracs = [c - wrap(low.astype(c._ndarray.dtype)) for c, low in zip(coords, lows)]
     out = None
     for corner in range(2 ** nd):
         offsets = [(corner >> (nd - 1 - d)) & 1 for d in range(nd)]

@@ -213,7 +213,7 @@ def embedding_renorm_(input, indices, max_norm, norm_type):
     """Rows of ``input`` looked up by ``indices`` rescaled in place to norm at most ``max_norm``."""
     from .. import functional as F
     views.check_inplace(input)
-    F._embedding_renorm(input, indices._data, max_norm, norm_type)
+    F._embedding_renorm(input, indices._ndarray, max_norm, norm_type)
     return input
 
 

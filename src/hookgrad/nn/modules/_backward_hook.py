@@ -120,7 +120,7 @@ def _identity_view(t, node, output_nr):
     # wrap() and make_view's steps for a view recorded by no op, each slot set once: two of these
     # run per hooked call (test_identity_view_sets_every_tensor_slot keeps this in step with wrap)
     view = _new_object(Tensor)
-    view._data = t._data.view()
+    view._ndarray = t._ndarray.view()
     base = t._base
     view._base = t if base is None else base
     counter = view._version_counter = t._version_counter
@@ -172,7 +172,7 @@ def _view_through_new_node(t, node_cls, owner):
     node.owner = owner
     # _identity_view's steps for a tensor that requires grad, written out (one call less per view)
     view = _new_object(Tensor)
-    view._data = t._data.view()
+    view._ndarray = t._ndarray.view()
     view._base = t if base is None else base
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
@@ -331,7 +331,7 @@ class BackwardHook:
             arg = args[0]
             if not (isinstance(arg, Tensor) and arg._requires_grad):
                 return args, None
-            node = BackwardHookFunctionBackward((edge(arg),), [(arg._data.shape, arg._data.dtype)], on_backward)
+            node = BackwardHookFunctionBackward((edge(arg),), [(arg._ndarray.shape, arg._ndarray.dtype)], on_backward)
             return (_identity_view(arg, node, 0),), [0]
         # one pass with plain loops (no comprehensions): this runs twice per hooked module call
         tensors_idx = []
@@ -342,7 +342,7 @@ class BackwardHook:
             if isinstance(arg, Tensor):
                 tensors_idx.append(i)
                 edges.append(edge(arg))
-                metas.append((arg._data.shape, arg._data.dtype))
+                metas.append((arg._ndarray.shape, arg._ndarray.dtype))
                 requires_grad = requires_grad or arg._requires_grad
         if not requires_grad:
             return args, None
@@ -362,7 +362,7 @@ class BackwardHook:
                 self.input_tensors_index = None  # (a BackwardHook may be set up again)
                 return args
             view, node = _view_through_new_node(arg, _OneInputNode, self)
-            node.metas = ((arg._data.shape, arg._data.dtype),)
+            node.metas = ((arg._ndarray.shape, arg._ndarray.dtype),)
             self.input_tensors_index = _FIRST_ONLY
             return (view,)
         res, self.input_tensors_index = self._apply_on_tensors(self._input_backward, args)

@@ -135,7 +135,7 @@ def _tensor_slots(args):
         if isinstance(arg, Tensor):
             positions.append(i)
             edges.append(edge(arg))
-            metas.append((arg._data.shape, arg._data.dtype))
+            metas.append((arg._ndarray.shape, arg._ndarray.dtype))
             requires_grad = requires_grad or arg._requires_grad
     return positions, edges, metas, requires_grad
 

@@ -72,7 +72,7 @@ def _canonical_mask(mask, mask_name: str, other_type, other_name: str, target_ty
                       "both instead.", stacklevel=3)
     if dt == hookgrad.bool:
         data = np.zeros(mask.shape, dtype=target_type.np if hasattr(target_type, "np") else np.float32)
-        data[mask._data] = -np.inf
+        data[mask._ndarray] = -np.inf
         return hookgrad._tensor.wrap(data)
     return mask
 

@@ -45,11 +45,11 @@ class _NormBase(Module):
 
     def reset_running_stats(self) -> None:
         if self.track_running_stats:
-            self.running_mean._data[...] = 0
+            self.running_mean._ndarray[...] = 0
             self.running_mean._bump_version()
-            self.running_var._data[...] = 1
+            self.running_var._ndarray[...] = 1
             self.running_var._bump_version()
-            self.num_batches_tracked._data[...] = 0
+            self.num_batches_tracked._ndarray[...] = 0
             self.num_batches_tracked._bump_version()
 
     def reset_parameters(self) -> None:
@@ -84,10 +84,10 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            self.num_batches_tracked._data += 1
+            self.num_batches_tracked._ndarray += 1
             self.num_batches_tracked._bump_version()
             if self.momentum is None:  # cumulative moving average
-                factor = 1.0 / float(self.num_batches_tracked._data)
+                factor = 1.0 / float(self.num_batches_tracked._ndarray)
             else:
                 factor = self.momentum
         bn_training = True if self.training else (self.running_mean is None and self.running_var is None)

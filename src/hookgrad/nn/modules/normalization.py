@@ -130,7 +130,7 @@ def _cross_map_lrn2d_function():
         def forward(ctx, input, size, alpha=1e-4, beta=0.75, k=1):
             if input.dim() != 4:
                 raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
-            x = input._data
+            x = input._ndarray
             channels = x.shape[1]
             square = x * x
             pre_pad = int((size - 1) / 2 + 1)
@@ -152,7 +152,7 @@ def _cross_map_lrn2d_function():
         @staticmethod
         def backward(ctx, grad_output):
             input, output = ctx.saved_tensors
-            x, out, g, scale = input._data, output._data, grad_output._data, ctx.scale
+            x, out, g, scale = input._ndarray, output._ndarray, grad_output._ndarray, ctx.scale
             size, channels = ctx.size, x.shape[1]
             ratio_scale = 2 * ctx.alpha * ctx.beta / size
             lead = int(size - (size - 1) / 2)

@@ -66,7 +66,7 @@ class Embedding(Module):
 
     def _fill_padding_idx_with_zero(self) -> None:
         if self.padding_idx is not None:
-            self.weight._data[self.padding_idx] = 0
+            self.weight._ndarray[self.padding_idx] = 0
             self.weight._bump_version()
 
     def forward(self, input):

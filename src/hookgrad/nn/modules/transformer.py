@@ -197,7 +197,7 @@ class TransformerEncoder(Module):
         if padding_mask is None or mask is not None:
             return False
         if getattr(self, "mask_check", True):
-            keep = ~np.isneginf(padding_mask._data) if padding_mask.dtype != hookgrad.bool else ~padding_mask._data
+            keep = ~np.isneginf(padding_mask._ndarray) if padding_mask.dtype != hookgrad.bool else ~padding_mask._ndarray
             # left-aligned: every row is some True values followed only by False values
             if np.any(keep[:, 1:] & ~keep[:, :-1]):
                 return False
@@ -223,7 +223,7 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=is_causal, src_key_padding_mask=src_key_padding_mask)
         if zero_padded:
-            pad = hookgrad._tensor.wrap(np.isneginf(src_key_padding_mask._data))
+            pad = hookgrad._tensor.wrap(np.isneginf(src_key_padding_mask._ndarray))
             pad = pad.unsqueeze(-1) if batch_first else pad.t().unsqueeze(-1)
             output = output.masked_fill(pad, 0.0)
         if self.norm is not None:

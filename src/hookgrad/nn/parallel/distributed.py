@@ -85,7 +85,7 @@ class _Bucket:
         self.sizes = [p.numel() for p in params]
         self.offsets = np.concatenate([[0], np.cumsum(self.sizes)[:-1]]).astype(int).tolist()
         self.numel = int(sum(self.sizes))
-        self.dtype = params[0]._data.dtype
+        self.dtype = params[0]._ndarray.dtype
 
 
 def _assign_buckets(params: list, limits: list) -> list:
@@ -94,10 +94,10 @@ def _assign_buckets(params: list, limits: list) -> list:
     open_buckets: dict = {}
     done = []
     for i, p in enumerate(params):
-        key = p._data.dtype
+        key = p._ndarray.dtype
         bucket, size, limit_index = open_buckets.get(key, ([], 0, 0))
         bucket.append(i)
-        size += p.numel() * p._data.dtype.itemsize
+        size += p.numel() * p._ndarray.dtype.itemsize
         if size >= limits[min(limit_index, len(limits) - 1)]:
             done.append(bucket)
             open_buckets[key] = ([], 0, limit_index + 1)
@@ -206,15 +206,15 @@ class DistributedDataParallel(Module):
         dist = _above.dist
         by_dtype: dict = {}
         for t in tensors:
-            by_dtype.setdefault(t._data.dtype, []).append(t)
+            by_dtype.setdefault(t._ndarray.dtype, []).append(t)
         for dtype, group in by_dtype.items():
-            flat = wrap(np.concatenate([np.ascontiguousarray(t._data).reshape(-1) for t in group]))
+            flat = wrap(np.concatenate([np.ascontiguousarray(t._ndarray).reshape(-1) for t in group]))
             dist.broadcast(flat, src=self.process_group._global_ranks[0], group=self.process_group)
             start = 0
             for t in group:
                 n = t.numel()
                 if self.process_group.rank() != 0:
-                    t._data[...] = flat._data[start:start + n].reshape(t._data.shape)
+                    t._ndarray[...] = flat._ndarray[start:start + n].reshape(t._ndarray.shape)
                     t._bump_version()
                 start += n
 
@@ -344,7 +344,7 @@ class _Pass:
             if grad is None:
                 flat[start:start + size] = 0
             else:
-                flat[start:start + size] = grad._data.reshape(-1)
+                flat[start:start + size] = grad._ndarray.reshape(-1)
         if ddp._comm_hook is not None:
             gb = GradBucket(bucket.index, wrap(flat), bucket.params, bucket.offsets,
                             bucket.index == len(ddp._buckets) - 1)
@@ -391,7 +391,7 @@ class _Pass:
                 if not isinstance(value, Tensor) or value.numel() != bucket.numel:
                     raise RuntimeError(f"A DDP communication hook's future must hold the bucket's reduced flat "
                                        f"gradient ({bucket.numel} elements), got {type(value).__name__}")
-                payload = np.ascontiguousarray(value._data).reshape(-1)
+                payload = np.ascontiguousarray(value._ndarray).reshape(-1)
             results.append((bucket, payload))
         globally_used = None
         if self.local_used is not None:
@@ -403,13 +403,13 @@ class _Pass:
             for p, j, start, size in zip(bucket.params, bucket.positions, bucket.offsets, bucket.sizes):
                 if globally_used is not None and globally_used[j] == 0:
                     continue                        # no rank used it: .grad stays as it was
-                value = flat[start:start + size].reshape(p._data.shape)
+                value = flat[start:start + size].reshape(p._ndarray.shape)
                 grad = p.grad
                 if grad is None:
-                    p.grad = wrap(value.astype(p._data.dtype, copy=True))
-                elif grad._data.flags["WRITEABLE"] and grad._data.flags["C_CONTIGUOUS"]:
-                    grad._data[...] = value
+                    p.grad = wrap(value.astype(p._ndarray.dtype, copy=True))
+                elif grad._ndarray.flags["WRITEABLE"] and grad._ndarray.flags["C_CONTIGUOUS"]:
+                    grad._ndarray[...] = value
                 else:
-                    grad._data = value.astype(p._data.dtype, copy=True)
+                    grad._ndarray = value.astype(p._ndarray.dtype, copy=True)
         if self.next_bucket < len(ddp._buckets):
             ddp._unfinished = [j for j, r in enumerate(self.ready) if not r]

@@ -49,14 +49,14 @@ def weight_norm_value(v, g, dim: int):
     """``v`` scaled so its norm (over all dims but ``dim``) is ``g``. Where torch fuses it (dim first
     or last, no half precision) it is one WeightNormInterfaceBackward0 node, as in torch."""
     fused = dim is not None and v.ndim > 1 and dim in (0, v.ndim - 1) and v.dtype == g.dtype and \
-        v._data.dtype.kind == "f" and v._data.dtype.itemsize >= 4 and tuple(g.shape) == tuple(
+        v._ndarray.dtype.kind == "f" and v._ndarray.dtype.itemsize >= 4 and tuple(g.shape) == tuple(
             s if d == dim else 1 for d, s in enumerate(v.shape))
     if not fused or not (GRAD.enabled and (v.requires_grad or g.requires_grad)):
         return v * (g / norm_except_dim(v, 2, dim))
-    vd, gd = v._data, g._data
+    vd, gd = v._ndarray, g._ndarray
     others = tuple(d for d in range(vd.ndim) if d != dim)
     norms = wrap(np.sqrt((vd * vd).sum(axis=others, keepdims=True)))
-    result = wrap(vd * (gd / norms._data))
+    result = wrap(vd * (gd / norms._ndarray))
     node = record_op(WeightNormInterfaceBackward0, (v, g), result)
     node.dim = dim
     node.save(g, v, norms)

@@ -63,7 +63,7 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         from ..._dtype import get_default_dtype
         return _wrap(np.zeros((), dtype=get_default_dtype().np))
     with np.errstate(all="ignore"):
-        norms = [_vector_norm(t._data, norm_type) for t in tensors]
+        norms = [_vector_norm(t._ndarray, norm_type) for t in tensors]
         dtype = np.result_type(*norms)
         total = _vector_norm(np.stack([n.astype(dtype) for n in norms]), norm_type)
     if error_if_nonfinite and not np.isfinite(total):
@@ -79,12 +79,12 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
     max_norm = float(max_norm)
     if not grads:
         return
-    total = total_norm._data if isinstance(total_norm, _tensor_cls()) else np.asarray(total_norm)
+    total = total_norm._ndarray if isinstance(total_norm, _tensor_cls()) else np.asarray(total_norm)
     with np.errstate(all="ignore"):
         coef = np.minimum(total.dtype.type(max_norm) / (total + total.dtype.type(1e-6)), total.dtype.type(1.0))
     with np.errstate(all="ignore"):  # inf * 0 gives nan silently, as in PyTorch
         for g in grads:
-            data = g._data
+            data = g._ndarray
             np.multiply(data, coef.astype(data.dtype) if data.dtype.kind in "fc" else coef, out=data,
                         casting="unsafe")
             _bump(g)
@@ -127,6 +127,6 @@ def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
         g = p.grad
         if g is None:
             continue
-        data = g._data
+        data = g._ndarray
         np.clip(data, -clip_value, clip_value, out=data, casting="unsafe")
         _bump(g)

@@ -25,9 +25,9 @@ def vector_to_parameters(vec, parameters) -> None:
     if not isinstance(vec, _tensor_cls()):
         raise TypeError(f"expected hookgrad.Tensor, but got: {_typename(vec)}")
     from ..._tensor import wrap
-    flat = vec._data
+    flat = vec._ndarray
     pointer = 0
     for param in parameters:
         num = param.numel()
-        param.data = wrap(flat[pointer:pointer + num].reshape(param._data.shape))
+        param.data = wrap(flat[pointer:pointer + num].reshape(param._ndarray.shape))
         pointer += num

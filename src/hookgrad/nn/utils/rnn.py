@@ -121,7 +121,7 @@ class PackPaddedSequenceBackward0(Node):
 
 def _pack_padded(input: Tensor, lengths: list[int], batch_first: bool):
     """ATen's ``_pack_padded_sequence``: (packed rows, batch_sizes), one graph node."""
-    data = input._data.swapaxes(0, 1) if batch_first else input._data
+    data = input._ndarray.swapaxes(0, 1) if batch_first else input._ndarray
     if data.size == 0:
         raise RuntimeError("Cannot pack empty tensors.")
     if len(lengths) != data.shape[1]:

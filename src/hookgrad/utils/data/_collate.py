@@ -53,10 +53,10 @@ def _as_tensor(array: np.ndarray):
 
 
 def collate_tensor_fn(batch, *, collate_fn_map=None):
-    if any(t.requires_grad for t in batch) or any(t._data.shape != batch[0]._data.shape for t in batch):
+    if any(t.requires_grad for t in batch) or any(t._ndarray.shape != batch[0]._ndarray.shape for t in batch):
         import hookgrad
         return hookgrad.stack(list(batch), 0)   # also torch's error for tensors of different sizes
-    return _wrap(np.stack([t._data for t in batch]))
+    return _wrap(np.stack([t._ndarray for t in batch]))
 
 
 def collate_numpy_array_fn(batch, *, collate_fn_map=None):

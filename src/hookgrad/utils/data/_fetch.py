@@ -17,7 +17,7 @@ def _tensor_rows(dataset):
         dataset = dataset.dataset
     if type(dataset) is not TensorDataset or any(t.requires_grad for t in dataset.tensors):
         return None
-    return [t._data for t in dataset.tensors], index_maps
+    return [t._ndarray for t in dataset.tensors], index_maps
 
 
 def _gather(rows, indices):
