@@ -264,7 +264,8 @@ def test_backend_flags_and_build_facts(T):
                                ("mkldnn_deterministic", T.backends.mkldnn, "deterministic")]:
         before = getattr(C, "_get_" + name)()
         getattr(C, "_set_" + name)(not before)
-        seen += [getattr(C, "_get_" + name)(), getattr(module, flag), catch(getattr(C, "_set_" + name), 1)]
+        seen += [getattr(C, "_get_" + name)(), getattr(module, flag), catch(getattr(C, "_set_" + name), 1),
+                 catch(getattr(C, "_set_" + name), value=before), catch(getattr(C, "_set_" + name), enabled=before)]
         getattr(C, "_set_" + name)(before)
     C._set_multithreading_enabled(False)
     seen += [C._is_multithreading_enabled(), T.autograd.is_multithreading_enabled(),

@@ -230,34 +230,30 @@ def _get_accelerator(check=None):
     return device("cpu")
 
 
-_UNSET = object()
-
-
-def _flag_value(module_name: str, flag: str, value=_UNSET):
-    """Read (or, given ``value``, set) a torch.backends flag: hookgrad keeps them on those modules, whose
-    setters check the type with torch's message."""
+def _backend_flag(module_name: str, flag: str) -> tuple:
+    """torch._C's getter and setter of one torch.backends flag. hookgrad keeps the flags on those
+    modules, whose setters check the type with torch's message; like torch's bindings, the setter
+    takes its value by position only."""
     import importlib
-    module = importlib.import_module(module_name)
-    if value is _UNSET:
-        return getattr(module, flag)
-    setattr(module, flag, value)
-    return None
+
+    def read() -> bool:
+        return getattr(importlib.import_module(module_name), flag)
+
+    def write(value, /) -> None:
+        setattr(importlib.import_module(module_name), flag, value)
+
+    backend = module_name.rsplit(".", 1)[1]
+    read.__name__ = read.__qualname__ = f"_get_{backend}_{flag}"
+    write.__name__ = write.__qualname__ = f"_set_{backend}_{flag}"
+    return read, write
 
 
-def _get_cudnn_enabled() -> bool:
-    return _flag_value("hookgrad.backends.cudnn", "enabled")
-
-
-def _set_cudnn_enabled(enabled) -> None:
-    _flag_value("hookgrad.backends.cudnn", "enabled", enabled)
-
-
-def _get_mkldnn_enabled() -> bool:
-    return _flag_value("hookgrad.backends.mkldnn", "enabled")
-
-
-def _set_mkldnn_enabled(enabled) -> None:
-    _flag_value("hookgrad.backends.mkldnn", "enabled", enabled)
+_get_cudnn_enabled, _set_cudnn_enabled = _backend_flag("hookgrad.backends.cudnn", "enabled")
+_get_mkldnn_enabled, _set_mkldnn_enabled = _backend_flag("hookgrad.backends.mkldnn", "enabled")
+_get_cudnn_benchmark, _set_cudnn_benchmark = _backend_flag("hookgrad.backends.cudnn", "benchmark")
+_get_cudnn_deterministic, _set_cudnn_deterministic = _backend_flag("hookgrad.backends.cudnn", "deterministic")
+_get_cudnn_allow_tf32, _set_cudnn_allow_tf32 = _backend_flag("hookgrad.backends.cudnn", "allow_tf32")
+_get_mkldnn_deterministic, _set_mkldnn_deterministic = _backend_flag("hookgrad.backends.mkldnn", "deterministic")
 
 
 _AUTOGRAD_FALLBACK_MODES = ("nothing", "warn", "error")
@@ -279,38 +275,6 @@ def _get_autograd_fallback_mode() -> str:
 def _bool_argument(function: str, value) -> None:
     if not isinstance(value, bool):
         raise TypeError(f"{function}(): argument 'enabled' (position 1) must be bool, not {type(value).__name__}")
-
-
-def _get_cudnn_benchmark() -> bool:
-    return _flag_value("hookgrad.backends.cudnn", "benchmark")
-
-
-def _set_cudnn_benchmark(value) -> None:
-    _flag_value("hookgrad.backends.cudnn", "benchmark", value)
-
-
-def _get_cudnn_deterministic() -> bool:
-    return _flag_value("hookgrad.backends.cudnn", "deterministic")
-
-
-def _set_cudnn_deterministic(value) -> None:
-    _flag_value("hookgrad.backends.cudnn", "deterministic", value)
-
-
-def _get_cudnn_allow_tf32() -> bool:
-    return _flag_value("hookgrad.backends.cudnn", "allow_tf32")
-
-
-def _set_cudnn_allow_tf32(value) -> None:
-    _flag_value("hookgrad.backends.cudnn", "allow_tf32", value)
-
-
-def _get_mkldnn_deterministic() -> bool:
-    return _flag_value("hookgrad.backends.mkldnn", "deterministic")
-
-
-def _set_mkldnn_deterministic(value) -> None:
-    _flag_value("hookgrad.backends.mkldnn", "deterministic", value)
 
 
 def _is_multithreading_enabled() -> bool:
