@@ -208,11 +208,7 @@ class _NodeBase:
 
     def register_prehook(self, fn: Callable) -> RemovableHandle:
         """``fn(grad_outputs) -> new grad_outputs or None`` runs before this node's backward."""
-        if self._pre_hooks is None:
-            self._pre_hooks = OrderedDict()
-            self._has_hooks = True
-        handle = RemovableHandle(self._pre_hooks)
-        self._pre_hooks[handle.id] = fn
+        handle = self._add_hook("_pre_hooks", fn)
         note_registration(self._pre_hooks, handle.id, holder=self)
         return handle
 
@@ -224,11 +220,17 @@ class _NodeBase:
 
     def _add_post_hook(self, fn: Callable) -> RemovableHandle:
         """``register_hook`` without noting where: for hooks the machinery adds on every call."""
-        if self._post_hooks is None:
-            self._post_hooks = OrderedDict()
+        return self._add_hook("_post_hooks", fn)
+
+    def _add_hook(self, registry: str, fn: Callable) -> RemovableHandle:
+        """Append ``fn`` to the hook dict in slot ``registry``, made (and the node marked hooked) on first use."""
+        hooks = getattr(self, registry)
+        if hooks is None:
+            hooks = OrderedDict()
+            setattr(self, registry, hooks)
             self._has_hooks = True
-        handle = RemovableHandle(self._post_hooks)
-        self._post_hooks[handle.id] = fn
+        handle = RemovableHandle(hooks)
+        hooks[handle.id] = fn
         return handle
 
     def _register_hook_dict(self, tensor) -> None:
