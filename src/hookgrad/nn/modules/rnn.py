@@ -165,12 +165,15 @@ class RNNBase(Module):
                                f"got {input.size(-1)}")
 
     def get_expected_hidden_size(self, input: Tensor, batch_sizes=None) -> tuple:
+        return self._expected_state_size(input, batch_sizes, self.proj_size if self.proj_size > 0 else self.hidden_size)
+
+    def _expected_state_size(self, input: Tensor, batch_sizes, size: int) -> tuple:
+        """(layers times directions, batch, ``size``): the shape torch requires of a given initial state."""
         if batch_sizes is not None:
             batch = int(batch_sizes[0])
         else:
             batch = input.size(0) if self.batch_first else input.size(1)
         directions = 2 if self.bidirectional else 1
-        size = self.proj_size if self.proj_size > 0 else self.hidden_size
         return (self.num_layers * directions, batch, size)
 
     def check_hidden_size(self, hx: Tensor, expected: tuple, msg: str = "Expected hidden size {}, got {}") -> None:
@@ -204,6 +207,17 @@ class RNNBase(Module):
         directions = 2 if self.bidirectional else 1
         return hookgrad.zeros(self.num_layers * directions, int(batch), size, dtype=like.dtype)
 
+    def _with_batch_dim(self, input: Tensor, dims_error: str):
+        """A padded input with its batch dimension added when it has none: (input, whether it had one,
+        where the batch dimension is). ``dims_error`` is torch's message for neither 2-D nor 3-D."""
+        if input.dim() not in (2, 3):
+            raise ValueError(dims_error.format(input.dim()))
+        is_batched = input.dim() == 3
+        batch_dim = 0 if self.batch_first else 1
+        if not is_batched:
+            input = input.unsqueeze(batch_dim)
+        return input, is_batched, batch_dim
+
     def _forward_one_state(self, input, hx, name):
         """forward of the RNN and GRU, whose state is a single tensor (LSTM has two): torch's steps."""
         from ..utils.rnn import PackedSequence
@@ -216,12 +230,9 @@ class RNNBase(Module):
                 hx = self.permute_hidden(hx, sorted_indices)
         else:
             batch_sizes = None
-            if input.dim() not in (2, 3):
-                raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D tensor instead")
-            is_batched = input.dim() == 3
-            batch_dim = 0 if self.batch_first else 1
+            input, is_batched, batch_dim = self._with_batch_dim(
+                input, name + ": Expected input to be 2D or 3D, got {}D tensor instead")
             if not is_batched:
-                input = input.unsqueeze(batch_dim)
                 if hx is not None:
                     if hx.dim() != 2:
                         raise RuntimeError(f"For unbatched 2-D input, hx should also be 2-D but got {hx.dim()}-D "
@@ -278,12 +289,7 @@ class LSTM(RNNBase):
         super().__init__("LSTM", *args, **kwargs)
 
     def get_expected_cell_size(self, input: Tensor, batch_sizes=None) -> tuple:
-        if batch_sizes is not None:
-            batch = int(batch_sizes[0])
-        else:
-            batch = input.size(0) if self.batch_first else input.size(1)
-        directions = 2 if self.bidirectional else 1
-        return (self.num_layers * directions, batch, self.hidden_size)
+        return self._expected_state_size(input, batch_sizes, self.hidden_size)
 
     def check_forward_args(self, input, hidden, batch_sizes=None):
         self.check_input(input, batch_sizes)
@@ -310,12 +316,8 @@ class LSTM(RNNBase):
                 hx = self.permute_hidden(hx, sorted_indices)
         else:
             batch_sizes = None
-            if input.dim() not in (2, 3):
-                raise ValueError(f"LSTM: Expected input to be 2D or 3D, got {input.dim()}D instead")
-            is_batched = input.dim() == 3
-            batch_dim = 0 if self.batch_first else 1
-            if not is_batched:
-                input = input.unsqueeze(batch_dim)
+            input, is_batched, batch_dim = self._with_batch_dim(
+                input, "LSTM: Expected input to be 2D or 3D, got {}D instead")
             batch = input.size(0) if self.batch_first else input.size(1)
             sorted_indices = unsorted_indices = None
             if hx is None:
