@@ -9,20 +9,11 @@ torch's do.
 """
 from __future__ import annotations
 
-import enum
-
+from ..utils._numbered_enum import NumberedEnum
 from ._tables import DISPATCH_KEYS
 
 
-class _KeyEnum(enum.Enum):
-    def __int__(self):
-        return self.value
-
-    __index__ = __int__
-
-    def __repr__(self):
-        return f"<DispatchKey.{self.name}: {self.value}>"
-
+class _KeyEnum(NumberedEnum):
     def __str__(self):
         return f"DispatchKey.{self.name}"
 

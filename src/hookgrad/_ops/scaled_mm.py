@@ -12,13 +12,12 @@
 """
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node
+from ..utils._numbered_enum import NumberedEnum
 from ._base import GRAD
 from ._declare import module_all, no_derivative_node, op, record_op
 from .linalg import _C_TYPE_NAMES
@@ -26,20 +25,7 @@ from .linalg import _C_TYPE_NAMES
 # ---- the recipes of nn.functional.scaled_mm ------------------------------------------------------
 
 
-class _NumberedEnum(enum.Enum):
-    """An enum whose members also convert to their number (``int(m)``, ``m.__index__()``), as torch's
-    C++ enums bound to Python do; a member is not equal to its number."""
-
-    def __int__(self):
-        return self.value
-
-    __index__ = __int__
-
-    def __repr__(self):
-        return f"<{type(self).__name__}.{self.name}: {self.value}>"
-
-
-class ScalingType(_NumberedEnum):
+class ScalingType(NumberedEnum):
     """How a float8 operand of ``scaled_mm`` was scaled (torch's ``_ScalingType``)."""
 
     TensorWise = 0
@@ -50,7 +36,7 @@ class ScalingType(_NumberedEnum):
     BlockWise128x128 = 5
 
 
-class SwizzleType(_NumberedEnum):
+class SwizzleType(NumberedEnum):
     """The memory layout of ``scaled_mm``'s scales (torch's ``_SwizzleType``)."""
 
     NO_SWIZZLE = 0
