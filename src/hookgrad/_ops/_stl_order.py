@@ -36,19 +36,16 @@ def _unguarded_linear_insert(a, last, less):
 
 
 def _move_median_to_first(a, result, x, y, z, less):
-    if less(a[x], a[y]):
-        if less(a[y], a[z]):
-            a[result], a[y] = a[y], a[result]
-        elif less(a[x], a[z]):
-            a[result], a[z] = a[z], a[result]
-        else:
-            a[result], a[x] = a[x], a[result]
-    elif less(a[x], a[z]):
-        a[result], a[x] = a[x], a[result]
-    elif less(a[y], a[z]):
-        a[result], a[z] = a[z], a[result]
+    # libstdc++'s two branches mirror each other with x and y exchanged: name the smaller of the two
+    # ``lo`` and the other ``hi`` and one branch serves, with the same comparisons in the same order
+    lo, hi = (x, y) if less(a[x], a[y]) else (y, x)
+    if less(a[hi], a[z]):
+        median = hi
+    elif less(a[lo], a[z]):
+        median = z
     else:
-        a[result], a[y] = a[y], a[result]
+        median = lo
+    a[result], a[median] = a[median], a[result]
 
 
 def _unguarded_partition(a, first, last, pivot, less):
