@@ -262,3 +262,15 @@ def test_float64(T, kind):
 
 def arr64(shape, seed):
     return np.random.default_rng(seed).standard_normal(shape)
+
+
+@differential
+def test_input_rank_messages(T):
+    """Each recurrent module's own wording for an input neither 2-D nor 3-D (GRU's and LSTM's have no
+    "tensor")."""
+    messages = []
+    for layer in (T.nn.RNN(3, 4), T.nn.GRU(3, 4), T.nn.LSTM(3, 4)):
+        with pytest.raises(ValueError) as caught:
+            layer(T.zeros(2, 5, 2, 3))
+        messages.append(str(caught.value))
+    return messages

@@ -218,8 +218,9 @@ class RNNBase(Module):
             input = input.unsqueeze(batch_dim)
         return input, is_batched, batch_dim
 
-    def _forward_one_state(self, input, hx, name):
-        """forward of the RNN and GRU, whose state is a single tensor (LSTM has two): torch's steps."""
+    def _forward_one_state(self, input, hx, dims_error):
+        """forward of the RNN and GRU, whose state is a single tensor (LSTM has two): torch's steps.
+        ``dims_error`` is the module's own message for an input neither 2-D nor 3-D."""
         from ..utils.rnn import PackedSequence
         orig_input = input
         if _is_packed(orig_input):
@@ -230,8 +231,7 @@ class RNNBase(Module):
                 hx = self.permute_hidden(hx, sorted_indices)
         else:
             batch_sizes = None
-            input, is_batched, batch_dim = self._with_batch_dim(
-                input, name + ": Expected input to be 2D or 3D, got {}D tensor instead")
+            input, is_batched, batch_dim = self._with_batch_dim(input, dims_error)
             if not is_batched:
                 if hx is not None:
                     if hx.dim() != 2:
@@ -279,7 +279,7 @@ class RNN(RNNBase):
         super().__init__(mode, *args, **kwargs)
 
     def forward(self, input, hx=None):
-        return self._forward_one_state(input, hx, "RNN")
+        return self._forward_one_state(input, hx, "RNN: Expected input to be 2D or 3D, got {}D tensor instead")
 
 
 class LSTM(RNNBase):
@@ -358,7 +358,8 @@ class GRU(RNNBase):
         super().__init__("GRU", *args, **kwargs)
 
     def forward(self, input, hx=None):
-        return self._forward_one_state(input, hx, "GRU")
+        # GRU's message, unlike RNN's, has no "tensor"
+        return self._forward_one_state(input, hx, "GRU: Expected input to be 2D or 3D, got {}D instead")
 
 
 # ---- cells ----------------------------------------------------------------------------------------
