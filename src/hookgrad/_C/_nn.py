@@ -63,12 +63,24 @@ def _unary(name, functional_name=None):
     return op
 
 
+def _inplace(functional_name):
+    def op(self):
+        return getattr(_F(), functional_name)(self, inplace=True)
+    op.__name__ = op.__qualname__ = functional_name + "_"
+    return op
+
+
+def _with_inplace(name):
+    """An activation torch._C._nn has in both forms: ``name`` and the in-place ``name_`` (F's inplace=True)."""
+    return _unary(name), _inplace(name)
+
+
 # ---- activations ---------------------------------------------------------------------------------
-hardsigmoid = _unary("hardsigmoid")
-hardswish = _unary("hardswish")
-relu6 = _unary("relu6")
-silu = _unary("silu")
-mish = _unary("mish")
+hardsigmoid, hardsigmoid_ = _with_inplace("hardsigmoid")
+hardswish, hardswish_ = _with_inplace("hardswish")
+relu6, relu6_ = _with_inplace("relu6")
+silu, silu_ = _with_inplace("silu")
+mish, mish_ = _with_inplace("mish")
 log_sigmoid = _unary("log_sigmoid", "logsigmoid")
 
 
@@ -236,21 +248,6 @@ def _conv_depthwise(functional_name, name):
 
 _conv_depthwise2d = _conv_depthwise("conv2d", "_conv_depthwise2d")
 conv_depthwise3d = _conv_depthwise("conv3d", "conv_depthwise3d")
-
-
-# ---- in-place activations (F's inplace=True) -----------------------------------------------------------
-def _inplace(functional_name):
-    def op(self):
-        return getattr(_F(), functional_name)(self, inplace=True)
-    op.__name__ = op.__qualname__ = functional_name + "_"
-    return op
-
-
-silu_ = _inplace("silu")
-mish_ = _inplace("mish")
-hardsigmoid_ = _inplace("hardsigmoid")
-hardswish_ = _inplace("hardswish")
-relu6_ = _inplace("relu6")
 
 
 # ---- upsampling ----------------------------------------------------------------------------------------
