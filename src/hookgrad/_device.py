@@ -56,7 +56,8 @@ class device:
     def __enter__(self):
         # ``with device:`` pushes a DeviceContext function mode that makes it the factories' default
         # (as torch does); hookgrad has only the CPU, so any other device gets torch's no-such-device error
-        require_cpu(self)
+        if self.type != "meta":
+            require_cpu(self)
         from .overrides import _push_mode
         from .utils._device import DeviceContext
         _push_mode(DeviceContext(self))

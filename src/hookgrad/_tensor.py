@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _dtype
 from ._device import device as _device_cls, CPU
+from ._meta import META, MetaArray, NO_DATA, NO_NUMPY
 from ._dtype import Size
 from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, Node
@@ -71,13 +72,19 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        return CPU if self._ndarray.__class__ is not MetaArray else META
+
+    @property
+    def is_meta(self) -> bool:
+        return self._ndarray.__class__ is MetaArray
+
+    @property
+    def is_cpu(self) -> bool:
+        return self._ndarray.__class__ is not MetaArray
 
     is_cuda = False
     is_sparse = False
     is_quantized = False
-    is_meta = False
-    is_cpu = True
     # the other back ends' and layouts' flags: a hookgrad tensor is a dense CPU tensor
     is_mps = is_xpu = is_xla = is_ipu = is_mtia = is_maia = is_vulkan = is_mkldnn = False
     is_nested = is_sparse_csr = False
@@ -109,10 +116,16 @@ class Tensor:
         return self._ndarray.nbytes
 
     def stride(self, dim=None):
-        strides = tuple(s // self._ndarray.itemsize for s in self._ndarray.strides)
+        if self._ndarray.__class__ is MetaArray:   # its NumPy strides are all zero; report contiguous ones
+            from ._meta import contiguous_strides
+            strides = contiguous_strides(self._ndarray.shape)
+        else:
+            strides = tuple(s // self._ndarray.itemsize for s in self._ndarray.strides)
         return strides if dim is None else strides[_wrap_dim(dim, self._ndarray.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if self._ndarray.__class__ is MetaArray:
+            return memory_format is None or memory_format == "torch.contiguous_format"
         if memory_format is None:
             return self._ndarray.flags.c_contiguous
         from . import _memory_format
@@ -400,12 +413,16 @@ class Tensor:
         return self._ndarray.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._ndarray.__class__ is MetaArray:
+            raise TypeError(NO_NUMPY)
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
         return self._ndarray.view()   # a new array object on the tensor's memory each call, as torch's
 
     def __array__(self, dtype=None, copy=None):
+        if self._ndarray.__class__ is MetaArray:
+            raise TypeError(NO_NUMPY)
         if self._requires_grad:   # np.array(t) goes through numpy(), as in torch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
@@ -414,6 +431,8 @@ class Tensor:
         return self._ndarray
 
     def cpu(self) -> "Tensor":
+        if self._ndarray.__class__ is MetaArray:
+            raise NotImplementedError(NO_DATA)
         return self
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
@@ -440,6 +459,8 @@ class Tensor:
     def __bool__(self) -> bool:
         if self._ndarray.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        if self._ndarray.__class__ is MetaArray:
+            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
         return builtins.bool(self._ndarray.reshape(()))
 
     def __float__(self) -> float:

@@ -49,7 +49,7 @@ def _np_index(index):
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
         elif isinstance(item, (list, tuple)):
-            arr = np.asarray([i._ndarray if isinstance(i, Tensor) else i for i in item])
+            arr = np.asanyarray([i._ndarray if isinstance(i, Tensor) else i for i in item])
             if arr.size == 0 and arr.dtype.kind == "f":
                 arr = arr.astype(np.int64)   # ``x[[]]``: torch reads an empty list as an empty long index
             if arr.dtype.kind not in "iub":
@@ -154,7 +154,7 @@ def _split_integers(index):
                 rest.append(Ellipsis if item is Ellipsis else slice(None))
         else:
             spans = item._ndarray.ndim if isinstance(item, Tensor) and item._ndarray.dtype.kind == "b" else (
-                np.asarray(item).ndim if isinstance(item, (list, tuple)) and np.asarray(item).dtype.kind == "b" else 1)
+                np.asanyarray(item).ndim if isinstance(item, (list, tuple)) and np.asanyarray(item).dtype.kind == "b" else 1)
             basic.extend([slice(None)] * spans)
             rest.append(item)
     return tuple(basic), tuple(rest)
@@ -676,7 +676,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
                            f"{vt._ndarray.ndim} dimension(s).")
     v = vt._ndarray if vt is not None else value
     check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
-    data = np.where(mask._ndarray, np.asarray(v).astype(x._ndarray.dtype), x._ndarray)
+    data = np.where(mask._ndarray, np.asanyarray(v).astype(x._ndarray.dtype), x._ndarray)
     result = wrap(np.ascontiguousarray(data))
     if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
         if vt is not None:

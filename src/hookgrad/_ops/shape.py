@@ -373,6 +373,24 @@ def to_dtype(x: Tensor, dtype, copy: bool = False, memory_format=None) -> Tensor
     return result
 
 
+def _to_device(x: Tensor, device) -> Tensor:
+    """``x`` on ``device``: itself where it already is, a meta tensor of its shape for ``"meta"``;
+    the CPU for a meta tensor is torch's NotImplementedError (no data to copy)."""
+    from .._meta import MetaArray, is_meta_device, meta_like
+    if is_meta_device(device):
+        if x._ndarray.__class__ is MetaArray:
+            return x
+        result = wrap(meta_like(x._ndarray))
+        if GRAD.enabled and x._requires_grad:
+            record_op(ToCopyBackward0, (x,), result).dtype = _dtype.from_numpy_dtype(x._ndarray.dtype)
+        return result
+    from .._device import require_cpu
+    require_cpu(device)  # raises for anything but the CPU
+    if x._ndarray.__class__ is MetaArray:
+        x.cpu()   # torch's error: a meta tensor has no data to copy out
+    return x
+
+
 @op(function=False)
 def to(x: Tensor, *args, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; copy=, non_blocking= accepted."""
@@ -398,8 +416,9 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     if device is not None:
-        from .._device import require_cpu
-        require_cpu(device)  # raises for anything but the CPU
+        moved = _to_device(x, device)
+        if moved is not x:
+            return moved if dtype is None else to_dtype(moved, dtype, False, memory_format)
     if dtype is None:
         if memory_format not in (None, _memory_format.PRESERVE):
             return to_dtype(x, x.dtype, copy, memory_format)

@@ -929,7 +929,7 @@ class EmbeddingBagBackward0(Node):
 
 def _bags(indices, offsets, include_last_offset):
     n = indices.shape[0]
-    starts = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    starts = np.asanyarray(offsets, dtype=np.int64).reshape(-1)
     if starts.size and starts[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
                            f"position 0. However, got {starts[0]}")
@@ -1024,7 +1024,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         offset2bag, bag_size = bag_of, counts
         max_out = max_indices if mode_name == "max" else counts
     return (result, wrap(offset2bag.astype(index_dtype)), wrap(bag_size.astype(index_dtype)),
-            wrap(np.asarray(max_out).astype(index_dtype)))
+            wrap(np.asanyarray(max_out).astype(index_dtype)))
 
 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):
