@@ -254,3 +254,97 @@ def test_a_cpu_op_pays_nothing_for_the_meta_device():
     import hookgrad
     x = hookgrad.ones(3)
     assert type((x * 2 + 1)._ndarray) is np.ndarray and not x.is_meta and x.is_cpu
+
+
+# ---- wrapper subclasses (``Tensor._make_wrapper_subclass`` + ``__torch_dispatch__``) -----------------
+def _wrapper_class(T, log):
+    class Wrapper(T.Tensor):
+        @staticmethod
+        def __new__(cls, data):
+            return T.Tensor._make_wrapper_subclass(cls, data.shape, dtype=data.dtype, device=data.device,
+                                                   requires_grad=data.requires_grad, strides=data.stride())
+
+        def __init__(self, data):
+            self._data = data   # the name torch's tests use for the wrapped tensor
+
+        @classmethod
+        def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+            log.append((str(func), [t.__name__ for t in types]))
+
+            def unwrap(t):
+                return t._data if isinstance(t, Wrapper) else t
+
+            def rewrap(t):
+                return Wrapper(t) if isinstance(t, T.Tensor) and not isinstance(t, Wrapper) else t
+            out = func(*[unwrap(a) for a in args], **{k: unwrap(v) for k, v in (kwargs or {}).items()})
+            return tuple(rewrap(o) for o in out) if isinstance(out, tuple) else rewrap(out)
+    return Wrapper
+
+
+@differential
+def test_wrapper_subclass_sees_aten_calls(T):
+    log = []
+    Wrapper = _wrapper_class(T, log)
+    w = Wrapper(T.arange(6.0).reshape(2, 3))
+    meta = (w.device.type, w.is_meta, tuple(w.shape), w.stride(), str(w.dtype).split(".")[-1], w.requires_grad,
+            type(w).__name__)
+    results = [w + 1, w * w, w.sum(), w.t(), T.mm(w, T.ones(3, 2)), w.detach(), w.clone(),
+               T.nn.functional.linear(w, T.ones(4, 3)), w.relu()]
+    values = [(type(r).__name__, r._data) for r in results]
+    scalar = w.sum().item()
+    return meta, values, scalar, log
+
+
+@differential
+def test_parameter_of_a_subclass_keeps_it(T):
+    log = []
+    Wrapper = _wrapper_class(T, log)
+
+    class Plain(T.Tensor):
+        pass
+
+    p = T.nn.Parameter(Wrapper(T.ones(2)))
+    q = T.nn.Parameter(Plain(T.ones(2)), requires_grad=False)
+    r = T.nn.Parameter(T.ones(2))
+    return ([type(x).__name__ for x in (p, q, r)], [isinstance(x, T.nn.Parameter) for x in (p, q, r)],
+            [getattr(x, "_is_param", None) for x in (p, q)], p.requires_grad, q.requires_grad, log,
+            isinstance(Wrapper(T.ones(1)), T.nn.Parameter))
+
+
+@differential
+def test_make_wrapper_subclass_refuses_a_non_tensor_class(T):
+    class Undispatched(T.Tensor):
+        pass
+    return catch(T.Tensor._make_wrapper_subclass, int, (2,)), catch(T.Tensor._make_wrapper_subclass, T.Tensor, (2,)), \
+        catch(T.Tensor._make_wrapper_subclass, Undispatched, (2,)), \
+        describe(T.Tensor._make_wrapper_subclass(_wrapper_class(T, []), (2, 3), dtype=T.float64, device="meta"))
+
+
+@differential
+def test_subclass_keeping_its_tensor_as_underscore_data(T):
+    # a subclass that stores the tensor it wraps as ``self._data`` (torch's own tests do): the name is
+    # the subclass's own, and the tensor keeps working
+    class Custom(T.Tensor):
+        def __init__(self, data):
+            super().__init__()
+            self._data = data
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            kwargs = {} if kwargs is None else kwargs
+            args = tuple(a._data if isinstance(a, cls) else a for a in args)
+            out = func(*args, **kwargs)
+            return cls(out) if isinstance(out, T.Tensor) else out
+
+    class Identity(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = Custom(T.arange(4.0))
+    y = Identity.apply(x)
+    return type(y).__name__, (x * 2)._data, x._data, tuple(x.shape)

@@ -35,17 +35,16 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
         _init(self, np.empty(0, dtype=_dtype.get_default_dtype().np))
-        if cls.__new__ is not Tensor.__new__ and (args or kwargs):
-            self._construct(*args, **kwargs)  # ``super().__new__(cls, data)`` from a subclass's __new__
+        if args or kwargs:
+            # as in torch, whose constructor is all in __new__: a subclass's own __init__ (which may call
+            # ``super().__init__()`` with no arguments) does not undo it
+            self._construct(*args, **kwargs)
         return self
 
     def __init__(self, *args, **kwargs):
-        if type(self).__new__ is not Tensor.__new__:
-            # a subclass that builds its instances in its own __new__ (``_make_subclass``,
-            # ``super().__new__(cls, data)``): as in torch, whose constructor is all in __new__, the
-            # arguments are the subclass's own and change nothing here
-            return
-        self._construct(*args, **kwargs)
+        # everything happened in __new__ (``Tensor(data)``, a subclass's ``super().__new__(cls, data)``,
+        # ``_make_subclass``): the arguments change nothing here
+        return
 
     def _construct(self, *args, **kwargs):
         # ``hookgrad.Tensor(2, 3)`` is an uninitialized 2x3 tensor, ``Tensor([1, 2])`` a float tensor
@@ -72,15 +71,18 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU if self._ndarray.__class__ is not MetaArray else META
+        if self._ndarray.__class__ is not MetaArray:
+            return CPU
+        # a wrapper subclass instance (``_make_wrapper_subclass``) is on the device it was given
+        return self.__dict__.get("_wrapper_device", META)
 
     @property
     def is_meta(self) -> bool:
-        return self._ndarray.__class__ is MetaArray
+        return self._ndarray.__class__ is MetaArray and self.__dict__.get("_wrapper_device", META).type == "meta"
 
     @property
     def is_cpu(self) -> bool:
-        return self._ndarray.__class__ is not MetaArray
+        return self.device.type == "cpu"
 
     is_cuda = False
     is_sparse = False
@@ -403,6 +405,8 @@ class Tensor:
     def item(self):
         if self._ndarray.size != 1:
             raise RuntimeError(f"a Tensor with {self._ndarray.size} elements cannot be converted to Scalar")
+        if self._ndarray.__class__ is MetaArray:
+            return _meta_item(self)
         if self._ndarray.dtype.kind == "V":  # bfloat16, float8, complex32 (float8_e5m2 has kind "f": its item() serves)
             return _dtype.python_values(self._ndarray.reshape(()))
         return self._ndarray.reshape(()).item()
@@ -460,7 +464,7 @@ class Tensor:
         if self._ndarray.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
         if self._ndarray.__class__ is MetaArray:
-            raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+            return builtins.bool(_meta_item(self))
         return builtins.bool(self._ndarray.reshape(()))
 
     def __float__(self) -> float:
@@ -474,6 +478,8 @@ class Tensor:
     def _scalar(self):
         if self._ndarray.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._ndarray.__class__ is MetaArray:
+            return _meta_item(self)
         return self._ndarray.reshape(()).item()
 
     def __index__(self) -> int:
@@ -565,6 +571,15 @@ class Tensor:
         instances (a subclass that overrides this usually ends with ``super().__torch_function__``)."""
         from ._C._torch_function import subclass_preserving
         return subclass_preserving(cls, func, types, args, kwargs)
+
+
+def _meta_item(t):
+    """``item()`` of a tensor whose array is a MetaArray: torch's error for a meta tensor; for a wrapper
+    subclass instance, the value its ``__torch_dispatch__`` gives."""
+    if "_wrapper_device" in t.__dict__ and getattr(type(t), "__torch_dispatch__", None) is not None:
+        from .utils._python_dispatch import dispatched_item
+        return dispatched_item(t)
+    raise RuntimeError("Tensor.item() cannot be called on meta tensors")
 
 
 def _torch_names_absent() -> frozenset:
