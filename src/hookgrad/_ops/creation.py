@@ -433,8 +433,9 @@ def zeros_like(t, *, dtype=None, device=None, requires_grad=False, memory_format
 
 @op(method=False)
 def ones_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(_filled_like(_like_source(t, device), _like_dtype(t, dtype).np, memory_format, 1), requires_grad,
-                   device)
+    # t's own array without a device given: the implicit gradient of every backward comes this way
+    return _finish(_filled_like(t._ndarray if device is None else _like_source(t, device), _like_dtype(t, dtype).np,
+                                memory_format, 1), requires_grad, device)
 
 
 @op(method=False)
