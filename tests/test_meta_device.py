@@ -67,7 +67,9 @@ def test_ops_give_meta_results(T):
                T.tanh(a), a.clamp(0, 1), a.abs(), a.pow(2), a / 2, a.any(), a.all(), a.split(2), a.chunk(2, 1),
                a.flatten(), a.squeeze(), a.repeat(2, 1), a.sort(1).values, a.topk(2).indices, a.new_zeros(2),
                a.new_empty((2, 3)), a.new_ones(1), a.new_full((2,), 3.0), a.new_tensor([1.0]), a.type_as(v),
-               a.max(0).values, a.max(0).indices, a.min(1)[0]]
+               a.max(0).values, a.max(0).indices, a.min(1)[0], a[T.tensor([0, 2])], a[:, [1, 2]],
+               a[T.empty(3, dtype=T.long, device="meta")], a.index_select(0, T.tensor([1])), a.median(),
+               a.kthvalue(1).values, a.gather(1, T.empty(3, 2, dtype=T.long, device="meta"))]
     return [described(r) for r in results]
 
 
@@ -154,7 +156,9 @@ def test_errors_where_torch_raises(T):
     for fn in (m.item, one.item, m.tolist, m.numpy, m.cpu, lambda: m.to("cpu"), lambda: bool(one), lambda: float(one),
                lambda: int(one), lambda: m + T.ones(3, 4), lambda: T.ones(3, 4) + m, lambda: m.nonzero(),
                lambda: m[m > 0], lambda: T.ones(3, 4).copy_(m), g.numpy, lambda: T.device("nope"),
-               lambda: m.unique(), lambda: T.equal(m, m), lambda: one.to("cuda")):
+               lambda: m.unique(), lambda: T.equal(m, m), lambda: one.to("cuda"), lambda: T.allclose(m, m),
+               lambda: m.unique_consecutive(), lambda: T.where(m > 0), lambda: m.masked_select(m > 0),
+               lambda: T.is_nonzero(one), lambda: m.max().item()):
         out.append(catch(fn))
     # what torch allows: a CPU scalar with a meta tensor, a CPU tensor copied into a meta one
     ok = [describe(m + T.tensor(2.0)), describe(m.copy_(T.ones(3, 4))), describe(m * T.ones(()))]

@@ -96,7 +96,7 @@ def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
 def _take_at(g: Tensor, npi) -> Tensor:
     """``g[npi]`` for an index already in NumPy's form, recorded (IndexBackward0) when a graph is
     being built: backward formulas use it so that their results stay differentiable."""
-    result = wrap(np.array(g._ndarray[npi], copy=True))
+    result = wrap(g._ndarray[npi].copy(order="K"))
     if GRAD.enabled and g._requires_grad:
         node = record_op(IndexBackward0, (g,), result)
         node.in_shape, node.index = g._ndarray.shape, npi
@@ -185,7 +185,7 @@ def getitem(x: Tensor, index) -> Tensor:
     except IndexError as e:
         _check_masks(x._ndarray.shape, index)
         raise _torch_index_error(e) from None
-    result = wrap(np.array(data, copy=True))
+    result = wrap(data.copy(order="K"))   # a method call: a meta array copies as meta
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexBackward0, (x,), result)
         node.in_shape, node.index = x._ndarray.shape, npi

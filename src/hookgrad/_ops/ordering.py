@@ -712,6 +712,9 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
 @op()
 def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
     data = x._ndarray
+    if data.__class__ is MetaArray:
+        raise NotImplementedError("unique_consecutive: the result's shape depends on the values, which a meta "
+                                  "tensor does not have")
     if dim is None:
         flat = data.reshape(-1)
         new = np.ones(flat.size, dtype=bool)

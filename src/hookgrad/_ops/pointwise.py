@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype, _memory_format
+from .._meta import NO_ITEM, MetaArray
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
@@ -1355,7 +1356,10 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 @op()
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(isclose(a, b, rtol, atol, equal_nan)._ndarray.all())
+    close = isclose(a, b, rtol, atol, equal_nan)._ndarray.all()
+    if close.__class__ is MetaArray:   # no values to compare: torch's error for reading a meta tensor
+        raise RuntimeError(NO_ITEM)
+    return bool(close)
 
 
 @op()
