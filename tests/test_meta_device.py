@@ -352,3 +352,16 @@ def test_subclass_keeping_its_tensor_as_underscore_data(T):
     x = Custom(T.arange(4.0))
     y = Identity.apply(x)
     return type(y).__name__, (x * 2)._data, x._data, tuple(x.shape)
+
+
+@differential
+def test_to_other_as_tensor_and_loading_from_meta(T):
+    m = T.empty(2, 3, device="meta")
+    c = T.ones(2, 3, dtype=T.float64)
+    moved = [describe(c.to(m)), describe(T.as_tensor(c, device="meta")), describe(T.as_tensor(m)),
+             describe(T.as_tensor(c, device="cpu")), catch(m.to, c)]
+    with T.device("meta"):
+        source = T.nn.Linear(2, 3)
+    target = T.nn.Linear(2, 3)
+    loading = catch(target.load_state_dict, source.state_dict())
+    return moved, loading, describe(T.nn.Linear(2, 3).to_empty(device="meta").weight)

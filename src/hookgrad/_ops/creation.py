@@ -302,6 +302,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 @op(method=False, aliases=("asarray",))
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
+        if device is not None:
+            data = data.to(device)
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray):
         t = from_numpy(data)

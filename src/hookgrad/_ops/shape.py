@@ -407,6 +407,8 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
+            if a._ndarray.__class__ is not x._ndarray.__class__:   # to(other) takes other's device too
+                device = a.device
         elif isinstance(a, _dtype.dtype) or (type(a).__name__ == "dtype") or a in (float, int, bool, complex):
             dtype = a
         elif isinstance(a, (str,)) or type(a).__name__ == "device":
