@@ -365,3 +365,35 @@ def test_to_other_as_tensor_and_loading_from_meta(T):
     target = T.nn.Linear(2, 3)
     loading = catch(target.load_state_dict, source.state_dict())
     return moved, loading, describe(T.nn.Linear(2, 3).to_empty(device="meta").weight)
+
+
+@differential
+def test_layers_and_optimizers_on_meta(T):
+    with T.device("meta"):
+        enc = T.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True)
+        mha = T.nn.MultiheadAttention(16, 4, batch_first=True)
+        lstm = T.nn.LSTM(16, 8, batch_first=True)
+        gru = T.nn.GRU(16, 8)
+        gn = T.nn.GroupNorm(2, 4)
+    x = T.empty(2, 5, 16, device="meta")
+    img = T.empty(1, 3, 4, 4, device="meta")
+    F = T.nn.functional
+    outs = [enc(x), mha(x, x, x)[0], lstm(x)[0], lstm(x)[1][1], gru(x)[0], gn(T.empty(2, 4, 3, device="meta")),
+            T.nn.Upsample(scale_factor=2)(img), T.nn.AdaptiveAvgPool2d((2, 2))(T.empty(1, 3, 5, 5, device="meta")),
+            F.scaled_dot_product_attention(x, x, x), F.interpolate(img, size=(7, 7), mode="bilinear"),
+            T.einsum("bij,bjk->bik", T.empty(2, 3, 4, device="meta"), T.empty(2, 4, 5, device="meta")),
+            T.bmm(T.empty(2, 3, 4, device="meta"), T.empty(2, 4, 5, device="meta")), F.pad(img, (1, 1, 2, 2)),
+            F.pad(img, (1, 1, 1, 1), mode="reflect"), T.empty(3, 4, device="meta").tril(), F.softplus(img)]
+    logits = T.empty(4, 5, device="meta", requires_grad=True)
+    F.cross_entropy(logits, T.empty(4, dtype=T.long, device="meta")).backward()
+    steps = []
+    for make in (lambda ps: T.optim.SGD(ps, lr=0.1, momentum=0.9, weight_decay=0.1), lambda ps: T.optim.Adam(ps),
+                 lambda ps: T.optim.AdamW(ps), lambda ps: T.optim.RMSprop(ps)):
+        p = T.nn.Parameter(T.empty(3, device="meta"))
+        p.grad = T.empty(3, device="meta")
+        opt = make([p])
+        opt.step()
+        opt.step()
+        steps.append((describe(p), sorted((k, describe(v)) for k, v in opt.state[p].items() if hasattr(v, "shape")
+                                          and v.dim())))
+    return [describe(o) for o in outs], describe(logits.grad), steps

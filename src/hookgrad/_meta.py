@@ -17,6 +17,8 @@ is let through (torch refuses it), because hookgrad's kernels combine such const
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ._device import device
@@ -69,21 +71,33 @@ def _mismatch(first_is_meta: bool) -> RuntimeError:
     return RuntimeError("Tensor on device meta is not on the expected device cpu!")
 
 
+# the code of the kernels whose array operands are their op's own tensors (elementwise arithmetic and
+# comparisons, where, cat, stack): only there is a plain array among meta ones a CPU tensor the caller
+# passed. Elsewhere it is a kernel's own constant (a mask, an initial state, a divisor grid), which
+# combines with meta operands into a meta result
+_STRICT_CALLERS: set = set()
+
+
+def operands_are_the_ops_own(*functions) -> None:
+    """Declare ``functions`` kernels whose operands are the op's own tensors: a CPU tensor with
+    dimensions among meta ones there is torch's device mismatch."""
+    _STRICT_CALLERS.update(f.__code__ for f in functions)
+
+
+def _called_strictly(depth: int) -> bool:
+    return sys._getframe(depth + 1).f_code in _STRICT_CALLERS
+
+
 def _check_devices(arrays) -> None:
-    """torch's device mismatch for a plain array among MetaArray operands, when it has dimensions and
-    at least the rank of a meta one (a plain array of lower rank is a kernel's own constant: a divisor
-    grid, a mask; hookgrad's kernels combine those with their operands)."""
-    arrays = [a for a in arrays if isinstance(a, np.ndarray)]
-    meta_rank = max((a.ndim for a in arrays if isinstance(a, MetaArray)), default=None)
-    if meta_rank is None:
-        return
+    """torch's device mismatch for a plain array with dimensions among MetaArray operands (a 0-d one
+    is a CPU scalar, which torch lets mix), worded after the first tensor operand's device."""
+    first_meta = None
     for a in arrays:
-        if isinstance(a, MetaArray):
-            if any(not isinstance(b, MetaArray) and b.ndim >= max(meta_rank, 1) for b in arrays):
-                raise _mismatch(True)
-            return
-        if a.ndim >= max(meta_rank, 1):
-            raise _mismatch(False)
+        if isinstance(a, np.ndarray) and (a.ndim or isinstance(a, MetaArray)):
+            if first_meta is None:
+                first_meta = isinstance(a, MetaArray)
+            elif isinstance(a, MetaArray) != first_meta:
+                raise _mismatch(first_meta)
 
 
 def _probe(value):
@@ -150,10 +164,10 @@ class MetaArray(np.ndarray):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         out = kwargs.pop("out", None)
         outs = out if isinstance(out, tuple) else ((out,) if out is not None else ())
-        if ufunc is not np.matmul:   # torch's matrix products take a CPU operand beside a meta one
+        if _STRICT_CALLERS and _called_strictly(1):
             _check_devices(inputs + tuple(o for o in outs if o is not None))
-        elif outs and not isinstance(outs[0], MetaArray):
-            outs = out = None   # a CPU buffer for a meta product: the product is meta
+        if outs and not all(isinstance(o, MetaArray) for o in outs if o is not None):
+            outs = out = None   # a kernel's CPU buffer for a meta result: the result is meta
         if method == "at":   # np.add.at(target, index, values): writes in place
             return None
         kwargs.pop("where", None)
@@ -197,6 +211,8 @@ class MetaArray(np.ndarray):
 
     # -- array functions ------------------------------------------------------------------------
     def __array_function__(self, func, types, args, kwargs):
+        if _STRICT_CALLERS and _called_strictly(1):
+            _check_devices([v for a in args for v in (a if isinstance(a, (list, tuple)) else (a,))])
         handler = _FUNCTIONS.get(func)
         if handler is not None:
             return handler(*args, **kwargs)
@@ -206,9 +222,6 @@ class MetaArray(np.ndarray):
         if func in _NATIVE:   # NumPy's code for these only calls methods and ufuncs, which come back here
             return super().__array_function__(func, types, args, kwargs)
         # any other function: run on zero-stride stand-ins (no memory for the inputs), the results made meta
-        flat = [a for a in args if isinstance(a, np.ndarray)]
-        flat += [v for a in args if isinstance(a, (list, tuple)) for v in a if isinstance(v, np.ndarray)]
-        _check_devices(flat)
         with np.errstate(all="ignore"):
             result = func(*(_unmeta(a) for a in args), **{k: _unmeta(v) for k, v in kwargs.items()})
         return _metaify(result)
@@ -351,7 +364,6 @@ def _arrays_dtype(arrays, dtype=None):
 
 def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     arrays = list(arrays)
-    _check_devices(arrays)
     shapes = [np.shape(a) for a in arrays]
     if axis is None:
         shape = (sum(int(np.prod(s)) for s in shapes),)
@@ -366,7 +378,6 @@ def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 
 def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     arrays = list(arrays)
-    _check_devices(arrays)
     shapes = {np.shape(a) for a in arrays}
     if len(shapes) != 1:
         raise ValueError("all input arrays must have the same shape")
@@ -379,7 +390,6 @@ def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
 def _where(condition, x=None, y=None):
     if x is None and y is None:
         raise NotImplementedError("where(condition) on a meta tensor: the result's shape depends on the values")
-    _check_devices([condition, x, y])
     shape = np.broadcast_shapes(np.shape(condition), np.shape(x), np.shape(y))
     return meta_array(shape, np.result_type(_probe(x), _probe(y)))
 
@@ -417,7 +427,6 @@ def _broadcast_arrays(*arrays, subok=False):
 
 
 def _dot(a, b, out=None):
-    _check_devices([a, b])
     sa, sb = np.shape(a), np.shape(b)
     dtype = np.result_type(_probe(a), _probe(b))
     if not sa or not sb:
@@ -432,7 +441,6 @@ def _dot(a, b, out=None):
 
 
 def _tensordot(a, b, axes=2):
-    _check_devices([a, b])
     sa, sb = np.shape(a), np.shape(b)
     if isinstance(axes, (int, np.integer)):
         axes_a, axes_b = list(range(len(sa) - axes, len(sa))), list(range(0, axes))
@@ -451,7 +459,6 @@ def _tensordot(a, b, axes=2):
 def _einsum(subscripts, *operands, out=None, dtype=None, optimize=False, **kwargs):
     if not isinstance(subscripts, str):
         raise NotImplementedError("einsum in the sublist form on a meta tensor")
-    _check_devices(operands)
     spec = subscripts.replace(" ", "")
     inputs, arrow, output = spec.partition("->")
     terms = inputs.split(",")

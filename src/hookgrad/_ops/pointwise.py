@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype, _memory_format
-from .._meta import NO_ITEM, MetaArray
+from .._meta import NO_ITEM, MetaArray, operands_are_the_ops_own
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
@@ -1395,5 +1395,8 @@ def _maybe_out(result, out, name="out"):
                            "but one of the arguments requires grad.")
     return write_native_out(result, out, name)
 
+
+# a CPU tensor meeting a meta one in these is torch's device mismatch (see _meta)
+operands_are_the_ops_own(_np_binary, _fast_binary, where)
 
 __all__ = module_all(globals())

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype, _memory_format
+from .._meta import operands_are_the_ops_own
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
@@ -456,5 +457,7 @@ for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half
                    ("byte", _dtype.uint8), ("bool", _dtype.bool)):
     _dtype_method(_name, _dt)
 
+
+operands_are_the_ops_own(_joined)   # cat's and stack's tensors: a CPU one among meta ones is torch's error
 
 __all__ = module_all(globals())

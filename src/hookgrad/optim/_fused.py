@@ -56,8 +56,9 @@ def add_scaled_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
     axpy = _axpy_by_dtype.get(y.dtype, _UNSET)
     if axpy is _UNSET:
         axpy = _axpy_for(y.dtype)
-    if axpy is None or alpha == 0 or x.dtype != y.dtype or not y.size:
-        # (alpha == 0: BLAS skips the update, torch adds 0 * x, which is NaN for an inf or NaN x)
+    if axpy is None or alpha == 0 or x.dtype != y.dtype or not y.size or y.__class__ is not np.ndarray:
+        # (alpha == 0: BLAS skips the update, torch adds 0 * x, which is NaN for an inf or NaN x; a meta
+        # tensor's array is no BLAS vector)
         y += x * alpha
         return
     if _threads._current != 1:

@@ -29,6 +29,7 @@ from ..._ops.views import apply_inplace
 # the layers call the ops themselves, not torch's public names: as in torch (whose recurrent kernels are
 # C++), code that patches torch.addmm or Tensor.matmul (FLOP counters) does not see a layer's steps
 from ..._ops.linalg import AddmmBackward0, _is_transposed, addmm as _addmm, matmul as _matmul
+from ..._meta import MetaArray, meta_array
 from ..._tensor import Tensor, wrap
 from ...autograd import _dual, anomaly_mode as _anomaly
 from ...autograd.graph import Node, SavedTensor, saved_tensor_hooks_active
@@ -801,9 +802,14 @@ def _onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, hidden_size, num_l
     """``at::mkldnn_rnn_layer``: x (T, B, I) contiguous; returns (output, hy, cy)."""
     xd = x._ndarray
     steps, batch, features = xd.shape
-    kernel = _LstmKernel(w_ih._ndarray, w_hh._ndarray, reverse)
-    out, h, c = kernel.forward(xd, b_ih._ndarray if has_biases else None, b_hh._ndarray if has_biases else None,
-                               hx._ndarray, cx._ndarray)
+    if xd.__class__ is MetaArray or hx._ndarray.__class__ is MetaArray:   # the results' shapes, nothing computed
+        kernel = None
+        out = meta_array((steps, batch, hidden_size), xd.dtype)
+        h = c = meta_array((batch, hidden_size), xd.dtype)
+    else:
+        kernel = _LstmKernel(w_ih._ndarray, w_hh._ndarray, reverse)
+        out, h, c = kernel.forward(xd, b_ih._ndarray if has_biases else None, b_hh._ndarray if has_biases else None,
+                                   hx._ndarray, cx._ndarray)
     out, hy, cy = wrap(out), wrap(h.copy()), wrap(c.copy())  # (h, c: rows of the kernel's arrays)
     inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
     if any_requires_grad(*inputs):

@@ -202,7 +202,7 @@ class RNNBase(Module):
 
     def _zeros(self, batch, size, like: Tensor) -> Tensor:
         directions = 2 if self.bidirectional else 1
-        return hookgrad.zeros(self.num_layers * directions, int(batch), size, dtype=like.dtype)
+        return hookgrad.zeros(self.num_layers * directions, int(batch), size, dtype=like.dtype, device=like.device)
 
     def _forward_one_state(self, input, hx, name):
         """forward of the RNN and GRU, whose state is a single tensor (LSTM has two): torch's steps."""
@@ -406,7 +406,7 @@ class RNNCellBase(Module):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
         elif not batched:
             hx = hx.unsqueeze(0)
         self._check_sizes(input, hx, "")
@@ -457,7 +457,7 @@ class LSTMCell(RNNCellBase):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            zeros = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            zeros = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
             hx = (zeros, zeros)
         elif not batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
