@@ -10,10 +10,10 @@ torch's error, so that a meta tensor never turns into a CPU tensor of made-up va
 checks on values (``if np.isnan(x).any():``) see False and take the kernel's ordinary path, as
 torch's meta kernels, which check nothing, do.
 
-A CPU operand meeting a meta one in an elementwise kernel is torch's device mismatch when it has at
-least the meta operand's rank; CPU scalars (0-d) mix freely, as in torch. A CPU operand of lower rank
-is let through (torch refuses it), because hookgrad's kernels combine such constants of their own
-(a divisor grid, a mask) with their operands.
+A CPU tensor with dimensions among the meta operands of elementwise arithmetic, comparisons, ``where``,
+``cat`` and ``stack`` is torch's device mismatch; CPU scalars (0-d) mix freely, as in torch. Other
+kernels combine arrays of their own (a mask, an initial state, a divisor grid) with their operands,
+so there a plain array meeting a meta one gives a meta result (torch refuses a CPU tensor there).
 """
 from __future__ import annotations
 
@@ -302,9 +302,7 @@ class MetaArray(np.ndarray):
         return meta_array(stand_in[index].shape, self.dtype)
 
     def __setitem__(self, index, value):
-        if isinstance(value, np.ndarray) and not isinstance(value, MetaArray) and value.ndim:
-            raise _mismatch(True)
-        return None
+        return None   # no values to write (torch copies a CPU tensor into a meta one without complaint)
 
     def _indexed_like(self, result_shape, dtype=None):
         return meta_array(result_shape, self.dtype if dtype is None else dtype)

@@ -56,9 +56,8 @@ def add_scaled_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
     axpy = _axpy_by_dtype.get(y.dtype, _UNSET)
     if axpy is _UNSET:
         axpy = _axpy_for(y.dtype)
-    if axpy is None or alpha == 0 or x.dtype != y.dtype or not y.size or y.__class__ is not np.ndarray:
-        # (alpha == 0: BLAS skips the update, torch adds 0 * x, which is NaN for an inf or NaN x; a meta
-        # tensor's array is no BLAS vector)
+    if axpy is None or alpha == 0 or x.dtype != y.dtype or not y.size:
+        # (alpha == 0: BLAS skips the update, torch adds 0 * x, which is NaN for an inf or NaN x)
         y += x * alpha
         return
     if _threads._current != 1:
@@ -67,6 +66,8 @@ def add_scaled_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
         flat = y.reshape(-1)
         if axpy(x.reshape(-1), flat, a=alpha) is flat:  # (reshape copies x only if x is not contiguous)
             return
+    if y.__class__ is not np.ndarray:   # a meta tensor's array (zero strides): no values to add into
+        return
     target = np.ascontiguousarray(y)  # the wrapper wants one contiguous vector
     flat = target.reshape(-1)
     flat[...] = axpy(x.reshape(-1), flat, a=alpha)
