@@ -384,6 +384,9 @@ def test_layers_and_optimizers_on_meta(T):
             T.einsum("bij,bjk->bik", T.empty(2, 3, 4, device="meta"), T.empty(2, 4, 5, device="meta")),
             T.bmm(T.empty(2, 3, 4, device="meta"), T.empty(2, 4, 5, device="meta")), F.pad(img, (1, 1, 2, 2)),
             F.pad(img, (1, 1, 1, 1), mode="reflect"), T.empty(3, 4, device="meta").tril(), F.softplus(img)]
+    lstm(x)[0].sum().backward()
+    gru(x)[0].sum().backward()
+    grads = [describe(p.grad) for p in list(lstm.parameters()) + list(gru.parameters())]
     logits = T.empty(4, 5, device="meta", requires_grad=True)
     F.cross_entropy(logits, T.empty(4, dtype=T.long, device="meta")).backward()
     steps = []
@@ -396,4 +399,4 @@ def test_layers_and_optimizers_on_meta(T):
         opt.step()
         steps.append((describe(p), sorted((k, describe(v)) for k, v in opt.state[p].items() if hasattr(v, "shape")
                                           and v.dim())))
-    return [describe(o) for o in outs], describe(logits.grad), steps
+    return [describe(o) for o in outs], describe(logits.grad), steps, grads

@@ -29,7 +29,7 @@ from ..._ops.views import apply_inplace
 # the layers call the ops themselves, not torch's public names: as in torch (whose recurrent kernels are
 # C++), code that patches torch.addmm or Tensor.matmul (FLOP counters) does not see a layer's steps
 from ..._ops.linalg import AddmmBackward0, _is_transposed, addmm as _addmm, matmul as _matmul
-from ..._meta import MetaArray, meta_array
+from ..._meta import MetaArray, meta_array, meta_like
 from ..._tensor import Tensor, wrap
 from ...autograd import _dual, anomaly_mode as _anomaly
 from ...autograd.graph import Node, SavedTensor, saved_tensor_hooks_active
@@ -775,6 +775,9 @@ class MkldnnRnnLayerBackward0(Node):
         if GRAD.enabled:  # create_graph: the same gradients from Tensor ops, differentiable again
             result = _lstm_backward_tensor(x, w_ih, w_hh, b_ih, b_hh, hx, cx, self.reverse, d_out, d_hy, d_cy)
             return tuple(r if n else None for r, n in zip(result, need))
+        if x._ndarray.__class__ is MetaArray:   # meta operands: the gradients' shapes, nothing computed
+            inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
+            return tuple(wrap(meta_like(t._ndarray)) if n and t is not None else None for t, n in zip(inputs, need))
         if self.cache is None:
             raise RuntimeError(_FREED)
         dh = d_hy._ndarray if d_hy is not None else np.zeros(hx.shape, hx._ndarray.dtype)
