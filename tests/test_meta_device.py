@@ -400,3 +400,36 @@ def test_layers_and_optimizers_on_meta(T):
         steps.append((describe(p), sorted((k, describe(v)) for k, v in opt.state[p].items() if hasattr(v, "shape")
                                           and v.dim())))
     return [describe(o) for o in outs], describe(logits.grad), steps, grads
+
+
+def test_the_dispatch_hook_goes_with_the_last_wrapper_instance():
+    """Wrapper instances turn hookgrad's op hook on (their __torch_dispatch__ is fed from it); once the
+    last one is gone, ops no longer pay for it."""
+    import copy
+    import gc
+    import hookgrad
+    from hookgrad.utils import _python_dispatch
+    gc.collect()
+    assert _python_dispatch._HOOK[0] is None
+    Wrapper = _wrapper_class(hookgrad, [])
+    w = Wrapper(hookgrad.ones(2))
+    twin = copy.deepcopy(w)
+    assert _python_dispatch._HOOK[0] is not None
+    assert (twin + 1)._data.tolist() == [2.0, 2.0]
+    del w
+    gc.collect()
+    assert _python_dispatch._HOOK[0] is not None   # the copy still lives
+    del twin
+    gc.collect()
+    assert _python_dispatch._HOOK[0] is None
+
+
+@differential
+def test_deepcopy_of_a_wrapper_clones_it(T):
+    import copy
+    log = []
+    Wrapper = _wrapper_class(T, log)
+    w = Wrapper(T.arange(3.0))
+    w.tag = "kept"
+    twin = copy.deepcopy(w)
+    return type(twin).__name__, twin._data, twin.tag, twin._data is w._data, log

@@ -515,6 +515,8 @@ class Tensor:
                                "https://github.com/pytorch/pytorch/pull/103001")
         if id(self) in memo:
             return memo[id(self)]
+        if self._ndarray.__class__ is MetaArray and "_wrapper_device" in self.__dict__:
+            return self._deepcopy_wrapper(memo)
         out = type(self).__new__(type(self))
         _init(out, self._ndarray.copy())
         out._requires_grad = self._requires_grad
@@ -523,6 +525,25 @@ class Tensor:
         if self.__dict__:
             import copy
             out.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = out
+        return out
+
+    def _deepcopy_wrapper(self, memo):
+        """A wrapper subclass instance's deep copy, as torch makes it: its ``clone()`` (which its
+        ``__torch_dispatch__`` answers) with a deep copy of its attributes."""
+        import copy
+        out = self.clone()
+        if type(out) is not type(self):
+            raise RuntimeError("The default implementation of __deepcopy__() for wrapper subclasses only works for "
+                               "subclass types that implement clone() and for which cloning returns another instance "
+                               "of the same subclass. You should either properly implement clone() for your subclass "
+                               "or override __deepcopy__() if it is intended behavior for clone() to return an "
+                               "instance of a different type.")
+        if self._requires_grad:
+            out.requires_grad_()
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        out.__dict__ = copy.deepcopy(self.__dict__, memo)
         memo[id(self)] = out
         return out
 
