@@ -34,7 +34,10 @@ def test_factories_and_metadata(T):
             T.empty(0, 3, device=T.device("meta")), T.eye(3, device="meta"), T.linspace(0, 1, 5, device="meta")]
     m = made[0]
     return ([describe(t) for t in made], m.stride(), m.is_cpu, m.numel(), m.nbytes, m.element_size(), m.dim(),
-            str(m.device), repr(m.device), T.device("meta").type, m.get_device(), m.is_contiguous())
+            str(m.device), repr(m.device), T.device("meta").type, m.get_device(), m.is_contiguous(), m.data_ptr(),
+            m.storage_offset(), repr(T.device("meta:0")), T.device("meta") == "meta", T.device("meta") != T.device("cpu"),
+            T.device("cpu") == T.device("cpu", 0), T.device("meta") == T.device("meta"), T.device("cpu") != "cpu",
+            len({T.device("cpu"), T.device("cpu", 0), T.device("cpu")}), m.device == T.device("meta"))
 
 
 @differential

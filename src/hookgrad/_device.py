@@ -38,12 +38,11 @@ class device:
         self.index = index
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
-        return isinstance(other, device) and other.type == self.type
+        # as torch's: a device equals a device of the same type and index only (not a string)
+        return isinstance(other, device) and other.type == self.type and other.index == self.index
 
     def __hash__(self):
-        return hash(self.type)
+        return hash((self.type, self.index))
 
     def __repr__(self):
         if self.index is None:
