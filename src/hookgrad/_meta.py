@@ -5,10 +5,14 @@ strides are all zero over a single element, so it costs no memory proportional t
 run their usual NumPy code on it; NumPy hands every ufunc and array function that meets a MetaArray
 to the class, which works out the result's shape and dtype and returns another MetaArray (nothing is
 computed). Views (slicing, reshape, transpose) are NumPy's own and keep the class. Whatever would
-read the values (``item``, ``tolist``, a tensor's truth value, copying into a plain array) raises
-torch's error, so that a meta tensor never turns into a CPU tensor of made-up values; a kernel's own
-checks on values (``if np.isnan(x).any():``) see False and take the kernel's ordinary path, as
-torch's meta kernels, which check nothing, do.
+read the values (``item``, ``tolist``, a tensor's truth value, ``np.copyto`` into a plain array)
+raises torch's error; a kernel's own checks on values (``if np.isnan(x).any():``) see False and take
+the kernel's ordinary path, as torch's meta kernels, which check nothing, do.
+
+NumPy's own conversions cannot be intercepted: ``np.asarray``/``np.array`` of a MetaArray, or writing
+one into a plain array, give its single zero element repeated. So the ops keep their results' class
+with ``np.asanyarray`` and copy with the array's own ``copy()``, and the kernels found building their
+results otherwise (padding, the fused LSTM, convolutions) take a meta path of their own.
 
 A CPU tensor with dimensions among the meta operands of elementwise arithmetic, comparisons, ``where``,
 ``cat`` and ``stack`` is torch's device mismatch; CPU scalars (0-d) mix freely, as in torch. Other
@@ -304,9 +308,6 @@ class MetaArray(np.ndarray):
     def __setitem__(self, index, value):
         return None   # no values to write (torch copies a CPU tensor into a meta one without complaint)
 
-    def _indexed_like(self, result_shape, dtype=None):
-        return meta_array(result_shape, self.dtype if dtype is None else dtype)
-
     def take(self, indices, axis=None, out=None, mode="raise"):
         shape = np.shape(indices)
         if axis is None:
@@ -493,10 +494,6 @@ def _shares_memory(a, b, max_work=None):
 def _pad(array, pad_width, mode="constant", **kwargs):
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.intp), (np.ndim(array), 2))
     return meta_array(tuple(int(s + w[0] + w[1]) for s, w in zip(np.shape(array), widths)), array.dtype)
-
-
-def _ascontiguous(a, dtype=None, **kwargs):
-    return a if dtype is None or np.dtype(dtype) == a.dtype else meta_array(a.shape, dtype)
 
 
 _FUNCTIONS = {
