@@ -20,7 +20,7 @@ import pytest
 LAYERS = [
     ("handles and late names", ["hookgrad.utils.hooks", "hookgrad.utils", "hookgrad._late"]),
     ("dtypes and devices", ["hookgrad._dtype", "hookgrad.return_types", "hookgrad._device", "hookgrad._heap", "hookgrad._format",
-                            "hookgrad._threads", "hookgrad._memory_format"]),
+                            "hookgrad._threads", "hookgrad._memory_format", "hookgrad._meta"]),
     ("autograd graph", ["hookgrad.autograd"]),
     ("tensor", ["hookgrad._tensor"]),
     ("ops", ["hookgrad._ops"]),

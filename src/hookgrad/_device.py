@@ -38,12 +38,11 @@ class device:
         self.index = index
 
     def __eq__(self, other):
-        if isinstance(other, str):
-            other = device(other)
-        return isinstance(other, device) and other.type == self.type
+        # as torch's: a device equals a device of the same type and index only (not a string)
+        return isinstance(other, device) and other.type == self.type and other.index == self.index
 
     def __hash__(self):
-        return hash(self.type)
+        return hash((self.type, self.index))
 
     def __repr__(self):
         if self.index is None:
@@ -56,7 +55,8 @@ class device:
     def __enter__(self):
         # ``with device:`` pushes a DeviceContext function mode that makes it the factories' default
         # (as torch does); hookgrad has only the CPU, so any other device gets torch's no-such-device error
-        require_cpu(self)
+        if self.type != "meta":
+            require_cpu(self)
         from .overrides import _push_mode
         from .utils._device import DeviceContext
         _push_mode(DeviceContext(self))

@@ -164,13 +164,18 @@ def _with_suffixes(body: str, suffixes: list, indent: int) -> str:
 
 def format_tensor(t) -> str:
     from ._dtype import get_default_dtype, printed_values
-    data = printed_values(t._ndarray)  # bfloat16 and float8 print from their exact float32 values
+    from ._meta import MetaArray
+    meta = isinstance(t._ndarray, MetaArray)
+    data = t._ndarray if meta else printed_values(t._ndarray)  # bfloat16 and float8 print from their exact float32 values
     plain = type(t).__name__ in ("Tensor", "Parameter")
     prefix = "tensor(" if plain else f"{type(t).__name__}("
     indent = len(prefix)
     dt, default = t.dtype, get_default_dtype()
     suffixes = []
-    if data.size == 0:
+    if meta:   # no values to print: torch shows the device, the size and any dtype but the default
+        suffixes += ["device='meta'", f"size={tuple(data.shape)}"] + ([f"dtype={dt}"] if dt is not default else [])
+        body = "..."
+    elif data.size == 0:
         if data.ndim != 1:
             suffixes.append(f"size={tuple(data.shape)}")
         if dt is not default:

@@ -20,6 +20,7 @@ import weakref
 import numpy as np
 
 from . import _dtype
+from ._meta import MetaArray
 from ._dtype import Size
 from ._tensor import _LEGACY_TYPE_NAMES, Tensor, _to_array, wrap
 
@@ -463,6 +464,8 @@ def storage_offset(self: Tensor) -> int:
 
 
 def data_ptr(self: Tensor) -> int:
+    if self._ndarray.__class__ is MetaArray:   # no storage: a meta tensor, a wrapper subclass instance
+        return 0
     return _address(self._ndarray) if self._ndarray.size else 0
 
 

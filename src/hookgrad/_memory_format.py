@@ -49,6 +49,8 @@ def empty(shape, dtype, memory_format=None) -> np.ndarray:
 def copy(array: np.ndarray, memory_format=None) -> np.ndarray:
     """A copy of ``array`` in ``memory_format``; ``preserve_format`` (None) keeps a dense array's
     strides and makes an overlapping or expanded one row-major, as torch's ``clone`` does."""
+    if array.__class__ is not np.ndarray:   # a meta tensor's array makes its own (valueless) copy
+        return array.copy()
     if memory_format is None or memory_format == PRESERVE:
         return np.array(array, copy=True, order="C" if 0 in array.strides else "K")
     order = _memory_order(memory_format, array.ndim)

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _dtype
 from ._device import device as _device_cls, CPU
+from ._meta import META, MetaArray, NO_DATA, NO_NUMPY
 from ._dtype import Size
 from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, Node
@@ -34,17 +35,16 @@ class Tensor:
     def __new__(cls, *args, **kwargs):
         self = object.__new__(cls)
         _init(self, np.empty(0, dtype=_dtype.get_default_dtype().np))
-        if cls.__new__ is not Tensor.__new__ and (args or kwargs):
-            self._construct(*args, **kwargs)  # ``super().__new__(cls, data)`` from a subclass's __new__
+        if args or kwargs:
+            # as in torch, whose constructor is all in __new__: a subclass's own __init__ (which may call
+            # ``super().__init__()`` with no arguments) does not undo it
+            self._construct(*args, **kwargs)
         return self
 
     def __init__(self, *args, **kwargs):
-        if type(self).__new__ is not Tensor.__new__:
-            # a subclass that builds its instances in its own __new__ (``_make_subclass``,
-            # ``super().__new__(cls, data)``): as in torch, whose constructor is all in __new__, the
-            # arguments are the subclass's own and change nothing here
-            return
-        self._construct(*args, **kwargs)
+        # everything happened in __new__ (``Tensor(data)``, a subclass's ``super().__new__(cls, data)``,
+        # ``_make_subclass``): the arguments change nothing here
+        return
 
     def _construct(self, *args, **kwargs):
         # ``hookgrad.Tensor(2, 3)`` is an uninitialized 2x3 tensor, ``Tensor([1, 2])`` a float tensor
@@ -71,13 +71,22 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        if self._ndarray.__class__ is not MetaArray:
+            return CPU
+        # a wrapper subclass instance (``_make_wrapper_subclass``) is on the device it was given
+        return self.__dict__.get("_wrapper_device", META)
+
+    @property
+    def is_meta(self) -> bool:
+        return self._ndarray.__class__ is MetaArray and self.__dict__.get("_wrapper_device", META).type == "meta"
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.device.type == "cpu"
 
     is_cuda = False
     is_sparse = False
     is_quantized = False
-    is_meta = False
-    is_cpu = True
     # the other back ends' and layouts' flags: a hookgrad tensor is a dense CPU tensor
     is_mps = is_xpu = is_xla = is_ipu = is_mtia = is_maia = is_vulkan = is_mkldnn = False
     is_nested = is_sparse_csr = False
@@ -109,10 +118,16 @@ class Tensor:
         return self._ndarray.nbytes
 
     def stride(self, dim=None):
-        strides = tuple(s // self._ndarray.itemsize for s in self._ndarray.strides)
+        if self._ndarray.__class__ is MetaArray:   # its NumPy strides are all zero; report contiguous ones
+            from ._meta import contiguous_strides
+            strides = contiguous_strides(self._ndarray.shape)
+        else:
+            strides = tuple(s // self._ndarray.itemsize for s in self._ndarray.strides)
         return strides if dim is None else strides[_wrap_dim(dim, self._ndarray.ndim)]
 
     def is_contiguous(self, memory_format=None) -> bool:
+        if self._ndarray.__class__ is MetaArray:
+            return memory_format is None or memory_format == "torch.contiguous_format"
         if memory_format is None:
             return self._ndarray.flags.c_contiguous
         from . import _memory_format
@@ -390,6 +405,8 @@ class Tensor:
     def item(self):
         if self._ndarray.size != 1:
             raise RuntimeError(f"a Tensor with {self._ndarray.size} elements cannot be converted to Scalar")
+        if self._ndarray.__class__ is MetaArray:
+            return _meta_item(self)
         if self._ndarray.dtype.kind == "V":  # bfloat16, float8, complex32 (float8_e5m2 has kind "f": its item() serves)
             return _dtype.python_values(self._ndarray.reshape(()))
         return self._ndarray.reshape(()).item()
@@ -400,12 +417,16 @@ class Tensor:
         return self._ndarray.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self._ndarray.__class__ is MetaArray:
+            raise TypeError(NO_NUMPY)
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
         return self._ndarray.view()   # a new array object on the tensor's memory each call, as torch's
 
     def __array__(self, dtype=None, copy=None):
+        if self._ndarray.__class__ is MetaArray:
+            raise TypeError(NO_NUMPY)
         if self._requires_grad:   # np.array(t) goes through numpy(), as in torch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
@@ -414,6 +435,8 @@ class Tensor:
         return self._ndarray
 
     def cpu(self) -> "Tensor":
+        if self._ndarray.__class__ is MetaArray:
+            raise NotImplementedError(NO_DATA)
         return self
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
@@ -440,6 +463,8 @@ class Tensor:
     def __bool__(self) -> bool:
         if self._ndarray.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        if self._ndarray.__class__ is MetaArray:
+            return builtins.bool(_meta_item(self))
         return builtins.bool(self._ndarray.reshape(()))
 
     def __float__(self) -> float:
@@ -453,6 +478,8 @@ class Tensor:
     def _scalar(self):
         if self._ndarray.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._ndarray.__class__ is MetaArray:
+            return _meta_item(self)
         return self._ndarray.reshape(()).item()
 
     def __index__(self) -> int:
@@ -488,6 +515,8 @@ class Tensor:
                                "https://github.com/pytorch/pytorch/pull/103001")
         if id(self) in memo:
             return memo[id(self)]
+        if self._ndarray.__class__ is MetaArray and "_wrapper_device" in self.__dict__:
+            return self._deepcopy_wrapper(memo)
         out = type(self).__new__(type(self))
         _init(out, self._ndarray.copy())
         out._requires_grad = self._requires_grad
@@ -496,6 +525,25 @@ class Tensor:
         if self.__dict__:
             import copy
             out.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = out
+        return out
+
+    def _deepcopy_wrapper(self, memo):
+        """A wrapper subclass instance's deep copy, as torch makes it: its ``clone()`` (which its
+        ``__torch_dispatch__`` answers) with a deep copy of its attributes."""
+        import copy
+        out = self.clone()
+        if type(out) is not type(self):
+            raise RuntimeError("The default implementation of __deepcopy__() for wrapper subclasses only works for "
+                               "subclass types that implement clone() and for which cloning returns another instance "
+                               "of the same subclass. You should either properly implement clone() for your subclass "
+                               "or override __deepcopy__() if it is intended behavior for clone() to return an "
+                               "instance of a different type.")
+        if self._requires_grad:
+            out.requires_grad_()
+        if self._grad is not None:
+            out._grad = self._grad.__deepcopy__(memo)
+        out.__dict__ = copy.deepcopy(self.__dict__, memo)
         memo[id(self)] = out
         return out
 
@@ -544,6 +592,15 @@ class Tensor:
         instances (a subclass that overrides this usually ends with ``super().__torch_function__``)."""
         from ._C._torch_function import subclass_preserving
         return subclass_preserving(cls, func, types, args, kwargs)
+
+
+def _meta_item(t):
+    """``item()`` of a tensor whose array is a MetaArray: torch's error for a meta tensor; for a wrapper
+    subclass instance, the value its ``__torch_dispatch__`` gives."""
+    if "_wrapper_device" in t.__dict__ and getattr(type(t), "__torch_dispatch__", None) is not None:
+        from .utils._python_dispatch import dispatched_item
+        return dispatched_item(t)
+    raise RuntimeError("Tensor.item() cannot be called on meta tensors")
 
 
 def _torch_names_absent() -> frozenset:

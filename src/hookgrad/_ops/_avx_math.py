@@ -18,7 +18,7 @@ _F = np.float32
 
 def _mad(a, b, c):
     """float32 ``a * b + c`` with one rounding (the float32 product is exact in float64)."""
-    return (np.asarray(a, np.float64) * np.asarray(b, np.float64) + np.asarray(c, np.float64)).astype(_F)
+    return (np.asanyarray(a, np.float64) * np.asanyarray(b, np.float64) + np.asanyarray(c, np.float64)).astype(_F)
 
 _SQRT_HALF = _F(0.707106781186547524)
 _LOG_POLY = [_F(c) for c in (7.0376836292E-2, -1.1514610310E-1, 1.1676998740E-1, -1.2420140846E-1,
@@ -35,7 +35,7 @@ _COS_POLY = [_F(c) for c in (2.443315711809948E-005, -1.388731625493765E-003, 4.
 
 
 def log_f32(x: np.ndarray) -> np.ndarray:
-    x = np.maximum(np.asarray(x, dtype=_F), _MIN_NORMAL)
+    x = np.maximum(np.asanyarray(x, dtype=_F), _MIN_NORMAL)
     bits = x.view(np.int32)
     exponent = ((bits >> 23) & 0x1FF) - 127
     x = ((bits & ~0x7F800000) | _F(0.5).view(np.int32)).view(_F)  # mantissa scaled into [0.5, 1)
@@ -57,7 +57,7 @@ def log_f32(x: np.ndarray) -> np.ndarray:
 
 def cos_sin_f32(x: np.ndarray):
     """(cos x, sin x) for x >= 0."""
-    x = np.asarray(x, dtype=_F)
+    x = np.asanyarray(x, dtype=_F)
     j = (x * _FOUR_OVER_PI).astype(np.int32)  # truncation toward zero
     j = (j + 1) & ~1
     y = j.astype(_F)

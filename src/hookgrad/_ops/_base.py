@@ -63,8 +63,8 @@ def as_tensor_arg(x, like: Tensor | None = None) -> Tensor:
         return wrap(x)
     if like is not None:
         dt = _dtype.result_type(like, x)
-        return wrap(np.asarray(x, dtype=dt.np))
-    return wrap(np.asarray(x, dtype=_dtype.scalar_dtype(x).np if isinstance(x, numbers.Number) else None))
+        return wrap(np.asanyarray(x, dtype=dt.np))
+    return wrap(np.asanyarray(x, dtype=_dtype.scalar_dtype(x).np if isinstance(x, numbers.Number) else None))
 
 
 def is_number(x) -> bool:

@@ -140,7 +140,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         w = aweights if w is None else w * aweights
     # the observation count and the normalizer are tensors (int64 without float weights), as in torch
     if w is None:
-        w_sum = wrap(np.asarray(num_obs, dtype=np.int64))
+        w_sum = wrap(np.asanyarray(num_obs, dtype=np.int64))
         avg = x.mean(1)
     else:
         w_sum = w.sum()

@@ -42,7 +42,7 @@ class _Interface:
 
 def _reinterpret(data: np.ndarray, dtype: np.dtype, shape: tuple, strides: tuple) -> np.ndarray:
     """``data``'s memory (from its first element) read as ``dtype`` with the given layout; no copy."""
-    view = np.asarray(_Interface(data, dtype, shape, strides))
+    view = np.asanyarray(_Interface(data, dtype, shape, strides))
     # the interface's type string of a structured type (complex32) is raw bytes: name the fields again
     return view.view(dtype) if view.dtype != dtype else view
 

@@ -8,6 +8,7 @@ import os
 import numpy as np
 
 from .. import _dtype, _memory_format
+from .._meta import MetaArray, is_meta_device, meta_array, meta_like, virtual_array
 from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from . import _dtype_rules as _rules
 from ._declare import module_all, op
@@ -48,8 +49,13 @@ def _made_into(out, dtype, make, name, requires_grad=False, warn_resize=False, w
 
 def _finish(data, requires_grad=False, device=None):
     if device is not None:
-        from .._device import require_cpu
-        require_cpu(device)
+        if is_meta_device(device):
+            data = meta_like(data)
+        else:
+            from .._device import require_cpu
+            require_cpu(device)
+            if data.__class__ is MetaArray:   # made like a meta tensor, for the CPU: real memory
+                data = np.zeros(data.shape, data.dtype)
     t = wrap(data)
     if requires_grad:
         t._set_requires_grad(True, FACTORY_REFUSES_GRAD)
@@ -296,6 +302,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
 @op(method=False, aliases=("asarray",))
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, Tensor):
+        if device is not None:
+            data = data.to(device)
         return data if dtype is None else data.to(dtype)
     if isinstance(data, np.ndarray):
         t = from_numpy(data)
@@ -356,6 +364,8 @@ def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=N
         shape = _size(shape, size)
     except RuntimeError:
         raise RuntimeError("zeros: Dimension size must be non-negative.") from None
+    if device is not None and is_meta_device(device):
+        return _finish(meta_array(shape, _resolve_dtype(dtype).np), requires_grad)
     return _finish(np.zeros(shape, dtype=_resolve_dtype(dtype).np), requires_grad, device)
 
 
@@ -364,6 +374,8 @@ def ones(*shape, size=None, dtype=None, device=None, requires_grad=False, out=No
     if out is not None:
         return _made_into(out, dtype, lambda dt: ones(*shape, size=size, dtype=dt, device=device),
                           "ones", requires_grad)
+    if device is not None and is_meta_device(device):
+        return _finish(meta_array(_size(shape, size), _resolve_dtype(dtype).np), requires_grad)
     return _finish(_dtype.full_array(_size(shape, size), 1, _resolve_dtype(dtype).np), requires_grad, device)
 
 
@@ -372,6 +384,8 @@ def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, memor
     if out is not None:
         return _made_into(out, dtype, lambda dt: empty(*shape, size=size, dtype=dt, device=device),
                           "empty", requires_grad, writes=False)
+    if device is not None and is_meta_device(device):
+        return _finish(meta_array(_size(shape, size), _resolve_dtype(dtype).np), requires_grad)
     return _finish(_memory_format.empty(_size(shape, size), _resolve_dtype(dtype).np, memory_format), requires_grad,
                    device)
 
@@ -382,6 +396,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
         return _made_into(out, dtype, lambda dt: full(size, fill_value, dtype=dt, device=device), "full", requires_grad)
     if dtype is None:
         dtype = _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype
+    if device is not None and is_meta_device(device):
+        return _finish(meta_array(_size((size,)), _resolve_dtype(dtype).np), requires_grad)
     return _finish(_dtype.full_array(_size((size,)), fill_value, _resolve_dtype(dtype).np), requires_grad, device)
 
 
@@ -389,34 +405,57 @@ def _like_dtype(t, dtype):
     return _resolve_dtype(dtype, t.dtype)
 
 
+def _like_source(t, device):
+    """``t``'s array, or a stand-in of its shape for the device a ``*_like`` factory is asked for
+    (meta from a CPU tensor, the CPU from a meta one): the new array is made on that device."""
+    data = t._ndarray
+    if device is None:
+        return data
+    if is_meta_device(device):
+        return data if data.__class__ is MetaArray else meta_like(data)
+    return virtual_array(data.shape, data.dtype) if data.__class__ is MetaArray else data
+
+
+def _meta_like_result(t, device, dtype, requires_grad):
+    """The meta tensor a random ``*_like`` factory makes for meta ``t`` or ``device="meta"`` (nothing
+    is drawn), or None when the result is a CPU tensor."""
+    if is_meta_device(device) or (device is None and t._ndarray.__class__ is MetaArray):
+        return _finish(meta_array(t._ndarray.shape, _like_dtype(t, dtype).np), requires_grad)
+    return None
+
+
 @op(method=False)
 def zeros_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
     # memory_format None is torch's preserve_format: the new tensor takes t's layout
     np_dtype = _like_dtype(t, dtype).np
     # all-zero bytes, as torch's zeros: for float8_e8m0fnu that is 2**-127 (the type has no zero)
-    return _finish(_memory_format.like(t._ndarray, np_dtype, memory_format, np.zeros((), dtype=np_dtype)), requires_grad,
-                   device)
+    return _finish(_memory_format.like(_like_source(t, device), np_dtype, memory_format, np.zeros((), dtype=np_dtype)),
+                   requires_grad, device)
 
 
 @op(method=False)
 def ones_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(_filled_like(t, _like_dtype(t, dtype).np, memory_format, 1), requires_grad, device)
+    # t's own array without a device given: the implicit gradient of every backward comes this way
+    return _finish(_filled_like(t._ndarray if device is None else _like_source(t, device), _like_dtype(t, dtype).np,
+                                memory_format, 1), requires_grad, device)
 
 
 @op(method=False)
 def empty_like(t, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(_memory_format.like(t._ndarray, _like_dtype(t, dtype).np, memory_format), requires_grad, device)
+    return _finish(_memory_format.like(_like_source(t, device), _like_dtype(t, dtype).np, memory_format), requires_grad,
+                   device)
 
 
 @op(method=False)
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
-    return _finish(_filled_like(t, _like_dtype(t, dtype).np, memory_format, fill_value), requires_grad, device)
+    return _finish(_filled_like(_like_source(t, device), _like_dtype(t, dtype).np, memory_format, fill_value),
+                   requires_grad, device)
 
 
-def _filled_like(t, np_dtype, memory_format, value):
-    """An array shaped as ``t`` in ``memory_format``, every element ``value`` (a one-byte float takes
-    torch's conversion and overflow check)."""
-    out = _memory_format.like(t._ndarray, np_dtype, memory_format)
+def _filled_like(source, np_dtype, memory_format, value):
+    """An array shaped as the array ``source`` in ``memory_format``, every element ``value`` (a one-byte
+    float takes torch's conversion and overflow check)."""
+    out = _memory_format.like(source, np_dtype, memory_format)
     out[...] = _dtype.full_array(out.shape, value, np_dtype) if np_dtype in _rules.LOWPREC else value
     return out
 
@@ -653,6 +692,8 @@ def set_rng_state(new_state):
 
 def _sampled(shape, dtype, fill, requires_grad, device, out):
     """A new tensor of ``shape``/``dtype`` filled by ``fill(array) -> values`` (torch: empty + in-place fill)."""
+    if device is not None and is_meta_device(device) and out is None:   # nothing drawn, as torch
+        return _finish(meta_array(shape, dtype.np), requires_grad)
     target = np.empty(shape, dtype=dtype.np)
     data = fill(target) if target.size else target
     data = np.ascontiguousarray(data, dtype=dtype.np).reshape(shape)
@@ -761,6 +802,9 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 @op(method=False)
 def rand_like(t, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
               memory_format=None) -> Tensor:
+    meta = _meta_like_result(t, device, dtype, requires_grad)
+    if meta is not None:
+        return meta
     return _sampled_like(t, memory_format, lambda shape: rand(shape, dtype=_like_dtype(t, dtype), generator=generator,
                                                              requires_grad=requires_grad))
 
@@ -768,6 +812,9 @@ def rand_like(t, *, dtype=None, generator=None, requires_grad=False, layout=None
 @op(method=False)
 def randn_like(t, *, dtype=None, generator=None, requires_grad=False, layout=None, device=None,
                memory_format=None) -> Tensor:
+    meta = _meta_like_result(t, device, dtype, requires_grad)
+    if meta is not None:
+        return meta
     return _sampled_like(t, memory_format, lambda shape: randn(shape, dtype=_like_dtype(t, dtype), generator=generator,
                                                               requires_grad=requires_grad))
 
@@ -796,6 +843,9 @@ def _randint_like_bounds(bounds, low, high):
 def randint_like(t, *bounds, low=_NOT_GIVEN, high=_NOT_GIVEN, dtype=None, generator=None, requires_grad=False,
                  layout=None, device=None, memory_format=None) -> Tensor:
     low, high = _randint_like_bounds(bounds, low, high)
+    meta = _meta_like_result(t, device, dtype, requires_grad)
+    if meta is not None:
+        return meta
     return _sampled_like(t, memory_format, lambda shape: randint(low, high, shape, dtype=_like_dtype(t, dtype),
                                                                 generator=generator, requires_grad=requires_grad))
 
@@ -906,29 +956,41 @@ def multinomial(probs, num_samples, replacement=False, *, generator=None, out=No
 
 
 # ---- Tensor.new_*: factories with self's dtype --------------------------------------------------
+def _new_device(self, device):
+    """The device a ``new_*`` tensor is made on: the given one, else self's (meta for a meta tensor)."""
+    if device is None and self._ndarray.__class__ is MetaArray:
+        return "meta"
+    return device
+
+
 @op(function=False)
 def new_zeros(self, *shape, size=None, dtype=None, device=None, requires_grad=False, **kwargs):
-    return zeros(*shape, size=size, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+    return zeros(*shape, size=size, dtype=dtype if dtype is not None else self.dtype,
+                 device=_new_device(self, device), requires_grad=requires_grad)
 
 
 @op(function=False)
 def new_ones(self, *shape, size=None, dtype=None, device=None, requires_grad=False, **kwargs):
-    return ones(*shape, size=size, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+    return ones(*shape, size=size, dtype=dtype if dtype is not None else self.dtype,
+                device=_new_device(self, device), requires_grad=requires_grad)
 
 
 @op(function=False)
 def new_empty(self, *shape, size=None, dtype=None, device=None, requires_grad=False, **kwargs):
-    return empty(*shape, size=size, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+    return empty(*shape, size=size, dtype=dtype if dtype is not None else self.dtype,
+                 device=_new_device(self, device), requires_grad=requires_grad)
 
 
 @op(function=False)
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype if dtype is not None else self.dtype,
+                device=_new_device(self, device), requires_grad=requires_grad)
 
 
 @op(function=False)
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype if dtype is not None else self.dtype, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype if dtype is not None else self.dtype,
+                  device=_new_device(self, device), requires_grad=requires_grad)
 
 
 __all__ = module_all(globals()) + ["Generator", "default_generator"]

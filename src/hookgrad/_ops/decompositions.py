@@ -148,7 +148,7 @@ def _per_matrix(fn, *arrays):
     if not outs:  # an empty batch: run once on zeros to learn the shapes
         probe = fn(*[np.eye(*x.shape[-2:], dtype=x.dtype) for x in arrays])
         probe = probe if isinstance(probe, tuple) else (probe,)
-        results = tuple(np.zeros(batch + np.shape(p), dtype=np.asarray(p).dtype) for p in probe)
+        results = tuple(np.zeros(batch + np.shape(p), dtype=np.asanyarray(p).dtype) for p in probe)
     else:
         results = tuple(np.stack([o[i] for o in outs]).reshape(batch + np.shape(outs[0][i]))
                         for i in range(len(outs[0])))
@@ -792,11 +792,11 @@ LinalgPinvBackward0 = formula_node("LinalgPinvBackward0", ("self", "result"), la
 
 
 def _tolerances(atol, rtol, smax, shape, dtype):
-    atol_v = 0.0 if atol is None else (atol._ndarray if isinstance(atol, Tensor) else np.asarray(atol))
+    atol_v = 0.0 if atol is None else (atol._ndarray if isinstance(atol, Tensor) else np.asanyarray(atol))
     if rtol is None:
         rtol_v = np.finfo(dtype).eps * max(shape[-2:]) if (atol is None or np.all(atol_v == 0)) else 0.0
     else:
-        rtol_v = rtol._ndarray if isinstance(rtol, Tensor) else np.asarray(rtol)
+        rtol_v = rtol._ndarray if isinstance(rtol, Tensor) else np.asanyarray(rtol)
     return np.maximum(atol_v, rtol_v * smax)
 
 
@@ -909,7 +909,7 @@ def lstsq(a, b, rcond=None, *, driver=None):
         node._num_outputs = 4
         node.b_vector = vector
         node.save(a, b, output=solution)
-    return _LSTSQ(solution, wrap(np.asarray(residuals, dtype=dt)), rank_t, sv_t)
+    return _LSTSQ(solution, wrap(np.asanyarray(residuals, dtype=dt)), rank_t, sv_t)
 
 
 def _lstsq_pair(one, mat, rhs):
@@ -937,7 +937,7 @@ def matrix_exp(a):
     a = _square(a, "linalg.matrix_exp")
     with quiet_fp():
         data = sla.expm(a._ndarray) if a._ndarray.size else a._ndarray.copy()
-    result = wrap(np.ascontiguousarray(np.asarray(data, dtype=a._ndarray.dtype)))
+    result = wrap(np.ascontiguousarray(np.asanyarray(data, dtype=a._ndarray.dtype)))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgMatrixExpBackward0, (a,), result)
         node.save(a)
@@ -978,7 +978,7 @@ def matrix_rank(a, *, atol=None, rtol=None, hermitian=False, tol=None):
             return wrap(np.zeros(a._ndarray.shape[:-2], dtype=np.int64))
         s = np.abs(np.linalg.eigvalsh(a._ndarray)) if hermitian else np.linalg.svd(a._ndarray, compute_uv=False)
         tol_v = _tolerances(atol, rtol, s.max(-1), a._ndarray.shape, a._ndarray.dtype)
-        return wrap(np.asarray((s > np.expand_dims(tol_v, -1)).sum(-1), dtype=np.int64))
+        return wrap(np.asanyarray((s > np.expand_dims(tol_v, -1)).sum(-1), dtype=np.int64))
 
 
 def cond(a, p=None):
@@ -1096,7 +1096,7 @@ def logdet(a):
     a = _square(a, "linalg.slogdet")
     sign, logabs = slogdet(a)
     from .pointwise import where
-    nan = wrap(np.asarray(np.nan, dtype=a._ndarray.dtype))
+    nan = wrap(np.asanyarray(np.nan, dtype=a._ndarray.dtype))
     return where(sign < 0, nan, logabs)
 
 

@@ -389,7 +389,7 @@ def _freq(values, dtype, requires_grad, fname):
     dt = _dtype.to_dtype(dtype) if dtype is not None else _dtype.get_default_dtype()
     if not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError(f"{fname} requires a floating point or complex dtype")
-    out = wrap(np.asarray(values).astype(dt.np))
+    out = wrap(np.asanyarray(values).astype(dt.np))
     if requires_grad:
         out.requires_grad_(True)
     return out

@@ -49,7 +49,7 @@ def _np_index(index):
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
         elif isinstance(item, (list, tuple)):
-            arr = np.asarray([i._ndarray if isinstance(i, Tensor) else i for i in item])
+            arr = np.asanyarray([i._ndarray if isinstance(i, Tensor) else i for i in item])
             if arr.size == 0 and arr.dtype.kind == "f":
                 arr = arr.astype(np.int64)   # ``x[[]]``: torch reads an empty list as an empty long index
             if arr.dtype.kind not in "iub":
@@ -96,7 +96,7 @@ def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
 def _take_at(g: Tensor, npi) -> Tensor:
     """``g[npi]`` for an index already in NumPy's form, recorded (IndexBackward0) when a graph is
     being built: backward formulas use it so that their results stay differentiable."""
-    result = wrap(np.array(g._ndarray[npi], copy=True))
+    result = wrap(g._ndarray[npi].copy(order="K"))
     if GRAD.enabled and g._requires_grad:
         node = record_op(IndexBackward0, (g,), result)
         node.in_shape, node.index = g._ndarray.shape, npi
@@ -154,7 +154,7 @@ def _split_integers(index):
                 rest.append(Ellipsis if item is Ellipsis else slice(None))
         else:
             spans = item._ndarray.ndim if isinstance(item, Tensor) and item._ndarray.dtype.kind == "b" else (
-                np.asarray(item).ndim if isinstance(item, (list, tuple)) and np.asarray(item).dtype.kind == "b" else 1)
+                np.asanyarray(item).ndim if isinstance(item, (list, tuple)) and np.asanyarray(item).dtype.kind == "b" else 1)
             basic.extend([slice(None)] * spans)
             rest.append(item)
     return tuple(basic), tuple(rest)
@@ -185,7 +185,7 @@ def getitem(x: Tensor, index) -> Tensor:
     except IndexError as e:
         _check_masks(x._ndarray.shape, index)
         raise _torch_index_error(e) from None
-    result = wrap(np.array(data, copy=True))
+    result = wrap(data.copy(order="K"))   # a method call: a meta array copies as meta
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexBackward0, (x,), result)
         node.in_shape, node.index = x._ndarray.shape, npi
@@ -676,7 +676,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
                            f"{vt._ndarray.ndim} dimension(s).")
     v = vt._ndarray if vt is not None else value
     check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
-    data = np.where(mask._ndarray, np.asarray(v).astype(x._ndarray.dtype), x._ndarray)
+    data = np.where(mask._ndarray, np.asanyarray(v).astype(x._ndarray.dtype), x._ndarray)
     result = wrap(np.ascontiguousarray(data))
     if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
         if vt is not None:

@@ -10,7 +10,8 @@ from ._base import GRAD, sum_to_shape
 from ._declare import ZeroGradNode, module_all, op, record_op
 from . import rng as _rs
 from .creation import bernoulli as _bernoulli, full_like
-from .views import apply_inplace
+from .views import apply_inplace, check_inplace
+from .._meta import MetaArray
 from ..autograd.graph import Node
 
 
@@ -75,7 +76,7 @@ class CopyBackwards(Node):
 
 def _copied(x, src):
     if not isinstance(src, Tensor):
-        src = wrap(np.asarray(src))
+        src = wrap(np.asanyarray(src))
     try:
         data = _dtype.cast(np.broadcast_to(src._ndarray, x._ndarray.shape), x._ndarray.dtype)
     except ValueError:
@@ -115,7 +116,7 @@ def copy_(self, src, non_blocking=False):
 def _randomized(x, sample):
     data = x._ndarray
     values = sample(data) if data.size else data.copy()
-    result = wrap(np.asarray(values).astype(data.dtype, copy=False).reshape(data.shape))
+    result = wrap(np.asanyarray(values).astype(data.dtype, copy=False).reshape(data.shape))
     if GRAD.enabled and x._requires_grad:
         record_op(ZeroBackward0, (x,), result).keep_shapes(x)
     return result
@@ -126,15 +127,18 @@ def _random_fill(name, make_sampler):
     after checking the arguments (so bad ones fail before anything is drawn)."""
     def method(self, *args, generator=None, **kwargs):
         from .creation import _generator
-        return apply_inplace(self, _randomized, make_sampler(_generator(generator), *args, **kwargs),
-                             saves_self=False)
+        sampler = make_sampler(_generator(generator), *args, **kwargs)
+        if self._ndarray.__class__ is MetaArray:   # nothing to fill and nothing drawn, as torch
+            check_inplace(self)
+            return self
+        return apply_inplace(self, _randomized, sampler, saves_self=False)
     method.__name__ = method.__qualname__ = name
     return op(name, function=False)(method)
 
 
 def _in_order(draw):
     """A sampler that fills the target in memory order with ``draw(n, dtype)``."""
-    return lambda a: _rs.fill_in_memory_order(a, np.asarray(draw(a.size, a.dtype)))
+    return lambda a: _rs.fill_in_memory_order(a, np.asanyarray(draw(a.size, a.dtype)))
 
 
 def _is_floating(dtype) -> bool:

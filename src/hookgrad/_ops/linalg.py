@@ -236,7 +236,7 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
                            f"{a._ndarray.shape[0]} and {b._ndarray.shape[0]} elements respectively")
     _check_same_dtype(a, b, "dot")
     with np.errstate(over="ignore", invalid="ignore"):   # a float16 dot may overflow to inf, quietly as torch's
-        result = wrap(_narrow(np.asarray(a._ndarray @ b._ndarray), a._ndarray.dtype))
+        result = wrap(_narrow(np.asanyarray(a._ndarray @ b._ndarray), a._ndarray.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(DotBackward0, (a, b), result)
         node.save(a, b)
@@ -549,7 +549,7 @@ def einsum(equation, *operands) -> Tensor:
     _check_einsum_dtypes(ins, out, operands)
     dt = _dtype.result_type(*operands).np
     work = _dtype.compute_dtype(dt)  # bfloat16 operands: float32 products and sums, one rounding
-    result = wrap(_narrow(np.asarray(np.einsum(",".join(ins) + "->" + out, *[t._ndarray.astype(work, copy=False)
+    result = wrap(_narrow(np.asanyarray(np.einsum(",".join(ins) + "->" + out, *[t._ndarray.astype(work, copy=False)
                                                                              for t in operands],
                                                optimize=len(operands) > 2)), dt))
     if GRAD.enabled and any(t._requires_grad for t in operands):
@@ -706,7 +706,7 @@ def det(a: Tensor) -> Tensor:
     _floating_matrix(a, "linalg.det", "lu_cpu")
     _square(a, "linalg.det")
     with _quiet():
-        result = wrap(np.asarray(np.linalg.det(a._ndarray), dtype=a._ndarray.dtype))
+        result = wrap(np.asanyarray(np.linalg.det(a._ndarray), dtype=a._ndarray.dtype))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgDetBackward0, (a,), result)
         node.save(a, output=result)
@@ -722,7 +722,7 @@ class LinalgSlogdetBackward0(Node):
         if a._ndarray.dtype.kind == "c":
             # d logabsdet and d sign both come through tr(A^-1 dA): the weight of A^-H is
             # g_logabsdet - i Im(conj(g_sign) sign)
-            sign = wrap(np.asarray(np.linalg.slogdet(a._ndarray)[0]))
+            sign = wrap(np.asanyarray(np.linalg.slogdet(a._ndarray)[0]))
             w = g if g is not None else wrap(np.zeros(sign._ndarray.shape, dtype=a._ndarray.real.dtype))
             if grads[0] is not None:
                 w = w - (grads[0].conj() * sign).imag * 1j
@@ -738,8 +738,8 @@ def slogdet(a: Tensor):
     _square(a, "linalg.slogdet")
     with _quiet():
         sign, logabs = np.linalg.slogdet(a._ndarray)
-    s = wrap(np.asarray(sign, dtype=a._ndarray.dtype))
-    la = wrap(np.asarray(logabs, dtype=a._ndarray.real.dtype))  # real for a complex matrix too
+    s = wrap(np.asanyarray(sign, dtype=a._ndarray.dtype))
+    la = wrap(np.asanyarray(logabs, dtype=a._ndarray.real.dtype))  # real for a complex matrix too
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgSlogdetBackward0, (a,), s, la)
         node._num_outputs = 2

@@ -193,7 +193,7 @@ def copysign(a, b):
             dt = np.dtype(np.float32)
         elif dt.kind not in "fc":
             dt = _dtype.get_default_dtype().np
-        ad, bd = a._ndarray.astype(dt, copy=False), np.asarray(b, dtype=dt)
+        ad, bd = a._ndarray.astype(dt, copy=False), np.asanyarray(b, dtype=dt)
     result = wrap(_rounded_back(_broadcast_or_raise(np.copysign, ad, bd), a, b))
     if GRAD.enabled and (a._requires_grad or (isinstance(b, Tensor) and b._requires_grad)):
         if isinstance(b, Tensor):
@@ -273,7 +273,7 @@ def _same_dtype_no_grad(a, b, name, np_fn, kinds, message):
     if a._ndarray.dtype.kind not in kinds or b._ndarray.dtype.kind not in kinds:
         raise message(a, b)
     dt = result_np_dtype(a, b)
-    return wrap(np.asarray(_broadcast_or_raise(np_fn, a._ndarray.astype(dt, copy=False), b._ndarray.astype(dt, copy=False))))
+    return wrap(np.asanyarray(_broadcast_or_raise(np_fn, a._ndarray.astype(dt, copy=False), b._ndarray.astype(dt, copy=False))))
 
 
 def _not_implemented_for(name):
@@ -303,14 +303,14 @@ def heaviside(x, values):
     pointwise.check_broadcast(x, values)
     d, v = x._ndarray, values._ndarray
     out = np.where(d == 0, v, (d > 0).astype(d.dtype)) if d.dtype.kind != "b" else np.where(d, True, v)
-    return wrap(np.asarray(np.broadcast_to(out, np.broadcast_shapes(d.shape, v.shape)), dtype=d.dtype).copy())
+    return wrap(np.asanyarray(np.broadcast_to(out, np.broadcast_shapes(d.shape, v.shape)), dtype=d.dtype).copy())
 
 
 @op(inplace=True)
 def nextafter(x, other):
     x, other = as_tensor_arg(x), as_tensor_arg(other)
     dt = result_np_dtype(x, other)
-    return wrap(np.asarray(_broadcast_or_raise(np.nextafter, x._ndarray.astype(dt, copy=False),
+    return wrap(np.asanyarray(_broadcast_or_raise(np.nextafter, x._ndarray.astype(dt, copy=False),
                                                other._ndarray.astype(dt, copy=False))))
 
 
@@ -334,7 +334,7 @@ def _shift(a, b, name, left):
         else:
             out = np.where(too_far, np.where(ad < 0, -1, 0) if dt.kind == "i" else 0,
                            _broadcast_or_raise(np.right_shift, ad, safe))
-    return wrap(np.asarray(out, dtype=dt))
+    return wrap(np.asanyarray(out, dtype=dt))
 
 
 def _legacy_name(np_dtype):
@@ -827,7 +827,7 @@ def unravel_index(indices, shape):
     for size in reversed(shape):  # floor division and modulo, as torch (out-of-range indices wrap)
         coords.append(flat % size if size else flat * 0)
         flat = flat // size if size else flat * 0
-    return tuple(wrap(np.asarray(c, dtype=np.int64)) for c in reversed(coords))
+    return tuple(wrap(np.asanyarray(c, dtype=np.int64)) for c in reversed(coords))
 
 
 @op(method=False)
@@ -1031,7 +1031,7 @@ def index_fill(x, dim, index, value):
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
     if not isinstance(value, Tensor):
-        value = wrap(np.asarray(value, dtype=x._ndarray.dtype))
+        value = wrap(np.asanyarray(value, dtype=x._ndarray.dtype))
     if x.dim() == 0:
         return value.to(x.dtype).clone()
     return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
@@ -1185,7 +1185,7 @@ def is_signed(x) -> bool:
 @op(method=False)
 def scalar_tensor(s, *, dtype=None, device=None, layout=None, pin_memory=False, requires_grad=False):
     dt = (dtype or _dtype.get_default_dtype()).np
-    out = wrap(np.asarray(s, dtype=dt))
+    out = wrap(np.asanyarray(s, dtype=dt))
     return out._set_requires_grad(requires_grad, FACTORY_REFUSES_GRAD) if requires_grad else out
 
 
@@ -1287,12 +1287,12 @@ def fill_diagonal_(self, fill_value, wrap=False):
         index = (wrap_index(rows), wrap_index(cols))
     else:
         index = tuple(wrap_index(np.arange(n)) for _ in range(self.dim()))
-    value = fill_value if isinstance(fill_value, Tensor) else as_tensor_arg(np.asarray(fill_value, dtype=self._ndarray.dtype))
+    value = fill_value if isinstance(fill_value, Tensor) else as_tensor_arg(np.asanyarray(fill_value, dtype=self._ndarray.dtype))
     return self.index_put_(index, value.to(self.dtype))
 
 
 def wrap_index(a):
-    return wrap(np.asarray(a, dtype=np.int64))
+    return wrap(np.asanyarray(a, dtype=np.int64))
 
 
 @op("map2_", function=False)

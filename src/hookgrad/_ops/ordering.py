@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import _dtype, return_types
+from .._meta import MetaArray
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, refuse_complex
@@ -40,7 +41,7 @@ def _not_implemented(kernel, data):
 
 
 def _indices(a) -> Tensor:
-    return wrap(np.asarray(a, dtype=np.int64))
+    return wrap(np.asanyarray(a, dtype=np.int64))
 
 
 def _order(data: np.ndarray, axis: int, descending: bool) -> np.ndarray:
@@ -125,7 +126,7 @@ ModeBackward0 = node_class("ModeBackward0", _SelectNode, __module__=__name__)
 
 
 def _selected(node_cls, name, x, values, indices, dim, keepdim):
-    vals, inds = wrap(np.array(values, order="C")), _indices(indices)
+    vals, inds = wrap(values.copy(order="C")), _indices(indices)
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), vals)
         node.dim, node.in_shape, node.keepdim = dim, x._ndarray.shape, keepdim
@@ -184,7 +185,7 @@ def topk(x, k, dim=-1, largest=True, sorted=True):
         return _selected(TopkBackward0, "topk", x, data.copy(), np.zeros((), np.int64), 0, True)
     full = _order(data, d, largest)
     order = np.take(full, np.arange(k), axis=d)
-    if k and data.size and data.size <= _REPLAY_LIMIT:
+    if k and data.size and data.size <= _REPLAY_LIMIT and data.__class__ is not MetaArray:   # no ties without values
         order = _topk_as_torch(data, d, k, largest, sorted, full, order)
     return _selected(TopkBackward0, "topk", x, np.take_along_axis(data, order, d), order, d, True)
 
@@ -305,10 +306,10 @@ def _full_median(x, ignore_nan):
     if ignore_nan and nan is not None:
         flat = flat[~nan]
     if flat.size == 0 or (not ignore_nan and nan is not None and nan.any()):
-        value = np.asarray(np.nan, dtype=x._ndarray.dtype)
+        value = np.asanyarray(np.nan, dtype=x._ndarray.dtype)
     else:
         value = np.take(flat, _order(flat, 0, False)[(flat.size - 1) // 2])
-    result = wrap(np.asarray(value, dtype=x._ndarray.dtype))
+    result = wrap(np.asanyarray(value, dtype=x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(NanmedianBackward0 if ignore_nan else MedianBackward0, (x,), result)
         node.save(x, output=result)
@@ -425,7 +426,7 @@ def _quantile(x, q, dim, keepdim, interpolation, ignore_nan, name):
     if scalar_q:
         if not 0 <= q <= 1:
             raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {q}")
-        qs = np.asarray([q], dtype=x._ndarray.dtype)
+        qs = np.asanyarray([q], dtype=x._ndarray.dtype)
     else:
         if q._ndarray.ndim > 1:
             raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
@@ -711,6 +712,9 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
 @op()
 def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
     data = x._ndarray
+    if data.__class__ is MetaArray:
+        raise NotImplementedError("unique_consecutive: the result's shape depends on the values, which a meta "
+                                  "tensor does not have")
     if dim is None:
         flat = data.reshape(-1)
         new = np.ones(flat.size, dtype=bool)
@@ -879,7 +883,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         right = side == "right"
     seq = sorted_sequence._ndarray
     scalar = not isinstance(input, Tensor)
-    values = np.asarray(input) if scalar else input._ndarray
+    values = np.asanyarray(input) if scalar else input._ndarray
     if sorter is not None:
         seq = np.take_along_axis(seq, sorter._ndarray, -1)
     how = "right" if right else "left"
@@ -896,7 +900,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
         rows, vals = seq.reshape(-1, seq.shape[-1]), values.reshape(-1, values.shape[-1])
         out = np.stack([np.searchsorted(r, v, side=how) for r, v in zip(rows, vals)]).reshape(values.shape) \
             if rows.shape[0] else np.zeros(values.shape, np.int64)
-    return wrap(np.asarray(out, dtype=np.int32 if out_int32 else np.int64))
+    return wrap(np.asanyarray(out, dtype=np.int32 if out_int32 else np.int64))
 
 
 @op(method=False)
@@ -908,9 +912,9 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
 
 @op(method=False)
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    a = elements._ndarray if isinstance(elements, Tensor) else np.asarray(elements)
-    b = test_elements._ndarray if isinstance(test_elements, Tensor) else np.asarray(test_elements)
-    return wrap(np.asarray(np.isin(a, b, invert=invert)))
+    a = elements._ndarray if isinstance(elements, Tensor) else np.asanyarray(elements)
+    b = test_elements._ndarray if isinstance(test_elements, Tensor) else np.asanyarray(test_elements)
+    return wrap(np.asanyarray(np.isin(a, b, invert=invert)))
 
 
 @op(method=False)

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 
 from .. import _dtype, _memory_format
+from .._meta import NO_ITEM, MetaArray, operands_are_the_ops_own
 from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
@@ -125,7 +126,7 @@ def _scalar_operand(value, dtype):
     key = (value, dtype)
     operand = _SCALAR_OPERANDS.get(key)
     if operand is None:
-        operand = np.asarray(dtype.type(value))
+        operand = np.asanyarray(dtype.type(value))
         if value:
             if len(_SCALAR_OPERANDS) >= 256:  # NaNs never match: keep the cache bounded
                 _SCALAR_OPERANDS.clear()
@@ -392,7 +393,7 @@ def _number_or_saved(index):
     """``_saved_other`` of an op on a number: torch keeps the number as a 0-d tensor."""
     def get(node):
         if node.scalar is not None and node._saved is not None:
-            return wrap(np.asarray(node.scalar))
+            return wrap(np.asanyarray(node.scalar))
         return saved_tensor(node, index, freed_if_undefined=node.scalar is not None)
     return get
 
@@ -533,7 +534,7 @@ def _rounded_div(a, b, mode, recorded=True):
             data = np.trunc(q)
         else:
             raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{mode}'")
-    result = _finish(np.asarray(data), dt)
+    result = _finish(np.asanyarray(data), dt)
     if recorded and _needs(a, b):
         record_op(DivBackward2, (a, b), result).keep_shapes(a, b)
     return result
@@ -612,10 +613,10 @@ def _power(base, exponent, dt):
     """``base ** exponent`` in dtype ``dt``. Integer tensors raised to negative integer tensors follow
     torch's integer rule (1 stays 1, -1 alternates, anything else gives 0), where NumPy raises."""
     base, exponent = data_of(base, dt), data_of(exponent, dt)
-    if dt.kind in "iu" and np.any(np.asarray(exponent) < 0):
-        negative = np.asarray(exponent) < 0
+    if dt.kind in "iu" and np.any(np.asanyarray(exponent) < 0):
+        negative = np.asanyarray(exponent) < 0
         out = np.power(base, np.where(negative, 0, exponent))
-        odd = np.asarray(exponent) % 2 != 0
+        odd = np.asanyarray(exponent) % 2 != 0
         at_negative = np.where(base == 1, 1, np.where(base == -1, np.where(odd, -1, 1), 0))
         return np.where(negative, at_negative, out).astype(dt)
     return np.power(base, exponent)
@@ -962,7 +963,7 @@ def clamp(x, min=None, max=None):
             data = np.maximum(data, lo._ndarray.astype(dt, copy=False))
         if hi is not None:
             data = np.minimum(data, hi._ndarray.astype(dt, copy=False))
-        result = wrap(np.asarray(data, dtype=dt))
+        result = wrap(np.asanyarray(data, dtype=dt))
         if GRAD.enabled and (x._requires_grad or (lo is not None and lo._requires_grad)
                              or (hi is not None and hi._requires_grad)):
             node = record_op(ClampBackward0, (x, lo, hi), result)
@@ -971,7 +972,7 @@ def clamp(x, min=None, max=None):
     data = x._ndarray.astype(dt, copy=False)
     with _err():
         out = np.clip(data, min, max) if min is None or max is None or min <= max else np.full_like(data, max)
-    result = wrap(np.asarray(out, dtype=dt))
+    result = wrap(np.asanyarray(out, dtype=dt))
     if GRAD.enabled and x._requires_grad:
         node = record_op(ClampBackward1, (x,), result)
         node.lo, node.hi = min, max
@@ -1228,7 +1229,7 @@ def _float_remainder(a, b):
     if np.result_type(a, b).kind in "iub":
         return np.mod(a, b)
     mod = np.fmod(a, b)
-    moved = (mod != 0) & ((np.asarray(b) < 0) != (mod < 0))
+    moved = (mod != 0) & ((np.asanyarray(b) < 0) != (mod < 0))
     return np.where(moved, mod + b, mod).astype(mod.dtype, copy=False)
 
 
@@ -1252,9 +1253,9 @@ def _compare(np_fn, name, aliases=()):
         if dt == _FLOAT4_X2:  # packed float4 pairs: torch compares them as bytes, for (in)equality only
             if ordered or not isinstance(b, Tensor):
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Float4_e2m1fn_x2'")
-            return wrap(np.asarray(np_fn(a._ndarray.view(np.uint8), b._ndarray.view(np.uint8))))
+            return wrap(np.asanyarray(np_fn(a._ndarray.view(np.uint8), b._ndarray.view(np.uint8))))
         with _err():
-            return wrap(np.asarray(_np_binary(np_fn, a, b, dt)))
+            return wrap(np.asanyarray(_np_binary(np_fn, a, b, dt)))
     ordered = name in ("lt", "le", "gt", "ge")
     return _declared_as(compare, name, aliases=aliases, inplace=True)
 
@@ -1355,7 +1356,10 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
 
 @op()
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
-    return bool(isclose(a, b, rtol, atol, equal_nan)._ndarray.all())
+    close = isclose(a, b, rtol, atol, equal_nan)._ndarray.all()
+    if close.__class__ is MetaArray:   # no values to compare: torch's error for reading a meta tensor
+        raise RuntimeError(NO_ITEM)
+    return bool(close)
 
 
 @op()
@@ -1391,5 +1395,8 @@ def _maybe_out(result, out, name="out"):
                            "but one of the arguments requires grad.")
     return write_native_out(result, out, name)
 
+
+# a CPU tensor meeting a meta one in these is torch's device mismatch (see _meta)
+operands_are_the_ops_own(_np_binary, _fast_binary, where)
 
 __all__ = module_all(globals())

@@ -103,7 +103,7 @@ def sum(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
         data, out_dt = data.astype(np.float32), np.dtype(np.float32)
     token = fp_quiet(FP_IGNORE)  # inf - inf gives NaN without a warning, as in torch
     try:
-        total = np.asarray(data.sum(dtype=out_dt) if dims is None and dim is None
+        total = np.asanyarray(data.sum(dtype=out_dt) if dims is None and dim is None
                            else data.sum(axis=dims, keepdims=keepdim, dtype=out_dt))
     finally:
         fp_restore(token)
@@ -155,9 +155,9 @@ def mean(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     dims = norm_dims(dim, data.ndim)
     with _err():
         if dims is None and dim is None:
-            result = wrap(np.asarray(data.mean(), dtype=data.dtype))
+            result = wrap(np.asanyarray(data.mean(), dtype=data.dtype))
         else:
-            result = wrap(np.asarray(data.mean(axis=dims, keepdims=keepdim), dtype=data.dtype))
+            result = wrap(np.asanyarray(data.mean(axis=dims, keepdims=keepdim), dtype=data.dtype))
         if dtype is None and result._ndarray.dtype != x._ndarray.dtype:
             result._ndarray = _dtype.narrow_to(result._ndarray, x._ndarray.dtype)
     if GRAD.enabled and x._requires_grad:
@@ -236,12 +236,12 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
     out_dt = result_dt = _sum_dtype(x, dtype)
     with _err():
         if dim is None:
-            result = wrap(np.asarray(data.prod(dtype=out_dt)).astype(result_dt, copy=False))
+            result = wrap(np.asanyarray(data.prod(dtype=out_dt)).astype(result_dt, copy=False))
             dims = None
             node_cls = ProdBackward0
         else:
             dims = norm_dims(dim, data.ndim)
-            result = wrap(np.asarray(data.prod(axis=dims, keepdims=keepdim, dtype=out_dt)).astype(result_dt, copy=False))
+            result = wrap(np.asanyarray(data.prod(axis=dims, keepdims=keepdim, dtype=out_dt)).astype(result_dt, copy=False))
             node_cls = ProdBackward1
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
@@ -370,7 +370,7 @@ def _extreme(x, dim, keepdim, is_max, name):
         if data.size == 0:
             raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                                "Specify the reduction dim with the 'dim' argument.")
-        result = wrap(np.asarray(data.max() if is_max else data.min()))
+        result = wrap(np.asanyarray(data.max() if is_max else data.min()))
         if GRAD.enabled and x._requires_grad:
             node = record_op((MaxBackward1 if is_max else MinBackward1), (x,), result)
             node.save(x, output=result)
@@ -392,8 +392,8 @@ def _extreme(x, dim, keepdim, is_max, name):
         values = np.take_along_axis(data, np.expand_dims(idx, d), d)
         idx = np.expand_dims(idx, d) if keepdim else idx
         values = values if keepdim else np.squeeze(values, d)
-    vals = wrap(np.asarray(values))
-    inds = wrap(np.asarray(idx, dtype=np.int64))
+    vals = wrap(np.asanyarray(values))
+    inds = wrap(np.asanyarray(idx, dtype=np.int64))
     if GRAD.enabled and x._requires_grad:
         node = record_op((MaxBackward0 if is_max else MinBackward0), (x,), vals)
         node.in_shape, node.dim, node.keepdim, node.dim_arg = data.shape, d, keepdim, dim
@@ -472,7 +472,7 @@ def _amax(x, dim, keepdim, is_max):
             if data.shape[d] == 0:
                 raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
     fn = np.max if is_max else np.min
-    result = wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim)))
+    result = wrap(np.asanyarray(fn(data, axis=dims, keepdims=keepdim)))
     if GRAD.enabled and x._requires_grad:
         node = record_op((AmaxBackward0 if is_max else AminBackward0), (x,), result)
         node.dims, node.keepdim, node.dim_arg = dims, keepdim, dim
@@ -506,11 +506,11 @@ def _arg_extreme(x, dim, keepdim, np_fn):
     if dim is not None and data.ndim and data.shape[_wrap_dim(dim, data.ndim)] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {_wrap_dim(dim, data.ndim)} to have non-zero size.")
     if dim is None:
-        out = np.asarray(np_fn(data), dtype=np.int64)
+        out = np.asanyarray(np_fn(data), dtype=np.int64)
         return wrap(out.reshape((1,) * data.ndim) if keepdim else out)
     d = _wrap_dim(dim, data.ndim)
     out = np_fn(data, axis=d) if data.ndim else np.zeros((), np.int64)
-    return wrap(np.asarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
+    return wrap(np.asanyarray(np.expand_dims(out, d) if keepdim and data.ndim else out, dtype=np.int64))
 
 
 @op()
@@ -528,8 +528,8 @@ def argmin(x, dim=None, keepdim=False):
 def _truth_reduction(np_reduce, x, dim, keepdim):
     data = x._ndarray
     if dim is None:
-        return wrap(np.asarray(np_reduce(data)))
-    return wrap(np.asarray(np_reduce(data, axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
+        return wrap(np.asanyarray(np_reduce(data)))
+    return wrap(np.asanyarray(np_reduce(data, axis=norm_dims(dim, data.ndim), keepdims=keepdim)))
 
 
 @op()
@@ -544,7 +544,7 @@ def any(x, dim=None, keepdim=False):
 
 @op()
 def count_nonzero(x, dim=None):
-    return wrap(np.asarray(np.count_nonzero(x._ndarray, axis=norm_dims(dim, x._ndarray.ndim)), dtype=np.int64))
+    return wrap(np.asanyarray(np.count_nonzero(x._ndarray, axis=norm_dims(dim, x._ndarray.ndim)), dtype=np.int64))
 
 
 # ---- variance and friends ------------------------------------------------------------------
@@ -641,7 +641,7 @@ def _variance(x, dim, unbiased, keepdim, correction, std, caller):
                 out = np.sqrt(out)
         else:
             out = np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._ndarray.dtype))
+    result = wrap(_dtype.narrow_to(np.asanyarray(out, dtype=data.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(StdBackward0 if std else VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
@@ -787,7 +787,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
             out = np.sum(a, axis=dims, keepdims=keepdim)
         else:
             out = np.sum(a ** ord, axis=dims, keepdims=keepdim) ** (1.0 / ord)
-    result = wrap(np.asarray(out, dtype=data.dtype))
+    result = wrap(np.asanyarray(out, dtype=data.dtype))
     if dtype is None and result._ndarray.dtype != x._ndarray.dtype:
         result._ndarray = result._ndarray.astype(x._ndarray.dtype)
     if GRAD.enabled and x._requires_grad:
@@ -826,7 +826,7 @@ def logsumexp(x, dim, keepdim=False):
         out = np.log(np.sum(np.exp(data - m), axis=dims, keepdims=True)) + m
     if not keepdim:
         out = out.reshape(_out_shape(data.shape, dims, False))
-    result = wrap(_dtype.narrow_to(np.asarray(out, dtype=data.dtype), x._ndarray.dtype))
+    result = wrap(_dtype.narrow_to(np.asanyarray(out, dtype=data.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(LogsumexpBackward0, (x,), result)
         node.dims, node.keepdim, node.dim_arg = dims, keepdim, dim

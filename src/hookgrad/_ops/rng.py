@@ -194,7 +194,7 @@ def _split(a):
 
 def fma64(a, b, c):
     """``a * b + c`` rounded once (as the compiled kernels' fused multiply-add), for float64 arrays."""
-    a, b, c = np.asarray(a, np.float64), np.asarray(b, np.float64), np.asarray(c, np.float64)
+    a, b, c = np.asanyarray(a, np.float64), np.asanyarray(b, np.float64), np.asanyarray(c, np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
         p = a * b
         ah, al = _split(a)
@@ -212,7 +212,7 @@ def fma64(a, b, c):
 
 def fma32(a, b, c):
     """float32 fused multiply-add: the product is exact in float64, so one rounding of the sum remains."""
-    return (np.asarray(a, np.float64) * np.float64(b) + np.float64(c)).astype(np.float32)
+    return (np.asanyarray(a, np.float64) * np.float64(b) + np.float64(c)).astype(np.float32)
 
 
 # ---- uniform words -> floats --------------------------------------------------------------------------
@@ -278,7 +278,7 @@ def uniform(gen: Generator, n: int, low: float, high: float, dtype) -> np.ndarra
     lo, hi = np.float32(low), np.float32(high)
     out = fma32(unit_floats(gen, n), np.float32(hi - lo), lo).astype(dtype, copy=False)
     # half types: drawn in float32, and the value that rounds to ``high`` in the output dtype becomes ``low``
-    top, bottom = np.asarray(high).astype(dtype), np.asarray(low).astype(dtype)
+    top, bottom = np.asanyarray(high).astype(dtype), np.asanyarray(low).astype(dtype)
     return np.where(out == top, bottom, out).astype(dtype, copy=False)
 
 
@@ -426,7 +426,7 @@ def randperm(gen: Generator, n: int) -> np.ndarray:
         if z:
             j = i + z
             items[i], items[j] = items[j], items[i]
-    return np.asarray(items, dtype=np.int64)
+    return np.asanyarray(items, dtype=np.int64)
 
 
 class _ScalarStream:
@@ -481,7 +481,7 @@ def poisson(gen: Generator, rates: np.ndarray) -> np.ndarray:
     flat = np.ascontiguousarray(rates).reshape(-1).astype(np.float64).tolist()
     with _ScalarStream(gen) as stream:
         out = [_poisson_one(lam, stream) for lam in flat]
-    return np.asarray(out, dtype=np.float64).reshape(np.shape(rates))
+    return np.asanyarray(out, dtype=np.float64).reshape(np.shape(rates))
 
 
 def _poisson_one(lam: float, cursor: _ScalarStream) -> int:
@@ -554,7 +554,7 @@ def standard_gamma(gen: Generator, alpha: np.ndarray) -> np.ndarray:
     flat = np.ascontiguousarray(alpha).reshape(-1).astype(np.float64).tolist()
     with _ScalarStream(gen) as stream:
         draws = [_gamma_one(a, stream, single) for a in flat]
-    out = np.asarray(draws, dtype=np.float64).astype(alpha.dtype)
+    out = np.asanyarray(draws, dtype=np.float64).astype(alpha.dtype)
     return np.maximum(out, np.finfo(alpha.dtype).tiny).reshape(alpha.shape)
 
 
@@ -564,7 +564,7 @@ def dirichlet(gen: Generator, concentration: np.ndarray, with_gammas: bool = Fal
     flat = np.ascontiguousarray(concentration).reshape(-1).astype(np.float64).tolist()
     with _ScalarStream(gen) as stream:
         draws = [max(_gamma_one(a, stream, False), np.finfo(np.float64).tiny) for a in flat]
-    gammas = np.asarray(draws, dtype=np.float64).reshape(concentration.shape)
+    gammas = np.asanyarray(draws, dtype=np.float64).reshape(concentration.shape)
     ratio = (gammas / gammas.sum(-1, keepdims=True)).astype(concentration.dtype)
     below_one = np.nextafter(concentration.dtype.type(1), concentration.dtype.type(0))
     sample = np.minimum(below_one, np.maximum(np.finfo(concentration.dtype).tiny, ratio))
@@ -647,4 +647,4 @@ def binomial(gen: Generator, count: np.ndarray, prob: np.ndarray) -> np.ndarray:
     probs = np.ascontiguousarray(prob).reshape(-1).astype(dtype).tolist()
     with _ScalarStream(gen) as stream:
         draws = [_binomial_one(as_scalar(n), as_scalar(p), stream) for n, p in zip(counts, probs)]
-    return np.asarray(draws, dtype=np.float64).astype(dtype).reshape(count.shape)
+    return np.asanyarray(draws, dtype=np.float64).astype(dtype).reshape(count.shape)

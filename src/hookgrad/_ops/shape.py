@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import _dtype, _memory_format
+from .._meta import operands_are_the_ops_own
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
@@ -373,6 +374,24 @@ def to_dtype(x: Tensor, dtype, copy: bool = False, memory_format=None) -> Tensor
     return result
 
 
+def _to_device(x: Tensor, device) -> Tensor:
+    """``x`` on ``device``: itself where it already is, a meta tensor of its shape for ``"meta"``;
+    the CPU for a meta tensor is torch's NotImplementedError (no data to copy)."""
+    from .._meta import MetaArray, is_meta_device, meta_like
+    if is_meta_device(device):
+        if x._ndarray.__class__ is MetaArray:
+            return x
+        result = wrap(meta_like(x._ndarray))
+        if GRAD.enabled and x._requires_grad:
+            record_op(ToCopyBackward0, (x,), result).dtype = _dtype.from_numpy_dtype(x._ndarray.dtype)
+        return result
+    from .._device import require_cpu
+    require_cpu(device)  # raises for anything but the CPU
+    if x._ndarray.__class__ is MetaArray:
+        x.cpu()   # torch's error: a meta tensor has no data to copy out
+    return x
+
+
 @op(function=False)
 def to(x: Tensor, *args, **kwargs) -> Tensor:
     """``to(dtype)``, ``to(device)``, ``to(other)``, ``to(device, dtype)``; copy=, non_blocking= accepted."""
@@ -389,6 +408,8 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
     for a in args:
         if isinstance(a, Tensor):
             dtype = a.dtype
+            if a._ndarray.__class__ is not x._ndarray.__class__:   # to(other) takes other's device too
+                device = a.device
         elif isinstance(a, _dtype.dtype) or (type(a).__name__ == "dtype") or a in (float, int, bool, complex):
             dtype = a
         elif isinstance(a, (str,)) or type(a).__name__ == "device":
@@ -398,8 +419,9 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     if device is not None:
-        from .._device import require_cpu
-        require_cpu(device)  # raises for anything but the CPU
+        moved = _to_device(x, device)
+        if moved is not x:
+            return moved if dtype is None else to_dtype(moved, dtype, False, memory_format)
     if dtype is None:
         if memory_format not in (None, _memory_format.PRESERVE):
             return to_dtype(x, x.dtype, copy, memory_format)
@@ -435,5 +457,7 @@ for _name, _dt in (("float", _dtype.float32), ("double", _dtype.float64), ("half
                    ("byte", _dtype.uint8), ("bool", _dtype.bool)):
     _dtype_method(_name, _dt)
 
+
+operands_are_the_ops_own(_joined)   # cat's and stack's tensors: a CPU one among meta ones is torch's error
 
 __all__ = module_all(globals())

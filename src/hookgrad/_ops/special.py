@@ -38,7 +38,7 @@ def _kernel(name):
     def run(d):
         fn = getattr(_sc(), name)
         src = d.astype(np.float32) if d.dtype == np.float16 else d
-        return np.asarray(fn(src)).astype(d.dtype, copy=False)
+        return np.asanyarray(fn(src)).astype(d.dtype, copy=False)
     return run
 
 
@@ -188,7 +188,7 @@ def _polygamma_np(n, d):
     # (-1)^(n+1) n! zeta(n+1, x), as torch computes it (NaN at +inf, where SciPy gives 0)
     sc = _sc()
     out = ((-1.0) ** (n + 1)) * math.exp(math.lgamma(n + 1.0)) * sc.zeta(n + 1.0, d)
-    out = np.asarray(out)
+    out = np.asanyarray(out)
     out[np.isposinf(d)] = np.nan
     return out.astype(d.dtype, copy=False)
 
@@ -264,7 +264,7 @@ def mvlgamma(input, p):
     js = np.arange(p, dtype=d.dtype) / d.dtype.type(2)
     with quiet_fp():
         total = _lgamma_np(d[..., None] - js).sum(-1) + d.dtype.type(p * (p - 1) / 4.0 * math.log(math.pi))
-    result = wrap(narrow_to(np.asarray(total, dtype=d.dtype), x._ndarray.dtype))
+    result = wrap(narrow_to(np.asanyarray(total, dtype=d.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(MvlgammaBackward0, (x,), result)
         node.p = int(p)
@@ -420,7 +420,7 @@ def _binary(a, b, kernel, nodes, name):
     a, b, dt = _binary_operands(a, b)
     try:
         with quiet_fp():
-            data = np.asarray(kernel(_operand(a, dt), _operand(b, dt), dt)).astype(dt, copy=False)
+            data = np.asanyarray(kernel(_operand(a, dt), _operand(b, dt), dt)).astype(dt, copy=False)
     except ValueError:
         raise RuntimeError(pointwise._broadcast_message(a, b)) from None
     # bfloat16 operands: float32 math, one rounding back
@@ -483,7 +483,7 @@ def xlog1py(input, other):
 
 
 def _zeta_np(s, q, dt):
-    out = np.asarray(_sc().zeta(s, q))
+    out = np.asanyarray(_sc().zeta(s, q))
     return np.where(np.isposinf(q) & ~np.isnan(s) & (s != 1), np.nan, out)  # torch: NaN at q = +inf
 
 
@@ -537,7 +537,7 @@ def _igamma_np(lower):
     this order (a NaN operand passes through them: igamma(nan, 0) is 0, as in torch)."""
     def kernel(a, x, dt):
         a, x = np.broadcast_arrays(a, x)
-        out = np.asarray(_sc().gammainc(a, x) if lower else _sc().gammaincc(a, x), dtype=dt)
+        out = np.asanyarray(_sc().gammainc(a, x) if lower else _sc().gammaincc(a, x), dtype=dt)
         out = np.array(out, copy=True)
         one, zero = (1.0, 0.0) if lower else (0.0, 1.0)
         done = np.zeros(out.shape, dtype=bool)
@@ -587,17 +587,17 @@ scaled_modified_bessel_k1 = _no_grad_unary("scaled_modified_bessel_k1", _kernel(
 
 
 def _spherical_j0_np(d):
-    out = np.asarray(_sc().spherical_jn(0, d.astype(np.float32) if d.dtype == np.float16 else d))
+    out = np.asanyarray(_sc().spherical_jn(0, d.astype(np.float32) if d.dtype == np.float16 else d))
     return out.astype(d.dtype, copy=False)
 
 
 spherical_bessel_j0 = _no_grad_unary("spherical_bessel_j0", _spherical_j0_np)
-airy_ai = _no_grad_unary("airy_ai", lambda d: np.asarray(_sc().airy(d)[0]).astype(d.dtype, copy=False))
+airy_ai = _no_grad_unary("airy_ai", lambda d: np.asanyarray(_sc().airy(d)[0]).astype(d.dtype, copy=False))
 
 
 def _degree(n, dtype):
     """torch's int64 degree of each element of ``n`` (truncated; NaN/inf become -1, which yields 0)."""
-    n = np.asarray(n)
+    n = np.asanyarray(n)
     if n.dtype.kind in "fc":
         finite = np.isfinite(n)
         return np.where(finite, np.trunc(np.where(finite, n, -1)), -1).astype(np.int64)
@@ -743,8 +743,8 @@ def _polynomial(name, kernel):
         if not isinstance(input, Tensor) and not isinstance(n, Tensor):
             raise TypeError(f"{name}() expected a Tensor for input or n")
         x, _, dt = _binary_operands(input, n)
-        xd = np.asarray(_operand(x, dt))
-        nd = n._ndarray if isinstance(n, Tensor) else np.asarray(n)
+        xd = np.asanyarray(_operand(x, dt))
+        nd = n._ndarray if isinstance(n, Tensor) else np.asanyarray(n)
         try:
             xd, nd = np.broadcast_arrays(xd, _degree(nd, dt))
         except ValueError:

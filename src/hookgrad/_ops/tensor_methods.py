@@ -142,6 +142,33 @@ def _make_subclass(cls, data, require_grad=False, dispatch_sizes_strides_policy=
 Tensor._make_subclass = staticmethod(_make_subclass)
 
 
+def _make_wrapper_subclass(cls, size, strides=None, storage_offset=None, memory_format=None, dtype=None, layout=None,
+                           device=None, pin_memory=False, requires_grad=False, dispatch_sizes_strides_policy=None,
+                           dispatch_device=False, dispatch_layout=False, _extra_dispatch_keys=None, storage_size=None):
+    """``Tensor._make_wrapper_subclass(cls, size, ...)``: a ``cls`` instance of that size, dtype and device
+    with no storage of its own (a meta array underneath); the subclass keeps the tensor it wraps and
+    computes in its ``__torch_dispatch__``, which sees the ATen operators of the ops run on it."""
+    if not isinstance(cls, type) or not issubclass(cls, Tensor):
+        raise TypeError("Creating a Tensor subclass from a class that does not inherit from Tensor is not possible. "
+                        "Make sure your class inherits from Tensor.")
+    if getattr(cls, "__torch_dispatch__", None) is None:
+        raise TypeError(f"{cls.__name__} must define __torch_dispatch__")
+    from .._device import device as device_cls
+    from .._meta import meta_array
+    from .._tensor import FACTORY_REFUSES_GRAD, _init
+    from .creation import _resolve_dtype, _size
+    out = object.__new__(cls)
+    _init(out, meta_array(_size((size,)), _resolve_dtype(dtype).np))
+    out._set_requires_grad(bool(requires_grad), FACTORY_REFUSES_GRAD)
+    out.__dict__["_wrapper_device"] = device_cls(device if device is not None else "cpu")
+    from ..utils._python_dispatch import note_dispatch_subclass
+    note_dispatch_subclass(out)
+    return out
+
+
+Tensor._make_wrapper_subclass = staticmethod(_make_wrapper_subclass)
+
+
 # ---- trivial queries ------------------------------------------------------------------------------------
 @op()
 def is_distributed(self):

@@ -47,7 +47,7 @@ def hash_tensor(input, dim=None, *, keepdim=False, mode=0):
     out = _XOR.reduce(bits, axis=axes, keepdims=keepdim) if axes is not None else _XOR.reduce(bits.reshape(-1))
     if axes is None and keepdim:
         out = np.reshape(out, (1,) * bits.ndim)
-    return wrap(np.asarray(out, dtype=np.uint64))
+    return wrap(np.asanyarray(out, dtype=np.uint64))
 
 
 # ---- segment_reduce ---------------------------------------------------------------------------------
@@ -113,9 +113,9 @@ def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, ax
     if not _dtype.is_inexact_np(data._ndarray.dtype):
         _rules.refuse_kernel(data._ndarray, _rules.INTEGRAL, "_segment_reduce_cpu")
     if lengths is not None:
-        sizes = np.asarray(as_tensor_arg(lengths)._ndarray, dtype=np.int64)
+        sizes = np.asanyarray(as_tensor_arg(lengths)._ndarray, dtype=np.int64)
     elif offsets is not None:
-        bounds = np.asarray(as_tensor_arg(offsets)._ndarray, dtype=np.int64)
+        bounds = np.asanyarray(as_tensor_arg(offsets)._ndarray, dtype=np.int64)
         sizes = np.diff(bounds, axis=-1)
     else:
         raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
@@ -178,12 +178,12 @@ def histogramdd(input, bins, *, range=None, weight=None, density=False, out=None
     if isinstance(bins, int):
         np_bins = [bins] * dims
     else:
-        np_bins = [np.asarray(b._ndarray) if isinstance(b, Tensor) else b for b in bins]
+        np_bins = [np.asanyarray(b._ndarray) if isinstance(b, Tensor) else b for b in bins]
     np_range = None if range is None else [(range[2 * i], range[2 * i + 1]) for i in builtins.range(dims)]
     w = None if weight is None else as_tensor_arg(weight)._ndarray.reshape(-1)
     hist, edges = np.histogramdd(points, bins=np_bins, range=np_range, weights=w, density=density)
     dt = x._ndarray.dtype
-    return _histogramdd_result(wrap(hist.astype(dt)), tuple(wrap(np.asarray(e).astype(dt)) for e in edges))
+    return _histogramdd_result(wrap(hist.astype(dt)), tuple(wrap(np.asanyarray(e).astype(dt)) for e in edges))
 
 
 @op(method=False)

@@ -695,7 +695,7 @@ def _is_private(grad, data) -> bool:
 
 def _copy_like(data, like):
     if like.flags.c_contiguous or not _memory_format.is_dense(like):
-        return np.array(data, order="C", copy=True)
+        return data.copy(order="C")   # a method call: a meta gradient copies as meta
     out = np.empty_like(like, dtype=data.dtype)   # like's strides
     out[...] = data
     return out

@@ -313,8 +313,18 @@ class Function(metaclass=_FunctionMeta):
         raise NotImplementedError("hookgrad does not implement vmap")
 
 
+def _overloads_torch_function(cls) -> bool:
+    from .._C._torch_function import _disabled_torch_function_impl   # a subclass's call only: off the common path
+    return getattr(cls, "__torch_function__", None) is not _disabled_torch_function_impl
+
+
 def _returned_input_view(t, node, output_nr, differentiable):
-    view = _above.make_view(t, t._ndarray.view())
+    if t.__class__ is not _above.Tensor and _overloads_torch_function(t.__class__):
+        # torch makes this view with ``view_as``, which a subclass's __torch_function__ sees (and may
+        # give its own class)
+        view = t.view_as(t)
+    else:
+        view = _above.make_view(t, t._ndarray.view())
     if differentiable:
         # the message is built only if someone actually tries an in-place op
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)

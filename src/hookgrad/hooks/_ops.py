@@ -225,7 +225,9 @@ class _HookedOp:
         if outputs:
             if self.name_of is not None and not inplace:  # a custom Function that marked an input dirty
                 inplace = any(o is i for o in outputs for i in inputs)
-            _report(hooks, op, inplace, inputs, before, outputs, args, kwargs, (self.impl, as_it_ran))
+            substitute = _report(hooks, op, inplace, inputs, before, outputs, args, kwargs, (self.impl, as_it_ran))
+            if substitute is not None:
+                return substitute.value
         return result
 
 
@@ -420,9 +422,20 @@ def _hook_op_functions(on: bool) -> None:
 
 
 # ---- reporting ----------------------------------------------------------------------------------
-def _report(hooks, name, inplace, inputs, before, outputs, args, kwargs, call) -> None:
+class Substitute:
+    """What a forward op hook of the machinery (a wrapper subclass's ``__torch_dispatch__``) returns
+    to have the op return ``value`` itself, instead of its own result with replaced values."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _report(hooks, name, inplace, inputs, before, outputs, args, kwargs, call):
     """Run the forward op hooks for an op that returned ``outputs`` when called with ``args`` and
-    ``kwargs``; ``call`` is the op's own code and what forward AD needs to run it again (or None)."""
+    ``kwargs``; ``call`` is the op's own code and what forward AD needs to run it again (or None).
+    Returns the ``Substitute`` a hook returned, if any."""
     op = OpName(name)
     op.inplace = inplace
     op.args, op.kwargs = args, kwargs
@@ -444,15 +457,19 @@ def _report(hooks, name, inplace, inputs, before, outputs, args, kwargs, call) -
     _thread.busy += 1
     grad_enabled = _GRAD.enabled
     _GRAD.enabled = False
+    substitute = None
     try:
         for hook in hooks:
             result = hook(op, inputs, outputs)
-            if result is not None:
+            if result.__class__ is Substitute:
+                substitute = result
+            elif result is not None:
                 _replace_outputs(op, hook, inputs, outputs, result)
     finally:
         _GRAD.enabled = grad_enabled
         _thread.busy -= 1
         _state.ACTIVE.pop()
+    return substitute
 
 
 def _hook_name(hook) -> str:

@@ -27,6 +27,8 @@ __all__ = ["calculate_gain", "uniform_", "normal_", "trunc_normal_", "constant_"
 def _store(tensor: Tensor, values) -> Tensor:
     """Write ``values`` (broadcast, cast to the tensor's dtype) into ``tensor`` in place."""
     data = tensor._ndarray
+    if tensor.is_meta:   # a meta tensor has no values to write
+        return tensor
     data[...] = np.asarray(values).astype(data.dtype, copy=False)
     bump = getattr(tensor, "_bump_version", None)
     if bump is not None:
@@ -114,6 +116,8 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The distribution of "
                       "values may be incorrect.", stacklevel=2)
+    if tensor.is_meta:   # nothing to fill and nothing drawn, as torch's in-place samplers on meta
+        return tensor
     with hookgrad.no_grad():
         p = norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std)
         if p > 0.3:

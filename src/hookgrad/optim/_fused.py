@@ -66,6 +66,8 @@ def add_scaled_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
         flat = y.reshape(-1)
         if axpy(x.reshape(-1), flat, a=alpha) is flat:  # (reshape copies x only if x is not contiguous)
             return
+    if y.__class__ is not np.ndarray:   # a meta tensor's array (zero strides): no values to add into
+        return
     target = np.ascontiguousarray(y)  # the wrapper wants one contiguous vector
     flat = target.reshape(-1)
     flat[...] = axpy(x.reshape(-1), flat, a=alpha)

@@ -91,10 +91,81 @@ def _pop_mode(mode) -> None:
     if mode in _STACK:
         # the innermost occurrence: modes leave in the reverse order of entering
         del _STACK[len(_STACK) - 1 - _STACK[::-1].index(mode)]
-    if not _STACK and _HOOK[0] is not None:
+    if not _STACK and _HOOK[0] is not None and not _LIVE_WRAPPERS[0]:
         _HOOK[0].remove()
         _HOOK[0] = None
         _swap_factories(False)
+
+
+# Tensor subclasses with a __torch_dispatch__ that wrapper instances were made of (``_make_wrapper_subclass``):
+# while such instances live, the op hook is registered, and an op with one among its operands hands its
+# ATen operators to that class's __torch_dispatch__ (as a mode's, but for these operands only)
+_SUBCLASSES: set = set()
+_LIVE_WRAPPERS = [0]
+
+
+class _WrapperMark:
+    """Kept in a wrapper instance's ``__dict__`` (which moves with ``swap_tensors``, as the instance's
+    class does): counts the live wrapper instances, so that the op hook goes when the last one does."""
+
+    __slots__ = ()
+
+    def __init__(self):
+        _LIVE_WRAPPERS[0] += 1
+
+    def __copy__(self):
+        return _WrapperMark()
+
+    def __deepcopy__(self, memo):
+        return _WrapperMark()
+
+    def __reduce__(self):
+        return (_WrapperMark, ())
+
+    def __del__(self):
+        _LIVE_WRAPPERS[0] -= 1
+        if not _LIVE_WRAPPERS[0] and not _STACK and _HOOK[0] is not None:
+            _HOOK[0].remove()
+            _HOOK[0] = None
+
+
+def note_dispatch_subclass(instance) -> None:
+    """``instance`` (of a class with a __torch_dispatch__) was made by ``_make_wrapper_subclass``."""
+    _SUBCLASSES.add(type(instance))
+    instance.__dict__["_dispatch_mark"] = _WrapperMark()
+    if _HOOK[0] is None:
+        from ..hooks import register_op_hook
+        _HOOK[0] = register_op_hook(forward=_dispatch_op, backward=_backward_ran, inside_functions=True)
+
+
+def _dispatch_subclass_among(values):
+    """The class whose __torch_dispatch__ an ATen call with these arguments goes to (None: none)."""
+    for value in values:
+        if isinstance(value, (list, tuple)):
+            found = _dispatch_subclass_among(value)
+            if found is not None:
+                return found
+        elif type(value) in _SUBCLASSES:
+            return type(value)
+    return None
+
+
+def _call_subclass(func, args, kwargs):
+    owner = _dispatch_subclass_among(tuple(args) + tuple(kwargs.values()))
+    if owner is None:    # a step of the op that none of the subclass's instances takes part in
+        return func(*args, **kwargs)
+    types = tuple(dict.fromkeys(t for t in map(type, args) if t in _SUBCLASSES))
+    return owner.__torch_dispatch__(func, types, args, kwargs)
+
+
+def dispatched_item(t):
+    """``t.item()`` of a wrapper subclass instance: torch hands ``aten._local_scalar_dense`` to its
+    __torch_dispatch__ (the subclass reads the value of the tensor it wraps)."""
+    packet = _OWN_PACKETS.get("_local_scalar_dense")
+    if packet is None:
+        packet = _OWN_PACKETS["_local_scalar_dense"] = _ops.OpOverloadPacket(
+            "aten", "_local_scalar_dense", lambda self: self.item(), overloads=("default",))
+    return _call_subclass(packet.default, (t,), {})
 
 
 def is_traceable_wrapper_subclass(t) -> bool:
@@ -413,8 +484,13 @@ _RENAMED = {
 
 def _dispatch_op(op, inputs, outputs):
     """The op hook: run the active modes over the ATen operators of ``op``."""
-    if not _STACK or _DisableTorchDispatch.active():
+    if _DisableTorchDispatch.active():
         return None
+    call = _call_mode
+    if not _STACK:
+        if not _LIVE_WRAPPERS[0] or _dispatch_subclass_among(inputs) is None:
+            return None
+        call = _call_subclass
     if _is_custom_function(op):
         return None      # torch's modes see the operators its forward runs (reported on their own)
     if str(op) == "dropout" and not (op.args[2] if len(op.args) > 2 else op.kwargs.get("training", True)):
@@ -434,17 +510,20 @@ def _dispatch_op(op, inputs, outputs):
             continue
         overload = overload[0] if overload else _overload_name(name, args, kwargs)
         func = _DispatchedOp(_packet(name), overload, args, kwargs, None if uses_replaced else thunk)
-        result = _call_mode(func, args, kwargs)
+        result = call(func, args, kwargs)
         if uses_replaced or result is not func._returned:
             replaced.add(index)
         results.append(result)
     result = results[-1]
+    if call is _call_subclass:   # the subclass's results are the op's results, as they are
+        from ..hooks._ops import Substitute
+        return Substitute(result)
     # torch detaches each result its node saves for the backward (relu's, sigmoid's, std's)
     for index in _saved_outputs(op, outputs):
         value = result[index] if isinstance(result, (tuple, list)) else result
         output = outputs[index]
         func = _DispatchedOp(_packet("detach"), "default", (value,), {}, output.detach)
-        _call_mode(func, (value,), {})
+        call(func, (value,), {})
     own = outputs[0] if len(outputs) == 1 else tuple(outputs)
     if result is own or result is None:
         return None

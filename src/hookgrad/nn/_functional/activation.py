@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 from ..._dtype import is_inexact_np, narrow_to, scalar_type_name, widen
+from ..._meta import MetaArray, meta_like
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import pointwise, reduce, views
@@ -541,6 +542,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     d = input._ndarray
     if p == 1.0:
         scale = np.zeros(d.shape, dtype=d.dtype)
+    elif d.__class__ is MetaArray:   # a meta mask: nothing drawn, as torch
+        scale = meta_like(d)
     else:
         scale = _dropout_noise(d, 1.0 - p)
     mask = wrap(scale)

@@ -141,7 +141,7 @@ def _safe_softmax(x: Tensor, dim: int) -> Tensor:
         out = _softmax_np(np.where(dead, 0.0, data) if dead.any() else data, axis)
         if dead.any():
             out = np.where(dead, 0.0, out)
-    result = wrap(narrow_to(np.asarray(out, dtype=data.dtype), x._ndarray.dtype))
+    result = wrap(narrow_to(np.asanyarray(out, dtype=data.dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(SafeSoftmaxBackward0, (x,), result)
         node.dim, node.dim_arg = axis, dim
@@ -162,7 +162,7 @@ class MulBackward1(Node):
 
 def _scalar_mul(x: Tensor, other: float) -> Tensor:
     with quiet_fp():
-        result = wrap(narrow_to(np.asarray(widen(x._ndarray) * other, dtype=widen(x._ndarray).dtype), x._ndarray.dtype))
+        result = wrap(narrow_to(np.asanyarray(widen(x._ndarray) * other, dtype=widen(x._ndarray).dtype), x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         record_op(MulBackward1, (x,), result).other = other
     return result
@@ -299,7 +299,7 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             gq *= factor
             gk = np.matmul(np.swapaxes(gs, -1, -2), q, out=_empty_blhe(k.shape, dtype) if direct and kr is k else None)
             gk *= factor
-        results = [wrap(_in_blhe_order(narrow_to(np.asarray(a, dtype=q.dtype), dtype)))
+        results = [wrap(_in_blhe_order(narrow_to(np.asanyarray(a, dtype=q.dtype), dtype)))
                    for a in (gq, _sum_groups(gk, k.shape[1]), _sum_groups(gv, v.shape[1]))]
         if GRAD.enabled:
             # the fused backward has no derivative: its results hang off torch's NotImplemented node,
@@ -335,7 +335,7 @@ def _flash_attention(query, key, value, attn_mask, is_causal, scale):
         lse = np.where(dead, 0.0, top + np.log(np.where(dead, 1.0, total)))
         p /= np.where(dead, 1.0, total)
         out = np.matmul(p, _repeat_kv(v, heads))
-    result = wrap(_laid_out_like(narrow_to(np.asarray(out, dtype=q.dtype), dtype), query._ndarray.strides))
+    result = wrap(_laid_out_like(narrow_to(np.asanyarray(out, dtype=q.dtype), dtype), query._ndarray.strides))
     if GRAD.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
         node = record_op(ScaledDotProductFlashAttentionForCpuBackward0, (query, key, value), result)
         node.is_causal, node.scale = bool(is_causal), None if scale is None else float(scale)

@@ -20,6 +20,7 @@ from numpy.lib.stride_tricks import as_strided
 from ... import _threads as _blas
 from ... import _dtype
 from ..._dtype import narrow_to, widen
+from ..._meta import MetaArray, meta_array
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge, ones_vector
@@ -53,6 +54,8 @@ def _out_size(size, k, s, d, p0, p1):
 def windows(xp, kh, kw, sh, sw, dh, dw, ho, wo):
     """A read-only (N, C, kh, kw, Ho, Wo) view of every kernel window of the padded ``xp``."""
     n, c = xp.shape[:2]
+    if xp.__class__ is MetaArray:
+        return meta_array((n, c, kh, kw, ho, wo), xp.dtype)
     s0, s1, s2, s3 = xp.strides
     return as_strided(xp, (n, c, kh, kw, ho, wo), (s0, s1, s2 * dh, s3 * dw, s2 * sh, s3 * sw), writeable=False)
 
@@ -402,11 +405,23 @@ class ConvolutionBackward0(Node):
         return gx, gw, gb
 
 
+def _meta_conv_forward(x, w, geom, bias=None):
+    """``conv_forward_np`` for meta operands: the output's shape and dtype, nothing computed."""
+    (sh, sw), (dh, dw) = geom.stride, geom.dil
+    pt, pb, pl, pr = geom.pad
+    n, _, h, wd = x.shape
+    o, _, kh, kw = w.shape
+    shape = (n, o, _out_size(h, kh, sh, dh, pt, pb), _out_size(wd, kw, sw, dw, pl, pr))
+    return meta_array(shape, np.result_type(x.dtype, w.dtype)), None
+
+
 def convolution(x: Tensor, w: Tensor, b, geom: _Geom) -> Tensor:
     nd = geom.nd
     # bfloat16 operands: float32 products and sums, the result rounded once (see _dtype.narrow_to)
-    out, cols = conv_forward_np(_as4d(widen(x._ndarray), nd), _as4d(widen(w._ndarray), nd), geom,
-                                None if b is None else b._ndarray)
+    kernel = conv_forward_np if x._ndarray.__class__ is not MetaArray and w._ndarray.__class__ is not MetaArray \
+        else _meta_conv_forward
+    out, cols = kernel(_as4d(widen(x._ndarray), nd), _as4d(widen(w._ndarray), nd), geom,
+                       None if b is None else b._ndarray)
     result = wrap(narrow_to(_from4d(out, nd), x._ndarray.dtype))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = record_op(ConvolutionBackward0, (x, w, b), result)
@@ -426,8 +441,11 @@ def conv_transpose(x: Tensor, w: Tensor, b, geom: _Geom, out_shape) -> Tensor:
     """Adjoint of ``convolution`` in its input: maps (N, O, ...) to ``out_shape`` (N, C, ...)."""
     nd = geom.nd
     shape4 = out_shape if nd == 2 else (out_shape[0], out_shape[1], 1, out_shape[2])
-    out = conv_input_grad_np(_as4d(widen(x._ndarray), nd), _as4d(widen(w._ndarray), nd), shape4, geom)
-    out = np.ascontiguousarray(_from4d(out, nd))
+    if x._ndarray.__class__ is MetaArray or w._ndarray.__class__ is MetaArray:
+        out = meta_array(out_shape, np.result_type(widen(x._ndarray).dtype, widen(w._ndarray).dtype))
+    else:
+        out = conv_input_grad_np(_as4d(widen(x._ndarray), nd), _as4d(widen(w._ndarray), nd), shape4, geom)
+        out = np.ascontiguousarray(_from4d(out, nd))
     result = wrap(narrow_to(_bias_add(out, b), x._ndarray.dtype))
     if GRAD.enabled and (x._requires_grad or w._requires_grad or (b is not None and b._requires_grad)):
         node = record_op(ConvolutionBackward0, (x, w, b), result)
@@ -549,7 +567,10 @@ def _record_double_backward(first, g, x, w, results):
 def conv_weight(x: Tensor, gout: Tensor, w_shape, geom: _Geom, cols=None) -> Tensor:
     nd = geom.nd
     w4 = w_shape if nd == 2 else (w_shape[0], w_shape[1], 1, w_shape[2])
-    gw = conv_weight_grad_np(_as4d(widen(x._ndarray), nd), _as4d(widen(gout._ndarray), nd), w4, geom, cols)
+    if x._ndarray.__class__ is MetaArray or gout._ndarray.__class__ is MetaArray:
+        gw = meta_array(w4, widen(gout._ndarray).dtype)
+    else:
+        gw = conv_weight_grad_np(_as4d(widen(x._ndarray), nd), _as4d(widen(gout._ndarray), nd), w4, geom, cols)
     result = wrap(gw.reshape(w_shape).astype(gout._ndarray.dtype, copy=False))
     if GRAD.enabled and (x._requires_grad or gout._requires_grad):
         node = record_op(_WeightGradientNode, (x, gout), result)

@@ -13,6 +13,7 @@ import functools
 import numpy as np
 
 from ..._dtype import narrow_to, widen
+from ..._meta import MetaArray, meta_like
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops._base import GRAD, edge
@@ -104,6 +105,8 @@ def linear_map(x: Tensor, fwd, adj, node_cls, value=None, args=None) -> Tensor:
     """
     # bfloat16: the kernel runs in float32 and its result is rounded once (as torch's)
     result = wrap(narrow_to(fwd(widen(x._ndarray)), x._ndarray.dtype) if value is None else value)
+    if x._ndarray.__class__ is MetaArray and result._ndarray.__class__ is not MetaArray:
+        result._ndarray = meta_like(result._ndarray)   # a kernel that built its result in a new array
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
         node.fwd, node.adj = fwd, adj

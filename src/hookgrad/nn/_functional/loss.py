@@ -138,17 +138,17 @@ def _reduced(values: np.ndarray, reduction: str) -> np.ndarray:
     """The binary cross entropies' per-element values reduced as ``reduction`` says, in their dtype
     (a float16 mean accumulates in float32, as NumPy's default does)."""
     if reduction == "mean":
-        return np.asarray(values.mean(), dtype=values.dtype)
+        return np.asanyarray(values.mean(), dtype=values.dtype)
     if reduction == "sum":
-        return np.asarray(values.sum(), dtype=values.dtype)
+        return np.asanyarray(values.sum(), dtype=values.dtype)
     return values
 
 
 def _pointwise_loss(node_cls, x, t, reduction, values, param=None):
     if reduction == "mean":
-        out = np.asarray(values.mean(dtype=values.dtype) if values.size else np.nan, dtype=values.dtype)
+        out = np.asanyarray(values.mean(dtype=values.dtype) if values.size else np.nan, dtype=values.dtype)
     elif reduction == "sum":
-        out = np.asarray(values.sum(dtype=values.dtype))
+        out = np.asanyarray(values.sum(dtype=values.dtype))
     else:
         out = values
     result = wrap(out)
@@ -292,12 +292,12 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         out = losses.reshape(td.shape)
         scale = -w
     elif reduction == "sum":
-        out = np.asarray(losses.sum(), dtype=xd.dtype)
+        out = np.asanyarray(losses.sum(), dtype=xd.dtype)
         scale = -w
     else:
         total = w.sum()
         with _err():
-            out = np.asarray(losses.sum() / total, dtype=xd.dtype)
+            out = np.asanyarray(losses.sum() / total, dtype=xd.dtype)
             scale = np.where(valid, -w / total, 0).astype(xd.dtype, copy=False)  # ignored rows get 0, not 0/0
     result = wrap(out)
     if GRAD.enabled and x._requires_grad:
@@ -309,7 +309,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
             coef = coef.reshape(xd.shape)
         node = record_op((NllLoss2DBackward0 if xd.ndim >= 3 else NllLossBackward0), (x,), result)
         node.coef, node.reduction, node.ignore_index = coef, reduction, ignore_index
-        total_weight = np.zeros((), xd.dtype) if reduction == "none" else np.asarray(w.sum(), dtype=xd.dtype)
+        total_weight = np.zeros((), xd.dtype) if reduction == "none" else np.asanyarray(w.sum(), dtype=xd.dtype)
         node.save(x, t, weight, wrap(total_weight))
     return result
 
@@ -328,13 +328,13 @@ def _nll_mean_all_valid(x, xd, t1, c, target):
         return None
     n = t1.size
     rows = np.arange(n)
-    result = wrap(np.asarray(-(_sum_reduce(xd[rows, t1]) / n), dtype=xd.dtype))
+    result = wrap(np.asanyarray(-(_sum_reduce(xd[rows, t1]) / n), dtype=xd.dtype))
     if GRAD.enabled and x._requires_grad:
         coef = np.zeros(xd.shape, dtype=xd.dtype)
         coef[rows, t1] = -1.0 / n
         node = record_op(NllLossBackward0, (x,), result)
         node.coef, node.reduction, node.ignore_index = coef, "mean", -100
-        node.save(x, target, None, wrap(np.asarray(n, dtype=xd.dtype)))
+        node.save(x, target, None, wrap(np.asanyarray(n, dtype=xd.dtype)))
     return result
 
 
@@ -376,9 +376,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if reduction == "mean":
         if weight is not None:
             td = t._ndarray[~ignore._ndarray]
-            denom = wrap(np.asarray(weight._ndarray[td].sum(), dtype=weight._ndarray.dtype))
+            denom = wrap(np.asanyarray(weight._ndarray[td].sum(), dtype=weight._ndarray.dtype))
         else:
-            denom = wrap(np.asarray((~ignore._ndarray).sum()))
+            denom = wrap(np.asanyarray((~ignore._ndarray).sum()))
         ret = smooth.sum() / denom
     elif reduction == "sum":
         ret = smooth.sum()
@@ -514,7 +514,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         vals = vals * weight._ndarray
     # torch computes into a tensor of the target's type: a float64 target gives a float64 loss
-    result = wrap(_reduced(np.asarray(vals, dtype=td.dtype), reduction))
+    result = wrap(_reduced(np.asanyarray(vals, dtype=td.dtype), reduction))
     if GRAD.enabled and (x._requires_grad or t._requires_grad):
         node = record_op(BinaryCrossEntropyWithLogitsBackward0, (x, t), result)
         node.reduction = reduction

@@ -161,7 +161,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
         loss = loss * weight
     class_dim = input.dim() - 1
     # divided by the class count as a 0-d int64 tensor, the operand torch's graph records
-    loss = loss.sum(dim=class_dim) / wrap(np.asarray(input.shape[class_dim], dtype=np.int64))
+    loss = loss.sum(dim=class_dim) / wrap(np.asanyarray(input.shape[class_dim], dtype=np.int64))
     if reduction not in ("none", "mean", "sum"):
         raise ValueError(reduction + " is not valid")
     return _reduce(loss, reduction)

@@ -87,10 +87,10 @@ class _NormBackward(Node):
                 gx = wrap(gxv.reshape(xd.shape).astype(xd.dtype, copy=False))
             if nf[1][0] is not None:
                 xhat = xhat.reshape(xd.shape)
-                gw = wrap(np.asarray(_sum_over(np.multiply(gd, xhat, out=xhat), self.affine_axes),
+                gw = wrap(np.asanyarray(_sum_over(np.multiply(gd, xhat, out=xhat), self.affine_axes),
                                      dtype=w._ndarray.dtype))
             if nf[2][0] is not None:
-                gb = wrap(np.asarray(_sum_over(gd, self.affine_axes), dtype=gd.dtype))
+                gb = wrap(np.asanyarray(_sum_over(gd, self.affine_axes), dtype=gd.dtype))
         return gx, gw, gb
 
     def _record_double_backward(self, g, x, w, b, saved, grads):

@@ -467,7 +467,7 @@ def avg_pool2d(x, kernel_size, stride=None, padding=0, ceil_mode=False, count_in
     eb = max(0, (ho - 1) * sh + kh - h - 2 * ph)
     er = max(0, (wo - 1) * sw + kw - w - 2 * pw)
     if divisor_override:
-        div = np.asarray(divisor_override, dtype=x._ndarray.dtype)
+        div = np.asanyarray(divisor_override, dtype=x._ndarray.dtype)
     else:
         dv = np.outer(_divisors(h, kh, sh, ph, ho, count_include_pad), _divisors(w, kw, sw, pw, wo, count_include_pad))
         div = dv.astype(x._ndarray.dtype)

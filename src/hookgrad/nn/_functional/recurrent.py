@@ -29,6 +29,7 @@ from ..._ops.views import apply_inplace
 # the layers call the ops themselves, not torch's public names: as in torch (whose recurrent kernels are
 # C++), code that patches torch.addmm or Tensor.matmul (FLOP counters) does not see a layer's steps
 from ..._ops.linalg import AddmmBackward0, _is_transposed, addmm as _addmm, matmul as _matmul
+from ..._meta import MetaArray, meta_array, meta_like
 from ..._tensor import Tensor, wrap
 from ...autograd import _dual, anomaly_mode as _anomaly
 from ...autograd.graph import Node, SavedTensor, saved_tensor_hooks_active
@@ -774,6 +775,9 @@ class MkldnnRnnLayerBackward0(Node):
         if GRAD.enabled:  # create_graph: the same gradients from Tensor ops, differentiable again
             result = _lstm_backward_tensor(x, w_ih, w_hh, b_ih, b_hh, hx, cx, self.reverse, d_out, d_hy, d_cy)
             return tuple(r if n else None for r, n in zip(result, need))
+        if x._ndarray.__class__ is MetaArray:   # meta operands: the gradients' shapes, nothing computed
+            inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
+            return tuple(wrap(meta_like(t._ndarray)) if n and t is not None else None for t, n in zip(inputs, need))
         if self.cache is None:
             raise RuntimeError(_FREED)
         dh = d_hy._ndarray if d_hy is not None else np.zeros(hx.shape, hx._ndarray.dtype)
@@ -801,9 +805,14 @@ def _onednn_layer(x, w_ih, w_hh, b_ih, b_hh, hx, cx, reverse, hidden_size, num_l
     """``at::mkldnn_rnn_layer``: x (T, B, I) contiguous; returns (output, hy, cy)."""
     xd = x._ndarray
     steps, batch, features = xd.shape
-    kernel = _LstmKernel(w_ih._ndarray, w_hh._ndarray, reverse)
-    out, h, c = kernel.forward(xd, b_ih._ndarray if has_biases else None, b_hh._ndarray if has_biases else None,
-                               hx._ndarray, cx._ndarray)
+    if xd.__class__ is MetaArray or hx._ndarray.__class__ is MetaArray:   # the results' shapes, nothing computed
+        kernel = None
+        out = meta_array((steps, batch, hidden_size), xd.dtype)
+        h = c = meta_array((batch, hidden_size), xd.dtype)
+    else:
+        kernel = _LstmKernel(w_ih._ndarray, w_hh._ndarray, reverse)
+        out, h, c = kernel.forward(xd, b_ih._ndarray if has_biases else None, b_hh._ndarray if has_biases else None,
+                                   hx._ndarray, cx._ndarray)
     out, hy, cy = wrap(out), wrap(h.copy()), wrap(c.copy())  # (h, c: rows of the kernel's arrays)
     inputs = (x, w_ih, w_hh, b_ih, b_hh, hx, cx)
     if any_requires_grad(*inputs):
@@ -929,7 +938,7 @@ class EmbeddingBagBackward0(Node):
 
 def _bags(indices, offsets, include_last_offset):
     n = indices.shape[0]
-    starts = np.asarray(offsets, dtype=np.int64).reshape(-1)
+    starts = np.asanyarray(offsets, dtype=np.int64).reshape(-1)
     if starts.size and starts[0] != 0:
         raise RuntimeError(f"offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from "
                            f"position 0. However, got {starts[0]}")
@@ -1024,7 +1033,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
         offset2bag, bag_size = bag_of, counts
         max_out = max_indices if mode_name == "max" else counts
     return (result, wrap(offset2bag.astype(index_dtype)), wrap(bag_size.astype(index_dtype)),
-            wrap(np.asarray(max_out).astype(index_dtype)))
+            wrap(np.asanyarray(max_out).astype(index_dtype)))
 
 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):

@@ -52,6 +52,7 @@ from collections.abc import Mapping
 from typing import Any, Callable, Iterator, Optional
 
 import hookgrad
+from hookgrad._meta import is_meta_device
 from hookgrad._tensor import Tensor
 from hookgrad.utils.hooks import RemovableHandle, note_registration
 
@@ -449,6 +450,24 @@ def _swap_in_loaded(param: Tensor, input_param: Tensor, assign: bool) -> None:
     hookgrad.utils.swap_tensors(param, loaded)
 
 
+def _takes_device(init) -> bool:
+    code = getattr(init, "__code__", None)
+    return code is not None and "device" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
+def _built_on_device_argument(init):
+    """A layer's ``__init__`` that makes its parameters and buffers on the meta device when given
+    ``device="meta"`` (as torch's factory keyword arguments do): it runs under that device's context."""
+    @functools.wraps(init)
+    def __init__(self, *args, **kwargs):
+        device = kwargs.get("device")
+        if device is None or not is_meta_device(device):
+            return init(self, *args, **kwargs)
+        with hookgrad.device("meta"):
+            return init(self, *args, **kwargs)
+    return __init__
+
+
 def _set_tensor_data(tensor: Tensor, new: Tensor) -> None:
     """Make ``tensor`` hold ``new``'s values (dtype included) without changing its identity."""
     tensor.data = new
@@ -749,7 +768,7 @@ class Module:
 
     def to_empty(self, *, device: Any, recurse: bool = True) -> "Module":
         """Replace parameters and buffers with uninitialized tensors of the same shape."""
-        return self._apply(lambda t: hookgrad.empty_like(t), recurse=recurse)
+        return self._apply(lambda t: hookgrad.empty_like(t, device=device), recurse=recurse)
 
     def to(self, *args, **kwargs) -> "Module":
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``,
@@ -1190,6 +1209,9 @@ class Module:
         # call routed through it, as in PyTorch.
         if "_call_impl" in cls.__dict__ and "__call__" not in cls.__dict__:
             cls.__call__ = Module._call_through_call_impl
+        init = cls.__dict__.get("__init__")
+        if init is not None and cls.__module__.startswith("hookgrad.") and _takes_device(init):
+            cls.__init__ = _built_on_device_argument(init)
 
     # ----------------------------------------------------------------------------------------
     # Pickling and attribute access
@@ -1425,6 +1447,11 @@ class Module:
                 error_msgs.append(f"size mismatch for {key}: copying a param with shape {input_param.shape} "
                                   f"from checkpoint, the shape in current model is {param.shape}.")
                 continue
+            if param.is_meta and not input_param.is_meta and not assign:
+                warnings.warn(f"for {key}: copying from a non-meta parameter in the checkpoint to a meta "
+                              "parameter in the current model, which is a no-op. (Did you mean to "
+                              "pass `assign=True` to assign items in the state dictionary to their "
+                              "corresponding key in the module instead of copying them in place?)", stacklevel=2)
             try:
                 with hookgrad.no_grad():
                     if use_swap_tensors:

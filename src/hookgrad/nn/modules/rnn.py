@@ -205,7 +205,7 @@ class RNNBase(Module):
 
     def _zeros(self, batch, size, like: Tensor) -> Tensor:
         directions = 2 if self.bidirectional else 1
-        return hookgrad.zeros(self.num_layers * directions, int(batch), size, dtype=like.dtype)
+        return hookgrad.zeros(self.num_layers * directions, int(batch), size, dtype=like.dtype, device=like.device)
 
     def _with_batch_dim(self, input: Tensor, dims_error: str):
         """A padded input with its batch dimension added when it has none: (input, whether it had one,
@@ -409,7 +409,7 @@ class RNNCellBase(Module):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            hx = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
         elif not batched:
             hx = hx.unsqueeze(0)
         self._check_sizes(input, hx, "")
@@ -460,7 +460,7 @@ class LSTMCell(RNNCellBase):
         if not batched:
             input = input.unsqueeze(0)
         if hx is None:
-            zeros = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype)
+            zeros = hookgrad.zeros(input.size(0), self.hidden_size, dtype=input.dtype, device=input.device)
             hx = (zeros, zeros)
         elif not batched:
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
