@@ -271,3 +271,32 @@ def test_functional_cells(T, name):
     names = sorted(n.name() for n in _nodes([o.grad_fn for o in outs]))
     grads = T.autograd.grad(sum((o * o).sum() for o in outs), [x, h] + weights)
     return names, [o.detach() for o in outs], list(grads)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@differential(rtol=1e-6, atol=1e-9)
+def test_pad_packed_history(T, dtype):
+    """pad_packed_sequence's copies into its output: the CopySlices chain (names, edges, order of
+    execution), a tensor hook and retain_grad on the result, double backward, and no history
+    under no_grad or for data that needs no grad."""
+    rng = np.random.default_rng(8)
+    dt = getattr(T, dtype)
+    x = T.tensor(rng.normal(size=(5, 4, 3)), dtype=dt, requires_grad=True)
+    packed = T.nn.utils.rnn.pack_padded_sequence(x * 2, [5, 3, 3, 1])
+    padded, lengths = T.nn.utils.rnn.pad_packed_sequence(packed, total_length=6)
+    padded.retain_grad()
+    log = []
+    padded.register_hook(lambda g: log.append(("hook", g.sum().item())))
+    nodes = _nodes([padded.grad_fn])
+    shape = [(n.name(), [None if f is None else f.name() for f, _ in n.next_functions]) for n in nodes]
+    for node in nodes:
+        node.register_prehook(lambda g, node=node: log.append(("run", node.name())))
+    w = T.tensor(rng.normal(size=(6, 4, 3)), dtype=dt)
+    (g,) = T.autograd.grad((padded * padded * w).sum(), x, create_graph=True)
+    (gg,) = T.autograd.grad((g * g * w[:5]).sum(), x)
+    with T.no_grad():
+        quiet, _ = T.nn.utils.rnn.pad_packed_sequence(packed)
+    plain, _ = T.nn.utils.rnn.pad_packed_sequence(
+        T.nn.utils.rnn.pack_padded_sequence(x.detach(), [5, 3, 3, 1]), padding_value=-1.0)
+    return (shape, log, padded.detach(), lengths, g.detach(), gg, padded.grad, quiet.requires_grad,
+            quiet.grad_fn is None, plain, plain.requires_grad, plain.grad_fn is None)

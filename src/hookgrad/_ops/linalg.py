@@ -267,10 +267,18 @@ class BmmBackward0(Node):
                 # channels against its unrolled windows (8 rows, 1.7M elements) it costs more than it saves
                 ga = None
                 if self.next_functions[0][0] is not None:
-                    bt = _conj_np(b._ndarray).transpose(0, 2, 1)
-                    if gd.shape[-2] >= 32:
-                        bt = np.ascontiguousarray(bt)
-                    ga = wrap(_narrow(_blas.matmul(gd, bt), gd.dtype))
+                    bc = _conj_np(b._ndarray)
+                    if gd.shape[-2] < 32 and gd.shape[-1] >= 256:
+                        # few rows against long ones (a convolution's weight gradient): OpenBLAS runs
+                        # (b @ g^T)^T, the same sums, up to twice as fast (4 x (8, 5184) @ (5184, 81):
+                        # 3.9 against 2.0 ms); the result is made contiguous, as the direct product is
+                        ga = np.ascontiguousarray(_blas.matmul(bc, gd.transpose(0, 2, 1)).transpose(0, 2, 1))
+                    else:
+                        bt = bc.transpose(0, 2, 1)
+                        if gd.shape[-2] >= 32:
+                            bt = np.ascontiguousarray(bt)
+                        ga = _blas.matmul(gd, bt)
+                    ga = wrap(_narrow(ga, gd.dtype))
                 gb = wrap(_narrow(_blas.matmul(_conj_np(a._ndarray).transpose(0, 2, 1), gd), gd.dtype)) \
                     if self.next_functions[1][0] is not None else None
             return ga, gb

@@ -797,6 +797,26 @@ class Geometry:
                                                writeable=True)
         return whole, part
 
+    def gradient_buffers(self, g: np.ndarray):
+        """``buffers()`` holding a copy of ``g`` (shaped like the base). Where the base is C-contiguous
+        (the common case) the copy itself is the buffer: one pass over it instead of zero-fill, copy in and
+        copy out."""
+        if self.view_dtype == self.dtype and self.base_offset == 0 and g.shape == self.base_shape:
+            whole = np.array(g, dtype=self.dtype, order="C")
+            if whole.strides == self.base_strides and whole.nbytes == self.nbytes:
+                return whole, np.ndarray(self.shape, self.dtype, buffer=whole, offset=self.offset,
+                                         strides=self.strides)
+        whole, part = self.buffers()
+        whole[...] = g
+        return whole, part
+
+    def read_view(self, g: np.ndarray) -> np.ndarray:
+        """A copy of the view's elements of ``g`` (shaped like the base)."""
+        if (self.view_dtype == self.dtype == g.dtype and self.base_offset == 0 and g.shape == self.base_shape
+                and g.strides == self.base_strides and g.flags.c_contiguous and g.nbytes == self.nbytes):
+            return np.ndarray(self.shape, self.dtype, buffer=g, offset=self.offset, strides=self.strides).copy()
+        return self.gradient_buffers(g)[1].copy()
+
 
 class AsStridedBackward0(Node):
     """Gradient of a view taken from its base's history (after in-place changes)."""
@@ -832,9 +852,7 @@ def strided_scatter(g: Tensor, geometry: Geometry) -> Tensor:
 
 def strided_gather(g: Tensor, geometry: Geometry) -> Tensor:
     """The view's place read out of ``g`` (shaped like the base); differentiable."""
-    whole, part = geometry.buffers(g._ndarray.dtype)
-    whole[...] = g._ndarray
-    out = wrap(part.copy())
+    out = wrap(geometry.read_view(g._ndarray))
     if GRAD.enabled and g._requires_grad:
         node = record_op(AsStridedBackward0, (g,), out)
         node.geometry = geometry
@@ -889,8 +907,7 @@ class CopySlices(Node):
             return (None,) * len(self.next_functions)
         if self.fn is None:  # released by an earlier backward that did not retain the graph
             raise RuntimeError(_FREED_MESSAGE)
-        whole, part = self.geometry.buffers(g._ndarray.dtype)
-        whole[...] = g._ndarray
+        whole, part = self.geometry.gradient_buffers(g._ndarray)
         view_grad = wrap(part.copy())
         if GRAD.enabled and g._requires_grad:
             view_grad = strided_gather(g, self.geometry)
@@ -899,7 +916,7 @@ class CopySlices(Node):
             part[...] = 0
         else:
             part[...] = res[0]._ndarray
-        base_grad = wrap(np.array(whole))
+        base_grad = wrap(whole if whole.base is None else np.array(whole))
         # differentiable when the incoming gradient or the op's own gradient (a ReLU's, which
         # depends on its saved result) requires grad
         differentiable = GRAD.enabled and (g._requires_grad or (res[0] is not None and res[0]._requires_grad))

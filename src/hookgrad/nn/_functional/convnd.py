@@ -31,17 +31,17 @@ __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_ge
 def _pad_spatial(x: Tensor, pairs, value=0.0) -> Tensor:
     """Pad (or, for negative amounts, crop) the trailing ``len(pairs)`` dims of ``x``."""
     nd = len(pairs)
+    pads = []  # F.pad's order: the last dim first
     for i, (before, after) in enumerate(pairs):
         dim = x.dim() - nd + i
         if before < 0:
             x = x.narrow(dim, -before, x.size(dim) + before)
-            before = 0
         if after < 0:
             x = x.narrow(dim, 0, x.size(dim) + after)
-            after = 0
-        if before or after:
-            pads = [0, 0] * (x.dim() - 1 - dim) + [before, after]
-            x = hookgrad.nn.functional.pad(x, pads, value=value)
+        pads[:0] = [max(before, 0), max(after, 0)]
+    if any(pads):
+        # one pad for all dims: one copy of the input (and of its gradient), not one per padded dim
+        x = hookgrad.nn.functional.pad(x, pads, value=value)
     return x
 
 

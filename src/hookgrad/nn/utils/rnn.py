@@ -12,7 +12,10 @@ from collections import namedtuple
 import numpy as np
 
 import hookgrad
-from ..._ops._base import GRAD
+from ..._ops._base import GRAD, NONE_EDGE, edge
+from ..._ops.inplace import CopyBackwards
+from ..._ops.views import CopySlices, Geometry
+from ...autograd import _dual, anomaly_mode as _anomaly, profiler as _profiler
 from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
@@ -186,13 +189,14 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
     batch = batch_sizes[0]
     feature_shape = tuple(data.shape[1:])
     output = hookgrad.full((total_length, batch) + feature_shape, padding_value, dtype=data.dtype)
+    copy_rows = _copy_rows_direct if _unwatched(data) else _copy_rows
     offset, prev_size, prev_i = 0, batch, 0
     for i in range(steps + 1):
         size = batch_sizes[i] if i < steps else 0
         if size != prev_size:
             count = prev_size * (i - prev_i)
             rows = data.narrow(0, offset, count).view((i - prev_i, prev_size) + feature_shape)
-            output.narrow(0, prev_i, i - prev_i).narrow(1, 0, prev_size).copy_(rows)
+            copy_rows(output, prev_i, i - prev_i, prev_size, rows)
             offset += count
             prev_i = i
         prev_size = size
@@ -204,6 +208,36 @@ def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False, pad
         unsorted = sequence.unsorted_indices
         return output.index_select(0 if batch_first else 1, unsorted), lengths[unsorted]
     return output, lengths
+
+
+def _copy_rows(output: Tensor, step: int, steps: int, size: int, rows: Tensor) -> None:
+    """``output[step:step + steps, :size] = rows`` as ATen writes it: ``copy_`` into a view."""
+    output.narrow(0, step, steps).narrow(1, 0, size).copy_(rows)
+
+
+def _unwatched(data) -> bool:
+    """Whether ``_copy_rows_direct`` may stand in for ``_copy_rows``: nothing watches the ops one
+    by one (a profile lists each narrow and copy_, anomaly mode traces the frames, forward AD
+    carries tangents) and ``data`` is a plain floating tensor."""
+    return (type(data) is Tensor and not data.__dict__ and data._ndarray.dtype.kind == "f"
+            and not _profiler._active and not _anomaly.is_anomaly_enabled() and not _dual.has_tangents())
+
+
+def _copy_rows_direct(output: Tensor, step: int, steps: int, size: int, rows: Tensor) -> None:
+    """``_copy_rows`` without the public op path: writes the rows into ``output``'s array and gives
+    ``output`` the history the in-place copy into its view gives it, a ``CopySlices`` whose op is
+    ``CopyBackwards`` (the view's own temporary nodes, which no edge reaches, are not made)."""
+    target = output._ndarray[step:step + steps, :size]
+    np.copyto(target, rows._ndarray)
+    output._version_counter[0] += 1
+    if GRAD.enabled and rows._requires_grad:
+        copy = CopyBackwards((NONE_EDGE, edge(rows)))
+        copy.shape = copy.src_shape = target.shape
+        copy.dtype = copy.src_dtype = target.dtype
+        node = CopySlices((edge(output), copy.next_functions[1]))
+        node.geometry = Geometry(output._ndarray, target)
+        node.fn = copy
+        output._after_inplace(node)
 
 
 def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.0,
