@@ -163,30 +163,51 @@ def _unavailable(name):
     return run
 
 
-class _DispatchedOp(_ops.OpOverload):
-    """The ``func`` a mode receives: called with the arguments it was given, it returns the result the
-    op computed (``result`` a thunk); with others, it runs the operator."""
+class _Pending:
+    """An operator a mode is deciding: called with the arguments the mode was given, it gives the
+    result the op computed (``result`` a thunk, None where the arguments are not the op's own);
+    with others, or for another operator, the operator runs. The next mode out sees it first."""
 
-    def __init__(self, packet, overload: str, args, kwargs, result):
-        super().__init__(packet, overload)
-        self._given = (args, kwargs)
-        self._result = result       # None: the arguments are not the op's own; run the operator
-        self._returned = _NOTHING   # what a call gave back from ``result``
+    __slots__ = ("func", "args", "kwargs", "result", "returned")
 
-    @property
-    def _overloadpacket(self):
-        return self.overloadpacket
+    def __init__(self, func, args, kwargs, result):
+        self.func, self.args, self.kwargs, self.result = func, args, kwargs, result
+        self.returned = _NOTHING   # what a call gave back from ``result``
 
-    def __call__(self, *args, **kwargs):
-        given_args, given_kwargs = self._given
+    def call(self, func, args, kwargs):
+        if func is not self.func:
+            return func._op(*args, **kwargs)
+        if _STACK:
+            return _call_mode(func, args, kwargs)
+        given_args, given_kwargs = self.args, self.kwargs
         same = (len(args) == len(given_args) and all(a is b for a, b in zip(args, given_args))
                 and kwargs.keys() == given_kwargs.keys() and all(kwargs[k] is given_kwargs[k] for k in kwargs))
-        if _STACK:       # the next mode out sees it first
-            return _call_mode(self, args, kwargs)
-        if same and self._result is not None:
-            value = self._returned = self._result()
+        if same and self.result is not None:
+            value = self.returned = self.result()
             return value
-        return self._op(*args, **kwargs)
+        return func._op(*args, **kwargs)
+
+
+def _dispatch(packet_name: str, overload: str, args, kwargs, result):
+    """Hand ``torch.ops.aten.<packet_name>.<overload>`` to the modes: ``(what they returned, what a
+    call inside gave back from ``result``)``."""
+    func = _overload(packet_name, overload)
+    pending = _Pending(func, args, kwargs, result)
+    _ops._PENDING.append(pending)
+    try:
+        returned = _call_mode(func, args, kwargs)
+    finally:
+        _ops._PENDING.remove(pending)
+    return returned, pending.returned
+
+
+def _overload(packet_name: str, overload: str):
+    packet = _packet(packet_name)
+    try:
+        return getattr(packet, overload)
+    except AttributeError:
+        raise RuntimeError(f"hookgrad dispatched aten.{packet_name}.{overload}, an overload torch does not have") \
+            from None
 
 
 def _call_mode(func, args, kwargs):
@@ -433,9 +454,8 @@ def _dispatch_op(op, inputs, outputs):
                 replaced.add(index)
             continue
         overload = overload[0] if overload else _overload_name(name, args, kwargs)
-        func = _DispatchedOp(_packet(name), overload, args, kwargs, None if uses_replaced else thunk)
-        result = _call_mode(func, args, kwargs)
-        if uses_replaced or result is not func._returned:
+        result, returned = _dispatch(name, overload, args, kwargs, None if uses_replaced else thunk)
+        if uses_replaced or result is not returned:
             replaced.add(index)
         results.append(result)
     result = results[-1]
@@ -443,8 +463,7 @@ def _dispatch_op(op, inputs, outputs):
     for index in _saved_outputs(op, outputs):
         value = result[index] if isinstance(result, (tuple, list)) else result
         output = outputs[index]
-        func = _DispatchedOp(_packet("detach"), "default", (value,), {}, output.detach)
-        _call_mode(func, (value,), {})
+        _dispatch("detach", "default", (value,), {}, output.detach)
     own = outputs[0] if len(outputs) == 1 else tuple(outputs)
     if result is own or result is None:
         return None
@@ -492,18 +511,15 @@ def _dispatching_factory(name, factory):
         if name == "tensor":   # torch makes the tensor outside the dispatcher, then lifts it in
             import numpy as np
             import hookgrad
-            func = _DispatchedOp(_packet("lift_fresh"), "default", (result,), {}, lambda: result)
-            returned = _call_mode(func, (result,), {})
+            returned, _ = _dispatch("lift_fresh", "default", (result,), {}, lambda: result)
             lifted = returned if isinstance(returned, Tensor) else result
             if args and isinstance(args[0], np.ndarray):   # then a NumPy array's tensor is copied
                 options = {"dtype": result.dtype, "device": hookgrad.device("cpu")}
-                func = _DispatchedOp(_packet("_to_copy"), "default", (lifted,), options, lambda: lifted)
-                returned = _call_mode(func, (lifted,), options)
+                returned, _ = _dispatch("_to_copy", "default", (lifted,), options, lambda: lifted)
                 lifted = returned if isinstance(returned, Tensor) else lifted
             return lifted
         overload, args, kwargs = _factory_call(name, args, kwargs)
-        func = _DispatchedOp(_packet(name), overload, args, kwargs, lambda: result)
-        returned = _call_mode(func, args, kwargs)
+        returned, _ = _dispatch(name, overload, args, kwargs, lambda: result)
         return returned if isinstance(returned, Tensor) else result
     factory_seen_by_modes.__wrapped__ = factory
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
@@ -587,8 +603,7 @@ def _backward_ran(node, grad_inputs, grad_outputs):
         for name, overload, args, thunk, grad_index, *kwargs in steps:
             args = tuple(_resolved(a, results) for a in args)
             kwargs = kwargs[0] if kwargs else {}
-            func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
-            result = _call_mode(func, args, kwargs)
+            result, _ = _dispatch(name, overload, args, kwargs, thunk)
             results.append(result)
             # a kernel computing several gradients gives them in the order ``grad_index`` names
             pairs = zip(grad_index, result) if isinstance(grad_index, tuple) and isinstance(result, (tuple, list)) \
