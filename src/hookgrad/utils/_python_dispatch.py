@@ -191,7 +191,7 @@ class _Pending:
 def _dispatch(packet_name: str, overload: str, args, kwargs, result):
     """Hand ``torch.ops.aten.<packet_name>.<overload>`` to the modes: ``(what they returned, what a
     call inside gave back from ``result``)``."""
-    func = _overload(packet_name, overload)
+    func = _overload(packet_name, overload, args, kwargs)
     pending = _Pending(func, args, kwargs, result)
     _ops._PENDING.append(pending)
     try:
@@ -201,13 +201,60 @@ def _dispatch(packet_name: str, overload: str, args, kwargs, result):
     return returned, pending.returned
 
 
-def _overload(packet_name: str, overload: str):
+def _overload(packet_name: str, overload: str, args=(), kwargs=None):
+    """The overload object; where the name given is not one of the operator's, the first of torch's
+    overloads whose schema takes the arguments (``mul_`` of a tensor: ``mul_.Tensor``)."""
     packet = _packet(packet_name)
-    try:
+    if overload in packet._overload_names:
         return getattr(packet, overload)
-    except AttributeError:
-        raise RuntimeError(f"hookgrad dispatched aten.{packet_name}.{overload}, an overload torch does not have") \
-            from None
+    for candidate in packet._overload_names:
+        if _takes(getattr(packet, candidate)._schema, args, kwargs or {}):
+            return getattr(packet, candidate)
+    raise RuntimeError(f"hookgrad dispatched aten.{packet_name} with arguments none of torch's overloads takes")
+
+
+def _takes(schema, args, kwargs) -> bool:
+    """Whether a schema's parameters take ``args`` and ``kwargs`` (by kind: tensor, number, list)."""
+    if not hasattr(schema, "arguments") or any(a.is_out for a in schema.arguments):
+        return False
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    if len(args) > len(positional):
+        return False
+    by_name = {a.name: a for a in schema.arguments}
+    if any(name not in by_name for name in kwargs):
+        return False
+    for argument, value in zip(positional, args):
+        if not _fits_type(str(argument.type), value):
+            return False
+    for argument in schema.arguments[len(args):]:
+        if argument.name in kwargs:
+            if not _fits_type(str(argument.type), kwargs[argument.name]):
+                return False
+        elif not argument.has_default_value() and not str(argument.type).startswith("Optional["):
+            return False
+    return True
+
+
+def _fits_type(type_name: str, value) -> bool:
+    if type_name.startswith("Optional["):
+        return value is None or _fits_type(type_name[len("Optional["):-1], value)
+    if type_name == "Tensor":
+        return isinstance(value, Tensor)
+    if type_name.startswith("List["):
+        return isinstance(value, (list, tuple))
+    if isinstance(value, Tensor):
+        return False
+    if type_name == "int":
+        return isinstance(value, int)
+    if type_name == "float":
+        return isinstance(value, (int, float))
+    if type_name == "bool":
+        return isinstance(value, bool)
+    if type_name == "number":
+        return isinstance(value, (int, float, complex))
+    if type_name == "str":
+        return isinstance(value, str)
+    return True
 
 
 def _call_mode(func, args, kwargs):
@@ -223,9 +270,9 @@ def _overload_name(name: str, args, kwargs=None) -> str:
     kwargs = kwargs or {}
     if name == "empty":
         return "memory_format"
-    if name in ("add", "sub", "mul", "div") and len(args) > 1:
+    if name in ("add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_") and len(args) > 1:
         # a Python number operand is wrapped into a tensor by torch's bindings: still .Tensor
-        return "Tensor_mode" if name == "div" and kwargs.get("rounding_mode") is not None else "Tensor"
+        return "Tensor_mode" if name.startswith("div") and kwargs.get("rounding_mode") is not None else "Tensor"
     if name in ("max", "min") and len(args) > 1 and not isinstance(args[1], Tensor):
         return "dim"
     if name in ("mean", "sum") and len(args) > 1:
