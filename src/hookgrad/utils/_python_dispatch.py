@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import warnings
 
 from .. import ops as _ops
@@ -659,6 +660,9 @@ def _backward_ran(node, grad_inputs, grad_outputs):
                 if index is not None and isinstance(value, Tensor) and value is not replaced[index]:
                     replaced[index] = value
                     changed = True
+        release = getattr(steps, "release", None)
+        if release is not None:
+            release()
     return tuple(replaced) if changed else None
 
 
@@ -748,22 +752,38 @@ def _t_steps(node, grad, grad_inputs):
 
 
 def _accumulate_steps(node, grad, grad_inputs):
-    """A leaf's first gradient is taken as it is (torch detaches it), a later one added in place."""
+    """A leaf's first gradient is taken as it is (torch detaches it) when nothing else holds that
+    tensor and it is laid out as the leaf; else copied into a fresh tensor laid out as the leaf
+    (``new_empty_strided``, ``copy_``); a later one is added in place."""
     import numpy as np
     variable = node.variable
     current = variable.grad
-    if current is not None and current._ndarray is grad._ndarray:
+    if current is None:
+        return []
+    taken = current._ndarray is grad._ndarray
+    first = taken or (current.shape == grad.shape and np.array_equal(current._ndarray, grad._ndarray))
+    if not first:
+        return [("add_", "Tensor", (current, grad), lambda: current, None)]
+    if taken or (sys.getrefcount(grad) <= _FRESH_GRADIENT_REFS and _laid_out_as(grad, variable)):
         return [("detach", "default", (grad,), lambda: current, None)]
-    if current is not None and not grad._ndarray.flags.c_contiguous and current.shape == grad.shape \
-            and np.array_equal(current._ndarray, grad._ndarray):
-        # a first gradient laid out otherwise (an expanded one) is copied into a fresh tensor;
-        # a later one equal to the sum so far is indistinguishable from it here
-        import hookgrad
-        strides = [int(s) for s in current.stride()]
-        options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
-        return [("new_empty_strided", "default", (grad, list(grad.shape), strides), lambda: current, None, options),
-                ("copy_", "default", (_Prev(0), grad), lambda: current, None)]
-    return [("add_", "Tensor", (current, grad), lambda: current, None)]
+    import hookgrad
+    strides = [int(s) for s in current.stride()]
+    options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+    return [("new_empty_strided", "default", (grad, list(grad.shape), strides), lambda: current, None, options),
+            ("copy_", "default", (_Prev(0), grad), lambda: current, None)]
+
+
+# the references to a gradient that only the engine holds, counted from inside the step planning:
+# the engine's buffer, the hook's grad_outputs, the two frames' locals and getrefcount's argument
+_FRESH_GRADIENT_REFS = 6
+
+
+def _laid_out_as(grad, variable) -> bool:
+    """torch's layout contract for adopting a gradient: strided as the (dense) leaf, else contiguous."""
+    from .._memory_format import is_dense
+    if is_dense(variable._ndarray):
+        return all(g == v for g, v, n in zip(grad.stride(), variable.stride(), variable.shape) if n > 1)
+    return grad.is_contiguous()
 
 
 # torch's formulas for the common nodes, as the ATen operators they run (name, overload, args,
@@ -1605,3 +1625,6 @@ def _after_first(steps, operand):
             return [moved(a) for a in arg]
         return arg
     return [(name, tuple(moved(a) for a in args)) + tuple(rest) for name, args, *rest in steps]
+
+
+from . import _dispatch_backward  # noqa: E402,F401 - more nodes' formulas, registered into _BACKWARD_STEPS
