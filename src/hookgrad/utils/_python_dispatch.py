@@ -853,7 +853,15 @@ def _group_norm_steps(op, values, own):
         spatial *= size
     args = (x, values.get("weight"), values.get("bias"), n, c, spatial, values["num_groups"],
             float(values.get("eps", 1e-5)))
-    return [("native_group_norm", args, {}, lambda: own, "default")]
+    node = getattr(op, "node", None)
+    if node is None or not hasattr(node, "_saved_result1"):
+        return [("native_group_norm", args, {}, lambda: own, "default")]
+    # the kernel also returns the groups' mean and inverse deviation; the node saves them (detached)
+    mean, rstd = lambda: _saved(node, "result1"), lambda: _saved(node, "result2")
+    return [("native_group_norm", args, {}, lambda: (own, mean(), rstd()), "default"),
+            ("detach", (_Prev(0, 1),), {}, mean, "default"),
+            ("detach", (_Prev(0, 2),), {}, rstd, "default"),
+            (_GATHER, (_Prev(0, 0),), {}, None, None)]
 
 
 def _view_of_result(op, values, own):
@@ -929,6 +937,10 @@ def _cross_entropy_steps(op, values, own):
     (``nll_loss2d_forward`` for a 4-D input)."""
     x, target = values.get("self"), values.get("target")
     reduction = values.get("reduction", "mean")
+    if values.get("label_smoothing", 0.0) and isinstance(x, Tensor) and isinstance(target, Tensor) \
+            and not target.dtype.is_floating_point and x.dim() == 2 and reduction in _REDUCTIONS \
+            and values.get("size_average") is None and values.get("reduce") is None:
+        return _smoothed_cross_entropy_steps(x, target, values, own)
     if not isinstance(x, Tensor) or not isinstance(target, Tensor) or target.dtype.is_floating_point \
             or values.get("label_smoothing", 0.0) or values.get("size_average") is not None \
             or values.get("reduce") is not None or x.dim() not in (1, 2, 4):
@@ -942,6 +954,75 @@ def _cross_entropy_steps(op, values, own):
             ("detach", (_Prev(0),), {}, log_probs, "default"),
             (nll, (_Prev(0), target, values.get("weight"), _REDUCTIONS[reduction], values.get("ignore_index", -100)),
              {}, weight_sum, "default")]
+
+
+def _smoothed_cross_entropy_steps(x, target, values, own):
+    """Class indices with label smoothing (a batch of rows): torch's ``_log_softmax`` and
+    ``nll_loss_forward``, then the smoothing term (the negated sum of the log-probabilities, weighted
+    per class when a weight is given, zero where the target is ignored) reduced as asked, and
+    ``(1 - smoothing) * nll + term * smoothing / classes``."""
+    import hookgrad
+    from ..nn import functional as F
+    weight, ignore_index = values.get("weight"), values.get("ignore_index", -100)
+    reduction, smoothing = values.get("reduction", "mean"), float(values["label_smoothing"])
+    classes = x.shape[1]
+    cache: dict = {}
+
+    def value(key):
+        if not cache:
+            log_probs = F.log_softmax(x, 1)
+            nll = F.nll_loss(log_probs, target, weight, reduction=reduction, ignore_index=ignore_index)
+            ignored = target == ignore_index
+            weights = None if weight is None else weight.gather(0, target.masked_fill(ignored, 0)).masked_fill(
+                ignored, 0)
+            total = weights.sum() if weights is not None else (~ignored).sum().to(x.dtype)
+            weighted = log_probs if weight is None else log_probs * weight.view(1, classes)
+            term = (-weighted.sum(1)).masked_fill(ignored, 0.0)
+            reduced = {"mean": term.sum() / total if weights is not None else term.sum() / (~ignored).sum(),
+                       "sum": term.sum(), "none": term}[reduction]
+            cache.update(log_probs=log_probs, nll=(nll, total), weighted=weighted, summed=weighted.sum(1),
+                         negated=-weighted.sum(1), ignored=ignored, term=term, reduced=reduced,
+                         kept=~ignored, count=(~ignored).sum(), weights=weights,
+                         safe_target=target.masked_fill(ignored, 0))
+        return cache[key]
+
+    steps: list = []
+
+    def step(name, args, key, overload="default", thunk=None):
+        steps.append((name, args, {}, thunk or (lambda: value(key)), overload))
+        return _Prev(len(steps) - 1)
+    log_probs = step("_log_softmax", (x, 1, False), "log_probs")
+    step("detach", (log_probs,), "log_probs")
+    nll = step("nll_loss_forward", (log_probs, target, weight, _REDUCTIONS[reduction], ignore_index), "nll")
+    summand = log_probs
+    if weight is not None:
+        row = step("view", (weight, [1, classes]), None, thunk=lambda: weight.view(1, classes))
+        summand = step("mul", (log_probs, row), "weighted", "Tensor")
+    summed = step("sum", (summand, [1]), "summed", "dim_IntList")
+    term = step("neg", (summed,), "negated")
+    ignored = step("eq", (target, ignore_index), "ignored", "Scalar")
+    term = step("masked_fill_", (term, ignored, 0.0), "term", "Scalar")
+    reduced = term
+    if reduction == "mean" and weight is None:
+        kept = step("bitwise_not", (ignored,), "kept")
+        count = step("sum", (kept,), "count")
+        reduced = step("div", (step("sum", (term,), None, thunk=lambda: value("term").sum()), count), "reduced",
+                       "Tensor")
+    elif reduction == "mean":
+        safe = step("masked_fill", (target, ignored, 0), "safe_target", "Scalar")
+        picked = step("gather", (weight, 0, safe), None, thunk=lambda: weight.gather(0, value("safe_target")))
+        picked = step("masked_fill_", (picked, ignored, 0), "weights", "Scalar")
+        total = step("sum", (picked,), None, thunk=lambda: value("weights").sum())
+        reduced = step("div", (step("sum", (term,), None, thunk=lambda: value("term").sum()), total), "reduced",
+                       "Tensor")
+    elif reduction == "sum":
+        reduced = step("sum", (term,), "reduced")
+    smoothed = step("mul", (reduced, smoothing / classes), None, "Scalar",
+                    thunk=lambda: value("reduced") * (smoothing / classes))
+    kept_nll = step("mul", (_Prev(nll.index, 0), 1 - smoothing), None, "Scalar",
+                    thunk=lambda: value("nll")[0] * (1 - smoothing))
+    step("add", (kept_nll, smoothed), None, "Tensor", thunk=lambda: own)
+    return steps
 
 
 for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
