@@ -494,8 +494,10 @@ def _dispatch_op(op, inputs, outputs):
     results: list = []
     replaced: set = set()    # steps whose result a mode changed: the steps using it run for real
     for index, (name, args, kwargs, thunk, *overload) in enumerate(steps):
-        uses_replaced = any(p.index in replaced for p in _prevs_in(args))
+        uses_replaced = any(p.index in replaced for p in _prevs_in(tuple(args) + tuple(kwargs.values())))
         args = tuple(_resolved(a, results) for a in args)
+        if any(isinstance(v, _Prev) for v in kwargs.values()):
+            kwargs = {k: _resolved(v, results) for k, v in kwargs.items()}
         if name == _GATHER:
             results.append(args if len(args) > 1 else args[0])
             if uses_replaced:
@@ -1535,6 +1537,142 @@ def _attention_steps(op, values, own):
 
 
 _CONVERTERS["multi_head_attention_forward"] = _attention_steps
+
+
+def _schema_laid_out(name, overload, values):
+    """``(args, kwargs)`` for ATen's ``name.overload`` as torch's dispatcher passes ``values`` (by
+    parameter name): positional up to the last one differing from its default, the keyword-only
+    ones when they differ from theirs."""
+    schema = getattr(_packet(name), overload)._schema
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    args = [values.get(a.name, a.default_value) for a in positional]
+    while args and len(args) > len([a for a in positional if not a.has_default_value()]) \
+            and args[-1] == positional[len(args) - 1].default_value:
+        args.pop()
+    kwargs = {a.name: values[a.name] for a in schema.arguments
+              if a.kwarg_only and a.name in values and values[a.name] is not None
+              and not (a.has_default_value() and values[a.name] == a.default_value)}
+    return tuple(args), kwargs
+
+
+def _sdpa_steps(op, values, own):
+    """``scaled_dot_product_attention``: a boolean mask made additive first (``where`` of 0 and
+    -inf); then torch's fused CPU kernel where it takes the call, else the math composition: the
+    query and the transposed key each scaled by the root of the scale, ``bmm`` (a causal mask made
+    by ``ones``/``tril`` after the query's scaling), the mask added, ``_safe_softmax``, ``bmm`` with
+    the value. Dropout and grouped heads: not described (None)."""
+    import math
+
+    import hookgrad
+    from ..nn import functional as F
+    given = _given(op)
+    q, k, v, mask = given["query"], given["key"], given["value"], given.get("attn_mask")
+    is_causal, scale, dropout_p = bool(given.get("is_causal")), given.get("scale"), float(given.get("dropout_p", 0.0))
+    if given.get("enable_gqa") or dropout_p > 0 or not all(isinstance(t, Tensor) for t in (q, k, v)) \
+            or q.dim() not in (3, 4) or q.dim() != k.dim() or k.dim() != v.dim() \
+            or q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2] or (is_causal and mask is not None):
+        return None
+    steps: list = []
+
+    def step(name, args, thunk, overload="default", kwargs=None):
+        steps.append((name, tuple(args), kwargs or {}, thunk, overload))
+        return _Prev(len(steps) - 1)
+
+    def value_of(ref):
+        return steps[ref.index][3]() if isinstance(ref, _Prev) else ref
+    options = {"dtype": q.dtype, "device": hookgrad.device("cpu")}
+    additive = None
+
+    def made_additive(boolean, boolean_value):
+        negative = step("scalar_tensor", (-math.inf,), lambda: hookgrad.tensor(-math.inf, dtype=q.dtype),
+                        kwargs=dict(options))
+        zero = step("scalar_tensor", (0.0,), lambda: hookgrad.tensor(0.0, dtype=q.dtype),
+                    kwargs=dict(options, layout=hookgrad.strided))
+        return step("where", (boolean, zero, negative), lambda: hookgrad.where(
+            boolean_value(), hookgrad.tensor(0.0, dtype=q.dtype), hookgrad.tensor(-math.inf, dtype=q.dtype)), "self")
+    if isinstance(mask, Tensor) and mask.dtype == hookgrad.bool:
+        additive = made_additive(mask, lambda: mask)
+    elif isinstance(mask, Tensor):
+        additive = mask
+    elif mask is not None:
+        return None
+    def additive_value():
+        return value_of(additive) if isinstance(additive, _Prev) else mask
+    factor = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    if _attention._use_flash(q, k, v, mask, dropout_p, False):
+        laid = {"query": q, "key": k, "value": v, "dropout_p": 0.0, "is_causal": is_causal, "scale": scale,
+                "attn_mask": additive}
+        args, kwargs = _schema_laid_out("_scaled_dot_product_flash_attention_for_cpu", "default", laid)
+        def logsumexp():     # the kernel's second result (not the op's): made only when asked
+            scores = (q @ k.transpose(-2, -1)) * factor
+            if is_causal:
+                scores = scores.masked_fill(~hookgrad.ones(q.shape[-2], k.shape[-2], dtype=hookgrad.bool).tril(),
+                                            -math.inf)
+            return hookgrad.logsumexp(scores if additive is None else scores + additive_value(), -1)
+        kernel = step("_scaled_dot_product_flash_attention_for_cpu", args, lambda: (own, logsumexp()),
+                      kwargs=kwargs)
+        steps.append((_GATHER, (_Prev(kernel.index, 0),), {}, None, None))
+        return steps
+    root = math.sqrt(abs(factor))
+    query_factor = -root if factor < 0 else root
+    cache: dict = {}
+
+    def value(key):
+        if not cache:
+            scaled_q = q * query_factor
+            scaled_kt = k.transpose(-2, -1) * root
+            scores = scaled_q @ scaled_kt
+            rows, cols = q.shape[-2], k.shape[-2]
+            causal = hookgrad.ones(rows, cols, dtype=hookgrad.bool).tril() if is_causal else None
+            if is_causal:
+                bias = hookgrad.where(causal, hookgrad.tensor(0.0, dtype=q.dtype), hookgrad.tensor(-math.inf, dtype=q.dtype))
+            else:
+                bias = additive_value() if additive is not None else None
+            masked = scores if bias is None else scores + bias
+            weights = F.softmax(masked, -1)
+            weights = weights.masked_fill(hookgrad.isnan(weights), 0.0)
+            cache.update(q=scaled_q, kt=k.transpose(-2, -1), scaled_kt=scaled_kt, scores=scores, causal=causal,
+                         masked=masked, weights=weights)
+        return cache[key]
+    scaled_q = step("mul", (q, query_factor), lambda: value("q"), "Scalar")
+    if is_causal:
+        rows, cols = q.shape[-2], k.shape[-2]
+        ones = step("ones", ([rows, cols],), lambda: hookgrad.ones(rows, cols, dtype=hookgrad.bool),
+                    kwargs={"dtype": hookgrad.bool, "layout": hookgrad.strided, "device": hookgrad.device("cpu")})
+        lower = step("tril", (ones,), lambda: hookgrad.ones(rows, cols, dtype=hookgrad.bool).tril())
+        additive = made_additive(lower, lambda: hookgrad.ones(rows, cols, dtype=hookgrad.bool).tril())
+    key_t = step("transpose", (k, -2, -1), lambda: value("kt"), "int")
+    scaled_kt = step("mul", (key_t, root), lambda: value("scaled_kt"), "Scalar")
+    scores = _batched_product(step, value_of, scaled_q, q.shape, scaled_kt,
+                              tuple(k.shape[:-2]) + (k.shape[-1], k.shape[-2]), lambda: value("scores"))
+    if additive is not None:
+        scores = step("add", (scores, additive), lambda: value("masked"), "Tensor")
+    weights = step("_safe_softmax", (scores, -1), lambda: value("weights"))
+    if op._call[-1] and any(t.requires_grad for t in (q, k, v)):
+        step("detach", (weights,), lambda: value("weights"))
+    _batched_product(step, value_of, weights, tuple(q.shape[:-1]) + (k.shape[-2],), v, v.shape, lambda: own)
+    return steps
+
+
+def _batched_product(step, value_of, a, a_shape, b, b_shape, result):
+    """``matmul`` of two operands with the same batch dims, as torch runs it: each expanded to its own
+    shape and viewed as one batch of matrices, ``bmm``, then ``_unsafe_view`` to the batched result."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    batch = a_shape[:-2]
+    count = 1
+    for size in batch:
+        count *= size
+    flats = []
+    for operand, shape in ((a, a_shape), (b, b_shape)):
+        expanded = step("expand", (operand, list(shape)), lambda o=operand, s=shape: value_of(o).expand(s))
+        flats.append(step("view", (expanded, [count] + list(shape[-2:])),
+                          lambda o=operand, s=shape: value_of(o).reshape([count] + list(s[-2:]))))
+    out_shape = list(batch) + [a_shape[-2], b_shape[-1]]
+    product = step("bmm", tuple(flats), lambda: result().reshape([count] + out_shape[-2:]))
+    return step("_unsafe_view", (product, out_shape), result)
+
+
+_CONVERTERS["scaled_dot_product_attention"] = _sdpa_steps
 
 
 # ---- backward: the nodes whose formula is one fused ATen kernel ----------------------------------
