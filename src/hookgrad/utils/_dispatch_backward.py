@@ -61,6 +61,9 @@ class _Formula:
                 if isinstance(ref, _Prev):    # else the incoming gradient passes as it is: no operator
                     self._mark(ref, index)
                 continue
+            if not wanted:     # to a scalar: one sum of everything
+                self._mark(self.op("sum", "default", (ref,), lambda t=target: t), index)
+                continue
             leading = len(shape) - len(wanted)
             dims = list(range(leading)) + [leading + i for i, size in enumerate(wanted)
                                            if size == 1 and shape[leading + i] != 1]

@@ -510,7 +510,7 @@ def _dispatch_op(op, inputs, outputs):
         results.append(result)
     result = results[-1]
     # torch detaches each result its node saves for the backward (relu's, sigmoid's, std's)
-    for index in _saved_outputs(op, outputs):
+    for index in ([] if isinstance(steps, _DetachingSteps) else _saved_outputs(op, outputs)):
         value = result[index] if isinstance(result, (tuple, list)) else result
         output = outputs[index]
         _dispatch("detach", "default", (value,), {}, output.detach)
@@ -1673,6 +1673,65 @@ def _batched_product(step, value_of, a, a_shape, b, b_shape, result):
 
 
 _CONVERTERS["scaled_dot_product_attention"] = _sdpa_steps
+
+
+class _DetachingSteps(list):
+    """Steps that include the detaching of the outputs the node saves (torch detaches before a
+    later check), so the op's saved outputs are not detached again after them."""
+
+
+def _lu_of(a):
+    import hookgrad
+    lu, pivots = hookgrad.linalg.lu_factor(a.detach())
+    return lu, pivots.to(hookgrad.int32)
+
+
+def _linalg_steps(op, values, own):
+    """inv, det, slogdet, solve: torch's ``linalg_inv_ex``, ``_linalg_det``, ``_linalg_slogdet``,
+    ``_linalg_solve_ex`` kernels (with their LU factors, pivots and error codes), the saved result
+    detached, then ``_linalg_check_errors`` where torch checks the code."""
+    import hookgrad
+    name = str(op)
+    given = _given(op)
+    a = op.args[0] if op.args else given.get("A", given.get("a"))
+    if not isinstance(a, Tensor) or a.dim() != 2 or a.dtype.is_complex:
+        return None
+    saving = getattr(op, "node", None) is not None
+    info = lambda: hookgrad.zeros((), dtype=hookgrad.int32)
+    steps = _DetachingSteps()
+    if name == "inverse":
+        steps.append(("linalg_inv_ex", (a,), {}, lambda: (own, info()), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own, "default"))
+        steps.append(("_linalg_check_errors", (_Prev(0, 1), "linalg.inv"), {"is_matrix": True}, lambda: None,
+                      "default"))
+    elif name == "det":
+        steps.append(("_linalg_det", (a,), {}, lambda: (own,) + _lu_of(a), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own, "default"))
+    elif name in ("slogdet", "linalg_slogdet"):
+        steps.append(("_linalg_slogdet", (a,), {}, lambda: tuple(own) + _lu_of(a), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own[0], "default"))
+        steps.append((_GATHER, (_Prev(0, 0), _Prev(0, 1)), {}, None, None))
+        return steps
+    elif name == "linalg_solve":
+        b = op.args[1] if len(op.args) > 1 else given.get("B", given.get("b"))
+        if not isinstance(b, Tensor) or given.get("left") is False or b.dim() not in (1, 2):
+            return None
+        steps.append(("_linalg_solve_ex", (a, b), {}, lambda: (own,) + _lu_of(a) + (info(),), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own, "default"))
+        steps.append(("_linalg_check_errors", (_Prev(0, 3), "torch.linalg.solve"), {"is_matrix": True},
+                      lambda: None, "default"))
+    else:
+        return None
+    steps.append((_GATHER, (_Prev(0, 0),), {}, None, None))
+    return steps
+
+
+for _name in ("inverse", "det", "slogdet", "linalg_slogdet", "linalg_solve"):
+    _CONVERTERS[_name] = _linalg_steps
 
 
 # ---- backward: the nodes whose formula is one fused ATen kernel ----------------------------------
