@@ -346,6 +346,44 @@ def _mse_backward(f):
         f.gradient(f.op("mse_loss_backward", "default", (f.grad, target, x, reduction), lambda: None), 1)
 
 
+def _swapped_loss(kernel, parameter):
+    """Losses whose target's gradient is the same kernel with input and target swapped."""
+    def write(f):
+        x, target, reduction, extra = f.saved("self"), f.saved("target"), f.saved("reduction"), f.saved(parameter)
+        if f.needs(0):
+            f.gradient(f.op(kernel, "default", (f.grad, x, target, reduction, extra), lambda: None), 0)
+        if f.needs(1):
+            f.gradient(f.op(kernel, "default", (f.grad, target, x, reduction, extra), lambda: None), 1)
+    write.__name__ = kernel
+    return _formula(write)
+
+
+@_formula
+def _binary_cross_entropy_backward(f):
+    x, target, weight, reduction = f.saved("self"), f.saved("target"), f.saved("weight"), f.saved("reduction")
+    grad = f.grad
+    if f.needs(0):
+        args = (grad, x, target, weight) + ((reduction,) if reduction != 1 else ())
+        f.gradient(f.op("binary_cross_entropy_backward", "default", args, lambda: None), 0)
+    if f.needs(1):
+        # the target's: -logit(x) * grad (* weight), divided by the count for a mean
+        logits = f.op("logit", "default", (x,), lambda: x.logit())
+        negated = f.op("neg_", "default", (logits,), lambda: -f.value(logits))
+        current = f.op("mul", "Tensor", (negated, grad), lambda: f.value(negated) * grad)
+        if weight is not None:
+            before = current
+            current = f.op("mul", "Tensor", (before, weight), lambda: f.value(before) * weight)
+        if reduction == 1:
+            before = current
+            current = f.op("div_", "Scalar", (before, x.numel()), lambda: f.value(before) / x.numel())
+        f.gradient(current, 1)
+
+
+@_formula
+def _zero_gradient(f):
+    f.gradient(f.op("zeros_like", "default", (f.grad,), lambda: None), 0)
+
+
 _dispatch._BACKWARD_STEPS.update({
     "SinBackward0": _through("cos"), "SinhBackward0": _through("cosh"), "CoshBackward0": _through("sinh"),
     "AbsBackward0": _through("sgn"), "CosBackward0": _cos_backward,
@@ -362,8 +400,10 @@ _dispatch._BACKWARD_STEPS.update({
     "HardtanhBackward0": _kernel("hardtanh_backward", "self", "min_val", "max_val"),
     "LeakyReluBackward0": _leaky_relu_backward,
     "SoftplusBackward0": _kernel("softplus_backward", "self", "beta", "threshold"),
-    "HuberLossBackward0": _kernel("huber_loss_backward", "self", "target", "reduction", "delta"),
-    "SmoothL1LossBackward0": _kernel("smooth_l1_loss_backward", "self", "target", "reduction", "beta"),
-    "BinaryCrossEntropyBackward0": _kernel("binary_cross_entropy_backward", "self", "target", "weight", "reduction"),
+    "HuberLossBackward0": _swapped_loss("huber_loss_backward", "delta"),
+    "SmoothL1LossBackward0": _swapped_loss("smooth_l1_loss_backward", "beta"),
+    "BinaryCrossEntropyBackward0": _binary_cross_entropy_backward,
+    "FloorBackward0": _zero_gradient, "CeilBackward0": _zero_gradient, "RoundBackward0": _zero_gradient,
+    "TruncBackward0": _zero_gradient,
     "CeluBackward0": _celu_backward, "MseLossBackward0": _mse_backward,
 })

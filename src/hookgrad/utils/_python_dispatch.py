@@ -33,6 +33,7 @@ import contextlib
 import inspect
 import sys
 import warnings
+import weakref
 
 from .. import ops as _ops
 from . import _aten_calls
@@ -662,6 +663,11 @@ def _backward_ran(node, grad_inputs, grad_outputs):
                 if index is not None and isinstance(value, Tensor) and value is not replaced[index]:
                     replaced[index] = value
                     changed = True
+                if index is not None and isinstance(value, Tensor):
+                    if len(_made_by) > 512:     # gradients of inputs that are no leaves: gone by now
+                        for key in [k for k, (ref, _) in _made_by.items() if ref() is None]:
+                            del _made_by[key]
+                    _made_by[id(value)] = (weakref.ref(value), name)
         release = getattr(steps, "release", None)
         if release is not None:
             release()
@@ -766,13 +772,25 @@ def _accumulate_steps(node, grad, grad_inputs):
     first = taken or (current.shape == grad.shape and np.array_equal(current._ndarray, grad._ndarray))
     if not first:
         return [("add_", "Tensor", (current, grad), lambda: current, None)]
-    if taken or (sys.getrefcount(grad) <= _FRESH_GRADIENT_REFS and _laid_out_as(grad, variable)):
+    made = _made_by.pop(id(grad), None)
+    made_by_view = made is not None and made[0]() is grad and made[1] in _VIEW_OPERATORS
+    # torch's gradient is laid out as its last operator makes it: a view keeps its strides, the
+    # others give a fresh dense tensor (hookgrad's may be a broadcast view where torch's is not)
+    laid_out = _laid_out_as(grad, variable) if made_by_view or made is None else True
+    if taken or (sys.getrefcount(grad) <= _FRESH_GRADIENT_REFS and laid_out):
         return [("detach", "default", (grad,), lambda: current, None)]
     import hookgrad
     strides = [int(s) for s in current.stride()]
     options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
     return [("new_empty_strided", "default", (grad, list(grad.shape), strides), lambda: current, None, options),
             ("copy_", "default", (_Prev(0), grad), lambda: current, None)]
+
+
+# the operator that made each gradient a backward plan gave (weakly held, looked up by the leaf's
+# accumulation), and the operators whose result is a view of their input
+_made_by: dict = {}
+_VIEW_OPERATORS = frozenset(("expand", "t", "transpose", "permute", "view", "select", "slice", "squeeze",
+                             "unsqueeze", "alias", "diagonal", "as_strided", "unfold", "_unsafe_view"))
 
 
 # the references to a gradient that only the engine holds, counted from inside the step planning:
