@@ -239,7 +239,7 @@ def _div_backward(f):
 def _reduced_dims(f):
     sizes = list(f.saved("self_sym_sizes"))
     dims = f.saved("dim")
-    dims = [dims] if isinstance(dims, int) else list(dims)
+    dims = [_dispatch._signed(d) for d in ([dims] if isinstance(dims, int) else list(dims))]
     if not dims:      # sum over every dim
         dims = list(range(len(sizes)))
     return sizes, sorted(d % len(sizes) for d in dims) if sizes else []

@@ -1752,6 +1752,86 @@ for _name in ("inverse", "det", "slogdet", "linalg_slogdet", "linalg_solve"):
     _CONVERTERS[_name] = _linalg_steps
 
 
+def _tensordot_steps(op, values, own):
+    """``tensordot`` (and ``inner``, a tensordot over both last dims) as torch's composition: a
+    contracted dim of size 1 against a larger one summed away first, each operand permuted (free
+    dims, then contracted) and reshaped to a matrix, ``mm``, then viewed to the free dims (two
+    vectors: ``dot``)."""
+    import hookgrad
+    name = str(op)
+    a, b = op.args[0], op.args[1] if len(op.args) > 1 else None
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.dtype != b.dtype:
+        return None
+    if name == "inner":
+        if a.dim() == 0 or b.dim() == 0:
+            return None
+        dims_a, dims_b = [-1], [-1]
+    else:
+        dims = _given(op).get("dims", 2)
+        if isinstance(dims, Tensor):
+            return None
+        if isinstance(dims, int):
+            dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+        elif isinstance(dims, (list, tuple)) and len(dims) == 2:
+            dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        else:
+            return None
+    if len(dims_a) != len(dims_b):
+        return None
+    if a.dim() == 1 and b.dim() == 1 and len(dims_a) == 1:
+        return [("permute", (a, dims_a), {}, lambda: a, "default"),
+                ("permute", (b, dims_b), {}, lambda: b, "default"),
+                ("dot", (_Prev(0), _Prev(1)), {}, lambda: own, "default"),
+                ("view", (_Prev(2), []), {}, lambda: own, "default")]
+    steps: list = []
+    left, right, left_value, right_value = a, b, a, b
+    for da, db in zip(dims_a, dims_b):
+        if b.shape[db] == 1:
+            summed = left_value.sum(da, keepdim=True)
+            steps.append(("sum", (left, [da], True), {"dtype": a.dtype}, lambda v=summed: v, "dim_IntList"))
+            left, left_value = _Prev(len(steps) - 1), summed
+        elif a.shape[da] == 1:
+            summed = right_value.sum(db, keepdim=True)
+            steps.append(("sum", (right, [db], True), {"dtype": b.dtype}, lambda v=summed: v, "dim_IntList"))
+            right, right_value = _Prev(len(steps) - 1), summed
+    contracted_a = [d % a.dim() for d in dims_a]
+    contracted_b = [d % b.dim() for d in dims_b]
+    free_a = [d for d in range(a.dim()) if d not in contracted_a]
+    free_b = [d for d in range(b.dim()) if d not in contracted_b]
+    inner_size = 1
+    for d in contracted_b:
+        inner_size *= right_value.shape[d]
+    rows = 1
+    for d in free_a:
+        rows *= a.shape[d]
+    cols = 1
+    for d in free_b:
+        cols *= b.shape[d]
+    perm_a, perm_b = free_a + dims_a, dims_b + free_b
+    permuted_a = left_value.permute([d % a.dim() for d in perm_a])
+    steps.append(("permute", (left, perm_a), {}, lambda: permuted_a, "default"))
+    matrix_a = _reshape_steps(_Prev(len(steps) - 1), permuted_a, [rows, inner_size], steps)
+    permuted_b = right_value.permute([d % b.dim() for d in perm_b])
+    steps.append(("permute", (right, perm_b), {}, lambda: permuted_b, "default"))
+    matrix_b = _reshape_steps(_Prev(len(steps) - 1), permuted_b, [inner_size, cols], steps)
+    steps.append(("mm", (matrix_a, matrix_b), {}, lambda: own.reshape(rows, cols), "default"))
+    steps.append(("view", (_Prev(len(steps) - 1), list(own.shape)), {}, lambda: own, "default"))
+    return steps
+
+
+def _outer_steps(op, values, own):
+    """``outer``: the first vector viewed as a column, times the second."""
+    a, b = op.args[0], op.args[1] if len(op.args) > 1 else None
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.dim() != 1 or b.dim() != 1:
+        return None
+    return [("view", (a, [a.shape[0], 1]), {}, lambda: a.view(a.shape[0], 1), "default"),
+            ("mul", (_Prev(0), b), {}, lambda: own, "Tensor")]
+
+
+_CONVERTERS.update({"tensordot": _tensordot_steps, "inner": _tensordot_steps, "outer": _outer_steps,
+                    "ger": _outer_steps})
+
+
 # ---- backward: the nodes whose formula is one fused ATen kernel ----------------------------------
 def _as_list(value):
     return [int(v) for v in value] if isinstance(value, tuple) else value
@@ -1850,7 +1930,7 @@ def _view_backward_steps(node, grad, grad_inputs):
 
 
 def _permute_backward_steps(node, grad, grad_inputs):
-    dims = [d % len(_saved(node, "dims")) for d in _saved(node, "dims")]
+    dims = [_signed(d) % len(_saved(node, "dims")) for d in _saved(node, "dims")]
     inverse = [dims.index(i) for i in range(len(dims))]
     return [("permute", "default", (grad, inverse), lambda: grad_inputs[0], 0)]
 
