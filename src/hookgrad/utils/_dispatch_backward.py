@@ -226,13 +226,14 @@ def _mul_backward(f):
 def _div_backward(f):
     x, other, grad = f.saved("self"), f.saved("other"), f.grad
     shape = _shape(grad)
-    if f.needs(0):
-        f.gradient(f.op("div", "Tensor", (grad, other), lambda: grad / other), 0, shape)
+    # as for mul, torch's formula computes the divisor's gradient first
     if f.needs(1):
         ratio = f.op("div", "Tensor", (x, other), lambda: x / other)
         twice = f.op("div", "Tensor", (ratio, other), lambda: f.value(ratio) / other)
         negated = f.op("neg", "default", (grad,), lambda: -grad)
         f.gradient(f.op("mul", "Tensor", (negated, twice), lambda: f.value(negated) * f.value(twice)), 1, shape)
+    if f.needs(0):
+        f.gradient(f.op("div", "Tensor", (grad, other), lambda: grad / other), 0, shape)
 
 
 # ---- reductions, expansion, indexing ------------------------------------------------------------

@@ -1832,6 +1832,50 @@ _CONVERTERS.update({"tensordot": _tensordot_steps, "inner": _tensordot_steps, "o
                     "ger": _outer_steps})
 
 
+def _normalize_steps(op, values, own):
+    """``F.normalize``: the norm over the dim (kept), detached where its node saves it, clamped below
+    by eps, expanded to the input, and the input divided by it."""
+    given = _given(op)
+    x, p, dim, eps = given["input"], given["p"], given["dim"], given["eps"]
+    if not isinstance(x, Tensor) or given.get("out") is not None or not isinstance(dim, int) or x.dim() == 0:
+        return None
+    norm = lambda: x.norm(p, dim, keepdim=True)
+    clamped = lambda: norm().clamp_min(eps)
+    steps = [("linalg_vector_norm", (x, p, [dim], True), {}, norm, "default")]
+    if op._call[-1] and x.requires_grad:
+        steps.append(("detach", (_Prev(0),), {}, norm, "default"))
+    steps.append(("clamp_min", (_Prev(0), eps), {}, clamped, "default"))
+    steps.append(("expand", (_Prev(len(steps) - 1), list(x.shape)), {}, lambda: clamped().expand_as(x), "default"))
+    steps.append(("div", (x, _Prev(len(steps) - 1)), {}, lambda: own, "Tensor"))
+    return steps
+
+
+def _bilinear_steps(op, values, own):
+    """``F.bilinear``: both inputs viewed as rows of features, ``_trilinear`` with the weight, the
+    result viewed to the batch shape, the bias added."""
+    import hookgrad
+    given = _given(op)
+    x1, x2, weight, bias = given["input1"], given["input2"], given["weight"], given.get("bias")
+    if not all(isinstance(t, Tensor) for t in (x1, x2, weight)) or x1.dim() < 1 or weight.dim() != 3 \
+            or x1.shape[:-1] != x2.shape[:-1]:
+        return None
+    rows = lambda: (x1.reshape(-1, x1.shape[-1]), x2.reshape(-1, x2.shape[-1]))
+    flat = lambda: hookgrad.einsum("bi,oij,bj->bo", rows()[0], weight, rows()[1])
+    batch = list(x1.shape[:-1]) + [weight.shape[0]]
+    steps = [("view", (x1, [-1, x1.shape[-1]]), {}, lambda: rows()[0], "default"),
+             ("view", (x2, [-1, x2.shape[-1]]), {}, lambda: rows()[1], "default"),
+             ("_trilinear", (_Prev(0), weight, _Prev(1), [1, 3], [0], [1, 2], [2, 3]), {}, flat, "default")]
+    if bias is None:
+        steps.append(("view", (_Prev(2), batch), {}, lambda: own, "default"))
+        return steps
+    steps.append(("view", (_Prev(2), batch), {}, lambda: flat().reshape(batch), "default"))
+    steps.append(("add", (_Prev(3), bias), {}, lambda: own, "Tensor"))
+    return steps
+
+
+_CONVERTERS.update({"normalize": _normalize_steps, "bilinear": _bilinear_steps})
+
+
 # ---- backward: the nodes whose formula is one fused ATen kernel ----------------------------------
 def _as_list(value):
     return [int(v) for v in value] if isinstance(value, tuple) else value
