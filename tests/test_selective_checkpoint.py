@@ -154,3 +154,62 @@ def test_modes_and_storage(T):
                           context_fn=functools.partial(ckpt.create_selective_checkpoint_contexts, policy))
     out.sum().backward()
     return seen, x.grad
+
+
+@pytest.mark.parametrize("early_stop", [True, False])
+@differential
+def test_checkpoint_under_a_mode_counting_an_operator(T, early_stop):
+    """A mode keyed on ``torch.ops.aten.sin.default`` around a checkpointed region and its
+    backward: the recomputation's sin is seen only without early stop."""
+    ckpt = _ckpt(T)
+    base = importlib.import_module(T.__name__ + ".utils._python_dispatch").TorchDispatchMode
+
+    class SinCounter(base):
+        count = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is T.ops.aten.sin.default:
+                self.count += 1
+            return func(*args, **(kwargs or {}))
+    calls = []
+
+    def fn(x):
+        calls.append(1)
+        return x.sin()
+    a = T.tensor(1.0, requires_grad=True)
+    with SinCounter() as counter:
+        with ckpt.set_checkpoint_early_stop(early_stop):
+            out = ckpt.checkpoint(fn, a, use_reentrant=False)
+        out.backward()
+    return len(calls), counter.count, a.grad
+
+
+@differential
+def test_storage_released_after_backward(T):
+    import gc
+    import weakref
+    ckpt = _ckpt(T)
+    dispatch = importlib.import_module(T.__name__ + ".utils._python_dispatch")
+    refs = []
+
+    def fn(x):
+        out = x.cos().exp()
+        mode = dispatch._get_current_dispatch_mode()
+        if isinstance(mode, ckpt._CachingTorchDispatchMode):
+            refs.append(weakref.ref(mode.storage[T.ops.aten.exp.default][0].val))
+        return out.sin()
+    context_fn = functools.partial(ckpt.create_selective_checkpoint_contexts,
+                                   lambda ctx, op, *a, **k: ckpt.CheckpointPolicy.MUST_SAVE)
+    gc.disable()
+    try:
+        (x,) = _inputs(T, (3,))
+        out = ckpt.checkpoint(fn, x, use_reentrant=False, context_fn=context_fn)
+        alive = refs[-1]() is not None
+        del out
+        dropped_with_graph = refs[-1]() is None
+        out = ckpt.checkpoint(fn, x, use_reentrant=False, context_fn=context_fn)
+        out.sum().backward(retain_graph=True)
+        dropped_after_backward = refs[-1]() is None
+    finally:
+        gc.enable()
+    return alive, dropped_with_graph, dropped_after_backward

@@ -634,13 +634,12 @@ def _backward_ran(node, grad_inputs, grad_outputs):
     plan = _BACKWARD_STEPS.get(type(node).__name__)
     if plan is None and hasattr(node, "_forward_cls"):
         return None     # a custom Function's backward: the ops it runs are dispatched as they run
+    if plan is not None and _saved_through_hooks(node):
+        # reading them again would run the unpack hooks (checkpoint's recomputation) a second time
+        _warn_undispatched(node, "its saved tensors are held by saved-tensor hooks")
+        return None
     if plan is None:
-        for mode in _STACK:
-            if not mode._warned_backward:
-                mode._warned_backward = True
-                warnings.warn(f"{type(mode).__name__}: hookgrad dispatches the backward operators of the common "
-                              f"nodes only; {type(node).__name__}'s are not dispatched to modes", UserWarning,
-                              stacklevel=2)
+        _warn_undispatched(node, "hookgrad dispatches the backward operators of the common nodes only")
         return None
     grad = grad_outputs[0] if grad_outputs else None
     if grad is None:
@@ -672,6 +671,20 @@ def _backward_ran(node, grad_inputs, grad_outputs):
         if release is not None:
             release()
     return tuple(replaced) if changed else None
+
+
+def _warn_undispatched(node, why):
+    for mode in _STACK:
+        if not mode._warned_backward:
+            mode._warned_backward = True
+            warnings.warn(f"{type(mode).__name__}: {why}; {type(node).__name__}'s are not dispatched to modes",
+                          UserWarning, stacklevel=3)
+
+
+def _saved_through_hooks(node) -> bool:
+    """Whether the node's saved tensors went through pack hooks (reading them runs the unpack hook)."""
+    saved = getattr(node, "_saved", None)
+    return bool(saved) and any(entry is not None and getattr(entry, "tensor", True) is None for entry in saved)
 
 
 def _saved(node, name):
