@@ -9,7 +9,9 @@ operator's parameters, see ``_aten_calls``): ``linear`` -> ``t``, ``addmm``; ``c
 ``convolution`` with nine arguments; ``matmul`` by torch's folding rule; ``cross_entropy`` ->
 ``_log_softmax``, ``nll_loss_forward``; indexing -> ``select``/``slice``/``index``; self-attention ->
 its projections, views and attention kernel. An op without a known decomposition is dispatched
-under its own name. Innermost mode first:
+under its own name. The ``func`` a mode receives is the object ``torch.ops.aten.<op>.<overload>``
+names (one per overload, with torch's schema and tags), so tables keyed by operators find it.
+Innermost mode first:
 
 * ``func(*args, **kwargs)`` with the arguments the mode was given returns the result hookgrad
   computed (not computed again); with other arguments (a mode changed an earlier operator's
@@ -21,7 +23,9 @@ The ops a custom ``autograd.Function``'s forward and backward run are dispatched
 op hook looks inside Functions). In a backward pass the modes see the ATen operators of torch's
 formulas for the nodes listed in ``_BACKWARD_STEPS`` (the fused kernels of convolution, pooling,
 norms, nll_loss, softmax; linear's addmm and t; the views; a leaf's accumulation), with the
-arguments torch's formula passes; a node of another kind is not dispatched and warns once per mode.
+arguments torch's formula passes (more in ``_dispatch_backward``); a node of another kind, or one
+whose saved tensors went through saved-tensor hooks (a checkpointed region's), is not dispatched
+and warns once per mode.
 The ``torch.*`` factories (``torch.zeros``, ``torch.tensor`` as ``lift_fresh``, ...) are seen when
 called through the ``torch`` namespace while a mode is active. What a mode does not see: the
 factories hookgrad calls inside its own ops and the ``ones_like`` that makes the implicit gradient
