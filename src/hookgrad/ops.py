@@ -280,7 +280,7 @@ class OpOverloadPacket:
         return self._op(*args, **kwargs)
 
     def __getattr__(self, key):
-        if key.startswith("__") or key.startswith("_"):
+        if key.startswith("_"):
             raise AttributeError(key)
         if key in self._overload_names:
             text, tag_names = self._schemas.get(key, (None, ()))
@@ -293,7 +293,7 @@ class OpOverloadPacket:
 
     def _parseable_custom_schema(self):
         """A ``torch.library`` operator's schema text when hookgrad's parser reads it, else None."""
-        text = self._schema_text
+        text = str(_Schema(self._schema_text, self._qualname))    # defaults printed as torch prints them
         if not text.startswith(self._qualname + "("):
             return None
         try:
