@@ -381,6 +381,19 @@ def _binary_cross_entropy_backward(f):
 
 
 @_formula
+def _value_selecting_backward(f):
+    """max/min over a dim: the gradient scattered at the chosen indices into zeros of the input's
+    shape (both unsqueezed at the dim first unless it was kept)."""
+    dim, indices, sizes = _dispatch._signed(f.saved("dim")), f.saved("indices"), list(f.saved("self_sym_sizes"))
+    grad = f.grad
+    if not f.saved("keepdim"):
+        grad = f.op("unsqueeze", "default", (grad, dim), lambda: f.grad.unsqueeze(dim))
+        indices = f.op("unsqueeze", "default", (indices, dim), lambda: f.saved("indices").unsqueeze(dim))
+    zeros = f.op("new_zeros", "default", (grad, sizes), lambda: f.grad.new_zeros(sizes))
+    f.gradient(f.op("scatter", "src", (zeros, dim, indices, grad), lambda: None), 0)
+
+
+@_formula
 def _zero_gradient(f):
     f.gradient(f.op("zeros_like", "default", (f.grad,), lambda: None), 0)
 
@@ -406,5 +419,6 @@ _dispatch._BACKWARD_STEPS.update({
     "BinaryCrossEntropyBackward0": _binary_cross_entropy_backward,
     "FloorBackward0": _zero_gradient, "CeilBackward0": _zero_gradient, "RoundBackward0": _zero_gradient,
     "TruncBackward0": _zero_gradient,
+    "MaxBackward0": _value_selecting_backward, "MinBackward0": _value_selecting_backward,
     "CeluBackward0": _celu_backward, "MseLossBackward0": _mse_backward,
 })
