@@ -20,7 +20,9 @@ Selective checkpointing (``context_fn=functools.partial(create_selective_checkpo
 policy)``) runs the forward under a dispatch mode that asks the policy about each ATen operator
 and keeps the outputs it says to save; the recomputation's mode hands those back, per operator in
 the same order, instead of the values computed again (a view op's output is made again: a view
-shares its input's memory).
+shares its input's memory). hookgrad's modes see an op after it ran, so the recomputation still
+runs the saved ops (a FlopCounterMode counts them again; torch skips them): the policy's calls,
+the values, the errors and the storage's lifetime are torch's, the compute saved is not.
 
 ``use_reentrant=True`` is the older scheme: ``fn`` runs under no_grad inside an autograd
 Function whose backward reruns it with grad and backpropagates through the rerun. Not passing
