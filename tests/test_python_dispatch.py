@@ -207,13 +207,13 @@ def test_backward_result_replaces_the_gradient(T):
 def test_backward_of_an_undispatched_node_warns_once():
     log = []
     x = hookgrad.randn(3, requires_grad=True)
-    with pytest.warns(UserWarning, match="SinBackward0's are not dispatched") as caught:
+    with pytest.warns(UserWarning, match="TanBackward0's are not dispatched") as caught:
         with _recorder(hookgrad, log):
-            x.sin().sum().backward()
-            x.sin().sum().backward()
+            x.tan().sum().backward()
+            x.tan().sum().backward()
     assert len([w for w in caught if "not dispatched" in str(w.message)]) == 1
-    assert log == ["aten.sin", "aten.sum", "aten.expand", "aten.detach", "aten.sin", "aten.sum", "aten.expand",
-                   "aten.add_"]
+    assert log == ["aten.tan", "aten.detach", "aten.sum", "aten.expand", "aten.detach", "aten.tan", "aten.detach",
+                   "aten.sum", "aten.expand", "aten.add_"]
 
 
 def test_modes_leave_no_hook_behind():

@@ -50,6 +50,7 @@ contiguous_format = preserve_format = "torch.contiguous_format"
 from ._torch_extras import *  # noqa: F401,F403,E402 - settings, layouts, sym_*, streams, cond
 from ._foreach import *  # noqa: F401,F403,E402 - torch._foreach_* (an op across a list of tensors)
 from ._storage_types import *  # noqa: F401,F403,E402 - FloatStorage & co., Tensor.storage_type
+from ._function_schema import Tag  # noqa: F401,E402 - torch.Tag (operator properties on OpOverload.tags)
 
 
 def is_tensor(obj) -> _builtins.bool:

@@ -165,30 +165,67 @@ def _resolve_aten(name: str):
     return None
 
 
-class OpOverload:
-    """One overload of an operator (``torch.ops.aten.add.Tensor``)."""
+# The operators a dispatch mode is deciding right now (innermost last); their ``call(op, args, kwargs)``
+# answers a call of an overload made inside the mode (the op's result, computed once, for the
+# arguments the mode was given). Kept by utils._python_dispatch; empty outside modes.
+_PENDING: list = []
 
-    def __init__(self, packet: "OpOverloadPacket", overload_name: str):
+
+class OpOverload:
+    """One overload of an operator (``torch.ops.aten.add.Tensor``): one object per overload, the
+    one a dispatch mode receives as ``func``."""
+
+    def __init__(self, packet: "OpOverloadPacket", overload_name: str, schema_text: str | None = None,
+                 tag_names=()):
         self.overloadpacket = packet
         self._overloadname = overload_name
         self._op = packet._op
         self._qualname = packet._qualname
         self.__name__ = f"{packet._name}.{overload_name}"
-        self.__qualname__ = self.__name__
+        self.__qualname__ = self.name()
+        self.__module__ = f"torch._ops.{packet._namespace}"
+        self._schema_text = schema_text
+        self._tag_names = tuple(tag_names)
+        self._parsed = None
 
     def __call__(self, *args, **kwargs):
+        if _PENDING:
+            return _PENDING[-1].call(self, args, kwargs)
         return self._op(*args, **kwargs)
 
     def name(self) -> str:
         return f"{self._qualname}.{self._overloadname}" if self._overloadname != "default" else self._qualname
 
     @property
+    def _overloadpacket(self):
+        return self.overloadpacket
+
+    @property
     def _schema(self):
-        return self.overloadpacket._schema
+        if self._parsed is None:
+            if self._schema_text is None:
+                return self.overloadpacket._schema
+            from ._function_schema import FunctionSchema
+            self._parsed = FunctionSchema(self._schema_text)
+        return self._parsed
+
+    @property
+    def tags(self) -> list:
+        from ._function_schema import Tag
+        return [Tag[name] for name in self._tag_names]
+
+    @property
+    def is_view(self) -> bool:
+        returns = self._schema.returns if self._schema_text is not None else ()
+        return bool(returns) and returns[0].alias_info is not None and not returns[0].alias_info.is_write
 
     @property
     def namespace(self) -> str:
         return self.overloadpacket._namespace
+
+    @property
+    def op(self):
+        return self._op
 
     def __repr__(self):
         return f"<OpOverload(op='{self.overloadpacket._namespace}.{self.overloadpacket._name}', " \
@@ -210,6 +247,8 @@ class OpOverload:
 
 
 class _Schema:
+    """The schema of an operator whose text hookgrad cannot parse as torch's (shown as given)."""
+
     def __init__(self, text: str, name: str):
         self._text, self.name = text, name
 
@@ -221,34 +260,60 @@ class _Schema:
 
 
 class OpOverloadPacket:
-    """An operator with all its overloads (``torch.ops.aten.add``); calling it calls the operator."""
+    """An operator with all its overloads (``torch.ops.aten.add``); calling it calls the operator.
+    ``schemas`` (overload -> (schema text, tag names)) gives the overloads torch has, each with its
+    schema and tags; without it, ``overloads`` names them."""
 
-    def __init__(self, namespace: str, name: str, op, overloads=("default",), schema: str | None = None):
+    def __init__(self, namespace: str, name: str, op, overloads=("default",), schema: str | None = None,
+                 schemas: dict | None = None):
         self._namespace, self._name = namespace, name
         self._qualname = f"{namespace}::{name}"
         self._op = op
-        self._overload_names = tuple(overloads)
+        self._schemas = schemas or {}
+        self._overload_names = tuple(schemas) if schemas else tuple(overloads)
         self._schema_text = schema
         self.__name__ = name
+        self.__module__ = f"torch._ops.{namespace}"
         self._dir = list(self._overload_names)
 
     def __call__(self, *args, **kwargs):
         return self._op(*args, **kwargs)
 
     def __getattr__(self, key):
-        if key.startswith("__"):
+        if key.startswith("_"):
             raise AttributeError(key)
         if key in self._overload_names:
-            overload = OpOverload(self, key)
+            text, tag_names = self._schemas.get(key, (None, ()))
+            if text is None and self._schema_text and key == "default":
+                text = self._parseable_custom_schema()
+            overload = OpOverload(self, key, text, tag_names)
             setattr(self, key, overload)
             return overload
         raise AttributeError(f"The underlying op of '{self._namespace}.{self._name}' has no overload name '{key}'")
+
+    def _parseable_custom_schema(self):
+        """A ``torch.library`` operator's schema text when hookgrad's parser reads it, else None."""
+        text = str(_Schema(self._schema_text, self._qualname))    # defaults printed as torch prints them
+        if not text.startswith(self._qualname + "("):
+            return None
+        try:
+            from ._function_schema import FunctionSchema
+            FunctionSchema(text)
+        except (ValueError, IndexError, KeyError):
+            return None
+        return text
 
     def overloads(self) -> list:
         return list(self._overload_names)
 
     @property
+    def _qualified_op_name(self) -> str:
+        return self._qualname
+
+    @property
     def _schema(self):
+        if "default" in self._schemas:
+            return self.default._schema
         return _Schema(self._schema_text or f"{self._qualname}(...) -> ...", self._qualname)
 
     @property
@@ -292,10 +357,27 @@ class _OpNamespace(types.ModuleType):
         if entry is not None:
             return OpOverloadPacket(self.name, op_name, entry.call, schema=entry.schema)
         if self.name == "aten":
-            fn = _resolve_aten(op_name)
+            from ._function_schema import aten_overloads
+            schemas = aten_overloads(op_name)
+            try:
+                fn = _resolve_aten(op_name)
+            except AttributeError:
+                if schemas is None:
+                    raise
+                fn = None
+            if schemas is not None:
+                # torch's operator, with torch's overloads; one hookgrad cannot run says so when called
+                return OpOverloadPacket("aten", op_name, fn or _not_implemented(op_name), schemas=schemas)
             if fn is not None:
                 return OpOverloadPacket("aten", op_name, fn, overloads=_OVERLOAD_NAMES)
         return None
+
+
+def _not_implemented(name: str):
+    def run(*args, **kwargs):
+        raise NotImplementedError(_missing(name))
+    run.__name__ = name
+    return run
 
 
 _namespaces: dict = {}

@@ -9,7 +9,9 @@ operator's parameters, see ``_aten_calls``): ``linear`` -> ``t``, ``addmm``; ``c
 ``convolution`` with nine arguments; ``matmul`` by torch's folding rule; ``cross_entropy`` ->
 ``_log_softmax``, ``nll_loss_forward``; indexing -> ``select``/``slice``/``index``; self-attention ->
 its projections, views and attention kernel. An op without a known decomposition is dispatched
-under its own name. Innermost mode first:
+under its own name. The ``func`` a mode receives is the object ``torch.ops.aten.<op>.<overload>``
+names (one per overload, with torch's schema and tags), so tables keyed by operators find it.
+Innermost mode first:
 
 * ``func(*args, **kwargs)`` with the arguments the mode was given returns the result hookgrad
   computed (not computed again); with other arguments (a mode changed an earlier operator's
@@ -21,7 +23,9 @@ The ops a custom ``autograd.Function``'s forward and backward run are dispatched
 op hook looks inside Functions). In a backward pass the modes see the ATen operators of torch's
 formulas for the nodes listed in ``_BACKWARD_STEPS`` (the fused kernels of convolution, pooling,
 norms, nll_loss, softmax; linear's addmm and t; the views; a leaf's accumulation), with the
-arguments torch's formula passes; a node of another kind is not dispatched and warns once per mode.
+arguments torch's formula passes (more in ``_dispatch_backward``); a node of another kind, or one
+whose saved tensors went through saved-tensor hooks (a checkpointed region's), is not dispatched
+and warns once per mode.
 The ``torch.*`` factories (``torch.zeros``, ``torch.tensor`` as ``lift_fresh``, ...) are seen when
 called through the ``torch`` namespace while a mode is active. What a mode does not see: the
 factories hookgrad calls inside its own ops and the ``ones_like`` that makes the implicit gradient
@@ -31,7 +35,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import sys
 import warnings
+import weakref
 
 from .. import ops as _ops
 from . import _aten_calls
@@ -234,30 +240,99 @@ def _unavailable(name):
     return run
 
 
-class _DispatchedOp(_ops.OpOverload):
-    """The ``func`` a mode receives: called with the arguments it was given, it returns the result the
-    op computed (``result`` a thunk); with others, it runs the operator."""
+class _Pending:
+    """An operator a mode is deciding: called with the arguments the mode was given, it gives the
+    result the op computed (``result`` a thunk, None where the arguments are not the op's own);
+    with others, or for another operator, the operator runs. The next mode out sees it first."""
 
-    def __init__(self, packet, overload: str, args, kwargs, result):
-        super().__init__(packet, overload)
-        self._given = (args, kwargs)
-        self._result = result       # None: the arguments are not the op's own; run the operator
-        self._returned = _NOTHING   # what a call gave back from ``result``
+    __slots__ = ("func", "args", "kwargs", "result", "returned")
 
-    @property
-    def _overloadpacket(self):
-        return self.overloadpacket
+    def __init__(self, func, args, kwargs, result):
+        self.func, self.args, self.kwargs, self.result = func, args, kwargs, result
+        self.returned = _NOTHING   # what a call gave back from ``result``
 
-    def __call__(self, *args, **kwargs):
-        given_args, given_kwargs = self._given
+    def call(self, func, args, kwargs):
+        if func is not self.func:
+            return func._op(*args, **kwargs)
+        if _STACK:
+            return _call_mode(func, args, kwargs)
+        given_args, given_kwargs = self.args, self.kwargs
         same = (len(args) == len(given_args) and all(a is b for a, b in zip(args, given_args))
                 and kwargs.keys() == given_kwargs.keys() and all(kwargs[k] is given_kwargs[k] for k in kwargs))
-        if _STACK:       # the next mode out sees it first
-            return _call_mode(self, args, kwargs)
-        if same and self._result is not None:
-            value = self._returned = self._result()
+        if same and self.result is not None:
+            value = self.returned = self.result()
             return value
-        return self._op(*args, **kwargs)
+        return func._op(*args, **kwargs)
+
+
+def _dispatch(packet_name: str, overload: str, args, kwargs, result, call=None):
+    """Hand ``torch.ops.aten.<packet_name>.<overload>`` to the modes: ``(what they returned, what a
+    call inside gave back from ``result``)``. ``call`` hands it on: the modes by default, a wrapper
+    subclass's ``__torch_dispatch__`` where no mode is active."""
+    func = _overload(packet_name, overload, args, kwargs)
+    pending = _Pending(func, args, kwargs, result)
+    _ops._PENDING.append(pending)
+    try:
+        returned = (call or _call_mode)(func, args, kwargs)
+    finally:
+        _ops._PENDING.remove(pending)
+    return returned, pending.returned
+
+
+def _overload(packet_name: str, overload: str, args=(), kwargs=None):
+    """The overload object; where the name given is not one of the operator's, the first of torch's
+    overloads whose schema takes the arguments (``mul_`` of a tensor: ``mul_.Tensor``)."""
+    packet = _packet(packet_name)
+    if overload in packet._overload_names:
+        return getattr(packet, overload)
+    for candidate in packet._overload_names:
+        if _takes(getattr(packet, candidate)._schema, args, kwargs or {}):
+            return getattr(packet, candidate)
+    raise RuntimeError(f"hookgrad dispatched aten.{packet_name} with arguments none of torch's overloads takes")
+
+
+def _takes(schema, args, kwargs) -> bool:
+    """Whether a schema's parameters take ``args`` and ``kwargs`` (by kind: tensor, number, list)."""
+    if not hasattr(schema, "arguments") or any(a.is_out for a in schema.arguments):
+        return False
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    if len(args) > len(positional):
+        return False
+    by_name = {a.name: a for a in schema.arguments}
+    if any(name not in by_name for name in kwargs):
+        return False
+    for argument, value in zip(positional, args):
+        if not _fits_type(str(argument.type), value):
+            return False
+    for argument in schema.arguments[len(args):]:
+        if argument.name in kwargs:
+            if not _fits_type(str(argument.type), kwargs[argument.name]):
+                return False
+        elif not argument.has_default_value() and not str(argument.type).startswith("Optional["):
+            return False
+    return True
+
+
+def _fits_type(type_name: str, value) -> bool:
+    if type_name.startswith("Optional["):
+        return value is None or _fits_type(type_name[len("Optional["):-1], value)
+    if type_name == "Tensor":
+        return isinstance(value, Tensor)
+    if type_name.startswith("List["):
+        return isinstance(value, (list, tuple))
+    if isinstance(value, Tensor):
+        return False
+    if type_name == "int":
+        return isinstance(value, int)
+    if type_name == "float":
+        return isinstance(value, (int, float))
+    if type_name == "bool":
+        return isinstance(value, bool)
+    if type_name == "number":
+        return isinstance(value, (int, float, complex))
+    if type_name == "str":
+        return isinstance(value, str)
+    return True
 
 
 def _call_mode(func, args, kwargs):
@@ -273,9 +348,9 @@ def _overload_name(name: str, args, kwargs=None) -> str:
     kwargs = kwargs or {}
     if name == "empty":
         return "memory_format"
-    if name in ("add", "sub", "mul", "div") and len(args) > 1:
+    if name in ("add", "sub", "mul", "div", "add_", "sub_", "mul_", "div_") and len(args) > 1:
         # a Python number operand is wrapped into a tensor by torch's bindings: still .Tensor
-        return "Tensor_mode" if name == "div" and kwargs.get("rounding_mode") is not None else "Tensor"
+        return "Tensor_mode" if name.startswith("div") and kwargs.get("rounding_mode") is not None else "Tensor"
     if name in ("max", "min") and len(args) > 1 and not isinstance(args[1], Tensor):
         return "dim"
     if name in ("mean", "sum") and len(args) > 1:
@@ -501,17 +576,18 @@ def _dispatch_op(op, inputs, outputs):
     results: list = []
     replaced: set = set()    # steps whose result a mode changed: the steps using it run for real
     for index, (name, args, kwargs, thunk, *overload) in enumerate(steps):
-        uses_replaced = any(p.index in replaced for p in _prevs_in(args))
+        uses_replaced = any(p.index in replaced for p in _prevs_in(tuple(args) + tuple(kwargs.values())))
         args = tuple(_resolved(a, results) for a in args)
+        if any(isinstance(v, _Prev) for v in kwargs.values()):
+            kwargs = {k: _resolved(v, results) for k, v in kwargs.items()}
         if name == _GATHER:
             results.append(args if len(args) > 1 else args[0])
             if uses_replaced:
                 replaced.add(index)
             continue
         overload = overload[0] if overload else _overload_name(name, args, kwargs)
-        func = _DispatchedOp(_packet(name), overload, args, kwargs, None if uses_replaced else thunk)
-        result = call(func, args, kwargs)
-        if uses_replaced or result is not func._returned:
+        result, returned = _dispatch(name, overload, args, kwargs, None if uses_replaced else thunk, call)
+        if uses_replaced or result is not returned:
             replaced.add(index)
         results.append(result)
     result = results[-1]
@@ -519,11 +595,10 @@ def _dispatch_op(op, inputs, outputs):
         from ..hooks._ops import Substitute
         return Substitute(result)
     # torch detaches each result its node saves for the backward (relu's, sigmoid's, std's)
-    for index in _saved_outputs(op, outputs):
+    for index in ([] if isinstance(steps, _DetachingSteps) else _saved_outputs(op, outputs)):
         value = result[index] if isinstance(result, (tuple, list)) else result
         output = outputs[index]
-        func = _DispatchedOp(_packet("detach"), "default", (value,), {}, output.detach)
-        call(func, (value,), {})
+        _dispatch("detach", "default", (value,), {}, output.detach, call)
     own = outputs[0] if len(outputs) == 1 else tuple(outputs)
     if result is own or result is None:
         return None
@@ -571,18 +646,15 @@ def _dispatching_factory(name, factory):
         if name == "tensor":   # torch makes the tensor outside the dispatcher, then lifts it in
             import numpy as np
             import hookgrad
-            func = _DispatchedOp(_packet("lift_fresh"), "default", (result,), {}, lambda: result)
-            returned = _call_mode(func, (result,), {})
+            returned, _ = _dispatch("lift_fresh", "default", (result,), {}, lambda: result)
             lifted = returned if isinstance(returned, Tensor) else result
             if args and isinstance(args[0], np.ndarray):   # then a NumPy array's tensor is copied
                 options = {"dtype": result.dtype, "device": hookgrad.device("cpu")}
-                func = _DispatchedOp(_packet("_to_copy"), "default", (lifted,), options, lambda: lifted)
-                returned = _call_mode(func, (lifted,), options)
+                returned, _ = _dispatch("_to_copy", "default", (lifted,), options, lambda: lifted)
                 lifted = returned if isinstance(returned, Tensor) else lifted
             return lifted
         overload, args, kwargs = _factory_call(name, args, kwargs)
-        func = _DispatchedOp(_packet(name), overload, args, kwargs, lambda: result)
-        returned = _call_mode(func, args, kwargs)
+        returned, _ = _dispatch(name, overload, args, kwargs, lambda: result)
         return returned if isinstance(returned, Tensor) else result
     factory_seen_by_modes.__wrapped__ = factory
     for attribute in ("__name__", "__qualname__", "__module__", "__doc__"):
@@ -646,13 +718,12 @@ def _backward_ran(node, grad_inputs, grad_outputs):
     plan = _BACKWARD_STEPS.get(type(node).__name__)
     if plan is None and hasattr(node, "_forward_cls"):
         return None     # a custom Function's backward: the ops it runs are dispatched as they run
+    if plan is not None and _saved_through_hooks(node):
+        # reading them again would run the unpack hooks (checkpoint's recomputation) a second time
+        _warn_undispatched(node, "its saved tensors are held by saved-tensor hooks")
+        return None
     if plan is None:
-        for mode in _STACK:
-            if not mode._warned_backward:
-                mode._warned_backward = True
-                warnings.warn(f"{type(mode).__name__}: hookgrad dispatches the backward operators of the common "
-                              f"nodes only; {type(node).__name__}'s are not dispatched to modes", UserWarning,
-                              stacklevel=2)
+        _warn_undispatched(node, "hookgrad dispatches the backward operators of the common nodes only")
         return None
     grad = grad_outputs[0] if grad_outputs else None
     if grad is None:
@@ -666,8 +737,7 @@ def _backward_ran(node, grad_inputs, grad_outputs):
         for name, overload, args, thunk, grad_index, *kwargs in steps:
             args = tuple(_resolved(a, results) for a in args)
             kwargs = kwargs[0] if kwargs else {}
-            func = _DispatchedOp(_packet(name), overload, args, kwargs, thunk)
-            result = _call_mode(func, args, kwargs)
+            result, _ = _dispatch(name, overload, args, kwargs, thunk)
             results.append(result)
             # a kernel computing several gradients gives them in the order ``grad_index`` names
             pairs = zip(grad_index, result) if isinstance(grad_index, tuple) and isinstance(result, (tuple, list)) \
@@ -676,7 +746,29 @@ def _backward_ran(node, grad_inputs, grad_outputs):
                 if index is not None and isinstance(value, Tensor) and value is not replaced[index]:
                     replaced[index] = value
                     changed = True
+                if index is not None and isinstance(value, Tensor):
+                    if len(_made_by) > 512:     # gradients of inputs that are no leaves: gone by now
+                        for key in [k for k, (ref, _) in _made_by.items() if ref() is None]:
+                            del _made_by[key]
+                    _made_by[id(value)] = (weakref.ref(value), name)
+        release = getattr(steps, "release", None)
+        if release is not None:
+            release()
     return tuple(replaced) if changed else None
+
+
+def _warn_undispatched(node, why):
+    for mode in _STACK:
+        if not mode._warned_backward:
+            mode._warned_backward = True
+            warnings.warn(f"{type(mode).__name__}: {why}; {type(node).__name__}'s are not dispatched to modes",
+                          UserWarning, stacklevel=3)
+
+
+def _saved_through_hooks(node) -> bool:
+    """Whether the node's saved tensors went through pack hooks (reading them runs the unpack hook)."""
+    saved = getattr(node, "_saved", None)
+    return bool(saved) and any(entry is not None and getattr(entry, "tensor", True) is None for entry in saved)
 
 
 def _saved(node, name):
@@ -765,22 +857,50 @@ def _t_steps(node, grad, grad_inputs):
 
 
 def _accumulate_steps(node, grad, grad_inputs):
-    """A leaf's first gradient is taken as it is (torch detaches it), a later one added in place."""
+    """A leaf's first gradient is taken as it is (torch detaches it) when nothing else holds that
+    tensor and it is laid out as the leaf; else copied into a fresh tensor laid out as the leaf
+    (``new_empty_strided``, ``copy_``); a later one is added in place."""
     import numpy as np
     variable = node.variable
     current = variable.grad
-    if current is not None and current._ndarray is grad._ndarray:
+    if current is None:
+        return []
+    taken = current._ndarray is grad._ndarray
+    first = taken or (current.shape == grad.shape and np.array_equal(current._ndarray, grad._ndarray))
+    if not first:
+        return [("add_", "Tensor", (current, grad), lambda: current, None)]
+    made = _made_by.pop(id(grad), None)
+    made_by_view = made is not None and made[0]() is grad and made[1] in _VIEW_OPERATORS
+    # torch's gradient is laid out as its last operator makes it: a view keeps its strides, the
+    # others give a fresh dense tensor (hookgrad's may be a broadcast view where torch's is not)
+    laid_out = _laid_out_as(grad, variable) if made_by_view or made is None else True
+    if taken or (sys.getrefcount(grad) <= _FRESH_GRADIENT_REFS and laid_out):
         return [("detach", "default", (grad,), lambda: current, None)]
-    if current is not None and not grad._ndarray.flags.c_contiguous and current.shape == grad.shape \
-            and np.array_equal(current._ndarray, grad._ndarray):
-        # a first gradient laid out otherwise (an expanded one) is copied into a fresh tensor;
-        # a later one equal to the sum so far is indistinguishable from it here
-        import hookgrad
-        strides = [int(s) for s in current.stride()]
-        options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
-        return [("new_empty_strided", "default", (grad, list(grad.shape), strides), lambda: current, None, options),
-                ("copy_", "default", (_Prev(0), grad), lambda: current, None)]
-    return [("add_", "Tensor", (current, grad), lambda: current, None)]
+    import hookgrad
+    strides = [int(s) for s in current.stride()]
+    options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+    return [("new_empty_strided", "default", (grad, list(grad.shape), strides), lambda: current, None, options),
+            ("copy_", "default", (_Prev(0), grad), lambda: current, None)]
+
+
+# the operator that made each gradient a backward plan gave (weakly held, looked up by the leaf's
+# accumulation), and the operators whose result is a view of their input
+_made_by: dict = {}
+_VIEW_OPERATORS = frozenset(("expand", "t", "transpose", "permute", "view", "select", "slice", "squeeze",
+                             "unsqueeze", "alias", "diagonal", "as_strided", "unfold", "_unsafe_view"))
+
+
+# the references to a gradient that only the engine holds, counted from inside the step planning:
+# the engine's buffer, the hook's grad_outputs, the two frames' locals and getrefcount's argument
+_FRESH_GRADIENT_REFS = 6
+
+
+def _laid_out_as(grad, variable) -> bool:
+    """torch's layout contract for adopting a gradient: strided as the (dense) leaf, else contiguous."""
+    from .._memory_format import is_dense
+    if is_dense(variable._ndarray):
+        return all(g == v for g, v, n in zip(grad.stride(), variable.stride(), variable.shape) if n > 1)
+    return grad.is_contiguous()
 
 
 # torch's formulas for the common nodes, as the ATen operators they run (name, overload, args,
@@ -850,7 +970,15 @@ def _group_norm_steps(op, values, own):
         spatial *= size
     args = (x, values.get("weight"), values.get("bias"), n, c, spatial, values["num_groups"],
             float(values.get("eps", 1e-5)))
-    return [("native_group_norm", args, {}, lambda: own, "default")]
+    node = getattr(op, "node", None)
+    if node is None or not hasattr(node, "_saved_result1"):
+        return [("native_group_norm", args, {}, lambda: own, "default")]
+    # the kernel also returns the groups' mean and inverse deviation; the node saves them (detached)
+    mean, rstd = lambda: _saved(node, "result1"), lambda: _saved(node, "result2")
+    return [("native_group_norm", args, {}, lambda: (own, mean(), rstd()), "default"),
+            ("detach", (_Prev(0, 1),), {}, mean, "default"),
+            ("detach", (_Prev(0, 2),), {}, rstd, "default"),
+            (_GATHER, (_Prev(0, 0),), {}, None, None)]
 
 
 def _view_of_result(op, values, own):
@@ -926,6 +1054,10 @@ def _cross_entropy_steps(op, values, own):
     (``nll_loss2d_forward`` for a 4-D input)."""
     x, target = values.get("self"), values.get("target")
     reduction = values.get("reduction", "mean")
+    if values.get("label_smoothing", 0.0) and isinstance(x, Tensor) and isinstance(target, Tensor) \
+            and not target.dtype.is_floating_point and x.dim() == 2 and reduction in _REDUCTIONS \
+            and values.get("size_average") is None and values.get("reduce") is None:
+        return _smoothed_cross_entropy_steps(x, target, values, own)
     if not isinstance(x, Tensor) or not isinstance(target, Tensor) or target.dtype.is_floating_point \
             or values.get("label_smoothing", 0.0) or values.get("size_average") is not None \
             or values.get("reduce") is not None or x.dim() not in (1, 2, 4):
@@ -939,6 +1071,75 @@ def _cross_entropy_steps(op, values, own):
             ("detach", (_Prev(0),), {}, log_probs, "default"),
             (nll, (_Prev(0), target, values.get("weight"), _REDUCTIONS[reduction], values.get("ignore_index", -100)),
              {}, weight_sum, "default")]
+
+
+def _smoothed_cross_entropy_steps(x, target, values, own):
+    """Class indices with label smoothing (a batch of rows): torch's ``_log_softmax`` and
+    ``nll_loss_forward``, then the smoothing term (the negated sum of the log-probabilities, weighted
+    per class when a weight is given, zero where the target is ignored) reduced as asked, and
+    ``(1 - smoothing) * nll + term * smoothing / classes``."""
+    import hookgrad
+    from ..nn import functional as F
+    weight, ignore_index = values.get("weight"), values.get("ignore_index", -100)
+    reduction, smoothing = values.get("reduction", "mean"), float(values["label_smoothing"])
+    classes = x.shape[1]
+    cache: dict = {}
+
+    def value(key):
+        if not cache:
+            log_probs = F.log_softmax(x, 1)
+            nll = F.nll_loss(log_probs, target, weight, reduction=reduction, ignore_index=ignore_index)
+            ignored = target == ignore_index
+            weights = None if weight is None else weight.gather(0, target.masked_fill(ignored, 0)).masked_fill(
+                ignored, 0)
+            total = weights.sum() if weights is not None else (~ignored).sum().to(x.dtype)
+            weighted = log_probs if weight is None else log_probs * weight.view(1, classes)
+            term = (-weighted.sum(1)).masked_fill(ignored, 0.0)
+            reduced = {"mean": term.sum() / total if weights is not None else term.sum() / (~ignored).sum(),
+                       "sum": term.sum(), "none": term}[reduction]
+            cache.update(log_probs=log_probs, nll=(nll, total), weighted=weighted, summed=weighted.sum(1),
+                         negated=-weighted.sum(1), ignored=ignored, term=term, reduced=reduced,
+                         kept=~ignored, count=(~ignored).sum(), weights=weights,
+                         safe_target=target.masked_fill(ignored, 0))
+        return cache[key]
+
+    steps: list = []
+
+    def step(name, args, key, overload="default", thunk=None):
+        steps.append((name, args, {}, thunk or (lambda: value(key)), overload))
+        return _Prev(len(steps) - 1)
+    log_probs = step("_log_softmax", (x, 1, False), "log_probs")
+    step("detach", (log_probs,), "log_probs")
+    nll = step("nll_loss_forward", (log_probs, target, weight, _REDUCTIONS[reduction], ignore_index), "nll")
+    summand = log_probs
+    if weight is not None:
+        row = step("view", (weight, [1, classes]), None, thunk=lambda: weight.view(1, classes))
+        summand = step("mul", (log_probs, row), "weighted", "Tensor")
+    summed = step("sum", (summand, [1]), "summed", "dim_IntList")
+    term = step("neg", (summed,), "negated")
+    ignored = step("eq", (target, ignore_index), "ignored", "Scalar")
+    term = step("masked_fill_", (term, ignored, 0.0), "term", "Scalar")
+    reduced = term
+    if reduction == "mean" and weight is None:
+        kept = step("bitwise_not", (ignored,), "kept")
+        count = step("sum", (kept,), "count")
+        reduced = step("div", (step("sum", (term,), None, thunk=lambda: value("term").sum()), count), "reduced",
+                       "Tensor")
+    elif reduction == "mean":
+        safe = step("masked_fill", (target, ignored, 0), "safe_target", "Scalar")
+        picked = step("gather", (weight, 0, safe), None, thunk=lambda: weight.gather(0, value("safe_target")))
+        picked = step("masked_fill_", (picked, ignored, 0), "weights", "Scalar")
+        total = step("sum", (picked,), None, thunk=lambda: value("weights").sum())
+        reduced = step("div", (step("sum", (term,), None, thunk=lambda: value("term").sum()), total), "reduced",
+                       "Tensor")
+    elif reduction == "sum":
+        reduced = step("sum", (term,), "reduced")
+    smoothed = step("mul", (reduced, smoothing / classes), None, "Scalar",
+                    thunk=lambda: value("reduced") * (smoothing / classes))
+    kept_nll = step("mul", (_Prev(nll.index, 0), 1 - smoothing), None, "Scalar",
+                    thunk=lambda: value("nll")[0] * (1 - smoothing))
+    step("add", (kept_nll, smoothed), None, "Tensor", thunk=lambda: own)
+    return steps
 
 
 for _name in ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d"):
@@ -1453,6 +1654,325 @@ def _attention_steps(op, values, own):
 _CONVERTERS["multi_head_attention_forward"] = _attention_steps
 
 
+def _schema_laid_out(name, overload, values):
+    """``(args, kwargs)`` for ATen's ``name.overload`` as torch's dispatcher passes ``values`` (by
+    parameter name): positional up to the last one differing from its default, the keyword-only
+    ones when they differ from theirs."""
+    schema = getattr(_packet(name), overload)._schema
+    positional = [a for a in schema.arguments if not a.kwarg_only]
+    args = [values.get(a.name, a.default_value) for a in positional]
+    while args and len(args) > len([a for a in positional if not a.has_default_value()]) \
+            and args[-1] == positional[len(args) - 1].default_value:
+        args.pop()
+    kwargs = {a.name: values[a.name] for a in schema.arguments
+              if a.kwarg_only and a.name in values and values[a.name] is not None
+              and not (a.has_default_value() and values[a.name] == a.default_value)}
+    return tuple(args), kwargs
+
+
+def _sdpa_steps(op, values, own):
+    """``scaled_dot_product_attention``: a boolean mask made additive first (``where`` of 0 and
+    -inf); then torch's fused CPU kernel where it takes the call, else the math composition: the
+    query and the transposed key each scaled by the root of the scale, ``bmm`` (a causal mask made
+    by ``ones``/``tril`` after the query's scaling), the mask added, ``_safe_softmax``, ``bmm`` with
+    the value. Dropout and grouped heads: not described (None)."""
+    import math
+
+    import hookgrad
+    from ..nn import functional as F
+    given = _given(op)
+    q, k, v, mask = given["query"], given["key"], given["value"], given.get("attn_mask")
+    is_causal, scale, dropout_p = bool(given.get("is_causal")), given.get("scale"), float(given.get("dropout_p", 0.0))
+    if given.get("enable_gqa") or dropout_p > 0 or not all(isinstance(t, Tensor) for t in (q, k, v)) \
+            or q.dim() not in (3, 4) or q.dim() != k.dim() or k.dim() != v.dim() \
+            or q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2] or (is_causal and mask is not None):
+        return None
+    steps: list = []
+
+    def step(name, args, thunk, overload="default", kwargs=None):
+        steps.append((name, tuple(args), kwargs or {}, thunk, overload))
+        return _Prev(len(steps) - 1)
+
+    def value_of(ref):
+        return steps[ref.index][3]() if isinstance(ref, _Prev) else ref
+    options = {"dtype": q.dtype, "device": hookgrad.device("cpu")}
+    additive = None
+
+    def made_additive(boolean, boolean_value):
+        negative = step("scalar_tensor", (-math.inf,), lambda: hookgrad.tensor(-math.inf, dtype=q.dtype),
+                        kwargs=dict(options))
+        zero = step("scalar_tensor", (0.0,), lambda: hookgrad.tensor(0.0, dtype=q.dtype),
+                    kwargs=dict(options, layout=hookgrad.strided))
+        return step("where", (boolean, zero, negative), lambda: hookgrad.where(
+            boolean_value(), hookgrad.tensor(0.0, dtype=q.dtype), hookgrad.tensor(-math.inf, dtype=q.dtype)), "self")
+    if isinstance(mask, Tensor) and mask.dtype == hookgrad.bool:
+        additive = made_additive(mask, lambda: mask)
+    elif isinstance(mask, Tensor):
+        additive = mask
+    elif mask is not None:
+        return None
+    def additive_value():
+        return value_of(additive) if isinstance(additive, _Prev) else mask
+    factor = scale if scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    if _attention._use_flash(q, k, v, mask, dropout_p, False):
+        laid = {"query": q, "key": k, "value": v, "dropout_p": 0.0, "is_causal": is_causal, "scale": scale,
+                "attn_mask": additive}
+        args, kwargs = _schema_laid_out("_scaled_dot_product_flash_attention_for_cpu", "default", laid)
+        def logsumexp():     # the kernel's second result (not the op's): made only when asked
+            scores = (q @ k.transpose(-2, -1)) * factor
+            if is_causal:
+                scores = scores.masked_fill(~hookgrad.ones(q.shape[-2], k.shape[-2], dtype=hookgrad.bool).tril(),
+                                            -math.inf)
+            return hookgrad.logsumexp(scores if additive is None else scores + additive_value(), -1)
+        kernel = step("_scaled_dot_product_flash_attention_for_cpu", args, lambda: (own, logsumexp()),
+                      kwargs=kwargs)
+        steps.append((_GATHER, (_Prev(kernel.index, 0),), {}, None, None))
+        return steps
+    root = math.sqrt(abs(factor))
+    query_factor = -root if factor < 0 else root
+    cache: dict = {}
+
+    def value(key):
+        if not cache:
+            scaled_q = q * query_factor
+            scaled_kt = k.transpose(-2, -1) * root
+            scores = scaled_q @ scaled_kt
+            rows, cols = q.shape[-2], k.shape[-2]
+            causal = hookgrad.ones(rows, cols, dtype=hookgrad.bool).tril() if is_causal else None
+            if is_causal:
+                bias = hookgrad.where(causal, hookgrad.tensor(0.0, dtype=q.dtype), hookgrad.tensor(-math.inf, dtype=q.dtype))
+            else:
+                bias = additive_value() if additive is not None else None
+            masked = scores if bias is None else scores + bias
+            weights = F.softmax(masked, -1)
+            weights = weights.masked_fill(hookgrad.isnan(weights), 0.0)
+            cache.update(q=scaled_q, kt=k.transpose(-2, -1), scaled_kt=scaled_kt, scores=scores, causal=causal,
+                         masked=masked, weights=weights)
+        return cache[key]
+    scaled_q = step("mul", (q, query_factor), lambda: value("q"), "Scalar")
+    if is_causal:
+        rows, cols = q.shape[-2], k.shape[-2]
+        ones = step("ones", ([rows, cols],), lambda: hookgrad.ones(rows, cols, dtype=hookgrad.bool),
+                    kwargs={"dtype": hookgrad.bool, "layout": hookgrad.strided, "device": hookgrad.device("cpu")})
+        lower = step("tril", (ones,), lambda: hookgrad.ones(rows, cols, dtype=hookgrad.bool).tril())
+        additive = made_additive(lower, lambda: hookgrad.ones(rows, cols, dtype=hookgrad.bool).tril())
+    key_t = step("transpose", (k, -2, -1), lambda: value("kt"), "int")
+    scaled_kt = step("mul", (key_t, root), lambda: value("scaled_kt"), "Scalar")
+    scores = _batched_product(step, value_of, scaled_q, q.shape, scaled_kt,
+                              tuple(k.shape[:-2]) + (k.shape[-1], k.shape[-2]), lambda: value("scores"))
+    if additive is not None:
+        scores = step("add", (scores, additive), lambda: value("masked"), "Tensor")
+    weights = step("_safe_softmax", (scores, -1), lambda: value("weights"))
+    if op._call[-1] and any(t.requires_grad for t in (q, k, v)):
+        step("detach", (weights,), lambda: value("weights"))
+    _batched_product(step, value_of, weights, tuple(q.shape[:-1]) + (k.shape[-2],), v, v.shape, lambda: own)
+    return steps
+
+
+def _batched_product(step, value_of, a, a_shape, b, b_shape, result):
+    """``matmul`` of two operands with the same batch dims, as torch runs it: each expanded to its own
+    shape and viewed as one batch of matrices, ``bmm``, then ``_unsafe_view`` to the batched result."""
+    a_shape, b_shape = tuple(a_shape), tuple(b_shape)
+    batch = a_shape[:-2]
+    count = 1
+    for size in batch:
+        count *= size
+    flats = []
+    for operand, shape in ((a, a_shape), (b, b_shape)):
+        expanded = step("expand", (operand, list(shape)), lambda o=operand, s=shape: value_of(o).expand(s))
+        flats.append(step("view", (expanded, [count] + list(shape[-2:])),
+                          lambda o=operand, s=shape: value_of(o).reshape([count] + list(s[-2:]))))
+    out_shape = list(batch) + [a_shape[-2], b_shape[-1]]
+    product = step("bmm", tuple(flats), lambda: result().reshape([count] + out_shape[-2:]))
+    return step("_unsafe_view", (product, out_shape), result)
+
+
+_CONVERTERS["scaled_dot_product_attention"] = _sdpa_steps
+
+
+class _DetachingSteps(list):
+    """Steps that include the detaching of the outputs the node saves (torch detaches before a
+    later check), so the op's saved outputs are not detached again after them."""
+
+
+def _lu_of(a):
+    import hookgrad
+    lu, pivots = hookgrad.linalg.lu_factor(a.detach())
+    return lu, pivots.to(hookgrad.int32)
+
+
+def _linalg_steps(op, values, own):
+    """inv, det, slogdet, solve: torch's ``linalg_inv_ex``, ``_linalg_det``, ``_linalg_slogdet``,
+    ``_linalg_solve_ex`` kernels (with their LU factors, pivots and error codes), the saved result
+    detached, then ``_linalg_check_errors`` where torch checks the code."""
+    import hookgrad
+    name = str(op)
+    given = _given(op)
+    a = op.args[0] if op.args else given.get("A", given.get("a"))
+    if not isinstance(a, Tensor) or a.dim() != 2 or a.dtype.is_complex:
+        return None
+    saving = getattr(op, "node", None) is not None
+    info = lambda: hookgrad.zeros((), dtype=hookgrad.int32)
+    steps = _DetachingSteps()
+    if name == "inverse":
+        steps.append(("linalg_inv_ex", (a,), {}, lambda: (own, info()), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own, "default"))
+        steps.append(("_linalg_check_errors", (_Prev(0, 1), "linalg.inv"), {"is_matrix": True}, lambda: None,
+                      "default"))
+    elif name == "det":
+        steps.append(("_linalg_det", (a,), {}, lambda: (own,) + _lu_of(a), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own, "default"))
+    elif name in ("slogdet", "linalg_slogdet"):
+        steps.append(("_linalg_slogdet", (a,), {}, lambda: tuple(own) + _lu_of(a), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own[0], "default"))
+        steps.append((_GATHER, (_Prev(0, 0), _Prev(0, 1)), {}, None, None))
+        return steps
+    elif name == "linalg_solve":
+        b = op.args[1] if len(op.args) > 1 else given.get("B", given.get("b"))
+        if not isinstance(b, Tensor) or given.get("left") is False or b.dim() not in (1, 2):
+            return None
+        steps.append(("_linalg_solve_ex", (a, b), {}, lambda: (own,) + _lu_of(a) + (info(),), "default"))
+        if saving:
+            steps.append(("detach", (_Prev(0, 0),), {}, lambda: own, "default"))
+        steps.append(("_linalg_check_errors", (_Prev(0, 3), "torch.linalg.solve"), {"is_matrix": True},
+                      lambda: None, "default"))
+    else:
+        return None
+    steps.append((_GATHER, (_Prev(0, 0),), {}, None, None))
+    return steps
+
+
+for _name in ("inverse", "det", "slogdet", "linalg_slogdet", "linalg_solve"):
+    _CONVERTERS[_name] = _linalg_steps
+
+
+def _tensordot_steps(op, values, own):
+    """``tensordot`` (and ``inner``, a tensordot over both last dims) as torch's composition: a
+    contracted dim of size 1 against a larger one summed away first, each operand permuted (free
+    dims, then contracted) and reshaped to a matrix, ``mm``, then viewed to the free dims (two
+    vectors: ``dot``)."""
+    import hookgrad
+    name = str(op)
+    a, b = op.args[0], op.args[1] if len(op.args) > 1 else None
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.dtype != b.dtype:
+        return None
+    if name == "inner":
+        if a.dim() == 0 or b.dim() == 0:
+            return None
+        dims_a, dims_b = [-1], [-1]
+    else:
+        dims = _given(op).get("dims", 2)
+        if isinstance(dims, Tensor):
+            return None
+        if isinstance(dims, int):
+            dims_a, dims_b = list(range(-dims, 0)), list(range(dims))
+        elif isinstance(dims, (list, tuple)) and len(dims) == 2:
+            dims_a, dims_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+        else:
+            return None
+    if len(dims_a) != len(dims_b):
+        return None
+    if a.dim() == 1 and b.dim() == 1 and len(dims_a) == 1:
+        return [("permute", (a, dims_a), {}, lambda: a, "default"),
+                ("permute", (b, dims_b), {}, lambda: b, "default"),
+                ("dot", (_Prev(0), _Prev(1)), {}, lambda: own, "default"),
+                ("view", (_Prev(2), []), {}, lambda: own, "default")]
+    steps: list = []
+    left, right, left_value, right_value = a, b, a, b
+    for da, db in zip(dims_a, dims_b):
+        if b.shape[db] == 1:
+            summed = left_value.sum(da, keepdim=True)
+            steps.append(("sum", (left, [da], True), {"dtype": a.dtype}, lambda v=summed: v, "dim_IntList"))
+            left, left_value = _Prev(len(steps) - 1), summed
+        elif a.shape[da] == 1:
+            summed = right_value.sum(db, keepdim=True)
+            steps.append(("sum", (right, [db], True), {"dtype": b.dtype}, lambda v=summed: v, "dim_IntList"))
+            right, right_value = _Prev(len(steps) - 1), summed
+    contracted_a = [d % a.dim() for d in dims_a]
+    contracted_b = [d % b.dim() for d in dims_b]
+    free_a = [d for d in range(a.dim()) if d not in contracted_a]
+    free_b = [d for d in range(b.dim()) if d not in contracted_b]
+    inner_size = 1
+    for d in contracted_b:
+        inner_size *= right_value.shape[d]
+    rows = 1
+    for d in free_a:
+        rows *= a.shape[d]
+    cols = 1
+    for d in free_b:
+        cols *= b.shape[d]
+    perm_a, perm_b = free_a + dims_a, dims_b + free_b
+    permuted_a = left_value.permute([d % a.dim() for d in perm_a])
+    steps.append(("permute", (left, perm_a), {}, lambda: permuted_a, "default"))
+    matrix_a = _reshape_steps(_Prev(len(steps) - 1), permuted_a, [rows, inner_size], steps)
+    permuted_b = right_value.permute([d % b.dim() for d in perm_b])
+    steps.append(("permute", (right, perm_b), {}, lambda: permuted_b, "default"))
+    matrix_b = _reshape_steps(_Prev(len(steps) - 1), permuted_b, [inner_size, cols], steps)
+    steps.append(("mm", (matrix_a, matrix_b), {}, lambda: own.reshape(rows, cols), "default"))
+    steps.append(("view", (_Prev(len(steps) - 1), list(own.shape)), {}, lambda: own, "default"))
+    return steps
+
+
+def _outer_steps(op, values, own):
+    """``outer``: the first vector viewed as a column, times the second."""
+    a, b = op.args[0], op.args[1] if len(op.args) > 1 else None
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor) or a.dim() != 1 or b.dim() != 1:
+        return None
+    return [("view", (a, [a.shape[0], 1]), {}, lambda: a.view(a.shape[0], 1), "default"),
+            ("mul", (_Prev(0), b), {}, lambda: own, "Tensor")]
+
+
+_CONVERTERS.update({"tensordot": _tensordot_steps, "inner": _tensordot_steps, "outer": _outer_steps,
+                    "ger": _outer_steps})
+
+
+def _normalize_steps(op, values, own):
+    """``F.normalize``: the norm over the dim (kept), detached where its node saves it, clamped below
+    by eps, expanded to the input, and the input divided by it."""
+    given = _given(op)
+    x, p, dim, eps = given["input"], given["p"], given["dim"], given["eps"]
+    if not isinstance(x, Tensor) or given.get("out") is not None or not isinstance(dim, int) or x.dim() == 0:
+        return None
+    norm = lambda: x.norm(p, dim, keepdim=True)
+    clamped = lambda: norm().clamp_min(eps)
+    steps = [("linalg_vector_norm", (x, p, [dim], True), {}, norm, "default")]
+    if op._call[-1] and x.requires_grad:
+        steps.append(("detach", (_Prev(0),), {}, norm, "default"))
+    steps.append(("clamp_min", (_Prev(0), eps), {}, clamped, "default"))
+    steps.append(("expand", (_Prev(len(steps) - 1), list(x.shape)), {}, lambda: clamped().expand_as(x), "default"))
+    steps.append(("div", (x, _Prev(len(steps) - 1)), {}, lambda: own, "Tensor"))
+    return steps
+
+
+def _bilinear_steps(op, values, own):
+    """``F.bilinear``: both inputs viewed as rows of features, ``_trilinear`` with the weight, the
+    result viewed to the batch shape, the bias added."""
+    import hookgrad
+    given = _given(op)
+    x1, x2, weight, bias = given["input1"], given["input2"], given["weight"], given.get("bias")
+    if not all(isinstance(t, Tensor) for t in (x1, x2, weight)) or x1.dim() < 1 or weight.dim() != 3 \
+            or x1.shape[:-1] != x2.shape[:-1]:
+        return None
+    rows = lambda: (x1.reshape(-1, x1.shape[-1]), x2.reshape(-1, x2.shape[-1]))
+    flat = lambda: hookgrad.einsum("bi,oij,bj->bo", rows()[0], weight, rows()[1])
+    batch = list(x1.shape[:-1]) + [weight.shape[0]]
+    steps = [("view", (x1, [-1, x1.shape[-1]]), {}, lambda: rows()[0], "default"),
+             ("view", (x2, [-1, x2.shape[-1]]), {}, lambda: rows()[1], "default"),
+             ("_trilinear", (_Prev(0), weight, _Prev(1), [1, 3], [0], [1, 2], [2, 3]), {}, flat, "default")]
+    if bias is None:
+        steps.append(("view", (_Prev(2), batch), {}, lambda: own, "default"))
+        return steps
+    steps.append(("view", (_Prev(2), batch), {}, lambda: flat().reshape(batch), "default"))
+    steps.append(("add", (_Prev(3), bias), {}, lambda: own, "Tensor"))
+    return steps
+
+
+_CONVERTERS.update({"normalize": _normalize_steps, "bilinear": _bilinear_steps})
+
+
 # ---- backward: the nodes whose formula is one fused ATen kernel ----------------------------------
 def _as_list(value):
     return [int(v) for v in value] if isinstance(value, tuple) else value
@@ -1551,7 +2071,7 @@ def _view_backward_steps(node, grad, grad_inputs):
 
 
 def _permute_backward_steps(node, grad, grad_inputs):
-    dims = [d % len(_saved(node, "dims")) for d in _saved(node, "dims")]
+    dims = [_signed(d) % len(_saved(node, "dims")) for d in _saved(node, "dims")]
     inverse = [dims.index(i) for i in range(len(dims))]
     return [("permute", "default", (grad, inverse), lambda: grad_inputs[0], 0)]
 
@@ -1622,3 +2142,6 @@ def _after_first(steps, operand):
             return [moved(a) for a in arg]
         return arg
     return [(name, tuple(moved(a) for a in args)) + tuple(rest) for name, args, *rest in steps]
+
+
+from . import _dispatch_backward  # noqa: E402,F401 - more nodes' formulas, registered into _BACKWARD_STEPS

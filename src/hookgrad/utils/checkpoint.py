@@ -16,6 +16,14 @@ saved-tensor hooks, as PyTorch's non-reentrant checkpoint is:
   ``set_checkpoint_debug_enabled(True)``) that error carries the ATen operators both runs executed
   and the frames they were called from, as torch's does.
 
+Selective checkpointing (``context_fn=functools.partial(create_selective_checkpoint_contexts,
+policy)``) runs the forward under a dispatch mode that asks the policy about each ATen operator
+and keeps the outputs it says to save; the recomputation's mode hands those back, per operator in
+the same order, instead of the values computed again (a view op's output is made again: a view
+shares its input's memory). hookgrad's modes see an op after it ran, so the recomputation still
+runs the saved ops (a FlopCounterMode counts them again; torch skips them): the policy's calls,
+the values, the errors and the storage's lifetime are torch's, the compute saved is not.
+
 ``use_reentrant=True`` is the older scheme: ``fn`` runs under no_grad inside an autograd
 Function whose backward reruns it with grad and backpropagates through the rerun. Not passing
 ``use_reentrant`` warns and means True, as in PyTorch 2.13.
@@ -23,8 +31,10 @@ Function whose backward reruns it with grad and backpropagates through the rerun
 from __future__ import annotations
 
 import contextlib
+import enum
 import warnings
 import weakref
+from collections import defaultdict
 
 from ..autograd._hook_context import RECOMPUTING as _RECOMPUTING  # what hookgrad.hooks.context() reports
 
@@ -59,13 +69,16 @@ class CheckpointError(RuntimeError):
     """The recomputation did not reproduce what the forward saved."""
 
 
-class CheckpointPolicy:
-    """Names of PyTorch's selective-checkpoint policies (selective checkpointing itself is not
-    implemented here)."""
+class CheckpointPolicy(enum.Enum):
+    """What selective checkpointing does with an operator's output: ``*_SAVE`` keeps it from the
+    forward for the backward, ``*_RECOMPUTE`` computes it again (``MUST_*`` are not to be overridden
+    by other subsystems; ``*_CPU_OFFLOAD`` keeps it, on a CPU-only library the same as saving)."""
     MUST_SAVE = 0
     PREFER_SAVE = 1
     MUST_RECOMPUTE = 2
     PREFER_RECOMPUTE = 3
+    MUST_CPU_OFFLOAD = 4
+    PREFER_CPU_OFFLOAD = 5
 
 
 _early_stop_override = {"value": None}
@@ -577,6 +590,13 @@ def __getattr__(name):
         if "fn" not in _REENTRANT:
             _REENTRANT["fn"] = _reentrant_function()
         return _REENTRANT["fn"]
+    # selective checkpointing's modes and ignored operators (they need the dispatch layer)
+    if name == "_CachingTorchDispatchMode":
+        return _selective_modes()[0]
+    if name == "_CachedTorchDispatchMode":
+        return _selective_modes()[1]
+    if name == "SAC_IGNORED_OPS":
+        return _sac_ignored()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -611,20 +631,161 @@ class DefaultDeviceType:
 
 
 class SelectiveCheckpointContext:
-    """What a selective-checkpoint policy function receives about the op being decided."""
+    """What a selective-checkpoint policy function receives about the op being decided (the policy
+    is asked during the forward only: ``is_recompute`` is False)."""
 
     def __init__(self, *, is_recompute, op_output=None) -> None:
         self.is_recompute = is_recompute
         self.op_output = op_output
 
 
-SAC_IGNORED_OPS: set = set()  # torch's list of ATen ops the policy never sees; hookgrad dispatches no ops
+def _ignored_ops() -> set:
+    """The operators selective checkpointing passes through undecided: ``detach`` (checkpointing
+    runs a different number of them in the forward and the recomputation) and the metadata
+    queries."""
+    from .. import ops
+    aten = ops.aten
+    return {aten.detach.default, aten.is_contiguous.default, aten.is_contiguous.memory_format,
+            aten.is_strides_like_format.default, aten.is_non_overlapping_and_dense.default, aten.size.default,
+            aten.sym_size.default, aten.stride.default, aten.sym_stride.default, aten.storage_offset.default,
+            aten.sym_storage_offset.default, aten.numel.default, aten.sym_numel.default, aten.dim.default}
+
+
+_SAVING = (CheckpointPolicy.MUST_SAVE, CheckpointPolicy.PREFER_SAVE, CheckpointPolicy.MUST_CPU_OFFLOAD,
+           CheckpointPolicy.PREFER_CPU_OFFLOAD)
+_RECOMPUTE = object()    # a storage entry: the policy chose to recompute this output
+_CONSUMED = object()     # a storage entry: its saved output was handed to the recomputation
+_MISMATCH = ("This can happen if the operations in the checkpointed region are nondeterministic or depend on "
+             "global state that changed between forward and backward.")
+
+
+class _VersionWrapper:
+    """A saved output and its version counter when saved: a later in-place change is an error."""
+
+    def __init__(self, value) -> None:
+        hg = _hg()
+        self.val = value
+        self.version = value._version if isinstance(value, hg.Tensor) else None
+
+    def get_val(self, allow_cache_entry_mutation):
+        if self.version is not None and not allow_cache_entry_mutation and self.val._version != self.version:
+            raise RuntimeError("Tensor cached during selective activation checkpoint has been mutated")
+        return self.val
+
+
+def _map_outputs(fn, value):
+    if isinstance(value, (tuple, list)):
+        return type(value)(_map_outputs(fn, v) for v in value)
+    return fn(value)
+
+
+def _saved_form(value):
+    """What the storage keeps of an output: a detached tensor (no graph kept alive through it)."""
+    hg = _hg()
+    return _VersionWrapper(value.detach() if isinstance(value, hg.Tensor) else value)
+
+
+def _selective_modes():
+    """The two dispatch-mode classes (made on first use: the dispatch layer loads after this module)."""
+    if "modes" in _SAC_STATE:
+        return _SAC_STATE["modes"]
+    from ._python_dispatch import TorchDispatchMode
+
+    class CachingMode(TorchDispatchMode):
+        """The forward: asks the policy about each operator and keeps what it says to save."""
+
+        def __init__(self, policy_fn, storage, ac_graph_id=None) -> None:
+            super().__init__()
+            self.policy_fn = policy_fn
+            self.storage = storage
+            self.ac_graph_id = ac_graph_id
+            self.func_counter = defaultdict(int)
+
+        @classmethod
+        def ignore_compile_internals(cls):
+            return True
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = {} if kwargs is None else kwargs
+            if func in _sac_ignored():
+                return func(*args, **kwargs)
+            out = func(*args, **kwargs)
+            index = self.func_counter[func]
+            self.func_counter[func] += 1
+            policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False, op_output=out), func, *args,
+                                    **kwargs)
+            if isinstance(policy, bool):
+                policy = CheckpointPolicy.MUST_SAVE if policy else CheckpointPolicy.PREFER_RECOMPUTE
+            self.storage[func][index] = _map_outputs(_saved_form, out) if policy in _SAVING else _RECOMPUTE
+            return out
+
+    class CachedMode(TorchDispatchMode):
+        """The recomputation: hands back what the forward saved, recomputes the rest."""
+
+        def __init__(self, policy_fn, storage, allow_cache_entry_mutation=False) -> None:
+            super().__init__()
+            self.storage = storage
+            self.allow_cache_entry_mutation = allow_cache_entry_mutation
+            self.func_counter = defaultdict(int)
+
+        @classmethod
+        def ignore_compile_internals(cls):
+            return True
+
+        def __enter__(self):
+            self.func_counter.clear()     # a retained graph's second backward finds the entries consumed
+            return super().__enter__()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = {} if kwargs is None else kwargs
+            if func in _sac_ignored():
+                return func(*args, **kwargs)
+            index = self.func_counter[func]
+            self.func_counter[func] += 1
+            entries = self.storage.get(func)
+            if entries is None:
+                raise RuntimeError(f"{func} encountered during backward but not found in storage. {_MISMATCH}")
+            entry = entries.get(index)
+            if entry is None:
+                raise RuntimeError(f"{func} invocation index {index} encountered during backward but not found in "
+                                   f"storage. {_MISMATCH}")
+            if entry is _CONSUMED:
+                raise RuntimeError("Trying to backward an extra time. You are only allowed to backward once on any "
+                                   "region computed under selective activation checkpoint.")
+            if entry is _RECOMPUTE:
+                return func(*args, **kwargs)
+            entries[index] = _CONSUMED
+            saved = _map_outputs(lambda wrapper: wrapper.get_val(self.allow_cache_entry_mutation), entry)
+            if func.is_view:
+                # hookgrad's view shares its input's memory and cannot take other values; the saved
+                # output of a view op equals the view made again
+                return func(*args, **kwargs)
+            return saved
+
+    CachingMode.__name__ = CachingMode.__qualname__ = "_CachingTorchDispatchMode"
+    CachedMode.__name__ = CachedMode.__qualname__ = "_CachedTorchDispatchMode"
+    for cls in (CachingMode, CachedMode):
+        cls.__module__ = __name__
+    _SAC_STATE["modes"] = CachingMode, CachedMode
+    return CachingMode, CachedMode
+
+
+_SAC_STATE: dict = {}     # the mode classes and the ignored operators, made on first use
+
+
+def _sac_ignored() -> set:
+    ignored = _SAC_STATE.get("ignored")
+    if ignored is None:
+        ignored = _SAC_STATE["ignored"] = _ignored_ops()
+    return ignored
 
 
 def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mutation: bool = False):
-    """torch's selective checkpointing decides per ATen op, through dispatch modes, which outputs to
-    keep. hookgrad has no op dispatcher to intercept, so after checking the arguments as torch does
-    this raises: recomputing everything instead would leave a policy function never called."""
+    """The ``context_fn`` result for selective activation checkpointing: ``(forward context,
+    recomputation context)``, two dispatch modes sharing one storage. The forward's mode asks
+    ``policy_fn(ctx, op, *args, **kwargs)`` per ATen operator (a list of ops means MUST_SAVE for
+    those, PREFER_RECOMPUTE for the others) and keeps the outputs to save; the recomputation's mode
+    hands them back in the same order per operator instead of the values recomputed."""
     from ..ops import OpOverload, OpOverloadPacket
     if isinstance(policy_fn_or_list, list):
         for op in policy_fn_or_list:
@@ -634,8 +795,14 @@ def create_selective_checkpoint_contexts(policy_fn_or_list, allow_cache_entry_mu
                          if isinstance(op, OpOverloadPacket) else "")
                 raise ValueError(f"Expected op in `op_list` to be an OpOverload but got: {op} of type {type(op)}. "
                                  f"{extra}")
-    elif not callable(policy_fn_or_list):
+        ops_to_save = list(policy_fn_or_list)
+
+        def policy_fn(ctx, op, *args, **kwargs):
+            return CheckpointPolicy.MUST_SAVE if op in ops_to_save else CheckpointPolicy.PREFER_RECOMPUTE
+    elif callable(policy_fn_or_list):
+        policy_fn = policy_fn_or_list
+    else:
         raise TypeError("policy_fn_or_list must be either a function or a list of ops.")
-    raise NotImplementedError("selective activation checkpointing needs torch's op dispatcher (a dispatch mode that "
-                              "sees every ATen op); hookgrad has none. Use checkpoint(...) without context_fn, which "
-                              "recomputes every op (same gradients, no per-op choice).")
+    caching, cached = _selective_modes()
+    storage: dict = defaultdict(dict)
+    return caching(policy_fn, storage), cached(None, storage, allow_cache_entry_mutation)
