@@ -396,9 +396,6 @@ def sweep3_records():
 SWEEP3_KNOWN_DIFFERENCES = {
     "numpy of conj error": "conj() is a conjugated copy here (NumPy has no conjugate bit): numpy() of it succeeds "
                            "where torch refuses a tensor with the conjugate bit set",
-    "range of tensor": "Tensor's operators are the op functions themselves, so 'ab' * t and [1, 2] * t reach mul "
-                       "(a TypeError for the string, an elementwise product for the list) where torch's operators "
-                       "return NotImplemented for a non-tensor operand and Python repeats the sequence",
     "linspace missing steps": "a missing steps is Python's TypeError for a missing argument; torch's parser lists "
                               "its four signatures",
 }

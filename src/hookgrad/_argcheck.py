@@ -415,6 +415,8 @@ def matmul_operator(matmul, reflected=False):
     state, cast = _autocast.STATE, _autocast.cast_arguments
 
     def operator(a, b):
+        if not isinstance(b, Tensor) and not hasattr(type(b), "__torch_function__"):
+            return NotImplemented   # torch's ``@`` takes only tensors: Python then asks the other operand
         if reflected:
             a, b = b, a
         if state.enabled:

@@ -302,7 +302,7 @@ def scalar_dtype(x) -> dtype:
     """The dtype a bare Python number would get as a tensor."""
     if isinstance(x, _py_bool):
         return bool
-    if isinstance(x, _py_int):
+    if isinstance(x, (_py_int, np.integer)):   # a NumPy integer is an integer Scalar to torch too
         return int64
     if isinstance(x, complex):
         return complex64 if get_default_dtype() is float32 else complex128

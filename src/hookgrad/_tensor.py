@@ -413,6 +413,13 @@ class Tensor:
             return self._ndarray.astype(dtype, copy=False)
         return self._ndarray
 
+    def __array_wrap__(self, array):
+        # NumPy's result for a tensor operand (``np.sin(t)``, ``ndarray + t``) comes back as a tensor on
+        # it; a bool result as uint8, as torch's (the one-argument form NumPy warns about is torch's too)
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return wrap(array)
+
     def cpu(self) -> "Tensor":
         return self
 
