@@ -85,7 +85,10 @@ def _reflected_true_divide(a, b):
 
 def _bool_or_bitwise(logical, bitwise):
     def op(a, b):
-        if a._ndarray.dtype == np.bool_ and (not isinstance(b, Tensor) or b._ndarray.dtype == np.bool_):
+        # bool with bool stays bool; a number of another kind promotes (``mask | 1`` is int64, and a NumPy
+        # bool is a float Scalar to torch)
+        if a._ndarray.dtype == np.bool_ and (b.__class__ is builtins.bool if not isinstance(b, Tensor)
+                                             else b._ndarray.dtype == np.bool_):
             return logical(a, b)
         return bitwise(a, b)
     return op

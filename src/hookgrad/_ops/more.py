@@ -1036,6 +1036,9 @@ def index_fill(x, dim, index, value):
     return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
 
 
+views.WRITES_ONE_VALUE.add(index_fill)
+
+
 @op(inplace=True)
 def index_reduce(x, dim, index, source, reduce, *, include_self=True):
     """Each slice of ``source`` along ``dim`` reduced (prod, mean, amax, amin) into ``x``'s slice ``index[i]``."""
