@@ -396,9 +396,6 @@ def sweep3_records():
 SWEEP3_KNOWN_DIFFERENCES = {
     "numpy of conj error": "conj() is a conjugated copy here (NumPy has no conjugate bit): numpy() of it succeeds "
                            "where torch refuses a tensor with the conjugate bit set",
-    "range of tensor": "Tensor's operators are the op functions themselves, so 'ab' * t and [1, 2] * t reach mul "
-                       "(a TypeError for the string, an elementwise product for the list) where torch's operators "
-                       "return NotImplemented for a non-tensor operand and Python repeats the sequence",
     "linspace missing steps": "a missing steps is Python's TypeError for a missing argument; torch's parser lists "
                               "its four signatures",
 }
@@ -422,3 +419,143 @@ def test_sweep3_is_large_and_new():
     assert sum(1 for s in SWEEP3_SOURCES.values() if "print" not in s) >= 50   # ones that end in an error
     assert not set(SWEEP3_SOURCES) & (set(SNIPPET_SOURCES) | set(SWEEP2_SOURCES))
     assert not set(SWEEP3_SOURCES.values()) & (set(SNIPPET_SOURCES.values()) | set(SWEEP2_SOURCES.values()))
+
+
+# ---- the fourth sweep: the official tutorials line by line, operators with non-tensor operands, writes to
+# expanded tensors, grad modes, where warnings point ---------------------------------------------------------
+SNIPPETS4 = os.path.join(HERE, "_day_one_snippets4.py")
+from _day_one_snippets4 import SNIPPETS as SWEEP4_SOURCES  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sweep4_records():
+    runs = [_python(SNIPPETS4), _python("-m", "hookgrad", "run", SNIPPETS4)]
+    results = [_finish(p) for p in runs]
+    for rc, out, err in results:
+        assert rc == 0, err[-3000:]
+    return tuple(json.loads(out) for _, out, _ in results)
+
+
+# Differences left in the fourth sweep (each fails loudly if it starts to match)
+SWEEP4_KNOWN_DIFFERENCES = {
+    "basics transforms scatter_ index must be tensor": "a number where scatter_ takes an index tensor gets the TypeError "
+                                                       "of the one signature hookgrad checks ('argument 'index' (position 2) "
+                                                       "must be Tensor, not int'); torch's parser lists its four overloads",
+    "basics model layers walkthrough": "softmax rows sum to exactly 1 here where torch's float32 sums print 1.0000 (one "
+                                       "row off 1 in the last bit): its exp/normalise rounds differently",
+    "fft of a real impulse": "NumPy's FFT gives +0 for an imaginary part torch's pocketfft gives as -0 (1.-0.j)",
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SWEEP4_KNOWN_DIFFERENCES[n], strict=True))
+                                  if n in SWEEP4_KNOWN_DIFFERENCES else n for n in SWEEP4_SOURCES])
+def test_sweep4_snippet_reads_as_under_torch(name, sweep4_records):
+    want, got = (records[name] for records in sweep4_records)
+    source = SWEEP4_SOURCES[name]
+    if want["error"] is not None and got["error"] is not None:
+        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
+            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    else:
+        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+
+
+def test_sweep4_is_large_and_new():
+    assert len(SWEEP4_SOURCES) >= 150
+    assert sum(1 for s in SWEEP4_SOURCES.values() if "print" not in s) >= 50   # ones that end in an error
+    earlier = set(SNIPPET_SOURCES) | set(SWEEP2_SOURCES) | set(SWEEP3_SOURCES)
+    assert not set(SWEEP4_SOURCES) & earlier
+    assert not set(SWEEP4_SOURCES.values()) & {s for d in (SNIPPET_SOURCES, SWEEP2_SOURCES, SWEEP3_SOURCES)
+                                              for s in d.values()}
+    for topic in ("numpy scalar on the left", "fill_ on expanded", "modified by inplace relu_ version numbers",
+                  "basics optimization loop", "nn really fit with validation", "warning place tensor of tensor"):
+        assert topic in SWEEP4_SOURCES, topic
+
+
+# ---- first things after `import torch`, each in a fresh interpreter ---------------------------------------
+# (a Tensor subclass defined right after import once failed where the suites, importing more first, passed)
+FRESH_PROGRAMS = {
+    'functional by attribute': 'import torch\nprint(torch.nn.functional.relu(torch.tensor([-1., 2.])))',
+    'utils.data by attribute': 'import torch\nprint(len(torch.utils.data.TensorDataset(torch.ones(3, 2))), type(torch.utils.data.DataLoader).__name__)',
+    'distributions by attribute': 'import torch\nprint(torch.distributions.Normal(0., 1.).log_prob(torch.tensor(0.)))',
+    'fft by attribute': 'import torch\nprint(torch.fft.rfft(torch.tensor([1., 2., 3., 4.])))',
+    'func by attribute': 'import torch\nprint(torch.func.grad(lambda x: (x ** 2).sum())(torch.tensor([1., 2.])))',
+    'linalg by attribute': 'import torch\nprint(torch.linalg.norm(torch.tensor([3., 4.])))',
+    'special by attribute': 'import torch\nprint(torch.special.expit(torch.tensor([0.])))',
+    'optim by attribute': 'import torch\nprint(type(torch.optim.lr_scheduler.StepLR(torch.optim.SGD([torch.nn.Parameter(torch.ones(1))], lr=0.1), 1)).__name__)',
+    'autograd functional by attribute': 'import torch\nprint(torch.autograd.functional.jacobian(lambda x: x * 2, torch.ones(2)))',
+    'nn.init by attribute': 'import torch\nw = torch.empty(2, 2)\nprint(torch.nn.init.ones_(w))',
+    'nn.utils by attribute': 'import torch\nm = torch.nn.Linear(2, 2)\nprint(torch.nn.utils.parameters_to_vector(m.parameters()).shape)',
+    'nn.utils.rnn by attribute': 'import torch\nprint(torch.nn.utils.rnn.pad_sequence([torch.ones(2), torch.ones(3)]).shape)',
+    'testing by attribute': "import torch\ntorch.testing.assert_close(torch.ones(2), torch.ones(2))\nprint('ok')",
+    'backends by attribute': 'import torch\nprint(torch.backends.mps.is_available(), torch.backends.cudnn.enabled)',
+    'cuda by attribute': 'import torch\nprint(torch.cuda.is_available(), torch.cuda.device_count())',
+    'amp by attribute': "import torch\nwith torch.autocast('cpu', dtype=torch.bfloat16):\n    print((torch.ones(2, 2) @ torch.ones(2, 2)).dtype)",
+    'jit by attribute': 'import torch\nprint(torch.jit.is_scripting())',
+    'random by attribute': 'import torch\nprint(torch.random.initial_seed() >= 0, type(torch.random.get_rng_state()).__name__)',
+    'from torch import nn': 'from torch import nn\nprint(nn.Linear(2, 3))',
+    'from torch import common names': "from torch import nn, optim, Tensor, tensor, no_grad, float32, device\nprint(Tensor, tensor([1]), float32, device('cpu'), optim.SGD.__name__)",
+    'from torch.nn import functional as F': 'from torch.nn import functional as F\nimport torch\nprint(F.softmax(torch.zeros(2), dim=0))',
+    'import torch.nn as nn first': 'import torch.nn as nn\nprint(nn.ReLU())',
+    'import torch.nn.functional as F only': 'import torch.nn.functional as F\nprint(F.relu)',
+    'from torch.utils.data import': 'from torch.utils.data import Dataset, DataLoader, TensorDataset, random_split\nimport torch\nprint([b.tolist() for b, in DataLoader(TensorDataset(torch.arange(4)), batch_size=2)])',
+    'import torch.optim as optim': "import torch.optim as optim\nimport torch\nprint(optim.Adam([torch.zeros(1, requires_grad=True)]).defaults['lr'])",
+    'from torch.optim.lr_scheduler import': 'from torch.optim.lr_scheduler import StepLR, CosineAnnealingLR\nprint(StepLR.__module__)',
+    'from torch.autograd import': 'from torch.autograd import Variable, Function, grad\nimport torch\nprint(Variable(torch.ones(1)), grad((torch.ones(1, requires_grad=True) * 2).sum(), [torch.ones(1, requires_grad=True)], allow_unused=True))',
+    'tensor subclass right after import': 'import torch\nclass Mine(torch.Tensor):\n    pass\nprint(type(torch.ones(2).as_subclass(Mine)).__name__)',
+    'module subclass right after import': 'import torch\nclass Net(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.fc = torch.nn.Linear(2, 1)\n    def forward(self, x):\n        return self.fc(x)\nprint(Net()(torch.ones(1, 2)).shape)',
+    'Function subclass right after import': 'import torch\nclass Sq(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x):\n        return x * x\n    @staticmethod\n    def backward(ctx, g):\n        return g\nprint(Sq.apply(torch.ones(1, requires_grad=True)))',
+    'Dataset subclass right after import': 'import torch\nclass DS(torch.utils.data.Dataset):\n    def __len__(self):\n        return 3\n    def __getitem__(self, i):\n        return i\nprint(list(torch.utils.data.DataLoader(DS(), batch_size=2)))',
+    'torch_function class right after import': 'import torch\nclass Logger:\n    def __torch_function__(self, func, types, args=(), kwargs=None):\n        return func.__name__\nprint(torch.add(Logger(), 1))',
+    'dir of torch first': "import torch\nprint('nn' in dir(torch), 'tensor' in dir(torch), 'Tensor' in dir(torch))",
+    'hasattr lazily loaded': "import torch\nprint(hasattr(torch, 'fft'), hasattr(torch.nn, 'functional'), hasattr(torch, 'no_such_thing'))",
+    'getattr unknown attribute': 'import torch\ntorch.no_such_thing',
+    'main guard script': "import torch\ndef main():\n    print(torch.ones(2).sum())\nif __name__ == '__main__':\n    main()",
+    'main guard with DataLoader workers': "import torch\nfrom torch.utils.data import DataLoader, TensorDataset\ndef main():\n    dl = DataLoader(TensorDataset(torch.arange(6.)), batch_size=2, num_workers=2)\n    print([b.tolist() for b, in dl])\nif __name__ == '__main__':\n    main()",
+    'workers with custom dataset in main': "import torch\nclass Squares(torch.utils.data.Dataset):\n    def __len__(self):\n        return 5\n    def __getitem__(self, i):\n        return torch.tensor(i * i)\nif __name__ == '__main__':\n    print([b.tolist() for b in torch.utils.data.DataLoader(Squares(), batch_size=2, num_workers=2)])",
+    'worker_info inside worker': "import torch\nclass DS(torch.utils.data.Dataset):\n    def __len__(self):\n        return 4\n    def __getitem__(self, i):\n        info = torch.utils.data.get_worker_info()\n        return info.num_workers\nif __name__ == '__main__':\n    print(list(torch.utils.data.DataLoader(DS(), batch_size=4, num_workers=2)), torch.utils.data.get_worker_info())",
+    'version first': "import torch\nprint(torch.__version__.split('+')[0], torch.version.cuda)",
+    'set_default_dtype first': 'import torch\ntorch.set_default_dtype(torch.float64)\nprint(torch.tensor([1.]).dtype, torch.nn.Linear(1, 1).weight.dtype)',
+    'manual_seed first': 'import torch\ntorch.manual_seed(0)\nprint(torch.rand(2))',
+    'no_grad decorator first': 'import torch\n@torch.no_grad()\ndef f(x):\n    return x * 2\nprint(f(torch.ones(1, requires_grad=True)).requires_grad)',
+    'nn.functional via torch.nn': 'import torch.nn\nprint(torch.nn.functional.gelu(torch.zeros(1)), torch.ones(1))',
+    'import torch.utils.data only': 'import torch.utils.data\nprint(torch.utils.data.default_collate([1, 2]))',
+    'import torch.distributions as D': 'import torch.distributions as D\nimport torch\nprint(D.Categorical(logits=torch.zeros(3)).probs)',
+}
+# run as a script file (``python FILE``) rather than ``python -c``: the ``__main__`` guard and DataLoader workers
+_AS_FILE = ("main guard", "workers", "worker_info")
+
+
+def _run_fresh(name, source, tmp_dir):
+    if any(name.startswith(prefix) for prefix in _AS_FILE):
+        path = os.path.join(tmp_dir, re.sub(r"\W+", "_", name) + ".py")
+        with open(path, "w") as f:
+            f.write(source)
+        argv = [path]
+    else:
+        argv = ["-c", source]
+    runs = [_python(*argv, cwd=tmp_dir), _python("-m", "hookgrad", "run", *argv, cwd=tmp_dir)]
+    return [_finish(p) for p in runs]
+
+
+@pytest.fixture(scope="module")
+def fresh_records(tmp_path_factory):
+    from concurrent.futures import ThreadPoolExecutor
+    tmp_dir = str(tmp_path_factory.mktemp("fresh"))
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {name: pool.submit(_run_fresh, name, source, tmp_dir) for name, source in FRESH_PROGRAMS.items()}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _last_line(stderr):
+    lines = stderr.strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+@pytest.mark.parametrize("name", list(FRESH_PROGRAMS))
+def test_first_thing_after_import_reads_as_under_torch(name, fresh_records):
+    (rc_t, out_t, err_t), (rc_h, out_h, err_h) = fresh_records[name]
+    assert _masked(out_h) == _masked(out_t), f"{FRESH_PROGRAMS[name]}\n-- hookgrad:\n{out_h}{err_h[-2000:]}\n-- torch:\n{out_t}"
+    assert (rc_h == 0) == (rc_t == 0), err_h[-2000:]
+    if rc_t != 0:   # the same exception class and torch's wording first (context may follow)
+        assert _last_line(err_h).startswith(_last_line(err_t)), (err_h[-2000:], err_t[-2000:])

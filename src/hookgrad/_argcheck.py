@@ -395,8 +395,12 @@ def _wrapper(fn, torch_name, checks, plan, via_method, takes_out=False, method=F
         "    except TensorLikeArgument:", "        return dispatch_tensor_like(wrapper, args, kwargs)",
         "    finally:", "        fp_restore(token)"]
     names.update(fp_quiet=fp_quiet, fp_restore=fp_restore, FP_IGNORE=FP_IGNORE)
-    # a file name inside the package that no file has: tracebacks show no stray source line
-    exec(compile("\n".join(lines), f"{_PACKAGE_DIR}<checks of {torch_name}>", "exec"), names)
+    # a file name inside the package that no file has (tracebacks show no stray source line), with
+    # "importlib" and "_bootstrap" in it: CPython's warnings skip such frames when they count stacklevel,
+    # so a warning of the checked function still names its caller's line (as torch's, which has no
+    # frame in between)
+    exec(compile("\n".join(lines), f"{_PACKAGE_DIR}<checks of {torch_name}, skipped by warnings as "
+                 "importlib._bootstrap>", "exec"), names)
     wrapper = functools.wraps(fn)(names["wrapper"])
     wrapper.__hookgrad_dispatches__ = True
     return wrapper
@@ -415,6 +419,8 @@ def matmul_operator(matmul, reflected=False):
     state, cast = _autocast.STATE, _autocast.cast_arguments
 
     def operator(a, b):
+        if not isinstance(b, Tensor) and not hasattr(type(b), "__torch_function__"):
+            return NotImplemented   # torch's ``@`` takes only tensors: Python then asks the other operand
         if reflected:
             a, b = b, a
         if state.enabled:

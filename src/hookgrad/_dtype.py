@@ -302,7 +302,7 @@ def scalar_dtype(x) -> dtype:
     """The dtype a bare Python number would get as a tensor."""
     if isinstance(x, _py_bool):
         return bool
-    if isinstance(x, _py_int):
+    if isinstance(x, (_py_int, np.integer)):   # a NumPy integer is an integer Scalar to torch too
         return int64
     if isinstance(x, complex):
         return complex64 if get_default_dtype() is float32 else complex128
@@ -356,8 +356,12 @@ class finfo:
         if d is float4_e2m1fn_x2:
             self.bits = 8  # the only limit torch gives for packed pairs; the others raise (__getattr__)
             return
+        if not (d.is_floating_point or d.is_complex):
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
         info = np.finfo(d.np)
-        self.dtype = d.name  # torch's finfo/iinfo name their dtype as a string
+        # torch's finfo/iinfo name their dtype as a string; a complex type's limits are its real part's
+        self.dtype = np.dtype(info.dtype).name
         self.bits = info.bits
         self.eps = _py_float(info.eps)
         self.max = _py_float(info.max)
@@ -420,6 +424,8 @@ class iinfo:
         d = to_dtype(d)
         if d.is_floating_point or d.is_complex:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        if d is bool:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
         info = np.iinfo(d.np)
         self.dtype = d.name
         self.bits = info.bits
@@ -463,7 +469,18 @@ class Size(tuple):
         return Size(out) if isinstance(item, slice) else out
 
     def __add__(self, other):
-        return Size(tuple(self) + tuple(other))
+        if isinstance(other, tuple):
+            return Size(tuple(self) + other)
+        reflected = getattr(type(other), "__radd__", None)
+        result = reflected(other, self) if reflected is not None else NotImplemented
+        if result is NotImplemented:   # torch's sequence concatenation refuses what is not a tuple
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to torch.Size")
+        return result
+
+    def __radd__(self, other):
+        if isinstance(other, tuple):
+            return Size(other + tuple(self))
+        return NotImplemented
 
 
 def widen(data: np.ndarray) -> np.ndarray:

@@ -86,7 +86,8 @@ def _guard_attributes(module: types.ModuleType) -> None:
         if name.startswith("__") and name.endswith("__"):
             # dunder probes (__path__, __file__, ...) keep Python's own answer
             raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
-        raise AttributeError(missing_message(f"{prefix}.{name}"))
+        # Python's wording, as under torch, then where hookgrad's coverage is listed
+        raise AttributeError(f"module {prefix!r} has no attribute {name!r} ({missing_message(f'{prefix}.{name}')})")
 
     namespace["__getattr__"] = __getattr__
     namespace["__hookgrad_run_guard__"] = True

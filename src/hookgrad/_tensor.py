@@ -48,10 +48,18 @@ class Tensor:
 
     def _construct(self, *args, **kwargs):
         # ``hookgrad.Tensor(2, 3)`` is an uninitialized 2x3 tensor, ``Tensor([1, 2])`` a float tensor
+        kwargs.pop("device", None)   # the one keyword torch's legacy constructor takes (CPU here)
         if kwargs:
-            raise TypeError(f"Tensor() got unexpected keyword arguments {list(kwargs)}")
+            raise TypeError(_legacy_constructor_message(args, kwargs))
+        if len(args) == 1 and isinstance(args[0], Size):   # a Size is the sizes, any other tuple the data
+            args = tuple(args[0])
         if len(args) == 1 and not isinstance(args[0], (builtins.int, np.integer)):
-            self._ndarray = np.asarray(_to_array(args[0]), dtype=_dtype.get_default_dtype().np)
+            data = args[0]
+            if isinstance(data, str):
+                raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
+            if not isinstance(data, (Tensor, np.ndarray)) and not hasattr(data, "__len__"):
+                raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+            self._ndarray = np.asarray(_to_array(data), dtype=_dtype.get_default_dtype().np)
         elif args:
             self._ndarray = np.zeros(tuple(args), dtype=_dtype.get_default_dtype().np)
 
@@ -395,7 +403,11 @@ class Tensor:
     def detach_(self) -> "Tensor":
         # torch refuses every view (whether or not anything requires grad); inference mode makes none
         if self._base is not None and not _GRAD.inference:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+            raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
+                               "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
+                               "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
+                               "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
+                               "function in torch/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
@@ -433,6 +445,13 @@ class Tensor:
         if dtype is not None:
             return self._ndarray.astype(dtype, copy=False)
         return self._ndarray
+
+    def __array_wrap__(self, array):
+        # NumPy's result for a tensor operand (``np.sin(t)``, ``ndarray + t``) comes back as a tensor on
+        # it; a bool result as uint8, as torch's (the one-argument form NumPy warns about is torch's too)
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return wrap(array)
 
     def cpu(self) -> "Tensor":
         if self._ndarray.__class__ is MetaArray:
@@ -601,6 +620,37 @@ def _meta_item(t):
         from .utils._python_dispatch import dispatched_item
         return dispatched_item(t)
     raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+
+
+# torch's legacy constructor's signatures, as its argument parser lists them
+_LEGACY_SIGNATURES = ("(*, torch.device device = None)", "(torch.Storage storage)", "(Tensor other)",
+                      "(tuple of ints size, *, torch.device device = None)", "(object data, *, torch.device device = None)")
+
+
+def _parser_type_name(value) -> str:
+    if isinstance(value, Tensor):
+        return "Tensor"
+    if isinstance(value, (_dtype.dtype, _device_cls)):
+        return f"torch.{type(value).__name__}"
+    return type(value).__name__
+
+
+def _legacy_constructor_message(args, kwargs) -> str:
+    """torch's TypeError for ``torch.Tensor(..., dtype=...)``: each signature, with the reason under the
+    ones its parser tried for these positional arguments."""
+    got = ", ".join([_parser_type_name(a) for a in args] + [f"{k}={_parser_type_name(v)}" for k, v in kwargs.items()])
+    if not args:
+        got, tried = got + ", ", (1, 2)
+    elif all(isinstance(a, (builtins.int, np.integer)) for a in args):
+        tried = (3, 4)
+    else:
+        tried = (0,)
+    lines = [f"new() received an invalid combination of arguments - got ({got}), but expected one of:"]
+    for i, signature in enumerate(_LEGACY_SIGNATURES):
+        lines.append(f" * {signature}")
+        if i in tried:
+            lines.append(f"      didn't match because some of the keywords were incorrect: {', '.join(kwargs)}")
+    return "\n".join(lines) + "\n"
 
 
 def _torch_names_absent() -> frozenset:

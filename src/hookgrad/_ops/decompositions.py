@@ -55,9 +55,9 @@ _SLOGDET = _result_type("linalg_slogdet", ["sign", "logabsdet"])
 
 
 
-def _warn_once(key, message):
+def _warn_once(key, message, stacklevel=3):
     """A deprecation notice given once per process (torch's TORCH_WARN_ONCE)."""
-    warn_once(key, message, stacklevel=3)
+    warn_once(key, message, stacklevel=stacklevel)
 
 
 # ---- shared checks and helpers ----------------------------------------------------------------
@@ -1170,7 +1170,7 @@ def chain_matmul(*matrices, out=None):
     """torch.chain_matmul (deprecated in torch): multi_dot of 2-D matrices."""
     _warn_once("chain_matmul", "torch.chain_matmul is deprecated and will be removed in a future PyTorch release. Use "
                   "torch.linalg.multi_dot instead, which accepts a list of two or more tensors rather than "
-                  "multiple parameters.")
+                  "multiple parameters.", stacklevel=2)   # torch's comes from its Python wrapper
     if len(matrices) == 1:
         return matrices[0].clone()
     return multi_dot(matrices)

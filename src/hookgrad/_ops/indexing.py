@@ -11,7 +11,7 @@ from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
 from ._declare import module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
-from .views import apply_inplace, basic_index, check_inplace
+from .views import WRITES_ONE_VALUE, apply_inplace, basic_index, check_inplace, refuse_overlapping_write
 from .pointwise import check_broadcast
 
 
@@ -35,8 +35,9 @@ def _normalize_index(index):
         index = (index,)
     elif len(index) > 1 and index[-1] is Ellipsis:
         index = _without_trailing_ellipses(index)
+    # a range is a sequence of integers to torch (``x[range(n), target]`` of the nn tutorial)
     return tuple(int(i.item()) if isinstance(i, Tensor) and i._ndarray.ndim == 0 and i._ndarray.dtype.kind in "iu"
-                 else i for i in index)
+                 else list(i) if isinstance(i, range) else i for i in index)
 
 
 def _np_index(index):
@@ -247,6 +248,7 @@ def setitem(x: Tensor, index, value) -> None:
                 value.expand(target._ndarray.shape)   # torch's error for a value that does not fit the target
             target.copy_(value)
         else:
+            refuse_overlapping_write(target)   # torch copies the number in: an expanded target is refused
             target.fill_(value)
         return
     check_inplace(x)
@@ -733,3 +735,6 @@ def argwhere(x):
 
 
 __all__ = module_all(globals())
+
+
+WRITES_ONE_VALUE.update((masked_fill, _index_put))

@@ -10,7 +10,7 @@ from ._base import GRAD, sum_to_shape
 from ._declare import ZeroGradNode, module_all, op, record_op
 from . import rng as _rs
 from .creation import bernoulli as _bernoulli, full_like
-from .views import apply_inplace, check_inplace
+from .views import WRITES_ONE_VALUE, apply_inplace, check_inplace
 from .._meta import MetaArray
 from ..autograd.graph import Node
 
@@ -55,6 +55,9 @@ def fill(x, value):
     if GRAD.enabled and x._requires_grad:
         record_op(FillBackward2, (x,), result).keep_shapes(x)
     return result
+
+
+WRITES_ONE_VALUE.update((zero, fill))
 
 
 class CopyBackwards(Node):

@@ -317,11 +317,10 @@ def nextafter(x, other):
 def _shift(a, b, name, left):
     a = as_tensor_arg(a)
     b = as_tensor_arg(b, a)
-    for t in (a, b):
-        if t._ndarray.dtype.kind not in "iub":
-            raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
-                                      f"'{_legacy_name(t._ndarray.dtype)}'")
     dt = result_np_dtype(a, b)
+    if dt.kind not in "iub":   # torch names the promoted type (ComplexFloat for ``t << 1j``)
+        raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for "
+                                  f"'{_dtype.scalar_type_name(dt)}'")
     if dt == np.bool_:
         raise NotImplementedError(f"\"{'lshift' if left else 'rshift'}_cpu\" not implemented for 'Bool'")
     ad, bd = a._ndarray.astype(dt, copy=False), b._ndarray.astype(dt, copy=False)
@@ -1035,6 +1034,9 @@ def index_fill(x, dim, index, value):
     if x.dim() == 0:
         return value.to(x.dtype).clone()
     return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
+
+
+views.WRITES_ONE_VALUE.add(index_fill)
 
 
 @op(inplace=True)

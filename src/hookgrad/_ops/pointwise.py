@@ -1213,6 +1213,8 @@ def _modulo(np_fn, name, node_cls):
         refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         _rules.refuse_lowprec(_operand_dtype(a, b), f"{name}_cpu")
         a, b, dt = _binary_inputs(a, b)
+        if dt.kind == "c":   # a complex Python number promotes a real tensor
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype.scalar_type_name(dt)}\'')
         ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
         _refuse_integer_zero_divisor(bd, dt)
         with _err():
@@ -1250,6 +1252,8 @@ def _compare(np_fn, name, aliases=()):
         if ordered:
             refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         dt = result_np_dtype(a, b)
+        if ordered and dt.kind == "c":   # ``t < 1j``: the promoted type is complex
+            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype.scalar_type_name(dt)}\'')
         if dt == _FLOAT4_X2:  # packed float4 pairs: torch compares them as bytes, for (in)equality only
             if ordered or not isinstance(b, Tensor):
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for 'Float4_e2m1fn_x2'")

@@ -957,10 +957,16 @@ def check_inplace(x: Tensor) -> None:
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+# ops torch lets write one value into a tensor whose elements share memory (an expanded tensor):
+# zero_, fill_ with a number, masked_fill_, index_fill_, index_put_ (the modules that define them add them)
+WRITES_ONE_VALUE = set()
+
+
 def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     """Run ``op(x, *args)`` out of place and write the result into ``x``, rewriting its history
     (or its base's, for a view) the way torch does for ``x.op_(...)``."""
     check_inplace(x)
+    may_overlap = op in WRITES_ONE_VALUE and not (op.__name__ == "fill" and isinstance(args[0], Tensor))
     _T = Tensor
     recording = GRAD.enabled and (x._requires_grad or builtins.any(
         isinstance(a, _T) and a._requires_grad for a in args) or builtins.any(
@@ -972,7 +978,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
             result = op(x, *args, **kwargs)
         finally:
             GRAD.enabled = prev
-        _write(x, result._ndarray)
+        _write(x, result._ndarray, may_overlap)
         return x
     # the op sees x's current value and history, in storage the write below will not touch
     alias = wrap(x._ndarray.copy() if saves_self else x._ndarray)
@@ -984,7 +990,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
         alias._accumulator = x._accumulator
     result = op(alias, *args, **kwargs)
     node = result._grad_fn
-    _write(x, result._ndarray)
+    _write(x, result._ndarray, may_overlap)
     if node is None:
         return x
     if node._saved:
@@ -1019,7 +1025,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     return x
 
 
-def _writable_alias(target: np.ndarray) -> np.ndarray:
+def _writable_alias(target: np.ndarray, may_overlap: bool = False) -> np.ndarray:
     """A writable array over ``target``'s memory. NumPy marks every view of an expanded (broadcast)
     array read-only; torch refuses a write only where the written tensor itself has elements sharing
     memory (a zero stride over more than one element), so one element of an expanded tensor can be set."""
@@ -1027,14 +1033,20 @@ def _writable_alias(target: np.ndarray) -> np.ndarray:
     root = target
     while isinstance(root.base, np.ndarray):
         root = root.base
-    if overlap or not root.flags.writeable or not root.flags.c_contiguous:
+    if (overlap and not may_overlap) or not root.flags.writeable or not root.flags.c_contiguous:
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
                            "single memory location. Please clone() the tensor before performing the operation.")
     offset = target.__array_interface__["data"][0] - root.__array_interface__["data"][0]
     return np.ndarray(target.shape, target.dtype, buffer=root, offset=offset, strides=target.strides)
 
 
-def _write(x: Tensor, data: np.ndarray) -> None:
+def refuse_overlapping_write(x: Tensor) -> None:
+    """torch's error for writing into ``x`` where elements of ``x`` share memory."""
+    if builtins.any(step == 0 and n > 1 for step, n in zip(x._ndarray.strides, x._ndarray.shape)):
+        _writable_alias(x._ndarray)
+
+
+def _write(x: Tensor, data: np.ndarray, may_overlap: bool = False) -> None:
     target = x._ndarray
     if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
         from .. import _dtype
@@ -1047,7 +1059,13 @@ def _write(x: Tensor, data: np.ndarray) -> None:
             raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast shape "
                                f"{list(data.shape)}") from None
     if not target.flags.writeable:
-        target = _writable_alias(target)
+        target = _writable_alias(target, may_overlap)
+        if may_overlap:
+            # elements sharing memory: write only what the op changed, so that an untouched alias does
+            # not write its old value back over a changed one (torch writes just the selected elements)
+            np.copyto(target, data, casting="unsafe", where=data != target)
+            x._version_counter[0] += 1
+            return
     np.copyto(target, data, casting="unsafe")
     x._version_counter[0] += 1
 

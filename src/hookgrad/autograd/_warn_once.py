@@ -38,6 +38,14 @@ def warn_at_user_frame(message: str, category=UserWarning) -> None:
     (method wrappers, argument checks, composite ops) lie between it and the caller."""
     level, frame = 2, sys._getframe(1)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        if not _skipped_by_warnings(frame):
+            level += 1
         frame = frame.f_back
-        level += 1
     warnings.warn(message, category, stacklevel=level)
+
+
+def _skipped_by_warnings(frame) -> bool:
+    """Whether CPython's warnings leave ``frame`` out when they count ``stacklevel`` (the argument-check
+    and entry-point frames are named so that they do)."""
+    name = frame.f_code.co_filename
+    return "importlib" in name and "_bootstrap" in name

@@ -257,6 +257,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
 
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
+    if dim is None:
+        dim = _act._softmax_dim("softmin", input.dim(), _stacklevel)
     return _act.softmax(-input, dim, _stacklevel, dtype)
 
 

@@ -28,7 +28,8 @@ _EPOCH_DEPRECATION_WARNING = (
     "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
     "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
     "epoch is different from None, the closed form is used instead of the new chainable form, "
-    "where available.")
+    "where available. Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose.")
 
 
 def _is_tensor(x) -> bool:
@@ -110,7 +111,7 @@ class _Flag:
 def _warn_if_called_outside_step(sched) -> None:
     if not sched._get_lr_called_within_step:
         warnings.warn("To get the last learning rate computed by the scheduler, please use "
-                      "`get_last_lr()`.", UserWarning, stacklevel=3)
+                      "`get_last_lr()`.", UserWarning, stacklevel=2)   # torch's names its own get_lr line
 
 
 class LRScheduler:
@@ -131,7 +132,10 @@ class LRScheduler:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
                     raise KeyError(f"param 'initial_lr' is not specified in param_groups[{i}] when "
-                                   "resuming scheduler with last_epoch >= 0.")
+                                   "resuming scheduler with last_epoch >= 0.\nThis typically happens when:\n"
+                                   "1. You're trying to resume training from a checkpoint but haven't properly loaded "
+                                   "the optimizer state\n2. You're using last_epoch >= 0 for a fresh training run (not "
+                                   "recommended)")
         self.base_lrs = _group_values(optimizer, "initial_lr")
         self.last_epoch = last_epoch
         self._track_optimizer_step()

@@ -502,7 +502,7 @@ def tanh(input: Tensor) -> Tensor:
 # ---- softmax ---------------------------------------------------------------------------------
 def _softmax_dim(name, ndim, stacklevel):
     warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  f"as an argument.", UserWarning, stacklevel=stacklevel + 1)
+                  f"as an argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 

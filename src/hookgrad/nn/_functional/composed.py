@@ -5,6 +5,7 @@ activations that are short formulas. Their gradients come from the ops they are 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -355,6 +356,7 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", ali
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -479,9 +481,23 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
+    dims = input.dim()
+    if dims not in (3, 4):
+        warnings.warn(f"dropout2d: Received a {dims}-D input to dropout2d, which is deprecated and will result in an "
+                      "error in a future release. To retain the behavior and silence this warning, please use dropout "
+                      "instead. Note that dropout2d exists to provide channel-wise dropout on inputs with 2 spatial "
+                      "dimensions, a channel dimension, and an optional batch dimension (i.e. 3D or 4D inputs).",
+                      stacklevel=2)
+    if dims == 3:
+        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D dropout behavior "
+                      "is desired - input is interpreted as shape (N, C, L), where C is the channel dim. This behavior "
+                      "will change in a future release to interpret the input as one without a batch dimension, i.e. "
+                      "shape (C, H, W). To maintain the 1D channel-wise dropout behavior, please switch to using "
+                      "dropout1d instead.", stacklevel=2)
+    # as torch's feature dropout: one draw per (first, second) index whatever the rank (a 3-D input is (N, C, L))
     if inplace:
-        return _in_place(dropout2d, input, p, training)
-    return _feature_dropout(input, p, training, 4, "dropout2d")
+        return _in_place(lambda x, p_, t_: _feature_dropout(x, p_, t_, dims, "dropout2d"), input, p, training)
+    return _feature_dropout(input, p, training, dims, "dropout2d")
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):

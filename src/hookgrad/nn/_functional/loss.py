@@ -8,7 +8,7 @@ import warnings
 
 import numpy as np
 
-from ..._dtype import is_floating_np, scalar_type_name
+from ..._dtype import is_floating_np, result_type, scalar_type_name
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
 from ..._ops import pointwise
@@ -33,8 +33,9 @@ def legacy_reduction(size_average, reduce_, reduction, emit_warning=True):
     reduce_ = True if reduce_ is None else reduce_
     ret = "none" if not reduce_ else ("mean" if size_average else "sum")
     if emit_warning:
+        # torch's points at the library line that asked (its loss module or function)
         warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=2)
     return ret
 
 
@@ -49,6 +50,14 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "sum":
         return loss.sum()
     return loss
+
+
+def _refuse_integral(x, t, kernel: str) -> None:
+    """torch's loss kernels (mse, smooth_l1, huber) exist for floating types only: integer or bool
+    operands get its NotImplementedError, not an integer loss."""
+    dt = np.result_type(x._ndarray.dtype, t._ndarray.dtype)
+    if dt.kind in "biu":
+        raise NotImplementedError(f'"{kernel}_cpu" not implemented for \'{scalar_type_name(dt)}\'')
 
 
 def _broadcast_pair(x, t, warn=True):
@@ -174,9 +183,11 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     x, t = _broadcast_pair(input, target)
+    _refuse_integral(x, t, "mse")
     if weight is not None:
         return _weighted((x - t) ** 2, weight, reduction, input)
-    d = x._ndarray - t._ndarray
+    dt = result_type(x, t).np   # torch's promotion (NumPy's would make float32 - int64 a float64)
+    d = x._ndarray.astype(dt, copy=False) - t._ndarray.astype(dt, copy=False)
     return _pointwise_loss(MseLossBackward0, x, t, reduction, d * d)
 
 
@@ -198,6 +209,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     if beta == 0.0:
         return l1_loss(input, target, reduction=reduction)
     x, t = _broadcast_pair(input, target)
+    _refuse_integral(x, t, "smooth_l1")
     a = np.abs(x._ndarray - t._ndarray)
     with _err():
         vals = np.where(a < beta, 0.5 * a * a / beta, a - 0.5 * beta).astype(a.dtype, copy=False)
@@ -209,6 +221,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
     x, t = _broadcast_pair(input, target)
+    _refuse_integral(x, t, "huber")
     a = np.abs(x._ndarray - t._ndarray)
     # the loss takes the input's dtype, whatever the target's
     vals = np.where(a < delta, 0.5 * a * a, delta * (a - 0.5 * delta)).astype(x._ndarray.dtype, copy=False)

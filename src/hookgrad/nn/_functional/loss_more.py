@@ -146,9 +146,19 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     return _reduce(loss, reduction)
 
 
+def _scalar_name(dtype) -> str:
+    from ..._dtype import scalar_type_name
+    return scalar_type_name(dtype.np)
+
+
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
     reduction = _reduction(size_average, reduce, reduction)
+    if isinstance(input, hookgrad.Tensor) and isinstance(target, hookgrad.Tensor):
+        integral = hookgrad.promote_types(input.dtype, target.dtype)
+        if not (integral.is_floating_point or integral.is_complex):   # torch's kernel writes into that type
+            raise RuntimeError(f"result type {_scalar_name(hookgrad.get_default_dtype())} can't be cast to the "
+                               f"desired output type {_scalar_name(integral)}")
     return _reduce((-input * target).exp().log1p(), reduction)
 
 

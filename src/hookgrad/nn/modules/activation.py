@@ -135,12 +135,12 @@ class _SoftmaxOverDim(Module):
 
 class Softmax(_SoftmaxOverDim):
     def forward(self, input):
-        return F.softmax(input, self.dim, _stacklevel=5)
+        return F.softmax(input, self.dim, _stacklevel=4)
 
 
 class LogSoftmax(_SoftmaxOverDim):
     def forward(self, input):
-        return F.log_softmax(input, self.dim, _stacklevel=5)
+        return F.log_softmax(input, self.dim, _stacklevel=4)
 
 
 class Hardtanh(Module):
@@ -296,7 +296,7 @@ class PReLU(Module):
 
 class Softmin(_SoftmaxOverDim):
     def forward(self, input):
-        return F.softmin(input, self.dim, _stacklevel=5)
+        return F.softmin(input, self.dim, _stacklevel=4)
 
 
 class Softmax2d(Module):
@@ -305,7 +305,7 @@ class Softmax2d(Module):
     def forward(self, input):
         if input.dim() not in (3, 4):
             raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D instead")
-        return F.softmax(input, -3, _stacklevel=5)
+        return F.softmax(input, -3, _stacklevel=4)
 
 
 from .attention import MultiheadAttention  # noqa: E402 - torch keeps it in this file

@@ -182,8 +182,10 @@ def _stacklevel_outside_hookgrad() -> int:
     module calls through extra ones)."""
     level, frame = 2, sys._getframe(2)
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        name = frame.f_code.co_filename
+        if not ("importlib" in name and "_bootstrap" in name):   # frames the warnings skip themselves
+            level += 1
         frame = frame.f_back
-        level += 1
     return level
 
 
@@ -554,7 +556,7 @@ class Module:
         self._check_new_name("buffer", "_buffers", name)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
-                            "(hookgrad Tensor or None required)")
+                            "(torch Tensor or None required)")
         for hook in _global_buffer_registration_hooks.values():
             output = _dispatch("buffer_registration_hook", self, hook, self, name, tensor)
             if output is not None:
