@@ -117,6 +117,8 @@ CASES = {
                                      "history, validation split, saved parameters; a scikit-learn grid search"),
     "delve": ("delve_case.py", [], "Delve layer saturation: covariances of Linear/Conv2d outputs from forward hooks "
                                    "over training; saturation, intrinsic dimension, trace, determinant in its CSV"),
+    "surgeon": ("surgeon_case.py", [], "surgeon-pytorch Inspect (forward hooks removed after each call) and Extract "
+                                       "(torch.fx graphs re-wired at insert points, dead code eliminated), gradients"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -142,6 +144,7 @@ REQUIRES = {
     "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
     "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
     "skorch": ["skorch", "sklearn"], "delve": ["delve", "pandas", "tensorboardX"],
+    "surgeon": ["surgeon_pytorch"],
 }
 
 
