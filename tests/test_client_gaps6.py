@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 
-from difftest import catch, differential
+from difftest import catch, differential, warns
 
 
 class _Net:
@@ -88,3 +88,141 @@ def test_fx_dead_code_elimination(T):
     rows.append((graph.eliminate_dead_code(lambda n: n.op != "call_function"), _graph_rows(graph, names=False)))
     traced.recompile()
     return rows, [n.op for n in graph.nodes], T.fx.node.Node.is_impure(nodes["x"])
+
+
+def _mlp(T, buffers=False):
+    T.manual_seed(0)
+    layers = [T.nn.Linear(3, 4), T.nn.Tanh(), T.nn.Linear(4, 2)]
+    if buffers:
+        layers.insert(1, T.nn.BatchNorm1d(4))
+    model = T.nn.Sequential(*layers).double()
+    with T.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(T.linspace(-1, 1, p.numel(), dtype=T.float64).reshape(p.shape) * (i + 1) * 0.3)
+    return model
+
+
+@differential
+def test_functorch_make_functional(T):
+    """functorch.make_functional(_with_buffers): the returned params are the copy's own (unrelated to the
+    model's), the functional model takes them per call and puts its placeholders back; tied weights
+    are one entry; disable_autograd_tracking; a model with buffers needs the _with_buffers form;
+    torch._functorch.deprecated warns with FutureWarning."""
+    from importlib import import_module
+    make_functional = import_module(T.__name__ + "._functorch.make_functional")
+    deprecated = import_module(T.__name__ + "._functorch.deprecated")
+    x = T.linspace(-1, 1, 6, dtype=T.float64).reshape(2, 3)
+    model = _mlp(T)
+    fmodel, params = make_functional.make_functional(model)
+    out = [type(fmodel).__name__, fmodel.param_names, [p.requires_grad for p in params],
+           [p is q for p, q in zip(params, model.parameters())], fmodel(params, x), model(x)]
+    doubled = tuple(p * 2 for p in params)
+    y = fmodel(doubled, x)
+    y.sum().backward()
+    out += [y, [p.grad for p in params], len(list(fmodel.stateless_model.parameters()))]
+    _, frozen = make_functional.make_functional(model, disable_autograd_tracking=True)
+    out.append([p.requires_grad for p in frozen])
+    tied = T.nn.Sequential(T.nn.Linear(2, 2, bias=False), T.nn.Linear(2, 2, bias=False)).double()
+    tied[1].weight = tied[0].weight
+    ftied, tied_params = make_functional.make_functional(tied)
+    out.append((len(tied_params), ftied.names_map, ftied((T.eye(2, dtype=T.float64),), T.ones(1, 2, dtype=T.float64))))
+    with_buffers = _mlp(T, buffers=True).eval()
+    out.append(catch(make_functional.make_functional, with_buffers))
+    fb, bparams, bbuffers = make_functional.make_functional_with_buffers(with_buffers)
+    out.append((fb.param_names, fb.buffer_names, [b.dtype for b in bbuffers], fb(bparams, bbuffers, x)))
+    out.append(warns(deprecated.make_functional, model)[1])
+    out.append(warns(deprecated.grad, lambda t: (t ** 2).sum())[1])
+    out.append(deprecated.get_warning("vmap", "torch.vmap", replace_newlines=True))
+    return out
+
+
+@differential
+def test_functorch_combine_state_for_ensemble(T):
+    from importlib import import_module
+    make_functional = import_module(T.__name__ + "._functorch.make_functional")
+    models = [_mlp(T), _mlp(T)]
+    with T.no_grad():
+        for p in models[1].parameters():
+            p.mul_(-0.5)
+    fmodel, params, buffers = make_functional.combine_state_for_ensemble(models)
+    x = T.linspace(-1, 1, 6, dtype=T.float64).reshape(2, 3)
+    ensemble = T.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, x)
+    errors = [catch(make_functional.combine_state_for_ensemble, []),
+              catch(make_functional.combine_state_for_ensemble, [_mlp(T), _mlp(T).eval()]),
+              catch(make_functional.combine_state_for_ensemble, [_mlp(T), T.nn.Linear(3, 2)])]
+    return [p.shape for p in params], [p.requires_grad for p in params], ensemble, errors
+
+
+@differential
+def test_named_member_accessor(T):
+    """nn.utils._named_member_accessor: get/set/swap/delete tensors by dotted path, a plain tensor in a
+    parameter slot, swap_tensors_dict with missing names, check_keys, and torch's error classes."""
+    from importlib import import_module
+    accessor_module = import_module(T.__name__ + ".nn.utils._named_member_accessor")
+    model = _mlp(T, buffers=True)
+    accessor = accessor_module.NamedMemberAccessor(model)
+    out = [accessor.get_tensor("0.weight").shape, accessor.get_submodule("1") is model[1]]
+    plain = T.zeros(4, 3, dtype=T.float64)
+    previous = accessor.swap_tensor("0.weight", plain)
+    out += [type(previous).__name__, type(model[0]._parameters["weight"]).__name__,
+            "weight" in model[0]._parameters, [n for n, _ in model.named_parameters()]]
+    accessor.set_tensor("0.weight", previous)
+    swapped, missing = accessor.swap_tensors_dict({"1.running_mean": T.ones(4, dtype=T.float64),
+                                                   "0.extra": T.ones(1)}, allow_missing=True)
+    out += [sorted(swapped), missing, model[1].running_mean, model[0].extra]
+    accessor.del_tensor("0.extra")
+    out.append(hasattr(model[0], "extra"))
+    out.append(accessor.check_keys(["0.weight", "0.bias", "nope"]))
+    out.append(catch(accessor.swap_tensors_dict, {"0.nothing": T.ones(1)}))
+    out.append(hasattr(model[0], "nothing"))
+    out += [catch(accessor.get_tensor, "0.missing"), catch(accessor.get_submodule, "0.weight"),
+            catch(accessor.set_tensor, "0.weight", 3), catch(accessor.swap_tensor, "0.nothing", T.ones(1)),
+            catch(accessor.set_tensors, ["0.bias"], []), catch(accessor.swap_submodule, "2", 5),
+            catch(accessor_module.set_tensor, model, "a.b", T.ones(1)),
+            catch(accessor_module.swap_submodule, model, "9", T.nn.ReLU())]
+    new_tanh = T.nn.ReLU()
+    out.append(type(accessor.swap_submodule("2", new_tanh)).__name__)
+    out.append(model[2] is new_tanh)
+    return out
+
+
+@differential
+def test_elastic_record(T, tmp_path):
+    """@record writes the exception that ends the entry point to TORCHELASTIC_ERROR_FILE and re-raises;
+    SystemExit(0) returns None; other exits pass through."""
+    import json
+    import os
+    from importlib import import_module
+    errors = import_module(T.__name__ + ".distributed.elastic.multiprocessing.errors")
+    path = tmp_path / f"{T.__name__}.json"
+    os.environ["TORCHELASTIC_ERROR_FILE"] = str(path)
+    try:
+        @errors.record
+        def fails(n):
+            raise ValueError(f"bad {n}")
+
+        out = [catch(fails, 3)]
+        written = json.loads(path.read_text())
+        out.append((written["message"]["message"], sorted(written["message"]["extraInfo"]),
+                    "ValueError: bad 3" in written["message"]["extraInfo"]["py_callstack"]))
+        out.append(errors.record(lambda: (_ for _ in ()).throw(SystemExit(0)))())
+        try:
+            errors.record(lambda: (_ for _ in ()).throw(SystemExit(2)))()
+        except SystemExit as exit_:
+            out.append(("exit", exit_.code))
+        out.append(errors.record(lambda a, b=1: a + b)(2, b=5))
+        out.append(fails.__name__)
+    finally:
+        del os.environ["TORCHELASTIC_ERROR_FILE"]
+    return out
+
+
+def test_distributed_autograd_is_unavailable():
+    """hookgrad has no distributed autograd (nor RPC): is_available() is False, a context raises."""
+    import pytest
+
+    import hookgrad.distributed.autograd as dist_autograd
+    assert dist_autograd.is_available() is False
+    with pytest.raises(RuntimeError, match="not available"):
+        with dist_autograd.context():
+            pass

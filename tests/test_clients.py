@@ -119,6 +119,9 @@ CASES = {
                                    "over training; saturation, intrinsic dimension, trace, determinant in its CSV"),
     "surgeon": ("surgeon_case.py", [], "surgeon-pytorch Inspect (forward hooks removed after each call) and Extract "
                                        "(torch.fx graphs re-wired at insert points, dead code eliminated), gradients"),
+    "torchopt": ("torchopt_case.py", [], "TorchOpt functional optimizers over functorch.make_functional params, chains, "
+                                         "schedules, MetaSGD/MetaAdam inner loops differentiated to a meta-parameter, "
+                                         "state extract/recover, FuncOptimizer, implicit differentiation (custom_root)"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -144,7 +147,7 @@ REQUIRES = {
     "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
     "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
     "skorch": ["skorch", "sklearn"], "delve": ["delve", "pandas", "tensorboardX"],
-    "surgeon": ["surgeon_pytorch"],
+    "surgeon": ["surgeon_pytorch"], "torchopt": ["torchopt", "optree"],
 }
 
 
