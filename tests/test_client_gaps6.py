@@ -226,3 +226,23 @@ def test_distributed_autograd_is_unavailable():
     with pytest.raises(RuntimeError, match="not available"):
         with dist_autograd.context():
             pass
+
+
+@differential
+def test_rnn_assigned_flat_weights(T):
+    """RNNBase._flat_weights can be assigned (higher does before each patched forward): forward uses the
+    assigned tensors while the module's weights stay in place; replacing a weight attribute goes back to
+    the attributes."""
+    T.manual_seed(0)
+    gru = T.nn.GRU(2, 3, batch_first=True).double()
+    x = T.linspace(-1, 1, 12, dtype=T.float64).reshape(2, 3, 2)
+    plain, _ = gru(x)
+    scaled = [w * 0.5 for w in gru._flat_weights]
+    gru._flat_weights = scaled
+    halved, _ = gru(x)
+    halved_again, _ = gru(x)
+    out = [plain, halved, halved_again, [w is s for w, s in zip(gru._flat_weights, scaled)]]
+    gru.weight_ih_l0 = T.nn.Parameter(gru.weight_ih_l0.detach() * 2)
+    doubled_input, _ = gru(x)
+    out += [doubled_input, [w is getattr(gru, n) for w, n in zip(gru._flat_weights, gru._flat_weights_names)]]
+    return out

@@ -122,6 +122,8 @@ CASES = {
     "torchopt": ("torchopt_case.py", [], "TorchOpt functional optimizers over functorch.make_functional params, chains, "
                                          "schedules, MetaSGD/MetaAdam inner loops differentiated to a meta-parameter, "
                                          "state extract/recover, FuncOptimizer, implicit differentiation (custom_root)"),
+    "higher": ("higher_case.py", [], "higher's monkeypatched functional models and differentiable SGD/Adam inner loops "
+                                     "(batch norm, a GRU), meta-gradients to an input scale and the initial weights"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -147,7 +149,7 @@ REQUIRES = {
     "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
     "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
     "skorch": ["skorch", "sklearn"], "delve": ["delve", "pandas", "tensorboardX"],
-    "surgeon": ["surgeon_pytorch"], "torchopt": ["torchopt", "optree"],
+    "surgeon": ["surgeon_pytorch"], "torchopt": ["torchopt", "optree"], "higher": ["higher"],
 }
 
 
