@@ -246,3 +246,103 @@ def test_rnn_assigned_flat_weights(T):
     doubled_input, _ = gru(x)
     out += [doubled_input, [w is getattr(gru, n) for w, n in zip(gru._flat_weights, gru._flat_weights_names)]]
     return out
+
+
+def test_torch_name_under_run(tmp_path):
+    """Under ``hookgrad run``, ``torch.__name__`` is "torch" (pyro checks it before patching torch's
+    attributes by dotted path); hookgrad gets its own name back when the run ends."""
+    import sys
+
+    import hookgrad
+    from hookgrad._run import run_script
+    path = tmp_path / "name.py"
+    path.write_text("import torch, functools\n"
+                    "assert torch.__name__ == 'torch', torch.__name__\n"
+                    "module = torch\n"
+                    "for part in 'distributions.transforms.Transform'.split('.'):\n"
+                    "    module = getattr(module, part)\n"
+                    "assert module.__name__ == 'Transform'\n"
+                    "import torch.fft\n"
+                    "assert torch.fft.fft is not None\n")
+    assert run_script(str(path), []) == 0
+    assert hookgrad.__name__ == "hookgrad" and sys.modules["hookgrad"] is hookgrad
+
+
+def test_serialization_constants():
+    import torch
+
+    import hookgrad
+    for name in ("DEFAULT_PROTOCOL", "LONG_SIZE", "INT_SIZE", "SHORT_SIZE", "MAGIC_NUMBER", "PROTOCOL_VERSION",
+                 "STORAGE_KEY_SEPARATOR", "IS_WINDOWS", "MAP_SHARED", "MAP_PRIVATE", "UNSAFE_MESSAGE"):
+        assert getattr(hookgrad.serialization, name) == getattr(torch.serialization, name), name
+    for alias in ("MAP_LOCATION", "STORAGE", "FileLike"):
+        assert getattr(hookgrad.serialization, alias) is not None
+
+
+def test_distribution_classes_have_docstrings():
+    """pyro concatenates each torch distribution's docstring into its own class's."""
+    import torch
+
+    import hookgrad
+    for name in torch.distributions.__all__:
+        theirs = getattr(torch.distributions, name)
+        if isinstance(theirs, type) and theirs.__doc__:
+            assert getattr(hookgrad.distributions, name).__doc__, name
+
+
+_LINALG_OUT_CALLS = [("cholesky_ex", 1), ("cholesky", 1), ("inv", 1), ("inv_ex", 1), ("det", 1), ("slogdet", 1),
+                     ("solve", 2), ("solve_ex", 2), ("eigh", 1), ("eigvalsh", 1), ("svdvals", 1), ("svd", 1),
+                     ("qr", 1), ("lu_factor", 1), ("lu", 1), ("pinv", 1), ("matrix_norm", 1), ("vector_norm", 1),
+                     ("norm", 1), ("matrix_power", None), ("multi_dot", "list"), ("cond", 1),
+                     ("matrix_rank", 1), ("vecdot", 2), ("cross", "vectors"), ("solve_triangular", "triangular")]
+
+
+@differential
+def test_linalg_out(T):
+    """torch.linalg's functions take out= (a tuple for several results): written in place and returned,
+    resized from empty, the wrong dtype refused, refused when an argument requires grad."""
+    a = T.tensor([[4.0, 1.0, 0.5], [1.0, 3.0, 0.2], [0.5, 0.2, 2.0]], dtype=T.float64)
+    rows = []
+    for name, arity in _LINALG_OUT_CALLS:
+        fn = getattr(T.linalg, name)
+        if arity == 1:
+            args, kwargs = (a,), {}
+        elif arity == 2:
+            args, kwargs = (a, a[:, :2] if name != "vecdot" else a), {}
+        elif arity is None:
+            args, kwargs = (a, 3), {}
+        elif arity == "list":
+            args, kwargs = ([a, a, a],), {}
+        elif arity == "vectors":
+            args, kwargs = (a, a.flip(0)), {}
+        else:
+            args, kwargs = (T.triu(a), a), {"upper": True}
+        want = fn(*args, **kwargs)
+        if isinstance(want, tuple):
+            outs = tuple(T.empty(0, dtype=w.dtype) for w in want)
+            got = fn(*args, out=outs, **kwargs)
+            rows.append((name, [g is o for g, o in zip(got, outs)], list(outs), list(want)))
+            wrong = tuple(T.empty(0, dtype=T.float32 if w.dtype == T.float64 else w.dtype) for w in want)
+            rows.append(catch(fn, *args, out=wrong, **kwargs))
+            rows.append(catch(fn, *args, out=outs[0], **kwargs))
+        else:
+            out = T.empty(0, dtype=want.dtype)
+            got = fn(*args, out=out, **kwargs)
+            rows.append((name, got is out, out, want))
+            rows.append(catch(fn, *args, out=T.empty(0, dtype=T.float32), **kwargs))
+    leaf = a.clone().requires_grad_()
+    rows.append(catch(T.linalg.inv, leaf, out=T.empty(0, dtype=T.float64)))
+    with T.no_grad():
+        rows.append(T.linalg.det(leaf, out=T.empty(0, dtype=T.float64)))
+    seen = []
+
+    class Logging(T.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append((T.overrides.resolve_name(func), sorted(kwargs or {})))
+            return func(*args, **(kwargs or {}))
+
+    with Logging():
+        T.linalg.inv(a, out=T.empty(0, dtype=T.float64))
+        T.linalg.eigh(a, out=(T.empty(0, dtype=T.float64), T.empty(0, dtype=T.float64)))
+    rows.append([entry for entry in seen if entry[0] and entry[0].startswith("torch.linalg")])
+    return rows

@@ -124,6 +124,17 @@ CASES = {
                                          "state extract/recover, FuncOptimizer, implicit differentiation (custom_root)"),
     "higher": ("higher_case.py", [], "higher's monkeypatched functional models and differentiable SGD/Adam inner loops "
                                      "(batch norm, a GRU), meta-gradients to an input scale and the initial weights"),
+    "pyro": ("pyro_case.py", [], "Pyro SVI (Trace_ELBO, TraceMeanField_ELBO, TraceEnum_ELBO) with AutoNormal, "
+                                 "AutoDiagonalNormal and a hand-written guide, Predictive, poutine traces, "
+                                 "subsampled plates, a Gaussian-process regression"),
+    "gpytorch": ("gpytorch_case.py", [], "GPyTorch exact GPs (RBF, Matern, periodic kernels) trained on the marginal "
+                                         "likelihood, predictive variances, a multitask GP, a variational GP, "
+                                         "linear-operator solves and log-determinants"),
+    "flows": ("flows_case.py", [], "normflows (affine coupling, ActNorm, spline, planar and radial flows) and nflows "
+                                   "(MAF, rational-quadratic spline couplings): KL training, sampling, log-densities"),
+    "metric_learning": ("metric_learning_case.py", [], "pytorch-metric-learning pair, triplet, proxy and classification "
+                                                       "losses with gradients, miners, distances, reducers, a "
+                                                       "cross-batch memory in a training step"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -150,6 +161,8 @@ REQUIRES = {
     "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
     "skorch": ["skorch", "sklearn"], "delve": ["delve", "pandas", "tensorboardX"],
     "surgeon": ["surgeon_pytorch"], "torchopt": ["torchopt", "optree"], "higher": ["higher"],
+    "pyro": ["pyro", "pyroapi", "opt_einsum"], "gpytorch": ["gpytorch", "linear_operator"],
+    "flows": ["normflows", "nflows"], "metric_learning": ["pytorch_metric_learning"],
 }
 
 
