@@ -135,6 +135,8 @@ CASES = {
     "metric_learning": ("metric_learning_case.py", [], "pytorch-metric-learning pair, triplet, proxy and classification "
                                                        "losses with gradients, miners, distances, reducers, a "
                                                        "cross-batch memory in a training step"),
+    "lucent": ("lucent_case.py", [], "Lucent render_vis through hooks on every layer: pixel, FFT and CPPN images "
+                                     "optimised for channel, neuron, direction and diversity objectives"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -163,6 +165,7 @@ REQUIRES = {
     "surgeon": ["surgeon_pytorch"], "torchopt": ["torchopt", "optree"], "higher": ["higher"],
     "pyro": ["pyro", "pyroapi", "opt_einsum"], "gpytorch": ["gpytorch", "linear_operator"],
     "flows": ["normflows", "nflows"], "metric_learning": ["pytorch_metric_learning"],
+    "lucent": ["lucent", "kornia", "decorator", "IPython"],
 }
 
 

@@ -1,7 +1,8 @@
-"""Lucent (torch-lucent) feature visualisation: render_vis optimises an image parameterisation (pixel
-and decorrelated FFT, CPPN) through a model whose every layer is hooked to record its features, with
-Lucent's objectives (channel, neuron, direction, diversity, combined and scaled), the standard jitter,
-scale and rotate transforms (kornia warps, NumPy draws seeded), and the hooks removed afterwards."""
+"""Lucent (torch-lucent) feature visualisation: render_vis optimises an image parameterisation (pixel,
+FFT, CPPN) through a model whose every layer is hooked to record its features, with
+Lucent's objectives (channel, neuron, direction, diversity, combined and scaled), its pad, jitter and
+random-scale transforms (NumPy draws seeded), and the hooks removed afterwards. (Its random rotation
+calls a kornia function that kornia 0.9 no longer has, on torch as well, so it is left out.)"""
 import sys
 import types
 
@@ -34,7 +35,11 @@ from lucent.optvis import objectives, param, render, transform  # noqa: E402
 for name in ("torchvision", "torchvision.transforms"):
     del sys.modules[name]
 
+# float64 throughout, so the two frameworks agree to the last digits; Lucent's colour decorrelation
+# multiplies by a float32 NumPy matrix (a dtype error beside float64 images on torch too), so it is off
 torch.set_default_dtype(torch.float64)
+
+
 
 
 class Net(nn.Module):
@@ -55,12 +60,12 @@ class Net(nn.Module):
 model = fill(Net(), scale=0.4).eval()
 results = {}
 runs = {
-    "channel_fft": (lambda: param.image(12), "conv2:1", None),
+    "channel_fft": (lambda: param.image(12, decorrelate=False), "conv2:1", None),
     "neuron_pixel": (lambda: param.image(12, fft=False, decorrelate=False), objectives.neuron("relu2", 2), None),
-    "combined": (lambda: param.image(12, batch=2),
+    "combined": (lambda: param.image(12, batch=2, decorrelate=False),
                  objectives.channel("relu1", 0) - 0.5 * objectives.diversity("conv2"), None),
-    "direction": (lambda: param.image(12), objectives.direction("conv2", torch.tensor([1.0, -1, 0.5, 0, 0, 2])),
-                  transform.standard_transforms),
+    "direction": (lambda: param.image(12, decorrelate=False), objectives.direction("conv2", torch.tensor([1.0, -1, 0.5, 0, 0, 2])),
+                  [transform.pad(2), transform.jitter(2), transform.random_scale([0.9, 1.0, 1.1])]),
     "cppn": (lambda: param.cppn(12), "fc:0", []),
 }
 for name, (param_f, objective, transforms) in runs.items():
@@ -69,6 +74,6 @@ for name, (param_f, objective, transforms) in runs.items():
     images = render.render_vis(model, objective, param_f=param_f, transforms=transforms if transforms is not None
                                else [transform.jitter(2)], thresholds=(3, 6), preprocess=False, progress=False,
                                show_image=False, fixed_image_size=12 if transforms else None)
-    results[name] = [np.asarray(image).round(12).tolist() for image in images]
+    results[name] = [np.asarray(image, dtype=np.float64).tolist() for image in images]
 results["hooks_left"] = [len(m._forward_hooks) for m in model.modules()]
 emit(results)
