@@ -137,6 +137,10 @@ CASES = {
                                                        "cross-batch memory in a training step"),
     "lucent": ("lucent_case.py", [], "Lucent render_vis through hooks on every layer: pixel, FFT and CPPN images "
                                      "optimised for channel, neuron, direction and diversity objectives"),
+    "memlab": ("memlab_case.py", [], "pytorch_memlab MemReporter: the garbage collector's tensors named after "
+                                     "parameters, gradients and optimizer state, sizes and storage sharing"),
+    "warmup": ("warmup_case.py", [], "pytorch-warmup linear, exponential, untuned and RAdam warmup dampening "
+                                     "torch.optim.lr_scheduler schedules per parameter group; state dicts"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -165,7 +169,8 @@ REQUIRES = {
     "surgeon": ["surgeon_pytorch"], "torchopt": ["torchopt", "optree"], "higher": ["higher"],
     "pyro": ["pyro", "pyroapi", "opt_einsum"], "gpytorch": ["gpytorch", "linear_operator"],
     "flows": ["normflows", "nflows"], "metric_learning": ["pytorch_metric_learning"],
-    "lucent": ["lucent", "kornia", "decorator", "IPython"],
+    "lucent": ["lucent", "kornia", "decorator", "IPython"], "memlab": ["pytorch_memlab", "calmsize", "pandas"],
+    "warmup": ["pytorch_warmup"],
 }
 
 
