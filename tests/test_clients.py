@@ -146,6 +146,8 @@ CASES = {
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
 # with compiled or torchvision-bound requirements: nngeometry, torchattacks, kornia, skorch, delve); a case
 # whose module is missing is skipped with the reason, not failed
+# (also outside the test extra: torchopt and pytorch-metric-learning, compiled requirements; gpytorch, which
+# pulls scikit-learn; lucent, which needs kornia and IPython; pytorch_memlab, which needs pandas)
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
     "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "torchview": ["torchview"], "captum": ["captum"], "captum_integrated": ["captum"],
