@@ -346,3 +346,39 @@ def test_linalg_out(T):
         T.linalg.eigh(a, out=(T.empty(0, dtype=T.float64), T.empty(0, dtype=T.float64)))
     rows.append([entry for entry in seen if entry[0] and entry[0].startswith("torch.linalg")])
     return rows
+
+
+@differential
+def test_cuda_nvtx_on_a_cpu_build(T):
+    """torch.cuda.nvtx on a CPU build: range() makes a context manager (and decorator) without error,
+    entering it or calling what it decorates raises; pushes, pops and marks raise RuntimeError, range_start
+    and range_end AttributeError."""
+    nvtx = T.cuda.nvtx
+    manager = nvtx.range("step {}", 3)
+
+    @nvtx.range("decorated")
+    def decorated():
+        return 1
+
+    def enter():
+        with manager:
+            return 0
+
+    return [type(manager).__name__, catch(enter), catch(decorated), catch(nvtx.range_push, "a"),
+            catch(nvtx.range_pop), catch(nvtx.mark, "m"), catch(nvtx.range_start, "s"), catch(nvtx.range_end, 0)]
+
+
+@differential
+def test_resize_a_view(T):
+    """resize_/resize_as_ on a view within its storage: contiguous strides from the view's offset, the
+    storage read in memory order (a transposed view's elements come out reordered), writes reach the base."""
+    base = T.arange(12.0, dtype=T.float64).reshape(3, 4)
+    transposed = base.t()
+    transposed.resize_(4, 3)
+    transposed[0, 0] = -1.0
+    tail = base[1:]
+    tail.resize_as_(T.empty(2, 2))
+    tail.mul_(10)
+    column = base[:, 1]
+    column.resize_(2)
+    return [transposed, base, tail, column, transposed.is_contiguous(), tail.stride(), column.storage_offset()]

@@ -141,6 +141,8 @@ CASES = {
                                      "parameters, gradients and optimizer state, sizes and storage sharing"),
     "warmup": ("warmup_case.py", [], "pytorch-warmup linear, exponential, untuned and RAdam warmup dampening "
                                      "torch.optim.lr_scheduler schedules per parameter group; state dicts"),
+    "asdl": ("asdl_case.py", [], "ASDL K-FAC/EK-FAC, full and diagonal natural gradient, Shampoo, PSGD, SENG "
+                                 "gradient makers (curvature from module hooks) training an MLP and a CNN; Fisher"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -172,7 +174,7 @@ REQUIRES = {
     "pyro": ["pyro", "pyroapi", "opt_einsum"], "gpytorch": ["gpytorch", "linear_operator"],
     "flows": ["normflows", "nflows"], "metric_learning": ["pytorch_metric_learning"],
     "lucent": ["lucent", "kornia", "decorator", "IPython"], "memlab": ["pytorch_memlab", "calmsize", "pandas"],
-    "warmup": ["pytorch_warmup"],
+    "warmup": ["pytorch_warmup"], "asdl": ["asdl", "asdl.precondition"],  # (asdl comes in the asdfghjkl distribution)
 }
 
 

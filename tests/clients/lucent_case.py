@@ -64,7 +64,8 @@ runs = {
     "neuron_pixel": (lambda: param.image(12, fft=False, decorrelate=False), objectives.neuron("relu2", 2), None),
     "combined": (lambda: param.image(12, batch=2, decorrelate=False),
                  objectives.channel("relu1", 0) - 0.5 * objectives.diversity("conv2"), None),
-    "direction": (lambda: param.image(12, decorrelate=False), objectives.direction("conv2", torch.tensor([1.0, -1, 0.5, 0, 0, 2])),
+    "direction": (lambda: param.image(12, decorrelate=False),
+                  objectives.direction("conv2", torch.tensor([1.0, -1, 0.5, 0, 0, 2])),
                   [transform.pad(2), transform.jitter(2), transform.random_scale([0.9, 1.0, 1.1])]),
     "cppn": (lambda: param.cppn(12), "fc:0", []),
 }
