@@ -143,13 +143,17 @@ CASES = {
                                      "torch.optim.lr_scheduler schedules per parameter group; state dicts"),
     "asdl": ("asdl_case.py", [], "ASDL K-FAC/EK-FAC, full and diagonal natural gradient, Shampoo, PSGD, SENG "
                                  "gradient makers (curvature from module hooks) training an MLP and a CNN; Fisher"),
+    "grad_cam": ("grad_cam_case.py", [], "pytorch-grad-cam GradCAM, HiResCAM, GradCAM++, XGradCAM, LayerCAM, "
+                                         "element-wise, Eigen(Grad)CAM, ScoreCAM, AblationCAM, FullGrad, guided "
+                                         "backpropagation on a hand-built CNN; hooks removed"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
 # with compiled or torchvision-bound requirements: nngeometry, torchattacks, kornia, skorch, delve); a case
 # whose module is missing is skipped with the reason, not failed
 # (also outside the test extra: torchopt and pytorch-metric-learning, compiled requirements; gpytorch, which
-# pulls scikit-learn; lucent, which needs kornia and IPython; pytorch_memlab, which needs pandas)
+# pulls scikit-learn; lucent, which needs kornia and IPython; pytorch_memlab, which needs pandas; grad-cam,
+# which needs OpenCV and scikit-learn)
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
     "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "torchview": ["torchview"], "captum": ["captum"], "captum_integrated": ["captum"],
@@ -175,6 +179,7 @@ REQUIRES = {
     "flows": ["normflows", "nflows"], "metric_learning": ["pytorch_metric_learning"],
     "lucent": ["lucent", "kornia", "decorator", "IPython"], "memlab": ["pytorch_memlab", "calmsize", "pandas"],
     "warmup": ["pytorch_warmup"], "asdl": ["asdl", "asdl.precondition"],  # (asdl comes in the asdfghjkl distribution)
+    "grad_cam": ["pytorch_grad_cam", "cv2", "ttach", "sklearn"],
 }
 
 
