@@ -146,6 +146,8 @@ CASES = {
     "grad_cam": ("grad_cam_case.py", [], "pytorch-grad-cam GradCAM, HiResCAM, GradCAM++, XGradCAM, LayerCAM, "
                                          "element-wise, Eigen(Grad)CAM, ScoreCAM, AblationCAM, FullGrad, guided "
                                          "backpropagation on a hand-built CNN; hooks removed"),
+    "layer_getter": ("layer_getter_case.py", [], "torch-intermediate-layer-getter forward hooks on nested and "
+                                                 "reused submodules with gradients; unfoldNd unfold/fold 1d-3d"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -180,6 +182,7 @@ REQUIRES = {
     "lucent": ["lucent", "kornia", "decorator", "IPython"], "memlab": ["pytorch_memlab", "calmsize", "pandas"],
     "warmup": ["pytorch_warmup"], "asdl": ["asdl", "asdl.precondition"],  # (asdl comes in the asdfghjkl distribution)
     "grad_cam": ["pytorch_grad_cam", "cv2", "ttach", "sklearn"],
+    "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
 }
 
 
