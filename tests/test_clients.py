@@ -148,6 +148,9 @@ CASES = {
                                          "backpropagation on a hand-built CNN; hooks removed"),
     "layer_getter": ("layer_getter_case.py", [], "torch-intermediate-layer-getter forward hooks on nested and "
                                                  "reused submodules with gradients; unfoldNd unfold/fold 1d-3d"),
+    "hook_managers": ("hook_managers_case.py", [], "TorchHook's HookManager (named, custom and transformed forward "
+                                                   "hooks, bounded storage, removal) and hookandlook's watcher "
+                                                   "(composed forward hooks, legacy backward hooks, statistics)"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -183,6 +186,7 @@ REQUIRES = {
     "warmup": ["pytorch_warmup"], "asdl": ["asdl", "asdl.precondition"],  # (asdl comes in the asdfghjkl distribution)
     "grad_cam": ["pytorch_grad_cam", "cv2", "ttach", "sklearn"],
     "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
+    "hook_managers": ["torchhook", "hookandlook", "pandas"],
 }
 
 
