@@ -151,6 +151,8 @@ CASES = {
     "hook_managers": ("hook_managers_case.py", [], "TorchHook's HookManager (named, custom and transformed forward "
                                                    "hooks, bounded storage, removal) and hookandlook's watcher "
                                                    "(composed forward hooks, legacy backward hooks, statistics)"),
+    "nnsight": ("nnsight_case.py", [], "nnsight traces of a plain torch model: saved outputs and inputs, outputs "
+                                       "written and replaced, activations patched across traces, gradients"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -158,7 +160,7 @@ CASES = {
 # whose module is missing is skipped with the reason, not failed
 # (also outside the test extra: torchopt and pytorch-metric-learning, compiled requirements; gpytorch, which
 # pulls scikit-learn; lucent, which needs kornia and IPython; pytorch_memlab, which needs pandas; grad-cam,
-# which needs OpenCV and scikit-learn)
+# which needs OpenCV and scikit-learn; nnsight, which pulls transformers)
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
     "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "torchview": ["torchview"], "captum": ["captum"], "captum_integrated": ["captum"],
@@ -187,6 +189,7 @@ REQUIRES = {
     "grad_cam": ["pytorch_grad_cam", "cv2", "ttach", "sklearn"],
     "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
+    "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
 }
 
 
