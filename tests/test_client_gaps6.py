@@ -25,9 +25,9 @@ class _Net:
         return Net()
 
 
-def _graph_rows(graph, names=True):
-    return [(n.op, n.name if names else None, n.target if isinstance(n.target, str) else n.target.__name__,
-             [str(a) for a in n.args] if names else len(n.args)) for n in graph.nodes]
+def _graph_rows(graph):
+    return [(n.op, n.name, n.target if isinstance(n.target, str) else n.target.__name__,
+             [str(a) for a in n.args]) for n in graph.nodes]
 
 
 @differential
@@ -60,6 +60,24 @@ def test_fx_insert_points_and_node_moves(T):
 
 
 @differential
+def test_fx_node_names(T):
+    """Nodes are named as torch names them: a callable's __name__ with its leading underscores, a dunder
+    method without its underscores, camelCase as snake_case, dots as underscores, repeats numbered."""
+    import operator
+    graph = T.fx.Graph()
+    x = graph.placeholder("x")
+    graph.call_function(T._assert, (True, "kept"))
+    graph.call_method("__add__", (x, 1))
+    graph.call_module("layer1.Conv", (x,))
+    graph.call_function(operator.add, (x, x))
+    graph.call_function(T.relu, (x,))
+    graph.get_attr("someWeight")
+    graph.call_method("sum", (x,))
+    graph.call_method("sum", (x,))
+    return [node.name for node in graph.nodes]
+
+
+@differential
 def test_fx_dead_code_elimination(T):
     """eliminate_dead_code erases unused module calls, functions and methods, keeps placeholders,
     setitem, asserts, random draws and modules marked _is_impure; a predicate replaces the rule."""
@@ -77,15 +95,14 @@ def test_fx_dead_code_elimination(T):
         graph.call_function(T._assert, (True, "kept"))
         graph.placeholder("unused")
     output.args = (nodes["tanh"],)
-    # (node names left out: hookgrad names a call of T._assert "assert", torch "_assert")
-    rows = [_graph_rows(graph, names=False)]
+    rows = [_graph_rows(graph)]
     changed = graph.eliminate_dead_code()
-    rows.append((changed, _graph_rows(graph, names=False), graph.eliminate_dead_code()))
+    rows.append((changed, _graph_rows(graph), graph.eliminate_dead_code()))
     traced.head._is_impure = True
     with graph.inserting_before(output):
         graph.call_module("head", (nodes["tanh"],))
     rows.append((graph.eliminate_dead_code(), [n.op for n in graph.nodes]))
-    rows.append((graph.eliminate_dead_code(lambda n: n.op != "call_function"), _graph_rows(graph, names=False)))
+    rows.append((graph.eliminate_dead_code(lambda n: n.op != "call_function"), _graph_rows(graph)))
     traced.recompile()
     return rows, [n.op for n in graph.nodes], T.fx.node.Node.is_impure(nodes["x"])
 

@@ -72,11 +72,15 @@ class Graph:
 
     @staticmethod
     def _name_for(op: str, target) -> str:
-        if op in ("call_module", "get_attr") and isinstance(target, str):
-            return target.replace(".", "_")
-        if isinstance(target, str):
-            return target
-        return getattr(target, "__name__", "fn").lstrip("_") or "fn"
+        # torch's rule: a callable's __name__ or the string target ("__add__" as "add"), camelCase to
+        # snake_case; dots and other characters a name cannot hold become "_" in _unique_name
+        if callable(target) and not isinstance(target, str):
+            text = getattr(target, "__name__", "fn")
+        else:
+            text = str(target)
+            if text.startswith("__") and text.endswith("__"):
+                text = text[2:-2]
+        return re.sub(r"(?<=[a-z])([A-Z])", r"_\1", text).lower()
 
     def create_node(self, op: str, target, args=None, kwargs=None, name: str | None = None, type_expr=None) -> Node:
         name = self._unique_name(name if name is not None else self._name_for(op, target))
