@@ -185,7 +185,6 @@ SUBMODULE_REASONS = {
     "torch._refs": "Python references of ATen ops for torch's compilers",
     "torch._decomp": "decomposition tables for torch's compilers",
     "torch._subclasses": "fake and functional tensor subclasses for torch's compilers",
-    "torch._functorch": "the internals of torch.func's C++ transforms (hookgrad.func implements them in Python)",
     "torch._C._functorch": "the C++ bindings behind torch.func",
     "torch._jit_internal": "TorchScript's compiler internals",
     "torch.fx.experimental": "symbolic-shape and graph-rewriting internals of torch's compilers",

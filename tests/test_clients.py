@@ -117,11 +117,50 @@ CASES = {
                                      "history, validation split, saved parameters; a scikit-learn grid search"),
     "delve": ("delve_case.py", [], "Delve layer saturation: covariances of Linear/Conv2d outputs from forward hooks "
                                    "over training; saturation, intrinsic dimension, trace, determinant in its CSV"),
+    "surgeon": ("surgeon_case.py", [], "surgeon-pytorch Inspect (forward hooks removed after each call) and Extract "
+                                       "(torch.fx graphs re-wired at insert points, dead code eliminated), gradients"),
+    "torchopt": ("torchopt_case.py", [], "TorchOpt functional optimizers over functorch.make_functional params, chains, "
+                                         "schedules, MetaSGD/MetaAdam inner loops differentiated to a meta-parameter, "
+                                         "state extract/recover, FuncOptimizer, implicit differentiation (custom_root)"),
+    "higher": ("higher_case.py", [], "higher's monkeypatched functional models and differentiable SGD/Adam inner loops "
+                                     "(batch norm, a GRU), meta-gradients to an input scale and the initial weights"),
+    "pyro": ("pyro_case.py", [], "Pyro SVI (Trace_ELBO, TraceMeanField_ELBO, TraceEnum_ELBO) with AutoNormal, "
+                                 "AutoDiagonalNormal and a hand-written guide, Predictive, poutine traces, "
+                                 "subsampled plates, a Gaussian-process regression"),
+    "gpytorch": ("gpytorch_case.py", [], "GPyTorch exact GPs (RBF, Matern, periodic kernels) trained on the marginal "
+                                         "likelihood, predictive variances, a multitask GP, a variational GP, "
+                                         "linear-operator solves and log-determinants"),
+    "flows": ("flows_case.py", [], "normflows (affine coupling, ActNorm, spline, planar and radial flows) and nflows "
+                                   "(MAF, rational-quadratic spline couplings): KL training, sampling, log-densities"),
+    "metric_learning": ("metric_learning_case.py", [], "pytorch-metric-learning pair, triplet, proxy and classification "
+                                                       "losses with gradients, miners, distances, reducers, a "
+                                                       "cross-batch memory in a training step"),
+    "lucent": ("lucent_case.py", [], "Lucent render_vis through hooks on every layer: pixel, FFT and CPPN images "
+                                     "optimised for channel, neuron, direction and diversity objectives"),
+    "memlab": ("memlab_case.py", [], "pytorch_memlab MemReporter: the garbage collector's tensors named after "
+                                     "parameters, gradients and optimizer state, sizes and storage sharing"),
+    "warmup": ("warmup_case.py", [], "pytorch-warmup linear, exponential, untuned and RAdam warmup dampening "
+                                     "torch.optim.lr_scheduler schedules per parameter group; state dicts"),
+    "asdl": ("asdl_case.py", [], "ASDL K-FAC/EK-FAC, full and diagonal natural gradient, Shampoo, PSGD, SENG "
+                                 "gradient makers (curvature from module hooks) training an MLP and a CNN; Fisher"),
+    "grad_cam": ("grad_cam_case.py", [], "pytorch-grad-cam GradCAM, HiResCAM, GradCAM++, XGradCAM, LayerCAM, "
+                                         "element-wise, Eigen(Grad)CAM, ScoreCAM, AblationCAM, FullGrad, guided "
+                                         "backpropagation on a hand-built CNN; hooks removed"),
+    "layer_getter": ("layer_getter_case.py", [], "torch-intermediate-layer-getter forward hooks on nested and "
+                                                 "reused submodules with gradients; unfoldNd unfold/fold 1d-3d"),
+    "hook_managers": ("hook_managers_case.py", [], "TorchHook's HookManager (named, custom and transformed forward "
+                                                   "hooks, bounded storage, removal) and hookandlook's watcher "
+                                                   "(composed forward hooks, legacy backward hooks, statistics)"),
+    "nnsight": ("nnsight_case.py", [], "nnsight traces of a plain torch model: saved outputs and inputs, outputs "
+                                       "written and replaced, activations patched across traces, gradients"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
 # with compiled or torchvision-bound requirements: nngeometry, torchattacks, kornia, skorch, delve); a case
 # whose module is missing is skipped with the reason, not failed
+# (also outside the test extra: torchopt and pytorch-metric-learning, compiled requirements; gpytorch, which
+# pulls scikit-learn; lucent, which needs kornia and IPython; pytorch_memlab, which needs pandas; grad-cam,
+# which needs OpenCV and scikit-learn; nnsight, which pulls transformers)
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
     "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "torchview": ["torchview"], "captum": ["captum"], "captum_integrated": ["captum"],
@@ -142,6 +181,15 @@ REQUIRES = {
     "torchjd": ["torchjd"], "geoopt": ["geoopt"], "torchsde": ["torchsde", "trampoline"],
     "kornia": ["kornia", "kornia_rs"], "ignite": ["ignite"],
     "skorch": ["skorch", "sklearn"], "delve": ["delve", "pandas", "tensorboardX"],
+    "surgeon": ["surgeon_pytorch"], "torchopt": ["torchopt", "optree"], "higher": ["higher"],
+    "pyro": ["pyro", "pyroapi", "opt_einsum"], "gpytorch": ["gpytorch", "linear_operator"],
+    "flows": ["normflows", "nflows"], "metric_learning": ["pytorch_metric_learning"],
+    "lucent": ["lucent", "kornia", "decorator", "IPython"], "memlab": ["pytorch_memlab", "calmsize", "pandas"],
+    "warmup": ["pytorch_warmup"], "asdl": ["asdl", "asdl.precondition"],  # (asdl comes in the asdfghjkl distribution)
+    "grad_cam": ["pytorch_grad_cam", "cv2", "ttach", "sklearn"],
+    "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
+    "hook_managers": ["torchhook", "hookandlook", "pandas"],
+    "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
 }
 
 

@@ -168,11 +168,12 @@ def test_run_module_flag(tmp_path):
     pkg = tmp_path / "mypkg"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "train.py").write_text("import sys, torch\nprint(torch.__name__, sys.argv[1:])\n")
+    (pkg / "train.py").write_text("import sys, torch\nprint(torch.__name__, torch is sys.modules['hookgrad'], "
+                                  "sys.argv[1:])\n")
     proc = subprocess.run([sys.executable, "-m", "hookgrad", "run", "-m", "mypkg.train", "a"], cwd=tmp_path,
                           env=_env(), capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "hookgrad ['a']"
+    assert proc.stdout.strip() == "torch True ['a']"
 
 
 def test_in_process_run_restores_torch(tmp_path):

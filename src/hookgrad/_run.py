@@ -62,7 +62,8 @@ def _guard_attributes(module: types.ModuleType) -> None:
     if namespace.get("__hookgrad_run_guard__"):
         return
     original = namespace.get("__getattr__")
-    prefix = _torch_name(module.__name__)
+    own_name = module.__name__  # (the root module answers to torch's name while the aliases last)
+    prefix = _torch_name(own_name)
 
     def __getattr__(name):
         if original is not None:
@@ -72,13 +73,13 @@ def _guard_attributes(module: types.ModuleType) -> None:
                 pass
             except ModuleNotFoundError as exc:
                 # a lazily imported submodule that is not there: still a missing attribute
-                if exc.name != f"{module.__name__}.{name}":
+                if exc.name not in (f"{own_name}.{name}", f"{prefix}.{name}"):
                     raise
             else:
                 if isinstance(value, types.ModuleType) and value.__name__.startswith(_OURS + "."):
                     _alias(value)
                 elif _identities is not None and isinstance(value, type):
-                    _identities.attribute_loaded(module.__name__, name, value)
+                    _identities.attribute_loaded(own_name, name, value)
                 return value
         renamed = _identities.lookup(prefix, name) if _identities is not None else None
         if renamed is not None:  # a class torch defines here and hookgrad elsewhere (torch._C.Generator)
@@ -237,9 +238,14 @@ class torch_aliases:
             _identities = TorchIdentities()
             _identities.apply_loaded()
         _alias_loaded()
+        # ``torch.__name__`` is "torch" (pyro's patches check it before walking torch's attributes)
+        root = sys.modules[_OURS]
+        self._root_name = root.__name__
+        root.__name__ = _TORCH
         return self
 
     def __exit__(self, *exc):
+        sys.modules[_OURS].__name__ = self._root_name
         if self._finder in sys.meta_path:
             sys.meta_path.remove(self._finder)
         if self._metadata_finder in sys.meta_path:

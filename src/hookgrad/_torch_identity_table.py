@@ -169,6 +169,9 @@ CLASSES = {
         'device': ('torch.cuda', 'device'),
         'device_of': ('torch.cuda', 'device_of'),
     },
+    'hookgrad.distributed.autograd': {
+        'context': ('torch.distributed.autograd', 'context'),
+    },
     'hookgrad.distributed.distributed_c10d': {
         'Backend': ('torch.distributed.distributed_c10d', 'Backend'),
         'GroupMember': ('torch.distributed.distributed_c10d', 'GroupMember'),
@@ -177,6 +180,10 @@ CLASSES = {
         'ReduceOp': ('torch.distributed.distributed_c10d', 'ReduceOp'),
         'Work': ('torch.distributed.distributed_c10d', 'Work'),
         'group': ('torch.distributed.distributed_c10d', 'group'),
+    },
+    'hookgrad.distributed.elastic.multiprocessing.errors': {
+        'ChildFailedError': ('torch.distributed.elastic.multiprocessing.errors', 'ChildFailedError'),
+        'ProcessFailure': ('torch.distributed.elastic.multiprocessing.errors', 'ProcessFailure'),
     },
     'hookgrad.distributed.fsdp': {
         'FSDPModule': ('torch.distributed.fsdp', 'FSDPModule'),
@@ -389,6 +396,7 @@ CLASSES = {
     'hookgrad.fx.graph': {
         'Graph': ('torch.fx.graph', 'Graph'),
         'PythonCode': ('torch.fx.graph', 'PythonCode'),
+        '_InsertPoint': ('torch.fx.graph', '_InsertPoint'),
     },
     'hookgrad.fx.graph_module': {
         'GraphModule': ('torch.fx.graph_module', 'GraphModule'),
@@ -1943,6 +1951,12 @@ FUNCTIONS = {
         'fp16_compress_hook': ('torch.distributed.algorithms.ddp_comm_hooks.default_hooks', 'fp16_compress_hook'),
         'fp16_compress_wrapper': ('torch.distributed.algorithms.ddp_comm_hooks.default_hooks', 'fp16_compress_wrapper'),
     },
+    'hookgrad.distributed.autograd': {
+        'is_available': ('torch.distributed.autograd', 'is_available'),
+    },
+    'hookgrad.distributed.elastic.multiprocessing.errors': {
+        'record': ('torch.distributed.elastic.multiprocessing.errors', 'record'),
+    },
     'hookgrad.distributed.fsdp': {
         'fully_shard': ('torch.distributed.fsdp', 'fully_shard'),
     },
@@ -2038,6 +2052,7 @@ FUNCTIONS = {
         'make_fx': ('torch.fx.experimental.proxy_tensor', 'make_fx'),
     },
     'hookgrad.fx.node': {
+        'has_side_effect': ('torch.fx.node', 'has_side_effect'),
         'map_aggregate': ('torch.fx.node', 'map_aggregate'),
     },
     'hookgrad.hub': {
@@ -2623,6 +2638,7 @@ EAGER_ANNOTATIONS = frozenset({
     'torch.distributed',
     'torch.distributed.algorithms.ddp_comm_hooks.default_hooks',
     'torch.distributed.distributed_c10d',
+    'torch.distributed.elastic.multiprocessing.errors',
     'torch.distributed.fsdp',
     'torch.distributed.nn.functional',
     'torch.distributed.rpc',

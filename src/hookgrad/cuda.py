@@ -177,7 +177,25 @@ class nvtx:
     def _missing(*args, **kwargs):
         raise RuntimeError("NVTX functions not installed. Are you sure you have a CUDA build?")
 
-    range_push = range_pop = range_start = range_end = mark = range = _missing
+    range_push = range_pop = mark = _missing
+
+    @staticmethod
+    def range_start(msg):
+        raise AttributeError("'_NVTXStub' object has no attribute 'rangeStartA'")
+
+    @staticmethod
+    def range_end(range_id):
+        raise AttributeError("'_NVTXStub' object has no attribute 'rangeEnd'")
+
+    @staticmethod
+    @contextlib.contextmanager
+    def range(msg, *args, **kwargs):
+        # made without error (libraries decorate functions with it at import); entered, it fails as the push does
+        nvtx.range_push(msg.format(*args, **kwargs))
+        try:
+            yield
+        finally:
+            nvtx.range_pop()
 
 
 from .amp import _cuda_amp as amp  # noqa: E402 - torch.cuda.amp's deprecated autocast and GradScaler

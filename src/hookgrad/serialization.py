@@ -1297,3 +1297,33 @@ def check_module_version_greater_or_equal(module, req_version_tuple, error_if_ma
             raise RuntimeError(message) from exc
         _warnings.warn(message + ", but continuing assuming that requirement is met", stacklevel=2)
         return True
+
+
+# torch.serialization's module constants and type aliases, which libraries import for annotations
+# (pyro's ParamStore.load takes a ``MAP_LOCATION``) and for reading torch's legacy format's sizes
+LONG_SIZE = struct.Struct("=l").size
+INT_SIZE = struct.Struct("=i").size
+SHORT_SIZE = struct.Struct("=h").size
+MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
+PROTOCOL_VERSION = 1001
+STORAGE_KEY_SEPARATOR = ","
+IS_WINDOWS = os.name == "nt"
+UNSAFE_MESSAGE = _LOAD_DEFAULT_CHANGE
+try:
+    from mmap import MAP_PRIVATE, MAP_SHARED
+except ImportError:  # no such flags on Windows
+    MAP_SHARED = MAP_PRIVATE = None
+
+
+def _type_aliases():
+    import typing
+
+    from . import _legacy, types
+    from ._device import device
+    storage = typing.Union[types.Storage, _legacy.TypedStorage, _legacy.UntypedStorage]
+    map_location = typing.Optional[typing.Union[typing.Callable[[types.Storage, str], types.Storage], device, str,
+                                                dict]]
+    return storage, map_location, types.FileLike
+
+
+STORAGE, MAP_LOCATION, FileLike = _type_aliases()

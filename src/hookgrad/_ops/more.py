@@ -1246,13 +1246,31 @@ def map_(self, other, callable):
     return views.apply_inplace(self, lambda t: wrap(values))
 
 
+def _resize_view(self, shape_, n):
+    """A view resized as torch does: contiguous strides over its storage from its offset, reading the
+    storage in memory order (a non-contiguous view sees its elements reordered); the storage is shared
+    with the base, which sees writes through the resized view."""
+    from .._legacy import _address, _root_array
+    data = self._ndarray
+    if tuple(data.shape) == shape_:  # the same size: strides kept, nothing moves
+        return self
+    root = _root_array(data)
+    offset = (_address(data) - _address(root)) // data.itemsize if data.size else 0
+    if root.dtype != data.dtype or not root.flags.c_contiguous or offset + n > root.size:
+        # (torch would grow the shared storage: the base's NumPy array cannot grow under it)
+        raise RuntimeError("hookgrad resizes a view only within its storage (same dtype, no growth)")
+    self._ndarray = root.reshape(-1)[offset:offset + n].reshape(shape_)
+    self._version_counter[0] += 1
+    return self
+
+
 def _resize(self, shape_):
     if self._requires_grad and not GRAD.inference:  # inference_mode switches autograd's check off, as in torch
         raise RuntimeError("cannot resize variables that require grad")
-    if self._base is not None:
-        raise RuntimeError("hookgrad resizes only tensors that are not views")
     shape_ = tuple(int(s) for s in shape_)
     n = int(np.prod(shape_)) if shape_ else 1
+    if self._base is not None:
+        return _resize_view(self, shape_, n)
     flat = self._ndarray.reshape(-1)
     data = np.zeros(n, dtype=flat.dtype)
     data[:builtins.min(n, flat.size)] = flat[:n]

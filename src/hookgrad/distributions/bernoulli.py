@@ -12,6 +12,7 @@ __all__ = ["Bernoulli"]
 
 
 class Bernoulli(_GivenProbsOrLogits, ExponentialFamily):
+    """Bernoulli distribution: 1 with probability ``probs`` (or ``sigmoid(logits)``), else 0."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True

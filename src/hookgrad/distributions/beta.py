@@ -13,6 +13,7 @@ __all__ = ["Beta"]
 
 
 class Beta(ExponentialFamily):
+    """Beta distribution on (0, 1) with concentrations ``concentration1`` (alpha) and ``concentration0`` (beta)."""
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True

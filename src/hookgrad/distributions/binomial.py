@@ -16,6 +16,7 @@ def _positive_part(x):
 
 
 class Binomial(_GivenProbsOrLogits, Distribution):
+    """Number of successes in ``total_count`` Bernoulli trials of probability ``probs`` (or ``logits``)."""
     arg_constraints = {"total_count": constraints.nonnegative_integer, "probs": constraints.unit_interval,
                        "logits": constraints.real}
     has_enumerate_support = True

@@ -11,6 +11,7 @@ __all__ = ["Cauchy"]
 
 
 class Cauchy(_LocScaleParameters, Distribution):
+    """Cauchy (Lorentz) distribution with location ``loc`` and half-width ``scale``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True

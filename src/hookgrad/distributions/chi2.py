@@ -8,6 +8,7 @@ __all__ = ["Chi2"]
 
 
 class Chi2(Gamma):
+    """Chi-squared distribution with ``df`` degrees of freedom (a Gamma with shape df/2 and rate 1/2)."""
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df, validate_args=None):

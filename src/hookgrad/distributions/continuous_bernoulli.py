@@ -19,6 +19,7 @@ _where = hookgrad.where
 
 
 class ContinuousBernoulli(_GivenProbsOrLogits, ExponentialFamily):
+    """Continuous Bernoulli distribution on [0, 1], parameterised by ``probs`` or ``logits``."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     _mean_carrier_measure = 0

@@ -10,6 +10,7 @@ __all__ = ["Exponential"]
 
 
 class Exponential(ExponentialFamily):
+    """Exponential distribution with ``rate`` (mean 1/rate)."""
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

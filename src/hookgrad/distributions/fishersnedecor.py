@@ -14,6 +14,7 @@ __all__ = ["FisherSnedecor"]
 
 
 class FisherSnedecor(Distribution):
+    """Fisher-Snedecor (F) distribution with degrees of freedom ``df1`` and ``df2``."""
     arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
     support = constraints.positive
     has_rsample = True

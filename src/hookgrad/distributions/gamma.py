@@ -11,6 +11,7 @@ __all__ = ["Gamma"]
 
 
 class Gamma(ExponentialFamily):
+    """Gamma distribution with shape ``concentration`` and ``rate``."""
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

@@ -11,6 +11,7 @@ __all__ = ["Geometric"]
 
 
 class Geometric(Distribution):
+    """Number of failures before the first success in Bernoulli trials of probability ``probs``."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.nonnegative_integer
 

@@ -15,6 +15,7 @@ __all__ = ["Gumbel"]
 
 
 class Gumbel(TransformedDistribution):
+    """Gumbel (type-I extreme value) distribution with location ``loc`` and ``scale``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
 

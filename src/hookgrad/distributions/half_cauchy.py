@@ -11,6 +11,7 @@ __all__ = ["HalfCauchy"]
 
 
 class HalfCauchy(_HalfDistribution):
+    """Absolute value of a Cauchy variable centred at zero with the given ``scale``."""
     _symmetric_family = Cauchy
 
     @property

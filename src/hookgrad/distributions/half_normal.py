@@ -10,6 +10,7 @@ __all__ = ["HalfNormal"]
 
 
 class HalfNormal(_HalfDistribution):
+    """Absolute value of a Normal variable with mean zero and the given ``scale``."""
     _symmetric_family = Normal
 
     @property

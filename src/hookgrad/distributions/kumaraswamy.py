@@ -21,6 +21,7 @@ def _raw_moment(a, b, n):
 
 
 class Kumaraswamy(TransformedDistribution):
+    """Kumaraswamy distribution on (0, 1) with shapes ``concentration1`` and ``concentration0``."""
     arg_constraints = {"concentration1": constraints.positive, "concentration0": constraints.positive}
     support = constraints.unit_interval
     has_rsample = True

@@ -9,6 +9,7 @@ __all__ = ["Laplace"]
 
 
 class Laplace(_CentredAtLoc, _LocScaleParameters, Distribution):
+    """Laplace (double exponential) distribution with location ``loc`` and ``scale``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True

@@ -13,6 +13,7 @@ __all__ = ["LKJCholesky"]
 
 
 class LKJCholesky(Distribution):
+    """LKJ distribution over Cholesky factors of correlation matrices of size ``dim``, with ``concentration``."""
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.corr_cholesky
 

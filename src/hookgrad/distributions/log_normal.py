@@ -11,6 +11,7 @@ __all__ = ["LogNormal"]
 
 
 class LogNormal(TransformedDistribution):
+    """Distribution of exp(X) for X Normal with mean ``loc`` and standard deviation ``scale``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.positive
     has_rsample = True

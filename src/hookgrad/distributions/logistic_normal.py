@@ -10,6 +10,7 @@ __all__ = ["LogisticNormal"]
 
 
 class LogisticNormal(TransformedDistribution):
+    """Distribution on the simplex of the stick-breaking image of a Normal(``loc``, ``scale``) vector."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.simplex
     has_rsample = True

@@ -33,6 +33,7 @@ def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):
 
 
 class LowRankMultivariateNormal(_CentredAtLoc, Distribution):
+    """Multivariate normal whose covariance is ``cov_factor @ cov_factor.T + diag(cov_diag)``."""
     arg_constraints = {"loc": constraints.real_vector, "cov_factor": constraints.independent(constraints.real, 2),
                        "cov_diag": constraints.independent(constraints.positive, 1)}
     support = constraints.real_vector

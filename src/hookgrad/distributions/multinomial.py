@@ -14,6 +14,7 @@ __all__ = ["Multinomial"]
 
 
 class Multinomial(_OnCategorical, Distribution):
+    """Counts of ``total_count`` draws over categories of probabilities ``probs`` (or ``logits``)."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):

@@ -60,6 +60,7 @@ class _FromScaleTril:
 
 
 class MultivariateNormal(_CentredAtLoc, _FromScaleTril, Distribution):
+    """Multivariate normal with mean ``loc`` and a covariance, precision or scale_tril matrix."""
     arg_constraints = {"loc": constraints.real_vector, "covariance_matrix": constraints.positive_definite,
                        "precision_matrix": constraints.positive_definite, "scale_tril": constraints.lower_cholesky}
     support = constraints.real_vector

@@ -13,6 +13,7 @@ __all__ = ["NegativeBinomial"]
 
 
 class NegativeBinomial(_GivenProbsOrLogits, Distribution):
+    """Number of successes before ``total_count`` failures, each trial succeeding with ``probs``."""
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
                        "probs": constraints.half_open_interval(0.0, 1.0), "logits": constraints.real}
     support = constraints.nonnegative_integer

@@ -13,6 +13,7 @@ __all__ = ["Normal"]
 
 
 class Normal(_CentredAtLoc, _LocScaleParameters, ExponentialFamily):
+    """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True

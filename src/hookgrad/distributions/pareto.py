@@ -14,6 +14,7 @@ __all__ = ["Pareto"]
 
 
 class Pareto(TransformedDistribution):
+    """Pareto type-I distribution with minimum ``scale`` and tail index ``alpha``."""
     arg_constraints = {"alpha": constraints.positive, "scale": constraints.positive}
 
     def __init__(self, scale, alpha, validate_args=None):

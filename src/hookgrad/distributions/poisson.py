@@ -11,6 +11,7 @@ __all__ = ["Poisson"]
 
 
 class Poisson(ExponentialFamily):
+    """Poisson distribution with the given ``rate``."""
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 

@@ -55,6 +55,7 @@ class _RelaxedByTransform:
 
 
 class RelaxedBernoulli(_RelaxedByTransform, TransformedDistribution):
+    """Relaxed (concrete) Bernoulli on (0, 1) at temperature ``temperature``: reparameterisable."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True

@@ -49,6 +49,7 @@ class ExpRelaxedCategorical(_OnCategorical, Distribution):
 
 
 class RelaxedOneHotCategorical(_RelaxedByTransform, TransformedDistribution):
+    """Relaxed one-hot categorical (Gumbel-softmax) on the simplex at temperature ``temperature``."""
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.simplex
     has_rsample = True

@@ -14,6 +14,7 @@ __all__ = ["StudentT"]
 
 
 class StudentT(Distribution):
+    """Student's t distribution with ``df`` degrees of freedom, location ``loc`` and ``scale``."""
     arg_constraints = {"df": constraints.positive, "loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True

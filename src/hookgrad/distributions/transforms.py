@@ -389,6 +389,7 @@ class _IncreasingBijectionOfReals(_ParameterFreeTransform):
 
 
 class ExpTransform(_IncreasingBijectionOfReals):
+    """The transform y = exp(x)."""
     codomain = constraints.positive
 
     def _call(self, x):
@@ -449,6 +450,7 @@ def _clipped_sigmoid(x):
 
 
 class SigmoidTransform(_IncreasingBijectionOfReals):
+    """The transform y = 1 / (1 + exp(-x))."""
     codomain = constraints.unit_interval
 
     def _call(self, x):
@@ -464,6 +466,7 @@ class SigmoidTransform(_IncreasingBijectionOfReals):
 
 
 class SoftplusTransform(_IncreasingBijectionOfReals):
+    """The transform y = log(1 + exp(x)); its inverse is log(exp(y) - 1)."""
     codomain = constraints.positive
 
     def _call(self, x):
@@ -477,6 +480,7 @@ class SoftplusTransform(_IncreasingBijectionOfReals):
 
 
 class TanhTransform(_IncreasingBijectionOfReals):
+    """The transform y = tanh(x), computed stably in both directions."""
     codomain = constraints.interval(-1.0, 1.0)
 
     def _call(self, x):
@@ -491,6 +495,7 @@ class TanhTransform(_IncreasingBijectionOfReals):
 
 
 class AbsTransform(_ParameterFreeTransform):
+    """The transform y = |x| (not bijective: it has no log-determinant)."""
     domain = constraints.real
     codomain = constraints.positive
 

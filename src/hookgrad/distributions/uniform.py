@@ -10,6 +10,7 @@ __all__ = ["Uniform"]
 
 
 class Uniform(Distribution):
+    """Uniform distribution on the half-open interval [``low``, ``high``)."""
     has_rsample = True
 
     def __init__(self, low, high, validate_args=None):

@@ -56,6 +56,7 @@ def _rejection_sample(loc, concentration, proposal_r, x):
 
 
 class VonMises(_CentredAtLoc, Distribution):
+    """Von Mises (circular normal) distribution with mean angle ``loc`` and ``concentration``."""
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
     support = constraints.real
     has_rsample = False

@@ -12,6 +12,7 @@ __all__ = ["Weibull"]
 
 
 class Weibull(TransformedDistribution):
+    """Weibull distribution with ``scale`` and shape ``concentration``."""
     arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
     support = constraints.positive
 

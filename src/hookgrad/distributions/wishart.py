@@ -31,6 +31,7 @@ def _clamp_above_eps(x):
 
 
 class Wishart(_FromScaleTril, ExponentialFamily):
+    """Wishart distribution over positive-definite matrices with degrees of freedom ``df``."""
     support = constraints.positive_definite
     has_rsample = True
     _mean_carrier_measure = 0

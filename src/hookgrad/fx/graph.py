@@ -26,11 +26,27 @@ class PythonCode:
         self.globals = globals_
 
 
+class _InsertPoint:
+    """Where ``create_node`` puts new nodes while a ``with graph.inserting_before/after(...)`` block runs
+    (or from then on, used without ``with``); leaving the block restores the previous place."""
+
+    def __init__(self, graph: "Graph", insert) -> None:
+        self.graph = graph
+        self.previous, graph._insert = graph._insert, insert
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info) -> None:
+        self.graph._insert = self.previous
+
+
 class Graph:
     """Nodes in execution order; ``create_node`` and the helpers add them, ``python_code`` compiles them."""
 
     def __init__(self, owning_module=None, tracer_cls=None, tracer_extras=None):
         self._nodes: list[Node] = []
+        self._insert = self._nodes.append  # the insert point: by default the end of the graph
         self._used_names: dict[str, int] = {}
         self.owning_module = owning_module
         self._tracer = None
@@ -56,17 +72,37 @@ class Graph:
 
     @staticmethod
     def _name_for(op: str, target) -> str:
-        if op in ("call_module", "get_attr") and isinstance(target, str):
-            return target.replace(".", "_")
-        if isinstance(target, str):
-            return target
-        return getattr(target, "__name__", "fn").lstrip("_") or "fn"
+        # torch's rule: a callable's __name__ or the string target ("__add__" as "add"), camelCase to
+        # snake_case; dots and other characters a name cannot hold become "_" in _unique_name
+        if callable(target) and not isinstance(target, str):
+            text = getattr(target, "__name__", "fn")
+        else:
+            text = str(target)
+            if text.startswith("__") and text.endswith("__"):
+                text = text[2:-2]
+        return re.sub(r"(?<=[a-z])([A-Z])", r"_\1", text).lower()
 
     def create_node(self, op: str, target, args=None, kwargs=None, name: str | None = None, type_expr=None) -> Node:
         name = self._unique_name(name if name is not None else self._name_for(op, target))
         node = Node(self, name, op, target, tuple(args or ()), dict(kwargs or {}), type_expr)
-        self._nodes.append(node)
+        self._insert(node)
         return node
+
+    def inserting_before(self, n: Node | None = None) -> _InsertPoint:
+        """New nodes go right before ``n`` (before every node when ``n`` is None)."""
+        if n is None:
+            return _InsertPoint(self, lambda node: self._nodes.insert(0, node))
+        if n.graph is not self:
+            raise AssertionError("Node to insert before is not in graph.")
+        return _InsertPoint(self, n.prepend)
+
+    def inserting_after(self, n: Node | None = None) -> _InsertPoint:
+        """New nodes go right after ``n`` (after every node when ``n`` is None), each after the last one added."""
+        if n is None:
+            return _InsertPoint(self, self._nodes.append)
+        if n.graph is not self:
+            raise AssertionError("Node to insert after is not in graph.")
+        return _InsertPoint(self, n.append)
 
     def placeholder(self, name: str, type_expr=None, default_value=None) -> Node:
         return self.create_node("placeholder", name, () if default_value is None else (default_value,), {},
@@ -116,10 +152,14 @@ class Graph:
                     raise RuntimeError(f"Argument '{used}' of Node '{node}' was used before it has been defined!")
             seen.add(node)
 
-    def eliminate_dead_code(self) -> bool:
+    def eliminate_dead_code(self, is_impure_node=None) -> bool:
+        """Erase the nodes nobody uses, last first, unless they have side effects (``Node.is_impure`` or
+        the given predicate): True when something was erased."""
+        self.lint()
+        has_side_effect = is_impure_node if is_impure_node is not None else Node.is_impure
         changed = False
         for node in reversed(self._nodes):
-            if node.op not in ("placeholder", "output") and not node.users and node.op != "call_module":
+            if not node.users and not has_side_effect(node):
                 self.erase_node(node)
                 changed = True
         return changed

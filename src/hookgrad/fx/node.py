@@ -4,7 +4,7 @@ from __future__ import annotations
 import operator
 from typing import Any, Callable
 
-__all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target"]
+__all__ = ["Node", "map_arg", "map_aggregate", "Argument", "Target", "has_side_effect"]
 
 Argument = Any
 Target = Any
@@ -29,6 +29,28 @@ def map_aggregate(a, fn: Callable):
 def map_arg(a, fn: Callable):
     """Apply ``fn`` to every Node inside ``a``."""
     return map_aggregate(a, lambda x: fn(x) if isinstance(x, Node) else x)
+
+
+_RANDOM_FUNCTION_NAMES = ("rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like",
+                          "normal", "poisson", "bernoulli", "multinomial")
+_side_effectful_functions: set = {operator.setitem}
+
+
+def _has_side_effect_function(target) -> bool:
+    import hookgrad
+    # (looked up when asked: hookgrad is not fully imported when this module is)
+    known = set(_side_effectful_functions) | {hookgrad._assert, hookgrad._assert_async}
+    known.update(getattr(hookgrad, name) for name in _RANDOM_FUNCTION_NAMES)
+    try:
+        return target in known
+    except TypeError:  # an unhashable target
+        return False
+
+
+def has_side_effect(fn: Callable) -> Callable:
+    """Mark ``fn`` so that dead-code elimination keeps its call nodes; returns ``fn``."""
+    _side_effectful_functions.add(fn)
+    return fn
 
 
 def _qualified_name(fn) -> str:
@@ -117,6 +139,38 @@ class Node:
         nodes = self.graph._nodes
         i = nodes.index(self)
         return nodes[i - 1] if i > 0 else None
+
+    def prepend(self, x: "Node") -> None:
+        """Move ``x`` (new or already in this graph) to right before this node."""
+        nodes = self.graph._nodes
+        if x is self:
+            return
+        if x in nodes:
+            nodes.remove(x)
+        nodes.insert(nodes.index(self), x)
+
+    def append(self, x: "Node") -> None:
+        """Move ``x`` to right after this node."""
+        nodes = self.graph._nodes
+        if x is self:
+            return
+        if x in nodes:
+            nodes.remove(x)
+        nodes.insert(nodes.index(self) + 1, x)
+
+    def is_impure(self, impure_random: bool = True) -> bool:
+        """Whether dead-code elimination must keep this node although nothing uses its value: placeholders,
+        the output, modules marked ``_is_impure``, asserts, ``operator.setitem`` and the random functions."""
+        if self.op in ("placeholder", "output"):
+            return True
+        if self.op == "call_module":
+            owner = self.graph.owning_module
+            if owner is None:
+                raise AssertionError("self.graph.owning_module not set for purity check")
+            return getattr(owner.get_submodule(self.target), "_is_impure", False)
+        if self.op == "call_function":
+            return _has_side_effect_function(self.target)
+        return False
 
     def replace_all_uses_with(self, replace_with: "Node") -> list:
         users = list(self.users)

@@ -121,7 +121,22 @@ class RNNBase(Module):
     # ---- parameters -------------------------------------------------------------------------
     @property
     def _flat_weights(self) -> list:
-        return [getattr(self, name, None) for name in self._flat_weights_names]
+        live = [getattr(self, name, None) for name in self._flat_weights_names]
+        assigned = self.__dict__.get("_assigned_flat_weights")
+        if assigned is not None:
+            weights, seen = assigned
+            # an assigned list is used while the weights it was assigned over are still in place (as torch
+            # uses it until it notices a replaced weight and rebuilds the list from the attributes)
+            if len(seen) == len(live) and all(a is b for a, b in zip(seen, live)):
+                return list(weights)
+            del self.__dict__["_assigned_flat_weights"]
+        return live
+
+    @_flat_weights.setter
+    def _flat_weights(self, weights) -> None:
+        # functional-model libraries (higher) assign the list before calling forward
+        live = [getattr(self, name, None) for name in self._flat_weights_names]
+        self.__dict__["_assigned_flat_weights"] = (list(weights), live)
 
     @property
     def all_weights(self) -> list:

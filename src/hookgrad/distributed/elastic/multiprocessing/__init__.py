@@ -1,0 +1,1 @@
+"""``torch.distributed.elastic.multiprocessing``: only its ``errors`` module (see there)."""
