@@ -116,6 +116,11 @@ def _build_parametrized(utils, T):
         def test_q(self, a, b):
             assert b == a + 1
 
+        # layouts and memory formats are not strings in torch: named by position
+        @utils.parametrize("layout", [T.strided, T.sparse_coo, T.sparse_bsc, T.channels_last])
+        def test_l(self, layout):
+            pass
+
     utils.instantiate_parametrized_tests(Suite)
     return Suite
 
@@ -1570,3 +1575,34 @@ def test_profiler_itt_is_reachable_and_not_built():
         with pytest.raises(RuntimeError, match="ITT functions not installed"):
             call()
     assert "profiler" in dir(hookgrad)
+
+
+@differential
+def test_autograd_debug_logging_names_each_node_as_it_runs(T):
+    import logging
+    import re
+
+    records = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(re.sub(r" object at 0x[0-9a-f]+", "", record.getMessage()))
+
+    logger = logging.getLogger("torch.autograd")
+    handler, level, propagate = Collect(), logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        a = T.rand(10, requires_grad=True)
+        b = a.mul(2).div(3).sum()
+        T.autograd.backward((b, b.clone()))
+        x = T.ones(2, 3, dtype=T.float64, requires_grad=True)
+        T.autograd.grad(x.exp().sum(), x)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    quiet = T.rand(2, requires_grad=True)
+    (quiet * 2).sum().backward()  # nothing logged once the logger is back at its level
+    return records

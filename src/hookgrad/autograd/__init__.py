@@ -187,8 +187,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if create_graph:
         warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
     if roots:
-        _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
-                       root_tensors=outputs, input_tensors=inputs, caller=sys._getframe(1))
+        stop_logging = graph.log_nodes_as_they_run(node for node, _ in roots)
+        try:
+            _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
+                           root_tensors=outputs, input_tensors=inputs, caller=sys._getframe(1))
+        finally:
+            if stop_logging is not None:
+                stop_logging()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -215,8 +220,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
     if roots:
-        captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False,
-                                  root_tensors=outs, input_tensors=ins, caller=sys._getframe(1))
+        stop_logging = graph.log_nodes_as_they_run(node for node, _ in roots)
+        try:
+            captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges,
+                                      accumulate=False, root_tensors=outs, input_tensors=ins,
+                                      caller=sys._getframe(1))
+        finally:
+            if stop_logging is not None:
+                stop_logging()
     else:
         captured = [None] * len(ins)
     for i, g in enumerate(captured):
