@@ -1606,3 +1606,83 @@ def test_autograd_debug_logging_names_each_node_as_it_runs(T):
     quiet = T.rand(2, requires_grad=True)
     (quiet * 2).sum().backward()  # nothing logged once the logger is back at its level
     return records
+
+
+@differential
+def test_grad_mode_decorated_generator_switches_only_while_it_runs(T):
+    log = []
+
+    class Recoverable(Exception):
+        pass
+
+    @T.no_grad()
+    def counter(n):
+        for i in range(n):
+            try:
+                log.append(("inside", T.is_grad_enabled()))
+                received = yield i
+                log.append(("received", received, T.is_grad_enabled()))
+            except Recoverable:
+                log.append(("thrown in", T.is_grad_enabled()))
+            except GeneratorExit:
+                log.append(("closing", T.is_grad_enabled()))
+                raise
+        return "done"
+
+    with T.enable_grad():
+        gen = counter(4)
+        log.append(("first", next(gen), T.is_grad_enabled()))
+        log.append(("sent", gen.send("x"), T.is_grad_enabled()))
+        log.append(("after throw", gen.throw(Recoverable()), T.is_grad_enabled()))
+        gen.close()
+        log.append(("closed", T.is_grad_enabled()))
+        finished = counter(1)
+        next(finished)
+        log.append(("return value", catch(lambda: finished.send(None))))
+
+    @T.enable_grad()
+    def grows():
+        yield T.is_grad_enabled()
+
+    with T.no_grad():
+        log.append(("enable_grad generator", [(v, T.is_grad_enabled()) for v in grows()]))
+    return log
+
+
+@differential
+def test_grad_mode_decorating_a_class_warns_and_builds_it_inside_the_mode(T):
+    import warnings
+    seen = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @T.no_grad()
+        class Built:
+            def __init__(self):
+                seen.append(("init", T.is_grad_enabled()))
+
+            def method(self):
+                seen.append(("method", T.is_grad_enabled()))
+
+    built = Built()
+    built.method()
+    return seen, [(w.category.__name__, "Decorating classes is deprecated" in str(w.message)) for w in caught]
+
+
+def test_device_type_test_without_a_device_parameter_gets_none():
+    received = []
+
+    class Generic(hg_utils.TestCase):
+        def test_plain(self):
+            received.append("plain")
+
+        @hg_device.dtypes(hookgrad.float64)
+        def test_typed(self, device, dtype):
+            received.append((device, dtype))
+
+    scope = {"Generic": Generic}
+    hg_device.instantiate_device_type_tests(Generic, scope)
+    suite = scope["GenericCPU"]
+    assert _run_case(suite, "test_plain_cpu") == (0, 0)
+    assert _run_case(suite, "test_typed_cpu_float64") == (0, 0)
+    assert received == ["plain", ("cpu", hookgrad.float64)]
