@@ -1686,3 +1686,65 @@ def test_device_type_test_without_a_device_parameter_gets_none():
     assert _run_case(suite, "test_plain_cpu") == (0, 0)
     assert _run_case(suite, "test_typed_cpu_float64") == (0, 0)
     assert received == ["plain", ("cpu", hookgrad.float64)]
+
+
+@differential
+def test_grad_with_batched_grad_outputs(T):
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = T.tensor([0.5, -1.0], requires_grad=True)
+    out = x * y
+    batched = T.arange(3.0).reshape(3, 1, 1).expand(3, 2, 2) + T.tensor([[0.0, 1.0], [2.0, 3.0]])
+    both = T.autograd.grad(out, (x, y), (batched,), is_grads_batched=True, retain_graph=True)
+    scalar = T.autograd.grad(out.sum(), (x,), (T.tensor([1.0, -2.0, 3.0]),), is_grads_batched=True)
+    wrong = catch(lambda: T.autograd.grad(out, (x,), (T.ones(2, 2),), is_grads_batched=True))
+    wrong_text = wrong.message.split(". If you")[0] if isinstance(wrong, Raised) else wrong
+    return both, scalar, wrong, wrong_text
+
+
+@differential
+def test_implicit_gradient_needs_a_real_floating_scalar(T):
+    a = T.zeros(1, requires_grad=True)
+    complex_out = a * 0.5j
+    records = [catch(complex_out.backward), catch(lambda: T.autograd.grad(complex_out, a))]
+    records += [m.message for m in records if isinstance(m, Raised)]
+    return records
+
+
+@differential
+def test_version_counter_resize_increment_and_unsafe_setting(T):
+    record = []
+    x = T.rand(1)
+    for shape in [(1, 2), (1, 2), (2, 1), (2,)]:
+        x.resize_(shape)
+        record.append(x._version)
+    x.resize_as_(T.rand(2))
+    record.append(x._version)
+    with T.inference_mode():
+        frozen = T.rand(3)
+    record.append(catch(T.autograd.graph.increment_version, frozen))
+    y = T.ones(2, requires_grad=True).clone()
+    view = y[:1]
+    y.add_(1)
+    y.add_(2)
+    with T.autograd._unsafe_preserve_version_counter(y):
+        y.mul_(2)
+        view.mul_(3)
+    record.append((y._version, view._version))
+    T._C._autograd._unsafe_set_version_counter((y,), (0,))
+    record.append((y._version, view._version))
+    record.append(catch(T._C._autograd._unsafe_set_version_counter, (y,), (-1,)))
+    record.append(catch(T.autograd._unsafe_preserve_version_counter, [y]))
+    z = T.ones(2, requires_grad=True).clone()
+    with T.autograd._unsafe_preserve_version_counter((y, z)):
+        y.mul_(2)
+        z.mul_(3)
+    record.append((y._version, z._version))
+    # a saved tensor changed inside the block passes the saved-version check afterwards
+    w = T.ones(2, requires_grad=True)
+    s = w * 1
+    out = (s * s).sum()
+    with T.autograd._unsafe_preserve_version_counter(s):
+        s.mul_(1)
+    out.backward()
+    record.append(w.grad)
+    return record

@@ -1250,6 +1250,8 @@ def _resize(self, shape_):
     if self._base is not None:
         raise RuntimeError("hookgrad resizes only tensors that are not views")
     shape_ = tuple(int(s) for s in shape_)
+    if shape_ == self._ndarray.shape:  # nothing changes: as in torch, the version stays
+        return self
     n = int(np.prod(shape_)) if shape_ else 1
     flat = self._ndarray.reshape(-1)
     data = np.zeros(n, dtype=flat.dtype)

@@ -207,3 +207,26 @@ class inference_mode(_GradModeSwitch):
 
     def _clone_args(self):
         return (self.enabled_flag,)
+
+
+class _unsafe_preserve_version_counter:
+    """Put the tensors' versions back, on exit, to what they were when this was made: in-place
+    changes inside the block go unseen by autograd's saved-tensor checks."""
+
+    def __init__(self, tensors):
+        from .._tensor import Tensor
+        self.tensors = (tensors,) if isinstance(tensors, Tensor) else tensors
+        if not isinstance(self.tensors, tuple):
+            raise AssertionError("Expected tensors to be a tuple")
+        self.prev_versions = tuple(t._version for t in self.tensors)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        from .._C._autograd import _unsafe_set_version_counter
+        _unsafe_set_version_counter(self.tensors, self.prev_versions)
+        return False
+
+    def __call__(self, fn):
+        return run_inside(fn, lambda: self)
