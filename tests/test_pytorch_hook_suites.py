@@ -1748,3 +1748,36 @@ def test_version_counter_resize_increment_and_unsafe_setting(T):
     out.backward()
     record.append(w.grad)
     return record
+
+
+@differential
+def test_node_call_counts_arguments_and_keep_graph_is_visible_to_backward(T):
+    import warnings
+    record = []
+    x = T.ones(1, requires_grad=True)
+    y = x ** 2
+    record += [catch(y.grad_fn, x.detach(), x.detach()), catch(y.grad_fn), y.grad_fn(x.detach())]
+    record += [r.message if isinstance(r, Raised) else None for r in record[:2]]
+    record.append(T._C._autograd._get_current_graph_task_keep_graph())
+    seen = []
+
+    class Probe(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(T._C._autograd._get_current_graph_task_keep_graph())
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                (saved,) = ctx.saved_variables
+            seen.append([(w.category.__name__, str(w.message)) for w in caught])
+            return g * saved
+
+    out = Probe.apply(x).sum()
+    out.backward(retain_graph=True)
+    out.backward()
+    record.append(seen)
+    return record

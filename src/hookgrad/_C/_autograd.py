@@ -32,3 +32,11 @@ def _unsafe_set_version_counter(tensors, versions) -> None:
         if version < 0:
             raise RuntimeError(f"Cannot set a version_counter to a value below 0: {version}")
         tensor._version_counter[0] = int(version)
+
+
+def _get_current_graph_task_keep_graph() -> bool:
+    """Whether the running backward pass keeps its graph (``retain_graph``); True outside a pass, as
+    torch answers there."""
+    from ..autograd.engine import current_task
+    task = current_task()
+    return True if task is None else bool(task.keep_graph)

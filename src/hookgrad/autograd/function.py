@@ -86,6 +86,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_variables(self):
+        import warnings
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
         return self.saved()
 
     def apply(self, grads):

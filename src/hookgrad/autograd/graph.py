@@ -202,7 +202,10 @@ class _NodeBase:
         return f"<{shown} object at {id(self):#x}>"
 
     def __call__(self, *grads):
-        """Run this node's backward directly on gradients (no hooks), as torch allows."""
+        """Run this node's backward directly on gradients (no hooks), as torch allows; one gradient per
+        output of the forward."""
+        if len(grads) != self._num_outputs:
+            raise TypeError(f"expected {self._num_outputs} arguments, got {len(grads)} instead")
         out = self.apply(list(grads))
         return out[0] if len(out) == 1 else out
 
