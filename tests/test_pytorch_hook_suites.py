@@ -1781,3 +1781,27 @@ def test_node_call_counts_arguments_and_keep_graph_is_visible_to_backward(T):
     out.backward()
     record.append(seen)
     return record
+
+
+@differential
+def test_tensor_attribute_assignments_check_as_torch_does(T):
+    import warnings
+    record = []
+    a = T.tensor(1.0, requires_grad=True)
+    record.append(catch(setattr, a, "data", T.tensor(3)))
+    record.append(catch(setattr, a, "data", None))
+    a.data = T.tensor(2.0)
+    record.append((a.data, a.requires_grad, a._version))
+    x = T.randn(2)
+    record.append(catch(setattr, x, "grad", x))
+    record.append(catch(setattr, x, "grad", T.zeros(2, dtype=T.int64)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        record.append(x.volatile)
+    record.append([(w.category.__name__, str(w.message)) for w in caught])
+    record.append(T.autograd.torch is T)
+    r = T.ones(2, requires_grad=True)
+    record.append(catch(r.numpy))
+    with T.no_grad():
+        record.append((r.numpy().tolist(), T.tensor(1.0).numpy().tolist()))
+    return [m.message if isinstance(m, Raised) else m for m in record] + record

@@ -184,6 +184,8 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value._ndarray.shape != self._ndarray.shape:
                 raise RuntimeError(f"attempting to assign a gradient of size '{list(value._ndarray.shape)}' to a tensor "
                                    f"of size '{list(self._ndarray.shape)}'. Please ensure that the gradient and the "
@@ -226,7 +228,17 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._requires_grad and value._ndarray.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._ndarray = value._ndarray
+
+    @property
+    def volatile(self) -> bool:
+        import warnings
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        return False
 
     def _is_view(self) -> bool:
         return self._base is not None
@@ -400,13 +412,13 @@ class Tensor:
         return self._ndarray.tolist()
 
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and _GRAD.enabled:  # allowed with grad mode off, as in torch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
         return self._ndarray.view()   # a new array object on the tensor's memory each call, as torch's
 
     def __array__(self, dtype=None, copy=None):
-        if self._requires_grad:   # np.array(t) goes through numpy(), as in torch
+        if self._requires_grad and _GRAD.enabled:   # np.array(t) goes through numpy(), as in torch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
         if dtype is not None:

@@ -294,6 +294,9 @@ def _is_checkpoint_valid() -> bool:
 
 def __getattr__(name):
     # Variable lives with the other legacy classes, which need Tensor (itself importing this package)
+    if name == "torch":  # torch.autograd imports torch, so the package is reachable from it
+        import importlib
+        return importlib.import_module("hookgrad")
     if name == "Variable":
         from .variable import Variable
         return Variable
