@@ -1805,3 +1805,46 @@ def test_tensor_attribute_assignments_check_as_torch_does(T):
     with T.no_grad():
         record.append((r.numpy().tolist(), T.tensor(1.0).numpy().tolist()))
     return [m.message if isinstance(m, Raised) else m for m in record] + record
+
+
+@differential
+def test_input_returned_as_is_by_a_custom_function_keeps_its_subclass(T):
+    class Fn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Plain(T.Tensor):
+        pass
+
+    class Wrapping(T.Tensor):
+        def __init__(self, data):
+            super().__init__()
+            self._inner = data
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            args = tuple(a._inner if isinstance(a, cls) else a for a in args)
+            out = func(*args, **(kwargs or {}))
+            return cls(out) if isinstance(out, T.Tensor) else out
+
+    record = []
+    sub = T.ones(2).as_subclass(Plain)
+    sub.extra = 5
+    out = Fn.apply(sub)
+    record.append((type(out).__name__, sorted(out.__dict__), out is sub))
+    with T.no_grad():
+        record.append(type(Fn.apply(sub)).__name__)
+    param = T.nn.Parameter(T.ones(2))
+    from_param = Fn.apply(param)
+    record.append((type(from_param).__name__, from_param.grad_fn is not None))
+    from_param.sum().backward()
+    record.append(param.grad)
+    record.append(type(Fn.apply(Wrapping(T.randn(2, 3)))).__name__)
+    leaf = T.ones(2, requires_grad=True)
+    record.append(type(Fn.apply(leaf)).__name__)
+    return record

@@ -317,6 +317,13 @@ class Function(metaclass=_FunctionMeta):
 
 def _returned_input_view(t, node, output_nr, differentiable):
     view = _above.make_view(t, t._ndarray.view())
+    # as torch, the view keeps the input's Tensor subclass (a Parameter's becomes a plain Tensor), with
+    # an empty __dict__: the subclass's __torch_function__ stays in force on what the caller gets
+    kind = type(t)
+    if kind is not _above.Tensor:
+        from ..nn.parameter import Parameter
+        if not issubclass(kind, Parameter):
+            view.__class__ = kind
     if differentiable:
         # the message is built only if someone actually tries an in-place op
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
