@@ -1706,6 +1706,9 @@ def test_implicit_gradient_needs_a_real_floating_scalar(T):
     a = T.zeros(1, requires_grad=True)
     complex_out = a * 0.5j
     records = [catch(complex_out.backward), catch(lambda: T.autograd.grad(complex_out, a))]
+    for dtype in (T.bfloat16, T.float16, T.float64):  # every real floating dtype gets its implicit gradient
+        b = T.ones(1, dtype=dtype, requires_grad=True)
+        records.append(T.autograd.grad((b * 3).sum(), b))
     records += [m.message for m in records if isinstance(m, Raised)]
     return records
 

@@ -105,7 +105,7 @@ def _make_grads(outputs, grads, batched=False):
                 continue
             if o._ndarray.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if o._ndarray.dtype.kind != "f":
+            if not _dtype.is_inexact_np(o._ndarray.dtype) or o._ndarray.dtype.kind == "c":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
                                    f"torch.{str(o.dtype).rsplit('.', 1)[-1]}")
             out.append(ones_like(o))
