@@ -1851,3 +1851,30 @@ def test_input_returned_as_is_by_a_custom_function_keeps_its_subclass(T):
     leaf = T.ones(2, requires_grad=True)
     record.append(type(Fn.apply(leaf)).__name__)
     return record
+
+
+@differential
+def test_once_differentiable_results_hang_from_an_error_node(T):
+    def describe(fn):
+        if fn is None:
+            return "None"
+        inner = ", ".join(describe(n) for n, _ in fn.next_functions)
+        return f"{type(fn).__name__}({inner})"
+
+    class Twice(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, scale, b):
+            ctx.save_for_backward(a, b)
+            return a * scale + a * b
+
+        @staticmethod
+        @T.autograd.function.once_differentiable
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * 2 + g * b, None, g * a
+
+    x = T.randn(3, requires_grad=True)
+    y = T.randn(3, requires_grad=True)
+    Twice.apply(x, 2, y).sum().backward(T.ones((), requires_grad=True), create_graph=True)
+    again = catch(lambda: x.grad.sum().backward())
+    return describe(x.grad.grad_fn), describe(y.grad.grad_fn), x.grad.grad_fn.name(), again

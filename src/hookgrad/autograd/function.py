@@ -357,9 +357,10 @@ InplaceFunction = Function
 _TWICE_MESSAGE = "trying to differentiate twice a function that was marked with @once_differentiable"
 
 
-class DelayedError(Node):
+class Error(Node):
     """The node of a ``once_differentiable`` backward's results under ``create_graph``: they require
-    grad (as torch's do), and differentiating them raises."""
+    grad (as torch's do), and differentiating them raises. torch's class has this name too (it is
+    what ``torch._C._functions.DelayedError`` makes)."""
 
     __slots__ = ()
 
@@ -371,7 +372,7 @@ class DelayedError(Node):
 
 
 def _delayed_error(outputs):
-    """Aliases of ``outputs`` whose grad_fn is a DelayedError over fresh leaves, as torch builds them."""
+    """Aliases of ``outputs`` whose grad_fn is an Error node over fresh leaves, as torch builds them."""
     Tensor = _above.Tensor
     from .._ops._declare import record_op
     leaves, aliases = [], []
@@ -384,7 +385,7 @@ def _delayed_error(outputs):
         else:
             leaves.append(None)
             aliases.append(v)
-    record_op(DelayedError, tuple(leaves), *[a for a in aliases if isinstance(a, Tensor)])
+    record_op(Error, tuple(leaves), *[a for a in aliases if isinstance(a, Tensor)])
     return tuple(aliases)
 
 
