@@ -1878,3 +1878,17 @@ def test_once_differentiable_results_hang_from_an_error_node(T):
     Twice.apply(x, 2, y).sum().backward(T.ones((), requires_grad=True), create_graph=True)
     again = catch(lambda: x.grad.sum().backward())
     return describe(x.grad.grad_fn), describe(y.grad.grad_fn), x.grad.grad_fn.name(), again
+
+
+@differential
+def test_autograd_attributes_refuse_deletion(T):
+    x = T.randn(2, 2, requires_grad=True)
+    x.grad = T.ones(2, 2)
+    del x.grad
+    record = [x.grad]
+    for name in ("data", "requires_grad", "_grad_fn", "_backward_hooks"):
+        outcome = catch(delattr, x, name)
+        record.append((name, outcome, outcome.message if isinstance(outcome, Raised) else None))
+    (x * 2).sum().backward()  # the tensor is still whole
+    record.append((x.grad, x.requires_grad, x.grad_fn))
+    return record

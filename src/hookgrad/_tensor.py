@@ -128,6 +128,13 @@ class Tensor:
         return -1
 
     # -- autograd metadata ----------------------------------------------------------------------
+    def __delattr__(self, name):
+        # autograd's own attributes cannot be deleted (a deleted slot would leave a broken tensor)
+        refusal = _UNDELETABLE.get(name)
+        if refusal is not None:
+            raise RuntimeError(refusal)
+        super().__delattr__(name)
+
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
@@ -620,6 +627,11 @@ def _wrap_dim(dim, ndim: int) -> int:
 
 
 # what torch says when a factory or Parameter is asked for an integer tensor that requires grad
+_UNDELETABLE = {"data": "Deleting tensor data is not allowed. Delete tensor instead!",
+                "requires_grad": "requires_grad must be a bool",
+                "_grad_fn": "Deletion of _grad_fn not allowed. Detach tensor instead!",
+                "_backward_hooks": "Deletion of _backwards_hooks not allowed!"}
+
 FACTORY_REFUSES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
 
 
