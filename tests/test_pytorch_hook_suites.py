@@ -1795,6 +1795,9 @@ def test_tensor_attribute_assignments_check_as_torch_does(T):
     record.append(catch(setattr, a, "data", None))
     a.data = T.tensor(2.0)
     record.append((a.data, a.requires_grad, a._version))
+    for dtype in (T.bfloat16, T.float16, T.complex64):  # every floating or complex dtype is accepted
+        a.data = T.ones(2, dtype=dtype)
+        record.append((a.dtype, a.requires_grad))
     x = T.randn(2)
     record.append(catch(setattr, x, "grad", x))
     record.append(catch(setattr, x, "grad", T.zeros(2, dtype=T.int64)))

@@ -237,7 +237,7 @@ class Tensor:
     def data(self, value: "Tensor") -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
-        if self._requires_grad and value._ndarray.dtype.kind not in "fc":
+        if self._requires_grad and not _dtype.is_inexact_np(value._ndarray.dtype):
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._ndarray = value._ndarray
 
