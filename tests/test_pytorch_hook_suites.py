@@ -116,6 +116,11 @@ def _build_parametrized(utils, T):
         def test_q(self, a, b):
             assert b == a + 1
 
+        # layouts and memory formats are not strings in torch: named by position
+        @utils.parametrize("layout", [T.strided, T.sparse_coo, T.sparse_bsc, T.channels_last])
+        def test_l(self, layout):
+            pass
+
     utils.instantiate_parametrized_tests(Suite)
     return Suite
 
@@ -1570,3 +1575,323 @@ def test_profiler_itt_is_reachable_and_not_built():
         with pytest.raises(RuntimeError, match="ITT functions not installed"):
             call()
     assert "profiler" in dir(hookgrad)
+
+
+@differential
+def test_autograd_debug_logging_names_each_node_as_it_runs(T):
+    import logging
+    import re
+
+    records = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(re.sub(r" object at 0x[0-9a-f]+", "", record.getMessage()))
+
+    logger = logging.getLogger("torch.autograd")
+    handler, level, propagate = Collect(), logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        a = T.rand(10, requires_grad=True)
+        b = a.mul(2).div(3).sum()
+        T.autograd.backward((b, b.clone()))
+        x = T.ones(2, 3, dtype=T.float64, requires_grad=True)
+        T.autograd.grad(x.exp().sum(), x)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    quiet = T.rand(2, requires_grad=True)
+    (quiet * 2).sum().backward()  # nothing logged once the logger is back at its level
+    return records
+
+
+@differential
+def test_grad_mode_decorated_generator_switches_only_while_it_runs(T):
+    log = []
+
+    class Recoverable(Exception):
+        pass
+
+    @T.no_grad()
+    def counter(n):
+        for i in range(n):
+            try:
+                log.append(("inside", T.is_grad_enabled()))
+                received = yield i
+                log.append(("received", received, T.is_grad_enabled()))
+            except Recoverable:
+                log.append(("thrown in", T.is_grad_enabled()))
+            except GeneratorExit:
+                log.append(("closing", T.is_grad_enabled()))
+                raise
+        return "done"
+
+    with T.enable_grad():
+        gen = counter(4)
+        log.append(("first", next(gen), T.is_grad_enabled()))
+        log.append(("sent", gen.send("x"), T.is_grad_enabled()))
+        log.append(("after throw", gen.throw(Recoverable()), T.is_grad_enabled()))
+        gen.close()
+        log.append(("closed", T.is_grad_enabled()))
+        finished = counter(1)
+        next(finished)
+        log.append(("return value", catch(lambda: finished.send(None))))
+
+    @T.enable_grad()
+    def grows():
+        yield T.is_grad_enabled()
+
+    with T.no_grad():
+        log.append(("enable_grad generator", [(v, T.is_grad_enabled()) for v in grows()]))
+    return log
+
+
+@differential
+def test_grad_mode_decorating_a_class_warns_and_builds_it_inside_the_mode(T):
+    import warnings
+    seen = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+
+        @T.no_grad()
+        class Built:
+            def __init__(self):
+                seen.append(("init", T.is_grad_enabled()))
+
+            def method(self):
+                seen.append(("method", T.is_grad_enabled()))
+
+    built = Built()
+    built.method()
+    return seen, [(w.category.__name__, "Decorating classes is deprecated" in str(w.message)) for w in caught]
+
+
+def test_device_type_test_without_a_device_parameter_gets_none():
+    received = []
+
+    class Generic(hg_utils.TestCase):
+        def test_plain(self):
+            received.append("plain")
+
+        @hg_device.dtypes(hookgrad.float64)
+        def test_typed(self, device, dtype):
+            received.append((device, dtype))
+
+    scope = {"Generic": Generic}
+    hg_device.instantiate_device_type_tests(Generic, scope)
+    suite = scope["GenericCPU"]
+    assert _run_case(suite, "test_plain_cpu") == (0, 0)
+    assert _run_case(suite, "test_typed_cpu_float64") == (0, 0)
+    assert received == ["plain", ("cpu", hookgrad.float64)]
+
+
+@differential
+def test_grad_with_batched_grad_outputs(T):
+    x = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = T.tensor([0.5, -1.0], requires_grad=True)
+    out = x * y
+    batched = T.arange(3.0).reshape(3, 1, 1).expand(3, 2, 2) + T.tensor([[0.0, 1.0], [2.0, 3.0]])
+    both = T.autograd.grad(out, (x, y), (batched,), is_grads_batched=True, retain_graph=True)
+    scalar = T.autograd.grad(out.sum(), (x,), (T.tensor([1.0, -2.0, 3.0]),), is_grads_batched=True)
+    wrong = catch(lambda: T.autograd.grad(out, (x,), (T.ones(2, 2),), is_grads_batched=True))
+    wrong_text = wrong.message.split(". If you")[0] if isinstance(wrong, Raised) else wrong
+    return both, scalar, wrong, wrong_text
+
+
+@differential
+def test_implicit_gradient_needs_a_real_floating_scalar(T):
+    a = T.zeros(1, requires_grad=True)
+    complex_out = a * 0.5j
+    records = [catch(complex_out.backward), catch(lambda: T.autograd.grad(complex_out, a))]
+    for dtype in (T.bfloat16, T.float16, T.float64):  # every real floating dtype gets its implicit gradient
+        b = T.ones(1, dtype=dtype, requires_grad=True)
+        records.append(T.autograd.grad((b * 3).sum(), b))
+    records += [m.message for m in records if isinstance(m, Raised)]
+    return records
+
+
+@differential
+def test_version_counter_resize_increment_and_unsafe_setting(T):
+    record = []
+    x = T.rand(1)
+    for shape in [(1, 2), (1, 2), (2, 1), (2,)]:
+        x.resize_(shape)
+        record.append(x._version)
+    x.resize_as_(T.rand(2))
+    record.append(x._version)
+    with T.inference_mode():
+        frozen = T.rand(3)
+    record.append(catch(T.autograd.graph.increment_version, frozen))
+    y = T.ones(2, requires_grad=True).clone()
+    view = y[:1]
+    y.add_(1)
+    y.add_(2)
+    with T.autograd._unsafe_preserve_version_counter(y):
+        y.mul_(2)
+        view.mul_(3)
+    record.append((y._version, view._version))
+    T._C._autograd._unsafe_set_version_counter((y,), (0,))
+    record.append((y._version, view._version))
+    record.append(catch(T._C._autograd._unsafe_set_version_counter, (y,), (-1,)))
+    record.append(catch(T.autograd._unsafe_preserve_version_counter, [y]))
+    z = T.ones(2, requires_grad=True).clone()
+    with T.autograd._unsafe_preserve_version_counter((y, z)):
+        y.mul_(2)
+        z.mul_(3)
+    record.append((y._version, z._version))
+    # a saved tensor changed inside the block passes the saved-version check afterwards
+    w = T.ones(2, requires_grad=True)
+    s = w * 1
+    out = (s * s).sum()
+    with T.autograd._unsafe_preserve_version_counter(s):
+        s.mul_(1)
+    out.backward()
+    record.append(w.grad)
+    return record
+
+
+@differential
+def test_node_call_counts_arguments_and_keep_graph_is_visible_to_backward(T):
+    import warnings
+    record = []
+    x = T.ones(1, requires_grad=True)
+    y = x ** 2
+    record += [catch(y.grad_fn, x.detach(), x.detach()), catch(y.grad_fn), y.grad_fn(x.detach())]
+    record += [r.message if isinstance(r, Raised) else None for r in record[:2]]
+    record.append(T._C._autograd._get_current_graph_task_keep_graph())
+    seen = []
+
+    class Probe(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(T._C._autograd._get_current_graph_task_keep_graph())
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                (saved,) = ctx.saved_variables
+            seen.append([(w.category.__name__, str(w.message)) for w in caught])
+            return g * saved
+
+    out = Probe.apply(x).sum()
+    out.backward(retain_graph=True)
+    out.backward()
+    record.append(seen)
+    return record
+
+
+@differential
+def test_tensor_attribute_assignments_check_as_torch_does(T):
+    import warnings
+    record = []
+    a = T.tensor(1.0, requires_grad=True)
+    record.append(catch(setattr, a, "data", T.tensor(3)))
+    record.append(catch(setattr, a, "data", None))
+    a.data = T.tensor(2.0)
+    record.append((a.data, a.requires_grad, a._version))
+    for dtype in (T.bfloat16, T.float16, T.complex64):  # every floating or complex dtype is accepted
+        a.data = T.ones(2, dtype=dtype)
+        record.append((a.dtype, a.requires_grad))
+    x = T.randn(2)
+    record.append(catch(setattr, x, "grad", x))
+    record.append(catch(setattr, x, "grad", T.zeros(2, dtype=T.int64)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        record.append(x.volatile)
+    record.append([(w.category.__name__, str(w.message)) for w in caught])
+    record.append(T.autograd.torch is T)
+    r = T.ones(2, requires_grad=True)
+    record.append(catch(r.numpy))
+    with T.no_grad():
+        record.append((r.numpy().tolist(), T.tensor(1.0).numpy().tolist()))
+    return [m.message if isinstance(m, Raised) else m for m in record] + record
+
+
+@differential
+def test_input_returned_as_is_by_a_custom_function_keeps_its_subclass(T):
+    class Fn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Plain(T.Tensor):
+        pass
+
+    class Wrapping(T.Tensor):
+        def __init__(self, data):
+            super().__init__()
+            self._inner = data
+
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            args = tuple(a._inner if isinstance(a, cls) else a for a in args)
+            out = func(*args, **(kwargs or {}))
+            return cls(out) if isinstance(out, T.Tensor) else out
+
+    record = []
+    sub = T.ones(2).as_subclass(Plain)
+    sub.extra = 5
+    out = Fn.apply(sub)
+    record.append((type(out).__name__, sorted(out.__dict__), out is sub))
+    with T.no_grad():
+        record.append(type(Fn.apply(sub)).__name__)
+    param = T.nn.Parameter(T.ones(2))
+    from_param = Fn.apply(param)
+    record.append((type(from_param).__name__, from_param.grad_fn is not None))
+    from_param.sum().backward()
+    record.append(param.grad)
+    record.append(type(Fn.apply(Wrapping(T.randn(2, 3)))).__name__)
+    leaf = T.ones(2, requires_grad=True)
+    record.append(type(Fn.apply(leaf)).__name__)
+    return record
+
+
+@differential
+def test_once_differentiable_results_hang_from_an_error_node(T):
+    def describe(fn):
+        if fn is None:
+            return "None"
+        inner = ", ".join(describe(n) for n, _ in fn.next_functions)
+        return f"{type(fn).__name__}({inner})"
+
+    class Twice(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, scale, b):
+            ctx.save_for_backward(a, b)
+            return a * scale + a * b
+
+        @staticmethod
+        @T.autograd.function.once_differentiable
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * 2 + g * b, None, g * a
+
+    x = T.randn(3, requires_grad=True)
+    y = T.randn(3, requires_grad=True)
+    Twice.apply(x, 2, y).sum().backward(T.ones((), requires_grad=True), create_graph=True)
+    again = catch(lambda: x.grad.sum().backward())
+    return describe(x.grad.grad_fn), describe(y.grad.grad_fn), x.grad.grad_fn.name(), again
+
+
+@differential
+def test_autograd_attributes_refuse_deletion(T):
+    x = T.randn(2, 2, requires_grad=True)
+    x.grad = T.ones(2, 2)
+    del x.grad
+    record = [x.grad]
+    for name in ("data", "requires_grad", "_grad_fn", "_backward_hooks"):
+        outcome = catch(delattr, x, name)
+        record.append((name, outcome, outcome.message if isinstance(outcome, Raised) else None))
+    (x * 2).sum().backward()  # the tensor is still whole
+    record.append((x.grad, x.requires_grad, x.grad_fn))
+    return record

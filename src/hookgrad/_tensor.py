@@ -151,6 +151,13 @@ class Tensor:
         return -1
 
     # -- autograd metadata ----------------------------------------------------------------------
+    def __delattr__(self, name):
+        # autograd's own attributes cannot be deleted (a deleted slot would leave a broken tensor)
+        refusal = _UNDELETABLE.get(name)
+        if refusal is not None:
+            raise RuntimeError(refusal)
+        super().__delattr__(name)
+
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
@@ -207,6 +214,8 @@ class Tensor:
             if not isinstance(value, Tensor):
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
+            if value is self:
+                raise RuntimeError("can't assign Variable as its own grad")
             if value._ndarray.shape != self._ndarray.shape:
                 raise RuntimeError(f"attempting to assign a gradient of size '{list(value._ndarray.shape)}' to a tensor "
                                    f"of size '{list(self._ndarray.shape)}'. Please ensure that the gradient and the "
@@ -249,7 +258,17 @@ class Tensor:
 
     @data.setter
     def data(self, value: "Tensor") -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(value).__name__}")
+        if self._requires_grad and not _dtype.is_inexact_np(value._ndarray.dtype):
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._ndarray = value._ndarray
+
+    @property
+    def volatile(self) -> bool:
+        import warnings
+        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
+        return False
 
     def _is_view(self) -> bool:
         return self._base is not None
@@ -431,7 +450,7 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if self._ndarray.__class__ is MetaArray:
             raise TypeError(NO_NUMPY)
-        if self._requires_grad and not force:
+        if self._requires_grad and not force and _GRAD.enabled:  # allowed with grad mode off, as in torch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
         return self._ndarray.view()   # a new array object on the tensor's memory each call, as torch's
@@ -439,7 +458,7 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if self._ndarray.__class__ is MetaArray:
             raise TypeError(NO_NUMPY)
-        if self._requires_grad:   # np.array(t) goes through numpy(), as in torch
+        if self._requires_grad and _GRAD.enabled:   # np.array(t) goes through numpy(), as in torch
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         _dtype.refuse_bfloat16_numpy(self._ndarray)
         if dtype is not None:
@@ -715,6 +734,11 @@ def _wrap_dim(dim, ndim: int) -> int:
 
 
 # what torch says when a factory or Parameter is asked for an integer tensor that requires grad
+_UNDELETABLE = {"data": "Deleting tensor data is not allowed. Delete tensor instead!",
+                "requires_grad": "requires_grad must be a bool",
+                "_grad_fn": "Deletion of _grad_fn not allowed. Detach tensor instead!",
+                "_backward_hooks": "Deletion of _backwards_hooks not allowed!"}
+
 FACTORY_REFUSES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
 
 

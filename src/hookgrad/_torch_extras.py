@@ -15,7 +15,8 @@ import numpy as np
 __all__ = ["get_float32_matmul_precision", "set_float32_matmul_precision", "set_flush_denormal", "init_num_threads",
            "set_num_interop_threads", "get_num_interop_threads", "has_lapack", "has_mkl", "has_openmp",
            "has_spectral", "compiled_with_cxx11_abi", "get_device_module", "set_anomaly_enabled", "layout",
-           "memory_format", "strided", "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
+           "memory_format", "strided", "sparse_coo", "sparse_csr", "sparse_csc", "sparse_bsr", "sparse_bsc", "_mkldnn",
+           "contiguous_format", "preserve_format", "channels_last", "channels_last_3d",
            "legacy_contiguous_format", "sym_int", "sym_float", "sym_max", "sym_min", "sym_not", "sym_ite",
            "sym_sqrt", "sym_sum", "SymInt", "SymFloat", "SymBool", "Stream", "Event", "fork", "wait", "cond",
            "while_loop", "sym_constrain_range", "sym_constrain_range_for_size", "sym_fresh_size",
@@ -128,6 +129,13 @@ class memory_format(str):
 
 
 strided = layout("torch.strided")
+# the other layouts exist as names (code compares a tensor's layout with them); no hookgrad tensor has them
+sparse_coo = layout("torch.sparse_coo")
+sparse_csr = layout("torch.sparse_csr")
+sparse_csc = layout("torch.sparse_csc")
+sparse_bsr = layout("torch.sparse_bsr")
+sparse_bsc = layout("torch.sparse_bsc")
+_mkldnn = layout("torch._mkldnn")
 contiguous_format = memory_format("torch.contiguous_format")
 legacy_contiguous_format = contiguous_format  # torch prints it as contiguous_format too
 # four distinct formats, as in torch; what each lays out is in _memory_format

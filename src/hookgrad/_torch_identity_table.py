@@ -132,6 +132,7 @@ CLASSES = {
         'FunctionCtx': ('torch.autograd.function', 'FunctionCtx'),
     },
     'hookgrad.autograd.grad_mode': {
+        '_unsafe_preserve_version_counter': ('torch.autograd.grad_mode', '_unsafe_preserve_version_counter'),
         'enable_grad': ('torch.autograd.grad_mode', 'enable_grad'),
         'inference_mode': ('torch.autograd.grad_mode', 'inference_mode'),
         'no_grad': ('torch.autograd.grad_mode', 'no_grad'),
@@ -925,7 +926,6 @@ NODE_TYPES = {
     'CumprodBackward0': ('builtins', 'CumprodBackward0'),
     'CumsumBackward0': ('builtins', 'CumsumBackward0'),
     'Deg2RadBackward0': ('builtins', 'Deg2RadBackward0'),
-    'DelayedError': ('builtins', 'DelayedError'),
     'DiagonalBackward0': ('builtins', 'DiagonalBackward0'),
     'DiagonalBackwardBackward0': ('builtins', 'DiagonalBackwardBackward0'),
     'DigammaBackward0': ('builtins', 'DigammaBackward0'),

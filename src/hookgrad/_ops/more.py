@@ -1268,6 +1268,8 @@ def _resize(self, shape_):
     if self._requires_grad and not GRAD.inference:  # inference_mode switches autograd's check off, as in torch
         raise RuntimeError("cannot resize variables that require grad")
     shape_ = tuple(int(s) for s in shape_)
+    if shape_ == self._ndarray.shape:  # nothing changes: as in torch, the version stays
+        return self
     n = int(np.prod(shape_)) if shape_ else 1
     if self._base is not None:
         return _resize_view(self, shape_, n)

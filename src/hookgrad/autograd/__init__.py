@@ -11,6 +11,7 @@ from . import functional  # noqa: F401
 from .anomaly_mode import detect_anomaly, is_anomaly_enabled, is_anomaly_check_nan_enabled, set_detect_anomaly
 from .function import Function, FunctionCtx, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .grad_mode import _unsafe_preserve_version_counter  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck
 from ._view_tracking import _force_original_view_tracking  # noqa: F401
 from .graph import Node, SavedTensor
@@ -25,7 +26,8 @@ from .. import _dtype
 
 # backward() and grad() run once per pass: names from above are bound once, not imported per call
 _above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine", ones_like="hookgrad._ops.creation",
-                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor")
+                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor",
+                   stack="hookgrad._ops.shape")
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly",
@@ -81,9 +83,10 @@ def _gradient_stand_in(edge):
     return stand_in
 
 
-def _make_grads(outputs, grads):
+def _make_grads(outputs, grads, batched=False):
     """One gradient per output: the given ones checked against their outputs, ones for scalar outputs
-    that need grad and got None. Extra gradients are ignored; too few raise (as in torch)."""
+    that need grad and got None. Extra gradients are ignored; too few raise (as in torch). ``batched``
+    gradients carry one more leading dimension than their outputs."""
     Tensor, ones_like, as_tensor_arg = _above.Tensor, _above.ones_like, _above.as_tensor_arg
     outputs = [_gradient_stand_in(o) if isinstance(o, graph.GradientEdge) else o for o in outputs]
     if grads is None:
@@ -102,13 +105,22 @@ def _make_grads(outputs, grads):
                 continue
             if o._ndarray.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not _dtype.is_inexact_np(o._ndarray.dtype):
-                raise RuntimeError(f"grad can be implicitly created only for real scalar outputs but got {o.dtype}")
+            if not _dtype.is_inexact_np(o._ndarray.dtype) or o._ndarray.dtype.kind == "c":
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
+                                   f"torch.{str(o.dtype).rsplit('.', 1)[-1]}")
             out.append(ones_like(o))
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        if g._ndarray.shape != o._ndarray.shape:
+        if batched and g._ndarray.shape[1:] != o._ndarray.shape:
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of corresponding "
+                # torch's message strips the batch dimension twice; its words and numbers are kept
+                f"output, but a mismatch was detected: grad_output[{i}] has a shape of {g.shape[2:]} and "
+                f"output[{i}] has a shape of {o.shape}. If you only want some tensors in `grad_output` to be "
+                "considered batched, consider using vmap.".replace("hookgrad.Size", "torch.Size"))
+        if not batched and g._ndarray.shape != o._ndarray.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                                f"shape of {o.shape}.".replace("hookgrad.Size", "torch.Size"))
         if (g._ndarray.dtype.kind == "c") != (o._ndarray.dtype.kind == "c"):
@@ -187,8 +199,13 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if create_graph:
         warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
     if roots:
-        _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
-                       root_tensors=outputs, input_tensors=inputs, caller=sys._getframe(1))
+        stop_logging = graph.log_nodes_as_they_run(node for node, _ in roots)
+        try:
+            _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
+                           root_tensors=outputs, input_tensors=inputs, caller=sys._getframe(1))
+        finally:
+            if stop_logging is not None:
+                stop_logging()
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
@@ -208,6 +225,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
                       FutureWarning, stacklevel=2)
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, outs, grad_outputs, retain_graph, create_graph, allow_unused,
+                             materialize_grads)
     grads = _make_grads(outs, grad_outputs)
     if retain_graph is None:
         retain_graph = create_graph
@@ -215,8 +235,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
     if roots:
-        captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False,
-                                  root_tensors=outs, input_tensors=ins, caller=sys._getframe(1))
+        stop_logging = graph.log_nodes_as_they_run(node for node, _ in roots)
+        try:
+            captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges,
+                                      accumulate=False, root_tensors=outs, input_tensors=ins,
+                                      caller=sys._getframe(1))
+        finally:
+            if stop_logging is not None:
+                stop_logging()
     else:
         captured = [None] * len(ins)
     for i, g in enumerate(captured):
@@ -235,6 +261,31 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
+def _batched_grad(outputs, inputs, outs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad`` with ``is_grads_batched``: one backward pass per item of the gradients' leading
+    dimension (the graph kept for all but the last), the results stacked along a new first dimension.
+    Unlike torch's single vmapped pass, hooks along the graph run once per item."""
+    grads = _make_grads(outs, grad_outputs, batched=True)
+    sizes = {g.shape[0] for g in grads if g is not None}
+    if len(sizes) != 1:
+        raise RuntimeError("If `is_grads_batched=True`, every grad_output must have the same batch size (its first "
+                           "dimension)")
+    batch = sizes.pop()
+    keep = create_graph if retain_graph is None else retain_graph
+    per_item = []
+    for b in range(batch):
+        item = grad(outputs, inputs, [None if g is None else g[b] for g in grads],
+                    retain_graph=True if b < batch - 1 else keep, create_graph=create_graph,
+                    allow_unused=allow_unused, materialize_grads=materialize_grads)
+        per_item.append(tuple(item.values()) if isinstance(item, dict) else item)
+    stacked = tuple(None if any(r[j] is None for r in per_item) else _above.stack([r[j] for r in per_item])
+                    for j in range(len(per_item[0])))
+    if type(inputs) is dict:
+        return dict(zip(inputs.keys(), stacked))
+    return stacked
+
+
 def _is_checkpoint_valid() -> bool:
     """Whether reentrant checkpointing can run here (False in a pass toward chosen inputs)."""
     from . import engine
@@ -243,6 +294,9 @@ def _is_checkpoint_valid() -> bool:
 
 def __getattr__(name):
     # Variable lives with the other legacy classes, which need Tensor (itself importing this package)
+    if name == "torch":  # torch.autograd imports torch, so the package is reachable from it
+        import importlib
+        return importlib.import_module("hookgrad")
     if name == "Variable":
         from .variable import Variable
         return Variable

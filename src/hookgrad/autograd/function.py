@@ -86,6 +86,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_variables(self):
+        import warnings
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning, stacklevel=2)
         return self.saved()
 
     def apply(self, grads):
@@ -325,6 +327,13 @@ def _returned_input_view(t, node, output_nr, differentiable):
         view = t.view_as(t)
     else:
         view = _above.make_view(t, t._ndarray.view())
+        # as torch, the view keeps the input's Tensor subclass (a Parameter's becomes a plain Tensor),
+        # with an empty __dict__
+        kind = type(t)
+        if kind is not _above.Tensor:
+            from ..nn.parameter import Parameter
+            if not issubclass(kind, Parameter):
+                view.__class__ = kind
     if differentiable:
         # the message is built only if someone actually tries an in-place op
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
@@ -358,9 +367,10 @@ InplaceFunction = Function
 _TWICE_MESSAGE = "trying to differentiate twice a function that was marked with @once_differentiable"
 
 
-class DelayedError(Node):
+class Error(Node):
     """The node of a ``once_differentiable`` backward's results under ``create_graph``: they require
-    grad (as torch's do), and differentiating them raises."""
+    grad (as torch's do), and differentiating them raises. torch's class has this name too (it is
+    what ``torch._C._functions.DelayedError`` makes)."""
 
     __slots__ = ()
 
@@ -372,7 +382,7 @@ class DelayedError(Node):
 
 
 def _delayed_error(outputs):
-    """Aliases of ``outputs`` whose grad_fn is a DelayedError over fresh leaves, as torch builds them."""
+    """Aliases of ``outputs`` whose grad_fn is an Error node over fresh leaves, as torch builds them."""
     Tensor = _above.Tensor
     from .._ops._declare import record_op
     leaves, aliases = [], []
@@ -385,7 +395,7 @@ def _delayed_error(outputs):
         else:
             leaves.append(None)
             aliases.append(v)
-    record_op(DelayedError, tuple(leaves), *[a for a in aliases if isinstance(a, Tensor)])
+    record_op(Error, tuple(leaves), *[a for a in aliases if isinstance(a, Tensor)])
     return tuple(aliases)
 
 

@@ -50,6 +50,33 @@ def run_inside(fn, context):
     return wrapper
 
 
+def _generator_inside(fn, context):
+    """A generator function wrapped so that its body runs inside ``context()`` each time it resumes
+    (``next``, ``send``, ``throw``, ``close``) while its caller keeps its own mode between items."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        gen = fn(*args, **kwargs)
+        try:
+            with context():
+                value = next(gen)
+            while True:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    with context():
+                        gen.close()
+                    raise
+                except BaseException as thrown:
+                    with context():
+                        value = gen.throw(thrown)
+                else:
+                    with context():
+                        value = gen.send(sent)
+        except StopIteration as stop:
+            return stop.value
+    return wrapper
+
+
 def is_grad_enabled() -> bool:
     return STATE.enabled
 
@@ -75,19 +102,19 @@ class _GradModeSwitch:
     def __call__(self, fn):
         switch_cls, args = type(self), self._clone_args()
 
+        if inspect.isclass(fn):
+            import warnings
+            warnings.warn("Decorating classes is deprecated and will be disabled in future versions. You should "
+                          "only decorate functions or methods. To preserve the current behavior of class "
+                          "decoration, you can directly decorate the `__init__` method and nothing else.",
+                          FutureWarning, stacklevel=2)
+            cls_to_build = fn
+
+            def fn(*a, **kw):
+                return cls_to_build(*a, **kw)
+
         if inspect.isgeneratorfunction(fn):
-            @functools.wraps(fn)
-            def gen_wrapper(*a, **kw):
-                gen = fn(*a, **kw)
-                with switch_cls(*args):
-                    value = next(gen)
-                while True:
-                    try:
-                        with switch_cls(*args):
-                            value = gen.send((yield value))
-                    except StopIteration as stop:
-                        return stop.value
-            return gen_wrapper
+            return _generator_inside(fn, functools.partial(switch_cls, *args))
 
         return run_inside(fn, functools.partial(switch_cls, *args))
 
@@ -180,3 +207,26 @@ class inference_mode(_GradModeSwitch):
 
     def _clone_args(self):
         return (self.enabled_flag,)
+
+
+class _unsafe_preserve_version_counter:
+    """Put the tensors' versions back, on exit, to what they were when this was made: in-place
+    changes inside the block go unseen by autograd's saved-tensor checks."""
+
+    def __init__(self, tensors):
+        from .._tensor import Tensor
+        self.tensors = (tensors,) if isinstance(tensors, Tensor) else tensors
+        if not isinstance(self.tensors, tuple):
+            raise AssertionError("Expected tensors to be a tuple")
+        self.prev_versions = tuple(t._version for t in self.tensors)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        from .._C._autograd import _unsafe_set_version_counter
+        _unsafe_set_version_counter(self.tensors, self.prev_versions)
+        return False
+
+    def __call__(self, fn):
+        return run_inside(fn, lambda: self)

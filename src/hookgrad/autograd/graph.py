@@ -202,7 +202,10 @@ class _NodeBase:
         return f"<{shown} object at {id(self):#x}>"
 
     def __call__(self, *grads):
-        """Run this node's backward directly on gradients (no hooks), as torch allows."""
+        """Run this node's backward directly on gradients (no hooks), as torch allows; one gradient per
+        output of the forward."""
+        if len(grads) != self._num_outputs:
+            raise TypeError(f"expected {self._num_outputs} arguments, got {len(grads)} instead")
         out = self.apply(list(grads))
         return out[0] if len(out) == 1 else out
 
@@ -921,3 +924,52 @@ def saved_dim(dim):
 # torch.autograd.graph's names for in-place changes to saved tensors (they build on the hooks above)
 from .saved_mutation import allow_mutation_on_saved_tensors, increment_version  # noqa: E402
 __all__ += ["allow_mutation_on_saved_tensors", "increment_version"]
+
+
+# ---- debug logging of a backward pass -------------------------------------------------------------
+# torch's "autograd" logging artifact: with its logger at DEBUG, every node of the graph a backward
+# pass starts from logs one line as it runs. The logger keeps torch's name so the usual
+# ``logging.getLogger("torch.autograd")`` configuration reaches it.
+import logging as _logging  # noqa: E402
+
+engine_log = _logging.getLogger("torch.autograd.graph")
+
+
+def _dtype_abbreviation(dtype) -> str:
+    abbreviations = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int64": "i64",
+                     "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "b8",
+                     "complex64": "c64", "complex128": "c128"}
+    name = str(dtype).rsplit(".", 1)[-1]
+    return abbreviations.get(name, name)
+
+
+def log_nodes_as_they_run(root_nodes) -> Callable[[], None] | None:
+    """When the engine logger is at DEBUG, give every node reachable from ``root_nodes`` a prehook
+    logging ``Executing: <node> with grad_outputs: [...]``; returns the undo, or None when not logging."""
+    if engine_log.getEffectiveLevel() > _logging.DEBUG:
+        return None
+    from .. import _C
+
+    def describe(t) -> str:
+        if t is None:
+            return "None"
+        return f"{_dtype_abbreviation(t.dtype)}[{', '.join(map(str, t.shape))}]"
+
+    def log_execution(grad_outputs):
+        node = _C._current_autograd_node()
+        engine_log.debug(f"Executing: {node} with grad_outputs: [{','.join(describe(g) for g in grad_outputs)}]")
+
+    seen, order, pending = set(), [], [n for n in root_nodes if n is not None]
+    while pending:
+        node = pending.pop(0)
+        if node in seen:
+            continue
+        seen.add(node)
+        order.append(node)
+        pending.extend(fn for fn, _ in node.next_functions if fn is not None)
+    handles = [node.register_prehook(log_execution) for node in order]
+
+    def undo():
+        for handle in handles:
+            handle.remove()
+    return undo

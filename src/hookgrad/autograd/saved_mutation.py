@@ -82,8 +82,10 @@ def increment_version(tensor) -> None:
     tensor's memory behind autograd's back: a saved copy of it then fails the version check."""
     from .._tensor import Tensor
     tensors = (tensor,) if isinstance(tensor, Tensor) else tuple(tensor)
+    from .grad_mode import InferenceCounter
     for t in tensors:
-        t._bump_version()
+        if t._version_counter.__class__ is not InferenceCounter:  # inference tensors keep no version
+            t._bump_version()
 
 
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ they do on a machine without those devices.
 from __future__ import annotations
 
 import functools
+import inspect
 import unittest
 
 from .common_utils import TestCase, expand_parametrized
@@ -40,6 +41,9 @@ def _device_variants(name, fn):
     """(name, test) for each device/dtype variant of one generic test."""
     dtype_list = getattr(fn, "_hookgrad_dtypes", {}).get(_DEVICE, getattr(fn, "_hookgrad_dtypes", {}).get("all"))
     needs_devices = getattr(fn, "_hookgrad_device_count", None)
+    # as in torch, a test gets the device only when its signature asks for one
+    parameters = inspect.signature(fn).parameters
+    takes_device = "device" in parameters or "devices" in parameters
     variants = []
     for dtype in (dtype_list if dtype_list is not None else [None]):
         def make(dtype=dtype):
@@ -49,12 +53,13 @@ def _device_variants(name, fn):
                 precision = self.precision
                 if dtype is not None and dtype in getattr(fn, "_hookgrad_precision", {}):
                     self.precision = fn._hookgrad_precision[dtype]
+                leading = (device,) if takes_device else ()
                 try:
                     if dtype is None:
-                        return fn(self, device, *args, **kwargs)
+                        return fn(self, *leading, *args, **kwargs)
                     if isinstance(dtype, (list, tuple)):
-                        return fn(self, device, list(dtype), *args, **kwargs)
-                    return fn(self, device, dtype, *args, **kwargs)
+                        return fn(self, *leading, list(dtype), *args, **kwargs)
+                    return fn(self, *leading, dtype, *args, **kwargs)
                 finally:
                     self.precision = precision
             return test

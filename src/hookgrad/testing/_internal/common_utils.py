@@ -370,7 +370,9 @@ class parametrize:
             return str(value).split(".")[-1]
         if type(value).__name__ == "device":
             return str(value)
-        if isinstance(value, (int, float, str)):
+        # hookgrad's layouts and memory formats are str subclasses; torch's are not strings, so they
+        # are named by their position
+        if isinstance(value, (int, float, str)) and type(value).__name__ not in ("layout", "memory_format"):
             return f"{name}_{str(value).replace('.', '_')}"
         return f"{name}{index}"
 
