@@ -1061,3 +1061,59 @@ def test_gradients_take_their_inputs_dtype(T, name):
     a.register_hook(lambda g: seen.append((g.dtype, g.clone())))
     MIXED_DTYPE_OPS[name](T, a, b).backward()
     return seen, lin.weight.grad, lin.bias.grad, b.grad
+
+
+# ---- a custom Function that marks a view dirty ----------------------------------------------
+def _dirty_add(T):
+    class DirtyAdd(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad * 2
+    return DirtyAdd
+
+
+@differential
+def test_custom_function_dirtying_a_view_of_a_view_rebases_the_base(T):
+    # was silently wrong: the base kept its old history, so y's gradient was lost
+    add = _dirty_add(T)
+    a = _ndarray(T, 4, 4).double().detach().requires_grad_()
+    y = _ndarray(T, 2, 2, start=0.5, stop=2.0).double().detach().requires_grad_()
+    x = a.clone()
+    returned = add.apply(x.narrow(1, 2, 2).narrow(0, 1, 2), y)
+    add.apply(x.narrow(1, 0, 2)[1:3], y)
+    names = [type(x.grad_fn).__name__, type(returned.grad_fn).__name__,
+             [type(f).__name__ for f, _ in x.grad_fn.next_functions]]
+    (x * T.arange(16.0, dtype=T.float64).reshape(4, 4)).sum().backward()
+    return names, a.grad, y.grad, x._version
+
+
+@differential
+def test_custom_function_dirtying_a_view_gradcheck(T):
+    class PyAdd(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_dirty(x)
+            x.add_(y)
+            return x
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    def func(root, b):
+        x = root.clone()
+        PyAdd.apply(x.narrow(1, 2, 2).narrow(0, 1, 2), b)
+        PyAdd.apply(x.narrow(1, 0, 2).narrow(0, 1, 2), b)
+        return x
+
+    a = _ndarray(T, 4, 4).double().detach().requires_grad_()
+    b = _ndarray(T, 2, 2).double().detach().requires_grad_()
+    go = _ndarray(T, 4, 4, start=0.1, stop=0.9).double().detach().requires_grad_()
+    return (T.autograd.gradcheck(func, (a, b), raise_exception=False),
+            T.autograd.gradgradcheck(func, (a, b), (go,), raise_exception=False))

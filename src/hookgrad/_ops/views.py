@@ -962,6 +962,19 @@ def check_inplace(x: Tensor) -> None:
 WRITES_ONE_VALUE = set()
 
 
+def rebase_view_history(x: Tensor, node: Node) -> None:
+    """``node`` changed the view ``x`` in place: its base's history becomes a CopySlices around
+    ``node`` (whose first input is taken to be the view), and ``x`` gets its new view node."""
+    base = x._base
+    cs = CopySlices((edge(base),) + node.next_functions[1:])
+    cs.geometry = Geometry(base._ndarray, x._ndarray)
+    cs.fn = node
+    base._after_inplace(cs)
+    base._view_version = base._version_counter[0]
+    x._requires_grad = True
+    x._regenerate_view_grad_fn()  # torch gives the changed view its new node at once
+
+
 def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     """Run ``op(x, *args)`` out of place and write the result into ``x``, rewriting its history
     (or its base's, for a view) the way torch does for ``x.op_(...)``."""
@@ -1008,14 +1021,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     if x._base is None:
         x._after_inplace(node)
     else:
-        base = x._base
-        cs = CopySlices((edge(base),) + node.next_functions[1:])
-        cs.geometry = Geometry(base._ndarray, x._ndarray)
-        cs.fn = node
-        base._after_inplace(cs)
-        base._view_version = base._version_counter[0]
-        x._requires_grad = True
-        x._regenerate_view_grad_fn()  # torch gives the changed view its new node at once
+        rebase_view_history(x, node)
         if node._saved:
             for saved in node._saved:
                 if saved is not None and saved.is_output:

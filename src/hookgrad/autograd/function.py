@@ -20,7 +20,7 @@ from .graph import _FREED_MESSAGE, Node, SavedTensor
 # The Tensor and the op helpers are layers above this one (see hookgrad/_late.py).
 _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor", edge="hookgrad._ops._base",
                    sum_to_shape="hookgrad._ops._base", check_inplace="hookgrad._ops.views",
-                   make_view="hookgrad._ops.views")
+                   make_view="hookgrad._ops.views", rebase_view_history="hookgrad._ops.views")
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
 
@@ -291,9 +291,14 @@ class Function(metaclass=_FunctionMeta):
                     _above.check_inplace(o)
                     o._version_counter[0] += 1
                     o._backward_hooks = None
-                o._grad_fn = node
-                o._output_nr = i
-                o._requires_grad = True
+                if is_dirty and o._base is not None and len(outs) == 1:
+                    # a view changed in place: as torch, its base's history goes through this node
+                    o._grad_fn = node
+                    _above.rebase_view_history(o, node)
+                else:
+                    o._grad_fn = node
+                    o._output_nr = i
+                    o._requires_grad = True
             elif is_non_diff:
                 o._requires_grad = False
             wrapped.append(o)
