@@ -485,3 +485,37 @@ def test_weight_norm_is_one_node_where_torch_fuses_it(T, dim, api):
                  if hasattr(node, name)]
         (out * T.tensor([1.0, -2.0, 0.5], dtype=T.float64)).sum().backward()
     return log, node.name(), edges, saved, out, g.grad, v.grad
+
+
+def _first_values(T, log):
+    """Saved-tensor hooks that record the shape and first value of what is packed and unpacked:
+    tensors of one shape (a norm's weight and running statistics) are told apart."""
+    def note(event, t):
+        flat = t.detach().reshape(-1)
+        log.append((event, tuple(t.shape), round(float(flat[0]), 6) if flat.numel() else None))
+        return t
+    return T.autograd.graph.saved_tensors_hooks(lambda t: note("pack", t), lambda t: note("unpack", t))
+
+
+@pytest.mark.parametrize("layer", ["batch_norm", "batch_norm_eval", "instance_norm_tracked", "layer_norm",
+                                   "layer_norm_no_bias", "layer_norm_no_weight", "rms_norm", "group_norm"])
+@differential
+def test_normalization_layers_pack_and_unpack_in_torchs_order(T, layer):
+    F = T.nn.functional
+    x = T.linspace(-1.0, 2.0, 12, dtype=T.float64).reshape(4, 3).requires_grad_()
+    w = T.full((3,), 0.7, dtype=T.float64, requires_grad=True)
+    b = T.full((3,), 0.3, dtype=T.float64, requires_grad=True)
+    rm, rv = T.full((3,), 0.25, dtype=T.float64), T.full((3,), 1.5, dtype=T.float64)
+    run = {"batch_norm": lambda: F.batch_norm(x, rm, rv, w, b, training=True),
+           "batch_norm_eval": lambda: F.batch_norm(x, rm, rv, w, b, training=False),
+           "instance_norm_tracked": lambda: F.instance_norm(x.reshape(2, 3, 2), rm, rv, w, b, use_input_stats=True),
+           "layer_norm": lambda: F.layer_norm(x, (3,), w, b),
+           "layer_norm_no_bias": lambda: F.layer_norm(x, (3,), w, None),
+           "layer_norm_no_weight": lambda: F.layer_norm(x, (3,), None, b),
+           "rms_norm": lambda: F.rms_norm(x, (3,), w),
+           "group_norm": lambda: F.group_norm(x.reshape(2, 3, 2), 3, w, b)}[layer]
+    log = []
+    with _first_values(T, log):
+        out = run()
+    (out * out).sum().backward()
+    return log, out, x.grad, w.grad, rm, rv

@@ -1097,11 +1097,11 @@ class LerpBackward0(Node):
 
 class LerpBackward1(Node):
     __slots__ = ()
-    saved_names = ("self", "end", "weight")
+    saved_names = ("end", "self", "weight")  # torch packs end before self
 
     def apply(self, grads):
         g = grads[0]
-        start, end, w = self.saved()
+        end, start, w = self.saved()
         ga = sum_to_shape(g * (1 - w), start._ndarray.shape) if self.next_functions[0][0] is not None else None
         gb = sum_to_shape(g * w, end._ndarray.shape) if self.next_functions[1][0] is not None else None
         gw = sum_to_shape(g * (end - start), w._ndarray.shape) if self.next_functions[2][0] is not None else None
@@ -1126,7 +1126,7 @@ def lerp(start, end, weight):
         result = wrap(start._ndarray + weight._ndarray * (end._ndarray - start._ndarray))
         if GRAD.enabled and (start._requires_grad or end._requires_grad or weight._requires_grad):
             node = record_op(LerpBackward1, (start, end, weight), result)
-            node.save(start, end, weight)
+            node.save(end, start, weight)
         return result
     s, e = _dtype.widen(start._ndarray), _dtype.widen(end._ndarray)  # bfloat16: float32 math, one rounding
     result = wrap((s + weight * (e - s)).astype(start._ndarray.dtype, copy=False))
