@@ -519,3 +519,56 @@ def test_normalization_layers_pack_and_unpack_in_torchs_order(T, layer):
         out = run()
     (out * out).sum().backward()
     return log, out, x.grad, w.grad, rm, rv
+
+
+@pytest.mark.parametrize("case", ["plain", "materialize", "unused", "create_graph", "wrong_shape", "sizes_differ"])
+@differential
+def test_autograd_grad_with_batched_gradients(T, case):
+    x = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([0.3, -0.7, 1.1], dtype=T.float64, requires_grad=True)
+    unused = T.ones(2, dtype=T.float64, requires_grad=True)
+    y = (x * w).tanh()
+    z = (y * y).sum()
+    batch = T.stack([T.ones(2, 3, dtype=T.float64), T.full((2, 3), -0.5, dtype=T.float64),
+                     T.arange(6.0, dtype=T.float64).reshape(2, 3)])
+    if case == "plain":
+        return T.autograd.grad(y, [x, w], batch, is_grads_batched=True)
+    if case == "materialize":
+        return T.autograd.grad(y, [w, unused], batch, is_grads_batched=True, materialize_grads=True)
+    if case == "unused":
+        return catch(T.autograd.grad, y, [w, unused], batch, is_grads_batched=True)
+    if case == "create_graph":
+        gx, = T.autograd.grad(y, [x], batch, is_grads_batched=True, create_graph=True)
+        return gx, gx.requires_grad, T.autograd.grad(gx.sum(), w)
+    if case == "wrong_shape":
+        return catch(T.autograd.grad, y, [x], batch[:, :1], is_grads_batched=True)
+    return catch(T.autograd.grad, [y, z], [x], [batch, T.ones(2, dtype=T.float64)], is_grads_batched=True)
+
+
+@pytest.mark.parametrize("needs", ["mat1", "mat2", "both"])
+@pytest.mark.parametrize("op", ["mm", "addmm", "linear"])
+@differential
+def test_a_product_keeps_an_operands_strides_only_when_its_gradient_is_needed(T, op, needs):
+    a = T.ones(2, 3, dtype=T.float64, requires_grad=needs != "mat2")
+    b = T.ones(3, 4, dtype=T.float64, requires_grad=needs != "mat1")
+    out = {"mm": lambda: a @ b, "addmm": lambda: T.addmm(T.ones(4, dtype=T.float64), a, b),
+           "linear": lambda: T.nn.functional.linear(a, b.t(), T.ones(4, dtype=T.float64))}[op]()
+    fn = out.grad_fn
+    return fn.name(), [(n, getattr(fn, n)) for n in sorted(dir(fn)) if n.endswith(("_sym_strides", "_sym_sizes"))]
+
+
+@pytest.mark.parametrize("unpacked", ["float32", "flat", "float32_weight_only"])
+@differential
+def test_a_linear_refuses_a_saved_matrix_an_unpack_hook_changed(T, unpacked):
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    x = T.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]], dtype=T.float64, requires_grad=True)
+
+    def unpack(t):
+        if unpacked == "flat":
+            return t.reshape(-1)
+        if unpacked == "float32_weight_only" and t.shape != (3, 3):
+            return t
+        return t.float()
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        out = lin(x)
+    return catch(out.sum().backward), lin.weight.grad, x.grad

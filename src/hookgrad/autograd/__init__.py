@@ -25,7 +25,8 @@ from .. import _dtype
 
 # backward() and grad() run once per pass: names from above are bound once, not imported per call
 _above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine", ones_like="hookgrad._ops.creation",
-                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor")
+                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor",
+                   stack="hookgrad._ops.shape")
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly",
@@ -81,9 +82,10 @@ def _gradient_stand_in(edge):
     return stand_in
 
 
-def _make_grads(outputs, grads):
+def _make_grads(outputs, grads, is_grads_batched=False):
     """One gradient per output: the given ones checked against their outputs, ones for scalar outputs
-    that need grad and got None. Extra gradients are ignored; too few raise (as in torch)."""
+    that need grad and got None. Extra gradients are ignored; too few raise (as in torch). Batched
+    gradients have one more (first) dimension than their outputs."""
     Tensor, ones_like, as_tensor_arg = _above.Tensor, _above.ones_like, _above.as_tensor_arg
     outputs = [_gradient_stand_in(o) if isinstance(o, graph.GradientEdge) else o for o in outputs]
     if grads is None:
@@ -108,7 +110,16 @@ def _make_grads(outputs, grads):
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
-        if g._ndarray.shape != o._ndarray.shape:
+        if is_grads_batched:
+            if g._ndarray.shape[1:] != o._ndarray.shape:
+                raise RuntimeError(
+                    f"If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the "
+                    f"batch dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                    f"corresponding output, but a mismatch was detected: grad_output[{i}] has a shape of "
+                    f"{g.shape[1:]} and output[{i}] has a shape of {o.shape}. If you only want some tensors in "
+                    f"`grad_output` to be considered batched, consider using vmap.".replace("hookgrad.Size",
+                                                                                             "torch.Size"))
+        elif g._ndarray.shape != o._ndarray.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] has a "
                                f"shape of {o.shape}.".replace("hookgrad.Size", "torch.Size"))
         if (g._ndarray.dtype.kind == "c") != (o._ndarray.dtype.kind == "c"):
@@ -208,13 +219,15 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
                       FutureWarning, stacklevel=2)
-    grads = _make_grads(outs, grad_outputs)
+    grads = _make_grads(outs, grad_outputs, is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
     retain_graph = retain_graph or MAPPED_SLICES_AHEAD[0] > 0
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
-    if roots:
+    if roots and is_grads_batched:
+        captured = _batched_pass(roots, grads, retain_graph, create_graph, input_edges, outs, ins, sys._getframe(1))
+    elif roots:
         captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=False,
                                   root_tensors=outs, input_tensors=ins, caller=sys._getframe(1))
     else:
@@ -233,6 +246,24 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if type(inputs) is dict:
         return dict(zip(inputs.keys(), result))
     return tuple(result)
+
+
+def _batched_pass(roots, grads, retain_graph, create_graph, input_edges, outs, ins, caller):
+    """autograd.grad(is_grads_batched=True): one pass per entry of the gradients' first dimension (the
+    graph kept for the next), each input's gradients stacked; None where no pass reached it. (torch
+    runs one vectorized pass, so its hooks fire once, with one entry's shape; here once per entry.)"""
+    sizes = sorted({g.shape[0] for g in grads if g is not None})
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    per_entry = []
+    for b in range(sizes[0] if sizes else 1):
+        last = not sizes or b == sizes[0] - 1
+        entry = [g if g is None else g[b] for g in grads]
+        per_entry.append(_above.execute(roots, entry, retain_graph or not last, create_graph, inputs=input_edges,
+                                        accumulate=False, root_tensors=outs, input_tensors=ins, caller=caller))
+    return [None if any(e[i] is None for e in per_entry) else _above.stack([e[i] for e in per_entry])
+            for i in range(len(ins))]
 
 
 def _is_checkpoint_valid() -> bool:
