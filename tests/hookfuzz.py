@@ -34,10 +34,6 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "combo:create_graph_through_weight_norm": "torch's second derivative through _weight_norm_interface is wrong "
-                                              "(it disagrees with finite differences of its own first derivative, "
-                                              "e.g. seed 226); hookgrad's composed ops give the right one, "
-                                              "deliberately not torch's",
     "combo:float_indices_into_embedding_under_pack_hooks": "given float indices (a forward pre-hook scaled "
                                                            "them), torch's embedding node packs them before its "
                                                            "dtype check raises; hookgrad raises first, with no pack",
@@ -54,12 +50,12 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                          "with RuntimeError ('The size of tensor a (3) must match the size of tensor b (6)'); "
                          "hookgrad's NumPy formulas fail with NumPy's ValueError ('could not be broadcast'): the "
                          "same failure, another class (mm and addmm, fixed, refuse it as torch does)",
-    "combo:float32_unpacked_into_conv_or_contraction": "an unpack hook hands back a float32 copy of a float64 "
-                                                        "tensor: torch's conv (mkldnn) and tensordot's bmm backward "
-                                                        "refuse it at once ('itensor_view_from_dense expects ...', "
-                                                        "'expected scalar type Float but found Double'); hookgrad "
-                                                        "computes those in float64 and refuses later, in an mm "
-                                                        "(events in between differ)",
+    "saved:unpack_float32": "an unpack hook hands back a float32 copy of a float64 tensor: torch's backward "
+                            "kernels refuse it, each at its own point (softmax, avg_pool: 'expected dtype float for "
+                            "`gradOutput`', conv: 'itensor_view_from_dense expects ...', bmm: 'expected scalar type "
+                            "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
+                            "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
+                            "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
@@ -603,8 +599,6 @@ def program_features(program) -> set[str]:
         feats.add("combo:optimizer_hooks_changed_during_step")
     if "ret:fwd_pre:non_tensor" in feats and feats & {"model:conv1d", "model:conv2d"}:
         feats.add("combo:non_tensor_into_conv")
-    if "saved:unpack_float32" in feats and feats & {"model:conv1d", "model:conv2d", "model:contraction"}:
-        feats.add("combo:float32_unpacked_into_conv_or_contraction")
     backward_hooks = {f"hook:{k}" for k in BACKWARD_HOOK_KINDS + ("g_legacy_bw",)}
     if "grad:batched" in feats and (feats & backward_hooks or saved):
         feats.add("combo:hooks_under_is_grads_batched")
@@ -1146,7 +1140,8 @@ class Interpreter:
         globals_ = tuple(count(getattr(self.mm, "_global_" + a)) for a in GLOBAL_REGISTRIES)
         tensors = [("x", self.x)] + list(self.net.named_parameters()) + sorted(
             (n, t) for n, t in self.env.items() if isinstance(t, self.T.Tensor))
-        return modules, globals_, tuple((n, count(getattr(t, "_backward_hooks", None))) for n, t in tensors)
+        optimizer = () if self.opt is None else tuple(count(getattr(self.opt, a, None)) for a in OPTIMIZER_REGISTRIES)
+        return modules, globals_, tuple((n, count(getattr(t, "_backward_hooks", None))) for n, t in tensors), optimizer
 
     # ---- steps
     def do_forward(self, step):
@@ -1848,6 +1843,9 @@ MODULE_REGISTRIES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_f
                      "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
                      "_backward_hooks", "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
                      "_load_state_dict_post_hooks")
+OPTIMIZER_REGISTRIES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                        "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                        "_optimizer_load_state_dict_post_hooks")
 GLOBAL_REGISTRIES = ("forward_pre_hooks", "forward_hooks", "forward_hooks_with_kwargs", "forward_hooks_always_called",
                      "backward_pre_hooks", "backward_hooks", "module_registration_hooks",
                      "parameter_registration_hooks", "buffer_registration_hooks")

@@ -118,6 +118,8 @@ REGRESSION_PROGRAMS = {
         {"k": "roots", "how": "two"}, {"k": "backward"}]),
     "a flattened matrix from an unpack hook is refused by the linear's backward": _program(110, ["linear"], [
         {"k": "forward", "saved": "unpack_flat"}, {"k": "roots", "how": "unbind"}, {"k": "backward"}]),
+    "a _saved_ attribute reads a tensor detached in place": _program(8460, ["linear", "linear"], [
+        _FORWARD, {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "saved_attr", "on": "a_b1", "depth": 0}]),
     "autograd.grad with batched gradients": _program(228, ["moduledict"], [
         _FORWARD, {"k": "roots", "how": "split"},
         {"k": "grad", "inputs": ["b0.layers.lin.weight"], "allow_unused": True, "batched": True}]),

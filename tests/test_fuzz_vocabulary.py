@@ -572,3 +572,19 @@ def test_a_linear_refuses_a_saved_matrix_an_unpack_hook_changed(T, unpacked):
     with T.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
         out = lin(x)
     return catch(out.sum().backward), lin.weight.grad, x.grad
+
+
+@differential
+def test_a_saved_attribute_reads_a_tensor_detached_in_place_where_the_backward_refuses_it(T):
+    w = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    x = T.tensor([[0.5, -1.0]], dtype=T.float64, requires_grad=True)
+    a = x * 2
+    out = a @ w
+    a.detach_()
+    seen = out.grad_fn._saved_self
+    refused = catch(out.sum().backward)
+    b = x * 3
+    out2 = b @ w
+    b.detach_()
+    b.add_(1.0)  # changed after the detach: the version check still applies
+    return seen, refused, catch(lambda: out2.grad_fn._saved_self), w.grad
