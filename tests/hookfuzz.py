@@ -408,6 +408,11 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                 if not allowed(program_features(program)):
                     for key in ("grad_outputs", "materialize_grads", "batched"):
                         last.pop(key, None)
+                if last.get("create_graph") and extra.random() < 0.5:
+                    # a hook on a first-order gradient: it fires in the second-order pass ("double")
+                    kind = extra.choice(["tensor", "node_pre", "node_post"])
+                    draw(lambda: {"k": "hook", "kind": kind, "on": "g0", "label": f"hg{len(program['steps'])}",
+                                  "ret": extra.choice(["none", "none", "scale"])})
                 if last.get("create_graph") and rng.random() < 0.7:
                     draw(lambda: {"k": "double"})
                 if extra.random() < 0.1:
@@ -1252,6 +1257,14 @@ class Interpreter:
                 self.roots[0].backward(grads[0] if grads else None, **options, **kwargs)
             else:
                 T.autograd.backward(self.roots, grads, **options, **kwargs)
+        self.note_first_order([t.grad for t in [self.x] + list(self.net.parameters())])
+
+    def note_first_order(self, grads):
+        """The first gradient that is part of a graph (create_graph=True) becomes ``g0``: hooks on it
+        fire in a second-order pass."""
+        first = next((g for g in grads if isinstance(g, self.T.Tensor) and g.requires_grad), None)
+        if first is not None:
+            self.env["g0"] = first
 
     def do_grad(self, step):
         if self.roots is None:
@@ -1271,6 +1284,7 @@ class Interpreter:
                               create_graph=step.get("create_graph", False),
                               allow_unused=step.get("allow_unused", False), **kwargs)
         self.env["last_grads"] = got
+        self.note_first_order(got)
         return got
 
     def odd_grads(self, how):

@@ -120,6 +120,14 @@ REGRESSION_PROGRAMS = {
         {"k": "forward", "saved": "unpack_flat"}, {"k": "roots", "how": "unbind"}, {"k": "backward"}]),
     "a _saved_ attribute reads a tensor detached in place": _program(8460, ["linear", "linear"], [
         _FORWARD, {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "saved_attr", "on": "a_b1", "depth": 0}]),
+    "a node post-hook on a gradient through tanh, in the second-order pass": _program(261, ["linear", "tanh"], [
+        _FORWARD, {"k": "roots", "how": "split"},
+        {"k": "grad", "inputs": ["a_b0"], "allow_unused": True, "create_graph": True},
+        {"k": "hook", "kind": "node_post", "on": "g0", "label": "hg8"}, {"k": "double"}]),
+    "a node pre-hook on a gradient through sigmoid, in the second-order pass": _program(341, ["linear", "sigmoid"], [
+        _FORWARD, {"k": "roots", "how": "square"},
+        {"k": "grad", "inputs": ["a_b0"], "allow_unused": True, "create_graph": True},
+        {"k": "hook", "kind": "node_pre", "on": "g0", "label": "hg10"}, {"k": "double"}]),
     "autograd.grad with batched gradients": _program(228, ["moduledict"], [
         _FORWARD, {"k": "roots", "how": "split"},
         {"k": "grad", "inputs": ["b0.layers.lin.weight"], "allow_unused": True, "batched": True}]),

@@ -588,3 +588,23 @@ def test_a_saved_attribute_reads_a_tensor_detached_in_place_where_the_backward_r
     b.detach_()
     b.add_(1.0)  # changed after the detach: the version check still applies
     return seen, refused, catch(lambda: out2.grad_fn._saved_self), w.grad
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid"])
+@differential
+def test_tanh_and_sigmoid_backward_under_create_graph_is_one_node_with_hooks(T, name):
+    x = T.tensor([0.3, -0.8, 1.2], dtype=T.float64, requires_grad=True)
+    g = T.tensor([1.0, 2.0, -0.5], dtype=T.float64, requires_grad=True)
+    log = []
+    with _first_values(T, log):
+        gx, = T.autograd.grad(getattr(x, name)(), x, g, create_graph=True)
+    fn = gx.grad_fn
+    saved = fn._saved_grad_output, fn._saved_output
+    fn.register_hook(lambda grad_inputs, grad_outputs: log.append(("post", grad_inputs, grad_outputs)))
+    fn.register_prehook(lambda grad_outputs: log.append(("pre", grad_outputs)))
+    with _first_values(T, log):
+        second = T.autograd.grad((gx * gx * T.tensor([1.0, -1.0, 2.0], dtype=T.float64)).sum(), [x, g],
+                                 create_graph=True)
+    third = T.autograd.grad(second[0].sum() + second[1].sum(), [x, g])
+    return (fn.name(), [n for n in dir(fn) if n.startswith("_saved_")], saved, catch(lambda: fn._saved_output),
+            [f.name() if f else None for f, _ in fn.next_functions], log, second, third)
