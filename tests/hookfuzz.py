@@ -15,6 +15,11 @@ a program as Python-like text.
 
 Features that still diverge today are listed in ``KNOWN_DIVERGENT_FEATURES``; the suite's fixed
 seeds are generated without them. When a fix lands, delete its line and the suite covers it.
+
+Later vocabulary (nested/tied/twice-called modules, passes run from inside hooks, hooks on
+first-order gradients, odd and batched gradients, nested or odd saved-tensor hooks, ``.grad`` set by
+hand, ``_saved_*`` reads, the optimizer's state-dict hooks) is drawn from a second random stream, so
+a seed keeps every step and option the first stream gives it.
 """
 from __future__ import annotations
 
