@@ -408,7 +408,7 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                     last["grad_outputs"] = extra.choice(ODD_GRAD_OUTPUTS)
                 if last["k"] == "grad" and extra.random() < 0.15:
                     last["materialize_grads"] = True
-                if last["k"] == "grad" and extra.random() < 0.2:
+                if last["k"] == "grad" and extra.random() < 0.06:
                     last["batched"] = True  # is_grads_batched
                 if not allowed(program_features(program)):
                     for key in ("grad_outputs", "materialize_grads", "batched"):
