@@ -15,6 +15,11 @@ a program as Python-like text.
 
 Features that still diverge today are listed in ``KNOWN_DIVERGENT_FEATURES``; the suite's fixed
 seeds are generated without them. When a fix lands, delete its line and the suite covers it.
+
+Later vocabulary (nested/tied/twice-called modules, passes run from inside hooks, hooks on
+first-order gradients, odd and batched gradients, nested or odd saved-tensor hooks, ``.grad`` set by
+hand, ``_saved_*`` reads, the optimizer's state-dict hooks) is drawn from a second random stream, so
+a seed keeps every step and option the first stream gives it.
 """
 from __future__ import annotations
 
@@ -34,10 +39,6 @@ import zlib
 # Names are those of step_features (one step) and program_features ("combo:", steps that only
 # diverge together).
 KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
-    "combo:create_graph_through_weight_norm": "torch's second derivative through _weight_norm_interface is wrong "
-                                              "(it disagrees with finite differences of its own first derivative, "
-                                              "e.g. seed 226); hookgrad's composed ops give the right one, "
-                                              "deliberately not torch's",
     "combo:float_indices_into_embedding_under_pack_hooks": "given float indices (a forward pre-hook scaled "
                                                            "them), torch's embedding node packs them before its "
                                                            "dtype check raises; hookgrad raises first, with no pack",
@@ -45,6 +46,21 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                       "place, an input wrapped by a full backward hook's view: "
                                                       "torch's second pass first reads that view (the error names "
                                                       "BackwardHookFunction), hookgrad's a view of it (named T)",
+    "combo:hooks_under_is_grads_batched": "autograd.grad(is_grads_batched=True): torch runs one vmapped pass, so "
+                                          "each hook (and unpack hook) fires once with a batched tensor (whose "
+                                          ".detach(), in the fuzzer's logging, torch's vmap refuses: 'Batching "
+                                          "rule not implemented for aten::detach'); hookgrad runs one pass per "
+                                          "batch entry, so its hooks fire once per entry, with that entry",
+    "saved:unpack_flat": "an unpack hook hands back a tensor of another shape: torch's backward kernels refuse it "
+                         "with RuntimeError ('The size of tensor a (3) must match the size of tensor b (6)'); "
+                         "hookgrad's NumPy formulas fail with NumPy's ValueError ('could not be broadcast'): the "
+                         "same failure, another class (mm and addmm, fixed, refuse it as torch does)",
+    "saved:unpack_float32": "an unpack hook hands back a float32 copy of a float64 tensor: torch's backward "
+                            "kernels refuse it, each at its own point (softmax, avg_pool: 'expected dtype float for "
+                            "`gradOutput`', conv: 'itensor_view_from_dense expects ...', bmm: 'expected scalar type "
+                            "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
+                            "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
+                            "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
@@ -73,7 +89,8 @@ BLOCK_KINDS = ["linear", "relu", "tanh", "sigmoid", "seq", "shared", "tuple", "k
                "parametrize", "function", "function_dirty", "function_once", "contraction",
                "function_nondiff", "function_no_materialize"]
 # Each block's parameters (by name; "{}" is the block's name) and its submodules (suffixes).
-BLOCK_PARAMS = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tuple": ["{}.lin.bias"],
+BLOCK_PARAMS = {"nested_io": ["{}.inner.lin.weight", "{}.inner.lin.bias"], "twice": ["{}.lin.weight"],
+                "tied": ["{}.a.weight", "{}.a.bias", "{}.b.bias"], "linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tuple": ["{}.lin.bias"],
                 "layernorm": ["{}.weight", "{}.bias"], "kwargs": ["{}.lin.weight"],
                 "shared": ["shared.weight", "shared.bias"],
                 "conv1d": ["{}.conv.weight", "{}.conv.bias"], "conv2d": ["{}.conv.weight", "{}.conv.bias"],
@@ -89,16 +106,34 @@ BLOCK_PARAMS = {"linear": ["{}.weight", "{}.bias"], "seq": ["{}.0.weight"], "tup
                                 "{}.parametrizations.weight.original1"],
                 "parametrize": ["{}.bias", "{}.parametrizations.weight.original"],
                 "contraction": ["{}.weight"]}
-BLOCK_SUBMODULES = {"seq": [".0", ".1"], "tuple": [".lin"], "kwargs": [".lin"], "conv1d": [".conv"],
+BLOCK_SUBMODULES = {"nested_io": [".inner"], "twice": [".lin"], "tied": [".a", ".b"], "seq": [".0", ".1"], "tuple": [".lin"], "kwargs": [".lin"], "conv1d": [".conv"],
                     "conv2d": [".conv"], "embedding": [".emb"], "maxpool": [".pool"], "avgpool": [".pool"],
                     "mha": [".attn"], "mha_no_weights": [".attn", ".attn.out_proj"], "lstm": [".rnn"],
                     "gru": [".rnn"], "checkpoint": [".inner", ".inner.0"],
                     "checkpoint_reentrant": [".inner", ".inner.1"], "modulelist": [".layers", ".layers.0"],
                     "moduledict": [".layers", ".layers.act"]}
+# blocks drawn from the second random stream (see generate): a module with nested tuple/list/dict
+# inputs, keyword arguments and outputs, one whose Linear is called twice in a forward, and two
+# Linears sharing one weight
+EXTRA_BLOCK_KINDS = ["nested_io", "twice", "tied"]
 MODULE_HOOK_KINDS = ["fwd_pre", "fwd", "bw_pre", "bw", "legacy_bw"]
 GLOBAL_HOOK_KINDS = ["g_fwd_pre", "g_fwd", "g_bw_pre", "g_bw", "g_legacy_bw"]
 TENSOR_HOOK_KINDS = ["tensor", "node_pre", "node_post", "post_acc"]
 OPT_HOOK_KINDS = ["opt_pre", "opt_post", "g_opt_pre", "g_opt_post"]
+# the optimizer's own state-dict hooks (saving and loading its state)
+OPT_SD_HOOK_KINDS = ["opt_sd_pre", "opt_sd_post", "opt_load_pre", "opt_load_post"]
+# what a backward hook may run inside the pass: autograd.grad or backward on a graph of its own
+# (reentrant), or autograd.grad of its create_graph gradient (a second order inside the first)
+REENTRANT_ACTS = ["reentrant_grad", "reentrant_backward", "grad_of_grad"]
+# saved_tensors_hooks drawn from the second stream: two pairs nested (the inner one wins), a pack
+# hook returning a non-tensor (a tuple holding the tensor), unpack hooks returning a non-tensor,
+# another dtype or another shape
+EXTRA_SAVED = ["nested", "non_tensor", "unpack_non_tensor", "unpack_float32", "unpack_flat"]
+# gradients handed to backward / autograd.grad besides the default: another dtype, another shape,
+# integers, None for every root
+ODD_GRAD_OUTPUTS = ["float32", "wrong_shape", "int", "none"]
+# ``.grad`` written or deleted by hand between passes
+SET_GRAD_HOW = ["none", "del", "zeros", "ones", "wrong_shape", "wrong_dtype", "requires_grad"]
 SD_HOOK_KINDS = ["sd_pre", "sd_post", "load_pre", "load_post"]
 
 # What each hook kind may return besides None ("none"), and what a replacement means. "raise_once"
@@ -131,6 +166,10 @@ RETURNS = {
     "sd_post": ["none", "drop_key"],
     "load_pre": ["none", "raise", "drop_key", "error"],
     "load_post": ["none", "clear_missing", "add_unexpected"],
+    "opt_sd_pre": ["none", "raise"],
+    "opt_sd_post": ["none", "drop_key", "replace"],
+    "opt_load_pre": ["none", "drop_key", "replace", "raise"],
+    "opt_load_post": ["none", "raise"],
 }
 # What a hook may do to the registries (or the grad mode) while it runs, besides the actions drawn
 # in hook_step: remove its own handle twice, remove the hook registered right after it, register
@@ -160,6 +199,9 @@ def generate(seed: int, disabled=frozenset()) -> dict:
     """A random program for ``seed``; steps or blocks whose features are in ``disabled`` are
     redrawn (or left out), so every program of a disabled-feature run avoids them."""
     rng = random.Random(seed)
+    # Features added later draw from a second stream: a seed's program keeps every step and option
+    # the first stream gave it (so counts stay comparable), with the new ones added in between.
+    extra = random.Random(zlib.crc32(f"extra:{seed}".encode()))
     labels = iter(f"h{i}" for i in range(1000))
 
     def allowed(features):
@@ -169,6 +211,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
     for i in range(rng.randint(1, 4)):
         for _ in range(20):
             kind = rng.choice(BLOCK_KINDS)
+            if extra.random() < 0.12:
+                kind = extra.choice(EXTRA_BLOCK_KINDS)
             if allowed(block_features(kind)):
                 blocks.append({"kind": kind, "name": f"b{i}"})
                 break
@@ -214,8 +258,28 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             step["always_call"] = rng.random() < 0.2
         if kind == "multi":
             step["mode"] = rng.choice(["all", "any"])
+        if kind in BACKWARD_HOOK_KINDS and "act" not in step and extra.random() < 0.12:
+            # only a tensor hook is handed a gradient it can differentiate again
+            step["act"] = extra.choice(REENTRANT_ACTS if kind == "tensor" else REENTRANT_ACTS[:2])
+        if kind in ("bw_pre", "bw") and not step.get("prepend") and extra.random() < 0.2:
+            step["prepend"] = True
+        if kind in OPT_SD_HOOK_KINDS:
+            step["prepend"] = extra.random() < 0.3
         labelled.append(step["label"])
         return step
+
+    def extra_step(after_forward):
+        """A step of the later vocabulary, or None (most of the time)."""
+        r = extra.random()
+        if r < 0.1 and params:
+            return {"k": "set_grad", "on": extra.choice(params), "how": extra.choice(SET_GRAD_HOW)}
+        if r < 0.18 and after_forward:
+            return {"k": "saved_attr", "on": extra.choice(acts), "depth": int(extra.random() < 0.3)}
+        if r < 0.23 and any(s["k"] == "optimizer" for s in program["steps"]):
+            if extra.random() < 0.6:
+                return hook_step(extra.choice(OPT_SD_HOOK_KINDS), "opt")
+            return {"k": "opt_state_dict", "load": extra.random() < 0.7}
+        return None
 
     def draw(make, tries=12):
         for _ in range(tries):
@@ -324,13 +388,40 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                 step["grad_ctx"] = {"block": rng.choice(blocks)["name"],
                                     "mode": rng.choice(["no_grad", "inference_mode", "enable_grad"])}
             return step
+        if extra.random() < 0.3:
+            draw(lambda: extra_step(False))
         draw(forward_step)
+        if program["steps"] and program["steps"][-1]["k"] == "forward" and extra.random() < 0.12:
+            fwd, before = program["steps"][-1], program["steps"][-1].get("saved")
+            fwd["saved"] = extra.choice(EXTRA_SAVED)
+            if not allowed(program_features(program)):
+                fwd["saved"] = before
         for _ in range(rng.randint(0, 4)):
             draw(after_forward)
+        if extra.random() < 0.35:
+            draw(lambda: extra_step(True))
         draw(lambda: {"k": "roots", "how": rng.choice(["sum", "sum", "square", "two", "split", "unbind", "tuple"])})
         for _ in range(rng.choice([1, 1, 2])):
-            if draw(backward_like) and program["steps"][-1].get("create_graph") and rng.random() < 0.7:
-                draw(lambda: {"k": "double"})
+            if draw(backward_like):
+                last = program["steps"][-1]
+                if extra.random() < 0.1:
+                    last["grad_outputs"] = extra.choice(ODD_GRAD_OUTPUTS)
+                if last["k"] == "grad" and extra.random() < 0.15:
+                    last["materialize_grads"] = True
+                if last["k"] == "grad" and extra.random() < 0.06:
+                    last["batched"] = True  # is_grads_batched
+                if not allowed(program_features(program)):
+                    for key in ("grad_outputs", "materialize_grads", "batched"):
+                        last.pop(key, None)
+                if last.get("create_graph") and extra.random() < 0.5:
+                    # a hook on a first-order gradient: it fires in the second-order pass ("double")
+                    kind = extra.choice(["tensor", "node_pre", "node_post"])
+                    draw(lambda: {"k": "hook", "kind": kind, "on": "g0", "label": f"hg{len(program['steps'])}",
+                                  "ret": extra.choice(["none", "none", "scale"])})
+                if last.get("create_graph") and rng.random() < 0.7:
+                    draw(lambda: {"k": "double"})
+                if extra.random() < 0.1:
+                    draw(lambda: extra_step(True))
         if rng.random() < 0.5:
             draw(lambda: {"k": "step"})
         if rng.random() < 0.15:
@@ -405,9 +496,11 @@ def step_features(step) -> list[str]:
         return feats
     if k in ("backward", "grad"):
         feats = [k]
-        for opt in ("retain_graph", "create_graph"):
+        for opt in ("retain_graph", "create_graph", "materialize_grads", "batched"):
             if step.get(opt):
                 feats.append(f"{k}:{opt}")
+        if step.get("grad_outputs"):
+            feats.append(f"grad_outputs:{step['grad_outputs']}")
         if step.get("inputs"):
             feats.append(f"{k}:inputs")
         for opt in ("method", "grad_tensors", "ctx_hook"):
@@ -445,6 +538,12 @@ def step_features(step) -> list[str]:
         return [f"clip:{step['how']}"]
     if k == "zero_grad":
         return ["zero_grad"] + (["zero_grad:module"] if step.get("on") else [])
+    if k == "set_grad":
+        return ["set_grad", f"set_grad:{step['how']}"]
+    if k == "saved_attr":
+        return ["saved_attr"] + (["saved_attr:depth"] if step.get("depth") else [])
+    if k == "opt_state_dict":
+        return ["opt_state_dict"] + (["opt_state_dict:load"] if step.get("load") else [])
     if k == "optimizer":
         return [f"optimizer:{step['type']}"]
     return [k]
@@ -510,6 +609,9 @@ def program_features(program) -> set[str]:
         feats.add("combo:optimizer_hooks_changed_during_step")
     if "ret:fwd_pre:non_tensor" in feats and feats & {"model:conv1d", "model:conv2d"}:
         feats.add("combo:non_tensor_into_conv")
+    backward_hooks = {f"hook:{k}" for k in BACKWARD_HOOK_KINDS + ("g_legacy_bw",)}
+    if "grad:batched" in feats and (feats & backward_hooks or saved):
+        feats.add("combo:hooks_under_is_grads_batched")
     if feats & {"inplace", "inplace:no_grad", "inplace:view"} and \
             feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
         feats.add("combo:inplace_with_full_backward_hooks")
@@ -535,6 +637,49 @@ def _classes(T):
         def forward(self, x):
             h = self.lin(x)
             return h, h.sigmoid()
+
+    class NestedInner(nn.Module):
+        """Takes a tuple holding a list, and a dict keyword; returns a dict holding a list and a tuple."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH)
+
+        def forward(self, pair, extra=None):
+            a, (b,) = pair
+            h = self.lin(a) + b * extra["scale"]
+            return {"out": h, "aux": [h.tanh(), (a * 2.0,)]}
+
+    class NestedIO(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = NestedInner()
+
+        def forward(self, x):
+            got = self.inner((x, [x * 0.5]), extra={"scale": 0.3})
+            return got["out"] + got["aux"][0] + got["aux"][1][0] * 0.1
+
+    class Twice(nn.Module):
+        """One Linear called twice in a forward."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH, bias=False)
+
+        def forward(self, x):
+            return self.lin(self.lin(x).tanh())
+
+    class Tied(nn.Module):
+        """Two Linears sharing one weight Parameter."""
+
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(WIDTH, WIDTH)
+            self.b = nn.Linear(WIDTH, WIDTH)
+            self.b.weight = self.a.weight
+
+        def forward(self, x):
+            return self.b(self.a(x).sigmoid())
 
     class TakesKwargs(nn.Module):
         def __init__(self):
@@ -768,7 +913,7 @@ def _classes(T):
         def __init__(self, blocks):
             super().__init__()
             self.blocks = [dict(b) for b in blocks]
-            makers = {"linear": lambda: nn.Linear(WIDTH, WIDTH), "relu": nn.ReLU, "tanh": nn.Tanh,
+            makers = {"nested_io": NestedIO, "twice": Twice, "tied": Tied, "linear": lambda: nn.Linear(WIDTH, WIDTH), "relu": nn.ReLU, "tanh": nn.Tanh,
                       "sigmoid": nn.Sigmoid, "tuple": TupleOut, "kwargs": TakesKwargs,
                       "seq": lambda: nn.Sequential(nn.Linear(WIDTH, WIDTH), nn.Tanh()),
                       "relu_inplace": lambda: nn.ReLU(inplace=True), "reshape": Reshape, "split": SplitSwap,
@@ -857,7 +1002,7 @@ def summary(T, x):
     if isinstance(x, (tuple, list)):
         return tuple(summary(T, v) for v in x)
     if isinstance(x, dict):
-        return ("dict", tuple(sorted(str(k) for k in x)))
+        return ("dict", tuple(sorted((str(k), summary(T, v)) for k, v in x.items())))
     if isinstance(x, T.nn.Module):
         return ("module", type(x).__name__)
     return ("obj", type(x).__name__)
@@ -921,6 +1066,8 @@ class Interpreter:
     def scale(self, x, factor):
         if isinstance(x, self.T.Tensor):
             return x * factor
+        if isinstance(x, dict):
+            return {k: self.scale(v, factor) for k, v in x.items()}
         if isinstance(x, (tuple, list)):
             return type(x)(self.scale(v, factor) for v in x)
         return x
@@ -1003,7 +1150,8 @@ class Interpreter:
         globals_ = tuple(count(getattr(self.mm, "_global_" + a)) for a in GLOBAL_REGISTRIES)
         tensors = [("x", self.x)] + list(self.net.named_parameters()) + sorted(
             (n, t) for n, t in self.env.items() if isinstance(t, self.T.Tensor))
-        return modules, globals_, tuple((n, count(getattr(t, "_backward_hooks", None))) for n, t in tensors)
+        optimizer = () if self.opt is None else tuple(count(getattr(self.opt, a, None)) for a in OPTIMIZER_REGISTRIES)
+        return modules, globals_, tuple((n, count(getattr(t, "_backward_hooks", None))) for n, t in tensors), optimizer
 
     # ---- steps
     def do_forward(self, step):
@@ -1017,6 +1165,9 @@ class Interpreter:
                 ctx.enter_context(T.autograd.graph.disable_saved_tensors_hooks("saved-tensor hooks are off here"))
             if saved == "save_on_cpu":
                 ctx.enter_context(T.autograd.graph.save_on_cpu())
+            elif saved == "nested":  # the inner pair is the one that runs
+                ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks("outer")))
+                ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks("log")))
             elif saved and saved != "disable_only":
                 ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks(saved)))
             grad_ctx = step.get("grad_ctx")
@@ -1042,15 +1193,27 @@ class Interpreter:
                 raise HookFailed("pack")
             if mode == "grad_mode":
                 self.event("pack", self.S(t)[:3], "grad enabled", bool(self.T.is_grad_enabled()))
+            elif mode == "outer":
+                self.event("pack", self.S(t)[:3], "outer")
             else:
                 self.event("pack", self.S(t)[:3])
+            if mode == "non_tensor":
+                return ("boxed", t)
             return {"clone": t.clone, "detach": t.detach, "scale": lambda: t * 2.0}.get(mode, lambda: t)()
 
         def unpack(t):
+            if mode == "non_tensor":
+                t = t[1]
             self.event("unpack", self.S(t)[:3])
             if mode == "raise_unpack" or (mode == "raise_unpack_once" and not self.unpack_raised):
                 self.unpack_raised = True
                 raise HookFailed("unpack")
+            if mode == "unpack_non_tensor":
+                return 1.5
+            if mode == "unpack_float32":
+                return t.float()
+            if mode == "unpack_flat":
+                return t.reshape(-1)
             return t / 2.0 if mode == "scale" else t
         return pack, unpack
 
@@ -1088,6 +1251,8 @@ class Interpreter:
         grads = self.grads
         if step.get("grad_tensors"):
             grads = [T.full_like(r, 1.5 + i) for i, r in enumerate(self.roots)]
+        if step.get("grad_outputs"):
+            grads = self.odd_grads(step["grad_outputs"])
         options = dict(retain_graph=step.get("retain_graph", False), create_graph=step.get("create_graph", False))
         with contextlib.ExitStack() as ctx:
             if step.get("ctx_hook"):
@@ -1097,16 +1262,91 @@ class Interpreter:
                 self.roots[0].backward(grads[0] if grads else None, **options, **kwargs)
             else:
                 T.autograd.backward(self.roots, grads, **options, **kwargs)
+        self.note_first_order([t.grad for t in [self.x] + list(self.net.parameters())])
+
+    def note_first_order(self, grads):
+        """The first gradient that is part of a graph (create_graph=True) becomes ``g0``: hooks on it
+        fire in a second-order pass."""
+        first = next((g for g in grads if isinstance(g, self.T.Tensor) and g.requires_grad), None)
+        if first is not None:
+            self.env["g0"] = first
 
     def do_grad(self, step):
         if self.roots is None:
             raise Skip("roots")
+        T = self.T
         inputs = [self.tensor(n) for n in step["inputs"]]
-        got = self.T.autograd.grad(self.roots, inputs, self.grads, retain_graph=step.get("retain_graph", False),
-                                   create_graph=step.get("create_graph", False),
-                                   allow_unused=step.get("allow_unused", False))
+        grads = self.odd_grads(step["grad_outputs"]) if step.get("grad_outputs") else self.grads
+        kwargs = {}
+        if step.get("materialize_grads"):
+            kwargs["materialize_grads"] = True
+        if step.get("batched"):  # two gradients per root, stacked along a new first dimension
+            grads = [T.stack([g, g * -0.5]) if isinstance(g, T.Tensor) else
+                     T.stack([T.ones_like(r), T.full_like(r, -0.5)]) if g is None else g
+                     for r, g in zip(self.roots, grads or [None] * len(self.roots))]
+            kwargs["is_grads_batched"] = True
+        got = T.autograd.grad(self.roots, inputs, grads, retain_graph=step.get("retain_graph", False),
+                              create_graph=step.get("create_graph", False),
+                              allow_unused=step.get("allow_unused", False), **kwargs)
         self.env["last_grads"] = got
+        self.note_first_order(got)
         return got
+
+    def odd_grads(self, how):
+        """Gradients for the roots that are not the usual ones: another dtype, shape, integers, None."""
+        T = self.T
+        if how == "none":
+            return [None for _ in self.roots]
+        make = {"float32": lambda r, i: T.full(tuple(r.shape), float(i + 1), dtype=T.float32),
+                "wrong_shape": lambda r, i: T.full((2,) + tuple(r.shape), float(i + 1), dtype=r.dtype),
+                "int": lambda r, i: T.full(tuple(r.shape), i + 1, dtype=T.int64)}[how]
+        return [make(r, i) for i, r in enumerate(self.roots)]
+
+    def do_set_grad(self, step):
+        """``.grad`` set or deleted by hand."""
+        T, how = self.T, step["how"]
+        p = self.tensor(step["on"])
+        if how == "none":
+            p.grad = None
+        elif how == "del":
+            del p.grad
+        elif how in ("zeros", "ones"):
+            p.grad = getattr(T, how + "_like")(p)
+        elif how == "wrong_shape":
+            p.grad = T.zeros(p.numel() + 1, dtype=p.dtype)
+        elif how == "wrong_dtype":
+            p.grad = T.zeros_like(p, dtype=T.float32)
+        else:
+            p.grad = T.ones_like(p).requires_grad_()
+        return p.grad
+
+    def do_saved_attr(self, step):
+        """Every ``_saved_*`` attribute of a tensor's grad_fn (or of the node feeding it), each read
+        (a freed graph raises)."""
+        fn = self.tensor(step["on"]).grad_fn
+        if fn is not None and step.get("depth"):
+            fn = next((f for f, _ in fn.next_functions if f is not None), None)
+        if fn is None:
+            raise Skip("no grad_fn")
+        values = []
+        for name in sorted(n for n in dir(fn) if n.startswith("_saved_")):
+            try:
+                values.append((name, self.S(getattr(fn, name))))
+            except Exception as exc:  # noqa: BLE001 - the class and key phrases are compared
+                values.append((name,) + exception_record(exc)[0])
+        return fn.name(), tuple(values)
+
+    def do_opt_state_dict(self, step):
+        """The optimizer's state dict (its hooks run), maybe loaded back."""
+        if self.opt is None:
+            raise Skip("optimizer")
+        sd = self.opt.state_dict()
+        shape = (tuple(sorted(sd)), tuple(sorted(sd.get("state", {}))),
+                 tuple(sorted(k for g in sd.get("param_groups", []) for k in g)))
+        if step.get("load"):
+            self.opt.load_state_dict(sd)
+            return shape, self.opt.param_groups[0]["lr"], len(self.opt.state)
+        return shape
 
     def do_double(self, step):
         T = self.T
@@ -1283,6 +1523,15 @@ class Interpreter:
             if opt is not None:
                 opt.step()
                 opt.zero_grad()
+        elif act in ("reentrant_grad", "reentrant_backward"):
+            self.reentrant(act, label)
+        elif act == "grad_of_grad":
+            g = args[0] if args else None
+            if isinstance(g, self.T.Tensor) and g.requires_grad:
+                target = next((t for t in [self.x] + list(self.net.parameters()) if t.requires_grad), None)
+                if target is not None:
+                    got = self.T.autograd.grad((g * g).sum(), [target], allow_unused=True, retain_graph=True)
+                    self.event("grad_of_grad", label, self.S(got))
         elif act == "queue_callback":
             self.T.autograd.Variable._execution_engine.queue_callback(
                 lambda: self.event("callback", label))
@@ -1312,6 +1561,23 @@ class Interpreter:
                                                         step["on"], new_label)
             except Skip:
                 pass
+
+    def reentrant(self, act, label):
+        """Inside a backward hook: autograd.grad or backward on a small graph of its own, whose leaf
+        has a logging hook."""
+        T = self.T
+        with T.enable_grad():  # the pass may run with grad mode off
+            leaf = T.tensor([0.5, -1.0], dtype=T.float64, requires_grad=True)
+            handle = leaf.register_hook(lambda g: self.event("hook", label + "@", "tensor", self.S(g)))
+            try:
+                if act == "reentrant_grad":
+                    got = T.autograd.grad((leaf * leaf * 3.0).sum(), leaf)
+                else:
+                    (leaf.exp() * 2.0).sum().backward()
+                    got = leaf.grad
+            finally:
+                handle.remove()
+        self.event("reentrant", label, self.S(got))
 
     def switch_grad_mode(self, mode, label):
         """Inside a hook: the grad mode it runs under, then a small computation under another."""
@@ -1389,7 +1655,7 @@ class Interpreter:
         if kind == "tensor":
             def hook(g):
                 ev("hook", label, kind, self.S(g))
-                self.after(step, label)
+                self.after(step, label, g)
                 return done({"none": None, "scale": g * 2.0, "zero": g * 0.0}.get(ret, self.wrong(ret, g)))
             return self.tensor(on).register_hook(hook)
         if kind == "post_acc":
@@ -1445,6 +1711,8 @@ class Interpreter:
             if self.opt is None:
                 raise Skip("optimizer")
             return getattr(self.opt, "register_step_" + kind[4:] + "_hook")(hook)
+        if kind in OPT_SD_HOOK_KINDS:
+            return self.register_optimizer_state_dict_hook(step, kind, label, ret, done)
         if kind in SD_HOOK_KINDS:
             mod = self.module(on)
             if kind == "sd_pre":
@@ -1483,6 +1751,42 @@ class Interpreter:
                 return done(None)
             return mod.register_load_state_dict_post_hook(hook)
         raise ValueError(kind)
+
+    def register_optimizer_state_dict_hook(self, step, kind, label, ret, done):
+        if self.opt is None:
+            raise Skip("optimizer")
+        ev, opt, prepend = self.event, self.opt, step.get("prepend", False)
+
+        def with_lr(sd, lr):
+            return {**sd, "param_groups": [{**g, "lr": lr} for g in sd["param_groups"]]}
+        if kind == "opt_sd_pre":
+            def hook(o):
+                ev("hook", label, kind, type(o).__name__)
+                self.after(step, label)
+                return done(None)
+            return opt.register_state_dict_pre_hook(hook, prepend=prepend)
+        if kind == "opt_sd_post":
+            def hook(o, sd):
+                ev("hook", label, kind, tuple(sorted(sd)))
+                self.after(step, label)
+                if ret == "drop_key":
+                    sd.pop("state", None)
+                return done(with_lr(sd, 0.05) if ret == "replace" else None)
+            return opt.register_state_dict_post_hook(hook, prepend=prepend)
+        if kind == "opt_load_pre":
+            def hook(o, sd):
+                ev("hook", label, kind, tuple(sorted(sd)))
+                self.after(step, label)
+                if ret == "drop_key":
+                    sd.pop("state", None)
+                return done(with_lr(sd, 0.02) if ret == "replace" else None)
+            return opt.register_load_state_dict_pre_hook(hook, prepend=prepend)
+
+        def hook(o):
+            ev("hook", label, kind, o.param_groups[0]["lr"], len(o.state))
+            self.after(step, label)
+            return done(None)
+        return opt.register_load_state_dict_post_hook(hook, prepend=prepend)
 
     def register_module_hook(self, step, kind, on, label, ret, done):  # noqa: C901 - one branch per kind
         ev, name = self.event, self.module_name
@@ -1558,6 +1862,9 @@ MODULE_REGISTRIES = ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_f
                      "_forward_hooks_with_kwargs", "_forward_hooks_always_called", "_backward_pre_hooks",
                      "_backward_hooks", "_state_dict_pre_hooks", "_state_dict_hooks", "_load_state_dict_pre_hooks",
                      "_load_state_dict_post_hooks")
+OPTIMIZER_REGISTRIES = ("_optimizer_step_pre_hooks", "_optimizer_step_post_hooks", "_optimizer_state_dict_pre_hooks",
+                        "_optimizer_state_dict_post_hooks", "_optimizer_load_state_dict_pre_hooks",
+                        "_optimizer_load_state_dict_post_hooks")
 GLOBAL_REGISTRIES = ("forward_pre_hooks", "forward_hooks", "forward_hooks_with_kwargs", "forward_hooks_always_called",
                      "backward_pre_hooks", "backward_hooks", "module_registration_hooks",
                      "parameter_registration_hooks", "buffer_registration_hooks")
@@ -1681,7 +1988,8 @@ STEP_DEFAULTS = {"ret": "none", "act": None, "prepend": False, "with_kwargs": Fa
                  "retain_graph": False, "create_graph": False, "saved": None, "no_grad": False, "view": False,
                  "inputs": None, "load": False, "mode": "all", "method": False, "grad_tensors": False,
                  "grad_ctx": None, "inplace": False, "depth": 0, "twice": False, "ctx_hook": None,
-                 "variant": None, "replace": False}
+                 "variant": None, "replace": False, "grad_outputs": None, "materialize_grads": False,
+                 "batched": False}
 
 
 def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
@@ -1775,6 +2083,8 @@ def render_step(step):
         return f"{step['label']} = register {step['kind']} hook on {target}({extra})"
     if k == "forward":
         ctx = " with saved_tensors_hooks(" + step["saved"] + ")" if step.get("saved") else ""
+        if step.get("saved") == "nested":
+            ctx = " with saved_tensors_hooks(outer), saved_tensors_hooks(log)"
         ctx += " under no_grad" if step.get("no_grad") else ""
         ctx += f" inside `with {step['ctx_hook']}.register_forward_hook(h):`" if step.get("ctx_hook") else ""
         if step.get("grad_ctx"):
@@ -1787,9 +2097,12 @@ def render_step(step):
                 "split": "roots = out.split(1); grads = [1, 2, ...]",
                 "unbind": "roots = torch.unbind(out); grads = [1, 2, ...]",
                 "tuple": "roots = <tuple block's two outputs>; grads = [1, 2]"}[step["how"]]
-    if k == "backward" and (step.get("method") or step.get("grad_tensors") or step.get("ctx_hook")):
+    if k == "backward" and (step.get("method") or step.get("grad_tensors") or step.get("ctx_hook")
+                            or step.get("grad_outputs")):
         extra = _args(step, ["retain_graph", "create_graph", "inputs", "ctx_hook"])
         grads = "[1.5, 2.5, ...]" if step.get("grad_tensors") else "grads"
+        if step.get("grad_outputs"):
+            grads = f"<{step['grad_outputs']} grads>"
         if step.get("method"):
             return f"roots[0].backward({grads}[0]" + (", " + extra if extra else "") + ")"
         return f"torch.autograd.backward(roots, {grads}" + (", " + extra if extra else "") + ")"
@@ -1797,8 +2110,11 @@ def render_step(step):
         return "torch.autograd.backward(roots, grads" + (", " + _args(step, ["retain_graph", "create_graph", "inputs"])
                                                         if _args(step, ["retain_graph", "create_graph", "inputs"]) else "") + ")"
     if k == "grad":
-        return f"last_grads = torch.autograd.grad(roots, {step['inputs']}, grads, " + \
-            _args(step, ["allow_unused", "retain_graph", "create_graph"]) + ")"
+        grads = f"<{step['grad_outputs']} grads>" if step.get("grad_outputs") else "grads"
+        options = _args(step, ["allow_unused", "retain_graph", "create_graph", "materialize_grads"])
+        if step.get("batched"):
+            grads, options = "<grads stacked twice>", options + ", is_grads_batched=True"
+        return f"last_grads = torch.autograd.grad(roots, {step['inputs']}, {grads}, " + options + ")"
     if k == "double":
         return "sum((g * g).sum() for g in last_grads (or leaf .grad)).backward()"
     if k == "retain_grad":
@@ -1833,6 +2149,16 @@ def render_step(step):
                            else f"Adam(net.parameters(), lr=0.01, eps={ADAM_EPS})")
     if k == "step":
         return "opt.step()"
+    if k == "set_grad":
+        return {"none": "{}.grad = None", "del": "del {}.grad", "zeros": "{}.grad = zeros_like({})",
+                "ones": "{}.grad = ones_like({})", "wrong_shape": "{}.grad = zeros(<one more element>)",
+                "wrong_dtype": "{}.grad = zeros_like({}, dtype=float32)",
+                "requires_grad": "{}.grad = ones_like({}).requires_grad_()"}[step["how"]].format(step["on"], step["on"])
+    if k == "saved_attr":
+        node = f"{step['on']}.grad_fn" + (".next_functions[0][0]" if step.get("depth") else "")
+        return f"[getattr({node}, n) for n in dir({node}) if n.startswith('_saved_')]"
+    if k == "opt_state_dict":
+        return "sd = opt.state_dict()" + ("; opt.load_state_dict(sd)" if step.get("load") else "")
     if k == "zero_grad":
         return f"({step.get('on') or 'opt or net'}).zero_grad(set_to_none={step['set_to_none']})"
     if k == "state_dict":

@@ -111,6 +111,26 @@ REGRESSION_PROGRAMS = {
              "create_graph": True}, {"k": "double"}]),
     "a pack hook that raises leaves batch norm's running statistics alone": _program(2791, ["batchnorm"], [
         {"k": "forward", "saved": "raise_pack"}]),
+    "a linear's saved input strides are empty when the input needs no gradient": _program(34, ["linear"], [
+        _FORWARD, {"k": "saved_attr", "on": "a_b0", "depth": 0}]),
+    "a float32 matrix from an unpack hook is refused by the linear's backward": _program(166, ["linear", "linear"], [
+        {"k": "forward", "saved": "unpack_float32"}, {"k": "hook", "kind": "tensor", "on": "a_b0", "label": "h2"},
+        {"k": "roots", "how": "two"}, {"k": "backward"}]),
+    "a flattened matrix from an unpack hook is refused by the linear's backward": _program(110, ["linear"], [
+        {"k": "forward", "saved": "unpack_flat"}, {"k": "roots", "how": "unbind"}, {"k": "backward"}]),
+    "a _saved_ attribute reads a tensor detached in place": _program(8460, ["linear", "linear"], [
+        _FORWARD, {"k": "detach", "on": "a_b0", "inplace": True}, {"k": "saved_attr", "on": "a_b1", "depth": 0}]),
+    "a node post-hook on a gradient through tanh, in the second-order pass": _program(261, ["linear", "tanh"], [
+        _FORWARD, {"k": "roots", "how": "split"},
+        {"k": "grad", "inputs": ["a_b0"], "allow_unused": True, "create_graph": True},
+        {"k": "hook", "kind": "node_post", "on": "g0", "label": "hg8"}, {"k": "double"}]),
+    "a node pre-hook on a gradient through sigmoid, in the second-order pass": _program(341, ["linear", "sigmoid"], [
+        _FORWARD, {"k": "roots", "how": "square"},
+        {"k": "grad", "inputs": ["a_b0"], "allow_unused": True, "create_graph": True},
+        {"k": "hook", "kind": "node_pre", "on": "g0", "label": "hg10"}, {"k": "double"}]),
+    "autograd.grad with batched gradients": _program(228, ["moduledict"], [
+        _FORWARD, {"k": "roots", "how": "split"},
+        {"k": "grad", "inputs": ["b0.layers.lin.weight"], "allow_unused": True, "batched": True}]),
     "a packed in-place ReLU output aliases its tensor, changed again in place": _program(
         24277, ["lstm", "relu_inplace"], [
             {"k": "forward", "saved": "save_on_cpu"}, {"k": "hook", "kind": "node_post", "on": "a_b0", "label": "h2"},
@@ -221,6 +241,18 @@ def test_ci_programs_cover_the_vocabulary():
         "state_dict:module"} | {f"registration_hook:{w}" for w in hookfuzz.REGISTRATION_KINDS} | {
         f"grow:{w}" for w in hookfuzz.REGISTRATION_KINDS} | {
         f"state_dict:{v}" for v in ("missing", "missing_strict", "unexpected", "unexpected_strict", "prefix", "assign")}
+    # the later vocabulary (second random stream): nested and shared modules, hooks that run a pass of
+    # their own, odd gradients, nested or odd saved-tensor hooks, .grad by hand, saved attributes,
+    # the optimizer's state-dict hooks (autograd.grad with batched gradients meets no hook in the CI
+    # set: its own differential test covers it)
+    wanted |= {f"model:{kind}" for kind in hookfuzz.EXTRA_BLOCK_KINDS} | {
+        "act:" + act for act in hookfuzz.REENTRANT_ACTS} | {
+        "saved:" + mode for mode in hookfuzz.EXTRA_SAVED if "saved:" + mode not in CI_DISABLED} | {
+        "grad_outputs:" + how for how in hookfuzz.ODD_GRAD_OUTPUTS} | {
+        "set_grad:" + how for how in hookfuzz.SET_GRAD_HOW} | {
+        f"hook:{kind}" for kind in hookfuzz.OPT_SD_HOOK_KINDS} | {
+        "grad:materialize_grads", "saved_attr", "saved_attr:depth", "opt_state_dict", "opt_state_dict:load",
+        "prepend:bw_pre", "ret:opt_sd_post:replace", "ret:opt_load_pre:drop_key"}
     assert wanted <= seen, wanted - seen
 
 

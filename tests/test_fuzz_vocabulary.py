@@ -485,3 +485,126 @@ def test_weight_norm_is_one_node_where_torch_fuses_it(T, dim, api):
                  if hasattr(node, name)]
         (out * T.tensor([1.0, -2.0, 0.5], dtype=T.float64)).sum().backward()
     return log, node.name(), edges, saved, out, g.grad, v.grad
+
+
+def _first_values(T, log):
+    """Saved-tensor hooks that record the shape and first value of what is packed and unpacked:
+    tensors of one shape (a norm's weight and running statistics) are told apart."""
+    def note(event, t):
+        flat = t.detach().reshape(-1)
+        log.append((event, tuple(t.shape), round(float(flat[0]), 6) if flat.numel() else None))
+        return t
+    return T.autograd.graph.saved_tensors_hooks(lambda t: note("pack", t), lambda t: note("unpack", t))
+
+
+@pytest.mark.parametrize("layer", ["batch_norm", "batch_norm_eval", "instance_norm_tracked", "layer_norm",
+                                   "layer_norm_no_bias", "layer_norm_no_weight", "rms_norm", "group_norm"])
+@differential
+def test_normalization_layers_pack_and_unpack_in_torchs_order(T, layer):
+    F = T.nn.functional
+    x = T.linspace(-1.0, 2.0, 12, dtype=T.float64).reshape(4, 3).requires_grad_()
+    w = T.full((3,), 0.7, dtype=T.float64, requires_grad=True)
+    b = T.full((3,), 0.3, dtype=T.float64, requires_grad=True)
+    rm, rv = T.full((3,), 0.25, dtype=T.float64), T.full((3,), 1.5, dtype=T.float64)
+    run = {"batch_norm": lambda: F.batch_norm(x, rm, rv, w, b, training=True),
+           "batch_norm_eval": lambda: F.batch_norm(x, rm, rv, w, b, training=False),
+           "instance_norm_tracked": lambda: F.instance_norm(x.reshape(2, 3, 2), rm, rv, w, b, use_input_stats=True),
+           "layer_norm": lambda: F.layer_norm(x, (3,), w, b),
+           "layer_norm_no_bias": lambda: F.layer_norm(x, (3,), w, None),
+           "layer_norm_no_weight": lambda: F.layer_norm(x, (3,), None, b),
+           "rms_norm": lambda: F.rms_norm(x, (3,), w),
+           "group_norm": lambda: F.group_norm(x.reshape(2, 3, 2), 3, w, b)}[layer]
+    log = []
+    with _first_values(T, log):
+        out = run()
+    (out * out).sum().backward()
+    return log, out, x.grad, w.grad, rm, rv
+
+
+@pytest.mark.parametrize("case", ["plain", "materialize", "unused", "create_graph", "wrong_shape", "sizes_differ"])
+@differential
+def test_autograd_grad_with_batched_gradients(T, case):
+    x = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=T.float64, requires_grad=True)
+    w = T.tensor([0.3, -0.7, 1.1], dtype=T.float64, requires_grad=True)
+    unused = T.ones(2, dtype=T.float64, requires_grad=True)
+    y = (x * w).tanh()
+    z = (y * y).sum()
+    batch = T.stack([T.ones(2, 3, dtype=T.float64), T.full((2, 3), -0.5, dtype=T.float64),
+                     T.arange(6.0, dtype=T.float64).reshape(2, 3)])
+    if case == "plain":
+        return T.autograd.grad(y, [x, w], batch, is_grads_batched=True)
+    if case == "materialize":
+        return T.autograd.grad(y, [w, unused], batch, is_grads_batched=True, materialize_grads=True)
+    if case == "unused":
+        return catch(T.autograd.grad, y, [w, unused], batch, is_grads_batched=True)
+    if case == "create_graph":
+        gx, = T.autograd.grad(y, [x], batch, is_grads_batched=True, create_graph=True)
+        return gx, gx.requires_grad, T.autograd.grad(gx.sum(), w)
+    if case == "wrong_shape":
+        return catch(T.autograd.grad, y, [x], batch[:, :1], is_grads_batched=True)
+    return catch(T.autograd.grad, [y, z], [x], [batch, T.ones(2, dtype=T.float64)], is_grads_batched=True)
+
+
+@pytest.mark.parametrize("needs", ["mat1", "mat2", "both"])
+@pytest.mark.parametrize("op", ["mm", "addmm", "linear"])
+@differential
+def test_a_product_keeps_an_operands_strides_only_when_its_gradient_is_needed(T, op, needs):
+    a = T.ones(2, 3, dtype=T.float64, requires_grad=needs != "mat2")
+    b = T.ones(3, 4, dtype=T.float64, requires_grad=needs != "mat1")
+    out = {"mm": lambda: a @ b, "addmm": lambda: T.addmm(T.ones(4, dtype=T.float64), a, b),
+           "linear": lambda: T.nn.functional.linear(a, b.t(), T.ones(4, dtype=T.float64))}[op]()
+    fn = out.grad_fn
+    return fn.name(), [(n, getattr(fn, n)) for n in sorted(dir(fn)) if n.endswith(("_sym_strides", "_sym_sizes"))]
+
+
+@pytest.mark.parametrize("unpacked", ["float32", "flat", "float32_weight_only"])
+@differential
+def test_a_linear_refuses_a_saved_matrix_an_unpack_hook_changed(T, unpacked):
+    lin = _filled(T, T.nn.Linear(3, 3).double())
+    x = T.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6]], dtype=T.float64, requires_grad=True)
+
+    def unpack(t):
+        if unpacked == "flat":
+            return t.reshape(-1)
+        if unpacked == "float32_weight_only" and t.shape != (3, 3):
+            return t
+        return t.float()
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+        out = lin(x)
+    return catch(out.sum().backward), lin.weight.grad, x.grad
+
+
+@differential
+def test_a_saved_attribute_reads_a_tensor_detached_in_place_where_the_backward_refuses_it(T):
+    w = T.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=T.float64, requires_grad=True)
+    x = T.tensor([[0.5, -1.0]], dtype=T.float64, requires_grad=True)
+    a = x * 2
+    out = a @ w
+    a.detach_()
+    seen = out.grad_fn._saved_self
+    refused = catch(out.sum().backward)
+    b = x * 3
+    out2 = b @ w
+    b.detach_()
+    b.add_(1.0)  # changed after the detach: the version check still applies
+    return seen, refused, catch(lambda: out2.grad_fn._saved_self), w.grad
+
+
+@pytest.mark.parametrize("name", ["tanh", "sigmoid"])
+@differential
+def test_tanh_and_sigmoid_backward_under_create_graph_is_one_node_with_hooks(T, name):
+    x = T.tensor([0.3, -0.8, 1.2], dtype=T.float64, requires_grad=True)
+    g = T.tensor([1.0, 2.0, -0.5], dtype=T.float64, requires_grad=True)
+    log = []
+    with _first_values(T, log):
+        gx, = T.autograd.grad(getattr(x, name)(), x, g, create_graph=True)
+    fn = gx.grad_fn
+    saved = fn._saved_grad_output, fn._saved_output
+    fn.register_hook(lambda grad_inputs, grad_outputs: log.append(("post", grad_inputs, grad_outputs)))
+    fn.register_prehook(lambda grad_outputs: log.append(("pre", grad_outputs)))
+    with _first_values(T, log):
+        second = T.autograd.grad((gx * gx * T.tensor([1.0, -1.0, 2.0], dtype=T.float64)).sum(), [x, g],
+                                 create_graph=True)
+    third = T.autograd.grad(second[0].sum() + second[1].sum(), [x, g])
+    return (fn.name(), [n for n in dir(fn) if n.startswith("_saved_")], saved, catch(lambda: fn._saved_output),
+            [f.name() if f else None for f, _ in fn.next_functions], log, second, third)

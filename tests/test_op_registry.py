@@ -153,12 +153,17 @@ def test_edge_case_gradcheck(name):
 
 # ---- the pack_order fact: what a saved_tensors_hooks pair sees ------------------------------------
 def _pack_order(T, fn, arrays):
-    """The (dtype, shape) of each tensor the pack hook receives in the forward of ``fn(T, *tensors)``,
-    in order, and of each the unpack hook returns in the backward of its (first) output."""
+    """The (dtype, shape, values) of each tensor the pack hook receives in the forward of
+    ``fn(T, *tensors)``, in order, and of each the unpack hook returns in the backward of its (first)
+    output. Values tell apart tensors of one shape (batch norm's weight and running statistics)."""
     packed, unpacked = [], []
 
     def describe(t):
-        return str(t.dtype).rsplit(".", 1)[-1], tuple(t.shape)
+        values = t.detach()
+        if values.is_complex():
+            values = T.view_as_real(values)
+        values = np.asarray(values.double().tolist() if values.is_floating_point() else values.tolist(), dtype=float)
+        return str(t.dtype).rsplit(".", 1)[-1], tuple(t.shape), values.reshape(-1)
 
     def pack(t):
         packed.append(describe(t))
@@ -198,6 +203,13 @@ def _pack_order_cases():
 
 PACK_ORDER_CASES = {name: (fn, arrays) for name, fn, arrays in _pack_order_cases()}
 
+
+def _same_packs(got, want):
+    """Both lists (packed, unpacked) hold the same dtypes and shapes in order, values close."""
+    return all(len(g) == len(w) and all(
+        gd == wd and gs == ws and np.allclose(gv, wv, rtol=1e-4, atol=1e-5, equal_nan=True)
+        for (gd, gs, gv), (wd, ws, wv) in zip(g, w)) for g, w in zip(got, want))
+
 # Rows whose graphs pack other tensors than torch's (composite linear algebra and indexing ops that
 # save index arrays or intermediate factors instead of torch's tensors, and the nn.functional rows
 # below): each must be fixed, then removed from here; a test below fails when one starts to match.
@@ -209,8 +221,6 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'unary:index_put',
     'binary:clamp_t',
     'binary:ldexp',
-    'binary:xlogy',
-    'binary:xlog1py',
     'matrix:einsum',
     'matrix:einsum_sum',
     'matrix:det',
@@ -367,19 +377,32 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:torch_bce_with_logits',
     'edge:torch_kl_div',
     'edge:torch_max_pool2d_3d',
+    # same dtypes and shapes, other values: eigenvectors of the other sign (LAPACK's choice), the
+    # power's intermediate products in another order, pdist(p=1) and vdot composed (they save the
+    # difference / swap the operands), poisson_nll_loss's composition, hardsigmoid saving its result
+    # (torch its input), an in-place leaky_relu packed before (torch: after) it writes its result
+    'edge:eigvalsh',
+    'edge:linalg_eigh',
+    'edge:linalg_eigh_upper',
+    'edge:matrix_power',
+    'edge:pdist1',
+    'edge:poisson_nll_loss',
+    'edge:vdot_method',
+    'functional_vs_torch:hardsigmoid',
+    'functional_vs_torch:leaky_relu_inplace',
 })
 
 
 @pytest.mark.parametrize("name", sorted(set(PACK_ORDER_CASES) - PACK_ORDER_DIFFERS_YET))
 def test_saved_tensors_hooks_see_what_torch_packs(name):
     fn, arrays = PACK_ORDER_CASES[name]
-    assert _pack_order(hookgrad, fn, arrays) == _pack_order(torch, fn, arrays)
+    assert _same_packs(_pack_order(hookgrad, fn, arrays), _pack_order(torch, fn, arrays))
 
 
 @pytest.mark.parametrize("name", sorted(PACK_ORDER_DIFFERS_YET))
 def test_pack_order_rows_listed_as_different_still_differ(name):
     fn, arrays = PACK_ORDER_CASES[name]
-    assert _pack_order(hookgrad, fn, arrays) != _pack_order(torch, fn, arrays), \
+    assert not _same_packs(_pack_order(hookgrad, fn, arrays), _pack_order(torch, fn, arrays)), \
         f"{name} now packs what torch packs: remove it from PACK_ORDER_DIFFERS_YET"
 
 

@@ -60,15 +60,19 @@ def _elements(strides, itemsize):
     return tuple(s // itemsize for s in strides)
 
 
-def _layout_values(first: str, second: str) -> dict:
-    """torch's saved sizes and strides of a product's two matrices (named ``first`` and ``second``),
-    read from the node's ``layouts``: (first's shape, byte strides, second's shape, byte strides,
-    itemsize) as they were when the product was recorded."""
+def _layout_values(first: str, second: str, first_edge: int = 0) -> dict:
+    """torch's saved sizes and strides of a product's two matrices (named ``first`` and ``second``,
+    the node's inputs ``first_edge`` and the next), read from the node's ``layouts``: (first's shape,
+    byte strides, second's shape, byte strides, itemsize) as they were when the product was recorded.
+    A matrix's strides shape its own gradient: torch keeps them only when that gradient is needed
+    (empty otherwise)."""
+    def strides(n, i):
+        return _elements(n.layouts[2 * i + 1], n.layouts[4]) if n.next_functions[first_edge + i][0] is not None else ()
     return {
         f"{first}_sym_sizes": lambda n: n.layouts[0],
-        f"{first}_sym_strides": lambda n: _elements(n.layouts[1], n.layouts[4]),
+        f"{first}_sym_strides": lambda n: strides(n, 0),
         f"{second}_sym_sizes": lambda n: n.layouts[2],
-        f"{second}_sym_strides": lambda n: _elements(n.layouts[3], n.layouts[4]),
+        f"{second}_sym_strides": lambda n: strides(n, 1),
     }
 
 
@@ -87,10 +91,16 @@ class MmBackward0(Node):
 
 def _mm_grad_self(g, b):
     """d(a @ b)/da applied to g: ``g @ b.T``."""
-    if GRAD.enabled:
+    if GRAD.enabled or _unusual_operands(g, b):
         return mm(g, _conj(b).t())
     with _quiet():
         return wrap(_narrow(_blas.matmul(g._ndarray, (b._ndarray.conj() if b._ndarray.dtype.kind == "c" else b._ndarray).T), g._ndarray.dtype))
+
+
+def _unusual_operands(x, y) -> bool:
+    """Whether a saved matrix is no longer one of the gradient's dtype and rank (an unpack hook handed
+    back another tensor): the product then goes through mm, which refuses it as torch does."""
+    return x._ndarray.ndim != 2 or y._ndarray.ndim != 2 or x._ndarray.dtype != y._ndarray.dtype
 
 
 def _is_transposed(m: np.ndarray) -> bool:
@@ -101,7 +111,7 @@ def _mm_grad_other(a, g, b_transposed):
     """d(a @ b)/db applied to g: ``a.T @ g``, laid out like ``b``. When b is a transposed matrix
     (F-ordered, as ``weight.t()`` in a linear layer) the product is computed transposed, so the
     gradient that reaches the weight is C-contiguous and can become ``.grad`` without a copy."""
-    if GRAD.enabled:
+    if GRAD.enabled or _unusual_operands(a, g):
         return mm(_conj(a).t(), g)
     with _quiet():
         if b_transposed:
@@ -136,7 +146,7 @@ def mm(a: Tensor, b: Tensor) -> Tensor:
 class AddmmBackward0(Node):
     __slots__ = ("bias_shape", "beta", "alpha", "b_transposed", "layouts")
     saved_names = ("mat1", "mat2")
-    saved_values = {"alpha": lambda n: n.alpha, "beta": lambda n: n.beta, **_layout_values("mat1", "mat2")}
+    saved_values = {"alpha": lambda n: n.alpha, "beta": lambda n: n.beta, **_layout_values("mat1", "mat2", 1)}
 
     def apply(self, grads):
         a, b = self.saved()

@@ -709,8 +709,48 @@ cos = unary("cos", np.cos, lambda g, x: -(g * x.sin()), node="CosBackward0", sav
             on_arrays=lambda g, x: -(g * np.sin(x)))
 tan = unary("tan", np.tan, lambda g, r: g * (r * r + 1), node="TanBackward0", saves="result",
             inplace=True, on_arrays=True)
-tanh = unary("tanh", np.tanh, lambda g, r: g * (1 - r * r), node="TanhBackward0", saves="result",
-             inplace=True, on_arrays=True)
+class _ResultBackwardBackward(Node):
+    """tanh's or sigmoid's backward recorded under create_graph as torch records it: one node over
+    the incoming gradient and the forward's result, saving both (torch's TanhBackwardBackward0 and
+    SigmoidBackwardBackward0), whose own backward is the first-order one again (for the gradient)
+    and ``output_part`` (for the result)."""
+
+    __slots__ = ()
+    saved_names = ("grad_output", "output")
+    first_order = output_part = None
+
+    def apply(self, grads):
+        g, r = self.saved()
+        gg = grads[0]
+        cls = type(self)
+        return (cls.first_order(gg, r) if self.next_functions[0][0] is not None else None,
+                cls.output_part(gg, g, r) if self.next_functions[1][0] is not None else None)
+
+
+def _result_backward(name, formula, output_part):
+    """The backward of an op that saves its result: ``formula(g, r)`` on arrays or tensors; under
+    create_graph recorded as one ``name`` node (not as the formula's ops)."""
+    node_cls = type(name, (_ResultBackwardBackward,), {"__slots__": ()})
+
+    def backward(g, r):
+        if not (isinstance(g, Tensor) and GRAD.enabled and (g._requires_grad or r._requires_grad)):
+            return formula(g, r)
+        GRAD.enabled = False
+        try:
+            out = formula(g, r)
+        finally:
+            GRAD.enabled = True
+        node = record_op(node_cls, (g, r), out)
+        node.save(g, r)
+        return out
+    node_cls.first_order = staticmethod(backward)
+    node_cls.output_part = staticmethod(output_part)
+    return backward
+
+
+tanh = unary("tanh", np.tanh, _result_backward("TanhBackwardBackward0", lambda g, r: g * (1 - r * r),
+                                               lambda gg, g, r: gg * ((r * -2.0) * g)),
+             node="TanhBackward0", saves="result", inplace=True, on_arrays=True)
 sinh = unary("sinh", np.sinh, lambda g, x: g * x.cosh(), node="SinhBackward0", saves="self", inplace=True,
              on_arrays=lambda g, x: g * np.cosh(x))
 cosh = unary("cosh", np.cosh, lambda g, x: g * x.sinh(), node="CoshBackward0", saves="self", inplace=True,
@@ -751,8 +791,10 @@ def _sigmoid_complex(d):
     return out
 
 
-sigmoid = unary("sigmoid", _sigmoid_np, lambda g, r: g * (r * (1 - r)), node="SigmoidBackward0", saves="result",
-                inplace=True, on_arrays=True)
+sigmoid = unary("sigmoid", _sigmoid_np,
+                _result_backward("SigmoidBackwardBackward0", lambda g, r: g * (r * (1 - r)),
+                                 lambda gg, g, r: (gg * g) * ((r * -2.0) + 1)),
+                node="SigmoidBackward0", saves="result", inplace=True, on_arrays=True)
 
 
 def _relu_np(d):
@@ -1098,11 +1140,11 @@ class LerpBackward0(Node):
 
 class LerpBackward1(Node):
     __slots__ = ()
-    saved_names = ("self", "end", "weight")
+    saved_names = ("end", "self", "weight")  # torch packs end before self
 
     def apply(self, grads):
         g = grads[0]
-        start, end, w = self.saved()
+        end, start, w = self.saved()
         ga = sum_to_shape(g * (1 - w), start._ndarray.shape) if self.next_functions[0][0] is not None else None
         gb = sum_to_shape(g * w, end._ndarray.shape) if self.next_functions[1][0] is not None else None
         gw = sum_to_shape(g * (end - start), w._ndarray.shape) if self.next_functions[2][0] is not None else None
@@ -1127,7 +1169,7 @@ def lerp(start, end, weight):
         result = wrap(start._ndarray + weight._ndarray * (end._ndarray - start._ndarray))
         if GRAD.enabled and (start._requires_grad or end._requires_grad or weight._requires_grad):
             node = record_op(LerpBackward1, (start, end, weight), result)
-            node.save(start, end, weight)
+            node.save(end, start, weight)
         return result
     s, e = _dtype.widen(start._ndarray), _dtype.widen(end._ndarray)  # bfloat16: float32 math, one rounding
     result = wrap((s + weight * (e - s)).astype(start._ndarray.dtype, copy=False))

@@ -376,6 +376,8 @@ class _BinaryNode(Node):
     def apply(self, grads):
         g = grads[0]
         operands = list(self.saved())
+        if self.scalar_at is None:
+            operands.reverse()  # saved as (other, self)
         task = _above.current_task()
         needed = None if task is None else task.exec_info  # None: every input's gradient
         positions = (0, 1) if self.scalar_at is None else (1 - self.scalar_at,)
@@ -406,7 +408,8 @@ def _binary_nodes(prefix, d_self, d_other, saved=("self", "other"), scalar_varia
     attrs = {"d_self": staticmethod(d_self), "d_other": staticmethod(d_other),
              # torch raises a missing derivative even when no gradient reached the node
              "runs_without_grads": getattr(d_self, "missing", False) or getattr(d_other, "missing", False)}
-    nodes = [node_class(prefix + "0", _BinaryNode, saved_names=saved, **attrs)]
+    # torch's two-tensor nodes of these ops pack (and unpack) other before self
+    nodes = [node_class(prefix + "0", _BinaryNode, saved_names=saved[::-1], **attrs)]
     if scalar_variants:
         nodes.append(node_class(prefix + "1", _BinaryNode, saved_names=(saved[1],), scalar_at=0, **attrs))
         nodes.append(node_class(prefix + "2", _BinaryNode, saved_names=(saved[0],), scalar_at=1, **attrs))
@@ -430,7 +433,7 @@ def _binary(a, b, kernel, nodes, name):
     if GRAD.enabled and (grad_a or grad_b):
         if isinstance(a, Tensor) and isinstance(b, Tensor):
             node = record_op(nodes[0], (a, b), result)
-            node.save(a, b)
+            node.save(b, a)
         elif isinstance(b, Tensor):
             node = record_op(nodes[1], (b,), result)
             node.scalar = a

@@ -225,10 +225,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
                       "gradient for other parts of the graph, please use torch.autograd.backward.",
                       FutureWarning, stacklevel=2)
-    if is_grads_batched:
-        return _batched_grad(outputs, inputs, outs, grad_outputs, retain_graph, create_graph, allow_unused,
-                             materialize_grads)
-    grads = _make_grads(outs, grad_outputs)
+    grads = _make_grads(outs, grad_outputs, is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
     retain_graph = retain_graph or MAPPED_SLICES_AHEAD[0] > 0
@@ -237,9 +234,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if roots:
         stop_logging = graph.log_nodes_as_they_run(node for node, _ in roots)
         try:
-            captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges,
-                                      accumulate=False, root_tensors=outs, input_tensors=ins,
-                                      caller=sys._getframe(1))
+            if is_grads_batched:
+                captured = _batched_pass(roots, grads, retain_graph, create_graph, input_edges, outs, ins,
+                                         sys._getframe(1))
+            else:
+                captured = _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges,
+                                          accumulate=False, root_tensors=outs, input_tensors=ins,
+                                          caller=sys._getframe(1))
         finally:
             if stop_logging is not None:
                 stop_logging()
@@ -261,29 +262,22 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(result)
 
 
-def _batched_grad(outputs, inputs, outs, grad_outputs, retain_graph, create_graph, allow_unused,
-                  materialize_grads):
-    """``grad`` with ``is_grads_batched``: one backward pass per item of the gradients' leading
-    dimension (the graph kept for all but the last), the results stacked along a new first dimension.
-    Unlike torch's single vmapped pass, hooks along the graph run once per item."""
-    grads = _make_grads(outs, grad_outputs, batched=True)
-    sizes = {g.shape[0] for g in grads if g is not None}
-    if len(sizes) != 1:
-        raise RuntimeError("If `is_grads_batched=True`, every grad_output must have the same batch size (its first "
-                           "dimension)")
-    batch = sizes.pop()
-    keep = create_graph if retain_graph is None else retain_graph
-    per_item = []
-    for b in range(batch):
-        item = grad(outputs, inputs, [None if g is None else g[b] for g in grads],
-                    retain_graph=True if b < batch - 1 else keep, create_graph=create_graph,
-                    allow_unused=allow_unused, materialize_grads=materialize_grads)
-        per_item.append(tuple(item.values()) if isinstance(item, dict) else item)
-    stacked = tuple(None if any(r[j] is None for r in per_item) else _above.stack([r[j] for r in per_item])
-                    for j in range(len(per_item[0])))
-    if type(inputs) is dict:
-        return dict(zip(inputs.keys(), stacked))
-    return stacked
+def _batched_pass(roots, grads, retain_graph, create_graph, input_edges, outs, ins, caller):
+    """autograd.grad(is_grads_batched=True): one pass per entry of the gradients' first dimension (the
+    graph kept for the next), each input's gradients stacked; None where no pass reached it. (torch
+    runs one vectorized pass, so its hooks fire once, with one entry's shape; here once per entry.)"""
+    sizes = sorted({g.shape[0] for g in grads if g is not None})
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    per_entry = []
+    for b in range(sizes[0] if sizes else 1):
+        last = not sizes or b == sizes[0] - 1
+        entry = [g if g is None else g[b] for g in grads]
+        per_entry.append(_above.execute(roots, entry, retain_graph or not last, create_graph, inputs=input_edges,
+                                        accumulate=False, root_tensors=outs, input_tensors=ins, caller=caller))
+    return [None if any(e[i] is None for e in per_entry) else _above.stack([e[i] for e in per_entry])
+            for i in range(len(ins))]
 
 
 def _is_checkpoint_valid() -> bool:

@@ -396,7 +396,7 @@ def _saved_accessor(index: int, raw: bool):
             return SavedTensor.of_none() if raw else None
         if raw:
             return saved
-        return saved.unpack(node)
+        return saved.unpack(node, saved_for=True)
     return get
 
 
@@ -539,11 +539,13 @@ class SavedTensor:
         packed = _call_pack_hook(pack_hook, value if self.is_output else value.detach())
         self.packed, self.unpack_hook, self.tensor = packed, unpack_hook, None
 
-    def unpack(self, node=None):
+    def unpack(self, node=None, saved_for=False):
+        """The saved tensor (version-checked). ``saved_for``: ``node`` reads it as its owner (a
+        ``_saved_*`` attribute), which torch allows even after an in-place detach."""
         if self.unpack_hook is not None:
             return self._unpack_with_hook(node)
         # torch looks for an in-place detach before it compares versions
-        if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn is None \
+        if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn is None and not saved_for \
                 and self.grad_fn is not node and not (node is not None and node.unpacks_for_itself):
             raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                                "This is not supported, please use out-of-place `.detach()` instead")

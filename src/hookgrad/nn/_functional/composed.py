@@ -76,7 +76,8 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps=None) -> Tensor:
     if eps is None:
         eps = hookgrad.finfo(input.dtype).eps
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    # torch's composition (pow, then the product with the inverse root): its pack hooks see the same
+    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
     return out * weight if weight is not None else out
 
 

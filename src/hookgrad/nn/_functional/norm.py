@@ -17,7 +17,7 @@ import numpy as np
 from ... import _threads as _blas
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
-from ...autograd.graph import Node, refuse_inference_saves
+from ...autograd.graph import Node, SavedTensor, refuse_inference_saves
 from ..._ops._base import GRAD, edge
 from ..._ops._base import ones_vector, quiet_fp
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, outputs_of, record_op
@@ -274,6 +274,8 @@ class NativeBatchNormBackward0(_NormBackward):
     __slots__ = ("training",)
     # saved before the running statistics are updated, as torch does (batch_norm below)
     saved_names = ("input", "weight", "running_mean", "running_var", "result1", "result2")
+    # torch packs and unpacks the running statistics before the weight
+    pack_order = unpack_order = (0, 2, 3, 1, 4, 5)
     saved_values = {"training": lambda n: n.training, "eps": lambda n: n.eps}
     double_backward_node = NativeBatchNormBackwardBackward0
 
@@ -294,7 +296,7 @@ class NativeLayerNormBackward0(_NormBackward):
     __slots__ = ()
     saves_bias = True
     saved_names = ("weight", "input", "bias", "result1", "result2")
-    unpack_order = (2, 1, 0, 3, 4)  # torch packs weight, input, bias but unpacks bias, input, weight
+    pack_order = unpack_order = (2, 1, 0, 3, 4)  # torch packs and unpacks bias, input, weight
     saved_values = {"normalized_shape": lambda n: n.affine}
     double_backward_node = NativeLayerNormBackwardBackward0
 
@@ -336,8 +338,8 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
         node = record_op(node_cls, (x, weight, bias), result)
         node.view, node.axes, node.affine, node.affine_axes = view, axes, affine, affine_axes
         node.eps, node.batch_stats, node.mean, node.invstd = eps, batch_stats, mean, invstd
-        if node_cls.saves_bias:  # torch's layer norm packs weight, input, bias, mean, rstd (in this order)
-            node.save(weight, x, bias, wrap(mean), wrap(invstd))
+        if node_cls.saves_bias:
+            _save_in_pack_order(node, (weight, x, bias, wrap(mean), wrap(invstd)))
         elif node_cls is NativeGroupNormBackward0:
             node.save(x, weight, wrap(mean.reshape(view[:2])), wrap(invstd.reshape(view[:2])))
     return result, mean, var
@@ -403,7 +405,17 @@ def _save_batch_norm(result, x, weight, running_mean, running_var, training):
         stats = wrap(node.mean.reshape(-1)), wrap(node.invstd.reshape(-1))
     else:
         stats = wrap(np.empty(0, x._ndarray.dtype)), wrap(np.empty(0, x._ndarray.dtype))
-    node.save(x, weight, running_mean, running_var, *stats)
+    _save_in_pack_order(node, (x, weight, running_mean, running_var) + stats)
+
+
+def _save_in_pack_order(node, tensors):
+    """``node.save(*tensors)`` with the pack hooks called in torch's order (the node class's
+    ``pack_order``, indices into ``tensors``), which is not the order its backward reads them in."""
+    saved = [None] * len(tensors)
+    for i in type(node).pack_order:
+        if tensors[i] is not None:
+            saved[i] = SavedTensor(tensors[i])
+    node._saved = tuple(saved)
 
 
 def _size_repr(size):
