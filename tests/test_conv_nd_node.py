@@ -140,3 +140,25 @@ def test_gradgradcheck(name, transposed, kwargs, shape):
 
     assert gradcheck(conv, args, eps=1e-6, atol=1e-5, rtol=1e-4)
     assert gradgradcheck(conv, args, eps=1e-6, atol=1e-4, rtol=1e-3)
+
+
+@differential(rtol=2e-2, atol=2e-2)
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_low_precision_values(T, transposed, dtype):
+    dtype = getattr(T, dtype)
+    layer = _layer(T, transposed, dict(kernel_size=3, groups=2, stride=(1, 2, 1))).to(dtype)
+    x = T.tensor(np.random.default_rng(6).standard_normal((2, 4, 5, 4, 5))).to(dtype).requires_grad_()
+    y = layer(x)
+    y.sum().backward()
+    return y.grad_fn.name(), y, x.grad, layer.weight.grad, layer.bias.grad
+
+
+@differential
+@pytest.mark.parametrize("transposed", [False, True])
+def test_empty_batch(T, transposed):
+    layer = _layer(T, transposed, dict(kernel_size=3))
+    x = T.zeros(0, 4, 5, 5, 5, dtype=T.float64, requires_grad=True)
+    y = layer(x)
+    y.sum().backward()
+    return y.grad_fn.name(), y, x.grad, layer.weight.grad, layer.bias.grad

@@ -91,7 +91,7 @@ def _grid_columns(xp, kernel, dilation, out_sizes):
     sizes = xp.shape[2:]
     shifts = _shifts(sizes, kernel, dilation)
     length = _grid_length(sizes, out_sizes)
-    flat = xp.reshape(batch, channels, -1)
+    flat = xp.reshape(batch, channels, math.prod(sizes))
     reach = max(shifts) + length
     if reach > flat.shape[-1]:  # the last offsets read past the end: zeros there (dropped places only)
         flat = np.concatenate([flat, np.zeros((batch, channels, reach - flat.shape[-1]), flat.dtype)], -1)
@@ -105,10 +105,10 @@ def _grid_from_output(g, padded_sizes):
     """An output-shaped (N, O, *out) array laid on the input's grid (N, O, length), zeros between."""
     out_sizes = g.shape[2:]
     if tuple(out_sizes[1:]) == tuple(padded_sizes[1:]):
-        return g.reshape(g.shape[0], g.shape[1], -1)
+        return g.reshape(g.shape[:2] + (math.prod(out_sizes),))
     grid = np.zeros(g.shape[:3] + tuple(padded_sizes[1:]), dtype=g.dtype)
     grid[(Ellipsis,) + tuple(slice(0, n) for n in out_sizes[1:])] = g
-    return grid.reshape(g.shape[0], g.shape[1], -1)
+    return grid.reshape(g.shape[:2] + (out_sizes[0] * math.prod(padded_sizes[1:]),))
 
 
 def _output_from_grid(grid, out_channels, padded_sizes, out_sizes):
@@ -153,7 +153,8 @@ def _group_weight(w, groups):
 def _group_output(g, groups):
     """(N, O, *out) -> (G, N * L, Og)."""
     batch, out_channels = g.shape[:2]
-    m = np.moveaxis(g, 1, -1).reshape(-1, groups, out_channels // groups).transpose(1, 0, 2)
+    places = batch * math.prod(g.shape[2:])
+    m = np.moveaxis(g, 1, -1).reshape(places, groups, out_channels // groups).transpose(1, 0, 2)
     return np.ascontiguousarray(m)
 
 
@@ -193,7 +194,7 @@ def conv_input_grad_np(g, w, geom, in_shape):
         batch, channels = in_shape[:2]
         taps = math.prod(kernel)
         prod = _blas.matmul(_group_output(g, groups), _group_weight(w, groups).transpose(0, 2, 1))  # G, N*L, K*Cg
-        prod = prod.reshape(groups, -1, taps, channels // groups).transpose(1, 2, 0, 3)
+        prod = prod.reshape(groups, batch * math.prod(out_sizes), taps, channels // groups).transpose(1, 2, 0, 3)
         cols = prod.reshape((batch,) + tuple(out_sizes) + (taps, channels))
         xp = _scatter_windows_np(cols, padded_shape, kernel, geom.stride, geom.dilation, out_sizes, True)
     return _crop_np(xp, geom.padding)
