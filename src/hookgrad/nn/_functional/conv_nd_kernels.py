@@ -224,7 +224,11 @@ def conv_weight_grad_np(x, g, geom, w_shape, columns=None):
 
 # ---- the recorded op --------------------------------------------------------------------------------
 class ConvolutionBackward0(Node):
-    """torch's node of an N-d convolution or transposed convolution over (input, weight, bias)."""
+    """torch's node of an N-d convolution or transposed convolution over (input, weight, bias).
+
+    Its backward computes only the gradients whose input has an edge. Under ``create_graph`` it
+    computes them with the composed differentiable ops of ``convnd.py``: the values are torch's,
+    the second-order graph is not (no ``ConvolutionBackwardBackward0`` node)."""
 
     # ``given``: stride, padding, dilation and output_padding as the caller wrote them (an int made
     # one per dim, a one-element list kept as it is), which is what torch's node shows
