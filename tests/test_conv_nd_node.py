@@ -162,3 +162,15 @@ def test_empty_batch(T, transposed):
     y = layer(x)
     y.sum().backward()
     return y.grad_fn.name(), y, x.grad, layer.weight.grad, layer.bias.grad
+
+
+@differential
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int32", "int64", "bool"])
+def test_integer_inputs(T, dtype):
+    dtype = getattr(T, dtype)
+    x = T.tensor(np.arange(2 * 4 * 5 * 4) % 3).reshape(1, 2, 4, 5, 4).to(dtype)
+    w = T.tensor(np.arange(2 * 2 * 8) % 2).reshape(2, 2, 2, 2, 2).to(dtype)
+    F = T.nn.functional
+    return [catch(F.conv3d, x, w, padding=1), catch(F.conv3d, x, w, padding=1, dilation=(1, 2, 1)),
+            catch(F.conv3d, x, w, stride=2), catch(F.conv_transpose3d, x, w),
+            catch(F.conv_transpose3d, x, w, dilation=2)]

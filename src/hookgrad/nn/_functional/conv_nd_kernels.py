@@ -31,7 +31,7 @@ import numpy as np
 
 import hookgrad
 from ... import _threads as _blas
-from ..._dtype import narrow_to, widen
+from ..._dtype import narrow_to, scalar_type_name, widen
 from ..._ops._base import GRAD
 from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
@@ -324,6 +324,23 @@ def _composed_weight_grad(x, g, geom, w_shape, convolution_nd):
     return full.transpose(0, 1).contiguous()
 
 
+def _refuse_unsupported_dtype(x: Tensor, dilated: bool, transposed: bool) -> None:
+    """torch's CPU kernels of 3-D convolutions have no loop for bool, nor, where dilated or
+    transposed, for integers narrower than int64."""
+    kind, name = x._ndarray.dtype.kind, x._ndarray.dtype.name
+    if kind not in "biu" or name == "int64":
+        return
+    if transposed:
+        kernel = "slow_conv_transpose3d_out_cpu"
+    elif dilated:
+        kernel = "slow_conv_dilated<>"
+    elif kind == "b":
+        kernel = "compute_columns3d"
+    else:
+        return
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(x._ndarray.dtype)}\'')
+
+
 def as_given(value, nd):
     """An int argument made one per spatial dim; a list or tuple kept as written."""
     if isinstance(value, (tuple, list)):
@@ -365,6 +382,7 @@ def conv_transpose_nd_op(x: Tensor, w: Tensor, b, stride, padding, output_paddin
                          out_sizes, given=None) -> Tensor:
     """A batched N-d transposed convolution: x (N, C_in, *S), w (C_in, C_out/groups, *K), to
     (N, C_out, *out_sizes). ``given`` as for ``convolution_nd_op``."""
+    _refuse_unsupported_dtype(x, any(d != 1 for d in dilation), transposed=True)
     geom = _Geometry(stride, padding, dilation, groups)
     if given is None:
         given = (geom.stride, geom.padding, geom.dilation, tuple(output_padding))
@@ -390,6 +408,7 @@ def convolution_nd_entry(x: Tensor, w: Tensor, b, stride, padding, dilation, gro
         given_padding = tuple(before for before, _ in pairs) if isinstance(padding, str) else as_given(padding, nd)
         given_output_padding = (0,) * nd
     check_kernel_fits([n + before + after for n, (before, after) in zip(x.shape[2:], pairs)], kernel, dilation)
+    _refuse_unsupported_dtype(x, any(d != 1 for d in dilation), transposed=False)
     extra = [after - before for before, after in pairs]
     if any(extra):
         x = hookgrad.nn.functional.pad(x, [v for e in reversed(extra) for v in (0, e)])
