@@ -174,3 +174,32 @@ def test_integer_inputs(T, dtype):
     return [catch(F.conv3d, x, w, padding=1), catch(F.conv3d, x, w, padding=1, dilation=(1, 2, 1)),
             catch(F.conv3d, x, w, stride=2), catch(F.conv_transpose3d, x, w),
             catch(F.conv_transpose3d, x, w, dilation=2)]
+
+
+@differential(rtol=1e-9, atol=1e-10)
+@pytest.mark.parametrize("transposed", [False, True])
+def test_pack_hook_hands_back_another_tensor(T, transposed):
+    # the weight gradient must come from what unpacking gives, not from the forward's columns
+    layer = _layer(T, transposed, dict(kernel_size=2, padding=1))
+    x = T.tensor(np.random.default_rng(8).standard_normal((2, 4, 3, 4, 3)), requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: t * 2, lambda t: t):
+        y = layer(x)
+    (y * y).sum().backward()
+    return x.grad, layer.weight.grad, layer.bias.grad
+
+
+@differential(rtol=2e-2, atol=2e-2)
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("which", ["input", "weight", "neither"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "float16"])
+def test_channels_last_3d_result(T, transposed, which, dtype):
+    layer = _layer(T, transposed, dict(kernel_size=2)).to(getattr(T, dtype))
+    x = T.tensor(np.random.default_rng(9).standard_normal((2, 4, 3, 4, 5))).to(getattr(T, dtype))
+    weight = layer.weight.detach()
+    if which == "input":
+        x = x.contiguous(memory_format=T.channels_last_3d)
+    if which == "weight":
+        weight = weight.contiguous(memory_format=T.channels_last_3d)
+    fn = T.nn.functional.conv_transpose3d if transposed else T.nn.functional.conv3d
+    y = fn(x, weight, layer.bias.detach())
+    return y, y.is_contiguous(), y.is_contiguous(memory_format=T.channels_last_3d)

@@ -36,10 +36,10 @@ from ..._ops._base import GRAD
 from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
-from .conv import _tuple, check_kernel_fits, padding_pairs
+from .conv import _tuple, check_kernel_fits, laid_out_as_torch, padding_pairs
 from .convnd import _gather_windows_np, _scatter_windows_np
 
-__all__ = ["convolution_nd_entry", "convolution_nd_op", "conv_transpose_nd_op", "ConvolutionBackward0"]
+__all__ = ["convolution_nd_entry", "laid_out_as_torch_3d", "convolution_nd_op", "conv_transpose_nd_op", "ConvolutionBackward0"]
 
 
 # ---- geometry ----------------------------------------------------------------------------------
@@ -414,3 +414,12 @@ def convolution_nd_entry(x: Tensor, w: Tensor, b, stride, padding, dilation, gro
         x = hookgrad.nn.functional.pad(x, [v for e in reversed(extra) for v in (0, e)])
     return convolution_nd_op(x, w, b, stride, [before for before, _ in pairs], dilation, groups,
                              (given_stride, given_padding, given_dilation, given_output_padding))
+
+
+def laid_out_as_torch_3d(out: Tensor, x: Tensor, w: Tensor) -> Tensor:
+    """A 3-D convolution's result is channels-last where torch's is: only for the dtypes its oneDNN
+    kernels take (float32, bfloat16), when the input or weight is channels-last; its other kernels
+    (float64, float16) return row-major results."""
+    if x._ndarray.dtype.name not in ("float32", "bfloat16"):
+        return out
+    return laid_out_as_torch(out, x, w)

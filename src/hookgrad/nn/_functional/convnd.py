@@ -304,14 +304,14 @@ def conv_transpose_nd_generic(x: Tensor, weight: Tensor, bias, stride, padding, 
 def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
     check_conv_arguments(x, weight, bias, stride, padding, dilation, groups, nd, name)
     _check_dtypes(x, weight)
-    from .conv_nd_kernels import convolution_nd_entry  # it reuses this module's window kernels
+    from .conv_nd_kernels import convolution_nd_entry, laid_out_as_torch_3d  # it reuses this module's window kernels
     unbatched = x.dim() == nd + 1
     out = convolution_nd_entry(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, dilation, groups)
-    return out.squeeze(0) if unbatched else laid_out_as_torch(out, x, weight)
+    return out.squeeze(0) if unbatched else laid_out_as_torch_3d(out, x, weight)
 
 
 def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
-    from .conv_nd_kernels import as_given, conv_transpose_nd_op  # it reuses this module's window kernels
+    from .conv_nd_kernels import as_given, conv_transpose_nd_op, laid_out_as_torch_3d  # it reuses this module's kernels
     given = (as_given(stride, nd), as_given(padding, nd), as_given(dilation, nd), as_given(output_padding, nd))
     _check_input(x, weight, nd, name, groups, transposed=True, bias=bias, stride=stride, padding=padding,
                  dilation=dilation, output_padding=output_padding)
@@ -325,7 +325,7 @@ def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, grou
     unbatched = x.dim() == nd + 1
     out = conv_transpose_nd_op(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, output_padding,
                                groups, dilation, outs, given)
-    return out.squeeze(0) if unbatched else out
+    return out.squeeze(0) if unbatched else laid_out_as_torch_3d(out, x, weight)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
