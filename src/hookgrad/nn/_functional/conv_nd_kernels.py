@@ -39,7 +39,8 @@ from ...autograd.graph import Node
 from .conv import _tuple, check_kernel_fits, laid_out_as_torch, padding_pairs
 from .convnd import _gather_windows_np, _scatter_windows_np
 
-__all__ = ["convolution_nd_entry", "laid_out_as_torch_3d", "convolution_nd_op", "conv_transpose_nd_op", "ConvolutionBackward0"]
+__all__ = ["convolution_nd_entry", "laid_out_as_torch_3d", "convolution_nd_op", "conv_transpose_nd_op",
+           "ConvolutionBackward0"]
 
 
 # ---- geometry ----------------------------------------------------------------------------------
