@@ -62,9 +62,8 @@ def outcome(T, row: str, dtype: str):
 
 
 KNOWN_DIFFERENCES = {
-    # integer inputs: torch refuses conv3d on uint8 and linear interpolation on int64/bool
-    # (NotImplementedError); hookgrad's composed layers compute (or refuse with RuntimeError)
-    "edge:conv3d_stride_one": {"uint8"},
+    # integer inputs: torch refuses linear interpolation on int64/bool (NotImplementedError);
+    # hookgrad's composed layers compute (or refuse with RuntimeError)
     "edge:interpolate_bilinear_and_nearest": {"bool", "int64"},
     "edge:linalg_eig_complex": {"float16"},
     "edge:addbmm": {"int64", "uint8"},

@@ -304,25 +304,28 @@ def conv_transpose_nd_generic(x: Tensor, weight: Tensor, bias, stride, padding, 
 def _conv_entry(x, weight, bias, stride, padding, dilation, groups, nd, name):
     check_conv_arguments(x, weight, bias, stride, padding, dilation, groups, nd, name)
     _check_dtypes(x, weight)
+    from .conv_nd_kernels import convolution_nd_entry, laid_out_as_torch_3d  # it reuses this module's window kernels
     unbatched = x.dim() == nd + 1
-    out = convolution_nd(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, dilation, groups)
-    return out.squeeze(0) if unbatched else laid_out_as_torch(out, x, weight)
+    out = convolution_nd_entry(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, dilation, groups)
+    return out.squeeze(0) if unbatched else laid_out_as_torch_3d(out, x, weight)
 
 
 def _conv_transpose_entry(x, weight, bias, stride, padding, output_padding, groups, dilation, nd, name):
+    from .conv_nd_kernels import as_given, conv_transpose_nd_op, laid_out_as_torch_3d  # it reuses this module's kernels
+    given = (as_given(stride, nd), as_given(padding, nd), as_given(dilation, nd), as_given(output_padding, nd))
     _check_input(x, weight, nd, name, groups, transposed=True, bias=bias, stride=stride, padding=padding,
                  dilation=dilation, output_padding=output_padding)
     _check_dilation(dilation, nd, transposed=True)
-    stride, padding, output_padding, dilation, _ = transposed_geometry(
+    stride, padding, output_padding, dilation, outs = transposed_geometry(
         tuple(x.shape[-nd:]), tuple(weight.shape[2:]), stride, padding, output_padding, dilation, nd, name)
     _check_dtypes(x, weight)
     if bias is not None and bias.dtype != x.dtype:  # torch's 3-d kernel, unlike its 1-d and 2-d ones, refuses it
         raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(x._ndarray.dtype)} but found "
                            f"{_dtype.scalar_type_name(bias._ndarray.dtype)}")
     unbatched = x.dim() == nd + 1
-    out = conv_transpose_nd_generic(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding,
-                                    output_padding, groups, dilation)
-    return out.squeeze(0) if unbatched else out
+    out = conv_transpose_nd_op(x.unsqueeze(0) if unbatched else x, weight, bias, stride, padding, output_padding,
+                               groups, dilation, outs, given)
+    return out.squeeze(0) if unbatched else laid_out_as_torch_3d(out, x, weight)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
