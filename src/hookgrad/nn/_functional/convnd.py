@@ -22,7 +22,7 @@ from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from .conv import _check_dilation, _check_dtypes, _check_input, _tuple, check_kernel_fits, padding_pairs, transposed_geometry
-from .conv import check_conv_arguments, laid_out_as_torch
+from .conv import check_conv_arguments
 
 __all__ = ["conv3d", "conv_transpose3d", "convolution_nd", "conv_transpose_nd_generic", "unfold", "fold",
            "window_views"]
