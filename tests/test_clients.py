@@ -193,8 +193,15 @@ REQUIRES = {
 }
 
 
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:   # a dotted name whose package is missing
+        return False
+
+
 def _missing_modules(name):
-    return [module for module in REQUIRES.get(name, []) if importlib.util.find_spec(module) is None]
+    return [module for module in REQUIRES.get(name, []) if not _installed(module)]
 
 
 def _env():

@@ -39,7 +39,8 @@ LAYERS = [
                "hookgrad.autograd.forward_ad",  # pushes tangents through the op hooks
                # dispatch modes and the FLOP counter see the ops through the op hooks
                "hookgrad.utils._python_dispatch", "hookgrad.utils.flop_counter", "hookgrad.utils.module_tracker",
-               "hookgrad.utils._aten_calls", "hookgrad.utils._dispatch_backward"]),
+               "hookgrad.utils._aten_calls", "hookgrad.utils._dispatch_backward",
+               "hookgrad.testing._internal.logging_tensor"]),  # torch's test helper: a dispatch mode
     ("cli", ["hookgrad.cli", "hookgrad.demo", "hookgrad._run", "hookgrad._bench", "hookgrad.__main__",
              "hookgrad._bench_ddp", "hookgrad._worker_main"]),
 ]

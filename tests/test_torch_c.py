@@ -434,8 +434,11 @@ def test_under_run_torch_c_names_resolve_and_missing_ones_say_so(tmp_path):
     assert out.stdout.splitlines() == [
         "True True",
         "<class 'torch.DispatchKeySet'> <class 'torch.ScriptMethod'> <class 'torch._C.Generator'>",
-        "hookgrad has no torch._C._cxx_flags; see docs/api-coverage.md",
-        "hookgrad has no torch._C._nn.mkldnn_linear; see docs/api-coverage.md",
+        # Python's own wording first (code in the wild matches it), then where hookgrad says what it lacks
+        "module 'torch._C' has no attribute '_cxx_flags' (hookgrad has no torch._C._cxx_flags; "
+        "see docs/api-coverage.md)",
+        "module 'torch._C._nn' has no attribute 'mkldnn_linear' (hookgrad has no torch._C._nn.mkldnn_linear; "
+        "see docs/api-coverage.md)",
         "hookgrad has no torch._C._VariableFunctions.quantize_per_tensor; see docs/api-coverage.md"]
 
 

@@ -65,6 +65,7 @@ def _with_out(fn, name):
     at = next((i for i, p in enumerate(parameters) if p.kind is inspect.Parameter.VAR_KEYWORD), len(parameters))
     taking_out.__signature__ = signature.replace(parameters=parameters[:at] + [out_parameter] + parameters[at:])
     del taking_out.__wrapped__
+    taking_out.__wrapped_op__ = fn   # op hooks and dispatch modes report the op itself, not this wrapper
     return taking_out
 
 

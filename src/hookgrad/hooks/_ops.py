@@ -312,9 +312,13 @@ class _OpFunction:
 
 
 def _unwrapped(fn):
-    while hasattr(fn, "__wrapped__"):  # torch's argument checks in front of the op
-        fn = fn.__wrapped__
-    return fn
+    while True:
+        if hasattr(fn, "__wrapped__"):  # torch's argument checks in front of the op
+            fn = fn.__wrapped__
+        elif hasattr(fn, "__wrapped_op__"):  # an out= front (torch.linalg's)
+            fn = fn.__wrapped_op__
+        else:
+            return fn
 
 
 def _function_name(args):
