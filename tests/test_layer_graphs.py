@@ -1,0 +1,212 @@
+"""Layers and functionals record torch's backward nodes: the grad_fn class names along the graph,
+the next_functions structure, the output node's ``_saved_*`` attribute names, and what a hook on
+the output's grad_fn receives (shapes, None entries, values)."""
+import numpy as np
+import pytest
+
+from difftest import differential
+
+
+def _arr(*shape, seed=0, low=None, high=None):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(low, high, shape) if low is not None else rng.standard_normal(shape)
+    return a.astype(np.float32)
+
+
+def _walk(node, depth=0, seen=None, out=None):
+    """Each reached node as (class name, next node class names), depth first, each node once."""
+    if out is None:
+        out, seen = [], set()
+    if node is None or depth > 6 or id(node) in seen:
+        return out
+    seen.add(id(node))
+    out.append((type(node).__name__, [type(f).__name__ if f is not None else None for f, _ in node.next_functions]))
+    for f, _ in node.next_functions:
+        _walk(f, depth + 1, seen, out)
+    return out
+
+
+def _leaf(T, *shape, seed=0, **kw):
+    return T.tensor(_arr(*shape, seed=seed, **kw), requires_grad=True)
+
+
+def _signs(T, *shape):
+    return T.tensor(np.sign(_arr(*shape, seed=7)) + (_arr(*shape, seed=7) == 0))
+
+
+# name -> fn(T) returning (output, leaves whose gradients are compared)
+def _act(name, *shape, **kw):
+    def case(T):
+        x = _leaf(T, *shape)
+        return getattr(T.nn.functional, name)(x * 3, **kw), [x]
+    return case
+
+
+def _prelu(T, wshape, xshape):
+    x, w = _leaf(T, *xshape), _leaf(T, *wshape, seed=1)
+    return T.nn.functional.prelu(x, w), [x, w]
+
+
+def _rrelu_train(T):
+    T.manual_seed(0)
+    x = _leaf(T, 3, 5)
+    return T.nn.functional.rrelu(x, training=True), [x]
+
+
+def _inplace(name, **kw):
+    def case(T):
+        x = _leaf(T, 3, 4)
+        return getattr(T.nn.functional, name)(x * 3, inplace=True, **kw), [x]
+    return case
+
+
+def _loss(name, target, *shape, **kw):
+    def case(T):
+        x = _leaf(T, *shape)
+        return getattr(T.nn.functional, name)(x, target(T), **kw), [x]
+    return case
+
+
+def _module(build, *shape):
+    def case(T):
+        x = _leaf(T, *shape)
+        return build(T.nn)(x), [x]
+    return case
+
+
+def _interp(shape, **kw):
+    def case(T):
+        x = _leaf(T, *shape)
+        return T.nn.functional.interpolate(x, **kw), [x]
+    return case
+
+
+CASES = {
+    # activations
+    "glu": _act("glu", 2, 4),
+    "glu_dim0": _act("glu", 4, 3, dim=0),
+    "prelu_shared": lambda T: _prelu(T, (1,), (2, 3, 4)),
+    "prelu_channels": lambda T: _prelu(T, (3,), (2, 3, 4)),
+    "prelu_2d": lambda T: _prelu(T, (4,), (2, 4)),
+    "rrelu_eval": _act("rrelu", 3, 5),
+    "rrelu_train": _rrelu_train,
+    "threshold": _act("threshold", 3, 5, threshold=0.1, value=2.0),
+    "threshold_inplace": _inplace("threshold", threshold=0.1, value=-2.0),
+    "mish": _act("mish", 3, 5),
+    "hardswish": _act("hardswish", 3, 5),
+    "hardsigmoid": _act("hardsigmoid", 3, 5),
+    "logsigmoid": _act("logsigmoid", 3, 5),
+    "hardshrink": _act("hardshrink", 3, 5, lambd=0.7),
+    "softshrink": _act("softshrink", 3, 5, lambd=0.7),
+    # pixel shuffle
+    "pixel_shuffle": lambda T: (lambda x: (T.nn.functional.pixel_shuffle(x, 2), [x]))(_leaf(T, 1, 8, 3, 3)),
+    "pixel_unshuffle": lambda T: (lambda x: (T.nn.functional.pixel_unshuffle(x, 2), [x]))(_leaf(T, 2, 2, 4, 6)),
+    # losses
+    "soft_margin_loss": _loss("soft_margin_loss", lambda T: _signs(T, 3, 4), 3, 4),
+    "soft_margin_loss_none": _loss("soft_margin_loss", lambda T: _signs(T, 3, 4), 3, 4, reduction="none"),
+    "multi_margin_loss": _loss("multi_margin_loss", lambda T: T.tensor([0, 1, 3]), 3, 4),
+    "multi_margin_loss_p2": _loss("multi_margin_loss", lambda T: T.tensor([0, 1, 3]), 3, 4, p=2, margin=0.5,
+                                  weight=None, reduction="sum"),
+    "multilabel_margin_loss": _loss("multilabel_margin_loss", lambda T: T.tensor([[0, 1, -1, 0], [3, -1, 1, 1],
+                                                                                  [2, 2, 2, 2]]), 3, 4),
+    # pools
+    "max_pool3d": _module(lambda nn: nn.MaxPool3d(2), 2, 2, 4, 4, 4),
+    "avg_pool3d": _module(lambda nn: nn.AvgPool3d(2), 2, 2, 4, 4, 4),
+    "adaptive_max_pool2d": _module(lambda nn: nn.AdaptiveMaxPool2d(3), 2, 2, 7, 7),
+    "adaptive_avg_pool3d": _module(lambda nn: nn.AdaptiveAvgPool3d(2), 2, 2, 5, 5, 5),
+    # interpolate
+    "upsample_nearest1d": _interp((1, 2, 3), scale_factor=2),
+    "upsample_nearest2d": _interp((1, 2, 3, 3), scale_factor=2),
+    "upsample_nearest3d": _interp((1, 2, 3, 3, 2), size=(4, 5, 3)),
+    "upsample_linear1d": _interp((1, 2, 3), scale_factor=2, mode="linear"),
+    "upsample_bilinear2d": _interp((1, 2, 3, 3), scale_factor=2, mode="bilinear"),
+    "upsample_bilinear2d_corners": _interp((1, 2, 3, 4), size=(5, 7), mode="bilinear", align_corners=True),
+    "upsample_trilinear3d": _interp((1, 2, 3, 3, 3), scale_factor=2, mode="trilinear"),
+    "upsample_bicubic2d": _interp((1, 2, 3, 3), scale_factor=2, mode="bicubic"),
+    "upsample_bicubic2d_corners": _interp((1, 2, 3, 4), size=(5, 7), mode="bicubic", align_corners=True),
+    # fold, bilinear
+    "fold": _module(lambda nn: nn.Fold((4, 4), 2), 1, 8, 9),
+    "unfold": _module(lambda nn: nn.Unfold(2), 1, 2, 4, 4),
+    # composites whose C++ calls the Scalar overloads
+    "rms_norm": lambda T: (lambda x: (T.nn.functional.rms_norm(x, (5,)), [x]))(_leaf(T, 3, 4, 5)),
+    "hinge_embedding_loss": _loss("hinge_embedding_loss", lambda T: _signs(T, 3), 3),
+    "margin_ranking_loss": lambda T: (lambda a: (T.nn.functional.margin_ranking_loss(
+        a, T.tensor(_arr(3, seed=2)), _signs(T, 3)), [a]))(_leaf(T, 3)),
+    "cross_entropy_label_smoothing": _loss("cross_entropy", lambda T: T.tensor([0, 1, 2]), 3, 4,
+                                           label_smoothing=0.1),
+    "cross_entropy_probs": _loss("cross_entropy", lambda T: T.tensor(_arr(3, 4, seed=3, low=0, high=1)), 3, 4),
+    "pairwise_distance": lambda T: (lambda a: (T.nn.functional.pairwise_distance(a, T.tensor(_arr(2, 3, seed=4))),
+                                               [a]))(_leaf(T, 2, 3)),
+}
+
+PENDING = {
+    "glu": "composed of chunk, sigmoid and mul (GluBackward0 in torch)",
+    "glu_dim0": "composed of chunk, sigmoid and mul (GluBackward0 in torch)",
+    "prelu_shared": "composed of where and mul (PreluKernelBackward0 in torch)",
+    "prelu_channels": "composed of where and mul (PreluKernelBackward0 in torch)",
+    "prelu_2d": "composed of where and mul (PreluKernelBackward0 in torch)",
+    "rrelu_eval": "recorded as leaky_relu (RreluWithNoiseBackward0 in torch)",
+    "rrelu_train": "recorded as a mul by the noise (RreluWithNoiseBackward0 in torch)",
+    "threshold": "recorded as where (ThresholdBackward0 in torch)",
+    "threshold_inplace": "recorded as where (ThresholdBackward1 in torch)",
+    "mish": "composed of softplus, tanh and mul (MishBackward0 in torch)",
+    "hardswish": "composed of hardtanh and mul (HardswishBackward0 in torch)",
+    "hardsigmoid": "composed of div, add and hardtanh (HardsigmoidBackward0 in torch)",
+    "logsigmoid": "composed of neg and softplus (LogSigmoidBackward0 in torch)",
+    "hardshrink": "recorded as where (HardshrinkBackward0 in torch)",
+    "softshrink": "recorded as where (SoftshrinkBackward0 in torch)",
+    "pixel_shuffle": "composed of view, permute and clone (PixelShuffleBackward0 in torch)",
+    "pixel_unshuffle": "composed of view, permute and clone (PixelUnshuffleBackward0 in torch)",
+    "soft_margin_loss": "composed of recorded ops (SoftMarginLossBackward0 in torch)",
+    "soft_margin_loss_none": "composed of recorded ops (SoftMarginLossBackward0 in torch)",
+    "multi_margin_loss": "composed of recorded ops (MultiMarginLossBackward0 in torch)",
+    "multi_margin_loss_p2": "composed of recorded ops (MultiMarginLossBackward0 in torch)",
+    "multilabel_margin_loss": "composed of recorded ops (MultilabelMarginLossBackward0 in torch)",
+    "max_pool3d": "composed of recorded ops (MaxPool3DWithIndicesBackward0 in torch)",
+    "avg_pool3d": "composed of recorded ops (AvgPool3DBackward0 in torch)",
+    "adaptive_max_pool2d": "composed of recorded ops (AdaptiveMaxPool2DBackward0 in torch)",
+    "adaptive_avg_pool3d": "composed of recorded ops (AdaptiveAvgPool3DBackward0 in torch)",
+    "upsample_nearest1d": "one ResampleBackward per axis (UpsampleNearest1DBackward0 in torch)",
+    "upsample_nearest2d": "one ResampleBackward per axis (UpsampleNearest2DBackward0 in torch)",
+    "upsample_nearest3d": "one ResampleBackward per axis (UpsampleNearest3DBackward0 in torch)",
+    "upsample_linear1d": "one ResampleBackward per axis (UpsampleLinear1DBackward0 in torch)",
+    "upsample_bilinear2d": "one ResampleBackward per axis (UpsampleBilinear2DBackward0 in torch)",
+    "upsample_bilinear2d_corners": "one ResampleBackward per axis (UpsampleBilinear2DBackward0 in torch)",
+    "upsample_trilinear3d": "one ResampleBackward per axis (UpsampleTrilinear3DBackward0 in torch)",
+    "upsample_bicubic2d": "interpolate has no mode bicubic",
+    "upsample_bicubic2d_corners": "interpolate has no mode bicubic",
+    "fold": "composed of recorded ops (Col2ImBackward0 in torch)",
+    "unfold": "composed of recorded ops (Im2ColBackward0 in torch)",
+    "rms_norm": "records AddBackward0/MulBackward0 where torch's C++ calls add/pow Scalar overloads",
+    "hinge_embedding_loss": "ClampBackward1 and RsubBackward1 where torch records ClampMinBackward0 and SubBackward0",
+    "margin_ranking_loss": "ClampBackward1/AddBackward0 where torch records ClampMinBackward0/AddBackward1",
+    "cross_entropy_label_smoothing": "MulBackward0 where torch records MulBackward1",
+    "cross_entropy_probs": "DivBackward0 where torch records DivBackward1",
+    "pairwise_distance": "LinalgVectorNormBackward0 where torch records NormBackward1",
+}
+
+
+def _record(T, case):
+    out, leaves = case(T)
+    node = out.grad_fn
+    heard = []
+    node.register_hook(lambda grad_inputs, grad_outputs: heard.append((list(grad_inputs), list(grad_outputs))))
+    upstream = T.tensor(np.random.default_rng(9).standard_normal(tuple(out.shape)).astype(np.float32))
+    out.backward(upstream)
+    return {
+        "graph": _walk(node),
+        "saved": sorted(a for a in dir(node) if a.startswith("_saved")),
+        "hook": heard,
+        "grads": [x.grad for x in leaves],
+    }
+
+
+def _params():
+    return [pytest.param(name, marks=pytest.mark.xfail(reason=PENDING[name], strict=True)) if name in PENDING
+            else name for name in CASES]
+
+
+@pytest.mark.parametrize("name", _params())
+@differential(rtol=1e-4, atol=1e-5)
+def test_layer_graph(T, name):
+    return _record(T, CASES[name])
