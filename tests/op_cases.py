@@ -293,6 +293,24 @@ FUNCTIONAL = {
     "pad_circular2d": (lambda x: F.pad(x, (1, 1, 1, 0), mode="circular"), [t(1, 2, 3)]),
     "pad_circular3d": (lambda x: F.pad(x, (1, 0, 0, 1, 1, 1), mode="circular"), [t(1, 2, 2, 3)]),
     "nll_loss2d": (lambda x: F.nll_loss(x.log_softmax(1), idx(0, 2, 1, 1).reshape(1, 2, 2)), [t(1, 3, 2, 2)]),
+    # activations recorded as one node each (torch's names; tests/test_layer_graphs.py compares the graphs)
+    "glu": (lambda x: F.glu(x, 0), [t(4, 3)], SECOND_ORDER),
+    "prelu_kernel": (lambda x, w: F.prelu(x, w), [t(2, 3, 2), t(3, seed=1)], SECOND_ORDER),
+    "prelu_shared": (lambda x, w: F.prelu(x, w), [t(2, 3), t(1, seed=1)], SECOND_ORDER),
+    "rrelu_eval": (lambda x: F.rrelu(x, 0.1, 0.3), [t(2, 3)], SECOND_ORDER),
+    "rrelu_eval_inplace": (lambda x: F.rrelu(x * 1, 0.1, 0.3, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "rrelu_train": (lambda x: (hookgrad.manual_seed(0), F.rrelu(x, training=True))[1], [t(2, 3)], SECOND_ORDER),
+    "threshold": (lambda x: F.threshold(x, 0.1, 2.0), [t(2, 3)], SECOND_ORDER),
+    "threshold_inplace": (lambda x: F.threshold(x * 1, 0.1, -2.0, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "hardshrink_node": (lambda x: F.hardshrink(x, 0.3), [t(2, 3)], SECOND_ORDER),
+    "softshrink": (lambda x: F.softshrink(x, 0.3), [t(2, 3)], SECOND_ORDER),
+    "hardsigmoid": (lambda x: F.hardsigmoid(x * 2), [t(2, 3)], SECOND_ORDER),
+    "hardswish": (lambda x: F.hardswish(x * 2.5), [t(2, 3)], SECOND_ORDER),
+    "mish": (lambda x: F.mish(x), [t(2, 3)], SECOND_ORDER),
+    "mish_inplace": (lambda x: F.mish(x * 1, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "logsigmoid": (lambda x: F.logsigmoid(x), [t(2, 3)], SECOND_ORDER),
+    "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2), [t(1, 8, 2, 3)], SECOND_ORDER),
+    "pixel_unshuffle": (lambda x: F.pixel_unshuffle(x, 2), [t(2, 1, 4, 2)], SECOND_ORDER),
     "conv2d_channel_major": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [
         t(2, 8, 5, 4), (t(32, 8, 3, 3, seed=1, grad=False) * 0.1).requires_grad_(), t(32, seed=2)], SECOND_ORDER),
 }
@@ -497,8 +515,10 @@ for name, kw in [("selu", {}), ("celu", {}), ("celu", {"alpha": 0.7}), ("celu", 
 for name in ["elu", "selu", "celu"]:
     _vs_torch(f"{name}_inplace_node", lambda T, F, x, name=name: getattr(F, name)(x * 1, inplace=True), arr(3, 4) * 3,
               facts=(GRAD_FN, PACK_ORDER))
-for name in ["logsigmoid", "softsign", "tanhshrink", "mish", "hardsigmoid", "hardswish"]:
+for name in ["softsign", "tanhshrink"]:
     _vs_torch(name, lambda T, F, x, name=name: getattr(F, name)(x), arr(3, 5) * 4, facts=NO_NAME)
+for name in ["logsigmoid", "mish", "hardsigmoid", "hardswish", "hardshrink", "softshrink"]:
+    _vs_torch(name, lambda T, F, x, name=name: getattr(F, name)(x), arr(3, 5) * 4, dtypes=("float64", "float32"))
 _vs_torch("softmin", lambda T, F, x: F.softmin(x, 1), arr(3, 5), facts=NO_NAME)
 _vs_torch("relu_", lambda T, F, x: F.relu_(x * 1), arr(3, 5), facts=NO_NAME)
 _vs_torch("relu6_of_hardtanh", lambda T, F, x: F.relu6(F.hardtanh(x, -2.0, 2.0) * 4), arr(3, 2, 4), facts=NO_NAME)

@@ -140,23 +140,6 @@ CASES = {
 }
 
 PENDING = {
-    "glu": "composed of chunk, sigmoid and mul (GluBackward0 in torch)",
-    "glu_dim0": "composed of chunk, sigmoid and mul (GluBackward0 in torch)",
-    "prelu_shared": "composed of where and mul (PreluKernelBackward0 in torch)",
-    "prelu_channels": "composed of where and mul (PreluKernelBackward0 in torch)",
-    "prelu_2d": "composed of where and mul (PreluKernelBackward0 in torch)",
-    "rrelu_eval": "recorded as leaky_relu (RreluWithNoiseBackward0 in torch)",
-    "rrelu_train": "recorded as a mul by the noise (RreluWithNoiseBackward0 in torch)",
-    "threshold": "recorded as where (ThresholdBackward0 in torch)",
-    "threshold_inplace": "recorded as where (ThresholdBackward1 in torch)",
-    "mish": "composed of softplus, tanh and mul (MishBackward0 in torch)",
-    "hardswish": "composed of hardtanh and mul (HardswishBackward0 in torch)",
-    "hardsigmoid": "composed of div, add and hardtanh (HardsigmoidBackward0 in torch)",
-    "logsigmoid": "composed of neg and softplus (LogSigmoidBackward0 in torch)",
-    "hardshrink": "recorded as where (HardshrinkBackward0 in torch)",
-    "softshrink": "recorded as where (SoftshrinkBackward0 in torch)",
-    "pixel_shuffle": "composed of view, permute and clone (PixelShuffleBackward0 in torch)",
-    "pixel_unshuffle": "composed of view, permute and clone (PixelUnshuffleBackward0 in torch)",
     "soft_margin_loss": "composed of recorded ops (SoftMarginLossBackward0 in torch)",
     "soft_margin_loss_none": "composed of recorded ops (SoftMarginLossBackward0 in torch)",
     "multi_margin_loss": "composed of recorded ops (MultiMarginLossBackward0 in torch)",

@@ -71,7 +71,6 @@ KNOWN_DIFFERENCES = {
     'edge:fft_shift_freq': {'complex32'},
     'edge:fractional_max_pool2d': {'complex32'},
     'edge:fractional_max_pool3d': {'complex32'},
-    'edge:hardshrink': {'complex32'},
     'edge:householder_product': {'complex32', 'float8_e4m3fn'},
     'edge:householder_product_batch': {'complex32', 'float8_e4m3fn'},
     'edge:index_reduce_prod': {'complex32', 'float8_e4m3fn'},

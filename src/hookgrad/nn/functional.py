@@ -223,8 +223,7 @@ def _refuse_integral(input, kernel):
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    _refuse_integral(input, "log_sigmoid_cpu")
-    return -_act.softplus(-input)
+    return _act.logsigmoid(input)
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -236,24 +235,15 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return views.apply_inplace(input, mish)
-    _refuse_integral(input, "mish_cpu")
-    return input * _act.softplus(input).tanh()
+    return _act.mish(input, inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return views.apply_inplace(input, hardsigmoid)
-    _refuse_integral(input, "hardsigmoid_cpu")
-    return _act.hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    return _act.hardsigmoid(input, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return views.apply_inplace(input, hardswish)
-    _refuse_integral(input, "hardswish_cpu")
-    return input * hardsigmoid(input)
+    return _act.hardswish(input, inplace)
 
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:

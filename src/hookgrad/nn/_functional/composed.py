@@ -366,20 +366,61 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def _shuffle_pixels(data: np.ndarray, r: int) -> np.ndarray:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r), a new contiguous array."""
+    *lead, c, h, w = data.shape
+    n = len(lead)
+    x = data.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return np.ascontiguousarray(x).reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def _unshuffle_pixels(data: np.ndarray, r: int) -> np.ndarray:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), a new contiguous array."""
+    *lead, c, h, w = data.shape
+    n = len(lead)
+    x = data.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return np.ascontiguousarray(x).reshape(*lead, c * r * r, h // r, w // r)
+
+
+class PixelShuffleBackward0(Node):
+    """Its gradient is pixel_unshuffle of the incoming one (recorded as such under create_graph)."""
+
+    __slots__ = ("upscale_factor",)
+    saved_values = {"upscale_factor": lambda n: n.upscale_factor}
+
+    def apply(self, grads):
+        return (pixel_unshuffle(grads[0], self.upscale_factor),)
+
+
+class PixelUnshuffleBackward0(Node):
+    __slots__ = ("downscale_factor",)
+    saved_values = {"downscale_factor": lambda n: n.downscale_factor}
+
+    def apply(self, grads):
+        return (pixel_shuffle(grads[0], self.downscale_factor),)
+
+
+def _rearranged(input, out, node_cls, attr, factor):
+    result = wrap(out)
+    if GRAD.enabled and input._requires_grad:
+        setattr(record_op(node_cls, (input,), result), attr, factor)
+    return result
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
     r = int(upscale_factor)
     if input.dim() < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
-    *lead, c, h, w = input.shape
+    c = input.shape[-3]
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
                            f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    n = len(lead)
-    x = input.reshape(*lead, c // (r * r), r, r, h, w)
-    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return _rearranged(input, _shuffle_pixels(input._ndarray, r), PixelShuffleBackward0, "upscale_factor",
+                       upscale_factor)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -388,14 +429,12 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     if input.dim() < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
-    *lead, c, h, w = input.shape
+    h, w = input.shape[-2:]
     if h % r or w % r:
         raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
                            f"input.size(-2)={h} and input.size(-1)={w} with downscale_factor={r}")
-    n = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)
-    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _rearranged(input, _unshuffle_pixels(input._ndarray, r), PixelUnshuffleBackward0, "downscale_factor",
+                       downscale_factor)
 
 
 class ChannelShuffleBackward0(Node):
@@ -522,6 +561,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 # ---- activations ---------------------------------------------------------------------------------------
 # recorded as torch's EluBackward0/1 and CeluBackward0/1
 from .activation import celu, selu  # noqa: E402
+from . import activation as _act  # noqa: E402
 
 
 # torch.prelu and torch.hardshrink are these functions too (declared with the ops)
@@ -530,54 +570,21 @@ prelu = hookgrad.prelu
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
-    """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise."""
-    if inplace:
-        return _in_place(rrelu, input, lower, upper, training)
-    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "leaky_relu_cpu")
-    if not training:
-        return _F().leaky_relu(input, (lower + upper) / 2)
-    return rrelu_with_generator(input, lower, upper)
+    """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise
+    (recorded as torch's RreluWithNoiseBackward0/1)."""
+    return _act.rrelu(input, lower, upper, training, inplace)
 
 
 def rrelu_with_generator(input: Tensor, lower: float, upper: float, generator=None) -> Tensor:
-    """Training-mode rrelu: torch draws a double uniform slope, in order, for each element <= 0 only
-    (1 elsewhere), from ``generator`` or the default one."""
-    from ..._ops import rng
-    from ..._ops.creation import _generator
-    values = input.detach().contiguous().numpy()
-    negative = values <= 0
-    slope = np.ones(values.shape, dtype=values.dtype)
-    low, high = float(values.dtype.type(lower)), float(values.dtype.type(upper))  # torch rounds the bounds first
-    draws = rng.uniform_unbounded(_generator(generator), int(negative.sum()), low, high)
-    slope[negative] = draws.astype(values.dtype)
-    return input * hookgrad.from_numpy(slope)
+    """Training-mode rrelu drawing from ``generator`` (or the default one)."""
+    return _act.rrelu_with_noise(input, lower, upper, True, generator)
 
 
-def glu(input: Tensor, dim: int = -1) -> Tensor:
-    if input.dim() == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    if input.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
-                           f"{input.shape[dim]}")
-    a, b = input.chunk(2, dim)
-    return a * b.sigmoid()
-
-
-def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    if inplace:
-        return _in_place(_threshold, input, threshold, value)
-    return hookgrad.where(input > threshold, input, hookgrad.full_like(input, value))
-
-
+# one node each, as torch's (GluBackward0, ThresholdBackward0/1, HardshrinkBackward0, SoftshrinkBackward0)
+glu = _act.glu
+threshold = _act.threshold
 hardshrink = hookgrad.hardshrink
-
-
-def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "softshrink_check")
-    return hookgrad.where(input > lambd, input - lambd,
-                          hookgrad.where(input < -lambd, input + lambd, hookgrad.zeros_like(input)))
+softshrink = _act.softshrink
 
 
 _threshold = threshold  # the function, where its parameter of the same name hides it
