@@ -140,11 +140,6 @@ CASES = {
 }
 
 PENDING = {
-    "soft_margin_loss": "composed of recorded ops (SoftMarginLossBackward0 in torch)",
-    "soft_margin_loss_none": "composed of recorded ops (SoftMarginLossBackward0 in torch)",
-    "multi_margin_loss": "composed of recorded ops (MultiMarginLossBackward0 in torch)",
-    "multi_margin_loss_p2": "composed of recorded ops (MultiMarginLossBackward0 in torch)",
-    "multilabel_margin_loss": "composed of recorded ops (MultilabelMarginLossBackward0 in torch)",
     "max_pool3d": "composed of recorded ops (MaxPool3DWithIndicesBackward0 in torch)",
     "avg_pool3d": "composed of recorded ops (AvgPool3DBackward0 in torch)",
     "adaptive_max_pool2d": "composed of recorded ops (AdaptiveMaxPool2DBackward0 in torch)",
