@@ -311,6 +311,11 @@ FUNCTIONAL = {
     "logsigmoid": (lambda x: F.logsigmoid(x), [t(2, 3)], SECOND_ORDER),
     "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2), [t(1, 8, 2, 3)], SECOND_ORDER),
     "pixel_unshuffle": (lambda x: F.pixel_unshuffle(x, 2), [t(2, 1, 4, 2)], SECOND_ORDER),
+    "interpolate_bicubic": (lambda x: F.interpolate(x, scale_factor=1.7, mode="bicubic"), [t(1, 2, 3, 4)], SECOND_ORDER),
+    "interpolate_bicubic_corners": (lambda x: F.interpolate(x, size=(2, 5), mode="bicubic", align_corners=True),
+                                    [t(1, 1, 4, 3)], SECOND_ORDER),
+    "interpolate_trilinear": (lambda x: F.interpolate(x, size=(3, 2, 4), mode="trilinear"), [t(1, 1, 2, 3, 2)],
+                              SECOND_ORDER),
     "conv2d_channel_major": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [
         t(2, 8, 5, 4), (t(32, 8, 3, 3, seed=1, grad=False) * 0.1).requires_grad_(), t(32, seed=2)], SECOND_ORDER),
 }
@@ -528,6 +533,17 @@ for dim in [0, 1, -1]:
     _vs_torch(f"softmax_{dim}_to_float64", lambda T, F, x, dim=dim: F.softmax(x, dim, dtype=T.float64), arr(3, 4, 5),
               **F32, rtol=1e-5, atol=1e-7)
 
+# interpolate: every mode against torch over sizes, scale factors and align_corners (bicubic: A = -0.75)
+for mode, shape in [("nearest", (2, 3, 5)), ("nearest", (1, 2, 4, 5)), ("nearest-exact", (1, 2, 4, 5)),
+                    ("linear", (2, 3, 5)), ("bilinear", (1, 2, 4, 5)), ("trilinear", (1, 2, 3, 4, 2)),
+                    ("bicubic", (1, 2, 4, 5)), ("bicubic", (2, 1, 6, 3))]:
+    nd = len(shape) - 2
+    grid = [dict(scale_factor=2), dict(scale_factor=0.6), dict(scale_factor=1.7), dict(size=(7, 2, 3)[:nd])]
+    if mode not in ("nearest", "nearest-exact"):
+        grid += [dict(kw, align_corners=True) for kw in grid]
+    for kw in grid:
+        _vs_torch(f"interpolate_{mode}{shape}_{kw}", lambda T, F, x, mode=mode, kw=kw: F.interpolate(x, mode=mode, **kw),
+                  arr(*shape), dtypes=("float64", "float32"))
 # embedding, normalize, attention
 _EMBEDDING_INDICES = np.array([[0, 1, 1, 4], [4, 4, 2, 0]])
 for kw in [dict(), dict(padding_idx=1), dict(padding_idx=-1), dict(scale_grad_by_freq=True),
@@ -1057,8 +1073,8 @@ BREADTH = {
         T.native_group_norm(x, w, b, 2, 4, 3, 2, 1e-5)), [(2, 4, 3), (4,), (4,)]),
 }
 EDGE.update(BREADTH)
-# the fused paths of interpolate (one resampling op per axis) and of conv3d at stride 1 (a shifted
-# gather on the input's grid), each op's backward the other of its pair
+# interpolate (one upsample node per call; its backward's node the other of its pair) and the fused
+# path of conv3d at stride 1 (a shifted gather on the input's grid)
 EDGE.update({
     "interpolate_bilinear_and_nearest": (lambda T, x: T.nn.functional.interpolate(x, size=(5, 7), mode="bilinear")
                                          + T.nn.functional.interpolate(x, size=(5, 7)), [(1, 2, 3, 4)],
@@ -1067,6 +1083,18 @@ EDGE.update({
     "conv3d_stride_one": (lambda T, x, w: T.nn.functional.conv3d(x, w, padding=1, dilation=(1, 2, 1)),
                           [(1, 2, 4, 5, 3), (3, 2, 2, 2, 2)], {"gradgradcheck": True, "facts": ()}),
 })
+
+# interpolate: one torch upsample node per call and mode (and its backward's node under create_graph)
+EDGE.update({
+    f"interpolate_{mode}_{len(shape) - 2}d": (lambda T, x, mode=mode, kw=kw: T.nn.functional.interpolate(x, mode=mode, **kw),
+                                              [shape], {"gradgradcheck": True, "facts": (GRAD_FN, SAVED, PACK_ORDER)})
+    for mode, shape, kw in [
+        ("nearest", (2, 3, 4), dict(scale_factor=1.5)), ("nearest", (1, 2, 3, 4), dict(size=(5, 3))),
+        ("nearest", (1, 1, 2, 3, 2), dict(scale_factor=2)), ("nearest-exact", (2, 2, 5), dict(size=3)),
+        ("nearest-exact", (1, 2, 3, 3), dict(scale_factor=(2, 1.5))), ("nearest-exact", (1, 1, 2, 2, 3), dict(size=(3, 3, 2))),
+        ("linear", (2, 2, 4), dict(scale_factor=1.75)), ("bilinear", (1, 2, 3, 4), dict(size=(5, 3), align_corners=True)),
+        ("trilinear", (1, 1, 2, 3, 2), dict(scale_factor=(1.5, 2, 1))), ("bicubic", (1, 2, 3, 4), dict(scale_factor=2.5)),
+    ]})
 
 # second derivatives of these are compared with finite differences (test_layers_breadth.py)
 BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",

@@ -62,10 +62,13 @@ def outcome(T, row: str, dtype: str):
 
 
 KNOWN_DIFFERENCES = {
-    # integer inputs: torch refuses conv3d on uint8 and linear interpolation on int64/bool
-    # (NotImplementedError); hookgrad's composed layers compute (or refuse with RuntimeError)
+    # integer inputs: torch refuses conv3d on uint8 (NotImplementedError); hookgrad's composed layer
+    # computes. torch interpolates uint8 images bilinearly and bicubically in fixed point; hookgrad
+    # refuses them (NotImplementedError) rather than round differently
     "edge:conv3d_stride_one": {"uint8"},
-    "edge:interpolate_bilinear_and_nearest": {"bool", "int64"},
+    "edge:interpolate_bilinear_and_nearest": {"uint8"},
+    "edge:interpolate_bilinear_2d": {"uint8"},
+    "edge:interpolate_bicubic_2d": {"uint8"},
     "edge:linalg_eig_complex": {"float16"},
     "edge:addbmm": {"int64", "uint8"},
     "edge:addbmm_": {"bool", "uint8"},

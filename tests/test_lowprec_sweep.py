@@ -75,7 +75,6 @@ KNOWN_DIFFERENCES = {
     'edge:householder_product_batch': {'complex32', 'float8_e4m3fn'},
     'edge:index_reduce_prod': {'complex32', 'float8_e4m3fn'},
     'edge:inplace_activations': {'complex32'},
-    'edge:interpolate_bilinear_and_nearest': {'complex32'},
     'edge:inv_ex': {'complex32'},
     'edge:kron': {'float8_e4m3fn'},
     'edge:linalg_cross': {'complex32'},
