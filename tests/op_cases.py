@@ -316,6 +316,12 @@ FUNCTIONAL = {
                                     [t(1, 1, 4, 3)], SECOND_ORDER),
     "interpolate_trilinear": (lambda x: F.interpolate(x, size=(3, 2, 4), mode="trilinear"), [t(1, 1, 2, 3, 2)],
                               SECOND_ORDER),
+    "max_pool3d": (lambda x: F.max_pool3d(x, 2, 1, ceil_mode=True), [t(1, 1, 3, 2, 3)], SECOND_ORDER),
+    "avg_pool3d": (lambda x: F.avg_pool3d(x, 2, 1, 1, count_include_pad=False), [t(1, 1, 2, 3, 2)], SECOND_ORDER),
+    "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 1, 3)), [t(1, 3, 3, 2, 4)], SECOND_ORDER),
+    "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (2, 3)), [t(2, 3, 5)], SECOND_ORDER),
+    "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, 2), [t(1, 3, 3, 4)], SECOND_ORDER),
+    "interpolate_area": (lambda x: F.interpolate(x, size=(2, 3, 2), mode="area"), [t(1, 1, 3, 4, 3)], SECOND_ORDER),
     "conv2d_channel_major": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [
         t(2, 8, 5, 4), (t(32, 8, 3, 3, seed=1, grad=False) * 0.1).requires_grad_(), t(32, seed=2)], SECOND_ORDER),
 }

@@ -140,10 +140,6 @@ CASES = {
 }
 
 PENDING = {
-    "max_pool3d": "composed of recorded ops (MaxPool3DWithIndicesBackward0 in torch)",
-    "avg_pool3d": "composed of recorded ops (AvgPool3DBackward0 in torch)",
-    "adaptive_max_pool2d": "composed of recorded ops (AdaptiveMaxPool2DBackward0 in torch)",
-    "adaptive_avg_pool3d": "composed of recorded ops (AdaptiveAvgPool3DBackward0 in torch)",
     "fold": "composed of recorded ops (Col2ImBackward0 in torch)",
     "unfold": "composed of recorded ops (Im2ColBackward0 in torch)",
     "rms_norm": "records AddBackward0/MulBackward0 where torch's C++ calls add/pow Scalar overloads",

@@ -347,13 +347,11 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:cov_weights',
     'edge:fractional_max_pool2d',
     'edge:fractional_max_pool3d',
-    'edge:lp_pool3d',
     'edge:multilabel_soft_margin_loss',
     'edge:native_group_norm_stats',
     'edge:torch_adaptive_max_pool1d',
     'edge:torch_bce_with_logits',
     'edge:torch_kl_div',
-    'edge:torch_max_pool2d_3d',
 })
 
 

@@ -425,9 +425,8 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", ali
     takes_uint8 = mode in ("nearest", "nearest-exact", "area", "bilinear", "bicubic")
     _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL - {"uint8"} if takes_uint8 else _rules.INTEGRAL, kernel)
     out_sizes, factors = _output_and_scales(input, size, scale_factor, nd, recompute_scale_factor)
-    if mode == "area":
-        from .poolnd import adaptive_pool_nd
-        return adaptive_pool_nd(input, out_sizes, nd, "mean", "adaptive_avg_pool")
+    if mode == "area":  # torch's adaptive average pooling (and its node)
+        return getattr(_F(), f"adaptive_avg_pool{nd}d")(input, out_sizes)
     dtype = input._ndarray.dtype
     if dtype not in (np.float32, np.float64):
         if mode == "bicubic" and dtype.kind in "fV":
