@@ -79,6 +79,7 @@ UNARY = {
     "rpow": (lambda T, x: 2 ** x, {}), "sinh": (lambda T, x: x.sinh(), INTEGERS_AND_BOOL), "cosh": (lambda T, x: x.cosh(), INTEGERS_AND_BOOL),
     "atan": (lambda T, x: x.atan(), INTEGERS_AND_BOOL), "asin": (lambda T, x: (x * 0.4).asin(), INTEGERS_AND_BOOL),
     "clamp": (lambda T, x: x.clamp(-0.5, 0.7), INTEGERS), "clamp_min": (lambda T, x: x.clamp(min=0.1), INTEGERS),
+    "clamp_min_method": (lambda T, x: x.clamp_min(0.1), INTEGERS), "clamp_max_method": (lambda T, x: x.clamp_max(0.3), INTEGERS),
     "clip": (lambda T, x: T.clip(x, max=0.3), INTEGERS), "nan_to_num": (lambda T, x: x.nan_to_num(), INTEGERS_AND_BOOL),
     "square": (lambda T, x: x.square(), INTEGERS_AND_BOOL), "rsub": (lambda T, x: 3 - x, INTEGERS), "rdiv": (lambda T, x: 3 / x, {"positive": True, **INTEGERS_AND_BOOL}),
     "sum": (lambda T, x: x.sum(), INTEGERS_AND_BOOL), "sum0": (lambda T, x: x.sum(0), INTEGERS_AND_BOOL), "sum_keep": (lambda T, x: x.sum(-1, keepdim=True), INTEGERS_AND_BOOL),
@@ -322,6 +323,14 @@ FUNCTIONAL = {
     "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (2, 3)), [t(2, 3, 5)], SECOND_ORDER),
     "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, 2), [t(1, 3, 3, 4)], SECOND_ORDER),
     "interpolate_area": (lambda x: F.interpolate(x, size=(2, 3, 2), mode="area"), [t(1, 1, 3, 4, 3)], SECOND_ORDER),
+    # torch's C++ compositions call the Scalar overloads (AddBackward1, SubBackward1, DivBackward1, NormBackward1)
+    "rms_norm": (lambda x, w: F.rms_norm(x, (3,), w, eps=1e-3), [t(2, 3), t(3, seed=1)], SECOND_ORDER),
+    "pairwise_distance_p2": (lambda a, b: F.pairwise_distance(a, b), [t(3, 4), t(3, 4, seed=1)], SECOND_ORDER),
+    "pairwise_distance_p3": (lambda a, b: F.pairwise_distance(a, b, p=3.0, keepdim=True), [t(3, 4), t(3, 4, seed=1)],
+                             SECOND_ORDER),
+    "pairwise_distance_p1": (lambda a, b: F.pairwise_distance(a, b, p=1.0), [t(3, 4), t(3, 4, seed=1)]),
+    "cosine_embedding_loss": (lambda a, b: F.cosine_embedding_loss(a, b, idx(0, 1, 0) * 2 - 1, margin=0.1),
+                              [t(3, 4), t(3, 4, seed=1)], SECOND_ORDER),
     "conv2d_channel_major": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [
         t(2, 8, 5, 4), (t(32, 8, 3, 3, seed=1, grad=False) * 0.1).requires_grad_(), t(32, seed=2)], SECOND_ORDER),
 }

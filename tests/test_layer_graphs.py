@@ -135,6 +135,11 @@ CASES = {
     "cross_entropy_label_smoothing": _loss("cross_entropy", lambda T: T.tensor([0, 1, 2]), 3, 4,
                                            label_smoothing=0.1),
     "cross_entropy_probs": _loss("cross_entropy", lambda T: T.tensor(_arr(3, 4, seed=3, low=0, high=1)), 3, 4),
+    "cosine_embedding_loss": lambda T: (lambda a: (T.nn.functional.cosine_embedding_loss(
+        a, T.tensor(_arr(3, 4, seed=5)), _signs(T, 3), margin=0.2), [a]))(_leaf(T, 3, 4)),
+    "triplet_margin_loss": lambda T: (lambda a: (T.nn.functional.triplet_margin_loss(
+        a, T.tensor(_arr(3, 4, seed=5)), T.tensor(_arr(3, 4, seed=6)), p=1.5), [a]))(_leaf(T, 3, 4)),
+    "clamp_min_max": lambda T: (lambda a: (a.clamp_min(-0.5).clamp_max(0.5), [a]))(_leaf(T, 3, 4)),
     "pairwise_distance": lambda T: (lambda a: (T.nn.functional.pairwise_distance(a, T.tensor(_arr(2, 3, seed=4))),
                                                [a]))(_leaf(T, 2, 3)),
 }
@@ -142,12 +147,6 @@ CASES = {
 PENDING = {
     "fold": "composed of recorded ops (Col2ImBackward0 in torch)",
     "unfold": "composed of recorded ops (Im2ColBackward0 in torch)",
-    "rms_norm": "records AddBackward0/MulBackward0 where torch's C++ calls add/pow Scalar overloads",
-    "hinge_embedding_loss": "ClampBackward1 and RsubBackward1 where torch records ClampMinBackward0 and SubBackward0",
-    "margin_ranking_loss": "ClampBackward1/AddBackward0 where torch records ClampMinBackward0/AddBackward1",
-    "cross_entropy_label_smoothing": "MulBackward0 where torch records MulBackward1",
-    "cross_entropy_probs": "DivBackward0 where torch records DivBackward1",
-    "pairwise_distance": "LinalgVectorNormBackward0 where torch records NormBackward1",
 }
 
 

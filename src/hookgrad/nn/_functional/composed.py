@@ -75,7 +75,8 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps=None) -> Tensor:
     if eps is None:
         eps = hookgrad.finfo(input.dtype).eps
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    from .scalar_ops import add_scalar
+    out = input * add_scalar(input.pow(2).mean(dims, keepdim=True), eps).rsqrt()
     return out * weight if weight is not None else out
 
 
@@ -614,8 +615,9 @@ def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
 # ---- distances ------------------------------------------------------------------------------------------
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """``||x1 - x2 + eps||_p`` over the last dim."""
-    diff = x1 - x2 + eps
-    return hookgrad.linalg.vector_norm(diff, p, dim=-1, keepdim=keepdim)
+    from .scalar_ops import add_scalar, norm_scalar
+    diff = add_scalar(x1 - x2, eps)  # torch's norm(x1 - x2 + eps, p, last dim): Scalar overloads
+    return norm_scalar(diff, p, max(x1.dim(), x2.dim()) - 1, keepdim)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:

@@ -13,6 +13,7 @@ from ..._ops._declare import record_op
 from ..._tensor import wrap
 from ...autograd.graph import Node
 from .composed import pairwise_distance
+from .scalar_ops import add_scalar, number_minus, sub_scalar
 from .loss import _REDUCTION_ENUM, _check_reduction, _reduce, legacy_reduction
 
 __all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
@@ -45,12 +46,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
                            f"{_sizes(input1)} and {_sizes(input2)}.")
     prod_sum = (input1 * input2).sum(targ_dim)
-    mag1 = (input1 * input1).sum(targ_dim) + _EPSILON
-    mag2 = (input2 * input2).sum(targ_dim) + _EPSILON
+    mag1 = add_scalar((input1 * input1).sum(targ_dim), _EPSILON)
+    mag2 = add_scalar((input2 * input2).sum(targ_dim), _EPSILON)
     cos = prod_sum / (mag1 * mag2).sqrt()
     zeros = hookgrad.zeros_like(cos)
-    loss = hookgrad.where(target == 1, 1 - cos, zeros) + hookgrad.where(target == -1, (cos - margin).clamp_min(0),
-                                                                         zeros)
+    loss = (hookgrad.where(target == 1, number_minus(1, cos), zeros)
+            + hookgrad.where(target == -1, sub_scalar(cos, margin).clamp_min(0), zeros))
     return _reduce(loss, reduction)
 
 
@@ -58,7 +59,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """``x`` where ``target == 1``, ``max(0, margin - x)`` where ``target == -1``."""
     reduction = _reduction(size_average, reduce, reduction)
     zeros = hookgrad.zeros_like(input)
-    loss = (hookgrad.where(target != 1, (margin - input).clamp_min(0), zeros)
+    loss = (hookgrad.where(target != 1, number_minus(margin, input).clamp_min(0), zeros)
             + hookgrad.where(target != -1, input, zeros))
     return _reduce(loss, reduction)
 
@@ -69,7 +70,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     if not input1.dim() == input2.dim() == target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    return _reduce(add_scalar(-target * (input1 - input2), margin).clamp_min(0), reduction)
 
 
 def _same_ndim(anchor, positive, negative):
@@ -88,7 +89,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     dist_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         dist_neg = hookgrad.minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+    return _reduce((add_scalar(dist_pos, margin) - dist_neg).clamp_min(0), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
