@@ -331,6 +331,8 @@ FUNCTIONAL = {
     "pairwise_distance_p1": (lambda a, b: F.pairwise_distance(a, b, p=1.0), [t(3, 4), t(3, 4, seed=1)]),
     "cosine_embedding_loss": (lambda a, b: F.cosine_embedding_loss(a, b, idx(0, 1, 0) * 2 - 1, margin=0.1),
                               [t(3, 4), t(3, 4, seed=1)], SECOND_ORDER),
+    "unfold": (lambda x: F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), [t(1, 2, 3, 5)], SECOND_ORDER),
+    "fold": (lambda x: F.fold(x, (4, 3), 2, padding=(1, 0)), [t(1, 8, 10)], SECOND_ORDER),
     "conv2d_channel_major": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [
         t(2, 8, 5, 4), (t(32, 8, 3, 3, seed=1, grad=False) * 0.1).requires_grad_(), t(32, seed=2)], SECOND_ORDER),
 }

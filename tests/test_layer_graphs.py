@@ -127,6 +127,9 @@ CASES = {
     # fold, bilinear
     "fold": _module(lambda nn: nn.Fold((4, 4), 2), 1, 8, 9),
     "unfold": _module(lambda nn: nn.Unfold(2), 1, 2, 4, 4),
+    "unfold_strided": _module(lambda nn: nn.Unfold((2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), 2, 3, 5, 6),
+    "fold_overlapping": _module(lambda nn: nn.Fold((5, 4), (2, 3), padding=(1, 0), stride=(1, 2)), 3, 12, 6),
+    "unfold_unbatched": _module(lambda nn: nn.Unfold(2), 2, 4, 3),
     # composites whose C++ calls the Scalar overloads
     "rms_norm": lambda T: (lambda x: (T.nn.functional.rms_norm(x, (5,)), [x]))(_leaf(T, 3, 4, 5)),
     "hinge_embedding_loss": _loss("hinge_embedding_loss", lambda T: _signs(T, 3), 3),
@@ -145,8 +148,6 @@ CASES = {
 }
 
 PENDING = {
-    "fold": "composed of recorded ops (Col2ImBackward0 in torch)",
-    "unfold": "composed of recorded ops (Im2ColBackward0 in torch)",
 }
 
 

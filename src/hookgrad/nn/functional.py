@@ -252,6 +252,7 @@ def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 
 # ---- layers composed of recorded ops (N-d convolution and pooling, resampling, more norms) ----------
 from ._functional.convnd import conv3d, conv_transpose3d, fold, unfold  # noqa: E402
+from ._functional.im2col import fold, unfold  # noqa: E402,F811  (Im2Col/Col2ImBackward0)
 from ._functional.poolnd import (adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,  # noqa: E402
                                  adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
                                  adaptive_max_pool3d_with_indices, avg_pool3d, max_pool3d, max_pool3d_with_indices,
