@@ -1,6 +1,7 @@
 """``unfold`` (im2col) and ``fold`` (col2im) recorded as torch's one node each, Im2ColBackward0 and
 Col2ImBackward0: each one's gradient is the other op (so under create_graph the pair alternates, as
-in torch). Values and argument checks come from the convolution-based forms in ``convnd``."""
+in torch). Inputs the NumPy kernels cannot take get the errors of the convolution-based forms in
+``convnd``."""
 from __future__ import annotations
 
 import numpy as np
@@ -101,14 +102,30 @@ def _im2col(x, kernel, dilation, padding, stride):
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the sliding blocks as columns."""
-    with hookgrad.no_grad():
-        convnd.unfold(input, kernel_size, dilation, padding, stride)  # torch's argument checks
-    return _im2col(input, _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2))
+    if input.dim() < 3:
+        # torch reads the channel dim before checking the rank
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
+                         f"but got {input.dim()})")
+    if input.dim() > 4:
+        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
+                           f"dimensions for input, but got: {list(input.shape)}")
+    kernel, dilation, padding, stride = (_tuple(v, 2) for v in (kernel_size, dilation, padding, stride))
+    if any(b <= 0 for b in _blocks(tuple(input.shape[-2:]), kernel, dilation, padding, stride)):
+        with hookgrad.no_grad():
+            convnd.unfold(input, kernel, dilation, padding, stride)  # torch's error for windows that do not fit
+    return _im2col(input, kernel, dilation, padding, stride)
 
 
 def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """col2im, the adjoint of ``unfold``: overlapping blocks are summed into (N, C, *output_size)."""
-    with hookgrad.no_grad():
-        convnd.fold(input, output_size, kernel_size, dilation, padding, stride)  # torch's argument checks
-    return _col2im(input, _tuple(output_size, 2), _tuple(kernel_size, 2), _tuple(dilation, 2), _tuple(padding, 2),
-                   _tuple(stride, 2))
+    if input.dim() not in (2, 3):
+        raise RuntimeError(f"Expected 2D or 3D (batch mode) tensor for input with possibly 0 batch size and "
+                           f"non-zero dimensions for input, but got: {list(input.shape)}")
+    size, kernel = _tuple(output_size, 2), _tuple(kernel_size, 2)
+    dilation, padding, stride = _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2)
+    taps = kernel[0] * kernel[1]
+    blocks = _blocks(size, kernel, dilation, padding, stride)
+    if input.shape[-2] % taps or blocks[0] * blocks[1] != input.shape[-1] or min(blocks) <= 0:
+        with hookgrad.no_grad():
+            convnd.fold(input, size, kernel, dilation, padding, stride)  # raises torch's error
+    return _col2im(input, size, kernel, dilation, padding, stride)
