@@ -130,6 +130,12 @@ CASES = {
     "unfold_strided": _module(lambda nn: nn.Unfold((2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), 2, 3, 5, 6),
     "fold_overlapping": _module(lambda nn: nn.Fold((5, 4), (2, 3), padding=(1, 0), stride=(1, 2)), 3, 12, 6),
     "unfold_unbatched": _module(lambda nn: nn.Unfold(2), 2, 4, 3),
+    "bilinear": lambda T: (lambda a, b, w, c: (T.nn.functional.bilinear(a, b, w, c), [a, b, w, c]))(
+        _leaf(T, 5, 2), _leaf(T, 5, 3, seed=1), _leaf(T, 4, 2, 3, seed=2), _leaf(T, 4, seed=3)),
+    "bilinear_unbatched": lambda T: (lambda a, b, w: (T.nn.functional.bilinear(a[0], b[0], w), [a, b, w]))(
+        _leaf(T, 5, 2), _leaf(T, 5, 3, seed=1), _leaf(T, 4, 2, 3, seed=2)),
+    "bilinear_3d": lambda T: (lambda a, b, w: (T.nn.functional.bilinear(a, b, w), [a, b, w]))(
+        _leaf(T, 2, 3, 2), _leaf(T, 2, 3, 3, seed=1), _leaf(T, 4, 2, 3, seed=2)),
     # composites whose C++ calls the Scalar overloads
     "rms_norm": lambda T: (lambda x: (T.nn.functional.rms_norm(x, (5,)), [x]))(_leaf(T, 3, 4, 5)),
     "hinge_embedding_loss": _loss("hinge_embedding_loss", lambda T: _signs(T, 3), 3),

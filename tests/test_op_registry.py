@@ -285,15 +285,13 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:ormqr_right_transpose',
     'edge:repeat_interleave_tensor',
     # nn.functional: max pooling computes its indices when read (never packs them), cross entropy,
-    # nll, kl_div, embedding, attention and bilinear are composed differently from torch's kernels
+    # nll, kl_div, embedding and attention are composed differently from torch's kernels
     'functional_vs_torch:bce_with_logits_mean_weighted_False_pos_True',
     'functional_vs_torch:bce_with_logits_mean_weighted_True_pos_True',
     'functional_vs_torch:bce_with_logits_none_weighted_False_pos_True',
     'functional_vs_torch:bce_with_logits_none_weighted_True_pos_True',
     'functional_vs_torch:bce_with_logits_sum_weighted_False_pos_True',
     'functional_vs_torch:bce_with_logits_sum_weighted_True_pos_True',
-    'functional_vs_torch:bilinear(2, 3)',
-    'functional_vs_torch:bilinear(4,)',
     "functional_vs_torch:conv2d_5_{'padding': 'same'}",
     "functional_vs_torch:conv2d_5_{'padding': 'same'}_no_bias",
     "functional_vs_torch:conv2d_6_{'padding': 'same', 'dilation': (2, 1)}",

@@ -78,13 +78,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None and bias._ndarray.shape[-1] != weight._ndarray.shape[0]:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias._ndarray.shape[-1]} but "
                            f"expected {weight._ndarray.shape[0]}")
-    x1 = input1.reshape(-1, a[-1])
-    x2 = input2.reshape(-1, b[-1])
-    # (x1 @ W_o) . x2 for every o: one matmul against the weight folded to (in1, out*in2)
-    o, i1, i2 = weight._ndarray.shape
-    t = linalg.matmul(x1, weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
-    out = (t * x2.unsqueeze(1)).sum(-1)
-    out = out.reshape(a[:-1] + (o,))
+    from ._functional.linear_ops import bilinear_product
+    # torch's _trilinear over (N, in1) and (N, in2) views: one TrilinearBackward0
+    out = bilinear_product(input1.reshape(-1, a[-1]), weight, input2.reshape(-1, b[-1]))
+    out = out.reshape(a[:-1] + (weight._ndarray.shape[0],))
     return out + bias if bias is not None else out
 
 
