@@ -136,6 +136,8 @@ CASES = {
         _leaf(T, 5, 2), _leaf(T, 5, 3, seed=1), _leaf(T, 4, 2, 3, seed=2)),
     "bilinear_3d": lambda T: (lambda a, b, w: (T.nn.functional.bilinear(a, b, w), [a, b, w]))(
         _leaf(T, 2, 3, 2), _leaf(T, 2, 3, 3, seed=1), _leaf(T, 4, 2, 3, seed=2)),
+    "local_response_norm_3d": _module(lambda nn: nn.LocalResponseNorm(3), 2, 5, 4),
+    "local_response_norm_4d": _module(lambda nn: nn.LocalResponseNorm(2, alpha=0.01, beta=0.5, k=2.0), 2, 4, 3, 3),
     # composites whose C++ calls the Scalar overloads
     "rms_norm": lambda T: (lambda x: (T.nn.functional.rms_norm(x, (5,)), [x]))(_leaf(T, 3, 4, 5)),
     "hinge_embedding_loss": _loss("hinge_embedding_loss", lambda T: _signs(T, 3), 3),

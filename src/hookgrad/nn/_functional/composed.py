@@ -84,12 +84,19 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     """Divide by ``(k + alpha/size * sum of squares over ``size`` neighbouring channels)^beta``."""
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
-    square = (input * input).unsqueeze(1)
-    pads = [0, 0] * (input.dim() - 2) + [size // 2, (size - 1) // 2]
-    square = _F().pad(square, pads)
-    channels = input.shape[1]
-    window = hookgrad.stack([square.narrow(2, i, channels) for i in range(size)], 0).sum(0).squeeze(1)
-    return input / (window * (alpha / size) + k).pow(beta)
+    if input.numel() == 0:
+        return input
+    F = _F()
+    # the channel-window mean as torch takes it: an average pooling over the padded squares
+    square = input.mul(input)
+    if input.dim() == 3:
+        padded = F.pad(square.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        mean = F.avg_pool2d(padded, (size, 1), stride=1).squeeze(1)
+    else:
+        shape = input.shape
+        padded = F.pad(square.view(shape[0], 1, shape[1], shape[2], -1), (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        mean = F.avg_pool3d(padded, (size, 1, 1), stride=1).squeeze(1).view(shape)
+    return input / mean.mul(alpha).add(k).pow(beta)
 
 
 # ---- embeddings ---------------------------------------------------------------------------------------
