@@ -167,14 +167,14 @@ class _MaxIndicesNode(Node):
         return (flat.scatter_add(-1, indices.reshape(*lead, -1), g.reshape(*lead, -1)).reshape(shape),)
 
 
-def _window_values(n):
+def _window_values():
     return {"kernel_size": lambda n: n.kernel_size, "stride": lambda n: n.stride, "padding": lambda n: n.padding,
             "ceil_mode": lambda n: n.ceil_mode}
 
 
 class MaxPool3DWithIndicesBackward0(_MaxIndicesNode):
     __slots__ = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
-    saved_values = {**_window_values(None), "dilation": lambda n: n.dilation}
+    saved_values = {**_window_values(), "dilation": lambda n: n.dilation}
 
 
 AdaptiveMaxPool2DBackward0 = node_class("AdaptiveMaxPool2DBackward0", _MaxIndicesNode, __module__=__name__)
@@ -204,7 +204,7 @@ class _LinearPoolNode(Node):
 
 class AvgPool3DBackward0(_LinearPoolNode):
     __slots__ = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
-    saved_values = {**_window_values(None), "count_include_pad": lambda n: n.count_include_pad,
+    saved_values = {**_window_values(), "count_include_pad": lambda n: n.count_include_pad,
                     "divisor_override": lambda n: n.divisor_override}
 
 
