@@ -79,6 +79,7 @@ UNARY = {
     "rpow": (lambda T, x: 2 ** x, {}), "sinh": (lambda T, x: x.sinh(), INTEGERS_AND_BOOL), "cosh": (lambda T, x: x.cosh(), INTEGERS_AND_BOOL),
     "atan": (lambda T, x: x.atan(), INTEGERS_AND_BOOL), "asin": (lambda T, x: (x * 0.4).asin(), INTEGERS_AND_BOOL),
     "clamp": (lambda T, x: x.clamp(-0.5, 0.7), INTEGERS), "clamp_min": (lambda T, x: x.clamp(min=0.1), INTEGERS),
+    "clamp_min_method": (lambda T, x: x.clamp_min(0.1), INTEGERS), "clamp_max_method": (lambda T, x: x.clamp_max(0.3), INTEGERS),
     "clip": (lambda T, x: T.clip(x, max=0.3), INTEGERS), "nan_to_num": (lambda T, x: x.nan_to_num(), INTEGERS_AND_BOOL),
     "square": (lambda T, x: x.square(), INTEGERS_AND_BOOL), "rsub": (lambda T, x: 3 - x, INTEGERS), "rdiv": (lambda T, x: 3 / x, {"positive": True, **INTEGERS_AND_BOOL}),
     "sum": (lambda T, x: x.sum(), INTEGERS_AND_BOOL), "sum0": (lambda T, x: x.sum(0), INTEGERS_AND_BOOL), "sum_keep": (lambda T, x: x.sum(-1, keepdim=True), INTEGERS_AND_BOOL),
@@ -293,6 +294,45 @@ FUNCTIONAL = {
     "pad_circular2d": (lambda x: F.pad(x, (1, 1, 1, 0), mode="circular"), [t(1, 2, 3)]),
     "pad_circular3d": (lambda x: F.pad(x, (1, 0, 0, 1, 1, 1), mode="circular"), [t(1, 2, 2, 3)]),
     "nll_loss2d": (lambda x: F.nll_loss(x.log_softmax(1), idx(0, 2, 1, 1).reshape(1, 2, 2)), [t(1, 3, 2, 2)]),
+    # activations recorded as one node each (torch's names; tests/test_layer_graphs.py compares the graphs)
+    "glu": (lambda x: F.glu(x, 0), [t(4, 3)], SECOND_ORDER),
+    "prelu_kernel": (lambda x, w: F.prelu(x, w), [t(2, 3, 2), t(3, seed=1)], SECOND_ORDER),
+    "prelu_shared": (lambda x, w: F.prelu(x, w), [t(2, 3), t(1, seed=1)], SECOND_ORDER),
+    "rrelu_eval": (lambda x: F.rrelu(x, 0.1, 0.3), [t(2, 3)], SECOND_ORDER),
+    "rrelu_eval_inplace": (lambda x: F.rrelu(x * 1, 0.1, 0.3, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "rrelu_train": (lambda x: (hookgrad.manual_seed(0), F.rrelu(x, training=True))[1], [t(2, 3)], SECOND_ORDER),
+    "threshold": (lambda x: F.threshold(x, 0.1, 2.0), [t(2, 3)], SECOND_ORDER),
+    "threshold_inplace": (lambda x: F.threshold(x * 1, 0.1, -2.0, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "hardshrink_node": (lambda x: F.hardshrink(x, 0.3), [t(2, 3)], SECOND_ORDER),
+    "softshrink": (lambda x: F.softshrink(x, 0.3), [t(2, 3)], SECOND_ORDER),
+    "hardsigmoid": (lambda x: F.hardsigmoid(x * 2), [t(2, 3)], SECOND_ORDER),
+    "hardswish": (lambda x: F.hardswish(x * 2.5), [t(2, 3)], SECOND_ORDER),
+    "mish": (lambda x: F.mish(x), [t(2, 3)], SECOND_ORDER),
+    "mish_inplace": (lambda x: F.mish(x * 1, inplace=True), [t(2, 3)], SECOND_ORDER),
+    "logsigmoid": (lambda x: F.logsigmoid(x), [t(2, 3)], SECOND_ORDER),
+    "pixel_shuffle": (lambda x: F.pixel_shuffle(x, 2), [t(1, 8, 2, 3)], SECOND_ORDER),
+    "pixel_unshuffle": (lambda x: F.pixel_unshuffle(x, 2), [t(2, 1, 4, 2)], SECOND_ORDER),
+    "interpolate_bicubic": (lambda x: F.interpolate(x, scale_factor=1.7, mode="bicubic"), [t(1, 2, 3, 4)], SECOND_ORDER),
+    "interpolate_bicubic_corners": (lambda x: F.interpolate(x, size=(2, 5), mode="bicubic", align_corners=True),
+                                    [t(1, 1, 4, 3)], SECOND_ORDER),
+    "interpolate_trilinear": (lambda x: F.interpolate(x, size=(3, 2, 4), mode="trilinear"), [t(1, 1, 2, 3, 2)],
+                              SECOND_ORDER),
+    "max_pool3d": (lambda x: F.max_pool3d(x, 2, 1, ceil_mode=True), [t(1, 1, 3, 2, 3)], SECOND_ORDER),
+    "avg_pool3d": (lambda x: F.avg_pool3d(x, 2, 1, 1, count_include_pad=False), [t(1, 1, 2, 3, 2)], SECOND_ORDER),
+    "adaptive_avg_pool3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 1, 3)), [t(1, 3, 3, 2, 4)], SECOND_ORDER),
+    "adaptive_max_pool2d": (lambda x: F.adaptive_max_pool2d(x, (2, 3)), [t(2, 3, 5)], SECOND_ORDER),
+    "adaptive_max_pool3d": (lambda x: F.adaptive_max_pool3d(x, 2), [t(1, 3, 3, 4)], SECOND_ORDER),
+    "interpolate_area": (lambda x: F.interpolate(x, size=(2, 3, 2), mode="area"), [t(1, 1, 3, 4, 3)], SECOND_ORDER),
+    # torch's C++ compositions call the Scalar overloads (AddBackward1, SubBackward1, DivBackward1, NormBackward1)
+    "rms_norm": (lambda x, w: F.rms_norm(x, (3,), w, eps=1e-3), [t(2, 3), t(3, seed=1)], SECOND_ORDER),
+    "pairwise_distance_p2": (lambda a, b: F.pairwise_distance(a, b), [t(3, 4), t(3, 4, seed=1)], SECOND_ORDER),
+    "pairwise_distance_p3": (lambda a, b: F.pairwise_distance(a, b, p=3.0, keepdim=True), [t(3, 4), t(3, 4, seed=1)],
+                             SECOND_ORDER),
+    "pairwise_distance_p1": (lambda a, b: F.pairwise_distance(a, b, p=1.0), [t(3, 4), t(3, 4, seed=1)]),
+    "cosine_embedding_loss": (lambda a, b: F.cosine_embedding_loss(a, b, idx(0, 1, 0) * 2 - 1, margin=0.1),
+                              [t(3, 4), t(3, 4, seed=1)], SECOND_ORDER),
+    "unfold": (lambda x: F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1)), [t(1, 2, 3, 5)], SECOND_ORDER),
+    "fold": (lambda x: F.fold(x, (4, 3), 2, padding=(1, 0)), [t(1, 8, 10)], SECOND_ORDER),
     "conv2d_channel_major": (lambda x, w, b: F.conv2d(x, w, b, padding=1), [
         t(2, 8, 5, 4), (t(32, 8, 3, 3, seed=1, grad=False) * 0.1).requires_grad_(), t(32, seed=2)], SECOND_ORDER),
 }
@@ -497,8 +537,10 @@ for name, kw in [("selu", {}), ("celu", {}), ("celu", {"alpha": 0.7}), ("celu", 
 for name in ["elu", "selu", "celu"]:
     _vs_torch(f"{name}_inplace_node", lambda T, F, x, name=name: getattr(F, name)(x * 1, inplace=True), arr(3, 4) * 3,
               facts=(GRAD_FN, PACK_ORDER))
-for name in ["logsigmoid", "softsign", "tanhshrink", "mish", "hardsigmoid", "hardswish"]:
+for name in ["softsign", "tanhshrink"]:
     _vs_torch(name, lambda T, F, x, name=name: getattr(F, name)(x), arr(3, 5) * 4, facts=NO_NAME)
+for name in ["logsigmoid", "mish", "hardsigmoid", "hardswish", "hardshrink", "softshrink"]:
+    _vs_torch(name, lambda T, F, x, name=name: getattr(F, name)(x), arr(3, 5) * 4, dtypes=("float64", "float32"))
 _vs_torch("softmin", lambda T, F, x: F.softmin(x, 1), arr(3, 5), facts=NO_NAME)
 _vs_torch("relu_", lambda T, F, x: F.relu_(x * 1), arr(3, 5), facts=NO_NAME)
 _vs_torch("relu6_of_hardtanh", lambda T, F, x: F.relu6(F.hardtanh(x, -2.0, 2.0) * 4), arr(3, 2, 4), facts=NO_NAME)
@@ -508,6 +550,17 @@ for dim in [0, 1, -1]:
     _vs_torch(f"softmax_{dim}_to_float64", lambda T, F, x, dim=dim: F.softmax(x, dim, dtype=T.float64), arr(3, 4, 5),
               **F32, rtol=1e-5, atol=1e-7)
 
+# interpolate: every mode against torch over sizes, scale factors and align_corners (bicubic: A = -0.75)
+for mode, shape in [("nearest", (2, 3, 5)), ("nearest", (1, 2, 4, 5)), ("nearest-exact", (1, 2, 4, 5)),
+                    ("linear", (2, 3, 5)), ("bilinear", (1, 2, 4, 5)), ("trilinear", (1, 2, 3, 4, 2)),
+                    ("bicubic", (1, 2, 4, 5)), ("bicubic", (2, 1, 6, 3))]:
+    nd = len(shape) - 2
+    grid = [dict(scale_factor=2), dict(scale_factor=0.6), dict(scale_factor=1.7), dict(size=(7, 2, 3)[:nd])]
+    if mode not in ("nearest", "nearest-exact"):
+        grid += [dict(kw, align_corners=True) for kw in grid]
+    for kw in grid:
+        _vs_torch(f"interpolate_{mode}{shape}_{kw}", lambda T, F, x, mode=mode, kw=kw: F.interpolate(x, mode=mode, **kw),
+                  arr(*shape), dtypes=("float64", "float32"))
 # embedding, normalize, attention
 _EMBEDDING_INDICES = np.array([[0, 1, 1, 4], [4, 4, 2, 0]])
 for kw in [dict(), dict(padding_idx=1), dict(padding_idx=-1), dict(scale_grad_by_freq=True),
@@ -1037,8 +1090,8 @@ BREADTH = {
         T.native_group_norm(x, w, b, 2, 4, 3, 2, 1e-5)), [(2, 4, 3), (4,), (4,)]),
 }
 EDGE.update(BREADTH)
-# the fused paths of interpolate (one resampling op per axis) and of conv3d at stride 1 (a shifted
-# gather on the input's grid), each op's backward the other of its pair
+# interpolate (one upsample node per call; its backward's node the other of its pair) and the fused
+# path of conv3d at stride 1 (a shifted gather on the input's grid)
 EDGE.update({
     "interpolate_bilinear_and_nearest": (lambda T, x: T.nn.functional.interpolate(x, size=(5, 7), mode="bilinear")
                                          + T.nn.functional.interpolate(x, size=(5, 7)), [(1, 2, 3, 4)],
@@ -1046,6 +1099,18 @@ EDGE.update({
     "conv3d_stride_one": (lambda T, x, w: T.nn.functional.conv3d(x, w, padding=1, dilation=(1, 2, 1)),
                           [(1, 2, 4, 5, 3), (3, 2, 2, 2, 2)], {"gradgradcheck": True}),
 })
+
+# interpolate: one torch upsample node per call and mode (and its backward's node under create_graph)
+EDGE.update({
+    f"interpolate_{mode}_{len(shape) - 2}d": (lambda T, x, mode=mode, kw=kw: T.nn.functional.interpolate(x, mode=mode, **kw),
+                                              [shape], {"gradgradcheck": True, "facts": (GRAD_FN, SAVED, PACK_ORDER)})
+    for mode, shape, kw in [
+        ("nearest", (2, 3, 4), dict(scale_factor=1.5)), ("nearest", (1, 2, 3, 4), dict(size=(5, 3))),
+        ("nearest", (1, 1, 2, 3, 2), dict(scale_factor=2)), ("nearest-exact", (2, 2, 5), dict(size=3)),
+        ("nearest-exact", (1, 2, 3, 3), dict(scale_factor=(2, 1.5))), ("nearest-exact", (1, 1, 2, 2, 3), dict(size=(3, 3, 2))),
+        ("linear", (2, 2, 4), dict(scale_factor=1.75)), ("bilinear", (1, 2, 3, 4), dict(size=(5, 3), align_corners=True)),
+        ("trilinear", (1, 1, 2, 3, 2), dict(scale_factor=(1.5, 2, 1))), ("bicubic", (1, 2, 3, 4), dict(scale_factor=2.5)),
+    ]})
 
 # second derivatives of these are compared with finite differences (test_layers_breadth.py)
 BREADTH_SECOND_ORDER = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",

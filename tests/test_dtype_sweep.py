@@ -62,9 +62,11 @@ def outcome(T, row: str, dtype: str):
 
 
 KNOWN_DIFFERENCES = {
-    # integer inputs: torch refuses linear interpolation on int64/bool (NotImplementedError);
-    # hookgrad's composed layers compute (or refuse with RuntimeError)
-    "edge:interpolate_bilinear_and_nearest": {"bool", "int64"},
+    # torch interpolates uint8 images bilinearly and bicubically in fixed point; hookgrad refuses them
+    # (NotImplementedError) rather than round differently
+    "edge:interpolate_bilinear_and_nearest": {"uint8"},
+    "edge:interpolate_bilinear_2d": {"uint8"},
+    "edge:interpolate_bicubic_2d": {"uint8"},
     "edge:linalg_eig_complex": {"float16"},
     "edge:addbmm": {"int64", "uint8"},
     "edge:addbmm_": {"bool", "uint8"},
@@ -80,8 +82,6 @@ KNOWN_DIFFERENCES = {
     "edge:cumsum_": {"uint8"},
     "edge:fractional_max_pool2d": {"bool", "int64", "uint8"},
     "edge:fractional_max_pool3d": {"bool", "int64", "uint8"},
-    "edge:hinge_embedding_loss": {"int64", "uint8"},
-    "edge:hinge_embedding_loss_torch": {"int64", "uint8"},
     "edge:index_fill": {"uint8"},
     "edge:index_reduce_mean": {"bool"},
     "edge:linalg_vander": {"bfloat16", "bool", "float16"},

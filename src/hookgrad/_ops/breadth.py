@@ -242,21 +242,16 @@ def binomial(count, prob, generator=None):
 @op()
 def hardshrink(input, lambd=0.5):
     """``input`` where ``|input| > lambd``, else 0 (``nn.functional.hardshrink`` is this function)."""
-    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "hardshrink_cpu")
-    return pointwise.where(input.abs() > lambd, input, creation.zeros_like(input))
+    from ..nn._functional import activation  # imports this module
+    return activation.hardshrink(input, lambd)
 
 
 @op()
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, one weight per channel (dim 1) or one shared
     (``nn.functional.prelu`` is this function)."""
-    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "prelu_cpu")
-    if weight.numel() != 1 and (input.dim() < 2 or weight.numel() != input.shape[1]):
-        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
-                           f"{weight.numel()} and channel size = {input.shape[1] if input.dim() > 1 else 1}.")
-    if weight.numel() != 1:
-        weight = weight.reshape(-1, *([1] * (input.dim() - 2)))
-    return pointwise.where(input > 0, input, weight * input)
+    from ..nn._functional import activation
+    return activation.prelu(input, weight)
 
 
 __all__ = module_all(globals())

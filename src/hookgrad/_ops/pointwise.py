@@ -986,8 +986,24 @@ class ClampBackward0(Node):
         return gx, gl, gh
 
 
+class ClampMinBackward0(ClampBackward1):
+    """``clamp_min`` by a number (torch's own op and node: keeps ``min`` only)."""
+
+    __slots__ = ()
+    saved_values = {"min": lambda n: n.lo}
+
+
+class ClampMaxBackward0(ClampBackward1):
+    __slots__ = ()
+    saved_values = {"max": lambda n: n.hi}
+
+
 @op(aliases=("clip",), inplace=True)
 def clamp(x, min=None, max=None):
+    return _clamp(x, min, max, ClampBackward1)
+
+
+def _clamp(x, min, max, scalar_node):
     if x._ndarray.dtype in _rules.LOWPREC:  # float8, float4, complex32
         _rules.refuse_lowprec(x._ndarray, "clamp_scalar_cpu")
     refuse_complex("clamp is not supported for complex types", x)
@@ -1016,7 +1032,7 @@ def clamp(x, min=None, max=None):
         out = np.clip(data, min, max) if min is None or max is None or min <= max else np.full_like(data, max)
     result = wrap(np.asanyarray(out, dtype=dt))
     if GRAD.enabled and x._requires_grad:
-        node = record_op(ClampBackward1, (x,), result)
+        node = record_op(scalar_node, (x,), result)
         node.lo, node.hi = min, max
         node.save(x)
     return result
@@ -1027,12 +1043,12 @@ clip = clamp
 
 @op(inplace=True)
 def clamp_min(x, min):
-    return clamp(x, min=min)
+    return _clamp(x, min, None, ClampMinBackward0)
 
 
 @op(inplace=True)
 def clamp_max(x, max):
-    return clamp(x, max=max)
+    return _clamp(x, None, max, ClampMaxBackward0)
 
 
 class MaximumBackward0(Node):

@@ -78,13 +78,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor, bias: Tensor | None
     if bias is not None and bias._ndarray.shape[-1] != weight._ndarray.shape[0]:
         raise RuntimeError(f"bilinear(): bias size does not match weight size: got {bias._ndarray.shape[-1]} but "
                            f"expected {weight._ndarray.shape[0]}")
-    x1 = input1.reshape(-1, a[-1])
-    x2 = input2.reshape(-1, b[-1])
-    # (x1 @ W_o) . x2 for every o: one matmul against the weight folded to (in1, out*in2)
-    o, i1, i2 = weight._ndarray.shape
-    t = linalg.matmul(x1, weight.permute(1, 0, 2).reshape(i1, o * i2)).reshape(-1, o, i2)
-    out = (t * x2.unsqueeze(1)).sum(-1)
-    out = out.reshape(a[:-1] + (o,))
+    from ._functional.linear_ops import bilinear_product
+    # torch's _trilinear over (N, in1) and (N, in2) views: one TrilinearBackward0
+    out = bilinear_product(input1.reshape(-1, a[-1]), weight, input2.reshape(-1, b[-1]))
+    out = out.reshape(a[:-1] + (weight._ndarray.shape[0],))
     return out + bias if bias is not None else out
 
 
@@ -223,8 +220,7 @@ def _refuse_integral(input, kernel):
 
 
 def logsigmoid(input: Tensor) -> Tensor:
-    _refuse_integral(input, "log_sigmoid_cpu")
-    return -_act.softplus(-input)
+    return _act.logsigmoid(input)
 
 
 def softsign(input: Tensor) -> Tensor:
@@ -236,24 +232,15 @@ def tanhshrink(input: Tensor) -> Tensor:
 
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return views.apply_inplace(input, mish)
-    _refuse_integral(input, "mish_cpu")
-    return input * _act.softplus(input).tanh()
+    return _act.mish(input, inplace)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return views.apply_inplace(input, hardsigmoid)
-    _refuse_integral(input, "hardsigmoid_cpu")
-    return _act.hardtanh(input / 6 + 0.5, 0.0, 1.0)
+    return _act.hardsigmoid(input, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
-    if inplace:
-        return views.apply_inplace(input, hardswish)
-    _refuse_integral(input, "hardswish_cpu")
-    return input * hardsigmoid(input)
+    return _act.hardswish(input, inplace)
 
 
 def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor:
@@ -264,6 +251,7 @@ def softmin(input: Tensor, dim=None, _stacklevel: int = 3, dtype=None) -> Tensor
 
 # ---- layers composed of recorded ops (N-d convolution and pooling, resampling, more norms) ----------
 from ._functional.convnd import conv3d, conv_transpose3d, fold, unfold  # noqa: E402
+from ._functional.im2col import fold, unfold  # noqa: E402,F811  (Im2Col/Col2ImBackward0)
 from ._functional.poolnd import (adaptive_avg_pool3d, adaptive_max_pool1d, adaptive_max_pool1d_with_indices,  # noqa: E402
                                  adaptive_max_pool2d, adaptive_max_pool2d_with_indices, adaptive_max_pool3d,
                                  adaptive_max_pool3d_with_indices, avg_pool3d, max_pool3d, max_pool3d_with_indices,

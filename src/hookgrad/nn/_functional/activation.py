@@ -13,7 +13,7 @@ import numpy as np
 from ..._dtype import is_inexact_np, narrow_to, scalar_type_name, widen
 from ..._meta import MetaArray, meta_like
 from ..._tensor import Tensor, wrap
-from ...autograd.graph import Node
+from ...autograd.graph import Node, saved_dim as _saved_dim
 from ..._ops import pointwise, reduce, views
 from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
@@ -546,3 +546,379 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True, inplace: bool 
     if inplace:
         return input.mul_(mask)
     return pointwise.mul(input, mask)
+
+
+# ---- activations with a node of their own (torch records one fused node for each) --------------
+# Each node's plain backward computes the derivative in NumPy; under create_graph it is written in
+# hookgrad ops on the saved tensors (differentiable again), where torch records its own
+# *BackwardBackward0 node: the second-order graph differs from torch's, its values do not.
+def _in_dtype(out, dtype):
+    return narrow_to(out, dtype) if dtype.kind == "V" else out.astype(dtype, copy=False)
+
+
+_COMPLEX = frozenset(("complex64", "complex128"))
+
+
+def _refuse(input, kernel, integral=True):
+    """torch's NotImplementedError for the types these kernels lack: complex, float8/complex32 and
+    (``integral``) integers and bool."""
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL | _COMPLEX if integral else _COMPLEX, kernel)
+    _rules.refuse_lowprec(input._ndarray, kernel)
+
+
+class _PointwiseActivationNode(Node):
+    """Backward of an elementwise activation of one saved input: ``grad * derivative(x)``.
+    Subclasses give ``derivative_np(array)`` and ``derivative(tensor)`` (hookgrad ops)."""
+
+    __slots__ = ()
+    saved_names = ("self",)
+
+    def apply(self, grads):
+        (x,) = self.saved()
+        g = grads[0]
+        if not GRAD.enabled:
+            with _err():
+                dx = self.derivative_np(widen(x._ndarray)) * widen(g._ndarray)
+            return (wrap(_in_dtype(dx, g._ndarray.dtype)),)
+        return (g * self.derivative(x),)
+
+
+def _record_pointwise(x, out, node_cls, **params):
+    result = wrap(_in_dtype(out, x._ndarray.dtype))
+    if GRAD.enabled and x._requires_grad:
+        node = record_op(node_cls, (x,), result)
+        for k, v in params.items():
+            setattr(node, k, v)
+        node.save(x)
+    return result
+
+
+def _in_place_or(input, inplace, fn, *args):
+    return views.apply_inplace(input, fn, *args) if inplace else fn(input, *args)
+
+
+class ThresholdBackward0(_PointwiseActivationNode):
+    __slots__ = ("threshold",)
+    saved_values = {"threshold": lambda n: n.threshold}
+
+    def derivative_np(self, d):
+        return (d > self.threshold).astype(d.dtype)
+
+    def derivative(self, x):
+        return _const(x._ndarray > self.threshold, x)
+
+
+class ThresholdBackward1(ThresholdBackward0):
+    """The in-place form: torch keeps a copy of the input from before the write."""
+
+    __slots__ = ()
+
+
+def _threshold(x, threshold, value, node_cls=ThresholdBackward0):
+    _refuse(x, "threshold_cpu", integral=False)
+    d = widen(x._ndarray)
+    with _err():
+        out = np.where(d > threshold, d, np.asarray(value).astype(d.dtype))
+    result = wrap(_in_dtype(out, x._ndarray.dtype))
+    if GRAD.enabled and x._requires_grad:
+        node = record_op(node_cls, (x,), result)
+        node.threshold = threshold
+        node.save(x)
+    return result
+
+
+def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
+    if inplace:
+        return views.apply_inplace(input, _threshold, threshold, value, ThresholdBackward1)
+    return _threshold(input, threshold, value)
+
+
+class _ShrinkNode(_PointwiseActivationNode):
+    __slots__ = ("lambd",)
+    saved_values = {"lambd": lambda n: n.lambd}
+
+    def _passes(self, d):
+        return ~((d >= -self.lambd) & (d <= self.lambd))
+
+    def derivative_np(self, d):
+        return self._passes(d).astype(d.dtype)
+
+    def derivative(self, x):
+        return _const(self._passes(x._ndarray), x)
+
+
+HardshrinkBackward0 = node_class("HardshrinkBackward0", _ShrinkNode)
+SoftshrinkBackward0 = node_class("SoftshrinkBackward0", _ShrinkNode)
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    _refuse(input, "hardshrink_cpu")
+    d = widen(input._ndarray)
+    inside = (d >= -lambd) & (d <= lambd)
+    return _record_pointwise(input, np.where(inside, d.dtype.type(0), d), HardshrinkBackward0, lambd=lambd)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    _refuse(input, "softshrink_check")
+    d = widen(input._ndarray)
+    typ = d.dtype.type
+    with _err():
+        out = np.where(np.abs(d) > lambd, d - np.copysign(typ(lambd), d), typ(0))
+    return _record_pointwise(input, out, SoftshrinkBackward0, lambd=lambd)
+
+
+class HardsigmoidBackward0(_PointwiseActivationNode):
+    __slots__ = ()
+
+    def derivative_np(self, d):
+        return ((d > -3) & (d < 3)).astype(d.dtype) / d.dtype.type(6)
+
+    def derivative(self, x):
+        return wrap(self.derivative_np(x._ndarray))
+
+
+def _hardsigmoid(x):
+    d = widen(x._ndarray)
+    typ = d.dtype.type
+    return _record_pointwise(x, np.minimum(np.maximum(d + typ(3), typ(0)), typ(6)) / typ(6), HardsigmoidBackward0)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
+    _refuse(input, "hardsigmoid_cpu")
+    return _in_place_or(input, inplace, _hardsigmoid)
+
+
+class HardswishBackward0(_PointwiseActivationNode):
+    __slots__ = ()
+
+    def derivative_np(self, d):
+        typ = d.dtype.type
+        return np.where(d < -3, typ(0), np.where(d <= 3, d / typ(3) + typ(0.5), typ(1)))
+
+    def derivative(self, x):
+        d = x._ndarray
+        middle = _const((d >= -3) & (d <= 3), x)
+        return middle * (x / 3 + 0.5) + _const(d > 3, x)
+
+
+def _hardswish(x):
+    d = widen(x._ndarray)
+    typ = d.dtype.type
+    return _record_pointwise(x, d * np.minimum(np.maximum(d + typ(3), typ(0)), typ(6)) / typ(6), HardswishBackward0)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
+    _refuse(input, "hardswish_cpu")
+    return _in_place_or(input, inplace, _hardswish)
+
+
+class MishBackward0(_PointwiseActivationNode):
+    __slots__ = ()
+
+    def derivative_np(self, d):
+        t = np.tanh(np.logaddexp(d.dtype.type(0), d))
+        return t + d * pointwise._sigmoid_np(d) * (1 - t * t)
+
+    def derivative(self, x):
+        t = softplus(x).tanh()
+        return t + x * x.sigmoid() * (1 - t * t)
+
+
+def _mish(x):
+    d = widen(x._ndarray)
+    with _err():
+        return _record_pointwise(x, d * np.tanh(np.logaddexp(d.dtype.type(0), d)), MishBackward0)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:
+    _refuse(input, "mish_cpu")
+    return _in_place_or(input, inplace, _mish)
+
+
+class LogSigmoidBackward0(Node):
+    """Keeps the input and torch's ``buffer``, exp(-|x|), from which its CPU kernel computes the
+    gradient."""
+
+    __slots__ = ()
+    saved_names = ("self", "buffer")
+
+    def apply(self, grads):
+        x, z = self.saved()
+        g = grads[0]
+        if not GRAD.enabled:
+            d, zd = widen(x._ndarray), widen(z._ndarray)
+            with _err():
+                negative = d < 0
+                dx = (negative.astype(d.dtype) - np.where(negative, 1, -1).astype(d.dtype) * (zd / (1 + zd)))
+                dx *= widen(g._ndarray)
+            return (wrap(_in_dtype(dx, g._ndarray.dtype)),)
+        return (g * (-x).sigmoid(),)
+
+
+def logsigmoid(input: Tensor) -> Tensor:
+    _refuse(input, "log_sigmoid_cpu")
+    d = widen(input._ndarray)
+    with _err():
+        buffer = np.exp(-np.abs(d))
+        out = np.minimum(d, d.dtype.type(0)) - np.log1p(buffer)
+    dtype = input._ndarray.dtype
+    result = wrap(_in_dtype(out, dtype))
+    if GRAD.enabled and input._requires_grad:
+        node = record_op(LogSigmoidBackward0, (input,), result)
+        node.save(input, wrap(_in_dtype(buffer, dtype)))
+    return result
+
+
+class GluBackward0(Node):
+    __slots__ = ("dim",)
+    saved_names = ("self",)
+    saved_values = {"dim": lambda n: _saved_dim(n.dim)}
+
+    def apply(self, grads):
+        (x,) = self.saved()
+        g = grads[0]
+        a, b = x.chunk(2, self.dim)
+        if not GRAD.enabled:
+            ad, bd, gd = widen(a._ndarray), widen(b._ndarray), widen(g._ndarray)
+            with _err():
+                s = pointwise._sigmoid_np(bd)
+                ga = gd * s
+                gb = ga * ad * (1 - s)
+            return (wrap(_in_dtype(np.concatenate([ga, gb], self.dim), g._ndarray.dtype)),)
+        s = b.sigmoid()
+        ga = g * s
+        from ..._ops import shape as _shape
+        return (_shape.cat([ga, ga * a * (1 - s)], self.dim),)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:
+    if input.dim() == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
+                           f"{input.shape[dim]}")
+    _refuse(input, "glu_cpu")
+    d = widen(input._ndarray)
+    a, b = np.split(d, 2, axis=dim)
+    with _err():
+        out = a * pointwise._sigmoid_np(b)
+    result = wrap(_in_dtype(out, input._ndarray.dtype))
+    if GRAD.enabled and input._requires_grad:
+        node = record_op(GluBackward0, (input,), result)
+        node.dim = dim
+        node.save(input)
+    return result
+
+
+class PreluKernelBackward0(Node):
+    """Inputs: the input and the weight viewed to broadcast against it (torch's ViewBackward0)."""
+
+    __slots__ = ()
+    saved_names = ("self", "weight")
+
+    def apply(self, grads):
+        x, w = self.saved()
+        g = grads[0]
+        nf = self.next_functions
+        positive = _const(x._ndarray > 0, g)
+        gx = gw = None
+        if nf[0][0] is not None:
+            gx = g * (positive + (1 - positive) * w)
+        if nf[1][0] is not None:
+            gw = (g * x * (1 - positive)).sum_to_size(*w.shape)
+        return gx, gw
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:
+    _refuse(input, "prelu_cpu")
+    if weight.numel() != 1 and (input.dim() < 2 or weight.numel() != input.shape[1]):
+        raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found parameter numbers = "
+                           f"{weight.numel()} and channel size = {input.shape[1] if input.dim() > 1 else 1}.")
+    if input.dim() >= 2:
+        weight = weight.view(1, weight.numel(), *([1] * (input.dim() - 2)))
+    d = widen(input._ndarray)
+    with _err():
+        out = np.where(d > 0, d, d * widen(weight._ndarray))
+    result = wrap(_in_dtype(out, np.result_type(input._ndarray, weight._ndarray)))
+    if GRAD.enabled and (input._requires_grad or weight._requires_grad):
+        node = record_op(PreluKernelBackward0, (input, weight), result)
+        node.save(input, weight)
+    return result
+
+
+class _RreluNode(Node):
+    __slots__ = ("lower", "upper", "training")
+    saved_values = {"lower": lambda n: n.lower, "upper": lambda n: n.upper, "training": lambda n: n.training}
+
+    def _gradient(self, g, x, noise):
+        if self.training and self.upper - self.lower > 1e-6:
+            return (g * noise,)
+        # torch's leaky_relu_backward at the mean slope
+        slope = (self.lower + self.upper) / 2
+        return (g * _const(np.where(x._ndarray > 0, 1.0, slope), g),)
+
+
+class RreluWithNoiseBackward0(_RreluNode):
+    __slots__ = ()
+    saved_names = ("self", "noise")
+
+    def apply(self, grads):
+        x, noise = self.saved()
+        return self._gradient(grads[0], x, noise)
+
+
+class RreluWithNoiseBackward1(_RreluNode):
+    """The in-place form: keeps the result where the out-of-place one keeps the input."""
+
+    __slots__ = ()
+    saved_names = ("noise", "result")
+
+    def apply(self, grads):
+        noise, r = self.saved()
+        return self._gradient(grads[0], r, noise)
+
+
+def rrelu_with_noise(input: Tensor, lower: float, upper: float, training: bool, generator=None,
+                     node_cls=RreluWithNoiseBackward0) -> Tensor:
+    """torch's rrelu_with_noise: in training a slope drawn uniformly in [lower, upper] (a double
+    uniform per element <= 0, in order, from ``generator`` or the default one; 1 elsewhere) is the
+    noise the node keeps; otherwise leaky ReLU at the mean slope."""
+    _refuse(input, "leaky_relu_cpu")
+    data = input._ndarray
+    d = widen(data)
+    if training:
+        from ..._ops import rng
+        from ..._ops.creation import _generator
+        values = np.ascontiguousarray(d)
+        negative = values <= 0
+        noise = np.ones(values.shape, dtype=d.dtype)
+        low, high = float(d.dtype.type(lower)), float(d.dtype.type(upper))  # torch rounds the bounds first
+        draws = rng.uniform_unbounded(_generator(generator), int(negative.sum()), low, high)
+        noise[negative] = draws.astype(d.dtype)
+        with _err():
+            out = d * noise
+    else:
+        # torch's noise is left uninitialized here; zeros keep it deterministic
+        noise = np.zeros(d.shape, dtype=d.dtype)
+        with _err():
+            out = np.where(d > 0, d, d * d.dtype.type((lower + upper) / 2))
+    result = wrap(_in_dtype(out, data.dtype))
+    if GRAD.enabled and input._requires_grad:
+        node = record_op(node_cls, (input,), result)
+        node.lower, node.upper, node.training = lower, upper, training
+        noise_t = wrap(_in_dtype(noise, data.dtype))
+        if node_cls is RreluWithNoiseBackward1:
+            node.save(noise_t, output=result)
+        else:
+            node.save(input, noise_t)
+    return result
+
+
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False, generator=None) -> Tensor:
+    if inplace:
+        return views.apply_inplace(input, rrelu_with_noise, lower, upper, training, generator,
+                                   RreluWithNoiseBackward1, saves_self=False)
+    return rrelu_with_noise(input, lower, upper, training, generator)

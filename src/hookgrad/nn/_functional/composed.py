@@ -11,7 +11,7 @@ import numpy as np
 
 import hookgrad
 from ..._ops._base import GRAD
-from ..._ops._declare import no_derivative_node, record_op
+from ..._ops._declare import no_derivative_node, node_class, record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node
 from ..._ops import _dtype_rules as _rules
@@ -77,7 +77,8 @@ def rms_norm(input: Tensor, normalized_shape, weight=None, eps=None) -> Tensor:
         eps = hookgrad.finfo(input.dtype).eps
     dims = list(range(input.dim() - len(normalized_shape), input.dim()))
     # torch's composition (pow, then the product with the inverse root): its pack hooks see the same
-    out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    from .scalar_ops import add_scalar
+    out = input * add_scalar(input.pow(2).mean(dims, keepdim=True), eps).rsqrt()
     return out * weight if weight is not None else out
 
 
@@ -85,12 +86,19 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4, beta: flo
     """Divide by ``(k + alpha/size * sum of squares over ``size`` neighbouring channels)^beta``."""
     if input.dim() < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.dim()} dimensions)")
-    square = (input * input).unsqueeze(1)
-    pads = [0, 0] * (input.dim() - 2) + [size // 2, (size - 1) // 2]
-    square = _F().pad(square, pads)
-    channels = input.shape[1]
-    window = hookgrad.stack([square.narrow(2, i, channels) for i in range(size)], 0).sum(0).squeeze(1)
-    return input / (window * (alpha / size) + k).pow(beta)
+    if input.numel() == 0:
+        return input
+    F = _F()
+    # the channel-window mean as torch takes it: an average pooling over the padded squares
+    square = input.mul(input)
+    if input.dim() == 3:
+        padded = F.pad(square.unsqueeze(1), (0, 0, size // 2, (size - 1) // 2))
+        mean = F.avg_pool2d(padded, (size, 1), stride=1).squeeze(1)
+    else:
+        shape = input.shape
+        padded = F.pad(square.view(shape[0], 1, shape[1], shape[2], -1), (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        mean = F.avg_pool3d(padded, (size, 1, 1), stride=1).squeeze(1).view(shape)
+    return input / mean.mul(alpha).add(k).pow(beta)
 
 
 # ---- embeddings ---------------------------------------------------------------------------------------
@@ -168,7 +176,7 @@ def _output_and_scales(input, size, scale_factor, nd, recompute):
                              f"provide input tensor in (N, C, d1, d2, ...,dK) format and output size in (o1, "
                              f"o2, ...,oK) format.")
         return out, [None] * nd
-    factors = list(scale_factor) if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * nd
+    factors = [float(f) for f in scale_factor] if isinstance(scale_factor, (list, tuple)) else [float(scale_factor)] * nd
     out = tuple(int(math.floor(n * f)) for n, f in zip(sizes, factors))
     return out, ([None] * nd if recompute else factors)
 
@@ -238,6 +246,60 @@ class _Resampling:
         return out
 
 
+class _CubicResampling(_Resampling):
+    """Bicubic resampling along one axis: four taps per output position (indices clamped to the
+    input, non-decreasing along the output), with torch's cubic convolution weights (A = -0.75)."""
+
+    __slots__ = ("taps",)
+
+    def __init__(self, axis, n_in, taps):
+        super().__init__(axis, n_in, None, None, None)
+        self.taps = taps  # [(index, weight shaped to broadcast along the axis)] * 4
+
+    def apply(self, data):
+        out = None
+        for index, weight in self.taps:
+            term = data.take(index, axis=self.axis) * weight.astype(data.dtype, copy=False)
+            out = term if out is None else out + term
+        return out
+
+    def adjoint(self, g):
+        shape = list(g.shape)
+        shape[self.axis] = self.n_in
+        out = np.zeros(shape, dtype=g.dtype)
+        for index, weight in self.taps:
+            self._add_back(out, g * weight.astype(g.dtype, copy=False), index)
+        return out
+
+
+_CUBIC_A = -0.75
+
+
+def _cubic_taps(n_in, n_out, factor, align_corners, ndim, dim):
+    """torch's bicubic source positions (not clamped below 0, unlike the linear modes') and weights."""
+    dst = np.arange(n_out, dtype=np.float64)
+    if align_corners:
+        src = dst * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
+    else:
+        scale = (1.0 / factor) if factor else n_in / n_out
+        src = (dst + 0.5) * scale - 0.5
+    start = np.floor(src)
+    t = src - start
+    a = _CUBIC_A
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    weights = (far(t + 1), near(t), near(1 - t), far(2 - t))
+    shape = [1] * ndim
+    shape[dim] = n_out
+    start = start.astype(np.int64)
+    return [(np.clip(start - 1 + k, 0, n_in - 1), w.reshape(shape)) for k, w in enumerate(weights)]
+
+
 def _passes(index):
     """(positions, targets) of the k-th member of every run of equal values in ``index``, per k."""
     new_run = np.concatenate(([True], index[1:] != index[:-1]))
@@ -272,39 +334,83 @@ def _as_slices(positions, targets, most=8):
     return pieces
 
 
-class ResampleBackward(Node):
-    __slots__ = ("resampling",)
+# ---- interpolate as one node per call, named and saving as torch's upsample_* nodes --------------------
+_UPSAMPLE_NAMES = {"nearest": "Nearest", "nearest-exact": "NearestExact", "linear": "Linear", "bilinear": "Bilinear",
+                   "trilinear": "Trilinear", "bicubic": "Bicubic"}
+_SCALE_NAMES = {1: ("scales",), 2: ("scales_h", "scales_w"), 3: ("scales_d", "scales_h", "scales_w")}
+
+
+class _UpsampleNode(Node):
+    """Backward of one interpolate call: the adjoints of its per-axis resamplings, in reverse order.
+    Under create_graph the gradient is one recorded op too (``adjoint_cls``), whose own gradient is
+    the forward resampling again."""
+
+    __slots__ = ("resamplings", "output_size", "scales", "align_corners", "in_shape")
+    adjoint_cls = None
 
     def apply(self, grads):
         g = grads[0]
-        return (None if g is None else _resample_adjoint(g, self.resampling),)
+        if g is None:
+            return (None,)
+        return (_resampled(g, self.resamplings[::-1], True, self.adjoint_cls, self),)
 
 
-class ResampleAdjointBackward(Node):
-    __slots__ = ("resampling",)
+class _UpsampleAdjointNode(Node):
+    __slots__ = ("forward_node",)
 
     def apply(self, grads):
         g = grads[0]
-        return (None if g is None else _resample(g, self.resampling),)
+        if g is None:
+            return (None,)
+        fwd = self.forward_node
+        return (_resampled(g, fwd.resamplings, False, type(fwd), fwd),)
 
 
-def _recorded(node_cls, source: Tensor, result: Tensor, resampling: _Resampling) -> Tensor:
-    if GRAD.enabled and source._requires_grad:
-        record_op(node_cls, (source,), result).resampling = resampling
+def _saved_values(nd, linear):
+    values = {"output_size": lambda n: n.output_size, "self_sym_sizes": lambda n: n.in_shape}
+    for i, name in enumerate(_SCALE_NAMES[nd]):
+        values[name] = lambda n, i=i: n.scales[i]
+    if linear:
+        values["align_corners"] = lambda n: n.align_corners
+    return values
+
+
+def _upsample_classes():
+    classes = {}
+    for mode, title in _UPSAMPLE_NAMES.items():
+        dims = {"linear": (1,), "bilinear": (2,), "trilinear": (3,), "bicubic": (2,)}.get(mode, (1, 2, 3))
+        for nd in dims:
+            name = f"Upsample{title}{nd}D"
+            node = node_class(f"{name}Backward0", _UpsampleNode,
+                              saved_values=_saved_values(nd, mode not in ("nearest", "nearest-exact")),
+                              __module__=__name__)
+            node.adjoint_cls = node_class(f"{name}BackwardBackward0", _UpsampleAdjointNode, __module__=__name__)
+            classes[mode, nd] = node
+    return classes
+
+
+_UPSAMPLE_NODES = _upsample_classes()
+
+
+def _resampled(x, resamplings, adjoint, node_cls, like=None):
+    data = x._ndarray
+    for r in resamplings:
+        data = r.adjoint(data) if adjoint else r.apply(data)
+    result = wrap(data)
+    if GRAD.enabled and x._requires_grad:
+        node = record_op(node_cls, (x,), result)
+        if adjoint:
+            node.forward_node = like
+        else:
+            for k in _UpsampleNode.__slots__:
+                setattr(node, k, getattr(like, k))
     return result
-
-
-def _resample(x: Tensor, resampling: _Resampling) -> Tensor:
-    return _recorded(ResampleBackward, x, wrap(resampling.apply(x._ndarray)), resampling)
-
-
-def _resample_adjoint(g: Tensor, resampling: _Resampling) -> Tensor:
-    return _recorded(ResampleAdjointBackward, g, wrap(resampling.adjoint(g._ndarray)), resampling)
 
 
 def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False) -> Tensor:
-    """Nearest, nearest-exact, (bi/tri)linear and area resampling of the spatial dims (separable)."""
+    """Nearest, nearest-exact, (bi/tri)linear, bicubic and area resampling of the spatial dims
+    (separable: one resampling per axis, recorded as one torch upsample node per call)."""
     nd = input.dim() - 2
     if nd < 1:
         raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) for the "
@@ -313,42 +419,77 @@ def interpolate(input: Tensor, size=None, scale_factor=None, mode="nearest", ali
     if mode in ("nearest", "area", "nearest-exact") and align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: linear | bilinear "
                          "| bicubic | trilinear")
-    if mode in _LINEAR_MODES and _LINEAR_MODES[mode] != nd:
-        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {_LINEAR_MODES[mode] + 2}D "
+    dims_of_mode = {**_LINEAR_MODES, "bicubic": 2}
+    if mode in dims_of_mode and dims_of_mode[mode] != nd:
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {dims_of_mode[mode] + 2}D "
                                   f"input")
-    if mode not in ("nearest", "nearest-exact", "area", *_LINEAR_MODES):
-        raise NotImplementedError(f"hookgrad's interpolate has no mode {mode!r} (it has nearest, nearest-exact, "
-                                  f"linear, bilinear, trilinear and area)")
+    if mode not in ("nearest", "nearest-exact", "area", *dims_of_mode):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.dim()}D) "
+                                  f"for the modes: nearest | linear | bilinear | bicubic | trilinear | area | "
+                                  f"nearest-exact (got {mode})")
     if antialias:
         raise NotImplementedError("hookgrad's interpolate has no antialias")
+    kernel = f"upsample_{mode.replace('-', '_')}{nd}d_out_frame"
+    _rules.refuse_lowprec(input._ndarray, kernel)
+    # torch's nearest kernels take uint8 of the integer types, its interpolating ones none
+    takes_uint8 = mode in ("nearest", "nearest-exact", "area", "bilinear", "bicubic")
+    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL - {"uint8"} if takes_uint8 else _rules.INTEGRAL, kernel)
     out_sizes, factors = _output_and_scales(input, size, scale_factor, nd, recompute_scale_factor)
-    if mode == "area":
-        from .poolnd import adaptive_pool_nd
-        return adaptive_pool_nd(input, out_sizes, nd, "mean", "adaptive_avg_pool")
-    out = input
-    # float32/float64 resample in one recorded op per axis; other dtypes through the tensor ops,
-    # whose dtype rules (half precision, integers) they follow
-    fused = input._ndarray.dtype in (np.float32, np.float64)
+    if mode == "area":  # torch's adaptive average pooling (and its node)
+        return getattr(_F(), f"adaptive_avg_pool{nd}d")(input, out_sizes)
+    dtype = input._ndarray.dtype
+    if dtype not in (np.float32, np.float64):
+        if mode == "bicubic" and dtype.kind in "fV":
+            # half types: computed in float32, rounded once (recorded as the casts around it)
+            return interpolate(input.float(), size, scale_factor, mode, align_corners,
+                               recompute_scale_factor).to(input.dtype)
+        if dtype == np.uint8 and mode in ("bilinear", "bicubic"):
+            # torch's uint8 kernels compute in fixed point; a float computation rounds differently
+            raise NotImplementedError(f"hookgrad's interpolate has no uint8 kernel for mode {mode!r} (torch's rounds "
+                                      f"in fixed point); convert the input to float first")
+        return _interpolate_composed(input, out_sizes, factors, mode, align_corners, nd)
+    resamplings = []
     # the last axis first, as torch's kernel nests its sums (it decides where NaNs from infinities go)
-    for axis in (reversed(range(nd)) if fused else range(nd)):
+    for axis in reversed(range(nd)):
+        dim = 2 + axis
+        n_in = input.shape[dim]
+        if mode == "bicubic":
+            resamplings.append(_CubicResampling(dim, n_in, _cubic_taps(n_in, out_sizes[axis], factors[axis],
+                                                                       bool(align_corners), input.dim(), dim)))
+            continue
+        src = _source_positions(n_in, out_sizes[axis], factors[axis], bool(align_corners), mode)
+        if mode in ("nearest", "nearest-exact"):
+            resamplings.append(_Resampling(dim, n_in, src, None, None))
+            continue
+        low = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
+        high = np.minimum(low + 1, n_in - 1)
+        shape = [1] * input.dim()
+        shape[dim] = len(src)
+        # the fraction rounded to the input's dtype, as torch's kernel holds it
+        resamplings.append(_Resampling(dim, n_in, low, high, (src - low).astype(dtype).reshape(shape)))
+    node_cls = _UPSAMPLE_NODES[mode, nd]
+    like = _UpsampleNode.__new__(node_cls)  # carries what the recorded node reports
+    like.resamplings, like.output_size, like.in_shape = resamplings, tuple(out_sizes), tuple(input.shape)
+    like.scales = tuple(factors)
+    like.align_corners = bool(align_corners) if mode not in ("nearest", "nearest-exact") else None
+    return _resampled(input, resamplings, False, node_cls, like)
+
+
+def _interpolate_composed(input, out_sizes, factors, mode, align_corners, nd):
+    """Other dtypes (half precision, integers): through the tensor ops, whose dtype rules they follow."""
+    out = input
+    for axis in range(nd):
         dim = 2 + axis
         n_in = input.shape[dim]
         src = _source_positions(n_in, out_sizes[axis], factors[axis], bool(align_corners), mode)
         if mode in ("nearest", "nearest-exact"):
-            if fused:
-                out = _resample(out, _Resampling(dim, n_in, src, None, None))
-            else:
-                out = out.index_select(dim, hookgrad.tensor(src, dtype=hookgrad.int64))
+            out = out.index_select(dim, hookgrad.tensor(src, dtype=hookgrad.int64))
             continue
         low = np.minimum(np.floor(src).astype(np.int64), n_in - 1)
         high = np.minimum(low + 1, n_in - 1)
         frac = src - low
         shape = [1] * input.dim()
         shape[dim] = len(src)
-        if fused:
-            # the fraction rounded to the input's dtype, as the tensor ops below would hold it
-            out = _resample(out, _Resampling(dim, n_in, low, high, frac.astype(input._ndarray.dtype).reshape(shape)))
-            continue
         weight_high = hookgrad.tensor(frac.reshape(shape), dtype=input.dtype)
         below = out.index_select(dim, hookgrad.tensor(low, dtype=hookgrad.int64))
         above = out.index_select(dim, hookgrad.tensor(high, dtype=hookgrad.int64))
@@ -369,20 +510,61 @@ def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
+def _shuffle_pixels(data: np.ndarray, r: int) -> np.ndarray:
+    """(*, C*r*r, H, W) -> (*, C, H*r, W*r), a new contiguous array."""
+    *lead, c, h, w = data.shape
+    n = len(lead)
+    x = data.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.transpose(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return np.ascontiguousarray(x).reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def _unshuffle_pixels(data: np.ndarray, r: int) -> np.ndarray:
+    """(*, C, H*r, W*r) -> (*, C*r*r, H, W), a new contiguous array."""
+    *lead, c, h, w = data.shape
+    n = len(lead)
+    x = data.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.transpose(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return np.ascontiguousarray(x).reshape(*lead, c * r * r, h // r, w // r)
+
+
+class PixelShuffleBackward0(Node):
+    """Its gradient is pixel_unshuffle of the incoming one (recorded as such under create_graph)."""
+
+    __slots__ = ("upscale_factor",)
+    saved_values = {"upscale_factor": lambda n: n.upscale_factor}
+
+    def apply(self, grads):
+        return (pixel_unshuffle(grads[0], self.upscale_factor),)
+
+
+class PixelUnshuffleBackward0(Node):
+    __slots__ = ("downscale_factor",)
+    saved_values = {"downscale_factor": lambda n: n.downscale_factor}
+
+    def apply(self, grads):
+        return (pixel_shuffle(grads[0], self.downscale_factor),)
+
+
+def _rearranged(input, out, node_cls, attr, factor):
+    result = wrap(out)
+    if GRAD.enabled and input._requires_grad:
+        setattr(record_op(node_cls, (input,), result), attr, factor)
+    return result
+
+
 def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:
     """(*, C*r*r, H, W) -> (*, C, H*r, W*r)."""
     r = int(upscale_factor)
     if input.dim() < 3:
         raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
-    *lead, c, h, w = input.shape
+    c = input.shape[-3]
     if c % (r * r):
         raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be divisible by the square "
                            f"of upscale_factor, but input.size(-3)={c} is not divisible by {r * r}")
-    n = len(lead)
-    x = input.reshape(*lead, c // (r * r), r, r, h, w)
-    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
-    return x.reshape(*lead, c // (r * r), h * r, w * r)
+    return _rearranged(input, _shuffle_pixels(input._ndarray, r), PixelShuffleBackward0, "upscale_factor",
+                       upscale_factor)
 
 
 def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
@@ -391,14 +573,12 @@ def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:
     if input.dim() < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
                            f"{input.dim()} dimension(s)")
-    *lead, c, h, w = input.shape
+    h, w = input.shape[-2:]
     if h % r or w % r:
         raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by downscale_factor, but "
                            f"input.size(-2)={h} and input.size(-1)={w} with downscale_factor={r}")
-    n = len(lead)
-    x = input.reshape(*lead, c, h // r, r, w // r, r)
-    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
-    return x.reshape(*lead, c * r * r, h // r, w // r)
+    return _rearranged(input, _unshuffle_pixels(input._ndarray, r), PixelUnshuffleBackward0, "downscale_factor",
+                       downscale_factor)
 
 
 class ChannelShuffleBackward0(Node):
@@ -445,8 +625,9 @@ def native_channel_shuffle(input: Tensor, groups: int) -> Tensor:
 # ---- distances ------------------------------------------------------------------------------------------
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False) -> Tensor:
     """``||x1 - x2 + eps||_p`` over the last dim."""
-    diff = x1 - x2 + eps
-    return hookgrad.linalg.vector_norm(diff, p, dim=-1, keepdim=keepdim)
+    from .scalar_ops import add_scalar, norm_scalar
+    diff = add_scalar(x1 - x2, eps)  # torch's norm(x1 - x2 + eps, p, last dim): Scalar overloads
+    return norm_scalar(diff, p, max(x1.dim(), x2.dim()) - 1, keepdim)
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
@@ -539,6 +720,7 @@ def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
 # ---- activations ---------------------------------------------------------------------------------------
 # recorded as torch's EluBackward0/1 and CeluBackward0/1
 from .activation import celu, selu  # noqa: E402
+from . import activation as _act  # noqa: E402
 
 
 # torch.prelu and torch.hardshrink are these functions too (declared with the ops)
@@ -547,54 +729,21 @@ prelu = hookgrad.prelu
 
 def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
           inplace: bool = False) -> Tensor:
-    """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise."""
-    if inplace:
-        return _in_place(rrelu, input, lower, upper, training)
-    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "leaky_relu_cpu")
-    if not training:
-        return _F().leaky_relu(input, (lower + upper) / 2)
-    return rrelu_with_generator(input, lower, upper)
+    """Leaky ReLU with a random slope in [lower, upper] per element in training, their mean otherwise
+    (recorded as torch's RreluWithNoiseBackward0/1)."""
+    return _act.rrelu(input, lower, upper, training, inplace)
 
 
 def rrelu_with_generator(input: Tensor, lower: float, upper: float, generator=None) -> Tensor:
-    """Training-mode rrelu: torch draws a double uniform slope, in order, for each element <= 0 only
-    (1 elsewhere), from ``generator`` or the default one."""
-    from ..._ops import rng
-    from ..._ops.creation import _generator
-    values = input.detach().contiguous().numpy()
-    negative = values <= 0
-    slope = np.ones(values.shape, dtype=values.dtype)
-    low, high = float(values.dtype.type(lower)), float(values.dtype.type(upper))  # torch rounds the bounds first
-    draws = rng.uniform_unbounded(_generator(generator), int(negative.sum()), low, high)
-    slope[negative] = draws.astype(values.dtype)
-    return input * hookgrad.from_numpy(slope)
+    """Training-mode rrelu drawing from ``generator`` (or the default one)."""
+    return _act.rrelu_with_noise(input, lower, upper, True, generator)
 
 
-def glu(input: Tensor, dim: int = -1) -> Tensor:
-    if input.dim() == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    if input.shape[dim] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {dim % input.dim()} is size "
-                           f"{input.shape[dim]}")
-    a, b = input.chunk(2, dim)
-    return a * b.sigmoid()
-
-
-def threshold(input: Tensor, threshold: float, value: float, inplace: bool = False) -> Tensor:
-    if inplace:
-        return _in_place(_threshold, input, threshold, value)
-    return hookgrad.where(input > threshold, input, hookgrad.full_like(input, value))
-
-
+# one node each, as torch's (GluBackward0, ThresholdBackward0/1, HardshrinkBackward0, SoftshrinkBackward0)
+glu = _act.glu
+threshold = _act.threshold
 hardshrink = hookgrad.hardshrink
-
-
-def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
-    if lambd < 0:
-        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    _rules.refuse_kernel(input._ndarray, _rules.INTEGRAL, "softshrink_check")
-    return hookgrad.where(input > lambd, input - lambd,
-                          hookgrad.where(input < -lambd, input + lambd, hookgrad.zeros_like(input)))
+softshrink = _act.softshrink
 
 
 _threshold = threshold  # the function, where its parameter of the same name hides it

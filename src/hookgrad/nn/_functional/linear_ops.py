@@ -115,3 +115,38 @@ def linear_map(x: Tensor, fwd, adj, node_cls, value=None, args=None) -> Tensor:
         if node_cls.saves_input:
             node.save(x)
     return result
+
+
+# ---- bilinear's product: torch's _trilinear, one node ----------------------------------------------
+class TrilinearBackward0(Node):
+    """``out[n, o] = sum_ij i1[n, i] i2[o, i, j] i3[n, j]`` as ``bilinear`` calls torch's _trilinear
+    (its expand and sum dims are that call's constants). Gradients in hookgrad einsums, so that
+    they are differentiable again."""
+
+    __slots__ = ()
+    saved_names = ("i1", "i2", "i3")
+    saved_values = {"expand1": lambda n: (1, 3), "expand2": lambda n: (0,), "expand3": lambda n: (1, 2),
+                    "sumdim": lambda n: (2, 3)}
+
+    def apply(self, grads):
+        x1, w, x2 = self.saved()
+        g = grads[0]
+        nf = self.next_functions
+        import hookgrad  # (this module is imported while hookgrad is)
+        einsum = hookgrad.einsum
+        return (einsum("no,oij,nj->ni", g, w, x2) if nf[0][0] is not None else None,
+                einsum("no,ni,nj->oij", g, x1, x2) if nf[1][0] is not None else None,
+                einsum("no,ni,oij->nj", g, x1, w) if nf[2][0] is not None else None)
+
+
+def bilinear_product(x1: Tensor, weight: Tensor, x2: Tensor) -> Tensor:
+    """(N, in1), (out, in1, in2), (N, in2) -> (N, out), recorded as one TrilinearBackward0."""
+    a, w, b = x1._ndarray, weight._ndarray, x2._ndarray
+    o, i1, i2 = w.shape
+    # (x1 @ W_o) . x2 for every o: one matmul against the weight folded to (in1, out*in2)
+    t = np.matmul(a, np.ascontiguousarray(w.transpose(1, 0, 2)).reshape(i1, o * i2)).reshape(-1, o, i2)
+    result = wrap((t * b[:, None, :]).sum(-1))
+    if GRAD.enabled and (x1._requires_grad or weight._requires_grad or x2._requires_grad):
+        node = record_op(TrilinearBackward0, (x1, weight, x2), result)
+        node.save(x1, weight, x2)
+    return result

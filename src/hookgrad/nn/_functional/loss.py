@@ -374,7 +374,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
             return -prod.sum(class_dim)
         total = -prod.sum()
         if reduction == "mean" and class_dim:
-            return total / (x._ndarray.size // c if x._ndarray.size else 0)
+            from .scalar_ops import div_scalar
+            return div_scalar(total, x._ndarray.size // c if x._ndarray.size else 0)
         return total
     nll = nll_loss(logp, t, weight, ignore_index=ignore_index, reduction=reduction)
     if label_smoothing <= 0:
@@ -397,7 +398,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         ret = smooth.sum()
     else:
         ret = smooth
-    return nll * (1 - label_smoothing) + ret * (label_smoothing / c)
+    from .scalar_ops import mul_scalar
+    return mul_scalar(nll, 1 - label_smoothing) + mul_scalar(ret, label_smoothing / c)
 
 
 # ---- binary cross entropy --------------------------------------------------------------------

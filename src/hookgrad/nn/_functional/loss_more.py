@@ -1,5 +1,6 @@
 """The margin, embedding, Poisson and Gaussian losses, composed of differentiable tensor ops (torch
-composes most of them too); their gradients, first and second, come from those ops."""
+composes most of them too); their gradients, first and second, come from those ops. The soft
+margin, multi-margin and multilabel-margin losses are one node each, as in torch."""
 from __future__ import annotations
 
 import math
@@ -7,9 +8,13 @@ import math
 import numpy as np
 
 import hookgrad
+from ..._ops._base import GRAD
+from ..._ops._declare import record_op
 from ..._tensor import wrap
+from ...autograd.graph import Node
 from .composed import pairwise_distance
-from .loss import _check_reduction, _reduce, legacy_reduction
+from .scalar_ops import add_scalar, number_minus, sub_scalar
+from .loss import _REDUCTION_ENUM, _check_reduction, _reduce, legacy_reduction
 
 __all__ = ["cosine_embedding_loss", "hinge_embedding_loss", "margin_ranking_loss", "triplet_margin_loss",
            "triplet_margin_with_distance_loss", "poisson_nll_loss", "gaussian_nll_loss", "soft_margin_loss",
@@ -41,12 +46,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
         raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with sizes "
                            f"{_sizes(input1)} and {_sizes(input2)}.")
     prod_sum = (input1 * input2).sum(targ_dim)
-    mag1 = (input1 * input1).sum(targ_dim) + _EPSILON
-    mag2 = (input2 * input2).sum(targ_dim) + _EPSILON
+    mag1 = add_scalar((input1 * input1).sum(targ_dim), _EPSILON)
+    mag2 = add_scalar((input2 * input2).sum(targ_dim), _EPSILON)
     cos = prod_sum / (mag1 * mag2).sqrt()
     zeros = hookgrad.zeros_like(cos)
-    loss = hookgrad.where(target == 1, 1 - cos, zeros) + hookgrad.where(target == -1, (cos - margin).clamp_min(0),
-                                                                         zeros)
+    loss = (hookgrad.where(target == 1, number_minus(1, cos), zeros)
+            + hookgrad.where(target == -1, sub_scalar(cos, margin).clamp_min(0), zeros))
     return _reduce(loss, reduction)
 
 
@@ -54,7 +59,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """``x`` where ``target == 1``, ``max(0, margin - x)`` where ``target == -1``."""
     reduction = _reduction(size_average, reduce, reduction)
     zeros = hookgrad.zeros_like(input)
-    loss = (hookgrad.where(target != 1, (margin - input).clamp_min(0), zeros)
+    loss = (hookgrad.where(target != 1, number_minus(margin, input).clamp_min(0), zeros)
             + hookgrad.where(target != -1, input, zeros))
     return _reduce(loss, reduction)
 
@@ -65,7 +70,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     if not input1.dim() == input2.dim() == target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension but got sizes: "
                            f"input1: {input1.shape}, input2: {input2.shape}, target: {target.shape} ")
-    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+    return _reduce(add_scalar(-target * (input1 - input2), margin).clamp_min(0), reduction)
 
 
 def _same_ndim(anchor, positive, negative):
@@ -84,7 +89,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     dist_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
         dist_neg = hookgrad.minimum(dist_neg, pairwise_distance(positive, negative, p, eps))
-    return _reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+    return _reduce((add_scalar(dist_pos, margin) - dist_neg).clamp_min(0), reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None, margin=1.0, swap=False,
@@ -151,6 +156,43 @@ def _scalar_name(dtype) -> str:
     return scalar_type_name(dtype.np)
 
 
+# ---- losses torch records as one node: the forward composed under no_grad, the gradient written
+# out in hookgrad ops (differentiable under create_graph; torch's double backward records other nodes)
+class _MarginLossNode(Node):
+    __slots__ = ("reduction",)
+    saved_values = {"reduction": lambda n: _REDUCTION_ENUM[n.reduction]}
+
+    def _scaled(self, g, per_sample_count):
+        """The incoming gradient as a factor of each sample's (or element's) local gradient."""
+        if self.reduction == "mean":
+            return g / per_sample_count
+        return g
+
+
+def _one_node(loss_fn, node_cls, input, saved, reduction, **attrs):
+    """``loss_fn()`` computed without recording, made the output of one ``node_cls`` node over ``input``."""
+    with hookgrad.no_grad():
+        value = loss_fn()
+    result = wrap(value._ndarray)
+    if GRAD.enabled and input._requires_grad:
+        node = record_op(node_cls, (input,), result)
+        node.reduction = reduction
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        node.save(*saved)
+    return result
+
+
+class SoftMarginLossBackward0(_MarginLossNode):
+    __slots__ = ()
+    saved_names = ("self", "target")
+
+    def apply(self, grads):
+        x, t = self.saved()
+        # d/dx log(1 + exp(-t x)) = -t * sigmoid(-t x)
+        return (-t * (-t * x).sigmoid() * self._scaled(grads[0], x.numel()),)
+
+
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
     reduction = _reduction(size_average, reduce, reduction)
@@ -159,7 +201,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
         if not (integral.is_floating_point or integral.is_complex):   # torch's kernel writes into that type
             raise RuntimeError(f"result type {_scalar_name(hookgrad.get_default_dtype())} can't be cast to the "
                                f"desired output type {_scalar_name(integral)}")
-    return _reduce((-input * target).exp().log1p(), reduction)
+
+    def loss():
+        return _reduce((-input * target).exp().log1p(), reduction)
+    return _one_node(loss, SoftMarginLossBackward0, input, (input, target), reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None, reduction="mean"):
@@ -186,6 +231,52 @@ def _class_rows(input):
     return rows
 
 
+class MultiMarginLossBackward0(_MarginLossNode):
+    __slots__ = ("p", "margin")
+    saved_names = ("self", "target", "weight")
+    saved_values = {"reduction": lambda n: _REDUCTION_ENUM[n.reduction], "p": lambda n: n.p,
+                    "margin": lambda n: n.margin}
+
+    def apply(self, grads):
+        x, target, weight = self.saved()
+        rows = x.reshape(1, -1) if x.dim() < 2 else x
+        n, c = rows.shape
+        t = target._ndarray.reshape(-1).astype(np.int64)
+        picked = rows.gather(1, wrap(t.reshape(-1, 1)))
+        z = self.margin - picked + rows
+        others = np.ones((n, c), dtype=bool)
+        others[np.arange(n), t] = False
+        active = wrap(((z._ndarray > 0) & others).astype(rows._ndarray.dtype))
+        local = active * (2 * z) if self.p == 2 else active
+        if weight is not None:
+            local = local * weight.index_select(0, wrap(t)).unsqueeze(1)
+        local = local / c
+        target_column = wrap((~others).astype(rows._ndarray.dtype))
+        local = local - target_column * local.sum(1, keepdim=True)  # x[y] enters every pair negated
+        g = self._scaled(grads[0], n)
+        if self.reduction == "none" and x.dim() >= 2:
+            g = g.unsqueeze(1)
+        return ((local * g).reshape(x.shape),)
+
+
+def _multi_margin_loss_composed(input, target, p, margin, weight, reduction):
+    rows = _class_rows(input)
+    n, c = rows.shape
+    t = target._ndarray.reshape(-1)
+    picked = rows.gather(1, wrap(t.astype(np.int64).reshape(-1, 1)))
+    z = (margin - picked + rows).relu()
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight.index_select(0, wrap(t.astype(np.int64))).unsqueeze(1)
+    others = np.ones((n, c), dtype=bool)
+    others[np.arange(n), t] = False
+    loss = (z * wrap(others.astype(rows._ndarray.dtype))).sum(1) / c
+    if input.dim() < 2:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
                       reduction="mean"):
     """``sum_{i != y} max(0, margin - x[y] + x[i])**p / C`` per sample (scaled by ``weight[y]``)."""
@@ -201,18 +292,33 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         raise RuntimeError(f"inconsistent target size, expected {n} but got {_sizes(target)}")
     if t.size and (t.min() < 0 or t.max() >= c):
         raise RuntimeError("target out of range")
-    picked = rows.gather(1, wrap(t.astype(np.int64).reshape(-1, 1)))
-    z = (margin - picked + rows).relu()
-    if p == 2:
-        z = z * z
-    if weight is not None:
-        z = z * weight.index_select(0, wrap(t.astype(np.int64))).unsqueeze(1)
-    others = np.ones((n, c), dtype=bool)
-    others[np.arange(n), t] = False
-    loss = (z * wrap(others.astype(rows._ndarray.dtype))).sum(1) / c
-    if input.dim() < 2:
-        loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    return _one_node(lambda: _multi_margin_loss_composed(input, target, p, margin, weight, reduction),
+                     MultiMarginLossBackward0, input, (input, target, weight), reduction, p=p, margin=margin)
+
+
+class MultilabelMarginLossBackward0(_MarginLossNode):
+    """Keeps torch's ``is_target`` (1 at each class the row's target lists, in the input's dtype)."""
+
+    __slots__ = ("pair_weight",)  # how often each (target j, other i) pair enters, per sample
+    saved_names = ("self", "target", "is_target")
+
+    def apply(self, grads):
+        x, _target, _is_target = self.saved()
+        rows = x.reshape(1, -1) if x.dim() < 2 else x
+        n, c = rows.shape
+        d = rows._ndarray
+        z = 1 - d[:, :, None] + d[:, None, :]   # [n, j, i]: 1 - x[j] + x[i]
+        active = (z > 0) * self.pair_weight / c
+        # the loss is piecewise linear in x: its local gradient is a constant
+        local = wrap((active.sum(1) - active.sum(2)).astype(d.dtype))
+        g = self._scaled(grads[0], n)
+        if self.reduction == "none" and x.dim() >= 2:
+            g = g.unsqueeze(1)
+        return ((local * g).reshape(x.shape),)
+
+    def release_variables(self):
+        super().release_variables()
+        self.pair_weight = None
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -233,9 +339,12 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
                 raise RuntimeError("target out of range")
             counts[row, cls] += 1
     others = (counts == 0).astype(rows._ndarray.dtype)
-    pair_weight = wrap(counts[:, :, None] * others[:, None, :])
-    z = (1 - rows.unsqueeze(2) + rows.unsqueeze(1)).relu()
-    loss = (z * pair_weight).sum((1, 2)) / c
-    if input.dim() < 2:
-        loss = loss.reshape(())
-    return _reduce(loss, reduction)
+    pair_weight = counts[:, :, None] * others[:, None, :]
+
+    def loss():
+        z = (1 - rows.unsqueeze(2) + rows.unsqueeze(1)).relu()
+        per_sample = (z * wrap(pair_weight)).sum((1, 2)) / c
+        return _reduce(per_sample.reshape(()) if input.dim() < 2 else per_sample, reduction)
+    is_target = wrap((counts > 0).astype(rows._ndarray.dtype).reshape(input.shape))
+    return _one_node(loss, MultilabelMarginLossBackward0, input, (input, target, is_target), reduction,
+                     pair_weight=pair_weight)

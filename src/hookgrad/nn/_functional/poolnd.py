@@ -1,5 +1,5 @@
 """Pooling for any number of spatial dims (3-D max/avg pooling, adaptive max pooling, 3-D adaptive
-average pooling), composed of differentiable tensor ops.
+average pooling), computed by differentiable tensor ops and recorded as torch's one node per call.
 
 Windows are gathered as strided views (one per kernel offset, see ``convnd.window_views``) and
 reduced; adaptive pooling is separable, so it reduces one spatial dim at a time over torch's windows
@@ -12,7 +12,10 @@ import math
 import numpy as np
 
 import hookgrad
-from ..._tensor import Tensor
+from ..._ops._base import GRAD
+from ..._ops._declare import node_class, record_op
+from ..._tensor import Tensor, wrap
+from ...autograd.graph import Node
 from .conv import _tuple
 from .convnd import _pad_spatial, window_views
 
@@ -146,30 +149,127 @@ def _adaptive_max_indices(x: Tensor, out: Tensor, nd: int):
     return hookgrad.tensor(flat, dtype=hookgrad.int64)
 
 
-def _adaptive_max(x, output_size, return_indices, nd):
-    out = adaptive_pool_nd(x, output_size, nd, "max", f"adaptive_max_pool{nd}d")
-    if return_indices:
-        return out, _adaptive_max_indices(x, out, nd)
-    return out
+# ---- torch's one node per pooling call -------------------------------------------------------------
+class _MaxIndicesNode(Node):
+    """Backward of a max pooling: the gradient added at the saved flat spatial indices of the maxima
+    (in hookgrad ops, so that under create_graph it is differentiable in the incoming gradient; the
+    gradient is piecewise constant in the input)."""
+
+    __slots__ = ("nd",)
+    saved_names = ("self", "result1")
+
+    def apply(self, grads):
+        x, indices = self.saved()
+        g = grads[0]
+        shape = tuple(x.shape)
+        lead = shape[:-self.nd]
+        flat = hookgrad.zeros(*lead, math.prod(shape[-self.nd:]), dtype=g.dtype)
+        return (flat.scatter_add(-1, indices.reshape(*lead, -1), g.reshape(*lead, -1)).reshape(shape),)
+
+
+def _window_values():
+    return {"kernel_size": lambda n: n.kernel_size, "stride": lambda n: n.stride, "padding": lambda n: n.padding,
+            "ceil_mode": lambda n: n.ceil_mode}
+
+
+class MaxPool3DWithIndicesBackward0(_MaxIndicesNode):
+    __slots__ = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
+    saved_values = {**_window_values(), "dilation": lambda n: n.dilation}
+
+
+AdaptiveMaxPool2DBackward0 = node_class("AdaptiveMaxPool2DBackward0", _MaxIndicesNode, __module__=__name__)
+AdaptiveMaxPool3DBackward0 = node_class("AdaptiveMaxPool3DBackward0", _MaxIndicesNode, __module__=__name__)
+
+
+class _LinearPoolNode(Node):
+    """Backward of an average pooling, a linear map: its adjoint at the incoming gradient, taken by
+    differentiating the composed pooling (``pool``) rebuilt on a detached copy of the saved input.
+    Under create_graph the gradient's graph is that composition's backward, not torch's node."""
+
+    __slots__ = ("pool",)
+    saved_names = ("self",)
+
+    def apply(self, grads):
+        (x,) = self.saved()
+        create_graph = GRAD.enabled
+        with hookgrad.enable_grad():
+            z = x.detach().requires_grad_()
+            (gx,) = hookgrad.autograd.grad(self.pool(z), z, grads[0], create_graph=create_graph)
+        return (gx,)
+
+    def release_variables(self):
+        super().release_variables()
+        self.pool = None
+
+
+class AvgPool3DBackward0(_LinearPoolNode):
+    __slots__ = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
+    saved_values = {**_window_values(), "count_include_pad": lambda n: n.count_include_pad,
+                    "divisor_override": lambda n: n.divisor_override}
+
+
+AdaptiveAvgPool3DBackward0 = node_class("AdaptiveAvgPool3DBackward0", _LinearPoolNode, __module__=__name__)
+
+
+def _as_one_node(x, compute, node_cls, **attrs):
+    """``compute()`` (a tensor, or (values, indices)) run without recording, its values made the output
+    of one ``node_cls`` node over ``x`` that keeps ``x`` (and the indices)."""
+    with hookgrad.no_grad():
+        out = compute()
+    values, indices = out if isinstance(out, tuple) else (out, None)
+    result = wrap(values._ndarray)
+    if GRAD.enabled and x._requires_grad:
+        node = record_op(node_cls, (x,), result)
+        for k, v in attrs.items():
+            setattr(node, k, v)
+        node.save(x) if indices is None else node.save(x, indices)
+    return result, indices
+
+
+def _stride_as_given(stride, nd):
+    return () if stride is None or (isinstance(stride, (list, tuple)) and not stride) else _tuple(stride, nd)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    return max_pool_nd(input, kernel_size, stride, padding, dilation, ceil_mode, 3, "max_pool3d", return_indices)
+    out, indices = _as_one_node(
+        input, lambda: max_pool_nd(input, kernel_size, stride, padding, dilation, ceil_mode, 3, "max_pool3d", True),
+        MaxPool3DWithIndicesBackward0, nd=3, kernel_size=_tuple(kernel_size, 3), stride=_stride_as_given(stride, 3),
+        padding=_tuple(padding, 3), dilation=_tuple(dilation, 3), ceil_mode=ceil_mode)
+    return (out, indices) if return_indices else out
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                             return_indices=True):
-    return max_pool_nd(input, kernel_size, stride, padding, dilation, ceil_mode, 3, "max_pool3d", True)
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    return avg_pool_nd(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
-                       "avg_pool3d")
+    def pool(x):
+        return avg_pool_nd(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, 3,
+                           "avg_pool3d")
+    return _as_one_node(input, lambda: pool(input), AvgPool3DBackward0, pool=pool, kernel_size=_tuple(kernel_size, 3),
+                        stride=_stride_as_given(stride, 3), padding=_tuple(padding, 3), ceil_mode=ceil_mode,
+                        count_include_pad=count_include_pad, divisor_override=divisor_override)[0]
 
 
 def adaptive_avg_pool3d(input, output_size):
-    return adaptive_pool_nd(input, output_size, 3, "mean", "adaptive_avg_pool3d")
+    def pool(x):
+        return adaptive_pool_nd(x, output_size, 3, "mean", "adaptive_avg_pool3d")
+    return _as_one_node(input, lambda: pool(input), AdaptiveAvgPool3DBackward0, pool=pool)[0]
+
+
+def _adaptive_max(x, output_size, return_indices, nd):
+    if nd == 1:  # torch records adaptive_max_pool1d as a 2-D one between an unsqueeze and a squeeze
+        out = adaptive_pool_nd(x, output_size, nd, "max", "adaptive_max_pool1d")
+        return (out, _adaptive_max_indices(x, out, nd)) if return_indices else out
+    node_cls = AdaptiveMaxPool2DBackward0 if nd == 2 else AdaptiveMaxPool3DBackward0
+
+    def compute():
+        out = adaptive_pool_nd(x, output_size, nd, "max", f"adaptive_max_pool{nd}d")
+        return out, _adaptive_max_indices(x, out, nd)
+    out, indices = _as_one_node(x, compute, node_cls, nd=nd)
+    return (out, indices) if return_indices else out
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):

@@ -41,13 +41,11 @@ def selu_(input):
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
-    if training:
-        return views.apply_inplace(input, _composed.rrelu_with_generator, lower, upper, generator)
-    return views.apply_inplace(input, _composed.rrelu, lower, upper, training)
+    return _act.rrelu(input, lower, upper, training, True, generator)
 
 
 def threshold_(input, threshold, value):
-    return views.apply_inplace(input, _composed.threshold, threshold, value)
+    return _act.threshold(input, threshold, value, True)
 
 
 def elu_(input, alpha=1):  # torch reports the int default on its node
