@@ -204,11 +204,16 @@ def _pack_order_cases():
 PACK_ORDER_CASES = {name: (fn, arrays) for name, fn, arrays in _pack_order_cases()}
 
 
-def _same_packs(got, want):
+def _same_packs(got, want, values=True):
     """Both lists (packed, unpacked) hold the same dtypes and shapes in order, values close."""
     return all(len(g) == len(w) and all(
-        gd == wd and gs == ws and np.allclose(gv, wv, rtol=1e-4, atol=1e-5, equal_nan=True)
+        gd == wd and gs == ws and (not values or np.allclose(gv, wv, rtol=1e-4, atol=1e-5, equal_nan=True))
         for (gd, gs, gv), (wd, ws, wv) in zip(g, w)) for g, w in zip(got, want))
+
+
+# rows packing a tensor whose values torch leaves uninitialized (rrelu's noise outside training):
+# dtypes, shapes and order compared, not values
+PACK_VALUES_UNDEFINED = frozenset({"edge:torch_activations", "edge:inplace_activations"})
 
 # Rows whose graphs pack other tensors than torch's (composite linear algebra and indexing ops that
 # save index arrays or intermediate factors instead of torch's tensors, and the nn.functional rows
@@ -362,8 +367,7 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:torch_kl_div',
     # same dtypes and shapes, other values: eigenvectors of the other sign (LAPACK's choice), the
     # power's intermediate products in another order, pdist(p=1) and vdot composed (they save the
-    # difference / swap the operands), poisson_nll_loss's composition, hardsigmoid saving its result
-    # (torch its input), an in-place leaky_relu packed before (torch: after) it writes its result
+    # difference / swap the operands), poisson_nll_loss's composition, an in-place leaky_relu packed before (torch: after) it writes its result
     'edge:eigvalsh',
     'edge:linalg_eigh',
     'edge:linalg_eigh_upper',
@@ -371,7 +375,6 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:pdist1',
     'edge:poisson_nll_loss',
     'edge:vdot_method',
-    'functional_vs_torch:hardsigmoid',
     'functional_vs_torch:leaky_relu_inplace',
 })
 
@@ -379,7 +382,8 @@ PACK_ORDER_DIFFERS_YET = frozenset({
 @pytest.mark.parametrize("name", sorted(set(PACK_ORDER_CASES) - PACK_ORDER_DIFFERS_YET))
 def test_saved_tensors_hooks_see_what_torch_packs(name):
     fn, arrays = PACK_ORDER_CASES[name]
-    assert _same_packs(_pack_order(hookgrad, fn, arrays), _pack_order(torch, fn, arrays))
+    assert _same_packs(_pack_order(hookgrad, fn, arrays), _pack_order(torch, fn, arrays),
+                       values=name not in PACK_VALUES_UNDEFINED)
 
 
 @pytest.mark.parametrize("name", sorted(PACK_ORDER_DIFFERS_YET))

@@ -30,6 +30,7 @@ CLASSES = {
         'LongTensor': ('torch', 'LongTensor'),
         'ShortStorage': ('torch', 'ShortStorage'),
         'ShortTensor': ('torch', 'ShortTensor'),
+        'Tag': ('torch', 'Tag'),
     },
     'hookgrad._C': {
         '_DisableTorchDispatch': ('torch._C', '_DisableTorchDispatch'),
@@ -808,6 +809,7 @@ CLASSES = {
         'DefaultDeviceType': ('torch.utils.checkpoint', 'DefaultDeviceType'),
         'GraphExecGroup': ('torch.utils.checkpoint', 'GraphExecGroup'),
         'SelectiveCheckpointContext': ('torch.utils.checkpoint', 'SelectiveCheckpointContext'),
+        '_VersionWrapper': ('torch.utils.checkpoint', '_VersionWrapper'),
     },
     'hookgrad.utils.collect_env': {
         'SystemEnv': ('torch.utils.collect_env', 'SystemEnv'),
@@ -1109,6 +1111,7 @@ NODE_TYPES = {
     'SelectBackwardBackward0': ('builtins', 'SelectBackwardBackward0'),
     'SgnBackward0': ('builtins', 'SgnBackward0'),
     'SigmoidBackward0': ('builtins', 'SigmoidBackward0'),
+    'SigmoidBackwardBackward0': ('builtins', 'SigmoidBackwardBackward0'),
     'SignBackward0': ('builtins', 'SignBackward0'),
     'SiluBackward0': ('builtins', 'SiluBackward0'),
     'SinBackward0': ('builtins', 'SinBackward0'),
@@ -1157,6 +1160,7 @@ NODE_TYPES = {
     'TBackward1': ('builtins', 'TBackward1'),
     'TanBackward0': ('builtins', 'TanBackward0'),
     'TanhBackward0': ('builtins', 'TanhBackward0'),
+    'TanhBackwardBackward0': ('builtins', 'TanhBackwardBackward0'),
     'ThresholdBackward0': ('builtins', 'ThresholdBackward0'),
     'ThresholdBackward1': ('builtins', 'ThresholdBackward1'),
     'ThresholdBackwardBackward0': ('builtins', 'ThresholdBackwardBackward0'),

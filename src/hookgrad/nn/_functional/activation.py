@@ -862,10 +862,10 @@ class _RreluNode(Node):
 
 class RreluWithNoiseBackward0(_RreluNode):
     __slots__ = ()
-    saved_names = ("self", "noise")
+    saved_names = ("noise", "self")   # torch packs the noise first
 
     def apply(self, grads):
-        x, noise = self.saved()
+        noise, x = self.saved()
         return self._gradient(grads[0], x, noise)
 
 
@@ -912,7 +912,7 @@ def rrelu_with_noise(input: Tensor, lower: float, upper: float, training: bool, 
         if node_cls is RreluWithNoiseBackward1:
             node.save(noise_t, output=result)
         else:
-            node.save(input, noise_t)
+            node.save(noise_t, input)
     return result
 
 
