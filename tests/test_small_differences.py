@@ -298,3 +298,14 @@ def test_saved_attributes_of_in_place_view_ops(T, name):
                    and a not in ("_input_metadata", "_set_sequence_nr")]   # torch's C++ node API hookgrad lacks
     y.sum().backward()
     return type(node).__name__, saved, underscored, leaf.grad
+
+
+@differential
+def test_add_with_a_zero_dim_tensor_alpha(T):
+    # torch_optimizer's Lamb steps with alpha=-lr * trust_ratio, a 0-d tensor
+    p = T.tensor([1.0, 2.0, 3.0])
+    step = T.tensor([0.5, -0.5, 1.0])
+    ratio = T.tensor(0.25)
+    p.add_(step, alpha=-0.1 * ratio)
+    q = T.add(p, step, alpha=T.tensor(2.0))
+    return p, q, T.sub(q, step, alpha=T.tensor(3.0))

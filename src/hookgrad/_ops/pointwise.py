@@ -321,6 +321,8 @@ def _refuse_bool_subtraction(a, b, dt):
 
 
 def _add_or_sub(a, b, alpha, out, np_fn, node_cls):
+    if isinstance(alpha, Tensor):   # a one-element tensor is a Scalar to torch's argument parser
+        alpha = alpha.item()
     data = _fast_binary(np_fn, a, b) if out is None and alpha.__class__ is int and alpha == 1 else None
     if data is not None:
         result = wrap(data)
