@@ -151,13 +151,6 @@ class Tensor:
         return -1
 
     # -- autograd metadata ----------------------------------------------------------------------
-    def __delattr__(self, name):
-        # autograd's own attributes cannot be deleted (a deleted slot would leave a broken tensor)
-        refusal = _UNDELETABLE.get(name)
-        if refusal is not None:
-            raise RuntimeError(refusal)
-        super().__delattr__(name)
-
     @property
     def requires_grad(self) -> bool:
         return self._requires_grad
@@ -183,6 +176,12 @@ class Tensor:
             raise RuntimeError(refusal)
         self._requires_grad = requires_grad
         return self
+
+    @requires_grad.deleter
+    def requires_grad(self) -> None:
+        # (deleters on the properties, not a __delattr__: a class defining __delattr__ makes every
+        # attribute write on its instances go through Python, and wrap() writes twelve)
+        raise RuntimeError(_UNDELETABLE["requires_grad"])
 
     @property
     def grad_fn(self):
@@ -263,6 +262,10 @@ class Tensor:
         if self._requires_grad and not _dtype.is_inexact_np(value._ndarray.dtype):
             raise RuntimeError("data set to a tensor that requires gradients must be floating point or complex dtype")
         self._ndarray = value._ndarray
+
+    @data.deleter
+    def data(self) -> None:
+        raise RuntimeError(_UNDELETABLE["data"])
 
     @property
     def volatile(self) -> bool:
@@ -735,9 +738,7 @@ def _wrap_dim(dim, ndim: int) -> int:
 
 # what torch says when a factory or Parameter is asked for an integer tensor that requires grad
 _UNDELETABLE = {"data": "Deleting tensor data is not allowed. Delete tensor instead!",
-                "requires_grad": "requires_grad must be a bool",
-                "_grad_fn": "Deletion of _grad_fn not allowed. Detach tensor instead!",
-                "_backward_hooks": "Deletion of _backwards_hooks not allowed!"}
+                "requires_grad": "requires_grad must be a bool"}
 
 FACTORY_REFUSES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
 
