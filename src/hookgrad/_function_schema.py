@@ -172,52 +172,48 @@ def _default_value(text: str, length):
     return value
 
 
-def _split_top_level(text: str, separator: str = ",") -> list:
-    """``text`` split at the separators outside brackets, parentheses and quotes."""
-    parts, depth, quote, start = [], 0, None, 0
-    i = 0
+def _unquoted(text: str, start: int = 0):
+    """``(index, char)`` for each character of ``text`` from ``start`` outside quoted strings."""
+    quote, i = None, start
     while i < len(text):
         char = text[i]
         if quote:
             if char == "\\":
-                i += 2
-                continue
-            if char == quote:
+                i += 1
+            elif char == quote:
                 quote = None
         elif char in "'\"":
             quote = char
-        elif char in "([":
+        else:
+            yield i, char
+        i += 1
+
+
+def _split_top_level(text: str, separator: str = ",") -> list:
+    """``text`` split at the separators outside brackets, parentheses and quotes."""
+    parts, depth, start = [], 0, 0
+    for i, char in _unquoted(text):
+        if char in "([":
             depth += 1
         elif char in ")]":
             depth -= 1
         elif char == separator and depth == 0:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
     parts.append(text[start:])
     return [p.strip() for p in parts if p.strip()]
 
 
 def _closing(text: str, opening: int) -> int:
     """The index of the parenthesis closing the one at ``opening``."""
-    depth, quote, i = 0, None, opening
-    while i < len(text):
-        char = text[i]
-        if quote:
-            if char == "\\":
-                i += 2
-                continue
-            if char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
+    depth = 0
+    for i, char in _unquoted(text, opening):
+        if char == "(":
             depth += 1
         elif char == ")":
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     raise ValueError("unbalanced parentheses")
 
 
