@@ -1064,7 +1064,7 @@ def test_gradients_take_their_inputs_dtype(T, name):
 
 
 # ---- a custom Function that marks a view dirty ----------------------------------------------
-def _dirty_add(T):
+def _dirty_add(T, scale=2):
     class DirtyAdd(T.autograd.Function):
         @staticmethod
         def forward(ctx, x, y):
@@ -1074,7 +1074,7 @@ def _dirty_add(T):
 
         @staticmethod
         def backward(ctx, grad):
-            return grad, grad * 2
+            return grad, grad * scale
     return DirtyAdd
 
 
@@ -1095,16 +1095,7 @@ def test_custom_function_dirtying_a_view_of_a_view_rebases_the_base(T):
 
 @differential
 def test_custom_function_dirtying_a_view_gradcheck(T):
-    class PyAdd(T.autograd.Function):
-        @staticmethod
-        def forward(ctx, x, y):
-            ctx.mark_dirty(x)
-            x.add_(y)
-            return x
-
-        @staticmethod
-        def backward(ctx, grad):
-            return grad, grad
+    PyAdd = _dirty_add(T, scale=1)
 
     def func(root, b):
         x = root.clone()
