@@ -342,8 +342,8 @@ def _identity_kernel(kernel, dtype) -> Tensor:
     return hookgrad.eye(taps, dtype=dtype).reshape(taps, 1, *kernel)
 
 
-def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
-    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the sliding blocks as columns."""
+def check_unfold_rank(input: Tensor) -> None:
+    """torch's errors for an ``unfold`` input that is neither 3-D nor 4-D."""
     if input.dim() < 3:
         # torch reads the channel dim before checking the rank
         raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
@@ -351,6 +351,11 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     if input.dim() > 4:
         raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
                            f"dimensions for input, but got: {list(input.shape)}")
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
+    """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the sliding blocks as columns."""
+    check_unfold_rank(input)
     unbatched = input.dim() == 3
     x = input.unsqueeze(0) if unbatched else input
     kernel = _tuple(kernel_size, 2)

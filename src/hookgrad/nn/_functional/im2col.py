@@ -102,13 +102,7 @@ def _im2col(x, kernel, dilation, padding, stride):
 
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:
     """im2col: (N, C, H, W) -> (N, C*kh*kw, L), the sliding blocks as columns."""
-    if input.dim() < 3:
-        # torch reads the channel dim before checking the rank
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.dim()}, {input.dim() - 1}], "
-                         f"but got {input.dim()})")
-    if input.dim() > 4:
-        raise RuntimeError(f"Expected 3D or 4D (batch mode) tensor with possibly 0 batch size and other non-zero "
-                           f"dimensions for input, but got: {list(input.shape)}")
+    convnd.check_unfold_rank(input)
     kernel, dilation, padding, stride = (_tuple(v, 2) for v in (kernel_size, dilation, padding, stride))
     if any(b <= 0 for b in _blocks(tuple(input.shape[-2:]), kernel, dilation, padding, stride)):
         with hookgrad.no_grad():
