@@ -142,21 +142,20 @@ class Node:
 
     def prepend(self, x: "Node") -> None:
         """Move ``x`` (new or already in this graph) to right before this node."""
-        nodes = self.graph._nodes
-        if x is self:
-            return
-        if x in nodes:
-            nodes.remove(x)
-        nodes.insert(nodes.index(self), x)
+        self._place(x, 0)
 
     def append(self, x: "Node") -> None:
         """Move ``x`` to right after this node."""
+        self._place(x, 1)
+
+    def _place(self, x: "Node", offset: int) -> None:
+        """Take ``x`` out of the node list if it is there, then insert it ``offset`` places from this node."""
         nodes = self.graph._nodes
         if x is self:
             return
         if x in nodes:
             nodes.remove(x)
-        nodes.insert(nodes.index(self) + 1, x)
+        nodes.insert(nodes.index(self) + offset, x)
 
     def is_impure(self, impure_random: bool = True) -> bool:
         """Whether dead-code elimination must keep this node although nothing uses its value: placeholders,
