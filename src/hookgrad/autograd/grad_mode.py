@@ -4,6 +4,8 @@ from __future__ import annotations
 import functools
 import inspect
 
+from ..utils._contextlib import _wrap_generator
+
 
 class _GradState:
     __slots__ = ("enabled", "inference")
@@ -50,33 +52,6 @@ def run_inside(fn, context):
     return wrapper
 
 
-def _generator_inside(fn, context):
-    """A generator function wrapped so that its body runs inside ``context()`` each time it resumes
-    (``next``, ``send``, ``throw``, ``close``) while its caller keeps its own mode between items."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        gen = fn(*args, **kwargs)
-        try:
-            with context():
-                value = next(gen)
-            while True:
-                try:
-                    sent = yield value
-                except GeneratorExit:
-                    with context():
-                        gen.close()
-                    raise
-                except BaseException as thrown:
-                    with context():
-                        value = gen.throw(thrown)
-                else:
-                    with context():
-                        value = gen.send(sent)
-        except StopIteration as stop:
-            return stop.value
-    return wrapper
-
-
 def is_grad_enabled() -> bool:
     return STATE.enabled
 
@@ -114,7 +89,7 @@ class _GradModeSwitch:
                 return cls_to_build(*a, **kw)
 
         if inspect.isgeneratorfunction(fn):
-            return _generator_inside(fn, functools.partial(switch_cls, *args))
+            return _wrap_generator(functools.partial(switch_cls, *args), fn)
 
         return run_inside(fn, functools.partial(switch_cls, *args))
 
