@@ -190,25 +190,26 @@ def _scaled_by_alpha(f, ref, alpha):
     return f.op("mul", "Scalar", (ref, alpha), lambda: f.value(ref) * alpha)
 
 
-@_formula
-def _add_backward(f):
+def _add_or_sub_backward(f, subtract):
+    """``self + alpha * other`` or ``self - alpha * other``: the gradient as is for self, scaled
+    by alpha (negated first for a difference) for other."""
     alpha = f.saved("alpha")
     shape = _shape(f.grad)
     if f.needs(0):
         f.gradient(f.grad, 0, shape)
     if f.needs(1):
-        f.gradient(_scaled_by_alpha(f, f.grad, alpha), 1, shape)
+        other_grad = f.op("neg", "default", (f.grad,), lambda: -f.grad) if subtract else f.grad
+        f.gradient(_scaled_by_alpha(f, other_grad, alpha), 1, shape)
+
+
+@_formula
+def _add_backward(f):
+    _add_or_sub_backward(f, subtract=False)
 
 
 @_formula
 def _sub_backward(f):
-    alpha = f.saved("alpha")
-    shape = _shape(f.grad)
-    if f.needs(0):
-        f.gradient(f.grad, 0, shape)
-    if f.needs(1):
-        negated = f.op("neg", "default", (f.grad,), lambda: -f.grad)
-        f.gradient(_scaled_by_alpha(f, negated, alpha), 1, shape)
+    _add_or_sub_backward(f, subtract=True)
 
 
 @_formula
