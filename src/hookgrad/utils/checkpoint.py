@@ -691,27 +691,37 @@ def _selective_modes():
         return _SAC_STATE["modes"]
     from ._python_dispatch import TorchDispatchMode
 
-    class CachingMode(TorchDispatchMode):
-        """The forward: asks the policy about each operator and keeps what it says to save."""
+    class StorageMode(TorchDispatchMode):
+        """What both modes share: the storage, keyed by operator and by how many calls of it came before."""
 
-        def __init__(self, policy_fn, storage, ac_graph_id=None) -> None:
+        def __init__(self, storage) -> None:
             super().__init__()
-            self.policy_fn = policy_fn
             self.storage = storage
-            self.ac_graph_id = ac_graph_id
             self.func_counter = defaultdict(int)
 
         @classmethod
         def ignore_compile_internals(cls):
             return True
 
+        def _next_index(self, func) -> int:
+            index = self.func_counter[func]
+            self.func_counter[func] += 1
+            return index
+
+    class CachingMode(StorageMode):
+        """The forward: asks the policy about each operator and keeps what it says to save."""
+
+        def __init__(self, policy_fn, storage, ac_graph_id=None) -> None:
+            super().__init__(storage)
+            self.policy_fn = policy_fn
+            self.ac_graph_id = ac_graph_id
+
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = {} if kwargs is None else kwargs
             if func in _sac_ignored():
                 return func(*args, **kwargs)
             out = func(*args, **kwargs)
-            index = self.func_counter[func]
-            self.func_counter[func] += 1
+            index = self._next_index(func)
             policy = self.policy_fn(SelectiveCheckpointContext(is_recompute=False, op_output=out), func, *args,
                                     **kwargs)
             if isinstance(policy, bool):
@@ -719,18 +729,12 @@ def _selective_modes():
             self.storage[func][index] = _map_outputs(_saved_form, out) if policy in _SAVING else _RECOMPUTE
             return out
 
-    class CachedMode(TorchDispatchMode):
+    class CachedMode(StorageMode):
         """The recomputation: hands back what the forward saved, recomputes the rest."""
 
         def __init__(self, policy_fn, storage, allow_cache_entry_mutation=False) -> None:
-            super().__init__()
-            self.storage = storage
+            super().__init__(storage)
             self.allow_cache_entry_mutation = allow_cache_entry_mutation
-            self.func_counter = defaultdict(int)
-
-        @classmethod
-        def ignore_compile_internals(cls):
-            return True
 
         def __enter__(self):
             self.func_counter.clear()     # a retained graph's second backward finds the entries consumed
@@ -740,8 +744,7 @@ def _selective_modes():
             kwargs = {} if kwargs is None else kwargs
             if func in _sac_ignored():
                 return func(*args, **kwargs)
-            index = self.func_counter[func]
-            self.func_counter[func] += 1
+            index = self._next_index(func)
             entries = self.storage.get(func)
             if entries is None:
                 raise RuntimeError(f"{func} encountered during backward but not found in storage. {_MISMATCH}")
