@@ -18,6 +18,16 @@ GRAD = grad_mode.STATE
 NONE_EDGE = (None, 0)
 
 
+class _PassThroughNode(Node):
+    """Base of the nodes whose input gradient is the output gradient unchanged (clone, alias, a
+    number added or taken away, ...): subclasses only give torch's node name."""
+
+    __slots__ = ()
+
+    def apply(self, grads):
+        return (grads[0],)
+
+
 def edge(t) -> tuple:
     """The graph edge for ``t`` as an op input: where its gradient must be sent."""
     if t is None or not t._requires_grad:

@@ -11,7 +11,7 @@ from .._tensor import Tensor, wrap
 from ..autograd.graph import Node, saved_tensor
 from ._base import GRAD, as_tensor_arg, data_of, is_number, result_np_dtype, sum_to_shape
 from ._base import FP_IGNORE, fp_quiet, fp_restore, quiet_fp, refuse_complex
-from ._base import wrapped_int
+from ._base import _PassThroughNode, wrapped_int
 from ._declare import _ARRAY_DTYPES, ZeroGradNode, formula_node, module_all, no_derivative_node, op, record_op, unary
 from ..autograd.profiler import _active as _profiling
 from . import _dtype_rules as _rules
@@ -1248,13 +1248,10 @@ def atan2(a, b):
     return result
 
 
-class RemainderBackward0(Node):
+class RemainderBackward0(_PassThroughNode):
     """remainder and fmod by a divisor that needs no gradient: the gradient passes through."""
 
     __slots__ = ()
-
-    def apply(self, grads):
-        return (grads[0],)
 
 
 class FmodBackward0(RemainderBackward0):

@@ -9,7 +9,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
 from ._declare import module_all, note_input_dtypes, op, record_op
-from ._base import GRAD, as_tensor_arg, edge, record
+from ._base import GRAD, _PassThroughNode, as_tensor_arg, edge, record
 
 
 def _real_where_real(pieces, real_inputs):
@@ -308,11 +308,8 @@ def triu(x: Tensor, diagonal: int = 0) -> Tensor:
     return _triangle(x, diagonal, np.triu, TriuBackward0)
 
 
-class CloneBackward0(Node):
+class CloneBackward0(_PassThroughNode):
     __slots__ = ()
-
-    def apply(self, grads):
-        return (grads[0],)
 
 
 @op()

@@ -20,7 +20,7 @@ from ..autograd.function import view_inplace_error_head
 from ..autograd.grad_mode import InferenceCounter
 from ..autograd.graph import _FREED_MESSAGE, Node, saved_dim
 from ._declare import _InputShapeNode, module_all, op, record_op
-from ._base import GRAD, edge, record, sum_to_shape
+from ._base import GRAD, _PassThroughNode, edge, record, sum_to_shape
 
 
 def _records_view(x: Tensor) -> bool:
@@ -436,11 +436,8 @@ class SliceBackward0(_IndexScatterBackward):
     }
 
 
-class AliasBackward0(Node):
+class AliasBackward0(_PassThroughNode):
     __slots__ = ()
-
-    def apply(self, grads):
-        return (grads[0],)
 
 
 class IndexScatterNode(Node):

@@ -3,11 +3,13 @@
 (AddBackward1, MulBackward1, DivBackward1, NormBackward1), as the layers built from them show in torch."""
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 import hookgrad
 from ..._dtype import narrow_to, widen
-from ..._ops._base import GRAD, quiet_fp
+from ..._ops._base import GRAD, _PassThroughNode, quiet_fp
 from ..._ops._declare import record_op
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
@@ -28,22 +30,33 @@ def _scalar_result(x: Tensor, out) -> Tensor:
     return wrap(narrow_to(np.asarray(out, dtype=widen(x._ndarray).dtype), x._ndarray.dtype))
 
 
-class AddBackward1(Node):
+class AddBackward1(_PassThroughNode):
     """``tensor + number``: the gradient passes unchanged (torch keeps nothing)."""
 
     __slots__ = ()
 
-    def apply(self, grads):
-        return (grads[0],)
+
+class SubBackward1(_PassThroughNode):
+    """``tensor - number``: the gradient passes unchanged (torch keeps nothing)."""
+
+    __slots__ = ()
+
+
+def _shifted_by_number(x: Tensor, other: float, combine, node_cls) -> Tensor:
+    x = _promoted(x, other)
+    with quiet_fp():
+        result = _scalar_result(x, combine(widen(x._ndarray), other))
+    if GRAD.enabled and x._requires_grad:
+        record_op(node_cls, (x,), result)
+    return result
 
 
 def add_scalar(x: Tensor, other: float) -> Tensor:
-    x = _promoted(x, other)
-    with quiet_fp():
-        result = _scalar_result(x, widen(x._ndarray) + other)
-    if GRAD.enabled and x._requires_grad:
-        record_op(AddBackward1, (x,), result)
-    return result
+    return _shifted_by_number(x, other, operator.add, AddBackward1)
+
+
+def sub_scalar(x: Tensor, other: float) -> Tensor:
+    return _shifted_by_number(x, other, operator.sub, SubBackward1)
 
 
 class DivBackward1(Node):
@@ -100,24 +113,6 @@ def norm_scalar(x: Tensor, p: float, dim: int, keepdim: bool = False) -> Tensor:
         node = record_op(NormBackward1, (x,), result)
         node.p, node.dim, node.keepdim = p, (dim % x.dim() if x.dim() else 0,), keepdim
         node.save(x, output=result)
-    return result
-
-
-class SubBackward1(Node):
-    """``tensor - number``: the gradient passes unchanged (torch keeps nothing)."""
-
-    __slots__ = ()
-
-    def apply(self, grads):
-        return (grads[0],)
-
-
-def sub_scalar(x: Tensor, other: float) -> Tensor:
-    x = _promoted(x, other)
-    with quiet_fp():
-        result = _scalar_result(x, widen(x._ndarray) - other)
-    if GRAD.enabled and x._requires_grad:
-        record_op(SubBackward1, (x,), result)
     return result
 
 
