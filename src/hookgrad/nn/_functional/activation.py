@@ -593,10 +593,6 @@ def _record_pointwise(x, out, node_cls, **params):
     return result
 
 
-def _in_place_or(input, inplace, fn, *args):
-    return views.apply_inplace(input, fn, *args) if inplace else fn(input, *args)
-
-
 class ThresholdBackward0(_PointwiseActivationNode):
     __slots__ = ("threshold",)
     saved_values = {"threshold": lambda n: n.threshold}
@@ -687,7 +683,7 @@ def _hardsigmoid(x):
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
     _refuse(input, "hardsigmoid_cpu")
-    return _in_place_or(input, inplace, _hardsigmoid)
+    return _maybe_inplace(input, _hardsigmoid, inplace)
 
 
 class HardswishBackward0(_PointwiseActivationNode):
@@ -711,7 +707,7 @@ def _hardswish(x):
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
     _refuse(input, "hardswish_cpu")
-    return _in_place_or(input, inplace, _hardswish)
+    return _maybe_inplace(input, _hardswish, inplace)
 
 
 class MishBackward0(_PointwiseActivationNode):
@@ -734,7 +730,7 @@ def _mish(x):
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:
     _refuse(input, "mish_cpu")
-    return _in_place_or(input, inplace, _mish)
+    return _maybe_inplace(input, _mish, inplace)
 
 
 class LogSigmoidBackward0(Node):
