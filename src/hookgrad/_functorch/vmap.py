@@ -767,6 +767,10 @@ def batched_over_all(t: Tensor) -> Tensor:
     return wrap(_full(t, levels), levels)
 
 
+def any_batched(*values) -> bool:
+    return _tree_any(values, is_batched)
+
+
 def physical(t):
     return t._value if is_batched(t) else t
 
