@@ -545,7 +545,7 @@ def _vmap_once(func, args, kwargs, dims, batch, out_dims, randomness, name, in_d
     from ._functorch import vmap as batching
     generators = _generators_in(args, kwargs)
     before = [g.get_state() for g in generators]
-    level = batching.enter(batch, randomness)
+    level = batching.enter(batch, randomness, TRANSFORMS_ACTIVE[0] + 1)
     try:
         batched = [_with_dims(lambda t, dim: batching.add_level(t, _batch_dim(t, dim), level), a, d, name, in_dims)
                    for a, d in zip(args, dims)]
@@ -563,6 +563,10 @@ def _vmap_once(func, args, kwargs, dims, batch, out_dims, randomness, name, in_d
 
 def _unbatched_result(result, out_dims, level, batch, name):
     from ._functorch import vmap as batching
+    if out_dims is None:
+        if batching.is_batched(result) and level in result._levels:
+            raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
+        return result
     if isinstance(result, Tensor):
         if not isinstance(out_dims, int):
             if isinstance(out_dims, (tuple, list)) and len(out_dims) == 1:

@@ -26,7 +26,6 @@ from ..overrides import TorchFunctionMode
 
 # the vmaps running now, outer first: [level, batch size, randomness]
 ACTIVE: list = []
-_next_level = [0]
 
 
 class BatchedTensor(Tensor):
@@ -142,9 +141,10 @@ _RANDOM_MESSAGE = ("vmap: called random operation while in randomness error mode
 
 def _inplace_error(name: str):
     return RuntimeError(
-        f"vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that "
-        "has more elements than `self`. This happened due to `other` being vmapped over but `self` not being "
-        "vmapped over in a vmap. Please try to use out-of-place operators instead of inplace.")
+        "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+        "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
+        "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
+        f"If said operator is being called inside the PyTorch framework, please file a bug report (op: {name})")
 
 
 # ---- names --------------------------------------------------------------------------------------------------
@@ -709,9 +709,8 @@ _RULES["property:data"] = _RULES["property:grad"] = _property_tensor
 _MODE: list = []  # the one batching mode pushed while any vmap runs
 
 
-def enter(size: int, randomness: str) -> int:
-    _next_level[0] += 1
-    level = _next_level[0]
+def enter(size: int, randomness: str, level: int) -> int:
+    """Start the vmap at ``level`` (torch's: one more than the function transforms running around it)."""
     ACTIVE.append([level, size, randomness])
     if len(ACTIVE) == 1:
         mode = _BatchingMode()
