@@ -270,3 +270,66 @@ def test_vmap_matches_a_loop_on_many_ops(batch):
         got = T.func.vmap(op)(x)
         want = T.stack([op(x[i]) for i in range(batch)])
         assert T.allclose(got, want, atol=1e-6), op
+
+
+@differential
+def test_tensor_hook_inside_vmap_of_grad_fires_once(T):
+    log = []
+    w = T.ones(3, 2, dtype=T.float64)
+
+    def f(a):
+        a = a * 1
+        a.register_hook(lambda g: log.append(tuple(g.shape)))
+        a.register_hook(lambda g: g * 2)
+        return (a @ w).pow(2).sum()
+
+    return T.func.vmap(T.func.grad(f))(_data(T, 4, 3)), log
+
+
+@differential
+def test_autograd_function_inside_vmap(T):
+    log = []
+
+    class Square(T.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(a):
+            return a * a
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            log.append("backward")
+            return 2 * g * ctx.saved_tensors[0]
+
+    class NoRule(Square):
+        generate_vmap_rule = False
+
+    class OldStyle(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = _data(T, 4, 3)
+    values = T.func.vmap(Square.apply)(x)
+    grads = T.func.vmap(T.func.grad(lambda a: Square.apply(a).sum()))(x)
+    return (values, grads, catch(T.func.vmap(NoRule.apply), x), catch(T.func.vmap(OldStyle.apply), x))
+
+
+@differential
+def test_module_backward_hook_inside_vmap_of_grad_refused(T):
+    lin = T.nn.Linear(3, 2).double()
+    log = []
+    lin.register_full_backward_hook(lambda m, gi, go: log.append("hook"))
+    x = _data(T, 4, 3)
+    refused = catch(T.func.vmap(T.func.grad(lambda a: lin(a).sum())), x)
+    # forward-only vmap with the hook registered still runs once
+    return refused, T.func.vmap(lin)(x).shape, log

@@ -21,7 +21,7 @@ import math
 import hookgrad
 from .._tensor import Tensor, _init
 from .._meta import meta_array
-from .._C._torch_function import _disabled_torch_function_impl
+from .._C._torch_function import _disabled_torch_function_impl, _EnableTorchFunction
 from ..overrides import TorchFunctionMode
 
 # the vmaps running now, outer first: [level, batch size, randomness]
@@ -764,6 +764,56 @@ def batched_over_all(t: Tensor) -> Tensor:
     if is_batched(t) and t._levels == levels:
         return t
     return wrap(_full(t, levels), levels)
+
+
+_EXTENDING_URL = "https://pytorch.org/docs/main/notes/extending.func.html"
+
+
+def function_apply(cls, args, kwargs):
+    """A custom ``autograd.Function`` applied to batched tensors: torch asks for ``setup_context`` and
+    for a vmap rule (``generate_vmap_rule=True`` or a ``vmap`` staticmethod); the forward and its
+    backward node then run once per batch element."""
+    if not cls._custom_setup:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
+                           f"...), it must override the setup_context staticmethod. For more details, please see "
+                           f"{_EXTENDING_URL}")
+    has_rule = getattr(cls, "generate_vmap_rule", False) or "vmap" in vars(cls) or any(
+        "vmap" in vars(base) for base in cls.__mro__[1:] if base.__name__ not in ("Function", "_SingleLevelFunction"))
+    if not has_rule:
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override "
+                           f"and implement the vmap staticmethod or set generate_vmap_rule=True. For more details, "
+                           f"please see {_EXTENDING_URL}")
+    return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+
+
+def refuse_backward_hook(args) -> None:
+    """Module backward hooks on batched tensors that require grad: torch's error."""
+    from ..func import TRANSFORMS_ACTIVE
+    differentiating = TRANSFORMS_ACTIVE[0] > len(ACTIVE)  # a grad/vjp/jacrev runs too (plain vmap: no error)
+    if differentiating and hookgrad.is_grad_enabled() and any(is_batched(a) and a._value.requires_grad
+                                                              for a in args):
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
+                           f"...), it must override the setup_context staticmethod. For more details, please see "
+                           f"{_EXTENDING_URL}")
+
+
+def _register_hook(func, name, args, kwargs, levels):
+    """A tensor hook on a batched tensor: registered once on the physical tensor; the hook sees the
+    gradient batched as the tensor (per-example shape) and what it returns replaces it."""
+    x, hook = args[0], (args[1] if len(args) > 1 else kwargs["hook"])
+    own = x._levels
+
+    def on_physical(grad):
+        # backward passes run with overrides off: the hook's ops on the batched gradient need the mode
+        with _EnableTorchFunction():
+            result = hook(wrap(grad, own))
+        if result is None:
+            return None
+        return _full(result, own) if is_batched(result) or isinstance(result, Tensor) else result
+    return x._value.register_hook(on_physical)
+
+
+_RULES["register_hook"] = _register_hook
 
 
 def any_batched(*values) -> bool:
