@@ -333,3 +333,29 @@ def test_module_backward_hook_inside_vmap_of_grad_refused(T):
     refused = catch(T.func.vmap(T.func.grad(lambda a: lin(a).sum())), x)
     # forward-only vmap with the hook registered still runs once
     return refused, T.func.vmap(lin)(x).shape, log
+
+
+@differential
+def test_custom_ops_inside_vmap(T):
+    import numpy as np
+
+    @T.library.custom_op("vmaptest::numpy_sin", mutates_args=())
+    def numpy_sin(x: T.Tensor) -> T.Tensor:
+        return T.from_numpy(np.sin(x.numpy()))
+
+    @T.library.custom_op("vmaptest::twice", mutates_args=())
+    def twice(x: T.Tensor, y: T.Tensor) -> T.Tensor:
+        return x * 2 + y
+
+    calls = []
+
+    @twice.register_vmap
+    def _(info, in_dims, x, y):
+        calls.append((info.batch_size, in_dims))
+        x = x if in_dims[0] is not None else x.unsqueeze(0)
+        y = y if in_dims[1] is not None else y.unsqueeze(0)
+        return x * 2 + y, 0
+
+    x = _data(T, 2, 3)
+    return (T.func.vmap(numpy_sin)(x), T.func.vmap(twice, in_dims=(0, None))(x, T.ones(3, dtype=T.float64)),
+            T.func.vmap(T.func.vmap(twice))(x, x), calls)

@@ -16,6 +16,8 @@ with the operator but never run: hookgrad has no fake tensors.
 """
 from __future__ import annotations
 
+import sys
+
 import collections.abc
 import inspect
 import types
@@ -180,6 +182,9 @@ class OperatorEntry:
                                       "hookgrad runs the CPU or composite kernel; none was registered.")
         if not self.custom:
             return self.kernel(*args, **kwargs)
+        batching = sys.modules.get("hookgrad._functorch.vmap")
+        if batching is not None and batching.ACTIVE and batching.any_batched(args, kwargs):
+            return batching.custom_op_call(self, args, kwargs)
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         inputs = tuple(bound.arguments.values())

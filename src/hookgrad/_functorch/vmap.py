@@ -786,6 +786,55 @@ def function_apply(cls, args, kwargs):
     return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
 
 
+class VmapInfo:
+    """What a custom op's vmap rule is told: the batch size and the randomness flag."""
+
+    def __init__(self, batch_size: int, randomness: str):
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+    def __repr__(self):
+        return f"VmapInfo(batch_size={self.batch_size}, randomness='{self.randomness}')"
+
+
+def custom_op_call(entry, args, kwargs):
+    """A ``torch.library.custom_op`` called on batched tensors: its registered vmap rule once, with
+    every running vmap's batch folded into one dim; without a rule, the op once per batch element."""
+    from ..func import TRANSFORMS_ACTIVE
+    levels = _levels_in(args, kwargs)
+    if entry.backward is not None and TRANSFORMS_ACTIVE[0] > len(ACTIVE) and hookgrad.is_grad_enabled():
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
+                           f"...), it must override the setup_context staticmethod. For more details, please see "
+                           f"{_EXTENDING_URL}")
+    rule = entry.other_kernels.get("vmap")
+    if rule is None or kwargs:
+        return _per_slice(entry.call, "custom_op", args, kwargs, levels)
+    # the rule handles the innermost level; tensors batched over outer levels stay batched over them
+    level = levels[-1]
+    size = _size_of(level)
+
+    def peeled(a):
+        if not is_batched(a) or level not in a._levels:
+            return a, None
+        own = a._levels
+        value = a._value.movedim(own.index(level), len(own) - 1)
+        return wrap(value, own[:-1] if own[-1] == level else tuple(lvl for lvl in own if lvl != level)), 0
+    pairs = [peeled(a) for a in args]
+    info = VmapInfo(size, ACTIVE[-1][2])
+    outputs, out_dims = rule(info, tuple(d for _, d in pairs), *[a for a, _ in pairs])
+
+    def placed(out, dim):
+        if not isinstance(out, Tensor):
+            return out
+        if dim is None:
+            return out
+        return add_level(out, dim % max(_logical_ndim(out), 1), level)
+    if isinstance(outputs, tuple):
+        dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(outputs)
+        return tuple(placed(o, d) for o, d in zip(outputs, dims))
+    return placed(outputs, out_dims)
+
+
 def refuse_backward_hook(args) -> None:
     """Module backward hooks on batched tensors that require grad: torch's error."""
     from ..func import TRANSFORMS_ACTIVE
