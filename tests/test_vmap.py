@@ -359,3 +359,15 @@ def test_custom_ops_inside_vmap(T):
     x = _data(T, 2, 3)
     return (T.func.vmap(numpy_sin)(x), T.func.vmap(twice, in_dims=(0, None))(x, T.ones(3, dtype=T.float64)),
             T.func.vmap(T.func.vmap(twice))(x, x), calls)
+
+
+@differential
+def test_debug_unwrap(T):
+    seen = []
+
+    def f(a):
+        seen.append((tuple(T.func.debug_unwrap(a).shape), tuple(T.func.debug_unwrap(a, recurse=False).shape)))
+        return a
+
+    T.func.vmap(T.func.vmap(f))(T.arange(6.0).reshape(2, 3))
+    return seen, T.func.debug_unwrap(T.ones(2))

@@ -1,9 +1,10 @@
 """``torch.func``: function transforms built on hookgrad's engine.
 
 ``grad`` differentiates a function of tensors by running it and calling ``autograd.grad`` (with
-``create_graph``, so transforms nest); ``vmap`` maps a function over a batch dim by running it per
-slice and stacking the results (same numbers as a vectorized map; random ops draw per slice);
-``functional_call`` runs a module with some parameters and buffers swapped for given tensors.
+``create_graph``, so transforms nest); ``vmap`` runs the function once on batched tensors
+(``_functorch/vmap.py``: per-op batching rules, a per-slice fallback per op); a transform inside vmap
+differentiates the batched inputs in one backward pass; ``functional_call`` runs a module with some
+parameters and buffers swapped for given tensors.
 
 Forward-mode transforms (``jvp``, ``jacfwd``, ``linearize``) are computed in reverse mode with the
 same numbers: ``jvp`` by the double-backward trick (the vector-Jacobian product ``u -> J^T u`` is
@@ -744,7 +745,13 @@ def replace_all_batch_norm_modules_(root):
 
 
 def debug_unwrap(tensor, *, recurse: bool = True):
-    """The tensor under a transform's wrapper. hookgrad's transforms run on plain tensors (vmap on
-    each slice), so there is no wrapper: the tensor itself (inside ``vmap``, the current slice,
-    where torch would show the whole batch)."""
-    return tensor
+    """The tensor under a transform's wrapper: inside ``vmap``, the whole batch a batched tensor holds
+    (batch dims first); ``recurse=False`` peels only the innermost vmap's level. Other tensors as
+    they are (hookgrad's grad transforms use no wrapper)."""
+    from ._functorch import vmap as batching
+    if not batching.is_batched(tensor):
+        return tensor
+    if recurse:
+        return tensor._value
+    # the innermost level's batch dim is the last batch dim: it becomes the first per-example dim
+    return batching.wrap(tensor._value, tensor._levels[:-1])
