@@ -518,11 +518,11 @@ def _check_schema_behaviour(op, entry, args, kwargs):
         name = names[position] if position < len(names) else str(position)
         if then is not None and name not in mutated and not (now.detach() == then).all() \
                 and not (now.isnan() & then.isnan()).all():
-            raise RuntimeError(f"{qualname_text(op)}: argument '{name}' is mutated by the operator but not "
+            raise RuntimeError(f"{_qualname_text(op)}: argument '{name}' is mutated by the operator but not "
                                "declared in mutates_args")
 
 
-def qualname_text(op) -> str:
+def _qualname_text(op) -> str:
     return _qualname_of(op).replace("::", ".") + ".default"
 
 
@@ -540,7 +540,7 @@ def _check_autograd(op, entry, args, kwargs):
 def _fake_kernel(op, entry):
     fake = None if entry is None else (entry.fake or entry.other_kernels.get("Meta"))
     if fake is None:
-        name = qualname_text(op).split(".")[1]
+        name = _qualname_text(op).split(".")[1]
         raise RuntimeError(f"There was no fake impl registered for {op!r}. This is necessary for "
                            f"torch.compile/export/fx tracing to work. Please use `{name}.register_fake` to add an "
                            "fake impl.")
@@ -554,7 +554,7 @@ def _check_fake(op, entry, args, kwargs):
     with no_grad():
         real = _outputs_of(op(*_cloned(args), **kwargs))
         faked = _outputs_of(fake(*_cloned(args), **kwargs))
-    where = qualname_text(op)
+    where = _qualname_text(op)
     if len(real) != len(faked):
         raise MetadataMismatchError(f"When comparing the output of {where} on FakeTensor and concrete Tensors, found "
                                     f"{len(faked)} outputs from the fake kernel and {len(real)} from the real one")
@@ -581,7 +581,7 @@ def _check_repeatable_backward(op, entry, args, kwargs):
         first, second = (_outputs_of(op(*_cloned(args), **kwargs)) for _ in range(2))
     for a, b in zip(first, second):
         if isinstance(a, Tensor) and not (a.shape == b.shape and ((a == b) | (a.isnan() & b.isnan())).all()):
-            raise RuntimeError(f"{qualname_text(op)}: two runs on the same inputs gave different outputs")
+            raise RuntimeError(f"{_qualname_text(op)}: two runs on the same inputs gave different outputs")
     copies = _cloned(args)
     wants = [v for v in copies if isinstance(v, Tensor) and v.requires_grad]
     out = op(*copies, **kwargs)
@@ -592,7 +592,7 @@ def _check_repeatable_backward(op, entry, args, kwargs):
     grads = autograd.grad(sum(o.sum() for o in outputs), wants, allow_unused=True)
     for g, t in zip(grads, wants):
         if g is not None and g.shape != t.shape:
-            raise RuntimeError(f"{qualname_text(op)}: the registered backward gave a gradient of shape "
+            raise RuntimeError(f"{_qualname_text(op)}: the registered backward gave a gradient of shape "
                                f"{list(g.shape)} for an input of shape {list(t.shape)}")
 
 
