@@ -1,7 +1,5 @@
 """torch.func.vmap runs the function once, over batched tensors: hooks, prints and counters inside fire
 once; values, per-sample gradients and errors as torch's."""
-import contextlib
-import io
 
 import pytest
 

@@ -379,9 +379,11 @@ def _dim_op(func, name, args, kwargs, levels):
     ndim = _logical_ndim(x)
     position = _DIM_POSITION[name]
     args = list(args)
+    if name in ("var", "std", "var_mean", "std_mean") and len(args) > 1 and isinstance(args[1], bool):
+        kwargs = {**kwargs, "unbiased": args.pop(1)}  # var(unbiased): the bool overload, no dim
     if "dim" in kwargs:
         dim, where = kwargs["dim"], "kw"
-    elif len(args) > position and not (name in ("var", "std") and isinstance(args[position], bool)):
+    elif len(args) > position:
         dim, where = args[position], "pos"
     else:
         dim, where = _DEFAULT_DIM.get(name), None
@@ -543,6 +545,8 @@ def _matmul(func, name, args, kwargs, levels):
     if kwargs or len(args) != 2 or not all(isinstance(a, Tensor) for a in args):
         return NotImplemented
     a, b = args
+    if not is_batched(a) and not is_batched(b):
+        return func(a, b)
     na, nb_ = _logical_ndim(a), _logical_ndim(b)
     if na == 0 or nb_ == 0:
         return NotImplemented
