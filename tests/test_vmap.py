@@ -369,3 +369,20 @@ def test_debug_unwrap(T):
 
     T.func.vmap(T.func.vmap(f))(T.arange(6.0).reshape(2, 3))
     return seen, T.func.debug_unwrap(T.ones(2))
+
+
+@differential
+def test_common_modules(T):
+    T.manual_seed(0)
+    nn = T.nn
+    x = _data(T, 3, 2, 4, 6, 6).float()
+    modules = [nn.Sequential(nn.Conv2d(4, 3, 3), nn.BatchNorm2d(3)).eval(), nn.LayerNorm(6), nn.GroupNorm(2, 4),
+               nn.MaxPool2d(2), nn.AdaptiveAvgPool2d(1), nn.Dropout(0.5).eval(),
+               nn.Sequential(nn.Flatten(), nn.Linear(144, 3)), nn.Upsample(scale_factor=2), nn.ConvTranspose2d(4, 2, 2)]
+    results = []
+    for m in modules:
+        out = T.func.vmap(m)(x)
+        results.append((tuple(out.shape), (out - T.stack([m(x[i]) for i in range(3)])).abs().max() < 1e-5))
+    results.append(catch(T.func.vmap(nn.BatchNorm2d(4)), x))
+    results.append(tuple(T.func.vmap(T.func.replace_all_batch_norm_modules_(nn.BatchNorm2d(4)))(x).shape))
+    return results

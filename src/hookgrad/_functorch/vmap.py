@@ -709,6 +709,26 @@ def _property_tensor(func, name, args, kwargs, levels):
 _RULES["property:data"] = _RULES["property:grad"] = _property_tensor
 
 
+def _batch_norm(func, name, args, kwargs, levels):
+    """Training-mode batch norm updating unbatched running statistics: torch's error (one update per
+    example would be wrong); otherwise the per-slice fallback."""
+    names = ("input", "running_mean", "running_var", "weight", "bias", "training")
+    given = dict(zip(names, args))
+    given.update({k: v for k, v in kwargs.items() if k in names})
+    stats = [given.get("running_mean"), given.get("running_var")]
+    if given.get("training", False) and is_batched(given.get("input")) and \
+            any(s is not None and not is_batched(s) for s in stats):
+        raise RuntimeError("Batch norm got a batched tensor as input while the running_mean or running_var, which "
+                           "will be updated in place, were not batched.\nIf you are using a module and do not need "
+                           "eval mode, please set `track_running_stats` to be False.If you are using a prebuilt "
+                           "module and do not need eval mode, please see the functorch website for resources on how "
+                           "to patch your module to work with vmap")
+    return NotImplemented
+
+
+_RULES["batch_norm"] = _batch_norm
+
+
 # ---- entering and leaving a vmap ------------------------------------------------------------------------------
 _MODE: list = []  # the one batching mode pushed while any vmap runs
 
