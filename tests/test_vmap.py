@@ -386,3 +386,23 @@ def test_common_modules(T):
     results.append(catch(T.func.vmap(nn.BatchNorm2d(4)), x))
     results.append(tuple(T.func.vmap(T.func.replace_all_batch_norm_modules_(nn.BatchNorm2d(4)))(x).shape))
     return results
+
+
+@differential
+def test_forward_mode_and_nested_transforms_inside_vmap(T):
+    x = _data(T, 4, 3)
+    f = lambda a: (a.sin() * a.sum()).sum()
+    return (T.func.vmap(T.func.hessian(f))(x), T.func.vmap(T.func.jacfwd(lambda a: a.sin() * 2))(x),
+            T.func.vmap(lambda a, t: T.func.jvp(lambda b: b.exp(), (a,), (t,))[1])(x, x * 0 + 1),
+            T.func.jacrev(T.func.vmap(lambda a: a.sin() * a.sum()))(x[:2]),
+            T.func.vmap(T.func.grad(T.func.grad(lambda s: s ** 3)))(x[:, 0]))
+
+
+@differential
+def test_randomness_structure(T):
+    zeros = T.zeros(4, 3)
+    same = T.func.vmap(lambda a: a + T.rand(3), randomness="same")(zeros)
+    different = T.func.vmap(lambda a: a + T.rand(3), randomness="different")(zeros)
+    factory = T.func.vmap(lambda a: T.rand(3), randomness="same")(zeros)
+    return (bool((same == same[0]).all()), bool((different == different[0]).all()), tuple(same.shape),
+            tuple(different.shape), tuple(factory.shape), bool((factory == factory[0]).all()))
