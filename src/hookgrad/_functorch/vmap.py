@@ -364,7 +364,7 @@ _DIM_POSITION = {name: 1 for name in """sum mean prod amax amin max min var std 
 count_nonzero nansum nanmean median var_mean std_mean softmax log_softmax cumsum cumprod logcumsumexp sort argsort
 cummax cummin""".split()}
 _DIM_POSITION.update(norm=2, topk=2, kthvalue=2, normalize=2)
-_DEFAULT_DIM = {"normalize": 1}
+_DEFAULT_DIM = {"normalize": 1, "sort": -1, "argsort": -1, "topk": -1, "kthvalue": -1}
 _NEEDS_DIM = {"softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "topk",
               "kthvalue"}
 
@@ -388,7 +388,7 @@ def _dim_op(func, name, args, kwargs, levels):
     else:
         dim, where = _DEFAULT_DIM.get(name), None
     if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and name in ("sum", "mean")):
-        if name in _NEEDS_DIM or name in ("sort", "argsort", "normalize"):
+        if name in _NEEDS_DIM:
             return NotImplemented
         # a full reduction: over the flattened example
         flat = value.reshape(*value.shape[:nb], -1)
@@ -486,7 +486,7 @@ def _view_op(func, name, args, kwargs, levels):
             d = kw.pop("dim") if "dim" in kw else rest[0]
             dims = [_norm_dim(i, ndim) + nb for i in (d if isinstance(d, (tuple, list)) else (d,))]
         dims = [d for d in dims if value.shape[d] == 1]
-        result = value.reshape(*[s for i, s in enumerate(value.shape) if i not in dims]) if dims else value
+        result = value
         if dims:
             result = value.squeeze(tuple(dims)) if len(dims) > 1 else value.squeeze(dims[0])
     elif name in ("expand", "expand_as", "broadcast_to"):
