@@ -406,3 +406,18 @@ def test_randomness_structure(T):
     factory = T.func.vmap(lambda a: T.rand(3), randomness="same")(zeros)
     return (bool((same == same[0]).all()), bool((different == different[0]).all()), tuple(same.shape),
             tuple(different.shape), tuple(factory.shape), bool((factory == factory[0]).all()))
+
+
+@differential
+def test_backward_inside_a_transform_and_escaped_tensors(T):
+    w = T.ones(3, requires_grad=True)
+
+    def f(a):
+        loss = (a * w).sum()
+        loss.backward()
+        return loss
+
+    escaped = []
+    T.func.vmap(lambda a: escaped.append(a) or a)(T.ones(2, 3))
+    return (catch(T.func.vmap(f), T.ones(2, 3)), catch(T.func.grad(lambda a: f(a)), T.ones(3)), w.grad,
+            catch(lambda: escaped[0] + 1))

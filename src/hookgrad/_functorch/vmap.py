@@ -20,7 +20,7 @@ import math
 
 import hookgrad
 from .._tensor import Tensor, _init
-from .._meta import meta_array
+from .._meta import MetaArray, meta_array
 from .._C._torch_function import _disabled_torch_function_impl, _EnableTorchFunction
 from ..overrides import TorchFunctionMode
 
@@ -36,12 +36,29 @@ class BatchedTensor(Tensor):
     __torch_function__ = _disabled_torch_function_impl
 
 
+_ESCAPED_MESSAGE = ("Either your tensor may have escaped from inside a function being vmapped and this is a user error "
+                    "(see https://pytorch.org/functorch/stable/ux_limitations.html), or there is an internal functorch "
+                    "error in `gen_vmap_plumbing` Please file an issue if it looks like the latter")
+
+
+class _PerExampleArray(MetaArray):
+    """A batched tensor's own array: the per-example shape and dtype, no values. Batched ops never
+    reach it (the batching mode computes on ``_value``); an op that does ran outside any vmap (the
+    tensor escaped its function) or past the batching path: torch's error, not a meta result."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise RuntimeError(_ESCAPED_MESSAGE)
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise RuntimeError(_ESCAPED_MESSAGE)
+
+
 def wrap(value: Tensor, levels: tuple) -> Tensor:
     """``value`` (batch dims for ``levels`` leading) as a BatchedTensor; plain when ``levels`` is empty."""
     if not levels:
         return value
     out = object.__new__(BatchedTensor)
-    _init(out, meta_array(tuple(value.shape[len(levels):]), value._ndarray.dtype))
+    _init(out, meta_array(tuple(value.shape[len(levels):]), value._ndarray.dtype).view(_PerExampleArray))
     out.__dict__["_wrapper_device"] = value.device
     out.__dict__["_value"] = value
     out.__dict__["_levels"] = levels
