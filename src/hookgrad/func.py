@@ -28,8 +28,8 @@ __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call",
 
 
 # how many torch.func transforms (grad, vjp, jacrev/jacfwd, jvp, vmap) are running their function now:
-# torch._C._are_functorch_transforms_active() answers from it
-TRANSFORMS_ACTIVE = [0]
+# torch._C._are_functorch_transforms_active() answers from it, and backward() refuses to run under one
+from .autograd import TRANSFORMS_ACTIVE  # noqa: E402
 
 
 @contextlib.contextmanager

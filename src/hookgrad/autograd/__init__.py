@@ -172,11 +172,14 @@ _CREATE_GRAPH_WARNING = (
     "after use to break the cycle and avoid the leak.")
 
 
+# how many torch.func transforms are running their function now (hookgrad.func keeps the count)
+TRANSFORMS_ACTIVE = [0]
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate into ``.grad`` the gradients of ``tensors`` w.r.t. the graph's leaves (or ``inputs``)."""
-    transforms = sys.modules.get("hookgrad.func")
-    if transforms is not None and transforms.TRANSFORMS_ACTIVE[0]:
+    if TRANSFORMS_ACTIVE[0]:
         raise RuntimeError("backward() called inside a functorch transform. This is not supported, please use "
                            "functorch.grad or functorch.vjp instead or call backward() outside of functorch "
                            "transforms.")
