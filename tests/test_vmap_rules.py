@@ -105,3 +105,33 @@ def test_two_arguments(name, dims):
         return
     want = T.stack([op(pp[i] if dims[0] == 0 else pp, qq[i] if dims[1] == 0 else qq) for i in range(3)])
     _same(T.func.vmap(op, in_dims=dims)(pp, qq), want)
+
+
+FOLDED = {
+    "max_pool2d": lambda a: F.max_pool2d(a, 2), "max_pool2d_idx": lambda a: F.max_pool2d(a, 2, return_indices=True)[1],
+    "avg_pool1d": lambda a: F.avg_pool1d(a[0], 2), "adaptive_avg": lambda a: F.adaptive_avg_pool2d(a, 1),
+    "adaptive_max": lambda a: F.adaptive_max_pool2d(a, (2, 1)), "interpolate": lambda a: F.interpolate(a, scale_factor=2),
+    "bilinear": lambda a: F.interpolate(a, size=(3, 5), mode="bilinear", align_corners=False),
+    "conv_transpose2d": lambda a: F.conv_transpose2d(a, T.ones(2, 3, 2, 2, dtype=T.float64)),
+    "conv2d_unbatched_form": lambda a: F.conv2d(a[0], T.ones(3, 2, 2, 2, dtype=T.float64), padding=1),
+    "group_norm": lambda a: F.group_norm(a, 1), "instance_norm": lambda a: F.instance_norm(a),
+    "batch_norm_eval": lambda a: F.batch_norm(a, T.zeros(2, dtype=T.float64), T.ones(2, dtype=T.float64)),
+    "pixel_shuffle": lambda a: F.pixel_shuffle(a.repeat(1, 2, 1, 1), 2),
+    "layer_norm": lambda a: F.layer_norm(a, (4,), T.ones(4, dtype=T.float64)),
+    "embedding": lambda a: F.embedding((a.abs() * 3).long() % 5, T.arange(10.0, dtype=T.float64).reshape(5, 2)),
+}
+images = T.randn(3, 2, 2, 4, 4, dtype=T.float64)
+
+
+@pytest.mark.parametrize("name", sorted(FOLDED))
+def test_ops_folded_into_the_batch_dim(name):
+    op = FOLDED[name]
+    _same(T.func.vmap(op)(images), T.stack([op(images[i]) for i in range(3)]))
+    _same(T.func.vmap(op, in_dims=1)(images.movedim(0, 1)), T.stack([op(images[i]) for i in range(3)]))
+
+
+def test_dropout_different_draws_per_element_in_one_call():
+    T.manual_seed(0)
+    out = T.func.vmap(lambda a: F.dropout(a, 0.5), randomness="different")(T.ones(64, 16, dtype=T.float64))
+    assert bool(((out == 0) | (out == 2)).all())
+    assert len({tuple(row.tolist()) for row in out}) > 1

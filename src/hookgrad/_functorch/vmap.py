@@ -334,6 +334,10 @@ def _random_op(func, name, args, kwargs, levels):
         return _per_slice(same_draws, name, args, kwargs, levels)
     # "different": every element of every running vmap draws its own values
     all_levels = tuple(lvl for lvl, _, _ in ACTIVE)
+    if name == "dropout" and is_batched(args[0]) and args[0]._levels == all_levels \
+            and not _tree_any((args[1:], kwargs), is_batched):
+        # elementwise masks: one call over the whole batch draws independently per element
+        return wrap(func(args[0]._value, *args[1:], **kwargs), all_levels)
     return _per_slice(func, name, args, kwargs, all_levels)
 
 
@@ -743,7 +747,63 @@ def _batch_norm(func, name, args, kwargs, levels):
     return NotImplemented
 
 
-_RULES["batch_norm"] = _batch_norm
+# ops whose input's first dim is a batch of independent examples: every vmap's batch folds into it.
+# name -> the input's rank with that dim (None: the input always has it)
+_FOLD_INTO_N = {"max_pool1d": 3, "max_pool2d": 4, "max_pool3d": 5, "avg_pool1d": 3, "avg_pool2d": 4, "avg_pool3d": 5,
+                "adaptive_avg_pool1d": 3, "adaptive_avg_pool2d": 4, "adaptive_avg_pool3d": 5,
+                "adaptive_max_pool1d": 3, "adaptive_max_pool2d": 4, "adaptive_max_pool3d": 5,
+                "conv_transpose1d": 3, "conv_transpose2d": 4, "conv_transpose3d": 5, "conv1d": 3, "conv2d": 4,
+                "conv3d": 5, "interpolate": None, "group_norm": None, "instance_norm": None, "batch_norm": None,
+                "pixel_shuffle": 4, "pixel_unshuffle": 4}
+
+
+def _fold_into_n(func, name, args, kwargs, levels):
+    """The op once over every example: the batch dims folded into the input's first dim (or taken as it,
+    for an input without one), the other tensor arguments unbatched."""
+    x = args[0] if args else None
+    if not is_batched(x) or _tree_any((args[1:], kwargs), is_batched):
+        return NotImplemented
+    if name == "batch_norm" and (args[5] if len(args) > 5 else kwargs.get("training", False)):
+        return NotImplemented  # statistics over the batch: per example, and torch's error first
+    value, nb = x._value, len(x._levels)
+    batch = tuple(value.shape[:nb])
+    full_rank = _FOLD_INTO_N[name]
+    has_n = full_rank is None or _logical_ndim(x) == full_rank
+    if has_n:
+        merged = value.reshape(-1, *value.shape[nb + 1:])
+    else:
+        merged = value.reshape(-1, *value.shape[nb:])
+    result = func(merged, *args[1:], **kwargs)
+
+    def unfold(out):
+        if not isinstance(out, Tensor):
+            return out
+        if has_n:
+            return wrap(out.reshape(*batch, value.shape[nb], *out.shape[1:]), x._levels)
+        return wrap(out.reshape(*batch, *out.shape[1:]), x._levels)
+    return _tree_map(unfold, result) if isinstance(result, tuple) else unfold(result)
+
+
+def _batch_norm_or_fold(func, name, args, kwargs, levels):
+    refused = _batch_norm(func, name, args, kwargs, levels)
+    return refused if refused is not NotImplemented else _fold_into_n(func, name, args, kwargs, levels)
+
+
+for _n in _FOLD_INTO_N:
+    if _n not in _SPATIAL:
+        _RULES[_n] = _fold_into_n
+_RULES["batch_norm"] = _batch_norm_or_fold
+
+
+def _trailing_dims_op(func, name, args, kwargs, levels):
+    """Ops over the input's last dims (layer_norm) or elementwise over an index input (embedding): the
+    physical tensor as it is, the other arguments unbatched."""
+    if not is_batched(args[0]) or _tree_any((args[1:], kwargs), is_batched):
+        return NotImplemented
+    return wrap(func(args[0]._value, *args[1:], **kwargs), args[0]._levels)
+
+
+_RULES["layer_norm"] = _RULES["embedding"] = _RULES["rms_norm"] = _trailing_dims_op
 
 
 # ---- entering and leaving a vmap ------------------------------------------------------------------------------
