@@ -124,8 +124,10 @@ def _grad_per_cotangent_slice(outs, ins, cots, levels, options):
         if any(c is None for c in column):
             result.append(None)
             continue
-        stacked = hookgrad.stack([batching.physical(c) if not batching.is_batched(c) else batching._full(c, ())
-                                  for c in column], 0)
+        if any(batching.is_batched(c) for c in column):
+            raise RuntimeError("vmap: gradients batched over an outer vmap for cotangents batched over an inner one "
+                               "are not supported")
+        stacked = hookgrad.stack(column, 0)
         result.append(batching.wrap(stacked.reshape(*sizes, *stacked.shape[1:]), levels))
     return tuple(result)
 

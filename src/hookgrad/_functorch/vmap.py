@@ -972,7 +972,3 @@ def any_batched(*values) -> bool:
 
 def physical(t):
     return t._value if is_batched(t) else t
-
-
-def batch_size_of(t) -> int:
-    return math.prod(t._value.shape[:len(t._levels)]) if is_batched(t) else 1
