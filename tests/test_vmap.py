@@ -421,3 +421,23 @@ def test_backward_inside_a_transform_and_escaped_tensors(T):
     T.func.vmap(lambda a: escaped.append(a) or a)(T.ones(2, 3))
     return (catch(T.func.vmap(f), T.ones(2, 3)), catch(T.func.grad(lambda a: f(a)), T.ones(3)), w.grad,
             catch(lambda: escaped[0] + 1))
+
+
+@differential
+def test_model_ensembling_with_stacked_parameters(T):
+    def make():
+        return T.nn.Sequential(T.nn.Conv2d(1, 2, 3), T.nn.ReLU(), T.nn.Flatten(), T.nn.Linear(8, 3)).double()
+
+    models = [make() for _ in range(4)]
+    for k, m in enumerate(models):
+        for p in m.parameters():
+            p.data = T.linspace(-1, 1, p.numel(), dtype=T.float64).reshape(p.shape) * (k + 1) / 4
+    params, buffers = T.func.stack_module_state(models)
+
+    def f(p, b, x):
+        return T.func.functional_call(models[0], (p, b), (x,))
+
+    x = _data(T, 2, 1, 4, 4)
+    same_input = T.func.vmap(f, in_dims=(0, 0, None))(params, buffers, x)
+    own_inputs = T.func.vmap(f)(params, buffers, _data(T, 4, 2, 1, 4, 4))
+    return same_input.detach(), own_inputs.detach()

@@ -831,9 +831,13 @@ def add_level(t: Tensor, dim: int, level: int) -> Tensor:
     """``t`` batched over ``level`` along its (per-example) dim ``dim``."""
     if is_batched(t):
         nb = len(t._levels)
-        value = t._value.movedim(dim + nb, nb)
-        return wrap(value, t._levels + (level,))
-    return wrap(t.movedim(dim, 0), (level,))
+        return wrap(_moved(t._value, dim + nb, nb), t._levels + (level,))
+    return wrap(_moved(t, dim, 0), (level,))
+
+
+def _moved(t: Tensor, source: int, destination: int) -> Tensor:
+    # no view node where nothing moves: the output's grad_fn stays the last op's, as in torch
+    return t if source == destination else t.movedim(source, destination)
 
 
 def remove_level(t, level: int, out_dim: int, size: int):
@@ -842,7 +846,7 @@ def remove_level(t, level: int, out_dim: int, size: int):
         value, own = t._value, t._levels
         position = own.index(level)
         rest = tuple(lvl for lvl in own if lvl != level)
-        value = value.movedim(position, len(own) - 1)
+        value = _moved(value, position, len(own) - 1)
     else:
         if is_batched(t):
             value, rest = t._value, t._levels
@@ -852,7 +856,7 @@ def remove_level(t, level: int, out_dim: int, size: int):
         value = value.unsqueeze(nb).expand(*value.shape[:nb], size, *value.shape[nb:])
     nb = len(rest)
     ndim = value.dim() - nb
-    value = value.movedim(nb, _norm_dim(out_dim, ndim) + nb)
+    value = _moved(value, nb, _norm_dim(out_dim, ndim) + nb)
     return wrap(value, rest)
 
 
