@@ -1,9 +1,10 @@
 """``torch.func``: function transforms built on hookgrad's engine.
 
 ``grad`` differentiates a function of tensors by running it and calling ``autograd.grad`` (with
-``create_graph``, so transforms nest); ``vmap`` maps a function over a batch dim by running it per
-slice and stacking the results (same numbers as a vectorized map; random ops draw per slice);
-``functional_call`` runs a module with some parameters and buffers swapped for given tensors.
+``create_graph``, so transforms nest); ``vmap`` runs the function once on batched tensors
+(``_functorch/vmap.py``: per-op batching rules, a per-slice fallback per op); a transform inside vmap
+differentiates the batched inputs in one backward pass; ``functional_call`` runs a module with some
+parameters and buffers swapped for given tensors.
 
 Forward-mode transforms (``jvp``, ``jacfwd``, ``linearize``) are computed in reverse mode with the
 same numbers: ``jvp`` by the double-backward trick (the vector-Jacobian product ``u -> J^T u`` is
@@ -27,8 +28,8 @@ __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call",
 
 
 # how many torch.func transforms (grad, vjp, jacrev/jacfwd, jvp, vmap) are running their function now:
-# torch._C._are_functorch_transforms_active() answers from it
-TRANSFORMS_ACTIVE = [0]
+# torch._C._are_functorch_transforms_active() answers from it, and backward() refuses to run under one
+from .autograd import TRANSFORMS_ACTIVE  # noqa: E402
 
 
 @contextlib.contextmanager
@@ -60,8 +61,75 @@ def _leaves(tree) -> list:
 
 def _as_differentiable(t: Tensor) -> Tensor:
     # keep the link to an outer graph (nested transforms, or grad mode on around the call), else start a
-    # fresh leaf: a transform computes its own gradients even under an outer no_grad, as torch's do
+    # fresh leaf: a transform computes its own gradients even under an outer no_grad, as torch's do.
+    # Inside vmap the input is batched over every running vmap first, so each example gets its own
+    # gradient even for an input that is the same for all (vmap(grad(f), in_dims=(None, 0))).
+    from ._functorch import vmap as batching
+    t = batching.batched_over_all(t)
     return t.clone() if t.requires_grad and hookgrad.is_grad_enabled() else t.detach().requires_grad_()
+
+
+def _autograd_grad(outputs, inputs, grad_outputs=None, **options):
+    """``autograd.grad`` that understands batched tensors: one backward pass over the physical tensors
+    (examples never mix, so each example's gradient lands in its own slice), the gradients batched as
+    their inputs. Cotangents batched over a vmap their outputs are not batched over (``vmap(vjp_fn)``)
+    take one pass per batch element."""
+    from ._functorch import vmap as batching
+    outs = list(outputs) if isinstance(outputs, (list, tuple)) else [outputs]
+    ins = list(inputs)
+    if not batching.ACTIVE or not any(batching.is_batched(t) for t in outs + ins + _leaves(grad_outputs)):
+        return hookgrad.autograd.grad(outputs, inputs, grad_outputs, **options)
+    if grad_outputs is None:
+        cots = [None] * len(outs)
+    else:
+        cots = list(grad_outputs) if isinstance(grad_outputs, (list, tuple)) else [grad_outputs]
+    extra = set()
+    for o, c in zip(outs, cots):
+        if batching.is_batched(c):
+            extra |= set(c._levels) - set(o._levels if batching.is_batched(o) else ())
+    if extra:
+        return _grad_per_cotangent_slice(outs, ins, cots, tuple(sorted(extra)), options)
+    physical_outs, physical_cots = [], []
+    for o, c in zip(outs, cots):
+        po = batching.physical(o)
+        physical_outs.append(po)
+        if c is None:
+            physical_cots.append(hookgrad.ones_like(po))
+        else:
+            levels = o._levels if batching.is_batched(o) else ()
+            physical_cots.append(batching._full(c, levels) if levels else c)
+    grads = hookgrad.autograd.grad(physical_outs, [batching.physical(t) for t in ins], physical_cots, **options)
+    return tuple(None if g is None else batching.wrap(g, t._levels) if batching.is_batched(t) else g
+                 for g, t in zip(grads, ins))
+
+
+def _grad_per_cotangent_slice(outs, ins, cots, levels, options):
+    from ._functorch import vmap as batching
+    import itertools
+    sizes = batching._batch_shape(levels)
+    full_cots = [batching._full(c, levels) if batching.is_batched(c) and set(levels) <= set(c._levels) else None
+                 for c in cots]
+    if any(f is None for f, c in zip(full_cots, cots) if batching.is_batched(c)):
+        raise RuntimeError("vmap: cotangents batched over a subset of the extra vmap levels are not supported")
+    per_slice = []
+    indices = list(itertools.product(*[range(s) for s in sizes]))
+    for n, index in enumerate(indices):
+        sliced = [c if f is None else f[index] for c, f in zip(cots, full_cots)]
+        keep = options.get("retain_graph") or n < len(indices) - 1
+        with hookgrad.enable_grad():
+            per_slice.append(hookgrad.autograd.grad(outs, ins, sliced, **{**options, "retain_graph": keep}))
+    result = []
+    for i in range(len(ins)):
+        column = [g[i] for g in per_slice]
+        if any(c is None for c in column):
+            result.append(None)
+            continue
+        if any(batching.is_batched(c) for c in column):
+            raise RuntimeError("vmap: gradients batched over an outer vmap for cotangents batched over an inner one "
+                               "are not supported")
+        stacked = hookgrad.stack(column, 0)
+        result.append(batching.wrap(stacked.reshape(*sizes, *stacked.shape[1:]), levels))
+    return tuple(result)
 
 
 def grad_and_value(func, argnums=0, has_aux: bool = False):
@@ -83,7 +151,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
                                    f"{type(output).__name__ if not isinstance(output, Tensor) else 'tensor of shape ' + str(list(output.shape))}")
             wrt = [_leaves(args[n]) for n in numbers]
             flat = [t for group in wrt for t in group]
-            grads = hookgrad.autograd.grad(output, flat, create_graph=True, allow_unused=True)
+            grads = _autograd_grad(output, flat, create_graph=True, allow_unused=True)
         grads = [g if g is not None else hookgrad.zeros_like(t) for g, t in zip(grads, flat)]
         it = iter(grads)
         per_arg = [_tree_map(lambda _: next(it), args[n]) for n in numbers]
@@ -123,7 +191,7 @@ def vjp(func, *primals, has_aux: bool = False):
         keep = nested or (hookgrad.is_grad_enabled() and any(c.requires_grad for c in cots))
         flat = [t for p in inputs for t in _leaves(p)]
         with hookgrad.enable_grad():
-            grads = hookgrad.autograd.grad(outs, flat, cots, create_graph=True, allow_unused=True)
+            grads = _autograd_grad(outs, flat, cots, create_graph=True, allow_unused=True)
         grads = [g if g is None or keep else g.detach() for g in grads]
         grads = [g if g is not None else hookgrad.zeros_like(t) for g, t in zip(grads, flat)]
         it = iter(grads)
@@ -181,8 +249,8 @@ def _jacobian_transform(func, argnums, has_aux: bool, api: str):
                 rows = [[] for _ in flat_inputs]
                 flat = out.reshape(-1)
                 for k in range(out.numel()):
-                    grads = (hookgrad.autograd.grad(flat[k], flat_inputs, retain_graph=True, create_graph=True,
-                                                    allow_unused=True)
+                    grads = (_autograd_grad(flat[k], flat_inputs, retain_graph=True, create_graph=True,
+                                            allow_unused=True)
                              if flat[k].requires_grad else [None] * len(flat_inputs))
                     for j, (g, inp) in enumerate(zip(grads, flat_inputs)):
                         rows[j].append(g if g is not None else hookgrad.zeros_like(inp))
@@ -428,61 +496,115 @@ def _generators_in(args, kwargs) -> list:
 
 def vmap(func, in_dims=0, out_dims=0, randomness: str = "error", *, chunk_size=None):
     """``func`` mapped over dim ``in_dims`` of its tensor arguments, results stacked at ``out_dims``.
-    ``in_dims`` may be nested like the arguments (a dim per tuple/list/dict entry). ``randomness``:
-    "same" gives every element the same draws, "error" refuses a call that draws, "different" draws
-    afresh per element (other numbers than torch's batched draw)."""
+    ``in_dims`` may be nested like the arguments (a dim per tuple/list/dict entry). The function runs
+    once, on batched tensors (``hookgrad._functorch.vmap``), so hooks and prints inside fire once.
+    ``randomness``: "same" gives every element the same draws, "error" refuses a call that draws,
+    "different" draws afresh per element (other numbers than torch's batched draw)."""
     name = getattr(func, "__name__", repr(func))
     if randomness not in ("error", "different", "same"):
         raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got {randomness}")
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         dims = _dims_for(in_dims, args, name)
         sizes = set()
         for a, d in zip(args, dims):
-            _with_dims(lambda t, dim: sizes.add(t.shape[dim]) or t, a, d, name, in_dims)
+            _with_dims(lambda t, dim: sizes.add(_checked_size(t, dim, name, in_dims)) or t, a, d, name, in_dims)
         if not sizes:
-            raise ValueError("vmap(func, in_dims=...)(<inputs>): at least one input must be a Tensor mapped over "
-                             "a dim (in_dims not all None)")
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): at least one input must be a Tensor "
+                             "mapped over a dim (in_dims not all None)")
         if len(sizes) != 1:
-            raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
-                             f"{sorted(sizes)} for the mapped dimension")
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Expected all tensors to have the same "
+                             f"size in the mapped dimension, got sizes {sorted(sizes)} for the mapped dimension")
         batch = sizes.pop()
-        generators = _generators_in(args, kwargs)
-        before = [g.get_state() for g in generators]
-        results = []
-        for i in range(batch):
-            if randomness == "same":  # every element draws what the first one drew
-                for g, state in zip(generators, before):
-                    g.set_state(state)
-            sliced = [_with_dims(lambda t, dim: t.select(dim, i), a, d, name, in_dims) for a, d in zip(args, dims)]
-            more = i < batch - 1
-            hookgrad.autograd.MAPPED_SLICES_AHEAD[0] += more  # a backward inside keeps the graph for the next slice
-            try:
-                with _transform_active():
-                    results.append(func(*sliced, **kwargs))
-            finally:
-                hookgrad.autograd.MAPPED_SLICES_AHEAD[0] -= more
-            if randomness == "error" and any(not hookgrad.equal(g.get_state(), state)
-                                             for g, state in zip(generators, before)):
-                raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "
-                                   "the 'same' or 'different' randomness flags on vmap or perform the randomness "
-                                   "operation out of vmap")
-        return _stack_results(results, out_dims)
+        if chunk_size is None or chunk_size >= batch:
+            return _vmap_once(func, args, kwargs, dims, batch, out_dims, randomness, name, in_dims)
+        pieces = []
+        for start in range(0, batch, chunk_size):
+            count = min(chunk_size, batch - start)
+            chunk = [_with_dims(lambda t, dim: t.narrow(_batch_dim(t, dim), start, count), a, d, name, in_dims)
+                     for a, d in zip(args, dims)]
+            pieces.append(_vmap_once(func, chunk, kwargs, dims, count, out_dims, randomness, name, in_dims))
+        return _concat_chunks(pieces, out_dims)
 
     return wrapper
 
 
-def _stack_results(results, out_dims):
-    first = results[0]
+def _batch_dim(t, dim):
+    return dim % max(t.dim(), 1)
+
+
+def _checked_size(t, dim, name, in_dims):
+    if not -max(t.dim(), 1) <= dim < max(t.dim(), 1) or t.dim() == 0:
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={dim} for some input, but that "
+                         f"input is a Tensor of dimensionality {t.dim()} so expected in_dim to satisfy "
+                         f"-{t.dim()} <= in_dim < {t.dim()}.")
+    return t.shape[dim]
+
+
+def _vmap_once(func, args, kwargs, dims, batch, out_dims, randomness, name, in_dims):
+    from ._functorch import vmap as batching
+    generators = _generators_in(args, kwargs)
+    before = [g.get_state() for g in generators]
+    level = batching.enter(batch, randomness, TRANSFORMS_ACTIVE[0] + 1)
+    try:
+        batched = [_with_dims(lambda t, dim: batching.add_level(t, _batch_dim(t, dim), level), a, d, name, in_dims)
+                   for a, d in zip(args, dims)]
+        with _transform_active():
+            result = func(*batched, **kwargs)
+        if randomness == "error" and any(not hookgrad.equal(g.get_state(), state)
+                                         for g, state in zip(generators, before)):
+            raise RuntimeError("vmap: called random operation while in randomness error mode. Please either use "
+                               "the 'same' or 'different' randomness flags on vmap or perform the randomness "
+                               "operation out of vmap")
+        return _unbatched_result(result, out_dims, level, batch, name)
+    finally:
+        batching.leave(level)
+
+
+def _unbatched_result(result, out_dims, level, batch, name):
+    from ._functorch import vmap as batching
+    if out_dims is None:
+        if batching.is_batched(result) and level in result._levels:
+            raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
+        return result
+    if isinstance(result, Tensor):
+        if not isinstance(out_dims, int):
+            if isinstance(out_dims, (tuple, list)) and len(out_dims) == 1:
+                out_dims = out_dims[0]
+            else:
+                raise ValueError(f"vmap({name}, ...): out_dims is not compatible with the structure of `outputs`. "
+                                 f"out_dims has structure {_structure(out_dims)} but outputs has structure *.")
+        return batching.remove_level(result, level, out_dims, batch)
+    if isinstance(result, (tuple, list)):
+        dims = out_dims if isinstance(out_dims, (tuple, list)) else [out_dims] * len(result)
+        if len(dims) != len(result):
+            raise ValueError(f"vmap({name}, ...): out_dims is not compatible with the structure of `outputs`. "
+                             f"out_dims has structure {_structure(out_dims)} but outputs has structure "
+                             f"{_structure(result)}.")
+        parts = [_unbatched_result(r, d, level, batch, name) for r, d in zip(result, dims)]
+        return type(result)(*parts) if hasattr(result, "_fields") else type(result)(parts)
+    if isinstance(result, dict):
+        return {k: _unbatched_result(v, out_dims[k] if isinstance(out_dims, dict) else out_dims, level, batch, name)
+                for k, v in result.items()}
+    if result is None:
+        return None
+    raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(result)}. Did you mean "
+                     "to set out_dims= to None for output?")
+
+
+def _concat_chunks(pieces, out_dims):
+    first = pieces[0]
     if isinstance(first, Tensor):
-        return hookgrad.stack(results, out_dims if isinstance(out_dims, int) else out_dims[0])
+        return hookgrad.cat(pieces, out_dims if isinstance(out_dims, int) else out_dims[0])
     if isinstance(first, (tuple, list)):
         dims = out_dims if isinstance(out_dims, (tuple, list)) else [out_dims] * len(first)
-        return type(first)(_stack_results([r[k] for r in results], dims[k]) for k in range(len(first)))
+        return type(first)(_concat_chunks([p[k] for p in pieces], dims[k]) for k in range(len(first)))
     if isinstance(first, dict):
-        return {k: _stack_results([r[k] for r in results], out_dims) for k in first}
-    raise ValueError(f"vmap: `{type(first).__name__}` outputs are not supported; return tensors")
+        return {k: _concat_chunks([p[k] for p in pieces], out_dims) for k in first}
+    return first
 
 
 @contextlib.contextmanager
@@ -625,7 +747,13 @@ def replace_all_batch_norm_modules_(root):
 
 
 def debug_unwrap(tensor, *, recurse: bool = True):
-    """The tensor under a transform's wrapper. hookgrad's transforms run on plain tensors (vmap on
-    each slice), so there is no wrapper: the tensor itself (inside ``vmap``, the current slice,
-    where torch would show the whole batch)."""
-    return tensor
+    """The tensor under a transform's wrapper: inside ``vmap``, the whole batch a batched tensor holds
+    (batch dims first); ``recurse=False`` peels only the innermost vmap's level. Other tensors as
+    they are (hookgrad's grad transforms use no wrapper)."""
+    from ._functorch import vmap as batching
+    if not batching.is_batched(tensor):
+        return tensor
+    if recurse:
+        return tensor._value
+    # the innermost level's batch dim is the last batch dim: it becomes the first per-example dim
+    return batching.wrap(tensor._value, tensor._levels[:-1])

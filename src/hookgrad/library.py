@@ -16,6 +16,9 @@ with the operator but never run: hookgrad has no fake tensors.
 """
 from __future__ import annotations
 
+import contextlib
+import sys
+
 import collections.abc
 import inspect
 import types
@@ -180,6 +183,9 @@ class OperatorEntry:
                                       "hookgrad runs the CPU or composite kernel; none was registered.")
         if not self.custom:
             return self.kernel(*args, **kwargs)
+        batching = sys.modules.get("hookgrad._functorch.vmap")
+        if batching is not None and batching.ACTIVE and batching.any_batched(args, kwargs):
+            return batching.custom_op_call(self, args, kwargs)
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         inputs = tuple(bound.arguments.values())
@@ -444,25 +450,150 @@ def get_ctx():
                        "fake tensors, so those kernels never run")
 
 
+class OpCheckError(Exception):
+    """An ``opcheck`` test failed (raised when ``raise_exception=True``)."""
+
+
+class MetadataMismatchError(Exception):
+    """The fake kernel's outputs differ from the real kernel's in shape, dtype or count."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+    def __repr__(self):
+        return f"MetadataMismatchError(reason={self.reason!r})"
+
+
+_OPCHECK_TESTS = ("test_schema", "test_autograd_registration", "test_faketensor", "test_aot_dispatch_dynamic")
+
+
+def _cloned(values):
+    Tensor = _tensor_cls()
+    return tuple(v.detach().clone().requires_grad_(v.requires_grad) if isinstance(v, Tensor) else v for v in values)
+
+
+def _outputs_of(result) -> list:
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
 def opcheck(op, args, kwargs=None, *, test_utils=None, raise_exception: bool = True, atol=None, rtol=None):
-    """Run the operator once and check what hookgrad can check eagerly: it runs, its outputs do not
-    alias its inputs, and with a registered gradient, backward runs. Returns ``{test: "SUCCESS"}``."""
+    """torch's operator checks, as far as they apply without a tracer: ``test_schema`` (runs; inputs not
+    declared in ``mutates_args`` are left unchanged; outputs do not alias inputs), ``test_autograd_registration``
+    (with inputs that require grad, backward through the op reaches them), ``test_faketensor`` (a fake
+    kernel is registered and its outputs have the real outputs' shapes and dtypes),
+    ``test_aot_dispatch_dynamic`` (the registered backward gives gradients shaped as their inputs and
+    the op gives the same values when run again). Returns ``{test: "SUCCESS" or the exception}``."""
     kwargs = kwargs or {}
+    tests = _OPCHECK_TESTS if test_utils is None else ((test_utils,) if isinstance(test_utils, str)
+                                                       else tuple(test_utils))
+    unknown = [t for t in tests if t not in _OPCHECK_TESTS]
+    if unknown:
+        raise ValueError(f"opcheck(op, ...): test_utils is expected to only contain {_OPCHECK_TESTS}, but got "
+                         f"{tests}")
+    qualname = _qualname_of(op)
+    entry = _OPERATORS.get(qualname)
+    checks = {"test_schema": _check_schema_behaviour, "test_autograd_registration": _check_autograd,
+              "test_faketensor": _check_fake, "test_aot_dispatch_dynamic": _check_repeatable_backward}
     result = {}
-    try:
-        out = op(*args, **kwargs)
-        result["test_schema"] = "SUCCESS"
-        Tensor = _tensor_cls()
-        outputs = [t for t in _flat_tensors(out if isinstance(out, (tuple, list)) else (out,))
-                   if isinstance(t, Tensor) and t.requires_grad]
-        if outputs:
-            sum(o.sum() for o in outputs).backward()
-        result["test_autograd_registration"] = "SUCCESS"
-    except Exception as exc:  # noqa: BLE001 - reported, or raised when asked
-        if raise_exception:
-            raise
-        result["test_schema"] = exc
+    for name in tests:
+        try:
+            checks[name](op, entry, args, kwargs)
+            result[name] = "SUCCESS"
+        except Exception as exc:  # noqa: BLE001 - reported, or raised when asked
+            if raise_exception:
+                raise OpCheckError(f"opcheck(op, ...): {name} failed with {exc} (scroll up for stack trace)") from exc
+            result[name] = exc
     return result
+
+
+def _check_schema_behaviour(op, entry, args, kwargs):
+    Tensor = _tensor_cls()
+    copies = _cloned(args)
+    before = [v.detach().clone() if isinstance(v, Tensor) else None for v in copies]
+    op(*copies, **kwargs)
+    mutated = set(entry.mutated) if entry is not None else set()
+    names = list(entry.signature.parameters) if entry is not None and entry.signature is not None else []
+    for position, (now, then) in enumerate(zip(copies, before)):
+        name = names[position] if position < len(names) else str(position)
+        if then is not None and name not in mutated and not (now.detach() == then).all() \
+                and not (now.isnan() & then.isnan()).all():
+            raise RuntimeError(f"{_qualname_text(op)}: argument '{name}' is mutated by the operator but not "
+                               "declared in mutates_args")
+
+
+def _qualname_text(op) -> str:
+    return _qualname_of(op).replace("::", ".") + ".default"
+
+
+def _check_autograd(op, entry, args, kwargs):
+    Tensor = _tensor_cls()
+    copies = _cloned(args)
+    wants = [v for v in copies if isinstance(v, Tensor) and v.requires_grad]
+    out = op(*copies, **kwargs)
+    outputs = [t for t in _flat_tensors(_outputs_of(out)) if isinstance(t, Tensor) and t.requires_grad]
+    if wants and outputs:
+        from . import autograd
+        autograd.grad(sum(o.sum() for o in outputs), wants, allow_unused=True)
+
+
+def _fake_kernel(op, entry):
+    fake = None if entry is None else (entry.fake or entry.other_kernels.get("Meta"))
+    if fake is None:
+        name = _qualname_text(op).split(".")[1]
+        raise RuntimeError(f"There was no fake impl registered for {op!r}. This is necessary for "
+                           f"torch.compile/export/fx tracing to work. Please use `{name}.register_fake` to add an "
+                           "fake impl.")
+    return fake
+
+
+def _check_fake(op, entry, args, kwargs):
+    fake = _fake_kernel(op, entry)
+    from .autograd.grad_mode import no_grad
+    Tensor = _tensor_cls()
+    with no_grad():
+        real = _outputs_of(op(*_cloned(args), **kwargs))
+        faked = _outputs_of(fake(*_cloned(args), **kwargs))
+    where = _qualname_text(op)
+    if len(real) != len(faked):
+        raise MetadataMismatchError(f"When comparing the output of {where} on FakeTensor and concrete Tensors, found "
+                                    f"{len(faked)} outputs from the fake kernel and {len(real)} from the real one")
+    for r, f in zip(real, faked):
+        if isinstance(r, Tensor) != isinstance(f, Tensor):
+            raise MetadataMismatchError(f"When comparing the output of {where} on FakeTensor and concrete Tensors, "
+                                        f"found a {type(f).__name__} where the real kernel gave a {type(r).__name__}")
+        if isinstance(r, Tensor):
+            if r.shape != f.shape:
+                raise MetadataMismatchError(
+                    f"When comparing the output of {where} on FakeTensor and concrete Tensors, found mismatched "
+                    f"tensor metadata: Shapes {r.shape} and {f.shape} are not equal!")
+            if r.dtype != f.dtype:
+                raise MetadataMismatchError(
+                    f"When comparing the output of {where} on FakeTensor and concrete Tensors, found mismatched "
+                    f"tensor metadata: Dtypes {r.dtype} and {f.dtype} are not equal!")
+
+
+def _check_repeatable_backward(op, entry, args, kwargs):
+    _fake_kernel(op, entry)  # torch traces the op with it
+    Tensor = _tensor_cls()
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        first, second = (_outputs_of(op(*_cloned(args), **kwargs)) for _ in range(2))
+    for a, b in zip(first, second):
+        if isinstance(a, Tensor) and not (a.shape == b.shape and ((a == b) | (a.isnan() & b.isnan())).all()):
+            raise RuntimeError(f"{_qualname_text(op)}: two runs on the same inputs gave different outputs")
+    copies = _cloned(args)
+    wants = [v for v in copies if isinstance(v, Tensor) and v.requires_grad]
+    out = op(*copies, **kwargs)
+    outputs = [t for t in _flat_tensors(_outputs_of(out)) if isinstance(t, Tensor) and t.requires_grad]
+    if not wants or not outputs:
+        return
+    from . import autograd
+    grads = autograd.grad(sum(o.sum() for o in outputs), wants, allow_unused=True)
+    for g, t in zip(grads, wants):
+        if g is not None and g.shape != t.shape:
+            raise RuntimeError(f"{_qualname_text(op)}: the registered backward gave a gradient of shape "
+                               f"{list(g.shape)} for an input of shape {list(t.shape)}")
 
 
 # ---------------------------------------------------------------------------- the classic API
@@ -492,12 +623,23 @@ class Library:
         self.ns, self.kind, self.dispatch_key = ns, kind, dispatch_key
         self._op_defs: set = set()
         self._op_impls: set = set()
+        self._destroyed = False
 
     def __repr__(self):
         return f"Library(kind={self.kind}, ns={self.ns}, dispatch_key={self.dispatch_key})>"
 
+    def _check_alive(self):
+        if self._destroyed:
+            raise AssertionError("Library object has been destroyed")
+
     def define(self, schema: str, alias_analysis: str = "", *, tags=()) -> str:
+        self._check_alive()
         name = schema.split("(")[0].strip()
+        if self.kind == "IMPL":
+            raise RuntimeError(f'def("{name}"): Cannot define an operator inside of a TORCH_LIBRARY_IMPL block.  All '
+                               "def()s should be placed in the (unique) TORCH_LIBRARY block for their namespace.  "
+                               "(Error occurred while processing TORCH_LIBRARY_IMPL block)")
+        _check_schema_text(schema)
         if "." in name:
             name = name.split(".")[0]
         qualname = f"{self.ns}::{name}"
@@ -505,41 +647,130 @@ class Library:
             raise RuntimeError(f"Tried to register an operator ({self.ns}::{schema}) with the same name and overload "
                                "name multiple times. Each overload's schema should only be registered with a single "
                                "call to def().")
-        _OPERATORS[qualname] = OperatorEntry(qualname, f"{self.ns}::{schema}")
+        entry = _OPERATORS[qualname] = OperatorEntry(qualname, f"{self.ns}::{schema}")
+        for key, fn in _PENDING_IMPLS.pop(qualname, {}).items():  # impls registered before the def
+            _set_kernel(entry, key, fn)
         self._op_defs.add(qualname)
         from .ops import ops
         ops._forget(self.ns, name)
         return name
 
     def impl(self, op_name, fn, dispatch_key: str = "", *, with_keyset: bool = False, allow_override=False):
+        self._check_alive()
         if isinstance(op_name, str):
             name = op_name.split("::")[-1].split(".")[0]
             qualname = f"{self.ns}::{name}" if "::" not in op_name else op_name.split(".")[0]
         else:
             qualname = _qualname_of(op_name)
+        key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
+        if fn is fallthrough_kernel:
+            return
         entry = _OPERATORS.get(qualname)
         if entry is None:
             namespace, _, name = qualname.partition("::")
             if namespace == "aten":
                 raise NotImplementedError(f"hookgrad cannot override torch's own operator {qualname}")
-            raise RuntimeError(f"Could not find schema for {qualname}")
-        key = dispatch_key or self.dispatch_key or "CompositeImplicitAutograd"
-        if fn is fallthrough_kernel:
+            # torch takes a kernel for an operator defined later; it joins the operator at its def
+            _PENDING_IMPLS.setdefault(qualname, {})[key] = fn
+            self._op_impls.add((qualname, key))
             return
-        if key in ("CPU", "cpu", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "Autograd",
-                   "AutogradCPU", ""):
-            entry.kernel = fn
-        else:
-            entry.other_kernels[key] = fn
-        self._op_impls.add((qualname, key))
+        self._op_impls.add((qualname, key, _set_kernel(entry, key, fn)))
 
     def fallback(self, fn, dispatch_key: str = "", *, with_keyset: bool = False):
+        if dispatch_key == "":
+            dispatch_key = self.dispatch_key
+        if self.ns != "_":
+            raise RuntimeError('Fallback can only be registered using library fragment on the global namespace "_" '
+                               f"but it is {self.ns}")
+        if dispatch_key == "":
+            raise AssertionError("dispatch_key must not be empty for fallback")
+        self._check_alive()
         raise NotImplementedError("Library.fallback registers a dispatcher-wide kernel; hookgrad has no dispatcher")
 
     def _destroy(self):
+        """Take back what this library registered: its operators, its kernels (the kernels they replaced
+        return) and, for a DEF library, the claim on its namespace."""
+        from .ops import ops
+        for record in sorted(self._op_impls, key=lambda r: -len(r)):
+            qualname, key = record[0], record[1]
+            pending = _PENDING_IMPLS.get(qualname)
+            if pending is not None:
+                pending.pop(key, None)
+            entry = _OPERATORS.get(qualname)
+            if entry is not None and len(record) == 3 and record[0] not in self._op_defs:
+                _restore_kernel(entry, key, record[2])
+        self._op_impls.clear()
         for qualname in self._op_defs:
             _OPERATORS.pop(qualname, None)
+            namespace, _, name = qualname.partition("::")
+            ops._forget(namespace, name)
         self._op_defs.clear()
+        if self.kind == "DEF":
+            _DEFINED_NAMESPACES.discard(self.ns)
+        self._destroyed = True
+
+
+_PENDING_IMPLS: dict = {}  # {qualname: {dispatch key: kernel}} for operators not defined yet
+_COMPUTE_KEYS = ("CPU", "cpu", "CompositeImplicitAutograd", "CompositeExplicitAutograd", "Autograd", "AutogradCPU", "")
+_ABSENT = object()
+
+
+def _set_kernel(entry, key, fn):
+    """Install ``fn`` for ``key`` on ``entry``; returns what it replaced (``_ABSENT`` for nothing)."""
+    if key in _COMPUTE_KEYS:
+        previous = entry.kernel if entry.kernel is not None else _ABSENT
+        entry.kernel = fn
+    else:
+        previous = entry.other_kernels.get(key, _ABSENT)
+        entry.other_kernels[key] = fn
+    return previous
+
+
+def _restore_kernel(entry, key, previous):
+    if key in _COMPUTE_KEYS:
+        entry.kernel = None if previous is _ABSENT else previous
+    elif previous is _ABSENT:
+        entry.other_kernels.pop(key, None)
+    else:
+        entry.other_kernels[key] = previous
+
+
+_SCHEMA_TYPE_NAMES = {"Tensor", "int", "SymInt", "float", "bool", "str", "Scalar", "ScalarType", "Layout",
+                      "MemoryFormat", "Device", "Generator", "Dimname", "complex", "Any", "Storage", "Stream",
+                      "QScheme", "t", "DimVector", "SymBool", "GraphModule"}
+
+
+def _check_schema_text(schema: str) -> None:
+    """torch's RuntimeError for a schema that does not parse or names an unknown type."""
+    from ._function_schema import split_schema
+    name_part = schema.split("(")[0].strip()
+    if "(" not in schema or not name_part or any(c.isspace() for c in name_part):
+        raise RuntimeError(f"expected eof but found 'ident' here:\n{schema}")
+    if "->" not in schema:
+        raise RuntimeError(f"expected arrow but found 'eof' here:\n{schema}")
+    try:
+        _, _, arguments, returns, _ = split_schema(schema)
+    except (ValueError, IndexError) as exc:
+        raise RuntimeError(f"expected ) but found 'arrow' here:\n{schema}") from exc
+    for argument in list(arguments) + list(returns):
+        text = argument.type.annotation_str
+        while text.endswith("?") or text.endswith("]"):
+            text = text[:-1] if text.endswith("?") else text[:text.rindex("[")]
+        if text not in _SCHEMA_TYPE_NAMES:
+            raise RuntimeError("\nunknown type specifier. Common valid schema types include Tensor, SymInt, int, "
+                               "float, bool, Scalar; for a full list, please see "
+                               "https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/README.md#func :\n"
+                               f"{schema}\n")
+
+
+@contextlib.contextmanager
+def _scoped_library(*args, **kwargs):
+    """A Library for a ``with`` block: what it registered is taken back on exit."""
+    lib = Library(*args, **kwargs)
+    try:
+        yield lib
+    finally:
+        lib._destroy()
 
 
 _keep_alive: list = []  # libraries made by define/impl without lib=, as torch keeps them

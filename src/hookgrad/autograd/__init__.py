@@ -172,14 +172,17 @@ _CREATE_GRAPH_WARNING = (
     "after use to break the cycle and avoid the leak.")
 
 
-# how many enclosing func.vmap calls have slices still to run: torch's vmap runs a backward once for the
-# whole batch, hookgrad's runs it per slice, so every slice but the last keeps the graph for the next
-MAPPED_SLICES_AHEAD = [0]
+# how many torch.func transforms are running their function now (hookgrad.func keeps the count)
+TRANSFORMS_ACTIVE = [0]
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
              inputs=None) -> None:
     """Accumulate into ``.grad`` the gradients of ``tensors`` w.r.t. the graph's leaves (or ``inputs``)."""
+    if TRANSFORMS_ACTIVE[0]:
+        raise RuntimeError("backward() called inside a functorch transform. This is not supported, please use "
+                           "functorch.grad or functorch.vjp instead or call backward() outside of functorch "
+                           "transforms.")
     if grad_variables is not None:
         import warnings
         warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
@@ -193,7 +196,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grads = _make_grads(outputs, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
-    retain_graph = retain_graph or MAPPED_SLICES_AHEAD[0] > 0
     roots = _root_edges(outputs)
     input_edges = _input_edges(inputs, True) if inputs is not None else None
     if create_graph:
@@ -220,6 +222,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     outs = _outputs_tuple(outputs)
     ins = _inputs_tuple(inputs, "grad")
+    batching = sys.modules.get("hookgrad._functorch.vmap")
+    if batching is not None and batching.ACTIVE and batching.any_batched(outs, ins, grad_outputs):
+        # inside vmap: one pass over the batched tensors' physical values (torch.func's rule)
+        from ..func import _autograd_grad
+        return _autograd_grad(outs, ins, grad_outputs, retain_graph=retain_graph, create_graph=create_graph,
+                              allow_unused=allow_unused, materialize_grads=materialize_grads)
     if not only_inputs:
         import warnings
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
@@ -228,7 +236,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _make_grads(outs, grad_outputs, is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
-    retain_graph = retain_graph or MAPPED_SLICES_AHEAD[0] > 0
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
     if roots:

@@ -5,6 +5,8 @@ The node that a Function records is also its ``ctx`` (as in torch), and it is an
 """
 from __future__ import annotations
 
+import sys
+
 import functools
 import inspect
 import re
@@ -229,6 +231,9 @@ class Function(metaclass=_FunctionMeta):
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        batching = sys.modules.get("hookgrad._functorch.vmap")
+        if batching is not None and batching.ACTIVE and batching.any_batched(args, kwargs):
+            return batching.function_apply(cls, args, kwargs)
         Tensor, edge = _above.Tensor, _above.edge
         if cls._custom_setup:
             # as torch: forward's defaults (and arguments given by keyword) join the inputs

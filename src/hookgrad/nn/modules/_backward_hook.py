@@ -9,6 +9,8 @@ reachable as ``hookgrad.utils.hooks.BackwardHook``, where torch has it.
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from ..._ops._base import edge
@@ -196,6 +198,14 @@ def _plain_call(kind, module, hook, *args):
     return hook(*args)
 
 
+def _refuse_under_vmap(args) -> None:
+    """Inside vmap, a batched tensor that requires grad (its flag lives on the batch it holds) gets
+    torch's error: the hook's identity Function has no ``setup_context``."""
+    batching = sys.modules.get("hookgrad._functorch.vmap")
+    if batching is not None and batching.ACTIVE:
+        batching.refuse_backward_hook(args)
+
+
 class BackwardHook:
     """Runs one module call's full backward hooks and backward pre-hooks.
 
@@ -345,6 +355,7 @@ class BackwardHook:
                 metas.append((arg._ndarray.shape, arg._ndarray.dtype))
                 requires_grad = requires_grad or arg._requires_grad
         if not requires_grad:
+            _refuse_under_vmap(args)
             return args, None
 
         node = BackwardHookFunctionBackward(tuple(edges), metas, on_backward)
@@ -360,6 +371,7 @@ class BackwardHook:
             arg = args[0]
             if not (isinstance(arg, Tensor) and arg._requires_grad and grad_mode.STATE.enabled):
                 self.input_tensors_index = None  # (a BackwardHook may be set up again)
+                _refuse_under_vmap(args)
                 return args
             view, node = _view_through_new_node(arg, _OneInputNode, self)
             node.metas = ((arg._ndarray.shape, arg._ndarray.dtype),)
@@ -374,6 +386,7 @@ class BackwardHook:
             self.n_outputs = 1
             if not (args._requires_grad and grad_mode.STATE.enabled):
                 self.output_tensors_index = None
+                _refuse_under_vmap((args,))
                 return args
             self.output_tensors_index = _FIRST_ONLY
             return _view_through_new_node(args, _OneOutputNode, self)[0]

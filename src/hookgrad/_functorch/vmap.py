@@ -1,0 +1,978 @@
+"""The batching transform behind ``torch.func.vmap``: the function runs ONCE, on batched tensors.
+
+A ``BatchedTensor`` holds the whole batch in ``_value`` (a plain tensor) and shows the function the
+per-example shape (its own array is a meta array of that shape, so ``shape``, ``dim()``, ``size()``
+and ``numel()`` answer per example). ``_value``'s leading dims are the batch dims of the vmaps it is
+batched over, one per level in ``_levels`` (outer vmap first); the per-example dims follow. Nested
+vmaps thus share one flat representation, and a tensor from an outer vmap used inside an inner one
+broadcasts over the inner level.
+
+While a vmap runs, ``_BatchingMode`` (a torch-function mode) sees every op. An op with no batched
+argument runs as it is (random ops are checked against ``randomness``). An op with one has a
+batching rule (elementwise, reductions, views and shape ops, matmul/linear/conv, softmax, cat/stack,
+losses) that computes it once on the physical tensors; every other op runs once per batch element
+on slices and the results are stacked (the per-slice fallback: still one call of the function, so
+hooks, prints and counters inside fire once).
+"""
+from __future__ import annotations
+
+import math
+
+import hookgrad
+from .._tensor import Tensor, _init
+from .._meta import MetaArray, meta_array
+from .._C._torch_function import _disabled_torch_function_impl, _EnableTorchFunction
+from ..overrides import TorchFunctionMode
+
+# the vmaps running now, outer first: [level, batch size, randomness]
+ACTIVE: list = []
+
+
+class BatchedTensor(Tensor):
+    """A tensor batched over one or more running vmaps (see the module docstring)."""
+
+    # not an overloading subclass: the batching mode sees its ops (defining one would switch the
+    # torch-function checks on for every op of every program)
+    __torch_function__ = _disabled_torch_function_impl
+
+
+_ESCAPED_MESSAGE = ("Either your tensor may have escaped from inside a function being vmapped and this is a user error "
+                    "(see https://pytorch.org/functorch/stable/ux_limitations.html), or there is an internal functorch "
+                    "error in `gen_vmap_plumbing` Please file an issue if it looks like the latter")
+
+
+class _PerExampleArray(MetaArray):
+    """A batched tensor's own array: the per-example shape and dtype, no values. Batched ops never
+    reach it (the batching mode computes on ``_value``); an op that does ran outside any vmap (the
+    tensor escaped its function) or past the batching path: torch's error, not a meta result."""
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        raise RuntimeError(_ESCAPED_MESSAGE)
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise RuntimeError(_ESCAPED_MESSAGE)
+
+
+def wrap(value: Tensor, levels: tuple) -> Tensor:
+    """``value`` (batch dims for ``levels`` leading) as a BatchedTensor; plain when ``levels`` is empty."""
+    if not levels:
+        return value
+    out = object.__new__(BatchedTensor)
+    _init(out, meta_array(tuple(value.shape[len(levels):]), value._ndarray.dtype).view(_PerExampleArray))
+    out.__dict__["_wrapper_device"] = value.device
+    out.__dict__["_value"] = value
+    out.__dict__["_levels"] = levels
+    return out
+
+
+def is_batched(x) -> bool:
+    return x.__class__ is BatchedTensor
+
+
+def _size_of(level: int) -> int:
+    for lvl, size, _ in ACTIVE:
+        if lvl == level:
+            return size
+    raise RuntimeError("vmap: a batched tensor escaped the vmap that made it; return it from the function "
+                       "instead of storing it")
+
+
+def _logical_ndim(x) -> int:
+    return x._value.dim() - len(x._levels) if is_batched(x) else x.dim()
+
+
+def _full(x, levels: tuple) -> Tensor:
+    """``x``'s physical tensor with a batch dim for every one of ``levels`` (expanded where ``x`` is
+    not batched over it), per-example dims after."""
+    if is_batched(x):
+        value, own = x._value, x._levels
+    else:
+        value, own = x, ()
+    if own == levels:
+        return value
+    logical = tuple(value.shape[len(own):])
+    shape, expanded = [], []
+    for lvl in levels:
+        inside = lvl in own
+        shape.append(value.shape[own.index(lvl)] if inside else 1)
+        expanded.append(_size_of(lvl))
+    return value.reshape(*shape, *logical).expand(*expanded, *logical)
+
+
+def _aligned(x, levels: tuple, rank: int) -> Tensor:
+    """``x``'s physical tensor shaped to broadcast against the others of an elementwise op: a dim per
+    level (1 where ``x`` is not batched over it), per-example dims right-aligned to ``rank``."""
+    if not is_batched(x):
+        return x
+    value, own = x._value, x._levels
+    logical = tuple(value.shape[len(own):])
+    shape = [value.shape[own.index(lvl)] if lvl in own else 1 for lvl in levels]
+    return value.reshape(*shape, *([1] * (rank - len(logical))), *logical)
+
+
+def _batch_shape(levels) -> tuple:
+    return tuple(_size_of(lvl) for lvl in levels)
+
+
+# ---- walking arguments ----------------------------------------------------------------------------------
+def _tree_any(value, test) -> bool:
+    if isinstance(value, (list, tuple)):
+        return any(_tree_any(v, test) for v in value)
+    if isinstance(value, dict):
+        return any(_tree_any(v, test) for v in value.values())
+    return test(value)
+
+
+def _tree_map(fn, value):
+    if isinstance(value, Tensor):
+        return fn(value)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*[_tree_map(fn, v) for v in value])
+    if isinstance(value, (list, tuple)):
+        return type(value)(_tree_map(fn, v) for v in value)
+    if isinstance(value, dict):
+        return {k: _tree_map(fn, v) for k, v in value.items()}
+    return value
+
+
+def _levels_in(args, kwargs) -> tuple:
+    found = set()
+
+    def visit(v):
+        if is_batched(v):
+            found.update(v._levels)
+        return False
+    _tree_any((args, kwargs), visit)
+    return tuple(sorted(found))
+
+
+# ---- torch's errors ----------------------------------------------------------------------------------------
+_ITEM_MESSAGE = ("vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() "
+                 "on a Tensor, please try to rewrite what you're doing with other operations. If error is occurring "
+                 "somewhere inside PyTorch internals, please file a bug report.")
+_CONTROL_FLOW_MESSAGE = ("vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. "
+                         "We don't support that yet, please file an issue at https://github.com/pytorch/pytorch/issues .")
+_RANDOM_MESSAGE = ("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                   "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+
+
+def _inplace_error(name: str):
+    return RuntimeError(
+        "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+        "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
+        "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
+        f"If said operator is being called inside the PyTorch framework, please file a bug report (op: {name})")
+
+
+# ---- names --------------------------------------------------------------------------------------------------
+_PROPERTY_NAMES: dict = {}
+
+
+def _name_of(func) -> str:
+    if type(func).__name__ == "method-wrapper" and func.__name__ == "__get__":
+        if not _PROPERTY_NAMES:
+            for klass in reversed(Tensor.__mro__):
+                for key, attr in vars(klass).items():
+                    if isinstance(attr, property):
+                        _PROPERTY_NAMES[id(attr)] = key
+        return "property:" + _PROPERTY_NAMES.get(id(func.__self__), "?")
+    return getattr(func, "__name__", "")
+
+
+def _is_inplace(name: str) -> bool:
+    if name.startswith("__"):
+        return name[2:3] == "i" and name not in ("__index__", "__invert__", "__int__", "__iter__")
+    return name.endswith("_") and name not in ("requires_grad_",)
+
+
+_METADATA = {"size", "dim", "ndimension", "numel", "nelement", "is_floating_point", "is_complex", "element_size",
+             "is_contiguous", "__len__", "get_device", "is_signed", "property:shape", "property:ndim",
+             "property:dtype", "property:device", "property:layout", "property:is_cuda", "property:is_meta",
+             "property:is_cpu", "property:is_sparse", "property:is_quantized", "property:names",
+             "property:is_mkldnn", "property:itemsize", "property:nbytes"}
+_FROM_VALUE = {"property:requires_grad", "property:is_leaf", "property:grad_fn", "property:_version",
+               "property:output_nr"}
+_ITEM_LIKE = {"item", "tolist", "__float__", "__int__", "__complex__", "numpy", "__index__", "__array__"}
+_CONTROL_FLOW = {"__bool__", "is_nonzero", "equal", "allclose"}
+
+_ELEMENTWISE = set("""
+add sub subtract mul multiply div divide true_divide floor_divide remainder fmod pow float_power rsub neg negative
+abs absolute exp exp2 log log2 log10 log1p expm1 sqrt rsqrt sin cos tan tanh sinh cosh asin acos atan asinh acosh
+atanh arcsin arccos arctan arcsinh arccosh arctanh sigmoid relu relu6 gelu silu mish elu selu celu leaky_relu
+softplus hardtanh hardsigmoid hardswish logsigmoid softsign tanhshrink hardshrink softshrink threshold sign sgn
+floor ceil round trunc frac fix reciprocal square clamp clip clamp_min clamp_max where masked_fill maximum minimum
+fmax fmin atan2 arctan2 lerp addcmul addcdiv eq ne lt le gt ge greater less greater_equal less_equal not_equal
+logical_and logical_or logical_not logical_xor bitwise_and bitwise_or bitwise_xor bitwise_not nan_to_num erf erfc
+erfinv isnan isinf isfinite isposinf isneginf float double half bfloat16 long int short bool byte char to type_as
+detach clone contiguous zeros_like ones_like full_like empty_like positive xlogy hypot copysign heaviside
+deg2rad rad2deg logit digamma lgamma i0 sinc signbit nextafter cpu cuda copy_ fill_ zero_ requires_grad_
+__add__ __radd__ __sub__ __rsub__ __mul__ __rmul__ __truediv__ __rtruediv__ __div__ __rdiv__ __floordiv__
+__rfloordiv__ __mod__ __rmod__ __pow__ __rpow__ __neg__ __pos__ __abs__ __invert__ __and__ __rand__ __or__ __ror__
+__xor__ __rxor__ __eq__ __ne__ __lt__ __le__ __gt__ __ge__ __lshift__ __rshift__
+__iadd__ __isub__ __imul__ __itruediv__ __idiv__ __ifloordiv__ __imod__ __ipow__ __iand__ __ior__ __ixor__
+""".split())
+_ELEMENTWISE |= {n + "_" for n in list(_ELEMENTWISE) if n.isidentifier() and not n.startswith("_")
+                 and not n.endswith("_")}
+
+_RANDOM = set("""
+rand randn randint rand_like randn_like randint_like randperm normal bernoulli multinomial poisson dropout
+dropout1d dropout2d dropout3d alpha_dropout feature_alpha_dropout rrelu uniform_ normal_ bernoulli_ exponential_
+geometric_ cauchy_ log_normal_ random_ gumbel_softmax
+""".split())
+
+
+def _random_is_idle(name, args, kwargs) -> bool:
+    """A dropout that draws nothing (evaluation mode or p == 0)."""
+    if "dropout" not in name:
+        return False
+    training = kwargs.get("training", args[2] if len(args) > 2 else True)
+    p = kwargs.get("p", args[1] if len(args) > 1 else 0.5)
+    return not training or p == 0
+
+
+# ---- the mode ------------------------------------------------------------------------------------------------
+class _BatchingMode(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return _run_op(func, args, kwargs or {})
+
+
+def _run_op(func, args, kwargs):
+    name = _name_of(func)
+    levels = _levels_in(args, kwargs)
+    if name in _RANDOM and not _random_is_idle(name, args, kwargs):
+        return _random_op(func, name, args, kwargs, levels)
+    if not levels:
+        return func(*args, **kwargs)
+    if name in _METADATA:
+        return func(*args, **kwargs)
+    if name in _FROM_VALUE:
+        return func(args[0]._value)
+    if name in _ITEM_LIKE:
+        raise RuntimeError(_ITEM_MESSAGE)
+    if name in _CONTROL_FLOW:
+        raise RuntimeError(_CONTROL_FLOW_MESSAGE)
+    if name in ("__repr__", "__str__", "__format__"):
+        return _describe(args[0])
+    rule = _RULES.get(name)
+    if rule is None and name in _ELEMENTWISE:
+        rule = _elementwise
+    if rule is not None:
+        result = rule(func, name, args, kwargs, levels)
+        if result is not NotImplemented:
+            return result
+    return _per_slice(func, name, args, kwargs, levels)
+
+
+def _describe(x) -> str:
+    """What torch prints for a batched tensor: a BatchedTensor per level around the whole value."""
+    text = repr(x._value)
+    for i, lvl in enumerate(x._levels):
+        inner = "\n".join("    " + line for line in text.split("\n"))
+        text = f"BatchedTensor(lvl={lvl}, bdim=0, value=\n{inner}\n)"
+    return text
+
+
+# ---- the per-slice fallback ---------------------------------------------------------------------------------
+def _per_slice(func, name, args, kwargs, levels):
+    """``func`` run once per batch element on slices of the batched arguments, the results stacked."""
+    sizes = _batch_shape(levels)
+    inplace = _is_inplace(name) or name in ("__setitem__",)
+    if inplace:
+        self = args[0]
+        if not is_batched(self) or self._levels != levels:
+            raise _inplace_error(name)
+    fulls = {}
+
+    def full(t):
+        if is_batched(t):
+            if id(t) not in fulls:
+                fulls[id(t)] = _full(t, levels)
+            return fulls[id(t)]
+        return t
+    full_args, full_kwargs = _tree_map(full, args), _tree_map(full, kwargs)
+    batched_ids = {id(v) for v in fulls.values()}
+    results = []
+    import itertools
+    for index in itertools.product(*[range(s) for s in sizes]):
+        def pick(t, index=index):
+            return t[index] if id(t) in batched_ids else t
+        results.append(func(*_tree_map(pick, full_args), **_tree_map(pick, full_kwargs)))
+    if inplace and name != "__setitem__":
+        return args[0]
+    if name == "__setitem__":
+        return None
+    return _stacked(results, sizes, levels)
+
+
+def _stacked(results, sizes, levels):
+    first = results[0]
+    if isinstance(first, Tensor):
+        stacked = hookgrad.stack(results, 0)
+        return wrap(stacked.reshape(*sizes, *stacked.shape[1:]), levels)
+    if isinstance(first, (tuple, list)):
+        parts = [_stacked([r[k] for r in results], sizes, levels) for k in range(len(first))]
+        maker = getattr(type(first), "_make", None)
+        return maker(parts) if maker is not None else type(first)(parts)
+    if first is None:
+        return None
+    raise RuntimeError(_ITEM_MESSAGE)
+
+
+def _random_op(func, name, args, kwargs, levels):
+    mode = ACTIVE[-1][2] if ACTIVE else "error"
+    if mode == "error":
+        raise RuntimeError(_RANDOM_MESSAGE)
+    if mode == "same":
+        if not levels:
+            return func(*args, **kwargs)
+        generator = hookgrad.default_generator
+        state = generator.get_state()
+
+        def same_draws(*a, **k):
+            generator.set_state(state)
+            return func(*a, **k)
+        return _per_slice(same_draws, name, args, kwargs, levels)
+    # "different": every element of every running vmap draws its own values
+    all_levels = tuple(lvl for lvl, _, _ in ACTIVE)
+    if name == "dropout" and is_batched(args[0]) and args[0]._levels == all_levels \
+            and not _tree_any((args[1:], kwargs), is_batched):
+        # elementwise masks: one call over the whole batch draws independently per element
+        return wrap(func(args[0]._value, *args[1:], **kwargs), all_levels)
+    return _per_slice(func, name, args, kwargs, all_levels)
+
+
+# ---- rules ----------------------------------------------------------------------------------------------------
+def _elementwise(func, name, args, kwargs, levels):
+    rank = 0
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, Tensor):
+            rank = max(rank, _logical_ndim(v))
+    if _is_inplace(name) or name == "requires_grad_":
+        self = args[0]
+        if not is_batched(self) or self._levels != levels:
+            raise _inplace_error(name)
+        rank = _logical_ndim(self)
+        func(self._value, *[_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args[1:]],
+             **{k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()})
+        return self
+    physical = [_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args]
+    physical_kwargs = {k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
+    if not isinstance(physical[0], Tensor) or not is_batched(args[0]) and name in ("type_as", "to"):
+        return NotImplemented
+    result = func(*physical, **physical_kwargs)
+    if not isinstance(result, Tensor) or result.dim() < len(levels):
+        return NotImplemented
+    if not is_batched(args[0]) and result.dim() < len(levels) + rank:
+        return NotImplemented
+    return wrap(result, levels)
+
+
+def _norm_dim(d, ndim: int) -> int:
+    if not isinstance(d, int):
+        raise TypeError
+    n = max(ndim, 1)
+    if not -n <= d < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+    return d % n
+
+
+def _only_self_batched(args, kwargs, start=1) -> bool:
+    return is_batched(args[0]) and not _tree_any((args[start:], kwargs), is_batched)
+
+
+# reductions and other ops with one ``dim`` argument: name -> position of ``dim`` among the arguments
+_DIM_POSITION = {name: 1 for name in """sum mean prod amax amin max min var std logsumexp argmax argmin all any
+count_nonzero nansum nanmean median var_mean std_mean softmax log_softmax cumsum cumprod logcumsumexp sort argsort
+cummax cummin""".split()}
+_DIM_POSITION.update(norm=2, topk=2, kthvalue=2, normalize=2)
+_DEFAULT_DIM = {"normalize": 1, "sort": -1, "argsort": -1, "topk": -1, "kthvalue": -1}
+_NEEDS_DIM = {"softmax", "log_softmax", "cumsum", "cumprod", "logcumsumexp", "cummax", "cummin", "topk",
+              "kthvalue"}
+
+
+def _dim_op(func, name, args, kwargs, levels):
+    if not _only_self_batched(args, kwargs):
+        return NotImplemented
+    if name in ("max", "min") and len(args) > 1 and isinstance(args[1], Tensor):
+        return _elementwise(func, name, args, kwargs, levels)
+    x = args[0]
+    value, nb = x._value, len(x._levels)
+    ndim = _logical_ndim(x)
+    position = _DIM_POSITION[name]
+    args = list(args)
+    if name in ("var", "std", "var_mean", "std_mean") and len(args) > 1 and isinstance(args[1], bool):
+        kwargs = {**kwargs, "unbiased": args.pop(1)}  # var(unbiased): the bool overload, no dim
+    if "dim" in kwargs:
+        dim, where = kwargs["dim"], "kw"
+    elif len(args) > position:
+        dim, where = args[position], "pos"
+    else:
+        dim, where = _DEFAULT_DIM.get(name), None
+    if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0 and name in ("sum", "mean")):
+        if name in _NEEDS_DIM:
+            return NotImplemented
+        # a full reduction: over the flattened example
+        flat = value.reshape(*value.shape[:nb], -1)
+        if where == "pos":
+            args[position] = nb
+            result = func(flat, *args[1:], **kwargs)
+        else:
+            result = func(flat, *args[1:], **{**kwargs, "dim": nb})
+        if name in ("max", "min", "median") and isinstance(result, tuple):
+            result = result[0]
+        if name in ("max", "min", "median", "argmax", "argmin") or not kwargs.get("keepdim", False):
+            return _wrap_all(result, x._levels)
+        return _wrap_all(_tree_map(lambda r: r.reshape(*r.shape[:nb], *([1] * ndim)), result), x._levels)
+    try:
+        shifted = (tuple(_norm_dim(d, ndim) + nb for d in dim) if isinstance(dim, (tuple, list))
+                   else _norm_dim(dim, ndim) + nb)
+    except TypeError:
+        return NotImplemented
+    if where == "kw":
+        kwargs = {**kwargs, "dim": shifted}
+    elif where == "pos":
+        args[position] = shifted
+    else:
+        kwargs = {**kwargs, "dim": shifted}
+    return _wrap_all(func(value, *args[1:], **kwargs), x._levels)
+
+
+def _wrap_all(result, levels):
+    return _tree_map(lambda r: wrap(r, levels), result)
+
+
+def _shape_args(rest) -> tuple:
+    if len(rest) == 1 and isinstance(rest[0], (tuple, list, hookgrad.Size)):
+        return tuple(rest[0])
+    return tuple(rest)
+
+
+def _view_op(func, name, args, kwargs, levels):
+    """Views and shape ops of one batched tensor: the same op on the physical tensor, dims shifted past
+    the batch dims."""
+    if not _only_self_batched(args, kwargs) or kwargs and name not in ("flatten", "transpose", "unsqueeze",
+                                                                       "squeeze", "select", "narrow", "chunk",
+                                                                       "split", "unbind", "movedim"):
+        return NotImplemented
+    x = args[0]
+    value, own = x._value, x._levels
+    nb, ndim = len(own), _logical_ndim(x)
+    batch = tuple(value.shape[:nb])
+    logical = tuple(value.shape[nb:])
+    rest = list(args[1:])
+    kw = dict(kwargs)
+
+    def dim_of(key, position, default=None, extra=0):
+        d = kw.pop(key) if key in kw else (rest[position] if len(rest) > position else default)
+        return _norm_dim(d, ndim + extra) + nb
+
+    if name in ("view", "reshape"):
+        shape = _shape_args(rest)
+        if any(not isinstance(s, int) for s in shape):
+            return NotImplemented
+        result = value.reshape(*batch, *shape) if name == "reshape" else _view_or_reshape(value, batch + shape)
+    elif name in ("view_as", "reshape_as"):
+        result = value.reshape(*batch, *rest[0].shape)
+    elif name == "flatten":
+        if ndim == 0:
+            result = value.reshape(*batch, 1)
+        else:
+            start, end = dim_of("start_dim", 0, 0), dim_of("end_dim", 1, -1)
+            result = value.flatten(start, end)
+    elif name == "permute":
+        dims = _shape_args(rest)
+        result = value.permute(*range(nb), *[_norm_dim(d, ndim) + nb for d in dims])
+    elif name in ("transpose", "swapaxes", "swapdims"):
+        a = dim_of("dim0", 0)
+        b = dim_of("dim1", 1)
+        result = value.transpose(a, b)
+    elif name in ("t", "property:T", "property:mT", "adjoint", "property:mH", "property:H"):
+        if ndim < 2:
+            result = value
+        elif name in ("property:mT", "property:mH", "adjoint") or ndim == 2:
+            result = value.transpose(-1, -2)
+        else:
+            result = value.permute(*range(nb), *reversed(range(nb, nb + ndim)))
+    elif name == "movedim":
+        src, dst = rest[0] if rest else kw.pop("source"), rest[1] if len(rest) > 1 else kw.pop("destination")
+        if not isinstance(src, int) or not isinstance(dst, int):
+            return NotImplemented
+        result = value.movedim(_norm_dim(src, ndim) + nb, _norm_dim(dst, ndim) + nb)
+    elif name == "unsqueeze":
+        result = value.unsqueeze(dim_of("dim", 0, extra=1))
+    elif name == "squeeze":
+        if not rest and "dim" not in kw:
+            dims = [i + nb for i, s in enumerate(logical) if s == 1]
+        else:
+            d = kw.pop("dim") if "dim" in kw else rest[0]
+            dims = [_norm_dim(i, ndim) + nb for i in (d if isinstance(d, (tuple, list)) else (d,))]
+        dims = [d for d in dims if value.shape[d] == 1]
+        result = value
+        if dims:
+            result = value.squeeze(tuple(dims)) if len(dims) > 1 else value.squeeze(dims[0])
+    elif name in ("expand", "expand_as", "broadcast_to"):
+        sizes = tuple(rest[0].shape) if name == "expand_as" else _shape_args(rest)
+        if len(sizes) < ndim:
+            return NotImplemented
+        padded = value.reshape(*batch, *([1] * (len(sizes) - ndim)), *logical)
+        result = padded.expand(*batch, *sizes)
+    elif name == "select":
+        result = value.select(dim_of("dim", 0), rest[1] if len(rest) > 1 else kw.pop("index"))
+    elif name == "narrow":
+        result = value.narrow(dim_of("dim", 0), rest[1], rest[2])
+    elif name in ("chunk", "split", "unbind", "tensor_split"):
+        if name == "unbind":
+            parts = value.unbind(dim_of("dim", 0, 0))
+        else:
+            d = dim_of("dim", 1, 0)
+            parts = getattr(value, name)(rest[0], d)
+        return tuple(wrap(p, own) for p in parts)
+    elif name == "__getitem__":
+        return _index(x, rest[0])
+    else:
+        return NotImplemented
+    return wrap(result, own)
+
+
+def _view_or_reshape(value, shape):
+    try:
+        return value.view(*shape)
+    except RuntimeError:
+        return value.reshape(*shape)
+
+
+def _index(x, index):
+    parts = index if isinstance(index, tuple) else (index,)
+    tensors = [p for p in parts if isinstance(p, Tensor)]
+    simple = all(p is None or p is Ellipsis or isinstance(p, (int, slice)) and not isinstance(p, bool)
+                 or isinstance(p, Tensor) for p in parts)
+    if not simple or len(tensors) > 1 or any(is_batched(t) or t.dtype == hookgrad.bool for t in tensors) \
+            or tensors and any(isinstance(p, int) for p in parts):
+        return NotImplemented
+    nb = len(x._levels)
+    return wrap(x._value[(slice(None),) * nb + parts], x._levels)
+
+
+def _flat(x, levels) -> Tensor:
+    full = _full(x, levels)
+    return full.reshape(-1, *full.shape[len(levels):])
+
+
+def _unflat(result, levels):
+    return wrap(result.reshape(*_batch_shape(levels), *result.shape[1:]), levels)
+
+
+def _matmul(func, name, args, kwargs, levels):
+    if kwargs or len(args) != 2 or not all(isinstance(a, Tensor) for a in args):
+        return NotImplemented
+    a, b = args
+    if not is_batched(a) and not is_batched(b):
+        return func(a, b)
+    na, nb_ = _logical_ndim(a), _logical_ndim(b)
+    if na == 0 or nb_ == 0:
+        return NotImplemented
+    pa = _flat(a, levels) if is_batched(a) else a.unsqueeze(0)
+    pb = _flat(b, levels) if is_batched(b) else b.unsqueeze(0)
+    if na == 1:
+        pa = pa.unsqueeze(-2)
+    if nb_ == 1:
+        pb = pb.unsqueeze(-1)
+    rank = max(na, nb_, 2)
+    pa = pa.reshape(pa.shape[0], *([1] * (rank - max(na, 2))), *pa.shape[1:])
+    pb = pb.reshape(pb.shape[0], *([1] * (rank - max(nb_, 2))), *pb.shape[1:])
+    result = hookgrad.matmul(pa, pb)
+    if nb_ == 1:
+        result = result.squeeze(-1)
+    if na == 1:
+        result = result.squeeze(-1 if nb_ == 1 else -2)
+    return _unflat(result, levels)
+
+
+def _linear(func, name, args, kwargs, levels):
+    x = args[0]
+    weight = args[1] if len(args) > 1 else kwargs.get("weight")
+    bias = args[2] if len(args) > 2 else kwargs.get("bias")
+    if not is_batched(weight) and not is_batched(bias):
+        return wrap(func(x._value, weight, bias), x._levels)
+    px = _flat(x, levels)
+    n = px.shape[0]
+    rows = px.reshape(n, -1, px.shape[-1])
+    out = hookgrad.matmul(rows, _flat(weight, levels).transpose(1, 2))
+    out = out.reshape(n, *px.shape[1:-1], out.shape[-1])
+    if bias is not None:
+        pb = _flat(bias, levels) if is_batched(bias) else bias.unsqueeze(0)
+        out = out + pb.reshape(pb.shape[0], *([1] * (out.dim() - 2)), pb.shape[-1])
+    return _unflat(out, levels)
+
+
+def _addmm(func, name, args, kwargs, levels):
+    if len(args) != 3 or set(kwargs) - {"beta", "alpha"}:
+        return NotImplemented
+    bias, m1, m2 = args
+    beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+    product = _matmul(hookgrad.matmul, "matmul", (m1, m2), {}, levels)
+    return _run_op(hookgrad.add, (_run_op(hookgrad.mul, (bias, beta), {}) if beta != 1 else bias,
+                                  _run_op(hookgrad.mul, (product, alpha), {}) if alpha != 1 else product), {})
+
+
+_SPATIAL = {"conv1d": 1, "conv2d": 2, "conv3d": 3}
+
+
+def _conv(func, name, args, kwargs, levels):
+    x = args[0]
+    weight = args[1] if len(args) > 1 else kwargs.get("weight")
+    bias = args[2] if len(args) > 2 else kwargs.get("bias")
+    if not is_batched(x) or is_batched(weight) or is_batched(bias):
+        return NotImplemented
+    value, nb = x._value, len(x._levels)
+    batch = tuple(value.shape[:nb])
+    if _logical_ndim(x) == _SPATIAL[name] + 2:   # batch dims folded into N
+        merged = value.reshape(-1, *value.shape[nb + 1:])
+        out = func(merged, *args[1:], **kwargs)
+        return wrap(out.reshape(*batch, value.shape[nb], *out.shape[1:]), x._levels)
+    merged = value.reshape(-1, *value.shape[nb:])
+    out = func(merged, *args[1:], **kwargs)
+    return wrap(out.reshape(*batch, *out.shape[1:]), x._levels)
+
+
+def _cat(func, name, args, kwargs, levels):
+    tensors = args[0] if args else kwargs.get("tensors")
+    dim = args[1] if len(args) > 1 else kwargs.get("dim", 0)
+    if len(args) > 2 or set(kwargs) - {"dim", "tensors"} or not isinstance(dim, int) or not tensors:
+        return NotImplemented
+    ndim = max(_logical_ndim(t) for t in tensors)
+    shifted = _norm_dim(dim, ndim + (name == "stack")) + len(levels)
+    full = [_full(t, levels) for t in tensors]
+    return wrap(func(full, shifted), levels)
+
+
+_REDUCTIONS = {"mean": lambda t, dims: t.mean(dims), "sum": lambda t, dims: t.sum(dims)}
+
+
+def _pointwise_loss(func, name, args, kwargs, levels):
+    """A loss that is elementwise before its reduction: computed unreduced, reduced per example."""
+    reduction = kwargs.get("reduction", "mean")
+    if len(args) > 2 or set(kwargs) - {"reduction", "beta", "delta", "weight", "pos_weight"} or \
+            kwargs.get("weight") is not None and is_batched(kwargs["weight"]) or \
+            not isinstance(reduction, str) or reduction not in ("mean", "sum", "none"):
+        return NotImplemented
+    rank = max(_logical_ndim(a) for a in args)
+    unreduced = func(*[_aligned(a, levels, rank) for a in args], **{**kwargs, "reduction": "none"})
+    full = _full(wrap(unreduced, levels), levels)
+    if reduction == "none":
+        return wrap(full, levels)
+    dims = tuple(range(len(levels), full.dim()))
+    if not dims:
+        return wrap(full, levels)
+    return wrap(_REDUCTIONS[reduction](full, dims), levels)
+
+
+def _cross_entropy(func, name, args, kwargs, levels):
+    """Class-index targets, no class weights: the unreduced losses of all examples in one call."""
+    reduction = kwargs.get("reduction", "mean")
+    if len(args) != 2 or set(kwargs) - {"reduction", "ignore_index", "label_smoothing"} or \
+            reduction not in ("mean", "sum", "none"):
+        return NotImplemented
+    logits, target = args
+    if target.dtype.is_floating_point or _logical_ndim(logits) not in (1, 2) or \
+            _logical_ndim(target) != _logical_ndim(logits) - 1:
+        return NotImplemented
+    ignore = kwargs.get("ignore_index", -100)
+    px, pt = _flat(logits, levels), _flat(target, levels)
+    n = px.shape[0]
+    if px.dim() == 3:
+        rows, row_targets = px.reshape(-1, px.shape[-1]), pt.reshape(-1)
+    else:
+        rows, row_targets = px, pt
+    losses = func(rows, row_targets, **{**kwargs, "reduction": "none"}).reshape(n, -1)
+    if reduction == "none":
+        return _unflat(losses.reshape(n, *pt.shape[1:]), levels)
+    total = losses.sum(1)
+    if reduction == "sum":
+        return _unflat(total, levels)
+    counted = (pt.reshape(n, -1) != ignore).sum(1).to(total.dtype)
+    return _unflat(total / counted, levels)
+
+
+_RULES: dict = {}
+for _n in _DIM_POSITION:
+    _RULES[_n] = _dim_op
+for _n in ("view reshape view_as reshape_as flatten permute transpose swapaxes swapdims t property:T property:mT "
+           "adjoint movedim unsqueeze squeeze expand expand_as broadcast_to select narrow chunk split unbind "
+           "tensor_split __getitem__").split():
+    _RULES[_n] = _view_op
+for _n in ("matmul", "mm", "bmm", "mv", "dot", "__matmul__", "__rmatmul__", "inner"):
+    _RULES[_n] = _matmul
+_RULES["__rmatmul__"] = lambda func, name, args, kwargs, levels: _matmul(func, name, (args[1], args[0]), kwargs,
+                                                                         levels)
+_RULES["linear"] = lambda func, name, args, kwargs, levels: (
+    _linear(func, name, args, kwargs, levels) if is_batched(args[0]) or len(args) > 1 and is_batched(args[1])
+    else NotImplemented)
+_RULES["addmm"] = _addmm
+for _n in _SPATIAL:
+    _RULES[_n] = _conv
+_RULES["cat"] = _RULES["concat"] = _RULES["concatenate"] = _RULES["stack"] = _cat
+for _n in ("mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy_with_logits",
+           "binary_cross_entropy"):
+    _RULES[_n] = _pointwise_loss
+_RULES["cross_entropy"] = _cross_entropy
+
+
+def _property_tensor(func, name, args, kwargs, levels):
+    x = args[0]
+    if name == "property:data":
+        return wrap(x._value.data, x._levels)
+    if name == "property:grad":
+        return None
+    return NotImplemented
+
+
+_RULES["property:data"] = _RULES["property:grad"] = _property_tensor
+
+
+def _batch_norm(func, name, args, kwargs, levels):
+    """Training-mode batch norm updating unbatched running statistics: torch's error (one update per
+    example would be wrong); otherwise the per-slice fallback."""
+    names = ("input", "running_mean", "running_var", "weight", "bias", "training")
+    given = dict(zip(names, args))
+    given.update({k: v for k, v in kwargs.items() if k in names})
+    stats = [given.get("running_mean"), given.get("running_var")]
+    if given.get("training", False) and is_batched(given.get("input")) and \
+            any(s is not None and not is_batched(s) for s in stats):
+        raise RuntimeError("Batch norm got a batched tensor as input while the running_mean or running_var, which "
+                           "will be updated in place, were not batched.\nIf you are using a module and do not need "
+                           "eval mode, please set `track_running_stats` to be False.If you are using a prebuilt "
+                           "module and do not need eval mode, please see the functorch website for resources on how "
+                           "to patch your module to work with vmap")
+    return NotImplemented
+
+
+# ops whose input's first dim is a batch of independent examples: every vmap's batch folds into it.
+# name -> the input's rank with that dim (None: the input always has it)
+_FOLD_INTO_N = {"max_pool1d": 3, "max_pool2d": 4, "max_pool3d": 5, "avg_pool1d": 3, "avg_pool2d": 4, "avg_pool3d": 5,
+                "adaptive_avg_pool1d": 3, "adaptive_avg_pool2d": 4, "adaptive_avg_pool3d": 5,
+                "adaptive_max_pool1d": 3, "adaptive_max_pool2d": 4, "adaptive_max_pool3d": 5,
+                "conv_transpose1d": 3, "conv_transpose2d": 4, "conv_transpose3d": 5, "conv1d": 3, "conv2d": 4,
+                "conv3d": 5, "interpolate": None, "group_norm": None, "instance_norm": None, "batch_norm": None,
+                "pixel_shuffle": 4, "pixel_unshuffle": 4}
+
+
+def _fold_into_n(func, name, args, kwargs, levels):
+    """The op once over every example: the batch dims folded into the input's first dim (or taken as it,
+    for an input without one), the other tensor arguments unbatched."""
+    x = args[0] if args else None
+    if not is_batched(x) or _tree_any((args[1:], kwargs), is_batched):
+        return NotImplemented
+    if name == "batch_norm" and (args[5] if len(args) > 5 else kwargs.get("training", False)):
+        return NotImplemented  # statistics over the batch: per example, and torch's error first
+    value, nb = x._value, len(x._levels)
+    batch = tuple(value.shape[:nb])
+    full_rank = _FOLD_INTO_N[name]
+    has_n = full_rank is None or _logical_ndim(x) == full_rank
+    if has_n:
+        merged = value.reshape(-1, *value.shape[nb + 1:])
+    else:
+        merged = value.reshape(-1, *value.shape[nb:])
+    result = func(merged, *args[1:], **kwargs)
+
+    def unfold(out):
+        if not isinstance(out, Tensor):
+            return out
+        if has_n:
+            return wrap(out.reshape(*batch, value.shape[nb], *out.shape[1:]), x._levels)
+        return wrap(out.reshape(*batch, *out.shape[1:]), x._levels)
+    return _tree_map(unfold, result) if isinstance(result, tuple) else unfold(result)
+
+
+def _batch_norm_or_fold(func, name, args, kwargs, levels):
+    refused = _batch_norm(func, name, args, kwargs, levels)
+    return refused if refused is not NotImplemented else _fold_into_n(func, name, args, kwargs, levels)
+
+
+for _n in _FOLD_INTO_N:
+    if _n not in _SPATIAL:
+        _RULES[_n] = _fold_into_n
+_RULES["batch_norm"] = _batch_norm_or_fold
+
+
+def _trailing_dims_op(func, name, args, kwargs, levels):
+    """Ops over the input's last dims (layer_norm) or elementwise over an index input (embedding): the
+    physical tensor as it is, the other arguments unbatched."""
+    if not is_batched(args[0]) or _tree_any((args[1:], kwargs), is_batched):
+        return NotImplemented
+    return wrap(func(args[0]._value, *args[1:], **kwargs), args[0]._levels)
+
+
+_RULES["layer_norm"] = _RULES["embedding"] = _RULES["rms_norm"] = _trailing_dims_op
+
+
+# ---- entering and leaving a vmap ------------------------------------------------------------------------------
+_MODE: list = []  # the one batching mode pushed while any vmap runs
+
+
+def enter(size: int, randomness: str, level: int) -> int:
+    """Start the vmap at ``level`` (torch's: one more than the function transforms running around it)."""
+    ACTIVE.append([level, size, randomness])
+    if len(ACTIVE) == 1:
+        mode = _BatchingMode()
+        mode.__enter__()
+        _MODE.append(mode)
+    return level
+
+
+def leave(level: int) -> None:
+    assert ACTIVE and ACTIVE[-1][0] == level
+    if len(ACTIVE) == 1:
+        _MODE.pop().__exit__(None, None, None)
+    ACTIVE.pop()
+
+
+def add_level(t: Tensor, dim: int, level: int) -> Tensor:
+    """``t`` batched over ``level`` along its (per-example) dim ``dim``."""
+    if is_batched(t):
+        nb = len(t._levels)
+        return wrap(_moved(t._value, dim + nb, nb), t._levels + (level,))
+    return wrap(_moved(t, dim, 0), (level,))
+
+
+def _moved(t: Tensor, source: int, destination: int) -> Tensor:
+    # no view node where nothing moves: the output's grad_fn stays the last op's, as in torch
+    return t if source == destination else t.movedim(source, destination)
+
+
+def remove_level(t, level: int, out_dim: int, size: int):
+    """The output ``t`` of the vmap at ``level`` with that level's dim placed at ``out_dim``."""
+    if is_batched(t) and level in t._levels:
+        value, own = t._value, t._levels
+        position = own.index(level)
+        rest = tuple(lvl for lvl in own if lvl != level)
+        value = _moved(value, position, len(own) - 1)
+    else:
+        if is_batched(t):
+            value, rest = t._value, t._levels
+        else:
+            value, rest = t, ()
+        nb = len(rest)
+        value = value.unsqueeze(nb).expand(*value.shape[:nb], size, *value.shape[nb:])
+    nb = len(rest)
+    ndim = value.dim() - nb
+    value = _moved(value, nb, _norm_dim(out_dim, ndim) + nb)
+    return wrap(value, rest)
+
+
+def batched_over_all(t: Tensor) -> Tensor:
+    """``t`` batched over every running vmap (expanded where it was not): what a transform nested
+    inside vmap differentiates, so that each example gets its own gradient."""
+    if not ACTIVE or not isinstance(t, Tensor):
+        return t
+    levels = tuple(lvl for lvl, _, _ in ACTIVE)
+    if is_batched(t) and t._levels == levels:
+        return t
+    return wrap(_full(t, levels), levels)
+
+
+_EXTENDING_URL = "https://pytorch.org/docs/main/notes/extending.func.html"
+
+
+def function_apply(cls, args, kwargs):
+    """A custom ``autograd.Function`` applied to batched tensors: torch asks for ``setup_context`` and
+    for a vmap rule (``generate_vmap_rule=True`` or a ``vmap`` staticmethod); the forward and its
+    backward node then run once per batch element."""
+    if not cls._custom_setup:
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
+                           f"...), it must override the setup_context staticmethod. For more details, please see "
+                           f"{_EXTENDING_URL}")
+    has_rule = getattr(cls, "generate_vmap_rule", False) or "vmap" in vars(cls) or any(
+        "vmap" in vars(base) for base in cls.__mro__[1:] if base.__name__ not in ("Function", "_SingleLevelFunction"))
+    if not has_rule:
+        raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override "
+                           f"and implement the vmap staticmethod or set generate_vmap_rule=True. For more details, "
+                           f"please see {_EXTENDING_URL}")
+    return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+
+
+class VmapInfo:
+    """What a custom op's vmap rule is told: the batch size and the randomness flag."""
+
+    def __init__(self, batch_size: int, randomness: str):
+        self.batch_size = batch_size
+        self.randomness = randomness
+
+    def __repr__(self):
+        return f"VmapInfo(batch_size={self.batch_size}, randomness='{self.randomness}')"
+
+
+def custom_op_call(entry, args, kwargs):
+    """A ``torch.library.custom_op`` called on batched tensors: its registered vmap rule once, with
+    every running vmap's batch folded into one dim; without a rule, the op once per batch element."""
+    from ..func import TRANSFORMS_ACTIVE
+    levels = _levels_in(args, kwargs)
+    if entry.backward is not None and TRANSFORMS_ACTIVE[0] > len(ACTIVE) and hookgrad.is_grad_enabled():
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
+                           f"...), it must override the setup_context staticmethod. For more details, please see "
+                           f"{_EXTENDING_URL}")
+    rule = entry.other_kernels.get("vmap")
+    if rule is None or kwargs:
+        return _per_slice(entry.call, "custom_op", args, kwargs, levels)
+    # the rule handles the innermost level; tensors batched over outer levels stay batched over them
+    level = levels[-1]
+    size = _size_of(level)
+
+    def peeled(a):
+        if not is_batched(a) or level not in a._levels:
+            return a, None
+        own = a._levels
+        value = a._value.movedim(own.index(level), len(own) - 1)
+        return wrap(value, own[:-1] if own[-1] == level else tuple(lvl for lvl in own if lvl != level)), 0
+    pairs = [peeled(a) for a in args]
+    info = VmapInfo(size, ACTIVE[-1][2])
+    outputs, out_dims = rule(info, tuple(d for _, d in pairs), *[a for a, _ in pairs])
+
+    def placed(out, dim):
+        if not isinstance(out, Tensor):
+            return out
+        if dim is None:
+            return out
+        return add_level(out, dim % max(_logical_ndim(out), 1), level)
+    if isinstance(outputs, tuple):
+        dims = out_dims if isinstance(out_dims, tuple) else (out_dims,) * len(outputs)
+        return tuple(placed(o, d) for o, d in zip(outputs, dims))
+    return placed(outputs, out_dims)
+
+
+def refuse_backward_hook(args) -> None:
+    """Module backward hooks on batched tensors that require grad: torch's error."""
+    from ..func import TRANSFORMS_ACTIVE
+    differentiating = TRANSFORMS_ACTIVE[0] > len(ACTIVE)  # a grad/vjp/jacrev runs too (plain vmap: no error)
+    if differentiating and hookgrad.is_grad_enabled() and any(is_batched(a) and a._value.requires_grad
+                                                              for a in args):
+        raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
+                           f"...), it must override the setup_context staticmethod. For more details, please see "
+                           f"{_EXTENDING_URL}")
+
+
+def _register_hook(func, name, args, kwargs, levels):
+    """A tensor hook on a batched tensor: registered once on the physical tensor; the hook sees the
+    gradient batched as the tensor (per-example shape) and what it returns replaces it."""
+    x, hook = args[0], (args[1] if len(args) > 1 else kwargs["hook"])
+    own = x._levels
+
+    def on_physical(grad):
+        # backward passes run with overrides off: the hook's ops on the batched gradient need the mode
+        with _EnableTorchFunction():
+            result = hook(wrap(grad, own))
+        if result is None:
+            return None
+        return _full(result, own) if is_batched(result) or isinstance(result, Tensor) else result
+    return x._value.register_hook(on_physical)
+
+
+_RULES["register_hook"] = _register_hook
+
+
+def any_batched(*values) -> bool:
+    return _tree_any(values, is_batched)
+
+
+def physical(t):
+    return t._value if is_batched(t) else t
