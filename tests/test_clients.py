@@ -153,6 +153,9 @@ CASES = {
                                                    "(composed forward hooks, legacy backward hooks, statistics)"),
     "nnsight": ("nnsight_case.py", [], "nnsight traces of a plain torch model: saved outputs and inputs, outputs "
                                        "written and replaced, activations patched across traces, gradients"),
+    "shap": ("shap_case.py", [], "SHAP DeepExplainer (DeepLIFT multipliers from full backward hooks on every leaf "
+                                 "module, max-pool unpooling) and GradientExplainer on whole inputs, an interim "
+                                 "layer, two inputs, ranked outputs"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -190,6 +193,7 @@ REQUIRES = {
     "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
+    "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],  # (numba: compiled, outside the test extra)
 }
 
 
