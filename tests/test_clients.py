@@ -156,6 +156,9 @@ CASES = {
     "shap": ("shap_case.py", [], "SHAP DeepExplainer (DeepLIFT multipliers from full backward hooks on every leaf "
                                  "module, max-pool unpooling) and GradientExplainer on whole inputs, an interim "
                                  "layer, two inputs, ranked outputs"),
+    "cockpit": ("cockpit_case.py", [], "Cockpit's full configuration over SGD steps (BackPACK per-sample gradients "
+                                       "and curvature, histograms, gradient tests, TIC, Hessian trace, HessMaxEV by "
+                                       "double backward), chosen quantities on a schedule"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -194,6 +197,8 @@ REQUIRES = {
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
     "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],  # (numba: compiled, outside the test extra)
+    # (cockpit imports pkg_resources, which setuptools 81 and later no longer have)
+    "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
 }
 
 
