@@ -159,6 +159,9 @@ CASES = {
     "cockpit": ("cockpit_case.py", [], "Cockpit's full configuration over SGD steps (BackPACK per-sample gradients "
                                        "and curvature, histograms, gradient tests, TIC, Hessian trace, HessMaxEV by "
                                        "double backward), chosen quantities on a schedule"),
+    "lr_finder": ("lr_finder_case.py", [], "torch-lr-finder range tests (exponential, linear with a validation loader "
+                                           "and accumulation, dict batches with a GradScaler), states cached in memory "
+                                           "and by torch.save, reset, suggested learning rates"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -199,6 +202,7 @@ REQUIRES = {
     "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],  # (numba: compiled, outside the test extra)
     # (cockpit imports pkg_resources, which setuptools 81 and later no longer have)
     "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
+    "lr_finder": ["torch_lr_finder", "matplotlib"],
 }
 
 
