@@ -162,6 +162,9 @@ CASES = {
     "lr_finder": ("lr_finder_case.py", [], "torch-lr-finder range tests (exponential, linear with a validation loader "
                                            "and accumulation, dict batches with a GradScaler), states cached in memory "
                                            "and by torch.save, reset, suggested learning rates"),
+    "quantus": ("quantus_case.py", [], "Quantus faithfulness, robustness, localisation, complexity, randomisation "
+                                       "and axiomatic metrics over Captum attributions re-explained on perturbed "
+                                       "inputs (with a never-called torchvision stand-in for zennit's import)"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -203,6 +206,7 @@ REQUIRES = {
     # (cockpit imports pkg_resources, which setuptools 81 and later no longer have)
     "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
     "lr_finder": ["torch_lr_finder", "matplotlib"],
+    "quantus": ["quantus", "captum", "zennit", "skimage", "sklearn", "pandas"],
 }
 
 
