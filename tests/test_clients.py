@@ -165,6 +165,8 @@ CASES = {
     "quantus": ("quantus_case.py", [], "Quantus faithfulness, robustness, localisation, complexity, randomisation "
                                        "and axiomatic metrics over Captum attributions re-explained on perturbed "
                                        "inputs (with a never-called torchvision stand-in for zennit's import)"),
+    "torchstat": ("torchstat_case.py", [], "torchstat per-layer shapes, parameters, memory, MAdd, FLOPs and memory "
+                                           "traffic from leaf module classes' replaced __call__, its stat tree"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -207,6 +209,7 @@ REQUIRES = {
     "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
     "lr_finder": ["torch_lr_finder", "matplotlib"],
     "quantus": ["quantus", "captum", "zennit", "skimage", "sklearn", "pandas"],
+    "torchstat": ["torchstat", "pandas"],
 }
 
 
