@@ -167,6 +167,8 @@ CASES = {
                                        "inputs (with a never-called torchvision stand-in for zennit's import)"),
     "torchstat": ("torchstat_case.py", [], "torchstat per-layer shapes, parameters, memory, MAdd, FLOPs and memory "
                                            "traffic from leaf module classes' replaced __call__, its stat tree"),
+    "torch_summary": ("torch_summary_case.py", [], "torch-summary 1.4.5 tables: all columns, depths, branching off, "
+                                                   "frozen layers, several inputs with dtypes and keywords, RNNs"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -210,6 +212,8 @@ REQUIRES = {
     "lr_finder": ["torch_lr_finder", "matplotlib"],
     "quantus": ["quantus", "captum", "zennit", "skimage", "sklearn", "pandas"],
     "torchstat": ["torchstat", "pandas"],
+    # torch-summary installs a torchsummary package of its own (the one named in summary_tables is another)
+    "torch_summary": ["torchsummary.model_statistics"],
 }
 
 
