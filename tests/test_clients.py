@@ -169,6 +169,9 @@ CASES = {
                                            "traffic from leaf module classes' replaced __call__, its stat tree"),
     "torch_summary": ("torch_summary_case.py", [], "torch-summary 1.4.5 tables: all columns, depths, branching off, "
                                                    "frozen layers, several inputs with dtypes and keywords, RNNs"),
+    "influence_functions": ("influence_functions_case.py", [], "pytorch-influence-functions s_test (LiSSA recursions of "
+                                                               "double-backward Hessian-vector products), influences, "
+                                                               "s_test files saved and reloaded, its log_softmax warning"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -214,6 +217,7 @@ REQUIRES = {
     "torchstat": ["torchstat", "pandas"],
     # torch-summary installs a torchsummary package of its own (the one named in summary_tables is another)
     "torch_summary": ["torchsummary.model_statistics"],
+    "influence_functions": ["pytorch_influence_functions"],
 }
 
 
