@@ -172,6 +172,8 @@ CASES = {
     "influence_functions": ("influence_functions_case.py", [], "pytorch-influence-functions s_test (LiSSA recursions of "
                                                                "double-backward Hessian-vector products), influences, "
                                                                "s_test files saved and reloaded, its log_softmax warning"),
+    "calflops": ("calflops_case.py", [], "calflops FLOPs/MACs/parameters of a CNN and an attention model from replaced "
+                                         "functional and Tensor methods with module hooks; detailed profile text"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -218,6 +220,7 @@ REQUIRES = {
     # torch-summary installs a torchsummary package of its own (the one named in summary_tables is another)
     "torch_summary": ["torchsummary.model_statistics"],
     "influence_functions": ["pytorch_influence_functions"],
+    "calflops": ["calflops"],
 }
 
 
