@@ -35,6 +35,29 @@ class TwoInputs(nn.Module):
         return self.out(torch.cat([self.left(a), self.right(b)], dim=1))
 
 
+class Sequence1d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv1d(2, 4, 3, padding=1), nn.BatchNorm1d(4), nn.SELU(), nn.MaxPool1d(2),
+                                  nn.ConvTranspose1d(4, 3, 2, stride=2), nn.Softplus(), nn.AdaptiveAvgPool1d(4),
+                                  nn.Flatten(), nn.Linear(12, 5), nn.Softmax(dim=1))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class FunctionalRelu(nn.Module):
+    """torch.relu called in forward, not as a module: DeepExplainer hooks see no ReLU to rewrite."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(4, 6)
+        self.b = nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+
 def conv_model():
     model = fill(Convolutional(), seed=3)
     with torch.no_grad():   # batch-norm statistics that are not the identity
@@ -90,5 +113,19 @@ layer_gradient = shap.GradientExplainer((model, model.features[4]), background)
 results["gradient_interim"] = arrays(layer_gradient.shap_values(explained[:2], nsamples=6, rseed=1))
 gradient_two = shap.GradientExplainer(two, pair_background, batch_size=4)
 results["gradient_two_inputs"] = arrays(gradient_two.shap_values(pair, nsamples=10, rseed=8))
-results["hooks_left"] = hooks(model) + hooks(two)
+
+sequence = fill(Sequence1d(), seed=12).eval()
+sequence_background, sequence_explained = data(5, 2, 8, seed=13), data(3, 2, 8, seed=14)
+results["deep_1d"] = arrays(shap.DeepExplainer(sequence, sequence_background).shap_values(sequence_explained,
+                                                                                           check_additivity=False))
+results["deep_1d_interim"] = arrays(shap.DeepExplainer((sequence, sequence.body[4]), sequence_background)
+                                    .shap_values(sequence_explained[:2], check_additivity=False))
+smoothed = shap.GradientExplainer(sequence, sequence_background, local_smoothing=0.1)
+torch.manual_seed(0)   # the smoothing noise comes from torch's generator
+results["gradient_smoothed"] = arrays(smoothed.shap_values(sequence_explained[:2], nsamples=6, rseed=4))
+try:   # the additivity check fails: the functional ReLU keeps its plain gradient
+    shap.DeepExplainer(fill(FunctionalRelu(), seed=15), data(4, 4, seed=16)).shap_values(data(2, 4, seed=17))
+except AssertionError as error:
+    results["functional_relu"] = [float(part.split(": ")[1]) for part in str(error).split(" - ")[-2:]]
+results["hooks_left"] = hooks(model) + hooks(two) + hooks(sequence)
 emit(results)
