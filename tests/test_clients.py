@@ -211,7 +211,9 @@ REQUIRES = {
     "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
-    "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],  # (numba: compiled, outside the test extra)
+    # (outside the test extra too: shap, which needs numba, compiled; cockpit, quantus, torchstat, which pull
+    # seaborn, scikit-image or pandas; torch-lr-finder, pytorch-influence-functions, calflops, torch-summary)
+    "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],
     # (cockpit imports pkg_resources, which setuptools 81 and later no longer have)
     "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
     "lr_finder": ["torch_lr_finder", "matplotlib"],
