@@ -174,6 +174,8 @@ CASES = {
                                                                "s_test files saved and reloaded, its log_softmax warning"),
     "calflops": ("calflops_case.py", [], "calflops FLOPs/MACs/parameters of a CNN and an attention model from replaced "
                                          "functional and Tensor methods with module hooks; detailed profile text"),
+    "small_counters": ("small_counters_case.py", [], "flopco-pytorch per-layer shapes/FLOPs/MACs from forward hooks; "
+                                                     "modelsummary tables (pre-hooks or hooks) and hierarchical view"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -212,7 +214,8 @@ REQUIRES = {
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
     # (outside the test extra too: shap, which needs numba, compiled; cockpit, quantus, torchstat, which pull
-    # seaborn, scikit-image or pandas; torch-lr-finder, pytorch-influence-functions, calflops, torch-summary)
+    # seaborn, scikit-image or pandas; torch-lr-finder, pytorch-influence-functions, calflops, torch-summary,
+    # flopco-pytorch, modelsummary)
     "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],
     # (cockpit imports pkg_resources, which setuptools 81 and later no longer have)
     "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
@@ -223,6 +226,7 @@ REQUIRES = {
     "torch_summary": ["torchsummary.model_statistics"],
     "influence_functions": ["pytorch_influence_functions"],
     "calflops": ["calflops"],
+    "small_counters": ["flopco", "modelsummary"],
 }
 
 
