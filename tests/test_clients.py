@@ -176,6 +176,8 @@ CASES = {
                                          "functional and Tensor methods with module hooks; detailed profile text"),
     "small_counters": ("small_counters_case.py", [], "flopco-pytorch per-layer shapes/FLOPs/MACs from forward hooks; "
                                                      "modelsummary tables (pre-hooks or hooks) and hierarchical view"),
+    "pthflops": ("pthflops_case.py", [], "pthflops' torch.fx ProfilingInterpreter operation counts per node, ignored "
+                                         "layers, custom counters, printed table"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -215,7 +217,7 @@ REQUIRES = {
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
     # (outside the test extra too: shap, which needs numba, compiled; cockpit, quantus, torchstat, which pull
     # seaborn, scikit-image or pandas; torch-lr-finder, pytorch-influence-functions, calflops, torch-summary,
-    # flopco-pytorch, modelsummary)
+    # flopco-pytorch, modelsummary, pthflops)
     "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],
     # (cockpit imports pkg_resources, which setuptools 81 and later no longer have)
     "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
@@ -227,6 +229,7 @@ REQUIRES = {
     "influence_functions": ["pytorch_influence_functions"],
     "calflops": ["calflops"],
     "small_counters": ["flopco", "modelsummary"],
+    "pthflops": ["pthflops"],
 }
 
 
