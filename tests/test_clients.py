@@ -160,8 +160,8 @@ CASES = {
                                        "and curvature, histograms, gradient tests, TIC, Hessian trace, HessMaxEV by "
                                        "double backward), chosen quantities on a schedule"),
     "lr_finder": ("lr_finder_case.py", [], "torch-lr-finder range tests (exponential, linear with a validation loader "
-                                           "and accumulation, dict batches with a GradScaler), states cached in memory "
-                                           "and by torch.save, reset, suggested learning rates"),
+                                           "and accumulation, dict batches with a GradScaler, autocast to bfloat16), states "
+                                           "cached in memory and by torch.save, reset, suggested learning rates"),
     "quantus": ("quantus_case.py", [], "Quantus faithfulness, robustness, localisation, complexity, randomisation "
                                        "and axiomatic metrics over Captum attributions re-explained on perturbed "
                                        "inputs (with a never-called torchvision stand-in for zennit's import)"),

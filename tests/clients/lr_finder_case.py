@@ -94,4 +94,19 @@ finder = LRFinder(model, optimizer, nn.CrossEntropyLoss(), amp_backend="torch",
 finder.range_test(DictBatches(DataLoader(pairs, batch_size=10)), end_lr=10, num_iter=9, diverge_th=100)
 results["dict_amp"] = finder_state(finder, model, optimizer)
 results["scale"] = finder.grad_scaler.get_scale()
+
+# autocast to bfloat16 with a float32 model: the layers' gradients reach the float32 parameters through
+# bfloat16 batch sums (torch sums those in float32 and rounds once); the float32 cross-entropy under
+# autocast differs from torch's in its last bits (exp and sums in another order), so losses are rounded
+model = fill(nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3)).float(), seed=1)
+optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+labels = torch.tensor(np.random.default_rng(2).integers(0, 3, 40))
+finder = LRFinder(model, optimizer, nn.CrossEntropyLoss(), amp_backend="torch",
+                  amp_config={"device_type": "cpu", "dtype": torch.bfloat16},
+                  grad_scaler=torch.amp.GradScaler("cpu", init_scale=2.0 ** 10))
+finder.range_test(DataLoader(TensorDataset(data(40, 5, seed=3).float(), labels), batch_size=8), end_lr=10,
+                  num_iter=6, diverge_th=100)
+results["autocast_bfloat16"] = {"loss": [float(f"{loss:.5g}") for loss in finder.history["loss"]],
+                                "lr": finder.history["lr"], "weights": [p.tolist() for p in model.parameters()],
+                                "scale": finder.grad_scaler.get_scale()}
 emit(results)
