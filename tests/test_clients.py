@@ -153,6 +153,31 @@ CASES = {
                                                    "(composed forward hooks, legacy backward hooks, statistics)"),
     "nnsight": ("nnsight_case.py", [], "nnsight traces of a plain torch model: saved outputs and inputs, outputs "
                                        "written and replaced, activations patched across traces, gradients"),
+    "shap": ("shap_case.py", [], "SHAP DeepExplainer (DeepLIFT multipliers from full backward hooks on every leaf "
+                                 "module, max-pool unpooling) and GradientExplainer on whole inputs, an interim "
+                                 "layer, two inputs, ranked outputs"),
+    "cockpit": ("cockpit_case.py", [], "Cockpit's full configuration over SGD steps (BackPACK per-sample gradients "
+                                       "and curvature, histograms, gradient tests, TIC, Hessian trace, HessMaxEV by "
+                                       "double backward), chosen quantities on a schedule"),
+    "lr_finder": ("lr_finder_case.py", [], "torch-lr-finder range tests (exponential, linear with a validation loader "
+                                           "and accumulation, dict batches with a GradScaler, autocast to bfloat16), states "
+                                           "cached in memory and by torch.save, reset, suggested learning rates"),
+    "quantus": ("quantus_case.py", [], "Quantus faithfulness, robustness, localisation, complexity, randomisation "
+                                       "and axiomatic metrics over Captum attributions re-explained on perturbed "
+                                       "inputs (with a never-called torchvision stand-in for zennit's import)"),
+    "torchstat": ("torchstat_case.py", [], "torchstat per-layer shapes, parameters, memory, MAdd, FLOPs and memory "
+                                           "traffic from leaf module classes' replaced __call__, its stat tree"),
+    "torch_summary": ("torch_summary_case.py", [], "torch-summary 1.4.5 tables: all columns, depths, branching off, "
+                                                   "frozen layers, several inputs with dtypes and keywords, RNNs"),
+    "influence_functions": ("influence_functions_case.py", [], "pytorch-influence-functions s_test (LiSSA recursions of "
+                                                               "double-backward Hessian-vector products), influences, "
+                                                               "s_test files saved and reloaded, its log_softmax warning"),
+    "calflops": ("calflops_case.py", [], "calflops FLOPs/MACs/parameters of a CNN and an attention model from replaced "
+                                         "functional and Tensor methods with module hooks; detailed profile text"),
+    "small_counters": ("small_counters_case.py", [], "flopco-pytorch per-layer shapes/FLOPs/MACs from forward hooks; "
+                                                     "modelsummary tables (pre-hooks or hooks) and hierarchical view"),
+    "pthflops": ("pthflops_case.py", [], "pthflops' torch.fx ProfilingInterpreter operation counts per node, ignored "
+                                         "layers, custom counters, printed table"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -190,6 +215,21 @@ REQUIRES = {
     "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
+    # (outside the test extra too: shap, which needs numba, compiled; cockpit, quantus, torchstat, which pull
+    # seaborn, scikit-image or pandas; torch-lr-finder, pytorch-influence-functions, calflops, torch-summary,
+    # flopco-pytorch, modelsummary, pthflops)
+    "shap": ["shap", "numba", "slicer", "cloudpickle", "sklearn", "pandas"],
+    # (cockpit imports pkg_resources, which setuptools 81 and later no longer have)
+    "cockpit": ["cockpit", "backpack", "json_tricks", "seaborn", "pkg_resources"],
+    "lr_finder": ["torch_lr_finder", "matplotlib"],
+    "quantus": ["quantus", "captum", "zennit", "skimage", "sklearn", "pandas"],
+    "torchstat": ["torchstat", "pandas"],
+    # torch-summary installs a torchsummary package of its own (the one named in summary_tables is another)
+    "torch_summary": ["torchsummary.model_statistics"],
+    "influence_functions": ["pytorch_influence_functions"],
+    "calflops": ["calflops"],
+    "small_counters": ["flopco", "modelsummary"],
+    "pthflops": ["pthflops"],
 }
 
 

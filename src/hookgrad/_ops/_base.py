@@ -144,7 +144,14 @@ def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:
     if not GRAD.enabled:
         if dims and g._ndarray.dtype in _dtype._LOWPREC_NP:  # complex32 gradients: torch has no sum for them
             raise NotImplementedError(f"\"sum_cpu\" not implemented for '{_dtype.scalar_type_name(g._ndarray.dtype)}'")
-        data = g._ndarray.sum(axis=dims, keepdims=True) if dims else g._ndarray
+        data = g._ndarray
+        if dims:
+            if data.dtype == np.float16 or _dtype.is_bfloat16_np(data.dtype):
+                # accumulate in float32 and round once, as torch's sum (a half-precision running sum
+                # rounds at every step)
+                data = data.sum(axis=dims, keepdims=True, dtype=np.float32).astype(data.dtype)
+            else:
+                data = data.sum(axis=dims, keepdims=True)
         return wrap(data.reshape(shape) if data.shape != shape else data)
     if dims:
         g = g.sum(dims, keepdim=True)

@@ -328,7 +328,8 @@ def _bias_add(out, b):
 
 def _bias_grad(g):
     d = g._ndarray
-    if GRAD.enabled or d.dtype.kind != "f":  # create_graph: a recorded, differentiable sum
+    if GRAD.enabled or d.dtype.kind != "f" or d.dtype == np.float16:
+        # create_graph: a recorded, differentiable sum; half precision: sum's float32 accumulation
         return g.sum((0,) + tuple(range(2, d.ndim)))
     # each (sample, channel) plane summed by a matmul with ones: 3x faster than reducing over (0, 2, 3)
     planes = d.reshape(d.shape[0], d.shape[1], -1)
