@@ -472,6 +472,51 @@ def test_sweep4_is_large_and_new():
         assert topic in SWEEP4_SOURCES, topic
 
 
+# ---- the fifth sweep: printing of every dtype and option, indexing corners, creation and conversion, seeded
+# random numbers, layers' initialisation and registries, shape errors, training-loop corners -----------------
+SNIPPETS5 = os.path.join(HERE, "_day_one_snippets5.py")
+from _day_one_snippets5 import SNIPPETS as SWEEP5_SOURCES  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sweep5_records():
+    runs = [_python(SNIPPETS5), _python("-m", "hookgrad", "run", SNIPPETS5)]
+    results = [_finish(p) for p in runs]
+    for rc, out, err in results:
+        assert rc == 0, err[-3000:]
+    return tuple(json.loads(out) for _, out, _ in results)
+
+
+# Differences left in the fifth sweep (each fails loudly if it starts to match)
+SWEEP5_KNOWN_DIFFERENCES = {
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SWEEP5_KNOWN_DIFFERENCES[n], strict=True))
+                                  if n in SWEEP5_KNOWN_DIFFERENCES else n for n in SWEEP5_SOURCES])
+def test_sweep5_snippet_reads_as_under_torch(name, sweep5_records):
+    want, got = (records[name] for records in sweep5_records)
+    source = SWEEP5_SOURCES[name]
+    if want["error"] is not None and got["error"] is not None:
+        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
+            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    else:
+        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+
+
+def test_sweep5_is_large_and_new():
+    assert len(SWEEP5_SOURCES) >= 150
+    assert sum(1 for s in SWEEP5_SOURCES.values() if "print" not in s) >= 50   # ones that end in an error
+    earlier = set(SNIPPET_SOURCES) | set(SWEEP2_SOURCES) | set(SWEEP3_SOURCES) | set(SWEEP4_SOURCES)
+    assert not set(SWEEP5_SOURCES) & earlier
+    assert not set(SWEEP5_SOURCES.values()) & {s for d in (SNIPPET_SOURCES, SWEEP2_SOURCES, SWEEP3_SOURCES,
+                                                          SWEEP4_SOURCES) for s in d.values()}
+    for topic in ("set_printoptions threshold and edgeitems", "index lists around a slice", "integer casts wrap",
+                  "seeded multinomial", "conv2d on a 2-d input", "clip_grad_norm_ non-finite raises"):
+        assert topic in SWEEP5_SOURCES, topic
+
+
 # ---- first things after `import torch`, each in a fresh interpreter ---------------------------------------
 # (a Tensor subclass defined right after import once failed where the suites, importing more first, passed)
 FRESH_PROGRAMS = {
