@@ -344,6 +344,19 @@ SNIPPETS = {
     "load_state_dict with map_location": _SAVE + "m = nn.Linear(1, 1)\ntorch.save(m.state_dict(), path)\nprint(m.load_state_dict(torch.load(path, map_location='cpu')), m.load_state_dict(torch.load(path, map_location=torch.device('cpu'), weights_only=True)))",
     "autocast on cpu results": "a, b = torch.ones(2, 2), torch.ones(2, 2)\nwith torch.autocast('cpu'):\n    print((a @ b).dtype, (a + b).dtype, torch.autocast('cpu').fast_dtype, F.linear(a, b).dtype)",
     "GradScaler on cpu": "scaler = torch.amp.GradScaler('cpu')\np = nn.Parameter(torch.ones(1))\nopt = torch.optim.SGD([p], lr=0.1)\nloss = (p * 2).sum()\nscaler.scale(loss).backward()\nprint(p.grad, scaler.get_scale())\nscaler.step(opt)\nscaler.update()\nprint(p, scaler.get_scale())",
+    "print layer reprs with non-default options": "print(nn.Conv2d(2, 4, (3, 5), stride=(2, 1), padding=(1, 2), dilation=2, groups=2, bias=False, padding_mode='reflect'))\n"
+                                                  "print(nn.BatchNorm2d(3, momentum=None, track_running_stats=False), nn.LSTM(2, 3, num_layers=2, dropout=0.1, bidirectional=True), nn.Embedding(5, 2, max_norm=1.0, sparse=True))\n"
+                                                  "print(nn.Upsample(scale_factor=2, mode='nearest'), nn.Dropout(0.3, inplace=True), nn.LeakyReLU(0.2, inplace=True), nn.ConvTranspose1d(1, 2, 3, output_padding=1, stride=2), nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False))",
+    "print more layer reprs": "print(nn.GroupNorm(2, 4, eps=1e-3), nn.InstanceNorm2d(3, affine=True), nn.PReLU(3), nn.Softplus(beta=2), nn.Hardtanh(-2, 2), nn.CELU(), nn.GLU(), nn.Threshold(0.1, 20), nn.PixelShuffle(2), nn.ZeroPad2d((1, 0, 2, 0)), nn.CosineSimilarity(), nn.Bilinear(2, 3, 4))",
+    "print loss reprs with options": "print(nn.CrossEntropyLoss(label_smoothing=0.1, ignore_index=0), nn.BCEWithLogitsLoss(pos_weight=torch.ones(2)), nn.HuberLoss(delta=0.5), nn.SmoothL1Loss(beta=2.), nn.KLDivLoss(reduction='batchmean', log_target=True), nn.TripletMarginLoss(margin=0.5))",
+    "print int tensors with printoptions": "torch.set_printoptions(threshold=10, edgeitems=1)\nprint(torch.arange(100).reshape(10, 10), torch.arange(-1000, 1000, 37))\n" + _RESET,
+    "print sci_mode False tiny numbers": "torch.set_printoptions(sci_mode=False)\nprint(torch.tensor([1e-8, 1.5, 1e5]), torch.tensor([123456789.123]))\n" + _RESET,
+    "print complex summarised": "print(torch.arange(1200).to(torch.complex64) * (1 + 1j))",
+    "print finfo and iinfo of narrow types": "print(torch.finfo(torch.bfloat16), torch.finfo(torch.float16).tiny, torch.iinfo(torch.uint8), torch.iinfo(torch.int16).min, torch.finfo().eps)",
+    "print a sampler and dataset reprs": "print(type(torch.utils.data.RandomSampler(range(3))).__name__, list(torch.utils.data.SequentialSampler(range(3))), list(torch.utils.data.BatchSampler(range(5), 2, drop_last=False)), len(torch.utils.data.BatchSampler(range(5), 2, True)))",
+    "print parameter list in optimizer param_groups": "m = nn.Linear(1, 1)\nopt = torch.optim.Adam(m.parameters(), lr=0.01, weight_decay=0.1)\ng = opt.param_groups[0]\nprint(sorted(g), g['params'][0].shape, len(g['params']))",
+    "print nested state_dict of a custom model": "torch.manual_seed(0)\nclass Block(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.conv = nn.Conv1d(1, 1, 2)\n        self.register_buffer('steps', torch.zeros((), dtype=torch.long))\n        self.register_buffer('scratch', torch.ones(1), persistent=False)\n"
+                                                  "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.blocks = nn.ModuleList([Block(), Block()])\n        self.head = nn.Linear(1, 1)\nsd = Net().state_dict()\nprint(list(sd))\nprint(sd['blocks.1.conv.weight'], sd['blocks.0.steps'])",
 }
 
 

@@ -566,6 +566,15 @@ FRESH_PROGRAMS = {
     'nn.functional via torch.nn': 'import torch.nn\nprint(torch.nn.functional.gelu(torch.zeros(1)), torch.ones(1))',
     'import torch.utils.data only': 'import torch.utils.data\nprint(torch.utils.data.default_collate([1, 2]))',
     'import torch.distributions as D': 'import torch.distributions as D\nimport torch\nprint(D.Categorical(logits=torch.zeros(3)).probs)',
+    'set_printoptions first': "import torch\ntorch.set_printoptions(precision=2, linewidth=30)\nprint(torch.tensor([1.23456, 2.5]), torch.arange(12.))",
+    'bfloat16 and float16 print first': 'import torch\nprint(torch.tensor([1.5, 1 / 3], dtype=torch.bfloat16), torch.tensor([65504.], dtype=torch.float16))',
+    'from_numpy first': 'import torch, numpy as np\nprint(torch.from_numpy(np.arange(3.)), torch.as_tensor(np.array([1, 2], dtype=np.uint16)))',
+    'list of lists index first': 'import torch\nprint(torch.arange(6).reshape(2, 3)[[[0, 1], [1, 2]]])',
+    'seeded random first': 'import torch\ntorch.manual_seed(1)\nprint(torch.randn(3), torch.randint(5, (3,)), torch.randperm(4), torch.multinomial(torch.ones(3), 2))',
+    'nn.init first': 'import torch\ntorch.manual_seed(0)\nprint(torch.nn.init.kaiming_uniform_(torch.empty(2, 2)), torch.nn.Linear(1, 1).state_dict())',
+    'clip_grad_norm_ first': 'import torch\np = torch.nn.Parameter(torch.ones(2))\np.grad = torch.full((2,), 3.)\nprint(torch.nn.utils.clip_grad_norm_([p], 1.0), p.grad)',
+    'full with a 0-d tensor first': 'import torch\nprint(torch.full((2,), torch.tensor(3)))',
+    'uint8 overflow fill first': 'import torch\ntorch.zeros(2, dtype=torch.uint8).fill_(300)',
 }
 # run as a script file (``python FILE``) rather than ``python -c``: the ``__main__`` guard and DataLoader workers
 _AS_FILE = ("main guard", "workers", "worker_info")
