@@ -253,8 +253,15 @@ def index_put_zero(g: Tensor, index) -> Tensor:
 
 
 def setitem(x: Tensor, index, value) -> None:
+    if not isinstance(value, (Tensor, numbers.Number, np.bool_)):
+        from .._argcheck import type_name
+        raise TypeError(f"can't assign a {type_name(value)} to a {x.type()}")
     index = _normalize_index(index)
+    source_dtype = None
     if isinstance(value, Tensor) and value._ndarray.dtype != x._ndarray.dtype:
+        source_dtype = value._ndarray.dtype
+        if value._ndarray.size != 1 or not any(isinstance(i, Tensor) and i._ndarray.dtype == np.bool_ for i in index):
+            source_dtype = (source_dtype, "index_put")   # a write through index_put keeps the dtype check
         value = value.to(x.dtype)
     if isinstance(value, Tensor) and value._ndarray.ndim and value._ndarray.shape[0] == 1:
         # torch drops the value's leading size-1 dimensions before broadcasting it into the target
@@ -262,6 +269,8 @@ def setitem(x: Tensor, index, value) -> None:
         lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
         value = value.reshape(shape[lead:])
     split = _split_integers(index)
+    if split is not None and isinstance(source_dtype, tuple) and not all(_is_basic(i) for i in split[1]):
+        _refuse_index_put_dtypes(x._ndarray.dtype, source_dtype[0])
     if split is not None:
         setitem(basic_index(x, split[0]), split[1], value)
         return
@@ -276,6 +285,8 @@ def setitem(x: Tensor, index, value) -> None:
             target.fill_(value)
         return
     check_inplace(x)
+    if isinstance(source_dtype, tuple):
+        _refuse_index_put_dtypes(x._ndarray.dtype, source_dtype[0])
     if (not isinstance(value, Tensor) or value._ndarray.ndim == 0) and any(
             isinstance(i, Tensor) and i._ndarray.dtype == np.uint8 for i in index):
         # torch writes one value through a byte mask with masked_fill_, which takes only bool masks
@@ -303,6 +314,12 @@ def _check_index_put_arguments(name, indices, values):
     check_sequence(name, indices, 0, "indices")
     if not isinstance(values, Tensor):
         raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type_name(values)}")
+
+
+def _refuse_index_put_dtypes(destination, source):
+    raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                       f"{scalar_type_name(destination)} for the destination and {scalar_type_name(source)} for the "
+                       f"source.")
 
 
 def _check_index_put_dtypes(x, values):
