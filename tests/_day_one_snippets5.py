@@ -392,6 +392,10 @@ SNIPPETS = {
     "seeded RandomSampler and WeightedRandomSampler": "g = torch.Generator().manual_seed(8)\nprint(list(torch.utils.data.RandomSampler(range(6), generator=g)), list(torch.utils.data.RandomSampler(range(3), replacement=True, num_samples=5, generator=g)), list(torch.utils.data.WeightedRandomSampler([0.1, 0.9, 0.5], 4, generator=g)))",
     "seeded SubsetRandomSampler": "g = torch.Generator().manual_seed(9)\nprint(list(torch.utils.data.SubsetRandomSampler([5, 7, 9, 11], generator=g)))",
     "seeded dropout inside a model in train and eval": "torch.manual_seed(10)\nm = nn.Sequential(nn.Linear(3, 3), nn.Dropout(0.5))\nx = torch.ones(2, 3)\nprint(m(x))\nm.eval()\nprint(m(x))",
+    "fill_ with numbers at the edge of a dtype": "print(torch.zeros(2, dtype=torch.uint8).fill_(-1), torch.zeros(1, dtype=torch.int8).fill_(1 + 0j), torch.zeros(1, dtype=torch.half).fill_(70000), torch.zeros(1, dtype=torch.bool).fill_(1j), torch.zeros(2, dtype=torch.uint8).masked_fill(torch.tensor([True, False]), -3))\n"
+                                                  "torch.zeros(1).fill_(1 + 2j)",
+    "masked_fill of nan into integers": "torch.zeros(2, dtype=torch.long).masked_fill(torch.tensor([True, False]), float('nan'))",
+    "index_fill beyond int32": "torch.zeros(2, dtype=torch.int32).index_fill(0, torch.tensor([0]), 2 ** 31)",
 }
 
 

@@ -601,13 +601,17 @@ def checked_scalar(value, target: np.dtype):
     numbers in its range (an unsigned one also a negative integer down to minus its maximum, which
     wraps), float32 and complex64 only finite parts within float32's range (inf passes); float16 and
     bfloat16 round to inf. Gives the value NumPy can write (the wrapped integer)."""
-    if isinstance(value, (_py_bool, np.bool_)) or target.kind not in "iufc":
+    if isinstance(value, (_py_bool, np.bool_)) or target.kind not in "iufc" and target != bfloat16.np:
         return value
     if isinstance(value, _py_int) and not -2 ** 63 <= value < 2 ** 64:   # no Scalar holds it
         raise OverflowError("int too big to convert")
+    if target.kind != "c" and isinstance(value, (complex, np.complexfloating)):
+        # a complex number fits a real type only without an imaginary part (float16 and bfloat16 take it as double)
+        if value.imag != 0:
+            name = _C_INTEGER_NAMES.get(target.name) or ("float" if target == np.float32 else "double")
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        value = value.real
     if target.kind in "iu":
-        if isinstance(value, (complex, np.complexfloating)):
-            return value
         info = np.iinfo(target)
         if isinstance(value, (_py_int, np.integer)):
             v = _py_int(value)
