@@ -472,6 +472,51 @@ def test_sweep4_is_large_and_new():
         assert topic in SWEEP4_SOURCES, topic
 
 
+# ---- the fifth sweep: printing of every dtype and option, indexing corners, creation and conversion, seeded
+# random numbers, layers' initialisation and registries, shape errors, training-loop corners -----------------
+SNIPPETS5 = os.path.join(HERE, "_day_one_snippets5.py")
+from _day_one_snippets5 import SNIPPETS as SWEEP5_SOURCES  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sweep5_records():
+    runs = [_python(SNIPPETS5), _python("-m", "hookgrad", "run", SNIPPETS5)]
+    results = [_finish(p) for p in runs]
+    for rc, out, err in results:
+        assert rc == 0, err[-3000:]
+    return tuple(json.loads(out) for _, out, _ in results)
+
+
+# Differences left in the fifth sweep (each fails loudly if it starts to match)
+SWEEP5_KNOWN_DIFFERENCES = {
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SWEEP5_KNOWN_DIFFERENCES[n], strict=True))
+                                  if n in SWEEP5_KNOWN_DIFFERENCES else n for n in SWEEP5_SOURCES])
+def test_sweep5_snippet_reads_as_under_torch(name, sweep5_records):
+    want, got = (records[name] for records in sweep5_records)
+    source = SWEEP5_SOURCES[name]
+    if want["error"] is not None and got["error"] is not None:
+        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
+            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    else:
+        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+
+
+def test_sweep5_is_large_and_new():
+    assert len(SWEEP5_SOURCES) >= 150
+    assert sum(1 for s in SWEEP5_SOURCES.values() if "print" not in s) >= 50   # ones that end in an error
+    earlier = set(SNIPPET_SOURCES) | set(SWEEP2_SOURCES) | set(SWEEP3_SOURCES) | set(SWEEP4_SOURCES)
+    assert not set(SWEEP5_SOURCES) & earlier
+    assert not set(SWEEP5_SOURCES.values()) & {s for d in (SNIPPET_SOURCES, SWEEP2_SOURCES, SWEEP3_SOURCES,
+                                                          SWEEP4_SOURCES) for s in d.values()}
+    for topic in ("set_printoptions threshold and edgeitems", "index lists around a slice", "integer casts wrap",
+                  "seeded multinomial", "conv2d on a 2-d input", "clip_grad_norm_ non-finite raises"):
+        assert topic in SWEEP5_SOURCES, topic
+
+
 # ---- first things after `import torch`, each in a fresh interpreter ---------------------------------------
 # (a Tensor subclass defined right after import once failed where the suites, importing more first, passed)
 FRESH_PROGRAMS = {
@@ -521,6 +566,15 @@ FRESH_PROGRAMS = {
     'nn.functional via torch.nn': 'import torch.nn\nprint(torch.nn.functional.gelu(torch.zeros(1)), torch.ones(1))',
     'import torch.utils.data only': 'import torch.utils.data\nprint(torch.utils.data.default_collate([1, 2]))',
     'import torch.distributions as D': 'import torch.distributions as D\nimport torch\nprint(D.Categorical(logits=torch.zeros(3)).probs)',
+    'set_printoptions first': "import torch\ntorch.set_printoptions(precision=2, linewidth=30)\nprint(torch.tensor([1.23456, 2.5]), torch.arange(12.))",
+    'bfloat16 and float16 print first': 'import torch\nprint(torch.tensor([1.5, 1 / 3], dtype=torch.bfloat16), torch.tensor([65504.], dtype=torch.float16))',
+    'from_numpy first': 'import torch, numpy as np\nprint(torch.from_numpy(np.arange(3.)), torch.as_tensor(np.array([1, 2], dtype=np.uint16)))',
+    'list of lists index first': 'import torch\nprint(torch.arange(6).reshape(2, 3)[[[0, 1], [1, 2]]])',
+    'seeded random first': 'import torch\ntorch.manual_seed(1)\nprint(torch.randn(3), torch.randint(5, (3,)), torch.randperm(4), torch.multinomial(torch.ones(3), 2))',
+    'nn.init first': 'import torch\ntorch.manual_seed(0)\nprint(torch.nn.init.kaiming_uniform_(torch.empty(2, 2)), torch.nn.Linear(1, 1).state_dict())',
+    'clip_grad_norm_ first': 'import torch\np = torch.nn.Parameter(torch.ones(2))\np.grad = torch.full((2,), 3.)\nprint(torch.nn.utils.clip_grad_norm_([p], 1.0), p.grad)',
+    'full with a 0-d tensor first': 'import torch\nprint(torch.full((2,), torch.tensor(3)))',
+    'uint8 overflow fill first': 'import torch\ntorch.zeros(2, dtype=torch.uint8).fill_(300)',
 }
 # run as a script file (``python FILE``) rather than ``python -c``: the ``__main__`` guard and DataLoader workers
 _AS_FILE = ("main guard", "workers", "worker_info")

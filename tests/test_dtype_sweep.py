@@ -82,7 +82,6 @@ KNOWN_DIFFERENCES = {
     "edge:cumsum_": {"uint8"},
     "edge:fractional_max_pool2d": {"bool", "int64", "uint8"},
     "edge:fractional_max_pool3d": {"bool", "int64", "uint8"},
-    "edge:index_fill": {"uint8"},
     "edge:index_reduce_mean": {"bool"},
     "edge:linalg_vander": {"bfloat16", "bool", "float16"},
     "edge:lp_pool3d": {"bfloat16", "float16"},

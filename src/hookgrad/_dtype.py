@@ -590,6 +590,47 @@ def _refuse_float8_overflow(value, target: np.dtype) -> None:
         raise RuntimeError(f"value cannot be converted to type c10::{scalar_type_name(d)} without overflow")
 
 
+_C_INTEGER_NAMES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+                    "uint16": "uint16_t", "uint32": "uint32_t", "uint64": "uint64_t"}
+_FLOAT32_MAX = _py_float(np.finfo(np.float32).max)
+
+
+def checked_scalar(value, target: np.dtype):
+    """A Python or NumPy number written into a tensor of NumPy dtype ``target`` (fill_, full, an
+    index assignment, masked_fill), checked as torch converts a Scalar: an integer type takes only
+    numbers in its range (an unsigned one also a negative integer down to minus its maximum, which
+    wraps), float32 and complex64 only finite parts within float32's range (inf passes); float16 and
+    bfloat16 round to inf. Gives the value NumPy can write (the wrapped integer)."""
+    if isinstance(value, (_py_bool, np.bool_)) or target.kind not in "iufc" and target != bfloat16.np:
+        return value
+    if isinstance(value, _py_int) and not -2 ** 63 <= value < 2 ** 64:   # no Scalar holds it
+        raise OverflowError("int too big to convert")
+    if target.kind != "c" and isinstance(value, (complex, np.complexfloating)):
+        # a complex number fits a real type only without an imaginary part (float16 and bfloat16 take it as double)
+        if value.imag != 0:
+            name = _C_INTEGER_NAMES.get(target.name) or ("float" if target == np.float32 else "double")
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+        value = value.real
+    if target.kind in "iu":
+        info = np.iinfo(target)
+        if isinstance(value, (_py_int, np.integer)):
+            v = _py_int(value)
+            if info.min <= v <= info.max:
+                return value
+            if target.kind == "u" and -info.max <= v < 0:
+                return v % (info.max + 1)
+        elif info.min <= _py_float(value) <= info.max:   # NaN and inf fail
+            return value
+        raise RuntimeError(f"value cannot be converted to type {_C_INTEGER_NAMES[target.name]} without overflow")
+    if target in (np.float32, np.complex64) and not isinstance(value, (_py_int, np.integer)):
+        parts = (value.real, value.imag) if isinstance(value, (complex, np.complexfloating)) else (value,)
+        if any(_py_float("-inf") < _py_float(p) < _py_float("inf") and abs(_py_float(p)) > _FLOAT32_MAX
+               for p in parts):
+            name = "float" if target == np.float32 else "c10::complex<float>"
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return value
+
+
 def full_array(shape, value, target: np.dtype) -> np.ndarray:
     """``np.full(shape, value, dtype=target)`` with torch's conversion of ``value`` into a one-byte float
     (a Python number is checked for overflow first where torch's fill kernel checks: more than one
@@ -600,7 +641,10 @@ def full_array(shape, value, target: np.dtype) -> np.ndarray:
         if target in _FLOAT8_NP and not isinstance(value, np.ndarray) and _py_int(np.prod(shape)) > 1:
             _refuse_float8_overflow(value, target)
         return cast(np.full(shape, value), target)
-    return np.full(shape, value, dtype=target)
+    if not isinstance(value, np.ndarray):
+        value = checked_scalar(value, target)
+    with np.errstate(over="ignore"):   # float16 and bfloat16 round a larger number to inf
+        return np.full(shape, value, dtype=target)
 
 
 def is_inexact_np(np_dtype) -> _py_bool:

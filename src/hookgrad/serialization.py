@@ -309,6 +309,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
     if isinstance(f, (str, os.PathLike)):
         path = os.fspath(f)
         directory = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(directory):
+            raise RuntimeError(f"Parent directory {os.path.dirname(path)} does not exist.")
         fd, tmp = tempfile.mkstemp(prefix=".hookgrad-save-", dir=directory)
         try:
             with os.fdopen(fd, "wb") as out:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 import os
 
 import numpy as np
@@ -330,9 +331,19 @@ def _check_numpy_source(array: np.ndarray) -> None:
 @op(method=False)
 def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
-        raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
+        from .._argcheck import type_name
+        raise TypeError(f"expected np.ndarray (got {type_name(array)})")
     _check_numpy_source(array)
+    if not array.flags.writeable:
+        from ..autograd._warn_once import warn_once_at_user_frame
+        warn_once_at_user_frame("numpy_not_writable", _NOT_WRITABLE)
     return wrap(array)
+
+
+_NOT_WRITABLE = ("The given NumPy array is not writable, and PyTorch does not support non-writable tensors. This means "
+                 "writing to this tensor will result in undefined behavior. You may want to copy the array to protect "
+                 "its data or make it writable before converting it to a tensor. This type of warning will be "
+                 "suppressed for the rest of this program.")
 
 
 def _size(size, size_keyword=None):
@@ -390,12 +401,26 @@ def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, memor
                    device)
 
 
+def _fill_number(fn_name: str, value):
+    """``value`` as the Scalar torch's parser takes for ``fill_value``: a number (NumPy's included),
+    or a 0-d tensor that does not require grad, read as its Python number; anything else (a 0-d
+    NumPy array, a tensor with dimensions, None) is its TypeError."""
+    if isinstance(value, Tensor):
+        if value._ndarray.ndim == 0 and not value._requires_grad and value._ndarray.__class__ is not MetaArray:
+            return value.item()
+    elif isinstance(value, (numbers.Number, np.bool_)):
+        return value
+    from .._argcheck import type_name
+    raise TypeError(f"{fn_name}(): argument 'fill_value' (position 2) must be Number, not {type_name(value)}")
+
+
 @op(method=False)
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None) -> Tensor:
+    fill_value = _fill_number("full", fill_value)
     if out is not None:
         return _made_into(out, dtype, lambda dt: full(size, fill_value, dtype=dt, device=device), "full", requires_grad)
     if dtype is None:
-        dtype = _dtype.scalar_dtype(fill_value) if not isinstance(fill_value, Tensor) else fill_value.dtype
+        dtype = _dtype.scalar_dtype(fill_value)
     if device is not None and is_meta_device(device):
         return _finish(meta_array(_size((size,)), _resolve_dtype(dtype).np), requires_grad)
     return _finish(_dtype.full_array(_size((size,)), fill_value, _resolve_dtype(dtype).np), requires_grad, device)
@@ -448,6 +473,7 @@ def empty_like(t, *, dtype=None, device=None, requires_grad=False, memory_format
 
 @op(method=False)
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None) -> Tensor:
+    fill_value = _fill_number("full_like", fill_value)
     return _finish(_filled_like(_like_source(t, device), _like_dtype(t, dtype).np, memory_format, fill_value),
                    requires_grad, device)
 
@@ -456,7 +482,8 @@ def _filled_like(source, np_dtype, memory_format, value):
     """An array shaped as the array ``source`` in ``memory_format``, every element ``value`` (a one-byte
     float takes torch's conversion and overflow check)."""
     out = _memory_format.like(source, np_dtype, memory_format)
-    out[...] = _dtype.full_array(out.shape, value, np_dtype) if np_dtype in _rules.LOWPREC else value
+    out[...] = _dtype.full_array(out.shape, value, np_dtype) if np_dtype in _rules.LOWPREC else \
+        _dtype.checked_scalar(value, np_dtype)
     return out
 
 
@@ -934,7 +961,9 @@ def multinomial(probs, num_samples, replacement=False, *, generator=None, out=No
     if (rows.sum(axis=1) <= 0).any():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement or n_sample == 1:
-        if not replacement and ((rows > 0).sum(axis=1) < n_sample).any():
+        # torch draws zero-probability categories last, in the order its topk leaves equal keys: one is
+        # placed exactly; for two or more that order is not reproduced, and the draw is refused instead
+        if not replacement and ((rows > 0).sum(axis=1) < n_sample - 1).any():
             raise RuntimeError("invalid multinomial distribution (with replacement=False, not enough non-negative "
                                "category to sample)")
         noise = _rng_streams.exponential(gen, rows.size, 1.0).astype(rows.dtype).reshape(rows.shape)
@@ -983,6 +1012,7 @@ def new_empty(self, *shape, size=None, dtype=None, device=None, requires_grad=Fa
 
 @op(function=False)
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    fill_value = _fill_number("new_full", fill_value)
     return full(size, fill_value, dtype=dtype if dtype is not None else self.dtype,
                 device=_new_device(self, device), requires_grad=requires_grad)
 

@@ -5,7 +5,8 @@ import numbers
 
 import numpy as np
 
-from .._dtype import scalar_type_name
+from .. import _dtype
+from .._dtype import cpp_type_name, scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
@@ -30,7 +31,25 @@ def _without_trailing_ellipses(index: tuple) -> tuple:
     return index
 
 
+_SEQUENCE_AS_TUPLE = ("Using a non-tuple sequence for multidimensional indexing is deprecated and will be changed in "
+                      "pytorch 2.9; use x[tuple(seq)] instead of x[seq]. In pytorch 2.9 this will be interpreted as "
+                      "tensor index, x[torch.tensor(seq)], which will result either in an error or a different result")
+
+
+def _list_read_as_tuple(index: list) -> bool:
+    """torch's (and old NumPy's) reading of a short list holding a tensor, a sequence, a slice, None or
+    an Ellipsis as one index per dimension (``x[[rows, cols]]`` is ``x[rows, cols]``), with its warning."""
+    if len(index) >= 32 or not any(isinstance(i, (Tensor, list, tuple, range, str, np.ndarray, slice)) or i is None
+                                   or i is Ellipsis for i in index):
+        return False
+    from ..autograd._warn_once import warn_at_user_frame
+    warn_at_user_frame(_SEQUENCE_AS_TUPLE)
+    return True
+
+
 def _normalize_index(index):
+    if isinstance(index, list) and _list_read_as_tuple(index):
+        index = tuple(index)
     if not isinstance(index, tuple):
         index = (index,)
     elif len(index) > 1 and index[-1] is Ellipsis:
@@ -48,6 +67,11 @@ def _np_index(index):
             arr = item._ndarray
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+            if arr.dtype == np.uint8:   # a byte tensor is a mask to torch, as a bool one
+                from ..autograd._warn_once import warn_at_user_frame
+                warn_at_user_frame("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
+                                   "instead.")
+                arr = arr.astype(np.bool_)
             out.append(arr)
         elif isinstance(item, (list, tuple)):
             arr = np.asanyarray([i._ndarray if isinstance(i, Tensor) else i for i in item])
@@ -229,8 +253,15 @@ def index_put_zero(g: Tensor, index) -> Tensor:
 
 
 def setitem(x: Tensor, index, value) -> None:
+    if not isinstance(value, (Tensor, numbers.Number, np.bool_)):
+        from .._argcheck import type_name
+        raise TypeError(f"can't assign a {type_name(value)} to a {x.type()}")
     index = _normalize_index(index)
+    source_dtype = None
     if isinstance(value, Tensor) and value._ndarray.dtype != x._ndarray.dtype:
+        source_dtype = value._ndarray.dtype
+        if value._ndarray.size != 1 or not any(isinstance(i, Tensor) and i._ndarray.dtype == np.bool_ for i in index):
+            source_dtype = (source_dtype, "index_put")   # a write through index_put keeps the dtype check
         value = value.to(x.dtype)
     if isinstance(value, Tensor) and value._ndarray.ndim and value._ndarray.shape[0] == 1:
         # torch drops the value's leading size-1 dimensions before broadcasting it into the target
@@ -238,6 +269,8 @@ def setitem(x: Tensor, index, value) -> None:
         lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
         value = value.reshape(shape[lead:])
     split = _split_integers(index)
+    if split is not None and isinstance(source_dtype, tuple) and not all(_is_basic(i) for i in split[1]):
+        _refuse_index_put_dtypes(x._ndarray.dtype, source_dtype[0])
     if split is not None:
         setitem(basic_index(x, split[0]), split[1], value)
         return
@@ -252,7 +285,15 @@ def setitem(x: Tensor, index, value) -> None:
             target.fill_(value)
         return
     check_inplace(x)
+    if isinstance(source_dtype, tuple):
+        _refuse_index_put_dtypes(x._ndarray.dtype, source_dtype[0])
+    if (not isinstance(value, Tensor) or value._ndarray.ndim == 0) and any(
+            isinstance(i, Tensor) and i._ndarray.dtype == np.uint8 for i in index):
+        # torch writes one value through a byte mask with masked_fill_, which takes only bool masks
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
     npi = _np_index(index)
+    if not isinstance(value, Tensor) and isinstance(value, numbers.Number):
+        value = _dtype.checked_scalar(value, x._ndarray.dtype)
     try:
         apply_inplace(x, _index_put, npi, value, saves_self=False)
     except IndexError as e:
@@ -261,6 +302,24 @@ def setitem(x: Tensor, index, value) -> None:
         value_shape = value._ndarray.shape if isinstance(value, Tensor) else np.shape(value)
         raise RuntimeError(f"shape mismatch: value tensor of shape {list(value_shape)} cannot be broadcast to "
                            f"indexing result of shape {list(x._ndarray[npi].shape)}") from None
+
+
+def _check_index_put_arguments(name, indices, values):
+    """torch's parser: the indices a tuple (or list) of tensors, the values a tensor (the method's
+    argument positions). A whole-dimension slice passes: index_copy and index_fill address their
+    dimension so."""
+    from .._argcheck import check_sequence, type_name
+    if isinstance(indices, (tuple, list)):
+        indices = [i for i in indices if not (isinstance(i, slice) and i == slice(None))]
+    check_sequence(name, indices, 0, "indices")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type_name(values)}")
+
+
+def _refuse_index_put_dtypes(destination, source):
+    raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                       f"{scalar_type_name(destination)} for the destination and {scalar_type_name(source)} for the "
+                       f"source.")
 
 
 def _check_index_put_dtypes(x, values):
@@ -272,6 +331,7 @@ def _check_index_put_dtypes(x, values):
 
 @op(function=False)
 def index_put_(x, indices, values, accumulate=False):
+    _check_index_put_arguments("index_put_", indices, values)
     _check_index_put_dtypes(x, values)
     npi = _np_index(tuple(indices))
     return apply_inplace(x, _index_put, npi, values, accumulate, saves_self=False)
@@ -279,6 +339,7 @@ def index_put_(x, indices, values, accumulate=False):
 
 @op()
 def index_put(x, indices, values, accumulate=False):
+    _check_index_put_arguments("index_put", indices, values)
     _check_index_put_dtypes(x, values)
     return _index_put(x, _np_index(tuple(indices)), values, accumulate)
 
@@ -349,8 +410,21 @@ def gather(x: Tensor, dim: int, index: Tensor, *, sparse_grad=False) -> Tensor:
 def take_along_dim(x, indices, dim=None):
     if dim is None:
         return gather(x.reshape(-1), 0, indices.reshape(-1))
-    return gather(x, dim, indices.expand(*[max(a, b) if i != _wrap_dim(dim, x.ndim) else b for i, (a, b) in
-                                            enumerate(zip(x.shape, indices.shape))]))
+    if indices._ndarray.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{scalar_type_name(indices._ndarray.dtype)}")
+    d = _wrap_dim(dim, x.ndim)
+    if x.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {x.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    # both broadcast against each other in every dimension but ``dim``
+    sizes = list(x.shape)
+    sizes[d] = indices.shape[d]
+    check_broadcast(wrap(np.empty(sizes, np.bool_)), indices)
+    shape = list(np.broadcast_shapes(tuple(sizes), tuple(indices.shape)))
+    index_shape = list(shape)
+    shape[d] = x.shape[d]
+    return gather(x.expand(*shape), d, indices.expand(*index_shape))
 
 
 def _scatter_positions(index: np.ndarray, d: int):
@@ -436,6 +510,13 @@ def _sent_part(src: Tensor, index: Tensor) -> np.ndarray:
 
 @op(inplace=True, saves_self=False)
 def scatter(x: Tensor, dim: int, index: Tensor, src=None, *, value=None, reduce=None) -> Tensor:
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
+    if reduce is not None and isinstance(src, Tensor):
+        from ..autograd._warn_once import warn_once_at_user_frame
+        warn_once_at_user_frame("scatter_reduce_argument", "The reduce argument of torch.scatter with Tensor src is "
+                                "deprecated and will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                                "instead for more reduction options.")
     index, src, d, data = _scatter_start(x, dim, index, value if src is None else src, "scatter")
     pos = _scatter_positions(index._ndarray, d)
     src_t = src if isinstance(src, Tensor) else None
@@ -617,6 +698,9 @@ class IndexAddBackward0(Node):
 
 @op(inplace=True, saves_self=False)
 def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) -> Tensor:
+    if index._ndarray.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {index._ndarray.ndim} with type: "
+                         f"{scalar_type_name(index._ndarray.dtype)} and size: {list(index._ndarray.shape)}")
     if index._ndarray.dtype not in (np.int64, np.int32):
         raise RuntimeError(f"index_add_(): Expected dtype int32/int64 for index but got: "
                            f"{scalar_type_name(index._ndarray.dtype)}")
@@ -625,15 +709,38 @@ def index_add(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha=1) ->
                            f"({scalar_type_name(source._ndarray.dtype)}) must have the same scalar type")
     _rules.refuse_float8(x._ndarray, "scatter_gather_tensor_cpu")
     d = _wrap_dim(dim, x._ndarray.ndim)
+    _check_index_add_shapes(x._ndarray.shape, d, index._ndarray, source._ndarray.shape)
     data = x._ndarray.copy()
-    moved = np.moveaxis(data, d, 0)
-    np.add.at(moved, index._ndarray.reshape(-1), np.moveaxis(source._ndarray * alpha if alpha != 1 else source._ndarray, d, 0))
+    moved = np.moveaxis(data, d, 0) if data.ndim else data.reshape(1)
+    added = source._ndarray * alpha if alpha != 1 else source._ndarray
+    np.add.at(moved, index._ndarray.reshape(-1), np.moveaxis(added, d, 0) if added.ndim else added.reshape(1))
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or source._requires_grad):
         node = record_op(IndexAddBackward0, (x, source), result)
         node.dim, node.alpha, node.dim_arg, node.source_dim = d, alpha, dim, source._ndarray.ndim
         node.save(index, source)
     return result
+
+
+def _check_index_add_shapes(shape, d, index, source_shape) -> None:
+    """torch's checks of index_add's operands: one index per slice of ``source`` along ``d``, the
+    shapes equal apart from ``d``, the indices within ``self``."""
+    if not (d == 0 or d < len(source_shape)):
+        raise RuntimeError(f"index_add_(): Indexing dim {d} is out of bounds of the source tensor with dim "
+                           f"{len(source_shape)}")
+    along = source_shape[d] if source_shape else 1
+    if index.size != along:
+        raise RuntimeError(f"index_add_(): Number of indices ({index.size}) should be equal to source.size(dim): "
+                           f"({along}), for dim: {d}")
+    mine, theirs = tuple(shape), tuple(source_shape)
+    if mine and theirs:
+        mine, theirs = mine[:d] + mine[d + 1:], theirs[:d] + theirs[d + 1:]
+    if mine != theirs:
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. Got "
+                           f"self.shape = {list(shape)} source.shape = {list(source_shape)}")
+    size = shape[d] if shape else 1
+    if index.size and (index.min() < 0 or index.max() >= size):
+        raise IndexError("index out of range in self")
 
 
 def _masked_fill_grad(g, mask):
@@ -671,12 +778,12 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     mask = as_tensor_arg(mask)
     if mask._ndarray.dtype != np.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{mask.dtype}".replace("hookgrad.", ""))
+                           f"{cpp_type_name(mask._ndarray.dtype)}")
     vt = value if isinstance(value, Tensor) else None
     if vt is not None and vt._ndarray.ndim != 0:
         raise RuntimeError(f"masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{vt._ndarray.ndim} dimension(s).")
-    v = vt._ndarray if vt is not None else value
+    v = vt._ndarray if vt is not None else _dtype.checked_scalar(value, x._ndarray.dtype)
     check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
     data = np.where(mask._ndarray, np.asanyarray(v).astype(x._ndarray.dtype), x._ndarray)
     result = wrap(np.ascontiguousarray(data))

@@ -237,7 +237,43 @@ def _random_sampler(gen, *bounds, **named):
     high = int(high)
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
-    return _in_order(lambda n, dt: _rs.random_from_to(gen, n, low, high - low))
+
+    def draw(n, dt):
+        _check_random_bounds(low, high - 1, dt)
+        return _rs.random_from_to(gen, n, low, high - low)
+    return _in_order(draw)
+
+
+# (lowest, largest, mantissa digits) of the floating types random_ fills
+_FLOAT_RANGES = {"float16": (-65504.0, 65504.0, 11), "bfloat16": (-3.3895313892515355e38, 3.3895313892515355e38, 8),
+                 "float32": (-3.4028234663852886e38, 3.4028234663852886e38, 24),
+                 "float64": (-1.7976931348623157e308, 1.7976931348623157e308, 53)}
+
+
+def _check_random_bounds(low: int, top: int, dtype) -> None:
+    """torch's check of ``random_(from, to)`` against the target's type: both ends within its range
+    (an error), and for a floating type within the integers its mantissa holds (a warning)."""
+    dtype = np.dtype(dtype)
+    name = _dtype.cpp_type_name(dtype)
+    if dtype.name in _FLOAT_RANGES:
+        lowest, largest, digits = _FLOAT_RANGES[dtype.name]
+    elif dtype.kind == "b":
+        lowest, largest, digits = 0, 1, None
+    elif dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lowest, largest, digits = int(info.min), min(int(info.max), 2 ** 63 - 1), None
+    else:
+        return
+    for value, what in ((low, "from"), (top, "to - 1")):
+        if not lowest <= value <= largest:
+            raise RuntimeError(f"{what} is out of bounds for {name}")
+    if digits is not None:
+        from ..autograd._warn_once import warn_at_user_frame
+        for value, what in ((low, "from"), (top, "to - 1")):
+            if not -(1 << digits) <= value <= 1 << digits:
+                warn_at_user_frame(f"{what} is out of bounds [-(2^{digits}), 2^{digits}]. Due to precision limitations "
+                                   f"{name} can support discrete uniform distribution only within this range. This "
+                                   f"warning will become an error in version 1.7 release, please fix the code in advance")
 
 
 def _random_top(dtype):

@@ -1030,7 +1030,7 @@ def index_fill(x, dim, index, value):
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
     if not isinstance(value, Tensor):
-        value = wrap(np.asanyarray(value, dtype=x._ndarray.dtype))
+        value = wrap(np.asanyarray(_dtype.checked_scalar(value, x._ndarray.dtype), dtype=x._ndarray.dtype))
     if x.dim() == 0:
         return value.to(x.dtype).clone()
     return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
@@ -1077,7 +1077,7 @@ def index_reduce(x, dim, index, source, reduce, *, include_self=True):
 def masked_scatter(x, mask, source):
     if mask._ndarray.dtype != np.bool_:
         raise RuntimeError(f"masked_scatter_ only supports boolean masks, but got mask with dtype "
-                           f"{_dtype.from_numpy_dtype(mask._ndarray.dtype)}")
+                           f"{_dtype.scalar_type_name(mask._ndarray.dtype)}")
     _same_dtype_as_self(x, source, "masked_scatter: expected self and source to have same dtypes but got{self} and "
                                    "{source}")
     full = views.expand(mask, *x.shape) if tuple(mask.shape) != tuple(x.shape) else mask

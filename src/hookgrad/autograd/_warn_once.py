@@ -33,6 +33,13 @@ def warn_once(key: str, message: str, category=UserWarning, stacklevel: int = 2)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
+def warn_once_at_user_frame(key: str, message: str, category=UserWarning) -> None:
+    """``warn_once`` pointing where ``warn_at_user_frame`` points (torch's TORCH_WARN_ONCE in a kernel)."""
+    if _always[0] or key not in _already_warned:
+        _already_warned.add(key)
+        warn_at_user_frame(message, category)
+
+
 def warn_at_user_frame(message: str, category=UserWarning) -> None:
     """Warn as torch's kernels do: from the first frame outside hookgrad, however many hookgrad frames
     (method wrappers, argument checks, composite ops) lie between it and the caller."""

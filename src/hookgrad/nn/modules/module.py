@@ -575,7 +575,7 @@ class Module:
             return
         if not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
-                            "(hookgrad.nn.Parameter or None required)")
+                            "(torch.nn.Parameter or None required)")
         if param.grad_fn is not None:
             raise ValueError(f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters "
                              f"must be created explicitly. To express '{name}' as a function of "
