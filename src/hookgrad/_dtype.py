@@ -601,6 +601,8 @@ def checked_scalar(value, target: np.dtype):
     numbers in its range (an unsigned one also a negative integer down to minus its maximum, which
     wraps), float32 and complex64 only finite parts within float32's range (inf passes); float16 and
     bfloat16 round to inf. Gives the value NumPy can write (the wrapped integer)."""
+    if value.__class__ is _py_int and target.kind in "fc" and -2 ** 63 <= value < 2 ** 64:
+        return value   # the common case (ones_like, zeros_like, fill_(0)): a Python int into a float or complex type
     if isinstance(value, (_py_bool, np.bool_)) or target.kind not in "iufc" and target != bfloat16.np:
         return value
     if isinstance(value, _py_int) and not -2 ** 63 <= value < 2 ** 64:   # no Scalar holds it
