@@ -609,6 +609,31 @@ def _multi_view(x, pieces, node):
 
 @op()
 def split(x: Tensor, split_size_or_sections, dim: int = 0):
+    pieces, node = _split_pieces(x, split_size_or_sections, dim, SplitBackward0, SplitWithSizesBackward0)
+    return _multi_view(x, pieces, node)
+
+
+class UnsafeSplitBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnsafeSplitWithSizesBackward0(SplitWithSizesBackward0):
+    __slots__ = ()
+
+
+def unsafe_split_pieces(x: Tensor, split_size_or_sections, dim: int = 0):
+    """The pieces of ``split`` as tensors that share ``x``'s memory but are no views to autograd: no
+    ``_base``, a version counter each, so in-place ops on them are allowed (torch's ``unsafe_split``)."""
+    pieces, node = _split_pieces(x, split_size_or_sections, dim, UnsafeSplitBackward0, UnsafeSplitWithSizesBackward0)
+    outs = tuple(wrap(data) for data in pieces)
+    if node is not None:
+        node._num_outputs = len(outs)
+        record(node, *outs, inputs=(x,))
+    return outs
+
+
+def _split_pieces(x: Tensor, split_size_or_sections, dim, node_cls_for_size, node_cls_for_sizes):
+    """The NumPy slices ``split`` cuts ``x`` into, and the node recording them (None without history)."""
     d = _wrap_dim(dim, x._ndarray.ndim)
     size = x._ndarray.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -616,13 +641,13 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
         if step <= 0 and size:
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
         sizes = [builtins.min(step, size - i) for i in range(0, size, step)] if size else [0]
-        node_cls = SplitBackward0
+        node_cls = node_cls_for_size
     else:
         sizes = list(split_size_or_sections)
         if builtins.sum(sizes) != size:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size "
                                f"at dimension {d}), but got split_sizes={sizes}")
-        node_cls = SplitWithSizesBackward0
+        node_cls = node_cls_for_sizes
     bounds = np.cumsum([0] + sizes)
     pieces = [x._ndarray[(slice(None),) * d + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:])]
     node = None
@@ -630,7 +655,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
         node = node_cls((edge(x),))
         node.dim, node.sizes, node.in_shape, node.dtype = d, sizes, x._ndarray.shape, x._ndarray.dtype
         node.dim_arg, node.split_arg = dim, split_size_or_sections
-    return _multi_view(x, pieces, node)
+    return pieces, node
 
 
 @op()
