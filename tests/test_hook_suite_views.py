@@ -27,3 +27,13 @@ def test_unsafe_split_outputs_share_memory_but_are_no_views(T, how):
 def test_unsafe_split_refusals(T):
     x = T.randn(3, 3)
     return [catch(T.unsafe_split, x, [1, 2]), catch(T.unsafe_chunk, x, 0), catch(T.unsafe_split_with_sizes, x, [1, 1])]
+
+
+@differential
+def test_repr_of_a_no_grad_view_modified_in_place_names_an_invalid_grad_fn(T):
+    a = T.ones(1, requires_grad=True)
+    with T.no_grad():
+        b = a[:]
+        b *= 2
+        c = a[:]
+    return repr(b), repr(c), catch(lambda: b.grad_fn), repr(a * 1)
