@@ -37,3 +37,45 @@ def test_repr_of_a_no_grad_view_modified_in_place_names_an_invalid_grad_fn(T):
         b *= 2
         c = a[:]
     return repr(b), repr(c), catch(lambda: b.grad_fn), repr(a * 1)
+
+
+@differential
+def test_view_of_a_view_made_under_no_grad_refuses_in_place_once_it_requires_grad(T):
+    def made_in(mode):
+        x = T.zeros(2)
+        with mode():
+            y = x.view(2)
+        y.requires_grad_(True)
+        return y
+
+    refusals = []
+    for mode in (T.no_grad, T.inference_mode):
+        y = made_in(mode)
+        refusals += [catch(lambda: y.view(2).div_(2)), catch(lambda: y.div_(2))]
+    y = made_in(T.no_grad)
+    (y * 2).sum().backward()  # the gradient does reach such a view
+    with T.no_grad():
+        w = T.zeros(2).view(2)
+    return refusals, y.grad, w.requires_grad, w.grad_fn, w.mul_(2)
+
+
+@differential
+def test_a_view_made_before_its_base_requires_grad(T):
+    a = T.randn(2, 3)
+    b = a[:]
+    b.add_(5)  # allowed: nothing requires grad yet
+    a.requires_grad = True
+    a.sum().backward()
+    c = T.randn(2, 3)
+    d = c[:]
+    c.requires_grad = True
+    facts = [d.requires_grad, d.grad_fn, d.is_leaf, catch(lambda: c.add_(5)), catch(lambda: d.add_(5))]
+    # an in-place op on the base that gives it history gives the view history too
+    r = T.ones(1, dtype=T.double, requires_grad=True)
+    x = T.ones(5, dtype=T.double)
+    v = x.select(0, 1)
+    before = [v.requires_grad, v.grad_fn]
+    x.add_(r)
+    after = [v.requires_grad, type(v.grad_fn).__name__]
+    v.backward()
+    return a.grad, facts, before, after, r.grad

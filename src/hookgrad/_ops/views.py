@@ -53,6 +53,12 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
         out._requires_grad = True
         out.__dict__["_inplace_error"] = (inference_view_message if GRAD.inference else no_grad_view_message,
                                           None, 0)
+    elif node_cls is not None and out._base is not None and not GRAD.enabled:
+        # torch remembers that the view was made without grad mode: should the view be made to require
+        # grad later, an in-place change of it (or of a view of it made then) is refused. Unlike the
+        # views above it is a leaf that gradients do reach.
+        out.__dict__["_inplace_error"] = (
+            inference_view_of_plain_message if GRAD.inference else no_grad_view_of_plain_message, None, 0)
     return out
 
 
@@ -72,6 +78,16 @@ def no_grad_view_message(node, output_nr, base_modified=False, mode="no_grad", b
 
 def inference_view_message(node, output_nr, base_modified=False) -> str:
     return no_grad_view_message(node, output_nr, base_modified, "inference", "inference_mode", "in normal mode")
+
+
+def no_grad_view_of_plain_message(node, output_nr, base_modified=False) -> str:
+    """The refusal for a view made under no_grad of a tensor not requiring grad (its own function, so
+    that ``is_no_grad_view`` tells it apart: gradients reach such a view once it requires grad)."""
+    return no_grad_view_message(node, output_nr, base_modified)
+
+
+def inference_view_of_plain_message(node, output_nr, base_modified=False) -> str:
+    return inference_view_message(node, output_nr, base_modified)
 
 
 def is_no_grad_view(t) -> bool:
@@ -977,8 +993,8 @@ def check_inplace(x: Tensor) -> None:
                            "being used in an in-place operation.")
     base = x._base
     # torch asks only whether the view's base is a leaf: a base without grad counts too (a view of it
-    # that was made to require grad)
-    if base is not None and x._requires_grad and base._grad_fn is None:
+    # that was made to require grad), and so does a view made before its base was made to require grad
+    if base is not None and base._grad_fn is None and (x._requires_grad or x.requires_grad):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
