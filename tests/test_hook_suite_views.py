@@ -79,3 +79,92 @@ def test_a_view_made_before_its_base_requires_grad(T):
     after = [v.requires_grad, type(v.grad_fn).__name__]
     v.backward()
     return a.grad, facts, before, after, r.grad
+
+
+def _view_returning_function(T, inplace_inside):
+    class MyFn(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            view = inp.clone()[:3]
+            if inplace_inside:
+                view += 2
+            return view
+
+        @staticmethod
+        def backward(ctx, grad):
+            return T.cat([grad, grad.new_zeros(grad.shape[0] + 1)])
+
+    return MyFn
+
+
+@differential
+def test_views_a_custom_function_returns_keep_its_node_and_refuse_in_place_changes(T):
+    base = T.rand(10, requires_grad=True)
+    names = [type(_view_returning_function(T, inplace).apply(base).grad_fn).__name__ for inplace in (False, True)]
+
+    class ViewAs(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, inp):
+            return inp.view_as(inp)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad
+
+    plain = T.rand(1, 2)
+    b = T.rand(1, requires_grad=True)
+    refused = [catch(lambda: ViewAs.apply(plain).add_(b)), catch(lambda: ViewAs.apply(plain).copy_(b)),
+               catch(lambda: plain.unbind()[0].copy_(b)), catch(lambda: ViewAs.apply(base).mul_(2))]
+    allowed = plain.select(1, 0).copy_(b)
+    with T.no_grad():
+        v = T.rand(3)[:2]
+    refused.append(catch(lambda: v.mul_(b[0])))
+    fresh = T.rand(1, 2)  # (plain has history now)
+    return names, refused, allowed, plain.requires_grad, fresh.unbind()[0].mul_(2), ViewAs.apply(fresh).mul_(2)
+
+
+def _dirty_function(T, returns, marks):
+    class Dirty(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            c = 3 * a
+            c.add_(b)
+            a.add_(b)
+            ctx.mark_dirty(*marks(a, c))
+            return returns(a, b, c)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return grads[0], grads[0]
+
+    return Dirty
+
+
+@differential
+@pytest.mark.parametrize("case", ["non_input", "non_input_view", "not_returned", "view_input_two_outputs",
+                                  "view_input_with_number", "fine"])
+@pytest.mark.parametrize("requires_grad", [True, False])
+def test_mark_dirty_checks(T, case, requires_grad):
+    returns, marks, view_input = {
+        "non_input": (lambda a, b, c: c, lambda a, c: (c,), False),
+        "non_input_view": (None, None, False),
+        "not_returned": (lambda a, b, c: (a.clone(), a + b), lambda a, c: (a,), False),
+        "view_input_two_outputs": (lambda a, b, c: (a, a + b), lambda a, c: (a,), True),
+        "view_input_with_number": (lambda a, b, c: (a, 3), lambda a, c: (a,), True),
+        "fine": (lambda a, b, c: a, lambda a, c: (a,), True),
+    }[case]
+    if case == "non_input_view":  # marked is a view made in forward, returned beside the input
+        made = {}
+
+        def marks(a, c):
+            made["view"] = c.view_as(c)
+            return a, made["view"]
+
+        def returns(a, b, c):
+            return a, made["view"]
+    leaf = T.ones(2, requires_grad=requires_grad)
+    a = leaf.clone().view_as(leaf) if view_input else leaf.clone()
+    b = T.ones(2)
+    from difftest import warns
+    result, caught = warns(_dirty_function(T, returns, marks).apply, a, b)
+    return result, caught

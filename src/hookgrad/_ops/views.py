@@ -614,7 +614,8 @@ def _multi_view(x, pieces, node):
         out._base = None if x._version_counter.__class__ is InferenceCounter else x._base if x._base is not None else x
         out._version_counter = x._version_counter
         out._view_version = x._version_counter[0]
-        if node is not None:
+        if node is not None or (GRAD.enabled and out._base is not None):
+            # without history too: should an operand requiring grad be written into it, torch refuses
             out.__dict__["_inplace_error"] = (_multi_view_message, node, i)
         outs.append(out)
     if node is not None:
@@ -981,10 +982,12 @@ class CopySlices(Node):
             self.fn = None
 
 
-def check_inplace(x: Tensor) -> None:
+def check_inplace(x: Tensor, result_requires_grad: bool = False) -> None:
+    """Refuse an in-place change of ``x`` as torch does. ``result_requires_grad``: another operand of
+    the op requires grad, so ``x`` would after it (torch checks a view's restriction then too)."""
     if not GRAD.enabled:
         return
-    if x.__dict__ and x._requires_grad and "_inplace_error" in x.__dict__:
+    if x.__dict__ and (x._requires_grad or result_requires_grad) and "_inplace_error" in x.__dict__:
         error = x.__dict__["_inplace_error"]
         raise RuntimeError(error if isinstance(error, str) else error[0](*error[1:]))
     if x._requires_grad and x._grad_fn is None:
@@ -1019,12 +1022,12 @@ def rebase_view_history(x: Tensor, node: Node) -> None:
 def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     """Run ``op(x, *args)`` out of place and write the result into ``x``, rewriting its history
     (or its base's, for a view) the way torch does for ``x.op_(...)``."""
-    check_inplace(x)
     may_overlap = op in WRITES_ONE_VALUE and not (op.__name__ == "fill" and isinstance(args[0], Tensor))
     _T = Tensor
     recording = GRAD.enabled and (x._requires_grad or builtins.any(
         isinstance(a, _T) and a._requires_grad for a in args) or builtins.any(
         isinstance(a, _T) and a._requires_grad for a in kwargs.values()))
+    check_inplace(x, recording)
     if not recording:
         prev = GRAD.enabled
         GRAD.enabled = False
