@@ -168,3 +168,22 @@ def test_mark_dirty_checks(T, case, requires_grad):
     from difftest import warns
     result, caught = warns(_dirty_function(T, returns, marks).apply, a, b)
     return result, caught
+
+
+@differential
+def test_forward_ad_level_and_fwd_grad_switch(T):
+    fwAD = T.autograd.forward_ad
+    seen = [fwAD._current_level, fwAD._is_fwd_grad_enabled(), T._C._is_fwd_grad_enabled()]
+    with fwAD.dual_level():
+        seen.append(fwAD._current_level)
+        x = fwAD.make_dual(T.tensor([1.0, 2.0]), T.tensor([1.0, 0.5]))
+        with fwAD._set_fwd_grad_enabled(False):
+            off = x * 3
+            seen.append(fwAD._is_fwd_grad_enabled())
+        T._C._set_fwd_grad_enabled(False)
+        try:
+            off_again = x.exp()
+        finally:
+            T._C._set_fwd_grad_enabled(True)
+        seen += [fwAD.unpack_dual(x * 3).tangent, fwAD.unpack_dual(off).tangent, fwAD.unpack_dual(off_again).tangent]
+    return seen, fwAD._current_level, fwAD._is_fwd_grad_enabled()

@@ -63,6 +63,35 @@ def exit_dual_level(*, level: Optional[int] = None) -> None:
     _dual.LEVEL[0] = -1
 
 
+def _is_fwd_grad_enabled() -> bool:
+    """Whether ops push tangents (torch's private switch, on by default)."""
+    return _dual.FWD_GRAD_ENABLED[0]
+
+
+class _set_fwd_grad_enabled(_DecoratorContextManager):
+    """Turn tangent pushing on or off from construction until the context is left."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _dual.FWD_GRAD_ENABLED[0]
+        _dual.FWD_GRAD_ENABLED[0] = bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        _dual.FWD_GRAD_ENABLED[0] = self.prev
+
+    def clone(self):
+        return self.__class__(self.prev)
+
+
+def __getattr__(name):
+    # torch keeps the open level in a module global that its test suites read
+    if name == "_current_level":
+        return _dual.LEVEL[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def _is_float_or_complex(t: Tensor) -> bool:
     return t.dtype.is_floating_point or t.dtype.is_complex
 
@@ -130,7 +159,7 @@ def _unreported(fn, *args):
 # ---- pushing tangents through an op ------------------------------------------------------------
 def _push_tangents(op, inputs, outputs):
     """The op hook: give the op's floating outputs their tangents when any operand has one."""
-    if not _dual.has_tangents():
+    if not _dual.has_tangents() or not _dual.FWD_GRAD_ENABLED[0]:
         return None
     tangents = {id(t): tangent for t in inputs if (tangent := _dual.tangent_of(t)) is not None}
     if not tangents:
