@@ -187,3 +187,45 @@ def test_forward_ad_level_and_fwd_grad_switch(T):
             T._C._set_fwd_grad_enabled(True)
         seen += [fwAD.unpack_dual(x * 3).tangent, fwAD.unpack_dual(off).tangent, fwAD.unpack_dual(off_again).tangent]
     return seen, fwAD._current_level, fwAD._is_fwd_grad_enabled()
+
+
+@differential
+def test_gradcheck_checks_reentrancy_undefined_grads_and_stable_outputs(T):
+    class Jittery(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, jitter):
+            ctx.jitter = jitter
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, grad):
+            Jittery.calls += 1
+            return grad * (1 + ctx.jitter * Jittery.calls), None
+
+    Jittery.calls = 0
+    x = T.randn(3, dtype=T.double, requires_grad=True)
+    gradcheck, gradgradcheck = T.autograd.gradcheck, T.autograd.gradgradcheck
+    verdicts = [gradcheck(lambda t: Jittery.apply(t, 0.0), (x,)),
+                catch(gradcheck, lambda t: Jittery.apply(t, 1e-9), (x,)),
+                gradcheck(lambda t: Jittery.apply(t, 1e-9), (x,), raise_exception=False),
+                gradcheck(lambda t: Jittery.apply(t, 1e-9), (x,), nondet_tol=1e-5)]
+
+    def refuses_undefined(t):
+        def hook(g):
+            if g is None:
+                raise RuntimeError("x is undefined")
+        y = t.clone()
+        y.register_hook(hook)
+        return y
+
+    from difftest import warns
+    one = T.ones(1, dtype=T.double, requires_grad=True)
+    verdicts += [warns(gradcheck, refuses_undefined, (one,)),
+                 gradcheck(refuses_undefined, (one,), raise_exception=False),
+                 gradcheck(refuses_undefined, (one,), check_undefined_grad=False)]
+    grows = lambda t: T.cat([t, t]) if bool(T.all(t >= 1)) else t  # noqa: E731
+    casts = lambda t: t.to(T.float32) if bool(T.all(t >= 1)) else t  # noqa: E731
+    verdicts += [catch(gradcheck, grows, (one,)), catch(gradcheck, grows, (one,), raise_exception=False),
+                 catch(gradcheck, casts, (one,)),
+                 gradgradcheck(lambda t: t * t, (x,)), catch(gradgradcheck, lambda t: Jittery.apply(t, 1e-9) ** 2, (x,))]
+    return verdicts
