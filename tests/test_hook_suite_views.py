@@ -229,3 +229,17 @@ def test_gradcheck_checks_reentrancy_undefined_grads_and_stable_outputs(T):
                  catch(gradcheck, casts, (one,)),
                  gradgradcheck(lambda t: t * t, (x,)), catch(gradgradcheck, lambda t: Jittery.apply(t, 1e-9) ** 2, (x,))]
     return verdicts
+
+
+@differential
+def test_backward_from_a_view_made_before_its_base_required_grad(T):
+    a = T.randn(3)
+    b = a[:2]
+    a.requires_grad = True
+    refused = catch(b.backward, T.ones(2))
+    x = T.ones(3, dtype=T.double)
+    v = x[1:]
+    r = T.ones(1, dtype=T.double, requires_grad=True)
+    x.mul_(r)
+    v.backward(T.ones(2, dtype=T.double))
+    return refused, b.grad, a.grad, r.grad
