@@ -243,3 +243,27 @@ def test_backward_from_a_view_made_before_its_base_required_grad(T):
     x.mul_(r)
     v.backward(T.ones(2, dtype=T.double))
     return refused, b.grad, a.grad, r.grad
+
+
+@differential
+def test_gradcheck_forward_and_backward_switches(T):
+    x = T.rand(3, dtype=T.double, requires_grad=True)
+    y = T.rand(3, dtype=T.double, requires_grad=True)
+    gradcheck = T.autograd.gradcheck
+
+    def wrong_backward(t):
+        out = t.clone()
+        out.register_hook(lambda g: g * 2)
+        return out
+
+    return [gradcheck(lambda a, b: (a * b).sin() + a.exp(), (x, y), check_forward_ad=True),
+            gradcheck(lambda a, b: (a * b, a.tanh()), (x, y), check_forward_ad=True, check_backward_ad=False,
+                      check_undefined_grad=False),
+            catch(gradcheck, lambda a: a * 2, (x,), check_forward_ad=False, check_backward_ad=False),
+            catch(gradcheck, lambda a: a * 2, (x,), check_backward_ad=False, check_batched_grad=True),
+            catch(gradcheck, wrong_backward, (x,), check_forward_ad=True),
+            # the forward-AD check calls the function on inputs that do not require grad
+            catch(gradcheck, wrong_backward, (x,), check_forward_ad=True, check_backward_ad=False,
+                  check_undefined_grad=False),
+            gradcheck(lambda a: a.clone() * 3, (x,), check_forward_ad=True, check_backward_ad=False,
+                      check_undefined_grad=False)]

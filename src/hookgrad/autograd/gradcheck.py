@@ -17,19 +17,67 @@ def _flatten_outputs(out):
 
 def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
               check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False, fast_mode=False,
-              masked=None, **unused) -> bool:
+              masked=None, check_forward_ad=False, check_backward_ad=True, check_batched_forward_grad=False,
+              **unused) -> bool:
     """Compare ``fn``'s analytical Jacobian (via ``autograd.grad``) with central differences; then, as
     torch does, check that a second backward pass gives the same Jacobian (within ``nondet_tol``) and
-    (``check_undefined_grad``) that backward copes with undefined output gradients."""
+    (``check_undefined_grad``) that backward copes with undefined output gradients.
+    ``check_forward_ad``: compare the Jacobian forward AD gives too (real inputs and outputs)."""
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
     try:
-        _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol)
-        if check_undefined_grad:
+        if check_backward_ad:
+            _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol)
+        if check_forward_ad:
+            _check_forward_jacobian(fn, inputs, eps, atol, rtol)
+        if check_undefined_grad and check_backward_ad:
             _check_undefined_output_grads(fn, inputs)
         return True
     except GradcheckError:
         if raise_exception:
             raise
         return False
+
+
+def _check_forward_jacobian(fn, inputs, eps, atol, rtol) -> None:
+    """Each column of the Jacobian from forward AD (a one-hot tangent on one element of one input)
+    against central differences."""
+    from .._tensor import Tensor, wrap
+    from . import forward_ad
+
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    positions = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    for t in (inputs[i] for i in positions):
+        if t._ndarray.dtype.kind == "c":
+            raise NotImplementedError("hookgrad's gradcheck does not check forward AD with complex inputs")
+    outputs = _flatten_outputs(fn(*inputs))
+    for k, position in enumerate(positions):
+        t = inputs[position]
+        flat = t._ndarray.reshape(-1)
+        for oi, out in enumerate(outputs):
+            if out._ndarray.dtype.kind not in "fc":
+                continue
+            if out._ndarray.dtype.kind == "c":
+                raise NotImplementedError("hookgrad's gradcheck does not check forward AD with complex outputs")
+            analytical = np.zeros((out.numel(), t.numel()))
+            numerical = np.zeros_like(analytical)
+            for i in range(t.numel()):
+                direction = np.zeros(t.numel(), dtype=t._ndarray.dtype)
+                direction[i] = 1
+                with forward_ad.dual_level():
+                    dual = forward_ad.make_dual(t.detach(), wrap(direction.reshape(t._ndarray.shape)))
+                    args = inputs[:position] + (dual,) + inputs[position + 1:]
+                    tangent = forward_ad.unpack_dual(_flatten_outputs(fn(*args))[oi]).tangent
+                    if tangent is not None:
+                        analytical[:, i] = tangent._ndarray.astype(np.float64).reshape(-1)
+                numerical[:, i] = _numerical_column(fn, inputs, oi, flat, i, eps)
+            if not np.allclose(analytical, numerical, rtol=rtol, atol=atol):
+                raise GradcheckError(f"Jacobian computed with forward mode mismatch for output {oi} with respect to "
+                                     f"input {k},\nnumerical:{numerical}\nanalytical:{analytical}\n")
 
 
 def _check_undefined_output_grads(fn, inputs) -> None:
