@@ -267,3 +267,44 @@ def test_gradcheck_forward_and_backward_switches(T):
                   check_undefined_grad=False),
             gradcheck(lambda a: a.clone() * 3, (x,), check_forward_ad=True, check_backward_ad=False,
                       check_undefined_grad=False)]
+
+
+@differential
+def test_gradcheck_forward_ad_with_complex_values(T):
+    z = T.rand(3, dtype=T.complex128, requires_grad=True)
+    x = T.rand(3, dtype=T.double, requires_grad=True)
+    return [T.autograd.gradcheck(lambda a: a * a.conj() + a.exp(), (z,), check_forward_ad=True),
+            T.autograd.gradcheck(lambda a: T.polar(a, a * 2), (x,), check_forward_ad=True),
+            T.autograd.gradcheck(lambda a: a.abs(), (z,), check_forward_ad=True)]
+
+
+def _scaled_function(T, forward_scale, jvp_scale):
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, nothing, x, factor):
+            return x * forward_scale
+
+        @staticmethod
+        def vjp(ctx, grad):
+            return None, grad * forward_scale, None
+
+        @staticmethod
+        def jvp(ctx, nothing, x_t, factor):
+            assert nothing is None and factor is None
+            return x_t * jvp_scale
+
+    return Scale
+
+
+@differential
+def test_custom_function_jvp_gives_the_tangent(T):
+    fwAD = T.autograd.forward_ad
+    x = T.rand(4, dtype=T.double, requires_grad=True)
+    right, wrong = _scaled_function(T, 2.0, 2.0), _scaled_function(T, 2.0, 3.0)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x.detach(), T.ones(4, dtype=T.double))
+        tangent = fwAD.unpack_dual(wrong.apply(None, dual, None) + 1).tangent
+    gc = T.autograd.gradcheck
+    return [tangent, gc(lambda t: right.apply(None, t, None), (x,), check_forward_ad=True),
+            catch(gc, lambda t: wrong.apply(None, t, None), (x,), check_forward_ad=True),
+            gc(lambda t: wrong.apply(None, t, None), (x,))]

@@ -170,9 +170,8 @@ def _push_tangents(op, inputs, outputs):
     if op in _TANGENT_RULES:
         return _TANGENT_RULES[op](inputs, outputs)
     if getattr(impl, "__name__", "") == "apply" and args and isinstance(args[0], type) \
-            and issubclass(args[0], Function) and args[0].jvp is Function.jvp:
-        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
-                                  "with forward mode AD.")
+            and issubclass(args[0], Function):
+        return None  # Function.apply pushed the tangents through the Function's jvp
     # the result's tangent is itself differentiable when the program could differentiate it
     nested = grad_was_enabled and any(t.requires_grad for t in inputs) or \
         any(tangent.requires_grad for tangent in tangents.values())

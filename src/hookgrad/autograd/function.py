@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import _dtype
 from .._late import LateNames
+from . import _dual
 from . import _hook_context as _hook_state
 from . import grad_mode
 from .graph import _FREED_MESSAGE, Node, SavedTensor
@@ -65,6 +66,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
+        during_jvp = self.__dict__.get("_saved_for_jvp")
+        if during_jvp is not None:  # inside jvp: what forward gave save_for_forward
+            return during_jvp
         if not getattr(self._forward_cls, "clear_saved_tensors_on_access", False):
             return self.saved()
         # the Function asked for its saved tensors to be let go of once read
@@ -314,6 +318,8 @@ class Function(metaclass=_FunctionMeta):
                 o.__dict__["_inplace_error"] = (_function_view_message, node if o._grad_fn is node else None, i)
             wrapped.append(o)
         node._num_outputs = len(outs)
+        if _dual.LEVEL[0] >= 0 and _dual.has_tangents() and _dual.FWD_GRAD_ENABLED[0]:
+            _push_function_tangents(cls, node, args, wrapped, dirty)
         # torch saves only when the call is recorded (grad mode on and an input requiring grad); a
         # pack hook does not see the tensors of an unrecorded call
         to_save = node.to_save
@@ -329,6 +335,40 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def vmap(info, in_dims, *args):
         raise NotImplementedError("hookgrad does not implement vmap")
+
+
+def _push_function_tangents(cls, ctx, args, outputs, dirty) -> None:
+    """Forward AD through a custom Function: its ``jvp`` maps the inputs' tangents (None for a
+    non-tensor argument, zeros for a tensor without one) to the outputs' tangents."""
+    Tensor = _above.Tensor
+    tangents = [_dual.tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    if all(t is None for t in tangents):
+        return
+    if cls.jvp is Function.jvp:
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+    from .. import zeros_like
+    tangents = [zeros_like(a) if t is None and isinstance(a, Tensor) else t for a, t in zip(args, tangents)]
+    _dual.FWD_GRAD_ENABLED[0] = False  # the jvp's own ops carry no tangents
+    ctx._saved_for_jvp = tuple(getattr(ctx, "saved_for_forward", None) or ())
+    try:
+        results = cls.jvp(ctx, *tangents)
+    finally:
+        _dual.FWD_GRAD_ENABLED[0] = True
+        del ctx._saved_for_jvp
+    results = results if isinstance(results, tuple) else (results,)
+    tensor_outputs = [o for o in outputs if isinstance(o, Tensor)]
+    if len(results) != len(outputs) and len(results) != len(tensor_outputs):
+        raise RuntimeError(f"jvp function returned an incorrect number of gradients (expected {len(outputs)}, got "
+                           f"{len(results)})")
+    pairs = zip(outputs, results) if len(results) == len(outputs) else zip(tensor_outputs, results)
+    for out, tangent in pairs:
+        if not isinstance(out, Tensor) or tangent is None:
+            continue
+        for a, given in zip(args, tangents):
+            if dirty and any(a is d for d in dirty) and (out is a or out._base is a) and tangent is not given:
+                raise RuntimeError("jvp function must modify the corresponding gradient inplace")
+        _dual.set_tangent(out, tangent)
 
 
 def _check_dirty_outputs(dirty, outs, tensor_args, non_diff, recording) -> None:

@@ -44,37 +44,36 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
 
 
 def _check_forward_jacobian(fn, inputs, eps, atol, rtol) -> None:
-    """Each column of the Jacobian from forward AD (a one-hot tangent on one element of one input)
-    against central differences."""
+    """Each column of the Jacobian from forward AD (a one-hot tangent on one element of one input,
+    real and then imaginary for a complex input) against central differences; complex values count
+    as (real, imaginary) pairs, as in the backward check."""
     from .._tensor import Tensor, wrap
     from . import forward_ad
 
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
     positions = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
-    for t in (inputs[i] for i in positions):
-        if t._ndarray.dtype.kind == "c":
-            raise NotImplementedError("hookgrad's gradcheck does not check forward AD with complex inputs")
     outputs = _flatten_outputs(fn(*inputs))
     for k, position in enumerate(positions):
         t = inputs[position]
         flat = t._ndarray.reshape(-1)
+        steps = (1, 1j) if t._ndarray.dtype.kind == "c" else (1,)
         for oi, out in enumerate(outputs):
             if out._ndarray.dtype.kind not in "fc":
                 continue
-            if out._ndarray.dtype.kind == "c":
-                raise NotImplementedError("hookgrad's gradcheck does not check forward AD with complex outputs")
-            analytical = np.zeros((out.numel(), t.numel()))
+            out_complex = out._ndarray.dtype.kind == "c"
+            analytical = np.zeros((out.numel() * (2 if out_complex else 1), t.numel() * len(steps)))
             numerical = np.zeros_like(analytical)
             for i in range(t.numel()):
-                direction = np.zeros(t.numel(), dtype=t._ndarray.dtype)
-                direction[i] = 1
-                with forward_ad.dual_level():
-                    dual = forward_ad.make_dual(t.detach(), wrap(direction.reshape(t._ndarray.shape)))
-                    args = inputs[:position] + (dual,) + inputs[position + 1:]
-                    tangent = forward_ad.unpack_dual(_flatten_outputs(fn(*args))[oi]).tangent
-                    if tangent is not None:
-                        analytical[:, i] = tangent._ndarray.astype(np.float64).reshape(-1)
-                numerical[:, i] = _numerical_column(fn, inputs, oi, flat, i, eps)
+                for si, step in enumerate(steps):
+                    direction = np.zeros(t.numel(), dtype=t._ndarray.dtype)
+                    direction[i] = step
+                    with forward_ad.dual_level():
+                        dual = forward_ad.make_dual(t.detach(), wrap(direction.reshape(t._ndarray.shape)))
+                        args = inputs[:position] + (dual,) + inputs[position + 1:]
+                        tangent = forward_ad.unpack_dual(_flatten_outputs(fn(*args))[oi]).tangent
+                        if tangent is not None:
+                            analytical[:, i * len(steps) + si] = _as_reals(tangent._ndarray, out_complex)
+                    numerical[:, i * len(steps) + si] = _numerical_column(fn, inputs, oi, flat, i, eps * step)
             if not np.allclose(analytical, numerical, rtol=rtol, atol=atol):
                 raise GradcheckError(f"Jacobian computed with forward mode mismatch for output {oi} with respect to "
                                      f"input {k},\nnumerical:{numerical}\nanalytical:{analytical}\n")
