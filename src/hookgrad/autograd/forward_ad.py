@@ -14,7 +14,8 @@ linear in ``u``, so the gradient of ``<g(u), v>`` with respect to ``u`` is ``J v
 with a twice-differentiable backward has a tangent, at the cost of a second run of the op and two
 small backward passes: forward AD here is for correctness, not for speed. The ops are seen through
 the op-hook machinery (``hookgrad.hooks.register_op_hook``), which reports each outermost op call
-only: a composite op is differentiated as a whole.
+only: a composite op is differentiated as a whole. A custom Function is the exception: its tangents
+are what its ``jvp`` returns (``Function.apply`` calls it), as in torch.
 
 What differs from torch: a view's tangent is a copy, not a view of its base's tangent, so an
 in-place op on the base after the view was taken does not change the view's tangent.
