@@ -188,9 +188,13 @@ def format_tensor(t) -> str:
         if not (dt is default or dt.name in ("int64", "bool", default_complex)):
             suffixes.append(f"dtype={dt}")
         body = format_array(data, indent, zero=2.0 ** -127 if dt.name == "float8_e8m0fnu" else None)
-    fn = t.grad_fn
-    if fn is not None:
-        suffixes.append(f"grad_fn=<{fn.name().rsplit('::', 1)[-1]}>")
+    try:
+        fn = t.grad_fn
+        fn_name = None if fn is None else fn.name().rsplit('::', 1)[-1]
+    except RuntimeError:  # a view made and modified in place under no_grad: torch prints it this way
+        fn_name = "Invalid"
+    if fn_name is not None:
+        suffixes.append(f"grad_fn=<{fn_name}>")
     elif t.requires_grad:
         suffixes.append("requires_grad=True")
     tangent = _above.tangent_of(t)

@@ -153,7 +153,12 @@ class Tensor:
     # -- autograd metadata ----------------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad
+        if self._requires_grad:
+            return True
+        if self._base is not None and self._view_version != self._version_counter[0]:
+            self.grad_fn  # an in-place op on the base gave it history: the view's node regenerates
+            return self._requires_grad
+        return self._base is not None and _view_requires_grad_by_base(self)
 
     @requires_grad.setter
     def requires_grad(self, value) -> None:
@@ -760,3 +765,10 @@ _LEGACY_TYPE_NAMES = {
     "complex64": "torch.ComplexFloatTensor", "complex128": "torch.ComplexDoubleTensor",
     "bfloat16": "torch.BFloat16Tensor",
 }
+
+
+def _view_requires_grad_by_base(view) -> bool:
+    """Whether a view made before its base was made to require grad requires grad now: torch asks the
+    base (the view stays a leaf without grad_fn, and in-place changes of it are refused)."""
+    base = view._base
+    return base._requires_grad and view._grad_fn is None and view._ndarray.dtype == base._ndarray.dtype

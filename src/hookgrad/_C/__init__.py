@@ -12,6 +12,7 @@ with torch's behaviour; every other ``torch._C`` name is missing (and says so un
 * ``_DisableTorchDispatch()``: a context in which dispatch modes (and the flop counter) see nothing.
 * ``_current_graph_task_id()``: the running backward pass's number (-1 outside one);
   ``_current_graph_task_execution_order()``: the nodes the running pass will execute, in order.
+* ``_is_fwd_grad_enabled()`` / ``_set_fwd_grad_enabled(mode)``: whether forward AD pushes tangents.
 * ``_functions.DelayedError`` / ``_functions.UndefinedGrad`` (see ``_functions``).
 """
 from __future__ import annotations
@@ -20,6 +21,16 @@ import weakref
 
 from . import _autograd, _functions  # noqa: F401
 from . import _profiler  # noqa: F401,E402 - ProfilerConfig's _ExperimentalConfig
+
+
+def _is_fwd_grad_enabled() -> bool:
+    from ..autograd import _dual
+    return _dual.FWD_GRAD_ENABLED[0]
+
+
+def _set_fwd_grad_enabled(enabled: bool) -> None:
+    from ..autograd import _dual
+    _dual.FWD_GRAD_ENABLED[0] = bool(enabled)
 
 
 def _will_engine_execute_node(node) -> bool:

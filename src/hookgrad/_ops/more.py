@@ -677,7 +677,7 @@ def rot90(x, k=1, dims=(0, 1)):
     return x.clone()
 
 
-@op(aliases=("unsafe_split_with_sizes",))
+@op()
 def split_with_sizes(x, split_sizes, dim=0):
     if sum(split_sizes) != x.shape[dim]:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {x.shape[dim]} (input tensor's "
@@ -685,14 +685,28 @@ def split_with_sizes(x, split_sizes, dim=0):
     return views.split(x, list(split_sizes), dim)
 
 
+# the unsafe forms: the same pieces, sharing memory with the input but not views of it to autograd
+@op()
+def unsafe_split_with_sizes(x, split_sizes, dim=0):
+    if sum(split_sizes) != x.shape[dim]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {x.shape[dim]} (input tensor's "
+                           f"size at dimension {dim}), but got split_sizes={list(split_sizes)}")
+    return views.unsafe_split_pieces(x, list(split_sizes), dim)
+
+
 @op()
 def unsafe_split(x, split_size, dim=0):
-    return views.split(x, split_size, dim)
+    if not isinstance(split_size, int):
+        raise TypeError(f"unsafe_split(): argument 'split_size' (position 2) must be int, not {type(split_size).__name__}")
+    return views.unsafe_split_pieces(x, split_size, dim)
 
 
 @op()
 def unsafe_chunk(x, chunks, dim=0):
-    return views.chunk(x, chunks, dim)
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    size = x.shape[dim]
+    return views.unsafe_split_pieces(x, -(-size // chunks) if size else 1, dim)
 
 
 # the `*_copy` forms of views: the same values in storage of their own

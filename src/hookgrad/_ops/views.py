@@ -53,6 +53,12 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
         out._requires_grad = True
         out.__dict__["_inplace_error"] = (inference_view_message if GRAD.inference else no_grad_view_message,
                                           None, 0)
+    elif node_cls is not None and out._base is not None and not GRAD.enabled:
+        # torch remembers that the view was made without grad mode: should the view be made to require
+        # grad later, an in-place change of it (or of a view of it made then) is refused. Unlike the
+        # views above it is a leaf that gradients do reach.
+        out.__dict__["_inplace_error"] = (
+            inference_view_of_plain_message if GRAD.inference else no_grad_view_of_plain_message, None, 0)
     return out
 
 
@@ -72,6 +78,16 @@ def no_grad_view_message(node, output_nr, base_modified=False, mode="no_grad", b
 
 def inference_view_message(node, output_nr, base_modified=False) -> str:
     return no_grad_view_message(node, output_nr, base_modified, "inference", "inference_mode", "in normal mode")
+
+
+def no_grad_view_of_plain_message(node, output_nr, base_modified=False) -> str:
+    """The refusal for a view made under no_grad of a tensor not requiring grad (its own function, so
+    that ``is_no_grad_view`` tells it apart: gradients reach such a view once it requires grad)."""
+    return no_grad_view_message(node, output_nr, base_modified)
+
+
+def inference_view_of_plain_message(node, output_nr, base_modified=False) -> str:
+    return inference_view_message(node, output_nr, base_modified)
 
 
 def is_no_grad_view(t) -> bool:
@@ -595,7 +611,8 @@ def _multi_view(x, pieces, node):
         out._base = None if x._version_counter.__class__ is InferenceCounter else x._base if x._base is not None else x
         out._version_counter = x._version_counter
         out._view_version = x._version_counter[0]
-        if node is not None:
+        if node is not None or (GRAD.enabled and out._base is not None):
+            # without history too: should an operand requiring grad be written into it, torch refuses
             out.__dict__["_inplace_error"] = (_multi_view_message, node, i)
         outs.append(out)
     if node is not None:
@@ -606,6 +623,31 @@ def _multi_view(x, pieces, node):
 
 @op()
 def split(x: Tensor, split_size_or_sections, dim: int = 0):
+    pieces, node = _split_pieces(x, split_size_or_sections, dim, SplitBackward0, SplitWithSizesBackward0)
+    return _multi_view(x, pieces, node)
+
+
+class UnsafeSplitBackward0(SplitBackward0):
+    __slots__ = ()
+
+
+class UnsafeSplitWithSizesBackward0(SplitWithSizesBackward0):
+    __slots__ = ()
+
+
+def unsafe_split_pieces(x: Tensor, split_size_or_sections, dim: int = 0):
+    """The pieces of ``split`` as tensors that share ``x``'s memory but are no views to autograd: no
+    ``_base``, a version counter each, so in-place ops on them are allowed (torch's ``unsafe_split``)."""
+    pieces, node = _split_pieces(x, split_size_or_sections, dim, UnsafeSplitBackward0, UnsafeSplitWithSizesBackward0)
+    outs = tuple(wrap(data) for data in pieces)
+    if node is not None:
+        node._num_outputs = len(outs)
+        record(node, *outs, inputs=(x,))
+    return outs
+
+
+def _split_pieces(x: Tensor, split_size_or_sections, dim, node_cls_for_size, node_cls_for_sizes):
+    """The NumPy slices ``split`` cuts ``x`` into, and the node recording them (None without history)."""
     d = _wrap_dim(dim, x._ndarray.ndim)
     size = x._ndarray.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -613,13 +655,13 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
         if step <= 0 and size:
             raise RuntimeError(f"split expects split_size be non-negative, but got split_size={step}")
         sizes = [builtins.min(step, size - i) for i in range(0, size, step)] if size else [0]
-        node_cls = SplitBackward0
+        node_cls = node_cls_for_size
     else:
         sizes = list(split_size_or_sections)
         if builtins.sum(sizes) != size:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's size "
                                f"at dimension {d}), but got split_sizes={sizes}")
-        node_cls = SplitWithSizesBackward0
+        node_cls = node_cls_for_sizes
     bounds = np.cumsum([0] + sizes)
     pieces = [x._ndarray[(slice(None),) * d + (slice(int(a), int(b)),)] for a, b in zip(bounds[:-1], bounds[1:])]
     node = None
@@ -627,7 +669,7 @@ def split(x: Tensor, split_size_or_sections, dim: int = 0):
         node = node_cls((edge(x),))
         node.dim, node.sizes, node.in_shape, node.dtype = d, sizes, x._ndarray.shape, x._ndarray.dtype
         node.dim_arg, node.split_arg = dim, split_size_or_sections
-    return _multi_view(x, pieces, node)
+    return pieces, node
 
 
 @op()
@@ -937,10 +979,12 @@ class CopySlices(Node):
             self.fn = None
 
 
-def check_inplace(x: Tensor) -> None:
+def check_inplace(x: Tensor, result_requires_grad: bool = False) -> None:
+    """Refuse an in-place change of ``x`` as torch does. ``result_requires_grad``: another operand of
+    the op requires grad, so ``x`` would after it (torch checks a view's restriction then too)."""
     if not GRAD.enabled:
         return
-    if x.__dict__ and x._requires_grad and "_inplace_error" in x.__dict__:
+    if x.__dict__ and (x._requires_grad or result_requires_grad) and "_inplace_error" in x.__dict__:
         error = x.__dict__["_inplace_error"]
         raise RuntimeError(error if isinstance(error, str) else error[0](*error[1:]))
     if x._requires_grad and x._grad_fn is None:
@@ -949,8 +993,8 @@ def check_inplace(x: Tensor) -> None:
                            "being used in an in-place operation.")
     base = x._base
     # torch asks only whether the view's base is a leaf: a base without grad counts too (a view of it
-    # that was made to require grad)
-    if base is not None and x._requires_grad and base._grad_fn is None:
+    # that was made to require grad), and so does a view made before its base was made to require grad
+    if base is not None and base._grad_fn is None and (x._requires_grad or x.requires_grad):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
@@ -975,12 +1019,12 @@ def rebase_view_history(x: Tensor, node: Node) -> None:
 def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     """Run ``op(x, *args)`` out of place and write the result into ``x``, rewriting its history
     (or its base's, for a view) the way torch does for ``x.op_(...)``."""
-    check_inplace(x)
     may_overlap = op in WRITES_ONE_VALUE and not (op.__name__ == "fill" and isinstance(args[0], Tensor))
     _T = Tensor
     recording = GRAD.enabled and (x._requires_grad or builtins.any(
         isinstance(a, _T) and a._requires_grad for a in args) or builtins.any(
         isinstance(a, _T) and a._requires_grad for a in kwargs.values()))
+    check_inplace(x, recording)
     if not recording:
         prev = GRAD.enabled
         GRAD.enabled = False

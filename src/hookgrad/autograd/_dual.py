@@ -14,6 +14,7 @@ import weakref
 __all__ = ["LEVEL", "tangent_of", "set_tangent", "drop_all", "products_through"]
 
 LEVEL = [-1]              # the current dual level: -1 outside ``dual_level``, else 0
+FWD_GRAD_ENABLED = [True]  # torch._C._set_fwd_grad_enabled: off, ops give their results no tangent
 _TANGENTS: dict = {}      # id(tensor) -> (weak reference to the tensor, its tangent)
 
 

@@ -14,7 +14,8 @@ linear in ``u``, so the gradient of ``<g(u), v>`` with respect to ``u`` is ``J v
 with a twice-differentiable backward has a tangent, at the cost of a second run of the op and two
 small backward passes: forward AD here is for correctness, not for speed. The ops are seen through
 the op-hook machinery (``hookgrad.hooks.register_op_hook``), which reports each outermost op call
-only: a composite op is differentiated as a whole.
+only: a composite op is differentiated as a whole. A custom Function is the exception: its tangents
+are what its ``jvp`` returns (``Function.apply`` calls it), as in torch.
 
 What differs from torch: a view's tangent is a copy, not a view of its base's tangent, so an
 in-place op on the base after the view was taken does not change the view's tangent.
@@ -61,6 +62,35 @@ def exit_dual_level(*, level: Optional[int] = None) -> None:
     _handle[0] = None
     _dual.drop_all()
     _dual.LEVEL[0] = -1
+
+
+def _is_fwd_grad_enabled() -> bool:
+    """Whether ops push tangents (torch's private switch, on by default)."""
+    return _dual.FWD_GRAD_ENABLED[0]
+
+
+class _set_fwd_grad_enabled(_DecoratorContextManager):
+    """Turn tangent pushing on or off from construction until the context is left."""
+
+    def __init__(self, mode: bool) -> None:
+        self.prev = _dual.FWD_GRAD_ENABLED[0]
+        _dual.FWD_GRAD_ENABLED[0] = bool(mode)
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        _dual.FWD_GRAD_ENABLED[0] = self.prev
+
+    def clone(self):
+        return self.__class__(self.prev)
+
+
+def __getattr__(name):
+    # torch keeps the open level in a module global that its test suites read
+    if name == "_current_level":
+        return _dual.LEVEL[0]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _is_float_or_complex(t: Tensor) -> bool:
@@ -130,7 +160,7 @@ def _unreported(fn, *args):
 # ---- pushing tangents through an op ------------------------------------------------------------
 def _push_tangents(op, inputs, outputs):
     """The op hook: give the op's floating outputs their tangents when any operand has one."""
-    if not _dual.has_tangents():
+    if not _dual.has_tangents() or not _dual.FWD_GRAD_ENABLED[0]:
         return None
     tangents = {id(t): tangent for t in inputs if (tangent := _dual.tangent_of(t)) is not None}
     if not tangents:
@@ -141,9 +171,8 @@ def _push_tangents(op, inputs, outputs):
     if op in _TANGENT_RULES:
         return _TANGENT_RULES[op](inputs, outputs)
     if getattr(impl, "__name__", "") == "apply" and args and isinstance(args[0], type) \
-            and issubclass(args[0], Function) and args[0].jvp is Function.jvp:
-        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
-                                  "with forward mode AD.")
+            and issubclass(args[0], Function):
+        return None  # Function.apply pushed the tangents through the Function's jvp
     # the result's tangent is itself differentiable when the program could differentiate it
     nested = grad_was_enabled and any(t.requires_grad for t in inputs) or \
         any(tangent.requires_grad for tangent in tangents.values())

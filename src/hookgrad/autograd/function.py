@@ -10,11 +10,13 @@ import sys
 import functools
 import inspect
 import re
+import warnings
 
 import numpy as np
 
 from .. import _dtype
 from .._late import LateNames
+from . import _dual
 from . import _hook_context as _hook_state
 from . import grad_mode
 from .graph import _FREED_MESSAGE, Node, SavedTensor
@@ -66,6 +68,9 @@ class BackwardCFunction(Node, FunctionCtx):
 
     @property
     def saved_tensors(self):
+        during_jvp = self.__dict__.get("_saved_for_jvp")
+        if during_jvp is not None:  # inside jvp: what forward gave save_for_forward
+            return during_jvp
         if not getattr(self._forward_cls, "clear_saved_tensors_on_access", False):
             return self.saved()
         # the Function asked for its saved tensors to be let go of once read
@@ -275,6 +280,8 @@ class Function(metaclass=_FunctionMeta):
         outs = (outputs,) if single else outputs
         dirty = node.dirty_tensors
         non_diff = node.non_differentiable
+        if dirty:
+            _check_dirty_outputs(dirty, outs, tensor_args, non_diff, recording)
         wrapped = []
         meta = node._output_meta = []
         for i, o in enumerate(outs):
@@ -288,7 +295,8 @@ class Function(metaclass=_FunctionMeta):
             # reaches backward as None even while grads are materialized (torch's private switch)
             keeps_none = is_non_diff and not node.__dict__.get("_materialize_non_diff_grads", True)
             meta.append(None if keeps_none else (o._ndarray.shape, o._ndarray.dtype))
-            if not is_dirty and any(o is t for t in tensor_args):
+            is_input = any(o is t for t in tensor_args)
+            if not is_dirty and is_input:
                 # an input returned as-is: the caller gets a view of it, which refuses in-place ops
                 o = _returned_input_view(o, node, i, recording and not is_non_diff)
             if recording and not is_non_diff and _dtype.is_inexact_np(o._ndarray.dtype):
@@ -304,10 +312,19 @@ class Function(metaclass=_FunctionMeta):
                     o._grad_fn = node
                     o._output_nr = i
                     o._requires_grad = True
+                    if o._base is not None:  # its history is this node now, whatever forward did to it
+                        o._view_version = o._version_counter[0]
             elif is_non_diff:
                 o._requires_grad = False
+            if o._base is not None and not is_input:
+                # a view made inside forward: torch refuses in-place changes of it once it (or the op's
+                # result) requires grad. (An input returned as-is is marked by _returned_input_view when
+                # the call is recorded; unrecorded, torch refuses it too, hookgrad does not.)
+                o.__dict__["_inplace_error"] = (_function_view_message, node if o._grad_fn is node else None, i)
             wrapped.append(o)
         node._num_outputs = len(outs)
+        if _dual.LEVEL[0] >= 0 and _dual.has_tangents() and _dual.FWD_GRAD_ENABLED[0]:
+            _push_function_tangents(cls, node, args, wrapped, dirty)
         # torch saves only when the call is recorded (grad mode on and an input requiring grad); a
         # pack hook does not see the tensors of an unrecorded call
         to_save = node.to_save
@@ -323,6 +340,67 @@ class Function(metaclass=_FunctionMeta):
     @staticmethod
     def vmap(info, in_dims, *args):
         raise NotImplementedError("hookgrad does not implement vmap")
+
+
+def _push_function_tangents(cls, ctx, args, outputs, dirty) -> None:
+    """Forward AD through a custom Function: its ``jvp`` maps the inputs' tangents (None for a
+    non-tensor argument, zeros for a tensor without one) to the outputs' tangents."""
+    Tensor = _above.Tensor
+    tangents = [_dual.tangent_of(a) if isinstance(a, Tensor) else None for a in args]
+    if all(t is None for t in tangents):
+        return
+    if cls.jvp is Function.jvp:
+        raise NotImplementedError("You must implement the jvp function for custom autograd.Function to use it "
+                                  "with forward mode AD.")
+    from .. import zeros_like
+    tangents = [zeros_like(a) if t is None and isinstance(a, Tensor) else t for a, t in zip(args, tangents)]
+    _dual.FWD_GRAD_ENABLED[0] = False  # the jvp's own ops carry no tangents
+    ctx._saved_for_jvp = tuple(getattr(ctx, "saved_for_forward", None) or ())
+    try:
+        results = cls.jvp(ctx, *tangents)
+    finally:
+        _dual.FWD_GRAD_ENABLED[0] = True
+        del ctx._saved_for_jvp
+    results = results if isinstance(results, tuple) else (results,)
+    tensor_outputs = [o for o in outputs if isinstance(o, Tensor)]
+    if len(results) != len(outputs) and len(results) != len(tensor_outputs):
+        raise RuntimeError(f"jvp function returned an incorrect number of gradients (expected {len(outputs)}, got "
+                           f"{len(results)})")
+    pairs = zip(outputs, results) if len(results) == len(outputs) else zip(tensor_outputs, results)
+    for out, tangent in pairs:
+        if not isinstance(out, Tensor) or tangent is None:
+            continue
+        for a, given in zip(args, tangents):
+            if dirty and any(a is d for d in dirty) and (out is a or out._base is a) and tangent is not given:
+                raise RuntimeError("jvp function must modify the corresponding gradient inplace")
+        _dual.set_tangent(out, tangent)
+
+
+def _check_dirty_outputs(dirty, outs, tensor_args, non_diff, recording) -> None:
+    """torch's checks of ``ctx.mark_dirty``, made before any output is touched."""
+    for t in dirty:
+        if not any(t is o for o in outs):
+            raise RuntimeError("Some elements marked as dirty during the forward method were not returned as output. "
+                               "The inputs that are modified inplace must all be outputs of the Function.")
+    if not recording:
+        return
+    for t in dirty:
+        if not isinstance(t, _above.Tensor) or (non_diff and any(t is n for n in non_diff)):
+            continue
+        if not any(t is a for a in tensor_args):
+            message = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
+                       "mutated should be passed to ctx.mark_dirty().")
+            if t._base is not None:
+                raise RuntimeError(message)
+            warnings.warn(message)
+        elif t._base is not None and len(outs) > 1:
+            raise RuntimeError(
+                "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot "
+                "return more than one Tensor. This is not supported by the current autograd engine. You should either "
+                "make sure the input is not a view (using .clone() for example) or make your Function only return one "
+                "Tensor (potentially splitting it into two Functions: one doing the inplace that returns a single "
+                "Tensor and a second one that does the other operations). You can ask on the forum "
+                "https://discuss.pytorch.org/ if you need help to do this change.")
 
 
 def _overloads_torch_function(cls) -> bool:
@@ -347,6 +425,9 @@ def _returned_input_view(t, node, output_nr, differentiable):
     if differentiable:
         # the message is built only if someone actually tries an in-place op
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
+    elif t._requires_grad:
+        # torch hands back a detached alias here: no view, so it does not require grad through its base
+        view._base = None
     return view
 
 
@@ -357,7 +438,9 @@ def view_inplace_error_head(node, output_nr, base_modified=False) -> str:
     "Backward" suffix, as torch names it here."""
     what = ("its base or another view of its base has been modified inplace" if base_modified
             else "is being modified inplace")
-    name = re.sub(r"Backward\d*$", "", node.name()) if node is not None else "a custom Function"
+    if node is None:  # a view without history: torch words it as for a view made in no_grad mode
+        return f"A view was created in no_grad mode and {what} with grad mode enabled."
+    name = re.sub(r"Backward\d*$", "", node.name())
     return f"Output {output_nr} of {name} is a view and {what}."
 
 

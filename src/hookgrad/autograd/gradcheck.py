@@ -17,8 +17,129 @@ def _flatten_outputs(out):
 
 def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True, nondet_tol=0.0,
               check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False, fast_mode=False,
-              masked=None, **unused) -> bool:
-    """Compare ``fn``'s analytical Jacobian (via ``autograd.grad``) with central differences."""
+              masked=None, check_forward_ad=False, check_backward_ad=True, check_batched_forward_grad=False,
+              **unused) -> bool:
+    """Compare ``fn``'s analytical Jacobian (via ``autograd.grad``) with central differences; then, as
+    torch does, check that a second backward pass gives the same Jacobian (within ``nondet_tol``) and
+    (``check_undefined_grad``) that backward copes with undefined output gradients.
+    ``check_forward_ad``: compare the Jacobian forward AD gives too (real inputs and outputs)."""
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError("Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError("Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError("Setting check_batched_forward_grad=True requires check_forward_ad to be True")
+    try:
+        if check_backward_ad:
+            _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol)
+        if check_forward_ad:
+            _check_forward_jacobian(fn, inputs, eps, atol, rtol)
+        if check_undefined_grad and check_backward_ad:
+            _check_undefined_output_grads(fn, inputs)
+        return True
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
+
+
+def _check_forward_jacobian(fn, inputs, eps, atol, rtol) -> None:
+    """Each column of the Jacobian from forward AD (a one-hot tangent on one element of one input,
+    real and then imaginary for a complex input) against central differences; complex values count
+    as (real, imaginary) pairs, as in the backward check."""
+    from .._tensor import Tensor, wrap
+    from . import forward_ad
+
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    positions = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
+    outputs = _flatten_outputs(fn(*inputs))
+    for k, position in enumerate(positions):
+        t = inputs[position]
+        flat = t._ndarray.reshape(-1)
+        steps = (1, 1j) if t._ndarray.dtype.kind == "c" else (1,)
+        for oi, out in enumerate(outputs):
+            if out._ndarray.dtype.kind not in "fc":
+                continue
+            out_complex = out._ndarray.dtype.kind == "c"
+            analytical = np.zeros((out.numel() * (2 if out_complex else 1), t.numel() * len(steps)))
+            numerical = np.zeros_like(analytical)
+            for i in range(t.numel()):
+                for si, step in enumerate(steps):
+                    direction = np.zeros(t.numel(), dtype=t._ndarray.dtype)
+                    direction[i] = step
+                    with forward_ad.dual_level():
+                        dual = forward_ad.make_dual(t.detach(), wrap(direction.reshape(t._ndarray.shape)))
+                        args = inputs[:position] + (dual,) + inputs[position + 1:]
+                        tangent = forward_ad.unpack_dual(_flatten_outputs(fn(*args))[oi]).tangent
+                        if tangent is not None:
+                            analytical[:, i * len(steps) + si] = _as_reals(tangent._ndarray, out_complex)
+                    numerical[:, i * len(steps) + si] = _numerical_column(fn, inputs, oi, flat, i, eps * step)
+            if not np.allclose(analytical, numerical, rtol=rtol, atol=atol):
+                raise GradcheckError(f"Jacobian computed with forward mode mismatch for output {oi} with respect to "
+                                     f"input {k},\nnumerical:{numerical}\nanalytical:{analytical}\n")
+
+
+def _check_undefined_output_grads(fn, inputs) -> None:
+    """torch's undefined-gradient check: backward with every output's gradient undefined (and, for
+    several outputs, one at a time) must run and give only undefined or zero input gradients."""
+    import warnings
+    from .._C._functions import UndefinedGrad
+    from .._tensor import Tensor
+    from . import grad as autograd_grad
+
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
+    if not diff_inputs:
+        raise GradcheckError("no Tensors requiring grad found in input")
+
+    def differentiable_outputs():
+        return [o for o in _flatten_outputs(fn(*inputs)) if o.requires_grad]
+
+    def undefined(t):
+        return UndefinedGrad()(t)
+
+    cases = [[undefined(o) for o in differentiable_outputs()]]
+    if len(cases[0]) > 1:
+        for index in range(len(cases[0])):
+            cases.append([undefined(o) if k == index else o for k, o in enumerate(differentiable_outputs())])
+    warning = ("Backwards compatibility: New undefined gradient support checking feature is enabled by default, "
+               "but it may break existing callers of this function. If this is true for you, you can call this "
+               'function with "check_undefined_grad=False" to disable the feature')
+    notes = 'Please look at "Notes about undefined output gradients" in "tools/autograd/derivatives.yaml"'
+    for outputs in cases:
+        if not outputs:
+            continue
+        from .. import zeros_like
+        try:
+            grads = autograd_grad(outputs, diff_inputs, [zeros_like(o) for o in outputs], allow_unused=True)
+        except RuntimeError as error:
+            warnings.warn(warning, stacklevel=3)
+            raise GradcheckError(f"Expected backward function to handle undefined output grads. {notes}") from error
+        if any(g is not None and bool((g._ndarray != 0).any()) for g in grads):
+            warnings.warn(warning, stacklevel=3)
+            raise GradcheckError("Expected all input grads to be undefined or zero when all output grads are "
+                                 f"undefined or zero. {notes}")
+
+
+_FAILED_NONDET = """\n
+NOTE: If your op relies on non-deterministic operations i.e., it is listed here:
+https://pytorch.org/docs/stable/generated/torch.use_deterministic_algorithms.html
+this failure might be expected.
+
+If you are adding a new operator, please file an issue and then use one of the
+workarounds. The workaround depends on how your test invokes gradcheck/gradgradcheck.
+If the test
+- manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
+  with `nondet_tol=<tol>` as a keyword argument.
+- is OpInfo-based (e.g., in test_ops_gradients.py), then modify the OpInfo for the test
+  to have `gradcheck_nondet_tol=<tol>`.
+- is a Module test (e.g., in common_nn.py), then modify the corresponding
+  module_test entry to have `gradcheck_nondet_tol=<tol>`
+"""
+
+
+def _gradcheck(fn, inputs, eps, atol, rtol, nondet_tol) -> None:
+    """The Jacobian comparison; raises GradcheckError where it fails."""
     from .._tensor import Tensor
     from . import grad as autograd_grad
 
@@ -30,10 +151,8 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
         # formula that forgot to record its own graph shows up here under gradgradcheck
         for oi, out in enumerate(outputs):
             if out._ndarray.dtype.kind in "fc" and not _independent_of_inputs(fn, inputs, diff_inputs, oi, eps, atol):
-                if raise_exception:
-                    raise GradcheckError("Numerical gradient for function expected to be zero")
-                return False
-        return True
+                raise GradcheckError("Numerical gradient for function expected to be zero")
+        return
     for oi, out in enumerate(outputs):
         if not out.requires_grad:
             continue
@@ -48,9 +167,17 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
             for si, value in enumerate(seeds):
                 seed = np.zeros(n_out, dtype=out._ndarray.dtype)
                 seed[j] = value
-                grads = autograd_grad(out, diff_inputs, wrap(seed.reshape(out._ndarray.shape)), retain_graph=True,
-                                      allow_unused=True)
-                for k, g in enumerate(grads):
+                grad_output = wrap(seed.reshape(out._ndarray.shape))
+                grads = autograd_grad(out, diff_inputs, grad_output, retain_graph=True, allow_unused=True)
+                # the same backward once more: it must give the same values (torch's reentrancy check)
+                again = autograd_grad(out, diff_inputs, grad_output, retain_graph=True, allow_unused=True)
+                for k, (g, g_again) in enumerate(zip(grads, again)):
+                    if (g is None) != (g_again is None) or g is not None and \
+                            np.abs(g._ndarray - g_again._ndarray).max(initial=0.0) > nondet_tol:
+                        raise GradcheckError(
+                            "Backward is not reentrant, i.e., running backward with same input and grad_output "
+                            "multiple times gives different values, although analytical gradient matches numerical "
+                            f"gradient.The tolerance for nondeterminism was {nondet_tol}." + _FAILED_NONDET)
                     if g is not None:
                         analytical[k][j * len(seeds) + si] = _as_reals(g._ndarray, diff_inputs[k]._ndarray.dtype.kind == "c")
         for k, t in enumerate(diff_inputs):
@@ -61,12 +188,10 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
                 for si, step in enumerate(steps):
                     numerical[:, i * len(steps) + si] = _numerical_column(fn, inputs, oi, flat, i, step)
             if not np.allclose(analytical[k], numerical, rtol=rtol, atol=atol):
-                if raise_exception:
-                    raise GradcheckError(
-                        f"Jacobian mismatch for output {oi} with respect to input {k},\n"
-                        f"numerical:{numerical}\nanalytical:{analytical[k]}\n")
-                return False
-    return True
+                raise GradcheckError(
+                    f"Jacobian mismatch for output {oi} with respect to input {k},\n"
+                    f"numerical:{numerical}\nanalytical:{analytical[k]}\n")
+    return
 
 
 def _real_size(t) -> int:
@@ -88,12 +213,19 @@ def _numerical_column(fn, inputs, oi, flat, i, eps):
     # perturb the array directly (no autograd op); fn may itself need grad mode
     # each output read out (copied) before the next step: it may be a view of the input
     flat[i] = orig + eps
-    out = _flatten_outputs(fn(*inputs))[oi]._ndarray
-    is_complex = out.dtype.kind == "c"
-    plus = _as_reals(out, is_complex).copy()
-    flat[i] = orig - eps
-    minus = _as_reals(_flatten_outputs(fn(*inputs))[oi]._ndarray, is_complex).copy()
-    flat[i] = orig
+    try:
+        out_plus = _flatten_outputs(fn(*inputs))[oi]
+        is_complex = out_plus._ndarray.dtype.kind == "c"
+        plus = _as_reals(out_plus._ndarray, is_complex).copy()
+        flat[i] = orig - eps
+        out_minus = _flatten_outputs(fn(*inputs))[oi]
+        minus = _as_reals(out_minus._ndarray, is_complex).copy()
+    finally:
+        flat[i] = orig
+    for what, a, b in (("shape", out_plus.shape, out_minus.shape), ("dtype", out_plus.dtype, out_minus.dtype)):
+        if a != b:  # torch raises AssertionError here, whatever raise_exception says
+            raise AssertionError(f"Expected `func` to return outputs with the same {what} when inputs are perturbed "
+                                 f"by {abs(eps)}, but got: {what}s {a} and {b}.")
     return (plus - minus) / (2 * abs(eps))
 
 
@@ -116,7 +248,7 @@ def _random_like(rng, data: np.ndarray) -> np.ndarray:
 
 
 def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-                  **unused) -> bool:
+                  nondet_tol=0.0, check_undefined_grad=True, **unused) -> bool:
     """gradcheck applied to the function that maps inputs to their (create_graph) gradients."""
     from .._tensor import Tensor, wrap
     from . import grad as autograd_grad
@@ -140,7 +272,7 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
         return tuple(g for g in gs if g is not None)
 
     return gradcheck(first_grads, (*inputs, *grad_outputs), eps=eps, atol=atol, rtol=rtol,
-                     raise_exception=raise_exception)
+                     raise_exception=raise_exception, nondet_tol=nondet_tol, check_undefined_grad=check_undefined_grad)
 
 
 # -- torch's deprecated Jacobian helpers ------------------------------------------------------------
