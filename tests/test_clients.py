@@ -153,6 +153,10 @@ CASES = {
                                                    "(composed forward hooks, legacy backward hooks, statistics)"),
     "nnsight": ("nnsight_case.py", [], "nnsight traces of a plain torch model: saved outputs and inputs, outputs "
                                        "written and replaced, activations patched across traces, gradients"),
+    "transformer_lens": ("transformer_lens_case.py", [], "TransformerLens 4 bridge over a TL-native transformer: "
+                                                         "run_with_cache, run_with_hooks on attention patterns and "
+                                                         "residual streams, activation patching, gradients, "
+                                                         "decomposed residual streams"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -190,6 +194,7 @@ REQUIRES = {
     "layer_getter": ["torch_intermediate_layer_getter", "unfoldNd"],
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
+    "transformer_lens": ["transformer_lens", "transformers", "datasets", "pandas", "yaml"],
 }
 
 
