@@ -157,6 +157,10 @@ CASES = {
                                                          "run_with_cache, run_with_hooks on attention patterns and "
                                                          "residual streams, activation patching, gradients, "
                                                          "decomposed residual streams"),
+    "transformers": ("transformers_case.py", [], "Hugging Face GPT-2, BERT and ViT from configs: hidden states and "
+                                                 "attentions, forward hooks (with kwargs) on attention modules, an "
+                                                 "output-replacing hook, gradients with gradient checkpointing, "
+                                                 "greedy generation"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -195,6 +199,7 @@ REQUIRES = {
     "hook_managers": ["torchhook", "hookandlook", "pandas"],
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
     "transformer_lens": ["transformer_lens", "transformers", "datasets", "pandas", "yaml"],
+    "transformers": ["transformers", "huggingface_hub", "tokenizers", "safetensors"],
 }
 
 
