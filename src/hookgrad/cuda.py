@@ -158,7 +158,7 @@ class StreamContext:
         self.stream = stream
 
     def __enter__(self):
-        return self
+        return None
 
     def __exit__(self, *exc_info):
         return None

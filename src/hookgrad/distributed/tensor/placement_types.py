@@ -47,9 +47,11 @@ class Shard(Placement):
         return f"Shard(dim={self.dim})"
 
 
-class _StridedShard(Shard):
+class _StridedShard(Placement):
+    """A shard taken as one chunk from each of ``split_factor`` groups along ``dim`` (not a ``Shard``)."""
+
     def __init__(self, dim: int, split_factor: int):
-        super().__init__(dim)
+        self.dim = dim
         self.split_factor = split_factor
 
     def _fields(self):
