@@ -161,6 +161,9 @@ CASES = {
                                                  "attentions, forward hooks (with kwargs) on attention modules, an "
                                                  "output-replacing hook, gradients with gradient checkpointing, "
                                                  "greedy generation"),
+    "pyvene": ("pyvene_case.py", [], "pyvene interchange, addition, subtraction, zero and collect interventions on a "
+                                     "tiny GPT-2's block, MLP and attention outputs; rotated-space (orthogonal "
+                                     "parametrization), low-rank and sigmoid-mask interventions trained a few steps"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -200,6 +203,7 @@ REQUIRES = {
     "nnsight": ["nnsight", "transformers", "greenlet", "pydantic"],
     "transformer_lens": ["transformer_lens", "transformers", "datasets", "pandas", "yaml"],
     "transformers": ["transformers", "huggingface_hub", "tokenizers", "safetensors"],
+    "pyvene": ["pyvene", "transformers", "huggingface_hub", "tokenizers", "safetensors"],
 }
 
 
