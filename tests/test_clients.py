@@ -164,6 +164,10 @@ CASES = {
     "pyvene": ("pyvene_case.py", [], "pyvene interchange, addition, subtraction, zero and collect interventions on a "
                                      "tiny GPT-2's block, MLP and attention outputs; rotated-space (orthogonal "
                                      "parametrization), low-rank and sigmoid-mask interventions trained a few steps"),
+    "captum_text": ("captum_text_case.py", [], "Captum on an embedding+LSTM text model (layer IG on the embedding, "
+                                               "interpretable embedding layer), layer/neuron GradientShap and "
+                                               "DeepLiftShap, LRP rules, FeaturePermutation, layer/neuron ablation, "
+                                               "ShapleyValues, KernelShap, Lime, infidelity, sensitivity_max"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -204,6 +208,7 @@ REQUIRES = {
     "transformer_lens": ["transformer_lens", "transformers", "datasets", "pandas", "yaml"],
     "transformers": ["transformers", "huggingface_hub", "tokenizers", "safetensors"],
     "pyvene": ["pyvene", "transformers", "huggingface_hub", "tokenizers", "safetensors"],
+    "captum_text": ["captum", "sklearn"],
 }
 
 
