@@ -168,6 +168,10 @@ CASES = {
                                                "interpretable embedding layer), layer/neuron GradientShap and "
                                                "DeepLiftShap, LRP rules, FeaturePermutation, layer/neuron ablation, "
                                                "ShapleyValues, KernelShap, Lime, infidelity, sensitivity_max"),
+    "backpack_layers": ("backpack_layers_case.py", [], "BackPACK's first- and second-order extensions (KFAC/KFLR/KFRA, "
+                                                       "diagonal GGN and Hessian, per sample) over Conv1d/3d, "
+                                                       "ConvTranspose1d, pooling, dropout, LeakyReLU/SELU/LogSigmoid, "
+                                                       "batch norm; unsupported layers refused alike"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -209,6 +213,7 @@ REQUIRES = {
     "transformers": ["transformers", "huggingface_hub", "tokenizers", "safetensors"],
     "pyvene": ["pyvene", "transformers", "huggingface_hub", "tokenizers", "safetensors"],
     "captum_text": ["captum", "sklearn"],
+    "backpack_layers": ["backpack"],
 }
 
 
