@@ -248,3 +248,35 @@ def test_safetensors_storage_ptr_and_size_match_torch():
                 module.storage_size(T.zeros(0))]
 
     assert facts(hookgrad, ours) == facts(torch, real)
+
+
+@differential
+def test_recurrent_modules_call_their_op_through_torch_function(T):
+    """RNN/LSTM/GRU and their cells call one public op (torch's module calls _VF.lstm, gru_cell, ...):
+    a __torch_function__ subclass sees that op and gets its outputs back as the subclass (torchview
+    records recurrent layers this way)."""
+    calls = []
+
+    class Recorder(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            calls.append(getattr(func, "__name__", ""))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    T.manual_seed(0)
+    x = T.tensor(np.random.default_rng(0).standard_normal((2, 4, 3)), dtype=T.float32).as_subclass(Recorder)
+    out = []
+    for make in (lambda: T.nn.LSTM(3, 4, batch_first=True), lambda: T.nn.GRU(3, 4, num_layers=2),
+                 lambda: T.nn.RNN(3, 4, nonlinearity="relu", bidirectional=True), lambda: T.nn.RNN(3, 4)):
+        calls.clear()
+        result = make()(x)
+        flat = [result[0]] + (list(result[1]) if isinstance(result[1], tuple) else [result[1]])
+        out.append([[type(t).__name__ for t in flat], [n for n in calls if n in ("lstm", "gru", "rnn_tanh",
+                                                                                   "rnn_relu")]])
+    for make, state in ((lambda: T.nn.LSTMCell(3, 4), None), (lambda: T.nn.GRUCell(3, 4), None),
+                        (lambda: T.nn.RNNCell(3, 4, nonlinearity="relu"), None), (lambda: T.nn.RNNCell(3, 4), None)):
+        calls.clear()
+        result = make()(x[:, 0])
+        flat = list(result) if isinstance(result, tuple) else [result]
+        out.append([[type(t).__name__ for t in flat], [n for n in calls if n.endswith("_cell")]])
+    return out

@@ -172,6 +172,9 @@ CASES = {
                                                        "diagonal GGN and Hessian, per sample) over Conv1d/3d, "
                                                        "ConvTranspose1d, pooling, dropout, LeakyReLU/SELU/LogSigmoid, "
                                                        "batch norm; unsupported layers refused alike"),
+    "torchview_more": ("torchview_more_case.py", [], "torchview graphs of a bidirectional LSTM, a GRU-cell loop, nested "
+                                                     "ModuleList/ModuleDict containers with dict inputs and outputs, "
+                                                     "depths, rolled recursion, inner tensors shown"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -214,6 +217,7 @@ REQUIRES = {
     "pyvene": ["pyvene", "transformers", "huggingface_hub", "tokenizers", "safetensors"],
     "captum_text": ["captum", "sklearn"],
     "backpack_layers": ["backpack"],
+    "torchview_more": ["torchview"],
 }
 
 
