@@ -280,3 +280,22 @@ def test_recurrent_modules_call_their_op_through_torch_function(T):
         flat = list(result) if isinstance(result, tuple) else [result]
         out.append([[type(t).__name__ for t in flat], [n for n in calls if n.endswith("_cell")]])
     return out
+
+
+@differential
+def test_jit_annotations_names_and_checks(T):
+    """torch.jit.annotations re-exports typing's names and classifies annotations; a bare container
+    (Tuple, List, Dict, Optional) is refused with torch's RuntimeError."""
+    import typing
+    from importlib import import_module
+    annotations = import_module(f"{T.__name__}.jit.annotations")
+    checks = (annotations.is_tuple, annotations.is_list, annotations.is_dict, annotations.is_optional,
+              annotations.is_union)
+    out = [annotations.Tuple is typing.Tuple, annotations.List is typing.List, annotations.Optional is typing.Optional]
+    for ann in (typing.Tuple[int, str], tuple, typing.List[int], typing.Dict[str, int], typing.Optional[int],
+                typing.Union[int, str], int | None, int, list, typing.Tuple[()]):
+        out.append([check(ann) for check in checks])
+    for bare, check in ((typing.Tuple, annotations.is_tuple), (typing.List, annotations.is_list),
+                        (typing.Dict, annotations.is_dict), (typing.Optional, annotations.is_optional)):
+        out.append(catch(lambda: check(bare)))
+    return out

@@ -175,6 +175,9 @@ CASES = {
     "torchview_more": ("torchview_more_case.py", [], "torchview graphs of a bidirectional LSTM, a GRU-cell loop, nested "
                                                      "ModuleList/ModuleDict containers with dict inputs and outputs, "
                                                      "depths, rolled recursion, inner tensors shown"),
+    "torchdistill": ("torchdistill_case.py", [], "torchdistill ForwardHookManager (inputs/outputs of nested paths, "
+                                                 "accumulated and stacked passes, cleared) and KD, FSP, attention-"
+                                                 "transfer, PKT, RKD, SPKD losses with student gradients"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -218,6 +221,7 @@ REQUIRES = {
     "captum_text": ["captum", "sklearn"],
     "backpack_layers": ["backpack"],
     "torchview_more": ["torchview"],
+    "torchdistill": ["torchdistill", "yaml"],
 }
 
 

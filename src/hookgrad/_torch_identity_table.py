@@ -168,11 +168,32 @@ CLASSES = {
     },
     'hookgrad.cuda': {
         'CudaError': ('torch.cuda', 'CudaError'),
+        'StreamContext': ('torch.cuda', 'StreamContext'),
         'device': ('torch.cuda', 'device'),
         'device_of': ('torch.cuda', 'device_of'),
     },
+    'hookgrad.distributed.algorithms.join': {
+        'Join': ('torch.distributed.algorithms.join', 'Join'),
+        'JoinHook': ('torch.distributed.algorithms.join', 'JoinHook'),
+        'Joinable': ('torch.distributed.algorithms.join', 'Joinable'),
+        '_JoinConfig': ('torch.distributed.algorithms.join', '_JoinConfig'),
+    },
     'hookgrad.distributed.autograd': {
         'context': ('torch.distributed.autograd', 'context'),
+    },
+    'hookgrad.distributed.checkpoint.default_planner': {
+        'DefaultLoadPlanner': ('torch.distributed.checkpoint.default_planner', 'DefaultLoadPlanner'),
+        'DefaultSavePlanner': ('torch.distributed.checkpoint.default_planner', 'DefaultSavePlanner'),
+    },
+    'hookgrad.distributed.checkpoint.hf_storage': {
+        'HuggingFaceStorageReader': ('torch.distributed.checkpoint.hf_storage', 'HuggingFaceStorageReader'),
+        'HuggingFaceStorageWriter': ('torch.distributed.checkpoint.hf_storage', 'HuggingFaceStorageWriter'),
+    },
+    'hookgrad.distributed.checkpoint.state_dict': {
+        'StateDictOptions': ('torch.distributed.checkpoint.state_dict', 'StateDictOptions'),
+    },
+    'hookgrad.distributed.device_mesh': {
+        'DeviceMesh': ('torch.distributed.device_mesh', 'DeviceMesh'),
     },
     'hookgrad.distributed.distributed_c10d': {
         'Backend': ('torch.distributed.distributed_c10d', 'Backend'),
@@ -188,8 +209,10 @@ CLASSES = {
         'ProcessFailure': ('torch.distributed.elastic.multiprocessing.errors', 'ProcessFailure'),
     },
     'hookgrad.distributed.fsdp': {
+        'CPUOffloadPolicy': ('torch.distributed.fsdp', 'CPUOffloadPolicy'),
         'FSDPModule': ('torch.distributed.fsdp', 'FSDPModule'),
         'MixedPrecisionPolicy': ('torch.distributed.fsdp', 'MixedPrecisionPolicy'),
+        'OffloadPolicy': ('torch.distributed.fsdp', 'OffloadPolicy'),
     },
     'hookgrad.distributed.nn.functional': {
         '_AllGather': ('torch.distributed.nn.functional', '_AllGather'),
@@ -201,6 +224,13 @@ CLASSES = {
     },
     'hookgrad.distributed.tensor': {
         'DTensor': ('torch.distributed.tensor', 'DTensor'),
+    },
+    'hookgrad.distributed.tensor.placement_types': {
+        'Partial': ('torch.distributed.tensor.placement_types', 'Partial'),
+        'Placement': ('torch.distributed.tensor.placement_types', 'Placement'),
+        'Replicate': ('torch.distributed.tensor.placement_types', 'Replicate'),
+        'Shard': ('torch.distributed.tensor.placement_types', 'Shard'),
+        '_StridedShard': ('torch.distributed.tensor.placement_types', '_StridedShard'),
     },
     'hookgrad.distributions.bernoulli': {
         'Bernoulli': ('torch.distributions.bernoulli', 'Bernoulli'),
@@ -429,6 +459,10 @@ CLASSES = {
     },
     'hookgrad.nn.attention': {
         'SDPBackend': ('torch.nn.attention', '_SDPBackend'),
+    },
+    'hookgrad.nn.attention.flex_attention': {
+        'AuxRequest': ('torch.nn.attention.flex_attention', 'AuxRequest'),
+        'BlockMask': ('torch.nn.attention.flex_attention', 'BlockMask'),
     },
     'hookgrad.nn.modules._backward_hook': {
         'BackwardHook': ('torch.utils.hooks', 'BackwardHook'),
@@ -2009,6 +2043,17 @@ FUNCTIONS = {
     'hookgrad.distributed.autograd': {
         'is_available': ('torch.distributed.autograd', 'is_available'),
     },
+    'hookgrad.distributed.checkpoint.state_dict': {
+        'get_model_state_dict': ('torch.distributed.checkpoint.state_dict', 'get_model_state_dict'),
+        'get_optimizer_state_dict': ('torch.distributed.checkpoint.state_dict', 'get_optimizer_state_dict'),
+        'get_state_dict': ('torch.distributed.checkpoint.state_dict', 'get_state_dict'),
+        'set_model_state_dict': ('torch.distributed.checkpoint.state_dict', 'set_model_state_dict'),
+        'set_optimizer_state_dict': ('torch.distributed.checkpoint.state_dict', 'set_optimizer_state_dict'),
+        'set_state_dict': ('torch.distributed.checkpoint.state_dict', 'set_state_dict'),
+    },
+    'hookgrad.distributed.device_mesh': {
+        'init_device_mesh': ('torch.distributed.device_mesh', 'init_device_mesh'),
+    },
     'hookgrad.distributed.elastic.multiprocessing.errors': {
         'record': ('torch.distributed.elastic.multiprocessing.errors', 'record'),
     },
@@ -2028,6 +2073,9 @@ FUNCTIONS = {
     },
     'hookgrad.distributed.rpc': {
         'is_available': ('torch.distributed.rpc', 'is_available'),
+    },
+    'hookgrad.distributed.tensor': {
+        'distribute_tensor': ('torch.distributed.tensor', 'distribute_tensor'),
     },
     'hookgrad.distributions': {
         'kl_divergence': ('torch.distributions.kl', 'kl_divergence'),
@@ -2209,6 +2257,14 @@ FUNCTIONS = {
     },
     'hookgrad.nn.attention': {
         'sdpa_kernel': ('torch.nn.attention', 'sdpa_kernel'),
+    },
+    'hookgrad.nn.attention.flex_attention': {
+        'and_masks': ('torch.nn.attention.flex_attention', 'and_masks'),
+        'create_block_mask': ('torch.nn.attention.flex_attention', 'create_block_mask'),
+        'create_mask': ('torch.nn.attention.flex_attention', 'create_mask'),
+        'flex_attention': ('torch.nn.attention.flex_attention', 'flex_attention'),
+        'noop_mask': ('torch.nn.attention.flex_attention', 'noop_mask'),
+        'or_masks': ('torch.nn.attention.flex_attention', 'or_masks'),
     },
     'hookgrad.nn.functional': {
         'adaptive_avg_pool2d': ('torch.nn.functional', 'adaptive_avg_pool2d'),
@@ -2692,12 +2748,18 @@ EAGER_ANNOTATIONS = frozenset({
     'torch.cuda',
     'torch.distributed',
     'torch.distributed.algorithms.ddp_comm_hooks.default_hooks',
+    'torch.distributed.algorithms.join',
+    'torch.distributed.checkpoint.default_planner',
+    'torch.distributed.checkpoint.hf_storage',
+    'torch.distributed.checkpoint.state_dict',
+    'torch.distributed.device_mesh',
     'torch.distributed.distributed_c10d',
     'torch.distributed.elastic.multiprocessing.errors',
     'torch.distributed.fsdp',
     'torch.distributed.nn.functional',
     'torch.distributed.rpc',
     'torch.distributed.tensor',
+    'torch.distributed.tensor.placement_types',
     'torch.distributions.bernoulli',
     'torch.distributions.beta',
     'torch.distributions.binomial',

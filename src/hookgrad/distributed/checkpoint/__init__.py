@@ -7,6 +7,15 @@ def _no_dcp(*args, **kwargs):
                        "state dicts with torch.save and torch.load")
 
 
-save = load = async_save = _no_dcp
+def save(state_dict, *args, **kwargs):
+    _no_dcp()
+
+
+def load(state_dict, *args, **kwargs):
+    _no_dcp()
+
+
+def async_save(state_dict, *args, **kwargs):
+    _no_dcp()
 
 __all__ = ["save", "load", "async_save"]

@@ -10,5 +10,25 @@ class StateDictOptions:
         self.flatten_optimizer_state_dict, self.dsd_fqn_modifiers = flatten_optimizer_state_dict, dsd_fqn_modifiers
 
 
-get_model_state_dict = set_model_state_dict = get_optimizer_state_dict = set_optimizer_state_dict = _no_dcp
-get_state_dict = set_state_dict = _no_dcp
+def get_model_state_dict(model, *args, **kwargs):
+    _no_dcp()
+
+
+def set_model_state_dict(model, model_state_dict, *args, **kwargs):
+    _no_dcp()
+
+
+def get_optimizer_state_dict(model, optimizers, *args, **kwargs):
+    _no_dcp()
+
+
+def set_optimizer_state_dict(model, optimizers, optim_state_dict, *args, **kwargs):
+    _no_dcp()
+
+
+def get_state_dict(model, optimizers, *args, **kwargs):
+    _no_dcp()
+
+
+def set_state_dict(model, optimizers, *args, **kwargs):
+    _no_dcp()
