@@ -185,7 +185,8 @@ CASES = {
 # whose module is missing is skipped with the reason, not failed
 # (also outside the test extra: torchopt and pytorch-metric-learning, compiled requirements; gpytorch, which
 # pulls scikit-learn; lucent, which needs kornia and IPython; pytorch_memlab, which needs pandas; grad-cam,
-# which needs OpenCV and scikit-learn; nnsight, which pulls transformers)
+# which needs OpenCV and scikit-learn; nnsight, which pulls transformers; transformers, TransformerLens,
+# pyvene and captum_text's scikit-learn are in the hf-clients extra; torchdistill requires torchvision)
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
     "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "torchview": ["torchview"], "captum": ["captum"], "captum_integrated": ["captum"],
