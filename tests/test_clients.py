@@ -178,6 +178,31 @@ CASES = {
                                                      "modelsummary tables (pre-hooks or hooks) and hierarchical view"),
     "pthflops": ("pthflops_case.py", [], "pthflops' torch.fx ProfilingInterpreter operation counts per node, ignored "
                                          "layers, custom counters, printed table"),
+    "transformer_lens": ("transformer_lens_case.py", [], "TransformerLens 4 bridge over a TL-native transformer: "
+                                                         "run_with_cache, run_with_hooks on attention patterns and "
+                                                         "residual streams, activation patching, gradients, "
+                                                         "decomposed residual streams"),
+    "transformers": ("transformers_case.py", [], "Hugging Face GPT-2, BERT and ViT from configs: hidden states and "
+                                                 "attentions, forward hooks (with kwargs) on attention modules, an "
+                                                 "output-replacing hook, gradients with gradient checkpointing, "
+                                                 "greedy generation"),
+    "pyvene": ("pyvene_case.py", [], "pyvene interchange, addition, subtraction, zero and collect interventions on a "
+                                     "tiny GPT-2's block, MLP and attention outputs; rotated-space (orthogonal "
+                                     "parametrization), low-rank and sigmoid-mask interventions trained a few steps"),
+    "captum_text": ("captum_text_case.py", [], "Captum on an embedding+LSTM text model (layer IG on the embedding, "
+                                               "interpretable embedding layer), layer/neuron GradientShap and "
+                                               "DeepLiftShap, LRP rules, FeaturePermutation, layer/neuron ablation, "
+                                               "ShapleyValues, KernelShap, Lime, infidelity, sensitivity_max"),
+    "backpack_layers": ("backpack_layers_case.py", [], "BackPACK's first- and second-order extensions (KFAC/KFLR/KFRA, "
+                                                       "diagonal GGN and Hessian, per sample) over Conv1d/3d, "
+                                                       "ConvTranspose1d, pooling, dropout, LeakyReLU/SELU/LogSigmoid, "
+                                                       "batch norm; unsupported layers refused alike"),
+    "torchview_more": ("torchview_more_case.py", [], "torchview graphs of a bidirectional LSTM, a GRU-cell loop, nested "
+                                                     "ModuleList/ModuleDict containers with dict inputs and outputs, "
+                                                     "depths, rolled recursion, inner tensors shown"),
+    "torchdistill": ("torchdistill_case.py", [], "torchdistill ForwardHookManager (inputs/outputs of nested paths, "
+                                                 "accumulated and stacked passes, cleared) and KD, FSP, attention-"
+                                                 "transfer, PKT, RKD, SPKD losses with student gradients"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -185,7 +210,8 @@ CASES = {
 # whose module is missing is skipped with the reason, not failed
 # (also outside the test extra: torchopt and pytorch-metric-learning, compiled requirements; gpytorch, which
 # pulls scikit-learn; lucent, which needs kornia and IPython; pytorch_memlab, which needs pandas; grad-cam,
-# which needs OpenCV and scikit-learn; nnsight, which pulls transformers)
+# which needs OpenCV and scikit-learn; nnsight, which pulls transformers; transformers, TransformerLens,
+# pyvene and captum_text's scikit-learn are in the hf-clients extra; torchdistill requires torchvision)
 REQUIRES = {
     "opacus": ["opacus"], "backpack_mse": ["backpack"], "backpack_cross_entropy": ["backpack"],
     "torchviz": ["torchviz"], "torchviz_attrs": ["torchviz"], "torchview": ["torchview"], "captum": ["captum"], "captum_integrated": ["captum"],
@@ -230,6 +256,13 @@ REQUIRES = {
     "calflops": ["calflops"],
     "small_counters": ["flopco", "modelsummary"],
     "pthflops": ["pthflops"],
+    "transformer_lens": ["transformer_lens", "transformers", "datasets", "pandas", "yaml"],
+    "transformers": ["transformers", "huggingface_hub", "tokenizers", "safetensors"],
+    "pyvene": ["pyvene", "transformers", "huggingface_hub", "tokenizers", "safetensors"],
+    "captum_text": ["captum", "sklearn"],
+    "backpack_layers": ["backpack"],
+    "torchview_more": ["torchview"],
+    "torchdistill": ["torchdistill", "yaml"],
 }
 
 

@@ -13,7 +13,17 @@ import os
 
 import numpy as np
 
-__all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model"]
+__all__ = ["save", "save_file", "load", "load_file", "save_model", "load_model", "storage_ptr", "storage_size"]
+
+
+def storage_ptr(tensor) -> int:
+    """Address of the start of the storage under ``tensor`` (equal for tensors sharing memory)."""
+    return tensor.untyped_storage().data_ptr()
+
+
+def storage_size(tensor) -> int:
+    """Size in bytes of the whole storage under ``tensor`` (not only the part it views)."""
+    return tensor.untyped_storage().nbytes()
 
 
 def _numpy_api():

@@ -149,6 +149,37 @@ class Event:
         raise RuntimeError("Tried to instantiate dummy base class Event")
 
 
+class StreamContext:
+    """Selects a stream for a block; with ``None`` (the only stream a build without CUDA has) it does nothing."""
+
+    def __init__(self, stream):
+        if stream is not None:
+            raise RuntimeError("torch.cuda.Stream requires CUDA support")
+        self.stream = stream
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc_info):
+        return None
+
+
+class CUDAGraph:
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("Tried to instantiate dummy base class CUDAGraph")
+
+
+class graph:
+    """Capture of a CUDA graph: needs a CUDAGraph, which a build without CUDA cannot make."""
+
+    def __init__(self, cuda_graph, pool=None, stream=None, capture_error_mode="global"):
+        raise RuntimeError("Tried to instantiate dummy base class CUDAGraph")
+
+
+def graph_pool_handle():
+    raise RuntimeError("Tried to instantiate dummy base class _graph_pool_handle")
+
+
 class CudaError(RuntimeError):
     pass
 

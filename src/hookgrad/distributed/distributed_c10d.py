@@ -459,6 +459,16 @@ if launched_by_mpi():
 
 
 # ---- Work: a pending operation -----------------------------------------------------------------------
+_in_flight: set = set()  # Works not yet complete: a Work its caller drops must keep its buffers alive
+
+
+def _settle_in_flight() -> None:
+    """Completes the dropped Works MPI has finished (their results land in their tensors, as torch's
+    collectives complete in the background)."""
+    for work in list(_in_flight):
+        work.is_completed()
+
+
 class Work:
     """A collective or point-to-point operation in flight. ``wait()`` completes it (writing the results
     into the tensors); ``is_completed()`` asks MPI without blocking."""
@@ -471,11 +481,15 @@ class Work:
         self._done = False
         self._error = None
         self._source = -1
+        if self._requests:
+            _settle_in_flight()
+            _in_flight.add(self)
 
     def _finish(self) -> None:
         if self._done:
             return
         self._done = True
+        _in_flight.discard(self)
         callback, self._on_complete, self._keep = self._on_complete, None, ()
         if callback is not None:
             try:

@@ -12,9 +12,34 @@ class MixedPrecisionPolicy:
         self.cast_forward_inputs = cast_forward_inputs
 
 
+class OffloadPolicy:
+    """The policy of keeping parameters where they are (``fully_shard``'s default)."""
+
+    def __eq__(self, other):
+        return type(other) is type(self) and vars(other) == vars(self)
+
+    def __repr__(self):
+        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({fields})"
+
+
+class CPUOffloadPolicy(OffloadPolicy):
+    def __init__(self, pin_memory: bool = True):
+        self.pin_memory = pin_memory
+
+
+class FullyShardedDataParallel:
+    """The first FSDP wrapper, for ``isinstance`` checks: hookgrad never makes one."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("hookgrad has no FullyShardedDataParallel: it does not shard models; for "
+                           "data-parallel training use torch.nn.parallel.DistributedDataParallel")
+
+
 def fully_shard(module, *args, **kwargs):
     raise RuntimeError("hookgrad has no fully_shard (FSDP): it does not shard models; for data-parallel "
                        "training use torch.nn.parallel.DistributedDataParallel")
 
 
-__all__ = ["FSDPModule", "MixedPrecisionPolicy", "fully_shard"]
+__all__ = ["FSDPModule", "MixedPrecisionPolicy", "OffloadPolicy", "CPUOffloadPolicy", "FullyShardedDataParallel",
+           "fully_shard"]

@@ -9,4 +9,10 @@ class DTensor:
         raise RuntimeError("hookgrad has no distributed tensors")
 
 
-__all__ = ["DTensor"]
+def distribute_tensor(tensor, device_mesh=None, placements=None, **kwargs):
+    raise RuntimeError("hookgrad has no distributed tensors")
+
+
+from .placement_types import Partial, Placement, Replicate, Shard  # noqa: E402
+
+__all__ = ["DTensor", "distribute_tensor", "Placement", "Shard", "Replicate", "Partial"]

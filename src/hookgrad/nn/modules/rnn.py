@@ -20,7 +20,6 @@ import hookgrad
 from hookgrad._tensor import Tensor
 
 from .. import init
-from .._functional import recurrent as _recurrent
 from ..parameter import Parameter
 from .module import Module
 
@@ -208,7 +207,8 @@ class RNNBase(Module):
     def _run_layers(self, input: Tensor, hx, batch_sizes=None):
         """The one op torch's module calls (``_VF.lstm``, ``gru``, ``rnn_tanh``, ``rnn_relu``), on the
         padded input or, given ``batch_sizes``, on a packed batch's data."""
-        run = getattr(_recurrent, self.mode.lower())
+        # the public op, so that a __torch_function__ override sees it as torch's module call (_VF.lstm, ...)
+        run = getattr(hookgrad, self.mode.lower())
         if batch_sizes is None:
             return run(input, hx, self._flat_weights, self.bias, self.num_layers, self.dropout, self.training,
                        self.bidirectional, self.batch_first)
@@ -453,8 +453,8 @@ class RNNCell(RNNCellBase):
         batched, input, hx = self._batched_with_hidden(input, hx, "RNNCell")
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
-        out = _recurrent.cell_step("RNN_" + self.nonlinearity.upper(), input, hx, self.weight_ih, self.weight_hh,
-                                   self.bias_ih, self.bias_hh)
+        step = hookgrad.rnn_tanh_cell if self.nonlinearity == "tanh" else hookgrad.rnn_relu_cell
+        out = step(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return out if batched else out.squeeze(0)
 
 
@@ -481,8 +481,7 @@ class LSTMCell(RNNCellBase):
             hx = (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
         self._check_sizes(input, hx[0], "[0]")
         self._check_sizes(input, hx[1], "[1]")
-        h, c = _recurrent.cell_step("LSTM", input, (hx[0], hx[1]), self.weight_ih, self.weight_hh, self.bias_ih,
-                                    self.bias_hh)
+        h, c = hookgrad.lstm_cell(input, (hx[0], hx[1]), self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
@@ -494,5 +493,5 @@ class GRUCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:
         batched, input, hx = self._batched_with_hidden(input, hx, "GRUCell")
-        out = _recurrent.cell_step("GRU", input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
+        out = hookgrad.gru_cell(input, hx, self.weight_ih, self.weight_hh, self.bias_ih, self.bias_hh)
         return out if batched else out.squeeze(0)

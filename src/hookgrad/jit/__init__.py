@@ -90,7 +90,7 @@ class _Forked:
 
 def fork(func, *args, **kwargs):
     """Runs ``func`` now; ``wait`` on the result gives its value."""
-    from .futures import Future
+    from ..futures import Future
     fut = Future()
     fut.set_result(func(*args, **kwargs))
     return fut
@@ -208,6 +208,6 @@ class CompilationUnit:
 
 def __getattr__(name):
     if name == "Future":  # torch.jit.Future is torch.futures.Future
-        from .futures import Future
+        from ..futures import Future
         return Future
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
