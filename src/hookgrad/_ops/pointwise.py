@@ -902,7 +902,7 @@ def _sign_np(d):
         return d.copy()
     out = np.sign(d)
     if d.dtype.kind == "f":  # torch's sign of NaN is 0
-        out[np.isnan(out)] = 0
+        out = np.where(np.isnan(out), out.dtype.type(0), out)
     return out
 
 

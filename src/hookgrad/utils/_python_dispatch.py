@@ -618,7 +618,9 @@ def _saved_outputs(op, outputs) -> list:
     saved = getattr(node, "_saved", None)
     if not saved:
         return []
-    arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)]
+    # (group norm's statistics, saved as its node's outputs 1 and 2, are no outputs of the op: not detached)
+    arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)
+              and entry.output_nr < len(outputs)]
     if not arrays:
         return []
     found = [i for i, o in enumerate(outputs) if any(o._ndarray is a for a in arrays)]
@@ -2142,6 +2144,95 @@ def _after_first(steps, operand):
             return [moved(a) for a in arg]
         return arg
     return [(name, tuple(moved(a) for a in args)) + tuple(rest) for name, args, *rest in steps]
+
+
+_LINEAR_MODES = ("linear", "bilinear", "bicubic", "trilinear")
+
+
+def _interpolate_steps(op, values, own):
+    """interpolate's upsample kernels: the output size, align_corners for the linear modes, the scale
+    factors when they were given (and not recomputed); area mode is a pooling (laid out elsewhere)."""
+    given = _given(op)
+    x, mode = given.get("input"), given.get("mode", "nearest")
+    if not isinstance(x, Tensor) or not isinstance(own, Tensor) or mode == "area":
+        return None
+    nd = x.dim() - 2
+    args = [x, [int(n) for n in own.shape[2:]]]
+    if mode in _LINEAR_MODES:
+        args.append(bool(given.get("align_corners") or False))
+    scale = given.get("scale_factor")
+    if scale is not None and not given.get("recompute_scale_factor"):
+        args += [float(f) for f in (scale if isinstance(scale, (tuple, list)) else [scale] * nd)]
+    name = f"_upsample_nearest_exact{nd}d" if mode == "nearest-exact" else f"upsample_{mode}{nd}d"
+    return _one(name, args, {}, own)
+
+
+_CONVERTERS["interpolate"] = _interpolate_steps
+
+
+def _upsample_backward_plan(kernel, align_corners):
+    """An upsample node's backward kernel: (grad, output size, input size[, align_corners], the
+    scales the node saved, trailing unset ones left out as torch's calls leave them)."""
+    def plan(node, grad, grad_inputs):
+        args = [grad, list(_saved(node, "output_size")), list(_saved(node, "self_sym_sizes"))]
+        if align_corners:
+            args.append(bool(_saved(node, "align_corners")))
+        names = sorted(a for a in dir(node) if a.startswith("_saved_scales"))
+        args += [getattr(node, a) for a in names]
+        while args and args[-1] is None:
+            args.pop()
+        return [(kernel, "default", tuple(args), lambda: grad_inputs[0], 0)]
+    return plan
+
+
+for _mode, _kernel_base in (("Nearest", "upsample_nearest"), ("NearestExact", "_upsample_nearest_exact"),
+                            ("Linear", "upsample_linear"), ("Bilinear", "upsample_bilinear"),
+                            ("Trilinear", "upsample_trilinear"), ("Bicubic", "upsample_bicubic")):
+    for _nd in (1, 2, 3):
+        _BACKWARD_STEPS[f"Upsample{_mode}{_nd}DBackward0"] = _upsample_backward_plan(
+            f"{_kernel_base}{_nd}d_backward", _mode not in ("Nearest", "NearestExact"))
+
+
+def _group_norm_backward_steps(node, grad, grad_inputs):
+    """native_group_norm_backward on the saved mean and rstd, each unpacked (detached) first, as the
+    node's own outputs are."""
+    mean, rstd = _saved(node, "result1"), _saved(node, "result2")
+    args = (grad, _saved(node, "input"), _Prev(0), _Prev(1), _saved(node, "weight"), _saved(node, "N"),
+            _saved(node, "C"), _saved(node, "HxW"), _saved(node, "group"), [_needs(grad_inputs, i) for i in range(3)])
+    return [("detach", "default", (mean,), lambda: mean, None), ("detach", "default", (rstd,), lambda: rstd, None),
+            ("native_group_norm_backward", "default", args,
+             lambda: tuple(grad_inputs[i] if _needs(grad_inputs, i) else None for i in range(3)), (0, 1, 2))]
+
+
+_BACKWARD_STEPS["NativeGroupNormBackward0"] = _group_norm_backward_steps
+
+
+def _clamp_backward_steps(node, grad, grad_inputs):
+    """torch's clamp_backward by number bounds: ``where(self >= min [and self <= max], grad, 0)``, the
+    zero made first as a 0-d tensor of the gradient's dtype."""
+    import hookgrad
+    x = _saved(node, "self")
+    lo = getattr(node, "_saved_min", None) if type(node).__name__ != "ClampMaxBackward0" else None
+    hi = getattr(node, "_saved_max", None) if type(node).__name__ != "ClampMinBackward0" else None
+    options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+    zero = lambda: hookgrad.scalar_tensor(0.0, dtype=grad.dtype)
+    steps = [("scalar_tensor", "default", (0.0,), zero, None, options)]
+    if lo is not None:
+        steps.append(("ge", "Scalar", (x, lo), lambda: x >= lo, None))
+    if hi is not None:
+        steps.append(("le", "Scalar", (x, hi), lambda: x <= hi, None))
+    if lo is not None and hi is not None:
+        steps.append(("logical_and_", "default", (_Prev(1), _Prev(2)), lambda: (x >= lo) & (x <= hi), None))
+    steps.append(("where", "self", (_Prev(len(steps) - 1), grad, _Prev(0)), lambda: grad_inputs[0], 0))
+    return steps
+
+
+_BACKWARD_STEPS.update({
+    "HardshrinkBackward0": _kernel_plan("hardshrink_backward", ("self", "lambd")),
+    "SoftshrinkBackward0": _kernel_plan("softshrink_backward", ("self", "lambd")),
+    "ClampBackward1": _clamp_backward_steps, "ClampMinBackward0": _clamp_backward_steps,
+    "ClampMaxBackward0": _clamp_backward_steps,
+})
 
 
 from . import _dispatch_backward  # noqa: E402,F401 - more nodes' formulas, registered into _BACKWARD_STEPS
