@@ -2207,6 +2207,24 @@ def _group_norm_backward_steps(node, grad, grad_inputs):
 _BACKWARD_STEPS["NativeGroupNormBackward0"] = _group_norm_backward_steps
 
 
+def _trilinear_backward_steps(node, grad, grad_inputs):
+    """torch's _trilinear_backward: each operand's gradient one _trilinear with the gradient in that
+    operand's place and its expand list in the sum list's."""
+    operands = [_saved(node, n) for n in ("i1", "i2", "i3")]
+    expands = [list(_saved(node, n)) for n in ("expand1", "expand2", "expand3")]
+    sumdim = list(_saved(node, "sumdim"))
+    steps = []
+    for i in range(3):
+        if _needs(grad_inputs, i):
+            args = [grad if j == i else operands[j] for j in range(3)] + \
+                   [sumdim if j == i else expands[j] for j in range(3)] + [expands[i]]
+            steps.append(("_trilinear", "default", tuple(args), lambda i=i: grad_inputs[i], i))
+    return steps
+
+
+_BACKWARD_STEPS["TrilinearBackward0"] = _trilinear_backward_steps
+
+
 def _clamp_backward_steps(node, grad, grad_inputs):
     """torch's clamp_backward by number bounds: ``where(self >= min [and self <= max], grad, 0)``, the
     zero made first as a 0-d tensor of the gradient's dtype."""
