@@ -1185,3 +1185,34 @@ def test_group_norm_saved_statistics_are_outputs_of_its_node(T):
     unused_statistics = T.autograd.grad(node._saved_result1.sum(), x, retain_graph=True, allow_unused=True)
     y.backward(T.ones_like(y))
     return packed, facts, unused_statistics, x.grad, w.grad
+
+
+# ---- dispatch modes see torch's ATen operators for the fused nodes -------------------------------
+_RNG = np.random.default_rng(0)
+_FUSED_NODE_CASES = {
+    "glu": (lambda T, x: T.nn.functional.glu(x, 0), [_RNG.standard_normal((4, 3))]),
+    "hardshrink": (lambda T, x: T.nn.functional.hardshrink(x, 0.3), [_RNG.standard_normal((2, 3))]),
+    "softshrink": (lambda T, x: T.nn.functional.softshrink(x, 0.3), [_RNG.standard_normal((2, 3))]),
+    "clamp_min_number": (lambda T, x: T.clamp_min(x, 0.1), [_RNG.standard_normal(3)]),
+    "clamp_max_number": (lambda T, x: x.clamp_max(0.1), [_RNG.standard_normal(3)]),
+    "clamp_numbers": (lambda T, x: x.clamp(-0.2, 0.1), [_RNG.standard_normal(3)]),
+    "unfold_im2col": (lambda T, x: T.nn.functional.unfold(x, 2, padding=1), [_RNG.standard_normal((1, 2, 3, 3))]),
+    "fold_col2im": (lambda T, x: T.nn.functional.fold(x, (3, 3), 2), [_RNG.standard_normal((1, 8, 4))]),
+    "multi_margin_loss": (lambda T, x: T.nn.functional.multi_margin_loss(x, T.tensor([0, 2])),
+                          [_RNG.standard_normal((2, 3))]),
+    "soft_margin_loss": (lambda T, x: T.nn.functional.soft_margin_loss(x, T.tensor([1.0, -1.0, 1.0], dtype=T.float64)),
+                         [_RNG.standard_normal(3)]),
+    "bilinear_trilinear": (lambda T, a, b, w: T.nn.functional.bilinear(a, b, w),
+                           [_RNG.standard_normal((4, 2)), _RNG.standard_normal((4, 3)), _RNG.standard_normal((5, 2, 3))]),
+    "upsample_bilinear": (lambda T, x: T.nn.functional.interpolate(x, scale_factor=1.5, mode="bilinear"),
+                          [_RNG.standard_normal((1, 2, 3, 4))]),
+    "upsample_nearest_size": (lambda T, x: T.nn.functional.interpolate(x, size=(5,)), [_RNG.standard_normal((1, 2, 3))]),
+    "group_norm": (lambda T, x: T.nn.functional.group_norm(x, 2), [_RNG.standard_normal((2, 4, 3))]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_FUSED_NODE_CASES))
+def test_dispatch_mode_sees_torchs_operators_for_fused_nodes(name):
+    import aten_trace
+    forward_same, backward_same, difference = aten_trace.compare(*_FUSED_NODE_CASES[name])
+    assert forward_same and backward_same, difference

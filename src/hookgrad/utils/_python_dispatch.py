@@ -2225,6 +2225,59 @@ def _trilinear_backward_steps(node, grad, grad_inputs):
 _BACKWARD_STEPS["TrilinearBackward0"] = _trilinear_backward_steps
 
 
+def _im2col_backward_steps(node, grad, grad_inputs):
+    size = [_saved(node, "self_sym_argsize_minus_2"), _saved(node, "self_sym_argsize_minus_1")]
+    args = (grad, size) + tuple(_as_list(_saved(node, n)) for n in ("kernel_size", "dilation", "padding", "stride"))
+    return [("col2im", "default", args, lambda: grad_inputs[0], 0)]
+
+
+def _multi_margin_backward_steps(node, grad, grad_inputs):
+    args = [grad] + [_saved(node, n) for n in ("self", "target", "p", "margin", "weight", "reduction")]
+    if args[-1] == 1:   # the default reduction (mean) is left out, as torch's call leaves it
+        args.pop()
+    return [("multi_margin_loss_backward", "default", tuple(args), lambda: grad_inputs[0], 0)]
+
+
+def _col2im_backward_steps(node, grad, grad_inputs):
+    args = (grad,) + tuple(_as_list(_saved(node, n)) for n in ("kernel_size", "dilation", "padding", "stride"))
+    return [("im2col", "default", args, lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({
+    "GluBackward0": _kernel_plan("glu_backward", ("self", "dim")),
+    "SoftMarginLossBackward0": _kernel_plan("soft_margin_loss_backward", ("self", "target", "reduction")),
+    "MultiMarginLossBackward0": _multi_margin_backward_steps,
+    "Im2ColBackward0": _im2col_backward_steps, "Col2ImBackward0": _col2im_backward_steps,
+})
+
+
+def _pair(value):
+    return [int(v) for v in value] if isinstance(value, (tuple, list)) else [int(value)] * 2
+
+
+def _im2col_steps(op, values, own):
+    """F.unfold and F.fold: im2col / col2im with every window argument as a pair."""
+    given = _given(op)
+    x = given.get("input")
+    if not isinstance(x, Tensor) or "kernel_size" not in given:   # Tensor.unfold(dimension, size, step)
+        return None
+    window = [_pair(given.get(n, d)) for n, d in (("kernel_size", 1), ("dilation", 1), ("padding", 0), ("stride", 1))]
+    if str(op) == "unfold":
+        return _one("im2col", [x] + window, {}, own)
+    return _one("col2im", [x, _pair(given["output_size"])] + window, {}, own)
+
+
+def _multi_margin_steps(op, values, own):
+    given = _given(op)
+    x, target = given.get("input"), given.get("target")
+    if not isinstance(x, Tensor) or given.get("weight") is not None or given.get("reduction", "mean") != "mean":
+        return None
+    return _one("multi_margin_loss", (x, target, given.get("p", 1), float(given.get("margin", 1.0))), {}, own)
+
+
+_CONVERTERS.update({"fold": _im2col_steps, "unfold": _im2col_steps, "multi_margin_loss": _multi_margin_steps})
+
+
 def _clamp_backward_steps(node, grad, grad_inputs):
     """torch's clamp_backward by number bounds: ``where(self >= min [and self <= max], grad, 0)``, the
     zero made first as a 0-d tensor of the gradient's dtype."""
