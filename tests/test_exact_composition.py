@@ -1208,7 +1208,34 @@ _FUSED_NODE_CASES = {
                           [_RNG.standard_normal((1, 2, 3, 4))]),
     "upsample_nearest_size": (lambda T, x: T.nn.functional.interpolate(x, size=(5,)), [_RNG.standard_normal((1, 2, 3))]),
     "group_norm": (lambda T, x: T.nn.functional.group_norm(x, 2), [_RNG.standard_normal((2, 4, 3))]),
+    "prelu_channels": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal((2, 3, 4)), _RNG.standard_normal(3)]),
+    "prelu_shared": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal((2, 3)), _RNG.standard_normal(1)]),
+    "prelu_vector": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal(3), _RNG.standard_normal(1)]),
 }
+
+
+def test_fused_nodes_gradients_unchanged_under_a_pass_through_mode():
+    """The operators a mode sees for these nodes carry the gradients the nodes compute."""
+    import hookgrad
+    from hookgrad.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    def gradients(fn, arrays, mode):
+        xs = [hookgrad.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+        diff = [x for x in xs if x.requires_grad]
+        if mode:
+            with PassThrough():
+                out = fn(hookgrad, *xs)
+                return hookgrad.autograd.grad((out * out).sum(), diff)
+        out = fn(hookgrad, *xs)
+        return hookgrad.autograd.grad((out * out).sum(), diff)
+
+    for name, (fn, arrays) in _FUSED_NODE_CASES.items():
+        for plain, seen in zip(gradients(fn, arrays, False), gradients(fn, arrays, True)):
+            np.testing.assert_allclose(seen.detach().numpy(), plain.detach().numpy(), err_msg=name)
 
 
 @pytest.mark.parametrize("name", sorted(_FUSED_NODE_CASES))

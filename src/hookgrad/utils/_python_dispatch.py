@@ -2278,6 +2278,37 @@ def _multi_margin_steps(op, values, own):
 _CONVERTERS.update({"fold": _im2col_steps, "unfold": _im2col_steps, "multi_margin_loss": _multi_margin_steps})
 
 
+def _prelu_steps(op, values, own):
+    """prelu: the weight viewed as (1, C, 1, ...) for an input of two or more dims, then _prelu_kernel."""
+    given = _given(op)
+    x, weight = given.get("input"), given.get("weight")
+    if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
+        return None
+    if x.dim() < 2:
+        return _one("_prelu_kernel", (x, weight), {}, own)
+    shape = [1, weight.numel()] + [1] * (x.dim() - 2)
+    return [("view", (weight, shape), {}, lambda: weight.reshape(shape), "default"),
+            ("_prelu_kernel", (x, _Prev(0)), {}, lambda: own, "default")]
+
+
+_CONVERTERS["prelu"] = _prelu_steps
+
+
+def _prelu_kernel_backward_steps(node, grad, grad_inputs):
+    """_prelu_kernel_backward gives the weight's gradient in the input's shape; the sum to the
+    (viewed) weight's shape follows."""
+    x, weight = _saved(node, "self"), _saved(node, "weight")
+    full = lambda: grad.where(x <= 0, grad * 0) * x     # the weight's gradient before the sum
+    steps = [("_prelu_kernel_backward", "default", (grad, x, weight), lambda: (grad_inputs[0], full()), (0, None))]
+    dims = [d for d in range(x.dim()) if weight.shape[d] == 1 and x.shape[d] != 1]
+    if dims and _needs(grad_inputs, 1):
+        steps.append(("sum", "dim_IntList", (_Prev(0, 1), dims, True), lambda: grad_inputs[1], 1))
+    return steps
+
+
+_BACKWARD_STEPS["PreluKernelBackward0"] = _prelu_kernel_backward_steps
+
+
 def _clamp_backward_steps(node, grad, grad_inputs):
     """torch's clamp_backward by number bounds: ``where(self >= min [and self <= max], grad, 0)``, the
     zero made first as a 0-d tensor of the gradient's dtype."""
