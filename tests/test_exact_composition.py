@@ -1211,6 +1211,11 @@ _FUSED_NODE_CASES = {
     "prelu_channels": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal((2, 3, 4)), _RNG.standard_normal(3)]),
     "prelu_shared": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal((2, 3)), _RNG.standard_normal(1)]),
     "prelu_vector": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal(3), _RNG.standard_normal(1)]),
+    "rrelu_eval": (lambda T, x: T.nn.functional.rrelu(x, 0.1, 0.3), [_RNG.standard_normal((2, 3))]),
+    "rrelu_defaults": (lambda T, x: T.nn.functional.rrelu(x), [_RNG.standard_normal((2, 3))]),
+    "rrelu_lower_only": (lambda T, x: T.nn.functional.rrelu(x, 0.2), [_RNG.standard_normal((2, 3))]),
+    "rrelu_training": (lambda T, x: (T.manual_seed(0), T.nn.functional.rrelu(x, 0.1, 0.3, training=True))[1],
+                       [_RNG.standard_normal((2, 3))]),
 }
 
 

@@ -2309,6 +2309,30 @@ def _prelu_kernel_backward_steps(node, grad, grad_inputs):
 _BACKWARD_STEPS["PreluKernelBackward0"] = _prelu_kernel_backward_steps
 
 
+def _rrelu_steps(op, values, own):
+    """rrelu: its noise buffer made by empty_like, then rrelu_with_noise (training passed when set)."""
+    import hookgrad
+    given = _given(op)
+    x, node = given.get("input"), getattr(op, "node", None)
+    if not isinstance(x, Tensor) or given.get("inplace") or node is None:
+        return None
+    noise = _saved(node, "noise")
+    args = [x, _Prev(0), given.get("lower", 1.0 / 8), given.get("upper", 1.0 / 3), bool(given.get("training"))]
+    while len(args) > 2 and args[-1] == (1.0 / 8, 1.0 / 3, False)[len(args) - 3]:
+        args.pop()  # torch's call leaves out the trailing arguments at their defaults
+    return [("empty_like", (x,), {"memory_format": hookgrad.contiguous_format}, lambda: noise, "default"),
+            ("rrelu_with_noise", tuple(args), {}, lambda: own, "default")]
+
+
+def _rrelu_backward_steps(node, grad, grad_inputs):
+    args = (grad,) + tuple(_saved(node, n) for n in ("self", "noise", "lower", "upper", "training")) + (False,)
+    return [("rrelu_with_noise_backward", "default", args, lambda: grad_inputs[0], 0)]
+
+
+_CONVERTERS["rrelu"] = _rrelu_steps
+_BACKWARD_STEPS["RreluWithNoiseBackward0"] = _rrelu_backward_steps
+
+
 def _clamp_backward_steps(node, grad, grad_inputs):
     """torch's clamp_backward by number bounds: ``where(self >= min [and self <= max], grad, 0)``, the
     zero made first as a 0-d tensor of the gradient's dtype."""
