@@ -1331,7 +1331,7 @@ def _modulo(np_fn, name, node_cls, tensor_node_cls):
         refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         _rules.refuse_lowprec(_operand_dtype(a, b), f"{name}_cpu")
         a, b, dt = _binary_inputs(a, b)
-        if dt.kind == "c":   # a complex Python number promotes a real tensor
+        if dt.kind in "cb":   # a complex Python number promotes a real tensor; two bools stay bool
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype.scalar_type_name(dt)}\'')
         ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
         _refuse_integer_zero_divisor(bd, dt)
