@@ -134,6 +134,58 @@ BINARY = {
     "maximum": (lambda T, a, b: T.maximum(a, b), {"gradcheck": False, **INTEGERS_AND_BOOL}), "minimum": (lambda T, a, b: T.minimum(a, b), {"gradcheck": False, **INTEGERS_AND_BOOL}),
     "where": (lambda T, a, b: T.where(a > b, a, b), {"gradcheck": False, **INTEGERS_AND_BOOL}), "lerp": (lambda T, a, b: a.lerp(b, 0.3), {}),
     "atan2": (lambda T, a, b: T.atan2(a, b), {}), "clamp_t": (lambda T, a, b: a.clamp(min=b), {"gradcheck": False, **INTEGERS_AND_BOOL}),
+    "fmod_t": (lambda T, a, b: a.fmod(b), {"positive": True}), "remainder_t": (lambda T, a, b: T.remainder(a, b), {"positive": True}),
+    "clamp_both_t": (lambda T, a, b: a.clamp(b, b + 0.5), {"gradcheck": False}),
+}
+
+# the values every UNARY row is differentiated at (a (2, 3, 4) tensor cycling through them) and every
+# BINARY row at every pair of (test_op_registry.py): signed zeros, infinities, NaN, a subnormal-free
+# tiny and a huge number, and ordinary ones
+EDGE_SAMPLES = (0.0, -0.0, 1.0, -1.0, float("inf"), float("-inf"), float("nan"), 1e-300, 1e300, 2.0)
+
+# ops whose derivatives have edge-value cases of their own, differentiated at EDGE_SAMPLES only (as the
+# UNARY and BINARY rows are there too): name -> fn(T, x) or fn(T, a, b)
+EDGE_VALUE_UNARY = {
+    "pow_half": lambda T, x: x ** 0.5, "pow_minus_half": lambda T, x: x.pow(-0.5), "pow_minus_one": lambda T, x: x ** -1,
+    "pow_minus_two": lambda T, x: x ** -2, "pow_zero": lambda T, x: x ** 0, "pow_one_half": lambda T, x: x ** 1.5,
+    "zero_rpow": lambda T, x: 0 ** x, "xlogy_number": lambda T, x: T.xlogy(x, 2.0), "sinc": lambda T, x: T.sinc(x),
+    "prod_zeros": lambda T, x: x.prod(), "cumprod_zeros": lambda T, x: x.cumprod(-1), "cumprod_dim0": lambda T, x: x.cumprod(0),
+    "vector_norm_inf": lambda T, x: T.linalg.vector_norm(x, float("inf"), dim=-1),
+    "vector_norm_1": lambda T, x: T.linalg.vector_norm(x, 1, dim=-1),
+    "vector_norm_half": lambda T, x: T.linalg.vector_norm(x, 0.5, dim=-1),
+    "std_constant": lambda T, x: (x * 0).std(-1), "threshold": lambda T, x: T.nn.functional.threshold(x, 0.0, 2.0),
+    "softshrink": lambda T, x: T.nn.functional.softshrink(x, 0.5), "hardshrink": lambda T, x: T.nn.functional.hardshrink(x, 0.5),
+    # torch's gradients of these two at NaN depend on the element's place in its vectorized loop: NaN
+    # left out
+    "hardswish_bounds": lambda T, x: T.nn.functional.hardswish(x.nan_to_num(0.0, float("inf"), float("-inf")) * 3),
+    "logit": lambda T, x: T.logit(x.nan_to_num(0.0, float("inf"), float("-inf")), 0.1),
+    "softplus": lambda T, x: T.nn.functional.softplus(x, 2.0, 1.0), "sign_abs": lambda T, x: x.sign() * x + x.abs(),
+    "logsumexp_neg_inf": lambda T, x: (x.abs() * 0 - x.abs().log()).logsumexp(-1),
+}
+EDGE_VALUE_BINARY = {
+    "xlogy": lambda T, a, b: T.xlogy(a, b), "xlog1py": lambda T, a, b: T.special.xlog1py(a, b),
+    "copysign": lambda T, a, b: T.copysign(a, b), "hypot": lambda T, a, b: T.hypot(a, b),
+    "clamp_max_t": lambda T, a, b: a.clamp(max=b), "clamp_inverted_t": lambda T, a, b: a.clamp(b + 1, b),
+    "float_power": lambda T, a, b: T.float_power(a, b), "smooth_l1": lambda T, a, b: T.nn.functional.smooth_l1_loss(a, b, reduction="none"),
+    "huber": lambda T, a, b: T.nn.functional.huber_loss(a, b, reduction="none"),
+    "l1": lambda T, a, b: T.nn.functional.l1_loss(a, b, reduction="none"),
+}
+# distances and norms where points coincide or vanish: name -> fn(T, a, b) on ZERO_STRUCTURE's arrays
+ZERO_STRUCTURE = (np.array([[0.0, 0.0], [1.0, 2.0], [1.0, 2.0]]), np.array([[0.0, 0.0], [1.0, 2.0], [3.0, -1.0]]))
+ZERO_STRUCTURE_ROWS = {
+    **{f"cdist_p{p}": (lambda T, a, b, p=p: T.cdist(a, b, p=p)) for p in (0, 0.5, 1, 2, 3, float("inf"))},
+    **{f"pdist_p{p}": (lambda T, a, b, p=p: T.pdist(a, p=p)) for p in (1, 2, 3, float("inf"))},
+    "dist": lambda T, a, b: T.dist(a, b), "dist_p3": lambda T, a, b: T.dist(a, b, 3),
+    "norm_rows": lambda T, a, b: a.norm(dim=1), "norm_p3": lambda T, a, b: a.norm(p=3, dim=1),
+    "vector_norm_p_half": lambda T, a, b: T.linalg.vector_norm(a, 0.5, dim=1),
+    "vector_norm_p_minus1": lambda T, a, b: T.linalg.vector_norm(a, -1, dim=1),
+    "pairwise_distance": lambda T, a, b: T.nn.functional.pairwise_distance(a, b),
+    "cosine_similarity": lambda T, a, b: T.nn.functional.cosine_similarity(a, b),
+    "normalize": lambda T, a, b: T.nn.functional.normalize(a), "std_rows": lambda T, a, b: (a * 0).std(1),
+    "atan2_origin": lambda T, a, b: T.atan2(a * 0, b * 0), "pow_zero_zero": lambda T, a, b: (a * 0) ** (b * 0),
+    "hypot_origin": lambda T, a, b: T.hypot(a * 0, b * 0), "max_ties": lambda T, a, b: a.max(0)[0] + a.amax(),
+    "maximum_ties": lambda T, a, b: T.maximum(a, b), "layer_norm_constant": lambda T, a, b: T.nn.functional.layer_norm(a * 0, (2,)),
+    "group_norm_constant": lambda T, a, b: T.nn.functional.group_norm((a * 0).reshape(1, 3, 2), 1),
 }
 
 MATRIX = {

@@ -1108,3 +1108,143 @@ def test_custom_function_dirtying_a_view_gradcheck(T):
     go = _ndarray(T, 4, 4, start=0.1, stop=0.9).double().detach().requires_grad_()
     return (T.autograd.gradcheck(func, (a, b), raise_exception=False),
             T.autograd.gradgradcheck(func, (a, b), (go,), raise_exception=False))
+
+
+# ---- out= and autograd: torch refuses differentiable ops only -----------------------------------
+_OUT_CALLS = {
+    "add": lambda T, a, b, o: T.add(a, b, out=o), "mul": lambda T, a, b, o: T.mul(a, b, out=o),
+    "div": lambda T, a, b, o: T.div(a, b, out=o), "exp": lambda T, a, b, o: T.exp(a, out=o),
+    "pow": lambda T, a, b, o: T.pow(a, 2, out=o), "mm": lambda T, a, b, o: T.mm(a, b, out=o),
+    "sum": lambda T, a, b, o: T.sum(a, 0, out=o[0]), "cat": lambda T, a, b, o: T.cat([a, b], out=T.empty(4, 2)),
+    "clamp": lambda T, a, b, o: T.clamp(a, 0, 1, out=o), "where": lambda T, a, b, o: T.where(a > 0, a, b, out=o),
+    "max_dim": lambda T, a, b, o: T.max(a, 0, out=(o[0], T.empty(2, dtype=T.int64))),
+    "fmod": lambda T, a, b, o: T.fmod(a, b, out=o), "atan2": lambda T, a, b, o: T.atan2(a, b, out=o),
+    # no derivative: no refusal
+    "eq": lambda T, a, b, o: T.eq(a, b, out=T.empty(2, 2, dtype=T.bool)),
+    "logical_not": lambda T, a, b, o: T.logical_not(a, out=T.empty(2, 2, dtype=T.bool)),
+    "lt": lambda T, a, b, o: T.lt(a, b, out=T.empty(2, 2, dtype=T.bool)),
+}
+
+
+@pytest.mark.parametrize("call", sorted(_OUT_CALLS))
+@differential
+def test_out_argument_with_an_input_requiring_grad(T, call):
+    a = T.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = T.tensor([[0.5, -1.0], [2.0, 1.0]])
+    out = T.empty(2, 2)
+    result = catch(_OUT_CALLS[call], T, a, b, out)
+    with T.no_grad():  # the same call without grad mode writes out
+        written = _OUT_CALLS[call](T, a, b, T.empty(2, 2))
+    return result, written, _raised(lambda: _OUT_CALLS[call](T, a, b, out))
+
+
+@differential
+def test_out_argument_requiring_grad_is_refused(T):
+    a = T.tensor([1.0, 2.0])
+    leaf = T.zeros(2, requires_grad=True)
+    return (_raised(lambda: T.add(a, a, out=leaf)), _raised(lambda: T.exp(a, out=leaf)),
+            _raised(lambda: T.mul(a, 2, out=leaf)), leaf, leaf.grad_fn)
+
+
+# ---- fmod and remainder by a tensor: the divisor's gradient, torch's nodes and saved tensors -----
+@pytest.mark.parametrize("op", ["fmod", "remainder"])
+@differential
+def test_modulo_by_a_tensor_differentiates_the_divisor(T, op):
+    a = T.tensor([[5.0, -5.0, 3.5]], requires_grad=True)
+    b = T.tensor([[2.0], [-3.0]], requires_grad=True)
+    out = getattr(T, op)(a, b)
+    node = out.grad_fn
+    saved = (node._saved_other, node._saved_self)
+    out.backward(T.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]]))
+    fixed_divisor = getattr(T, op)(a, b.detach())
+    by_number = getattr(a, op)(2.0)
+    return (type(node).__name__, saved, a.grad, b.grad, type(fixed_divisor.grad_fn).__name__,
+            fixed_divisor.grad_fn._saved_other, type(by_number.grad_fn).__name__)
+
+
+# ---- gradients where torch's kernels mask an edge value ----------------------------------------
+@differential
+def test_pow_and_atan2_gradients_at_zero(T):
+    x = T.tensor([0.0, -0.0, 0.0, 0.0, 2.0], requires_grad=True)
+    y = T.tensor([0.0, 0.0, 0.5, -1.0, 0.0], requires_grad=True)
+    grads = T.autograd.grad((x ** y).sum() + T.atan2(x, y).sum() + (x ** 0.5).sum() + (0 ** y).sum(), (x, y))
+    return grads
+
+
+# ---- group norm's statistics: outputs 1 and 2 of its node, saved as outputs ---------------------
+@differential
+def test_group_norm_saved_statistics_are_outputs_of_its_node(T):
+    x = T.tensor(np.linspace(-1, 1, 24).reshape(2, 4, 3), requires_grad=True)
+    w = T.tensor([1.0, 2.0, 0.5, -1.0], dtype=T.float64, requires_grad=True)
+    packed = []
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append(tuple(t.shape)) or t, lambda t: t):
+        y = T.nn.functional.group_norm(x, 2, w)
+    node = y.grad_fn
+    stats = [node._saved_result1, node._saved_result2]
+    facts = [(s.requires_grad, s.grad_fn is node, s.output_nr, s) for s in stats]
+    unused_statistics = T.autograd.grad(node._saved_result1.sum(), x, retain_graph=True, allow_unused=True)
+    y.backward(T.ones_like(y))
+    return packed, facts, unused_statistics, x.grad, w.grad
+
+
+# ---- dispatch modes see torch's ATen operators for the fused nodes -------------------------------
+_RNG = np.random.default_rng(0)
+_FUSED_NODE_CASES = {
+    "glu": (lambda T, x: T.nn.functional.glu(x, 0), [_RNG.standard_normal((4, 3))]),
+    "hardshrink": (lambda T, x: T.nn.functional.hardshrink(x, 0.3), [_RNG.standard_normal((2, 3))]),
+    "softshrink": (lambda T, x: T.nn.functional.softshrink(x, 0.3), [_RNG.standard_normal((2, 3))]),
+    "clamp_min_number": (lambda T, x: T.clamp_min(x, 0.1), [_RNG.standard_normal(3)]),
+    "clamp_max_number": (lambda T, x: x.clamp_max(0.1), [_RNG.standard_normal(3)]),
+    "clamp_numbers": (lambda T, x: x.clamp(-0.2, 0.1), [_RNG.standard_normal(3)]),
+    "unfold_im2col": (lambda T, x: T.nn.functional.unfold(x, 2, padding=1), [_RNG.standard_normal((1, 2, 3, 3))]),
+    "fold_col2im": (lambda T, x: T.nn.functional.fold(x, (3, 3), 2), [_RNG.standard_normal((1, 8, 4))]),
+    "multi_margin_loss": (lambda T, x: T.nn.functional.multi_margin_loss(x, T.tensor([0, 2])),
+                          [_RNG.standard_normal((2, 3))]),
+    "soft_margin_loss": (lambda T, x: T.nn.functional.soft_margin_loss(x, T.tensor([1.0, -1.0, 1.0], dtype=T.float64)),
+                         [_RNG.standard_normal(3)]),
+    "bilinear_trilinear": (lambda T, a, b, w: T.nn.functional.bilinear(a, b, w),
+                           [_RNG.standard_normal((4, 2)), _RNG.standard_normal((4, 3)), _RNG.standard_normal((5, 2, 3))]),
+    "upsample_bilinear": (lambda T, x: T.nn.functional.interpolate(x, scale_factor=1.5, mode="bilinear"),
+                          [_RNG.standard_normal((1, 2, 3, 4))]),
+    "upsample_nearest_size": (lambda T, x: T.nn.functional.interpolate(x, size=(5,)), [_RNG.standard_normal((1, 2, 3))]),
+    "group_norm": (lambda T, x: T.nn.functional.group_norm(x, 2), [_RNG.standard_normal((2, 4, 3))]),
+    "prelu_channels": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal((2, 3, 4)), _RNG.standard_normal(3)]),
+    "prelu_shared": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal((2, 3)), _RNG.standard_normal(1)]),
+    "prelu_vector": (lambda T, x, w: T.nn.functional.prelu(x, w), [_RNG.standard_normal(3), _RNG.standard_normal(1)]),
+    "rrelu_eval": (lambda T, x: T.nn.functional.rrelu(x, 0.1, 0.3), [_RNG.standard_normal((2, 3))]),
+    "rrelu_defaults": (lambda T, x: T.nn.functional.rrelu(x), [_RNG.standard_normal((2, 3))]),
+    "rrelu_lower_only": (lambda T, x: T.nn.functional.rrelu(x, 0.2), [_RNG.standard_normal((2, 3))]),
+    "rrelu_training": (lambda T, x: (T.manual_seed(0), T.nn.functional.rrelu(x, 0.1, 0.3, training=True))[1],
+                       [_RNG.standard_normal((2, 3))]),
+}
+
+
+def test_fused_nodes_gradients_unchanged_under_a_pass_through_mode():
+    """The operators a mode sees for these nodes carry the gradients the nodes compute."""
+    import hookgrad
+    from hookgrad.utils._python_dispatch import TorchDispatchMode
+
+    class PassThrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    def gradients(fn, arrays, mode):
+        xs = [hookgrad.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+        diff = [x for x in xs if x.requires_grad]
+        if mode:
+            with PassThrough():
+                out = fn(hookgrad, *xs)
+                return hookgrad.autograd.grad((out * out).sum(), diff)
+        out = fn(hookgrad, *xs)
+        return hookgrad.autograd.grad((out * out).sum(), diff)
+
+    for name, (fn, arrays) in _FUSED_NODE_CASES.items():
+        for plain, seen in zip(gradients(fn, arrays, False), gradients(fn, arrays, True)):
+            np.testing.assert_allclose(seen.detach().numpy(), plain.detach().numpy(), err_msg=name)
+
+
+@pytest.mark.parametrize("name", sorted(_FUSED_NODE_CASES))
+def test_dispatch_mode_sees_torchs_operators_for_fused_nodes(name):
+    import aten_trace
+    forward_same, backward_same, difference = aten_trace.compare(*_FUSED_NODE_CASES[name])
+    assert forward_same and backward_same, difference

@@ -161,9 +161,6 @@ CASES = {
 
 # cases that do not match torch yet: name -> why (strict xfails)
 PENDING = {
-    "cosine_similarity": "composed of sum/sqrt/clamp where torch's C++ records linalg_vector_norm, clone and div",
-    "adaptive_max_pool1d": "composed of amax/stack where torch records unsqueeze, AdaptiveMaxPool2DBackward0, squeeze",
-    "circular_pad2d": "one CircularPad2DBackward0 where torch's Python padding records slices and CopySlices",
 }
 
 

@@ -121,10 +121,15 @@ def call_with_out(fn, name: str, args, kwargs):
     out = kwargs.pop("out")
     if out is None:
         return fn(*args, **kwargs)
-    refuse_autograd(name, args, kwargs, out)
     if name in _ANY_DTYPE and isinstance(out, Tensor) and kwargs.get("dtype") is None:
         kwargs["dtype"] = out.dtype  # these accumulate in out's dtype, the input cast to it first
-    result = fn(*args, **kwargs)
+    from .autograd.grad_mode import no_grad
+    with no_grad():
+        result = fn(*args, **kwargs)
+    results = result if isinstance(result, tuple) else (result,)
+    # torch refuses only for differentiable ops: comparisons and other integer or bool results pass
+    if any(isinstance(r, Tensor) and (r.is_floating_point() or r.is_complex()) for r in results):
+        refuse_autograd(name, args, kwargs, out)
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{name}(): argument 'out' must be tuple of {len(result)} Tensors")

@@ -470,7 +470,8 @@ class DivBackward0(_TensorOrNumberNode):
             if ga is None:
                 ga = _cast(sum_to_shape(g / _conj(b), self.a_shape), self.a_dtype)
         if self.next_functions[1][0] is not None:
-            gb = _cast(sum_to_shape(-g * _conj(a / (b * b)), self.b_shape), self.b_dtype)
+            # (a / b) / b, as torch: b * b would underflow to 0 (or overflow) where the quotients do not
+            gb = _cast(sum_to_shape(-g * _conj((a / b) / b), self.b_shape), self.b_dtype)
         return ga, gb
 
 
@@ -589,7 +590,9 @@ class PowBackward1(Node):
         g = grads[0]
         ga = gb = None
         if self.next_functions[0][0] is not None:
-            ga = _cast(sum_to_shape(g * _conj(b * a.pow(b - 1)), self.a_shape), a._ndarray.dtype)
+            # 0 where the exponent is 0, whatever the base (0 ** -1 would make it NaN), as torch
+            ga = (g * _conj(b * a.pow(b - 1))).masked_fill(b == 0, 0.0)
+            ga = _cast(sum_to_shape(ga, self.a_shape), a._ndarray.dtype)
         if self.next_functions[1][0] is not None:
             # d(a^b)/db = a^b * log(a), taken as 0 where a == 0 and b >= 0
             la = a.log()
@@ -605,10 +608,13 @@ class PowBackward2(Node):
     saved_values = {"self": lambda n: n.base}
 
     def apply(self, grads):
-        _, result = self.saved()
+        exponent, result = self.saved()
         with _err():
             log_base = float(np.log(self.base)) if self.base >= 0 else float("nan")
-        return (grads[0] * _conj(result) * log_base,)
+        grad = grads[0] * _conj(result) * log_base
+        if self.base == 0:  # 0 ** y is constant (0 or 1) for y >= 0: torch's gradient is 0 there
+            grad = grad.masked_fill(exponent.real >= 0, 0.0)
+        return (grad,)
 
 
 def _power(base, exponent, dt):
@@ -621,6 +627,25 @@ def _power(base, exponent, dt):
         odd = np.asanyarray(exponent) % 2 != 0
         at_negative = np.where(base == 1, 1, np.where(base == -1, np.where(odd, -1, 1), 0))
         return np.where(negative, at_negative, out).astype(dt)
+    return np.power(base, exponent)
+
+
+def _power_by_number(base, exponent):
+    """``base ** exponent`` for a number exponent through the kernels torch's pow picks for these
+    exponents: they differ from ``std::pow`` at -0.0 and -inf (sqrt(-0.0) is -0.0, rsqrt(-0.0) -inf)."""
+    if base.dtype.kind == "f":
+        if exponent == 0.5:
+            return np.sqrt(base)
+        if exponent == -0.5:
+            return np.reciprocal(np.sqrt(base))
+        if exponent == -1:
+            return np.reciprocal(base)
+        if exponent == -2:
+            return np.reciprocal(base * base)
+    if exponent == 2:
+        return base * base
+    if exponent == 3:
+        return base * base * base
     return np.power(base, exponent)
 
 
@@ -653,7 +678,7 @@ def pow(a, b):
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     with _err():
         ad = data_of(a, dt)
-        result = _finish(ad * ad if b == 2 else np.power(ad, data_of(b, dt)), dt)
+        result = _finish(_power_by_number(np.asanyarray(ad), data_of(b, dt)), dt)
     if _needs(a, None):
         node = record_op(PowBackward0, (a,), result)
         node.exponent = b
@@ -873,7 +898,12 @@ def _exact_for_integers(np_fn):
 
 
 def _sign_np(d):
-    return np.sign(d) if d.dtype.kind != "b" else d.copy()
+    if d.dtype.kind == "b":
+        return d.copy()
+    out = np.sign(d)
+    if d.dtype.kind == "f":  # torch's sign of NaN is 0
+        out = np.where(np.isnan(out), out.dtype.type(0), out)
+    return out
 
 
 sign = unary("sign", _sign_np, None, node="SignBackward0", floating=False, inplace=True, saves_self=False,
@@ -969,10 +999,10 @@ class ClampBackward1(Node):
 
 class ClampBackward0(Node):
     __slots__ = ()
-    saved_names = ("self", "min", "max")
+    saved_names = ("max", "min", "self")  # torch packs them in this order
 
     def apply(self, grads):
-        x, lo, hi = self.saved()
+        hi, lo, x = self.saved()
         g = grads[0]
         gx = gl = gh = None
         lo_mask = (x >= lo) if lo is not None else None
@@ -980,11 +1010,14 @@ class ClampBackward0(Node):
         if self.next_functions[0][0] is not None:
             mask = lo_mask if hi_mask is None else hi_mask if lo_mask is None else lo_mask & hi_mask
             gx = sum_to_shape(g.masked_fill(~mask, 0), x._ndarray.shape)
+        # torch's selections: a bound gets the gradient where x is strictly beyond it (a NaN is not),
+        # and with both bounds min only while min < max, max also where max < min
         if lo is not None and self.next_functions[1][0] is not None:
-            m = ~lo_mask if hi_mask is None else (~lo_mask) & (lo <= hi)
+            m = x < lo if hi is None else (x < lo) & (lo < hi)
             gl = sum_to_shape(g.masked_fill(~m, 0), lo._ndarray.shape)
         if hi is not None and self.next_functions[2][0] is not None:
-            gh = sum_to_shape(g.masked_fill(hi_mask, 0), hi._ndarray.shape)
+            m = x > hi if lo is None else (x > hi) | (hi < lo)
+            gh = sum_to_shape(g.masked_fill(~m, 0), hi._ndarray.shape)
         return gx, gl, gh
 
 
@@ -1027,7 +1060,7 @@ def _clamp(x, min, max, scalar_node):
         if GRAD.enabled and (x._requires_grad or (lo is not None and lo._requires_grad)
                              or (hi is not None and hi._requires_grad)):
             node = record_op(ClampBackward0, (x, lo, hi), result)
-            node.save(x, lo, hi)
+            node.save(hi, lo, x)
         return result
     data = x._ndarray.astype(dt, copy=False)
     with _err():
@@ -1060,13 +1093,11 @@ class MaximumBackward0(Node):
     def apply(self, grads):
         b, a = self.saved()
         g = grads[0]
-        if self.pick == "max":
-            wa = (a > b) + (a == b) * 0.5
-        else:
-            wa = (a < b) + (a == b) * 0.5
-        wa = wa.to(g.dtype)
-        ga = sum_to_shape(g * wa, a._ndarray.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * (1 - wa), b._ndarray.shape) if self.next_functions[1][0] is not None else None
+        a_loses, b_loses = (a < b, a > b) if self.pick == "max" else (a > b, a < b)
+        # ties share the gradient; where a NaN makes every comparison false, both operands get all of it
+        shared = g.where(a != b, g / 2)
+        ga = sum_to_shape(shared.masked_fill(a_loses, 0), a._ndarray.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(shared.masked_fill(b_loses, 0), b._ndarray.shape) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
@@ -1225,8 +1256,10 @@ class Atan2Backward0(Node):
         b, a = self.saved()
         g = grads[0]
         denom = a * a + b * b
-        ga = sum_to_shape(g * b / denom, a._ndarray.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(-g * a / denom, b._ndarray.shape) if self.next_functions[1][0] is not None else None
+        # torch's reciprocal is 0 where the squares vanish (at the origin, or where they underflow)
+        recip = denom.reciprocal().masked_fill(denom == 0, 0.0)
+        ga = sum_to_shape(g * b * recip, a._ndarray.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(g * -a * recip, b._ndarray.shape) if self.next_functions[1][0] is not None else None
         return ga, gb
 
 
@@ -1258,25 +1291,59 @@ class FmodBackward0(RemainderBackward0):
     __slots__ = ()
 
 
+class RemainderBackward1(Node):
+    """remainder by a tensor: the gradient passes to the dividend; the divisor's is -grad times the
+    quotient rounded as the op rounds it (torch saves the operands only when the divisor needs it)."""
+
+    __slots__ = ("a_shape", "b_shape", "a_dtype", "b_dtype")
+    saved_names = ("other", "self")
+    rounding_mode = "floor"
+
+    def apply(self, grads):
+        g = grads[0]
+        ga = gb = None
+        if self.next_functions[0][0] is not None:
+            ga = _cast(sum_to_shape(g, self.a_shape), self.a_dtype)
+        if self.next_functions[1][0] is not None:
+            b, a = self.saved()
+            gb = -g * a.div(b, rounding_mode=self.rounding_mode)
+            gb = _cast(sum_to_shape(gb, self.b_shape), self.b_dtype)
+        return ga, gb
+
+
+class FmodBackward1(RemainderBackward1):
+    __slots__ = ()
+    rounding_mode = "trunc"
+
+
 def _declared_as(fn, name, **decl):
     """``fn``, a function a factory made for op ``name``, under that name and declared as the op."""
     fn.__name__ = fn.__qualname__ = name
     return op(name, **decl)(fn)
 
 
-def _modulo(np_fn, name, node_cls):
+def _modulo(np_fn, name, node_cls, tensor_node_cls):
     """remainder (the divisor's sign) or fmod (the dividend's sign) from its NumPy function."""
     def modulo(a, b):
         refuse_complex(f'"{name}_cpu" not implemented for \'{{dtype}}\'', a, b)
         _rules.refuse_lowprec(_operand_dtype(a, b), f"{name}_cpu")
         a, b, dt = _binary_inputs(a, b)
-        if dt.kind == "c":   # a complex Python number promotes a real tensor
+        if dt.kind in "cb":   # a complex Python number promotes a real tensor; two bools stay bool
             raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_dtype.scalar_type_name(dt)}\'')
         ad, bd = _arith_operand(a, dt), _arith_operand(b, dt)
         _refuse_integer_zero_divisor(bd, dt)
         with _err():
             result = _finish(np_fn(ad, bd), dt)
-        if _needs(a, None):
+        if isinstance(b, Tensor):
+            if _needs(a, b):
+                node = record_op(tensor_node_cls, (a, b), result)
+                node.a_shape, node.a_dtype = a._ndarray.shape, a._ndarray.dtype
+                node.b_shape, node.b_dtype = b._ndarray.shape, b._ndarray.dtype
+                if node.next_functions[1][0] is not None:
+                    node.save(b, a)
+                else:
+                    node.save(None, None)
+        elif _needs(a, None):
             record_op(node_cls, (a,), result)
         return result
     return _declared_as(modulo, name, inplace=True)
@@ -1292,8 +1359,8 @@ def _float_remainder(a, b):
     return np.where(moved, mod + b, mod).astype(mod.dtype, copy=False)
 
 
-remainder = _modulo(_float_remainder, "remainder", RemainderBackward0)
-fmod = _modulo(np.fmod, "fmod", FmodBackward0)
+remainder = _modulo(_float_remainder, "remainder", RemainderBackward0, RemainderBackward1)
+fmod = _modulo(np.fmod, "fmod", FmodBackward0, FmodBackward1)
 
 
 # ---- comparisons and logic (no gradient) -------------------------------------------------------
@@ -1451,7 +1518,7 @@ def _maybe_out(result, out, name="out"):
     # written in place, as torch writes out= (views of out see it; cast to out's dtype); autograd records
     # no out= call
     from .._out import write_native_out
-    if result.requires_grad:
+    if result.requires_grad or (GRAD.enabled and isinstance(out, Tensor) and out.requires_grad):
         raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic differentiation, "
                            "but one of the arguments requires grad.")
     return write_native_out(result, out, name)

@@ -193,10 +193,16 @@ class ProdBackward0(Node):
         elif dims is None:
             g = g.reshape((1,) * x._ndarray.ndim)
             result = result.reshape((1,) * x._ndarray.ndim)
-        if not (x._ndarray == 0).any():
+        if x._ndarray.ndim == 0:
+            return (g,)
+        zeros = int(np.count_nonzero(x._ndarray == 0))
+        if not zeros:
             if x._ndarray.dtype.kind == "c":
                 return (g * (result / x).conj(),)  # torch's convention: g times conj of the derivative
             return (g * result / x,)
+        if dims is None and zeros > 1 and not GRAD.enabled:
+            # two zeros make every partial product 0; torch returns zeros then (even beside inf or NaN)
+            return (wrap(np.zeros_like(x._ndarray)),)
         # with zeros: product of all the other elements, computed without dividing
         others = _prod_others(x, dims)
         return (g * (others.conj() if x._ndarray.dtype.kind == "c" else others),)
@@ -271,8 +277,12 @@ class CumprodBackward0(Node):
         d = self.dim
         if x._ndarray.dtype.kind == "c":  # torch's convention: the conjugates of the partial products
             x, out = x.conj(), out.conj()
+        if x._ndarray.size <= 1 or x._ndarray.shape[d] == 1:
+            return (g,)
         if not (x._ndarray == 0).any():
             return ((g * out).flip(d).cumsum(d).flip(d) / x,)
+        if not GRAD.enabled:
+            return (wrap(_cumprod_grad_with_zeros(g._ndarray, x._ndarray, out._ndarray, d)),)
         # with zeros: d out_j / d x_i is the cumulative product with x_i replaced by 1 (j >= i)
         from .shape import cat
         n = x._ndarray.shape[d]
@@ -283,6 +293,34 @@ class CumprodBackward0(Node):
             cp = x.where(wrap(keep), wrap(np.ones((), dtype=x._ndarray.dtype))).cumprod(d)
             parts.append((g.narrow(d, i, n - i) * cp.narrow(d, i, n - i)).sum(d, keepdim=True))
         return (cat(parts, d),)
+
+
+def _cumprod_grad_with_zeros(g, x, out, d):
+    """cumprod's gradient where the input has zeros, slice by slice along ``d`` as torch's kernel: before
+    the first zero k, the reversed running sums of g * out over the elements before k, divided by x;
+    at k, the product before k times the sum over j from k up to the next zero of g_j times the product
+    of x over (k, j]; 0 after k
+    (what lies past a zero, inf or NaN included, never reaches the earlier elements)."""
+    g, x, out = (np.moveaxis(np.broadcast_to(a, x.shape), d, -1) for a in (g, x, out))
+    grad = np.zeros(x.shape, dtype=np.result_type(g.dtype, x.dtype))
+    with np.errstate(all="ignore"):
+        for index in np.ndindex(x.shape[:-1]):
+            xs, gs, outs = x[index], g[index], out[index]
+            zero_at = np.flatnonzero(xs == 0)
+            if not zero_at.size:
+                grad[index] = np.cumsum((gs * outs)[::-1])[::-1] / xs
+                continue
+            k = zero_at[0]
+            grad[index][:k] = np.cumsum((gs[:k] * outs[:k])[::-1])[::-1] / xs[:k]
+            stop = zero_at[1] if zero_at.size > 1 else xs.size
+            between = np.ones(xs.size, dtype=grad.dtype)
+            between[k + 1:stop] = xs[k + 1:stop]
+            # torch's masks multiply the whole row: a zeroed gradient times an infinite product is NaN
+            in_range = np.zeros(xs.size, dtype=grad.dtype)
+            in_range[k:stop] = gs[k:stop]
+            before = outs[k - 1] if k else 1
+            grad[index][k] = before * np.sum(in_range * np.cumprod(between))
+    return np.moveaxis(grad, -1, d).astype(x.dtype, copy=False)
 
 
 @op(inplace=True)
@@ -569,7 +607,9 @@ def _variance_grad(x, g, dims, keepdim, correction, std=None):
         (g,) = _restore_dims(x._ndarray.shape, dims, keepdim, g)
         return g * (x - mu) * (2.0 / builtins.max(n - correction, 0))
     g, std = _restore_dims(x._ndarray.shape, dims, keepdim, g, std)
-    return g * (x - mu) / (std * builtins.max(n - correction, 0))
+    # 0 where the deviation is 0 (a constant slice), as torch's masked grad / (2 std)
+    scale = (g / (std * builtins.max(n - correction, 0))).masked_fill(std == 0, 0.0)
+    return scale * (x - mu)
 
 
 class _VarianceBackward(Node):
@@ -751,12 +791,16 @@ class LinalgVectorNormBackward0(Node):
         if p == 1:
             return (g * x.sign(),)
         if p == float("inf") or p == float("-inf"):
-            mask = (x.abs() == result)
+            # the elements reaching the extremum, and NaNs (a NaN is the extremum of its slice)
+            mask = (x.abs() == result) | x.isnan()
             count = mask.sum(dims, keepdim=True) if dims is not None else mask.sum()
             return (g * x.sign() * mask / count,)
         if p == 0:
             return (x * 0,)
-        # general p: |x|^(p-1) sign(x) / ||x||^(p-1)
+        # general p: |x|^(p-1) sign(x) / ||x||^(p-1); below 1 the zero elements give 0 (their
+        # |x|^(p-1) is infinite) and the norm's power is not masked, as torch's
+        if p < 1:
+            return (x.sign() * x.abs().pow(p - 1).masked_fill(x == 0, 0.0) * g * result.pow(1 - p),)
         scale = (g / result.pow(p - 1)).masked_fill(result == 0, 0.0)
         return (x.sign() * x.abs().pow(p - 1) * scale,)
 

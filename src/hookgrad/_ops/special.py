@@ -278,13 +278,16 @@ i0e = _unary("i0e", _kernel("i0e"), lambda g, x, r: g * (i1e(x) - x.sgn() * r), 
 
 
 def _i1_backward(g, x, r):
-    safe = pointwise.where(x == 0, 1.0, x)
-    return g * pointwise.where(x == 0, 0.5, i0(x) - r / safe)
+    # the limit 1/2 wherever |x| > 0 fails: at 0, and at NaN as torch's
+    away = x.abs() > 0
+    safe = pointwise.where(away, x, 1.0)
+    return g * pointwise.where(away, i0(x) - r / safe, 0.5)
 
 
 def _i1e_backward(g, x, r):
-    safe = pointwise.where(x == 0, 1.0, x)
-    return g * pointwise.where(x == 0, 0.5, i0e(x) - r * (x.sgn() + safe.reciprocal()))
+    away = x.abs() > 0
+    safe = pointwise.where(away, x, 1.0)
+    return g * pointwise.where(away, i0e(x) - r * (x.sgn() + safe.reciprocal()), 0.5)
 
 
 i1 = _unary("i1", _kernel("i1"), _i1_backward, node="SpecialI1Backward0", saves=("self", "result"),
@@ -306,8 +309,8 @@ def ndtr(input):
 
 
 def _sinc_backward(g, x):
-    pix = x * math.pi
-    d = ((pix.cos() * pix) - pix.sin()) / (x * pix)
+    # (cos(pi x) - sinc(x)) / x: finite for tiny x, where the textbook quotient's x * pi x underflows
+    d = ((x * math.pi).cos() - x.sinc()) / x
     return g * pointwise.where(x == 0, 0.0, d)
 
 
@@ -327,7 +330,8 @@ class LogitBackward0(Node):
         d = g / (x * (1 - x))
         if self.eps is None:
             return (pointwise.where((x < 0) | (x > 1), float("nan"), d),)
-        return (pointwise.where((x < self.eps) | (x > 1 - self.eps), 0.0, d),)
+        # inside the clamp's bounds only: a NaN is outside (0), as torch's
+        return (pointwise.where((x >= self.eps) & (x <= 1 - self.eps), d, 0.0),)
 
 
 @op(inplace=True)
@@ -447,13 +451,6 @@ def _binary(a, b, kernel, nodes, name):
     return result
 
 
-def _nonzero_mask(a, like):
-    """(a != 0) as a float tensor shaped like the gradient (a may be a number)."""
-    if isinstance(a, Tensor):
-        return (a != 0).to(like.dtype)
-    return 1.0 if a != 0 else 0.0
-
-
 def _xlogy_np(a, b, dt):
     out = np.where(a == 0, dt.type(0), a * np.log(b))
     return np.where(np.isnan(b), b, out)
@@ -464,12 +461,24 @@ def _xlog1py_np(a, b, dt):
     return np.where(np.isnan(b), b, out)
 
 
+def _zero_where_both(grad, first, second):
+    """``grad`` set to 0 where both conditions hold (either may be a Python bool: a number operand)."""
+    if not isinstance(first, Tensor) or not isinstance(second, Tensor):
+        other = second if not isinstance(first, Tensor) else first
+        both = first if not isinstance(first, Tensor) else second
+        if not isinstance(other, Tensor):
+            return grad * 0 if both and other else grad
+        return grad.masked_fill(other, 0.0) if both else grad
+    return grad.masked_fill(first & second, 0.0)
+
+
 def _d_xlogy_self(g, a, b):
-    return g * xlogy(_nonzero_mask(a, g), b)
+    # log(b), also where a == 0 (the function is a * log(b) there too); 0 only where a == 0 and b <= 0
+    return _zero_where_both(xlogy(g, b), a == 0, b <= 0)
 
 
 def _d_xlog1py_self(g, a, b):
-    return g * xlog1py(_nonzero_mask(a, g), b)
+    return _zero_where_both(xlog1py(g, b), a == 0, b <= -1)
 
 
 _XLOGY = _binary_nodes("XlogyBackward", _d_xlogy_self, lambda g, a, b: g * a / b)

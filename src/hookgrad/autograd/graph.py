@@ -441,6 +441,9 @@ class SavedTensor:
             if is_output:
                 self.tensor = tensor._ndarray
                 self.grad_fn = None
+                # 0 unless the op says otherwise (group norm saves its outputs 1 and 2): an in-place op
+                # renumbers its output only after saving it
+                self.output_nr = 0
             else:
                 self.tensor = tensor
                 # a saved non-leaf that loses its history by detach_() cannot be used (torch refuses
@@ -575,6 +578,7 @@ class SavedTensor:
             fn = None if self.grad_fn is None else self.grad_fn()
             if fn is None:
                 fn = node
+                out._output_nr = self.output_nr
             out._grad_fn = fn
             out._requires_grad = fn is not None
             return out

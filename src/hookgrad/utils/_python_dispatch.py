@@ -618,7 +618,9 @@ def _saved_outputs(op, outputs) -> list:
     saved = getattr(node, "_saved", None)
     if not saved:
         return []
-    arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)]
+    # (group norm's statistics, saved as its node's outputs 1 and 2, are no outputs of the op: not detached)
+    arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)
+              and entry.output_nr < len(outputs)]
     if not arrays:
         return []
     found = [i for i, o in enumerate(outputs) if any(o._ndarray is a for a in arrays)]
@@ -2142,6 +2144,221 @@ def _after_first(steps, operand):
             return [moved(a) for a in arg]
         return arg
     return [(name, tuple(moved(a) for a in args)) + tuple(rest) for name, args, *rest in steps]
+
+
+_LINEAR_MODES = ("linear", "bilinear", "bicubic", "trilinear")
+
+
+def _interpolate_steps(op, values, own):
+    """interpolate's upsample kernels: the output size, align_corners for the linear modes, the scale
+    factors when they were given (and not recomputed); area mode is a pooling (laid out elsewhere)."""
+    given = _given(op)
+    x, mode = given.get("input"), given.get("mode", "nearest")
+    if not isinstance(x, Tensor) or not isinstance(own, Tensor) or mode == "area":
+        return None
+    nd = x.dim() - 2
+    args = [x, [int(n) for n in own.shape[2:]]]
+    if mode in _LINEAR_MODES:
+        args.append(bool(given.get("align_corners") or False))
+    scale = given.get("scale_factor")
+    if scale is not None and not given.get("recompute_scale_factor"):
+        args += [float(f) for f in (scale if isinstance(scale, (tuple, list)) else [scale] * nd)]
+    name = f"_upsample_nearest_exact{nd}d" if mode == "nearest-exact" else f"upsample_{mode}{nd}d"
+    return _one(name, args, {}, own)
+
+
+_CONVERTERS["interpolate"] = _interpolate_steps
+
+
+def _upsample_backward_plan(kernel, align_corners):
+    """An upsample node's backward kernel: (grad, output size, input size[, align_corners], the
+    scales the node saved, trailing unset ones left out as torch's calls leave them)."""
+    def plan(node, grad, grad_inputs):
+        args = [grad, list(_saved(node, "output_size")), list(_saved(node, "self_sym_sizes"))]
+        if align_corners:
+            args.append(bool(_saved(node, "align_corners")))
+        names = sorted(a for a in dir(node) if a.startswith("_saved_scales"))
+        args += [getattr(node, a) for a in names]
+        while args and args[-1] is None:
+            args.pop()
+        return [(kernel, "default", tuple(args), lambda: grad_inputs[0], 0)]
+    return plan
+
+
+for _mode, _kernel_base in (("Nearest", "upsample_nearest"), ("NearestExact", "_upsample_nearest_exact"),
+                            ("Linear", "upsample_linear"), ("Bilinear", "upsample_bilinear"),
+                            ("Trilinear", "upsample_trilinear"), ("Bicubic", "upsample_bicubic")):
+    for _nd in (1, 2, 3):
+        _BACKWARD_STEPS[f"Upsample{_mode}{_nd}DBackward0"] = _upsample_backward_plan(
+            f"{_kernel_base}{_nd}d_backward", _mode not in ("Nearest", "NearestExact"))
+
+
+def _group_norm_backward_steps(node, grad, grad_inputs):
+    """native_group_norm_backward on the saved mean and rstd, each unpacked (detached) first, as the
+    node's own outputs are."""
+    mean, rstd = _saved(node, "result1"), _saved(node, "result2")
+    args = (grad, _saved(node, "input"), _Prev(0), _Prev(1), _saved(node, "weight"), _saved(node, "N"),
+            _saved(node, "C"), _saved(node, "HxW"), _saved(node, "group"), [_needs(grad_inputs, i) for i in range(3)])
+    return [("detach", "default", (mean,), lambda: mean, None), ("detach", "default", (rstd,), lambda: rstd, None),
+            ("native_group_norm_backward", "default", args,
+             lambda: tuple(grad_inputs[i] if _needs(grad_inputs, i) else None for i in range(3)), (0, 1, 2))]
+
+
+_BACKWARD_STEPS["NativeGroupNormBackward0"] = _group_norm_backward_steps
+
+
+def _trilinear_backward_steps(node, grad, grad_inputs):
+    """torch's _trilinear_backward: each operand's gradient one _trilinear with the gradient in that
+    operand's place and its expand list in the sum list's."""
+    operands = [_saved(node, n) for n in ("i1", "i2", "i3")]
+    expands = [list(_saved(node, n)) for n in ("expand1", "expand2", "expand3")]
+    sumdim = list(_saved(node, "sumdim"))
+    steps = []
+    for i in range(3):
+        if _needs(grad_inputs, i):
+            args = [grad if j == i else operands[j] for j in range(3)] + \
+                   [sumdim if j == i else expands[j] for j in range(3)] + [expands[i]]
+            steps.append(("_trilinear", "default", tuple(args), lambda i=i: grad_inputs[i], i))
+    return steps
+
+
+_BACKWARD_STEPS["TrilinearBackward0"] = _trilinear_backward_steps
+
+
+def _im2col_backward_steps(node, grad, grad_inputs):
+    size = [_saved(node, "self_sym_argsize_minus_2"), _saved(node, "self_sym_argsize_minus_1")]
+    args = (grad, size) + tuple(_as_list(_saved(node, n)) for n in ("kernel_size", "dilation", "padding", "stride"))
+    return [("col2im", "default", args, lambda: grad_inputs[0], 0)]
+
+
+def _multi_margin_backward_steps(node, grad, grad_inputs):
+    args = [grad] + [_saved(node, n) for n in ("self", "target", "p", "margin", "weight", "reduction")]
+    if args[-1] == 1:   # the default reduction (mean) is left out, as torch's call leaves it
+        args.pop()
+    return [("multi_margin_loss_backward", "default", tuple(args), lambda: grad_inputs[0], 0)]
+
+
+def _col2im_backward_steps(node, grad, grad_inputs):
+    args = (grad,) + tuple(_as_list(_saved(node, n)) for n in ("kernel_size", "dilation", "padding", "stride"))
+    return [("im2col", "default", args, lambda: grad_inputs[0], 0)]
+
+
+_BACKWARD_STEPS.update({
+    "GluBackward0": _kernel_plan("glu_backward", ("self", "dim")),
+    "SoftMarginLossBackward0": _kernel_plan("soft_margin_loss_backward", ("self", "target", "reduction")),
+    "MultiMarginLossBackward0": _multi_margin_backward_steps,
+    "Im2ColBackward0": _im2col_backward_steps, "Col2ImBackward0": _col2im_backward_steps,
+})
+
+
+def _pair(value):
+    return [int(v) for v in value] if isinstance(value, (tuple, list)) else [int(value)] * 2
+
+
+def _im2col_steps(op, values, own):
+    """F.unfold and F.fold: im2col / col2im with every window argument as a pair."""
+    given = _given(op)
+    x = given.get("input")
+    if not isinstance(x, Tensor) or "kernel_size" not in given:   # Tensor.unfold(dimension, size, step)
+        return None
+    window = [_pair(given.get(n, d)) for n, d in (("kernel_size", 1), ("dilation", 1), ("padding", 0), ("stride", 1))]
+    if str(op) == "unfold":
+        return _one("im2col", [x] + window, {}, own)
+    return _one("col2im", [x, _pair(given["output_size"])] + window, {}, own)
+
+
+def _multi_margin_steps(op, values, own):
+    given = _given(op)
+    x, target = given.get("input"), given.get("target")
+    if not isinstance(x, Tensor) or given.get("weight") is not None or given.get("reduction", "mean") != "mean":
+        return None
+    return _one("multi_margin_loss", (x, target, given.get("p", 1), float(given.get("margin", 1.0))), {}, own)
+
+
+_CONVERTERS.update({"fold": _im2col_steps, "unfold": _im2col_steps, "multi_margin_loss": _multi_margin_steps})
+
+
+def _prelu_steps(op, values, own):
+    """prelu: the weight viewed as (1, C, 1, ...) for an input of two or more dims, then _prelu_kernel."""
+    given = _given(op)
+    x, weight = given.get("input"), given.get("weight")
+    if not isinstance(x, Tensor) or not isinstance(weight, Tensor):
+        return None
+    if x.dim() < 2:
+        return _one("_prelu_kernel", (x, weight), {}, own)
+    shape = [1, weight.numel()] + [1] * (x.dim() - 2)
+    return [("view", (weight, shape), {}, lambda: weight.reshape(shape), "default"),
+            ("_prelu_kernel", (x, _Prev(0)), {}, lambda: own, "default")]
+
+
+_CONVERTERS["prelu"] = _prelu_steps
+
+
+def _prelu_kernel_backward_steps(node, grad, grad_inputs):
+    """_prelu_kernel_backward gives the weight's gradient in the input's shape; the sum to the
+    (viewed) weight's shape follows."""
+    x, weight = _saved(node, "self"), _saved(node, "weight")
+    full = lambda: grad.where(x <= 0, grad * 0) * x     # the weight's gradient before the sum
+    steps = [("_prelu_kernel_backward", "default", (grad, x, weight), lambda: (grad_inputs[0], full()), (0, None))]
+    dims = [d for d in range(x.dim()) if weight.shape[d] == 1 and x.shape[d] != 1]
+    if dims and _needs(grad_inputs, 1):
+        steps.append(("sum", "dim_IntList", (_Prev(0, 1), dims, True), lambda: grad_inputs[1], 1))
+    return steps
+
+
+_BACKWARD_STEPS["PreluKernelBackward0"] = _prelu_kernel_backward_steps
+
+
+def _rrelu_steps(op, values, own):
+    """rrelu: its noise buffer made by empty_like, then rrelu_with_noise (training passed when set)."""
+    import hookgrad
+    given = _given(op)
+    x, node = given.get("input"), getattr(op, "node", None)
+    if not isinstance(x, Tensor) or given.get("inplace") or node is None:
+        return None
+    noise = _saved(node, "noise")
+    args = [x, _Prev(0), given.get("lower", 1.0 / 8), given.get("upper", 1.0 / 3), bool(given.get("training"))]
+    while len(args) > 2 and args[-1] == (1.0 / 8, 1.0 / 3, False)[len(args) - 3]:
+        args.pop()  # torch's call leaves out the trailing arguments at their defaults
+    return [("empty_like", (x,), {"memory_format": hookgrad.contiguous_format}, lambda: noise, "default"),
+            ("rrelu_with_noise", tuple(args), {}, lambda: own, "default")]
+
+
+def _rrelu_backward_steps(node, grad, grad_inputs):
+    args = (grad,) + tuple(_saved(node, n) for n in ("self", "noise", "lower", "upper", "training")) + (False,)
+    return [("rrelu_with_noise_backward", "default", args, lambda: grad_inputs[0], 0)]
+
+
+_CONVERTERS["rrelu"] = _rrelu_steps
+_BACKWARD_STEPS["RreluWithNoiseBackward0"] = _rrelu_backward_steps
+
+
+def _clamp_backward_steps(node, grad, grad_inputs):
+    """torch's clamp_backward by number bounds: ``where(self >= min [and self <= max], grad, 0)``, the
+    zero made first as a 0-d tensor of the gradient's dtype."""
+    import hookgrad
+    x = _saved(node, "self")
+    lo = getattr(node, "_saved_min", None) if type(node).__name__ != "ClampMaxBackward0" else None
+    hi = getattr(node, "_saved_max", None) if type(node).__name__ != "ClampMinBackward0" else None
+    options = {"dtype": grad.dtype, "layout": hookgrad.strided, "device": hookgrad.device("cpu")}
+    zero = lambda: hookgrad.scalar_tensor(0.0, dtype=grad.dtype)
+    steps = [("scalar_tensor", "default", (0.0,), zero, None, options)]
+    if lo is not None:
+        steps.append(("ge", "Scalar", (x, lo), lambda: x >= lo, None))
+    if hi is not None:
+        steps.append(("le", "Scalar", (x, hi), lambda: x <= hi, None))
+    if lo is not None and hi is not None:
+        steps.append(("logical_and_", "default", (_Prev(1), _Prev(2)), lambda: (x >= lo) & (x <= hi), None))
+    steps.append(("where", "self", (_Prev(len(steps) - 1), grad, _Prev(0)), lambda: grad_inputs[0], 0))
+    return steps
+
+
+_BACKWARD_STEPS.update({
+    "HardshrinkBackward0": _kernel_plan("hardshrink_backward", ("self", "lambd")),
+    "SoftshrinkBackward0": _kernel_plan("softshrink_backward", ("self", "lambd")),
+    "ClampBackward1": _clamp_backward_steps, "ClampMinBackward0": _clamp_backward_steps,
+    "ClampMaxBackward0": _clamp_backward_steps,
+})
 
 
 from . import _dispatch_backward  # noqa: E402,F401 - more nodes' formulas, registered into _BACKWARD_STEPS

@@ -598,10 +598,10 @@ class ThresholdBackward0(_PointwiseActivationNode):
     saved_values = {"threshold": lambda n: n.threshold}
 
     def derivative_np(self, d):
-        return (d > self.threshold).astype(d.dtype)
+        return (~(d <= self.threshold)).astype(d.dtype)
 
     def derivative(self, x):
-        return _const(x._ndarray > self.threshold, x)
+        return _const(~(x._ndarray <= self.threshold), x)  # NaN passes, as torch's x <= threshold ? 0 : grad
 
 
 class ThresholdBackward1(ThresholdBackward0):
@@ -614,7 +614,7 @@ def _threshold(x, threshold, value, node_cls=ThresholdBackward0):
     _refuse(x, "threshold_cpu", integral=False)
     d = widen(x._ndarray)
     with _err():
-        out = np.where(d > threshold, d, np.asarray(value).astype(d.dtype))
+        out = np.where(d <= threshold, np.asarray(value).astype(d.dtype), d)  # NaN passes through
     result = wrap(_in_dtype(out, x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(node_cls, (x,), result)
@@ -634,7 +634,9 @@ class _ShrinkNode(_PointwiseActivationNode):
     saved_values = {"lambd": lambda n: n.lambd}
 
     def _passes(self, d):
-        return ~((d >= -self.lambd) & (d <= self.lambd))
+        # a NaN gets no gradient, as torch's vectorized kernel (its scalar tail, the last len % 8
+        # elements, passes it)
+        return (d < -self.lambd) | (d > self.lambd)
 
     def derivative_np(self, d):
         return self._passes(d).astype(d.dtype)
@@ -661,7 +663,7 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:
     d = widen(input._ndarray)
     typ = d.dtype.type
     with _err():
-        out = np.where(np.abs(d) > lambd, d - np.copysign(typ(lambd), d), typ(0))
+        out = np.where(np.abs(d) <= lambd, typ(0), d - np.copysign(typ(lambd), d))  # NaN passes through
     return _record_pointwise(input, out, SoftshrinkBackward0, lambd=lambd)
 
 
@@ -691,12 +693,14 @@ class HardswishBackward0(_PointwiseActivationNode):
 
     def derivative_np(self, d):
         typ = d.dtype.type
-        return np.where(d < -3, typ(0), np.where(d <= 3, d / typ(3) + typ(0.5), typ(1)))
+        # torch's bounds: 0 at -3 and 1 at 3 (the outer pieces' slopes, not the middle one's)
+        # and NaN at NaN (it falls to the middle piece)
+        return np.where(d >= 3, typ(1), np.where(d <= -3, typ(0), d / typ(3) + typ(0.5)))
 
     def derivative(self, x):
         d = x._ndarray
-        middle = _const((d >= -3) & (d <= 3), x)
-        return middle * (x / 3 + 0.5) + _const(d > 3, x)
+        middle = _const(~((d <= -3) | (d >= 3)), x)
+        return middle * (x / 3 + 0.5) + _const(d >= 3, x)
 
 
 def _hardswish(x):

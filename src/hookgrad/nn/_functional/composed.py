@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 
 import hookgrad
+from ... import _dtype
 from ..._ops._base import GRAD
 from ..._ops._declare import no_derivative_node, node_class, record_op
 from ..._tensor import Tensor, wrap
@@ -631,10 +632,22 @@ def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
-    """``x1.x2 / max(||x1|| * ||x2||, eps)`` along ``dim`` (torch clamps the product of the norms)."""
-    dot = (x1 * x2).sum(dim)
-    norms = ((x1 * x1).sum(dim) * (x2 * x2).sum(dim)).clamp(min=eps * eps).sqrt()
-    return dot / norms
+    """The sum along ``dim`` of ``x1 / max(||x1||, eps)`` times ``x2 / max(||x2||, eps)``, recorded as
+    torch's ATen composition records it: inputs of different shapes expanded to their common one, each
+    norm cloned and clamped without recording (the norm's node saved its result), two divisions."""
+    common = hookgrad.result_type(x1, x2)
+    if not (common.is_floating_point or common.is_complex):
+        raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
+                           f"{_dtype.scalar_type_name(common.np)}")
+    if tuple(x1.shape) != tuple(x2.shape):
+        shape = hookgrad.broadcast_shapes(x1.shape, x2.shape)
+        x1, x2 = x1.expand(shape), x2.expand(shape)
+    norm1 = hookgrad.linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clone()
+    norm2 = hookgrad.linalg.vector_norm(x2, 2, dim=dim, keepdim=True).clone()
+    with hookgrad.no_grad():
+        norm1.clamp_min_(eps)
+        norm2.clamp_min_(eps)
+    return ((x1 / norm1) * (x2 / norm2)).sum(dim)
 
 
 # ---- dropout of whole feature maps ------------------------------------------------------------------------

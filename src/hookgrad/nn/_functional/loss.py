@@ -121,7 +121,7 @@ class SmoothL1LossBackward0(_PointwiseLossBackward):
 
     def local(self, d):
         beta = self.param
-        inside = wrap(np.abs(d._ndarray) < beta)
+        inside = wrap(~(np.abs(d._ndarray) > beta))  # a NaN difference is inside: its gradient is NaN
         return pointwise.where(inside, d / beta, d.sign())
 
 
@@ -131,7 +131,7 @@ class HuberLossBackward0(_PointwiseLossBackward):
 
     def local(self, d):
         delta = self.param
-        inside = wrap(np.abs(d._ndarray) <= delta)
+        inside = wrap(~(np.abs(d._ndarray) > delta))  # a NaN difference is inside: its gradient is NaN
         return pointwise.where(inside, d, d.sign() * delta)
 
     def apply(self, grads):

@@ -18,7 +18,7 @@ from ... import _threads as _blas
 from ..._dtype import narrow_to, widen
 from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, SavedTensor, refuse_inference_saves
-from ..._ops._base import GRAD, edge
+from ..._ops._base import GRAD, edge, record
 from ..._ops._base import ones_vector, quiet_fp
 from ..._ops._declare import ZeroGradNode, backward_results, node_class, outputs_of, record_op
 from ..._ops.reduce import sum_keepdims
@@ -52,6 +52,8 @@ class _NormBackward(Node):
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
+        if g is None:  # only group norm's statistics (its outputs 1 and 2) were used: no derivative
+            return (None,) * len(self.next_functions)
         x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
         b = saved[2] if self.saves_bias else None
         recorded = GRAD.enabled and self.double_backward_node is not None
@@ -309,6 +311,7 @@ class NativeGroupNormBackward0(_NormBackward):
                     "HxW": lambda n: n.view[2] * n.view[1] // n.affine[1] if n.affine[1] else 0,
                     "eps": lambda n: n.eps}
     bias_grad_from_backward = False  # torch's group norm sums the bias gradient outside its backward op
+    _num_outputs = 3  # the normalized input, the mean and the rstd
     double_backward = node_class("NativeGroupNormBackwardBackward0", _NoGradDoubleBackward)
 
 
@@ -341,7 +344,14 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
         if node_cls.saves_bias:
             _save_in_pack_order(node, (weight, x, bias, wrap(mean), wrap(invstd)))
         elif node_cls is NativeGroupNormBackward0:
-            node.save(x, weight, wrap(mean.reshape(view[:2])), wrap(invstd.reshape(view[:2])))
+            # torch's group norm returns its mean and rstd as outputs 1 and 2 of the node (they require
+            # grad, with it as grad_fn) and saves them as outputs
+            stats = wrap(mean.reshape(view[:2])), wrap(invstd.reshape(view[:2]))
+            record(node, result, *stats)
+            saved_inputs = SavedTensor(x), None if weight is None else SavedTensor(weight)  # packed first
+            saved_stats = SavedTensor(stats[0], True), SavedTensor(stats[1], True)
+            saved_stats[0].output_nr, saved_stats[1].output_nr = 1, 2
+            node._saved = saved_inputs + saved_stats
     return result, mean, var
 
 

@@ -572,9 +572,37 @@ def _const_pad_adj(g, pads, in_shape):
 
 
 _MODE_NAMES = {"reflect": "Reflection", "replicate": "Replication", "circular": "Circular"}
+# (circular padding has no node of its own: torch composes it of slices and copies, see _pad_circular)
 _INDEX_PAD_NODES = {(mode, k): linear_map_nodes(f"{name}Pad{k}DBackward0", f"{name}Pad{k}DBackwardBackward0",
                                                 saves_input=True, saved_values={"padding": saved_arg(0)})
-                    for mode, name in _MODE_NAMES.items() for k in (1, 2, 3)}
+                    for mode, name in _MODE_NAMES.items() if mode != "circular" for k in (1, 2, 3)}
+
+
+def _pad_circular(x: Tensor, pairs) -> Tensor:
+    """Circular padding as torch's ATen composition records it: the input's kept part (a slice per
+    padded dim, full ones included) copied into a new tensor, then each padded dim's borders copied
+    from the opposite side of that tensor, left before right, last dim first (corners written twice)."""
+    nd = x._ndarray.ndim
+    in_shape = list(x._ndarray.shape)
+    out_shape = list(in_shape)
+    for i, (b, e) in enumerate(pairs):
+        out_shape[nd - 1 - i] += b + e
+        if out_shape[nd - 1 - i] <= 0:
+            raise RuntimeError("Negative padding value is resulting in an empty dimension.")
+    out = x.new_empty(out_shape)
+    out_part, in_part = out, x
+    for i, (b, e) in enumerate(pairs):
+        dim = nd - 1 - i
+        out_part = out_part.narrow(dim, max(b, 0), out_shape[dim] - max(b, 0) - max(e, 0))
+        in_part = in_part.narrow(dim, max(-b, 0), in_shape[dim] - max(-b, 0) - max(-e, 0))
+    out_part.copy_(in_part)
+    for i, (b, e) in enumerate(pairs):
+        dim = nd - 1 - i
+        if b > 0:
+            out.narrow(dim, 0, b).copy_(out.narrow(dim, out_shape[dim] - b - max(e, 0), b))
+        if e > 0:
+            out.narrow(dim, out_shape[dim] - e, e).copy_(out.narrow(dim, max(b, 0), e))
+    return out
 
 
 def pad(x: Tensor, pad, mode="constant", value=None):
@@ -620,6 +648,8 @@ def pad(x: Tensor, pad, mode="constant", value=None):
         if mode == "circular" and (b > size or e > size):
             raise RuntimeError("Padding value causes wrapping around more than once.")
         plan.append((axis, _pad_index(size, b, e, mode), size))
+    if mode == "circular":
+        return _pad_circular(x, pairs)
     fwd = functools.partial(_index_pad_fwd, plan=plan)
     adj = functools.partial(_index_pad_adj, plan=plan)
     return linear_map(x, fwd, adj, _INDEX_PAD_NODES[mode, k], args=(pad,))

@@ -261,8 +261,20 @@ def adaptive_avg_pool3d(input, output_size):
 
 def _adaptive_max(x, output_size, return_indices, nd):
     if nd == 1:  # torch records adaptive_max_pool1d as a 2-D one between an unsqueeze and a squeeze
-        out = adaptive_pool_nd(x, output_size, nd, "max", "adaptive_max_pool1d")
-        return (out, _adaptive_max_indices(x, out, nd)) if return_indices else out
+        if x.dim() not in (2, 3):
+            raise RuntimeError(f"Expected 2 to 3 dimensions, but got {x.dim()}-dimensional tensor for argument #1 "
+                               "'self' (while checking arguments for adaptive_max_pool1d)")
+        if isinstance(output_size, (list, tuple)):
+            if len(output_size) != 1:
+                raise RuntimeError(f"adaptive_max_pool1d() argument 'output_size' should contain one int (got "
+                                   f"{len(output_size)})")
+            output_size = output_size[0]
+        if output_size is None:
+            raise TypeError("adaptive_max_pool1d(): argument 'output_size' (position 2) must be tuple of ints, but "
+                            "found element of type NoneType at pos 0")
+        out, indices = _adaptive_max(x.unsqueeze(-2), (1, output_size), True, 2)
+        out, indices = out.squeeze(-2), indices.squeeze(-2)
+        return (out, indices) if return_indices else out
     node_cls = AdaptiveMaxPool2DBackward0 if nd == 2 else AdaptiveMaxPool3DBackward0
 
     def compute():
