@@ -309,6 +309,9 @@ class NativeGroupNormBackward0(_NormBackward):
                     "HxW": lambda n: n.view[2] * n.view[1] // n.affine[1] if n.affine[1] else 0,
                     "eps": lambda n: n.eps}
     bias_grad_from_backward = False  # torch's group norm sums the bias gradient outside its backward op
+    # torch's node has the mean and inverse std as outputs 1 and 2 (their gradients are None), and
+    # saves them as its outputs
+    _num_outputs = 3
     double_backward = node_class("NativeGroupNormBackwardBackward0", _NoGradDoubleBackward)
 
 
@@ -341,7 +344,9 @@ def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, 
         if node_cls.saves_bias:
             _save_in_pack_order(node, (weight, x, bias, wrap(mean), wrap(invstd)))
         elif node_cls is NativeGroupNormBackward0:
-            node.save(x, weight, wrap(mean.reshape(view[:2])), wrap(invstd.reshape(view[:2])))
+            stats = outputs_of(node, (None, wrap(mean.reshape(view[:2])), wrap(invstd.reshape(view[:2]))))[1:]
+            node._saved = (SavedTensor(x), None if weight is None else SavedTensor(weight),
+                           SavedTensor(stats[0], True), SavedTensor(stats[1], True))
     return result, mean, var
 
 
