@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import dataclasses
 import importlib
 import math
@@ -150,8 +151,10 @@ BLOCK_SUBMODULES.update({"spectral_norm": [".parametrizations.weight.0"], "dict_
                          "bilinear": [".bil"]})
 # steps drawn from the third stream: the global hook dicts cleared by hand (as test fixtures do),
 # a block replaced by a fresh module (its hooks' handles kept), an lr scheduler stepped, a
-# parameter's requires_grad switched back on
-MORE_STEPS = ["clear_globals", "rebuild", "sched", "requires_grad_back"]
+# parameter's requires_grad switched back on, the model deep-copied with its hooks (the program
+# goes on with the copy; the handles still point at the original's registries), a pass through
+# torch.func.functional_call with scaled parameters
+MORE_STEPS = ["clear_globals", "rebuild", "sched", "requires_grad_back", "deepcopy", "functional_call"]
 SCHEDULERS = ["step", "exponential", "lambda"]
 MODULE_HOOK_KINDS = ["fwd_pre", "fwd", "bw_pre", "bw", "legacy_bw"]
 GLOBAL_HOOK_KINDS = ["g_fwd_pre", "g_fwd", "g_bw_pre", "g_bw", "g_legacy_bw"]
@@ -330,6 +333,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             return {"k": "clear_globals"}
         if what == "rebuild":
             return {"k": "rebuild", "on": more.choice(blocks)["name"]}
+        if what in ("deepcopy", "functional_call"):
+            return {"k": what}
         if what == "sched":
             if not any(s["k"] == "optimizer" for s in program["steps"]):
                 return None
@@ -450,6 +455,10 @@ def generate(seed: int, disabled=frozenset()) -> dict:
         if more.random() < 0.25:
             draw(lambda: more_step(False))
         draw(forward_step)
+        if program["steps"] and program["steps"][-1]["k"] == "forward" and more.random() < 0.12:
+            program["steps"][-1]["cached"] = True  # parametrizations computed once (parametrize.cached())
+            if not allowed(program_features(program)):
+                del program["steps"][-1]["cached"]
         if program["steps"] and program["steps"][-1]["k"] == "forward" and extra.random() < 0.12:
             fwd, before = program["steps"][-1], program["steps"][-1].get("saved")
             fwd["saved"] = extra.choice(EXTRA_SAVED)
@@ -580,7 +589,8 @@ def step_features(step) -> list[str]:
         return ["forward"] + ([f"saved:{step['saved']}"] if step.get("saved") else []) + \
             (["forward:no_grad"] if step.get("no_grad") else []) + \
             (["forward:ctx_hook"] if step.get("ctx_hook") else []) + \
-            ([f"grad_ctx:{step['grad_ctx']['mode']}"] if step.get("grad_ctx") else [])
+            ([f"grad_ctx:{step['grad_ctx']['mode']}"] if step.get("grad_ctx") else []) + \
+            (["forward:cached"] if step.get("cached") else [])
     if k == "inplace":
         return ["inplace"] + [f"inplace:{o}" for o in ("no_grad", "view") if step.get(o)]
     if k == "mode":
@@ -1321,6 +1331,8 @@ class Interpreter:
                 ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks("log")))
             elif saved and saved != "disable_only":
                 ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks(saved)))
+            if step.get("cached"):
+                ctx.enter_context(T.nn.utils.parametrize.cached())
             grad_ctx = step.get("grad_ctx")
             self.net.block_grad_mode = {}
             if grad_ctx:
@@ -1625,6 +1637,24 @@ class Interpreter:
                                       dtype=self.T.float64).reshape(p.shape))
         self.T.manual_seed(self.program["seed"] + 1)  # the fresh layer's initialization drew from the generator
         return type(module).__name__, tuple(n for n, _ in module.named_parameters())
+
+    def do_deepcopy(self, step):
+        """The program goes on with a deep copy of the model: its module hooks are copied along
+        (the same functions), the handles still point at the original's registries."""
+        self.net.acts = {}
+        self.net = copy.deepcopy(self.net)
+        return tuple((self.module_name(m), tuple(len(getattr(m, a)) for a in MODULE_REGISTRIES))
+                     for _, m in self.net.named_modules())
+
+    def do_functional_call(self, step):
+        """A forward and backward through torch.func.functional_call with every parameter scaled
+        (a graph from the scaled tensors back to the parameters: their hooks fire)."""
+        T = self.T
+        params = {name: p * 1.5 for name, p in self.net.named_parameters()}
+        out = T.func.functional_call(self.net, params, (self.x,))
+        if isinstance(out, T.Tensor) and out.requires_grad:
+            out.sum().backward()
+        return out
 
     def do_sched(self, step):
         """An lr scheduler made on the optimizer at its first use, stepped at each later one
@@ -2178,7 +2208,7 @@ STEP_DEFAULTS = {"ret": "none", "act": None, "prepend": False, "with_kwargs": Fa
                  "inputs": None, "load": False, "mode": "all", "method": False, "grad_tensors": False,
                  "grad_ctx": None, "inplace": False, "depth": 0, "twice": False, "ctx_hook": None,
                  "variant": None, "replace": False, "grad_outputs": None, "materialize_grads": False,
-                 "batched": False, "only_inputs": None}
+                 "batched": False, "only_inputs": None, "cached": False}
 
 
 def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
@@ -2275,6 +2305,7 @@ def render_step(step):
         if step.get("saved") == "nested":
             ctx = " with saved_tensors_hooks(outer), saved_tensors_hooks(log)"
         ctx += " under no_grad" if step.get("no_grad") else ""
+        ctx += " under parametrize.cached()" if step.get("cached") else ""
         ctx += f" inside `with {step['ctx_hook']}.register_forward_hook(h):`" if step.get("ctx_hook") else ""
         if step.get("grad_ctx"):
             ctx += f" ({step['grad_ctx']['block']} under {step['grad_ctx']['mode']}"
@@ -2318,6 +2349,10 @@ def render_step(step):
         return f"{step['on']}.requires_grad_({bool(step.get('value'))})"
     if k == "clear_globals":
         return "for d in <torch.nn.modules.module._global_*_hooks dicts>: d.clear()"
+    if k == "deepcopy":
+        return "net = copy.deepcopy(net)"
+    if k == "functional_call":
+        return "torch.func.functional_call(net, {n: p * 1.5 for n, p in net.named_parameters()}, (x,)).sum().backward()"
     if k == "rebuild":
         return f"net.{step['on']} = <a fresh {step['on']} block>"
     if k == "sched":

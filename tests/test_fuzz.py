@@ -280,10 +280,12 @@ def test_ci_programs_cover_the_vocabulary():
         "grad:materialize_grads", "saved_attr", "saved_attr:depth", "opt_state_dict", "opt_state_dict:load",
         "prepend:bw_pre", "ret:opt_sd_post:replace", "ret:opt_load_pre:drop_key"}
     # the third stream: more layers, global hook dicts cleared by hand (also from inside a hook),
-    # blocks rebuilt, lr schedulers, requires_grad switched back on, autograd.grad's only_inputs
+    # blocks rebuilt, lr schedulers, requires_grad switched back on, autograd.grad's only_inputs,
+    # the model deep-copied with its hooks, functional_call, parametrize.cached()
     wanted |= {f"model:{kind}" for kind in hookfuzz.MORE_BLOCK_KINDS} | {
         f"sched:{kind}" for kind in hookfuzz.SCHEDULERS} | {
-        "clear_globals", "rebuild", "requires_grad:back", "grad:only_inputs", "act:clear_globals"}
+        "clear_globals", "rebuild", "requires_grad:back", "grad:only_inputs", "act:clear_globals", "deepcopy",
+        "functional_call", "forward:cached"}
     assert wanted <= seen, wanted - seen
 
 
