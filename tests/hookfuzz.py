@@ -138,17 +138,20 @@ BLOCK_SUBMODULES = {"nested_io": [".inner"], "twice": [".lin"], "tied": [".a", "
 EXTRA_BLOCK_KINDS = ["nested_io", "twice", "tied"]
 # blocks drawn from the third random stream: group norm, a spectral-norm parametrization (whose
 # power iteration changes buffers in training), submodules returning a dict or a dataclass, a
-# transformer encoder layer, a Bilinear given one tensor twice, PReLU
-MORE_BLOCK_KINDS = ["groupnorm", "spectral_norm", "dict_out", "dataclass_out", "transformer", "bilinear", "prelu"]
+# transformer encoder layer, a Bilinear given one tensor twice, PReLU, a block whose first forward
+# raises after its inner Linear ran (always_call hooks, a half-set-up backward hook, the next pass)
+MORE_BLOCK_KINDS = ["groupnorm", "spectral_norm", "dict_out", "dataclass_out", "transformer", "bilinear", "prelu",
+                    "raise_once"]
 BLOCK_PARAMS.update({"groupnorm": ["{}.weight", "{}.bias"],
                      "spectral_norm": ["{}.bias", "{}.parametrizations.weight.original"],
                      "dict_out": ["{}.inner.lin.weight"], "dataclass_out": ["{}.inner.lin.bias"],
                      "transformer": ["{}.layer.self_attn.in_proj_weight", "{}.layer.linear1.weight",
                                      "{}.layer.norm2.bias"],
-                     "bilinear": ["{}.bil.weight", "{}.bil.bias"], "prelu": ["{}.weight"]})
+                     "bilinear": ["{}.bil.weight", "{}.bil.bias"], "prelu": ["{}.weight"],
+                     "raise_once": ["{}.lin.weight"]})
 BLOCK_SUBMODULES.update({"spectral_norm": [".parametrizations.weight.0"], "dict_out": [".inner", ".inner.lin"],
                          "dataclass_out": [".inner"], "transformer": [".layer", ".layer.self_attn", ".layer.linear2"],
-                         "bilinear": [".bil"]})
+                         "bilinear": [".bil"], "raise_once": [".lin"]})
 # steps drawn from the third stream: the global hook dicts cleared by hand (as test fixtures do),
 # a block replaced by a fresh module (its hooks' handles kept), an lr scheduler stepped, a
 # parameter's requires_grad switched back on, the model deep-copied with its hooks (the program
@@ -959,6 +962,21 @@ def _classes(T):
         def forward(self, x):
             return self.bil(x, x)
 
+    class RaiseOnce(nn.Module):
+        """Its first forward raises after its Linear ran; later ones pass."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH, bias=False)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            h = self.lin(x)
+            if self.calls == 1:
+                raise ValueError("the first forward is refused")
+            return h
+
     def spectral_normed():
         T.manual_seed(7)  # the power iteration's starting vectors are random
         # (in float64: a float32 power iteration rounds differently in each framework's kernels)
@@ -1084,7 +1102,8 @@ def _classes(T):
                       "function_no_materialize": lambda: FunctionBlock(TwoScales),
                       "groupnorm": lambda: nn.GroupNorm(1, WIDTH), "spectral_norm": spectral_normed,
                       "dict_out": lambda: Unwrap(DictInner()), "dataclass_out": lambda: Unwrap(PairInner()),
-                      "transformer": Encoder, "bilinear": BilinearSelf, "prelu": lambda: nn.PReLU(WIDTH)}
+                      "transformer": Encoder, "bilinear": BilinearSelf, "prelu": lambda: nn.PReLU(WIDTH),
+                      "raise_once": RaiseOnce}
             self.makers = makers
             for b in self.blocks:
                 if b["kind"] == "shared":
@@ -1188,6 +1207,7 @@ class Interpreter:
         self.opt = None
         self.saved_state = None
         self.sched = None
+        self.dropped = []  # modules a step replaced, kept alive (what a reference cycle may do in torch)
         self.param_opts = {}  # post-accumulate-grad hook label -> that parameter's own optimizer
         self.unpack_raised = False
         self.mm = importlib.import_module(T.__name__ + ".nn.modules.module")
@@ -1630,6 +1650,7 @@ class Interpreter:
     def do_rebuild(self, step):
         """Replaces a block by a fresh one (module registration hooks fire); the old module, its
         hooks and their handles are left to the program."""
+        self.dropped.append(getattr(self.net, "shared" if step["on"] == "shared" else step["on"], None))
         attr, module = self.net.rebuild(step["on"])
         with self.T.no_grad():
             for name, p in module.named_parameters():
@@ -1642,6 +1663,10 @@ class Interpreter:
         """The program goes on with a deep copy of the model: its module hooks are copied along
         (the same functions), the handles still point at the original's registries."""
         self.net.acts = {}
+        # the original is kept alive: torch's deep copy of a parametrized module keeps it alive
+        # anyway (the copy shares its class, whose property closure holds it), hookgrad's does not,
+        # and a legacy backward hook of a dead module raises (see fuzz-divergences.md, seed 948)
+        self.dropped.append(self.net)
         self.net = copy.deepcopy(self.net)
         return tuple((self.module_name(m), tuple(len(getattr(m, a)) for a in MODULE_REGISTRIES))
                      for _, m in self.net.named_modules())
