@@ -147,6 +147,9 @@ REGRESSION_PROGRAMS = {
         {"k": "backward"}]),
     "bilinear packs only the operands a gradient needs": _program(503, ["bilinear"], [
         {"k": "forward", "saved": "raise_unpack"}]),
+    "a module registration hook replacing a rebuilt block's parametrizations dict": _program(
+        1887, ["spectral_norm"], [{"k": "registration_hook", "what": "module", "label": "h7", "replace": True},
+                                  {"k": "rebuild", "on": "b0"}]),
     "a block rebuilt under a parameter registration hook": _program(118, ["linear", "prelu"], [
         {"k": "registration_hook", "what": "parameter", "label": "h0"}, {"k": "rebuild", "on": "b0"},
         {"k": "rebuild", "on": "b1"}, _FORWARD, _SUM, {"k": "backward"}]),

@@ -151,3 +151,22 @@ def test_spectral_norm_power_iteration_assigns_its_buffers(T):
     finally:
         handle.remove()
     return log, y, layer.parametrizations.weight[0]._u
+
+
+@differential
+def test_a_module_registration_hook_replacing_the_parametrizations_dict(T):
+    """A global module registration hook that hands back another module for every registration
+    replaces register_parametrization's ModuleDict: torch's check refuses it (AssertionError)."""
+    mm = T.nn.modules.module
+    seen = []
+
+    def replace(module, name, value):
+        seen.append((type(module).__name__, name, type(value).__name__))
+        return T.nn.Tanh()
+    handle = mm.register_module_module_registration_hook(replace)
+    try:
+        layer = T.nn.Linear(3, 3).double()
+        result = catch(lambda: T.nn.utils.parametrizations.spectral_norm(layer))
+    finally:
+        handle.remove()
+    return seen, result
