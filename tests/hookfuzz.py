@@ -25,6 +25,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
+import dataclasses
 import importlib
 import math
 import random
@@ -61,6 +63,24 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                             "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
                             "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
                             "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
+    "combo:create_graph_through_prelu": "PReLU's weight gradient under create_graph: torch's double-backward node "
+                                         "(PreluKernelBackwardBackward0) has an edge to the weight, so that gradient "
+                                         "requires grad even with an input that does not; hookgrad composes it from "
+                                         "ops on the incoming gradient and the input only, so it does not (the "
+                                         "values agree; a double backward over it has nothing to differentiate)",
+    "combo:create_graph_through_groupnorm": "group norm's double backward: torch records one "
+                                            "NativeGroupNormBackwardBackward0-style graph that reads the first "
+                                            "graph's saved tensors (a second double pass raises 'backward through "
+                                            "the graph a second time', hooks on the first-order gradient see torch's "
+                                            "view/sum nodes); hookgrad's group norm backward is not differentiable "
+                                            "in the same shape (other nodes, no freed-graph error)",
+    "combo:create_graph_through_bilinear": "Bilinear's double backward: torch's first-order gradients are "
+                                           "_trilinear calls (TrilinearBackward0 nodes, which node hooks on a "
+                                           "first-order gradient see); hookgrad's are einsums (EinsumBackward0); "
+                                           "the values agree",
+    "combo:non_tensor_into_groupnorm": "a forward pre-hook hands a float to GroupNorm: torch's F.group_norm "
+                                       "calls input.dim() first (AttributeError); hookgrad's argument check "
+                                       "raises TypeError ('must be Tensor, not float')",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
@@ -116,6 +136,29 @@ BLOCK_SUBMODULES = {"nested_io": [".inner"], "twice": [".lin"], "tied": [".a", "
 # inputs, keyword arguments and outputs, one whose Linear is called twice in a forward, and two
 # Linears sharing one weight
 EXTRA_BLOCK_KINDS = ["nested_io", "twice", "tied"]
+# blocks drawn from the third random stream: group norm, a spectral-norm parametrization (whose
+# power iteration changes buffers in training), submodules returning a dict or a dataclass, a
+# transformer encoder layer, a Bilinear given one tensor twice, PReLU, a block whose first forward
+# raises after its inner Linear ran (always_call hooks, a half-set-up backward hook, the next pass)
+MORE_BLOCK_KINDS = ["groupnorm", "spectral_norm", "dict_out", "dataclass_out", "transformer", "bilinear", "prelu",
+                    "raise_once"]
+BLOCK_PARAMS.update({"groupnorm": ["{}.weight", "{}.bias"],
+                     "spectral_norm": ["{}.bias", "{}.parametrizations.weight.original"],
+                     "dict_out": ["{}.inner.lin.weight"], "dataclass_out": ["{}.inner.lin.bias"],
+                     "transformer": ["{}.layer.self_attn.in_proj_weight", "{}.layer.linear1.weight",
+                                     "{}.layer.norm2.bias"],
+                     "bilinear": ["{}.bil.weight", "{}.bil.bias"], "prelu": ["{}.weight"],
+                     "raise_once": ["{}.lin.weight"]})
+BLOCK_SUBMODULES.update({"spectral_norm": [".parametrizations.weight.0"], "dict_out": [".inner", ".inner.lin"],
+                         "dataclass_out": [".inner"], "transformer": [".layer", ".layer.self_attn", ".layer.linear2"],
+                         "bilinear": [".bil"], "raise_once": [".lin"]})
+# steps drawn from the third stream: the global hook dicts cleared by hand (as test fixtures do),
+# a block replaced by a fresh module (its hooks' handles kept), an lr scheduler stepped, a
+# parameter's requires_grad switched back on, the model deep-copied with its hooks (the program
+# goes on with the copy; the handles still point at the original's registries), a pass through
+# torch.func.functional_call with scaled parameters
+MORE_STEPS = ["clear_globals", "rebuild", "sched", "requires_grad_back", "deepcopy", "functional_call"]
+SCHEDULERS = ["step", "exponential", "lambda"]
 MODULE_HOOK_KINDS = ["fwd_pre", "fwd", "bw_pre", "bw", "legacy_bw"]
 GLOBAL_HOOK_KINDS = ["g_fwd_pre", "g_fwd", "g_bw_pre", "g_bw", "g_legacy_bw"]
 TENSOR_HOOK_KINDS = ["tensor", "node_pre", "node_post", "post_acc"]
@@ -202,6 +245,7 @@ def generate(seed: int, disabled=frozenset()) -> dict:
     # Features added later draw from a second stream: a seed's program keeps every step and option
     # the first stream gave it (so counts stay comparable), with the new ones added in between.
     extra = random.Random(zlib.crc32(f"extra:{seed}".encode()))
+    more = random.Random(zlib.crc32(f"more:{seed}".encode()))  # the third stream, likewise
     labels = iter(f"h{i}" for i in range(1000))
 
     def allowed(features):
@@ -213,6 +257,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             kind = rng.choice(BLOCK_KINDS)
             if extra.random() < 0.12:
                 kind = extra.choice(EXTRA_BLOCK_KINDS)
+            if more.random() < 0.12:
+                kind = more.choice(MORE_BLOCK_KINDS)
             if allowed(block_features(kind)):
                 blocks.append({"kind": kind, "name": f"b{i}"})
                 break
@@ -265,6 +311,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             step["prepend"] = True
         if kind in OPT_SD_HOOK_KINDS:
             step["prepend"] = extra.random() < 0.3
+        if "act" not in step and more.random() < 0.05:
+            step["act"] = "clear_globals"  # every global hook dict emptied while a hook runs
         labelled.append(step["label"])
         return step
 
@@ -279,6 +327,23 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             if extra.random() < 0.6:
                 return hook_step(extra.choice(OPT_SD_HOOK_KINDS), "opt")
             return {"k": "opt_state_dict", "load": extra.random() < 0.7}
+        return None
+
+    def more_step(after_forward):
+        """A step of the third stream's vocabulary, or None."""
+        what = more.choice(MORE_STEPS)
+        if what == "clear_globals":
+            return {"k": "clear_globals"}
+        if what == "rebuild":
+            return {"k": "rebuild", "on": more.choice(blocks)["name"]}
+        if what in ("deepcopy", "functional_call"):
+            return {"k": what}
+        if what == "sched":
+            if not any(s["k"] == "optimizer" for s in program["steps"]):
+                return None
+            return {"k": "sched", "type": more.choice(SCHEDULERS)}
+        if params:
+            return {"k": "requires_grad", "on": more.choice(params), "value": True}
         return None
 
     def draw(make, tries=12):
@@ -390,7 +455,13 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             return step
         if extra.random() < 0.3:
             draw(lambda: extra_step(False))
+        if more.random() < 0.25:
+            draw(lambda: more_step(False))
         draw(forward_step)
+        if program["steps"] and program["steps"][-1]["k"] == "forward" and more.random() < 0.12:
+            program["steps"][-1]["cached"] = True  # parametrizations computed once (parametrize.cached())
+            if not allowed(program_features(program)):
+                del program["steps"][-1]["cached"]
         if program["steps"] and program["steps"][-1]["k"] == "forward" and extra.random() < 0.12:
             fwd, before = program["steps"][-1], program["steps"][-1].get("saved")
             fwd["saved"] = extra.choice(EXTRA_SAVED)
@@ -400,6 +471,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
             draw(after_forward)
         if extra.random() < 0.35:
             draw(lambda: extra_step(True))
+        if more.random() < 0.2:
+            draw(lambda: more_step(True))
         draw(lambda: {"k": "roots", "how": rng.choice(["sum", "sum", "square", "two", "split", "unbind", "tuple"])})
         for _ in range(rng.choice([1, 1, 2])):
             if draw(backward_like):
@@ -410,8 +483,10 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                     last["materialize_grads"] = True
                 if last["k"] == "grad" and extra.random() < 0.06:
                     last["batched"] = True  # is_grads_batched
+                if last["k"] == "grad" and more.random() < 0.1:
+                    last["only_inputs"] = more.random() < 0.5  # deprecated, warns either way
                 if not allowed(program_features(program)):
-                    for key in ("grad_outputs", "materialize_grads", "batched"):
+                    for key in ("grad_outputs", "materialize_grads", "batched", "only_inputs"):
                         last.pop(key, None)
                 if last.get("create_graph") and extra.random() < 0.5:
                     # a hook on a first-order gradient: it fires in the second-order pass ("double")
@@ -424,6 +499,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                     draw(lambda: extra_step(True))
         if rng.random() < 0.5:
             draw(lambda: {"k": "step"})
+        if more.random() < 0.3:
+            draw(lambda: more_step(True))
         if rng.random() < 0.15:
             draw(lambda: {"k": "clip", "how": rng.choice(["norm", "norm_inf", "value"])})
         if rng.random() < 0.3:
@@ -468,7 +545,7 @@ def generate(seed: int, disabled=frozenset()) -> dict:
 
 
 # blocks whose output is a view of a tensor made inside them (see the end of generate)
-VIEW_OUTPUT_BLOCKS = ("conv1d", "conv2d", "maxpool", "avgpool", "mha_no_weights")
+VIEW_OUTPUT_BLOCKS = ("conv1d", "conv2d", "maxpool", "avgpool", "mha_no_weights", "transformer")
 
 
 def block_features(kind):
@@ -506,6 +583,8 @@ def step_features(step) -> list[str]:
         for opt in ("method", "grad_tensors", "ctx_hook"):
             if step.get(opt):
                 feats.append(f"{k}:{opt}")
+        if "only_inputs" in step:
+            feats.append(f"{k}:only_inputs")
         return feats
     if k == "roots":
         return [f"roots:{step['how']}"]
@@ -513,7 +592,8 @@ def step_features(step) -> list[str]:
         return ["forward"] + ([f"saved:{step['saved']}"] if step.get("saved") else []) + \
             (["forward:no_grad"] if step.get("no_grad") else []) + \
             (["forward:ctx_hook"] if step.get("ctx_hook") else []) + \
-            ([f"grad_ctx:{step['grad_ctx']['mode']}"] if step.get("grad_ctx") else [])
+            ([f"grad_ctx:{step['grad_ctx']['mode']}"] if step.get("grad_ctx") else []) + \
+            (["forward:cached"] if step.get("cached") else [])
     if k == "inplace":
         return ["inplace"] + [f"inplace:{o}" for o in ("no_grad", "view") if step.get(o)]
     if k == "mode":
@@ -546,6 +626,10 @@ def step_features(step) -> list[str]:
         return ["opt_state_dict"] + (["opt_state_dict:load"] if step.get("load") else [])
     if k == "optimizer":
         return [f"optimizer:{step['type']}"]
+    if k == "requires_grad":
+        return ["requires_grad"] + (["requires_grad:back"] if step.get("value") else [])
+    if k == "sched":
+        return ["sched", f"sched:{step['type']}"]
     return [k]
 
 
@@ -601,6 +685,13 @@ def program_features(program) -> set[str]:
     create_graph = feats & {"backward:create_graph", "grad:create_graph"}
     if create_graph and "model:relu" in feats:
         feats.add("combo:create_graph_through_relu")
+    for kind in ("groupnorm", "bilinear"):
+        if create_graph and f"model:{kind}" in feats:
+            feats.add(f"combo:create_graph_through_{kind}")
+    if feats & {"ret:fwd_pre:non_tensor", "ret:fwd:non_tensor"} and "model:groupnorm" in feats:
+        feats.add("combo:non_tensor_into_groupnorm")
+    if create_graph and "model:prelu" in feats:
+        feats.add("combo:create_graph_through_prelu")
     if create_graph and "model:layernorm" in feats:
         feats.add("combo:create_graph_through_layernorm")
     if create_graph and "zero_grad" in feats:
@@ -817,6 +908,80 @@ def _classes(T):
         def forward(self, weight):
             return weight.triu() + weight.triu(1).transpose(0, 1)
 
+    class DictInner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH, bias=False)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return {"y": h, "gate": h.sigmoid()}
+
+    @dataclasses.dataclass
+    class Pair:
+        main: object
+        aux: object
+
+    class PairInner(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH)
+
+        def forward(self, x):
+            h = self.lin(x)
+            return Pair(h, h.tanh())
+
+    class Unwrap(nn.Module):
+        """Calls a submodule returning a dict or a dataclass (full backward hooks on it only warn)."""
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, x):
+            got = self.inner(x)
+            if isinstance(got, dict):
+                return got["y"] * got["gate"]
+            return got.main + got.aux * 0.5
+
+    class Encoder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer = nn.TransformerEncoderLayer(WIDTH, 1, dim_feedforward=4, dropout=0.0, batch_first=True)
+
+        def forward(self, x):
+            return self.layer(x.unsqueeze(0)).squeeze(0)
+
+    class BilinearSelf(nn.Module):
+        """One tensor given twice: a full backward hook's grad_input has two entries for it."""
+
+        def __init__(self):
+            super().__init__()
+            self.bil = nn.Bilinear(WIDTH, WIDTH, WIDTH)
+
+        def forward(self, x):
+            return self.bil(x, x)
+
+    class RaiseOnce(nn.Module):
+        """Its first forward raises after its Linear ran; later ones pass."""
+
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(WIDTH, WIDTH, bias=False)
+            self.calls = 0
+
+        def forward(self, x):
+            self.calls += 1
+            h = self.lin(x)
+            if self.calls == 1:
+                raise ValueError("the first forward is refused")
+            return h
+
+    def spectral_normed():
+        T.manual_seed(7)  # the power iteration's starting vectors are random
+        # (in float64: a float32 power iteration rounds differently in each framework's kernels)
+        return nn.utils.parametrizations.spectral_norm(nn.Linear(WIDTH, WIDTH).double())
+
     def parametrized(kind):
         lin = nn.Linear(WIDTH, WIDTH)
         if kind == "weight_norm":
@@ -934,7 +1099,12 @@ def _classes(T):
                       "function_dirty": lambda: FunctionBlock(DoubleInPlace, copy_input=True),
                       "function_once": lambda: FunctionBlock(TanhOnce), "contraction": Contraction,
                       "function_nondiff": lambda: FunctionBlock(ScaleWithSign),
-                      "function_no_materialize": lambda: FunctionBlock(TwoScales)}
+                      "function_no_materialize": lambda: FunctionBlock(TwoScales),
+                      "groupnorm": lambda: nn.GroupNorm(1, WIDTH), "spectral_norm": spectral_normed,
+                      "dict_out": lambda: Unwrap(DictInner()), "dataclass_out": lambda: Unwrap(PairInner()),
+                      "transformer": Encoder, "bilinear": BilinearSelf, "prelu": lambda: nn.PReLU(WIDTH),
+                      "raise_once": RaiseOnce}
+            self.makers = makers
             for b in self.blocks:
                 if b["kind"] == "shared":
                     if not hasattr(self, "shared"):
@@ -943,6 +1113,15 @@ def _classes(T):
                     setattr(self, b["name"], makers[b["kind"]]())
             self.acts = {}
             self.block_grad_mode = {}  # block name -> a context manager factory around its call
+
+        def rebuild(self, name):
+            """A fresh module in place of block ``name``: (its attribute name, the module)."""
+            kind = next((b["kind"] for b in self.blocks if b["name"] == name), None)
+            if kind is None:
+                raise Skip(name)
+            attr = "shared" if kind == "shared" else name
+            setattr(self, attr, (self.makers["linear"] if kind == "shared" else self.makers[kind])().double())
+            return attr, getattr(self, attr)
 
         def forward(self, x):
             h = x
@@ -1027,6 +1206,8 @@ class Interpreter:
         self.grads = None
         self.opt = None
         self.saved_state = None
+        self.sched = None
+        self.dropped = []  # modules a step replaced, kept alive (what a reference cycle may do in torch)
         self.param_opts = {}  # post-accumulate-grad hook label -> that parameter's own optimizer
         self.unpack_raised = False
         self.mm = importlib.import_module(T.__name__ + ".nn.modules.module")
@@ -1170,6 +1351,8 @@ class Interpreter:
                 ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks("log")))
             elif saved and saved != "disable_only":
                 ctx.enter_context(T.autograd.graph.saved_tensors_hooks(*self.saved_hooks(saved)))
+            if step.get("cached"):
+                ctx.enter_context(T.nn.utils.parametrize.cached())
             grad_ctx = step.get("grad_ctx")
             self.net.block_grad_mode = {}
             if grad_ctx:
@@ -1280,6 +1463,8 @@ class Interpreter:
         kwargs = {}
         if step.get("materialize_grads"):
             kwargs["materialize_grads"] = True
+        if "only_inputs" in step:
+            kwargs["only_inputs"] = step["only_inputs"]
         if step.get("batched"):  # two gradients per root, stacked along a new first dimension
             grads = [T.stack([g, g * -0.5]) if isinstance(g, T.Tensor) else
                      T.stack([T.ones_like(r), T.full_like(r, -0.5)]) if g is None else g
@@ -1424,7 +1609,10 @@ class Interpreter:
         T, what, label = self.T, step["what"], step["label"]
 
         def hook(module, name, value):
-            self.event("hook", label, "registration_" + what, type(module).__name__, name, self.S(value))
+            # a fresh layer registers its parameters before it initializes them: torch's then hold
+            # whatever memory they were given, so only their kind is compared
+            self.event("hook", label, "registration_" + what, type(module).__name__, name,
+                       self.S(value)[:3] if isinstance(value, T.Tensor) else self.S(value))
             if not step.get("replace") or value is None:
                 return None
             if what == "module":
@@ -1451,7 +1639,61 @@ class Interpreter:
         return mod.train(step["train"]).training
 
     def do_requires_grad(self, step):
-        self.tensor(step["on"]).requires_grad_(False)
+        self.tensor(step["on"]).requires_grad_(bool(step.get("value", False)))
+
+    def do_clear_globals(self, step=None):
+        """Empties every global hook dict by hand (what test fixtures do between tests); the
+        handles of the hooks that were there stay, and removing them later does nothing."""
+        for name in GLOBAL_REGISTRIES:
+            getattr(self.mm, "_global_" + name).clear()
+
+    def do_rebuild(self, step):
+        """Replaces a block by a fresh one (module registration hooks fire); the old module, its
+        hooks and their handles are left to the program."""
+        self.dropped.append(getattr(self.net, "shared" if step["on"] == "shared" else step["on"], None))
+        attr, module = self.net.rebuild(step["on"])
+        with self.T.no_grad():
+            for name, p in module.named_parameters():
+                p.copy_(self.T.tensor(_values(self.program["seed"], f"rebuilt.{attr}.{name}", p.numel()),
+                                      dtype=self.T.float64).reshape(p.shape))
+        self.T.manual_seed(self.program["seed"] + 1)  # the fresh layer's initialization drew from the generator
+        return type(module).__name__, tuple(n for n, _ in module.named_parameters())
+
+    def do_deepcopy(self, step):
+        """The program goes on with a deep copy of the model: its module hooks are copied along
+        (the same functions), the handles still point at the original's registries."""
+        self.net.acts = {}
+        # the original is kept alive: torch's deep copy of a parametrized module keeps it alive
+        # anyway (the copy shares its class, whose property closure holds it), hookgrad's does not,
+        # and a legacy backward hook of a dead module raises (see fuzz-divergences.md, seed 948)
+        self.dropped.append(self.net)
+        self.net = copy.deepcopy(self.net)
+        return tuple((self.module_name(m), tuple(len(getattr(m, a)) for a in MODULE_REGISTRIES))
+                     for _, m in self.net.named_modules())
+
+    def do_functional_call(self, step):
+        """A forward and backward through torch.func.functional_call with every parameter scaled
+        (a graph from the scaled tensors back to the parameters: their hooks fire)."""
+        T = self.T
+        params = {name: p * 1.5 for name, p in self.net.named_parameters()}
+        out = T.func.functional_call(self.net, params, (self.x,))
+        if isinstance(out, T.Tensor) and out.requires_grad:
+            out.sum().backward()
+        return out
+
+    def do_sched(self, step):
+        """An lr scheduler made on the optimizer at its first use, stepped at each later one
+        (stepping before opt.step() warns)."""
+        if self.opt is None:
+            raise Skip("optimizer")
+        if self.sched is None:
+            lrs = self.T.optim.lr_scheduler
+            self.sched = {"step": lambda: lrs.StepLR(self.opt, step_size=1, gamma=0.5),
+                          "exponential": lambda: lrs.ExponentialLR(self.opt, 0.9),
+                          "lambda": lambda: lrs.LambdaLR(self.opt, lambda epoch: 1.0 / (epoch + 1))}[step["type"]]()
+            return "made", tuple(self.sched.get_last_lr())
+        self.sched.step()
+        return tuple(self.sched.get_last_lr()), tuple(sorted(self.opt.param_groups[0]))
 
     def do_detach(self, step):
         t = self.tensor(step["on"])
@@ -1535,6 +1777,8 @@ class Interpreter:
         elif act == "queue_callback":
             self.T.autograd.Variable._execution_engine.queue_callback(
                 lambda: self.event("callback", label))
+        elif act == "clear_globals":
+            self.do_clear_globals()
         elif act == "remove_self":
             self.handles[label].remove()
         elif act == "remove_self_twice":
@@ -1989,7 +2233,7 @@ STEP_DEFAULTS = {"ret": "none", "act": None, "prepend": False, "with_kwargs": Fa
                  "inputs": None, "load": False, "mode": "all", "method": False, "grad_tensors": False,
                  "grad_ctx": None, "inplace": False, "depth": 0, "twice": False, "ctx_hook": None,
                  "variant": None, "replace": False, "grad_outputs": None, "materialize_grads": False,
-                 "batched": False}
+                 "batched": False, "only_inputs": None, "cached": False}
 
 
 def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
@@ -2086,6 +2330,7 @@ def render_step(step):
         if step.get("saved") == "nested":
             ctx = " with saved_tensors_hooks(outer), saved_tensors_hooks(log)"
         ctx += " under no_grad" if step.get("no_grad") else ""
+        ctx += " under parametrize.cached()" if step.get("cached") else ""
         ctx += f" inside `with {step['ctx_hook']}.register_forward_hook(h):`" if step.get("ctx_hook") else ""
         if step.get("grad_ctx"):
             ctx += f" ({step['grad_ctx']['block']} under {step['grad_ctx']['mode']}"
@@ -2112,6 +2357,8 @@ def render_step(step):
     if k == "grad":
         grads = f"<{step['grad_outputs']} grads>" if step.get("grad_outputs") else "grads"
         options = _args(step, ["allow_unused", "retain_graph", "create_graph", "materialize_grads"])
+        if "only_inputs" in step:
+            options += f", only_inputs={step['only_inputs']}"
         if step.get("batched"):
             grads, options = "<grads stacked twice>", options + ", is_grads_batched=True"
         return f"last_grads = torch.autograd.grad(roots, {step['inputs']}, {grads}, " + options + ")"
@@ -2124,7 +2371,17 @@ def render_step(step):
     if k == "mode":
         return f"{step['on']}.{'train()' if step['train'] else 'eval()'}"
     if k == "requires_grad":
-        return f"{step['on']}.requires_grad_(False)"
+        return f"{step['on']}.requires_grad_({bool(step.get('value'))})"
+    if k == "clear_globals":
+        return "for d in <torch.nn.modules.module._global_*_hooks dicts>: d.clear()"
+    if k == "deepcopy":
+        return "net = copy.deepcopy(net)"
+    if k == "functional_call":
+        return "torch.func.functional_call(net, {n: p * 1.5 for n, p in net.named_parameters()}, (x,)).sum().backward()"
+    if k == "rebuild":
+        return f"net.{step['on']} = <a fresh {step['on']} block>"
+    if k == "sched":
+        return f"sched = sched or <{step['type']} lr scheduler on opt>; sched.step()"
     if k == "detach":
         return f"{step['on']}.detach_()" if step.get("inplace") else f"{step['on']} = {step['on']}.detach()"
     if k == "clip":

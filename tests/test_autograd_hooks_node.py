@@ -1,6 +1,8 @@
 """Node hooks, differentially against torch: `grad_fn.register_prehook` / `register_hook` on
 ordinary nodes and on AccumulateGrad - their arguments, what a return value replaces, the order of
 every hook kind around one node and across branches, and the graph structure they are attached to."""
+import warnings
+
 from autograd_helpers import node_name
 from difftest import catch, differential
 
@@ -143,3 +145,21 @@ def test_node_hooks_cannot_fill_a_slot_without_gradient(T):
     x.grad_fn.register_prehook(lambda go: (go[0], None))
     out["pre_none_ok"] = catch(lambda: x.sum().backward())
     return out, a.grad
+
+
+@differential
+def test_group_norm_node_hooks_see_three_gradients(T):
+    """torch's NativeGroupNormBackward0 has three outputs: its pre-hook and a legacy module backward
+    hook get (grad, None, None)."""
+    log = []
+    x = T.tensor([[0.1, -0.5, 0.3], [0.7, 0.2, -0.9]], dtype=T.float64, requires_grad=True)
+    norm = T.nn.GroupNorm(1, 3).double()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the legacy hook's deprecation warning
+        norm.register_backward_hook(lambda m, gin, gout: log.append(
+            ("legacy", [None if g is None else tuple(g.shape) for g in gin], [g is None for g in gout])))
+    y = norm(x)
+    y.grad_fn.register_prehook(lambda gout: log.append(("pre", [g is None for g in gout])))
+    y.grad_fn.register_hook(lambda gin, gout: log.append(("post", [g is None for g in gin], len(gout))))
+    y.backward(T.ones_like(y) * 2)
+    return log, x.grad, norm.weight.grad

@@ -136,3 +136,66 @@ def test_a_packed_in_place_output_aliases_the_tensor_it_was_written_into(T, keep
     h.add_(1.0)  # every entry positive now: ReLU's mask read from the alias passes every gradient
     grad, = T.autograd.grad(h.sum(), [w])
     return grad, h
+
+
+def _pack_log(T, log):
+    """saved_tensors_hooks that log each packed and unpacked tensor's shape (and requires_grad)."""
+    def pack(t):
+        log.append(("pack", tuple(t.shape), bool(t.requires_grad)))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", tuple(t.shape)))
+        return t
+    return T.autograd.graph.saved_tensors_hooks(pack, unpack)
+
+
+@differential
+def test_dot_and_vdot_pack_only_what_a_gradient_needs(T):
+    """Each operand is saved for the other's gradient only; vdot has its own node, which packs
+    its second operand first."""
+    log = []
+    u = T.tensor([0.1, -0.5, 0.3], dtype=T.float64)
+    w = T.tensor([0.7, 0.2, -0.9], dtype=T.float64, requires_grad=True)
+    out = []
+    for f in (T.dot, T.vdot):
+        for a, b in ((u, w * 1), (w * 1, u), (w * 1, w * 2)):
+            with _pack_log(T, log):
+                y = f(a, b)
+            log.append((y.grad_fn.name(), sorted(n for n in dir(y.grad_fn) if n.startswith("_saved_"))))
+            out.append(T.autograd.grad(y * 3, w))
+    return log, out
+
+
+@differential
+def test_bilinear_packs_only_what_a_gradient_needs(T):
+    log = []
+    x = T.tensor([[0.1, -0.5, 0.3], [0.7, 0.2, -0.9]], dtype=T.float64)
+    layer = T.nn.Bilinear(3, 3, 2).double()
+    with T.no_grad():
+        layer.weight.copy_(T.linspace(-1, 1, 18, dtype=T.float64).reshape(2, 3, 3))
+    grads = []
+    for frozen_weight, x_grad in ((False, False), (True, True), (False, True)):
+        layer.weight.requires_grad_(not frozen_weight)
+        x.requires_grad_(x_grad)
+        with _pack_log(T, log):
+            y = layer(x, x * 2)
+        y.sum().backward()
+        grads.append((x.grad, layer.weight.grad))
+    return log, grads
+
+
+@differential
+def test_group_norm_saves_its_statistics_as_its_outputs(T):
+    """torch's group-norm node has three outputs (result, mean, rstd) and saves the last two as
+    outputs: a pack hook sees them with the node as grad_fn, as do the _saved_ attributes."""
+    log = []
+    x = T.tensor([[0.1, -0.5, 0.3, 0.4], [0.7, 0.2, -0.9, 0.0]], dtype=T.float64, requires_grad=True)
+    norm = T.nn.GroupNorm(2, 4).double()
+    with _pack_log(T, log):
+        y = norm(x)
+    node = y.grad_fn
+    saved = [(n, tuple(getattr(node, n).shape), getattr(node, n).requires_grad, getattr(node, n).grad_fn is node)
+             for n in ("_saved_result1", "_saved_result2")]
+    y.backward(T.arange(8.0, dtype=T.float64).reshape(2, 4))
+    return log, saved, x.grad, norm.weight.grad, norm.bias.grad

@@ -129,3 +129,44 @@ def test_parameter_registration_hook_sees_linear(T):
         T.nn.Linear(3, 2)
         T.nn.Linear(3, 2, bias=False)
     return log
+
+
+@differential
+def test_spectral_norm_power_iteration_assigns_its_buffers(T):
+    """torch's spectral norm assigns its power-iteration vectors back to the module after each
+    update: every assignment runs the global buffer registration hooks (at registration, in the
+    consistency check, and in each training-mode forward), none in evaluation mode."""
+    log = []
+    mm = T.nn.modules.module
+    handle = mm.register_module_buffer_registration_hook(
+        lambda module, name, value: log.append((type(module).__name__, name, tuple(value.shape))))
+    try:
+        T.manual_seed(0)
+        layer = T.nn.utils.parametrizations.spectral_norm(T.nn.Linear(3, 2).double())
+        log.append("forward")
+        y = layer(T.ones(1, 3, dtype=T.float64))
+        layer.eval()
+        log.append("eval forward")
+        layer(T.ones(1, 3, dtype=T.float64))
+    finally:
+        handle.remove()
+    return log, y, layer.parametrizations.weight[0]._u
+
+
+@differential
+def test_a_module_registration_hook_replacing_the_parametrizations_dict(T):
+    """A global module registration hook that hands back another module for every registration
+    replaces register_parametrization's ModuleDict: torch's check refuses it (AssertionError)."""
+    mm = T.nn.modules.module
+    seen = []
+
+    def replace(module, name, value):
+        seen.append((type(module).__name__, name, type(value).__name__))
+        return T.nn.Tanh()
+    handle = mm.register_module_module_registration_hook(replace)
+    try:
+        layer = T.nn.Linear(3, 3).double()
+        result = catch(lambda: T.nn.utils.parametrizations.spectral_norm(layer))
+    finally:
+        handle.remove()
+    return seen, result

@@ -418,15 +418,14 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:torch_bce_with_logits',
     'edge:torch_kl_div',
     # same dtypes and shapes, other values: eigenvectors of the other sign (LAPACK's choice), the
-    # power's intermediate products in another order, pdist(p=1) and vdot composed (they save the
-    # difference / swap the operands), poisson_nll_loss's composition, an in-place leaky_relu packed before (torch: after) it writes its result
+    # power's intermediate products in another order, pdist(p=1) composed (it saves the
+    # difference), poisson_nll_loss's composition, an in-place leaky_relu packed before (torch: after) it writes its result
     'edge:eigvalsh',
     'edge:linalg_eigh',
     'edge:linalg_eigh_upper',
     'edge:matrix_power',
     'edge:pdist1',
     'edge:poisson_nll_loss',
-    'edge:vdot_method',
     'functional_vs_torch:leaky_relu_inplace',
 })
 

@@ -249,16 +249,25 @@ def dot(a: Tensor, b: Tensor) -> Tensor:
         result = wrap(_narrow(np.asanyarray(a._ndarray @ b._ndarray), a._ndarray.dtype))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(DotBackward0, (a, b), result)
-        node.save(a, b)
+        edges = node.next_functions  # each operand is saved for the other's gradient only
+        node.save(a if edges[1][0] is not None else None, b if edges[0][0] is not None else None)
     return result
 
 
+# torch packs (and unpacks) vdot's other operand before self
+VdotBackward0 = pair_formula_node("VdotBackward0", ("other", "self"), lambda g, b, a: _conj(g) * b,
+                                  lambda g, b, a: g * a)
 
 
 @op()
 def vdot(a, b):
     """``sum(conj(a) * b)``: the first operand conjugated."""
-    return dot(_conj(a), b)
+    result = dot(_conj(a).detach(), b.detach())
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = record_op(VdotBackward0, (a, b), result)
+        edges = node.next_functions
+        node.save(b if edges[0][0] is not None else None, a if edges[1][0] is not None else None)
+    return result
 
 
 class BmmBackward0(Node):

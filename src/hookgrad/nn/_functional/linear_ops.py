@@ -148,5 +148,8 @@ def bilinear_product(x1: Tensor, weight: Tensor, x2: Tensor) -> Tensor:
     result = wrap((t * b[:, None, :]).sum(-1))
     if GRAD.enabled and (x1._requires_grad or weight._requires_grad or x2._requires_grad):
         node = record_op(TrilinearBackward0, (x1, weight, x2), result)
-        node.save(x1, weight, x2)
+        wants = [f is not None for f, _ in node.next_functions]
+        # as torch: each operand is kept only for the other two's gradients
+        node.save(x1 if wants[1] or wants[2] else None, weight if wants[0] or wants[2] else None,
+                  x2 if wants[0] or wants[1] else None)
     return result

@@ -221,8 +221,10 @@ class _SpectralNorm(Module):
         # updates the buffers in place, so the estimate carries over between calls
         with hookgrad.no_grad():
             for _ in range(n_power_iterations):
-                self._u.copy_(normalized(hookgrad.mv(weight_mat, self._v), self.eps))
-                self._v.copy_(normalized(hookgrad.mv(weight_mat.H, self._u), self.eps))
+                # updated in place, then assigned back as torch's does: each assignment of a buffer
+                # runs the global buffer registration hooks
+                self._u = self._u.copy_(normalized(hookgrad.mv(weight_mat, self._v), self.eps))
+                self._v = self._v.copy_(normalized(hookgrad.mv(weight_mat.H, self._u), self.eps))
 
     def forward(self, weight: Tensor) -> Tensor:
         if weight.ndim == 1:

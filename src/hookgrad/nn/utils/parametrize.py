@@ -228,6 +228,7 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
     if is_parametrized(module, tensor_name):
         if not unsafe:
             _check_added(module, tensor_name, parametrization)
+        _check_parametrizations_dict(module)
         module.parametrizations[tensor_name].append(parametrization)
         module.parametrizations[tensor_name].unsafe |= unsafe
     elif tensor_name in module._buffers or tensor_name in module._parameters:
@@ -238,11 +239,18 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
             _inject_new_class(module)
             module.parametrizations = ModuleDict()
         _inject_property(module, tensor_name)
+        _check_parametrizations_dict(module)  # (a module registration hook may have replaced it)
         module.parametrizations[tensor_name] = parametrizations
     else:
         raise ValueError(f"Module '{module}' does not have a parameter, a buffer, or a parametrized element with "
                          f"name '{tensor_name}'")
     return module
+
+
+def _check_parametrizations_dict(module: Module) -> None:
+    if not isinstance(module.parametrizations, ModuleDict):
+        raise AssertionError(f"Expected module.parametrizations to be a ModuleDict, got "
+                             f"{type(module.parametrizations).__name__}")
 
 
 def is_parametrized(module: Module, tensor_name: str | None = None) -> bool:
