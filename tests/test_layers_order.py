@@ -34,7 +34,7 @@ LAYERS = [
     ("data", ["hookgrad.utils.data", "hookgrad.data"]),
     ("namespaces on nn", ["hookgrad.fx", "hookgrad.func", "hookgrad.jit", "hookgrad.distributions",
                           "hookgrad.distributed", "hookgrad.multiprocessing", "hookgrad.utils.checkpoint",
-                          "hookgrad.testing", "hookgrad._functorch"]),
+                          "hookgrad.testing", "hookgrad._functorch", "hookgrad._dynamo"]),
     ("tools", ["hookgrad.tools", "hookgrad.hooks",
                "hookgrad.autograd.forward_ad",  # pushes tangents through the op hooks
                # dispatch modes and the FLOP counter see the ops through the op hooks

@@ -441,3 +441,21 @@ def test_model_ensembling_with_stacked_parameters(T):
     same_input = T.func.vmap(f, in_dims=(0, 0, None))(params, buffers, x)
     own_inputs = T.func.vmap(f)(params, buffers, _data(T, 4, 2, 1, 4, 4))
     return same_input.detach(), own_inputs.detach()
+
+
+@differential
+def test_randomness_same_with_an_explicit_generator_inside_a_transform(T):
+    # the draw comes from the generator passed in (not the default one); under grad the parameters
+    # reach the random op as they do in torch, and the generator advances by one draw for the whole call
+    probs = T.softmax(_data(T, 8, 3) / 7, 1)
+
+    def pseudo_loss(w, v, gen):
+        q = T.softmax(probs * w, 1)
+        sample = q.detach().multinomial(num_samples=2, replacement=True, generator=gen)
+        noise = T.normal(T.zeros(3, dtype=T.float64), 1.0, generator=gen)
+        return (q * sample.sum() * v).sum() + noise.sum()
+
+    gen = T.Generator().manual_seed(3)
+    grads = T.func.vmap(T.func.grad(pseudo_loss), in_dims=(None, 0, None), randomness="same")(
+        T.ones(3, dtype=T.float64), _data(T, 4), gen)
+    return grads, T.rand(2, generator=gen)

@@ -325,7 +325,9 @@ def _random_op(func, name, args, kwargs, levels):
     if mode == "same":
         if not levels:
             return func(*args, **kwargs)
-        generator = hookgrad.default_generator
+        # the generator the op draws from: an explicit one (keyword, or a positional Generator) or the default
+        generator = kwargs.get("generator") or next(
+            (a for a in args if isinstance(a, hookgrad.Generator)), None) or hookgrad.default_generator
         state = generator.get_state()
 
         def same_draws(*a, **k):
