@@ -41,16 +41,7 @@ def _transform_active():
         TRANSFORMS_ACTIVE[0] -= 1
 
 
-def _tree_map(fn, tree):
-    if isinstance(tree, Tensor):
-        return fn(tree)
-    if isinstance(tree, tuple) and hasattr(tree, "_fields"):
-        return type(tree)(*[_tree_map(fn, v) for v in tree])
-    if isinstance(tree, (list, tuple)):
-        return type(tree)(_tree_map(fn, v) for v in tree)
-    if isinstance(tree, dict):
-        return type(tree)((k, _tree_map(fn, v)) for k, v in tree.items())
-    return tree
+from ._functorch.vmap import _tree_map  # noqa: E402  (the one walk over nested arguments)
 
 
 def _leaves(tree) -> list:

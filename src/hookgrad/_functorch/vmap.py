@@ -16,8 +16,6 @@ hooks, prints and counters inside fire once).
 """
 from __future__ import annotations
 
-import math
-
 import hookgrad
 from .._tensor import Tensor, _init
 from .._meta import MetaArray, meta_array
@@ -131,7 +129,7 @@ def _tree_map(fn, value):
     if isinstance(value, (list, tuple)):
         return type(value)(_tree_map(fn, v) for v in value)
     if isinstance(value, dict):
-        return {k: _tree_map(fn, v) for k, v in value.items()}
+        return type(value)((k, _tree_map(fn, v)) for k, v in value.items())
     return value
 
 

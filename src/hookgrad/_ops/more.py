@@ -677,20 +677,22 @@ def rot90(x, k=1, dims=(0, 1)):
     return x.clone()
 
 
-@op()
-def split_with_sizes(x, split_sizes, dim=0):
+def _check_split_sizes(x, split_sizes, dim):
     if sum(split_sizes) != x.shape[dim]:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {x.shape[dim]} (input tensor's "
                            f"size at dimension {dim}), but got split_sizes={list(split_sizes)}")
+
+
+@op()
+def split_with_sizes(x, split_sizes, dim=0):
+    _check_split_sizes(x, split_sizes, dim)
     return views.split(x, list(split_sizes), dim)
 
 
 # the unsafe forms: the same pieces, sharing memory with the input but not views of it to autograd
 @op()
 def unsafe_split_with_sizes(x, split_sizes, dim=0):
-    if sum(split_sizes) != x.shape[dim]:
-        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {x.shape[dim]} (input tensor's "
-                           f"size at dimension {dim}), but got split_sizes={list(split_sizes)}")
+    _check_split_sizes(x, split_sizes, dim)
     return views.unsafe_split_pieces(x, list(split_sizes), dim)
 
 

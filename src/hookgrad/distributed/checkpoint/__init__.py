@@ -7,6 +7,12 @@ def _no_dcp(*args, **kwargs):
                        "state dicts with torch.save and torch.load")
 
 
+class _NoDCP:
+    """A DCP class: making one raises (the storage readers/writers and planners)."""
+    def __init__(self, *args, **kwargs):
+        _no_dcp()
+
+
 def save(state_dict, *args, **kwargs):
     _no_dcp()
 

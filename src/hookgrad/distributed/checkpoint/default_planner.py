@@ -1,12 +1,10 @@
 """``torch.distributed.checkpoint.default_planner``: DCP's load and save planners."""
-from . import _no_dcp
+from . import _NoDCP
 
 
-class DefaultLoadPlanner:
-    def __init__(self, *args, **kwargs):
-        _no_dcp()
+class DefaultLoadPlanner(_NoDCP):
+    pass
 
 
-class DefaultSavePlanner:
-    def __init__(self, *args, **kwargs):
-        _no_dcp()
+class DefaultSavePlanner(_NoDCP):
+    pass

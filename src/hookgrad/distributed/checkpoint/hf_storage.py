@@ -1,12 +1,10 @@
 """``torch.distributed.checkpoint.hf_storage``: readers and writers of DCP in safetensors layout."""
-from . import _no_dcp
+from . import _NoDCP
 
 
-class HuggingFaceStorageReader:
-    def __init__(self, *args, **kwargs):
-        _no_dcp()
+class HuggingFaceStorageReader(_NoDCP):
+    pass
 
 
-class HuggingFaceStorageWriter:
-    def __init__(self, *args, **kwargs):
-        _no_dcp()
+class HuggingFaceStorageWriter(_NoDCP):
+    pass

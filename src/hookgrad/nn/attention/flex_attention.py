@@ -43,27 +43,23 @@ def noop_mask(batch, head, token_q, token_kv):
     return batch.new_ones(size=(), dtype=hookgrad.bool)
 
 
-def or_masks(*mask_mods):
+def _combined(mask_mods, start, combine):
+    """A mask_mod that folds the mask_mods' answers with ``combine``, starting from ``start`` (0-d bool)."""
     if not all(callable(arg) for arg in mask_mods):
         raise RuntimeError(f"All inputs should be callable mask_mods: {mask_mods}")
 
-    def either(b, h, q_idx, kv_idx):
+    def combined(b, h, q_idx, kv_idx):
         import hookgrad
-        result = b.new_zeros((), dtype=hookgrad.bool)
+        result = b.new_full((), start, dtype=hookgrad.bool)
         for mask_mod in mask_mods:
-            result = result | mask_mod(b, h, q_idx, kv_idx)
+            result = combine(result, mask_mod(b, h, q_idx, kv_idx))
         return result
-    return either
+    return combined
+
+
+def or_masks(*mask_mods):
+    return _combined(mask_mods, False, lambda a, b: a | b)
 
 
 def and_masks(*mask_mods):
-    if not all(callable(arg) for arg in mask_mods):
-        raise RuntimeError(f"All inputs should be callable mask_mods: {mask_mods}")
-
-    def both(b, h, q_idx, kv_idx):
-        import hookgrad
-        result = b.new_ones((), dtype=hookgrad.bool)
-        for mask_mod in mask_mods:
-            result = result & mask_mod(b, h, q_idx, kv_idx)
-        return result
-    return both
+    return _combined(mask_mods, True, lambda a, b: a & b)
