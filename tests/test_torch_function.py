@@ -534,3 +534,35 @@ def test_subclass_defined_right_after_import():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "S"
+
+
+@differential
+def test_custom_function_backward_dispatches_to_a_saved_subclass(T):
+    # the pass's own formulas consult no overrides, but a custom Function's backward is user code: its
+    # ops on a saved subclass tensor reach the subclass's __torch_function__, as under torch
+    seen = []
+
+    class Logged(T.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            seen.append(getattr(func, "__name__", str(func)))
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            ctx.save_for_backward(w)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            (w,) = ctx.saved_tensors
+            seen.append("backward")
+            return g * w, None
+
+    x = T.ones(3, requires_grad=True)
+    w = T.full((3,), 3.0).as_subclass(Logged)
+    y = Scale.apply(x, w).sum()
+    seen.clear()
+    y.backward()
+    return seen, type(x.grad).__name__, x.grad

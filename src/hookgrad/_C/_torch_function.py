@@ -30,6 +30,8 @@ class _ThreadState(threading.local):
     def __init__(self):
         self.state = ENABLED
         self.modes = []
+        # the states backward() was called under, innermost last (the pass itself runs with overrides off)
+        self.backward_callers = []
         self.skip = False  # redispatch_function: the next call consults no override
 
 
@@ -69,6 +71,29 @@ class _DisableSubclasses(StateSwitch):
 
 class _DisableAll(StateSwitch):
     target = ALL_DISABLED
+
+
+class _BackwardPass(StateSwitch):
+    """The backward pass's own formulas run with overrides off (torch's are C++ kernels); the state of
+    the caller is kept for the Python code the pass calls back (see ``_CallerOfBackward``)."""
+    target = ALL_DISABLED
+
+    def __enter__(self):
+        _local.backward_callers.append(_local.state)
+        return super().__enter__()
+
+    def __exit__(self, *exc_info):
+        _local.backward_callers.pop()
+        return super().__exit__(*exc_info)
+
+
+class _CallerOfBackward(StateSwitch):
+    """A custom Function's backward runs under the torch-function state backward() was called under, as
+    in torch: modes and subclasses see its ops."""
+
+    def __enter__(self):
+        self.target = _local.backward_callers[-1] if _local.backward_callers else _local.state
+        return super().__enter__()
 
 
 def _is_torch_function_enabled() -> bool:

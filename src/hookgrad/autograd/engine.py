@@ -29,7 +29,7 @@ from .graph import _anomaly_state, _is_none, _op_backward_hooks
 from .._late import LateNames
 
 _above = LateNames(torch_function_live="hookgrad._C._torch_function:LIVE",
-                   disable_torch_function="hookgrad._C._torch_function:_DisableAll")
+                   disable_torch_function="hookgrad._C._torch_function:_BackwardPass")
 
 _task_stack: list = []
 

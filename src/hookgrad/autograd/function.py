@@ -24,7 +24,8 @@ from .graph import _FREED_MESSAGE, Node, SavedTensor
 # The Tensor and the op helpers are layers above this one (see hookgrad/_late.py).
 _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor", edge="hookgrad._ops._base",
                    sum_to_shape="hookgrad._ops._base", check_inplace="hookgrad._ops.views",
-                   make_view="hookgrad._ops.views", rebase_view_history="hookgrad._ops.views")
+                   make_view="hookgrad._ops.views", rebase_view_history="hookgrad._ops.views",
+                   caller_of_backward="hookgrad._C._torch_function:_CallerOfBackward")
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
 
@@ -104,7 +105,8 @@ class BackwardCFunction(Node, FunctionCtx):
         # a once_differentiable backward turns grad mode off itself (and marks its results)
         _hook_state.FUNCTION_BACKWARD[0] += 1
         try:
-            result = _user_backward(cls)(self, *grads)
+            with _above.caller_of_backward():
+                result = _user_backward(cls)(self, *grads)
         finally:
             _hook_state.FUNCTION_BACKWARD[0] -= 1
         if not isinstance(result, tuple):
