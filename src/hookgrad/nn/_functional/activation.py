@@ -677,10 +677,15 @@ class HardsigmoidBackward0(_PointwiseActivationNode):
         return wrap(self.derivative_np(x._ndarray))
 
 
+def _relu6_of_shifted(d):
+    """min(max(d + 3, 0), 6): hardsigmoid's and hardswish's shared piece, in d's dtype."""
+    typ = d.dtype.type
+    return np.minimum(np.maximum(d + typ(3), typ(0)), typ(6))
+
+
 def _hardsigmoid(x):
     d = widen(x._ndarray)
-    typ = d.dtype.type
-    return _record_pointwise(x, np.minimum(np.maximum(d + typ(3), typ(0)), typ(6)) / typ(6), HardsigmoidBackward0)
+    return _record_pointwise(x, _relu6_of_shifted(d) / d.dtype.type(6), HardsigmoidBackward0)
 
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:
@@ -705,8 +710,7 @@ class HardswishBackward0(_PointwiseActivationNode):
 
 def _hardswish(x):
     d = widen(x._ndarray)
-    typ = d.dtype.type
-    return _record_pointwise(x, d * np.minimum(np.maximum(d + typ(3), typ(0)), typ(6)) / typ(6), HardswishBackward0)
+    return _record_pointwise(x, d * _relu6_of_shifted(d) / d.dtype.type(6), HardswishBackward0)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:
