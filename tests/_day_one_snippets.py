@@ -400,6 +400,11 @@ SNIPPETS = {
                                  "o.add_param_group({'params': [nn.Parameter(torch.ones(2))], 'lr': 0.5})\nprint(o)",
 }
 
+# preludes later sweeps put before their snippets: a file to save into, and warnings printed one a line
+SAVE_PRELUDE = "import tempfile, os, io\nd = tempfile.mkdtemp()\npath = os.path.join(d, 'f.pt')\n"
+WARN_PRELUDE = ("def show_warnings(fn):\n    with warnings.catch_warnings(record=True) as caught:\n"
+                "        warnings.simplefilter('always')\n        fn()\n"
+                "    for w in caught:\n        print(w.category.__name__, str(w.message).splitlines()[0][:300])\n")
 _ADDRESS = re.compile(r"0x[0-9a-fA-F]+")
 
 

@@ -9,12 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _day_one_snippets import run  # noqa: E402
-
-_SAVE = "import tempfile, os, io\nd = tempfile.mkdtemp()\npath = os.path.join(d, 'f.pt')\n"
-_WARN = ("def show_warnings(fn):\n    with warnings.catch_warnings(record=True) as caught:\n"
-         "        warnings.simplefilter('always')\n        fn()\n"
-         "    for w in caught:\n        print(w.category.__name__, str(w.message).splitlines()[0][:300])\n")
+from _day_one_snippets import SAVE_PRELUDE as _SAVE, WARN_PRELUDE as _WARN, run  # noqa: E402
 
 SNIPPETS = {
     # ---- printing ---------------------------------------------------------------------------------------

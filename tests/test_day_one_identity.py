@@ -301,13 +301,35 @@ def test_libraries_keep_working_under_run(tmp_path):
 
 
 # ---- the day-one snippets ------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def snippet_records():
-    runs = [_python(SNIPPETS), _python("-m", "hookgrad", "run", SNIPPETS)]
-    results = [_finish(p) for p in runs]
+def _records_of_both(path):
+    """What a snippet file records (one entry per snippet: printed text and final error) under torch and
+    under ``hookgrad run``."""
+    results = [_finish(p) for p in (_python(path), _python("-m", "hookgrad", "run", path))]
     for rc, out, err in results:
         assert rc == 0, err[-3000:]
     return tuple(json.loads(out) for _, out, _ in results)
+
+
+def _names_with_known(sources, known):
+    """Every snippet name, those in ``known`` (a difference left) as strict xfails: each fails loudly if it
+    starts to match, so that it leaves the list."""
+    return [pytest.param(n, marks=pytest.mark.xfail(reason=known[n], strict=True)) if n in known else n
+            for n in sources]
+
+
+def _assert_reads_as_under_torch(source, want, got):
+    if want["error"] is not None and got["error"] is not None:
+        # torch's wording, perhaps with context after it
+        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
+            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    else:
+        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
+    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+
+
+@pytest.fixture(scope="module")
+def snippet_records():
+    return _records_of_both(SNIPPETS)
 
 
 # Differences left (each fails loudly if it starts to match, so that it leaves this list)
@@ -315,17 +337,9 @@ KNOWN_DIFFERENCES = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_DIFFERENCES[n], strict=True))
-                                  if n in KNOWN_DIFFERENCES else n for n in SNIPPET_SOURCES])
+@pytest.mark.parametrize("name", _names_with_known(SNIPPET_SOURCES, KNOWN_DIFFERENCES))
 def test_snippet_reads_as_under_torch(name, snippet_records):
-    want, got = (records[name] for records in snippet_records)
-    if want["error"] is not None and got["error"] is not None:
-        # torch's wording, perhaps with context after it
-        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
-            f"{SNIPPET_SOURCES[name]}\n-- hookgrad: {got}\n-- torch: {want}"
-    else:
-        assert got["error"] == want["error"], f"{SNIPPET_SOURCES[name]}\n-- hookgrad: {got}\n-- torch: {want}"
-    assert got["out"] == want["out"], f"{SNIPPET_SOURCES[name]}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+    _assert_reads_as_under_torch(SNIPPET_SOURCES[name], *(records[name] for records in snippet_records))
 
 
 def test_snippets_are_many_and_varied():
@@ -340,11 +354,7 @@ from _day_one_snippets2 import SNIPPETS as SWEEP2_SOURCES  # noqa: E402
 
 @pytest.fixture(scope="module")
 def sweep2_records():
-    runs = [_python(SNIPPETS2), _python("-m", "hookgrad", "run", SNIPPETS2)]
-    results = [_finish(p) for p in runs]
-    for rc, out, err in results:
-        assert rc == 0, err[-3000:]
-    return tuple(json.loads(out) for _, out, _ in results)
+    return _records_of_both(SNIPPETS2)
 
 
 # Differences left in the second sweep (each fails loudly if it starts to match)
@@ -357,17 +367,9 @@ SWEEP2_KNOWN_DIFFERENCES = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SWEEP2_KNOWN_DIFFERENCES[n], strict=True))
-                                  if n in SWEEP2_KNOWN_DIFFERENCES else n for n in SWEEP2_SOURCES])
+@pytest.mark.parametrize("name", _names_with_known(SWEEP2_SOURCES, SWEEP2_KNOWN_DIFFERENCES))
 def test_sweep2_snippet_reads_as_under_torch(name, sweep2_records):
-    want, got = (records[name] for records in sweep2_records)
-    source = SWEEP2_SOURCES[name]
-    if want["error"] is not None and got["error"] is not None:
-        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
-            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    else:
-        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+    _assert_reads_as_under_torch(SWEEP2_SOURCES[name], *(records[name] for records in sweep2_records))
 
 
 def test_sweep2_is_large_and_covers_the_tutorial():
@@ -385,11 +387,7 @@ from _day_one_snippets3 import SNIPPETS as SWEEP3_SOURCES  # noqa: E402
 
 @pytest.fixture(scope="module")
 def sweep3_records():
-    runs = [_python(SNIPPETS3), _python("-m", "hookgrad", "run", SNIPPETS3)]
-    results = [_finish(p) for p in runs]
-    for rc, out, err in results:
-        assert rc == 0, err[-3000:]
-    return tuple(json.loads(out) for _, out, _ in results)
+    return _records_of_both(SNIPPETS3)
 
 
 # Differences left in the third sweep (each fails loudly if it starts to match)
@@ -401,17 +399,9 @@ SWEEP3_KNOWN_DIFFERENCES = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SWEEP3_KNOWN_DIFFERENCES[n], strict=True))
-                                  if n in SWEEP3_KNOWN_DIFFERENCES else n for n in SWEEP3_SOURCES])
+@pytest.mark.parametrize("name", _names_with_known(SWEEP3_SOURCES, SWEEP3_KNOWN_DIFFERENCES))
 def test_sweep3_snippet_reads_as_under_torch(name, sweep3_records):
-    want, got = (records[name] for records in sweep3_records)
-    source = SWEEP3_SOURCES[name]
-    if want["error"] is not None and got["error"] is not None:
-        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
-            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    else:
-        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+    _assert_reads_as_under_torch(SWEEP3_SOURCES[name], *(records[name] for records in sweep3_records))
 
 
 def test_sweep3_is_large_and_new():
@@ -429,11 +419,7 @@ from _day_one_snippets4 import SNIPPETS as SWEEP4_SOURCES  # noqa: E402
 
 @pytest.fixture(scope="module")
 def sweep4_records():
-    runs = [_python(SNIPPETS4), _python("-m", "hookgrad", "run", SNIPPETS4)]
-    results = [_finish(p) for p in runs]
-    for rc, out, err in results:
-        assert rc == 0, err[-3000:]
-    return tuple(json.loads(out) for _, out, _ in results)
+    return _records_of_both(SNIPPETS4)
 
 
 # Differences left in the fourth sweep (each fails loudly if it starts to match)
@@ -447,17 +433,9 @@ SWEEP4_KNOWN_DIFFERENCES = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SWEEP4_KNOWN_DIFFERENCES[n], strict=True))
-                                  if n in SWEEP4_KNOWN_DIFFERENCES else n for n in SWEEP4_SOURCES])
+@pytest.mark.parametrize("name", _names_with_known(SWEEP4_SOURCES, SWEEP4_KNOWN_DIFFERENCES))
 def test_sweep4_snippet_reads_as_under_torch(name, sweep4_records):
-    want, got = (records[name] for records in sweep4_records)
-    source = SWEEP4_SOURCES[name]
-    if want["error"] is not None and got["error"] is not None:
-        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
-            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    else:
-        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+    _assert_reads_as_under_torch(SWEEP4_SOURCES[name], *(records[name] for records in sweep4_records))
 
 
 def test_sweep4_is_large_and_new():
@@ -480,11 +458,7 @@ from _day_one_snippets5 import SNIPPETS as SWEEP5_SOURCES  # noqa: E402
 
 @pytest.fixture(scope="module")
 def sweep5_records():
-    runs = [_python(SNIPPETS5), _python("-m", "hookgrad", "run", SNIPPETS5)]
-    results = [_finish(p) for p in runs]
-    for rc, out, err in results:
-        assert rc == 0, err[-3000:]
-    return tuple(json.loads(out) for _, out, _ in results)
+    return _records_of_both(SNIPPETS5)
 
 
 # Differences left in the fifth sweep (each fails loudly if it starts to match)
@@ -492,17 +466,9 @@ SWEEP5_KNOWN_DIFFERENCES = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=SWEEP5_KNOWN_DIFFERENCES[n], strict=True))
-                                  if n in SWEEP5_KNOWN_DIFFERENCES else n for n in SWEEP5_SOURCES])
+@pytest.mark.parametrize("name", _names_with_known(SWEEP5_SOURCES, SWEEP5_KNOWN_DIFFERENCES))
 def test_sweep5_snippet_reads_as_under_torch(name, sweep5_records):
-    want, got = (records[name] for records in sweep5_records)
-    source = SWEEP5_SOURCES[name]
-    if want["error"] is not None and got["error"] is not None:
-        assert got["error"][0] == want["error"][0] and got["error"][1].startswith(want["error"][1]), \
-            f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    else:
-        assert got["error"] == want["error"], f"{source}\n-- hookgrad: {got}\n-- torch: {want}"
-    assert got["out"] == want["out"], f"{source}\n-- hookgrad:\n{got['out']}\n-- torch:\n{want['out']}"
+    _assert_reads_as_under_torch(SWEEP5_SOURCES[name], *(records[name] for records in sweep5_records))
 
 
 def test_sweep5_is_large_and_new():
