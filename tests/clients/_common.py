@@ -4,7 +4,9 @@ Each script runs unchanged under real torch (``python script.py``) and under hoo
 (``python -m hookgrad run script.py``) and prints one JSON object; tests/test_clients.py compares them.
 """
 import json
+import re
 import sys
+import types
 
 import numpy as np
 import torch
@@ -43,3 +45,42 @@ def emit(results: dict) -> None:
     sys.stdout.write("\n")  # some clients print without a final newline; the results get a line of their own
     json.dump(plain(results), sys.stdout)
     sys.stdout.write("\n")
+
+
+def dot_labels_and_edges(dot, node_pattern=r"^(\S+) \[label=(.*)\]$", tidy=lambda label: re.sub(r"\s+", " ", label)):
+    """A graphviz graph's node labels and its edges as label pairs, both sorted (torchviz and torchview name
+    nodes by id(), which differ between runs and frameworks). ``node_pattern`` finds a node's name and label
+    in a line of the graph's body; ``tidy`` cleans the label."""
+    labels, edges = {}, []
+    for line in dot.body:
+        line = line.strip()
+        edge = re.match(r"^(\S+) -> (\S+)", line)
+        if edge:
+            edges.append(edge.groups())
+            continue
+        node = re.match(node_pattern, line, re.S)
+        if node:
+            labels[node.group(1)] = tidy(node.group(2))
+    return sorted(labels.values()), sorted(f"{labels.get(a, a)} -> {labels.get(b, b)}" for a, b in edges)
+
+
+_RESNET_STAND_IN = ("torchvision", "torchvision.models", "torchvision.models.resnet")
+
+
+def stand_in_resnet_blocks():
+    """zennit (also under quantus) imports torchvision's ResNet blocks only for its torchvision canonizers,
+    which the cases do not use; the torchvision beside torch here does not import, so two plain classes
+    stand in while the library imports (``drop_resnet_stand_in`` takes them away after)."""
+    resnet = types.ModuleType("torchvision.models.resnet")
+    resnet.Bottleneck = type("Bottleneck", (torch.nn.Module,), {})
+    resnet.BasicBlock = type("BasicBlock", (torch.nn.Module,), {})
+    models = types.ModuleType("torchvision.models")
+    models.resnet = resnet
+    package = types.ModuleType("torchvision")
+    package.models = models
+    sys.modules.update(zip(_RESNET_STAND_IN, (package, models, resnet)))
+
+
+def drop_resnet_stand_in():
+    for name in _RESNET_STAND_IN:
+        del sys.modules[name]

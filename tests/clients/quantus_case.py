@@ -1,39 +1,23 @@
 """Quantus XAI metrics over Captum attributions of a small float64 CNN: faithfulness, robustness,
 localisation, complexity, randomisation (layers re-initialised under a seed) and axiomatic metrics,
 each re-explaining perturbed inputs through quantus.explain (Captum's hooks and gradients)."""
-import sys
-import types
 import warnings
 
 import numpy as np
 import torch
 from torch import nn
 
-from _common import data, emit, fill
+from _common import data, drop_resnet_stand_in, emit, fill, stand_in_resnet_blocks
 
 warnings.filterwarnings("ignore")
 torch.set_default_dtype(torch.float64)   # quantus builds its model inputs with torch.Tensor(array)
 
 
-def _without_torchvision():
-    """quantus imports zennit, which imports torchvision's ResNet blocks for canonizers this case does not
-    use; the torchvision beside torch here does not import, so two plain classes stand in."""
-    resnet = types.ModuleType("torchvision.models.resnet")
-    resnet.Bottleneck = type("Bottleneck", (nn.Module,), {})
-    resnet.BasicBlock = type("BasicBlock", (nn.Module,), {})
-    models = types.ModuleType("torchvision.models")
-    models.resnet = resnet
-    package = types.ModuleType("torchvision")
-    package.models = models
-    sys.modules.update({"torchvision": package, "torchvision.models": models, "torchvision.models.resnet": resnet})
-
-
-_without_torchvision()
+stand_in_resnet_blocks()
 import quantus  # noqa: E402
 from captum.attr import IntegratedGradients, Saliency  # noqa: E402
 
-for name in ("torchvision", "torchvision.models", "torchvision.models.resnet"):
-    del sys.modules[name]
+drop_resnet_stand_in()
 
 
 class Net(nn.Module):

@@ -1,29 +1,18 @@
 """torchview's graphs (node labels and edges) of a CNN, an MLP and a residual model with functional calls:
 torchview records the forward pass through a Tensor subclass with ``__torch_function__``."""
-import re
 
 from torch import nn
 import torch
 from torchview import draw_graph
 
-from _common import emit, fill
+from _common import dot_labels_and_edges, emit, fill
 
 
 def graph(model, size):
     """Node labels and edges as label pairs (torchview names nodes by id(), which differ)."""
     dot = draw_graph(model, input_size=size, device="cpu", save_graph=False, expand_nested=True).visual_graph
-    labels, edges = {}, []
-    for line in dot.body:
-        line = line.strip()
-        edge = re.match(r"^(\S+) -> (\S+)", line)
-        if edge:
-            edges.append(edge.groups())
-            continue
-        node = re.match(r"^(\S+) \[label=(.*)\]$", line, re.S)
-        if node:
-            labels[node.group(1)] = re.sub(r"\s+", " ", node.group(2))
-    return {"labels": sorted(labels.values()),
-            "edges": sorted(f"{labels.get(a, a)} -> {labels.get(b, b)}" for a, b in edges)}
+    labels, edges = dot_labels_and_edges(dot)
+    return {"labels": labels, "edges": edges}
 
 
 class Residual(nn.Module):

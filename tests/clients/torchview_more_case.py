@@ -1,30 +1,19 @@
 """torchview's graphs of recurrent models (LSTM with packed and plain inputs, a GRU cell loop), nested
 containers (ModuleList, ModuleDict, Sequential in Sequential) at several depths with and without nested
 expansion, dict inputs and dict outputs, shared modules, hidden inner tensors and roll-up of recursion."""
-import re
 
 import torch
 from torch import nn
 from torchview import draw_graph
 
-from _common import data, emit, fill
+from _common import data, dot_labels_and_edges, emit, fill
 
 
 def graph(model, **kwargs):
     """Node labels and edges as label pairs (torchview names nodes by id(), which differ)."""
     dot = draw_graph(model, device="cpu", save_graph=False, **kwargs).visual_graph
-    labels, edges = {}, []
-    for line in dot.body:
-        line = line.strip()
-        edge = re.match(r"^(\S+) -> (\S+)", line)
-        if edge:
-            edges.append(edge.groups())
-            continue
-        node = re.match(r"^(\S+) \[label=(.*)\]$", line, re.S)
-        if node:
-            labels[node.group(1)] = re.sub(r"\s+", " ", node.group(2))
-    return {"labels": sorted(labels.values()),
-            "edges": sorted(f"{labels.get(a, a)} -> {labels.get(b, b)}" for a, b in edges)}
+    labels, edges = dot_labels_and_edges(dot)
+    return {"labels": labels, "edges": edges}
 
 
 class Recurrent(nn.Module):

@@ -1,12 +1,11 @@
 """torchviz's graph of a small model's backward pass: node labels and edges, with attributes and saved tensors."""
-import re
 import sys
 
 import torch
 from torch import nn
 from torchviz import make_dot
 
-from _common import data, emit, fill
+from _common import data, dot_labels_and_edges, emit, fill
 
 model = fill(nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double())
 x = data(5, 3).requires_grad_()
@@ -15,17 +14,7 @@ y = (model(x) ** 2).sum()
 
 def graph(dot):
     """Nodes as their labels and edges as label pairs (torchviz names nodes by id(), which differ)."""
-    labels, edges = {}, []
-    for line in dot.body:
-        line = line.strip()
-        edge = re.match(r"^(\S+) -> (\S+)", line)
-        if edge:
-            edges.append(edge.groups())
-            continue
-        node = re.match(r'^(\S+) \[label=(.*?)\s*(fillcolor=\S+)?\]$', line, re.S)
-        if node:
-            labels[node.group(1)] = node.group(2).strip()
-    return sorted(labels.values()), sorted(f"{labels.get(a, a)} -> {labels.get(b, b)}" for a, b in edges)
+    return dot_labels_and_edges(dot, r'^(\S+) \[label=(.*?)\s*(fillcolor=\S+)?\]$', str.strip)
 
 
 conv = fill(nn.Sequential(nn.Conv2d(2, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(), nn.Linear(3, 1)).double())

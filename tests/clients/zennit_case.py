@@ -1,29 +1,14 @@
 """Zennit's layer-wise relevance propagation: rules applied through forward hooks that hang gradient
 hooks on autograd nodes (grad_fn.register_hook), composites with a batch-norm canonizer, and its
 attributors (Gradient, SmoothGrad, IntegratedGradients, Occlusion) on a small CNN and an MLP."""
-import sys
-import types
 
 import torch
 from torch import nn
 
-from _common import data, emit, fill
+from _common import data, drop_resnet_stand_in, emit, fill, stand_in_resnet_blocks
 
 
-def _without_torchvision():
-    """zennit imports torchvision's ResNet blocks only for its torchvision canonizers, which this case
-    does not use; the torchvision beside torch here does not import, so two plain classes stand in."""
-    resnet = types.ModuleType("torchvision.models.resnet")
-    resnet.Bottleneck = type("Bottleneck", (nn.Module,), {})
-    resnet.BasicBlock = type("BasicBlock", (nn.Module,), {})
-    models = types.ModuleType("torchvision.models")
-    models.resnet = resnet
-    package = types.ModuleType("torchvision")
-    package.models = models
-    sys.modules.update({"torchvision": package, "torchvision.models": models, "torchvision.models.resnet": resnet})
-
-
-_without_torchvision()
+stand_in_resnet_blocks()
 import zennit.torchvision  # noqa: E402  (imported here, with the stand-in, and then the stand-in goes)
 from zennit.attribution import Gradient, IntegratedGradients, Occlusion, SmoothGrad  # noqa: E402
 from zennit.canonizers import SequentialMergeBatchNorm  # noqa: E402
@@ -32,8 +17,7 @@ from zennit.composites import (EpsilonAlpha2Beta1, EpsilonGammaBox, EpsilonPlusF
 from zennit.core import Composite  # noqa: E402
 from zennit.rules import Epsilon, Flat, Gamma, Norm, Pass, WSquare, ZPlus  # noqa: E402
 
-for name in ("torchvision", "torchvision.models", "torchvision.models.resnet"):
-    del sys.modules[name]
+drop_resnet_stand_in()
 
 
 def cnn():
