@@ -70,8 +70,7 @@ def numel(t) -> _builtins.int:
 
 
 def can_cast(from_, to) -> _builtins.bool:
-    import numpy as np
-    return _builtins.bool(np.can_cast(_dtype.to_dtype(from_).np, _dtype.to_dtype(to).np, "same_kind"))
+    return _dtype.can_cast(from_, to)
 
 
 def result_type(a, b):

@@ -268,6 +268,13 @@ def to_dtype(d) -> dtype:
     return from_numpy_dtype(d)
 
 
+def can_cast(from_, to) -> _py_bool:
+    """torch's casting rule: a cast may narrow within a category (int64 to uint8, float64 to float16) but
+    not leave complex for a real type, floating for an integral one, or reach bool from another type."""
+    a, b = to_dtype(from_), to_dtype(to)
+    return a._category <= b._category
+
+
 def promote_types(a, b) -> dtype:
     """The smallest dtype both ``a`` and ``b`` convert to without losing category (torch's table)."""
     a, b = to_dtype(a), to_dtype(b)

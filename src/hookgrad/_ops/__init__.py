@@ -99,7 +99,7 @@ def _promoting_inplace(fn):
     shifts, ``//``, ``%``): torch refuses a result ``a`` cannot hold before it looks for the kernel."""
     def inplace(a, b):
         result = _dtype.result_type(a, b).np
-        if result != a._ndarray.dtype and not np.can_cast(result, a._ndarray.dtype, "same_kind"):
+        if result != a._ndarray.dtype and not _dtype.can_cast(result, a._ndarray.dtype):
             raise RuntimeError(f"result type {_dtype.scalar_type_name(result)} can't be cast to the desired "
                                f"output type {_dtype.scalar_type_name(a._ndarray.dtype)}")
         return fn(a, b)

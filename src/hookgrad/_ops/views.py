@@ -15,6 +15,7 @@ import weakref
 
 import numpy as np
 
+from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.function import view_inplace_error_head
 from ..autograd.grad_mode import InferenceCounter
@@ -147,7 +148,6 @@ def view(x: Tensor, *shape, dtype=None) -> Tensor:
             raise TypeError("view() received an invalid combination of arguments: a shape and dtype=")
         shape = (dtype,)
     if len(shape) == 1 and not isinstance(shape[0], (tuple, list, int, np.integer)) and not isinstance(shape[0], Tensor):
-        from .. import _dtype
         return view_dtype(x, _dtype.to_dtype(shape[0]))
     shape = _infer_shape(_shape_args(shape), x._ndarray.size)
     data = x._ndarray
@@ -1095,8 +1095,7 @@ def refuse_overlapping_write(x: Tensor) -> None:
 
 def _write(x: Tensor, data: np.ndarray, may_overlap: bool = False) -> None:
     target = x._ndarray
-    if data.dtype != target.dtype and not np.can_cast(data.dtype, target.dtype, "same_kind"):
-        from .. import _dtype
+    if data.dtype != target.dtype and not _dtype.can_cast(data.dtype, target.dtype):
         raise RuntimeError(f"result type {_dtype.scalar_type_name(data.dtype)} can't be cast to "
                            f"the desired output type {_dtype.scalar_type_name(target.dtype)}")
     if data.shape != target.shape:
