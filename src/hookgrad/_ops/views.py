@@ -121,18 +121,19 @@ def _infer_shape(shape, numel):
     if len(neg) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for i, s in enumerate(shape):
         if s != -1:
             if s < 0:
-                raise RuntimeError(f"invalid shape dimension {s}")
+                raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {shape}")
             known *= s
-    if neg:
-        if known == 0 or numel % known:
-            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-        shape[neg[0]] = numel // known
-    elif known != numel:
-        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
-    return tuple(shape)
+    if numel == known or (neg and known > 0 and numel % known == 0):
+        if neg:
+            if known == 0:   # 0 elements: any size fits the -1
+                raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {shape} because the "
+                                   "unspecified dimension size -1 can be any value and is ambiguous")
+            shape[neg[0]] = numel // known
+        return tuple(shape)
+    raise RuntimeError(f"shape '{shape}' is invalid for input of size {numel}")
 
 
 def _shape_args(shape):
@@ -220,7 +221,15 @@ def flatten(x: Tensor, start_dim: int = 0, end_dim: int = -1) -> Tensor:
 def unflatten(x: Tensor, dim: int, sizes) -> Tensor:
     d = _wrap_dim(dim, x._ndarray.ndim)
     shape = x._ndarray.shape
-    sizes = _infer_shape(tuple(sizes), shape[d])
+    if not len(sizes):
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    try:
+        sizes = _infer_shape(tuple(sizes), shape[d])
+    except RuntimeError as exc:
+        if "is invalid for input of size" not in str(exc):
+            raise RuntimeError(f"unflatten got an unexpected error:\n{exc}") from None
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim {d} "
+                           f"({shape[d]}) in the input tensor") from None
     return view(x, shape[:d] + sizes + shape[d + 1:])
 
 
