@@ -640,6 +640,8 @@ def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -
         raise RuntimeError(f"expected common dtype to be floating point, yet common dtype is "
                            f"{_dtype.scalar_type_name(common.np)}")
     if tuple(x1.shape) != tuple(x2.shape):
+        from ..._ops.pointwise import check_broadcast
+        check_broadcast(x1, x2)   # the wording of torch's size inference
         shape = hookgrad.broadcast_shapes(x1.shape, x2.shape)
         x1, x2 = x1.expand(shape), x2.expand(shape)
     norm1 = hookgrad.linalg.vector_norm(x1, 2, dim=dim, keepdim=True).clone()
