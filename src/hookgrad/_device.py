@@ -7,9 +7,14 @@ raises on a machine without that device (``require_cpu``).
 """
 from __future__ import annotations
 
+import re
+
 # The device types torch 2.13 accepts in a device string, in the order its error message lists them.
 DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga", "maia",
                 "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+NO_ACCELERATOR = "Cannot access accelerator device when none is available."
+_DEVICE_STRING = re.compile(r"([A-Za-z_]+)(?::([1-9][0-9]*|0))?")
 
 
 class device:
@@ -21,17 +26,28 @@ class device:
     def __init__(self, type="cpu", index=None):
         if isinstance(type, device):
             type, index = type.type, type.index
+        elif isinstance(type, int) and not isinstance(type, bool):
+            # a bare index names the current accelerator, which a CPU-only build lacks
+            if type < 0:
+                raise RuntimeError("Device index must not be negative")
+            raise RuntimeError(NO_ACCELERATOR)
         text = str(type)
-        type = text
-        if ":" in text:
-            type, idx = text.split(":", 1)
-            try:
-                index = int(idx)
-            except ValueError:
-                raise RuntimeError(f"Invalid device string: '{text}'") from None
+        if not text:
+            raise RuntimeError("Device string must not be empty")
+        parsed = _DEVICE_STRING.fullmatch(text)
+        if parsed is None:   # torch's grammar: letters and underscores, then ':' and an index without leading 0
+            raise RuntimeError(f"Invalid device string: '{text}'")
+        type, idx = parsed.groups()
+        if idx is not None:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: "
+                                   f"{text}")
+            if int(idx) > 2 ** 31 - 1:
+                raise RuntimeError(f"Could not parse device index '{idx}' in device string '{text}'")
+            index = int(idx)
         if type not in DEVICE_TYPES:
             raise RuntimeError(f"Expected one of {', '.join(DEVICE_TYPES)} device type at start of device "
-                               f"string: {text}")
+                               f"string: {type}")
         if index is not None and index < 0:
             raise RuntimeError(f"Device index must not be negative, got {index}")
         self.type = type

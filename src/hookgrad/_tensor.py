@@ -486,12 +486,17 @@ class Tensor:
         return self
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
-        from ._device import require_cpu
+        from ._device import device as as_device, require_cpu
+        if isinstance(device, bool):
+            raise TypeError("cuda(): argument 'device' (position 1) must be torch.device, not bool")
+        if device is not None and as_device(device).type != "cuda":   # an index raises there already
+            raise RuntimeError("Invalid device, must be cuda device")
         require_cpu("cuda")
 
     def pin_memory(self, device=None):
         # torch's CPU-only build has no accelerator to pin host memory for
-        raise RuntimeError("Cannot access accelerator device when none is available.")
+        from ._device import NO_ACCELERATOR
+        raise RuntimeError(NO_ACCELERATOR)
 
     def is_pinned(self, device=None) -> bool:
         return False

@@ -409,10 +409,10 @@ def to(x: Tensor, *args, **kwargs) -> Tensor:
                 device = a.device
         elif isinstance(a, _dtype.dtype) or (type(a).__name__ == "dtype") or a in (float, int, bool, complex):
             dtype = a
-        elif isinstance(a, (str,)) or type(a).__name__ == "device":
-            device = a
         elif isinstance(a, bool):
             pass
+        elif isinstance(a, (str, int)) or type(a).__name__ == "device":   # an int is an accelerator index
+            device = a
         elif a is not None:
             raise TypeError(f"to() received an invalid combination of arguments: {a!r}")
     if device is not None:
