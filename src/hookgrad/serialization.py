@@ -323,22 +323,38 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
                 pass
             raise
     else:
-        f.write(data)
+        f.write(memoryview(data))   # what torch's writer hands a file object
 
 
 # ---------------------------------------------------------------------------------------------
 # Loading
 # ---------------------------------------------------------------------------------------------
-def _check_map_location(map_location) -> None:
+def _map_target(map_location):
+    """Where ``map_location`` sends the saved storages (all tagged "cpu"), as a location string; None
+    for none or a callable."""
     if map_location is None or callable(map_location):
-        return
+        return None
     if isinstance(map_location, dict):
-        targets = list(map_location.values())
-    else:
-        targets = [map_location]
-    for target in targets:
-        if not str(target).startswith("cpu"):
-            raise RuntimeError(f"hookgrad tensors live on the CPU; cannot map them to {target!r}")
+        return str(map_location.get("cpu", "cpu"))
+    if isinstance(map_location, str) or type(map_location).__name__ == "device":
+        return str(map_location)
+    raise TypeError(f"'{type(map_location).__name__}' object is not callable")   # torch calls anything else
+
+
+def _check_map_location(map_location) -> None:
+    """The error torch's CPU-only build gives for a place other than the CPU or the meta device."""
+    location = _map_target(map_location)
+    if location in (None, "cpu", "meta"):
+        return
+    for kind, name in (("cuda", "CUDA"), ("xpu", "XPU")):
+        if location.startswith(kind):
+            from ._device import device
+            device(location)   # torch parses the string first
+            raise RuntimeError(_NOT_AVAILABLE.format(name, kind))
+    if location.startswith("mps"):
+        raise RuntimeError("torch.UntypedStorage(): Storage device not recognized: mps")
+    raise RuntimeError(f"don't know how to restore data location of torch.storage.UntypedStorage (tagged with "
+                       f"{location})")
 
 
 def _tensor_from_array(arr, requires_grad: bool):
@@ -350,7 +366,12 @@ def _tensor_from_array(arr, requires_grad: bool):
 
 
 def _apply_map_location(map_location, tensor):
-    """A callable ``map_location`` sees every loaded tensor with location "cpu"; None keeps it."""
+    """A callable ``map_location`` sees every loaded tensor with location "cpu"; None keeps it. On the meta
+    device a tensor keeps its shape and dtype, not its data."""
+    if _map_target(map_location) == "meta":
+        from ._meta import meta_like
+        tensor._ndarray = meta_like(tensor._ndarray)   # the tensor was just built: nothing else sees it
+        return tensor
     if callable(map_location):
         mapped = map_location(tensor, "cpu")
         if mapped is not None:
@@ -483,6 +504,8 @@ class _Reader:
                     require_numpy_globals(_NUMPY_SCALAR_GLOBALS, array.dtype)
                 return array[()]
             if tag == "pickle":
+                if _map_target(self.map_location) == "meta":   # its tensors are not built here to be mapped
+                    raise RuntimeError(f"hookgrad cannot load the pickled {node.get('type')} onto the meta device")
                 if self.weights_only:
                     # only the globals allowed with torch.serialization.add_safe_globals (and the
                     # arrays and tensors inside them) may be named
@@ -902,8 +925,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only: bool = True,
 
     With ``weights_only=True`` (the default) nothing in the file can run code; objects that were
     stored as pickles raise ``pickle.UnpicklingError``. ``map_location`` may be None, ``"cpu"``, a
-    CPU device, a dict mapping locations to the CPU, or a callable ``fn(tensor, "cpu")`` whose
-    non-None result replaces the tensor. A corrupt, truncated or foreign file raises
+    CPU device, ``"meta"`` (shapes and dtypes without data), a dict giving where ``"cpu"`` goes, or a
+    callable ``fn(tensor, "cpu")`` whose non-None result replaces the tensor; another device is torch's
+    error on a machine without it. A corrupt, truncated or foreign file raises
     :class:`CheckpointError`. Checkpoints written by ``torch.save`` are read as described in the
     module documentation.
     """
@@ -1250,10 +1274,13 @@ def default_restore_location(storage, location: str):
                        f"{location})")
 
 
+_NOT_AVAILABLE = ("Attempting to deserialize object on a {} device but torch.{}.is_available() is False. If you "
+                  "are running on a CPU-only machine, please use torch.load with map_location=torch.device('cpu') "
+                  "to map your storages to the CPU.")
+
+
 def validate_cuda_device(location):
-    raise RuntimeError("Attempting to deserialize object on a CUDA device but torch.cuda.is_available() is False. "
-                       "If you are running on a CPU-only machine, please use torch.load with "
-                       "map_location=torch.device('cpu') to map your storages to the CPU.")
+    raise RuntimeError(_NOT_AVAILABLE.format("CUDA", "cuda"))
 
 
 def validate_hpu_device(location):
