@@ -483,6 +483,41 @@ def test_sweep5_is_large_and_new():
         assert topic in SWEEP5_SOURCES, topic
 
 
+# ---- the sixth sweep: the first days after the tutorials as questions ask them (print options, promotion and
+# casting, indexing idioms, broadcast/reshape/in-place wording, seeded draws past the vectorised sizes, module
+# registries, optimizer and scheduler state, data loading, saving and map_location, device strings) -----------
+SNIPPETS6 = os.path.join(HERE, "_day_one_snippets6.py")
+from _day_one_snippets6 import SNIPPETS as SWEEP6_SOURCES  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def sweep6_records():
+    return _records_of_both(SNIPPETS6)
+
+
+# Differences left in the sixth sweep (each fails loudly if it starts to match)
+SWEEP6_KNOWN_DIFFERENCES = {
+    "seeded normal_ of a large matrix": "a float32 mean of 64 values sums in NumPy's pairwise order, torch's in its "
+                                        "vectorised cascade: the printed mean differs in its last digit",
+}
+
+
+@pytest.mark.parametrize("name", _names_with_known(SWEEP6_SOURCES, SWEEP6_KNOWN_DIFFERENCES))
+def test_sweep6_snippet_reads_as_under_torch(name, sweep6_records):
+    _assert_reads_as_under_torch(SWEEP6_SOURCES[name], *(records[name] for records in sweep6_records))
+
+
+def test_sweep6_is_new_and_covers_the_first_days():
+    assert 80 <= len(SWEEP6_SOURCES) <= 120
+    assert sum(1 for s in SWEEP6_SOURCES.values() if "print" not in s) >= 30   # ones that end in an error
+    earlier = (SNIPPET_SOURCES, SWEEP2_SOURCES, SWEEP3_SOURCES, SWEEP4_SOURCES, SWEEP5_SOURCES)
+    assert not set(SWEEP6_SOURCES) & {name for d in earlier for name in d}
+    assert not set(SWEEP6_SOURCES.values()) & {s for d in earlier for s in d.values()}
+    for topic in ("can_cast rules", "unflatten with wrong sizes", "seeded randn of many sizes", "load with map_location cuda",
+                  "device given as a bare index", "print a small CNN and its parameters", "StepLR over ten epochs"):
+        assert topic in SWEEP6_SOURCES, topic
+
+
 # ---- first things after `import torch`, each in a fresh interpreter ---------------------------------------
 # (a Tensor subclass defined right after import once failed where the suites, importing more first, passed)
 FRESH_PROGRAMS = {
