@@ -539,6 +539,8 @@ def _arg_extreme(x, dim, keepdim, np_fn):
     name = np_fn.__name__  # "argmax" / "argmin", as torch's errors name them
     if data.dtype in _rules.LOWPREC:  # float8, float4, complex32
         _rules.refuse_lowprec(data, f"{name}_cpu")
+    if data.dtype == np.bool_:   # torch has no bool kernel for these (max and sort take bools)
+        raise RuntimeError(f"{name}(): does not support bool input")
     if dim is None and data.size == 0:
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
     if dim is not None and data.ndim and data.shape[_wrap_dim(dim, data.ndim)] == 0:
