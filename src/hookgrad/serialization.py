@@ -335,7 +335,11 @@ def _map_target(map_location):
     if map_location is None or callable(map_location):
         return None
     if isinstance(map_location, dict):
-        return str(map_location.get("cpu", "cpu"))
+        location = map_location.get("cpu", "cpu")
+        if not isinstance(location, str):   # torch matches the value against a pattern
+            kind = "torch.device" if type(location).__name__ == "device" else type(location).__name__
+            raise TypeError(f"expected string or bytes-like object, got '{kind}'")
+        return location
     if isinstance(map_location, str) or type(map_location).__name__ == "device":
         return str(map_location)
     raise TypeError(f"'{type(map_location).__name__}' object is not callable")   # torch calls anything else
