@@ -346,20 +346,28 @@ _NOT_WRITABLE = ("The given NumPy array is not writable, and PyTorch does not su
                  "suppressed for the rest of this program.")
 
 
-def _size(size, size_keyword=None):
-    """A shape from ``*size`` positional ints or one sequence, or from the ``size=`` keyword."""
+def _size(size, size_keyword=None, name=None):
+    """A shape from ``*size`` positional ints or one sequence, or from the ``size=`` keyword; ``name``
+    (the factory's) words a bad entry as torch's argument parser does."""
     if size_keyword is not None:
         if size:
             raise TypeError("got multiple values for argument 'size'")
         size = (size_keyword,)
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+    alone = len(size) == 1 and not isinstance(size[0], (tuple, list))   # one number, not a sequence
+    if len(size) == 1 and not alone:
         size = tuple(size[0])
     out = []
-    for s in size:
-        if isinstance(s, Tensor):
+    for i, s in enumerate(size):
+        if isinstance(s, Tensor) and s._ndarray.dtype.kind in "iu":   # an integer tensor is an index
             s = s.item()
         if not isinstance(s, (int, np.integer)):
-            raise TypeError(f"expected a sequence of integers as size, got {type(s).__name__}")
+            kind = type(s).__name__
+            if name is None:
+                raise TypeError(f"expected a sequence of integers as size, got {kind}")
+            if alone:
+                raise TypeError(f"{name}(): argument 'size' (position 1) must be tuple of ints, not {kind}")
+            raise TypeError(f"{name}(): argument 'size' failed to unpack the object at pos {i + 1} with error "
+                            f"\"type must be tuple of ints,but got {kind}\"")
         if s < 0:
             raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
         out.append(int(s))
@@ -372,7 +380,7 @@ def zeros(*shape, size=None, dtype=None, device=None, requires_grad=False, out=N
         return _made_into(out, dtype, lambda dt: zeros(*shape, size=size, dtype=dt, device=device),
                           "zeros", requires_grad)
     try:
-        shape = _size(shape, size)
+        shape = _size(shape, size, "zeros")
     except RuntimeError:
         raise RuntimeError("zeros: Dimension size must be non-negative.") from None
     if device is not None and is_meta_device(device):
@@ -387,7 +395,7 @@ def ones(*shape, size=None, dtype=None, device=None, requires_grad=False, out=No
                           "ones", requires_grad)
     if device is not None and is_meta_device(device):
         return _finish(meta_array(_size(shape, size), _resolve_dtype(dtype).np), requires_grad)
-    return _finish(_dtype.full_array(_size(shape, size), 1, _resolve_dtype(dtype).np), requires_grad, device)
+    return _finish(_dtype.full_array(_size(shape, size, "ones"), 1, _resolve_dtype(dtype).np), requires_grad, device)
 
 
 @op(method=False)
@@ -397,8 +405,8 @@ def empty(*shape, size=None, dtype=None, device=None, requires_grad=False, memor
                           "empty", requires_grad, writes=False)
     if device is not None and is_meta_device(device):
         return _finish(meta_array(_size(shape, size), _resolve_dtype(dtype).np), requires_grad)
-    return _finish(_memory_format.empty(_size(shape, size), _resolve_dtype(dtype).np, memory_format), requires_grad,
-                   device)
+    return _finish(_memory_format.empty(_size(shape, size, "empty"), _resolve_dtype(dtype).np, memory_format),
+                   requires_grad, device)
 
 
 def _fill_number(fn_name: str, value):
@@ -758,7 +766,7 @@ def rand(*shape, size=None, generator=None, dtype=None, device=None, requires_gr
         return _finish(_as_complex_np(parts._ndarray), requires_grad, device)
     dt = _floating(dtype, "check_uniform_bounds")
     gen = _generator(generator)
-    return _sampled(_size(shape, size), dt, lambda a: _rng_streams.fill_in_memory_order(
+    return _sampled(_size(shape, size, "rand"), dt, lambda a: _rng_streams.fill_in_memory_order(
         a, _rng_streams.uniform(gen, a.size, 0.0, 1.0, a.dtype)), requires_grad, device, out)
 
 
@@ -786,12 +794,17 @@ def randn(*shape, size=None, generator=None, dtype=None, device=None, requires_g
                          False, device, None)
         return _finish(_as_complex_np(parts._ndarray), requires_grad, device)
     dt = _floating(dtype, "normal_kernel_cpu")
-    return _sampled(_size(shape, size), dt, lambda a: _rng_streams.normal(gen, a, 0.0, 1.0), requires_grad, device, out)
+    return _sampled(_size(shape, size, "randn"), dt, lambda a: _rng_streams.normal(gen, a, 0.0, 1.0), requires_grad,
+                    device, out)
 
 
 def _check_random_bounds(low, high):
     if not low < high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+
+
+_FACTORY_KEYWORDS = ("torch.dtype dtype = None, torch.layout layout = None, torch.device device = None, "
+                     "bool pin_memory = False, bool requires_grad = False")
 
 
 @op(method=False)
@@ -801,6 +814,12 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         return _made_into(out, dtype, lambda dt: randint(low, high, size, generator=generator, dtype=dt,
                                                          device=device), "randint", requires_grad)
     if size is None:  # randint(high, size)
+        if high is None:   # no size at all: torch's parser lists the signatures
+            signatures = "".join(f" * ({sig}, *, {gen}Tensor out = None, {_FACTORY_KEYWORDS})\n"
+                                 for sig in ("int high, tuple of ints size", "int low, int high, tuple of ints size")
+                                 for gen in ("torch.Generator generator, ", ""))
+            raise TypeError(f"randint() received an invalid combination of arguments - got ({type(low).__name__}), "
+                            f"but expected one of:\n{signatures}")
         low, high, size = 0, low, high
     if high is None:
         low, high = 0, low
