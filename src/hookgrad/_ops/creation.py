@@ -263,13 +263,23 @@ def _checked_array(values, dt) -> np.ndarray:
         return natural.astype(dt.np)
 
 
+def _warn_copy_construct(spelling: str) -> None:
+    """torch's advice when a tensor is built from a tensor (at the line that called the factory)."""
+    import warnings
+    warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
+                  f"sourceTensor.detach().clone().requires_grad_(True), rather than {spelling}.", UserWarning,
+                  stacklevel=3)
+
+
 @op(method=False)
 def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
     if isinstance(data, Tensor):
-        import warnings
-        warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() or "
-                      "sourceTensor.detach().clone().requires_grad_(True), rather than torch.tensor(sourceTensor).",
-                      UserWarning, stacklevel=2)
+        _warn_copy_construct("torch.tensor(sourceTensor)")
+    return _tensor(data, dtype, device, requires_grad, pin_memory)
+
+
+def _tensor(data, dtype, device, requires_grad, pin_memory) -> Tensor:
+    if isinstance(data, Tensor):
         arr = data._ndarray
         dt = _dtype.to_dtype(dtype) if dtype is not None else data.dtype
     else:
@@ -1038,8 +1048,9 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
 
 @op(function=False)
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype if dtype is not None else self.dtype,
-                  device=_new_device(self, device), requires_grad=requires_grad)
+    if isinstance(data, Tensor):
+        _warn_copy_construct("tensor.new_tensor(sourceTensor)")
+    return _tensor(data, dtype if dtype is not None else self.dtype, _new_device(self, device), requires_grad, False)
 
 
 __all__ = module_all(globals()) + ["Generator", "default_generator"]
