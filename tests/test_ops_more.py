@@ -365,10 +365,20 @@ def test_typename_of_a_class_names_its_module():
     assert torch.typename(torch.nn.Linear) == "torch.nn.modules.linear.Linear"
 
 
-def test_set_default_device_refuses_other_devices():
-    with pytest.raises(RuntimeError, match="CPU only"):
-        hookgrad.set_default_device("cuda")
-    assert hookgrad.get_default_device().type == "cpu"
+@differential
+def test_set_default_device_applies_to_factories(T):
+    shown = []
+    try:
+        T.set_default_device("meta")
+        shown += [str(T.get_default_device()), T.ones(2).is_meta, str(T.nn.Linear(2, 1).weight.device),
+                  T.zeros(1, device="cpu").is_meta]
+        with T.device("cpu"):
+            shown += [str(T.get_default_device()), T.arange(2).is_meta]
+        T.set_default_device("cuda")   # accepted; the factories then raise as on a machine without CUDA
+        shown += [catch(T.ones, 1), catch(T.get_default_device), T.zeros(1, device="cpu").device.type]
+    finally:
+        T.set_default_device(None)
+    return shown + [str(T.get_default_device()), T.ones(1).device.type]
 
 
 def test_new_torch_names_are_present():

@@ -6,6 +6,7 @@ from __future__ import annotations
 import builtins
 import itertools
 import math
+import threading
 
 import numpy as np
 
@@ -1389,19 +1390,39 @@ def typename(obj) -> str:
     return qualname if module in ("", "builtins") else f"{module}.{qualname}"
 
 
+# the DeviceContext set_default_device entered (per thread, as torch keeps it)
+_DEFAULT_DEVICE = threading.local()
+
+
 @op(method=False)
 def get_default_device():
+    """The device factories use: the innermost ``with device(...)``, else set_default_device's, else the CPU."""
     from .. import device
-    return device("cpu")
+    from ..overrides import _get_current_function_mode_stack
+    from ..utils._device import DeviceContext
+    contexts = [mode for mode in _get_current_function_mode_stack() if isinstance(mode, DeviceContext)]
+    context = contexts[-1] if contexts else getattr(_DEFAULT_DEVICE, "context", None)
+    if context is None:
+        return device("cpu")
+    if context.device.index is not None:
+        return context.device
+    from .. import tensor   # the dispatched factory, which the context fills in
+    return tensor([]).device   # the device an empty tensor gets there (torch's error for CUDA)
 
 
 @op(method=False)
 def set_default_device(device):
-    """hookgrad computes on the CPU only: 'cpu' (or None) is accepted, any other device is refused."""
-    name = device if isinstance(device, str) or device is None else str(device)
-    if name is not None and name.split(":")[0] != "cpu":
-        raise RuntimeError(f"hookgrad runs on the CPU only; cannot make {name!r} the default device")
-
+    """Make ``device`` the factories' default, as ``with device(...)`` does for a block; factories then
+    raise for a device hookgrad lacks (CUDA: torch's AssertionError), as torch's CPU-only build does."""
+    context = getattr(_DEFAULT_DEVICE, "context", None)
+    if context is not None:
+        context.__exit__(None, None, None)
+    context = None
+    if device is not None and str(device) != "cpu":   # the plain CPU is the default already: no mode to pay for
+        from ..utils._device import DeviceContext
+        context = DeviceContext(device)
+        context.__enter__()
+    _DEFAULT_DEVICE.context = context
 
 
 __all__ = module_all(globals()) + ["pi", "e", "inf", "nan"]
