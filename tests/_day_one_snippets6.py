@@ -58,7 +58,6 @@ SNIPPETS = {
     "broadcast_tensors mismatch": "torch.broadcast_tensors(torch.ones(2, 3), torch.ones(3, 2))",
     "cosine_similarity size mismatch": "F.cosine_similarity(torch.ones(2, 3), torch.ones(2, 4))",
     "cdist feature mismatch": "torch.cdist(torch.ones(2, 3), torch.ones(4, 5))",
-    "subtract a vector of the wrong length from a batch": "x = torch.ones(4, 3)\nx - x.mean(1)",
     "reshape an empty tensor with -1": "print(torch.zeros(0, 3).reshape(-1).shape, torch.zeros(0, 3).reshape(-1, 3).shape)\ntorch.zeros(0).reshape(-1, 0)",
     "view after permute then contiguous": "x = torch.arange(24).reshape(2, 3, 4).permute(2, 0, 1)\nprint(x.is_contiguous(), x.contiguous().view(4, 6), x.reshape(4, -1).shape)\nx.view(4, 6)",
     "flatten with start after end": "torch.ones(2, 3, 4).flatten(2, 1)",
@@ -152,6 +151,7 @@ SNIPPETS = {
     "tensor cuda with an index": "torch.ones(1).cuda(0)",
     "device given as a bare index": "print(torch.ones(1).to('cpu').device)\ntorch.zeros(2, device=0)",
     "to with a bare index": "torch.ones(2).to(1)",
+    "set_default_device meta then cuda": "torch.set_default_device('meta')\nprint(torch.get_default_device(), torch.ones(2), nn.Linear(2, 1).weight.is_meta)\ntorch.set_default_device('cuda')\ntry:\n    torch.zeros(1)\nfinally:\n    torch.set_default_device(None)",
     "device idiom with an is_available fallback": "device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')\nm = nn.Linear(2, 1).to(device)\nx = torch.ones(1, 2, device=device)\nprint(device, m(x).device, x.is_cuda, next(m.parameters()).device, x.get_device())",
     "tensors on a meta device mixed with cpu": "print(torch.ones(2, device='meta'), torch.empty(3, device='meta').shape)\ntorch.ones(2, device='meta').item()",
 }
