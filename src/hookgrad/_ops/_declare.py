@@ -26,7 +26,7 @@ from .. import _dtype
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node", "formula_node",
-           "pair_formula_node"]
+           "pair_formula_node", "delayed_error"]
 
 
 class OpDecl:
@@ -170,6 +170,18 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
     else:
         record(node, *outputs, inputs=inputs)
     return node
+
+
+def delayed_error(message: str, t: Tensor) -> Tensor:
+    """``t`` itself, or when it requires grad (a backward formula under ``create_graph``) an alias
+    whose node raises ``RuntimeError(message)`` once a backward pass reaches it: torch's answer
+    where a formula's own derivative is not defined (its DelayedError)."""
+    if not t._requires_grad:
+        return t
+    from ..autograd.function import Error
+    alias = wrap(t._ndarray)
+    record_op(Error, (t,), alias).message = message
+    return alias
 
 
 # ---- unary ops: a NumPy forward and a backward formula ----------------------------------------

@@ -10,7 +10,7 @@ from .._dtype import cpp_type_name, scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import delayed_error, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import WRITES_ONE_VALUE, apply_inplace, basic_index, check_inplace, refuse_overlapping_write
 from .pointwise import check_broadcast
@@ -603,15 +603,19 @@ class ScatterReduceBackward0(Node):
             gx, gs = g / counts, (g / counts).gather(d, index)
         elif reduce == "prod":
             # products of everything else at a target, exact where one factor is zero
+            # (differentiable ops: under create_graph these formulas are differentiated in turn)
             x_nonzero = x.masked_fill(x == 0, 1)
-            gx = g * _scatter_reduce_plain(x_nonzero, d, index, src, "prod", self.include_self) / x_nonzero
+            gx = g * x_nonzero.scatter_reduce(d, index, src, "prod", include_self=self.include_self) / x_nonzero
             src_zero = src == 0
-            zeros_at = (x * 0).scatter_add(d, index, src_zero.to(x.dtype)).gather(d, index)
+            zeros_at = wrap(np.zeros_like(x._ndarray)).scatter_add(d, index, src_zero.to(x.dtype)).gather(d, index)
             single_zero = src_zero & (zeros_at == 1)
-            without_zero = _scatter_reduce_plain(x, d, index, src.masked_fill(single_zero, 1), "prod",
-                                                 self.include_self)
+            without_zero = x.scatter_reduce(d, index, src.masked_fill(single_zero, 1), "prod",
+                                            include_self=self.include_self)
             gs = ((g * without_zero).gather(d, index)).where(
                 single_zero, (g * result).gather(d, index) / src.masked_fill(src_zero, 1))
+            if (zeros_at._ndarray > 1).any():
+                gs = delayed_error("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
+                                   "are scattered to the same position in self", gs)
         else:   # amax / amin: the gradient shared evenly among the values equal to the result
             # (torch counts a target equal to the result even when include_self=False leaves it out)
             x_wins = (x == result).to(g.dtype)
@@ -622,10 +626,6 @@ class ScatterReduceBackward0(Node):
             gx = gx.scatter(d, index, 0.)
         nf = self.next_functions
         return (gx if nf[0][0] is not None else None), (gs if nf[1][0] is not None else None)
-
-
-def _scatter_reduce_plain(x, d, index, src, reduce, include_self):
-    return wrap(_scatter_reduced(x._ndarray, d, index._ndarray, src._ndarray, reduce, include_self))
 
 
 @op(inplace=True)

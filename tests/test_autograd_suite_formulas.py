@@ -1,0 +1,31 @@
+"""Backward formulas and graph facts as test/test_autograd.py checks them, differentially against torch."""
+from __future__ import annotations
+
+import pytest
+
+from difftest import catch, differential
+
+
+def _second_order(T, out, inputs):
+    """First gradients (with their graph) and the gradients of a weighted sum of them."""
+    firsts = T.autograd.grad((out * T.arange(1., out.numel() + 1, dtype=out.dtype).reshape(out.shape)).sum(),
+                             inputs, create_graph=True)
+    total = sum((g * (i + 2)).sum() for i, g in enumerate(firsts))
+    seconds = catch(T.autograd.grad, total, inputs, allow_unused=True)
+    return firsts, seconds, [type(g.grad_fn).__name__ for g in firsts]
+
+
+@differential
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("src_values", [[0.5, 2.0, 1.5, 3.0], [0.0, 2.0, 1.5, 3.0], [0.0, 0.0, 1.5, 3.0]],
+                         ids=["no_zero", "one_zero", "two_zeros_at_one_target"])
+def test_scatter_reduce_prod_double_backward(T, include_self, src_values):
+    # the first gradients are differentiable functions of self and src (the second ones were not
+    # computed through them); two zeros sent to one target make src's second derivative refuse
+    x = T.tensor([1.5, 0.0, 2.0, 3.0, 4.0], dtype=T.double, requires_grad=True)
+    src = T.tensor(src_values, dtype=T.double, requires_grad=True)
+    index = T.tensor([0, 1, 1, 3])
+    out = x.scatter_reduce(0, index, src, "prod", include_self=include_self)
+    firsts, seconds, names = _second_order(T, out, (x, src))
+    message = "Double backward is unsupported for src" in getattr(seconds, "message", "")
+    return firsts, seconds, names, message
