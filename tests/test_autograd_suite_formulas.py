@@ -29,3 +29,32 @@ def test_scatter_reduce_prod_double_backward(T, include_self, src_values):
     firsts, seconds, names = _second_order(T, out, (x, src))
     message = "Double backward is unsupported for src" in getattr(seconds, "message", "")
     return firsts, seconds, names, message
+
+
+_UNIQUE_FORMS = {
+    "unique": lambda T, x: T.unique(x, return_inverse=True, return_counts=True),
+    "unique_unsorted": lambda T, x: x.unique(sorted=False),
+    "unique_dim": lambda T, x: T.unique(x, return_counts=True, dim=0),
+    "unique_consecutive": lambda T, x: T.unique_consecutive(x, return_inverse=True),
+    "unique_consecutive_dim": lambda T, x: T.unique_consecutive(x, dim=0),
+    "_unique": lambda T, x: T._unique(x, return_inverse=True),
+    "_unique_without_inverse": lambda T, x: T._unique(x),
+    "_unique2": lambda T, x: T._unique2(x, sorted=True, return_counts=True),
+    "_VF.unique_dim": lambda T, x: T._VF.unique_dim(x, dim=0, sorted=True, return_inverse=False),
+}
+
+
+@differential
+@pytest.mark.parametrize("form", list(_UNIQUE_FORMS))
+def test_unique_values_require_grad_without_a_derivative(T, form):
+    # the values of every unique operator carry a node (the inverse and counts do not); the backward
+    # through it raises NotImplementedError naming the operator
+    x = T.tensor([3.0, 1.0, 3.0, 2.0], requires_grad=True)
+    results = _UNIQUE_FORMS[form](T, x)
+    results = results if isinstance(results, tuple) else (results,)
+    facts = [(r, r.requires_grad, type(r.grad_fn).__name__) for r in results]
+    failed = catch(results[0].sum().backward)
+    with T.no_grad():
+        quiet = _UNIQUE_FORMS[form](T, x)
+    quiet = quiet if isinstance(quiet, tuple) else (quiet,)
+    return facts, failed, getattr(failed, "message", None), [r.requires_grad for r in quiet]

@@ -26,7 +26,7 @@ from .. import _dtype
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node", "formula_node",
-           "pair_formula_node", "delayed_error"]
+           "pair_formula_node", "delayed_error", "underivable_node"]
 
 
 class OpDecl:
@@ -110,6 +110,17 @@ def no_derivative_node(aten_op: str, **attrs) -> type:
 
     return type("NotImplemented", (Node,), {"__slots__": (), "__module__": sys._getframe(1).f_globals["__name__"],
                                             "apply": apply, "name": name, **attrs})
+
+
+def underivable_node(name: str, aten_op: str, **attrs) -> type:
+    """torch's node ``name`` of an op whose derivative torch does not implement: its backward raises
+    ``NotImplementedError: the derivative for '<aten_op>' is not implemented.``"""
+    message = f"the derivative for '{aten_op}' is not implemented."
+
+    def apply(self, grads):
+        raise NotImplementedError(message)
+
+    return node_class(name, apply=apply, __module__=sys._getframe(1).f_globals["__name__"], **attrs)
 
 
 def note_input_dtypes(node, inputs) -> None:
