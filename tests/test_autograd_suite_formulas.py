@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from difftest import catch, differential
+from difftest import catch, differential, warns
 
 
 def _second_order(T, out, inputs):
@@ -58,3 +58,16 @@ def test_unique_values_require_grad_without_a_derivative(T, form):
         quiet = _UNIQUE_FORMS[form](T, x)
     quiet = quiet if isinstance(quiet, tuple) else (quiet,)
     return facts, failed, getattr(failed, "message", None), [r.requires_grad for r in quiet]
+
+
+@differential
+def test_copy_from_real_into_complex_backward_gives_the_real_part_quietly(T):
+    out = T.zeros(3, 2, dtype=T.cdouble)
+    src = T.tensor([[0.5, -1.0], [2.0, 0.25], [-3.0, 1.5]], dtype=T.double, requires_grad=True)
+
+    def backward():
+        out.copy_(src)
+        (out.sum() * (1 + 2j)).abs().backward()
+        return src.grad, type(out.grad_fn).__name__
+
+    return warns(backward)
