@@ -71,3 +71,57 @@ def test_copy_from_real_into_complex_backward_gives_the_real_part_quietly(T):
         return src.grad, type(out.grad_fn).__name__
 
     return warns(backward)
+
+
+_INDEXES = {
+    "list": lambda T: ([0, 2],),
+    "slice_and_list": lambda T: (slice(1, None), [0, 1]),
+    "mask": lambda T: (T.tensor([True, False, True]),),
+    "two_tensors": lambda T: (T.tensor([0, 1]), T.tensor([1, 3])),
+    "ellipsis_and_list": lambda T: (Ellipsis, [1]),
+    "nested_list_and_integer": lambda T: ([[0], [1]], 0),
+}
+
+
+@differential
+@pytest.mark.parametrize("which", list(_INDEXES))
+def test_indexing_saves_its_index_tensors(T, which):
+    # reading and writing through an index save its tensors: the pack hooks see them (also in the
+    # double backward), the node lists them, and a backward frees them
+    packed = []
+
+    def pack(t):
+        packed.append((t.shape, t.dtype, t.requires_grad))
+        return t
+
+    x = T.arange(12.0, dtype=T.double).reshape(3, 4).requires_grad_()
+    index = _INDEXES[which](T)
+    with T.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = x[index]
+        read = list(packed)
+        target = T.zeros(3, 4, dtype=T.double)
+        target[index] = y * 2
+        written = packed[len(read):]
+        saved = [(type(node).__name__, [i if i is None else (i.shape, i.dtype)
+                                        for i in getattr(node, "_saved_indices", ())])
+                 for node in (y.grad_fn, target.grad_fn)]
+        before = len(packed)
+        (gx,) = T.autograd.grad(target.sum() + (y ** 2).sum(), x, create_graph=True)
+        in_backward = packed[before:]
+    gx.sum().backward()
+    second = catch(target.sum().backward)
+    return read, written, saved, getattr(target.grad_fn, "_saved_accumulate", None), in_backward, gx, x.grad, second
+
+
+@differential
+def test_an_index_tensor_changed_in_place_is_refused_by_the_backward(T):
+    x = T.arange(6.0).requires_grad_()
+    index = T.tensor([0, 2, 2])
+    y = x[index]
+    index.add_(1)
+    failed = catch(y.sum().backward)
+    z = T.zeros(6)
+    where = T.tensor([1, 3])
+    z.index_put_((where,), x[:2])
+    where.mul_(1)
+    return failed, catch(z.sum().backward), x.grad
