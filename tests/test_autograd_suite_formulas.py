@@ -16,32 +16,40 @@ def _second_order(T, out, inputs):
 
 
 @differential
+@pytest.mark.parametrize("op", ["scatter_reduce", "index_reduce"])
 @pytest.mark.parametrize("include_self", [True, False])
 @pytest.mark.parametrize("src_values", [[0.5, 2.0, 1.5, 3.0], [0.0, 2.0, 1.5, 3.0], [0.0, 0.0, 1.5, 3.0]],
                          ids=["no_zero", "one_zero", "two_zeros_at_one_target"])
-def test_scatter_reduce_prod_double_backward(T, include_self, src_values):
+def test_reduce_into_prod_double_backward(T, op, include_self, src_values):
     # the first gradients are differentiable functions of self and src (the second ones were not
     # computed through them); two zeros sent to one target make src's second derivative refuse
     x = T.tensor([1.5, 0.0, 2.0, 3.0, 4.0], dtype=T.double, requires_grad=True)
     src = T.tensor(src_values, dtype=T.double, requires_grad=True)
     index = T.tensor([0, 1, 1, 3])
-    out = x.scatter_reduce(0, index, src, "prod", include_self=include_self)
+    out = getattr(x, op)(0, index, src, "prod", include_self=include_self)
     firsts, seconds, names = _second_order(T, out, (x, src))
-    message = "Double backward is unsupported for src" in getattr(seconds, "message", "")
-    return firsts, seconds, names, message
+    message = "Double backward is unsupported for" in getattr(seconds, "message", "")
+    return type(out.grad_fn).__name__, firsts, seconds, names, message
 
 
-_UNIQUE_FORMS = {
-    "unique": lambda T, x: T.unique(x, return_inverse=True, return_counts=True),
-    "unique_unsorted": lambda T, x: x.unique(sorted=False),
-    "unique_dim": lambda T, x: T.unique(x, return_counts=True, dim=0),
-    "unique_consecutive": lambda T, x: T.unique_consecutive(x, return_inverse=True),
-    "unique_consecutive_dim": lambda T, x: T.unique_consecutive(x, dim=0),
-    "_unique": lambda T, x: T._unique(x, return_inverse=True),
-    "_unique_without_inverse": lambda T, x: T._unique(x),
-    "_unique2": lambda T, x: T._unique2(x, sorted=True, return_counts=True),
-    "_VF.unique_dim": lambda T, x: T._VF.unique_dim(x, dim=0, sorted=True, return_inverse=False),
-}
+@differential
+@pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_index_reduce_is_one_node(T, reduce, include_self):
+    # one IndexReduceBackward0 saving index, self, source and result (what pack hooks see), whose
+    # gradients are torch's (ties of amax/amin share it), also of a 0-d self
+    packed = []
+    x = T.tensor([[1.0, 2.0], [3.0, 0.5], [2.0, 2.0], [0.0, 1.0]], dtype=T.double, requires_grad=True)
+    src = T.tensor([[3.0, 2.0], [3.0, 0.5], [1.0, 4.0]], dtype=T.double, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        out = x.index_reduce(0, T.tensor([1, 1, 2]), src, reduce, include_self=include_self)
+    node = out.grad_fn
+    facts = [type(node).__name__, [type(f).__name__ for f, _ in node.next_functions], packed,
+             node._saved_dim, node._saved_reduce, node._saved_include_self]
+    firsts, seconds, names = _second_order(T, out, (x, src))
+    scalar = T.tensor(2.0, dtype=T.double, requires_grad=True)
+    scalar_out = scalar.index_reduce(0, T.tensor([0]), T.tensor(3.0, dtype=T.double), reduce, include_self=include_self)
+    return facts, out, firsts, seconds, names, scalar_out, T.autograd.grad(scalar_out * 1.5, scalar)
 
 
 @differential
@@ -125,3 +133,23 @@ def test_an_index_tensor_changed_in_place_is_refused_by_the_backward(T):
     z.index_put_((where,), x[:2])
     where.mul_(1)
     return failed, catch(z.sum().backward), x.grad
+
+
+@differential
+@pytest.mark.parametrize("value", ["number", "tensor"])
+def test_index_fill_is_one_node(T, value):
+    # IndexFillBackward0 (a number) or IndexFillBackward1 (a 0-d tensor, whose gradient counts each
+    # filled slice once), saving the index; in place and on a 0-d self too
+    packed = []
+    x = T.arange(6.0, dtype=T.double).reshape(3, 2).requires_grad_()
+    fill = 5.0 if value == "number" else T.tensor(5.0, dtype=T.double, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        out = x.index_fill(-1, T.tensor([1, 1]), fill)
+    y = x * 1
+    y.index_fill_(0, T.tensor([2, 0]), fill)
+    scalar = T.tensor(1.0, dtype=T.double, requires_grad=True)
+    scalar_out = scalar.index_fill(0, T.tensor([0]), fill)
+    inputs = (x, scalar) if value == "number" else (x, scalar, fill)
+    firsts, seconds, names = _second_order(T, out * 2 + y.sum() + scalar_out, inputs)
+    facts = [type(n).__name__ for n in (out.grad_fn, y.grad_fn, scalar_out.grad_fn)]
+    return facts, packed, out.grad_fn._saved_dim, out, y, scalar_out, firsts, seconds, names

@@ -643,49 +643,75 @@ def _scatter_reduced(x: np.ndarray, d: int, index: np.ndarray, src: np.ndarray, 
     return data
 
 
-class ScatterReduceBackward0(Node):
+class _ReduceIntoBackward(Node):
+    """The backward of an op that reduces sources into targets of ``self`` (``scatter_reduce`` element
+    by element, ``index_reduce`` slice by slice), written with differentiable ops so that under
+    create_graph it is differentiated in turn. Subclasses say how the op addresses its targets:
+    ``pick`` reads the targets' values for each source, ``spread`` adds sources into targets,
+    ``reduce_into`` is the op itself, ``clear`` zeroes the targets."""
     __slots__ = ("dim", "dim_arg", "reduce", "include_self")
-    saved_names = ("index", "self", "src", "result")
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "reduce": lambda n: n.reduce,
                     "include_self": lambda n: n.include_self}
+    two_zeros_message = ""
 
     def apply(self, grads):
         index, x, src, result = self.saved()
-        g, d, reduce = grads[0], self.dim, self.reduce
+        g, reduce = grads[0], self.reduce
+        pick = self.pick
         if reduce not in _REDUCE_AT:
             raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}.")
-        src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+        src = self.sources_used(src, index)
         if reduce == "sum":
-            gx, gs = g, g.gather(d, index)
+            gx, gs = g, pick(g, index)
         elif reduce == "mean":
-            counts = (g * 0 + (1. if self.include_self else 0.)).scatter_add(d, index, (src * 0 + 1).to(g.dtype))
+            # how many values each target averages (constants: no graph under create_graph)
+            counts = self.spread(wrap(np.full_like(g._ndarray, 1 if self.include_self else 0)), index,
+                                 wrap(np.ones_like(src._ndarray, dtype=g._ndarray.dtype)))
             counts = counts.masked_fill(counts == 0, 1)
-            gx, gs = g / counts, (g / counts).gather(d, index)
+            gx, gs = g / counts, pick(g, index) / pick(counts, index)
         elif reduce == "prod":
             # products of everything else at a target, exact where one factor is zero
-            # (differentiable ops: under create_graph these formulas are differentiated in turn)
             x_nonzero = x.masked_fill(x == 0, 1)
-            gx = g * x_nonzero.scatter_reduce(d, index, src, "prod", include_self=self.include_self) / x_nonzero
+            gx = g * self.reduce_into(x_nonzero, index, src) / x_nonzero
             src_zero = src == 0
-            zeros_at = wrap(np.zeros_like(x._ndarray)).scatter_add(d, index, src_zero.to(x.dtype)).gather(d, index)
+            zeros_at = pick(self.spread(wrap(np.zeros_like(x._ndarray)), index, src_zero.to(x.dtype)), index)
             single_zero = src_zero & (zeros_at == 1)
-            without_zero = x.scatter_reduce(d, index, src.masked_fill(single_zero, 1), "prod",
-                                            include_self=self.include_self)
-            gs = ((g * without_zero).gather(d, index)).where(
-                single_zero, (g * result).gather(d, index) / src.masked_fill(src_zero, 1))
+            without_zero = self.reduce_into(x, index, src.masked_fill(single_zero, 1))
+            gs = pick(g * without_zero, index).where(single_zero, pick(g * result, index) / src.masked_fill(src_zero, 1))
             if (zeros_at._ndarray > 1).any():
-                gs = delayed_error("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
-                                   "are scattered to the same position in self", gs)
+                gs = delayed_error(self.two_zeros_message, gs)
         else:   # amax / amin: the gradient shared evenly among the values equal to the result
             # (torch counts a target equal to the result even when include_self=False leaves it out)
             x_wins = (x == result).to(g.dtype)
-            src_wins = (src == result.gather(d, index)).to(g.dtype)
-            share = g / x_wins.scatter_add(d, index, src_wins)
-            gx, gs = x_wins * share, src_wins * share.gather(d, index)
+            src_wins = (src == pick(result, index)).to(g.dtype)
+            share = g / self.spread(x_wins, index, src_wins)
+            gx, gs = x_wins * share, src_wins * pick(share, index)
         if not self.include_self:
-            gx = gx.scatter(d, index, 0.)
+            gx = self.clear(gx, index)
         nf = self.next_functions
         return (gx if nf[0][0] is not None else None), (gs if nf[1][0] is not None else None)
+
+
+class ScatterReduceBackward0(_ReduceIntoBackward):
+    __slots__ = ()
+    saved_names = ("index", "self", "src", "result")
+    two_zeros_message = ("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered "
+                         "to the same position in self")
+
+    def sources_used(self, src, index):
+        return src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+
+    def pick(self, t, index):
+        return t.gather(self.dim, index)
+
+    def spread(self, t, index, values):
+        return t.scatter_add(self.dim, index, values)
+
+    def reduce_into(self, t, index, values):
+        return t.scatter_reduce(self.dim, index, values, "prod", include_self=self.include_self)
+
+    def clear(self, t, index):
+        return t.scatter(self.dim, index, 0.)
 
 
 @op(inplace=True)

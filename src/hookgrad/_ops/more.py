@@ -14,6 +14,7 @@ from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
+from .indexing import _ReduceIntoBackward
 from . import creation, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from . import _dtype_rules as _rules
@@ -1045,11 +1046,56 @@ def index_fill(x, dim, index, value):
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
-    if not isinstance(value, Tensor):
+    value_t = value if isinstance(value, Tensor) else None
+    if value_t is None:
         value = wrap(np.asanyarray(_dtype.checked_scalar(value, x._ndarray.dtype), dtype=x._ndarray.dtype))
     if x.dim() == 0:
-        return value.to(x.dtype).clone()
-    return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
+        result = _unrecorded(lambda: value.to(x.dtype).clone())
+    else:
+        result = _unrecorded(lambda: x.index_put(_dim_index(x, dim, index), value.to(x.dtype)))
+    if GRAD.enabled and (x._requires_grad or (value_t is not None and value_t._requires_grad)):
+        node = record_op(IndexFillBackward1, (x, value_t), result) if value_t is not None else \
+            record_op(IndexFillBackward0, (x,), result)
+        node.dim, node.dim_arg = dim % builtins.max(x.dim(), 1), dim
+        node.save(index)
+    return result
+
+
+def _unrecorded(compute) -> Tensor:
+    """The values of ``compute()``, a forward composed of other ops, as a fresh tensor with no graph:
+    the caller records the op's own node on it."""
+    enabled, GRAD.enabled = GRAD.enabled, False
+    try:
+        return wrap(compute()._ndarray)
+    finally:
+        GRAD.enabled = enabled
+
+
+class _IndexFillNode(Node):
+    __slots__ = ("dim", "dim_arg")
+    saved_names = ("index",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
+
+
+class IndexFillBackward0(_IndexFillNode):
+    """index_fill with a number: the filled slices pass no gradient on."""
+    __slots__ = ()
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        return (grads[0].index_fill(self.dim, index, 0),)
+
+
+class IndexFillBackward1(_IndexFillNode):
+    """index_fill with a 0-d tensor: the value's gradient sums those of the slices it filled (each once)."""
+    __slots__ = ()
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        g = grads[0]
+        gx = g.index_fill(self.dim, index, 0) if self.next_functions[0][0] is not None else None
+        gv = g.index_select(self.dim, index.unique()).sum() if self.next_functions[1][0] is not None else None
+        return gx, gv
 
 
 views.WRITES_ONE_VALUE.add(index_fill)
@@ -1065,9 +1111,42 @@ def index_reduce(x, dim, index, source, reduce, *, include_self=True):
                                    "type")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
-    if x.dim() == 0:
-        x, source = x.reshape(1), source.reshape(1)
-    dim = dim % x.dim()
+    scalar = x.dim() == 0
+    d = 0 if scalar else dim % x.dim()
+    values = _unrecorded(lambda: _index_reduced(x.reshape(1), 0, index, source.reshape(1), reduce, include_self)
+                         if scalar else _index_reduced(x, d, index, source, reduce, include_self))
+    result = wrap(values._ndarray.reshape(x._ndarray.shape))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(IndexReduceBackward0, (x, source), result)
+        node.dim, node.dim_arg, node.reduce, node.include_self = d, dim, reduce, include_self
+        node.save(index, x, source, output=result)
+    return result
+
+
+class IndexReduceBackward0(_ReduceIntoBackward):
+    __slots__ = ()
+    saved_names = ("index", "self", "source", "result")
+    two_zeros_message = ("index_reduce(): Double backward is unsupported for source when >1 zeros in source are "
+                         "scattered to the same position in self")
+
+    def sources_used(self, src, index):
+        return src
+
+    def pick(self, t, index):
+        return t.index_select(self.dim, index)
+
+    def spread(self, t, index, values):
+        return t.index_add(self.dim, index, values)
+
+    def reduce_into(self, t, index, values):
+        return t.index_reduce(self.dim, index, values, "prod", include_self=self.include_self)
+
+    def clear(self, t, index):
+        return t.index_fill(self.dim, index, 0)
+
+
+def _index_reduced(x, dim, index, source, reduce, include_self):
+    """index_reduce's values, composed of plain ops: each target slice reduced with its sources."""
     positions = index._ndarray.reshape(-1) % builtins.max(x.shape[dim], 1)
     targets = np.unique(positions)
     if targets.size == 0:
