@@ -153,3 +153,24 @@ def test_index_fill_is_one_node(T, value):
     firsts, seconds, names = _second_order(T, out * 2 + y.sum() + scalar_out, inputs)
     facts = [type(n).__name__ for n in (out.grad_fn, y.grad_fn, scalar_out.grad_fn)]
     return facts, packed, out.grad_fn._saved_dim, out, y, scalar_out, firsts, seconds, names
+
+
+@differential
+def test_zero_dimensional_masked_fill_and_cumprod_stay_zero_dimensional(T):
+    x = T.tensor(0.7, requires_grad=True)
+    filled = [x.masked_fill(T.tensor(False), 1.0), x.masked_fill(x > 0.5, 2.0), T.tensor(3).masked_fill(T.tensor(True), 1)]
+    products = [x.cumprod(0), T.cumprod(x, dim=-1), T.tensor(2, dtype=T.int32).cumprod(0)]
+    return filled, products, T.autograd.grad(sum(filled[:2]) + products[0], x)
+
+
+_UNIQUE_FORMS = {
+    "unique": lambda T, x: T.unique(x, return_inverse=True, return_counts=True),
+    "unique_unsorted": lambda T, x: x.unique(sorted=False),
+    "unique_dim": lambda T, x: T.unique(x, return_counts=True, dim=0),
+    "unique_consecutive": lambda T, x: T.unique_consecutive(x, return_inverse=True),
+    "unique_consecutive_dim": lambda T, x: T.unique_consecutive(x, dim=0),
+    "_unique": lambda T, x: T._unique(x, return_inverse=True),
+    "_unique_without_inverse": lambda T, x: T._unique(x),
+    "_unique2": lambda T, x: T._unique2(x, sorted=True, return_counts=True),
+    "_VF.unique_dim": lambda T, x: T._VF.unique_dim(x, dim=0, sorted=True, return_inverse=False),
+}

@@ -872,7 +872,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     v = vt._ndarray if vt is not None else _dtype.checked_scalar(value, x._ndarray.dtype)
     check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
     data = np.where(mask._ndarray, np.asanyarray(v).astype(x._ndarray.dtype), x._ndarray)
-    result = wrap(np.ascontiguousarray(data))
+    result = wrap(np.ascontiguousarray(data).reshape(data.shape))   # (NumPy's makes a 0-d array 1-d)
     if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
         if vt is not None:
             node = MaskedFillBackward1((edge(x), edge(vt)))

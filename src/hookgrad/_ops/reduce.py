@@ -261,9 +261,10 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 def _cumprod_np(data, d):
     """Running products; float16 and bfloat16 accumulate in float32 with each product rounded once,
     as torch's kernel does."""
+    # (reshaped: NumPy's running product of a 0-d array is 1-d)
     if data.dtype == np.float16 or _dtype.is_bfloat16_np(data.dtype):
-        return np.cumprod(data.astype(np.float32), axis=d).astype(data.dtype)
-    return np.cumprod(data, axis=d)
+        return np.cumprod(data.astype(np.float32), axis=d).astype(data.dtype).reshape(data.shape)
+    return np.cumprod(data, axis=d).reshape(data.shape)
 
 
 class CumprodBackward0(Node):
