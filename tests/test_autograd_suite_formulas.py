@@ -52,6 +52,19 @@ def test_index_reduce_is_one_node(T, reduce, include_self):
     return facts, out, firsts, seconds, names, scalar_out, T.autograd.grad(scalar_out * 1.5, scalar)
 
 
+_UNIQUE_FORMS = {
+    "unique": lambda T, x: T.unique(x, return_inverse=True, return_counts=True),
+    "unique_unsorted": lambda T, x: x.unique(sorted=False),
+    "unique_dim": lambda T, x: T.unique(x, return_counts=True, dim=0),
+    "unique_consecutive": lambda T, x: T.unique_consecutive(x, return_inverse=True),
+    "unique_consecutive_dim": lambda T, x: T.unique_consecutive(x, dim=0),
+    "_unique": lambda T, x: T._unique(x, return_inverse=True),
+    "_unique_without_inverse": lambda T, x: T._unique(x),
+    "_unique2": lambda T, x: T._unique2(x, sorted=True, return_counts=True),
+    "_VF.unique_dim": lambda T, x: T._VF.unique_dim(x, dim=0, sorted=True, return_inverse=False),
+}
+
+
 @differential
 @pytest.mark.parametrize("form", list(_UNIQUE_FORMS))
 def test_unique_values_require_grad_without_a_derivative(T, form):
@@ -161,16 +174,3 @@ def test_zero_dimensional_masked_fill_and_cumprod_stay_zero_dimensional(T):
     filled = [x.masked_fill(T.tensor(False), 1.0), x.masked_fill(x > 0.5, 2.0), T.tensor(3).masked_fill(T.tensor(True), 1)]
     products = [x.cumprod(0), T.cumprod(x, dim=-1), T.tensor(2, dtype=T.int32).cumprod(0)]
     return filled, products, T.autograd.grad(sum(filled[:2]) + products[0], x)
-
-
-_UNIQUE_FORMS = {
-    "unique": lambda T, x: T.unique(x, return_inverse=True, return_counts=True),
-    "unique_unsorted": lambda T, x: x.unique(sorted=False),
-    "unique_dim": lambda T, x: T.unique(x, return_counts=True, dim=0),
-    "unique_consecutive": lambda T, x: T.unique_consecutive(x, return_inverse=True),
-    "unique_consecutive_dim": lambda T, x: T.unique_consecutive(x, dim=0),
-    "_unique": lambda T, x: T._unique(x, return_inverse=True),
-    "_unique_without_inverse": lambda T, x: T._unique(x),
-    "_unique2": lambda T, x: T._unique2(x, sorted=True, return_counts=True),
-    "_VF.unique_dim": lambda T, x: T._VF.unique_dim(x, dim=0, sorted=True, return_inverse=False),
-}
