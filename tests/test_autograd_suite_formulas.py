@@ -174,3 +174,23 @@ def test_zero_dimensional_masked_fill_and_cumprod_stay_zero_dimensional(T):
     filled = [x.masked_fill(T.tensor(False), 1.0), x.masked_fill(x > 0.5, 2.0), T.tensor(3).masked_fill(T.tensor(True), 1)]
     products = [x.cumprod(0), T.cumprod(x, dim=-1), T.tensor(2, dtype=T.int32).cumprod(0)]
     return filled, products, T.autograd.grad(sum(filled[:2]) + products[0], x)
+
+
+@differential
+@pytest.mark.parametrize("self_shape, dim, index, source_shape",
+                         [((3, 2), 0, [2, 0], (2, 2)), ((3, 2), -1, [1], (3, 1)), ((), 0, [0], ()), ((), 0, [0], (1,))])
+def test_index_copy_is_one_node(T, self_shape, dim, index, source_shape):
+    # IndexCopyBackward0 saving the index and the source (pack hooks see both), out of place and in place
+    packed = []
+    x = T.arange(float(max(1, len(self_shape) and self_shape[0] * self_shape[1])), dtype=T.double)
+    x = x.reshape(self_shape).requires_grad_()
+    source = (T.arange(float(max(1, T.Size(source_shape).numel())), dtype=T.double) + 10).reshape(source_shape)
+    source.requires_grad_()
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        out = x.index_copy(dim, T.tensor(index), source)
+    y = x * 1
+    y.index_copy_(dim, T.tensor(index), source)
+    node = out.grad_fn
+    facts = [type(node).__name__, type(y.grad_fn).__name__, packed, node._saved_dim, node._saved_source_dim]
+    firsts, seconds, names = _second_order(T, out * 2 + y, (x, source))
+    return facts, out, firsts, seconds, names

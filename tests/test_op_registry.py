@@ -293,8 +293,6 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:put',
     'edge:put_accumulate',
     'edge:put_',
-    'edge:index_copy',
-    'edge:index_copy_',
     'edge:masked_scatter_bcast',
     'edge:combinations',
     'edge:quantile',

@@ -1034,8 +1034,31 @@ def index_copy(x, dim, index, source):
     _same_dtype_as_self(x, source, "index_copy_(): self and source expected to have the same dtype, but got "
                                    "(self) {self} and (source) {source}")
     if x.dim() == 0:
-        return source.clone().reshape(())
-    return x.index_put(_dim_index(x, dim, index), source.to(x.dtype))
+        result = _unrecorded(lambda: source.clone().reshape(()))
+    else:
+        result = _unrecorded(lambda: x.index_put(_dim_index(x, dim, index), source.to(x.dtype)))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(IndexCopyBackward0, (x, source), result)
+        node.dim, node.dim_arg = dim % builtins.max(x.dim(), 1), dim
+        node.save(index, source)
+    return result
+
+
+class IndexCopyBackward0(Node):
+    """The copied slices pass their gradient to the source, the others to self."""
+    __slots__ = ("dim", "dim_arg")
+    saved_names = ("index", "source")   # torch keeps the source too (for its shape)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "source_dim": lambda n: n.saved()[1].dim()}
+
+    def apply(self, grads):
+        index, source = self.saved()
+        g, d = grads[0], self.dim
+        gx = g.index_fill(d, index, 0) if self.next_functions[0][0] is not None else None
+        gs = None
+        if self.next_functions[1][0] is not None:
+            gs = g.index_select(d, index).expand_as(source) if source.dim() > 0 else \
+                g.index_select(d, index.squeeze(0))
+        return gx, gs
 
 
 @op(inplace=True)
