@@ -194,3 +194,21 @@ def test_index_copy_is_one_node(T, self_shape, dim, index, source_shape):
     facts = [type(node).__name__, type(y.grad_fn).__name__, packed, node._saved_dim, node._saved_source_dim]
     firsts, seconds, names = _second_order(T, out * 2 + y, (x, source))
     return facts, out, firsts, seconds, names
+
+
+@differential
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_take_and_put_are_one_node_each(T, accumulate):
+    # TakeBackward0 (saving index and self) and PutBackward0 (saving index and source), whose
+    # gradients are torch's formulas, differentiable in turn
+    packed = []
+    x = T.arange(6.0, dtype=T.double).reshape(2, 3).requires_grad_()
+    source = T.tensor([10.0, 20.0], dtype=T.double, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        taken = x.take(T.tensor([[0, 5], [5, 1]]))
+        put = x.put(T.tensor([1, 1]), source, accumulate=accumulate)
+    y = x * 1
+    y.put_(T.tensor([0, 4]), source, accumulate=accumulate)
+    facts = [[type(t.grad_fn).__name__ for t in (taken, put, y)], packed, put.grad_fn._saved_accumulate]
+    firsts, seconds, names = _second_order(T, taken.sum() + put + y, (x, source))
+    return facts, taken, put, y, firsts, seconds, names

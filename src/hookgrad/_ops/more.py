@@ -1002,7 +1002,19 @@ def take(x, index):
     bad = (flat >= n) | (flat < -n)
     if bad.any():
         raise IndexError(f"out of range: tried to access index {int(flat[bad].flat[0])} on a tensor of {n} elements.")
-    return x.reshape(-1)[index]
+    result = _unrecorded(lambda: x.reshape(-1)[index])
+    if GRAD.enabled and x._requires_grad:
+        record_op(TakeBackward0, (x,), result).save(index, x)
+    return result
+
+
+class TakeBackward0(Node):
+    __slots__ = ()
+    saved_names = ("index", "self")   # torch keeps self (for its shape)
+
+    def apply(self, grads):
+        index, x = self.saved()
+        return (wrap(np.zeros_like(x._ndarray, dtype=grads[0]._ndarray.dtype)).put(index, grads[0], True),)
 
 
 @op(inplace=True)
@@ -1019,8 +1031,29 @@ def put(x, index, source, accumulate=False):
     if bad.any():
         raise IndexError(f"out of range: tried to access index {int(index._ndarray[bad].flat[0])} on a tensor of {n} "
                          f"elements.")
-    flat = x.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(x.dtype), accumulate)
-    return flat.reshape(x.shape)
+    result = _unrecorded(lambda: x.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(x.dtype),
+                                                         accumulate).reshape(x.shape))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(PutBackward0, (x, source), result)
+        node.accumulate = accumulate
+        node.save(index, source)
+    return result
+
+
+class PutBackward0(Node):
+    __slots__ = ("accumulate",)
+    saved_names = ("index", "source")
+    saved_values = {"accumulate": lambda n: n.accumulate}
+
+    def apply(self, grads):
+        index, source = self.saved()
+        g = grads[0]
+        gx = gs = None
+        if self.next_functions[0][0] is not None:
+            gx = g if self.accumulate else g.put(index, wrap(np.zeros_like(source._ndarray)), False)
+        if self.next_functions[1][0] is not None:
+            gs = g.take(index).reshape_as(source)
+        return gx, gs
 
 
 def _dim_index(x, dim, index):
