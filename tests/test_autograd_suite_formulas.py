@@ -212,3 +212,20 @@ def test_take_and_put_are_one_node_each(T, accumulate):
     facts = [[type(t.grad_fn).__name__ for t in (taken, put, y)], packed, put.grad_fn._saved_accumulate]
     firsts, seconds, names = _second_order(T, taken.sum() + put + y, (x, source))
     return facts, taken, put, y, firsts, seconds, names
+
+
+@differential
+@pytest.mark.parametrize("mask", [[True, False, True], [[False, True, True], [True, False, False]]], ids=["broadcast", "full"])
+def test_masked_scatter_is_one_node(T, mask):
+    # MaskedScatterBackward0 saving the mask as given (not broadcast); the source's gradient is
+    # zero-padded past the elements the mask took
+    packed = []
+    x = T.arange(6.0, dtype=T.double).reshape(2, 3).requires_grad_()
+    source = (T.arange(8.0, dtype=T.double) + 10).reshape(2, 4).requires_grad_()
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        out = x.masked_scatter(T.tensor(mask), source)
+    y = x * 1
+    y.masked_scatter_(T.tensor(mask), source)
+    facts = [type(out.grad_fn).__name__, type(y.grad_fn).__name__, packed, out.grad_fn._saved_source_sym_sizes]
+    firsts, seconds, names = _second_order(T, out + y, (x, source))
+    return facts, out, firsts, seconds, names

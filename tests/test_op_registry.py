@@ -289,7 +289,6 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'edge:dist',
     'edge:cross',
     'edge:pdist',
-    'edge:masked_scatter_bcast',
     'edge:combinations',
     'edge:quantile',
     'edge:quantile_q_dim',

@@ -1235,7 +1235,32 @@ def masked_scatter(x, mask, source):
     n = int(full._ndarray.sum())
     if source.numel() < n:
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    return x.index_put((full,), source.reshape(-1)[:n].to(x.dtype))
+    result = _unrecorded(lambda: x.index_put((full,), source.reshape(-1)[:n].to(x.dtype)))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(MaskedScatterBackward0, (x, source), result)
+        node.source_shape = source._ndarray.shape
+        node.save(mask)
+    return result
+
+
+class MaskedScatterBackward0(Node):
+    """self's gradient where the mask is off; the source's, its first elements (in order) where it is on."""
+    __slots__ = ("source_shape",)
+    saved_names = ("mask",)
+    saved_values = {"source_sym_sizes": lambda n: n.source_shape}
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        g = grads[0]
+        gx = g.masked_fill(mask, 0) if self.next_functions[0][0] is not None else None
+        gs = None
+        if self.next_functions[1][0] is not None:
+            picked = g.masked_select(mask)
+            missing = math.prod(self.source_shape) - picked.numel()
+            if missing > 0:
+                picked = shape.cat([picked, wrap(np.zeros(missing, dtype=g._ndarray.dtype))], 0)
+            gs = picked.view(self.source_shape)
+        return gx, gs
 
 
 @op()
