@@ -229,3 +229,20 @@ def test_masked_scatter_is_one_node(T, mask):
     facts = [type(out.grad_fn).__name__, type(y.grad_fn).__name__, packed, out.grad_fn._saved_source_sym_sizes]
     firsts, seconds, names = _second_order(T, out + y, (x, source))
     return facts, out, firsts, seconds, names
+
+
+@differential
+@pytest.mark.parametrize("call", ["dim", "flat", "tensor_repeats"])
+def test_repeat_interleave_graph(T, call):
+    # by a number, torch copies an expanded view (its graph saves nothing); by a tensor it selects
+    packed = []
+    x = T.arange(6.0, dtype=T.double).reshape(2, 3).requires_grad_()
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        out = {"dim": lambda: x.repeat_interleave(2, dim=1), "flat": lambda: T.repeat_interleave(x, 3),
+               "tensor_repeats": lambda: x.repeat_interleave(T.tensor([1, 2, 0]), dim=1)}[call]()
+    chain, node = [], out.grad_fn
+    while node is not None and node.next_functions:
+        chain.append(type(node).__name__)
+        node = node.next_functions[0][0]
+    firsts, seconds, names = _second_order(T, out, (x,))
+    return chain, packed, out, firsts, names

@@ -283,8 +283,6 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'matrix:slogdet',
     'matrix:solve',
     'matrix:solve_mat',
-    'edge:repeat_interleave',
-    'edge:repeat_interleave_flat',
     'edge:renorm',
     'edge:dist',
     'edge:cross',
