@@ -246,3 +246,20 @@ def test_repeat_interleave_graph(T, call):
         node = node.next_functions[0][0]
     firsts, seconds, names = _second_order(T, out, (x,))
     return chain, packed, out, firsts, names
+
+
+@differential
+@pytest.mark.parametrize("call", ["cross_dim", "linalg_cross", "method_negative_dim", "cross_without_dim"])
+def test_cross_is_one_node(T, call):
+    # LinalgCrossBackward0 for torch.cross and torch.linalg.cross alike, saving other then self, each
+    # gradient a cross product summed back over the broadcast dimensions
+    packed = []
+    a = T.tensor([[1.0, -2.0, 0.5]], dtype=T.double, requires_grad=True)
+    b = T.tensor([[0.5, 1.5, -1.0], [2.0, 0.0, 1.0]], dtype=T.double, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        out = {"cross_dim": lambda: T.cross(a, b, dim=1), "linalg_cross": lambda: T.linalg.cross(a, b),
+               "method_negative_dim": lambda: a.cross(b, dim=-1), "cross_without_dim": lambda: T.cross(a, b)}[call]()
+    node = out.grad_fn
+    facts = [type(node).__name__, packed, node._saved_dim, [type(f).__name__ for f, _ in node.next_functions]]
+    firsts, seconds, names = _second_order(T, out, (a, b))
+    return facts, out, firsts, seconds, names, catch(T.linalg.cross, T.ones(2, 3), T.ones(4, 3))

@@ -15,7 +15,7 @@ from ..autograd._warn_once import warn_once
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
 from .indexing import _ReduceIntoBackward
-from . import creation, pointwise, reduce, shape, views
+from . import creation, decompositions, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from . import _dtype_rules as _rules
 from ._declare import formula_node, inplace_function, module_all, node_class, op, record_op, unary
@@ -403,23 +403,20 @@ def cross(a, b, dim=None):
     if a._ndarray.dtype != b._ndarray.dtype:
         raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._ndarray.dtype)} but found "
                            f"{_dtype.scalar_type_name(b._ndarray.dtype)}")
-    if tuple(a.shape) != tuple(b.shape):
-        both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-        a, b = a.expand(*both), b.expand(*both)
     if dim is None:
         warn_once("cross", "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the "
                   "dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
                   "with that of linalg.cross in a future release.", stacklevel=2)
-        sizes = [i for i, s in enumerate(a.shape) if s == 3]
+        pointwise.check_broadcast(a, b)
+        both = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        sizes = [i for i, s in enumerate(both) if s == 3]
         if not sizes:
             raise RuntimeError("no dimension of size 3 in input")
         dim = sizes[0]
-    if a.shape[dim] != 3:
+    if a.shape[dim] != 3 or b.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
                            f"{b.shape[dim]}")
-    a0, a1, a2 = a.unbind(dim)
-    b0, b1, b2 = b.unbind(dim)
-    return shape.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+    return decompositions.cross_product(a, b, dim % a.dim(), dim)
 
 
 @op(inplace=True)
