@@ -263,3 +263,19 @@ def test_cross_is_one_node(T, call):
     facts = [type(node).__name__, packed, node._saved_dim, [type(f).__name__ for f, _ in node.next_functions]]
     firsts, seconds, names = _second_order(T, out, (a, b))
     return facts, out, firsts, seconds, names, catch(T.linalg.cross, T.ones(2, 3), T.ones(4, 3))
+
+
+@differential
+@pytest.mark.parametrize("p", [2, 3, 1, 0.5, float("inf"), 0])
+def test_dist_is_one_node(T, p):
+    # DistBackward0 saving other, self and the result; the norm's gradient at self - other goes to
+    # self and, negated, to other (each summed over its broadcast dimensions); p = 0 has none
+    packed = []
+    a = T.tensor([[1.0, -2.0, 0.5], [0.0, 1.0, 3.0]], dtype=T.double, requires_grad=True)
+    b = T.tensor([0.5, 1.5, -1.0], dtype=T.double, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(lambda t: packed.append((t.shape, t.dtype)) or t, lambda t: t):
+        d = T.dist(a, b, p)
+    facts = [type(d.grad_fn).__name__, packed, d.grad_fn._saved_p]
+    # (torch's second derivatives for p = 1 and inf are zero tensors without storage: not compared)
+    orders = catch(_second_order, T, d, (a, b)) if p in (2, 3, 0.5) else catch(T.autograd.grad, d, (a, b))
+    return facts, d, orders, catch(T.autograd.grad, d, a)

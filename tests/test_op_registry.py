@@ -284,7 +284,6 @@ PACK_ORDER_DIFFERS_YET = frozenset({
     'matrix:solve',
     'matrix:solve_mat',
     'edge:renorm',
-    'edge:dist',
     'edge:pdist',
     'edge:combinations',
     'edge:quantile',

@@ -437,7 +437,32 @@ def renorm(x, p, dim, maxnorm):
 
 @op()
 def dist(a, b, p=2):
-    return reduce.vector_norm(a - b, p)
+    result = _unrecorded(lambda: reduce.vector_norm(a - b, p))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = record_op(DistBackward0, (a, b), result)
+        node.p = p
+        node.save(b, a, output=result)
+    return result
+
+
+class DistBackward0(Node):
+    """The norm's gradient at ``self - other``, to each input (summed over its broadcast dimensions)."""
+    __slots__ = ("p",)
+    saved_names = ("other", "self", "result")   # in torch's packing order
+    saved_values = {"p": lambda n: n.p}
+
+    def apply(self, grads):
+        other, x, result = self.saved()
+        wants_other = self.next_functions[1][0] is not None
+        if self.p == 0:   # torch's norm gradient for p = 0 is undefined, which other's negation refuses
+            if wants_other:
+                raise RuntimeError("Expected a proper Tensor but got None (or an undefined Tensor in C++) for "
+                                   "argument #0 'self'")
+            return None, None
+        grad = reduce.vector_norm_grad(x - other, grads[0], result, self.p, None, False)
+        ga = sum_to_shape(grad, x._ndarray.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(-grad, other._ndarray.shape) if wants_other else None
+        return ga, gb
 
 
 @op(method=False)
