@@ -653,6 +653,23 @@ class _ReduceIntoBackward(Node):
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "reduce": lambda n: n.reduce,
                     "include_self": lambda n: n.include_self}
     two_zeros_message = ""
+    # the Tensor methods that read targets, add into them, reduce into them and zero them
+    pick_method = spread_method = reduce_method = clear_method = ""
+
+    def sources_used(self, src, index):
+        return src
+
+    def pick(self, t, index):
+        return getattr(t, self.pick_method)(self.dim, index)
+
+    def spread(self, t, index, values):
+        return getattr(t, self.spread_method)(self.dim, index, values)
+
+    def reduce_into(self, t, index, values):
+        return getattr(t, self.reduce_method)(self.dim, index, values, "prod", include_self=self.include_self)
+
+    def clear(self, t, index):
+        return getattr(t, self.clear_method)(self.dim, index, 0)
 
     def apply(self, grads):
         index, x, src, result = self.saved()
@@ -697,21 +714,10 @@ class ScatterReduceBackward0(_ReduceIntoBackward):
     saved_names = ("index", "self", "src", "result")
     two_zeros_message = ("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered "
                          "to the same position in self")
+    pick_method, spread_method, reduce_method, clear_method = "gather", "scatter_add", "scatter_reduce", "scatter"
 
     def sources_used(self, src, index):
         return src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
-
-    def pick(self, t, index):
-        return t.gather(self.dim, index)
-
-    def spread(self, t, index, values):
-        return t.scatter_add(self.dim, index, values)
-
-    def reduce_into(self, t, index, values):
-        return t.scatter_reduce(self.dim, index, values, "prod", include_self=self.include_self)
-
-    def clear(self, t, index):
-        return t.scatter(self.dim, index, 0.)
 
 
 @op(inplace=True)

@@ -1206,21 +1206,7 @@ class IndexReduceBackward0(_ReduceIntoBackward):
     saved_names = ("index", "self", "source", "result")
     two_zeros_message = ("index_reduce(): Double backward is unsupported for source when >1 zeros in source are "
                          "scattered to the same position in self")
-
-    def sources_used(self, src, index):
-        return src
-
-    def pick(self, t, index):
-        return t.index_select(self.dim, index)
-
-    def spread(self, t, index, values):
-        return t.index_add(self.dim, index, values)
-
-    def reduce_into(self, t, index, values):
-        return t.index_reduce(self.dim, index, values, "prod", include_self=self.include_self)
-
-    def clear(self, t, index):
-        return t.index_fill(self.dim, index, 0)
+    pick_method, spread_method, reduce_method, clear_method = "index_select", "index_add", "index_reduce", "index_fill"
 
 
 def _index_reduced(x, dim, index, source, reduce, include_self):
