@@ -82,6 +82,11 @@ class _VariableFunctionsClass(metaclass=_Table):
         return tuple(_hookgrad().Tensor.split(self, split_size, dim))
 
     @staticmethod
+    def unique_dim(self, dim, sorted=True, return_inverse=False, return_counts=False):
+        # torch.unique's operator for a given dim: always all three results
+        return _hookgrad().unique(self, sorted, True, True, dim)
+
+    @staticmethod
     def tensordot(self, other, dims_self, dims_other):
         return _hookgrad().tensordot(self, other, dims=(list(dims_self), list(dims_other)))
 

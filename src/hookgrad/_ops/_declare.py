@@ -26,7 +26,7 @@ from .. import _dtype
 
 __all__ = ["OpDecl", "op", "unary", "record_op", "UnaryNode", "ZeroGradNode", "node_class", "declared",
            "module_all", "bind_tensor_methods", "backward_results", "no_derivative_node", "formula_node",
-           "pair_formula_node"]
+           "pair_formula_node", "delayed_error", "underivable_node"]
 
 
 class OpDecl:
@@ -112,6 +112,17 @@ def no_derivative_node(aten_op: str, **attrs) -> type:
                                             "apply": apply, "name": name, **attrs})
 
 
+def underivable_node(name: str, aten_op: str, **attrs) -> type:
+    """torch's node ``name`` of an op whose derivative torch does not implement: its backward raises
+    ``NotImplementedError: the derivative for '<aten_op>' is not implemented.``"""
+    message = f"the derivative for '{aten_op}' is not implemented."
+
+    def apply(self, grads):
+        raise NotImplementedError(message)
+
+    return node_class(name, apply=apply, __module__=sys._getframe(1).f_globals["__name__"], **attrs)
+
+
 def note_input_dtypes(node, inputs) -> None:
     """Keep ``inputs``' dtypes on ``node`` (one entry per edge, in order) when the tensors among them
     differ: the engine then casts each gradient to its input's dtype."""
@@ -170,6 +181,18 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
     else:
         record(node, *outputs, inputs=inputs)
     return node
+
+
+def delayed_error(message: str, t: Tensor) -> Tensor:
+    """``t`` itself, or when it requires grad (a backward formula under ``create_graph``) an alias
+    whose node raises ``RuntimeError(message)`` once a backward pass reaches it: torch's answer
+    where a formula's own derivative is not defined (its DelayedError)."""
+    if not t._requires_grad:
+        return t
+    from ..autograd.function import Error
+    alias = wrap(t._ndarray)
+    record_op(Error, (t,), alias).message = message
+    return alias
 
 
 # ---- unary ops: a NumPy forward and a backward formula ----------------------------------------

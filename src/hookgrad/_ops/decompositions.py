@@ -18,8 +18,8 @@ import scipy.linalg as sla
 from .. import _dtype
 from .._tensor import Tensor, wrap
 from ..autograd._warn_once import warn_once
-from ..autograd.graph import Node
-from ._base import GRAD, as_tensor_arg, quiet_fp
+from ..autograd.graph import Node, saved_dim
+from ._base import GRAD, as_tensor_arg, quiet_fp, sum_to_shape
 from . import _dtype_rules as _rules
 from ._declare import formula_node, module_all, op, record_op
 
@@ -1340,11 +1340,36 @@ def ldl_solve(LD, pivots, B, *, hermitian=False):
 
 
 # ---- cross products, Vandermonde matrices, Householder representations ----------------------------
-def _cross_parts(a, b):
-    a, b = as_tensor_arg(a), as_tensor_arg(b)
-    shape = np.broadcast_shapes(a._ndarray.shape, b._ndarray.shape)
-    a, b = a.expand(shape), b.expand(shape)
-    return a, b
+class LinalgCrossBackward0(Node):
+    """Each input's gradient is a cross product of the other with the incoming one (summed back over
+    the dimensions it was broadcast along)."""
+    __slots__ = ("dim", "dim_arg")
+    saved_names = ("other", "self")   # in torch's packing order
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
+
+    def apply(self, grads):
+        other, x = self.saved()
+        g, d = grads[0], self.dim
+        ga = gb = None
+        if self.next_functions[0][0] is not None:
+            ga = sum_to_shape(cross_product(other.conj(), g, d, d), x._ndarray.shape)
+        if self.next_functions[1][0] is not None:
+            gb = sum_to_shape(cross_product(g, x.conj(), d, d), other._ndarray.shape)
+        return ga, gb
+
+
+def cross_product(a: Tensor, b: Tensor, d: int, dim_arg) -> Tensor:
+    """The cross product along dimension ``d`` (already checked to have length 3), the inputs broadcast
+    against each other: one LinalgCrossBackward0 node, as torch records ``cross`` and ``linalg.cross``."""
+    from .pointwise import check_broadcast
+    _rules.refuse_lowprec(a._ndarray, "cross")
+    check_broadcast(a, b)
+    result = wrap(np.cross(a._ndarray, b._ndarray, axis=d))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = record_op(LinalgCrossBackward0, (a, b), result)
+        node.dim, node.dim_arg = d, dim_arg
+        node.save(b, a)
+    return result
 
 
 def linalg_cross(input, other, *, dim=-1):
@@ -1360,11 +1385,7 @@ def linalg_cross(input, other, *, dim=-1):
     if a.shape[dim] != 3 or b.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
                            f"{b.shape[dim]}")
-    a, b = _cross_parts(a, b)
-    a0, a1, a2 = a.unbind(dim)
-    b0, b1, b2 = b.unbind(dim)
-    from .shape import stack
-    return stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+    return cross_product(a, b, dim % a.ndim, dim)
 
 
 def _int64():

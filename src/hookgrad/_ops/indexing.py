@@ -10,7 +10,7 @@ from .._dtype import cpp_type_name, scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
-from ._declare import module_all, op, record_op
+from ._declare import delayed_error, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
 from .views import WRITES_ONE_VALUE, apply_inplace, basic_index, check_inplace, refuse_overlapping_write
 from .pointwise import check_broadcast
@@ -59,20 +59,25 @@ def _normalize_index(index):
                  else list(i) if isinstance(i, range) else i for i in index)
 
 
+def _np_index_array(arr: np.ndarray) -> np.ndarray:
+    return arr.astype(np.bool_) if arr.dtype == np.uint8 else arr   # a byte tensor is a mask to torch
+
+
 def _np_index(index):
-    """The index as NumPy understands it (tensors -> arrays; lists stay lists of ints/bools)."""
-    out = []
+    """The index as NumPy understands it (tensors -> arrays; lists -> arrays of ints/bools), knowing
+    the tensors behind its arrays (a ``_TensorIndex``)."""
+    out, sources = [], []
     for item in index:
         if isinstance(item, Tensor):
             arr = item._ndarray
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
-            if arr.dtype == np.uint8:   # a byte tensor is a mask to torch, as a bool one
+            if arr.dtype == np.uint8:
                 from ..autograd._warn_once import warn_at_user_frame
                 warn_at_user_frame("indexing with dtype torch.uint8 is now deprecated, please use a dtype torch.bool "
                                    "instead.")
-                arr = arr.astype(np.bool_)
-            out.append(arr)
+            out.append(_np_index_array(arr))
+            sources.append(item)
         elif isinstance(item, (list, tuple)):
             arr = np.asanyarray([i._ndarray if isinstance(i, Tensor) else i for i in item])
             if arr.size == 0 and arr.dtype.kind == "f":
@@ -80,6 +85,7 @@ def _np_index(index):
             if arr.dtype.kind not in "iub":
                 raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
             out.append(arr)
+            sources.append(wrap(arr))
         elif isinstance(item, str):
             raise TypeError("new(): invalid data type 'str'")   # torch reads a string as a sequence to convert
         elif item is not None and item is not Ellipsis and not isinstance(item, (slice, numbers.Integral, np.ndarray)):
@@ -87,21 +93,66 @@ def _np_index(index):
                              f"valid indices (got {type(item).__name__})")
         else:
             out.append(item)
-    return tuple(out)
+            sources.append(None)
+    return _TensorIndex(out, sources)
 
 
-class IndexBackward0(Node):
-    __slots__ = ("in_shape", "index")
+class _TensorIndex(tuple):
+    """An index in NumPy's form that knows the tensors torch saves for it: ``sources[i]`` is the
+    tensor behind item ``i`` (the index tensor itself, or one made from a list), None for a slice,
+    an integer, None or an Ellipsis."""
+
+    def __new__(cls, items, sources):
+        index = super().__new__(cls, items)
+        index.sources = tuple(sources)
+        return index
+
+
+class _IndexNode(Node):
+    """A node of an indexing op: it saves the index tensors as torch does (pack hooks see them, an
+    in-place change of one is refused, a backward frees them), keeping the rest of the index as is.
+    An index without known tensors (an op's own NumPy index) is kept, unsaved."""
+
+    __slots__ = ("index", "index_slots")
+
+    def keep_index(self, npi) -> None:
+        sources = getattr(npi, "sources", None)
+        if sources is None:
+            self.index, self.index_slots = npi, None
+            return
+        self.index = tuple(None if t is not None else item for item, t in zip(npi, sources))
+        self.index_slots = tuple(i for i, t in enumerate(sources) if t is not None)
+        self.save(*[t for t in sources if t is not None])
+
+    def index_tensors(self) -> list:
+        """torch's ``_saved_indices``: one entry per index item, None where no tensor was saved."""
+        tensors = [None] * len(self.index)
+        for i, t in zip(self.index_slots or (), self.saved()):
+            tensors[i] = t
+        return tensors
+
+    def kept_index(self):
+        if self.index_slots is None:
+            return self.index
+        tensors = self.index_tensors()
+        items = [item if t is None else _np_index_array(t._ndarray) for item, t in zip(self.index, tensors)]
+        return _TensorIndex(items, tensors)
+
+
+class IndexBackward0(_IndexNode):
+    __slots__ = ("in_shape",)
+    saved_values = {"indices": _IndexNode.index_tensors, "self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
-        return (index_put_accumulate(grads[0], self.in_shape, self.index),)
+        return (index_put_accumulate(grads[0], self.in_shape, self.kept_index()),)
 
 
-class IndexPutAccumulateNode(Node):
-    __slots__ = ("index",)
+class IndexPutAccumulateNode(_IndexNode):
+    __slots__ = ()
+    saved_values = {"indices": _IndexNode.index_tensors, "accumulate": lambda n: True}
 
     def apply(self, grads):
-        return (_take_at(grads[0], self.index),)
+        return (_take_at(grads[0], self.kept_index()),)
 
 
 IndexPutAccumulateNode.__name__ = IndexPutAccumulateNode.__qualname__ = "IndexPutBackward0"  # torch's grad_fn name
@@ -113,8 +164,7 @@ def index_put_accumulate(g: Tensor, shape, index) -> Tensor:
     np.add.at(buf, index, g._ndarray)
     out = wrap(buf)
     if GRAD.enabled and g._requires_grad:
-        node = record_op(IndexPutAccumulateNode, (g,), out)
-        node.index = index
+        record_op(IndexPutAccumulateNode, (g,), out).keep_index(index)
     return out
 
 
@@ -124,7 +174,8 @@ def _take_at(g: Tensor, npi) -> Tensor:
     result = wrap(g._ndarray[npi].copy(order="K"))
     if GRAD.enabled and g._requires_grad:
         node = record_op(IndexBackward0, (g,), result)
-        node.in_shape, node.index = g._ndarray.shape, npi
+        node.in_shape = g._ndarray.shape
+        node.keep_index(npi)
     return result
 
 
@@ -164,12 +215,18 @@ def _is_integer(item) -> bool:
     return isinstance(item, (numbers.Integral, np.integer)) and not isinstance(item, bool)
 
 
-def _split_integers(index):
-    """torch applies an index's integers as selections before its tensor and list items (NumPy
-    counts them among the advanced ones, which moves the result's dimensions when a slice stands
-    between them): (the basic part, the advanced rest to apply to its result), or None when the index
-    mixes no integers with advanced items."""
-    if not any(_is_integer(i) for i in index) or all(_is_basic(i) for i in index):
+def _changes_view(item) -> bool:
+    """Whether a basic index item makes a view of its own (a full slice and an Ellipsis do not)."""
+    return item is None or _is_integer(item) or (isinstance(item, slice) and item != slice(None))
+
+
+def _split_views(index):
+    """torch applies an index's integers, slices and Nones as views before its tensor and list items
+    (so the graph has their view nodes, and NumPy, which counts integers among the advanced items,
+    would move the result's dimensions when a slice stands between them): (the basic part, the
+    advanced rest to apply to its result), or None when the index mixes no such item with advanced
+    ones."""
+    if not any(_changes_view(i) for i in index) or all(_is_basic(i) for i in index):
         return None
     basic, rest = [], []
     for item in index:
@@ -201,7 +258,7 @@ def getitem(x: Tensor, index) -> Tensor:
     index = _normalize_index(index)
     if all(_is_basic(i) for i in index):
         return basic_index(x, index)
-    split = _split_integers(index)
+    split = _split_views(index)
     if split is not None:
         return getitem(basic_index(x, split[0]), split[1])
     npi = _np_index(index)
@@ -213,20 +270,23 @@ def getitem(x: Tensor, index) -> Tensor:
     result = wrap(data.copy(order="K"))   # a method call: a meta array copies as meta
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexBackward0, (x,), result)
-        node.in_shape, node.index = x._ndarray.shape, npi
+        node.in_shape = x._ndarray.shape
+        node.keep_index(npi)
     return result
 
 
-class IndexPutBackward0(Node):
-    __slots__ = ("index", "value_shape", "accumulate")
+class IndexPutBackward0(_IndexNode):
+    __slots__ = ("value_shape", "accumulate")
+    saved_values = {"indices": _IndexNode.index_tensors, "accumulate": lambda n: n.accumulate}
 
     def apply(self, grads):
         g = grads[0]
         gx = gv = None
+        index = self.kept_index()
         if self.next_functions[0][0] is not None:
-            gx = g if self.accumulate else index_put_zero(g, self.index)
+            gx = g if self.accumulate else index_put_zero(g, index)
         if self.next_functions[1][0] is not None:
-            gv = sum_to_shape(_take_at(g, self.index), self.value_shape)
+            gv = sum_to_shape(_take_at(g, index), self.value_shape)
         return gx, gv
 
 
@@ -242,7 +302,7 @@ def _index_put(x: Tensor, index, value, accumulate=False) -> Tensor:
     result = wrap(data)
     if GRAD.enabled and (x._requires_grad or (value_t is not None and value_t._requires_grad)):
         node = record_op(IndexPutBackward0, (x, value_t), result)
-        node.index = index
+        node.keep_index(index)
         node.value_shape = value_t._ndarray.shape if value_t is not None else ()
         node.accumulate = accumulate
     return result
@@ -268,7 +328,7 @@ def setitem(x: Tensor, index, value) -> None:
         shape = value._ndarray.shape
         lead = next((i for i, n in enumerate(shape) if n != 1), len(shape))
         value = value.reshape(shape[lead:])
-    split = _split_integers(index)
+    split = _split_views(index)
     if split is not None and isinstance(source_dtype, tuple) and not all(_is_basic(i) for i in split[1]):
         _refuse_index_put_dtypes(x._ndarray.dtype, source_dtype[0])
     if split is not None:
@@ -583,49 +643,81 @@ def _scatter_reduced(x: np.ndarray, d: int, index: np.ndarray, src: np.ndarray, 
     return data
 
 
-class ScatterReduceBackward0(Node):
+class _ReduceIntoBackward(Node):
+    """The backward of an op that reduces sources into targets of ``self`` (``scatter_reduce`` element
+    by element, ``index_reduce`` slice by slice), written with differentiable ops so that under
+    create_graph it is differentiated in turn. Subclasses say how the op addresses its targets:
+    ``pick`` reads the targets' values for each source, ``spread`` adds sources into targets,
+    ``reduce_into`` is the op itself, ``clear`` zeroes the targets."""
     __slots__ = ("dim", "dim_arg", "reduce", "include_self")
-    saved_names = ("index", "self", "src", "result")
     saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "reduce": lambda n: n.reduce,
                     "include_self": lambda n: n.include_self}
+    two_zeros_message = ""
+    # the Tensor methods that read targets, add into them, reduce into them and zero them
+    pick_method = spread_method = reduce_method = clear_method = ""
+
+    def sources_used(self, src, index):
+        return src
+
+    def pick(self, t, index):
+        return getattr(t, self.pick_method)(self.dim, index)
+
+    def spread(self, t, index, values):
+        return getattr(t, self.spread_method)(self.dim, index, values)
+
+    def reduce_into(self, t, index, values):
+        return getattr(t, self.reduce_method)(self.dim, index, values, "prod", include_self=self.include_self)
+
+    def clear(self, t, index):
+        return getattr(t, self.clear_method)(self.dim, index, 0)
 
     def apply(self, grads):
         index, x, src, result = self.saved()
-        g, d, reduce = grads[0], self.dim, self.reduce
+        g, reduce = grads[0], self.reduce
+        pick = self.pick
         if reduce not in _REDUCE_AT:
             raise RuntimeError(f"Expected 'reduce' to be one of 'sum', 'prod', 'mean', 'amax', 'amin' but got {reduce}.")
-        src = src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
+        src = self.sources_used(src, index)
         if reduce == "sum":
-            gx, gs = g, g.gather(d, index)
+            gx, gs = g, pick(g, index)
         elif reduce == "mean":
-            counts = (g * 0 + (1. if self.include_self else 0.)).scatter_add(d, index, (src * 0 + 1).to(g.dtype))
+            # how many values each target averages (constants: no graph under create_graph)
+            counts = self.spread(wrap(np.full_like(g._ndarray, 1 if self.include_self else 0)), index,
+                                 wrap(np.ones_like(src._ndarray, dtype=g._ndarray.dtype)))
             counts = counts.masked_fill(counts == 0, 1)
-            gx, gs = g / counts, (g / counts).gather(d, index)
+            gx, gs = g / counts, pick(g, index) / pick(counts, index)
         elif reduce == "prod":
             # products of everything else at a target, exact where one factor is zero
             x_nonzero = x.masked_fill(x == 0, 1)
-            gx = g * _scatter_reduce_plain(x_nonzero, d, index, src, "prod", self.include_self) / x_nonzero
+            gx = g * self.reduce_into(x_nonzero, index, src) / x_nonzero
             src_zero = src == 0
-            zeros_at = (x * 0).scatter_add(d, index, src_zero.to(x.dtype)).gather(d, index)
+            zeros_at = pick(self.spread(wrap(np.zeros_like(x._ndarray)), index, src_zero.to(x.dtype)), index)
             single_zero = src_zero & (zeros_at == 1)
-            without_zero = _scatter_reduce_plain(x, d, index, src.masked_fill(single_zero, 1), "prod",
-                                                 self.include_self)
-            gs = ((g * without_zero).gather(d, index)).where(
-                single_zero, (g * result).gather(d, index) / src.masked_fill(src_zero, 1))
+            without_zero = self.reduce_into(x, index, src.masked_fill(single_zero, 1))
+            gs = pick(g * without_zero, index).where(single_zero, pick(g * result, index) / src.masked_fill(src_zero, 1))
+            if (zeros_at._ndarray > 1).any():
+                gs = delayed_error(self.two_zeros_message, gs)
         else:   # amax / amin: the gradient shared evenly among the values equal to the result
             # (torch counts a target equal to the result even when include_self=False leaves it out)
             x_wins = (x == result).to(g.dtype)
-            src_wins = (src == result.gather(d, index)).to(g.dtype)
-            share = g / x_wins.scatter_add(d, index, src_wins)
-            gx, gs = x_wins * share, src_wins * share.gather(d, index)
+            src_wins = (src == pick(result, index)).to(g.dtype)
+            share = g / self.spread(x_wins, index, src_wins)
+            gx, gs = x_wins * share, src_wins * pick(share, index)
         if not self.include_self:
-            gx = gx.scatter(d, index, 0.)
+            gx = self.clear(gx, index)
         nf = self.next_functions
         return (gx if nf[0][0] is not None else None), (gs if nf[1][0] is not None else None)
 
 
-def _scatter_reduce_plain(x, d, index, src, reduce, include_self):
-    return wrap(_scatter_reduced(x._ndarray, d, index._ndarray, src._ndarray, reduce, include_self))
+class ScatterReduceBackward0(_ReduceIntoBackward):
+    __slots__ = ()
+    saved_names = ("index", "self", "src", "result")
+    two_zeros_message = ("scatter_reduce(): Double backward is unsupported for src when >1 zeros in src are scattered "
+                         "to the same position in self")
+    pick_method, spread_method, reduce_method, clear_method = "gather", "scatter_add", "scatter_reduce", "scatter"
+
+    def sources_used(self, src, index):
+        return src[tuple(slice(0, n) for n in index.shape)] if tuple(src.shape) != tuple(index.shape) else src
 
 
 @op(inplace=True)
@@ -786,7 +878,7 @@ def masked_fill(x: Tensor, mask: Tensor, value) -> Tensor:
     v = vt._ndarray if vt is not None else _dtype.checked_scalar(value, x._ndarray.dtype)
     check_broadcast(mask, x)   # the result takes the broadcast shape (in place, apply_inplace refuses a larger one)
     data = np.where(mask._ndarray, np.asanyarray(v).astype(x._ndarray.dtype), x._ndarray)
-    result = wrap(np.ascontiguousarray(data))
+    result = wrap(np.ascontiguousarray(data).reshape(data.shape))   # (NumPy's makes a 0-d array 1-d)
     if GRAD.enabled and (x._requires_grad or (vt is not None and vt._requires_grad)):
         if vt is not None:
             node = MaskedFillBackward1((edge(x), edge(vt)))

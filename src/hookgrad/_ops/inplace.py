@@ -73,6 +73,8 @@ class CopyBackwards(Node):
         if self.next_functions[1][0] is not None:
             gs = sum_to_shape(g, self.src_shape)
             if gs._ndarray.dtype != self.src_dtype:
+                if gs._ndarray.dtype.kind == "c" and self.src_dtype.kind != "c":
+                    gs = gs.real  # a real source's gradient: the real part, without the casting warning
                 gs = gs.to(_dtype.from_numpy_dtype(self.src_dtype))
         return gx, gs
 

@@ -15,7 +15,8 @@ from .._tensor import FACTORY_REFUSES_GRAD, Tensor, wrap
 from ..autograd._warn_once import warn_once
 from ..autograd import grad_mode
 from ..autograd.graph import Node, saved_dim
-from . import creation, pointwise, reduce, shape, views
+from .indexing import _ReduceIntoBackward
+from . import creation, decompositions, pointwise, reduce, shape, views
 from ._base import GRAD, as_tensor_arg, float_dtype_for, quiet_fp, refuse_complex, result_np_dtype, sum_to_shape
 from . import _dtype_rules as _rules
 from ._declare import formula_node, inplace_function, module_all, node_class, op, record_op, unary
@@ -403,23 +404,20 @@ def cross(a, b, dim=None):
     if a._ndarray.dtype != b._ndarray.dtype:
         raise RuntimeError(f"expected scalar type {_dtype.scalar_type_name(a._ndarray.dtype)} but found "
                            f"{_dtype.scalar_type_name(b._ndarray.dtype)}")
-    if tuple(a.shape) != tuple(b.shape):
-        both = tuple(np.broadcast_shapes(tuple(a.shape), tuple(b.shape)))
-        a, b = a.expand(*both), b.expand(*both)
     if dim is None:
         warn_once("cross", "Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the "
                   "dim explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
                   "with that of linalg.cross in a future release.", stacklevel=2)
-        sizes = [i for i, s in enumerate(a.shape) if s == 3]
+        pointwise.check_broadcast(a, b)
+        both = np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+        sizes = [i for i, s in enumerate(both) if s == 3]
         if not sizes:
             raise RuntimeError("no dimension of size 3 in input")
         dim = sizes[0]
-    if a.shape[dim] != 3:
+    if a.shape[dim] != 3 or b.shape[dim] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {a.shape[dim]} and "
                            f"{b.shape[dim]}")
-    a0, a1, a2 = a.unbind(dim)
-    b0, b1, b2 = b.unbind(dim)
-    return shape.stack([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], dim)
+    return decompositions.cross_product(a, b, dim % a.dim(), dim)
 
 
 @op(inplace=True)
@@ -440,7 +438,32 @@ def renorm(x, p, dim, maxnorm):
 
 @op()
 def dist(a, b, p=2):
-    return reduce.vector_norm(a - b, p)
+    result = _unrecorded(lambda: reduce.vector_norm(a - b, p))
+    if GRAD.enabled and (a._requires_grad or b._requires_grad):
+        node = record_op(DistBackward0, (a, b), result)
+        node.p = p
+        node.save(b, a, output=result)
+    return result
+
+
+class DistBackward0(Node):
+    """The norm's gradient at ``self - other``, to each input (summed over its broadcast dimensions)."""
+    __slots__ = ("p",)
+    saved_names = ("other", "self", "result")   # in torch's packing order
+    saved_values = {"p": lambda n: n.p}
+
+    def apply(self, grads):
+        other, x, result = self.saved()
+        wants_other = self.next_functions[1][0] is not None
+        if self.p == 0:   # torch's norm gradient for p = 0 is undefined, which other's negation refuses
+            if wants_other:
+                raise RuntimeError("Expected a proper Tensor but got None (or an undefined Tensor in C++) for "
+                                   "argument #0 'self'")
+            return None, None
+        grad = reduce.vector_norm_grad(x - other, grads[0], result, self.p, None, False)
+        ga = sum_to_shape(grad, x._ndarray.shape) if self.next_functions[0][0] is not None else None
+        gb = sum_to_shape(-grad, other._ndarray.shape) if wants_other else None
+        return ga, gb
 
 
 @op(method=False)
@@ -1002,7 +1025,19 @@ def take(x, index):
     bad = (flat >= n) | (flat < -n)
     if bad.any():
         raise IndexError(f"out of range: tried to access index {int(flat[bad].flat[0])} on a tensor of {n} elements.")
-    return x.reshape(-1)[index]
+    result = _unrecorded(lambda: x.reshape(-1)[index])
+    if GRAD.enabled and x._requires_grad:
+        record_op(TakeBackward0, (x,), result).save(index, x)
+    return result
+
+
+class TakeBackward0(Node):
+    __slots__ = ()
+    saved_names = ("index", "self")   # torch keeps self (for its shape)
+
+    def apply(self, grads):
+        index, x = self.saved()
+        return (wrap(np.zeros_like(x._ndarray, dtype=grads[0]._ndarray.dtype)).put(index, grads[0], True),)
 
 
 @op(inplace=True)
@@ -1019,8 +1054,29 @@ def put(x, index, source, accumulate=False):
     if bad.any():
         raise IndexError(f"out of range: tried to access index {int(index._ndarray[bad].flat[0])} on a tensor of {n} "
                          f"elements.")
-    flat = x.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(x.dtype), accumulate)
-    return flat.reshape(x.shape)
+    result = _unrecorded(lambda: x.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(x.dtype),
+                                                         accumulate).reshape(x.shape))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(PutBackward0, (x, source), result)
+        node.accumulate = accumulate
+        node.save(index, source)
+    return result
+
+
+class PutBackward0(Node):
+    __slots__ = ("accumulate",)
+    saved_names = ("index", "source")
+    saved_values = {"accumulate": lambda n: n.accumulate}
+
+    def apply(self, grads):
+        index, source = self.saved()
+        g = grads[0]
+        gx = gs = None
+        if self.next_functions[0][0] is not None:
+            gx = g if self.accumulate else g.put(index, wrap(np.zeros_like(source._ndarray)), False)
+        if self.next_functions[1][0] is not None:
+            gs = g.take(index).reshape_as(source)
+        return gx, gs
 
 
 def _dim_index(x, dim, index):
@@ -1034,8 +1090,31 @@ def index_copy(x, dim, index, source):
     _same_dtype_as_self(x, source, "index_copy_(): self and source expected to have the same dtype, but got "
                                    "(self) {self} and (source) {source}")
     if x.dim() == 0:
-        return source.clone().reshape(())
-    return x.index_put(_dim_index(x, dim, index), source.to(x.dtype))
+        result = _unrecorded(lambda: source.clone().reshape(()))
+    else:
+        result = _unrecorded(lambda: x.index_put(_dim_index(x, dim, index), source.to(x.dtype)))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(IndexCopyBackward0, (x, source), result)
+        node.dim, node.dim_arg = dim % builtins.max(x.dim(), 1), dim
+        node.save(index, source)
+    return result
+
+
+class IndexCopyBackward0(Node):
+    """The copied slices pass their gradient to the source, the others to self."""
+    __slots__ = ("dim", "dim_arg")
+    saved_names = ("index", "source")   # torch keeps the source too (for its shape)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg), "source_dim": lambda n: n.saved()[1].dim()}
+
+    def apply(self, grads):
+        index, source = self.saved()
+        g, d = grads[0], self.dim
+        gx = g.index_fill(d, index, 0) if self.next_functions[0][0] is not None else None
+        gs = None
+        if self.next_functions[1][0] is not None:
+            gs = g.index_select(d, index).expand_as(source) if source.dim() > 0 else \
+                g.index_select(d, index.squeeze(0))
+        return gx, gs
 
 
 @op(inplace=True)
@@ -1046,11 +1125,56 @@ def index_fill(x, dim, index, value):
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got tensor with "
                            f"{value.dim()} dimension(s).")
-    if not isinstance(value, Tensor):
+    value_t = value if isinstance(value, Tensor) else None
+    if value_t is None:
         value = wrap(np.asanyarray(_dtype.checked_scalar(value, x._ndarray.dtype), dtype=x._ndarray.dtype))
     if x.dim() == 0:
-        return value.to(x.dtype).clone()
-    return x.index_put(_dim_index(x, dim, index), value.to(x.dtype))
+        result = _unrecorded(lambda: value.to(x.dtype).clone())
+    else:
+        result = _unrecorded(lambda: x.index_put(_dim_index(x, dim, index), value.to(x.dtype)))
+    if GRAD.enabled and (x._requires_grad or (value_t is not None and value_t._requires_grad)):
+        node = record_op(IndexFillBackward1, (x, value_t), result) if value_t is not None else \
+            record_op(IndexFillBackward0, (x,), result)
+        node.dim, node.dim_arg = dim % builtins.max(x.dim(), 1), dim
+        node.save(index)
+    return result
+
+
+def _unrecorded(compute) -> Tensor:
+    """The values of ``compute()``, a forward composed of other ops, as a fresh tensor with no graph:
+    the caller records the op's own node on it."""
+    enabled, GRAD.enabled = GRAD.enabled, False
+    try:
+        return wrap(compute()._ndarray)
+    finally:
+        GRAD.enabled = enabled
+
+
+class _IndexFillNode(Node):
+    __slots__ = ("dim", "dim_arg")
+    saved_names = ("index",)
+    saved_values = {"dim": lambda n: saved_dim(n.dim_arg)}
+
+
+class IndexFillBackward0(_IndexFillNode):
+    """index_fill with a number: the filled slices pass no gradient on."""
+    __slots__ = ()
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        return (grads[0].index_fill(self.dim, index, 0),)
+
+
+class IndexFillBackward1(_IndexFillNode):
+    """index_fill with a 0-d tensor: the value's gradient sums those of the slices it filled (each once)."""
+    __slots__ = ()
+
+    def apply(self, grads):
+        (index,) = self.saved()
+        g = grads[0]
+        gx = g.index_fill(self.dim, index, 0) if self.next_functions[0][0] is not None else None
+        gv = g.index_select(self.dim, index.unique()).sum() if self.next_functions[1][0] is not None else None
+        return gx, gv
 
 
 views.WRITES_ONE_VALUE.add(index_fill)
@@ -1066,9 +1190,28 @@ def index_reduce(x, dim, index, source, reduce, *, include_self=True):
                                    "type")
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got {reduce}.")
-    if x.dim() == 0:
-        x, source = x.reshape(1), source.reshape(1)
-    dim = dim % x.dim()
+    scalar = x.dim() == 0
+    d = 0 if scalar else dim % x.dim()
+    values = _unrecorded(lambda: _index_reduced(x.reshape(1), 0, index, source.reshape(1), reduce, include_self)
+                         if scalar else _index_reduced(x, d, index, source, reduce, include_self))
+    result = wrap(values._ndarray.reshape(x._ndarray.shape))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(IndexReduceBackward0, (x, source), result)
+        node.dim, node.dim_arg, node.reduce, node.include_self = d, dim, reduce, include_self
+        node.save(index, x, source, output=result)
+    return result
+
+
+class IndexReduceBackward0(_ReduceIntoBackward):
+    __slots__ = ()
+    saved_names = ("index", "self", "source", "result")
+    two_zeros_message = ("index_reduce(): Double backward is unsupported for source when >1 zeros in source are "
+                         "scattered to the same position in self")
+    pick_method, spread_method, reduce_method, clear_method = "index_select", "index_add", "index_reduce", "index_fill"
+
+
+def _index_reduced(x, dim, index, source, reduce, include_self):
+    """index_reduce's values, composed of plain ops: each target slice reduced with its sources."""
     positions = index._ndarray.reshape(-1) % builtins.max(x.shape[dim], 1)
     targets = np.unique(positions)
     if targets.size == 0:
@@ -1101,7 +1244,32 @@ def masked_scatter(x, mask, source):
     n = int(full._ndarray.sum())
     if source.numel() < n:
         raise RuntimeError("Number of elements of source < number of ones in mask")
-    return x.index_put((full,), source.reshape(-1)[:n].to(x.dtype))
+    result = _unrecorded(lambda: x.index_put((full,), source.reshape(-1)[:n].to(x.dtype)))
+    if GRAD.enabled and (x._requires_grad or source._requires_grad):
+        node = record_op(MaskedScatterBackward0, (x, source), result)
+        node.source_shape = source._ndarray.shape
+        node.save(mask)
+    return result
+
+
+class MaskedScatterBackward0(Node):
+    """self's gradient where the mask is off; the source's, its first elements (in order) where it is on."""
+    __slots__ = ("source_shape",)
+    saved_names = ("mask",)
+    saved_values = {"source_sym_sizes": lambda n: n.source_shape}
+
+    def apply(self, grads):
+        (mask,) = self.saved()
+        g = grads[0]
+        gx = g.masked_fill(mask, 0) if self.next_functions[0][0] is not None else None
+        gs = None
+        if self.next_functions[1][0] is not None:
+            picked = g.masked_select(mask)
+            missing = math.prod(self.source_shape) - picked.numel()
+            if missing > 0:
+                picked = shape.cat([picked, wrap(np.zeros(missing, dtype=g._ndarray.dtype))], 0)
+            gs = picked.view(self.source_shape)
+        return gx, gs
 
 
 @op()

@@ -21,7 +21,7 @@ from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.graph import Node
 from ._base import GRAD, as_tensor_arg, quiet_fp, refuse_complex
 from . import _dtype_rules as _rules
-from ._declare import formula_node, module_all, node_class, op, record_op
+from ._declare import formula_node, module_all, node_class, op, record_op, underivable_node
 from .reduce import evenly_distributed_grad
 from ._stl_order import sort as std_sort
 from ._stl_order import topk_row
@@ -672,8 +672,17 @@ def unfold(x, dimension, size, step):
 
 
 # ---- unique ----------------------------------------------------------------------------------------
-def _unique_result(values, inverse, counts, return_inverse, return_counts):
+# torch's nodes of the unique operators: their values require grad, but have no derivative
+UniqueBackward0 = underivable_node("UniqueBackward0", "_unique")
+Unique2Backward0 = underivable_node("Unique2Backward0", "_unique2")
+UniqueDimBackward0 = underivable_node("UniqueDimBackward0", "unique_dim")
+UniqueConsecutiveBackward0 = underivable_node("UniqueConsecutiveBackward0", "unique_consecutive")
+
+
+def _unique_result(x, node_cls, values, inverse, counts, return_inverse, return_counts):
     out = [wrap(values)]
+    if GRAD.enabled and x._requires_grad:
+        record_op(node_cls, (x,), out[0])
     if return_inverse:
         out.append(_indices(inverse))
     if return_counts:
@@ -681,17 +690,40 @@ def _unique_result(values, inverse, counts, return_inverse, return_counts):
     return out[0] if len(out) == 1 else tuple(out)
 
 
-@op()
-def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
+def _unique_flat(x):
     refuse_complex('"unique" not implemented for \'{dtype}\'', x)
     data = x._ndarray
+    flat = data.reshape(-1)
+    if flat.dtype.kind in "fV":
+        values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True, equal_nan=False)
+    else:
+        values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
+    return values, inverse.reshape(data.shape), counts
+
+
+@op(method=False)
+def _unique(x, sorted=True, return_inverse=False):
+    """torch's older operator behind ``unique``: always (values, inverse), the inverse empty unless asked."""
+    values, inverse, _ = _unique_flat(x)
+    return _unique_result(x, UniqueBackward0, values, inverse if return_inverse else np.zeros(0, np.int64), None,
+                          True, False)
+
+
+@op(method=False)
+def _unique2(x, sorted=True, return_inverse=False, return_counts=False):
+    """The operator ``unique`` without ``dim`` calls: always three results, those not asked for empty."""
+    values, inverse, counts = _unique_flat(x)
+    empty = np.zeros(0, np.int64)
+    return _unique_result(x, Unique2Backward0, values, inverse if return_inverse else empty,
+                          counts if return_counts else empty, True, True)
+
+
+@op()
+def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
     if dim is None:
-        flat = data.reshape(-1)
-        if flat.dtype.kind in "fV":
-            values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True, equal_nan=False)
-        else:
-            values, inverse, counts = np.unique(flat, return_inverse=True, return_counts=True)
-        return _unique_result(values, inverse.reshape(data.shape), counts, return_inverse, return_counts)
+        return _unique_result(x, Unique2Backward0, *_unique_flat(x), return_inverse, return_counts)
+    refuse_complex('"unique" not implemented for \'{dtype}\'', x)
+    data = x._ndarray
     d = _dim_of(x, dim)
     moved = np.moveaxis(data, d, 0)
     rows = moved.reshape(moved.shape[0], -1)
@@ -706,7 +738,8 @@ def unique(x, sorted=True, return_inverse=False, return_counts=False, dim=None):
     inverse[order] = group
     counts = np.bincount(group, minlength=int(new.sum())) if len(order) else np.zeros(0, np.int64)
     values = np.moveaxis(moved[order][new], 0, d)
-    return _unique_result(np.ascontiguousarray(values), inverse, counts, return_inverse, return_counts)
+    return _unique_result(x, UniqueDimBackward0, np.ascontiguousarray(values), inverse, counts, return_inverse,
+                          return_counts)
 
 
 @op()
@@ -721,7 +754,8 @@ def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
         new[1:] = flat[1:] != flat[:-1]
         group = np.cumsum(new) - 1
         counts = np.diff(np.append(np.flatnonzero(new), flat.size))
-        return _unique_result(flat[new], group.reshape(data.shape), counts, return_inverse, return_counts)
+        return _unique_result(x, UniqueConsecutiveBackward0, flat[new], group.reshape(data.shape), counts,
+                              return_inverse, return_counts)
     d = _dim_of(x, dim)
     moved = np.moveaxis(data, d, 0)
     rows = moved.reshape(moved.shape[0], -1)
@@ -731,7 +765,7 @@ def unique_consecutive(x, return_inverse=False, return_counts=False, dim=None):
     group = np.cumsum(new) - 1
     counts = np.diff(np.append(np.flatnonzero(new), rows.shape[0]))
     values = np.ascontiguousarray(np.moveaxis(moved[new], 0, d))
-    return _unique_result(values, group, counts, return_inverse, return_counts)
+    return _unique_result(x, UniqueConsecutiveBackward0, values, group, counts, return_inverse, return_counts)
 
 
 # ---- counting and histograms -------------------------------------------------------------------

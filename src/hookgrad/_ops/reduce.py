@@ -261,9 +261,10 @@ def prod(x: Tensor, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:
 def _cumprod_np(data, d):
     """Running products; float16 and bfloat16 accumulate in float32 with each product rounded once,
     as torch's kernel does."""
+    # (reshaped: NumPy's running product of a 0-d array is 1-d)
     if data.dtype == np.float16 or _dtype.is_bfloat16_np(data.dtype):
-        return np.cumprod(data.astype(np.float32), axis=d).astype(data.dtype)
-    return np.cumprod(data, axis=d)
+        return np.cumprod(data.astype(np.float32), axis=d).astype(data.dtype).reshape(data.shape)
+    return np.cumprod(data, axis=d).reshape(data.shape)
 
 
 class CumprodBackward0(Node):
@@ -783,28 +784,30 @@ class LinalgVectorNormBackward0(Node):
 
     def apply(self, grads):
         x, result = self.saved()
-        g = grads[0]
-        dims = self.dims
-        g, result = _restore_dims(x._ndarray.shape, dims, self.keepdim or dims is None, g, result)
-        p = self.ord
-        if p == 2:
-            scale = (g / result).masked_fill(result == 0, 0.0)
-            return (x * scale,)
-        if p == 1:
-            return (g * x.sign(),)
-        if p == float("inf") or p == float("-inf"):
-            # the elements reaching the extremum, and NaNs (a NaN is the extremum of its slice)
-            mask = (x.abs() == result) | x.isnan()
-            count = mask.sum(dims, keepdim=True) if dims is not None else mask.sum()
-            return (g * x.sign() * mask / count,)
-        if p == 0:
-            return (x * 0,)
-        # general p: |x|^(p-1) sign(x) / ||x||^(p-1); below 1 the zero elements give 0 (their
-        # |x|^(p-1) is infinite) and the norm's power is not masked, as torch's
-        if p < 1:
-            return (x.sign() * x.abs().pow(p - 1).masked_fill(x == 0, 0.0) * g * result.pow(1 - p),)
-        scale = (g / result.pow(p - 1)).masked_fill(result == 0, 0.0)
-        return (x.sign() * x.abs().pow(p - 1) * scale,)
+        return (vector_norm_grad(x, grads[0], result, self.ord, self.dims, self.keepdim),)
+
+
+def vector_norm_grad(x, g, result, p, dims, keepdim):
+    """The gradient of ``vector_norm(x, p, dims, keepdim)`` (``result``) for the incoming ``g``,
+    written with differentiable ops."""
+    g, result = _restore_dims(x._ndarray.shape, dims, keepdim or dims is None, g, result)
+    if p == 2:
+        return x * (g / result).masked_fill(result == 0, 0.0)
+    if p == 1:
+        return g * x.sign()
+    if p == float("inf") or p == float("-inf"):
+        # the elements reaching the extremum, and NaNs (a NaN is the extremum of its slice)
+        mask = (x.abs() == result) | x.isnan()
+        count = mask.sum(dims, keepdim=True) if dims is not None else mask.sum()
+        return g * x.sign() * mask / count
+    if p == 0:
+        return x * 0
+    # general p: |x|^(p-1) sign(x) / ||x||^(p-1); below 1 the zero elements give 0 (their
+    # |x|^(p-1) is infinite) and the norm's power is not masked, as torch's
+    if p < 1:
+        return x.sign() * x.abs().pow(p - 1).masked_fill(x == 0, 0.0) * g * result.pow(1 - p)
+    scale = (g / result.pow(p - 1)).masked_fill(result == 0, 0.0)
+    return x.sign() * x.abs().pow(p - 1) * scale
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

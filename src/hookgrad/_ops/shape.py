@@ -198,6 +198,11 @@ def repeat_interleave(x, repeats, dim=None):
         x = x.reshape(-1)
         dim = 0
     d = _wrap_dim(dim, x._ndarray.ndim)
+    if isinstance(repeats, int) and not isinstance(repeats, bool) and repeats >= 0 and x._ndarray.ndim:
+        # torch repeats by a number as a copy of an expanded view: its graph saves no index
+        sizes = x._ndarray.shape
+        spread = x.unsqueeze(d + 1).expand(*sizes[:d + 1], repeats, *sizes[d + 1:])
+        return spread.clone().view(*sizes[:d], sizes[d] * repeats, *sizes[d + 1:])
     reps = repeats._ndarray if isinstance(repeats, Tensor) else repeats
     result = wrap(np.repeat(x._ndarray, reps, axis=d))
     if GRAD.enabled and x._requires_grad:

@@ -465,15 +465,20 @@ _TWICE_MESSAGE = "trying to differentiate twice a function that was marked with 
 class Error(Node):
     """The node of a ``once_differentiable`` backward's results under ``create_graph``: they require
     grad (as torch's do), and differentiating them raises. torch's class has this name too (it is
-    what ``torch._C._functions.DelayedError`` makes)."""
+    what ``torch._C._functions.DelayedError`` makes). Backward formulas that cannot be differentiated
+    in some case hang their result from one too, with their own message."""
 
-    __slots__ = ()
+    __slots__ = ("message",)
+
+    def __init__(self, next_functions, message=_TWICE_MESSAGE):
+        super().__init__(next_functions)
+        self.message = message
 
     def name(self) -> str:
         return "torch::autograd::Error"
 
     def apply(self, grads):
-        raise RuntimeError(_TWICE_MESSAGE)
+        raise RuntimeError(self.message)
 
 
 def _delayed_error(outputs):
