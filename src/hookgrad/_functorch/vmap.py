@@ -16,6 +16,8 @@ hooks, prints and counters inside fire once).
 """
 from __future__ import annotations
 
+import numpy as np
+
 import hookgrad
 from .._tensor import Tensor, _init
 from .._meta import MetaArray, meta_array
@@ -154,12 +156,15 @@ _RANDOM_MESSAGE = ("vmap: called random operation while in randomness error mode
                    "'different' randomness flags on vmap or perform the randomness operation out of vmap")
 
 
-def _inplace_error(name: str):
+def _inplace_error(name: str, op: str = "inplace arithmetic"):
+    """torch's refusal of an in-place op whose self is batched over fewer vmaps than its other arguments;
+    ``op`` is how torch names it (arithmetic ops have one wording, others their own name)."""
+    ending = ("If said operator is being called inside the PyTorch framework, please file a bug report "
+              + (f"(op: {name})" if op == "inplace arithmetic" else "instead."))
     return RuntimeError(
-        "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+        f"vmap: {op}(self, *extra_args) is not possible because there exists a Tensor `other` in "
         "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
-        "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
-        f"If said operator is being called inside the PyTorch framework, please file a bug report (op: {name})")
+        f"not being vmapped over in a vmap. Please try to use out-of-place operators instead of {op}. " + ending)
 
 
 # ---- names --------------------------------------------------------------------------------------------------
@@ -237,6 +242,8 @@ class _BatchingMode(TorchFunctionMode):
 def _run_op(func, args, kwargs):
     name = _name_of(func)
     levels = _levels_in(args, kwargs)
+    if name == "rrelu":
+        raise RuntimeError("vmap: we do not yet support aten::rrelu. Please file an issue")
     if name in _RANDOM and not _random_is_idle(name, args, kwargs):
         return _random_op(func, name, args, kwargs, levels)
     if not levels:
@@ -316,29 +323,102 @@ def _stacked(results, sizes, levels):
     raise RuntimeError(_ITEM_MESSAGE)
 
 
+_SAME_WITH_BATCHED_INPUT = ("Vmap does not currently support same randomness with a batched tensor input. Please file "
+                            "an issue with functorch")
+_DIFFERENT_INPLACE_UNBATCHED = ("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will "
+                                "appear like same randomness. If this is necessary for your usage, please file an "
+                                "issue with functorch.")
+# random ops whose tensor input says where to draw (probabilities, means, rates): elementwise draws
+_DRAW_FROM_INPUT = {"bernoulli", "normal", "poisson", "multinomial"}
+# factories: where their shape is among the arguments
+_FACTORIES = {"rand", "randn", "randint", "normal"}
+
+
 def _random_op(func, name, args, kwargs, levels):
+    """A random op inside vmap. "error": torch's refusal. "same": one draw of the per-example shape,
+    shared by every example (torch refuses a batched input that the draw depends on). "different":
+    one draw of the batched shape (the batch dims in front), so each example gets its own values."""
     mode = ACTIVE[-1][2] if ACTIVE else "error"
     if mode == "error":
         raise RuntimeError(_RANDOM_MESSAGE)
+    inplace = _is_inplace(name)
     if mode == "same":
         if not levels:
             return func(*args, **kwargs)
-        # the generator the op draws from: an explicit one (keyword, or a positional Generator) or the default
-        generator = kwargs.get("generator") or next(
-            (a for a in args if isinstance(a, hookgrad.Generator)), None) or hookgrad.default_generator
-        state = generator.get_state()
-
-        def same_draws(*a, **k):
-            generator.set_state(state)
-            return func(*a, **k)
-        return _per_slice(same_draws, name, args, kwargs, levels)
+        if name in _DRAW_FROM_INPUT or inplace and _tree_any((args[1:], kwargs), is_batched):
+            # torch refuses a batched input here; one that is the same for every example (an unbatched
+            # input that a transform inside vmap batched, as vmap(grad(f), in_dims=(None, ...)) does
+            # here and not in torch) draws once from the first example
+            if _tree_any((args, kwargs), lambda v: is_batched(v) and not _same_for_every_example(v)):
+                raise RuntimeError(_SAME_WITH_BATCHED_INPUT)
+            return func(*_first_example(args), **_first_example(kwargs))
+        if inplace or name.endswith("_like"):
+            # the draw over one example's shape, then every example
+            x = args[0]
+            sample = func(hookgrad.empty(x.shape, dtype=x.dtype), *args[1:], **kwargs)
+            if not inplace:
+                return sample
+            x._value.copy_(sample.expand_as(x._value))
+            return x
+        return _per_slice(_same_draws(func, args, kwargs), name, args, kwargs, levels)
     # "different": every element of every running vmap draws its own values
     all_levels = tuple(lvl for lvl, _, _ in ACTIVE)
-    if name == "dropout" and is_batched(args[0]) and args[0]._levels == all_levels \
-            and not _tree_any((args[1:], kwargs), is_batched):
-        # elementwise masks: one call over the whole batch draws independently per element
-        return wrap(func(args[0]._value, *args[1:], **kwargs), all_levels)
+    batch = _batch_shape(all_levels)
+    if inplace:
+        x = args[0]
+        if not is_batched(x) or x._levels != all_levels:
+            raise RuntimeError(_DIFFERENT_INPLACE_UNBATCHED)
+        func(x._value, *_tree_map(lambda t: _aligned(t, all_levels, _logical_ndim(x)), args[1:]), **kwargs)
+        return x
+    if name in _FACTORIES and not levels and not _tree_any((args, kwargs), lambda v: isinstance(v, Tensor)):
+        batched_args, batched_kwargs = _with_batch_shape(name, args, kwargs, batch)
+        return wrap(func(*batched_args, **batched_kwargs), all_levels)
+    if name.endswith("_like") or name in _DRAW_FROM_INPUT and name != "multinomial" or \
+            name in ("dropout", "alpha_dropout"):
+        full_args = _tree_map(lambda t: _full(t, all_levels), args)
+        full_kwargs = _tree_map(lambda t: _full(t, all_levels), kwargs)
+        return wrap(func(*full_args, **full_kwargs), all_levels)
     return _per_slice(func, name, args, kwargs, all_levels)
+
+
+def _same_for_every_example(t) -> bool:
+    value = t._value._ndarray
+    first = value[(0,) * len(t._levels)]
+    return bool(np.array_equal(value, np.broadcast_to(first, value.shape),
+                               equal_nan=value.dtype.kind in "fc"))
+
+
+def _first_example(tree):
+    return _tree_map(lambda t: t._value[(0,) * len(t._levels)] if is_batched(t) else t, tree)
+
+
+def _same_draws(func, args, kwargs):
+    """``func`` drawing the same values at every call: the generator it draws from (an explicit one, as
+    a keyword or positional Generator, or the default) set back to its state before each call."""
+    generator = kwargs.get("generator") or next(
+        (a for a in args if isinstance(a, hookgrad.Generator)), None) or hookgrad.default_generator
+    state = generator.get_state()
+
+    def same_draws(*a, **k):
+        generator.set_state(state)
+        return func(*a, **k)
+    return same_draws
+
+
+def _with_batch_shape(name, args, kwargs, batch):
+    """A factory's arguments with the batch dims in front of the shape it draws."""
+    args, kwargs = list(args), dict(kwargs)
+    if name in ("rand", "randn"):
+        if "size" in kwargs:
+            kwargs["size"] = (*batch, *kwargs["size"])
+        else:
+            args = [*batch, *_shape_args(args)]
+    else:  # randint(high, size) / randint(low, high, size) / normal(mean, std, size): size is last
+        if "size" in kwargs:
+            kwargs["size"] = (*batch, *kwargs["size"])
+        else:
+            args[-1] = (*batch, *args[-1])
+    return args, kwargs
 
 
 # ---- rules ----------------------------------------------------------------------------------------------------
@@ -355,6 +435,8 @@ def _elementwise(func, name, args, kwargs, levels):
         func(self._value, *[_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args[1:]],
              **{k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()})
         return self
+    if rank:
+        args, kwargs = _promoted_as_examples(args, kwargs)
     physical = [_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args]
     physical_kwargs = {k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
     if not isinstance(physical[0], Tensor) or not is_batched(args[0]) and name in ("type_as", "to"):
@@ -365,6 +447,26 @@ def _elementwise(func, name, args, kwargs, levels):
     if not is_batched(args[0]) and result.dim() < len(levels) + rank:
         return NotImplemented
     return wrap(result, levels)
+
+
+def _promoted_as_examples(args, kwargs):
+    """A batched argument that is 0-d per example ranks below dimensioned tensors in type promotion (as
+    in torch), though its physical tensor has dims: cast to the type the examples promote to."""
+    tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, Tensor)]
+    scalars = [v for v in tensors if is_batched(v) and _logical_ndim(v) == 0]
+    if not scalars or len({v.dtype for v in tensors}) == 1:
+        return args, kwargs
+    dimensioned = [v.dtype for v in tensors if _logical_ndim(v) > 0]
+    if not dimensioned:
+        return args, kwargs
+    as_examples = hookgrad.result_type(*[hookgrad.empty((), dtype=v.dtype) if _logical_ndim(v) == 0 else
+                                         hookgrad.empty((1,), dtype=v.dtype) for v in tensors])
+
+    def cast(v):
+        if isinstance(v, Tensor) and is_batched(v) and _logical_ndim(v) == 0 and v.dtype != as_examples:
+            return wrap(v._value.to(as_examples), v._levels)
+        return v
+    return [cast(a) for a in args], {k: cast(v) for k, v in kwargs.items()}
 
 
 def _norm_dim(d, ndim: int) -> int:
@@ -527,8 +629,6 @@ def _view_op(func, name, args, kwargs, levels):
             d = dim_of("dim", 1, 0)
             parts = getattr(value, name)(rest[0], d)
         return tuple(wrap(p, own) for p in parts)
-    elif name == "__getitem__":
-        return _index(x, rest[0])
     else:
         return NotImplemented
     return wrap(result, own)
@@ -539,18 +639,6 @@ def _view_or_reshape(value, shape):
         return value.view(*shape)
     except RuntimeError:
         return value.reshape(*shape)
-
-
-def _index(x, index):
-    parts = index if isinstance(index, tuple) else (index,)
-    tensors = [p for p in parts if isinstance(p, Tensor)]
-    simple = all(p is None or p is Ellipsis or isinstance(p, (int, slice)) and not isinstance(p, bool)
-                 or isinstance(p, Tensor) for p in parts)
-    if not simple or len(tensors) > 1 or any(is_batched(t) or t.dtype == hookgrad.bool for t in tensors) \
-            or tensors and any(isinstance(p, int) for p in parts):
-        return NotImplemented
-    nb = len(x._levels)
-    return wrap(x._value[(slice(None),) * nb + parts], x._levels)
 
 
 def _flat(x, levels) -> Tensor:
@@ -622,7 +710,9 @@ def _conv(func, name, args, kwargs, levels):
     x = args[0]
     weight = args[1] if len(args) > 1 else kwargs.get("weight")
     bias = args[2] if len(args) > 2 else kwargs.get("bias")
-    if not is_batched(x) or is_batched(weight) or is_batched(bias):
+    if is_batched(weight) or is_batched(bias):
+        return _conv_batched_weight(func, name, args, kwargs, levels)
+    if not is_batched(x):
         return NotImplemented
     value, nb = x._value, len(x._levels)
     batch = tuple(value.shape[:nb])
@@ -804,6 +894,236 @@ def _trailing_dims_op(func, name, args, kwargs, levels):
 
 
 _RULES["layer_norm"] = _RULES["embedding"] = _RULES["rms_norm"] = _trailing_dims_op
+
+
+# ---- indexing, flips and products: one call over the whole batch ------------------------------------------
+def _arg(args, kwargs, position, key, default=None):
+    return args[position] if len(args) > position else kwargs.get(key, default)
+
+
+def _flip_roll(func, name, args, kwargs, levels):
+    """flip and roll of one batched tensor: the same op on the physical tensor, dims shifted past the
+    batch dims (roll without dims rolls the flattened example)."""
+    if not _only_self_batched(args, kwargs):
+        return NotImplemented
+    x = args[0]
+    value, nb, ndim = x._value, len(x._levels), _logical_ndim(x)
+    if name.startswith("flip"):
+        dims = _shape_args(args[1:]) if len(args) > 1 else kwargs.get("dims")
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        return wrap(value.flip([_norm_dim(d, ndim) + nb for d in dims]), x._levels)
+    shifts, dims = _arg(args, kwargs, 1, "shifts"), _arg(args, kwargs, 2, "dims")
+    if dims is None or dims == ():
+        flat = value.reshape(*value.shape[:nb], -1)
+        return wrap(flat.roll(shifts, nb).reshape(value.shape), x._levels)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return wrap(value.roll(shifts, [_norm_dim(d, ndim) + nb for d in dims]), x._levels)
+
+
+def _outer(func, name, args, kwargs, levels):
+    """outer(a, b) of 1-D examples: a column times a row, broadcast over the batch dims."""
+    if len(args) != 2 or kwargs:
+        return NotImplemented
+    a, b = (_aligned(t, levels, 1) for t in args)
+    return wrap(a.unsqueeze(-1) * b.unsqueeze(-2), levels)
+
+
+def _kron(func, name, args, kwargs, levels):
+    """kron(a, b): every pair of elements multiplied (a's dims interleaved with b's), then each pair of
+    dims merged; the smaller example padded with leading 1s, as kron pads it."""
+    if len(args) != 2 or kwargs:
+        return NotImplemented
+    rank = max(_logical_ndim(t) for t in args)
+    a, b = (_full(_expanded_rank(t, rank), levels) for t in args)
+    nb = len(levels)
+    sa, sb = a.shape[nb:], b.shape[nb:]
+    a = a.reshape(*a.shape[:nb], *[s for d in sa for s in (d, 1)])
+    b = b.reshape(*b.shape[:nb], *[s for d in sb for s in (1, d)])
+    product = a * b
+    return wrap(product.reshape(*product.shape[:nb], *[x * y for x, y in zip(sa, sb)]), levels)
+
+
+def _expanded_rank(t, rank):
+    """``t`` with leading 1s up to ``rank`` per-example dims (batched or not)."""
+    missing = rank - _logical_ndim(t)
+    if not missing:
+        return t
+    if not is_batched(t):
+        return t.reshape(*([1] * missing), *t.shape)
+    nb = len(t._levels)
+    return wrap(t._value.reshape(*t._value.shape[:nb], *([1] * missing), *t._value.shape[nb:]), t._levels)
+
+
+def _gather_scatter(func, name, args, kwargs, levels):
+    """gather, scatter and scatter_add (and their in-place forms) with any of self, index and src
+    batched: every tensor argument given a dim per level (expanded where it is not batched), the dim
+    shifted past them; one call."""
+    names = ("input", "dim", "index", "src") if name.startswith("scatter") else ("input", "dim", "index")
+    given = dict(zip(names, args))
+    for key in list(kwargs):
+        if key in names or key == "value":
+            given[key] = kwargs[key]
+    extra = {k: v for k, v in kwargs.items() if k not in given}
+    x, dim, index = given.get("input", args[0]), given.get("dim"), given.get("index")
+    if not isinstance(dim, int) or not isinstance(index, Tensor) or _logical_ndim(x) == 0:
+        return NotImplemented
+    shifted = _norm_dim(dim, _logical_ndim(x)) + len(levels)
+    if _is_inplace(name):
+        if not is_batched(x) or x._levels != levels:
+            raise _inplace_error(name, name)
+        target = x._value
+    else:
+        target = _full(x, levels)
+    src = given.get("src", given.get("value"))
+    rest = () if "src" not in names else (_full(src, levels) if isinstance(src, Tensor) else src,)
+    result = func(target, shifted, _full(index, levels), *rest, **extra)
+    return x if _is_inplace(name) else wrap(result, levels)
+
+
+def _index_select(func, name, args, kwargs, levels):
+    """index_select: an unbatched index selects along the shifted dim; a batched one becomes a gather
+    with the index spread over the other dims."""
+    x, dim, index = args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "index")
+    if not isinstance(dim, int) or set(kwargs) - {"dim", "index"} or len(args) > 3:
+        return NotImplemented
+    ndim = _logical_ndim(x)
+    d = _norm_dim(dim, ndim)
+    if not is_batched(index):
+        return wrap(x._value.index_select(d + len(x._levels), index), x._levels)
+    full, nb = _full(x, levels), len(levels)
+    if ndim == 0:
+        return NotImplemented
+    picks = _full(index, levels).reshape(*_batch_shape(levels), *([1] * d), -1, *([1] * (ndim - d - 1)))
+    shape = list(full.shape)
+    shape[nb + d] = picks.shape[nb + d]
+    return wrap(full.gather(nb + d, picks.expand(*shape)), levels)
+
+
+def _take_along_dim(func, name, args, kwargs, levels):
+    x, indices, dim = args[0], _arg(args, kwargs, 1, "indices"), _arg(args, kwargs, 2, "dim")
+    if set(kwargs) - {"indices", "dim"} or len(args) > 3:
+        return NotImplemented
+    nb = len(levels)
+    if dim is None:
+        flat_x, flat_i = (_full(t, levels) for t in (x, indices))
+        flat_x = flat_x.reshape(*flat_x.shape[:nb], -1)
+        flat_i = flat_i.reshape(*flat_i.shape[:nb], -1)
+        return wrap(hookgrad.take_along_dim(flat_x, flat_i, nb), levels)
+    rank = max(_logical_ndim(x), _logical_ndim(indices))
+    if _logical_ndim(x) != _logical_ndim(indices):
+        return NotImplemented  # torch's own size error
+    physical_x, physical_i = (_full(t, levels) for t in (x, indices))
+    return wrap(hookgrad.take_along_dim(physical_x, physical_i, _norm_dim(dim, rank) + nb), levels)
+
+
+_RULES["flip"] = _RULES["flip_method"] = _RULES["roll"] = _flip_roll
+_RULES["outer"] = _RULES["ger"] = _outer
+_RULES["kron"] = _kron
+for _n in ("gather", "scatter", "scatter_add", "scatter_", "scatter_add_"):
+    _RULES[_n] = _gather_scatter
+_RULES["index_select"] = _index_select
+_RULES["take_along_dim"] = _take_along_dim
+
+
+def _getitem(func, name, args, kwargs, levels):
+    x, index = args[0], args[1]
+    parts = index if isinstance(index, tuple) else (index,)
+    if not is_batched(x) and not _tree_any(parts, is_batched):
+        return func(x, index)
+    return _index(x, parts, levels)
+
+
+def _index(x, parts, levels):
+    """``x[parts]`` once over the batch. Basic indexing (ints, slices, None, Ellipsis) on the physical
+    tensor past its batch dims; with index tensors (batched or not, bool masks unbatched) each level
+    adds an arange index in front, and the dims the index tensors make are placed where torch places
+    them for one example (where the tensors stand if they are adjacent, else first)."""
+    if not all(p is None or p is Ellipsis or isinstance(p, (int, slice, Tensor)) and not isinstance(p, bool)
+               for p in parts):
+        return NotImplemented
+    if not any(isinstance(p, Tensor) for p in parts):
+        nb = len(x._levels)
+        return wrap(x._value[(slice(None),) * nb + tuple(parts)], x._levels)
+    if any(isinstance(p, Tensor) and p.dtype == hookgrad.bool and is_batched(p) for p in parts):
+        return NotImplemented  # a batched mask: data-dependent shapes
+    if any(isinstance(p, int) for p in parts):
+        # torch selects the ints first, then indexes with the tensors
+        x = _index(x, [slice(None) if isinstance(p, Tensor) else p for p in parts], _levels_of(x))
+        parts = [p if isinstance(p, Tensor) else Ellipsis if p is Ellipsis else slice(None)
+                 for p in parts if not isinstance(p, int)]
+    expanded = []
+    for p in parts:  # a mask stands for its nonzero positions, one index tensor per dim it covers
+        if isinstance(p, Tensor) and p.dtype == hookgrad.bool:
+            expanded.extend(p.nonzero().unbind(1) if p.dim() else [p])
+        else:
+            expanded.append(p)
+    parts = expanded
+    if any(isinstance(p, Tensor) and p.dtype == hookgrad.bool for p in parts):
+        return NotImplemented
+    consumed = sum(p is not None and p is not Ellipsis for p in parts)
+    if Ellipsis in [p for p in parts if not isinstance(p, Tensor)]:
+        at = next(i for i, p in enumerate(parts) if p is Ellipsis and not isinstance(p, Tensor))
+        parts = parts[:at] + [slice(None)] * (_logical_ndim(x) - consumed) + parts[at + 1:]
+    where = [i for i, p in enumerate(parts) if isinstance(p, Tensor)]
+    rank = max(_logical_ndim(parts[i]) for i in where)
+    nb = len(levels)
+    physical = [_aligned(p, levels, rank) if isinstance(p, Tensor) else p for p in parts]
+    aranges = []
+    for i, size in enumerate(_batch_shape(levels)):
+        shape = [1] * (nb + rank)
+        shape[i] = size
+        aranges.append(hookgrad.arange(size).reshape(shape))
+    result = _full(x, levels)[(*aranges, *physical)]
+    adjacent = where == list(range(where[0], where[-1] + 1))
+    before = sum(1 for p in parts[:where[0]] if not isinstance(p, Tensor))
+    if adjacent and before:
+        # NumPy's rule put the index dims first (the aranges and the tensors are apart): move them back
+        order = list(range(result.dim()))
+        block = order[nb:nb + rank]
+        rest = order[nb + rank:]
+        result = result.permute(*order[:nb], *rest[:before], *block, *rest[before:])
+    return wrap(result, levels)
+
+
+def _levels_of(x):
+    return x._levels if is_batched(x) else ()
+
+
+_RULES["__getitem__"] = _getitem
+
+
+def _conv_batched_weight(func, name, args, kwargs, levels):
+    """A convolution whose weight (or bias) is batched: the examples side by side as groups of one
+    convolution (input (N, B*C, ...), weight (B*O, C/g, ...), groups B*g)."""
+    names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    if set(given) - set(names):
+        return NotImplemented
+    x, weight, bias = given["input"], given["weight"], given.get("bias")
+    groups = given.get("groups", 1)
+    spatial = _SPATIAL[name]
+    unbatched_form = _logical_ndim(x) == spatial + 1
+    nb = len(levels)
+    batch = _batch_shape(levels)
+    b = 1
+    for s in batch:
+        b *= s
+    px = _full(x, levels)
+    px = px.reshape(b, *px.shape[nb:])
+    if unbatched_form:
+        px = px.unsqueeze(1)  # (B, N=1, C, ...)
+    n, c = px.shape[1], px.shape[2]
+    merged_x = px.transpose(0, 1).reshape(n, b * c, *px.shape[3:])
+    pw = _full(weight, levels)
+    merged_w = pw.reshape(b * pw.shape[nb], *pw.shape[nb + 1:])
+    merged_b = None if bias is None else _full(bias, levels).reshape(-1)
+    options = {k: given[k] for k in ("stride", "padding", "dilation") if k in given}
+    out = func(merged_x, merged_w, merged_b, groups=groups * b, **options)
+    out = out.reshape(n, b, -1, *out.shape[2:]).transpose(0, 1)
+    if unbatched_form:
+        out = out.squeeze(1)
+    return wrap(out.reshape(*batch, *out.shape[1:]), levels)
 
 
 # ---- entering and leaving a vmap ------------------------------------------------------------------------------

@@ -1,0 +1,190 @@
+"""Batching rules that compute an op once for the whole batch (no per-slice fallback): indexing,
+gather/scatter, flips and products, convolutions with batched weights, random ops. Each case runs
+under torch.func.vmap on both frameworks and against a loop over the batch; on hookgrad the per-slice
+fallback is made to fail, so a case that reaches it fails."""
+import contextlib
+
+import pytest
+
+from difftest import assert_same, catch, differential, normalize
+
+
+def _data(T, *shape, start=-2.0):
+    n = 1
+    for s in shape:
+        n *= s
+    return T.linspace(start, 3.0, n, dtype=T.float64).reshape(*shape)
+
+
+@contextlib.contextmanager
+def _no_per_slice(T):
+    """On hookgrad, the per-slice fallback raises inside the block."""
+    if T.__name__ != "hookgrad":
+        yield
+        return
+    from hookgrad._functorch import vmap as batching
+    original = batching._per_slice
+
+    def refuse(func, name, *rest):
+        raise AssertionError(f"{name} ran per slice")
+    batching._per_slice = refuse
+    try:
+        yield
+    finally:
+        batching._per_slice = original
+
+
+def _index(T, *shape, high):
+    return (T.arange(_count(shape)) * 7 % high).reshape(*shape)
+
+
+def _count(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n
+
+
+# name -> (function, in_dims, arguments made from T)
+CASES = {
+    "outer": (lambda T, a, b: T.outer(a, b), (0, 0), lambda T: (_data(T, 4, 3), _data(T, 4, 5))),
+    "outer_unbatched": (lambda T, a, b: T.outer(a, b), (None, 0), lambda T: (_data(T, 3), _data(T, 4, 5))),
+    "kron": (lambda T, a, b: T.kron(a, b), (0, 0), lambda T: (_data(T, 4, 2, 3), _data(T, 4, 3, 2, start=1.0))),
+    "kron_ranks": (lambda T, a, b: T.kron(a, b), (0, None), lambda T: (_data(T, 4, 3), _data(T, 2, 2))),
+    "flip": (lambda T, a: a.flip([0, -1]), (1,), lambda T: (_data(T, 3, 4, 5),)),
+    "flip_fn": (lambda T, a: T.flip(a, (1,)), (0,), lambda T: (_data(T, 3, 4, 5),)),
+    "roll": (lambda T, a: a.roll(1, -1), (0,), lambda T: (_data(T, 3, 4, 5),)),
+    "roll_dims": (lambda T, a: T.roll(a, (1, -2), (0, 1)), (2,), lambda T: (_data(T, 3, 4, 5),)),
+    "roll_flat": (lambda T, a: a.roll(3), (0,), lambda T: (_data(T, 3, 4, 5),)),
+    "gather": (lambda T, a, i: a.gather(1, i), (0, None), lambda T: (_data(T, 3, 4, 5), _index(T, 4, 2, high=5))),
+    "gather_both": (lambda T, a, i: T.gather(a, -1, i), (0, 0), lambda T: (_data(T, 3, 4, 5), _index(T, 3, 4, 2, high=5))),
+    "gather_index": (lambda T, a, i: T.gather(a, 0, i), (None, 1), lambda T: (_data(T, 4, 5), _index(T, 2, 3, 5, high=4))),
+    "scatter": (lambda T, a, i, s: a.scatter(1, i, s), (0, 0, 0),
+                lambda T: (_data(T, 3, 4, 5), _index(T, 3, 4, 1, high=5), _data(T, 3, 4, 1, start=7.0))),
+    "scatter_value": (lambda T, a, i: T.scatter(a, 0, i, 9.0), (0, None), lambda T: (_data(T, 3, 4, 5), _index(T, 1, 5, high=4))),
+    "scatter_add": (lambda T, a, i, s: a.scatter_add(-1, i, s), (None, 0, 0),
+                    lambda T: (_data(T, 4, 5), _index(T, 3, 4, 3, high=5), _data(T, 3, 4, 3))),
+    "scatter_add_": (lambda T, a, i, s: a.clone().scatter_add_(0, i, s), (0, None, 0),
+                     lambda T: (_data(T, 3, 4), _index(T, 6, high=4), _data(T, 3, 6))),
+    "index_select": (lambda T, a, i: a.index_select(1, i), (0, None), lambda T: (_data(T, 3, 4, 5), T.tensor([4, 0, 4]))),
+    "index_select_both": (lambda T, a, i: T.index_select(a, -1, i), (0, 0), lambda T: (_data(T, 3, 4, 5), _index(T, 3, 2, high=5))),
+    "index_select_index": (lambda T, a, i: a.index_select(0, i), (None, 0), lambda T: (_data(T, 4, 5), _index(T, 3, 6, high=4))),
+    "take_along_dim": (lambda T, a, i: T.take_along_dim(a, i, 1), (0, 0), lambda T: (_data(T, 3, 4, 5), _index(T, 3, 4, 2, high=5))),
+    "take_along_bcast": (lambda T, a, i: T.take_along_dim(a, i, -1), (0, None), lambda T: (_data(T, 3, 4, 5), _index(T, 1, 2, high=5))),
+    "take_along_flat": (lambda T, a, i: a.take_along_dim(i), (0, 0), lambda T: (_data(T, 3, 4, 5), _index(T, 3, 6, high=20))),
+    "index_two": (lambda T, a, i, j: a[i, j], (0, None, None), lambda T: (_data(T, 3, 4, 5), _index(T, 2, 3, high=4), _index(T, 3, high=5))),
+    "index_adjacent_later": (lambda T, a, i, j: a[:, i, j], (0, None, None),
+                             lambda T: (_data(T, 3, 2, 4, 5), _index(T, 3, high=4), _index(T, 3, high=5))),
+    "index_apart": (lambda T, a, i, j: a[i, :, j], (1, None, None), lambda T: (_data(T, 2, 3, 4, 5), _index(T, 3, high=2), _index(T, 3, high=5))),
+    "index_int_first": (lambda T, a, i: a[:, 0, :, i], (0, None), lambda T: (_data(T, 3, 2, 4, 5, 6), _index(T, 3, high=6))),
+    "index_int_apart": (lambda T, a, i: a[0, :, i], (0, None), lambda T: (_data(T, 3, 2, 4, 5), _index(T, 3, high=5))),
+    "index_none_ellipsis": (lambda T, a, i: a[..., i, None, i], (0, None), lambda T: (_data(T, 3, 2, 4, 4), _index(T, 3, high=4))),
+    "index_mask": (lambda T, a, m: a[m], (0, None), lambda T: (_data(T, 3, 4, 5), T.tensor([True, False, True, True]))),
+    "index_mask_2d": (lambda T, a, m: a[:, m], (0, None), lambda T: (_data(T, 3, 2, 4, 5), _index(T, 4, 5, high=3) > 0)),
+    "index_batched": (lambda T, a, i: a[i], (0, 0), lambda T: (_data(T, 3, 4, 5), _index(T, 3, 2, high=4))),
+    "index_batched_only": (lambda T, a, i: a[1:, i], (None, 0), lambda T: (_data(T, 4, 5), _index(T, 3, 2, high=5))),
+    "index_batched_two": (lambda T, a, i, j: a[i, :, j], (0, 0, None), lambda T: (_data(T, 3, 4, 2, 5), _index(T, 3, 2, high=4), _index(T, 2, high=5))),
+    "conv2d_weights": (lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, padding=1, stride=(1, 2)), (0, 0, 0),
+                       lambda T: (_data(T, 3, 2, 4, 5, 6), _data(T, 3, 6, 4, 3, 3, start=1.0), _data(T, 3, 6))),
+    "conv2d_groups": (lambda T, x, w: T.nn.functional.conv2d(x, w, groups=2, dilation=2), (None, 0),
+                      lambda T: (_data(T, 2, 4, 6, 6), _data(T, 3, 6, 2, 2, 2, start=1.0))),
+    "conv1d_unbatched_form": (lambda T, x, w: T.nn.functional.conv1d(x, w, padding="same"), (0, 0),
+                              lambda T: (_data(T, 3, 2, 7), _data(T, 3, 4, 2, 3))),
+    "conv3d_bias_only": (lambda T, x, w, b: T.nn.functional.conv3d(x, w, b), (0, None, 0),
+                         lambda T: (_data(T, 3, 1, 2, 3, 3, 3), _data(T, 2, 2, 2, 2, 2), _data(T, 3, 2))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+@differential(rtol=1e-9, atol=1e-10)
+def test_rule_matches_torch_vmap_in_one_call(T, name):
+    fn, in_dims, make = CASES[name]
+    args = make(T)
+    with _no_per_slice(T):
+        return T.func.vmap(lambda *a: fn(T, *a), in_dims=in_dims)(*args)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_rule_matches_a_loop(name):
+    import hookgrad as T
+    fn, in_dims, make = CASES[name]
+    args = make(T)
+    size = next(a.shape[d] for a, d in zip(args, in_dims) if d is not None)
+    loop = T.stack([fn(T, *[a if d is None else a.select(d, k) for a, d in zip(args, in_dims)])
+                    for k in range(size)])
+    assert_same(normalize(T.func.vmap(lambda *a: fn(T, *a), in_dims=in_dims)(*args)), normalize(loop), 1e-12, 1e-12)
+
+
+@pytest.mark.parametrize("name", ["gather_both", "index_batched_two", "conv2d_weights", "take_along_dim", "kron",
+                                  "scatter"])
+@differential(rtol=1e-9, atol=1e-10)
+def test_per_sample_gradients_through_rules(T, name):
+    fn, in_dims, make = CASES[name]
+    args = make(T)
+
+    def loss(first, *rest):
+        return (fn(T, first, *rest) ** 2).sum()
+    with _no_per_slice(T):
+        return T.func.vmap(T.func.grad(loss), in_dims=in_dims)(*args)
+
+
+def test_rule_refusals_match_torch():
+    import hookgrad
+    import torch
+    for T in (torch, hookgrad):
+        a = _data(T, 3, 4, 5)
+        # out of range indices and the in-place form on an unbatched self keep torch's error classes
+        bad = catch(T.func.vmap(lambda x: x.gather(1, T.full((4, 1), 9))), a)
+        inplace = catch(T.func.vmap(lambda s: T.zeros(4).scatter_add_(0, T.tensor([0]), s), in_dims=0),
+                        _data(T, 3, 1).float())
+        assert type(bad).__name__ == "Raised" and bad.cls == "RuntimeError", T
+        assert inplace.cls == "RuntimeError" and "vmap: scatter_add_(self, *extra_args) is not possible" in \
+            inplace.message and inplace.message.endswith("please file a bug report instead."), T
+
+
+# ---- random ops ----------------------------------------------------------------------------------------
+F_DROPOUT = "dropout"
+RANDOM = {
+    "rand": lambda T, x: x + T.rand(3),
+    "randn_blocks": lambda T, x: x.sum() + T.randn(2, 3, 4),
+    "randn_size": lambda T, x: x + T.randn(size=(3,)),
+    "randint": lambda T, x: x + T.randint(0, 10, (3,)),
+    "randint_high": lambda T, x: x + T.randint(7, size=(3,)),
+    "normal_floats": lambda T, x: x + T.normal(1.0, 2.0, (3,)),
+    "rand_like": lambda T, x: T.rand_like(x) + x,
+    "randn_like": lambda T, x: T.randn_like(x),
+    "randint_like": lambda T, x: T.randint_like(x, 5),
+    "bernoulli": lambda T, x: T.bernoulli(x.sigmoid()),
+    "bernoulli_p": lambda T, x: x.bernoulli(0.3),
+    "poisson": lambda T, x: T.poisson(x.abs()),
+    "normal_tensor": lambda T, x: T.normal(x, 0.5),
+    "normal_": lambda T, x: x.clone().normal_(),
+    "uniform_": lambda T, x: x.clone().uniform_(-1, 1),
+    "bernoulli_": lambda T, x: x.clone().bernoulli_(0.5),
+    "exponential_": lambda T, x: x.clone().exponential_(),
+    "dropout": lambda T, x: T.nn.functional.dropout(x, 0.5),
+    "dropout_unbatched": lambda T, x: T.nn.functional.dropout(T.ones(3, dtype=T.float64), 0.5) + x,
+    "alpha_dropout": lambda T, x: T.nn.functional.alpha_dropout(x, 0.5, True),
+    "inplace_on_unbatched": lambda T, x: T.zeros(3, dtype=T.float64).normal_() + x,
+    "rrelu": lambda T, x: T.nn.functional.rrelu(x, training=True),
+    "unbatched_input": lambda T, x: T.bernoulli(T.full((3,), 0.5, dtype=T.float64)) + x,
+}
+# what draws one call over the whole batch (on hookgrad, its per-slice fallback is refused)
+_ONE_CALL = {"different": set(RANDOM) - {"inplace_on_unbatched", "rrelu"},
+             "same": {"rand", "randn_blocks", "randn_size", "randint", "randint_high", "normal_floats", "rand_like",
+                      "randn_like", "randint_like", "normal_", "uniform_", "bernoulli_", "exponential_",
+                      "inplace_on_unbatched", "unbatched_input"}}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM))
+@pytest.mark.parametrize("randomness", ["different", "same"])
+@differential(rtol=1e-6, atol=1e-6)
+def test_random_ops_draw_torch_values(T, name, randomness):
+    T.manual_seed(0)
+    x = _data(T, 4, 3)
+    guard = _no_per_slice(T) if name in _ONE_CALL[randomness] else contextlib.nullcontext()
+    with guard:
+        out = catch(T.func.vmap(lambda a: RANDOM[name](T, a), randomness=randomness), x)
+    if type(out).__name__ == "Raised":
+        return out, out.message
+    return out, T.rand(2)  # and the generator advanced as far as torch's
