@@ -188,3 +188,87 @@ def test_random_ops_draw_torch_values(T, name, randomness):
     if type(out).__name__ == "Raised":
         return out, out.message
     return out, T.rand(2)  # and the generator advanced as far as torch's
+
+
+# ---- autograd.grad(is_grads_batched=True): one vmapped backward pass --------------------------------------
+def _hooked_mlp(T, log):
+    T.manual_seed(0)
+    net = T.nn.Sequential(T.nn.Linear(5, 8), T.nn.Tanh(), T.nn.Linear(8, 3)).double()
+    net[0].register_full_backward_hook(
+        lambda m, gi, go: log.append(("module", [None if g is None else tuple(g.shape) for g in gi],
+                                      [tuple(g.shape) for g in go])))
+    net[2].register_full_backward_pre_hook(lambda m, go: log.append(("module pre", [tuple(g.shape) for g in go])))
+    return net
+
+
+@differential(rtol=1e-9, atol=1e-10)
+def test_hooks_fire_once_with_per_example_gradients(T):
+    log = []
+    net = _hooked_mlp(T, log)
+    x = _data(T, 4, 5).requires_grad_()
+    packed = []
+
+    def pack(t):
+        packed.append(tuple(t.shape))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", tuple(t.shape)))
+        return t
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = net(x)
+    y.register_hook(lambda g: log.append(("y", tuple(g.shape), g.dim(), g.requires_grad)))
+    h = y.grad_fn.next_functions[0][0]
+    h.register_prehook(lambda go: log.append(("node pre", [tuple(g.shape) for g in go])))
+    h.register_hook(lambda gi, go: log.append(("node", [None if g is None else tuple(g.shape) for g in gi])))
+    x.register_hook(lambda g: g * 2)  # what a hook returns replaces the batched gradient
+    loss = (y ** 2).sum(1)
+    grads = T.autograd.grad(loss, [x, net[0].weight], T.eye(4, dtype=T.float64), is_grads_batched=True)
+    return log, grads
+
+
+@differential(rtol=1e-9, atol=1e-10)
+def test_batched_gradients_with_create_graph(T):
+    x = _data(T, 3).requires_grad_()
+    calls = []
+    y = x.sin() * x
+    y.register_hook(lambda g: calls.append(tuple(g.shape)))
+    g, = T.autograd.grad(y, x, T.eye(3, dtype=T.float64), is_grads_batched=True, create_graph=True)
+    second, = T.autograd.grad(g.sum(), x)
+    return g, second, g.requires_grad, calls
+
+
+@differential(rtol=1e-9, atol=1e-10)
+def test_vectorized_jacobian_and_hessian_run_one_pass(T):
+    calls = []
+
+    def f(x, w):
+        y = (x @ w).tanh()
+        y.register_hook(lambda g: calls.append(tuple(g.shape)))
+        return y, x.sum()
+
+    x, w = _data(T, 2, 3), _data(T, 3, 4, start=0.5) / 4
+    jac = T.autograd.functional.jacobian(f, (x, w), vectorize=True)
+    hess = T.autograd.functional.hessian(lambda a: (a.exp() * a).sum(), x, vectorize=True)
+    return jac, hess, calls
+
+
+@differential(rtol=1e-9, atol=1e-10)
+def test_custom_function_backward_runs_once_on_batched_gradients(T):
+    seen = []
+
+    class Cube(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            x, = ctx.saved_tensors
+            seen.append((tuple(g.shape), g.dim()))
+            return 3 * x ** 2 * g
+
+    x = _data(T, 3).requires_grad_()
+    y = Cube.apply(x).exp()
+    return T.autograd.grad(y, x, T.eye(3, dtype=T.float64), is_grads_batched=True), seen

@@ -1290,6 +1290,70 @@ def _register_hook(func, name, args, kwargs, levels):
 _RULES["register_hook"] = _register_hook
 
 
+class _Unpacked:
+    """A saved tensor already unpacked: a node's backward run once per batch entry unpacks (and runs
+    the unpack hooks) once, as torch's one vmapped backward does."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def unpack(self, node):
+        return self.value
+
+
+def _nodes_running_user_code() -> tuple:
+    """Nodes whose backward is the user's code (a custom Function's) or calls the user's hooks (a
+    module's backward hooks): run once on the batched gradients, as torch runs them."""
+    from ..autograd.function import BackwardCFunction
+    from ..nn.modules._backward_hook import _HookIdentityNode
+    return BackwardCFunction, _HookIdentityNode
+
+
+def batched_gradients_pass(run, grads, size: int):
+    """``autograd.grad(is_grads_batched=True)``: ONE backward pass whose gradients are batched over a
+    vmap level of ``size`` (each grad's first dim), as torch vmaps its backward. Hooks and the engine's
+    own sums see batched tensors (per-example shapes) and fire once; each node's formula runs once per
+    batch entry (the formulas compute on arrays, below the batching mode), its saved tensors unpacked
+    once. ``run(grads, node_apply)`` runs the pass and returns the captured gradients, returned here
+    with the batch dim first."""
+    from .._C._torch_function import _BackwardPass
+    level = max([lvl for lvl, _, _ in ACTIVE] + [0]) + 1
+    enter(size, "error", level)
+    levels = (level,)
+
+    user_code = _nodes_running_user_code()
+
+    def node_apply(node, node_grads):
+        if isinstance(node, user_code):
+            return node.apply(node_grads)  # once, on the batched gradients (its hooks see them so)
+        if not any(is_batched(g) for g in node_grads):
+            with _BackwardPass():
+                return node.apply(node_grads)
+        fulls = [_full(g, levels) if is_batched(g) else g for g in node_grads]
+        saved = node._saved
+        if saved:
+            node._saved = tuple(None if v is None else _Unpacked(v) for v in node.saved())
+        try:
+            with _BackwardPass():
+                per_entry = [node.apply([f[b] if is_batched(g) else g for f, g in zip(fulls, node_grads)])
+                             for b in range(size)]
+        finally:
+            if saved:
+                node._saved = saved
+        return tuple(None if any(out[i] is None for out in per_entry) else
+                     wrap(hookgrad.stack([out[i] for out in per_entry]), levels)
+                     for i in range(len(per_entry[0])))
+
+    try:
+        captured = run([None if g is None else wrap(g, levels) for g in grads], node_apply)
+        return [None if c is None else _full(c, levels) if is_batched(c) else
+                c.unsqueeze(0).expand(size, *c.shape) for c in captured]
+    finally:
+        leave(level)
+
+
 def any_batched(*values) -> bool:
     return _tree_any(values, is_batched)
 
