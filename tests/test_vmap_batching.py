@@ -272,3 +272,91 @@ def test_custom_function_backward_runs_once_on_batched_gradients(T):
     x = _data(T, 3).requires_grad_()
     y = Cube.apply(x).exp()
     return T.autograd.grad(y, x, T.eye(3, dtype=T.float64), is_grads_batched=True), seen
+
+
+# ---- a custom Function's vmap staticmethod ----------------------------------------------------------------
+def _scale_function(T, log):
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(x, k):
+            log.append(("forward", tuple(x.shape), k))
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+        @staticmethod
+        def vmap(info, in_dims, x, k):
+            log.append(("vmap", info.batch_size, info.randomness, in_dims, tuple(x.shape), k, repr(info)))
+            return Scale.apply(x, k) + 1, in_dims[0]
+    return Scale
+
+
+@differential
+def test_function_vmap_staticmethod_called_as_torch_calls_it(T):
+    log = []
+    Scale = _scale_function(T, log)
+    x = _data(T, 2, 3)
+    results = [T.func.vmap(lambda t: Scale.apply(t, 2.0))(x),
+               T.func.vmap(lambda t: Scale.apply(t, 2.0), in_dims=1, randomness="same")(x),
+               T.func.vmap(T.func.vmap(lambda t: Scale.apply(t, 2.0)))(x),
+               T.func.vmap(T.func.grad(lambda t: Scale.apply(t, 3.0).sum()))(x)]
+
+    class Pair(T.autograd.Function):
+        @staticmethod
+        def forward(x, y):
+            return x + y, x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def vmap(info, in_dims, x, y):
+            log.append(("pair", in_dims, tuple(x.shape), tuple(y.shape)))
+            moved = x.movedim(in_dims[0], 0)
+            return Pair.apply(moved, y), (0, 0)
+
+    results.append(T.func.vmap(Pair.apply, in_dims=(1, None))(x, T.ones(2, dtype=T.float64)))
+
+    class WrongDims(Scale):
+        @staticmethod
+        def vmap(info, in_dims, x, k):
+            return x, (0, 1)
+
+    class NotAPair(Scale):
+        @staticmethod
+        def vmap(info, in_dims, x, k):
+            return x
+
+    class Both(Scale):
+        generate_vmap_rule = True
+    for cls in (WrongDims, NotAPair, Both):
+        raised = catch(T.func.vmap(lambda t: cls.apply(t, 2.0)), x)
+        results.append((raised, raised.message.split(". ")[0]))
+    return results, log
+
+
+# ---- printing batched tensors -------------------------------------------------------------------------------
+@differential
+def test_print_shows_where_torch_keeps_the_batch_dim_and_grad_tracking(T):
+    printed = []
+
+    def show(t):
+        printed.append(repr(t))
+        return t
+    vm = T.func.vmap
+    x = T.arange(6.0).reshape(2, 3)
+    vm(show, in_dims=1)(x)
+    vm(lambda t: show(t.sin()), in_dims=1)(x)        # a unary op keeps the batch dim where it was
+    vm(lambda t: show(t + 1), in_dims=1)(x)          # others move it to the front
+    vm(lambda t: show(t.sum(0)), in_dims=1)(x)
+    vm(vm(show, in_dims=1))(x.reshape(2, 3, 1))
+    vm(T.func.grad(lambda t: (show(t) * show(T.ones(3))).sum()))(x)
+    vm(T.func.grad(lambda t, u: (show(u) * show(t * 2)).sum()), in_dims=(0, None))(x, T.ones(3))
+    return printed

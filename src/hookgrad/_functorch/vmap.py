@@ -247,6 +247,8 @@ def _run_op(func, args, kwargs):
     if name in _RANDOM and not _random_is_idle(name, args, kwargs):
         return _random_op(func, name, args, kwargs, levels)
     if not levels:
+        if name in _DESCRIBING and _grad_levels():
+            return _grad_tracking_text(repr(args[0].detach()))
         return func(*args, **kwargs)
     if name in _METADATA:
         return func(*args, **kwargs)
@@ -256,7 +258,7 @@ def _run_op(func, args, kwargs):
         raise RuntimeError(_ITEM_MESSAGE)
     if name in _CONTROL_FLOW:
         raise RuntimeError(_CONTROL_FLOW_MESSAGE)
-    if name in ("__repr__", "__str__", "__format__"):
+    if name in _DESCRIBING:
         return _describe(args[0])
     rule = _RULES.get(name)
     if rule is None and name in _ELEMENTWISE:
@@ -269,12 +271,46 @@ def _run_op(func, args, kwargs):
 
 
 def _describe(x) -> str:
-    """What torch prints for a batched tensor: a BatchedTensor per level around the whole value."""
-    text = repr(x._value)
-    for i, lvl in enumerate(x._levels):
-        inner = "\n".join("    " + line for line in text.split("\n"))
-        text = f"BatchedTensor(lvl={lvl}, bdim=0, value=\n{inner}\n)"
+    """What torch prints for a batched tensor: a BatchedTensor per level (innermost outside) around the
+    physical value, each batch dim where torch keeps it (``bdim``: where the vmap's in_dims put it, for
+    an input or a unary elementwise op of one; 0 after other ops, which move it to the front), and
+    under a function transform differentiating it, a GradTrackingTensor around all."""
+    value, own = x._value, x._levels
+    nb = len(own)
+    shown = _shown_bdims(x)
+    order = list(range(nb, value.dim()))
+    for i in reversed(range(nb)):  # innermost level first: its dim goes into the example's dims
+        order.insert(shown.get(own[i], 0), i)
+    tracked = _grad_levels()
+    text = repr(value.detach().permute(*order) if tracked else value.permute(*order))
+    for lvl in own:
+        text = _wrapped_text(f"BatchedTensor(lvl={lvl}, bdim={shown.get(lvl, 0)}, value=", text)
+    return _grad_tracking_text(text)
+
+
+_DESCRIBING = ("__repr__", "__str__", "__format__")
+
+
+def _grad_levels() -> range:
+    """The levels of the differentiating transforms running inside the innermost vmap (torch wraps
+    every tensor of their functions in a GradTrackingTensor per level)."""
+    from ..func import TRANSFORMS_ACTIVE
+    return range(ACTIVE[-1][0] + 1, TRANSFORMS_ACTIVE[0] + 1) if ACTIVE else range(0)
+
+
+def _grad_tracking_text(text: str) -> str:
+    for lvl in _grad_levels():
+        text = _wrapped_text(f"GradTrackingTensor(lvl={lvl}, value=", text)
     return text
+
+
+def _wrapped_text(head: str, text: str) -> str:
+    inner = "\n".join("    " + line if line else line for line in text.split("\n"))
+    return f"{head}\n{inner}\n)"
+
+
+def _shown_bdims(x) -> dict:
+    return x.__dict__.get("_shown_bdims", {})
 
 
 # ---- the per-slice fallback ---------------------------------------------------------------------------------
@@ -446,7 +482,10 @@ def _elementwise(func, name, args, kwargs, levels):
         return NotImplemented
     if not is_batched(args[0]) and result.dim() < len(levels) + rank:
         return NotImplemented
-    return wrap(result, levels)
+    out = wrap(result, levels)
+    if "_shown_bdims" in args[0].__dict__ and len(args) == 1 and not kwargs:
+        out.__dict__["_shown_bdims"] = args[0].__dict__["_shown_bdims"]  # torch keeps a unary op's bdim
+    return out
 
 
 def _promoted_as_examples(args, kwargs):
@@ -1151,8 +1190,14 @@ def add_level(t: Tensor, dim: int, level: int) -> Tensor:
     """``t`` batched over ``level`` along its (per-example) dim ``dim``."""
     if is_batched(t):
         nb = len(t._levels)
-        return wrap(_moved(t._value, dim + nb, nb), t._levels + (level,))
-    return wrap(_moved(t, dim, 0), (level,))
+        out = wrap(_moved(t._value, dim + nb, nb), t._levels + (level,))
+        shown = {**_shown_bdims(t), level: dim}
+    else:
+        out = wrap(_moved(t, dim, 0), (level,))
+        shown = {level: dim}
+    if any(shown.values()):
+        out.__dict__["_shown_bdims"] = shown
+    return out
 
 
 def _moved(t: Tensor, source: int, destination: int) -> Tensor:
@@ -1195,20 +1240,79 @@ _EXTENDING_URL = "https://pytorch.org/docs/main/notes/extending.func.html"
 
 
 def function_apply(cls, args, kwargs):
-    """A custom ``autograd.Function`` applied to batched tensors: torch asks for ``setup_context`` and
-    for a vmap rule (``generate_vmap_rule=True`` or a ``vmap`` staticmethod); the forward and its
-    backward node then run once per batch element."""
+    """A custom ``autograd.Function`` applied to batched tensors, as torch does it: ``setup_context``
+    and a vmap rule are required; a ``vmap`` staticmethod is called once for the innermost level
+    (``vmap(info, in_dims, *args)`` with that level's batch dim unwrapped, returning ``(output,
+    out_dims)``); with ``generate_vmap_rule=True`` the forward and its backward node run once per
+    batch element."""
     if not cls._custom_setup:
         raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
                            f"...), it must override the setup_context staticmethod. For more details, please see "
                            f"{_EXTENDING_URL}")
-    has_rule = getattr(cls, "generate_vmap_rule", False) or "vmap" in vars(cls) or any(
+    overrides_vmap = "vmap" in vars(cls) or any(
         "vmap" in vars(base) for base in cls.__mro__[1:] if base.__name__ not in ("Function", "_SingleLevelFunction"))
-    if not has_rule:
+    if getattr(cls, "generate_vmap_rule", False):
+        if overrides_vmap:
+            raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it has both generate_vmap_rule=True and "
+                               "an overridden vmap staticmethod. Please set generate_vmap_rule=False or delete the "
+                               f"overridden vmap staticmethod to avoid ambiguity. For more details, please see "
+                               f"{_EXTENDING_URL}")
+        return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+    if not overrides_vmap:
         raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override "
                            f"and implement the vmap staticmethod or set generate_vmap_rule=True. For more details, "
                            f"please see {_EXTENDING_URL}")
-    return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+    if _tree_any(kwargs, lambda v: isinstance(v, Tensor)):
+        raise NotImplementedError("Run vmap on autograd.Function with kwarg-only Tensor args. Please do not pass "
+                                  f"kwarg-only Tensors to autograd.Function. Got: {kwargs}")
+    level = _levels_in(args, kwargs)[-1]
+    entry = next(e for e in ACTIVE if e[0] == level)
+    unwrapped, in_dims = zip(*[_peeled(a, level) for a in args]) if args else ((), ())
+    result = cls.vmap(VmapInfo(entry[1], entry[2]), tuple(in_dims), *unwrapped, **kwargs)
+    if not isinstance(result, tuple) or len(result) != 2:
+        base = ("Expected the vmap staticmethod to have two returns, an output and out_dims with pytree structure "
+                "compatible with the output. ")
+        raise RuntimeError(base + (f"Got a {type(result)} instead" if not isinstance(result, tuple) else
+                                   f"Got {len(result)} returns instead"))
+    output, out_dims = result
+    originals = {id(u): a for u, a in zip(unwrapped, args)}
+
+    def placed(out, dim):
+        if not isinstance(out, Tensor):
+            return out
+        if id(out) in originals:  # an input handed back (mark_dirty): the caller's own tensor
+            return originals[id(out)]
+        return out if dim is None else add_level(out, _norm_dim(dim, _logical_ndim(out)), level)
+    if isinstance(output, (tuple, list)):
+        dims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(output)
+        if len(dims) != len(output) or any(isinstance(d, (tuple, list)) for d in dims):
+            raise _incompatible_out_dims(out_dims, output)
+        return type(output)(placed(o, d) for o, d in zip(output, dims))
+    if not (out_dims is None or isinstance(out_dims, int)):
+        raise _incompatible_out_dims(out_dims, output)
+    return placed(output, out_dims)
+
+
+def _peeled(a, level: int):
+    """``a`` without ``level``'s batch dim (where torch keeps it: its ``bdim``), and that dim's index
+    (None where ``a`` is not batched over ``level``)."""
+    if not is_batched(a) or level not in a._levels:
+        return a, None
+    own = a._levels
+    rest = tuple(lvl for lvl in own if lvl != level)
+    bdim = _shown_bdims(a).get(level, 0)
+    value = _moved(a._value, own.index(level), len(own) - 1)  # the level's dim first among the example's
+    value = _moved(value, len(rest), len(rest) + bdim)
+    out = wrap(value, rest)
+    if rest and any(_shown_bdims(a).get(lvl) for lvl in rest):
+        out.__dict__["_shown_bdims"] = {lvl: d for lvl, d in _shown_bdims(a).items() if lvl != level}
+    return out, bdim
+
+
+def _incompatible_out_dims(out_dims, output):
+    return RuntimeError("The autograd.Function's vmap staticmethod returned an incompatible (output, out_dims) tuple. "
+                        f"Expected out_dims={out_dims} to be compatible with the structure of `output`. For more "
+                        f"details, please see {_EXTENDING_URL}")
 
 
 class VmapInfo:
