@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 import hookgrad
-from .._tensor import Tensor, _init
+from .._tensor import Tensor, _init, wrap as _plain
 from .._meta import MetaArray, meta_array
 from .._C._torch_function import _disabled_torch_function_impl, _EnableTorchFunction
 from ..overrides import TorchFunctionMode
@@ -1407,6 +1407,15 @@ class _Unpacked:
         return self.value
 
 
+def _stacked_entries(entries, levels):
+    """One gradient per batch entry, stacked into a batched tensor (None where the formula gave none)."""
+    if any(e is None for e in entries):
+        return None
+    if any(e._requires_grad for e in entries):
+        return wrap(hookgrad.stack(entries), levels)
+    return wrap(_plain(np.stack([e._ndarray for e in entries])), levels)
+
+
 def _nodes_running_user_code() -> tuple:
     """Nodes whose backward is the user's code (a custom Function's) or calls the user's hooks (a
     module's backward hooks): run once on the batched gradients, as torch runs them."""
@@ -1435,20 +1444,20 @@ def batched_gradients_pass(run, grads, size: int):
         if not any(is_batched(g) for g in node_grads):
             with _BackwardPass():
                 return node.apply(node_grads)
-        fulls = [_full(g, levels) if is_batched(g) else g for g in node_grads]
+        recording = hookgrad.is_grad_enabled()  # create_graph: slices and stacks join the graph
+        fulls = [None if not is_batched(g) else _full(g, levels) if recording else _full(g, levels)._ndarray
+                 for g in node_grads]
         saved = node._saved
         if saved:
             node._saved = tuple(None if v is None else _Unpacked(v) for v in node.saved())
         try:
             with _BackwardPass():
-                per_entry = [node.apply([f[b] if is_batched(g) else g for f, g in zip(fulls, node_grads)])
-                             for b in range(size)]
+                per_entry = [node.apply([g if f is None else f[b] if recording else _plain(f[b])
+                                         for f, g in zip(fulls, node_grads)]) for b in range(size)]
         finally:
             if saved:
                 node._saved = saved
-        return tuple(None if any(out[i] is None for out in per_entry) else
-                     wrap(hookgrad.stack([out[i] for out in per_entry]), levels)
-                     for i in range(len(per_entry[0])))
+        return tuple(_stacked_entries([out[i] for out in per_entry], levels) for i in range(len(per_entry[0])))
 
     try:
         captured = run([None if g is None else wrap(g, levels) for g in grads], node_apply)
