@@ -359,4 +359,7 @@ def test_print_shows_where_torch_keeps_the_batch_dim_and_grad_tracking(T):
     vm(vm(show, in_dims=1))(x.reshape(2, 3, 1))
     vm(T.func.grad(lambda t: (show(t) * show(T.ones(3))).sum()))(x)
     vm(T.func.grad(lambda t, u: (show(u) * show(t * 2)).sum()), in_dims=(0, None))(x, T.ones(3))
+    escaped = []
+    vm(lambda t: escaped.append(t) or t, in_dims=1)(x)
+    printed += [repr(escaped[0]), str(escaped[0])]  # a tensor that escaped its vmap prints as inside it
     return printed

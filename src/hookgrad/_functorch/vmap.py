@@ -21,7 +21,7 @@ import numpy as np
 import hookgrad
 from .._tensor import Tensor, _init, wrap as _plain
 from .._meta import MetaArray, meta_array
-from .._C._torch_function import _disabled_torch_function_impl, _EnableTorchFunction
+from .._C._torch_function import _disabled_torch_function_impl, _DisableAll, _EnableTorchFunction
 from ..overrides import TorchFunctionMode
 
 # the vmaps running now, outer first: [level, batch size, randomness]
@@ -34,6 +34,11 @@ class BatchedTensor(Tensor):
     # not an overloading subclass: the batching mode sees its ops (defining one would switch the
     # torch-function checks on for every op of every program)
     __torch_function__ = _disabled_torch_function_impl
+
+    def __repr__(self, *, tensor_contents=None):
+        return _describe(self)  # torch's text, inside its vmap or escaped from it
+
+    __str__ = __repr__
 
 
 _ESCAPED_MESSAGE = ("Either your tensor may have escaped from inside a function being vmapped and this is a user error "
@@ -282,7 +287,8 @@ def _describe(x) -> str:
     for i in reversed(range(nb)):  # innermost level first: its dim goes into the example's dims
         order.insert(shown.get(own[i], 0), i)
     tracked = _grad_levels()
-    text = repr(value.detach().permute(*order) if tracked else value.permute(*order))
+    with _DisableAll():  # the physical value's own text, which no mode rewrites
+        text = repr(value.detach().permute(*order) if tracked else value.permute(*order))
     for lvl in own:
         text = _wrapped_text(f"BatchedTensor(lvl={lvl}, bdim={shown.get(lvl, 0)}, value=", text)
     return _grad_tracking_text(text)
