@@ -363,3 +363,38 @@ def test_print_shows_where_torch_keeps_the_batch_dim_and_grad_tracking(T):
     vm(lambda t: escaped.append(t) or t, in_dims=1)(x)
     printed += [repr(escaped[0]), str(escaped[0])]  # a tensor that escaped its vmap prints as inside it
     return printed
+
+
+@differential(rtol=1e-9, atol=1e-10)
+def test_generated_vmap_rule_runs_the_functions_steps_once(T):
+    log = []
+
+    class Affine(T.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x, w, k):
+            log.append(("forward", tuple(x.shape), tuple(w.shape)))
+            return (x @ w) ** 2 * k, x.sum()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, w, ctx.k = inputs
+            ctx.save_for_backward(x, w)
+
+        @staticmethod
+        def backward(ctx, g, g_sum):
+            x, w = ctx.saved_tensors
+            log.append(("backward", tuple(g.shape), tuple(g_sum.shape), tuple(x.shape)))
+            inner = 2 * (x @ w) * g * ctx.k
+            return inner @ w.t() + g_sum, T.outer(x, inner), None
+
+    x = _data(T, 4, 3).requires_grad_()
+    w = _data(T, 3, 2, start=0.5).requires_grad_()
+    out, total = T.func.vmap(lambda a: Affine.apply(a, w, 2.0))(x)
+    (out.sum() + total.sum()).backward()      # the backward after the vmap returned
+    per_sample = T.func.vmap(T.func.grad(lambda a, b: Affine.apply(a, b, 0.5)[0].sum(), argnums=(0, 1)),
+                             in_dims=(0, None))(x.detach(), w.detach())
+    nested = T.func.vmap(T.func.vmap(lambda a: Affine.apply(a, w.detach(), 1.0)[0]), in_dims=1)(
+        x.detach().reshape(2, 2, 3))
+    return out, total, x.grad, w.grad, per_sample, nested, log

@@ -1263,7 +1263,7 @@ def function_apply(cls, args, kwargs):
                                "an overridden vmap staticmethod. Please set generate_vmap_rule=False or delete the "
                                f"overridden vmap staticmethod to avoid ambiguity. For more details, please see "
                                f"{_EXTENDING_URL}")
-        return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+        return _generated_rule_apply(cls, args, kwargs)
     if not overrides_vmap:
         raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override "
                            f"and implement the vmap staticmethod or set generate_vmap_rule=True. For more details, "
@@ -1297,6 +1297,121 @@ def function_apply(cls, args, kwargs):
     if not (out_dims is None or isinstance(out_dims, int)):
         raise _incompatible_out_dims(out_dims, output)
     return placed(output, out_dims)
+
+
+# ---- generate_vmap_rule=True: the Function's own steps, each run once on batched tensors -------------------
+class _RuleInfo:
+    """What the generated Function's steps need to batch the user's: the vmap level, its size and
+    randomness, which inputs are batched over it, whether forward returned one tensor."""
+
+    __slots__ = ("level", "size", "randomness", "batched", "single")
+
+    def __init__(self, level, size, randomness, batched):
+        self.level, self.size, self.randomness, self.batched = level, size, randomness, batched
+        self.single = True
+
+
+_GENERATED_RULES: dict = {}  # user's Function class -> its generated Function
+
+
+def _generated_rule_apply(cls, args, kwargs):
+    """As torch's generated vmap rule: a Function over the physical tensors (the level's batch dim first)
+    whose forward, setup_context and backward run the user's once, on tensors batched over the level,
+    so they see per-example shapes."""
+    if kwargs:
+        return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+    level = _levels_in(args, kwargs)[-1]
+    entry = next(e for e in ACTIVE if e[0] == level)
+    pairs = [_peeled_at_front(a, level) for a in args]
+    info = _RuleInfo(level, entry[1], entry[2], tuple(batched for _, batched in pairs))
+    rule = _GENERATED_RULES.get(cls)
+    if rule is None:
+        rule = _GENERATED_RULES[cls] = _generated_rule(cls)
+    outputs = rule.apply(info, *[a for a, _ in pairs])
+    if isinstance(outputs, tuple):
+        return tuple(add_level(o, 0, level) if isinstance(o, Tensor) else o for o in outputs)
+    return add_level(outputs, 0, level)
+
+
+def _peeled_at_front(a, level: int):
+    """(``a``'s tensor without ``level``, that level's batch dim first among the example's dims;
+    whether ``a`` was batched over it)."""
+    if not is_batched(a) or level not in a._levels:
+        return a, False
+    own = a._levels
+    rest = tuple(lvl for lvl in own if lvl != level)
+    return wrap(_moved(a._value, own.index(level), len(own) - 1), rest), True
+
+
+class _AtLevel:
+    """The user's step runs inside the vmap at ``info.level`` (entered again for a backward pass run
+    after that vmap returned), its ops seen by the batching mode."""
+
+    def __init__(self, info):
+        self.info = info
+        self.entered = False
+
+    def __enter__(self):
+        if not any(e[0] == self.info.level for e in ACTIVE):
+            enter(self.info.size, self.info.randomness, self.info.level)
+            self.entered = True
+        self.switch = _EnableTorchFunction()
+        self.switch.__enter__()
+
+    def __exit__(self, *exc_info):
+        self.switch.__exit__(*exc_info)
+        if self.entered:
+            leave(self.info.level)
+
+
+def _generated_rule(cls):
+    from ..autograd.function import Function
+
+    def batched(info, tensors):
+        return [add_level(t, 0, info.level) if flag and isinstance(t, Tensor) else t
+                for t, flag in zip(tensors, info.batched)]
+
+    def physical_at_front(info, t):
+        if not isinstance(t, Tensor):
+            return t
+        peeled, was_batched = _peeled_at_front(t, info.level)
+        return peeled if was_batched else peeled.unsqueeze(0).expand(info.size, *peeled.shape)
+
+    def forward(info, *args):
+        with _AtLevel(info):
+            out = cls.forward(*batched(info, args))
+            info.single = not isinstance(out, tuple)
+            if info.single:
+                return physical_at_front(info, out)
+            return tuple(physical_at_front(info, o) for o in out)
+
+    def setup_context(ctx, inputs, output):
+        info = inputs[0]
+        ctx._generated_rule_info = info
+        with _AtLevel(info):
+            outs = (output,) if info.single else output
+            shown = tuple(add_level(o, 0, info.level) if isinstance(o, Tensor) else o for o in outs)
+            cls.setup_context(ctx, tuple(batched(info, inputs[1:])), shown[0] if info.single else shown)
+
+    def backward(ctx, *grads):
+        info = ctx._generated_rule_info
+        with _AtLevel(info):
+            result = cls.backward(ctx, *[None if g is None else add_level(g, 0, info.level) for g in grads])
+            result = result if isinstance(result, tuple) else (result,)
+            physical = []
+            for g, flag in zip(result, info.batched):
+                if g is None or not isinstance(g, Tensor):
+                    physical.append(g)
+                elif flag:
+                    physical.append(physical_at_front(info, g))
+                else:  # an input shared by every example: its gradients summed over the batch
+                    peeled, was_batched = _peeled_at_front(g, info.level)
+                    physical.append(peeled.sum(0) if was_batched else peeled * info.size)
+        return (None, *physical)
+
+    return type(f"{cls.__name__}Vmapped", (Function,), {
+        "forward": staticmethod(forward), "setup_context": staticmethod(setup_context),
+        "backward": staticmethod(backward), "generate_vmap_rule": True})
 
 
 def _peeled(a, level: int):
