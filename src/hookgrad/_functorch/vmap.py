@@ -1249,8 +1249,8 @@ def function_apply(cls, args, kwargs):
     """A custom ``autograd.Function`` applied to batched tensors, as torch does it: ``setup_context``
     and a vmap rule are required; a ``vmap`` staticmethod is called once for the innermost level
     (``vmap(info, in_dims, *args)`` with that level's batch dim unwrapped, returning ``(output,
-    out_dims)``); with ``generate_vmap_rule=True`` the forward and its backward node run once per
-    batch element."""
+    out_dims)``); with ``generate_vmap_rule=True`` its steps run once on batched tensors. Where a graph
+    is recorded, its backward too sees batched gradients (see ``_rule_function_apply``)."""
     if not cls._custom_setup:
         raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
                            f"...), it must override the setup_context staticmethod. For more details, please see "
@@ -1274,13 +1274,10 @@ def function_apply(cls, args, kwargs):
     level = _levels_in(args, kwargs)[-1]
     entry = next(e for e in ACTIVE if e[0] == level)
     unwrapped, in_dims = zip(*[_peeled(a, level) for a in args]) if args else ((), ())
-    result = cls.vmap(VmapInfo(entry[1], entry[2]), tuple(in_dims), *unwrapped, **kwargs)
-    if not isinstance(result, tuple) or len(result) != 2:
-        base = ("Expected the vmap staticmethod to have two returns, an output and out_dims with pytree structure "
-                "compatible with the output. ")
-        raise RuntimeError(base + (f"Got a {type(result)} instead" if not isinstance(result, tuple) else
-                                   f"Got {len(result)} returns instead"))
-    output, out_dims = result
+    if hookgrad.is_grad_enabled() and any(isinstance(u, Tensor) and u.requires_grad for u in unwrapped):
+        # differentiated (vmap of grad): the node's backward, as torch's, sees batched gradients
+        return _rule_function_apply(cls, True, level, entry, unwrapped, in_dims)
+    output, out_dims = _call_vmap_staticmethod(cls, VmapInfo(entry[1], entry[2]), in_dims, unwrapped, kwargs)
     originals = {id(u): a for u, a in zip(unwrapped, args)}
 
     def placed(out, dim):
@@ -1289,6 +1286,21 @@ def function_apply(cls, args, kwargs):
         if id(out) in originals:  # an input handed back (mark_dirty): the caller's own tensor
             return originals[id(out)]
         return out if dim is None else add_level(out, _norm_dim(dim, _logical_ndim(out)), level)
+    return _zip_out_dims(output, out_dims, placed)
+
+
+def _call_vmap_staticmethod(cls, info, in_dims, unwrapped, kwargs):
+    result = cls.vmap(info, tuple(in_dims), *unwrapped, **kwargs)
+    if not isinstance(result, tuple) or len(result) != 2:
+        base = ("Expected the vmap staticmethod to have two returns, an output and out_dims with pytree structure "
+                "compatible with the output. ")
+        raise RuntimeError(base + (f"Got a {type(result)} instead" if not isinstance(result, tuple) else
+                                   f"Got {len(result)} returns instead"))
+    return result
+
+
+def _zip_out_dims(output, out_dims, placed):
+    """``placed(out, dim)`` for each output and its out_dim (one int or None for all, or one per output)."""
     if isinstance(output, (tuple, list)):
         dims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(output)
         if len(dims) != len(output) or any(isinstance(d, (tuple, list)) for d in dims):
@@ -1299,38 +1311,52 @@ def function_apply(cls, args, kwargs):
     return placed(output, out_dims)
 
 
-# ---- generate_vmap_rule=True: the Function's own steps, each run once on batched tensors -------------------
+# ---- a Function whose steps run once on batched tensors ---------------------------------------------------
 class _RuleInfo:
     """What the generated Function's steps need to batch the user's: the vmap level, its size and
-    randomness, which inputs are batched over it, whether forward returned one tensor."""
+    randomness, where each input's batch dim is (None: not batched over the level), whether the
+    forward returned one tensor."""
 
-    __slots__ = ("level", "size", "randomness", "batched", "single")
+    __slots__ = ("level", "size", "randomness", "in_dims", "single")
 
-    def __init__(self, level, size, randomness, batched):
-        self.level, self.size, self.randomness, self.batched = level, size, randomness, batched
+    def __init__(self, level, size, randomness, in_dims):
+        self.level, self.size, self.randomness, self.in_dims = level, size, randomness, in_dims
         self.single = True
 
 
-_GENERATED_RULES: dict = {}  # user's Function class -> its generated Function
+_GENERATED_RULES: dict = {}  # (user's Function class, forward through its vmap staticmethod) -> Function
 
 
 def _generated_rule_apply(cls, args, kwargs):
-    """As torch's generated vmap rule: a Function over the physical tensors (the level's batch dim first)
-    whose forward, setup_context and backward run the user's once, on tensors batched over the level,
-    so they see per-example shapes."""
+    """As torch's generated vmap rule: the user's forward, setup_context and backward each run once,
+    on tensors batched over the level, so they see per-example shapes."""
     if kwargs:
         return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
     level = _levels_in(args, kwargs)[-1]
     entry = next(e for e in ACTIVE if e[0] == level)
     pairs = [_peeled_at_front(a, level) for a in args]
-    info = _RuleInfo(level, entry[1], entry[2], tuple(batched for _, batched in pairs))
-    rule = _GENERATED_RULES.get(cls)
+    return _rule_function_apply(cls, False, level, entry, [a for a, _ in pairs],
+                                [0 if batched else None for _, batched in pairs])
+
+
+def _rule_function_apply(cls, through_vmap_staticmethod, level, entry, unwrapped, in_dims):
+    """A Function over the physical tensors (``unwrapped``, each batched at its in_dim) whose node
+    runs the user's steps on batched tensors: forward through the user's vmap staticmethod or on
+    batched tensors, setup_context and backward on batched tensors. Its outputs have the level's
+    batch dim first."""
+    info = _RuleInfo(level, entry[1], entry[2], tuple(in_dims))
+    key = (cls, through_vmap_staticmethod)
+    rule = _GENERATED_RULES.get(key)
     if rule is None:
-        rule = _GENERATED_RULES[cls] = _generated_rule(cls)
-    outputs = rule.apply(info, *[a for a, _ in pairs])
+        rule = _GENERATED_RULES[key] = _generated_rule(cls, through_vmap_staticmethod)
+    outputs = rule.apply(info, *unwrapped)
     if isinstance(outputs, tuple):
         return tuple(add_level(o, 0, level) if isinstance(o, Tensor) else o for o in outputs)
     return add_level(outputs, 0, level)
+
+
+def _expanded_front(t, size: int):
+    return t.unsqueeze(0).expand(size, *t.shape)
 
 
 def _peeled_at_front(a, level: int):
@@ -1364,26 +1390,32 @@ class _AtLevel:
             leave(self.info.level)
 
 
-def _generated_rule(cls):
+def _generated_rule(cls, through_vmap_staticmethod):
     from ..autograd.function import Function
 
     def batched(info, tensors):
-        return [add_level(t, 0, info.level) if flag and isinstance(t, Tensor) else t
-                for t, flag in zip(tensors, info.batched)]
+        return [t if d is None or not isinstance(t, Tensor) else add_level(t, d, info.level)
+                for t, d in zip(tensors, info.in_dims)]
 
-    def physical_at_front(info, t):
+    def at_front(info, t):
+        """``t``'s physical tensor at this level, the batch dim first."""
         if not isinstance(t, Tensor):
             return t
         peeled, was_batched = _peeled_at_front(t, info.level)
-        return peeled if was_batched else peeled.unsqueeze(0).expand(info.size, *peeled.shape)
+        return peeled if was_batched else _expanded_front(peeled, info.size)
 
     def forward(info, *args):
         with _AtLevel(info):
+            if through_vmap_staticmethod:
+                out, out_dims = _call_vmap_staticmethod(cls, VmapInfo(info.size, info.randomness), info.in_dims,
+                                                        args, {})
+                info.single = not isinstance(out, (tuple, list))
+                placed = _zip_out_dims(out, out_dims, lambda o, d: o if not isinstance(o, Tensor) else
+                                       _expanded_front(o, info.size) if d is None else o.movedim(d, 0))
+                return placed if info.single else tuple(placed)
             out = cls.forward(*batched(info, args))
             info.single = not isinstance(out, tuple)
-            if info.single:
-                return physical_at_front(info, out)
-            return tuple(physical_at_front(info, o) for o in out)
+            return at_front(info, out) if info.single else tuple(at_front(info, o) for o in out)
 
     def setup_context(ctx, inputs, output):
         info = inputs[0]
@@ -1399,14 +1431,15 @@ def _generated_rule(cls):
             result = cls.backward(ctx, *[None if g is None else add_level(g, 0, info.level) for g in grads])
             result = result if isinstance(result, tuple) else (result,)
             physical = []
-            for g, flag in zip(result, info.batched):
+            for g, d in zip(result, info.in_dims):
                 if g is None or not isinstance(g, Tensor):
                     physical.append(g)
-                elif flag:
-                    physical.append(physical_at_front(info, g))
-                else:  # an input shared by every example: its gradients summed over the batch
-                    peeled, was_batched = _peeled_at_front(g, info.level)
+                    continue
+                peeled, was_batched = _peeled_at_front(g, info.level)
+                if d is None:  # an input shared by every example: its gradients summed over the batch
                     physical.append(peeled.sum(0) if was_batched else peeled * info.size)
+                else:
+                    physical.append((peeled if was_batched else _expanded_front(peeled, info.size)).movedim(0, d))
         return (None, *physical)
 
     return type(f"{cls.__name__}Vmapped", (Function,), {
