@@ -83,6 +83,8 @@ CASES = {
     "index_mask_2d": (lambda T, a, m: a[:, m], (0, None), lambda T: (_data(T, 3, 2, 4, 5), _index(T, 4, 5, high=3) > 0)),
     "index_batched": (lambda T, a, i: a[i], (0, 0), lambda T: (_data(T, 3, 4, 5), _index(T, 3, 2, high=4))),
     "index_batched_only": (lambda T, a, i: a[1:, i], (None, 0), lambda T: (_data(T, 4, 5), _index(T, 3, 2, high=5))),
+    "index_int_batched_only": (lambda T, a, i: a[0, ..., i], (None, 0), lambda T: (_data(T, 3, 4), _index(T, 2, 2, high=4))),
+    "index_ellipsis_last": (lambda T, a, i: a[..., i, :], (0, 0), lambda T: (_data(T, 3, 2, 4, 5), _index(T, 3, 3, high=4))),
     "index_batched_two": (lambda T, a, i, j: a[i, :, j], (0, 0, None), lambda T: (_data(T, 3, 4, 2, 5), _index(T, 3, 2, high=4), _index(T, 2, high=5))),
     "conv2d_weights": (lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, padding=1, stride=(1, 2)), (0, 0, 0),
                        lambda T: (_data(T, 3, 2, 4, 5, 6), _data(T, 3, 6, 4, 3, 3, start=1.0), _data(T, 3, 6))),

@@ -1093,7 +1093,8 @@ def _index(x, parts, levels):
         return NotImplemented  # a batched mask: data-dependent shapes
     if any(isinstance(p, int) for p in parts):
         # torch selects the ints first, then indexes with the tensors
-        x = _index(x, [slice(None) if isinstance(p, Tensor) else p for p in parts], _levels_of(x))
+        basic = [slice(None) if isinstance(p, Tensor) else p for p in parts]
+        x = _index(x, basic, x._levels) if is_batched(x) else x[tuple(basic)]
         parts = [p if isinstance(p, Tensor) else Ellipsis if p is Ellipsis else slice(None)
                  for p in parts if not isinstance(p, int)]
     expanded = []
@@ -1128,10 +1129,6 @@ def _index(x, parts, levels):
         rest = order[nb + rank:]
         result = result.permute(*order[:nb], *rest[:before], *block, *rest[before:])
     return wrap(result, levels)
-
-
-def _levels_of(x):
-    return x._levels if is_batched(x) else ()
 
 
 _RULES["__getitem__"] = _getitem
