@@ -401,3 +401,18 @@ def test_generated_vmap_rule_runs_the_functions_steps_once(T):
     nested = T.func.vmap(T.func.vmap(lambda a: Affine.apply(a, w.detach(), 1.0)[0]), in_dims=1)(
         x.detach().reshape(2, 2, 3))
     return out, total, x.grad, w.grad, per_sample, nested, log
+
+
+@differential(rtol=1e-9, atol=1e-10)
+def test_jacrev_takes_one_backward_pass(T):
+    calls = []
+
+    def f(x, w):
+        y = (x @ w).tanh()
+        y.register_hook(lambda g: calls.append(tuple(g.shape)))
+        return y, x.sum()
+
+    x, w = _data(T, 2, 3), _data(T, 3, 4, start=0.5) / 4
+    jac = T.func.jacrev(f, argnums=(0, 1))(x, w)
+    hess = T.func.hessian(lambda a: (a.exp() * a).sum())(x[0])
+    return jac, hess, calls
