@@ -86,6 +86,9 @@ CASES = {
     "index_int_batched_only": (lambda T, a, i: a[0, ..., i], (None, 0), lambda T: (_data(T, 3, 4), _index(T, 2, 2, high=4))),
     "index_ellipsis_last": (lambda T, a, i: a[..., i, :], (0, 0), lambda T: (_data(T, 3, 2, 4, 5), _index(T, 3, 3, high=4))),
     "index_batched_two": (lambda T, a, i, j: a[i, :, j], (0, 0, None), lambda T: (_data(T, 3, 4, 2, 5), _index(T, 3, 2, high=4), _index(T, 2, high=5))),
+    "cross_entropy": (lambda T, x, y: T.nn.functional.cross_entropy(x.unsqueeze(0), y.unsqueeze(0)), (0, 0),
+                      lambda T: (_data(T, 4, 5), _index(T, 4, high=5))),
+    "mse_loss": (lambda T, x, y: T.nn.functional.mse_loss(x, y), (0, None), lambda T: (_data(T, 4, 5), _data(T, 5))),
     "conv2d_weights": (lambda T, x, w, b: T.nn.functional.conv2d(x, w, b, padding=1, stride=(1, 2)), (0, 0, 0),
                        lambda T: (_data(T, 3, 2, 4, 5, 6), _data(T, 3, 6, 4, 3, 3, start=1.0), _data(T, 3, 6))),
     "conv2d_groups": (lambda T, x, w: T.nn.functional.conv2d(x, w, groups=2, dilation=2), (None, 0),
@@ -118,7 +121,7 @@ def test_rule_matches_a_loop(name):
 
 
 @pytest.mark.parametrize("name", ["gather_both", "index_batched_two", "conv2d_weights", "take_along_dim", "kron",
-                                  "scatter"])
+                                  "scatter", "cross_entropy"])
 @differential(rtol=1e-9, atol=1e-10)
 def test_per_sample_gradients_through_rules(T, name):
     fn, in_dims, make = CASES[name]

@@ -786,13 +786,14 @@ _REDUCTIONS = {"mean": lambda t, dims: t.mean(dims), "sum": lambda t, dims: t.su
 
 def _pointwise_loss(func, name, args, kwargs, levels):
     """A loss that is elementwise before its reduction: computed unreduced, reduced per example."""
+    kwargs = _without_defaults(kwargs)
     reduction = kwargs.get("reduction", "mean")
     if len(args) > 2 or set(kwargs) - {"reduction", "beta", "delta", "weight", "pos_weight"} or \
-            kwargs.get("weight") is not None and is_batched(kwargs["weight"]) or \
-            not isinstance(reduction, str) or reduction not in ("mean", "sum", "none"):
-        return NotImplemented
-    rank = max(_logical_ndim(a) for a in args)
-    unreduced = func(*[_aligned(a, levels, rank) for a in args], **{**kwargs, "reduction": "none"})
+            is_batched(kwargs.get("weight")) or is_batched(kwargs.get("pos_weight")) or \
+            not isinstance(reduction, str) or reduction not in ("mean", "sum", "none") or \
+            len(args) == 2 and tuple(args[0].shape) != tuple(args[1].shape):
+        return NotImplemented  # (input and target of other shapes: torch's warning or error, per example)
+    unreduced = func(*[_full(a, levels) for a in args], **{**kwargs, "reduction": "none"})
     full = _full(wrap(unreduced, levels), levels)
     if reduction == "none":
         return wrap(full, levels)
@@ -802,8 +803,14 @@ def _pointwise_loss(func, name, args, kwargs, levels):
     return wrap(_REDUCTIONS[reduction](full, dims), levels)
 
 
+def _without_defaults(kwargs):
+    """The loss options given other than as their None defaults (the functional form passes them all)."""
+    return {k: v for k, v in kwargs.items() if not (v is None and k in ("weight", "size_average", "reduce"))}
+
+
 def _cross_entropy(func, name, args, kwargs, levels):
     """Class-index targets, no class weights: the unreduced losses of all examples in one call."""
+    kwargs = _without_defaults(kwargs)
     reduction = kwargs.get("reduction", "mean")
     if len(args) != 2 or set(kwargs) - {"reduction", "ignore_index", "label_smoothing"} or \
             reduction not in ("mean", "sum", "none"):
