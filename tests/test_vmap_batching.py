@@ -467,3 +467,22 @@ def test_batched_gradients_match_a_pass_per_entry_on_the_op_registry(create_grap
             assert np.allclose(got.detach().numpy(), want.numpy(), rtol=1e-6, atol=1e-9, equal_nan=True), name
         checked += 1
     assert checked > 250
+
+
+PROMOTIONS = {
+    "add": lambda T, s, y: s + y, "radd": lambda T, s, y: y + s, "pow": lambda T, s, y: y ** s,
+    "eq": lambda T, s, y: s == y, "atan2": lambda T, s, y: T.atan2(s, y), "maximum": lambda T, s, y: T.maximum(y, s),
+    "div": lambda T, s, y: s / y, "fmod": lambda T, s, y: T.fmod(y, s), "bitwise": lambda T, s, y: s.long() & y.int(),
+    # torch's rules for these promote the physical tensors
+    "addcmul": lambda T, s, y: T.addcmul(y, y, s), "clamp": lambda T, s, y: y.clamp(min=s),
+    "where": lambda T, s, y: T.where(y > 0, s, y), "type_as": lambda T, s, y: y.type_as(s),
+    "masked_fill": lambda T, s, y: y.masked_fill(y > 1.5, s),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROMOTIONS))
+@differential
+def test_a_scalar_per_example_promotes_as_torch_promotes_it(T, name):
+    x = _data(T, 4, 3)
+    y = T.linspace(1.0, 2.0, 3)
+    return T.func.vmap(lambda a: PROMOTIONS[name](T, a.sum(), y))(x)

@@ -477,7 +477,7 @@ def _elementwise(func, name, args, kwargs, levels):
         func(self._value, *[_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args[1:]],
              **{k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()})
         return self
-    if rank:
+    if rank and name not in _NOT_PROMOTING_AS_EXAMPLES:
         args, kwargs = _promoted_as_examples(args, kwargs)
     physical = [_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args]
     physical_kwargs = {k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
@@ -494,12 +494,20 @@ def _elementwise(func, name, args, kwargs, levels):
     return out
 
 
+# ops whose batching rule in torch promotes the physical tensors (the other tensor's dtype is taken as
+# it is, or the rule is not torch's binary one)
+_NOT_PROMOTING_AS_EXAMPLES = {"type_as", "to", "clamp", "clip", "clamp_min", "clamp_max", "clamp_", "clip_"}
+
+
 def _promoted_as_examples(args, kwargs):
-    """A batched argument that is 0-d per example ranks below dimensioned tensors in type promotion (as
-    in torch), though its physical tensor has dims: cast to the type the examples promote to."""
+    """A binary op: a batched argument that is 0-d per example ranks below a dimensioned tensor in type
+    promotion (as in torch's binary rule), though its physical tensor has dims: cast to the type the
+    examples promote to. (torch's rules for ops of three tensors promote the physical tensors.)"""
     tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, Tensor)]
+    if len(tensors) != 2 or tensors[0].dtype == tensors[1].dtype:
+        return args, kwargs
     scalars = [v for v in tensors if is_batched(v) and _logical_ndim(v) == 0]
-    if not scalars or len({v.dtype for v in tensors}) == 1:
+    if not scalars:
         return args, kwargs
     dimensioned = [v.dtype for v in tensors if _logical_ndim(v) > 0]
     if not dimensioned:
@@ -1068,6 +1076,15 @@ def _take_along_dim(func, name, args, kwargs, levels):
     return wrap(hookgrad.take_along_dim(physical_x, physical_i, _norm_dim(dim, rank) + nb), levels)
 
 
+def _masked_fill(func, name, args, kwargs, levels):
+    """masked_fill with a batched 0-d value: a where over the batch (the value in self's dtype)."""
+    x, mask, value = args[0], _arg(args, kwargs, 1, "mask"), _arg(args, kwargs, 2, "value")
+    if not is_batched(value) or len(args) + len(kwargs) != 3 or _logical_ndim(value) != 0:
+        return _elementwise(func, name, args, kwargs, levels)
+    return _run_op(hookgrad.where, (mask, _run_op(Tensor.to, (value, x.dtype), {}), x), {})
+
+
+_RULES["masked_fill"] = _masked_fill
 _RULES["flip"] = _RULES["flip_method"] = _RULES["roll"] = _flip_roll
 _RULES["outer"] = _RULES["ger"] = _outer
 _RULES["kron"] = _kron
