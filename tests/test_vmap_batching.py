@@ -168,6 +168,7 @@ RANDOM = {
     "bernoulli_": lambda T, x: x.clone().bernoulli_(0.5),
     "exponential_": lambda T, x: x.clone().exponential_(),
     "dropout": lambda T, x: T.nn.functional.dropout(x, 0.5),
+    "dropout_inplace": lambda T, x: T.nn.functional.dropout(x.clone(), 0.3, True, True),
     "dropout_unbatched": lambda T, x: T.nn.functional.dropout(T.ones(3, dtype=T.float64), 0.5) + x,
     "alpha_dropout": lambda T, x: T.nn.functional.alpha_dropout(x, 0.5, True),
     "inplace_on_unbatched": lambda T, x: T.zeros(3, dtype=T.float64).normal_() + x,
@@ -176,7 +177,7 @@ RANDOM = {
 }
 # what draws one call over the whole batch (on hookgrad, its per-slice fallback is refused)
 _ONE_CALL = {"different": set(RANDOM) - {"inplace_on_unbatched", "rrelu"},
-             "same": {"rand", "randn_blocks", "randn_size", "randint", "randint_high", "normal_floats", "rand_like",
+             "same": {"dropout", "dropout_inplace", "rand", "randn_blocks", "randn_size", "randint", "randint_high", "normal_floats", "rand_like",
                       "randn_like", "randint_like", "normal_", "uniform_", "bernoulli_", "exponential_",
                       "inplace_on_unbatched", "unbatched_input"}}
 

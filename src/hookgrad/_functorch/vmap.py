@@ -394,6 +394,13 @@ def _random_op(func, name, args, kwargs, levels):
             if _tree_any((args, kwargs), lambda v: is_batched(v) and not _same_for_every_example(v)):
                 raise RuntimeError(_SAME_WITH_BATCHED_INPUT)
             return func(*_first_example(args), **_first_example(kwargs))
+        if name == "dropout" and is_batched(args[0]) and not _tree_any((args[1:], kwargs), is_batched):
+            # one mask of the example's shape (dropout multiplies by its noise), every example times it
+            x = args[0]
+            options = {k: v for k, v in kwargs.items() if k != "inplace"}
+            noise = func(hookgrad.ones(x.shape, dtype=x.dtype), *args[1:3], **options)
+            in_place = kwargs.get("inplace", args[3] if len(args) > 3 else False)
+            return _run_op(Tensor.mul_ if in_place else hookgrad.mul, (x, noise), {})
         if inplace or name.endswith("_like"):
             # the draw over one example's shape, then every example
             x = args[0]
