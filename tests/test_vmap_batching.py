@@ -162,6 +162,8 @@ RANDOM = {
     "bernoulli": lambda T, x: T.bernoulli(x.sigmoid()),
     "bernoulli_p": lambda T, x: x.bernoulli(0.3),
     "poisson": lambda T, x: T.poisson(x.abs()),
+    "multinomial": lambda T, x: T.multinomial(x.abs() + 0.1, 2),
+    "multinomial_rows": lambda T, x: T.multinomial(T.stack([x.abs(), x.abs().flip(0)]) + 0.1, 3, replacement=True),
     "normal_tensor": lambda T, x: T.normal(x, 0.5),
     "normal_": lambda T, x: x.clone().normal_(),
     "uniform_": lambda T, x: x.clone().uniform_(-1, 1),

@@ -422,6 +422,11 @@ def _random_op(func, name, args, kwargs, levels):
     if name in _FACTORIES and not levels and not _tree_any((args, kwargs), lambda v: isinstance(v, Tensor)):
         batched_args, batched_kwargs = _with_batch_shape(name, args, kwargs, batch)
         return wrap(func(*batched_args, **batched_kwargs), all_levels)
+    if name == "multinomial" and not _tree_any((args[1:], kwargs), is_batched):
+        # rows of probabilities: every example's rows as the rows of one 2-D call (drawn row by row)
+        probs = _full(args[0], all_levels)
+        drawn = func(probs.reshape(-1, probs.shape[-1]), *args[1:], **kwargs)
+        return wrap(drawn.reshape(*probs.shape[:-1], drawn.shape[-1]), all_levels)
     if name.endswith("_like") or name in _DRAW_FROM_INPUT and name != "multinomial" or \
             name in ("dropout", "alpha_dropout"):
         full_args = _tree_map(lambda t: _full(t, all_levels), args)
