@@ -1031,6 +1031,8 @@ def _gather_scatter(func, name, args, kwargs, levels):
     batched: every tensor argument given a dim per level (expanded where it is not batched), the dim
     shifted past them; one call."""
     names = ("input", "dim", "index", "src") if name.startswith("scatter") else ("input", "dim", "index")
+    if len(args) > len(names):
+        return NotImplemented  # (gather's sparse_grad, given by position)
     given = dict(zip(names, args))
     for key in list(kwargs):
         if key in names or key == "value":
