@@ -48,11 +48,11 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                       "place, an input wrapped by a full backward hook's view: "
                                                       "torch's second pass first reads that view (the error names "
                                                       "BackwardHookFunction), hookgrad's a view of it (named T)",
-    "combo:hooks_under_is_grads_batched": "autograd.grad(is_grads_batched=True): torch runs one vmapped pass, so "
-                                          "each hook (and unpack hook) fires once with a batched tensor (whose "
-                                          ".detach(), in the fuzzer's logging, torch's vmap refuses: 'Batching "
-                                          "rule not implemented for aten::detach'); hookgrad runs one pass per "
-                                          "batch entry, so its hooks fire once per entry, with that entry",
+    "combo:hooks_under_is_grads_batched": "autograd.grad(is_grads_batched=True): both run one vmapped pass, each "
+                                          "hook (and unpack hook) firing once with a batched tensor; the fuzzer's "
+                                          "logging calls .detach() on it, which torch's legacy vmap refuses "
+                                          "('Batching rule not implemented for aten::detach') and hookgrad's "
+                                          "batched tensors allow",
     "saved:unpack_flat": "an unpack hook hands back a tensor of another shape: torch's backward kernels refuse it "
                          "with RuntimeError ('The size of tensor a (3) must match the size of tensor b (6)'); "
                          "hookgrad's NumPy formulas fail with NumPy's ValueError ('could not be broadcast'): the "

@@ -165,3 +165,29 @@ def test_opcheck_failures(T):
     return (summary, catch(L.opcheck, nofake, (T.ones(2),)),
             L.opcheck(wrongfake, (T.ones(2),), test_utils="test_schema"),
             catch(L.opcheck, nofake, (T.ones(2),), test_utils=["bogus"]))
+
+
+@differential
+def test_backend_fallback_runs_for_an_operator_without_a_kernel(T):
+    ns = _unique("fallback")
+    L = T.library
+    seen = []
+
+    def boxed(op, *args, **kwargs):
+        seen.append((str(op).split(".", 1)[1], len(args), sorted(kwargs)))
+        return args[0] * args[1]
+    results = []
+    with L._scoped_library(ns, "DEF") as lib:
+        lib.define("scale(Tensor x, float k) -> Tensor")
+        with L._scoped_library("_", "IMPL") as everywhere:
+            everywhere.fallback(boxed, "CPU")
+            op = getattr(T.ops, ns).scale
+            results += [op(T.ones(2), 3.0), op(T.ones(2), k=2.0), T.ones(2) + 1]  # built-in ops keep their kernels
+            for key in ("CPU", "AutogradCPU", "Autograd", "CompositeImplicitAutograd", "Meta", "FuncTorchBatched",
+                        "not_a_key"):
+                raised = catch(L.Library("_", "IMPL").fallback, boxed, key)
+                results.append((key, raised, raised.message.split(";")[0]))
+        results.append(catch(op, T.ones(2), 3.0))  # the fallback left with its library
+    with L._scoped_library("_", "IMPL") as again:
+        again.fallback(boxed, "CPU")
+    return results, seen

@@ -235,18 +235,15 @@ def _jacobian_transform(func, argnums, has_aux: bool, api: str):
             if not out_leaves or any(not isinstance(o, Tensor) for o in _flat_items(output)):
                 raise RuntimeError(f"{api}(f, ...)(*args): expected f(*args) to return only tensors, got "
                                    f"unsupported type {type(output).__name__}")
+            from ._functorch import vmap as batching
+            one_pass = api == "jacrev" and not batching.ACTIVE
+            if one_pass:
+                # every row in one backward pass with batched gradients, as torch's vmap of vjp
+                from .autograd.functional import _vectorized_jacobian
+                every = _vectorized_jacobian(tuple(out_leaves), tuple(flat_inputs), create_graph=nested)
             per_output = []
-            for out in out_leaves:
-                rows = [[] for _ in flat_inputs]
-                flat = out.reshape(-1)
-                for k in range(out.numel()):
-                    grads = (_autograd_grad(flat[k], flat_inputs, retain_graph=True, create_graph=True,
-                                            allow_unused=True)
-                             if flat[k].requires_grad else [None] * len(flat_inputs))
-                    for j, (g, inp) in enumerate(zip(grads, flat_inputs)):
-                        rows[j].append(g if g is not None else hookgrad.zeros_like(inp))
-                blocks = [hookgrad.stack(r, 0).reshape(*out.shape, *inp.shape) if r else
-                          hookgrad.zeros(*out.shape, *inp.shape, dtype=inp.dtype) for r, inp in zip(rows, flat_inputs)]
+            for n_out, out in enumerate(out_leaves):
+                blocks = list(every[n_out]) if one_pass else _rows_one_pass_each(out, flat_inputs)
                 if not nested:
                     blocks = [b.detach() for b in blocks]
                 it = iter(blocks)
@@ -257,6 +254,20 @@ def _jacobian_transform(func, argnums, has_aux: bool, api: str):
         return (jac, aux) if has_aux else jac
 
     return wrapper
+
+
+def _rows_one_pass_each(out, flat_inputs) -> list:
+    """``out``'s Jacobian blocks, one for each input (``out.shape + input.shape``), a backward pass per
+    element of ``out``."""
+    rows = [[] for _ in flat_inputs]
+    flat = out.reshape(-1)
+    for k in range(out.numel()):
+        grads = (_autograd_grad(flat[k], flat_inputs, retain_graph=True, create_graph=True, allow_unused=True)
+                 if flat[k].requires_grad else [None] * len(flat_inputs))
+        for j, (g, inp) in enumerate(zip(grads, flat_inputs)):
+            rows[j].append(g if g is not None else hookgrad.zeros_like(inp))
+    return [hookgrad.stack(r, 0).reshape(*out.shape, *inp.shape) if r else
+            hookgrad.zeros(*out.shape, *inp.shape, dtype=inp.dtype) for r, inp in zip(rows, flat_inputs)]
 
 
 def _flat_items(tree) -> list:

@@ -176,6 +176,11 @@ class OperatorEntry:
 
     # -- calling ---------------------------------------------------------------------------------
     def call(self, *args, **kwargs):
+        if self.kernel is None and "CPU" in _BACKEND_FALLBACKS:
+            from .ops import ops
+            op = getattr(getattr(ops, self.namespace), self.name).default
+            args, kwargs = _positional(self.schema, args, dict(kwargs))
+            return _BACKEND_FALLBACKS["CPU"][0](op, *args, **kwargs)
         if self.kernel is None:
             raise NotImplementedError(f"{self.namespace}::{self.name}: There were no tensor arguments to this "
                                       "function (e.g., you passed an empty list of Tensors), but no fallback "
@@ -685,7 +690,11 @@ class Library:
         if dispatch_key == "":
             raise AssertionError("dispatch_key must not be empty for fallback")
         self._check_alive()
-        raise NotImplementedError("Library.fallback registers a dispatcher-wide kernel; hookgrad has no dispatcher")
+        _check_fallback_key(dispatch_key)
+        if with_keyset:
+            raise NotImplementedError("Library.fallback(with_keyset=True): hookgrad has no dispatch key sets to hand "
+                                      "the kernel")
+        _BACKEND_FALLBACKS[dispatch_key] = (fn, _caller_site(), self)
 
     def _destroy(self):
         """Take back what this library registered: its operators, its kernels (the kernels they replaced
@@ -707,7 +716,68 @@ class Library:
         self._op_defs.clear()
         if self.kind == "DEF":
             _DEFINED_NAMESPACES.discard(self.ns)
+        for key in [k for k, (_, _, owner) in _BACKEND_FALLBACKS.items() if owner is self]:
+            del _BACKEND_FALLBACKS[key]
         self._destroyed = True
+
+
+# backend fallbacks: the kernel torch runs for an operator with no kernel of its own for that backend.
+# Every built-in op has a CPU kernel, so here one runs for operators defined without a kernel.
+_BACKEND_FALLBACKS: dict = {}  # dispatch key -> (kernel, where it was registered, its Library)
+_BACKENDS = ("CPU", "CUDA", "HIP", "XLA", "MPS", "IPU", "XPU", "HPU", "VE", "Lazy", "MTIA", "MAIA", "PrivateUse1",
+             "PrivateUse2", "PrivateUse3")
+_FALLBACK_KEYS = {prefix + backend for backend in _BACKENDS
+                  for prefix in ("", "Sparse", "Quantized", "NestedTensor", "SparseCsr")}
+# keys torch registers its own fallback for (a second one is refused); alias keys spread over many keys
+_TORCH_OWN_FALLBACKS = {"Meta", "Python", "PythonTLSSnapshot", "PythonDispatcher", "BackendSelect", "Functionalize",
+                        "ADInplaceOrView", "Conjugate", "Negative", "ZeroTensor", "Batched", "VmapMode",
+                        "FuncTorchBatched", "FuncTorchVmapMode", "FuncTorchGradWrapper",
+                        "FuncTorchDynamicLayerBackMode", "FuncTorchDynamicLayerFrontMode", "Tracer", "AutogradOther",
+                        "Named"} | {prefix + backend for backend in _BACKENDS for prefix in ("Autograd", "Autocast")}
+_ALIAS_KEYS = {"Autograd": "AutogradOther", "CompositeImplicitAutograd": "Meta",
+               "CompositeExplicitAutograd": None, "CompositeExplicitAutogradNonFunctional": None,
+               "CompositeImplicitAutogradNestedTensor": None, "FuncTorchBatchedDecomposition": None}
+
+
+def _check_fallback_key(key: str) -> None:
+    if key.startswith("Composite") and "CPU" in _BACKEND_FALLBACKS:
+        key = "CPU"  # the first backend key torch registers an alias key's fallback for
+    if key in _TORCH_OWN_FALLBACKS or _ALIAS_KEYS.get(key) or key in _BACKEND_FALLBACKS:
+        shown = _ALIAS_KEYS.get(key) or key
+        previous = _BACKEND_FALLBACKS[shown][1] if shown in _BACKEND_FALLBACKS else f"torch's own {shown} fallback"
+        raise RuntimeError(f"Tried to register multiple backend fallbacks for the same dispatch key {shown}; previous "
+                           f"registration registered at {previous}, new registration registered at {_caller_site()}")
+    if key in _ALIAS_KEYS:
+        raise NotImplementedError(f"Library.fallback for the alias key {key}: hookgrad registers a fallback for one "
+                                  "backend key (CPU, CUDA, ...)")
+    if key not in _FALLBACK_KEYS:
+        raise RuntimeError(f"could not parse dispatch key: {key}")
+
+
+def _caller_site() -> str:
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame = frame.f_back
+    return "<unknown>" if frame is None else f"{frame.f_code.co_filename}:{frame.f_lineno}"
+
+
+def _positional(schema: str, args: tuple, kwargs: dict):
+    """``args`` and ``kwargs`` as the dispatcher hands them to a boxed kernel: arguments the schema
+    takes by position, by position."""
+    inside = schema[schema.index("(") + 1:schema.rindex(")") if ") ->" not in schema else schema.index(") ->")]
+    names = []
+    for part in inside.split(","):
+        part = part.strip()
+        if part == "*":
+            break
+        if part:
+            names.append(part.split("=")[0].split()[-1])
+    args = list(args)
+    for name in names[len(args):]:
+        if name not in kwargs:
+            break
+        args.append(kwargs.pop(name))
+    return tuple(args), kwargs
 
 
 _PENDING_IMPLS: dict = {}  # {qualname: {dispatch key: kernel}} for operators not defined yet

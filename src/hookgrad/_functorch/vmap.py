@@ -16,10 +16,12 @@ hooks, prints and counters inside fire once).
 """
 from __future__ import annotations
 
+import numpy as np
+
 import hookgrad
-from .._tensor import Tensor, _init
+from .._tensor import Tensor, _init, wrap as _plain
 from .._meta import MetaArray, meta_array
-from .._C._torch_function import _disabled_torch_function_impl, _EnableTorchFunction
+from .._C._torch_function import _disabled_torch_function_impl, _DisableAll, _EnableTorchFunction
 from ..overrides import TorchFunctionMode
 
 # the vmaps running now, outer first: [level, batch size, randomness]
@@ -32,6 +34,11 @@ class BatchedTensor(Tensor):
     # not an overloading subclass: the batching mode sees its ops (defining one would switch the
     # torch-function checks on for every op of every program)
     __torch_function__ = _disabled_torch_function_impl
+
+    def __repr__(self, *, tensor_contents=None):
+        return _describe(self)  # torch's text, inside its vmap or escaped from it
+
+    __str__ = __repr__
 
 
 _ESCAPED_MESSAGE = ("Either your tensor may have escaped from inside a function being vmapped and this is a user error "
@@ -154,12 +161,15 @@ _RANDOM_MESSAGE = ("vmap: called random operation while in randomness error mode
                    "'different' randomness flags on vmap or perform the randomness operation out of vmap")
 
 
-def _inplace_error(name: str):
+def _inplace_error(name: str, op: str = "inplace arithmetic"):
+    """torch's refusal of an in-place op whose self is batched over fewer vmaps than its other arguments;
+    ``op`` is how torch names it (arithmetic ops have one wording, others their own name)."""
+    ending = ("If said operator is being called inside the PyTorch framework, please file a bug report "
+              + (f"(op: {name})" if op == "inplace arithmetic" else "instead."))
     return RuntimeError(
-        "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in "
+        f"vmap: {op}(self, *extra_args) is not possible because there exists a Tensor `other` in "
         "extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` "
-        "not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. "
-        f"If said operator is being called inside the PyTorch framework, please file a bug report (op: {name})")
+        f"not being vmapped over in a vmap. Please try to use out-of-place operators instead of {op}. " + ending)
 
 
 # ---- names --------------------------------------------------------------------------------------------------
@@ -237,9 +247,13 @@ class _BatchingMode(TorchFunctionMode):
 def _run_op(func, args, kwargs):
     name = _name_of(func)
     levels = _levels_in(args, kwargs)
+    if name == "rrelu":
+        raise RuntimeError("vmap: we do not yet support aten::rrelu. Please file an issue")
     if name in _RANDOM and not _random_is_idle(name, args, kwargs):
         return _random_op(func, name, args, kwargs, levels)
     if not levels:
+        if name in _DESCRIBING and _grad_levels():
+            return _grad_tracking_text(repr(args[0].detach()))
         return func(*args, **kwargs)
     if name in _METADATA:
         return func(*args, **kwargs)
@@ -249,7 +263,7 @@ def _run_op(func, args, kwargs):
         raise RuntimeError(_ITEM_MESSAGE)
     if name in _CONTROL_FLOW:
         raise RuntimeError(_CONTROL_FLOW_MESSAGE)
-    if name in ("__repr__", "__str__", "__format__"):
+    if name in _DESCRIBING:
         return _describe(args[0])
     rule = _RULES.get(name)
     if rule is None and name in _ELEMENTWISE:
@@ -262,12 +276,47 @@ def _run_op(func, args, kwargs):
 
 
 def _describe(x) -> str:
-    """What torch prints for a batched tensor: a BatchedTensor per level around the whole value."""
-    text = repr(x._value)
-    for i, lvl in enumerate(x._levels):
-        inner = "\n".join("    " + line for line in text.split("\n"))
-        text = f"BatchedTensor(lvl={lvl}, bdim=0, value=\n{inner}\n)"
+    """What torch prints for a batched tensor: a BatchedTensor per level (innermost outside) around the
+    physical value, each batch dim where torch keeps it (``bdim``: where the vmap's in_dims put it, for
+    an input or a unary elementwise op of one; 0 after other ops, which move it to the front), and
+    under a function transform differentiating it, a GradTrackingTensor around all."""
+    value, own = x._value, x._levels
+    nb = len(own)
+    shown = _shown_bdims(x)
+    order = list(range(nb, value.dim()))
+    for i in reversed(range(nb)):  # innermost level first: its dim goes into the example's dims
+        order.insert(shown.get(own[i], 0), i)
+    tracked = _grad_levels()
+    with _DisableAll():  # the physical value's own text, which no mode rewrites
+        text = repr(value.detach().permute(*order) if tracked else value.permute(*order))
+    for lvl in own:
+        text = _wrapped_text(f"BatchedTensor(lvl={lvl}, bdim={shown.get(lvl, 0)}, value=", text)
+    return _grad_tracking_text(text)
+
+
+_DESCRIBING = ("__repr__", "__str__", "__format__")
+
+
+def _grad_levels() -> range:
+    """The levels of the differentiating transforms running inside the innermost vmap (torch wraps
+    every tensor of their functions in a GradTrackingTensor per level)."""
+    from ..func import TRANSFORMS_ACTIVE
+    return range(ACTIVE[-1][0] + 1, TRANSFORMS_ACTIVE[0] + 1) if ACTIVE else range(0)
+
+
+def _grad_tracking_text(text: str) -> str:
+    for lvl in _grad_levels():
+        text = _wrapped_text(f"GradTrackingTensor(lvl={lvl}, value=", text)
     return text
+
+
+def _wrapped_text(head: str, text: str) -> str:
+    inner = "\n".join("    " + line if line else line for line in text.split("\n"))
+    return f"{head}\n{inner}\n)"
+
+
+def _shown_bdims(x) -> dict:
+    return x.__dict__.get("_shown_bdims", {})
 
 
 # ---- the per-slice fallback ---------------------------------------------------------------------------------
@@ -316,29 +365,114 @@ def _stacked(results, sizes, levels):
     raise RuntimeError(_ITEM_MESSAGE)
 
 
+_SAME_WITH_BATCHED_INPUT = ("Vmap does not currently support same randomness with a batched tensor input. Please file "
+                            "an issue with functorch")
+_DIFFERENT_INPLACE_UNBATCHED = ("vmap: Cannot ask for different inplace randomness on an unbatched tensor. This will "
+                                "appear like same randomness. If this is necessary for your usage, please file an "
+                                "issue with functorch.")
+# random ops whose tensor input says where to draw (probabilities, means, rates): elementwise draws
+_DRAW_FROM_INPUT = {"bernoulli", "normal", "poisson", "multinomial"}
+# factories: where their shape is among the arguments
+_FACTORIES = {"rand", "randn", "randint", "normal"}
+
+
 def _random_op(func, name, args, kwargs, levels):
+    """A random op inside vmap. "error": torch's refusal. "same": one draw of the per-example shape,
+    shared by every example (torch refuses a batched input that the draw depends on). "different":
+    one draw of the batched shape (the batch dims in front), so each example gets its own values."""
     mode = ACTIVE[-1][2] if ACTIVE else "error"
     if mode == "error":
         raise RuntimeError(_RANDOM_MESSAGE)
+    inplace = _is_inplace(name)
     if mode == "same":
         if not levels:
             return func(*args, **kwargs)
-        # the generator the op draws from: an explicit one (keyword, or a positional Generator) or the default
-        generator = kwargs.get("generator") or next(
-            (a for a in args if isinstance(a, hookgrad.Generator)), None) or hookgrad.default_generator
-        state = generator.get_state()
-
-        def same_draws(*a, **k):
-            generator.set_state(state)
-            return func(*a, **k)
-        return _per_slice(same_draws, name, args, kwargs, levels)
+        if name in _DRAW_FROM_INPUT or inplace and _tree_any((args[1:], kwargs), is_batched):
+            # torch refuses a batched input here; one that is the same for every example (an unbatched
+            # input that a transform inside vmap batched, as vmap(grad(f), in_dims=(None, ...)) does
+            # here and not in torch) draws once from the first example
+            if _tree_any((args, kwargs), lambda v: is_batched(v) and not _same_for_every_example(v)):
+                raise RuntimeError(_SAME_WITH_BATCHED_INPUT)
+            return func(*_first_example(args), **_first_example(kwargs))
+        if name == "dropout" and is_batched(args[0]) and not _tree_any((args[1:], kwargs), is_batched):
+            # one mask of the example's shape (dropout multiplies by its noise), every example times it
+            x = args[0]
+            options = {k: v for k, v in kwargs.items() if k != "inplace"}
+            noise = func(hookgrad.ones(x.shape, dtype=x.dtype), *args[1:3], **options)
+            in_place = kwargs.get("inplace", args[3] if len(args) > 3 else False)
+            return _run_op(Tensor.mul_ if in_place else hookgrad.mul, (x, noise), {})
+        if inplace or name.endswith("_like"):
+            # the draw over one example's shape, then every example
+            x = args[0]
+            sample = func(hookgrad.empty(x.shape, dtype=x.dtype), *args[1:], **kwargs)
+            if not inplace:
+                return sample
+            x._value.copy_(sample.expand_as(x._value))
+            return x
+        return _per_slice(_same_draws(func, args, kwargs), name, args, kwargs, levels)
     # "different": every element of every running vmap draws its own values
     all_levels = tuple(lvl for lvl, _, _ in ACTIVE)
-    if name == "dropout" and is_batched(args[0]) and args[0]._levels == all_levels \
-            and not _tree_any((args[1:], kwargs), is_batched):
-        # elementwise masks: one call over the whole batch draws independently per element
-        return wrap(func(args[0]._value, *args[1:], **kwargs), all_levels)
+    batch = _batch_shape(all_levels)
+    if inplace:
+        x = args[0]
+        if not is_batched(x) or x._levels != all_levels:
+            raise RuntimeError(_DIFFERENT_INPLACE_UNBATCHED)
+        func(x._value, *_tree_map(lambda t: _aligned(t, all_levels, _logical_ndim(x)), args[1:]), **kwargs)
+        return x
+    if name in _FACTORIES and not levels and not _tree_any((args, kwargs), lambda v: isinstance(v, Tensor)):
+        batched_args, batched_kwargs = _with_batch_shape(name, args, kwargs, batch)
+        return wrap(func(*batched_args, **batched_kwargs), all_levels)
+    if name == "multinomial" and not _tree_any((args[1:], kwargs), is_batched):
+        # rows of probabilities: every example's rows as the rows of one 2-D call (drawn row by row)
+        probs = _full(args[0], all_levels)
+        drawn = func(probs.reshape(-1, probs.shape[-1]), *args[1:], **kwargs)
+        return wrap(drawn.reshape(*probs.shape[:-1], drawn.shape[-1]), all_levels)
+    if name.endswith("_like") or name in _DRAW_FROM_INPUT and name != "multinomial" or \
+            name in ("dropout", "alpha_dropout"):
+        full_args = _tree_map(lambda t: _full(t, all_levels), args)
+        full_kwargs = _tree_map(lambda t: _full(t, all_levels), kwargs)
+        return wrap(func(*full_args, **full_kwargs), all_levels)
     return _per_slice(func, name, args, kwargs, all_levels)
+
+
+def _same_for_every_example(t) -> bool:
+    value = t._value._ndarray
+    first = value[(0,) * len(t._levels)]
+    return bool(np.array_equal(value, np.broadcast_to(first, value.shape),
+                               equal_nan=value.dtype.kind in "fc"))
+
+
+def _first_example(tree):
+    return _tree_map(lambda t: t._value[(0,) * len(t._levels)] if is_batched(t) else t, tree)
+
+
+def _same_draws(func, args, kwargs):
+    """``func`` drawing the same values at every call: the generator it draws from (an explicit one, as
+    a keyword or positional Generator, or the default) set back to its state before each call."""
+    generator = kwargs.get("generator") or next(
+        (a for a in args if isinstance(a, hookgrad.Generator)), None) or hookgrad.default_generator
+    state = generator.get_state()
+
+    def same_draws(*a, **k):
+        generator.set_state(state)
+        return func(*a, **k)
+    return same_draws
+
+
+def _with_batch_shape(name, args, kwargs, batch):
+    """A factory's arguments with the batch dims in front of the shape it draws."""
+    args, kwargs = list(args), dict(kwargs)
+    if name in ("rand", "randn"):
+        if "size" in kwargs:
+            kwargs["size"] = (*batch, *kwargs["size"])
+        else:
+            args = [*batch, *_shape_args(args)]
+    else:  # randint(high, size) / randint(low, high, size) / normal(mean, std, size): size is last
+        if "size" in kwargs:
+            kwargs["size"] = (*batch, *kwargs["size"])
+        else:
+            args[-1] = (*batch, *args[-1])
+    return args, kwargs
 
 
 # ---- rules ----------------------------------------------------------------------------------------------------
@@ -355,6 +489,8 @@ def _elementwise(func, name, args, kwargs, levels):
         func(self._value, *[_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args[1:]],
              **{k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()})
         return self
+    if rank and name not in _NOT_PROMOTING_AS_EXAMPLES:
+        args, kwargs = _promoted_as_examples(args, kwargs)
     physical = [_aligned(a, levels, rank) if isinstance(a, Tensor) else a for a in args]
     physical_kwargs = {k: _aligned(v, levels, rank) if isinstance(v, Tensor) else v for k, v in kwargs.items()}
     if not isinstance(physical[0], Tensor) or not is_batched(args[0]) and name in ("type_as", "to"):
@@ -364,7 +500,38 @@ def _elementwise(func, name, args, kwargs, levels):
         return NotImplemented
     if not is_batched(args[0]) and result.dim() < len(levels) + rank:
         return NotImplemented
-    return wrap(result, levels)
+    out = wrap(result, levels)
+    if "_shown_bdims" in args[0].__dict__ and len(args) == 1 and not kwargs:
+        out.__dict__["_shown_bdims"] = args[0].__dict__["_shown_bdims"]  # torch keeps a unary op's bdim
+    return out
+
+
+# ops whose batching rule in torch promotes the physical tensors (the other tensor's dtype is taken as
+# it is, or the rule is not torch's binary one)
+_NOT_PROMOTING_AS_EXAMPLES = {"type_as", "to", "clamp", "clip", "clamp_min", "clamp_max", "clamp_", "clip_"}
+
+
+def _promoted_as_examples(args, kwargs):
+    """A binary op: a batched argument that is 0-d per example ranks below a dimensioned tensor in type
+    promotion (as in torch's binary rule), though its physical tensor has dims: cast to the type the
+    examples promote to. (torch's rules for ops of three tensors promote the physical tensors.)"""
+    tensors = [v for v in (*args, *kwargs.values()) if isinstance(v, Tensor)]
+    if len(tensors) != 2 or tensors[0].dtype == tensors[1].dtype:
+        return args, kwargs
+    scalars = [v for v in tensors if is_batched(v) and _logical_ndim(v) == 0]
+    if not scalars:
+        return args, kwargs
+    dimensioned = [v.dtype for v in tensors if _logical_ndim(v) > 0]
+    if not dimensioned:
+        return args, kwargs
+    as_examples = hookgrad.result_type(*[hookgrad.empty((), dtype=v.dtype) if _logical_ndim(v) == 0 else
+                                         hookgrad.empty((1,), dtype=v.dtype) for v in tensors])
+
+    def cast(v):
+        if isinstance(v, Tensor) and is_batched(v) and _logical_ndim(v) == 0 and v.dtype != as_examples:
+            return wrap(v._value.to(as_examples), v._levels)
+        return v
+    return [cast(a) for a in args], {k: cast(v) for k, v in kwargs.items()}
 
 
 def _norm_dim(d, ndim: int) -> int:
@@ -527,8 +694,6 @@ def _view_op(func, name, args, kwargs, levels):
             d = dim_of("dim", 1, 0)
             parts = getattr(value, name)(rest[0], d)
         return tuple(wrap(p, own) for p in parts)
-    elif name == "__getitem__":
-        return _index(x, rest[0])
     else:
         return NotImplemented
     return wrap(result, own)
@@ -539,18 +704,6 @@ def _view_or_reshape(value, shape):
         return value.view(*shape)
     except RuntimeError:
         return value.reshape(*shape)
-
-
-def _index(x, index):
-    parts = index if isinstance(index, tuple) else (index,)
-    tensors = [p for p in parts if isinstance(p, Tensor)]
-    simple = all(p is None or p is Ellipsis or isinstance(p, (int, slice)) and not isinstance(p, bool)
-                 or isinstance(p, Tensor) for p in parts)
-    if not simple or len(tensors) > 1 or any(is_batched(t) or t.dtype == hookgrad.bool for t in tensors) \
-            or tensors and any(isinstance(p, int) for p in parts):
-        return NotImplemented
-    nb = len(x._levels)
-    return wrap(x._value[(slice(None),) * nb + parts], x._levels)
 
 
 def _flat(x, levels) -> Tensor:
@@ -622,7 +775,9 @@ def _conv(func, name, args, kwargs, levels):
     x = args[0]
     weight = args[1] if len(args) > 1 else kwargs.get("weight")
     bias = args[2] if len(args) > 2 else kwargs.get("bias")
-    if not is_batched(x) or is_batched(weight) or is_batched(bias):
+    if is_batched(weight) or is_batched(bias):
+        return _conv_batched_weight(func, name, args, kwargs, levels)
+    if not is_batched(x):
         return NotImplemented
     value, nb = x._value, len(x._levels)
     batch = tuple(value.shape[:nb])
@@ -651,13 +806,14 @@ _REDUCTIONS = {"mean": lambda t, dims: t.mean(dims), "sum": lambda t, dims: t.su
 
 def _pointwise_loss(func, name, args, kwargs, levels):
     """A loss that is elementwise before its reduction: computed unreduced, reduced per example."""
+    kwargs = _without_defaults(kwargs)
     reduction = kwargs.get("reduction", "mean")
     if len(args) > 2 or set(kwargs) - {"reduction", "beta", "delta", "weight", "pos_weight"} or \
-            kwargs.get("weight") is not None and is_batched(kwargs["weight"]) or \
-            not isinstance(reduction, str) or reduction not in ("mean", "sum", "none"):
-        return NotImplemented
-    rank = max(_logical_ndim(a) for a in args)
-    unreduced = func(*[_aligned(a, levels, rank) for a in args], **{**kwargs, "reduction": "none"})
+            is_batched(kwargs.get("weight")) or is_batched(kwargs.get("pos_weight")) or \
+            not isinstance(reduction, str) or reduction not in ("mean", "sum", "none") or \
+            len(args) == 2 and tuple(args[0].shape) != tuple(args[1].shape):
+        return NotImplemented  # (input and target of other shapes: torch's warning or error, per example)
+    unreduced = func(*[_full(a, levels) for a in args], **{**kwargs, "reduction": "none"})
     full = _full(wrap(unreduced, levels), levels)
     if reduction == "none":
         return wrap(full, levels)
@@ -667,8 +823,14 @@ def _pointwise_loss(func, name, args, kwargs, levels):
     return wrap(_REDUCTIONS[reduction](full, dims), levels)
 
 
+def _without_defaults(kwargs):
+    """The loss options given other than as their None defaults (the functional form passes them all)."""
+    return {k: v for k, v in kwargs.items() if not (v is None and k in ("weight", "size_average", "reduce"))}
+
+
 def _cross_entropy(func, name, args, kwargs, levels):
     """Class-index targets, no class weights: the unreduced losses of all examples in one call."""
+    kwargs = _without_defaults(kwargs)
     reduction = kwargs.get("reduction", "mean")
     if len(args) != 2 or set(kwargs) - {"reduction", "ignore_index", "label_smoothing"} or \
             reduction not in ("mean", "sum", "none"):
@@ -806,6 +968,244 @@ def _trailing_dims_op(func, name, args, kwargs, levels):
 _RULES["layer_norm"] = _RULES["embedding"] = _RULES["rms_norm"] = _trailing_dims_op
 
 
+# ---- indexing, flips and products: one call over the whole batch ------------------------------------------
+def _arg(args, kwargs, position, key, default=None):
+    return args[position] if len(args) > position else kwargs.get(key, default)
+
+
+def _flip_roll(func, name, args, kwargs, levels):
+    """flip and roll of one batched tensor: the same op on the physical tensor, dims shifted past the
+    batch dims (roll without dims rolls the flattened example)."""
+    if not _only_self_batched(args, kwargs):
+        return NotImplemented
+    x = args[0]
+    value, nb, ndim = x._value, len(x._levels), _logical_ndim(x)
+    if name.startswith("flip"):
+        dims = _shape_args(args[1:]) if len(args) > 1 else kwargs.get("dims")
+        dims = (dims,) if isinstance(dims, int) else tuple(dims)
+        return wrap(value.flip([_norm_dim(d, ndim) + nb for d in dims]), x._levels)
+    shifts, dims = _arg(args, kwargs, 1, "shifts"), _arg(args, kwargs, 2, "dims")
+    if dims is None or dims == ():
+        flat = value.reshape(*value.shape[:nb], -1)
+        return wrap(flat.roll(shifts, nb).reshape(value.shape), x._levels)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    return wrap(value.roll(shifts, [_norm_dim(d, ndim) + nb for d in dims]), x._levels)
+
+
+def _outer(func, name, args, kwargs, levels):
+    """outer(a, b) of 1-D examples: a column times a row, broadcast over the batch dims."""
+    if len(args) != 2 or kwargs:
+        return NotImplemented
+    a, b = (_aligned(t, levels, 1) for t in args)
+    return wrap(a.unsqueeze(-1) * b.unsqueeze(-2), levels)
+
+
+def _kron(func, name, args, kwargs, levels):
+    """kron(a, b): every pair of elements multiplied (a's dims interleaved with b's), then each pair of
+    dims merged; the smaller example padded with leading 1s, as kron pads it."""
+    if len(args) != 2 or kwargs:
+        return NotImplemented
+    rank = max(_logical_ndim(t) for t in args)
+    a, b = (_full(_expanded_rank(t, rank), levels) for t in args)
+    nb = len(levels)
+    sa, sb = a.shape[nb:], b.shape[nb:]
+    a = a.reshape(*a.shape[:nb], *[s for d in sa for s in (d, 1)])
+    b = b.reshape(*b.shape[:nb], *[s for d in sb for s in (1, d)])
+    product = a * b
+    return wrap(product.reshape(*product.shape[:nb], *[x * y for x, y in zip(sa, sb)]), levels)
+
+
+def _expanded_rank(t, rank):
+    """``t`` with leading 1s up to ``rank`` per-example dims (batched or not)."""
+    missing = rank - _logical_ndim(t)
+    if not missing:
+        return t
+    if not is_batched(t):
+        return t.reshape(*([1] * missing), *t.shape)
+    nb = len(t._levels)
+    return wrap(t._value.reshape(*t._value.shape[:nb], *([1] * missing), *t._value.shape[nb:]), t._levels)
+
+
+def _gather_scatter(func, name, args, kwargs, levels):
+    """gather, scatter and scatter_add (and their in-place forms) with any of self, index and src
+    batched: every tensor argument given a dim per level (expanded where it is not batched), the dim
+    shifted past them; one call."""
+    names = ("input", "dim", "index", "src") if name.startswith("scatter") else ("input", "dim", "index")
+    if len(args) > len(names):
+        return NotImplemented  # (gather's sparse_grad, given by position)
+    given = dict(zip(names, args))
+    for key in list(kwargs):
+        if key in names or key == "value":
+            given[key] = kwargs[key]
+    extra = {k: v for k, v in kwargs.items() if k not in given}
+    x, dim, index = given.get("input", args[0]), given.get("dim"), given.get("index")
+    if not isinstance(dim, int) or not isinstance(index, Tensor) or _logical_ndim(x) == 0:
+        return NotImplemented
+    shifted = _norm_dim(dim, _logical_ndim(x)) + len(levels)
+    if _is_inplace(name):
+        if not is_batched(x) or x._levels != levels:
+            raise _inplace_error(name, name)
+        target = x._value
+    else:
+        target = _full(x, levels)
+    src = given.get("src", given.get("value"))
+    rest = () if "src" not in names else (_full(src, levels) if isinstance(src, Tensor) else src,)
+    result = func(target, shifted, _full(index, levels), *rest, **extra)
+    return x if _is_inplace(name) else wrap(result, levels)
+
+
+def _index_select(func, name, args, kwargs, levels):
+    """index_select: an unbatched index selects along the shifted dim; a batched one becomes a gather
+    with the index spread over the other dims."""
+    x, dim, index = args[0], _arg(args, kwargs, 1, "dim"), _arg(args, kwargs, 2, "index")
+    if not isinstance(dim, int) or set(kwargs) - {"dim", "index"} or len(args) > 3:
+        return NotImplemented
+    ndim = _logical_ndim(x)
+    d = _norm_dim(dim, ndim)
+    if not is_batched(index):
+        return wrap(x._value.index_select(d + len(x._levels), index), x._levels)
+    full, nb = _full(x, levels), len(levels)
+    if ndim == 0:
+        return NotImplemented
+    picks = _full(index, levels).reshape(*_batch_shape(levels), *([1] * d), -1, *([1] * (ndim - d - 1)))
+    shape = list(full.shape)
+    shape[nb + d] = picks.shape[nb + d]
+    return wrap(full.gather(nb + d, picks.expand(*shape)), levels)
+
+
+def _take_along_dim(func, name, args, kwargs, levels):
+    x, indices, dim = args[0], _arg(args, kwargs, 1, "indices"), _arg(args, kwargs, 2, "dim")
+    if set(kwargs) - {"indices", "dim"} or len(args) > 3:
+        return NotImplemented
+    nb = len(levels)
+    if dim is None:
+        flat_x, flat_i = (_full(t, levels) for t in (x, indices))
+        flat_x = flat_x.reshape(*flat_x.shape[:nb], -1)
+        flat_i = flat_i.reshape(*flat_i.shape[:nb], -1)
+        return wrap(hookgrad.take_along_dim(flat_x, flat_i, nb), levels)
+    rank = max(_logical_ndim(x), _logical_ndim(indices))
+    if _logical_ndim(x) != _logical_ndim(indices):
+        return NotImplemented  # torch's own size error
+    physical_x, physical_i = (_full(t, levels) for t in (x, indices))
+    return wrap(hookgrad.take_along_dim(physical_x, physical_i, _norm_dim(dim, rank) + nb), levels)
+
+
+def _masked_fill(func, name, args, kwargs, levels):
+    """masked_fill with a batched 0-d value: a where over the batch (the value in self's dtype)."""
+    x, mask, value = args[0], _arg(args, kwargs, 1, "mask"), _arg(args, kwargs, 2, "value")
+    if not is_batched(value) or len(args) + len(kwargs) != 3 or _logical_ndim(value) != 0:
+        return _elementwise(func, name, args, kwargs, levels)
+    return _run_op(hookgrad.where, (mask, _run_op(Tensor.to, (value, x.dtype), {}), x), {})
+
+
+_RULES["masked_fill"] = _masked_fill
+_RULES["flip"] = _RULES["flip_method"] = _RULES["roll"] = _flip_roll
+_RULES["outer"] = _RULES["ger"] = _outer
+_RULES["kron"] = _kron
+for _n in ("gather", "scatter", "scatter_add", "scatter_", "scatter_add_"):
+    _RULES[_n] = _gather_scatter
+_RULES["index_select"] = _index_select
+_RULES["take_along_dim"] = _take_along_dim
+
+
+def _getitem(func, name, args, kwargs, levels):
+    x, index = args[0], args[1]
+    parts = index if isinstance(index, tuple) else (index,)
+    if not is_batched(x) and not _tree_any(parts, is_batched):
+        return func(x, index)
+    return _index(x, parts, levels)
+
+
+def _index(x, parts, levels):
+    """``x[parts]`` once over the batch. Basic indexing (ints, slices, None, Ellipsis) on the physical
+    tensor past its batch dims; with index tensors (batched or not, bool masks unbatched) each level
+    adds an arange index in front, and the dims the index tensors make are placed where torch places
+    them for one example (where the tensors stand if they are adjacent, else first)."""
+    if not all(p is None or p is Ellipsis or isinstance(p, (int, slice, Tensor)) and not isinstance(p, bool)
+               for p in parts):
+        return NotImplemented
+    if not any(isinstance(p, Tensor) for p in parts):
+        nb = len(x._levels)
+        return wrap(x._value[(slice(None),) * nb + tuple(parts)], x._levels)
+    if any(isinstance(p, Tensor) and p.dtype == hookgrad.bool and is_batched(p) for p in parts):
+        return NotImplemented  # a batched mask: data-dependent shapes
+    if any(isinstance(p, int) for p in parts):
+        # torch selects the ints first, then indexes with the tensors
+        basic = [slice(None) if isinstance(p, Tensor) else p for p in parts]
+        x = _index(x, basic, x._levels) if is_batched(x) else x[tuple(basic)]
+        parts = [p if isinstance(p, Tensor) else Ellipsis if p is Ellipsis else slice(None)
+                 for p in parts if not isinstance(p, int)]
+    expanded = []
+    for p in parts:  # a mask stands for its nonzero positions, one index tensor per dim it covers
+        if isinstance(p, Tensor) and p.dtype == hookgrad.bool:
+            expanded.extend(p.nonzero().unbind(1) if p.dim() else [p])
+        else:
+            expanded.append(p)
+    parts = expanded
+    if any(isinstance(p, Tensor) and p.dtype == hookgrad.bool for p in parts):
+        return NotImplemented
+    consumed = sum(p is not None and p is not Ellipsis for p in parts)
+    if Ellipsis in [p for p in parts if not isinstance(p, Tensor)]:
+        at = next(i for i, p in enumerate(parts) if p is Ellipsis and not isinstance(p, Tensor))
+        parts = parts[:at] + [slice(None)] * (_logical_ndim(x) - consumed) + parts[at + 1:]
+    where = [i for i, p in enumerate(parts) if isinstance(p, Tensor)]
+    rank = max(_logical_ndim(parts[i]) for i in where)
+    nb = len(levels)
+    physical = [_aligned(p, levels, rank) if isinstance(p, Tensor) else p for p in parts]
+    aranges = []
+    for i, size in enumerate(_batch_shape(levels)):
+        shape = [1] * (nb + rank)
+        shape[i] = size
+        aranges.append(hookgrad.arange(size).reshape(shape))
+    result = _full(x, levels)[(*aranges, *physical)]
+    adjacent = where == list(range(where[0], where[-1] + 1))
+    before = sum(1 for p in parts[:where[0]] if not isinstance(p, Tensor))
+    if adjacent and before:
+        # NumPy's rule put the index dims first (the aranges and the tensors are apart): move them back
+        order = list(range(result.dim()))
+        block = order[nb:nb + rank]
+        rest = order[nb + rank:]
+        result = result.permute(*order[:nb], *rest[:before], *block, *rest[before:])
+    return wrap(result, levels)
+
+
+_RULES["__getitem__"] = _getitem
+
+
+def _conv_batched_weight(func, name, args, kwargs, levels):
+    """A convolution whose weight (or bias) is batched: the examples side by side as groups of one
+    convolution (input (N, B*C, ...), weight (B*O, C/g, ...), groups B*g)."""
+    names = ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+    given = dict(zip(names, args))
+    given.update(kwargs)
+    if set(given) - set(names):
+        return NotImplemented
+    x, weight, bias = given["input"], given["weight"], given.get("bias")
+    groups = given.get("groups", 1)
+    spatial = _SPATIAL[name]
+    unbatched_form = _logical_ndim(x) == spatial + 1
+    nb = len(levels)
+    batch = _batch_shape(levels)
+    b = 1
+    for s in batch:
+        b *= s
+    px = _full(x, levels)
+    px = px.reshape(b, *px.shape[nb:])
+    if unbatched_form:
+        px = px.unsqueeze(1)  # (B, N=1, C, ...)
+    n, c = px.shape[1], px.shape[2]
+    merged_x = px.transpose(0, 1).reshape(n, b * c, *px.shape[3:])
+    pw = _full(weight, levels)
+    merged_w = pw.reshape(b * pw.shape[nb], *pw.shape[nb + 1:])
+    merged_b = None if bias is None else _full(bias, levels).reshape(-1)
+    options = {k: given[k] for k in ("stride", "padding", "dilation") if k in given}
+    out = func(merged_x, merged_w, merged_b, groups=groups * b, **options)
+    out = out.reshape(n, b, -1, *out.shape[2:]).transpose(0, 1)
+    if unbatched_form:
+        out = out.squeeze(1)
+    return wrap(out.reshape(*batch, *out.shape[1:]), levels)
+
+
 # ---- entering and leaving a vmap ------------------------------------------------------------------------------
 _MODE: list = []  # the one batching mode pushed while any vmap runs
 
@@ -831,8 +1231,14 @@ def add_level(t: Tensor, dim: int, level: int) -> Tensor:
     """``t`` batched over ``level`` along its (per-example) dim ``dim``."""
     if is_batched(t):
         nb = len(t._levels)
-        return wrap(_moved(t._value, dim + nb, nb), t._levels + (level,))
-    return wrap(_moved(t, dim, 0), (level,))
+        out = wrap(_moved(t._value, dim + nb, nb), t._levels + (level,))
+        shown = {**_shown_bdims(t), level: dim}
+    else:
+        out = wrap(_moved(t, dim, 0), (level,))
+        shown = {level: dim}
+    if any(shown.values()):
+        out.__dict__["_shown_bdims"] = shown
+    return out
 
 
 def _moved(t: Tensor, source: int, destination: int) -> Tensor:
@@ -875,20 +1281,227 @@ _EXTENDING_URL = "https://pytorch.org/docs/main/notes/extending.func.html"
 
 
 def function_apply(cls, args, kwargs):
-    """A custom ``autograd.Function`` applied to batched tensors: torch asks for ``setup_context`` and
-    for a vmap rule (``generate_vmap_rule=True`` or a ``vmap`` staticmethod); the forward and its
-    backward node then run once per batch element."""
+    """A custom ``autograd.Function`` applied to batched tensors, as torch does it: ``setup_context``
+    and a vmap rule are required; a ``vmap`` staticmethod is called once for the innermost level
+    (``vmap(info, in_dims, *args)`` with that level's batch dim unwrapped, returning ``(output,
+    out_dims)``); with ``generate_vmap_rule=True`` its steps run once on batched tensors. Where a graph
+    is recorded, its backward too sees batched gradients (see ``_rule_function_apply``)."""
     if not cls._custom_setup:
         raise RuntimeError("In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, jacrev, "
                            f"...), it must override the setup_context staticmethod. For more details, please see "
                            f"{_EXTENDING_URL}")
-    has_rule = getattr(cls, "generate_vmap_rule", False) or "vmap" in vars(cls) or any(
+    overrides_vmap = "vmap" in vars(cls) or any(
         "vmap" in vars(base) for base in cls.__mro__[1:] if base.__name__ not in ("Function", "_SingleLevelFunction"))
-    if not has_rule:
+    if getattr(cls, "generate_vmap_rule", False):
+        if overrides_vmap:
+            raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it has both generate_vmap_rule=True and "
+                               "an overridden vmap staticmethod. Please set generate_vmap_rule=False or delete the "
+                               f"overridden vmap staticmethod to avoid ambiguity. For more details, please see "
+                               f"{_EXTENDING_URL}")
+        return _generated_rule_apply(cls, args, kwargs)
+    if not overrides_vmap:
         raise RuntimeError(f"You tried to vmap over {cls.__name__}, but it does not have vmap support. Please override "
                            f"and implement the vmap staticmethod or set generate_vmap_rule=True. For more details, "
                            f"please see {_EXTENDING_URL}")
-    return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+    if _tree_any(kwargs, lambda v: isinstance(v, Tensor)):
+        raise NotImplementedError("Run vmap on autograd.Function with kwarg-only Tensor args. Please do not pass "
+                                  f"kwarg-only Tensors to autograd.Function. Got: {kwargs}")
+    level = _levels_in(args, kwargs)[-1]
+    entry = next(e for e in ACTIVE if e[0] == level)
+    unwrapped, in_dims = zip(*[_peeled(a, level) for a in args]) if args else ((), ())
+    if hookgrad.is_grad_enabled() and any(isinstance(u, Tensor) and u.requires_grad for u in unwrapped):
+        # differentiated (vmap of grad): the node's backward, as torch's, sees batched gradients
+        return _rule_function_apply(cls, True, level, entry, unwrapped, in_dims)
+    output, out_dims = _call_vmap_staticmethod(cls, VmapInfo(entry[1], entry[2]), in_dims, unwrapped, kwargs)
+    originals = {id(u): a for u, a in zip(unwrapped, args)}
+
+    def placed(out, dim):
+        if not isinstance(out, Tensor):
+            return out
+        if id(out) in originals:  # an input handed back (mark_dirty): the caller's own tensor
+            return originals[id(out)]
+        return out if dim is None else add_level(out, _norm_dim(dim, _logical_ndim(out)), level)
+    return _zip_out_dims(output, out_dims, placed)
+
+
+def _call_vmap_staticmethod(cls, info, in_dims, unwrapped, kwargs):
+    result = cls.vmap(info, tuple(in_dims), *unwrapped, **kwargs)
+    if not isinstance(result, tuple) or len(result) != 2:
+        base = ("Expected the vmap staticmethod to have two returns, an output and out_dims with pytree structure "
+                "compatible with the output. ")
+        raise RuntimeError(base + (f"Got a {type(result)} instead" if not isinstance(result, tuple) else
+                                   f"Got {len(result)} returns instead"))
+    return result
+
+
+def _zip_out_dims(output, out_dims, placed):
+    """``placed(out, dim)`` for each output and its out_dim (one int or None for all, or one per output)."""
+    if isinstance(output, (tuple, list)):
+        dims = out_dims if isinstance(out_dims, (tuple, list)) else (out_dims,) * len(output)
+        if len(dims) != len(output) or any(isinstance(d, (tuple, list)) for d in dims):
+            raise _incompatible_out_dims(out_dims, output)
+        return type(output)(placed(o, d) for o, d in zip(output, dims))
+    if not (out_dims is None or isinstance(out_dims, int)):
+        raise _incompatible_out_dims(out_dims, output)
+    return placed(output, out_dims)
+
+
+# ---- a Function whose steps run once on batched tensors ---------------------------------------------------
+class _RuleInfo:
+    """What the generated Function's steps need to batch the user's: the vmap level, its size and
+    randomness, where each input's batch dim is (None: not batched over the level), whether the
+    forward returned one tensor."""
+
+    __slots__ = ("level", "size", "randomness", "in_dims", "single")
+
+    def __init__(self, level, size, randomness, in_dims):
+        self.level, self.size, self.randomness, self.in_dims = level, size, randomness, in_dims
+        self.single = True
+
+
+_GENERATED_RULES: dict = {}  # (user's Function class, forward through its vmap staticmethod) -> Function
+
+
+def _generated_rule_apply(cls, args, kwargs):
+    """As torch's generated vmap rule: the user's forward, setup_context and backward each run once,
+    on tensors batched over the level, so they see per-example shapes."""
+    if kwargs:
+        return _per_slice(cls.apply, "apply", args, kwargs, _levels_in(args, kwargs))
+    level = _levels_in(args, kwargs)[-1]
+    entry = next(e for e in ACTIVE if e[0] == level)
+    pairs = [_peeled_at_front(a, level) for a in args]
+    return _rule_function_apply(cls, False, level, entry, [a for a, _ in pairs],
+                                [0 if batched else None for _, batched in pairs])
+
+
+def _rule_function_apply(cls, through_vmap_staticmethod, level, entry, unwrapped, in_dims):
+    """A Function over the physical tensors (``unwrapped``, each batched at its in_dim) whose node
+    runs the user's steps on batched tensors: forward through the user's vmap staticmethod or on
+    batched tensors, setup_context and backward on batched tensors. Its outputs have the level's
+    batch dim first."""
+    info = _RuleInfo(level, entry[1], entry[2], tuple(in_dims))
+    key = (cls, through_vmap_staticmethod)
+    rule = _GENERATED_RULES.get(key)
+    if rule is None:
+        rule = _GENERATED_RULES[key] = _generated_rule(cls, through_vmap_staticmethod)
+    outputs = rule.apply(info, *unwrapped)
+    if isinstance(outputs, tuple):
+        return tuple(add_level(o, 0, level) if isinstance(o, Tensor) else o for o in outputs)
+    return add_level(outputs, 0, level)
+
+
+def _expanded_front(t, size: int):
+    return t.unsqueeze(0).expand(size, *t.shape)
+
+
+def _peeled_at_front(a, level: int):
+    """(``a``'s tensor without ``level``, that level's batch dim first among the example's dims;
+    whether ``a`` was batched over it)."""
+    if not is_batched(a) or level not in a._levels:
+        return a, False
+    own = a._levels
+    rest = tuple(lvl for lvl in own if lvl != level)
+    return wrap(_moved(a._value, own.index(level), len(own) - 1), rest), True
+
+
+class _AtLevel:
+    """The user's step runs inside the vmap at ``info.level`` (entered again for a backward pass run
+    after that vmap returned), its ops seen by the batching mode."""
+
+    def __init__(self, info):
+        self.info = info
+        self.entered = False
+
+    def __enter__(self):
+        if not any(e[0] == self.info.level for e in ACTIVE):
+            enter(self.info.size, self.info.randomness, self.info.level)
+            self.entered = True
+        self.switch = _EnableTorchFunction()
+        self.switch.__enter__()
+
+    def __exit__(self, *exc_info):
+        self.switch.__exit__(*exc_info)
+        if self.entered:
+            leave(self.info.level)
+
+
+def _generated_rule(cls, through_vmap_staticmethod):
+    from ..autograd.function import Function
+
+    def batched(info, tensors):
+        return [t if d is None or not isinstance(t, Tensor) else add_level(t, d, info.level)
+                for t, d in zip(tensors, info.in_dims)]
+
+    def at_front(info, t):
+        """``t``'s physical tensor at this level, the batch dim first."""
+        if not isinstance(t, Tensor):
+            return t
+        peeled, was_batched = _peeled_at_front(t, info.level)
+        return peeled if was_batched else _expanded_front(peeled, info.size)
+
+    def forward(info, *args):
+        with _AtLevel(info):
+            if through_vmap_staticmethod:
+                out, out_dims = _call_vmap_staticmethod(cls, VmapInfo(info.size, info.randomness), info.in_dims,
+                                                        args, {})
+                info.single = not isinstance(out, (tuple, list))
+                placed = _zip_out_dims(out, out_dims, lambda o, d: o if not isinstance(o, Tensor) else
+                                       _expanded_front(o, info.size) if d is None else o.movedim(d, 0))
+                return placed if info.single else tuple(placed)
+            out = cls.forward(*batched(info, args))
+            info.single = not isinstance(out, tuple)
+            return at_front(info, out) if info.single else tuple(at_front(info, o) for o in out)
+
+    def setup_context(ctx, inputs, output):
+        info = inputs[0]
+        ctx._generated_rule_info = info
+        with _AtLevel(info):
+            outs = (output,) if info.single else output
+            shown = tuple(add_level(o, 0, info.level) if isinstance(o, Tensor) else o for o in outs)
+            cls.setup_context(ctx, tuple(batched(info, inputs[1:])), shown[0] if info.single else shown)
+
+    def backward(ctx, *grads):
+        info = ctx._generated_rule_info
+        with _AtLevel(info):
+            result = cls.backward(ctx, *[None if g is None else add_level(g, 0, info.level) for g in grads])
+            result = result if isinstance(result, tuple) else (result,)
+            physical = []
+            for g, d in zip(result, info.in_dims):
+                if g is None or not isinstance(g, Tensor):
+                    physical.append(g)
+                    continue
+                peeled, was_batched = _peeled_at_front(g, info.level)
+                if d is None:  # an input shared by every example: its gradients summed over the batch
+                    physical.append(peeled.sum(0) if was_batched else peeled * info.size)
+                else:
+                    physical.append((peeled if was_batched else _expanded_front(peeled, info.size)).movedim(0, d))
+        return (None, *physical)
+
+    return type(f"{cls.__name__}Vmapped", (Function,), {
+        "forward": staticmethod(forward), "setup_context": staticmethod(setup_context),
+        "backward": staticmethod(backward), "generate_vmap_rule": True})
+
+
+def _peeled(a, level: int):
+    """``a`` without ``level``'s batch dim (where torch keeps it: its ``bdim``), and that dim's index
+    (None where ``a`` is not batched over ``level``)."""
+    if not is_batched(a) or level not in a._levels:
+        return a, None
+    own = a._levels
+    rest = tuple(lvl for lvl in own if lvl != level)
+    bdim = _shown_bdims(a).get(level, 0)
+    value = _moved(a._value, own.index(level), len(own) - 1)  # the level's dim first among the example's
+    value = _moved(value, len(rest), len(rest) + bdim)
+    out = wrap(value, rest)
+    if rest and any(_shown_bdims(a).get(lvl) for lvl in rest):
+        out.__dict__["_shown_bdims"] = {lvl: d for lvl, d in _shown_bdims(a).items() if lvl != level}
+    return out, bdim
+
+
+def _incompatible_out_dims(out_dims, output):
+    return RuntimeError("The autograd.Function's vmap staticmethod returned an incompatible (output, out_dims) tuple. "
+                        f"Expected out_dims={out_dims} to be compatible with the structure of `output`. For more "
+                        f"details, please see {_EXTENDING_URL}")
 
 
 class VmapInfo:
@@ -968,6 +1581,79 @@ def _register_hook(func, name, args, kwargs, levels):
 
 
 _RULES["register_hook"] = _register_hook
+
+
+class _Unpacked:
+    """A saved tensor already unpacked: a node's backward run once per batch entry unpacks (and runs
+    the unpack hooks) once, as torch's one vmapped backward does."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def unpack(self, node):
+        return self.value
+
+
+def _stacked_entries(entries, levels):
+    """One gradient per batch entry, stacked into a batched tensor (None where the formula gave none)."""
+    if any(e is None for e in entries):
+        return None
+    if any(e._requires_grad for e in entries):
+        return wrap(hookgrad.stack(entries), levels)
+    return wrap(_plain(np.stack([e._ndarray for e in entries])), levels)
+
+
+def _nodes_running_user_code() -> tuple:
+    """Nodes whose backward is the user's code (a custom Function's) or calls the user's hooks (a
+    module's backward hooks): run once on the batched gradients, as torch runs them."""
+    from ..autograd.function import BackwardCFunction
+    from ..nn.modules._backward_hook import _HookIdentityNode
+    return BackwardCFunction, _HookIdentityNode
+
+
+def batched_gradients_pass(run, grads, size: int):
+    """``autograd.grad(is_grads_batched=True)``: ONE backward pass whose gradients are batched over a
+    vmap level of ``size`` (each grad's first dim), as torch vmaps its backward. Hooks and the engine's
+    own sums see batched tensors (per-example shapes) and fire once; each node's formula runs once per
+    batch entry (the formulas compute on arrays, below the batching mode), its saved tensors unpacked
+    once. ``run(grads, node_apply)`` runs the pass and returns the captured gradients, returned here
+    with the batch dim first."""
+    from .._C._torch_function import _BackwardPass
+    level = max([lvl for lvl, _, _ in ACTIVE] + [0]) + 1
+    enter(size, "error", level)
+    levels = (level,)
+
+    user_code = _nodes_running_user_code()
+
+    def node_apply(node, node_grads):
+        if isinstance(node, user_code):
+            return node.apply(node_grads)  # once, on the batched gradients (its hooks see them so)
+        if not any(is_batched(g) for g in node_grads):
+            with _BackwardPass():
+                return node.apply(node_grads)
+        recording = hookgrad.is_grad_enabled()  # create_graph: slices and stacks join the graph
+        fulls = [None if not is_batched(g) else _full(g, levels) if recording else _full(g, levels)._ndarray
+                 for g in node_grads]
+        saved = node._saved
+        if saved:
+            node._saved = tuple(None if v is None else _Unpacked(v) for v in node.saved())
+        try:
+            with _BackwardPass():
+                per_entry = [node.apply([g if f is None else f[b] if recording else _plain(f[b])
+                                         for f, g in zip(fulls, node_grads)]) for b in range(size)]
+        finally:
+            if saved:
+                node._saved = saved
+        return tuple(_stacked_entries([out[i] for out in per_entry], levels) for i in range(len(per_entry[0])))
+
+    try:
+        captured = run([None if g is None else wrap(g, levels) for g in grads], node_apply)
+        return [None if c is None else _full(c, levels) if is_batched(c) else
+                c.unsqueeze(0).expand(size, *c.shape) for c in captured]
+    finally:
+        leave(level)
 
 
 def any_batched(*values) -> bool:

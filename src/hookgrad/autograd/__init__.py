@@ -272,21 +272,18 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 
 def _batched_pass(roots, grads, retain_graph, create_graph, input_edges, outs, ins, caller):
-    """autograd.grad(is_grads_batched=True): one pass per entry of the gradients' first dimension (the
-    graph kept for the next), each input's gradients stacked; None where no pass reached it. (torch
-    runs one vectorized pass, so its hooks fire once, with one entry's shape; here once per entry.)"""
+    """autograd.grad(is_grads_batched=True): one pass with the gradients batched over their first
+    dimension (see ``_functorch.vmap.batched_gradients_pass``): hooks fire once, with batched tensors."""
     sizes = sorted({g.shape[0] for g in grads if g is not None})
     if len(sizes) > 1:
         raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
                          f"{sizes} for the mapped dimension")
-    per_entry = []
-    for b in range(sizes[0] if sizes else 1):
-        last = not sizes or b == sizes[0] - 1
-        entry = [g if g is None else g[b] for g in grads]
-        per_entry.append(_above.execute(roots, entry, retain_graph or not last, create_graph, inputs=input_edges,
-                                        accumulate=False, root_tensors=outs, input_tensors=ins, caller=caller))
-    return [None if any(e[i] is None for e in per_entry) else _above.stack([e[i] for e in per_entry])
-            for i in range(len(ins))]
+    from .._functorch.vmap import batched_gradients_pass
+
+    def run(batched, node_apply):
+        return _above.execute(roots, batched, retain_graph, create_graph, inputs=input_edges, accumulate=False,
+                              root_tensors=outs, input_tensors=ins, caller=caller, node_apply=node_apply)
+    return batched_gradients_pass(run, grads, sizes[0] if sizes else 1)
 
 
 def _is_checkpoint_valid() -> bool:

@@ -99,7 +99,7 @@ class GraphTask:
     """One backward pass: its dependency counts, gradient buffers and what to execute/capture."""
 
     __slots__ = ("id", "keep_graph", "create_graph", "exec_info", "captures", "captured", "reachable",
-                 "final_callbacks", "caller", "current_node", "__weakref__")
+                 "final_callbacks", "caller", "current_node", "node_apply", "__weakref__")
 
     def __init__(self, keep_graph, create_graph):
         self.id = next(_task_ids)
@@ -112,6 +112,7 @@ class GraphTask:
         self.final_callbacks = None  # what call_at_backward_end queued, run after the last node
         self.caller = None         # the frame that called backward()/grad(), for warnings at its line
         self.current_node = None   # the node being run (torch._C._current_autograd_node)
+        self.node_apply = None     # is_grads_batched: runs a node's backward on batched gradients
 
     def will_execute_node(self, node) -> bool:
         """Whether this pass runs ``node``, as torch's engine answers it to multi-grad hooks: a lone
@@ -436,20 +437,23 @@ def _on_fresh_thread(fn, *args, **kwargs):
 
 
 def execute(roots, root_grads, keep_graph: bool, create_graph: bool, inputs=None, accumulate=True,
-            root_tensors=(), input_tensors=None, caller=None):
+            root_tensors=(), input_tensors=None, caller=None, node_apply=None):
     """Run a backward pass from ``roots`` (edges) seeded with ``root_grads``.
 
     ``inputs``: edges whose gradients are wanted. With ``accumulate`` (``.backward``) those nodes
     run and accumulate; without (``autograd.grad``) their gradients are captured and returned.
     ``root_tensors``/``input_tensors``: what the caller differentiated, for the lifecycle hooks;
     ``caller``: the frame of the ``backward()``/``grad()`` call (see ``warn_at_caller``).
+    ``node_apply(node, grads)``: runs each node's backward instead of ``node.apply`` (``grads``
+    batched by vmap; the pass itself, its hooks included, then runs with the overrides on).
     """
     if len(_task_stack) - _thread_base_depth[0] >= _MAX_REENTRANT_DEPTH:
         return _on_fresh_thread(execute, roots, root_grads, keep_graph, create_graph, inputs, accumulate,
-                                root_tensors, input_tensors, caller)
+                                root_tensors, input_tensors, caller, node_apply)
     task = GraphTask(keep_graph, create_graph)
     task.caller = caller
-    if _above.torch_function_live[0]:
+    task.node_apply = node_apply
+    if _above.torch_function_live[0] and node_apply is None:
         # torch's backward kernels are C++ and consult no __torch_function__; ours are written with
         # the public ops, which must not hand saved subclass tensors or the pass to overrides
         with _above.disable_torch_function():
@@ -731,7 +735,7 @@ def _run_node(task, node, grads):
     # backward ran; hooks registered during it (from an unpack hook) get an empty grad_outputs
     had_post_hooks = bool(node._post_hooks)
     if node.runs_without_grads or grads[0] is not None or any(g is not None for g in grads):
-        outputs = node.apply(grads)
+        outputs = node.apply(grads) if task.node_apply is None else task.node_apply(node, grads)
         if getattr(node, "_input_dtypes", None) is not None:
             outputs = _cast_to_input_dtypes(node._input_dtypes, outputs)
     else:

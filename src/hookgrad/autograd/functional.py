@@ -17,7 +17,7 @@ from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 # tensors and their constructors live in higher layers, bound on first use
 _above = LateNames(Tensor="hookgrad._tensor", zeros="hookgrad:zeros", zeros_like="hookgrad:zeros_like",
-                   stack="hookgrad:stack")
+                   stack="hookgrad:stack", eye="hookgrad:eye")
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "hvp", "vhp"]
 
 
@@ -226,6 +226,9 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
         if vectorize and strict:
             raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
                                "supported together. Please either set `strict=False` or `vectorize=False`.")
+        if vectorize:
+            return _unpack2(_finish(_vectorized_jacobian(outputs, inputs, create_graph), create_graph),
+                            is_outputs_tuple, is_inputs_tuple)
         jac = []
         for i, out in enumerate(outputs):
             rows = [[] for _ in inputs]
@@ -244,6 +247,34 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                     rows[j].append(g)
             jac.append(tuple(_stack_rows(r, out, inp) for r, inp in zip(rows, inputs)))
         return _unpack2(_finish(tuple(jac), create_graph), is_outputs_tuple, is_inputs_tuple)
+
+
+def _vectorized_jacobian(outputs, inputs, create_graph):
+    """Every row of the Jacobian in ONE backward pass, as torch's ``vectorize=True``: the flattened
+    outputs get the rows of an identity matrix as gradients batched over its first dim
+    (``is_grads_batched``), the result is split back per output."""
+    numels = [out.numel() for out in outputs]
+    total = sum(numels)
+    basis, start = [], 0
+    for out, n in zip(outputs, numels):
+        chunk = _above.zeros(total, n, dtype=out.dtype)
+        chunk[start:start + n] = _above.eye(n, dtype=out.dtype)
+        basis.append(chunk)
+        start += n
+    flat = tuple(out.reshape(-1) for out in outputs)
+    kept = [(o, g) for o, g in zip(flat, basis) if o.requires_grad]
+    if kept:
+        from . import grad  # the package's own function (defined after this module is imported)
+        outs, grads = zip(*kept)
+        per_input = grad(outs, inputs, grads, allow_unused=True, create_graph=create_graph,
+                         is_grads_batched=True)
+    else:
+        per_input = (None,) * len(inputs)
+    per_input = [_above.zeros_like(inp).expand(total, *inp.shape) if g is None else g
+                 for g, inp in zip(per_input, inputs)]
+    return tuple(tuple(block.view(*out.shape, *inp.shape) for block, inp in
+                       zip((g.split(numels, 0)[i] for g in per_input), inputs))
+                 for i, out in enumerate(outputs))
 
 
 def _stack_rows(rows, out, inp):
