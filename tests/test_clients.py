@@ -203,6 +203,10 @@ CASES = {
     "torchdistill": ("torchdistill_case.py", [], "torchdistill ForwardHookManager (inputs/outputs of nested paths, "
                                                  "accumulated and stacked passes, cleared) and KD, FSP, attention-"
                                                  "transfer, PKT, RKD, SPKD losses with student gradients"),
+    "adaptive_optimizers": ("adaptive_optimizers_case.py", [], "schedulefree AdamW/SGD/RAdam (train/eval swaps, "
+                                                               "closure forms, wrapper), D-Adaptation Adam/SGD/"
+                                                               "AdaGrad/Adan/Lion and Prodigy steps, D estimates, "
+                                                               "state dicts reloaded"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -263,6 +267,7 @@ REQUIRES = {
     "backpack_layers": ["backpack"],
     "torchview_more": ["torchview"],
     "torchdistill": ["torchdistill", "yaml"],
+    "adaptive_optimizers": ["schedulefree", "dadaptation", "prodigyopt"],
 }
 
 
