@@ -207,6 +207,9 @@ CASES = {
                                                                "closure forms, wrapper), D-Adaptation Adam/SGD/"
                                                                "AdaGrad/Adan/Lion and Prodigy steps, D estimates, "
                                                                "state dicts reloaded"),
+    "entmax": ("entmax_case.py", [], "entmax sparsemax, 1.5-entmax (top-k), bisection entmax with a learned alpha, "
+                                      "normmax and budget bisection, Fenchel-Young losses, module forms in a hooked "
+                                      "model, gradcheck"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -268,6 +271,7 @@ REQUIRES = {
     "torchview_more": ["torchview"],
     "torchdistill": ["torchdistill", "yaml"],
     "adaptive_optimizers": ["schedulefree", "dadaptation", "prodigyopt"],
+    "entmax": ["entmax"],
 }
 
 
