@@ -210,6 +210,10 @@ CASES = {
     "entmax": ("entmax_case.py", [], "entmax sparsemax, 1.5-entmax (top-k), bisection entmax with a learned alpha, "
                                       "normmax and budget bisection, Fenchel-Young losses, module forms in a hooked "
                                       "model, gradcheck"),
+    "zuko": ("zuko_case.py", [], "zuko flows (MAF, NSF/NCSF, NICE, RealNVP, GF, GMM, BPF/SOSPF, NAF with a "
+                                  "bisection Function, UNAF with Gauss-Legendre, CNF through an adjoint Function, "
+                                  "exact and Hutchinson traces): log-densities, seeded samples, inverses, "
+                                  "gradients, Adam steps"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -272,6 +276,7 @@ REQUIRES = {
     "torchdistill": ["torchdistill", "yaml"],
     "adaptive_optimizers": ["schedulefree", "dadaptation", "prodigyopt"],
     "entmax": ["entmax"],
+    "zuko": ["zuko"],
 }
 
 
