@@ -214,6 +214,10 @@ CASES = {
                                   "bisection Function, UNAF with Gauss-Legendre, CNF through an adjoint Function, "
                                   "exact and Hutchinson traces): log-densities, seeded samples, inverses, "
                                   "gradients, Adam steps"),
+    "torchfunc": ("torchfunc_case.py", [], "torchfunc hook recorders and registrators (forward pre, forward "
+                                            "input/output, deprecated module backward hooks) by type and index, "
+                                            "conditions, reductions, removal; module utilities, performance report "
+                                            "and tips"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -277,6 +281,7 @@ REQUIRES = {
     "adaptive_optimizers": ["schedulefree", "dadaptation", "prodigyopt"],
     "entmax": ["entmax"],
     "zuko": ["zuko"],
+    "torchfunc": ["torchfunc"],
 }
 
 
