@@ -218,6 +218,10 @@ CASES = {
                                             "input/output, deprecated module backward hooks) by type and index, "
                                             "conditions, reductions, removal; module utilities, performance report "
                                             "and tips"),
+    "x_transformers": ("x_transformers_case.py", [], "x-transformers decoder (rotary, RMSNorm, residual attention, "
+                                                      "qk-norm) with attention intermediates, ALiBi encoder, "
+                                                      "encoder-decoder, continuous wrapper, autoregressive loss and "
+                                                      "greedy generation; hooks on attention modules, gradients"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -282,6 +286,7 @@ REQUIRES = {
     "entmax": ["entmax"],
     "zuko": ["zuko"],
     "torchfunc": ["torchfunc"],
+    "x_transformers": ["x_transformers", "einx", "loguru", "torch_einops_utils"],
 }
 
 
