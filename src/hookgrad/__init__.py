@@ -45,7 +45,6 @@ linalg = _importlib.import_module(".linalg", __name__)
 from .version import __version__  # noqa: E402 - "2.13.0+hookgrad.0.1.0": torch API level, then ours
 from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
                       LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
-strided = "torch.strided"
 contiguous_format = preserve_format = "torch.contiguous_format"
 from ._torch_extras import *  # noqa: F401,F403,E402 - settings, layouts, sym_*, streams, cond
 from ._foreach import *  # noqa: F401,F403,E402 - torch._foreach_* (an op across a list of tensors)
