@@ -222,6 +222,10 @@ CASES = {
                                                       "qk-norm) with attention intermediates, ALiBi encoder, "
                                                       "encoder-decoder, continuous wrapper, autoregressive loss and "
                                                       "greedy generation; hooks on attention modules, gradients"),
+    "laplace": ("laplace_case.py", [], "laplace-torch full/diagonal/Kronecker Laplace over all weights or the last "
+                                        "layer with BackPACK, curvlinops and ASDL back ends; marginal likelihood "
+                                        "and its hyperparameter gradients, prior tuning, GLM and sampled "
+                                        "predictives"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -287,6 +291,8 @@ REQUIRES = {
     "zuko": ["zuko"],
     "torchfunc": ["torchfunc"],
     "x_transformers": ["x_transformers", "einx", "loguru", "torch_einops_utils"],
+    # (laplace-torch is not in the test extra: its metadata requires torchvision, and pins asdfghjkl 0.1a4)
+    "laplace": ["laplace", "asdl", "backpack", "curvlinops", "torchmetrics", "opt_einsum"],
 }
 
 
