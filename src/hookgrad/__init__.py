@@ -141,7 +141,7 @@ _LAZY |= {"fft"}
 _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerator", "mps", "xpu", "signal",
           "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for
-_LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
+_LAZY |= {"_C", "_VF"}  # the few private torch._C entry points hook tests call; the operator forms (torch._VF)
 _LAZY |= {"_tensor_str"}  # torch._tensor_str.PRINT_OPTS and printoptions
 _LAZY |= {"profiler"}  # torch.profiler (test files read torch.profiler.itt.is_available() at import)
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
