@@ -113,7 +113,8 @@ groups = [{"params": model[0].parameters()}, {"params": model[2].parameters(), "
 optimizer = schedulefree.AdamWScheduleFree(groups, lr=0.05, warmup_steps=1)
 results["groups_schedule_free"] = train_eval_record(optimizer, model)
 model = make_model()
-groups = [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 0.0}]  # (frozen: its only other lr)
+# (a frozen group: Prodigy accepts no other per-group learning rate)
+groups = [{"params": model[0].parameters()}, {"params": model[2].parameters(), "lr": 0.0}]
 optimizer = prodigyopt.Prodigy(groups, lr=1.0)
 results["groups_prodigy"] = train_eval_record(optimizer, model)
 emit(results)
