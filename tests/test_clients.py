@@ -226,6 +226,10 @@ CASES = {
                                         "layer with BackPACK, curvlinops and ASDL back ends; marginal likelihood "
                                         "and its hyperparameter gradients, prior tuning, GLM and sampled "
                                         "predictives"),
+    "kronfluence": ("kronfluence_case.py", [], "kronfluence EKFAC/KFAC/diagonal/identity factors fitted through "
+                                                "TrackedModule hooks (empirical and sampled Fisher), pairwise and "
+                                                "self-influence scores with damping, low-rank and aggregated "
+                                                "queries, read back from disk"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -293,6 +297,8 @@ REQUIRES = {
     "x_transformers": ["x_transformers", "einx", "loguru", "torch_einops_utils"],
     # (laplace-torch is not in the test extra: its metadata requires torchvision, and pins asdfghjkl 0.1a4)
     "laplace": ["laplace", "asdl", "backpack", "curvlinops", "torchmetrics", "opt_einsum"],
+    # (kronfluence is not in the test extra either: its metadata requires torchvision and accelerate)
+    "kronfluence": ["kronfluence", "accelerate", "einconv", "opt_einsum", "safetensors"],
 }
 
 
