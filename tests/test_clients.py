@@ -230,6 +230,10 @@ CASES = {
                                                 "TrackedModule hooks (empirical and sampled Fisher), pairwise and "
                                                 "self-influence scores with damping, low-rank and aggregated "
                                                 "queries, read back from disk"),
+    "vector_quantize": ("vector_quantize_case.py", [], "vector-quantize-pytorch VectorQuantize EMA codebook steps "
+                                                        "(Euclidean, cosine, k-means init, dead codes, rotation "
+                                                        "trick, heads, masks, feature maps), ResidualVQ, FSQ, LFQ, "
+                                                        "SimVQ: codes, losses, gradients, codebooks"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -299,6 +303,7 @@ REQUIRES = {
     "laplace": ["laplace", "asdl", "backpack", "curvlinops", "torchmetrics", "opt_einsum"],
     # (kronfluence is not in the test extra either: its metadata requires torchvision and accelerate)
     "kronfluence": ["kronfluence", "accelerate", "einconv", "opt_einsum", "safetensors"],
+    "vector_quantize": ["vector_quantize_pytorch", "einx", "loguru", "torch_einops_utils"],
 }
 
 
