@@ -234,6 +234,9 @@ CASES = {
                                                         "(Euclidean, cosine, k-means init, dead codes, rotation "
                                                         "trick, heads, masks, feature maps), ResidualVQ, FSQ, LFQ, "
                                                         "SimVQ: codes, losses, gradients, codebooks"),
+    "trak": ("trak_case.py", [], "TRAK featurizing over two checkpoints: per-example gradients by vmap over grad of "
+                                  "functional_call, out-to-loss weights, normal and Rademacher BasicProjector "
+                                  "sketches in float64 blocks, stored projected gradients"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -304,6 +307,7 @@ REQUIRES = {
     # (kronfluence is not in the test extra either: its metadata requires torchvision and accelerate)
     "kronfluence": ["kronfluence", "accelerate", "einconv", "opt_einsum", "safetensors"],
     "vector_quantize": ["vector_quantize_pytorch", "einx", "loguru", "torch_einops_utils"],
+    "trak": ["trak"],
 }
 
 
