@@ -237,6 +237,10 @@ CASES = {
     "trak": ("trak_case.py", [], "TRAK featurizing over two checkpoints: per-example gradients by vmap over grad of "
                                   "functional_call, out-to-loss weights, normal and Rademacher BasicProjector "
                                   "sketches in float64 blocks, stored projected gradients"),
+    "torchensemble": ("torchensemble_case.py", [], "TorchEnsemble fusion, voting, bagging, gradient and soft "
+                                                    "gradient boosting, snapshot, fast geometric and "
+                                                    "adversarial-training ensembles built and trained from a base "
+                                                    "module class: predictions, evaluation, weights"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -308,6 +312,8 @@ REQUIRES = {
     "kronfluence": ["kronfluence", "accelerate", "einconv", "opt_einsum", "safetensors"],
     "vector_quantize": ["vector_quantize_pytorch", "einx", "loguru", "torch_einops_utils"],
     "trak": ["trak"],
+    # (torchensemble is outside the test extra: it requires scikit-learn, and torchvision in its metadata)
+    "torchensemble": ["torchensemble", "sklearn", "joblib"],
 }
 
 
