@@ -203,6 +203,44 @@ CASES = {
     "torchdistill": ("torchdistill_case.py", [], "torchdistill ForwardHookManager (inputs/outputs of nested paths, "
                                                  "accumulated and stacked passes, cleared) and KD, FSP, attention-"
                                                  "transfer, PKT, RKD, SPKD losses with student gradients"),
+    "adaptive_optimizers": ("adaptive_optimizers_case.py", [], "schedulefree AdamW/SGD/RAdam (train/eval swaps, "
+                                                               "closure forms, wrapper), D-Adaptation Adam/SGD/"
+                                                               "AdaGrad/Adan/Lion and Prodigy steps, D estimates, "
+                                                               "state dicts reloaded"),
+    "entmax": ("entmax_case.py", [], "entmax sparsemax, 1.5-entmax (top-k), bisection entmax with a learned alpha, "
+                                      "normmax and budget bisection, Fenchel-Young losses, module forms in a hooked "
+                                      "model, gradcheck"),
+    "zuko": ("zuko_case.py", [], "zuko flows (MAF, NSF/NCSF, NICE, RealNVP, GF, GMM, BPF/SOSPF, NAF with a "
+                                  "bisection Function, UNAF with Gauss-Legendre, CNF through an adjoint Function, "
+                                  "exact and Hutchinson traces): log-densities, seeded samples, inverses, "
+                                  "gradients, Adam steps"),
+    "torchfunc": ("torchfunc_case.py", [], "torchfunc hook recorders and registrators (forward pre, forward "
+                                            "input/output, deprecated module backward hooks) by type and index, "
+                                            "conditions, reductions, removal; module utilities, performance report "
+                                            "and tips"),
+    "x_transformers": ("x_transformers_case.py", [], "x-transformers decoder (rotary, RMSNorm, residual attention, "
+                                                      "qk-norm) with attention intermediates, ALiBi encoder, "
+                                                      "encoder-decoder, continuous wrapper, autoregressive loss and "
+                                                      "greedy generation; hooks on attention modules, gradients"),
+    "laplace": ("laplace_case.py", [], "laplace-torch full/diagonal/Kronecker Laplace over all weights or the last "
+                                        "layer with BackPACK, curvlinops and ASDL back ends; marginal likelihood "
+                                        "and its hyperparameter gradients, prior tuning, GLM and sampled "
+                                        "predictives"),
+    "kronfluence": ("kronfluence_case.py", [], "kronfluence EKFAC/KFAC/diagonal/identity factors fitted through "
+                                                "TrackedModule hooks (empirical and sampled Fisher), pairwise and "
+                                                "self-influence scores with damping, low-rank and aggregated "
+                                                "queries, read back from disk"),
+    "vector_quantize": ("vector_quantize_case.py", [], "vector-quantize-pytorch VectorQuantize EMA codebook steps "
+                                                        "(Euclidean, cosine, k-means init, dead codes, rotation "
+                                                        "trick, heads, masks, feature maps), ResidualVQ, FSQ, LFQ, "
+                                                        "SimVQ: codes, losses, gradients, codebooks"),
+    "trak": ("trak_case.py", [], "TRAK featurizing over two checkpoints: per-example gradients by vmap over grad of "
+                                  "functional_call, out-to-loss weights, normal and Rademacher BasicProjector "
+                                  "sketches in float64 blocks, stored projected gradients"),
+    "torchensemble": ("torchensemble_case.py", [], "TorchEnsemble fusion, voting, bagging, gradient and soft "
+                                                    "gradient boosting, snapshot, fast geometric and "
+                                                    "adversarial-training ensembles built and trained from a base "
+                                                    "module class: predictions, evaluation, weights"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -263,6 +301,19 @@ REQUIRES = {
     "backpack_layers": ["backpack"],
     "torchview_more": ["torchview"],
     "torchdistill": ["torchdistill", "yaml"],
+    "adaptive_optimizers": ["schedulefree", "dadaptation", "prodigyopt"],
+    "entmax": ["entmax"],
+    "zuko": ["zuko"],
+    "torchfunc": ["torchfunc"],
+    "x_transformers": ["x_transformers", "einx", "loguru", "torch_einops_utils"],
+    # (laplace-torch is not in the test extra: its metadata requires torchvision, and pins asdfghjkl 0.1a4)
+    "laplace": ["laplace", "asdl", "backpack", "curvlinops", "torchmetrics", "opt_einsum"],
+    # (kronfluence is not in the test extra either: its metadata requires torchvision and accelerate)
+    "kronfluence": ["kronfluence", "accelerate", "einconv", "opt_einsum", "safetensors"],
+    "vector_quantize": ["vector_quantize_pytorch", "einx", "loguru", "torch_einops_utils"],
+    "trak": ["trak"],
+    # (torchensemble is outside the test extra: it requires scikit-learn, and torchvision in its metadata)
+    "torchensemble": ["torchensemble", "sklearn", "joblib"],
 }
 
 

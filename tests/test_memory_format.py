@@ -101,3 +101,32 @@ def test_wrong_rank_is_torchs_error(T, call):
                  memory_format=T.preserve_format)}
     x = T.ones(1, 2, 3, 4)
     return catch(calls[call]), x.contiguous(memory_format=T.channels_last).stride()
+
+
+@differential
+def test_an_expanded_first_operand_takes_the_second_ones_layout(T):
+    # (a distribution's loc expanded over a batch plus contiguous noise: the sum is row-major in torch)
+    loc = T.zeros(3, dtype=T.float64).expand(6, 3)
+    noise = T.arange(18.0, dtype=T.float64).reshape(6, 3)
+    column = T.ones(6, 1).expand(6, 4)
+    transposed = T.arange(24.0).reshape(4, 6).t()
+    results = [loc + noise, noise + loc, loc * noise, loc - noise, column + T.ones(6, 4), column + transposed,
+               transposed + column, transposed * T.ones(6, 4)]
+    return [(r.stride(), r) for r in results]
+
+
+@differential
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_randn_like_fills_a_non_row_major_layout_in_memory_order(T, dtype):
+    # torch fills empty_like(x) with normal_: such a tensor is not contiguous, so not in 16-element blocks
+    dt = getattr(T, dtype)
+    shapes = [T.zeros(6, 3, dtype=dt).t(), T.zeros(2, 3, 4, 5, dtype=dt).contiguous(memory_format=T.channels_last),
+              T.zeros(3, 2, dtype=dt).t(), T.zeros(4, 5, dtype=dt)[:, ::2]]
+    drawn = []
+    for x in shapes:
+        T.manual_seed(0)
+        drawn.append(T.randn_like(x))
+        drawn.append(T.randn_like(x, memory_format=T.contiguous_format))
+    T.manual_seed(1)
+    chained = [T.randn_like(shapes[2]), T.randn(5, dtype=dt), T.randn_like(shapes[0], requires_grad=True)]
+    return [(d.stride(), d) for d in drawn], chained, chained[-1].requires_grad

@@ -36,6 +36,17 @@ def test_namespace_functions_compute(T):
             C._VariableFunctions.chain_matmul([x, x, x]), C._VariableFunctions.meshgrid([x[0], x[1]], indexing="xy")]
 
 
+@differential
+def test_vf_module_calls_the_operator_forms(T):
+    # (kronfluence computes its scores with ``from torch import _VF; _VF.einsum(expr, operands, path=...)``)
+    from importlib import import_module
+    VF = import_module(f"{T.__name__}._VF")
+    x = T.tensor(X[0, 0], dtype=T.float64)
+    return [VF is T._VF, VF.add is T.add, VF.einsum("ij,jk->ik", (x, x), path=[0, 1]),
+            VF.einsum("ij,jk,kl->il", [x, x, x], path=[1, 2, 0, 1]), VF.split(x, 4), VF.tensordot(x, x, [1], [0]),
+            catch(lambda: VF.no_such_op)]
+
+
 def _nn_cases(T):
     rng = np.random.default_rng(1)
     C, x = T._C._nn, T.tensor(X, requires_grad=True)

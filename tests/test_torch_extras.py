@@ -87,6 +87,16 @@ def test_layouts_and_memory_formats(T):
 
 
 @differential
+def test_a_tensors_layout_is_the_strided_object(T):
+    # (torchlens refuses a tensor whose layout ``is not torch.strided`` as sparse)
+    x = T.ones(2, 3, requires_grad=True)
+    tensors = [x, x * 2, x[0], x.t(), T.nn.Parameter(T.zeros(2)), T.empty_like(x), T.zeros(2, layout=T.strided),
+               T.tensor([1, 2]), x.detach()]
+    return ([t.layout is T.strided for t in tensors], [t.layout is T.sparse_coo for t in tensors],
+            type(x.layout) is T.layout, str(x.layout), T.strided is not T.sparse_csr)
+
+
+@differential
 def test_sym_helpers_on_numbers(T):
     values = [T.sym_int(3.7), T.sym_int(-3.7), T.sym_int(5), T.sym_float(3), T.sym_max(2, 5), T.sym_max(2, 5.0),
               T.sym_min(2.0, 5), T.sym_min(7, 5), T.sym_not(True), T.sym_not(0), T.sym_ite(True, 1, 2),
@@ -208,3 +218,10 @@ def test_disable_torch_function_blocks_run_ops_unchanged():
     x = hookgrad.ones(2)
     with hookgrad.DisableTorchFunction(), hookgrad.DisableTorchFunctionSubclass():
         assert (x + 1).tolist() == [2.0, 2.0]
+
+
+@differential
+def test_torch_functional_all_names_its_functions(T):
+    # (torchlens crawls torch.functional.__all__ and fetches every name)
+    names = T.functional.__all__
+    return sorted(names), all(callable(getattr(T.functional, name)) for name in names)

@@ -1,9 +1,11 @@
-"""``torch._VF``: the module through which torch's Python code calls its operator functions, those it
-keeps out of the ``torch`` namespace (``unique_dim``) included; the same table as
-``torch._C._VariableFunctions``."""
+"""``torch._VF``: the operator functions of ``torch._C._VariableFunctions`` under a module's name, the
+form torch's own Python layers call when they want the operator's signature (``_VF.einsum(equation,
+tensors, path=...)``, ``_VF.lstm``) or one kept out of the ``torch`` namespace (``_VF.unique_dim``)."""
 from __future__ import annotations
 
 
 def __getattr__(name):
-    from ._C import _VariableFunctions
+    if name.startswith("__"):
+        raise AttributeError(f"module 'torch._VF' has no attribute {name!r}")
+    from ._C._variable_functions import _VariableFunctions
     return getattr(_VariableFunctions, name)

@@ -45,7 +45,6 @@ linalg = _importlib.import_module(".linalg", __name__)
 from .version import __version__  # noqa: E402 - "2.13.0+hookgrad.0.1.0": torch API level, then ours
 from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor, IntTensor,
                       LongTensor, ShortTensor, TypedStorage, UntypedStorage, is_storage, set_default_tensor_type)
-strided = "torch.strided"
 contiguous_format = preserve_format = "torch.contiguous_format"
 from ._torch_extras import *  # noqa: F401,F403,E402 - settings, layouts, sym_*, streams, cond
 from ._foreach import *  # noqa: F401,F403,E402 - torch._foreach_* (an op across a list of tensors)
@@ -141,8 +140,7 @@ _LAZY |= {"fft"}
 _LAZY |= {"hooks"}  # hookgrad's own hook powers
 _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerator", "mps", "xpu", "signal",
           "storage", "functional", "hub", "_utils"}  # torch submodules libraries reach for
-_LAZY |= {"_C"}  # the few private torch._C entry points hook tests call
-_LAZY |= {"_VF"}  # torch._VF.unique_dim, which torch's test files call
+_LAZY |= {"_C", "_VF"}  # the few private torch._C entry points hook tests call; the operator forms (torch._VF)
 _LAZY |= {"_tensor_str"}  # torch._tensor_str.PRINT_OPTS and printoptions
 _LAZY |= {"profiler"}  # torch.profiler (test files read torch.profiler.itt.is_available() at import)
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)

@@ -9,12 +9,23 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["CONTIGUOUS", "PRESERVE", "CHANNELS_LAST", "CHANNELS_LAST_3D", "empty", "copy", "like", "is_contiguous",
-           "memory_order", "in_memory_order", "is_dense"]
+           "memory_order", "in_memory_order", "is_dense", "layout", "STRIDED"]
 
 CONTIGUOUS = "torch.contiguous_format"
 PRESERVE = "torch.preserve_format"
 CHANNELS_LAST = "torch.channels_last"
 CHANNELS_LAST_3D = "torch.channels_last_3d"
+
+
+class layout(str):
+    """``torch.layout``. Each layout is one object, as in torch (code tests ``t.layout is torch.strided``);
+    its value is its torch name. hookgrad tensors are all strided: ``Tensor.layout`` is ``STRIDED``."""
+
+    def __repr__(self):
+        return str.__str__(self)
+
+
+STRIDED = layout("torch.strided")
 # dimension order in memory, outermost first: batch, spatial dimensions, then channels
 _CHANNELS_LAST_ORDER = {CHANNELS_LAST: (4, (0, 2, 3, 1)), CHANNELS_LAST_3D: (5, (0, 2, 3, 4, 1))}
 

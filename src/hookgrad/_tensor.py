@@ -14,6 +14,7 @@ import numpy as np
 
 from . import _dtype
 from ._device import device as _device_cls, CPU
+from ._memory_format import STRIDED
 from ._meta import META, MetaArray, NO_DATA, NO_NUMPY
 from ._dtype import Size
 from .autograd import grad_mode
@@ -98,7 +99,7 @@ class Tensor:
     # the other back ends' and layouts' flags: a hookgrad tensor is a dense CPU tensor
     is_mps = is_xpu = is_xla = is_ipu = is_mtia = is_maia = is_vulkan = is_mkldnn = False
     is_nested = is_sparse_csr = False
-    layout = "torch.strided"
+    layout = STRIDED
 
     @property
     def ndim(self) -> int:

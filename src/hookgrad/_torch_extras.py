@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from ._memory_format import STRIDED, layout
+
 __all__ = ["get_float32_matmul_precision", "set_float32_matmul_precision", "set_flush_denormal", "init_num_threads",
            "set_num_interop_threads", "get_num_interop_threads", "has_lapack", "has_mkl", "has_openmp",
            "has_spectral", "compiled_with_cxx11_abi", "get_device_module", "set_anomaly_enabled", "layout",
@@ -113,14 +115,6 @@ def get_device_module(device=None):
 
 
 # ---- layouts and memory formats -------------------------------------------------------------------
-class layout(str):
-    """A tensor layout. hookgrad tensors are all strided; the value equals the string
-    ``"torch.strided"`` that ``Tensor.layout`` gives."""
-
-    def __repr__(self):
-        return str.__str__(self)
-
-
 class memory_format(str):
     """A memory format (what ``clone``/``contiguous`` are asked to produce)."""
 
@@ -128,7 +122,7 @@ class memory_format(str):
         return str.__str__(self)
 
 
-strided = layout("torch.strided")
+strided = STRIDED   # the very object every Tensor.layout is
 # the other layouts exist as names (code compares a tensor's layout with them); no hookgrad tensor has them
 sparse_coo = layout("torch.sparse_coo")
 sparse_csr = layout("torch.sparse_csr")

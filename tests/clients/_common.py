@@ -38,6 +38,18 @@ def plain(value):
     return value
 
 
+def state_summary(optimizer):
+    """An optimizer's state dict as its tensors, its plain scalars and its groups' plain settings."""
+    state = optimizer.state_dict()
+    tensors = {f"{i}.{k}": v for i, s in state["state"].items() for k, v in sorted(s.items())
+               if isinstance(v, torch.Tensor)}
+    scalars = {f"{i}.{k}": v for i, s in state["state"].items() for k, v in sorted(s.items())
+               if isinstance(v, (int, float, bool))}
+    groups = [{k: v for k, v in g.items() if isinstance(v, (int, float, bool, str, list, tuple)) or v is None}
+              for g in state["param_groups"]]
+    return {"tensors": tensors, "scalars": scalars, "groups": groups}
+
+
 def emit(results: dict) -> None:
     # the torchvision beside torch 2.13 does not import: no client run may depend on it
     # (a None entry is a script's own "not installed" marker, not an import)

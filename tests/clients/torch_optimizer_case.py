@@ -5,7 +5,7 @@ import torch
 from torch import nn
 import torch_optimizer as optim
 
-from _common import data, emit, fill
+from _common import data, emit, fill, state_summary
 
 # NovoGrad keeps a 0-d state made as torch.zeros([]) (the default dtype); in float32 it would take
 # torch's sqrt, which (MKL's vector math) is not always correctly rounded, into the float64 steps
@@ -20,17 +20,6 @@ def make_model():
 
 def loss_of(model):
     return nn.functional.mse_loss(model(x), y)
-
-
-def state_summary(optimizer):
-    state = optimizer.state_dict()
-    tensors = {f"{i}.{k}": v for i, s in state["state"].items() for k, v in sorted(s.items())
-               if isinstance(v, torch.Tensor)}
-    scalars = {f"{i}.{k}": v for i, s in state["state"].items() for k, v in sorted(s.items())
-               if isinstance(v, (int, float, bool))}
-    groups = [{k: v for k, v in g.items() if isinstance(v, (int, float, bool, str, list, tuple)) or v is None}
-              for g in state["param_groups"]]
-    return {"tensors": tensors, "scalars": scalars, "groups": groups}
 
 
 SETTINGS = {

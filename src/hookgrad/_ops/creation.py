@@ -871,7 +871,16 @@ def randn_like(t, *, dtype=None, generator=None, requires_grad=False, layout=Non
     meta = _meta_like_result(t, device, dtype, requires_grad)
     if meta is not None:
         return meta
-    return _sampled_like(t, memory_format, lambda shape: randn(shape, dtype=_like_dtype(t, dtype), generator=generator,
+    dt = _like_dtype(t, dtype)
+    if _memory_format.memory_order(t._ndarray, memory_format) is not None and not dt.is_complex:
+        # torch fills empty_like(t) in place: laid out other than row-major that tensor is not contiguous,
+        # and its normal_ takes the scalar sampler (not the 16-element blocks), in memory order
+        _rules.refuse_lowprec(_floating(dt, "normal_kernel_cpu").np, "normal_kernel_cpu")
+        target = _memory_format.like(t._ndarray, dt.np, memory_format)
+        if target.size:
+            target[...] = _rng_streams.normal(_generator(generator), target, 0.0, 1.0)
+        return _finish(target, requires_grad)
+    return _sampled_like(t, memory_format, lambda shape: randn(shape, dtype=dt, generator=generator,
                                                               requires_grad=requires_grad))
 
 

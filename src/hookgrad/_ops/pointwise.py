@@ -168,8 +168,10 @@ def _fast_binary(ufunc, a, b, swap=False):
     try:
         if swap:
             return ufunc(bd, ad)
-        if not ad.flags.c_contiguous and bd.flags.c_contiguous and ad.shape == bd.shape:
-            # torch's result takes its first operand's layout (channels-last, transposed); NumPy's the row-major one's
+        if not ad.flags.c_contiguous and bd.flags.c_contiguous and ad.shape == bd.shape and \
+                _memory_format.is_dense(ad):
+            # torch's result takes its first operand's layout (channels-last, transposed); NumPy's the row-major
+            # one's. An expanded first operand orders nothing: the second one's layout stands
             return ufunc(ad, bd, out=np.empty_like(ad))
         return ufunc(ad, bd)
     except ValueError:
