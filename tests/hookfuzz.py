@@ -78,9 +78,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                            "_trilinear calls (TrilinearBackward0 nodes, which node hooks on a "
                                            "first-order gradient see); hookgrad's are einsums (EinsumBackward0); "
                                            "the values agree",
-    "combo:non_tensor_into_groupnorm": "a forward pre-hook hands a float to GroupNorm: torch's F.group_norm "
-                                       "calls input.dim() first (AttributeError); hookgrad's argument check "
-                                       "raises TypeError ('must be Tensor, not float')",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
@@ -688,8 +685,6 @@ def program_features(program) -> set[str]:
     for kind in ("groupnorm", "bilinear"):
         if create_graph and f"model:{kind}" in feats:
             feats.add(f"combo:create_graph_through_{kind}")
-    if feats & {"ret:fwd_pre:non_tensor", "ret:fwd:non_tensor"} and "model:groupnorm" in feats:
-        feats.add("combo:non_tensor_into_groupnorm")
     if create_graph and "model:prelu" in feats:
         feats.add("combo:create_graph_through_prelu")
     if create_graph and "model:layernorm" in feats:
