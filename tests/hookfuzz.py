@@ -63,11 +63,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                             "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
                             "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
                             "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
-    "combo:create_graph_through_prelu": "PReLU's weight gradient under create_graph: torch's double-backward node "
-                                         "(PreluKernelBackwardBackward0) has an edge to the weight, so that gradient "
-                                         "requires grad even with an input that does not; hookgrad composes it from "
-                                         "ops on the incoming gradient and the input only, so it does not (the "
-                                         "values agree; a double backward over it has nothing to differentiate)",
     "combo:create_graph_through_groupnorm": "group norm's double backward: torch records one "
                                             "NativeGroupNormBackwardBackward0-style graph that reads the first "
                                             "graph's saved tensors (a second double pass raises 'backward through "
@@ -685,8 +680,6 @@ def program_features(program) -> set[str]:
     for kind in ("groupnorm", "bilinear"):
         if create_graph and f"model:{kind}" in feats:
             feats.add(f"combo:create_graph_through_{kind}")
-    if create_graph and "model:prelu" in feats:
-        feats.add("combo:create_graph_through_prelu")
     if create_graph and "model:layernorm" in feats:
         feats.add("combo:create_graph_through_layernorm")
     if create_graph and "zero_grad" in feats:

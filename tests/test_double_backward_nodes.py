@@ -1,6 +1,6 @@
-"""Batch norm, layer norm and convolution under create_graph: torch differentiates each backward
-as one node (NativeBatchNormBackwardBackward0, NativeLayerNormBackwardBackward0,
-ConvolutionBackwardBackward0) that saves its inputs. Compared with torch: the node, its edges,
+"""Batch norm, layer norm, convolution and PReLU under create_graph: torch differentiates each
+backward as one node (NativeBatchNormBackwardBackward0, NativeLayerNormBackwardBackward0,
+ConvolutionBackwardBackward0, PreluKernelBackwardBackward0) that saves its inputs. Compared with torch: the node, its edges,
 saved values and pack/unpack order, second- and third-order gradients, and the freed-graph error
 of a second pass."""
 from __future__ import annotations
@@ -28,6 +28,8 @@ def make_layer(T, kind):
         m, shape = T.nn.BatchNorm1d(3, dtype=T.float64), (4, 3)
     elif kind == "batchnorm2d":
         m, shape = T.nn.BatchNorm2d(2, dtype=T.float64), (3, 2, 2, 2)
+    elif kind == "prelu":
+        m, shape = T.nn.PReLU(3, dtype=T.float64), (4, 3, 2)
     elif kind == "conv1d":
         m, shape = T.nn.Conv1d(2, 3, 2, dtype=T.float64), (2, 2, 5)
     elif kind == "conv2d_strided_groups":
@@ -54,13 +56,16 @@ def make_layer(T, kind):
 
 
 KINDS = ["layernorm", "layernorm_2d", "batchnorm", "batchnorm_eval", "batchnorm2d", "conv1d",
-         "conv2d_strided_groups", "conv_transpose1d", "conv_transpose1d_plain", "conv_transpose2d_groups", "conv_transpose1d_cut"]
+         "conv2d_strided_groups", "conv_transpose1d", "conv_transpose1d_plain", "conv_transpose2d_groups",
+         "conv_transpose1d_cut"]
 WANTED = {"all": ("x", "w", "b", "g"), "input": ("x",), "affine": ("w", "b"), "input_and_grad": ("x", "g"),
           "weight": ("w",), "bias": ("b",)}
+# layers without a bias: every choice that asks for something besides it
+CASES = [(kind, wanted) for kind in KINDS for wanted in WANTED] + [
+    ("prelu", wanted) for wanted in WANTED if wanted not in ("bias",)]
 
 
-@pytest.mark.parametrize("wanted", list(WANTED))
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind, wanted", CASES)
 @differential(rtol=1e-6, atol=1e-9)
 def test_second_and_third_order(T, kind, wanted):
     need = WANTED[wanted]
@@ -68,7 +73,7 @@ def test_second_and_third_order(T, kind, wanted):
     x = T.tensor(arr(shape, 0), requires_grad="x" in need)
     out = m(x)
     g0 = T.tensor(arr(tuple(out.shape), 1), requires_grad="g" in need)
-    inputs = [t for t, n in ((x, "x"), (m.weight, "w"), (m.bias, "b")) if n in need]
+    inputs = [t for t, n in ((x, "x"), (m.weight, "w"), (getattr(m, "bias", None), "b")) if n in need and t is not None]
     grads = T.autograd.grad(out, inputs, g0, create_graph=True)
     node = grads[0].grad_fn
     rec = {"graph": walk(grads[0]), "output_nr": [g.output_nr for g in grads],
@@ -86,7 +91,7 @@ def test_second_and_third_order(T, kind, wanted):
     return rec
 
 
-@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d", "conv_transpose1d"])
+@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d", "conv_transpose1d", "prelu"])
 @differential
 def test_pack_order_and_freed_second_pass(T, kind):
     m, shape = make_layer(T, kind)

@@ -18,7 +18,7 @@ from ..._ops import pointwise, reduce, views
 from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
 from ..._ops import _dtype_rules as _rules
-from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, outputs_of, record_op
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
@@ -816,6 +816,40 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return result
 
 
+class PreluKernelBackwardBackward0(Node):
+    """torch's derivative of the prelu backward: one node over the incoming gradient, the input and
+    the viewed weight. Output 1 (the weight's gradient) is input-shaped; the engine sums it to the
+    weight's shape. torch's formulas here split at ``input >= 0`` (the forward at ``input > 0``)."""
+
+    __slots__ = ()
+    _num_outputs = 2
+    saved_names = ("grad_output", "self", "weight")
+
+    def apply(self, grads):
+        ggx, ggw = (tuple(grads) + (None, None))[:2]
+        g, x, w = self.saved()
+        nf = self.next_functions
+        non_negative = wrap(x._ndarray >= 0)
+        zero = wrap(np.zeros((), x._ndarray.dtype))
+        out = [None, None, None]
+        if nf[0][0] is not None and (ggx is not None or ggw is not None):
+            if ggx is None:
+                out[0] = pointwise.where(non_negative, zero, ggw * x)
+            else:
+                negative_side = ggx * w + ggw * x if ggw is not None else ggx * w
+                out[0] = pointwise.where(non_negative, ggx, negative_side)
+        if nf[1][0] is not None:
+            out[1] = pointwise.where(non_negative, zero, g * ggw) if ggw is not None else _zeros_like(x)
+        if nf[2][0] is not None:
+            gw = pointwise.where(non_negative, zero, g * ggx) if ggx is not None else _zeros_like(x)
+            out[2] = gw.sum_to_size(*w.shape)
+        return tuple(out)
+
+
+def _zeros_like(t):
+    return wrap(np.zeros_like(t._ndarray))
+
+
 class PreluKernelBackward0(Node):
     """Inputs: the input and the weight viewed to broadcast against it (torch's ViewBackward0)."""
 
@@ -826,12 +860,20 @@ class PreluKernelBackward0(Node):
         x, w = self.saved()
         g = grads[0]
         nf = self.next_functions
-        positive = _const(x._ndarray > 0, g)
+        positive = x._ndarray > 0
         gx = gw = None
-        if nf[0][0] is not None:
-            gx = g * (positive + (1 - positive) * w)
-        if nf[1][0] is not None:
-            gw = (g * x * (1 - positive)).sum_to_size(*w.shape)
+        with _err():
+            if nf[0][0] is not None:
+                gx = wrap(np.where(positive, g._ndarray, g._ndarray * w._ndarray))
+            if nf[1][0] is not None:
+                gw = wrap(np.where(positive, 0, g._ndarray * x._ndarray).astype(g._ndarray.dtype, copy=False))
+        if GRAD.enabled and any(t._requires_grad for t in (g, x, w)):
+            # under create_graph torch records its backward as one op (one node over g, x and w)
+            node = record_op(PreluKernelBackwardBackward0, (g, x, w))
+            node.save(g, x, w)
+            gx, gw = outputs_of(node, (gx, gw))
+        if gw is not None:
+            gw = gw.sum_to_size(*w.shape)
         return gx, gw
 
 
