@@ -63,12 +63,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                             "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
                             "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
                             "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
-    "combo:create_graph_through_groupnorm": "group norm's double backward: torch records one "
-                                            "NativeGroupNormBackwardBackward0-style graph that reads the first "
-                                            "graph's saved tensors (a second double pass raises 'backward through "
-                                            "the graph a second time', hooks on the first-order gradient see torch's "
-                                            "view/sum nodes); hookgrad's group norm backward is not differentiable "
-                                            "in the same shape (other nodes, no freed-graph error)",
     "combo:create_graph_through_bilinear": "Bilinear's double backward: torch's first-order gradients are "
                                            "_trilinear calls (TrilinearBackward0 nodes, which node hooks on a "
                                            "first-order gradient see); hookgrad's are einsums (EinsumBackward0); "

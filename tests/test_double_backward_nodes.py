@@ -1,8 +1,9 @@
 """Batch norm, layer norm, convolution and PReLU under create_graph: torch differentiates each
 backward as one node (NativeBatchNormBackwardBackward0, NativeLayerNormBackwardBackward0,
-ConvolutionBackwardBackward0, PreluKernelBackwardBackward0) that saves its inputs. Compared with torch: the node, its edges,
-saved values and pack/unpack order, second- and third-order gradients, and the freed-graph error
-of a second pass."""
+ConvolutionBackwardBackward0, PreluKernelBackwardBackward0) that saves its inputs; group norm's
+backward is composed of ops on the saved input and statistics (which lead back to its node).
+Compared with torch: the nodes, their edges, saved values and pack/unpack order, second- and
+third-order gradients, and the freed-graph error of a second pass."""
 from __future__ import annotations
 
 import numpy as np
@@ -28,6 +29,10 @@ def make_layer(T, kind):
         m, shape = T.nn.BatchNorm1d(3, dtype=T.float64), (4, 3)
     elif kind == "batchnorm2d":
         m, shape = T.nn.BatchNorm2d(2, dtype=T.float64), (3, 2, 2, 2)
+    elif kind == "groupnorm":
+        m, shape = T.nn.GroupNorm(2, 4, dtype=T.float64), (3, 4, 2)
+    elif kind == "groupnorm_one_group":
+        m, shape = T.nn.GroupNorm(1, 3, dtype=T.float64), (2, 3)
     elif kind == "prelu":
         m, shape = T.nn.PReLU(3, dtype=T.float64), (4, 3, 2)
     elif kind == "conv1d":
@@ -57,12 +62,14 @@ def make_layer(T, kind):
 
 KINDS = ["layernorm", "layernorm_2d", "batchnorm", "batchnorm_eval", "batchnorm2d", "conv1d",
          "conv2d_strided_groups", "conv_transpose1d", "conv_transpose1d_plain", "conv_transpose2d_groups",
-         "conv_transpose1d_cut"]
+         "conv_transpose1d_cut", "groupnorm", "groupnorm_one_group"]
 WANTED = {"all": ("x", "w", "b", "g"), "input": ("x",), "affine": ("w", "b"), "input_and_grad": ("x", "g"),
           "weight": ("w",), "bias": ("b",)}
-# layers without a bias: every choice that asks for something besides it
-CASES = [(kind, wanted) for kind in KINDS for wanted in WANTED] + [
-    ("prelu", wanted) for wanted in WANTED if wanted not in ("bias",)]
+# group norm's bias gradient is the incoming gradient summed (it requires grad only when that does: a
+# second order of the bias alone has nothing to differentiate); PReLU has no bias
+CASES = [(kind, wanted) for kind in KINDS for wanted in WANTED
+         if not (kind.startswith("groupnorm") and wanted == "bias")] + [
+    ("prelu", wanted) for wanted in WANTED if wanted != "bias"]
 
 
 @pytest.mark.parametrize("kind, wanted", CASES)
@@ -91,7 +98,8 @@ def test_second_and_third_order(T, kind, wanted):
     return rec
 
 
-@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d", "conv_transpose1d", "prelu"])
+@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d", "conv_transpose1d", "groupnorm",
+                                  "prelu"])
 @differential
 def test_pack_order_and_freed_second_pass(T, kind):
     m, shape = make_layer(T, kind)
