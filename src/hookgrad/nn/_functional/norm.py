@@ -5,8 +5,9 @@ A normalization is described by
 * ``affine``: the shape weight and bias are reshaped to, to broadcast against the input;
 * ``affine_axes``: the input axes summed for the weight and bias gradients.
 
-The forward and the first-order backward run in NumPy. With ``create_graph=True`` the backward is
-rebuilt from hookgrad ops, statistics included, so that it is differentiable again.
+The forward and the first-order backward run in NumPy. With ``create_graph=True`` batch and layer
+norm record their backward as one node (torch's double-backward node); group norm's backward is
+composed of hookgrad ops on the saved input and statistics, as torch's is.
 """
 from __future__ import annotations
 
@@ -20,30 +21,18 @@ from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, SavedTensor, refuse_inference_saves
 from ..._ops._base import GRAD, edge, record
 from ..._ops._base import ones_vector, quiet_fp
-from ..._ops._declare import ZeroGradNode, backward_results, node_class, outputs_of, record_op
+from ..._ops._declare import outputs_of, record_op
 from ..._ops.reduce import sum_keepdims
 from .scalar_ops import div_scalar, mul_scalar, sub_scalar
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
 
-class _NoGradDoubleBackward(ZeroGradNode):
-    """The double-backward node of a normalization over a gradient that no differentiable input
-    reached: torch's formulas leave every input's gradient undefined there (so a weight's ``.grad``
-    stays None), not zero."""
-
-    __slots__ = ()
-
-    def apply(self, grads):
-        return (None,) * len(self.next_functions)
-
-
 class _NormBackward(Node):
     __slots__ = ("view", "axes", "affine", "affine_axes", "eps", "batch_stats", "mean", "invstd")
-    bias_grad_from_backward = True
     saves_bias = False
     saved_names = ("input", "weight")
-    # torch's one node for this backward's derivative (None: the backward is composed of ops)
+    # torch's one node for this backward's derivative (group norm's backward is composed of ops instead)
     double_backward_node = None
 
     def _statistics(self, saved):
@@ -53,16 +42,12 @@ class _NormBackward(Node):
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
-        if g is None:  # only group norm's statistics (its outputs 1 and 2) were used: no derivative
+        if g is None:
             return (None,) * len(self.next_functions)
         x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
         b = saved[2] if self.saves_bias else None
-        recorded = GRAD.enabled and self.double_backward_node is not None
-        if GRAD.enabled and not recorded:
-            # torch's layer-norm double backward also has an edge to the bias (its gradient is None)
-            return self._apply_graph(g, x, w, saved, b)
         grads = self._apply_arrays(g, x, w, saved)
-        if recorded:
+        if GRAD.enabled and self.double_backward_node is not None:
             return self._record_double_backward(g, x, w, b, saved, grads)
         return grads
 
@@ -109,38 +94,6 @@ class _NormBackward(Node):
         node.mean, node.invstd = self._statistics(saved) if not self.batch_stats else (self.mean, self.invstd)
         node.save_for_double_backward(g, x, w, saved)
         return outputs_of(node, grads)
-
-    def _apply_graph(self, g, x, w, saved, b=None):
-        """The same backward from differentiable ops (create_graph=True)."""
-        nf = self.next_functions
-        view, axes = self.view, self.axes
-        xv = x.reshape(view)
-        if self.batch_stats:
-            mean = xv.mean(axes, keepdim=True)
-            d = xv - mean
-            invstd = ((d * d).mean(axes, keepdim=True) + self.eps).rsqrt()
-        else:
-            mean, invstd = (wrap(a) for a in self._statistics(saved))
-            d = xv - mean
-        xhat_v = d * invstd
-        xhat = xhat_v.reshape(x._ndarray.shape)
-        gx = gw = gb = None
-        if nf[0][0] is not None:
-            gxhat = g * w.reshape(self.affine) if w is not None else g
-            gv = gxhat.reshape(view)
-            if self.batch_stats:
-                gxv = (gv - gv.mean(axes, keepdim=True) - xhat_v * (gv * xhat_v).mean(axes, keepdim=True)) * invstd
-            else:
-                gxv = gv * invstd
-            gx = gxv.reshape(x._ndarray.shape)
-        if nf[1][0] is not None:
-            gw = _sum(g * xhat, self.affine_axes)
-        if nf[2][0] is not None:
-            gb = _sum(g, self.affine_axes)
-        inputs = (g, x, w, b) if self.saves_bias else (g, x, w)
-        if not self.bias_grad_from_backward:
-            return backward_results(self.double_backward, inputs, (gx, gw)) + (gb,)
-        return backward_results(self.double_backward, inputs, (gx, gw, gb))
 
 
 def _mean_keepdims(a, axes):
