@@ -63,10 +63,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                             "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
                             "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
                             "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
-    "combo:create_graph_through_bilinear": "Bilinear's double backward: torch's first-order gradients are "
-                                           "_trilinear calls (TrilinearBackward0 nodes, which node hooks on a "
-                                           "first-order gradient see); hookgrad's are einsums (EinsumBackward0); "
-                                           "the values agree",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
@@ -671,9 +667,6 @@ def program_features(program) -> set[str]:
     create_graph = feats & {"backward:create_graph", "grad:create_graph"}
     if create_graph and "model:relu" in feats:
         feats.add("combo:create_graph_through_relu")
-    for kind in ("groupnorm", "bilinear"):
-        if create_graph and f"model:{kind}" in feats:
-            feats.add(f"combo:create_graph_through_{kind}")
     if create_graph and "model:layernorm" in feats:
         feats.add("combo:create_graph_through_layernorm")
     if create_graph and "zero_grad" in feats:
