@@ -608,3 +608,21 @@ def test_tanh_and_sigmoid_backward_under_create_graph_is_one_node_with_hooks(T, 
     third = T.autograd.grad(second[0].sum() + second[1].sum(), [x, g])
     return (fn.name(), [n for n in dir(fn) if n.startswith("_saved_")], saved, catch(lambda: fn._saved_output),
             [f.name() if f else None for f, _ in fn.next_functions], log, second, third)
+
+
+@pytest.mark.parametrize("x_layout", ["rows", "columns"])
+@differential
+def test_a_linear_backward_under_create_graph_follows_torchs_column_major_products(T, x_layout):
+    """torch computes the gradient of a column-major matrix of a product (the weight's transpose in
+    a linear layer, an input that is a transposed view) transposed: grad.t() @ x, then .t(). Under
+    create_graph that decides what the products save (pack hooks around the pass see it) and the
+    node the weight's gradient hangs from (TBackward0)."""
+    from test_attention_graph import walk
+    base = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=T.float64)
+    x = (base.t().contiguous().t() if x_layout == "columns" else base.clone()).requires_grad_()
+    lin = _filled(T, T.nn.Linear(3, 2, dtype=T.float64))
+    out = lin(x)
+    log = []
+    with _packs(T, log):
+        gx, gw = T.autograd.grad((out * out).sum(), [x, lin.weight], create_graph=True)
+    return log, walk(gx), walk(gw), T.autograd.grad((gx * gx).sum() + gw.sum(), [x, lin.weight])
