@@ -289,6 +289,9 @@ def test_ci_programs_cover_the_vocabulary():
         f"sched:{kind}" for kind in hookfuzz.SCHEDULERS} | {
         "clear_globals", "rebuild", "requires_grad:back", "grad:only_inputs", "act:clear_globals", "deepcopy",
         "functional_call", "forward:cached"}
+    # the fourth and fifth streams: a Tensor subclass input (its __torch_function__ logging inside passes),
+    # saved_tensors_hooks around a pass
+    wanted |= {"x_subclass", "backward:saved_ctx:log", "grad:saved_ctx:clone", "backward:saved_ctx:raise_pack"}
     assert wanted <= seen, wanted - seen
 
 
