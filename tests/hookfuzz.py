@@ -83,10 +83,9 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                      "hookgrad's hands them plain Tensors",
     "combo:pack_hooks_around_a_create_graph_pass": "saved_tensors_hooks around a create_graph pass pack what "
                                                    "the recorded backward formulas save: hookgrad's compositions "
-                                                   "differ from torch's there for some ops (softplus saves a bool "
-                                                   "mask where torch's SoftplusBackwardBackward0 keeps float "
-                                                   "tensors; attention's bmm gradients and a sigmoid-gated "
-                                                   "Linear save in another order); linear's products match",
+                                                   "differ from torch's there for some ops (attention's bmm "
+                                                   "gradients and a sigmoid-gated Linear save in another order); "
+                                                   "linear's products and softplus match",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "

@@ -626,3 +626,18 @@ def test_a_linear_backward_under_create_graph_follows_torchs_column_major_produc
     with _packs(T, log):
         gx, gw = T.autograd.grad((out * out).sum(), [x, lin.weight], create_graph=True)
     return log, walk(gx), walk(gw), T.autograd.grad((gx * gx).sum() + gw.sum(), [x, lin.weight])
+
+
+@differential
+def test_softplus_backward_under_create_graph_is_one_node_saving_the_gradient_and_input(T):
+    """torch records softplus's backward as SoftplusBackwardBackward0 (saving the incoming gradient
+    and the input: pack hooks around the pass see two float tensors, no mask), whose input part is
+    its softplus_double_backward; one input past the threshold."""
+    from test_attention_graph import walk
+    x = T.tensor([[0.5, -1.0, 30.0], [2.0, 0.1, -3.0]], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.softplus(x * 1.0, beta=2.0, threshold=20.0)
+    log = []
+    with _packs(T, log):
+        (g,) = T.autograd.grad((y * y).sum(), [x], create_graph=True)
+    (gg,) = T.autograd.grad((g * g).sum(), [x], create_graph=True)
+    return log, walk(g), gg, T.autograd.grad(gg.sum(), [x])

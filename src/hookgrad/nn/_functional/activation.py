@@ -477,8 +477,44 @@ class SoftplusBackward0(Node):
 
     def apply(self, grads):
         (x,) = self.saved()
-        linear = wrap(x._ndarray * self.beta > self.threshold)
-        return (grads[0] * pointwise.where(linear, 1.0, (x * self.beta).sigmoid()),)
+        return (_softplus_backward(grads[0], x, self.beta, self.threshold),)
+
+
+class SoftplusBackwardBackward0(Node):
+    """torch's derivative of softplus's backward: one node over the incoming gradient and the input,
+    saving both; the input's part is torch's softplus_double_backward in ops."""
+
+    __slots__ = ("beta", "threshold")
+    saved_names = ("grad_output", "self")
+    saved_values = {"beta": lambda n: n.beta, "threshold": lambda n: n.threshold}
+
+    def apply(self, grads):
+        from .scalar_ops import mul_scalar  # (scalar_ops imports this module's importers)
+        gg = grads[0]
+        g, x = self.saved()
+        nf = self.next_functions
+        gg_out = gx = None
+        if nf[0][0] is not None:
+            gg_out = _softplus_backward(gg, x, self.beta, self.threshold)
+        if nf[1][0] is not None:
+            scaled = mul_scalar(x, self.beta)
+            curve = pointwise.sigmoid_backward(gg * g, scaled.sigmoid())
+            gx = mul_scalar(curve * (scaled < self.threshold).type_as(curve), self.beta)
+        return gg_out, gx
+
+
+def _softplus_backward(g, x, beta, threshold):
+    """``g`` times softplus's slope at ``x`` (1 past the threshold); under create_graph recorded as
+    torch records it, one SoftplusBackwardBackward0 node."""
+    bx = widen(x._ndarray) * beta
+    with _err():
+        slope = np.where(bx > threshold, 1.0, pointwise._sigmoid_np(bx))
+        out = wrap(_in_dtype(widen(g._ndarray) * slope, g._ndarray.dtype))
+    if GRAD.enabled and (g._requires_grad or x._requires_grad):
+        node = record_op(SoftplusBackwardBackward0, (g, x), out)
+        node.beta, node.threshold = beta, threshold
+        node.save(g, x)
+    return out
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
