@@ -150,6 +150,9 @@ REGRESSION_PROGRAMS = {
     "a module registration hook replacing a rebuilt block's parametrizations dict": _program(
         1887, ["spectral_norm"], [{"k": "registration_hook", "what": "module", "label": "h7", "replace": True},
                                   {"k": "rebuild", "on": "b0"}]),
+    "enable_grad inside a forward hook under inference_mode records nothing": _program(101248, ["modulelist"], [
+        {"k": "hook", "kind": "fwd", "on": "b0.layers.0", "label": "h2", "act": "grad_mode:enable_grad"},
+        {"k": "forward", "grad_ctx": {"block": "b0", "mode": "inference_mode"}}]),
     "a block rebuilt under a parameter registration hook": _program(118, ["linear", "prelu"], [
         {"k": "registration_hook", "what": "parameter", "label": "h0"}, {"k": "rebuild", "on": "b0"},
         {"k": "rebuild", "on": "b1"}, _FORWARD, _SUM, {"k": "backward"}]),

@@ -641,3 +641,25 @@ def test_softplus_backward_under_create_graph_is_one_node_saving_the_gradient_an
         (g,) = T.autograd.grad((y * y).sum(), [x], create_graph=True)
     (gg,) = T.autograd.grad((g * g).sum(), [x], create_graph=True)
     return log, walk(g), gg, T.autograd.grad(gg.sum(), [x])
+
+
+@differential
+def test_enable_grad_inside_inference_mode_reports_grad_mode_and_records_nothing(T):
+    """Inside inference_mode, enable_grad / set_grad_enabled(True) turn grad mode on (is_grad_enabled
+    says so) but ops still record no graph; leaving them restores both."""
+    seen = []
+    leaf = T.ones(2, requires_grad=True)
+    with T.inference_mode():
+        inner = T.ones(2, requires_grad=True)
+        with T.enable_grad():
+            for t in (leaf, inner):
+                y = t * 2.0
+                seen.append((T.is_grad_enabled(), y.requires_grad, y.grad_fn is None, y.is_inference()))
+        T.set_grad_enabled(True)
+        seen.append((T.is_grad_enabled(), (inner * 2.0).requires_grad))
+        T.set_grad_enabled(False)
+        with T.inference_mode(False):
+            seen.append((T.is_grad_enabled(), (leaf * 2.0).requires_grad))
+        seen.append((T.is_grad_enabled(), T.is_inference_mode_enabled()))
+    seen.append((T.is_grad_enabled(), (leaf * 2.0).requires_grad))
+    return seen
