@@ -10,7 +10,7 @@ import pytest
 import hookfuzz
 import hookgrad
 
-CI_SEEDS = range(400)
+CI_SEEDS = range(500)
 CI_DISABLED = frozenset(hookfuzz.KNOWN_DIVERGENT_FEATURES)
 
 
