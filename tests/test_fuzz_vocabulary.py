@@ -663,3 +663,19 @@ def test_enable_grad_inside_inference_mode_reports_grad_mode_and_records_nothing
         seen.append((T.is_grad_enabled(), T.is_inference_mode_enabled()))
     seen.append((T.is_grad_enabled(), (leaf * 2.0).requires_grad))
     return seen
+
+
+@pytest.mark.parametrize("op", ["mm", "bmm", "matmul"])
+@differential
+def test_a_product_backward_under_create_graph_computes_the_second_operands_gradient_first(T, op):
+    """torch's mm and bmm backwards compute mat2's gradient before self's: under create_graph the
+    products are recorded, and pack hooks around the pass see their saves, in that order."""
+    batch = (1,) if op == "bmm" else ()
+    a = T.linspace(-1.0, 1.0, 6, dtype=T.float64).reshape(batch + (2, 3)).requires_grad_()
+    b = T.linspace(0.5, 2.0, 12, dtype=T.float64).reshape(batch + (3, 4)).requires_grad_()
+    g = T.full(batch + (2, 4), 2.0, dtype=T.float64, requires_grad=True)
+    out = getattr(T, op)(a, b)
+    log = []
+    with _packs(T, log):
+        ga, gb = T.autograd.grad(out, [a, b], g, create_graph=True)
+    return log, ga, gb, T.autograd.grad((ga * ga).sum() + (gb * gb).sum(), [a, b, g])

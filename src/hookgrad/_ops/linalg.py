@@ -84,8 +84,9 @@ class MmBackward0(Node):
     def apply(self, grads):
         b, a = self.saved()
         g = grads[0]
-        ga = _mm_grad_self(g, b, self.layouts) if self.next_functions[0][0] is not None else None
+        # torch computes mat2's gradient first (what a create_graph pass records and saves follows)
         gb = _mm_grad_other(a, g, self.b_transposed, self.layouts) if self.next_functions[1][0] is not None else None
+        ga = _mm_grad_self(g, b, self.layouts) if self.next_functions[0][0] is not None else None
         return ga, gb
 
 
@@ -313,8 +314,9 @@ class BmmBackward0(Node):
                 gb = wrap(_narrow(_blas.matmul(_conj_np(a._ndarray).transpose(0, 2, 1), gd), gd.dtype)) \
                     if self.next_functions[1][0] is not None else None
             return ga, gb
-        ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
+        # torch computes mat2's gradient first (what a create_graph pass records and saves follows)
         gb = bmm(_conj(a).transpose(1, 2), g) if self.next_functions[1][0] is not None else None
+        ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
         return ga, gb
 
 
