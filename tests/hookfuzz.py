@@ -83,9 +83,10 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                      "hookgrad's hands them plain Tensors",
     "combo:pack_hooks_around_a_create_graph_pass": "saved_tensors_hooks around a create_graph pass pack what "
                                                    "the recorded backward formulas save: hookgrad's compositions "
-                                                   "differ from torch's there for some ops (attention's bmm "
-                                                   "gradients and a sigmoid-gated Linear save in another order); "
-                                                   "linear's products and softplus match",
+                                                   "differ from torch's there for some ops (the contraction block's "
+                                                   "tensordot/cdist products, a bias-free Linear scaled by a "
+                                                   "keyword argument: other saves, or another order); linear's, "
+                                                   "mm/bmm's (attention's) and softplus's match",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
