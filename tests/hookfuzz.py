@@ -82,11 +82,13 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                                      "so the module and its forward hooks get the subclass; "
                                                      "hookgrad's hands them plain Tensors",
     "combo:pack_hooks_around_a_create_graph_pass": "saved_tensors_hooks around a create_graph pass pack what "
-                                                   "the recorded backward formulas save: hookgrad's compositions "
-                                                   "differ from torch's there for some ops (the contraction block's "
-                                                   "tensordot/cdist products, a bias-free Linear scaled by a "
-                                                   "keyword argument: other saves, or another order); linear's, "
-                                                   "mm/bmm's (attention's) and softplus's match",
+                                                   "the recorded backward formulas save: hookgrad's nodes compute "
+                                                   "the gradient of every input with an edge, torch's only those "
+                                                   "the pass needs (autograd.grad toward x alone: hookgrad's "
+                                                   "Linear still computes its weight's, whose products save), and "
+                                                   "the contraction block's tensordot/cdist backwards save "
+                                                   "differently; linear's, mm/bmm's (attention's) and softplus's "
+                                                   "saves match",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
