@@ -540,9 +540,14 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                 s.update(on=f"a_{reshaped[0]}", view=False, no_grad=False)
     # The same crash with the other blocks whose output is a view (a squeeze or flatten of the
     # layer's result) and with the output made a view by retain_grad: no in-place steps on those.
-    view_outputs = {f"a_{b['name']}" for b in blocks if b["kind"] in VIEW_OUTPUT_BLOCKS}
-    if blocks[-1]["kind"] in VIEW_OUTPUT_BLOCKS or any(s["k"] == "retain_grad" and s.get("view")
-                                                       for s in program["steps"]):
+    # (a block that hands back its input itself, Identity or an in-place one, passes the view on:
+    # seed 200071 crashed torch through an Identity after attention's view output)
+    view_outputs, aliased_view = set(), False
+    for b in blocks:
+        aliased_view = b["kind"] in VIEW_OUTPUT_BLOCKS or (aliased_view and b["kind"] in ALIASING_BLOCKS)
+        if aliased_view:
+            view_outputs.add(f"a_{b['name']}")
+    if aliased_view or any(s["k"] == "retain_grad" and s.get("view") for s in program["steps"]):
         view_outputs.add("out")
     if any(s["k"] == "retain_grad" and s.get("view") and s["on"] != "out" for s in program["steps"]):
         # activations alias each other (identity blocks, in-place blocks): no in-place steps at all
@@ -569,6 +574,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
 
 # blocks whose output is a view of a tensor made inside them (see the end of generate)
 VIEW_OUTPUT_BLOCKS = ("conv1d", "conv2d", "maxpool", "avgpool", "mha_no_weights", "transformer")
+# blocks whose output is their input itself
+ALIASING_BLOCKS = ("identity", "relu_inplace", "inplace_input")
 
 
 def block_features(kind):

@@ -150,6 +150,10 @@ REGRESSION_PROGRAMS = {
     "a module registration hook replacing a rebuilt block's parametrizations dict": _program(
         1887, ["spectral_norm"], [{"k": "registration_hook", "what": "module", "label": "h7", "replace": True},
                                   {"k": "rebuild", "on": "b0"}]),
+    "a node post-hook on a gradient through GELU, in the second-order pass": _program(301809, ["linear", "gelu"], [
+        _FORWARD, {"k": "roots", "how": "square"},
+        {"k": "grad", "inputs": ["a_b0"], "allow_unused": True, "create_graph": True},
+        {"k": "hook", "kind": "node_post", "on": "g0", "label": "hg9"}, {"k": "double"}]),
     "enable_grad inside a forward hook under inference_mode records nothing": _program(101248, ["modulelist"], [
         {"k": "hook", "kind": "fwd", "on": "b0.layers.0", "label": "h2", "act": "grad_mode:enable_grad"},
         {"k": "forward", "grad_ctx": {"block": "b0", "mode": "inference_mode"}}]),

@@ -679,3 +679,19 @@ def test_a_product_backward_under_create_graph_computes_the_second_operands_grad
     with _packs(T, log):
         ga, gb = T.autograd.grad(out, [a, b], g, create_graph=True)
     return log, ga, gb, T.autograd.grad((ga * ga).sum() + (gb * gb).sum(), [a, b, g])
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@differential(rtol=1e-9, atol=1e-12)
+def test_gelu_backward_under_create_graph_is_one_node_saving_the_gradient_and_input(T, approximate):
+    """torch records GELU's backward as GeluBackwardBackward0 (saving the incoming gradient and the
+    input), whose input part is the incoming gradients times GELU's second derivative: a node hook
+    on a first-order gradient sees that node, and the second and third orders agree."""
+    from test_attention_graph import walk
+    x = T.tensor([[0.5, -1.0, 3.0], [2.0, 0.1, -3.0]], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.gelu(x * 1.0, approximate=approximate)
+    log = []
+    with _packs(T, log):
+        (g,) = T.autograd.grad((y * y).sum(), [x], create_graph=True)
+    (gg,) = T.autograd.grad((g * g).sum(), [x], create_graph=True)
+    return log, walk(g), gg, T.autograd.grad(gg.sum(), [x])

@@ -332,24 +332,6 @@ def _normal_cdf_np(d):
     return c
 
 
-class NormalCdfBackward(Node):
-    """Backward of the standard normal CDF (used inside GELU's own backward)."""
-
-    __slots__ = ()
-
-    def apply(self, grads):
-        (x,) = self.saved()
-        return (grads[0] * ((x * x) * -0.5).exp() * _INV_SQRT_2PI,)
-
-
-NormalCdfBackward.__name__ = NormalCdfBackward.__qualname__ = "ErfBackward0"  # torch's grad_fn name
-
-
-def _normal_cdf(x: Tensor) -> Tensor:
-    d = _gelu_compute_dtype(x._ndarray)
-    return _unary(x, _normal_cdf_np(d), NormalCdfBackward)
-
-
 class GeluBackward0(Node):
     # cdf, cdf_of: Phi(x) from the forward and the array it was computed from (see _keep_cdf)
     __slots__ = ("approximate", "cdf", "cdf_of")
@@ -358,29 +340,7 @@ class GeluBackward0(Node):
 
     def apply(self, grads):
         (x,) = self.saved()
-        g = grads[0]
-        if not GRAD.enabled:  # plain backward: one NumPy expression in torch's order of operations
-            with _err():
-                d = _gelu_compute_dtype(x._ndarray)
-                if self.approximate == "tanh":
-                    dx = _gelu_tanh_grad_np(d)
-                else:
-                    dx = np.multiply(d, d, out=np.empty_like(d))  # an array even when 0-d
-                    dx *= d.dtype.type(-0.5)
-                    np.exp(dx, out=dx)
-                    dx *= d.dtype.type(_INV_SQRT_2PI)
-                    dx *= d                          # x * pdf(x)
-                    dx += self._cdf_for(x._ndarray, d)  # Phi(x) + x * pdf(x)
-                dx *= g._ndarray
-            return (wrap(dx.astype(x._ndarray.dtype, copy=False)),)
-        if self.approximate == "tanh":
-            inner = (x + x * x * x * 0.044715) * _SQRT_2_PI
-            t = inner.tanh()
-            dinner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_PI
-            return (g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner),)
-        cdf = _normal_cdf(x)
-        pdf = ((x * x) * -0.5).exp() * _INV_SQRT_2PI
-        return (g * (cdf + x * pdf),)
+        return (_gelu_backward(grads[0], x, self.approximate, self),)
 
     def _cdf_for(self, data, d):
         """Phi of the saved input: the forward's array when the saved input is still that array
@@ -389,6 +349,62 @@ class GeluBackward0(Node):
         if cdf is not None and data is self.cdf_of:
             return cdf
         return _normal_cdf_np(d)
+
+
+class GeluBackwardBackward0(Node):
+    """torch's derivative of GELU's backward: one node over the incoming gradient and the input,
+    saving both; the input's part is the incoming gradients times GELU's second derivative."""
+
+    __slots__ = ("approximate",)
+    saved_names = ("grad_output", "self")
+    saved_values = {"approximate": lambda n: n.approximate}
+
+    def apply(self, grads):
+        gg = grads[0]
+        g, x = self.saved()
+        nf = self.next_functions
+        gg_out = _gelu_backward(gg, x, self.approximate) if nf[0][0] is not None else None
+        gx = (gg * g) * _gelu_second_derivative(x, self.approximate) if nf[1][0] is not None else None
+        return gg_out, gx
+
+
+def _gelu_second_derivative(x, approximate):
+    """GELU'' in hookgrad ops: (2 - x^2) pdf(x) exactly; for the tanh form, with u = k(x + c x^3),
+    t = tanh(u) and s = 1 - t^2: s u' - x t s u'^2 + 3 k c x^2 s."""
+    if approximate == "tanh":
+        k, c = _SQRT_2_PI, 0.044715
+        x_sq = x * x
+        t = ((x + x_sq * x * c) * k).tanh()
+        s = 1 - t * t
+        du = (x_sq * (3 * c) + 1) * k
+        return s * du - x * t * s * du * du + x_sq * s * (3 * k * c)
+    x_sq = x * x
+    pdf = (x_sq * -0.5).exp() * _INV_SQRT_2PI
+    return pdf * 2 - x_sq * pdf
+
+
+def _gelu_backward(g, x, approximate, cdf_source=None):
+    """``g`` times GELU's slope at ``x``, one NumPy expression in torch's order of operations (Phi
+    from the forward when ``cdf_source`` kept it); under create_graph recorded as torch records
+    it, one GeluBackwardBackward0 node."""
+    with _err():
+        d = _gelu_compute_dtype(x._ndarray)
+        if approximate == "tanh":
+            dx = _gelu_tanh_grad_np(d)
+        else:
+            dx = np.multiply(d, d, out=np.empty_like(d))  # an array even when 0-d
+            dx *= d.dtype.type(-0.5)
+            np.exp(dx, out=dx)
+            dx *= d.dtype.type(_INV_SQRT_2PI)
+            dx *= d                          # x * pdf(x)
+            dx += cdf_source._cdf_for(x._ndarray, d) if cdf_source is not None else _normal_cdf_np(d)
+        dx *= g._ndarray
+    out = wrap(dx.astype(x._ndarray.dtype, copy=False))
+    if GRAD.enabled and (g._requires_grad or x._requires_grad):
+        node = record_op(GeluBackwardBackward0, (g, x), out)
+        node.approximate = approximate
+        node.save(g, x)
+    return out
 
     def release_variables(self):
         super().release_variables()
