@@ -55,7 +55,9 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                                           "each hook (and unpack hook) fires once with a batched tensor (whose "
                                           ".detach(), in the fuzzer's logging, torch's vmap refuses: 'Batching "
                                           "rule not implemented for aten::detach'); hookgrad runs one pass per "
-                                          "batch entry, so its hooks fire once per entry, with that entry",
+                                          "batch entry, so its hooks fire once per entry, with that entry "
+                                          "(and a checkpoint's recomputation, with the forward hooks it runs, "
+                                          "happens once per entry)",
     "saved:unpack_flat": "an unpack hook hands back a tensor of another shape: torch's backward kernels refuse it "
                          "with RuntimeError ('The size of tensor a (3) must match the size of tensor b (6)'); "
                          "hookgrad's NumPy formulas fail with NumPy's ValueError ('could not be broadcast'): the "
@@ -733,7 +735,8 @@ def program_features(program) -> set[str]:
                                           "act:register_module", "act:register_g_bw"}:
         feats.add("combo:subclass_input_with_full_backward_hooks")
     backward_hooks = {f"hook:{k}" for k in BACKWARD_HOOK_KINDS + ("g_legacy_bw",)}
-    if "grad:batched" in feats and (feats & backward_hooks or saved):
+    checkpointed = feats & {"model:checkpoint", "model:checkpoint_reentrant"}
+    if "grad:batched" in feats and (feats & backward_hooks or saved or checkpointed):
         feats.add("combo:hooks_under_is_grads_batched")
     if feats & {"inplace", "inplace:no_grad", "inplace:view"} and \
             feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
