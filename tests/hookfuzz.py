@@ -19,7 +19,10 @@ seeds are generated without them. When a fix lands, delete its line and the suit
 Later vocabulary (nested/tied/twice-called modules, passes run from inside hooks, hooks on
 first-order gradients, odd and batched gradients, nested or odd saved-tensor hooks, ``.grad`` set by
 hand, ``_saved_*`` reads, the optimizer's state-dict hooks) is drawn from a second random stream, so
-a seed keeps every step and option the first stream gives it.
+a seed keeps every step and option the first stream gives it; likewise a third (more layers and
+calls), a fourth (a Tensor-subclass input and a TorchFunctionMode around passes, both logging the
+functions that reach their ``__torch_function__`` inside a pass) and a fifth (saved_tensors_hooks
+around a pass).
 """
 from __future__ import annotations
 
@@ -63,24 +66,29 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                             "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
                             "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
                             "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
-    "combo:create_graph_through_prelu": "PReLU's weight gradient under create_graph: torch's double-backward node "
-                                         "(PreluKernelBackwardBackward0) has an edge to the weight, so that gradient "
-                                         "requires grad even with an input that does not; hookgrad composes it from "
-                                         "ops on the incoming gradient and the input only, so it does not (the "
-                                         "values agree; a double backward over it has nothing to differentiate)",
-    "combo:create_graph_through_groupnorm": "group norm's double backward: torch records one "
-                                            "NativeGroupNormBackwardBackward0-style graph that reads the first "
-                                            "graph's saved tensors (a second double pass raises 'backward through "
-                                            "the graph a second time', hooks on the first-order gradient see torch's "
-                                            "view/sum nodes); hookgrad's group norm backward is not differentiable "
-                                            "in the same shape (other nodes, no freed-graph error)",
-    "combo:create_graph_through_bilinear": "Bilinear's double backward: torch's first-order gradients are "
-                                           "_trilinear calls (TrilinearBackward0 nodes, which node hooks on a "
-                                           "first-order gradient see); hookgrad's are einsums (EinsumBackward0); "
-                                           "the values agree",
-    "combo:non_tensor_into_groupnorm": "a forward pre-hook hands a float to GroupNorm: torch's F.group_norm "
-                                       "calls input.dim() first (AttributeError); hookgrad's argument check "
-                                       "raises TypeError ('must be Tensor, not float')",
+    "backward:tf_mode": "a backward pass called under a TorchFunctionMode: torch's autograd.backward and "
+                        "Tensor.backward hand the call to the mode (it sees one 'backward' and runs the pass with "
+                        "itself popped, so hooks run without it); hookgrad runs the pass under the mode, whose "
+                        "__torch_function__ sees the engine's own property reads ('__get__')",
+    "grad:tf_mode": "autograd.grad under a TorchFunctionMode: as backward:tf_mode (torch's mode sees one 'grad')",
+    "combo:subclass_input_through_a_pass": "a Tensor subclass among a pass's roots or inputs: torch's "
+                                           "autograd.backward/grad and Tensor.backward hand the call to the "
+                                           "subclass's __torch_function__ (one 'backward' or 'grad', then the "
+                                           "pass with subclass dispatch off); hookgrad's engine reads properties "
+                                           "through it ('__get__') and never hands it the call",
+    "combo:subclass_input_with_full_backward_hooks": "a Tensor subclass into a module with full backward hooks: "
+                                                     "torch's BackwardHookFunction returns views of the inputs "
+                                                     "made through the subclass's __torch_function__ (view_as), "
+                                                     "so the module and its forward hooks get the subclass; "
+                                                     "hookgrad's hands them plain Tensors",
+    "combo:pack_hooks_around_a_create_graph_pass": "saved_tensors_hooks around a create_graph pass pack what "
+                                                   "the recorded backward formulas save: hookgrad's nodes compute "
+                                                   "the gradient of every input with an edge, torch's only those "
+                                                   "the pass needs (autograd.grad toward x alone: hookgrad's "
+                                                   "Linear still computes its weight's, whose products save), and "
+                                                   "the contraction block's tensordot/cdist backwards save "
+                                                   "differently; linear's, mm/bmm's (attention's) and softplus's "
+                                                   "saves match",
     "combo:non_tensor_into_conv": "a forward pre-hook hands a float to a Conv1d/Conv2d: torch's conv has "
                                   "overloads, so its TypeError reads 'received an invalid combination of "
                                   "arguments ... expected one of'; hookgrad's names the argument ('must be "
@@ -246,6 +254,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
     # the first stream gave it (so counts stay comparable), with the new ones added in between.
     extra = random.Random(zlib.crc32(f"extra:{seed}".encode()))
     more = random.Random(zlib.crc32(f"more:{seed}".encode()))  # the third stream, likewise
+    tf = random.Random(zlib.crc32(f"tf:{seed}".encode()))  # the fourth: torch-function modes and subclasses
+    around = random.Random(zlib.crc32(f"around:{seed}".encode()))  # the fifth: contexts around a pass
     labels = iter(f"h{i}" for i in range(1000))
 
     def allowed(features):
@@ -267,6 +277,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
     has_params = any(b["kind"] in BLOCK_PARAMS for b in blocks)
     x_grad = rng.random() < 0.6 or not has_params
     program = {"seed": seed, "x_requires_grad": x_grad, "model": blocks, "steps": []}
+    if tf.random() < 0.08 and allowed(["x_subclass"]):
+        program["x_subclass"] = True  # the input a Tensor subclass with a logging __torch_function__
     module_names = ["net"] + [("shared" if b["kind"] == "shared" else b["name"]) for b in blocks]
     module_names += [b["name"] + suffix for b in blocks for suffix in BLOCK_SUBMODULES.get(b["kind"], [])]
     params = sorted({p.format(b["name"]) for b in blocks for p in BLOCK_PARAMS.get(b["kind"], [])})
@@ -485,8 +497,14 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                     last["batched"] = True  # is_grads_batched
                 if last["k"] == "grad" and more.random() < 0.1:
                     last["only_inputs"] = more.random() < 0.5  # deprecated, warns either way
+                if tf.random() < 0.15:
+                    last["tf_mode"] = True  # the pass called under a logging TorchFunctionMode
+                if around.random() < 0.15:
+                    # the pass inside saved_tensors_hooks: what a create_graph pass saves is packed
+                    last["saved_ctx"] = around.choice(["log", "clone", "raise_pack"])
                 if not allowed(program_features(program)):
-                    for key in ("grad_outputs", "materialize_grads", "batched", "only_inputs"):
+                    for key in ("grad_outputs", "materialize_grads", "batched", "only_inputs", "tf_mode",
+                                "saved_ctx"):
                         last.pop(key, None)
                 if last.get("create_graph") and extra.random() < 0.5:
                     # a hook on a first-order gradient: it fires in the second-order pass ("double")
@@ -522,14 +540,24 @@ def generate(seed: int, disabled=frozenset()) -> dict:
                 s.update(on=f"a_{reshaped[0]}", view=False, no_grad=False)
     # The same crash with the other blocks whose output is a view (a squeeze or flatten of the
     # layer's result) and with the output made a view by retain_grad: no in-place steps on those.
-    view_outputs = {f"a_{b['name']}" for b in blocks if b["kind"] in VIEW_OUTPUT_BLOCKS}
-    if blocks[-1]["kind"] in VIEW_OUTPUT_BLOCKS or any(s["k"] == "retain_grad" and s.get("view")
-                                                       for s in program["steps"]):
+    # (a block that hands back its input itself, Identity or an in-place one, passes the view on:
+    # seed 200071 crashed torch through an Identity after attention's view output)
+    view_outputs, aliased_view = set(), False
+    for b in blocks:
+        aliased_view = b["kind"] in VIEW_OUTPUT_BLOCKS or (aliased_view and b["kind"] in ALIASING_BLOCKS)
+        if aliased_view:
+            view_outputs.add(f"a_{b['name']}")
+    if aliased_view or any(s["k"] == "retain_grad" and s.get("view") for s in program["steps"]):
         view_outputs.add("out")
     if any(s["k"] == "retain_grad" and s.get("view") and s["on"] != "out" for s in program["steps"]):
         # activations alias each other (identity blocks, in-place blocks): no in-place steps at all
         view_outputs.update(s["on"] for s in program["steps"] if s["k"] == "inplace")
     program["steps"] = [s for s in program["steps"] if not (s["k"] == "inplace" and s["on"] in view_outputs)]
+    # torch 2.13 also crashes (segfault) when a hook is registered on a subclass tensor changed in place
+    # under no_grad (x a LoggedTensor: out = net(x) under saved-tensor hooks; with no_grad(): out.mul_(2);
+    # out.register_hook(f), seed 453): no in-place steps with the subclass input
+    if program.get("x_subclass"):
+        program["steps"] = [s for s in program["steps"] if s["k"] != "inplace"]
     # The same crash when an in-place block (ReLU(inplace=True)) modifies such a view under no_grad
     # (a grad-mode switch around one block) and a hook is then registered on that view.
     changed_views = {f"a_{b['name']}" for b, after in zip(blocks, blocks[1:])
@@ -546,6 +574,8 @@ def generate(seed: int, disabled=frozenset()) -> dict:
 
 # blocks whose output is a view of a tensor made inside them (see the end of generate)
 VIEW_OUTPUT_BLOCKS = ("conv1d", "conv2d", "maxpool", "avgpool", "mha_no_weights", "transformer")
+# blocks whose output is their input itself
+ALIASING_BLOCKS = ("identity", "relu_inplace", "inplace_input")
 
 
 def block_features(kind):
@@ -580,11 +610,13 @@ def step_features(step) -> list[str]:
             feats.append(f"grad_outputs:{step['grad_outputs']}")
         if step.get("inputs"):
             feats.append(f"{k}:inputs")
-        for opt in ("method", "grad_tensors", "ctx_hook"):
+        for opt in ("method", "grad_tensors", "ctx_hook", "tf_mode"):
             if step.get(opt):
                 feats.append(f"{k}:{opt}")
         if "only_inputs" in step:
             feats.append(f"{k}:only_inputs")
+        if step.get("saved_ctx"):
+            feats.append(f"{k}:saved_ctx:{step['saved_ctx']}")
         return feats
     if k == "roots":
         return [f"roots:{step['how']}"]
@@ -635,7 +667,7 @@ def step_features(step) -> list[str]:
 
 def program_features(program) -> set[str]:
     """Every step's features, plus combinations of steps that only diverge together."""
-    feats = set()
+    feats = {"x_subclass"} if program.get("x_subclass") else set()
     for b in program["model"]:
         feats.update(block_features(b["kind"]))
     for s in program["steps"]:
@@ -685,13 +717,6 @@ def program_features(program) -> set[str]:
     create_graph = feats & {"backward:create_graph", "grad:create_graph"}
     if create_graph and "model:relu" in feats:
         feats.add("combo:create_graph_through_relu")
-    for kind in ("groupnorm", "bilinear"):
-        if create_graph and f"model:{kind}" in feats:
-            feats.add(f"combo:create_graph_through_{kind}")
-    if feats & {"ret:fwd_pre:non_tensor", "ret:fwd:non_tensor"} and "model:groupnorm" in feats:
-        feats.add("combo:non_tensor_into_groupnorm")
-    if create_graph and "model:prelu" in feats:
-        feats.add("combo:create_graph_through_prelu")
     if create_graph and "model:layernorm" in feats:
         feats.add("combo:create_graph_through_layernorm")
     if create_graph and "zero_grad" in feats:
@@ -700,8 +725,16 @@ def program_features(program) -> set[str]:
         feats.add("combo:optimizer_hooks_changed_during_step")
     if "ret:fwd_pre:non_tensor" in feats and feats & {"model:conv1d", "model:conv2d"}:
         feats.add("combo:non_tensor_into_conv")
+    if any(st.get("saved_ctx") and st.get("create_graph") for st in program["steps"]):
+        feats.add("combo:pack_hooks_around_a_create_graph_pass")
+    if "x_subclass" in feats and feats & {"backward", "grad", "double", "functional_call"}:
+        feats.add("combo:subclass_input_through_a_pass")
+    if "x_subclass" in feats and feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre", "apply:bw",
+                                          "act:register_module", "act:register_g_bw"}:
+        feats.add("combo:subclass_input_with_full_backward_hooks")
     backward_hooks = {f"hook:{k}" for k in BACKWARD_HOOK_KINDS + ("g_legacy_bw",)}
-    if "grad:batched" in feats and (feats & backward_hooks or saved):
+    checkpointed = feats & {"model:checkpoint", "model:checkpoint_reentrant"}
+    if "grad:batched" in feats and (feats & backward_hooks or saved or checkpointed):
         feats.add("combo:hooks_under_is_grads_batched")
     if feats & {"inplace", "inplace:no_grad", "inplace:view"} and \
             feats & {"hook:bw", "hook:bw_pre", "hook:g_bw", "hook:g_bw_pre"}:
@@ -1150,6 +1183,31 @@ def _classes(T):
     return Net
 
 
+_TF_CLASSES = {}
+
+
+def _torch_function_classes(T, interp):
+    """(a TorchFunctionMode, a Tensor subclass), each logging the name of every function that
+    reaches its ``__torch_function__`` into ``interp`` (the one running now) and running it."""
+    if T.__name__ not in _TF_CLASSES:
+        sink = {}
+
+        class LoggingMode(T.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                sink["interp"].torch_function_called("mode", func)
+                return func(*args, **(kwargs or {}))
+
+        class LoggedTensor(T.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                sink["interp"].torch_function_called("subclass", func)
+                return super().__torch_function__(func, types, args, kwargs)
+        _TF_CLASSES[T.__name__] = sink, LoggingMode, LoggedTensor
+    sink, mode, subclass = _TF_CLASSES[T.__name__]
+    sink["interp"] = interp
+    return mode, subclass
+
+
 def _values(seed, name, n):
     rng = random.Random(zlib.crc32(f"{seed}:{name}".encode()))
     return [round(rng.uniform(-1, 1), 2) for _ in range(n)]
@@ -1173,7 +1231,8 @@ def summary(T, x):
     """What a log keeps of a value: plain data that means the same on both frameworks."""
     if isinstance(x, T.Tensor):
         vals = [float(v) for v in x.detach().reshape(-1).tolist()]
-        return ("T", str(x.dtype).split(".")[-1], tuple(x.shape), vals, bool(x.requires_grad))
+        kept = ("T", str(x.dtype).split(".")[-1], tuple(x.shape), vals, bool(x.requires_grad))
+        return kept + ("LoggedTensor",) if type(x).__name__ == "LoggedTensor" else kept
     if x is None or isinstance(x, (bool, int, str)):
         return x
     if isinstance(x, float):
@@ -1210,6 +1269,8 @@ class Interpreter:
         self.dropped = []  # modules a step replaced, kept alive (what a reference cycle may do in torch)
         self.param_opts = {}  # post-accumulate-grad hook label -> that parameter's own optimizer
         self.unpack_raised = False
+        self.tf_logging = False  # inside a pass: torch-function calls (mode or subclass) are logged
+        self.quiet = 0  # the fuzzer's own summaries are not logged
         self.mm = importlib.import_module(T.__name__ + ".nn.modules.module")
         self.optmod = importlib.import_module(T.__name__ + ".optim.optimizer")
 
@@ -1218,7 +1279,15 @@ class Interpreter:
         self.log.append(what)
 
     def S(self, x):
-        return summary(self.T, x)
+        self.quiet += 1
+        try:
+            return summary(self.T, x)
+        finally:
+            self.quiet -= 1
+
+    def torch_function_called(self, source, func):
+        if self.tf_logging and not self.quiet:
+            self.event("tf", source, getattr(func, "__name__", type(func).__name__))
 
     def tensor(self, name):
         if name == "x":
@@ -1266,6 +1335,8 @@ class Interpreter:
             for name, p in self.net.named_parameters():
                 p.copy_(T.tensor(_values(seed, name, p.numel()), dtype=T.float64).reshape(p.shape))
         self.x = T.tensor(_values(seed, "x", BATCH * WIDTH), dtype=T.float64).reshape(BATCH, WIDTH)
+        if self.program.get("x_subclass"):
+            self.x = self.x.as_subclass(_torch_function_classes(T, self)[1])
         T.manual_seed(seed)  # dropout draws from the generator: both frameworks' streams must agree
         if self.program.get("x_requires_grad"):
             self.x.requires_grad_(True)
@@ -1437,7 +1508,7 @@ class Interpreter:
         if step.get("grad_outputs"):
             grads = self.odd_grads(step["grad_outputs"])
         options = dict(retain_graph=step.get("retain_graph", False), create_graph=step.get("create_graph", False))
-        with contextlib.ExitStack() as ctx:
+        with self.pass_context(step) as ctx:
             if step.get("ctx_hook"):
                 ctx.enter_context(self.tensor(step["ctx_hook"]).register_hook(
                     lambda g: self.event("hook", "ctx", "tensor", self.S(g))))
@@ -1446,6 +1517,20 @@ class Interpreter:
             else:
                 T.autograd.backward(self.roots, grads, **options, **kwargs)
         self.note_first_order([t.grad for t in [self.x] + list(self.net.parameters())])
+
+    @contextlib.contextmanager
+    def pass_context(self, step):
+        """Around a backward pass: torch-function calls logged (a subclass input's, and with
+        ``tf_mode`` a logging TorchFunctionMode's, which is entered around the call)."""
+        with contextlib.ExitStack() as ctx:
+            before = self.tf_logging
+            self.tf_logging = bool(step.get("tf_mode") or self.program.get("x_subclass"))
+            ctx.callback(setattr, self, "tf_logging", before)
+            if step.get("tf_mode"):
+                ctx.enter_context(_torch_function_classes(self.T, self)[0]())
+            if step.get("saved_ctx"):
+                ctx.enter_context(self.T.autograd.graph.saved_tensors_hooks(*self.saved_hooks(step["saved_ctx"])))
+            yield ctx
 
     def note_first_order(self, grads):
         """The first gradient that is part of a graph (create_graph=True) becomes ``g0``: hooks on it
@@ -1470,9 +1555,10 @@ class Interpreter:
                      T.stack([T.ones_like(r), T.full_like(r, -0.5)]) if g is None else g
                      for r, g in zip(self.roots, grads or [None] * len(self.roots))]
             kwargs["is_grads_batched"] = True
-        got = T.autograd.grad(self.roots, inputs, grads, retain_graph=step.get("retain_graph", False),
-                              create_graph=step.get("create_graph", False),
-                              allow_unused=step.get("allow_unused", False), **kwargs)
+        with self.pass_context(step):
+            got = T.autograd.grad(self.roots, inputs, grads, retain_graph=step.get("retain_graph", False),
+                                  create_graph=step.get("create_graph", False),
+                                  allow_unused=step.get("allow_unused", False), **kwargs)
         self.env["last_grads"] = got
         self.note_first_order(got)
         return got
@@ -1545,7 +1631,8 @@ class Interpreter:
         total = terms[0]
         for t in terms[1:]:
             total = total + t
-        total.backward()
+        with self.pass_context(step):
+            total.backward()
 
     def do_retain_grad(self, step):
         t = self.tensor(step["on"])
@@ -2233,7 +2320,8 @@ STEP_DEFAULTS = {"ret": "none", "act": None, "prepend": False, "with_kwargs": Fa
                  "inputs": None, "load": False, "mode": "all", "method": False, "grad_tensors": False,
                  "grad_ctx": None, "inplace": False, "depth": 0, "twice": False, "ctx_hook": None,
                  "variant": None, "replace": False, "grad_outputs": None, "materialize_grads": False,
-                 "batched": False, "only_inputs": None, "cached": False}
+                 "batched": False, "only_inputs": None, "cached": False, "tf_mode": False,
+                 "saved_ctx": None}
 
 
 def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
@@ -2276,10 +2364,11 @@ def shrink(fw: Frameworks, program, max_checks=400, timeout=5.0):
             else:
                 i += 1
         # 3. options back to their defaults, one at a time
-        if current.get("x_requires_grad") and checks < max_checks:
-            candidate = {**current, "x_requires_grad": False}
-            if still(candidate):
-                current, changed = candidate, True
+        for flag in ("x_requires_grad", "x_subclass"):
+            if current.get(flag) and checks < max_checks:
+                candidate = {**current, flag: False}
+                if still(candidate):
+                    current, changed = candidate, True
         for si in range(len(current["steps"])):
             for key, default in STEP_DEFAULTS.items():
                 step = current["steps"][si]
@@ -2319,6 +2408,11 @@ def _args(step, keys):
 
 
 def render_step(step):
+    if step.get("tf_mode"):
+        return "with LoggingMode(): " + render_step({key: v for key, v in step.items() if key != "tf_mode"})
+    if step.get("saved_ctx"):
+        return f"with saved_tensors_hooks({step['saved_ctx']}): " + render_step(
+            {key: v for key, v in step.items() if key != "saved_ctx"})
     k = step["k"]
     if k == "hook":
         extra = _args(step, ["ret", "act", "prepend", "with_kwargs", "always_call", "mode", "depth"])
@@ -2432,7 +2526,8 @@ def render(program):
     blocks = ", ".join(f"{b['name']}={b['kind']}" for b in program["model"])
     lines = [f"# seed {program['seed']}",
              f"net = Net({blocks})    # width {WIDTH}, float64; x: ({BATCH}, {WIDTH})"
-             + (", requires_grad" if program.get("x_requires_grad") else "")]
+             + (", requires_grad" if program.get("x_requires_grad") else "")
+             + (", a LoggedTensor (its __torch_function__ logs inside passes)" if program.get("x_subclass") else "")]
     lines += [render_step(s) for s in program["steps"]]
     return "\n".join(lines)
 

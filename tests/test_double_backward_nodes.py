@@ -1,8 +1,10 @@
-"""Batch norm, layer norm and convolution under create_graph: torch differentiates each backward
-as one node (NativeBatchNormBackwardBackward0, NativeLayerNormBackwardBackward0,
-ConvolutionBackwardBackward0) that saves its inputs. Compared with torch: the node, its edges,
-saved values and pack/unpack order, second- and third-order gradients, and the freed-graph error
-of a second pass."""
+"""Batch norm, layer norm, convolution and PReLU under create_graph: torch differentiates each
+backward as one node (NativeBatchNormBackwardBackward0, NativeLayerNormBackwardBackward0,
+ConvolutionBackwardBackward0, PreluKernelBackwardBackward0) that saves its inputs; group norm's
+backward is composed of ops on the saved input and statistics (which lead back to its node), and
+bilinear's gradients are _trilinear products again (TrilinearBackward0).
+Compared with torch: the nodes, their edges, saved values and pack/unpack order, second- and
+third-order gradients, and the freed-graph error of a second pass."""
 from __future__ import annotations
 
 import numpy as np
@@ -18,6 +20,16 @@ def arr(shape, seed):
     return np.random.default_rng(seed).standard_normal(shape)
 
 
+def _bilinear_of_tanh(T):
+    class BilinearOfTanh(T.nn.Bilinear):
+        def __init__(self, features, out, dtype):
+            super().__init__(features, features, out, dtype=dtype)
+
+        def forward(self, x):
+            return super().forward(x, x.tanh())
+    return BilinearOfTanh
+
+
 def make_layer(T, kind):
     """(module, input shape) for ``kind``, with fixed parameters (and running statistics)."""
     if kind == "layernorm":
@@ -28,6 +40,14 @@ def make_layer(T, kind):
         m, shape = T.nn.BatchNorm1d(3, dtype=T.float64), (4, 3)
     elif kind == "batchnorm2d":
         m, shape = T.nn.BatchNorm2d(2, dtype=T.float64), (3, 2, 2, 2)
+    elif kind == "groupnorm":
+        m, shape = T.nn.GroupNorm(2, 4, dtype=T.float64), (3, 4, 2)
+    elif kind == "groupnorm_one_group":
+        m, shape = T.nn.GroupNorm(1, 3, dtype=T.float64), (2, 3)
+    elif kind == "prelu":
+        m, shape = T.nn.PReLU(3, dtype=T.float64), (4, 3, 2)
+    elif kind == "bilinear":  # the input and its tanh as the two operands (batch dims flattened)
+        m, shape = _bilinear_of_tanh(T)(3, 2, dtype=T.float64), (2, 2, 3)
     elif kind == "conv1d":
         m, shape = T.nn.Conv1d(2, 3, 2, dtype=T.float64), (2, 2, 5)
     elif kind == "conv2d_strided_groups":
@@ -54,13 +74,20 @@ def make_layer(T, kind):
 
 
 KINDS = ["layernorm", "layernorm_2d", "batchnorm", "batchnorm_eval", "batchnorm2d", "conv1d",
-         "conv2d_strided_groups", "conv_transpose1d", "conv_transpose1d_plain", "conv_transpose2d_groups", "conv_transpose1d_cut"]
+         "conv2d_strided_groups", "conv_transpose1d", "conv_transpose1d_plain", "conv_transpose2d_groups",
+         "conv_transpose1d_cut", "groupnorm", "groupnorm_one_group", "bilinear"]
 WANTED = {"all": ("x", "w", "b", "g"), "input": ("x",), "affine": ("w", "b"), "input_and_grad": ("x", "g"),
           "weight": ("w",), "bias": ("b",)}
+# group norm's bias gradient is the incoming gradient summed, bilinear's weight and bias gradients
+# products of the inputs and the incoming gradient (each requires grad only when those do: a second
+# order of them alone has nothing to differentiate); PReLU has no bias
+_NOTHING_TO_DIFFERENTIATE = {("groupnorm", "bias"), ("groupnorm_one_group", "bias"), ("bilinear", "bias"),
+                             ("bilinear", "weight"), ("bilinear", "affine")}
+CASES = [(kind, wanted) for kind in KINDS for wanted in WANTED if (kind, wanted) not in _NOTHING_TO_DIFFERENTIATE] + [
+    ("prelu", wanted) for wanted in WANTED if wanted != "bias"]
 
 
-@pytest.mark.parametrize("wanted", list(WANTED))
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind, wanted", CASES)
 @differential(rtol=1e-6, atol=1e-9)
 def test_second_and_third_order(T, kind, wanted):
     need = WANTED[wanted]
@@ -68,7 +95,7 @@ def test_second_and_third_order(T, kind, wanted):
     x = T.tensor(arr(shape, 0), requires_grad="x" in need)
     out = m(x)
     g0 = T.tensor(arr(tuple(out.shape), 1), requires_grad="g" in need)
-    inputs = [t for t, n in ((x, "x"), (m.weight, "w"), (m.bias, "b")) if n in need]
+    inputs = [t for t, n in ((x, "x"), (m.weight, "w"), (getattr(m, "bias", None), "b")) if n in need and t is not None]
     grads = T.autograd.grad(out, inputs, g0, create_graph=True)
     node = grads[0].grad_fn
     rec = {"graph": walk(grads[0]), "output_nr": [g.output_nr for g in grads],
@@ -86,7 +113,8 @@ def test_second_and_third_order(T, kind, wanted):
     return rec
 
 
-@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d", "conv_transpose1d"])
+@pytest.mark.parametrize("kind", ["layernorm", "batchnorm", "batchnorm_eval", "conv1d", "conv_transpose1d", "groupnorm",
+                                  "prelu", "bilinear"])
 @differential
 def test_pack_order_and_freed_second_pass(T, kind):
     m, shape = make_layer(T, kind)
@@ -130,3 +158,17 @@ def test_hooked_conv_double_backward_reaches_upstream(T):
     (gw,) = T.autograd.grad(out.pow(2).sum(), [conv.weight], create_graph=True)
     gw.sum().backward()
     return log, x.grad, conv.weight.grad
+
+
+@pytest.mark.parametrize("kind", ["groupnorm", "groupnorm_one_group", "prelu", "bilinear"])
+@differential
+def test_gradgradcheck_in_float64(T, kind):
+    """Second derivatives checked numerically, on every input and parameter at once (x has no zero
+    entries: PReLU's kink stays out of the finite differences)."""
+    m, shape = make_layer(T, kind)
+    x = T.tensor(np.abs(arr(shape, 0)) * np.sign(arr(shape, 3)) + 0.05 * np.sign(arr(shape, 3)), requires_grad=True)
+    params = list(m.parameters())
+
+    def f(x, *ps):
+        return T.func.functional_call(m, dict(zip([n for n, _ in m.named_parameters()], ps)), (x,))
+    return T.autograd.gradgradcheck(f, (x, *params))

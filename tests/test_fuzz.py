@@ -10,7 +10,7 @@ import pytest
 import hookfuzz
 import hookgrad
 
-CI_SEEDS = range(400)
+CI_SEEDS = range(500)
 CI_DISABLED = frozenset(hookfuzz.KNOWN_DIVERGENT_FEATURES)
 
 
@@ -150,6 +150,13 @@ REGRESSION_PROGRAMS = {
     "a module registration hook replacing a rebuilt block's parametrizations dict": _program(
         1887, ["spectral_norm"], [{"k": "registration_hook", "what": "module", "label": "h7", "replace": True},
                                   {"k": "rebuild", "on": "b0"}]),
+    "a node post-hook on a gradient through GELU, in the second-order pass": _program(301809, ["linear", "gelu"], [
+        _FORWARD, {"k": "roots", "how": "square"},
+        {"k": "grad", "inputs": ["a_b0"], "allow_unused": True, "create_graph": True},
+        {"k": "hook", "kind": "node_post", "on": "g0", "label": "hg9"}, {"k": "double"}]),
+    "enable_grad inside a forward hook under inference_mode records nothing": _program(101248, ["modulelist"], [
+        {"k": "hook", "kind": "fwd", "on": "b0.layers.0", "label": "h2", "act": "grad_mode:enable_grad"},
+        {"k": "forward", "grad_ctx": {"block": "b0", "mode": "inference_mode"}}]),
     "a block rebuilt under a parameter registration hook": _program(118, ["linear", "prelu"], [
         {"k": "registration_hook", "what": "parameter", "label": "h0"}, {"k": "rebuild", "on": "b0"},
         {"k": "rebuild", "on": "b1"}, _FORWARD, _SUM, {"k": "backward"}]),
@@ -289,6 +296,9 @@ def test_ci_programs_cover_the_vocabulary():
         f"sched:{kind}" for kind in hookfuzz.SCHEDULERS} | {
         "clear_globals", "rebuild", "requires_grad:back", "grad:only_inputs", "act:clear_globals", "deepcopy",
         "functional_call", "forward:cached"}
+    # the fourth and fifth streams: a Tensor subclass input (its __torch_function__ logging inside passes),
+    # saved_tensors_hooks around a pass
+    wanted |= {"x_subclass", "backward:saved_ctx:log", "grad:saved_ctx:clone", "backward:saved_ctx:raise_pack"}
     assert wanted <= seen, wanted - seen
 
 

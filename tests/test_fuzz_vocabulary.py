@@ -608,3 +608,90 @@ def test_tanh_and_sigmoid_backward_under_create_graph_is_one_node_with_hooks(T, 
     third = T.autograd.grad(second[0].sum() + second[1].sum(), [x, g])
     return (fn.name(), [n for n in dir(fn) if n.startswith("_saved_")], saved, catch(lambda: fn._saved_output),
             [f.name() if f else None for f, _ in fn.next_functions], log, second, third)
+
+
+@pytest.mark.parametrize("x_layout", ["rows", "columns"])
+@differential
+def test_a_linear_backward_under_create_graph_follows_torchs_column_major_products(T, x_layout):
+    """torch computes the gradient of a column-major matrix of a product (the weight's transpose in
+    a linear layer, an input that is a transposed view) transposed: grad.t() @ x, then .t(). Under
+    create_graph that decides what the products save (pack hooks around the pass see it) and the
+    node the weight's gradient hangs from (TBackward0)."""
+    from test_attention_graph import walk
+    base = T.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], dtype=T.float64)
+    x = (base.t().contiguous().t() if x_layout == "columns" else base.clone()).requires_grad_()
+    lin = _filled(T, T.nn.Linear(3, 2, dtype=T.float64))
+    out = lin(x)
+    log = []
+    with _packs(T, log):
+        gx, gw = T.autograd.grad((out * out).sum(), [x, lin.weight], create_graph=True)
+    return log, walk(gx), walk(gw), T.autograd.grad((gx * gx).sum() + gw.sum(), [x, lin.weight])
+
+
+@differential
+def test_softplus_backward_under_create_graph_is_one_node_saving_the_gradient_and_input(T):
+    """torch records softplus's backward as SoftplusBackwardBackward0 (saving the incoming gradient
+    and the input: pack hooks around the pass see two float tensors, no mask), whose input part is
+    its softplus_double_backward; one input past the threshold."""
+    from test_attention_graph import walk
+    x = T.tensor([[0.5, -1.0, 30.0], [2.0, 0.1, -3.0]], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.softplus(x * 1.0, beta=2.0, threshold=20.0)
+    log = []
+    with _packs(T, log):
+        (g,) = T.autograd.grad((y * y).sum(), [x], create_graph=True)
+    (gg,) = T.autograd.grad((g * g).sum(), [x], create_graph=True)
+    return log, walk(g), gg, T.autograd.grad(gg.sum(), [x])
+
+
+@differential
+def test_enable_grad_inside_inference_mode_reports_grad_mode_and_records_nothing(T):
+    """Inside inference_mode, enable_grad / set_grad_enabled(True) turn grad mode on (is_grad_enabled
+    says so) but ops still record no graph; leaving them restores both."""
+    seen = []
+    leaf = T.ones(2, requires_grad=True)
+    with T.inference_mode():
+        inner = T.ones(2, requires_grad=True)
+        with T.enable_grad():
+            for t in (leaf, inner):
+                y = t * 2.0
+                seen.append((T.is_grad_enabled(), y.requires_grad, y.grad_fn is None, y.is_inference()))
+        T.set_grad_enabled(True)
+        seen.append((T.is_grad_enabled(), (inner * 2.0).requires_grad))
+        T.set_grad_enabled(False)
+        with T.inference_mode(False):
+            seen.append((T.is_grad_enabled(), (leaf * 2.0).requires_grad))
+        seen.append((T.is_grad_enabled(), T.is_inference_mode_enabled()))
+    seen.append((T.is_grad_enabled(), (leaf * 2.0).requires_grad))
+    return seen
+
+
+@pytest.mark.parametrize("op", ["mm", "bmm", "matmul"])
+@differential
+def test_a_product_backward_under_create_graph_computes_the_second_operands_gradient_first(T, op):
+    """torch's mm and bmm backwards compute mat2's gradient before self's: under create_graph the
+    products are recorded, and pack hooks around the pass see their saves, in that order."""
+    batch = (1,) if op == "bmm" else ()
+    a = T.linspace(-1.0, 1.0, 6, dtype=T.float64).reshape(batch + (2, 3)).requires_grad_()
+    b = T.linspace(0.5, 2.0, 12, dtype=T.float64).reshape(batch + (3, 4)).requires_grad_()
+    g = T.full(batch + (2, 4), 2.0, dtype=T.float64, requires_grad=True)
+    out = getattr(T, op)(a, b)
+    log = []
+    with _packs(T, log):
+        ga, gb = T.autograd.grad(out, [a, b], g, create_graph=True)
+    return log, ga, gb, T.autograd.grad((ga * ga).sum() + (gb * gb).sum(), [a, b, g])
+
+
+@pytest.mark.parametrize("approximate", ["none", "tanh"])
+@differential(rtol=1e-9, atol=1e-12)
+def test_gelu_backward_under_create_graph_is_one_node_saving_the_gradient_and_input(T, approximate):
+    """torch records GELU's backward as GeluBackwardBackward0 (saving the incoming gradient and the
+    input), whose input part is the incoming gradients times GELU's second derivative: a node hook
+    on a first-order gradient sees that node, and the second and third orders agree."""
+    from test_attention_graph import walk
+    x = T.tensor([[0.5, -1.0, 3.0], [2.0, 0.1, -3.0]], dtype=T.float64, requires_grad=True)
+    y = T.nn.functional.gelu(x * 1.0, approximate=approximate)
+    log = []
+    with _packs(T, log):
+        (g,) = T.autograd.grad((y * y).sum(), [x], create_graph=True)
+    (gg,) = T.autograd.grad((g * g).sum(), [x], create_graph=True)
+    return log, walk(g), gg, T.autograd.grad(gg.sum(), [x])

@@ -86,7 +86,8 @@ _FIRST_MAY_BE_NUMBER = {"pow", "remainder", "float_power", "xlogy", "bitwise_and
                         "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide"}
 # torch.nn.functional implements these in Python as ``input.<method>()``: a non-tensor raises AttributeError
 FUNCTIONAL_VIA_METHOD = {"softmax": "softmax", "log_softmax": "log_softmax", "softmin": "softmin", "sigmoid": "sigmoid",
-              "tanh": "tanh", "softsign": "softsign", "tanhshrink": "tanhshrink", "normalize": "norm"}
+              "tanh": "tanh", "softsign": "softsign", "tanhshrink": "tanhshrink", "normalize": "norm",
+              "group_norm": "dim"}
 
 
 _HEAP_TYPE = 1 << 9   # Py_TPFLAGS_HEAPTYPE: a class made by a class statement

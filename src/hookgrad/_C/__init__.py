@@ -163,7 +163,7 @@ def _set_grad_enabled(enabled) -> None:
         raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
                         f"not {type(enabled).__name__}")
     from ..autograd import grad_mode
-    grad_mode.STATE.enabled = enabled
+    grad_mode.set_mode(enabled)
 
 
 def _are_functorch_transforms_active() -> bool:

@@ -84,14 +84,25 @@ class MmBackward0(Node):
     def apply(self, grads):
         b, a = self.saved()
         g = grads[0]
-        ga = _mm_grad_self(g, b) if self.next_functions[0][0] is not None else None
-        gb = _mm_grad_other(a, g, self.b_transposed) if self.next_functions[1][0] is not None else None
+        # torch computes mat2's gradient first (what a create_graph pass records and saves follows)
+        gb = _mm_grad_other(a, g, self.b_transposed, self.layouts) if self.next_functions[1][0] is not None else None
+        ga = _mm_grad_self(g, b, self.layouts) if self.next_functions[0][0] is not None else None
         return ga, gb
 
 
-def _mm_grad_self(g, b):
+def _column_major(layouts, i) -> bool:
+    """torch's is_column_major test of the product's matrix ``i`` (0: the first) as it was recorded:
+    where it holds, torch's backward computes that matrix's gradient transposed (its ops, and what
+    they save under create_graph, follow)."""
+    (rows, cols), (s0, s1) = layouts[2 * i], _elements(layouts[2 * i + 1], layouts[4])
+    return s0 == 1 and (cols == 1 or s1 >= max(1, rows))
+
+
+def _mm_grad_self(g, b, layouts):
     """d(a @ b)/da applied to g: ``g @ b.T``."""
     if GRAD.enabled or _unusual_operands(g, b):
+        if _column_major(layouts, 0):
+            return mm(_conj(b), g.t()).t()
         return mm(g, _conj(b).t())
     with _quiet():
         return wrap(_narrow(_blas.matmul(g._ndarray, (b._ndarray.conj() if b._ndarray.dtype.kind == "c" else b._ndarray).T), g._ndarray.dtype))
@@ -107,11 +118,13 @@ def _is_transposed(m: np.ndarray) -> bool:
     return m.flags.f_contiguous and not m.flags.c_contiguous
 
 
-def _mm_grad_other(a, g, b_transposed):
+def _mm_grad_other(a, g, b_transposed, layouts):
     """d(a @ b)/db applied to g: ``a.T @ g``, laid out like ``b``. When b is a transposed matrix
     (F-ordered, as ``weight.t()`` in a linear layer) the product is computed transposed, so the
     gradient that reaches the weight is C-contiguous and can become ``.grad`` without a copy."""
     if GRAD.enabled or _unusual_operands(a, g):
+        if _column_major(layouts, 1):
+            return mm(g.t(), _conj(a)).t()
         return mm(_conj(a).t(), g)
     with _quiet():
         if b_transposed:
@@ -162,11 +175,11 @@ class AddmmBackward0(Node):
             if self.beta != 1:
                 gbias = gbias * self.beta
         if self.next_functions[1][0] is not None:
-            ga = _mm_grad_self(g, b)
+            ga = _mm_grad_self(g, b, self.layouts)
             if self.alpha != 1:
                 ga = ga * self.alpha
         if self.next_functions[2][0] is not None:
-            gb = _mm_grad_other(a, g, self.b_transposed)
+            gb = _mm_grad_other(a, g, self.b_transposed, self.layouts)
             if self.alpha != 1:
                 gb = gb * self.alpha
         return gbias, ga, gb
@@ -301,8 +314,9 @@ class BmmBackward0(Node):
                 gb = wrap(_narrow(_blas.matmul(_conj_np(a._ndarray).transpose(0, 2, 1), gd), gd.dtype)) \
                     if self.next_functions[1][0] is not None else None
             return ga, gb
-        ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
+        # torch computes mat2's gradient first (what a create_graph pass records and saves follows)
         gb = bmm(_conj(a).transpose(1, 2), g) if self.next_functions[1][0] is not None else None
+        ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
         return ga, gb
 
 

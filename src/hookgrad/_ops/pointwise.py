@@ -820,10 +820,11 @@ def _sigmoid_complex(d):
     return out
 
 
-sigmoid = unary("sigmoid", _sigmoid_np,
-                _result_backward("SigmoidBackwardBackward0", lambda g, r: g * (r * (1 - r)),
-                                 lambda gg, g, r: (gg * g) * ((r * -2.0) + 1)),
-                node="SigmoidBackward0", saves="result", inplace=True, on_arrays=True)
+# torch's sigmoid_backward(grad, result), recorded as SigmoidBackwardBackward0 (other backwards use it too)
+sigmoid_backward = _result_backward("SigmoidBackwardBackward0", lambda g, r: g * (r * (1 - r)),
+                                    lambda gg, g, r: (gg * g) * ((r * -2.0) + 1))
+sigmoid = unary("sigmoid", _sigmoid_np, sigmoid_backward, node="SigmoidBackward0", saves="result", inplace=True,
+                on_arrays=True)
 
 
 def _relu_np(d):

@@ -8,11 +8,15 @@ from ..utils._contextlib import _wrap_generator
 
 
 class _GradState:
-    __slots__ = ("enabled", "inference")
+    """``enabled``: whether ops record a graph now. ``requested``: the grad mode as the switches set
+    it (what ``is_grad_enabled`` reports); inside inference mode ops never record, whatever it is."""
+
+    __slots__ = ("enabled", "inference", "requested")
 
     def __init__(self):
         self.enabled = True
         self.inference = False
+        self.requested = True
 
 
 STATE = _GradState()
@@ -53,7 +57,22 @@ def run_inside(fn, context):
 
 
 def is_grad_enabled() -> bool:
-    return STATE.enabled
+    return STATE.requested if STATE.inference else STATE.enabled
+
+
+def set_mode(mode: bool) -> None:
+    """Grad mode ``mode``: ops record unless inference mode is on (``enable_grad`` inside
+    ``inference_mode`` reports grad mode on, as torch's does, and records nothing)."""
+    STATE.requested = mode
+    STATE.enabled = mode and not STATE.inference
+
+
+def _saved_mode():
+    return STATE.enabled, STATE.requested
+
+
+def _restore_mode(saved) -> None:
+    STATE.enabled, STATE.requested = saved
 
 
 def is_inference_mode_enabled() -> bool:
@@ -66,12 +85,12 @@ class _GradModeSwitch:
     mode: bool = True
 
     def __enter__(self):
-        self._prev = STATE.enabled
-        STATE.enabled = self.mode
+        self._prev = _saved_mode()
+        set_mode(self.mode)
         return None
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        _restore_mode(self._prev)
         return False
 
     def __call__(self, fn):
@@ -127,15 +146,15 @@ class set_grad_enabled(_GradModeSwitch):
     """Set grad mode to ``mode``; takes effect at once (as a function) or for a ``with`` block."""
 
     def __init__(self, mode: bool):
-        self._prev = STATE.enabled
+        self._prev = _saved_mode()
         self.mode = bool(mode)
-        STATE.enabled = self.mode
+        set_mode(self.mode)
 
     def __enter__(self):
         return None
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        _restore_mode(self._prev)
         return False
 
     def _clone_args(self):
@@ -149,7 +168,7 @@ class set_grad_enabled(_GradModeSwitch):
 
     def __call__(self, fn):
         # used as a decorator: undo the immediate switch made by __init__
-        STATE.enabled = self._prev
+        _restore_mode(self._prev)
         return super().__call__(fn)
 
 
@@ -169,14 +188,14 @@ class inference_mode(_GradModeSwitch):
         self.enabled_flag = self.mode = bool(mode)
 
     def __enter__(self):
-        self._prev = STATE.enabled
+        self._prev = _saved_mode()
         self._prev_inf = STATE.inference
-        STATE.enabled = not self.enabled_flag
         STATE.inference = self.enabled_flag
+        set_mode(not self.enabled_flag)
         return None
 
     def __exit__(self, *exc):
-        STATE.enabled = self._prev
+        _restore_mode(self._prev)
         STATE.inference = self._prev_inf
         return False
 

@@ -18,7 +18,7 @@ from ..._ops import pointwise, reduce, views
 from ..._ops._base import GRAD
 from ..._ops._base import quiet_fp
 from ..._ops import _dtype_rules as _rules
-from ..._ops._declare import ZeroGradNode, backward_results, node_class, record_op
+from ..._ops._declare import ZeroGradNode, backward_results, node_class, outputs_of, record_op
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 _SQRT_2_PI = math.sqrt(2.0 / math.pi)
@@ -332,24 +332,6 @@ def _normal_cdf_np(d):
     return c
 
 
-class NormalCdfBackward(Node):
-    """Backward of the standard normal CDF (used inside GELU's own backward)."""
-
-    __slots__ = ()
-
-    def apply(self, grads):
-        (x,) = self.saved()
-        return (grads[0] * ((x * x) * -0.5).exp() * _INV_SQRT_2PI,)
-
-
-NormalCdfBackward.__name__ = NormalCdfBackward.__qualname__ = "ErfBackward0"  # torch's grad_fn name
-
-
-def _normal_cdf(x: Tensor) -> Tensor:
-    d = _gelu_compute_dtype(x._ndarray)
-    return _unary(x, _normal_cdf_np(d), NormalCdfBackward)
-
-
 class GeluBackward0(Node):
     # cdf, cdf_of: Phi(x) from the forward and the array it was computed from (see _keep_cdf)
     __slots__ = ("approximate", "cdf", "cdf_of")
@@ -358,29 +340,7 @@ class GeluBackward0(Node):
 
     def apply(self, grads):
         (x,) = self.saved()
-        g = grads[0]
-        if not GRAD.enabled:  # plain backward: one NumPy expression in torch's order of operations
-            with _err():
-                d = _gelu_compute_dtype(x._ndarray)
-                if self.approximate == "tanh":
-                    dx = _gelu_tanh_grad_np(d)
-                else:
-                    dx = np.multiply(d, d, out=np.empty_like(d))  # an array even when 0-d
-                    dx *= d.dtype.type(-0.5)
-                    np.exp(dx, out=dx)
-                    dx *= d.dtype.type(_INV_SQRT_2PI)
-                    dx *= d                          # x * pdf(x)
-                    dx += self._cdf_for(x._ndarray, d)  # Phi(x) + x * pdf(x)
-                dx *= g._ndarray
-            return (wrap(dx.astype(x._ndarray.dtype, copy=False)),)
-        if self.approximate == "tanh":
-            inner = (x + x * x * x * 0.044715) * _SQRT_2_PI
-            t = inner.tanh()
-            dinner = (x * x * (3 * 0.044715) + 1) * _SQRT_2_PI
-            return (g * ((t + 1) * 0.5 + x * 0.5 * (1 - t * t) * dinner),)
-        cdf = _normal_cdf(x)
-        pdf = ((x * x) * -0.5).exp() * _INV_SQRT_2PI
-        return (g * (cdf + x * pdf),)
+        return (_gelu_backward(grads[0], x, self.approximate, self),)
 
     def _cdf_for(self, data, d):
         """Phi of the saved input: the forward's array when the saved input is still that array
@@ -389,6 +349,62 @@ class GeluBackward0(Node):
         if cdf is not None and data is self.cdf_of:
             return cdf
         return _normal_cdf_np(d)
+
+
+class GeluBackwardBackward0(Node):
+    """torch's derivative of GELU's backward: one node over the incoming gradient and the input,
+    saving both; the input's part is the incoming gradients times GELU's second derivative."""
+
+    __slots__ = ("approximate",)
+    saved_names = ("grad_output", "self")
+    saved_values = {"approximate": lambda n: n.approximate}
+
+    def apply(self, grads):
+        gg = grads[0]
+        g, x = self.saved()
+        nf = self.next_functions
+        gg_out = _gelu_backward(gg, x, self.approximate) if nf[0][0] is not None else None
+        gx = (gg * g) * _gelu_second_derivative(x, self.approximate) if nf[1][0] is not None else None
+        return gg_out, gx
+
+
+def _gelu_second_derivative(x, approximate):
+    """GELU'' in hookgrad ops: (2 - x^2) pdf(x) exactly; for the tanh form, with u = k(x + c x^3),
+    t = tanh(u) and s = 1 - t^2: s u' - x t s u'^2 + 3 k c x^2 s."""
+    if approximate == "tanh":
+        k, c = _SQRT_2_PI, 0.044715
+        x_sq = x * x
+        t = ((x + x_sq * x * c) * k).tanh()
+        s = 1 - t * t
+        du = (x_sq * (3 * c) + 1) * k
+        return s * du - x * t * s * du * du + x_sq * s * (3 * k * c)
+    x_sq = x * x
+    pdf = (x_sq * -0.5).exp() * _INV_SQRT_2PI
+    return pdf * 2 - x_sq * pdf
+
+
+def _gelu_backward(g, x, approximate, cdf_source=None):
+    """``g`` times GELU's slope at ``x``, one NumPy expression in torch's order of operations (Phi
+    from the forward when ``cdf_source`` kept it); under create_graph recorded as torch records
+    it, one GeluBackwardBackward0 node."""
+    with _err():
+        d = _gelu_compute_dtype(x._ndarray)
+        if approximate == "tanh":
+            dx = _gelu_tanh_grad_np(d)
+        else:
+            dx = np.multiply(d, d, out=np.empty_like(d))  # an array even when 0-d
+            dx *= d.dtype.type(-0.5)
+            np.exp(dx, out=dx)
+            dx *= d.dtype.type(_INV_SQRT_2PI)
+            dx *= d                          # x * pdf(x)
+            dx += cdf_source._cdf_for(x._ndarray, d) if cdf_source is not None else _normal_cdf_np(d)
+        dx *= g._ndarray
+    out = wrap(dx.astype(x._ndarray.dtype, copy=False))
+    if GRAD.enabled and (g._requires_grad or x._requires_grad):
+        node = record_op(GeluBackwardBackward0, (g, x), out)
+        node.approximate = approximate
+        node.save(g, x)
+    return out
 
     def release_variables(self):
         super().release_variables()
@@ -477,8 +493,44 @@ class SoftplusBackward0(Node):
 
     def apply(self, grads):
         (x,) = self.saved()
-        linear = wrap(x._ndarray * self.beta > self.threshold)
-        return (grads[0] * pointwise.where(linear, 1.0, (x * self.beta).sigmoid()),)
+        return (_softplus_backward(grads[0], x, self.beta, self.threshold),)
+
+
+class SoftplusBackwardBackward0(Node):
+    """torch's derivative of softplus's backward: one node over the incoming gradient and the input,
+    saving both; the input's part is torch's softplus_double_backward in ops."""
+
+    __slots__ = ("beta", "threshold")
+    saved_names = ("grad_output", "self")
+    saved_values = {"beta": lambda n: n.beta, "threshold": lambda n: n.threshold}
+
+    def apply(self, grads):
+        from .scalar_ops import mul_scalar  # (scalar_ops imports this module's importers)
+        gg = grads[0]
+        g, x = self.saved()
+        nf = self.next_functions
+        gg_out = gx = None
+        if nf[0][0] is not None:
+            gg_out = _softplus_backward(gg, x, self.beta, self.threshold)
+        if nf[1][0] is not None:
+            scaled = mul_scalar(x, self.beta)
+            curve = pointwise.sigmoid_backward(gg * g, scaled.sigmoid())
+            gx = mul_scalar(curve * (scaled < self.threshold).type_as(curve), self.beta)
+        return gg_out, gx
+
+
+def _softplus_backward(g, x, beta, threshold):
+    """``g`` times softplus's slope at ``x`` (1 past the threshold); under create_graph recorded as
+    torch records it, one SoftplusBackwardBackward0 node."""
+    bx = widen(x._ndarray) * beta
+    with _err():
+        slope = np.where(bx > threshold, 1.0, pointwise._sigmoid_np(bx))
+        out = wrap(_in_dtype(widen(g._ndarray) * slope, g._ndarray.dtype))
+    if GRAD.enabled and (g._requires_grad or x._requires_grad):
+        node = record_op(SoftplusBackwardBackward0, (g, x), out)
+        node.beta, node.threshold = beta, threshold
+        node.save(g, x)
+    return out
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:
@@ -816,6 +868,40 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:
     return result
 
 
+class PreluKernelBackwardBackward0(Node):
+    """torch's derivative of the prelu backward: one node over the incoming gradient, the input and
+    the viewed weight. Output 1 (the weight's gradient) is input-shaped; the engine sums it to the
+    weight's shape. torch's formulas here split at ``input >= 0`` (the forward at ``input > 0``)."""
+
+    __slots__ = ()
+    _num_outputs = 2
+    saved_names = ("grad_output", "self", "weight")
+
+    def apply(self, grads):
+        ggx, ggw = (tuple(grads) + (None, None))[:2]
+        g, x, w = self.saved()
+        nf = self.next_functions
+        non_negative = wrap(x._ndarray >= 0)
+        zero = wrap(np.zeros((), x._ndarray.dtype))
+        out = [None, None, None]
+        if nf[0][0] is not None and (ggx is not None or ggw is not None):
+            if ggx is None:
+                out[0] = pointwise.where(non_negative, zero, ggw * x)
+            else:
+                negative_side = ggx * w + ggw * x if ggw is not None else ggx * w
+                out[0] = pointwise.where(non_negative, ggx, negative_side)
+        if nf[1][0] is not None:
+            out[1] = pointwise.where(non_negative, zero, g * ggw) if ggw is not None else _zeros_like(x)
+        if nf[2][0] is not None:
+            gw = pointwise.where(non_negative, zero, g * ggx) if ggx is not None else _zeros_like(x)
+            out[2] = gw.sum_to_size(*w.shape)
+        return tuple(out)
+
+
+def _zeros_like(t):
+    return wrap(np.zeros_like(t._ndarray))
+
+
 class PreluKernelBackward0(Node):
     """Inputs: the input and the weight viewed to broadcast against it (torch's ViewBackward0)."""
 
@@ -826,12 +912,20 @@ class PreluKernelBackward0(Node):
         x, w = self.saved()
         g = grads[0]
         nf = self.next_functions
-        positive = _const(x._ndarray > 0, g)
+        positive = x._ndarray > 0
         gx = gw = None
-        if nf[0][0] is not None:
-            gx = g * (positive + (1 - positive) * w)
-        if nf[1][0] is not None:
-            gw = (g * x * (1 - positive)).sum_to_size(*w.shape)
+        with _err():
+            if nf[0][0] is not None:
+                gx = wrap(np.where(positive, g._ndarray, g._ndarray * w._ndarray))
+            if nf[1][0] is not None:
+                gw = wrap(np.where(positive, 0, g._ndarray * x._ndarray).astype(g._ndarray.dtype, copy=False))
+        if GRAD.enabled and any(t._requires_grad for t in (g, x, w)):
+            # under create_graph torch records its backward as one op (one node over g, x and w)
+            node = record_op(PreluKernelBackwardBackward0, (g, x, w))
+            node.save(g, x, w)
+            gx, gw = outputs_of(node, (gx, gw))
+        if gw is not None:
+            gw = gw.sum_to_size(*w.shape)
         return gx, gw
 
 

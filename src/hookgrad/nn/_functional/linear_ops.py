@@ -119,24 +119,58 @@ def linear_map(x: Tensor, fwd, adj, node_cls, value=None, args=None) -> Tensor:
 
 # ---- bilinear's product: torch's _trilinear, one node ----------------------------------------------
 class TrilinearBackward0(Node):
-    """``out[n, o] = sum_ij i1[n, i] i2[o, i, j] i3[n, j]`` as ``bilinear`` calls torch's _trilinear
-    (its expand and sum dims are that call's constants). Gradients in hookgrad einsums, so that
-    they are differentiable again."""
+    """torch's _trilinear: three operands, each unsqueezed at its ``expand`` dims to one common rank,
+    multiplied and summed over ``sumdim``. Each operand's gradient is another _trilinear (the
+    incoming gradient in that operand's place, its expand dims summed), recorded as this node again
+    under create_graph, as torch's _trilinear_backward does."""
 
-    __slots__ = ()
+    __slots__ = ("expands", "sumdim")
     saved_names = ("i1", "i2", "i3")
-    saved_values = {"expand1": lambda n: (1, 3), "expand2": lambda n: (0,), "expand3": lambda n: (1, 2),
-                    "sumdim": lambda n: (2, 3)}
+    saved_values = {"expand1": lambda n: n.expands[0], "expand2": lambda n: n.expands[1],
+                    "expand3": lambda n: n.expands[2], "sumdim": lambda n: n.sumdim}
 
     def apply(self, grads):
-        x1, w, x2 = self.saved()
+        operands = self.saved()
         g = grads[0]
-        nf = self.next_functions
-        import hookgrad  # (this module is imported while hookgrad is)
-        einsum = hookgrad.einsum
-        return (einsum("no,oij,nj->ni", g, w, x2) if nf[0][0] is not None else None,
-                einsum("no,ni,nj->oij", g, x1, x2) if nf[1][0] is not None else None,
-                einsum("no,ni,oij->nj", g, x1, w) if nf[2][0] is not None else None)
+        out = []
+        for i, (fn, _) in enumerate(self.next_functions):
+            if fn is None or g is None:
+                out.append(None)
+                continue
+            args = [g if j == i else operands[j] for j in range(3)]
+            expands = [self.sumdim if j == i else self.expands[j] for j in range(3)]
+            out.append(trilinear(*args, *expands, self.expands[i]))
+        return tuple(out)
+
+
+def _trilinear_subscripts(ndims, expands, sumdim):
+    """np.einsum's subscripts for a _trilinear whose unsqueezed operands have ``ndims`` dims."""
+    letters = [chr(ord("a") + d) for d in range(ndims)]
+
+    def kept(skipped):
+        return "".join(letters[d] for d in range(ndims) if d not in skipped)
+    return ",".join(kept(e) for e in expands) + "->" + kept(sumdim)
+
+
+def trilinear(i1: Tensor, i2: Tensor, i3: Tensor, expand1, expand2, expand3, sumdim) -> Tensor:
+    """torch's _trilinear (see TrilinearBackward0), recorded as one node."""
+    expands = (tuple(expand1), tuple(expand2), tuple(expand3))
+    ndims = i1._ndarray.ndim + len(expands[0])
+    arrays = [widen(t._ndarray) for t in (i1, i2, i3)]
+    out = np.einsum(_trilinear_subscripts(ndims, expands, tuple(sumdim)), *arrays, optimize=True)
+    result = wrap(narrow_to(np.asarray(out, dtype=arrays[0].dtype), i1._ndarray.dtype))
+    _record_trilinear(result, (i1, i2, i3), expands, tuple(sumdim))
+    return result
+
+
+def _record_trilinear(result, operands, expands, sumdim):
+    if not (GRAD.enabled and any(t._requires_grad for t in operands)):
+        return
+    node = record_op(TrilinearBackward0, operands, result)
+    node.expands, node.sumdim = expands, sumdim
+    wants = [f is not None for f, _ in node.next_functions]
+    # as torch: each operand is kept only for the other two's gradients
+    node.save(*(t if any(wants[j] for j in range(3) if j != i) else None for i, t in enumerate(operands)))
 
 
 def bilinear_product(x1: Tensor, weight: Tensor, x2: Tensor) -> Tensor:
@@ -146,10 +180,5 @@ def bilinear_product(x1: Tensor, weight: Tensor, x2: Tensor) -> Tensor:
     # (x1 @ W_o) . x2 for every o: one matmul against the weight folded to (in1, out*in2)
     t = np.matmul(a, np.ascontiguousarray(w.transpose(1, 0, 2)).reshape(i1, o * i2)).reshape(-1, o, i2)
     result = wrap((t * b[:, None, :]).sum(-1))
-    if GRAD.enabled and (x1._requires_grad or weight._requires_grad or x2._requires_grad):
-        node = record_op(TrilinearBackward0, (x1, weight, x2), result)
-        wants = [f is not None for f, _ in node.next_functions]
-        # as torch: each operand is kept only for the other two's gradients
-        node.save(x1 if wants[1] or wants[2] else None, weight if wants[0] or wants[2] else None,
-                  x2 if wants[0] or wants[1] else None)
+    _record_trilinear(result, (x1, weight, x2), ((1, 3), (0,), (1, 2)), (2, 3))
     return result

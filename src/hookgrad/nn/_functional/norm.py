@@ -5,8 +5,9 @@ A normalization is described by
 * ``affine``: the shape weight and bias are reshaped to, to broadcast against the input;
 * ``affine_axes``: the input axes summed for the weight and bias gradients.
 
-The forward and the first-order backward run in NumPy. With ``create_graph=True`` the backward is
-rebuilt from hookgrad ops, statistics included, so that it is differentiable again.
+The forward and the first-order backward run in NumPy. With ``create_graph=True`` batch and layer
+norm record their backward as one node (torch's double-backward node); group norm's backward is
+composed of hookgrad ops on the saved input and statistics, as torch's is.
 """
 from __future__ import annotations
 
@@ -20,29 +21,18 @@ from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, SavedTensor, refuse_inference_saves
 from ..._ops._base import GRAD, edge, record
 from ..._ops._base import ones_vector, quiet_fp
-from ..._ops._declare import ZeroGradNode, backward_results, node_class, outputs_of, record_op
+from ..._ops._declare import outputs_of, record_op
 from ..._ops.reduce import sum_keepdims
+from .scalar_ops import div_scalar, mul_scalar, sub_scalar
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
 
-class _NoGradDoubleBackward(ZeroGradNode):
-    """The double-backward node of a normalization over a gradient that no differentiable input
-    reached: torch's formulas leave every input's gradient undefined there (so a weight's ``.grad``
-    stays None), not zero."""
-
-    __slots__ = ()
-
-    def apply(self, grads):
-        return (None,) * len(self.next_functions)
-
-
 class _NormBackward(Node):
     __slots__ = ("view", "axes", "affine", "affine_axes", "eps", "batch_stats", "mean", "invstd")
-    bias_grad_from_backward = True
     saves_bias = False
     saved_names = ("input", "weight")
-    # torch's one node for this backward's derivative (None: the backward is composed of ops)
+    # torch's one node for this backward's derivative (group norm's backward is composed of ops instead)
     double_backward_node = None
 
     def _statistics(self, saved):
@@ -52,16 +42,12 @@ class _NormBackward(Node):
     def apply(self, grads):
         g = grads[0]
         saved = self.saved()
-        if g is None:  # only group norm's statistics (its outputs 1 and 2) were used: no derivative
+        if g is None:
             return (None,) * len(self.next_functions)
         x, w = (saved[1], saved[0]) if self.saves_bias else saved[:2]
         b = saved[2] if self.saves_bias else None
-        recorded = GRAD.enabled and self.double_backward_node is not None
-        if GRAD.enabled and not recorded:
-            # torch's layer-norm double backward also has an edge to the bias (its gradient is None)
-            return self._apply_graph(g, x, w, saved, b)
         grads = self._apply_arrays(g, x, w, saved)
-        if recorded:
+        if GRAD.enabled and self.double_backward_node is not None:
             return self._record_double_backward(g, x, w, b, saved, grads)
         return grads
 
@@ -108,38 +94,6 @@ class _NormBackward(Node):
         node.mean, node.invstd = self._statistics(saved) if not self.batch_stats else (self.mean, self.invstd)
         node.save_for_double_backward(g, x, w, saved)
         return outputs_of(node, grads)
-
-    def _apply_graph(self, g, x, w, saved, b=None):
-        """The same backward from differentiable ops (create_graph=True)."""
-        nf = self.next_functions
-        view, axes = self.view, self.axes
-        xv = x.reshape(view)
-        if self.batch_stats:
-            mean = xv.mean(axes, keepdim=True)
-            d = xv - mean
-            invstd = ((d * d).mean(axes, keepdim=True) + self.eps).rsqrt()
-        else:
-            mean, invstd = (wrap(a) for a in self._statistics(saved))
-            d = xv - mean
-        xhat_v = d * invstd
-        xhat = xhat_v.reshape(x._ndarray.shape)
-        gx = gw = gb = None
-        if nf[0][0] is not None:
-            gxhat = g * w.reshape(self.affine) if w is not None else g
-            gv = gxhat.reshape(view)
-            if self.batch_stats:
-                gxv = (gv - gv.mean(axes, keepdim=True) - xhat_v * (gv * xhat_v).mean(axes, keepdim=True)) * invstd
-            else:
-                gxv = gv * invstd
-            gx = gxv.reshape(x._ndarray.shape)
-        if nf[1][0] is not None:
-            gw = _sum(g * xhat, self.affine_axes)
-        if nf[2][0] is not None:
-            gb = _sum(g, self.affine_axes)
-        inputs = (g, x, w, b) if self.saves_bias else (g, x, w)
-        if not self.bias_grad_from_backward:
-            return backward_results(self.double_backward, inputs, (gx, gw)) + (gb,)
-        return backward_results(self.double_backward, inputs, (gx, gw, gb))
 
 
 def _mean_keepdims(a, axes):
@@ -310,9 +264,72 @@ class NativeGroupNormBackward0(_NormBackward):
     saved_values = {"N": lambda n: n.view[0], "C": lambda n: n.affine[1], "group": lambda n: n.view[1],
                     "HxW": lambda n: n.view[2] * n.view[1] // n.affine[1] if n.affine[1] else 0,
                     "eps": lambda n: n.eps}
-    bias_grad_from_backward = False  # torch's group norm sums the bias gradient outside its backward op
     _num_outputs = 3  # the normalized input, the mean and the rstd
-    double_backward = node_class("NativeGroupNormBackwardBackward0", _NoGradDoubleBackward)
+
+    def apply(self, grads):
+        g, dmean, drstd = (tuple(grads) + (None, None))[:3]
+        if GRAD.enabled or dmean is not None or drstd is not None:
+            return self._differentiable_backward(g, dmean, drstd)
+        return super().apply(grads)
+
+    def _differentiable_backward(self, dy, dmean, drstd):
+        """torch's infinitely differentiable group-norm backward, which it runs under create_graph or
+        when the mean or rstd outputs got a gradient: ops on the saved input and the saved statistics
+        (outputs of this node, so a second-order pass comes back here through them), in torch's order
+        so that the nodes a hook on a first-order gradient sees are torch's."""
+        x, w, mean, rstd = self.saved()
+        wants_x, wants_w, wants_b = (e[0] is not None for e in self.next_functions)
+        n, groups, c = self.view[0], self.view[1], self.affine[1]
+        per_group = c // groups
+        hxw = self.view[2] // per_group if per_group else 0
+        count = per_group * hxw
+        s = 1.0 / count if count else math.inf
+        # (where torch's C++ computes both operands of a binary op, it computes the right one first:
+        # the order of the nodes made and of the tensors packed follows it)
+        x4 = x.reshape(n, groups, per_group, hxw)
+        mean4, rstd4 = mean.reshape(n, groups, 1, 1), rstd.reshape(n, groups, 1, 1)
+        gx = gw = gb = None
+        if dy is not None:
+            dy4 = dy.reshape(n, groups, per_group, hxw)
+            ds = (dy4 * x4).sum(3).unsqueeze_(-1)
+            db = dy4.sum(3).unsqueeze_(-1)
+        both_stats = dmean is not None and drstd is not None
+        if wants_x:
+            w4 = w.reshape(1, groups, per_group, 1) if w is not None else None
+            # torch also computes the variance here and never uses it: what it saves is still packed
+            sub_scalar((rstd4 * rstd4).reciprocal_(), self.eps).clamp_min(0)
+            rstd_cube = rstd4 * rstd4 * rstd4
+            dvar = None
+            if drstd is not None:
+                drstd4 = drstd.view(n, groups, 1, 1)
+                dvar = mul_scalar(rstd_cube, -0.5) * drstd4
+            if dy is not None:
+                a = rstd4 * w4 if w4 is not None else rstd4
+                b = ((ds * w4).sum(2) if w4 is not None else ds.sum(2)).unsqueeze_(-2)
+                c_ = ((db * w4).sum(2) if w4 is not None else db.sum(2)).unsqueeze_(-2)
+                b = mul_scalar((c_ * mean4 - b) * rstd_cube, s)
+                c_scaled = mul_scalar(c_ * rstd4, s)
+                c_ = -b * mean4 - c_scaled
+                from_x = b * x4
+                gx = a * dy4 + from_x + c_
+                if both_stats:
+                    gx += _var_mean_backward(dvar, dmean.view(n, groups, 1, 1), x4, count)
+                gx = gx.reshape_as(x)
+            elif both_stats:
+                gx = _var_mean_backward(dvar, dmean.view(n, groups, 1, 1), x4, count).reshape_as(x)
+        if wants_w and dy is not None:
+            gw = ((ds - db * mean4) * rstd4).sum(0).reshape_as(w)
+        if wants_b and dy is not None:
+            gb = db.sum(0).reshape(c)
+        return gx, gw, gb
+
+
+def _var_mean_backward(dvar, dmean, x4, count):
+    """The gradient a (population) variance and a mean over a group's last two dims send to ``x4``."""
+    centred = x4 - x4.mean((2, 3), keepdim=True)
+    from_var = mul_scalar(dvar, 2.0 / count if count else math.inf) * centred
+    from_mean = div_scalar(dmean.expand(*x4.shape), count)
+    return from_var + from_mean
 
 
 def _normalize(node_cls, x, weight, bias, view, axes, affine, affine_axes, eps, mean=None, var=None):
