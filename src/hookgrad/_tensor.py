@@ -188,16 +188,18 @@ class Tensor:
         # attribute write on its instances go through Python, and wrap() writes twelve)
         raise RuntimeError(_UNDELETABLE["requires_grad"])
 
-    @property
-    def grad_fn(self):
+    def _current_grad_fn(self):
+        """``grad_fn`` as the library reads it (the property consults ``__torch_function__``)."""
         fn = self._grad_fn
         if self._base is not None and self._view_version != self._version_counter[0]:
             fn = self._regenerate_view_grad_fn()
         return fn
 
+    grad_fn = property(_current_grad_fn)
+
     @property
     def is_leaf(self) -> bool:
-        return self.grad_fn is None
+        return self._current_grad_fn() is None
 
     @property
     def grad(self):
@@ -283,7 +285,7 @@ class Tensor:
 
     def _edge(self):
         """(node, output_nr) where this tensor's gradient enters the graph."""
-        fn = self.grad_fn
+        fn = self._current_grad_fn()
         if fn is not None:
             return fn, self._output_nr
         if self._requires_grad:

@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 
+from ..._C._torch_function import call_as_caller
 from ..._ops._base import edge
 from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
@@ -288,7 +289,7 @@ class BackwardHook:
             setters = [None] * len(original)
             expected_len = len(self.grad_outputs)
             for user_pre_hook in self.user_pre_hooks:
-                new = self.dispatch("full_backward_pre_hook", self.module, user_pre_hook,
+                new = call_as_caller(self.dispatch, "full_backward_pre_hook", self.module, user_pre_hook,
                                     self.module, self.grad_outputs)
                 if new is None:
                     continue
@@ -323,7 +324,7 @@ class BackwardHook:
                        "#torch.nn.Module.register_full_backward_hook for more details.")
         grad_inputs = (None,) * self.n_inputs
         for user_hook in self.user_hooks:
-            res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
+            res = call_as_caller(self.dispatch, "full_backward_hook", self.module, user_hook, self.module,
                                 grad_inputs, self.grad_outputs)
             if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
                 raise RuntimeError("Backward hook for Modules where no input requires gradient "
@@ -408,7 +409,7 @@ def _run_full_backward_hooks(dispatch, module, hooks, grad_input, grad_output):
     (None when no hook returned anything)."""
     setters = None
     for hook in hooks:
-        out = dispatch("full_backward_hook", module, hook, module, grad_input, grad_output)
+        out = call_as_caller(dispatch, "full_backward_hook", module, hook, module, grad_input, grad_output)
         if out is None:
             continue
         if len(out) != len(grad_input):
