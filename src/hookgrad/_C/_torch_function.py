@@ -467,7 +467,10 @@ def dispatching_property(prop: property) -> property:
     namespace = {"__name__": __name__, "LIVE": LIVE, "dispatch": dispatch, "NO_DISPATCH": NO_DISPATCH,
                  "fget": prop.fget, "fset": prop.fset, "prop": holder}
     exec(compile(_PROPERTY_SOURCE, _ENTRY_FILE, "exec"), namespace)
-    new = property(namespace["get"], namespace["set_"] if prop.fset is not None else None, prop.fdel, prop.__doc__)
+    setter = prop.fset
+    if setter is not None and not getattr(setter, "__hookgrad_refuses__", False):
+        setter = namespace["set_"]  # (a read-only attribute's refusal is no call torch hands over)
+    new = property(namespace["get"], setter, prop.fdel, prop.__doc__)
     holder.append(new)
     for accessor in (new.__get__, new.__set__):
         SELF_LEVEL.add(accessor)

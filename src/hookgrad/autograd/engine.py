@@ -354,7 +354,7 @@ def _call_tensor_pre_hooks(node, grads):
                 if new is not None:
                     grads[nr] = _check_hook_result(hook, grads[nr], new)
     if node.is_sink:
-        hooks = node.variable._backward_hooks
+        hooks = node.variable._tensor_hooks
         if hooks:
             for hook in tuple(hooks.values()):
                 new = call(hook, grads[0])
@@ -576,7 +576,7 @@ def _execute(task, roots, root_grads, inputs, accumulate):
             task.current_node = node
             if exec_info is not None:
                 outputs = _evaluate_filtered(task, node, grads)
-            elif node._has_hooks or (node.is_sink and node.variable._backward_hooks):
+            elif node._has_hooks or (node.is_sink and node.variable._tensor_hooks):
                 outputs = _run_node(task, node, grads)
             else:
                 # _run_node's steps for a node without hooks (hooks its backward registers still run)
@@ -729,7 +729,7 @@ def _evaluate_filtered(task, node, grads):
 def _run_node(task, node, grads):
     """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order.
     (``_execute`` runs a node without hooks itself, the same steps minus the hooks.)"""
-    if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._backward_hooks):
+    if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._tensor_hooks):
         grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
         grads = _call_pre_hooks(node, grads)

@@ -305,7 +305,7 @@ class Function(metaclass=_FunctionMeta):
                 if is_dirty:
                     _above.check_inplace(o)
                     o._version_counter[0] += 1
-                    o._backward_hooks = None
+                    o._tensor_hooks = None
                 if is_dirty and o._base is not None and len(outs) == 1:
                     # a view changed in place: as torch, its base's history goes through this node
                     o._grad_fn = node

@@ -239,7 +239,7 @@ class _NodeBase:
 
     def _register_hook_dict(self, tensor) -> None:
         """Attach a tensor's hook dict so its hooks run before this node (torch's internal API)."""
-        self._add_tensor_hooks(tensor._output_nr, tensor._backward_hooks)
+        self._add_tensor_hooks(tensor._output_nr, tensor._tensor_hooks)
 
     def _add_tensor_hooks(self, output_nr: int, hooks: dict) -> None:
         if self._tensor_pre_hooks is None:
@@ -617,7 +617,7 @@ class AccumulateGrad(Node):
         # post-accumulate hooks still run), as in torch
         if grad is not None and var._requires_grad:
             _above.accumulate_into_grad(var, grad)
-        hooks = var._post_accumulate_grad_hooks
+        hooks = var._post_accumulate_hooks
         if hooks:
             _run_post_accumulate_hooks(var, hooks)
         if _module_post_backward_hooks:

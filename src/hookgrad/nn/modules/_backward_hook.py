@@ -129,8 +129,8 @@ def _identity_view(t, node, output_nr):
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
     view._grad = None
-    view._backward_hooks = None
-    view._post_accumulate_grad_hooks = None
+    view._tensor_hooks = None
+    view._post_accumulate_hooks = None
     view._accumulator = None
     view._retains_grad = False
     if t._requires_grad:
@@ -180,8 +180,8 @@ def _view_through_new_node(t, node_cls, owner):
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
     view._grad = None
-    view._backward_hooks = None
-    view._post_accumulate_grad_hooks = None
+    view._tensor_hooks = None
+    view._post_accumulate_hooks = None
     view._accumulator = None
     view._retains_grad = False
     view._requires_grad = True

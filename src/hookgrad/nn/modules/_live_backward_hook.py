@@ -230,7 +230,7 @@ class LiveBackwardHook:
                 # computed by this call: the tensor itself takes the identity node as its grad_fn
                 adopted.add(id(t))
                 t._grad_fn, t._output_nr = node, slot
-                t._backward_hooks = None  # hooks registered from now on belong to the new node
+                t._tensor_hooks = None  # hooks registered from now on belong to the new node
                 if t._base is not None:
                     t._view_version = t._version_counter[0]
             else:
