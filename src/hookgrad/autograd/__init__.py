@@ -241,7 +241,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         allow_unused = materialize_grads
     outs = _outputs_tuple(outputs)
     ins = _inputs_tuple(inputs, "grad")
-    if _above.torch_function_live[0]:
+    batching = sys.modules.get("hookgrad._functorch.vmap")
+    if batching is not None and batching.ACTIVE and batching.any_batched(outs, ins, grad_outputs):
+        # inside vmap: one pass over the batched tensors' physical values (torch.func's rule)
+        from ..func import _autograd_grad
+        return _autograd_grad(outs, ins, grad_outputs, retain_graph=retain_graph, create_graph=create_graph,
+                              allow_unused=allow_unused, materialize_grads=materialize_grads)
+    if _above.torch_function_live[0]:  # (vmap's batching is no override: it comes first)
         overloaded = _tensor_likes(outs, ins)
         if _above.has_torch_function(overloaded):
             result = _above.handle_torch_function(
@@ -249,12 +255,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 create_graph=create_graph, only_inputs=only_inputs, allow_unused=allow_unused,
                 is_grads_batched=is_grads_batched, materialize_grads=materialize_grads)
             return dict(zip(inputs.keys(), result)) if type(inputs) is dict else result
-    batching = sys.modules.get("hookgrad._functorch.vmap")
-    if batching is not None and batching.ACTIVE and batching.any_batched(outs, ins, grad_outputs):
-        # inside vmap: one pass over the batched tensors' physical values (torch.func's rule)
-        from ..func import _autograd_grad
-        return _autograd_grad(outs, ins, grad_outputs, retain_graph=retain_graph, create_graph=create_graph,
-                              allow_unused=allow_unused, materialize_grads=materialize_grads)
     if not only_inputs:
         import warnings
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
