@@ -9,9 +9,8 @@ Functions returning several tensors (``max(x, dim)``) take a tuple of outs.
 """
 from __future__ import annotations
 
-import warnings
-
 from ._tensor import Tensor
+from .autograd._warn_once import warn_at_user_frame
 
 # the public torch functions hookgrad implements without an out= parameter of its own that take
 # out= in torch 2.13 (their docstrings list "out (Tensor, optional)")
@@ -28,6 +27,10 @@ mm msort mv mvlgamma nan_to_num nanmean nanmedian nanquantile ne neg negative ne
 ormqr outer polar polygamma pow quantile rad2deg reciprocal remainder renorm round row_stack rsqrt searchsorted
 sgn sigmoid sign signbit sin sinc sinh sqrt square stack std take_along_dim tan tanh tensordot tril triu trunc var vdot
 vstack where xlogy sum prod nansum
+sort topk take argmax argmin
+expit entr erfcx gammaln i0e i1 i1e log_ndtr ndtr ndtri gammainc gammaincc airy_ai bessel_j0 bessel_j1 bessel_y0
+bessel_y1 modified_bessel_i0 modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0
+scaled_modified_bessel_k1 spherical_bessel_j0
 """.split())
 
 
@@ -41,6 +44,14 @@ _BOOL_ONLY = frozenset(("all", "any"))
 # torch.linalg's kernels write one dtype, except those composed of other ops (which cast into out)
 _LINALG_COMPOSITES = frozenset(("linalg_pinv", "linalg_cond", "linalg_matrix_rank"))
 _FLOATING_ONLY = frozenset(("logsumexp",))
+# ops whose kernels check each out's dtype against their result's (values keep the input's, indices are long)
+_EXACT_DTYPE = frozenset(("sort", "topk", "argmax", "argmin"))
+# the name torch's refusal of autograd through out= gives (the ATen op the function calls); the special
+# functions without a derivative formula of their own are not refused
+_AUTOGRAD_NAMES = {"expit": "sigmoid", "gammaln": "lgamma", "gammainc": "igamma", "gammaincc": "igammac",
+                   **{name: "special_" + name for name in "entr erfcx i0e i1 i1e log_ndtr ndtri".split()}}
+_NOT_REFUSED = frozenset("""ndtr airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 modified_bessel_i0 modified_bessel_i1
+modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0 scaled_modified_bessel_k1 spherical_bessel_j0""".split())
 _JOINS = frozenset("cat concat concatenate stack hstack vstack dstack column_stack row_stack".split())
 
 
@@ -48,6 +59,12 @@ def _check_dtype(name: str, result: Tensor, out: Tensor) -> None:
     from . import can_cast
     if name in _ANY_DTYPE or result.dtype == out.dtype:
         return
+    if name in _EXACT_DTYPE:
+        raise RuntimeError(f"Expected out tensor to have dtype {_c_name(result.dtype)}, but got "
+                           f"{_c_name(out.dtype)} instead")
+    if name == "take":
+        raise RuntimeError(f"take(): self and out expected to have the same dtype, but got self.dtype = "
+                           f"{_short(result.dtype)} and out.dtype = {_short(out.dtype)}")
     if name in _BOOL_ONLY:
         raise RuntimeError(f"{name} only supports bool tensor for result, got: {_short(out.dtype)}")
     if name in _FLOATING_ONLY:
@@ -96,11 +113,11 @@ def _write(result: Tensor, out, name: str) -> Tensor:
     _check_dtype(name, result, out)
     if tuple(out.shape) != tuple(result.shape):
         if out.numel() != 0:
-            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
-                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
-                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
-                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
-                          "elements with t.resize_(0).", UserWarning, stacklevel=4)
+            warn_at_user_frame(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                               f"which does not match the required output shape {list(result.shape)}. This behavior "
+                               "is deprecated, and in a future PyTorch release outputs will not be resized unless they "
+                               "have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, "
+                               "to zero elements with t.resize_(0).")
         out.resize_(tuple(result.shape))
     with no_grad():
         out.copy_(result)
@@ -112,6 +129,15 @@ def _short(dtype) -> str:
     names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
              "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
              "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+    text = str(dtype).rpartition(".")[2]
+    return names.get(text, text)
+
+
+def _c_name(dtype) -> str:
+    # some of torch's kernels name dtypes by their C++ type
+    names = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+             "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
     text = str(dtype).rpartition(".")[2]
     return names.get(text, text)
 
@@ -128,8 +154,9 @@ def call_with_out(fn, name: str, args, kwargs):
         result = fn(*args, **kwargs)
     results = result if isinstance(result, tuple) else (result,)
     # torch refuses only for differentiable ops: comparisons and other integer or bool results pass
-    if any(isinstance(r, Tensor) and (r.is_floating_point() or r.is_complex()) for r in results):
-        refuse_autograd(name, args, kwargs, out)
+    if name not in _NOT_REFUSED and \
+            any(isinstance(r, Tensor) and (r.is_floating_point() or r.is_complex()) for r in results):
+        refuse_autograd(_AUTOGRAD_NAMES.get(name, name), args, kwargs, out)
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{name}(): argument 'out' must be tuple of {len(result)} Tensors")
