@@ -21,6 +21,10 @@ CASES = {
     "sort": (lambda T, x, out: T.sort(x, 1, descending=True, out=out), 2),
     "topk": (lambda T, x, out: T.topk(x, 2, out=out), 2),
     "take": (lambda T, x, out: T.take(x, T.tensor([0, 5, 2]), out=out), 1),
+    "cummax": (lambda T, x, out: T.cummax(x, 1, out=out), 2),
+    "cummin": (lambda T, x, out: T.cummin(x, 0, out=out), 2),
+    "kthvalue": (lambda T, x, out: T.kthvalue(x, 2, out=out), 2),
+    "mode": (lambda T, x, out: T.mode(x, out=out), 2),
     "argmax": (lambda T, x, out: T.argmax(x, out=out), 1),
     "argmin": (lambda T, x, out: T.argmin(x, dim=1, keepdim=True, out=out), 1),
     "expit": (lambda T, x, out: T.special.expit(x, out=out), 1),
@@ -102,3 +106,44 @@ def test_out_refuses_autograd(T, name):
         allowed = call(T, x, _outs(T, count, dtypes))
     written = allowed if count > 1 else (allowed,)
     return outcome, [(o.requires_grad, o.grad_fn is None) for o in written]
+
+
+def _m(T):
+    return T.tensor(np.array([[3.0, 1.0, 2.5], [0.5, 5.0, 4.0], [1.5, 2.0, 0.25]]), dtype=T.float32)
+
+
+# the fixed-dtype kernels' own wording of a wrong out dtype (values and indices halves in turn)
+EXACT = {
+    "max": lambda T, m, out: T.max(m, 1, out=out), "min": lambda T, m, out: T.min(m, 0, out=out),
+    "median": lambda T, m, out: T.median(m, 1, out=out), "nanmedian": lambda T, m, out: T.nanmedian(m, 1, out=out),
+    "amax": lambda T, m, out: T.amax(m, 1, out=out), "amin": lambda T, m, out: T.amin(m, 0, out=out),
+    "norm": lambda T, m, out: T.norm(m, out=out), "where": lambda T, m, out: T.where(m > 1, m, -m, out=out),
+    "mm": lambda T, m, out: T.mm(m, m, out=out), "bmm": lambda T, m, out: T.bmm(m[None], m[None], out=out),
+    "mv": lambda T, m, out: T.mv(m, m[0], out=out), "matmul": lambda T, m, out: T.matmul(m, m, out=out),
+    "addmm": lambda T, m, out: T.addmm(m, m, m, out=out), "addmv": lambda T, m, out: T.addmv(m[0], m, m[1], out=out),
+    "baddbmm": lambda T, m, out: T.baddbmm(m[None], m[None], m[None], out=out),
+    "addbmm": lambda T, m, out: T.addbmm(m, m[None], m[None], out=out),
+    "dot": lambda T, m, out: T.dot(m[0], m[1], out=out), "vdot": lambda T, m, out: T.vdot(m[0], m[1], out=out),
+    "inner": lambda T, m, out: T.inner(m, m, out=out), "tensordot": lambda T, m, out: T.tensordot(m, m, 1, out=out),
+    "outer": lambda T, m, out: T.outer(m[0], m[1], out=out), "addr": lambda T, m, out: T.addr(m, m[0], m[1], out=out),
+    "linalg.inv": lambda T, m, out: T.linalg.inv(m, out=out),
+    "linalg.matrix_norm": lambda T, m, out: T.linalg.matrix_norm(m, out=out),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXACT))
+@differential
+def test_out_dtype_wording_of_fixed_dtype_kernels(T, name):
+    call = EXACT[name]
+    m = _m(T)
+    plain = call(T, m, None)
+    pair = isinstance(plain, tuple)
+    dtypes = [r.dtype for r in plain] if pair else [plain.dtype]
+    checked = []
+    for position in range(len(dtypes)):
+        for dtype in (T.float64, T.int32):
+            wanted = list(dtypes)
+            wanted[position] = dtype
+            out = _outs(T, len(dtypes), wanted)
+            checked.append(_outcome(lambda: call(T, m, out)))
+    return plain, checked
