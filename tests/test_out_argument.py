@@ -40,6 +40,11 @@ CASES = {
     "gammainc": (lambda T, x, out: T.special.gammainc(x + 1, x, out=out), 1),
     "gammaincc": (lambda T, x, out: T.special.gammaincc(x + 1, x, out=out), 1),
     "bessel_j0": (lambda T, x, out: T.special.bessel_j0(x, out=out), 1),
+    "multigammaln": (lambda T, x, out: T.special.multigammaln(x + 2, 2, out=out), 1),
+    "special.xlogy": (lambda T, x, out: T.special.xlogy(x, x + 1, out=out), 1),
+    "special.xlogy scalar": (lambda T, x, out: T.special.xlogy(2.0, x, out=out), 1),
+    "xlog1py": (lambda T, x, out: T.special.xlog1py(x, x, out=out), 1),
+    "zeta": (lambda T, x, out: T.special.zeta(x + 2, x + 1, out=out), 1),
     "modified_bessel_k1": (lambda T, x, out: T.special.modified_bessel_k1(x + 1, out=out), 1),
     "spherical_bessel_j0": (lambda T, x, out: T.special.spherical_bessel_j0(x, out=out), 1),
 }
