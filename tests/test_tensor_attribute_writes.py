@@ -55,3 +55,14 @@ def test_hook_registries_usable_after_a_refused_deletion(T):
                for name in ("_backward_hooks", "_post_accumulate_grad_hooks")]
     (y * 3).sum().backward()
     return refused, log, x.grad, len(x._backward_hooks), len(x._post_accumulate_grad_hooks)
+
+
+@differential
+def test_deleting_grad_storage_clears_the_gradient(T):
+    x = T.ones(2, requires_grad=True)
+    (x * 3).sum().backward()
+    before = x.grad.clone()
+    del x._grad
+    cleared = x.grad, x._grad
+    (x * 2).sum().backward()
+    return before, cleared, x.grad

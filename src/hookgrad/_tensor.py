@@ -27,8 +27,8 @@ _InferenceCounter = grad_mode.InferenceCounter
 class Tensor:
     """An n-dimensional array with autograd. See the README for what differs from torch (little)."""
 
-    __slots__ = ("_ndarray", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
-                 "_base", "_view_version", "_tensor_hooks", "_post_accumulate_hooks",
+    __slots__ = ("_ndarray", "_requires_grad", "_grad_fn", "_grad_value", "_output_nr",
+                 "_version_counter", "_base", "_view_version", "_tensor_hooks", "_post_accumulate_hooks",
                  "_accumulator", "_retains_grad", "__weakref__", "__dict__")
 
     # -- construction -------------------------------------------------------------------------
@@ -212,7 +212,7 @@ class Tensor:
                 "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
                 "github.com/pytorch/pytorch/pull/30531 for more information.",
                 UserWarning, stacklevel=2)
-        return self._grad
+        return self._grad_value
 
     @grad.setter
     def grad(self, value) -> None:
@@ -233,11 +233,11 @@ class Tensor:
                                    "can set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
                                    "any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
                                    "gradient may break downstream systems that assume they match.")
-        self._grad = value
+        self._grad_value = value
 
     @grad.deleter
     def grad(self) -> None:
-        self._grad = None
+        self._grad_value = None
 
     @property
     def _version(self) -> int:
@@ -382,10 +382,10 @@ class Tensor:
             t = ref()
             if t is None or grad is None:
                 return
-            if t._grad is None:
-                t._grad = wrap(grad._ndarray.copy()) if not _GRAD.enabled else grad.clone()
+            if t._grad_value is None:
+                t._grad_value = wrap(grad._ndarray.copy()) if not _GRAD.enabled else grad.clone()
             else:
-                t._grad = t._grad + grad
+                t._grad_value = t._grad_value + grad
 
         if fn._retains_grad_hooks is None:
             fn._retains_grad_hooks = {}
@@ -568,8 +568,8 @@ class Tensor:
         out = type(self).__new__(type(self))
         _init(out, self._ndarray.copy())
         out._requires_grad = self._requires_grad
-        if self._grad is not None:
-            out._grad = self._grad.__deepcopy__(memo)
+        if self._grad_value is not None:
+            out._grad_value = self._grad_value.__deepcopy__(memo)
         if self.__dict__:
             import copy
             out.__dict__.update(copy.deepcopy(self.__dict__, memo))
@@ -589,8 +589,8 @@ class Tensor:
                                "instance of a different type.")
         if self._requires_grad:
             out.requires_grad_()
-        if self._grad is not None:
-            out._grad = self._grad.__deepcopy__(memo)
+        if self._grad_value is not None:
+            out._grad_value = self._grad_value.__deepcopy__(memo)
         out.__dict__ = copy.deepcopy(self.__dict__, memo)
         memo[id(self)] = out
         return out
@@ -710,9 +710,17 @@ def _refusing_deletion(slot, message: str) -> property:
     return property(slot.__get__, slot.__set__, refuse)
 
 
+def _clear_grad(self) -> None:
+    self._grad_value = None
+
+
+# torch's ``_grad``: ``.grad`` without the non-leaf warning; ``del`` clears it, as torch's does
+_grad_slot = Tensor.__dict__["_grad_value"]
+Tensor._grad = property(_grad_slot.__get__, _grad_slot.__set__, _clear_grad)
 # torch's names of the two hook registries; the library reads the slots ``_tensor_hooks`` and
 # ``_post_accumulate_hooks`` themselves (no property on the path of every op and every leaf)
-Tensor._backward_hooks = _refusing_deletion(Tensor.__dict__["_tensor_hooks"], "Deletion of _backwards_hooks not allowed!")
+Tensor._backward_hooks = _refusing_deletion(Tensor.__dict__["_tensor_hooks"],
+                                            "Deletion of _backwards_hooks not allowed!")
 Tensor._post_accumulate_grad_hooks = _refusing_deletion(Tensor.__dict__["_post_accumulate_hooks"],
                                                         "Deletion of _post_accumulate_grad_hooks not allowed!")
 
@@ -732,7 +740,7 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     t._ndarray = data
     t._requires_grad = requires_grad
     t._grad_fn = None
-    t._grad = None
+    t._grad_value = None
     t._output_nr = 0
     t._version_counter = [0] if not _GRAD.inference else _InferenceCounter()
     t._base = None

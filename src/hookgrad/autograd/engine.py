@@ -794,7 +794,7 @@ def accumulate_into_grad(var, grad) -> None:
     The first gradient is adopted without a copy when nothing else can see its storage (the same
     reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
     """
-    current = var._grad  # a leaf's: what its .grad property returns
+    current = var._grad_value  # a leaf's: what its .grad property returns
     vdata = var._ndarray
     data = grad._ndarray
     same_dtype = data.dtype == vdata.dtype
@@ -814,7 +814,7 @@ def accumulate_into_grad(var, grad) -> None:
             else data.flags.c_contiguous
         new = _tensor.wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, vdata))
         if same_dtype and data.shape == vdata.shape:
-            var._grad = new
+            var._grad_value = new
         else:
             var.grad = new  # the .grad setter's errors
         return

@@ -128,7 +128,7 @@ def _identity_view(t, node, output_nr):
     view._base = t if base is None else base
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
-    view._grad = None
+    view._grad_value = None
     view._tensor_hooks = None
     view._post_accumulate_hooks = None
     view._accumulator = None
@@ -179,7 +179,7 @@ def _view_through_new_node(t, node_cls, owner):
     view._base = t if base is None else base
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
-    view._grad = None
+    view._grad_value = None
     view._tensor_hooks = None
     view._post_accumulate_hooks = None
     view._accumulator = None
