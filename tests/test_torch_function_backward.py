@@ -192,3 +192,29 @@ def test_hook_replacing_a_gradient_with_a_subclass(T):
     log.clear()
     y.sum().backward()
     return log, type(x.grad).__name__, x.grad
+
+
+@differential
+def test_pack_hooks_of_a_create_graph_pass_see_the_callers_state(T):
+    # the formulas' own ops under create_graph save tensors: their pack hooks are user code too
+    log = []
+    w = T.full((3,), 2.0).as_subclass(_logging_subclass(T, log))
+
+    def pack(t):
+        log.append(("hook", "pack"))
+        t * w
+        return t
+
+    def unpack(t):
+        log.append(("hook", "unpack"))
+        return t
+
+    x = T.ones(3, requires_grad=True)
+    with T.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = (x.exp() * x).sum()
+        log.clear()
+        (g,) = T.autograd.grad(y, x, create_graph=True)
+        with T._C.DisableTorchFunctionSubclass():
+            log.append(("second pass", "subclasses disabled"))
+            T.autograd.grad(g.sum(), x)
+    return log, g
