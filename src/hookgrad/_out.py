@@ -216,7 +216,10 @@ def call_with_out(fn, name: str, args, kwargs):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{name}(): argument 'out' must be tuple of {len(result)} Tensors")
         written = [_write(r, o, name, position == 1) for position, (r, o) in enumerate(zip(result, out))]
-        return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+        if not hasattr(result, "_fields"):
+            return tuple(written)
+        from .return_types import out_variant
+        return out_variant(type(result))(*written)  # torch.return_types.max_out, ...
     return _write(result, out, name)
 
 
