@@ -123,6 +123,8 @@ _argcheck.guard_namespace(globals(), [_name for _name in list(globals()) if not 
 _argcheck.accept_keyword_forms(Tensor)
 Tensor.__matmul__ = _argcheck.matmul_operator(_ops.linalg.matmul)
 Tensor.__rmatmul__ = _argcheck.matmul_operator(_ops.linalg.matmul, reflected=True)
+from ._tensor import refuse_writes_to_read_only_attributes as _refuse_writes  # noqa: E402
+_refuse_writes(Tensor)  # (after the ops have added their properties)
 
 from ._C import _torch_function, _torch_function_tables  # noqa: E402
 

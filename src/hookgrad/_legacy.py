@@ -207,12 +207,16 @@ class _ExecutionEngine:
     def run_backward(tensors, grad_tensors, keep_graph, create_graph, inputs=(), allow_unreachable=True,
                      accumulate_grad=True):
         from . import autograd
+        from ._C._torch_function import _skip_one_hop_torch_function
+        # the engine's entry consults no __torch_function__ (a mode active here stays active in the hooks)
         if accumulate_grad:
-            autograd.backward(tensors, grad_tensors, retain_graph=keep_graph, create_graph=create_graph,
-                              inputs=inputs or None)
+            _skip_one_hop_torch_function(autograd.backward, (), (tensors, grad_tensors),
+                                         {"retain_graph": keep_graph, "create_graph": create_graph,
+                                          "inputs": inputs or None})
             return ()
-        return autograd.grad(tensors, inputs, grad_tensors, retain_graph=keep_graph, create_graph=create_graph,
-                             allow_unused=allow_unreachable)
+        return _skip_one_hop_torch_function(autograd.grad, (), (tensors, inputs, grad_tensors),
+                                            {"retain_graph": keep_graph, "create_graph": create_graph,
+                                             "allow_unused": allow_unreachable})
 
 
 class Variable(metaclass=_VariableMeta):

@@ -9,9 +9,8 @@ Functions returning several tensors (``max(x, dim)``) take a tuple of outs.
 """
 from __future__ import annotations
 
-import warnings
-
 from ._tensor import Tensor
+from .autograd._warn_once import warn_at_user_frame
 
 # the public torch functions hookgrad implements without an out= parameter of its own that take
 # out= in torch 2.13 (their docstrings list "out (Tensor, optional)")
@@ -28,26 +27,101 @@ mm msort mv mvlgamma nan_to_num nanmean nanmedian nanquantile ne neg negative ne
 ormqr outer polar polygamma pow quantile rad2deg reciprocal remainder renorm round row_stack rsqrt searchsorted
 sgn sigmoid sign signbit sin sinc sinh sqrt square stack std take_along_dim tan tanh tensordot tril triu trunc var vdot
 vstack where xlogy sum prod nansum
+sort topk take argmax argmin cummax cummin kthvalue mode
+expit entr erfcx gammaln i0e i1 i1e log_ndtr ndtr ndtri gammainc gammaincc airy_ai bessel_j0 bessel_j1 bessel_y0
+bessel_y1 modified_bessel_i0 modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0
+scaled_modified_bessel_k1 spherical_bessel_j0
 """.split())
 
 
 # which dtypes ``out`` may have differs by op, as in torch: reductions that accumulate in out's dtype
-# take any; ops with a fixed-dtype kernel want exactly the result's; all/any want bool; the rest (torch's
-# TensorIterator ops) take a dtype the result can be cast to
+# take any; ops with a fixed-dtype kernel want exactly the result's (each kernel words its refusal its own
+# way: _EXACT below); all/any want bool; the rest (torch's TensorIterator ops) take a dtype the result can
+# be cast to
 _ANY_DTYPE = frozenset("sum prod nansum cumsum cumprod".split())
-_SAME_DTYPE = frozenset("""amax amin norm max min median nanmedian where matmul mm bmm mv dot vdot addmm addmv addbmm
-baddbmm addr outer ger inner tensordot""".split())
 _BOOL_ONLY = frozenset(("all", "any"))
 # torch.linalg's kernels write one dtype, except those composed of other ops (which cast into out)
 _LINALG_COMPOSITES = frozenset(("linalg_pinv", "linalg_cond", "linalg_matrix_rank"))
 _FLOATING_ONLY = frozenset(("logsumexp",))
+# the name torch's refusal of autograd through out= gives (the ATen op the function calls); the special
+# functions without a derivative formula of their own are not refused
+_AUTOGRAD_NAMES = {"expit": "sigmoid", "gammaln": "lgamma", "gammainc": "igamma", "gammaincc": "igammac",
+                   "multigammaln": "mvlgamma",
+                   **{name: "special_" + name for name in "entr erfcx i0e i1 i1e log_ndtr ndtri xlog1py zeta".split()}}
+_NOT_REFUSED = frozenset("""ndtr airy_ai bessel_j0 bessel_j1 bessel_y0 bessel_y1 modified_bessel_i0
+modified_bessel_i1 modified_bessel_k0 modified_bessel_k1 scaled_modified_bessel_k0 scaled_modified_bessel_k1
+spherical_bessel_j0""".split())
 _JOINS = frozenset("cat concat concatenate stack hstack vstack dstack column_stack row_stack".split())
 
 
-def _check_dtype(name: str, result: Tensor, out: Tensor) -> None:
+def _expected_out(result, out, indices):
+    return f"Expected out tensor to have dtype {_c_name(result.dtype)}, but got {_c_name(out.dtype)} instead"
+
+
+def _same_as_input(result, out, indices):
+    return (f"Expected the dtype for input and out to match, but got {_short(result.dtype)} for input's dtype and "
+            f"{_short(out.dtype)} for out's dtype.")
+
+
+def _median(result, out, indices):
+    if indices:
+        return (f"Expected tensor for argument #1 'indices' to have scalar type Long; but got {out.type()} instead "
+                "(while checking arguments for median)")
+    return (f"Expected tensor for 'values' to have the same type as tensor for argument #2 'self'; but type "
+            f"{out.type()} does not equal {result.type()} (while checking arguments for median)")
+
+
+def _scalar_type(result, out, indices):  # cummax, cummin
+    return f"expected scalar_type {_short(result.dtype)} but found {_short(out.dtype)}"
+
+
+def _kthvalue(result, out, indices):
+    return "output indices must be of scalar type Long" if indices else "output values must be of same type as input"
+
+
+def _mode(result, out, indices):
+    return (f"expected scalar type '{_short(result.dtype)}' but got '{_short(out.dtype)}' for "
+            f"{'indices' if indices else 'values'} output")
+
+
+def _take(result, out, indices):
+    return (f"take(): self and out expected to have the same dtype, but got self.dtype = {_short(result.dtype)} and "
+            f"out.dtype = {_short(out.dtype)}")
+
+
+def _tensordot(result, out, indices):  # tensordot, inner
+    return (f"tensordot: Expected the output tensor to have dtype {_short(result.dtype)}, but got an output tensor "
+            f"with dtype {_short(out.dtype)}")
+
+
+# ops whose kernels want out's dtype exactly the result's: how each words its refusal (``indices``: the
+# out is the indices half of a (values, indices) pair)
+_EXACT = {
+    **dict.fromkeys("""sort topk argmax argmin max min norm mm bmm mv matmul addmm addmv baddbmm""".split(),
+                    _expected_out),
+    "amax": _same_as_input, "amin": _same_as_input, "median": _median, "nanmedian": _median,
+    "cummax": _scalar_type, "cummin": _scalar_type, "kthvalue": _kthvalue, "mode": _mode, "take": _take,
+    "tensordot": _tensordot, "inner": _tensordot,
+    "where": lambda result, out, indices: f"Expected out type to be {_short(result.dtype)} but got {_short(out.dtype)}",
+    "dot": lambda result, out, indices: f"result dtype {_short(out.dtype)} does not match input dtype "
+                                        f"{_short(result.dtype)}",
+    "addbmm": lambda result, out, indices: f"self and mat2 must have the same dtype, but got {_short(out.dtype)} and "
+                                           f"{_short(result.dtype)}",
+    "linalg_matrix_norm": lambda result, out, indices: f"linalg.matrix_norm expected out tensor dtype "
+                                                       f"{_short(result.dtype)} but got: {_short(out.dtype)}",
+}
+_EXACT["vdot"] = _EXACT["dot"]
+
+
+def _check_dtype(name: str, result: Tensor, out: Tensor, indices: bool = False) -> None:
     from . import can_cast
     if name in _ANY_DTYPE or result.dtype == out.dtype:
         return
+    message = _EXACT.get(name)
+    if message is None and name.startswith("linalg_") and name not in _LINALG_COMPOSITES:
+        message = _expected_out
+    if message is not None:
+        raise RuntimeError(message(result, out, indices))
     if name in _BOOL_ONLY:
         raise RuntimeError(f"{name} only supports bool tensor for result, got: {_short(out.dtype)}")
     if name in _FLOATING_ONLY:
@@ -55,15 +129,13 @@ def _check_dtype(name: str, result: Tensor, out: Tensor) -> None:
             raise RuntimeError(f"{name}(): Expected floating point type for result tensor, but got: "
                                f"{_short(out.dtype)}")
         return
-    if name == "tensordot":
-        raise RuntimeError(f"tensordot: Expected the output tensor to have dtype {_short(result.dtype)}, but got an "
-                           f"output tensor with dtype {_short(out.dtype)}")
-    if name in _SAME_DTYPE or (name.startswith("linalg_") and name not in _LINALG_COMPOSITES):
-        raise RuntimeError(f"Expected out tensor to have dtype {result.dtype}, but got {out.dtype} instead")
     if not can_cast(result.dtype, out.dtype):
         if name in _JOINS:
             raise TypeError(f"torch.{name}(): input types can't be cast to the desired output type "
                             f"{_short(out.dtype)}")
+        if name == "multigammaln":  # (torch's kernel names the input's type twice)
+            raise RuntimeError(f"mvlgamma: result type {_short(result.dtype)} can't be cast to the desired output "
+                               f"type {_short(result.dtype)}")
         raise RuntimeError(f"result type {_short(result.dtype)} can't be cast to the desired output type "
                            f"{_short(out.dtype)}")
 
@@ -87,20 +159,20 @@ def refuse_autograd(name: str, args, kwargs, out) -> None:
                            "but one of the arguments requires grad.")
 
 
-def _write(result: Tensor, out, name: str) -> Tensor:
+def _write(result: Tensor, out, name: str, indices: bool = False) -> Tensor:
     from .autograd.grad_mode import no_grad
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if not isinstance(result, Tensor):
         raise TypeError(f"{name}(): out= needs a tensor result, got {type(result).__name__}")
-    _check_dtype(name, result, out)
+    _check_dtype(name, result, out, indices)
     if tuple(out.shape) != tuple(result.shape):
         if out.numel() != 0:
-            warnings.warn(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
-                          f"which does not match the required output shape {list(result.shape)}. This behavior is "
-                          "deprecated, and in a future PyTorch release outputs will not be resized unless they have "
-                          "zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
-                          "elements with t.resize_(0).", UserWarning, stacklevel=4)
+            warn_at_user_frame(f"An output with one or more elements was resized since it had shape {list(out.shape)}, "
+                               f"which does not match the required output shape {list(result.shape)}. This behavior "
+                               "is deprecated, and in a future PyTorch release outputs will not be resized unless they "
+                               "have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, "
+                               "to zero elements with t.resize_(0).")
         out.resize_(tuple(result.shape))
     with no_grad():
         out.copy_(result)
@@ -112,6 +184,15 @@ def _short(dtype) -> str:
     names = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
              "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
              "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+    text = str(dtype).rpartition(".")[2]
+    return names.get(text, text)
+
+
+def _c_name(dtype) -> str:
+    # some of torch's kernels name dtypes by their C++ type
+    names = {"float32": "float", "float64": "double", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+             "bool": "bool", "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
     text = str(dtype).rpartition(".")[2]
     return names.get(text, text)
 
@@ -128,13 +209,17 @@ def call_with_out(fn, name: str, args, kwargs):
         result = fn(*args, **kwargs)
     results = result if isinstance(result, tuple) else (result,)
     # torch refuses only for differentiable ops: comparisons and other integer or bool results pass
-    if any(isinstance(r, Tensor) and (r.is_floating_point() or r.is_complex()) for r in results):
-        refuse_autograd(name, args, kwargs, out)
+    if name not in _NOT_REFUSED and \
+            any(isinstance(r, Tensor) and (r.is_floating_point() or r.is_complex()) for r in results):
+        refuse_autograd(_AUTOGRAD_NAMES.get(name, name), args, kwargs, out)
     if isinstance(result, tuple):
         if not isinstance(out, (tuple, list)) or len(out) != len(result):
             raise TypeError(f"{name}(): argument 'out' must be tuple of {len(result)} Tensors")
-        written = [_write(r, o, name) for r, o in zip(result, out)]
-        return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+        written = [_write(r, o, name, position == 1) for position, (r, o) in enumerate(zip(result, out))]
+        if not hasattr(result, "_fields"):
+            return tuple(written)
+        from .return_types import out_variant
+        return out_variant(type(result))(*written)  # torch.return_types.max_out, ...
     return _write(result, out, name)
 
 

@@ -28,8 +28,8 @@ _InferenceCounter = grad_mode.InferenceCounter
 class Tensor:
     """An n-dimensional array with autograd. See the README for what differs from torch (little)."""
 
-    __slots__ = ("_ndarray", "_requires_grad", "_grad_fn", "_grad", "_output_nr", "_version_counter",
-                 "_base", "_view_version", "_backward_hooks", "_post_accumulate_grad_hooks",
+    __slots__ = ("_ndarray", "_requires_grad", "_grad_fn", "_grad_value", "_output_nr",
+                 "_version_counter", "_base", "_view_version", "_tensor_hooks", "_post_accumulate_hooks",
                  "_accumulator", "_retains_grad", "__weakref__", "__dict__")
 
     # -- construction -------------------------------------------------------------------------
@@ -189,16 +189,18 @@ class Tensor:
         # attribute write on its instances go through Python, and wrap() writes twelve)
         raise RuntimeError(_UNDELETABLE["requires_grad"])
 
-    @property
-    def grad_fn(self):
+    def _current_grad_fn(self):
+        """``grad_fn`` as the library reads it (the property consults ``__torch_function__``)."""
         fn = self._grad_fn
         if self._base is not None and self._view_version != self._version_counter[0]:
             fn = self._regenerate_view_grad_fn()
         return fn
 
+    grad_fn = property(_current_grad_fn)
+
     @property
     def is_leaf(self) -> bool:
-        return self.grad_fn is None
+        return self._current_grad_fn() is None
 
     @property
     def grad(self):
@@ -211,7 +213,7 @@ class Tensor:
                 "access the non-leaf Tensor by mistake, make sure you access the leaf Tensor instead. See "
                 "github.com/pytorch/pytorch/pull/30531 for more information.",
                 UserWarning, stacklevel=2)
-        return self._grad
+        return self._grad_value
 
     @grad.setter
     def grad(self, value) -> None:
@@ -232,11 +234,11 @@ class Tensor:
                                    "can set the tensor's grad_dtype attribute with a specific dtype, or None to allow "
                                    "any dtype. Set grad_dtype with caution. Diverging the dtypes of a tensor and its "
                                    "gradient may break downstream systems that assume they match.")
-        self._grad = value
+        self._grad_value = value
 
     @grad.deleter
     def grad(self) -> None:
-        self._grad = None
+        self._grad_value = None
 
     @property
     def _version(self) -> int:
@@ -284,7 +286,7 @@ class Tensor:
 
     def _edge(self):
         """(node, output_nr) where this tensor's gradient enters the graph."""
-        fn = self.grad_fn
+        fn = self._current_grad_fn()
         if fn is not None:
             return fn, self._output_nr
         if self._requires_grad:
@@ -325,7 +327,7 @@ class Tensor:
             old, old_output_nr = self._grad_fn, self._output_nr
             self._grad_fn = as_strided_node(base, self)
             self._requires_grad = True
-            self._backward_hooks = None
+            self._tensor_hooks = None
             self._move_retain_grad_hook(old, old_output_nr)
         return self._grad_fn
 
@@ -336,19 +338,19 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if not callable(hook):
             raise TypeError(f"register_hook expects a callable, got {type(hook).__name__}")
-        if self._backward_hooks is None:
+        if self._tensor_hooks is None:
             # as torch: the dict first, then grad_fn is read, for the first hook only (for a view
             # whose base changed in place, the read gives the view its new node and a fresh dict;
             # a read that raises leaves the dict, so a second registration goes through)
-            self._backward_hooks = OrderedDict()
+            self._tensor_hooks = OrderedDict()
             fn = self.grad_fn
-            if self._backward_hooks is None:
-                self._backward_hooks = OrderedDict()
+            if self._tensor_hooks is None:
+                self._tensor_hooks = OrderedDict()
             if fn is not None:
-                fn._add_tensor_hooks(self._output_nr, self._backward_hooks)
-        handle = RemovableHandle(self._backward_hooks)
-        self._backward_hooks[handle.id] = hook
-        note_registration(self._backward_hooks, handle.id, holder=self)
+                fn._add_tensor_hooks(self._output_nr, self._tensor_hooks)
+        handle = RemovableHandle(self._tensor_hooks)
+        self._tensor_hooks[handle.id] = hook
+        note_registration(self._tensor_hooks, handle.id, holder=self)
         return handle
 
     def register_post_accumulate_grad_hook(self, hook) -> RemovableHandle:
@@ -357,11 +359,11 @@ class Tensor:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self.grad_fn is not None:
             raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-        if self._post_accumulate_grad_hooks is None:
-            self._post_accumulate_grad_hooks = OrderedDict()
-        handle = RemovableHandle(self._post_accumulate_grad_hooks)
-        self._post_accumulate_grad_hooks[handle.id] = hook
-        note_registration(self._post_accumulate_grad_hooks, handle.id, holder=self)
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = OrderedDict()
+        handle = RemovableHandle(self._post_accumulate_hooks)
+        self._post_accumulate_hooks[handle.id] = hook
+        note_registration(self._post_accumulate_hooks, handle.id, holder=self)
         return handle
 
     def retain_grad(self) -> None:
@@ -381,10 +383,10 @@ class Tensor:
             t = ref()
             if t is None or grad is None:
                 return
-            if t._grad is None:
-                t._grad = wrap(grad._ndarray.copy()) if not _GRAD.enabled else grad.clone()
+            if t._grad_value is None:
+                t._grad_value = wrap(grad._ndarray.copy()) if not _GRAD.enabled else grad.clone()
             else:
-                t._grad = t._grad + grad
+                t._grad_value = t._grad_value + grad
 
         if fn._retains_grad_hooks is None:
             fn._retains_grad_hooks = {}
@@ -399,7 +401,7 @@ class Tensor:
         self._output_nr = 0
         self._requires_grad = True
         # hooks registered from now on belong to the new node; old ones stay with the old node
-        self._backward_hooks = None
+        self._tensor_hooks = None
         self._move_retain_grad_hook(old, old_output_nr)
 
     def _move_retain_grad_hook(self, old, old_output_nr: int) -> None:
@@ -572,8 +574,8 @@ class Tensor:
         out = type(self).__new__(type(self))
         _init(out, self._ndarray.copy())
         out._requires_grad = self._requires_grad
-        if self._grad is not None:
-            out._grad = self._grad.__deepcopy__(memo)
+        if self._grad_value is not None:
+            out._grad_value = self._grad_value.__deepcopy__(memo)
         if self.__dict__:
             import copy
             out.__dict__.update(copy.deepcopy(self.__dict__, memo))
@@ -593,8 +595,8 @@ class Tensor:
                                "instance of a different type.")
         if self._requires_grad:
             out.requires_grad_()
-        if self._grad is not None:
-            out._grad = self._grad.__deepcopy__(memo)
+        if self._grad_value is not None:
+            out._grad_value = self._grad_value.__deepcopy__(memo)
         out.__dict__ = copy.deepcopy(self.__dict__, memo)
         memo[id(self)] = out
         return out
@@ -706,6 +708,29 @@ def _init(t: Tensor, data: np.ndarray) -> None:
 _STATE_FIELDS = tuple(name for name in Tensor.__slots__ if not name.startswith("__"))
 
 
+def _refusing_deletion(slot, message: str) -> property:
+    """The slot ``slot`` read and written as before (C-level accessors), with torch's RuntimeError on ``del``:
+    a deleted hook registry would leave the tensor's hooks unreadable."""
+    def refuse(self):
+        raise RuntimeError(message)
+    return property(slot.__get__, slot.__set__, refuse)
+
+
+def _clear_grad(self) -> None:
+    self._grad_value = None
+
+
+# torch's ``_grad``: ``.grad`` without the non-leaf warning; ``del`` clears it, as torch's does
+_grad_slot = Tensor.__dict__["_grad_value"]
+Tensor._grad = property(_grad_slot.__get__, _grad_slot.__set__, _clear_grad)
+# torch's names of the two hook registries; the library reads the slots ``_tensor_hooks`` and
+# ``_post_accumulate_hooks`` themselves (no property on the path of every op and every leaf)
+Tensor._backward_hooks = _refusing_deletion(Tensor.__dict__["_tensor_hooks"],
+                                            "Deletion of _backwards_hooks not allowed!")
+Tensor._post_accumulate_grad_hooks = _refusing_deletion(Tensor.__dict__["_post_accumulate_hooks"],
+                                                        "Deletion of _post_accumulate_grad_hooks not allowed!")
+
+
 _NDARRAY = np.ndarray
 _new_object = object.__new__
 _autograd_module = [None]  # hookgrad.autograd, once Tensor.backward has imported it
@@ -721,13 +746,13 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     t._ndarray = data
     t._requires_grad = requires_grad
     t._grad_fn = None
-    t._grad = None
+    t._grad_value = None
     t._output_nr = 0
     t._version_counter = [0] if not _GRAD.inference else _InferenceCounter()
     t._base = None
     t._view_version = 0
-    t._backward_hooks = None
-    t._post_accumulate_grad_hooks = None
+    t._tensor_hooks = None
+    t._post_accumulate_hooks = None
     t._accumulator = None
     t._retains_grad = False
     return t
@@ -747,9 +772,40 @@ def _wrap_dim(dim, ndim: int) -> int:
     return dim % n if ndim else 0
 
 
-# what torch says when a factory or Parameter is asked for an integer tensor that requires grad
 _UNDELETABLE = {"data": "Deleting tensor data is not allowed. Delete tensor instead!",
                 "requires_grad": "requires_grad must be a bool"}
+
+# the attributes torch's TensorBase reads without a setter: assigning or deleting one raises its
+# AttributeError (a class constant here would take an instance attribute; a property would say "has no setter")
+_READ_ONLY = ("H", "T", "mH", "mT", "_version", "device", "dtype", "grad_fn", "is_leaf", "output_nr", "retains_grad",
+              "shape", "ndim", "name", "layout", "itemsize", "nbytes", "is_cpu", "is_cuda", "is_ipu", "is_maia",
+              "is_meta", "is_mkldnn", "is_mps", "is_mtia", "is_nested", "is_quantized", "is_sparse", "is_sparse_csr",
+              "is_vulkan", "is_xla", "is_xpu")
+
+
+def _refusal(name: str):
+    def refuse(self, value=None):
+        raise AttributeError(f"attribute '{name}' of 'torch._C.TensorBase' objects is not writable")
+    refuse.__hookgrad_refuses__ = True  # not handed to __torch_function__ (torch's C setter is absent)
+    return refuse
+
+
+def _constant(value):
+    return lambda self: value
+
+
+def refuse_writes_to_read_only_attributes(cls) -> None:
+    """Give each of ``_READ_ONLY`` (once every module has added its properties to ``cls``) a setter and a
+    deleter that raise torch's AttributeError."""
+    for name in _READ_ONLY:
+        value = cls.__dict__[name]
+        getter = value.fget if isinstance(value, property) else _constant(value)
+        refuse = _refusal(name)
+        setattr(cls, name, property(getter, refuse, refuse, getattr(value, "__doc__", None)
+                                    if isinstance(value, property) else None))
+
+
+# what torch says when a factory or Parameter is asked for an integer tensor that requires grad
 
 FACTORY_REFUSES_GRAD = "Only Tensors of floating point and complex dtype can require gradients"
 

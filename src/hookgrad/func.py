@@ -89,7 +89,11 @@ def _autograd_grad(outputs, inputs, grad_outputs=None, **options):
         else:
             levels = o._levels if batching.is_batched(o) else ()
             physical_cots.append(batching._full(c, levels) if levels else c)
-    grads = hookgrad.autograd.grad(physical_outs, [batching.physical(t) for t in ins], physical_cots, **options)
+    # not handed to the batching mode as an override: the pass's hooks see the batched gradients through it
+    from ._C._torch_function import _skip_one_hop_torch_function
+    physical_ins = [batching.physical(t) for t in ins]
+    grads = _skip_one_hop_torch_function(hookgrad.autograd.grad, (), (physical_outs, physical_ins, physical_cots),
+                                         options)
     return tuple(None if g is None else batching.wrap(g, t._levels) if batching.is_batched(t) else g
                  for g, t in zip(grads, ins))
 

@@ -20,7 +20,7 @@ _FIELDS = {
     "qr": ("Q", "R"), "slogdet": ("sign", "logabsdet"), "sort": _VALUES_INDICES, "svd": ("U", "S", "V"),
     "topk": _VALUES_INDICES, "triangular_solve": ("solution", "cloned_coefficient"),
 }
-__all__ = ["make", *_FIELDS]
+__all__ = ["make", *_FIELDS, *(name + "_out" for name in _FIELDS if name != "histogramdd")]
 
 
 def _build(name: str, fields: tuple) -> type:
@@ -41,6 +41,14 @@ def _rebuild(name: str, values: tuple):
 
 
 globals().update({name: _build(name, fields) for name, fields in _FIELDS.items()})
+# what an out= call returns (torch.return_types.max_out, ...): the same fields under the name with "_out"
+globals().update({name + "_out": _build(name + "_out", fields) for name, fields in _FIELDS.items()
+                  if name != "histogramdd"})
+
+
+def out_variant(cls: type) -> type:
+    """The return type an out= call of ``cls``'s op returns (``cls`` itself where torch has none)."""
+    return globals().get(cls.__name__ + "_out", cls)
 
 
 def make(name: str, fields) -> type:

@@ -17,9 +17,30 @@ from ._ops.special import (airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, 
 psi = digamma
 
 
-def multigammaln(input, p):
+def _with_out(fn, name: str):
+    """``fn(input, other)`` taking torch's ``out=`` (these binary functions check their operands themselves,
+    so they are not guarded with the others below)."""
+    def binary(input, other, *, out=None):
+        if out is None:
+            return fn(input, other)
+        if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+            raise TypeError(f"special_{name}() received an invalid combination of arguments - got "
+                            f"({type(input).__name__}, {type(other).__name__}, out=Tensor)")
+        from ._out import call_with_out
+        return call_with_out(fn, name, (input, other), {"out": out})
+    binary.__name__ = binary.__qualname__ = name
+    return binary
+
+
+xlogy, xlog1py, zeta = _with_out(xlogy, "xlogy"), _with_out(xlog1py, "xlog1py"), _with_out(zeta, "zeta")
+
+
+def multigammaln(input, p, *, out=None):
     """log of the multivariate gamma function of dimension ``p`` (torch.mvlgamma)."""
-    return mvlgamma(input, p)
+    if out is None:
+        return mvlgamma(input, p)
+    from ._out import call_with_out
+    return call_with_out(mvlgamma, "multigammaln", (input, p), {"out": out})
 
 
 def softmax(input, dim, *, dtype=None):

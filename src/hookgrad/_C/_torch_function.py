@@ -30,8 +30,9 @@ class _ThreadState(threading.local):
     def __init__(self):
         self.state = ENABLED
         self.modes = []
-        # the states backward() was called under, innermost last (the pass itself runs with overrides off)
-        self.backward_callers = []
+        # while a backward pass's own code runs (with overrides off): the state backward() was called
+        # under, for the user code the pass calls (see ``call_as_caller``); None at any other time
+        self.backward_caller = None
         self.skip = False  # redispatch_function: the next call consults no override
 
 
@@ -75,25 +76,38 @@ class _DisableAll(StateSwitch):
 
 class _BackwardPass(StateSwitch):
     """The backward pass's own formulas run with overrides off (torch's are C++ kernels); the state of
-    the caller is kept for the Python code the pass calls back (see ``_CallerOfBackward``)."""
+    the caller is kept for the Python code the pass calls back (see ``call_as_caller``)."""
     target = ALL_DISABLED
 
     def __enter__(self):
-        _local.backward_callers.append(_local.state)
+        self._previous_caller = _local.backward_caller
+        _local.backward_caller = _local.state
         return super().__enter__()
 
     def __exit__(self, *exc_info):
-        _local.backward_callers.pop()
+        _local.backward_caller = self._previous_caller
         return super().__exit__(*exc_info)
 
 
-class _CallerOfBackward(StateSwitch):
-    """A custom Function's backward runs under the torch-function state backward() was called under, as
-    in torch: modes and subclasses see its ops."""
-
-    def __enter__(self):
-        self.target = _local.backward_callers[-1] if _local.backward_callers else _local.state
-        return super().__enter__()
+# ``call_as_caller(fn, *args)``: ``fn(*args)``, and when the backward pass's own code calls it, under the
+# torch-function state backward() was called under, as torch's engine runs hooks, custom Function
+# backwards and saved-tensor hooks (modes and subclasses see their ops). Its frame is skipped by
+# warnings' ``stacklevel`` as the entry points are (see ``_ENTRY_FILE`` below).
+_CALL_AS_CALLER_SOURCE = """
+def call_as_caller(fn, *args):
+    local = _local
+    caller = local.backward_caller
+    if caller is None:
+        return fn(*args)
+    previous = local.state
+    local.state = caller
+    local.backward_caller = None
+    try:
+        return fn(*args)
+    finally:
+        local.state = previous
+        local.backward_caller = caller
+"""
 
 
 def _is_torch_function_enabled() -> bool:
@@ -362,6 +376,11 @@ def subclass_preserving(cls, func, types, args=(), kwargs=None):
 # still names the caller's line, as it did before the function had an entry point.
 _ENTRY_FILE = __file__.rsplit("/", 1)[0] + "/<torch_function entry point, skipped by warnings as importlib._bootstrap>"
 
+_namespace = {"__name__": __name__, "_local": _local}
+exec(compile(_CALL_AS_CALLER_SOURCE, _ENTRY_FILE, "exec"), _namespace)
+call_as_caller = _namespace["call_as_caller"]
+del _namespace
+
 _ENTRY_SOURCE = """
 def entry(*args, **kwargs):
     if LIVE[0]:
@@ -448,7 +467,10 @@ def dispatching_property(prop: property) -> property:
     namespace = {"__name__": __name__, "LIVE": LIVE, "dispatch": dispatch, "NO_DISPATCH": NO_DISPATCH,
                  "fget": prop.fget, "fset": prop.fset, "prop": holder}
     exec(compile(_PROPERTY_SOURCE, _ENTRY_FILE, "exec"), namespace)
-    new = property(namespace["get"], namespace["set_"] if prop.fset is not None else None, prop.fdel, prop.__doc__)
+    setter = prop.fset
+    if setter is not None and not getattr(setter, "__hookgrad_refuses__", False):
+        setter = namespace["set_"]  # (a read-only attribute's refusal is no call torch hands over)
+    new = property(namespace["get"], setter, prop.fdel, prop.__doc__)
     holder.append(new)
     for accessor in (new.__get__, new.__set__):
         SELF_LEVEL.add(accessor)

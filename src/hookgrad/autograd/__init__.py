@@ -27,7 +27,9 @@ from .. import _dtype
 # backward() and grad() run once per pass: names from above are bound once, not imported per call
 _above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine", ones_like="hookgrad._ops.creation",
                    zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor",
-                   stack="hookgrad._ops.shape")
+                   stack="hookgrad._ops.shape", torch_function_live="hookgrad._C._torch_function:LIVE",
+                   is_tensor_like="hookgrad.overrides", has_torch_function="hookgrad.overrides",
+                   handle_torch_function="hookgrad.overrides")
 
 __all__ = ["backward", "grad", "Function", "FunctionCtx", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "detect_anomaly", "set_detect_anomaly",
@@ -174,6 +176,13 @@ _CREATE_GRAPH_WARNING = (
     "after use to break the cycle and avoid the leak.")
 
 
+def _tensor_likes(outputs, inputs) -> tuple:
+    """What ``backward``/``grad`` hand to ``__torch_function__``: the tensor-likes among the outputs, then
+    among the inputs (GradientEdges are not)."""
+    is_tensor_like = _above.is_tensor_like
+    return tuple(t for t in (*outputs, *(inputs or ())) if is_tensor_like(t))
+
+
 # how many torch.func transforms are running their function now (hookgrad.func keeps the count)
 TRANSFORMS_ACTIVE = [0]
 
@@ -195,6 +204,14 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None:
         inputs = _inputs_tuple(inputs, "backward")
     outputs = _outputs_tuple(tensors)
+    if _above.torch_function_live[0]:
+        # as torch's: modes and the tensors' classes may take the call over (the pass then runs under the
+        # state the override calls it under, which is what its hooks see)
+        overloaded = _tensor_likes(outputs, inputs)
+        if _above.has_torch_function(overloaded):
+            return _above.handle_torch_function(
+                backward, overloaded, outputs, grad_tensors=grad_tensors, retain_graph=retain_graph,
+                create_graph=create_graph, inputs=inputs)
     grads = _make_grads(outputs, grad_tensors)
     if retain_graph is None:
         retain_graph = create_graph
@@ -230,6 +247,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         from ..func import _autograd_grad
         return _autograd_grad(outs, ins, grad_outputs, retain_graph=retain_graph, create_graph=create_graph,
                               allow_unused=allow_unused, materialize_grads=materialize_grads)
+    if _above.torch_function_live[0]:  # (vmap's batching is no override: it comes first)
+        overloaded = _tensor_likes(outs, ins)
+        if _above.has_torch_function(overloaded):
+            result = _above.handle_torch_function(
+                grad, overloaded, outs, ins, grad_outputs=grad_outputs, retain_graph=retain_graph,
+                create_graph=create_graph, only_inputs=only_inputs, allow_unused=allow_unused,
+                is_grads_batched=is_grads_batched, materialize_grads=materialize_grads)
+            return dict(zip(inputs.keys(), result)) if type(inputs) is dict else result
     if not only_inputs:
         import warnings
         warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "

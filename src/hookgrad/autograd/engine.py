@@ -28,8 +28,11 @@ from . import graph as _graph
 from .graph import _anomaly_state, _is_none, _op_backward_hooks
 from .._late import LateNames
 
+# the pass's own code runs with overrides off (_BackwardPass); the user code it calls (hooks, final
+# callbacks) runs under the state backward() was called under (call_as_caller), as in torch
 _above = LateNames(torch_function_live="hookgrad._C._torch_function:LIVE",
-                   disable_torch_function="hookgrad._C._torch_function:_BackwardPass")
+                   disable_torch_function="hookgrad._C._torch_function:_BackwardPass",
+                   call_as_caller="hookgrad._C._torch_function")
 
 _task_stack: list = []
 
@@ -205,7 +208,7 @@ def _run_final_callbacks(task) -> None:
     callbacks = task.final_callbacks
     i = 0
     while i < len(callbacks):  # callbacks may append more
-        callbacks[i]()
+        _above.call_as_caller(callbacks[i])
         i += 1
 
 
@@ -214,12 +217,12 @@ def _call_lifecycle_hooks(registry, info) -> None:
         _hook_context.ACTIVE.append(_hook_context.HookContext("backward", info.id, recompute=_hook_context.RECOMPUTING[0] > 0))
         try:
             for hook in tuple(registry.values()):
-                hook(info)
+                _above.call_as_caller(hook, info)
         finally:
             _hook_context.ACTIVE.pop()
         return
     for hook in tuple(registry.values()):
-        hook(info)
+        _above.call_as_caller(hook, info)
 
 
 _PACKAGE_DIR = __file__[:-len("autograd/engine.py")]  # .../hookgrad/
@@ -344,20 +347,21 @@ def _check_hook_result(hook, old, new):
 
 def _call_tensor_pre_hooks(node, grads):
     # a hook that returns None (the usual case) keeps the gradient: no check to call
+    call = _above.call_as_caller
     if node._tensor_pre_hooks:
         for nr, hooks in node._tensor_pre_hooks:
             for hook in tuple(hooks.values()):
-                new = hook(grads[nr])
+                new = call(hook, grads[nr])
                 if new is not None:
                     grads[nr] = _check_hook_result(hook, grads[nr], new)
     if node.is_sink:
-        hooks = node.variable._backward_hooks
+        hooks = node.variable._tensor_hooks
         if hooks:
             for hook in tuple(hooks.values()):
-                new = hook(grads[0])
+                new = call(hook, grads[0])
                 if new is not None:
                     grads[0] = _check_hook_result(hook, grads[0], new)
-    if node._retains_grad_hooks:
+    if node._retains_grad_hooks:  # hookgrad's own (torch's are C++): overrides stay off
         for nr, hook in tuple(node._retains_grad_hooks.items()):
             hook(grads[nr])
     return grads
@@ -379,8 +383,9 @@ def _check_node_hook_result(hook, old, new):
 
 
 def _call_pre_hooks(node, grads):
+    call = _above.call_as_caller
     for hook in tuple(node._pre_hooks.values()):
-        result = hook(tuple(grads))
+        result = call(hook, tuple(grads))
         if result is not None:
             _check_tuple_result(hook, result, len(grads))
             # unlike a tensor hook's None, a None entry here drops that gradient
@@ -390,8 +395,9 @@ def _call_pre_hooks(node, grads):
 
 def _call_post_hooks(node, outputs, grads):
     inputs_tuple = tuple(grads)
+    call = _above.call_as_caller
     for hook in tuple(node._post_hooks.values()):
-        result = hook(tuple(outputs), inputs_tuple)
+        result = call(hook, tuple(outputs), inputs_tuple)
         if result is not None:
             _check_tuple_result(hook, result, len(outputs))
             outputs = [new if new is None or new is old else _check_node_hook_result(hook, old, new)
@@ -574,7 +580,7 @@ def _execute(task, roots, root_grads, inputs, accumulate):
             task.current_node = node
             if exec_info is not None:
                 outputs = _evaluate_filtered(task, node, grads)
-            elif node._has_hooks or (node.is_sink and node.variable._backward_hooks):
+            elif node._has_hooks or (node.is_sink and node.variable._tensor_hooks):
                 outputs = _run_node(task, node, grads)
             else:
                 # _run_node's steps for a node without hooks (hooks its backward registers still run)
@@ -727,7 +733,7 @@ def _evaluate_filtered(task, node, grads):
 def _run_node(task, node, grads):
     """Tensor hooks, retain_grad, node pre-hooks, the backward, node post-hooks: torch's order.
     (``_execute`` runs a node without hooks itself, the same steps minus the hooks.)"""
-    if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._backward_hooks):
+    if node._tensor_pre_hooks or node._retains_grad_hooks or (node.is_sink and node.variable._tensor_hooks):
         grads = _call_tensor_pre_hooks(node, grads)
     if node._pre_hooks:
         grads = _call_pre_hooks(node, grads)
@@ -771,7 +777,7 @@ def _after_backward(node, outputs, grads, had_post_hooks):
     if node._post_hooks:
         outputs = _call_post_hooks(node, outputs, grads if had_post_hooks else ())
     if _op_backward_hooks:
-        outputs = _graph._op_dispatch[1](node, outputs, grads)
+        outputs = _above.call_as_caller(_graph._op_dispatch[1], node, outputs, grads)
     return outputs
 
 
@@ -792,7 +798,7 @@ def accumulate_into_grad(var, grad) -> None:
     The first gradient is adopted without a copy when nothing else can see its storage (the same
     reference-count test torch makes); later ones are added in place, so ``.grad`` keeps its identity.
     """
-    current = var._grad  # a leaf's: what its .grad property returns
+    current = var._grad_value  # a leaf's: what its .grad property returns
     vdata = var._ndarray
     data = grad._ndarray
     same_dtype = data.dtype == vdata.dtype
@@ -812,7 +818,7 @@ def accumulate_into_grad(var, grad) -> None:
             else data.flags.c_contiguous
         new = _tensor.wrap(data if layout_ok and _is_private(grad, data) else _copy_like(data, vdata))
         if same_dtype and data.shape == vdata.shape:
-            var._grad = new
+            var._grad_value = new
         else:
             var.grad = new  # the .grad setter's errors
         return

@@ -25,7 +25,7 @@ from .graph import _FREED_MESSAGE, Node, SavedTensor
 _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor", edge="hookgrad._ops._base",
                    sum_to_shape="hookgrad._ops._base", check_inplace="hookgrad._ops.views",
                    make_view="hookgrad._ops.views", rebase_view_history="hookgrad._ops.views",
-                   caller_of_backward="hookgrad._C._torch_function:_CallerOfBackward")
+                   call_as_caller="hookgrad._C._torch_function")
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable", "InplaceFunction"]
 
@@ -105,8 +105,8 @@ class BackwardCFunction(Node, FunctionCtx):
         # a once_differentiable backward turns grad mode off itself (and marks its results)
         _hook_state.FUNCTION_BACKWARD[0] += 1
         try:
-            with _above.caller_of_backward():
-                result = _user_backward(cls)(self, *grads)
+            # under the torch-function state backward() was called under: modes and subclasses see its ops
+            result = _above.call_as_caller(_user_backward(cls), self, *grads)
         finally:
             _hook_state.FUNCTION_BACKWARD[0] -= 1
         if not isinstance(result, tuple):
@@ -305,7 +305,7 @@ class Function(metaclass=_FunctionMeta):
                 if is_dirty:
                     _above.check_inplace(o)
                     o._version_counter[0] += 1
-                    o._backward_hooks = None
+                    o._tensor_hooks = None
                 if is_dirty and o._base is not None and len(outs) == 1:
                     # a view changed in place: as torch, its base's history goes through this node
                     o._grad_fn = node

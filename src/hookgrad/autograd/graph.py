@@ -65,7 +65,8 @@ ACCUMULATE_SEQ = 1 << 62
 _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor",
                    legacy_type_names="hookgrad._tensor:_LEGACY_TYPE_NAMES",
                    accumulate_into_grad="hookgrad.autograd.engine",
-                   check_hook_result="hookgrad.autograd.engine:_check_hook_result")
+                   check_hook_result="hookgrad.autograd.engine:_check_hook_result",
+                   call_as_caller="hookgrad._C._torch_function")
 
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -238,7 +239,7 @@ class _NodeBase:
 
     def _register_hook_dict(self, tensor) -> None:
         """Attach a tensor's hook dict so its hooks run before this node (torch's internal API)."""
-        self._add_tensor_hooks(tensor._output_nr, tensor._backward_hooks)
+        self._add_tensor_hooks(tensor._output_nr, tensor._tensor_hooks)
 
     def _add_tensor_hooks(self, output_nr: int, hooks: dict) -> None:
         if self._tensor_pre_hooks is None:
@@ -470,7 +471,7 @@ class SavedTensor:
             self.accumulator = tensor._edge()[0]  # None for a view made under no_grad
 
     def _unpack_with_hook(self, node):
-        value = self.unpack_hook(self.packed)
+        value = _above.call_as_caller(self.unpack_hook, self.packed)
         Tensor = _above.Tensor
         if not isinstance(value, Tensor):
             raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got "
@@ -616,11 +617,11 @@ class AccumulateGrad(Node):
         # post-accumulate hooks still run), as in torch
         if grad is not None and var._requires_grad:
             _above.accumulate_into_grad(var, grad)
-        hooks = var._post_accumulate_grad_hooks
+        hooks = var._post_accumulate_hooks
         if hooks:
             _run_post_accumulate_hooks(var, hooks)
         if _module_post_backward_hooks:
-            _after_accumulate[0](self)
+            _above.call_as_caller(_after_accumulate[0], self)
         return ()
 
 
@@ -643,8 +644,9 @@ def _run_post_accumulate_hooks(var, hooks) -> None:
     hook's result) is passed to the later hooks, and refused once they have all run."""
     arg = var
     replaced = False
+    call = _above.call_as_caller  # under the state backward() was called under, as other hooks
     for hook in tuple(hooks.values()):
-        result = hook(arg)
+        result = call(hook, arg)
         if result is None or result is arg:
             continue
         arg = _above.check_hook_result(hook, arg, result)
@@ -680,7 +682,7 @@ def _call_pack_hook(pack, tensor):
     grad_mode.STATE.enabled = False
     _saved_hooks_stack.append(None)
     try:
-        packed = pack(tensor)
+        packed = _above.call_as_caller(pack, tensor)  # (a pass's create_graph formulas save tensors too)
     finally:
         _saved_hooks_stack.pop()
         grad_mode.STATE.enabled = prev

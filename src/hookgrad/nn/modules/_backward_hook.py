@@ -13,6 +13,7 @@ import sys
 
 import numpy as np
 
+from ..._C._torch_function import call_as_caller
 from ..._ops._base import edge
 from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
@@ -127,9 +128,9 @@ def _identity_view(t, node, output_nr):
     view._base = t if base is None else base
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
-    view._grad = None
-    view._backward_hooks = None
-    view._post_accumulate_grad_hooks = None
+    view._grad_value = None
+    view._tensor_hooks = None
+    view._post_accumulate_hooks = None
     view._accumulator = None
     view._retains_grad = False
     if t._requires_grad:
@@ -178,9 +179,9 @@ def _view_through_new_node(t, node_cls, owner):
     view._base = t if base is None else base
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
-    view._grad = None
-    view._backward_hooks = None
-    view._post_accumulate_grad_hooks = None
+    view._grad_value = None
+    view._tensor_hooks = None
+    view._post_accumulate_hooks = None
     view._accumulator = None
     view._retains_grad = False
     view._requires_grad = True
@@ -288,7 +289,7 @@ class BackwardHook:
             setters = [None] * len(original)
             expected_len = len(self.grad_outputs)
             for user_pre_hook in self.user_pre_hooks:
-                new = self.dispatch("full_backward_pre_hook", self.module, user_pre_hook,
+                new = call_as_caller(self.dispatch, "full_backward_pre_hook", self.module, user_pre_hook,
                                     self.module, self.grad_outputs)
                 if new is None:
                     continue
@@ -323,7 +324,7 @@ class BackwardHook:
                        "#torch.nn.Module.register_full_backward_hook for more details.")
         grad_inputs = (None,) * self.n_inputs
         for user_hook in self.user_hooks:
-            res = self.dispatch("full_backward_hook", self.module, user_hook, self.module,
+            res = call_as_caller(self.dispatch, "full_backward_hook", self.module, user_hook, self.module,
                                 grad_inputs, self.grad_outputs)
             if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
                 raise RuntimeError("Backward hook for Modules where no input requires gradient "
@@ -408,7 +409,7 @@ def _run_full_backward_hooks(dispatch, module, hooks, grad_input, grad_output):
     (None when no hook returned anything)."""
     setters = None
     for hook in hooks:
-        out = dispatch("full_backward_hook", module, hook, module, grad_input, grad_output)
+        out = call_as_caller(dispatch, "full_backward_hook", module, hook, module, grad_input, grad_output)
         if out is None:
             continue
         if len(out) != len(grad_input):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 
+from ..._C._torch_function import call_as_caller
 from ..._ops._base import edge
 from ..._tensor import Tensor
 from ...autograd import grad_mode
@@ -229,7 +230,7 @@ class LiveBackwardHook:
                 # computed by this call: the tensor itself takes the identity node as its grad_fn
                 adopted.add(id(t))
                 t._grad_fn, t._output_nr = node, slot
-                t._backward_hooks = None  # hooks registered from now on belong to the new node
+                t._tensor_hooks = None  # hooks registered from now on belong to the new node
                 if t._base is not None:
                     t._view_version = t._version_counter[0]
             else:
@@ -274,7 +275,7 @@ class LiveBackwardHook:
         self.grad_outputs = original = self._pack(self.output_tensors_index, grad_output, self.n_outputs)
         setters = None
         for pre_hook in self.pre_hooks():
-            new = self.dispatch("full_backward_pre_hook", module, pre_hook, module, self.grad_outputs)
+            new = call_as_caller(self.dispatch, "full_backward_pre_hook", module, pre_hook, module, self.grad_outputs)
             if new is None:
                 continue
             if len(new) != len(self.grad_outputs):
@@ -297,7 +298,8 @@ class LiveBackwardHook:
                                "#torch.nn.Module.register_full_backward_hook for more details.")
             grad_inputs = (None,) * self.n_inputs
             for hook in hooks:
-                res = self.dispatch("full_backward_hook", module, hook, module, grad_inputs, self.grad_outputs)
+                res = call_as_caller(self.dispatch, "full_backward_hook", module, hook, module, grad_inputs,
+                                     self.grad_outputs)
                 if res is not None and not (isinstance(res, tuple) and all(el is None for el in res)):
                     raise RuntimeError("Backward hook for Modules where no input requires gradient "
                                        "should always return None or None for all gradients.")
