@@ -5,7 +5,7 @@ import copy
 import numpy as np
 import pytest
 
-from difftest import catch, differential
+from difftest import Raised, catch, differential
 
 RNG = np.random.default_rng(1234)
 INIT = [RNG.standard_normal((4, 3)).astype(np.float32), RNG.standard_normal(5).astype(np.float32)]
@@ -162,6 +162,17 @@ def test_closure(T):
 
     losses = [opt.step(closure) for _ in range(5)]
     return losses, calls, params
+
+
+@differential
+def test_step_that_raises_inside_the_update_leaves_grad_mode_and_fp_reports_as_they_were(T):
+    p = T.nn.Parameter(T.ones(3))
+    opt = T.optim.SGD([p], lr=0.1, momentum=0.9)
+    p.grad = T.ones(3)
+    opt.step()
+    opt.state[p]["momentum_buffer"] = T.ones(2)  # the wrong size: the update itself raises
+    raised = isinstance(catch(opt.step), Raised)
+    return raised, T.is_grad_enabled(), np.geterr()
 
 
 @differential

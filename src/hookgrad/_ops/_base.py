@@ -114,24 +114,33 @@ def wrapped_int(x: int, np_dtype):
     return np_dtype.type(x)
 
 
-_ONES_CACHE: dict = {}
-_ONES_CACHED_UP_TO = 1 << 16  # elements; longer sums spend far more in the product than in np.ones
+_CONSTANTS: dict = {}  # the small read-only arrays below, by what they hold
+_CACHED_UP_TO = 1 << 16  # elements; longer operands cost far more to use than to make
+
+
+def _kept(key, array: np.ndarray) -> np.ndarray:
+    """``array``, made read-only and kept under ``key`` when it is small."""
+    if array.size <= _CACHED_UP_TO:
+        array.flags.writeable = False
+        if len(_CONSTANTS) >= 64:
+            _CONSTANTS.clear()
+        _CONSTANTS[key] = array
+    return array
 
 
 def ones_vector(n: int, dtype) -> np.ndarray:
     """A read-only vector of ``n`` ones, cached: the operand of the sums computed as BLAS products
     with ones (bias gradients, row sums), which ran np.ones (about 1.5 us) on every call."""
-    key = (n, dtype)
-    ones = _ONES_CACHE.get(key)
-    if ones is None:
-        ones = np.ones(n, dtype=dtype)
-        if n > _ONES_CACHED_UP_TO:
-            return ones
-        ones.flags.writeable = False
-        if len(_ONES_CACHE) >= 64:
-            _ONES_CACHE.clear()
-        _ONES_CACHE[key] = ones
-    return ones
+    ones = _CONSTANTS.get((n, dtype))
+    return ones if ones is not None else _kept((n, dtype), np.ones(n, dtype=dtype))
+
+
+def index_range(stop: int, step: int = 1) -> np.ndarray:
+    """``np.arange(0, stop, step)``, read-only and cached: the row indices and row starts that
+    per-row picks and reductions (cross entropy's, log_softmax's) made on every call."""
+    key = ("range", stop, step)
+    indices = _CONSTANTS.get(key)
+    return indices if indices is not None else _kept(key, np.arange(0, stop, step))
 
 
 def sum_to_shape(g: Tensor, shape: tuple) -> Tensor:

@@ -14,7 +14,7 @@ from ..autograd.graph import Node, saved_dim
 from . import _dtype_rules as _rules
 from ._declare import _InputShapeNode, formula_node, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, record
-from ._base import FP_IGNORE, fp_quiet, fp_restore, ones_vector, quiet_fp, refuse_complex
+from ._base import FP_IGNORE, fp_quiet, fp_restore, index_range, ones_vector, quiet_fp, refuse_complex
 
 _err = quiet_fp  # NumPy reports no inf/nan arithmetic (nor does torch)
 
@@ -918,8 +918,7 @@ def max_keepdims(a, axis):
     n = a.shape[-1] if a.ndim else 0
     if axis != a.ndim - 1 or n < 2 or a.dtype.kind != "f" or not a.flags.c_contiguous or a.size == 0:
         return np.max(a, axis=axis, keepdims=True)
-    starts = np.arange(0, a.size, n)
-    return np.maximum.reduceat(a.reshape(-1), starts).reshape(a.shape[:-1] + (1,))
+    return np.maximum.reduceat(a.reshape(-1), index_range(a.size, n)).reshape(a.shape[:-1] + (1,))
 
 
 def _row_sum(t, dim):

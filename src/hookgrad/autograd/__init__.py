@@ -220,7 +220,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if create_graph:
         warn_once("backward_create_graph", _CREATE_GRAPH_WARNING)
     if roots:
-        stop_logging = graph.log_nodes_as_they_run(node for node, _ in roots)
+        stop_logging = graph.log_nodes_as_they_run(roots)
         try:
             _above.execute(roots, grads, retain_graph, create_graph, inputs=input_edges, accumulate=True,
                            root_tensors=outputs, input_tensors=inputs, caller=sys._getframe(1))
@@ -266,7 +266,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     roots = _root_edges(outs)
     input_edges = _input_edges(ins, False)
     if roots:
-        stop_logging = graph.log_nodes_as_they_run(node for node, _ in roots)
+        stop_logging = graph.log_nodes_as_they_run(roots)
         try:
             if is_grads_batched:
                 captured = _batched_pass(roots, grads, retain_graph, create_graph, input_edges, outs, ins,

@@ -951,10 +951,11 @@ def _dtype_abbreviation(dtype) -> str:
     return abbreviations.get(name, name)
 
 
-def log_nodes_as_they_run(root_nodes) -> Callable[[], None] | None:
-    """When the engine logger is at DEBUG, give every node reachable from ``root_nodes`` a prehook
-    logging ``Executing: <node> with grad_outputs: [...]``; returns the undo, or None when not logging."""
-    if engine_log.getEffectiveLevel() > _logging.DEBUG:
+def log_nodes_as_they_run(roots) -> Callable[[], None] | None:
+    """When the engine logger is at DEBUG, give every node reachable from the root edges ``roots`` a
+    prehook logging ``Executing: <node> with grad_outputs: [...]``; returns the undo, or None when
+    not logging."""
+    if not engine_log.isEnabledFor(_logging.DEBUG):  # (cached by the logger: every backward asks)
         return None
     from .. import _C
 
@@ -967,7 +968,7 @@ def log_nodes_as_they_run(root_nodes) -> Callable[[], None] | None:
         node = _C._current_autograd_node()
         engine_log.debug(f"Executing: {node} with grad_outputs: [{','.join(describe(g) for g in grad_outputs)}]")
 
-    seen, order, pending = set(), [], [n for n in root_nodes if n is not None]
+    seen, order, pending = set(), [], [n for n, _ in roots if n is not None]
     while pending:
         node = pending.pop(0)
         if node in seen:

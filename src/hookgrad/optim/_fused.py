@@ -62,13 +62,16 @@ def add_scaled_(y: np.ndarray, x: np.ndarray, alpha: float) -> None:
         return
     if _threads._current != 1:
         _threads.use_threads_for(y.size)
+    # the wrapper's arguments (x, y, n, a) all by position: a keyword costs it 0.2-0.3 us more
     if y.flags.c_contiguous:
         flat = y.reshape(-1)
-        if axpy(x.reshape(-1), flat, a=alpha) is flat:  # (reshape copies x only if x is not contiguous)
+        xs = x.reshape(-1)  # (a copy only if x is not contiguous)
+        if axpy(xs, flat, xs.size, alpha) is flat:
             return
     if y.__class__ is not np.ndarray:   # a meta tensor's array (zero strides): no values to add into
         return
     target = np.ascontiguousarray(y)  # the wrapper wants one contiguous vector
     flat = target.reshape(-1)
-    flat[...] = axpy(x.reshape(-1), flat, a=alpha)
+    xs = x.reshape(-1)
+    flat[...] = axpy(xs, flat, xs.size, alpha)
     y[...] = target

@@ -13,7 +13,7 @@ from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
 from ..._ops import pointwise
 from ..._ops import reduce as _rops
-from ..._ops._base import GRAD
+from ..._ops._base import GRAD, index_range
 from ..._ops._declare import record_op
 from ..._ops._base import quiet_fp
 
@@ -340,7 +340,7 @@ def _nll_mean_all_valid(x, xd, t1, c, target):
     if _max_reduce(t1.view(np.uint64)) >= c:
         return None
     n = t1.size
-    rows = np.arange(n)
+    rows = index_range(n)
     result = wrap(np.asanyarray(-(_sum_reduce(xd[rows, t1]) / n), dtype=xd.dtype))
     if GRAD.enabled and x._requires_grad:
         coef = np.zeros(xd.shape, dtype=xd.dtype)

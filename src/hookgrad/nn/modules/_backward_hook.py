@@ -154,8 +154,13 @@ def _view_through_new_node(t, node_cls, owner):
     (test_one_tensor_view_and_node_match_the_general_steps keeps them in step)."""
     fn = t._grad_fn
     base = t._base
-    # a view's grad_fn may have to be regenerated, and a leaf's edge is its accumulator: edge() decides
-    t_edge = (fn, t._output_nr) if fn is not None and base is None else edge(t)
+    # a non-leaf, or a view not changed through its base since it was made (the output of a hooked
+    # module passed on to the next one), has its grad_fn as its edge; otherwise its grad_fn may have
+    # to be regenerated, or a leaf's edge is its accumulator: edge() decides
+    if fn is not None and (base is None or t._view_version == t._version_counter[0]):
+        t_edge = (fn, t._output_nr)
+    else:
+        t_edge = edge(t)
     node = _new_object(node_cls)
     if _anomaly_state.enabled:
         Node.__init__(node, (t_edge,))  # records where the forward ran
