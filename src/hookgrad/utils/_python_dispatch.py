@@ -27,9 +27,9 @@ arguments torch's formula passes (more in ``_dispatch_backward``); a node of ano
 whose saved tensors went through saved-tensor hooks (a checkpointed region's), is not dispatched
 and warns once per mode.
 The ``torch.*`` factories (``torch.zeros``, ``torch.tensor`` as ``lift_fresh``, ...) are seen when
-called through the ``torch`` namespace while a mode is active. What a mode does not see: the
-factories hookgrad calls inside its own ops and the ``ones_like`` that makes the implicit gradient
-of ``loss.backward()``.
+called through the ``torch`` namespace while a mode is active, and so is the ``ones_like`` (with
+``preserve_format``) that makes the implicit gradient of ``loss.backward()``, as torch's. What a mode
+does not see: the factories hookgrad calls inside its own ops.
 """
 from __future__ import annotations
 
