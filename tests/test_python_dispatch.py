@@ -202,6 +202,32 @@ def test_implicit_gradient_is_seen(T, how):
     return log, a.grad
 
 
+@pytest.mark.parametrize("hooks", ["none", "pack hooks", "checkpoint forward"])
+@differential
+def test_saved_outputs_are_detached_only_without_pack_hooks(T, hooks):
+    """torch's node detaches an output it saves itself (exp's, relu's): a mode sees aten.detach after
+    the op; an output handed to a pack hook (checkpoint's forward) is not detached."""
+    import contextlib
+    log = []
+    x = T.tensor([0.5, -1.0], requires_grad=True)
+
+    def run(x):
+        return x.exp() + x.sin() + (x * 2).relu()
+
+    with _full_recorder(T, log):
+        if hooks == "pack hooks":
+            with T.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                out = run(x)
+        elif hooks == "checkpoint forward":
+            from importlib import import_module
+            checkpoint = import_module(T.__name__ + ".utils.checkpoint").checkpoint
+            mode = _full_recorder(T, log)
+            out = checkpoint(run, x, use_reentrant=False, context_fn=lambda: (mode, contextlib.nullcontext()))
+        else:
+            out = run(x)
+    return log, out
+
+
 @differential
 def test_factories_are_seen(T):
     log = []

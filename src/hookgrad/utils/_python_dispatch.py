@@ -618,9 +618,10 @@ def _saved_outputs(op, outputs) -> list:
     saved = getattr(node, "_saved", None)
     if not saved:
         return []
-    # (group norm's statistics, saved as its node's outputs 1 and 2, are no outputs of the op: not detached)
+    # (group norm's statistics, saved as its node's outputs 1 and 2, are no outputs of the op: not detached;
+    # an output handed to a pack hook is not detached either: torch's saving detaches only what it keeps itself)
     arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)
-              and entry.output_nr < len(outputs)]
+              and entry.output_nr < len(outputs) and entry.tensor is not None]
     if not arrays:
         return []
     found = [i for i, o in enumerate(outputs) if any(o._ndarray is a for a in arrays)]
