@@ -259,3 +259,17 @@ def test_raw_saved_tensor_after_free_and_index_bindings(T):
     x = T.tensor([[0.2, 0.7]], requires_grad=True)
     result += [T.logit(x, 0.25).grad_fn._saved_eps, T.logit(x).grad_fn._saved_eps]
     return result
+
+
+@differential
+def test_div_by_a_number_saves_it_as_a_tensor(T):
+    """x / 2 keeps the number as torch does, a 0-d tensor (its dtype by the number's kind), as x * 2 does;
+    a second backward finds it freed."""
+    x = T.tensor([1.0, 4.0], requires_grad=True)
+    out = []
+    for y in (x / 2, x / 2.5, x * 3, x.div(4)):
+        out += [type(y.grad_fn).__name__, y.grad_fn._saved_other, y.grad_fn._saved_self]
+    y = x / 2
+    y.sum().backward()
+    out += [x.grad, catch(lambda: y.grad_fn._saved_other), catch(lambda: y.sum().backward())]
+    return out
