@@ -232,3 +232,44 @@ def test_integer_pow_with_negative_tensor_exponents_and_bool_negation(T):
             T.tensor([2.0, 3.0]) ** T.tensor([-1, 2]), catch(lambda: base ** -1),
             catch(lambda: -T.tensor([True, False])), catch(lambda: T.tensor([True]).neg_()),
             catch(lambda: T.neg(T.tensor([True]))), -T.tensor([1, -2])]
+
+
+@differential
+def test_raw_saved_tensor_after_free_and_index_bindings(T):
+    """The bindings test_autograd's test_grad_fn_attr_bindings reads: a freed node still hands out
+    its raw SavedTensor (data None, register_hooks refused with torch's message); an indexing node's
+    indices as a tuple, raw ones as SavedTensors (the empty one refuses hooks); logit's eps."""
+    a = T.ones(2, 2, requires_grad=True)
+    out = a * a
+    out.grad_fn._raw_saved_self.register_hooks(lambda x: x, lambda x: x)
+    out.sum().backward()
+    freed = out.grad_fn._raw_saved_self
+    result = [type(freed).__name__, freed.data, catch(lambda: freed.register_hooks(lambda x: x, lambda x: x))]
+    out = a * a
+    out.sum().backward()
+    result.append(catch(lambda: out.grad_fn._raw_saved_other.register_hooks(lambda x: x, lambda x: x)))
+    indices = T.tensor([0, 1])
+    out = a[:, indices]
+    raw = out.grad_fn._raw_saved_indices
+    result += [out.grad_fn._saved_indices, type(raw).__name__, [type(r).__name__ for r in raw],
+               raw[1].register_hooks(lambda x: x + 0, lambda x: x),
+               catch(lambda: raw[0].register_hooks(lambda x: x, lambda x: x))]
+    out.sum().backward()
+    result.append(a.grad)
+    x = T.tensor([[0.2, 0.7]], requires_grad=True)
+    result += [T.logit(x, 0.25).grad_fn._saved_eps, T.logit(x).grad_fn._saved_eps]
+    return result
+
+
+@differential
+def test_div_by_a_number_saves_it_as_a_tensor(T):
+    """x / 2 keeps the number as torch does, a 0-d tensor (its dtype by the number's kind), as x * 2 does;
+    a second backward finds it freed."""
+    x = T.tensor([1.0, 4.0], requires_grad=True)
+    out = []
+    for y in (x / 2, x / 2.5, x * 3, x.div(4)):
+        out += [type(y.grad_fn).__name__, y.grad_fn._saved_other, y.grad_fn._saved_self]
+    y = x / 2
+    y.sum().backward()
+    out += [x.grad, catch(lambda: y.grad_fn._saved_other), catch(lambda: y.sum().backward())]
+    return out

@@ -223,8 +223,6 @@ SAVED_VALUES_NOT_DECLARED_YET = frozenset({
     'unary:kthvalue',
     'unary:kthvalue_keep',
     'unary:logcumsumexp',
-    'unary:logit',
-    'unary:logit_eps',
     'unary:median_dim',
     'unary:mode',
     'unary:msort',

@@ -8,7 +8,7 @@ import numpy as np
 from .. import _dtype
 from .._dtype import cpp_type_name, scalar_type_name
 from .._tensor import Tensor, _wrap_dim, wrap
-from ..autograd.graph import Node, saved_dim
+from ..autograd.graph import Node, SavedTensor, saved_dim
 from . import _dtype_rules as _rules
 from ._declare import delayed_error, module_all, op, record_op
 from ._base import GRAD, as_tensor_arg, edge, record, sum_to_shape
@@ -125,11 +125,25 @@ class _IndexNode(Node):
         self.save(*[t for t in sources if t is not None])
 
     def index_tensors(self) -> list:
-        """torch's ``_saved_indices``: one entry per index item, None where no tensor was saved."""
+        """One entry per index item, None where no tensor was saved (torch's ``_saved_indices`` as a tuple)."""
         tensors = [None] * len(self.index)
         for i, t in zip(self.index_slots or (), self.saved()):
             tensors[i] = t
         return tensors
+
+    def _index_tuple(self) -> tuple:
+        return tuple(self.index_tensors())
+
+    @property
+    def _raw_saved_indices(self) -> tuple:
+        """torch's ``_raw_saved_indices``: the SavedTensor of each index item, an empty one (whose
+        ``register_hooks`` refuses) where no tensor was saved."""
+        if self._saved is None:
+            self.saved()   # raises torch's error for freed saved tensors
+        raw = [SavedTensor.of_none() for _ in self.index]
+        for i, saved in zip(self.index_slots or (), self._saved):
+            raw[i] = saved
+        return tuple(raw)
 
     def kept_index(self):
         if self.index_slots is None:
@@ -141,7 +155,7 @@ class _IndexNode(Node):
 
 class IndexBackward0(_IndexNode):
     __slots__ = ("in_shape",)
-    saved_values = {"indices": _IndexNode.index_tensors, "self_sym_sizes": lambda n: n.in_shape}
+    saved_values = {"indices": _IndexNode._index_tuple, "self_sym_sizes": lambda n: n.in_shape}
 
     def apply(self, grads):
         return (index_put_accumulate(grads[0], self.in_shape, self.kept_index()),)
@@ -149,7 +163,7 @@ class IndexBackward0(_IndexNode):
 
 class IndexPutAccumulateNode(_IndexNode):
     __slots__ = ()
-    saved_values = {"indices": _IndexNode.index_tensors, "accumulate": lambda n: True}
+    saved_values = {"indices": _IndexNode._index_tuple, "accumulate": lambda n: True}
 
     def apply(self, grads):
         return (_take_at(grads[0], self.kept_index()),)
@@ -277,7 +291,7 @@ def getitem(x: Tensor, index) -> Tensor:
 
 class IndexPutBackward0(_IndexNode):
     __slots__ = ("value_shape", "accumulate")
-    saved_values = {"indices": _IndexNode.index_tensors, "accumulate": lambda n: n.accumulate}
+    saved_values = {"indices": _IndexNode._index_tuple, "accumulate": lambda n: n.accumulate}
 
     def apply(self, grads):
         g = grads[0]

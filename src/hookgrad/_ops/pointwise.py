@@ -460,6 +460,7 @@ def mul(a, b, *, out=None):
 
 class DivBackward0(_TensorOrNumberNode):
     __slots__ = ()
+    saved_values = {"other": _number_or_saved(0)}
 
     def apply(self, grads):
         g = grads[0]

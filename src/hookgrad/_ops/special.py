@@ -323,6 +323,7 @@ entr = _unary("entr", _kernel("entr"), lambda g, x: g * (x.log() + 1).neg(), nod
 class LogitBackward0(Node):
     __slots__ = ("eps",)
     saved_names = ("self",)
+    saved_values = {"eps": lambda n: n.eps}
 
     def apply(self, grads):
         (x,) = self.saved()

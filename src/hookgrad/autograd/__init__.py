@@ -25,8 +25,7 @@ from .._late import LateNames
 from .. import _dtype
 
 # backward() and grad() run once per pass: names from above are bound once, not imported per call
-_above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine", ones_like="hookgrad._ops.creation",
-                   zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor",
+_above = LateNames(Tensor="hookgrad._tensor", execute="hookgrad.autograd.engine", zeros_like="hookgrad._ops.creation", as_tensor_arg="hookgrad._ops._base", wrap="hookgrad._tensor",
                    stack="hookgrad._ops.shape", torch_function_live="hookgrad._C._torch_function:LIVE",
                    is_tensor_like="hookgrad.overrides", has_torch_function="hookgrad.overrides",
                    handle_torch_function="hookgrad.overrides")
@@ -85,11 +84,18 @@ def _gradient_stand_in(edge):
     return stand_in
 
 
+def _implicit_gradient(output):
+    # made as torch's _make_grads makes it, through the torch namespace: while a dispatch mode is active
+    # that name is the factory the modes see (aten.ones_like with preserve_format)
+    namespace = sys.modules["hookgrad"]
+    return namespace.ones_like(output, memory_format=namespace.preserve_format)
+
+
 def _make_grads(outputs, grads, batched=False):
     """One gradient per output: the given ones checked against their outputs, ones for scalar outputs
     that need grad and got None. Extra gradients are ignored; too few raise (as in torch). ``batched``
     gradients carry one more leading dimension than their outputs."""
-    Tensor, ones_like, as_tensor_arg = _above.Tensor, _above.ones_like, _above.as_tensor_arg
+    Tensor, as_tensor_arg = _above.Tensor, _above.as_tensor_arg
     outputs = [_gradient_stand_in(o) if isinstance(o, graph.GradientEdge) else o for o in outputs]
     if grads is None:
         grads = (None,) * len(outputs)
@@ -110,7 +116,7 @@ def _make_grads(outputs, grads, batched=False):
             if not _dtype.is_inexact_np(o._ndarray.dtype) or o._ndarray.dtype.kind == "c":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs but got "
                                    f"torch.{str(o.dtype).rsplit('.', 1)[-1]}")
-            out.append(ones_like(o))
+            out.append(_implicit_gradient(o))
             continue
         if not isinstance(g, Tensor):
             raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")

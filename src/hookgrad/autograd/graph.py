@@ -390,6 +390,8 @@ def _saved_accessor(index: int, raw: bool):
             undefined = getattr(node, "_freed_undefined", None)  # per slot: was it None?
             if undefined is not None and (index >= len(undefined) or undefined[index]):
                 return None
+            if raw:   # torch hands out the freed SavedTensor: its data is None, register_hooks refuses
+                return SavedTensor.of_freed()
             raise RuntimeError(_FREED_MESSAGE)
         saved = node._saved[index] if index < len(node._saved) else None
         if saved is None:
@@ -519,6 +521,13 @@ class SavedTensor:
         saved.counter, saved.version = [0], 0
         return saved
 
+    @classmethod
+    def of_freed(cls) -> "SavedTensor":
+        """What ``_raw_saved_<name>`` shows once a backward freed the node's saved tensors."""
+        saved = cls.of_none()
+        saved.counter = None   # marks it freed
+        return saved
+
     def register_hooks(self, *hooks) -> None:
         """``register_hooks(pack_hook, unpack_hook)``: pack the saved value now with ``pack_hook``;
         the backward unpacks it with ``unpack_hook``."""
@@ -531,6 +540,11 @@ class SavedTensor:
         if self.unpack_hook is not None:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
+        if self.counter is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor after it has been freed. Saved intermediate "
+                               "values of the graph are freed when you call .backward() or autograd.grad(). Specify "
+                               "retain_graph=True if you need to backward through the graph a second time or if you "
+                               "need to access saved variables after calling backward.")
         if self.tensor is None:
             raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
         value = self.unpack()

@@ -27,9 +27,9 @@ arguments torch's formula passes (more in ``_dispatch_backward``); a node of ano
 whose saved tensors went through saved-tensor hooks (a checkpointed region's), is not dispatched
 and warns once per mode.
 The ``torch.*`` factories (``torch.zeros``, ``torch.tensor`` as ``lift_fresh``, ...) are seen when
-called through the ``torch`` namespace while a mode is active. What a mode does not see: the
-factories hookgrad calls inside its own ops and the ``ones_like`` that makes the implicit gradient
-of ``loss.backward()``.
+called through the ``torch`` namespace while a mode is active, and so is the ``ones_like`` (with
+``preserve_format``) that makes the implicit gradient of ``loss.backward()``, as torch's. What a mode
+does not see: the factories hookgrad calls inside its own ops.
 """
 from __future__ import annotations
 
@@ -618,9 +618,10 @@ def _saved_outputs(op, outputs) -> list:
     saved = getattr(node, "_saved", None)
     if not saved:
         return []
-    # (group norm's statistics, saved as its node's outputs 1 and 2, are no outputs of the op: not detached)
+    # (group norm's statistics, saved as its node's outputs 1 and 2, are no outputs of the op: not detached;
+    # an output handed to a pack hook is not detached either: torch's saving detaches only what it keeps itself)
     arrays = [entry.tensor for entry in saved if entry is not None and getattr(entry, "is_output", False)
-              and entry.output_nr < len(outputs)]
+              and entry.output_nr < len(outputs) and entry.tensor is not None]
     if not arrays:
         return []
     found = [i for i, o in enumerate(outputs) if any(o._ndarray is a for a in arrays)]
