@@ -258,3 +258,30 @@ def test_geqrf_vander_cross_defaults(T):
             T.vander(T.tensor([1.0, 2.0]), N=0).shape, default_dim,
             catch(T.linalg.cross, T.tensor(arr(2, 4)), T.tensor(arr(2, 4))),
             catch(T.linalg.cross, T.tensor(arr(2, 3)), T.tensor(arr(3))))
+
+
+@differential(rtol=1e-7, atol=1e-9)
+def test_solve_on_the_right_and_its_shapes(T):
+    """left=False solves X A = B (with its gradients); B is a vector only when 1-d or shaped as A without its
+    last dim; incompatible shapes and batches raise torch's errors."""
+    a = T.tensor(arr(2, 3, 3), requires_grad=True)
+    b = T.tensor(arr(2, 4, 3, seed=1), requires_grad=True)
+    x = T.linalg.solve(a, b, left=False)
+    (x * T.tensor(arr(2, 4, 3, seed=2))).sum().backward()
+    eye = T.eye(2, dtype=T.float64) * 2
+    cases = [(eye.expand(3, 2, 2), T.ones(2, 2, dtype=T.float64), True),   # B a matrix broadcast over the batch
+             (eye.expand(2, 2, 2), T.ones(2, 2, dtype=T.float64), True),   # B a batch of vectors
+             (eye, T.ones(3, dtype=T.float64), True), (eye, T.ones(2, 3, dtype=T.float64), False),
+             (eye, T.ones(2, dtype=T.float64), False), (eye.expand(2, 2, 2), T.ones(3, 2, 1, dtype=T.float64), True),
+             (eye, T.ones((), dtype=T.float64), True)]
+    return (x, a.grad, b.grad, x.grad_fn.name(),
+            [catch(T.linalg.solve, a_, b_, left=left) for a_, b_, left in cases],
+            [_error_text(T.linalg.solve, a_, b_, left=left) for a_, b_, left in cases])
+
+
+def _error_text(fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+    except Exception as exc:  # noqa: BLE001 - the wording is what is compared
+        return str(exc)
+    return None

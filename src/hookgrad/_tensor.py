@@ -516,7 +516,8 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._ndarray.size != 1:
-            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+            how_many = "no values" if self._ndarray.size == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {how_many} is ambiguous")
         if self._ndarray.__class__ is MetaArray:
             return builtins.bool(_meta_item(self))
         return builtins.bool(self._ndarray.reshape(()))

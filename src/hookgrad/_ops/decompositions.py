@@ -1008,6 +1008,9 @@ def matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
         raise RuntimeError(f"linalg.matrix_norm: Low precision dtypes not supported. Got {_scalar_name(a)}")
     if dtype is not None:
         a = a.to(dtype)
+    dim = (dim,) if isinstance(dim, int) else tuple(dim)
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(map(str, dim))}")
     d0, d1 = (d % a.ndim for d in dim)
     if ord == "fro":
         return vector_norm(a, 2, (d0, d1), keepdim)
@@ -1030,9 +1033,12 @@ def matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 def norm(a, ord=None, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.norm: a vector norm, or a matrix norm over two dims (or of a 2-D input with ``ord`` set)."""
     from .reduce import vector_norm
-    a = _float_input(a, "linalg.norm")
     if isinstance(dim, int):
         dim = (dim,)
+    a = as_tensor_arg(a)
+    # torch names the norm the call goes to: a matrix norm only for an order over two dims
+    matrix = ord is not None and (dim is None and a.ndim == 2 or dim is not None and len(dim) == 2)
+    a = _float_input(a, "linalg.matrix_norm" if matrix else "linalg.vector_norm")
     if ord is None:
         if dim is not None and len(dim) == 2:
             return matrix_norm(a, "fro", dim, keepdim, dtype=dtype)

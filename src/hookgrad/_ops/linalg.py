@@ -563,8 +563,28 @@ def _check_einsum_dtypes(ins, out, operands):
         left_subs = {c for c in left_subs | set(ins[k]) if c in later}
 
 
+def _sublist_equation(args):
+    """The equation and operands of the sublist form ``einsum(op1, [0, 1], op2, [1, 2], [0, 2])``: subscripts
+    0-25 are the letters A-Z, 26-51 a-z, ``...`` an ellipsis; an odd count of arguments ends with the output."""
+    import string
+
+    def letter(n):
+        if n is Ellipsis:
+            return "..."
+        if not 0 <= n < 52:
+            raise ValueError("einsum(): subscript in subscript list is not within the valid range [0, 52)")
+        return (string.ascii_uppercase + string.ascii_lowercase)[n]
+
+    equation = ",".join("".join(map(letter, sub)) for sub in args[1::2])
+    if len(args) % 2:
+        return equation + "->" + "".join(map(letter, args[-1])), args[:-1:2]
+    return equation, args[::2]
+
+
 @op(method=False)
 def einsum(equation, *operands) -> Tensor:
+    if isinstance(equation, Tensor):
+        equation, operands = _sublist_equation((equation, *operands))
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     operands = tuple(as_tensor_arg(t) for t in operands)
@@ -742,12 +762,35 @@ class LinalgDetBackward0(Node):
         return (g * inv(a).mH,)
 
 
+def _zero_signed_as_lu(data: np.ndarray, values: np.ndarray, signs=False) -> np.ndarray:
+    """``values`` (determinants, or their signs with ``signs``) with each zero signed as torch's product of
+    the LU factor's diagonal and the permutation's sign leaves it (a singular matrix's det may be -0.).
+    torch hands its row-major matrix to LAPACK, which reads it column-major: it factors the transpose."""
+    zeros = np.argwhere(np.asarray(values) == 0)
+    if not len(zeros) or data.dtype.kind == "c":
+        return values
+    import warnings
+
+    import scipy.linalg as sla
+    values = np.array(values, copy=True)
+    for index in map(tuple, zeros):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", sla.LinAlgWarning)   # singular is what brought us here
+            lu, pivots = sla.lu_factor(data[index].T, check_finite=False)
+        diagonal = np.diagonal(lu)
+        product = np.prod(np.sign(diagonal) if signs else diagonal)
+        swaps = int(np.count_nonzero(pivots != np.arange(len(pivots))))
+        values[index] = np.copysign(0.0, -product if swaps % 2 else product)
+    return values
+
+
 @op()
 def det(a: Tensor) -> Tensor:
     _floating_matrix(a, "linalg.det", "lu_cpu")
     _square(a, "linalg.det")
     with _quiet():
-        result = wrap(np.asanyarray(np.linalg.det(a._ndarray), dtype=a._ndarray.dtype))
+        value = np.asanyarray(np.linalg.det(a._ndarray), dtype=a._ndarray.dtype)
+        result = wrap(np.asanyarray(_zero_signed_as_lu(a._ndarray, value), dtype=a._ndarray.dtype))
     if GRAD.enabled and a._requires_grad:
         node = record_op(LinalgDetBackward0, (a,), result)
         node.save(a, output=result)
@@ -779,6 +822,7 @@ def slogdet(a: Tensor):
     _square(a, "linalg.slogdet")
     with _quiet():
         sign, logabs = np.linalg.slogdet(a._ndarray)
+        sign = _zero_signed_as_lu(a._ndarray, sign, signs=True)
     s = wrap(np.asanyarray(sign, dtype=a._ndarray.dtype))
     la = wrap(np.asanyarray(logabs, dtype=a._ndarray.real.dtype))  # real for a complex matrix too
     if GRAD.enabled and a._requires_grad:
@@ -789,17 +833,19 @@ def slogdet(a: Tensor):
 
 
 class LinalgSolveExBackward0(Node):
-    __slots__ = ("vector",)
+    __slots__ = ("vector", "left")
     saved_names = ("A", "result")
 
     def apply(self, grads):
         a, x = self.saved()
         g = grads[0]
-        gb = solve(a.mH, g)
+        gb = solve(a.mH, g, left=self.left)
         ga = None
         if self.next_functions[0][0] is not None:
             xc = _conj(x)
-            if self.vector:
+            if not self.left:   # X A = B: dA takes -X^H gB
+                ga = -(xc.mT @ gb)
+            elif self.vector:
                 ga = -outer(gb, xc) if gb.ndim == 1 else -(gb.unsqueeze(-1) @ xc.unsqueeze(-2))
             else:
                 ga = -(gb @ xc.mT)
@@ -813,18 +859,36 @@ def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{_dtype.scalar_type_name(a._ndarray.dtype)} and B of type "
                            f"{_dtype.scalar_type_name(b._ndarray.dtype)} instead")
-    vector = b._ndarray.ndim == a._ndarray.ndim - 1
+    ad, bd = a._ndarray, b._ndarray
+    # torch's rule: B is a vector when 1-d, or when its shape is A's without the last dim
+    vector = bd.ndim == 1 or (bd.ndim == ad.ndim - 1 and bd.shape == ad.shape[:-1])
+    if bd.ndim + vector < 2:
+        raise RuntimeError("linalg.solve: The input tensor B must have at least 2 dimensions.")
+    b_matrix = bd[..., None] if vector else bd
+    if (ad.shape[-2] != b_matrix.shape[-2]) if left else (ad.shape[-1] != b_matrix.shape[-1]):
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation {'AX = B' if left else 'XA = B'} "
+                           f"({ad.shape[-2]}x{ad.shape[-1]} and {b_matrix.shape[-2]}x{b_matrix.shape[-1]})")
+    from .pointwise import _mismatch, _padded
+    mismatch = _mismatch(*_padded(b_matrix.shape[:-2], ad.shape[:-2]))
+    if mismatch:
+        raise RuntimeError(mismatch)
+    if not left and vector:
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not supported for left=False. "
+                           "In this case linalg.solve is equivalent to B / A.squeeze(-1)")
     try:
-        data = np.linalg.solve(a._ndarray, b._ndarray[..., None] if vector else b._ndarray)
+        # X A = B is A^T X^T = B^T
+        data = (np.linalg.solve(ad, b_matrix) if left else
+                np.swapaxes(np.linalg.solve(np.swapaxes(ad, -1, -2), np.swapaxes(b_matrix, -1, -2)), -1, -2))
     except np.linalg.LinAlgError:
         from .decompositions import LinAlgError
         raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.") from None
     if vector:
         data = data[..., 0]
-    result = wrap(data.astype(a._ndarray.dtype, copy=False))
+    result = wrap(data.astype(ad.dtype, copy=False))
     if GRAD.enabled and (a._requires_grad or b._requires_grad):
         node = record_op(LinalgSolveExBackward0, (a, b), result)
         node.vector = vector
+        node.left = left
         node.save(a, output=result)
     return result
 

@@ -1162,6 +1162,11 @@ def where(condition, input=None, other=None):
                            f"{_dtype.scalar_type_name(condition._ndarray.dtype)}")
     a = as_tensor_arg(input) if not is_number(input) else input
     b = as_tensor_arg(other) if not is_number(other) else other
+    # a number beside a tensor takes the result's type as torch converts a Scalar (out of range: an error)
+    if isinstance(b, Tensor) and not isinstance(a, Tensor):
+        a = _dtype.checked_scalar(a, result_np_dtype(b, a))
+    elif isinstance(a, Tensor) and not isinstance(b, Tensor):
+        b = _dtype.checked_scalar(b, result_np_dtype(a, b))
     if not isinstance(a, Tensor):
         a = as_tensor_arg(a, b if isinstance(b, Tensor) else None)
     if not isinstance(b, Tensor):

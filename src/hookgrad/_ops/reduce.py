@@ -674,17 +674,20 @@ def _variance(x, dim, unbiased, keepdim, correction, std, caller):
     correction_arg = _correction_arg(dim, unbiased, correction)
     dim, corr, keepdim = _var_args(dim, unbiased, keepdim, correction)
     data = _dtype.widen(x._ndarray)
+    if data.dtype == np.float32:   # torch's CPU kernel accumulates float in double, rounding once at the end
+        data = data.astype(np.float64)
     dims = norm_dims(dim, data.ndim)
     n = data.size if dims is None else int(np.prod([data.shape[d] for d in dims]))
     _warn_without_dof(caller, n, corr)
     with _err():
         if n - corr > 0:
-            out = np.var(data, axis=dims, ddof=0, keepdims=keepdim) * (n / (n - corr))
+            out = np.var(data, axis=dims, ddof=corr, keepdims=keepdim)   # one division by n - correction, as torch
             if std:
                 out = np.sqrt(out)
         else:
             out = np.full(_out_shape(data.shape, dims, keepdim), np.nan, dtype=data.dtype)
-    result = wrap(_dtype.narrow_to(np.asanyarray(out, dtype=data.dtype), x._ndarray.dtype))
+    out = np.asanyarray(out, dtype=data.dtype)
+    result = wrap(out.astype(np.float32) if x._ndarray.dtype == np.float32 else _dtype.narrow_to(out, x._ndarray.dtype))
     if GRAD.enabled and x._requires_grad:
         node = record_op(StdBackward0 if std else VarBackward0, (x,), result)
         node.dims, node.keepdim, node.correction = dims, keepdim, corr
@@ -848,10 +851,11 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
 
 @op()
 def norm(x, p="fro", dim=None, keepdim=False, dtype=None):
-    if p == "fro" or p is None:
+    if p == "fro" and (dim is None or isinstance(dim, int) or len(dim) <= 2) or p is None:
         p = 2
-    if p == "nuc":
-        raise NotImplementedError("hookgrad: the nuclear norm is not implemented")
+    if isinstance(p, str):   # the nuclear norm (or an order matrix_norm refuses) over the given or all dims
+        from .decompositions import matrix_norm
+        return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim, dtype=dtype)
     return vector_norm(x, p, dim, keepdim, dtype=dtype)
 
 

@@ -24,10 +24,9 @@ def vector_to_parameters(vec, parameters) -> None:
     """Make each parameter's data the matching slice of ``vec`` (shared memory, as in PyTorch)."""
     if not isinstance(vec, _tensor_cls()):
         raise TypeError(f"expected hookgrad.Tensor, but got: {_typename(vec)}")
-    from ..._tensor import wrap
-    flat = vec._ndarray
     pointer = 0
     for param in parameters:
         num = param.numel()
-        param.data = wrap(flat[pointer:pointer + num].reshape(param._ndarray.shape))
+        # slicing the first dimension then viewing gives torch's error for a vector of the wrong shape
+        param.data = vec[pointer:pointer + num].view_as(param).data
         pointer += num

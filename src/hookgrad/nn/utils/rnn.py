@@ -14,6 +14,7 @@ import numpy as np
 import hookgrad
 from ..._ops._base import GRAD, NONE_EDGE, edge
 from ..._ops.inplace import CopyBackwards
+from ..._ops.pointwise import _mismatch, _padded
 from ..._ops.views import CopySlices, Geometry
 from ...autograd import _dual, anomaly_mode as _anomaly, profiler as _profiler
 from ..._ops._declare import record_op
@@ -251,8 +252,16 @@ def pad_sequence(sequences, batch_first: bool = False, padding_value: float = 0.
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
     longest = max(seq.size(0) for seq in sequences)
+    trailing = tuple(sequences[0].shape[1:])
     padded = []
     for seq in sequences:
+        if tuple(seq.shape[1:]) != trailing:
+            # each sequence is copied into a slot shaped by the first one: it must broadcast to that slot
+            slot = (seq.size(0), *trailing)
+            mismatch = _mismatch(*_padded(slot, tuple(seq.shape)))
+            if mismatch:
+                raise RuntimeError(mismatch)
+            seq = seq.expand(slot)
         missing = longest - seq.size(0)
         if missing:
             fill = hookgrad.full((missing, *seq.shape[1:]), padding_value, dtype=seq.dtype)
