@@ -252,6 +252,22 @@ def _torch_form(signature, args, kwargs):
 _PLAIN_KINDS = {int, float, bool, complex, str, type(None), slice, type(Ellipsis)}
 
 
+def overrides_may_see(values) -> bool:
+    """Whether public calls on the tensors among ``values`` may reach an override: a mode is active, or
+    one of them is of an overloading Tensor subclass. Callers check ``LIVE[0]`` first (and keep their
+    own faster code for the plain case)."""
+    local = _local
+    if local.state == ALL_DISABLED:
+        return False
+    if local.modes:
+        return True
+    plain, tensor = _PLAIN_KINDS, _TENSOR[0]
+    for value in values:
+        if value.__class__ not in plain and isinstance(value, tensor):
+            return True
+    return False
+
+
 def dispatch(func, args, kwargs):
     """The override's result for ``func(*args, **kwargs)``, or ``NO_DISPATCH`` when none applies
     (no mode active and no overloading argument)."""
