@@ -66,21 +66,6 @@ KNOWN_DIVERGENT_FEATURES: dict[str, str] = {
                             "Float'); hookgrad's NumPy formulas promote and go on, refusing only in mm/addmm (whose "
                             "refusal matches torch's), so it raises later or not at all; under backward(inputs=...) "
                             "hookgrad's addmm also computes the input gradient torch leaves out, and refuses there",
-    "backward:tf_mode": "a backward pass called under a TorchFunctionMode: torch's autograd.backward and "
-                        "Tensor.backward hand the call to the mode (it sees one 'backward' and runs the pass with "
-                        "itself popped, so hooks run without it); hookgrad runs the pass under the mode, whose "
-                        "__torch_function__ sees the engine's own property reads ('__get__')",
-    "grad:tf_mode": "autograd.grad under a TorchFunctionMode: as backward:tf_mode (torch's mode sees one 'grad')",
-    "combo:subclass_input_through_a_pass": "a Tensor subclass among a pass's roots or inputs: torch's "
-                                           "autograd.backward/grad and Tensor.backward hand the call to the "
-                                           "subclass's __torch_function__ (one 'backward' or 'grad', then the "
-                                           "pass with subclass dispatch off); hookgrad's engine reads properties "
-                                           "through it ('__get__') and never hands it the call",
-    "combo:subclass_input_with_full_backward_hooks": "a Tensor subclass into a module with full backward hooks: "
-                                                     "torch's BackwardHookFunction returns views of the inputs "
-                                                     "made through the subclass's __torch_function__ (view_as), "
-                                                     "so the module and its forward hooks get the subclass; "
-                                                     "hookgrad's hands them plain Tensors",
     "combo:pack_hooks_around_a_create_graph_pass": "saved_tensors_hooks around a create_graph pass pack what "
                                                    "the recorded backward formulas save: hookgrad's nodes compute "
                                                    "the gradient of every input with an edge, torch's only those "

@@ -220,6 +220,9 @@ def insert_before_bases(found: list, kinds: list, item, kind: type) -> None:
 SELF_LEVEL: set = set()
 # the C++ methods and property accessors that hand ``self`` over whatever its class (a Parameter too)
 PASSES_SELF: set = set()
+# {function torch writes in Python: the parameters its override call leaves out}: they count among the
+# types, but neither trigger the call nor reach the override (see LEFT_OUT_PARAMETERS in the tables)
+LEFT_OUT: dict = {}
 # {function torch writes in Python: its signature}: torch hands their required parameters over by position
 # and the others by keyword, defaults included (``handle_torch_function(relu, (input,), input, inplace=inplace)``)
 KEYWORD_FORM: dict = {}
@@ -250,6 +253,22 @@ def _torch_form(signature, args, kwargs):
 # argument classes that never overload, skipped without a look at their class: the common arguments,
 # plain tensors and the Tensor subclasses that opted out (Parameter)
 _PLAIN_KINDS = {int, float, bool, complex, str, type(None), slice, type(Ellipsis)}
+
+
+def overrides_may_see(values) -> bool:
+    """Whether public calls on the tensors among ``values`` may reach an override: a mode is active, or
+    one of them is of an overloading Tensor subclass. Callers check ``LIVE[0]`` first (and keep their
+    own faster code for the plain case)."""
+    local = _local
+    if local.state == ALL_DISABLED:
+        return False
+    if local.modes:
+        return True
+    plain, tensor = _PLAIN_KINDS, _TENSOR[0]
+    for value in values:
+        if value.__class__ not in plain and isinstance(value, tensor):
+            return True
+    return False
 
 
 def dispatch(func, args, kwargs):
@@ -292,7 +311,11 @@ def _dispatch(func, args, kwargs):
         found, self_level = [], False
     from .._tensor import Tensor
     if not modes:
-        if not found or not any(_overloads(type(a), Tensor, False) for a in found):
+        triggers = found
+        if self_level and func in LEFT_OUT:  # arguments that count among the types but trigger nothing
+            left_out = _arguments_named(func, args, kwargs, LEFT_OUT[func])
+            triggers = [a for a in found if all(a is not v for v in left_out)]
+        if not triggers or not any(_overloads(type(a), Tensor, False) for a in triggers):
             return NO_DISPATCH  # plain tensors and Parameters alone do not trigger dispatch
     elif self_level and args and func in PASSES_SELF and isinstance(args[0], Tensor) \
             and all(type(a) is not type(args[0]) for a in found):
@@ -301,7 +324,18 @@ def _dispatch(func, args, kwargs):
         signature = KEYWORD_FORM.get(func)
         if signature is not None:
             args, kwargs = _torch_form(signature, args, kwargs)
+            if func in LEFT_OUT:
+                kwargs = {name: value for name, value in kwargs.items() if name not in LEFT_OUT[func]}
     return handle(func, found, args, kwargs)
+
+
+def _arguments_named(func, args, kwargs, names) -> list:
+    """The values ``func(*args, **kwargs)`` binds to ``names`` (none when the call does not bind)."""
+    try:
+        bound = KEYWORD_FORM[func].bind(*args, **(kwargs or {}))
+    except (KeyError, TypeError):
+        return []
+    return [bound.arguments[name] for name in names if name in bound.arguments]
 
 
 def handle(func, found, args, kwargs):
@@ -565,8 +599,9 @@ def _note_keyword_form(fn) -> None:
         pass
 
 
-def install_namespace(namespace: dict, names, self_level=frozenset(), never=frozenset()) -> None:
-    """Make each op function ``namespace[name]`` consult overrides (the checked ones already do)."""
+def install_namespace(namespace: dict, names, self_level=frozenset(), never=frozenset(), left_out=None) -> None:
+    """Make each op function ``namespace[name]`` consult overrides (the checked ones already do);
+    ``left_out``: {name: the parameters torch's override call leaves out} for functions of ``self_level``."""
     for name in names:
         fn = namespace.get(name)
         if fn is None:
@@ -583,6 +618,8 @@ def install_namespace(namespace: dict, names, self_level=frozenset(), never=froz
         if name in self_level:
             SELF_LEVEL.add(fn)
             _note_keyword_form(fn)
+            if left_out and name in left_out:
+                LEFT_OUT[fn] = left_out[name]
 
 
 _tensor_entry_points_installed = False

@@ -87,6 +87,11 @@ TORCH_NEVER = frozenset("""
 # Tensor methods that never consult overrides
 TENSOR_NEVER = frozenset("as_subclass _make_subclass _make_wrapper_subclass".split())
 # torch.nn.functional names that are not overridable themselves (sigmoid and tanh call the Tensor method)
+# torch's functions whose override call leaves a parameter out: F.l1_loss asks only ``input`` and ``target``
+# whether they override and hands over no ``weight`` (which still counts among the types), so an override
+# that calls it back computes the unweighted loss
+FUNCTIONAL_LEFT_OUT = {"l1_loss": ("weight",)}
+
 FUNCTIONAL_NEVER = frozenset("""
     sigmoid tanh assert_int_or_pair boolean_dispatch handle_torch_function has_torch_function
     has_torch_function_unary has_torch_function_variadic

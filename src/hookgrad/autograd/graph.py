@@ -66,7 +66,9 @@ _above = LateNames(Tensor="hookgrad._tensor", wrap="hookgrad._tensor",
                    legacy_type_names="hookgrad._tensor:_LEGACY_TYPE_NAMES",
                    accumulate_into_grad="hookgrad.autograd.engine",
                    check_hook_result="hookgrad.autograd.engine:_check_hook_result",
-                   call_as_caller="hookgrad._C._torch_function")
+                   call_as_caller="hookgrad._C._torch_function",
+                   overrides_may_see="hookgrad._C._torch_function",
+                   torch_function_live="hookgrad._C._torch_function:LIVE")
 
 _FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -924,7 +926,14 @@ def _grad_fn_or_accumulator(tensor):
         return tensor.node
     # requires_grad read first, as torch does (what a non-tensor's AttributeError names)
     if tensor.requires_grad and tensor.grad_fn is None:
-        node = tensor._edge()[0]  # None for a view made under no_grad: no gradient reaches it
+        if _above.torch_function_live[0] and _above.overrides_may_see((tensor,)):
+            # torch's route, which overrides see: the node behind a view made under grad mode. A
+            # subclass's view comes back re-wrapped by an alias, so that node is the view's own,
+            # one no pass runs (a leaf's hooks then count as not awaited, as in torch)
+            with grad_mode.enable_grad():
+                node = tensor.view_as(tensor).grad_fn.next_functions[0][0]
+        else:
+            node = tensor._edge()[0]  # None for a view made under no_grad: no gradient reaches it
     else:
         node = tensor.grad_fn
     if node is None:

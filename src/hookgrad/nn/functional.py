@@ -329,5 +329,5 @@ from .._C import _torch_function as _tf, _torch_function_tables as _tf_tables  #
 
 # every function here consults __torch_function__ overrides and function modes (before torch.* shares them)
 _tf.install_namespace(globals(), [_n for _n in list(globals()) if not _n.startswith("_")],
-                      _tf_tables.FUNCTIONAL_PYTHON_LEVEL, _tf_tables.FUNCTIONAL_NEVER)
+                      _tf_tables.FUNCTIONAL_PYTHON_LEVEL, _tf_tables.FUNCTIONAL_NEVER, _tf_tables.FUNCTIONAL_LEFT_OUT)
 _torch_level.bind_functional(_sys.modules[__name__])  # torch.conv2d is F.conv2d, ...

@@ -13,7 +13,7 @@ import sys
 
 import numpy as np
 
-from ..._C._torch_function import call_as_caller
+from ..._C._torch_function import LIVE, call_as_caller, overrides_may_see
 from ..._ops._base import edge
 from ..._tensor import Tensor, wrap
 from ...autograd import grad_mode
@@ -372,6 +372,9 @@ class BackwardHook:
 
     def setup_input_hook(self, args):
         self.n_inputs = n_inputs = len(args)
+        if LIVE[0] and overrides_may_see(args):
+            res, self.input_tensors_index = _apply_through_overrides(self._input_backward, args)
+            return res
         if n_inputs == 1 and args.__class__ is tuple:
             # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
             arg = args[0]
@@ -387,7 +390,7 @@ class BackwardHook:
         return res
 
     def setup_output_hook(self, args):
-        if isinstance(args, Tensor):
+        if isinstance(args, Tensor) and not (LIVE[0] and overrides_may_see((args,))):
             # _apply_on_tensors' one-tensor case, written out (this runs on every hooked call)
             self.n_outputs = 1
             if not (args._requires_grad and grad_mode.STATE.enabled):
@@ -399,9 +402,51 @@ class BackwardHook:
         is_tuple = isinstance(args, tuple)
         if not is_tuple:
             args = (args,)
-        res, self.output_tensors_index = self._apply_on_tensors(self._output_backward, args)
+        apply = _apply_through_overrides if LIVE[0] and overrides_may_see(args) else self._apply_on_tensors
+        res, self.output_tensors_index = apply(self._output_backward, args)
         self.n_outputs = len(args)
         return res if is_tuple else res[0]
+
+
+def _apply_through_overrides(on_backward, args):
+    """``BackwardHook._apply_on_tensors`` for tensors that a mode or a Tensor subclass's
+    ``__torch_function__`` may see: torch's steps, each the public call torch makes, in its order.
+    Torch's identity Function returns its inputs, which its custom-Function machinery turns into views
+    with ``view_as`` (under no_grad, through overrides: a subclass's view keeps its class, so the module,
+    its forward hooks and the caller get the subclass); around it, ``requires_grad`` is read once per
+    tensor by the set-up and once by the Function's ``mark_non_differentiable``, and ``grad_fn`` by the
+    search for the new node."""
+    tensors_idx = []
+    tensors = []
+    requires_grad = False
+    for i, arg in enumerate(args):
+        if isinstance(arg, Tensor):
+            tensors_idx.append(i)
+            tensors.append(arg)
+            requires_grad |= arg.requires_grad
+    if not grad_mode.STATE.enabled:
+        return args, None
+    if not requires_grad:
+        _refuse_under_vmap(args)
+        return args, None
+    differentiable = [t.requires_grad for t in tensors]
+    node = BackwardHookFunctionBackward(tuple([edge(t) for t in tensors]),
+                                        [(t._ndarray.shape, t._ndarray.dtype) for t in tensors], on_backward)
+    with grad_mode.no_grad():
+        views = [t.view_as(t) for t in tensors]
+    new_args = list(args)
+    for output_nr, i in enumerate(tensors_idx):
+        view = new_args[i] = views[output_nr]
+        if not isinstance(view, Tensor):
+            raise TypeError(f"view_as() returned '{type(view).__name__}', expected a Tensor")
+        if differentiable[output_nr]:  # the view becomes the node's output (non-differentiable ones stay as made)
+            view._requires_grad = True
+            view._grad_fn = node
+            view._output_nr = output_nr
+            view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
+    # the reads torch's set-up makes to find the node (overrides see them; the node is known here)
+    [t.grad_fn for t in views if t.grad_fn is not None and t.grad_fn.name() == "BackwardHookFunctionBackward"]
+    return (tuple(new_args) if type(args) is tuple else type(args)(*new_args)), tensors_idx
 
 
 def _hook_name(hook) -> str:
