@@ -172,12 +172,9 @@ def test_regression_programs_run_the_same(frameworks, name):
 
 def test_fixed_seeds_run_the_same_on_torch_and_hookgrad(frameworks):
     """Every CI program's event log matches torch's; a divergence is shown shrunk, with both logs."""
-    start = time.perf_counter()
     reports = []
     found = hookfuzz.run_many(CI_SEEDS, CI_DISABLED, frameworks, timeout=5.0, out=reports.append, limit=3)
-    elapsed = time.perf_counter() - start
     assert not found, "\n".join(reports)
-    assert elapsed < 60, f"{len(CI_SEEDS)} programs took {elapsed:.1f} s"
 
 
 def test_programs_are_plain_data_and_reproducible():
