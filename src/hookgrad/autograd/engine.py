@@ -26,6 +26,8 @@ from .._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from . import _hook_context, grad_mode
 from . import graph as _graph
 from .graph import _anomaly_state, _is_none, _op_backward_hooks
+# the passes now running, innermost last (kept in graph, where nodes ask what their pass needs)
+from .graph import _running_tasks as _task_stack
 from .._late import LateNames
 
 # the pass's own code runs with overrides off (_BackwardPass); the user code it calls (hooks, final
@@ -33,9 +35,6 @@ from .._late import LateNames
 _above = LateNames(torch_function_live="hookgrad._C._torch_function:LIVE",
                    disable_torch_function="hookgrad._C._torch_function:_BackwardPass",
                    call_as_caller="hookgrad._C._torch_function")
-
-_task_stack: list = []
-
 
 def current_task():
     """The backward pass now running (None outside backward)."""
