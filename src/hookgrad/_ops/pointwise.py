@@ -423,14 +423,15 @@ class MulBackward0(_TensorOrNumberNode):
         b, a = saved if self.scalar is None else (self.scalar, None)
         gd = _plain_grad(g)
         ga = gb = None
-        if self._should_compute_output(0):
-            ga = None if gd is None else _grad_on_arrays(np.multiply, gd, b, self.a_shape, self.a_dtype)
-            if ga is None:
-                ga = _cast(sum_to_shape(g * _conj(b), self.a_shape), self.a_dtype)
+        # torch computes other's gradient first (what a create_graph pass records and saves follows)
         if self._should_compute_output(1):
             gb = None if gd is None else _grad_on_arrays(np.multiply, gd, a, self.b_shape, self.b_dtype)
             if gb is None:
                 gb = _cast(sum_to_shape(g * _conj(a), self.b_shape), self.b_dtype)
+        if self._should_compute_output(0):
+            ga = None if gd is None else _grad_on_arrays(np.multiply, gd, b, self.a_shape, self.a_dtype)
+            if ga is None:
+                ga = _cast(sum_to_shape(g * _conj(b), self.a_shape), self.a_dtype)
         return ga, gb
 
 
@@ -466,14 +467,15 @@ class DivBackward0(_TensorOrNumberNode):
         saved = self.saved()
         b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
+        # torch computes other's gradient first (what a create_graph pass records and saves follows)
+        if self._should_compute_output(1):
+            # (a / b) / b, as torch: b * b would underflow to 0 (or overflow) where the quotients do not
+            gb = _cast(sum_to_shape(-g * _conj((a / b) / b), self.b_shape), self.b_dtype)
         if self._should_compute_output(0):
             gd = _plain_grad(g)
             ga = None if gd is None else _grad_on_arrays(np.true_divide, gd, b, self.a_shape, self.a_dtype)
             if ga is None:
                 ga = _cast(sum_to_shape(g / _conj(b), self.a_shape), self.a_dtype)
-        if self._should_compute_output(1):
-            # (a / b) / b, as torch: b * b would underflow to 0 (or overflow) where the quotients do not
-            gb = _cast(sum_to_shape(-g * _conj((a / b) / b), self.b_shape), self.b_dtype)
         return ga, gb
 
 
