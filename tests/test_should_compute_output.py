@@ -146,3 +146,20 @@ def test_a_gradient_not_needed_is_not_computed_even_where_it_would_fail(T):
     d = T.dist(x, y, 0)
     return catch(lambda: T.autograd.grad(d, x, retain_graph=True)), \
         type(catch(lambda: T.autograd.grad(d, y))).__name__
+
+
+@pytest.mark.parametrize("wanted", [("a",), ("b",), ("a", "b")])
+@differential
+def test_in_place_op_on_a_view_in_a_pass_toward_some_inputs(T, wanted):
+    # the in-place op's node (inside CopySlices) has its first edge on the view's old history,
+    # which the pass never walks: its gradient must still be computed when the base's is needed
+    a = T.tensor([[1.0, -2.0, 3.0], [0.5, 4.0, -1.0]], requires_grad=True)
+    b = T.tensor([[2.0, 3.0, -1.0], [1.5, -0.5, 2.0]], requires_grad=True)
+    y = a * 1
+    y[0].mul_(b[0])
+    y[1][1:].mul_(b[1][1:])
+    tensors = {"a": a, "b": b}
+    loss = (y * y).sum()
+    first = T.autograd.grad(loss, [tensors[n] for n in wanted], retain_graph=True)
+    recorded = T.autograd.grad(loss, [tensors[n] for n in wanted], create_graph=True)
+    return first, recorded, T.autograd.grad(sum(g.sum() for g in recorded), a, allow_unused=True)
