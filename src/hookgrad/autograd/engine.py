@@ -3,7 +3,8 @@
 It follows torch's engine step for step so that hooks fire in the same order:
 1. count, for every node reachable from the roots, how many edges point at it;
 2. when only some tensors' gradients are wanted (``inputs=`` / ``autograd.grad``), mark the nodes
-   that lie on a path to them; others are skipped, and the wanted gradients are captured;
+   that lie on a path to them; others are skipped, and the wanted gradients are captured (a node's
+   formula asks ``Node._should_compute_output`` which of its inputs' gradients lead there);
 3. run ready nodes from a max-heap keyed by sequence number (newest node first; AccumulateGrad
    before all), a heap that breaks ties exactly like ``std::priority_queue`` does, so that event
    logs match torch's line for line;
