@@ -296,9 +296,8 @@ class _PairFormulaNode(Node):
     def apply(self, grads):
         saved = self.saved()
         g = grads[0]
-        edges = self.next_functions
-        return (self.first(g, *saved) if edges[0][0] is not None else None,
-                self.second(g, *saved) if edges[1][0] is not None else None)
+        return (self.first(g, *saved) if self._should_compute_output(0) else None,
+                self.second(g, *saved) if self._should_compute_output(1) else None)
 
 
 def pair_formula_node(name: str, saved_names: tuple, first, second) -> type:

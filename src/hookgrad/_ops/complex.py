@@ -300,8 +300,8 @@ class ComplexBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         re_shape, im_shape = self.shapes
-        g_re = sum_to_shape(_real_part(g), re_shape) if self.next_functions[0][0] is not None else None
-        g_im = sum_to_shape(_imag_part(g), im_shape) if self.next_functions[1][0] is not None else None
+        g_re = sum_to_shape(_real_part(g), re_shape) if self._should_compute_output(0) else None
+        g_im = sum_to_shape(_imag_part(g), im_shape) if self._should_compute_output(1) else None
         return g_re, g_im
 
 
@@ -334,10 +334,10 @@ class PolarBackward0(Node):
         # z = r e^{i theta}: dL/dr = Re(conj(g) e^{i theta}), dL/dtheta = Re(conj(g) i z)
         cg = conj(g)
         g_abs = g_angle = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             # as torch: the unit phasor taken as sgn(z), so the gradient is 0 where abs is 0
             g_abs = sum_to_shape(_real_part(cg * z.sgn()), abs_shape)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             g_angle = sum_to_shape(_real_part(cg * z * 1j), angle_shape)
         return g_abs, g_angle
 

@@ -168,10 +168,6 @@ def _diag(v):
     return v.unsqueeze(-1) * _eye_like(v.shape[-1], v)
 
 
-def _wants(node, i):
-    return node.next_functions[i][0] is not None
-
-
 # ---- svd --------------------------------------------------------------------------------------
 class LinalgSvdBackward0(Node):
     __slots__ = ("full_matrices", "_num_outputs")
@@ -513,11 +509,11 @@ class LinalgSolveTriangularBackward0(Node):
         from ._base import sum_to_shape
         gB = solve_triangular(A.mT, g, upper=not self.upper, left=self.left, unitriangular=self.unitriangular)
         gA = None
-        if _wants(self, 0):
+        if self._should_compute_output(0):
             gA = -(gB @ X.mT) if self.left else -(X.mT @ gB)
             gA = gA.triu(1 if self.unitriangular else 0) if self.upper else gA.tril(-1 if self.unitriangular else 0)
             gA = sum_to_shape(gA, self.a_shape)
-        return gA, sum_to_shape(gB, self.b_shape) if _wants(self, 1) else None
+        return gA, sum_to_shape(gB, self.b_shape) if self._should_compute_output(1) else None
 
 
 def solve_triangular(a, b, *, upper, left=True, unitriangular=False):
@@ -847,9 +843,9 @@ class LinalgLstsqBackward0(Node):
         if self.b_vector:
             g, B = g.unsqueeze(-1), B.unsqueeze(-1)
         from ._base import sum_to_shape
-        if _wants(self, 0):
+        if self._should_compute_output(0):
             gA = sum_to_shape(pinv_backward(g @ B.mT, P, A), A.shape)
-        if _wants(self, 1):
+        if self._should_compute_output(1):
             gB = P.mT @ g
             gB = sum_to_shape(gB, B.shape)
             if self.b_vector:
@@ -1357,9 +1353,9 @@ class LinalgCrossBackward0(Node):
         other, x = self.saved()
         g, d = grads[0], self.dim
         ga = gb = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             ga = sum_to_shape(cross_product(other.conj(), g, d, d), x._ndarray.shape)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             gb = sum_to_shape(cross_product(g, x.conj(), d, d), other._ndarray.shape)
         return ga, gb
 

@@ -297,9 +297,9 @@ class IndexPutBackward0(_IndexNode):
         g = grads[0]
         gx = gv = None
         index = self.kept_index()
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             gx = g if self.accumulate else index_put_zero(g, index)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             gv = sum_to_shape(_take_at(g, index), self.value_shape)
         return gx, gv
 
@@ -527,9 +527,9 @@ class ScatterBackward0(_ScatterNode):
         (index,) = self.saved()
         g = grads[0]
         gx = gs = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             gx = g.scatter(self.dim, index, 0.0)
-        if len(self.next_functions) > 1 and self.next_functions[1][0] is not None:
+        if len(self.next_functions) > 1 and self._should_compute_output(1):
             gs = g.gather(self.dim, index)
         return gx, gs
 
@@ -548,8 +548,8 @@ class ScatterAddBackward0(_ScatterNode):
     def apply(self, grads):
         (index,) = self.saved()
         g = grads[0]
-        gs = g.gather(self.dim, index) if self.next_functions[1][0] is not None else None
-        return g if self.next_functions[0][0] is not None else None, gs
+        gs = g.gather(self.dim, index) if self._should_compute_output(1) else None
+        return g if self._should_compute_output(0) else None, gs
 
 
 def _scalar_index_as_vector(x: Tensor, index: Tensor, src):
@@ -719,8 +719,7 @@ class _ReduceIntoBackward(Node):
             gx, gs = x_wins * share, src_wins * pick(share, index)
         if not self.include_self:
             gx = self.clear(gx, index)
-        nf = self.next_functions
-        return (gx if nf[0][0] is not None else None), (gs if nf[1][0] is not None else None)
+        return (gx if self._should_compute_output(0) else None), (gs if self._should_compute_output(1) else None)
 
 
 class ScatterReduceBackward0(_ReduceIntoBackward):
@@ -798,8 +797,8 @@ class IndexAddBackward0(Node):
     def apply(self, grads):
         index = self.saved()[0]
         g = grads[0]
-        gs = g.index_select(self.dim, index) * self.alpha if self.next_functions[1][0] is not None else None
-        return g if self.next_functions[0][0] is not None else None, gs
+        gs = g.index_select(self.dim, index) * self.alpha if self._should_compute_output(1) else None
+        return g if self._should_compute_output(0) else None, gs
 
 
 @op(inplace=True, saves_self=False)
@@ -872,9 +871,8 @@ class MaskedFillBackward1(MaskedFillBackward0):
 
     def apply(self, grads):
         (mask,) = self.saved()
-        edges = self.next_functions
-        return (sum_to_shape(_masked_fill_grad(grads[0], mask), self.self_shape) if edges[0][0] is not None else None,
-                (grads[0] * mask).sum() if edges[1][0] is not None else None)
+        return (sum_to_shape(_masked_fill_grad(grads[0], mask), self.self_shape) if self._should_compute_output(0) else None,
+                (grads[0] * mask).sum() if self._should_compute_output(1) else None)
 
 
 @op(inplace=True, saves_self=False)

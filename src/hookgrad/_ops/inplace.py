@@ -35,8 +35,8 @@ class FillBackward3(Node):
     __slots__ = ("shape", "dtype")
 
     def apply(self, grads):
-        gx = wrap(np.zeros(self.shape, dtype=self.dtype)) if self.next_functions[0][0] is not None else None
-        gv = grads[0].sum() if self.next_functions[1][0] is not None else None
+        gx = wrap(np.zeros(self.shape, dtype=self.dtype)) if self._should_compute_output(0) else None
+        gv = grads[0].sum() if self._should_compute_output(1) else None
         return gx, gv
 
 
@@ -68,9 +68,9 @@ class CopyBackwards(Node):
 
     def apply(self, grads):
         g = grads[0]
-        gx = wrap(np.zeros(self.shape, dtype=self.dtype)) if self.next_functions[0][0] is not None else None
+        gx = wrap(np.zeros(self.shape, dtype=self.dtype)) if self._should_compute_output(0) else None
         gs = None
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             gs = sum_to_shape(g, self.src_shape)
             if gs._ndarray.dtype != self.src_dtype:
                 if gs._ndarray.dtype.kind == "c" and self.src_dtype.kind != "c":

@@ -85,8 +85,8 @@ class MmBackward0(Node):
         b, a = self.saved()
         g = grads[0]
         # torch computes mat2's gradient first (what a create_graph pass records and saves follows)
-        gb = _mm_grad_other(a, g, self.b_transposed, self.layouts) if self.next_functions[1][0] is not None else None
-        ga = _mm_grad_self(g, b, self.layouts) if self.next_functions[0][0] is not None else None
+        gb = _mm_grad_other(a, g, self.b_transposed, self.layouts) if self._should_compute_output(1) else None
+        ga = _mm_grad_self(g, b, self.layouts) if self._should_compute_output(0) else None
         return ga, gb
 
 
@@ -165,7 +165,7 @@ class AddmmBackward0(Node):
         a, b = self.saved()
         g = grads[0]
         gbias = ga = gb = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             gd = g._ndarray
             if not GRAD.enabled and gd.ndim == 2 and self.bias_shape == gd.shape[1:] and gd.dtype.kind == "f":
                 # a linear layer's bias: the batch sum as ones @ g (a BLAS call, 3x faster than a reduction)
@@ -174,11 +174,11 @@ class AddmmBackward0(Node):
                 gbias = sum_to_shape(g, self.bias_shape)
             if self.beta != 1:
                 gbias = gbias * self.beta
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             ga = _mm_grad_self(g, b, self.layouts)
             if self.alpha != 1:
                 ga = ga * self.alpha
-        if self.next_functions[2][0] is not None:
+        if self._should_compute_output(2):
             gb = _mm_grad_other(a, g, self.b_transposed, self.layouts)
             if self.alpha != 1:
                 gb = gb * self.alpha
@@ -298,7 +298,7 @@ class BmmBackward0(Node):
                 # when many rows of g use each element (attention: 64); for a convolution's few output
                 # channels against its unrolled windows (8 rows, 1.7M elements) it costs more than it saves
                 ga = None
-                if self.next_functions[0][0] is not None:
+                if self._should_compute_output(0):
                     bc = _conj_np(b._ndarray)
                     if gd.shape[-2] < 32 and gd.shape[-1] >= 256:
                         # few rows against long ones (a convolution's weight gradient): OpenBLAS runs
@@ -312,11 +312,11 @@ class BmmBackward0(Node):
                         ga = _blas.matmul(gd, bt)
                     ga = wrap(_narrow(ga, gd.dtype))
                 gb = wrap(_narrow(_blas.matmul(_conj_np(a._ndarray).transpose(0, 2, 1), gd), gd.dtype)) \
-                    if self.next_functions[1][0] is not None else None
+                    if self._should_compute_output(1) else None
             return ga, gb
         # torch computes mat2's gradient first (what a create_graph pass records and saves follows)
-        gb = bmm(_conj(a).transpose(1, 2), g) if self.next_functions[1][0] is not None else None
-        ga = bmm(g, _conj(b).transpose(1, 2)) if self.next_functions[0][0] is not None else None
+        gb = bmm(_conj(a).transpose(1, 2), g) if self._should_compute_output(1) else None
+        ga = bmm(g, _conj(b).transpose(1, 2)) if self._should_compute_output(0) else None
         return ga, gb
 
 
@@ -427,15 +427,14 @@ class BaddbmmBackward0(Node):
     def apply(self, grads):
         a, b = self.saved()
         g = grads[0]
-        nf = self.next_functions
         gbias = ga = gb = None
-        if nf[0][0] is not None:
+        if self._should_compute_output(0):
             gbias = sum_to_shape(g if self.beta == 1 else g * self.beta, self.bias_shape)
-        if nf[1][0] is not None:
+        if self._should_compute_output(1):
             ga = bmm(g, b.transpose(1, 2))
             if self.alpha != 1:
                 ga = ga * self.alpha
-        if nf[2][0] is not None:
+        if self._should_compute_output(2):
             gb = bmm(a.transpose(1, 2), g)
             if self.alpha != 1:
                 gb = gb * self.alpha
@@ -474,7 +473,7 @@ class EinsumBackward(Node):
         operands = self.saved()
         outs = []
         for i, subs in enumerate(self.inputs_subs):
-            if self.next_functions[i][0] is None:
+            if not self._should_compute_output(i):
                 outs.append(None)
                 continue
             others = [(s, operands[j]) for j, s in enumerate(self.inputs_subs) if j != i]
@@ -841,7 +840,7 @@ class LinalgSolveExBackward0(Node):
         g = grads[0]
         gb = solve(a.mH, g, left=self.left)
         ga = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             xc = _conj(x)
             if not self.left:   # X A = B: dA takes -X^H gB
                 ga = -(xc.mT @ gb)
@@ -849,7 +848,7 @@ class LinalgSolveExBackward0(Node):
                 ga = -outer(gb, xc) if gb.ndim == 1 else -(gb.unsqueeze(-1) @ xc.unsqueeze(-2))
             else:
                 ga = -(gb @ xc.mT)
-        return ga, gb if self.next_functions[1][0] is not None else None
+        return ga, gb if self._should_compute_output(1) else None
 
 
 def solve(a: Tensor, b: Tensor, *, left=True) -> Tensor:

@@ -108,8 +108,8 @@ def _broadcast_or_raise(fn, ad, bd):
 
 
 def _grads(node, a_shape, b_shape, ga, gb):
-    return (sum_to_shape(ga, a_shape) if node.next_functions[0][0] is not None else None,
-            sum_to_shape(gb, b_shape) if node.next_functions[1][0] is not None else None)
+    return (sum_to_shape(ga, a_shape) if node._should_compute_output(0) else None,
+            sum_to_shape(gb, b_shape) if node._should_compute_output(1) else None)
 
 
 class HypotBackward0(Node):
@@ -174,8 +174,8 @@ class CopysignBackward0(Node):
         a, r = self.saved()
         # d|a|/da with the sign of the result; zero where a is zero (as torch)
         ratio = (r / a).masked_fill(a == 0, 0.0)
-        ga = sum_to_shape(grads[0] * ratio, a._ndarray.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(grads[0] * 0, self.b_shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(grads[0] * ratio, a._ndarray.shape) if self._should_compute_output(0) else None
+        gb = sum_to_shape(grads[0] * 0, self.b_shape) if self._should_compute_output(1) else None
         return ga, gb
 
 
@@ -454,14 +454,14 @@ class DistBackward0(Node):
 
     def apply(self, grads):
         other, x, result = self.saved()
-        wants_other = self.next_functions[1][0] is not None
+        wants_other = self._should_compute_output(1)
         if self.p == 0:   # torch's norm gradient for p = 0 is undefined, which other's negation refuses
             if wants_other:
                 raise RuntimeError("Expected a proper Tensor but got None (or an undefined Tensor in C++) for "
                                    "argument #0 'self'")
             return None, None
         grad = reduce.vector_norm_grad(x - other, grads[0], result, self.p, None, False)
-        ga = sum_to_shape(grad, x._ndarray.shape) if self.next_functions[0][0] is not None else None
+        ga = sum_to_shape(grad, x._ndarray.shape) if self._should_compute_output(0) else None
         gb = sum_to_shape(-grad, other._ndarray.shape) if wants_other else None
         return ga, gb
 
@@ -1072,9 +1072,9 @@ class PutBackward0(Node):
         index, source = self.saved()
         g = grads[0]
         gx = gs = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             gx = g if self.accumulate else g.put(index, wrap(np.zeros_like(source._ndarray)), False)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             gs = g.take(index).reshape_as(source)
         return gx, gs
 
@@ -1109,9 +1109,9 @@ class IndexCopyBackward0(Node):
     def apply(self, grads):
         index, source = self.saved()
         g, d = grads[0], self.dim
-        gx = g.index_fill(d, index, 0) if self.next_functions[0][0] is not None else None
+        gx = g.index_fill(d, index, 0) if self._should_compute_output(0) else None
         gs = None
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             gs = g.index_select(d, index).expand_as(source) if source.dim() > 0 else \
                 g.index_select(d, index.squeeze(0))
         return gx, gs
@@ -1172,8 +1172,8 @@ class IndexFillBackward1(_IndexFillNode):
     def apply(self, grads):
         (index,) = self.saved()
         g = grads[0]
-        gx = g.index_fill(self.dim, index, 0) if self.next_functions[0][0] is not None else None
-        gv = g.index_select(self.dim, index.unique()).sum() if self.next_functions[1][0] is not None else None
+        gx = g.index_fill(self.dim, index, 0) if self._should_compute_output(0) else None
+        gv = g.index_select(self.dim, index.unique()).sum() if self._should_compute_output(1) else None
         return gx, gv
 
 
@@ -1261,9 +1261,9 @@ class MaskedScatterBackward0(Node):
     def apply(self, grads):
         (mask,) = self.saved()
         g = grads[0]
-        gx = g.masked_fill(mask, 0) if self.next_functions[0][0] is not None else None
+        gx = g.masked_fill(mask, 0) if self._should_compute_output(0) else None
         gs = None
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             picked = g.masked_select(mask)
             missing = math.prod(self.source_shape) - picked.numel()
             if missing > 0:

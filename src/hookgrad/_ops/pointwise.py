@@ -276,9 +276,9 @@ class AddBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         ga = gb = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             ga = _cast(sum_to_shape(g, self.a_shape), self.a_dtype)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             scale = self.sign * self.alpha
             gb = g if scale == 1 else -g if scale == -1 else g * scale
             gb = _cast(sum_to_shape(gb, self.b_shape), self.b_dtype)
@@ -423,14 +423,15 @@ class MulBackward0(_TensorOrNumberNode):
         b, a = saved if self.scalar is None else (self.scalar, None)
         gd = _plain_grad(g)
         ga = gb = None
-        if self.next_functions[0][0] is not None:
-            ga = None if gd is None else _grad_on_arrays(np.multiply, gd, b, self.a_shape, self.a_dtype)
-            if ga is None:
-                ga = _cast(sum_to_shape(g * _conj(b), self.a_shape), self.a_dtype)
-        if self.next_functions[1][0] is not None:
+        # torch computes other's gradient first (what a create_graph pass records and saves follows)
+        if self._should_compute_output(1):
             gb = None if gd is None else _grad_on_arrays(np.multiply, gd, a, self.b_shape, self.b_dtype)
             if gb is None:
                 gb = _cast(sum_to_shape(g * _conj(a), self.b_shape), self.b_dtype)
+        if self._should_compute_output(0):
+            ga = None if gd is None else _grad_on_arrays(np.multiply, gd, b, self.a_shape, self.a_dtype)
+            if ga is None:
+                ga = _cast(sum_to_shape(g * _conj(b), self.a_shape), self.a_dtype)
         return ga, gb
 
 
@@ -467,14 +468,15 @@ class DivBackward0(_TensorOrNumberNode):
         saved = self.saved()
         b, a = saved if self.scalar is None else (self.scalar, None)
         ga = gb = None
-        if self.next_functions[0][0] is not None:
+        # torch computes other's gradient first (what a create_graph pass records and saves follows)
+        if self._should_compute_output(1):
+            # (a / b) / b, as torch: b * b would underflow to 0 (or overflow) where the quotients do not
+            gb = _cast(sum_to_shape(-g * _conj((a / b) / b), self.b_shape), self.b_dtype)
+        if self._should_compute_output(0):
             gd = _plain_grad(g)
             ga = None if gd is None else _grad_on_arrays(np.true_divide, gd, b, self.a_shape, self.a_dtype)
             if ga is None:
                 ga = _cast(sum_to_shape(g / _conj(b), self.a_shape), self.a_dtype)
-        if self.next_functions[1][0] is not None:
-            # (a / b) / b, as torch: b * b would underflow to 0 (or overflow) where the quotients do not
-            gb = _cast(sum_to_shape(-g * _conj((a / b) / b), self.b_shape), self.b_dtype)
         return ga, gb
 
 
@@ -592,11 +594,11 @@ class PowBackward1(Node):
         b, a, result = self.saved()
         g = grads[0]
         ga = gb = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             # 0 where the exponent is 0, whatever the base (0 ** -1 would make it NaN), as torch
             ga = (g * _conj(b * a.pow(b - 1))).masked_fill(b == 0, 0.0)
             ga = _cast(sum_to_shape(ga, self.a_shape), a._ndarray.dtype)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             # d(a^b)/db = a^b * log(a), taken as 0 where a == 0 and b >= 0
             la = a.log()
             gb = g * _conj(result * la)
@@ -753,8 +755,8 @@ class _ResultBackwardBackward(Node):
         g, r = self.saved()
         gg = grads[0]
         cls = type(self)
-        return (cls.first_order(gg, r) if self.next_functions[0][0] is not None else None,
-                cls.output_part(gg, g, r) if self.next_functions[1][0] is not None else None)
+        return (cls.first_order(gg, r) if self._should_compute_output(0) else None,
+                cls.output_part(gg, g, r) if self._should_compute_output(1) else None)
 
 
 def _result_backward(name, formula, output_part):
@@ -874,9 +876,9 @@ class ThresholdBackwardBackward0(Node):
         (r,) = self.saved()
         gg = grads[0]
         g_part = r_part = None
-        if self.next_functions[0][0] is not None and gg is not None:
+        if self._should_compute_output(0) and gg is not None:
             g_part = gg.masked_fill(r <= 0, 0)  # torch's test: a NaN result lets the gradient through
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             r_part = wrap(np.zeros(r._ndarray.shape, dtype=gg._ndarray.dtype if gg is not None else r._ndarray.dtype))
         return g_part, r_part
 
@@ -1011,15 +1013,15 @@ class ClampBackward0(Node):
         gx = gl = gh = None
         lo_mask = (x >= lo) if lo is not None else None
         hi_mask = (x <= hi) if hi is not None else None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             mask = lo_mask if hi_mask is None else hi_mask if lo_mask is None else lo_mask & hi_mask
             gx = sum_to_shape(g.masked_fill(~mask, 0), x._ndarray.shape)
         # torch's selections: a bound gets the gradient where x is strictly beyond it (a NaN is not),
         # and with both bounds min only while min < max, max also where max < min
-        if lo is not None and self.next_functions[1][0] is not None:
+        if lo is not None and self._should_compute_output(1):
             m = x < lo if hi is None else (x < lo) & (lo < hi)
             gl = sum_to_shape(g.masked_fill(~m, 0), lo._ndarray.shape)
-        if hi is not None and self.next_functions[2][0] is not None:
+        if hi is not None and self._should_compute_output(2):
             m = x > hi if lo is None else (x > hi) | (hi < lo)
             gh = sum_to_shape(g.masked_fill(~m, 0), hi._ndarray.shape)
         return gx, gl, gh
@@ -1100,8 +1102,8 @@ class MaximumBackward0(Node):
         a_loses, b_loses = (a < b, a > b) if self.pick == "max" else (a > b, a < b)
         # ties share the gradient; where a NaN makes every comparison false, both operands get all of it
         shared = g.where(a != b, g / 2)
-        ga = sum_to_shape(shared.masked_fill(a_loses, 0), a._ndarray.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(shared.masked_fill(b_loses, 0), b._ndarray.shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(shared.masked_fill(a_loses, 0), a._ndarray.shape) if self._should_compute_output(0) else None
+        gb = sum_to_shape(shared.masked_fill(b_loses, 0), b._ndarray.shape) if self._should_compute_output(1) else None
         return ga, gb
 
 
@@ -1144,8 +1146,8 @@ class WhereBackward0(Node):
         (cond,) = self.saved()
         g = grads[0]
         zero = g * 0
-        ga = sum_to_shape(g.where(cond, zero), self.a_shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(zero.where(cond, g), self.b_shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(g.where(cond, zero), self.a_shape) if self._should_compute_output(0) else None
+        gb = sum_to_shape(zero.where(cond, g), self.b_shape) if self._should_compute_output(1) else None
         return ga, gb
 
 
@@ -1191,8 +1193,8 @@ class LerpBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         w = self.weight
-        ga = sum_to_shape(g * (1 - w), self.shapes[0]) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * w, self.shapes[1]) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(g * (1 - w), self.shapes[0]) if self._should_compute_output(0) else None
+        gb = sum_to_shape(g * w, self.shapes[1]) if self._should_compute_output(1) else None
         return ga, gb
 
 
@@ -1203,9 +1205,9 @@ class LerpBackward1(Node):
     def apply(self, grads):
         g = grads[0]
         end, start, w = self.saved()
-        ga = sum_to_shape(g * (1 - w), start._ndarray.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * w, end._ndarray.shape) if self.next_functions[1][0] is not None else None
-        gw = sum_to_shape(g * (end - start), w._ndarray.shape) if self.next_functions[2][0] is not None else None
+        ga = sum_to_shape(g * (1 - w), start._ndarray.shape) if self._should_compute_output(0) else None
+        gb = sum_to_shape(g * w, end._ndarray.shape) if self._should_compute_output(1) else None
+        gw = sum_to_shape(g * (end - start), w._ndarray.shape) if self._should_compute_output(2) else None
         return ga, gb, gw
 
 
@@ -1267,8 +1269,8 @@ class Atan2Backward0(Node):
         denom = a * a + b * b
         # torch's reciprocal is 0 where the squares vanish (at the origin, or where they underflow)
         recip = denom.reciprocal().masked_fill(denom == 0, 0.0)
-        ga = sum_to_shape(g * b * recip, a._ndarray.shape) if self.next_functions[0][0] is not None else None
-        gb = sum_to_shape(g * -a * recip, b._ndarray.shape) if self.next_functions[1][0] is not None else None
+        ga = sum_to_shape(g * b * recip, a._ndarray.shape) if self._should_compute_output(0) else None
+        gb = sum_to_shape(g * -a * recip, b._ndarray.shape) if self._should_compute_output(1) else None
         return ga, gb
 
 
@@ -1311,9 +1313,9 @@ class RemainderBackward1(Node):
     def apply(self, grads):
         g = grads[0]
         ga = gb = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             ga = _cast(sum_to_shape(g, self.a_shape), self.a_dtype)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             b, a = self.saved()
             gb = -g * a.div(b, rounding_mode=self.rounding_mode)
             gb = _cast(sum_to_shape(gb, self.b_shape), self.b_dtype)

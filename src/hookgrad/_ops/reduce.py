@@ -990,8 +990,8 @@ class _SoftmaxDataBackward(Node):
     def apply(self, grads):
         g, y = self.saved()
         gg = grads[0]
-        return (self.grad_of_grad_output(g, y, gg, self.dim) if self.next_functions[0][0] is not None else None,
-                self.grad_of_output(g, y, gg, self.dim) if self.next_functions[1][0] is not None else None)
+        return (self.grad_of_grad_output(g, y, gg, self.dim) if self._should_compute_output(0) else None,
+                self.grad_of_output(g, y, gg, self.dim) if self._should_compute_output(1) else None)
 
 
 class SoftmaxBackwardDataBackward0(_SoftmaxDataBackward):

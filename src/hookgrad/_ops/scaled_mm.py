@@ -272,9 +272,9 @@ class GroupedMmBackward0(Node):
         b, offs, a = self.saved()
         g = grads[0]
         grad_a = grad_b = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             grad_a = _grouped_mm(g, b.transpose(-2, -1), offs=offs)
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             grad_b = _grouped_mm(a.transpose(-2, -1), g, offs=offs)
         return grad_a, grad_b
 

@@ -13,7 +13,6 @@ import numpy as np
 from .. import _dtype
 from .._dtype import narrow_to
 from .._tensor import Tensor, wrap
-from .._late import LateNames
 from ..autograd.graph import Node
 from . import pointwise
 from ._base import GRAD, as_tensor_arg, edge, float_dtype_for, is_number, quiet_fp, record, result_np_dtype
@@ -21,8 +20,6 @@ from ._base import refuse_complex, sum_to_shape
 from . import _dtype_rules as _rules
 from ._declare import UnaryNode, module_all, node_class, op, record_op
 
-# which gradients the running backward pass needs (the engine sits above the ops)
-_above = LateNames(current_task="hookgrad.autograd.engine")
 _scipy_special = None
 
 
@@ -383,21 +380,19 @@ class _BinaryNode(Node):
         operands = list(self.saved())
         if self.scalar_at is None:
             operands.reverse()  # saved as (other, self)
-        task = _above.current_task()
-        needed = None if task is None else task.exec_info  # None: every input's gradient
         positions = (0, 1) if self.scalar_at is None else (1 - self.scalar_at,)
         if g is None:  # (nodes with a missing derivative run without a gradient, to raise as torch does)
-            for pos, (fn, _) in zip(positions, self.next_functions):
+            for i, pos in enumerate(positions):
                 d = self.d_self if pos == 0 else self.d_other
-                if fn is not None and (needed is None or fn in needed) and getattr(d, "missing", False):
+                if self._should_compute_output(i) and getattr(d, "missing", False):
                     d(None, None, None)
             return (None,) * len(self.next_functions)
         if self.scalar_at is not None:
             operands.insert(self.scalar_at, self.scalar)
         a, b = operands
         out = []
-        for pos, (fn, _) in zip(positions, self.next_functions):
-            if fn is None or (needed is not None and fn not in needed):  # torch computes only these
+        for i, pos in enumerate(positions):
+            if not self._should_compute_output(i):
                 out.append(None)
                 continue
             d = (self.d_self if pos == 0 else self.d_other)(g, a, b)

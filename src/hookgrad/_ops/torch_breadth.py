@@ -350,9 +350,9 @@ class SliceInverseBackward0(Node):
     def apply(self, grads):
         g = grads[0]
         index = (slice(None),) * self.dim + (slice(self.start, self.end, self.step),)
-        to_input = g[index] if self.next_functions[0][0] is not None else None
+        to_input = g[index] if self._should_compute_output(0) else None
         to_src = None
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             end = g.shape[self.dim] if self.end is None else self.end
             to_src = g.slice_scatter(g[index] * 0, self.dim, self.start, end, self.step)
         return to_input, to_src

@@ -19,7 +19,7 @@ from .. import _dtype
 from .._tensor import Tensor, _wrap_dim, wrap
 from ..autograd.function import view_inplace_error_head
 from ..autograd.grad_mode import InferenceCounter
-from ..autograd.graph import _FREED_MESSAGE, Node, saved_dim
+from ..autograd.graph import _FREED_MESSAGE, Node, _running_tasks, saved_dim
 from ._declare import _InputShapeNode, module_all, op, record_op
 from ._base import GRAD, _PassThroughNode, edge, record, sum_to_shape
 
@@ -959,6 +959,14 @@ class CopySlices(Node):
         view_grad = wrap(part.copy())
         if GRAD.enabled and g._requires_grad:
             view_grad = strided_gather(g, self.geometry)
+        # fn's first edge leads to the view's history before the op, which no pass walks (this node's
+        # leads to the base's): in a pass that wants only some gradients, fn computes that one
+        # exactly when this node must (torch's CopySlices marks fn's edge in the pass so)
+        view_history = self.fn.next_functions[0][0]
+        if view_history is not None and _running_tasks:
+            exec_info = _running_tasks[-1].exec_info
+            if exec_info is not None and view_history not in exec_info and self._should_compute_output(0):
+                exec_info[view_history] = True
         res = self.fn.apply([view_grad])
         if res[0] is None:
             part[...] = 0

@@ -3,7 +3,8 @@
 It follows torch's engine step for step so that hooks fire in the same order:
 1. count, for every node reachable from the roots, how many edges point at it;
 2. when only some tensors' gradients are wanted (``inputs=`` / ``autograd.grad``), mark the nodes
-   that lie on a path to them; others are skipped, and the wanted gradients are captured;
+   that lie on a path to them; others are skipped, and the wanted gradients are captured (a node's
+   formula asks ``Node._should_compute_output`` which of its inputs' gradients lead there);
 3. run ready nodes from a max-heap keyed by sequence number (newest node first; AccumulateGrad
    before all), a heap that breaks ties exactly like ``std::priority_queue`` does, so that event
    logs match torch's line for line;
@@ -26,6 +27,8 @@ from .._ops._base import FP_IGNORE, fp_quiet, fp_restore
 from . import _hook_context, grad_mode
 from . import graph as _graph
 from .graph import _anomaly_state, _is_none, _op_backward_hooks
+# the passes now running, innermost last (kept in graph, where nodes ask what their pass needs)
+from .graph import _running_tasks as _task_stack
 from .._late import LateNames
 
 # the pass's own code runs with overrides off (_BackwardPass); the user code it calls (hooks, final
@@ -33,9 +36,6 @@ from .._late import LateNames
 _above = LateNames(torch_function_live="hookgrad._C._torch_function:LIVE",
                    disable_torch_function="hookgrad._C._torch_function:_BackwardPass",
                    call_as_caller="hookgrad._C._torch_function")
-
-_task_stack: list = []
-
 
 def current_task():
     """The backward pass now running (None outside backward)."""

@@ -77,6 +77,11 @@ _FREED_MESSAGE = (
     "graph a second time or if you need to access saved tensors after calling backward.")
 
 
+# The backward passes now running, innermost last: the engine pushes and pops its GraphTasks here,
+# so that a node's formula can ask which of its inputs' gradients the pass needs
+_running_tasks: list = []
+
+
 _NODE_INTERNALS: list = []
 # the underscored names torch's nodes list in dir() (hookgrad's own machinery stays out of it)
 _TORCH_NODE_UNDERSCORED = frozenset({"_input_metadata", "_register_hook_dict", "_sequence_nr", "_set_sequence_nr"})
@@ -307,6 +312,20 @@ class _NodeBase:
             if None in saved:  # what was never saved still reads as None, as in torch
                 self._freed_undefined = tuple(map(_is_none, saved))
             self._saved = None
+
+    def _should_compute_output(self, index: int) -> bool:
+        """Whether the running pass needs the gradient of input ``index`` (torch's
+        ``task_should_compute_output``): the input has an edge and, in a pass that wants only some
+        gradients (``autograd.grad``, ``backward(inputs=...)``), that edge leads toward one of them.
+        Formulas with costly per-input work compute only these (what a create_graph pass records
+        and saves, and what dispatch modes and profiles see, follow)."""
+        nxt = self.next_functions[index][0]
+        if nxt is None:
+            return False
+        if not _running_tasks:
+            return True
+        exec_info = _running_tasks[-1].exec_info
+        return exec_info is None or nxt in exec_info
 
     def apply(self, grads: list) -> tuple:
         raise NotImplementedError(f"{self.name()} has no backward")

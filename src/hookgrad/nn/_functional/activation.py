@@ -161,12 +161,11 @@ class EluBackwardBackward0(_EluParams):
         gg = grads[0]
         if gg is None:
             return None, None
-        nf = self.next_functions
         args = (self.alpha, self.scale, self.input_scale, self.is_result)
         g_part = s_part = None
-        if nf[0][0] is not None:
+        if self._should_compute_output(0):
             g_part = elu_backward(gg, s, *args)
-        if nf[1][0] is not None:
+        if self._should_compute_output(1):
             # torch's elu_double_backward: the STRICT test s < 0 (the second derivative is 0 at 0)
             negative = _const(s._ndarray < 0, gg)
             if self.is_result:
@@ -362,9 +361,8 @@ class GeluBackwardBackward0(Node):
     def apply(self, grads):
         gg = grads[0]
         g, x = self.saved()
-        nf = self.next_functions
-        gg_out = _gelu_backward(gg, x, self.approximate) if nf[0][0] is not None else None
-        gx = (gg * g) * _gelu_second_derivative(x, self.approximate) if nf[1][0] is not None else None
+        gg_out = _gelu_backward(gg, x, self.approximate) if self._should_compute_output(0) else None
+        gx = (gg * g) * _gelu_second_derivative(x, self.approximate) if self._should_compute_output(1) else None
         return gg_out, gx
 
 
@@ -508,11 +506,10 @@ class SoftplusBackwardBackward0(Node):
         from .scalar_ops import mul_scalar  # (scalar_ops imports this module's importers)
         gg = grads[0]
         g, x = self.saved()
-        nf = self.next_functions
         gg_out = gx = None
-        if nf[0][0] is not None:
+        if self._should_compute_output(0):
             gg_out = _softplus_backward(gg, x, self.beta, self.threshold)
-        if nf[1][0] is not None:
+        if self._should_compute_output(1):
             scaled = mul_scalar(x, self.beta)
             curve = pointwise.sigmoid_backward(gg * g, scaled.sigmoid())
             gx = mul_scalar(curve * (scaled < self.threshold).type_as(curve), self.beta)
@@ -880,19 +877,18 @@ class PreluKernelBackwardBackward0(Node):
     def apply(self, grads):
         ggx, ggw = (tuple(grads) + (None, None))[:2]
         g, x, w = self.saved()
-        nf = self.next_functions
         non_negative = wrap(x._ndarray >= 0)
         zero = wrap(np.zeros((), x._ndarray.dtype))
         out = [None, None, None]
-        if nf[0][0] is not None and (ggx is not None or ggw is not None):
+        if self._should_compute_output(0) and (ggx is not None or ggw is not None):
             if ggx is None:
                 out[0] = pointwise.where(non_negative, zero, ggw * x)
             else:
                 negative_side = ggx * w + ggw * x if ggw is not None else ggx * w
                 out[0] = pointwise.where(non_negative, ggx, negative_side)
-        if nf[1][0] is not None:
+        if self._should_compute_output(1):
             out[1] = pointwise.where(non_negative, zero, g * ggw) if ggw is not None else _zeros_like(x)
-        if nf[2][0] is not None:
+        if self._should_compute_output(2):
             gw = pointwise.where(non_negative, zero, g * ggx) if ggx is not None else _zeros_like(x)
             out[2] = gw.sum_to_size(*w.shape)
         return tuple(out)
@@ -911,13 +907,12 @@ class PreluKernelBackward0(Node):
     def apply(self, grads):
         x, w = self.saved()
         g = grads[0]
-        nf = self.next_functions
         positive = x._ndarray > 0
         gx = gw = None
         with _err():
-            if nf[0][0] is not None:
+            if self._should_compute_output(0):
                 gx = wrap(np.where(positive, g._ndarray, g._ndarray * w._ndarray))
-            if nf[1][0] is not None:
+            if self._should_compute_output(1):
                 gw = wrap(np.where(positive, 0, g._ndarray * x._ndarray).astype(g._ndarray.dtype, copy=False))
         if GRAD.enabled and any(t._requires_grad for t in (g, x, w)):
             # under create_graph torch records its backward as one op (one node over g, x and w)

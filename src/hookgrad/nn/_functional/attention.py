@@ -22,7 +22,7 @@ from ..._tensor import Tensor, wrap
 from ...autograd.graph import Node, saved_dim
 from ..._ops import linalg
 from ..._ops._base import GRAD, quiet_fp
-from ..._ops._declare import no_derivative_node, record_op
+from ..._ops._declare import no_derivative_node, outputs_of, record_op
 from ..._ops.reduce import SoftmaxBackward0, _softmax_np
 from ..attention import _backends
 from . import activation as _act
@@ -290,23 +290,33 @@ class ScaledDotProductFlashAttentionForCpuBackward0(Node):
             # heads, dim) memory order, whatever the inputs' layouts: each product goes straight there
             # when no rounding to a reduced dtype or summing over repeated heads comes between
             direct = q.dtype == dtype
-            gv = np.matmul(np.swapaxes(p, -1, -2), go,
-                           out=_empty_blhe(v.shape, dtype) if direct and vr is v else None)
-            gs = np.matmul(go, np.swapaxes(vr, -1, -2))
-            gs -= (go * o).sum(-1, keepdims=True)
-            gs *= p
-            gq = np.matmul(gs, kr, out=_empty_blhe(q.shape, dtype) if direct else None)
-            gq *= factor
-            gk = np.matmul(np.swapaxes(gs, -1, -2), q, out=_empty_blhe(k.shape, dtype) if direct and kr is k else None)
-            gk *= factor
-        results = [wrap(_in_blhe_order(narrow_to(np.asanyarray(a, dtype=q.dtype), dtype)))
-                   for a in (gq, _sum_groups(gk, k.shape[1]), _sum_groups(gv, v.shape[1]))]
+            # torch's kernel writes all three; only those the pass needs are computed here (the
+            # engine drops the others anyway)
+            wants_q, wants_k, wants_v = (self._should_compute_output(i) for i in range(3))
+            gq = gk = gv = None
+            if wants_v:
+                gv = np.matmul(np.swapaxes(p, -1, -2), go,
+                               out=_empty_blhe(v.shape, dtype) if direct and vr is v else None)
+                gv = _sum_groups(gv, v.shape[1])
+            if wants_q or wants_k:
+                gs = np.matmul(go, np.swapaxes(vr, -1, -2))
+                gs -= (go * o).sum(-1, keepdims=True)
+                gs *= p
+            if wants_q:
+                gq = np.matmul(gs, kr, out=_empty_blhe(q.shape, dtype) if direct else None)
+                gq *= factor
+            if wants_k:
+                gk = np.matmul(np.swapaxes(gs, -1, -2), q, out=_empty_blhe(k.shape, dtype) if direct and kr is k else None)
+                gk *= factor
+                gk = _sum_groups(gk, k.shape[1])
+        results = [None if a is None else wrap(_in_blhe_order(narrow_to(np.asanyarray(a, dtype=q.dtype), dtype)))
+                   for a in (gq, gk, gv)]
         if GRAD.enabled:
             # the fused backward has no derivative: its results hang off torch's NotImplemented node,
             # whose edges go to those of its inputs that require grad
             differentiable = tuple(t for t in (g, query, key, value, out) if t is not None and t._requires_grad)
             if differentiable:
-                record_op(_FlashDoubleBackward, differentiable, *results)
+                results = outputs_of(record_op(_FlashDoubleBackward, differentiable), results)
         return tuple(results)
 
 

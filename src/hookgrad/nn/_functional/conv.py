@@ -381,25 +381,24 @@ class ConvolutionBackward0(Node):
         return self._gradients(g, x, w)
 
     def _gradients(self, g, x, w):
-        nf = self.next_functions
         geom = self.geom
         gx = gw = gb = None
         if not self.transposed:
-            if nf[0][0] is not None:
+            if self._should_compute_output(0):
                 gx = conv_transpose(g, w, None, geom, self.x_shape)
-            if nf[1][0] is not None:
+            if self._should_compute_output(1):
                 cols = self.cols
                 fresh = cols is not None and cols[1] is x._ndarray and cols[2] == x._version_counter[0]
                 gw = conv_weight(x, g, self.w_shape, geom, cols[0] if fresh else None)
         else:
-            if nf[0][0] is not None:
+            if self._should_compute_output(0):
                 gx = convolution(g, w, None, geom)
                 if gx._ndarray.shape != self.x_shape:  # output_padding >= stride (allowed when < dilation)
                     gx = gx[tuple(slice(0, s) for s in self.x_shape)]
-            if nf[1][0] is not None:
+            if self._should_compute_output(1):
                 gw = conv_weight(g, x, self.w_shape, geom)
         self.cols = None
-        if nf[2][0] is not None:
+        if self._should_compute_output(2):
             gb = _bias_grad(g)
             if gb._ndarray.dtype != self.bias_dtype:  # a transposed convolution's bias may differ from the input
                 gb = gb.to(wrap(np.empty(0, self.bias_dtype)).dtype)
@@ -467,9 +466,8 @@ class _WeightGradient(Node):
     def apply(self, grads):
         gw = grads[0]
         x, gout = self.saved()
-        nf = self.next_functions
-        gx = conv_transpose(gout, gw, None, self.geom, self.x_shape) if nf[0][0] is not None else None
-        gg = convolution(x, gw, None, self.geom) if nf[1][0] is not None else None
+        gx = conv_transpose(gout, gw, None, self.geom, self.x_shape) if self._should_compute_output(0) else None
+        gg = convolution(x, gw, None, self.geom) if self._should_compute_output(1) else None
         return gx, gg
 
 
@@ -491,10 +489,9 @@ class ConvolutionBackwardBackward0(Node):
         g, x, w = self.saved()
         if self.transposed:
             return self._apply_transposed(g, x, w, ggx, ggw, ggb)
-        nf = self.next_functions
         geom = self.geom
         gg = gx = gw = None
-        if nf[0][0] is not None:
+        if self._should_compute_output(0):
             terms = []
             if ggx is not None:
                 terms.append(convolution(ggx, w, None, geom))
@@ -504,23 +501,22 @@ class ConvolutionBackwardBackward0(Node):
                 terms.append(ggb.reshape((1, -1) + (1,) * (g._ndarray.ndim - 2)).expand_as(g))
             for t in terms:
                 gg = t if gg is None else gg + t
-        if nf[1][0] is not None and ggw is not None:
+        if self._should_compute_output(1) and ggw is not None:
             gx = conv_transpose(g, ggw, None, geom, self.x_shape)
-        if nf[2][0] is not None and ggx is not None:
+        if self._should_compute_output(2) and ggx is not None:
             gw = conv_weight(ggx, g, self.w_shape, geom)
         return gg, gx, gw
 
     def _apply_transposed(self, g, x, w, ggx, ggw, ggb):
         """The same for a transposed convolution, whose input gradient is a convolution of the
         incoming gradient (cut to the input's size where output_padding reached past the windows)."""
-        nf = self.next_functions
         geom = self.geom
         if ggx is not None and tuple(ggx._ndarray.shape) != self.full_x_shape:
             from .pooling import pad
             extra = [f - s for f, s in zip(self.full_x_shape[2:], ggx._ndarray.shape[2:])]
             ggx = pad(ggx, tuple(v for e in reversed(extra) for v in (0, e)))
         gg = gx = gw = None
-        if nf[0][0] is not None:
+        if self._should_compute_output(0):
             terms = []
             if ggx is not None:
                 terms.append(conv_transpose(ggx, w, None, geom, g._ndarray.shape))
@@ -530,11 +526,11 @@ class ConvolutionBackwardBackward0(Node):
                 terms.append(ggb.reshape((1, -1) + (1,) * (g._ndarray.ndim - 2)).expand_as(g))
             for t in terms:
                 gg = t if gg is None else gg + t
-        if nf[1][0] is not None and ggw is not None:
+        if self._should_compute_output(1) and ggw is not None:
             gx = convolution(g, ggw, None, geom)
             if gx._ndarray.shape != self.x_shape:
                 gx = gx[tuple(slice(0, s) for s in self.x_shape)]
-        if nf[2][0] is not None and ggx is not None:
+        if self._should_compute_output(2) and ggx is not None:
             gw = conv_weight(g, ggx, self.w_shape, geom)
         return gg, gx, gw
 

@@ -252,7 +252,7 @@ class ConvolutionBackward0(Node):
         columns, self.columns = self.columns, None
         if GRAD.enabled:
             return self._composed_gradients(g, x, w)
-        needs = [edge[0] is not None for edge in self.next_functions]
+        needs = [self._should_compute_output(i) for i in range(len(self.next_functions))]
         gd, xd, wd = widen(g._ndarray), widen(x._ndarray), widen(w._ndarray)
         if columns is not None and not (columns[1] is x._ndarray and columns[2] == x._version_counter[0]):
             columns = None   # a pack hook handed back another tensor, or the input changed in place
@@ -278,7 +278,7 @@ class ConvolutionBackward0(Node):
     def _composed_gradients(self, g, x, w):
         """create_graph: the same gradients written with differentiable ops."""
         from .convnd import conv_transpose_nd_generic, convolution_nd
-        needs = [edge[0] is not None for edge in self.next_functions]
+        needs = [self._should_compute_output(i) for i in range(len(self.next_functions))]
         geom = self.geom
         nd = len(geom.stride)
         gx = gw = gb = None

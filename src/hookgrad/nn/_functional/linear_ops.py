@@ -38,7 +38,7 @@ class LinearMapNode(Node):
             # an adjoint recorded under create_graph over (grad_output, self): its gradient in the
             # forward's input is zero, materialized as torch's, so a pass reaches that input's history
             shape, dtype = self.constant_input
-            return self._apply_adjoint(g)[0], (wrap(np.zeros(shape, dtype)) if self.next_functions[1][0] is not None
+            return self._apply_adjoint(g)[0], (wrap(np.zeros(shape, dtype)) if self._should_compute_output(1)
                                                else None)
         return self._apply_adjoint(g)
 

@@ -103,8 +103,7 @@ class _PointwiseLossBackward(Node):
         if self.reduction == "mean":
             g = g / d._ndarray.size
         gx = local * g
-        nf = self.next_functions
-        return (gx if nf[0][0] is not None else None, -gx if nf[1][0] is not None else None)
+        return (gx if self._should_compute_output(0) else None, -gx if self._should_compute_output(1) else None)
 
 
 class MseLossBackward0(_PointwiseLossBackward):
@@ -138,7 +137,7 @@ class HuberLossBackward0(_PointwiseLossBackward):
         dtypes = getattr(self, "dtypes", None)
         if dtypes is not None:
             # torch's backward kernel takes one dtype: the gradient's own operand's, refusing the other's
-            ours, other = dtypes if self.next_functions[0][0] is not None else dtypes[::-1]
+            ours, other = dtypes if self._should_compute_output(0) else dtypes[::-1]
             raise RuntimeError(f"Found dtype {scalar_type_name(other)} but expected {scalar_type_name(ours)}")
         return super().apply(grads)
 
@@ -423,14 +422,13 @@ class BinaryCrossEntropyBackward0(_BinaryCrossEntropyNode):
     def apply(self, grads):
         g, x, t = self._upstream(grads)
         w = self.weight
-        nf = self.next_functions
         gx = gt = None
-        if nf[0][0] is not None:
+        if self._should_compute_output(0):
             denom = (x * (1 - x)).clamp(min=1e-12)
             gx = (x - t) / denom * g
             if w is not None:
                 gx = gx * w
-        if nf[1][0] is not None:
+        if self._should_compute_output(1):
             gt = (x.log().clamp(min=-100) - (1 - x).log().clamp(min=-100)) * (-g)
             if w is not None:
                 gt = gt * w
@@ -479,9 +477,8 @@ class BinaryCrossEntropyWithLogitsBackward0(_BinaryCrossEntropyNode):
     def apply(self, grads):
         g, x, t = self._upstream(grads)
         w, pw = self.weight, self.pos_weight
-        nf = self.next_functions
         gx = gt = None
-        if nf[0][0] is not None:
+        if self._should_compute_output(0):
             s = x.sigmoid()
             if pw is not None:
                 gx = (s * (pw * t + 1 - t) - pw * t) * g
@@ -489,7 +486,7 @@ class BinaryCrossEntropyWithLogitsBackward0(_BinaryCrossEntropyNode):
                 gx = (s - t) * g
             if w is not None:
                 gx = gx * w
-        if nf[1][0] is not None:
+        if self._should_compute_output(1):
             from . import activation
             if pw is not None:
                 gt = (activation.softplus(-x) * pw - activation.softplus(x)) * g

@@ -53,7 +53,6 @@ class _NormBackward(Node):
 
     def _apply_arrays(self, g, x, w, saved):
         """The first-order backward on NumPy arrays."""
-        nf = self.next_functions
         gd, xd = g._ndarray, x._ndarray
         view, axes = self.view, self.axes
         mean, invstd = self._statistics(saved)
@@ -61,7 +60,7 @@ class _NormBackward(Node):
             xhat = np.subtract(xd.reshape(view), mean)
             xhat *= invstd                       # in view's shape
             gx = gw = gb = None
-            if nf[0][0] is not None:
+            if self._should_compute_output(0):
                 gv = (gd * w._ndarray.reshape(self.affine) if w is not None else gd).reshape(view)
                 if self.batch_stats:
                     centre = _mean_keepdims(gv, axes)
@@ -73,11 +72,11 @@ class _NormBackward(Node):
                 else:
                     gxv = gv * invstd
                 gx = wrap(gxv.reshape(xd.shape).astype(xd.dtype, copy=False))
-            if nf[1][0] is not None:
+            if self._should_compute_output(1):
                 xhat = xhat.reshape(xd.shape)
                 gw = wrap(np.asanyarray(_sum_over(np.multiply(gd, xhat, out=xhat), self.affine_axes),
                                      dtype=w._ndarray.dtype))
-            if nf[2][0] is not None:
+            if self._should_compute_output(2):
                 gb = wrap(np.asanyarray(_sum_over(gd, self.affine_axes), dtype=gd.dtype))
         return gx, gw, gb
 
@@ -141,8 +140,7 @@ class _NormDoubleBackward(Node):
     def apply(self, grads):
         ggx, ggw, ggb = (list(grads) + [None] * 3)[:3]
         g, x, w = self._operands()
-        nf = self.next_functions
-        wants_g, wants_x, wants_w = (nf[i][0] is not None for i in (self.g_edge, self.x_edge, self.w_edge))
+        wants_g, wants_x, wants_w = (self._should_compute_output(i) for i in (self.g_edge, self.x_edge, self.w_edge))
         axes, affine = self.axes, self.affine
         mean, s = wrap(self.mean), wrap(self.invstd)
         xh = (x - mean) * s
@@ -153,7 +151,7 @@ class _NormDoubleBackward(Node):
             return a - a.mean(axes, keepdim=True) - xh * (a * xh).mean(axes, keepdim=True)
 
         gg_in = (centred(ggx) if self.batch_stats else ggx) if ggx is not None else None
-        out = [None] * len(nf)
+        out = [None] * len(self.next_functions)
         if wants_g:
             terms = []
             if gg_in is not None:
@@ -278,7 +276,7 @@ class NativeGroupNormBackward0(_NormBackward):
         (outputs of this node, so a second-order pass comes back here through them), in torch's order
         so that the nodes a hook on a first-order gradient sees are torch's."""
         x, w, mean, rstd = self.saved()
-        wants_x, wants_w, wants_b = (e[0] is not None for e in self.next_functions)
+        wants_x, wants_w, wants_b = (self._should_compute_output(i) for i in range(3))
         n, groups, c = self.view[0], self.view[1], self.affine[1]
         per_group = c // groups
         hxw = self.view[2] // per_group if per_group else 0

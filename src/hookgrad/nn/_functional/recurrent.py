@@ -771,7 +771,7 @@ class MkldnnRnnLayerBackward0(Node):
         if workspace.dtype != hookgrad.uint8:
             raise RuntimeError(f"expected scalar type Byte but found {_scalar_name(workspace.dtype)}")
         d_out, d_hy, d_cy = (list(grads) + [None] * 3)[:3]
-        need = [fn is not None for fn, _ in self.next_functions]
+        need = [self._should_compute_output(i) for i in range(len(self.next_functions))]
         if GRAD.enabled:  # create_graph: the same gradients from Tensor ops, differentiable again
             result = _lstm_backward_tensor(x, w_ih, w_hh, b_ih, b_hh, hx, cx, self.reverse, d_out, d_hy, d_cy)
             return tuple(r if n else None for r, n in zip(result, need))
@@ -917,8 +917,8 @@ class EmbeddingBagBackward0(Node):
         weight, per_sample = self.saved()
         rows = None if weight is None else weight
         d_weight = d_per_sample = None
-        want_weight, want_per_sample = (self.next_functions[0][0] is not None,
-                                        len(self.next_functions) > 1 and self.next_functions[1][0] is not None)
+        want_weight, want_per_sample = (self._should_compute_output(0),
+                                        len(self.next_functions) > 1 and self._should_compute_output(1))
         if self.mode == "max":
             mask = wrap(self.nonempty.astype(grad._ndarray.dtype)[:, None])
             if want_weight:

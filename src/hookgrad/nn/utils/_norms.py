@@ -38,9 +38,9 @@ class WeightNormInterfaceBackward0(Node):
         others = tuple(d for d in range(v.ndim) if d != self.dim)
         per_dim = (grad * v).sum(others, keepdim=True)
         grad_v = grad_g = None
-        if self.next_functions[0][0] is not None:
+        if self._should_compute_output(0):
             grad_v = (g / norms) * (grad - v * (per_dim / (norms * norms)))
-        if self.next_functions[1][0] is not None:
+        if self._should_compute_output(1):
             grad_g = per_dim / norms
         return grad_v, grad_g
 
