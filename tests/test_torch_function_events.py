@@ -145,8 +145,37 @@ def underscore_attributes(T):
     y.detach_()
 
 
+def checkpointed(T, use_reentrant):
+    model, x = _mlp(T), T.ones(2, 4, requires_grad=True)
+    yield
+    T.utils.checkpoint.checkpoint(model, x, use_reentrant=use_reentrant).sum().backward()
+
+
+def checkpoint_non_reentrant(T):
+    return checkpointed(T, False)
+
+
+def checkpoint_reentrant(T):
+    return checkpointed(T, True)
+
+
+def initialisers(T):
+    w = T.empty(3, 4)
+    yield
+    T.nn.init.xavier_uniform_(w)
+    T.nn.init.xavier_normal_(w)
+    T.nn.init.kaiming_uniform_(w)
+    T.nn.init.kaiming_normal_(w)
+    T.nn.init.zeros_(w)
+    T.nn.init.ones_(w)
+    T.nn.init.normal_(w)
+    T.nn.init.uniform_(w)
+    T.nn.init.constant_(w, 0.5)
+
+
 SWEEP = [no_grad_eval, grad_mode_decorators, grad_mode_blocks, tensor_and_node_hooks, multi_grad_hook_all,
-         multi_grad_hook_any, inspection, state_dict_round_trip]
+         multi_grad_hook_any, inspection, state_dict_round_trip, underscore_attributes,
+         checkpoint_non_reentrant, checkpoint_reentrant, initialisers]
 
 
 @differential
@@ -160,3 +189,36 @@ def test_set_grad_enabled_takes_bools_only(T):
     results = [catch(T.set_grad_enabled, value) for value in (1, None, 0.0)]
     return [r.cls if isinstance(r, Raised) else "ok" for r in results], \
         [r.message for r in results if isinstance(r, Raised)], T.is_grad_enabled()
+
+
+def _outcome(fn):
+    result = catch(fn)
+    return (result.cls, result.message) if isinstance(result, Raised) else ("ok", result)
+
+
+@differential
+def test_grad_fn_and_base_refuse_changes_as_torch(T):
+    x = T.ones(3, requires_grad=True)
+    y = x * 2
+    view = y[:2]
+    outcomes = {}
+
+    def delete(t, name):
+        return lambda: delattr(t, name)
+
+    def assign(t, name, value):
+        return lambda: setattr(t, name, value)
+    outcomes["del _grad_fn"] = _outcome(delete(y, "_grad_fn"))
+    outcomes["_grad_fn = node"] = _outcome(assign(x * 3, "_grad_fn", y.grad_fn))
+    outcomes["_grad_fn = 5"] = _outcome(assign(x * 3, "_grad_fn", 5))
+    outcomes["view._grad_fn = None"] = _outcome(assign(view, "_grad_fn", None))
+    outcomes["del _base"] = _outcome(delete(view, "_base"))
+    outcomes["_base = y"] = _outcome(assign(view, "_base", y))
+    outcomes["leaf _base = view"] = _outcome(assign(x, "_base", view))
+    outcomes["_version = 3"] = _outcome(assign(y, "_version", 3))
+    # the refusals changed nothing: the graph still runs, the view still knows its base
+    view.sum().backward(retain_graph=True)
+    z = x * 3
+    detached = _outcome(assign(z, "_grad_fn", None))
+    return outcomes, view._base is y, y._grad_fn is y.grad_fn, x.grad, detached, z.is_leaf, z.requires_grad, \
+        z.grad_fn, y.grad_fn.name()
