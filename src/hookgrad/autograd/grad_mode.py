@@ -8,7 +8,8 @@ from .._late import LateNames
 from ..utils._contextlib import _wrap_generator
 
 # torch's switches change grad mode through ``torch._C._set_grad_enabled``, which function modes see
-_above = LateNames(switch_grad_mode="hookgrad._C:_set_grad_enabled")
+_above = LateNames(set_grad_enabled_entry="hookgrad._C:_set_grad_enabled", LIVE="hookgrad._C._torch_function",
+                   torch_function_state="hookgrad._C._torch_function:_local")
 
 
 class _GradState:
@@ -71,6 +72,15 @@ def set_mode(mode: bool) -> None:
     STATE.enabled = mode and not STATE.inference
 
 
+def _switch(mode) -> None:
+    """``torch._C._set_grad_enabled(mode)``; straight to ``set_mode`` while no function mode is on this
+    thread's stack (a bool argument calls on no subclass's override)."""
+    if mode.__class__ is bool and not (_above.LIVE[0] and _above.torch_function_state.modes):
+        set_mode(mode)
+    else:
+        _above.set_grad_enabled_entry(mode)  # (torch's TypeError for a non-bool)
+
+
 def _saved_mode():
     return STATE.enabled, STATE.requested
 
@@ -91,11 +101,11 @@ class _GradModeSwitch:
 
     def __enter__(self):
         self.prev = is_grad_enabled()
-        _above.switch_grad_mode(self.mode)
+        _switch(self.mode)
         return None
 
     def __exit__(self, *exc):
-        _above.switch_grad_mode(self.prev)
+        _switch(self.prev)
         return False
 
     def __call__(self, fn):
@@ -153,10 +163,10 @@ class set_grad_enabled(_GradModeSwitch):
     def __init__(self, mode: bool):
         self.prev = is_grad_enabled()
         self.mode = mode
-        _above.switch_grad_mode(mode)
+        _switch(mode)
 
     def __enter__(self):
-        _above.switch_grad_mode(self.mode)  # (again, as torch's: the mode may have changed since)
+        _switch(self.mode)  # (again, as torch's: the mode may have changed since)
         return None
 
     def _clone_args(self):
@@ -170,7 +180,7 @@ class set_grad_enabled(_GradModeSwitch):
 
     def __call__(self, fn):
         # used as a decorator: undo the immediate switch made by __init__
-        _above.switch_grad_mode(self.prev)
+        _switch(self.prev)
         return super().__call__(fn)
 
 
