@@ -222,3 +222,24 @@ def test_grad_fn_and_base_refuse_changes_as_torch(T):
     detached = _outcome(assign(z, "_grad_fn", None))
     return outcomes, view._base is y, y._grad_fn is y.grad_fn, x.grad, detached, z.is_leaf, z.requires_grad, \
         z.grad_fn, y.grad_fn.name()
+
+
+@differential
+def test_kwargs_handed_over_as_torch(T):
+    """torch's C++ functions, methods and accessors hand None over when called without keywords; the
+    functions it writes in Python hand a dict (their defaults included)."""
+    seen = []
+
+    class KeywordMode(T.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            seen.append((_name(T, func), kwargs if kwargs is None else sorted(kwargs)))
+            return func(*args, **(kwargs or {}))
+
+    x = T.ones(2, 3, requires_grad=True)
+    with KeywordMode():
+        x + x, x.sum(), T.sum(x), x.shape, T.zeros(2), x.sum(dim=0), T.stack([x]), x.clone(), x.grad
+        T.nn.functional.relu(x), T.nn.functional.linear(x, T.ones(1, 3)), x.sum().backward()
+        x.grad = None
+        with T.no_grad():
+            pass
+    return seen

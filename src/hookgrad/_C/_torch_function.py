@@ -301,6 +301,8 @@ def _dispatch(func, args, kwargs):
         signature = KEYWORD_FORM.get(func)
         if signature is not None:
             args, kwargs = _torch_form(signature, args, kwargs)
+    if not kwargs and not (self_level and func not in PASSES_SELF):
+        kwargs = None  # torch's C++ functions and accessors hand over None when called without keywords
     return handle(func, found, args, kwargs)
 
 
@@ -308,7 +310,6 @@ def handle(func, found, args, kwargs):
     """Ask the current mode, then each of ``found``'s ``__torch_function__``; torch's TypeError when all
     return NotImplemented."""
     types = tuple(type(a) for a in found)
-    kwargs = {} if kwargs is None else kwargs
     mode = None
     if _is_torch_function_mode_enabled():
         mode = _pop_torch_function_stack()
