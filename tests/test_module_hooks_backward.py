@@ -1256,7 +1256,7 @@ def test_identity_view_sets_every_tensor_slot():
         view = _identity_view(t, node, 0)
         for name in slots:
             assert hasattr(view, name), name
-            if name not in ("_ndarray", "_base", "_version_counter", "_grad_fn", "_requires_grad"):
+            if name not in ("_ndarray", "_base_value", "_version_counter", "_grad_fn_value", "_requires_grad"):
                 assert getattr(view, name) == getattr(plain, name), name
         assert view._base is t and view._version_counter is t._version_counter
         assert (view._grad_fn is node) == requires_grad and view._requires_grad == requires_grad

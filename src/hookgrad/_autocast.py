@@ -66,7 +66,7 @@ def policy_of(name: str):
 
 
 def _cast(t: Tensor, dtype) -> Tensor:
-    if STATE.cache_enabled and t._grad_fn is None and t._requires_grad:
+    if STATE.cache_enabled and t._grad_fn_value is None and t._requires_grad:
         hit = STATE.cache.get(id(t))
         if hit is not None and hit[0] is t and hit[1].dtype == dtype:
             return hit[1]

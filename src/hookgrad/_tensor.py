@@ -28,8 +28,8 @@ _InferenceCounter = grad_mode.InferenceCounter
 class Tensor:
     """An n-dimensional array with autograd. See the README for what differs from torch (little)."""
 
-    __slots__ = ("_ndarray", "_requires_grad", "_grad_fn", "_grad_value", "_output_nr",
-                 "_version_counter", "_base", "_view_version", "_tensor_hooks", "_post_accumulate_hooks",
+    __slots__ = ("_ndarray", "_requires_grad", "_grad_fn_value", "_grad_value", "_output_nr",
+                 "_version_counter", "_base_value", "_view_version", "_tensor_hooks", "_post_accumulate_hooks",
                  "_accumulator", "_retains_grad", "__weakref__", "__dict__")
 
     # -- construction -------------------------------------------------------------------------
@@ -156,10 +156,10 @@ class Tensor:
     def requires_grad(self) -> bool:
         if self._requires_grad:
             return True
-        if self._base is not None and self._view_version != self._version_counter[0]:
+        if self._base_value is not None and self._view_version != self._version_counter[0]:
             self.grad_fn  # an in-place op on the base gave it history: the view's node regenerates
             return self._requires_grad
-        return self._base is not None and _view_requires_grad_by_base(self)
+        return self._base_value is not None and _view_requires_grad_by_base(self)
 
     @requires_grad.setter
     def requires_grad(self, value) -> None:
@@ -174,7 +174,7 @@ class Tensor:
         requires_grad = builtins.bool(requires_grad)
         if requires_grad and self._version_counter.__class__ is _InferenceCounter and not _GRAD.inference:
             raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
-        if self._grad_fn is not None and not requires_grad:
+        if self._grad_fn_value is not None and not requires_grad:
             raise RuntimeError("you can only change requires_grad flags of leaf variables. If you want to "
                                "use a computed variable in a subgraph that doesn't require differentiation "
                                "use var_no_grad = var.detach().")
@@ -191,8 +191,8 @@ class Tensor:
 
     def _current_grad_fn(self):
         """``grad_fn`` as the library reads it (the property consults ``__torch_function__``)."""
-        fn = self._grad_fn
-        if self._base is not None and self._view_version != self._version_counter[0]:
+        fn = self._grad_fn_value
+        if self._base_value is not None and self._view_version != self._version_counter[0]:
             fn = self._regenerate_view_grad_fn()
         return fn
 
@@ -204,7 +204,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad_fn is not None and not self._retains_grad and _warn_nonleaf_grad[0]:
+        if self._grad_fn_value is not None and not self._retains_grad and _warn_nonleaf_grad[0]:
             import warnings
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
@@ -281,8 +281,13 @@ class Tensor:
         warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning, stacklevel=2)
         return False
 
+    @property
+    def _base(self):
+        """The tensor this one is a view of (None for a non-view); read-only, as torch's."""
+        return self._base_value
+
     def _is_view(self) -> bool:
-        return self._base is not None
+        return self._base_value is not None
 
     def _edge(self):
         """(node, output_nr) where this tensor's gradient enters the graph."""
@@ -290,7 +295,7 @@ class Tensor:
         if fn is not None:
             return fn, self._output_nr
         if self._requires_grad:
-            if self._base is not None and self.__dict__:
+            if self._base_value is not None and self.__dict__:
                 from ._ops.views import is_no_grad_view
                 if is_no_grad_view(self):
                     return None, 0
@@ -306,7 +311,7 @@ class Tensor:
         return acc
 
     def _set_grad_fn(self, node: Node, output_nr: int = 0) -> None:
-        self._grad_fn = node
+        self._grad_fn_value = node
         self._output_nr = output_nr
         self._requires_grad = True
 
@@ -319,17 +324,17 @@ class Tensor:
             raise RuntimeError(error[0](*error[1:], base_modified=True))
         from ._ops.views import as_strided_node
         self._view_version = self._version_counter[0]
-        base = self._base
+        base = self._base_value
         # a view with a node is rebased even when its base needs no grad (a view of a leaf that is
         # itself a view of a plain tensor): its new node then leads nowhere, as in torch; such a
         # leaf itself (no node) keeps none
-        if base._requires_grad or self._grad_fn is not None:
-            old, old_output_nr = self._grad_fn, self._output_nr
-            self._grad_fn = as_strided_node(base, self)
+        if base._requires_grad or self._grad_fn_value is not None:
+            old, old_output_nr = self._grad_fn_value, self._output_nr
+            self._grad_fn_value = as_strided_node(base, self)
             self._requires_grad = True
             self._tensor_hooks = None
             self._move_retain_grad_hook(old, old_output_nr)
-        return self._grad_fn
+        return self._grad_fn_value
 
     # -- hooks ------------------------------------------------------------------------------
     def register_hook(self, hook) -> RemovableHandle:
@@ -396,8 +401,8 @@ class Tensor:
 
     def _after_inplace(self, node: Node) -> None:
         """History bookkeeping when an in-place op rewrote this (non-view) tensor."""
-        old, old_output_nr = self._grad_fn, self._output_nr
-        self._grad_fn = node
+        old, old_output_nr = self._grad_fn_value, self._output_nr
+        self._grad_fn_value = node
         self._output_nr = 0
         self._requires_grad = True
         # hooks registered from now on belong to the new node; old ones stay with the old node
@@ -407,7 +412,7 @@ class Tensor:
     def _move_retain_grad_hook(self, old, old_output_nr: int) -> None:
         """retain_grad follows the tensor to its new grad_fn (after an in-place op, or when a view's
         node is regenerated): .grad is the gradient of its newest version, as in torch."""
-        node = self._grad_fn
+        node = self._grad_fn_value
         if self._retains_grad and old is not None and old is not node and old._retains_grad_hooks:
             hook = old._retains_grad_hooks.pop(old_output_nr, None)
             if hook is not None:
@@ -432,13 +437,13 @@ class Tensor:
 
     def detach_(self) -> "Tensor":
         # torch refuses every view (whether or not anything requires grad); inference mode makes none
-        if self._base is not None and not _GRAD.inference:
+        if self._base_value is not None and not _GRAD.inference:
             raise RuntimeError("Can't detach views in-place. Use detach() instead. If you are using "
                                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as "
                                "True, gradients are views of DDP buckets, and hence detach_() cannot be called on "
                                "these gradients. To fix this error, please refer to the Optimizer.zero_grad() "
                                "function in torch/optim/optimizer.py as the solution.")
-        self._grad_fn = None
+        self._grad_fn_value = None
         self._requires_grad = False
         self._output_nr = 0
         return self
@@ -724,6 +729,20 @@ def _clear_grad(self) -> None:
 # torch's ``_grad``: ``.grad`` without the non-leaf warning; ``del`` clears it, as torch's does
 _grad_slot = Tensor.__dict__["_grad_value"]
 Tensor._grad = property(_grad_slot.__get__, _grad_slot.__set__, _clear_grad)
+def _set_grad_fn_to_none(self, value) -> None:
+    if value is not None:
+        raise RuntimeError("_grad_fn can be only set to None")
+    _detach_in_place(self)  # what torch does: the tensor becomes a leaf that does not require grad
+
+
+def _refuse_grad_fn_deletion(self) -> None:
+    raise RuntimeError("Deletion of _grad_fn not allowed. Detach tensor instead!")
+
+
+# torch's ``_grad_fn``: ``grad_fn`` that may be set to None (detaching in place) and not deleted; the
+# library reads and writes the slot ``_grad_fn_value``
+_detach_in_place = Tensor.detach_
+Tensor._grad_fn = property(Tensor._current_grad_fn, _set_grad_fn_to_none, _refuse_grad_fn_deletion)
 # torch's names of the two hook registries; the library reads the slots ``_tensor_hooks`` and
 # ``_post_accumulate_hooks`` themselves (no property on the path of every op and every leaf)
 Tensor._backward_hooks = _refusing_deletion(Tensor.__dict__["_tensor_hooks"],
@@ -746,11 +765,11 @@ def wrap(data: np.ndarray, requires_grad: bool = False) -> Tensor:
     t = _new_object(Tensor)
     t._ndarray = data
     t._requires_grad = requires_grad
-    t._grad_fn = None
+    t._grad_fn_value = None
     t._grad_value = None
     t._output_nr = 0
     t._version_counter = [0] if not _GRAD.inference else _InferenceCounter()
-    t._base = None
+    t._base_value = None
     t._view_version = 0
     t._tensor_hooks = None
     t._post_accumulate_hooks = None
@@ -778,7 +797,7 @@ _UNDELETABLE = {"data": "Deleting tensor data is not allowed. Delete tensor inst
 
 # the attributes torch's TensorBase reads without a setter: assigning or deleting one raises its
 # AttributeError (a class constant here would take an instance attribute; a property would say "has no setter")
-_READ_ONLY = ("H", "T", "mH", "mT", "_version", "device", "dtype", "grad_fn", "is_leaf", "output_nr", "retains_grad",
+_READ_ONLY = ("H", "T", "mH", "mT", "_version", "_base", "device", "dtype", "grad_fn", "is_leaf", "output_nr", "retains_grad",
               "shape", "ndim", "name", "layout", "itemsize", "nbytes", "is_cpu", "is_cuda", "is_ipu", "is_maia",
               "is_meta", "is_mkldnn", "is_mps", "is_mtia", "is_nested", "is_quantized", "is_sparse", "is_sparse_csr",
               "is_vulkan", "is_xla", "is_xpu")
@@ -833,5 +852,5 @@ _LEGACY_TYPE_NAMES = {
 def _view_requires_grad_by_base(view) -> bool:
     """Whether a view made before its base was made to require grad requires grad now: torch asks the
     base (the view stays a leaf without grad_fn, and in-place changes of it are refused)."""
-    base = view._base
-    return base._requires_grad and view._grad_fn is None and view._ndarray.dtype == base._ndarray.dtype
+    base = view._base_value
+    return base._requires_grad and view._grad_fn_value is None and view._ndarray.dtype == base._ndarray.dtype

@@ -207,7 +207,7 @@ class _PickleWriter:
         dtype_name = data.dtype.name
         if dtype_name not in _STORAGE_TYPES:
             raise NotTorchEncodable(f"tensor of dtype {dtype_name}")
-        key, numel, offset, stride = self.storage_of(data, is_view=t._base is not None)
+        key, numel, offset, stride = self.storage_of(data, is_view=t._base_value is not None)
         self.global_("torch._utils", "_rebuild_tensor_v2")
         self.op(b"(")
         self.op(b"(")

@@ -733,7 +733,7 @@ def functionalize(func, *, remove: str = "mutations"):
             if copy._version:
                 original.copy_(copy)
         if remove == "mutations_and_views":
-            outputs = _tree_map(lambda t: t.clone() if t._base is not None else t, outputs)
+            outputs = _tree_map(lambda t: t.clone() if t._base_value is not None else t, outputs)
         return outputs
     return wrapped
 

@@ -193,7 +193,9 @@ def get_overridable_functions() -> dict:
     for prefix, functions in _namespace_entries().items():
         key = modules[prefix] if modules[prefix] is not None else hookgrad.functional
         result.setdefault(key, []).extend(functions.values())
-    result[hookgrad.Tensor] = list(_tensor_entries())
+    # (torch leaves the underscore attributes' accessors out of this list, though it hands them over)
+    result[hookgrad.Tensor] = [func for func, name in _tensor_entries().items()
+                               if not (name.startswith("_") and not name.startswith("__") and "." in name)]
     return result
 
 

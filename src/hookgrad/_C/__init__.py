@@ -150,6 +150,7 @@ from ._torch_function import (_disabled_torch_function_impl, _EnableTorchFunctio
                               _has_torch_function, _has_torch_function_unary, _has_torch_function_variadic,
                               _is_torch_function_all_disabled, _is_torch_function_enabled,
                               _is_torch_function_mode_enabled, _len_torch_function_stack, _get_function_stack_at)
+from ._torch_function import dispatching  # noqa: E402
 from ._torch_function import (_get_torch_function_state, _peek_should_skip_torch_function,  # noqa: E402,F401
                               _pop_torch_function_stack, _push_on_torch_function_stack, _set_skip_next_torch_function,
                               _set_torch_function_state, _skip_one_hop_torch_function, _TorchFunctionState)
@@ -164,6 +165,9 @@ def _set_grad_enabled(enabled) -> None:
                         f"not {type(enabled).__name__}")
     from ..autograd import grad_mode
     grad_mode.set_mode(enabled)
+
+
+_set_grad_enabled = dispatching(_set_grad_enabled)  # what the grad-mode switches call (modes see it)
 
 
 def _are_functorch_transforms_active() -> bool:

@@ -54,7 +54,7 @@ def _wrap_outputs(inputs, make_node):
         node._num_outputs = len(outputs)
         for i, out in enumerate(outputs):
             if out is not None:
-                out._grad_fn = node
+                out._grad_fn_value = node
                 out._output_nr = i
                 out._requires_grad = True
     return outputs[0] if len(outputs) == 1 else outputs

@@ -326,6 +326,8 @@ def _dispatch(func, args, kwargs):
             args, kwargs = _torch_form(signature, args, kwargs)
             if func in LEFT_OUT:
                 kwargs = {name: value for name, value in kwargs.items() if name not in LEFT_OUT[func]}
+    if not kwargs and not (self_level and func not in PASSES_SELF):
+        kwargs = None  # torch's C++ functions and accessors hand over None when called without keywords
     return handle(func, found, args, kwargs)
 
 
@@ -342,7 +344,6 @@ def handle(func, found, args, kwargs):
     """Ask the current mode, then each of ``found``'s ``__torch_function__``; torch's TypeError when all
     return NotImplemented."""
     types = tuple(type(a) for a in found)
-    kwargs = {} if kwargs is None else kwargs
     mode = None
     if _is_torch_function_mode_enabled():
         mode = _pop_torch_function_stack()
@@ -479,7 +480,7 @@ def dispatching_by_keyword(fn):
 _PROPERTY_SOURCE = """
 def get(self):
     if LIVE[0]:
-        result = dispatch(prop[0].__get__, (self,), None)
+        result = dispatch(get_as[0].__get__, (self,), None)
         if result is not NO_DISPATCH:
             return result
     return fget(self)
@@ -487,19 +488,20 @@ def get(self):
 
 def set_(self, value):
     if LIVE[0]:
-        result = dispatch(prop[0].__set__, (self, value), None)
+        result = dispatch(set_as[0].__set__, (self, value), None)
         if result is not NO_DISPATCH:
             return
     fset(self, value)
 """
 
 
-def dispatching_property(prop: property) -> property:
+def dispatching_property(prop: property, get_as: list | None = None, set_as: list | None = None) -> property:
     """``prop`` with its getter and setter handed to overrides as ``Tensor.<name>.__get__`` /
-    ``.__set__``."""
+    ``.__set__``, or as the accessors of the entry property in ``get_as``/``set_as`` (a one-item list;
+    torch hands ``t._grad`` over as ``Tensor.grad.__get__``)."""
     holder: list = []
     namespace = {"__name__": __name__, "LIVE": LIVE, "dispatch": dispatch, "NO_DISPATCH": NO_DISPATCH,
-                 "fget": prop.fget, "fset": prop.fset, "prop": holder}
+                 "fget": prop.fget, "fset": prop.fset, "get_as": get_as or holder, "set_as": set_as or holder}
     exec(compile(_PROPERTY_SOURCE, _ENTRY_FILE, "exec"), namespace)
     setter = prop.fset
     if setter is not None and not getattr(setter, "__hookgrad_refuses__", False):
@@ -664,6 +666,13 @@ _CONSTANT_PROPERTIES = ("is_cuda", "is_sparse", "is_quantized", "is_meta", "is_c
                         "layout")
 
 
+# the underscore attributes whose accessors torch hands to overrides: None, as themselves
+# (``Tensor._base.__get__``); else the public properties whose getter and setter it hands over instead
+# (``t._grad`` as ``Tensor.grad.__get__``; ``t._grad_fn = None`` as ``Tensor._grad_fn.__set__``, its own)
+_UNDERSCORE_PROPERTIES = {"_base": None, "_version": None, "_backward_hooks": None,
+                          "_post_accumulate_grad_hooks": None, "_grad": ("grad", "grad"), "_grad_fn": ("grad_fn", None)}
+
+
 def _constant_property(value) -> property:
     return property(lambda self: value)
 
@@ -681,7 +690,7 @@ def _build_tensor_entry_points(cls) -> None:
             entries[name] = (value, dispatching_property(_constant_property(value)))
             continue
         if isinstance(value, property):
-            if not name.startswith("_"):
+            if not name.startswith("_") or _UNDERSCORE_PROPERTIES.get(name, ()) is None:
                 entries[name] = (value, dispatching_property(value))
             continue
         if not inspect.isfunction(value):
@@ -706,6 +715,10 @@ def _build_tensor_entry_points(cls) -> None:
                 PASSES_SELF.add(method)
             elif not name.startswith("__") or name == "__repr__":  # operators take their operands by position
                 _note_keyword_form(method)
+    for name, handed_as in _UNDERSCORE_PROPERTIES.items():
+        if handed_as is not None:
+            getter_as, setter_as = ([entries[n][1]] if n is not None else None for n in handed_as)
+            entries[name] = (vars(cls)[name], dispatching_property(vars(cls)[name], getter_as, setter_as))
     _SWAPS.extend((name, own, entry) for name, (own, entry) in entries.items())
     _NOWRAP.add(entries["grad"][1].__get__)
 

@@ -32,12 +32,12 @@ def edge(t) -> tuple:
     """The graph edge for ``t`` as an op input: where its gradient must be sent."""
     if t is None or not t._requires_grad:
         return NONE_EDGE
-    fn = t._grad_fn
-    if t._base is not None and t._view_version != t._version_counter[0]:
+    fn = t._grad_fn_value
+    if t._base_value is not None and t._view_version != t._version_counter[0]:
         fn = t.grad_fn  # changed in place through its base since: grad_fn regenerates the view's node
     if fn is not None:
         return (fn, t._output_nr)
-    if t._base is not None and t.__dict__ and _views().is_no_grad_view(t):
+    if t._base_value is not None and t.__dict__ and _views().is_no_grad_view(t):
         return NONE_EDGE  # torch gives such a view no grad accumulator
     return (t._grad_accumulator(), 0)
 
@@ -60,7 +60,7 @@ def record(node: Node, *outputs: Tensor, inputs=None) -> None:
     """Make ``node`` the grad_fn of ``outputs`` (output_nr in order); ``inputs``: the op's inputs
     (unused here; kept so that every recording point says what the op read)."""
     for i, out in enumerate(outputs):
-        out._grad_fn = node
+        out._grad_fn_value = node
         out._output_nr = i
         out._requires_grad = True
 

@@ -139,7 +139,7 @@ def outputs_of(node, results) -> tuple:
     for i, out in enumerate(results):
         if out is not None:
             out = wrap(out._ndarray)
-            out._grad_fn, out._output_nr, out._requires_grad = node, i, True
+            out._grad_fn_value, out._output_nr, out._requires_grad = node, i, True
         outputs.append(out)
     return tuple(outputs)
 
@@ -175,7 +175,7 @@ def record_op(node_cls, inputs: tuple, *outputs: Tensor):
         note_input_dtypes(node, inputs)
     if len(outputs) == 1:
         out = outputs[0]
-        out._grad_fn = node
+        out._grad_fn_value = node
         out._output_nr = 0
         out._requires_grad = True
     else:
@@ -351,9 +351,9 @@ def unary(name, forward, backward, *, node, saves=None, floating=True, on_comple
             finally:
                 fp_restore(token)
             if GRAD.enabled and x._requires_grad:
-                producer = x._grad_fn  # edge(x), written out for a non-view result of an op
-                n = node_cls(((producer, x._output_nr) if producer is not None and x._base is None else edge(x),))
-                result._grad_fn = n
+                producer = x._grad_fn_value  # edge(x), written out for a non-view result of an op
+                n = node_cls(((producer, x._output_nr) if producer is not None and x._base_value is None else edge(x),))
+                result._grad_fn_value = n
                 result._requires_grad = True
                 if zero_grad:
                     n.inputs = ((data.shape, data.dtype),)

@@ -94,7 +94,7 @@ def view_as_complex(input):
         raise RuntimeError("Tensor must have a last dimension with stride 1")
     if any(s % (2 * item) for n, s in zip(data.shape[:-1], data.strides[:-1]) if n > 1):
         raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
-    base = x._base._ndarray if x._base is not None else data
+    base = x._base_value._ndarray if x._base_value is not None else data
     offset = data.__array_interface__["data"][0] - base.__array_interface__["data"][0]
     if offset % (2 * item):
         raise RuntimeError("Tensor must have a storage_offset divisible by 2")

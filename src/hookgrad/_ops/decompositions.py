@@ -665,7 +665,7 @@ def linalg_lu(a, *, pivot=True):
         node._num_outputs = 3
         node.pivot = pivot
         node.save(L, P, U)
-        P._requires_grad, P._grad_fn = False, None  # a permutation has no gradient (torch: P does not require grad)
+        P._requires_grad, P._grad_fn_value = False, None  # a permutation has no gradient (torch: P does not require grad)
     return _LU(P, L, U)
 
 

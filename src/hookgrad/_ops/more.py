@@ -794,7 +794,7 @@ def _reshape_in_place(x, new_data, node_cls, **attrs):
     ``x`` gets ``node_cls`` as its grad_fn, in front of its old history."""
     views.check_inplace(x)
     if GRAD.enabled and x._requires_grad:
-        if x._base is not None:
+        if x._base_value is not None:
             raise RuntimeError("hookgrad: an in-place shape change of a view that requires grad is not supported; "
                                "use the out-of-place op")
         node = record_op(node_cls, (x,), wrap(new_data))
@@ -1456,7 +1456,7 @@ def _resize(self, shape_):
     if shape_ == self._ndarray.shape:  # nothing changes: as in torch, the version stays
         return self
     n = int(np.prod(shape_)) if shape_ else 1
-    if self._base is not None:
+    if self._base_value is not None:
         return _resize_view(self, shape_, n)
     flat = self._ndarray.reshape(-1)
     data = np.zeros(n, dtype=flat.dtype)

@@ -95,7 +95,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
                                                strides=tuple(s * itemsize for s in stride))
     self._ndarray = data
     self._version_counter[0] += 1
-    if self._grad_fn is None:
+    if self._grad_fn_value is None:
         # as torch: a leaf gets a new gradient accumulator, so graphs recorded before do not reach
         # it by the tensor (their old accumulator, reached through its gradient edge, still does)
         self._accumulator = None

@@ -368,7 +368,7 @@ def slice_inverse(input, src, dim=0, start=None, end=None, step=1):
     dim = dim % max(src._ndarray.ndim, 1)
     start = 0 if start is None else (start + src.shape[dim] if start < 0 else start)
     strides = [s // src._ndarray.itemsize for s in src._ndarray.strides]
-    base = x._ndarray if x._base is None else x._base._ndarray
+    base = x._ndarray if x._base_value is None else x._base_value._ndarray
     here = (x._ndarray.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
     offset = here - start * strides[dim]
     extent = 1 + sum((n - 1) * s for n, s in zip(src.shape, strides)) if all(src.shape) else 0

@@ -36,7 +36,7 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
     # a view of an inference tensor is no view to autograd (no base, no history: it requires no grad
     # even outside inference_mode; detach_ works), as in torch
     of_inference = x._version_counter.__class__ is InferenceCounter
-    out._base = None if of_inference else x._base if x._base is not None else x
+    out._base_value = None if of_inference else x._base_value if x._base_value is not None else x
     out._version_counter = x._version_counter
     out._view_version = x._version_counter[0]
     if node_cls is not None and _records_view(x):
@@ -47,14 +47,14 @@ def make_view(x: Tensor, data: np.ndarray, node_cls=None, **attrs) -> Tensor:
             error = x.__dict__.get("_inplace_error")
             if type(error) is tuple:  # a view of a custom Function's view inherits its restriction
                 out.__dict__["_inplace_error"] = (error[0], node, 0)
-    elif node_cls is not None and out._base is not None and out._base._requires_grad:
+    elif node_cls is not None and out._base_value is not None and out._base_value._requires_grad:
         # a view made under no_grad (or inference_mode) of a tensor whose base requires grad requires
         # grad too, as in torch (which asks the base): a leaf without grad_fn that no gradient
         # reaches, which must not be modified in place under grad mode (nor used after its base was)
         out._requires_grad = True
         out.__dict__["_inplace_error"] = (inference_view_message if GRAD.inference else no_grad_view_message,
                                           None, 0)
-    elif node_cls is not None and out._base is not None and not GRAD.enabled:
+    elif node_cls is not None and out._base_value is not None and not GRAD.enabled:
         # torch remembers that the view was made without grad mode: should the view be made to require
         # grad later, an in-place change of it (or of a view of it made then) is refused. Unlike the
         # views above it is a leaf that gradients do reach.
@@ -617,10 +617,10 @@ def _multi_view(x, pieces, node):
     outs = []
     for i, data in enumerate(pieces):
         out = wrap(data)
-        out._base = None if x._version_counter.__class__ is InferenceCounter else x._base if x._base is not None else x
+        out._base_value = None if x._version_counter.__class__ is InferenceCounter else x._base_value if x._base_value is not None else x
         out._version_counter = x._version_counter
         out._view_version = x._version_counter[0]
-        if node is not None or (GRAD.enabled and out._base is not None):
+        if node is not None or (GRAD.enabled and out._base_value is not None):
             # without history too: should an operand requiring grad be written into it, torch refuses
             out.__dict__["_inplace_error"] = (_multi_view_message, node, i)
         outs.append(out)
@@ -924,7 +924,7 @@ def _strided_args(geom: Geometry) -> tuple:
 @op()
 def as_strided(x: Tensor, size, stride, storage_offset=None) -> Tensor:
     item = x._ndarray.itemsize
-    base = x._ndarray if x._base is None else x._base._ndarray
+    base = x._ndarray if x._base_value is None else x._base_value._ndarray
     offset = storage_offset if storage_offset is not None else (
         x._ndarray.__array_interface__["data"][0] - base.__array_interface__["data"][0]) // item
     start = np.lib.stride_tricks.as_strided(base.reshape(-1) if base.flags.c_contiguous else base.ravel(),
@@ -1004,14 +1004,14 @@ def check_inplace(x: Tensor, result_requires_grad: bool = False) -> None:
     if x.__dict__ and (x._requires_grad or result_requires_grad) and "_inplace_error" in x.__dict__:
         error = x.__dict__["_inplace_error"]
         raise RuntimeError(error if isinstance(error, str) else error[0](*error[1:]))
-    if x._requires_grad and x._grad_fn is None:
+    if x._requires_grad and x._grad_fn_value is None:
         # a leaf; torch calls it a view when it was made from a view of a tensor without grad
-        raise RuntimeError(f"a {'view of a ' if x._base is not None else ''}leaf Variable that requires grad is "
+        raise RuntimeError(f"a {'view of a ' if x._base_value is not None else ''}leaf Variable that requires grad is "
                            "being used in an in-place operation.")
-    base = x._base
+    base = x._base_value
     # torch asks only whether the view's base is a leaf: a base without grad counts too (a view of it
     # that was made to require grad), and so does a view made before its base was made to require grad
-    if base is not None and base._grad_fn is None and (x._requires_grad or x.requires_grad):
+    if base is not None and base._grad_fn_value is None and (x._requires_grad or x.requires_grad):
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place operation.")
 
 
@@ -1023,7 +1023,7 @@ WRITES_ONE_VALUE = set()
 def rebase_view_history(x: Tensor, node: Node) -> None:
     """``node`` changed the view ``x`` in place: its base's history becomes a CopySlices around
     ``node`` (whose first input is taken to be the view), and ``x`` gets its new view node."""
-    base = x._base
+    base = x._base_value
     cs = CopySlices((edge(base),) + node.next_functions[1:])
     cs.geometry = Geometry(base._ndarray, x._ndarray)
     cs.fn = node
@@ -1055,12 +1055,12 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
     alias = wrap(x._ndarray.copy() if saves_self else x._ndarray)
     alias._version_counter = [0] if saves_self else x._version_counter
     if x._requires_grad:
-        alias._grad_fn = x.grad_fn
+        alias._grad_fn_value = x.grad_fn
         alias._output_nr = x._output_nr
         alias._requires_grad = True
         alias._accumulator = x._accumulator
     result = op(alias, *args, **kwargs)
-    node = result._grad_fn
+    node = result._grad_fn_value
     _write(x, result._ndarray, may_overlap)
     if node is None:
         return x
@@ -1076,7 +1076,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
                     # a pack hook was handed the result: what it kept of it aliases x, as torch's
                     # output is x itself (later in-place changes show through, unchecked)
                     result._ndarray, result._version_counter = x._ndarray, x._version_counter
-    if x._base is None:
+    if x._base_value is None:
         x._after_inplace(node)
     else:
         rebase_view_history(x, node)
@@ -1085,7 +1085,7 @@ def apply_inplace(x: Tensor, op, *args, saves_self=True, **kwargs) -> Tensor:
                 if saved is not None and saved.is_output:
                     # unpacked (by an unpack hook too), the output is the view with its new history; held weakly, as torch
                     # does: that history leads back to this node (a strong reference is a cycle)
-                    saved.grad_fn = weakref.ref(x._grad_fn)
+                    saved.grad_fn = weakref.ref(x._grad_fn_value)
     return x
 
 

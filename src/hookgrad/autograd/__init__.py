@@ -149,7 +149,7 @@ def _root_edges(outputs):
         if isinstance(t, graph.GradientEdge):
             edges.append((t.node, t.output_nr))
             continue
-        if not t._requires_grad and t._base is not None and t._view_version != t._version_counter[0]:
+        if not t._requires_grad and t._base_value is not None and t._view_version != t._version_counter[0]:
             t.grad_fn  # a view whose base got history in place: its node regenerates
         if not t._requires_grad:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a grad_fn")

@@ -306,23 +306,23 @@ class Function(metaclass=_FunctionMeta):
                     _above.check_inplace(o)
                     o._version_counter[0] += 1
                     o._tensor_hooks = None
-                if is_dirty and o._base is not None and len(outs) == 1:
+                if is_dirty and o._base_value is not None and len(outs) == 1:
                     # a view changed in place: as torch, its base's history goes through this node
-                    o._grad_fn = node
+                    o._grad_fn_value = node
                     _above.rebase_view_history(o, node)
                 else:
-                    o._grad_fn = node
+                    o._grad_fn_value = node
                     o._output_nr = i
                     o._requires_grad = True
-                    if o._base is not None:  # its history is this node now, whatever forward did to it
+                    if o._base_value is not None:  # its history is this node now, whatever forward did to it
                         o._view_version = o._version_counter[0]
             elif is_non_diff:
                 o._requires_grad = False
-            if o._base is not None and not is_input:
+            if o._base_value is not None and not is_input:
                 # a view made inside forward: torch refuses in-place changes of it once it (or the op's
                 # result) requires grad. (An input returned as-is is marked by _returned_input_view when
                 # the call is recorded; unrecorded, torch refuses it too, hookgrad does not.)
-                o.__dict__["_inplace_error"] = (_function_view_message, node if o._grad_fn is node else None, i)
+                o.__dict__["_inplace_error"] = (_function_view_message, node if o._grad_fn_value is node else None, i)
             wrapped.append(o)
         node._num_outputs = len(outs)
         if _dual.LEVEL[0] >= 0 and _dual.has_tangents() and _dual.FWD_GRAD_ENABLED[0]:
@@ -336,7 +336,7 @@ class Function(metaclass=_FunctionMeta):
         node.to_save = node.dirty_tensors = node.non_differentiable = node.saved_for_forward = None
         if to_save is not None and recording:
             node._saved = tuple(None if t is None else SavedTensor(
-                t, is_output=any(t is o and o._grad_fn is node for o in wrapped)) for t in to_save)
+                t, is_output=any(t is o and o._grad_fn_value is node for o in wrapped)) for t in to_save)
         return wrapped[0] if single else tuple(wrapped)
 
     @staticmethod
@@ -373,7 +373,7 @@ def _push_function_tangents(cls, ctx, args, outputs, dirty) -> None:
         if not isinstance(out, Tensor) or tangent is None:
             continue
         for a, given in zip(args, tangents):
-            if dirty and any(a is d for d in dirty) and (out is a or out._base is a) and tangent is not given:
+            if dirty and any(a is d for d in dirty) and (out is a or out._base_value is a) and tangent is not given:
                 raise RuntimeError("jvp function must modify the corresponding gradient inplace")
         _dual.set_tangent(out, tangent)
 
@@ -392,10 +392,10 @@ def _check_dirty_outputs(dirty, outs, tensor_args, non_diff, recording) -> None:
         if not any(t is a for a in tensor_args):
             message = ("ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have been "
                        "mutated should be passed to ctx.mark_dirty().")
-            if t._base is not None:
+            if t._base_value is not None:
                 raise RuntimeError(message)
             warnings.warn(message)
-        elif t._base is not None and len(outs) > 1:
+        elif t._base_value is not None and len(outs) > 1:
             raise RuntimeError(
                 "If your Function modifies inplace an input that is a view of another Tensor, your Function cannot "
                 "return more than one Tensor. This is not supported by the current autograd engine. You should either "
@@ -429,7 +429,7 @@ def _returned_input_view(t, node, output_nr, differentiable):
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
     elif t._requires_grad:
         # torch hands back a detached alias here: no view, so it does not require grad through its base
-        view._base = None
+        view._base_value = None
     return view
 
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 import functools
 import inspect
 
+from .._late import LateNames
 from ..utils._contextlib import _wrap_generator
+
+# torch's switches change grad mode through ``torch._C._set_grad_enabled``, which function modes see
+_above = LateNames(set_grad_enabled_entry="hookgrad._C:_set_grad_enabled", LIVE="hookgrad._C._torch_function",
+                   torch_function_state="hookgrad._C._torch_function:_local")
 
 
 class _GradState:
@@ -67,6 +72,15 @@ def set_mode(mode: bool) -> None:
     STATE.enabled = mode and not STATE.inference
 
 
+def _switch(mode) -> None:
+    """``torch._C._set_grad_enabled(mode)``; straight to ``set_mode`` while no function mode is on this
+    thread's stack (a bool argument calls on no subclass's override)."""
+    if mode.__class__ is bool and not (_above.LIVE[0] and _above.torch_function_state.modes):
+        set_mode(mode)
+    else:
+        _above.set_grad_enabled_entry(mode)  # (torch's TypeError for a non-bool)
+
+
 def _saved_mode():
     return STATE.enabled, STATE.requested
 
@@ -80,17 +94,18 @@ def is_inference_mode_enabled() -> bool:
 
 
 class _GradModeSwitch:
-    """Base for the switches: sets ``STATE.enabled`` on enter and restores it on exit."""
+    """Base for the switches: sets grad mode on enter and puts the previous one back on exit, each
+    through ``_C._set_grad_enabled`` as torch's do (a function mode sees both calls)."""
 
     mode: bool = True
 
     def __enter__(self):
-        self._prev = _saved_mode()
-        set_mode(self.mode)
+        self.prev = is_grad_enabled()
+        _switch(self.mode)
         return None
 
     def __exit__(self, *exc):
-        _restore_mode(self._prev)
+        _switch(self.prev)
         return False
 
     def __call__(self, fn):
@@ -146,16 +161,13 @@ class set_grad_enabled(_GradModeSwitch):
     """Set grad mode to ``mode``; takes effect at once (as a function) or for a ``with`` block."""
 
     def __init__(self, mode: bool):
-        self._prev = _saved_mode()
-        self.mode = bool(mode)
-        set_mode(self.mode)
+        self.prev = is_grad_enabled()
+        self.mode = mode
+        _switch(mode)
 
     def __enter__(self):
+        _switch(self.mode)  # (again, as torch's: the mode may have changed since)
         return None
-
-    def __exit__(self, *exc):
-        _restore_mode(self._prev)
-        return False
 
     def _clone_args(self):
         return (self.mode,)
@@ -168,7 +180,7 @@ class set_grad_enabled(_GradModeSwitch):
 
     def __call__(self, fn):
         # used as a decorator: undo the immediate switch made by __init__
-        _restore_mode(self._prev)
+        _switch(self.prev)
         return super().__call__(fn)
 
 

@@ -472,7 +472,7 @@ class SavedTensor:
                 self.tensor = tensor
                 # a saved non-leaf that loses its history by detach_() cannot be used (torch refuses
                 # too); an op's own output saved as an input and detached by the op itself is not
-                self.grad_fn = tensor._grad_fn
+                self.grad_fn = tensor._grad_fn_value
         else:
             pack, self.unpack_hook = _saved_hooks_stack[-1]
             self.tensor = None
@@ -510,9 +510,9 @@ class SavedTensor:
                 fn, output_nr = node, self.output_nr
             else:
                 output_nr = 0
-            out._grad_fn, out._output_nr, out._requires_grad = fn, output_nr, fn is not None
+            out._grad_fn_value, out._output_nr, out._requires_grad = fn, output_nr, fn is not None
         elif self.grad_fn is not None:
-            out._grad_fn, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
+            out._grad_fn_value, out._output_nr, out._requires_grad = self.grad_fn, self.output_nr, True
         elif self.requires_grad:
             if self.accumulator is not None:
                 out._accumulator = weakref.ref(self.accumulator)
@@ -584,7 +584,7 @@ class SavedTensor:
         if self.unpack_hook is not None:
             return self._unpack_with_hook(node)
         # torch looks for an in-place detach before it compares versions
-        if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn is None and not saved_for \
+        if not self.is_output and self.grad_fn is not None and self.tensor._grad_fn_value is None and not saved_for \
                 and self.grad_fn is not node and not (node is not None and node.unpacks_for_itself):
             raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with .detach_()."
                                "This is not supported, please use out-of-place `.detach()` instead")
@@ -615,7 +615,7 @@ class SavedTensor:
             if fn is None:
                 fn = node
                 out._output_nr = self.output_nr
-            out._grad_fn = fn
+            out._grad_fn_value = fn
             out._requires_grad = fn is not None
             return out
         return self.tensor

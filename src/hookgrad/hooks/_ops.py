@@ -501,7 +501,7 @@ def _replace_outputs(op, hook, inputs, outputs, result) -> None:
             raise RuntimeError(f"{where} has changed the size or type of output {i} (was {old.type()} "
                                f"{list(old.shape)}, got {value.type()} {list(value.shape)}): a replacement must "
                                "keep every output's shape and dtype")
-        if not op.inplace and (old._base is not None or any(old is t for t in inputs)):
+        if not op.inplace and (old._base_value is not None or any(old is t for t in inputs)):
             raise RuntimeError(f"{where} cannot replace output {i}: it is a view of the op's input (view ops "
                                "share storage with their input, and this op returned its input or a view of it); "
                                "replace the values downstream instead")

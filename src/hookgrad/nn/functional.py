@@ -160,8 +160,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx=None, max_norm=None, no
     adj = functools.partial(_embedding_adj, idx=idx, num=num, pad_row=padding_idx, counts=counts)
     out = linear_map(weight, fwd, adj, EmbeddingBackward0, value=weight._ndarray[idx],
                      args=(num, -1 if padding_idx is None else padding_idx, scale_grad_by_freq, sparse))
-    if out._grad_fn is not None:
-        out._grad_fn.save(input)
+    if out._grad_fn_value is not None:
+        out._grad_fn_value.save(input)
     return out
 
 

@@ -93,16 +93,26 @@ def _calculate_correct_fan(tensor: Tensor, mode: str) -> int:
 # ---------------------------------------------------------------------------------------------
 # Initialisers
 # ---------------------------------------------------------------------------------------------
-def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
-    """Fill with samples from U(a, b)."""
+def _no_grad_uniform_(tensor: Tensor, a: float, b: float, generator=None) -> Tensor:
     with hookgrad.no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
-def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
-    """Fill with samples from N(mean, std^2)."""
+def _no_grad_normal_(tensor: Tensor, mean: float, std: float, generator=None) -> Tensor:
     with hookgrad.no_grad():
         return tensor.normal_(mean, std, generator=generator)
+
+
+# (the public initialisers consult __torch_function__; the ones built on them call these, which do not,
+# as torch's)
+def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator=None) -> Tensor:
+    """Fill with samples from U(a, b)."""
+    return _no_grad_uniform_(tensor, a, b, generator)
+
+
+def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, generator=None) -> Tensor:
+    """Fill with samples from N(mean, std^2)."""
+    return _no_grad_normal_(tensor, mean, std, generator)
 
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, b: float = 2.0,
@@ -156,17 +166,20 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 
 def constant_(tensor: Tensor, val: float) -> Tensor:
     """Fill with the value ``val``."""
-    return _store(tensor, val)
+    with hookgrad.no_grad():
+        return tensor.fill_(val)
 
 
 def ones_(tensor: Tensor) -> Tensor:
     """Fill with ones."""
-    return _store(tensor, 1.0)
+    with hookgrad.no_grad():
+        return tensor.fill_(1.0)
 
 
 def zeros_(tensor: Tensor) -> Tensor:
     """Fill with zeros."""
-    return _store(tensor, 0.0)
+    with hookgrad.no_grad():
+        return tensor.zero_()
 
 
 def eye_(tensor: Tensor) -> Tensor:
@@ -199,14 +212,14 @@ def xavier_uniform_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     a = math.sqrt(3.0) * std
-    return uniform_(tensor, -a, a, generator)
+    return _no_grad_uniform_(tensor, -a, a, generator)
 
 
 def xavier_normal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Glorot normal: N(0, std^2) with std = gain * sqrt(2 / (fan_in + fan_out))."""
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std, generator)
+    return _no_grad_normal_(tensor, 0.0, std, generator)
 
 
 def _kaiming_std(tensor: Tensor, a, mode: str, nonlinearity: str):
@@ -226,14 +239,14 @@ def kaiming_uniform_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonline
     if std is None:
         return tensor
     bound = math.sqrt(3.0) * std
-    return uniform_(tensor, -bound, bound, generator)
+    return _no_grad_uniform_(tensor, -bound, bound, generator)
 
 
 def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None) -> Tensor:
     """He normal: N(0, std^2) with std = gain / sqrt(fan)."""
     std = _kaiming_std(tensor, a, mode, nonlinearity)
-    return tensor if std is None else normal_(tensor, 0.0, std, generator)
+    return tensor if std is None else _no_grad_normal_(tensor, 0.0, std, generator)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:

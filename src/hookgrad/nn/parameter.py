@@ -22,8 +22,8 @@ def _alias(cls, data: Tensor) -> Tensor:
     """A new leaf of class ``cls`` sharing ``data``'s memory and version counter."""
     out = object.__new__(cls)
     src = _detached(data)
-    for slot in ("_ndarray", "_requires_grad", "_grad_fn", "_grad_value", "_output_nr", "_version_counter",
-                 "_base", "_view_version", "_tensor_hooks", "_post_accumulate_hooks",
+    for slot in ("_ndarray", "_requires_grad", "_grad_fn_value", "_grad_value", "_output_nr", "_version_counter",
+                 "_base_value", "_view_version", "_tensor_hooks", "_post_accumulate_hooks",
                  "_accumulator", "_retains_grad"):
         setattr(out, slot, getattr(src, slot))
     return out

@@ -50,7 +50,7 @@ class SGD(Optimizer):
             nesterov = group["nesterov"]
             maximize = group["maximize"]
             for p in group["params"]:
-                grad = p._grad  # a parameter is a leaf: what its .grad property returns
+                grad = p._grad_value  # a parameter is a leaf: what its .grad property returns
                 if grad is None:
                     continue
                 d_p = grad._ndarray

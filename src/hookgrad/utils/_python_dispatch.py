@@ -993,7 +993,7 @@ def _view_of_result(op, values, own):
     shape = list(own.shape)
     if str(op) == "flatten" and x.dim() == own.dim() and x.dim() <= 1:
         return [("alias" if x.dim() == 1 else "view", (x,) if x.dim() == 1 else (x, shape), {}, lambda: own, "default")]
-    if own._base is not None or own is x or own.data_ptr() == x.data_ptr():
+    if own._base_value is not None or own is x or own.data_ptr() == x.data_ptr():
         if str(op) == "reshape":   # torch views with the shape as given (-1 included)
             given = _given(op).get("shape", ())
             shape = list(given[0] if len(given) == 1 and isinstance(given[0], (list, tuple)) else given)

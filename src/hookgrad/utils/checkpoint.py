@@ -156,6 +156,16 @@ def _cpu_autocast_state() -> dict:
             "cache_enabled": hg.is_autocast_cache_enabled()}
 
 
+def _read_devices(args) -> None:
+    """Read the device of each tensor among ``args``, as torch's checkpoint does to choose the device whose
+    RNG state it keeps (here always the CPU's): function modes see the same reads."""
+    hg = _hg()
+    from ._pytree import tree_leaves
+    for leaf in tree_leaves(args):
+        if isinstance(leaf, hg.Tensor):
+            leaf.device.type
+
+
 def _metadata(t) -> dict:
     return {"shape": t.shape, "dtype": t.dtype, "device": t.device}
 
@@ -193,7 +203,8 @@ class _Frame:
         # inputs are saved like any tensor saved for backward: outer saved-tensor hooks see
         # them, and an in-place change before the backward is caught when they are unpacked
         self.inputs = [SavedTensor(a) if isinstance(a, hg.Tensor) else a for a in args]
-        self.input_requires_grad = [isinstance(a, hg.Tensor) and a.requires_grad for a in args]
+        with hg._C.DisableTorchFunction():  # (torch keeps no such list: overrides see no reads)
+            self.input_requires_grad = [isinstance(a, hg.Tensor) and a.requires_grad for a in args]
         self.rng_state = hg.get_rng_state() if preserve_rng_state else None
         self.autocast_state = _cpu_autocast_state()
         self.early_stop = early_stop
@@ -437,6 +448,7 @@ def _checkpoint_without_reentrant(function, preserve, context_fn, determinism_ch
     if determinism_check not in ("default", "none"):
         raise ValueError("determinism_check should be one of ['default', 'none'], but got "
                          f"{determinism_check}")
+    _read_devices(args)
     forward_context, recompute_context = context_fn()
     if not hg.is_grad_enabled():  # nothing is saved without grad mode: plain call
         with forward_context:
@@ -464,6 +476,7 @@ def _reentrant_function():
         @staticmethod
         def forward(ctx, run_function, preserve_rng_state, *args):
             check_backward_validity(args)
+            _read_devices(args)
             ctx.run_function = run_function
             ctx.preserve_rng_state = preserve_rng_state
             ctx.autocast_state = _cpu_autocast_state()

@@ -414,7 +414,7 @@ def _keep_cdf(result, data, cdf):
 
     Not under saved-tensor hooks: those may exist to keep less in memory (offloading,
     compression), and the backward must then see only what the unpack hook returns."""
-    node = result._grad_fn
+    node = result._grad_fn_value
     if node is None or type(node) is not GeluBackward0:
         return
     saved = node._saved

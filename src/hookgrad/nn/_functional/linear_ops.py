@@ -55,7 +55,7 @@ class LinearMapNode(Node):
         # the adjoint's node carries the op's args on, for the forward class it records in turn
         out = linear_map(g, adj, self.fwd, self.adjoint, args=getattr(self, "args", None))
         if self.saves_input:
-            node = out._grad_fn
+            node = out._grad_fn_value
             if x is not None and x._requires_grad and node is not None and node.__class__ is self.adjoint:
                 # torch's backward node of a pooling backward has edges to the gradient and to the
                 # input (whose gradient is zeros): a second pass runs the input's history too

@@ -395,7 +395,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
             raise ValueError(f"Expected more than 1 value per channel when training, got input size "
                              f"{_size_repr(Size(xd.shape))}")
         result, mean, var = _normalize(NativeBatchNormBackward0, x, weight, bias, xd.shape, axes, affine, axes, eps)
-        if result._grad_fn is not None:  # torch saves before its kernel updates the statistics
+        if result._grad_fn_value is not None:  # torch saves before its kernel updates the statistics
             refuse_inference_saves(x, weight, running_mean, running_var)
         # (so a pack hook sees them before the update, and one that raises leaves them unchanged)
         _save_batch_norm(result, x, weight, running_mean, running_var, True)
@@ -422,7 +422,7 @@ def batch_norm(input: Tensor, running_mean, running_var, weight=None, bias=None,
 def _save_batch_norm(result, x, weight, running_mean, running_var, training):
     """What torch's batch norm packs (in training mode before the running statistics are updated):
     the inputs, then the batch mean and inverse std (empty in evaluation mode)."""
-    node = result._grad_fn
+    node = result._grad_fn_value
     if node is None:
         return
     node.training = training

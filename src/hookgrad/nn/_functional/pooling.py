@@ -350,7 +350,7 @@ def _max_pool_result(x, best, g, need_indices, args):
     adj = functools.partial(_max_scatter, geom=g)
     out = linear_map(x, fwd, adj, MaxPool2DWithIndicesBackward0, value=best, args=args + (g,))
     indices = wrap(g.flat_indices()) if need_indices else None
-    node = out._grad_fn
+    node = out._grad_fn_value
     if node is not None and (indices is not None or saved_tensor_hooks_active()):
         # torch's node keeps the indices as a saved tensor (packed after the input, version-checked,
         # unpacked for the backward); without pack hooks or a caller holding them, the window choice

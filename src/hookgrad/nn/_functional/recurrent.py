@@ -109,8 +109,8 @@ def _fresh_operands(x, other=None) -> bool:
     """Whether the direct in-place form applies: ``x`` a float32/64 tensor made by the step (not
     a view, not a leaf requiring grad, no view restriction), ``other`` None or of its dtype and shape."""
     xd = x._ndarray
-    if xd.dtype not in _DIRECT_DTYPES or x._base is not None or x.__dict__ or (
-            x._requires_grad and x._grad_fn is None):
+    if xd.dtype not in _DIRECT_DTYPES or x._base_value is not None or x.__dict__ or (
+            x._requires_grad and x._grad_fn_value is None):
         return False
     return other is None or (isinstance(other, Tensor) and other._ndarray.dtype is xd.dtype
                              and other._ndarray.shape == xd.shape)
@@ -124,7 +124,7 @@ def _direct_add_(x, other):
     np.add(xd, other._ndarray, out=xd)
     x._version_counter[0] += 1
     if GRAD.enabled and (x._requires_grad or other._requires_grad):
-        node = _pw.AddBackward0(((x._grad_fn, x._output_nr) if x._requires_grad else NONE_EDGE, edge(other)))
+        node = _pw.AddBackward0(((x._grad_fn_value, x._output_nr) if x._requires_grad else NONE_EDGE, edge(other)))
         node.alpha = 1
         node.a_shape, node.a_dtype = xd.shape, xd.dtype
         node.b_shape, node.b_dtype = other._ndarray.shape, other._ndarray.dtype
@@ -153,7 +153,7 @@ def _direct_unary_(forward, node_cls, method):
         forward(xd, out=xd)
         x._version_counter[0] += 1
         if GRAD.enabled and x._requires_grad:
-            node = node_cls(((x._grad_fn, x._output_nr),))
+            node = node_cls(((x._grad_fn_value, x._output_nr),))
             node.save(output=x)
             x._after_inplace(node)
         return x

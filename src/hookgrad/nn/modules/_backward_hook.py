@@ -124,8 +124,8 @@ def _identity_view(t, node, output_nr):
     # run per hooked call (test_identity_view_sets_every_tensor_slot keeps this in step with wrap)
     view = _new_object(Tensor)
     view._ndarray = t._ndarray.view()
-    base = t._base
-    view._base = t if base is None else base
+    base = t._base_value
+    view._base_value = t if base is None else base
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
     view._grad_value = None
@@ -135,12 +135,12 @@ def _identity_view(t, node, output_nr):
     view._retains_grad = False
     if t._requires_grad:
         view._requires_grad = True
-        view._grad_fn = node
+        view._grad_fn_value = node
         view._output_nr = output_nr
         view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
     else:
         view._requires_grad = False
-        view._grad_fn = None
+        view._grad_fn_value = None
         view._output_nr = 0
     return view
 
@@ -152,8 +152,8 @@ def _view_through_new_node(t, node_cls, owner):
     ``Node.__init__``, ``edge`` and ``_identity_view`` written out: this runs for the input and the
     output of every hooked call with one tensor in or out, and those calls were a large part of its cost
     (test_one_tensor_view_and_node_match_the_general_steps keeps them in step)."""
-    fn = t._grad_fn
-    base = t._base
+    fn = t._grad_fn_value
+    base = t._base_value
     # a non-leaf, or a view not changed through its base since it was made (the output of a hooked
     # module passed on to the next one), has its grad_fn as its edge; otherwise its grad_fn may have
     # to be regenerated, or a leaf's edge is its accumulator: edge() decides
@@ -181,7 +181,7 @@ def _view_through_new_node(t, node_cls, owner):
     # _identity_view's steps for a tensor that requires grad, written out (one call less per view)
     view = _new_object(Tensor)
     view._ndarray = t._ndarray.view()
-    view._base = t if base is None else base
+    view._base_value = t if base is None else base
     counter = view._version_counter = t._version_counter
     view._view_version = counter[0]
     view._grad_value = None
@@ -190,7 +190,7 @@ def _view_through_new_node(t, node_cls, owner):
     view._accumulator = None
     view._retains_grad = False
     view._requires_grad = True
-    view._grad_fn = node
+    view._grad_fn_value = node
     view._output_nr = 0
     view.__dict__["_inplace_error"] = (_function_view_message, node, 0)
     return view, node

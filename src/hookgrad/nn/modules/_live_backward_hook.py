@@ -229,9 +229,9 @@ class LiveBackwardHook:
             if id(t) not in adopted and fn is not None and self.first_seq < fn._seq < last_seq:
                 # computed by this call: the tensor itself takes the identity node as its grad_fn
                 adopted.add(id(t))
-                t._grad_fn, t._output_nr = node, slot
+                t._grad_fn_value, t._output_nr = node, slot
                 t._tensor_hooks = None  # hooks registered from now on belong to the new node
-                if t._base is not None:
+                if t._base_value is not None:
                     t._view_version = t._version_counter[0]
             else:
                 new_outputs[i] = _identity_view(t, node, slot)
