@@ -441,7 +441,7 @@ def _apply_through_overrides(on_backward, args):
             raise TypeError(f"view_as() returned '{type(view).__name__}', expected a Tensor")
         if differentiable[output_nr]:  # the view becomes the node's output (non-differentiable ones stay as made)
             view._requires_grad = True
-            view._grad_fn = node
+            view._grad_fn_value = node
             view._output_nr = output_nr
             view.__dict__["_inplace_error"] = (_function_view_message, node, output_nr)
     # the reads torch's set-up makes to find the node (overrides see them; the node is known here)
