@@ -21,7 +21,8 @@ import numpy as np
 import hookgrad
 from .._tensor import Tensor, _init, wrap as _plain
 from .._meta import MetaArray, meta_array
-from .._C._torch_function import _disabled_torch_function_impl, _DisableAll, _EnableTorchFunction
+from .._C._torch_function import (_BackwardPass, _disabled_torch_function_impl, _DisableAll,
+                                  _EnableTorchFunction)
 from ..overrides import TorchFunctionMode
 
 # the vmaps running now, outer first: [level, batch size, randomness]
@@ -1613,14 +1614,169 @@ def _nodes_running_user_code() -> tuple:
     return BackwardCFunction, _HookIdentityNode
 
 
+# -- batched formulas: one call on the whole batch of gradients -----------------------------------
+# A node's formula computes on arrays of the example's shape. For the common nodes the same values
+# come from one call on the gradient array with the batch as its leading dim (saved tensors
+# broadcast against it); each entry below returns the input gradients so, or NotImplemented where
+# its case is not covered (the node then runs once per batch entry).
+
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _sum_to(g, shape):
+    """The batched gradient ``g`` (batch dim first) summed over the dims an input of ``shape`` was
+    broadcast along, as ``sum_to_shape`` does per entry."""
+    if g.shape[1:] == tuple(shape):
+        return g
+    lead = g.ndim - 1 - len(shape)
+    dims = tuple(range(1, 1 + lead)) + tuple(1 + lead + i for i, s in enumerate(shape)
+                                             if s == 1 and g.shape[1 + lead + i] != 1)
+    return g.sum(axis=dims).reshape((g.shape[0],) + tuple(shape)) if dims else g
+
+
+def _real_operands(g, *tensors) -> bool:
+    return g.dtype in _REAL and all(t is None or t._ndarray.dtype is g.dtype for t in tensors)
+
+
+def _matmul_left(g, b):
+    """Per entry ``g[i] @ b.T`` as one product (the batch folded into the rows)."""
+    n, p = g.shape[1:]
+    return (g.reshape(-1, p) @ b.T).reshape(g.shape[0], n, b.shape[0])
+
+
+def _matmul_right(a, g):
+    """Per entry ``a.T @ g[i]`` as one product (the batch folded into the columns)."""
+    size, n, p = g.shape
+    return (a.T @ g.transpose(1, 0, 2).reshape(n, size * p)).reshape(a.shape[1], size, p).transpose(1, 0, 2)
+
+
+def _batched_unary(node, g, saved):
+    formula = node.array_formula
+    if formula is None or not _real_operands(g, *saved):
+        return NotImplemented
+    return (formula(g, saved[0]._ndarray) if saved else formula(g)),
+
+
+def _batched_relu(node, g, saved):
+    if not _real_operands(g, *saved):
+        return NotImplemented
+    return np.where(saved[0]._ndarray <= 0, g.dtype.type(0), g),
+
+
+def _batched_add(node, g, saved):
+    scale = node.sign * node.alpha
+    if scale not in (1, -1) or g.dtype not in _REAL or not node.a_dtype == node.b_dtype == g.dtype:
+        return NotImplemented
+    edges = node.next_functions
+    return (_sum_to(g, node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(g if scale == 1 else -g, node.b_shape) if edges[1][0] is not None else None)
+
+
+def _batched_mul(node, g, saved):
+    if node.scalar is not None or not _real_operands(g, *saved):
+        return NotImplemented
+    b, a = saved
+    edges = node.next_functions
+    return (_sum_to(g * b._ndarray, node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(g * a._ndarray, node.b_shape) if edges[1][0] is not None else None)
+
+
+def _batched_mm(node, g, saved):
+    b, a = saved
+    if not _real_operands(g, a, b) or g.ndim != 3:
+        return NotImplemented
+    edges = node.next_functions
+    return (_matmul_left(g, b._ndarray) if edges[0][0] is not None else None,
+            _matmul_right(a._ndarray, g) if edges[1][0] is not None else None)
+
+
+def _batched_addmm(node, g, saved):
+    a, b = saved
+    if node.alpha != 1 or node.beta != 1 or not _real_operands(g, a, b) or g.ndim != 3:
+        return NotImplemented
+    edges = node.next_functions
+    return (_sum_to(g, node.bias_shape) if edges[0][0] is not None else None,
+            _matmul_left(g, b._ndarray) if edges[1][0] is not None else None,
+            _matmul_right(a._ndarray, g) if edges[2][0] is not None else None)
+
+
+def _batched_t(node, g, saved):
+    return (g.swapaxes(1, 2) if g.ndim == 3 else g),
+
+
+def _batched_view(node, g, saved):
+    return g.reshape((g.shape[0],) + tuple(node.in_shape)),
+
+
+def _expanded(g, node, keep_shape):
+    """``g`` (one reduced value per entry) reshaped to ``keep_shape`` and expanded to the input's shape."""
+    return np.array(np.broadcast_to(g.reshape((g.shape[0],) + tuple(keep_shape)),
+                                    (g.shape[0],) + tuple(node.in_shape)))
+
+
+def _batched_sum(node, g, saved):
+    return _expanded(g, node, (1,) * len(node.in_shape)),
+
+
+def _batched_sum_dims(node, g, saved):
+    from .._ops.reduce import _keep_shape
+    if node.dims is None:
+        return NotImplemented
+    return _expanded(g, node, g.shape[1:] if node.keepdim else _keep_shape(node.in_shape, node.dims)),
+
+
+def _batched_mean(node, g, saved):
+    if g.dtype not in _REAL:
+        return NotImplemented
+    return (_batched_sum_dims if hasattr(node, "dims") else _batched_sum)(node, g / node.count, saved)
+
+
+_BATCHED_FORMULAS: dict = {}
+
+
+def _batched_formula(node):
+    """The one-call formula for ``node``'s class (None: the node runs per batch entry)."""
+    from .._ops._declare import UnaryNode
+    from .._ops import pointwise, linalg, views, reduce
+    if not _BATCHED_FORMULAS:
+        _BATCHED_FORMULAS.update({
+            pointwise.AddBackward0: _batched_add, pointwise.SubBackward0: _batched_add,
+            pointwise.MulBackward0: _batched_mul, linalg.MmBackward0: _batched_mm,
+            linalg.AddmmBackward0: _batched_addmm, views.TBackward0: _batched_t,
+            views.ViewBackward0: _batched_view, views.ReshapeAliasBackward0: _batched_view,
+            reduce.SumBackward0: _batched_sum, reduce.SumBackward1: _batched_sum_dims,
+            reduce.MeanBackward0: _batched_mean, reduce.MeanBackward1: _batched_mean})
+    cls = type(node)
+    if cls.__bases__ == (UnaryNode,):  # a declared unary op's node
+        return _batched_relu if cls.formula is pointwise._relu_backward else _batched_unary
+    return _BATCHED_FORMULAS.get(cls)
+
+
+def _apply_per_entry(node, node_grads, fulls, values, size, levels):
+    """``node``'s backward run once per batch entry (``fulls``: its gradients with the batch dim first,
+    tensors when a create_graph pass records the slices, else arrays), the results stacked; its saved
+    tensors (``values``, unpacked once) handed to every run."""
+    recording = hookgrad.is_grad_enabled()
+    saved = node._saved
+    if saved:
+        node._saved = tuple(None if v is None else _Unpacked(v) for v in values)
+    try:
+        with _BackwardPass():
+            per_entry = [node.apply([g if f is None else f[b] if recording else _plain(f[b])
+                                     for f, g in zip(fulls, node_grads)]) for b in range(size)]
+    finally:
+        if saved:
+            node._saved = saved
+    return tuple(_stacked_entries([out[i] for out in per_entry], levels) for i in range(len(per_entry[0])))
+
+
 def batched_gradients_pass(run, grads, size: int):
     """``autograd.grad(is_grads_batched=True)``: ONE backward pass whose gradients are batched over a
     vmap level of ``size`` (each grad's first dim), as torch vmaps its backward. Hooks and the engine's
-    own sums see batched tensors (per-example shapes) and fire once; each node's formula runs once per
-    batch entry (the formulas compute on arrays, below the batching mode), its saved tensors unpacked
-    once. ``run(grads, node_apply)`` runs the pass and returns the captured gradients, returned here
+    own sums see batched tensors (per-example shapes) and fire once. The common nodes' formulas run
+    once on the batched gradient arrays (``_batched_formula``); the others once per batch entry (the
+    formulas compute on arrays, below the batching mode), their saved tensors unpacked once. ``run(grads, node_apply)`` runs the pass and returns the captured gradients, returned here
     with the batch dim first."""
-    from .._C._torch_function import _BackwardPass
     level = max([lvl for lvl, _, _ in ACTIVE] + [0]) + 1
     enter(size, "error", level)
     levels = (level,)
@@ -1637,16 +1793,14 @@ def batched_gradients_pass(run, grads, size: int):
         fulls = [None if not is_batched(g) else _full(g, levels) if recording else _full(g, levels)._ndarray
                  for g in node_grads]
         saved = node._saved
-        if saved:
-            node._saved = tuple(None if v is None else _Unpacked(v) for v in node.saved())
-        try:
-            with _BackwardPass():
-                per_entry = [node.apply([g if f is None else f[b] if recording else _plain(f[b])
-                                         for f, g in zip(fulls, node_grads)]) for b in range(size)]
-        finally:
-            if saved:
-                node._saved = saved
-        return tuple(_stacked_entries([out[i] for out in per_entry], levels) for i in range(len(per_entry[0])))
+        values = node.saved() if saved else ()
+        formula = None if recording or len(fulls) != 1 or fulls[0] is None else _batched_formula(node)
+        if formula is not None:
+            with np.errstate(all="ignore"):
+                outs = formula(node, fulls[0], values)
+            if outs is not NotImplemented:
+                return tuple(None if o is None else wrap(_plain(o), levels) for o in outs)
+        return _apply_per_entry(node, node_grads, fulls, values, size, levels)
 
     try:
         captured = run([None if g is None else wrap(g, levels) for g in grads], node_apply)
