@@ -333,6 +333,37 @@ def test_mlp_batched_gradients_take_one_formula_call_per_node():
         T.autograd.grad(net(x), [x, *net.parameters()], T.randn(64, 5, 3), is_grads_batched=True)
         T.autograd.functional.jacobian(lambda a: net(a).sum(0), x.detach(), vectorize=True)
 
+
+LEGACY_READS = {
+    "str": lambda T, g: str(g), "format": lambda T, g: f"{g}", "detach": lambda T, g: g.detach(),
+    "item": lambda T, g: g[0].item(), "float": lambda T, g: float(g[0]), "bool": lambda T, g: bool(g[0] > 0),
+    "numpy": lambda T, g: g.numpy(), "tolist": lambda T, g: g.tolist(), "equal": lambda T, g: T.equal(g, g),
+    "allclose": lambda T, g: T.allclose(g, g), "detach_": lambda T, g: g.detach_(),
+    "rand_like": lambda T, g: T.rand_like(g), "dropout": lambda T, g: T.nn.functional.dropout(g),
+    "rand": lambda T, g: T.rand(2),
+    # what still runs: an idle dropout, the value's shape
+    "dropout_idle": lambda T, g: T.nn.functional.dropout(g, 0.0) * 1,
+    "shape": lambda T, g: tuple(g.shape),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEGACY_READS))
+@differential(rtol=1e-9, atol=1e-10)
+def test_hook_on_batched_gradients_reads_values_as_torch_refuses(T, name):
+    """A hook in a batched-gradients pass holds torch's legacy batched tensor: its own refusals."""
+    x = _data(T, 3).requires_grad_()
+    y = x.sin() * 2
+    seen = []
+
+    def hook(g):
+        result = catch(LEGACY_READS[name], T, g)
+        seen.append(result if hasattr(result, "cls") else isinstance(result, T.Tensor))
+        if hasattr(result, "cls"):
+            seen.append(result.message[:120])
+    y.register_hook(hook)
+    grads = T.autograd.grad(y, x, T.eye(3, dtype=T.float64), is_grads_batched=True)
+    return grads, seen
+
 # ---- a custom Function's vmap staticmethod ----------------------------------------------------------------
 def _scale_function(T, log):
     class Scale(T.autograd.Function):

@@ -162,6 +162,36 @@ _RANDOM_MESSAGE = ("vmap: called random operation while in randomness error mode
                    "'different' randomness flags on vmap or perform the randomness operation out of vmap")
 
 
+# torch's legacy batched tensor (the gradients of autograd.grad(is_grads_batched=True)) has no batching
+# rule for reading values: its own refusals, by op
+_LEGACY_RANDOM_MESSAGE = ("vmap: We do not yet support calling random operations inside of vmap. Please perform "
+                          "random operations outside of vmap as a workaround")
+
+
+def _no_legacy_rule(op: str) -> str:
+    return f"Batching rule not implemented for aten::{op}. We could not generate a fallback."
+
+
+_LEGACY_DETACH = ("Batching rule not implemented for aten::detach; the fallback path doesn't work on out= or view "
+                  "ops.")
+_LEGACY_REFUSALS = {
+    **dict.fromkeys(("__repr__", "__str__", "__format__", "__bool__", "is_nonzero"), _no_legacy_rule("is_nonzero")),
+    **dict.fromkeys(("item", "__float__", "__int__", "__complex__", "__index__"), _no_legacy_rule("item")),
+    **dict.fromkeys(("detach", "numpy", "__array__"), _LEGACY_DETACH),
+    "equal": _no_legacy_rule("equal"), "allclose": _no_legacy_rule("allclose"),
+    "tolist": "Cannot access data pointer of Tensor that doesn't have storage",
+    "detach_": "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+               "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+               "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+               "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.",
+}
+LEGACY_LEVELS: set = set()  # the levels of batched-gradient passes (torch's legacy vmap)
+
+
+def _legacy_refusal(name, levels):
+    """torch's error for op ``name`` on a legacy batched tensor (None: the op runs as under vmap)."""
+    return _LEGACY_REFUSALS.get(name) if LEGACY_LEVELS.intersection(levels) else None
+
 def _inplace_error(name: str, op: str = "inplace arithmetic"):
     """torch's refusal of an in-place op whose self is batched over fewer vmaps than its other arguments;
     ``op`` is how torch names it (arithmetic ops have one wording, others their own name)."""
@@ -248,6 +278,10 @@ class _BatchingMode(TorchFunctionMode):
 def _run_op(func, args, kwargs):
     name = _name_of(func)
     levels = _levels_in(args, kwargs)
+    if LEGACY_LEVELS:
+        refusal = _legacy_refusal(name, levels)
+        if refusal is not None:
+            raise RuntimeError(refusal)
     if name == "rrelu":
         raise RuntimeError("vmap: we do not yet support aten::rrelu. Please file an issue")
     if name in _RANDOM and not _random_is_idle(name, args, kwargs):
@@ -282,6 +316,8 @@ def _describe(x) -> str:
     an input or a unary elementwise op of one; 0 after other ops, which move it to the front), and
     under a function transform differentiating it, a GradTrackingTensor around all."""
     value, own = x._value, x._levels
+    if LEGACY_LEVELS.intersection(own):
+        raise RuntimeError(_LEGACY_REFUSALS["__repr__"])
     nb = len(own)
     shown = _shown_bdims(x)
     order = list(range(nb, value.dim()))
@@ -382,6 +418,8 @@ def _random_op(func, name, args, kwargs, levels):
     shared by every example (torch refuses a batched input that the draw depends on). "different":
     one draw of the batched shape (the batch dims in front), so each example gets its own values."""
     mode = ACTIVE[-1][2] if ACTIVE else "error"
+    if mode == "legacy":  # a batched-gradients pass (torch's legacy vmap refuses every draw)
+        raise RuntimeError(_LEGACY_RANDOM_MESSAGE)
     if mode == "error":
         raise RuntimeError(_RANDOM_MESSAGE)
     inplace = _is_inplace(name)
@@ -1778,7 +1816,8 @@ def batched_gradients_pass(run, grads, size: int):
     formulas compute on arrays, below the batching mode), their saved tensors unpacked once. ``run(grads, node_apply)`` runs the pass and returns the captured gradients, returned here
     with the batch dim first."""
     level = max([lvl for lvl, _, _ in ACTIVE] + [0]) + 1
-    enter(size, "error", level)
+    enter(size, "legacy", level)
+    LEGACY_LEVELS.add(level)
     levels = (level,)
 
     user_code = _nodes_running_user_code()
@@ -1807,6 +1846,7 @@ def batched_gradients_pass(run, grads, size: int):
         return [None if c is None else _full(c, levels) if is_batched(c) else
                 c.unsqueeze(0).expand(size, *c.shape) for c in captured]
     finally:
+        LEGACY_LEVELS.discard(level)
         leave(level)
 
 
