@@ -246,6 +246,17 @@ def test_batched_gradients_with_create_graph(T):
     return g, second, g.requires_grad, calls
 
 
+
+@pytest.mark.parametrize("name", ["exp", "sin_tanh", "sigmoid_scaled", "relu"])
+@differential(rtol=1e-9, atol=1e-10)
+def test_batched_create_graph_gradient_ends_in_the_last_formulas_node(T, name):
+    x = _data(T, 3).requires_grad_()
+    y = {"exp": lambda: x.exp(), "sin_tanh": lambda: x.sin().tanh(), "sigmoid_scaled": lambda: (x * 3).sigmoid(),
+         "relu": lambda: x.relu()}[name]()
+    g, = T.autograd.grad(y, x, T.eye(3, dtype=T.float64), is_grads_batched=True, create_graph=True)
+    second, = T.autograd.grad((g * g).sum(), x)
+    return g, g.grad_fn.name(), second
+
 @differential(rtol=1e-9, atol=1e-10)
 def test_vectorized_jacobian_and_hessian_run_one_pass(T):
     calls = []

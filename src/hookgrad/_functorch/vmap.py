@@ -1769,6 +1769,24 @@ def _batched_mean(node, g, saved):
     return (_batched_sum_dims if hasattr(node, "dims") else _batched_sum)(node, g / node.count, saved)
 
 
+def _recorded_unary(node, g, saved):
+    """A create_graph pass: an elementwise op's formula (or a product by a number) once on the batched
+    gradient tensor ``g``, so the gradient's grad_fn is the formula's last node (MulBackward0, ...),
+    as torch's."""
+    from .._ops._declare import UnaryNode
+    from .._ops import pointwise
+    cls = type(node)
+    if cls is pointwise.MulBackward0 and isinstance(node.scalar, (int, float)) and node.a_dtype is g._ndarray.dtype:
+        return g * node.scalar, None
+    # an elementwise formula is declared with its array form (relu's computes on arrays itself)
+    elementwise = cls.__bases__ == (UnaryNode,) and (cls.array_formula is not None
+                                                     or cls.formula is pointwise._relu_backward)
+    if not elementwise or not _real_operands(g._ndarray, *saved):
+        return NotImplemented
+    # the saved tensor expanded to the batch: formulas recording their own node expect its shape
+    return cls.formula(g, *[s.expand(g.shape) for s in saved]),
+
+
 _BATCHED_FORMULAS: dict = {}
 
 
@@ -1833,12 +1851,17 @@ def batched_gradients_pass(run, grads, size: int):
                  for g in node_grads]
         saved = node._saved
         values = node.saved() if saved else ()
-        formula = None if recording or len(fulls) != 1 or fulls[0] is None else _batched_formula(node)
-        if formula is not None:
-            with np.errstate(all="ignore"):
-                outs = formula(node, fulls[0], values)
+        if len(fulls) == 1 and fulls[0] is not None:
+            if recording:
+                with _BackwardPass():
+                    outs = _recorded_unary(node, fulls[0], values)
+            else:
+                formula = _batched_formula(node)
+                with np.errstate(all="ignore"):
+                    outs = NotImplemented if formula is None else formula(node, fulls[0], values)
+                outs = outs if outs is NotImplemented else [None if o is None else _plain(o) for o in outs]
             if outs is not NotImplemented:
-                return tuple(None if o is None else wrap(_plain(o), levels) for o in outs)
+                return tuple(None if o is None else wrap(o, levels) for o in outs)
         return _apply_per_entry(node, node_grads, fulls, values, size, levels)
 
     try:
