@@ -328,6 +328,8 @@ def test_common_formulas_run_once_on_the_batched_gradients(T, dtype):
     z = (h * s - b).tanh() + s.t().t().exp()
     m = z.view(2, 10).sum(1, keepdim=True) * z.mean(0).mean() - (x @ w.t()).mean(1).view(2, 2).sum(0).sum()
     q = (m.sigmoid() + m.mean()).mean(1, keepdim=False)
+    r = (z.unsqueeze(0).permute(2, 0, 1).transpose(0, 2).squeeze(1) / s.expand(4, 5) * 0.5 / 3).softmax(1)
+    q = q + (r.log_softmax(0) / (b.exp() + 1).unsqueeze(0)).sum(1).view(4, 1).squeeze().mean().reshape(1)
     with _no_per_entry_backward(T):
         grads = T.autograd.grad(q, [x, w, b, s], T.linspace(-1, 1, 14, dtype=dt).reshape(7, 2),
                                 is_grads_batched=True)

@@ -1703,20 +1703,80 @@ def _batched_relu(node, g, saved):
 
 def _batched_add(node, g, saved):
     scale = node.sign * node.alpha
-    if scale not in (1, -1) or g.dtype not in _REAL or not node.a_dtype == node.b_dtype == g.dtype:
-        return NotImplemented
     edges = node.next_functions
+    dtypes = [dt for dt, (fn, _) in zip((node.a_dtype, node.b_dtype), edges) if fn is not None]
+    if scale not in (1, -1) or g.dtype not in _REAL or any(dt != g.dtype for dt in dtypes):
+        return NotImplemented
     return (_sum_to(g, node.a_shape) if edges[0][0] is not None else None,
             _sum_to(g if scale == 1 else -g, node.b_shape) if edges[1][0] is not None else None)
 
 
+def _operands(node, g, saved):
+    """A product or quotient's operands as its per-entry formula takes them: (the second operand, a
+    saved tensor's array or the number rounded to the gradient's dtype; the first operand's array),
+    None for one not saved; NotImplemented for a case left to that formula."""
+    from .._ops.pointwise import _scalar_operand
+    if node.scalar is None:
+        if not _real_operands(g, *saved):
+            return NotImplemented
+        return tuple(None if s is None else s._ndarray for s in saved)
+    if node.scalar.__class__ in (int, float) and node.a_dtype is g.dtype and g.dtype in _REAL:
+        return _scalar_operand(node.scalar, g.dtype), None
+    return NotImplemented
+
+
 def _batched_mul(node, g, saved):
-    if node.scalar is not None or not _real_operands(g, *saved):
+    operands = _operands(node, g, saved)
+    if operands is NotImplemented:
         return NotImplemented
-    b, a = saved
+    b, a = operands
     edges = node.next_functions
-    return (_sum_to(g * b._ndarray, node.a_shape) if edges[0][0] is not None else None,
-            _sum_to(g * a._ndarray, node.b_shape) if edges[1][0] is not None else None)
+    return (_sum_to(g * b, node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(g * a, node.b_shape) if edges[1][0] is not None else None)
+
+
+def _batched_div(node, g, saved):
+    operands = _operands(node, g, saved)
+    if operands is NotImplemented:
+        return NotImplemented
+    b, a = operands
+    edges = node.next_functions
+    return (_sum_to(g / b, node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(-g * ((a / b) / b), node.b_shape) if edges[1][0] is not None else None)
+
+
+def _batch_dim(dim: int) -> int:
+    """An example's dim ``dim`` in the gradient with the batch dim in front."""
+    return dim + 1 if dim >= 0 else dim
+
+
+def _batched_softmax(node, g, saved):
+    if not _real_operands(g, *saved) or not saved[0]._ndarray.ndim:
+        return NotImplemented
+    return node.on_arrays(g, saved[0]._ndarray, _batch_dim(node.dim)),
+
+
+def _batched_log_softmax(node, g, saved):
+    if not _real_operands(g, *saved) or not saved[0]._ndarray.ndim:
+        return NotImplemented
+    # LogSoftmaxBackward0.on_arrays's steps, its in-place product broadcast to the batch
+    return g - np.exp(saved[0]._ndarray) * g.sum(axis=(_batch_dim(node.dim),), keepdims=True, dtype=g.dtype),
+
+
+def _batched_unsqueeze(node, g, saved):
+    return np.squeeze(g, axis=_batch_dim(node.dim)),
+
+
+def _batched_permute(node, g, saved):
+    return g.transpose((0,) + tuple(_batch_dim(int(d)) for d in np.argsort(node.dims))),
+
+
+def _batched_transpose(node, g, saved):
+    return np.swapaxes(g, _batch_dim(node.d0), _batch_dim(node.d1)),
+
+
+def _batched_expand(node, g, saved):
+    return _sum_to(g, node.in_shape),
 
 
 def _batched_mm(node, g, saved):
@@ -1801,7 +1861,12 @@ def _batched_formula(node):
             linalg.AddmmBackward0: _batched_addmm, views.TBackward0: _batched_t,
             views.ViewBackward0: _batched_view, views.ReshapeAliasBackward0: _batched_view,
             reduce.SumBackward0: _batched_sum, reduce.SumBackward1: _batched_sum_dims,
-            reduce.MeanBackward0: _batched_mean, reduce.MeanBackward1: _batched_mean})
+            reduce.MeanBackward0: _batched_mean, reduce.MeanBackward1: _batched_mean,
+            pointwise.DivBackward0: _batched_div, reduce.SoftmaxBackward0: _batched_softmax,
+            reduce.LogSoftmaxBackward0: _batched_log_softmax, views.SqueezeBackward0: _batched_view,
+            views.SqueezeBackward1: _batched_view, views.SqueezeBackward2: _batched_view,
+            views.UnsqueezeBackward0: _batched_unsqueeze, views.PermuteBackward0: _batched_permute,
+            views.TransposeBackward0: _batched_transpose, views.ExpandBackward0: _batched_expand})
     cls = type(node)
     if cls.__bases__ == (UnaryNode,):  # a declared unary op's node
         return _batched_relu if cls.formula is pointwise._relu_backward else _batched_unary
