@@ -176,9 +176,16 @@ RANDOM = {
     "inplace_on_unbatched": lambda T, x: T.zeros(3, dtype=T.float64).normal_() + x,
     "rrelu": lambda T, x: T.nn.functional.rrelu(x, training=True),
     "unbatched_input": lambda T, x: T.bernoulli(T.full((3,), 0.5, dtype=T.float64)) + x,
+    "dropout1d": lambda T, x: T.nn.functional.dropout1d(x.view(3, 1) + 1, 0.5),
+    "dropout2d": lambda T, x: T.nn.functional.dropout2d(x.view(1, 3, 1, 1), 0.4),
+    "dropout3d": lambda T, x: T.nn.functional.dropout3d(x.view(3, 1, 1, 1), 0.5),
+    "feature_alpha_dropout": lambda T, x: T.nn.functional.feature_alpha_dropout(x.view(3, 1), 0.5, True),
+    "gumbel_softmax": lambda T, x: T.nn.functional.gumbel_softmax(x, tau=0.5),
+    "gumbel_softmax_hard": lambda T, x: T.nn.functional.gumbel_softmax(x, hard=True),
+    "randperm": lambda T, x: T.randperm(5) + x.sum(),
 }
 # what draws one call over the whole batch (on hookgrad, its per-slice fallback is refused)
-_ONE_CALL = {"different": set(RANDOM) - {"inplace_on_unbatched", "rrelu"},
+_ONE_CALL = {"different": set(RANDOM) - {"inplace_on_unbatched", "rrelu", "randperm"},
              "same": {"dropout", "dropout_inplace", "rand", "randn_blocks", "randn_size", "randint", "randint_high", "normal_floats", "rand_like",
                       "randn_like", "randint_like", "normal_", "uniform_", "bernoulli_", "exponential_",
                       "inplace_on_unbatched", "unbatched_input"}}

@@ -471,7 +471,39 @@ def _random_op(func, name, args, kwargs, levels):
         full_args = _tree_map(lambda t: _full(t, all_levels), args)
         full_kwargs = _tree_map(lambda t: _full(t, all_levels), kwargs)
         return wrap(func(*full_args, **full_kwargs), all_levels)
+    if name in _FEATURE_DROPOUT_RANKS or name == "gumbel_softmax":
+        result = _one_draw_for_the_batch(func, name, args, kwargs, all_levels)
+        if result is not NotImplemented:
+            return result
     return _per_slice(func, name, args, kwargs, all_levels)
+
+
+# the rank at which a feature dropout's first dim is a batch of inputs (None: always), for randomness="different"
+_FEATURE_DROPOUT_RANKS = {"dropout1d": 3, "dropout2d": None, "dropout3d": 5, "feature_alpha_dropout": None}
+
+
+def _one_draw_for_the_batch(func, name, args, kwargs, levels):
+    """A feature dropout or gumbel_softmax of a batched input, each example its own draw: one call on
+    the examples as one batch (folded into the input's first dim where it has a batch dim of its own;
+    the draws, taken in order, are the per-example ones one after another, as torch's)."""
+    x = args[0]
+    if not is_batched(x) or _tree_any((args[1:], kwargs), is_batched) or x._levels != levels:
+        return NotImplemented
+    shape, full = tuple(x.shape), _full(x, levels)
+    if name == "gumbel_softmax":
+        dim = kwargs.get("dim", args[4] if len(args) > 4 else -1)
+        if not isinstance(dim, int) or not shape:
+            return NotImplemented
+        rest = {**dict(zip(("tau", "hard", "eps"), args[1:4])), **kwargs, "dim": dim + len(levels) if dim >= 0 else dim}
+        return wrap(func(full, **rest), levels)
+    in_place = kwargs.get("inplace", args[3] if len(args) > 3 else False)
+    rank = _FEATURE_DROPOUT_RANKS[name]
+    if in_place or len(shape) < 2 or name == "dropout2d" and len(shape) not in (3, 4) or \
+            rank is not None and len(shape) not in (rank - 1, rank):
+        return NotImplemented
+    own_batch = rank is None or len(shape) == rank
+    merged = full.reshape(-1, *shape[1:]) if own_batch else full.reshape(-1, *shape)
+    return wrap(func(merged, *args[1:], **kwargs).reshape(full.shape), levels)
 
 
 def _same_for_every_example(t) -> bool:
