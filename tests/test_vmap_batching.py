@@ -476,6 +476,31 @@ def test_print_shows_where_torch_keeps_the_batch_dim_and_grad_tracking(T):
     return printed
 
 
+
+@differential
+def test_print_inside_differentiating_transforms_outside_vmap(T):
+    """grad, jacrev, jacfwd (a vmap of jvp: one level more), jvp and nested transforms wrap their
+    inputs, and what is computed from them, in GradTrackingTensor text; a tensor made before prints plainly.
+    (torch wraps every tensor an op makes inside; hookgrad, only those computed from the inputs.)"""
+    shown = []
+    x, c = T.tensor([1.0, 2.0]), T.tensor([3.0])
+
+    def f(a):
+        shown.extend([repr(a), str(a * 2), repr(c), repr(a + c)])
+        return (a * a).sum()
+
+    def g(a):
+        shown.append(repr(a.sin()))
+        return a.sin()
+    T.func.grad(f)(x)
+    T.func.jacfwd(g)(x)
+    T.func.jacrev(g)(x)
+    T.func.jvp(g, (x,), (x,))
+    T.func.grad(T.func.grad(lambda a: (shown.append(repr(a)), a.sin())[1]))(T.tensor(1.0))
+    T.func.grad(lambda a: T.func.vmap(lambda b: (shown.append(repr(b)), b.sin())[1])(a).sum())(x)
+    shown.append(repr(x))
+    return shown
+
 @differential(rtol=1e-9, atol=1e-10)
 def test_generated_vmap_rule_runs_the_functions_steps_once(T):
     log = []

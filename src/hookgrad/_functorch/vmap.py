@@ -23,6 +23,7 @@ from .._tensor import Tensor, _init, wrap as _plain
 from .._meta import MetaArray, meta_array
 from .._C._torch_function import (_BackwardPass, _disabled_torch_function_impl, _DisableAll,
                                   _EnableTorchFunction)
+from ..autograd import grad_tracking_text, wrapped_text
 from ..overrides import TorchFunctionMode
 
 # the vmaps running now, outer first: [level, batch size, randomness]
@@ -327,7 +328,7 @@ def _describe(x) -> str:
     with _DisableAll():  # the physical value's own text, which no mode rewrites
         text = repr(value.detach().permute(*order) if tracked else value.permute(*order))
     for lvl in own:
-        text = _wrapped_text(f"BatchedTensor(lvl={lvl}, bdim={shown.get(lvl, 0)}, value=", text)
+        text = wrapped_text(f"BatchedTensor(lvl={lvl}, bdim={shown.get(lvl, 0)}, value=", text)
     return _grad_tracking_text(text)
 
 
@@ -342,14 +343,7 @@ def _grad_levels() -> range:
 
 
 def _grad_tracking_text(text: str) -> str:
-    for lvl in _grad_levels():
-        text = _wrapped_text(f"GradTrackingTensor(lvl={lvl}, value=", text)
-    return text
-
-
-def _wrapped_text(head: str, text: str) -> str:
-    inner = "\n".join("    " + line if line else line for line in text.split("\n"))
-    return f"{head}\n{inner}\n)"
+    return grad_tracking_text(text, _grad_levels())
 
 
 def _shown_bdims(x) -> dict:
