@@ -17,6 +17,7 @@ from ._device import device as _device_cls, CPU
 from ._memory_format import STRIDED
 from ._meta import META, MetaArray, NO_DATA, NO_NUMPY
 from ._dtype import Size
+from . import autograd as _autograd
 from .autograd import grad_mode
 from .autograd.graph import AccumulateGrad, Node
 from .utils.hooks import RemovableHandle, note_registration
@@ -609,6 +610,10 @@ class Tensor:
 
     def __repr__(self, *, tensor_contents=None) -> str:
         from ._format import format_tensor
+        if _autograd.TRACKED_INPUTS:  # inside grad(f) and the like: torch's GradTrackingTensor text
+            levels = _autograd.grad_tracking_levels(self)
+            if levels:
+                return _autograd.grad_tracking_text(format_tensor(self.detach()), levels)
         return format_tensor(self)
 
     __str__ = __repr__

@@ -29,16 +29,23 @@ __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "vmap", "functional_call",
 
 # how many torch.func transforms (grad, vjp, jacrev/jacfwd, jvp, vmap) are running their function now:
 # torch._C._are_functorch_transforms_active() answers from it, and backward() refuses to run under one
-from .autograd import TRANSFORMS_ACTIVE  # noqa: E402
+from .autograd import TRACKED_INPUTS, TRANSFORMS_ACTIVE  # noqa: E402
 
 
 @contextlib.contextmanager
-def _transform_active():
-    TRANSFORMS_ACTIVE[0] += 1
+def _transform_active(inputs=None, levels: int = 1):
+    """A transform's function runs: ``levels`` more transforms count as running (jacfwd is torch's
+    vmap of jvp: two); a differentiating one's ``inputs`` (trees) are tracked at its level."""
+    TRANSFORMS_ACTIVE[0] += levels
+    tracked = inputs is not None
+    if tracked:
+        TRACKED_INPUTS.append((TRANSFORMS_ACTIVE[0], [t for tree in inputs for t in _leaves(tree)]))
     try:
         yield
     finally:
-        TRANSFORMS_ACTIVE[0] -= 1
+        if tracked:
+            TRACKED_INPUTS.pop()
+        TRANSFORMS_ACTIVE[0] -= levels
 
 
 from ._functorch.vmap import _tree_map  # noqa: E402  (the one walk over nested arguments)
@@ -138,7 +145,7 @@ def grad_and_value(func, argnums=0, has_aux: bool = False):
         for n in numbers:
             args[n] = _tree_map(_as_differentiable, args[n])
         with hookgrad.enable_grad():
-            with _transform_active():
+            with _transform_active([args[n] for n in numbers]):
                 result = func(*args, **kwargs)
             output, aux = (result if has_aux else (result, None))
             if not isinstance(output, Tensor) or output.numel() != 1:
@@ -177,7 +184,7 @@ def vjp(func, *primals, has_aux: bool = False):
     nested = hookgrad.is_grad_enabled() and any(t.requires_grad for p in primals for t in _leaves(p))
     inputs = [_tree_map(_as_differentiable, p) for p in primals]
     with hookgrad.enable_grad():
-        with _transform_active():
+        with _transform_active(inputs):
             result = func(*inputs)
     output, aux = (result if has_aux else (result, None))
 
@@ -229,7 +236,7 @@ def _jacobian_transform(func, argnums, has_aux: bool, api: str):
         if not flat_inputs:
             raise RuntimeError(f"{api}(f, ...)(*args): Expected args to be tensors")
         with hookgrad.enable_grad():
-            with _transform_active():
+            with _transform_active([args[n] for n in numbers], levels=2 if api == "jacfwd" else 1):
                 result = func(*args, **kwargs)
             if has_aux and not (isinstance(result, tuple) and len(result) == 2):
                 raise RuntimeError(f"{api}(f, ...)(*args): output of function f should be a tuple: (output, aux) "
@@ -329,7 +336,7 @@ def _check_tangents(api: str, primals, tangents) -> None:
 def _run_for_products(api, func, primals, has_aux):
     inputs = [_tree_map(_as_differentiable, p) for p in primals]
     with hookgrad.enable_grad():
-        with _transform_active():
+        with _transform_active(inputs):
             result = func(*inputs)
     if has_aux and not (isinstance(result, tuple) and len(result) == 2):
         raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")

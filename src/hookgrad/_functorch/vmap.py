@@ -21,7 +21,9 @@ import numpy as np
 import hookgrad
 from .._tensor import Tensor, _init, wrap as _plain
 from .._meta import MetaArray, meta_array
-from .._C._torch_function import _disabled_torch_function_impl, _DisableAll, _EnableTorchFunction
+from .._C._torch_function import (_BackwardPass, _disabled_torch_function_impl, _DisableAll,
+                                  _EnableTorchFunction)
+from ..autograd import grad_tracking_text, wrapped_text
 from ..overrides import TorchFunctionMode
 
 # the vmaps running now, outer first: [level, batch size, randomness]
@@ -161,6 +163,36 @@ _RANDOM_MESSAGE = ("vmap: called random operation while in randomness error mode
                    "'different' randomness flags on vmap or perform the randomness operation out of vmap")
 
 
+# torch's legacy batched tensor (the gradients of autograd.grad(is_grads_batched=True)) has no batching
+# rule for reading values: its own refusals, by op
+_LEGACY_RANDOM_MESSAGE = ("vmap: We do not yet support calling random operations inside of vmap. Please perform "
+                          "random operations outside of vmap as a workaround")
+
+
+def _no_legacy_rule(op: str) -> str:
+    return f"Batching rule not implemented for aten::{op}. We could not generate a fallback."
+
+
+_LEGACY_DETACH = ("Batching rule not implemented for aten::detach; the fallback path doesn't work on out= or view "
+                  "ops.")
+_LEGACY_REFUSALS = {
+    **dict.fromkeys(("__repr__", "__str__", "__format__", "__bool__", "is_nonzero"), _no_legacy_rule("is_nonzero")),
+    **dict.fromkeys(("item", "__float__", "__int__", "__complex__", "__index__"), _no_legacy_rule("item")),
+    **dict.fromkeys(("detach", "numpy", "__array__"), _LEGACY_DETACH),
+    "equal": _no_legacy_rule("equal"), "allclose": _no_legacy_rule("allclose"),
+    "tolist": "Cannot access data pointer of Tensor that doesn't have storage",
+    "detach_": "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+               "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+               "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+               "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.",
+}
+LEGACY_LEVELS: set = set()  # the levels of batched-gradient passes (torch's legacy vmap)
+
+
+def _legacy_refusal(name, levels):
+    """torch's error for op ``name`` on a legacy batched tensor (None: the op runs as under vmap)."""
+    return _LEGACY_REFUSALS.get(name) if LEGACY_LEVELS.intersection(levels) else None
+
 def _inplace_error(name: str, op: str = "inplace arithmetic"):
     """torch's refusal of an in-place op whose self is batched over fewer vmaps than its other arguments;
     ``op`` is how torch names it (arithmetic ops have one wording, others their own name)."""
@@ -247,6 +279,10 @@ class _BatchingMode(TorchFunctionMode):
 def _run_op(func, args, kwargs):
     name = _name_of(func)
     levels = _levels_in(args, kwargs)
+    if LEGACY_LEVELS:
+        refusal = _legacy_refusal(name, levels)
+        if refusal is not None:
+            raise RuntimeError(refusal)
     if name == "rrelu":
         raise RuntimeError("vmap: we do not yet support aten::rrelu. Please file an issue")
     if name in _RANDOM and not _random_is_idle(name, args, kwargs):
@@ -281,6 +317,8 @@ def _describe(x) -> str:
     an input or a unary elementwise op of one; 0 after other ops, which move it to the front), and
     under a function transform differentiating it, a GradTrackingTensor around all."""
     value, own = x._value, x._levels
+    if LEGACY_LEVELS.intersection(own):
+        raise RuntimeError(_LEGACY_REFUSALS["__repr__"])
     nb = len(own)
     shown = _shown_bdims(x)
     order = list(range(nb, value.dim()))
@@ -290,7 +328,7 @@ def _describe(x) -> str:
     with _DisableAll():  # the physical value's own text, which no mode rewrites
         text = repr(value.detach().permute(*order) if tracked else value.permute(*order))
     for lvl in own:
-        text = _wrapped_text(f"BatchedTensor(lvl={lvl}, bdim={shown.get(lvl, 0)}, value=", text)
+        text = wrapped_text(f"BatchedTensor(lvl={lvl}, bdim={shown.get(lvl, 0)}, value=", text)
     return _grad_tracking_text(text)
 
 
@@ -305,14 +343,7 @@ def _grad_levels() -> range:
 
 
 def _grad_tracking_text(text: str) -> str:
-    for lvl in _grad_levels():
-        text = _wrapped_text(f"GradTrackingTensor(lvl={lvl}, value=", text)
-    return text
-
-
-def _wrapped_text(head: str, text: str) -> str:
-    inner = "\n".join("    " + line if line else line for line in text.split("\n"))
-    return f"{head}\n{inner}\n)"
+    return grad_tracking_text(text, _grad_levels())
 
 
 def _shown_bdims(x) -> dict:
@@ -381,6 +412,8 @@ def _random_op(func, name, args, kwargs, levels):
     shared by every example (torch refuses a batched input that the draw depends on). "different":
     one draw of the batched shape (the batch dims in front), so each example gets its own values."""
     mode = ACTIVE[-1][2] if ACTIVE else "error"
+    if mode == "legacy":  # a batched-gradients pass (torch's legacy vmap refuses every draw)
+        raise RuntimeError(_LEGACY_RANDOM_MESSAGE)
     if mode == "error":
         raise RuntimeError(_RANDOM_MESSAGE)
     inplace = _is_inplace(name)
@@ -432,7 +465,39 @@ def _random_op(func, name, args, kwargs, levels):
         full_args = _tree_map(lambda t: _full(t, all_levels), args)
         full_kwargs = _tree_map(lambda t: _full(t, all_levels), kwargs)
         return wrap(func(*full_args, **full_kwargs), all_levels)
+    if name in _FEATURE_DROPOUT_RANKS or name == "gumbel_softmax":
+        result = _one_draw_for_the_batch(func, name, args, kwargs, all_levels)
+        if result is not NotImplemented:
+            return result
     return _per_slice(func, name, args, kwargs, all_levels)
+
+
+# the rank at which a feature dropout's first dim is a batch of inputs (None: always), for randomness="different"
+_FEATURE_DROPOUT_RANKS = {"dropout1d": 3, "dropout2d": None, "dropout3d": 5, "feature_alpha_dropout": None}
+
+
+def _one_draw_for_the_batch(func, name, args, kwargs, levels):
+    """A feature dropout or gumbel_softmax of a batched input, each example its own draw: one call on
+    the examples as one batch (folded into the input's first dim where it has a batch dim of its own;
+    the draws, taken in order, are the per-example ones one after another, as torch's)."""
+    x = args[0]
+    if not is_batched(x) or _tree_any((args[1:], kwargs), is_batched) or x._levels != levels:
+        return NotImplemented
+    shape, full = tuple(x.shape), _full(x, levels)
+    if name == "gumbel_softmax":
+        dim = kwargs.get("dim", args[4] if len(args) > 4 else -1)
+        if not isinstance(dim, int) or not shape:
+            return NotImplemented
+        rest = {**dict(zip(("tau", "hard", "eps"), args[1:4])), **kwargs, "dim": dim + len(levels) if dim >= 0 else dim}
+        return wrap(func(full, **rest), levels)
+    in_place = kwargs.get("inplace", args[3] if len(args) > 3 else False)
+    rank = _FEATURE_DROPOUT_RANKS[name]
+    if in_place or len(shape) < 2 or name == "dropout2d" and len(shape) not in (3, 4) or \
+            rank is not None and len(shape) not in (rank - 1, rank):
+        return NotImplemented
+    own_batch = rank is None or len(shape) == rank
+    merged = full.reshape(-1, *shape[1:]) if own_batch else full.reshape(-1, *shape)
+    return wrap(func(merged, *args[1:], **kwargs).reshape(full.shape), levels)
 
 
 def _same_for_every_example(t) -> bool:
@@ -1613,16 +1678,255 @@ def _nodes_running_user_code() -> tuple:
     return BackwardCFunction, _HookIdentityNode
 
 
+# -- batched formulas: one call on the whole batch of gradients -----------------------------------
+# A node's formula computes on arrays of the example's shape. For the common nodes the same values
+# come from one call on the gradient array with the batch as its leading dim (saved tensors
+# broadcast against it); each entry below returns the input gradients so, or NotImplemented where
+# its case is not covered (the node then runs once per batch entry).
+
+_REAL = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _sum_to(g, shape):
+    """The batched gradient ``g`` (batch dim first) summed over the dims an input of ``shape`` was
+    broadcast along, as ``sum_to_shape`` does per entry."""
+    if g.shape[1:] == tuple(shape):
+        return g
+    lead = g.ndim - 1 - len(shape)
+    dims = tuple(range(1, 1 + lead)) + tuple(1 + lead + i for i, s in enumerate(shape)
+                                             if s == 1 and g.shape[1 + lead + i] != 1)
+    return g.sum(axis=dims).reshape((g.shape[0],) + tuple(shape)) if dims else g
+
+
+def _real_operands(g, *tensors) -> bool:
+    return g.dtype in _REAL and all(t is None or t._ndarray.dtype is g.dtype for t in tensors)
+
+
+def _matmul_left(g, b):
+    """Per entry ``g[i] @ b.T`` as one product (the batch folded into the rows)."""
+    n, p = g.shape[1:]
+    return (g.reshape(-1, p) @ b.T).reshape(g.shape[0], n, b.shape[0])
+
+
+def _matmul_right(a, g):
+    """Per entry ``a.T @ g[i]`` as one product (the batch folded into the columns)."""
+    size, n, p = g.shape
+    return (a.T @ g.transpose(1, 0, 2).reshape(n, size * p)).reshape(a.shape[1], size, p).transpose(1, 0, 2)
+
+
+def _batched_unary(node, g, saved):
+    formula = node.array_formula
+    if formula is None or not _real_operands(g, *saved):
+        return NotImplemented
+    return (formula(g, saved[0]._ndarray) if saved else formula(g)),
+
+
+def _batched_relu(node, g, saved):
+    if not _real_operands(g, *saved):
+        return NotImplemented
+    return np.where(saved[0]._ndarray <= 0, g.dtype.type(0), g),
+
+
+def _batched_add(node, g, saved):
+    scale = node.sign * node.alpha
+    edges = node.next_functions
+    dtypes = [dt for dt, (fn, _) in zip((node.a_dtype, node.b_dtype), edges) if fn is not None]
+    if scale not in (1, -1) or g.dtype not in _REAL or any(dt != g.dtype for dt in dtypes):
+        return NotImplemented
+    return (_sum_to(g, node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(g if scale == 1 else -g, node.b_shape) if edges[1][0] is not None else None)
+
+
+def _operands(node, g, saved):
+    """A product or quotient's operands as its per-entry formula takes them: (the second operand, a
+    saved tensor's array or the number rounded to the gradient's dtype; the first operand's array),
+    None for one not saved; NotImplemented for a case left to that formula."""
+    from .._ops.pointwise import _scalar_operand
+    if node.scalar is None:
+        if not _real_operands(g, *saved):
+            return NotImplemented
+        return tuple(None if s is None else s._ndarray for s in saved)
+    if node.scalar.__class__ in (int, float) and node.a_dtype is g.dtype and g.dtype in _REAL:
+        return _scalar_operand(node.scalar, g.dtype), None
+    return NotImplemented
+
+
+def _batched_mul(node, g, saved):
+    operands = _operands(node, g, saved)
+    if operands is NotImplemented:
+        return NotImplemented
+    b, a = operands
+    edges = node.next_functions
+    return (_sum_to(g * b, node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(g * a, node.b_shape) if edges[1][0] is not None else None)
+
+
+def _batched_div(node, g, saved):
+    operands = _operands(node, g, saved)
+    if operands is NotImplemented:
+        return NotImplemented
+    b, a = operands
+    edges = node.next_functions
+    return (_sum_to(g / b, node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(-g * ((a / b) / b), node.b_shape) if edges[1][0] is not None else None)
+
+
+def _batch_dim(dim: int) -> int:
+    """An example's dim ``dim`` in the gradient with the batch dim in front."""
+    return dim + 1 if dim >= 0 else dim
+
+
+def _batched_softmax(node, g, saved):
+    if not _real_operands(g, *saved) or not saved[0]._ndarray.ndim:
+        return NotImplemented
+    return node.on_arrays(g, saved[0]._ndarray, _batch_dim(node.dim)),
+
+
+def _batched_log_softmax(node, g, saved):
+    if not _real_operands(g, *saved) or not saved[0]._ndarray.ndim:
+        return NotImplemented
+    # LogSoftmaxBackward0.on_arrays's steps, its in-place product broadcast to the batch
+    return g - np.exp(saved[0]._ndarray) * g.sum(axis=(_batch_dim(node.dim),), keepdims=True, dtype=g.dtype),
+
+
+def _batched_unsqueeze(node, g, saved):
+    return np.squeeze(g, axis=_batch_dim(node.dim)),
+
+
+def _batched_permute(node, g, saved):
+    return g.transpose((0,) + tuple(_batch_dim(int(d)) for d in np.argsort(node.dims))),
+
+
+def _batched_transpose(node, g, saved):
+    return np.swapaxes(g, _batch_dim(node.d0), _batch_dim(node.d1)),
+
+
+def _batched_expand(node, g, saved):
+    return _sum_to(g, node.in_shape),
+
+
+def _batched_mm(node, g, saved):
+    b, a = saved
+    if not _real_operands(g, a, b) or g.ndim != 3:
+        return NotImplemented
+    edges = node.next_functions
+    return (_matmul_left(g, b._ndarray) if edges[0][0] is not None else None,
+            _matmul_right(a._ndarray, g) if edges[1][0] is not None else None)
+
+
+def _batched_addmm(node, g, saved):
+    a, b = saved
+    if node.alpha != 1 or node.beta != 1 or not _real_operands(g, a, b) or g.ndim != 3:
+        return NotImplemented
+    edges = node.next_functions
+    return (_sum_to(g, node.bias_shape) if edges[0][0] is not None else None,
+            _matmul_left(g, b._ndarray) if edges[1][0] is not None else None,
+            _matmul_right(a._ndarray, g) if edges[2][0] is not None else None)
+
+
+def _batched_t(node, g, saved):
+    return (g.swapaxes(1, 2) if g.ndim == 3 else g),
+
+
+def _batched_view(node, g, saved):
+    return g.reshape((g.shape[0],) + tuple(node.in_shape)),
+
+
+def _expanded(g, node, keep_shape):
+    """``g`` (one reduced value per entry) reshaped to ``keep_shape`` and expanded to the input's shape."""
+    return np.array(np.broadcast_to(g.reshape((g.shape[0],) + tuple(keep_shape)),
+                                    (g.shape[0],) + tuple(node.in_shape)))
+
+
+def _batched_sum(node, g, saved):
+    return _expanded(g, node, (1,) * len(node.in_shape)),
+
+
+def _batched_sum_dims(node, g, saved):
+    from .._ops.reduce import _keep_shape
+    if node.dims is None:
+        return NotImplemented
+    return _expanded(g, node, g.shape[1:] if node.keepdim else _keep_shape(node.in_shape, node.dims)),
+
+
+def _batched_mean(node, g, saved):
+    if g.dtype not in _REAL:
+        return NotImplemented
+    return (_batched_sum_dims if hasattr(node, "dims") else _batched_sum)(node, g / node.count, saved)
+
+
+def _recorded_unary(node, g, saved):
+    """A create_graph pass: an elementwise op's formula (or a product by a number) once on the batched
+    gradient tensor ``g``, so the gradient's grad_fn is the formula's last node (MulBackward0, ...),
+    as torch's."""
+    from .._ops._declare import UnaryNode
+    from .._ops import pointwise
+    cls = type(node)
+    if cls is pointwise.MulBackward0 and isinstance(node.scalar, (int, float)) and node.a_dtype is g._ndarray.dtype:
+        return g * node.scalar, None
+    # an elementwise formula is declared with its array form (relu's computes on arrays itself)
+    elementwise = cls.__bases__ == (UnaryNode,) and (cls.array_formula is not None
+                                                     or cls.formula is pointwise._relu_backward)
+    if not elementwise or not _real_operands(g._ndarray, *saved):
+        return NotImplemented
+    # the saved tensor expanded to the batch: formulas recording their own node expect its shape
+    return cls.formula(g, *[s.expand(g.shape) for s in saved]),
+
+
+_BATCHED_FORMULAS: dict = {}
+
+
+def _batched_formula(node):
+    """The one-call formula for ``node``'s class (None: the node runs per batch entry)."""
+    from .._ops._declare import UnaryNode
+    from .._ops import pointwise, linalg, views, reduce
+    if not _BATCHED_FORMULAS:
+        _BATCHED_FORMULAS.update({
+            pointwise.AddBackward0: _batched_add, pointwise.SubBackward0: _batched_add,
+            pointwise.MulBackward0: _batched_mul, linalg.MmBackward0: _batched_mm,
+            linalg.AddmmBackward0: _batched_addmm, views.TBackward0: _batched_t,
+            views.ViewBackward0: _batched_view, views.ReshapeAliasBackward0: _batched_view,
+            reduce.SumBackward0: _batched_sum, reduce.SumBackward1: _batched_sum_dims,
+            reduce.MeanBackward0: _batched_mean, reduce.MeanBackward1: _batched_mean,
+            pointwise.DivBackward0: _batched_div, reduce.SoftmaxBackward0: _batched_softmax,
+            reduce.LogSoftmaxBackward0: _batched_log_softmax, views.SqueezeBackward0: _batched_view,
+            views.SqueezeBackward1: _batched_view, views.SqueezeBackward2: _batched_view,
+            views.UnsqueezeBackward0: _batched_unsqueeze, views.PermuteBackward0: _batched_permute,
+            views.TransposeBackward0: _batched_transpose, views.ExpandBackward0: _batched_expand})
+    cls = type(node)
+    if cls.__bases__ == (UnaryNode,):  # a declared unary op's node
+        return _batched_relu if cls.formula is pointwise._relu_backward else _batched_unary
+    return _BATCHED_FORMULAS.get(cls)
+
+
+def _apply_per_entry(node, node_grads, fulls, values, size, levels):
+    """``node``'s backward run once per batch entry (``fulls``: its gradients with the batch dim first,
+    tensors when a create_graph pass records the slices, else arrays), the results stacked; its saved
+    tensors (``values``, unpacked once) handed to every run."""
+    recording = hookgrad.is_grad_enabled()
+    saved = node._saved
+    if saved:
+        node._saved = tuple(None if v is None else _Unpacked(v) for v in values)
+    try:
+        with _BackwardPass():
+            per_entry = [node.apply([g if f is None else f[b] if recording else _plain(f[b])
+                                     for f, g in zip(fulls, node_grads)]) for b in range(size)]
+    finally:
+        if saved:
+            node._saved = saved
+    return tuple(_stacked_entries([out[i] for out in per_entry], levels) for i in range(len(per_entry[0])))
+
+
 def batched_gradients_pass(run, grads, size: int):
     """``autograd.grad(is_grads_batched=True)``: ONE backward pass whose gradients are batched over a
     vmap level of ``size`` (each grad's first dim), as torch vmaps its backward. Hooks and the engine's
-    own sums see batched tensors (per-example shapes) and fire once; each node's formula runs once per
-    batch entry (the formulas compute on arrays, below the batching mode), its saved tensors unpacked
-    once. ``run(grads, node_apply)`` runs the pass and returns the captured gradients, returned here
+    own sums see batched tensors (per-example shapes) and fire once. The common nodes' formulas run
+    once on the batched gradient arrays (``_batched_formula``); the others once per batch entry (the
+    formulas compute on arrays, below the batching mode), their saved tensors unpacked once. ``run(grads, node_apply)`` runs the pass and returns the captured gradients, returned here
     with the batch dim first."""
-    from .._C._torch_function import _BackwardPass
     level = max([lvl for lvl, _, _ in ACTIVE] + [0]) + 1
-    enter(size, "error", level)
+    enter(size, "legacy", level)
+    LEGACY_LEVELS.add(level)
     levels = (level,)
 
     user_code = _nodes_running_user_code()
@@ -1637,22 +1941,26 @@ def batched_gradients_pass(run, grads, size: int):
         fulls = [None if not is_batched(g) else _full(g, levels) if recording else _full(g, levels)._ndarray
                  for g in node_grads]
         saved = node._saved
-        if saved:
-            node._saved = tuple(None if v is None else _Unpacked(v) for v in node.saved())
-        try:
-            with _BackwardPass():
-                per_entry = [node.apply([g if f is None else f[b] if recording else _plain(f[b])
-                                         for f, g in zip(fulls, node_grads)]) for b in range(size)]
-        finally:
-            if saved:
-                node._saved = saved
-        return tuple(_stacked_entries([out[i] for out in per_entry], levels) for i in range(len(per_entry[0])))
+        values = node.saved() if saved else ()
+        if len(fulls) == 1 and fulls[0] is not None:
+            if recording:
+                with _BackwardPass():
+                    outs = _recorded_unary(node, fulls[0], values)
+            else:
+                formula = _batched_formula(node)
+                with np.errstate(all="ignore"):
+                    outs = NotImplemented if formula is None else formula(node, fulls[0], values)
+                outs = outs if outs is NotImplemented else [None if o is None else _plain(o) for o in outs]
+            if outs is not NotImplemented:
+                return tuple(None if o is None else wrap(o, levels) for o in outs)
+        return _apply_per_entry(node, node_grads, fulls, values, size, levels)
 
     try:
         captured = run([None if g is None else wrap(g, levels) for g in grads], node_apply)
         return [None if c is None else _full(c, levels) if is_batched(c) else
                 c.unsqueeze(0).expand(size, *c.shape) for c in captured]
     finally:
+        LEGACY_LEVELS.discard(level)
         leave(level)
 
 

@@ -191,6 +191,46 @@ def _tensor_likes(outputs, inputs) -> tuple:
 
 # how many torch.func transforms are running their function now (hookgrad.func keeps the count)
 TRANSFORMS_ACTIVE = [0]
+# per differentiating transform running its function (grad, vjp, jacrev, jacfwd, jvp): its level and
+# its inputs (torch wraps them, and what is computed from them, in a GradTrackingTensor of that level)
+TRACKED_INPUTS: list = []
+
+
+def grad_tracking_levels(t) -> list:
+    """The levels of the running differentiating transforms whose inputs ``t`` is, or is computed from."""
+    levels = []
+    for level, inputs in TRACKED_INPUTS:
+        if any(t is x for x in inputs) or _reaches(t.grad_fn, inputs):
+            levels.append(level)
+    return levels
+
+
+def _reaches(node, inputs) -> bool:
+    """Whether the graph from ``node`` reaches one of ``inputs`` (their nodes, or their leaves' sinks)."""
+    nodes = {id(x.grad_fn) for x in inputs if x.grad_fn is not None}
+    seen, pending = set(), [node]
+    while pending:
+        n = pending.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if id(n) in nodes or any(getattr(n, "variable", None) is x for x in inputs):
+            return True
+        pending.extend(next_node for next_node, _ in n.next_functions)
+    return False
+
+
+def grad_tracking_text(text: str, levels) -> str:
+    """``text`` inside torch's GradTrackingTensor text for each of ``levels`` (innermost first)."""
+    for lvl in levels:
+        text = wrapped_text(f"GradTrackingTensor(lvl={lvl}, value=", text)
+    return text
+
+
+def wrapped_text(head: str, text: str) -> str:
+    """``text`` indented under ``head``, closed as torch closes its functorch wrappers' text."""
+    inner = "\n".join("    " + line if line else line for line in text.split("\n"))
+    return f"{head}\n{inner}\n)"
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None,
