@@ -89,6 +89,18 @@ def _restore_mode(saved) -> None:
     STATE.enabled, STATE.requested = saved
 
 
+class unseen_no_grad:
+    """Grad mode off for the library's own steps that torch takes in C++ (a function mode sees no
+    ``_set_grad_enabled`` for them, where the public switches show it one)."""
+
+    def __enter__(self):
+        self._saved = _saved_mode()
+        set_mode(False)
+
+    def __exit__(self, *exc):
+        _restore_mode(self._saved)
+
+
 def is_inference_mode_enabled() -> bool:
     return STATE.inference
 

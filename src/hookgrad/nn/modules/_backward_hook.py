@@ -432,7 +432,7 @@ def _apply_through_overrides(on_backward, args):
     differentiable = [t.requires_grad for t in tensors]
     node = BackwardHookFunctionBackward(tuple([edge(t) for t in tensors]),
                                         [(t._ndarray.shape, t._ndarray.dtype) for t in tensors], on_backward)
-    with grad_mode.no_grad():
+    with grad_mode.unseen_no_grad():  # torch's BackwardHookFunction turns grad mode off in C++
         views = [t.view_as(t) for t in tensors]
     new_args = list(args)
     for output_nr, i in enumerate(tensors_idx):
