@@ -241,6 +241,10 @@ CASES = {
                                                     "gradient boosting, snapshot, fast geometric and "
                                                     "adversarial-training ensembles built and trained from a base "
                                                     "module class: predictions, evaluation, weights"),
+    "accelerate": ("accelerate_case.py", [], "accelerate ModelHook pre/post-forward hooks added, appended (Sequential"
+                                              "Hook) and removed beside torch's hooks, cpu_offload weights put back "
+                                              "per call, init_empty_weights filled, sizes, tied parameters, device "
+                                              "maps; an Accelerator loop with accumulation, clipping, saved state"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -314,6 +318,7 @@ REQUIRES = {
     "trak": ["trak"],
     # (torchensemble is outside the test extra: it requires scikit-learn, and torchvision in its metadata)
     "torchensemble": ["torchensemble", "sklearn", "joblib"],
+    "accelerate": ["accelerate", "psutil", "safetensors", "yaml"],
 }
 
 
