@@ -245,6 +245,12 @@ CASES = {
                                               "Hook) and removed beside torch's hooks, cpu_offload weights put back "
                                               "per call, init_empty_weights filled, sizes, tied parameters, device "
                                               "maps; an Accelerator loop with accumulation, clipping, saved state"),
+    "msssim": ("msssim_case.py", [], "pytorch-msssim SSIM/MS-SSIM on images and volumes (functional and module "
+                                      "forms, windows, weights), a denoiser trained on 1 - MS-SSIM, input gradients"),
+    "torchdyn": ("torchdyn_case.py", [], "torchdyn NeuralODE with fixed and adaptive solvers, gradients through "
+                                          "the solver, the adjoint and the interpolated adjoint (custom Functions), "
+                                          "second-order and augmented systems, odeint, CNF traces, multiple "
+                                          "shooting; forward hooks counting calls"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -319,6 +325,9 @@ REQUIRES = {
     # (torchensemble is outside the test extra: it requires scikit-learn, and torchvision in its metadata)
     "torchensemble": ["torchensemble", "sklearn", "joblib"],
     "accelerate": ["accelerate", "psutil", "safetensors", "yaml"],
+    "msssim": ["pytorch_msssim"],
+    # (torchdyn is outside the test extra: its metadata requires torchvision and pins an old poethepoet)
+    "torchdyn": ["torchdyn", "torchcde", "torchsde", "torchdiffeq", "pytorch_lightning"],
 }
 
 

@@ -1,0 +1,41 @@
+"""Behaviours accelerate, torchdyn and the other libraries of tests/clients' tenth round reach for, each
+checked against torch as a differential scenario."""
+from __future__ import annotations
+
+import numpy as np
+
+from difftest import catch, differential
+
+
+@differential
+def test_linspace_with_zero_dim_tensor_ends(T):
+    # torchdyn's multiple-shooting solvers pass a step held in a 0-d tensor
+    dt = T.tensor(0.25, dtype=T.float64)
+    return (T.linspace(0, dt, 4), T.linspace(T.tensor(-1.0), T.tensor(2.0), 5), T.linspace(dt, 1, 3).dtype,
+            T.linspace(T.tensor(1), T.tensor(3), 3, dtype=T.float64))
+
+
+def _function_with_a_stray_gradient(T):
+    class Scale(T.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            # torchdyn's adjoint returns a gradient for its time grid of another shape and dtype
+            return g * 2, T.ones(2, dtype=T.float16)
+    return Scale
+
+
+@differential
+def test_function_gradient_for_an_input_needing_none_is_not_checked(T):
+    scale = _function_with_a_stray_gradient(T)
+    a, b = T.ones(3, requires_grad=True), T.ones(5)
+    seen = []
+    y = scale.apply(a, b)
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: seen.append(
+        [None if g is None else (tuple(g.shape), g.dtype) for g in grad_inputs]))
+    y.sum().backward()
+    wanted = scale.apply(a, b.requires_grad_())
+    return a.grad, seen, catch(wanted.sum().backward), b.grad
