@@ -251,6 +251,9 @@ CASES = {
                                           "the solver, the adjoint and the interpolated adjoint (custom Functions), "
                                           "second-order and augmented systems, odeint, CNF traces, multiple "
                                           "shooting; forward hooks counting calls"),
+    "peft": ("peft_case.py", [], "peft LoRA (rsLoRA, DoRA), LoHa, LoKr and IA3 adapters on a plain model's Linear "
+                                  "layers: outputs, adapters disabled, merged and unloaded, gradients to adapters "
+                                  "only, saved and reloaded; named adapters switched and combined"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -328,6 +331,8 @@ REQUIRES = {
     "msssim": ["pytorch_msssim"],
     # (torchdyn is outside the test extra: its metadata requires torchvision and pins an old poethepoet)
     "torchdyn": ["torchdyn", "torchcde", "torchsde", "torchdiffeq", "pytorch_lightning"],
+    # (peft imports transformers: it is in the hf-clients extra)
+    "peft": ["peft", "transformers", "accelerate", "huggingface_hub", "safetensors", "psutil"],
 }
 
 
