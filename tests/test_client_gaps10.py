@@ -39,3 +39,30 @@ def test_function_gradient_for_an_input_needing_none_is_not_checked(T):
     y.sum().backward()
     wanted = scale.apply(a, b.requires_grad_())
     return a.grad, seen, catch(wanted.sum().backward), b.grad
+
+
+@differential
+def test_tensor_str_body_alone(T):
+    # torch_geometric writes OFF files from torch._tensor_str._tensor_str
+    from importlib import import_module
+    tensor_str = import_module(f"{T.__name__}._tensor_str")
+    values = T.tensor([[1.5, -2.25, 3.0], [4.0, 5.125, 6.0]])
+    return (tensor_str._tensor_str(values, indent=0), tensor_str._tensor_str(values, indent=4),
+            tensor_str._tensor_str(T.arange(6).reshape(3, 2), indent=2), tensor_str._tensor_str(T.zeros(0), 0),
+            tensor_str._str(values) == repr(values))
+
+
+@differential
+def test_jit_overload_stubs_are_handed_back(T):
+    def stub(x: int) -> int:
+        ...
+    return T.jit._overload(stub) is stub, T.jit._overload_method(stub) is stub
+
+
+@differential
+def test_build_configuration_text(T):
+    # torch_geometric reads torch.__config__.show() for 'USE_MKL=OFF' at import
+    config = T.__config__
+    shown, parallel = config.show(), config.parallel_info()
+    return (isinstance(shown, str), "USE_MKL=OFF" in shown, isinstance(parallel, str),
+            "OMP_NUM_THREADS" in parallel, isinstance(config._cxx_flags(), str))

@@ -24,7 +24,7 @@ SUBMODULES = ["torch.utils._pytree", "torch.types", "torch.compiler", "torch._dy
               "torch.nn.common_types", "torch._utils", "torch.storage", "torch.random", "torch.functional",
               "torch.accelerator", "torch.mps", "torch.xpu", "torch.signal", "torch.signal.windows",
               "torch.utils.weak", "torch.utils._contextlib", "torch.utils.collect_env", "torch._dynamo.config",
-              "torch.compiler.config", "torch._dynamo.eval_frame", "torch.distributed.fsdp.fully_sharded_data_parallel"]
+              "torch.compiler.config", "torch._dynamo.eval_frame", "torch.distributed.fsdp.fully_sharded_data_parallel", "torch.__config__"]
 
 
 def sub(T, name: str):
