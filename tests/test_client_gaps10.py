@@ -66,3 +66,18 @@ def test_build_configuration_text(T):
     shown, parallel = config.show(), config.parallel_info()
     return (isinstance(shown, str), "USE_MKL=OFF" in shown, isinstance(parallel, str),
             "OMP_NUM_THREADS" in parallel, isinstance(config._cxx_flags(), str))
+
+
+@differential
+def test_advanced_index_after_a_slice_is_contiguous(T):
+    # torch_geometric's subgraph views edge_index[:, mask] flat
+    edges = T.tensor([[0, 1, 2, 3, 4], [1, 2, 3, 4, 0]])
+    mask = T.tensor([True, False, True, True, False])
+    order = T.tensor([4, 0, 2])
+    return [(t.stride(), t.is_contiguous(), t.view(-1)) for t in (edges[:, mask], edges[:, order],
+                                                                  T.ones(2, 3, 4)[:, :, T.tensor([0, 2])])]
+
+
+@differential
+def test_onnx_export_never_under_way(T):
+    return T.onnx.is_in_onnx_export()

@@ -254,6 +254,10 @@ CASES = {
     "peft": ("peft_case.py", [], "peft LoRA (rsLoRA, DoRA), LoHa, LoKr and IA3 adapters on a plain model's Linear "
                                   "layers: outputs, adapters disabled, merged and unloaded, gradients to adapters "
                                   "only, saved and reloaded; named adapters switched and combined"),
+    "torch_geometric": ("torch_geometric_case.py", [], "PyTorch Geometric GCN, GraphSAGE, GAT (attention weights), "
+                                                        "GIN, NNConv message passing with its propagate/message "
+                                                        "hooks, pooling over a batch, a GCN trained, graph "
+                                                        "utilities, GNNExplainer masks"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -333,6 +337,7 @@ REQUIRES = {
     "torchdyn": ["torchdyn", "torchcde", "torchsde", "torchdiffeq", "pytorch_lightning"],
     # (peft imports transformers: it is in the hf-clients extra)
     "peft": ["peft", "transformers", "accelerate", "huggingface_hub", "safetensors", "psutil"],
+    "torch_geometric": ["torch_geometric", "xxhash", "aiohttp", "jinja2", "requests", "fsspec", "psutil"],
 }
 
 
