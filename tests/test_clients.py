@@ -241,6 +241,23 @@ CASES = {
                                                     "gradient boosting, snapshot, fast geometric and "
                                                     "adversarial-training ensembles built and trained from a base "
                                                     "module class: predictions, evaluation, weights"),
+    "accelerate": ("accelerate_case.py", [], "accelerate ModelHook pre/post-forward hooks added, appended (Sequential"
+                                              "Hook) and removed beside torch's hooks, cpu_offload weights put back "
+                                              "per call, init_empty_weights filled, sizes, tied parameters, device "
+                                              "maps; an Accelerator loop with accumulation, clipping, saved state"),
+    "msssim": ("msssim_case.py", [], "pytorch-msssim SSIM/MS-SSIM on images and volumes (functional and module "
+                                      "forms, windows, weights), a denoiser trained on 1 - MS-SSIM, input gradients"),
+    "torchdyn": ("torchdyn_case.py", [], "torchdyn NeuralODE with fixed and adaptive solvers, gradients through "
+                                          "the solver, the adjoint and the interpolated adjoint (custom Functions), "
+                                          "second-order and augmented systems, odeint, CNF traces, multiple "
+                                          "shooting; forward hooks counting calls"),
+    "peft": ("peft_case.py", [], "peft LoRA (rsLoRA, DoRA), LoHa, LoKr and IA3 adapters on a plain model's Linear "
+                                  "layers: outputs, adapters disabled, merged and unloaded, gradients to adapters "
+                                  "only, saved and reloaded; named adapters switched and combined"),
+    "torch_geometric": ("torch_geometric_case.py", [], "PyTorch Geometric GCN, GraphSAGE, GAT (attention weights), "
+                                                        "GIN, NNConv message passing with its propagate/message "
+                                                        "hooks, pooling over a batch, a GCN trained, graph "
+                                                        "utilities, GNNExplainer masks"),
 }
 
 # the modules each case imports beyond torch and numpy (in the test extra of pyproject.toml, except those
@@ -314,6 +331,13 @@ REQUIRES = {
     "trak": ["trak"],
     # (torchensemble is outside the test extra: it requires scikit-learn, and torchvision in its metadata)
     "torchensemble": ["torchensemble", "sklearn", "joblib"],
+    "accelerate": ["accelerate", "psutil", "safetensors", "yaml"],
+    "msssim": ["pytorch_msssim"],
+    # (torchdyn is outside the test extra: its metadata requires torchvision and pins an old poethepoet)
+    "torchdyn": ["torchdyn", "torchcde", "torchsde", "torchdiffeq", "pytorch_lightning"],
+    # (peft imports transformers: it is in the hf-clients extra)
+    "peft": ["peft", "transformers", "accelerate", "huggingface_hub", "safetensors", "psutil"],
+    "torch_geometric": ["torch_geometric", "xxhash", "aiohttp", "jinja2", "requests", "fsspec", "psutil"],
 }
 
 

@@ -24,7 +24,7 @@ SUBMODULES = ["torch.utils._pytree", "torch.types", "torch.compiler", "torch._dy
               "torch.nn.common_types", "torch._utils", "torch.storage", "torch.random", "torch.functional",
               "torch.accelerator", "torch.mps", "torch.xpu", "torch.signal", "torch.signal.windows",
               "torch.utils.weak", "torch.utils._contextlib", "torch.utils.collect_env", "torch._dynamo.config",
-              "torch.compiler.config"]
+              "torch.compiler.config", "torch._dynamo.eval_frame", "torch.distributed.fsdp.fully_sharded_data_parallel", "torch.__config__"]
 
 
 def sub(T, name: str):
@@ -163,6 +163,22 @@ def test_compiler_and_dynamo_run_eagerly(T):
             dynamo.mark_dynamic(T.ones(2), 0), before, after, patched, config.suppress_errors,
             catch(setattr, config, "no_such_setting", 1), catch(lambda: config.patch(no_such_setting=1).__enter__()),
             compiled)
+
+
+@differential
+def test_compiled_and_sharded_wrapper_types_for_unwrapping(T):
+    # libraries unwrap models with isinstance checks on these types (accelerate, peft)
+    eval_frame = sub(T, "_dynamo.eval_frame")
+    fsdp_module = sub(T, "distributed.fsdp.fully_sharded_data_parallel")
+    model = T.nn.Linear(2, 2)
+
+    def f(x):
+        return x
+
+    return (isinstance(model, eval_frame.OptimizedModule), isinstance(T.compile(f), eval_frame.OptimizedModule),
+            eval_frame.OptimizedModule is sub(T, "_dynamo").OptimizedModule, eval_frame.innermost_fn(f) is f,
+            isinstance(model, fsdp_module.FullyShardedDataParallel),
+            fsdp_module.FullyShardedDataParallel is sub(T, "distributed.fsdp").FullyShardedDataParallel)
 
 
 # ------------------------------------------------------------------------- random, devices, types

@@ -145,6 +145,8 @@ _LAZY |= {"library", "ops", "random", "types", "compiler", "_dynamo", "accelerat
 _LAZY |= {"_C", "_VF"}  # the few private torch._C entry points hook tests call; the operator forms (torch._VF)
 _LAZY |= {"_tensor_str"}  # torch._tensor_str.PRINT_OPTS and printoptions
 _LAZY |= {"profiler"}  # torch.profiler (test files read torch.profiler.itt.is_available() at import)
+_LAZY |= {"__config__"}  # torch.__config__.show(): build settings libraries search for switches
+_LAZY |= {"onnx"}  # torch.onnx.is_in_onnx_export(): always False (no exporter)
 # torch.* names that are objects of a lazily loaded namespace (torch.vmap is torch.func.vmap)
 _FROM_NAMESPACE = {"vmap": "func", "GradScaler": "amp.grad_scaler", "Future": "futures", "to_dlpack": "utils.dlpack",
                    "ScriptModule": "jit", "ScriptFunction": "jit"}

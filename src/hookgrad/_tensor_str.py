@@ -39,6 +39,19 @@ _PrinterOptions.__name__ = _PrinterOptions.__qualname__ = "__PrinterOptions"   #
 PRINT_OPTS = _PrinterOptions()
 
 
+def _tensor_str(self, indent):
+    """The bracketed values of ``repr(self)`` alone, lines after the first indented by ``indent``
+    (torch_geometric writes OFF mesh files with it)."""
+    from ._dtype import printed_values
+    return _format.format_array(printed_values(self._ndarray), indent,
+                                zero=2.0 ** -127 if self.dtype.name == "float8_e8m0fnu" else None)
+
+
+def _str(self, *, tensor_contents=None):
+    """The whole ``repr(self)``."""
+    return _format.format_tensor(self)
+
+
 @contextlib.contextmanager
 def printoptions(**options):
     """Print with ``options`` (set_printoptions' keywords) inside the block; the earlier options after it."""

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from ..compiler import (allow_in_graph, assume_constant_result, disable, is_compiling, list_backends, reset,
                         set_stance, substitute_in_graph)
-from . import config
+from . import config, eval_frame
+from .eval_frame import OptimizedModule
 
 __all__ = ["allow_in_graph", "assume_constant_result", "config", "disable", "disallow_in_graph", "forbid_in_graph",
            "graph_break", "is_compiling", "list_backends", "mark_dynamic", "maybe_mark_dynamic", "mark_static",
            "mark_static_address", "optimize", "reset", "run", "set_stance", "substitute_in_graph", "explain",
-           "export", "lookup_backend", "register_backend", "OptimizedModule"]
+           "export", "lookup_backend", "register_backend", "OptimizedModule", "eval_frame"]
 
 
 def disallow_in_graph(fn):
@@ -76,11 +77,3 @@ def explain(fn, *args, **kwargs):
 def export(fn, *args, **kwargs):
     raise NotImplementedError("torch._dynamo.export traces bytecode into graphs; hookgrad has no compiler "
                               "(see docs/api-coverage.md)")
-
-
-class OptimizedModule:
-    """The wrapper type torch.compile gives modules. hookgrad's compile returns the module itself,
-    so no object is ever an ``OptimizedModule`` (``isinstance`` checks answer False, as wanted)."""
-
-    def __init__(self, *args, **kwargs):
-        raise TypeError("hookgrad does not compile modules: torch.compile returns the module itself")

@@ -616,7 +616,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     if dt.is_complex:
         return _finish(np.linspace(complex(ends[0]), complex(ends[1]), int(steps)).astype(dt.np), requires_grad,
                        device)
-    return _finish(np.linspace(start, end, int(steps)).astype(dt.np), requires_grad, device)
+    return _finish(np.linspace(ends[0], ends[1], int(steps)).astype(dt.np), requires_grad, device)
 
 
 @op(method=False)

@@ -281,7 +281,9 @@ def getitem(x: Tensor, index) -> Tensor:
     except IndexError as e:
         _check_masks(x._ndarray.shape, index)
         raise _torch_index_error(e) from None
-    result = wrap(data.copy(order="K"))   # a method call: a meta array copies as meta
+    # a method call: a meta array copies as meta. NumPy lays x[:, idx] out column-major; torch's result of
+    # a C-contiguous input is C-contiguous (torch_geometric views it flat)
+    result = wrap(data.copy(order="C" if x._ndarray.flags.c_contiguous else "K"))
     if GRAD.enabled and x._requires_grad:
         node = record_op(IndexBackward0, (x,), result)
         node.in_shape = x._ndarray.shape

@@ -707,17 +707,29 @@ def _negative(data):
 
 neg = unary("neg", _negative, lambda g: -g, node="NegBackward0", floating=False, aliases=("negative",),
             inplace=True, saves_self=False, on_arrays=True)
-exp = unary("exp", np.exp, lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True, on_arrays=True)
+def _rounded_once(ufunc):
+    """``ufunc`` with float32 computed in float64 and rounded once. torch's float32 kernels for these
+    functions are correctly rounded almost everywhere; NumPy's float32 loops are not (float32 exp: 40%
+    of 1e6 normal samples off by an ulp from torch, against 1% when rounded once from float64)."""
+    def forward(data):
+        if data.dtype == np.float32:
+            return ufunc(data.astype(np.float64)).astype(np.float32)
+        return ufunc(data)
+    forward.__name__ = ufunc.__name__
+    return forward
+
+
+exp = unary("exp", _rounded_once(np.exp), lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True, on_arrays=True)
 exp2 = unary("exp2", np.exp2, lambda g, r: g * r * float(np.log(2.0)), node="Exp2Backward0", saves="result",
              inplace=True, on_arrays=True)
 log = unary("log", np.log, lambda g, x: g / x, node="LogBackward0", saves="self", inplace=True, on_arrays=True)
-log2 = unary("log2", np.log2, lambda g, x: g / (x * float(np.log(2.0))), node="Log2Backward0", saves="self",
+log2 = unary("log2", _rounded_once(np.log2), lambda g, x: g / (x * float(np.log(2.0))), node="Log2Backward0", saves="self",
              inplace=True, on_arrays=True)
-log10 = unary("log10", np.log10, lambda g, x: g / (x * float(np.log(10.0))), node="Log10Backward0", saves="self",
+log10 = unary("log10", _rounded_once(np.log10), lambda g, x: g / (x * float(np.log(10.0))), node="Log10Backward0", saves="self",
               inplace=True, on_arrays=True)
-log1p = unary("log1p", np.log1p, lambda g, x: g / (x + 1), node="Log1PBackward0", saves="self",
+log1p = unary("log1p", _rounded_once(np.log1p), lambda g, x: g / (x + 1), node="Log1PBackward0", saves="self",
               inplace=True, on_arrays=True)
-expm1 = unary("expm1", np.expm1, lambda g, r: g * (r + 1), node="Expm1Backward0", saves="result",
+expm1 = unary("expm1", _rounded_once(np.expm1), lambda g, r: g * (r + 1), node="Expm1Backward0", saves="result",
               inplace=True, on_arrays=True)
 sqrt = unary("sqrt", np.sqrt, lambda g, r: g / (r * 2), node="SqrtBackward0", saves="result",
              inplace=True, on_arrays=True)
@@ -780,13 +792,14 @@ def _result_backward(name, formula, output_part):
     return backward
 
 
-tanh = unary("tanh", np.tanh, _result_backward("TanhBackwardBackward0", lambda g, r: g * (1 - r * r),
+tanh = unary("tanh", _rounded_once(np.tanh), _result_backward("TanhBackwardBackward0", lambda g, r: g * (1 - r * r),
                                                lambda gg, g, r: gg * ((r * -2.0) * g)),
              node="TanhBackward0", saves="result", inplace=True, on_arrays=True)
-sinh = unary("sinh", np.sinh, lambda g, x: g * x.cosh(), node="SinhBackward0", saves="self", inplace=True,
-             on_arrays=lambda g, x: g * np.cosh(x))
-cosh = unary("cosh", np.cosh, lambda g, x: g * x.sinh(), node="CoshBackward0", saves="self", inplace=True,
-             on_arrays=lambda g, x: g * np.sinh(x))
+_sinh, _cosh = _rounded_once(np.sinh), _rounded_once(np.cosh)
+sinh = unary("sinh", _sinh, lambda g, x: g * x.cosh(), node="SinhBackward0", saves="self", inplace=True,
+             on_arrays=lambda g, x: g * _cosh(x))
+cosh = unary("cosh", _cosh, lambda g, x: g * x.sinh(), node="CoshBackward0", saves="self", inplace=True,
+             on_arrays=lambda g, x: g * _sinh(x))
 asin = unary("asin", np.arcsin, lambda g, x: g * (1 - x * x).rsqrt(), node="AsinBackward0", saves="self",
              aliases=("arcsin",), inplace=True)
 acos = unary("acos", np.arccos, lambda g, x: -(g * (1 - x * x).rsqrt()), node="AcosBackward0", saves="self",

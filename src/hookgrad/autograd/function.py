@@ -132,7 +132,8 @@ class BackwardCFunction(Node, FunctionCtx):
                     raise TypeError(f"function {self.name()} returned a gradient of type {type(g).__name__} at "
                                     f"position {i + 1}; expected a Tensor or None")
                 meta = input_meta[len(out)]
-                if g._ndarray.shape != meta[0] or g._ndarray.dtype != meta[1]:
+                # (as torch, only a gradient that flows on is checked: one for an input that needed none is dropped)
+                if (g._ndarray.shape != meta[0] or g._ndarray.dtype != meta[1]) and self.needs_input_grad[i]:
                     g = _validate_grad(self, i, g, meta)
             out.append(g)
         return tuple(out)

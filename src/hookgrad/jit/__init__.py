@@ -206,6 +206,25 @@ class CompilationUnit:
         raise RuntimeError("hookgrad has no TorchScript compiler: torch.jit.CompilationUnit is not available")
 
 
+_overloaded_fns: dict = {}
+
+
+def _overload(func):
+    """Mark a typed overload stub of a scripted function (torch_geometric's utilities use it as
+    ``typing.overload``): recorded by qualified name and handed back, as torch does."""
+    _overloaded_fns.setdefault(f"{func.__module__}.{func.__qualname__}", []).append(func)
+    return func
+
+
+def _overload_method(func):
+    """The method form of ``_overload``."""
+    return _overload(func)
+
+
+def _get_fn_overloads(qual_name):
+    return _overloaded_fns.get(qual_name)
+
+
 def __getattr__(name):
     if name == "Future":  # torch.jit.Future is torch.futures.Future
         from ..futures import Future

@@ -1,5 +1,6 @@
 """``torch.distributed.fsdp``: ``FSDPModule`` exists for type checks; hookgrad does not shard models
 (data parallelism is ``DistributedDataParallel``)."""
+from .fully_sharded_data_parallel import FullyShardedDataParallel
 
 
 class FSDPModule:
@@ -26,14 +27,6 @@ class OffloadPolicy:
 class CPUOffloadPolicy(OffloadPolicy):
     def __init__(self, pin_memory: bool = True):
         self.pin_memory = pin_memory
-
-
-class FullyShardedDataParallel:
-    """The first FSDP wrapper, for ``isinstance`` checks: hookgrad never makes one."""
-
-    def __init__(self, *args, **kwargs):
-        raise RuntimeError("hookgrad has no FullyShardedDataParallel: it does not shard models; for "
-                           "data-parallel training use torch.nn.parallel.DistributedDataParallel")
 
 
 def fully_shard(module, *args, **kwargs):
