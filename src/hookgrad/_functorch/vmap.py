@@ -1751,24 +1751,24 @@ def _operands(node, g, saved):
     return NotImplemented
 
 
-def _batched_mul(node, g, saved):
+def _batched_pair(node, g, saved, grad_of_a, grad_of_b):
+    """A two-operand node's gradients on the batched ``g``: ``grad_of_a(g, a, b)`` and
+    ``grad_of_b(g, a, b)``, each summed back to its operand's shape (None where there is no edge)."""
     operands = _operands(node, g, saved)
     if operands is NotImplemented:
         return NotImplemented
     b, a = operands
     edges = node.next_functions
-    return (_sum_to(g * b, node.a_shape) if edges[0][0] is not None else None,
-            _sum_to(g * a, node.b_shape) if edges[1][0] is not None else None)
+    return (_sum_to(grad_of_a(g, a, b), node.a_shape) if edges[0][0] is not None else None,
+            _sum_to(grad_of_b(g, a, b), node.b_shape) if edges[1][0] is not None else None)
+
+
+def _batched_mul(node, g, saved):
+    return _batched_pair(node, g, saved, lambda g, a, b: g * b, lambda g, a, b: g * a)
 
 
 def _batched_div(node, g, saved):
-    operands = _operands(node, g, saved)
-    if operands is NotImplemented:
-        return NotImplemented
-    b, a = operands
-    edges = node.next_functions
-    return (_sum_to(g / b, node.a_shape) if edges[0][0] is not None else None,
-            _sum_to(-g * ((a / b) / b), node.b_shape) if edges[1][0] is not None else None)
+    return _batched_pair(node, g, saved, lambda g, a, b: g / b, lambda g, a, b: -g * ((a / b) / b))
 
 
 def _batch_dim(dim: int) -> int:
