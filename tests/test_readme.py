@@ -49,7 +49,7 @@ PYTHON_SETUP = {
 # blocks that quote a line of the code as it stands (the Design section's op declaration and its
 # test row): first line -> the file that must contain the block verbatim
 QUOTED_SOURCE = {
-    'exp = unary("exp", np.exp, lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True, on_arrays=True)':
+    'exp = unary("exp", _rounded_once(np.exp), lambda g, r: g * r, node="ExpBackward0", saves="result", inplace=True, on_arrays=True)':
         "src/hookgrad/_ops/pointwise.py",
     '"exp": (lambda T, x: x.exp(), {}),': "tests/op_cases.py",
 }

@@ -140,7 +140,7 @@ def test_script_directory_is_importable_and_exit_code_passes_through(tmp_path):
 
 @pytest.mark.parametrize("snippet,kind,name", [
     ("torch.qint8", "AttributeError", "torch.qint8"),
-    ("import torch.onnx", "ModuleNotFoundError", "torch.onnx"),
+    ("import torch.export", "ModuleNotFoundError", "torch.export"),
     ("torch.totally_missing_op(torch.ones(2))", "AttributeError", "torch.totally_missing_op"),
     ("import torch.nn.functional as F\nF.no_such_function", "AttributeError", "torch.nn.functional.no_such_function"),
     ("torch.autograd.no_such_thing", "AttributeError", "torch.autograd.no_such_thing"),
@@ -189,7 +189,7 @@ def test_in_process_run_restores_torch(tmp_path):
 def test_missing_lazy_submodule_is_a_clear_attribute_error(tmp_path):
     rc, out, err = _run_source(tmp_path, """
         import torch
-        print(hasattr(torch, "ao"), hasattr(torch, "onnx"), hasattr(torch, "fft"), hasattr(torch, "nn"),
+        print(hasattr(torch, "ao"), hasattr(torch, "export"), hasattr(torch, "fft"), hasattr(torch, "nn"),
               torch.cuda.is_available())
     """)
     assert rc == 0, err

@@ -196,7 +196,7 @@ class _DirectOps:
     add_ = staticmethod(_direct_add_)
     mul_ = staticmethod(_direct_mul_)
     sigmoid_ = staticmethod(_direct_unary_(_expit, _pw.sigmoid.node_cls, _MethodOps.sigmoid_))
-    tanh_ = staticmethod(_direct_unary_(np.tanh, _pw.tanh.node_cls, _MethodOps.tanh_))
+    tanh_ = staticmethod(_direct_unary_(_pw.tanh_values, _pw.tanh.node_cls, _MethodOps.tanh_))
     add = staticmethod(_pw.add)
     sub = staticmethod(_pw.sub)
     mul = staticmethod(_pw.mul)
