@@ -8,29 +8,9 @@ from __future__ import annotations
 
 import pytest
 from difftest import catch, differential
+from torch_function_logs import func_name as _name, logging_mode as _logging_mode, logging_subclass as _logging_subclass
 
 import hookgrad
-
-
-def _name(T, func):
-    return T.overrides.resolve_name(func) or getattr(func, "__name__", repr(func))
-
-
-def _logging_subclass(T, log):
-    class LoggingTensor(T.Tensor):
-        @classmethod
-        def __torch_function__(cls, func, types, args=(), kwargs=None):
-            log.append((_name(T, func), [t.__name__ for t in types]))
-            return super().__torch_function__(func, types, args, kwargs)
-    return LoggingTensor
-
-
-def _logging_mode(T, log, tag="mode"):
-    class LoggingMode(T.overrides.TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            log.append((tag, _name(T, func), [t.__name__ for t in types]))
-            return func(*args, **(kwargs or {}))
-    return LoggingMode
 
 
 def _small_cnn(T):

@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import pytest
 from difftest import catch, differential
+from torch_function_logs import func_name as _name
 
 HOOK_KINDS = ["tensor", "leaf_tensor", "node_pre", "node_post", "post_accumulate", "module_full",
               "module_pre", "module_legacy", "multi_all", "multi_any", "unpack", "final_callback",
               "function_backward"]
-
-
-def _name(T, func):
-    return T.overrides.resolve_name(func) or getattr(func, "__name__", repr(func))
 
 
 def _logging_subclass(T, log):

@@ -14,30 +14,10 @@ import dataclasses
 import numpy as np
 import pytest
 from difftest import catch, differential
+from torch_function_logs import func_name as _name, logging_mode as _logging_mode, logging_subclass as _logging_subclass
 
 import hookfuzz
 import op_cases
-
-
-def _name(T, func):
-    return T.overrides.resolve_name(func) or getattr(func, "__name__", repr(func))
-
-
-def _logging_subclass(T, log):
-    class LoggingTensor(T.Tensor):
-        @classmethod
-        def __torch_function__(cls, func, types, args=(), kwargs=None):
-            log.append((_name(T, func), [t.__name__ for t in types]))
-            return super().__torch_function__(func, types, args, kwargs)
-    return LoggingTensor
-
-
-def _logging_mode(T, log):
-    class LoggingMode(T.overrides.TorchFunctionMode):
-        def __torch_function__(self, func, types, args=(), kwargs=None):
-            log.append(("mode", _name(T, func), [t.__name__ for t in types]))
-            return func(*args, **(kwargs or {}))
-    return LoggingMode
 
 
 def _classes(value):
