@@ -264,15 +264,19 @@ def test_batched_create_graph_gradient_ends_in_the_last_formulas_node(T, name):
     second, = T.autograd.grad((g * g).sum(), x)
     return g, g.grad_fn.name(), second
 
-@differential(rtol=1e-9, atol=1e-10)
-def test_vectorized_jacobian_and_hessian_run_one_pass(T):
-    calls = []
-
+def _tanh_of_product_hooked(calls):
+    """f(x, w) = (tanh(x @ w), x.sum()), with a tensor hook on the tanh that records each gradient's shape."""
     def f(x, w):
         y = (x @ w).tanh()
         y.register_hook(lambda g: calls.append(tuple(g.shape)))
         return y, x.sum()
+    return f
 
+
+@differential(rtol=1e-9, atol=1e-10)
+def test_vectorized_jacobian_and_hessian_run_one_pass(T):
+    calls = []
+    f = _tanh_of_product_hooked(calls)
     x, w = _data(T, 2, 3), _data(T, 3, 4, start=0.5) / 4
     jac = T.autograd.functional.jacobian(f, (x, w), vectorize=True)
     hess = T.autograd.functional.hessian(lambda a: (a.exp() * a).sum(), x, vectorize=True)
@@ -539,12 +543,7 @@ def test_generated_vmap_rule_runs_the_functions_steps_once(T):
 @differential(rtol=1e-9, atol=1e-10)
 def test_jacrev_takes_one_backward_pass(T):
     calls = []
-
-    def f(x, w):
-        y = (x @ w).tanh()
-        y.register_hook(lambda g: calls.append(tuple(g.shape)))
-        return y, x.sum()
-
+    f = _tanh_of_product_hooked(calls)
     x, w = _data(T, 2, 3), _data(T, 3, 4, start=0.5) / 4
     jac = T.func.jacrev(f, argnums=(0, 1))(x, w)
     hess = T.func.hessian(lambda a: (a.exp() * a).sum())(x[0])
