@@ -1729,12 +1729,12 @@ def _batched_relu(node, g, saved):
 
 def _batched_add(node, g, saved):
     scale = node.sign * node.alpha
-    edges = node.next_functions
-    dtypes = [dt for dt, (fn, _) in zip((node.a_dtype, node.b_dtype), edges) if fn is not None]
+    needs = node._should_compute_output  # the pass's rule: an edge, toward a wanted gradient
+    dtypes = [dt for i, dt in enumerate((node.a_dtype, node.b_dtype)) if needs(i)]
     if scale not in (1, -1) or g.dtype not in _REAL or any(dt != g.dtype for dt in dtypes):
         return NotImplemented
-    return (_sum_to(g, node.a_shape) if edges[0][0] is not None else None,
-            _sum_to(g if scale == 1 else -g, node.b_shape) if edges[1][0] is not None else None)
+    return (_sum_to(g, node.a_shape) if needs(0) else None,
+            _sum_to(g if scale == 1 else -g, node.b_shape) if needs(1) else None)
 
 
 def _operands(node, g, saved):
@@ -1758,9 +1758,9 @@ def _batched_pair(node, g, saved, grad_of_a, grad_of_b):
     if operands is NotImplemented:
         return NotImplemented
     b, a = operands
-    edges = node.next_functions
-    return (_sum_to(grad_of_a(g, a, b), node.a_shape) if edges[0][0] is not None else None,
-            _sum_to(grad_of_b(g, a, b), node.b_shape) if edges[1][0] is not None else None)
+    needs = node._should_compute_output  # the pass's rule: an edge, toward a wanted gradient
+    return (_sum_to(grad_of_a(g, a, b), node.a_shape) if needs(0) else None,
+            _sum_to(grad_of_b(g, a, b), node.b_shape) if needs(1) else None)
 
 
 def _batched_mul(node, g, saved):
@@ -1809,19 +1809,19 @@ def _batched_mm(node, g, saved):
     b, a = saved
     if not _real_operands(g, a, b) or g.ndim != 3:
         return NotImplemented
-    edges = node.next_functions
-    return (_matmul_left(g, b._ndarray) if edges[0][0] is not None else None,
-            _matmul_right(a._ndarray, g) if edges[1][0] is not None else None)
+    needs = node._should_compute_output  # the pass's rule: an edge, toward a wanted gradient
+    return (_matmul_left(g, b._ndarray) if needs(0) else None,
+            _matmul_right(a._ndarray, g) if needs(1) else None)
 
 
 def _batched_addmm(node, g, saved):
     a, b = saved
     if node.alpha != 1 or node.beta != 1 or not _real_operands(g, a, b) or g.ndim != 3:
         return NotImplemented
-    edges = node.next_functions
-    return (_sum_to(g, node.bias_shape) if edges[0][0] is not None else None,
-            _matmul_left(g, b._ndarray) if edges[1][0] is not None else None,
-            _matmul_right(a._ndarray, g) if edges[2][0] is not None else None)
+    needs = node._should_compute_output  # the pass's rule: an edge, toward a wanted gradient
+    return (_sum_to(g, node.bias_shape) if needs(0) else None,
+            _matmul_left(g, b._ndarray) if needs(1) else None,
+            _matmul_right(a._ndarray, g) if needs(2) else None)
 
 
 def _batched_t(node, g, saved):
